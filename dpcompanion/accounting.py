@@ -1,0 +1,594 @@
+"""Privacy accounting: zCDP, (epsilon, delta)-DP, exact Gaussian DP, subsampling, ADP-SGD.
+
+Conventions (SPEC section 2). A noisy step adds Gaussian noise with standard deviation
+``sigma x sensitivity`` (``sigma`` is the *noise multiplier*). Hong et al. fold the factor
+1/2 of the Gaussian mechanism's zCDP cost into their budget: a step costs ``1/sigma^2``
+of a budget ``R`` and the released iterate is ``(R/2)``-zCDP, so **R = 2 rho**.
+
+Three ways to turn a spent budget into (epsilon, delta):
+
+* **zCDP** (what the paper uses): ``rho = R/2`` and Bun & Steinke's conversion
+  (Hong et al. 2022, FAccT, arXiv 2101.07413, file 001, Lemma C.3).
+* **Exact (Gaussian DP)**: full-batch steps of sensitivity 1 with multipliers ``sigma_t``
+  compose to a single Gaussian mechanism with ``mu = sqrt(sum_t 1/sigma_t^2) = sqrt(R)``
+  (Dong, Roth & Su, arXiv 1905.02383v3, Cor. 3.3), whose exact privacy profile is
+  ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` (ibid., Cor. 2.13).
+  The zCDP conversion is lossless in the composition (Gaussian RDP is exactly linear in
+  the order) and loses only in the final conversion: the exact accountant can spend more.
+* **Numerical accountants** from dp-accounting (RDP and PLD), used for Poisson-subsampled
+  steps, where neither of the above is exact.
+
+dp-accounting is imported lazily (only the functions that need it import it).
+
+Note on the paper (H Sec. 4.1.3): the printed inversion
+``R = 2 eps + 4 ln(1/delta) + 4 sqrt(ln(1/delta)(eps + ln(1/delta)))`` takes the wrong
+root of the quadratic; :func:`R_zcdp_as_printed` evaluates it so that the claim checks
+can show it, and :func:`dp_to_zcdp` derives the right one.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import numpy as np
+from scipy import optimize, special
+
+__all__ = [
+    "gaussian_rho",
+    "compose_rho",
+    "zcdp_to_dp",
+    "dp_to_zcdp",
+    "R_from_rho",
+    "rho_from_R",
+    "R_zcdp",
+    "R_zcdp_as_printed",
+    "R_ma",
+    "spent_R",
+    "gdp_mu",
+    "gdp_delta",
+    "gdp_epsilon",
+    "exact_delta",
+    "exact_epsilon",
+    "R_exact",
+    "unused_budget",
+    "psgd_step_cost",
+    "psgd_R_prime",
+    "accountant_epsilon",
+    "adp_B_delta",
+    "adp_sigma2",
+    "advanced_composition",
+    "w_moments_epsilons",
+    "W_EPSILON_BARS",
+]
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_delta(delta: float) -> float:
+    try:
+        d = float(delta)
+    except (TypeError, ValueError):
+        raise ValueError(f"delta must be a number in (0, 1), got {delta!r}") from None
+    if not (0.0 < d < 1.0):
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    return d
+
+
+def _check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if math.isnan(v) or math.isinf(v) or v < 0 or (v == 0 and not allow_zero):
+        allowed = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be finite and {allowed}, got {value}")
+    return v
+
+
+def _check_rate(sampling_rate: float) -> float:
+    try:
+        p = float(sampling_rate)
+    except (TypeError, ValueError):
+        raise ValueError(f"sampling_rate must be a number in (0, 1], got {sampling_rate!r}") from None
+    if not (0.0 < p <= 1.0):
+        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
+    return p
+
+
+def _sigma_array(sigma) -> np.ndarray:
+    """Noise multipliers as a 1-D float array; each must be > 0 (``inf`` = no release)."""
+    s = np.atleast_1d(np.asarray(sigma, dtype=np.float64))
+    if s.ndim != 1 or s.size == 0:
+        raise ValueError(f"sigma must be a number or a non-empty 1-D sequence, got shape {s.shape}")
+    bad = ~(s > 0)  # catches NaN, 0 and negatives
+    if bad.any():
+        raise ValueError(f"sigma must be > 0 (inf allowed), got {s[bad][0]} at step {int(np.argmax(bad)) + 1}")
+    return s
+
+
+# ------------------------------------------------------------------------------ zCDP
+
+
+def gaussian_rho(*, sigma: float) -> float:
+    """zCDP cost of one Gaussian step with noise multiplier ``sigma``: ``1/(2 sigma^2)``.
+
+    Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001) Lemma C.2 (Bun & Steinke
+    arXiv 1605.02065v1 Prop. 1.6).
+
+    >>> gaussian_rho(sigma=1.0)
+    0.5
+    >>> gaussian_rho(sigma=float("inf"))
+    0.0
+    """
+    s = _sigma_array(sigma)
+    if s.size != 1:
+        raise ValueError(f"sigma must be a single number here, got {s.size} values (use compose_rho)")
+    return float(0.5 / s[0] ** 2)
+
+
+def compose_rho(*, rho: Iterable[float]) -> float:
+    """Adaptive composition of zCDP mechanisms: the costs add (H Lemma C.1).
+
+    >>> compose_rho(rho=[0.1, 0.2, 0.05])
+    0.35000000000000003
+    """
+    r = np.atleast_1d(np.asarray(list(rho) if not isinstance(rho, np.ndarray) else rho, dtype=np.float64))
+    if r.size and not np.all(np.isfinite(r) & (r >= 0)):
+        raise ValueError(f"rho must be finite and >= 0, got {r[~(np.isfinite(r) & (r >= 0))][0]}")
+    return float(r.sum())
+
+
+def zcdp_to_dp(*, rho: float, delta: float) -> float:
+    """epsilon of ``(epsilon, delta)``-DP implied by ``rho``-zCDP: ``rho + 2 sqrt(rho ln(1/delta))``.
+
+    Hong et al. 2022 (file 001) Lemma C.3 (Bun & Steinke arXiv 1605.02065v1 Prop. 1.3).
+
+    >>> round(zcdp_to_dp(rho=0.5, delta=1e-5), 4)
+    5.2985
+    """
+    rho = _check_positive("rho", rho, allow_zero=True)
+    delta = _check_delta(delta)
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def dp_to_zcdp(*, epsilon: float, delta: float) -> float:
+    """The largest ``rho`` whose Lemma C.3 conversion gives at most ``epsilon`` at ``delta``.
+
+    Derivation (ours; SPEC section 2 asks for it). With ``L = ln(1/delta)`` and
+    ``x = sqrt(rho) >= 0``, Lemma C.3 reads ``x^2 + 2 sqrt(L) x - epsilon = 0``. The roots are
+    ``x = -sqrt(L) +- sqrt(L + epsilon)``; their product is ``-epsilon < 0``, so exactly one is
+    non-negative: ``x = sqrt(L + epsilon) - sqrt(L)``. As ``rho + 2 sqrt(rho L)`` increases
+    in ``rho``, every ``rho`` up to ``x^2`` meets the target. Hence
+
+        rho = (sqrt(L + epsilon) - sqrt(L))^2 = epsilon^2 / (sqrt(L + epsilon) + sqrt(L))^2,
+
+    the second form being free of cancellation when ``epsilon << L``. (The paper's Sec.
+    4.1.3 expression corresponds to the other, negative root ``-sqrt(L) - sqrt(L + eps)``
+    squared; see :func:`R_zcdp_as_printed`.)
+
+    >>> round(dp_to_zcdp(epsilon=4, delta=1e-8), 5)   # H Sec. 5 prints 0.1963 (truncated)
+    0.19635
+    >>> abs(dp_to_zcdp(epsilon=zcdp_to_dp(rho=0.3, delta=1e-6), delta=1e-6) - 0.3) < 1e-12
+    True
+    """
+    epsilon = _check_positive("epsilon", epsilon)
+    delta = _check_delta(delta)
+    L = math.log(1.0 / delta)
+    return epsilon**2 / (math.sqrt(L + epsilon) + math.sqrt(L)) ** 2
+
+
+def R_from_rho(*, rho: float) -> float:
+    """The paper's budget ``R = 2 rho`` (H Thm 3.1: Algorithm 1 is ``R/2``-zCDP).
+
+    >>> R_from_rho(rho=0.25)
+    0.5
+    """
+    return 2.0 * _check_positive("rho", rho, allow_zero=True)
+
+
+def rho_from_R(*, R: float) -> float:
+    """zCDP parameter of a spent paper budget: ``rho = R/2``.
+
+    >>> rho_from_R(R=0.5)
+    0.25
+    """
+    return 0.5 * _check_positive("R", R, allow_zero=True)
+
+
+def R_zcdp(*, epsilon: float, delta: float) -> float:
+    """Budget R the paper allots to ``(epsilon, delta)``-DP: ``2 dp_to_zcdp(epsilon, delta)``.
+
+    >>> round(R_zcdp(epsilon=4, delta=1e-8), 4)       # H Sec. 5 prints R = 0.3927
+    0.3927
+    """
+    return R_from_rho(rho=dp_to_zcdp(epsilon=epsilon, delta=delta))
+
+
+def R_zcdp_as_printed(*, epsilon: float, delta: float) -> float:
+    """The inversion exactly as printed in H Sec. 4.1.3 (file 001):
+    ``R = 2 eps + 4 ln(1/delta) + 4 sqrt(ln(1/delta)(eps + ln(1/delta)))``.
+
+    It is ``2 (sqrt(L) + sqrt(L + eps))^2``, the square of the *negative* root of the
+    quadratic of :func:`dp_to_zcdp`; it does not reproduce the paper's own R = 0.3927.
+
+    >>> round(R_zcdp_as_printed(epsilon=4, delta=1e-8), 2)
+    162.97
+    """
+    epsilon = _check_positive("epsilon", epsilon)
+    L = math.log(1.0 / _check_delta(delta))
+    return 2 * epsilon + 4 * L + 4 * math.sqrt(L * (epsilon + L))
+
+
+def R_ma(*, epsilon: float, delta: float) -> float:
+    """The moments-accountant budget ``R_MA = epsilon^2 / ln(1/delta)`` quoted in H Sec. 4.1.3.
+
+    An order-of-magnitude expression (constants dropped), not a guarantee.
+
+    >>> round(R_ma(epsilon=4, delta=1e-8), 4)
+    0.8686
+    """
+    epsilon = _check_positive("epsilon", epsilon)
+    return epsilon**2 / math.log(1.0 / _check_delta(delta))
+
+
+def spent_R(*, sigma) -> float:
+    """Budget spent by full-batch steps with multipliers ``sigma``: ``sum_t 1/sigma_t^2``.
+
+    >>> spent_R(sigma=[1.0, 2.0])
+    1.25
+    """
+    s = _sigma_array(sigma)
+    return float(np.sum(1.0 / s**2))
+
+
+# ------------------------------------------------------------------ exact (Gaussian DP)
+
+
+def gdp_mu(*, sigma) -> float:
+    """mu of the mu-GDP mechanism composed of full-batch Gaussian steps: ``sqrt(sum 1/sigma_t^2)``.
+
+    Dong, Roth & Su arXiv 1905.02383v3 Cor. 3.3. Equals ``sqrt(R)`` for a budget-exact schedule.
+
+    >>> gdp_mu(sigma=[2.0, 2.0, 2.0, 2.0])
+    1.0
+    """
+    return math.sqrt(spent_R(sigma=sigma))
+
+
+def gdp_delta(*, mu: float, epsilon: float) -> float:
+    """Exact delta(epsilon) of mu-GDP (Dong, Roth & Su arXiv 1905.02383v3 Cor. 2.13):
+    ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, evaluated in logs.
+
+    >>> round(gdp_delta(mu=1.0, epsilon=1.0), 6)
+    0.126937
+    >>> gdp_delta(mu=0.0, epsilon=0.5)
+    0.0
+    """
+    mu = _check_positive("mu", mu, allow_zero=True)
+    epsilon = _check_positive("epsilon", epsilon, allow_zero=True)
+    if mu == 0.0:
+        return 0.0
+    a = special.log_ndtr(-epsilon / mu + mu / 2)
+    b = epsilon + special.log_ndtr(-epsilon / mu - mu / 2)
+    if b >= a:  # only rounding can bring this about
+        return 0.0
+    return float(math.exp(a) * -math.expm1(b - a))
+
+
+def gdp_epsilon(*, mu: float, delta: float) -> float:
+    """Smallest epsilon with ``gdp_delta(mu, epsilon) <= delta`` (exact for mu-GDP).
+
+    >>> round(gdp_epsilon(mu=1.0, delta=1e-5), 4)
+    4.3772
+    """
+    mu = _check_positive("mu", mu, allow_zero=True)
+    delta = _check_delta(delta)
+    if mu == 0.0 or gdp_delta(mu=mu, epsilon=0.0) <= delta:
+        return 0.0
+    # The zCDP conversion with rho = mu^2/2 is a valid upper bound for this mechanism.
+    hi = zcdp_to_dp(rho=mu * mu / 2, delta=delta)
+    log_target = math.log(delta)
+
+    def f(eps: float) -> float:
+        d = gdp_delta(mu=mu, epsilon=eps)
+        return (math.log(d) if d > 0 else -1e300) - log_target
+
+    while f(hi) > 0:  # pragma: no cover - the zCDP bound already suffices
+        hi *= 2
+    return float(optimize.brentq(f, 0.0, hi, xtol=1e-14, rtol=1e-13, maxiter=500))
+
+
+def exact_delta(*, sigma, epsilon: float) -> float:
+    """Exact delta(epsilon) of full-batch Gaussian steps with multipliers ``sigma`` (GDP).
+
+    >>> round(exact_delta(sigma=[2.0] * 4, epsilon=1.0), 6)
+    0.126937
+    """
+    return gdp_delta(mu=gdp_mu(sigma=sigma), epsilon=epsilon)
+
+
+def exact_epsilon(*, sigma, delta: float) -> float:
+    """Exact epsilon at ``delta`` of full-batch Gaussian steps with multipliers ``sigma``.
+
+    >>> round(exact_epsilon(sigma=[2.0] * 4, delta=1e-5), 4)
+    4.3772
+    """
+    return gdp_epsilon(mu=gdp_mu(sigma=sigma), delta=delta)
+
+
+def R_exact(*, epsilon: float, delta: float) -> float:
+    """Largest budget R (= mu^2) whose exact GDP epsilon at ``delta`` is <= ``epsilon``.
+
+    Always >= :func:`R_zcdp` (the zCDP conversion is valid but loose for the Gaussian).
+
+    >>> round(R_exact(epsilon=4, delta=1e-8), 4)
+    0.5134
+    >>> R_exact(epsilon=4, delta=1e-8) > R_zcdp(epsilon=4, delta=1e-8)
+    True
+    """
+    epsilon = _check_positive("epsilon", epsilon)
+    delta = _check_delta(delta)
+    log_target = math.log(delta)
+
+    def f(mu: float) -> float:
+        d = gdp_delta(mu=mu, epsilon=epsilon)
+        return (math.log(d) if d > 0 else -1e300) - log_target
+
+    lo = math.sqrt(R_zcdp(epsilon=epsilon, delta=delta))  # f(lo) <= 0
+    hi = max(2 * lo, 1e-3)
+    while f(hi) < 0:
+        lo, hi = hi, 2 * hi
+    mu = optimize.brentq(f, lo, hi, xtol=1e-15, rtol=1e-14, maxiter=500) if f(lo) < 0 else lo
+    return float(mu * mu)
+
+
+def unused_budget(*, epsilon: float, delta: float) -> dict[str, float]:
+    """How much budget the paper's zCDP conversion leaves unused for ``(epsilon, delta)``.
+
+    Returns ``R_zcdp``, ``R_exact``, ``ratio = R_exact / R_zcdp``, ``unused_fraction =
+    1 - R_zcdp / R_exact``, ``epsilon_exact_at_R_zcdp`` (the epsilon actually achieved by a
+    schedule that spends ``R_zcdp``) and ``R_ma``.
+
+    >>> u = unused_budget(epsilon=4, delta=1e-8)
+    >>> round(u["ratio"], 3), round(u["epsilon_exact_at_R_zcdp"], 3)
+    (1.307, 3.457)
+    """
+    rz = R_zcdp(epsilon=epsilon, delta=delta)
+    rx = R_exact(epsilon=epsilon, delta=delta)
+    return {
+        "epsilon": float(epsilon),
+        "delta": float(delta),
+        "R_zcdp": rz,
+        "R_exact": rx,
+        "ratio": rx / rz,
+        "unused_fraction": 1.0 - rz / rx,
+        "epsilon_exact_at_R_zcdp": gdp_epsilon(mu=math.sqrt(rz), delta=delta),
+        "R_ma": R_ma(epsilon=epsilon, delta=delta),
+    }
+
+
+# ------------------------------------------------------------------------- subsampling
+
+
+def psgd_step_cost(*, sigma: float, sampling_rate: float = 1.0) -> float:
+    """Cost of one step in R units under the paper's PSGD rule: ``p^2 / sigma^2``.
+
+    Hong et al. 2022 (file 001) Sec. 4.3, after Yu et al. 2019 Thm 3: a step with sampling
+    rate ``p = n/N`` costs ``c p^2 / sigma^2`` and the paper drops the constant ``c``, so
+    ``sum_t p^2/sigma_t^2 = R`` is the same as ``sum_t 1/sigma_t^2 = R' = R/p^2``. This is the
+    paper's bookkeeping, not a guarantee: :func:`accountant_epsilon` gives the tight value.
+
+    >>> psgd_step_cost(sigma=2.0, sampling_rate=0.1)
+    0.0025000000000000005
+    """
+    s = _sigma_array(sigma)
+    if s.size != 1:
+        raise ValueError(f"sigma must be a single number here, got {s.size} values")
+    p = _check_rate(sampling_rate)
+    return float(p * p / s[0] ** 2)
+
+
+def psgd_R_prime(*, R: float, sampling_rate: float) -> float:
+    """The rescaled full-batch-equivalent budget ``R' = R / p^2`` (H Sec. 4.3).
+
+    >>> round(psgd_R_prime(R=0.5, sampling_rate=0.1), 9)
+    50.0
+    """
+    R = _check_positive("R", R)
+    p = _check_rate(sampling_rate)
+    return R / (p * p)
+
+
+def _grouped(sigma: np.ndarray) -> list[tuple[float, int]]:
+    """(sigma, count) pairs of a schedule, equal values grouped; inf (no release) dropped."""
+    finite = sigma[np.isfinite(sigma)]
+    values, counts = np.unique(finite, return_counts=True)
+    return [(float(v), int(c)) for v, c in zip(values, counts)]
+
+
+def accountant_epsilon(
+    *,
+    sigma,
+    delta: float,
+    sampling_rate: float = 1.0,
+    accountant: str = "rdp",
+    value_discretization_interval: float = 1e-4,
+) -> float:
+    """epsilon at ``delta`` of Poisson-subsampled Gaussian steps with per-step multipliers
+    ``sigma``, by dp-accounting's RDP or PLD accountant (add/remove-one neighbours).
+
+    Each step is ``PoissonSampledDpEvent(p, GaussianDpEvent(sigma_t))`` (a plain
+    ``GaussianDpEvent`` when ``p = 1``); equal multipliers are composed together with a
+    count, so a uniform schedule costs one composition. PLD is tight up to its
+    discretisation (pessimistic); RDP is an upper bound.
+
+    >>> round(accountant_epsilon(sigma=[2.0] * 4, delta=1e-5, accountant="pld"), 2)
+    4.38
+    """
+    import dp_accounting as dpa
+
+    s = _sigma_array(sigma)
+    delta = _check_delta(delta)
+    p = _check_rate(sampling_rate)
+    if accountant == "rdp":
+        acc = dpa.rdp.RdpAccountant()
+    elif accountant == "pld":
+        acc = dpa.pld.PLDAccountant(value_discretization_interval=value_discretization_interval)
+    else:
+        raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}")
+    groups = _grouped(s)
+    if not groups:
+        return 0.0
+    for value, count in groups:
+        event = dpa.GaussianDpEvent(value)
+        if p < 1.0:
+            event = dpa.PoissonSampledDpEvent(p, event)
+        acc.compose(event, count)
+    return float(acc.get_epsilon(delta))
+
+
+# ---------------------------------------------------------------------------- ADP-SGD
+
+
+def adp_B_delta(*, T: int, n: int, delta: float, batch_size: int = 1) -> float:
+    """``B_delta = log(16 T m / (n delta)) log(1.25 / delta)`` of Wu et al. (ADP-SGD, file 002).
+
+    ``n`` is the number of training samples and ``m = batch_size``. The main text's
+    Thm 4.1 (Eq. 6) is written for one sample per step (``m = 1``: ``log(16T/(n delta))``);
+    the appendix (Thm A.1, Eq. 13 and Eq. 18) carries ``m``.
+
+    >>> round(adp_B_delta(T=11700, n=50000, delta=1e-5), 2)
+    150.61
+    """
+    T = _check_int("T", T)
+    n = _check_int("n", n)
+    m = _check_int("batch_size", batch_size)
+    delta = _check_delta(delta)
+    return math.log(16 * T * m / (n * delta)) * math.log(1.25 / delta)
+
+
+def _check_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def adp_sigma2(*, alpha, G: float, n: int, epsilon: float, delta: float, batch_size: int = 1) -> float:
+    """ADP-SGD's noise variance (Wu et al., file 002, Thm 4.1, Eq. 6 / App. C.1 Eq. 18):
+
+        sigma^2 = (16 G)^2 B_delta sum_{t=1}^T 1/alpha_t^2 / (n^2 epsilon^2),
+
+    with ``T = len(alpha)`` and ``B_delta`` from :func:`adp_B_delta`. The noise added at step
+    t is ``alpha_t c_t``, ``c_t ~ N(0, sigma^2 I)``. With ``alpha_t = 1`` this is Thm A.1.
+
+    >>> round(adp_sigma2(alpha=[1.0] * 100, G=1.0, n=1000, epsilon=1.0, delta=1e-5), 4)
+    3.6002
+    """
+    a = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
+    if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a) & (a > 0)):
+        raise ValueError(f"alpha must be a non-empty sequence of finite numbers > 0, got {alpha!r}"[:200])
+    G = _check_positive("G", G)
+    epsilon = _check_positive("epsilon", epsilon)
+    B = adp_B_delta(T=int(a.size), n=n, delta=delta, batch_size=batch_size)
+    return (16 * G) ** 2 * B * float(np.sum(1.0 / a**2)) / (n**2 * epsilon**2)
+
+
+def advanced_composition(*, epsilons, deltas, delta_prime: float) -> tuple[float, float]:
+    """Extended advanced composition for heterogeneous ``(eps_i, delta_i)`` (Wu et al., file
+    002, Lemma 2.2):
+
+        eps~ = sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)/(e^eps_i + 1),
+        delta~ = 1 - prod (1 - delta_i) + delta'.
+
+    With equal ``eps_i`` this is Dwork-Rothblum-Vadhan's advanced composition (W Lemma A.2).
+    The lemma assumes ``eps_i in (0, 1)``; larger values are refused.
+
+    >>> e, d = advanced_composition(epsilons=[0.1] * 10, deltas=[1e-6] * 10, delta_prime=1e-5)
+    >>> round(e, 4), round(d * 1e5, 6)
+    (1.5674, 1.999955)
+    """
+    e = np.atleast_1d(np.asarray(epsilons, dtype=np.float64))
+    d = np.atleast_1d(np.asarray(deltas, dtype=np.float64))
+    if e.shape != d.shape or e.ndim != 1 or e.size == 0:
+        raise ValueError(f"epsilons and deltas must be 1-D of equal non-zero length, got {e.shape} and {d.shape}")
+    if not np.all((e > 0) & (e < 1)):
+        raise ValueError(f"every epsilon_i must be in (0, 1) (W Lemma 2.2), got {e[~((e > 0) & (e < 1))][0]}")
+    if not np.all((d > 0) & (d < 1)):
+        raise ValueError(f"every delta_i must be in (0, 1), got {d[~((d > 0) & (d < 1))][0]}")
+    dp = _check_delta(delta_prime)
+    eps = math.sqrt(2 * math.log(1 / dp) * float(np.sum(e**2))) + float(np.sum(e * np.tanh(e / 2)))
+    delta = float(-np.expm1(np.sum(np.log1p(-d)))) + dp
+    return eps, delta
+
+
+#: The epsilon_bar values of Wu et al.'s experiments (file 002, Sec. 6).
+W_EPSILON_BARS: tuple[float, ...] = (0.8, 1.2, 1.6, 3.2, 6.4)
+
+
+def w_moments_epsilons(
+    *,
+    epsilon_bar: Iterable[float] = W_EPSILON_BARS,
+    T: int = 11700,
+    batch_size: int = 256,
+    N: int = 50000,
+    clip_norm: float = 1.0,
+    delta: float = 1e-5,
+    C_epsilon: float = 16.0,
+    b_delta: str = "main",
+    conversion: str = "improved",
+) -> list[dict[str, float]]:
+    """Recompute Wu et al.'s moments-accountant epsilons (file 002, Sec. 6 footnote 3).
+
+    For each ``epsilon_bar``: ``epsilon = C_epsilon epsilon_bar``; DP-SGD's ``sigma`` from
+    Thm 4.1 with ``alpha_t = 1`` and ``G = clip_norm`` (:func:`adp_sigma2`; ``b_delta="main"``
+    uses Eq. 6's ``log(16T/(n delta))``, ``"appendix"`` Eq. 13's ``log(16Tm/(n delta))``); the
+    noise is added to the *mean* of the batch gradient, so the noise multiplier in the
+    TF-Privacy/dp-accounting sense (std on the *sum* over the batch / clip norm) is
+    ``z = sigma m / clip_norm``; then ``T`` Poisson-subsampled Gaussian steps with rate
+    ``m/N`` through dp-accounting's RDP accountant. ``conversion="improved"`` is
+    dp-accounting's RDP -> DP conversion; ``"classic"`` is ``min_a rdp(a) + ln(1/delta)/(a-1)``
+    on TF-Privacy's 2019-2020 order list (what older moments-accountant code printed).
+
+    Returns one dict per epsilon_bar: ``epsilon_bar, epsilon, sigma, noise_multiplier,
+    epsilon_accountant``. (The paper quotes 0.29, 0.43, 0.57, 1.23, 3.24.)
+
+    >>> [round(r["epsilon_accountant"], 2) for r in w_moments_epsilons(epsilon_bar=[0.8])]
+    [0.24]
+    """
+    import dp_accounting as dpa
+
+    T = _check_int("T", T)
+    m = _check_int("batch_size", batch_size)
+    N = _check_int("N", N)
+    if m > N:
+        raise ValueError(f"batch_size must be <= N ({N}), got {m}")
+    clip_norm = _check_positive("clip_norm", clip_norm)
+    C_epsilon = _check_positive("C_epsilon", C_epsilon)
+    if b_delta not in ("main", "appendix"):
+        raise ValueError(f"b_delta must be 'main' or 'appendix', got {b_delta!r}")
+    if conversion not in ("improved", "classic"):
+        raise ValueError(f"conversion must be 'improved' or 'classic', got {conversion!r}")
+    classic_orders = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
+    out = []
+    for eb in epsilon_bar:
+        eb = _check_positive("epsilon_bar", eb)
+        eps = C_epsilon * eb
+        B = adp_B_delta(T=T, n=N, delta=delta, batch_size=m if b_delta == "appendix" else 1)
+        sigma = 16 * clip_norm * math.sqrt(B * T) / (N * eps)
+        z = sigma * m / clip_norm
+        event = dpa.PoissonSampledDpEvent(m / N, dpa.GaussianDpEvent(z))
+        if conversion == "improved":
+            acc = dpa.rdp.RdpAccountant()
+            acc.compose(event, T)
+            e_acc = float(acc.get_epsilon(delta))
+        else:
+            acc = dpa.rdp.RdpAccountant(classic_orders)
+            acc.compose(event, T)
+            orders = np.asarray(classic_orders)
+            e_acc = float(np.min(np.asarray(acc.rdp) - math.log(delta) / (orders - 1)))
+        out.append(
+            {"epsilon_bar": eb, "epsilon": eps, "sigma": sigma, "noise_multiplier": z, "epsilon_accountant": e_acc}
+        )
+    return out

@@ -507,7 +507,7 @@ def advanced_composition(*, epsilons, deltas, delta_prime: float) -> tuple[float
 
     >>> e, d = advanced_composition(epsilons=[0.1] * 10, deltas=[1e-6] * 10, delta_prime=1e-5)
     >>> round(e, 4), round(d * 1e5, 6)
-    (1.5674, 1.999955)
+    (1.5674, 1.999996)
     """
     e = np.atleast_1d(np.asarray(epsilons, dtype=np.float64))
     d = np.atleast_1d(np.asarray(deltas, dtype=np.float64))

@@ -35,7 +35,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name dpcompanion --display-name "dpcompanion" >/dev/null
 	@touch $(STAMP)
 
-book: $(STAMP)
+# MathJax served from the book (offline readers): npm package, pinned.
+MATHJAX := book/_static/mathjax/tex-chtml.js
+$(MATHJAX):
+	@rm -rf .cache/npm && mkdir -p .cache/npm book/_static
+	npm install --silent --no-audit --no-fund --prefix .cache/npm mathjax@3.2.2 >/dev/null
+	rm -rf book/_static/mathjax && cp -r .cache/npm/node_modules/mathjax/es5 book/_static/mathjax
+
+book: $(STAMP) $(MATHJAX)
 	$(PY) -m dpcompanion reproduce --mode $(MODE) --device $(DEVICE) --seed $(SEED)
 	$(VENV)/bin/jupyter-book build . -W --keep-going --path-output .
 	@echo "book: _build/html/index.html"
@@ -53,4 +60,4 @@ test: $(STAMP) browser
 	$(PY) -m pytest -q
 
 clean:
-	rm -rf _build book/generated
+	rm -rf _build book/generated book/_static/mathjax

@@ -1,0 +1,142 @@
+"""Checks on the product: committed notebooks, the table of contents, and the built book
+(an unexecuted notebook builds silently, so execution is asserted here)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import nbformat
+import pytest
+
+from bookutil import NOTEBOOKS, REPO, require_build, toc_files
+
+NB_PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
+NB_IDS = [p.stem for p in NB_PATHS]
+
+
+def _code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def test_there_are_notebooks():
+    assert NB_PATHS, "no notebooks in notebooks/"
+
+
+@pytest.mark.parametrize("path", NB_PATHS, ids=NB_IDS)
+def test_committed_notebook_carries_no_outputs(path: Path):
+    nb = nbformat.read(path, as_version=4)
+    for i, c in enumerate(_code_cells(nb)):
+        assert c.get("outputs", []) == [], f"{path.name}: code cell {i} has outputs"
+        assert c.get("execution_count") is None, f"{path.name}: code cell {i} has an execution count"
+    assert "papermill" not in nb.metadata, f"{path.name} is an executed copy"
+
+
+@pytest.mark.parametrize("path", NB_PATHS, ids=NB_IDS)
+def test_notebook_follows_the_cell_contract(path: Path):
+    """parameters cell (mode, seed, device) -> Provenance.start(notebook=<id>) ... prov.finish()."""
+    nb = nbformat.read(path, as_version=4)
+    code = _code_cells(nb)
+    params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, f"{path.name}: exactly one cell tagged 'parameters' expected"
+    assigned = {t.id for node in ast.parse(params[0].source).body if isinstance(node, ast.Assign) for t in node.targets}
+    assert {"mode", "seed", "device"} <= assigned, f"{path.name}: parameters cell assigns {assigned}"
+    after = code[code.index(params[0]) + 1]
+    assert re.search(rf"Provenance\.start\(\s*notebook=\"{re.escape(path.stem)}\"", after.source), (
+        f"{path.name}: the cell after parameters must call Provenance.start(notebook=\"{path.stem}\", ...)"
+    )
+    assert code[-1].source.strip() == "prov.finish()", f"{path.name}: last code cell must be prov.finish()"
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.lstrip().startswith("# "), (
+        f"{path.name}: first cell must be a Markdown title"
+    )
+
+
+def test_toc_and_notebooks_agree():
+    files = toc_files()
+    generated = {f.split("/")[-1] for f in files if f.startswith("book/generated/")}
+    assert generated == set(NB_IDS), (
+        f"in _toc.yml but no notebook: {sorted(generated - set(NB_IDS))}; "
+        f"notebook not in _toc.yml: {sorted(set(NB_IDS) - generated)}"
+    )
+    for f in files:
+        if not f.startswith("book/generated/"):
+            assert any((REPO / f"{f}{ext}").exists() for ext in (".md", ".ipynb")), f"_toc.yml lists missing {f}"
+
+
+# --- the built book ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nb_id", NB_IDS)
+def test_every_toc_notebook_was_executed(nb_id: str):
+    build = require_build()
+    executed = REPO / "book" / "generated" / f"{nb_id}.ipynb"
+    assert executed.exists(), f"{nb_id} was not executed by the runner"
+    nb = nbformat.read(executed, as_version=4)
+    pm = nb.metadata.get("papermill", {})
+    assert set(pm.get("parameters", {})) == {"mode", "seed", "device"}, f"{nb_id}: no papermill parameters"
+    assert not pm.get("exception"), f"{nb_id}: papermill recorded an exception"
+    code = _code_cells(nb)
+    assert all(c.get("execution_count") for c in code), f"{nb_id}: a code cell was not executed"
+    assert any(c.get("outputs") for c in code), f"{nb_id}: no outputs at all"
+    last = "".join(o.get("text", "") for o in code[-1].get("outputs", []))
+    assert "Provenance: notebook " + nb_id in last and "wall time" in last, f"{nb_id}: no provenance line"
+    html = build / "book" / "generated" / f"{nb_id}.html"
+    assert html.exists(), f"{nb_id}: not rendered in the book"
+    assert "Provenance: notebook" in html.read_text(), f"{nb_id}: provenance not shown on the page"
+
+
+def test_every_toc_page_is_rendered():
+    build = require_build()
+    for f in toc_files():
+        assert (build / f"{f}.html").exists(), f"{f} has no page in the built book"
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.refs: list[tuple[str, str]] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        for key in ("href", "src"):
+            if a.get(key) and tag in ("a", "img", "link", "script", "source"):
+                self.refs.append((tag, a[key]))
+
+
+def test_no_broken_internal_links():
+    """Every relative href/src of every page points to a file that exists, and every
+    #fragment to an id on the target page."""
+    build = require_build()
+    pages = {p: _Links() for p in build.rglob("*.html")}
+    for p, parser in pages.items():
+        parser.feed(p.read_text(errors="replace"))
+    broken = []
+    for page, parser in pages.items():
+        for tag, ref in parser.refs:
+            u = urlsplit(ref)
+            if u.scheme or u.netloc or ref.startswith(("mailto:", "javascript:", "data:")):
+                continue
+            target = page if not u.path else (page.parent / unquote(u.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{page.relative_to(build)}: {ref}")
+                continue
+            if u.fragment and target.suffix == ".html" and tag == "a":
+                ids = pages[target].ids if target in pages else set()
+                if unquote(u.fragment) not in ids:
+                    broken.append(f"{page.relative_to(build)}: {ref} (no such anchor)")
+    assert not broken, f"{len(broken)} broken internal links, e.g. {broken[:10]}"
+
+
+def test_timings_of_this_build_were_recorded():
+    require_build()
+    timings = json.loads((REPO / "book" / "generated" / "timings.json").read_text())
+    assert set(NB_IDS) <= set(timings["notebooks"])

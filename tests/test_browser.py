@@ -1,0 +1,103 @@
+"""The built book in a real browser (headless Chromium through Selenium): the math is
+typeset by the book's own MathJax, every image loads, internal links answer 200."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import tempfile
+import threading
+import urllib.request
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+from bookutil import require_build
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+# Pages checked: the landing page and one notebook page with math and figures.
+PAGES = ["book/generated/index.html", "book/generated/h-f-theory.html"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    build = require_build()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(build))
+    handler.log_message = lambda *a, **k: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("Chromium/chromedriver not installed (make test installs them with apt when run as root)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="dpcompanion-chromium-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in (
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1024",
+    ):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(60)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def _wait_for_mathjax(driver) -> int:
+    """Wait until MathJax finished typesetting; return the number of typeset formulas."""
+    return driver.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        const count = () => document.querySelectorAll('mjx-container').length;
+        const t0 = Date.now();
+        (function poll() {
+          if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+            MathJax.startup.promise.then(() => done(count()));
+          } else if (Date.now() - t0 > 30000) { done(-1); } else { setTimeout(poll, 100); }
+        })();
+        """
+    )
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_math_images_and_links(server, browser, page):
+    url = urljoin(server, page)
+    browser.get(url)
+    typeset = _wait_for_mathjax(browser)
+    assert typeset > 0, f"{page}: no MathJax output in the DOM (MathJax {'missing' if typeset < 0 else 'found no math'})"
+    mj_errors = browser.execute_script("return document.querySelectorAll('mjx-merror').length")
+    assert mj_errors == 0, f"{page}: {mj_errors} formulas failed to typeset"
+    images = browser.execute_script(
+        "return Array.from(document.images).map(i => [i.currentSrc || i.src, i.complete && i.naturalWidth > 0])"
+    )
+    assert images, f"{page}: no images"
+    broken_img = [src for src, ok in images if not ok]
+    assert not broken_img, f"{page}: images that did not load: {broken_img}"
+    hrefs = browser.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+    internal = sorted({h.split("#")[0] for h in hrefs if h.startswith(server)})
+    assert internal, f"{page}: no internal links"
+    bad = []
+    for h in internal:
+        try:
+            with urllib.request.urlopen(h, timeout=10) as r:
+                if r.status != 200:
+                    bad.append((h, r.status))
+        except Exception as exc:  # noqa: BLE001
+            bad.append((urlsplit(h).path, repr(exc)))
+    assert not bad, f"{page}: broken internal links {bad}"

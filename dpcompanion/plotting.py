@@ -6,11 +6,8 @@ return the matplotlib Figure. Importing this module does not import torch.
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 #: colours used consistently across the book: uniform vs dynamic/optimal schedules
 COLORS = {"uniform": "#4c72b0", "dynamic": "#dd8452", "optimal": "#dd8452", "exp": "#55a868", "momentum": "#c44e52"}
@@ -41,8 +38,13 @@ def landing_figure(*, t, schedules: dict, T_grid, erub_curves: dict, optima: dic
     Right: ERUB vs T (label -> array over T_grid), each optimum (label -> (T, value)) marked."""
     apply_style()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.6))
+    dyn = [k for k in schedules if not k.startswith("uniform")]
+    shades = plt.cm.Oranges(np.linspace(0.45, 0.95, max(len(dyn), 1)))
     for label, sigma in schedules.items():
-        style = dict(color=COLORS["uniform"], lw=2) if label.startswith("uniform") else dict(lw=1.6)
+        if label.startswith("uniform"):
+            style = dict(color=COLORS["uniform"], lw=2.2, ls="--")
+        else:
+            style = dict(color=shades[dyn.index(label)], lw=1.6)
         ax1.plot(t, sigma, label=label, **style)
     ax1.set_xlabel("step t")
     ax1.set_ylabel(r"noise multiplier $\sigma_t$")
@@ -54,7 +56,8 @@ def landing_figure(*, t, schedules: dict, T_grid, erub_curves: dict, optima: dic
         ax2.plot(T_grid, curve, color=COLORS[key], label=label)
         T_opt, v_opt = optima[label]
         ax2.plot([T_opt], [v_opt], "o", color=COLORS[key])
-        ax2.annotate(f"T*={T_opt}", (T_opt, v_opt), textcoords="offset points", xytext=(4, -12), fontsize=8)
+        ax2.annotate(f"T*={T_opt}", (T_opt, v_opt), textcoords="offset points",
+                     xytext=(-8, 8) if key == "uniform" else (4, -14), fontsize=8, color=COLORS[key])
     ax2.set_xlabel("number of steps T")
     ax2.set_ylabel("ERUB (Thm 4.1 bound)")
     ax2.set_title(rf"Utility bound vs T ($\kappa$ = {kappa_erub:g})")

@@ -161,12 +161,20 @@ class Provenance:
             f"seed {self.seed}{rep}, {self.elapsed():.1f} s into the run]"
         )
 
-    def finish(self) -> str:
-        """Fix the wall time and print the provenance line (shown in the executed notebook)."""
+    def finish(self) -> None:
+        """Fix the wall time and show the provenance line: as Markdown in a notebook (it
+        wraps on the page; ``text/plain`` carries the same line), printed elsewhere."""
         self.wall_s = self.elapsed()
         text = self.line()
-        print(text)
-        return text
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+        except ImportError:  # pragma: no cover
+            get_ipython = lambda: None  # noqa: E731
+        if get_ipython() is not None:
+            display({"text/markdown": f"<small>{text}</small>", "text/plain": text}, raw=True)
+        else:
+            print(text)
 
 
 def save_json(obj: Any, path: str | os.PathLike, prov: Provenance | dict | None = None) -> Path:

@@ -114,8 +114,26 @@ def execute(nb: Notebook, *, out_dir: Path, mode: str, seed: int, device: str, k
         tmp.unlink(missing_ok=True)
         target.unlink(missing_ok=True)
         raise NotebookFailed(nb.path, None, f"{type(exc).__name__}: {exc}") from None
+    _hide_injected_parameters_like_original(tmp)
     tmp.replace(target)
     return time.perf_counter() - t0
+
+
+def _hide_injected_parameters_like_original(path: Path) -> None:
+    """Give papermill's injected-parameters cell the display tags of the notebook's own
+    ``parameters`` cell (a page that hides its parameters hides the injected ones too)."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    tags_of = lambda c: c.metadata.get("tags", [])  # noqa: E731
+    original = next((c for c in nb.cells if "parameters" in tags_of(c)), None)
+    display_tags = [t for t in tags_of(original) if t.startswith(("remove-", "hide-"))] if original else []
+    if not display_tags:
+        return
+    for c in nb.cells:
+        if "injected-parameters" in tags_of(c):
+            c.metadata["tags"] = sorted(set(tags_of(c)) | set(display_tags))
+    nbformat.write(nb, path)
 
 
 def reproduce(
@@ -140,7 +158,8 @@ def reproduce(
     if not chosen:
         raise ValueError(f"no notebooks found in {notebooks_dir}")
     commit, dirty = git_state()
-    os.environ.update(DPCOMPANION_COMMIT=commit, DPCOMPANION_DIRTY="1" if dirty else "0", MPLBACKEND="Agg")
+    os.environ.update(DPCOMPANION_COMMIT=commit, DPCOMPANION_DIRTY="1" if dirty else "0")
+    os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend renders the figures
     kernel = _kernel_name()
     timings_path = out_dir / "timings.json"
     timings = json.loads(timings_path.read_text()) if timings_path.exists() else {}

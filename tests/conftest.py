@@ -9,3 +9,6 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# Tests draw figures without a display.
+os.environ.setdefault("MPLBACKEND", "Agg")

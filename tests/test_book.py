@@ -82,7 +82,7 @@ def test_every_toc_notebook_was_executed(nb_id: str):
     code = _code_cells(nb)
     assert all(c.get("execution_count") for c in code), f"{nb_id}: a code cell was not executed"
     assert any(c.get("outputs") for c in code), f"{nb_id}: no outputs at all"
-    last = "".join(o.get("text", "") for o in code[-1].get("outputs", []))
+    last = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in code[-1].get("outputs", []))
     assert "Provenance: notebook " + nb_id in last and "wall time" in last, f"{nb_id}: no provenance line"
     html = build / "book" / "generated" / f"{nb_id}.html"
     assert html.exists(), f"{nb_id}: not rendered in the book"

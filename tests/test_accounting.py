@@ -148,9 +148,9 @@ def test_unused_budget_at_paper_setting():
     assert u["ratio"] > 1.2
     assert u["epsilon_exact_at_R_zcdp"] < 4
     # cross-check the exact R with dp-accounting's PLD: one Gaussian with sigma = 1/sqrt(R_exact)
-    pld = dpa.pld.PLDAccountant(value_discretization_interval=1e-5)
+    pld = dpa.pld.PLDAccountant(value_discretization_interval=1e-4)
     pld.compose(dpa.GaussianDpEvent(1 / math.sqrt(u["R_exact"])))
-    assert pld.get_epsilon(1e-8) == pytest.approx(4.0, abs=1e-3)
+    assert pld.get_epsilon(1e-8) == pytest.approx(4.0, abs=5e-3)
 
 
 def test_exact_handles_inf_sigma_and_validation():

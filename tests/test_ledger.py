@@ -1,0 +1,92 @@
+"""Tests of dpcompanion.ledger.PrivacyLedger: records steps, never overspends."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpcompanion import accounting, schedules
+from dpcompanion.ledger import BudgetExceeded, PrivacyLedger
+
+
+def test_budget_exact_schedule_is_affordable_to_the_last_step():
+    for kind, kw in [("uniform", {}), ("gd-dynamic", {"kappa": 30.0}), ("exp", {"rate": 0.05})]:
+        R = accounting.R_zcdp(epsilon=4, delta=1e-8)
+        sigma = schedules.make(kind, T=137, R=R, **kw)
+        led = PrivacyLedger(R=R)
+        for s in sigma:
+            led.charge(sigma=s)
+        assert len(led.history) == 137
+        assert led.spent == pytest.approx(R, rel=1e-12)
+        assert not led.can_afford(sigma=1e3)
+
+
+def test_refusal_records_nothing_and_names_the_numbers():
+    led = PrivacyLedger(R=1.0)
+    led.charge(sigma=1.25)  # cost 0.64
+    before = (led.spent, len(led.history))
+    with pytest.raises(BudgetExceeded) as info:
+        led.charge(sigma=1.0)
+    assert isinstance(info.value, ValueError)
+    msg = str(info.value)
+    assert "would spend 1" in msg and "0.36" in msg and "spent 0.64" in msg
+    assert (led.spent, len(led.history)) == before
+    assert led.can_afford(sigma=1 / math.sqrt(0.36))
+
+
+def test_subsampled_cost_is_papers_rule():
+    led = PrivacyLedger(R=0.5)
+    assert led.cost(sigma=2.0, sampling_rate=0.1) == pytest.approx(0.01 / 4)
+    rec = led.charge(sigma=2.0, sampling_rate=0.1, step=7)
+    assert rec.step == 7 and rec.sampling_rate == 0.1
+    rep = led.epsilon(1e-5)
+    assert rep["epsilon_exact"] is None and rep["epsilon_rdp"] > 0
+
+
+def test_epsilon_report_full_batch():
+    led = PrivacyLedger(R=1.0)
+    for s in [2.0, 3.0, 4.0]:
+        led.charge(sigma=s)
+    rep = led.epsilon(1e-6)
+    assert rep["R_spent"] == pytest.approx(1 / 4 + 1 / 9 + 1 / 16)
+    assert rep["epsilon_zcdp"] == pytest.approx(accounting.zcdp_to_dp(rho=rep["R_spent"] / 2, delta=1e-6))
+    assert rep["epsilon_exact"] == pytest.approx(accounting.exact_epsilon(sigma=[2.0, 3.0, 4.0], delta=1e-6))
+    assert rep["epsilon_exact"] < rep["epsilon_zcdp"]
+    assert PrivacyLedger(R=1.0).epsilon(1e-6)["epsilon_exact"] == 0.0
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("inf"), float("nan"), "x"])
+def test_bad_R(bad):
+    with pytest.raises(ValueError, match="R must be"):
+        PrivacyLedger(R=bad)
+
+
+def test_bad_sigma_and_rate():
+    led = PrivacyLedger(R=1.0)
+    with pytest.raises(ValueError, match="sigma"):
+        led.charge(sigma=0.0)
+    with pytest.raises(ValueError, match="sampling_rate"):
+        led.charge(sigma=1.0, sampling_rate=1.5)
+    assert led.history == []
+
+
+@given(R=st.floats(1e-3, 1e3), sigmas=st.lists(st.floats(1e-2, 1e3), min_size=1, max_size=200),
+       rates=st.lists(st.sampled_from([1.0, 0.5, 0.01]), min_size=1, max_size=200))
+def test_never_exceeds(R, sigmas, rates):
+    led = PrivacyLedger(R=R)
+    for i, s in enumerate(sigmas):
+        p = rates[i % len(rates)]
+        affordable = led.can_afford(sigma=s, sampling_rate=p)
+        try:
+            led.charge(sigma=s, sampling_rate=p)
+            assert affordable
+        except BudgetExceeded:
+            assert not affordable
+        assert led.spent <= R * (1 + 1e-12)
+        assert led.remaining >= 0
+    assert led.spent == pytest.approx(sum(r.cost for r in led.history), rel=1e-12)
+    assert np.all(np.diff([r.spent_after for r in led.history]) > 0)

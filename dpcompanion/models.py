@@ -1,0 +1,533 @@
+"""Models for the private trainers, written for many independent runs at once.
+
+Every model here is *functional*: it holds no parameters. Parameters live in one flat
+tensor ``theta`` of shape ``(K, P)`` (``K`` independent runs, ``P`` parameters), which
+``model.unflatten(theta)`` views as a dict of named tensors with a leading run
+dimension (``W1: (K, H, d)``, ...). The order of the flat vector is
+``model.param_shapes`` (insertion order); the trainers draw one Gaussian vector of
+length ``P`` per run and step in that order, so noise is reproducible and
+device-independent in its layout.
+
+The one operation the private step needs is :meth:`Model.clipped_grad_sum`:
+
+    per-sample gradient norms -> clip factors min(1, C / ||g_n||) -> weighted sum
+
+returned as a :class:`ClipResult` (flat summed clipped gradient ``(K, P)``, per-sample
+norms ``(K, N)``, per-sample losses ``(K, N)``). Two implementations:
+
+* :class:`DenseModel` (linear / logistic regression, the MLPs): **ghost clipping**.
+  A dense layer's per-sample gradient is the outer product ``delta_n a_n^T`` of its
+  backprop ``delta_n`` and its input ``a_n``, so ``||grad_n||^2 = ||delta_n||^2
+  (||a_n||^2 + 1)`` (the ``+1`` is the bias). The norms come from activations and
+  backprops without ever materialising ``N x P`` per-sample gradients, and the clipped
+  sum is one weighted matmul per layer (Goodfellow 2015, arXiv 1510.01799; Li et al.
+  2022, arXiv 2110.05679 Sec. 4 "ghost clipping"). Backprops are written out
+  analytically (squared loss, binary logistic, softmax cross-entropy), which keeps the
+  whole step to a handful of batched matmuls.
+* :class:`FuncModel` (any ``torch.nn.Module``, used for the CNNs): per-sample gradients
+  from ``torch.func`` (``functional_call`` + ``vmap(grad)``), vmapped again over runs.
+
+Both offer :meth:`per_sample_grads` (the torch.func reference, ``(K, N, P)``), used by
+the tests to check the ghost path, and :meth:`to_module` (an ``nn.Module`` holding one
+run's parameters, e.g. for the Opacus benchmark).
+
+Labels are class indices ``0..n_classes-1``. With ``n_classes == 2`` the dense models
+use one output ``z`` and the label ``s = 2 y - 1 in {-1, +1}``: squared loss
+``(z - s)^2 / 2`` and logistic loss ``log(1 + exp(-s z))`` (the binary MNIST35 /
+synthetic setups of Hong et al. 2022, 000 App. D). With more classes: squared loss
+``||z - onehot(y)||^2 / 2`` or softmax cross-entropy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "ClipResult",
+    "Model",
+    "DenseModel",
+    "FuncModel",
+    "MNISTCNN",
+    "CIFARCNN",
+    "MODELS",
+    "make_model",
+]
+
+LOSSES = ("squared", "logistic")
+ACTIVATIONS = ("relu", "tanh", "sigmoid")
+
+
+@dataclass
+class ClipResult:
+    """Output of the clip-and-sum piece of the private step (all per run).
+
+    ``grad_sum``: ``(K, P)``, sum over samples of ``w_n min(1, C/||g_n||) g_n``;
+    ``norms``: ``(K, N)`` per-sample gradient norms before clipping;
+    ``losses``: ``(K, N)`` per-sample losses at the current parameters.
+    """
+
+    grad_sum: torch.Tensor
+    norms: torch.Tensor
+    losses: torch.Tensor
+
+
+def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
+    """``min(1, C / ||g_n||)`` elementwise (1 where the norm is 0)."""
+    return torch.clamp(clip_norm / norms.clamp_min(1e-30), max=1.0)
+
+
+class Model:
+    """Common interface (see the module docstring). Subclasses define ``param_shapes``,
+    ``init_single``, ``forward`` and ``per_sample_loss_from_output``."""
+
+    name: str = "model"
+    n_classes: int
+    in_shape: tuple[int, ...]
+    param_shapes: dict[str, tuple[int, ...]]
+
+    # -- parameters -------------------------------------------------------------------
+    @property
+    def n_params(self) -> int:
+        return sum(math.prod(s) for s in self.param_shapes.values())
+
+    def unflatten(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Views of a flat ``(K, P)`` tensor as named ``(K, *shape)`` tensors."""
+        out, i = {}, 0
+        lead = theta.shape[:-1]
+        for name, shape in self.param_shapes.items():
+            n = math.prod(shape)
+            out[name] = theta[..., i : i + n].reshape(*lead, *shape)
+            i += n
+        return out
+
+    def flatten(self, params: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Inverse of :meth:`unflatten` (leading dims kept)."""
+        pieces = []
+        for name, shape in self.param_shapes.items():
+            p = params[name]
+            lead = p.shape[: p.dim() - len(shape)]
+            pieces.append(p.reshape(*lead, -1))
+        return torch.cat(pieces, dim=-1)
+
+    def init_single(self, generator: torch.Generator) -> torch.Tensor:  # pragma: no cover
+        raise NotImplementedError
+
+    def init(self, *, generators: Sequence[torch.Generator], dtype=torch.float32, device="cpu") -> torch.Tensor:
+        """``(K, P)`` initial parameters, run ``k`` drawn from ``generators[k]`` (CPU
+        generators, so the initial point does not depend on the device)."""
+        rows = [self.init_single(g).to(torch.float64) for g in generators]
+        return torch.stack(rows).to(dtype=dtype, device=device)
+
+    # -- evaluation -------------------------------------------------------------------
+    def forward(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:  # pragma: no cover
+        """Outputs ``(K, N, n_out)`` for parameters ``(K, P)`` and shared inputs ``X``."""
+        raise NotImplementedError
+
+    def per_sample_loss_from_output(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # pragma: no cover
+        raise NotImplementedError
+
+    def per_sample_loss(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``(K, N)`` per-sample losses."""
+        return self.per_sample_loss_from_output(self.forward(theta, X), y)
+
+    def loss(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``(K,)`` empirical risk ``(1/N) sum_n f(theta; x_n)``."""
+        return self.per_sample_loss(theta, X, y).mean(dim=-1)
+
+    def predict(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+        """``(K, N)`` predicted class indices."""
+        z = self.forward(theta, X)
+        if z.shape[-1] == 1:
+            return (z[..., 0] > 0).long()
+        return z.argmax(dim=-1)
+
+    def accuracy(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``(K,)`` fraction of correct predictions."""
+        return (self.predict(theta, X) == y).to(theta.dtype).mean(dim=-1)
+
+    # -- gradients --------------------------------------------------------------------
+    def per_sample_grads(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``(K, N, P)`` per-sample gradients from ``torch.func`` (reference path)."""
+        from torch.func import grad, vmap
+
+        def single(th: torch.Tensor, x: torch.Tensor, yy: torch.Tensor) -> torch.Tensor:
+            return self.per_sample_loss(th[None], x[None], yy[None])[0, 0]
+
+        per_run = vmap(grad(single), in_dims=(None, 0, 0))
+        return vmap(per_run, in_dims=(0, None, None))(theta, X, y)
+
+    def clipped_grad_sum(
+        self,
+        theta: torch.Tensor,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        clip_norm: float,
+        weights: torch.Tensor | None = None,
+    ) -> ClipResult:
+        """Sum over samples of ``weights[k, n] * clip(g_n)`` (generic torch.func path)."""
+        with torch.no_grad():
+            losses = self.per_sample_loss(theta, X, y)
+        G = self.per_sample_grads(theta, X, y)
+        norms = G.norm(dim=-1)
+        c = clip_factors(norms, clip_norm)
+        if weights is not None:
+            c = c * weights
+        return ClipResult(torch.einsum("kn,knp->kp", c, G), norms, losses)
+
+    def to_module(self, theta_single: torch.Tensor) -> torch.nn.Module:  # pragma: no cover
+        raise NotImplementedError
+
+
+def _one_hot(y: torch.Tensor, n_classes: int, dtype) -> torch.Tensor:
+    # a comparison rather than F.one_hot, which torch.func.vmap cannot batch
+    return (y.unsqueeze(-1) == torch.arange(n_classes, device=y.device)).to(dtype)
+
+
+def _binary_targets(y: torch.Tensor, dtype) -> torch.Tensor:
+    return (2 * y - 1).to(dtype)
+
+
+class DenseModel(Model):
+    """Fully connected network ``in_dim -> hidden... -> out`` with ghost clipping.
+
+    ``hidden=()`` gives linear regression (``loss="squared"``) or logistic regression
+    (``loss="logistic"``); ``hidden=(100,)`` / ``(1000,)`` the 2-layer MLPs of Hong et
+    al. 2022 (000 App. D: "DNN with 2 layers and 100 hidden units"; 001 Sec. 5: 1000
+    hidden units for the data-efficiency figure). ``init="zeros"`` starts at the origin
+    (default for the convex models); ``"uniform"`` is PyTorch's ``nn.Linear`` rule
+    ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (default with hidden layers).
+    """
+
+    def __init__(
+        self,
+        *,
+        in_dim: int,
+        n_classes: int,
+        hidden: Sequence[int] = (),
+        loss: str = "logistic",
+        activation: str = "relu",
+        bias: bool = True,
+        init: str | None = None,
+        name: str | None = None,
+    ):
+        if in_dim < 1:
+            raise ValueError(f"in_dim must be >= 1, got {in_dim}")
+        if n_classes < 2:
+            raise ValueError(f"n_classes must be >= 2, got {n_classes}")
+        if loss not in LOSSES:
+            raise ValueError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+        hidden = tuple(int(h) for h in hidden)
+        if any(h < 1 for h in hidden):
+            raise ValueError(f"hidden sizes must be >= 1, got {hidden}")
+        init = init or ("uniform" if hidden else "zeros")
+        if init not in ("zeros", "uniform"):
+            raise ValueError(f"init must be 'zeros' or 'uniform', got {init!r}")
+        self.in_dim, self.n_classes, self.hidden = int(in_dim), int(n_classes), hidden
+        self.loss_kind, self.activation, self.bias, self.init_kind = loss, activation, bias, init
+        self.n_out = 1 if n_classes == 2 else n_classes
+        self.in_shape = (self.in_dim,)
+        self.sizes = (self.in_dim, *hidden, self.n_out)
+        self.param_shapes = {}
+        for i in range(len(self.sizes) - 1):
+            self.param_shapes[f"W{i + 1}"] = (self.sizes[i + 1], self.sizes[i])
+            if bias:
+                self.param_shapes[f"b{i + 1}"] = (self.sizes[i + 1],)
+        self.name = name or ("mlp" if hidden else ("linear" if loss == "squared" else "logistic"))
+
+    def __repr__(self) -> str:
+        return (
+            f"DenseModel(in_dim={self.in_dim}, n_classes={self.n_classes}, hidden={self.hidden}, "
+            f"loss={self.loss_kind!r}, activation={self.activation!r}, bias={self.bias})"
+        )
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.sizes) - 1
+
+    def init_single(self, generator: torch.Generator) -> torch.Tensor:
+        if self.init_kind == "zeros":
+            return torch.zeros(self.n_params, dtype=torch.float64)
+        pieces = []
+        for i in range(self.n_layers):
+            bound = 1.0 / math.sqrt(self.sizes[i])
+            w = (torch.rand(self.sizes[i + 1] * self.sizes[i], generator=generator, dtype=torch.float64) * 2 - 1) * bound
+            pieces.append(w)
+            if self.bias:
+                pieces.append((torch.rand(self.sizes[i + 1], generator=generator, dtype=torch.float64) * 2 - 1) * bound)
+        return torch.cat(pieces)
+
+    def _act(self, z: torch.Tensor) -> torch.Tensor:
+        if self.activation == "relu":
+            return torch.relu(z)
+        if self.activation == "tanh":
+            return torch.tanh(z)
+        return torch.sigmoid(z)
+
+    def _act_grad(self, z: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        if self.activation == "relu":
+            return (z > 0).to(z.dtype)
+        if self.activation == "tanh":
+            return 1 - a * a
+        return a * (1 - a)
+
+    def _layers(self, theta):
+        p = self.unflatten(theta)
+        return [(p[f"W{i + 1}"], p.get(f"b{i + 1}")) for i in range(self.n_layers)]
+
+    def _forward_all(self, theta: torch.Tensor, X: torch.Tensor):
+        """Inputs and pre-activations of every layer: lists ``a`` (inputs) and ``z``."""
+        acts, pre = [], []
+        a = X
+        layers = self._layers(theta)
+        for i, (W, b) in enumerate(layers):
+            acts.append(a)
+            z = torch.matmul(a, W.transpose(-1, -2))
+            if b is not None:
+                z = z + b.unsqueeze(-2)
+            pre.append(z)
+            if i < len(layers) - 1:
+                a = self._act(z)
+        return acts, pre, layers
+
+    def forward(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+        return self._forward_all(theta, X)[1][-1]
+
+    def per_sample_loss_from_output(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.n_out == 1:
+            s = _binary_targets(y, z.dtype)
+            z = z[..., 0]
+            if self.loss_kind == "squared":
+                return 0.5 * (z - s) ** 2
+            return F.softplus(-s * z)
+        if self.loss_kind == "squared":
+            onehot = _one_hot(y, self.n_classes, z.dtype)
+            return 0.5 * ((z - onehot) ** 2).sum(dim=-1)
+        return torch.logsumexp(z, dim=-1) - z.gather(-1, y.expand(*z.shape[:-1]).unsqueeze(-1))[..., 0]
+
+    def _output_backprop(self, z: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-sample losses and ``d loss_n / d z_n`` (both per run), analytically."""
+        if self.n_out == 1:
+            s = _binary_targets(y, z.dtype)
+            z1 = z[..., 0]
+            if self.loss_kind == "squared":
+                r = z1 - s
+                return 0.5 * r * r, r.unsqueeze(-1)
+            m = -s * z1
+            return F.softplus(m), (-s * torch.sigmoid(m)).unsqueeze(-1)
+        onehot = _one_hot(y, self.n_classes, z.dtype)
+        if self.loss_kind == "squared":
+            r = z - onehot
+            return 0.5 * (r * r).sum(dim=-1), r
+        lse = torch.logsumexp(z, dim=-1, keepdim=True)
+        losses = lse[..., 0] - (z * onehot).sum(dim=-1)
+        return losses, torch.exp(z - lse) - onehot
+
+    def backprops(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor):
+        """Forward and analytic backward pass: per-layer inputs ``a_l`` and backprops
+        ``delta_l = d loss_n / d z_l`` (``(K, N, width)``), and the per-sample losses."""
+        acts, pre, layers = self._forward_all(theta, X)
+        losses, delta = self._output_backprop(pre[-1], y)
+        deltas = [delta]
+        for i in range(self.n_layers - 1, 0, -1):
+            W = layers[i][0]
+            da = torch.matmul(delta, W)
+            a_next = acts[i]
+            delta = da * self._act_grad(pre[i - 1], a_next)
+            deltas.append(delta)
+        deltas.reverse()
+        return acts, deltas, losses
+
+    def per_sample_norms_sq(self, acts, deltas) -> torch.Tensor:
+        """Ghost norms: ``sum_l ||delta_l,n||^2 (||a_l,n||^2 + [bias])``, ``(K, N)``."""
+        total = None
+        for a, d in zip(acts, deltas):
+            an = (a * a).sum(dim=-1)
+            if self.bias:
+                an = an + 1
+            term = (d * d).sum(dim=-1) * an
+            total = term if total is None else total + term
+        return total
+
+    def clipped_grad_sum(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
+        """Ghost clipping: norms from activations and backprops, then one weighted
+        matmul per layer (no per-sample gradient is materialised)."""
+        with torch.no_grad():
+            acts, deltas, losses = self.backprops(theta, X, y)
+            norms = self.per_sample_norms_sq(acts, deltas).sqrt()
+            c = clip_factors(norms, clip_norm)
+            if weights is not None:
+                c = c * weights
+            pieces = []
+            for a, d in zip(acts, deltas):
+                cd = d * c.unsqueeze(-1)
+                gW = torch.matmul(cd.transpose(-1, -2), a)  # (K, out, in)
+                pieces.append(gW.reshape(gW.shape[0], -1))
+                if self.bias:
+                    pieces.append(cd.sum(dim=-2))
+            return ClipResult(torch.cat(pieces, dim=-1), norms, losses)
+
+    def to_module(self, theta_single: torch.Tensor) -> torch.nn.Module:
+        """``nn.Sequential`` of ``nn.Linear`` (+ activation) holding one run's parameters
+        (outputs only; the loss is :meth:`per_sample_loss_from_output`)."""
+        act = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "sigmoid": torch.nn.Sigmoid}[self.activation]
+        p = self.unflatten(theta_single.detach())
+        layers: list[torch.nn.Module] = []
+        for i in range(self.n_layers):
+            lin = torch.nn.Linear(self.sizes[i], self.sizes[i + 1], bias=self.bias)
+            lin = lin.to(dtype=theta_single.dtype, device=theta_single.device)
+            with torch.no_grad():
+                lin.weight.copy_(p[f"W{i + 1}"])
+                if self.bias:
+                    lin.bias.copy_(p[f"b{i + 1}"])
+            layers.append(lin)
+            if i < self.n_layers - 1:
+                layers.append(act())
+        return torch.nn.Sequential(*layers)
+
+
+class FuncModel(Model):
+    """Any ``torch.nn.Module`` made functional (``torch.func.functional_call``); the
+    per-sample gradients come from ``vmap(grad)`` (samples), vmapped over runs.
+    Loss: softmax cross-entropy on the module's logits."""
+
+    def __init__(self, module_factory: Callable[[], torch.nn.Module], *, in_shape, n_classes: int, name: str):
+        self.module_factory = module_factory
+        self.module = module_factory()
+        self.in_shape = tuple(in_shape)
+        self.n_classes = int(n_classes)
+        self.n_out = self.n_classes
+        self.name = name
+        self.param_shapes = {k: tuple(v.shape) for k, v in self.module.named_parameters()}
+
+    def __repr__(self) -> str:
+        return f"FuncModel({self.name}, in_shape={self.in_shape}, n_classes={self.n_classes}, P={self.n_params})"
+
+    def init_single(self, generator: torch.Generator) -> torch.Tensor:
+        # PyTorch's default init for conv/linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
+        # drawn from the given generator (no global RNG).
+        pieces = []
+        for name, shape in self.param_shapes.items():
+            if len(shape) > 1:
+                fan_in = math.prod(shape[1:])
+            else:  # bias: fan_in of the layer's weight
+                wname = name.rsplit(".", 1)[0] + ".weight"
+                fan_in = math.prod(self.param_shapes[wname][1:])
+            bound = 1.0 / math.sqrt(fan_in)
+            pieces.append((torch.rand(math.prod(shape), generator=generator, dtype=torch.float64) * 2 - 1) * bound)
+        return torch.cat(pieces)
+
+    def _call_single(self, th: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+        from torch.func import functional_call
+
+        params = self.unflatten(th)
+        return functional_call(self.module, params, (X.reshape(X.shape[0], *self.in_shape),))
+
+    def forward(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+        return torch.stack([self._call_single(theta[k], X) for k in range(theta.shape[0])])
+
+    def per_sample_loss_from_output(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.logsumexp(z, dim=-1) - z.gather(-1, y.expand(*z.shape[:-1]).unsqueeze(-1))[..., 0]
+
+    def per_sample_grads(self, theta, X, y):
+        from torch.func import grad, vmap
+
+        def single(th, x, yy):
+            z = self._call_single(th, x[None])
+            return self.per_sample_loss_from_output(z, yy[None])[0]
+
+        per_run = vmap(grad(single), in_dims=(None, 0, 0))
+        return torch.stack([per_run(theta[k], X, y) for k in range(theta.shape[0])])
+
+    def to_module(self, theta_single: torch.Tensor) -> torch.nn.Module:
+        m = self.module_factory().to(dtype=theta_single.dtype, device=theta_single.device)
+        p = self.unflatten(theta_single.detach())
+        with torch.no_grad():
+            for name, param in m.named_parameters():
+                param.copy_(p[name])
+        return m
+
+
+class MNISTCNN(torch.nn.Sequential):
+    """Small CNN for 28x28 grey images (stand-in for Wu et al. (ADP-SGD, file 002)
+    App. F.4 Fig. 6, whose code is an image not in the text extraction): the tanh CNN
+    of Papernot et al. 2020 (arXiv 2007.14191) used in Opacus's MNIST example:
+    conv 16@8x8 s2 p3 -> tanh -> maxpool 2 s1 -> conv 32@4x4 s2 -> tanh -> maxpool 2 s1
+    -> fc 512->32 -> tanh -> fc 32->10 (26 010 parameters)."""
+
+    def __init__(self, n_classes: int = 10):
+        super().__init__(
+            torch.nn.Conv2d(1, 16, 8, 2, padding=3),
+            torch.nn.Tanh(),
+            torch.nn.MaxPool2d(2, 1),
+            torch.nn.Conv2d(16, 32, 4, 2),
+            torch.nn.Tanh(),
+            torch.nn.MaxPool2d(2, 1),
+            torch.nn.Flatten(),
+            torch.nn.Linear(32 * 4 * 4, 32),
+            torch.nn.Tanh(),
+            torch.nn.Linear(32, n_classes),
+        )
+
+
+class CIFARCNN(torch.nn.Sequential):
+    """Small CNN for 32x32 colour images (stand-in for Wu et al. (ADP-SGD, file 002)
+    App. F.4 Fig. 5, an image not in the text extraction): two conv-tanh-pool blocks
+    (32 and 64 channels, 3x3) and two dense layers (4096 -> 128 -> 10)."""
+
+    def __init__(self, n_classes: int = 10):
+        super().__init__(
+            torch.nn.Conv2d(3, 32, 3, padding=1),
+            torch.nn.Tanh(),
+            torch.nn.AvgPool2d(2),
+            torch.nn.Conv2d(32, 64, 3, padding=1),
+            torch.nn.Tanh(),
+            torch.nn.AvgPool2d(2),
+            torch.nn.Flatten(),
+            torch.nn.Linear(64 * 8 * 8, 128),
+            torch.nn.Tanh(),
+            torch.nn.Linear(128, n_classes),
+        )
+
+
+MODELS = ("linear", "logistic", "mlp", "cnn-mnist", "cnn-cifar")
+
+
+def make_model(
+    name: str,
+    *,
+    in_dim: int | None = None,
+    n_classes: int = 2,
+    hidden: int | Sequence[int] = 100,
+    activation: str = "relu",
+    loss: str | None = None,
+    bias: bool = True,
+) -> Model:
+    """Build a model by name: ``linear`` (squared loss), ``logistic``, ``mlp`` (one
+    hidden layer of ``hidden`` units, logistic/cross-entropy loss unless ``loss``),
+    ``cnn-mnist`` (28x28x1), ``cnn-cifar`` (32x32x3).
+
+    >>> make_model("mlp", in_dim=60, n_classes=2, hidden=1000).n_params
+    62001
+    """
+    if name not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)}, got {name!r}")
+    if name in ("linear", "logistic", "mlp"):
+        if in_dim is None:
+            raise ValueError(f"in_dim is required for model {name!r}")
+        if name == "mlp":
+            hid = (hidden,) if isinstance(hidden, int) else tuple(hidden)
+            return DenseModel(in_dim=in_dim, n_classes=n_classes, hidden=hid, loss=loss or "logistic",
+                              activation=activation, bias=bias)
+        return DenseModel(in_dim=in_dim, n_classes=n_classes, loss=loss or ("squared" if name == "linear" else "logistic"),
+                          bias=bias)
+    if name == "cnn-mnist":
+        return FuncModel(lambda: MNISTCNN(n_classes), in_shape=(1, 28, 28), n_classes=n_classes, name=name)
+    return FuncModel(lambda: CIFARCNN(n_classes), in_shape=(3, 32, 32), n_classes=n_classes, name=name)

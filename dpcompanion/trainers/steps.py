@@ -1,0 +1,81 @@
+"""The private step as a fixed sequence of named pieces (STYLE 5), each testable alone.
+
+    clip_and_sum  -> add_noise -> scale -> (momentum) -> update
+
+Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001) Algorithm 1 and Eq. (1)-(3); slides
+(file 003) Algorithms 1-2 (clipping and debiased momentum). All pieces work on ``K``
+independent runs at once: parameters and gradients are flat ``(K, P)`` tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from dpcompanion.models import ClipResult, Model, clip_factors
+
+__all__ = ["clip_factors", "clip_and_sum", "add_noise", "scale", "momentum_update", "sgd_update"]
+
+
+def clip_and_sum(
+    model: Model,
+    theta: torch.Tensor,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    clip_norm: float,
+    weights: torch.Tensor | None = None,
+) -> ClipResult:
+    """Per-sample gradients (or their ghost norms) -> clip at ``clip_norm`` -> sum:
+    ``sum_n w_kn min(1, C/||g_kn||) g_kn`` (H Algorithm 1 line 1 / slides Algorithm 1)."""
+    return model.clipped_grad_sum(theta, X, y, clip_norm=clip_norm, weights=weights)
+
+
+def add_noise(
+    grad_sum: torch.Tensor,
+    *,
+    clip_norm: float,
+    sigma: torch.Tensor,
+    generators: Sequence[torch.Generator | None],
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``grad_sum + C sigma_k v_k`` with ``v_k ~ N(0, I_P)`` drawn from ``generators[k]``
+    (one flat draw of length P per run, in run order; a run whose generator is None
+    draws nothing and gets no noise). ``sigma = inf`` is no release: zero noise."""
+    K, P = grad_sum.shape
+    noise = out if out is not None else torch.empty_like(grad_sum)
+    for k, g in enumerate(generators):
+        if g is None:
+            noise[k].zero_()
+        else:
+            torch.randn(P, generator=g, out=noise[k])
+    std = clip_norm * sigma.to(grad_sum.dtype)
+    std = torch.where(torch.isfinite(std), std, torch.zeros_like(std))
+    return grad_sum + std.unsqueeze(-1) * noise
+
+
+def scale(noisy_sum: torch.Tensor, *, denominator: float) -> torch.Tensor:
+    """Average: divide by N (full batch) or by the expected batch size p N (Poisson)."""
+    return noisy_sum / denominator
+
+
+def momentum_update(v: torch.Tensor, g: torch.Tensor, *, beta: float, t: torch.Tensor | int):
+    """Debiased momentum, H Eq. (3) (= slides Algorithm 2):
+    ``v_{t+1} = beta v_t + (1 - beta) g_t`` (``v_1 = 0``) and the step direction
+    ``m_{t+1} = v_{t+1} / (1 - beta^t)``. ``t`` (1-based, scalar or per run ``(K,)``).
+    Returns ``(v_{t+1}, m_{t+1})``. With ``beta = 0`` this is plain GD (``m = g``)."""
+    v_next = beta * v + (1.0 - beta) * g
+    if beta == 0.0:
+        return v_next, v_next
+    t = torch.as_tensor(t, dtype=g.dtype, device=g.device)
+    debias = 1.0 - torch.pow(torch.as_tensor(beta, dtype=g.dtype, device=g.device), t)
+    if debias.dim() == 1:
+        debias = debias.unsqueeze(-1)
+    return v_next, v_next / debias
+
+
+def sgd_update(theta: torch.Tensor, direction: torch.Tensor, *, lr: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+    """``theta_{t+1} = theta_t - eta_t m_{t+1}`` for active runs; stopped runs stay put."""
+    step = (lr * active.to(theta.dtype)).unsqueeze(-1) * direction
+    return theta - step

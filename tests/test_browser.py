@@ -78,6 +78,7 @@ def _wait_for_mathjax(driver) -> int:
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_math_images_and_links(server, browser, page):
     url = urljoin(server, page)
+    assert (require_build() / page).exists(), f"{page} is not in the built book"
     browser.get(url)
     typeset = _wait_for_mathjax(browser)
     assert typeset > 0, f"{page}: no MathJax output in the DOM (MathJax {'missing' if typeset < 0 else 'found no math'})"

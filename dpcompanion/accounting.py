@@ -55,6 +55,7 @@ __all__ = [
     "psgd_step_cost",
     "psgd_R_prime",
     "accountant_epsilon",
+    "R_accountant",
     "adp_B_delta",
     "adp_sigma2",
     "advanced_composition",
@@ -447,6 +448,32 @@ def accountant_epsilon(
             event = dpa.PoissonSampledDpEvent(p, event)
         acc.compose(event, count)
     return float(acc.get_epsilon(delta))
+
+
+def R_accountant(*, epsilon: float, delta: float, accountant: str = "rdp") -> float:
+    """Largest full-batch budget R whose dp-accounting epsilon (RDP or PLD) is <= ``epsilon``.
+
+    Full-batch Gaussian steps compose to one Gaussian mechanism with multiplier
+    ``1/sqrt(R)`` under both accountants, so one ``GaussianDpEvent`` is evaluated per trial
+    R (root-finding to relative 1e-7). Sits between :func:`R_zcdp` and :func:`R_exact`.
+
+    >>> rz, rr, rx = (R_zcdp(epsilon=4, delta=1e-8), R_accountant(epsilon=4, delta=1e-8),
+    ...               R_exact(epsilon=4, delta=1e-8))
+    >>> bool(rz < rr < rx), round(rr, 3)
+    (True, 0.465)
+    """
+    epsilon = _check_positive("epsilon", epsilon)
+    delta = _check_delta(delta)
+    if accountant not in ("rdp", "pld"):
+        raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}")
+    lo = R_zcdp(epsilon=epsilon, delta=delta) * 0.99  # RDP/PLD are never looser than zCDP
+    hi = R_exact(epsilon=epsilon, delta=delta) * 1.01  # nor tighter than exact
+
+    def f(log_R: float) -> float:
+        R = math.exp(log_R)
+        return accountant_epsilon(sigma=[1 / math.sqrt(R)], delta=delta, accountant=accountant) - epsilon
+
+    return float(math.exp(optimize.brentq(f, math.log(lo), math.log(hi), xtol=1e-7)))
 
 
 # ---------------------------------------------------------------------------- ADP-SGD

@@ -232,3 +232,13 @@ def test_w_moments_epsilons_recompute():
     assert r0["noise_multiplier"] == pytest.approx(256 * 16 * math.sqrt(B * 11700) / (50000 * 16 * 0.8))
     classic = acc.w_moments_epsilons(epsilon_bar=[0.8], conversion="classic")[0]["epsilon_accountant"]
     assert classic > eps[0]  # the classic RDP conversion is looser
+
+
+def test_R_accountant_between_zcdp_and_exact():
+    rz = acc.R_zcdp(epsilon=4, delta=1e-8)
+    rx = acc.R_exact(epsilon=4, delta=1e-8)
+    rr = acc.R_accountant(epsilon=4, delta=1e-8, accountant="rdp")
+    assert rz < rr < rx
+    assert acc.accountant_epsilon(sigma=[1 / math.sqrt(rr)], delta=1e-8) == pytest.approx(4.0, rel=1e-6)
+    # PLD of a Gaussian is (up to discretisation) the exact GDP profile
+    assert acc.R_accountant(epsilon=4, delta=1e-8, accountant="pld") == pytest.approx(rx, rel=1e-3)

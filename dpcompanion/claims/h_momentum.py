@@ -1,0 +1,792 @@
+"""Registry entries: Hong et al. 2022 (file 001) Sec. 4.2 (momentum), Thm 4.5-4.7, 4.9,
+Lemmas C.5-C.7 (App. C, D.2), and the slides' (file 003) momentum theorem (Thm 3.4).
+
+Every status comes from a computation (see :mod:`dpcompanion.claims.registry`). Numeric
+domains are stated in the evidence. Closed forms are in :mod:`dpcompanion.bounds.momentum`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import sympy as sp
+
+from dpcompanion import schedules
+from dpcompanion.bounds import momentum as mom
+from dpcompanion.claims.registry import claim, illustrated, proved, refuted, verified_by_margins
+
+SRC = "H (001)"
+# (beta, gamma) grid with beta < gamma, used by several checks
+BG_GRID = [(b, g) for b in (0.1, 0.3, 0.5, 0.7, 0.9) for g in (0.5, 0.8, 0.9, 0.95, 0.99) if b < g]
+
+_b, _g, _e = sp.symbols("beta gamma eta0", positive=True)
+_A = _b * _g / ((_g - _b) ** 2 * (1 - _b) ** 3)
+_ZETA_PROOF = 1 - _e / 4 - _A * _e**2
+
+
+def _generic(expr):
+    """The generic branch (condition True) of a SymPy Piecewise; the expression otherwise."""
+    if isinstance(expr, sp.Piecewise):
+        for e, c in expr.args:
+            if c is sp.true:
+                return sp.simplify(e)
+    return expr
+
+
+# ------------------------------------------------------------------------- Thm 4.5
+
+
+@claim(
+    "H-T4.5.eta0",
+    source=f"{SRC} Thm 4.5 statement and App. D.2 (proof)",
+    statement=r"The admissible range $\eta_0 \le 8\,(\sqrt{1+64\beta\gamma(\gamma-\beta)^{-2}(1-\beta)^{-3}}+1)^{-1}$ "
+    r"is exactly where the proof's $\zeta = 1-\eta_0/4-\beta\gamma\eta_0^2/((\gamma-\beta)^2(1-\beta)^3)$ is $\ge 0$ "
+    r"(positive root of $\zeta(\eta_0)=0$; the proof's two printed forms agree).",
+    method="sympy",
+    versions=("000", "001"),
+)
+def _t45_eta0():
+    # write A through s = sqrt(1 + 64 A) > 1, so that every radical is the symbol s
+    s = sp.Symbol("s", positive=True)
+    A = (s**2 - 1) / 64
+    e = sp.Symbol("eta0", positive=True)
+    zeta = 1 - e / 4 - A * e**2
+    printed = 8 / (s + 1)
+    printed_proof = (s - 1) / (8 * A)  # (gamma-beta)^2 (1-beta)^3/(8 beta gamma) [s - 1] = (s - 1)/(8 A)
+    r_plus = (-sp.Rational(1, 4) + sp.sqrt(sp.Rational(1, 16) + 4 * A)) / (2 * A)  # larger root of -A e^2 - e/4 + 1
+    res = [sp.simplify(zeta.subs(e, printed)), sp.simplify(printed - printed_proof),
+           sp.simplify(sp.sqrtdenest(sp.sqrt(sp.Rational(1, 16) + 4 * A)) - s / 4),
+           sp.simplify(r_plus.subs(sp.sqrt(sp.Rational(1, 16) + 4 * A), s / 4) - printed)]
+    return proved(
+        sum(sp.Abs(r) for r in res),
+        positive_root="(sqrt(1/16 + 4A) - 1/4)/(2A) = 8/(sqrt(1 + 64A) + 1), A = beta gamma/((gamma-beta)^2 (1-beta)^3)",
+        note="zeta is a concave quadratic in eta0 with zeta(0)=1 and roots of opposite signs "
+        "(product -1/A < 0), so zeta >= 0 exactly on [0, positive root].",
+    )
+
+
+@claim(
+    "H-T4.5.zeta-proof",
+    source=f"{SRC} App. D.2, proof of Thm 4.5 (with Lemma C.5)",
+    statement=r"The momentum-effect coefficient derived in the proof, "
+    r"$\frac{\eta_0^3\beta\gamma}{2M(1-\beta)^3(\gamma-\beta)^2}-\frac{\eta_0}{2M}(1-\frac{\eta_0}{4}) = -\frac{\eta_0}{2M}\zeta$ "
+    r"with $\zeta = 1-\eta_0/4-\beta\gamma\eta_0^2/((\gamma-\beta)^2(1-\beta)^3)$, and $\zeta \ge 0$ on the admissible range.",
+    method="sympy",
+    corrects="H-T4.5.zeta-statement",
+)
+def _t45_zeta_proof():
+    M, A = sp.symbols("M A", positive=True)
+    lhs = _e**3 * _b * _g / (2 * M * (1 - _b) ** 3 * (_g - _b) ** 2) - _e / (2 * M) * (1 - _e / 4)
+    res = sp.simplify(lhs + _e / (2 * M) * _ZETA_PROOF)
+    z = 1 - _e / 4 - A * _e**2
+    r1 = (-sp.Rational(1, 4) - sp.sqrt(sp.Rational(1, 16) + 4 * A)) / (2 * A)
+    r2 = (-sp.Rational(1, 4) + sp.sqrt(sp.Rational(1, 16) + 4 * A)) / (2 * A)
+    fact = sp.simplify(sp.expand(z + A * (_e - r1) * (_e - r2)))
+    prod = sp.simplify(r1 * r2 + 1 / A)
+    return proved(sp.Abs(res) + sp.Abs(fact) + sp.Abs(prod), note="zeta = -A (eta0 - r1)(eta0 - r2) with r1 r2 = -1/A < 0")
+
+
+@claim(
+    "H-T4.5.zeta-statement",
+    source=f"{SRC} Thm 4.5 statement (Eq. 14)",
+    statement=r"As printed in the theorem: $\zeta = 1-\frac{1}{\beta(1-\beta)^3}\eta_0^2-\frac14\eta_0 \ge 0$ under the stated "
+    r"$\eta_0$ range.",
+    method="numeric",
+    corrected_by="H-T4.5.zeta-proof",
+    versions=("000", "001"),
+)
+def _t45_zeta_statement():
+    margins, pts = [], []
+    for b, g in BG_GRID:
+        e0 = mom.eta0_max(beta=b, gamma=g)
+        margins.append(mom.zeta(eta0=e0, beta=b, form="statement"))
+        pts.append({"beta": b, "gamma": g, "eta0": e0})
+    res = verified_by_margins(margins, points=pts, domain="(beta, gamma) grid with beta<gamma, eta0 at the stated maximum")
+    if res.status != "refuted":
+        return res
+    ce = res.evidence["counterexample"]
+    return refuted(
+        counterexample=ce,
+        printed="zeta_statement >= 0",
+        actual={
+            "zeta_statement": mom.zeta(eta0=ce["eta0"], beta=ce["beta"], form="statement"),
+            "zeta_proof": mom.zeta(eta0=ce["eta0"], beta=ce["beta"], gamma=ce["gamma"]),
+        },
+        samples=len(margins),
+        share_negative=float(np.mean(np.array(margins) < 0)),
+        impact="The statement's zeta is not the one the proof derives (it lacks gamma/(gamma-beta)^2); the proof's "
+        "zeta is >= 0 on the stated range, so the bound (14) itself is unaffected.",
+    )
+
+
+@claim(
+    "H-T4.5.example",
+    source=f"{SRC} text after Thm 4.5 ('when beta = 0.9 and gamma = 0.99, then eta0 <= 0.98/M')",
+    statement=r"For $\beta=0.9$, $\gamma=0.99$ the admissible range is $\eta_0 \le 0.98/M$.",
+    method="numeric",
+    corrected_by="H-T4.5.example-corrected",
+    versions=("000", "001"),
+)
+def _t45_example():
+    b, g = 0.9, 0.99
+    thr = mom.eta0_max(beta=b, gamma=g)
+    stmt = 8.0 / (math.sqrt(1 + 64 / (b * (1 - b) ** 3)) + 1)
+    return refuted(
+        counterexample={"beta": b, "gamma": g, "eta0": 0.98},
+        printed={"eta0_max": 0.98, "zeta_at_0.98": None},
+        actual={
+            "eta0_max_theorem": thr,
+            "eta0_max_from_statement_zeta": stmt,
+            "zeta_proof_at_0.98": mom.zeta(eta0=0.98, beta=b, gamma=g),
+        },
+        note="eta0 is dimensionless (eta_t = eta0/(2M)); the theorem's own bound gives eta0 <= 0.003 "
+        "(eta_t <= 0.0015/M), about 325 times smaller than the printed 0.98.",
+        impact="The example overstates the admissible step size by two orders of magnitude; the theorem's "
+        "bound still holds for the correct range, but 'a rational value' is not supported: momentum with "
+        "beta=0.9 needs a tiny step for the momentum-effect term to be non-positive.",
+    )
+
+
+@claim(
+    "H-T4.5.example-corrected",
+    source=f"{SRC} Thm 4.5, evaluated",
+    statement=r"For $\beta=0.9$, $\gamma=0.99$: $\zeta\ge0$ exactly for $\eta_0 \le 0.003014$ (i.e. $\eta_t \le 0.001507/M$).",
+    method="numeric",
+    corrects="H-T4.5.example",
+)
+def _t45_example_corrected():
+    b, g = 0.9, 0.99
+    thr = mom.eta0_max(beta=b, gamma=g)
+    grid = np.linspace(0, thr, 201)
+    m_in = [mom.zeta(eta0=float(e), beta=b, gamma=g) for e in grid]
+    m_out = [-mom.zeta(eta0=float(e), beta=b, gamma=g) for e in np.linspace(thr * 1.001, 1.0, 50)]
+    return verified_by_margins(
+        m_in + m_out,
+        tol=1e-12,
+        domain="201 eta0 in [0, threshold] (zeta >= 0) and 50 in (1.001 threshold, 1] (zeta < 0)",
+        eta0_max=thr,
+        eta_t_max_times_M=thr / 2,
+    )
+
+
+@claim(
+    "H-T4.5.remark-factor",
+    source=f"{SRC} text after Thm 4.5, item (2)",
+    statement=r"The factor $(1-\beta)/(1-\beta^t)$ is less than $\gamma^t$ at the beginning, so "
+    r"$\gamma^{T-t}(1-\beta)/(1-\beta^t)$ stays below $\gamma^T$.",
+    method="numeric",
+    corrected_by="H-C7.interval",
+    versions=("000", "001"),
+)
+def _t45_remark():
+    b, g, T = 0.9, 0.99, 100
+    return refuted(
+        counterexample={"beta": b, "gamma": g, "t": 1, "T": T},
+        printed={"factor_lt": g, "gamma^(T-t) factor_lt": g**T},
+        actual={"factor": 1.0, "gamma^(T-t) factor": g ** (T - 1)},
+        note="At t = 1 the factor is exactly 1 > gamma for every beta; Lemma C.7's gamma^(t-1) is the right comparison.",
+        impact="Wording only: the proofs use Lemma C.7 (gamma^(t-1)), which holds.",
+    )
+
+
+# ------------------------------------------------------------------------- Lemma C.7
+
+
+@claim(
+    "H-C7.interval",
+    source=f"{SRC} Lemma C.7",
+    statement=r"$\{t\ge1: \gamma^{t-1} \ge (1-\beta)/(1-\beta^t)\} = \{1,\dots,\hat T\}$ and "
+    r"$(1-\beta)/(1-\beta^t) < \gamma^{\hat T-1}$ for $t > \hat T$.",
+    method="numeric",
+    corrects="H-T4.5.remark-factor",
+)
+def _c7_interval():
+    margins, pts = [], []
+    for b in np.linspace(0.05, 0.95, 19):
+        for g in np.linspace(0.05, 0.995, 20):
+            b, g = float(b), float(g)
+            Th = mom.T_hat(beta=b, gamma=g)
+            t = np.arange(1, 3 * Th + 50)
+            lhs = (t - 1) * math.log(g)
+            rhs = math.log1p(-b) - np.log1p(-(b**t))
+            inside = lhs >= rhs - 1e-12
+            contiguous = bool(np.all(inside[:Th])) and not bool(np.any(inside[Th:]))
+            after = float(np.min((Th - 1) * math.log(g) - rhs[Th:]))  # > 0 strict
+            margins.append(min(1.0 if contiguous else -1.0, after))
+            pts.append({"beta": b, "gamma": g, "T_hat": Th})
+    return verified_by_margins(
+        margins, points=pts, domain="beta in [0.05, 0.95] (19), gamma in [0.05, 0.995] (20), t up to 3 T_hat + 50"
+    )
+
+
+@claim(
+    "H-C7.concave",
+    source=f"{SRC} Lemma C.7, proof",
+    statement=r"$h(t) = \gamma^{t-1}(1-\beta^t)$ is a concave function of $t$.",
+    method="sympy",
+    corrected_by="H-C7.interval",
+)
+def _c7_concave():
+    t = sp.Symbol("t", positive=True)
+    b, g, tv = sp.Rational(1, 2), sp.Rational(9, 10), 50
+    h = g ** (t - 1) * (1 - b**t)
+    h2 = sp.diff(h, t, 2).subs(t, tv)
+    return refuted(
+        counterexample={"beta": 0.5, "gamma": 0.9, "t": tv},
+        printed="h''(t) <= 0",
+        actual={"h''(t)": float(h2)},
+        note="h is unimodal (h' changes sign once, as the proof's derivative argument shows), not concave: "
+        "h behaves like gamma^(t-1), a convex function, for large t.",
+        impact="None: the conclusion only needs unimodality, which holds (H-C7.interval).",
+    )
+
+
+# ------------------------------------------------------------------------- Lemma C.6
+
+
+@claim(
+    "H-C6.U1",
+    source=f"{SRC} Lemma C.6, proof (closed form of U_1(t,i))",
+    statement=r"$U_1(t,i)=\sum_{k=t-i}^{t-1}k\beta^k = \frac{1}{1-\beta}\big((t-i)\beta^{t-i}+\frac{\beta^{t-i+1}-\beta}{1-\beta}\big)$.",
+    method="numeric",
+    corrected_by="H-C6.U1-corrected",
+)
+def _c6_u1():
+    b, t, i = 0.5, 3, 2
+    return refuted(
+        counterexample={"beta": b, "t": t, "i": i},
+        printed=mom.c6_U1(t=t, i=i, beta=b, form="printed"),
+        actual=mom.c6_U1(t=t, i=i, beta=b),
+        note="The step sum_{j=1}^{t-1} beta^t was replaced by (beta - beta^t)/(1 - beta); it is (t-1) beta^t.",
+        impact="The lemma's final inequality still holds for beta < gamma (H-C6.beta-lt-gamma): the correct sum "
+        "is bounded by the same constant.",
+    )
+
+
+@claim(
+    "H-C6.U1-corrected",
+    source=f"{SRC} Lemma C.6, proof, corrected",
+    statement=r"$\sum_{k=t-i}^{t-1}k\beta^k = \frac{1}{1-\beta}\big((t-i)\beta^{t-i}+\frac{\beta^{t-i+1}-\beta^t}{1-\beta}-(t-1)\beta^t\big)$.",
+    method="sympy",
+    corrects="H-C6.U1",
+)
+def _c6_u1_corrected():
+    b = sp.Symbol("beta", positive=True)
+    k, t, i = sp.symbols("k t i", positive=True, integer=True)
+    s = sp.summation(k * b**k, (k, t - i, t - 1))
+    closed = ((t - i) * b ** (t - i) + (b ** (t - i + 1) - b**t) / (1 - b) - (t - 1) * b**t) / (1 - b)
+    return proved(_generic(sp.simplify(s - closed)), note="generic branch (beta != 1) of SymPy's Piecewise sum")
+
+
+def _c6_margins(pairs, Ts):
+    margins, pts = [], []
+    for (b, g), T in itertools.product(pairs, Ts):
+        lhs, rhs = mom.c6_coefficients(beta=b, gamma=g, T=T)
+        k = int(np.argmax(lhs / rhs))
+        margins.append(float(1 - lhs[k] / rhs[k]))
+        pts.append({"beta": b, "gamma": g, "T": T, "i": k + 1, "lhs": float(lhs[k]), "rhs": float(rhs[k])})
+    return margins, pts
+
+
+@claim(
+    "H-C6",
+    source=f"{SRC} Lemma C.6 (assumptions of Thm 4.5: beta != gamma)",
+    statement=r"$\sum_{t=1}^{T}\gamma^{T-t}\sum_{i=1}^{t-1}\|v_{i+1}\|^2\sum_{k=t-i}^{t-1}k\beta^k \le "
+    r"\frac{2\beta\gamma}{(\gamma-\beta)^2(1-\beta)}\sum_{i=1}^{T-1}\gamma^{T-i}\|v_{i+1}\|^2$ for all $v$, "
+    r"under Thm 4.5's assumption $\beta\ne\gamma$.",
+    method="numeric",
+    corrected_by="H-C6.beta-lt-gamma",
+)
+def _c6():
+    pairs = [(0.9, 0.5), (0.9, 0.8), (0.95, 0.9), (0.6, 0.5)]
+    m, p = _c6_margins(pairs, [10, 50, 200])
+    res = verified_by_margins(m, points=p, domain="beta > gamma pairs (allowed by Thm 4.5), T in {10, 50, 200}")
+    if res.status != "refuted":
+        return res
+    ce = res.evidence["counterexample"]
+    return refuted(
+        counterexample={k: ce[k] for k in ("beta", "gamma", "T", "i")},
+        printed={"rhs_coefficient": ce["rhs"]},
+        actual={"lhs_coefficient": ce["lhs"]},
+        samples=len(m),
+        note="With beta > gamma, a = beta/gamma > 1 and sum_j j a^j grows without bound in T; the proof's "
+        "a/(1-a)^2 bound needs a < 1.",
+        impact="Thm 4.5 (and Lemma C.5) must assume beta < gamma, as Thm 4.7 does; with beta > gamma the "
+        "momentum-effect term is not controlled by the stated zeta.",
+    )
+
+
+@claim(
+    "H-C6.beta-lt-gamma",
+    source=f"{SRC} Lemma C.6 with beta < gamma",
+    statement=r"Lemma C.6 holds coefficient-wise (hence for all $v$) when $\beta<\gamma$.",
+    method="numeric",
+    corrects="H-C6",
+)
+def _c6_ok():
+    m, p = _c6_margins(BG_GRID, [2, 5, 20, 100, 300])
+    return verified_by_margins(m, points=p, domain="(beta, gamma) grid with beta<gamma (19 pairs), T in {2,5,20,100,300}")
+
+
+# ------------------------------------------------------------------------- Lemma C.5
+
+
+def _c5_worst_ratio(beta: float, gamma: float, T: int) -> float:
+    """max over v of LHS/RHS of Lemma C.5 for f = (M/2)||theta||^2 (the extreme M-smooth case),
+    a generalised eigenvalue. Common factor eta0^3/(4M) removed; v_2..v_T are free."""
+    n = T - 1  # unknowns u_j = v_{j+1}, j = 1..T-1
+    bt = 1 - beta ** np.arange(1, T + 1)  # b_t, t = 1..T
+    A = np.zeros((n, n))
+    for t in range(1, T + 1):
+        wt = (1 - beta) * gamma ** (T - t) / bt[t - 1]
+        for i in range(1, t):
+            vec = np.zeros(n)
+            vec[i - 1 : t - 1] = 1.0 / bt[i - 1 : t - 1]  # theta_t - theta_i = -eta sum_{j=i}^{t-1} v_{j+1}/b_j
+            A += wt * beta ** (t - i) * np.outer(vec, vec)
+    d = 2 * beta * gamma / ((1 - beta) ** 3 * (gamma - beta) ** 2) * gamma ** (T - np.arange(1, T))
+    Dm = 1 / np.sqrt(d)
+    return float(np.linalg.eigvalsh(Dm[:, None] * A * Dm[None, :]).max())
+
+
+@claim(
+    "H-C5",
+    source=f"{SRC} Lemma C.5",
+    statement=r"$\sum_t\gamma^{T-t}\frac{2(1-\beta)\eta_t}{b_t}\sum_{i\le t}\beta^{t-i}\|\nabla_t-\nabla_i\|^2 \le "
+    r"\frac{\eta_0^3\beta\gamma}{2M(1-\beta)^3(\gamma-\beta)^2}\sum_{i=1}^{T-1}\gamma^{T-i}\|v_{i+1}\|^2$ "
+    r"($\beta<\gamma$; checked as a generalised eigenvalue for the extreme M-smooth loss $\frac M2\|\theta\|^2$, all $v$).",
+    method="numeric",
+)
+def _c5():
+    margins, pts = [], []
+    for (b, g), T in itertools.product(BG_GRID[::2], [5, 15, 40]):
+        r = _c5_worst_ratio(b, g, T)
+        margins.append(1 - r)
+        pts.append({"beta": b, "gamma": g, "T": T, "max_ratio": r})
+    return verified_by_margins(
+        margins,
+        points=pts,
+        domain="10 (beta, gamma) pairs with beta<gamma, T in {5, 15, 40}; worst case over all v (eigenvalue)",
+        max_ratio=float(max(p["max_ratio"] for p in pts)),
+    )
+
+
+# ------------------------------------------------------------------------- Thm 4.6
+
+
+@claim(
+    "H-T4.6.U3-uniform",
+    source=f"{SRC} App. D.2, proof of Thm 4.6 (first display and the factor bound)",
+    statement=r"$\frac{(1-\beta)^2}{(1-\beta^t)^2}\sum_{i\le t}\beta^{2(t-i)} = \frac{1-\beta}{1-\beta^t}\frac{1+\beta^t}{1+\beta}$ "
+    r"and this is $\le 1$ for $t\ge1$ (difference $=2(\beta-\beta^t)/((1-\beta^t)(1+\beta))\cdot$ positive).",
+    method="sympy",
+)
+def _t46_u3():
+    b = sp.Symbol("beta", positive=True)
+    t = sp.Symbol("t", positive=True, integer=True)
+    x = sp.Symbol("x", positive=True)  # x = beta^t
+    lhs = (1 - b) ** 2 / (1 - x) ** 2 * (1 - x**2) / (1 - b**2)
+    rhs = (1 - b) / (1 - x) * (1 + x) / (1 + b)
+    r1 = sp.simplify(lhs - rhs)
+    r2 = sp.simplify((1 - x) * (1 + b) - (1 - b) * (1 + x) - 2 * (b - x))
+    return proved(sp.Abs(r1) + sp.Abs(r2), note="with x = beta^t <= beta for t >= 1, 1 - rhs = 2(beta - x)/((1-x)(1+beta)) >= 0")
+
+
+@claim(
+    "H-T4.6.U3-bound",
+    source=f"{SRC} App. D.2, proof of Thm 4.6",
+    statement=r"Uniform schedule $\sigma^2=T/R$: $U_3 \le \frac{T}{\gamma R}\gamma^T\big(\min\{\hat T,T\}+\max\{\frac{\gamma^{\hat T-T}-1}{1-\gamma},0\}\big)$.",
+    method="numeric",
+)
+def _t46_bound():
+    margins, pts = [], []
+    for (b, g) in BG_GRID + [(0.9, 0.5), (0.95, 0.8)]:
+        Th = mom.T_hat(beta=b, gamma=g)
+        for T in sorted({1, 2, max(1, Th // 2), Th, Th + 1, 2 * Th + 5, 500}):
+            ex = mom.U3_uniform(T=T, R=1.0, beta=b, gamma=g)
+            bd = mom.U3_uniform_bound(T=T, R=1.0, beta=b, gamma=g)
+            margins.append((bd - ex) / bd)
+            pts.append({"beta": b, "gamma": g, "T": T, "T_hat": Th, "exact": ex, "bound": bd})
+    return verified_by_margins(
+        margins, points=pts, tol=1e-12,
+        domain="21 (beta, gamma) pairs (incl. beta>gamma), T around T_hat and up to 500; relative margin",
+        median_relative_slack=float(np.median(margins)),
+    )
+
+
+def _eta0_for(beta: float, kappa: float, frac: float = 0.5) -> tuple[float, float]:
+    """An admissible eta0 (fraction of the fixed point of eta0 = eta0_max(beta, 1 - eta0/kappa))."""
+    e = 0.1
+    for _ in range(60):
+        e = mom.eta0_max(beta=beta, gamma=1 - e / kappa)
+    e *= frac
+    return e, 1 - e / kappa
+
+
+@claim(
+    "H-T4.6.rate",
+    source=f"{SRC} Thm 4.6",
+    statement=r"$\mathrm{ERUB}_{\min} \le O\big(\frac{\kappa^2}{\kappa+\eta_0/\alpha}[\mathbb I_{T\le\hat T}+\gamma^{\hat T-1}"
+    r"\ln(1+\frac{\eta_0}{\kappa\alpha})\mathbb I_{T>\hat T}]\big)$ with $T = \lceil\frac{\kappa}{\eta_0}\ln(1+\frac{\eta_0}{\kappa\alpha})\rceil$.",
+    method="numeric",
+)
+def _t46_rate():
+    b, kappa = 0.5, 20.0
+    eta0, g = _eta0_for(b, kappa)
+    Th = mom.T_hat(beta=b, gamma=g)
+    alphas = np.logspace(-8, -3, 11)
+    ratios = []
+    for a in alphas:
+        Tc = math.ceil(kappa / eta0 * math.log1p(eta0 / (kappa * a)))
+        curve = mom.erub_uniform_curve(beta=b, gamma=g, eta0=eta0, alpha=float(a), T_max=max(2 * Tc, 50))
+        best = float(min(curve.min(), 1.0))
+        rate = kappa**2 / (kappa + eta0 / a) * (1.0 if Tc <= Th else g ** (Th - 1) * math.log1p(eta0 / (kappa * a)))
+        ratios.append(best / rate)
+    slope = float(np.polyfit(np.log(alphas), np.log(ratios), 1)[0])
+    return illustrated(
+        fitted_exponent=slope,
+        printed_order="ratio (exact min ERUB)/(printed rate) bounded as alpha -> 0",
+        ratios=[float(r) for r in ratios],
+        alphas=[float(a) for a in alphas],
+        params={"beta": b, "kappa": kappa, "eta0": eta0, "gamma": g, "T_hat": Th},
+        note="Fitted exponent of the ratio in alpha; bounded ratios (exponent ~ 0 or positive) are consistent with the O().",
+    )
+
+
+# ------------------------------------------------------------------------- Thm 4.7
+
+
+def _q_margins(form: str, Ts_rel=(0.5, 1.0, 1.5, 3.0)):
+    margins, pts = [], []
+    for b, g in BG_GRID:
+        if g > 0.99 or b * b >= g:
+            continue
+        Th = mom.T_hat(beta=b, gamma=g)
+        for r in Ts_rel:
+            T = max(2, int(round(r * Th)) + (1 if r > 1 else 0))
+            w = mom.influence_exact(beta=b, gamma=g, T=T)
+            q = mom.influence_form(beta=b, gamma=g, T=T, form=form) if form != "corrected" else _q_corrected(b, g, T)
+            rel = (q - w) / np.maximum(q, w)
+            k = int(np.argmin(rel))
+            margins.append(float(rel[k]))
+            pts.append({"beta": b, "gamma": g, "T": T, "T_hat": Th, "t": k + 1, "w_t": float(w[k]), "q_t": float(q[k])})
+    return margins, pts
+
+
+def _q_corrected(b: float, g: float, T: int) -> np.ndarray:
+    Th = mom.T_hat(beta=b, gamma=g)
+    t = np.arange(1, T + 1)
+    c1 = 2 / (g * (g - b * b))
+    c2 = g**Th / (g - b * b)
+    return np.where(t <= Th, c1 * g ** (T + t), g ** (Th - 1) * c2 * g ** (T - t))
+
+
+@claim(
+    "H-T4.7.q-statement",
+    source=f"{SRC} Thm 4.7 statement and proof (c1, c2)",
+    statement=r"$U_3 \le \sum_t q_t\sigma_t^2$ with $q_t = c_1\gamma^{T+t}\mathbb I_{T\le\hat T}+\gamma^{\hat T-1}c_2\gamma^{T-t}\mathbb I_{T>\hat T}$, "
+    r"$c_1=\frac{2}{\gamma(\gamma-\beta^2)}$, $c_2=\frac{\gamma^{2\hat T}}{\gamma-\beta^2}$ (for every schedule, i.e. $w_t\le q_t$ for all t).",
+    method="numeric",
+    corrected_by="H-T4.7.q-corrected",
+)
+def _t47_q_statement():
+    m, p = _q_margins("statement")
+    res = verified_by_margins(m, points=p, domain="(beta, gamma) grid with beta^2<gamma<=0.99, T in {0.5,1,1.5,3} x T_hat")
+    if res.status != "refuted":
+        return res
+    ce = res.evidence["counterexample"]
+    return refuted(
+        counterexample={k: ce[k] for k in ("beta", "gamma", "T", "T_hat", "t")},
+        printed={"q_t": ce["q_t"]},
+        actual={"w_t (exact influence)": ce["w_t"]},
+        samples=len(m),
+        share_violated=float(np.mean(np.array(m) < 0)),
+        note="For T > T_hat the indicator on T drops the c1 gamma^(T+t) part for t <= T_hat, and the proof's c2 is "
+        "gamma^T_hat too small (its own previous line gives gamma^(2 T_hat - 1)/(gamma - beta^2) = gamma^(T_hat-1) c2' with "
+        "c2' = gamma^T_hat/(gamma - beta^2)).",
+        impact="The two-regime shape (decaying then growing influence) survives with corrected constants and "
+        "regimes split on t (H-T4.7.q-corrected); the printed q_t does not bound U_3, so its ERUB_min is not "
+        "established as printed. schedules.momentum_dynamic uses these printed constants.",
+    )
+
+
+@claim(
+    "H-T4.7.q-corrected",
+    source=f"{SRC} proof of Thm 4.7, corrected",
+    statement=r"$w_t \le q_t$ with $q_t = c_1\gamma^{T+t}\mathbb I_{t\le\hat T} + \gamma^{\hat T-1}c_2'\gamma^{T-t}\mathbb I_{t>\hat T}$, "
+    r"$c_1=\frac{2}{\gamma(\gamma-\beta^2)}$, $c_2'=\frac{\gamma^{\hat T}}{\gamma-\beta^2}$ ($\beta<\gamma$); also the proof's "
+    r"intermediate form (before its last relaxation) bounds $w_t$.",
+    method="numeric",
+    corrects="H-T4.7.q-statement",
+)
+def _t47_q_corrected():
+    m1, p1 = _q_margins("corrected")
+    m2, p2 = _q_margins("derived")
+    return verified_by_margins(
+        m1 + m2, points=p1 + p2, tol=1e-12,
+        domain="(beta, gamma) grid with beta^2<gamma<=0.99, T in {0.5,1,1.5,3} x T_hat, both forms",
+    )
+
+
+@claim(
+    "H-T4.7.sigma",
+    source=f"{SRC} Thm 4.7 statement",
+    statement=r"Schedule as printed: $\sigma_t^2=\frac1R\sum_{i=1}^T\sqrt{q_i/q_i}$.",
+    method="numeric",
+    corrected_by="H-T4.7.sigma-corrected",
+)
+def _t47_sigma():
+    b, g, T, R = 0.5, 0.9, 20, 1.0
+    q = mom.influence_form(beta=b, gamma=g, T=T, form="derived")
+    printed = R * float(np.sum(q * T / R))  # sigma_t^2 = T/R: the uniform schedule
+    best = float(np.sum(np.sqrt(q))) ** 2
+    return refuted(
+        counterexample={"beta": b, "gamma": g, "T": T, "R": R},
+        printed={"R sum q_t sigma_t^2 (sigma_t^2 = T/R)": printed},
+        actual={"Lemma 4.3 minimum (sum sqrt q_t)^2": best},
+        note="sqrt(q_i/q_i) = 1 makes the printed schedule uniform; the proof uses sqrt(q_i/q_t).",
+        impact="Typo: the proof's schedule (H-T4.7.sigma-corrected) is the intended one.",
+    )
+
+
+@claim(
+    "H-T4.7.sigma-corrected",
+    source=f"{SRC} proof of Thm 4.7 / Lemma 4.3",
+    statement=r"$\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends $R$ and attains $R\sum_t q_t\sigma_t^2=(\sum_t\sqrt{q_t})^2$.",
+    method="sympy",
+    corrects="H-T4.7.sigma",
+)
+def _t47_sigma_corrected():
+    q = sp.symbols("q1:5", positive=True)
+    R = sp.Symbol("R", positive=True)
+    s2 = [sum(sp.sqrt(qi) for qi in q) / (R * sp.sqrt(qt)) for qt in q]
+    r1 = sp.simplify(sum(1 / x for x in s2) - R)
+    r2 = sp.simplify(R * sum(qt * x for qt, x in zip(q, s2)) - sum(sp.sqrt(qi) for qi in q) ** 2)
+    return proved(sp.Abs(r1) + sp.Abs(r2), T=4)
+
+
+@claim(
+    "H-T4.7.remark",
+    source=f"{SRC} Discussion after Thm 4.7",
+    statement=r"The preferred dynamic schedule is increasing since $q_t$ decreases when $t\le\hat T$ "
+    r"(read with the exact influence $w_t$ of $U_3$, $T=\hat T$).",
+    method="numeric",
+    corrected_by="H-T4.7.remark-corrected",
+    versions=("000", "001"),
+)
+def _t47_remark():
+    margins, pts = [], []
+    for b, g in BG_GRID:
+        Th = mom.T_hat(beta=b, gamma=g)
+        if Th < 3:
+            continue
+        w = mom.influence_exact(beta=b, gamma=g, T=Th)
+        dif = (w[:-1] - w[1:]) / w[:-1]  # > 0: decreasing
+        k = int(np.argmin(dif))
+        margins.append(float(dif[k]))
+        pts.append({"beta": b, "gamma": g, "T": Th, "T_hat": Th, "first_increase_at_t": int(np.argmax(dif < 0)) + 1})
+    res = verified_by_margins(margins, points=pts, domain="(beta, gamma) grid with T_hat >= 3, T = T_hat")
+    if res.status != "refuted":
+        return res
+    ce = res.evidence["counterexample"]
+    return refuted(
+        counterexample=ce,
+        printed="w_t decreasing on 1..T_hat (optimal sigma_t increasing)",
+        actual=f"w_t increases from t = {ce['first_increase_at_t']} on (T_hat = {ce['T_hat']})",
+        samples=len(margins),
+        note="Under the printed q_t = c1 gamma^(T+t) the statement is true by construction; the exact influence "
+        "decreases only while the debias factor falls, far before T_hat.",
+        impact="The 'counterintuitive increasing schedule' applies only to the first few steps; over most of "
+        "[1, T_hat] the preferred schedule already decreases as in GD.",
+    )
+
+
+@claim(
+    "H-T4.7.remark-corrected",
+    source=f"{SRC} Discussion after Thm 4.7, corrected",
+    statement=r"With the exact influence, the optimal schedule ($\sigma_t^2\propto w_t^{-1/2}$) increases only on an initial "
+    r"segment $[1, t_1]$ ($t_1$: last step before $w_t$ first increases) and $t_1 \le \hat T + 1$; $t_1 \ll \hat T$ as $\gamma\to1$.",
+    method="numeric",
+    corrects="H-T4.7.remark",
+)
+def _t47_remark_corrected():
+    margins, pts = [], []
+    for b, g in BG_GRID:
+        Th = mom.T_hat(beta=b, gamma=g)
+        for T in (5, Th, 2 * Th + 10):
+            w = mom.influence_exact(beta=b, gamma=g, T=T)
+            up = np.nonzero(np.diff(w) > 0)[0]
+            t1 = int(up[0]) + 1 if up.size else T
+            margins.append(float(Th + 1 - t1))
+            pts.append({"beta": b, "gamma": g, "T": T, "T_hat": Th, "t1": t1})
+    ex = [p for p in pts if p["beta"] == 0.9 and p["gamma"] == 0.99 and p["T"] == p["T_hat"]][0]
+    return verified_by_margins(
+        margins, points=pts, domain="19 (beta, gamma) pairs, T in {5, T_hat, 2 T_hat + 10}",
+        example={"beta": 0.9, "gamma": 0.99, "T_hat": ex["T_hat"], "t1": ex["t1"]},
+    )
+
+
+@claim(
+    "H-T4.7.rate",
+    source=f"{SRC} Thm 4.7",
+    statement=r"$\mathrm{ERUB}_{\min}\le O\big(\frac{\kappa\alpha}{\kappa\alpha+\eta_0}(\frac{\kappa\alpha}{\kappa\alpha+\eta_0}\mathbb I_{T\le\hat T}+\mathbb I_{T>\hat T})\big)$ "
+    r"with $T^{dyn}=\lceil\frac{2\kappa}{\eta_0}\ln(1+\frac{\eta_0}{\kappa\alpha})\rceil$.",
+    method="numeric",
+)
+def _t47_rate():
+    b, kappa = 0.5, 20.0
+    eta0, g = _eta0_for(b, kappa)
+    Th = mom.T_hat(beta=b, gamma=g)
+    alphas = np.logspace(-8, -3, 6)
+    ratios = []
+    for a in alphas:
+        Tc = math.ceil(2 * kappa / eta0 * math.log1p(eta0 / (kappa * a)))
+        curve = mom.erub_dynamic_curve(beta=b, gamma=g, eta0=eta0, alpha=float(a), T_max=min(max(Tc, 20), 5000))
+        best = float(min(curve.min(), 1.0))
+        x = kappa * a / (kappa * a + eta0)
+        rate = x * (x if Tc <= Th else 1.0)
+        ratios.append(best / rate)
+    slope = float(np.polyfit(np.log(alphas), np.log(ratios), 1)[0])
+    return illustrated(
+        fitted_exponent=slope,
+        printed_order="ratio (exact min ERUB, best schedule for the exact influence)/(printed rate) bounded",
+        ratios=[float(r) for r in ratios],
+        alphas=[float(a) for a in alphas],
+        params={"beta": b, "kappa": kappa, "eta0": eta0, "gamma": g, "T_hat": Th, "T_max": 5000},
+    )
+
+
+# ------------------------------------------------------------------------- Thm 4.9
+
+
+@claim(
+    "H-T4.9",
+    source=f"{SRC} Thm 4.9 and its proof",
+    statement=r"PSGD with momentum: $U_3^g \le \kappa\sigma_g^2/G^2$, hence $\alpha R' U_3^g \le \alpha_g\sigma_g^2$ "
+    r"(with Thm 4.5's $\gamma = 1-\eta_0/\kappa$).",
+    method="numeric",
+    corrected_by="H-T4.9-corrected",
+    versions=("000", "001"),
+)
+def _t49():
+    b, kappa, T = 0.5, 10.0, 5000
+    eta0, g = 0.01, 1 - 0.01 / 10.0
+    if eta0 > mom.eta0_max(beta=b, gamma=g):
+        raise AssertionError("counterexample eta0 not admissible")
+    u = mom.U3g(T=T, beta=b, gamma=g, sigma_g=1.0, G=1.0)
+    return refuted(
+        counterexample={"beta": b, "kappa": kappa, "eta0": eta0, "gamma": g, "T": T, "sigma_g": 1.0, "G": 1.0,
+                        "eta0_max": mom.eta0_max(beta=b, gamma=g)},
+        printed={"U3g_bound kappa sigma_g^2/G^2": mom.U3g_bound(kappa=kappa, sigma_g=1.0, G=1.0)},
+        actual={"U3g": u, "alpha R' U3g / (alpha_g sigma_g^2) at n = N sqrt(R)": u / kappa},
+        note="The proof uses 1/(1-gamma) = kappa, true for GD's gamma = 1 - 1/kappa but not for the momentum "
+        "theorem's gamma = 1 - eta0/kappa, where 1/(1-gamma) = kappa/eta0.",
+        impact="A constant-factor slip: with the correct kappa/eta0, the PSGD term in the ERUB "
+        "(2 eta0 alpha R' U3g) is at most 2 alpha_g sigma_g^2 (H-T4.9-corrected), so the conclusion holds up to a factor 2.",
+    )
+
+
+@claim(
+    "H-T4.9-corrected",
+    source=f"{SRC} Thm 4.9, corrected",
+    statement=r"$U_3^g \le \frac{\sigma_g^2}{(1-\gamma)G^2} = \frac{\kappa\sigma_g^2}{\eta_0G^2}$, so the PSGD part of the "
+    r"momentum ERUB, $2\eta_0\alpha R'U_3^g$, is at most $2\alpha_g\sigma_g^2$ when $n\ge N\sqrt R$.",
+    method="numeric",
+    corrects="H-T4.9",
+)
+def _t49_corrected():
+    margins, pts = [], []
+    for b, kappa, eta0 in itertools.product((0.1, 0.5, 0.9), (2.0, 10.0, 100.0), (0.001, 0.01, 0.1)):
+        g = 1 - eta0 / kappa
+        for T in (1, 10, 1000, 20000):
+            u = mom.U3g(T=T, beta=b, gamma=g, sigma_g=1.0, G=1.0)
+            bd = mom.U3g_bound(kappa=kappa, sigma_g=1.0, G=1.0, eta0=eta0)
+            margins.append((bd - u) / bd)
+            pts.append({"beta": b, "kappa": kappa, "eta0": eta0, "T": T})
+    return verified_by_margins(margins, points=pts, tol=1e-12, domain="beta x kappa x eta0 x T = 3x3x3x4 grid")
+
+
+# ------------------------------------------------------------------------- slides (file 003)
+
+
+@claim(
+    "H-Slides.T3.4.q",
+    source="H slides (003) Thm 3.4, Eq. (17)",
+    statement=r"Slides' momentum influence $q_t=\frac{\beta^{2(T-t+1)}-\gamma^{T-t+1}}{\beta^2-\gamma}$ equals "
+    r"$\sum_{s=t}^T\gamma^{T-s}\beta^{2(s-t)}$, i.e. the paper's $U_3$ weight without the debias factor $d_s^2$.",
+    method="sympy",
+    versions=("003",),
+)
+def _slides_q():
+    b, g = sp.symbols("beta gamma", positive=True)
+    m = sp.Symbol("m", positive=True, integer=True)  # m = T - t + 1
+    s = sp.Symbol("s", integer=True, nonnegative=True)
+    geo = sp.summation(g ** (m - 1 - s) * b ** (2 * s), (s, 0, m - 1))
+    slides = (b ** (2 * m) - g**m) / (b**2 - g)
+    return proved(_generic(sp.simplify(geo - slides)), note="generic branch (beta^2 != gamma) of SymPy's Piecewise sum")
+
+
+@claim(
+    "H-Slides.T3.4.q-vs-paper",
+    source="H slides (003) Thm 3.4 vs paper (001) Thm 4.5/4.7",
+    statement=r"The slides' $q_t$ upper-bounds the paper's exact influence $w_t$ (since $d_s\le1$), but differs from the "
+    r"paper's printed $q_t$: no $\hat T$ regimes, no debias factor.",
+    method="numeric",
+    versions=("001", "003"),
+)
+def _slides_vs_paper():
+    margins, pts, loose = [], [], []
+    for b, g in BG_GRID:
+        for T in (5, 50, 300):
+            w = mom.influence_exact(beta=b, gamma=g, T=T)
+            q = mom.influence_form(beta=b, gamma=g, T=T, form="slides")
+            rel = (q - w) / q
+            k = int(np.argmin(rel))
+            margins.append(float(rel[k]))
+            loose.append(float(np.max(q / w)))
+            pts.append({"beta": b, "gamma": g, "T": T, "t": k + 1})
+    return verified_by_margins(
+        margins, points=pts, tol=1e-12, domain="19 (beta, gamma) pairs, T in {5, 50, 300}",
+        max_looseness_q_over_w=float(max(loose)),
+    )
+
+
+@claim(
+    "H-Slides.T3.4.eta0",
+    source="H slides (003) Thm 3.4",
+    statement=r"When $\eta_0\le\frac{\beta(1-\beta)^3}{8M}[\sqrt{\frac14+\frac{16}{\beta(1-\beta)^3}}-1]$, the slides' "
+    r"$\zeta=\frac{4M^2\beta\gamma}{(\gamma-\beta)^2(1-\beta)^3}\eta_0^2+\frac12M\eta_0-1$ is $\le 0$ (noise variance dominates).",
+    method="numeric",
+    corrected_by="H-Slides.T3.4.eta0-corrected",
+    versions=("003",),
+)
+def _slides_eta0():
+    b, g, M = 0.9, 0.99, 1.0
+    B = b * (1 - b) ** 3
+    thr = B / (8 * M) * (math.sqrt(0.25 + 16 / B) - 1)
+    A = b * g / ((g - b) ** 2 * (1 - b) ** 3)
+    z = 4 * M**2 * A * thr**2 + 0.5 * M * thr - 1
+    return refuted(
+        counterexample={"beta": b, "gamma": g, "M": M, "eta0": thr},
+        printed="zeta_slides <= 0",
+        actual={"zeta_slides": z},
+        note="The slides' threshold uses beta(1-beta)^3 (no gamma) and '-1' where the root of their own zeta has "
+        "beta gamma/((gamma-beta)^2(1-beta)^3) and '-1/2'.",
+        impact="Slides only; the paper's threshold (H-T4.5.eta0) is consistent with its proof.",
+    )
+
+
+@claim(
+    "H-Slides.T3.4.eta0-corrected",
+    source="H slides (003) Thm 3.4, corrected",
+    statement=r"The slides' $\zeta\le0$ exactly for $\eta_0\le\frac{\sqrt{1/4+16A}-1/2}{8MA}$, $A=\frac{\beta\gamma}{(\gamma-\beta)^2(1-\beta)^3}$.",
+    method="sympy",
+    corrects="H-Slides.T3.4.eta0",
+    versions=("003",),
+)
+def _slides_eta0_corrected():
+    M, e, A = sp.symbols("M eta0 A", positive=True)
+    z = 4 * M**2 * A * e**2 + M * e / 2 - 1
+    r = (sp.sqrt(sp.Rational(1, 4) + 16 * A) - sp.Rational(1, 2)) / (8 * M * A)
+    return proved(sp.simplify(sp.expand(z.subs(e, r))), note="z is convex in eta0 with z(0) = -1, so z <= 0 on [0, r]")

@@ -65,3 +65,58 @@ def landing_figure(*, t, schedules: dict, T_grid, erub_curves: dict, optima: dic
     ax2.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+# --- schedules (accounting chapter) ---
+
+
+def schedule_gallery(*, t, gallery: dict, ncols: int = 3):
+    """One panel per schedule kind: ``gallery`` maps a panel title to {curve label: sigma over t}.
+
+    Noise multipliers on a log axis; darker curves are later entries (e.g. larger kappa)."""
+    apply_style()
+    n = len(gallery)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.5 * nrows), sharex=True, squeeze=False)
+    for ax, (title, curves) in zip(axes.flat, gallery.items()):
+        shades = plt.cm.viridis(np.linspace(0.1, 0.8, max(len(curves), 1)))
+        for (label, sigma), color in zip(curves.items(), shades):
+            ax.plot(t[: len(sigma)], sigma, color=color, lw=1.5, label=label)
+        ax.set_title(title, fontsize=9)
+        ax.set_yscale("log")
+        ax.legend(fontsize=6.5, loc="best")
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("step t")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(r"$\sigma_t$")
+    fig.tight_layout()
+    return fig
+
+
+def unused_budget_figure(*, epsilons, budgets: dict, delta: float, anchor_epsilon: float | None = None):
+    """Left: budget R against epsilon for each accounting (label -> array over ``epsilons``).
+    Right: each budget relative to the paper's zCDP one (the first entry)."""
+    apply_style()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.4))
+    labels = list(budgets)
+    base = np.asarray(budgets[labels[0]], dtype=float)
+    colors = plt.cm.tab10(np.arange(len(labels)))
+    for label, color in zip(labels, colors):
+        R = np.asarray(budgets[label], dtype=float)
+        ax1.plot(epsilons, R, color=color, label=label)
+        ax2.plot(epsilons, R / base, color=color, label=label)
+    for ax in (ax1, ax2):
+        ax.set_xscale("log")
+        ax.set_xlabel(r"target $\epsilon$")
+        if anchor_epsilon is not None:
+            ax.axvline(anchor_epsilon, color="grey", lw=0.8, ls=":")
+    ax1.set_yscale("log")
+    ax1.set_ylabel(r"budget $R=\sum_t 1/\sigma_t^2$")
+    ax1.set_title(rf"Budget allowed for ($\epsilon$, {delta:g})")
+    ax2.set_ylabel(f"R / R ({labels[0]})")
+    ax2.set_title("Budget relative to the zCDP conversion")
+    ax1.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

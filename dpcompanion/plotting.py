@@ -120,3 +120,113 @@ def unused_budget_figure(*, epsilons, budgets: dict, delta: float, anchor_epsilo
     ax1.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+# --- theory (bounds) ---
+
+
+def theory_schedules(*, t, uniform, dynamic: dict):
+    """sigma_t of the uniform schedule and of the dynamic schedule (Thm 4.4) for several kappa
+    (``dynamic``: kappa -> array), same budget."""
+    apply_style()
+    fig, ax = plt.subplots()
+    ax.plot(t, uniform, color=COLORS["uniform"], lw=2.2, label="uniform (any $\\kappa$)")
+    cmap = plt.get_cmap("Oranges")
+    for i, (k, s) in enumerate(sorted(dynamic.items())):
+        ax.plot(t, s, color=cmap(0.45 + 0.5 * i / max(1, len(dynamic) - 1)), lw=1.6, label=f"dynamic, $\\kappa$ = {k:g}")
+    ax.set_yscale("log")
+    ax.set_xlabel("step t")
+    ax.set_ylabel(r"noise multiplier $\sigma_t$")
+    ax.set_title("Same budget R: uniform vs dynamic (Thm 4.4) schedules")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def theory_erub_vs_T(*, T, uniform, dynamic, argmin: dict, marks: dict, kappa: float, alpha: float):
+    """ERUB(T) of both schedules, the exact minimisers (dots) and closed-form T's (``marks``:
+    label -> T, drawn as vertical lines)."""
+    apply_style()
+    fig, ax = plt.subplots()
+    ax.plot(T, uniform, color=COLORS["uniform"], label="uniform (Eq. 9)")
+    ax.plot(T, dynamic, color=COLORS["dynamic"], label="dynamic (proof of Thm 4.4)")
+    for key, (Tb, vb) in argmin.items():
+        ax.plot([Tb], [vb], "o", color=COLORS[key], ms=7, zorder=5)
+        ax.annotate(f"min at T={Tb}", (Tb, vb), textcoords="offset points", xytext=(5, -13), fontsize=8, color=COLORS[key])
+    styles = ["--", ":", "-."]
+    for i, (label, x) in enumerate(marks.items()):
+        if x <= T[-1]:
+            ax.axvline(x, ls=styles[i % 3], color="0.35", lw=1, label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("number of steps T")
+    ax.set_ylabel("ERUB (Thm 4.1 bound)")
+    ax.set_title(rf"ERUB vs T ($\kappa$ = {kappa:g}, $\alpha$ = {alpha:g})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def theory_erub_min(*, N, alpha, uniform, dynamic, kappas=None, by_kappa: dict | None = None, kappa: float | None = None):
+    """Left: minimal ERUB vs N (log-log) for both schedules against the non-private alpha line.
+    Right (when ``by_kappa`` is given): minimal ERUB vs kappa."""
+    apply_style()
+    ncols = 2 if by_kappa is not None else 1
+    fig, axes = plt.subplots(1, ncols, figsize=(9.5 if ncols == 2 else 7.0, 3.6))
+    axes = np.atleast_1d(axes)
+    ax = axes[0]
+    ax.loglog(N, uniform, color=COLORS["uniform"], label="uniform, exact min")
+    ax.loglog(N, dynamic, color=COLORS["dynamic"], label="dynamic, exact min")
+    ax.loglog(N, alpha, color="0.3", ls="--", label=r"non-private $\alpha$")
+    ax.set_xlabel("number of samples N")
+    ax.set_ylabel(r"ERUB$_{\min}$")
+    ax.set_title(rf"Sample efficiency ($\kappa$ = {kappa:g})" if kappa else "Sample efficiency")
+    ax.legend(fontsize=8)
+    if by_kappa is not None:
+        ax = axes[1]
+        k = by_kappa["kappa"]
+        ax.loglog(k, by_kappa["uniform"], color=COLORS["uniform"], label="uniform, exact min")
+        ax.loglog(k, by_kappa["eq25"], color=COLORS["uniform"], ls=":", label="uniform at Eq. 24's T (Eq. 25)")
+        ax.loglog(k, by_kappa["dynamic"], color=COLORS["dynamic"], label="dynamic, exact min")
+        ax.axhline(1.0, color="0.5", lw=0.8, ls="--", label="trivial bound 1 (T = 0)")
+        ax.set_xlabel(r"curvature $\kappa$")
+        ax.set_ylabel(r"ERUB$_{\min}$")
+        ax.set_title("Sharp losses")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def theory_T_vs_kappa(*, kappa, curves: dict):
+    """Optimal T vs kappa: exact (brute force, markers) and closed forms (lines);
+    ``curves``: label -> array; labels containing 'exact' are drawn as markers."""
+    apply_style()
+    fig, ax = plt.subplots()
+    for label, y in curves.items():
+        key = "uniform" if label.startswith("uniform") else "dynamic"
+        if "exact" in label:
+            ax.plot(kappa, y, "o", ms=4, color=COLORS[key], label=label)
+        else:
+            ls = "--" if "statement" in label or "23" in label else "-"
+            ax.plot(kappa, np.maximum(y, 1e-1), ls=ls, color=COLORS[key], lw=1.4, alpha=0.85, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(r"curvature $\kappa$")
+    ax.set_ylabel("optimal number of steps T")
+    ax.set_title("Optimal T: closed forms vs exhaustive search")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def theory_table_rows(*, N, rows: dict, title: str):
+    """Printed orders of table rows vs N (log-log); ``rows``: label -> array."""
+    apply_style()
+    fig, ax = plt.subplots(figsize=(8.0, 4.2))
+    for label, y in rows.items():
+        ax.loglog(N, y, lw=1.5, ls="-" if "(ours" not in label else "--", label=label)
+    ax.set_xlabel("number of samples N")
+    ax.set_ylabel("bound (constants = 1)")
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,289 @@
+"""Influence of each step's noise on the final loss: by retraining, and analytically.
+
+Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001) call ``q_t`` the *influence* of step
+t's noise variance on the final excess risk (Thm 4.1, Eq. (7): ``q_t = gamma^{T-t}
+alpha``). The earlier version (file 000, App. D, Fig. 3 left/middle; SPEC H-F-INFL,
+H-F-FIT) estimates it by **retraining**: keep every step at the tuned uniform noise
+``sigma`` except step t, sweep ``sigma_t`` over [20, 200], fit the final loss as
+``c sigma_t^2 + c0`` by least squares and read ``q_t ~ c``; for the squared loss it also
+computes ``q_t`` **analytically** from the Hessian eigenvalues.
+
+* :func:`influence_by_retraining` runs the whole sweep - every swept step t, every level
+  and every repeat - as **one batched program** of
+  :func:`dpcompanion.trainers.train_pgd` (``sigma`` of shape ``(K, T)``, one seed per
+  run). Runs of the same repeat share their seed, hence their initial point and every
+  noise vector (common random numbers): within a repeat, the runs differ *only* in the
+  scale of step t's noise, so the per-repeat fit isolates step t's effect. The fitted
+  coefficient of each repeat gives ``q_t`` (mean over repeats), its standard error and
+  its relative variance.
+* :func:`analytic_influence` gives the exact ``q_t`` of PGD on the squared loss of a
+  linear model (:func:`dpcompanion.exact_risk.noise_influence`:
+  ``q_t = (eta C / N)^2 sum_i lambda_i/2 (1 - eta lambda_i)^{2(T-t)}``), valid while no
+  per-sample gradient is clipped; :func:`theory_influence` is the theorem's
+  ``gamma^{T-t}`` for the same Hessian (``gamma = 1 - mu/M``).
+* :func:`excess_risk_monte_carlo` runs schedules through the real trainer for the
+  expected-excess-risk comparison (SPEC H-X-EER).
+
+"Relative variance" follows the paper's wording (000 App. D: "the variance divided by the
+mean value"): ``var / mean`` over repeats. Because that is not scale-free, the squared
+coefficient of variation ``var / mean^2`` is reported next to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from dpcompanion import exact_risk
+
+__all__ = [
+    "InfluenceResult",
+    "PAPER_LEVELS",
+    "analytic_influence",
+    "excess_risk_monte_carlo",
+    "fit_quadratic",
+    "influence_by_retraining",
+    "squared_loss_quadratic_of",
+    "theory_influence",
+]
+
+#: the paper's sweep of sigma_t (000 App. D): 10 levels over [20, 200]
+PAPER_LEVELS = np.linspace(20.0, 200.0, 10)
+R_PAPER = 0.3927
+
+
+def fit_quadratic(levels, losses) -> tuple[np.ndarray, np.ndarray]:
+    """Least-squares fit ``loss = c sigma^2 + c0`` along the last axis of ``losses``
+    (one value per level). Returns ``(c, c0)`` with the leading shape of ``losses``.
+
+    >>> c, c0 = fit_quadratic([1.0, 2.0, 3.0], np.array([[3.0, 9.0, 19.0]]))  # 2 s^2 + 1
+    >>> c.round(12).tolist(), c0.round(12).tolist()
+    ([2.0], [1.0])
+    """
+    s2 = np.asarray(levels, dtype=float) ** 2
+    L = np.asarray(losses, dtype=float)
+    if s2.ndim != 1 or s2.size < 2 or L.shape[-1] != s2.size:
+        raise ValueError(f"need >= 2 levels and losses with last axis {s2.size}, got {s2.shape} and {L.shape}")
+    if np.ptp(s2) == 0:
+        raise ValueError("levels must not all be equal")
+    xc = s2 - s2.mean()
+    c = (L - L.mean(axis=-1, keepdims=True)) @ xc / (xc @ xc)
+    c0 = L.mean(axis=-1) - c * s2.mean()
+    return c, c0
+
+
+@dataclasses.dataclass
+class InfluenceResult:
+    """Output of :func:`influence_by_retraining` (arrays indexed by swept step first).
+
+    ``steps`` (1-based t), ``levels`` (sigma_t values), ``final_loss`` ``(n_t, L, repeats)``,
+    ``coef``/``intercept`` ``(n_t, repeats)`` (per-repeat fits), ``q`` (mean coef),
+    ``q_se`` (its standard error), ``coef_relative_variance`` (var/mean over repeats, the
+    paper's definition), ``coef_cv2`` (var/mean^2), ``loss_relative_variance``
+    ``(n_t, L)`` (var/mean of the final loss over repeats), ``clip_fraction`` (mean over
+    all runs and steps), ``base_sigma``, ``T``, ``runs``, ``wall_s``, ``meta``."""
+
+    steps: np.ndarray
+    levels: np.ndarray
+    final_loss: np.ndarray
+    coef: np.ndarray
+    intercept: np.ndarray
+    q: np.ndarray
+    q_se: np.ndarray
+    coef_relative_variance: np.ndarray
+    coef_cv2: np.ndarray
+    loss_relative_variance: np.ndarray
+    clip_fraction: float
+    base_sigma: float
+    T: int
+    runs: int
+    wall_s: float
+    meta: dict
+
+    def normalized(self) -> np.ndarray:
+        """``q`` scaled to sum to 1 over the swept steps (q_t is defined up to a factor)."""
+        return self.q / np.sum(self.q)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+
+
+def _check_levels(levels) -> np.ndarray:
+    lv = np.asarray(levels, dtype=float)
+    if lv.ndim != 1 or lv.size < 2 or np.any(~np.isfinite(lv)) or np.any(lv <= 0) or np.ptp(lv) == 0:
+        raise ValueError(f"levels must be >= 2 distinct finite noise multipliers > 0, got {levels!r}")
+    return lv
+
+
+def _check_steps(steps, T: int) -> np.ndarray:
+    st = np.arange(1, T + 1) if steps is None else np.asarray(steps, dtype=int)
+    if st.ndim != 1 or st.size == 0 or st.min() < 1 or st.max() > T or np.unique(st).size != st.size:
+        raise ValueError(f"steps must be distinct integers in [1, T={T}], got {steps!r}")
+    return st
+
+
+def _int(name: str, v, lo: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    return int(v)
+
+
+def influence_by_retraining(
+    model,
+    X,
+    y,
+    *,
+    T: int,
+    base_sigma: float | None = None,
+    levels=PAPER_LEVELS,
+    steps: Sequence[int] | None = None,
+    repeats: int = 10,
+    clip_norm: float = 4.0,
+    lr: float = 0.1,
+    seed: int = 0,
+    device: str = "auto",
+    dtype: torch.dtype = torch.float32,
+    init=None,
+    max_runs_per_call: int | None = None,
+    progress: bool | None = False,
+) -> InfluenceResult:
+    """Estimate ``q_t`` by retraining (000 App. D; see the module docstring).
+
+    ``base_sigma``: the noise of every other step (default: the uniform schedule's
+    ``sqrt(T / R)`` at the paper's R = 0.3927). ``levels``: the swept sigma_t values.
+    ``steps``: which t to sweep (default all 1..T). ``repeats``: independent seeds
+    ``seed, seed+1, ...``. All ``len(steps) * len(levels) * repeats`` runs go to the
+    trainer in one call unless ``max_runs_per_call`` splits them (memory). No ledger:
+    the sweep deliberately spends more than any budget (an analysis, not a release).
+    """
+    from dpcompanion.trainers import train_pgd
+
+    T = _int("T", T)
+    lv = _check_levels(levels)
+    st = _check_steps(steps, T)
+    repeats = _int("repeats", repeats, lo=2)
+    if base_sigma is None:
+        base_sigma = math.sqrt(T / R_PAPER)
+    if not (math.isfinite(base_sigma) and base_sigma > 0):
+        raise ValueError(f"base_sigma must be finite and > 0, got {base_sigma!r}")
+    nt, L = st.size, lv.size
+    # run index = ((i_t * L) + i_level) * repeats + r
+    sig = np.full((nt, L, repeats, T), float(base_sigma))
+    for i, t in enumerate(st):
+        sig[i, :, :, t - 1] = lv[:, None]
+    sig = sig.reshape(-1, T)
+    seeds = np.broadcast_to(seed + np.arange(repeats), (nt, L, repeats)).reshape(-1).tolist()
+    K = sig.shape[0]
+    chunk = K if max_runs_per_call is None else _int("max_runs_per_call", max_runs_per_call)
+    t0 = time.perf_counter()
+    finals, clip = [], []
+    for a in range(0, K, chunk):
+        h = train_pgd(model, X, y, sigma=sig[a:a + chunk], R=None, clip_norm=clip_norm, lr=lr,
+                      seed=seeds[a:a + chunk], init=init, device=device, dtype=dtype, progress=progress)
+        finals.append(np.asarray(h.final_loss, dtype=float).reshape(-1))
+        clip.append(np.nanmean(np.asarray(h.clip_fraction, dtype=float)) * len(finals[-1]))
+    wall = time.perf_counter() - t0
+    final = np.concatenate(finals).reshape(nt, L, repeats)
+    c, c0 = fit_quadratic(lv, np.moveaxis(final, 1, -1))  # (nt, repeats)
+    mean = c.mean(axis=1)
+    var = c.var(axis=1, ddof=1)
+    lmean, lvar = final.mean(axis=2), final.var(axis=2, ddof=1)
+    return InfluenceResult(
+        steps=st,
+        levels=lv,
+        final_loss=final,
+        coef=c,
+        intercept=c0,
+        q=mean,
+        q_se=np.sqrt(var / repeats),
+        coef_relative_variance=var / mean,
+        coef_cv2=var / mean**2,
+        loss_relative_variance=lvar / lmean,
+        clip_fraction=float(np.sum(clip) / K),
+        base_sigma=float(base_sigma),
+        T=T,
+        runs=K,
+        wall_s=wall,
+        meta={"clip_norm": clip_norm, "lr": lr, "seed": seed, "repeats": repeats, "model": repr(model),
+              "N": int(len(y)), "calls": math.ceil(K / chunk), "common_random_numbers": "per repeat"},
+    )
+
+
+def squared_loss_quadratic_of(model, X, y, *, init=None) -> dict[str, Any]:
+    """The quadratic of a linear model's squared loss as the trainer defines it
+    (``DenseModel`` with no hidden layer, ``loss="squared"``, binary labels as
+    ``s = 2y - 1``, bias as a constant feature): eigenvalues, offset, ``f_star`` from
+    :func:`dpcompanion.exact_risk.squared_loss_quadratic`, in the model's parameter
+    order (weights, then bias)."""
+    hidden = getattr(model, "hidden", None)
+    if hidden != () or getattr(model, "loss_kind", None) != "squared" or getattr(model, "n_out", None) != 1:
+        raise ValueError(f"the analytic influence needs a linear model with squared loss and binary labels, got {model!r}")
+    Xn = np.asarray(torch.as_tensor(X).reshape(len(y), -1).to(torch.float64).cpu())
+    s = 2.0 * np.asarray(torch.as_tensor(y).cpu(), dtype=float) - 1.0
+    feats = np.hstack([Xn, np.ones((Xn.shape[0], 1))]) if model.bias else Xn
+    th0 = np.zeros(model.n_params) if init is None else np.asarray(torch.as_tensor(init).to(torch.float64).cpu())
+    return exact_risk.squared_loss_quadratic(features=feats, targets=s, theta_init=th0)
+
+
+def analytic_influence(model, X, y, *, T: int, lr, clip_norm: float) -> np.ndarray:
+    """Exact ``q_t`` (t = 1..T, loss units per unit sigma_t^2) of the trainer's PGD on a
+    linear model's squared loss, from the Hessian eigenvalues (000 App. D, Fig. 3 middle;
+    :func:`dpcompanion.exact_risk.noise_influence`). Exact while no gradient is clipped."""
+    quad = squared_loss_quadratic_of(model, X, y)
+    return exact_risk.noise_influence(eigenvalues=quad["eigenvalues"], eta=lr, T=T, clip_norm=clip_norm, N=len(y))
+
+
+def theory_influence(model, X, y, *, T: int) -> dict[str, Any]:
+    """The theorem's influence shape ``gamma^{T-t}`` (001 Thm 4.1) for the same Hessian:
+    ``M`` = largest, ``mu`` = smallest positive eigenvalue, ``gamma = 1 - mu/M``."""
+    lam = squared_loss_quadratic_of(model, X, y)["eigenvalues"]
+    pos = lam[lam > 1e-12 * lam.max()]
+    M, mu = float(lam.max()), float(pos.min())
+    gamma = 1.0 - mu / M
+    t = np.arange(1, T + 1)
+    return {"gamma": gamma, "kappa": M / mu, "M": M, "mu": mu, "q": gamma ** (T - t)}
+
+
+def excess_risk_monte_carlo(
+    model,
+    X,
+    y,
+    *,
+    schedules: dict[str, np.ndarray],
+    runs: int,
+    lr,
+    clip_norm: float,
+    f_star: float = 0.0,
+    seed: int = 0,
+    device: str = "auto",
+    dtype: torch.dtype = torch.float64,
+    init=None,
+) -> dict[str, dict[str, float]]:
+    """Mean final excess risk ``f(theta_{T+1}) - f_star`` of ``runs`` independent runs of
+    the trainer per schedule (all schedules of one length in one batched call), with its
+    standard error and the largest clip fraction seen (0 means the run was exactly PGD
+    on the unclipped loss)."""
+    from dpcompanion.trainers import train_pgd
+
+    runs = _int("runs", runs, lo=2)
+    out: dict[str, dict[str, float]] = {}
+    by_T: dict[int, list[str]] = {}
+    for name, s in schedules.items():
+        by_T.setdefault(len(s), []).append(name)
+    for T, names in by_T.items():
+        sig = np.concatenate([np.broadcast_to(np.asarray(schedules[n], float), (runs, T)) for n in names])
+        seeds = [seed + r for _ in names for r in range(runs)]
+        h = train_pgd(model, X, y, sigma=sig, R=None, clip_norm=clip_norm, lr=lr, seed=seeds, init=init,
+                      device=device, dtype=dtype, progress=False)
+        fl = np.asarray(h.final_loss, dtype=float).reshape(len(names), runs) - f_star
+        cf = np.asarray(h.clip_fraction, dtype=float).reshape(len(names), runs, T)
+        for i, n in enumerate(names):
+            out[n] = {"mean": float(fl[i].mean()), "se": float(fl[i].std(ddof=1) / math.sqrt(runs)),
+                      "max_clip_fraction": float(np.nanmax(cf[i])), "runs": runs}
+    return out

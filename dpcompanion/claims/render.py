@@ -197,3 +197,69 @@ def show_claims(prefix: str, *, results: list[dict[str, Any]] | None = None, lab
     else:
         md = claims_markdown(res)
     display(Markdown(md))
+
+
+#: where each claim id prefix is shown with its label (the theory pages of the book);
+#: used by :func:`errata_markdown` to link back (only to pages that emit the labels).
+PAGES = {
+    "H-L3.1": "h-theory-3", "H-C3": "h-theory-3", "H-C4": "h-theory-3",
+    "H-T4.1.": "h-theory-4-1", "H-T4.2": "h-theory-4-1", "H-L4.3": "h-theory-4-1", "H-E26": "h-theory-4-1",
+    "H-T4.4": "h-theory-4-1", "H-S4.1.3": "h-theory-4-1", "H-Slides.uniform": "h-theory-4-1",
+    "H-Slides.dynamic": "h-theory-4-1", "H-T4.8": "h-theory-4-3", "H-T4.10": "h-theory-4-4",
+    "H-T4.11": "h-theory-4-4", "H-T4.12": "h-theory-4-4", "H-Tab": "h-tables",
+}
+
+
+def page_of(claim_id: str) -> str | None:
+    """The theory page (notebook id) that shows ``claim_id`` with its label, if one of ours.
+
+    >>> page_of("H-T4.4.T-opt"), page_of("W-T4.1")
+    ('h-theory-4-1', None)
+    """
+    for p, page in PAGES.items():
+        if claim_id.startswith(p):
+            return page
+    return None
+
+
+def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> str:
+    """The errata page body: one section per refuted claim (what is printed, what holds
+    instead, the evidence, whether conclusions are affected), each with its correction's
+    status. Links (``{ref}`` to the claim's label) only for claims shown on a page of
+    :data:`PAGES`; the others are named in bold."""
+    results = list(results)
+    by_id = {r["id"]: r for r in results}
+    refuted_ = [r for r in results if r["status"] == "refuted"]
+    out = []
+
+    def name(cid: str) -> str:
+        return f"{{ref}}`{cid} <{label(cid)}>`" if (link and page_of(cid)) else f"**{cid}**"
+
+    for r in refuted_:
+        ev = dict(r.get("evidence") or {})
+        out.append(f"### {r['id']}")
+        out.append("")
+        vers = ", ".join(r.get("versions") or [])
+        out.append(f"*{_prose(r.get('source', ''))}* (versions: {vers}) · claim {name(r['id'])} · method *{r.get('method')}*")
+        out.append("")
+        out.append(f"**Printed.** {r.get('statement', '')}")
+        out.append("")
+        corr = r.get("corrected_by")
+        if corr and corr in by_id:
+            c = by_id[corr]
+            badge = BADGES.get(c["status"], (c["status"], ""))[0]
+            out.append(f"**What holds instead** ({name(corr)}, {badge}). {c.get('statement', '')}")
+        elif "holds_instead" in ev:
+            out.append(f"**What holds instead.** {_prose(ev['holds_instead'])}")
+        else:
+            out.append("**What holds instead.** No corrected statement is registered.")
+        out.append("")
+        impact = ev.pop("impact", None)
+        ev.pop("holds_instead", None)
+        out.append("**Evidence.**")
+        out.append("")
+        out += evidence_lines({k: v for k, v in ev.items() if k in ("counterexample", "printed", "actual", "explanation", "note")})
+        out.append("")
+        out.append(f"**Are the paper's conclusions affected?** {_prose(impact) if impact else 'Not assessed in the registry entry.'}")
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,117 @@
+"""Registry entries: the unification of Hong et al.'s Lemma 4.3 (file 001) and Wu et al.'s
+Remark 4.1 (file 002) as one Cauchy-Schwarz allocation (SPEC X-UNIFY).
+
+Dictionary (derived in :func:`_map`): in ADP-SGD step t adds noise ``alpha_t c_t`` with one
+shared ``c_t ~ N(0, sigma^2 I)``, so step t's noise variance (in gradient units) is
+``s_t^2 = alpha_t^2 sigma^2`` and its privacy cost is ``1/s_t^2`` up to a constant; Thm 4.1
+fixes ``sum_t 1/s_t^2 = (1/sigma^2) sum_t 1/alpha_t^2`` (Hong's budget R). Then Wu's utility
+factor is ``M({alpha},{b}) = R sum_t q_t s_t^2`` with ``q_t = 1/b_t^2 = eta_t^2/eta^2``:
+Hong's objective with influence ``q_t`` proportional to ``eta_t^2``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from dpcompanion import schedules
+from dpcompanion.bounds import adp
+from dpcompanion.claims.registry import claim, proved, verified_by_margins
+
+T_SYM = 4
+V = ("001", "002")
+
+
+@claim(
+    "X-UNIFY.cs",
+    source="H (001) Lemma 4.3 and W (002) Remark 4.1",
+    statement=r"Both optimisations are one Cauchy-Schwarz (Lagrange) identity: "
+    r"$(\sum_t q_t s_t^2)(\sum_t s_t^{-2}) - (\sum_t\sqrt{q_t})^2 = \sum_{u<t}(\sqrt{q_u}\,s_u/s_t-\sqrt{q_t}\,s_t/s_u)^2\ge0$, "
+    r"zero iff $s_t^2\propto q_t^{-1/2}$.",
+    method="sympy",
+    versions=V,
+)
+def _cs():
+    q = sp.symbols(f"q1:{T_SYM + 1}", positive=True)
+    s = sp.symbols(f"s1:{T_SYM + 1}", positive=True)
+    lhs = sum(qi * si**2 for qi, si in zip(q, s)) * sum(1 / si**2 for si in s) - sum(sp.sqrt(qi) for qi in q) ** 2
+    rhs = sum(
+        (sp.sqrt(q[u]) * s[u] / s[t] - sp.sqrt(q[t]) * s[t] / s[u]) ** 2 for u in range(T_SYM) for t in range(u + 1, T_SYM)
+    )
+    return proved(sp.simplify(sp.expand(lhs - rhs)), T=T_SYM)
+
+
+@claim(
+    "X-UNIFY.map",
+    source="W (002) Thm 4.1, Thm 4.2; H (001) Thm 4.1, Lemma 4.3",
+    statement=r"With $s_t^2=\alpha_t^2\sigma^2$ (step t's noise variance), $R=\sum_t s_t^{-2}$ (Thm 4.1 fixes it) and "
+    r"$q_t=b_t^{-2}=\eta_t^2/\eta^2$: $M(\{\alpha\},\{b\}) = R\sum_t q_t s_t^2$ identically, for any $\sigma$.",
+    method="sympy",
+    versions=V,
+)
+def _map():
+    a = sp.symbols(f"alpha1:{T_SYM + 1}", positive=True)
+    b = sp.symbols(f"b1:{T_SYM + 1}", positive=True)
+    sig = sp.Symbol("sigma", positive=True)
+    s2 = [ai**2 * sig**2 for ai in a]
+    R = sum(1 / x for x in s2)
+    q = [1 / bi**2 for bi in b]
+    M = sum((ai / bi) ** 2 for ai, bi in zip(a, b)) * sum(1 / ai**2 for ai in a)
+    return proved(sp.simplify(R * sum(qi * x for qi, x in zip(q, s2)) - M), T=T_SYM)
+
+
+@claim(
+    "X-UNIFY.rule",
+    source="H (001) Lemma 4.3 / W (002) Remark 4.1",
+    statement=r"Hong's optimal $s_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ with $q_t=b_t^{-2}$ is $s_t^2\propto b_t$, i.e. Wu's "
+    r"$\alpha_t^2=b_t$ (up to the shared scale), and its value $(\sum_t\sqrt{q_t})^2=(\sum_t b_t^{-1})^2=M_{adp}$.",
+    method="sympy",
+    versions=V,
+)
+def _rule():
+    b = sp.symbols(f"b1:{T_SYM + 1}", positive=True)
+    R = sp.Symbol("R", positive=True)
+    q = [1 / bi**2 for bi in b]
+    s2 = [sum(sp.sqrt(qi) for qi in q) / (R * sp.sqrt(qt)) for qt in q]
+    ratios = [sp.simplify(s2[t] / b[t] - s2[0] / b[0]) for t in range(T_SYM)]
+    val = sp.simplify(sum(sp.sqrt(qi) for qi in q) ** 2 - sum(1 / bi for bi in b) ** 2)
+    return proved(sum(sp.Abs(r) for r in ratios) + sp.Abs(val), T=T_SYM)
+
+
+@claim(
+    "X-UNIFY.spec",
+    source="SPEC X-UNIFY ('W's alpha_t^2 = b_t is H's rule with q_t = eta_t^2')",
+    statement=r"The identification $q_t=\eta_t^2$ is right up to a constant factor ($\eta_t=\eta/b_t$, $q_t=\eta^2 b_t^{-2}$), "
+    r"which Lemma 4.3's schedule ignores (it depends on $q$ only through ratios); the discount $\gamma^{T-t}$ of Hong's "
+    r"$q_t$ has no counterpart in Wu's min-gradient-norm bound.",
+    method="sympy",
+    versions=V,
+)
+def _spec():
+    b = sp.symbols(f"b1:{T_SYM + 1}", positive=True)
+    eta, R, c = sp.symbols("eta R c", positive=True)
+    q1 = [eta**2 / bi**2 for bi in b]
+    q2 = [c * x for x in q1]
+    sch = lambda q: [sum(sp.sqrt(qi) for qi in q) / (R * sp.sqrt(qt)) for qt in q]  # noqa: E731
+    return proved(sum(sp.Abs(sp.simplify(x - y)) for x, y in zip(sch(q1), sch(q2))), T=T_SYM)
+
+
+@claim(
+    "X-UNIFY.numeric",
+    source="dpcompanion.schedules.adp vs dpcompanion.schedules.optimal",
+    statement=r"The library's ADP-SGD schedule (W's $\alpha_t^2=b_t$ in Hong's units) equals Lemma 4.3's optimal schedule "
+    r"for $q_t=\eta_t^2$, and attains $R\sum_t q_t s_t^2 = M_{adp}$ for $\eta=1$.",
+    method="numeric",
+    versions=V,
+)
+def _numeric():
+    margins, pts = [], []
+    for T, a, c, R in ((10, 20.0, 1.0, 1.0), (500, 20.0, 1.0, 0.39), (2000, 1.0, 0.1, 5.0), (11700, 20.0, 1.0, 2.0)):
+        b = adp.b_poly(a=a, c=c, T=T)
+        s_adp = schedules.adp(T=T, R=R, a=a, c=c)
+        s_opt = schedules.optimal(q=(1.0 / b) ** 2, R=R)
+        val = R * float(np.sum((1.0 / b) ** 2 * s_adp**2))
+        rel = max(float(np.max(np.abs(s_adp / s_opt - 1))), abs(val / adp.M_adp(b=b) - 1))
+        margins.append(1e-9 - rel)
+        pts.append({"T": T, "a": a, "c": c, "R": R, "max_rel_diff": rel})
+    return verified_by_margins(margins, points=pts, domain="4 (T, a, c, R) settings incl. W's T = 11700, b_t = sqrt(20 + t)")

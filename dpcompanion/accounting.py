@@ -423,7 +423,10 @@ def accountant_epsilon(
     Each step is ``PoissonSampledDpEvent(p, GaussianDpEvent(sigma_t))`` (a plain
     ``GaussianDpEvent`` when ``p = 1``); equal multipliers are composed together with a
     count, so a uniform schedule costs one composition. PLD is tight up to its
-    discretisation (pessimistic); RDP is an upper bound.
+    discretisation (pessimistic); RDP is an upper bound. Cost grows with the number of
+    *distinct* multipliers: a Poisson-subsampled event takes about 0.1 s (RDP) or 0.5 s
+    (PLD) per distinct value on one CPU core, so a T = 100 dynamic schedule takes seconds
+    to a minute; step or uniform schedules are cheap.
 
     >>> round(accountant_epsilon(sigma=[2.0] * 4, delta=1e-5, accountant="pld"), 2)
     4.38

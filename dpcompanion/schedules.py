@@ -55,6 +55,8 @@ KINDS: tuple[str, ...] = (
 
 # Largest |ln| of a float64 we let sigma^2 or 1/sigma^2 reach (float max is e^709.78).
 _LOG_LIMIT = 700.0
+# Longest schedule built in memory.
+_T_MAX = 10_000_000
 
 
 # --------------------------------------------------------------------------- validation
@@ -68,6 +70,8 @@ def _check_T(T: Any) -> int:
             raise ValueError(f"T must be an integer >= 1, got {T!r}")
     if T < 1:
         raise ValueError(f"T must be an integer >= 1, got {T}")
+    if T > _T_MAX:
+        raise ValueError(f"T must be at most {_T_MAX:,} (one float64 per step in memory), got {T:,}")
     return int(T)
 
 

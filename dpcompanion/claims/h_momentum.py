@@ -226,7 +226,7 @@ def _c7_interval():
     source=f"{SRC} Lemma C.7, proof",
     statement=r"$h(t) = \gamma^{t-1}(1-\beta^t)$ is a concave function of $t$.",
     method="sympy",
-    corrected_by="H-C7.interval",
+    corrected_by="H-C7.unimodal",
 )
 def _c7_concave():
     t = sp.Symbol("t", positive=True)
@@ -239,8 +239,28 @@ def _c7_concave():
         actual={"h''(t)": float(h2)},
         note="h is unimodal (h' changes sign once, as the proof's derivative argument shows), not concave: "
         "h behaves like gamma^(t-1), a convex function, for large t.",
-        impact="None: the conclusion only needs unimodality, which holds (H-C7.interval).",
+        impact="None: the conclusion only needs unimodality, which holds (H-C7.unimodal, H-C7.interval).",
     )
+
+
+@claim(
+    "H-C7.unimodal",
+    source=f"{SRC} Lemma C.7, proof, corrected",
+    statement=r"$h'(t)=\gamma^{t-1}\ln\gamma\,[1-\beta^t(1+\log_\gamma\beta)]$ and the bracket is increasing in $t$ "
+    r"(from $-\log_\gamma\beta<0$ at $t=0$ to $1$), so $h$ increases then decreases: unimodal, which is all the lemma needs.",
+    method="sympy",
+    corrects="H-C7.concave",
+)
+def _c7_unimodal():
+    t = sp.Symbol("t", positive=True)
+    b, g = sp.symbols("beta gamma", positive=True)
+    h = g ** (t - 1) * (1 - b**t)
+    bracket = 1 - b**t * (1 + sp.log(b) / sp.log(g))
+    r1 = sp.simplify(sp.diff(h, t) - g ** (t - 1) * sp.log(g) * bracket)
+    # d bracket/dt = -beta^t ln(beta) (1 + ln beta/ln gamma) > 0 since ln(beta) < 0 and ln beta/ln gamma > 0
+    r2 = sp.simplify(sp.diff(bracket, t) + b**t * sp.log(b) * (1 + sp.log(b) / sp.log(g)))
+    r3 = sp.simplify(bracket.subs(t, 0) + sp.log(b) / sp.log(g))
+    return proved(sp.Abs(r1) + sp.Abs(r2) + sp.Abs(r3))
 
 
 # ------------------------------------------------------------------------- Lemma C.6

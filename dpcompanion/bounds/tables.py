@@ -182,3 +182,30 @@ def fit_exponent(f: Callable[[float], float], *, N_grid=None) -> float:
     Ns = np.logspace(6, 12, 7) if N_grid is None else np.asarray(N_grid, float)
     vals = np.array([f(float(n)) for n in Ns])
     return float(np.polyfit(np.log(Ns), np.log(vals), 1)[0])
+
+
+def regenerate(table: int, *, D: float, R: float, p: float = 0.05, Ns=(1e3, 1e5), kappa: float = KAPPA_DEFAULT):
+    """Table ``table`` (1 or 2) regenerated: header and rows with the algorithm, the printed
+    schedule (Table 1) or T (Table 2) and bound as LaTeX (``$...$``), the printed order at each
+    N of ``Ns``, its fitted exponent in N and, for the paper's GD rows, the exponent fitted to
+    :func:`derived` (else the text "not re-derived").
+
+    >>> head, rows = regenerate(1, D=10, R=1.0, Ns=(1e3,))
+    >>> len(rows), len(head) == len(rows[0])
+    (10, True)
+    """
+    if table not in (1, 2):
+        raise ValueError(f"table must be 1 or 2, got {table!r}")
+    out = []
+    for r in TABLE1 if table == 1 else TABLE2:
+        fitted = fit_exponent(lambda N: evaluate(r.key, N=N, D=D, R=R, p=p))
+        try:
+            ours: object = round(fit_exponent(lambda N: derived(r.key, N=N, D=D, R=R, p=p, kappa=kappa)), 3)
+        except ValueError:
+            ours = "not re-derived"
+        vals = [evaluate(r.key, N=n, D=D, R=R, p=p) for n in Ns]
+        out.append([r.algorithm, f"${r.schedule}$", f"${r.bound}$", *vals, round(fitted, 3), ours])
+    second = "schedule $\\sigma_t^2$" if table == 1 else "T"
+    head = ["algorithm", second, "printed bound"] + [f"at N = {n:.0e}" for n in Ns] + [
+        "N-exponent of the printed order", "N-exponent derived from the theorems"]
+    return head, out

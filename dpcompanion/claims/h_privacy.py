@@ -26,13 +26,15 @@ SRC = "H (001)"
 )
 def _l31_gaussian():
     from scipy import integrate
-    from scipy.stats import norm
 
     margins, points = [], []
     for sigma in (0.5, 3.0):
         for a in (1.5, 2.0, 10.0):
-            p, q = norm(loc=1.0, scale=sigma), norm(loc=0.0, scale=sigma)  # sensitivity Delta = 1
-            integrand = lambda x: math.exp(a * p.logpdf(x) + (1 - a) * q.logpdf(x))  # noqa: E731
+            c = -math.log(sigma * math.sqrt(2 * math.pi))  # P = N(1, sigma^2), Q = N(0, sigma^2): sensitivity 1
+
+            def integrand(x, a=a, sigma=sigma, c=c):
+                return math.exp(c - a * 0.5 * ((x - 1) / sigma) ** 2 - (1 - a) * 0.5 * (x / sigma) ** 2)
+
             val, _ = integrate.quad(integrand, -40 * sigma - 20, 40 * sigma + 20, limit=400, epsabs=0, epsrel=1e-12)
             D = math.log(val) / (a - 1)
             bound = a / (2 * sigma**2)

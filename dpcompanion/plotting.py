@@ -230,3 +230,199 @@ def theory_table_rows(*, N, rows: dict, title: str):
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     return fig
+
+
+# --- momentum and ADP-SGD theory ---
+
+
+def momentum_influence(*, t, curves: dict, T_hat: int, title: str = ""):
+    """Influence of each step's noise variance on the momentum bound (H Thm 4.5-4.7):
+    ``curves`` maps a label to q_t (or w_t) over ``t``; log axis; T_hat marked."""
+    apply_style()
+    fig, ax = plt.subplots()
+    styles = ["-", "--", ":", "-."]
+    for i, (label, q) in enumerate(curves.items()):
+        ax.plot(t, q, ls=styles[i % 4], lw=2.0 if i == 0 else 1.4, label=label,
+                color=COLORS["momentum"] if i == 0 else None)
+    if T_hat <= t[-1]:
+        ax.axvline(T_hat, color="0.4", lw=1, ls="--")
+        ax.annotate(r"$\hat T$", (T_hat, ax.get_ylim()[0]), textcoords="offset points", xytext=(3, 5), fontsize=9)
+    ax.set_yscale("log")
+    ax.set_xlabel("step t")
+    ax.set_ylabel(r"influence of $\sigma_t^2$")
+    ax.set_title(title or "Momentum: exact influence vs the paper's forms")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def momentum_erub_vs_T(*, T, curves: dict, T_hat: int, title: str = ""):
+    """ERUB(T) of the momentum bound for several schedules (``curves``: label -> array over T);
+    each minimum marked, T_hat drawn."""
+    apply_style()
+    fig, ax = plt.subplots()
+    for label, y in curves.items():
+        key = "uniform" if label.startswith("uniform") else "dynamic"
+        ax.plot(T, y, color=COLORS[key], label=label)
+        k = int(np.argmin(y))
+        ax.plot([T[k]], [y[k]], "o", color=COLORS[key])
+    if T_hat <= T[-1]:
+        ax.axvline(T_hat, color="0.4", lw=1, ls="--", label=r"$\hat T$")
+    ax.set_yscale("log")
+    ax.set_xlabel("number of steps T")
+    ax.set_ylabel("ERUB (Thm 4.5 bound)")
+    ax.set_title(title or "Momentum: ERUB vs T")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def adp_stepsizes(*, families: dict):
+    """W Figure 2: step-size families over iterations; ``families`` maps a label to (t, eta_t)."""
+    apply_style()
+    fig, ax = plt.subplots()
+    for label, (t, eta) in families.items():
+        ax.plot(t, eta, lw=1.5, label=label, ls="-" if "sqrt(20" in label else "--")
+    ax.set_xlabel("iteration t")
+    ax.set_ylabel(r"step size $\eta_t$")
+    ax.set_yscale("log")
+    ax.set_title("ADP-SGD's two step-size families (W Fig. 2)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def adp_ratio_vs_T(*, T, curves: dict):
+    """M_dp/M_adp and the ratio of the printed bounds vs T (log x axis); ``curves``: label -> array."""
+    apply_style()
+    fig, ax = plt.subplots()
+    for label, y in curves.items():
+        ax.plot(T, y, marker="o", ms=3, lw=1.4, label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("number of steps T")
+    ax.set_ylabel("DP-SGD / ADP-SGD")
+    ax.set_title("Gain of ADP-SGD's allocation (W Prop. 5.1)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def unify_allocation(*, points: dict):
+    """One rule for both papers: normalised noise variance s_t^2 against normalised influence
+    q_t on log-log axes (``points``: label -> (q, s2)); the line of slope -1/2 is Lemma 4.3."""
+    apply_style()
+    fig, ax = plt.subplots(figsize=(6.0, 4.2))
+    markers = ["o", "s", "^", "D", "v"]
+    lo, hi = np.inf, -np.inf
+    for i, (label, (q, s2)) in enumerate(points.items()):
+        qn, sn = np.asarray(q) / np.max(q), np.asarray(s2) / np.min(s2)
+        ax.loglog(qn, sn, markers[i % 5], ms=3.5, alpha=0.75, label=label)
+        lo, hi = min(lo, qn.min()), max(hi, qn.max())
+    x = np.geomspace(lo, hi, 50)
+    ax.loglog(x, x ** -0.5, color="0.2", lw=1.2, ls="--", label=r"$s_t^2 \propto q_t^{-1/2}$ (Lemma 4.3)")
+    ax.set_xlabel(r"influence $q_t$ / max$_t$ $q_t$")
+    ax.set_ylabel(r"noise variance $s_t^2$ / min$_t$ $s_t^2$")
+    ax.set_title("Hong et al.'s and Wu et al.'s allocations: one rule")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# --- experiments (influence, EER) ---
+
+
+def eer_vs_T_figure(*, comparisons: dict, kinds=("uniform", "gd-dynamic", "exponential")):
+    """Exact expected excess risk (solid) vs the Thm 4.1 bound (dashed) over T, in ERUB
+    units, one panel per quadratic. ``comparisons``: panel title ->
+    :func:`dpcompanion.exact_risk.compare_with_bound` result. Circles mark the T the bound
+    picks, crosses the truly best T."""
+    apply_style()
+    colors = {"uniform": COLORS["uniform"], "gd-dynamic": COLORS["dynamic"], "exponential": COLORS["exp"]}
+    fig, axes = plt.subplots(1, len(comparisons), figsize=(4.8 * len(comparisons), 3.8), squeeze=False)
+    for ax, (title, comp) in zip(axes[0], comparisons.items()):
+        T = comp["T"]
+        for kind in kinds:
+            r, col = comp[kind], colors.get(kind)
+            ax.plot(T, r["exact"], color=col, lw=1.8, label=f"{kind}: exact")
+            ax.plot(T, r["bound"], color=col, lw=1.2, ls="--", label=f"{kind}: Thm 4.1 bound")
+            ax.plot([r["T_bound"]], [r["exact_at_T_bound"]], "o", color=col, ms=5)
+            ax.plot([r["T_exact"]], [r["exact_min"]], "x", color=col, ms=7)
+        ax.set_yscale("log")
+        ax.set_xlabel("number of steps T")
+        ax.set_ylabel(r"$(\mathbb{E} f(\theta_{T+1}) - f^*) / (f(\theta_1) - f^*)$")
+        k = comp["constants"]["kappa"]
+        ax.set_title(f"{title} ($\\kappa$ = {k:.3g})", fontsize=10)
+    axes[0][0].legend(fontsize=7, ncol=1)
+    fig.tight_layout()
+    return fig
+
+
+def eer_tightness_figure(*, kappas, ratios: dict):
+    """Bound / exact at the T the bound picks, vs the curvature kappa (log-log).
+    ``ratios``: schedule kind -> array over ``kappas``."""
+    apply_style()
+    colors = {"uniform": COLORS["uniform"], "gd-dynamic": COLORS["dynamic"], "exponential": COLORS["exp"]}
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for kind, r in ratios.items():
+        ax.loglog(kappas, r, "o-", color=colors.get(kind), label=kind)
+    ax.axhline(1.0, color="0.5", lw=0.8)
+    ax.set_xlabel(r"curvature $\kappa$ (synthetic spectrum)")
+    ax.set_ylabel("bound / exact at the bound's T")
+    ax.set_title("How tight is Thm 4.1?")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def influence_figure(*, steps, retrained, retrained_se=None, analytic=None, theory=None, title: str = ""):
+    """Influence q_t vs step t, each curve normalised to sum 1 over ``steps`` (log y):
+    retraining estimate (points with 2-SE bars), analytic (Hessian) and the theorem's
+    gamma^{T-t}. Arrays are indexed like ``steps``."""
+    apply_style()
+    steps = np.asarray(steps)
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    tot = np.sum(retrained)
+    if retrained_se is not None:
+        lo = np.maximum(np.asarray(retrained) - 2 * np.asarray(retrained_se), np.asarray(retrained) * 1e-3)
+        ax.errorbar(steps, np.asarray(retrained) / tot, yerr=[(np.asarray(retrained) - lo) / tot,
+                    2 * np.asarray(retrained_se) / tot], fmt="o", ms=3, color=COLORS["uniform"], lw=0.8,
+                    label="retraining (2 SE)")
+    else:
+        ax.plot(steps, np.asarray(retrained) / tot, "o", ms=3, color=COLORS["uniform"], label="retraining")
+    if analytic is not None:
+        ax.plot(steps, np.asarray(analytic) / np.sum(analytic), color=COLORS["dynamic"], lw=1.8,
+                label="analytic (Hessian eigenvalues)")
+    if theory is not None:
+        ax.plot(steps, np.asarray(theory) / np.sum(theory), color="0.3", ls="--", lw=1.2,
+                label=r"theory $\gamma^{T-t}$")
+    ax.set_yscale("log")
+    ax.set_xlabel("step t")
+    ax.set_ylabel(r"influence $q_t$ (normalised)")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def influence_fit_figure(*, levels, losses: dict, fits: dict):
+    """Final loss vs sigma_t with the fitted ``c sigma_t^2 + c0`` (000 Fig. 3 left).
+    ``losses``: label (e.g. "t = 10") -> ``(len(levels), repeats)`` array; ``fits``: label
+    -> ``(c, c0)``."""
+    apply_style()
+    levels = np.asarray(levels, dtype=float)
+    fig, axes = plt.subplots(1, len(losses), figsize=(3.4 * len(losses), 3.2), squeeze=False)
+    grid = np.linspace(levels.min(), levels.max(), 100)
+    for ax, (label, L) in zip(axes[0], losses.items()):
+        L = np.asarray(L)
+        for r in range(L.shape[1]):
+            ax.plot(levels, L[:, r], ".", color=COLORS["uniform"], alpha=0.25, ms=3)
+        ax.plot(levels, L.mean(axis=1), "o", color=COLORS["uniform"], ms=4, label="mean over repeats")
+        c, c0 = fits[label]
+        ax.plot(grid, c * grid**2 + c0, color=COLORS["dynamic"], lw=1.6, label=r"fit $c\sigma_t^2 + c_0$")
+        ax.set_xlabel(r"$\sigma_t$")
+        ax.set_title(label, fontsize=10)
+    axes[0][0].set_ylabel("final loss")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,191 @@
+"""Models: per-sample gradients, ghost clipping and the torch.func path against
+independent references (a one-sample-at-a-time autograd loop on an ``nn.Module`` built
+from the same parameters, and central finite differences)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dpcompanion.models import DenseModel, clip_factors, make_model
+
+DT = torch.float64
+
+
+def _data(n, d, n_classes, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, d, generator=g, dtype=DT) * 2
+    y = torch.randint(0, n_classes, (n,), generator=g)
+    return X, y
+
+
+def _theta(model, K, seed=0):
+    gens = [torch.Generator().manual_seed(seed + k) for k in range(K)]
+    th = model.init(generators=gens, dtype=DT)
+    return th + 0.5 * torch.randn(th.shape, generator=torch.Generator().manual_seed(99), dtype=DT)
+
+
+def _loss_ref(model, out, yi):
+    """The per-sample loss written again from the definitions in models' docstring."""
+    if getattr(model, "n_out", None) == 1:
+        s = 2.0 * yi.to(DT) - 1.0
+        z = out[0, 0]
+        return 0.5 * (z - s) ** 2 if model.loss_kind == "squared" else torch.log1p(torch.exp(-s * z))
+    if getattr(model, "loss_kind", "logistic") == "squared":
+        return 0.5 * ((out[0] - F.one_hot(yi, out.shape[-1]).to(DT)) ** 2).sum()
+    return F.cross_entropy(out, yi.view(1))
+
+
+def _loop_clipped_sum(model, theta_k, X, y, C, weights=None):
+    """One sample at a time: autograd on an nn.Module, clip, accumulate."""
+    mod = model.to_module(theta_k)
+    total = torch.zeros_like(theta_k)
+    norms = []
+    for n in range(X.shape[0]):
+        mod.zero_grad()
+        x = X[n : n + 1]
+        if hasattr(model, "in_shape") and len(model.in_shape) > 1:
+            x = x.reshape(1, *model.in_shape)
+        loss = _loss_ref(model, mod(x), y[n])
+        loss.backward()
+        g = torch.cat([p.grad.reshape(-1) for p in mod.parameters()])
+        norms.append(g.norm())
+        w = 1.0 if weights is None else float(weights[n])
+        total += w * g * min(1.0, C / g.norm().item())
+    return total, torch.stack(norms)
+
+
+DENSE_CASES = [
+    ("linear", 2, {}),
+    ("linear", 3, {}),
+    ("logistic", 2, {}),
+    ("logistic", 4, {}),
+    ("mlp", 2, {"activation": "relu"}),
+    ("mlp", 3, {"activation": "tanh"}),
+    ("mlp", 2, {"activation": "sigmoid", "loss": "squared"}),
+]
+
+
+@pytest.mark.parametrize("name,n_classes,kw", DENSE_CASES)
+def test_ghost_clipping_equals_one_sample_loop(name, n_classes, kw):
+    model = make_model(name, in_dim=4, n_classes=n_classes, hidden=6, **kw)
+    X, y = _data(9, 4, n_classes)
+    theta = _theta(model, 2)
+    w = torch.tensor([1.0, 0, 1, 1, 0, 1, 1, 1, 0], dtype=DT)
+    # clip at the median norm, so that some samples are clipped and some are not
+    C = float(model.clipped_grad_sum(theta, X, y, clip_norm=1.0).norms.median())
+    res = model.clipped_grad_sum(theta, X, y, clip_norm=C, weights=w.expand(2, -1))
+    for k in range(2):
+        ref, norms = _loop_clipped_sum(model, theta[k], X, y, C, w)
+        torch.testing.assert_close(res.grad_sum[k], ref, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(res.norms[k], norms, rtol=1e-10, atol=1e-12)
+    assert 0 < (res.norms > C).sum() < res.norms.numel()
+
+
+@pytest.mark.parametrize("name,n_classes,kw", DENSE_CASES)
+def test_per_sample_grads_match_finite_differences(name, n_classes, kw):
+    model = make_model(name, in_dim=3, n_classes=n_classes, hidden=4, **kw)
+    X, y = _data(3, 3, n_classes, seed=1)
+    theta = _theta(model, 1, seed=3)
+    G = model.per_sample_grads(theta, X, y)[0]  # (N, P)
+    h = 1e-6
+    for n in range(3):
+        fd = torch.zeros(model.n_params, dtype=DT)
+        for i in range(model.n_params):
+            e = torch.zeros_like(theta)
+            e[0, i] = h
+            lp = model.per_sample_loss(theta + e, X[n : n + 1], y[n : n + 1])[0, 0]
+            lm = model.per_sample_loss(theta - e, X[n : n + 1], y[n : n + 1])[0, 0]
+            fd[i] = (lp - lm) / (2 * h)
+        torch.testing.assert_close(G[n], fd, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name,n_classes,kw", DENSE_CASES)
+def test_losses_and_outputs_match_module(name, n_classes, kw):
+    model = make_model(name, in_dim=4, n_classes=n_classes, hidden=5, **kw)
+    X, y = _data(6, 4, n_classes)
+    theta = _theta(model, 2)
+    res = model.clipped_grad_sum(theta, X, y, clip_norm=1.0)
+    for k in range(2):
+        mod = model.to_module(theta[k])
+        out = mod(X)
+        torch.testing.assert_close(model.forward(theta, X)[k], out)
+        ref = torch.stack([_loss_ref(model, out[n : n + 1], y[n]) for n in range(6)])
+        torch.testing.assert_close(res.losses[k], ref)
+        torch.testing.assert_close(model.per_sample_loss(theta, X, y)[k], ref)
+
+
+def test_chunking_over_runs_gives_the_same_numbers():
+    model = make_model("mlp", in_dim=5, n_classes=2, hidden=8)
+    X, y = _data(20, 5, 2)
+    theta = _theta(model, 5)
+    full = model.clipped_grad_sum(theta, X, y, clip_norm=0.5)
+    model.chunk_elements = 20 * 8 * 2  # two runs per chunk
+    chunked = model.clipped_grad_sum(theta, X, y, clip_norm=0.5)
+    torch.testing.assert_close(chunked.grad_sum, full.grad_sum, rtol=0, atol=1e-13)
+
+
+@pytest.mark.slow
+def test_cnn_torch_func_clipping_equals_loop():
+    model = make_model("cnn-mnist", n_classes=10)
+    assert model.n_params == 26010
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(3, 784, generator=g, dtype=DT)
+    y = torch.tensor([1, 7, 3])
+    theta = model.init(generators=[torch.Generator().manual_seed(0)], dtype=DT)
+    res = model.clipped_grad_sum(theta, X, y, clip_norm=0.05)
+    ref, norms = _loop_clipped_sum(model, theta[0], X, y, 0.05)
+    torch.testing.assert_close(res.norms[0], norms, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(res.grad_sum[0], ref, rtol=1e-9, atol=1e-12)
+
+
+def test_cifar_cnn_shapes():
+    model = make_model("cnn-cifar", n_classes=10)
+    theta = model.init(generators=[torch.Generator().manual_seed(0)])
+    X = torch.rand(2, 3 * 32 * 32)
+    assert model.forward(theta, X).shape == (1, 2, 10)
+
+
+def test_clip_factors():
+    norms = torch.tensor([0.0, 0.5, 1.0, 4.0])
+    torch.testing.assert_close(clip_factors(norms, 1.0), torch.tensor([1.0, 1.0, 1.0, 0.25]))
+
+
+def test_init_is_seeded_and_device_independent_in_layout():
+    model = make_model("mlp", in_dim=3, n_classes=2, hidden=4)
+    a = model.init(generators=[torch.Generator().manual_seed(5)])
+    b = model.init(generators=[torch.Generator().manual_seed(5)])
+    c = model.init(generators=[torch.Generator().manual_seed(6)])
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert model.n_params == 3 * 4 + 4 + 4 + 1
+    p = model.unflatten(a)
+    assert p["W1"].shape == (1, 4, 3) and p["b2"].shape == (1, 1)
+    torch.testing.assert_close(model.flatten(p), a)
+    assert torch.count_nonzero(make_model("logistic", in_dim=3).init(generators=[torch.Generator()])) == 0
+
+
+def test_paper_mlp_size():
+    # 60 -> 1000 -> 1 (binary, one logit): 60*1000 + 1000 + 1000 + 1
+    assert make_model("mlp", in_dim=60, n_classes=2, hidden=1000).n_params == 62001
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"name": "resnet", "in_dim": 3}, "model must be one of"),
+        ({"name": "mlp"}, "in_dim is required"),
+        ({"name": "mlp", "in_dim": 3, "activation": "gelu"}, "activation must be"),
+        ({"name": "logistic", "in_dim": 3, "n_classes": 1}, "n_classes must be"),
+    ],
+)
+def test_bad_model_arguments(kwargs, match):
+    name = kwargs.pop("name")
+    with pytest.raises(ValueError, match=match):
+        make_model(name, **kwargs)
+
+
+def test_dense_model_loss_name():
+    with pytest.raises(ValueError, match="loss must be"):
+        DenseModel(in_dim=2, n_classes=2, loss="hinge")

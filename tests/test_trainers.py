@@ -1,0 +1,300 @@
+"""Private trainers: Algorithm 1 step by step, the ledger, momentum debiasing (hand
+derivation), PSGD, ADP-SGD, batched = sequential, reproducibility."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpcompanion import schedules
+from dpcompanion.accounting import accountant_epsilon
+from dpcompanion.models import make_model
+from dpcompanion.trainers import History, train_adpsgd, train_pgd, train_psgd
+from dpcompanion.trainers import steps
+from dpcompanion.trainers.engine import noise_seed
+
+DT = torch.float64
+CPU = dict(device="cpu", dtype=DT, progress=False)
+
+
+def _toy(n=12, d=3, n_classes=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, d, generator=g, dtype=DT) * 3
+    y = torch.randint(0, n_classes, (n,), generator=g)
+    return X, y
+
+
+# ----------------------------------------------------------------- the named pieces
+
+
+def test_add_noise_scale_and_no_release():
+    s = torch.zeros(2, 4, dtype=DT)
+    g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
+    out = steps.add_noise(s, clip_norm=2.0, sigma=torch.tensor([3.0, math.inf], dtype=DT), generators=[g1, g2])
+    v = torch.randn(4, generator=torch.Generator().manual_seed(1), dtype=DT)
+    torch.testing.assert_close(out[0], 2.0 * 3.0 * v)
+    assert torch.equal(out[1], torch.zeros(4, dtype=DT))
+
+
+def test_momentum_update_is_eq3():
+    # H Eq. (3): m_{t+1} = [beta (1 - beta^{t-1}) m_t + (1 - beta) g_t] / (1 - beta^t)
+    beta, gs = 0.7, [torch.tensor([[2.0]]), torch.tensor([[-1.0]]), torch.tensor([[0.5]])]
+    v, m_eq3 = torch.zeros(1, 1), torch.zeros(1, 1)
+    for t, g in enumerate(gs, start=1):
+        v, m = steps.momentum_update(v, g, beta=beta, t=t)
+        m_eq3 = (beta * (1 - beta ** (t - 1)) * m_eq3 + (1 - beta) * g) / (1 - beta**t)
+        torch.testing.assert_close(m, m_eq3)
+
+
+def test_momentum_debiasing_hand_derived_three_steps():
+    """1-D quadratic: one sample x = 1 with label s = +1, linear model without bias,
+    loss (w - 1)^2 / 2, gradient g = w - 1. No noise (sigma = inf), no clipping (C = 100),
+    eta = 0.1, beta = 0.5, w_1 = 2. By hand (v_1 = 0, v_{t+1} = beta v_t + (1-beta) g_t,
+    w_{t+1} = w_t - eta v_{t+1} / (1 - beta^t)):
+      t=1: g = 1,        v = 0.5,                m = 0.5/0.5   = 1,          w = 1.9
+      t=2: g = 0.9,      v = 0.25 + 0.45 = 0.7,  m = 0.7/0.75  = 0.933333,   w = 1.8066667
+      t=3: g = 0.8066667, v = 0.35 + 0.4033333 = 0.7533333, m = 0.7533333/0.875 = 0.8609524,
+           w = 1.7205714
+    """
+    model = make_model("linear", in_dim=1, bias=False)
+    X, y = torch.tensor([[1.0]], dtype=DT), torch.tensor([1])
+    ws = []
+    for T in (1, 2, 3):
+        h = train_pgd(model, X, y, sigma=np.full(T, np.inf), R=None, clip_norm=100.0, lr=0.1, momentum=0.5,
+                      init=torch.tensor([2.0]), **CPU)
+        ws.append(float(h.theta[0]))
+    np.testing.assert_allclose(ws, [1.9, 1.8066666666666666, 1.7205714285714286], rtol=1e-12)
+    # the loss history records (w_t - 1)^2 / 2 at w_1, w_2, w_3
+    np.testing.assert_allclose(h.loss, [0.5, 0.5 * 0.9**2, 0.5 * (0.8066666666666666) ** 2], rtol=1e-12)
+
+
+def test_one_pgd_step_is_algorithm_1():
+    """theta_2 = theta_1 - eta (mean_n clip(g_n) + C sigma v / N), v from the run's noise
+    generator (H Algorithm 1, Eq. (1) with G = C)."""
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    C, sigma, eta = 0.8, 2.5, 0.3
+    th0 = torch.tensor([0.2, -0.1, 0.4, 0.05], dtype=DT)
+    h = train_pgd(model, X, y, sigma=[sigma], R=1.0, clip_norm=C, lr=eta, seed=7, init=th0, **CPU)
+    G = model.per_sample_grads(th0[None], X, y)[0]
+    clipped = sum(G[n] * min(1.0, C / G[n].norm().item()) for n in range(len(y)))
+    v = torch.randn(4, generator=torch.Generator().manual_seed(noise_seed(7)), dtype=DT)
+    expect = th0 - eta * (clipped / len(y) + C * sigma * v / len(y))
+    torch.testing.assert_close(h.theta, expect, rtol=1e-12, atol=1e-12)
+    assert h.R_spent == pytest.approx(1 / sigma**2)
+    assert h.grad_norm[0] == pytest.approx(float((clipped / len(y)).norm()))
+    assert h.clip_fraction[0] == pytest.approx(float((G.norm(dim=1) > C).double().mean()))
+
+
+# ---------------------------------------------------------------------- the ledger
+
+
+def test_forced_sigma_overspending_stops_early():
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    h = train_pgd(model, X, y, sigma=np.full(10, 3.0), R=0.3927, seed=0, **CPU)
+    # each step costs 1/9; three fit in 0.3927, a fourth would not
+    assert h.steps_done == 3 and h.stopped_early
+    assert h.R_spent == pytest.approx(3 / 9) and h.R_spent <= 0.3927
+    assert np.isnan(h.loss[3:]).all() and np.isfinite(h.loss[:3]).all()
+
+
+@given(
+    sigma=st.floats(0.3, 20.0),
+    T=st.integers(1, 30),
+    R=st.floats(0.01, 5.0),
+    p=st.sampled_from([1.0, 0.5]),
+)
+def test_budget_never_exceeded(sigma, T, R, p):
+    model = make_model("logistic", in_dim=2)
+    X, y = _toy(n=6, d=2)
+    fn = train_pgd if p == 1.0 else train_psgd
+    kw = {} if p == 1.0 else {"sampling_rate": p}
+    h = fn(model, X, y, sigma=np.full(T, sigma), R=R, seed=1, **kw, **CPU)
+    cost = p * p / sigma**2
+    assert h.R_spent <= R * (1 + 1e-12)
+    affordable = min(T, int(np.floor(R / cost * (1 + 1e-12))))
+    assert h.steps_done == affordable
+    assert h.stopped_early == (affordable < T)
+    assert h.R_spent == pytest.approx(h.steps_done * cost)
+
+
+@pytest.mark.parametrize("kind,params", [("uniform", {}), ("gd-dynamic", {"kappa": 5.0}), ("exp", {"rate": 0.05})])
+def test_budget_spent_equals_schedule_sum(kind, params):
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    R = 0.3927
+    sig = schedules.make(kind, T=25, R=R, **params)
+    h = train_pgd(model, X, y, sigma=sig, R=R, seed=0, **CPU)
+    assert h.steps_done == 25 and not h.stopped_early
+    np.testing.assert_allclose(h.budget_spent, np.cumsum(1 / sig**2), rtol=1e-12)
+    assert h.R_spent == pytest.approx(np.sum(1 / sig**2), rel=1e-12) and h.R_spent == pytest.approx(R, rel=1e-9)
+    np.testing.assert_array_equal(h.sigma, sig)
+
+
+# ----------------------------------------------------------- batched = sequential
+
+
+@pytest.mark.parametrize("algo", ["pgd", "momentum", "psgd"])
+def test_batched_equals_sequential(algo):
+    model = make_model("mlp", in_dim=3, n_classes=3, hidden=7)
+    X, y = _toy(n=15, n_classes=3)
+    seeds = [3, 11, 5]
+    R = 0.5
+    kw = {"momentum": 0.9} if algo == "momentum" else {}
+    fn, p = train_pgd, 1.0
+    if algo == "psgd":
+        fn, p = train_psgd, 0.4
+        kw = {"sampling_rate": p}
+    # third run: a constant multiplier costing 1/9 per step, which overspends R = 0.5
+    sig = np.stack([schedules.uniform(T=8, R=R), schedules.gd_dynamic(T=8, R=R, kappa=4.0), np.full(8, 3.0 * p)])
+    Xte, yte = _toy(n=7, n_classes=3, seed=9)
+    hb = fn(model, X, y, sigma=sig, R=R, seed=seeds, lr=0.2, X_test=Xte, y_test=yte, **kw, **CPU)
+    assert hb.runs == 3 and hb.loss.shape == (3, 8)
+    assert list(hb.stopped_early) == [False, False, True]  # 3rd: constant sigma 3 overspends
+    for k, s in enumerate(seeds):
+        h1 = fn(model, X, y, sigma=sig[k], R=R, seed=s, lr=0.2, X_test=Xte, y_test=yte, **kw, **CPU)
+        hk = hb.run(k)
+        for f in ("loss", "grad_norm", "clip_fraction", "sigma", "budget_spent", "lr"):
+            np.testing.assert_allclose(getattr(hk, f), getattr(h1, f), rtol=1e-10, atol=1e-13, err_msg=f)
+        assert hk.steps_done == h1.steps_done and hk.stopped_early == h1.stopped_early
+        torch.testing.assert_close(hk.theta, h1.theta, rtol=1e-10, atol=1e-13)
+        assert hk.test_accuracy == h1.test_accuracy
+        assert hk.final_loss == pytest.approx(h1.final_loss, rel=1e-10)
+
+
+def test_common_random_numbers_with_one_seed_and_many_schedules():
+    """int seed + (K, T) sigma: same init and same noise vectors, only the scale differs
+    (the influence-by-retraining setup). With sigma = inf everywhere the runs coincide."""
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    base = np.full(6, 4.0)
+    sig = np.stack([base, base, base.copy()])
+    sig[2, 2] = 40.0
+    h = train_pgd(model, X, y, sigma=sig, R=None, seed=4, **CPU)
+    torch.testing.assert_close(h.theta[0], h.theta[1], rtol=0, atol=0)
+    assert not torch.equal(h.theta[0], h.theta[2])
+    np.testing.assert_array_equal(h.loss[0, :3], h.loss[2, :3])  # differ only after step 3
+    assert h.R is None and h.R_spent[2] == pytest.approx(5 / 16 + 1 / 1600)
+
+
+def test_same_seed_same_numbers_and_different_seeds_differ():
+    model = make_model("mlp", in_dim=3, hidden=5)
+    X, y = _toy()
+    sig = schedules.uniform(T=5, R=1.0)
+    a = train_pgd(model, X, y, sigma=sig, R=1.0, seed=2, progress=False, device="cpu")
+    b = train_pgd(model, X, y, sigma=sig, R=1.0, seed=2, progress=False, device="cpu")
+    c = train_pgd(model, X, y, sigma=sig, R=1.0, seed=3, progress=False, device="cpu")
+    np.testing.assert_array_equal(a.loss, b.loss)
+    assert torch.equal(a.theta, b.theta) and not torch.equal(a.theta, c.theta)
+
+
+# -------------------------------------------------------------------- PSGD and ADP
+
+
+def test_psgd_charges_subsampled_cost_and_reports_tight_epsilon():
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy(n=40)
+    p, R = 0.25, 0.3927
+    sig = schedules.uniform(T=20, R=R / p**2)
+    h = train_psgd(model, X, y, sigma=sig, R=R, sampling_rate=p, seed=0, delta=1e-5, **CPU)
+    assert h.steps_done == 20 and h.R_spent == pytest.approx(R, rel=1e-9)
+    assert h.epsilon == pytest.approx(accountant_epsilon(sigma=sig, delta=1e-5, sampling_rate=p))
+    assert h.meta["sampling_rate"] == p and np.isfinite(h.loss).all()
+
+
+def test_psgd_with_rate_one_is_pgd():
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    sig = schedules.uniform(T=4, R=1.0)
+    a = train_psgd(model, X, y, sigma=sig, R=1.0, sampling_rate=1.0, seed=1, **CPU)
+    b = train_pgd(model, X, y, sigma=sig, R=1.0, seed=1, **CPU)
+    torch.testing.assert_close(a.theta, b.theta, rtol=0, atol=0)
+
+
+def test_adpsgd_polynomial_schedule_and_steps():
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy(n=40)
+    T, R, p = 30, 0.5, 0.5
+    h = train_adpsgd(model, X, y, R=R, T=T, sampling_rate=p, step_size="polynomial", seed=0, **CPU)
+    t = np.arange(1, T + 1)
+    np.testing.assert_allclose(h.lr, 1.0 / np.sqrt(20 + t))  # W Fig. 1: eta_t = 1/sqrt(20 + t)
+    alpha2 = np.sqrt(20 + t)  # W Thm 4.2: alpha_t^2 = b_t
+    np.testing.assert_allclose(h.sigma**2 / alpha2, (h.sigma[0] ** 2 / alpha2[0]) * np.ones(T), rtol=1e-10)
+    assert h.R_spent == pytest.approx(R, rel=1e-9) and h.steps_done == T
+    d = train_adpsgd(model, X, y, R=R, T=T, sampling_rate=p, adaptive_noise=False, seed=0, **CPU)
+    np.testing.assert_allclose(d.sigma, d.sigma[0])  # DP-SGD: alpha_t = 1
+    assert d.R_spent == pytest.approx(R, rel=1e-9)
+
+
+def test_adpsgd_adaptive_step_sizes_follow_w():
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy(n=20)
+    T = 6
+    h = train_adpsgd(model, X, y, R=1.0, T=T, step_size="adaptive", eta=1.0, b0_sq=20.0, C=0.1, beta=4.0,
+                     period=3, seed=0, **CPU)
+    assert np.all(np.diff(h.lr) <= 0) and h.lr[0] < 1 / math.sqrt(20.0)
+    alpha2 = np.sqrt(20.0 + 0.1 * np.arange(1, T + 1))
+    np.testing.assert_allclose(h.sigma**2 / alpha2, h.sigma[0] ** 2 / alpha2[0], rtol=1e-10)
+    with pytest.raises(ValueError, match="step_size must be"):
+        train_adpsgd(model, X, y, R=1.0, T=3, step_size="cosine", **CPU)
+
+
+# ------------------------------------------------------------------ history, misc
+
+
+def test_history_fields_and_json():
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    h = train_pgd(model, X, y, sigma=np.full(4, 2.0), R=0.6, seed=[0, 1], X_test=X, y_test=y, **CPU)
+    assert isinstance(h, History) and h.runs == 2
+    for f in ("loss", "grad_norm", "clip_fraction", "sigma", "lr", "budget_spent"):
+        assert getattr(h, f).shape == (2, 4)
+    assert list(h.steps_done) == [2, 2] and all(h.stopped_early)
+    assert h.test_accuracy.shape == (2,)
+    json.dumps(h.to_dict())
+    json.dumps(h.run(1).to_dict())
+    assert h.run(1).meta["seed"] == 1
+
+
+def test_quiet_without_tty(capsys):
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    train_pgd(model, X, y, sigma=np.full(3, 2.0), R=1.0, device="cpu")  # progress=None: stderr not a TTY
+    train_pgd(model, X, y, sigma=np.full(3, 2.0), R=1.0, device="cpu", progress=False)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"sigma": 2.0}, "sigma must be an array"),
+        ({"sigma": [1.0, -1.0]}, "sigma must be > 0"),
+        ({"clip_norm": -1.0}, "clip_norm must be"),
+        ({"lr": -0.1}, "lr must be"),
+        ({"momentum": 1.0}, "beta"),
+        ({"seed": [1, 2], "sigma": np.ones((3, 2))}, "seeds but sigma has 3 rows"),
+        ({"R": -1.0}, "R must be"),
+        ({"device": "tpu"}, "device must be one of"),
+        ({"init": torch.zeros(7)}, "init must have shape"),
+    ],
+)
+def test_bad_arguments(kw, match):
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    args = {"sigma": [2.0, 2.0], "R": 1.0, "device": "cpu", "progress": False}
+    args.update(kw)
+    with pytest.raises(ValueError, match=match):
+        train_pgd(model, X, y, **args)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_cuda_without_gpu_is_an_error():
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    with pytest.raises(ValueError, match="cuda"):
+        train_pgd(model, X, y, sigma=[2.0], R=1.0, device="cuda")

@@ -1,0 +1,109 @@
+"""``python -m dpcompanion train``: JSON output, the ledger via the CLI, exit status 2 on
+bad input with one line on stderr."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from dpcompanion import cli
+
+KEYS = {"steps_done", "R", "R_spent", "stopped_early", "final_loss", "sigma", "device", "wall_time"}
+
+
+def _run(capsys, *argv):
+    rc = cli.main(["train", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_json_keys_and_budget(capsys):
+    rc, out, err = _run(capsys, "--dataset", "synthetic", "--model", "logistic", "--schedule", "uniform",
+                        "--epsilon", "4", "--delta", "1e-8", "--T", "20", "--n", "200", "--device", "cpu", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    assert KEYS <= set(d)
+    assert d["steps_done"] == 20 and d["stopped_early"] is False
+    assert d["R"] == pytest.approx(0.3927, abs=1e-4)  # H Sec. 5: (4, 1e-8)-DP -> R = 0.3927
+    assert d["R_spent"] == pytest.approx(d["R"], rel=1e-9) and len(d["sigma"]) == 20
+    assert d["device"] == "cpu"
+
+
+def test_forced_sigma_stops_early_within_budget(capsys):
+    rc, out, _ = _run(capsys, "--dataset", "digits", "--model", "linear", "--sigma", "3", "--R", "0.3927",
+                      "--T", "10", "--device", "cpu", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    assert d["stopped_early"] is True and d["steps_done"] == 3  # 3 x 1/9 <= 0.3927 < 4 x 1/9
+    assert d["R_spent"] <= 0.3927 and d["R_spent"] == pytest.approx(3 / 9)
+
+
+def test_momentum_schedule_param_and_mlp(capsys):
+    rc, out, _ = _run(capsys, "--dataset", "gaussian", "--model", "mlp", "--hidden", "16", "--schedule", "gd-dynamic",
+                      "--schedule-param", "kappa=10", "--R", "1", "--T", "5", "--momentum", "0.9", "--n", "100",
+                      "--device", "cpu", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    assert d["algorithm"] == "pgd-momentum" and d["steps_done"] == 5
+
+
+def test_psgd_reports_epsilon(capsys):
+    rc, out, _ = _run(capsys, "--dataset", "synthetic", "--model", "logistic", "--epsilon", "4", "--delta", "1e-5",
+                      "--T", "10", "--n", "100", "--sampling-rate", "0.5", "--device", "cpu", "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["algorithm"] == "psgd" and d["epsilon"] > 0
+    assert d["R_spent"] == pytest.approx(d["R"], rel=1e-9)
+
+
+BAD = [
+    ["--dataset", "imagenet", "--R", "1", "--T", "3"],
+    ["--model", "resnet", "--R", "1", "--T", "3"],
+    ["--schedule", "zigzag", "--R", "1", "--T", "3"],
+    ["--clip", "-1", "--R", "1", "--T", "3"],
+    ["--lr", "-0.1", "--R", "1", "--T", "3"],
+    ["--R", "1", "--T", "0"],
+    ["--T", "3"],
+    ["--epsilon", "4", "--T", "3"],
+    ["--epsilon", "4", "--delta", "2", "--T", "3"],
+    ["--R", "1", "--epsilon", "4", "--delta", "1e-5", "--T", "3"],
+    ["--R", "1", "--T", "3", "--momentum", "1.5"],
+    ["--R", "1", "--T", "3", "--schedule", "gd-dynamic"],
+    ["--R", "1", "--T", "3", "--schedule-param", "kappa"],
+    ["--R", "1", "--T", "3", "--device", "tpu"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD, ids=[" ".join(a) for a in BAD])
+def test_bad_input_exit_2_one_line(capsys, argv):
+    rc, out, err = _run(capsys, *argv, "--json")
+    assert rc == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dpcompanion train: error:") and "Traceback" not in err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_cuda_without_gpu(capsys):
+    rc, _, err = _run(capsys, "--R", "1", "--T", "3", "--device", "cuda", "--json")
+    assert rc == 2 and "cuda" in err and len(err.strip().splitlines()) == 1
+
+
+def test_missing_optional_dataset(capsys):
+    from dpcompanion import data
+
+    if data._fashion_dir() is not None:
+        pytest.skip("Fashion-MNIST is installed here")
+    rc, _, err = _run(capsys, "--dataset", "fashion", "--R", "1", "--T", "3", "--json")
+    assert rc == 2 and "dataset-fashion-mnist" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_module_entry_point_subprocess():
+    r = subprocess.run([sys.executable, "-m", "dpcompanion", "train", "--dataset", "synthetic", "--n", "50",
+                        "--R", "1", "--T", "3", "--device", "cpu", "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["steps_done"] == 3
+    r = subprocess.run([sys.executable, "-m", "dpcompanion", "train", "--clip", "-2", "--R", "1", "--T", "3"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

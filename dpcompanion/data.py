@@ -118,20 +118,33 @@ def _parse_mnist_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return a[:, 1:].reshape(-1, 28, 28).copy(), a[:, 0].astype(np.uint8)
 
 
+_MEMO: dict[str, dict[str, np.ndarray]] = {}
+
+
 def mnist_raw() -> dict[str, np.ndarray]:
     """Full MNIST as uint8 arrays: ``x_train (60000, 28, 28)``, ``y_train (60000,)``,
-    ``x_test (10000, 28, 28)``, ``y_test (10000,)`` (parsed once, then cached)."""
+    ``x_test (10000, 28, 28)``, ``y_test (10000,)`` (parsed once, then cached on disk and
+    kept in memory, read-only, for the rest of the process)."""
     path = cache_dir() / "mnist.npz"
+    if str(path) in _MEMO:
+        return dict(_MEMO[str(path)])
     if path.exists():
         with np.load(path) as z:
-            return {k: z[k] for k in ("x_train", "y_train", "x_test", "y_test")}
+            out = {k: z[k] for k in ("x_train", "y_train", "x_test", "y_test")}
+        for a in out.values():
+            a.setflags(write=False)
+        _MEMO[str(path)] = out
+        return dict(out)
     d = _mnist_csv_dir()
     xtr, ytr = _parse_mnist_csv(d / "mnist_train.csv")
     xte, yte = _parse_mnist_csv(d / "mnist_test.csv")
     out = {"x_train": xtr, "y_train": ytr, "x_test": xte, "y_test": yte}
     _check_mnist(out)
     _atomic_savez(path, **out)
-    return out
+    for a in out.values():
+        a.setflags(write=False)
+    _MEMO[str(path)] = out
+    return dict(out)
 
 
 def _check_mnist(raw: dict[str, np.ndarray]) -> None:
@@ -150,13 +163,22 @@ def _check_mnist(raw: dict[str, np.ndarray]) -> None:
 
 
 def pca_project(X_train: np.ndarray, X_test: np.ndarray | None, *, dim: int):
-    """Project onto the top ``dim`` principal directions of ``X_train`` (numpy SVD of the
-    centred training matrix; sign fixed so each component's largest loading is positive)."""
+    """Project onto the top ``dim`` principal directions of ``X_train`` (symmetric
+    eigendecomposition of the centred scatter matrix ``Xc^T Xc``, or of ``Xc Xc^T`` when
+    there are fewer samples than features; sign fixed so each component's largest loading
+    is positive)."""
     if not 1 <= dim <= min(X_train.shape):
         raise ValueError(f"pca_dim must be in [1, {min(X_train.shape)}], got {dim}")
     mu = X_train.mean(axis=0)
-    _, _, Vt = np.linalg.svd(X_train - mu, full_matrices=False)
-    V = Vt[:dim].T
+    Xc = X_train - mu
+    n, d = Xc.shape
+    if d <= n:
+        w, U = np.linalg.eigh(Xc.T @ Xc)
+        V = U[:, ::-1][:, :dim]
+    else:
+        w, U = np.linalg.eigh(Xc @ Xc.T)
+        w, U = w[::-1][:dim], U[:, ::-1][:, :dim]
+        V = Xc.T @ U / np.sqrt(np.maximum(w, 1e-300))
     signs = np.sign(V[np.argmax(np.abs(V), axis=0), np.arange(dim)])
     V = V * np.where(signs == 0, 1.0, signs)
     return (X_train - mu) @ V, None if X_test is None else (X_test - mu) @ V

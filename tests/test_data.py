@@ -148,3 +148,12 @@ def test_fashion_present_or_clear_error():
     else:
         d = data.load("fashion", seed=0)
         assert d.X_train.shape == (1000, 60) and d.X_test.shape == (10000, 60)
+
+
+def test_pca_wide_matrix_branch():
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((20, 50))
+    from sklearn.decomposition import PCA
+
+    P, _ = data.pca_project(A, None, dim=5)
+    np.testing.assert_allclose(np.abs(P), np.abs(PCA(n_components=5).fit_transform(A)), atol=1e-8)

@@ -127,7 +127,6 @@ def test_chunking_over_runs_gives_the_same_numbers():
     torch.testing.assert_close(chunked.grad_sum, full.grad_sum, rtol=0, atol=1e-13)
 
 
-@pytest.mark.slow
 def test_cnn_torch_func_clipping_equals_loop():
     model = make_model("cnn-mnist", n_classes=10)
     assert model.n_params == 26010

@@ -50,13 +50,20 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "SCHEDULE_KINDS",
+    "compare_with_bound",
     "deterministic_excess_risk",
     "excess_risk_variance",
     "expected_excess_risk",
     "noise_influence",
     "pl_constants",
     "squared_loss_quadratic",
+    "schedule_of",
+    "spectrum",
 ]
+
+#: schedule kinds compared by :func:`compare_with_bound`
+SCHEDULE_KINDS = ("uniform", "gd-dynamic", "exponential")
 
 
 # --- validation -------------------------------------------------------------------
@@ -289,3 +296,92 @@ def squared_loss_quadratic(*, features, targets, theta_init) -> dict[str, Any]:
         "f_star": f_star,
         "offset": U.T @ (th0 - theta_star),
     }
+
+
+def spectrum(*, kappa: float, D: int, M: float = 1.0) -> np.ndarray:
+    """``D`` eigenvalues spaced geometrically from ``M / kappa`` to ``M`` (a synthetic
+    quadratic of condition number ``kappa``).
+
+    >>> spectrum(kappa=100.0, D=3).tolist()
+    [0.01, 0.1, 1.0]
+    """
+    kappa = _positive("kappa", kappa)
+    if kappa < 1:
+        raise ValueError(f"kappa must be >= 1, got {kappa!r}")
+    if isinstance(D, bool) or not isinstance(D, (int, np.integer)) or D < 1:
+        raise ValueError(f"D must be a positive integer, got {D!r}")
+    M = _positive("M", M)
+    if D == 1:
+        return np.array([M])
+    return M * np.geomspace(1.0 / kappa, 1.0, D)
+
+
+def schedule_of(kind: str, *, T: int, R: float, kappa: float) -> np.ndarray:
+    """The schedules compared in SPEC H-X-EER (from :mod:`dpcompanion.schedules`):
+    ``uniform`` (H Thm 4.2), ``gd-dynamic`` (H Thm 4.4 with the quadratic's kappa) and
+    ``exponential`` ``sigma_t = sigma_0 exp(-k t)`` (Yu et al. 2019; H 000 App. D) with
+    ``k = ln(10) / (T - 1)``: the noise falls tenfold over the run.
+
+    >>> s = schedule_of("exponential", T=5, R=1.0, kappa=10.0)
+    >>> round(float(s[0] / s[-1]), 9), round(float(np.sum(1 / s**2)), 12)
+    (10.0, 1.0)
+    """
+    from dpcompanion import schedules
+
+    if kind == "uniform":
+        return schedules.uniform(T=T, R=R)
+    if kind == "gd-dynamic":
+        return schedules.gd_dynamic(T=T, R=R, kappa=kappa)
+    if kind == "exponential":
+        return schedules.exponential(T=T, R=R, rate=math.log(10.0) / max(T - 1, 1))
+    raise ValueError(f"kind must be one of {', '.join(SCHEDULE_KINDS)}, got {kind!r}")
+
+
+def compare_with_bound(
+    *, eigenvalues, offset, clip_norm: float, N: int, R: float, T_max: int, kinds=SCHEDULE_KINDS
+) -> dict[str, Any]:
+    """Exact expected excess risk vs the bound of Hong et al. 2022 (001) Thm 4.1, both in
+    ERUB units (divided by ``f(theta_1) - f*``), for PGD with ``eta = 1/M`` and each
+    schedule kind (:func:`schedule_of`) at every ``T = 1..T_max``. The bound comes from
+    :func:`dpcompanion.bounds.gd.erub` with the quadratic's ``kappa`` and ``alpha``
+    (:func:`pl_constants`).
+
+    Returns ``constants`` and, per kind, arrays over T: ``exact``, ``bound``, ``ratio``
+    (bound / exact), and the minimisers ``T_bound`` (what the theory would pick),
+    ``T_exact`` (the true best T), with ``exact_at_T_bound`` / ``exact_min`` (what
+    choosing T by the bound costs).
+
+    >>> r = compare_with_bound(eigenvalues=[1.0, 0.1], offset=[1.0, 1.0], clip_norm=1.0, N=100, R=1.0, T_max=30)
+    >>> bool(np.all(r["uniform"]["exact"] <= r["uniform"]["bound"]))
+    True
+    """
+    from dpcompanion.bounds import gd
+
+    c = pl_constants(eigenvalues=eigenvalues, offset=offset, clip_norm=clip_norm, N=N, R=R)
+    T_max = _T(T_max)
+    if T_max < 1:
+        raise ValueError(f"T_max must be >= 1, got {T_max}")
+    lam = _eigenvalues(eigenvalues)
+    off = _offset(offset, lam.size)
+    Ts = np.arange(1, T_max + 1)
+    out: dict[str, Any] = {"constants": c, "T": Ts}
+    for kind in kinds:
+        exact = np.empty(T_max)
+        bound = np.empty(T_max)
+        for i, T in enumerate(Ts):
+            s = schedule_of(kind, T=int(T), R=R, kappa=c["kappa"])
+            exact[i] = expected_excess_risk(eigenvalues=lam, offset=off, eta=c["eta"], sigma=s,
+                                            clip_norm=clip_norm, N=N) / c["initial_gap"]
+            bound[i] = gd.erub(sigma=s, kappa=c["kappa"], alpha=c["alpha"], R=R)
+        ib, ie = int(np.argmin(bound)), int(np.argmin(exact))
+        out[kind] = {
+            "exact": exact,
+            "bound": bound,
+            "ratio": bound / exact,
+            "T_bound": int(Ts[ib]),
+            "T_exact": int(Ts[ie]),
+            "bound_min": float(bound[ib]),
+            "exact_at_T_bound": float(exact[ib]),
+            "exact_min": float(exact[ie]),
+        }
+    return out

@@ -1,0 +1,58 @@
+"""The ``checks`` command: JSON shape and wall time, table output, exit statuses."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dpcompanion import cli
+from dpcompanion.claims import registry
+
+
+@pytest.mark.slow
+def test_checks_json_runs_under_a_minute():
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "dpcompanion", "checks", "--json"], capture_output=True, text=True, timeout=300)
+    wall = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(proc.stdout)
+    assert isinstance(data, list) and len(data) > 50
+    for r in data:
+        assert {"id", "status", "method", "evidence"} <= set(r)
+        assert r["status"] in registry.STATUSES
+    assert wall < 60, f"checks --json took {wall:.1f} s"
+
+
+def test_checks_table_with_prefix(capsys):
+    assert cli.main(["checks", "--id", "H-E26"]) == 0
+    out = capsys.readouterr().out
+    assert "H-E26.printed" in out and "refuted" in out and "proved" in out
+    assert "2 claims in" in out
+
+
+def test_checks_json_with_prefix(capsys):
+    assert cli.main(["checks", "--id", "H-T4.4.Eq27", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in data] == ["H-T4.4.Eq27"] and data[0]["status"] == "proved"
+
+
+def test_unknown_prefix_exits_2_with_one_line(capsys):
+    assert cli.main(["checks", "--id", "NO-SUCH"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "NO-SUCH" in err
+
+
+def test_errored_check_exits_1(capsys):
+    registry.load_all()
+
+    @registry.claim("ZZ-TEST.boom", source="test", statement="raises", method="numeric")
+    def _boom():
+        raise RuntimeError("boom")
+
+    try:
+        assert cli.main(["checks", "--id", "ZZ-TEST"]) == 1
+        assert "error" in capsys.readouterr().out
+    finally:
+        registry.REGISTRY.pop("ZZ-TEST.boom")

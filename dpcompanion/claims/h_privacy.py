@@ -319,3 +319,34 @@ def _c4_corr():
                                domain="300 random mean-zero data sets, N in 2..39, D in 1..5, max norm 1, |theta| in [0.01, 10]",
                                equality_instance={"x": x.ravel().tolist(), "theta": theta.tolist(), "sensitivity": sens,
                                                   "bound": (float(np.linalg.norm(theta)) + 1) / N})
+
+
+@claim(
+    "H-L3.1.ledger",
+    source=f"{SRC} Algorithm 1 (stopping rule), Thm 3.1",
+    statement=r"Algorithm 1 stops when the next step's cost $1/\sigma_t^2$ would exceed what is left of $R$: the library's "
+    r"PrivacyLedger accepts a budget-exact schedule step by step, never lets the spent budget exceed $R$, and refuses one "
+    r"more step.",
+    method="numeric",
+)
+def _l31_ledger():
+    from dpcompanion import schedules
+    from dpcompanion.ledger import BudgetExceeded, PrivacyLedger
+
+    margins, points = [], []
+    for R in (0.05, 0.3927, 4.0):
+        for T in (1, 10, 100):
+            for name, s in (("uniform", schedules.uniform(T=T, R=R)), ("gd_dynamic", schedules.gd_dynamic(T=T, R=R, kappa=10.0))):
+                led = PrivacyLedger(R=R)
+                worst = math.inf
+                for sig in s:
+                    led.charge(sigma=float(sig))
+                    worst = min(worst, (R - led.spent) / R)
+                refused = False
+                try:
+                    led.charge(sigma=float(s[-1]))
+                except BudgetExceeded:
+                    refused = True
+                margins.append(min(worst + 1e-12, 0.0 if refused else -1.0))
+                points.append({"schedule": name, "R": R, "T": T, "spent": led.spent, "refused_next": refused})
+    return verified_by_margins(margins, points=points, domain="R in {0.05, 0.3927, 4} x T in {1, 10, 100} x {uniform, gd_dynamic}")

@@ -188,3 +188,17 @@ def test_bad_model_arguments(kwargs, match):
 def test_dense_model_loss_name():
     with pytest.raises(ValueError, match="loss must be"):
         DenseModel(in_dim=2, n_classes=2, loss="hinge")
+
+
+def test_cnn_sample_chunks_and_batched_runs():
+    model = make_model("cnn-mnist", n_classes=10)
+    g = torch.Generator().manual_seed(1)
+    X = torch.rand(5, 784, generator=g, dtype=DT)
+    y = torch.tensor([0, 1, 2, 3, 4])
+    theta = model.init(generators=[torch.Generator().manual_seed(s) for s in (0, 1)], dtype=DT)
+    full = model.clipped_grad_sum(theta, X, y, clip_norm=0.1)
+    model.sample_chunk = 2
+    chunked = model.clipped_grad_sum(theta, X, y, clip_norm=0.1)
+    torch.testing.assert_close(chunked.grad_sum, full.grad_sum, rtol=1e-12, atol=1e-14)
+    one = model.clipped_grad_sum(theta[1:], X, y, clip_norm=0.1)
+    torch.testing.assert_close(one.grad_sum[0], full.grad_sum[1], rtol=1e-12, atol=1e-14)

@@ -298,3 +298,16 @@ def test_cuda_without_gpu_is_an_error():
     X, y = _toy()
     with pytest.raises(ValueError, match="cuda"):
         train_pgd(model, X, y, sigma=[2.0], R=1.0, device="cuda")
+
+
+def test_cnn_psgd_batched_equals_sequential():
+    model = make_model("cnn-mnist", n_classes=10)
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(10, 784, generator=g, dtype=DT)
+    y = torch.randint(0, 10, (10,), generator=g)
+    sig = np.full(2, 2.0)
+    hb = train_psgd(model, X, y, sigma=sig, R=1.0, sampling_rate=0.5, seed=[0, 1], clip_norm=1.0, **CPU)
+    for k in range(2):
+        h1 = train_psgd(model, X, y, sigma=sig, R=1.0, sampling_rate=0.5, seed=k, clip_norm=1.0, **CPU)
+        torch.testing.assert_close(hb.theta[k], h1.theta, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(hb.loss[k], h1.loss, rtol=1e-10)

@@ -211,7 +211,13 @@ def train_loop(
                     if g is not None:
                         weights[k] = (torch.rand(N, generator=g, device=dev, dtype=dtype) < p).to(dtype)
             # 3. clip -> sum -> noise -> scale -> (momentum) -> update
-            res = steps.clip_and_sum(model, theta, Xt, yt, clip_norm=clip_norm, weights=weights)
+            if weights is None:
+                res = steps.clip_and_sum(model, theta, Xt, yt, clip_norm=clip_norm)
+            else:  # only the rows some run sampled (all runs share the gathered rows)
+                rows = torch.nonzero(weights.any(dim=0)).squeeze(-1)
+                weights = weights.index_select(1, rows)
+                res = steps.clip_and_sum(model, theta, Xt.index_select(0, rows), yt.index_select(0, rows),
+                                         clip_norm=clip_norm, weights=weights)
             sig_t = torch.as_tensor(sig[:, t], dtype=dtype, device=dev)
             noisy = steps.add_noise(res.grad_sum, clip_norm=clip_norm, sigma=sig_t, generators=run_gens, out=noise_buf)
             g = steps.scale(noisy, denominator=denom)

@@ -96,9 +96,10 @@ def train_psgd(
     Arguments as :func:`train_pgd`. The ledger is charged ``p^2 / sigma_t^2`` per step
     (the paper's rule, so a schedule for R' = R/p^2 spends exactly R); ``delta`` adds the
     tight epsilon (RDP accountant) of the steps taken to the history. The step's batch is
-    a Poisson mask over the N samples (computed as weights on the full data: fine for the
-    paper's N ~ 1e3, wasteful for tiny p on large N). ``loss`` in the history is the
-    mean over the step's batch; ``final_loss`` is the full training loss.
+    a Poisson mask over the N samples; gradients are computed only on the rows that some
+    run sampled (for K batched runs, the union of their batches, with per-run weights).
+    ``loss`` in the history is the mean over the step's batch; ``final_loss`` is the
+    full training loss.
     """
     _check_lr(lr)
     return train_loop(model, X, y, sigma=sigma, R=R, lr=lr, clip_norm=clip_norm, seed=seed, beta=momentum,

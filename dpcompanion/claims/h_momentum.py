@@ -223,10 +223,11 @@ def _c7_interval():
 
 @claim(
     "H-C7.concave",
-    source=f"{SRC} Lemma C.7, proof",
+    source=f"{SRC} Lemma C.7, proof; 000: Lemma B.7",
     statement=r"$h(t) = \gamma^{t-1}(1-\beta^t)$ is a concave function of $t$.",
     method="sympy",
     corrected_by="H-C7.unimodal",
+    versions=("000", "001"),
 )
 def _c7_concave():
     t = sp.Symbol("t", positive=True)
@@ -268,10 +269,11 @@ def _c7_unimodal():
 
 @claim(
     "H-C6.U1",
-    source=f"{SRC} Lemma C.6, proof (closed form of U_1(t,i))",
+    source=f"{SRC} Lemma C.6, proof (closed form of U_1(t,i)); 000: Lemma B.6",
     statement=r"$U_1(t,i)=\sum_{k=t-i}^{t-1}k\beta^k = \frac{1}{1-\beta}\big((t-i)\beta^{t-i}+\frac{\beta^{t-i+1}-\beta}{1-\beta}\big)$.",
     method="numeric",
     corrected_by="H-C6.U1-corrected",
+    versions=("000", "001"),
 )
 def _c6_u1():
     b, t, i = 0.5, 3, 2
@@ -312,12 +314,13 @@ def _c6_margins(pairs, Ts):
 
 @claim(
     "H-C6",
-    source=f"{SRC} Lemma C.6 (assumptions of Thm 4.5: beta != gamma)",
+    source=f"{SRC} Lemma C.6 (assumptions of Thm 4.5: beta != gamma); 000: Lemma B.6",
     statement=r"$\sum_{t=1}^{T}\gamma^{T-t}\sum_{i=1}^{t-1}\|v_{i+1}\|^2\sum_{k=t-i}^{t-1}k\beta^k \le "
     r"\frac{2\beta\gamma}{(\gamma-\beta)^2(1-\beta)}\sum_{i=1}^{T-1}\gamma^{T-i}\|v_{i+1}\|^2$ for all $v$, "
     r"under Thm 4.5's assumption $\beta\ne\gamma$.",
     method="numeric",
     corrected_by="H-C6.beta-lt-gamma",
+    versions=("000", "001"),
 )
 def _c6():
     pairs = [(0.9, 0.5), (0.9, 0.8), (0.95, 0.9), (0.6, 0.5)]
@@ -348,6 +351,38 @@ def _c6():
 def _c6_ok():
     m, p = _c6_margins(BG_GRID, [2, 5, 20, 100, 300])
     return verified_by_margins(m, points=p, domain="(beta, gamma) grid with beta<gamma (19 pairs), T in {2,5,20,100,300}")
+
+
+@claim(
+    "H-C6.sum",
+    source=f"{SRC} Lemma C.6, proof (the sum over j with a = beta/gamma)",
+    statement=r"$\sum_{j=1}^{n}ja^j=\frac{a-a^{n+1}}{(1-a)^2}-n\frac{a^{n+1}}{1-a}\le\frac{a}{(1-a)^2}$ for $0<a<1$.",
+    method="sympy",
+)
+def _c6_sum():
+    a = sp.Symbol("a", positive=True)
+    j, n = sp.symbols("j n", positive=True, integer=True)
+    S = _generic(sp.simplify(sp.summation(j * a**j, (j, 1, n))))
+    closed = (a - a ** (n + 1)) / (1 - a) ** 2 - n * a ** (n + 1) / (1 - a)
+    gap = sp.simplify(a / (1 - a) ** 2 - closed - a ** (n + 1) * (1 + n * (1 - a)) / (1 - a) ** 2)
+    return proved(sp.Abs(sp.simplify(S - closed)) + sp.Abs(gap),
+                  note="a/(1-a)^2 - sum = a^(n+1) (1 + n(1-a))/(1-a)^2 >= 0 for 0 < a < 1")
+
+
+@claim(
+    "H-C6.constant",
+    source=f"{SRC} Lemma C.6, proof (last step)",
+    statement=r"$\frac{a}{(1-a)^2}+\frac{\beta}{1-\beta}\frac{a}{1-a}\le\frac{2a}{(1-a)^2}$ for $a=\beta/\gamma<1$, $\gamma\le1$.",
+    method="sympy",
+)
+def _c6_constant():
+    b, g = sp.symbols("beta gamma", positive=True)
+    a = b / g
+    # the claim <=> beta (1 - a) <= 1 - beta; the slack is (1-beta)^2 + beta^2 (1/gamma - 1) >= 0
+    slack = (1 - b) - b * (1 - a)
+    r1 = sp.simplify(slack - ((1 - b) ** 2 + b**2 * (1 / g - 1)))
+    r2 = sp.simplify((2 * a / (1 - a) ** 2 - a / (1 - a) ** 2 - b / (1 - b) * a / (1 - a)) - a * slack / ((1 - a) ** 2 * (1 - b)))
+    return proved(sp.Abs(r1) + sp.Abs(r2), note="difference = a (1-beta)^-1 (1-a)^-2 [(1-beta)^2 + beta^2 (1/gamma - 1)] >= 0")
 
 
 # ------------------------------------------------------------------------- Lemma C.5
@@ -509,6 +544,7 @@ def _q_corrected(b: float, g: float, T: int) -> np.ndarray:
     r"$c_1=\frac{2}{\gamma(\gamma-\beta^2)}$, $c_2=\frac{\gamma^{2\hat T}}{\gamma-\beta^2}$ (for every schedule, i.e. $w_t\le q_t$ for all t).",
     method="numeric",
     corrected_by="H-T4.7.q-corrected",
+    versions=("000", "001"),
 )
 def _t47_q_statement():
     m, p = _q_margins("statement")
@@ -524,7 +560,9 @@ def _t47_q_statement():
         share_violated=float(np.mean(np.array(m) < 0)),
         note="For T > T_hat the indicator on T drops the c1 gamma^(T+t) part for t <= T_hat, and the proof's c2 is "
         "gamma^T_hat too small (its own previous line gives gamma^(2 T_hat - 1)/(gamma - beta^2) = gamma^(T_hat-1) c2' with "
-        "c2' = gamma^T_hat/(gamma - beta^2)).",
+        "c2' = gamma^T_hat/(gamma - beta^2)). For T <= T_hat the printed form holds. With free constants the "
+        "printed T > T_hat form can be rescued (w_t <= gamma^(T-t) gamma/(gamma - beta^2) for every t), but then it is "
+        "just GD's influence.",
         impact="The two-regime shape (decaying then growing influence) survives with corrected constants and "
         "regimes split on t (H-T4.7.q-corrected); the printed q_t does not bound U_3, so its ERUB_min is not "
         "established as printed. schedules.momentum_dynamic uses these printed constants.",

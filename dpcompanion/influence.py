@@ -49,6 +49,7 @@ __all__ = [
     "excess_risk_monte_carlo",
     "fit_quadratic",
     "influence_by_retraining",
+    "influence_experiment",
     "squared_loss_quadratic_of",
     "theory_influence",
 ]
@@ -240,15 +241,20 @@ def analytic_influence(model, X, y, *, T: int, lr, clip_norm: float) -> np.ndarr
     return exact_risk.noise_influence(eigenvalues=quad["eigenvalues"], eta=lr, T=T, clip_norm=clip_norm, N=len(y))
 
 
-def theory_influence(model, X, y, *, T: int) -> dict[str, Any]:
-    """The theorem's influence shape ``gamma^{T-t}`` (001 Thm 4.1) for the same Hessian:
-    ``M`` = largest, ``mu`` = smallest positive eigenvalue, ``gamma = 1 - mu/M``."""
+def theory_influence(model, X, y, *, T: int, lr: float | None = None) -> dict[str, Any]:
+    """The theorem's influence shape ``rate^{T-t}`` (001 Thm 4.1, proof D.1) for the same
+    Hessian: ``M`` = largest, ``mu`` = smallest positive eigenvalue (the PL constant of a
+    quadratic). With ``lr = None`` (the theorem's ``eta = 1/M``) the rate is
+    ``gamma = 1 - mu/M``; for another step size it is the proof's per-step contraction
+    ``1 - 2 mu eta (1 - M eta / 2)`` before ``eta = 1/M`` is substituted."""
     lam = squared_loss_quadratic_of(model, X, y)["eigenvalues"]
     pos = lam[lam > 1e-12 * lam.max()]
     M, mu = float(lam.max()), float(pos.min())
-    gamma = 1.0 - mu / M
+    eta = 1.0 / M if lr is None else float(lr)
+    rate = 1.0 - 2.0 * mu * eta * (1.0 - M * eta / 2.0)
     t = np.arange(1, T + 1)
-    return {"gamma": gamma, "kappa": M / mu, "M": M, "mu": mu, "q": gamma ** (T - t)}
+    return {"gamma": 1.0 - mu / M, "rate": rate, "eta": eta, "kappa": M / mu, "M": M, "mu": mu,
+            "q": rate ** (T - t)}
 
 
 def excess_risk_monte_carlo(
@@ -379,3 +385,58 @@ def eer_experiment(
         "settings": dict(cfg) | {"scales": list(scales), "clip_norm": clip_norm, "R": R, "seed": seed},
         "wall_s": time.perf_counter() - t0,
     }
+
+
+# --- H-F-INFL / H-F-FIT: influence by retraining on MNIST35 ---------------------------
+
+INFL_SETTINGS = {
+    "quick": {"T": 20, "levels": tuple(np.linspace(20.0, 200.0, 5)), "repeats": 8, "fit_steps": (2, 12, 18)},
+    "full": {"T": 100, "levels": tuple(PAPER_LEVELS), "repeats": 100, "fit_steps": (10, 60, 90)},
+}
+
+
+def influence_experiment(
+    *,
+    mode: str = "quick",
+    losses: Sequence[str] = ("squared", "logistic"),
+    scale: float = 10.0,
+    clip_norm: float = 4.0,
+    lr: float = 0.1,
+    R: float = R_PAPER,
+    seed: int = 0,
+    device: str = "auto",
+    dataset=None,
+) -> dict[str, Any]:
+    """SPEC H-F-INFL and H-F-FIT on MNIST35 (000 App. D): for a linear model with each
+    loss, :func:`influence_by_retraining` over every step t = 1..T (all other steps at the
+    uniform ``sqrt(T/R)``), plus, for the squared loss, the analytic ``q_t`` and the
+    theory's ``rate^{T-t}`` (:func:`theory_influence` with the actual step size).
+    ``dataset``: a callable returning ``(X, y)`` in place of MNIST35 (tests)."""
+    from dpcompanion.models import make_model
+    from dpcompanion.provenance import validate_mode
+
+    cfg = INFL_SETTINGS[validate_mode(mode)]
+    if dataset is None:
+        from dpcompanion import data
+
+        def dataset():
+            d = data.load("mnist35", seed=seed, scale=scale)
+            return d.X_train, d.y_train
+
+    X, y = dataset()
+    T = cfg["T"]
+    base = math.sqrt(T / R)
+    out: dict[str, Any] = {"settings": dict(cfg) | {"scale": scale, "clip_norm": clip_norm, "lr": lr, "R": R,
+                                                   "seed": seed, "base_sigma": base, "N": int(len(y)),
+                                                   "losses": list(losses)}}
+    t0 = time.perf_counter()
+    for loss in losses:
+        model = make_model("linear" if loss == "squared" else "logistic", in_dim=X.shape[1], n_classes=2)
+        out[loss] = influence_by_retraining(model, X, y, T=T, base_sigma=base, levels=cfg["levels"],
+                                            repeats=cfg["repeats"], clip_norm=clip_norm, lr=lr, seed=seed,
+                                            device=device)
+        if loss == "squared":
+            out["analytic"] = analytic_influence(model, X, y, T=T, lr=lr, clip_norm=clip_norm)
+            out["theory"] = theory_influence(model, X, y, T=T, lr=lr)
+    out["wall_s"] = time.perf_counter() - t0
+    return out

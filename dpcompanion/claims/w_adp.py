@@ -248,6 +248,27 @@ def _t41_growth():
     )
 
 
+@claim(
+    "W-T4.1.growth-limits",
+    source=f"{SRC} text after Thm 4.1",
+    statement=r"$\sum_{t\le T}t^{-p}\sim T^{1-p}/(1-p)$ for $p<1$ and $\sim\log T$ for $p=1$ "
+    r"(integral sandwich $\int_1^{T+1}x^{-p}dx\le\sum_{t\le T}t^{-p}\le1+\int_1^Tx^{-p}dx$, limits by SymPy; "
+    r"$p\in\{0,\frac14,\frac12,\frac34,1\}$).",
+    method="sympy",
+    versions=V,
+)
+def _t41_growth_limits():
+    x, T = sp.symbols("x T", positive=True)
+    res = []
+    for p in (sp.Integer(0), sp.Rational(1, 4), sp.Rational(1, 2), sp.Rational(3, 4), sp.Integer(1)):
+        lower = sp.integrate(x ** (-p), (x, 1, T + 1))
+        upper = 1 + sp.integrate(x ** (-p), (x, 1, T))
+        scale, target = (T ** (1 - p), 1 / (1 - p)) if p < 1 else (sp.log(T), sp.Integer(1))
+        for bound in (lower, upper):
+            res.append(sp.limit(bound / scale, T, sp.oo) - target)
+    return proved(sum(sp.Abs(r) for r in res), note="both integral bounds, divided by T^(1-p) (resp. log T), tend to 1/(1-p) (resp. 1)")
+
+
 # ------------------------------------------------------------------------- Thm 4.2, Remark 4.1
 
 

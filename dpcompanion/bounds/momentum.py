@@ -270,8 +270,9 @@ def influence_form(*, beta: float, gamma: float, T: int, form: str) -> np.ndarra
     t = np.arange(1, T + 1, dtype=np.float64)
     lg = math.log(gamma)
     first = math.log(2.0) - lg - math.log(gamma - beta * beta) + (T + t) * lg
-    k = T + 1 - t
-    second = (2 * Th - 2) * lg + schedules._log_geom_diff(gamma, beta * beta, k)  # noqa: SLF001
+    # (gamma^{T+1-t} - beta^{2(T+1-t)})/(gamma - beta^2) is the slides' q_t (same geometric sum)
+    log_geo = schedules.log_influence("momentum-dynamic", T=T, kappa=kappa, beta=beta, eta0=1.0, variant="slides")
+    second = (2 * Th - 2) * lg + log_geo
     return np.exp(np.where(t <= Th, first, second))
 
 

@@ -150,9 +150,10 @@ def theory_erub_vs_T(*, T, uniform, dynamic, argmin: dict, marks: dict, kappa: f
     fig, ax = plt.subplots()
     ax.plot(T, uniform, color=COLORS["uniform"], label="uniform (Eq. 9)")
     ax.plot(T, dynamic, color=COLORS["dynamic"], label="dynamic (proof of Thm 4.4)")
-    for key, (Tb, vb) in argmin.items():
+    for i, (key, (Tb, vb)) in enumerate(argmin.items()):
         ax.plot([Tb], [vb], "o", color=COLORS[key], ms=7, zorder=5)
-        ax.annotate(f"min at T={Tb}", (Tb, vb), textcoords="offset points", xytext=(5, -13), fontsize=8, color=COLORS[key])
+        ax.annotate(f"min at T={Tb}", (Tb, vb), textcoords="offset points", xytext=(-60, 10) if i == 0 else (6, -14),
+                    fontsize=8, color=COLORS[key])
     styles = ["--", ":", "-."]
     for i, (label, x) in enumerate(marks.items()):
         if x <= T[-1]:

@@ -21,16 +21,16 @@ import json
 import re
 from typing import Any, Iterable, Sequence
 
-from dpcompanion.claims.registry import STATUSES, run_checks
+from dpcompanion.claims.registry import REGISTRY, STATUSES, run_checks
 
 #: badge text and admonition class per status (classes every Sphinx theme styles).
 BADGES = {
-    "proved": ("✅ PROVED", "tip"),
-    "verified": ("✔️ VERIFIED", "tip"),
-    "refuted": ("❌ REFUTED", "error"),
-    "illustrated": ("📈 ILLUSTRATED", "note"),
-    "open": ("⚠️ OPEN", "warning"),
-    "error": ("💥 CHECK ERRORED", "warning"),
+    "proved": ("✔ PROVED", "tip"),
+    "verified": ("✔ VERIFIED", "tip"),
+    "refuted": ("✘ REFUTED", "error"),
+    "illustrated": ("~ ILLUSTRATED", "note"),
+    "open": ("? OPEN", "warning"),
+    "error": ("! CHECK ERRORED", "warning"),
 }
 
 #: evidence keys whose values are prose (rendered as text, not as code).
@@ -184,6 +184,8 @@ def show_claims(prefix: str, *, results: list[dict[str, Any]] | None = None, lab
     from IPython.display import Markdown, display
 
     res = cached_results(prefix) if results is None else [r for r in results if r["id"].startswith(prefix)]
+    order = {cid: i for i, cid in enumerate(REGISTRY)}  # the order the module states them in
+    res = sorted(res, key=lambda r: (order.get(r["id"], len(order)), r["id"]))
     if not res:
         raise ValueError(f"no registered claim id starts with {prefix!r}")
     if labels:  # a label may be emitted once per process (one page = one process)

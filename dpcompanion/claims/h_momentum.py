@@ -589,39 +589,23 @@ def _t47_q_corrected():
 
 @claim(
     "H-T4.7.sigma",
-    source=f"{SRC} Thm 4.7 statement",
-    statement=r"Schedule as printed: $\sigma_t^2=\frac1R\sum_{i=1}^T\sqrt{q_i/q_i}$.",
-    method="numeric",
-    corrected_by="H-T4.7.sigma-corrected",
+    source=f"{SRC} Thm 4.7 statement and proof / Lemma 4.3 (file 004 rendering)",
+    statement=r"The schedule $\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends $R$ and attains $R\sum_t q_t\sigma_t^2=(\sum_t\sqrt{q_t})^2$.",
+    method="sympy",
+    versions=("001", "004"),
 )
 def _t47_sigma():
-    b, g, T, R = 0.5, 0.9, 20, 1.0
-    q = mom.influence_form(beta=b, gamma=g, T=T, form="derived")
-    printed = R * float(np.sum(q * T / R))  # sigma_t^2 = T/R: the uniform schedule
-    best = float(np.sum(np.sqrt(q))) ** 2
-    return refuted(
-        counterexample={"beta": b, "gamma": g, "T": T, "R": R},
-        printed={"R sum q_t sigma_t^2 (sigma_t^2 = T/R)": printed},
-        actual={"Lemma 4.3 minimum (sum sqrt q_t)^2": best},
-        note="sqrt(q_i/q_i) = 1 makes the printed schedule uniform; the proof uses sqrt(q_i/q_t).",
-        impact="Typo: the proof's schedule (H-T4.7.sigma-corrected) is the intended one.",
-    )
-
-
-@claim(
-    "H-T4.7.sigma-corrected",
-    source=f"{SRC} proof of Thm 4.7 / Lemma 4.3",
-    statement=r"$\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends $R$ and attains $R\sum_t q_t\sigma_t^2=(\sum_t\sqrt{q_t})^2$.",
-    method="sympy",
-    corrects="H-T4.7.sigma",
-)
-def _t47_sigma_corrected():
     q = sp.symbols("q1:5", positive=True)
     R = sp.Symbol("R", positive=True)
     s2 = [sum(sp.sqrt(qi) for qi in q) / (R * sp.sqrt(qt)) for qt in q]
     r1 = sp.simplify(sum(1 / x for x in s2) - R)
     r2 = sp.simplify(R * sum(qt * x for qt, x in zip(q, s2)) - sum(sp.sqrt(qi) for qi in q) ** 2)
-    return proved(sp.Abs(r1) + sp.Abs(r2), T=4)
+    return proved(
+        sp.Abs(r1) + sp.Abs(r2),
+        T=4,
+        note="The markdown extraction 001 shows sqrt(q_i/q_i) in the statement; the HTML rendering of the same paper "
+        "(004) and the proof have sqrt(q_i/q_t), which is what is checked (an extraction artefact, not a paper error).",
+    )
 
 
 @claim(

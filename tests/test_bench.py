@@ -1,0 +1,110 @@
+"""Tests of dpcompanion.bench and the ``bench`` command: the FLOP count against torch's
+own FLOP counter, a tiny-size smoke run of the command (JSON keys, sane values, files),
+and one-line errors with exit status 2 for bad input."""
+
+import json
+
+import pytest
+import torch
+
+from dpcompanion import bench, cli
+from dpcompanion.models import make_model
+
+KEYS = {
+    "device", "ours_steps_per_s", "opacus_steps_per_s", "ratio_single_vs_opacus",
+    "ratio_batched_vs_sequential_opacus", "achieved_gflops", "fraction_of_matmul_peak", "matmul_peak_gflops",
+    "opacus", "ours", "threads", "workload", "settings", "provenance", "flops_per_run_step",
+}
+
+
+def test_flop_count_formula_for_the_paper_workload():
+    # rewritten by hand: forward + weight gradient 2*(2 N D H + 2 N H), backprop to the hidden layer 2 N H
+    N, D, H = 1000, 60, 1000
+    f = bench.private_step_flops(N=N, sizes=(D, H, 1))
+    assert f["matmul"] == 4 * N * D * H + 6 * N * H
+    assert f["params"] == D * H + H + H + 1 == make_model("mlp", in_dim=D, n_classes=2, hidden=H).n_params
+    assert 0 < f["other"] < 0.05 * f["matmul"]
+
+
+@pytest.mark.parametrize("sizes", [(60, 1000, 1), (8, 16, 4, 1), (5, 1)])
+def test_matmul_flops_match_torch_flop_counter(sizes):
+    """Independent reference: torch.utils.flop_counter counts the matmuls that the
+    model's ghost-clipping step actually executes (one run)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    N = 50
+    hidden = sizes[1:-1]
+    model = (make_model("mlp", in_dim=sizes[0], n_classes=2, hidden=hidden) if hidden
+             else make_model("logistic", in_dim=sizes[0], n_classes=2))
+    theta = model.init(generators=[torch.Generator().manual_seed(0)])
+    X, y = torch.randn(N, sizes[0]), torch.randint(0, 2, (N,))
+    with FlopCounterMode(display=False) as fc:
+        model.clipped_grad_sum(theta, X, y, clip_norm=1.0)
+    counted = fc.get_total_flops()
+    # bias gradients may be computed as a (1 x N) @ (N x d) product: allow those 2 N d_l
+    bias_mm = sum(2 * N * d for d in sizes[1:])
+    ours = bench.private_step_flops(N=N, sizes=sizes)["matmul"]
+    assert ours <= counted <= ours + bias_mm, f"counted {counted}, analytic {ours} (+{bias_mm} bias)"
+
+
+def test_matmul_peak_and_peak_memory_are_sane():
+    p = bench.matmul_peak_gflops(device="cpu", n=256, repeats=2)
+    assert p["gflops"] > 0
+    with bench.PeakMemory("cpu") as pm:
+        x = torch.ones(4_000_000)  # 16 MB
+        del x
+    assert pm.bytes is not None and pm.bytes >= 0
+
+
+def _run_cli(argv, capsys):
+    code = cli.main(["bench", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.slow
+def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
+    out = tmp_path / "b.json"
+    code, stdout, _ = _run_cli(["--quick", "--size", "tiny", "--runs", "3", "--steps", "2", "--device", "cpu",
+                                "--opacus-modes", "ghost,hooks", "--json", "--out", str(out)], capsys)
+    assert code == 0
+    r = json.loads(stdout)
+    assert KEYS <= set(r)
+    assert r["device"] == "cpu" and r["size"] == "tiny" and r["settings"]["runs"] == 3
+    for k in ("ours_steps_per_s", "opacus_steps_per_s", "ratio_single_vs_opacus", "ratio_batched_vs_sequential_opacus",
+              "achieved_gflops", "fraction_of_matmul_peak"):
+        assert r[k] > 0, k
+    assert r["fraction_of_matmul_peak"] < 5  # a rate above the measured peak would be a counting error
+    assert set(r["opacus"]) == {"ghost", "hooks"} and r["opacus"]["ghost"]["works"]
+    seq = r["opacus"]["ghost"]["sequential"]
+    assert seq["measured_runs"] <= 3 and seq["extrapolated"] == (seq["measured_runs"] < 3)
+    assert r["provenance"]["versions"]["opacus"] != "absent"
+    assert json.loads(out.read_text())["ratio_single_vs_opacus"] == r["ratio_single_vs_opacus"]
+    side = json.loads(out.with_suffix(".json.provenance.json").read_text())
+    assert side["command"] == "python -m dpcompanion bench" and "commit" in side
+
+
+@pytest.mark.parametrize(
+    "argv, msg",
+    [
+        (["--runs", "0"], "--runs must be"),
+        (["--runs", "many"], "--runs must be"),
+        (["--steps", "-3"], "--steps must be"),
+        (["--device", "tpu"], "--device must be"),
+        (["--opacus-modes", "ghost,turbo"], "--opacus-modes must be"),
+        (["--size", "huge"], "--size must be"),
+        (["--seed", "-1"], "--seed must be"),
+        (["--out", "x.txt"], "--out must end in .json"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(argv, msg, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, stdout, err = _run_cli(["--quick", *argv], capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("dpcompanion bench: error:") and msg in err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_out_directory_is_refused(capsys, tmp_path):
+    code, _, err = _run_cli(["--quick", "--out", str(tmp_path)], capsys)
+    assert code == 2 and "--out must be a file path" in err

@@ -49,6 +49,19 @@ train_accuracy, test_accuracy, epsilon``; ``R``, ``theta`` (final parameters),
 ``meta`` (device, wall_time, seeds, ...); ``h.run(k)`` extracts one run, ``h.to_dict()``
 is JSON-friendly.
 
+Speed. Dense models (linear, logistic, MLP) use ghost clipping: per-sample gradient
+norms from activations and backprops, then one weighted matmul per layer, runs processed
+in chunks (``DenseModel.chunk_elements``) so that memory stays reused and cache-sized.
+CNNs (``FuncModel``) use ``torch.func`` per-sample gradients, vmapped over runs, in
+chunks of ``FuncModel.sample_chunk`` samples. PSGD computes gradients only on the rows
+some run sampled. In float64 a batched run reproduces its one-run history to ~1e-12
+relative (tests); in float32 the two agree to rounding (~1e-7), not bit for bit, since
+BLAS blocks batched and single products differently.
+
+For Opacus comparisons: ``model.to_module(theta[k])`` is the same network; our binary
+logistic loss ``softplus(-s z)`` with ``s = 2y - 1`` is ``BCEWithLogitsLoss`` on ``y``,
+and noise std ``C sigma / N`` on the mean gradient is Opacus's full-batch convention.
+
 The private step is a fixed sequence of named pieces in :mod:`.steps`
 (``clip_and_sum -> add_noise -> scale -> momentum_update -> sgd_update``); the loop is
 :func:`.engine.train_loop`.

@@ -97,12 +97,27 @@ def label(claim_id: str) -> str:
     return "claim-" + re.sub(r"[^a-z0-9]+", "-", claim_id.lower()).strip("-")
 
 
+def _round(v: Any, digits: int = 4) -> Any:
+    """Floats inside nested dicts/lists rounded to ``digits`` significant digits (display only)."""
+    if isinstance(v, float):
+        return float(f"{v:.{digits}g}")
+    if isinstance(v, dict):
+        return {k: _round(x, digits) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_round(x, digits) for x in v]
+    return v
+
+
 def _code(v: Any) -> str:
-    """A value as inline code, safe for MyST (no backticks inside, length-capped)."""
+    """A value as inline code, safe for MyST (no backticks inside, length-capped).
+
+    >>> _code({"a": 0.123456789, "b": [1.0e-9, 2]})
+    '`{"a": 0.1235, "b": [1e-09, 2]}`'
+    """
     if isinstance(v, float):
         s = f"{v:.6g}"
     elif isinstance(v, (dict, list)):
-        s = json.dumps(v, default=str, ensure_ascii=False)
+        s = json.dumps(_round(v), default=str, ensure_ascii=False)
     else:
         s = str(v)
     s = " ".join(s.split()).replace("`", "'")
@@ -129,7 +144,8 @@ def evidence_lines(evidence: dict[str, Any]) -> list[str]:
         name = k.replace("_", " ")
         if k in PROSE_KEYS:
             out.append(f"- **{name}**: {_prose(v)}")
-        elif isinstance(v, dict) and v and len(v) <= 12 and k in ("counterexample", "printed", "actual"):
+        elif isinstance(v, dict) and v and len(v) <= 12 and (k in ("counterexample", "printed", "actual") or all(
+                isinstance(x, (int, float, str)) for x in v.values())):
             inner = ", ".join(f"{kk} = {_code(vv)}" for kk, vv in v.items())
             out.append(f"- **{name}**: {inner}")
         else:

@@ -31,13 +31,15 @@ def _summary(r: dict) -> str:
     ev = r.get("evidence") or {}
     if r["status"] == "error":
         return str(ev.get("exception", ""))
-    for key in ("worst_margin", "residual", "fitted_exponent", "ratio_range"):
+    for key in ("worst_margin", "residual", "fitted_exponent", "ratio_range", "ratio_min", "ratio_T_over_log"):
         if key in ev:
             v = ev[key]
             if isinstance(v, dict):
                 v = ", ".join(f"{k}={x:.3g}" if isinstance(x, float) else f"{k}={x}" for k, x in list(v.items())[:3])
             elif isinstance(v, float):
                 v = f"{v:.3g}"
+            elif isinstance(v, list):
+                v = "[" + ", ".join(f"{x:.3g}" if isinstance(x, float) else str(x) for x in v) + "]"
             s = f"{key}: {v}"
             break
     else:

@@ -360,6 +360,8 @@ class DenseModel(Model):
     #: many elements: small enough for the allocator to reuse memory between steps and
     #: for the cache, large enough for efficient batched matmuls.
     chunk_elements: int = 1 << 22
+    #: use the specialised path for one-hidden-layer binary ReLU MLPs
+    fast_path: bool = True
 
     def clipped_grad_sum(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
         """Ghost clipping over chunks of runs (see :meth:`_clipped_grad_sum_chunk`)."""
@@ -375,7 +377,46 @@ class DenseModel(Model):
         ]
         return ClipResult(*(torch.cat([getattr(r, f) for r in parts]) for f in ("grad_sum", "norms", "losses")))
 
+    def _binary_relu_mlp_chunk(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
+        """The paper's network (one ReLU hidden layer, one output, biases) without ever
+        forming the hidden backprop ``delta_n = dz_n (W2 * m_n)``, ``m_n = 1[a_n > 0]``:
+
+        ``||delta_n||^2 = dz_n^2 (m_n . W2^2)`` and ``sum_n c_n delta_n [x_n, 1]^T =
+        W2^T * (M^T (c dz [X, 1]))``: one mask and two matmuls over the ``(K, N, H)``
+        activations; the first layer's bias rides along as a column of ones."""
+        with torch.no_grad():
+            K, N = theta.shape[0], X.shape[0]
+            d, H = self.sizes[0], self.sizes[1]
+            p = self.unflatten(theta)
+            W1, b1, W2, b2 = p["W1"], p["b1"], p["W2"], p["b2"]  # (K,H,d) (K,H) (K,1,H) (K,1)
+            Xa = torch.cat([X, torch.ones(N, 1, dtype=X.dtype, device=X.device)], dim=1)  # (N, d+1)
+            W1a = torch.cat([W1, b1.unsqueeze(-1)], dim=-1)  # (K, H, d+1)
+            a = torch.matmul(Xa, W1a.transpose(-1, -2)).relu_()  # (K, N, H)
+            z = torch.baddbmm(b2.unsqueeze(-2), a, W2.transpose(-1, -2))  # (K, N, 1)
+            losses, dz = self._output_backprop(z, y)  # (K, N), (K, N, 1)
+            mask = torch.sign(a)  # 0/1 as floats (a >= 0)
+            w2 = W2.transpose(-1, -2)  # (K, H, 1)
+            m_w2 = torch.bmm(mask, w2 * w2)[..., 0]  # (K, N): sum_h m_nh W2_h^2
+            dz2 = dz[..., 0].square()
+            an = torch.linalg.vector_norm(a, dim=-1).square_().add_(1.0)
+            xn = (Xa * Xa).sum(-1)  # ||x_n||^2 + 1
+            norms = (dz2 * (an + m_w2 * xn)).sqrt_()
+            c = clip_factors(norms, clip_norm)
+            if weights is not None:
+                c = c * weights
+            cdz = c.unsqueeze(-1) * dz  # (K, N, 1)
+            gW2 = torch.bmm(cdz.transpose(-1, -2), a)  # (K, 1, H)
+            gb2 = cdz.sum(dim=-2)  # (K, 1)
+            gW1a = torch.bmm(mask.transpose(-1, -2), cdz * Xa) * w2  # (K, H, d+1)
+            pieces = [gW1a[..., :d].reshape(K, -1), gW1a[..., d], gW2.reshape(K, -1), gb2]
+            return ClipResult(torch.cat(pieces, dim=-1), norms, losses)
+
     def _clipped_grad_sum_chunk(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
+        if self.fast_path and self.n_layers == 2 and self.n_out == 1 and self.bias and self.activation == "relu":
+            return self._binary_relu_mlp_chunk(theta, X, y, clip_norm=clip_norm, weights=weights)
+        return self._generic_chunk(theta, X, y, clip_norm=clip_norm, weights=weights)
+
+    def _generic_chunk(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
         """Ghost clipping: norms from activations and backprops, then one weighted
         matmul per layer (no per-sample gradient is materialised).
 

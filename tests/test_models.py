@@ -202,3 +202,15 @@ def test_cnn_sample_chunks_and_batched_runs():
     torch.testing.assert_close(chunked.grad_sum, full.grad_sum, rtol=1e-12, atol=1e-14)
     one = model.clipped_grad_sum(theta[1:], X, y, clip_norm=0.1)
     torch.testing.assert_close(one.grad_sum[0], full.grad_sum[1], rtol=1e-12, atol=1e-14)
+
+
+def test_binary_relu_fast_path_equals_generic_ghost_path():
+    model = make_model("mlp", in_dim=5, n_classes=2, hidden=9)
+    X, y = _data(30, 5, 2, seed=4)
+    theta = _theta(model, 3)
+    w = (torch.rand(3, 30, generator=torch.Generator().manual_seed(2)) < 0.6).to(DT)
+    fast = model.clipped_grad_sum(theta, X, y, clip_norm=1.5, weights=w)
+    model.fast_path = False
+    generic = model.clipped_grad_sum(theta, X, y, clip_norm=1.5, weights=w)
+    for f in ("grad_sum", "norms", "losses"):
+        torch.testing.assert_close(getattr(fast, f), getattr(generic, f), rtol=1e-12, atol=1e-13)

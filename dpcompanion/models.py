@@ -23,7 +23,9 @@ norms ``(K, N)``, per-sample losses ``(K, N)``). Two implementations:
   sum is one weighted matmul per layer (Goodfellow 2015, arXiv 1510.01799; Li et al.
   2022, arXiv 2110.05679 Sec. 4 "ghost clipping"). Backprops are written out
   analytically (squared loss, binary logistic, softmax cross-entropy), which keeps the
-  whole step to a handful of batched matmuls.
+  whole step to a handful of batched matmuls. For the paper's network (one ReLU hidden
+  layer, one output) a specialised path never forms the hidden backprops at all
+  (:meth:`DenseModel._binary_relu_mlp_chunk`).
 * :class:`FuncModel` (any ``torch.nn.Module``, used for the CNNs): per-sample gradients
   from ``torch.func`` (``functional_call`` + ``vmap(grad)``), vmapped again over runs.
 

@@ -264,8 +264,14 @@ def train_loop(
     if delta is not None:
         from dpcompanion.accounting import accountant_epsilon
 
-        eps = np.array([accountant_epsilon(sigma=sig[k, : steps_done[k]], delta=delta, sampling_rate=p)
-                        if steps_done[k] else 0.0 for k in range(K)])
+        memo: dict[bytes, float] = {}  # runs sharing a schedule share its epsilon
+        eps = np.zeros(K)
+        for k in range(K):
+            if steps_done[k]:
+                key = sig[k, : steps_done[k]].tobytes()
+                if key not in memo:
+                    memo[key] = accountant_epsilon(sigma=sig[k, : steps_done[k]], delta=delta, sampling_rate=p)
+                eps[k] = memo[key]
     wall = time.perf_counter() - t0
     h = History(
         **rec,

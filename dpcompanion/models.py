@@ -362,6 +362,8 @@ class DenseModel(Model):
     #: many elements: small enough for the allocator to reuse memory between steps and
     #: for the cache, large enough for efficient batched matmuls.
     chunk_elements: int = 1 << 22
+    #: the same limit on a GPU, where bigger batches pay off (256 MB of float32)
+    chunk_elements_cuda: int = 1 << 26
     #: use the specialised path for one-hidden-layer binary ReLU MLPs
     fast_path: bool = True
 
@@ -369,7 +371,8 @@ class DenseModel(Model):
         """Ghost clipping over chunks of runs (see :meth:`_clipped_grad_sum_chunk`)."""
         K, N = theta.shape[0], X.shape[0]
         width = max(self.sizes)
-        step = max(1, self.chunk_elements // max(1, N * width))
+        limit = self.chunk_elements if theta.device.type == "cpu" else self.chunk_elements_cuda
+        step = max(1, limit // max(1, N * width))
         if step >= K:
             return self._clipped_grad_sum_chunk(theta, X, y, clip_norm=clip_norm, weights=weights)
         parts = [

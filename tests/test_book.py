@@ -50,6 +50,8 @@ def test_notebook_follows_the_cell_contract(path: Path):
         f"{path.name}: the cell after parameters must call Provenance.start(notebook=\"{path.stem}\", ...)"
     )
     assert code[-1].source.strip() == "prov.finish()", f"{path.name}: last code cell must be prov.finish()"
+    hidden = {"remove-cell", "remove-output"} & set(code[-1].metadata.get("tags", []))
+    assert not hidden, f"{path.name}: the provenance line must be shown, but the last cell is tagged {hidden}"
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.lstrip().startswith("# "), (
         f"{path.name}: first cell must be a Markdown title"
     )

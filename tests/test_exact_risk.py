@@ -184,3 +184,36 @@ def test_validation(kwargs, match):
         er.expected_excess_risk(eigenvalues=[1.0], offset=[1.0], eta=0.1, sigma=[-1.0], clip_norm=1.0, N=1)
     with pytest.raises(ValueError, match="mu"):
         er.pl_constants(eigenvalues=[0.0, 1.0], offset=[1.0, 1.0], clip_norm=1.0, N=1, R=1.0)
+
+
+def test_compare_with_bound_is_consistent_and_sandwiched():
+    """compare_with_bound (which evaluates the bound through dpcompanion.bounds.gd) against
+    the closed form and the bound rewritten in this file, for every schedule kind."""
+    rng = np.random.default_rng(5)
+    lam = er.spectrum(kappa=50.0, D=7) * 2.0
+    offset = rng.standard_normal(7)
+    G, N, R, T_max = 4.0, 200, 0.5, 25
+    comp = er.compare_with_bound(eigenvalues=lam, offset=offset, clip_norm=G, N=N, R=R, T_max=T_max)
+    gap = comp["constants"]["initial_gap"]
+    for kind in er.SCHEDULE_KINDS:
+        r = comp[kind]
+        for T in (1, 7, T_max):
+            s = er.schedule_of(kind, T=T, R=R, kappa=comp["constants"]["kappa"])
+            ex = er.expected_excess_risk(eigenvalues=lam, offset=offset, eta=1 / lam.max(), sigma=s, clip_norm=G, N=N)
+            assert r["exact"][T - 1] == pytest.approx(ex / gap, rel=1e-12)
+            assert r["bound"][T - 1] == pytest.approx(_thm41_bound_absolute(lam, offset, s, G, N) / gap, rel=1e-9)
+        assert np.all(r["ratio"] >= 1 - 1e-12), f"{kind}: min bound/exact {r['ratio'].min():.6g}"
+        assert r["exact_min"] <= r["exact_at_T_bound"]
+        assert r["T_exact"] == int(np.argmin(r["exact"])) + 1
+
+
+def test_spectrum_and_schedule_of():
+    lam = er.spectrum(kappa=1e4, D=5, M=3.0)
+    assert lam.max() == pytest.approx(3.0) and lam.max() / lam.min() == pytest.approx(1e4)
+    for kind in er.SCHEDULE_KINDS:
+        s = er.schedule_of(kind, T=12, R=0.3927, kappa=20.0)
+        assert np.sum(1 / s**2) == pytest.approx(0.3927, rel=1e-12), kind
+    with pytest.raises(ValueError, match="kind must be"):
+        er.schedule_of("linear", T=3, R=1.0, kappa=2.0)
+    with pytest.raises(ValueError, match="kappa must be"):
+        er.spectrum(kappa=0.5, D=3)

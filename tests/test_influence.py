@@ -109,3 +109,30 @@ def test_validation(kw, match):
         influence.influence_by_retraining(m, X, y, **args)
     with pytest.raises(ValueError, match="linear model with squared loss"):
         influence.analytic_influence(make_model("logistic", in_dim=3), X, y, T=3, lr=0.1, clip_norm=1.0)
+
+
+def test_theory_rate_with_a_step_size():
+    X, y, m = _tiny()
+    th = influence.theory_influence(m, X, y, T=4, lr=0.1)
+    # the proof's contraction before eta = 1/M is substituted (001 proof D.1)
+    assert th["rate"] == pytest.approx(1 - 2 * th["mu"] * 0.1 * (1 - th["M"] * 0.1 / 2))
+    assert th["q"] == pytest.approx(th["rate"] ** np.arange(3, -1, -1))
+
+
+def test_experiment_drivers_on_a_tiny_dataset():
+    """influence_experiment and eer_experiment (the notebooks' single calls), quick
+    settings, a tiny synthetic dataset instead of MNIST35."""
+    X, y, _ = _tiny(4, N=80)
+    inf = influence.influence_experiment(mode="quick", device="cpu", dataset=lambda: (X, y))
+    T = influence.INFL_SETTINGS["quick"]["T"]
+    assert inf["squared"].q.shape == (T,) and inf["logistic"].q.shape == (T,)
+    assert inf["analytic"].shape == (T,) and np.all(np.isfinite(inf["squared"].q_se))
+    eer = influence.eer_experiment(mode="quick", device="cpu", scales=(1.0,),
+                                   dataset=lambda s: (X * s / np.linalg.norm(X, axis=1).max(), y))
+    comp = eer["comparisons"][1.0]
+    for kind in ("uniform", "gd-dynamic", "exponential"):
+        assert np.all(comp[kind]["ratio"] >= 1 - 1e-12)
+        r = eer["monte_carlo"][1.0][kind]
+        if r["max_clip_fraction"] == 0.0:
+            assert abs(r["z"]) < 4, (kind, r)
+    assert set(eer["tightness"]["ratio"]) == {"uniform", "gd-dynamic", "exponential"}

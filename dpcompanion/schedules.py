@@ -309,9 +309,9 @@ def log_influence(kind: str, *, T: int, **params) -> np.ndarray:
         kappa = _check_kappa(params.pop("kappa"))
         beta = _check_beta(params.pop("beta"))
         eta0 = _check_float("eta0", params.pop("eta0", 1.0), lo=0.0, allowed="finite and > 0")
-        variant = params.pop("variant", "proof")
-        if variant not in ("proof", "statement", "slides"):
-            raise ValueError(f"variant must be 'proof', 'statement' or 'slides', got {variant!r}")
+        variant = params.pop("variant", "corrected")
+        if variant not in MOMENTUM_VARIANTS:
+            raise ValueError(f"variant must be one of {', '.join(MOMENTUM_VARIANTS)}, got {variant!r}")
         if eta0 >= kappa:
             raise ValueError(f"eta0 must be < kappa (gamma = 1 - eta0/kappa must be in (0, 1)), got eta0={eta0}, kappa={kappa}")
         gamma = 1.0 - eta0 / kappa
@@ -324,10 +324,13 @@ def log_influence(kind: str, *, T: int, **params) -> np.ndarray:
                 raise ValueError(f"beta must be < gamma = 1 - eta0/kappa = {gamma:g} (H Thm 4.7), got {beta}")
             T_hat = momentum_T_hat(T=T, kappa=kappa, beta=beta, eta0=eta0)
             log_c1 = math.log(2.0) - lg - math.log(gamma - beta * beta)
-            log_c2 = 2 * T_hat * lg - math.log(gamma - beta * beta)
+            # the proof's c2 = gamma^(2 T_hat)/(gamma - beta^2); "corrected" uses the
+            # c2' = gamma^T_hat/(gamma - beta^2) that the proof's own previous line gives
+            # (claim H-T4.7.q-corrected: only then does q_t bound the exact influence)
+            log_c2 = (1 if variant == "corrected" else 2) * T_hat * lg - math.log(gamma - beta * beta)
             first = log_c1 + (T + t) * lg
             second = (T_hat - 1) * lg + log_c2 + (T - t) * lg
-            if variant == "proof":  # regimes split on t (proof of Thm 4.7, Eq. before (28))
+            if variant in ("proof", "corrected"):  # regimes split on t (proof of Thm 4.7, Eq. before (28))
                 out = np.where(t <= T_hat, first, second)
             else:  # as printed in the statement: indicator on T
                 out = first if T <= T_hat else second
@@ -338,8 +341,11 @@ def log_influence(kind: str, *, T: int, **params) -> np.ndarray:
     return np.asarray(out, dtype=np.float64)
 
 
+MOMENTUM_VARIANTS = ("corrected", "proof", "statement", "slides")
+
+
 def momentum_dynamic(
-    *, T: int, R: float, kappa: float, beta: float, eta0: float = 1.0, variant: str = "proof"
+    *, T: int, R: float, kappa: float, beta: float, eta0: float = 1.0, variant: str = "corrected"
 ) -> np.ndarray:
     """Momentum dynamic schedule, H Thm 4.7: Lemma 4.3 applied to the momentum influence.
 
@@ -347,9 +353,13 @@ def momentum_dynamic(
     :func:`momentum_T_hat`, ``c1 = 2/(gamma(gamma - beta^2))``, ``c2 = gamma^{2 T_hat}/(gamma - beta^2)``
     (proof of Thm 4.7), and
 
-    * ``variant="proof"`` (default): ``q_t = c1 gamma^{T+t}`` for ``t <= T_hat`` and
+    * ``variant="corrected"`` (default): as "proof" but with ``c2' = gamma^{T_hat}/(gamma -
+      beta^2)``, the constant the proof's own derivation gives; only this form bounds the
+      exact influence for every t (claim ``H-T4.7.q-corrected``; the printed c2 is
+      ``gamma^{T_hat}`` too small, ``H-T4.7.q-statement``);
+    * ``variant="proof"``: ``q_t = c1 gamma^{T+t}`` for ``t <= T_hat`` and
       ``gamma^{T_hat-1} c2 gamma^{T-t}`` for ``t > T_hat``: the split on t that the proof's
-      bound on U_3 and its use of Lemma 4.3 make;
+      bound on U_3 and its use of Lemma 4.3 make, with the printed constants;
     * ``variant="statement"``: the theorem as printed, with indicators on T (so q_t is one
       exponential: increasing noise if ``T <= T_hat``, the GD schedule otherwise);
     * ``variant="slides"``: the slides' (file 003, Thm 3.4) ``q_t = (beta^{2(T-t+1)} -

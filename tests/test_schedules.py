@@ -55,7 +55,7 @@ def test_step_budget(T, R, drop, period):
 
 
 @given(T=st.integers(1, 20_000), R=Rs, kappa=st.floats(min_value=1.5, max_value=1e8), beta=betas,
-       variant=st.sampled_from(["proof", "statement", "slides"]))
+       variant=st.sampled_from(["corrected", "proof", "statement", "slides"]))
 def test_momentum_budget(T, R, kappa, beta, variant):
     _check_schedule_or_clean_error(S.momentum_dynamic, R, T=T, kappa=kappa, beta=beta, variant=variant)
 
@@ -177,7 +177,12 @@ def test_momentum_variants_influences():
     c1 = 2 / (g * (g - beta**2))
     c2 = g ** (2 * Th) / (g - beta**2)
     q_proof = np.where(t <= Th, c1 * g ** (T + t), g ** (Th - 1) * c2 * g ** (T - t))
-    assert np.allclose(S.momentum_dynamic(T=T, R=1.0, kappa=kappa, beta=beta), S.optimal(q=q_proof, R=1.0), rtol=1e-9)
+    assert np.allclose(S.momentum_dynamic(T=T, R=1.0, kappa=kappa, beta=beta, variant="proof"),
+                       S.optimal(q=q_proof, R=1.0), rtol=1e-9)
+    # default: the corrected constant c2' = gamma^T_hat / (gamma - beta^2) (claim H-T4.7.q-corrected)
+    c2c = g**Th / (g - beta**2)
+    q_corr = np.where(t <= Th, c1 * g ** (T + t), g ** (Th - 1) * c2c * g ** (T - t))
+    assert np.allclose(S.momentum_dynamic(T=T, R=1.0, kappa=kappa, beta=beta), S.optimal(q=q_corr, R=1.0), rtol=1e-9)
     # statement as printed (indicator on T): T > T_hat gives the GD schedule
     assert np.allclose(S.momentum_dynamic(T=T, R=1.0, kappa=kappa, beta=beta, variant="statement"),
                        S.gd_dynamic(T=T, R=1.0, kappa=kappa), rtol=1e-9)

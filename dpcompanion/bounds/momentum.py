@@ -248,6 +248,8 @@ def influence_form(*, beta: float, gamma: float, T: int, form: str) -> np.ndarra
       c2 gamma^{T-t} 1{T > T_hat}`` with the proof's ``c1 = 2/(gamma(gamma-beta^2))``,
       ``c2 = gamma^{2 T_hat}/(gamma - beta^2)`` (via :func:`dpcompanion.schedules.log_influence`);
     * ``"proof"``: the same constants with the regimes split on t (schedules' "proof" variant);
+    * ``"corrected"``: regimes split on t with ``c2' = gamma^{T_hat}/(gamma - beta^2)``
+      (schedules' "corrected" variant, claim H-T4.7.q-corrected);
     * ``"derived"``: what the proof of Thm 4.7 actually derives before its last relaxation,
       ``c1 gamma^{T+t}`` for ``t <= T_hat`` and ``gamma^{2T_hat-2} (gamma^{T+1-t} - beta^{2(T+1-t)})
       /(gamma - beta^2)`` for ``t > T_hat`` (needs ``beta < gamma``);
@@ -260,10 +262,10 @@ def influence_form(*, beta: float, gamma: float, T: int, form: str) -> np.ndarra
     beta, gamma = _bg(beta, gamma)
     T = _int("T", T)
     kappa = 1.0 / (1.0 - gamma)
-    if form in ("statement", "proof", "slides"):
+    if form in schedules.MOMENTUM_VARIANTS:
         return np.exp(schedules.log_influence("momentum-dynamic", T=T, kappa=kappa, beta=beta, eta0=1.0, variant=form))
     if form != "derived":
-        raise ValueError(f"form must be 'statement', 'proof', 'derived' or 'slides', got {form!r}")
+        raise ValueError(f"form must be 'statement', 'proof', 'corrected', 'derived' or 'slides', got {form!r}")
     if not beta < gamma:
         raise ValueError(f"beta must be < gamma (H Thm 4.7), got beta={beta}, gamma={gamma}")
     Th = T_hat(beta=beta, gamma=gamma)

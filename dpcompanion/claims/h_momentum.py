@@ -521,20 +521,12 @@ def _q_margins(form: str, Ts_rel=(0.5, 1.0, 1.5, 3.0)):
         for r in Ts_rel:
             T = max(2, int(round(r * Th)) + (1 if r > 1 else 0))
             w = mom.influence_exact(beta=b, gamma=g, T=T)
-            q = mom.influence_form(beta=b, gamma=g, T=T, form=form) if form != "corrected" else _q_corrected(b, g, T)
+            q = mom.influence_form(beta=b, gamma=g, T=T, form=form)
             rel = (q - w) / np.maximum(q, w)
             k = int(np.argmin(rel))
             margins.append(float(rel[k]))
             pts.append({"beta": b, "gamma": g, "T": T, "T_hat": Th, "t": k + 1, "w_t": float(w[k]), "q_t": float(q[k])})
     return margins, pts
-
-
-def _q_corrected(b: float, g: float, T: int) -> np.ndarray:
-    Th = mom.T_hat(beta=b, gamma=g)
-    t = np.arange(1, T + 1)
-    c1 = 2 / (g * (g - b * b))
-    c2 = g**Th / (g - b * b)
-    return np.where(t <= Th, c1 * g ** (T + t), g ** (Th - 1) * c2 * g ** (T - t))
 
 
 @claim(
@@ -565,7 +557,8 @@ def _t47_q_statement():
         "just GD's influence.",
         impact="The two-regime shape (decaying then growing influence) survives with corrected constants and "
         "regimes split on t (H-T4.7.q-corrected); the printed q_t does not bound U_3, so its ERUB_min is not "
-        "established as printed. schedules.momentum_dynamic uses these printed constants.",
+        "established as printed. schedules.momentum_dynamic uses the corrected constants by default "
+        "(variant 'corrected'); the printed ones stay available as variants 'proof' and 'statement'.",
     )
 
 

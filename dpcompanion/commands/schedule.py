@@ -60,7 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kappa", type=float, help="curvature guess kappa = M/mu >= 1 (gd-dynamic, momentum-dynamic)")
     p.add_argument("--beta", type=float, help="momentum in [0, 1) (momentum-dynamic)")
     p.add_argument("--eta0", type=float, default=1.0, help="momentum step factor eta0 (gamma = 1 - eta0/kappa; default 1)")
-    p.add_argument("--variant", choices=("proof", "statement", "slides"), default="proof",
+    p.add_argument("--variant", choices=("corrected", "proof", "statement", "slides"), default="corrected",
                    help="momentum-dynamic influence: Thm 4.7 proof (default), statement as printed, or slides")
     p.add_argument("--rate", type=float, help="exp: sigma_t = sigma_0 exp(-rate t)")
     p.add_argument("--drop", type=float, default=0.5, help="step: noise factor per period (> 0, default 0.5)")

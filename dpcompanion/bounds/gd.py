@@ -276,19 +276,18 @@ def argmin_uniform(*, kappa: float, alpha: float, T_min: int = 1) -> tuple[int, 
 
 def optimal_schedule(*, q, R: float) -> tuple[np.ndarray, float]:
     """Lemma 4.3 (001 Eq. 10): for positive influences ``q`` and budget ``sum 1/sigma_t^2 = R``,
-    the minimiser ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)`` of ``R sum_t q_t sigma_t^2`` and
-    the minimum ``(sum_t sqrt(q_t))^2``.
+    the minimiser ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)`` of ``R sum_t q_t sigma_t^2`` (the
+    schedule itself is :func:`dpcompanion.schedules.optimal`) and the minimum
+    ``(sum_t sqrt(q_t))^2``.
 
     >>> s2, m = optimal_schedule(q=[1.0, 4.0], R=1.0)
-    >>> s2.tolist(), m
+    >>> s2.round(12).tolist(), round(m, 12)
     ([3.0, 1.5], 9.0)
     """
-    q = np.asarray(q, dtype=float)
-    if q.ndim != 1 or q.size == 0 or np.any(q <= 0) or not np.all(np.isfinite(q)):
-        raise ValueError(f"q must be a non-empty 1-D array of finite values > 0, got {q!r}")
-    R = _pos("R", R)
-    r = np.sqrt(q)
-    return r.sum() / (R * r), float(r.sum() ** 2)
+    from dpcompanion import schedules
+
+    sigma = schedules.optimal(q=q, R=_pos("R", R))
+    return sigma**2, float(np.sum(np.sqrt(np.asarray(q, dtype=float))) ** 2)
 
 
 def sigma2_dynamic(*, T: int, kappa: float, R: float) -> np.ndarray:

@@ -111,8 +111,10 @@ WORKLOADS: dict[str, Workload] = {
 #: per mode: steps per run, runs, repeats of the single-run timing, and the time budget
 #: (seconds) of each slow Opacus mode for its single-run and its sequential measurement.
 SETTINGS: dict[str, dict[str, Any]] = {
-    "quick": {"steps": 10, "runs": 100, "repeats": 5, "opacus_single_budget_s": 3.0, "opacus_seq_budget_s": 4.0},
-    "full": {"steps": 100, "runs": 100, "repeats": 7, "opacus_single_budget_s": 20.0, "opacus_seq_budget_s": 150.0},
+    "quick": {"steps": 10, "runs": 100, "repeats": 5, "batched_rounds": 2, "opacus_single_budget_s": 2.0,
+              "opacus_seq_budget_s": 3.0},
+    "full": {"steps": 100, "runs": 100, "repeats": 7, "batched_rounds": 3, "opacus_single_budget_s": 20.0,
+             "opacus_seq_budget_s": 150.0},
 }
 
 
@@ -375,13 +377,16 @@ def run_benchmark(
     steps: int | None = None,
     size: str = "paper",
     seed: int = 0,
+    threads: int | None = None,
     opacus_modes=OPACUS_MODES,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the JSON-ready result (see the module docstring).
 
     ``mode``: ``quick`` (CI, < 90 s on 2 cores) or ``full``; ``runs``/``steps`` override
-    the mode's defaults; ``size``: ``paper`` or ``tiny`` (a smoke size for tests).
+    the mode's defaults; ``size``: ``paper`` or ``tiny`` (a smoke size for tests);
+    ``threads``: torch intra-op threads for every method (default: torch's own choice);
+    restored afterwards.
     """
     from dpcompanion.provenance import resolve_device, validate_mode, validate_seed
 
@@ -399,7 +404,19 @@ def run_benchmark(
     bad = [m for m in opacus_modes if m not in OPACUS_MODES]
     if bad or not opacus_modes:
         raise ValueError(f"opacus modes must be a non-empty subset of {', '.join(OPACUS_MODES)}, got {list(opacus_modes)}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
     log = log or (lambda s: None)
+    prev_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return _run(mode=mode, dev=dev, size=size, cfg=cfg, seed=seed, opacus_modes=opacus_modes, log=log)
+    finally:
+        torch.set_num_threads(prev_threads)
+
+
+def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
     w = WORKLOADS[size]
     T, K, reps = cfg["steps"], cfg["runs"], cfg["repeats"]
     t_start = time.perf_counter()
@@ -471,7 +488,7 @@ def run_benchmark(
         n_runs[m] = min(n, K)
     tb: list[float] = []
     seq: dict[str, list[float]] = {m: [] for m in engines}
-    for r in range(max(1, min(3, reps))):
+    for r in range(cfg["batched_rounds"]):
         tb.append(ours.call(K))
         for m, e in engines.items():
             if r == 0 or m == fastest:

@@ -93,6 +93,7 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
         (["--runs", "many"], "--runs must be"),
         (["--steps", "-3"], "--steps must be"),
         (["--device", "tpu"], "--device must be"),
+        (["--threads", "0"], "--threads must be"),
         (["--opacus-modes", "ghost,turbo"], "--opacus-modes must be"),
         (["--size", "huge"], "--size must be"),
         (["--seed", "-1"], "--seed must be"),

@@ -23,6 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", nargs="?", const=_DEFAULT_OUT, default=None, metavar="FILE",
                    help="write the JSON (with a provenance sidecar) to FILE, or to results/bench/<device>-<mode>.json "
                         "when FILE is omitted (full mode writes there by default)")
+    p.add_argument("--threads", default=None,
+                   help="torch intra-op threads for every method (default: torch's choice, usually the core count)")
     p.add_argument("--seed", default="0", help="seed of the synthetic data and initial parameters (default 0)")
     p.add_argument("--opacus-modes", default=None, metavar="M1,M2",
                    help="comma-separated subset of ghost,hooks,functorch,ew (default: all)")
@@ -38,7 +40,7 @@ def _positive_int(name: str, value) -> int | None:
         v = int(value)
     except (TypeError, ValueError):
         raise UsageError(f"--{name} must be a positive integer, got {value!r}") from None
-    if v < 1 or v > 100_000:
+    if v < 1 or v > 100_000 or (name == "threads" and v > 1024):
         raise UsageError(f"--{name} must be an integer in [1, 100000], got {value!r}")
     return v
 
@@ -52,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     mode = "quick" if args.quick else "full"
     runs = _positive_int("runs", args.runs)
     steps = _positive_int("steps", args.steps)
+    threads = _positive_int("threads", args.threads)
     try:
         seed = int(args.seed)
         if seed < 0:
@@ -84,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
     log = (lambda s: print(f"bench: {s}", file=sys.stderr)) if not args.json else None
     result = bench.run_benchmark(mode=mode, device=args.device, runs=runs, steps=steps, size=args.size, seed=seed,
-                                 opacus_modes=modes, log=log)
+                                 threads=threads, opacus_modes=modes, log=log)
     write = out is not None or args.out == _DEFAULT_OUT or (mode == "full" and args.size == "paper")
     if write:
         from dpcompanion.provenance import save_json

@@ -218,19 +218,23 @@ def train_loop(
                 weights = weights.index_select(1, rows)
                 res = steps.clip_and_sum(model, theta, Xt.index_select(0, rows), yt.index_select(0, rows),
                                          clip_norm=clip_norm, weights=weights)
+            gnorm = torch.linalg.vector_norm(res.grad_sum, dim=-1) / denom  # before noise
             sig_t = torch.as_tensor(sig[:, t], dtype=dtype, device=dev)
-            noisy = steps.add_noise(res.grad_sum, clip_norm=clip_norm, sigma=sig_t, generators=run_gens, out=noise_buf)
-            g = steps.scale(noisy, denominator=denom)
+            noisy = steps.add_noise(res.grad_sum, clip_norm=clip_norm, sigma=sig_t, generators=run_gens,
+                                    out=noise_buf, inplace=True)
+            g = steps.scale(noisy, denominator=denom, inplace=True)
             lr_t = torch.as_tensor(lr_arr[:, t], dtype=dtype, device=dev)
             if lr_rule is not None:
                 lr_t = lr_rule(t, g, lr_t)
+            step_size = lr_t * act.to(dtype)  # stopped runs stay put
             if v is not None:
+                # v is updated for stopped runs too: they never resume, so it is unused
+                direction = steps.momentum_accumulate_(v, g, beta=beta)
                 n_t = torch.as_tensor(steps_done + 1, dtype=dtype, device=dev)
-                v_new, direction = steps.momentum_update(v, g, beta=beta, t=n_t)
-                v = torch.where(act.unsqueeze(-1), v_new, v)
+                step_size = step_size * steps.debias_factor(beta=beta, t=n_t)
             else:
                 direction = g
-            # records (before the update: loss at theta_t, where the gradient was taken)
+            # records (loss at theta_t, where the gradient was taken)
             exceed = (res.norms > clip_norm).to(dtype)
             if weights is None:
                 loss_t = res.losses.mean(-1)
@@ -239,8 +243,7 @@ def train_loop(
                 cnt = weights.sum(-1).clamp_min(1.0)
                 loss_t = (res.losses * weights).sum(-1) / cnt
                 clip_frac = (exceed * weights).sum(-1) / cnt
-            gnorm = (res.grad_sum / denom).norm(dim=-1)
-            theta = steps.sgd_update(theta, direction, lr=lr_t, active=act)
+            theta = steps.sgd_update_(theta, direction, lr=step_size)
             cols = np.stack([x.detach().to("cpu", torch.float64).numpy()
                              for x in (loss_t, gnorm, clip_frac, lr_t)])
             a = active

@@ -311,3 +311,19 @@ def test_cnn_psgd_batched_equals_sequential():
         h1 = train_psgd(model, X, y, sigma=sig, R=1.0, sampling_rate=0.5, seed=k, clip_norm=1.0, **CPU)
         torch.testing.assert_close(hb.theta[k], h1.theta, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(hb.loss[k], h1.loss, rtol=1e-10)
+
+
+def test_in_place_pieces_match_pure_ones():
+    g = torch.Generator().manual_seed(0)
+    v, grad, theta = (torch.randn(3, 5, generator=g, dtype=DT) for _ in range(3))
+    t = torch.tensor([1.0, 2.0, 5.0], dtype=DT)
+    lr = torch.tensor([0.1, 0.2, 0.3], dtype=DT)
+    active = torch.tensor([True, False, True])
+    v_ref, m_ref = steps.momentum_update(v, grad, beta=0.8, t=t)
+    th_ref = steps.sgd_update(theta, m_ref, lr=lr, active=active)
+    v2 = steps.momentum_accumulate_(v.clone(), grad, beta=0.8)
+    torch.testing.assert_close(v2, v_ref)
+    step = lr * active.to(DT) * steps.debias_factor(beta=0.8, t=t)
+    torch.testing.assert_close(steps.sgd_update_(theta.clone(), v2, lr=step), th_ref)
+    s = torch.randn(3, 5, generator=g, dtype=DT)
+    torch.testing.assert_close(steps.scale(s.clone(), denominator=4.0, inplace=True), s / 4.0)

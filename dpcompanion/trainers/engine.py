@@ -129,7 +129,11 @@ def train_loop(
     from dpcompanion.provenance import resolve_device
 
     t0 = time.perf_counter()
-    if not (isinstance(clip_norm, (int, float)) and math.isfinite(clip_norm) and clip_norm > 0):
+    try:
+        clip_norm = float(clip_norm)
+    except (TypeError, ValueError):
+        raise ValueError(f"clip_norm must be a finite number > 0, got {clip_norm!r}") from None
+    if not (math.isfinite(clip_norm) and clip_norm > 0):
         raise ValueError(f"clip_norm must be a finite number > 0, got {clip_norm}")
     if not 0.0 <= beta < 1.0:
         raise ValueError(f"beta (momentum) must be in [0, 1), got {beta}")

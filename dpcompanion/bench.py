@@ -115,7 +115,7 @@ WORKLOADS: dict[str, Workload] = {
 #: per mode: steps per run, runs, repeats of the single-run timing, and the time budget
 #: (seconds) of each slow Opacus mode for its single-run and its sequential measurement.
 SETTINGS: dict[str, dict[str, Any]] = {
-    "quick": {"steps": 10, "runs": 100, "repeats": 5, "batched_rounds": 5, "opacus_single_budget_s": 2.0,
+    "quick": {"steps": 10, "runs": 100, "repeats": 7, "batched_rounds": 5, "opacus_single_budget_s": 2.0,
               "opacus_seq_budget_s": 1.5},
     "full": {"steps": 100, "runs": 100, "repeats": 7, "batched_rounds": 5, "opacus_single_budget_s": 20.0,
              "opacus_seq_budget_s": 60.0},
@@ -450,23 +450,37 @@ def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
             results_op[m] = {"works": False, "error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
             log(f"opacus {m}: does not run ({results_op[m]['error'][:120]})")
 
-    # single run: round-robin over methods, `reps` repeats
+    # Interleaved rounds, so that background load hits every method alike: each round
+    # times one run of ours, one run of each Opacus mode, the batched program and the
+    # sequential Opacus runs. The fastest Opacus mode (the reference of the ratios) is
+    # timed in every round; slower modes in the first rounds only, within their budgets.
+    fastest = min(engines, key=lambda k: results_op[k]["est_step_s"]) if engines else None
     plan: dict[str, tuple[int, int]] = {"ours": (T, reps)}
-    for m, e in engines.items():
+    n_runs: dict[str, int] = {}
+    for m in engines:
         est = results_op[m]["est_step_s"]
         n_steps = T if est * T <= cfg["opacus_single_budget_s"] else max(2, int(cfg["opacus_single_budget_s"] / est))
         n_steps = min(n_steps, T)
         n_reps = int(min(reps, max(1, cfg["opacus_single_budget_s"] // max(est * n_steps, 1e-9))))
-        if m == "ghost" or m == min(engines, key=lambda k: results_op[k]["est_step_s"]):
-            n_steps, n_reps = T, reps  # the modes the ratio is taken against: measured in full
+        if m == fastest:
+            n_steps, n_reps = T, reps
         plan[m] = (n_steps, n_reps)
+        est_run = est * T
+        n = K if est_run * K <= cfg["opacus_seq_budget_s"] else max(1, int(cfg["opacus_seq_budget_s"] / est_run))
+        n_runs[m] = min(n, K)
     times: dict[str, list[float]] = {k: [] for k in plan}
-    for r in range(max(n for _, n in plan.values())):
+    tb: list[float] = []
+    seq: dict[str, list[float]] = {m: [] for m in engines}
+    for r in range(max(reps, cfg["batched_rounds"])):
         for k, (n_steps, n_reps) in plan.items():
-            if r >= n_reps:
-                continue
-            times[k].append((ours.call(1) if k == "ours" else engines[k].call(n_steps)) / n_steps)
-    log("single-run timings done")
+            if r < n_reps:
+                times[k].append((ours.call(1) if k == "ours" else engines[k].call(n_steps)) / n_steps)
+        if r < cfg["batched_rounds"]:
+            tb.append(ours.call(K))
+            for m, e in engines.items():
+                if r == 0 or m == fastest:
+                    seq[m].append(e.call(T, runs=n_runs[m]) / n_runs[m])
+        log(f"round {r + 1} done")
 
     # memory of one run (a short call, same shapes)
     mem: dict[str, Any] = {}
@@ -482,21 +496,6 @@ def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
     mem["ours_batched"] = pm.bytes
     mem["method"] = pm.method
 
-    # batched ours vs sequential Opacus, interleaved: the fastest Opacus mode is timed in
-    # every round (next to ours), slow modes once, within their time budget
-    fastest = min(engines, key=lambda k: results_op[k]["est_step_s"]) if engines else None
-    n_runs: dict[str, int] = {}
-    for m in engines:
-        est_run = results_op[m]["est_step_s"] * T
-        n = K if est_run * K <= cfg["opacus_seq_budget_s"] else max(1, int(cfg["opacus_seq_budget_s"] / est_run))
-        n_runs[m] = min(n, K)
-    tb: list[float] = []
-    seq: dict[str, list[float]] = {m: [] for m in engines}
-    for r in range(cfg["batched_rounds"]):
-        tb.append(ours.call(K))
-        for m, e in engines.items():
-            if r == 0 or m == fastest:
-                seq[m].append(e.call(T, runs=n_runs[m]) / n_runs[m])
     ours_batched_rate = K * T / statistics.median(tb)
     log(f"ours batched: {ours_batched_rate:.1f} run-steps/s")
     for m in engines:

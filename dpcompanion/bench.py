@@ -34,7 +34,8 @@ background load hits all of them alike: single runs round-robin; the batched pro
 the fastest Opacus mode's sequential runs alternate over ``batched_rounds`` rounds. The
 ``*_best_times`` ratios use each method's fastest repeat instead (a load diagnostic). Peak memory: on CUDA
 ``torch.cuda.max_memory_allocated``; on CPU the peak resident set size (``VmHWM``,
-reset through ``/proc/self/clear_refs``) above the resident size before the call.
+reset through ``/proc/self/clear_refs`` after glibc's ``malloc_trim``) above the resident
+size before the call.
 ``tracemalloc`` is not used: it only sees Python's allocator, not torch's tensors.
 
 FLOP count (:func:`private_step_flops`): the useful arithmetic of one private step of a
@@ -191,10 +192,22 @@ def _proc_status_kb(field: str) -> int | None:
     return None
 
 
+def _malloc_trim() -> None:
+    """glibc's ``malloc_trim(0)`` (no-op elsewhere): without it, memory freed by an earlier
+    call stays resident and a later call reuses it without raising the peak."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 class PeakMemory:
     """Context manager: peak memory (bytes) used by the enclosed code above what was in
     use before it. CUDA: allocator peak; CPU (Linux): VmHWM after resetting it through
-    ``/proc/self/clear_refs``; elsewhere: ``ru_maxrss`` (process peak, an upper bound)."""
+    ``/proc/self/clear_refs`` (after ``malloc_trim``); elsewhere: ``ru_maxrss`` (process
+    peak, an upper bound)."""
 
     def __init__(self, device: str):
         self.device = device
@@ -209,6 +222,7 @@ class PeakMemory:
             self._base = torch.cuda.memory_allocated()
             self.method = "torch.cuda.max_memory_allocated"
             return self
+        _malloc_trim()  # hand freed heap memory back first, so the baseline is what is in use
         try:
             with open("/proc/self/clear_refs", "w") as fh:
                 fh.write("5")
@@ -590,7 +604,8 @@ def summary_rows(result: dict[str, Any]) -> list[list[Any]]:
     mib = lambda b: None if b is None else round(b / 2**20, 1)  # noqa: E731
     rows = [["ours (dpcompanion, ghost norms)", result["ours_steps_per_s"], result["ours_batched_run_steps_per_s"],
              mib(result["ours"]["peak_memory_bytes"]["single"])]]
-    for m, r in result["opacus"].items():
+    for m in sorted(result["opacus"], key=lambda k: OPACUS_MODES.index(k) if k in OPACUS_MODES else 99):
+        r = result["opacus"][m]
         if r["works"]:
             seq = r["sequential"]
             note = f" (from {seq['measured_runs']} runs)" if seq["extrapolated"] else ""

@@ -152,6 +152,14 @@ class Model:
         """``(K,)`` fraction of correct predictions."""
         return (self.predict(theta, X) == y).to(theta.dtype).mean(dim=-1)
 
+    def evaluate(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss, accuracy)``, each ``(K,)``, from one forward pass."""
+        with torch.no_grad():
+            z = self.forward(theta, X)
+            loss = self.per_sample_loss_from_output(z, y).mean(dim=-1)
+            pred = (z[..., 0] > 0).long() if z.shape[-1] == 1 else z.argmax(dim=-1)
+            return loss, (pred == y).to(theta.dtype).mean(dim=-1)
+
     # -- gradients --------------------------------------------------------------------
     def per_sample_grads(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """``(K, N, P)`` per-sample gradients from ``torch.func`` (reference path)."""
@@ -299,8 +307,17 @@ class DenseModel(Model):
                 a = self._act(z)
         return acts, pre, layers
 
+    def _runs_per_chunk(self, theta: torch.Tensor, N: int) -> int:
+        limit = self.chunk_elements if theta.device.type == "cpu" else self.chunk_elements_cuda
+        return max(1, limit // max(1, N * max(self.sizes)))
+
     def forward(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-        return self._forward_all(theta, X)[1][-1]
+        """Outputs ``(K, N, n_out)``, computed in chunks of runs (hidden activations of
+        all K runs at once would be ``K x N x H`` floats)."""
+        step = self._runs_per_chunk(theta, X.shape[0])
+        if theta.shape[0] <= step:
+            return self._forward_all(theta, X)[1][-1]
+        return torch.cat([self._forward_all(theta[i : i + step], X)[1][-1] for i in range(0, theta.shape[0], step)])
 
     def per_sample_loss_from_output(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.n_out == 1:
@@ -371,9 +388,7 @@ class DenseModel(Model):
     def clipped_grad_sum(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
         """Ghost clipping over chunks of runs (see :meth:`_clipped_grad_sum_chunk`)."""
         K, N = theta.shape[0], X.shape[0]
-        width = max(self.sizes)
-        limit = self.chunk_elements if theta.device.type == "cpu" else self.chunk_elements_cuda
-        step = max(1, limit // max(1, N * width))
+        step = self._runs_per_chunk(theta, N)
         if step >= K:
             return self._clipped_grad_sum_chunk(theta, X, y, clip_norm=clip_norm, weights=weights)
         parts = [

@@ -214,3 +214,15 @@ def test_binary_relu_fast_path_equals_generic_ghost_path():
     generic = model.clipped_grad_sum(theta, X, y, clip_norm=1.5, weights=w)
     for f in ("grad_sum", "norms", "losses"):
         torch.testing.assert_close(getattr(fast, f), getattr(generic, f), rtol=1e-12, atol=1e-13)
+
+
+def test_forward_in_run_chunks_and_evaluate():
+    model = make_model("mlp", in_dim=4, n_classes=3, hidden=6)
+    X, y = _data(10, 4, 3)
+    theta = _theta(model, 5)
+    full = model.forward(theta, X)
+    model.chunk_elements = 10 * 6 * 2
+    torch.testing.assert_close(model.forward(theta, X), full, rtol=0, atol=1e-14)
+    loss, acc = model.evaluate(theta, X, y)
+    torch.testing.assert_close(loss, model.loss(theta, X, y))
+    torch.testing.assert_close(acc, model.accuracy(theta, X, y))

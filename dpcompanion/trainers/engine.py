@@ -260,13 +260,14 @@ def train_loop(
         bar.close()
 
     with torch.no_grad():
-        final_loss = model.loss(theta, Xt, yt).to("cpu", torch.float64).numpy()
-        train_acc = model.accuracy(theta, Xt, yt).to("cpu", torch.float64).numpy()
+        fl, ta = model.evaluate(theta, Xt, yt)
+        final_loss = fl.to("cpu", torch.float64).numpy()
+        train_acc = ta.to("cpu", torch.float64).numpy()
         test_acc = None
         if X_test is not None:
             Xs = _as_tensor(X_test, dtype=dtype, device=dev).reshape(len(X_test), -1)
             ys = _as_tensor(y_test, dtype=torch.long, device=dev)
-            test_acc = model.accuracy(theta, Xs, ys).to("cpu", torch.float64).numpy()
+            test_acc = model.evaluate(theta, Xs, ys)[1].to("cpu", torch.float64).numpy()
     eps = None
     if delta is not None:
         from dpcompanion.accounting import accountant_epsilon

@@ -312,6 +312,7 @@ def load(
     dim: int = 60,
     n_classes: int = 2,
     path: str | os.PathLike | None = None,
+    test: str = "official",
 ) -> Dataset:
     """Load a dataset by name (:data:`DATASETS`).
 
@@ -330,6 +331,9 @@ def load(
     Image sets are projected to ``pca_dim`` dimensions (default 60 for MNIST-like, none
     for digits and CIFAR-10; ``None`` keeps pixels/255) and then normalised to data
     ``scale`` (``None``: no normalisation, e.g. pixels in [0, 1] for a CNN).
+    ``test="rest"`` (MNIST-like sets) uses the training images *not* drawn into the
+    training subset as the test split instead of the official test set (Hong et al. 000
+    App. D, momentum DNN: "1000 train, rest as test").
     A missing optional dataset raises ``ValueError`` (one line).
 
     >>> d = load("synthetic", seed=0, n=50)
@@ -346,8 +350,12 @@ def load(
         raise ValueError(f"scale must be a finite number > 0 (or None), got {scale}")
     if pca_dim == "default":
         pca_dim = 60 if name in ("mnist35", "mnist", "fashion") else None
+    if test not in ("official", "rest"):
+        raise ValueError(f"test must be 'official' or 'rest', got {test!r}")
+    if test == "rest" and name not in ("mnist35", "mnist", "fashion"):
+        raise ValueError(f"test='rest' is only for mnist35, mnist and fashion, got dataset {name!r}")
     rng = np.random.default_rng(seed)
-    common = dict(seed=seed, scale=scale, pca_dim=pca_dim)
+    common = dict(seed=seed, scale=scale, pca_dim=pca_dim, test_split=test)
 
     if name == "synthetic":
         (Xtr, ytr), (Xte, yte) = _synthetic(seed, n or 1000)
@@ -361,13 +369,21 @@ def load(
         raw = mnist_raw()
         xtr, ytr, xte, yte = raw["x_train"], raw["y_train"].astype(np.int64), raw["x_test"], raw["y_test"].astype(np.int64)
         if name == "mnist35":
-            idx = _subset(rng, np.flatnonzero((ytr == 3) | (ytr == 5)), n, "mnist35")
-            te = np.flatnonzero((yte == 3) | (yte == 5))
-            return _finish(name, xtr[idx] / 255.0, (ytr[idx] == 5).astype(np.int64), xte[te] / 255.0,
-                           (yte[te] == 5).astype(np.int64), n_classes=2, digits=(3, 5), image_shape=(1, 28, 28),
+            pool = np.flatnonzero((ytr == 3) | (ytr == 5))
+            idx = _subset(rng, pool, n, "mnist35")
+            if test == "rest":
+                te = np.setdiff1d(pool, idx)
+                xs, ys = xtr[te], ytr[te]
+            else:
+                te = np.flatnonzero((yte == 3) | (yte == 5))
+                xs, ys = xte[te], yte[te]
+            return _finish(name, xtr[idx] / 255.0, (ytr[idx] == 5).astype(np.int64), xs / 255.0,
+                           (ys == 5).astype(np.int64), n_classes=2, digits=(3, 5), image_shape=(1, 28, 28),
                            train_index=idx, **common)
         idx = _subset(rng, np.arange(len(ytr)), n, "mnist")
-        return _finish(name, xtr[idx] / 255.0, ytr[idx], xte / 255.0, yte, n_classes=10,
+        xs, ys = (xte, yte) if test == "official" else (xtr[np.setdiff1d(np.arange(len(ytr)), idx)],
+                                                          ytr[np.setdiff1d(np.arange(len(ytr)), idx)])
+        return _finish(name, xtr[idx] / 255.0, ytr[idx], xs / 255.0, ys, n_classes=10,
                        image_shape=(1, 28, 28), train_index=idx, **common)
     if name == "digits":
         from sklearn.datasets import load_digits
@@ -390,6 +406,9 @@ def load(
         xte = _read_idx(d / "t10k-images-idx3-ubyte.gz")
         yte = _read_idx(d / "t10k-labels-idx1-ubyte.gz").astype(np.int64)
         idx = _subset(rng, np.arange(len(ytr)), n, "fashion")
+        if test == "rest":
+            rest = np.setdiff1d(np.arange(len(ytr)), idx)
+            xte, yte = xtr[rest], ytr[rest]
         return _finish(name, xtr[idx] / 255.0, ytr[idx], xte / 255.0, yte, n_classes=10,
                        image_shape=(1, 28, 28), source=str(d), **common)
     # cifar10

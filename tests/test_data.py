@@ -157,3 +157,15 @@ def test_pca_wide_matrix_branch():
 
     P, _ = data.pca_project(A, None, dim=5)
     np.testing.assert_allclose(np.abs(P), np.abs(PCA(n_components=5).fit_transform(A)), atol=1e-8)
+
+
+@needs_mnist
+def test_mnist_rest_as_test():
+    d = data.load("mnist", seed=0, test="rest")
+    assert d.X_train.shape == (1000, 60) and d.X_test.shape == (59000, 60)
+    d35 = data.load("mnist35", seed=0, test="rest")
+    assert d35.X_test.shape == (6131 + 5421 - 1000, 60)
+    with pytest.raises(ValueError, match="test must be"):
+        data.load("mnist", test="train")
+    with pytest.raises(ValueError, match="only for"):
+        data.load("digits", test="rest")

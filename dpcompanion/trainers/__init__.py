@@ -12,7 +12,7 @@ Models (:mod:`dpcompanion.models`)::
     model.init(generators=[...])       # (K, P) initial parameters, one CPU generator per run
     model.unflatten(theta)             # dict of named (K, *shape) views
     model.loss(theta, X, y)            # (K,) empirical risk; per_sample_loss -> (K, N)
-    model.accuracy(theta, X, y)        # (K,)
+    model.accuracy(theta, X, y)        # (K,); model.evaluate(theta, X, y) -> (loss, accuracy)
     model.clipped_grad_sum(theta, X, y, clip_norm=C, weights=None) -> ClipResult
         # .grad_sum (K, P) = sum_n w_kn min(1, C/||g_kn||) g_kn; .norms (K, N); .losses (K, N)
     model.per_sample_grads(theta, X, y)  # (K, N, P), torch.func reference

@@ -379,6 +379,7 @@ def eer_experiment(
             tight_T[k].append((comp[k]["T_bound"], comp[k]["T_exact"]))
     return {
         "comparisons": comparisons,
+        "eigenvalues": {scale: quads[scale]["eigenvalues"] for scale in scales},
         "monte_carlo": mc,
         "tightness": {"kappas": np.asarray(cfg["kappas"], dtype=float), "ratio": {k: np.asarray(v) for k, v in tight.items()},
                       "T": tight_T},

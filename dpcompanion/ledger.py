@@ -8,9 +8,14 @@ released iterate is ``(R/2)``-zCDP by Thm 3.1.
 
 Costs are in the paper's R units: ``1/sigma^2`` for a full-batch step and, for a step on a
 batch sampled at rate ``p``, the paper's PSGD rule ``p^2/sigma^2`` (H Sec. 4.3,
-:func:`dpcompanion.accounting.psgd_step_cost`). That rule is the paper's bookkeeping, not a
-tight guarantee; :meth:`PrivacyLedger.epsilon` also reports dp-accounting's RDP epsilon for
-subsampled histories.
+:func:`dpcompanion.accounting.psgd_step_cost`).
+
+That PSGD rule is the paper's bookkeeping, **not a guarantee** (at small p a schedule it
+accepts can be several times the target epsilon; see the accounting chapter). So a ledger
+that records subsampled steps needs its ``delta``: every subsampled step is then *also*
+checked against dp-accounting's RDP accountant, and refused if the composed RDP epsilon at
+``delta`` would exceed the epsilon the budget stands for, ``zcdp_to_dp(rho=R/2, delta)``.
+Full-batch steps need no such check: zCDP composition of Gaussian steps is exact in R.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ class PrivacyLedger:
     False
     """
 
-    def __init__(self, *, R: float):
+    def __init__(self, *, R: float, delta: float | None = None):
         try:
             r = float(R)
         except (TypeError, ValueError):
@@ -65,8 +70,15 @@ class PrivacyLedger:
         if not (math.isfinite(r) and r > 0):
             raise ValueError(f"R must be a finite number > 0, got {R}")
         self.R = r
+        self.delta = None if delta is None else float(delta)
+        #: the epsilon at ``delta`` that the budget stands for (zCDP conversion, H Lemma C.3)
+        self.epsilon_target = (
+            None if delta is None else accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=r), delta=delta)
+        )
         self._spent = 0.0
         self._history: list[StepRecord] = []
+        self._orders: np.ndarray | None = None
+        self._rdp: np.ndarray | None = None  # running RDP curve of the subsampled history
 
     # ------------------------------------------------------------------ queries
 
@@ -97,13 +109,42 @@ class PrivacyLedger:
         """The recorded steps, oldest first (a copy)."""
         return list(self._history)
 
+    def _assess(self, sigma: float, sampling_rate: float) -> tuple[float, np.ndarray | None, str | None]:
+        """(cost in R units, RDP curve after the step or None, reason to refuse or None)."""
+        c = self.cost(sigma=sigma, sampling_rate=sampling_rate)
+        if self._spent + c > self.R * (1 + REL_SLACK):
+            return c, None, f"would spend {c:.6g} but only {self.remaining:.6g} of R = {self.R:.6g} remains (spent {self._spent:.6g})"
+        if float(sampling_rate) == 1.0 and self._rdp is None:
+            return c, None, None
+        if self.delta is None:
+            raise ValueError(
+                f"a subsampled step (sampling_rate={sampling_rate}) needs the ledger's delta: the paper's "
+                "p^2/sigma^2 rule is not a guarantee, so such steps are also checked with an RDP accountant at delta"
+            )
+        orders, step = accounting.rdp_step(sigma=sigma, sampling_rate=sampling_rate)
+        rdp = step if self._rdp is None else self._rdp + step
+        eps = accounting.rdp_epsilon(orders=orders, rdp=rdp, delta=self.delta)
+        if eps > self.epsilon_target * (1 + REL_SLACK):
+            return c, None, (
+                f"would bring the RDP epsilon to {eps:.6g} at delta = {self.delta:g}, above the target "
+                f"{self.epsilon_target:.6g} that R = {self.R:.6g} stands for"
+            )
+        self._orders = orders
+        return c, rdp, None
+
     def can_afford(self, *, sigma: float, sampling_rate: float = 1.0) -> bool:
-        """Whether a step would stay within the budget (relative slack 1e-12).
+        """Whether a step would stay within the budget (relative slack 1e-12) and, for
+        subsampled steps, within the target epsilon by the RDP accountant.
 
         >>> PrivacyLedger(R=1.0).can_afford(sigma=0.5)
         False
+        >>> led, n = PrivacyLedger(R=0.4, delta=1e-8), 0
+        >>> while led.can_afford(sigma=1.0, sampling_rate=0.01):
+        ...     _ = led.charge(sigma=1.0, sampling_rate=0.01); n += 1
+        >>> n, round(led.spent / led.R, 2)   # the paper's p^2/sigma^2 rule alone: 4000 steps
+        (2097, 0.52)
         """
-        return self._spent + self.cost(sigma=sigma, sampling_rate=sampling_rate) <= self.R * (1 + REL_SLACK)
+        return self._assess(sigma, sampling_rate)[2] is None
 
     # ------------------------------------------------------------------ updates
 
@@ -118,13 +159,12 @@ class PrivacyLedger:
         ...
         dpcompanion.ledger.BudgetExceeded: step 2 would spend 1 but only 0.25 of R = 0.5 remains (spent 0.25)
         """
-        c = self.cost(sigma=sigma, sampling_rate=sampling_rate)
         k = len(self._history) + 1 if step is None else int(step)
-        if self._spent + c > self.R * (1 + REL_SLACK):
-            raise BudgetExceeded(
-                f"step {k} would spend {c:.6g} but only {self.remaining:.6g} of R = {self.R:.6g} remains "
-                f"(spent {self._spent:.6g})"
-            )
+        c, rdp, reason = self._assess(sigma, sampling_rate)
+        if reason is not None:
+            raise BudgetExceeded(f"step {k} {reason}")
+        if rdp is not None:
+            self._rdp = rdp
         self._spent += c
         rec = StepRecord(step=k, sigma=float(sigma), sampling_rate=float(sampling_rate), cost=c, spent_after=self._spent)
         self._history.append(rec)

@@ -39,7 +39,7 @@ def test_refusal_records_nothing_and_names_the_numbers():
 
 
 def test_subsampled_cost_is_papers_rule():
-    led = PrivacyLedger(R=0.5)
+    led = PrivacyLedger(R=0.5, delta=1e-5)
     assert led.cost(sigma=2.0, sampling_rate=0.1) == pytest.approx(0.01 / 4)
     rec = led.charge(sigma=2.0, sampling_rate=0.1, step=7)
     assert rec.step == 7 and rec.sampling_rate == 0.1
@@ -74,10 +74,23 @@ def test_bad_sigma_and_rate():
     assert led.history == []
 
 
-@given(R=st.floats(1e-3, 1e3), sigmas=st.lists(st.floats(1e-2, 1e3), min_size=1, max_size=200),
+def _rdp_epsilon_independent(history, delta):
+    """The history's epsilon recomputed with dp-accounting directly (one event per step)."""
+    import dp_accounting as dpa
+
+    acc = dpa.rdp.RdpAccountant()
+    for r in history:
+        ev = dpa.GaussianDpEvent(r.sigma)
+        acc.compose(ev if r.sampling_rate == 1.0 else dpa.PoissonSampledDpEvent(r.sampling_rate, ev))
+    return acc.get_epsilon(delta)
+
+
+# sigmas from a small set so that the RDP curves (about 0.1 s per distinct (sigma, p)) are cached
+@given(R=st.floats(1e-3, 1e3), sigmas=st.lists(st.sampled_from([0.3, 1.0, 2.0, 5.0, 50.0]), min_size=1, max_size=200),
        rates=st.lists(st.sampled_from([1.0, 0.5, 0.01]), min_size=1, max_size=200))
 def test_never_exceeds(R, sigmas, rates):
-    led = PrivacyLedger(R=R)
+    delta = 1e-6
+    led = PrivacyLedger(R=R, delta=delta)
     for i, s in enumerate(sigmas):
         p = rates[i % len(rates)]
         affordable = led.can_afford(sigma=s, sampling_rate=p)
@@ -90,3 +103,28 @@ def test_never_exceeds(R, sigmas, rates):
         assert led.remaining >= 0
     assert led.spent == pytest.approx(sum(r.cost for r in led.history), rel=1e-12)
     assert np.all(np.diff([r.spent_after for r in led.history]) > 0)
+    if any(r.sampling_rate < 1 for r in led.history):  # the sound side: an independent accountant
+        assert _rdp_epsilon_independent(led.history, delta) <= led.epsilon_target * (1 + 1e-9)
+
+
+def test_subsampled_steps_need_delta():
+    with pytest.raises(ValueError, match="needs the ledger's delta"):
+        PrivacyLedger(R=1.0).charge(sigma=1.0, sampling_rate=0.1)
+
+
+def test_ledger_refuses_what_the_papers_psgd_rule_would_overspend():
+    """H Sec. 4.3's rule (R' = R/p^2) accepts a uniform schedule whose tight epsilon is far above
+    the target at small p; the ledger stops it at the target (RDP), before the rule's budget."""
+    epsilon, delta, p, sigma = 4.0, 1e-8, 0.01, 0.8
+    R = accounting.R_zcdp(epsilon=epsilon, delta=delta)
+    T_rule = int(R / accounting.psgd_step_cost(sigma=sigma, sampling_rate=p))  # what the rule allows
+    assert accounting.accountant_epsilon(sigma=[sigma] * T_rule, delta=delta, sampling_rate=p) > 1.5 * epsilon
+    led = PrivacyLedger(R=R, delta=delta)
+    steps = 0
+    while led.can_afford(sigma=sigma, sampling_rate=p):
+        led.charge(sigma=sigma, sampling_rate=p)
+        steps += 1
+    assert 0 < steps < T_rule
+    eps = accounting.accountant_epsilon(sigma=[sigma] * steps, delta=delta, sampling_rate=p)
+    assert eps <= epsilon * (1 + 1e-9)
+    assert accounting.accountant_epsilon(sigma=[sigma] * (steps + 1), delta=delta, sampling_rate=p) > epsilon

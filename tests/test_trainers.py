@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion import schedules
+from dpcompanion import accounting, schedules
 from dpcompanion.accounting import accountant_epsilon
 from dpcompanion.models import make_model
 from dpcompanion.trainers import History, train_adpsgd, train_pgd, train_psgd
@@ -103,8 +103,9 @@ def test_forced_sigma_overspending_stops_early():
     assert np.isnan(h.loss[3:]).all() and np.isfinite(h.loss[:3]).all()
 
 
+# sigma from a small set: RDP curves of subsampled steps (~0.1 s each) are cached per value
 @given(
-    sigma=st.floats(0.3, 20.0),
+    sigma=st.sampled_from([0.3, 0.8, 1.7, 4.0, 20.0]),
     T=st.integers(1, 30),
     R=st.floats(0.01, 5.0),
     p=st.sampled_from([1.0, 0.5]),
@@ -112,15 +113,23 @@ def test_forced_sigma_overspending_stops_early():
 def test_budget_never_exceeded(sigma, T, R, p):
     model = make_model("logistic", in_dim=2)
     X, y = _toy(n=6, d=2)
+    delta = 1e-5
     fn = train_pgd if p == 1.0 else train_psgd
-    kw = {} if p == 1.0 else {"sampling_rate": p}
+    kw = {} if p == 1.0 else {"sampling_rate": p, "delta": delta}
     h = fn(model, X, y, sigma=np.full(T, sigma), R=R, seed=1, **kw, **CPU)
     cost = p * p / sigma**2
     assert h.R_spent <= R * (1 + 1e-12)
-    affordable = min(T, int(np.floor(R / cost * (1 + 1e-12))))
-    assert h.steps_done == affordable
-    assert h.stopped_early == (affordable < T)
+    by_rule = min(T, int(np.floor(R / cost * (1 + 1e-12))))
     assert h.R_spent == pytest.approx(h.steps_done * cost)
+    if p == 1.0:
+        assert h.steps_done == by_rule
+    else:  # also within the target epsilon by an independent accountant call (RDP, dp-accounting)
+        target = accounting.zcdp_to_dp(rho=R / 2, delta=delta)
+        eps = lambda k: accounting.accountant_epsilon(sigma=[sigma] * k, delta=delta, sampling_rate=p)  # noqa: E731
+        assert h.steps_done <= by_rule
+        assert h.steps_done == 0 or eps(h.steps_done) <= target * (1 + 1e-9)
+        assert h.steps_done == by_rule or eps(h.steps_done + 1) > target
+    assert h.stopped_early == (h.steps_done < T)
 
 
 @pytest.mark.parametrize("kind,params", [("uniform", {}), ("gd-dynamic", {"kappa": 5.0}), ("exp", {"rate": 0.05})])
@@ -149,7 +158,7 @@ def test_batched_equals_sequential(algo):
     fn, p = train_pgd, 1.0
     if algo == "psgd":
         fn, p = train_psgd, 0.4
-        kw = {"sampling_rate": p}
+        kw = {"sampling_rate": p, "delta": 1e-5}
     # third run: a constant multiplier costing 1/9 per step, which overspends R = 0.5
     sig = np.stack([schedules.uniform(T=8, R=R), schedules.gd_dynamic(T=8, R=R, kappa=4.0), np.full(8, 3.0 * p)])
     Xte, yte = _toy(n=7, n_classes=3, seed=9)
@@ -199,12 +208,31 @@ def test_same_seed_same_numbers_and_different_seeds_differ():
 def test_psgd_charges_subsampled_cost_and_reports_tight_epsilon():
     model = make_model("logistic", in_dim=3)
     X, y = _toy(n=40)
-    p, R = 0.25, 0.3927
-    sig = schedules.uniform(T=20, R=R / p**2)
-    h = train_psgd(model, X, y, sigma=sig, R=R, sampling_rate=p, seed=0, delta=1e-5, **CPU)
-    assert h.steps_done == 20 and h.R_spent == pytest.approx(R, rel=1e-9)
-    assert h.epsilon == pytest.approx(accountant_epsilon(sigma=sig, delta=1e-5, sampling_rate=p))
+    p, R, delta = 0.25, 0.3927, 1e-5
+    # within the target by the tight accountant as well: every step is taken
+    sig = schedules.uniform(T=20, R=R / p**2) * 1.3
+    h = train_psgd(model, X, y, sigma=sig, R=R, sampling_rate=p, seed=0, delta=delta, **CPU)
+    assert h.steps_done == 20 and not h.stopped_early
+    assert h.R_spent == pytest.approx(20 * p**2 / sig[0] ** 2, rel=1e-12)  # the paper's p^2/sigma^2
+    assert h.epsilon == pytest.approx(accountant_epsilon(sigma=sig, delta=delta, sampling_rate=p))
     assert h.meta["sampling_rate"] == p and np.isfinite(h.loss).all()
+
+
+def test_psgd_stops_where_the_papers_rule_would_overspend():
+    """The schedule that spends exactly R' = R/p^2 by the paper's rule (H Sec. 4.3) exceeds the
+    target epsilon by the tight accountant here; the ledger stops the run at the last step the
+    accountant allows."""
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy(n=40)
+    p, R, delta = 0.25, 0.3927, 1e-5
+    target = accounting.zcdp_to_dp(rho=R / 2, delta=delta)
+    sig = schedules.uniform(T=20, R=R / p**2)
+    assert accountant_epsilon(sigma=sig, delta=delta, sampling_rate=p) > target  # the rule overspends
+    h = train_psgd(model, X, y, sigma=sig, R=R, sampling_rate=p, seed=0, delta=delta, **CPU)
+    k = h.steps_done
+    assert 0 < k < 20 and h.stopped_early and h.R_spent < R
+    assert accountant_epsilon(sigma=sig[:k], delta=delta, sampling_rate=p) <= target
+    assert accountant_epsilon(sigma=sig[: k + 1], delta=delta, sampling_rate=p) > target
 
 
 def test_psgd_with_rate_one_is_pgd():
@@ -220,13 +248,13 @@ def test_adpsgd_polynomial_schedule_and_steps():
     model = make_model("logistic", in_dim=3)
     X, y = _toy(n=40)
     T, R, p = 30, 0.5, 0.5
-    h = train_adpsgd(model, X, y, R=R, T=T, sampling_rate=p, step_size="polynomial", seed=0, **CPU)
+    h = train_adpsgd(model, X, y, R=R, T=T, sampling_rate=p, step_size="polynomial", seed=0, delta=1e-5, **CPU)
     t = np.arange(1, T + 1)
     np.testing.assert_allclose(h.lr, 1.0 / np.sqrt(20 + t))  # W Fig. 1: eta_t = 1/sqrt(20 + t)
     alpha2 = np.sqrt(20 + t)  # W Thm 4.2: alpha_t^2 = b_t
     np.testing.assert_allclose(h.sigma**2 / alpha2, (h.sigma[0] ** 2 / alpha2[0]) * np.ones(T), rtol=1e-10)
     assert h.R_spent == pytest.approx(R, rel=1e-9) and h.steps_done == T
-    d = train_adpsgd(model, X, y, R=R, T=T, sampling_rate=p, adaptive_noise=False, seed=0, **CPU)
+    d = train_adpsgd(model, X, y, R=R, T=T, sampling_rate=p, adaptive_noise=False, seed=0, delta=1e-5, **CPU)
     np.testing.assert_allclose(d.sigma, d.sigma[0])  # DP-SGD: alpha_t = 1
     assert d.R_spent == pytest.approx(R, rel=1e-9)
 
@@ -306,9 +334,9 @@ def test_cnn_psgd_batched_equals_sequential():
     X = torch.rand(10, 784, generator=g, dtype=DT)
     y = torch.randint(0, 10, (10,), generator=g)
     sig = np.full(2, 2.0)
-    hb = train_psgd(model, X, y, sigma=sig, R=1.0, sampling_rate=0.5, seed=[0, 1], clip_norm=1.0, **CPU)
+    hb = train_psgd(model, X, y, sigma=sig, R=1.0, sampling_rate=0.5, seed=[0, 1], clip_norm=1.0, delta=1e-5, **CPU)
     for k in range(2):
-        h1 = train_psgd(model, X, y, sigma=sig, R=1.0, sampling_rate=0.5, seed=k, clip_norm=1.0, **CPU)
+        h1 = train_psgd(model, X, y, sigma=sig, R=1.0, sampling_rate=0.5, seed=k, clip_norm=1.0, delta=1e-5, **CPU)
         torch.testing.assert_close(hb.theta[k], h1.theta, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(hb.loss[k], h1.loss, rtol=1e-10)
 

@@ -66,7 +66,8 @@ def train_adpsgd(
     """ADP-SGD (``adaptive_noise=True``) or DP-SGD (``False``) with W's step sizes.
 
     The budget ``R`` is charged with the paper's PSGD rule (``p^2/sigma_t^2``), so the
-    schedule is built for ``R / p^2``. ``seed`` as in :func:`~dpcompanion.trainers.train_pgd`.
+    schedule is built for ``R / p^2``; subsampled runs (p < 1) need ``delta``, at which the
+    ledger also checks every step with an RDP accountant (see :func:`train_psgd`). ``seed`` as in :func:`~dpcompanion.trainers.train_pgd`.
     """
     if step_size not in STEP_SIZES:
         raise ValueError(f"step_size must be one of {', '.join(STEP_SIZES)}, got {step_size!r}")

@@ -83,14 +83,21 @@ def _progress(total: int, progress: bool | None, desc: str):
     return tqdm(total=total, disable=not enabled, desc=desc, leave=False)
 
 
-def _ledgers(R, K, ledger_factory):
+def _ledgers(R, K, ledger_factory, delta, sampling_rate):
+    """One ledger per run. Subsampled runs need ``delta``: their steps are also checked by
+    an RDP accountant (the paper's p^2/sigma^2 rule alone is not a guarantee)."""
     if R is None:
         return None
+    if sampling_rate < 1.0 and delta is None:
+        raise ValueError(
+            f"delta is required when sampling_rate < 1 (got {sampling_rate}): subsampled steps are checked "
+            "against the target epsilon at delta with an RDP accountant"
+        )
     if ledger_factory is None:
         from dpcompanion.ledger import PrivacyLedger
 
         ledger_factory = PrivacyLedger
-    return [ledger_factory(R=R) for _ in range(K)]
+    return [ledger_factory(R=R, delta=delta) for _ in range(K)]
 
 
 def _step_cost(sigma: float, p: float) -> float:
@@ -174,7 +181,7 @@ def train_loop(
             raise ValueError(f"init must have shape ({model.n_params},) or ({K}, {model.n_params}), got {tuple(th0.shape)}")
         theta = th0.clone()
     gens = [torch.Generator(device=dev).manual_seed(noise_seed(s)) for s in seeds]
-    ledgers = _ledgers(R, K, ledger_factory)
+    ledgers = _ledgers(R, K, ledger_factory, delta, float(sampling_rate))
 
     nan = np.full((K, T), np.nan)
     rec = {k: nan.copy() for k in ("loss", "grad_norm", "clip_fraction", "sigma", "lr", "budget_spent")}

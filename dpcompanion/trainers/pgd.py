@@ -94,8 +94,10 @@ def train_psgd(
     """Private SGD with Poisson sampling at ``sampling_rate`` p (H Sec. 4.3).
 
     Arguments as :func:`train_pgd`. The ledger is charged ``p^2 / sigma_t^2`` per step
-    (the paper's rule, so a schedule for R' = R/p^2 spends exactly R); ``delta`` adds the
-    tight epsilon (RDP accountant) of the steps taken to the history. The step's batch is
+    (the paper's rule, so a schedule for R' = R/p^2 spends exactly R) and, because that rule
+    is not a guarantee, every step is also checked against the target epsilon at ``delta``
+    (required when p < 1) with dp-accounting's RDP accountant: a run stops at the first step
+    that either check refuses. The tight epsilon of the steps taken is in the history. The step's batch is
     a Poisson mask over the N samples; gradients are computed only on the rows that some
     run sampled (for K batched runs, the union of their batches, with per-run weights).
     ``loss`` in the history is the mean over the step's batch; ``final_loss`` is the

@@ -54,7 +54,11 @@ def test_psgd_reports_epsilon(capsys):
                       "--T", "10", "--n", "100", "--sampling-rate", "0.5", "--device", "cpu", "--json")
     d = json.loads(out)
     assert rc == 0 and d["algorithm"] == "psgd" and d["epsilon"] > 0
-    assert d["R_spent"] == pytest.approx(d["R"], rel=1e-9)
+    # the schedule built for the paper's R' = R/p^2 spends R by the paper's rule; the ledger
+    # also holds the tight (RDP) epsilon at delta to the target, so it may stop earlier
+    assert d["R_spent"] <= d["R"] * (1 + 1e-12)
+    assert d["epsilon"] <= 4.0 * (1 + 1e-9)
+    assert d["steps_done"] == 10 or d["stopped_early"]
 
 
 BAD = [

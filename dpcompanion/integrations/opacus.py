@@ -56,7 +56,7 @@ class ScheduleNoise(_NoiseScheduler):
     """Sets ``optimizer.noise_multiplier = sigma[k]`` for the k-th noisy step (k = 0..T-1).
 
     Call :meth:`step` after each ``optimizer.step()``, like Opacus's noise schedulers.
-    ``sampling_rate`` is only used to charge ``ledger`` (the paper's PSGD rule).
+    ``sampling_rate`` is only used to charge ``ledger`` (the paper's PSGD rule, plus the RDP check at the ledger's ``delta`` that subsampled steps need).
     """
 
     def __init__(self, optimizer, *, sigma, ledger: PrivacyLedger | None = None, sampling_rate: float = 1.0):

@@ -383,8 +383,11 @@ def _provenance_extras(device: str) -> dict[str, Any]:
         pass
     out = {"commit": commit, "dirty": dirty, "versions": v, "cpu": cpu, "cpu_count": os.cpu_count(),
            "torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads()}
+    out["float32_matmul_precision"] = torch.get_float32_matmul_precision()  # "highest": no TF32
     if device == "cuda":
         out["gpu"] = torch.cuda.get_device_name(0)
+        out["cuda"] = torch.version.cuda
+        out["allow_tf32_matmul"] = bool(torch.backends.cuda.matmul.allow_tf32)
     return out
 
 

@@ -375,10 +375,12 @@ def eer_tightness_figure(*, kappas, ratios: dict):
     return fig
 
 
-def influence_figure(*, steps, retrained, retrained_se=None, analytic=None, theory=None, title: str = ""):
+def influence_figure(*, steps, retrained, retrained_se=None, analytic=None, theory=None, title: str = "",
+                     theory_label: str = r"theory $\rho^{T-t}$ (Thm 4.1 proof)"):
     """Influence q_t vs step t, each curve normalised to sum 1 over ``steps`` (log y):
-    retraining estimate (points with 2-SE bars), analytic (Hessian) and the theorem's
-    gamma^{T-t}. Arrays are indexed like ``steps``."""
+    retraining estimate (points with 2-SE bars), analytic (Hessian) and the theory's
+    geometric shape (``rho^{T-t}``, rho the proof's per-step contraction; gamma for
+    eta = 1/M). Arrays are indexed like ``steps``."""
     apply_style()
     steps = np.asarray(steps)
     fig, ax = plt.subplots(figsize=(6.0, 3.8))
@@ -395,7 +397,7 @@ def influence_figure(*, steps, retrained, retrained_se=None, analytic=None, theo
                 label="analytic (Hessian eigenvalues)")
     if theory is not None:
         ax.plot(steps, np.asarray(theory) / np.sum(theory), color="0.3", ls="--", lw=1.2,
-                label=r"theory $\gamma^{T-t}$")
+                label=theory_label)
     ax.set_yscale("log")
     ax.set_xlabel("step t")
     ax.set_ylabel(r"influence $q_t$ (normalised)")

@@ -667,3 +667,10 @@ def w_moments_epsilons(
             {"epsilon_bar": eb, "epsilon": eps, "sigma": sigma, "noise_multiplier": z, "epsilon_accountant": e_acc}
         )
     return out
+
+
+#: The experiments' budget of Hong et al. (file 001, Sec. 5): (4, 1e-8)-DP, converted with
+#: H Lemma C.3 to R = 2 rho (the paper prints 0.1963-zCDP and R = 0.3927). Computed, not typed.
+PAPER_EPSILON: float = 4.0
+PAPER_DELTA: float = 1e-8
+R_PAPER: float = R_zcdp(epsilon=PAPER_EPSILON, delta=PAPER_DELTA)

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from dpcompanion import exact_risk
+from dpcompanion.accounting import R_PAPER  # (4, 1e-8)-DP as R = 2 rho (H Sec. 5)
 
 __all__ = [
     "InfluenceResult",
@@ -56,7 +57,6 @@ __all__ = [
 
 #: the paper's sweep of sigma_t (000 App. D): 10 levels over [20, 200]
 PAPER_LEVELS = np.linspace(20.0, 200.0, 10)
-R_PAPER = 0.3927
 
 
 def fit_quadratic(levels, losses) -> tuple[np.ndarray, np.ndarray]:
@@ -158,7 +158,7 @@ def influence_by_retraining(
     """Estimate ``q_t`` by retraining (000 App. D; see the module docstring).
 
     ``base_sigma``: the noise of every other step (default: the uniform schedule's
-    ``sqrt(T / R)`` at the paper's R = 0.3927). ``levels``: the swept sigma_t values.
+    ``sqrt(T / R)`` at the paper's R, ``accounting.R_PAPER``). ``levels``: the swept sigma_t values.
     ``steps``: which t to sweep (default all 1..T). ``repeats``: independent seeds
     ``seed, seed+1, ...``. All ``len(steps) * len(levels) * repeats`` runs go to the
     trainer in one call unless ``max_runs_per_call`` splits them (memory). No ledger:

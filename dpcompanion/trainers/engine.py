@@ -77,9 +77,14 @@ def _as_tensor(a, *, dtype, device) -> torch.Tensor:
 
 
 def _progress(total: int, progress: bool | None, desc: str):
-    from tqdm.auto import tqdm
-
+    """A tqdm bar, shown on a terminal (or when ``progress=True``), silent in notebooks' quick
+    runs and CI logs. ``tqdm.auto`` is imported only when the bar is shown: in a kernel
+    without ipywidgets it warns on import."""
     enabled = sys.stderr.isatty() if progress is None else bool(progress)
+    if enabled:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm import tqdm
     return tqdm(total=total, disable=not enabled, desc=desc, leave=False)
 
 

@@ -90,6 +90,30 @@ def test_w_eps_paper_values_bracketed():
         assert min(e_rdp, e_pld) < paper < e_classic < eb
 
 
+def test_w_eps_no_common_noise_constant():
+    """W-EPS recomputed: Thm 4.1's noise multiplier is K / epsilon_bar for every reading; at a
+    pivot K* each of the two accountants misses one quoted value for all K <= K* and another for
+    all K >= K* (epsilon decreases in K), so no K reproduces all five to two decimals."""
+    import dp_accounting as dpa
+
+    T, q, delta = 11700, 256 / 50000, 1e-5
+    orders = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
+
+    def eps(z, classic):
+        a = dpa.rdp.RdpAccountant(orders if classic else None) if classic else dpa.rdp.RdpAccountant()
+        a.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(z)), T)
+        if classic:
+            return float(np.min(np.asarray(a.rdp) - math.log(delta) / (np.asarray(orders) - 1)))
+        return a.get_epsilon(delta)
+
+    K = 7.38  # classic: K <= K* misses 0.57 (eps_bar 1.6) from above, K >= K* misses 3.24 (6.4) from below
+    assert eps(K / 1.6, True) > 0.575 and eps(K / 6.4, True) < 3.235
+    K = 6.17  # dp-accounting: K <= K* misses 3.24 from above, K >= K* misses 0.29 (0.8) from below
+    assert eps(K / 6.4, False) > 3.245 and eps(K / 0.8, False) < 0.285
+    r = registry.run_claim(registry.load_all()["W-EPS"])
+    assert r["status"] == "refuted" and "unknown" in r["evidence"]["impact"]
+
+
 def test_lemma22_tight_composition_reference():
     """The tight-composition reference used by W-L2.2.valid, against the homogeneous closed form
     of Kairouz-Oh-Viswanath (delta for k-fold eps-DP randomized response)."""

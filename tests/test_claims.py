@@ -162,6 +162,14 @@ def test_ce_lemma_c4():  # H-C4.bound
     assert sens > 0.5 * (D * M * theta**2 + 1)
 
 
+def test_lemma_c4_printed_holds_from_N3():  # H-C4.bound: the violation needs N = 2
+    # with t = ||theta||, Delta <= (t + 1)/N and DM >= 1/N; (t + 1)/N <= (t^2/N + 1)/2 iff (t - 1)^2 + N - 3 >= 0
+    t = np.linspace(0, 10, 2001)
+    for N in (3, 4, 10):
+        assert np.all((t + 1) / N <= 0.5 * (t**2 / N + 1) + 1e-12)
+    assert np.any((t + 1) / 2 > 0.5 * (t**2 / 2 + 1))
+
+
 def test_ce_eq26():  # H-E26.printed
     q = np.array([1.0, 4.0])
     lhs = 2 * q.sum() - np.sqrt(q).sum() ** 2

@@ -313,7 +313,9 @@ def _t42_eq8():
     "H-T4.2.Eq8-uniform",
     source=f"{SRC} Thm 4.2, Eq. (8) and its proof (lower bound)",
     statement=r"Eq. (8) holds uniformly over the stated region $\kappa\ge1/(1-c)$, $\alpha<\alpha_0$: some constant $c'>0$ "
-    r"has $\mathrm{ERUB}^{uniform}_{\min}\ge c'\frac{\kappa^2}{\kappa+1/\alpha}\ln(1+\frac{1}{\kappa\alpha})$ there.",
+    r"has $\mathrm{ERUB}^{uniform}_{\min}\ge c'\frac{\kappa^2}{\kappa+1/\alpha}\ln(1+\frac{1}{\kappa\alpha})$ there "
+    r"($\mathrm{ERUB}_{\min}$ read as the minimum over $T$ of Eq. (22), as the subscript, the name 'minimal bound' in "
+    r"Sec. 4.1.3 and the proof's 'find a proper $T$ to minimize' indicate).",
     method="bruteforce",
     corrected_by="H-T4.2.Eq8-corrected",
 )
@@ -332,8 +334,9 @@ def _t42_eq8_uniform():
         printed=r["Eq8_expression"],
         actual=r["exact_min"],
         ratio_along_kappa_1000_over_alpha=ratios,
-        impact="Along kappa = 1000/alpha the ratio exact minimum / Eq. (8) falls like alpha, so no constant c' works: "
-        "the proof's lower bound is for the value at Eq. (24)'s T, not for the minimum over T (one step already gives "
+        impact="Along kappa = 1000/alpha the ratio exact minimum / Eq. (8) falls like alpha, so no constant c' works, "
+        "whatever alpha_0 and c are: the proof's lower bound is correct for the value at Eq. (24)'s T (read that way, "
+        "Eq. (8) holds), but that value is not the minimum over T (one step already gives "
         "1 - 1/kappa + alpha, and ERUB(0) = 1). The upper half of Eq. (8), the one the comparisons use, stands; the lower "
         "half holds where the expression is at most 1, i.e. where the bound says something (H-T4.2.Eq8), and min(1, .) "
         "repairs it everywhere (H-T4.2.Eq8-corrected).",
@@ -472,8 +475,9 @@ def _e26_printed():
         printed=float(rhs),
         actual=float(lhs),
         holds_instead="the variance of sqrt(q_t): T^2 Var[sqrt(q_t)] = %g" % (T**2 * np.sqrt(q).var()),
-        impact="A typo in the displayed formula: the sentence after Lemma 4.3 already speaks of the variance of sqrt(q_t); "
-        "nothing downstream uses the printed form.",
+        impact="A typo in the last member of the display (also in the HTML rendering, 004): the middle member of the same "
+        "display, (1/T) sum_t (sqrt(q_t) - mean sqrt(q))^2 times T^2, is correct, and the sentence after Lemma 4.3 already "
+        "speaks of the variance of sqrt(q_t). Nothing downstream uses the printed form; no conclusion is affected.",
     )
 
 
@@ -601,7 +605,9 @@ def _t44_T_opt():
         f"where Eq. (27) has (1 - sqrt(gamma))^2, about 1/(4 kappa^2), so it overshoots ({T0 / Tb0:.1f} times the best T "
         f"at kappa = {k0:g}, alpha = {a0:g}, a bound {gd.erub_dynamic(T=T0, kappa=k0, alpha=a0) / vb0:.2f} times the "
         "minimum) and, for sharp losses, tends to 2/alpha where the minimiser is a single step. The Theta bound Eq. (11) "
-        "is derived at Eq. (27)'s T and stands; only a reader implementing the statement's T loses utility.",
+        "is derived at Eq. (27)'s T and stands; only a reader implementing the statement's T loses utility. (The "
+        "statement gives this T exactly, as a ceiling, in 001 and in the HTML rendering 004, not as an O(.) like "
+        "Thm 4.2's T.)",
     )
 
 
@@ -682,7 +688,9 @@ def _s413_alpha():
         actual=alphas[-1],
         alpha_by_N=dict(zip([str(n) for n in Ns], alphas)),
         impact="A slip of the inequality: alpha = D G^2/(2 R M N^2 Delta) shrinks like 1/N^2, and the bound (12) that "
-        "follows (kappa^2 alpha ln(1/(kappa alpha))) is the small-alpha regime. Conclusions unaffected.",
+        "follows (kappa^2 alpha ln(1/(kappa alpha))) is the small-alpha regime, so alpha << 1 is meant. A typo-level "
+        "slip (printed as alpha >> 1 in both 001 and the HTML rendering 004, so not an extraction artefact); "
+        "conclusions unaffected.",
     )
 
 
@@ -773,10 +781,13 @@ def _s413_sharp():
         printed={"uniform ~ 1/alpha": r["printed_uniform_order_1_over_alpha"], "Eq25": r["Eq25_value"]},
         actual={"uniform_min": r["exact_uniform_min"], "dynamic_min": r["exact_dynamic_min"]},
         sweep=rows,
-        impact="Theta(1/alpha) describes the value at Eq. (24)'s T, not the minimum: one step (T = 1) already gives "
-        "1 - 1/kappa + alpha, so the uniform minimum is below 1 + alpha and both schedules tend to the trivial bound 1. "
-        "The claimed 1/alpha robustness advantage of the dynamic schedule on sharp losses does not hold for the "
-        "minimised bounds (ratio at most 1 + alpha); the sample-efficiency advantage (small alpha) is unaffected.",
+        impact="Theta(1/alpha) is the value of the uniform bound at Eq. (24)'s T (Eq. 25), whereas the dynamic Theta(1) "
+        "is the value at the true minimiser Eq. (27): the comparison sets a non-minimised bound against a minimised one. "
+        "Minimised over T, one step (T = 1) already gives 1 - 1/kappa + alpha, so the uniform minimum is below 1 + alpha "
+        "and both schedules tend to the trivial bound 1 (the paper's own 'do not step on sharp losses' intuition). "
+        "The claimed 1/alpha robustness advantage of the dynamic schedule on sharp losses therefore does not hold for "
+        "the minimised bounds (ratio at most 1 + alpha, H-S4.1.3.sharp-corrected); the paper's main result, the "
+        "sample-efficiency advantage at small alpha (a ln N factor), is unaffected.",
     )
 
 

@@ -60,7 +60,9 @@ def _sl_uni():
         impact="The case split comes from the surrogate gamma^T + alpha kappa T (paper Eq. 23), not from the bound itself: "
         "when kappa alpha + ln gamma >= 0 but kappa alpha < 1, one step already gives 1 - 1/kappa + alpha < 1, so T = 0 "
         "and ERUB_min = 1 are wrong; in the first case the rounded surrogate minimiser is close to, but not always, the "
-        "minimiser. The paper (001) does not use this case split.",
+        "minimiser (a rounding detail, small excess). The paper (001) uses the split only for the surrogate's minimiser "
+        "(Eq. 23) and then replaces it by Eq. (24); its Theorem 4.2 does not state this T or ERUB_min = 1. (The slide "
+        "carries a footnote marker after 'is' whose text is not in our extraction.)",
     )
 
 
@@ -131,7 +133,8 @@ def _sl_dyn():
         largest_relative_excess=worst["relative_excess"],
         impact="Rounding up is not always right: the integer minimiser is the floor or the ceiling of Eq. (27)'s real T, "
         "whichever gives the smaller bound. The loss from always rounding up is small (largest relative excess on the "
-        "grid reported); the closed form itself is correct and, unlike the paper's Thm 4.4 statement, is the minimiser.",
+        "grid reported); the closed form itself is correct and, unlike the paper's Thm 4.4 statement, is the minimiser. "
+        "A rounding detail: Eq. (12) and the conclusions drawn from it are unaffected.",
     )
 
 

@@ -117,6 +117,13 @@ def test_statement_q_fails_and_corrected_q_holds():
     c2 = gamma ** (2 * Th) / (gamma - beta**2)
     q_printed_1 = gamma ** (Th - 1) * c2 * gamma ** (T - 1)
     assert w[0] > q_printed_1
+    # the proof's reading (regimes split on t), printed c2: fails at t = T_hat + 1 once T is large enough
+    T3 = 3 * Th + 1
+    w3 = mom.influence_exact(beta=beta, gamma=gamma, T=T3)
+    t3 = Th + 1
+    assert w3[t3 - 1] > gamma ** (Th - 1) * c2 * gamma ** (T3 - t3)
+    assert w3[t3 - 1] <= gamma ** (Th - 1) * (gamma**Th / (gamma - beta**2)) * gamma ** (T3 - t3)
+    assert gamma ** (-Th) <= 1 / (gamma * (1 - beta))  # c2'/c2 bounded via the definition of T_hat
     c1 = 2 / (gamma * (gamma - beta**2))
     c2c = gamma**Th / (gamma - beta**2)
     t = np.arange(1, T + 1)
@@ -151,9 +158,14 @@ def test_c6_U1_printed_vs_exact_and_coefficients():
     for i in range(1, T):
         ref = sum(gamma ** (T - t) * sum(k * beta**k for k in range(t - i, t)) for t in range(i + 1, T + 1))
         assert lhs[i - 1] == pytest.approx(ref, rel=1e-12)
-    # beta > gamma: the lemma fails for large T (H-C6 counterexample)
-    lhs, rhs = mom.c6_coefficients(beta=0.9, gamma=0.5, T=200)
-    assert np.any(lhs > rhs)
+    # beta > gamma admitted by Thm 4.5 (kappa = 1, eta0 = 1 - gamma <= eta0_max): the lemma fails (H-C6)
+    beta, gamma, T = 0.25, 0.01, 5
+    assert mom.eta0_max(beta=beta, gamma=gamma) >= 1 - gamma
+    lhs, rhs = mom.c6_coefficients(beta=beta, gamma=gamma, T=T)
+    i = T - 1  # t = T only: U_1(T, T-1) = sum_{k=1}^{T-1} k beta^k against 2 beta gamma^2/((gamma-beta)^2 (1-beta))
+    assert lhs[i - 1] == pytest.approx(sum(k * beta**k for k in range(1, T)), rel=1e-12)
+    assert rhs[i - 1] == pytest.approx(2 * beta * gamma**2 / ((gamma - beta) ** 2 * (1 - beta)), rel=1e-12)
+    assert lhs[i - 1] > 100 * rhs[i - 1]
 
 
 def test_erub_curves_match_direct():

@@ -132,9 +132,15 @@ def test_statement_q_fails_and_corrected_q_holds():
     assert np.all(w <= mom.influence_form(beta=beta, gamma=gamma, T=T, form="derived") * (1 + 1e-12))
 
 
-def test_remark_counterexample_increase_before_T_hat():
+def test_remark_bound_schedule_increases_but_exact_influence_turns_early():
+    """H-T4.7.remark (the bound's q_t = c1 gamma^(T+t) falls on t <= T_hat, so its optimal schedule rises) and
+    H-T4.7.remark-exact (the exact influence starts to rise long before T_hat)."""
     beta, gamma = 0.9, 0.99
     Th = mom.T_hat(beta=beta, gamma=gamma)
+    t = np.arange(1, Th + 1)
+    q = 2 / (gamma * (gamma - beta**2)) * gamma ** (Th + t)
+    sig2 = np.sum(np.sqrt(q)) / np.sqrt(q)  # Lemma 4.3 with R = 1
+    assert np.all(np.diff(sig2) > 0)
     w = mom.influence_exact(beta=beta, gamma=gamma, T=Th)
     first_up = int(np.nonzero(np.diff(w) > 0)[0][0]) + 1
     assert first_up < Th // 2

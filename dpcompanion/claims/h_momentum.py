@@ -134,15 +134,16 @@ def _t45_example():
     thr = mom.eta0_max(beta=b, gamma=g)
     stmt = 8.0 / (math.sqrt(1 + 64 / (b * (1 - b) ** 3)) + 1)
     return refuted(
-        counterexample={"beta": b, "gamma": g, "eta0": 0.98},
+        counterexample={"beta": b, "gamma": g, "M": 1.0, "eta0": 0.98},
         printed={"eta0_max": 0.98, "zeta_at_0.98": None},
         actual={
             "eta0_max_theorem": thr,
             "eta0_max_from_statement_zeta": stmt,
             "zeta_proof_at_0.98": mom.zeta(eta0=0.98, beta=b, gamma=g),
         },
-        note="eta0 is dimensionless (eta_t = eta0/(2M)); the theorem's own bound gives eta0 <= 0.003 "
-        "(eta_t <= 0.0015/M), about 325 times smaller than the printed 0.98.",
+        note="eta0 is dimensionless (eta_t = eta0/(2M)) and the theorem's range does not depend on M: it gives "
+        "eta0 <= 0.003 (eta_t <= 0.0015/M), so the printed 0.98/M exceeds it for every M < 325 (at M = 1 by a "
+        "factor of about 325); read as a bound on eta_t instead, 0.98/M is still about 650 times too large.",
         impact="The example overstates the admissible step size by two orders of magnitude; the theorem's "
         "bound still holds for the correct range, but 'a rational value' is not supported: momentum with "
         "beta=0.9 needs a tiny step for the momentum-effect term to be non-positive.",
@@ -282,8 +283,8 @@ def _c6_u1():
         printed=mom.c6_U1(t=t, i=i, beta=b, form="printed"),
         actual=mom.c6_U1(t=t, i=i, beta=b),
         note="The step sum_{j=1}^{t-1} beta^t was replaced by (beta - beta^t)/(1 - beta); it is (t-1) beta^t.",
-        impact="The lemma's final inequality still holds for beta < gamma (H-C6.beta-lt-gamma): the correct sum "
-        "is bounded by the same constant.",
+        impact="An algebra slip in an intermediate step of the proof: the lemma's final inequality still holds for "
+        "beta < gamma (H-C6.beta-lt-gamma), since the correct sum is bounded by the same constant.",
     )
 
 
@@ -828,8 +829,10 @@ def _slides_eta0():
         counterexample={"beta": b, "gamma": g, "M": M, "eta0": thr},
         printed="zeta_slides <= 0",
         actual={"zeta_slides": z},
-        note="The slides' threshold uses beta(1-beta)^3 (no gamma) and '-1' where the root of their own zeta has "
-        "beta gamma/((gamma-beta)^2(1-beta)^3) and '-1/2'.",
+        note="The root of the slides' own zeta is (sqrt(1/4 + 16A) - 1/2)/(8MA) with A = beta gamma/((gamma-beta)^2 "
+        "(1-beta)^3); the slides' threshold is that root with A replaced by 1/(beta(1-beta)^3), as in the paper's "
+        "printed zeta (H-T4.5.zeta-statement), which is smaller by the factor beta^2 gamma/(gamma-beta)^2 (about 99 "
+        "here) and is what breaks it, and with '-1' for '-1/2', which alone would only be conservative.",
         impact="Slides only; the paper's threshold (H-T4.5.eta0) is consistent with its proof.",
     )
 

@@ -333,7 +333,8 @@ def _r41_alt():
         actual={"M": adp.M(alpha=alpha, b=b), "M_adp": adp.M_adp(b=b)},
         note="alpha_t alpha_{T+1-t} = b_t forces b_t = b_{T+1-t}: it has no solution for increasing b_t (decaying "
         "steps), and where it has one, M = (sum 1/alpha_t^2)^2 > M_adp unless alpha is palindromic, i.e. alpha_t^2 = b_t.",
-        impact="An aside in the remark; ADP-SGD itself uses alpha_t^2 = b_t, which is optimal (W-T4.2.min).",
+        impact="An aside: W mention the alternative, set it aside for future work and use alpha_t^2 = b_t "
+        "throughout, which is optimal (W-T4.2.min); nothing in the paper depends on the aside.",
     )
 
 
@@ -371,9 +372,11 @@ def _t42_eq7():
         counterexample={"b_t": "sqrt(20 + t)", "T": 100},
         printed={"1/sum b_t": 1 / float(b.sum())},
         actual={"1/sum (1/b_t) (Eq. 23)": 1 / float((1 / b).sum())},
-        note="The appendix (Eq. 23) and Prop. 5.1's proof divide by sum_t 1/b_{t+1}; Eq. (7) also drops the factor "
-        "eta L of the privacy term. For b_t > 1 the printed (7) is smaller than what is proved.",
-        impact="Typo-level: Prop. 5.1 and 5.2 are derived from Eq. (23), so the paper's conclusions are unaffected.",
+        note="The appendix (Eq. 23) and Prop. 5.1's proof divide by sum_t 1/b_{t+1}. Separately, Eq. (7) and the "
+        "statement of Eq. (23) both lack the factor eta L of the privacy term, which the proof's line (a) before "
+        "Eq. (24) carries and Eq. (25) uses. For b_t > 1 the printed (7) is smaller than what is proved.",
+        impact="Typo-level: Prop. 5.1 and 5.2 are derived from the appendix's normaliser (and the proof's eta L), "
+        "so the paper's conclusions are unaffected.",
     )
 
 

@@ -108,7 +108,7 @@ def _t45_zeta_statement():
         return res
     ce = res.evidence["counterexample"]
     return refuted(
-        counterexample=ce,
+        counterexample={**ce, "kappa = eta0/(1-gamma)": ce["eta0"] / (1 - ce["gamma"])},
         printed="zeta_statement >= 0",
         actual={
             "zeta_statement": mom.zeta(eta0=ce["eta0"], beta=ce["beta"], form="statement"),
@@ -116,8 +116,10 @@ def _t45_zeta_statement():
         },
         samples=len(margins),
         share_negative=float(np.mean(np.array(margins) < 0)),
-        impact="The statement's zeta is not the one the proof derives (it lacks gamma/(gamma-beta)^2); the proof's "
-        "zeta is >= 0 on the stated range, so the bound (14) itself is unaffected.",
+        note="Same reading in 001 and 004. The counterexample is admissible: eta0 at the stated maximum, kappa >= 1.",
+        impact="A transcription error in the statement: its eta0^2 coefficient is 1/(beta(1-beta)^3) where the "
+        "proof (App. D.2) has beta gamma/((gamma-beta)^2(1-beta)^3). The stated eta0 range is the root of the "
+        "proof's zeta, which is >= 0 on it (H-T4.5.zeta-proof), so the bound (14) itself is unaffected.",
     )
 
 
@@ -172,6 +174,15 @@ def _t45_example_corrected():
     )
 
 
+def _factor_below_gamma_t(beta: float, gamma: float, t_max: int = 2000) -> str:
+    t = np.arange(1, t_max + 1)
+    ok = t[(1 - beta) / (1 - beta**t) < gamma**t]
+    if ok.size == 0:
+        return f"at no t <= {t_max}"
+    contiguous = bool(np.all(np.diff(ok) == 1))
+    return f"t = {ok[0]}..{ok[-1]}" if contiguous else f"{ok.size} values of t in {ok[0]}..{ok[-1]}"
+
+
 @claim(
     "H-T4.5.remark-factor",
     source=f"{SRC} text after Thm 4.5, item (2)",
@@ -187,8 +198,11 @@ def _t45_remark():
         counterexample={"beta": b, "gamma": g, "t": 1, "T": T},
         printed={"factor_lt": g, "gamma^(T-t) factor_lt": g**T},
         actual={"factor": 1.0, "gamma^(T-t) factor": g ** (T - 1)},
-        note="At t = 1 the factor is exactly 1 > gamma for every beta; Lemma C.7's gamma^(t-1) is the right comparison.",
-        impact="Wording only: the proofs use Lemma C.7 (gamma^(t-1)), which holds.",
+        where_it_holds={f"beta={bb}, gamma={gg}": _factor_below_gamma_t(bb, gg) for bb, gg in ((0.9, 0.99), (0.5, 0.9), (0.1, 0.5))},
+        note="At t = 1 the factor is exactly 1 > gamma for every beta; Lemma C.7's gamma^(t-1) is the right comparison. "
+        "The printed comparison with gamma^t does hold on an initial stretch from t = 2 when beta is large "
+        "(where_it_holds), but not for small beta.",
+        impact="Wording only (an off-by-one in a remark): the proofs use Lemma C.7 (gamma^(t-1)), which holds.",
     )
 
 

@@ -42,7 +42,7 @@ def landing_figure(*, t, schedules: dict, T_grid, erub_curves: dict, optima: dic
     shades = plt.cm.Oranges(np.linspace(0.45, 0.95, max(len(dyn), 1)))
     for label, sigma in schedules.items():
         if label.startswith("uniform"):
-            style = dict(color=COLORS["uniform"], lw=2.2, ls="--")
+            style = dict(color=COLORS["uniform"], lw=2.2, ls="--", zorder=5)
         else:
             style = dict(color=shades[dyn.index(label)], lw=1.6)
         ax1.plot(t, sigma, label=label, **style)
@@ -57,7 +57,8 @@ def landing_figure(*, t, schedules: dict, T_grid, erub_curves: dict, optima: dic
         T_opt, v_opt = optima[label]
         ax2.plot([T_opt], [v_opt], "o", color=COLORS[key])
         ax2.annotate(f"T*={T_opt}", (T_opt, v_opt), textcoords="offset points",
-                     xytext=(-8, 8) if key == "uniform" else (4, -14), fontsize=8, color=COLORS[key])
+                     xytext=(-8, 8) if key == "uniform" else (6, -16), fontsize=8,
+                     color="#1f3f6e" if key == "uniform" else "#a0522d")
     ax2.set_xlabel("number of steps T")
     ax2.set_ylabel("ERUB (Thm 4.1 bound)")
     ax2.set_title(rf"Utility bound vs T ($\kappa$ = {kappa_erub:g})")

@@ -682,6 +682,8 @@ def _t44_eq11():
 def _s413_alpha():
     Ns = [10**j for j in range(2, 7)]
     alphas = [gd.alpha_of(D=10, G=1, R=0.3927, M=1, N=n, f_gap=1.0) for n in Ns]
+    if alphas[-1] >= 1:  # the printed regime would hold at large N
+        return verified_by_margins([alphas[-1] - 1], domain=f"N = {Ns}")
     return refuted(
         counterexample={"D": 10, "G": 1, "R": 0.3927, "M": 1, "f_gap": 1, "N": Ns[-1]},
         printed="alpha >> 1 for large N",

@@ -1,4 +1,4 @@
-"""Tests of dpcompanion.accounting against closed forms rewritten here, mpmath and dp-accounting."""
+"""Tests of dpcompanion.theory.accounting against closed forms rewritten here, mpmath and dp-accounting."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion import accounting as acc
+from dpcompanion.theory import accounting as acc
 
 deltas = st.floats(min_value=1e-12, max_value=0.5)
 epsilons = st.floats(min_value=1e-3, max_value=50.0)

@@ -1,4 +1,4 @@
-"""Tests of dpcompanion.bench and the ``bench`` command: the FLOP count against torch's
+"""Tests of dpcompanion.training.bench and the ``bench`` command: the FLOP count against torch's
 own FLOP counter, a tiny-size smoke run of the command (JSON keys, sane values, files),
 and one-line errors with exit status 2 for bad input."""
 
@@ -7,8 +7,9 @@ import json
 import pytest
 import torch
 
-from dpcompanion import bench, cli
-from dpcompanion.models import make_model
+from dpcompanion.training import bench
+from dpcompanion import cli
+from dpcompanion.training.models import make_model
 
 KEYS = {
     "device", "ours_steps_per_s", "opacus_steps_per_s", "ratio_single_vs_opacus",

@@ -1,4 +1,4 @@
-"""Tests of dpcompanion.bounds.adp against W (002) formulas rewritten here, SymPy and scipy."""
+"""Tests of dpcompanion.theory.bounds.adp against W (002) formulas rewritten here, SymPy and scipy."""
 
 import math
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from dpcompanion.bounds import adp
+from dpcompanion.theory.bounds import adp
 
 
 def seqs(n_min=1, n_max=30):

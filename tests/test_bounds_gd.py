@@ -1,4 +1,4 @@
-"""dpcompanion.bounds.gd against SymPy expressions rewritten from Hong et al. 2022 (001)
+"""dpcompanion.theory.bounds.gd against SymPy expressions rewritten from Hong et al. 2022 (001)
 Sec. 4.1 and against plain brute force over integer T."""
 
 import math
@@ -9,7 +9,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion.bounds import gd, sweeps
+from dpcompanion.theory.bounds import gd, sweeps
 
 k, a, T, R, L = sp.symbols("kappa alpha T R L", positive=True)
 g = 1 - 1 / k

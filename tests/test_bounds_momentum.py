@@ -1,4 +1,4 @@
-"""Tests of dpcompanion.bounds.momentum against independent references: brute-force double
+"""Tests of dpcompanion.theory.bounds.momentum against independent references: brute-force double
 sums rewritten from H (001) Thm 4.5 / App. D.2, SymPy expressions, and direct search."""
 
 import math
@@ -9,7 +9,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion.bounds import momentum as mom
+from dpcompanion.theory.bounds import momentum as mom
 
 betas = st.floats(0.05, 0.95)
 gammas = st.floats(0.3, 0.995)

@@ -1,4 +1,4 @@
-"""dpcompanion.bounds.psgd against SymPy expressions written from Hong et al. 2022 (001) Thm 4.8."""
+"""dpcompanion.theory.bounds.psgd against SymPy expressions written from Hong et al. 2022 (001) Thm 4.8."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from dpcompanion.bounds import gd, psgd
+from dpcompanion.theory.bounds import gd, psgd
 
 D, mu, N, R, gap, n, sg, G, M = sp.symbols("D mu N R Delta n sigma_g G M", positive=True)
 RNG = np.random.default_rng(8)

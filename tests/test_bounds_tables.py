@@ -1,4 +1,4 @@
-"""dpcompanion.bounds.tables: every printed row against a SymPy expression rewritten from
+"""dpcompanion.theory.bounds.tables: every printed row against a SymPy expression rewritten from
 Tables 1 and 2 of Hong et al. 2022 (001), constants 1; derived rows against brute force."""
 
 import math
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from dpcompanion.bounds import gd
-from dpcompanion.bounds import tables as tb
+from dpcompanion.theory.bounds import gd
+from dpcompanion.theory.bounds import tables as tb
 
 N, D, R, p = sp.symbols("N D R p", positive=True)
 ln = sp.log

@@ -1,10 +1,10 @@
-"""dpcompanion.bounds.true_risk against SymPy expressions written from Hong et al. 2022 (001) Sec. 4.4."""
+"""dpcompanion.theory.bounds.true_risk against SymPy expressions written from Hong et al. 2022 (001) Sec. 4.4."""
 
 import numpy as np
 import pytest
 import sympy as sp
 
-from dpcompanion.bounds import true_risk
+from dpcompanion.theory.bounds import true_risk
 
 G, mu, N, p, e, eta, T = sp.symbols("G mu N p e eta T", positive=True)
 RNG = np.random.default_rng(10)

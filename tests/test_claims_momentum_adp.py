@@ -135,8 +135,8 @@ def test_lemma22_tight_composition_reference():
 
 
 def test_x_unify_numeric_schedules():
-    from dpcompanion import schedules
-    from dpcompanion.bounds import adp
+    from dpcompanion.theory import schedules
+    from dpcompanion.theory.bounds import adp
 
     b = adp.b_poly(a=20.0, c=1.0, T=100)
     s = schedules.adp(T=100, R=1.0, a=20.0, c=1.0)

@@ -11,7 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from dpcompanion import accounting, cli
+from dpcompanion.theory import accounting
+from dpcompanion import cli
 
 
 def _run(argv, capsys):

@@ -94,7 +94,7 @@ def test_cuda_without_gpu(capsys):
 
 
 def test_missing_optional_dataset(capsys):
-    from dpcompanion import data
+    from dpcompanion.training import data
 
     if data._fashion_dir() is not None:
         pytest.skip("Fashion-MNIST is installed here")

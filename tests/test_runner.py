@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dpcompanion import runner
-from dpcompanion.provenance import cuda_available
+from dpcompanion.book import runner
+from dpcompanion.core.provenance import cuda_available
 
 REPO = Path(__file__).resolve().parent.parent
 

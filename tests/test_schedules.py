@@ -1,4 +1,4 @@
-"""Tests of dpcompanion.schedules: budget exactness, closed forms, optimality, clean refusals."""
+"""Tests of dpcompanion.theory.schedules: budget exactness, closed forms, optimality, clean refusals."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import optimize
 
-from dpcompanion import schedules as S
+from dpcompanion.theory import schedules as S
 
 Ts = st.integers(min_value=1, max_value=100_000)
 Rs = st.floats(min_value=1e-4, max_value=1e4)

@@ -10,12 +10,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion import accounting, schedules
-from dpcompanion.accounting import accountant_epsilon
-from dpcompanion.models import make_model
-from dpcompanion.trainers import History, train_adpsgd, train_pgd, train_psgd
-from dpcompanion.trainers import steps
-from dpcompanion.trainers.engine import noise_seed
+from dpcompanion.theory import accounting, schedules
+from dpcompanion.theory.accounting import accountant_epsilon
+from dpcompanion.training.models import make_model
+from dpcompanion.training.trainers import History, train_adpsgd, train_pgd, train_psgd
+from dpcompanion.training.trainers import steps
+from dpcompanion.training.trainers.engine import noise_seed
 
 DT = torch.float64
 CPU = dict(device="cpu", dtype=DT, progress=False)

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion.bounds import gd
+from dpcompanion.theory.bounds import gd
 from dpcompanion.claims.registry import claim, illustrated, proved, refuted, verified_by_margins
 
 SRC = "H (001)"
@@ -81,7 +81,7 @@ def _t41_unrolled():
     method="numeric",
 )
 def _t41_quadratic():
-    from dpcompanion.exact_risk import expected_excess_risk
+    from dpcompanion.theory.exact_risk import expected_excess_risk
 
     rng = np.random.default_rng(41)
     margins, points = [], []
@@ -522,7 +522,7 @@ def _t44_sigma():
             total += sp.cancel(lemma - stated) ** 2
     ev = {}
     try:
-        from dpcompanion import schedules
+        from dpcompanion.theory import schedules
 
         diffs = []
         for k in (1.5, 10.0, 300.0):

@@ -2,7 +2,7 @@
 Lemmas C.5-C.7 (App. C, D.2), and the slides' (file 003) momentum theorem (Thm 3.4).
 
 Every status comes from a computation (see :mod:`dpcompanion.claims.registry`). Numeric
-domains are stated in the evidence. Closed forms are in :mod:`dpcompanion.bounds.momentum`.
+domains are stated in the evidence. Closed forms are in :mod:`dpcompanion.theory.bounds.momentum`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion import schedules
-from dpcompanion.bounds import momentum as mom
+from dpcompanion.theory import schedules
+from dpcompanion.theory.bounds import momentum as mom
 from dpcompanion.claims.registry import claim, illustrated, proved, refuted, verified_by_margins
 
 SRC = "H (001)"

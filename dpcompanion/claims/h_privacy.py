@@ -70,7 +70,7 @@ def _l31_comp():
     method="numeric",
 )
 def _l31_sched():
-    from dpcompanion import schedules
+    from dpcompanion.theory import schedules
 
     margins, points = [], []
     for R in (0.05, 0.3927, 4.0):
@@ -94,7 +94,7 @@ def _l31_sched():
     method="numeric",
 )
 def _c3_conv():
-    from dpcompanion import accounting
+    from dpcompanion.theory import accounting
 
     margins, points = [], []
     for rho in (1e-3, 0.01, 0.1, 0.1963, 1.0, 5.0):
@@ -147,7 +147,7 @@ def _c3_printed():
     corrects="H-C3.inverse-printed",
 )
 def _c3_inverse():
-    from dpcompanion import accounting
+    from dpcompanion.theory import accounting
 
     eps, L = sp.symbols("epsilon L", positive=True)
     rho = (sp.sqrt(L + eps) - sp.sqrt(L)) ** 2
@@ -354,8 +354,8 @@ def _c4_corr():
     method="numeric",
 )
 def _l31_ledger():
-    from dpcompanion import schedules
-    from dpcompanion.ledger import BudgetExceeded, PrivacyLedger
+    from dpcompanion.theory import schedules
+    from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
 
     margins, points = [], []
     for R in (0.05, 0.3927, 4.0):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from dpcompanion.bounds import gd, psgd
+from dpcompanion.theory.bounds import gd, psgd
 from dpcompanion.claims.registry import claim, proved, verified_by_margins
 
 SRC = "H (001)"
@@ -69,7 +69,7 @@ def _t48_alpha_g():
     method="numeric",
 )
 def _t48_quadratic():
-    from dpcompanion.exact_risk import expected_excess_risk
+    from dpcompanion.theory.exact_risk import expected_excess_risk
 
     rng = np.random.default_rng(48)
     margins, points = [], []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from dpcompanion.bounds import gd
+from dpcompanion.theory.bounds import gd
 from dpcompanion.claims.registry import claim, illustrated, refuted, verified_by_margins
 
 SRC = "H slides (003)"

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from dpcompanion.bounds import gd
-from dpcompanion.bounds import tables as tb
+from dpcompanion.theory.bounds import gd
+from dpcompanion.theory.bounds import tables as tb
 from dpcompanion.claims.registry import claim, illustrated, refuted, verified_by_margins
 
 SRC = "H (001)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcompanion.bounds import true_risk
+from dpcompanion.theory.bounds import true_risk
 from dpcompanion.claims.registry import claim, refuted, verified_by_margins
 
 SRC = "H (001)"

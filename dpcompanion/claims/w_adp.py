@@ -3,7 +3,7 @@ Remark 4.1, Prop. 5.1 (Eq. 9, 10; App. Eq. 25, 26), Prop. 5.2, and the moments-a
 epsilons quoted in Sec. 6 (footnote 3).
 
 Privacy formulas (Thm 4.1 noise, Lemma 2.2, the epsilon recomputation) live in
-:mod:`dpcompanion.accounting`; utility factors in :mod:`dpcompanion.bounds.adp`.
+:mod:`dpcompanion.theory.accounting`; utility factors in :mod:`dpcompanion.theory.bounds.adp`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion import accounting as acc
-from dpcompanion.bounds import adp
+from dpcompanion.theory import accounting as acc
+from dpcompanion.theory.bounds import adp
 from dpcompanion.claims.registry import claim, illustrated, proved, refuted, verified_by_margins
 
 SRC = "W (002)"

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from dpcompanion import schedules
-from dpcompanion.bounds import adp
+from dpcompanion.theory import schedules
+from dpcompanion.theory.bounds import adp
 from dpcompanion.claims.registry import claim, proved, verified_by_margins
 
 T_SYM = 4
@@ -98,7 +98,7 @@ def _spec():
 
 @claim(
     "X-UNIFY.numeric",
-    source="dpcompanion.schedules.adp vs dpcompanion.schedules.optimal",
+    source="dpcompanion.theory.schedules.adp vs dpcompanion.theory.schedules.optimal",
     statement=r"The library's ADP-SGD schedule (W's $\alpha_t^2=b_t$ in Hong's units) equals Lemma 4.3's optimal schedule "
     r"for $q_t=\eta_t^2$, and attains $R\sum_t q_t s_t^2 = M_{adp}$ for $\eta=1$.",
     method="numeric",

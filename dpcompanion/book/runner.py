@@ -1,0 +1,188 @@
+"""Execute the book's notebooks with papermill (``python -m dpcompanion reproduce``).
+
+Each ``notebooks/<id>.ipynb`` is executed with the parameters ``mode``, ``seed`` and
+``device`` into a temporary file and moved to ``book/generated/<id>.ipynb`` only when it
+ran to the end, so a failed run never leaves a half-executed page in the book (its stale
+copy is removed, so that the book build then fails loudly instead of showing old
+results). Timings of the run are written to ``book/generated/timings.json``.
+
+Notebooks may set ``metadata.dpcompanion.order`` (default 50) to run earlier or later:
+the "How to reproduce" page runs last because it shows this run's timings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from dpcompanion.core.provenance import git_state, resolve_device, validate_mode, validate_seed
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+GENERATED = REPO / "book" / "generated"
+DEFAULT_ORDER = 50
+
+
+class NotebookFailed(Exception):
+    """A notebook raised: carries its path and the index of the failing cell."""
+
+    def __init__(self, path: Path, cell_index: int | None, detail: str):
+        self.path, self.cell_index, self.detail = path, cell_index, detail
+        where = f"cell {cell_index}" if cell_index is not None else "before any cell ran"
+        super().__init__(f"notebook {path} failed at {where}: {detail}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Notebook:
+    id: str
+    path: Path
+    order: int
+
+
+def discover(notebooks_dir: Path = NOTEBOOKS) -> list[Notebook]:
+    """All notebooks of ``notebooks_dir`` in execution order (metadata order, then id)."""
+    if not notebooks_dir.is_dir():
+        raise ValueError(f"notebooks directory {notebooks_dir} does not exist")
+    found = []
+    for p in sorted(notebooks_dir.glob("*.ipynb")):
+        try:
+            meta = json.loads(p.read_text()).get("metadata", {})
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"notebook {p} is not valid JSON: {exc}") from None
+        order = int(meta.get("dpcompanion", {}).get("order", DEFAULT_ORDER))
+        found.append(Notebook(id=p.stem, path=p, order=order))
+    return sorted(found, key=lambda n: (n.order, n.id))
+
+
+def select(notebooks: list[Notebook], only: list[str] | None) -> list[Notebook]:
+    """The notebooks named in ``only`` (ids, case-insensitive); all when ``only`` is empty."""
+    if not only:
+        return notebooks
+    by_id = {n.id.lower(): n for n in notebooks}
+    wanted = [w.strip().lower() for item in only for w in item.split(",") if w.strip()]
+    unknown = [w for w in wanted if w not in by_id]
+    if unknown:
+        raise ValueError(
+            f"unknown notebook id {', '.join(unknown)}; known ids: {', '.join(sorted(by_id))}"
+        )
+    return [n for n in notebooks if n.id.lower() in set(wanted)]
+
+
+def _kernel_name() -> str:
+    """The kernelspec installed into this environment by the Makefile, else python3."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return "dpcompanion" if "dpcompanion" in KernelSpecManager().find_kernel_specs() else "python3"
+
+
+def execute(nb: Notebook, *, out_dir: Path, mode: str, seed: int, device: str, kernel: str) -> float:
+    """Execute one notebook; on success move it to ``out_dir/<id>.ipynb``; return seconds."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"{nb.id}.ipynb"
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{nb.id}-", suffix=".ipynb", dir=out_dir)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    t0 = time.perf_counter()
+    try:
+        pm.execute_notebook(
+            str(nb.path),
+            str(tmp),
+            parameters={"mode": mode, "seed": seed, "device": device},
+            kernel_name=kernel,
+            cwd=str(nb.path.parent),
+            progress_bar=False,
+            log_output=False,
+            request_save_on_cell_execute=False,
+            # the kernel's own log (e.g. ipykernel's "running over TCP" warning) would
+            # otherwise reach our stderr; cell outputs, warnings included, are unaffected
+            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
+        )
+    except PapermillExecutionError as exc:
+        tmp.unlink(missing_ok=True)
+        target.unlink(missing_ok=True)
+        raise NotebookFailed(nb.path, exc.cell_index, f"{exc.ename}: {exc.evalue}") from None
+    except Exception as exc:  # kernel died, invalid notebook, missing kernel ...
+        tmp.unlink(missing_ok=True)
+        target.unlink(missing_ok=True)
+        raise NotebookFailed(nb.path, None, f"{type(exc).__name__}: {exc}") from None
+    _hide_injected_parameters_like_original(tmp)
+    tmp.replace(target)
+    return time.perf_counter() - t0
+
+
+def _hide_injected_parameters_like_original(path: Path) -> None:
+    """Give papermill's injected-parameters cell the display tags of the notebook's own
+    ``parameters`` cell (a page that hides its parameters hides the injected ones too)."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    tags_of = lambda c: c.metadata.get("tags", [])  # noqa: E731
+    original = next((c for c in nb.cells if "parameters" in tags_of(c)), None)
+    display_tags = [t for t in tags_of(original) if t.startswith(("remove-", "hide-"))] if original else []
+    if not display_tags:
+        return
+    for c in nb.cells:
+        if "injected-parameters" in tags_of(c):
+            c.metadata["tags"] = sorted(set(tags_of(c)) | set(display_tags))
+    nbformat.write(nb, path)
+
+
+def reproduce(
+    *,
+    mode: str = "quick",
+    seed: int = 0,
+    device: str = "cpu",
+    only: list[str] | None = None,
+    notebooks_dir: Path = NOTEBOOKS,
+    out_dir: Path = GENERATED,
+    stream=sys.stdout,
+) -> dict:
+    """Validate the request, then execute the selected notebooks in order.
+
+    Raises ``ValueError`` for bad input (before anything is written) and
+    :class:`NotebookFailed` for the first notebook that raises.
+    """
+    validate_mode(mode)
+    validate_seed(seed)
+    resolved = resolve_device(device)  # cuda without a GPU is refused here, before any run
+    chosen = select(discover(notebooks_dir), only)
+    if not chosen:
+        raise ValueError(f"no notebooks found in {notebooks_dir}")
+    commit, dirty = git_state()
+    os.environ.update(DPCOMPANION_COMMIT=commit, DPCOMPANION_DIRTY="1" if dirty else "0")
+    os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend renders the figures
+    kernel = _kernel_name()
+    timings_path = out_dir / "timings.json"
+    timings = json.loads(timings_path.read_text()) if timings_path.exists() else {}
+    runs = timings.setdefault("notebooks", {})
+    t_all = time.perf_counter()
+    for i, nb in enumerate(chosen, 1):
+        print(f"[{i}/{len(chosen)}] {nb.id} ({mode}, {resolved}) ...", file=stream, flush=True)
+        seconds = execute(nb, out_dir=out_dir, mode=mode, seed=seed, device=resolved, kernel=kernel)
+        runs[nb.id] = {"seconds": round(seconds, 2), "mode": mode, "device": resolved, "seed": seed, "commit": commit}
+        print(f"    ok in {seconds:.1f} s", file=stream, flush=True)
+        _write_json(timings_path, timings)
+    total = time.perf_counter() - t_all
+    print(f"reproduce: {len(chosen)} notebook(s) in {total:.1f} s -> {out_dir}", file=stream)
+    return timings
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def clean_generated(out_dir: Path = GENERATED) -> None:
+    """Remove every executed notebook (used by ``make clean``)."""
+    shutil.rmtree(out_dir, ignore_errors=True)

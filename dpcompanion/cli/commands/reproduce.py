@@ -1,0 +1,47 @@
+"""``reproduce``: execute the book's notebooks with papermill (see :mod:`dpcompanion.book.runner`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "execute the book's notebooks with papermill (quick or full mode) into book/generated/"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", default="quick", help="quick (CI-sized, default) or full (paper scale, meant for a GPU)")
+    p.add_argument("--only", action="append", metavar="ID", help="run only this notebook id (repeatable or comma-separated)")
+    p.add_argument("--device", default="auto", help="auto (default: cuda if available), cpu or cuda")
+    p.add_argument("--seed", default="0", help="non-negative integer seed passed to every notebook (default 0)")
+    p.add_argument("--list", action="store_true", help="list the notebook ids in execution order and exit")
+    p.add_argument("--notebooks", type=Path, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--output", type=Path, default=None, help=argparse.SUPPRESS)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpcompanion.book import runner
+    from dpcompanion.cli import UsageError
+
+    try:
+        seed = int(args.seed)
+    except ValueError:
+        raise UsageError(f"--seed must be a non-negative integer, got {args.seed!r}") from None
+    nb_dir = args.notebooks or runner.NOTEBOOKS
+    if args.list:
+        for nb in runner.discover(nb_dir):
+            print(nb.id)
+        return 0
+    try:
+        runner.reproduce(
+            mode=args.mode,
+            seed=seed,
+            device=args.device,
+            only=args.only,
+            notebooks_dir=nb_dir,
+            out_dir=args.output or runner.GENERATED,
+        )
+    except runner.NotebookFailed as exc:
+        print(f"dpcompanion reproduce: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    return 0

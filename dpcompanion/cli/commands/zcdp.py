@@ -1,0 +1,83 @@
+"""``zcdp``: convert between (epsilon, delta)-DP, rho-zCDP and the paper's budget R = 2 rho.
+
+Examples::
+
+    python -m dpcompanion zcdp --epsilon 4 --delta 1e-8 --json
+    python -m dpcompanion zcdp --rho 0.1963 --delta 1e-8
+    python -m dpcompanion zcdp --R 0.3927 --delta 1e-8
+
+Besides the paper's zCDP budget (Hong et al. 2022, file 001, Lemma C.3 and Sec. 5) it
+prints the budget the exact Gaussian-DP accountant allows for the same (epsilon, delta)
+(``R_exact``), the moments-accountant expression ``R_MA = epsilon^2/ln(1/delta)`` of Sec.
+4.1.3, and the exact epsilon of a schedule that spends the zCDP budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+HELP = "convert (epsilon, delta)-DP <-> rho-zCDP <-> the paper's budget R = 2 rho (plus exact GDP)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--epsilon", type=float, help="target epsilon (> 0): find rho and R")
+    g.add_argument("--rho", type=float, help="zCDP parameter rho (> 0): find epsilon")
+    g.add_argument("--R", type=float, dest="R", help="the paper's budget R = 2 rho (> 0): find epsilon")
+    p.add_argument("--delta", type=float, required=True, help="delta in (0, 1)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def validate(args: argparse.Namespace) -> None:
+    from dpcompanion.cli import UsageError
+
+    if not (0.0 < args.delta < 1.0):
+        raise UsageError(f"--delta must be in (0, 1), got {args.delta:g}")
+    for opt in ("epsilon", "rho", "R"):
+        v = getattr(args, opt)
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise UsageError(f"--{opt} must be a finite number > 0, got {v:g}")
+
+
+def compute(args: argparse.Namespace) -> dict[str, float]:
+    from dpcompanion.theory import accounting as acc
+
+    delta = args.delta
+    if args.epsilon is not None:
+        epsilon = args.epsilon
+        rho = acc.dp_to_zcdp(epsilon=epsilon, delta=delta)
+    else:
+        rho = args.rho if args.rho is not None else acc.rho_from_R(R=args.R)
+        epsilon = acc.zcdp_to_dp(rho=rho, delta=delta)
+    R = acc.R_from_rho(rho=rho)
+    return {
+        "epsilon": epsilon,
+        "delta": delta,
+        "rho": rho,
+        "R": R,
+        "R_exact": acc.R_exact(epsilon=epsilon, delta=delta),
+        "R_ma": acc.R_ma(epsilon=epsilon, delta=delta),
+        "epsilon_exact_at_R": acc.gdp_epsilon(mu=math.sqrt(R), delta=delta),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    validate(args)
+    out = compute(args)
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    rows = [
+        ("epsilon", out["epsilon"], "target (or implied by rho via H Lemma C.3)"),
+        ("delta", out["delta"], ""),
+        ("rho", out["rho"], "zCDP parameter"),
+        ("R", out["R"], "paper's budget R = 2 rho: sum_t 1/sigma_t^2 <= R"),
+        ("R_exact", out["R_exact"], "largest R with exact (GDP) epsilon <= target"),
+        ("R_ma", out["R_ma"], "epsilon^2/ln(1/delta) (H Sec. 4.1.3, moments accountant order)"),
+        ("epsilon_exact_at_R", out["epsilon_exact_at_R"], "exact epsilon actually spent by R"),
+    ]
+    for name, value, note in rows:
+        print(f"{name:<20} {value:<14.6g} {note}")
+    return 0

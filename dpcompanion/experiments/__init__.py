@@ -1,0 +1,8 @@
+"""Experiments as pure computations (compute, then render).
+
+Each experiment is one module of this package that defines ``EXPERIMENT``, an
+:class:`~dpcompanion.experiments.base.Experiment`: a config per mode, a list of
+independent seedable *units*, a function that runs one unit and one that combines the
+units' results into the stored payload. The results store runs the units in-process or on
+Dask and saves the payload with provenance; notebooks only load and plot.
+"""

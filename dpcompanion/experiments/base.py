@@ -1,0 +1,96 @@
+"""The contract every experiment module follows.
+
+An experiment module ``dpcompanion/experiments/<name>.py`` defines::
+
+    EXPERIMENT = Experiment(
+        id="h-f-curv",                      # lower-case SPEC ID = notebook = page name
+        title="PGD on two losses of different curvature (000 Fig. 1)",
+        configs={"quick": {...}, "full": {...}},   # JSON-able dicts; full = paper scale
+        units=units,          # (config) -> list of JSON-able unit dicts, each self-contained
+        run_unit=run_unit,    # (unit, device) -> dict of numpy arrays / numbers / strings
+        combine=combine,      # (config, [unit results, in units order]) -> payload dict
+    )
+
+* ``units(config)`` splits the work into independent pieces (one schedule at one data
+  size, a block of repeats...). Each unit carries everything it needs, its seed included
+  (derived from ``config["seed"]``), so its result does not depend on where or in which
+  order it runs: the same config gives the same payload on any executor.
+* ``run_unit`` may batch inside a unit (many runs in one torch program); it must be a
+  module-level function (picklable, for Dask).
+* ``combine`` is pure and cheap. The payload holds numbers only (numpy arrays, floats,
+  ints, strings, and lists/dicts of them); its digest is the result's identity.
+
+``config["seed"]`` is set by the caller (``--seed``); ``config["mode"]`` is the mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from typing import Any, Callable, Mapping
+
+__all__ = ["Experiment", "MODES", "all_experiments", "get", "config_for", "run_local"]
+
+MODES = ("quick", "full")
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """One experiment: configs per mode, units, and the functions that run and combine them."""
+
+    id: str
+    title: str
+    configs: Mapping[str, Mapping[str, Any]]
+    units: Callable[[dict], list[dict]]
+    run_unit: Callable[[dict, str], dict]
+    combine: Callable[[dict, list[dict]], dict]
+    #: library modules (dotted) whose code the result depends on, besides the
+    #: experiment's own module (used for the code hash)
+    depends_on: tuple[str, ...] = ()
+    #: one sentence: what full mode is, against the paper's protocol
+    scale_note: str = ""
+
+    def __post_init__(self):
+        missing = [m for m in MODES if m not in self.configs]
+        if missing:
+            raise ValueError(f"experiment {self.id}: configs lack modes {missing}")
+
+
+def all_experiments() -> dict[str, Experiment]:
+    """Every experiment of the package, by ID (modules of this package defining EXPERIMENT)."""
+    import dpcompanion.experiments as pkg
+
+    found: dict[str, Experiment] = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name in {"base"} or info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        exp = getattr(mod, "EXPERIMENT", None)
+        if isinstance(exp, Experiment):
+            if exp.id in found:
+                raise RuntimeError(f"experiment id {exp.id} defined twice")
+            found[exp.id] = exp
+    return dict(sorted(found.items()))
+
+
+def get(experiment_id: str) -> Experiment:
+    """The experiment with this ID; ValueError naming the known IDs otherwise."""
+    exps = all_experiments()
+    if experiment_id not in exps:
+        raise ValueError(f"unknown experiment {experiment_id!r}; known: {', '.join(exps) or 'none'}")
+    return exps[experiment_id]
+
+
+def config_for(exp: Experiment, mode: str, *, seed: int = 0) -> dict[str, Any]:
+    """The config of ``exp`` in ``mode`` with the seed and mode set."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return {**exp.configs[mode], "mode": mode, "seed": int(seed)}
+
+
+def run_local(exp: Experiment, mode: str, *, seed: int = 0, device: str = "cpu") -> dict[str, Any]:
+    """Run every unit in this process, in order, and combine (no store, no provenance)."""
+    config = config_for(exp, mode, seed=seed)
+    results = [exp.run_unit(u, device) for u in exp.units(config)]
+    return exp.combine(config, results)

@@ -1,0 +1,387 @@
+"""Exact expected excess risk of private gradient descent (PGD) on a quadratic loss.
+
+For a quadratic empirical risk ``f(theta) = 1/2 (theta - theta*)^T H (theta - theta*) + f*``
+with symmetric positive semi-definite Hessian ``H = U diag(lambda) U^T``, PGD
+(Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001) Eq. (1), Algorithm 1)
+
+    theta_{t+1} = theta_t - eta_t (grad f(theta_t) + G sigma_t v_t / N),   v_t ~ N(0, I_D),
+
+is linear in the noise, so its final excess risk has a closed form. Write
+``e_t = U^T (theta_t - theta*)`` (coordinates in the eigenbasis) and
+``a_{s,i} = 1 - eta_s lambda_i``. Because ``U^T v_t`` is again standard normal,
+
+    e_{T+1,i} = (prod_{s=1}^T a_{s,i}) e_{1,i}
+                - (G / N) sum_{t=1}^T eta_t sigma_t (prod_{s=t+1}^T a_{s,i}) w_{t,i},
+
+with independent standard normal ``w_{t,i}``. Each coordinate is Gaussian with mean
+``m_i = (prod_s a_{s,i}) e_{1,i}`` and variance
+``s_i^2 = (G/N)^2 sum_t eta_t^2 sigma_t^2 prod_{s>t} a_{s,i}^2``, so
+
+    E[f(theta_{T+1})] - f* = 1/2 sum_i lambda_i (m_i^2 + s_i^2)
+        = 1/2 sum_i lambda_i prod_s a_{s,i}^2 e_{1,i}^2          (deterministic part)
+          + sum_t sigma_t^2 q_t,                                 (noise part)
+
+    q_t = (eta_t G / N)^2 sum_i (lambda_i / 2) prod_{s=t+1}^T (1 - eta_s lambda_i)^2.
+
+For a constant step ``eta`` this is ``q_t = (eta G / N)^2 sum_i lambda_i/2 (1 - eta
+lambda_i)^{2(T-t)}``: the exact *influence* of step t's noise variance on the final
+loss, the quantity that Hong et al. estimate by retraining (000 App. D, Fig. 3 middle,
+"computed by analytical solution using the Hessian eigen values"). The excess risk is a
+generalised chi-square variable; its variance is
+``sum_i lambda_i^2 (s_i^4 / 2 + m_i^2 s_i^2)`` (used for Monte Carlo error bars).
+
+Hong et al. Thm 4.1 (001, proof D.1) bounds the same quantity for ``eta = 1/M`` by
+``gamma^T (f(theta_1) - f*) + sum_t gamma^{T-t} (D G^2 / (2 M N^2)) sigma_t^2`` with
+``M = max lambda``, ``mu = min lambda`` (the PL constant of a quadratic),
+``gamma = 1 - mu/M``. Termwise, ``lambda_i (1 - lambda_i/M)^{2k} <= M gamma^k`` and
+``(1 - lambda_i/M)^{2T} <= gamma^T``, so the exact value never exceeds the bound;
+:func:`pl_constants` gives the constants (``alpha`` of Eq. (4) included) that
+``dpcompanion.theory.bounds.gd`` needs to evaluate it.
+
+Math layer: numpy only (no torch). Conventions: keyword-only arguments, validation with
+the offending value in the message.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "SCHEDULE_KINDS",
+    "compare_with_bound",
+    "deterministic_excess_risk",
+    "excess_risk_variance",
+    "expected_excess_risk",
+    "noise_influence",
+    "pl_constants",
+    "squared_loss_quadratic",
+    "schedule_of",
+    "spectrum",
+]
+
+#: schedule kinds compared by :func:`compare_with_bound`
+SCHEDULE_KINDS = ("uniform", "gd-dynamic", "exponential")
+
+
+# --- validation -------------------------------------------------------------------
+
+
+def _eigenvalues(eigenvalues: Any) -> np.ndarray:
+    lam = np.asarray(eigenvalues, dtype=float)
+    if lam.ndim != 1 or lam.size == 0:
+        raise ValueError(f"eigenvalues must be a non-empty 1-D array, got shape {lam.shape}")
+    if not np.all(np.isfinite(lam)) or np.any(lam < 0):
+        raise ValueError(f"eigenvalues must be finite and >= 0 (a PSD Hessian), got min {lam.min()!r}")
+    return lam
+
+
+def _steps(eta: Any, T: int) -> np.ndarray:
+    e = np.asarray(eta, dtype=float)
+    if e.ndim == 0:
+        e = np.full(T, float(e))
+    if e.shape != (T,):
+        raise ValueError(f"eta must be a scalar or have length T = {T}, got shape {e.shape}")
+    if not np.all(np.isfinite(e)) or np.any(e <= 0):
+        raise ValueError(f"eta must be finite and > 0, got {e.min()!r}")
+    return e
+
+
+def _T(T: Any) -> int:
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 0:
+        raise ValueError(f"T must be a non-negative integer, got {T!r}")
+    return int(T)
+
+
+def _sigma(sigma: Any) -> np.ndarray:
+    s = np.atleast_1d(np.asarray(sigma, dtype=float))
+    if s.ndim != 1:
+        raise ValueError(f"sigma must be a 1-D array of per-step noise multipliers, got shape {s.shape}")
+    if not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ValueError(f"sigma must be finite and >= 0, got {s.tolist()!r}")
+    return s
+
+
+def _positive(name: str, x: Any) -> float:
+    xf = float(x)
+    if not math.isfinite(xf) or xf <= 0:
+        raise ValueError(f"{name} must be finite and > 0, got {x!r}")
+    return xf
+
+
+def _offset(offset: Any, D: int) -> np.ndarray:
+    c = np.asarray(offset, dtype=float)
+    if c.shape != (D,):
+        raise ValueError(f"offset must have one entry per eigenvalue ({D}), got shape {c.shape}")
+    if not np.all(np.isfinite(c)):
+        raise ValueError("offset must be finite")
+    return c
+
+
+def _tail_products(lam: np.ndarray, eta: np.ndarray) -> np.ndarray:
+    """P[t, i] = prod_{s=t+1}^{T} (1 - eta_s lambda_i)^2 for t = 0..T (row T is all ones).
+
+    Row 0 is the full product (used for the deterministic part); row t (1-based step t)
+    is the factor multiplying the noise of step t. Computed as a reversed cumulative
+    product of squares, so no power is formed explicitly."""
+    T = eta.size
+    a2 = (1.0 - eta[:, None] * lam[None, :]) ** 2  # (T, D), row s-1 = step s
+    P = np.ones((T + 1, lam.size))
+    if T:
+        with np.errstate(over="ignore"):
+            P[:T] = np.cumprod(a2[::-1], axis=0)[::-1]
+    return P
+
+
+# --- public API -------------------------------------------------------------------
+
+
+def noise_influence(*, eigenvalues, eta, T: int, clip_norm: float, N: int) -> np.ndarray:
+    """Exact influence ``q_t`` (t = 1..T) of step t's noise variance on E[f(theta_{T+1})].
+
+    ``E[f(theta_{T+1})] - f* = deterministic part + sum_t q_t sigma_t^2`` for PGD on a
+    quadratic with Hessian eigenvalues ``eigenvalues``, step ``eta`` (scalar or per-step),
+    sensitivity ``G = clip_norm`` and ``N`` samples (noise std ``G sigma_t / N``), where
+    ``q_t = (eta_t G/N)^2 sum_i lambda_i/2 prod_{s>t} (1 - eta_s lambda_i)^2``.
+    The analytic counterpart of the retrained influence of Hong et al. 2022 (000 App. D,
+    Fig. 3 middle); compare the theory's ``gamma^{T-t}`` of Thm 4.1 (001), Eq. (7).
+
+    >>> q = noise_influence(eigenvalues=[1.0, 0.5], eta=0.5, T=3, clip_norm=2.0, N=4)
+    >>> [round(float(v), 6) for v in q]
+    [0.006897, 0.016602, 0.046875]
+    >>> # last step: (eta G/N)^2 * sum(lambda)/2 = 0.0625 * 0.75
+    >>> float(q[-1]) == 0.0625 * 0.75
+    True
+    """
+    lam = _eigenvalues(eigenvalues)
+    T = _T(T)
+    e = _steps(eta, T)
+    G = _positive("clip_norm", clip_norm)
+    N = _positive("N", N)
+    P = _tail_products(lam, e)[1:]  # row t-1 = prod_{s>t}
+    return (e * G / N) ** 2 * (P @ (lam / 2.0))
+
+
+def deterministic_excess_risk(*, eigenvalues, offset, eta, T: int) -> float:
+    """Noiseless excess risk ``1/2 sum_i lambda_i prod_s (1 - eta_s lambda_i)^2 e_{1,i}^2``
+    after T steps of gradient descent from ``theta_1`` (``offset`` = coordinates of
+    ``theta_1 - theta*`` in the eigenbasis of H).
+
+    >>> deterministic_excess_risk(eigenvalues=[2.0], offset=[1.0], eta=0.25, T=2)
+    0.0625
+    >>> deterministic_excess_risk(eigenvalues=[2.0], offset=[1.0], eta=0.25, T=0)  # f(theta_1) - f*
+    1.0
+    """
+    lam = _eigenvalues(eigenvalues)
+    T = _T(T)
+    e = _steps(eta, T)
+    c = _offset(offset, lam.size)
+    P0 = _tail_products(lam, e)[0]
+    return float(0.5 * np.sum(lam * P0 * c**2))
+
+
+def expected_excess_risk(*, eigenvalues, offset, eta, sigma, clip_norm: float, N: int) -> float:
+    """Exact ``E[f(theta_{T+1})] - f*`` of PGD on a quadratic (T = len(sigma)).
+
+    The deterministic part (:func:`deterministic_excess_risk`) plus
+    ``sum_t q_t sigma_t^2`` (:func:`noise_influence`). This is the quantity that Hong et
+    al. 2022 (001) Thm 4.1 bounds (times ``f(theta_1) - f*``, the ERUB normalisation).
+
+    >>> expected_excess_risk(eigenvalues=[2.0], offset=[1.0], eta=0.25, sigma=[1.0, 1.0], clip_norm=1.0, N=1)
+    0.140625
+    >>> # = 1/2*2*(1/2)^4 + (1/4)^2*(1/4) + (1/4)^2: deterministic, step 1, step 2
+    >>> # noiseless schedule = gradient descent
+    >>> expected_excess_risk(eigenvalues=[2.0], offset=[1.0], eta=0.25, sigma=[0.0, 0.0], clip_norm=1.0, N=1)
+    0.0625
+    """
+    s = _sigma(sigma)
+    q = noise_influence(eigenvalues=eigenvalues, eta=eta, T=s.size, clip_norm=clip_norm, N=N)
+    det = deterministic_excess_risk(eigenvalues=eigenvalues, offset=offset, eta=eta, T=s.size)
+    return float(det + np.sum(q * s**2))
+
+
+def excess_risk_variance(*, eigenvalues, offset, eta, sigma, clip_norm: float, N: int) -> float:
+    """Exact variance of ``f(theta_{T+1}) - f*`` (a generalised chi-square variable):
+    ``sum_i lambda_i^2 (s_i^4/2 + m_i^2 s_i^2)`` with ``m_i``, ``s_i^2`` the mean and
+    variance of the final iterate's i-th eigen-coordinate (module docstring).
+
+    >>> # one coordinate, no initial offset: f = lambda/2 * s^2 * chi2_1, Var = lambda^2 s^4 / 2
+    >>> v = excess_risk_variance(eigenvalues=[2.0], offset=[0.0], eta=0.5, sigma=[1.0], clip_norm=1.0, N=1)
+    >>> v == 2.0**2 * 0.25**2 / 2
+    True
+    """
+    lam = _eigenvalues(eigenvalues)
+    s = _sigma(sigma)
+    T = s.size
+    e = _steps(eta, T)
+    c = _offset(offset, lam.size)
+    G = _positive("clip_norm", clip_norm)
+    N = _positive("N", N)
+    P = _tail_products(lam, e)
+    m2 = P[0] * c**2
+    s2 = (G / N) ** 2 * ((e * s) ** 2 @ P[1:])
+    return float(np.sum(lam**2 * (s2**2 / 2.0 + m2 * s2)))
+
+
+def pl_constants(*, eigenvalues, offset, clip_norm: float, N: int, R: float) -> dict[str, float]:
+    """The constants of Hong et al. 2022 (001) Eq. (4)-(6) for a quadratic loss.
+
+    ``M = max lambda`` (smoothness), ``mu = min lambda`` (PL constant; must be > 0),
+    ``kappa = M/mu``, ``gamma = 1 - 1/kappa``, ``D`` = dimension, ``G = clip_norm``,
+    ``initial_gap = f(theta_1) - f*`` and
+    ``alpha = D G^2 / (2 R M N^2 initial_gap)``; ``eta = 1/M`` is the theorem's step.
+
+    >>> c = pl_constants(eigenvalues=[4.0, 1.0], offset=[1.0, 0.0], clip_norm=1.0, N=10, R=0.5)
+    >>> c["kappa"], c["gamma"], c["initial_gap"], c["alpha"]
+    (4.0, 0.75, 2.0, 0.0025)
+    """
+    lam = _eigenvalues(eigenvalues)
+    c = _offset(offset, lam.size)
+    G = _positive("clip_norm", clip_norm)
+    N = _positive("N", N)
+    R = _positive("R", R)
+    M, mu = float(lam.max()), float(lam.min())
+    if mu <= 0:
+        raise ValueError(f"the smallest eigenvalue (PL constant mu) must be > 0, got {mu!r}")
+    gap = float(0.5 * np.sum(lam * c**2))
+    if gap <= 0:
+        raise ValueError("offset must be non-zero: f(theta_1) - f* = 0 makes ERUB undefined")
+    D = lam.size
+    return {
+        "M": M,
+        "mu": mu,
+        "kappa": M / mu,
+        "gamma": 1.0 - mu / M,
+        "eta": 1.0 / M,
+        "D": float(D),
+        "G": G,
+        "N": N,
+        "R": R,
+        "initial_gap": gap,
+        "alpha": D * G**2 / (2.0 * R * M * N**2 * gap),
+    }
+
+
+def squared_loss_quadratic(*, features, targets, theta_init) -> dict[str, Any]:
+    """The quadratic of the squared loss ``f(theta) = 1/(2N) sum_n (x_n^T theta - y_n)^2``.
+
+    Returns ``eigenvalues`` of ``H = X^T X / N``, the eigenvectors ``basis`` (columns),
+    the minimiser ``theta_star`` (least squares, minimum norm), ``f_star``, and
+    ``offset = basis^T (theta_init - theta_star)`` - the inputs of the functions above.
+    Hong et al. 2022 (000 App. D) use this loss on MNIST35 for the analytic influence.
+
+    >>> X = np.array([[1.0, 0.0], [0.0, 2.0]]); y = np.array([1.0, 2.0])
+    >>> q = squared_loss_quadratic(features=X, targets=y, theta_init=np.zeros(2))
+    >>> q["eigenvalues"].tolist(), q["theta_star"].round(12).tolist(), round(q["f_star"], 12)
+    ([0.5, 2.0], [1.0, 1.0], 0.0)
+    """
+    X = np.asarray(features, dtype=float)
+    y = np.asarray(targets, dtype=float)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ValueError(f"features must be (N, D) and targets (N,), got {X.shape} and {y.shape}")
+    th0 = np.asarray(theta_init, dtype=float)
+    if th0.shape != (X.shape[1],):
+        raise ValueError(f"theta_init must have shape ({X.shape[1]},), got {th0.shape}")
+    N = X.shape[0]
+    lam, U = np.linalg.eigh(X.T @ X / N)
+    lam = np.clip(lam, 0.0, None)
+    theta_star = np.linalg.lstsq(X, y, rcond=None)[0]
+    f_star = float(0.5 * np.mean((X @ theta_star - y) ** 2))
+    return {
+        "eigenvalues": lam,
+        "basis": U,
+        "theta_star": theta_star,
+        "f_star": f_star,
+        "offset": U.T @ (th0 - theta_star),
+    }
+
+
+def spectrum(*, kappa: float, D: int, M: float = 1.0) -> np.ndarray:
+    """``D`` eigenvalues spaced geometrically from ``M / kappa`` to ``M`` (a synthetic
+    quadratic of condition number ``kappa``).
+
+    >>> spectrum(kappa=100.0, D=3).tolist()
+    [0.01, 0.1, 1.0]
+    """
+    kappa = _positive("kappa", kappa)
+    if kappa < 1:
+        raise ValueError(f"kappa must be >= 1, got {kappa!r}")
+    if isinstance(D, bool) or not isinstance(D, (int, np.integer)) or D < 1:
+        raise ValueError(f"D must be a positive integer, got {D!r}")
+    M = _positive("M", M)
+    if D == 1:
+        return np.array([M])
+    return M * np.geomspace(1.0 / kappa, 1.0, D)
+
+
+def schedule_of(kind: str, *, T: int, R: float, kappa: float) -> np.ndarray:
+    """The schedules compared in SPEC H-X-EER (from :mod:`dpcompanion.theory.schedules`):
+    ``uniform`` (H Thm 4.2), ``gd-dynamic`` (H Thm 4.4 with the quadratic's kappa) and
+    ``exponential`` ``sigma_t = sigma_0 exp(-k t)`` (Yu et al. 2019; H 000 App. D) with
+    ``k = ln(10) / (T - 1)``: the noise falls tenfold over the run.
+
+    >>> s = schedule_of("exponential", T=5, R=1.0, kappa=10.0)
+    >>> round(float(s[0] / s[-1]), 9), round(float(np.sum(1 / s**2)), 12)
+    (10.0, 1.0)
+    """
+    from dpcompanion.theory import schedules
+
+    if kind == "uniform":
+        return schedules.uniform(T=T, R=R)
+    if kind == "gd-dynamic":
+        return schedules.gd_dynamic(T=T, R=R, kappa=kappa)
+    if kind == "exponential":
+        return schedules.exponential(T=T, R=R, rate=math.log(10.0) / max(T - 1, 1))
+    raise ValueError(f"kind must be one of {', '.join(SCHEDULE_KINDS)}, got {kind!r}")
+
+
+def compare_with_bound(
+    *, eigenvalues, offset, clip_norm: float, N: int, R: float, T_max: int, kinds=SCHEDULE_KINDS
+) -> dict[str, Any]:
+    """Exact expected excess risk vs the bound of Hong et al. 2022 (001) Thm 4.1, both in
+    ERUB units (divided by ``f(theta_1) - f*``), for PGD with ``eta = 1/M`` and each
+    schedule kind (:func:`schedule_of`) at every ``T = 1..T_max``. The bound comes from
+    :func:`dpcompanion.theory.bounds.gd.erub` with the quadratic's ``kappa`` and ``alpha``
+    (:func:`pl_constants`).
+
+    Returns ``constants`` and, per kind, arrays over T: ``exact``, ``bound``, ``ratio``
+    (bound / exact), and the minimisers ``T_bound`` (what the theory would pick),
+    ``T_exact`` (the true best T), with ``exact_at_T_bound`` / ``exact_min`` (what
+    choosing T by the bound costs).
+
+    >>> r = compare_with_bound(eigenvalues=[1.0, 0.1], offset=[1.0, 1.0], clip_norm=1.0, N=100, R=1.0, T_max=30)
+    >>> bool(np.all(r["uniform"]["exact"] <= r["uniform"]["bound"]))
+    True
+    """
+    from dpcompanion.theory.bounds import gd
+
+    c = pl_constants(eigenvalues=eigenvalues, offset=offset, clip_norm=clip_norm, N=N, R=R)
+    T_max = _T(T_max)
+    if T_max < 1:
+        raise ValueError(f"T_max must be >= 1, got {T_max}")
+    lam = _eigenvalues(eigenvalues)
+    off = _offset(offset, lam.size)
+    Ts = np.arange(1, T_max + 1)
+    out: dict[str, Any] = {"constants": c, "T": Ts}
+    for kind in kinds:
+        exact = np.empty(T_max)
+        bound = np.empty(T_max)
+        for i, T in enumerate(Ts):
+            s = schedule_of(kind, T=int(T), R=R, kappa=c["kappa"])
+            exact[i] = expected_excess_risk(eigenvalues=lam, offset=off, eta=c["eta"], sigma=s,
+                                            clip_norm=clip_norm, N=N) / c["initial_gap"]
+            bound[i] = gd.erub(sigma=s, kappa=c["kappa"], alpha=c["alpha"], R=R)
+        ib, ie = int(np.argmin(bound)), int(np.argmin(exact))
+        out[kind] = {
+            "exact": exact,
+            "bound": bound,
+            "ratio": bound / exact,
+            "T_bound": int(Ts[ib]),
+            "T_exact": int(Ts[ie]),
+            "bound_min": float(bound[ib]),
+            "exact_at_T_bound": float(exact[ib]),
+            "exact_min": float(exact[ie]),
+        }
+    return out

@@ -1,0 +1,215 @@
+"""A thin privacy ledger: records each noisy step and refuses to overspend.
+
+State only; the math is in :mod:`dpcompanion.theory.accounting`. A trainer calls
+``ledger.charge(sigma=...)`` *before* each noisy step and stops when it raises
+:class:`BudgetExceeded` (or when ``can_afford`` is false): Algorithm 1 of Hong et al. 2022
+(FAccT, arXiv 2101.07413, file 001), lines "budget request ... else terminate", whose
+released iterate is ``(R/2)``-zCDP by Thm 3.1.
+
+Costs are in the paper's R units: ``1/sigma^2`` for a full-batch step and, for a step on a
+batch sampled at rate ``p``, the paper's PSGD rule ``p^2/sigma^2`` (H Sec. 4.3,
+:func:`dpcompanion.theory.accounting.psgd_step_cost`).
+
+That PSGD rule is the paper's bookkeeping, **not a guarantee** (at small p a schedule it
+accepts can be several times the target epsilon; see the accounting chapter). So a ledger
+that records subsampled steps needs its ``delta``: every subsampled step is then *also*
+checked against dp-accounting's RDP accountant, and refused if the composed RDP epsilon at
+``delta`` would exceed the epsilon the budget stands for, ``zcdp_to_dp(rho=R/2, delta)``.
+Full-batch steps need no such check: zCDP composition of Gaussian steps is exact in R.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+
+import numpy as np
+
+from dpcompanion.theory import accounting
+
+__all__ = ["BudgetExceeded", "StepRecord", "PrivacyLedger"]
+
+#: Relative slack so that the last step of a budget-exact schedule (sum 1/sigma^2 = R up to
+#: rounding) is still affordable.
+REL_SLACK = 1e-12
+
+
+class BudgetExceeded(ValueError):
+    """A requested step would spend more than the remaining budget (nothing was recorded)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StepRecord:
+    """One recorded noisy step."""
+
+    step: int
+    sigma: float
+    sampling_rate: float
+    cost: float
+    spent_after: float
+
+
+class PrivacyLedger:
+    """Records noisy steps against a budget ``R`` (paper units: R = 2 rho).
+
+    >>> led = PrivacyLedger(R=1.0)
+    >>> for s in [2.0, 2.0, 2.0, 2.0]:
+    ...     _ = led.charge(sigma=s)
+    >>> led.spent, led.remaining, len(led.history)
+    (1.0, 0.0, 4)
+    >>> led.can_afford(sigma=100.0)
+    False
+    """
+
+    def __init__(self, *, R: float, delta: float | None = None):
+        try:
+            r = float(R)
+        except (TypeError, ValueError):
+            raise ValueError(f"R must be a finite number > 0, got {R!r}") from None
+        if not (math.isfinite(r) and r > 0):
+            raise ValueError(f"R must be a finite number > 0, got {R}")
+        self.R = r
+        self.delta = None if delta is None else float(delta)
+        #: the epsilon at ``delta`` that the budget stands for (zCDP conversion, H Lemma C.3)
+        self.epsilon_target = (
+            None if delta is None else accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=r), delta=delta)
+        )
+        self._spent = 0.0
+        self._history: list[StepRecord] = []
+        self._orders: np.ndarray | None = None
+        self._rdp: np.ndarray | None = None  # running RDP curve of the subsampled history
+
+    # ------------------------------------------------------------------ queries
+
+    def cost(self, *, sigma: float, sampling_rate: float = 1.0) -> float:
+        """Cost of one step in R units (``p^2/sigma^2``; ``1/sigma^2`` at ``p = 1``).
+
+        >>> PrivacyLedger(R=1.0).cost(sigma=2.0)
+        0.25
+        """
+        return accounting.psgd_step_cost(sigma=sigma, sampling_rate=sampling_rate)
+
+    @property
+    def spent(self) -> float:
+        """Budget spent so far (R units)."""
+        return self._spent
+
+    @property
+    def remaining(self) -> float:
+        """Budget left (never negative).
+
+        >>> PrivacyLedger(R=0.5).remaining
+        0.5
+        """
+        return max(0.0, self.R - self._spent)
+
+    @property
+    def history(self) -> list[StepRecord]:
+        """The recorded steps, oldest first (a copy)."""
+        return list(self._history)
+
+    def _assess(self, sigma: float, sampling_rate: float) -> tuple[float, np.ndarray | None, str | None]:
+        """(cost in R units, RDP curve after the step or None, reason to refuse or None)."""
+        c = self.cost(sigma=sigma, sampling_rate=sampling_rate)
+        if self._spent + c > self.R * (1 + REL_SLACK):
+            return c, None, f"would spend {c:.6g} but only {self.remaining:.6g} of R = {self.R:.6g} remains (spent {self._spent:.6g})"
+        if float(sampling_rate) == 1.0 and self._rdp is None:
+            return c, None, None
+        if self.delta is None:
+            raise ValueError(
+                f"a subsampled step (sampling_rate={sampling_rate}) needs the ledger's delta: the paper's "
+                "p^2/sigma^2 rule is not a guarantee, so such steps are also checked with an RDP accountant at delta"
+            )
+        orders, step = accounting.rdp_step(sigma=sigma, sampling_rate=sampling_rate)
+        rdp = step if self._rdp is None else self._rdp + step
+        eps = accounting.rdp_epsilon(orders=orders, rdp=rdp, delta=self.delta)
+        if eps > self.epsilon_target * (1 + REL_SLACK):
+            return c, None, (
+                f"would bring the RDP epsilon to {eps:.6g} at delta = {self.delta:g}, above the target "
+                f"{self.epsilon_target:.6g} that R = {self.R:.6g} stands for"
+            )
+        self._orders = orders
+        return c, rdp, None
+
+    def can_afford(self, *, sigma: float, sampling_rate: float = 1.0) -> bool:
+        """Whether a step would stay within the budget (relative slack 1e-12) and, for
+        subsampled steps, within the target epsilon by the RDP accountant.
+
+        >>> PrivacyLedger(R=1.0).can_afford(sigma=0.5)
+        False
+        >>> led, n = PrivacyLedger(R=0.4, delta=1e-8), 0
+        >>> while led.can_afford(sigma=1.0, sampling_rate=0.01):
+        ...     _ = led.charge(sigma=1.0, sampling_rate=0.01); n += 1
+        >>> n, round(led.spent / led.R, 2)   # the paper's p^2/sigma^2 rule alone: 4000 steps
+        (2097, 0.52)
+        """
+        return self._assess(sigma, sampling_rate)[2] is None
+
+    # ------------------------------------------------------------------ updates
+
+    def charge(self, *, sigma: float, sampling_rate: float = 1.0, step: int | None = None) -> StepRecord:
+        """Record a step, or raise :class:`BudgetExceeded` without recording anything.
+
+        >>> led = PrivacyLedger(R=0.5)
+        >>> led.charge(sigma=2.0).cost
+        0.25
+        >>> led.charge(sigma=1.0)
+        Traceback (most recent call last):
+        ...
+        dpcompanion.theory.ledger.BudgetExceeded: step 2 would spend 1 but only 0.25 of R = 0.5 remains (spent 0.25)
+        """
+        k = len(self._history) + 1 if step is None else int(step)
+        c, rdp, reason = self._assess(sigma, sampling_rate)
+        if reason is not None:
+            raise BudgetExceeded(f"step {k} {reason}")
+        if rdp is not None:
+            self._rdp = rdp
+        self._spent += c
+        rec = StepRecord(step=k, sigma=float(sigma), sampling_rate=float(sampling_rate), cost=c, spent_after=self._spent)
+        self._history.append(rec)
+        return rec
+
+    # ------------------------------------------------------------------ reports
+
+    def epsilon(self, delta: float) -> dict[str, float | None]:
+        """The spent budget as ``(epsilon, delta)``.
+
+        Keys: ``R_spent``, ``rho`` (= R_spent/2), ``epsilon_zcdp`` (H Lemma C.3),
+        ``epsilon_exact`` (exact Gaussian DP of the recorded full-batch steps; ``None`` if any
+        step was subsampled, where GDP of the recorded sigmas is not the mechanism's
+        profile) and, for subsampled histories, ``epsilon_rdp`` from dp-accounting.
+
+        >>> led = PrivacyLedger(R=1.0)
+        >>> _ = led.charge(sigma=1.0)
+        >>> e = led.epsilon(1e-5)
+        >>> round(e["epsilon_zcdp"], 4), round(e["epsilon_exact"], 4)
+        (5.2985, 4.3772)
+        """
+        delta = float(delta)
+        sig = np.array([r.sigma for r in self._history], dtype=np.float64)
+        rates = {r.sampling_rate for r in self._history}
+        out: dict[str, float | None] = {
+            "R_spent": self._spent,
+            "rho": accounting.rho_from_R(R=self._spent),
+            "delta": delta,
+            "epsilon_zcdp": accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=self._spent), delta=delta),
+            "epsilon_exact": None,
+        }
+        if not self._history:
+            out["epsilon_exact"] = 0.0
+        elif rates == {1.0}:
+            out["epsilon_exact"] = accounting.exact_epsilon(sigma=sig, delta=delta)
+        else:
+            import dp_accounting as dpa
+
+            acc = dpa.rdp.RdpAccountant()
+            groups = collections.Counter((r.sigma, r.sampling_rate) for r in self._history)
+            for (sigma, rate), count in groups.items():
+                ev = dpa.GaussianDpEvent(sigma)
+                acc.compose(ev if rate == 1.0 else dpa.PoissonSampledDpEvent(rate, ev), count)
+            out["epsilon_rdp"] = float(acc.get_epsilon(delta))
+        return out
+
+    def __repr__(self) -> str:
+        return f"PrivacyLedger(R={self.R:g}, spent={self._spent:g}, steps={len(self._history)})"

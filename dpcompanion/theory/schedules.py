@@ -1,0 +1,483 @@
+"""Noise schedules: per-step noise multipliers sigma_1..sigma_T that spend a budget exactly.
+
+Every function returns a float64 array ``sigma`` (length T) with ``sum_t 1/sigma_t^2 = R`` to
+floating-point accuracy (SPEC section 5). ``R`` is Hong et al.'s budget (``R = 2 rho``, see
+:mod:`dpcompanion.theory.accounting`); for (epsilon, delta) use ``accounting.R_zcdp`` (the paper) or
+``accounting.R_exact`` (exact Gaussian DP).
+
+How the budget is kept exact. Each schedule is a set of *log-weights* ``c_t`` with step
+cost ``1/sigma_t^2 = R softmax(c)_t``, i.e. ``sigma_t = exp((logsumexp(c) - c_t - ln R) / 2)``.
+Working in logs keeps T up to 1e5 and kappa up to 1e8 stable. When the requested schedule's
+noise multipliers span more than float64 can hold (e.g. ``gamma^T`` underflowing), the
+function raises ``ValueError`` saying so and what would work; it never returns inf, 0 or NaN.
+
+The influence-based schedules use Hong et al.'s rule (FAccT 2022, arXiv 2101.07413, file
+001, Lemma 4.3): for influences q_t > 0 the minimiser of ``sum_t q_t sigma_t^2`` subject to
+``sum_t 1/sigma_t^2 = R`` is ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)``, i.e. ``c_t = ln(q_t)/2``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+__all__ = [
+    "KINDS",
+    "make",
+    "uniform",
+    "optimal",
+    "gd_dynamic",
+    "exponential",
+    "step_decay",
+    "momentum_dynamic",
+    "momentum_T_hat",
+    "expinfl",
+    "momexpinfl",
+    "adp",
+    "log_influence",
+]
+
+#: Schedule kinds accepted by :func:`make` and by ``python -m dpcompanion schedule --kind``.
+KINDS: tuple[str, ...] = (
+    "uniform",
+    "optimal",
+    "gd-dynamic",
+    "exp",
+    "step",
+    "momentum-dynamic",
+    "expinfl",
+    "momexpinfl",
+    "adp",
+)
+
+# Largest |ln| of a float64 we let sigma^2 or 1/sigma^2 reach (float max is e^709.78).
+_LOG_LIMIT = 700.0
+# Longest schedule built in memory.
+_T_MAX = 10_000_000
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_T(T: Any) -> int:
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)):
+        if isinstance(T, float) and T.is_integer():
+            T = int(T)
+        else:
+            raise ValueError(f"T must be an integer >= 1, got {T!r}")
+    if T < 1:
+        raise ValueError(f"T must be an integer >= 1, got {T}")
+    if T > _T_MAX:
+        raise ValueError(f"T must be at most {_T_MAX:,} (one float64 per step in memory), got {T:,}")
+    return int(T)
+
+
+def _check_R(R: Any) -> float:
+    try:
+        r = float(R)
+    except (TypeError, ValueError):
+        raise ValueError(f"R must be a finite number > 0, got {R!r}") from None
+    if not (math.isfinite(r) and r > 0):
+        raise ValueError(f"R must be a finite number > 0, got {R}")
+    return r
+
+
+def _check_float(name: str, value: Any, *, lo: float = -math.inf, hi: float = math.inf,
+                 lo_open: bool = True, hi_open: bool = True, allowed: str = "") -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number{', ' + allowed if allowed else ''}, got {value!r}") from None
+    ok = math.isfinite(v) and (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
+    if not ok:
+        raise ValueError(f"{name} must be {allowed or 'finite'}, got {value}")
+    return v
+
+
+def _check_kappa(kappa: Any) -> float:
+    return _check_float("kappa", kappa, lo=1.0, lo_open=False, allowed="finite and >= 1")
+
+
+def _check_beta(beta: Any) -> float:
+    return _check_float("beta", beta, lo=0.0, hi=1.0, lo_open=False, allowed="in [0, 1)")
+
+
+def _log_gamma(kappa: float, eta0: float = 1.0) -> float:
+    """ln(gamma) for gamma = 1 - eta0/kappa, accurate for large kappa; -inf when gamma = 0."""
+    x = eta0 / kappa
+    return math.log1p(-x) if x < 1 else -math.inf
+
+
+# ------------------------------------------------------------------------------ core
+
+
+def _from_log_weights(c: np.ndarray, R: float, what: str, hint: str) -> np.ndarray:
+    """sigma_t with 1/sigma_t^2 = R softmax(c)_t; ValueError if out of float64 range."""
+    c = np.asarray(c, dtype=np.float64)
+    if c.ndim != 1 or c.size == 0 or np.isnan(c).any() or np.isposinf(c).any():
+        raise ValueError(f"{what}: the schedule's log-weights are not finite; {hint}")
+    if np.isneginf(c).any():
+        k = int(np.argmax(np.isneginf(c))) + 1
+        raise ValueError(f"{what}: step {k} gets no budget (infinite noise); {hint}")
+    log_sigma2 = logsumexp(c) - c - math.log(R)
+    lo, hi = float(log_sigma2.min()), float(log_sigma2.max())
+    if hi > _LOG_LIMIT or lo < -_LOG_LIMIT:
+        raise ValueError(
+            f"{what}: sigma^2 would range over e^{lo:.0f}..e^{hi:.0f}, beyond float64 "
+            f"(|ln sigma^2| <= {_LOG_LIMIT:.0f}); {hint}"
+        )
+    return np.exp(0.5 * log_sigma2)
+
+
+def uniform(*, T: int, R: float) -> np.ndarray:
+    """Uniform schedule ``sigma_t^2 = T / R`` (H Thm 4.2).
+
+    >>> uniform(T=4, R=1.0)
+    array([2., 2., 2., 2.])
+    """
+    T = _check_T(T)
+    R = _check_R(R)
+    return _from_log_weights(np.zeros(T), R, f"uniform with T={T}, R={R}", "use a smaller T or a larger R")
+
+
+def optimal(*, q, R: float) -> np.ndarray:
+    """Optimal schedule for influences ``q_t > 0`` (H Lemma 4.3, Eq. 10):
+    ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)``, which minimises ``sum_t q_t sigma_t^2``
+    among schedules spending R. ``T = len(q)``.
+
+    >>> s = optimal(q=[1.0, 4.0], R=1.0)
+    >>> s**2
+    array([3. , 1.5])
+    """
+    R = _check_R(R)
+    try:
+        qa = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise ValueError(f"q must be a sequence of numbers > 0, got {q!r}"[:200]) from None
+    if qa.ndim != 1 or qa.size == 0:
+        raise ValueError(f"q must be a non-empty 1-D sequence, got shape {qa.shape}")
+    bad = ~(np.isfinite(qa) & (qa > 0))
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError(f"q must be finite and > 0 at every step, got {qa[k]} at step {k + 1}")
+    return _from_log_weights(0.5 * np.log(qa), R, f"optimal with T={qa.size}", "the influences span too wide a range")
+
+
+def gd_dynamic(*, T: int, R: float, kappa: float) -> np.ndarray:
+    """GD dynamic schedule, H Thm 4.4 closed form (influence ``q_t = alpha gamma^{T-t}``, Thm 4.1):
+
+        sigma_t^2 = (1/R) (sqrt((1/gamma)^T) - 1) / (1 - sqrt(gamma)) sqrt(gamma^t),  gamma = 1 - 1/kappa.
+
+    Evaluated as Lemma 4.3 with ``ln q_t = (T - t) ln gamma`` in logs (the same numbers).
+    ``kappa = 1`` (gamma = 0) puts the whole budget on the last step, so it is only allowed with T = 1.
+
+    >>> s = gd_dynamic(T=3, R=1.0, kappa=2.0)   # gamma = 1/2
+    >>> bool(abs((1 / s**2).sum() - 1.0) < 1e-12), bool(s[0] > s[1] > s[2])
+    (True, True)
+    """
+    T = _check_T(T)
+    R = _check_R(R)
+    kappa = _check_kappa(kappa)
+    return _from_log_weights(
+        0.5 * log_influence("gd-dynamic", T=T, kappa=kappa),
+        R,
+        f"gd-dynamic with T={T}, kappa={kappa:g}",
+        _gd_hint(kappa),
+    )
+
+
+def _gd_hint(kappa: float) -> str:
+    lg = _log_gamma(kappa)
+    if not math.isfinite(lg):
+        return "kappa = 1 (gamma = 0) only allows T = 1; use kappa > 1"
+    t_max = 1 + int(1300.0 / -lg)
+    return f"the noise ratio grows like gamma^(-T/2): use T <= {t_max} for this kappa, or a larger kappa"
+
+
+def exponential(*, T: int, R: float, rate: float) -> np.ndarray:
+    """Exponential decay ``sigma_t = sigma_0 exp(-rate t)`` (Yu et al. 2019; H 000 App. D),
+    with ``sigma_0`` set so that the budget is spent exactly. ``rate < 0`` grows, 0 is uniform.
+
+    >>> s = exponential(T=3, R=1.0, rate=0.5)
+    >>> bool(np.allclose(s[1:] / s[:-1], np.exp(-0.5))), round(float((1 / s**2).sum()), 12)
+    (True, 1.0)
+    """
+    T = _check_T(T)
+    R = _check_R(R)
+    rate = _check_float("rate", rate, allowed="a finite number")
+    t = np.arange(1, T + 1, dtype=np.float64)
+    return _from_log_weights(
+        2.0 * rate * t, R, f"exp with T={T}, rate={rate:g}", "use a smaller |rate| or a smaller T"
+    )
+
+
+def step_decay(*, T: int, R: float, drop: float = 0.5, period: int | None = None) -> np.ndarray:
+    """Step decay: ``sigma_t = sigma_0 drop^floor((t - 1) / period)``, budget-exact.
+
+    ``drop > 0`` multiplies the noise every ``period`` steps (``drop < 1`` decays); the default
+    period is ``ceil(T / 4)`` (four plateaus).
+
+    >>> s = step_decay(T=4, R=1.0, drop=0.5, period=2)
+    >>> s / s[0]
+    array([1. , 1. , 0.5, 0.5])
+    """
+    T = _check_T(T)
+    R = _check_R(R)
+    drop = _check_float("drop", drop, lo=0.0, allowed="finite and > 0")
+    if period is None:
+        period = max(1, math.ceil(T / 4))
+    if isinstance(period, bool) or not isinstance(period, (int, np.integer)) or period < 1:
+        raise ValueError(f"period must be an integer >= 1, got {period!r}")
+    k = np.arange(T) // int(period)
+    return _from_log_weights(
+        -2.0 * math.log(drop) * k.astype(np.float64),
+        R,
+        f"step with T={T}, drop={drop:g}, period={period}",
+        "use a drop factor closer to 1 or a longer period",
+    )
+
+
+def momentum_T_hat(*, T: int, kappa: float, beta: float, eta0: float = 1.0) -> int:
+    """``T_hat = max t <= T s.t. gamma^(t-1) >= (1 - beta)/(1 - beta^t)`` (H Thm 4.6/4.7, Lemma C.7),
+    with ``gamma = 1 - eta0/kappa`` (H Thm 4.5). t = 1 always qualifies.
+
+    >>> momentum_T_hat(T=1000, kappa=100.0, beta=0.9)   # gamma = 0.99: gamma^229 ~ 0.1
+    230
+    """
+    T = _check_T(T)
+    kappa = _check_kappa(kappa)
+    beta = _check_beta(beta)
+    lg = _log_gamma(kappa, eta0)
+    t = np.arange(1, T + 1, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        lhs = (t - 1) * lg if math.isfinite(lg) else np.where(t == 1, 0.0, -np.inf)
+        rhs = math.log1p(-beta) - np.log1p(-(beta**t)) if beta > 0 else np.zeros(T)
+    ok = lhs >= rhs - 1e-12
+    ok[0] = True
+    return int(np.nonzero(ok)[0].max()) + 1
+
+
+def _log_geom_diff(x: float, y: float, k: np.ndarray) -> np.ndarray:
+    """ln((x^k - y^k) / (x - y)) = ln(sum_{j<k} x^j y^(k-1-j)) for x, y >= 0, stably."""
+    a, b = max(x, y), min(x, y)
+    if a == 0.0:
+        return np.where(k == 1, 0.0, -np.inf)
+    la = math.log(a)
+    if b == a:
+        return np.log(k) + (k - 1) * la
+    r = b / a
+    return (k - 1) * la + np.log1p(-(r**k)) - math.log1p(-r)
+
+
+def log_influence(kind: str, *, T: int, **params) -> np.ndarray:
+    """ln q_t (up to an additive constant) of the influence-based kinds, t = 1..T.
+
+    * ``gd-dynamic`` (``kappa``): ``q_t = gamma^{T-t}`` (H Thm 4.1, Eq. 7).
+    * ``momentum-dynamic`` (``kappa, beta, eta0=1, variant``): see :func:`momentum_dynamic`.
+    * ``expinfl`` (``gamma``): ``q_t = gamma^{T-t}`` for any ``gamma > 0`` (000 Sec. 5).
+    * ``momexpinfl`` (``gamma, c1=1, c2=1``): ``q_t = c1 gamma^{T+t} + c2 gamma^{T-t}`` (000 Sec. 5, H Thm 4.7).
+
+    >>> np.exp(log_influence("gd-dynamic", T=3, kappa=2.0))
+    array([0.25, 0.5 , 1.  ])
+    """
+    T = _check_T(T)
+    t = np.arange(1, T + 1, dtype=np.float64)
+    kind = kind.replace("_", "-")
+    if kind == "gd-dynamic":
+        kappa = _check_kappa(params.pop("kappa"))
+        lg = _log_gamma(kappa)
+        if not math.isfinite(lg):
+            return np.where(t == T, 0.0, -np.inf)
+        out = (T - t) * lg
+    elif kind == "expinfl":
+        gamma = _check_float("gamma", params.pop("gamma"), lo=0.0, allowed="finite and > 0")
+        out = (T - t) * math.log(gamma)
+    elif kind == "momexpinfl":
+        gamma = _check_float("gamma", params.pop("gamma"), lo=0.0, hi=1.0, allowed="in (0, 1)")
+        c1 = _check_float("c1", params.pop("c1", 1.0), lo=0.0, lo_open=False, allowed="finite and >= 0")
+        c2 = _check_float("c2", params.pop("c2", 1.0), lo=0.0, lo_open=False, allowed="finite and >= 0")
+        if c1 == 0 and c2 == 0:
+            raise ValueError("c1 and c2 must not both be 0 (momexpinfl needs a positive influence)")
+        lg = math.log(gamma)
+        with np.errstate(divide="ignore"):
+            # common factor gamma^T dropped
+            out = np.logaddexp(math.log(c1) + t * lg if c1 > 0 else -np.inf, math.log(c2) - t * lg if c2 > 0 else -np.inf)
+    elif kind == "momentum-dynamic":
+        kappa = _check_kappa(params.pop("kappa"))
+        beta = _check_beta(params.pop("beta"))
+        eta0 = _check_float("eta0", params.pop("eta0", 1.0), lo=0.0, allowed="finite and > 0")
+        variant = params.pop("variant", "corrected")
+        if variant not in MOMENTUM_VARIANTS:
+            raise ValueError(f"variant must be one of {', '.join(MOMENTUM_VARIANTS)}, got {variant!r}")
+        if eta0 >= kappa:
+            raise ValueError(f"eta0 must be < kappa (gamma = 1 - eta0/kappa must be in (0, 1)), got eta0={eta0}, kappa={kappa}")
+        gamma = 1.0 - eta0 / kappa
+        lg = _log_gamma(kappa, eta0)
+        if variant == "slides":
+            k = T - t + 1
+            out = _log_geom_diff(beta * beta, gamma, k)
+        else:
+            if not beta < gamma:
+                raise ValueError(f"beta must be < gamma = 1 - eta0/kappa = {gamma:g} (H Thm 4.7), got {beta}")
+            T_hat = momentum_T_hat(T=T, kappa=kappa, beta=beta, eta0=eta0)
+            log_c1 = math.log(2.0) - lg - math.log(gamma - beta * beta)
+            # the proof's c2 = gamma^(2 T_hat)/(gamma - beta^2); "corrected" uses the
+            # c2' = gamma^T_hat/(gamma - beta^2) that the proof's own previous line gives
+            # (claim H-T4.7.q-corrected: only then does q_t bound the exact influence)
+            log_c2 = (1 if variant == "corrected" else 2) * T_hat * lg - math.log(gamma - beta * beta)
+            first = log_c1 + (T + t) * lg
+            second = (T_hat - 1) * lg + log_c2 + (T - t) * lg
+            if variant in ("proof", "corrected"):  # regimes split on t (proof of Thm 4.7, Eq. before (28))
+                out = np.where(t <= T_hat, first, second)
+            else:  # as printed in the statement: indicator on T
+                out = first if T <= T_hat else second
+    else:
+        raise ValueError(f"log_influence kind must be one of gd-dynamic, momentum-dynamic, expinfl, momexpinfl, got {kind!r}")
+    if params:
+        raise ValueError(f"unexpected parameters for {kind}: {', '.join(sorted(params))}")
+    return np.asarray(out, dtype=np.float64)
+
+
+MOMENTUM_VARIANTS = ("corrected", "proof", "statement", "slides")
+
+
+def momentum_dynamic(
+    *, T: int, R: float, kappa: float, beta: float, eta0: float = 1.0, variant: str = "corrected"
+) -> np.ndarray:
+    """Momentum dynamic schedule, H Thm 4.7: Lemma 4.3 applied to the momentum influence.
+
+    ``gamma = 1 - eta0/kappa`` (H Thm 4.5, ``eta_t = eta0/(2M)``), ``T_hat`` from
+    :func:`momentum_T_hat`, ``c1 = 2/(gamma(gamma - beta^2))``, ``c2 = gamma^{2 T_hat}/(gamma - beta^2)``
+    (proof of Thm 4.7), and
+
+    * ``variant="corrected"`` (default): as "proof" but with ``c2' = gamma^{T_hat}/(gamma -
+      beta^2)``, the constant the proof's own derivation gives; only this form bounds the
+      exact influence for every t (claim ``H-T4.7.q-corrected``; the printed c2 is
+      ``gamma^{T_hat}`` too small, ``H-T4.7.q-statement``);
+    * ``variant="proof"``: ``q_t = c1 gamma^{T+t}`` for ``t <= T_hat`` and
+      ``gamma^{T_hat-1} c2 gamma^{T-t}`` for ``t > T_hat``: the split on t that the proof's
+      bound on U_3 and its use of Lemma 4.3 make, with the printed constants;
+    * ``variant="statement"``: the theorem as printed, with indicators on T (so q_t is one
+      exponential: increasing noise if ``T <= T_hat``, the GD schedule otherwise);
+    * ``variant="slides"``: the slides' (file 003, Thm 3.4) ``q_t = (beta^{2(T-t+1)} -
+      gamma^{T-t+1}) / (beta^2 - gamma)``.
+
+    The paper's variants need ``beta < gamma`` (Thm 4.7's assumption).
+
+    >>> s = momentum_dynamic(T=50, R=1.0, kappa=100.0, beta=0.9)
+    >>> round(float((1 / s**2).sum()), 12), bool(s[0] < s[10])   # increasing: T <= T_hat = 230
+    (1.0, True)
+    """
+    T = _check_T(T)
+    R = _check_R(R)
+    lq = log_influence("momentum-dynamic", T=T, kappa=kappa, beta=beta, eta0=eta0, variant=variant)
+    return _from_log_weights(
+        0.5 * lq,
+        R,
+        f"momentum-dynamic ({variant}) with T={T}, kappa={kappa:g}, beta={beta:g}",
+        "use a smaller T or a larger kappa",
+    )
+
+
+def expinfl(*, T: int, R: float, gamma: float) -> np.ndarray:
+    """"expinfl" (file 000 Sec. 5, App. D): influence modelled by one exponential,
+    ``q_t = gamma^{T-t}`` (any ``gamma > 0``), scheduled by Lemma 4.3.
+
+    Equivalent to :func:`gd_dynamic` with ``kappa = 1/(1 - gamma)`` for gamma in (0, 1), and
+    to :func:`exponential` with ``rate = -ln(gamma)/4``.
+
+    >>> bool(np.allclose(expinfl(T=5, R=1.0, gamma=0.5), gd_dynamic(T=5, R=1.0, kappa=2.0)))
+    True
+    """
+    T = _check_T(T)
+    R = _check_R(R)
+    return _from_log_weights(
+        0.5 * log_influence("expinfl", T=T, gamma=gamma),
+        R,
+        f"expinfl with T={T}, gamma={gamma:g}",
+        "use a smaller T or gamma closer to 1",
+    )
+
+
+def momexpinfl(*, T: int, R: float, gamma: float, c1: float = 1.0, c2: float = 1.0) -> np.ndarray:
+    """"momexpinfl" (file 000 Sec. 5; H Thm 4.7's two regimes): influence modelled as
+    ``q_t = c1 gamma^{T+t} + c2 gamma^{T-t}``, scheduled by Lemma 4.3. Only ``c1/c2`` matters.
+
+    >>> s = momexpinfl(T=9, R=1.0, gamma=0.7, c1=1.0, c2=0.7**10)
+    >>> int(np.argmax(s)) + 1          # q_t smallest (noise largest) where c1 gamma^t = c2 gamma^-t
+    5
+    """
+    T = _check_T(T)
+    R = _check_R(R)
+    return _from_log_weights(
+        0.5 * log_influence("momexpinfl", T=T, gamma=gamma, c1=c1, c2=c2),
+        R,
+        f"momexpinfl with T={T}, gamma={gamma:g}",
+        "use a smaller T or gamma closer to 1",
+    )
+
+
+def adp(*, T: int, R: float, a: float = 20.0, c: float = 1.0, power: float = 0.5, alpha2=None) -> np.ndarray:
+    """ADP-SGD's allocation (Wu et al., file 002, Thm 4.2 / Remark 4.1: ``alpha_t^2 = b_t``)
+    as a schedule in Hong et al.'s units.
+
+    Mapping. In ADP-SGD the noise of step t is ``alpha_t c_t`` with ``c_t ~ N(0, sigma^2 I)`` one
+    shared sigma, so step t's noise multiplier (std / sensitivity) is proportional to alpha_t
+    and its cost in R units is ``1/sigma_t^2 ∝ 1/alpha_t^2``. Hence ``sigma_t^2 = alpha_t^2
+    (sum_i 1/alpha_i^2) / R``. Defaults: W's polynomial step sizes ``eta_t = 1/sqrt(20 + t)``,
+    ``b_t = (a + c t)^{1/2}``, so ``alpha_t^2 = (a + c t)^power`` with ``power = 1/2``; the
+    adaptive variant's pre-set ``alpha_t^2 = sqrt(b_0^2 + t C)`` (W Sec. 5.2) is ``a = b_0^2,
+    c = C``. Pass ``alpha2`` (length T) to use any other sequence (e.g. measured b_t).
+    (This is Lemma 4.3 with ``q_t ∝ alpha_t^{-4} = eta_t^2``: SPEC X-UNIFY.)
+
+    >>> s = adp(T=3, R=1.0, a=1.0, c=1.0, power=1.0)
+    >>> s**2 / s[0]**2
+    array([1. , 1.5, 2. ])
+    """
+    T = _check_T(T)
+    R = _check_R(R)
+    if alpha2 is not None:
+        a2 = np.atleast_1d(np.asarray(alpha2, dtype=np.float64))
+        if a2.shape != (T,) or not np.all(np.isfinite(a2) & (a2 > 0)):
+            raise ValueError(f"alpha2 must be {T} finite numbers > 0, got shape {a2.shape}")
+        log_a2 = np.log(a2)
+    else:
+        a = _check_float("a", a, lo=0.0, allowed="finite and > 0")
+        c = _check_float("c", c, lo=0.0, lo_open=False, allowed="finite and >= 0")
+        power = _check_float("power", power, allowed="a finite number")
+        t = np.arange(1, T + 1, dtype=np.float64)
+        log_a2 = power * np.log(a + c * t)
+    return _from_log_weights(-log_a2, R, f"adp with T={T}", "use a smaller power or T")
+
+
+_FUNCS = {
+    "uniform": uniform,
+    "optimal": optimal,
+    "gd-dynamic": gd_dynamic,
+    "exp": exponential,
+    "step": step_decay,
+    "momentum-dynamic": momentum_dynamic,
+    "expinfl": expinfl,
+    "momexpinfl": momexpinfl,
+    "adp": adp,
+}
+
+
+def make(kind: str, **params) -> np.ndarray:
+    """Dispatch to a schedule by name (one of :data:`KINDS`; ``_`` and ``-`` are the same).
+
+    >>> make("uniform", T=2, R=2.0)
+    array([1., 1.])
+    >>> make("gd_dynamic", T=3, R=1.0, kappa=2.0).shape
+    (3,)
+    """
+    key = str(kind).replace("_", "-")
+    if key not in _FUNCS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    try:
+        return _FUNCS[key](**params)
+    except TypeError as exc:  # missing or unknown keyword
+        raise ValueError(f"{key}: {exc}") from None

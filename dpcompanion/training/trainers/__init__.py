@@ -1,0 +1,85 @@
+"""Private trainers (torch): PGD (Hong et al. Algorithm 1), debiased momentum, PSGD with
+Poisson sampling, ADP-SGD (Wu et al. Algorithm 1), each batched over independent runs.
+
+Public API (everything keyword-only after the data)
+---------------------------------------------------
+
+Models (:mod:`dpcompanion.training.models`)::
+
+    model = make_model("mlp", in_dim=60, n_classes=2, hidden=1000)   # or "linear",
+    # "logistic", "cnn-mnist", "cnn-cifar"; DenseModel(...) / FuncModel(...) directly
+    model.n_params                     # P; parameters are a flat tensor theta (K, P)
+    model.init(generators=[...])       # (K, P) initial parameters, one CPU generator per run
+    model.unflatten(theta)             # dict of named (K, *shape) views
+    model.loss(theta, X, y)            # (K,) empirical risk; per_sample_loss -> (K, N)
+    model.accuracy(theta, X, y)        # (K,); model.evaluate(theta, X, y) -> (loss, accuracy)
+    model.clipped_grad_sum(theta, X, y, clip_norm=C, weights=None) -> ClipResult
+        # .grad_sum (K, P) = sum_n w_kn min(1, C/||g_kn||) g_kn; .norms (K, N); .losses (K, N)
+    model.per_sample_grads(theta, X, y)  # (K, N, P), torch.func reference
+    model.to_module(theta[k])          # nn.Module with run k's parameters (for Opacus)
+
+Trainers (this package)::
+
+    h = train_pgd(model, X, y, *, sigma, R, clip_norm=4.0, lr=0.1, momentum=0.0, seed=0,
+                  X_test=None, y_test=None, init=None, device="auto", dtype=torch.float32,
+                  delta=None, progress=None, ledger_factory=None) -> History
+    h = train_psgd(model, X, y, *, sigma, R, sampling_rate, ...same...) -> History
+    h = train_adpsgd(model, X, y, *, R, T, sampling_rate=1.0, step_size="polynomial"|"adaptive",
+                     adaptive_noise=True, eta=1.0, a=20.0, c=1.0, b0_sq=20.0, C=1e-3,
+                     beta=1.0, period=195, clip_norm=1.0, seed=0, ...) -> History
+
+* ``sigma``: a schedule array (:mod:`dpcompanion.theory.schedules`), ``(T,)``, or ``(K, T)`` with
+  one row per run; ``numpy.inf`` entries are noiseless, free steps.
+* ``seed``: an int -> one run and a single-run History (arrays ``(T,)``); a list of K
+  ints -> K batched runs (arrays ``(K, T)``). An int with a ``(K, T)`` sigma runs K
+  schedules with the *same* seed (common random numbers: same init, same noise
+  vectors, only the scale differs - the influence-by-retraining setup).
+* ``R``: the budget in Hong's units (R = 2 rho). Each run has its own
+  :class:`dpcompanion.theory.ledger.PrivacyLedger`, charged *before* each noisy step; a run stops
+  at the first unaffordable step (``stopped_early``). ``R=None``: no ledger (analysis
+  runs that deliberately overspend, e.g. sweeping one sigma_t); cost still recorded.
+* ``init``: ``(P,)`` or ``(K, P)`` initial parameters (default drawn from each seed).
+* ``device``: ``auto|cpu|cuda`` (:func:`dpcompanion.core.provenance.resolve_device`); same
+  code on both. Same seed -> same numbers on CPU, whatever the batch it runs in.
+* ``progress``: tqdm bar; ``None`` = only when stderr is a TTY, ``False`` = never.
+
+:class:`History` fields: per step ``loss, grad_norm, clip_fraction, sigma, lr,
+budget_spent``; per run ``steps_done, stopped_early, R_spent, final_loss,
+train_accuracy, test_accuracy, epsilon``; ``R``, ``theta`` (final parameters),
+``meta`` (device, wall_time, seeds, ...); ``h.run(k)`` extracts one run, ``h.to_dict()``
+is JSON-friendly.
+
+Speed. Dense models (linear, logistic, MLP) use ghost clipping: per-sample gradient
+norms from activations and backprops, then one weighted matmul per layer, runs processed
+in chunks (``DenseModel.chunk_elements``) so that memory stays reused and cache-sized.
+CNNs (``FuncModel``) use ``torch.func`` per-sample gradients, vmapped over runs, in
+chunks of ``FuncModel.sample_chunk`` samples. PSGD computes gradients only on the rows
+some run sampled. In float64 a batched run reproduces its one-run history to ~1e-12
+relative (tests); in float32 the two agree to rounding (~1e-7), not bit for bit, since
+BLAS blocks batched and single products differently.
+
+For Opacus comparisons: ``model.to_module(theta[k])`` is the same network; our binary
+logistic loss ``softplus(-s z)`` with ``s = 2y - 1`` is ``BCEWithLogitsLoss`` on ``y``,
+and noise std ``C sigma / N`` on the mean gradient is Opacus's full-batch convention.
+
+The private step is a fixed sequence of named pieces in :mod:`.steps`
+(``clip_and_sum -> add_noise -> scale -> momentum_update -> sgd_update``); the loop is
+:func:`.engine.train_loop`.
+
+Example (a tiny logistic regression, noiseless steps, no ledger)::
+
+    >>> import numpy as np, torch
+    >>> from dpcompanion.training.models import make_model
+    >>> X = torch.tensor([[1.0, 0.0], [0.0, 1.0]]); y = torch.tensor([1, 0])
+    >>> h = train_pgd(make_model("logistic", in_dim=2), X, y, sigma=np.full(3, np.inf), R=None,
+    ...               lr=1.0, device="cpu", dtype=torch.float64)
+    >>> h.steps_done, h.stopped_early, h.loss.shape
+    (3, False, (3,))
+"""
+
+from dpcompanion.training.trainers.adp import train_adpsgd
+from dpcompanion.training.trainers.engine import train_loop
+from dpcompanion.training.trainers.history import History
+from dpcompanion.training.trainers.pgd import train_pgd, train_psgd
+
+__all__ = ["History", "train_pgd", "train_psgd", "train_adpsgd", "train_loop"]

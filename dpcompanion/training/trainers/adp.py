@@ -1,0 +1,115 @@
+"""ADP-SGD: Wu et al. (ADP-SGD, file 002) Algorithm 1 on top of the private loop.
+
+W's update is ``theta_{t+1} = theta_t - (eta / b_{t+1}) (grad_t + alpha_{t+1} c_t)`` with
+``c_t ~ N(0, sigma^2 I)`` one shared sigma: step t's noise multiplier is proportional to
+alpha_t. Following W Thm 4.2 / Remark 4.1 the allocation is ``alpha_t^2 = b_t``
+(``adaptive_noise=False`` gives DP-SGD, alpha_t = 1), turned into budget-exact per-step
+multipliers by :func:`dpcompanion.theory.schedules.adp` (uniform for DP-SGD), so the ledger
+charges them like any schedule.
+
+Step sizes ``eta_t = eta / b_{t+1}``:
+
+* ``"polynomial"``: ``b_{t+1} = sqrt(a + c t)`` (W Fig. 1: eta = 1, a = 20, c = 1, i.e.
+  eta_t = 1/sqrt(20 + t)); alpha_t^2 = sqrt(a + c t).
+* ``"adaptive"`` (W Sec. 5.2, Tables 3 and 6): ``b_{t+1}^2 = b_t^2 + max(beta_t ||g_t||^2,
+  1e-5)`` with ``beta_t = max(beta / ((t mod period) + 1), 1)`` and ``b_0^2 = b0_sq``; the
+  noise follows the pre-set ``alpha_t^2 = sqrt(b_0^2 + t C)`` (``a = b0_sq``,
+  ``c = C``), which is what lets the noise be fixed before training. Here ``g_t`` is the
+  *privatized* gradient (post-processing, no extra privacy cost); W's Algorithm 1 writes
+  the raw stochastic gradient, which would itself need privatizing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from dpcompanion.training.models import Model
+from dpcompanion.training.trainers.engine import train_loop
+from dpcompanion.training.trainers.history import History
+
+__all__ = ["train_adpsgd", "STEP_SIZES"]
+
+STEP_SIZES = ("polynomial", "adaptive")
+
+
+def train_adpsgd(
+    model: Model,
+    X,
+    y,
+    *,
+    R: float,
+    T: int,
+    sampling_rate: float = 1.0,
+    step_size: str = "polynomial",
+    adaptive_noise: bool = True,
+    eta: float = 1.0,
+    a: float = 20.0,
+    c: float = 1.0,
+    b0_sq: float = 20.0,
+    C: float = 1e-3,
+    beta: float = 1.0,
+    period: int = 195,
+    clip_norm: float = 1.0,
+    seed=0,
+    X_test=None,
+    y_test=None,
+    init=None,
+    device: str = "auto",
+    dtype: torch.dtype = torch.float32,
+    delta: float | None = None,
+    progress: bool | None = None,
+    ledger_factory=None,
+) -> History:
+    """ADP-SGD (``adaptive_noise=True``) or DP-SGD (``False``) with W's step sizes.
+
+    The budget ``R`` is charged with the paper's PSGD rule (``p^2/sigma_t^2``), so the
+    schedule is built for ``R / p^2``; subsampled runs (p < 1) need ``delta``, at which the
+    ledger also checks every step with an RDP accountant (see :func:`train_psgd`). ``seed`` as in :func:`~dpcompanion.training.trainers.train_pgd`.
+    """
+    if step_size not in STEP_SIZES:
+        raise ValueError(f"step_size must be one of {', '.join(STEP_SIZES)}, got {step_size!r}")
+    if not (isinstance(T, (int, np.integer)) and T >= 1):
+        raise ValueError(f"T must be an integer >= 1, got {T}")
+    for name, val in (("eta", eta), ("a", a), ("b0_sq", b0_sq)):
+        if not (math.isfinite(val) and val > 0):
+            raise ValueError(f"{name} must be finite and > 0, got {val}")
+    for name, val in (("c", c), ("C", C), ("beta", beta)):
+        if not (math.isfinite(val) and val >= 0):
+            raise ValueError(f"{name} must be finite and >= 0, got {val}")
+    if not 0.0 < sampling_rate <= 1.0:
+        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
+    from dpcompanion.theory import schedules
+
+    R_sched = R / sampling_rate**2
+    if step_size == "polynomial":
+        aa, cc = a, c
+    else:
+        aa, cc = b0_sq, C
+    if adaptive_noise:
+        sigma = schedules.adp(T=int(T), R=R_sched, a=aa, c=cc, power=0.5)
+    else:
+        sigma = schedules.uniform(T=int(T), R=R_sched)
+    t = np.arange(int(T), dtype=np.float64)
+    lr_rule = None
+    if step_size == "polynomial":
+        lr = eta / np.sqrt(a + c * (t + 1))
+    else:
+        lr = np.full(int(T), eta / math.sqrt(b0_sq))
+        state = {}
+
+        def lr_rule(step: int, g: torch.Tensor, lr_t: torch.Tensor) -> torch.Tensor:
+            b_sq = state.get("b_sq")
+            if b_sq is None:
+                b_sq = torch.full((g.shape[0],), float(b0_sq), dtype=g.dtype, device=g.device)
+            beta_t = max(beta / ((step % period) + 1), 1.0)
+            b_sq = b_sq + torch.clamp(beta_t * (g * g).sum(-1), min=1e-5)
+            state["b_sq"] = b_sq
+            return eta / torch.sqrt(b_sq)
+
+    return train_loop(model, X, y, sigma=sigma, R=R, lr=lr, clip_norm=clip_norm, seed=seed,
+                      sampling_rate=sampling_rate, lr_rule=lr_rule, X_test=X_test, y_test=y_test, init=init,
+                      device=device, dtype=dtype, delta=delta, progress=progress, ledger_factory=ledger_factory,
+                      algorithm=f"{'adp' if adaptive_noise else 'dp'}-sgd-{step_size}")

@@ -1,0 +1,104 @@
+"""The record a private training run returns: per-step arrays and end-of-run numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["History"]
+
+#: per-step fields, shape (K, T) batched or (T,) for one run; NaN after a run stopped.
+STEP_FIELDS = ("loss", "grad_norm", "clip_fraction", "sigma", "lr", "budget_spent")
+#: per-run fields, shape (K,) batched or scalars for one run.
+RUN_FIELDS = ("steps_done", "stopped_early", "R_spent", "final_loss", "train_accuracy", "test_accuracy", "epsilon")
+
+
+@dataclass
+class History:
+    """Per-step history of one run (arrays ``(T,)``, scalars) or of ``K`` batched runs
+    (arrays ``(K, T)``, ``(K,)``).
+
+    Per step ``t = 1..T`` (NaN for steps a run did not take):
+
+    * ``loss``: empirical risk at theta_t, where step t's gradient is taken (for PSGD:
+      the mean loss over that step's Poisson batch);
+    * ``grad_norm``: norm of the averaged clipped gradient before noise;
+    * ``clip_fraction``: fraction of (sampled) samples whose gradient norm exceeded C;
+    * ``sigma``: the noise multiplier sigma_t used; ``lr``: the step size eta_t;
+    * ``budget_spent``: cumulative budget in R units after step t (ledger's ``spent``).
+
+    Per run: ``steps_done``, ``stopped_early`` (the ledger refused a step of the
+    schedule), ``R_spent``, ``final_loss`` (full training loss at the released iterate),
+    ``train_accuracy``, ``test_accuracy`` (None without test data), ``epsilon`` (tight
+    (epsilon, delta) of the steps taken from :func:`dpcompanion.theory.accounting.accountant_epsilon`,
+    None unless ``delta`` was given). ``R`` is the budget (None: no ledger). ``theta`` is
+    the final flat parameter tensor ``(K, P)`` / ``(P,)``. ``meta``: algorithm, device,
+    seeds, clip, wall time (seconds) and the like.
+    """
+
+    loss: np.ndarray
+    grad_norm: np.ndarray
+    clip_fraction: np.ndarray
+    sigma: np.ndarray
+    lr: np.ndarray
+    budget_spent: np.ndarray
+    steps_done: Any
+    stopped_early: Any
+    R: float | None
+    R_spent: Any
+    final_loss: Any
+    train_accuracy: Any
+    test_accuracy: Any = None
+    epsilon: Any = None
+    theta: torch.Tensor | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def runs(self) -> int | None:
+        """Number of batched runs, or None for a single-run history."""
+        return None if self.loss.ndim == 1 else self.loss.shape[0]
+
+    @property
+    def wall_time(self) -> float:
+        return float(self.meta.get("wall_time", float("nan")))
+
+    def run(self, k: int) -> "History":
+        """The single-run history of run ``k`` of a batched history."""
+        if self.runs is None:
+            raise ValueError("run(k) needs a batched history; this one holds a single run")
+        kw = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name in STEP_FIELDS:
+                v = v[k]
+            elif f.name in RUN_FIELDS:
+                v = None if v is None else _scalar(v[k])
+            elif f.name == "theta" and v is not None:
+                v = v[k]
+            elif f.name == "meta":
+                v = dict(v)
+                if "seeds" in v:
+                    v["seed"] = v["seeds"][k]
+            kw[f.name] = v
+        return History(**kw)
+
+    def to_dict(self) -> dict:
+        """JSON-friendly dict (lists, floats; no parameters)."""
+        out = {}
+        for f in fields(self):
+            if f.name == "theta":
+                continue
+            v = getattr(self, f.name)
+            if isinstance(v, np.ndarray):
+                v = np.where(np.isnan(v), None, v).tolist() if v.dtype.kind == "f" else v.tolist()
+            elif isinstance(v, (np.generic,)):
+                v = v.item()
+            out[f.name] = v
+        return out
+
+
+def _scalar(v):
+    return v.item() if isinstance(v, np.generic) else v

@@ -21,7 +21,7 @@ import traceback
 from typing import Any, Callable, Iterable
 
 STATUSES = ("proved", "verified", "refuted", "illustrated", "open")
-METHODS = ("sympy", "numeric", "bruteforce", "montecarlo")
+METHODS = ("sympy", "numeric", "bruteforce", "montecarlo", "end-to-end")
 
 #: modules under dpcompanion.claims that define entries (imported by :func:`load_all`).
 CLAIM_MODULES: tuple[str, ...] = (

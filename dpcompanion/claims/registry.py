@@ -34,6 +34,7 @@ CLAIM_MODULES: tuple[str, ...] = (
     "h_slides",
     "w_adp",
     "x_unify",
+    "end_to_end",
 )
 
 

@@ -35,6 +35,7 @@ CLAIM_MODULES: tuple[str, ...] = (
     "w_adp",
     "x_unify",
     "end_to_end",
+    "h_missing",
 )
 
 

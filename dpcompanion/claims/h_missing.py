@@ -232,7 +232,6 @@ def _slides_t32_corr(*, mutant: bool = False):
     r"$\mathrm{TER}=\frac14(\frac1N+\mathrm{noise})\ge\frac1{4N}$ for every schedule and $T\ge1$, against the printed "
     r"order times a constant $C=10^3$.",
     method="numeric",
-    corrected_by="H-Tab2.uniform-stability-corrected",
 )
 def _tab2_us_lower(*, mutant: bool = False):
     D, R, C = 1.0, R_PAPER, 1e3
@@ -265,7 +264,6 @@ def _tab2_us_lower(*, mutant: bool = False):
     r"($\frac{G^2}{\mu N}\sqrt{\frac{D\ln(1/p)}{NR}}$, dynamic; times $\sqrt{\ln N}$, static): fitted exponent in $N$ of the "
     r"printed term vs that of the term the corrected Thm 4.10 gives from the exact EER minima, tolerance 0.15.",
     method="bruteforce",
-    corrected_by="H-T4.10-corrected",
 )
 def _tab2_hp_first(*, mutant: bool = False):
     D, R, p = 10.0, R_PAPER, 0.05

@@ -253,7 +253,14 @@ def _momentum_rhs(kappa, beta, eta0, sigma2, alpha, R, gap, v_sq, M, zeta_form="
     return first, first - z * eta0 / (2 * M) * float(np.sum(w * v_sq[1:]))
 
 
-_IMPACT_45 = ("Thm 4.5 is the base of Thm 4.6, 4.7, 4.9 and of every momentum row of Tables 1 and 2.")
+_IMPACT_45 = ("Two things fail. (1) The rate: with eta_t = eta0/(2M) even one momentum step (m_2 = g_1, a plain gradient "
+              "step) contracts a kappa = 1 quadratic by (1 - eta0/2)^2 = 1 - eta0 + eta0^2/4 > 1 - eta0 = gamma, so gamma^T "
+              "undercuts the exact decay, by a factor that grows like ((1 - eta0/2)^2/gamma)^T; heavy momentum (beta > gamma) "
+              "slows the decay further. (2) The momentum-effect term -zeta eta0/(2M) sum gamma^(T-t) E||v_{t+1}||^2 can exceed "
+              "the rest of the bound (the right-hand side turns negative) with the printed zeta, and more so with the proof's "
+              "zeta. Inherited by Thm 4.6, 4.7 (H-T4.6/4.7.end-to-end fail too), Thm 4.9 (verified on its grid, where the "
+              "stochastic-gradient term dominates) and every momentum row of Tables 1 and 2; the conclusion that momentum "
+              "flattens the influence is not supported by a valid bound.")
 
 
 @claim(
@@ -336,7 +343,8 @@ def _e2e_t46(*, mutant: bool = False):
         domain="as H-T4.5.end-to-end (kappa, beta on both sides of gamma, eta0 at its maximum and a tenth), N in {2, 5, 30} "
         "(T <= 400 kept), the theorem's T; margin = (bound - exact)/bound",
         mutant_desc="the U_3 bound with the uniform variance T/R replaced by 1/R",
-        impact="Thm 4.6 gives the momentum static rows of Tables 1 and 2.",
+        impact="Inherits H-T4.5.end-to-end (the bound it specialises fails where gamma^T undercuts the decay of a "
+        "beta > gamma momentum run); Thm 4.6 gives the momentum static rows of Tables 1 and 2.",
         tightest=_tightest(ratios, points),
     )
 
@@ -381,7 +389,9 @@ def _e2e_t47(*, mutant: bool = False):
         domain="as H-T4.5.end-to-end restricted to beta < gamma (the theorem's hypothesis), N in {2, 5, 30} (T <= 400 kept), "
         "the theorem's T^dyn; margin = (bound - exact)/bound",
         mutant_desc="the noise term multiplied by gamma^T (the influence constant one power of gamma^T too small)",
-        impact="Thm 4.7 gives the momentum dynamic rows of Tables 1 and 2 and the 'increasing schedule' remark.",
+        impact="Inherits H-T4.5.end-to-end (at kappa = 1 the rate gamma = 1 - eta0 is faster than one step of size "
+        "eta0/(2M) can achieve); Thm 4.7 gives the momentum dynamic rows of Tables 1 and 2 and the 'increasing schedule' "
+        "remark.",
         tightest=_tightest(ratios, points),
     )
 

@@ -291,3 +291,95 @@ def _tab2_hp_first(*, mutant: bool = False):
         "square root of Eq. (15) (H-T4.10); with it removed the privacy term decays like N^{-1} and the rows' dependence on "
         "D and R is stronger than printed. The 4G^2/(p mu N) term, and hence the rows' overall 1/N rate, is unchanged.",
     )
+
+
+# --- Tables 1-2: momentum and baseline rows re-derived ------------------------------------------------
+
+_KAPPA, _BETA, _ETA0 = 10.0, 0.1, 1.5  # gamma = 1 - eta0/kappa = 0.85 > beta; eta0 <= eta0_max(0.1, 0.85) = 1.77
+_EXP_TOL = 0.15  # |fitted - printed exponent| tolerated from log factors on the grids below
+
+
+def _momentum_derived(key: str, *, N: float, D: float, R: float) -> float:
+    """What H Thm 4.5-4.7 give for a momentum row of Table 1 at 1-smooth, 1-Lipschitz losses (f(theta_1) - f* = 1,
+    alpha = D/(2 R N^2)): the minimum over integer T of the momentum ERUB with the exact U_3 (uniform schedule,
+    ``T1-mom-static``) or with Lemma 4.3 applied to the exact influence (``T1-mom-dynamic``), zeta >= 0 dropped."""
+    from dpcompanion.theory.bounds import momentum as mom
+
+    alpha = D / (2 * R * N**2)
+    T_max = math.ceil(3 * _KAPPA / _ETA0 * math.log1p(_ETA0 / (_KAPPA * alpha))) + 10
+    gamma = 1 - _ETA0 / _KAPPA
+    curve = mom.erub_uniform_curve if key == "T1-mom-static" else mom.erub_dynamic_curve
+    return float(np.min(curve(beta=_BETA, gamma=gamma, eta0=_ETA0, alpha=alpha, T_max=T_max)))
+
+
+def _ma_derived(key: str, *, N: float, D: float, R: float) -> float:
+    """GD+MA [34] (Wang et al. 2017) as H Sec. 4.1.1 describes it: ERUB relaxed to gamma^T + alpha kappa T^2, minimised
+    over integer T (alpha = D/(2 R N^2), R_{eps,delta} read as R)."""
+    alpha = D / (2 * R * N**2)
+    gamma = 1 - 1 / _KAPPA
+    T = np.arange(1, math.ceil(3 * _KAPPA * math.log(1 / alpha)) + 10, dtype=float)
+    return float(np.min(gamma**T + alpha * _KAPPA * T**2))
+
+
+def _exponents(f, key):
+    Ns, Ds, Rs = np.logspace(6, 12, 5), np.logspace(0, 2, 3), np.logspace(-1, 1, 3)
+    return {"N": tb.fit_exponent(lambda n: f(key, N=n, D=10.0, R=R_PAPER), N_grid=Ns),
+            "D": float(np.polyfit(np.log(Ds), np.log([f(key, N=1e8, D=d, R=R_PAPER) for d in Ds]), 1)[0]),
+            "R": float(np.polyfit(np.log(Rs), np.log([f(key, N=1e8, D=10.0, R=r) for r in Rs]), 1)[0])}
+
+
+def _rows_check(keys, derive, *, mutant):
+    margins, points = [], []
+    for key in keys:
+        d = _exponents(derive, key)
+        p = _exponents(lambda k, **kw: tb.evaluate(k, **kw), key)
+        if mutant:  # the printed order with N^-1 in place of N^-2
+            p = {**p, "N": p["N"] + 1.0}
+        gap = max(abs(d[v] - p[v]) for v in d)
+        margins.append(_EXP_TOL - gap)
+        points.append({"row": key, "derived_exponents": d, "printed_exponents": p, "max_gap": gap})
+    return margins, points
+
+
+@claim(
+    "H-Tab1.momentum-rows",
+    source=f"{H} Table 1 (momentum rows), Thm 4.6, 4.7",
+    statement=r"The momentum rows of Table 1, $O(\frac{D}{N^2R}(c+\ln N\,\mathbb I_{T>\hat T}))$ (static) and "
+    r"$O(\frac{D}{N^2R}(1+\frac{cD}{N^2R}\mathbb I_{T>\hat T}))$ (dynamic), re-derived: exponents in $N$, $D$, $R$ of the exact "
+    r"minima over $T$ of the momentum bound (exact $U_3$; Lemma 4.3 on the exact influence for the dynamic row) vs those "
+    r"of the printed orders, tolerance 0.15.",
+    method="bruteforce",
+)
+def _tab1_momentum(*, mutant: bool = False):
+    margins, points = _rows_check(("T1-mom-static", "T1-mom-dynamic"), _momentum_derived, mutant=mutant)
+    return _result(
+        margins, points, mutant=mutant, tol=0.0,
+        domain=f"kappa = {_KAPPA:g}, beta = {_BETA:g}, eta0 = {_ETA0:g} (gamma = 0.85 > beta, eta0 admissible), 1-smooth, "
+        "f(theta_1) - f* = 1, alpha = D/(2 R N^2); N in [1e6, 1e12] (5 points, D = 10, R = 0.3927), D in [1, 100], "
+        "R in [0.1, 10] at N = 1e8; margin = 0.15 - max |exponent gap|",
+        mutant_desc="the printed orders with N^-1 in place of N^-2",
+        impact="The momentum rows would not follow from the momentum theorems (which H-T4.5.end-to-end finds false as "
+        "printed; this entry checks only that the table is what the theorems give).",
+        note="the rows follow from Thm 4.5's bound with zeta >= 0 dropped; H-T4.5/4.6/4.7.end-to-end test that bound itself",
+    )
+
+
+@claim(
+    "H-Tab1.baseline-gd-ma",
+    source=f"{H} Table 1 (GD+MA [34]) and Sec. 4.1.1",
+    statement=r"The GD+MA row $O(\frac{D\ln^2N}{N^2R_{\epsilon,\delta}})$ re-derived from the paper's own account of [34] "
+    r"($T=O(\ln(1/\alpha))$, ERUB relaxed to $\gamma^T+\alpha\kappa T^2$): exponents in $N$, $D$, $R$ of "
+    r"$\min_T(\gamma^T+\alpha\kappa T^2)$ vs the printed order, tolerance 0.15.",
+    method="bruteforce",
+)
+def _tab1_ma(*, mutant: bool = False):
+    margins, points = _rows_check(("T1-gd-ma",), _ma_derived, mutant=mutant)
+    return _result(
+        margins, points, mutant=mutant, tol=0.0,
+        domain=f"kappa = {_KAPPA:g}, alpha = D/(2 R N^2), R_eps,delta read as R; grids as H-Tab1.momentum-rows; "
+        "margin = 0.15 - max |exponent gap|",
+        mutant_desc="the printed order with N^-1 in place of N^-2",
+        impact="Table 1's comparison with [34] would rest on a mis-stated baseline.",
+        note="the other baseline rows quote results of other papers whose derivations are not in file 001; they stay "
+        "ranked only (H-Tab1.ranking)",
+    )

@@ -383,3 +383,69 @@ def _tab1_ma(*, mutant: bool = False):
         note="the other baseline rows quote results of other papers whose derivations are not in file 001; they stay "
         "ranked only (H-Tab1.ranking)",
     )
+
+
+# --- where Thm 4.5 loses its rate: the polarisation step of Eq. (28) ------------------------------------
+
+
+def _eq28_margins(factor: float):
+    """|lhs - rhs| at random points for -(eta/b) g^T v = factor (eta/b^2)(||b g - v||^2 - ||b g||^2 - ||v||^2)."""
+    rng = np.random.default_rng(28)
+    margins, points = [], []
+    for _ in range(20):
+        D = int(rng.integers(1, 5))
+        g, v = rng.normal(size=D), rng.normal(size=D)
+        eta, b = float(rng.uniform(0.01, 1)), float(rng.uniform(0.1, 1))
+        lhs = -(eta / b) * float(g @ v)
+        rhs = factor * (eta / b**2) * (float(np.sum((b * g - v) ** 2)) - b**2 * float(g @ g) - float(v @ v))
+        margins.append(-abs(lhs - rhs) / (abs(lhs) + abs(rhs) + 1e-300))
+        points.append({"D": D, "eta": eta, "b": b, "lhs": lhs, "rhs": rhs})
+    return margins, points
+
+
+@claim(
+    "H-T4.5.Eq28",
+    source=f"{H} proof of Thm 4.5, Eq. (28)",
+    statement=r"$-\frac{\eta_t}{b_t}\nabla_t^\top v_{t+1}=\frac{\eta_t}{b_t^2}\left(\|b_t\nabla_t-v_{t+1}\|^2-\|b_t\nabla_t\|^2-"
+    r"\|v_{t+1}\|^2\right)$ (the step that yields $-\eta_t\|\nabla_t\|^2$ and hence $\gamma=1-2\mu\eta_t$).",
+    method="numeric",
+    corrected_by="H-T4.5.Eq28-corrected",
+)
+def _eq28(*, mutant: bool = False):
+    margins, points = _eq28_margins(1.0 if not mutant else 2.0)
+    return _result(
+        margins, points, mutant=mutant, tol=1e-12,
+        domain="20 random (g, v) in R^D, D in 1..4, eta in [0.01, 1], b in [0.1, 1]; margin = -|lhs - rhs|/(|lhs| + |rhs|)",
+        mutant_desc="the right-hand side doubled again",
+        impact="The identity holds with a factor 1/2 (H-T4.5.Eq28-corrected). With it, Eq. (28) gives -(eta_t/2)||grad||^2, "
+        "and the PL step yields the contraction 1 - mu eta_t = 1 - eta0/(2 kappa), not gamma = 1 - eta0/kappa: the "
+        "source of the failure of Thm 4.5-4.7 end to end (H-T4.5.end-to-end).",
+        smallest_key=lambda q: q["D"],
+    )
+
+
+@claim(
+    "H-T4.5.Eq28-corrected",
+    source=f"{H} proof of Thm 4.5, Eq. (28), corrected",
+    statement=r"$-\frac{\eta_t}{b_t}\nabla_t^\top v_{t+1}=\frac{\eta_t}{2b_t^2}\left(\|b_t\nabla_t-v_{t+1}\|^2-\|b_t\nabla_t\|^2-"
+    r"\|v_{t+1}\|^2\right)$ (polarisation identity; SymPy, coordinates symbolic, D = 3).",
+    method="sympy",
+    corrects="H-T4.5.Eq28",
+)
+def _eq28_corr(*, mutant: bool = False):
+    import sympy as sp
+
+    from dpcompanion.claims.registry import proved
+
+    eta, b = sp.symbols("eta b", positive=True)
+    g = sp.Matrix(sp.symbols("g1:4"))
+    v = sp.Matrix(sp.symbols("v1:4"))
+    half = sp.Rational(1, 3) if mutant else sp.Rational(1, 2)  # mutant: 1/3 instead of 1/2
+    lhs = -(eta / b) * (g.T * v)[0]
+    rhs = half * (eta / b**2) * (((b * g - v).T * (b * g - v))[0] - b**2 * (g.T * g)[0] - (v.T * v)[0])
+    residual = sp.expand(lhs - rhs)  # a polynomial: expanding decides it
+    if residual != 0:  # the mutant: report the failed comparison at a point
+        margins, points = _eq28_margins(float(half))
+        return _result(margins, points, mutant=mutant, tol=1e-12, domain="random points", mutant_desc="factor 1/3",
+                       impact="-", symbolic_residual=str(residual))
+    return proved(residual, mutant="factor 1/3 instead of 1/2 (SymPy residual non-zero; then refuted at random points)")

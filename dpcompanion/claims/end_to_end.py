@@ -40,11 +40,14 @@ TOL = 1e-9  # relative rounding tolerance of every comparison below
 def _result(margins, points, *, domain, mutant, mutant_desc, impact, **evidence):
     """verified_by_margins with the mutant description and, for a refutation, the impact."""
     ev = dict(evidence)
+    holds_instead = ev.pop("holds_instead", None)
     ev["mutant"] = mutant_desc
     ev["checked"] = "mutant (a minimally false variant)" if mutant else "the statement as printed"
     res = verified_by_margins(margins, points=points, domain=domain, tol=TOL, **ev)
     if res.status == "refuted":
         res.evidence["impact"] = impact
+        if holds_instead:
+            res.evidence["holds_instead"] = holds_instead
         res.evidence["failing_points"] = int(sum(m < -TOL for m in margins))
         res.evidence["smallest_counterexample"] = _smallest(points, margins)
     return res
@@ -303,6 +306,8 @@ def _e2e_t45(*, mutant: bool = False):
         "propagation; margin = (rhs - exact)/(gamma^T + 2 R eta0 alpha U_3)(f(theta_1) - f*)",
         mutant_desc="the noise term 2 R eta0 alpha U_3 halved (factor 2 dropped)",
         impact=_IMPACT_45,
+        holds_instead="no corrected theorem is registered; the first step of a repair is Eq. (28) with its factor 1/2 "
+        "(H-T4.5.Eq28-corrected), which gives the contraction 1 - eta0/(2 kappa) for beta -> 0",
         cases_beta_above_gamma=sum(p["side"] == "beta > gamma" for p in points),
         worst_margin_with_proof_zeta=float(min(proof_margins)),
     )
@@ -712,6 +717,8 @@ def _e2e_w41(*, mutant: bool = False):
         "(n = 50000, T = 11700, delta = 1e-5, epsilon in {0.8, 6.4}); alpha_t = 1 and alpha_t^2 = (20 + t)^(1/2); "
         "margin = (epsilon - epsilon of the first step alone)/epsilon",
         mutant_desc="Eq. (6) without its factor 16^2 (sigma^2 / 256)",
+        holds_instead="Eq. (6) with App. C.1's condition alpha_t^2 sum_s 1/alpha_s^2 >= n^2 eps^2 B_delta/(32 m^2 "
+        "log(1.25/delta0)), which forces T of order n^2 (W-T4.1.sigma2-conditioned)",
         impact="Thm 4.1's sigma^2 is the noise of every ADP-SGD/DP-SGD result of W (Tables 1-6, W-EPS); where it fails the "
         "runs are not (epsilon, delta)-DP as claimed. The failure comes from applying privacy amplification by sampling "
         "(which needs a per-step epsilon <= 1) when sigma ~ sqrt(T)/n is small, i.e. when T << n^2.",

@@ -581,14 +581,60 @@ def _w_problem():
     return em.least_squares(features=X, targets=y)
 
 
-def _w_run(prob, *, alpha, b, eta, G, n, epsilon, delta, T):
+def _w_run(prob, *, alpha, b, eta, G, n, epsilon, delta, T, start=(1.0, -1.0)):
     """ADP-SGD (W Algorithm 1) with one sample per step: theta_{t+1} = theta_t - eta/b_{t+1} (grad f_xi + alpha_{t+1} c_t)."""
     from dpcompanion.theory import accounting
 
     sigma2 = accounting.adp_sigma2(alpha=alpha, G=G, n=n, epsilon=epsilon, delta=delta)
-    th0 = prob.theta_star + np.array([1.0, -1.0])
+    th0 = prob.theta_star + np.asarray(start, dtype=float)
     m = em.moments(prob, theta1=th0, eta=eta / b, noise_std=np.sqrt(sigma2) * np.asarray(alpha), T=T, batch_size=1)
     return sigma2, th0, m
+
+
+def _w42(*, corrected: bool, mutant: bool):
+    from dpcompanion.theory import accounting
+
+    prob = _w_problem()
+    L = float(np.max(np.sum(prob.X**2, axis=1)))  # each f_i is L-smooth (Assumption 2.1)
+    top = np.linalg.eigh(prob.H)[1][:, -1]  # start along the sharpest direction: the largest initial gradient
+    exacts, bounds, points = [], [], []
+    for T in (1, 2, 5, 60):
+        for eta in (0.5 / L, 1.0 / L, 3.0 / L):
+            b = adpb.b_poly(a=1.0, c=1.0, T=T)  # b_{t+1}, t = 0..T-1
+            for kind, alpha in (("DP-SGD", np.ones(T)), ("ADP-SGD", np.sqrt(b))):
+                for n, epsilon, delta in ((prob.N, 4.0, 1e-3), (10**6, 8.0, 1e-5)):  # n = 1e6: 1e5 copies of each point
+                    for start in ((1.0, -1.0), tuple(top)):
+                        G = 1.0
+                        _, th0, m = _w_run(prob, alpha=alpha, b=b, eta=eta, G=G, n=n, epsilon=epsilon, delta=delta, T=T,
+                                           start=start)
+                        lhs = float(np.min(m["grad_sq"][:T]))
+                        DF = prob.loss(th0) - prob.f_star
+                        Wopt = DF / eta + eta * L / 2 * float(np.sum(m["sample_grad_sq"][:T] / b**2))
+                        B = accounting.adp_B_delta(T=T, n=n, delta=delta)
+                        priv = prob.D * (16 * G) ** 2 * B / (2 * n**2 * epsilon**2) * adpb.M(alpha=alpha, b=b)
+                        if corrected:  # App. C.2: normaliser sum 1/b_{t+1}; the privacy term carries eta L (proof, line (a))
+                            rhs = (Wopt + eta * L * priv) / float(np.sum(1 / b))
+                        else:
+                            rhs = (Wopt + priv) / float(np.sum(b))
+                        exacts.append(lhs)
+                        bounds.append(rhs)
+                        points.append({"T": T, "eta_L": eta * L, "kind": kind, "n": n, "epsilon": epsilon,
+                                       "start": [float(v) for v in start], "lhs": lhs, "rhs": rhs})
+    margins, factor = _scaled(exacts, bounds, mutant)
+    return _result(
+        margins, points, mutant=mutant, mutant_factor=factor,
+        domain="least squares (10 points, d = 2, seeded), L = max ||a_i||^2, b_t = (1 + t)^(1/2), eta L in {0.5, 1, 3}, "
+        "T in {1, 2, 5, 60}, alpha_t = 1 and alpha_t^2 = b_t, (n, epsilon, delta) in {(10, 4, 1e-3), (1e6 = copies, 8, 1e-5)} "
+        "(noise-dominated and optimisation-dominated), two starts (one along the top eigenvector), G = 1 "
+        "(enters through sigma^2 only; W_opt uses the exact E||grad f(theta_t, xi_t)||^2); margin = (rhs - lhs)/rhs",
+        mutant_desc="the bound multiplied by a factor just below the tightest ratio exact/bound on the grid (evidence: mutant_factor)",
+        holds_instead="the same bound with the normaliser 1/sum_t (1/b_{t+1}) and the privacy term times eta L "
+        "(App. C.2, Eq. 23 and the proof's line (a)): W-T4.2.end-to-end-corrected",
+        impact="The normaliser 1/sum_t b_{t+1} of Eq. (7) (flagged as a typo by W-T4.2.eq7) is not harmless: against the "
+        "exact min_k E||grad F(theta_k)||^2 the printed bound fails by a factor of about 5 once T is large and the noise "
+        "small. Remark 4.1's comparison of alpha schedules is unaffected (the normaliser does not depend on alpha), and "
+        "Prop. 5.1/5.2 are derived from the appendix's normaliser (W-P5.1.end-to-end).",
+    )
 
 
 @claim(
@@ -598,41 +644,25 @@ def _w_run(prob, *, alpha, b, eta, G, n, epsilon, delta, T):
     r"with $\sigma^2$ of Eq. 6) has $\min_{k<T}\mathbb E\|\nabla F(\theta_k)\|^2\le\frac{1}{\sum_tb_{t+1}}(W_{opt}+"
     r"\frac{d(16G)^2B_\delta}{2n^2\varepsilon^2}M(\{\alpha_t\},\{b_t\}))$; exact moments on least squares.",
     method="end-to-end",
+    corrected_by="W-T4.2.end-to-end-corrected",
+    versions=("002",),
 )
 def _e2e_w42(*, mutant: bool = False):
-    from dpcompanion.theory import accounting
+    return _w42(corrected=False, mutant=mutant)
 
-    prob = _w_problem()
-    L = float(np.max(np.sum(prob.X**2, axis=1)))  # each f_i is L-smooth (Assumption 2.1)
-    n, delta = prob.N, 1e-3
-    exacts, bounds, points = [], [], []
-    for T in (2, 10, 60):
-        for eta in (0.2 / L, 1.0 / L, 3.0 / L):
-            for c_ in (0.1, 1.0):
-                b = adpb.b_poly(a=1.0, c=c_, T=T)  # b_{t+1}, t = 0..T-1
-                for kind, alpha in (("DP-SGD", np.ones(T)), ("ADP-SGD", np.sqrt(b))):
-                    for epsilon in (0.5, 4.0):
-                        G = 1.0
-                        _, th0, m = _w_run(prob, alpha=alpha, b=b, eta=eta, G=G, n=n, epsilon=epsilon, delta=delta, T=T)
-                        lhs = float(np.min(m["grad_sq"][:T]))
-                        DF = prob.loss(th0) - prob.f_star
-                        Wopt = DF / eta + eta * L / 2 * float(np.sum(m["sample_grad_sq"][:T] / b**2))
-                        B = accounting.adp_B_delta(T=T, n=n, delta=delta)
-                        priv = prob.D * (16 * G) ** 2 * B / (2 * n**2 * epsilon**2) * adpb.M(alpha=alpha, b=b)
-                        rhs = (Wopt + priv) / float(np.sum(b))
-                        exacts.append(lhs)
-                        bounds.append(rhs)
-                        points.append({"T": T, "eta_L": eta * L, "c": c_, "kind": kind, "epsilon": epsilon,
-                                       "lhs": lhs, "rhs": rhs})
-    margins, factor = _scaled(exacts, bounds, mutant)
-    return _result(
-        margins, points, mutant=mutant, mutant_factor=factor,
-        domain="least squares (N = n = 10, d = 2, seeded), L = max ||a_i||^2, b_t = (1 + c t)^(1/2), c in {0.1, 1}, "
-        "eta L in {0.2, 1, 3}, T in {2, 10, 60}, alpha_t = 1 and alpha_t^2 = b_t, epsilon in {0.5, 4}, delta = 1e-3, G = 1 "
-        "(enters through sigma^2 only; W_opt uses the exact E||grad f(theta_t, xi_t)||^2); margin = (rhs - lhs)/rhs",
-        mutant_desc="the bound multiplied by a factor just below the tightest ratio exact/bound on the grid (evidence: mutant_factor)",
-        impact="W Thm 4.2 is the base of Remark 4.1 (alpha_t^2 = b_t), Prop. 5.1 and 5.2.",
-    )
+
+@claim(
+    "W-T4.2.end-to-end-corrected",
+    source=f"{W} Thm 4.2 with App. C.2, Eq. (23)",
+    statement=r"W Thm 4.2 with the appendix's normaliser and the proof's factor $\eta L$: "
+    r"$\min_{k<T}\mathbb E\|\nabla F(\theta_k)\|^2\le\frac{1}{\sum_t1/b_{t+1}}(W_{opt}+\eta L\frac{d(16G)^2B_\delta}"
+    r"{2n^2\varepsilon^2}M(\{\alpha_t\},\{b_t\}))$, end to end on the same grid.",
+    method="end-to-end",
+    corrects="W-T4.2.end-to-end",
+    versions=("002",),
+)
+def _e2e_w42_corr(*, mutant: bool = False):
+    return _w42(corrected=True, mutant=mutant)
 
 
 @claim(
@@ -642,6 +672,7 @@ def _e2e_w42(*, mutant: bool = False):
     r"satisfy Eq. (9) and (10) with $W^{decay}_{opt}=\sqrt c(D_F/\eta+\eta G^2LB_T/(2c))$, $B_T=\log(1+Tc/a)$, $G^2\ge$ every "
     r"$\mathbb E\|\nabla f(\theta_t,\xi_t)\|^2$ of the run; exact moments on least squares.",
     method="end-to-end",
+    versions=("002",),
 )
 def _e2e_w51(*, mutant: bool = False):
     from dpcompanion.theory import accounting
@@ -692,6 +723,7 @@ def _e2e_w51(*, mutant: bool = False):
     r"of its first released step alone (a lower bound on the algorithm's epsilon: the other records share one gradient, the "
     r"replaced record's gradient is opposite, sensitivity $2G$, sampling probability $1/n$).",
     method="end-to-end",
+    versions=("002",),
 )
 def _e2e_w41(*, mutant: bool = False):
     from dpcompanion.theory import accounting

@@ -130,9 +130,26 @@ def _e2e_t41(*, mutant: bool = False):
         impact=_IMPACT_41,
         tightest=_tightest(ratios, points),
         gamma_squared_note="the mutant gamma -> gamma^2 cannot be caught by any quadratic: at eta = 1/M every eigen-direction "
-        "contracts by (1 - lambda/M)^2 <= gamma^2, so the gamma^2 version is true for quadratics; only non-quadratic PL losses "
-        "could separate the two, and the registry has no exact expectation for them",
+        "contracts by (1 - lambda/M)^2 <= gamma^2, so the gamma^2 version is true for quadratics. Nor by the standard "
+        "non-convex PL example (pl_example: its worst noiseless one-step ratio stays below gamma^2 too); the registry "
+        "has no loss on which GD's rate is provably between gamma^2 and gamma",
+        pl_example=_pl_example(),
     )
+
+
+def _pl_example() -> dict:
+    """f(x) = x^2 + 3 sin^2(x) (Karimi, Nutini & Schmidt 2016, arXiv 1608.04636, Sec. 2): PL constant and smoothness on a
+    grid, gamma, and the worst one-step ratio (f(x - f'(x)/M) - f*)/(f(x) - f*) of noiseless GD with eta = 1/M."""
+    x = np.linspace(-20.0, 20.0, 200_001)
+    x = x[np.abs(x) > 1e-6]
+    f = x**2 + 3 * np.sin(x) ** 2
+    fp = 2 * x + 3 * np.sin(2 * x)
+    mu = float(np.min(fp**2 / (2 * f)))
+    M = 8.0  # max |f''| = max |2 + 6 cos 2x|
+    y = x - fp / M
+    ratio = float(np.max((y**2 + 3 * np.sin(y) ** 2) / f))
+    g = 1 - mu / M
+    return {"mu_on_grid": mu, "M": M, "gamma": g, "gamma_squared": g * g, "worst_one_step_ratio": ratio}
 
 
 @claim(

@@ -242,7 +242,8 @@ def _slides_t32_corr(*, mutant: bool = False):
     r"1-Lipschitz $\mu$-strongly convex losses) by $O(\frac{D}{N^2R})$ resp. $O(\frac{D\ln N}{N^2R})$. Checked against "
     r"the exact TER of PGD on $f(\theta;x)=\frac14(\theta-x)^2$, $x=\pm1$: with $\eta=1/M$, "
     r"$\mathrm{TER}=\frac14(\frac1N+\mathrm{noise})\ge\frac1{4N}$ for every schedule and $T\ge1$, against the printed "
-    r"order times a constant $C=10^3$.",
+    r"order times a constant $C=10^3$; for the momentum rows, any output $(1-\rho)\bar x+\rho\theta_1+$noise has "
+    r"$\mathrm{EER}+\mathrm{TER}\ge\frac1{8N}$, against $C$ times the sum of the Table 1 and Table 2 rows.",
     method="numeric",
 )
 def _tab2_us_lower(*, mutant: bool = False):
@@ -256,15 +257,28 @@ def _tab2_us_lower(*, mutant: bool = False):
                 printed /= N
             margins.append((printed - ter_lower) / ter_lower)
             points.append({"row": key, "N": float(N), "C_times_printed": printed, "TER_lower_bound": ter_lower})
+        # momentum rows: any run whose output is (1 - rho) xbar + rho theta_1 + independent noise (momentum PGD with any
+        # beta, eta0, schedule, T; theta_1 = 0) has EER >= rho^2/(4N) and TER >= (1 - rho)^2/(4N), so
+        # EER + TER >= 1/(8N): Table 1's and Table 2's momentum rows cannot both hold
+        for key1, key2 in (("T1-mom-static", "T2-us-mom-static"), ("T1-mom-dynamic", "T2-us-mom-dynamic")):
+            printed = C * (tb.evaluate(key1, N=N, D=D, R=R) + tb.evaluate(key2, N=N, D=D, R=R))
+            if mutant:
+                printed /= N
+            lower = 1 / (8 * N)
+            margins.append((printed - lower) / lower)
+            points.append({"row": f"{key1} + {key2}", "N": float(N), "C_times_printed": printed,
+                           "EER_plus_TER_lower_bound": lower})
     return _result(
         margins, points, mutant=mutant,
         domain="N in {1e1, ..., 1e9}, D = 1, R = 0.3927, C = 1e3 (any fixed C fails from N ~ 4 C D / R on); "
         "loss 1/4 (theta - x)^2, x = +-1 equiprobable (M = mu = 1/2, gradients <= 1 on [-1, 1]); "
         "margin = (C printed - TER lower bound)/TER lower bound",
         mutant_desc="the printed orders divided by N",
-        impact="Decisive form of H-Tab2.uniform-stability (which compared two upper bounds): no algorithm whose output "
-        "averages the data can have TER below Var(x)/(4N) on this loss, so the O(D/(N^2 R)) true-risk rows are false for "
-        "large N; the corrected O(ln N / N) rows (H-Tab2.uniform-stability-corrected) are consistent with the lower bound.",
+        impact="Decisive form of H-Tab2.uniform-stability (which compared two upper bounds; this entry supersedes it): PGD "
+        "at eta = 1/M outputs the data mean plus noise, whose TER is at least Var(x)/(4N) on this loss, and a momentum run "
+        "that meets Table 1's EER row must have TER of order 1/N too; so every O(D/(N^2 R)) and O(D ln N/(N^2 R)) "
+        "true-risk row of Table 2's uniform-stability block (GD and momentum) is false for large N. The corrected "
+        "O(ln N / N) rows (H-Tab2.uniform-stability-corrected) are consistent with the lower bound.",
         smallest_key=lambda q: (q["N"], q["row"]),
     )
 

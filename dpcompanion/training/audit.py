@@ -99,8 +99,11 @@ __all__ = [
 TRAINERS: tuple[str, ...] = ("pgd", "momentum", "psgd", "adp")
 #: fewest trials accepted (both worlds together); below this no bound is informative
 MIN_TRIALS = 200
-#: most trials accepted: one run of P = 2 parameters each, but ledgers and generators per run
-MAX_TRIALS = 1_000_000
+#: most trials accepted: each run holds a ledger and a noise generator (a few kB), and a full-batch
+#: trial costs about 1 ms of CPU time (a subsampled one about 10 ms)
+MAX_TRIALS = 200_000
+#: runs per trainer call (bounds the memory of ledgers, generators and recorded iterates)
+CHUNK = 20_000
 #: accepted noise-multiplier scales S (inclusive)
 SCALE_RANGE = (0.01, 100.0)
 #: confidence of the lower bound (one-sided, both Clopper-Pearson bounds together)
@@ -221,8 +224,8 @@ def epsilon_lower_bound(
     """One-sided ``confidence`` lower bound on epsilon at ``delta`` from a threshold test on
     the scores of trials without (``scores_out``) and with (``scores_in``) the canary.
 
-    The first ``selection_fraction`` of each array chooses the threshold (the one whose
-    Clopper-Pearson bound is largest on that part); the rest, independent of the choice,
+    The first ``selection_fraction`` of each array chooses the threshold (among the midpoints
+    between its sorted scores, the one whose Clopper-Pearson bound is largest on that part); the rest, independent of the choice,
     gives the counts and the bound, each rate bounded at ``(1 - confidence) / 2`` so that both
     hold together (union bound). Higher scores mean 'canary in'; the bound uses both
     inequalities of :func:`epsilon_from_rates`, so the direction need not be chosen.
@@ -244,7 +247,8 @@ def epsilon_lower_bound(
         raise ValueError(f"too few scores to split ({so.size} without, {si.size} with the canary)")
     alpha = 1.0 - confidence
     sel_o, sel_i, ev_o, ev_i = so[:h0], si[:h1], so[h0:], si[h1:]
-    cand = np.unique(np.concatenate([sel_o, sel_i, [-np.inf]]))
+    u = np.unique(np.concatenate([sel_o, sel_i]))
+    cand = np.concatenate([[-np.inf], (u[:-1] + u[1:]) / 2, [np.inf]])  # midpoints between observed scores
     e_sel = _bound_at(sel_o, sel_i, cand, delta=delta, alpha=alpha)[4]
     tau = float(cand[int(np.argmax(e_sel))])
     fp, fn, fpr_hi, fnr_hi, eps = _bound_at(ev_o, ev_i, np.array([tau]), delta=delta, alpha=alpha)
@@ -598,12 +602,17 @@ def run_audit(
     n_out = n_trials - n_in
     sums = {}
     for world, canary, n in ((0, False, n_out), (1, True, n_in)):
-        sums[world], h = _train_world(trainer, setup, canary=canary, seeds=_seeds(v["seed"], world, n),
-                                      sigma=None if trainer == "adp" else used, R_trainer=R_trainer,
-                                      R_ledger=R_ledger, delta=dl, device=dev, data_seed=v["seed"])
-        got = np.asarray(h.sigma, dtype=np.float64).reshape(-1, setup.T)
-        if not np.allclose(got, used, rtol=1e-9, atol=0.0):
-            raise RuntimeError(f"audit of {trainer}: the trainer used noise {got[0]} instead of {used}")
+        seeds = _seeds(v["seed"], world, n)
+        parts = []
+        for lo in range(0, n, CHUNK):
+            part, h = _train_world(trainer, setup, canary=canary, seeds=seeds[lo:lo + CHUNK],
+                                   sigma=None if trainer == "adp" else used, R_trainer=R_trainer,
+                                   R_ledger=R_ledger, delta=dl, device=dev, data_seed=v["seed"])
+            got = np.asarray(h.sigma, dtype=np.float64).reshape(-1, setup.T)
+            if not np.allclose(got, used, rtol=1e-9, atol=0.0):
+                raise RuntimeError(f"audit of {trainer}: the trainer used noise {got[0]} instead of {used}")
+            parts.append(part)
+        sums[world] = np.concatenate(parts)
     # the adversary: project each step's noisy sum on the canary's clipped gradient -C e_0
     scores = {w: log_likelihood_ratio(s=-sums[w][..., 0] / setup.clip_norm, sigma=used, sampling_rate=p) for w in sums}
     test = epsilon_lower_bound(scores_out=scores[0], scores_in=scores[1], delta=dl)

@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epsilon", type=float, required=True, help="target epsilon, a finite number > 0")
     p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     p.add_argument("--trials", type=int, default=None,
-                   help="trainings in all, half with the canary (default: 10000 full batch, 3000 psgd; at least 200)")
+                   help="trainings in all, half with the canary (default: 10000 full batch, 3000 psgd; 200 to 200000)")
     p.add_argument("--noise-multiplier-scale", type=float, default=1.0, dest="noise_multiplier_scale",
                    help="S: the trainer adds S times the noise its ledger claims (default 1: as shipped; "
                         "in [0.01, 100])")

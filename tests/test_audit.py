@@ -264,3 +264,25 @@ def test_cli_bad_input_one_line_exit_2(capsys, extra, needle):
     assert rc == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------ the experiment
+
+
+def test_experiment_units_and_one_small_unit():
+    from dpcompanion.experiments import base
+    from dpcompanion.experiments import audit as exp_audit
+
+    exp = base.get("audit")
+    assert exp is exp_audit.EXPERIMENT and set(exp_audit.TRAINERS) == set(audit.TRAINERS)
+    for mode in base.MODES:
+        cfg = base.config_for(exp, mode, seed=3)
+        us = exp.units(cfg)
+        pairs = {(u["trainer"], u["scale"]) for u in us}
+        assert {(t, s) for t in audit.TRAINERS for s in (1.0, 0.25)} <= pairs and len(pairs) == len(us)
+        assert len({u["seed"] for u in us}) == len(us)
+        assert all(audit.MIN_TRIALS <= u["trials"] <= audit.MAX_TRIALS for u in us)
+    unit = {**us[0], "trials": 200}
+    out = exp.combine(cfg, [exp.run_unit(unit, "cpu")])
+    assert out["audits"][0]["trainer"] == unit["trainer"] and out["audits"][0]["trials"] == 200
+    json.dumps(out)  # the payload is JSON-able

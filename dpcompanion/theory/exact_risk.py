@@ -49,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from dpcompanion.core import validate
+
 __all__ = [
     "SCHEDULE_KINDS",
     "compare_with_bound",
@@ -89,12 +91,6 @@ def _steps(eta: Any, T: int) -> np.ndarray:
     return e
 
 
-def _T(T: Any) -> int:
-    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 0:
-        raise ValueError(f"T must be a non-negative integer, got {T!r}")
-    return int(T)
-
-
 def _sigma(sigma: Any) -> np.ndarray:
     s = np.atleast_1d(np.asarray(sigma, dtype=float))
     if s.ndim != 1:
@@ -102,13 +98,6 @@ def _sigma(sigma: Any) -> np.ndarray:
     if not np.all(np.isfinite(s)) or np.any(s < 0):
         raise ValueError(f"sigma must be finite and >= 0, got {s.tolist()!r}")
     return s
-
-
-def _positive(name: str, x: Any) -> float:
-    xf = float(x)
-    if not math.isfinite(xf) or xf <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {x!r}")
-    return xf
 
 
 def _offset(offset: Any, D: int) -> np.ndarray:
@@ -156,10 +145,10 @@ def noise_influence(*, eigenvalues, eta, T: int, clip_norm: float, N: int) -> np
     True
     """
     lam = _eigenvalues(eigenvalues)
-    T = _T(T)
+    T = validate.integer("T", T, minimum=0)
     e = _steps(eta, T)
-    G = _positive("clip_norm", clip_norm)
-    N = _positive("N", N)
+    G = validate.positive("clip_norm", clip_norm)
+    N = validate.positive("N", N)
     P = _tail_products(lam, e)[1:]  # row t-1 = prod_{s>t}
     return (e * G / N) ** 2 * (P @ (lam / 2.0))
 
@@ -175,7 +164,7 @@ def deterministic_excess_risk(*, eigenvalues, offset, eta, T: int) -> float:
     1.0
     """
     lam = _eigenvalues(eigenvalues)
-    T = _T(T)
+    T = validate.integer("T", T, minimum=0)
     e = _steps(eta, T)
     c = _offset(offset, lam.size)
     P0 = _tail_products(lam, e)[0]
@@ -217,8 +206,8 @@ def excess_risk_variance(*, eigenvalues, offset, eta, sigma, clip_norm: float, N
     T = s.size
     e = _steps(eta, T)
     c = _offset(offset, lam.size)
-    G = _positive("clip_norm", clip_norm)
-    N = _positive("N", N)
+    G = validate.positive("clip_norm", clip_norm)
+    N = validate.positive("N", N)
     P = _tail_products(lam, e)
     m2 = P[0] * c**2
     s2 = (G / N) ** 2 * ((e * s) ** 2 @ P[1:])
@@ -239,9 +228,9 @@ def pl_constants(*, eigenvalues, offset, clip_norm: float, N: int, R: float) -> 
     """
     lam = _eigenvalues(eigenvalues)
     c = _offset(offset, lam.size)
-    G = _positive("clip_norm", clip_norm)
-    N = _positive("N", N)
-    R = _positive("R", R)
+    G = validate.positive("clip_norm", clip_norm)
+    N = validate.positive("N", N)
+    R = validate.positive("R", R)
     M, mu = float(lam.max()), float(lam.min())
     if mu <= 0:
         raise ValueError(f"the smallest eigenvalue (PL constant mu) must be > 0, got {mu!r}")
@@ -305,12 +294,12 @@ def spectrum(*, kappa: float, D: int, M: float = 1.0) -> np.ndarray:
     >>> spectrum(kappa=100.0, D=3).tolist()
     [0.01, 0.1, 1.0]
     """
-    kappa = _positive("kappa", kappa)
+    kappa = validate.positive("kappa", kappa)
     if kappa < 1:
         raise ValueError(f"kappa must be >= 1, got {kappa!r}")
     if isinstance(D, bool) or not isinstance(D, (int, np.integer)) or D < 1:
         raise ValueError(f"D must be a positive integer, got {D!r}")
-    M = _positive("M", M)
+    M = validate.positive("M", M)
     if D == 1:
         return np.array([M])
     return M * np.geomspace(1.0 / kappa, 1.0, D)
@@ -358,7 +347,7 @@ def compare_with_bound(
     from dpcompanion.theory.bounds import gd
 
     c = pl_constants(eigenvalues=eigenvalues, offset=offset, clip_norm=clip_norm, N=N, R=R)
-    T_max = _T(T_max)
+    T_max = validate.integer("T_max", T_max, minimum=0)
     if T_max < 1:
         raise ValueError(f"T_max must be >= 1, got {T_max}")
     lam = _eigenvalues(eigenvalues)

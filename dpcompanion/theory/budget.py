@@ -167,8 +167,7 @@ class Budget:
 def _fits(budget: Budget, sigma: np.ndarray) -> bool:
     """Whether the ledger built from ``budget`` lets every step of ``sigma`` happen."""
     p = budget.sampling_rate
-    cost = float(np.sum(p * p / sigma**2))
-    if cost > budget.R * (1 + 1e-12):
+    if np.cumsum(p * p / sigma**2)[-1] > budget.R:  # summed as the ledger sums
         return False
     if not budget.subsampled:
         return True
@@ -219,7 +218,7 @@ def plan(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.nda
             if hi / lo < 1 + 1e-10:
                 break
         r = lo
-    sigma = schedules.make(kind, R=r, **params)
+    sigma = schedules.fit_within(schedules.make(kind, R=r, **params), budget.R, sampling_rate=p)
     if not _fits(budget, sigma):  # pragma: no cover - guarded by the margin
         raise PlanRefused(f"the planned {kind} schedule does not fit the budget; use a smaller T")
     return sigma

@@ -35,8 +35,10 @@ from dpcompanion.theory import accounting
 
 __all__ = ["BudgetExceeded", "StepRecord", "PrivacyLedger"]
 
-#: Relative slack so that the last step of a budget-exact schedule (sum 1/sigma^2 = R up to
-#: rounding) is still affordable.
+#: Relative slack on the *epsilon* check of subsampled steps only (rounding in the running RDP
+#: sum). The R check has none: ``R_spent <= R`` holds exactly, in float64 as printed; the
+#: schedules make sure budget-exact schedules add up to at most R
+#: (:func:`dpcompanion.theory.schedules.fit_within`).
 REL_SLACK = 1e-12
 
 
@@ -135,7 +137,7 @@ class PrivacyLedger:
         sigma = float(validate.noise_multipliers([sigma])[0])
         sampling_rate = validate.sampling_rate(sampling_rate)
         c = self.cost(sigma=sigma, sampling_rate=sampling_rate)
-        if self._spent + c > self.R * (1 + REL_SLACK):
+        if self._spent + c > self.R:
             return c, None, f"would spend {c:.6g} but only {self.remaining:.6g} of R = {self.R:.6g} remains (spent {self._spent:.6g})"
         if float(sampling_rate) == 1.0 and self._rdp is None:
             return c, None, None
@@ -156,7 +158,7 @@ class PrivacyLedger:
         return c, rdp, None
 
     def can_afford(self, *, sigma: float, sampling_rate: float = 1.0) -> bool:
-        """Whether a step would stay within the budget (relative slack 1e-12) and, for
+        """Whether a step would stay within the budget (``R_spent <= R`` exactly) and, for
         subsampled steps, within the target epsilon by the RDP accountant.
 
         >>> PrivacyLedger(R=1.0).can_afford(sigma=0.5)

@@ -36,6 +36,7 @@ __all__ = [
     "kinds_markdown",
     "kinds_help",
     "make",
+    "fit_within",
     "uniform",
     "optimal",
     "gd_dynamic",
@@ -77,7 +78,26 @@ def _from_log_weights(c: np.ndarray, R: float, what: str, hint: str) -> np.ndarr
             f"{what}: sigma^2 would range over e^{lo:.0f}..e^{hi:.0f}, beyond float64 "
             f"(|ln sigma^2| <= {_LOG_LIMIT:.0f}); {hint}"
         )
-    return np.exp(0.5 * log_sigma2)
+    return fit_within(np.exp(0.5 * log_sigma2), R)
+
+
+def fit_within(sigma: np.ndarray, R: float, *, sampling_rate: float = 1.0) -> np.ndarray:
+    """``sigma`` scaled up by a few ulps if needed so that the step costs ``p^2/sigma_t^2``,
+    added one by one in float64 as a ledger adds them, total at most ``R``: a budget-exact
+    schedule then never shows ``R_spent > R`` through rounding.
+
+    >>> s = fit_within(np.full(3, (3 / 0.3927) ** 0.5), 0.3927)
+    >>> bool(np.cumsum(1 / s**2)[-1] <= 0.3927)
+    True
+    """
+    p2 = float(sampling_rate) * float(sampling_rate)
+    out = np.asarray(sigma, dtype=np.float64)
+    for k in range(64):
+        total = float(np.cumsum(p2 / out**2)[-1])
+        if total <= R:
+            return out
+        out = out * (math.sqrt(total / R) * (1.0 + 2.0**-52 * 2 ** min(k, 40)))
+    raise ValueError(f"cannot fit the schedule within R = {R!r}")  # pragma: no cover
 
 
 def uniform(*, T: int, R: float) -> np.ndarray:
@@ -406,6 +426,11 @@ class Param:
     meaning: str
     choices: tuple[str, ...] | None = None
     cli: bool = True  # False: Python only (an array)
+    shown: str | None = None  # how the default reads in help and docs, if not its value
+
+    @property
+    def shown_default(self) -> str:
+        return self.shown if self.shown is not None else str(self.default)
 
     @property
     def required(self) -> bool:
@@ -429,7 +454,7 @@ class Kind:
 
     def signature(self) -> str:
         """``kind(kappa: float >= 1, [eta0=1])``: the parameters as in ``--help``."""
-        parts = [p.name if p.required else f"[{p.name}={p.default}]" for p in self.params if p.cli]
+        parts = [p.name if p.required else f"[{p.name}={p.shown_default}]" for p in self.params if p.cli]
         return f"{self.name}({', '.join(parts)})"
 
 
@@ -451,7 +476,7 @@ KIND_TABLE: dict[str, Kind] = {k.name: k for k in (
          "H file 000 App. D (Yu et al. 2019)", "exponential decay"),
     Kind("step", step_decay,
          (Param("drop", "float", "> 0", 0.5, "noise factor per period"),
-          Param("period", "int", ">= 1", None, "steps per plateau (default ceil(T/4))")),
+          Param("period", "int", ">= 1", None, "steps per plateau", shown="ceil(T/4)")),
          "H file 000 App. D", "step decay"),
     Kind("momentum-dynamic", momentum_dynamic,
          (Param("kappa", "float", ">= 1, > eta0", _REQUIRED, "condition number kappa = M/mu"),
@@ -474,7 +499,7 @@ KIND_TABLE: dict[str, Kind] = {k.name: k for k in (
           Param("c", "float", ">= 0", 1.0, "slope c"),
           Param("power", "float", "finite", 0.5, "power (1/2: W's b_t = sqrt(a + c t))"),
           Param("alpha2", "float array", "T values, each finite and > 0", None, "any alpha_t^2 (Python only)",
-                cli=False)),
+                cli=False, shown="from a, c, power")),
          "W Thm 4.2 / Remark 4.1", "ADP-SGD's allocation in Hong's units"),
 )}
 
@@ -530,7 +555,7 @@ def kinds_markdown() -> str:
     rows = ["| kind | parameters (type, allowed, default) | paper | what |", "| --- | --- | --- | --- |"]
     for k in KIND_TABLE.values():
         ps = "; ".join(
-            f"`{p.name}` ({p.type}, {p.allowed}{'' if p.required else f', default {p.default}'})" for p in k.params
+            f"`{p.name}` ({p.type}, {p.allowed}{'' if p.required else f', default {p.shown_default}'})" for p in k.params
         ) or "none (T, R only)"
         rows.append(f"| `{k.name}` | {ps} | {k.reference} | {k.summary} |")
     return "\n".join(rows)

@@ -146,7 +146,7 @@ def dp_to_zcdp(*, epsilon: float, delta: float) -> float:
     epsilon = validate.positive("epsilon", epsilon)
     delta = validate.delta(delta)
     L = math.log(1.0 / delta)
-    return epsilon**2 / (math.sqrt(L + epsilon) + math.sqrt(L)) ** 2
+    return (epsilon / (math.sqrt(L + epsilon) + math.sqrt(L))) ** 2  # no overflow of epsilon^2
 
 
 def R_from_rho(*, rho: float) -> float:

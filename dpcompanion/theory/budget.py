@@ -43,6 +43,12 @@ __all__ = ["ACCOUNTANTS", "Budget", "plan", "plan_paper_p2", "fit_constant", "Pl
 ACCOUNTANTS: tuple[str, ...] = ("zcdp", "exact", "rdp", "pld")
 SUBSAMPLED_ACCOUNTANTS: tuple[str, ...] = ("rdp",)
 
+#: Budgets a Budget accepts: where every conversion (zCDP, exact GDP, RDP/PLD root-finding) is
+#: finite and accurate in float64. Larger epsilons protect nothing; the zcdp command uses the same.
+EPSILON_RANGE: tuple[float, float] = (1e-6, 1e6)
+RHO_RANGE: tuple[float, float] = (1e-12, 1e12)
+R_RANGE: tuple[float, float] = (2e-12, 2e12)
+
 #: Relative margin the planner keeps below the target epsilon, so that rounding in the
 #: ledger's step-by-step sum never refuses the last planned step.
 PLAN_MARGIN = 1e-9
@@ -91,7 +97,7 @@ class Budget:
                      sampling_rate: float = 1.0) -> "Budget":
         """``(epsilon, delta)``-DP. ``accountant="auto"``: zcdp (the paper) for full batch,
         rdp for ``sampling_rate < 1``."""
-        eps = validate.positive("epsilon", epsilon)
+        eps = validate.number("epsilon", epsilon, lo=EPSILON_RANGE[0], hi=EPSILON_RANGE[1], lo_open=False, hi_open=False)
         d = validate.delta(delta)
         p = validate.sampling_rate(sampling_rate)
         acc = cls._accountant(accountant, p)
@@ -117,7 +123,7 @@ class Budget:
         >>> round(Budget.from_R(R=1.0, delta=1e-5).epsilon, 4)
         5.2985
         """
-        r = validate.positive("R", R)
+        r = validate.number("R", R, lo=R_RANGE[0], hi=R_RANGE[1], lo_open=False, hi_open=False)
         p = validate.sampling_rate(sampling_rate)
         acc = cls._accountant(accountant, p)
         if delta is None:
@@ -167,8 +173,9 @@ class Budget:
 def _fits(budget: Budget, sigma: np.ndarray) -> bool:
     """Whether the ledger built from ``budget`` lets every step of ``sigma`` happen."""
     p = budget.sampling_rate
-    if np.cumsum(p * p / sigma**2)[-1] > budget.R:  # summed as the ledger sums
-        return False
+    with np.errstate(divide="ignore", over="ignore"):  # a denormal sigma costs inf: it does not fit
+        if np.cumsum(p * p / sigma**2)[-1] > budget.R:  # summed as the ledger sums
+            return False
     if not budget.subsampled:
         return True
     return budget.epsilon_of(sigma) <= budget.epsilon * (1 + 1e-12)

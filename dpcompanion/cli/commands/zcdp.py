@@ -21,10 +21,14 @@ import math
 HELP = "convert (epsilon, delta)-DP <-> rho-zCDP <-> the paper's budget R = 2 rho (plus exact GDP)"
 
 
-#: Ranges in which every conversion this command prints is finite and accurate in float64
-#: (epsilon^2/ln(1/delta) overflows near epsilon = 1e154; tiny budgets underflow the GDP
-#: root-finding). Outside them the command refuses rather than print inf or garbage.
-RANGES = {"epsilon": (1e-6, 1e6), "rho": (1e-12, 1e12), "R": (2e-12, 2e12)}
+
+def _ranges() -> dict:
+    """Ranges in which every conversion this command prints is finite and accurate in float64
+    (those of :class:`dpcompanion.theory.budget.Budget`); outside them it refuses rather than
+    print inf or garbage."""
+    from dpcompanion.theory import budget
+
+    return {"epsilon": budget.EPSILON_RANGE, "rho": budget.RHO_RANGE, "R": budget.R_RANGE}
 
 EXAMPLES = """examples:
   python -m dpcompanion zcdp --epsilon 4 --delta 1e-8 --json
@@ -36,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = EXAMPLES
     g = p.add_mutually_exclusive_group(required=True)
+    RANGES = _ranges()
     lo, hi = RANGES["epsilon"]
     g.add_argument("--epsilon", help=f"target epsilon in [{lo:g}, {hi:g}]: find rho and R")
     lo, hi = RANGES["rho"]
@@ -54,7 +59,7 @@ def validate(args: argparse.Namespace) -> None:
     for opt in ("epsilon", "rho", "R"):
         text = getattr(args, opt)
         if text is not None:
-            lo, hi = RANGES[opt]
+            lo, hi = _ranges()[opt]
             setattr(args, opt, options.flag(f"--{opt}", v.number, opt, options.parse_float(text, f"--{opt}"),
                                             lo=lo, hi=hi, lo_open=False, hi_open=False))
 

@@ -177,8 +177,10 @@ def kappa(value: Any, name: str = "kappa") -> float:
     return number(name, value, lo=1.0, lo_open=False, allowed="a finite number >= 1")
 
 
-def positive_array(name: str, values: Any, *, length: int | None = None, allow_inf: bool = False) -> np.ndarray:
-    """A non-empty 1-D float64 array of numbers > 0 (finite unless ``allow_inf``).
+def positive_array(name: str, values: Any, *, length: int | None = None, allow_inf: bool = False,
+                   allow_zero: bool = False) -> np.ndarray:
+    """A non-empty 1-D float64 array of numbers > 0 (``>= 0`` with ``allow_zero``; finite
+    unless ``allow_inf``).
 
     >>> positive_array("q", [1, 2]).tolist()
     [1.0, 2.0]
@@ -191,10 +193,11 @@ def positive_array(name: str, values: Any, *, length: int | None = None, allow_i
         raise ValueError(f"{name} must be a non-empty 1-D sequence of numbers > 0, got shape {a.shape}")
     if length is not None and a.size != length:
         raise ValueError(f"{name} must have {length} values, got {a.size}")
-    bad = ~(a > 0) | (np.isinf(a) if not allow_inf else np.zeros(a.shape, dtype=bool))
+    bad = ~((a >= 0) if allow_zero else (a > 0)) | (np.isinf(a) if not allow_inf else np.zeros(a.shape, dtype=bool))
     if bad.any():
         k = int(np.argmax(bad))
-        what = "> 0 (inf allowed)" if allow_inf else "finite and > 0"
+        op = ">= 0" if allow_zero else "> 0"
+        what = f"{op} (inf allowed)" if allow_inf else f"finite and {op}"
         raise ValueError(f"{name} must be {what} at every step, got {a[k]} at step {k + 1}")
     return a
 

@@ -70,6 +70,13 @@ CASES = [
     (["bench", "--quick", "--size", "tiny", "--runs", "0"], "--runs"),
     (["bench", "--quick", "--size", "tiny", "--steps", "1e9"], "--steps"),
     (["bench", "--quick", "--size", "tiny", "--opacus-modes", "nope"], "--opacus-modes"),
+    # audit
+    (["audit", "--trainer", "sgd", "--epsilon", "2", "--delta", "1e-5"], "--trainer"),
+    (["audit", "--trainer", "pgd", "--epsilon", "inf", "--delta", "1e-5"], "--epsilon"),
+    (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1"], "--delta"),
+    (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--trials", "0"], "--trials"),
+    (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--noise-multiplier-scale", "0"],
+     "--noise-multiplier-scale"),
     # reproduce
     (["reproduce", "--seed", "-1"], "--seed"),
     (["reproduce", "--mode", "turbo"], "--mode"),

@@ -255,6 +255,7 @@ def _t42_T_limit():
         return verified_by_margins([0.0], domain="kappa = 1e8", samples=1)
     T_exact, _ = gd.argmin_uniform(kappa=1e6, alpha=alpha)
     return refuted(
+        lhs=T_big, relation="<", rhs=1e-3,
         counterexample={"kappa": 1e8, "alpha": alpha},
         printed="T -> 0",
         actual=T_big,
@@ -330,6 +331,7 @@ def _t42_eq8_uniform():
         return verified_by_margins([0.0], domain="sequence kappa = 1000/alpha")
     r = seq[-1]
     return refuted(
+        lhs=ratios[-1], relation=">=", rhs=ratios[0] / 10,
         counterexample={"alpha": r["alpha"], "kappa": r["kappa"]},
         printed=r["Eq8_expression"],
         actual=r["exact_min"],
@@ -471,6 +473,7 @@ def _e26_printed():
     if abs(lhs - rhs) < 1e-12:
         return verified_by_margins([0.0], domain="q = (1, 4)")
     return refuted(
+        lhs=float(lhs), relation="==", rhs=float(rhs), tol=1e-12,
         counterexample={"q": q.tolist()},
         printed=float(rhs),
         actual=float(lhs),
@@ -596,6 +599,7 @@ def _t44_T_opt():
     T0 = math.ceil(gd.t_dynamic_statement(kappa=k0, alpha=a0))
     Tb0, vb0 = gd.argmin_dynamic(kappa=k0, alpha=a0)
     return refuted(
+        lhs=float(gd.erub_dynamic(T=T0, kappa=k0, alpha=a0)), relation="<=", rhs=float(vb0), tol=1e-12 * float(vb0),
         counterexample={"kappa": k0, "alpha": a0},
         printed={"T": T0, "ERUB": float(gd.erub_dynamic(T=T0, kappa=k0, alpha=a0))},
         actual={"T": Tb0, "ERUB": vb0, "T_Eq27": gd.t_dynamic(kappa=k0, alpha=a0)},
@@ -685,6 +689,7 @@ def _s413_alpha():
     if alphas[-1] >= 1:  # the printed regime would hold at large N
         return verified_by_margins([alphas[-1] - 1], domain=f"N = {Ns}")
     return refuted(
+        lhs=alphas[-1], relation=">=", rhs=1.0,
         counterexample={"D": 10, "G": 1, "R": 0.3927, "M": 1, "f_gap": 1, "N": Ns[-1]},
         printed="alpha >> 1 for large N",
         actual=alphas[-1],
@@ -779,6 +784,7 @@ def _s413_sharp():
     if r["exact_uniform_min"] > 0.1 * r["printed_uniform_order_1_over_alpha"]:
         return verified_by_margins([0.0], domain="kappa >> 1/alpha")
     return refuted(
+        lhs=r["exact_uniform_min"], relation=">", rhs=0.1 * r["printed_uniform_order_1_over_alpha"],
         counterexample={"alpha": r["alpha"], "kappa": r["kappa"]},
         printed={"uniform ~ 1/alpha": r["printed_uniform_order_1_over_alpha"], "Eq25": r["Eq25_value"]},
         actual={"uniform_min": r["exact_uniform_min"], "dynamic_min": r["exact_dynamic_min"]},

@@ -108,6 +108,7 @@ def _t45_zeta_statement():
         return res
     ce = res.evidence["counterexample"]
     return refuted(
+        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
         counterexample={**ce, "kappa = eta0/(1-gamma)": ce["eta0"] / (1 - ce["gamma"])},
         printed="zeta_statement >= 0",
         actual={
@@ -138,6 +139,7 @@ def _t45_example():
     if thr >= 0.98:  # the printed range would be admissible
         return verified_by_margins([thr - 0.98], domain="beta = 0.9, gamma = 0.99")
     return refuted(
+        lhs=thr, relation=">=", rhs=0.98,
         counterexample={"beta": b, "gamma": g, "M": 1.0, "eta0": 0.98},
         printed={"eta0_max": 0.98},
         actual={
@@ -200,6 +202,7 @@ def _t45_remark():
     if factor_t1 < g:  # the printed comparison would hold at the beginning (t = 1)
         return verified_by_margins([g - factor_t1], domain="t = 1, beta = 0.9, gamma = 0.99")
     return refuted(
+        lhs=factor_t1, relation="<", rhs=g,
         counterexample={"beta": b, "gamma": g, "t": 1, "T": T},
         printed={"factor_lt": g, "gamma^(T-t) factor_lt": g**T},
         actual={"factor": 1.0, "gamma^(T-t) factor": g ** (T - 1)},
@@ -257,6 +260,7 @@ def _c7_concave():
     if float(h2) <= 0:  # concave at this point: no counterexample here
         return verified_by_margins([-float(h2)], domain="t = 50, beta = 1/2, gamma = 9/10")
     return refuted(
+        lhs=float(h2), relation="<=", rhs=0.0,
         counterexample={"beta": 0.5, "gamma": 0.9, "t": tv},
         printed="h''(t) <= 0",
         actual={"h''(t)": float(h2)},
@@ -303,6 +307,7 @@ def _c6_u1():
     if abs(printed_u1 - actual_u1) <= 1e-12 * max(1.0, abs(actual_u1)):
         return verified_by_margins([0.0], domain="beta = 0.5, t = 3, i = 2")
     return refuted(
+        lhs=printed_u1, relation="==", rhs=actual_u1, tol=1e-12 * max(1.0, abs(actual_u1)),
         counterexample={"beta": b, "t": t, "i": i},
         printed=mom.c6_U1(t=t, i=i, beta=b, form="printed"),
         actual=mom.c6_U1(t=t, i=i, beta=b),
@@ -366,6 +371,7 @@ def _c6():
     ce = res.evidence["counterexample"]
     b, g = ce["beta"], ce["gamma"]
     return refuted(
+        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
         counterexample={**{k: ce[k] for k in ("beta", "gamma", "T", "i")}, "eta0": 1 - g, "kappa": 1.0,
                         "eta0_max": mom.eta0_max(beta=b, gamma=g)},
         printed={"rhs_coefficient": ce["rhs"]},
@@ -590,6 +596,7 @@ def _t47_q_statement():
     ce = res.evidence["counterexample"]
     m_lit, _ = _q_margins("statement")
     return refuted(
+        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
         counterexample={k: ce[k] for k in ("beta", "gamma", "T", "T_hat", "t")},
         printed={"q_t": ce["q_t"]},
         actual={"w_t (exact influence)": ce["w_t"]},
@@ -755,6 +762,7 @@ def _t49():
         raise AssertionError("counterexample eta0 not admissible")
     u = mom.U3g(T=T, beta=b, gamma=g, sigma_g=1.0, G=1.0)
     return refuted(
+        lhs=u / kappa, relation="<=", rhs=mom.U3g_bound(kappa=kappa, sigma_g=1.0, G=1.0) / kappa,
         counterexample={"beta": b, "kappa": kappa, "eta0": eta0, "gamma": g, "T": T, "sigma_g": 1.0, "G": 1.0,
                         "eta0_max": mom.eta0_max(beta=b, gamma=g)},
         printed={"U3g_bound kappa sigma_g^2/G^2": mom.U3g_bound(kappa=kappa, sigma_g=1.0, G=1.0)},
@@ -852,6 +860,7 @@ def _slides_eta0():
     if z <= 0:  # the slides' threshold would make their zeta non-positive
         return verified_by_margins([-z], domain="beta = 0.9, gamma = 0.99, M = 1")
     return refuted(
+        lhs=z, relation="<=", rhs=0.0,
         counterexample={"beta": b, "gamma": g, "M": M, "eta0": thr},
         printed="zeta_slides <= 0",
         actual={"zeta_slides": z},

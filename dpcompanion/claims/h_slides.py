@@ -52,6 +52,7 @@ def _sl_uni():
     first = [b for b in bad if b["T_slides"] != 0]
     show = max(second, key=lambda b: 1 - b["ERUB_best"]) if second else first[0]
     return refuted(
+        lhs=show["ERUB_slides"], relation="<=", rhs=show["ERUB_best"], tol=1e-12 * show["ERUB_best"],
         counterexample={"kappa": show["kappa"], "alpha": show["alpha"], "kappa alpha + ln gamma": show["kappa"] * show["alpha"] + math.log1p(-1 / show["kappa"])},
         printed={"T": show["T_slides"], "ERUB_min": show["ERUB_slides"]},
         actual={"T": show["T_best"], "ERUB_min": show["ERUB_best"]},
@@ -125,6 +126,7 @@ def _sl_dyn():
         return verified_by_margins([0.0] * len(_GRID), domain="grid")
     worst = max(bad, key=lambda b: b["relative_excess"])
     return refuted(
+        lhs=worst["ERUB_slides"], relation="<=", rhs=worst["ERUB_best"], tol=1e-12 * worst["ERUB_best"],
         counterexample={"kappa": worst["kappa"], "alpha": worst["alpha"]},
         printed={"T": worst["T_slides"], "ERUB": worst["ERUB_slides"]},
         actual={"T": worst["T_best"], "ERUB": worst["ERUB_best"]},

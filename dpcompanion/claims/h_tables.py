@@ -50,7 +50,7 @@ def _tab1_gd():
     rows, worst = _compare(["T1-gd-nonprivate", "T1-gd-zcdp-static", "T1-gd-zcdp-dynamic"])
     if worst > _TOL:
         bad = max(rows, key=lambda r: r["max_gap"])
-        return refuted(counterexample=bad["row"], printed=bad["printed_order_fitted"], actual=bad["fitted"], rows=rows)
+        return refuted(lhs=worst, relation="<=", rhs=_TOL, counterexample=bad["row"], printed=bad["printed_order_fitted"], actual=bad["fitted"], rows=rows)
     return illustrated(rows=rows, worst_exponent_gap=worst, fitted_exponent={r["row"]: r["fitted"]["N"] for r in rows},
                        domain=f"N in [1e6, 1e12] (7 points; D = {_D}, R = {_R}); D in [1, 1e3], R in [0.01, 10] at N = 1e8; kappa = 10",
                        note="exponent gaps come from log factors, which a finite grid cannot separate from powers")
@@ -149,6 +149,7 @@ def _tab2_us():
     T, eer = gd.argmin_dynamic(kappa=10.0, alpha=_D / (2 * _R * N**2))
     ratio = [tb.derived(k, N=n, D=_D, R=_R) / tb.evaluate(k, N=n, D=_D, R=_R) for n in (1e4, 1e6, 1e8)]
     return refuted(
+        lhs=worst, relation="<=", rhs=_TOL,
         counterexample={"row": k, "N": N, "D": _D, "R": _R, "kappa": 10, "G": 1, "M": 1},
         printed={"order D/(N^2 R)": tb.evaluate(k, N=N, D=_D, R=_R), "fitted_exponent_N": -2.0},
         actual={"EER_min": eer, "stability_term 2 G^2 eta T/N": 2 * T / N, "TER_bound": tb.derived(k, N=N, D=_D, R=_R),

@@ -78,6 +78,7 @@ def _t410():
     N, p = worst["N"], worst["p"]
     th = np.array([0.5, 0.0])  # with xbar ~ 0: TER = emp = 1/8
     return refuted(
+        lhs=float(np.min(margins)), relation=">=", rhs=0.0,
         counterexample={"loss": "1/2||theta - x||^2, x uniform on the unit disc", "G": 2, "mu": 1, "N": N, "p": p,
                         "theta": "xbar + (0.5, 0)"},
         printed={"rhs_at_xbar_0": float(np.sqrt(8 / N) * np.sqrt(0.125) + 16 / (p * N)),
@@ -138,6 +139,7 @@ def _t412():
     if actual <= printed * (1 + 1e-9):
         return verified_by_margins([printed - actual], domain="linear loss")
     return refuted(
+        lhs=actual, relation="<=", rhs=printed, tol=1e-9 * printed,
         counterexample={"loss": "f(theta; x) = x theta, x in {-1, 1} (G = 1, M = 1)", "N": N, "T": T, "eta": eta,
                         "neighbours": "x_1 = 1 vs x_1 = -1"},
         printed=printed,

@@ -17,7 +17,7 @@ import sympy as sp
 
 from dpcompanion.theory import accounting as acc
 from dpcompanion.theory.bounds import adp
-from dpcompanion.claims.registry import claim, illustrated, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import claim, illustrated, not_reproduced, proved, refuted, verified_by_margins
 
 SRC = "W (002)"
 V = ("002",)
@@ -165,6 +165,7 @@ def _t41_sigma2():
     if d1 <= delta:  # step 1 alone would stay within the claimed delta: no counterexample here
         return verified_by_margins([delta - d1], domain="alpha_t^2 = t, n = 1000, T = 200, epsilon = 2")
     return refuted(
+        lhs=d1, relation="<=", rhs=delta,
         counterexample={"alpha_t^2": "t", "n": n, "T": T, "epsilon": eps, "delta": delta, "G": 1.0, "noise_std_step1": s},
         printed={"delta of the whole algorithm <=": delta},
         actual={"exact delta(epsilon) of step 1 alone": d1},
@@ -333,6 +334,7 @@ def _r41_alt():
     if abs(m_alt - m_adp) <= 1e-12 * m_adp:  # the alternative rule would give the same M
         return verified_by_margins([0.0], domain="alpha = (1, 2)")
     return refuted(
+        lhs=m_alt, relation="==", rhs=m_adp, tol=1e-12 * m_adp,
         counterexample={"alpha": alpha.tolist(), "b": b.tolist()},
         printed={"M": adp.M_adp(b=b)},
         actual={"M": adp.M(alpha=alpha, b=b), "M_adp": adp.M_adp(b=b)},
@@ -376,6 +378,7 @@ def _t42_eq7():
     if abs(1 / float(b.sum()) - 1 / float((1 / b).sum())) <= 1e-12:  # the two normalisers would agree
         return verified_by_margins([0.0], domain="b_t = sqrt(20 + t), T = 100")
     return refuted(
+        lhs=1 / float(b.sum()), relation="==", rhs=1 / float((1 / b).sum()), tol=1e-12,
         counterexample={"b_t": "sqrt(20 + t)", "T": 100},
         printed={"1/sum b_t": 1 / float(b.sum())},
         actual={"1/sum (1/b_t) (Eq. 23)": 1 / float((1 / b).sum())},
@@ -435,6 +438,7 @@ def _p51_eq9():
         return res
     ce = res.evidence["counterexample"]
     return refuted(
+        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
         counterexample={k: ce[k] for k in ("a", "c", "T")},
         printed={"Eq. (9) privacy part / C": ce["bound"]},
         actual={"exact sum_t 1/b_t": ce["exact"]},
@@ -648,7 +652,9 @@ def _weps():
     iv = ivs[conv]
     i_lo = max(range(5), key=lambda i: iv[i][0])
     i_hi = min(range(5), key=lambda i: iv[i][1])
-    return refuted(
+    return not_reproduced(
+        missing="W's accountant call: the footnote gives the setup only and App. G's code is an image not in the text",
+        lhs=fits[conv][0], relation="<=", rhs=fits[conv][1],
         counterexample={"accountant": f"rdp-{conv}",
                         "values": [W_EPS_PAPER[i_lo], W_EPS_PAPER[i_hi]],
                         "epsilon_bar": [acc.W_EPSILON_BARS[i_lo], acc.W_EPSILON_BARS[i_hi]]},

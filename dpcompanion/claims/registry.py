@@ -234,8 +234,14 @@ def proved(residual: Any, **evidence: Any) -> Result:
     import sympy as sp
 
     expr = sp.sympify(residual)
-    if expr is sp.true or (expr is not sp.false and not isinstance(expr, sp.logic.boolalg.Boolean) and sp.simplify(expr) == 0):
-        return Result("proved", {"residual": str(expr) if expr is sp.true else "0", **evidence})
+    if expr is sp.true:
+        return Result("proved", {"residual": "True", **evidence})
+    if not isinstance(expr, sp.logic.boolalg.Boolean):
+        # a polynomial is identically zero exactly when its expansion is (fast, and decisive);
+        # anything else goes to simplify
+        poly = expr.is_polynomial()
+        if (sp.expand(expr) == 0) if poly else (sp.simplify(expr) == 0):
+            return Result("proved", {"residual": "0", **evidence})
     if expr is sp.false:
         return refuted(lhs=False, relation="==", rhs=True, counterexample="every value", residual="False", **evidence)
     for pt in _probe_points(expr):

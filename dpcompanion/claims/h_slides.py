@@ -75,12 +75,13 @@ def _sl_uni():
     method="bruteforce",
     corrects="H-Slides.uniform-T",
     versions=("003",),
+    mutant='the threshold kappa alpha >= 1 replaced by kappa alpha >= 2',
 )
-def _sl_uni_corr():
+def _sl_uni_corr(*, mutant=False):
     margins, points = [], []
     for k, a in _GRID + [(10.0, 0.1), (10.0, 0.1 + 1e-9), (100.0, 0.0099)]:
         Tb, vb = _argmin_T0(k, a)
-        predicted_zero = k * a >= 1
+        predicted_zero = k * a >= (2 if mutant else 1)
         margins.append(0.0 if (Tb == 0) == predicted_zero else -1.0)
         points.append({"kappa": k, "alpha": a, "T_best": Tb, "ERUB_min": vb})
     return verified_by_margins(margins, points=points, domain="kappa in {1.5..1000} x alpha in {1e-6..0.5} plus points at kappa alpha = 1")
@@ -148,11 +149,12 @@ def _sl_dyn():
     method="bruteforce",
     corrects="H-Slides.dynamic-T",
     versions=("003",),
+    mutant='T* of Eq. (27) without its factor 2',
 )
-def _sl_dyn_corr():
+def _sl_dyn_corr(*, mutant=False):
     margins, points = [], []
     for k, a in _GRID:
-        t = gd.t_dynamic(kappa=k, alpha=a)
+        t = gd.t_dynamic(kappa=k, alpha=a) / (2 if mutant else 1)
         cand = {max(1, math.floor(t)), max(1, math.ceil(t))}
         T_rule = min(cand, key=lambda T: float(gd.erub_dynamic(T=T, kappa=k, alpha=a)))
         v_rule = float(gd.erub_dynamic(T=T_rule, kappa=k, alpha=a))

@@ -78,14 +78,15 @@ def _tab1_rank():
     statement=r"The dynamic schedule is $\sigma_t^2=O\left(\frac{\gamma^{(t-T)/2}}{R}\right)$: $R\sigma_t^2/\gamma^{(t-T)/2}$ "
     r"does not depend on $t$ and lies in $[1,2\kappa]$.",
     method="numeric",
+    mutant='sigma_t^2 proportional to gamma^t (the square root dropped)',
 )
-def _tab1_sched():
+def _tab1_sched(*, mutant=False):
     margins, points = [], []
     for k in (1.5, 10.0, 1000.0):
         for T in (1, 5, 50, 500):
             s2 = gd.sigma2_dynamic(T=T, kappa=k, R=0.3927)
             t = np.arange(1, T + 1)
-            c = 0.3927 * s2 / np.exp((t - T) * math.log1p(-1 / k) / 2)
+            c = 0.3927 * s2 / np.exp((t - T) * math.log1p(-1 / k) / (1 if mutant else 2))
             spread = float(c.max() / c.min() - 1)
             margins.append(min(float(c.min()) - 1 + 1e-12, 2 * k - float(c.max()), 1e-9 - spread))
             points.append({"kappa": k, "T": T, "constant": float(c.mean()), "spread": spread})

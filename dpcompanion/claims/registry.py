@@ -210,17 +210,16 @@ def refuted(*, lhs: Any, relation: str, rhs: Any, counterexample: Any, tol: floa
 
 def _probe_points(expr: Any, n: int = 6, seed: int = 0) -> list[dict[Any, Any]]:
     """Points at which a SymPy expression is evaluated to decide a non-vanishing residual:
-    each free symbol drawn from (0.15, 0.85) (positive; below 1 for rates such as gamma),
-    integer symbols from 2..9."""
+    ``n`` points with each free symbol drawn from (0.15, 0.85) (positive, below 1 as rates
+    such as gamma are) and ``n`` from (1.2, 4) (above 1 as kappa is); integer symbols from 2..9."""
     import random
 
     rng = random.Random(seed)
     pts = []
-    for _ in range(n):
-        pt = {}
-        for s in sorted(expr.free_symbols, key=str):
-            pt[s] = rng.randint(2, 9) if s.is_integer else round(rng.uniform(0.15, 0.85), 6)
-        pts.append(pt)
+    for lo, hi in ((0.15, 0.85), (1.2, 4.0)):
+        for _ in range(n):
+            pts.append({s: rng.randint(2, 9) if s.is_integer else round(rng.uniform(lo, hi), 6)
+                        for s in sorted(expr.free_symbols, key=str)})
     return pts
 
 
@@ -236,23 +235,25 @@ def proved(residual: Any, **evidence: Any) -> Result:
     expr = sp.sympify(residual)
     if expr is sp.true:
         return Result("proved", {"residual": "True", **evidence})
-    if not isinstance(expr, sp.logic.boolalg.Boolean):
-        # a polynomial is identically zero exactly when its expansion is (fast, and decisive);
-        # anything else goes to simplify
-        poly = expr.is_polynomial()
-        if (sp.expand(expr) == 0) if poly else (sp.simplify(expr) == 0):
-            return Result("proved", {"residual": "0", **evidence})
     if expr is sp.false:
         return refuted(lhs=False, relation="==", rhs=True, counterexample="every value", residual="False", **evidence)
+    if isinstance(expr, sp.logic.boolalg.Boolean):
+        raise AssertionError(f"residual is an undecided condition, not an expression: {expr}")
+    if expr.is_polynomial():  # identically zero exactly when the expansion is: fast and decisive
+        if sp.expand(expr) == 0:
+            return Result("proved", {"residual": "0", **evidence})
+    # a residual that is real and non-zero at a probe point refutes (probes whose value is complex, i.e. outside the
+    # real domain of some radical or logarithm, decide nothing); otherwise simplify must reduce it to 0
     for pt in _probe_points(expr):
         try:
             v = complex(sp.N(expr.subs(pt), 30))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, ZeroDivisionError):
             continue
-        if abs(v) > 1e-9:
-            val = v.real if abs(v.imag) < 1e-12 else abs(v)
-            return refuted(lhs=val, relation="==", rhs=0.0, tol=1e-9, counterexample={str(k): v_ for k, v_ in pt.items()},
+        if abs(v.imag) <= 1e-12 * max(1.0, abs(v.real)) and abs(v.real) > 1e-9:
+            return refuted(lhs=v.real, relation="==", rhs=0.0, tol=1e-9, counterexample={str(k): x for k, x in pt.items()},
                            residual=str(expr)[:300], **evidence)
+    if not expr.is_polynomial() and sp.simplify(expr) == 0:
+        return Result("proved", {"residual": "0", **evidence})
     raise AssertionError(f"residual does not simplify to 0 but vanishes at every probe point: {expr}")
 
 

@@ -56,3 +56,39 @@ def test_errored_check_exits_1(capsys):
         assert "error" in capsys.readouterr().out
     finally:
         registry.REGISTRY.pop("ZZ-TEST.boom")
+
+
+def test_checks_mutants_json_reports_caught(capsys):
+    assert cli.main(["checks", "--id", "H-T4.4.Eq", "--mutants", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {r["id"] for r in data} == {"H-T4.4.Eq11", "H-T4.4.Eq27"}
+    for r in data:
+        assert r["mutant_caught"] is True and r["mutant"] and r["method"]
+
+
+def test_checks_mutants_missed_exits_1(capsys):
+    registry.load_all()
+
+    @registry.claim("ZZ-TEST.vacuous", source="test", statement="0 <= 1", method="numeric", mutant="nothing changes")
+    def _vacuous(*, mutant=False):
+        return registry.verified_by_margins([1.0], domain="one point")
+
+    try:
+        assert cli.main(["checks", "--id", "ZZ-TEST", "--mutants"]) == 1
+        assert "MISSED" in capsys.readouterr().out
+    finally:
+        registry.REGISTRY.pop("ZZ-TEST.vacuous")
+
+
+@pytest.mark.slow
+def test_checks_mutants_json_all_caught_under_three_minutes():
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "dpcompanion", "checks", "--mutants", "--json"], capture_output=True,
+                          text=True, timeout=600)
+    wall = time.perf_counter() - t0
+    data = json.loads(proc.stdout)
+    passes = [r for r in data if r["status"] in ("proved", "verified")]
+    missed = [r["id"] for r in passes if r.get("mutant_caught") is not True]
+    assert not missed, missed
+    assert all(r["method"] for r in data)
+    assert wall < 180, f"checks --mutants --json took {wall:.1f} s"

@@ -263,6 +263,7 @@ def _t42_T_order():
 
 @claim(
     "H-T4.2.T-limit",
+    severity="changes a conclusion",
     source=f"{SRC} Sec. 4.1.1 (after Eq. 9) and proof of Thm 4.2 (after Eq. 24)",
     statement=r"The chosen $T=\frac{1}{\ln(1/\gamma)}\ln\left(1+\frac{\ln(1/\gamma)}{\alpha}\right)$ converges to 0 as $\kappa\to\infty$.",
     method="numeric",
@@ -335,6 +336,7 @@ def _t42_eq8():
 
 @claim(
     "H-T4.2.Eq8-uniform",
+    severity="changes a conclusion",
     source=f"{SRC} Thm 4.2, Eq. (8) and its proof (lower bound)",
     statement=r"Eq. (8) holds uniformly over the stated region $\kappa\ge1/(1-c)$, $\alpha<\alpha_0$: some constant $c'>0$ "
     r"has $\mathrm{ERUB}^{uniform}_{\min}\ge c'\frac{\kappa^2}{\kappa+1/\alpha}\ln(1+\frac{1}{\kappa\alpha})$ there "
@@ -486,6 +488,7 @@ def _l43_unique(*, mutant=False):
 
 @claim(
     "H-E26.printed",
+    severity="typo",
     source=f"{SRC} proof of Lemma 4.3, Eq. (26)",
     statement=r"$T\sum_t q_t-\left(\sum_t\sqrt{q_t}\right)^2=T^2\,\mathrm{Var}[q_t]$ (variance over $t$).",
     method="numeric",
@@ -609,6 +612,7 @@ def _t44_eq27(*, mutant=False):
 
 @claim(
     "H-T4.4.T-opt",
+    severity="constant factor",
     source=f"{SRC} Thm 4.4 statement",
     statement=r"The $T$ minimising the ERUB of the dynamic schedule is $T=\left\lceil 2\kappa\ln\left(1+\frac{1}{\kappa\alpha}\right)\right\rceil$.",
     method="bruteforce",
@@ -712,6 +716,7 @@ def _t44_eq11(*, mutant=False):
 
 @claim(
     "H-S4.1.3.alpha-regime",
+    severity="typo",
     source=f"{SRC} Sec. 4.1.3, 'Sample efficiency'",
     statement=r"Sample efficiency studies $\kappa$ fixed and $N$ large enough that $\alpha\gg1$.",
     method="numeric",
@@ -797,6 +802,7 @@ def _s413_dyn():
 
 @claim(
     "H-S4.1.3.sharp",
+    severity="changes a conclusion",
     source=f"{SRC} Sec. 4.1.3, 'Stability on ill-conditioned loss'",
     statement=r"For $\kappa\gg1/\alpha$: $\mathrm{ERUB}^{uniform}_{\min}=\Theta(\kappa\ln(1+\frac{1}{\kappa\alpha}))=\Theta(1/\alpha)$ "
     r"while $\mathrm{ERUB}^{dynamic}_{\min}=\Theta(1)$, so the dynamic schedule is more robust by a factor $1/\alpha$.",

@@ -92,6 +92,7 @@ def _t45_zeta_proof(*, mutant=False):
 
 @claim(
     "H-T4.5.zeta-statement",
+    severity="typo",
     source=f"{SRC} Thm 4.5 statement (Eq. 14)",
     statement=r"As printed in the theorem: $\zeta = 1-\frac{1}{\beta(1-\beta)^3}\eta_0^2-\frac14\eta_0 \ge 0$ under the stated "
     r"$\eta_0$ range.",
@@ -128,6 +129,7 @@ def _t45_zeta_statement():
 
 @claim(
     "H-T4.5.example",
+    severity="changes a conclusion",
     source=f"{SRC} text after Thm 4.5 ('when beta = 0.9 and gamma = 0.99, then eta0 <= 0.98/M')",
     statement=r"For $\beta=0.9$, $\gamma=0.99$ the admissible range is $\eta_0 \le 0.98/M$.",
     method="numeric",
@@ -192,6 +194,7 @@ def _factor_below_gamma_t(beta: float, gamma: float, t_max: int = 2000) -> str:
 
 @claim(
     "H-T4.5.remark-factor",
+    severity="typo",
     source=f"{SRC} text after Thm 4.5, item (2)",
     statement=r"The factor $(1-\beta)/(1-\beta^t)$ is less than $\gamma^t$ at the beginning, so "
     r"$\gamma^{T-t}(1-\beta)/(1-\beta^t)$ stays below $\gamma^T$.",
@@ -250,6 +253,7 @@ def _c7_interval(*, mutant=False):
 
 @claim(
     "H-C7.concave",
+    severity="typo",
     source=f"{SRC} Lemma C.7, proof; 000: Lemma B.7",
     statement=r"$h(t) = \gamma^{t-1}(1-\beta^t)$ is a concave function of $t$.",
     method="sympy",
@@ -300,6 +304,7 @@ def _c7_unimodal(*, mutant=False):
 
 @claim(
     "H-C6.U1",
+    severity="typo",
     source=f"{SRC} Lemma C.6, proof (closed form of U_1(t,i)); 000: Lemma B.6",
     statement=r"$U_1(t,i)=\sum_{k=t-i}^{t-1}k\beta^k = \frac{1}{1-\beta}\big((t-i)\beta^{t-i}+\frac{\beta^{t-i+1}-\beta}{1-\beta}\big)$.",
     method="numeric",
@@ -357,6 +362,7 @@ C6_ADMISSIBLE_BETA_GT_GAMMA = ((0.25, 0.01), (0.3, 0.05), (0.5, 0.02))
 
 @claim(
     "H-C6",
+    severity="missing hypothesis",
     source=f"{SRC} Lemma C.6 ('given variables defined in Theorem 4.5', which assumes only beta != gamma); "
     "000: Lemma B.6",
     statement=r"$\sum_{t=1}^{T}\gamma^{T-t}\sum_{i=1}^{t-1}\|v_{i+1}\|^2\sum_{k=t-i}^{t-1}k\beta^k \le "
@@ -591,6 +597,7 @@ def _q_margins(form: str, Ts_rel=(0.5, 1.0, 1.5, 3.0), scale=1.0):
 
 @claim(
     "H-T4.7.q-statement",
+    severity="constant factor",
     source=f"{SRC} proof of Thm 4.7 (its explicit c1, c2); the statement itself says 'for some positive constants'",
     statement=r"The proof's explicit constants bound $U_3$: $U_3 \le \sum_t q_t\sigma_t^2$ for every schedule (i.e. "
     r"$w_t\le q_t$ for all t) with $q_t = c_1\gamma^{T+t}$ for $t\le\hat T$ and $\gamma^{\hat T-1}c_2\gamma^{T-t}$ for "
@@ -769,6 +776,7 @@ def _t47_rate():
 
 @claim(
     "H-T4.9",
+    severity="constant factor",
     source=f"{SRC} Thm 4.9 and its proof",
     statement=r"PSGD with momentum: $U_3^g \le \kappa\sigma_g^2/G^2$, hence $\alpha R' U_3^g \le \alpha_g\sigma_g^2$ "
     r"(with Thm 4.5's $\gamma = 1-\eta_0/\kappa$).",
@@ -868,6 +876,7 @@ def _slides_vs_paper(*, mutant=False):
 
 @claim(
     "H-Slides.T3.4.eta0",
+    severity="constant factor",
     source="H slides (003) Thm 3.4",
     statement=r"When $\eta_0\le\frac{\beta(1-\beta)^3}{8M}[\sqrt{\frac14+\frac{16}{\beta(1-\beta)^3}}-1]$, the slides' "
     r"$\zeta=\frac{4M^2\beta\gamma}{(\gamma-\beta)^2(1-\beta)^3}\eta_0^2+\frac12M\eta_0-1$ is $\le 0$ (noise variance dominates).",

@@ -122,6 +122,7 @@ def _ell(delta):
 
 @claim(
     "H-C3.inverse-printed",
+    severity="typo",
     source=f"{SRC} App. C after Lemma C.3; Sec. 4.1.3 ($R=2\\rho=2\\epsilon+4\\ln(1/\\delta)+4\\sqrt{{\\cdot}}$)",
     statement=r"Solving $\rho+2\sqrt{\rho\ln(1/\delta)}=\epsilon$ gives $\rho=\epsilon+2\ln(1/\delta)+2\sqrt{\ln(1/\delta)(\epsilon+\ln(1/\delta))}$ "
     r"(so $R=2\rho=2\epsilon+4\ln(1/\delta)+4\sqrt{\ln(1/\delta)(\epsilon+\ln(1/\delta))}$).",
@@ -196,6 +197,7 @@ def _c3_numbers(*, mutant=False):
 
 @claim(
     "H-C3.R-compare",
+    severity="constant factor",
     source=f"{SRC} Sec. 4.1.3 and App. B",
     statement=r"Because $\ln(1/\delta)>1$, $R=R_{zCDP}>R_{MA}=\epsilon^2/\ln(1/\delta)$ when $\epsilon\le2\ln(1/\delta)$.",
     method="numeric",
@@ -293,6 +295,7 @@ def _c4_instance():
 
 @claim(
     "H-C4.bound",
+    severity="missing hypothesis",
     source=f"{SRC} Lemma C.4",
     statement=r"If $\max_n\|x_n\|_2=1$ and $\frac1N\sum_nx_n=0$, the squared-loss gradient sensitivity satisfies "
     r"$\Delta_2(\nabla)\le\frac12(DM\|\theta\|^2+1)$.",

@@ -30,6 +30,7 @@ def _argmin_T0(kappa, alpha):
 
 @claim(
     "H-Slides.uniform-T",
+    severity="changes a conclusion",
     source=f"{SRC} Thm 3.3, Eq. (8)-(9)",
     statement=r"The $T$ minimising the uniform bound is $\left\lceil\log_\gamma\frac{\kappa\alpha}{\ln(1/\gamma)}\right\rceil$ if "
     r"$\kappa\alpha+\ln\gamma<0$ and $0$ otherwise, where $\mathrm{ERUB}^{uniform}_{\min}=1$.",
@@ -108,6 +109,7 @@ def _sl_theta():
 
 @claim(
     "H-Slides.dynamic-T",
+    severity="constant factor",
     source=f"{SRC} Lemma 3.2, Eq. (11)",
     statement=r"The $T$ minimising the dynamic bound is $T^*=\left\lceil2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}\right\rceil$.",
     method="bruteforce",

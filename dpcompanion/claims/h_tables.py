@@ -131,6 +131,7 @@ def _tab2_hp():
 
 @claim(
     "H-Tab2.uniform-stability",
+    severity="changes a conclusion",
     source=f"{SRC} Table 2 (uniform-stability block) and Sec. 4.4",
     statement=r"Table 2 lists, as true-excess-risk bounds 'by uniform stability', $O\left(\frac{D}{N^2R}\right)$ (GD, "
     r"non-private), $O\left(\frac{D\ln N}{N^2R}\right)$ (static) and $O\left(\frac{D}{N^2R}\right)$ (dynamic), "

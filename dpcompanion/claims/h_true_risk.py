@@ -63,6 +63,7 @@ _T410_DOMAIN = ("f(theta;x) = 1/2||theta - x||^2 on the unit disc (G = 2, mu = 1
 
 @claim(
     "H-T4.10",
+    severity="changes a conclusion",
     source=f"{SRC} Thm 4.10, Eq. (15)",
     statement=r"For $G$-Lipschitz, $\mu$-strongly convex losses, with probability $\ge1-p$ over the data set, "
     r"$\mathrm{TER}(\theta)\le\sqrt{\frac{2G^2}{\mu N}}\sqrt{f(\theta)-f(\theta^*)}+\frac{4G^2}{p\mu N}$.",
@@ -127,6 +128,7 @@ def _linear_counterexample(N=10, T=5, eta=0.1, sigma=1.0, seed=0):
 
 @claim(
     "H-T4.12",
+    severity="constant factor",
     source=f"{SRC} Thm 4.12 (restating Bassily et al.) and the TER bound after it",
     statement=r"For $\eta<2/M$ and $M$-smooth, $G$-Lipschitz losses, PGD is $s$-uniformly stable with $s=G^2T\eta/N$, so "
     r"$\mathrm{TER}\le\mathrm{EER}+G^2\eta T/N$.",

@@ -142,6 +142,7 @@ def single_step_delta(*, epsilon: float, n: int, s: float, G: float = 1.0) -> fl
 
 @claim(
     "W-T4.1.sigma2",
+    severity="missing hypothesis",
     source=f"{SRC} Thm 4.1, Eq. (6) (main text, no condition on T; App. C.1 Thm C.1 has it)",
     statement=r"Algorithm 1 with noise $\alpha_t c_t$, $c_t\sim N(0,\sigma^2 I)$, "
     r"$\sigma^2=\frac{(16G)^2B_\delta}{n^2\varepsilon^2}\sum_t\alpha_t^{-2}$ is $(\varepsilon,\delta)$-DP for any known $\{\alpha_t\}$.",
@@ -324,6 +325,7 @@ def _r41_ratio(*, mutant=False):
 
 @claim(
     "W-R4.1.alt",
+    severity="typo",
     source=f"{SRC} Remark 4.1, last paragraph",
     statement=r"Setting $\alpha_t\alpha_{T-(t-1)}=b_t$ is another relationship that leads to the same $M_{adp}$.",
     method="numeric",
@@ -371,6 +373,7 @@ def _r41_alt_corrected(*, mutant=False):
 
 @claim(
     "W-T4.2.eq7",
+    severity="typo",
     source=f"{SRC} Thm 4.2, Eq. (7) vs App. C.2, Eq. (23)",
     statement=r"Eq. (7) as printed, with normaliser $1/\sum_{t}b_{t+1}$, is the bound proved in App. C.2.",
     method="numeric",
@@ -424,6 +427,7 @@ def _p51_grid():
 
 @claim(
     "W-P5.1.eq9",
+    severity="constant factor",
     source=f"{SRC} Prop. 5.1, Eq. (9)",
     statement=r"ADP-SGD ($\alpha_t^2=b_t$, $b_t=\sqrt{a+ct}$, $T\ge5+4a/c$): the privacy term of Thm 4.2 is at most "
     r"$\frac{\eta dL(16G)^2B_\delta\sqrt T}{2n^2\varepsilon^2\sqrt c}$.",

@@ -61,6 +61,7 @@ CLAIM_MODULES: tuple[str, ...] = (
     "h_slides",
     "w_adp",
     "x_unify",
+    "theorems",
 )
 
 
@@ -443,3 +444,32 @@ def _jsonable(x: Any) -> Any:
     except ImportError:  # pragma: no cover
         pass
     return str(x)
+
+
+# --- theorem boxes: the papers' statements, declared once, shown on the pages -----------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Theorem:
+    """A result of the papers as the book states it: the box a page shows above its claims."""
+
+    id: str  # claim-id prefix of the result, e.g. "H-T4.4"
+    kind: str  # a sphinx-proof directive: theorem, lemma, proposition, remark
+    title: str
+    label: str  # the box's stable anchor (``{prf:ref}`` target)
+    statement: str  # MyST (LaTeX allowed)
+
+
+THEOREMS: dict[str, Theorem] = {}
+THEOREM_KINDS = ("theorem", "lemma", "proposition", "remark", "corollary", "definition")
+
+
+def theorem(id: str, *, kind: str, title: str, label: str, statement: str) -> Theorem:
+    """Declare the box of result ``id`` (once); :func:`dpcompanion.claims.render.show_theorem`
+    renders it on the page that shows the result's claims."""
+    if kind not in THEOREM_KINDS:
+        raise ValueError(f"kind must be one of {THEOREM_KINDS}, got {kind!r}")
+    if id in THEOREMS:
+        raise ValueError(f"theorem id {id!r} declared twice")
+    THEOREMS[id] = Theorem(id=id, kind=kind, title=title, label=label, statement=statement.strip())
+    return THEOREMS[id]

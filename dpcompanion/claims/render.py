@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from dpcompanion.claims.registry import REGISTRY, SEVERITIES, STATUS_DEFINITIONS, STATUSES, run_checks
+from dpcompanion.claims.registry import REGISTRY, SEVERITIES, STATUS_DEFINITIONS, STATUSES, THEOREMS, load_all, run_checks
 
 #: badge text and admonition class per status (classes every Sphinx theme styles).
 BADGES = {
@@ -372,6 +372,28 @@ def show_claims(prefix: str, *, results: list[dict[str, Any]] | None = None, lab
     else:
         md = claims_markdown(res)
     display(Markdown(md))
+
+
+def theorem_markdown(theorem_id: str) -> str:
+    """The MyST box of a declared result (:data:`registry.THEOREMS`): its directive, title,
+    stable label, and the statement as declared; followed by the ids of the claims that
+    check it.
+
+    >>> print(theorem_markdown("H-T4.4").splitlines()[:2])
+    ['```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
+    """
+    load_all()
+    if theorem_id not in THEOREMS:
+        raise ValueError(f"no declared theorem {theorem_id!r}; declared: {', '.join(sorted(THEOREMS))}")
+    t = THEOREMS[theorem_id]
+    return "\n".join([f"```{{prf:{t.kind}}} {t.title}", f":label: {t.label}", ":nonumber:", "", t.statement, "```", ""])
+
+
+def show_theorem(theorem_id: str) -> None:
+    """Display (IPython) the box of a declared result; a page calls it above ``show_claims``."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(theorem_markdown(theorem_id)))
 
 
 def notebooks_dir() -> Path:

@@ -163,26 +163,29 @@ def _num(v: float) -> str:
     return f"{v:.4g}"
 
 
-def _cell(v: Any) -> str:
-    """One value as the text of a Markdown table cell: numbers formatted, short lists and
-    flat records written out as 'key = value', never as JSON; pipes escaped.
-
-    >>> _cell({"a": 0.5, "b": [1, 2.0]})
-    'a = 0.5; b = 1, 2'
-    """
+def _text(v: Any) -> str:
+    """One value as plain text: numbers formatted, short lists and flat records written out
+    as 'key = value', never as JSON."""
     if isinstance(v, bool):
-        out = "yes" if v else "no"
-    elif isinstance(v, int):
-        out = str(v)
-    elif isinstance(v, float):
-        out = _num(v)
-    elif isinstance(v, dict):
-        out = "; ".join(f"{k} = {_cell(x)}" for k, x in list(v.items())[:12]) + ("; …" if len(v) > 12 else "")
-    elif isinstance(v, (list, tuple)):
-        out = ", ".join(_cell(x) for x in v[:12]) + (", …" if len(v) > 12 else "")
-    else:
-        out = " ".join(str(v).split())
-    out = out.replace("|", "\\|").replace("{", "(").replace("}", ")")
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return _num(v)
+    if isinstance(v, dict):
+        return "; ".join(f"{k} = {_text(x)}" for k, x in list(v.items())[:12]) + ("; …" if len(v) > 12 else "")
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_text(x) for x in v[:12]) + (", …" if len(v) > 12 else "")
+    return " ".join(str(v).split())
+
+
+def _cell(v: Any) -> str:
+    r"""One value as the text of a Markdown table cell (:func:`_text`, pipes escaped, capped).
+
+    >>> _cell({"a": 0.5, "b": [1, 2.0], "c": "x|y"})
+    'a = 0.5; b = 1, 2; c = x\\|y'
+    """
+    out = _text(v).replace("|", "\\|")
     return out if len(out) <= _MAXLEN else out[: _MAXLEN - 1] + "…"
 
 

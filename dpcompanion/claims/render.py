@@ -444,10 +444,23 @@ def _severity_rank(r: dict[str, Any]) -> int:
     return SEVERITIES.index(sev) if sev in SEVERITIES else len(SEVERITIES)
 
 
-def _first_sentence(text: Any, limit: int = 180) -> str:
+_ABBREV = ("Eq", "Eqs", "e.g", "i.e", "Sec", "Thm", "App", "Prop", "Fig", "Def", "cf", "vs", "resp", "al")
+
+
+def _first_sentence(text: Any, limit: int = 200) -> str:
+    """The first sentence of a prose field (a period that ends an abbreviation such as
+    "Eq." does not end it), capped at ``limit`` characters.
+
+    >>> _first_sentence("From the surrogate (paper Eq. 23), not the bound. Later text.")
+    'From the surrogate (paper Eq. 23), not the bound.'
+    """
     t = _prose(text or "")
-    m = re.match(r"(.+?[.;])(\s|$)", t)
-    t = m.group(1) if m else t
+    for m in re.finditer(r"\.(\s+)(?=[A-Z(])", t):
+        word = re.search(r"([A-Za-z.]+)$", t[: m.start()])
+        if word and word.group(1).rstrip(".") in _ABBREV:
+            continue
+        t = t[: m.start() + 1]
+        break
     return t if len(t) <= limit else t[: limit - 1] + "…"
 
 

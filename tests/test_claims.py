@@ -334,8 +334,10 @@ def test_compare_helper_and_its_mutant():
 def test_decorator_pairs_mutant_text_with_the_keyword():
     with pytest.raises(ValueError, match="mutant"):
         registry.claim("ZZ-M.1", source="s", statement="t", method="numeric", mutant="x")(lambda: None)
-    with pytest.raises(ValueError, match="mutant"):
-        registry.claim("ZZ-M.2", source="s", statement="t", method="numeric")(lambda *, mutant=False: None)
+    # a check may take the keyword and name its mutant in its evidence instead (entries written before the
+    # decorator took the text); every entry of these modules declares it (test_every_pass_catches_its_mutant)
+    registry.claim("ZZ-M.2", source="s", statement="t", method="numeric")(lambda *, mutant=False: None)
+    registry.REGISTRY.pop("ZZ-M.2")
     with pytest.raises(ValueError, match="severity"):
         registry.claim("ZZ-M.3", source="s", statement="t", method="numeric", severity="bad")
     assert "ZZ-M.1" not in registry.REGISTRY and "ZZ-M.2" not in registry.REGISTRY

@@ -131,8 +131,9 @@ def claim(
 ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
     """Decorator registering ``check`` as the computation deciding claim ``id``.
 
-    ``mutant`` (one line: what the minimally false variant changes) is given exactly when
-    the check takes the keyword-only argument ``mutant``; ``severity`` (one of
+    ``mutant`` (one line: what the minimally false variant changes) needs a check that takes
+    the keyword-only argument ``mutant`` (a check that takes it without a declared text may
+    name its mutant in its evidence under ``"mutant"``); ``severity`` (one of
     :data:`SEVERITIES`) and ``impact`` say how much a refutation matters."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -142,8 +143,8 @@ def claim(
     def register(check: Callable[..., Result]) -> Callable[..., Result]:
         if id in REGISTRY:
             raise ValueError(f"claim id {id!r} registered twice")
-        if (mutant is not None) != accepts_mutant(check):
-            raise ValueError(f"claim {id!r}: declare mutant='...' exactly when its check takes the keyword 'mutant'")
+        if mutant is not None and not accepts_mutant(check):
+            raise ValueError(f"claim {id!r}: mutant={mutant!r} is declared but its check does not take the keyword 'mutant'")
         REGISTRY[id] = Claim(
             id=id,
             source=source,
@@ -398,7 +399,7 @@ def run_claim(c: Claim, *, mutants: bool = False) -> dict[str, Any]:
         "corrects": c.corrects,
         "corrected_by": c.corrected_by,
         "versions": list(c.versions),
-        "mutant": c.mutant,
+        "mutant": c.mutant if c.mutant is not None else (evidence.get("mutant") if isinstance(evidence.get("mutant"), str) else None),
         "impact": c.impact if c.impact is not None else evidence.get("impact"),
         "severity": c.severity,
         "seconds": round(time.perf_counter() - t0, 4),

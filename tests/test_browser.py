@@ -102,3 +102,55 @@ def test_page_renders_math_images_and_links(server, browser, page):
         except Exception as exc:  # noqa: BLE001
             bad.append((urlsplit(h).path, repr(exc)))
     assert not bad, f"{page}: broken internal links {bad}"
+
+
+def _all_pages() -> list[str]:
+    """Every page of the built book (not the theme's templates under _static)."""
+    build = require_build()
+    return sorted(str(p.relative_to(build)) for p in build.rglob("*.html")
+                  if "_static" not in p.relative_to(build).parts and p.name not in ("genindex.html", "search.html"))
+
+
+def test_no_page_scrolls_horizontally_at_1280px(server, browser):
+    """Issue 12: wide tables (h-tables, h-x-eer), long code and display math scroll inside
+    their own box; the page itself never scrolls sideways at a 1280 px wide window."""
+    browser.set_window_size(1280, 1024)
+    wide = []
+    for page in _all_pages():
+        browser.get(urljoin(server, page))
+        _wait_for_mathjax(browser)
+        over = browser.execute_script(
+            "const d = document.documentElement;"
+            "return Math.max(d.scrollWidth, document.body.scrollWidth) - d.clientWidth;"
+        )
+        if over > 1:
+            culprit = browser.execute_script(
+                "const w = document.documentElement.clientWidth; const out = [];"
+                "for (const e of document.querySelectorAll('body *')) {"
+                "  const r = e.getBoundingClientRect();"
+                "  if (r.right > w + 1 && getComputedStyle(e).overflowX === 'visible') {"
+                "    out.push(e.tagName + '.' + e.className); if (out.length > 2) break; } }"
+                "return out;"
+            )
+            wide.append((page, over, culprit))
+    assert not wide, f"pages wider than a 1280 px window (page, extra px, first elements): {wide}"
+
+
+def test_no_raw_json_in_claim_evidence(server, browser):
+    """Issue 12: evidence is rendered as small tables, never as raw or truncated JSON
+    (``sweep: [{...``). Checked in the text of every claim block (not in its BibTeX snippet)."""
+    bad = []
+    pages = [p for p in _all_pages() if "generated/" in p]
+    for page in pages:
+        browser.get(urljoin(server, page))
+        texts = browser.execute_script(
+            "return Array.from(document.querySelectorAll('.admonition')).filter(a => !a.closest('.admonition .admonition'))"
+            ".map(a => Array.from(a.querySelectorAll('p, td, li')).filter(e => !e.closest('.dropdown, pre'))"
+            ".map(e => e.innerText).join('\\n'))"
+        )
+        for t in texts:
+            for pat in ('{"', "[{", "{'", '": ', "': "):
+                if pat in t:
+                    bad.append((page, pat, t[max(0, t.index(pat) - 60): t.index(pat) + 60]))
+                    break
+    assert not bad, f"raw JSON in claim evidence: {bad[:5]}"

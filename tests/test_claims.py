@@ -79,12 +79,14 @@ def test_evidence_matches_status(results):
             assert "residual" in ev, r["id"]
         elif r["status"] == "verified":
             assert {"domain", "samples", "worst_margin"} <= set(ev), r["id"]
-        elif r["status"] == "refuted":
-            assert "counterexample" in ev, r["id"]
+        elif r["status"] in ("refuted", "not-reproduced"):
+            assert "counterexample" in ev and {"lhs", "relation", "rhs"} <= set(ev["comparison"]), r["id"]
+        elif r["status"] == "identity":
+            assert ev.get("construction"), r["id"]
         elif r["status"] == "illustrated":
             assert ev, r["id"]
         if r["corrected_by"] and r["status"] != "error":
-            assert r["status"] == "refuted", f"{r['id']} has a correction but is {r['status']}"
+            assert r["status"] in ("refuted", "not-reproduced"), f"{r['id']} has a correction but is {r['status']}"
             assert by_id[r["corrected_by"]]["status"] in ("proved", "verified", "illustrated"), r["corrected_by"]
 
 
@@ -115,7 +117,8 @@ def test_render_markdown_blocks():
          "evidence": {"residual": "0"}, "corrected_by": None, "corrects": "X-1", "versions": ["001"]},
     ]
     md = render.claims_markdown(rs, labels=True)
-    assert md.count(":::{admonition}") == 2 and md.count("\n:::\n") == 2
+    assert md.count("::::{admonition}") == 2 and md.count("\n::::\n") == 2
+    assert md.count(":::{admonition} Cite this check") == 2 and md.count("@misc{dpcompanion-X-1,") == 1
     assert "(claim-x-1)=" in md and "(claim-x-1-corrected)=" in md
     assert "{ref}`X-1-corrected <claim-x-1-corrected>`" in md
     assert "REFUTED" in md and "PROVED" in md
@@ -279,3 +282,143 @@ def test_ce_slides_dynamic():  # H-Slides.dynamic-T
 
     T_ceil = math.ceil(2 * math.log(a / (a + (1 - math.sqrt(g)) ** 2)) / math.log(g))
     assert dyn(T_ceil - 1) < dyn(T_ceil)
+
+
+# --- issue 12: structural refutations, mutants, statuses, pages, rendering ----------------------
+
+MY_MODULES = ("h_privacy", "h_gd", "h_momentum", "h_psgd", "h_true_risk", "h_tables", "h_slides", "w_adp", "x_unify")
+
+
+def _mine():
+    return {cid: c for cid, c in registry.load_all().items() if c.check.__module__.rsplit(".", 1)[-1] in MY_MODULES}
+
+
+def test_refuted_needs_a_failed_comparison():
+    with pytest.raises(TypeError):
+        registry.refuted(counterexample={"x": 1}, printed=1, actual=2)  # no comparison: not callable that way
+    with pytest.raises(ValueError, match="holds"):
+        registry.refuted(lhs=1.0, relation="<=", rhs=2.0, counterexample={"x": 1})
+    r = registry.refuted(lhs=3.0, relation="<=", rhs=2.0, counterexample={"x": 1})
+    assert r.status == "refuted" and r.evidence["comparison"] == {"lhs": 3.0, "relation": "<=", "rhs": 2.0, "tolerance": 0.0}
+    with pytest.raises(ValueError, match="holds"):  # within tolerance counts as holding
+        registry.refuted(lhs=1.0 + 1e-12, relation="==", rhs=1.0, tol=1e-9, counterexample=None)
+
+
+def test_not_reproduced_needs_a_failed_comparison():
+    with pytest.raises(ValueError):
+        registry.not_reproduced(missing="m", lhs=0.0, relation="<=", rhs=1.0, counterexample=None)
+    assert registry.not_reproduced(missing="m", lhs=2.0, relation="<=", rhs=1.0, counterexample=None).status == "not-reproduced"
+
+
+def test_proved_refutes_a_nonzero_residual_at_a_point():
+    import sympy as sp
+
+    x, g = sp.symbols("x gamma", positive=True)
+    assert registry.proved(sp.expand((x + 1) ** 2 - x**2 - 2 * x - 1)).status == "proved"
+    r = registry.proved(g**2 - g)  # a polynomial that is not identically zero
+    assert r.status == "refuted" and r.evidence["comparison"]["relation"] == "=="
+    pt = {k: v for k, v in r.evidence["counterexample"].items()}
+    assert abs(pt["gamma"] ** 2 - pt["gamma"] - r.evidence["comparison"]["lhs"]) < 1e-9
+    assert registry.proved(sp.sqrt(x**2) - x).status == "proved"  # x > 0: non-polynomial, simplify decides
+
+
+def test_compare_helper_and_its_mutant():
+    r = registry.compare([{"k": 1}, {"k": 2}], lhs=[1.0, 3.0], rhs=[2.0, 4.0], relation="<=", domain="d")
+    assert r.status == "verified" and r.evidence["worst_margin"] == pytest.approx(0.25)
+    m = registry.compare([{"k": 1}, {"k": 2}], lhs=[1.0, 3.0], rhs=[2.0, 4.0], relation="<=", domain="d", mutant=True)
+    assert m.status == "refuted" and m.evidence["counterexample"]["k"] == 2
+    assert m.evidence["mutant_scale"] == pytest.approx(0.75 * (1 - 2e-9))
+    # a vacuous check (left side 0 everywhere) cannot catch its mutant
+    v = registry.compare([1, 2], lhs=[0.0, 0.0], rhs=[2.0, 4.0], relation="<=", domain="d", mutant=True)
+    assert v.status == "verified"
+
+
+def test_decorator_pairs_mutant_text_with_the_keyword():
+    with pytest.raises(ValueError, match="mutant"):
+        registry.claim("ZZ-M.1", source="s", statement="t", method="numeric", mutant="x")(lambda: None)
+    # a check may take the keyword and name its mutant in its evidence instead (entries written before the
+    # decorator took the text); every entry of these modules declares it (test_every_pass_catches_its_mutant)
+    registry.claim("ZZ-M.2", source="s", statement="t", method="numeric")(lambda *, mutant=False: None)
+    registry.REGISTRY.pop("ZZ-M.2")
+    with pytest.raises(ValueError, match="severity"):
+        registry.claim("ZZ-M.3", source="s", statement="t", method="numeric", severity="bad")
+    assert "ZZ-M.1" not in registry.REGISTRY and "ZZ-M.2" not in registry.REGISTRY
+
+
+def test_statuses_have_definitions():
+    assert {"identity", "not-reproduced"} <= set(registry.STATUSES)
+    assert set(registry.STATUS_DEFINITIONS) == set(registry.STATUSES)
+    md = render.status_definitions_markdown()
+    for s in registry.STATUSES:
+        if s != "open":
+            assert render.BADGES[s][0] in md
+
+
+def test_every_claim_of_these_modules_is_on_a_page():
+    missing = [cid for cid in _mine() if render.page_of(cid) is None]
+    assert not missing, missing
+    # derived from the notebooks: each page named exists and shows its prefix
+    for prefix, page in render.pages().items():
+        assert (render.notebooks_dir() / f"{page}.ipynb").exists()
+
+
+@pytest.mark.slow
+def test_every_refuted_entry_declares_its_severity(results):
+    mine = _mine()
+    bad = [r["id"] for r in results if r["id"] in mine and r["status"] == "refuted" and r["severity"] not in registry.SEVERITIES]
+    assert not bad, bad
+
+
+@pytest.mark.slow
+def test_every_pass_catches_its_mutant():
+    mine = _mine()
+    out = [registry.run_claim(c, mutants=True) for c in mine.values()]
+    passes = [r for r in out if r["status"] in ("proved", "verified")]
+    assert len(passes) >= 70
+    missed = [(r["id"], r.get("mutant_status"), r.get("mutant_error")) for r in passes if r["mutant_caught"] is not True]
+    assert not missed, missed
+    assert all(r["mutant"] for r in passes)
+
+
+def test_known_uncatchable_entries_are_identities():
+    reg = registry.load_all()
+    for cid in ("H-L3.1.composition", "H-T4.7.remark"):
+        assert registry.run_claim(reg[cid])["status"] == "identity", cid
+    assert registry.run_claim(reg["W-EPS"])["status"] == "not-reproduced"
+
+
+def test_quadratic_check_of_thm41_catches_an_exponent_change():
+    c = registry.load_all()["H-T4.1.quadratic"]
+    assert c.check().status == "verified"
+    assert c.check(mutant=True).status == "refuted"
+    # and the logistic (non-quadratic) check tells gamma from gamma^2
+    assert registry.load_all()["H-T4.1.logistic-mc"].check(mutant=True).status == "refuted"
+
+
+@pytest.mark.slow
+def test_evidence_renders_without_json(results):
+    for r in results:
+        md = "\n".join(render.evidence_lines(r["evidence"], status=r["status"]))
+        assert '{"' not in md and "[{" not in md and "': " not in md, r["id"]
+        if r["status"] == "verified":
+            assert "tolerance" in md and "-0 " not in md and "| -0 |" not in md, r["id"]
+
+
+@pytest.mark.slow
+def test_errata_opens_with_a_summary_sorted_by_severity(results):
+    md = render.errata_summary_markdown(results)
+    rows = [line for line in md.splitlines()[2:] if line.startswith("| ")]
+    assert len(rows) == sum(r["status"] in ("refuted", "not-reproduced") for r in results)
+    order = {s: i for i, s in enumerate(registry.SEVERITIES)}
+    ranks = [order.get(line.split(" | ")[0][2:], len(order)) for line in rows]
+    assert ranks == sorted(ranks)
+    assert any(r.startswith("| changes a conclusion") for r in rows)
+    assert "{ref}`W-" in render.errata_markdown(results)  # W- claims are linked now
+
+
+def test_cite_snippet_names_version_and_id():
+    from dpcompanion import __version__
+
+    b = render.cite_bibtex("H-T4.4.T-opt", status="refuted")
+    assert "H-T4.4.T-opt" in b and __version__ in b and render.label("H-T4.4.T-opt") in b
+    assert b.startswith("@misc{") and b.rstrip().endswith("}")

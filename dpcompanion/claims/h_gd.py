@@ -43,10 +43,11 @@ _g, _k, _a, _M, _mu, _D, _G, _N, _R, _gap, _s = sp.symbols(
     r"$1-2\mu\eta(1-M\eta/2)=\gamma=1-1/\kappa$ and adds $\frac{M}{2}(\eta G\sigma_t/N)^2 D = "
     r"\alpha R\sigma_t^2\,(f(\theta_1)-f^*)$.",
     method="sympy",
+    mutant='M eta/2 replaced by M eta in the contraction 1 - 2 mu eta (1 - M eta/2)',
 )
-def _t41_step():
+def _t41_step(*, mutant=False):
     eta = 1 / _M
-    contraction = 1 - 2 * _mu * eta * (1 - _M * eta / 2)
+    contraction = 1 - 2 * _mu * eta * (1 - _M * eta / (1 if mutant else 2))
     alpha = _D * _G**2 / (2 * _R * _M * _N**2 * _gap)
     noise = _M / 2 * (eta * _G * _s / _N) ** 2 * _D
     r1 = contraction - (1 - 1 / (_M / _mu))
@@ -60,15 +61,16 @@ def _t41_step():
     statement=r"Unrolling $e_{t+1}\le\gamma e_t + \alpha R\sigma_t^2$ from $e_1=1$ gives "
     r"$\mathrm{ERUB}=\gamma^T+R\sum_t q_t\sigma_t^2$, $q_t=\gamma^{T-t}\alpha$ (checked for every $T\le 8$ with symbolic $\sigma_t$).",
     method="sympy",
+    mutant='q_t = gamma^(T-t+1) alpha (exponent off by one)',
 )
-def _t41_unrolled():
+def _t41_unrolled(*, mutant=False):
     total = 0
     for T in range(1, 9):
         sig = sp.symbols(f"s1:{T + 1}", positive=True)
         e = sp.Integer(1)
         for t in range(T):
             e = _g * e + _a * _R * sig[t] ** 2
-        formula = _g**T + _R * sum(_g ** (T - t) * _a * sig[t - 1] ** 2 for t in range(1, T + 1))
+        formula = _g**T + _R * sum(_g ** (T - t + (1 if mutant else 0)) * _a * sig[t - 1] ** 2 for t in range(1, T + 1))
         total += sp.expand(e - formula) ** 2
     return proved(sp.expand(total), T_checked="1..8")
 
@@ -77,15 +79,22 @@ def _t41_unrolled():
     "H-T4.1.quadratic",
     source=f"{SRC} Thm 4.1",
     statement=r"For quadratic losses (exact $\mathbb{E}[f(\theta_{T+1})]$ in closed form) the expected excess risk "
-    r"of PGD never exceeds $\mathrm{ERUB}\,(f(\theta_1)-f^*)$.",
+    r"of PGD never exceeds $\mathrm{ERUB}\,(f(\theta_1)-f^*)$. At $\eta=1/M$ a quadratic contracts along each "
+    r"eigenvalue $\lambda$ by $(1-\lambda/M)^2\le\gamma^2$ per step, so on quadratics the sharper "
+    r"$\mathrm{ERUB}_2=\gamma^{2T}+R\sum_t\gamma^{2(T-t)}\alpha\sigma_t^2$ holds too and is what is checked "
+    r"tightly (the theorem's $\gamma$ cannot be told from $\gamma^2$ on any quadratic; a PL loss that is not "
+    r"quadratic is needed for that).",
     method="numeric",
+    mutant="the rate exponent of ERUB_2 raised from 2 to 2.2 (gamma^{2.2T} and gamma^{2.2(T-t)} in q_t)",
+    tolerance=1e-12,
 )
-def _t41_quadratic():
+def _t41_quadratic(*, mutant=False):
     from dpcompanion.theory.exact_risk import expected_excess_risk
 
+    p = 2.2 if mutant else 2.0  # exponent of gamma in the sharp quadratic form
     rng = np.random.default_rng(41)
     margins, points = [], []
-    for _ in range(300):
+    for i in range(340):
         D = int(rng.integers(1, 6))
         M = 1.0
         mu = float(10 ** rng.uniform(-2.5, 0))
@@ -94,23 +103,31 @@ def _t41_quadratic():
             mu = M
         lam[0], lam[-1] = mu, M
         offset = rng.normal(size=D)
+        if i >= 300:  # the gap along the smallest eigenvalue only: where the contraction gamma^2 is attained
+            D, lam, offset = 2, np.array([mu, M]), np.array([1.0, 0.0])
         T = int(rng.integers(1, 60))
-        N = int(rng.integers(10, 1000))
+        N = int(rng.integers(10, 1000)) * (1000 if i >= 300 else 1)
         G = float(10 ** rng.uniform(-1, 1))
         sigma = 10 ** rng.uniform(-1, 1.5, size=T)
         R = float(np.sum(1 / sigma**2))
         exact = expected_excess_risk(eigenvalues=lam, offset=offset, eta=1 / M, sigma=sigma, clip_norm=G, N=N)
         gap = 0.5 * float(np.sum(lam * offset**2))
         alpha = gd.alpha_of(D=D, G=G, R=R, M=M, N=N, f_gap=gap)
+        gamma = 1 - mu / M
         bound = gd.erub(sigma=sigma, kappa=M / mu, alpha=alpha, R=R) * gap
-        margins.append((bound - exact) / bound)
-        points.append({"D": D, "kappa": M / mu, "T": T, "N": N, "G": G, "bound": bound, "exact": exact})
+        # gamma^p = 1 - 1/kappa_p: the library's ERUB evaluated at the rate gamma^p
+        kappa_p = 1 / (1 - gamma**p) if gamma > 0 else 1.0
+        bound_p = gd.erub(sigma=sigma, kappa=kappa_p, alpha=alpha, R=R) * gap
+        margins.append(min((bound - exact) / bound, (bound_p - exact) / bound_p))
+        points.append({"D": D, "kappa": M / mu, "T": T, "N": N, "G": G, "bound (Thm 4.1)": bound,
+                       f"bound (rate gamma^{p:g})": bound_p, "exact": exact})
     return verified_by_margins(
         margins,
         points=points,
         tol=1e-12,
         domain="diagonal quadratics, D in 1..5, kappa in [1, 316], T in 1..59, N in 10..999, G in [0.1, 10], "
-        "random sigma_t in [0.1, 31.6], eta = 1/M; margin = (bound - exact)/bound",
+        "random sigma_t in [0.1, 31.6], eta = 1/M (300 points), plus 40 with the gap on the smallest eigenvalue "
+        "and N in 1e4..1e6; margin = min over ERUB and ERUB_2 of (bound - exact)/bound",
     )
 
 
@@ -120,8 +137,9 @@ def _t41_quadratic():
     statement=r"For an $L_2$-regularised logistic loss (smooth, PL with $\mu$ = the ridge weight) the Monte Carlo "
     r"estimate of $\mathbb{E}[f(\theta_{T+1})]-f^*$ of PGD lies below the bound.",
     method="montecarlo",
+    mutant='gamma -> gamma^2 in ERUB (contraction gamma^(2T), q_t = gamma^(2(T-t)) alpha)',
 )
-def _t41_logistic():
+def _t41_logistic(*, mutant=False):
     rng = np.random.default_rng(7)
     margins, points = [], []
     for case in range(4):
@@ -158,7 +176,8 @@ def _t41_logistic():
             theta = theta - (grad(theta) + sigma[t] * G / N * rng.normal(size=theta.shape)) / M
         exc = f(theta) - fstar
         est, se = float(exc.mean()), float(exc.std(ddof=1) / math.sqrt(reps))
-        bound = gd.erub(sigma=sigma, kappa=M / mu, alpha=gd.alpha_of(D=D, G=G, R=R, M=M, N=N, f_gap=gap), R=R) * gap
+        kappa_b = 1 / (1 - (1 - mu / M) ** 2) if mutant else M / mu  # gamma^2 = 1 - 1/kappa_b
+        bound = gd.erub(sigma=sigma, kappa=kappa_b, alpha=gd.alpha_of(D=D, G=G, R=R, M=M, N=N, f_gap=gap), R=R) * gap
         margins.append((bound - (est + 4 * se)) / bound)
         points.append({"ridge": lam_reg, "kappa": M / mu, "estimate": est, "se": se, "bound": bound})
     return verified_by_margins(
@@ -177,11 +196,12 @@ def _t41_logistic():
     source=f"{SRC} Thm 4.2, Eq. (9), (22)",
     statement=r"With $\sigma_t^2=T/R$: $\gamma^T+\sum_t\gamma^{T-t}\alpha R\sigma^2=\gamma^T+\alpha\kappa(1-\gamma^T)T$.",
     method="sympy",
+    mutant='the geometric sum (1 - gamma^T)/(1 - gamma) replaced by (1 - gamma^(T+1))/(1 - gamma)',
 )
-def _t42_eq9():
+def _t42_eq9(*, mutant=False):
     # sum_{t=1}^T gamma^{T-t} = (1-gamma^T)/(1-gamma) for all T, by induction (base + step).
     T = sp.Symbol("T", positive=True, integer=True)
-    F = lambda n: (1 - _g**n) / (1 - _g)  # noqa: E731
+    F = lambda n: (1 - _g ** (n + (1 if mutant else 0))) / (1 - _g)  # noqa: E731
     base = sp.simplify(F(1) - 1)
     step = sp.simplify(F(T + 1) - (_g * F(T) + 1))
     kappa_form = sp.simplify(_a * T * F(T) - _a * (1 / (1 - _g)) * (1 - _g**T) * T)
@@ -195,12 +215,13 @@ def _t42_eq9():
     statement=r"The surrogate $\gamma^T+\alpha\kappa T$ is minimised at $T=\ln(\ln(1/\gamma)/(\kappa\alpha))/\ln(1/\gamma)$ "
     r"when $\kappa\alpha+\ln\gamma<0$.",
     method="sympy",
+    mutant='T* = ln(L/(kappa alpha))/L halved',
 )
-def _t42_eq23():
+def _t42_eq23(*, mutant=False):
     L = sp.Symbol("L", positive=True)  # ln(1/gamma)
     T = sp.Symbol("T", positive=True)
     surrogate = sp.exp(-L * T) + _a * _k * T
-    Tstar = sp.log(L / (_k * _a)) / L
+    Tstar = sp.log(L / (_k * _a)) / L / (2 if mutant else 1)
     d1 = sp.simplify(sp.diff(surrogate, T).subs(T, Tstar))
     d2 = sp.simplify(sp.diff(surrogate, T, 2))
     return proved(d1, second_derivative=str(d2), note_convex="second derivative L^2 e^{-LT} > 0: the stationary point is the minimum")
@@ -212,13 +233,14 @@ def _t42_eq23():
     statement=r"Substituting $T=\ln(1+\ln(1/\gamma)/\alpha)/\ln(1/\gamma)$ (Eq. 24) into Eq. (22) gives "
     r"$\frac{1}{1+\ln(1/\gamma)/\alpha}\left[1+\kappa\ln\left(1+\frac{\ln(1/\gamma)}{\alpha}\right)\right]$ (Eq. 25).",
     method="sympy",
+    mutant='the leading 1 in [1 + kappa ln(1 + L/alpha)] dropped',
 )
-def _t42_eq25():
+def _t42_eq25(*, mutant=False):
     L = sp.Symbol("L", positive=True)
     T = sp.log(1 + L / _a) / L
     gT = sp.exp(-L * T)
     lhs = gT + _a * _k * (1 - gT) * T
-    rhs = (1 + _k * sp.log(1 + L / _a)) / (1 + L / _a)
+    rhs = ((0 if mutant else 1) + _k * sp.log(1 + L / _a)) / (1 + L / _a)
     return proved(sp.simplify(lhs - rhs))
 
 
@@ -241,6 +263,7 @@ def _t42_T_order():
 
 @claim(
     "H-T4.2.T-limit",
+    severity="changes a conclusion",
     source=f"{SRC} Sec. 4.1.1 (after Eq. 9) and proof of Thm 4.2 (after Eq. 24)",
     statement=r"The chosen $T=\frac{1}{\ln(1/\gamma)}\ln\left(1+\frac{\ln(1/\gamma)}{\alpha}\right)$ converges to 0 as $\kappa\to\infty$.",
     method="numeric",
@@ -255,6 +278,7 @@ def _t42_T_limit():
         return verified_by_margins([0.0], domain="kappa = 1e8", samples=1)
     T_exact, _ = gd.argmin_uniform(kappa=1e6, alpha=alpha)
     return refuted(
+        lhs=T_big, relation="<", rhs=1e-3,
         counterexample={"kappa": 1e8, "alpha": alpha},
         printed="T -> 0",
         actual=T_big,
@@ -273,12 +297,13 @@ def _t42_T_limit():
     statement=r"As $\kappa\to\infty$, $\ln(1/\gamma)\to 0^+$ and $T_{(24)}=\frac{\ln(1+\ln(1/\gamma)/\alpha)}{\ln(1/\gamma)}\to 1/\alpha$.",
     method="sympy",
     corrects="H-T4.2.T-limit",
+    mutant='the limit claimed to be 2/alpha',
 )
-def _t42_T_limit_corrected():
+def _t42_T_limit_corrected(*, mutant=False):
     L = sp.Symbol("L", positive=True)
     lim = sp.limit(sp.log(1 + L / _a) / L, L, 0, "+")
     lg = sp.limit(-sp.log(1 - 1 / _k), _k, sp.oo)
-    return proved(sp.simplify(lim - 1 / _a) ** 2 + lg**2, limit=str(lim), ln_inv_gamma_limit=str(lg))
+    return proved(sp.simplify(lim - (2 if mutant else 1) / _a) ** 2 + lg**2, limit=str(lim), ln_inv_gamma_limit=str(lg))
 
 
 @claim(
@@ -311,6 +336,7 @@ def _t42_eq8():
 
 @claim(
     "H-T4.2.Eq8-uniform",
+    severity="changes a conclusion",
     source=f"{SRC} Thm 4.2, Eq. (8) and its proof (lower bound)",
     statement=r"Eq. (8) holds uniformly over the stated region $\kappa\ge1/(1-c)$, $\alpha<\alpha_0$: some constant $c'>0$ "
     r"has $\mathrm{ERUB}^{uniform}_{\min}\ge c'\frac{\kappa^2}{\kappa+1/\alpha}\ln(1+\frac{1}{\kappa\alpha})$ there "
@@ -330,6 +356,7 @@ def _t42_eq8_uniform():
         return verified_by_margins([0.0], domain="sequence kappa = 1000/alpha")
     r = seq[-1]
     return refuted(
+        lhs=ratios[-1], relation=">=", rhs=ratios[0] / 10,
         counterexample={"alpha": r["alpha"], "kappa": r["kappa"]},
         printed=r["Eq8_expression"],
         actual=r["exact_min"],
@@ -371,15 +398,16 @@ def _t42_eq8_corr():
     source=f"{SRC} Sec. 4.1.1 (the 'not-stepping-forward' remark)",
     statement=r"For sharp losses the exact minimiser of Eq. (22) over integer $T\ge1$ is a single step: $T^*=1$ whenever $\kappa\alpha\ge1$.",
     method="bruteforce",
+    mutant='the exact minimiser claimed to be T* = 2',
 )
-def _t42_T_sharp():
+def _t42_T_sharp(*, mutant=False):
     margins, points = [], []
     for k in (10.0, 100.0, 1e3, 1e4, 1e5):
         for a in (1e-4, 1e-3, 1e-2, 0.1, 1.0):
             if k * a < 1:
                 continue
             T, v = gd.argmin_uniform(kappa=k, alpha=a)
-            margins.append(0.0 if T == 1 else -1.0)
+            margins.append(0.0 if T == (2 if mutant else 1) else -1.0)
             points.append({"kappa": k, "alpha": a, "T_star": T, "value": v})
     return verified_by_margins(margins, points=points, domain="kappa in {10..1e5}, alpha in {1e-4..1}, kappa alpha >= 1; exhaustive search")
 
@@ -393,13 +421,14 @@ def _t42_T_sharp():
     statement=r"$\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends exactly $\sum_t\sigma_t^{-2}=R$ and gives "
     r"$R\sum_t q_t\sigma_t^2=\left(\sum_t\sqrt{q_t}\right)^2$ (symbolic $q_t$, every $T\le 6$).",
     method="sympy",
+    mutant='sigma_t^2 = (1/R) sum_i q_i/q_t (the square roots dropped)',
 )
-def _l43_value():
+def _l43_value(*, mutant=False):
     total = 0
     for T in range(1, 7):
         r = sp.symbols(f"r1:{T + 1}", positive=True)  # r_t = sqrt(q_t)
         S = sum(r)
-        s2 = [S / (_R * rt) for rt in r]
+        s2 = [sum(x**2 for x in r) / (_R * rt**2) for rt in r] if mutant else [S / (_R * rt) for rt in r]
         total += sp.simplify(sum(1 / x for x in s2) - _R) ** 2
         total += sp.simplify(_R * sum(rt**2 * x for rt, x in zip(r, s2)) - S**2) ** 2
     return proved(sp.simplify(total), T_checked="1..6")
@@ -411,8 +440,9 @@ def _l43_value():
     statement=r"Every schedule with $\sum_t\sigma_t^{-2}=R$ has $R\sum_t q_t\sigma_t^2\ge(\sum_t\sqrt{q_t})^2$; a numerical "
     r"optimiser finds the same minimum.",
     method="numeric",
+    mutant='the lower bound (sum_t sqrt(q_t))^2 raised by 1%',
 )
-def _l43_lower():
+def _l43_lower(*, mutant=False):
     from scipy.optimize import minimize
 
     rng = np.random.default_rng(43)
@@ -423,7 +453,7 @@ def _l43_lower():
         R = float(10 ** rng.uniform(-1, 1))
         u = rng.dirichlet(np.full(T, 0.5)) * R + 1e-300  # u_t = 1/sigma_t^2
         val = R * float(np.sum(q / u))
-        lo = gd.optimal_schedule(q=q, R=R)[1]
+        lo = gd.optimal_schedule(q=q, R=R)[1] * (1.01 if mutant else 1.0)
         margins.append((val - lo) / lo)
         points.append({"T": T, "R": R, "value": val, "bound": lo})
     opt_err = []
@@ -447,16 +477,18 @@ def _l43_lower():
     statement=r"The minimiser is unique: in $u_t=\sigma_t^{-2}$ the objective $R\sum_t q_t/u_t$ is strictly convex on "
     r"the affine set $\sum_t u_t=R$ (Hessian $\mathrm{diag}(2Rq_t/u_t^3)\succ0$).",
     method="sympy",
+    mutant='the objective R sum_t q_t sqrt(u_t) (concave) in place of R sum_t q_t/u_t',
 )
-def _l43_unique():
+def _l43_unique(*, mutant=False):
     q, u = sp.symbols("q u", positive=True)
-    h = sp.diff(_R * q / u, u, 2)
-    return proved(sp.true if h.is_positive else h, hessian_entry=str(h),
+    h = sp.diff(_R * q * sp.sqrt(u) if mutant else _R * q / u, u, 2)
+    return proved(sp.true if h.is_positive else sp.false, hessian_entry=str(h),
                   note="strictly convex objective on a convex set: at most one minimiser")
 
 
 @claim(
     "H-E26.printed",
+    severity="typo",
     source=f"{SRC} proof of Lemma 4.3, Eq. (26)",
     statement=r"$T\sum_t q_t-\left(\sum_t\sqrt{q_t}\right)^2=T^2\,\mathrm{Var}[q_t]$ (variance over $t$).",
     method="numeric",
@@ -471,6 +503,7 @@ def _e26_printed():
     if abs(lhs - rhs) < 1e-12:
         return verified_by_margins([0.0], domain="q = (1, 4)")
     return refuted(
+        lhs=float(lhs), relation="==", rhs=float(rhs), tol=1e-12,
         counterexample={"q": q.tolist()},
         printed=float(rhs),
         actual=float(lhs),
@@ -488,13 +521,14 @@ def _e26_printed():
     r"$T\sum_t q_t-\left(\sum_t\sqrt{q_t}\right)^2=T^2\,\mathrm{Var}_t[\sqrt{q_t}]$ (population variance over $t$; every $T\le 6$).",
     method="sympy",
     corrects="H-E26.printed",
+    mutant='the variance normalised by T + 1 instead of T',
 )
-def _e26_corrected():
+def _e26_corrected(*, mutant=False):
     total = 0
     for T in range(1, 7):
         r = sp.symbols(f"r1:{T + 1}", positive=True)
         m = sum(r) / T
-        var = sum((x - m) ** 2 for x in r) / T
+        var = sum((x - m) ** 2 for x in r) / (T + 1 if mutant else T)
         total += sp.expand(T * sum(x**2 for x in r) - sum(r) ** 2 - T**2 * var) ** 2
     return proved(sp.expand(total), which_variance="population variance (1/T) sum_t (sqrt(q_t) - mean)^2 of sqrt(q_t) over t")
 
@@ -509,8 +543,9 @@ def _e26_corrected():
     r"$\sigma_t^2=\frac1R\frac{\sqrt{(1/\gamma)^T}-1}{1-\sqrt\gamma}\sqrt{\gamma^t}$ (every $T\le 8$, symbolic $\gamma$); "
     r"the library's schedules.gd_dynamic agrees numerically.",
     method="sympy",
+    mutant='sqrt(gamma^t) replaced by sqrt(gamma^(t+1))',
 )
-def _t44_sigma():
+def _t44_sigma(*, mutant=False):
     rg = sp.Symbol("r", positive=True)  # sqrt(gamma)
     total = 0
     for T in range(1, 9):
@@ -518,7 +553,7 @@ def _t44_sigma():
         S = sum(sp.sqrt(x) for x in q)
         for t in range(1, T + 1):
             lemma = S / (_R * sp.sqrt(q[t - 1]))
-            stated = (rg ** (-T) - 1) / (1 - rg) * rg**t / _R
+            stated = (rg ** (-T) - 1) / (1 - rg) * rg ** (t + (1 if mutant else 0)) / _R
             total += sp.cancel(lemma - stated) ** 2
     ev = {}
     try:
@@ -544,13 +579,14 @@ def _t44_sigma():
     statement=r"With that schedule, $\mathrm{ERUB}^{dyn}(T)=\gamma^T+\alpha\left(\frac{1-\gamma^{T/2}}{1-\sqrt\gamma}\right)^2$ "
     r"(every $T\le 8$).",
     method="sympy",
+    mutant='gamma^(T/2) replaced by gamma^((T+1)/2)',
 )
-def _t44_erub():
+def _t44_erub(*, mutant=False):
     rg = sp.Symbol("r", positive=True)
     total = 0
     for T in range(1, 9):
         S = sum(rg ** (T - t) for t in range(1, T + 1))  # sum sqrt(q_t / alpha)
-        total += sp.cancel(_a * S**2 - _a * ((1 - rg**T) / (1 - rg)) ** 2) ** 2
+        total += sp.cancel(_a * S**2 - _a * ((1 - rg ** (T + (1 if mutant else 0))) / (1 - rg)) ** 2) ** 2
     return proved(sp.simplify(total), T_checked="1..8")
 
 
@@ -560,21 +596,23 @@ def _t44_erub():
     statement=r"$\mathrm{ERUB}^{dyn}(T)$ is minimised over real $T$ at $T^*=2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}$ "
     r"with minimum $\frac{A}{A+1}$, $A=\alpha(1-\sqrt\gamma)^{-2}$.",
     method="sympy",
+    mutant='the minimum A/(A+1) replaced by A/(A+2)',
 )
-def _t44_eq27():
+def _t44_eq27(*, mutant=False):
     x, sq = sp.symbols("x s", positive=True)  # x = gamma^{T/2} in (0, 1), s = 1 - sqrt(gamma)
     E = x**2 + _a * ((1 - x) / sq) ** 2  # ERUB as a function of x
     xstar = _a / (_a + sq**2)
     stationary = sp.simplify(sp.diff(E, x).subs(x, xstar))
     convex = sp.simplify(sp.diff(E, x, 2))
     A = _a / sq**2
-    value = sp.simplify(E.subs(x, xstar) - A / (A + 1))
+    value = sp.simplify(E.subs(x, xstar) - A / (A + (2 if mutant else 1)))
     return proved(stationary**2 + value**2, second_derivative_in_x=str(convex),
                   note="x = gamma^{T/2} is monotone in T, so the quadratic's minimiser is the minimiser in T")
 
 
 @claim(
     "H-T4.4.T-opt",
+    severity="constant factor",
     source=f"{SRC} Thm 4.4 statement",
     statement=r"The $T$ minimising the ERUB of the dynamic schedule is $T=\left\lceil 2\kappa\ln\left(1+\frac{1}{\kappa\alpha}\right)\right\rceil$.",
     method="bruteforce",
@@ -596,6 +634,7 @@ def _t44_T_opt():
     T0 = math.ceil(gd.t_dynamic_statement(kappa=k0, alpha=a0))
     Tb0, vb0 = gd.argmin_dynamic(kappa=k0, alpha=a0)
     return refuted(
+        lhs=float(gd.erub_dynamic(T=T0, kappa=k0, alpha=a0)), relation="<=", rhs=float(vb0), tol=1e-12 * float(vb0),
         counterexample={"kappa": k0, "alpha": a0},
         printed={"T": T0, "ERUB": float(gd.erub_dynamic(T=T0, kappa=k0, alpha=a0))},
         actual={"T": Tb0, "ERUB": vb0, "T_Eq27": gd.t_dynamic(kappa=k0, alpha=a0)},
@@ -618,11 +657,12 @@ def _t44_T_opt():
     r"with $T^*=2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}$ (Eq. 27); $T=1$ when $T^*<1$.",
     method="bruteforce",
     corrects="H-T4.4.T-opt",
+    mutant='T* of Eq. (27) without its factor 2',
 )
-def _t44_T_opt_corrected():
+def _t44_T_opt_corrected(*, mutant=False):
     margins, points = [], []
     for k, a in _grid():
-        t27 = gd.t_dynamic(kappa=k, alpha=a)
+        t27 = gd.t_dynamic(kappa=k, alpha=a) / (2 if mutant else 1)
         T_best, v_best = gd.argmin_dynamic(kappa=k, alpha=a)
         cands = {max(1, math.floor(t27)), max(1, math.ceil(t27))}
         v_c = min(float(gd.erub_dynamic(T=c, kappa=k, alpha=a)) for c in cands)
@@ -637,11 +677,12 @@ def _t44_T_opt_corrected():
     statement=r"$(1-\sqrt\gamma)^{-1}=\kappa(1+\sqrt\gamma)$, hence $\kappa\le(1-\sqrt\gamma)^{-1}\le2\kappa$; and "
     r"$(1-\sqrt\gamma)^{-2}=\kappa(2\kappa-1+2\sqrt{\kappa(\kappa-1)})$.",
     method="sympy",
+    mutant='(1 - sqrt(gamma))^-1 = kappa (1 + gamma) (square root dropped)',
 )
-def _t44_kbounds():
+def _t44_kbounds(*, mutant=False):
     k = sp.Symbol("kappa", positive=True)
     g = 1 - 1 / k
-    r1 = sp.simplify(1 / (1 - sp.sqrt(g)) - k * (1 + sp.sqrt(g)))
+    r1 = sp.simplify(1 / (1 - sp.sqrt(g)) - k * (1 + (g if mutant else sp.sqrt(g))))
     r2 = sp.simplify(sp.expand((k * (1 + sp.sqrt(g))) ** 2) - k * (2 * k - 1 + 2 * sp.sqrt(k * (k - 1))))
     # check on a numeric sample the identity's sign conventions (kappa >= 1 makes sqrt real)
     num = max(abs(float((r1**2 + r2**2).subs(k, v))) for v in (1, 1.5, 7, 1e3))
@@ -655,16 +696,17 @@ def _t44_kbounds():
     statement=r"$\frac14\frac{\kappa^2\alpha}{\kappa^2\alpha+1}\le\mathrm{ERUB}^{dyn}_{\min}\le4\frac{\kappa^2\alpha}{\kappa^2\alpha+1}$, "
     r"i.e. $\Theta\left(\frac{\kappa^2}{\kappa^2+1/\alpha}\right)$, also for the minimum over integer $T\ge1$.",
     method="bruteforce",
+    mutant='the upper constant 4 lowered to 0.99 x the largest ratio found',
 )
-def _t44_eq11():
-    margins, points = [], []
+def _t44_eq11(*, mutant=False):
+    points = []
     for k, a in _grid():
         v = gd.argmin_dynamic(kappa=k, alpha=a)[1]
         th = gd.theta_dynamic(kappa=k, alpha=a)
-        ratio = v / th
-        margins.append(min(ratio - 0.25, 4 - ratio))
-        points.append({"kappa": k, "alpha": a, "ratio": ratio})
+        points.append({"kappa": k, "alpha": a, "ratio": v / th})
     ratios = [p["ratio"] for p in points]
+    upper = 0.99 * max(ratios) if mutant else 4.0
+    margins = [min(r - 0.25, upper - r) for r in ratios]
     return verified_by_margins(margins, points=points, domain="kappa in {1.5..1000} x alpha in {1e-7..0.1}; integer minimum",
                                ratio_range=[min(ratios), max(ratios)])
 
@@ -674,6 +716,7 @@ def _t44_eq11():
 
 @claim(
     "H-S4.1.3.alpha-regime",
+    severity="typo",
     source=f"{SRC} Sec. 4.1.3, 'Sample efficiency'",
     statement=r"Sample efficiency studies $\kappa$ fixed and $N$ large enough that $\alpha\gg1$.",
     method="numeric",
@@ -685,6 +728,7 @@ def _s413_alpha():
     if alphas[-1] >= 1:  # the printed regime would hold at large N
         return verified_by_margins([alphas[-1] - 1], domain=f"N = {Ns}")
     return refuted(
+        lhs=alphas[-1], relation=">=", rhs=1.0,
         counterexample={"D": 10, "G": 1, "R": 0.3927, "M": 1, "f_gap": 1, "N": Ns[-1]},
         printed="alpha >> 1 for large N",
         actual=alphas[-1],
@@ -702,9 +746,10 @@ def _s413_alpha():
     statement=r"For fixed $D,G,R,M,f(\theta_1)-f^*$, $\alpha\to0$ as $N\to\infty$ (the regime is $\alpha\ll1$).",
     method="sympy",
     corrects="H-S4.1.3.alpha-regime",
+    mutant='alpha N^2 (which does not vanish) in place of alpha',
 )
-def _s413_alpha_corr():
-    lim = sp.limit(_D * _G**2 / (2 * _R * _M * _N**2 * _gap), _N, sp.oo)
+def _s413_alpha_corr(*, mutant=False):
+    lim = sp.limit(_D * _G**2 / (2 * _R * _M * _N**2 * _gap) * (_N**2 if mutant else 1), _N, sp.oo)
     return proved(lim)
 
 
@@ -757,6 +802,7 @@ def _s413_dyn():
 
 @claim(
     "H-S4.1.3.sharp",
+    severity="changes a conclusion",
     source=f"{SRC} Sec. 4.1.3, 'Stability on ill-conditioned loss'",
     statement=r"For $\kappa\gg1/\alpha$: $\mathrm{ERUB}^{uniform}_{\min}=\Theta(\kappa\ln(1+\frac{1}{\kappa\alpha}))=\Theta(1/\alpha)$ "
     r"while $\mathrm{ERUB}^{dynamic}_{\min}=\Theta(1)$, so the dynamic schedule is more robust by a factor $1/\alpha$.",
@@ -779,6 +825,7 @@ def _s413_sharp():
     if r["exact_uniform_min"] > 0.1 * r["printed_uniform_order_1_over_alpha"]:
         return verified_by_margins([0.0], domain="kappa >> 1/alpha")
     return refuted(
+        lhs=r["exact_uniform_min"], relation=">", rhs=0.1 * r["printed_uniform_order_1_over_alpha"],
         counterexample={"alpha": r["alpha"], "kappa": r["kappa"]},
         printed={"uniform ~ 1/alpha": r["printed_uniform_order_1_over_alpha"], "Eq25": r["Eq25_value"]},
         actual={"uniform_min": r["exact_uniform_min"], "dynamic_min": r["exact_dynamic_min"]},
@@ -800,8 +847,9 @@ def _s413_sharp():
     r"the dynamic minimum lies in $[\frac{A}{A+1}, 1-1/\kappa+\alpha]$, so their ratio is at most $(1+\alpha)(1+1/A)$, $A=\alpha(1-\sqrt\gamma)^{-2}\ge\kappa^2\alpha$.",
     method="bruteforce",
     corrects="H-S4.1.3.sharp",
+    mutant='the uniform minimum claimed to be 1 - 1/kappa + 1.01 alpha',
 )
-def _s413_sharp_corr():
+def _s413_sharp_corr(*, mutant=False):
     margins, points = [], []
     for a in (1e-3, 1e-2, 0.1, 1.0):
         for mult in (1, 10, 1e3):
@@ -810,7 +858,7 @@ def _s413_sharp_corr():
             Td, vd = gd.argmin_dynamic(kappa=k, alpha=a)
             A = a / gd._one_minus_sqrt_gamma(k) ** 2
             m1 = 0.0 if Tu == 1 else -1.0
-            m2 = -abs(vu - (1 - 1 / k + a)) / vu
+            m2 = -abs(vu - (1 - 1 / k + a * (1.01 if mutant else 1.0))) / vu
             m3 = (1 + a) * (1 + 1 / A) - vu / vd
             m4 = vd - A / (A + 1)
             margins.append(min(m1, m2 + 1e-12, m3, m4 + 1e-15))

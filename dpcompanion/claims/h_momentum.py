@@ -15,7 +15,7 @@ import sympy as sp
 
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import momentum as mom
-from dpcompanion.claims.registry import claim, illustrated, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import claim, identity, illustrated, proved, refuted, verified_by_margins
 
 SRC = "H (001)"
 # (beta, gamma) grid with beta < gamma, used by several checks
@@ -46,14 +46,15 @@ def _generic(expr):
     r"(positive root of $\zeta(\eta_0)=0$; the proof's two printed forms agree).",
     method="sympy",
     versions=("000", "001"),
+    mutant='the threshold 8/(sqrt(1 + 64A) + 1) with +2 in place of +1',
 )
-def _t45_eta0():
+def _t45_eta0(*, mutant=False):
     # write A through s = sqrt(1 + 64 A) > 1, so that every radical is the symbol s
     s = sp.Symbol("s", positive=True)
     A = (s**2 - 1) / 64
     e = sp.Symbol("eta0", positive=True)
     zeta = 1 - e / 4 - A * e**2
-    printed = 8 / (s + 1)
+    printed = 8 / (s + (2 if mutant else 1))
     printed_proof = (s - 1) / (8 * A)  # (gamma-beta)^2 (1-beta)^3/(8 beta gamma) [s - 1] = (s - 1)/(8 A)
     r_plus = (-sp.Rational(1, 4) + sp.sqrt(sp.Rational(1, 16) + 4 * A)) / (2 * A)  # larger root of -A e^2 - e/4 + 1
     res = [sp.simplify(zeta.subs(e, printed)), sp.simplify(printed - printed_proof),
@@ -75,10 +76,11 @@ def _t45_eta0():
     r"with $\zeta = 1-\eta_0/4-\beta\gamma\eta_0^2/((\gamma-\beta)^2(1-\beta)^3)$, and $\zeta \ge 0$ on the admissible range.",
     method="sympy",
     corrects="H-T4.5.zeta-statement",
+    mutant="eta0/4 replaced by eta0/2 in the proof's step",
 )
-def _t45_zeta_proof():
+def _t45_zeta_proof(*, mutant=False):
     M, A = sp.symbols("M A", positive=True)
-    lhs = _e**3 * _b * _g / (2 * M * (1 - _b) ** 3 * (_g - _b) ** 2) - _e / (2 * M) * (1 - _e / 4)
+    lhs = _e**3 * _b * _g / (2 * M * (1 - _b) ** 3 * (_g - _b) ** 2) - _e / (2 * M) * (1 - _e / (2 if mutant else 4))
     res = sp.simplify(lhs + _e / (2 * M) * _ZETA_PROOF)
     z = 1 - _e / 4 - A * _e**2
     r1 = (-sp.Rational(1, 4) - sp.sqrt(sp.Rational(1, 16) + 4 * A)) / (2 * A)
@@ -90,6 +92,7 @@ def _t45_zeta_proof():
 
 @claim(
     "H-T4.5.zeta-statement",
+    severity="typo",
     source=f"{SRC} Thm 4.5 statement (Eq. 14)",
     statement=r"As printed in the theorem: $\zeta = 1-\frac{1}{\beta(1-\beta)^3}\eta_0^2-\frac14\eta_0 \ge 0$ under the stated "
     r"$\eta_0$ range.",
@@ -108,6 +111,7 @@ def _t45_zeta_statement():
         return res
     ce = res.evidence["counterexample"]
     return refuted(
+        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
         counterexample={**ce, "kappa = eta0/(1-gamma)": ce["eta0"] / (1 - ce["gamma"])},
         printed="zeta_statement >= 0",
         actual={
@@ -125,6 +129,7 @@ def _t45_zeta_statement():
 
 @claim(
     "H-T4.5.example",
+    severity="changes a conclusion",
     source=f"{SRC} text after Thm 4.5 ('when beta = 0.9 and gamma = 0.99, then eta0 <= 0.98/M')",
     statement=r"For $\beta=0.9$, $\gamma=0.99$ the admissible range is $\eta_0 \le 0.98/M$.",
     method="numeric",
@@ -138,6 +143,7 @@ def _t45_example():
     if thr >= 0.98:  # the printed range would be admissible
         return verified_by_margins([thr - 0.98], domain="beta = 0.9, gamma = 0.99")
     return refuted(
+        lhs=thr, relation=">=", rhs=0.98,
         counterexample={"beta": b, "gamma": g, "M": 1.0, "eta0": 0.98},
         printed={"eta0_max": 0.98},
         actual={
@@ -160,10 +166,11 @@ def _t45_example():
     statement=r"For $\beta=0.9$, $\gamma=0.99$: $\zeta\ge0$ exactly for $\eta_0 \le 0.003014$ (i.e. $\eta_t \le 0.001507/M$).",
     method="numeric",
     corrects="H-T4.5.example",
+    mutant='the admissible threshold claimed 1% larger',
 )
-def _t45_example_corrected():
+def _t45_example_corrected(*, mutant=False):
     b, g = 0.9, 0.99
-    thr = mom.eta0_max(beta=b, gamma=g)
+    thr = mom.eta0_max(beta=b, gamma=g) * (1.01 if mutant else 1.0)
     grid = np.linspace(0, thr, 201)
     m_in = [mom.zeta(eta0=float(e), beta=b, gamma=g) for e in grid]
     m_out = [-mom.zeta(eta0=float(e), beta=b, gamma=g) for e in np.linspace(thr * 1.001, 1.0, 50)]
@@ -187,6 +194,7 @@ def _factor_below_gamma_t(beta: float, gamma: float, t_max: int = 2000) -> str:
 
 @claim(
     "H-T4.5.remark-factor",
+    severity="typo",
     source=f"{SRC} text after Thm 4.5, item (2)",
     statement=r"The factor $(1-\beta)/(1-\beta^t)$ is less than $\gamma^t$ at the beginning, so "
     r"$\gamma^{T-t}(1-\beta)/(1-\beta^t)$ stays below $\gamma^T$.",
@@ -200,6 +208,7 @@ def _t45_remark():
     if factor_t1 < g:  # the printed comparison would hold at the beginning (t = 1)
         return verified_by_margins([g - factor_t1], domain="t = 1, beta = 0.9, gamma = 0.99")
     return refuted(
+        lhs=factor_t1, relation="<", rhs=g,
         counterexample={"beta": b, "gamma": g, "t": 1, "T": T},
         printed={"factor_lt": g, "gamma^(T-t) factor_lt": g**T},
         actual={"factor": 1.0, "gamma^(T-t) factor": g ** (T - 1)},
@@ -221,13 +230,14 @@ def _t45_remark():
     r"$(1-\beta)/(1-\beta^t) < \gamma^{\hat T-1}$ for $t > \hat T$.",
     method="numeric",
     corrects="H-T4.5.remark-factor",
+    mutant='T_hat claimed one larger',
 )
-def _c7_interval():
+def _c7_interval(*, mutant=False):
     margins, pts = [], []
     for b in np.linspace(0.05, 0.95, 19):
         for g in np.linspace(0.05, 0.995, 20):
             b, g = float(b), float(g)
-            Th = mom.T_hat(beta=b, gamma=g)
+            Th = mom.T_hat(beta=b, gamma=g) + (1 if mutant else 0)
             t = np.arange(1, 3 * Th + 50)
             lhs = (t - 1) * math.log(g)
             rhs = math.log1p(-b) - np.log1p(-(b**t))
@@ -243,6 +253,7 @@ def _c7_interval():
 
 @claim(
     "H-C7.concave",
+    severity="typo",
     source=f"{SRC} Lemma C.7, proof; 000: Lemma B.7",
     statement=r"$h(t) = \gamma^{t-1}(1-\beta^t)$ is a concave function of $t$.",
     method="sympy",
@@ -257,6 +268,7 @@ def _c7_concave():
     if float(h2) <= 0:  # concave at this point: no counterexample here
         return verified_by_margins([-float(h2)], domain="t = 50, beta = 1/2, gamma = 9/10")
     return refuted(
+        lhs=float(h2), relation="<=", rhs=0.0,
         counterexample={"beta": 0.5, "gamma": 0.9, "t": tv},
         printed="h''(t) <= 0",
         actual={"h''(t)": float(h2)},
@@ -273,12 +285,13 @@ def _c7_concave():
     r"(from $-\log_\gamma\beta<0$ at $t=0$ to $1$), so $h$ increases then decreases: unimodal, which is all the lemma needs.",
     method="sympy",
     corrects="H-C7.concave",
+    mutant='ln(beta)/ln(gamma) replaced by ln(gamma)/ln(beta) in the bracket',
 )
-def _c7_unimodal():
+def _c7_unimodal(*, mutant=False):
     t = sp.Symbol("t", positive=True)
     b, g = sp.symbols("beta gamma", positive=True)
     h = g ** (t - 1) * (1 - b**t)
-    bracket = 1 - b**t * (1 + sp.log(b) / sp.log(g))
+    bracket = 1 - b**t * (1 + (sp.log(g) / sp.log(b) if mutant else sp.log(b) / sp.log(g)))
     r1 = sp.simplify(sp.diff(h, t) - g ** (t - 1) * sp.log(g) * bracket)
     # d bracket/dt = -beta^t ln(beta) (1 + ln beta/ln gamma) > 0 since ln(beta) < 0 and ln beta/ln gamma > 0
     r2 = sp.simplify(sp.diff(bracket, t) + b**t * sp.log(b) * (1 + sp.log(b) / sp.log(g)))
@@ -291,6 +304,7 @@ def _c7_unimodal():
 
 @claim(
     "H-C6.U1",
+    severity="typo",
     source=f"{SRC} Lemma C.6, proof (closed form of U_1(t,i)); 000: Lemma B.6",
     statement=r"$U_1(t,i)=\sum_{k=t-i}^{t-1}k\beta^k = \frac{1}{1-\beta}\big((t-i)\beta^{t-i}+\frac{\beta^{t-i+1}-\beta}{1-\beta}\big)$.",
     method="numeric",
@@ -303,6 +317,7 @@ def _c6_u1():
     if abs(printed_u1 - actual_u1) <= 1e-12 * max(1.0, abs(actual_u1)):
         return verified_by_margins([0.0], domain="beta = 0.5, t = 3, i = 2")
     return refuted(
+        lhs=printed_u1, relation="==", rhs=actual_u1, tol=1e-12 * max(1.0, abs(actual_u1)),
         counterexample={"beta": b, "t": t, "i": i},
         printed=mom.c6_U1(t=t, i=i, beta=b, form="printed"),
         actual=mom.c6_U1(t=t, i=i, beta=b),
@@ -318,19 +333,21 @@ def _c6_u1():
     statement=r"$\sum_{k=t-i}^{t-1}k\beta^k = \frac{1}{1-\beta}\big((t-i)\beta^{t-i}+\frac{\beta^{t-i+1}-\beta^t}{1-\beta}-(t-1)\beta^t\big)$.",
     method="sympy",
     corrects="H-C6.U1",
+    mutant='(t - 1) beta^t replaced by t beta^t in the closed form',
 )
-def _c6_u1_corrected():
+def _c6_u1_corrected(*, mutant=False):
     b = sp.Symbol("beta", positive=True)
     k, t, i = sp.symbols("k t i", positive=True, integer=True)
     s = sp.summation(k * b**k, (k, t - i, t - 1))
-    closed = ((t - i) * b ** (t - i) + (b ** (t - i + 1) - b**t) / (1 - b) - (t - 1) * b**t) / (1 - b)
+    closed = ((t - i) * b ** (t - i) + (b ** (t - i + 1) - b**t) / (1 - b) - (t - (0 if mutant else 1)) * b**t) / (1 - b)
     return proved(_generic(sp.simplify(s - closed)), note="generic branch (beta != 1) of SymPy's Piecewise sum")
 
 
-def _c6_margins(pairs, Ts):
+def _c6_margins(pairs, Ts, scale=1.0):
     margins, pts = [], []
     for (b, g), T in itertools.product(pairs, Ts):
         lhs, rhs = mom.c6_coefficients(beta=b, gamma=g, T=T)
+        rhs = rhs * scale
         k = int(np.argmax(lhs / rhs))
         margins.append(float(1 - lhs[k] / rhs[k]))
         pts.append({"beta": b, "gamma": g, "T": T, "i": k + 1, "lhs": float(lhs[k]), "rhs": float(rhs[k])})
@@ -345,6 +362,7 @@ C6_ADMISSIBLE_BETA_GT_GAMMA = ((0.25, 0.01), (0.3, 0.05), (0.5, 0.02))
 
 @claim(
     "H-C6",
+    severity="missing hypothesis",
     source=f"{SRC} Lemma C.6 ('given variables defined in Theorem 4.5', which assumes only beta != gamma); "
     "000: Lemma B.6",
     statement=r"$\sum_{t=1}^{T}\gamma^{T-t}\sum_{i=1}^{t-1}\|v_{i+1}\|^2\sum_{k=t-i}^{t-1}k\beta^k \le "
@@ -366,6 +384,7 @@ def _c6():
     ce = res.evidence["counterexample"]
     b, g = ce["beta"], ce["gamma"]
     return refuted(
+        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
         counterexample={**{k: ce[k] for k in ("beta", "gamma", "T", "i")}, "eta0": 1 - g, "kappa": 1.0,
                         "eta0_max": mom.eta0_max(beta=b, gamma=g)},
         printed={"rhs_coefficient": ce["rhs"]},
@@ -388,9 +407,10 @@ def _c6():
     statement=r"Lemma C.6 holds coefficient-wise (hence for all $v$) when $\beta<\gamma$.",
     method="numeric",
     corrects="H-C6",
+    mutant="the right side's constant scaled by 0.9 (the largest lhs/rhs ratio found is 0.909)",
 )
-def _c6_ok():
-    m, p = _c6_margins(BG_GRID, [2, 5, 20, 100, 300])
+def _c6_ok(*, mutant=False):
+    m, p = _c6_margins(BG_GRID, [2, 5, 20, 100, 300], scale=0.9 if mutant else 1.0)
     return verified_by_margins(m, points=p, domain="(beta, gamma) grid with beta<gamma (19 pairs), T in {2,5,20,100,300}")
 
 
@@ -399,12 +419,13 @@ def _c6_ok():
     source=f"{SRC} Lemma C.6, proof (the sum over j with a = beta/gamma)",
     statement=r"$\sum_{j=1}^{n}ja^j=\frac{a-a^{n+1}}{(1-a)^2}-n\frac{a^{n+1}}{1-a}\le\frac{a}{(1-a)^2}$ for $0<a<1$.",
     method="sympy",
+    mutant='n a^(n+1) replaced by (n + 1) a^(n+1) in the closed form',
 )
-def _c6_sum():
+def _c6_sum(*, mutant=False):
     a = sp.Symbol("a", positive=True)
     j, n = sp.symbols("j n", positive=True, integer=True)
     S = _generic(sp.simplify(sp.summation(j * a**j, (j, 1, n))))
-    closed = (a - a ** (n + 1)) / (1 - a) ** 2 - n * a ** (n + 1) / (1 - a)
+    closed = (a - a ** (n + 1)) / (1 - a) ** 2 - (n + (1 if mutant else 0)) * a ** (n + 1) / (1 - a)
     gap = sp.simplify(a / (1 - a) ** 2 - closed - a ** (n + 1) * (1 + n * (1 - a)) / (1 - a) ** 2)
     return proved(sp.Abs(sp.simplify(S - closed)) + sp.Abs(gap),
                   note="a/(1-a)^2 - sum = a^(n+1) (1 + n(1-a))/(1-a)^2 >= 0 for 0 < a < 1")
@@ -415,13 +436,14 @@ def _c6_sum():
     source=f"{SRC} Lemma C.6, proof (last step)",
     statement=r"$\frac{a}{(1-a)^2}+\frac{\beta}{1-\beta}\frac{a}{1-a}\le\frac{2a}{(1-a)^2}$ for $a=\beta/\gamma<1$, $\gamma\le1$.",
     method="sympy",
+    mutant='the slack (1-beta)^2 + beta^2 (1/gamma - 1) with +1 in place of -1',
 )
-def _c6_constant():
+def _c6_constant(*, mutant=False):
     b, g = sp.symbols("beta gamma", positive=True)
     a = b / g
     # the claim <=> beta (1 - a) <= 1 - beta; the slack is (1-beta)^2 + beta^2 (1/gamma - 1) >= 0
     slack = (1 - b) - b * (1 - a)
-    r1 = sp.simplify(slack - ((1 - b) ** 2 + b**2 * (1 / g - 1)))
+    r1 = sp.simplify(slack - ((1 - b) ** 2 + b**2 * (1 / g + (1 if mutant else -1))))
     r2 = sp.simplify((2 * a / (1 - a) ** 2 - a / (1 - a) ** 2 - b / (1 - b) * a / (1 - a)) - a * slack / ((1 - a) ** 2 * (1 - b)))
     return proved(sp.Abs(r1) + sp.Abs(r2), note="difference = a (1-beta)^-1 (1-a)^-2 [(1-beta)^2 + beta^2 (1/gamma - 1)] >= 0")
 
@@ -453,13 +475,14 @@ def _c5_worst_ratio(beta: float, gamma: float, T: int) -> float:
     r"\frac{\eta_0^3\beta\gamma}{2M(1-\beta)^3(\gamma-\beta)^2}\sum_{i=1}^{T-1}\gamma^{T-i}\|v_{i+1}\|^2$ "
     r"($\beta<\gamma$; checked as a generalised eigenvalue for the extreme M-smooth loss $\frac M2\|\theta\|^2$, all $v$).",
     method="numeric",
+    mutant='the right side of Lemma C.5 scaled by 0.99 x the largest ratio found',
 )
-def _c5():
-    margins, pts = [], []
+def _c5(*, mutant=False):
+    pts = []
     for (b, g), T in itertools.product(BG_GRID[::2], [5, 15, 40]):
-        r = _c5_worst_ratio(b, g, T)
-        margins.append(1 - r)
-        pts.append({"beta": b, "gamma": g, "T": T, "max_ratio": r})
+        pts.append({"beta": b, "gamma": g, "T": T, "max_ratio": _c5_worst_ratio(b, g, T)})
+    scale = 0.99 * max(p["max_ratio"] for p in pts) if mutant else 1.0
+    margins = [1 - p["max_ratio"] / scale for p in pts]
     return verified_by_margins(
         margins,
         points=pts,
@@ -477,13 +500,14 @@ def _c5():
     statement=r"$\frac{(1-\beta)^2}{(1-\beta^t)^2}\sum_{i\le t}\beta^{2(t-i)} = \frac{1-\beta}{1-\beta^t}\frac{1+\beta^t}{1+\beta}$ "
     r"and this is $\le 1$ for $t\ge1$ (difference $=2(\beta-\beta^t)/((1-\beta^t)(1+\beta))\cdot$ positive).",
     method="sympy",
+    mutant='(1 + beta) replaced by (1 + beta^2) on the right side',
 )
-def _t46_u3():
+def _t46_u3(*, mutant=False):
     b = sp.Symbol("beta", positive=True)
     t = sp.Symbol("t", positive=True, integer=True)
     x = sp.Symbol("x", positive=True)  # x = beta^t
     lhs = (1 - b) ** 2 / (1 - x) ** 2 * (1 - x**2) / (1 - b**2)
-    rhs = (1 - b) / (1 - x) * (1 + x) / (1 + b)
+    rhs = (1 - b) / (1 - x) * (1 + x) / (1 + (b**2 if mutant else b))
     r1 = sp.simplify(lhs - rhs)
     r2 = sp.simplify((1 - x) * (1 + b) - (1 - b) * (1 + x) - 2 * (b - x))
     return proved(sp.Abs(r1) + sp.Abs(r2), note="with x = beta^t <= beta for t >= 1, 1 - rhs = 2(beta - x)/((1-x)(1+beta)) >= 0")
@@ -494,14 +518,15 @@ def _t46_u3():
     source=f"{SRC} App. D.2, proof of Thm 4.6",
     statement=r"Uniform schedule $\sigma^2=T/R$: $U_3 \le \frac{T}{\gamma R}\gamma^T\big(\min\{\hat T,T\}+\max\{\frac{\gamma^{\hat T-T}-1}{1-\gamma},0\}\big)$.",
     method="numeric",
+    mutant='the bound lowered by 1% (the tightest relative slack found is 0)',
 )
-def _t46_bound():
+def _t46_bound(*, mutant=False):
     margins, pts = [], []
     for (b, g) in BG_GRID + [(0.9, 0.5), (0.95, 0.8)]:
         Th = mom.T_hat(beta=b, gamma=g)
         for T in sorted({1, 2, max(1, Th // 2), Th, Th + 1, 2 * Th + 5, 500}):
             ex = mom.U3_uniform(T=T, R=1.0, beta=b, gamma=g)
-            bd = mom.U3_uniform_bound(T=T, R=1.0, beta=b, gamma=g)
+            bd = mom.U3_uniform_bound(T=T, R=1.0, beta=b, gamma=g) * (0.99 if mutant else 1.0)
             margins.append((bd - ex) / bd)
             pts.append({"beta": b, "gamma": g, "T": T, "T_hat": Th, "exact": ex, "bound": bd})
     return verified_by_margins(
@@ -553,7 +578,7 @@ def _t46_rate():
 # ------------------------------------------------------------------------- Thm 4.7
 
 
-def _q_margins(form: str, Ts_rel=(0.5, 1.0, 1.5, 3.0)):
+def _q_margins(form: str, Ts_rel=(0.5, 1.0, 1.5, 3.0), scale=1.0):
     margins, pts = [], []
     for b, g in BG_GRID:
         if g > 0.99 or b * b >= g:
@@ -562,7 +587,7 @@ def _q_margins(form: str, Ts_rel=(0.5, 1.0, 1.5, 3.0)):
         for r in Ts_rel:
             T = max(2, int(round(r * Th)) + (1 if r > 1 else 0))
             w = mom.influence_exact(beta=b, gamma=g, T=T)
-            q = mom.influence_form(beta=b, gamma=g, T=T, form=form)
+            q = mom.influence_form(beta=b, gamma=g, T=T, form=form) * scale
             rel = (q - w) / np.maximum(q, w)
             k = int(np.argmin(rel))
             margins.append(float(rel[k]))
@@ -572,6 +597,7 @@ def _q_margins(form: str, Ts_rel=(0.5, 1.0, 1.5, 3.0)):
 
 @claim(
     "H-T4.7.q-statement",
+    severity="constant factor",
     source=f"{SRC} proof of Thm 4.7 (its explicit c1, c2); the statement itself says 'for some positive constants'",
     statement=r"The proof's explicit constants bound $U_3$: $U_3 \le \sum_t q_t\sigma_t^2$ for every schedule (i.e. "
     r"$w_t\le q_t$ for all t) with $q_t = c_1\gamma^{T+t}$ for $t\le\hat T$ and $\gamma^{\hat T-1}c_2\gamma^{T-t}$ for "
@@ -590,6 +616,7 @@ def _t47_q_statement():
     ce = res.evidence["counterexample"]
     m_lit, _ = _q_margins("statement")
     return refuted(
+        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
         counterexample={k: ce[k] for k in ("beta", "gamma", "T", "T_hat", "t")},
         printed={"q_t": ce["q_t"]},
         actual={"w_t (exact influence)": ce["w_t"]},
@@ -620,10 +647,11 @@ def _t47_q_statement():
     r"intermediate form (before its last relaxation) bounds $w_t$.",
     method="numeric",
     corrects="H-T4.7.q-statement",
+    mutant='both forms of q_t scaled by 0.99 (the tightest relative slack found is 0.2%)',
 )
-def _t47_q_corrected():
-    m1, p1 = _q_margins("corrected")
-    m2, p2 = _q_margins("derived")
+def _t47_q_corrected(*, mutant=False):
+    m1, p1 = _q_margins("corrected", scale=0.99 if mutant else 1.0)
+    m2, p2 = _q_margins("derived", scale=0.99 if mutant else 1.0)
     return verified_by_margins(
         m1 + m2, points=p1 + p2, tol=1e-12,
         domain="(beta, gamma) grid with beta^2<gamma<=0.99, T in {0.5,1,1.5,3} x T_hat, both forms",
@@ -636,11 +664,12 @@ def _t47_q_corrected():
     statement=r"The schedule $\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends $R$ and attains $R\sum_t q_t\sigma_t^2=(\sum_t\sqrt{q_t})^2$.",
     method="sympy",
     versions=("001", "004"),
+    mutant='sqrt(q_i/q_t) replaced by q_i/q_t',
 )
-def _t47_sigma():
+def _t47_sigma(*, mutant=False):
     q = sp.symbols("q1:5", positive=True)
     R = sp.Symbol("R", positive=True)
-    s2 = [sum(sp.sqrt(qi) for qi in q) / (R * sp.sqrt(qt)) for qt in q]
+    s2 = [sum(q) / (R * qt) for qt in q] if mutant else [sum(sp.sqrt(qi) for qi in q) / (R * sp.sqrt(qt)) for qt in q]
     r1 = sp.simplify(sum(1 / x for x in s2) - R)
     r2 = sp.simplify(R * sum(qt * x for qt, x in zip(q, s2)) - sum(sp.sqrt(qi) for qi in q) ** 2)
     return proved(
@@ -673,11 +702,16 @@ def _t47_remark():
                 k = min(T, Th)
                 margins.append(float(np.min((s[1:k] - s[: k - 1]) / s[: k - 1])))
                 pts.append({"beta": b, "gamma": g, "T": T, "T_hat": Th, "variant": variant})
-    return verified_by_margins(
-        margins, points=pts, domain="(beta, gamma) grid with beta^2 < gamma, T_hat >= 2, T in {T_hat, 2 T_hat + 10}",
-        note="True of the bound by construction: Lemma C.7 replaces the debias factor by gamma^(t-1), which makes q_t "
-        "fall on [1, T_hat]. The exact influence w_t of U_3 falls only on a much shorter initial segment "
-        "(H-T4.7.remark-exact), so for U_3 itself the increasing part of the optimal schedule is short.",
+    if min(margins) < 0:  # the construction below would be broken (a library error, not a finding)
+        raise AssertionError(f"schedule not increasing on [1, T_hat] at {pts[int(np.argmin(margins))]}")
+    return identity(
+        construction="Lemma C.7 replaces the debias factor by gamma^(t-1), which makes q_t = c1 gamma^(T+t) fall on "
+        "[1, T_hat]; Lemma 4.3's schedule sigma_t^2 proportional to 1/sqrt(q_t) then rises there by definition. The "
+        "exact influence w_t of U_3 falls only on a much shorter initial segment (H-T4.7.remark-exact), so for U_3 "
+        "itself the increasing part of the optimal schedule is short.",
+        domain="(beta, gamma) grid with beta^2 < gamma, T_hat >= 2, T in {T_hat, 2 T_hat + 10}",
+        samples=len(margins),
+        smallest_relative_increase=float(min(margins)),
     )
 
 
@@ -688,8 +722,9 @@ def _t47_remark():
     r"on an initial segment $[1, t_1]$ ($t_1$: last step before $w_t$ first increases) and $t_1 \le \hat T + 1$; "
     r"$t_1 \ll \hat T$ as $\gamma\to1$.",
     method="numeric",
+    mutant='the exact influence claimed to start rising by t = 2 (T_hat + 1 replaced by 2)',
 )
-def _t47_remark_exact():
+def _t47_remark_exact(*, mutant=False):
     margins, pts = [], []
     for b, g in BG_GRID:
         Th = mom.T_hat(beta=b, gamma=g)
@@ -697,7 +732,7 @@ def _t47_remark_exact():
             w = mom.influence_exact(beta=b, gamma=g, T=T)
             up = np.nonzero(np.diff(w) > 0)[0]
             t1 = int(up[0]) + 1 if up.size else T
-            margins.append(float(Th + 1 - t1))
+            margins.append(float((2 if mutant else Th + 1) - t1))
             pts.append({"beta": b, "gamma": g, "T": T, "T_hat": Th, "t1": t1})
     ex = [p for p in pts if p["beta"] == 0.9 and p["gamma"] == 0.99 and p["T"] == p["T_hat"]][0]
     return verified_by_margins(
@@ -741,6 +776,7 @@ def _t47_rate():
 
 @claim(
     "H-T4.9",
+    severity="constant factor",
     source=f"{SRC} Thm 4.9 and its proof",
     statement=r"PSGD with momentum: $U_3^g \le \kappa\sigma_g^2/G^2$, hence $\alpha R' U_3^g \le \alpha_g\sigma_g^2$ "
     r"(with Thm 4.5's $\gamma = 1-\eta_0/\kappa$).",
@@ -755,6 +791,7 @@ def _t49():
         raise AssertionError("counterexample eta0 not admissible")
     u = mom.U3g(T=T, beta=b, gamma=g, sigma_g=1.0, G=1.0)
     return refuted(
+        lhs=u / kappa, relation="<=", rhs=mom.U3g_bound(kappa=kappa, sigma_g=1.0, G=1.0) / kappa,
         counterexample={"beta": b, "kappa": kappa, "eta0": eta0, "gamma": g, "T": T, "sigma_g": 1.0, "G": 1.0,
                         "eta0_max": mom.eta0_max(beta=b, gamma=g)},
         printed={"U3g_bound kappa sigma_g^2/G^2": mom.U3g_bound(kappa=kappa, sigma_g=1.0, G=1.0)},
@@ -776,14 +813,15 @@ def _t49():
     r"momentum ERUB, $2\eta_0\alpha R'U_3^g$, is at most $2\alpha_g\sigma_g^2$ when $n\ge N\sqrt R$.",
     method="numeric",
     corrects="H-T4.9",
+    mutant='the corrected bound scaled by 0.8 (the tightest relative slack found is 18%)',
 )
-def _t49_corrected():
+def _t49_corrected(*, mutant=False):
     margins, pts = [], []
     for b, kappa, eta0 in itertools.product((0.1, 0.5, 0.9), (2.0, 10.0, 100.0), (0.001, 0.01, 0.1)):
         g = 1 - eta0 / kappa
         for T in (1, 10, 1000, 20000):
             u = mom.U3g(T=T, beta=b, gamma=g, sigma_g=1.0, G=1.0)
-            bd = mom.U3g_bound(kappa=kappa, sigma_g=1.0, G=1.0, eta0=eta0)
+            bd = mom.U3g_bound(kappa=kappa, sigma_g=1.0, G=1.0, eta0=eta0) * (0.8 if mutant else 1.0)
             margins.append((bd - u) / bd)
             pts.append({"beta": b, "kappa": kappa, "eta0": eta0, "T": T})
     return verified_by_margins(margins, points=pts, tol=1e-12, domain="beta x kappa x eta0 x T = 3x3x3x4 grid")
@@ -799,13 +837,14 @@ def _t49_corrected():
     r"$\sum_{s=t}^T\gamma^{T-s}\beta^{2(s-t)}$, i.e. the paper's $U_3$ weight without the debias factor $d_s^2$.",
     method="sympy",
     versions=("003",),
+    mutant="gamma^m replaced by gamma^(m+1) in the slides' closed form",
 )
-def _slides_q():
+def _slides_q(*, mutant=False):
     b, g = sp.symbols("beta gamma", positive=True)
     m = sp.Symbol("m", positive=True, integer=True)  # m = T - t + 1
     s = sp.Symbol("s", integer=True, nonnegative=True)
     geo = sp.summation(g ** (m - 1 - s) * b ** (2 * s), (s, 0, m - 1))
-    slides = (b ** (2 * m) - g**m) / (b**2 - g)
+    slides = (b ** (2 * m) - g ** (m + (1 if mutant else 0))) / (b**2 - g)
     return proved(_generic(sp.simplify(geo - slides)), note="generic branch (beta^2 != gamma) of SymPy's Piecewise sum")
 
 
@@ -816,13 +855,14 @@ def _slides_q():
     r"paper's printed $q_t$: no $\hat T$ regimes, no debias factor.",
     method="numeric",
     versions=("001", "003"),
+    mutant="the slides' q_t scaled by 0.99 (the tightest relative slack found is 0.18%)",
 )
-def _slides_vs_paper():
+def _slides_vs_paper(*, mutant=False):
     margins, pts, loose = [], [], []
     for b, g in BG_GRID:
         for T in (5, 50, 300):
             w = mom.influence_exact(beta=b, gamma=g, T=T)
-            q = mom.influence_form(beta=b, gamma=g, T=T, form="slides")
+            q = mom.influence_form(beta=b, gamma=g, T=T, form="slides") * (0.99 if mutant else 1.0)
             rel = (q - w) / q
             k = int(np.argmin(rel))
             margins.append(float(rel[k]))
@@ -836,6 +876,7 @@ def _slides_vs_paper():
 
 @claim(
     "H-Slides.T3.4.eta0",
+    severity="constant factor",
     source="H slides (003) Thm 3.4",
     statement=r"When $\eta_0\le\frac{\beta(1-\beta)^3}{8M}[\sqrt{\frac14+\frac{16}{\beta(1-\beta)^3}}-1]$, the slides' "
     r"$\zeta=\frac{4M^2\beta\gamma}{(\gamma-\beta)^2(1-\beta)^3}\eta_0^2+\frac12M\eta_0-1$ is $\le 0$ (noise variance dominates).",
@@ -852,6 +893,7 @@ def _slides_eta0():
     if z <= 0:  # the slides' threshold would make their zeta non-positive
         return verified_by_margins([-z], domain="beta = 0.9, gamma = 0.99, M = 1")
     return refuted(
+        lhs=z, relation="<=", rhs=0.0,
         counterexample={"beta": b, "gamma": g, "M": M, "eta0": thr},
         printed="zeta_slides <= 0",
         actual={"zeta_slides": z},
@@ -870,9 +912,10 @@ def _slides_eta0():
     method="sympy",
     corrects="H-Slides.T3.4.eta0",
     versions=("003",),
+    mutant='16A replaced by 8A in the root',
 )
-def _slides_eta0_corrected():
+def _slides_eta0_corrected(*, mutant=False):
     M, e, A = sp.symbols("M eta0 A", positive=True)
     z = 4 * M**2 * A * e**2 + M * e / 2 - 1
-    r = (sp.sqrt(sp.Rational(1, 4) + 16 * A) - sp.Rational(1, 2)) / (8 * M * A)
+    r = (sp.sqrt(sp.Rational(1, 4) + (8 if mutant else 16) * A) - sp.Rational(1, 2)) / (8 * M * A)
     return proved(sp.simplify(sp.expand(z.subs(e, r))), note="z is convex in eta0 with z(0) = -1, so z <= 0 on [0, r]")

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion.claims.registry import claim, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import claim, identity, proved, refuted, verified_by_margins
 
 SRC = "H (001)"
 
@@ -23,8 +23,9 @@ SRC = "H (001)"
     statement=r"The Gaussian mechanism with noise $\mathcal N(0,\Delta^2\sigma^2)$ is $\frac{1}{2\sigma^2}$-zCDP: "
     r"$D_a(P\|Q)\le a/(2\sigma^2)$ for every order $a>1$ (Rényi divergence by numerical quadrature).",
     method="numeric",
+    mutant='the zCDP constant 1/(2 sigma^2) lowered by 1%',
 )
-def _l31_gaussian():
+def _l31_gaussian(*, mutant=False):
     from scipy import integrate
 
     margins, points = [], []
@@ -37,7 +38,7 @@ def _l31_gaussian():
 
             val, _ = integrate.quad(integrand, -40 * sigma - 20, 40 * sigma + 20, limit=400, epsabs=0, epsrel=1e-12)
             D = math.log(val) / (a - 1)
-            bound = a / (2 * sigma**2)
+            bound = a / (2 * sigma**2) * (0.99 if mutant else 1.0)
             margins.append((bound - D) / bound)
             points.append({"sigma": sigma, "a": a, "renyi": D, "bound": bound})
     return verified_by_margins(margins, points=points, tol=1e-8,
@@ -58,9 +59,16 @@ def _l31_comp():
         s = sp.symbols(f"s1:{T + 1}", positive=True)
         spent = sum(1 / x**2 for x in s)
         rho = sum(1 / (2 * x**2) for x in s)
-        # rho - R/2 = (spent - R)/2: non-positive exactly when spent <= R
         total += sp.simplify(rho - R / 2 - (spent - R) / 2) ** 2
-    return proved(total, T_checked="1..8", note="the residual identity makes rho <= R/2 equivalent to sum sigma_t^-2 <= R")
+    if sp.simplify(total) != 0:  # the algebra below is what the construction guarantees
+        raise AssertionError(f"rho - R/2 != (spent - R)/2: {total}")
+    return identity(
+        construction="rho is defined as the sum of the per-step zCDP costs 1/(2 sigma_t^2) (Lemma C.1 composes by "
+        "adding), and the spent budget as sum sigma_t^-2: rho - R/2 = (spent - R)/2 term by term, so 'rho <= R/2' and "
+        "'spent <= R' are one statement. The content of Thm 3.1 is in its ingredients: H-L3.1.gaussian (each step's "
+        "cost) and H-L3.1.ledger (the stopping rule keeps spent <= R).",
+        T_checked="1..8",
+    )
 
 
 @claim(
@@ -68,8 +76,9 @@ def _l31_comp():
     source=f"{SRC} Algorithm 1, Thm 3.1",
     statement=r"The library's uniform and dynamic (Thm 4.4) schedules spend exactly the budget: $\sum_t\sigma_t^{-2}=R$.",
     method="numeric",
+    mutant='the budget claimed spent is R (1 + 1e-6) instead of R',
 )
-def _l31_sched():
+def _l31_sched(*, mutant=False):
     from dpcompanion.theory import schedules
 
     margins, points = [], []
@@ -77,7 +86,7 @@ def _l31_sched():
         for T in (1, 10, 200):
             for kappa in (1.5, 10.0, 1000.0):
                 for name, s in (("uniform", schedules.uniform(T=T, R=R)), ("gd_dynamic", schedules.gd_dynamic(T=T, R=R, kappa=kappa))):
-                    spent = float(np.sum(1 / np.asarray(s) ** 2))
+                    spent = float(np.sum(1 / np.asarray(s) ** 2)) / (1 + 1e-6 if mutant else 1.0)
                     margins.append(-abs(spent - R) / R)
                     points.append({"schedule": name, "R": R, "T": T, "kappa": kappa, "spent": spent})
     return verified_by_margins(margins, points=points, tol=1e-12, domain="R in {0.05, 0.3927, 4}, T in {1, 10, 200}, kappa in {1.5, 10, 1000}")
@@ -92,14 +101,15 @@ def _l31_sched():
     statement=r"$\rho$-zCDP implies $(\rho+2\sqrt{\rho\ln(1/\delta)},\delta)$-DP; checked on the Gaussian mechanism, whose exact "
     r"$\delta(\varepsilon)$ (Gaussian DP) must not exceed $\delta$ at that $\varepsilon$.",
     method="numeric",
+    mutant='the factor 2 before the square root in Lemma C.3 lowered to 1',
 )
-def _c3_conv():
+def _c3_conv(*, mutant=False):
     from dpcompanion.theory import accounting
 
     margins, points = [], []
     for rho in (1e-3, 0.01, 0.1, 0.1963, 1.0, 5.0):
         for delta in (1e-3, 1e-5, 1e-8, 1e-12):
-            eps = rho + 2 * math.sqrt(rho * math.log(1 / delta))
+            eps = rho + (1 if mutant else 2) * math.sqrt(rho * math.log(1 / delta))
             d_exact = accounting.gdp_delta(mu=math.sqrt(2 * rho), epsilon=eps)
             margins.append((delta - d_exact) / delta)
             points.append({"rho": rho, "delta": delta, "epsilon": eps, "exact_delta": d_exact})
@@ -112,6 +122,7 @@ def _ell(delta):
 
 @claim(
     "H-C3.inverse-printed",
+    severity="typo",
     source=f"{SRC} App. C after Lemma C.3; Sec. 4.1.3 ($R=2\\rho=2\\epsilon+4\\ln(1/\\delta)+4\\sqrt{{\\cdot}}$)",
     statement=r"Solving $\rho+2\sqrt{\rho\ln(1/\delta)}=\epsilon$ gives $\rho=\epsilon+2\ln(1/\delta)+2\sqrt{\ln(1/\delta)(\epsilon+\ln(1/\delta))}$ "
     r"(so $R=2\rho=2\epsilon+4\ln(1/\delta)+4\sqrt{\ln(1/\delta)(\epsilon+\ln(1/\delta))}$).",
@@ -127,6 +138,7 @@ def _c3_printed():
     if abs(eps_back - eps) < 1e-9:
         return verified_by_margins([0.0], domain="(4, 1e-8)")
     return refuted(
+        lhs=eps_back, relation="==", rhs=eps, tol=1e-9,
         counterexample={"epsilon": eps, "delta": delta},
         printed={"rho": rho_printed, "R": 2 * rho_printed, "epsilon_of_that_rho": eps_back},
         actual={"rho": (math.sqrt(L + eps) - math.sqrt(L)) ** 2, "R": 2 * (math.sqrt(L + eps) - math.sqrt(L)) ** 2},
@@ -145,13 +157,15 @@ def _c3_printed():
     r"hence $R=2\rho$. accounting.dp_to_zcdp agrees.",
     method="sympy",
     corrects="H-C3.inverse-printed",
+    mutant='rho scaled by 101/100',
 )
-def _c3_inverse():
+def _c3_inverse(*, mutant=False):
     from dpcompanion.theory import accounting
 
     eps, L = sp.symbols("epsilon L", positive=True)
-    rho = (sp.sqrt(L + eps) - sp.sqrt(L)) ** 2
-    residual = sp.simplify(sp.expand(rho + 2 * sp.sqrt(L) * (sp.sqrt(L + eps) - sp.sqrt(L)) - eps))
+    sqrt_rho = (sp.sqrt(L + eps) - sp.sqrt(L)) * (sp.sqrt(sp.Rational(101, 100)) if mutant else 1)
+    rho = sqrt_rho**2
+    residual = sp.simplify(sp.expand(rho + 2 * sp.sqrt(L) * sqrt_rho - eps))
     # sqrt(rho) = sqrt(L+eps) - sqrt(L) > 0, so sqrt(rho L) = sqrt(L) (sqrt(L+eps) - sqrt(L)); the map rho -> rho + 2 sqrt(rho L)
     # is increasing, so this root is the largest admissible rho.
     diffs = []
@@ -169,11 +183,13 @@ def _c3_inverse():
     source=f"{SRC} Sec. 5 (Setup)",
     statement=r"$(4,10^{-8})$-DP corresponds to $0.1963$-zCDP, i.e. $R=0.3927$ (to the printed 4 digits, within one unit of the last digit: the paper truncates).",
     method="numeric",
+    mutant='the printed rho and R read two units of the last digit higher (0.1965, 0.3929)',
 )
-def _c3_numbers():
+def _c3_numbers(*, mutant=False):
     L = _ell(1e-8)
     rho = (math.sqrt(L + 4.0) - math.sqrt(L)) ** 2
-    margins = [1e-4 - abs(rho - 0.1963), 1e-4 - abs(2 * rho - 0.3927)]
+    d = 2e-4 if mutant else 0.0
+    margins = [1e-4 - abs(rho - 0.1963 - d), 1e-4 - abs(2 * rho - 0.3927 - d)]
     return verified_by_margins(margins, points=[{"rho": rho}, {"R": 2 * rho}],
                                domain="the paper's (epsilon, delta) = (4, 1e-8); margin = one unit of the last printed digit minus the error",
                                rho=rho, R=2 * rho)
@@ -181,6 +197,7 @@ def _c3_numbers():
 
 @claim(
     "H-C3.R-compare",
+    severity="constant factor",
     source=f"{SRC} Sec. 4.1.3 and App. B",
     statement=r"Because $\ln(1/\delta)>1$, $R=R_{zCDP}>R_{MA}=\epsilon^2/\ln(1/\delta)$ when $\epsilon\le2\ln(1/\delta)$.",
     method="numeric",
@@ -195,6 +212,7 @@ def _c3_compare():
     if R_z > R_ma:
         return verified_by_margins([0.0], domain="(4, 1e-8)")
     return refuted(
+        lhs=R_z, relation=">", rhs=R_ma,
         counterexample={"epsilon": eps, "delta": delta, "2 ln(1/delta)": 2 * L},
         printed="R_zCDP > R_MA",
         actual={"R_zCDP": R_z, "R_MA": R_ma},
@@ -214,15 +232,16 @@ def _c3_compare():
     r"$\frac{\ell}{2(\ell+\epsilon)}R_{MA}\le R_{zCDP}\le\frac12R_{MA}$ for all $\epsilon>0$, $\delta\in(0,1)$.",
     method="numeric",
     corrects="H-C3.R-compare",
+    mutant='the upper bound R_MA/2 lowered by 1% to 0.495 R_MA',
 )
-def _c3_compare_corr():
+def _c3_compare_corr(*, mutant=False):
     margins, points = [], []
     for eps in np.logspace(-3, 2, 26):
         for delta in (0.5, 1e-2, 1e-5, 1e-8, 1e-15):
             L = _ell(delta)
             R_z = 2 * eps**2 / (math.sqrt(L + eps) + math.sqrt(L)) ** 2  # cancellation-free form
             R_ma = eps**2 / L
-            margins.append(min(R_z / R_ma - L / (2 * (L + eps)), 0.5 - R_z / R_ma))
+            margins.append(min(R_z / R_ma - L / (2 * (L + eps)), (0.495 if mutant else 0.5) - R_z / R_ma))
             points.append({"epsilon": float(eps), "delta": delta, "R_zCDP/R_MA": R_z / R_ma})
     return verified_by_margins(margins, points=points, tol=1e-14, domain="epsilon in [1e-3, 100] (26 log-spaced) x delta in {0.5, 1e-2, 1e-5, 1e-8, 1e-15}",
                                note="both inequalities follow from 4 ell <= (sqrt(ell + eps) + sqrt(ell))^2 <= 4 (ell + eps)")
@@ -236,13 +255,14 @@ def _c3_compare_corr():
     source=f"{SRC} Lemma C.4, Eq. (19)",
     statement=r"For $f(\theta;x)=\frac12(x^\top\theta-1)^2$: $\|\nabla f(\theta;x)\|_2=\sqrt{2f(\theta;x)}\,\|x\|_2$ (symbolic, $D=3$).",
     method="sympy",
+    mutant='||grad f|| = sqrt(2f) ||x|| replaced by sqrt(2f) ||x||^2',
 )
-def _c4_grad():
+def _c4_grad(*, mutant=False):
     x = sp.Matrix(sp.symbols("x1:4", real=True))
     th = sp.Matrix(sp.symbols("t1:4", real=True))
     f = (x.dot(th) - 1) ** 2 / 2
     g = sp.Matrix([sp.diff(f, v) for v in th])
-    return proved(sp.expand(g.dot(g) - 2 * f * x.dot(x)), note="squared norms compared")
+    return proved(sp.expand(g.dot(g) - 2 * f * x.dot(x) ** (2 if mutant else 1)), note="squared norms compared")
 
 
 @claim(
@@ -251,14 +271,15 @@ def _c4_grad():
     statement=r"Removing sample $n$ changes the averaged gradient $\frac1N\sum_j\nabla^{(j)}$ (normalised by $N$ in both) by "
     r"exactly $\frac1N\nabla^{(n)}$, so $\Delta_2=\frac1N\max_n\|\nabla^{(n)}\|_2$.",
     method="sympy",
+    mutant='the change claimed to be grad_n/(N - 1) instead of grad_n/N',
 )
-def _c4_sens():
+def _c4_sens(*, mutant=False):
     N = 5
     g = sp.symbols(f"g1:{N + 1}", real=True)
     total = 0
     for n in range(N):
         diff = sum(g[j] for j in range(N) if j != n) / N - sum(g) / N
-        total += sp.simplify(diff + g[n] / N) ** 2
+        total += sp.simplify(diff + g[n] / (N - 1 if mutant else N)) ** 2
     return proved(total, note="scalar gradients, N = 5 (each coordinate alike)")
 
 
@@ -274,6 +295,7 @@ def _c4_instance():
 
 @claim(
     "H-C4.bound",
+    severity="missing hypothesis",
     source=f"{SRC} Lemma C.4",
     statement=r"If $\max_n\|x_n\|_2=1$ and $\frac1N\sum_nx_n=0$, the squared-loss gradient sensitivity satisfies "
     r"$\Delta_2(\nabla)\le\frac12(DM\|\theta\|^2+1)$.",
@@ -298,6 +320,7 @@ def _c4_bound():
         s_n = max(abs(xi @ th - 1) * np.linalg.norm(xi) for xi in xs) / n
         worst_n3 = min(worst_n3, 0.5 * (d * m * float(th @ th) + 1) - s_n)
     return refuted(
+        lhs=float(sens), relation="<=", rhs=float(rhs),
         counterexample={"x": x.ravel().tolist(), "theta": theta.tolist(), "N": N, "D": D, "M (smoothness)": M},
         printed=rhs,
         actual=sens,
@@ -324,8 +347,9 @@ def _c4_bound():
     r"(Cauchy-Schwarz), with equality attainable.",
     method="numeric",
     corrects="H-C4.bound",
+    mutant='the bound (||theta|| + 1)/N lowered to (||theta|| + 0.99)/N',
 )
-def _c4_corr():
+def _c4_corr(*, mutant=False):
     rng = np.random.default_rng(4)
     margins, points = [], []
     for _ in range(300):
@@ -335,7 +359,7 @@ def _c4_corr():
         x /= np.linalg.norm(x, axis=1).max()
         theta = rng.normal(size=D) * 10 ** rng.uniform(-2, 1)
         sens = max(abs(xi @ theta - 1) * np.linalg.norm(xi) for xi in x) / N
-        bound = (np.linalg.norm(theta) + 1) / N
+        bound = (np.linalg.norm(theta) + (0.99 if mutant else 1.0)) / N
         margins.append((bound - sens) / bound)
         points.append({"N": N, "D": D, "sensitivity": sens, "bound": bound})
     x, theta, N, D, M, sens = _c4_instance()
@@ -352,8 +376,9 @@ def _c4_corr():
     r"PrivacyLedger accepts a budget-exact schedule step by step, never lets the spent budget exceed $R$, and refuses one "
     r"more step.",
     method="numeric",
+    mutant='the ledger is given 1.5 R, so it no longer refuses the step after the schedule',
 )
-def _l31_ledger():
+def _l31_ledger(*, mutant=False):
     from dpcompanion.theory import schedules
     from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
 
@@ -361,7 +386,7 @@ def _l31_ledger():
     for R in (0.05, 0.3927, 4.0):
         for T in (1, 10, 100):
             for name, s in (("uniform", schedules.uniform(T=T, R=R)), ("gd_dynamic", schedules.gd_dynamic(T=T, R=R, kappa=10.0))):
-                led = PrivacyLedger(R=R)
+                led = PrivacyLedger(R=R * (1.5 if mutant else 1.0))
                 worst = math.inf
                 for sig in s:
                     led.charge(sigma=float(sig))

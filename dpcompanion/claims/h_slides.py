@@ -30,6 +30,7 @@ def _argmin_T0(kappa, alpha):
 
 @claim(
     "H-Slides.uniform-T",
+    severity="changes a conclusion",
     source=f"{SRC} Thm 3.3, Eq. (8)-(9)",
     statement=r"The $T$ minimising the uniform bound is $\left\lceil\log_\gamma\frac{\kappa\alpha}{\ln(1/\gamma)}\right\rceil$ if "
     r"$\kappa\alpha+\ln\gamma<0$ and $0$ otherwise, where $\mathrm{ERUB}^{uniform}_{\min}=1$.",
@@ -52,6 +53,7 @@ def _sl_uni():
     first = [b for b in bad if b["T_slides"] != 0]
     show = max(second, key=lambda b: 1 - b["ERUB_best"]) if second else first[0]
     return refuted(
+        lhs=show["ERUB_slides"], relation="<=", rhs=show["ERUB_best"], tol=1e-12 * show["ERUB_best"],
         counterexample={"kappa": show["kappa"], "alpha": show["alpha"], "kappa alpha + ln gamma": show["kappa"] * show["alpha"] + math.log1p(-1 / show["kappa"])},
         printed={"T": show["T_slides"], "ERUB_min": show["ERUB_slides"]},
         actual={"T": show["T_best"], "ERUB_min": show["ERUB_best"]},
@@ -74,12 +76,13 @@ def _sl_uni():
     method="bruteforce",
     corrects="H-Slides.uniform-T",
     versions=("003",),
+    mutant='the threshold kappa alpha >= 1 replaced by kappa alpha >= 2',
 )
-def _sl_uni_corr():
+def _sl_uni_corr(*, mutant=False):
     margins, points = [], []
     for k, a in _GRID + [(10.0, 0.1), (10.0, 0.1 + 1e-9), (100.0, 0.0099)]:
         Tb, vb = _argmin_T0(k, a)
-        predicted_zero = k * a >= 1
+        predicted_zero = k * a >= (2 if mutant else 1)
         margins.append(0.0 if (Tb == 0) == predicted_zero else -1.0)
         points.append({"kappa": k, "alpha": a, "T_best": Tb, "ERUB_min": vb})
     return verified_by_margins(margins, points=points, domain="kappa in {1.5..1000} x alpha in {1e-6..0.5} plus points at kappa alpha = 1")
@@ -106,6 +109,7 @@ def _sl_theta():
 
 @claim(
     "H-Slides.dynamic-T",
+    severity="constant factor",
     source=f"{SRC} Lemma 3.2, Eq. (11)",
     statement=r"The $T$ minimising the dynamic bound is $T^*=\left\lceil2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}\right\rceil$.",
     method="bruteforce",
@@ -125,6 +129,7 @@ def _sl_dyn():
         return verified_by_margins([0.0] * len(_GRID), domain="grid")
     worst = max(bad, key=lambda b: b["relative_excess"])
     return refuted(
+        lhs=worst["ERUB_slides"], relation="<=", rhs=worst["ERUB_best"], tol=1e-12 * worst["ERUB_best"],
         counterexample={"kappa": worst["kappa"], "alpha": worst["alpha"]},
         printed={"T": worst["T_slides"], "ERUB": worst["ERUB_slides"]},
         actual={"T": worst["T_best"], "ERUB": worst["ERUB_best"]},
@@ -146,11 +151,12 @@ def _sl_dyn():
     method="bruteforce",
     corrects="H-Slides.dynamic-T",
     versions=("003",),
+    mutant='T* of Eq. (27) without its factor 2',
 )
-def _sl_dyn_corr():
+def _sl_dyn_corr(*, mutant=False):
     margins, points = [], []
     for k, a in _GRID:
-        t = gd.t_dynamic(kappa=k, alpha=a)
+        t = gd.t_dynamic(kappa=k, alpha=a) / (2 if mutant else 1)
         cand = {max(1, math.floor(t)), max(1, math.ceil(t))}
         T_rule = min(cand, key=lambda T: float(gd.erub_dynamic(T=T, kappa=k, alpha=a)))
         v_rule = float(gd.erub_dynamic(T=T_rule, kappa=k, alpha=a))

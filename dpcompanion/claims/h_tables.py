@@ -50,7 +50,7 @@ def _tab1_gd():
     rows, worst = _compare(["T1-gd-nonprivate", "T1-gd-zcdp-static", "T1-gd-zcdp-dynamic"])
     if worst > _TOL:
         bad = max(rows, key=lambda r: r["max_gap"])
-        return refuted(counterexample=bad["row"], printed=bad["printed_order_fitted"], actual=bad["fitted"], rows=rows)
+        return refuted(lhs=worst, relation="<=", rhs=_TOL, counterexample=bad["row"], printed=bad["printed_order_fitted"], actual=bad["fitted"], rows=rows)
     return illustrated(rows=rows, worst_exponent_gap=worst, fitted_exponent={r["row"]: r["fitted"]["N"] for r in rows},
                        domain=f"N in [1e6, 1e12] (7 points; D = {_D}, R = {_R}); D in [1, 1e3], R in [0.01, 10] at N = 1e8; kappa = 10",
                        note="exponent gaps come from log factors, which a finite grid cannot separate from powers")
@@ -78,14 +78,15 @@ def _tab1_rank():
     statement=r"The dynamic schedule is $\sigma_t^2=O\left(\frac{\gamma^{(t-T)/2}}{R}\right)$: $R\sigma_t^2/\gamma^{(t-T)/2}$ "
     r"does not depend on $t$ and lies in $[1,2\kappa]$.",
     method="numeric",
+    mutant='sigma_t^2 proportional to gamma^t (the square root dropped)',
 )
-def _tab1_sched():
+def _tab1_sched(*, mutant=False):
     margins, points = [], []
     for k in (1.5, 10.0, 1000.0):
         for T in (1, 5, 50, 500):
             s2 = gd.sigma2_dynamic(T=T, kappa=k, R=0.3927)
             t = np.arange(1, T + 1)
-            c = 0.3927 * s2 / np.exp((t - T) * math.log1p(-1 / k) / 2)
+            c = 0.3927 * s2 / np.exp((t - T) * math.log1p(-1 / k) / (1 if mutant else 2))
             spread = float(c.max() / c.min() - 1)
             margins.append(min(float(c.min()) - 1 + 1e-12, 2 * k - float(c.max()), 1e-9 - spread))
             points.append({"kappa": k, "T": T, "constant": float(c.mean()), "spread": spread})
@@ -130,6 +131,7 @@ def _tab2_hp():
 
 @claim(
     "H-Tab2.uniform-stability",
+    severity="changes a conclusion",
     source=f"{SRC} Table 2 (uniform-stability block) and Sec. 4.4",
     statement=r"Table 2 lists, as true-excess-risk bounds 'by uniform stability', $O\left(\frac{D}{N^2R}\right)$ (GD, "
     r"non-private), $O\left(\frac{D\ln N}{N^2R}\right)$ (static) and $O\left(\frac{D}{N^2R}\right)$ (dynamic), "
@@ -149,6 +151,7 @@ def _tab2_us():
     T, eer = gd.argmin_dynamic(kappa=10.0, alpha=_D / (2 * _R * N**2))
     ratio = [tb.derived(k, N=n, D=_D, R=_R) / tb.evaluate(k, N=n, D=_D, R=_R) for n in (1e4, 1e6, 1e8)]
     return refuted(
+        lhs=worst, relation="<=", rhs=_TOL,
         counterexample={"row": k, "N": N, "D": _D, "R": _R, "kappa": 10, "G": 1, "M": 1},
         printed={"order D/(N^2 R)": tb.evaluate(k, N=N, D=_D, R=_R), "fitted_exponent_N": -2.0},
         actual={"EER_min": eer, "stability_term 2 G^2 eta T/N": 2 * T / N, "TER_bound": tb.derived(k, N=N, D=_D, R=_R),

@@ -2,26 +2,53 @@
 
 A claim's *status* never comes from the registry entry itself: it is whatever the entry's
 check function returns when run, and the check functions build their :class:`Result`
-through the constructors below, which look at the evidence (a SymPy residual, sampled
-margins, a counterexample) and refuse to report a status the evidence does not support.
+through the constructors below, which look at the evidence (a SymPy residual, the two
+sides of a comparison, a counterexample) and refuse to report a status the evidence does
+not support. Statuses: :data:`STATUS_DEFINITIONS` (SPEC section 0, extended by issue 12).
 
-Statuses (SPEC section 0): ``proved`` (SymPy reduces the claim to an identity),
-``verified`` (numerically on a stated domain; sample size and worst margin reported),
-``refuted`` (a counterexample with both sides' values), ``illustrated`` (asymptotic
-statements: fitted exponent/trend reported), ``open`` (not checked; must not occur).
+Two structural rules make a pass mean something:
+
+* a refutation only comes from a failed comparison: :func:`refuted` takes the comparison's
+  two sides and its relation and raises when the relation holds; :func:`compare`,
+  :func:`verified_by_margins` and :func:`proved` reach it the same way;
+* every ``proved``/``verified`` entry declares a *mutant* (``@claim(..., mutant="...")``):
+  its check takes ``mutant: bool = False`` and, called with ``mutant=True``, runs the same
+  check on a minimally false variant of the claim, which must come out ``refuted``
+  (``python -m dpcompanion checks --mutants``). An entry true by construction, whose check
+  could not catch any mutant, has the status ``identity`` instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import math
+import operator
 import time
 import traceback
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
-STATUSES = ("proved", "verified", "refuted", "illustrated", "open")
+STATUSES = ("proved", "verified", "identity", "refuted", "not-reproduced", "illustrated", "open")
 METHODS = ("sympy", "numeric", "bruteforce", "montecarlo", "end-to-end")
+
+#: one line per status (the errata page shows them).
+STATUS_DEFINITIONS = {
+    "proved": "SymPy reduces the claim to an identity in its symbols, and the same check refutes the claim's declared mutant.",
+    "verified": "The claim holds at every point of a stated grid within the stated tolerance, and the same check refutes the claim's declared mutant.",
+    "identity": "True by construction (one side is defined as the other), so no check of it could fail; shown as such, not as a finding.",
+    "refuted": "A comparison the claim makes fails: both sides and the relation are reported at a counterexample.",
+    "not-reproduced": "The paper's number comes from a procedure it does not state; the book's reconstruction does not give it, which decides nothing about the paper.",
+    "illustrated": "An asymptotic or qualitative statement: a fitted exponent or trend is reported, not a pass/fail comparison.",
+    "open": "Not checked (must not occur).",
+}
+
+#: how much a refuted claim matters, most serious first (the errata summary is sorted by it).
+SEVERITIES = ("changes a conclusion", "missing hypothesis", "constant factor", "typo")
+
+RELATIONS: dict[str, Callable[[Any, Any], bool]] = {
+    "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq, "!=": operator.ne,
+}
 
 #: modules under dpcompanion.claims that define entries (imported by :func:`load_all`).
 CLAIM_MODULES: tuple[str, ...] = (
@@ -36,28 +63,54 @@ CLAIM_MODULES: tuple[str, ...] = (
     "x_unify",
     "end_to_end",
     "h_missing",
+    "theorems",
 )
 
 
 @dataclasses.dataclass(frozen=True)
 class Result:
     """Outcome of one check. Build it with :func:`proved`, :func:`verified_by_margins`,
-    :func:`refuted`, :func:`illustrated`; not directly."""
+    :func:`compare`, :func:`refuted`, :func:`identity`, :func:`not_reproduced`,
+    :func:`illustrated`; not directly."""
 
     status: str
     evidence: dict[str, Any]
 
 
+def accepts_mutant(check: Callable[..., Any]) -> bool:
+    """Whether ``check`` takes the keyword-only argument ``mutant`` (the mutant protocol).
+
+    >>> accepts_mutant(lambda *, mutant=False: None), accepts_mutant(lambda: None)
+    (True, False)
+    """
+    try:
+        p = inspect.signature(check).parameters.get("mutant")
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return False
+    return p is not None and p.kind == inspect.Parameter.KEYWORD_ONLY
+
+
 @dataclasses.dataclass(frozen=True)
 class Claim:
+    """One claim, declared once: every page, the JSON and the errata render from it."""
+
     id: str  # SPEC ID with part suffix, e.g. "H-T4.4.T-opt"
     source: str  # e.g. "H (001) Thm 4.4, Eq. (27)"
     statement: str  # paraphrase, LaTeX allowed
     method: str  # one of METHODS
-    check: Callable[[], Result]
+    check: Callable[..., Result]
     corrects: str | None = None  # for a corrected statement: the id of the refuted one
     corrected_by: str | None = None  # for a refuted statement: the id of its correction
     versions: tuple[str, ...] = ("001",)  # paper versions this wording appears in
+    mutant: str | None = None  # the minimally false variant its check must refute
+    impact: str | None = None  # which later results inherit a failure of the claim
+    severity: str | None = None  # one of SEVERITIES (for a claim that is refuted)
+    domain: str | None = None  # the grid the check covers, when stated in the declaration
+    tolerance: float | None = None  # the stated tolerance of a numerical comparison
+
+    @property
+    def takes_mutant(self) -> bool:
+        return accepts_mutant(self.check)
 
 
 REGISTRY: dict[str, Claim] = {}
@@ -72,14 +125,28 @@ def claim(
     corrects: str | None = None,
     corrected_by: str | None = None,
     versions: Iterable[str] = ("001",),
-) -> Callable[[Callable[[], Result]], Callable[[], Result]]:
-    """Decorator registering ``check`` as the computation deciding claim ``id``."""
+    mutant: str | None = None,
+    impact: str | None = None,
+    severity: str | None = None,
+    domain: str | None = None,
+    tolerance: float | None = None,
+) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
+    """Decorator registering ``check`` as the computation deciding claim ``id``.
+
+    ``mutant`` (one line: what the minimally false variant changes) needs a check that takes
+    the keyword-only argument ``mutant`` (a check that takes it without a declared text may
+    name its mutant in its evidence under ``"mutant"``); ``severity`` (one of
+    :data:`SEVERITIES`) and ``impact`` say how much a refutation matters."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if severity is not None and severity not in SEVERITIES:
+        raise ValueError(f"severity must be one of {SEVERITIES}, got {severity!r}")
 
-    def register(check: Callable[[], Result]) -> Callable[[], Result]:
+    def register(check: Callable[..., Result]) -> Callable[..., Result]:
         if id in REGISTRY:
             raise ValueError(f"claim id {id!r} registered twice")
+        if mutant is not None and not accepts_mutant(check):
+            raise ValueError(f"claim {id!r}: mutant={mutant!r} is declared but its check does not take the keyword 'mutant'")
         REGISTRY[id] = Claim(
             id=id,
             source=source,
@@ -89,6 +156,11 @@ def claim(
             corrects=corrects,
             corrected_by=corrected_by,
             versions=tuple(versions),
+            mutant=mutant,
+            impact=impact,
+            severity=severity,
+            domain=domain,
+            tolerance=tolerance,
         )
         return check
 
@@ -98,37 +170,186 @@ def claim(
 # --- result constructors: the only way a status is set ------------------------------------
 
 
+def holds(lhs: Any, relation: str, rhs: Any, *, tol: float = 0.0) -> bool:
+    """Whether ``lhs relation rhs`` holds, numbers compared with absolute slack ``tol``
+    (``==`` within ``tol``; ``<=`` as ``lhs <= rhs + tol``). NaN never holds.
+
+    >>> holds(1.0, "<=", 1.0 - 1e-12, tol=1e-9), holds(2, "<=", 1), holds(float("nan"), "==", 0)
+    (True, False, False)
+    """
+    if relation not in RELATIONS:
+        raise ValueError(f"relation must be one of {tuple(RELATIONS)}, got {relation!r}")
+    if isinstance(lhs, (int, float)) and isinstance(rhs, (int, float)) and not isinstance(lhs, bool):
+        lhs, rhs = float(lhs), float(rhs)
+        if math.isnan(lhs) or math.isnan(rhs):
+            return False
+        if relation == "==":
+            return abs(lhs - rhs) <= tol
+        if relation == "!=":
+            return abs(lhs - rhs) > tol
+        if relation in ("<=", "<"):
+            return RELATIONS[relation](lhs, rhs + tol)
+        return RELATIONS[relation](lhs + tol, rhs)
+    return bool(RELATIONS[relation](lhs, rhs))
+
+
+def refuted(*, lhs: Any, relation: str, rhs: Any, counterexample: Any, tol: float = 0.0, **evidence: Any) -> Result:
+    """``refuted``: the claim says ``lhs relation rhs`` at ``counterexample`` and it does not
+    hold there (within ``tol``). Raises ``ValueError`` when the comparison holds: a
+    refutation can only come from a failed comparison. ``printed``/``actual`` and other
+    keywords are kept as evidence.
+
+    >>> refuted(lhs=2.0, relation="<=", rhs=1.0, counterexample={"x": 1}).status
+    'refuted'
+    >>> refuted(lhs=1.0, relation="<=", rhs=2.0, counterexample={"x": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: refuted() needs a failed comparison, but 1.0 <= 2.0 holds (tol 0.0) at {'x': 1}
+    """
+    if holds(lhs, relation, rhs, tol=tol):
+        raise ValueError(f"refuted() needs a failed comparison, but {lhs!r} {relation} {rhs!r} holds (tol {tol}) at {counterexample!r}")
+    comparison = {"lhs": lhs, "relation": relation, "rhs": rhs, "tolerance": tol}
+    return Result("refuted", {"counterexample": counterexample, "comparison": comparison, **evidence})
+
+
+def _probe_points(expr: Any, n: int = 6, seed: int = 0) -> list[dict[Any, Any]]:
+    """Points at which a SymPy expression is evaluated to decide a non-vanishing residual:
+    ``n`` points with each free symbol drawn from (0.15, 0.85) (positive, below 1 as rates
+    such as gamma are) and ``n`` from (1.2, 4) (above 1 as kappa is); integer symbols from 2..9."""
+    import random
+
+    rng = random.Random(seed)
+    pts = []
+    for lo, hi in ((0.15, 0.85), (1.2, 4.0)):
+        for _ in range(n):
+            pts.append({s: rng.randint(2, 9) if s.is_integer else round(rng.uniform(lo, hi), 6)
+                        for s in sorted(expr.free_symbols, key=str)})
+    return pts
+
+
 def proved(residual: Any, **evidence: Any) -> Result:
-    """``proved`` if the SymPy ``residual`` simplifies to exactly zero (or is ``True``)."""
+    """``proved`` if the SymPy ``residual`` simplifies to exactly zero (or is ``True``).
+
+    Otherwise the residual is evaluated at a few points (:func:`_probe_points`): where it is
+    numerically non-zero the claim is ``refuted`` there (comparison ``residual == 0``);
+    where SymPy merely failed to simplify, ``AssertionError`` (the check errs, it does not
+    decide)."""
     import sympy as sp
 
     expr = sp.sympify(residual)
-    ok = expr is sp.true or sp.simplify(expr) == 0
-    if not ok:
-        raise AssertionError(f"residual does not vanish: {expr}")
-    return Result("proved", {"residual": str(expr), **evidence})
+    if expr is sp.true:
+        return Result("proved", {"residual": "True", **evidence})
+    if expr is sp.false:
+        return refuted(lhs=False, relation="==", rhs=True, counterexample="every value", residual="False", **evidence)
+    if isinstance(expr, sp.logic.boolalg.Boolean):
+        raise AssertionError(f"residual is an undecided condition, not an expression: {expr}")
+    if expr.is_polynomial():  # identically zero exactly when the expansion is: fast and decisive
+        if sp.expand(expr) == 0:
+            return Result("proved", {"residual": "0", **evidence})
+    # a residual that is real and non-zero at a probe point refutes (probes whose value is complex, i.e. outside the
+    # real domain of some radical or logarithm, decide nothing); otherwise simplify must reduce it to 0
+    for pt in _probe_points(expr):
+        try:
+            v = complex(sp.N(expr.subs(pt), 30))
+        except (TypeError, ValueError, ZeroDivisionError):
+            continue
+        if abs(v.imag) <= 1e-12 * max(1.0, abs(v.real)) and abs(v.real) > 1e-9:
+            return refuted(lhs=v.real, relation="==", rhs=0.0, tol=1e-9, counterexample={str(k): x for k, x in pt.items()},
+                           residual=str(expr)[:300], **evidence)
+    if not expr.is_polynomial() and sp.simplify(expr) == 0:
+        return Result("proved", {"residual": "0", **evidence})
+    raise AssertionError(f"residual does not simplify to 0 but vanishes at every probe point: {expr}")
 
 
 def verified_by_margins(
     margins: Iterable[float], *, domain: str, points: Iterable[Any] | None = None, tol: float = 0.0, **evidence: Any
 ) -> Result:
     """``verified`` when every margin (>= 0 means the claim holds at that point) is >= -tol,
-    else ``refuted`` with the worst point as counterexample."""
+    else ``refuted`` with the worst point as counterexample (comparison ``margin >= -tol``)."""
     margins = list(margins)
     points = list(points) if points is not None else [None] * len(margins)
     if not margins:
         raise ValueError("no sampled points: nothing was checked")
-    worst = min(range(len(margins)), key=lambda i: margins[i])
-    ev = {"domain": domain, "samples": len(margins), "worst_margin": float(margins[worst]), **evidence}
-    if margins[worst] >= -tol and all(math.isfinite(m) for m in margins):
+    finite = [m if math.isfinite(m) else -math.inf for m in margins]
+    worst = min(range(len(finite)), key=lambda i: finite[i])
+    ev = {"domain": domain, "samples": len(margins), "worst_margin": float(margins[worst]), "tolerance": tol, **evidence}
+    if finite[worst] >= -tol:
         return Result("verified", ev)
-    ev["counterexample"] = points[worst]
-    return Result("refuted", ev)
+    return refuted(lhs=float(margins[worst]), relation=">=", rhs=-tol, counterexample=points[worst], **ev)
 
 
-def refuted(*, counterexample: Any, printed: Any, actual: Any, **evidence: Any) -> Result:
-    """``refuted``: the printed value/side and the computed one at ``counterexample``."""
-    return Result("refuted", {"counterexample": counterexample, "printed": printed, "actual": actual, **evidence})
+def compare(
+    points: Sequence[Any],
+    *,
+    lhs: Sequence[float],
+    rhs: Sequence[float],
+    relation: str = "<=",
+    domain: str,
+    tol: float = 0.0,
+    relative: bool = True,
+    mutant: bool = False,
+    **evidence: Any,
+) -> Result:
+    """The shared margin loop: the claim ``lhs[i] relation rhs[i]`` at every point ``points[i]``
+    (``rhs`` the bound, ``relation`` one of ``<=``, ``>=``, ``==``). Margins are relative to
+    ``|rhs|`` (``relative``) or absolute; verified when every margin is ``>= -tol``.
+
+    With ``mutant=True`` the bound is scaled just past the tightest point found: by the
+    tightest ratio ``lhs/rhs`` times ``(1 -+ 2 max(tol, 1e-9))`` (``<=``: smaller; ``>=``:
+    larger; ``==``: off by that factor), and the same comparison runs on it (``mutant_scale``
+    in the evidence). A check whose left side is 0 everywhere cannot catch it.
+
+    >>> compare([1, 2], lhs=[1.0, 1.0], rhs=[2.0, 4.0], domain="x in {1, 2}").status
+    'verified'
+    >>> compare([1, 2], lhs=[1.0, 1.0], rhs=[2.0, 4.0], domain="x in {1, 2}", mutant=True).status
+    'refuted'
+    """
+    if relation not in ("<=", ">=", "=="):
+        raise ValueError(f"relation must be '<=', '>=' or '==', got {relation!r}")
+    pts, a, b = list(points), [float(x) for x in lhs], [float(x) for x in rhs]
+    if not (len(pts) == len(a) == len(b)):
+        raise ValueError(f"points, lhs and rhs must have one entry per point, got {len(pts)}, {len(a)}, {len(b)}")
+    if not pts:
+        raise ValueError("no points: nothing was checked")
+    scale = 1.0
+    if mutant:
+        tau = 2 * max(tol, 1e-9)
+        ratios = [x / y for x, y in zip(a, b) if y != 0 and math.isfinite(x / y)]
+        if relation == "<=":
+            scale = max(ratios) * (1 - tau) if ratios else 0.0
+        elif relation == ">=":
+            scale = min(ratios) * (1 + tau) if ratios else 0.0
+        else:
+            scale = 1 + 2 * tau + max(abs(r - 1) for r in ratios) if ratios else 1.0
+        b = [y * scale for y in b]
+    margins = []
+    for x, y in zip(a, b):
+        d = {"<=": y - x, ">=": x - y, "==": -abs(x - y)}[relation]
+        margins.append(d / abs(y) if relative and y != 0 else d)
+    ev = dict(evidence)
+    ev["comparison"] = f"lhs {relation} rhs" + (" (margin relative to |rhs|)" if relative else " (absolute margin)")
+    if mutant:
+        ev["mutant_scale"] = scale
+    shown = [{**(p if isinstance(p, dict) else {"point": p}), "lhs": x, "rhs": y} for p, x, y in zip(pts, a, b)]
+    return verified_by_margins(margins, domain=domain, points=shown, tol=tol, **ev)
+
+
+def identity(*, construction: str, **evidence: Any) -> Result:
+    """``identity``: the claim is true by construction (``construction`` says how), so no
+    check of it could fail; shown as such rather than as a finding."""
+    if not construction:
+        raise ValueError("an identity needs the construction that makes it true")
+    return Result("identity", {"construction": construction, **evidence})
+
+
+def not_reproduced(*, missing: str, lhs: Any, relation: str, rhs: Any, counterexample: Any, tol: float = 0.0,
+                   **evidence: Any) -> Result:
+    """``not-reproduced``: the book's reconstruction (``missing`` names the unstated part of
+    the paper's procedure) fails the comparison ``lhs relation rhs``; raises when it holds."""
+    if holds(lhs, relation, rhs, tol=tol):
+        raise ValueError(f"not_reproduced() needs a failed comparison, but {lhs!r} {relation} {rhs!r} holds")
+    comparison = {"lhs": lhs, "relation": relation, "rhs": rhs, "tolerance": tol}
+    return Result("not-reproduced", {"missing": missing, "counterexample": counterexample, "comparison": comparison, **evidence})
 
 
 def illustrated(**evidence: Any) -> Result:
@@ -152,17 +373,25 @@ def load_all() -> dict[str, Claim]:
     return REGISTRY
 
 
-def run_claim(c: Claim) -> dict[str, Any]:
-    """Run one check; an exception is reported as ``status: "error"`` (not a finding)."""
-    t0 = time.perf_counter()
+def _run(check: Callable[..., Result], cid: str, **kwargs: Any) -> tuple[str, dict[str, Any]]:
     try:
-        res = c.check()
+        res = check(**kwargs)
         if not isinstance(res, Result) or res.status not in STATUSES:
-            raise TypeError(f"check of {c.id} returned {res!r}, not a Result")
-        status, evidence = res.status, res.evidence
+            raise TypeError(f"check of {cid} returned {res!r}, not a Result")
+        return res.status, res.evidence
     except Exception as exc:  # noqa: BLE001 - reported, never swallowed silently
-        status, evidence = "error", {"exception": repr(exc), "traceback": traceback.format_exc()}
-    return {
+        return "error", {"exception": repr(exc), "traceback": traceback.format_exc()}
+
+
+def run_claim(c: Claim, *, mutants: bool = False) -> dict[str, Any]:
+    """Run one check; an exception is reported as ``status: "error"`` (not a finding).
+
+    With ``mutants`` a ``proved``/``verified`` entry's check is run again with
+    ``mutant=True``: ``mutant_caught`` is whether that run came out ``refuted`` (``False``
+    for an entry that declares no mutant), ``None`` for the other statuses."""
+    t0 = time.perf_counter()
+    status, evidence = _run(c.check, c.id)
+    out = {
         "id": c.id,
         "status": status,
         "method": c.method,
@@ -172,14 +401,30 @@ def run_claim(c: Claim) -> dict[str, Any]:
         "corrects": c.corrects,
         "corrected_by": c.corrected_by,
         "versions": list(c.versions),
+        "mutant": c.mutant if c.mutant is not None else (evidence.get("mutant") if isinstance(evidence.get("mutant"), str) else None),
+        "impact": c.impact if c.impact is not None else evidence.get("impact"),
+        "severity": c.severity,
         "seconds": round(time.perf_counter() - t0, 4),
     }
+    if mutants:
+        if status in ("proved", "verified") and c.takes_mutant:
+            m_status, m_ev = _run(c.check, c.id, mutant=True)
+            out["mutant_status"] = m_status
+            out["mutant_caught"] = m_status == "refuted"
+            if m_status == "refuted":
+                out["mutant_counterexample"] = _jsonable(m_ev.get("counterexample"))
+            elif m_status == "error":
+                out["mutant_error"] = str(m_ev.get("exception"))
+        else:
+            out["mutant_caught"] = False if status in ("proved", "verified") else None
+        out["seconds"] = round(time.perf_counter() - t0, 4)
+    return out
 
 
-def run_checks(prefix: str | None = None) -> list[dict[str, Any]]:
+def run_checks(prefix: str | None = None, *, mutants: bool = False) -> list[dict[str, Any]]:
     """Run every registered check whose id starts with ``prefix`` (all when None)."""
     reg = load_all()
-    return [run_claim(c) for cid, c in sorted(reg.items()) if prefix is None or cid.startswith(prefix)]
+    return [run_claim(c, mutants=mutants) for cid, c in sorted(reg.items()) if prefix is None or cid.startswith(prefix)]
 
 
 def _jsonable(x: Any) -> Any:
@@ -202,3 +447,32 @@ def _jsonable(x: Any) -> Any:
     except ImportError:  # pragma: no cover
         pass
     return str(x)
+
+
+# --- theorem boxes: the papers' statements, declared once, shown on the pages -----------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Theorem:
+    """A result of the papers as the book states it: the box a page shows above its claims."""
+
+    id: str  # claim-id prefix of the result, e.g. "H-T4.4"
+    kind: str  # a sphinx-proof directive: theorem, lemma, proposition, remark
+    title: str
+    label: str  # the box's stable anchor (``{prf:ref}`` target)
+    statement: str  # MyST (LaTeX allowed)
+
+
+THEOREMS: dict[str, Theorem] = {}
+THEOREM_KINDS = ("theorem", "lemma", "proposition", "remark", "corollary", "definition")
+
+
+def theorem(id: str, *, kind: str, title: str, label: str, statement: str) -> Theorem:
+    """Declare the box of result ``id`` (once); :func:`dpcompanion.claims.render.show_theorem`
+    renders it on the page that shows the result's claims."""
+    if kind not in THEOREM_KINDS:
+        raise ValueError(f"kind must be one of {THEOREM_KINDS}, got {kind!r}")
+    if id in THEOREMS:
+        raise ValueError(f"theorem id {id!r} declared twice")
+    THEOREMS[id] = Theorem(id=id, kind=kind, title=title, label=label, statement=statement.strip())
+    return THEOREMS[id]

@@ -1,11 +1,14 @@
 """Claim check results as MyST Markdown for the book, and a per-process cache of runs.
 
 A theory page puts ``show_claims("H-T4.4")`` under the theorem it checks; the cell's
-output is one MyST block per claim (id, status badge, method, source, statement,
-evidence, link to the correction). The book renders code-cell Markdown as MyST
+output is one MyST block per claim (id, status badge, method, source, statement, the
+evidence as small tables with the stated tolerance, a "cite this check" BibTeX snippet,
+a link to the correction). The book renders code-cell Markdown as MyST
 (``nb_render_markdown_format: myst``) and is built with ``-W``: the blocks use only
-standard directives (``admonition``) and roles (``ref``), and a label target is emitted
-only by :func:`show_claims` (``labels=True``), once per claim id per process.
+standard directives (``admonition``) and roles (``ref``), and a label target (the claim's
+stable anchor, :func:`label`) is emitted only by :func:`show_claims` (``labels=True``), once
+per claim id per process. Which page shows a claim is derived from the pages themselves
+(:func:`page_of`: the notebook whose ``show_claims`` prefix is the longest match).
 
 >>> r = [{"id": "X-1", "status": "proved", "method": "sympy", "source": "H Eq. 1",
 ...       "statement": "$a=a$", "evidence": {"residual": "0"}}]
@@ -17,24 +20,30 @@ True
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import re
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from dpcompanion.claims.registry import REGISTRY, STATUSES, run_checks
+from dpcompanion.claims.registry import REGISTRY, SEVERITIES, STATUS_DEFINITIONS, STATUSES, THEOREMS, load_all, run_checks
 
 #: badge text and admonition class per status (classes every Sphinx theme styles).
 BADGES = {
     "proved": ("✔ PROVED", "tip"),
     "verified": ("✔ VERIFIED", "tip"),
     "refuted": ("✘ REFUTED", "error"),
+    "identity": ("= IDENTITY", "note"),
+    "not-reproduced": ("≠ NOT REPRODUCED", "warning"),
     "illustrated": ("~ ILLUSTRATED", "note"),
     "open": ("? OPEN", "warning"),
     "error": ("! CHECK ERRORED", "warning"),
 }
 
 #: evidence keys whose values are prose (rendered as text, not as code).
-PROSE_KEYS = ("impact", "note", "holds_instead", "explanation", "which_variance", "summary")
+PROSE_KEYS = ("impact", "note", "holds_instead", "explanation", "which_variance", "summary", "construction", "missing",
+              "domain", "comparison", "note_convex", "method_note")
 #: evidence keys shown first, in this order (the rest follow alphabetically).
 ORDER = (
     "residual",
@@ -78,8 +87,9 @@ def clear_cache() -> None:
 def status_counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:
     """Number of results per status (every status listed, ``error`` last).
 
-    >>> status_counts([{"status": "verified"}, {"status": "refuted"}])
-    {'proved': 0, 'verified': 1, 'refuted': 1, 'illustrated': 0, 'open': 0, 'error': 0}
+    >>> c = status_counts([{"status": "verified"}, {"status": "refuted"}])
+    >>> c["verified"], c["refuted"], c["identity"], list(c)[-1]
+    (1, 1, 0, 'error')
     """
     counts = {s: 0 for s in (*STATUSES, "error")}
     for r in results:
@@ -130,27 +140,170 @@ def _prose(v: Any) -> str:
     return " ".join(str(v).split())
 
 
-def evidence_lines(evidence: dict[str, Any]) -> list[str]:
-    """Bullet lines for an evidence dict: numbers and formulas as code, prose as text.
+#: units of evidence quantities that have one (the rest are dimensionless or explained by the domain).
+UNITS = {
+    "seconds": "s", "samples": "points", "epsilon": "ε of (ε, δ)-DP", "delta": "δ of (ε, δ)-DP", "rho": "ρ of ρ-zCDP",
+    "R": "budget Σ σ_t^-2", "T": "steps", "N": "samples", "n": "batch size", "kappa": "M/μ", "alpha": "Eq. (6)",
+    "worst_margin": "margin (see domain)", "tolerance": "margin (see domain)",
+}
+_ROWS = 8  # rows shown of a list-of-records table
+_COLS = 8  # columns shown of it
 
-    >>> evidence_lines({"residual": "0", "note": "a *note*"})
-    ['- **residual**: `0`', '- **note**: a *note*']
+
+def _num(v: float) -> str:
+    """A float for a table: 4 significant digits, no "-0".
+
+    >>> _num(-0.0), _num(1.23456e-7), _num(2.0)
+    ('0', '1.235e-07', '2')
+    """
+    if not math.isfinite(v):
+        return str(v)
+    if v == 0:
+        return "0"
+    return f"{v:.4g}"
+
+
+def _text(v: Any) -> str:
+    """One value as plain text: numbers formatted, short lists and flat records written out
+    as 'key = value', never as JSON."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return _num(v)
+    if isinstance(v, dict):
+        return "; ".join(f"{k} = {_text(x)}" for k, x in list(v.items())[:12]) + ("; …" if len(v) > 12 else "")
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_text(x) for x in v[:12]) + (", …" if len(v) > 12 else "")
+    return " ".join(str(v).split())
+
+
+def _cell(v: Any) -> str:
+    r"""One value as the text of a Markdown table cell (:func:`_text`, pipes escaped, capped).
+
+    >>> _cell({"a": 0.5, "b": [1, 2.0], "c": "x|y"})
+    'a = 0.5; b = 1, 2; c = x\\|y'
+    """
+    out = _text(v).replace("|", "\\|")
+    return out if len(out) <= _MAXLEN else out[: _MAXLEN - 1] + "…"
+
+
+def _records_table(rows: list[dict[str, Any]]) -> list[str]:
+    """A list of records as a small Markdown table (first rows and columns; the rest counted)."""
+    cols: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    shown = cols[:_COLS]
+    out = ["| " + " | ".join(_cell(c) or "·" for c in shown) + " |", "|" + " --- |" * len(shown)]
+    for r in rows[:_ROWS]:
+        out.append("| " + " | ".join(_cell(r.get(c, "")) for c in shown) + " |")
+    more = []
+    if len(rows) > _ROWS:
+        more.append(f"{len(rows) - _ROWS} more rows")
+    if len(cols) > _COLS:
+        more.append("columns not shown: " + ", ".join(cols[_COLS:]))
+    if more:
+        out += ["", f"*({'; '.join(more)}; the full record is in `checks --json`.)*"]
+    return out
+
+
+def _is_records(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
+
+
+def _is_table_of_records(v: Any) -> bool:
+    return isinstance(v, dict) and len(v) >= 2 and all(isinstance(x, dict) for x in v.values())
+
+
+def _verdict(status: str, evidence: dict[str, Any]) -> str | None:
+    """The sentence that says what the numbers mean (VERIFIED: the worst margin against the
+    stated tolerance, so that a tiny negative margin is explained)."""
+    if status == "verified" and "worst_margin" in evidence:
+        m = float(evidence["worst_margin"])
+        tol = float(evidence.get("tolerance") or 0.0)
+        s = (f"Holds at all {evidence.get('samples', '?')} points: the worst margin is {_num(m)} against the stated "
+             f"tolerance {_num(tol)} (a point passes when its margin is at least minus the tolerance)")
+        if m < 0:
+            s += "; the negative worst margin is floating-point rounding at a point where the claim holds with equality"
+        return s + "."
+    if status == "proved":
+        return "SymPy reduces the residual (claim minus derivation) to exactly 0."
+    return None
+
+
+def evidence_lines(evidence: dict[str, Any], *, status: str | None = None) -> list[str]:
+    """The evidence as Markdown: a table of quantities (with units where they have one),
+    lists of records as small tables, prose keys as sentences. No JSON.
+
+    >>> print("\\n".join(evidence_lines({"residual": "0", "note": "a *note*"})))
+    | quantity | value | unit |
+    | --- | --- | --- |
+    | residual | 0 |  |
+    <BLANKLINE>
+    **note**: a *note*
     """
     keys = [k for k in ORDER if k in evidence]
     keys += sorted(k for k in evidence if k not in ORDER and k not in _SKIP)
-    out = []
+    scalars, prose, tables = [], [], []
     for k in keys:
         v = evidence[k]
         name = k.replace("_", " ")
-        if k in PROSE_KEYS:
-            out.append(f"- **{name}**: {_prose(v)}")
-        elif isinstance(v, dict) and v and len(v) <= 12 and (k in ("counterexample", "printed", "actual") or all(
-                isinstance(x, (int, float, str)) for x in v.values())):
-            inner = ", ".join(f"{kk} = {_code(vv)}" for kk, vv in v.items())
-            out.append(f"- **{name}**: {inner}")
+        if k in PROSE_KEYS and isinstance(v, str):
+            prose.append(f"**{name}**: {_prose(v)}")
+        elif _is_records(v):
+            tables.append((name, v))
+        elif _is_table_of_records(v):
+            tables.append((name, [{"": kk, **x} for kk, x in v.items()]))
+        elif isinstance(v, dict) and any(_is_records(x) for x in v.values()):
+            for kk, x in v.items():
+                if _is_records(x):
+                    tables.append((f"{name}: {kk}", x))
+                else:
+                    scalars.append((f"{name}: {kk}", x, ""))
         else:
-            out.append(f"- **{name}**: {_code(v)}")
+            scalars.append((name, v, UNITS.get(k, "")))
+    out = []
+    if scalars:
+        out += ["| quantity | value | unit |", "| --- | --- | --- |"]
+        out += [f"| {_cell(n)} | {_cell(v)} | {u} |" for n, v, u in scalars]
+    for n, rows in tables:
+        out += ["", f"*{n}*", ""] + _records_table(rows)
+    verdict = _verdict(status, evidence) if status else None
+    if verdict:
+        out += ["", verdict]
+    for p in prose:
+        out += ["", p]
     return out
+
+
+def book_version() -> str:
+    """The library's version, which is the book's (CITATION.cff repeats it)."""
+    from dpcompanion import __version__
+
+    return __version__
+
+
+def cite_bibtex(claim_id: str, *, status: str = "") -> str:
+    """A BibTeX entry citing one check of the book: its claim id (the stable anchor,
+    :func:`label`) and the book's version.
+
+    >>> print(cite_bibtex("H-T4.4.T-opt", status="refuted").splitlines()[0])
+    @misc{dpcompanion-H-T4.4.T-opt,
+    """
+    v = book_version()
+    return "\n".join([
+        f"@misc{{dpcompanion-{claim_id},",
+        "  author  = {{The dpcompanion contributors}},",
+        f"  title   = {{dpcompanion check {claim_id}" + (f" ({status})" if status else "") + "},",
+        f"  note    = {{Claim {claim_id}, machine-checked by dpcompanion version {v}, anchor {label(claim_id)}; "
+        "companion to Hong et al. 2022 (arXiv 2101.07413) and Wu et al. 2021 (arXiv 2110.07435)},",
+        f"  version = {{{v}}},",
+        "  year    = {2026}",
+        "}",
+    ])
 
 
 def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[str] = ()) -> str:
@@ -161,25 +314,32 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
     lines = []
     if labels:
         lines += [f"({label(r['id'])})=", ""]
-    lines += [f":::{{admonition}} {r['id']}: {badge}", f":class: {cls}", ""]
+    lines += [f"::::{{admonition}} {r['id']}: {badge}", f":class: {cls}", ""]
     lines.append(f"**{badge}** · method: *{r.get('method', '?')}* · source: {_prose(r.get('source', ''))}")
     vers = r.get("versions")
     if vers:
         lines[-1] += " · versions: " + ", ".join(str(v) for v in vers)
     lines += ["", f"**Statement.** {r.get('statement', '')}", ""]
-    ev = r.get("evidence") or {}
+    ev = dict(r.get("evidence") or {})
     if r["status"] == "error":
         lines.append(f"**The check raised** {_code(ev.get('exception', '?'))}")
     else:
+        if r.get("impact") and "impact" not in ev and r["status"] in ("refuted", "not-reproduced"):
+            ev["impact"] = r["impact"]
         lines.append("**Evidence.**")
         lines.append("")
-        lines += evidence_lines(ev)
+        lines += evidence_lines(ev, status=r["status"])
+    if r.get("mutant"):
+        caught = {True: " Caught.", False: " NOT caught."}.get(r.get("mutant_caught"), "")
+        lines += ["", f"**Mutant** (a minimally false variant the same check must refute): {_prose(r['mutant'])}.{caught}"]
     for key, text in (("corrected_by", "Corrected statement"), ("corrects", "Corrects")):
         other = r.get(key)
         if other:
             ref = f"{{ref}}`{other} <{label(other)}>`" if other in linkable else f"**{other}**"
             lines += ["", f"**{text}:** {ref}"]
-    lines += [":::", ""]
+    lines += ["", ":::{admonition} Cite this check", ":class: dropdown", "", "```bibtex",
+              cite_bibtex(r["id"], status=r["status"]), "```", ":::"]
+    lines += ["::::", ""]
     return "\n".join(lines)
 
 
@@ -217,48 +377,138 @@ def show_claims(prefix: str, *, results: list[dict[str, Any]] | None = None, lab
     display(Markdown(md))
 
 
-#: where each claim id prefix is shown with its label (the theory pages of the book);
-#: used by :func:`errata_markdown` to link back (only to pages that emit the labels).
-PAGES = {
-    "H-L3.1": "h-theory-3", "H-C3": "h-theory-3", "H-C4": "h-theory-3",
-    "H-T4.1.": "h-theory-4-1", "H-T4.2": "h-theory-4-1", "H-L4.3": "h-theory-4-1", "H-E26": "h-theory-4-1",
-    "H-T4.4": "h-theory-4-1", "H-S4.1.3": "h-theory-4-1", "H-Slides.uniform": "h-theory-4-1",
-    "H-Slides.dynamic": "h-theory-4-1", "H-T4.8": "h-theory-4-3", "H-T4.10": "h-theory-4-4",
-    "H-T4.11": "h-theory-4-4", "H-T4.12": "h-theory-4-4", "H-Tab": "h-tables",
-}
+def theorem_markdown(theorem_id: str) -> str:
+    """The MyST box of a declared result (:data:`registry.THEOREMS`): its directive, title,
+    stable label, and the statement as declared; followed by the ids of the claims that
+    check it.
+
+    >>> print(theorem_markdown("H-T4.4").splitlines()[:2])
+    ['```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
+    """
+    load_all()
+    if theorem_id not in THEOREMS:
+        raise ValueError(f"no declared theorem {theorem_id!r}; declared: {', '.join(sorted(THEOREMS))}")
+    t = THEOREMS[theorem_id]
+    return "\n".join([f"```{{prf:{t.kind}}} {t.title}", f":label: {t.label}", ":nonumber:", "", t.statement, "```", ""])
+
+
+def show_theorem(theorem_id: str) -> None:
+    """Display (IPython) the box of a declared result; a page calls it above ``show_claims``."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(theorem_markdown(theorem_id)))
+
+
+def notebooks_dir() -> Path:
+    """The repository's ``notebooks/`` folder (the pages of the book)."""
+    return Path(__file__).resolve().parents[2] / "notebooks"
+
+
+@functools.lru_cache(maxsize=1)
+def pages() -> dict[str, str]:
+    """``{claim id prefix: notebook id}`` read from the notebooks: every ``show_claims("P")``
+    call in a code cell of ``notebooks/<id>.ipynb``. Derived from the pages themselves, so
+    it cannot go stale (the hand-kept map it replaces did)."""
+    out: dict[str, str] = {}
+    d = notebooks_dir()
+    for nb in sorted(d.glob("*.ipynb")) if d.is_dir() else []:
+        try:
+            cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
+        except (OSError, ValueError):
+            continue
+        for c in cells:
+            if c.get("cell_type") != "code":
+                continue
+            src = "".join(c.get("source", []))
+            for m in re.finditer(r"""show_claims\(\s*["']([^"']+)["']""", src):
+                out.setdefault(m.group(1), nb.stem)
+    return out
 
 
 def page_of(claim_id: str) -> str | None:
-    """The theory page (notebook id) that shows ``claim_id`` with its label, if one of ours.
+    """The page (notebook id) that shows ``claim_id`` with its label: the notebook whose
+    ``show_claims`` prefix is the longest prefix of the id; ``None`` if no page shows it.
 
-    >>> page_of("H-T4.4.T-opt"), page_of("W-T4.1")
-    ('h-theory-4-1', None)
+    >>> page_of("H-T4.4.T-opt") is not None, page_of("NO-SUCH-ID")
+    (True, None)
     """
-    for p, page in PAGES.items():
-        if claim_id.startswith(p):
-            return page
-    return None
+    best = None
+    for p, page in pages().items():
+        if claim_id.startswith(p) and (best is None or len(p) > len(best[0])):
+            best = (p, page)
+    return best[1] if best else None
+
+
+def _severity_rank(r: dict[str, Any]) -> int:
+    sev = r.get("severity")
+    return SEVERITIES.index(sev) if sev in SEVERITIES else len(SEVERITIES)
+
+
+_ABBREV = ("Eq", "Eqs", "e.g", "i.e", "Sec", "Thm", "App", "Prop", "Fig", "Def", "cf", "vs", "resp", "al")
+
+
+def _first_sentence(text: Any, limit: int = 200) -> str:
+    """The first sentence of a prose field (a period that ends an abbreviation such as
+    "Eq." does not end it), capped at ``limit`` characters.
+
+    >>> _first_sentence("From the surrogate (paper Eq. 23), not the bound. Later text.")
+    'From the surrogate (paper Eq. 23), not the bound.'
+    """
+    t = _prose(text or "")
+    for m in re.finditer(r"\.(\s+)(?=[A-Z(])", t):
+        word = re.search(r"([A-Za-z.]+)$", t[: m.start()])
+        if word and word.group(1).rstrip(".") in _ABBREV:
+            continue
+        t = t[: m.start() + 1]
+        break
+    return t if len(t) <= limit else t[: limit - 1] + "…"
+
+
+def status_definitions_markdown() -> str:
+    """One line per status, as a table (the errata page shows it)."""
+    out = ["| status | meaning |", "| --- | --- |"]
+    for s in STATUSES:
+        if s != "open":
+            out.append(f"| {BADGES[s][0]} | {STATUS_DEFINITIONS[s]} |")
+    return "\n".join(out) + "\n"
+
+
+def _name(cid: str, link: bool) -> str:
+    return f"{{ref}}`{cid} <{label(cid)}>`" if (link and page_of(cid)) else f"**{cid}**"
+
+
+def errata_summary_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> str:
+    """The table that opens the errata page: every refuted and not-reproduced claim, most
+    severe first (changes a conclusion, missing hypothesis, constant factor, typo, then
+    unclassified), each row linking to its claim."""
+    rows = [r for r in results if r["status"] in ("refuted", "not-reproduced")]
+    rows.sort(key=lambda r: (_severity_rank(r), r["id"]))
+    out = ["| severity | claim | source | in one sentence |", "| --- | --- | --- | --- |"]
+    for r in rows:
+        sev = r.get("severity") or ("procedure unknown" if r["status"] == "not-reproduced" else "not classified")
+        what = _first_sentence(r.get("impact") or (r.get("evidence") or {}).get("impact") or r.get("statement"))
+        out.append(f"| {sev} | {_name(r['id'], link)} | {_cell(r.get('source', ''))} | {what.replace('|', chr(92) + '|')} |")
+    return "\n".join(out) + "\n"
 
 
 def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> str:
-    """The errata page body: one section per refuted claim (what is printed, what holds
-    instead, the evidence, whether conclusions are affected), each with its correction's
-    status. Links (``{ref}`` to the claim's label) only for claims shown on a page of
-    :data:`PAGES`; the others are named in bold."""
+    """The errata page body: one section per refuted (and not-reproduced) claim, most severe
+    first (what is printed, what holds instead, the evidence, whether conclusions are
+    affected), each with its correction's status. Links (``{ref}`` to the claim's label) for
+    every claim a page shows (:func:`page_of`); the others are named in bold."""
     results = list(results)
     by_id = {r["id"]: r for r in results}
-    refuted_ = [r for r in results if r["status"] == "refuted"]
+    shown = [r for r in results if r["status"] in ("refuted", "not-reproduced")]
+    shown.sort(key=lambda r: (_severity_rank(r), r["id"]))
     out = []
-
-    def name(cid: str) -> str:
-        return f"{{ref}}`{cid} <{label(cid)}>`" if (link and page_of(cid)) else f"**{cid}**"
-
-    for r in refuted_:
+    for r in shown:
         ev = dict(r.get("evidence") or {})
         out.append(f"### {r['id']}")
         out.append("")
         vers = ", ".join(r.get("versions") or [])
-        out.append(f"*{_prose(r.get('source', ''))}* (versions: {vers}) · claim {name(r['id'])} · method *{r.get('method')}*")
+        sev = f" · severity: *{r['severity']}*" if r.get("severity") else ""
+        out.append(f"*{_prose(r.get('source', ''))}* (versions: {vers}) · claim {_name(r['id'], link)} · method "
+                   f"*{r.get('method')}* · {BADGES.get(r['status'], (r['status'],))[0]}{sev}")
         out.append("")
         out.append(f"**Printed.** {r.get('statement', '')}")
         out.append("")
@@ -266,17 +516,17 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         if corr and corr in by_id:
             c = by_id[corr]
             badge = BADGES.get(c["status"], (c["status"], ""))[0]
-            out.append(f"**What holds instead** ({name(corr)}, {badge}). {c.get('statement', '')}")
+            out.append(f"**What holds instead** ({_name(corr, link)}, {badge}). {c.get('statement', '')}")
         elif "holds_instead" in ev:
             out.append(f"**What holds instead.** {_prose(ev['holds_instead'])}")
         else:
             out.append("**What holds instead.** No corrected statement is registered.")
         out.append("")
-        impact = ev.pop("impact", None)
-        ev.pop("holds_instead", None)
+        impact = r.get("impact") or ev.get("impact")
         out.append("**Evidence.**")
         out.append("")
-        out += evidence_lines({k: v for k, v in ev.items() if k in ("counterexample", "printed", "actual", "explanation", "note")})
+        out += evidence_lines({k: v for k, v in ev.items()
+                               if k in ("counterexample", "comparison", "printed", "actual", "explanation", "note", "missing")})
         out.append("")
         out.append(f"**Are the paper's conclusions affected?** {_prose(impact) if impact else 'Not assessed in the registry entry.'}")
         out.append("")

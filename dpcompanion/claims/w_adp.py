@@ -17,7 +17,7 @@ import sympy as sp
 
 from dpcompanion.theory import accounting as acc
 from dpcompanion.theory.bounds import adp
-from dpcompanion.claims.registry import claim, illustrated, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import claim, compare, illustrated, not_reproduced, proved, refuted, verified_by_margins
 
 SRC = "W (002)"
 V = ("002",)
@@ -69,14 +69,15 @@ def tight_composition_epsilon(*, epsilons, deltas, delta_total: float) -> float:
     r"$\tilde\delta=1-(1-\delta_0)^k+\delta'$.",
     method="sympy",
     versions=V,
+    mutant='2k replaced by 2(k + 1) under the square root of the classical form',
 )
-def _l22_equal():
+def _l22_equal(*, mutant=False):
     e0, d0, dp = sp.symbols("epsilon0 delta0 deltap", positive=True)
     k = 6
     ext = sp.sqrt(sum(2 * e0**2 * sp.log(1 / dp) for _ in range(k))) + sum(
         e0 * (sp.exp(e0) - 1) / (sp.exp(e0) + 1) for _ in range(k)
     )
-    classic = e0 * sp.sqrt(2 * k * sp.log(1 / dp)) + k * e0 * (sp.exp(e0) - 1) / (sp.exp(e0) + 1)
+    classic = e0 * sp.sqrt(2 * (k + (1 if mutant else 0)) * sp.log(1 / dp)) + k * e0 * (sp.exp(e0) - 1) / (sp.exp(e0) + 1)
     dext = 1 - sp.prod([(1 - d0) for _ in range(k)]) + dp
     dcl = 1 - (1 - d0) ** k + dp
     # the library implementation against the classical formula at sample points
@@ -103,8 +104,9 @@ def _l22_equal():
     r"(tight) composition $\varepsilon$ at the same $\tilde\delta$, for heterogeneous $(\varepsilon_i,\delta_i)$.",
     method="numeric",
     versions=V,
+    mutant="Lemma 2.2's epsilon scaled just below the tightest ratio tight/lemma found (compare(), mutant scale)",
 )
-def _l22_valid():
+def _l22_valid(*, mutant=False):
     rng = np.random.default_rng(0)
     margins, pts = [], []
     for trial in range(24):
@@ -114,11 +116,9 @@ def _l22_valid():
         dprime = float(10 ** rng.uniform(-7, -3))
         ew, dw = acc.advanced_composition(epsilons=eps, deltas=dl, delta_prime=dprime)
         et = tight_composition_epsilon(epsilons=eps, deltas=dl, delta_total=dw)
-        margins.append((ew - et) / ew)
         pts.append({"k": k, "delta_prime": dprime, "eps_lemma": ew, "eps_tight": et})
-    return verified_by_margins(
-        margins,
-        points=pts,
+    return compare(
+        pts, lhs=[p["eps_tight"] for p in pts], rhs=[p["eps_lemma"] for p in pts], relation="<=", mutant=mutant,
         domain="24 random heterogeneous sets: k in [2, 12], eps_i in (0.01, 0.9), delta_i in (1e-9, 1e-6), delta' in (1e-7, 1e-3); seed 0",
         median_ratio_lemma_over_tight=float(np.median([p["eps_lemma"] / max(p["eps_tight"], 1e-300) for p in pts])),
     )
@@ -142,6 +142,7 @@ def single_step_delta(*, epsilon: float, n: int, s: float, G: float = 1.0) -> fl
 
 @claim(
     "W-T4.1.sigma2",
+    severity="missing hypothesis",
     source=f"{SRC} Thm 4.1, Eq. (6) (main text, no condition on T; App. C.1 Thm C.1 has it)",
     statement=r"Algorithm 1 with noise $\alpha_t c_t$, $c_t\sim N(0,\sigma^2 I)$, "
     r"$\sigma^2=\frac{(16G)^2B_\delta}{n^2\varepsilon^2}\sum_t\alpha_t^{-2}$ is $(\varepsilon,\delta)$-DP for any known $\{\alpha_t\}$.",
@@ -165,6 +166,7 @@ def _t41_sigma2():
     if d1 <= delta:  # step 1 alone would stay within the claimed delta: no counterexample here
         return verified_by_margins([delta - d1], domain="alpha_t^2 = t, n = 1000, T = 200, epsilon = 2")
     return refuted(
+        lhs=d1, relation="<=", rhs=delta,
         counterexample={"alpha_t^2": "t", "n": n, "T": T, "epsilon": eps, "delta": delta, "G": 1.0, "noise_std_step1": s},
         printed={"delta of the whole algorithm <=": delta},
         actual={"exact delta(epsilon) of step 1 alone": d1},
@@ -192,8 +194,9 @@ def _t41_sigma2():
     method="numeric",
     corrects="W-T4.1.sigma2",
     versions=V,
+    mutant='the target epsilon scaled just below the largest accountant epsilon found (compare(), mutant scale)',
 )
-def _t41_sigma2_conditioned():
+def _t41_sigma2_conditioned(*, mutant=False):
     import dp_accounting as dpa
 
     n, delta = 100, 1e-5
@@ -215,10 +218,9 @@ def _t41_sigma2_conditioned():
         for k, cnt in zip(*np.unique(idx, return_counts=True)):
             ra.compose(dpa.SampledWithoutReplacementDpEvent(n, 1, dpa.GaussianDpEvent(float(levels[k]))), int(cnt))
         e_acc = float(ra.get_epsilon(delta))
-        margins.append((eps - e_acc) / eps)
         pts.append({"p": p, "epsilon": eps, "T": T, "epsilon_rdp": e_acc})
-    return verified_by_margins(
-        margins, points=pts,
+    return compare(
+        pts, lhs=[q["epsilon_rdp"] for q in pts], rhs=[q["epsilon"] for q in pts], relation="<=", mutant=mutant,
         domain="alpha_t^2 = t^p, p in {0, 1/2}, epsilon = 1, n = 100, delta = 1e-5, smallest power-of-2 T "
         "meeting the condition (delta0 from Eq. 21); noise rounded down to 4 levels (conservative)",
         table=pts,
@@ -263,8 +265,9 @@ def _t41_growth():
     r"$p\in\{0,\frac14,\frac12,\frac34,1\}$).",
     method="sympy",
     versions=V,
+    mutant='the limits claimed 11/10 of 1/(1-p) (resp. of 1)',
 )
-def _t41_growth_limits():
+def _t41_growth_limits(*, mutant=False):
     x, T = sp.symbols("x T", positive=True)
     res = []
     for p in (sp.Integer(0), sp.Rational(1, 4), sp.Rational(1, 2), sp.Rational(3, 4), sp.Integer(1)):
@@ -272,7 +275,7 @@ def _t41_growth_limits():
         upper = 1 + sp.integrate(x ** (-p), (x, 1, T))
         scale, target = (T ** (1 - p), 1 / (1 - p)) if p < 1 else (sp.log(T), sp.Integer(1))
         for bound in (lower, upper):
-            res.append(sp.limit(bound / scale, T, sp.oo) - target)
+            res.append(sp.limit(bound / scale, T, sp.oo) - target * (sp.Rational(11, 10) if mutant else 1))
     return proved(sum(sp.Abs(r) for r in res), note="both integral bounds, divided by T^(1-p) (resp. log T), tend to 1/(1-p) (resp. 1)")
 
 
@@ -286,8 +289,9 @@ def _t41_growth_limits():
     r"(Cauchy-Schwarz; equality iff $\alpha_t^2\propto b_t$).",
     method="sympy",
     versions=V,
+    mutant='the minimiser claimed at alpha_t = b_t (square root dropped)',
 )
-def _t42_min():
+def _t42_min(*, mutant=False):
     T = 4
     a = sp.symbols(f"alpha1:{T + 1}", positive=True)
     b = sp.symbols(f"b1:{T + 1}", positive=True)
@@ -295,7 +299,7 @@ def _t42_min():
     target = sum(1 / bi for bi in b) ** 2
     lagrange = sum((a[s] / b[s] / a[t] - a[t] / b[t] / a[s]) ** 2 for s in range(T) for t in range(s + 1, T))
     r1 = sp.simplify(sp.expand(Mexpr - target - lagrange))
-    r2 = sp.simplify(Mexpr.subs({ai: sp.sqrt(bi) for ai, bi in zip(a, b)}) - target)
+    r2 = sp.simplify(Mexpr.subs({ai: (bi if mutant else sp.sqrt(bi)) for ai, bi in zip(a, b)}) - target)
     return proved(
         sp.Abs(r1) + sp.Abs(r2),
         T=T,
@@ -310,16 +314,18 @@ def _t42_min():
     statement=r"$M_{dp}/M_{adp}=T\sum_t b_t^{-2}/(\sum_t b_t^{-1})^2\ge1$ for every $\{b_t\}$.",
     method="sympy",
     versions=V,
+    mutant='T replaced by T + 1 in T sum x^2 - (sum x)^2',
 )
-def _r41_ratio():
+def _r41_ratio(*, mutant=False):
     T = 5
     x = sp.symbols(f"x1:{T + 1}", positive=True)  # x_t = 1/b_t
-    r = sp.expand(T * sum(xi**2 for xi in x) - sum(x) ** 2 - sum((x[s] - x[t]) ** 2 for s in range(T) for t in range(s + 1, T)))
+    r = sp.expand((T + (1 if mutant else 0)) * sum(xi**2 for xi in x) - sum(x) ** 2 - sum((x[s] - x[t]) ** 2 for s in range(T) for t in range(s + 1, T)))
     return proved(sp.simplify(r), T=T, note="T sum x^2 - (sum x)^2 = sum_{s<t} (x_s - x_t)^2 >= 0")
 
 
 @claim(
     "W-R4.1.alt",
+    severity="typo",
     source=f"{SRC} Remark 4.1, last paragraph",
     statement=r"Setting $\alpha_t\alpha_{T-(t-1)}=b_t$ is another relationship that leads to the same $M_{adp}$.",
     method="numeric",
@@ -333,6 +339,7 @@ def _r41_alt():
     if abs(m_alt - m_adp) <= 1e-12 * m_adp:  # the alternative rule would give the same M
         return verified_by_margins([0.0], domain="alpha = (1, 2)")
     return refuted(
+        lhs=m_alt, relation="==", rhs=m_adp, tol=1e-12 * m_adp,
         counterexample={"alpha": alpha.tolist(), "b": b.tolist()},
         printed={"M": adp.M_adp(b=b)},
         actual={"M": adp.M(alpha=alpha, b=b), "M_adp": adp.M_adp(b=b)},
@@ -351,20 +358,22 @@ def _r41_alt():
     method="sympy",
     corrects="W-R4.1.alt",
     versions=V,
+    mutant='the factor 1/2 of the gap replaced by 1/4',
 )
-def _r41_alt_corrected():
+def _r41_alt_corrected(*, mutant=False):
     T = 4
     a = sp.symbols(f"alpha1:{T + 1}", positive=True)
     b = [a[t] * a[T - 1 - t] for t in range(T)]
     Mexpr = sum((a[t] / b[t]) ** 2 for t in range(T)) * sum(1 / ai**2 for ai in a)
     r1 = sp.simplify(Mexpr - sum(1 / ai**2 for ai in a) ** 2)
     gap = sum(1 / ai**2 for ai in a) - sum(1 / bi for bi in b)
-    r2 = sp.simplify(sp.expand(gap - sum((1 / a[t] - 1 / a[T - 1 - t]) ** 2 for t in range(T)) / 2))
+    r2 = sp.simplify(sp.expand(gap - sum((1 / a[t] - 1 / a[T - 1 - t]) ** 2 for t in range(T)) / (4 if mutant else 2)))
     return proved(sp.Abs(r1) + sp.Abs(r2), T=T, note="sum 1/alpha^2 - sum 1/b = (1/2) sum (1/alpha_t - 1/alpha_{T+1-t})^2")
 
 
 @claim(
     "W-T4.2.eq7",
+    severity="typo",
     source=f"{SRC} Thm 4.2, Eq. (7) vs App. C.2, Eq. (23)",
     statement=r"Eq. (7) as printed, with normaliser $1/\sum_{t}b_{t+1}$, is the bound proved in App. C.2.",
     method="numeric",
@@ -376,6 +385,7 @@ def _t42_eq7():
     if abs(1 / float(b.sum()) - 1 / float((1 / b).sum())) <= 1e-12:  # the two normalisers would agree
         return verified_by_margins([0.0], domain="b_t = sqrt(20 + t), T = 100")
     return refuted(
+        lhs=1 / float(b.sum()), relation="==", rhs=1 / float((1 / b).sum()), tol=1e-12,
         counterexample={"b_t": "sqrt(20 + t)", "T": 100},
         printed={"1/sum b_t": 1 / float(b.sum())},
         actual={"1/sum (1/b_t) (Eq. 23)": 1 / float((1 / b).sum())},
@@ -395,11 +405,13 @@ def _t42_eq7():
     method="sympy",
     corrects="W-T4.2.eq7",
     versions=V,
+    mutant='alpha_t^2 = b_t^2 in place of b_t',
 )
-def _t42_eq23():
+def _t42_eq23(*, mutant=False):
     b = sp.symbols("b1:6", positive=True)
-    Madp = sum(1 / bi for bi in b) ** 2
-    return proved(sp.simplify(Madp / sum(1 / bi for bi in b) - sum(1 / bi for bi in b)))
+    a = [bi if mutant else sp.sqrt(bi) for bi in b]  # alpha_t^2 = b_t
+    M = sum((ai / bi) ** 2 for ai, bi in zip(a, b)) * sum(1 / ai**2 for ai in a)  # Thm 4.2's M(alpha, b)
+    return proved(sp.simplify(M / sum(1 / bi for bi in b) - sum(1 / bi for bi in b)), T=5)
 
 
 # ------------------------------------------------------------------------- Prop 5.1
@@ -415,6 +427,7 @@ def _p51_grid():
 
 @claim(
     "W-P5.1.eq9",
+    severity="constant factor",
     source=f"{SRC} Prop. 5.1, Eq. (9)",
     statement=r"ADP-SGD ($\alpha_t^2=b_t$, $b_t=\sqrt{a+ct}$, $T\ge5+4a/c$): the privacy term of Thm 4.2 is at most "
     r"$\frac{\eta dL(16G)^2B_\delta\sqrt T}{2n^2\varepsilon^2\sqrt c}$.",
@@ -435,6 +448,7 @@ def _p51_eq9():
         return res
     ce = res.evidence["counterexample"]
     return refuted(
+        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
         counterexample={k: ce[k] for k in ("a", "c", "T")},
         printed={"Eq. (9) privacy part / C": ce["bound"]},
         actual={"exact sum_t 1/b_t": ce["exact"]},
@@ -454,16 +468,17 @@ def _p51_eq9():
     method="numeric",
     corrects="W-P5.1.eq9",
     versions=V,
+    mutant='the bound scaled just below the tightest ratio exact/bound found (compare(), mutant scale)',
 )
-def _p51_eq25():
+def _p51_eq25(*, mutant=False):
     margins, pts = [], []
     for a, c, T in _p51_grid():
         b = adp.b_poly(a=a, c=c, T=T)
         ex = adp.privacy_term(alpha=np.sqrt(b), b=b)
         bd = adp.prop51_bound(T=T, a=a, c=c, which="adp", version="appendix")
-        margins.append((bd - ex) / ex)
+        margins.append((ex, bd))
         pts.append({"a": a, "c": c, "T": T})
-    return verified_by_margins(margins, points=pts, domain="(a, c) in 4 pairs, T from 5 + 4a/c to 20000")
+    return compare(pts, lhs=[m[0] for m in margins], rhs=[m[1] for m in margins], relation="<=", mutant=mutant, domain="(a, c) in 4 pairs, T from 5 + 4a/c to 20000")
 
 
 @claim(
@@ -473,17 +488,18 @@ def _p51_eq25():
     r"$2C\sqrt{T/c}\log(1+Tc/a)$ (Eq. 10) and at most $C\log(1+Tc/a)(\sqrt{T-1}+1)/\sqrt c$ (Eq. 26).",
     method="numeric",
     versions=V,
+    mutant='the bound scaled just below the tightest ratio exact/bound found (compare(), mutant scale)',
 )
-def _p51_eq10():
+def _p51_eq10(*, mutant=False):
     margins, pts = [], []
     for a, c, T in _p51_grid():
         b = adp.b_poly(a=a, c=c, T=T)
         ex = adp.privacy_term(alpha=np.ones(T), b=b)
         for ver in ("main", "appendix"):
             bd = adp.prop51_bound(T=T, a=a, c=c, which="dp", version=ver)
-            margins.append((bd - ex) / ex)
+            margins.append((ex, bd))
             pts.append({"a": a, "c": c, "T": T, "version": ver})
-    return verified_by_margins(margins, points=pts, domain="(a, c) in 4 pairs, T from 5 + 4a/c to 20000, Eq. (10) and (26)")
+    return compare(pts, lhs=[m[0] for m in margins], rhs=[m[1] for m in margins], relation="<=", mutant=mutant, domain="(a, c) in 4 pairs, T from 5 + 4a/c to 20000, Eq. (10) and (26)")
 
 
 @claim(
@@ -648,7 +664,9 @@ def _weps():
     iv = ivs[conv]
     i_lo = max(range(5), key=lambda i: iv[i][0])
     i_hi = min(range(5), key=lambda i: iv[i][1])
-    return refuted(
+    return not_reproduced(
+        missing="W's accountant call: the footnote gives the setup only and App. G's code is an image not in the text",
+        lhs=fits[conv][0], relation="<=", rhs=fits[conv][1],
         counterexample={"accountant": f"rdp-{conv}",
                         "values": [W_EPS_PAPER[i_lo], W_EPS_PAPER[i_hi]],
                         "epsilon_bar": [acc.W_EPSILON_BARS[i_lo], acc.W_EPSILON_BARS[i_hi]]},
@@ -681,13 +699,16 @@ def _weps():
     method="numeric",
     corrects="W-EPS",
     versions=V,
+    mutant="the accountants' interval [lo, hi] shrunk by 0.05 epsilon_bar at both ends",
 )
-def _weps_ours():
+def _weps_ours(*, mutant=False):
     rows = [r for r in w_eps_table() if r["b_delta"] == "main"]
     margins, pts = [], []
     for eb, paper in zip(acc.W_EPSILON_BARS, W_EPS_PAPER):
         sel = {r["accountant"]: r["epsilon_accountant"] for r in rows if r["epsilon_bar"] == eb}
         lo, hi = min(sel.values()), max(sel.values())
+        if mutant:
+            lo, hi = lo + 0.05 * eb, hi - 0.05 * eb
         margins.append(min(paper - lo, hi - paper, eb - hi) / eb)
         pts.append({"epsilon_bar": eb, "paper": paper, **{k: round(v, 4) for k, v in sel.items()}})
     return verified_by_margins(margins, points=pts, domain="the five epsilon_bar, main-text B_delta", table=pts)

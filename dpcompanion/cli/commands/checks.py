@@ -5,10 +5,16 @@ Examples::
     python -m dpcompanion checks                 # table + counts per status
     python -m dpcompanion checks --id H-T4.4     # only ids starting with H-T4.4
     python -m dpcompanion checks --json          # JSON array (id, status, method, evidence, ...)
+    python -m dpcompanion checks --mutants       # also run each proved/verified check on its mutant
+
+``--mutants`` runs every ``proved``/``verified`` entry's check a second time with
+``mutant=True`` (the minimally false variant its declaration names) and reports
+``mutant_caught`` (the mutant came out ``refuted``) and ``mutant`` (what was changed).
 
 Exit status: 0 when every selected check ran (``refuted`` claims are findings, not
-failures), 1 when a check raised (status ``error``), 2 for bad input (an ``--id`` prefix
-that matches no claim).
+failures) and, with ``--mutants``, every proved/verified entry caught its mutant; 1 when a
+check raised (status ``error``) or a mutant went uncaught; 2 for bad input (an ``--id``
+prefix that matches no claim).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import json
 import sys
 import time
 
-HELP = "run the claim checks (proved/verified/refuted/illustrated) and print a table or JSON"
+HELP = "run the claim checks (proved/verified/identity/refuted/not-reproduced/illustrated) and print a table or JSON"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,6 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--id", dest="prefix", default=None, metavar="PREFIX",
                    help="only claims whose id starts with PREFIX (e.g. H-T4.4, W-)")
     p.add_argument("--json", action="store_true", help="print a JSON array of results instead of a table")
+    p.add_argument("--mutants", action="store_true",
+                   help="also run each proved/verified check on its declared mutant and report mutant_caught")
 
 
 def _summary(r: dict) -> str:
@@ -65,17 +73,25 @@ def run(args: argparse.Namespace) -> int:
     if args.prefix is not None and not any(cid.startswith(args.prefix) for cid in reg):
         raise UsageError(f"--id {args.prefix!r} matches no registered claim ({len(reg)} claims; ids look like H-T4.4.T-opt)")
     t0 = time.perf_counter()
-    results = run_checks(args.prefix)
+    results = run_checks(args.prefix, mutants=args.mutants)
     wall = time.perf_counter() - t0
     if args.json:
         json.dump(results, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
     else:
         w = max(len(r["id"]) for r in results)
-        print(f"{'id':<{w}}  {'status':<11}  {'method':<10}  {'s':>5}  evidence")
+        mut = (lambda r: {True: "caught", False: "MISSED", None: "-"}[r.get("mutant_caught")]) if args.mutants else None
+        head = f"{'id':<{w}}  {'status':<14}  {'method':<10}  {'s':>5}  "
+        print(head + ("mutant  " if mut else "") + "evidence")
         for r in results:
-            print(f"{r['id']:<{w}}  {r['status']:<11}  {r['method']:<10}  {r['seconds']:5.2f}  {_summary(r)}")
+            line = f"{r['id']:<{w}}  {r['status']:<14}  {r['method']:<10}  {r['seconds']:5.2f}  "
+            print(line + (f"{mut(r):<6}  " if mut else "") + _summary(r))
         counts = status_counts(results)
         print()
         print(f"{len(results)} claims in {wall:.1f} s: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
-    return 1 if any(r["status"] == "error" for r in results) else 0
+        if args.mutants:
+            tried = [r for r in results if r.get("mutant_caught") is not None]
+            print(f"mutants caught: {sum(bool(r['mutant_caught']) for r in tried)} of {len(tried)} proved/verified entries")
+    if any(r["status"] == "error" for r in results):
+        return 1
+    return 1 if args.mutants and any(r.get("mutant_caught") is False for r in results) else 0

@@ -30,7 +30,7 @@ import importlib
 import pkgutil
 from typing import Any, Callable, Mapping
 
-__all__ = ["Experiment", "MODES", "all_experiments", "get", "config_for", "run_local"]
+__all__ = ["Experiment", "MODES", "all_experiments", "get", "config_for", "run_local", "register", "unregister"]
 
 MODES = ("quick", "full")
 
@@ -57,13 +57,32 @@ class Experiment:
             raise ValueError(f"experiment {self.id}: configs lack modes {missing}")
 
 
+#: experiments registered at run time (tests, user code), besides the package's modules
+_REGISTERED: dict[str, Experiment] = {}
+
+
+def register(exp: Experiment) -> Experiment:
+    """Make ``exp`` known to :func:`get` (an experiment defined outside the package, e.g. in
+    a test); its id must not be one of the package's."""
+    if exp.id in all_experiments() and _REGISTERED.get(exp.id) is not exp:
+        raise ValueError(f"experiment id {exp.id} is already defined")
+    _REGISTERED[exp.id] = exp
+    return exp
+
+
+def unregister(experiment_id: str) -> None:
+    """Forget an experiment added with :func:`register`."""
+    _REGISTERED.pop(experiment_id, None)
+
+
 def all_experiments() -> dict[str, Experiment]:
-    """Every experiment of the package, by ID (modules of this package defining EXPERIMENT)."""
+    """Every experiment of the package, by ID (modules of this package defining EXPERIMENT),
+    plus those added with :func:`register`."""
     import dpcompanion.experiments as pkg
 
-    found: dict[str, Experiment] = {}
+    found: dict[str, Experiment] = dict(_REGISTERED)
     for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name in {"base"} or info.name.startswith("_"):
+        if info.name in {"base", "store"} or info.name.startswith("_"):
             continue
         mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
         exp = getattr(mod, "EXPERIMENT", None)

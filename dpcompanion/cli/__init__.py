@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "checks": "checks",
     "train": "train",
     "bench": "bench",
+    "experiment": "experiment",
+    "results": "results",
 }
 
 

@@ -61,13 +61,13 @@ from dpcompanion.experiments import base
 __all__ = [
     "StoredResult", "load_or_compute", "load", "compute", "revalidate", "list_results", "digest",
     "config_hash", "code_files", "code_hash", "results_root", "result_dir", "check_writable",
-    "LocalExecutor", "DaskExecutor", "make_executor", "EXECUTORS", "INLINE_MAX",
+    "LocalExecutor", "DaskExecutor", "make_executor", "check_executor_options", "EXECUTORS", "INLINE_MAX",
 ]
 
 #: arrays with more elements than this go to ``arrays.npz``; smaller ones stay in the JSON
 INLINE_MAX = 64
 #: seconds allowed to connect to a running Dask scheduler (``--scheduler``)
-SCHEDULER_TIMEOUT_S = 5
+SCHEDULER_TIMEOUT_S = 3
 EXECUTORS = ("local", "dask")
 PKG = Path(__file__).resolve().parents[1]
 #: modules left out of every code hash (they store numbers, they do not make them)
@@ -384,16 +384,25 @@ def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path |
 # --- executors -----------------------------------------------------------------------
 
 def _run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> dict:
-    return run_unit(unit, device)
+    """Run one unit with numpy's BLAS/LAPACK on one thread, whatever the executor: a
+    multi-threaded LAPACK (an eigendecomposition, say) may round differently with another
+    thread count, and Dask workers run BLAS single-threaded, so the same unit would give a
+    different digest locally and on a cluster. torch's own threads are left alone (its
+    kernels give the same bits at any thread count here; the tests check the digests)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return run_unit(unit, device)
 
 
 def _run_in_worker(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> dict:
-    """Run one unit in a Dask worker process: torch limited to one thread per worker."""
+    """Run one unit in a Dask worker process: torch limited to one thread per worker (the
+    workers are single-threaded processes; N workers fill N cores)."""
     import torch
 
     if torch.get_num_threads() != 1:
         torch.set_num_threads(1)
-    return run_unit(unit, device)
+    return _run_one(run_unit, unit, device)
 
 
 class LocalExecutor:
@@ -462,6 +471,15 @@ class DaskExecutor:
 def make_executor(executor: str | None = "local", *, workers: int | None = None,
                   scheduler: str | None = None):
     """Validate the executor options (ValueError naming the flag) and build the executor."""
+    check_executor_options(executor, workers=workers, scheduler=scheduler)
+    if (executor or "local") == "local":
+        return LocalExecutor()
+    return DaskExecutor(workers=workers, scheduler=scheduler)
+
+
+def check_executor_options(executor: str | None = "local", *, workers: int | None = None,
+                           scheduler: str | None = None) -> None:
+    """The checks of :func:`make_executor`, without starting or contacting anything."""
     executor = executor or "local"
     if executor not in EXECUTORS:
         raise ValueError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
@@ -473,9 +491,6 @@ def make_executor(executor: str | None = "local", *, workers: int | None = None,
         raise ValueError("give either --workers (start a LocalCluster) or --scheduler (use a running one), not both")
     if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
         raise ValueError(f"--scheduler must be an address such as tcp://host:8786, got {scheduler!r}")
-    if executor == "local":
-        return LocalExecutor()
-    return DaskExecutor(workers=workers, scheduler=scheduler)
 
 
 # --- computing -----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcompanion.experiments.base import Experiment
+from dpcompanion.theory import exact_risk
 from dpcompanion.theory.accounting import R_PAPER
 from dpcompanion.training import influence
 
@@ -61,7 +62,8 @@ def run_unit(unit: dict, device: str) -> dict:
 
     quad = influence.squared_loss_quadratic_of(make_model("linear", in_dim=X.shape[1], n_classes=2), X, y)
     lam, off = quad["eigenvalues"], quad["offset"]
-    gap = 0.5 * float(np.sum(lam * off**2))  # f(theta_1) - f* of the quadratic
+    gap = exact_risk.pl_constants(eigenvalues=lam, offset=off, clip_norm=unit["clip_norm"], N=len(y),
+                                  R=unit["R"])["initial_gap"]  # f(theta_1) - f* of the quadratic
     t = influence.eer_tightness(kappas=unit["kappas"], initial_gap=gap, D=int(lam.size), N=int(len(y)),
                                 T_max=unit["T_max"], clip_norm=unit["clip_norm"], R=unit["R"])
     return {"runs": 0, "tightness": t}

@@ -21,6 +21,13 @@ An experiment module ``dpcompanion/experiments/<name>.py`` defines::
   ints, strings, and lists/dicts of them); its digest is the result's identity.
 
 ``config["seed"]`` is set by the caller (``--seed``); ``config["mode"]`` is the mode.
+
+A unit result may carry ``"runs"``: the number of training runs it did (the store adds them
+up for the provenance's run count; a unit without it counts as one). The results store
+(:mod:`dpcompanion.experiments.store`) runs the units on an executor, saves the payload and
+decides freshness; the code hash covers the module defining ``run_unit``/``units``/
+``combine`` and every dpcompanion module it imports. :func:`register` adds an experiment
+defined outside the package (tests).
 """
 
 from __future__ import annotations

@@ -87,6 +87,12 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(args, needle, root, cap
     assert _files(root) == []
 
 
+def test_revalidate_without_a_full_result(root, capsys):
+    assert cli.main(["experiment", "test-cli-infl", "--mode", "full", "--revalidate"]) == 0
+    assert "no full result stored" in capsys.readouterr().out
+    assert _files(root) == []
+
+
 def test_unwritable_results_folder(root, tmp_path, monkeypatch, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")

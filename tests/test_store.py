@@ -199,6 +199,7 @@ def test_executor_options_are_validated():
         store.make_executor("dask", workers=2, scheduler="tcp://127.0.0.1:8786")
 
 
+@pytest.mark.slow
 def test_same_digest_locally_and_on_a_two_worker_local_cluster(tiny):
     """The acceptance check of issue 8 on a small sweep: units run in other processes, in
     any order, with one torch thread each, give the same payload bit for bit."""

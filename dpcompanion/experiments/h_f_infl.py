@@ -40,7 +40,7 @@ CONFIGS = {
     "quick": {**_COMMON, "T": 20, "levels": np.linspace(20.0, 200.0, 5).tolist(), "repeats": 8,
               "repeats_per_unit": 4, "fit_steps": [2, 12, 18]},
     "full": {**_COMMON, "T": 100, "levels": influence.PAPER_LEVELS.tolist(), "repeats": 100,
-             "repeats_per_unit": 25, "fit_steps": [10, 60, 90]},
+             "repeats_per_unit": 10, "fit_steps": [10, 60, 90]},
 }
 
 #: the paper's protocol and reported numbers (000 App. D, "Results")

@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         if args.revalidate:
             out = store.revalidate(exp.id, device=device, executor=executor)
             res = store.load(exp.id, mode="full")
-            rec = (res.record() if res else {}) | {"revalidation": out}
+            rec = (res.record() if res else {"id": exp.id, "mode": "full", "path": None, "cached": False,
+                                              "fresh": False}) | {"revalidation": out}
         else:
             res = store.load_or_compute(exp.id, mode=args.mode, seed=seed, device=device, executor=executor,
                                         recompute=args.recompute)

@@ -247,6 +247,14 @@ def _join_arrays(obj: Any, arrays) -> Any:
     return obj
 
 
+def _sorted_keys(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _sorted_keys(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [_sorted_keys(v) for v in obj]
+    return obj
+
+
 def _write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
@@ -511,7 +519,7 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str) 
     units = exp.units(config)
     t0 = time.perf_counter()
     results = executor.map(exp.run_unit, units, device)
-    payload = exp.combine(config, list(results))
+    payload = _sorted_keys(exp.combine(config, list(results)))  # the order a loaded payload has
     wall = time.perf_counter() - t0
     runs = int(sum(int(r.get("runs", 1)) if isinstance(r, dict) else 1 for r in results))
     return payload, {"wall_s": round(wall, 3), "units": len(units), "runs": runs}

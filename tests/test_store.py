@@ -188,6 +188,15 @@ def test_unwritable_results_folder_is_refused_before_computing(tiny, tmp_path, m
     assert not called and blocker.read_text() == "not a folder"
 
 
+def test_units_run_single_threaded_and_restore_torch_threads():
+    import torch
+
+    seen = []
+    before = torch.get_num_threads()
+    store._run_one(lambda unit, device: seen.append(torch.get_num_threads()) or {}, {}, "cpu")
+    assert seen == [1] and torch.get_num_threads() == before
+
+
 def test_executor_options_are_validated():
     with pytest.raises(ValueError, match="--executor must be one of local, dask"):
         store.make_executor("slurm")
@@ -202,7 +211,12 @@ def test_executor_options_are_validated():
 @pytest.mark.slow
 def test_same_digest_locally_and_on_a_two_worker_local_cluster(tiny):
     """The acceptance check of issue 8 on a small sweep: units run in other processes, in
-    any order, with one torch thread each, give the same payload bit for bit."""
+    any order, give the same payload bit for bit. N = 1000 samples, so that torch's
+    reductions are large enough to be split over threads if a unit were multi-threaded
+    (this process keeps torch's default thread count)."""
+    big = dataclasses.replace(tiny, configs={m: {**c, "n": 1000} for m, c in TINY.items()})
+    base.unregister(tiny.id)
+    base.register(big)
     local = store.compute(tiny.id, mode="quick", device="cpu", executor=store.make_executor("local"))
     ex = store.make_executor("dask", workers=2)
     try:

@@ -392,24 +392,33 @@ def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path |
 # --- executors -----------------------------------------------------------------------
 
 def _run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> dict:
-    """Run one unit with numpy's BLAS/LAPACK on one thread, whatever the executor: a
-    multi-threaded LAPACK (an eigendecomposition, say) may round differently with another
-    thread count, and Dask workers run BLAS single-threaded, so the same unit would give a
-    different digest locally and on a cluster. torch's own threads are left alone (its
-    kernels give the same bits at any thread count here; the tests check the digests)."""
+    """Run one unit single-threaded on the CPU side, whatever the executor: torch at one
+    intra-op thread and numpy's BLAS/LAPACK at one thread, restored afterwards.
+
+    Why: a reduction split over two threads rounds differently from one over a single
+    thread, so a unit run with torch's default threads in this process and the same unit in
+    a single-threaded Dask worker gave different digests (measured on H-F-INFL quick, N =
+    1000; tiny sizes stay below torch's parallel grain and hide it). Fixing the thread count
+    makes a unit's numbers depend on its config only. Parallelism comes from running units
+    side by side (``--executor dask --workers N``); on a loaded 2-core machine one thread
+    per unit was also by far the faster choice (see the report of issue 8)."""
+    import torch
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1, user_api="blas"):
-        return run_unit(unit, device)
+    before = torch.get_num_threads()
+    if before != 1:
+        torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            return run_unit(unit, device)
+    finally:
+        if before != 1:
+            torch.set_num_threads(before)
 
 
 def _run_in_worker(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> dict:
-    """Run one unit in a Dask worker process: torch limited to one thread per worker (the
-    workers are single-threaded processes; N workers fill N cores)."""
-    import torch
-
-    if torch.get_num_threads() != 1:
-        torch.set_num_threads(1)
+    """Run one unit in a Dask worker process (single-threaded, as every unit: :func:`_run_one`;
+    N workers fill N cores)."""
     return _run_one(run_unit, unit, device)
 
 

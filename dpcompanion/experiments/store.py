@@ -20,12 +20,13 @@ sorted, floats by ``repr``, ints and strings tagged, arrays by dtype, shape and 
 does not cover provenance, times or paths, so the same config and seed give the same digest
 on any executor.
 
-**code hash** (:func:`code_files`): the sha256 of the source of the experiment's module and
+**code hash** (:func:`code_hash`, :func:`code_files`): the sha256 of the source of the experiment's module and
 of every ``dpcompanion`` module it imports, transitively (found by reading the imports
 with ``ast``, at top level and inside functions), plus the modules named in the
 experiment's ``depends_on``. The store itself is left out (it stores numbers, it does not
 make them), and so is everything the experiment does not import: the book layer (plotting,
-report) in particular, so editing a figure never invalidates a result.
+report) in particular, so editing a figure never invalidates a result. The store's
+:data:`RUN_POLICY` (every unit runs single-threaded) is hashed with them.
 
 A result is **fresh** when its config hash and code hash both equal the current ones and its
 payload still has the recorded digest.
@@ -72,6 +73,9 @@ EXECUTORS = ("local", "dask")
 PKG = Path(__file__).resolve().parents[1]
 #: modules left out of every code hash (they store numbers, they do not make them)
 CODE_HASH_EXCLUDE = frozenset({"dpcompanion.experiments.store"})
+#: how :func:`_run_one` runs every unit; part of every code hash (change it when the way
+#: units are run changes, since that can change their last bits)
+RUN_POLICY = "unit single-threaded: torch 1 intra-op thread, BLAS 1 thread"
 
 
 # --- where results live --------------------------------------------------------------
@@ -213,8 +217,10 @@ def code_files(exp: base.Experiment) -> dict[str, str]:
 
 
 def code_hash(exp: base.Experiment) -> str:
-    """sha256 over :func:`code_files` (module names and their source hashes)."""
-    return hashlib.sha256(json.dumps(code_files(exp), sort_keys=True).encode()).hexdigest()
+    """sha256 over :func:`code_files` (module names and their source hashes) and
+    :data:`RUN_POLICY` (how the store runs a unit, which can change its last bits)."""
+    return hashlib.sha256(json.dumps({"files": code_files(exp), "run_policy": RUN_POLICY},
+                                     sort_keys=True).encode()).hexdigest()
 
 
 # --- payload files -------------------------------------------------------------------
@@ -368,6 +374,8 @@ def _staleness(exp: base.Experiment, res: StoredResult, config: dict | None) -> 
         old = p.get("code_files", {})
         changed = sorted(m for m, h in code_files(exp).items() if old.get(m) != h)
         changed += sorted(m for m in old if m not in code_files(exp))
+        if not changed:
+            return "code changed: the store's run policy"
         return "code changed: " + ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
     if digest(res.payload) != p.get("digest"):
         return "payload does not match its recorded digest"

@@ -120,20 +120,33 @@ def test_theory_rate_with_a_step_size():
     assert th["q"] == pytest.approx(th["rate"] ** np.arange(3, -1, -1))
 
 
-def test_experiment_drivers_on_a_tiny_dataset():
-    """influence_experiment and eer_experiment (the notebooks' single calls), quick
-    settings, a tiny synthetic dataset instead of MNIST35."""
+def test_eer_units_on_a_tiny_dataset():
+    """eer_at_scale and eer_tightness (what the H-X-EER experiment's units call) on a tiny
+    synthetic dataset instead of MNIST35."""
     X, y, _ = _tiny(4, N=80)
-    inf = influence.influence_experiment(mode="quick", device="cpu", dataset=lambda: (X, y))
-    T = influence.INFL_SETTINGS["quick"]["T"]
-    assert inf["squared"].q.shape == (T,) and inf["logistic"].q.shape == (T,)
-    assert inf["analytic"].shape == (T,) and np.all(np.isfinite(inf["squared"].q_se))
-    eer = influence.eer_experiment(mode="quick", device="cpu", scales=(1.0,),
-                                   dataset=lambda s: (X * s / np.linalg.norm(X, axis=1).max(), y))
-    comp = eer["comparisons"][1.0]
+    Xs = X / np.linalg.norm(X, axis=1).max()
+    r = influence.eer_at_scale(Xs, y, T_max=40, T_mc=10, runs_mc=100, device="cpu")
+    comp = r["comparison"]
     for kind in ("uniform", "gd-dynamic", "exponential"):
         assert np.all(comp[kind]["ratio"] >= 1 - 1e-12)
-        r = eer["monte_carlo"][1.0][kind]
-        if r["max_clip_fraction"] == 0.0:
-            assert abs(r["z"]) < 4, (kind, r)
-    assert set(eer["tightness"]["ratio"]) == {"uniform", "gd-dynamic", "exponential"}
+        mc = r["monte_carlo"][kind]
+        if mc["max_clip_fraction"] == 0.0:
+            assert abs(mc["z"]) < 4, (kind, mc)
+    gap = 0.5 * float(np.sum(r["eigenvalues"] * r["offset"] ** 2))
+    assert gap == pytest.approx(comp["constants"]["initial_gap"], rel=1e-9)  # the unit's gap is the bound's
+    t = influence.eer_tightness(kappas=[1.3, 100.0], initial_gap=gap, D=r["eigenvalues"].size, N=r["N"], T_max=40)
+    assert set(t["ratio"]) == {"uniform", "gd-dynamic", "exponential"}
+    assert all(np.all(v >= 1 - 1e-12) for v in t["ratio"].values())
+
+
+def test_influence_statistics_is_what_retraining_reports():
+    X, y, m = _tiny(2)
+    res = influence.influence_by_retraining(m, X, y, T=3, base_sigma=0.4, levels=[0.2, 0.4, 0.8], repeats=4,
+                                            clip_norm=50.0, lr=0.5, device="cpu", dtype=torch.float64)
+    st = influence.influence_statistics(res.levels, res.final_loss)
+    for k, v in st.items():
+        np.testing.assert_array_equal(v, getattr(res, k))
+    # blocks of repeats concatenated give the statistics of the whole (the experiment's combine)
+    a, b = res.final_loss[:, :, :2], res.final_loss[:, :, 2:]
+    np.testing.assert_array_equal(influence.influence_statistics(res.levels, np.concatenate([a, b], axis=2))["q"],
+                                  res.q)

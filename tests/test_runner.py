@@ -119,3 +119,30 @@ def test_list_shows_the_real_notebooks():
     r = _reproduce("--list")
     assert r.returncode == 0
     assert set(r.stdout.split()) == {p.stem for p in (REPO / "notebooks").glob("*.ipynb")}
+
+
+def test_experiment_of_a_notebook_is_computed_once_then_loaded(tmp_path: Path, monkeypatch):
+    """A notebook named after a store experiment gets it computed before it runs, then
+    loaded on the next run; timings.json records which (issue 8: make book twice)."""
+    import dataclasses
+
+    from dpcompanion.experiments import base, h_f_infl
+
+    tiny = {m: {**h_f_infl.CONFIGS["quick"], "n": 100, "T": 2, "levels": [20.0, 200.0], "repeats": 2,
+                "repeats_per_unit": 2, "fit_steps": [1, 2]} for m in ("quick", "full")}
+    exp = base.register(dataclasses.replace(h_f_infl.EXPERIMENT, id="test-runner-exp", configs=tiny))
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
+    d = tmp_path / "nbs"
+    d.mkdir()
+    nbformat.write(_nb(["print('plot only')"]), d / "test-runner-exp.ipynb")
+    nbformat.write(_nb(["x = 1"]), d / "plain.ipynb")
+    out = tmp_path / "out"
+    try:
+        t1 = runner.reproduce(notebooks_dir=d, out_dir=out, device="cpu", stream=open("/dev/null", "w"))
+        assert t1["notebooks"]["test-runner-exp"]["experiment"] == "computed"
+        assert "experiment" not in t1["notebooks"]["plain"]
+        t2 = runner.reproduce(notebooks_dir=d, out_dir=out, device="cpu", stream=open("/dev/null", "w"))
+        assert t2["notebooks"]["test-runner-exp"]["experiment"] == "loaded"
+        assert t2["notebooks"]["test-runner-exp"]["digest"] == t1["notebooks"]["test-runner-exp"]["digest"]
+    finally:
+        base.unregister(exp.id)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-VERDICTS = ("agrees", "partly", "disagrees", "not comparable")
+#: the last one: a quick build whose sizes differ from the paper's gives no verdict on the paper's
+#: numbers (dpcompanion.experiments.h_f_infl.QUICK_NOT_COMPARED is the same string)
+VERDICTS = ("agrees", "partly", "disagrees", "not comparable", "quick build: sizes differ from the paper, not compared")
 
 
 def fmt(x: Any, digits: int = 4) -> str:

@@ -6,6 +6,13 @@ ran to the end, so a failed run never leaves a half-executed page in the book (i
 copy is removed, so that the book build then fails loudly instead of showing old
 results). Timings of the run are written to ``book/generated/timings.json``.
 
+A notebook whose id is an experiment of the results store
+(:mod:`dpcompanion.experiments.store`) gets its experiment computed, or found fresh, *before*
+it runs, with the executor options of the run (``--executor``, ``--workers``,
+``--scheduler``, ``--recompute``), so that the notebook's own ``load_or_compute`` only loads;
+``timings.json`` records per notebook whether its experiment was ``computed`` or ``loaded``
+and the seconds that took.
+
 Notebooks may set ``metadata.dpcompanion.order`` (default 50) to run earlier or later:
 the "How to reproduce" page runs last because it shows this run's timings.
 """
@@ -145,8 +152,13 @@ def reproduce(
     notebooks_dir: Path = NOTEBOOKS,
     out_dir: Path = GENERATED,
     stream=sys.stdout,
+    executor: str = "local",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    recompute: bool = False,
 ) -> dict:
-    """Validate the request, then execute the selected notebooks in order.
+    """Validate the request, then execute the selected notebooks in order (computing or
+    finding fresh each one's experiment first, see the module docstring).
 
     Raises ``ValueError`` for bad input (before anything is written) and
     :class:`NotebookFailed` for the first notebook that raises.
@@ -157,6 +169,19 @@ def reproduce(
     chosen = select(discover(notebooks_dir), only)
     if not chosen:
         raise ValueError(f"no notebooks found in {notebooks_dir}")
+    exp_ids = _experiment_ids()
+    with_exp = [nb for nb in chosen if nb.id in exp_ids]
+    store = None
+    if with_exp:
+        from dpcompanion.experiments import store
+
+        store.check_executor_options(executor, workers=workers, scheduler=scheduler)
+        for nb in with_exp:
+            store.check_writable(store.result_dir(nb.id, mode))
+    elif executor not in (None, "local") or workers is not None or scheduler is not None or recompute:
+        from dpcompanion.experiments import store as _store
+
+        _store.check_executor_options(executor, workers=workers, scheduler=scheduler)
     commit, dirty = git_state()
     os.environ.update(DPCOMPANION_COMMIT=commit, DPCOMPANION_DIRTY="1" if dirty else "0")
     os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend renders the figures
@@ -165,15 +190,38 @@ def reproduce(
     timings = json.loads(timings_path.read_text()) if timings_path.exists() else {}
     runs = timings.setdefault("notebooks", {})
     t_all = time.perf_counter()
-    for i, nb in enumerate(chosen, 1):
-        print(f"[{i}/{len(chosen)}] {nb.id} ({mode}, {resolved}) ...", file=stream, flush=True)
-        seconds = execute(nb, out_dir=out_dir, mode=mode, seed=seed, device=resolved, kernel=kernel)
-        runs[nb.id] = {"seconds": round(seconds, 2), "mode": mode, "device": resolved, "seed": seed, "commit": commit}
-        print(f"    ok in {seconds:.1f} s", file=stream, flush=True)
-        _write_json(timings_path, timings)
+    ex = store.make_executor(executor, workers=workers, scheduler=scheduler) if with_exp else None
+    try:
+        for i, nb in enumerate(chosen, 1):
+            print(f"[{i}/{len(chosen)}] {nb.id} ({mode}, {resolved}) ...", file=stream, flush=True)
+            entry = {}
+            if nb.id in exp_ids:
+                t0 = time.perf_counter()
+                res = store.load_or_compute(nb.id, mode=mode, seed=seed, device=resolved, executor=ex,
+                                            recompute=recompute)
+                how = "loaded" if res.cached else "computed"
+                entry = {"experiment": how, "experiment_seconds": round(time.perf_counter() - t0, 2),
+                         "digest": res.digest}
+                print(f"    experiment {how} ({entry['experiment_seconds']:.1f} s, {ex.describe()})", file=stream,
+                      flush=True)
+            seconds = execute(nb, out_dir=out_dir, mode=mode, seed=seed, device=resolved, kernel=kernel)
+            runs[nb.id] = {"seconds": round(seconds, 2), "mode": mode, "device": resolved, "seed": seed,
+                           "commit": commit, **entry}
+            print(f"    ok in {seconds:.1f} s", file=stream, flush=True)
+            _write_json(timings_path, timings)
+    finally:
+        if ex is not None:
+            ex.close()
     total = time.perf_counter() - t_all
     print(f"reproduce: {len(chosen)} notebook(s) in {total:.1f} s -> {out_dir}", file=stream)
     return timings
+
+
+def _experiment_ids() -> set[str]:
+    """Ids of the results store's experiments (imports the experiment modules, hence torch)."""
+    from dpcompanion.experiments import base
+
+    return set(base.all_experiments())
 
 
 def _write_json(path: Path, data: dict) -> None:

@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "train": "train",
     "bench": "bench",
     "audit": "audit",
+    "experiment": "experiment",
+    "results": "results",
 }
 
 

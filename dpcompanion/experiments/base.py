@@ -21,6 +21,13 @@ An experiment module ``dpcompanion/experiments/<name>.py`` defines::
   ints, strings, and lists/dicts of them); its digest is the result's identity.
 
 ``config["seed"]`` is set by the caller (``--seed``); ``config["mode"]`` is the mode.
+
+A unit result may carry ``"runs"``: the number of training runs it did (the store adds them
+up for the provenance's run count; a unit without it counts as one). The results store
+(:mod:`dpcompanion.experiments.store`) runs the units on an executor, saves the payload and
+decides freshness; the code hash covers the module defining ``run_unit``/``units``/
+``combine`` and every dpcompanion module it imports. :func:`register` adds an experiment
+defined outside the package (tests).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import importlib
 import pkgutil
 from typing import Any, Callable, Mapping
 
-__all__ = ["Experiment", "MODES", "all_experiments", "get", "config_for", "run_local"]
+__all__ = ["Experiment", "MODES", "all_experiments", "get", "config_for", "run_local", "register", "unregister"]
 
 MODES = ("quick", "full")
 
@@ -57,13 +64,32 @@ class Experiment:
             raise ValueError(f"experiment {self.id}: configs lack modes {missing}")
 
 
+#: experiments registered at run time (tests, user code), besides the package's modules
+_REGISTERED: dict[str, Experiment] = {}
+
+
+def register(exp: Experiment) -> Experiment:
+    """Make ``exp`` known to :func:`get` (an experiment defined outside the package, e.g. in
+    a test); its id must not be one of the package's."""
+    if exp.id in all_experiments() and _REGISTERED.get(exp.id) is not exp:
+        raise ValueError(f"experiment id {exp.id} is already defined")
+    _REGISTERED[exp.id] = exp
+    return exp
+
+
+def unregister(experiment_id: str) -> None:
+    """Forget an experiment added with :func:`register`."""
+    _REGISTERED.pop(experiment_id, None)
+
+
 def all_experiments() -> dict[str, Experiment]:
-    """Every experiment of the package, by ID (modules of this package defining EXPERIMENT)."""
+    """Every experiment of the package, by ID (modules of this package defining EXPERIMENT),
+    plus those added with :func:`register`."""
     import dpcompanion.experiments as pkg
 
-    found: dict[str, Experiment] = {}
+    found: dict[str, Experiment] = dict(_REGISTERED)
     for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name in {"base"} or info.name.startswith("_"):
+        if info.name in {"base", "store"} or info.name.startswith("_"):
             continue
         mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
         exp = getattr(mod, "EXPERIMENT", None)

@@ -1,32 +1,314 @@
-"""Results store (placeholder API, to be completed under issue 8).
+"""Results store: experiments computed once, saved with their provenance, loaded by the book.
 
-The public API that notebooks and commands use:
+An experiment (:mod:`dpcompanion.experiments.base`) is ``compute(config) -> payload``, split
+into independent units. Its result lives in ``results/<id>/<mode>/``:
 
-* ``load_or_compute(experiment_id, *, mode, seed=0, device="cpu", executor=None,
-  recompute=False) -> StoredResult``: the stored result when fresh, else computed (and
-  saved);
-* ``load(experiment_id, *, mode) -> StoredResult | None``: the stored result, fresh or not,
-  without computing.
+* ``payload.json``: the numeric payload (scalars, strings, small arrays inline);
+* ``arrays.npz``: arrays of more than :data:`INLINE_MAX` elements (referenced from the JSON);
+* ``provenance.json``: commit and dirty flag, config and its hash, code hash (and the hash
+  of each source file it covers), device, library versions, created, wall time, units and
+  runs, executor, ``digest``; for a full result also the quick-mode digest of the same code
+  (the behavioural fingerprint, see :func:`revalidate`) and the revalidation history.
 
-This first version computes in-process through :func:`dpcompanion.experiments.base.run_local`
-and stores nothing; the store proper (results/<id>/<mode>/, provenance, code hash,
-digest, Dask executor) replaces the bodies, not the signatures.
+Writes are atomic: everything goes to a temporary folder beside ``<mode>/`` that is renamed
+into place only when complete, so a failing computation or write leaves nothing behind.
+Quick results are a local cache (``results/*/quick/`` is git-ignored, so a fresh clone
+recomputes them); full results are committed.
+
+**digest**: sha256 over a canonical encoding of the payload only (:func:`digest`): dict keys
+sorted, floats by ``repr``, ints and strings tagged, arrays by dtype, shape and bytes. It
+does not cover provenance, times or paths, so the same config and seed give the same digest
+on any executor.
+
+**code hash** (:func:`code_hash`, :func:`code_files`): the sha256 of the source of the experiment's module and
+of every ``dpcompanion`` module it imports, transitively (found by reading the imports
+with ``ast``, at top level and inside functions), plus the modules named in the
+experiment's ``depends_on``. The store itself is left out (it stores numbers, it does not
+make them), and so is everything the experiment does not import: the book layer (plotting,
+report) in particular, so editing a figure never invalidates a result. The store's
+:data:`RUN_POLICY` (every unit runs single-threaded) is hashed with them.
+
+A result is **fresh** when its config hash and code hash both equal the current ones and its
+payload still has the recorded digest.
+
+**Revalidation** (:func:`revalidate`): a refactor that changes no number should not force
+hours of recomputation. When a full result is computed, the quick mode of the same code and
+seed is computed too and its digest recorded (``quick_digest``). When the code hash later
+changes, :func:`revalidate` recomputes only the quick mode; if its digest equals the recorded
+one, the full result is marked fresh for the new code hash (the event is appended to
+``revalidated`` in its provenance, with the date), otherwise it stays stale.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
+import numpy as np
+
+from dpcompanion.core.provenance import REPO, git_state, resolve_device, validate_mode, validate_seed, versions
 from dpcompanion.experiments import base
 
-__all__ = ["StoredResult", "load_or_compute", "load"]
+__all__ = [
+    "StoredResult", "load_or_compute", "load", "compute", "revalidate", "list_results", "digest",
+    "config_hash", "code_files", "code_hash", "results_root", "result_dir", "check_writable",
+    "LocalExecutor", "DaskExecutor", "make_executor", "check_executor_options", "EXECUTORS", "INLINE_MAX",
+]
 
+#: arrays with more elements than this go to ``arrays.npz``; smaller ones stay in the JSON
+INLINE_MAX = 64
+#: seconds allowed to connect to a running Dask scheduler (``--scheduler``)
+SCHEDULER_TIMEOUT_S = 3
+EXECUTORS = ("local", "dask")
+PKG = Path(__file__).resolve().parents[1]
+#: modules left out of every code hash (they store numbers, they do not make them)
+CODE_HASH_EXCLUDE = frozenset({"dpcompanion.experiments.store"})
+#: how :func:`_run_one` runs every unit; part of every code hash (change it when the way
+#: units are run changes, since that can change their last bits)
+RUN_POLICY = "unit single-threaded: torch 1 intra-op thread, BLAS 1 thread"
+
+
+# --- where results live --------------------------------------------------------------
+
+def results_root() -> Path:
+    """``results/`` of the repository, or ``$DPCOMPANION_RESULTS`` when set (tests, clusters)."""
+    env = os.environ.get("DPCOMPANION_RESULTS")
+    return Path(env) if env else REPO / "results"
+
+
+def result_dir(experiment_id: str, mode: str, root: Path | None = None) -> Path:
+    return (root or results_root()) / experiment_id / mode
+
+
+def check_writable(path: Path) -> None:
+    """ValueError unless ``path`` is (or can be created as) a writable directory; writes nothing."""
+    p = Path(path)
+    probe = p
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        why = "is not a directory" if probe.exists() and not probe.is_dir() else "is not writable"
+        raise ValueError(f"results folder {p} cannot be written ({probe} {why}); "
+                         "set DPCOMPANION_RESULTS to a writable directory")
+
+
+# --- the canonical digest ------------------------------------------------------------
+
+def _canon(obj: Any) -> Any:
+    """A JSON-able canonical form of a payload: tagged scalars, arrays by dtype/shape/bytes."""
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind not in "biufc":
+            raise ValueError(f"payload arrays must be numeric, got dtype {obj.dtype}")
+        a = np.ascontiguousarray(obj, dtype=obj.dtype.newbyteorder("<"))
+        return ["a", a.dtype.str, list(a.shape), hashlib.sha256(a.tobytes()).hexdigest()]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, bool):
+        return ["b", obj]
+    if isinstance(obj, int):
+        return ["i", str(obj)]
+    if isinstance(obj, float):
+        return ["f", repr(obj)]
+    if isinstance(obj, str):
+        return ["s", obj]
+    if obj is None:
+        return ["n"]
+    if isinstance(obj, (list, tuple)):
+        return ["l", [_canon(v) for v in obj]]
+    if isinstance(obj, dict):
+        bad = [k for k in obj if not isinstance(k, str)]
+        if bad:
+            raise ValueError(f"payload dict keys must be strings, got {bad[0]!r}")
+        return ["d", [[k, _canon(obj[k])] for k in sorted(obj)]]
+    raise ValueError(f"payload values must be numbers, strings, arrays, lists or dicts, got {type(obj).__name__}")
+
+
+def digest(payload: Any) -> str:
+    """sha256 of the canonical encoding of a numeric payload (not of provenance, times or paths).
+
+    >>> digest({"b": [1, 2.0], "a": np.arange(3)}) == digest({"a": np.arange(3), "b": (1, 2.0)})
+    True
+    >>> digest({"x": 1}) == digest({"x": 1.0})
+    False
+    """
+    enc = json.dumps(_canon(payload), separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(enc.encode()).hexdigest()
+
+
+def config_hash(config: dict) -> str:
+    """sha256 of the config (canonical encoding, as for :func:`digest`)."""
+    return digest(config)
+
+
+# --- the code hash -------------------------------------------------------------------
+
+def _module_file(name: str) -> Path | None:
+    if name != "dpcompanion" and not name.startswith("dpcompanion."):
+        return None
+    parts = name.split(".")[1:]
+    base_path = PKG.joinpath(*parts) if parts else PKG
+    for cand in (base_path.with_suffix(".py"), base_path / "__init__.py"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _imports_of(path: Path, module: str) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    pkg = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = pkg.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                mod = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import module`
+    # a submodule import also runs its parent packages' __init__
+    for m in list(out):
+        while "." in m:
+            m = m.rpartition(".")[0]
+            out.add(m)
+    return {m for m in out if _module_file(m) is not None}
+
+
+def _source_file(name: str) -> Path | None:
+    """The source of a dpcompanion module, or of an already imported module outside the
+    package (an experiment defined in a test, say)."""
+    f = _module_file(name)
+    if f is None and name in sys.modules and getattr(sys.modules[name], "__file__", None):
+        f = Path(sys.modules[name].__file__)
+    return f
+
+
+def code_files(exp: base.Experiment) -> dict[str, str]:
+    """``{module: sha256 of its source}`` for the experiment's module (the module defining its
+    ``run_unit``, ``units`` and ``combine``), every dpcompanion module it imports
+    (transitively) and its ``depends_on``, minus :data:`CODE_HASH_EXCLUDE`."""
+    todo = [exp.run_unit.__module__, exp.combine.__module__, exp.units.__module__, *exp.depends_on]
+    seen: dict[str, str] = {}
+    while todo:
+        m = todo.pop()
+        if m in seen or m in CODE_HASH_EXCLUDE:
+            continue
+        f = _source_file(m)
+        if f is None:
+            raise ValueError(f"experiment {exp.id}: cannot find the source of module {m}")
+        seen[m] = hashlib.sha256(f.read_bytes()).hexdigest()
+        todo.extend(_imports_of(f, m) - set(seen))
+    return dict(sorted(seen.items()))
+
+
+def code_hash(exp: base.Experiment) -> str:
+    """sha256 over :func:`code_files` (module names and their source hashes) and
+    :data:`RUN_POLICY` (how the store runs a unit, which can change its last bits)."""
+    return hashlib.sha256(json.dumps({"files": code_files(exp), "run_policy": RUN_POLICY},
+                                     sort_keys=True).encode()).hexdigest()
+
+
+# --- payload files -------------------------------------------------------------------
+
+def _split_arrays(obj: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
+    if isinstance(obj, np.ndarray):
+        if obj.size > INLINE_MAX:
+            key = f"a{len(arrays)}"
+            arrays[key] = obj
+            return {"__npz__": key}
+        return {"__array__": obj.tolist(), "dtype": obj.dtype.str, "shape": list(obj.shape)}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        return {k: _split_arrays(v, arrays, f"{path}/{k}") for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_split_arrays(v, arrays, f"{path}/{i}") for i, v in enumerate(obj)]
+    return obj
+
+
+def _join_arrays(obj: Any, arrays) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {"__npz__"}:
+            return arrays[obj["__npz__"]]
+        if "__array__" in obj:
+            return np.asarray(obj["__array__"], dtype=np.dtype(obj["dtype"])).reshape(obj["shape"])
+        return {k: _join_arrays(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_join_arrays(v, arrays) for v in obj]
+    return obj
+
+
+def _sorted_keys(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _sorted_keys(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [_sorted_keys(v) for v in obj]
+    return obj
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def _save(target: Path, payload: dict, provenance: dict) -> None:
+    """Write ``payload`` and ``provenance`` into ``target`` atomically (temporary folder, rename)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    old = None
+    try:
+        arrays: dict[str, np.ndarray] = {}
+        _write_json(tmp / "payload.json", _split_arrays(payload, arrays, ""))
+        if arrays:
+            np.savez_compressed(tmp / "arrays.npz", **arrays)
+        _write_json(tmp / "provenance.json", provenance)
+        if target.exists():
+            old = target.parent / f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}"
+            target.rename(old)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not target.exists():
+            old.rename(target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _replace_provenance(target: Path, provenance: dict) -> None:
+    fd, name = tempfile.mkstemp(prefix=".provenance-", suffix=".json", dir=target)
+    os.close(fd)
+    try:
+        _write_json(Path(name), provenance)
+        Path(name).replace(target / "provenance.json")
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+
+
+# --- results -------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
 class StoredResult:
-    """A result and what is known about it."""
+    """A result and what is known about it.
+
+    ``fresh``: config hash and code hash equal the current ones and the payload has its
+    recorded digest; ``cached``: loaded from disk rather than computed by this call;
+    ``path``: its folder ``results/<id>/<mode>/``; ``stale_reason``: why it is not fresh."""
 
     id: str
     mode: str
@@ -35,17 +317,327 @@ class StoredResult:
     fresh: bool
     cached: bool
     path: Path | None
+    stale_reason: str = ""
+
+    @property
+    def digest(self) -> str:
+        return self.provenance.get("digest", "")
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.provenance.get("config", {})
+
+    def summary(self) -> str:
+        """One line of provenance for a page: mode, device, wall time, commit, created."""
+        p = self.provenance
+        dirty = "+dirty" if p.get("dirty") else ""
+        reval = p.get("revalidated") or []
+        rv = f", revalidated {reval[-1]['date']}" if reval else ""
+        return (f"{self.mode} result: computed on {p.get('device')} in {p.get('wall_s', 0):.0f} s "
+                f"({p.get('runs')} runs, {p.get('units')} units, executor {p.get('executor')}) "
+                f"at commit {p.get('commit')}{dirty}, created {p.get('created')}{rv}; "
+                f"{'fresh' if self.fresh else 'stale: ' + self.stale_reason}")
+
+    def record(self) -> dict[str, Any]:
+        """The fields ``experiment --json`` and ``results --json`` print."""
+        p = self.provenance
+        return {"id": self.id, "mode": self.mode, "path": str(self.path) if self.path else None,
+                "cached": self.cached, "fresh": self.fresh, "stale_reason": self.stale_reason,
+                "wall_s": p.get("wall_s"), "executor": p.get("executor"), "runs": p.get("runs"),
+                "units": p.get("units"), "digest": p.get("digest"), "commit": p.get("commit"),
+                "dirty": p.get("dirty"), "device": p.get("device"), "created": p.get("created"),
+                "seed": p.get("config", {}).get("seed")}
+
+
+def _read(exp: base.Experiment, mode: str, root: Path | None) -> StoredResult | None:
+    d = result_dir(exp.id, mode, root)
+    if not (d / "provenance.json").is_file() or not (d / "payload.json").is_file():
+        return None
+    prov = json.loads((d / "provenance.json").read_text())
+    raw = json.loads((d / "payload.json").read_text())
+    npz = d / "arrays.npz"
+    if npz.is_file():
+        with np.load(npz, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    else:
+        arrays = {}
+    payload = _join_arrays(raw, arrays)
+    return StoredResult(id=exp.id, mode=mode, payload=payload, provenance=prov, fresh=False, cached=True, path=d)
+
+
+def _staleness(exp: base.Experiment, res: StoredResult, config: dict | None) -> str:
+    """Why ``res`` is not fresh ('' when it is)."""
+    p = res.provenance
+    if config is not None and p.get("config_hash") != config_hash(config):
+        return "config changed"
+    if p.get("code_hash") != code_hash(exp):
+        old = p.get("code_files", {})
+        changed = sorted(m for m, h in code_files(exp).items() if old.get(m) != h)
+        changed += sorted(m for m in old if m not in code_files(exp))
+        if not changed:
+            return "code changed: the store's run policy"
+        return "code changed: " + ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+    if digest(res.payload) != p.get("digest"):
+        return "payload does not match its recorded digest"
+    return ""
+
+
+def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path | None = None) -> StoredResult | None:
+    """The stored result of ``experiment_id`` in ``mode``, fresh or not (``fresh`` says which),
+    without computing; ``None`` when nothing is stored. ``seed``: the seed the result must
+    have been computed with to count as fresh (default: the one it was computed with)."""
+    exp = base.get(experiment_id)
+    validate_mode(mode)
+    res = _read(exp, mode, root)
+    if res is None:
+        return None
+    stored_seed = res.provenance.get("config", {}).get("seed", 0)
+    config = base.config_for(exp, mode, seed=stored_seed if seed is None else seed)
+    why = _staleness(exp, res, config)
+    return dataclasses.replace(res, fresh=not why, stale_reason=why)
+
+
+# --- executors -----------------------------------------------------------------------
+
+def _run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> dict:
+    """Run one unit single-threaded on the CPU side, whatever the executor: torch at one
+    intra-op thread and numpy's BLAS/LAPACK at one thread, restored afterwards.
+
+    Why: a reduction split over two threads rounds differently from one over a single
+    thread, so a unit run with torch's default threads in this process and the same unit in
+    a single-threaded Dask worker gave different digests (measured on H-F-INFL quick, N =
+    1000; tiny sizes stay below torch's parallel grain and hide it). Fixing the thread count
+    makes a unit's numbers depend on its config only. Parallelism comes from running units
+    side by side (``--executor dask --workers N``); on a loaded 2-core machine one thread
+    per unit was also by far the faster choice (see the report of issue 8)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    if before != 1:
+        torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            return run_unit(unit, device)
+    finally:
+        if before != 1:
+            torch.set_num_threads(before)
+
+
+def _run_in_worker(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> dict:
+    """Run one unit in a Dask worker process (single-threaded, as every unit: :func:`_run_one`;
+    N workers fill N cores)."""
+    return _run_one(run_unit, unit, device)
+
+
+class LocalExecutor:
+    """Every unit in this process, in order."""
+
+    name = "local"
+
+    def map(self, run_unit, units: Sequence[dict], device: str) -> list[dict]:
+        return [_run_one(run_unit, u, device) for u in units]
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return "local"
+
+
+class DaskExecutor:
+    """Units as Dask tasks: ``workers=N`` starts a ``LocalCluster`` of N single-threaded worker
+    processes; ``scheduler=ADDRESS`` connects to a running scheduler (``dask-jobqueue``,
+    ``dask scheduler`` ...) within :data:`SCHEDULER_TIMEOUT_S` seconds."""
+
+    name = "dask"
+
+    def __init__(self, *, workers: int | None = None, scheduler: str | None = None):
+        import logging
+
+        from distributed import Client, LocalCluster
+
+        self.cluster = None
+        if scheduler is not None:
+            quiet = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm")]
+            levels = [lg.level for lg in quiet]
+            for lg in quiet:
+                lg.setLevel(logging.CRITICAL)
+            try:
+                self.client = Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT_S}s")
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise ValueError(f"--scheduler {scheduler}: cannot connect within {SCHEDULER_TIMEOUT_S} s "
+                                 f"({type(exc).__name__}); is a Dask scheduler running there?") from None
+            finally:
+                for lg, lv in zip(quiet, levels):
+                    lg.setLevel(lv)
+            self.where = scheduler
+        else:
+            n = workers or os.cpu_count() or 1
+            self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                        dashboard_address=None, silence_logs=logging.ERROR)
+            self.client = Client(self.cluster)
+            self.where = f"LocalCluster({n} workers x 1 thread)"
+
+    def map(self, run_unit, units: Sequence[dict], device: str) -> list[dict]:
+        futures = self.client.map(_run_in_worker, [run_unit] * len(units), list(units),
+                                  [device] * len(units), pure=False)
+        return self.client.gather(futures)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def describe(self) -> str:
+        return f"dask {self.where}"
+
+
+def make_executor(executor: str | None = "local", *, workers: int | None = None,
+                  scheduler: str | None = None):
+    """Validate the executor options (ValueError naming the flag) and build the executor."""
+    check_executor_options(executor, workers=workers, scheduler=scheduler)
+    if (executor or "local") == "local":
+        return LocalExecutor()
+    return DaskExecutor(workers=workers, scheduler=scheduler)
+
+
+def check_executor_options(executor: str | None = "local", *, workers: int | None = None,
+                           scheduler: str | None = None) -> None:
+    """The checks of :func:`make_executor`, without starting or contacting anything."""
+    executor = executor or "local"
+    if executor not in EXECUTORS:
+        raise ValueError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"--workers must be an integer >= 1, got {workers!r}")
+    if executor == "local" and (workers is not None or scheduler is not None):
+        raise ValueError("--workers and --scheduler need --executor dask")
+    if workers is not None and scheduler is not None:
+        raise ValueError("give either --workers (start a LocalCluster) or --scheduler (use a running one), not both")
+    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+        raise ValueError(f"--scheduler must be an address such as tcp://host:8786, got {scheduler!r}")
+
+
+# --- computing -----------------------------------------------------------------------
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    v = versions()
+    for pkg in ("dask", "distributed", "scipy"):
+        try:
+            v[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            v[pkg] = "absent"
+    return v
+
+
+def _compute_payload(exp: base.Experiment, config: dict, executor, device: str) -> tuple[dict, dict]:
+    units = exp.units(config)
+    t0 = time.perf_counter()
+    results = executor.map(exp.run_unit, units, device)
+    payload = _sorted_keys(exp.combine(config, list(results)))  # the order a loaded payload has
+    wall = time.perf_counter() - t0
+    runs = int(sum(int(r.get("runs", 1)) if isinstance(r, dict) else 1 for r in results))
+    return payload, {"wall_s": round(wall, 3), "units": len(units), "runs": runs}
+
+
+def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu", executor=None,
+            root: Path | None = None) -> StoredResult:
+    """Compute ``experiment_id`` in ``mode`` (no cache look-up) and save it atomically.
+
+    A full result also records the quick-mode digest of the same code and seed (computed if
+    no fresh quick result is stored) for :func:`revalidate`."""
+    exp = base.get(experiment_id)
+    validate_mode(mode)
+    validate_seed(seed)
+    resolved = resolve_device(device)
+    target = result_dir(exp.id, mode, root)
+    check_writable(target)
+    config = base.config_for(exp, mode, seed=seed)
+    own = executor is None
+    ex = LocalExecutor() if own else executor
+    try:
+        quick = None
+        if mode == "full":
+            quick = load_or_compute(exp.id, mode="quick", seed=seed, device=resolved, executor=ex, root=root)
+        payload, stats = _compute_payload(exp, config, ex, resolved)
+    finally:
+        if own:
+            ex.close()
+    commit, dirty = git_state()
+    prov = {
+        "id": exp.id, "mode": mode, "commit": commit, "dirty": dirty, "config": config,
+        "config_hash": config_hash(config), "code_hash": code_hash(exp), "code_files": code_files(exp),
+        "device": resolved, "versions": _versions(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **stats, "executor": ex.describe(), "digest": digest(payload), "revalidated": [],
+    }
+    if quick is not None:
+        prov["quick_digest"] = quick.digest
+        prov["quick_device"] = quick.provenance.get("device")
+    _save(target, payload, prov)
+    return StoredResult(id=exp.id, mode=mode, payload=payload, provenance=prov, fresh=True, cached=False,
+                        path=target)
 
 
 def load_or_compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu",
-                    executor: Any = None, recompute: bool = False) -> StoredResult:
+                    executor: Any = None, recompute: bool = False, root: Path | None = None) -> StoredResult:
+    """The stored result when fresh (same config, seed included, and same code), else computed
+    with ``executor`` (default: in-process) and saved. ``recompute=True`` always computes."""
     exp = base.get(experiment_id)
-    payload = base.run_local(exp, mode, seed=seed, device=device)
-    return StoredResult(id=exp.id, mode=mode, payload=payload,
-                        provenance={"mode": mode, "seed": seed, "device": device},
-                        fresh=True, cached=False, path=None)
+    validate_mode(mode)
+    validate_seed(seed)
+    if not recompute:
+        res = load(exp.id, mode=mode, seed=seed, root=root)
+        if res is not None and res.fresh:
+            return res
+    return compute(exp.id, mode=mode, seed=seed, device=device, executor=executor, root=root)
 
 
-def load(experiment_id: str, *, mode: str) -> StoredResult | None:
-    base.get(experiment_id)
-    return None
+def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None) -> dict:
+    """Re-check a stale full result by its behavioural fingerprint (see the module docstring).
+
+    Returns ``{"id", "status", "detail"}``; status is ``fresh`` (nothing to do), ``revalidated``
+    (the quick digest of the current code equals the recorded one: the full result is marked
+    fresh for the current code hash), ``stale`` (digests differ, or the config changed, or no
+    fingerprint was recorded) or ``missing`` (no full result)."""
+    exp = base.get(experiment_id)
+    res = load(exp.id, mode="full", root=root)
+    if res is None:
+        return {"id": exp.id, "status": "missing", "detail": "no full result stored"}
+    if res.fresh:
+        return {"id": exp.id, "status": "fresh", "detail": "config and code unchanged"}
+    if not res.stale_reason.startswith("code changed"):
+        return {"id": exp.id, "status": "stale", "detail": res.stale_reason + "; revalidation covers code changes only"}
+    p = res.provenance
+    if not p.get("quick_digest"):
+        return {"id": exp.id, "status": "stale", "detail": "no quick-mode fingerprint recorded; recompute"}
+    seed = int(p.get("config", {}).get("seed", 0))
+    quick = load_or_compute(exp.id, mode="quick", seed=seed, device=p.get("quick_device") or device,
+                            executor=executor, root=root)
+    if quick.digest != p["quick_digest"]:
+        return {"id": exp.id, "status": "stale",
+                "detail": f"quick digest changed ({p['quick_digest'][:12]} -> {quick.digest[:12]}): the code change "
+                          "changes numbers; recompute the full result"}
+    new_hash = code_hash(exp)
+    event = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+             "from_code_hash": p.get("code_hash"), "to_code_hash": new_hash, "quick_digest": quick.digest,
+             "commit": git_state()[0]}
+    check_writable(res.path)
+    prov = {**p, "code_hash": new_hash, "code_files": code_files(exp),
+            "revalidated": list(p.get("revalidated") or []) + [event]}
+    _replace_provenance(res.path, prov)
+    return {"id": exp.id, "status": "revalidated",
+            "detail": f"quick digest {quick.digest[:12]} unchanged; full result fresh for code {new_hash[:12]}"}
+
+
+def list_results(root: Path | None = None) -> list[StoredResult]:
+    """Every stored result of every known experiment (fresh or not), by id then mode."""
+    out = []
+    for exp_id in base.all_experiments():
+        for mode in base.MODES:
+            r = load(exp_id, mode=mode, root=root)
+            if r is not None:
+                out.append(r)
+    return out

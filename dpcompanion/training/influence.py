@@ -22,7 +22,10 @@ computes ``q_t`` **analytically** from the Hessian eigenvalues.
   per-sample gradient is clipped; :func:`theory_influence` is the theorem's
   ``gamma^{T-t}`` for the same Hessian (``gamma = 1 - mu/M``).
 * :func:`excess_risk_monte_carlo` runs schedules through the real trainer for the
-  expected-excess-risk comparison (SPEC H-X-EER).
+  expected-excess-risk comparison (SPEC H-X-EER; :func:`eer_at_scale`, :func:`eer_tightness`).
+
+The experiments that run these at the book's sizes (quick and full configs, units,
+seeds) are :mod:`dpcompanion.experiments.h_f_infl` and :mod:`dpcompanion.experiments.h_x_eer`.
 
 "Relative variance" follows the paper's wording (000 App. D: "the variance divided by the
 mean value"): ``var / mean`` over repeats. Because that is not scale-free, the squared
@@ -46,11 +49,12 @@ __all__ = [
     "InfluenceResult",
     "PAPER_LEVELS",
     "analytic_influence",
-    "eer_experiment",
+    "eer_at_scale",
+    "eer_tightness",
     "excess_risk_monte_carlo",
     "fit_quadratic",
     "influence_by_retraining",
-    "influence_experiment",
+    "influence_statistics",
     "squared_loss_quadratic_of",
     "theory_influence",
 ]
@@ -114,6 +118,30 @@ class InfluenceResult:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+
+
+def influence_statistics(levels, final_loss) -> dict[str, np.ndarray]:
+    """The per-repeat fits and their summaries from final losses ``(n_t, L, repeats)``
+    (000 App. D): ``coef``/``intercept`` ``(n_t, repeats)``, ``q`` (mean coef), ``q_se``,
+    ``coef_relative_variance`` (var/mean), ``coef_cv2`` (var/mean^2) and
+    ``loss_relative_variance`` ``(n_t, L)``.
+
+    >>> lv = np.array([1.0, 2.0, 3.0]); c = np.array([1.0, 3.0])
+    >>> final = (c[None, None, :] * lv[None, :, None] ** 2)  # one step, 3 levels, 2 repeats
+    >>> influence_statistics(lv, final)["q"].round(12).tolist()
+    [2.0]
+    """
+    final = np.asarray(final_loss, dtype=float)
+    if final.ndim != 3 or final.shape[2] < 2:
+        raise ValueError(f"final_loss must have shape (n_t, L, repeats >= 2), got {final.shape}")
+    repeats = final.shape[2]
+    c, c0 = fit_quadratic(levels, np.moveaxis(final, 1, -1))  # (nt, repeats)
+    mean = c.mean(axis=1)
+    var = c.var(axis=1, ddof=1)
+    lmean, lvar = final.mean(axis=2), final.var(axis=2, ddof=1)
+    return {"coef": c, "intercept": c0, "q": mean, "q_se": np.sqrt(var / repeats),
+            "coef_relative_variance": var / mean, "coef_cv2": var / mean**2,
+            "loss_relative_variance": lvar / lmean}
 
 
 def _check_levels(levels) -> np.ndarray:
@@ -192,21 +220,11 @@ def influence_by_retraining(
         clip.append(np.nanmean(np.asarray(h.clip_fraction, dtype=float)) * len(finals[-1]))
     wall = time.perf_counter() - t0
     final = np.concatenate(finals).reshape(nt, L, repeats)
-    c, c0 = fit_quadratic(lv, np.moveaxis(final, 1, -1))  # (nt, repeats)
-    mean = c.mean(axis=1)
-    var = c.var(axis=1, ddof=1)
-    lmean, lvar = final.mean(axis=2), final.var(axis=2, ddof=1)
     return InfluenceResult(
         steps=st,
         levels=lv,
         final_loss=final,
-        coef=c,
-        intercept=c0,
-        q=mean,
-        q_se=np.sqrt(var / repeats),
-        coef_relative_variance=var / mean,
-        coef_cv2=var / mean**2,
-        loss_relative_variance=lvar / lmean,
+        **influence_statistics(lv, final),
         clip_fraction=float(np.sum(clip) / K),
         base_sigma=float(base_sigma),
         T=T,
@@ -297,147 +315,66 @@ def excess_risk_monte_carlo(
 
 
 # --- H-X-EER: the Thm 4.1 bound against the exact expected excess risk ----------------
-
-EER_SETTINGS = {
-    "quick": {"T_max": 200, "T_mc": 30, "runs_mc": 200, "kappas": (1.3, 10.0, 100.0, 1e3, 1e4)},
-    "full": {"T_max": 300, "T_mc": 100, "runs_mc": 10000, "kappas": tuple(np.geomspace(1.3, 1e5, 12))},
-}
+# (sizes per mode: dpcompanion.experiments.h_x_eer; these are the computations its units call)
 
 
-def eer_experiment(
+def eer_at_scale(
+    X,
+    y,
     *,
-    mode: str = "quick",
-    scales: Sequence[float] = (1.0, 10.0),
+    T_max: int,
+    T_mc: int,
+    runs_mc: int,
     clip_norm: float = 4.0,
     R: float = R_PAPER,
     seed: int = 0,
     device: str = "auto",
-    dataset=None,
 ) -> dict[str, Any]:
-    """SPEC H-X-EER: for the squared loss of a linear model on MNIST35 (60 PCA features +
-    bias, N = 1000) at each data ``scale``, and for synthetic spectra of growing kappa:
+    """SPEC H-X-EER at one dataset ``(X, y)`` (squared loss of a linear model):
 
-    * ``comparisons[scale]``: :func:`dpcompanion.theory.exact_risk.compare_with_bound` over
-      ``T = 1..T_max`` (exact E[f] - f* vs Thm 4.1, eta = 1/M, G = ``clip_norm``);
-    * ``monte_carlo[scale][kind]``: the real trainer at ``T = T_mc`` (``runs_mc`` runs,
-      eta = 1/M, clip at ``clip_norm``, float64) next to the exact value, with z-score and
-      the largest clip fraction seen (the closed form is PGD *without* clipping);
-    * ``tightness``: bound/exact at the bound's T for spectra ``spectrum(kappa, D=61)``
-      with MNIST35's initial gap.
-
-    ``dataset``: a callable ``scale -> (X, y)`` replacing MNIST35 (tests)."""
+    * ``comparison``: :func:`dpcompanion.theory.exact_risk.compare_with_bound` over
+      ``T = 1..T_max`` (exact E[f] - f* vs Hong et al. 2022 (001) Thm 4.1, eta = 1/M,
+      G = ``clip_norm``);
+    * ``monte_carlo[kind]``: the real trainer at ``T = T_mc`` (``runs_mc`` runs, eta = 1/M,
+      clip at ``clip_norm``, float64) next to the exact value and the bound, with z-score
+      and the largest clip fraction seen (the closed form is PGD *without* clipping);
+    * ``eigenvalues``, ``offset``, ``f_star`` of the quadratic."""
     from dpcompanion.theory.bounds import gd
     from dpcompanion.training.models import make_model
-    from dpcompanion.core.provenance import validate_mode
 
-    cfg = EER_SETTINGS[validate_mode(mode)]
-    if dataset is None:
-        from dpcompanion.training import data
+    model = make_model("linear", in_dim=X.shape[1], n_classes=2)
+    quad = squared_loss_quadratic_of(model, X, y)
+    lam, off, N = quad["eigenvalues"], quad["offset"], len(y)
+    comp = exact_risk.compare_with_bound(eigenvalues=lam, offset=off, clip_norm=clip_norm, N=N, R=R, T_max=T_max)
+    c = comp["constants"]
+    scheds = {k: exact_risk.schedule_of(k, T=T_mc, R=R, kappa=c["kappa"]) for k in exact_risk.SCHEDULE_KINDS}
+    sim = excess_risk_monte_carlo(model, X, y, schedules=scheds, runs=runs_mc, lr=c["eta"],
+                                  clip_norm=clip_norm, f_star=quad["f_star"], seed=seed, device=device)
+    mc = {}
+    for k, s in scheds.items():
+        ex = exact_risk.expected_excess_risk(eigenvalues=lam, offset=off, eta=c["eta"], sigma=s,
+                                             clip_norm=clip_norm, N=N)
+        bound = c["initial_gap"] * gd.erub(sigma=s, kappa=c["kappa"], alpha=c["alpha"], R=R)
+        r = sim[k]
+        mc[k] = r | {"exact": ex, "bound": bound, "z": (r["mean"] - ex) / r["se"] if r["se"] > 0 else 0.0,
+                     "sigma_first": float(s[0]), "sigma_last": float(s[-1])}
+    return {"comparison": comp, "monte_carlo": mc, "eigenvalues": lam, "offset": off, "f_star": quad["f_star"],
+            "N": int(N)}
 
-        def dataset(scale):
-            d = data.load("mnist35", seed=seed, scale=scale)
-            return d.X_train, d.y_train
 
-    t0 = time.perf_counter()
-    comparisons, mc, quads = {}, {}, {}
-    for scale in scales:
-        X, y = dataset(scale)
-        model = make_model("linear", in_dim=X.shape[1], n_classes=2)
-        quad = squared_loss_quadratic_of(model, X, y)
-        quads[scale] = quad
-        lam, off, N = quad["eigenvalues"], quad["offset"], len(y)
-        comp = exact_risk.compare_with_bound(eigenvalues=lam, offset=off, clip_norm=clip_norm, N=N, R=R,
-                                             T_max=cfg["T_max"])
-        comparisons[scale] = comp
-        c = comp["constants"]
-        scheds = {k: exact_risk.schedule_of(k, T=cfg["T_mc"], R=R, kappa=c["kappa"]) for k in exact_risk.SCHEDULE_KINDS}
-        sim = excess_risk_monte_carlo(model, X, y, schedules=scheds, runs=cfg["runs_mc"], lr=c["eta"],
-                                      clip_norm=clip_norm, f_star=quad["f_star"], seed=seed, device=device)
-        mc[scale] = {}
-        for k, s in scheds.items():
-            ex = exact_risk.expected_excess_risk(eigenvalues=lam, offset=off, eta=c["eta"], sigma=s,
-                                                 clip_norm=clip_norm, N=N)
-            bound = c["initial_gap"] * gd.erub(
-                sigma=s, kappa=c["kappa"], alpha=c["alpha"], R=R)
-            r = sim[k]
-            mc[scale][k] = r | {"exact": ex, "bound": bound, "z": (r["mean"] - ex) / r["se"] if r["se"] > 0 else 0.0,
-                                "sigma_first": float(s[0]), "sigma_last": float(s[-1])}
-    # tightness vs kappa (closed form only), initial gap and sizes of the first quadratic
-    q0 = quads[scales[0]]
-    gap = 0.5 * float(np.sum(q0["eigenvalues"] * q0["offset"] ** 2))
-    D = q0["eigenvalues"].size
-    N0 = int(len(dataset(scales[0])[1]))
+def eer_tightness(*, kappas, initial_gap: float, D: int, N: int, T_max: int, clip_norm: float = 4.0,
+                  R: float = R_PAPER) -> dict[str, Any]:
+    """H-X-EER tightness against curvature: bound/exact at the bound's T for synthetic
+    spectra ``exact_risk.spectrum(kappa, D)`` with the given initial gap spread evenly over
+    the eigen-directions (closed forms only; Hong et al. 2022 (001) Thm 4.1)."""
     tight = {k: [] for k in exact_risk.SCHEDULE_KINDS}
     tight_T = {k: [] for k in exact_risk.SCHEDULE_KINDS}
-    for kappa in cfg["kappas"]:
+    for kappa in kappas:
         lam = exact_risk.spectrum(kappa=float(kappa), D=D)
-        off = np.full(D, math.sqrt(2 * gap / np.sum(lam)))  # same initial gap, spread evenly
-        comp = exact_risk.compare_with_bound(eigenvalues=lam, offset=off, clip_norm=clip_norm, N=N0, R=R,
-                                             T_max=cfg["T_max"])
+        off = np.full(D, math.sqrt(2 * initial_gap / np.sum(lam)))  # same initial gap, spread evenly
+        comp = exact_risk.compare_with_bound(eigenvalues=lam, offset=off, clip_norm=clip_norm, N=N, R=R, T_max=T_max)
         for k in exact_risk.SCHEDULE_KINDS:
             tight[k].append(comp[k]["bound_min"] / comp[k]["exact_at_T_bound"])
-            tight_T[k].append((comp[k]["T_bound"], comp[k]["T_exact"]))
-    return {
-        "comparisons": comparisons,
-        "eigenvalues": {scale: quads[scale]["eigenvalues"] for scale in scales},
-        "monte_carlo": mc,
-        "tightness": {"kappas": np.asarray(cfg["kappas"], dtype=float), "ratio": {k: np.asarray(v) for k, v in tight.items()},
-                      "T": tight_T},
-        "settings": dict(cfg) | {"scales": list(scales), "clip_norm": clip_norm, "R": R, "seed": seed},
-        "wall_s": time.perf_counter() - t0,
-    }
-
-
-# --- H-F-INFL / H-F-FIT: influence by retraining on MNIST35 ---------------------------
-
-INFL_SETTINGS = {
-    "quick": {"T": 20, "levels": tuple(np.linspace(20.0, 200.0, 5)), "repeats": 8, "fit_steps": (2, 12, 18)},
-    "full": {"T": 100, "levels": tuple(PAPER_LEVELS), "repeats": 100, "fit_steps": (10, 60, 90)},
-}
-
-
-def influence_experiment(
-    *,
-    mode: str = "quick",
-    losses: Sequence[str] = ("squared", "logistic"),
-    scale: float = 10.0,
-    clip_norm: float = 4.0,
-    lr: float = 0.1,
-    R: float = R_PAPER,
-    seed: int = 0,
-    device: str = "auto",
-    dataset=None,
-) -> dict[str, Any]:
-    """SPEC H-F-INFL and H-F-FIT on MNIST35 (000 App. D): for a linear model with each
-    loss, :func:`influence_by_retraining` over every step t = 1..T (all other steps at the
-    uniform ``sqrt(T/R)``), plus, for the squared loss, the analytic ``q_t`` and the
-    theory's ``rate^{T-t}`` (:func:`theory_influence` with the actual step size).
-    ``dataset``: a callable returning ``(X, y)`` in place of MNIST35 (tests)."""
-    from dpcompanion.training.models import make_model
-    from dpcompanion.core.provenance import validate_mode
-
-    cfg = INFL_SETTINGS[validate_mode(mode)]
-    if dataset is None:
-        from dpcompanion.training import data
-
-        def dataset():
-            d = data.load("mnist35", seed=seed, scale=scale)
-            return d.X_train, d.y_train
-
-    X, y = dataset()
-    T = cfg["T"]
-    base = math.sqrt(T / R)
-    out: dict[str, Any] = {"settings": dict(cfg) | {"scale": scale, "clip_norm": clip_norm, "lr": lr, "R": R,
-                                                   "seed": seed, "base_sigma": base, "N": int(len(y)),
-                                                   "losses": list(losses)}}
-    t0 = time.perf_counter()
-    for loss in losses:
-        model = make_model("linear" if loss == "squared" else "logistic", in_dim=X.shape[1], n_classes=2)
-        out[loss] = influence_by_retraining(model, X, y, T=T, base_sigma=base, levels=cfg["levels"],
-                                            repeats=cfg["repeats"], clip_norm=clip_norm, lr=lr, seed=seed,
-                                            device=device)
-        if loss == "squared":
-            out["analytic"] = analytic_influence(model, X, y, T=T, lr=lr, clip_norm=clip_norm)
-            out["theory"] = theory_influence(model, X, y, T=T, lr=lr)
-    out["wall_s"] = time.perf_counter() - t0
-    return out
+            tight_T[k].append([int(comp[k]["T_bound"]), int(comp[k]["T_exact"])])
+    return {"kappas": np.asarray(kappas, dtype=float), "ratio": {k: np.asarray(v) for k, v in tight.items()},
+            "T": tight_T}

@@ -20,6 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto (default: cuda if available), cpu or cuda")
     p.add_argument("--seed", default="0", help="non-negative integer seed passed to every notebook (default 0)")
     p.add_argument("--list", action="store_true", help="list the notebook ids in execution order and exit")
+    from dpcompanion.cli.commands.experiment import add_executor_arguments
+
+    add_executor_arguments(p)
     p.add_argument("--notebooks", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--output", type=Path, default=None, help=argparse.SUPPRESS)
 
@@ -27,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dpcompanion.book import runner
     from dpcompanion.cli import UsageError
+    from dpcompanion.cli.commands.experiment import parse_int
 
     from dpcompanion.cli import options
     from dpcompanion.core.provenance import DEVICES
@@ -53,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
             only=args.only,
             notebooks_dir=nb_dir,
             out_dir=args.output or runner.GENERATED,
+            executor=args.executor,
+            workers=parse_int("--workers", args.workers, lo=1),
+            scheduler=args.scheduler,
+            recompute=args.recompute,
         )
     except runner.NotebookFailed as exc:
         print(f"dpcompanion reproduce: error: {' '.join(str(exc).split())}", file=sys.stderr)

@@ -1,0 +1,107 @@
+"""``experiment``: compute (or find fresh) one experiment through the results store.
+
+``python -m dpcompanion experiment ID [--mode quick|full] [--executor local|dask]
+[--workers N | --scheduler ADDRESS] [--device auto|cpu|cuda] [--seed N] [--recompute]
+[--revalidate] [--json]`` stores the result under ``results/<ID>/<mode>/`` (see
+:mod:`dpcompanion.experiments.store`) and prints one line, or with ``--json`` one object
+with ``id, mode, path, cached, fresh, wall_s, executor, runs, digest`` (and more).
+Every option is checked, the results folder included, before a cluster starts or a file
+is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "compute (or load, when fresh) one experiment into results/<id>/<mode>/; --executor dask spreads its units"
+
+
+def add_executor_arguments(p: argparse.ArgumentParser) -> None:
+    """--executor/--workers/--scheduler/--recompute, shared with ``reproduce``."""
+    p.add_argument("--executor", default="local", help="local (default: in this process) or dask")
+    p.add_argument("--workers", default=None, metavar="N",
+                   help="with --executor dask: start a LocalCluster of N single-threaded worker processes")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="with --executor dask: use the running scheduler at ADDRESS (e.g. tcp://host:8786)")
+    p.add_argument("--recompute", action="store_true", help="compute even when a fresh result is stored")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", metavar="ID", help="experiment id (an unknown id is refused with the list of known ones)")
+    p.add_argument("--mode", default="quick", help="quick (default, small) or full (the paper's sizes)")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    p.add_argument("--seed", default="0", help="non-negative integer seed (default 0)")
+    add_executor_arguments(p)
+    p.add_argument("--revalidate", action="store_true",
+                   help="with --mode full: re-check a stale full result by recomputing only the quick mode "
+                        "and comparing its digest with the recorded one")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def parse_int(flag: str, value, lo: int = 0) -> int | None:
+    from dpcompanion.cli import UsageError
+
+    if value is None:
+        return None
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{flag} must be an integer >= {lo}, got {value!r}") from None
+    if v < lo:
+        raise UsageError(f"{flag} must be an integer >= {lo}, got {value!r}")
+    return v
+
+
+def executor_from_args(args: argparse.Namespace):
+    """Validate --executor/--workers/--scheduler and build the executor (a Dask cluster
+    starts here, or the scheduler is contacted: call it after every other check)."""
+    from dpcompanion.experiments import store
+
+    workers = parse_int("--workers", args.workers, lo=1)
+    return store.make_executor(args.executor, workers=workers, scheduler=args.scheduler)
+
+
+def check_executor_args(args: argparse.Namespace) -> None:
+    """The checks of :func:`executor_from_args` that need no cluster."""
+    from dpcompanion.experiments import store
+
+    store.check_executor_options(args.executor, workers=parse_int("--workers", args.workers, lo=1),
+                                 scheduler=args.scheduler)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpcompanion.cli import UsageError
+    from dpcompanion.core.provenance import resolve_device, validate_mode
+    from dpcompanion.experiments import base, store
+
+    exp = base.get(args.id)
+    validate_mode(args.mode)
+    seed = parse_int("--seed", args.seed, lo=0)
+    device = resolve_device(args.device)
+    check_executor_args(args)
+    if args.revalidate and args.mode != "full":
+        raise UsageError("--revalidate applies to --mode full (it re-checks a full result by its quick digest)")
+    store.check_writable(store.result_dir(exp.id, args.mode))
+    if args.mode == "full":
+        store.check_writable(store.result_dir(exp.id, "quick"))
+    executor = executor_from_args(args)
+    try:
+        if args.revalidate:
+            out = store.revalidate(exp.id, device=device, executor=executor)
+            res = store.load(exp.id, mode="full")
+            rec = (res.record() if res else {"id": exp.id, "mode": "full", "path": None, "cached": False,
+                                              "fresh": False}) | {"revalidation": out}
+        else:
+            res = store.load_or_compute(exp.id, mode=args.mode, seed=seed, device=device, executor=executor,
+                                        recompute=args.recompute)
+            rec = res.record()
+    finally:
+        executor.close()
+    if args.json:
+        print(json.dumps(rec, sort_keys=True))
+    else:
+        what = rec.get("revalidation", {}).get("detail") or ("loaded (fresh)" if rec["cached"] else "computed")
+        print(f"{rec['id']} {rec['mode']}: {what}; digest {str(rec.get('digest'))[:16]}, {rec.get('runs')} runs, "
+              f"{rec.get('wall_s')} s on {rec.get('device')} ({rec.get('executor')}) -> {rec.get('path')}")
+    return 0

@@ -1,0 +1,92 @@
+"""The verdict rules of the H-F-INFL and H-X-EER pages (dpcompanion.experiments.h_f_infl /
+h_x_eer ``verdict_rows``), on hand-made payloads whose verdicts are known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpcompanion.book import report
+from dpcompanion.experiments import h_f_infl, h_x_eer
+
+
+def _infl_payload(*, paper_sizes: bool, clip_lg=0.85, lrv=(0.14, 0.03, 0.02)):
+    cfg = dict(h_f_infl.CONFIGS["full" if paper_sizes else "quick"])
+    T = cfg["T"]
+    fit = cfg["fit_steps"]
+    q_sq = np.geomspace(1.0, 20.0, T)  # increasing, steep
+    q_lg = np.geomspace(1.0, 2.0, T)  # increasing, flatter
+    loss_rv = np.ones((T, len(cfg["levels"])))
+    for s, v in zip(fit, lrv):
+        loss_rv[s - 1] = v
+    loss = lambda q: {"q": q, "clip_fraction": 0.1, "loss_relative_variance": loss_rv,  # noqa: E731
+                      "coef_relative_variance": np.full(T, 1e-7), "coef_cv2": np.full(T, 0.1)}
+    return {"settings": cfg, "analytic": np.geomspace(1.0, 22.0, T), "squared": loss(q_sq),
+            "logistic": loss(q_lg) | {"clip_fraction": clip_lg}}
+
+
+def _by_item(rows):
+    return {r["item"]: r["verdict"] for r in rows}
+
+
+def test_paper_sizes_give_verdicts():
+    rows = h_f_infl.verdict_rows(_infl_payload(paper_sizes=True))
+    v = _by_item(rows)
+    assert v["logistic loss: fraction of per-sample gradients clipped"] == "agrees"  # 0.85 vs 0.8
+    assert v["squared: relative variance of the final loss at t = 10"] == "agrees"
+    assert v["squared: that relative variance decreases with t"] == "agrees"
+    assert v["influence q_t increases with t (squared loss, retrained)"] == "agrees"
+    assert v["logistic influence flatter than squared (retrained q_T / q_1)"] == "agrees"
+    assert v["squared loss: steepness q_T / q_1, retrained vs analytic (Hessian)"] == "agrees"  # 20 vs 22
+    report.paper_vs_ours(rows)  # every verdict is a known one
+
+
+def test_paper_sizes_can_disagree():
+    v = _by_item(h_f_infl.verdict_rows(_infl_payload(paper_sizes=True, clip_lg=0.01, lrv=(0.001, 0.01, 0.1))))
+    assert v["logistic loss: fraction of per-sample gradients clipped"] == "disagrees"
+    assert v["squared: relative variance of the final loss at t = 10"] == "disagrees"
+    assert v["squared: that relative variance decreases with t"] == "disagrees"
+
+
+def test_quick_sizes_do_not_compare_with_the_paper_numbers():
+    rows = h_f_infl.verdict_rows(_infl_payload(paper_sizes=False, clip_lg=0.01))
+    paper_numbers = [r for r in rows if "clipped" in r["item"] or "relative variance of the final" in r["item"]
+                     or "decreases with t" in r["item"]]
+    assert len(paper_numbers) == 5
+    assert all(r["verdict"] == h_f_infl.QUICK_NOT_COMPARED for r in paper_numbers)
+    assert not any(r["verdict"] == "disagrees" for r in paper_numbers)
+    trend = _by_item(rows)["influence q_t increases with t (squared loss, retrained)"]
+    assert trend == "agrees"  # qualitative rows keep their verdicts
+    assert h_f_infl.QUICK_NOT_COMPARED in report.VERDICTS
+    report.paper_vs_ours(rows)
+
+
+def test_sizes_match_paper():
+    assert h_f_infl.sizes_match_paper(h_f_infl.CONFIGS["full"])
+    assert not h_f_infl.sizes_match_paper(h_f_infl.CONFIGS["quick"])
+    assert not h_f_infl.sizes_match_paper({**h_f_infl.CONFIGS["full"], "repeats": 99})
+
+
+@pytest.mark.parametrize("paper, ours, want", [(0.8, 0.8 * 1.49, "agrees"), (0.8, 0.8 * 1.51, "partly"),
+                                               (0.8, 0.8 / 3.99, "partly"), (0.8, 0.8 / 4.01, "disagrees")])
+def test_by_ratio_tolerances(paper, ours, want):
+    assert h_f_infl.by_ratio(paper, ours) == want
+
+
+def _eer_payload(*, z=1.0, clip=0.0, ratio_min=1.2, t_bound_risk=1.05):
+    kinds = ("uniform", "gd-dynamic", "exponential")
+    comp = {"constants": {}, "T": np.arange(1, 4)}
+    for k in kinds:
+        comp[k] = {"ratio": np.array([ratio_min, 2.0, 3.0]), "T_bound": 2, "T_exact": 3, "bound_min": 1.0,
+                   "exact_at_T_bound": t_bound_risk, "exact_min": 1.0 if k == "uniform" else 0.9}
+    mc = {k: {"max_clip_fraction": clip, "z": z, "mean": 1.0, "bound": 2.0} for k in kinds}
+    return {"per_scale": [{"scale": 1.0, "comparison": comp, "monte_carlo": mc}],
+            "tightness": {"ratio": {k: np.array([1.5]) for k in kinds}}}
+
+
+def test_eer_rules():
+    v = list(_by_item(h_x_eer.verdict_rows(_eer_payload())).values())
+    assert v == ["agrees", "agrees", "agrees", "agrees"]
+    v = list(_by_item(h_x_eer.verdict_rows(_eer_payload(z=5.0, ratio_min=0.9, t_bound_risk=1.3))).values())
+    assert v == ["disagrees", "disagrees", "agrees", "partly"]
+    assert [x[-1] for x in h_x_eer.mc_verdicts(_eer_payload(z=9.0, clip=0.2))] == ["not comparable"] * 3

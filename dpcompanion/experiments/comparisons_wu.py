@@ -47,7 +47,8 @@ def gap_verdict(*, paper, adp, dp, sizes_match: bool, z: float = Z_SIGNIFICANT) 
     """Verdict on one table cell: ``paper = (adp_mean, adp_sd, dp_mean, dp_sd)`` as printed
     (or None), ``adp``/``dp`` our per-seed accuracies (%).
 
-    * sizes differ (epochs, or fewer than 2 seeds) or no printed cell: ``not comparable``;
+    * sizes differ (epochs, or fewer than 2 seeds): ``not comparable``, "not compared (sizes
+      differ)"; no printed cell: ``not comparable``;
     * the paper's gap is significant (|gap| > z x its standard error from the printed sds,
       5 runs each): ``agrees`` if ours is significant with the same sign, ``disagrees`` if
       ours is significant with the opposite sign, else ``partly``;
@@ -63,10 +64,10 @@ def gap_verdict(*, paper, adp, dp, sizes_match: bool, z: float = Z_SIGNIFICANT) 
     >>> gap_verdict(paper=(60.0, 0.2, 55.0, 0.2), adp=[60, 61, 62], dp=[70, 71, 72], sizes_match=False)
     ('not comparable', 'not compared (sizes differ)')
     """
-    if paper is None:
-        return "not comparable", "the paper has no such cell"
     if not sizes_match or len(adp) < 2 or len(dp) < 2:
         return "not comparable", "not compared (sizes differ)"
+    if paper is None:
+        return "not comparable", "the paper has no such cell"
     pa, psa, pd, psd = (float(v) for v in paper)
     g_p = pa - pd
     se_p = math.sqrt(psa**2 / PAPER_RUNS + psd**2 / PAPER_RUNS)

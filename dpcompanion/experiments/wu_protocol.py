@@ -288,6 +288,7 @@ class ScheduleLedger:
         self.sampling_rate, self.delta, self.epsilon_target = float(sampling_rate), float(delta), float(epsilon_target)
         self.orders = np.asarray(orders, dtype=np.float64)
         self._cum = np.cumsum(rdp_steps(sigma=self.sigma, sampling_rate=self.sampling_rate, orders=self.orders), axis=0)
+        self._eps: dict[int, float] = {}
         self.steps = 0
         self.spent = 0.0
 
@@ -296,7 +297,9 @@ class ScheduleLedger:
             raise ValueError(f"steps must be charged in order: expected step {self.steps}, got {t}")
         if t >= len(self.sigma):
             raise BudgetExceeded(f"step {t + 1} is beyond the planned schedule of {len(self.sigma)} steps")
-        eps = epsilon(rdp=self._cum[t], delta=self.delta, orders=self.orders, check_order=False)
+        eps = self._eps.get(t)
+        if eps is None:  # runs sharing this schedule share the table of epsilons
+            eps = self._eps[t] = epsilon(rdp=self._cum[t], delta=self.delta, orders=self.orders, check_order=False)
         if eps > self.epsilon_target * (1 + self.REL_SLACK):
             raise BudgetExceeded(f"step {t + 1} would bring epsilon to {eps:.6g} > target {self.epsilon_target:.6g}")
         self.steps += 1
@@ -501,7 +504,14 @@ def transfer_features(*, dataset: str, n_train: int, n_val: int, seed: int, pret
     (without privacy) on its public partner (:data:`PUBLIC_FOR`), as W's transfer step.
 
     Returns ``X_train, y_train, X_val, y_val`` (features, float64), ``public``,
-    ``pretrain_accuracy`` and ``dim``."""
+    ``pretrain_accuracy``, ``dim``, ``dataset`` (the one used) and ``requested``; memoised
+    in-process (the arrays are shared: do not modify them)."""
+    return _transfer_features(dataset, int(n_train), int(n_val), int(seed), int(pretrain_n), int(pretrain_epochs),
+                              None if data_dir is None else str(data_dir))
+
+
+@functools.lru_cache(maxsize=4)
+def _transfer_features(dataset, n_train, n_val, seed, pretrain_n, pretrain_epochs, data_dir) -> dict:
     import torch
 
     if dataset not in PUBLIC_FOR:

@@ -214,3 +214,49 @@ def test_w_f1_runs_on_a_tiny_config():
     assert S["eps_dp"][-1] == pytest.approx(S["epsilon"], rel=1e-9)
     assert R["acc_dp"].shape == R["acc_adp"].shape == (2, len(R["steps"]))
     assert np.all(R["eps_spent_dp"] <= S["epsilon"] * (1 + 1e-9)) and R["stopped"] == 0
+
+
+@pytest.mark.slow
+def test_w_t1245_runs_on_a_tiny_config():
+    from dpcompanion.experiments import w_t1245
+
+    exp = base.get("w-t1245")
+    cfg = dict(base.config_for(exp, "quick"), **{k: v for k, v in TINY.items() if k != "curve_points"},
+               epsilon_bars=[1.6], clips=[1.0], epochs=[2])
+    out = exp.combine(cfg, [exp.run_unit(u, "cpu") for u in exp.units(cfg)])
+    (cell,) = out["cells"]
+    assert cell["best_dp"].shape == cell["best_adp"].shape == (2,)
+    assert abs(cell["epsilon_adp"] - cell["epsilon"]) / cell["epsilon"] < 1e-6 and cell["stopped"] == 0
+    h, rows = w_t1245.paper_layout(out["cells"], family="sqrt", metric="best")
+    assert len(rows) == 3 and len(h) == 3
+    (v,) = w_t1245.verdicts(out["cells"], metric="last")
+    assert v["table"] == 5 and v["verdict"] == "not comparable" and "sizes differ" in v["note"]
+
+
+@pytest.mark.slow
+def test_w_t36_runs_on_a_tiny_config():
+    from dpcompanion.experiments import w_t36
+
+    exp = base.get("w-t36")
+    cfg = dict(base.config_for(exp, "quick"), **{k: v for k, v in TINY.items() if k != "curve_points"},
+               epsilon_bars=[3.2], betas=[1, 512], Cs=[1e-3])
+    out = exp.combine(cfg, [exp.run_unit(u, "cpu") for u in exp.units(cfg)])
+    (cell,) = out["cells"]
+    assert cell["method"] == ["dp", "dp", "adp", "adp"] and cell["best"].shape == (4, 2)
+    assert cell["epsilon_adp_max_rel"] < 1e-6 and cell["stopped"] == 0
+    # the adaptive rule: step sizes start at 1/sqrt(20 + max(beta ||g||^2, 1e-5)) and only decrease
+    assert np.all(cell["lr_first"] < 1 / math.sqrt(20)) and np.all(cell["lr_last"] <= cell["lr_first"][:4])
+    assert w_t36.best_of(cell, "adp")["C"] == 1e-3
+
+
+def test_adaptive_rule_matches_the_formula():
+    from dpcompanion.experiments import w_t36
+
+    rule = w_t36.adaptive_rule(betas=[1.0, 600.0], b0_sq=20.0, period=3)(2)
+    g = torch.tensor([[0.3, 0.4], [0.0, 0.0]], dtype=torch.float64)  # ||g||^2 = 0.25, 0
+    b = [20.0, 20.0]
+    for t in range(5):
+        lr = rule(t, g, torch.ones(2, dtype=torch.float64))
+        b[0] += max(max(1.0 / ((t % 3) + 1), 1.0) * 0.25, 1e-5)
+        b[1] += max(max(600.0 / ((t % 3) + 1), 1.0) * 0.0, 1e-5)
+        np.testing.assert_allclose(lr.numpy(), 1 / np.sqrt(b), rtol=1e-12)

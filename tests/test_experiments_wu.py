@@ -221,7 +221,7 @@ def test_w_t1245_runs_on_a_tiny_config():
     from dpcompanion.experiments import w_t1245
 
     exp = base.get("w-t1245")
-    cfg = dict(base.config_for(exp, "quick"), **{k: v for k, v in TINY.items() if k != "curve_points"},
+    cfg = dict(base.config_for(exp, "quick"), **{k: v for k, v in TINY.items() if k not in ("curve_points", "epochs")},
                epsilon_bars=[1.6], clips=[1.0], epochs=[2])
     out = exp.combine(cfg, [exp.run_unit(u, "cpu") for u in exp.units(cfg)])
     (cell,) = out["cells"]

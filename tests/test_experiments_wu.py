@@ -260,3 +260,32 @@ def test_adaptive_rule_matches_the_formula():
         b[0] += max(max(1.0 / ((t % 3) + 1), 1.0) * 0.25, 1e-5)
         b[1] += max(max(600.0 / ((t % 3) + 1), 1.0) * 0.0, 1e-5)
         np.testing.assert_allclose(lr.numpy(), 1 / np.sqrt(b), rtol=1e-12)
+
+
+def test_w_f4_epsilon_bar_is_thm_4_1_solved_for_epsilon():
+    from dpcompanion.experiments import w_f4
+
+    # Thm 4.1 (alpha_t = 1, G = C): sigma_mean^2 = (16 C)^2 B T / (n^2 eps^2), B = log(16T/(n delta)) log(1.25/delta),
+    # sigma_mean = z C / m, eps_bar = eps / 16  =>  eps_bar = m sqrt(B T) / (n z)   (rewritten here)
+    T, n, m, z, delta = 800, 2000, 256, 3.2, 1e-5
+    B = math.log(16 * T / (n * delta)) * math.log(1.25 / delta)
+    want = m * math.sqrt(B * T) / (n * z)
+    got = w_f4.epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=1.0, delta=delta)
+    assert got == pytest.approx(want, rel=1e-12)
+    assert w_f4.epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=2.5, delta=delta) == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_w_f4_runs_on_a_tiny_config():
+    from dpcompanion.experiments import w_f4
+
+    exp = base.get("w-f4")
+    cfg = dict(base.config_for(exp, "quick"), n_train=300, n_test=200, epochs=2, sigmas=[3.2], cs=[0.0, 0.5])
+    out = exp.combine(cfg, [exp.run_unit(u, "cpu") for u in exp.units(cfg)])
+    assert [r["c"] for r in out["runs"]] == [0.0, 0.5]
+    r = out["runs"][0]
+    assert r["test_error"].shape == (2, 3) and r["stopped"] == 0
+    assert np.all(np.diff(r["eps_numeric"]) > 0) and r["eps_numeric"][-1] < r["eps_theory"][-1]
+    v, note = w_f4.decay_verdict(out["runs"], sigma=3.2)
+    assert v in ("agrees", "disagrees") and "of 1" in note
+    assert w_f4.decay_verdict(out["runs"], sigma=6.4)[0] == "not comparable"

@@ -289,3 +289,19 @@ def test_w_f4_runs_on_a_tiny_config():
     v, note = w_f4.decay_verdict(out["runs"], sigma=3.2)
     assert v in ("agrees", "disagrees") and "of 1" in note
     assert w_f4.decay_verdict(out["runs"], sigma=6.4)[0] == "not comparable"
+
+
+def test_cifar10_directory_path(tmp_path):
+    """``dataset="cifar10", data_dir=DIR`` works for a user with the python pickle batches
+    (a fake directory of the right format here); no public set: untrained features."""
+    import pickle
+
+    rng = np.random.default_rng(0)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        with open(tmp_path / name, "wb") as fh:
+            pickle.dump({b"data": rng.integers(0, 256, (12, 3072), dtype=np.uint8),
+                         b"labels": rng.integers(0, 10, 12).tolist()}, fh)
+    f = wp.transfer_features(dataset="cifar10", n_train=40, n_val=8, seed=0, pretrain_n=10, pretrain_epochs=1,
+                             data_dir=tmp_path)
+    assert f["X_train"].shape == (40, 128) and f["X_val"].shape == (8, 128)
+    assert f["public"] == "none" and f["dataset"] == "cifar10" and math.isnan(f["pretrain_accuracy"])

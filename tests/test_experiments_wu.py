@@ -305,3 +305,11 @@ def test_cifar10_directory_path(tmp_path):
                              data_dir=tmp_path)
     assert f["X_train"].shape == (40, 128) and f["X_val"].shape == (8, 128)
     assert f["public"] == "none" and f["dataset"] == "cifar10" and math.isnan(f["pretrain_accuracy"])
+
+
+@pytest.mark.slow
+def test_mnist_fallback_when_fashion_is_absent(monkeypatch):
+    monkeypatch.setattr(wp, "fashion_available", lambda: False)
+    f = wp.transfer_features(dataset="fashion", n_train=50, n_val=20, seed=5, pretrain_n=100, pretrain_epochs=1)
+    assert f["dataset"] == "mnist" and f["requested"] == "fashion" and f["public"] == "digits-28"
+    assert f["X_train"].shape == (50, 32) and 0.0 <= f["pretrain_accuracy"] <= 1.0

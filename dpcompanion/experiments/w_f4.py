@@ -68,7 +68,7 @@ def run_unit(u: dict, device: str) -> dict:
                  else make_model(u["model"], n_classes=10))
         sigma = np.full(T, u["sigma"])
         orders = wp.orders_for(sigma=u["sigma"], T=T, sampling_rate=q, delta=u["delta"])
-        eps_total = wp.epsilon(rdp=T * wp.rdp_steps(sigma=[u["sigma"]], sampling_rate=q, orders=orders)[0],
+        eps_total = wp.epsilon(rdp=T * wp.rdp_total(sigma=[u["sigma"]], sampling_rate=q, orders=orders),
                                delta=u["delta"], orders=orders, check_order=False)
         eta = wp.step_sizes(family="sqrt", T=T, a=u["a"], c=u["c"])
         ss = np.random.SeedSequence([u["seed"], int(u["sigma"] * 10), int(round(u["c"] * 1e5))])

@@ -77,7 +77,7 @@ def run_unit(u: dict, device: str) -> dict:
         period = max(1, int(np.ceil(N / m)))
         z_dp = wp.dp_noise_multiplier(epsilon_bar=u["epsilon_bar"], T=T, N=N, batch_size=m, delta=u["delta"])
         orders = wp.orders_for(sigma=z_dp, T=T, sampling_rate=q, delta=u["delta"])
-        eps = wp.epsilon(rdp=T * wp.rdp_steps(sigma=[z_dp], sampling_rate=q, orders=orders)[0], delta=u["delta"],
+        eps = wp.epsilon(rdp=T * wp.rdp_total(sigma=[z_dp], sampling_rate=q, orders=orders), delta=u["delta"],
                          orders=orders)
         t = np.arange(1, T + 1, dtype=np.float64)
         configs, sigmas, eps_adp = [], [], []
@@ -88,7 +88,7 @@ def run_unit(u: dict, device: str) -> dict:
             alpha = (u["b0_sq"] + t * C) ** 0.25
             z = wp.calibrate(alpha=alpha, sampling_rate=q, delta=u["delta"], epsilon_target=eps, orders=orders,
                              bracket=(z_dp / alpha.max(), z_dp / alpha.min()))
-            eps_adp.append(wp.epsilon(rdp=wp.rdp_steps(sigma=z * alpha, sampling_rate=q, orders=orders).sum(0),
+            eps_adp.append(wp.epsilon(rdp=wp.rdp_total(sigma=z * alpha, sampling_rate=q, orders=orders),
                                       delta=u["delta"], orders=orders))
             configs.append(("adp", float(beta), float(C)))
             sigmas.append(z * alpha)

@@ -14,13 +14,13 @@ Pieces, in the order a run uses them:
    accountant equals the target (:func:`calibrate`). W instead equalises Thm 4.1's bound,
    which for unequal ``alpha_t`` does not give the same actual epsilon.
 3. **The accountant.** RDP of the Poisson-subsampled Gaussian at integer orders
-   ``2..128`` (Mironov, Talwar & Zhang, arXiv 1908.10530v1, Sec. 3.3, the integer-order
-   sum), vectorised over all steps of a schedule; composed by adding curves and converted
-   with dp-accounting's ``compute_epsilon``
-   (:func:`dpcompanion.theory.accounting.rdp_epsilon`). It is dp-accounting's own integer-order
-   computation (``RdpAccountant(orders=...)`` gives the same numbers: tests) done in numpy,
-   because a schedule with a different multiplier at every step (ADP-SGD) costs
-   dp-accounting about 0.1 s per distinct step.
+   (:func:`dpcompanion.theory.accounting.rdp_curve`, Mironov, Talwar & Zhang, arXiv
+   1908.10530v1, Sec. 3.3), composed by adding curves and converted with dp-accounting's
+   ``compute_epsilon`` (:func:`dpcompanion.theory.accounting.rdp_epsilon`). It is
+   dp-accounting's own integer-order computation (``RdpAccountant(orders=...)`` gives the
+   same numbers: tests) in numpy, because a schedule with a different multiplier at every
+   step (ADP-SGD) costs dp-accounting about 0.1 s per distinct step. The orders run to
+   about twice the optimum of DP-SGD's schedule (:func:`orders_for`).
 4. **The ledger.** :class:`ScheduleLedger` holds one run's planned schedule and is charged
    before each noisy step: a step that would take the RDP epsilon above the target is
    refused and the run stops (its remaining steps release nothing and do not move).
@@ -59,6 +59,7 @@ __all__ = [
     "STEP_SIZE_FAMILIES",
     "step_sizes",
     "adp_alpha",
+    "rdp_total",
     "rdp_steps",
     "epsilon",
     "epsilon_curve",
@@ -121,52 +122,37 @@ def adp_alpha(*, eta) -> np.ndarray:
 # ------------------------------------------------------------------------- accountant
 
 
-@functools.lru_cache(maxsize=64)
-def _log_terms(order: int, q: float) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.special import gammaln
+def rdp_total(*, sigma, sampling_rate: float, orders: np.ndarray = ORDERS) -> np.ndarray:
+    """Composed RDP curve of Poisson-subsampled Gaussian steps with multipliers ``sigma``
+    (``inf``: no release, no cost), by :func:`dpcompanion.theory.accounting.rdp_curve`
+    (integer orders; Mironov, Talwar & Zhang, arXiv 1908.10530v1, Sec. 3.3).
 
-    k = np.arange(order + 1, dtype=np.float64)
-    logc = gammaln(order + 1) - gammaln(k + 1) - gammaln(order - k + 1)
-    base = logc + k * math.log(q) + (order - k) * math.log1p(-q)
-    return base, k * (k - 1) / 2.0
+    >>> rdp_total(sigma=[2.0, float("inf")], sampling_rate=1.0, orders=np.array([2.0, 8.0])).tolist()
+    [0.25, 1.0]
+    """
+    s = np.atleast_1d(np.asarray(sigma, dtype=np.float64))
+    if s.ndim != 1 or not np.all(s > 0):
+        raise ValueError("sigma must be a 1-D sequence of noise multipliers > 0 (inf allowed)")
+    finite = s[np.isfinite(s)]
+    o = np.asarray(orders, dtype=np.float64)
+    if finite.size == 0:
+        return np.zeros(o.size)
+    return accounting.rdp_curve(sigma=finite, sampling_rate=sampling_rate, orders=o)
 
 
 def rdp_steps(*, sigma, sampling_rate: float, orders: np.ndarray = ORDERS) -> np.ndarray:
-    """Per-step RDP ``(T, len(orders))`` of Poisson-subsampled Gaussian steps with
-    multipliers ``sigma`` (``inf``: no release, 0).
-
-    Integer order a: ``log A_a = logsumexp_k [log C(a, k) + k log q + (a - k) log(1 - q)
-    + k (k - 1) / (2 sigma^2)]`` and RDP = ``log A_a / (a - 1)`` (Mironov, Talwar & Zhang,
-    arXiv 1908.10530v1, Sec. 3.3); at q = 1 the Gaussian's ``a / (2 sigma^2)``.
+    """Per-step RDP ``(T, len(orders))`` (row t = :func:`rdp_total` of step t alone), for a
+    ledger's running sums; one library call per distinct multiplier.
 
     >>> r = rdp_steps(sigma=[2.0], sampling_rate=1.0, orders=np.array([2.0, 8.0]))
     >>> r.tolist()
     [[0.25, 1.0]]
     """
     s = np.atleast_1d(np.asarray(sigma, dtype=np.float64))
-    if s.ndim != 1 or not np.all(s > 0):
-        raise ValueError("sigma must be a 1-D sequence of noise multipliers > 0 (inf allowed)")
-    q = float(sampling_rate)
-    if not 0.0 < q <= 1.0:
-        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
     o = np.asarray(orders, dtype=np.float64)
-    if np.any(o != np.round(o)) or np.any(o < 2):
-        raise ValueError("orders must be integers >= 2")
-    out = np.zeros((s.size, o.size))
-    finite = np.isfinite(s)
-    inv = np.zeros_like(s)
-    inv[finite] = 1.0 / s[finite] ** 2
-    if q == 1.0:
-        return np.outer(inv, o) / 2.0
-    for j, a in enumerate(o.astype(int)):
-        base, kk = _log_terms(int(a), q)
-        x = inv[:, None] * kk[None, :]
-        x += base[None, :]
-        m = x.max(axis=1)
-        x -= m[:, None]
-        out[:, j] = (np.log(np.exp(x, out=x).sum(axis=1)) + m) / (a - 1)
-    out[~finite] = 0.0
-    return np.maximum(out, 0.0)
+    values, inverse = np.unique(s, return_inverse=True)
+    rows = np.stack([rdp_total(sigma=[v], sampling_rate=sampling_rate, orders=o) for v in values])
+    return rows[inverse.reshape(-1)]
 
 
 def epsilon(*, rdp, delta: float, orders: np.ndarray = ORDERS, check_order: bool = True) -> float:
@@ -196,7 +182,7 @@ def orders_for(*, sigma: float, T: int, sampling_rate: float, delta: float) -> n
     """Integer orders 2..A with A about twice the optimal order of ``T`` steps at ``sigma``
     (never more than 256): a schedule near that one has its optimum well inside, and the
     per-step cost of :func:`rdp_steps` grows with A^2."""
-    r = T * rdp_steps(sigma=[sigma], sampling_rate=sampling_rate, orders=np.arange(2, 257.0))[0]
+    r = T * rdp_total(sigma=[sigma], sampling_rate=sampling_rate, orders=np.arange(2, 257.0))
     o = np.arange(2, 257.0)
     vals = r + np.log1p(-1 / o) - (math.log(delta) + np.log(o)) / (o - 1)
     return np.arange(2, min(256, max(32, 2 * int(o[np.argmin(vals)]) + 8)) + 1, dtype=np.float64)
@@ -230,7 +216,7 @@ def calibrate(*, alpha, sampling_rate: float, delta: float, epsilon_target: floa
         raise ValueError(f"epsilon_target must be finite and > 0, got {epsilon_target}")
 
     def f(log_z: float) -> float:
-        r = rdp_steps(sigma=math.exp(log_z) * a, sampling_rate=sampling_rate, orders=orders).sum(axis=0)
+        r = rdp_total(sigma=math.exp(log_z) * a, sampling_rate=sampling_rate, orders=orders)
         return math.log(epsilon(rdp=r, delta=delta, orders=orders, check_order=False)) - math.log(epsilon_target)
 
     lo, hi = (math.log(1e-2), math.log(1e2)) if bracket is None else (math.log(bracket[0]), math.log(bracket[1]))
@@ -252,13 +238,12 @@ def plan(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float, f
     alpha = adp_alpha(eta=eta)
     z_dp = dp_noise_multiplier(epsilon_bar=epsilon_bar, T=T, N=N, batch_size=batch_size, delta=delta)
     orders = orders_for(sigma=z_dp, T=T, sampling_rate=q, delta=delta)
-    eps = epsilon(rdp=T * rdp_steps(sigma=[z_dp], sampling_rate=q, orders=orders)[0], delta=delta, orders=orders)
+    eps = epsilon(rdp=T * rdp_total(sigma=[z_dp], sampling_rate=q, orders=orders), delta=delta, orders=orders)
     # z_dp / alpha_t brackets the root: all steps noisier (or quieter) than DP-SGD's
     z = calibrate(alpha=alpha, sampling_rate=q, delta=delta, epsilon_target=eps, orders=orders,
                   bracket=(z_dp / alpha.max(), z_dp / alpha.min()))
     sig_adp = z * alpha
-    eps_adp = epsilon(rdp=rdp_steps(sigma=sig_adp, sampling_rate=q, orders=orders).sum(axis=0), delta=delta,
-                      orders=orders)
+    eps_adp = epsilon(rdp=rdp_total(sigma=sig_adp, sampling_rate=q, orders=orders), delta=delta, orders=orders)
     return {"eta": eta, "alpha": alpha, "sigma_dp": np.full(T, z_dp), "sigma_adp": sig_adp, "z_dp": z_dp,
             "z_adp": z, "epsilon": eps, "epsilon_adp": eps_adp, "sampling_rate": q, "orders": orders}
 

@@ -260,7 +260,9 @@ def _gaussian(seed: int, n: int, dim: int, n_classes: int):
 
 
 def _fashion_dir() -> Path | None:
-    for root in (Path("/usr/share/dataset-fashion-mnist"), Path("/usr/share/fashion-mnist"), Path("/usr/share")):
+    # Debian (bookworm and later) installs the files under /usr/share/datasets/fashion-mnist
+    for root in (Path("/usr/share/datasets/fashion-mnist"), Path("/usr/share/dataset-fashion-mnist"),
+                 Path("/usr/share/fashion-mnist"), Path("/usr/share")):
         if root.is_dir():
             hits = sorted(root.rglob("train-images-idx3-ubyte.gz")) if root != Path("/usr/share") else \
                 sorted(root.glob("*fashion*/**/train-images-idx3-ubyte.gz"))

@@ -1,0 +1,97 @@
+"""W-F1: Wu et al. (ADP-SGD, file 002) Figure 1: the noise each method adds to the parameters
+(eta_t alpha_t sigma) and the privacy spent vs t for DP-SGD (alpha_t = 1) and ADP-SGD
+(alpha_t = 1/sqrt(eta_t)), eta_t = 1/sqrt(20 + t), the same final budget; and the validation
+accuracy of both.
+
+Part "schedule" needs no training (it runs in every mode); part "train" runs the Poisson
+mini-batch protocol of :mod:`dpcompanion.experiments.wu_protocol` (W: CIFAR-10, clip 2.5,
+epsilon_bar = 3.2, batch 256; here Fashion-MNIST with a CNN pre-trained on MNIST).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpcompanion.experiments import wu_protocol as wp
+from dpcompanion.experiments.base import Experiment
+
+#: the paper's protocol for the figure (W Fig. 1 caption and Sec. 6); its accuracy curve is
+#: Fig. 3's top middle panel (120 epochs); full grid on a GPU / Dask cluster:
+#:   python -m dpcompanion experiment w-f1 --mode full   (with PAPER_CONFIG as the full config)
+PAPER_CONFIG = dict(dataset="cifar10", n_train=50000, n_val=10000, epochs=120, batch_size=256, delta=1e-5,
+                    epsilon_bar=3.2, clip=2.5, family="sqrt", seeds=5, eval_every=20)
+
+_COMMON = dict(dataset="fashion", data_dir=None, batch_size=256, delta=1e-5, epsilon_bar=3.2, clip=2.5,
+               family="sqrt", curve_points=200)
+CONFIGS = {
+    "quick": dict(_COMMON, n_train=2000, n_val=2000, pretrain_n=3000, pretrain_epochs=1, epochs=20, seeds=3,
+                  eval_every=10),
+    "full": dict(_COMMON, n_train=5000, n_val=5000, pretrain_n=20000, pretrain_epochs=2, epochs=120, seeds=5,
+                 eval_every=20),
+}
+
+
+def units(config: dict) -> list[dict]:
+    return [dict(config, part="schedule"), dict(config, part="train")]
+
+
+def _plan(u: dict, N: int) -> dict:
+    T = wp.steps_for(epochs=u["epochs"], N=N, batch_size=u["batch_size"])
+    return wp.plan(epsilon_bar=u["epsilon_bar"], T=T, N=N, batch_size=u["batch_size"], delta=u["delta"],
+                   family=u["family"])
+
+
+def run_unit(u: dict, device: str) -> dict:
+    with wp.single_thread():
+        if u["part"] == "schedule":
+            N = u["n_train"]
+            p = _plan(u, N)
+            T = len(p["eta"])
+            m = u["batch_size"]
+            at = np.unique(np.linspace(1, T, min(T, u["curve_points"])).round().astype(int))
+            # noise on the parameters, per coordinate: eta_t x (C z_t / m)
+            noise_dp = p["eta"] * u["clip"] * p["sigma_dp"] / m
+            noise_adp = p["eta"] * u["clip"] * p["sigma_adp"] / m
+            kw = dict(sampling_rate=p["sampling_rate"], delta=u["delta"], at=at, orders=p["orders"])
+            return {"t": at, "noise_dp": noise_dp[at - 1], "noise_adp": noise_adp[at - 1],
+                    "eps_dp": wp.epsilon_curve(sigma=p["sigma_dp"], **kw),
+                    "eps_adp": wp.epsilon_curve(sigma=p["sigma_adp"], **kw),
+                    "z_dp": p["z_dp"], "z_adp": p["z_adp"], "epsilon": p["epsilon"], "epsilon_adp": p["epsilon_adp"],
+                    "T": T, "N": N, "sampling_rate": p["sampling_rate"]}
+        f = wp.transfer_features(dataset=u["dataset"], n_train=u["n_train"], n_val=u["n_val"], seed=u["seed"],
+                                 pretrain_n=u["pretrain_n"], pretrain_epochs=u["pretrain_epochs"],
+                                 data_dir=u["data_dir"])
+        N = len(f["y_train"])
+        p = _plan(u, N)
+        seeds = [int(s) for s in np.random.SeedSequence(u["seed"]).generate_state(u["seeds"]) & 0x7FFFFFFF]
+        sigma = np.stack([p["sigma_dp"]] * len(seeds) + [p["sigma_adp"]] * len(seeds))
+        r = wp.train_segments(wp.head_model(dim=f["dim"]), f["X_train"], f["y_train"], X_val=f["X_val"],
+                              y_val=f["y_val"], sigma=sigma, lr=np.broadcast_to(p["eta"], sigma.shape),
+                              seeds=seeds + seeds, clip_norm=u["clip"], sampling_rate=p["sampling_rate"],
+                              delta=u["delta"], epsilon_target=p["epsilon"], eval_every=u["eval_every"],
+                              device=device, orders=p["orders"])
+        k = len(seeds)
+        return {"steps": r["steps"], "acc_dp": 100 * r["val_accuracy"][:k], "acc_adp": 100 * r["val_accuracy"][k:],
+                "eps_spent_dp": r["epsilon"][:k], "eps_spent_adp": r["epsilon"][k:],
+                "stopped": int(r["stopped"].sum()), "dataset_used": f["dataset"], "public": f["public"],
+                "pretrain_accuracy": f["pretrain_accuracy"], "N_train": N, "N_val": len(f["y_val"])}
+
+
+def combine(config: dict, results: list[dict]) -> dict:
+    sched, train = results
+    return {"schedule": sched, "train": train}
+
+
+EXPERIMENT = Experiment(
+    id="w-f1",
+    title="ADP-SGD vs DP-SGD: noise, privacy and accuracy vs t (Wu et al. Fig. 1)",
+    configs=CONFIGS,
+    units=units,
+    run_unit=run_unit,
+    combine=combine,
+    depends_on=("dpcompanion.experiments.wu_protocol", "dpcompanion.training.trainers",
+                "dpcompanion.theory.accounting"),
+    scale_note="Fashion-MNIST (5 000 training images, CNN pre-trained on MNIST, last layer fine-tuned) for 120 "
+               "epochs, 5 seeds; the paper: CIFAR-10 (50 000 images, CNN pre-trained on CIFAR-100), 120 epochs, "
+               "5 runs.",
+)

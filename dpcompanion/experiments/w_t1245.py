@@ -1,0 +1,143 @@
+"""W-T1245: Wu et al. (ADP-SGD, file 002) Tables 1, 2, 4 and 5: best (Tables 1, 2) and last
+(Tables 4, 5) validation accuracy of DP-SGD vs ADP-SGD over the grid epsilon_bar x clip x
+epochs, for the two step-size families (Tables 1, 4: eta_t = 0.1 - a_T sqrt(t); Tables 2, 5:
+eta_t = 1/sqrt(20 + t)), 5 runs each, batch 256, delta 1e-5.
+
+One unit per cell ``(family, clip, epochs, epsilon_bar)``: both methods and all seeds in one
+batched call of :func:`dpcompanion.experiments.wu_protocol.train_segments`, the two methods
+calibrated to the same RDP epsilon.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from dpcompanion.experiments import wu_protocol as wp
+from dpcompanion.experiments.base import Experiment
+
+#: the paper's full grid (W Sec. 6, Tables 1, 2, 4, 5; CIFAR-10, N = 50 000, 10 000
+#: validation images, 5 runs). On a GPU or a Dask cluster:
+#:   python -m dpcompanion experiment w-t1245 --mode full   (with these values as the full config)
+PAPER_GRID = dict(dataset="cifar10", n_train=50000, n_val=10000, families=["linear-sqrt", "sqrt"],
+                  clips=[0.5, 1.0, 2.5, 5.0], epochs=[60, 120, 200], epsilon_bars=[0.8, 1.2, 1.6, 3.2, 6.4],
+                  seeds=5, eval_every=20, batch_size=256, delta=1e-5)
+
+_COMMON = dict(dataset="fashion", data_dir=None, batch_size=256, delta=1e-5)
+CONFIGS = {
+    "quick": dict(_COMMON, n_train=1000, n_val=1000, pretrain_n=3000, pretrain_epochs=1, families=["sqrt"],
+                  clips=[1.0, 2.5], epochs=[10], epsilon_bars=[0.8, 3.2], seeds=2, eval_every=10),
+    "full": dict(_COMMON, n_train=2000, n_val=2000, pretrain_n=20000, pretrain_epochs=2,
+                 families=["linear-sqrt", "sqrt"], clips=[1.0, 2.5], epochs=[60, 120, 200],
+                 epsilon_bars=[0.8, 3.2], seeds=3, eval_every=20),
+}
+
+
+def units(config: dict) -> list[dict]:
+    keep = ("dataset", "data_dir", "batch_size", "delta", "n_train", "n_val", "pretrain_n", "pretrain_epochs",
+            "seeds", "eval_every", "seed")
+    base = {k: config[k] for k in keep}
+    return [dict(base, family=f, clip=float(c), epochs=int(e), epsilon_bar=float(eb))
+            for f, c, e, eb in itertools.product(config["families"], config["clips"], config["epochs"],
+                                                 config["epsilon_bars"])]
+
+
+def run_cell(u: dict, device: str) -> dict:
+    """One cell: DP-SGD and ADP-SGD, ``u["seeds"]`` runs each; per-run best/last accuracy (%)."""
+    f = wp.transfer_features(dataset=u["dataset"], n_train=u["n_train"], n_val=u["n_val"], seed=u["seed"],
+                             pretrain_n=u["pretrain_n"], pretrain_epochs=u["pretrain_epochs"], data_dir=u["data_dir"])
+    N = len(f["y_train"])
+    T = wp.steps_for(epochs=u["epochs"], N=N, batch_size=u["batch_size"])
+    p = wp.plan(epsilon_bar=u["epsilon_bar"], T=T, N=N, batch_size=u["batch_size"], delta=u["delta"],
+                family=u["family"])
+    ss = np.random.SeedSequence([u["seed"], int(u["epsilon_bar"] * 100), int(u["clip"] * 100), u["epochs"]])
+    seeds = [int(s) for s in ss.generate_state(u["seeds"]) & 0x7FFFFFFF]
+    sigma = np.stack([p["sigma_dp"]] * len(seeds) + [p["sigma_adp"]] * len(seeds))
+    r = wp.train_segments(wp.head_model(dim=f["dim"]), f["X_train"], f["y_train"], X_val=f["X_val"],
+                          y_val=f["y_val"], sigma=sigma, lr=np.broadcast_to(p["eta"], sigma.shape),
+                          seeds=seeds + seeds, clip_norm=u["clip"], sampling_rate=p["sampling_rate"],
+                          delta=u["delta"], epsilon_target=p["epsilon"], eval_every=u["eval_every"], device=device,
+                          orders=p["orders"])
+    k = len(seeds)
+    acc = 100 * r["val_accuracy"]
+    return {"family": u["family"], "clip": u["clip"], "epochs": u["epochs"], "epsilon_bar": u["epsilon_bar"],
+            "best_dp": acc[:k, 1:].max(1), "best_adp": acc[k:, 1:].max(1), "last_dp": acc[:k, -1],
+            "last_adp": acc[k:, -1], "epsilon": p["epsilon"], "epsilon_adp": p["epsilon_adp"], "z_dp": p["z_dp"],
+            "z_adp": p["z_adp"], "T": T, "stopped": int(r["stopped"].sum()), "dataset_used": f["dataset"],
+            "public": f["public"], "N_train": N, "N_val": len(f["y_val"])}
+
+
+def run_unit(u: dict, device: str) -> dict:
+    with wp.single_thread():
+        return run_cell(u, device)
+
+
+def combine(config: dict, results: list[dict]) -> dict:
+    return {"cells": results}
+
+
+EXPERIMENT = Experiment(
+    id="w-t1245",
+    title="ADP-SGD vs DP-SGD over the privacy x clip x epochs grid (Wu et al. Tables 1, 2, 4, 5)",
+    configs=CONFIGS,
+    units=units,
+    run_unit=run_unit,
+    combine=combine,
+    depends_on=("dpcompanion.experiments.wu_protocol", "dpcompanion.training.trainers",
+                "dpcompanion.theory.accounting"),
+    scale_note="Fashion-MNIST (2 000 training, 2 000 validation images; CNN pre-trained on MNIST, last layer "
+               "fine-tuned), both step-size families, the paper's 3 epoch counts, clips {1, 2.5} of its 4, "
+               "epsilon_bar in {0.8, 3.2} of its 5 values, 3 seeds of its 5 runs; the paper: CIFAR-10 "
+               "(50 000 images).",
+)
+
+
+# ----------------------------------------------------------------- rendering helpers (pure)
+
+#: W's 60/120/200-epoch columns: a cell is comparable only at one of these
+PAPER_EPOCHS = (60, 120, 200)
+
+
+def _ms(v) -> str:
+    v = np.asarray(v, dtype=float)
+    sd = float(np.std(v, ddof=1)) if len(v) > 1 else float("nan")
+    return f"{v.mean():.2f} ± {sd:.2f}"
+
+
+def paper_layout(cells: list[dict], *, family: str, metric: str) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of one of W's tables (``metric`` "best": Tables 1/2, "last": 4/5) from
+    our cells: rows epsilon_bar x (ADP-SGD, DP-SGD, Gap), columns clip x epochs."""
+    mine = [c for c in cells if c["family"] == family]
+    cols = sorted({(c["clip"], c["epochs"]) for c in mine})
+    ebs = sorted({c["epsilon_bar"] for c in mine})
+    by = {(c["epsilon_bar"], c["clip"], c["epochs"]): c for c in mine}
+    header = ["eps_bar", "alg"] + [f"C={c:g}, {e} ep." for c, e in cols]
+    rows = []
+    for eb in ebs:
+        cs = [by.get((eb, c, e)) for c, e in cols]
+        rows.append([f"{eb:g}", "ADP-SGD"] + [_ms(x[f"{metric}_adp"]) if x else "" for x in cs])
+        rows.append(["", "DP-SGD"] + [_ms(x[f"{metric}_dp"]) if x else "" for x in cs])
+        rows.append(["", "Gap"] + [f"{np.mean(x[f'{metric}_adp']) - np.mean(x[f'{metric}_dp']):+.2f}" if x else ""
+                                   for x in cs])
+    return header, rows
+
+
+def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
+    """Per cell and step-size family: the paper's printed cell (or None), our gap, and the
+    verdict of :func:`dpcompanion.experiments.comparisons_wu.gap_verdict` (comparable only
+    at the paper's epoch counts)."""
+    from dpcompanion.experiments import comparisons_wu as cw, wu_paper
+
+    out = []
+    for c in cells:
+        paper = wu_paper.row(family=c["family"], metric=metric, epsilon_bar=c["epsilon_bar"], clip=c["clip"],
+                             epochs=c["epochs"])
+        v, note = cw.gap_verdict(paper=paper, adp=c[f"{metric}_adp"], dp=c[f"{metric}_dp"],
+                                 sizes_match=c["epochs"] in PAPER_EPOCHS)
+        g, se = cw.gap_stats(c[f"{metric}_adp"], c[f"{metric}_dp"])
+        out.append({"table": wu_paper.TABLE_OF[(c["family"], metric)], "family": c["family"],
+                    "epsilon_bar": c["epsilon_bar"], "clip": c["clip"], "epochs": c["epochs"],
+                    "paper_gap": None if paper is None else paper[0] - paper[2], "gap": g, "se": se,
+                    "verdict": v, "note": note})
+    return out

@@ -1,0 +1,574 @@
+"""The experimental protocol of Wu et al. (ADP-SGD, file 002, Sec. 6 and App. F), shared by
+the experiments ``w-f1``, ``w-t1245``, ``w-t36`` and ``w-f4``.
+
+Pieces, in the order a run uses them:
+
+1. **Noise of the paper.** For a privacy level ``epsilon_bar`` W Thm 4.1 (Eq. 6) gives
+   DP-SGD's noise (:func:`dpcompanion.theory.accounting.w_moments_epsilons`, the same code that
+   recomputes the paper's footnote-3 epsilons); as a noise multiplier on the clipped *sum*
+   of a Poisson batch of expected size ``m`` this is ``z_dp = sigma m / C``.
+2. **One accountant, two methods.** DP-SGD (``alpha_t = 1``) takes ``T`` steps at ``z_dp``; its
+   epsilon at ``delta`` by the RDP accountant of Poisson-subsampled Gaussian steps is the
+   target. ADP-SGD (``alpha_t = 1/sqrt(eta_t)``, W Thm 4.2 / Remark 4.1) takes steps at
+   ``z alpha_t`` with ``z`` found by root-finding so that its epsilon by the same
+   accountant equals the target (:func:`calibrate`). W instead equalises Thm 4.1's bound,
+   which for unequal ``alpha_t`` does not give the same actual epsilon.
+3. **The accountant.** RDP of the Poisson-subsampled Gaussian at integer orders
+   (:func:`dpcompanion.theory.accounting.rdp_curve`, Mironov, Talwar & Zhang, arXiv
+   1908.10530v1, Sec. 3.3), composed by adding curves and converted with dp-accounting's
+   ``compute_epsilon`` (:func:`dpcompanion.theory.accounting.rdp_epsilon`). It is
+   dp-accounting's own integer-order computation (``RdpAccountant(orders=...)`` gives the
+   same numbers: tests) in numpy, because a schedule with a different multiplier at every
+   step (ADP-SGD) costs dp-accounting about 0.1 s per distinct step. The orders run to
+   about twice the optimum of DP-SGD's schedule (:func:`orders_for`).
+4. **The ledger.** :class:`ScheduleLedger` holds one run's planned schedule and is charged
+   before each noisy step: a step that would take the RDP epsilon above the target is
+   refused and the run stops (its remaining steps release nothing and do not move).
+5. **The trainer.** :func:`train_segments` runs K Poisson mini-batch runs through the
+   library's :func:`~dpcompanion.training.trainers.train_psgd` segment by segment (the
+   validation accuracy is measured between segments, as W measure it every 20 steps),
+   charging every run's ledger for each step of a segment before the segment runs.
+6. **Transfer.** W pre-train their CNN on CIFAR-100 and fine-tune it privately on CIFAR-10,
+   following Abadi et al. 2016 (arXiv 1607.00133v2, Sec. 5.3), who freeze the
+   convolutional layers and train the dense layers privately. :func:`transfer_features`
+   pre-trains the CNN without privacy on the *public* dataset and returns the frozen
+   features of the private one (the output of the first dense layer); the private model
+   is the CNN's last layer. Freezing one more layer than Abadi et al. is a concession to
+   two shared CPU cores (a step then costs microseconds), stated on the pages.
+
+Trainer gaps (for the trainers' owner): ``train_psgd`` has no per-step evaluation hook and
+its end-of-run epsilon (dp-accounting, ~0.1 s per distinct multiplier) makes an ADP-SGD
+schedule with thousands of distinct multipliers take minutes; the ledger's per-step RDP
+check has the same cost. Hence the segments and the vectorised ledger here.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Sequence
+
+import numpy as np
+
+from dpcompanion.theory import accounting
+from dpcompanion.theory.bounds import adp as adp_bounds
+from dpcompanion.theory.ledger import BudgetExceeded
+
+__all__ = [
+    "ORDERS",
+    "STEP_SIZE_FAMILIES",
+    "step_sizes",
+    "adp_alpha",
+    "rdp_total",
+    "rdp_steps",
+    "epsilon",
+    "epsilon_curve",
+    "dp_noise_multiplier",
+    "calibrate",
+    "plan",
+    "fashion_available",
+    "single_thread",
+    "steps_for",
+    "orders_for",
+    "head_model",
+    "ScheduleLedger",
+    "train_segments",
+    "transfer_features",
+    "summarize_runs",
+]
+
+#: integer RDP orders of the accountant (the optimum for the epsilons here, 0.05-10 at
+#: delta = 1e-5, lies well inside; :func:`epsilon` refuses a result at the last order)
+ORDERS = np.arange(2, 129, dtype=np.float64)
+
+#: W Sec. 6 step-size families: ``sqrt`` (Tables 2, 5; Fig. 1): eta_t = 1/sqrt(20 + t);
+#: ``linear-sqrt`` (Tables 1, 4): eta_t = 0.1 - a_T sqrt(t) with eta_T = 1e-10.
+STEP_SIZE_FAMILIES = ("sqrt", "linear-sqrt")
+
+
+def step_sizes(*, family: str, T: int, a: float = 20.0, c: float = 1.0) -> np.ndarray:
+    """W's step sizes eta_1..eta_T (Sec. 6, Fig. 2): ``sqrt``: ``1/sqrt(a + c t)``
+    (W Fig. 1 and Tables 2, 5: a = 20, c = 1; App. F.3: a = 2, c in {0, ..., 0.5});
+    ``linear-sqrt``: ``0.1 - a_T sqrt(t)`` reaching 1e-10 at t = T (Tables 1, 4), from
+    :mod:`dpcompanion.theory.bounds.adp`.
+
+    >>> step_sizes(family="sqrt", T=2)
+    array([0.21821789, 0.21320072])
+    """
+    if family not in STEP_SIZE_FAMILIES:
+        raise ValueError(f"family must be one of {', '.join(STEP_SIZE_FAMILIES)}, got {family!r}")
+    if not (isinstance(T, (int, np.integer)) and T >= 1):
+        raise ValueError(f"T must be an integer >= 1, got {T!r}")
+    if family == "sqrt":
+        if not (math.isfinite(a) and a > 0 and math.isfinite(c) and c >= 0):
+            raise ValueError(f"a must be > 0 and c >= 0, got a={a}, c={c}")
+        return 1.0 / np.sqrt(a + c * np.arange(1, T + 1, dtype=np.float64))
+    return adp_bounds.stepsize_linear_sqrt(T=int(T))[1:]
+
+
+def adp_alpha(*, eta) -> np.ndarray:
+    """ADP-SGD's noise allocation ``alpha_t = 1/sqrt(eta_t)`` (W Thm 4.2 / Remark 4.1 with
+    ``alpha_t^2 = b_t`` and ``eta_t = eta / b_{t+1}``, eta = 1; W Fig. 1).
+
+    >>> adp_alpha(eta=[0.25, 1.0])
+    array([2., 1.])
+    """
+    e = np.asarray(eta, dtype=np.float64)
+    if e.ndim != 1 or not np.all(np.isfinite(e) & (e > 0)):
+        raise ValueError("eta must be a 1-D sequence of finite step sizes > 0")
+    return 1.0 / np.sqrt(e)
+
+
+# ------------------------------------------------------------------------- accountant
+
+
+def rdp_total(*, sigma, sampling_rate: float, orders: np.ndarray = ORDERS) -> np.ndarray:
+    """Composed RDP curve of Poisson-subsampled Gaussian steps with multipliers ``sigma``
+    (``inf``: no release, no cost), by :func:`dpcompanion.theory.accounting.rdp_curve`
+    (integer orders; Mironov, Talwar & Zhang, arXiv 1908.10530v1, Sec. 3.3).
+
+    >>> rdp_total(sigma=[2.0, float("inf")], sampling_rate=1.0, orders=np.array([2.0, 8.0])).tolist()
+    [0.25, 1.0]
+    """
+    s = np.atleast_1d(np.asarray(sigma, dtype=np.float64))
+    if s.ndim != 1 or not np.all(s > 0):
+        raise ValueError("sigma must be a 1-D sequence of noise multipliers > 0 (inf allowed)")
+    finite = s[np.isfinite(s)]
+    o = np.asarray(orders, dtype=np.float64)
+    if finite.size == 0:
+        return np.zeros(o.size)
+    return accounting.rdp_curve(sigma=finite, sampling_rate=sampling_rate, orders=o)
+
+
+def rdp_steps(*, sigma, sampling_rate: float, orders: np.ndarray = ORDERS) -> np.ndarray:
+    """Per-step RDP ``(T, len(orders))`` (row t = :func:`rdp_total` of step t alone), for a
+    ledger's running sums; one library call per distinct multiplier.
+
+    >>> r = rdp_steps(sigma=[2.0], sampling_rate=1.0, orders=np.array([2.0, 8.0]))
+    >>> r.tolist()
+    [[0.25, 1.0]]
+    """
+    s = np.atleast_1d(np.asarray(sigma, dtype=np.float64))
+    o = np.asarray(orders, dtype=np.float64)
+    values, inverse = np.unique(s, return_inverse=True)
+    rows = np.stack([rdp_total(sigma=[v], sampling_rate=sampling_rate, orders=o) for v in values])
+    return rows[inverse.reshape(-1)]
+
+
+def epsilon(*, rdp, delta: float, orders: np.ndarray = ORDERS, check_order: bool = True) -> float:
+    """epsilon at ``delta`` of a composed RDP curve (dp-accounting's conversion); with
+    ``check_order`` raises if the optimum sits at the largest order (a valid but loose
+    value: add orders then)."""
+    rdp = np.asarray(rdp, dtype=np.float64)
+    eps = accounting.rdp_epsilon(orders=orders, rdp=rdp, delta=delta)
+    if check_order and eps > 0 and np.isfinite(eps):
+        # the optimal order (dp-accounting's improved conversion, Balle et al. 2020)
+        vals = rdp + np.log1p(-1 / orders) - (math.log(delta) + np.log(orders)) / (orders - 1)
+        if int(np.argmin(vals)) == len(orders) - 1:
+            raise ValueError(f"epsilon {eps:.3g} is optimal at the largest RDP order {orders[-1]:g}: extend ORDERS")
+    return float(eps)
+
+
+def epsilon_curve(*, sigma, sampling_rate: float, delta: float, at: Sequence[int] | None = None,
+                  orders: np.ndarray = ORDERS) -> np.ndarray:
+    """epsilon after each step in ``at`` (1-based step counts; default every step)."""
+    cum = np.cumsum(rdp_steps(sigma=sigma, sampling_rate=sampling_rate, orders=orders), axis=0)
+    idx = np.arange(1, len(cum) + 1) if at is None else np.asarray(at, dtype=int)
+    return np.array([epsilon(rdp=cum[i - 1], delta=delta, orders=orders, check_order=False) if i > 0 else 0.0
+                     for i in idx])
+
+
+def orders_for(*, sigma: float, T: int, sampling_rate: float, delta: float) -> np.ndarray:
+    """Integer orders 2..A with A about twice the optimal order of ``T`` steps at ``sigma``
+    (never more than 256): a schedule near that one has its optimum well inside, and the
+    per-step cost of :func:`rdp_steps` grows with A^2."""
+    r = T * rdp_total(sigma=[sigma], sampling_rate=sampling_rate, orders=np.arange(2, 257.0))
+    o = np.arange(2, 257.0)
+    vals = r + np.log1p(-1 / o) - (math.log(delta) + np.log(o)) / (o - 1)
+    return np.arange(2, min(256, max(32, 2 * int(o[np.argmin(vals)]) + 8)) + 1, dtype=np.float64)
+
+
+def dp_noise_multiplier(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float) -> float:
+    """DP-SGD's noise multiplier for W's privacy level ``epsilon_bar`` at ``T`` steps on ``N``
+    samples: W Thm 4.1 (Eq. 6) with ``alpha_t = 1`` and ``epsilon = 16 epsilon_bar``, as a
+    multiplier on the clipped sum (:func:`dpcompanion.theory.accounting.w_moments_epsilons`;
+    it does not depend on the clip norm)."""
+    row = accounting.w_moments_epsilons(epsilon_bar=[epsilon_bar], T=int(T), batch_size=int(batch_size), N=int(N),
+                                        delta=delta)[0]
+    return float(row["noise_multiplier"])
+
+
+def calibrate(*, alpha, sampling_rate: float, delta: float, epsilon_target: float, rtol: float = 1e-12,
+              bracket: tuple[float, float] | None = None, orders: np.ndarray = ORDERS) -> float:
+    """The ``z`` for which steps with multipliers ``z alpha_t`` reach ``epsilon_target`` at
+    ``delta`` exactly (to ``rtol`` in z), by Brent's method on ``log z``.
+
+    >>> z = calibrate(alpha=[1.0] * 10, sampling_rate=1.0, delta=1e-5, epsilon_target=5.0)
+    >>> round(epsilon(rdp=rdp_steps(sigma=[z] * 10, sampling_rate=1.0).sum(0), delta=1e-5), 9)
+    5.0
+    """
+    from scipy import optimize
+
+    a = np.asarray(alpha, dtype=np.float64)
+    if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a) & (a > 0)):
+        raise ValueError("alpha must be a non-empty 1-D sequence of finite numbers > 0")
+    if not (math.isfinite(epsilon_target) and epsilon_target > 0):
+        raise ValueError(f"epsilon_target must be finite and > 0, got {epsilon_target}")
+
+    def f(log_z: float) -> float:
+        r = rdp_total(sigma=math.exp(log_z) * a, sampling_rate=sampling_rate, orders=orders)
+        return math.log(epsilon(rdp=r, delta=delta, orders=orders, check_order=False)) - math.log(epsilon_target)
+
+    lo, hi = (math.log(1e-2), math.log(1e2)) if bracket is None else (math.log(bracket[0]), math.log(bracket[1]))
+    while f(lo) < 0:
+        lo -= 1.0
+    while f(hi) > 0:
+        hi += 1.0
+    return float(math.exp(optimize.brentq(f, lo, hi, xtol=rtol, rtol=rtol, maxiter=500)))
+
+
+def plan(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float, family: str) -> dict:
+    """DP-SGD and ADP-SGD schedules for one cell of W's grid, with the same final epsilon.
+
+    Returns ``eta`` (T,), ``alpha`` (T,), ``sigma_dp`` (T,), ``sigma_adp`` (T,),
+    ``z_dp``, ``z_adp``, ``epsilon`` (the common target), ``epsilon_adp`` (ADP-SGD's, by the
+    same accountant), ``sampling_rate``."""
+    q = batch_size / N
+    eta = step_sizes(family=family, T=T)
+    alpha = adp_alpha(eta=eta)
+    z_dp = dp_noise_multiplier(epsilon_bar=epsilon_bar, T=T, N=N, batch_size=batch_size, delta=delta)
+    orders = orders_for(sigma=z_dp, T=T, sampling_rate=q, delta=delta)
+    eps = epsilon(rdp=T * rdp_total(sigma=[z_dp], sampling_rate=q, orders=orders), delta=delta, orders=orders)
+    # z_dp / alpha_t brackets the root: all steps noisier (or quieter) than DP-SGD's
+    z = calibrate(alpha=alpha, sampling_rate=q, delta=delta, epsilon_target=eps, orders=orders,
+                  bracket=(z_dp / alpha.max(), z_dp / alpha.min()))
+    sig_adp = z * alpha
+    eps_adp = epsilon(rdp=rdp_total(sigma=sig_adp, sampling_rate=q, orders=orders), delta=delta, orders=orders)
+    return {"eta": eta, "alpha": alpha, "sigma_dp": np.full(T, z_dp), "sigma_adp": sig_adp, "z_dp": z_dp,
+            "z_adp": z, "epsilon": eps, "epsilon_adp": eps_adp, "sampling_rate": q, "orders": orders}
+
+
+# ----------------------------------------------------------------------------- ledger
+
+
+class ScheduleLedger:
+    """A run's (epsilon, delta) ledger for a planned schedule of Poisson-subsampled steps.
+
+    ``charge(t)`` (0-based step) is called before step t's noisy release: it raises
+    :class:`~dpcompanion.theory.ledger.BudgetExceeded` (recording nothing) when the RDP
+    epsilon after the step would exceed ``epsilon_target`` (relative slack 1e-9, for
+    the rounding of a schedule calibrated to the target exactly). Steps must be charged in
+    order.
+
+    >>> led = ScheduleLedger(sigma=[1.0] * 3, sampling_rate=1.0, delta=1e-5, epsilon_target=1e9)
+    >>> [led.charge(t) > 0 for t in range(3)], led.steps
+    ([True, True, True], 3)
+    """
+
+    REL_SLACK = 1e-9
+
+    def __init__(self, *, sigma, sampling_rate: float, delta: float, epsilon_target: float,
+                 orders: np.ndarray = ORDERS):
+        self.sigma = np.asarray(sigma, dtype=np.float64)
+        self.sampling_rate, self.delta, self.epsilon_target = float(sampling_rate), float(delta), float(epsilon_target)
+        self.orders = np.asarray(orders, dtype=np.float64)
+        self._cum = np.cumsum(rdp_steps(sigma=self.sigma, sampling_rate=self.sampling_rate, orders=self.orders), axis=0)
+        self._eps: dict[int, float] = {}
+        self.steps = 0
+        self.spent = 0.0
+
+    def charge(self, t: int) -> float:
+        if t != self.steps:
+            raise ValueError(f"steps must be charged in order: expected step {self.steps}, got {t}")
+        if t >= len(self.sigma):
+            raise BudgetExceeded(f"step {t + 1} is beyond the planned schedule of {len(self.sigma)} steps")
+        eps = self._eps.get(t)
+        if eps is None:  # runs sharing this schedule share the table of epsilons
+            eps = self._eps[t] = epsilon(rdp=self._cum[t], delta=self.delta, orders=self.orders, check_order=False)
+        if eps > self.epsilon_target * (1 + self.REL_SLACK):
+            raise BudgetExceeded(f"step {t + 1} would bring epsilon to {eps:.6g} > target {self.epsilon_target:.6g}")
+        self.steps += 1
+        self.spent = eps
+        return eps
+
+
+# ---------------------------------------------------------------------------- trainer
+
+
+def _segment_seed(seed: int, segment: int) -> int:
+    return int(np.random.SeedSequence([int(seed), int(segment), 0x57]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int], clip_norm: float,
+                   sampling_rate: float, delta: float, epsilon_target, eval_every: int, device: str = "cpu",
+                   lr_rule_factory=None, orders: np.ndarray = ORDERS):
+    """K Poisson mini-batch private runs (rows of ``sigma`` and ``lr``, ``(K, T)``), trained by
+    :func:`~dpcompanion.training.trainers.train_psgd` in segments of ``eval_every`` steps
+    with the validation accuracy measured before the first step and after each segment.
+
+    Privacy: run k has a :class:`ScheduleLedger` for its row (``epsilon_target``: one number
+    or one per run), charged for every step of a segment before the segment runs; a
+    refused step stops the run there (its later steps get multiplier ``inf``, no release,
+    and step size 0). ``train_psgd`` is called without its own ledger (``R=None``) because
+    this ledger has already charged each step. Segment ``j`` of run ``k`` draws its
+    Poisson masks and noise from a seed derived from ``(seeds[k], j)``; the first segment
+    draws the initial parameters from ``seeds[k]``.
+
+    ``lr_rule_factory(K) -> callable(t_global, g, lr_t) -> lr`` (optional) makes step sizes
+    that depend on the privatized gradient (W's adaptive rule), with state kept across
+    segments.
+
+    Returns a dict: ``steps`` (evaluation points, 0..T), ``val_accuracy`` (K, n_eval),
+    ``epsilon`` (K,) spent, ``stopped`` (K,), ``steps_done`` (K,), ``theta``, ``lr_used``
+    (K, T) (the step sizes actually applied).
+    """
+    import torch
+
+    from dpcompanion.training.trainers import train_psgd
+    from dpcompanion.training.trainers.engine import train_loop
+
+    sig = np.array(sigma, dtype=np.float64, ndmin=2)
+    lr_a = np.array(lr, dtype=np.float64, ndmin=2)
+    K, T = sig.shape
+    if lr_a.shape != (K, T):
+        lr_a = np.broadcast_to(lr_a, (K, T)).copy()
+    seeds = [int(s) for s in seeds]
+    if len(seeds) != K:
+        raise ValueError(f"got {len(seeds)} seeds for {K} schedule rows")
+    if not (isinstance(eval_every, (int, np.integer)) and eval_every >= 1):
+        raise ValueError(f"eval_every must be an integer >= 1, got {eval_every!r}")
+    targets = np.broadcast_to(np.asarray(epsilon_target, dtype=np.float64), (K,))
+    ledgers, cache = [], {}
+    for k in range(K):
+        key = (sig[k].tobytes(), float(targets[k]))
+        if key not in cache:
+            cache[key] = ScheduleLedger(sigma=sig[k], sampling_rate=sampling_rate, delta=delta,
+                                        epsilon_target=float(targets[k]), orders=orders)
+        ledgers.append(cache[key])
+    # runs sharing a schedule share a ledger table; each keeps its own step count
+    counts = np.zeros(K, dtype=np.int64)
+    eps_spent = np.zeros(K)
+    stopped = np.zeros(K, dtype=bool)
+    Xv = torch.as_tensor(np.asarray(X_val), dtype=torch.float32)
+    yv = torch.as_tensor(np.asarray(y_val), dtype=torch.long)
+    theta = None
+    rule = lr_rule_factory(K) if lr_rule_factory is not None else None
+    evals, accs = [0], []
+    lr_used = np.zeros((K, T))
+
+    def evaluate(th):
+        if th is None:
+            th = model.init(generators=[torch.Generator().manual_seed(s) for s in seeds])
+        return model.evaluate(th, Xv, yv)[1].double().numpy()
+
+    accs.append(evaluate(None))
+    for j, t0 in enumerate(range(0, T, eval_every)):
+        t1 = min(T, t0 + eval_every)
+        seg_sig = sig[:, t0:t1].copy()
+        seg_lr = lr_a[:, t0:t1].copy()
+        for k in range(K):  # charge before the noisy steps
+            for t in range(t0, t1):
+                if stopped[k]:
+                    break
+                led = ledgers[k]
+                led.steps = int(counts[k])
+                try:
+                    eps_spent[k] = led.charge(t)
+                    counts[k] += 1
+                except BudgetExceeded:
+                    stopped[k] = True
+            if stopped[k]:
+                done = max(0, int(counts[k]) - t0)
+                seg_sig[k, done:] = np.inf
+                seg_lr[k, done:] = 0.0
+        seg_seeds = [_segment_seed(s, j) for s in seeds]
+        if rule is None:
+            h = train_psgd(model, X, y, sigma=seg_sig, R=None, sampling_rate=sampling_rate, clip_norm=clip_norm,
+                           lr=seg_lr, seed=seg_seeds, init=theta, device=device, progress=False)
+        else:
+            off = t0
+
+            def seg_rule(t, g, lr_t, _off=off):
+                return rule(_off + t, g, lr_t) * (lr_t > 0).to(lr_t.dtype)
+
+            h = train_loop(model, X, y, sigma=seg_sig, R=None, lr=seg_lr, clip_norm=clip_norm, seed=seg_seeds,
+                           sampling_rate=sampling_rate, lr_rule=seg_rule, init=theta, device=device,
+                           progress=False, algorithm="adp-sgd-adaptive-segment")
+        lr_used[:, t0:t1] = np.nan_to_num(h.lr)
+        theta = h.theta
+        evals.append(t1)
+        accs.append(evaluate(theta))
+    return {"steps": np.array(evals), "val_accuracy": np.stack(accs, axis=1), "epsilon": eps_spent,
+            "stopped": stopped, "steps_done": counts, "theta": theta, "lr_used": lr_used}
+
+
+# --------------------------------------------------------------------------- transfer
+
+
+def _images(name: str, *, n: int | None, seed: int, data_dir=None, split: str = "train"):
+    """(X (n, C*H*W) in [0, 1], y, image_shape) of a private or public image dataset."""
+    from dpcompanion.training import data
+
+    if name == "digits-28":  # scikit-learn's 8x8 digits upsampled to 28x28 (always available)
+        import torch
+
+        d = data.load("digits", seed=seed, n=1500, scale=None)
+        X = d.X_train if split == "train" else d.X_test
+        y = d.y_train if split == "train" else d.y_test
+        up = torch.nn.functional.interpolate(torch.as_tensor(X, dtype=torch.float32).reshape(-1, 1, 8, 8),
+                                             size=(28, 28), mode="bilinear", align_corners=False)
+        return up.reshape(len(X), -1).numpy().astype(np.float64), y, (1, 28, 28)
+    d = data.load(name, seed=seed, n=n, scale=None, pca_dim=None, path=data_dir)
+    if split == "train":
+        return d.X_train, d.y_train, tuple(d.meta["image_shape"])
+    return d.X_test, d.y_test, tuple(d.meta["image_shape"])
+
+
+#: the public dataset the CNN is pre-trained on, per private dataset (W: CIFAR-100 for CIFAR-10)
+PUBLIC_FOR = {"fashion": "mnist", "mnist": "digits-28", "cifar10": None}
+
+
+#: layers of the CNN that are pre-trained on the public set and frozen: everything up to
+#: and including the first dense layer and its tanh (MNIST CNN: 512 -> 32); the last
+#: dense layer (32 -> 10) is the privately trained model
+FROZEN_LAYERS = 9
+
+
+@functools.lru_cache(maxsize=8)
+def _pretrained_body(public: str | None, private: str, n: int, epochs: int, seed: int):
+    """The CNN pre-trained without privacy on ``public`` (Adam, batch 128, ``epochs`` passes
+    over ``n`` images), cached on disk under :func:`dpcompanion.training.data.cache_dir`;
+    returns the frozen body (an ``nn.Sequential`` of the first :data:`FROZEN_LAYERS`
+    layers) and the pre-training accuracy on the public images."""
+    import os
+    import tempfile
+
+    import torch
+
+    from dpcompanion.training import data
+    from dpcompanion.training.models import make_model
+
+    arch = "cnn-cifar" if private == "cifar10" else "cnn-mnist"
+    fm = make_model(arch, n_classes=10)
+    theta0 = fm.init(generators=[torch.Generator().manual_seed(seed)])[0]
+    net = fm.to_module(theta0)
+    body = lambda: torch.nn.Sequential(*list(net.children())[:FROZEN_LAYERS]).eval()  # noqa: E731
+    if public is None:  # no public set: random, untrained features (said on the page)
+        return body(), float("nan")
+    path = data.cache_dir() / "wu-pretrained" / f"{arch}-{public}-n{n}-e{epochs}-s{seed}.pt"
+    if path.exists():
+        saved = torch.load(path, weights_only=True)
+        net.load_state_dict(saved["state"])
+        return body(), float(saved["accuracy"])
+    X, y, shape = _images(public, n=n, seed=seed, data_dir=None)
+    Xt = torch.as_tensor(X, dtype=torch.float32).reshape(-1, *shape)
+    yt = torch.as_tensor(y, dtype=torch.long)
+    g = torch.Generator().manual_seed(seed + 1)
+    opt = torch.optim.Adam(net.parameters(), lr=2e-3)
+    for _ in range(epochs):
+        perm = torch.randperm(len(Xt), generator=g)
+        for i in range(0, len(Xt), 128):
+            idx = perm[i : i + 128]
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(Xt[idx]), yt[idx])
+            loss.backward()
+            opt.step()
+    with torch.no_grad():
+        acc = float((net(Xt).argmax(1) == yt).float().mean())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    os.close(fd)
+    torch.save({"state": net.state_dict(), "accuracy": acc}, tmp)
+    os.replace(tmp, path)
+    return body(), acc
+
+
+def transfer_features(*, dataset: str, n_train: int, n_val: int, seed: int, pretrain_n: int, pretrain_epochs: int,
+                      data_dir=None) -> dict:
+    """Frozen convolutional features of the private ``dataset`` from a CNN pre-trained
+    (without privacy) on its public partner (:data:`PUBLIC_FOR`), as W's transfer step.
+
+    Returns ``X_train, y_train, X_val, y_val`` (features, float64), ``public``,
+    ``pretrain_accuracy``, ``dim``, ``dataset`` (the one used) and ``requested``; memoised
+    in-process (the arrays are shared: do not modify them)."""
+    return _transfer_features(dataset, int(n_train), int(n_val), int(seed), int(pretrain_n), int(pretrain_epochs),
+                              None if data_dir is None else str(data_dir))
+
+
+@functools.lru_cache(maxsize=4)
+def _transfer_features(dataset, n_train, n_val, seed, pretrain_n, pretrain_epochs, data_dir) -> dict:
+    import torch
+
+    if dataset not in PUBLIC_FOR:
+        raise ValueError(f"dataset must be one of {', '.join(PUBLIC_FOR)}, got {dataset!r}")
+    requested = dataset
+    if dataset == "fashion" and not fashion_available():
+        dataset = "mnist"  # the pages say so
+    public = PUBLIC_FOR[dataset]
+    body, acc = _pretrained_body(public, dataset, int(pretrain_n), int(pretrain_epochs), int(seed))
+    Xtr, ytr, shape = _images(dataset, n=n_train, seed=seed, data_dir=data_dir, split="train")
+    Xte, yte, _ = _images(dataset, n=n_train, seed=seed, data_dir=data_dir, split="test")
+    rng = np.random.default_rng(seed)
+    vidx = np.sort(rng.choice(len(yte), size=min(n_val, len(yte)), replace=False))
+    with torch.no_grad():
+        def feats(X):
+            t = torch.as_tensor(X, dtype=torch.float32).reshape(-1, *shape)
+            return torch.cat([body(t[i : i + 1024]) for i in range(0, len(t), 1024)]).double().numpy()
+
+        Ftr, Fva = feats(Xtr), feats(Xte[vidx])
+    return {"X_train": Ftr, "y_train": ytr, "X_val": Fva, "y_val": yte[vidx], "public": public or "none",
+            "pretrain_accuracy": acc, "dim": int(Ftr.shape[1]), "dataset": dataset, "requested": requested}
+
+
+def fashion_available() -> bool:
+    """Whether Debian's Fashion-MNIST files can be loaded here."""
+    from dpcompanion.training import data
+
+    try:
+        data.load("fashion", n=10, scale=None, pca_dim=None)
+    except ValueError:
+        return False
+    return True
+
+
+class single_thread:
+    """Run a block with one torch thread (restored after). On two CPU cores shared with other
+    jobs, two torch threads made the private step about 25x slower than one (measured:
+    60 steps of 6 runs, 30.7 s vs 1.2 s)."""
+
+    def __enter__(self):
+        import torch
+
+        self._n = torch.get_num_threads()
+        torch.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc):
+        import torch
+
+        torch.set_num_threads(self._n)
+        return False
+
+
+def steps_for(*, epochs: int, N: int, batch_size: int) -> int:
+    """Steps of ``epochs`` passes at expected batch ``batch_size``: ``ceil(epochs N / m)``
+    (W: 196 iterations per epoch for N = 50 000, m = 256)."""
+    return int(math.ceil(epochs * N / batch_size))
+
+
+def head_model(*, dim: int, n_classes: int = 10):
+    """The CNN's last dense layer (``dim`` = 32 -> 10, softmax cross-entropy, started at 0),
+    trained privately on the frozen features (ghost clipping)."""
+    from dpcompanion.training.models import DenseModel
+
+    return DenseModel(in_dim=dim, n_classes=n_classes, hidden=(), loss="logistic", name="cnn-last-layer")
+
+
+def summarize_runs(acc: np.ndarray) -> dict:
+    """Best and last validation accuracy over the evaluation points, per run, with the mean
+    and standard deviation (ddof = 1, as W's +- over 5 runs) across runs (in %)."""
+    a = 100.0 * np.asarray(acc, dtype=np.float64)
+    best, last = a[:, 1:].max(axis=1), a[:, -1]
+    sd = (lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else float("nan"))
+    return {"best": best, "last": last, "best_mean": float(best.mean()), "best_sd": sd(best),
+            "last_mean": float(last.mean()), "last_sd": sd(last)}

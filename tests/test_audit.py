@@ -148,8 +148,10 @@ def test_shipped_trainers_pass_with_a_consistent_report(trainer):
         assert r.epsilon_claimed == pytest.approx(2.0, rel=1e-9)  # budget-exact schedule at R_zcdp(2, 1e-5)
         assert r.epsilon_actual_exact == pytest.approx(accounting.exact_epsilon(sigma=r.sigma_used, delta=1e-5))
     else:
+        # dp-accounting (fractional orders too) is the independent reference: the ledger's
+        # integer orders are never looser, and only slightly more conservative
         ref = accounting.accountant_epsilon(sigma=r.sigma_claimed, delta=1e-5, sampling_rate=p)
-        assert r.epsilon_claimed == pytest.approx(ref, rel=1e-9) and r.epsilon_claimed <= 2.0
+        assert ref <= r.epsilon_claimed <= ref * (1 + 1e-3) and r.epsilon_claimed <= 2.0
 
 
 @pytest.mark.parametrize("trainer", ["pgd", pytest.param("psgd", marks=pytest.mark.slow)])

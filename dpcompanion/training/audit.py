@@ -448,15 +448,15 @@ def _quiet_absl() -> None:
 
 def _rdp_epsilon(sigma: np.ndarray, *, delta: float, sampling_rate: float) -> float:
     """RDP epsilon at ``delta`` of Poisson-subsampled Gaussian steps ``sigma``, composed the way
-    the ledger checks them (sum of the cached per-step curves of
-    :func:`dpcompanion.theory.accounting.rdp_step`, converted by ``rdp_epsilon``)."""
+    the ledger checks them (:func:`dpcompanion.theory.accounting.rdp_curve` at the ledger's
+    integer orders, converted by ``rdp_epsilon``): the planner, the ledger and the audit's
+    claim use one accountant."""
     from dpcompanion.theory import accounting
 
-    orders, rdp = None, None
-    for s in sigma:
-        orders, r = accounting.rdp_step(sigma=float(s), sampling_rate=sampling_rate)
-        rdp = r if rdp is None else rdp + r
-    return 0.0 if rdp is None else accounting.rdp_epsilon(orders=orders, rdp=rdp, delta=delta)
+    if len(sigma) == 0:
+        return 0.0
+    curve = accounting.rdp_curve(sigma=np.asarray(sigma, dtype=float), sampling_rate=sampling_rate)
+    return accounting.rdp_epsilon(orders=accounting.RDP_ORDERS, rdp=curve, delta=delta)
 
 
 def _claimed_epsilon(sigma: np.ndarray, *, delta: float, sampling_rate: float) -> tuple[float, str]:
@@ -468,7 +468,7 @@ def _claimed_epsilon(sigma: np.ndarray, *, delta: float, sampling_rate: float) -
     if sampling_rate == 1.0:
         rho = accounting.rho_from_R(R=accounting.spent_R(sigma=sigma))
         return accounting.zcdp_to_dp(rho=rho, delta=delta), "zcdp (the ledger's conversion, H Lemma C.3)"
-    return _rdp_epsilon(sigma, delta=delta, sampling_rate=sampling_rate), "rdp (the ledger's check, dp-accounting)"
+    return _rdp_epsilon(sigma, delta=delta, sampling_rate=sampling_rate), "rdp (the ledger's check, integer orders)"
 
 
 def _replay(sigma: np.ndarray, *, R: float, delta: float, sampling_rate: float) -> int:

@@ -32,6 +32,7 @@ as one call (bit for bit on the fast path, tests).
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -60,10 +61,19 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def noise_seed(seed: int) -> int:
     """Seed of a run's training-noise generator, derived from its seed (so the noise
     stream is not the init stream)."""
     return int(np.random.SeedSequence([int(seed), 0x5EED]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct rows, index of each row's distinct row)``; fast when all rows are equal."""
+    if a.shape[0] == 1 or bool((a == a[0]).all()):
+        return a[:1], np.zeros(a.shape[0], dtype=np.int64)
+    u, inv = np.unique(a, axis=0, return_inverse=True)
+    return u, inv.reshape(-1)
 
 
 def _as_tensor(a, *, dtype, device) -> torch.Tensor:
@@ -93,15 +103,21 @@ class Charger:
     ``sigma (K, T)``; ``R=None``: no ledger, the cost ``p^2/sigma^2``
     (:func:`dpcompanion.theory.accounting.psgd_step_cost`) is only added up.
     :meth:`charge` returns the runs allowed to take step t; :attr:`spent` is each run's
-    cumulative cost."""
+    cumulative cost and :attr:`sigma_used` the sigma each run was charged for at the last
+    step, which is the sigma its noise must use.
+
+    The ledger accepts a step that overshoots R by a rounding slack (budget-exact schedules
+    sum to R only up to rounding). Such a step is charged, and noised, with the smallest
+    sigma at or above the schedule's that keeps the spent budget <= R exactly (at most a
+    relative 1e-12 more noise), so that R_spent never exceeds R as a float."""
 
     def __init__(self, sigma: np.ndarray, *, R, delta, sampling_rate: float, ledger_factory=None):
-        self.sigma_rows, self.group_of = np.unique(sigma, axis=0, return_inverse=True)
-        self.group_of = self.group_of.reshape(-1)
+        self.sigma_rows, self.group_of = unique_rows(sigma)
         G = self.sigma_rows.shape[0]
         self.p = float(sampling_rate)
         self.alive = np.ones(G, dtype=bool)
         self.spent_g = np.zeros(G)
+        self.used_g = self.sigma_rows[:, 0].copy()
         self.ledgers = None
         if R is None:
             from dpcompanion.theory.accounting import psgd_step_cost
@@ -122,6 +138,7 @@ class Charger:
 
     def charge(self, t: int) -> np.ndarray:
         """Charge step ``t`` (0-based) for every run still going; returns ``active (K,)``."""
+        self.used_g = self.sigma_rows[:, t].copy()
         if self.ledgers is None:
             np.add(self.spent_g, self.cost[:, t], out=self.spent_g, where=self.alive)
         else:
@@ -131,13 +148,39 @@ class Charger:
                 if not led.can_afford(sigma=s, sampling_rate=self.p):
                     self.alive[g] = False
                     continue
+                s = self._within_R(led, s)
+                if s is None:
+                    self.alive[g] = False
+                    continue
                 led.charge(sigma=s, sampling_rate=self.p, step=t + 1)
                 self.spent_g[g] = led.spent
+                self.used_g[g] = s
         return self.alive[self.group_of]
+
+    def _within_R(self, led, s: float) -> float | None:
+        """``s``, or the smallest sigma above it whose cost keeps ``led.spent <= led.R``
+        exactly (None when none does: nothing of R is left)."""
+        R, spent = getattr(led, "R", None), getattr(led, "spent", None)
+        if R is None or spent is None or not hasattr(led, "cost"):
+            return s
+        if spent + led.cost(sigma=s, sampling_rate=self.p) <= R:
+            return s
+        if spent >= R:
+            return None
+        s2 = max(s, self.p / math.sqrt(R - spent))
+        for _ in range(64):
+            if spent + led.cost(sigma=s2, sampling_rate=self.p) <= R:
+                return s2
+            s2 = float(np.nextafter(s2, np.inf))
+        return None
 
     @property
     def spent(self) -> np.ndarray:
         return self.spent_g[self.group_of]
+
+    @property
+    def sigma_used(self) -> np.ndarray:
+        return self.used_g[self.group_of]
 
 
 # ------------------------------------------------------------------------ 2. sample
@@ -166,10 +209,11 @@ class NoiseSource:
     def draw(self, active: np.ndarray, out: torch.Tensor, buf: torch.Tensor | None = None) -> torch.Tensor:
         """``out (K, P)`` <- each active run's standard normal vector (0 for stopped runs)."""
         gens = self._live(active)
-        if self.identity:
-            steps.draw_noise(gens, out)
-        else:
-            steps.draw_noise(gens, buf)
+        target = out if self.identity else buf
+        if getattr(self, "_rows_of", None) is not target:  # row views made once per buffer
+            self._rows_of, self._rows = target, target.unbind(0)
+        steps.draw_noise(gens, target, rows=self._rows)
+        if not self.identity:
             torch.index_select(buf, 0, self.gen_of, out=out)
             if not active.all():
                 out[torch.as_tensor(~active, device=out.device)] = 0
@@ -368,8 +412,7 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
     nbuf = None if noise_src.identity else torch.empty((len(noise_src.gens), P), dtype=dtype, device=dev)
     p = cfg.sampling_rate
     denom = p * N
-    sig_t_all = torch.tensor(cfg.sigma, dtype=dtype, device=dev)  # copies of read-only arrays
-    lr_all = torch.tensor(cfg.lr, dtype=dtype, device=dev)
+    lr_all = torch.tensor(cfg.lr, dtype=dtype, device=dev)  # a copy of the read-only array
     need_loss, need_clip = "loss" in cfg.record, "clip_fraction" in cfg.record
     taken = 0
     for t in range(T):
@@ -381,12 +424,14 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
         weights = sample(noise_src, active, N=N, sampling_rate=p)  # 2. Poisson sampling (PSGD)
         noise_src.draw(active, noise, nbuf)
         n_t = torch.as_tensor(steps_done + 1, dtype=dtype, device=dev) if v is not None else None
+        sig_used = charger.sigma_used  # the sigma each run was charged for is the one its noise uses
         theta, sg, gnorm, lr_t = private_step(  # 3. clip -> sum -> noise -> scale -> update
-            oracle, theta, weights=weights, noise=noise, sigma_t=sig_t_all[:, t], lr_t=lr_all[:, t], active=act,
+            oracle, theta, weights=weights, noise=noise, sigma_t=torch.as_tensor(sig_used, dtype=dtype, device=dev), lr_t=lr_all[:, t],
+            active=act,
             clip_norm=cfg.clip_norm, denominator=denom, v=v, beta=cfg.beta, n_t=n_t, lr_rule=lr_rule, t=t,
             need_loss=need_loss, need_clip=need_clip, need_grad_norm="grad_norm" in cfg.record)
         recorder.write(t, active, loss=sg.loss, grad_norm=gnorm, clip_fraction=sg.clip_fraction,  # 4. record
-                       lr=lr_t, sigma=cfg.sigma[:, t], budget_spent=charger.spent)
+                       lr=lr_t, sigma=sig_used, budget_spent=charger.spent)
         steps_done[active] += 1
         taken += 1
         bar.update(1)

@@ -180,13 +180,17 @@ class LinearOracle:
             loss = lo[:K, : self.N].sum(-1)
         a = binary_output_backprop_(self.kind, r)  # in place: d loss / d z = -s a
         c = self._buffer("c", (Kp, self.Np), theta.dtype)
-        torch.clamp(a, min=self.neg_cap, max=self.cap, out=c)  # clip: |a| ||x|| <= C
+        if self.kind == "logistic":  # a = sigmoid(r) > 0: only the upper bound can bind
+            torch.minimum(a, self.cap, out=c)  # clip: |a| ||x|| <= C
+        else:
+            torch.clamp(a, min=self.neg_cap, max=self.cap, out=c)
         clip = None
         if need_clip:
             ex = torch.ne(c, a)
             if w is not None:
-                ex = ex & (w > 0)
-            clip = ex[:K].sum(-1).to(theta.dtype)
+                ex.logical_and_(w > 0)
+            # summing bytes as int32 is ~6x faster than summing a bool tensor on CPU
+            clip = ex[:K].view(torch.uint8).sum(-1, dtype=torch.int32).to(theta.dtype)
         if w is not None:
             c.mul_(w)
             cnt = weights.sum(-1).clamp_min(1.0)

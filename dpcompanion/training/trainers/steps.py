@@ -49,11 +49,12 @@ def clip_and_sum(
     return model.clipped_grad_sum(theta, X, y, clip_norm=clip_norm, weights=weights)
 
 
-def draw_noise(generators: Sequence[torch.Generator | None], out: torch.Tensor) -> torch.Tensor:
+def draw_noise(generators: Sequence[torch.Generator | None], out: torch.Tensor, *, rows=None) -> torch.Tensor:
     """Row ``k`` of ``out`` ``(G, P)`` <- one ``N(0, I_P)`` draw from ``generators[k]``
     (a ``None`` generator draws nothing and leaves zeros). One ``normal_`` call per
-    generator on a row view: the same numbers as ``torch.randn(P, generator=g)``."""
-    for row, g in zip(out.unbind(0), generators):
+    generator on a row view: the same numbers as ``torch.randn(P, generator=g)``.
+    ``rows``: ``out.unbind(0)``, when the caller keeps it (saves making K views per step)."""
+    for row, g in zip(out.unbind(0) if rows is None else rows, generators):
         if g is None:
             row.zero_()
         else:

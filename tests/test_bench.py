@@ -119,8 +119,10 @@ def test_linear_workload_tiny_keys_and_reference():
     r = bench.run_linear_benchmark(mode="quick", device="cpu", size="tiny", steps=3, rounds=2)
     for k in ("linear_run_steps_per_s", "linear_reference_run_steps_per_s", "ratio_linear_batched_vs_reference"):
         assert r[k] > 0, k
-    assert r["ratio_linear_batched_vs_reference"] == pytest.approx(
-        r["linear_run_steps_per_s"] / r["linear_reference_run_steps_per_s"])
+    import statistics
+
+    assert r["ratio_linear_batched_vs_reference"] == pytest.approx(statistics.median(r["linear"]["ratio_per_round"]),
+                                                                    rel=1e-3)
     assert len(r["linear"]["ratio_per_round"]) == 2 and r["linear"]["workload"]["steps"] == 3
     assert r["linear"]["common_random_numbers"]["run_steps_per_s"] > 0
 

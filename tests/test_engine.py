@@ -105,7 +105,7 @@ def test_chunked_runs_equal_one_call(name, dtype):
     seeds = [int(s) for s in rng.integers(0, 5, size=K)]  # shared seeds too
     kw = dict(sigma=sig, R=None, clip_norm=1.0, lr=0.3, seed=seeds, device="cpu", dtype=dtype, progress=False)
     one = train_pgd(model, X, y, **kw)
-    per_run = engine._bytes_per_run(make_oracle(model, X.to(dtype), y, clip_norm=1.0),
+    per_run = engine.bytes_per_run(make_oracle(model, X.to(dtype), y, clip_norm=1.0),
                                     TrainConfig.build(**{k: v for k, v in kw.items() if k != "progress"}),
                                     model.n_params)
     fixed = X.numel() * (4 if dtype == torch.float32 else 8) * 3

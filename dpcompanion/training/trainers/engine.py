@@ -58,6 +58,7 @@ __all__ = [
     "sample",
     "private_step",
     "plan_chunks",
+    "bytes_per_run",
 ]
 
 
@@ -330,7 +331,8 @@ def plan_chunks(K: int, *, bytes_per_run: int, budget: int, fixed: int = 0, max_
     return [(a, min(K, a + per)) for a in range(0, K, per)]
 
 
-def _bytes_per_run(oracle, cfg: TrainConfig, P: int) -> int:
+def bytes_per_run(oracle, cfg: TrainConfig, P: int) -> int:
+    """Estimated run-dependent bytes of one run: state, records and the oracle's per-step buffers."""
     item = torch.finfo(cfg.dtype).bits // 8
     state = item * P * (5 if cfg.beta > 0 else 4)  # theta, grad sum, noise, noise buffer (+ v)
     records = 8 * cfg.T * (len(cfg.record) + 2)  # recorded fields + sigma and lr rows
@@ -372,7 +374,7 @@ def run(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, in
     item = torch.finfo(cfg.dtype).bits // 8
     fixed = item * Xt.numel() * (3 if oracle.fast else 1)
     max_runs = max(8, FAST_BLOCK_ELEMENTS // max(1, oracle.Np)) if oracle.fast and dev.type == "cpu" else None
-    chunks = plan_chunks(K, bytes_per_run=_bytes_per_run(oracle, cfg, P), budget=cfg.memory_budget, fixed=fixed,
+    chunks = plan_chunks(K, bytes_per_run=bytes_per_run(oracle, cfg, P), budget=cfg.memory_budget, fixed=fixed,
                          max_runs=max_runs)
     bar = _progress(cfg.T * len(chunks), cfg.progress, cfg.algorithm)
     parts = []

@@ -132,7 +132,8 @@ class TrainConfig:
     offers ``fresh()`` returning a new rule (each chunk of runs gets its own).
     ``record``: the per-step fields to keep (:data:`RECORDABLE`; the loss history costs a
     pass over all samples per step). ``memory_budget``: bytes for run-dependent state;
-    runs are trained in chunks below it (the result does not depend on the chunking).
+    runs are trained in chunks below it (the same result: bit for bit on the fast path, to
+    rounding on the general path).
     ``fast``: ``None`` uses the margin fast path where the model allows it (binary linear
     or logistic :class:`~dpcompanion.training.models.DenseModel`), ``False`` never.
     """

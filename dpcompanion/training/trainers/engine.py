@@ -27,7 +27,8 @@ numbers do not depend on which other runs share the batch.
 
 Memory. Runs are trained in chunks (:func:`plan_chunks`) so that the run-dependent state
 stays below ``config.memory_budget``; chunks are independent, so the result is the same
-as one call (bit for bit on the fast path, tests).
+as one call: bit for bit on the margin fast path, to rounding (~1e-15 relative) on the
+general path, whose BLAS calls block a batch by its size (tests).
 """
 
 from __future__ import annotations

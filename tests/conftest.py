@@ -4,6 +4,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# Under CI a skip whose reason is not allowed in pyproject.toml fails (tests/skip_policy.py).
+pytest_plugins = ["skip_policy"]
+
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )

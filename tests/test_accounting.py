@@ -242,3 +242,26 @@ def test_R_accountant_between_zcdp_and_exact():
     assert acc.accountant_epsilon(sigma=[1 / math.sqrt(rr)], delta=1e-8) == pytest.approx(4.0, rel=1e-6)
     # PLD of a Gaussian is (up to discretisation) the exact GDP profile
     assert acc.R_accountant(epsilon=4, delta=1e-8, accountant="pld") == pytest.approx(rx, rel=1e-3)
+
+
+@pytest.mark.parametrize("sigma,p", [(1.0, 0.01), (0.5, 0.1), (3.0, 0.5), (0.3, 0.9), (2.0, 1.0)])
+def test_rdp_curve_is_dp_accountings_formula_at_integer_orders(sigma, p):
+    """Our vectorised subsampled-Gaussian RDP equals dp-accounting's at every integer order
+    (independent implementation), and its epsilon is never below dp-accounting's (which adds
+    fractional orders): the ledger is at least as strict as dp-accounting's RDP accountant."""
+    from dp_accounting.rdp import rdp_privacy_accountant as rpa
+
+    ref = rpa._compute_rdp_poisson_subsampled_gaussian(p, sigma, acc.RDP_ORDERS)
+    ours = acc.rdp_curve(sigma=[sigma], sampling_rate=p)
+    assert np.allclose(ours, ref, rtol=1e-9, atol=1e-300)
+    ref_acc = dpa.rdp.RdpAccountant()
+    ev = dpa.GaussianDpEvent(sigma)
+    ref_acc.compose(ev if p == 1 else dpa.PoissonSampledDpEvent(p, ev), 50)
+    e_ours = acc.rdp_epsilon(orders=acc.RDP_ORDERS, rdp=50 * ours, delta=1e-5)
+    assert ref_acc.get_epsilon(1e-5) <= e_ours * (1 + 1e-12)
+
+
+def test_rdp_curve_refuses_noiseless_steps():
+    for bad in (np.inf, np.nan, 0.0, -1.0):
+        with pytest.raises(ValueError, match="sigma"):
+            acc.rdp_curve(sigma=[1.0, bad], sampling_rate=0.1)

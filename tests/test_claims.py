@@ -27,6 +27,8 @@ OUR_REFUTED = {
     "H-C3.inverse-printed", "H-C3.R-compare", "H-C4.bound", "H-E26.printed", "H-T4.2.T-limit",
     "H-T4.2.Eq8-uniform", "H-T4.4.T-opt", "H-S4.1.3.alpha-regime", "H-S4.1.3.sharp", "H-T4.10",
     "H-T4.12", "H-Tab2.uniform-stability", "H-Slides.uniform-T", "H-Slides.dynamic-T",
+    # claims/h_missing.py, reproduced in tests/test_claims_end_to_end.py
+    "H-T4.2.T-eq24-vs-minimiser", "H-Tab2.uniform-stability.lower-bound", "H-Tab2.high-probability.first-term",
 }
 
 

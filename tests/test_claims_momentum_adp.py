@@ -15,7 +15,8 @@ PREFIXES = ("H-T4.5", "H-T4.6", "H-T4.7", "H-T4.9", "H-C5", "H-C6", "H-C7", "H-S
 @pytest.fixture(scope="module")
 def results():
     reg = registry.load_all()
-    mine = [c for cid, c in sorted(reg.items()) if cid.startswith(PREFIXES)]
+    # end-to-end entries (claims/end_to_end.py) have their own tests: a refuted theorem need not have a known correction
+    mine = [c for cid, c in sorted(reg.items()) if cid.startswith(PREFIXES) and c.method != "end-to-end"]
     return {c.id: registry.run_claim(c) for c in mine}
 
 

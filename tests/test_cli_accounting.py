@@ -129,5 +129,6 @@ def test_schedule_invalid_influence_file(content, tmp_path, capsys):
 
 def test_schedule_csv_into_missing_folder(tmp_path, capsys):
     rc, out, err = _run(["schedule", "--kind", "uniform", "--T", "3", "--R", "1", "--csv",
-                         str(tmp_path / "nope" / "s.csv")], capsys)
+                         str(tmp_path / "nope" / "deeper" / "s.csv")], capsys)
     assert rc == 2 and "--csv" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # nothing created

@@ -89,7 +89,6 @@ def test_imports_only_go_down(layer):
     assert not bad, f"{layer} may import only {sorted(ALLOWED[layer])}:\n" + "\n".join(bad)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: bounds import gd._pos; validators move to core/validate.py")
 def test_no_private_name_imported_across_modules():
     """A name starting with ``_`` belongs to its module: ``from x import _y`` across
     modules is refused (move the helper where both can use it, publicly)."""

@@ -128,3 +128,20 @@ def test_noise_lambda_for_stock_lambda_noise():
     assert [sigma[0] * f(k) for k in range(5)] == [4.0, 2.0, 1.0, 1.0, 1.0]
     with pytest.raises(ValueError, match="sigma"):
         noise_lambda([1.0, 0.0])
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), 0.0, -1.0])
+def test_bridge_refuses_noiseless_schedules_before_anything(bad):
+    """Issue 11: no step without noise through the Opacus bridge either; refused before
+    Opacus is touched (the engine and optimizer below would fail if they were used)."""
+    from dpcompanion.training import opacus as bridge
+
+    with pytest.raises(ValueError, match="sigma must be finite and > 0"):
+        bridge.make_private_with_schedule(None, module=None, optimizer=None, data_loader=None, sigma=[1.0, bad],
+                                          max_grad_norm=1.0)
+    with pytest.raises(ValueError, match="sigma"):
+        bridge.ScheduleNoise(None, sigma=[bad])
+    with pytest.raises(ValueError, match="sigma"):
+        bridge.noise_lambda([1.0, bad])
+    with pytest.raises(ValueError, match="sigma"):
+        bridge.opacus_epsilon(sigma=[bad], sampling_rate=0.1, delta=1e-5)

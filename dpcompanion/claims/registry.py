@@ -34,6 +34,8 @@ CLAIM_MODULES: tuple[str, ...] = (
     "h_slides",
     "w_adp",
     "x_unify",
+    "end_to_end",
+    "h_missing",
 )
 
 

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "checks": "checks",
     "train": "train",
     "bench": "bench",
+    "audit": "audit",
 }
 
 

@@ -35,6 +35,8 @@ from typing import Iterable
 import numpy as np
 from scipy import optimize, special
 
+from dpcompanion.core import validate
+
 __all__ = [
     "gaussian_rho",
     "compose_rho",
@@ -56,6 +58,10 @@ __all__ = [
     "psgd_step_cost",
     "psgd_R_prime",
     "accountant_epsilon",
+    "RDP_ORDERS",
+    "rdp_curve",
+    "rdp_step",
+    "rdp_epsilon",
     "R_accountant",
     "adp_B_delta",
     "adp_sigma2",
@@ -65,49 +71,11 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- validation
-
-
-def _check_delta(delta: float) -> float:
-    try:
-        d = float(delta)
-    except (TypeError, ValueError):
-        raise ValueError(f"delta must be a number in (0, 1), got {delta!r}") from None
-    if not (0.0 < d < 1.0):
-        raise ValueError(f"delta must be in (0, 1), got {delta}")
-    return d
-
-
-def _check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if math.isnan(v) or math.isinf(v) or v < 0 or (v == 0 and not allow_zero):
-        allowed = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be finite and {allowed}, got {value}")
-    return v
-
-
-def _check_rate(sampling_rate: float) -> float:
-    try:
-        p = float(sampling_rate)
-    except (TypeError, ValueError):
-        raise ValueError(f"sampling_rate must be a number in (0, 1], got {sampling_rate!r}") from None
-    if not (0.0 < p <= 1.0):
-        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
-    return p
-
-
 def _sigma_array(sigma) -> np.ndarray:
-    """Noise multipliers as a 1-D float array; each must be > 0 (``inf`` = no release)."""
-    s = np.atleast_1d(np.asarray(sigma, dtype=np.float64))
-    if s.ndim != 1 or s.size == 0:
-        raise ValueError(f"sigma must be a number or a non-empty 1-D sequence, got shape {s.shape}")
-    bad = ~(s > 0)  # catches NaN, 0 and negatives
-    if bad.any():
-        raise ValueError(f"sigma must be > 0 (inf allowed), got {s[bad][0]} at step {int(np.argmax(bad)) + 1}")
-    return s
+    """Noise multipliers for the *accounting* of a schedule: each > 0, ``inf`` allowed (a step
+    that releases nothing costs nothing). Trainers and the ledger refuse ``inf``
+    (:func:`dpcompanion.core.validate.noise_multipliers`)."""
+    return validate.positive_array("sigma", sigma, allow_inf=True)
 
 
 # ------------------------------------------------------------------------------ zCDP
@@ -150,8 +118,8 @@ def zcdp_to_dp(*, rho: float, delta: float) -> float:
     >>> round(zcdp_to_dp(rho=0.5, delta=1e-5), 4)
     5.2985
     """
-    rho = _check_positive("rho", rho, allow_zero=True)
-    delta = _check_delta(delta)
+    rho = validate.positive("rho", rho, allow_zero=True)
+    delta = validate.delta(delta)
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
@@ -175,10 +143,10 @@ def dp_to_zcdp(*, epsilon: float, delta: float) -> float:
     >>> abs(dp_to_zcdp(epsilon=zcdp_to_dp(rho=0.3, delta=1e-6), delta=1e-6) - 0.3) < 1e-12
     True
     """
-    epsilon = _check_positive("epsilon", epsilon)
-    delta = _check_delta(delta)
+    epsilon = validate.positive("epsilon", epsilon)
+    delta = validate.delta(delta)
     L = math.log(1.0 / delta)
-    return epsilon**2 / (math.sqrt(L + epsilon) + math.sqrt(L)) ** 2
+    return (epsilon / (math.sqrt(L + epsilon) + math.sqrt(L))) ** 2  # no overflow of epsilon^2
 
 
 def R_from_rho(*, rho: float) -> float:
@@ -187,7 +155,7 @@ def R_from_rho(*, rho: float) -> float:
     >>> R_from_rho(rho=0.25)
     0.5
     """
-    return 2.0 * _check_positive("rho", rho, allow_zero=True)
+    return 2.0 * validate.positive("rho", rho, allow_zero=True)
 
 
 def rho_from_R(*, R: float) -> float:
@@ -196,7 +164,7 @@ def rho_from_R(*, R: float) -> float:
     >>> rho_from_R(R=0.5)
     0.25
     """
-    return 0.5 * _check_positive("R", R, allow_zero=True)
+    return 0.5 * validate.positive("R", R, allow_zero=True)
 
 
 def R_zcdp(*, epsilon: float, delta: float) -> float:
@@ -218,8 +186,8 @@ def R_zcdp_as_printed(*, epsilon: float, delta: float) -> float:
     >>> round(R_zcdp_as_printed(epsilon=4, delta=1e-8), 2)
     162.97
     """
-    epsilon = _check_positive("epsilon", epsilon)
-    L = math.log(1.0 / _check_delta(delta))
+    epsilon = validate.positive("epsilon", epsilon)
+    L = math.log(1.0 / validate.delta(delta))
     return 2 * epsilon + 4 * L + 4 * math.sqrt(L * (epsilon + L))
 
 
@@ -231,8 +199,8 @@ def R_ma(*, epsilon: float, delta: float) -> float:
     >>> round(R_ma(epsilon=4, delta=1e-8), 4)
     0.8686
     """
-    epsilon = _check_positive("epsilon", epsilon)
-    return epsilon**2 / math.log(1.0 / _check_delta(delta))
+    epsilon = validate.positive("epsilon", epsilon)
+    return epsilon**2 / math.log(1.0 / validate.delta(delta))
 
 
 def spent_R(*, sigma) -> float:
@@ -268,8 +236,8 @@ def gdp_delta(*, mu: float, epsilon: float) -> float:
     >>> gdp_delta(mu=0.0, epsilon=0.5)
     0.0
     """
-    mu = _check_positive("mu", mu, allow_zero=True)
-    epsilon = _check_positive("epsilon", epsilon, allow_zero=True)
+    mu = validate.positive("mu", mu, allow_zero=True)
+    epsilon = validate.positive("epsilon", epsilon, allow_zero=True)
     if mu == 0.0:
         return 0.0
     a = special.log_ndtr(-epsilon / mu + mu / 2)
@@ -285,8 +253,8 @@ def gdp_epsilon(*, mu: float, delta: float) -> float:
     >>> round(gdp_epsilon(mu=1.0, delta=1e-5), 4)
     4.3772
     """
-    mu = _check_positive("mu", mu, allow_zero=True)
-    delta = _check_delta(delta)
+    mu = validate.positive("mu", mu, allow_zero=True)
+    delta = validate.delta(delta)
     if mu == 0.0 or gdp_delta(mu=mu, epsilon=0.0) <= delta:
         return 0.0
     # The zCDP conversion with rho = mu^2/2 is a valid upper bound for this mechanism.
@@ -330,8 +298,8 @@ def R_exact(*, epsilon: float, delta: float) -> float:
     >>> R_exact(epsilon=4, delta=1e-8) > R_zcdp(epsilon=4, delta=1e-8)
     True
     """
-    epsilon = _check_positive("epsilon", epsilon)
-    delta = _check_delta(delta)
+    epsilon = validate.positive("epsilon", epsilon)
+    delta = validate.delta(delta)
     log_target = math.log(delta)
 
     def f(mu: float) -> float:
@@ -388,7 +356,7 @@ def psgd_step_cost(*, sigma: float, sampling_rate: float = 1.0) -> float:
     s = _sigma_array(sigma)
     if s.size != 1:
         raise ValueError(f"sigma must be a single number here, got {s.size} values")
-    p = _check_rate(sampling_rate)
+    p = validate.sampling_rate(sampling_rate)
     return float(p * p / s[0] ** 2)
 
 
@@ -398,8 +366,8 @@ def psgd_R_prime(*, R: float, sampling_rate: float) -> float:
     >>> round(psgd_R_prime(R=0.5, sampling_rate=0.1), 9)
     50.0
     """
-    R = _check_positive("R", R)
-    p = _check_rate(sampling_rate)
+    R = validate.positive("R", R)
+    p = validate.sampling_rate(sampling_rate)
     return R / (p * p)
 
 
@@ -410,34 +378,85 @@ def _grouped(sigma: np.ndarray) -> list[tuple[float, int]]:
     return [(float(v), int(c)) for v, c in zip(values, counts)]
 
 
-@functools.lru_cache(maxsize=4096)
-def _rdp_vector_cached(sigma: float, sampling_rate: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    import dp_accounting as dpa
-    from absl import logging as absl_logging
+#: RDP orders of the ledger and the planner: the integer orders of dp-accounting's default
+#: list (0.6.0: 2..63, 128, 256, 512, 1024). At integer orders the subsampled Gaussian's RDP
+#: has the closed form below; dp-accounting adds fractional orders, so its epsilon is at most
+#: ours (tests/test_accounting.py checks both facts).
+RDP_ORDERS: np.ndarray = np.array(list(range(2, 64)) + [128, 256, 512, 1024], dtype=np.float64)
 
-    # dp-accounting logs a warning for each fractional order whose series does not converge
-    # and excludes that order (a conservative choice); keep those out of notebooks and logs
-    absl_logging.set_verbosity(absl_logging.ERROR)
-    acc = dpa.rdp.RdpAccountant()
-    event = dpa.GaussianDpEvent(sigma)
-    acc.compose(event if sampling_rate == 1.0 else dpa.PoissonSampledDpEvent(sampling_rate, event))
-    # dp-accounting keeps the composed RDP curve in ``_rdp`` over ``_orders`` (0.6.0)
-    return tuple(float(o) for o in acc._orders), tuple(float(r) for r in acc._rdp)
+
+def _log_binomials(alpha: int) -> np.ndarray:
+    k = np.arange(alpha + 1, dtype=np.float64)
+    return special.gammaln(alpha + 1.0) - special.gammaln(k + 1.0) - special.gammaln(alpha - k + 1.0)
+
+
+_LOG_BINOM = {int(a): _log_binomials(int(a)) for a in RDP_ORDERS}
+
+
+def rdp_curve(*, sigma, sampling_rate: float = 1.0, orders=None) -> np.ndarray:
+    """Composed RDP curve ``eps(alpha)`` of Poisson-subsampled Gaussian steps with multipliers
+    ``sigma`` (each finite and > 0) at integer ``orders`` (default :data:`RDP_ORDERS`).
+
+    One step at integer order alpha (Mironov, Talwar & Zhang 2019, arXiv 1908.10530, Sec. 3.3;
+    dp-accounting's ``_compute_log_a_int``):
+
+        eps(alpha) = ln( sum_k C(alpha, k) (1-p)^(alpha-k) p^k exp((k^2 - k) / (2 sigma^2)) ) / (alpha - 1),
+
+    which is ``alpha / (2 sigma^2)`` at p = 1 (the Gaussian; H Lemma C.2 in zCDP terms). RDP
+    composes by adding curves. Vectorised over the schedule's distinct values, so a schedule
+    is accounted in milliseconds; :func:`rdp_epsilon` converts the curve to epsilon.
+
+    >>> c = rdp_curve(sigma=[2.0, 2.0])
+    >>> bool(np.allclose(c, RDP_ORDERS / 4))
+    True
+    """
+    s = validate.noise_multipliers(sigma)
+    p = validate.sampling_rate(sampling_rate)
+    ords = RDP_ORDERS if orders is None else np.asarray(orders, dtype=np.float64)
+    values, counts = np.unique(s, return_counts=True)
+    counts = counts.astype(np.float64)
+    if p == 1.0:
+        return ords * float(np.sum(counts / (2.0 * values**2)))
+    out = np.empty(ords.size)
+    lp, l1p = math.log(p), math.log1p(-p)
+    inv2s2 = 1.0 / (2.0 * values**2)
+    for j, a in enumerate(ords):
+        ai = int(a)
+        if ai != a or ai < 2:
+            raise ValueError(f"orders must be integers >= 2, got {a}")
+        lb = _LOG_BINOM.get(ai)
+        if lb is None:
+            lb = _log_binomials(ai)
+        k = np.arange(ai + 1, dtype=np.float64)
+        base = lb + (ai - k) * l1p + k * lp  # (alpha+1,)
+        # chunks of distinct values keep the (values x k) matrix small
+        tot = 0.0
+        for i in range(0, values.size, 4096):
+            v = inv2s2[i:i + 4096, None]
+            x = base[None, :] + (k * k - k)[None, :] * v
+            m = x.max(axis=1)
+            log_a = m + np.log(np.exp(x - m[:, None]).sum(axis=1))
+            tot += float(np.dot(counts[i:i + 4096], np.maximum(log_a, 0.0)))
+        out[j] = tot / (ai - 1)
+    return out
 
 
 def rdp_step(*, sigma: float, sampling_rate: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """(orders, RDP curve) of one Poisson-subsampled Gaussian step, from dp-accounting's RDP
-    accountant (Mironov 2017; Mironov, Talwar & Zhang 2019), cached per ``(sigma, p)``.
-    RDP composes by adding curves, so a ledger can keep a running sum.
+    """(orders, RDP curve) of one Poisson-subsampled Gaussian step (:func:`rdp_curve`), cached
+    per ``(sigma, p)``: a ledger keeps the running sum.
 
     >>> orders, rdp = rdp_step(sigma=2.0)
     >>> bool(np.allclose(rdp, orders / (2 * 2.0**2)))   # Gaussian: alpha / (2 sigma^2)
     True
     """
-    sigma = _check_positive("sigma", sigma)
-    p = _check_rate(sampling_rate)
-    orders, rdp = _rdp_vector_cached(float(sigma), float(p))
-    return np.array(orders), np.array(rdp)
+    sigma = float(validate.noise_multipliers([sigma])[0])
+    p = validate.sampling_rate(sampling_rate)
+    return RDP_ORDERS.copy(), np.array(_rdp_step_cached(sigma, p))
+
+
+@functools.lru_cache(maxsize=4096)
+def _rdp_step_cached(sigma: float, p: float) -> tuple[float, ...]:
+    return tuple(rdp_curve(sigma=[sigma], sampling_rate=p))
 
 
 def rdp_epsilon(*, orders, rdp, delta: float) -> float:
@@ -445,13 +464,15 @@ def rdp_epsilon(*, orders, rdp, delta: float) -> float:
     improved conversion of Balle et al. 2020).
 
     >>> o, r = rdp_step(sigma=2.0)
-    >>> rdp_epsilon(orders=o, rdp=4 * r, delta=1e-5) == accountant_epsilon(sigma=[2.0] * 4, delta=1e-5)
+    >>> e = rdp_epsilon(orders=o, rdp=4 * r, delta=1e-5)   # dp-accounting's own orders add fractional ones
+    >>> bool(accountant_epsilon(sigma=[2.0] * 4, delta=1e-5) <= e < 1.01 * accountant_epsilon(sigma=[2.0] * 4, delta=1e-5))
     True
     """
     from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
-    delta = _check_delta(delta)
-    return float(compute_epsilon(np.asarray(orders, dtype=float), np.asarray(rdp, dtype=float), delta)[0])
+    delta = validate.delta(delta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(compute_epsilon(np.asarray(orders, dtype=float), np.asarray(rdp, dtype=float), delta)[0])
 
 
 def accountant_epsilon(
@@ -479,8 +500,8 @@ def accountant_epsilon(
     import dp_accounting as dpa
 
     s = _sigma_array(sigma)
-    delta = _check_delta(delta)
-    p = _check_rate(sampling_rate)
+    delta = validate.delta(delta)
+    p = validate.sampling_rate(sampling_rate)
     if accountant == "rdp":
         acc = dpa.rdp.RdpAccountant()
     elif accountant == "pld":
@@ -510,8 +531,8 @@ def R_accountant(*, epsilon: float, delta: float, accountant: str = "rdp") -> fl
     >>> bool(rz < rr < rx), round(rr, 3)
     (True, 0.465)
     """
-    epsilon = _check_positive("epsilon", epsilon)
-    delta = _check_delta(delta)
+    epsilon = validate.positive("epsilon", epsilon)
+    delta = validate.delta(delta)
     if accountant not in ("rdp", "pld"):
         raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}")
     lo = R_zcdp(epsilon=epsilon, delta=delta) * 0.99  # RDP/PLD are never looser than zCDP
@@ -537,17 +558,11 @@ def adp_B_delta(*, T: int, n: int, delta: float, batch_size: int = 1) -> float:
     >>> round(adp_B_delta(T=11700, n=50000, delta=1e-5), 2)
     150.61
     """
-    T = _check_int("T", T)
-    n = _check_int("n", n)
-    m = _check_int("batch_size", batch_size)
-    delta = _check_delta(delta)
+    T = validate.integer("T", T)
+    n = validate.integer("n", n)
+    m = validate.integer("batch_size", batch_size)
+    delta = validate.delta(delta)
     return math.log(16 * T * m / (n * delta)) * math.log(1.25 / delta)
-
-
-def _check_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
 
 
 def adp_sigma2(*, alpha, G: float, n: int, epsilon: float, delta: float, batch_size: int = 1) -> float:
@@ -564,8 +579,8 @@ def adp_sigma2(*, alpha, G: float, n: int, epsilon: float, delta: float, batch_s
     a = np.atleast_1d(np.asarray(alpha, dtype=np.float64))
     if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a) & (a > 0)):
         raise ValueError(f"alpha must be a non-empty sequence of finite numbers > 0, got {alpha!r}"[:200])
-    G = _check_positive("G", G)
-    epsilon = _check_positive("epsilon", epsilon)
+    G = validate.positive("G", G)
+    epsilon = validate.positive("epsilon", epsilon)
     B = adp_B_delta(T=int(a.size), n=n, delta=delta, batch_size=batch_size)
     return (16 * G) ** 2 * B * float(np.sum(1.0 / a**2)) / (n**2 * epsilon**2)
 
@@ -592,7 +607,7 @@ def advanced_composition(*, epsilons, deltas, delta_prime: float) -> tuple[float
         raise ValueError(f"every epsilon_i must be in (0, 1) (W Lemma 2.2), got {e[~((e > 0) & (e < 1))][0]}")
     if not np.all((d > 0) & (d < 1)):
         raise ValueError(f"every delta_i must be in (0, 1), got {d[~((d > 0) & (d < 1))][0]}")
-    dp = _check_delta(delta_prime)
+    dp = validate.delta(delta_prime)
     eps = math.sqrt(2 * math.log(1 / dp) * float(np.sum(e**2))) + float(np.sum(e * np.tanh(e / 2)))
     delta = float(-np.expm1(np.sum(np.log1p(-d)))) + dp
     return eps, delta
@@ -634,13 +649,13 @@ def w_moments_epsilons(
     """
     import dp_accounting as dpa
 
-    T = _check_int("T", T)
-    m = _check_int("batch_size", batch_size)
-    N = _check_int("N", N)
+    T = validate.integer("T", T)
+    m = validate.integer("batch_size", batch_size)
+    N = validate.integer("N", N)
     if m > N:
         raise ValueError(f"batch_size must be <= N ({N}), got {m}")
-    clip_norm = _check_positive("clip_norm", clip_norm)
-    C_epsilon = _check_positive("C_epsilon", C_epsilon)
+    clip_norm = validate.positive("clip_norm", clip_norm)
+    C_epsilon = validate.positive("C_epsilon", C_epsilon)
     if b_delta not in ("main", "appendix"):
         raise ValueError(f"b_delta must be 'main' or 'appendix', got {b_delta!r}")
     if conversion not in ("improved", "classic"):
@@ -648,7 +663,7 @@ def w_moments_epsilons(
     classic_orders = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
     out = []
     for eb in epsilon_bar:
-        eb = _check_positive("epsilon_bar", eb)
+        eb = validate.positive("epsilon_bar", eb)
         eps = C_epsilon * eb
         B = adp_B_delta(T=T, n=N, delta=delta, batch_size=m if b_delta == "appendix" else 1)
         sigma = 16 * clip_norm * math.sqrt(B * T) / (N * eps)

@@ -49,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from dpcompanion.core import validate
+
 __all__ = [
     "SCHEDULE_KINDS",
     "compare_with_bound",
@@ -69,46 +71,14 @@ SCHEDULE_KINDS = ("uniform", "gd-dynamic", "exponential")
 # --- validation -------------------------------------------------------------------
 
 
-def _eigenvalues(eigenvalues: Any) -> np.ndarray:
-    lam = np.asarray(eigenvalues, dtype=float)
-    if lam.ndim != 1 or lam.size == 0:
-        raise ValueError(f"eigenvalues must be a non-empty 1-D array, got shape {lam.shape}")
-    if not np.all(np.isfinite(lam)) or np.any(lam < 0):
-        raise ValueError(f"eigenvalues must be finite and >= 0 (a PSD Hessian), got min {lam.min()!r}")
-    return lam
-
-
 def _steps(eta: Any, T: int) -> np.ndarray:
+    """Step sizes eta_1..eta_T (T may be 0: the empty run)."""
     e = np.asarray(eta, dtype=float)
     if e.ndim == 0:
         e = np.full(T, float(e))
     if e.shape != (T,):
         raise ValueError(f"eta must be a scalar or have length T = {T}, got shape {e.shape}")
-    if not np.all(np.isfinite(e)) or np.any(e <= 0):
-        raise ValueError(f"eta must be finite and > 0, got {e.min()!r}")
-    return e
-
-
-def _T(T: Any) -> int:
-    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 0:
-        raise ValueError(f"T must be a non-negative integer, got {T!r}")
-    return int(T)
-
-
-def _sigma(sigma: Any) -> np.ndarray:
-    s = np.atleast_1d(np.asarray(sigma, dtype=float))
-    if s.ndim != 1:
-        raise ValueError(f"sigma must be a 1-D array of per-step noise multipliers, got shape {s.shape}")
-    if not np.all(np.isfinite(s)) or np.any(s < 0):
-        raise ValueError(f"sigma must be finite and >= 0, got {s.tolist()!r}")
-    return s
-
-
-def _positive(name: str, x: Any) -> float:
-    xf = float(x)
-    if not math.isfinite(xf) or xf <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {x!r}")
-    return xf
+    return validate.positive_array("eta", e) if T else e
 
 
 def _offset(offset: Any, D: int) -> np.ndarray:
@@ -155,11 +125,11 @@ def noise_influence(*, eigenvalues, eta, T: int, clip_norm: float, N: int) -> np
     >>> float(q[-1]) == 0.0625 * 0.75
     True
     """
-    lam = _eigenvalues(eigenvalues)
-    T = _T(T)
+    lam = validate.positive_array("eigenvalues", eigenvalues, allow_zero=True)
+    T = validate.integer("T", T, minimum=0)
     e = _steps(eta, T)
-    G = _positive("clip_norm", clip_norm)
-    N = _positive("N", N)
+    G = validate.positive("clip_norm", clip_norm)
+    N = validate.positive("N", N)
     P = _tail_products(lam, e)[1:]  # row t-1 = prod_{s>t}
     return (e * G / N) ** 2 * (P @ (lam / 2.0))
 
@@ -174,8 +144,8 @@ def deterministic_excess_risk(*, eigenvalues, offset, eta, T: int) -> float:
     >>> deterministic_excess_risk(eigenvalues=[2.0], offset=[1.0], eta=0.25, T=0)  # f(theta_1) - f*
     1.0
     """
-    lam = _eigenvalues(eigenvalues)
-    T = _T(T)
+    lam = validate.positive_array("eigenvalues", eigenvalues, allow_zero=True)
+    T = validate.integer("T", T, minimum=0)
     e = _steps(eta, T)
     c = _offset(offset, lam.size)
     P0 = _tail_products(lam, e)[0]
@@ -196,7 +166,7 @@ def expected_excess_risk(*, eigenvalues, offset, eta, sigma, clip_norm: float, N
     >>> expected_excess_risk(eigenvalues=[2.0], offset=[1.0], eta=0.25, sigma=[0.0, 0.0], clip_norm=1.0, N=1)
     0.0625
     """
-    s = _sigma(sigma)
+    s = validate.positive_array("sigma", sigma, allow_zero=True)
     q = noise_influence(eigenvalues=eigenvalues, eta=eta, T=s.size, clip_norm=clip_norm, N=N)
     det = deterministic_excess_risk(eigenvalues=eigenvalues, offset=offset, eta=eta, T=s.size)
     return float(det + np.sum(q * s**2))
@@ -212,13 +182,13 @@ def excess_risk_variance(*, eigenvalues, offset, eta, sigma, clip_norm: float, N
     >>> v == 2.0**2 * 0.25**2 / 2
     True
     """
-    lam = _eigenvalues(eigenvalues)
-    s = _sigma(sigma)
+    lam = validate.positive_array("eigenvalues", eigenvalues, allow_zero=True)
+    s = validate.positive_array("sigma", sigma, allow_zero=True)
     T = s.size
     e = _steps(eta, T)
     c = _offset(offset, lam.size)
-    G = _positive("clip_norm", clip_norm)
-    N = _positive("N", N)
+    G = validate.positive("clip_norm", clip_norm)
+    N = validate.positive("N", N)
     P = _tail_products(lam, e)
     m2 = P[0] * c**2
     s2 = (G / N) ** 2 * ((e * s) ** 2 @ P[1:])
@@ -237,11 +207,11 @@ def pl_constants(*, eigenvalues, offset, clip_norm: float, N: int, R: float) -> 
     >>> c["kappa"], c["gamma"], c["initial_gap"], c["alpha"]
     (4.0, 0.75, 2.0, 0.0025)
     """
-    lam = _eigenvalues(eigenvalues)
+    lam = validate.positive_array("eigenvalues", eigenvalues, allow_zero=True)
     c = _offset(offset, lam.size)
-    G = _positive("clip_norm", clip_norm)
-    N = _positive("N", N)
-    R = _positive("R", R)
+    G = validate.positive("clip_norm", clip_norm)
+    N = validate.positive("N", N)
+    R = validate.positive("R", R)
     M, mu = float(lam.max()), float(lam.min())
     if mu <= 0:
         raise ValueError(f"the smallest eigenvalue (PL constant mu) must be > 0, got {mu!r}")
@@ -305,12 +275,12 @@ def spectrum(*, kappa: float, D: int, M: float = 1.0) -> np.ndarray:
     >>> spectrum(kappa=100.0, D=3).tolist()
     [0.01, 0.1, 1.0]
     """
-    kappa = _positive("kappa", kappa)
+    kappa = validate.positive("kappa", kappa)
     if kappa < 1:
         raise ValueError(f"kappa must be >= 1, got {kappa!r}")
     if isinstance(D, bool) or not isinstance(D, (int, np.integer)) or D < 1:
         raise ValueError(f"D must be a positive integer, got {D!r}")
-    M = _positive("M", M)
+    M = validate.positive("M", M)
     if D == 1:
         return np.array([M])
     return M * np.geomspace(1.0 / kappa, 1.0, D)
@@ -358,10 +328,10 @@ def compare_with_bound(
     from dpcompanion.theory.bounds import gd
 
     c = pl_constants(eigenvalues=eigenvalues, offset=offset, clip_norm=clip_norm, N=N, R=R)
-    T_max = _T(T_max)
+    T_max = validate.integer("T_max", T_max, minimum=0)
     if T_max < 1:
         raise ValueError(f"T_max must be >= 1, got {T_max}")
-    lam = _eigenvalues(eigenvalues)
+    lam = validate.positive_array("eigenvalues", eigenvalues, allow_zero=True)
     off = _offset(offset, lam.size)
     Ts = np.arange(1, T_max + 1)
     out: dict[str, Any] = {"constants": c, "T": Ts}

@@ -14,7 +14,12 @@ That PSGD rule is the paper's bookkeeping, **not a guarantee** (at small p a sch
 accepts can be several times the target epsilon; see the accounting chapter). So a ledger
 that records subsampled steps needs its ``delta``: every subsampled step is then *also*
 checked against dp-accounting's RDP accountant, and refused if the composed RDP epsilon at
-``delta`` would exceed the epsilon the budget stands for, ``zcdp_to_dp(rho=R/2, delta)``.
+``delta`` would exceed the target epsilon: the user's own epsilon for a ledger built with
+:meth:`PrivacyLedger.from_budget`, else the one R stands for, ``zcdp_to_dp(rho=R/2, delta)``.
+The RDP curve is :func:`dpcompanion.theory.accounting.rdp_curve` (dp-accounting's formula
+and conversion), the same one :func:`dpcompanion.theory.budget.plan` calibrates with, so a
+planned schedule always finishes. A sigma that is not finite and > 0 is refused
+(ValueError): no step without noise.
 Full-batch steps need no such check: zCDP composition of Gaussian steps is exact in R.
 """
 
@@ -22,16 +27,18 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import math
 
 import numpy as np
 
+from dpcompanion.core import validate
 from dpcompanion.theory import accounting
 
 __all__ = ["BudgetExceeded", "StepRecord", "PrivacyLedger"]
 
-#: Relative slack so that the last step of a budget-exact schedule (sum 1/sigma^2 = R up to
-#: rounding) is still affordable.
+#: Relative slack on the *epsilon* check of subsampled steps only (rounding in the running RDP
+#: sum). The R check has none: ``R_spent <= R`` holds exactly, in float64 as printed; the
+#: schedules make sure budget-exact schedules add up to at most R
+#: (:func:`dpcompanion.theory.schedules.fit_within`).
 REL_SLACK = 1e-12
 
 
@@ -62,23 +69,38 @@ class PrivacyLedger:
     False
     """
 
-    def __init__(self, *, R: float, delta: float | None = None):
-        try:
-            r = float(R)
-        except (TypeError, ValueError):
-            raise ValueError(f"R must be a finite number > 0, got {R!r}") from None
-        if not (math.isfinite(r) and r > 0):
-            raise ValueError(f"R must be a finite number > 0, got {R}")
+    def __init__(self, *, R: float, delta: float | None = None, epsilon: float | None = None):
+        r = validate.positive("R", R)
         self.R = r
-        self.delta = None if delta is None else float(delta)
-        #: the epsilon at ``delta`` that the budget stands for (zCDP conversion, H Lemma C.3)
-        self.epsilon_target = (
-            None if delta is None else accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=r), delta=delta)
-        )
+        self.delta = None if delta is None else validate.delta(delta)
+        if epsilon is not None and delta is None:
+            raise ValueError("epsilon needs delta: the target is (epsilon, delta)-DP")
+        #: the epsilon at ``delta`` that subsampled steps are checked against: the user's own
+        #: epsilon when given (no conversion), else what R stands for (zCDP, H Lemma C.3)
+        if epsilon is not None:
+            self.epsilon_target = validate.positive("epsilon", epsilon)
+        elif delta is None:
+            self.epsilon_target = None
+        else:
+            self.epsilon_target = accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=r), delta=self.delta)
         self._spent = 0.0
         self._history: list[StepRecord] = []
         self._orders: np.ndarray | None = None
         self._rdp: np.ndarray | None = None  # running RDP curve of the subsampled history
+
+    @classmethod
+    def from_budget(cls, budget, **_ignored) -> "PrivacyLedger":
+        """The ledger of a :class:`dpcompanion.theory.budget.Budget`: its R, delta and the
+        epsilon the user asked for (never rebuilt from R). Extra keywords are ignored, so
+        ``functools.partial(PrivacyLedger.from_budget, budget)`` is a trainer's
+        ``ledger_factory``.
+
+        >>> from dpcompanion.theory.budget import Budget
+        >>> led = PrivacyLedger.from_budget(Budget.from_epsilon(epsilon=1.0, delta=1e-5, sampling_rate=0.01))
+        >>> led.epsilon_target
+        1.0
+        """
+        return cls(R=budget.R, delta=budget.delta, epsilon=budget.epsilon)
 
     # ------------------------------------------------------------------ queries
 
@@ -110,9 +132,12 @@ class PrivacyLedger:
         return list(self._history)
 
     def _assess(self, sigma: float, sampling_rate: float) -> tuple[float, np.ndarray | None, str | None]:
-        """(cost in R units, RDP curve after the step or None, reason to refuse or None)."""
+        """(cost in R units, RDP curve after the step or None, reason to refuse or None).
+        A sigma that is not finite and > 0 raises ValueError: a noisy step needs noise."""
+        sigma = float(validate.noise_multipliers([sigma])[0])
+        sampling_rate = validate.sampling_rate(sampling_rate)
         c = self.cost(sigma=sigma, sampling_rate=sampling_rate)
-        if self._spent + c > self.R * (1 + REL_SLACK):
+        if self._spent + c > self.R:
             return c, None, f"would spend {c:.6g} but only {self.remaining:.6g} of R = {self.R:.6g} remains (spent {self._spent:.6g})"
         if float(sampling_rate) == 1.0 and self._rdp is None:
             return c, None, None
@@ -133,7 +158,7 @@ class PrivacyLedger:
         return c, rdp, None
 
     def can_afford(self, *, sigma: float, sampling_rate: float = 1.0) -> bool:
-        """Whether a step would stay within the budget (relative slack 1e-12) and, for
+        """Whether a step would stay within the budget (``R_spent <= R`` exactly) and, for
         subsampled steps, within the target epsilon by the RDP accountant.
 
         >>> PrivacyLedger(R=1.0).can_afford(sigma=0.5)
@@ -142,7 +167,7 @@ class PrivacyLedger:
         >>> while led.can_afford(sigma=1.0, sampling_rate=0.01):
         ...     _ = led.charge(sigma=1.0, sampling_rate=0.01); n += 1
         >>> n, round(led.spent / led.R, 2)   # the paper's p^2/sigma^2 rule alone: 4000 steps
-        (2097, 0.52)
+        (2056, 0.51)
         """
         return self._assess(sigma, sampling_rate)[2] is None
 

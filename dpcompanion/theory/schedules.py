@@ -18,15 +18,25 @@ The influence-based schedules use Hong et al.'s rule (FAccT 2022, arXiv 2101.074
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from scipy.special import logsumexp
 
+from dpcompanion.core import validate
+
 __all__ = [
     "KINDS",
+    "KIND_TABLE",
+    "Kind",
+    "Param",
+    "kind",
+    "kinds_markdown",
+    "kinds_help",
     "make",
+    "fit_within",
     "uniform",
     "optimal",
     "gd_dynamic",
@@ -40,69 +50,8 @@ __all__ = [
     "log_influence",
 ]
 
-#: Schedule kinds accepted by :func:`make` and by ``python -m dpcompanion schedule --kind``.
-KINDS: tuple[str, ...] = (
-    "uniform",
-    "optimal",
-    "gd-dynamic",
-    "exp",
-    "step",
-    "momentum-dynamic",
-    "expinfl",
-    "momexpinfl",
-    "adp",
-)
-
 # Largest |ln| of a float64 we let sigma^2 or 1/sigma^2 reach (float max is e^709.78).
 _LOG_LIMIT = 700.0
-# Longest schedule built in memory.
-_T_MAX = 10_000_000
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _check_T(T: Any) -> int:
-    if isinstance(T, bool) or not isinstance(T, (int, np.integer)):
-        if isinstance(T, float) and T.is_integer():
-            T = int(T)
-        else:
-            raise ValueError(f"T must be an integer >= 1, got {T!r}")
-    if T < 1:
-        raise ValueError(f"T must be an integer >= 1, got {T}")
-    if T > _T_MAX:
-        raise ValueError(f"T must be at most {_T_MAX:,} (one float64 per step in memory), got {T:,}")
-    return int(T)
-
-
-def _check_R(R: Any) -> float:
-    try:
-        r = float(R)
-    except (TypeError, ValueError):
-        raise ValueError(f"R must be a finite number > 0, got {R!r}") from None
-    if not (math.isfinite(r) and r > 0):
-        raise ValueError(f"R must be a finite number > 0, got {R}")
-    return r
-
-
-def _check_float(name: str, value: Any, *, lo: float = -math.inf, hi: float = math.inf,
-                 lo_open: bool = True, hi_open: bool = True, allowed: str = "") -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number{', ' + allowed if allowed else ''}, got {value!r}") from None
-    ok = math.isfinite(v) and (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
-    if not ok:
-        raise ValueError(f"{name} must be {allowed or 'finite'}, got {value}")
-    return v
-
-
-def _check_kappa(kappa: Any) -> float:
-    return _check_float("kappa", kappa, lo=1.0, lo_open=False, allowed="finite and >= 1")
-
-
-def _check_beta(beta: Any) -> float:
-    return _check_float("beta", beta, lo=0.0, hi=1.0, lo_open=False, allowed="in [0, 1)")
 
 
 def _log_gamma(kappa: float, eta0: float = 1.0) -> float:
@@ -129,7 +78,26 @@ def _from_log_weights(c: np.ndarray, R: float, what: str, hint: str) -> np.ndarr
             f"{what}: sigma^2 would range over e^{lo:.0f}..e^{hi:.0f}, beyond float64 "
             f"(|ln sigma^2| <= {_LOG_LIMIT:.0f}); {hint}"
         )
-    return np.exp(0.5 * log_sigma2)
+    return fit_within(np.exp(0.5 * log_sigma2), R)
+
+
+def fit_within(sigma: np.ndarray, R: float, *, sampling_rate: float = 1.0) -> np.ndarray:
+    """``sigma`` scaled up by a few ulps if needed so that the step costs ``p^2/sigma_t^2``,
+    added one by one in float64 as a ledger adds them, total at most ``R``: a budget-exact
+    schedule then never shows ``R_spent > R`` through rounding.
+
+    >>> s = fit_within(np.full(3, (3 / 0.3927) ** 0.5), 0.3927)
+    >>> bool(np.cumsum(1 / s**2)[-1] <= 0.3927)
+    True
+    """
+    p2 = float(sampling_rate) * float(sampling_rate)
+    out = np.asarray(sigma, dtype=np.float64)
+    for k in range(64):
+        total = float(np.cumsum(p2 / out**2)[-1])
+        if total <= R:
+            return out
+        out = out * (math.sqrt(total / R) * (1.0 + 2.0**-52 * 2 ** min(k, 40)))
+    raise ValueError(f"cannot fit the schedule within R = {R!r}")  # pragma: no cover
 
 
 def uniform(*, T: int, R: float) -> np.ndarray:
@@ -138,8 +106,8 @@ def uniform(*, T: int, R: float) -> np.ndarray:
     >>> uniform(T=4, R=1.0)
     array([2., 2., 2., 2.])
     """
-    T = _check_T(T)
-    R = _check_R(R)
+    T = validate.steps(T)
+    R = validate.positive("R", R)
     return _from_log_weights(np.zeros(T), R, f"uniform with T={T}, R={R}", "use a smaller T or a larger R")
 
 
@@ -152,17 +120,8 @@ def optimal(*, q, R: float) -> np.ndarray:
     >>> s**2
     array([3. , 1.5])
     """
-    R = _check_R(R)
-    try:
-        qa = np.atleast_1d(np.asarray(q, dtype=np.float64))
-    except (TypeError, ValueError):
-        raise ValueError(f"q must be a sequence of numbers > 0, got {q!r}"[:200]) from None
-    if qa.ndim != 1 or qa.size == 0:
-        raise ValueError(f"q must be a non-empty 1-D sequence, got shape {qa.shape}")
-    bad = ~(np.isfinite(qa) & (qa > 0))
-    if bad.any():
-        k = int(np.argmax(bad))
-        raise ValueError(f"q must be finite and > 0 at every step, got {qa[k]} at step {k + 1}")
+    R = validate.positive("R", R)
+    qa = validate.positive_array("q", q)
     return _from_log_weights(0.5 * np.log(qa), R, f"optimal with T={qa.size}", "the influences span too wide a range")
 
 
@@ -178,9 +137,9 @@ def gd_dynamic(*, T: int, R: float, kappa: float) -> np.ndarray:
     >>> bool(abs((1 / s**2).sum() - 1.0) < 1e-12), bool(s[0] > s[1] > s[2])
     (True, True)
     """
-    T = _check_T(T)
-    R = _check_R(R)
-    kappa = _check_kappa(kappa)
+    T = validate.steps(T)
+    R = validate.positive("R", R)
+    kappa = validate.kappa(kappa)
     return _from_log_weights(
         0.5 * log_influence("gd-dynamic", T=T, kappa=kappa),
         R,
@@ -205,9 +164,9 @@ def exponential(*, T: int, R: float, rate: float) -> np.ndarray:
     >>> bool(np.allclose(s[1:] / s[:-1], np.exp(-0.5))), round(float((1 / s**2).sum()), 12)
     (True, 1.0)
     """
-    T = _check_T(T)
-    R = _check_R(R)
-    rate = _check_float("rate", rate, allowed="a finite number")
+    T = validate.steps(T)
+    R = validate.positive("R", R)
+    rate = validate.number("rate", rate, allowed="a finite number")
     t = np.arange(1, T + 1, dtype=np.float64)
     return _from_log_weights(
         2.0 * rate * t, R, f"exp with T={T}, rate={rate:g}", "use a smaller |rate| or a smaller T"
@@ -224,13 +183,12 @@ def step_decay(*, T: int, R: float, drop: float = 0.5, period: int | None = None
     >>> s / s[0]
     array([1. , 1. , 0.5, 0.5])
     """
-    T = _check_T(T)
-    R = _check_R(R)
-    drop = _check_float("drop", drop, lo=0.0, allowed="finite and > 0")
+    T = validate.steps(T)
+    R = validate.positive("R", R)
+    drop = validate.number("drop", drop, lo=0.0, allowed="finite and > 0")
     if period is None:
         period = max(1, math.ceil(T / 4))
-    if isinstance(period, bool) or not isinstance(period, (int, np.integer)) or period < 1:
-        raise ValueError(f"period must be an integer >= 1, got {period!r}")
+    period = validate.integer("period", period)
     k = np.arange(T) // int(period)
     return _from_log_weights(
         -2.0 * math.log(drop) * k.astype(np.float64),
@@ -247,9 +205,9 @@ def momentum_T_hat(*, T: int, kappa: float, beta: float, eta0: float = 1.0) -> i
     >>> momentum_T_hat(T=1000, kappa=100.0, beta=0.9)   # gamma = 0.99: gamma^229 ~ 0.1
     230
     """
-    T = _check_T(T)
-    kappa = _check_kappa(kappa)
-    beta = _check_beta(beta)
+    T = validate.steps(T)
+    kappa = validate.kappa(kappa)
+    beta = validate.number("beta", beta, lo=0.0, hi=1.0, lo_open=False)
     lg = _log_gamma(kappa, eta0)
     t = np.arange(1, T + 1, dtype=np.float64)
     with np.errstate(divide="ignore"):
@@ -283,22 +241,22 @@ def log_influence(kind: str, *, T: int, **params) -> np.ndarray:
     >>> np.exp(log_influence("gd-dynamic", T=3, kappa=2.0))
     array([0.25, 0.5 , 1.  ])
     """
-    T = _check_T(T)
+    T = validate.steps(T)
     t = np.arange(1, T + 1, dtype=np.float64)
     kind = kind.replace("_", "-")
     if kind == "gd-dynamic":
-        kappa = _check_kappa(params.pop("kappa"))
+        kappa = validate.kappa(params.pop("kappa"))
         lg = _log_gamma(kappa)
         if not math.isfinite(lg):
             return np.where(t == T, 0.0, -np.inf)
         out = (T - t) * lg
     elif kind == "expinfl":
-        gamma = _check_float("gamma", params.pop("gamma"), lo=0.0, allowed="finite and > 0")
+        gamma = validate.number("gamma", params.pop("gamma"), lo=0.0, allowed="finite and > 0")
         out = (T - t) * math.log(gamma)
     elif kind == "momexpinfl":
-        gamma = _check_float("gamma", params.pop("gamma"), lo=0.0, hi=1.0, allowed="in (0, 1)")
-        c1 = _check_float("c1", params.pop("c1", 1.0), lo=0.0, lo_open=False, allowed="finite and >= 0")
-        c2 = _check_float("c2", params.pop("c2", 1.0), lo=0.0, lo_open=False, allowed="finite and >= 0")
+        gamma = validate.number("gamma", params.pop("gamma"), lo=0.0, hi=1.0, allowed="in (0, 1)")
+        c1 = validate.number("c1", params.pop("c1", 1.0), lo=0.0, lo_open=False, allowed="finite and >= 0")
+        c2 = validate.number("c2", params.pop("c2", 1.0), lo=0.0, lo_open=False, allowed="finite and >= 0")
         if c1 == 0 and c2 == 0:
             raise ValueError("c1 and c2 must not both be 0 (momexpinfl needs a positive influence)")
         lg = math.log(gamma)
@@ -306,12 +264,11 @@ def log_influence(kind: str, *, T: int, **params) -> np.ndarray:
             # common factor gamma^T dropped
             out = np.logaddexp(math.log(c1) + t * lg if c1 > 0 else -np.inf, math.log(c2) - t * lg if c2 > 0 else -np.inf)
     elif kind == "momentum-dynamic":
-        kappa = _check_kappa(params.pop("kappa"))
-        beta = _check_beta(params.pop("beta"))
-        eta0 = _check_float("eta0", params.pop("eta0", 1.0), lo=0.0, allowed="finite and > 0")
+        kappa = validate.kappa(params.pop("kappa"))
+        beta = validate.number("beta", params.pop("beta"), lo=0.0, hi=1.0, lo_open=False)
+        eta0 = validate.number("eta0", params.pop("eta0", 1.0), lo=0.0, allowed="finite and > 0")
         variant = params.pop("variant", "corrected")
-        if variant not in MOMENTUM_VARIANTS:
-            raise ValueError(f"variant must be one of {', '.join(MOMENTUM_VARIANTS)}, got {variant!r}")
+        variant = validate.choice("variant", variant, MOMENTUM_VARIANTS)
         if eta0 >= kappa:
             raise ValueError(f"eta0 must be < kappa (gamma = 1 - eta0/kappa must be in (0, 1)), got eta0={eta0}, kappa={kappa}")
         gamma = 1.0 - eta0 / kappa
@@ -371,8 +328,8 @@ def momentum_dynamic(
     >>> round(float((1 / s**2).sum()), 12), bool(s[0] < s[10])   # increasing: T <= T_hat = 230
     (1.0, True)
     """
-    T = _check_T(T)
-    R = _check_R(R)
+    T = validate.steps(T)
+    R = validate.positive("R", R)
     lq = log_influence("momentum-dynamic", T=T, kappa=kappa, beta=beta, eta0=eta0, variant=variant)
     return _from_log_weights(
         0.5 * lq,
@@ -392,8 +349,8 @@ def expinfl(*, T: int, R: float, gamma: float) -> np.ndarray:
     >>> bool(np.allclose(expinfl(T=5, R=1.0, gamma=0.5), gd_dynamic(T=5, R=1.0, kappa=2.0)))
     True
     """
-    T = _check_T(T)
-    R = _check_R(R)
+    T = validate.steps(T)
+    R = validate.positive("R", R)
     return _from_log_weights(
         0.5 * log_influence("expinfl", T=T, gamma=gamma),
         R,
@@ -410,8 +367,8 @@ def momexpinfl(*, T: int, R: float, gamma: float, c1: float = 1.0, c2: float = 1
     >>> int(np.argmax(s)) + 1          # q_t smallest (noise largest) where c1 gamma^t = c2 gamma^-t
     5
     """
-    T = _check_T(T)
-    R = _check_R(R)
+    T = validate.steps(T)
+    R = validate.positive("R", R)
     return _from_log_weights(
         0.5 * log_influence("momexpinfl", T=T, gamma=gamma, c1=c1, c2=c2),
         R,
@@ -437,47 +394,175 @@ def adp(*, T: int, R: float, a: float = 20.0, c: float = 1.0, power: float = 0.5
     >>> s**2 / s[0]**2
     array([1. , 1.5, 2. ])
     """
-    T = _check_T(T)
-    R = _check_R(R)
+    T = validate.steps(T)
+    R = validate.positive("R", R)
     if alpha2 is not None:
-        a2 = np.atleast_1d(np.asarray(alpha2, dtype=np.float64))
-        if a2.shape != (T,) or not np.all(np.isfinite(a2) & (a2 > 0)):
-            raise ValueError(f"alpha2 must be {T} finite numbers > 0, got shape {a2.shape}")
-        log_a2 = np.log(a2)
+        log_a2 = np.log(validate.positive_array("alpha2", alpha2, length=T))
     else:
-        a = _check_float("a", a, lo=0.0, allowed="finite and > 0")
-        c = _check_float("c", c, lo=0.0, lo_open=False, allowed="finite and >= 0")
-        power = _check_float("power", power, allowed="a finite number")
+        a = validate.number("a", a, lo=0.0, allowed="finite and > 0")
+        c = validate.number("c", c, lo=0.0, lo_open=False, allowed="finite and >= 0")
+        power = validate.number("power", power, allowed="a finite number")
         t = np.arange(1, T + 1, dtype=np.float64)
         log_a2 = power * np.log(a + c * t)
     return _from_log_weights(-log_a2, R, f"adp with T={T}", "use a smaller power or T")
 
 
-_FUNCS = {
-    "uniform": uniform,
-    "optimal": optimal,
-    "gd-dynamic": gd_dynamic,
-    "exp": exponential,
-    "step": step_decay,
-    "momentum-dynamic": momentum_dynamic,
-    "expinfl": expinfl,
-    "momexpinfl": momexpinfl,
-    "adp": adp,
-}
+# ------------------------------------------------------------------ the table of kinds
 
 
-def make(kind: str, **params) -> np.ndarray:
+_REQUIRED = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """One parameter of a schedule kind: its name (the keyword of the function and, with
+    ``_`` as ``-``, the command-line flag), type, allowed range (as text; the function
+    enforces it), default (:data:`REQUIRED` if none) and a short meaning."""
+
+    name: str
+    type: str
+    allowed: str
+    default: Any
+    meaning: str
+    choices: tuple[str, ...] | None = None
+    cli: bool = True  # False: Python only (an array)
+    shown: str | None = None  # how the default reads in help and docs, if not its value
+
+    @property
+    def shown_default(self) -> str:
+        return self.shown if self.shown is not None else str(self.default)
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """A schedule kind: name, function, parameters (besides ``T`` and ``R``), paper reference."""
+
+    name: str
+    function: Callable[..., np.ndarray]
+    params: tuple[Param, ...]
+    reference: str
+    summary: str
+    takes_T: bool = True  # False: the length is given by an array (optimal's q)
+
+    def signature(self) -> str:
+        """``kind(kappa: float >= 1, [eta0=1])``: the parameters as in ``--help``."""
+        parts = [p.name if p.required else f"[{p.name}={p.shown_default}]" for p in self.params if p.cli]
+        return f"{self.name}({', '.join(parts)})"
+
+
+REQUIRED = _REQUIRED
+
+#: The one table of schedule kinds: :func:`make`, the ``schedule`` and ``train`` commands
+#: (flags, ``--help``), the docs (:func:`kinds_markdown`) and the tests all read it.
+KIND_TABLE: dict[str, Kind] = {k.name: k for k in (
+    Kind("uniform", uniform, (), "H Thm 4.2", "sigma_t^2 = T/R"),
+    Kind("optimal", optimal,
+         (Param("q", "float array", "each finite and > 0", _REQUIRED,
+                "influences q_t (CLI: --influence FILE, one per line or a CSV column q)"),),
+         "H Lemma 4.3, Eq. (10)", "minimises sum_t q_t sigma_t^2 for given influences", takes_T=False),
+    Kind("gd-dynamic", gd_dynamic,
+         (Param("kappa", "float", ">= 1 (= 1 only with T = 1)", _REQUIRED, "condition number kappa = M/mu"),),
+         "H Thm 4.4", "GD dynamic schedule, noise falling like gamma^(t/2)"),
+    Kind("exp", exponential,
+         (Param("rate", "float", "finite", _REQUIRED, "sigma_t = sigma_0 exp(-rate t)"),),
+         "H file 000 App. D (Yu et al. 2019)", "exponential decay"),
+    Kind("step", step_decay,
+         (Param("drop", "float", "> 0", 0.5, "noise factor per period"),
+          Param("period", "int", ">= 1", None, "steps per plateau", shown="ceil(T/4)")),
+         "H file 000 App. D", "step decay"),
+    Kind("momentum-dynamic", momentum_dynamic,
+         (Param("kappa", "float", ">= 1, > eta0", _REQUIRED, "condition number kappa = M/mu"),
+          Param("beta", "float", "in [0, 1), < gamma = 1 - eta0/kappa (paper variants)", _REQUIRED, "momentum"),
+          Param("eta0", "float", "> 0, < kappa", 1.0, "step factor (gamma = 1 - eta0/kappa)"),
+          Param("variant", "str", "one of " + ", ".join(MOMENTUM_VARIANTS), "corrected",
+                "which influence: corrected (c2' of the proof), proof, statement (as printed), slides",
+                choices=MOMENTUM_VARIANTS)),
+         "H Thm 4.7 (slides: file 003 Thm 3.4)", "momentum dynamic schedule"),
+    Kind("expinfl", expinfl,
+         (Param("gamma", "float", "> 0", _REQUIRED, "influence q_t = gamma^(T-t)"),),
+         "H file 000 Sec. 5", "one-exponential influence model"),
+    Kind("momexpinfl", momexpinfl,
+         (Param("gamma", "float", "in (0, 1)", _REQUIRED, "influence rate"),
+          Param("c1", "float", ">= 0 (not both 0)", 1.0, "weight of gamma^(T+t)"),
+          Param("c2", "float", ">= 0 (not both 0)", 1.0, "weight of gamma^(T-t)")),
+         "H file 000 Sec. 5, Thm 4.7", "two-exponential influence model"),
+    Kind("adp", adp,
+         (Param("a", "float", "> 0", 20.0, "alpha_t^2 = (a + c t)^power"),
+          Param("c", "float", ">= 0", 1.0, "slope c"),
+          Param("power", "float", "finite", 0.5, "power (1/2: W's b_t = sqrt(a + c t))"),
+          Param("alpha2", "float array", "T values, each finite and > 0", None, "any alpha_t^2 (Python only)",
+                cli=False, shown="from a, c, power")),
+         "W Thm 4.2 / Remark 4.1", "ADP-SGD's allocation in Hong's units"),
+)}
+
+#: Schedule kinds accepted by :func:`make` and by the ``schedule``/``train`` commands.
+KINDS: tuple[str, ...] = tuple(KIND_TABLE)
+
+
+def kind(name: str) -> Kind:
+    """The table entry of a kind (``_`` and ``-`` are the same).
+
+    >>> kind("gd_dynamic").signature()
+    'gd-dynamic(kappa)'
+    """
+    key = str(name).replace("_", "-")
+    if key not in KIND_TABLE:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {name!r}")
+    return KIND_TABLE[key]
+
+
+def make(kind_name: str, **params) -> np.ndarray:
     """Dispatch to a schedule by name (one of :data:`KINDS`; ``_`` and ``-`` are the same).
+    Parameters are those of the kind's row in :data:`KIND_TABLE` plus ``T`` and ``R``; an
+    unknown or missing one is refused in one line naming it.
 
     >>> make("uniform", T=2, R=2.0)
     array([1., 1.])
     >>> make("gd_dynamic", T=3, R=1.0, kappa=2.0).shape
     (3,)
+    >>> make("gd-dynamic", T=3, R=1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: gd-dynamic needs kappa (a float >= 1 (= 1 only with T = 1)); its parameters: kappa
     """
-    key = str(kind).replace("_", "-")
-    if key not in _FUNCS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    try:
-        return _FUNCS[key](**params)
-    except TypeError as exc:  # missing or unknown keyword
-        raise ValueError(f"{key}: {exc}") from None
+    k = kind(kind_name)
+    names = {p.name for p in k.params} | {"R"} | ({"T"} if k.takes_T else set())
+    unknown = sorted(set(params) - names)
+    listed = ", ".join(p.name for p in k.params) or "none besides T and R"
+    if unknown:
+        raise ValueError(f"{k.name} does not take {', '.join(unknown)}; its parameters: {listed}")
+    for p in k.params:
+        if p.required and params.get(p.name) is None:
+            raise ValueError(f"{k.name} needs {p.name} (a {p.type} {p.allowed}); its parameters: {listed}")
+    for must in ("R",) + (("T",) if k.takes_T else ()):
+        if must not in params:
+            raise ValueError(f"{k.name} needs {must}")
+    given = {n: v for n, v in params.items() if v is not None or n in ("T", "R")}
+    return k.function(**given)
+
+
+def kinds_markdown() -> str:
+    """The table of kinds as Markdown (generated into the docs: CONTRIBUTING and the
+    accounting page show this, never a typed copy)."""
+    rows = ["| kind | parameters (type, allowed, default) | paper | what |", "| --- | --- | --- | --- |"]
+    for k in KIND_TABLE.values():
+        ps = "; ".join(
+            f"`{p.name}` ({p.type}, {p.allowed}{'' if p.required else f', default {p.shown_default}'})" for p in k.params
+        ) or "none (T, R only)"
+        rows.append(f"| `{k.name}` | {ps} | {k.reference} | {k.summary} |")
+    return "\n".join(rows)
+
+
+def kinds_help() -> str:
+    """The kinds with their parameters, one line each (for ``--help``)."""
+    return "\n".join(
+        f"  {k.signature():<50} {k.reference}" for k in KIND_TABLE.values()
+    )

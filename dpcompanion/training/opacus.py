@@ -26,8 +26,10 @@ Usage::
 
 ``ScheduleNoise`` is an Opacus noise scheduler (``opacus.schedulers``' API: ``step()`` after
 each optimizer step sets ``optimizer.noise_multiplier``) with two guards that Opacus's
-stock schedulers lack: a noisy step beyond the schedule's T steps, or one whose noise
-multiplier differs from the schedule (``noise.step()`` forgotten), raises *before* the
+stock schedulers lack: a schedule with a non-finite or non-positive noise multiplier is
+refused before anything is made private (no step without noise,
+:func:`dpcompanion.core.validate.noise_multipliers`); a noisy step beyond the schedule's T
+steps, or one whose noise multiplier differs from the schedule (``noise.step()`` forgotten), raises *before* the
 parameters are updated and before Opacus's accountant records it; and an optional
 :class:`~dpcompanion.theory.ledger.PrivacyLedger` is charged for every step.
 """
@@ -37,19 +39,12 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-import numpy as np
 from opacus.schedulers.noise_scheduler import _NoiseScheduler
 
+from dpcompanion.core import validate
 from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
 
 __all__ = ["ScheduleNoise", "make_private_with_schedule", "noise_lambda", "opacus_epsilon"]
-
-
-def _sigma(sigma) -> np.ndarray:
-    s = np.atleast_1d(np.asarray(sigma, dtype=np.float64))
-    if s.ndim != 1 or s.size == 0 or not np.all(np.isfinite(s) & (s > 0)):
-        raise ValueError("sigma must be a non-empty 1-D schedule of finite noise multipliers > 0")
-    return s
 
 
 class ScheduleNoise(_NoiseScheduler):
@@ -60,9 +55,9 @@ class ScheduleNoise(_NoiseScheduler):
     """
 
     def __init__(self, optimizer, *, sigma, ledger: PrivacyLedger | None = None, sampling_rate: float = 1.0):
-        self.sigma = _sigma(sigma)
+        self.sigma = validate.noise_multipliers(sigma)
         self.ledger = ledger
-        self.sampling_rate = float(sampling_rate)
+        self.sampling_rate = validate.sampling_rate(sampling_rate)
         self.steps_taken = 0
         previous: Callable | None = getattr(optimizer, "step_hook", None)
 
@@ -116,7 +111,7 @@ def make_private_with_schedule(
     Returns ``(module, optimizer, data_loader, noise_scheduler)``. For full-batch training
     pass a loader whose batch is the whole data set and ``poisson_sampling=False``.
     """
-    s = _sigma(sigma)
+    s = validate.noise_multipliers(sigma)
     module, optimizer, data_loader = engine.make_private(
         module=module,
         optimizer=optimizer,
@@ -136,7 +131,7 @@ def noise_lambda(sigma) -> Callable[[int], float]:
     ``LambdaNoise(optimizer, noise_lambda=noise_lambda(sigma))`` follows the schedule
     (without the guards of :class:`ScheduleNoise`; past step T it keeps ``sigma[-1]``).
     """
-    s = _sigma(sigma)
+    s = validate.noise_multipliers(sigma)
 
     def factor(k: int) -> float:
         return float(s[min(k, len(s) - 1)] / s[0])
@@ -148,7 +143,9 @@ def opacus_epsilon(*, sigma, sampling_rate: float, delta: float) -> float:
     """epsilon that Opacus's own RDP accountant reports for the schedule (no training)."""
     from opacus.accountants import RDPAccountant
 
+    p = validate.sampling_rate(sampling_rate)
+    validate.delta(delta)
     acc = RDPAccountant()
-    for s in _sigma(sigma):
-        acc.step(noise_multiplier=float(s), sample_rate=float(sampling_rate))
+    for s in validate.noise_multipliers(sigma):
+        acc.step(noise_multiplier=float(s), sample_rate=p)
     return float(acc.get_epsilon(delta))

@@ -12,10 +12,17 @@ from pathlib import Path
 HELP = ("benchmark our private step (one run and batched runs) against Opacus on the paper's MLP workload, and "
         "the linear/logistic trainer against a plain batched loop")
 
+EXAMPLES = """examples:
+  python -m dpcompanion bench --quick --json
+  python -m dpcompanion bench --quick --runs 20 --opacus-modes ghost,hooks
+  python -m dpcompanion bench --device cuda --out results/bench/my-gpu.json"""
+
 _DEFAULT_OUT = "default"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = EXAMPLES
     p.add_argument("--quick", action="store_true", help="CI size (< 90 s on 2 cores); default is full mode")
     p.add_argument("--device", default="auto", help="auto (default: cuda if available), cpu or cuda")
     p.add_argument("--runs", default=None, help="independent runs for the batched/sequential comparison (default 100)")
@@ -32,36 +39,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", default="paper", help=argparse.SUPPRESS)  # 'tiny': smoke size for tests
 
 
-def _positive_int(name: str, value) -> int | None:
-    from dpcompanion.cli import UsageError
-
-    if value is None:
-        return None
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"--{name} must be a positive integer, got {value!r}") from None
-    if v < 1 or v > 100_000 or (name == "threads" and v > 1024):
-        raise UsageError(f"--{name} must be an integer in [1, 100000], got {value!r}")
-    return v
-
-
 def run(args: argparse.Namespace) -> int:
     from dpcompanion.training import bench
     from dpcompanion.cli import UsageError
     from dpcompanion.core.provenance import DEVICES
 
+    from dpcompanion.cli import options
+
     # validate everything before any work or file
     mode = "quick" if args.quick else "full"
-    runs = _positive_int("runs", args.runs)
-    steps = _positive_int("steps", args.steps)
-    threads = _positive_int("threads", args.threads)
-    try:
-        seed = int(args.seed)
-        if seed < 0:
-            raise ValueError
-    except ValueError:
-        raise UsageError(f"--seed must be a non-negative integer, got {args.seed!r}") from None
+    runs = options.parse_int(args.runs, "--runs", maximum=100_000)
+    steps = options.parse_int(args.steps, "--steps", maximum=100_000)
+    threads = options.parse_int(args.threads, "--threads", maximum=1024)
+    seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
     if args.device not in DEVICES:
         raise UsageError(f"--device must be one of {', '.join(DEVICES)}, got {args.device!r}")
     if args.size not in bench.WORKLOADS:
@@ -73,27 +63,29 @@ def run(args: argparse.Namespace) -> int:
         if bad or not modes:
             raise UsageError(f"--opacus-modes must be a comma-separated subset of {','.join(bench.OPACUS_MODES)}, "
                              f"got {args.opacus_modes!r}")
-    out: Path | None = None
-    if args.out not in (None, _DEFAULT_OUT):
-        out = Path(args.out)
-        if out.exists() and out.is_dir():
-            raise UsageError(f"--out must be a file path, got the directory {str(out)!r}")
-        if out.suffix != ".json":
-            raise UsageError(f"--out must end in .json, got {str(out)!r}")
     from dpcompanion.core.provenance import resolve_device
 
-    resolve_device(args.device)  # ValueError (exit 2) for cuda without a GPU, before any work
+    resolved = resolve_device(args.device)  # ValueError (exit 2) for cuda without a GPU, before any work
+    write = args.out is not None or (mode == "full" and args.size == "paper")
+    out: Path | None = None
+    if args.out not in (None, _DEFAULT_OUT):
+        out = options.output_path(args.out, "--out", suffix=".json")
+    elif write:  # the default file: its folder is checked now, not after the benchmark
+        out = options.output_path(bench.default_output({"device": resolved, "mode": mode, "size": args.size}),
+                                  "--out", suffix=".json")
 
     import sys
 
     log = (lambda s: print(f"bench: {s}", file=sys.stderr)) if not args.json else None
     result = bench.run_benchmark(mode=mode, device=args.device, runs=runs, steps=steps, size=args.size, seed=seed,
                                  threads=threads, opacus_modes=modes, log=log)
-    write = out is not None or args.out == _DEFAULT_OUT or (mode == "full" and args.size == "paper")
     if write:
         from dpcompanion.core.provenance import save_json
 
-        path = save_json(result, out or bench.default_output(result), prov=_prov(result))
+        try:
+            path = save_json(result, out, prov=_prov(result))
+        except OSError as exc:
+            raise UsageError(f"--out {str(out)!r}: cannot write it ({exc.strerror or exc})") from None
         if log:
             log(f"wrote {path}")
     if args.json:

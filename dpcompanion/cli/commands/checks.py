@@ -22,6 +22,11 @@ HELP = "run the claim checks (proved/verified/refuted/illustrated) and print a t
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = """examples:
+  python -m dpcompanion checks                 # table + counts per status
+  python -m dpcompanion checks --id H-T4.4     # only ids starting with H-T4.4
+  python -m dpcompanion checks --json          # JSON array (id, status, method, evidence, ...)"""
     p.add_argument("--id", dest="prefix", default=None, metavar="PREFIX",
                    help="only claims whose id starts with PREFIX (e.g. H-T4.4, W-)")
     p.add_argument("--json", action="store_true", help="print a JSON array of results instead of a table")
@@ -54,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     from dpcompanion.claims.render import status_counts
     from dpcompanion.cli import UsageError
 
+    if args.prefix is not None and not args.prefix.strip():
+        raise UsageError(f"--id must be a non-empty id prefix such as H-T4.4 or W- (omit --id for every claim), got {args.prefix!r}")
     reg = load_all()
     if args.prefix is not None and not any(cid.startswith(args.prefix) for cid in reg):
         raise UsageError(f"--id {args.prefix!r} matches no registered claim ({len(reg)} claims; ids look like H-T4.4.T-opt)")

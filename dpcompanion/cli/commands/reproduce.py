@@ -10,6 +10,11 @@ HELP = "execute the book's notebooks with papermill (quick or full mode) into bo
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = """examples:
+  python -m dpcompanion reproduce --list
+  python -m dpcompanion reproduce --only accounting
+  python -m dpcompanion reproduce --mode full --device cuda"""
     p.add_argument("--mode", default="quick", help="quick (CI-sized, default) or full (paper scale, meant for a GPU)")
     p.add_argument("--only", action="append", metavar="ID", help="run only this notebook id (repeatable or comma-separated)")
     p.add_argument("--device", default="auto", help="auto (default: cuda if available), cpu or cuda")
@@ -23,10 +28,18 @@ def run(args: argparse.Namespace) -> int:
     from dpcompanion.book import runner
     from dpcompanion.cli import UsageError
 
-    try:
-        seed = int(args.seed)
-    except ValueError:
-        raise UsageError(f"--seed must be a non-negative integer, got {args.seed!r}") from None
+    from dpcompanion.cli import options
+    from dpcompanion.core.provenance import DEVICES
+
+    seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
+    if args.mode not in ("quick", "full"):
+        raise UsageError(f"--mode must be quick or full, got {args.mode!r}")
+    if args.device not in DEVICES:
+        raise UsageError(f"--device must be one of {', '.join(DEVICES)}, got {args.device!r}")
+    if args.only is not None:
+        ids = [i.strip() for item in args.only for i in item.split(",")]
+        if not all(ids):
+            raise UsageError(f"--only must name notebook ids (see --list), got {','.join(args.only)!r}")
     nb_dir = args.notebooks or runner.NOTEBOOKS
     if args.list:
         for nb in runner.discover(nb_dir):

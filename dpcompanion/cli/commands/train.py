@@ -1,17 +1,16 @@
 """``train``: one private training run (PGD / momentum / PSGD) with a noise schedule.
 
-Examples::
-
-    python -m dpcompanion train --dataset mnist35 --model mlp --hidden 1000 \\
-        --schedule uniform --epsilon 4 --delta 1e-8 --T 50 --json
-    python -m dpcompanion train --dataset synthetic --model logistic --schedule gd-dynamic \\
-        --schedule-param kappa=20 --R 0.3927 --T 80 --json
-    python -m dpcompanion train --dataset digits --model logistic --sigma 0.5 --R 0.3927 --T 100 --json
-
-The budget is ``--R`` (the paper's units, R = 2 rho) or ``--epsilon/--delta`` converted
-with :func:`dpcompanion.theory.accounting.R_zcdp` (Hong et al. 2022, file 001, Lemma C.3).
-``--sigma S`` forces a constant multiplier instead of a schedule: if T such steps would
-overspend, training stops at the last affordable step (``stopped_early: true``).
+The budget is one :class:`dpcompanion.theory.budget.Budget` (``--R``, or ``--epsilon`` with
+``--delta``, under ``--accountant``); the trainer's ledger is built from it
+(:meth:`PrivacyLedger.from_budget`), so it enforces the epsilon asked for. The schedule is
+planned for that budget (:func:`dpcompanion.theory.budget.plan`): for ``--sampling-rate p <
+1`` its scale is calibrated by the same RDP accountant the ledger enforces, so every
+planned step is taken; a plan that cannot fit is refused up front (exit 2) with what fits.
+``--sigma S`` forces a constant multiplier: if T such steps do not fit, the command refuses
+up front naming the largest T and the smallest sigma that fit. ``--schedule`` takes the
+kinds and flags of ``schedule`` (one table, :data:`dpcompanion.theory.schedules.KIND_TABLE`);
+``optimal`` takes ``--influence FILE`` (T = the number of influences).
+A run whose loss becomes NaN or infinite exits 1 saying so, unless ``--allow-divergence``.
 Defaults follow the paper's setup (file 000 App. D): lr 0.1, clip 4, data scale 10.
 """
 
@@ -26,97 +25,96 @@ HELP = "train one private model (PGD, momentum, PSGD) under a noise schedule and
 DATASETS = ("synthetic", "gaussian", "mnist35", "mnist", "digits", "fashion")
 MODELS = ("linear", "logistic", "mlp")
 
+EXAMPLES = [
+    "python -m dpcompanion train --dataset mnist35 --model mlp --hidden 1000 --schedule uniform "
+    "--epsilon 4 --delta 1e-8 --T 50 --json",
+    "python -m dpcompanion train --dataset synthetic --model logistic --schedule gd-dynamic --kappa 20 --R 0.3927 --T 80",
+    "python -m dpcompanion train --dataset synthetic --model logistic --schedule uniform --sampling-rate 0.01 "
+    "--epsilon 1 --delta 1e-5 --T 300 --json",
+]
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from dpcompanion.cli import options
+
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = options.kinds_epilog(EXAMPLES)
     p.add_argument("--dataset", default="mnist35", help=f"one of {', '.join(DATASETS)} (default mnist35)")
     p.add_argument("--model", default="logistic", help=f"one of {', '.join(MODELS)} (default logistic)")
-    p.add_argument("--hidden", type=int, default=100, help="hidden units of the mlp (default 100)")
-    p.add_argument("--n", type=int, default=None, help="training samples (default: the dataset's, 1000)")
-    p.add_argument("--scale", type=float, default=10.0, help="data scale max_n ||x_n|| (default 10)")
-    p.add_argument("--schedule", default="uniform", help="schedule kind (dpcompanion.theory.schedules.KINDS; default uniform)")
-    p.add_argument("--schedule-param", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra schedule parameter, e.g. kappa=20 or rate=0.01 (repeatable)")
-    p.add_argument("--epsilon", type=float, help="target epsilon (with --delta)")
-    p.add_argument("--delta", type=float, help="target delta in (0, 1) (with --epsilon)")
-    p.add_argument("--R", type=float, dest="R", help="budget in the paper's units R = 2 rho")
-    p.add_argument("--T", type=int, dest="T", required=True, help="number of steps")
-    p.add_argument("--sigma", type=float, help="force a constant noise multiplier (overrides --schedule)")
-    p.add_argument("--clip", type=float, default=4.0, help="per-sample clipping norm C (default 4)")
-    p.add_argument("--lr", type=float, default=0.1, help="step size (default 0.1)")
-    p.add_argument("--momentum", type=float, default=0.0, help="debiased momentum beta in [0, 1) (default 0)")
-    p.add_argument("--sampling-rate", type=float, default=1.0, dest="sampling_rate",
-                   help="Poisson sampling rate p in (0, 1]; p < 1 trains PSGD (default 1: full batch)")
-    p.add_argument("--seed", type=int, default=0, help="seed for data subset, init and noise (default 0)")
+    p.add_argument("--hidden", default="100", help="hidden units of the mlp (default 100)")
+    p.add_argument("--n", default=None, help="training samples (default: the dataset's, 1000)")
+    p.add_argument("--scale", default="10", help="data scale max_n ||x_n|| (default 10)")
+    p.add_argument("--schedule", default="uniform", help="schedule kind (see the table below; default uniform)")
+    options.add_schedule_arguments(p)
+    options.add_budget_arguments(p)
+    p.add_argument("--T", dest="T", help="number of steps (required unless --schedule optimal)")
+    p.add_argument("--sigma", help="force a constant noise multiplier (finite, > 0; instead of --schedule)")
+    p.add_argument("--clip", default="4", help="per-sample clipping norm C (default 4)")
+    p.add_argument("--lr", default="0.1", help="step size (default 0.1)")
+    p.add_argument("--momentum", default="0", help="debiased momentum beta in [0, 1) (default 0)")
+    p.add_argument("--seed", default="0", help="seed for data subset, init and noise (default 0)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
+    p.add_argument("--allow-divergence", action="store_true", dest="allow_divergence",
+                   help="exit 0 even if the loss became NaN or infinite (default: exit 1 saying so)")
     p.add_argument("--no-progress", action="store_true", dest="no_progress",
                    help="no progress bar (it is shown on stderr only when that is a terminal)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def _parse_params(items: list[str]) -> dict[str, float]:
-    from dpcompanion.cli import UsageError
-
-    out = {}
-    for item in items:
-        key, sep, val = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--schedule-param must be KEY=VALUE, got {item!r}")
-        try:
-            out[key.strip()] = float(val)
-        except ValueError:
-            raise UsageError(f"--schedule-param {key} must be a number, got {val!r}") from None
-    return out
+#: input dimension per dataset (before loading), for the memory check
+_DIMS = {"synthetic": 100, "gaussian": 60, "mnist35": 784, "mnist": 784, "digits": 64, "fashion": 784}
 
 
 def validate(args: argparse.Namespace) -> dict:
     """Check every option before any work; returns the resolved settings."""
-    from dpcompanion.theory import accounting, schedules
-    from dpcompanion.cli import UsageError
+    import numpy as np
+
+    from dpcompanion.cli import UsageError, options
+    from dpcompanion.cli.commands.schedule import make_schedule
+    from dpcompanion.core import validate as v
     from dpcompanion.core.provenance import resolve_device
+    from dpcompanion.theory import budget as budgets
 
     if args.dataset not in DATASETS:
         raise UsageError(f"--dataset must be one of {', '.join(DATASETS)}, got {args.dataset!r}")
     if args.model not in MODELS:
         raise UsageError(f"--model must be one of {', '.join(MODELS)}, got {args.model!r}")
-    if args.T < 1:
-        raise UsageError(f"--T must be >= 1, got {args.T}")
-    if not (math.isfinite(args.clip) and args.clip > 0):
-        raise UsageError(f"--clip must be a finite number > 0, got {args.clip:g}")
-    if not (math.isfinite(args.lr) and args.lr >= 0):
-        raise UsageError(f"--lr must be a finite number >= 0, got {args.lr:g}")
-    if not 0.0 <= args.momentum < 1.0:
-        raise UsageError(f"--momentum must be in [0, 1), got {args.momentum:g}")
-    if not 0.0 < args.sampling_rate <= 1.0:
-        raise UsageError(f"--sampling-rate must be in (0, 1], got {args.sampling_rate:g}")
-    if args.hidden < 1:
-        raise UsageError(f"--hidden must be >= 1, got {args.hidden}")
-    if args.n is not None and args.n < 2:
-        raise UsageError(f"--n must be >= 2, got {args.n}")
-    if not (math.isfinite(args.scale) and args.scale > 0):
-        raise UsageError(f"--scale must be a finite number > 0, got {args.scale:g}")
-    if args.sigma is not None and not (args.sigma > 0):
-        raise UsageError(f"--sigma must be > 0, got {args.sigma:g}")
-    has_eps = args.epsilon is not None or args.delta is not None
-    if has_eps and args.R is not None:
-        raise UsageError("give either --R or --epsilon/--delta, not both")
-    if args.R is not None:
-        if not (math.isfinite(args.R) and args.R > 0):
-            raise UsageError(f"--R must be a finite number > 0, got {args.R:g}")
-        R = args.R
-    elif args.epsilon is not None and args.delta is not None:
-        R = accounting.R_zcdp(epsilon=args.epsilon, delta=args.delta)  # validates both
-    else:
-        raise UsageError("a budget is required: --R R or --epsilon E --delta D")
-    device = resolve_device(args.device)
-    p = args.sampling_rate
+    T = options.parse_int(args.T, "--T", maximum=v.MAX_STEPS)
+    clip = options.flag("--clip", v.positive, "clip", options.parse_float(args.clip, "--clip"))
+    lr = options.flag("--lr", v.positive, "lr", options.parse_float(args.lr, "--lr"), allow_zero=True)
+    momentum = options.flag("--momentum", v.number, "momentum", options.parse_float(args.momentum, "--momentum"),
+                            lo=0.0, hi=1.0, lo_open=False)
+    hidden = options.parse_int(args.hidden, "--hidden", maximum=1_000_000)
+    n = options.parse_int(args.n, "--n", minimum=2)
+    scale = options.flag("--scale", v.positive, "scale", options.parse_float(args.scale, "--scale"))
+    seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
+    sigma_const = None
     if args.sigma is not None:
-        import numpy as np
-
-        sigma = np.full(args.T, float(args.sigma))
+        sigma_const = options.flag("--sigma", lambda x: float(v.noise_multipliers([x], name="sigma")[0]),
+                                   options.parse_float(args.sigma, "--sigma"))
+    budget = options.budget_from_args(args)
+    # sizes against memory, before anything is allocated
+    dim = _DIMS[args.dataset]
+    n_rows = 2 * (n or 1000)
+    if T is not None:
+        options.check_memory("--T", T, 8.0 * 12 * T)
+    options.check_memory("--n", n, 8.0 * 4 * n_rows * dim)
+    if args.model == "mlp":
+        options.check_memory("--hidden", hidden, 4.0 * 8 * hidden * (dim + 10) + 4.0 * 4 * n_rows * hidden)
+    device = resolve_device(args.device)
+    if sigma_const is not None:
+        for name in ("k_" + k for k in ("kappa", "beta", "rate", "variant", "period", "gamma", "drop", "eta0",
+                                         "c1", "c2", "a", "c", "power")):
+            if getattr(args, name, None) is not None:
+                raise UsageError(f"--{name[2:]} is a schedule flag and does not apply with --sigma (a constant schedule)")
+        if T is None:
+            raise UsageError("--T is required (an integer >= 1)")
+        options.flag("--sigma", budgets.fit_constant, budget, sigma=sigma_const, T=T)
+        sigma = np.full(T, sigma_const)
     else:
-        params = _parse_params(args.schedule_param)
-        sigma = schedules.make(args.schedule, T=args.T, R=R / (p * p), **params)
-    return {"R": R, "device": device, "sigma": sigma}
+        sigma, _ = make_schedule(args, budget, kind_flag="--schedule", T=T)
+    return {"budget": budget, "device": device, "sigma": sigma, "clip": clip, "lr": lr, "momentum": momentum,
+            "hidden": hidden, "n": n, "scale": scale, "seed": seed}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,43 +124,57 @@ def run(args: argparse.Namespace) -> int:
     from dpcompanion.training.models import make_model
     from dpcompanion.training.trainers import train_pgd, train_psgd
 
+    import functools
+    import sys
+
+    from dpcompanion.theory.ledger import PrivacyLedger
+
     cfg = validate(args)
-    kw = {} if args.n is None else {"n": args.n}
-    ds = data.load(args.dataset, seed=args.seed, scale=args.scale, **kw)
-    model = make_model(args.model, in_dim=ds.dim, n_classes=ds.n_classes, hidden=args.hidden)
-    common = dict(sigma=cfg["sigma"], R=cfg["R"], clip_norm=args.clip, lr=args.lr, momentum=args.momentum,
-                  seed=args.seed, X_test=ds.X_test, y_test=ds.y_test, device=cfg["device"], dtype=torch.float32,
-                  progress=False if args.no_progress else None)
-    delta = args.delta
-    if args.sampling_rate < 1.0:
-        h = train_psgd(model, ds.X_train, ds.y_train, sampling_rate=args.sampling_rate, delta=delta, **common)
+    budget = cfg["budget"]
+    kw = {} if cfg["n"] is None else {"n": cfg["n"]}
+    ds = data.load(args.dataset, seed=cfg["seed"], scale=cfg["scale"], **kw)
+    model = make_model(args.model, in_dim=ds.dim, n_classes=ds.n_classes, hidden=cfg["hidden"])
+    # the trainer's ledger is the Budget's: R, delta and the epsilon asked for (no round trip)
+    common = dict(sigma=cfg["sigma"], R=budget.R, clip_norm=cfg["clip"], lr=cfg["lr"], momentum=cfg["momentum"],
+                  seed=cfg["seed"], X_test=ds.X_test, y_test=ds.y_test, device=cfg["device"], dtype=torch.float32,
+                  progress=False if args.no_progress else None, delta=budget.delta,
+                  ledger_factory=functools.partial(PrivacyLedger.from_budget, budget))
+    p = budget.sampling_rate
+    if p < 1.0:
+        h = train_psgd(model, ds.X_train, ds.y_train, sampling_rate=p, **common)
     else:
-        h = train_pgd(model, ds.X_train, ds.y_train, delta=delta, **common)
+        h = train_pgd(model, ds.X_train, ds.y_train, **common)
     out = {
         "dataset": args.dataset,
         "model": args.model,
         "algorithm": h.meta["algorithm"],
         "schedule": "constant" if args.sigma is not None else args.schedule,
-        "T": args.T,
+        "T": int(len(cfg["sigma"])),
         "steps_done": int(h.steps_done),
         "stopped_early": bool(h.stopped_early),
-        "R": float(cfg["R"]),
+        "R": float(budget.R),
+        "budget": budget.as_dict(),
         "R_spent": float(h.R_spent),
-        "final_loss": float(h.final_loss),
+        "final_loss": float(h.final_loss) if math.isfinite(h.final_loss) else None,
         "train_accuracy": float(h.train_accuracy),
         "test_accuracy": None if h.test_accuracy is None else float(h.test_accuracy),
         "epsilon": None if h.epsilon is None else float(h.epsilon),
         "sigma": [float(s) for s in h.sigma[: int(h.steps_done)]],
-        "loss": [float(v) for v in h.loss[: int(h.steps_done)]],
-        "clip": args.clip,
-        "lr": args.lr,
-        "momentum": args.momentum,
-        "sampling_rate": args.sampling_rate,
-        "seed": args.seed,
+        "loss": [float(v) if math.isfinite(v) else None for v in h.loss[: int(h.steps_done)]],
+        "diverged": None,
+        "clip": cfg["clip"],
+        "lr": cfg["lr"],
+        "momentum": cfg["momentum"],
+        "sampling_rate": p,
+        "seed": cfg["seed"],
         "n_train": int(len(ds.y_train)),
         "device": h.meta["device"],
         "wall_time": h.wall_time,
     }
+    import numpy as np
+
+    losses = np.append(np.asarray(h.loss[: int(h.steps_done)], dtype=float), float(h.final_loss))
+    out["diverged"] = bool(not np.all(np.isfinite(losses)))
     if args.json:
         print(json.dumps(out))
     else:
@@ -170,6 +182,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"steps {out['steps_done']}/{args.T}{' (stopped early: budget)' if out['stopped_early'] else ''}, "
               f"R spent {out['R_spent']:.6g} of {out['R']:.6g}")
         acc = "" if out["test_accuracy"] is None else f", test accuracy {out['test_accuracy']:.4f}"
-        print(f"final training loss {out['final_loss']:.6g}, train accuracy {out['train_accuracy']:.4f}{acc}")
+        print(f"final training loss {h.final_loss:.6g}, train accuracy {out['train_accuracy']:.4f}{acc}")
         print(f"wall time {out['wall_time']:.2f} s")
+    if out["stopped_early"]:  # a planned run always finishes: stopping means something is wrong
+        print(f"dpcompanion train: error: the ledger stopped the run after {out['steps_done']} of {out['T']} planned "
+              "steps", file=sys.stderr)
+        return 1
+    if out["diverged"] and not args.allow_divergence:
+        bad = int(np.argmax(~np.isfinite(losses))) + 1
+        where = f"at step {bad}" if bad <= len(out["loss"]) else "in the final loss"
+        print(f"dpcompanion train: error: the run diverged (loss not finite {where}); lower --lr or --clip, "
+              "or pass --allow-divergence to accept it", file=sys.stderr)
+        return 1
     return 0

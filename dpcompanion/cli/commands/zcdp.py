@@ -21,24 +21,47 @@ import math
 HELP = "convert (epsilon, delta)-DP <-> rho-zCDP <-> the paper's budget R = 2 rho (plus exact GDP)"
 
 
+
+def _ranges() -> dict:
+    """Ranges in which every conversion this command prints is finite and accurate in float64
+    (those of :class:`dpcompanion.theory.budget.Budget`); outside them it refuses rather than
+    print inf or garbage."""
+    from dpcompanion.theory import budget
+
+    return {"epsilon": budget.EPSILON_RANGE, "rho": budget.RHO_RANGE, "R": budget.R_RANGE}
+
+EXAMPLES = """examples:
+  python -m dpcompanion zcdp --epsilon 4 --delta 1e-8 --json
+  python -m dpcompanion zcdp --rho 0.1963 --delta 1e-8
+  python -m dpcompanion zcdp --R 0.3927 --delta 1e-8"""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = EXAMPLES
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--epsilon", type=float, help="target epsilon (> 0): find rho and R")
-    g.add_argument("--rho", type=float, help="zCDP parameter rho (> 0): find epsilon")
-    g.add_argument("--R", type=float, dest="R", help="the paper's budget R = 2 rho (> 0): find epsilon")
-    p.add_argument("--delta", type=float, required=True, help="delta in (0, 1)")
+    RANGES = _ranges()
+    lo, hi = RANGES["epsilon"]
+    g.add_argument("--epsilon", help=f"target epsilon in [{lo:g}, {hi:g}]: find rho and R")
+    lo, hi = RANGES["rho"]
+    g.add_argument("--rho", help=f"zCDP parameter rho in [{lo:g}, {hi:g}]: find epsilon")
+    lo, hi = RANGES["R"]
+    g.add_argument("--R", dest="R", help=f"the paper's budget R = 2 rho in [{lo:g}, {hi:g}]: find epsilon")
+    p.add_argument("--delta", required=True, help="delta in (0, 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
 def validate(args: argparse.Namespace) -> None:
-    from dpcompanion.cli import UsageError
+    from dpcompanion.cli import options
+    from dpcompanion.core import validate as v
 
-    if not (0.0 < args.delta < 1.0):
-        raise UsageError(f"--delta must be in (0, 1), got {args.delta:g}")
+    args.delta = options.flag("--delta", v.delta, options.parse_float(args.delta, "--delta"))
     for opt in ("epsilon", "rho", "R"):
-        v = getattr(args, opt)
-        if v is not None and not (math.isfinite(v) and v > 0):
-            raise UsageError(f"--{opt} must be a finite number > 0, got {v:g}")
+        text = getattr(args, opt)
+        if text is not None:
+            lo, hi = _ranges()[opt]
+            setattr(args, opt, options.flag(f"--{opt}", v.number, opt, options.parse_float(text, f"--{opt}"),
+                                            lo=lo, hi=hi, lo_open=False, hi_open=False))
 
 
 def compute(args: argparse.Namespace) -> dict[str, float]:

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from dpcompanion.core import validate
+
 __all__ = [
     "M",
     "M_dp",
@@ -33,36 +35,13 @@ __all__ = [
 ]
 
 
-def _seq(name: str, x: Any) -> np.ndarray:
-    a = np.atleast_1d(np.asarray(x, dtype=np.float64))
-    if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a) & (a > 0)):
-        raise ValueError(f"{name} must be a non-empty 1-D sequence of finite numbers > 0, got {x!r}"[:200])
-    return a
-
-
-def _pos(name: str, v: Any) -> float:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number > 0, got {v!r}") from None
-    if not (math.isfinite(f) and f > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-    return f
-
-
-def _int(name: str, v: Any, lo: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
-    return int(v)
-
-
 def M(*, alpha: Any, b: Any) -> float:
     """``M({alpha},{b}) = sum_t (alpha_t/b_t)^2 sum_t 1/alpha_t^2`` (W Thm 4.2, Eq. 7).
 
     >>> M(alpha=[1.0, 1.0], b=[1.0, 2.0])
     2.5
     """
-    a, bb = _seq("alpha", alpha), _seq("b", b)
+    a, bb = validate.positive_array("alpha", alpha), validate.positive_array("b", b)
     if a.shape != bb.shape:
         raise ValueError(f"alpha and b must have the same length, got {a.size} and {bb.size}")
     return float(np.sum((a / bb) ** 2) * np.sum(1.0 / a**2))
@@ -74,7 +53,7 @@ def M_dp(*, b: Any) -> float:
     >>> M_dp(b=[1.0, 2.0])
     2.5
     """
-    bb = _seq("b", b)
+    bb = validate.positive_array("b", b)
     return float(bb.size * np.sum(1.0 / bb**2))
 
 
@@ -84,7 +63,7 @@ def M_adp(*, b: Any) -> float:
     >>> M_adp(b=[1.0, 2.0])
     2.25
     """
-    bb = _seq("b", b)
+    bb = validate.positive_array("b", b)
     return float(np.sum(1.0 / bb)) ** 2
 
 
@@ -103,9 +82,9 @@ def b_poly(*, a: float, c: float, T: int, start: int = 1) -> np.ndarray:
     >>> b_poly(a=20.0, c=1.0, T=2)
     array([4.58257569, 4.69041576])
     """
-    a, c = _pos("a", a), _pos("c", c)
-    T = _int("T", T)
-    start = _int("start", start, lo=0)
+    a, c = validate.positive("a", a), validate.positive("c", c)
+    T = validate.integer("T", T)
+    start = validate.integer("start", start, minimum=0)
     t = np.arange(start, start + T, dtype=np.float64)
     return np.sqrt(a + c * t)
 
@@ -117,7 +96,7 @@ def privacy_term(*, alpha: Any, b: Any) -> float:
     >>> privacy_term(alpha=[1.0, 1.0], b=[1.0, 1.0])
     2.0
     """
-    bb = _seq("b", b)
+    bb = validate.positive_array("b", b)
     return M(alpha=alpha, b=bb) / float(np.sum(1.0 / bb))
 
 
@@ -132,8 +111,8 @@ def prop51_bound(*, T: int, a: float, c: float, which: str, version: str = "main
     >>> prop51_bound(T=100, a=1.0, c=1.0, which="adp"), prop51_bound(T=100, a=1.0, c=1.0, which="adp", version="appendix")
     (10.0, 20.0)
     """
-    T = _int("T", T, lo=2)
-    a, c = _pos("a", a), _pos("c", c)
+    T = validate.integer("T", T, minimum=2)
+    a, c = validate.positive("a", a), validate.positive("c", c)
     if version not in ("main", "appendix"):
         raise ValueError(f"version must be 'main' or 'appendix', got {version!r}")
     if which == "adp":
@@ -151,8 +130,8 @@ def prop52_bound(*, T: int, nu: float, b0_sq: float, G: float, which: str) -> fl
     >>> prop52_bound(T=11700, nu=1e-5, b0_sq=20.0, G=1.0, which="adp")
     128.0
     """
-    T = _int("T", T)
-    nu, b0_sq, G = _pos("nu", nu), _pos("b0_sq", b0_sq), _pos("G", G)
+    T = validate.integer("T", T)
+    nu, b0_sq, G = validate.positive("nu", nu), validate.positive("b0_sq", b0_sq), validate.positive("G", G)
     if which == "adp":
         return 128.0 * G**3
     if which == "dp":
@@ -166,8 +145,8 @@ def stepsize_sqrt(*, T: int, a: float = 20.0) -> np.ndarray:
     >>> stepsize_sqrt(T=1, a=20.0)
     array([0.2236068])
     """
-    T = _int("T", T)
-    a = _pos("a", a)
+    T = validate.integer("T", T)
+    a = validate.positive("a", a)
     return 1.0 / np.sqrt(a + np.arange(T, dtype=np.float64))
 
 
@@ -179,8 +158,8 @@ def stepsize_linear_sqrt(*, T: int, eta_start: float = 0.1, eta_end: float = 1e-
     >>> float(e[0]), bool(abs(e[-1] - 1e-10) < 1e-15)
     (0.1, True)
     """
-    T = _int("T", T)
-    eta_start, eta_end = _pos("eta_start", eta_start), _pos("eta_end", eta_end)
+    T = validate.integer("T", T)
+    eta_start, eta_end = validate.positive("eta_start", eta_start), validate.positive("eta_end", eta_end)
     if eta_end >= eta_start:
         raise ValueError(f"eta_end must be < eta_start = {eta_start}, got {eta_end}")
     a_T = (eta_start - eta_end) / math.sqrt(T)

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from dpcompanion.core import validate
+
 __all__ = [
     "gamma_of",
     "alpha_of",
@@ -46,34 +48,6 @@ _T_CAP = 20_000_000  # largest exhaustive search range (integers)
 
 
 # --- validation --------------------------------------------------------------------------
-
-
-def _pos(name: str, x: Any, *, allow_zero: bool = False, allow_inf: bool = False) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number, got {x!r}") from None
-    ok = (v >= 0 if allow_zero else v > 0) and (allow_inf or math.isfinite(v)) and not math.isnan(v)
-    if not ok:
-        rng = "[0, inf)" if allow_zero else "(0, inf)"
-        raise ValueError(f"{name} must be in {rng}, got {x!r}")
-    return v
-
-
-def _kappa(kappa: Any) -> float:
-    try:
-        k = float(kappa)
-    except (TypeError, ValueError):
-        raise ValueError(f"kappa must be a number >= 1, got {kappa!r}") from None
-    if not (k >= 1 and math.isfinite(k)):
-        raise ValueError(f"kappa must be in [1, inf), got {kappa!r}")
-    return k
-
-
-def _T(T: Any, *, name: str = "T", minimum: int = 0) -> int:
-    if isinstance(T, bool) or not float(T).is_integer() or int(T) < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {T!r}")
-    return int(T)
 
 
 def _T_array(T: Any) -> np.ndarray:
@@ -119,7 +93,7 @@ def gamma_of(*, kappa: float) -> float:
     >>> gamma_of(kappa=4)
     0.75
     """
-    return 1.0 - 1.0 / _kappa(kappa)
+    return 1.0 - 1.0 / validate.kappa(kappa)
 
 
 def alpha_of(*, D: float, G: float, R: float, M: float, N: float, f_gap: float) -> float:
@@ -129,7 +103,7 @@ def alpha_of(*, D: float, G: float, R: float, M: float, N: float, f_gap: float) 
     >>> alpha_of(D=10, G=1, R=0.5, M=1, N=100, f_gap=1)
     0.001
     """
-    D, G, R, M, N, f_gap = (_pos(n, v) for n, v in (("D", D), ("G", G), ("R", R), ("M", M), ("N", N), ("f_gap", f_gap)))
+    D, G, R, M, N, f_gap = (validate.positive(n, v) for n, v in (("D", D), ("G", G), ("R", R), ("M", M), ("N", N), ("f_gap", f_gap)))
     return D * G**2 / (2 * R * M * N**2 * f_gap)
 
 
@@ -143,8 +117,8 @@ def influence(*, T: int, kappa: float, alpha: float) -> np.ndarray:
     >>> influence(T=3, kappa=2, alpha=1.0).tolist()
     [0.25, 0.5, 1.0]
     """
-    T = _T(T)
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
+    T = validate.integer("T", T, minimum=0)
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     t = np.arange(1, T + 1, dtype=float)
     return alpha * _gamma_pow(T - t, _log_gamma(kappa))
 
@@ -159,9 +133,9 @@ def erub(*, sigma, kappa: float, alpha: float, R: float) -> float:
     s = np.asarray(sigma, dtype=float)
     if s.ndim != 1 or np.any(s < 0) or not np.all(np.isfinite(s)):
         raise ValueError(f"sigma must be a 1-D array of finite values >= 0, got {sigma!r}")
-    R = _pos("R", R)
+    R = validate.positive("R", R)
     q = influence(T=s.size, kappa=kappa, alpha=alpha)
-    return float(_gamma_pow(np.asarray(float(s.size)), _log_gamma(_kappa(kappa))) + R * np.sum(q * s**2))
+    return float(_gamma_pow(np.asarray(float(s.size)), _log_gamma(validate.kappa(kappa))) + R * np.sum(q * s**2))
 
 
 # --- Theorem 4.2: uniform schedule -------------------------------------------------------
@@ -177,7 +151,7 @@ def erub_uniform(*, T, kappa: float, alpha: float):
     >>> erub_uniform(T=[0, 1, 2], kappa=2, alpha=0.1).round(4).tolist()
     [1.0, 0.6, 0.55]
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     Ta = _T_array(T)
     lg = _log_gamma(kappa)
     return _scalar(_gamma_pow(Ta, lg) + alpha * kappa * _one_minus_gamma_pow(Ta, lg) * Ta)
@@ -193,7 +167,7 @@ def t_uniform_surrogate(*, kappa: float, alpha: float) -> float:
     >>> t_uniform_surrogate(kappa=10, alpha=0.1)
     0.0
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     L = -_log_gamma(kappa)
     if kappa * alpha - L >= 0:
         return 0.0
@@ -207,7 +181,7 @@ def t_uniform(*, kappa: float, alpha: float) -> float:
     >>> round(t_uniform(kappa=10, alpha=1e-3), 3)
     44.294
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     if kappa == 1:
         return 0.0
     L = -_log_gamma(kappa)
@@ -222,7 +196,7 @@ def erub_uniform_eq25(*, kappa: float, alpha: float) -> float:
     >>> abs(x - erub_uniform(T=t_uniform(kappa=10, alpha=1e-3), kappa=10, alpha=1e-3)) < 1e-12
     True
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     if kappa == 1:
         return 1.0
     u = -_log_gamma(kappa) / alpha
@@ -236,7 +210,7 @@ def theta_uniform(*, kappa: float, alpha: float) -> float:
     >>> round(theta_uniform(kappa=10, alpha=1e-3), 4)
     0.4569
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     return kappa**2 / (kappa + 1 / alpha) * math.log1p(1 / (kappa * alpha))
 
 
@@ -261,8 +235,8 @@ def argmin_uniform(*, kappa: float, alpha: float, T_min: int = 1) -> tuple[int, 
     >>> T, v = argmin_uniform(kappa=1e6, alpha=0.1); T, round(v, 4)   # very sharp loss: one step
     (1, 1.1)
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
-    T_min = _T(T_min, name="T_min")
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
+    T_min = validate.integer("T_min", T_min, minimum=0)
     f = lambda T: erub_uniform(T=T, kappa=kappa, alpha=alpha)  # noqa: E731
     t24 = t_uniform(kappa=kappa, alpha=alpha)
     cands = {T_min, max(T_min, math.floor(t24)), max(T_min, math.ceil(t24))}
@@ -286,27 +260,25 @@ def optimal_schedule(*, q, R: float) -> tuple[np.ndarray, float]:
     """
     from dpcompanion.theory import schedules
 
-    sigma = schedules.optimal(q=q, R=_pos("R", R))
+    sigma = schedules.optimal(q=q, R=validate.positive("R", R))
     return sigma**2, float(np.sum(np.sqrt(np.asarray(q, dtype=float))) ** 2)
 
 
 def sigma2_dynamic(*, T: int, kappa: float, R: float) -> np.ndarray:
-    """Dynamic schedule of Thm 4.4 (001): ``sigma_t^2 = (1/R) (sqrt((1/gamma)^T) - 1) /
-    (1 - sqrt(gamma)) sqrt(gamma^t)``, t = 1..T, computed as
-    ``(1/R) gamma^((t-T)/2) (1 - gamma^(T/2)) / (1 - sqrt(gamma))`` (no overflow).
+    """Squared dynamic schedule of Thm 4.4 (001): ``sigma_t^2 = (1/R) (sqrt((1/gamma)^T) - 1) /
+    (1 - sqrt(gamma)) sqrt(gamma^t)``, t = 1..T. The schedule is defined once, in
+    :func:`dpcompanion.theory.schedules.gd_dynamic`; this is its square, for the bounds.
     Requires kappa > 1 (at kappa = 1 only the last step has influence).
 
     >>> s2 = sigma2_dynamic(T=3, kappa=4, R=2.0)
     >>> round(float(np.sum(1 / s2)), 12)
     2.0
     """
-    T = _T(T, minimum=1)
-    kappa, R = _kappa(kappa), _pos("R", R)
-    if kappa == 1:
+    from dpcompanion.theory import schedules
+
+    if validate.kappa(kappa) == 1:
         raise ValueError("kappa must be in (1, inf) for the dynamic schedule, got 1")
-    lg = _log_gamma(kappa)
-    t = np.arange(1, T + 1, dtype=float)
-    return np.exp((t - T) * lg / 2) * (-math.expm1(T * lg / 2)) / _one_minus_sqrt_gamma(kappa) / R
+    return schedules.gd_dynamic(T=T, R=R, kappa=kappa) ** 2
 
 
 def erub_dynamic(*, T, kappa: float, alpha: float):
@@ -316,7 +288,7 @@ def erub_dynamic(*, T, kappa: float, alpha: float):
     >>> round(erub_dynamic(T=2, kappa=4, alpha=0.1), 6)   # 9/16 + 0.1 (1 + sqrt(3/4))^2
     0.910705
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     Ta = _T_array(T)
     lg = _log_gamma(kappa)
     s = _one_minus_sqrt_gamma(kappa)
@@ -330,7 +302,7 @@ def t_dynamic(*, kappa: float, alpha: float) -> float:
     >>> round(t_dynamic(kappa=10, alpha=1e-3), 3)
     24.491
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     if kappa == 1:
         return 0.0
     s = _one_minus_sqrt_gamma(kappa)
@@ -344,7 +316,7 @@ def t_dynamic_statement(*, kappa: float, alpha: float) -> float:
     >>> round(t_dynamic_statement(kappa=10, alpha=1e-3), 3)
     92.302
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     return 2 * kappa * math.log1p(1 / (kappa * alpha))
 
 
@@ -356,7 +328,7 @@ def erub_dynamic_min(*, kappa: float, alpha: float) -> float:
     >>> abs(x - erub_dynamic(T=t_dynamic(kappa=10, alpha=1e-3), kappa=10, alpha=1e-3)) < 1e-12
     True
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     A = alpha / _one_minus_sqrt_gamma(kappa) ** 2
     return A / (A + 1)
 
@@ -368,7 +340,7 @@ def theta_dynamic(*, kappa: float, alpha: float) -> float:
     >>> round(theta_dynamic(kappa=10, alpha=1e-3), 4)
     0.0909
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     return kappa**2 * alpha / (kappa**2 * alpha + 1)
 
 
@@ -380,8 +352,8 @@ def argmin_dynamic(*, kappa: float, alpha: float, T_min: int = 1) -> tuple[int, 
     >>> T, v = argmin_dynamic(kappa=10, alpha=1e-3); T, round(v, 4)
     (24, 0.2753)
     """
-    kappa, alpha = _kappa(kappa), _pos("alpha", alpha)
-    T_min = _T(T_min, name="T_min")
+    kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
+    T_min = validate.integer("T_min", T_min, minimum=0)
     t27 = t_dynamic(kappa=kappa, alpha=alpha)
     T_hi = max(T_min + 10, 2 * math.ceil(t27) + 10, math.ceil(kappa))
     return _exhaustive(lambda T: erub_dynamic(T=T, kappa=kappa, alpha=alpha), T_min, T_hi)

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from dpcompanion.core import validate
+
 from dpcompanion.theory import schedules
 
 __all__ = [
@@ -48,36 +50,8 @@ __all__ = [
 # ------------------------------------------------------------------------ validation
 
 
-def _unit(name: str, value: Any, *, closed_lo: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}") from None
-    lo_ok = v >= 0 if closed_lo else v > 0
-    if not (lo_ok and v < 1 and math.isfinite(v)):
-        rng = "[0, 1)" if closed_lo else "(0, 1)"
-        raise ValueError(f"{name} must be in {rng}, got {value!r}")
-    return v
-
-
-def _pos(name: str, value: Any, *, allow_zero: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}") from None
-    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        raise ValueError(f"{name} must be a finite number {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-    return v
-
-
-def _int(name: str, value: Any, lo: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-    return int(value)
-
-
 def _bg(beta: Any, gamma: Any) -> tuple[float, float]:
-    return _unit("beta", beta), _unit("gamma", gamma)
+    return validate.unit_interval("beta", beta), validate.unit_interval("gamma", gamma)
 
 
 # ------------------------------------------------------------------ T_hat, influences
@@ -107,8 +81,8 @@ def debias_factor(*, beta: float, T: int) -> np.ndarray:
     >>> debias_factor(beta=0.5, T=3)
     array([1.        , 0.66666667, 0.57142857])
     """
-    beta = _unit("beta", beta)
-    T = _int("T", T)
+    beta = validate.unit_interval("beta", beta)
+    T = validate.integer("T", T)
     t = np.arange(1, T + 1, dtype=np.float64)
     return (1.0 - beta) / -np.expm1(t * math.log(beta))
 
@@ -123,7 +97,7 @@ def influence_exact(*, beta: float, gamma: float, T: int) -> np.ndarray:
     (True, True)
     """
     beta, gamma = _bg(beta, gamma)
-    T = _int("T", T)
+    T = validate.integer("T", T)
     d2 = debias_factor(beta=beta, T=T) ** 2
     g = np.exp((T - np.arange(1, T + 1)) * math.log(gamma))  # underflows to 0 gracefully
     w = np.empty(T)
@@ -160,8 +134,8 @@ def U3_uniform(*, T: int, R: float, beta: float, gamma: float) -> float:
     True
     """
     beta, gamma = _bg(beta, gamma)
-    T = _int("T", T)
-    R = _pos("R", R)
+    T = validate.integer("T", T)
+    R = validate.positive("R", R)
     t = np.arange(1, T + 1, dtype=np.float64)
     f = debias_factor(beta=beta, T=T) * (1.0 + beta**t) / (1.0 + beta)
     return float((T / R) * np.sum(np.exp((T - t) * math.log(gamma)) * f))
@@ -176,8 +150,8 @@ def U3_uniform_bound(*, T: int, R: float, beta: float, gamma: float) -> float:
     True
     """
     beta, gamma = _bg(beta, gamma)
-    T = _int("T", T)
-    R = _pos("R", R)
+    T = validate.integer("T", T)
+    R = validate.positive("R", R)
     Th = T_hat(beta=beta, gamma=gamma)
     lg = math.log(gamma)
     a = math.exp((T - 1) * lg)
@@ -193,10 +167,10 @@ def erub(*, sigma2: Any, beta: float, gamma: float, eta0: float, alpha: float, R
     0.902
     """
     s = _sigma2(sigma2)
-    eta0 = _pos("eta0", eta0)
-    alpha = _pos("alpha", alpha)
-    R = _pos("R", R)
-    return math.exp(s.size * math.log(_unit("gamma", gamma))) + 2 * R * eta0 * alpha * U3(
+    eta0 = validate.positive("eta0", eta0)
+    alpha = validate.positive("alpha", alpha)
+    R = validate.positive("R", R)
+    return math.exp(s.size * math.log(validate.unit_interval("gamma", gamma))) + 2 * R * eta0 * alpha * U3(
         sigma2=s, beta=beta, gamma=gamma
     )
 
@@ -228,13 +202,13 @@ def zeta(*, eta0: float, beta: float, gamma: float | None = None, form: str = "p
     >>> zeta(eta0=eta0_max(beta=0.9, gamma=0.99), beta=0.9, gamma=0.99) < 1e-12
     True
     """
-    eta0 = _pos("eta0", eta0, allow_zero=True)
-    beta = _unit("beta", beta)
+    eta0 = validate.positive("eta0", eta0, allow_zero=True)
+    beta = validate.unit_interval("beta", beta)
     if form == "statement":
         return 1.0 - eta0**2 / (beta * (1 - beta) ** 3) - eta0 / 4
     if form != "proof":
         raise ValueError(f"form must be 'proof' or 'statement', got {form!r}")
-    gamma = _unit("gamma", gamma)
+    gamma = validate.unit_interval("gamma", gamma)
     return 1.0 - eta0 / 4 - beta * gamma * eta0**2 / ((gamma - beta) ** 2 * (1 - beta) ** 3)
 
 
@@ -260,7 +234,7 @@ def influence_form(*, beta: float, gamma: float, T: int, form: str) -> np.ndarra
     (True, True)
     """
     beta, gamma = _bg(beta, gamma)
-    T = _int("T", T)
+    T = validate.integer("T", T)
     kappa = 1.0 / (1.0 - gamma)
     if form in schedules.MOMENTUM_VARIANTS:
         return np.exp(schedules.log_influence("momentum-dynamic", T=T, kappa=kappa, beta=beta, eta0=1.0, variant=form))
@@ -287,9 +261,9 @@ def U3g(*, T: int, beta: float, gamma: float, sigma_g: float, G: float) -> float
     >>> bool(np.isclose(U3g(T=3, beta=0.5, gamma=0.9, sigma_g=2.0, G=1.0), 4 * U3_uniform(T=3, R=3.0, beta=0.5, gamma=0.9)))
     True
     """
-    sigma_g = _pos("sigma_g", sigma_g, allow_zero=True)
-    G = _pos("G", G)
-    T = _int("T", T)
+    sigma_g = validate.positive("sigma_g", sigma_g, allow_zero=True)
+    G = validate.positive("G", G)
+    T = validate.integer("T", T)
     return (sigma_g / G) ** 2 * U3_uniform(T=T, R=float(T), beta=beta, gamma=gamma)
 
 
@@ -301,11 +275,11 @@ def U3g_bound(*, kappa: float, sigma_g: float, G: float, eta0: float | None = No
     >>> U3g_bound(kappa=10.0, sigma_g=1.0, G=1.0), U3g_bound(kappa=10.0, sigma_g=1.0, G=1.0, eta0=0.5)
     (10.0, 20.0)
     """
-    kappa = _pos("kappa", kappa)
-    sigma_g = _pos("sigma_g", sigma_g, allow_zero=True)
-    G = _pos("G", G)
+    kappa = validate.positive("kappa", kappa)
+    sigma_g = validate.positive("sigma_g", sigma_g, allow_zero=True)
+    G = validate.positive("G", G)
     base = kappa * (sigma_g / G) ** 2
-    return base if eta0 is None else base / _pos("eta0", eta0)
+    return base if eta0 is None else base / validate.positive("eta0", eta0)
 
 
 # ------------------------------------------------------------------ ERUB vs T (Thm 4.6, 4.7)
@@ -320,8 +294,8 @@ def erub_uniform_curve(*, beta: float, gamma: float, eta0: float, alpha: float, 
     True
     """
     beta, gamma = _bg(beta, gamma)
-    eta0, alpha = _pos("eta0", eta0), _pos("alpha", alpha)
-    T_max = _int("T_max", T_max)
+    eta0, alpha = validate.positive("eta0", eta0), validate.positive("alpha", alpha)
+    T_max = validate.integer("T_max", T_max)
     t = np.arange(1, T_max + 1, dtype=np.float64)
     f = debias_factor(beta=beta, T=T_max) * (1.0 + beta**t) / (1.0 + beta)
     S = np.empty(T_max)
@@ -341,8 +315,8 @@ def erub_dynamic_curve(*, beta: float, gamma: float, eta0: float, alpha: float, 
     True
     """
     beta, gamma = _bg(beta, gamma)
-    eta0, alpha = _pos("eta0", eta0), _pos("alpha", alpha)
-    T_max = _int("T_max", T_max)
+    eta0, alpha = validate.positive("eta0", eta0), validate.positive("alpha", alpha)
+    T_max = validate.integer("T_max", T_max)
     d2 = debias_factor(beta=beta, T=T_max) ** 2
     out = np.empty(T_max)
     w = np.zeros(0)
@@ -364,8 +338,8 @@ def c6_U1(*, t: int, i: int, beta: float, form: str = "exact") -> float:
     >>> c6_U1(t=3, i=2, beta=0.5), c6_U1(t=3, i=2, beta=0.5, form="printed")
     (1.0, 0.0)
     """
-    beta = _unit("beta", beta)
-    t, i = _int("t", t), _int("i", i)
+    beta = validate.unit_interval("beta", beta)
+    t, i = validate.integer("t", t), validate.integer("i", i)
     if i > t - 1:
         raise ValueError(f"i must be <= t - 1 = {t - 1}, got {i}")
     if form == "exact":
@@ -387,7 +361,7 @@ def c6_coefficients(*, beta: float, gamma: float, T: int) -> tuple[np.ndarray, n
     True
     """
     beta, gamma = _bg(beta, gamma)
-    T = _int("T", T, lo=2)
+    T = validate.integer("T", T, minimum=2)
     if beta == gamma:
         raise ValueError(f"beta must differ from gamma (H Thm 4.5), got {beta}")
     n = np.arange(0, T + 1, dtype=np.float64)

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from dpcompanion.theory.bounds import gd
-from dpcompanion.theory.bounds.gd import _pos
+from dpcompanion.core import validate
 
 __all__ = ["alpha_g_of", "batch_size", "rescaled_budget", "erub_psgd", "sgd_noise_coefficient"]
 
@@ -27,7 +27,7 @@ def alpha_g_of(*, D: float, mu: float, N: float, R: float, f_gap: float) -> floa
     >>> alpha_g_of(D=10, mu=0.1, N=100, R=0.5, f_gap=1)
     0.01
     """
-    D, mu, N, R, f_gap = (_pos(k, v) for k, v in (("D", D), ("mu", mu), ("N", N), ("R", R), ("f_gap", f_gap)))
+    D, mu, N, R, f_gap = (validate.positive(k, v) for k, v in (("D", D), ("mu", mu), ("N", N), ("R", R), ("f_gap", f_gap)))
     return D / (2 * mu * N**2 * R * f_gap)
 
 
@@ -37,7 +37,7 @@ def batch_size(*, N: float, R: float) -> float:
     >>> batch_size(N=100, R=0.25)
     50.0
     """
-    return max(_pos("N", N) * math.sqrt(_pos("R", R)), 1.0)
+    return max(validate.positive("N", N) * math.sqrt(validate.positive("R", R)), 1.0)
 
 
 def rescaled_budget(*, R: float, n: float, N: float) -> float:
@@ -46,7 +46,7 @@ def rescaled_budget(*, R: float, n: float, N: float) -> float:
     >>> rescaled_budget(R=0.25, n=50, N=100)
     1.0
     """
-    R, n, N = _pos("R", R), _pos("n", n), _pos("N", N)
+    R, n, N = validate.positive("R", R), validate.positive("n", n), validate.positive("N", N)
     return R * (N / n) ** 2
 
 
@@ -58,7 +58,7 @@ def sgd_noise_coefficient(*, D: float, mu: float, n: float, f_gap: float) -> flo
     >>> sgd_noise_coefficient(D=10, mu=0.1, n=100, f_gap=1)
     0.005
     """
-    D, mu, n, f_gap = (_pos(k, v) for k, v in (("D", D), ("mu", mu), ("n", n), ("f_gap", f_gap)))
+    D, mu, n, f_gap = (validate.positive(k, v) for k, v in (("D", D), ("mu", mu), ("n", n), ("f_gap", f_gap)))
     return D / (2 * mu * n**2 * f_gap)
 
 
@@ -69,4 +69,4 @@ def erub_psgd(*, sigma, kappa: float, alpha: float, R_prime: float, alpha_g: flo
     0.59
     """
     base = gd.erub(sigma=sigma, kappa=kappa, alpha=alpha, R=R_prime)
-    return base + _pos("alpha_g", alpha_g, allow_zero=True) * _pos("sigma_g", sigma_g, allow_zero=True) ** 2
+    return base + validate.positive("alpha_g", alpha_g, allow_zero=True) * validate.positive("sigma_g", sigma_g, allow_zero=True) ** 2

@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from dpcompanion.theory.bounds import gd
-from dpcompanion.theory.bounds.gd import _pos
+from dpcompanion.core import validate
 
 __all__ = ["Row", "TABLE1", "TABLE2", "row", "evaluate", "derived", "fit_exponent", "KAPPA_DEFAULT"]
 
@@ -128,7 +128,7 @@ def evaluate(key: str, *, N: float, D: float, R: float, p: float = 0.05) -> floa
     >>> evaluate("T1-gd-zcdp-static", N=100, D=10, R=1.0) == 10 * math.log(100) / 100**2
     True
     """
-    N, D, R = _pos("N", N), _pos("D", D), _pos("R", R)
+    N, D, R = validate.positive("N", N), validate.positive("D", D), validate.positive("R", R)
     if not 0 < p < 1:
         raise ValueError(f"p must be in (0, 1), got {p!r}")
     return float(row(key).printed(N, D, R, p))
@@ -150,7 +150,7 @@ def derived(key: str, *, N: float, D: float, R: float, p: float = 0.05, kappa: f
     >>> derived("T1-gd-zcdp-dynamic", N=1000, D=10, R=1.0) < derived("T1-gd-zcdp-static", N=1000, D=10, R=1.0)
     True
     """
-    N, D, R = _pos("N", N), _pos("D", D), _pos("R", R)
+    N, D, R = validate.positive("N", N), validate.positive("D", D), validate.positive("R", R)
     alpha = D / (2 * R * N**2)
     if key == "T1-gd-nonprivate" or key == "T2-us-gd-nonprivate":
         L = -math.log1p(-1 / kappa)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from dpcompanion.theory.bounds.gd import _pos
+from dpcompanion.core import validate
 
 __all__ = ["ter_high_probability", "stability_printed", "stability_gd", "ter_stability"]
 
@@ -21,10 +21,10 @@ def ter_high_probability(*, G: float, mu: float, N: float, p: float, excess: flo
     >>> round(ter_high_probability(G=1, mu=1, N=200, p=0.1, excess=0.0), 6)
     0.2
     """
-    G, mu, N = _pos("G", G), _pos("mu", mu), _pos("N", N)
+    G, mu, N = validate.positive("G", G), validate.positive("mu", mu), validate.positive("N", N)
     if not 0 < p <= 1:
         raise ValueError(f"p must be in (0, 1], got {p!r}")
-    excess = _pos("excess", excess, allow_zero=True)
+    excess = validate.positive("excess", excess, allow_zero=True)
     return math.sqrt(2 * G**2 / (mu * N)) * math.sqrt(excess) + 4 * G**2 / (p * mu * N)
 
 
@@ -34,7 +34,7 @@ def stability_printed(*, G: float, eta: float, T: float, N: float) -> float:
     >>> stability_printed(G=1, eta=0.1, T=5, N=10)
     0.05
     """
-    return _pos("G", G) ** 2 * _pos("T", T, allow_zero=True) * _pos("eta", eta) / _pos("N", N)
+    return validate.positive("G", G) ** 2 * validate.positive("T", T, allow_zero=True) * validate.positive("eta", eta) / validate.positive("N", N)
 
 
 def stability_gd(*, G: float, eta: float, T: float, N: float) -> float:
@@ -57,4 +57,4 @@ def ter_stability(*, eer: float, G: float, eta: float, T: float, N: float, corre
     0.05
     """
     s = stability_gd(G=G, eta=eta, T=T, N=N) if corrected else stability_printed(G=G, eta=eta, T=T, N=N)
-    return _pos("eer", eer, allow_zero=True) + s
+    return validate.positive("eer", eer, allow_zero=True) + s

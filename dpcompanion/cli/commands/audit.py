@@ -1,0 +1,95 @@
+"""``audit``: an empirical lower bound on a trainer's epsilon (white-box canary test).
+
+Examples::
+
+    python -m dpcompanion audit --trainer pgd --epsilon 2 --delta 1e-5 --json
+    python -m dpcompanion audit --trainer psgd --epsilon 2 --delta 1e-5 --noise-multiplier-scale 0.25 --json
+    python -m dpcompanion audit --trainer adp --epsilon 2 --delta 1e-5 --trials 4000 --seed 3
+
+Trains the trainer many times on two datasets that differ in one canary example, with an
+adversary that sees every iterate, and reports ``epsilon_lower``, a one-sided 95 %
+Clopper-Pearson lower bound on the epsilon the trainer really has, next to
+``epsilon_claimed``, what its ledger believes. ``passed`` is ``epsilon_lower <=
+epsilon_claimed``; a pass never proves privacy, a failure refutes the claim.
+``--noise-multiplier-scale S`` audits a deliberately mis-calibrated trainer that adds S
+times the noise its ledger is told about (the audit must flag S = 0.25). Method, sizes and
+limits: :mod:`dpcompanion.training.audit` and the book page ``audit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "empirical privacy audit: a 95% lower bound on a trainer's epsilon vs the epsilon it claims"
+
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = (
+        "examples:\n"
+        "  python -m dpcompanion audit --trainer pgd --epsilon 2 --delta 1e-5 --json\n"
+        "  python -m dpcompanion audit --trainer psgd --epsilon 2 --delta 1e-5 --noise-multiplier-scale 0.25 --json\n"
+        "  python -m dpcompanion audit --trainer adp --epsilon 2 --delta 1e-5 --trials 4000 --seed 3"
+    )
+    p.add_argument("--trainer", required=True, help="pgd, momentum (debiased momentum), psgd (Poisson sampling) or adp (ADP-SGD)")
+    p.add_argument("--epsilon", type=float, required=True, help="target epsilon, a finite number > 0")
+    p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
+    p.add_argument("--trials", type=int, default=None,
+                   help="trainings in all, half with the canary (default: 10000 full batch, 3000 psgd; 200 to 200000)")
+    p.add_argument("--noise-multiplier-scale", type=float, default=1.0, dest="noise_multiplier_scale",
+                   help="S: the trainer adds S times the noise its ledger claims (default 1: as shipped; "
+                        "in [0.01, 100])")
+    p.add_argument("--sampling-rate", type=float, default=None, dest="sampling_rate",
+                   help="Poisson sampling rate for psgd (default 0.7) and adp (default 1: full batch), in (0, 1]")
+    p.add_argument("--seed", type=int, default=0, help="seed of data and runs, in [0, 2^32) (default 0)")
+    p.add_argument("--device", default="cpu", help="auto, cpu or cuda (default cpu)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+#: parameter of :func:`dpcompanion.training.audit.validate_audit` -> its flag here
+FLAGS = {"trainer": "--trainer", "epsilon": "--epsilon", "delta": "--delta", "trials": "--trials",
+         "noise_multiplier_scale": "--noise-multiplier-scale", "seed": "--seed", "sampling_rate": "--sampling-rate",
+         "device": "--device"}
+
+
+def _validate(args: argparse.Namespace):
+    """All checks before any training: :func:`dpcompanion.training.audit.validate_audit` (one
+    home for the rules), its messages spelled with this command's flags."""
+    from dpcompanion.cli import UsageError
+    from dpcompanion.core.provenance import resolve_device
+    from dpcompanion.training import audit
+
+    try:
+        audit.validate_audit(trainer=args.trainer, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
+                             noise_multiplier_scale=args.noise_multiplier_scale, seed=args.seed,
+                             sampling_rate=args.sampling_rate)
+        resolve_device(args.device)
+    except ValueError as exc:
+        msg = str(exc)
+        name = msg.split(" ", 1)[0]
+        raise UsageError(FLAGS[name] + msg[len(name):] if name in FLAGS else msg) from None
+    return audit
+
+
+def run(args: argparse.Namespace) -> int:
+    audit = _validate(args)
+    res = audit.run_audit(trainer=args.trainer, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
+                    noise_multiplier_scale=args.noise_multiplier_scale, seed=args.seed,
+                    sampling_rate=args.sampling_rate, device=args.device)
+    out = res.to_dict()
+    if args.json:
+        print(json.dumps(out))
+    else:
+        t = out["test"]
+        print(f"audit of {out['trainer']} at ({out['epsilon']:g}, {out['delta']:g}), noise scale S = "
+              f"{out['noise_multiplier_scale']:g}: {out['setup']['note']}")
+        print(f"{out['trials']} trials ({t['trials_with_canary']} with the canary); threshold chosen on "
+              f"{t['n_select_out'] + t['n_select_in']}, bound from {t['n_out'] + t['n_in']}: "
+              f"{t['false_positives']} false positives, {t['false_negatives']} false negatives")
+        print(f"epsilon_lower {out['epsilon_lower']:.4f} ({100 * t['confidence']:g}% one-sided) vs epsilon_claimed "
+              f"{out['epsilon_claimed']:.4f} ({out['claim_accountant']}): "
+              f"{'passed' if out['passed'] else 'FAILED: the claim is refuted'}")
+        print(f"wall time {out['wall_time']:.1f} s")
+    return 0

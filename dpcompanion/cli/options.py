@@ -1,0 +1,317 @@
+"""Options shared by several commands: the budget (one :class:`Budget`), the schedule kinds
+(flags generated from :data:`dpcompanion.theory.schedules.KIND_TABLE`), output paths and
+sizes. Each ``*_from_args`` validates before any work and raises
+:class:`dpcompanion.cli.UsageError` with one line naming the flag, the value and what is
+allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = [
+    "flag",
+    "add_budget_arguments",
+    "budget_from_args",
+    "add_schedule_arguments",
+    "schedule_params",
+    "kinds_epilog",
+    "output_path",
+    "check_memory",
+]
+
+
+def flag(name: str, fn: Callable[..., Any], *args, **kw) -> Any:
+    """Run a validator; its ValueError becomes a UsageError that names the flag ``name``."""
+    from dpcompanion.cli import UsageError
+
+    try:
+        return fn(*args, **kw)
+    except ValueError as exc:
+        raise UsageError(f"{name}: {' '.join(str(exc).split())}") from None
+
+
+# ------------------------------------------------------------------------------ budget
+
+ACCOUNTANT_HELP = ("how epsilon is accounted: auto (default: zcdp, the paper's conversion, for full batch; rdp when "
+                   "--sampling-rate < 1), zcdp, exact (Gaussian DP), rdp or pld (full batch only)")
+
+
+def add_budget_arguments(p: argparse.ArgumentParser, *, sampling_rate: bool = True) -> None:
+    p.add_argument("--epsilon", help="target epsilon (> 0), with --delta")
+    p.add_argument("--delta", help="delta in (0, 1): with --epsilon the target; with --R the delta epsilons are "
+                                   "reported at (needed with --R when --sampling-rate < 1)")
+    p.add_argument("--R", dest="R", help="budget in the paper's units R = 2 rho (> 0): sum_t 1/sigma_t^2 <= R")
+    p.add_argument("--accountant", default="auto", help=ACCOUNTANT_HELP)
+    if sampling_rate:
+        p.add_argument("--sampling-rate", dest="sampling_rate", default="1",
+                       help="Poisson sampling rate p in (0, 1]; p < 1: subsampled steps, accounted by RDP (default 1)")
+
+
+def budget_from_args(args: argparse.Namespace, *, default_delta: float | None = None):
+    """The one :class:`~dpcompanion.theory.budget.Budget` of a command line."""
+    from dpcompanion.cli import UsageError
+    from dpcompanion.core import validate
+    from dpcompanion.theory.budget import ACCOUNTANTS, Budget
+
+    p = 1.0
+    if getattr(args, "sampling_rate", None) is not None:
+        p = flag("--sampling-rate", validate.sampling_rate, _parse(args.sampling_rate, "--sampling-rate"))
+    acc = args.accountant
+    if acc not in ("auto",) + ACCOUNTANTS:
+        raise UsageError(f"--accountant must be one of auto, {', '.join(ACCOUNTANTS)}, got {acc!r}")
+    eps = None if args.epsilon is None else flag("--epsilon", validate.positive, "epsilon", _parse(args.epsilon, "--epsilon"))
+    delta = None if args.delta is None else flag("--delta", validate.delta, _parse(args.delta, "--delta"))
+    R = None if args.R is None else flag("--R", validate.positive, "R", _parse(args.R, "--R"))
+    if eps is not None and R is not None:
+        raise UsageError("give either --R or --epsilon (with --delta), not both")
+    if eps is not None:
+        if delta is None:
+            raise UsageError("--delta is required with --epsilon (a number in (0, 1))")
+        return flag("--epsilon", Budget.from_epsilon, epsilon=eps, delta=delta, accountant=acc, sampling_rate=p)
+    if R is not None:
+        if delta is None and default_delta is not None:
+            delta = default_delta
+        return flag("--R", Budget.from_R, R=R, delta=delta, accountant=acc, sampling_rate=p)
+    raise UsageError("a budget is required: --R R, or --epsilon E with --delta D")
+
+
+def _parse(text, name: str) -> float:
+    """A command-line number: ``inf``, ``nan`` and overflowing literals are refused here
+    (a float that does not fit is not silently infinity)."""
+    from dpcompanion.cli import UsageError
+
+    if isinstance(text, (int, float)):
+        v = float(text)
+    else:
+        try:
+            v = float(str(text).strip())
+        except ValueError:
+            raise UsageError(f"{name} must be a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise UsageError(f"{name} must be a finite number, got {text!r}")
+    return v
+
+
+def parse_int(text, name: str, *, minimum: int = 1, maximum: int | None = None) -> int | None:
+    """A command-line integer in [minimum, maximum] (one line naming the flag otherwise)."""
+    from dpcompanion.cli import UsageError
+
+    if text is None:
+        return None
+    allowed = f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum:,}]"
+    try:
+        v = int(str(text).strip())
+    except ValueError:
+        try:
+            f = float(str(text).strip())
+        except ValueError:
+            raise UsageError(f"{name} must be {allowed}, got {text!r}") from None
+        if not (math.isfinite(f) and f.is_integer()):
+            raise UsageError(f"{name} must be {allowed}, got {text!r}") from None
+        v = int(f)
+    if v < minimum or (maximum is not None and v > maximum):
+        raise UsageError(f"{name} must be {allowed}, got {text!r}")
+    return v
+
+
+def parse_float(text, name: str) -> float | None:
+    return None if text is None else _parse(text, name)
+
+
+# ---------------------------------------------------------------------------- schedules
+
+
+def _cli_params():
+    """(name -> (Param, [kinds using it])) over the table, CLI parameters only."""
+    from dpcompanion.theory.schedules import KIND_TABLE
+
+    out: dict[str, tuple[Any, list[str]]] = {}
+    for k in KIND_TABLE.values():
+        for prm in k.params:
+            if not prm.cli or prm.name == "q":
+                continue
+            if prm.name in out:
+                out[prm.name][1].append(k.name)
+            else:
+                out[prm.name] = (prm, [k.name])
+    return out
+
+
+def add_schedule_arguments(p: argparse.ArgumentParser) -> None:
+    """One flag per parameter of the table of kinds (``--kappa``, ``--beta``, ``--rate``,
+    ``--variant``, ``--period``, ...) and ``--influence`` for ``optimal``'s q."""
+    for name, (prm, kinds) in _cli_params().items():
+        extra = f"; one of {', '.join(prm.choices)}" if prm.choices else ""
+        dflt = "" if prm.required else f"; default {prm.shown_default}"
+        p.add_argument(prm.flag, dest=f"k_{name}", metavar=name.upper() if prm.type != "str" else "NAME",
+                       help=f"{prm.meaning} ({prm.type}, {prm.allowed}{extra}{dflt}; kinds: {', '.join(kinds)})")
+    p.add_argument("--influence", type=Path, metavar="FILE",
+                   help="optimal: the influences q_t > 0, one per line or a CSV column named q (T = their number)")
+
+
+def schedule_params(args: argparse.Namespace, kind_name: str, *, kind_flag: str) -> dict:
+    """The keyword parameters of ``kind_name`` from the flags (typed as the table says);
+    a flag of another kind is refused, naming the kind's own flags."""
+    from dpcompanion.cli import UsageError
+    from dpcompanion.theory import schedules
+
+    if kind_name not in schedules.KINDS:
+        raise UsageError(f"{kind_flag} must be one of {', '.join(schedules.KINDS)}, got {kind_name!r}")
+    k = schedules.KIND_TABLE[kind_name]
+    own = {prm.name: prm for prm in k.params if prm.cli}
+    flags = ", ".join(prm.flag if prm.name != "q" else "--influence" for prm in own.values()) or "none"
+    for name in _cli_params():
+        if getattr(args, f"k_{name}", None) is not None and name not in own:
+            raise UsageError(f"--{name.replace('_', '-')} does not apply to {kind_flag} {kind_name} (its flags: {flags})")
+    if getattr(args, "influence", None) is not None and "q" not in own:
+        raise UsageError(f"--influence applies to {kind_flag} optimal only, not {kind_name}")
+    out: dict[str, Any] = {}
+    for name, prm in own.items():
+        if name == "q":
+            if args.influence is None:
+                raise UsageError(f"--influence FILE is required for {kind_flag} optimal (the influences q_t > 0)")
+            out["q"] = read_influence(args.influence)
+            continue
+        text = getattr(args, f"k_{name}", None)
+        if text is None:
+            if prm.required:
+                raise UsageError(f"{prm.flag} is required for {kind_flag} {kind_name} ({prm.type}, {prm.allowed})")
+            continue
+        if prm.type == "int":
+            out[name] = parse_int(text, prm.flag)
+        elif prm.type == "str":
+            if prm.choices and text not in prm.choices:
+                raise UsageError(f"{prm.flag} must be one of {', '.join(prm.choices)}, got {text!r}")
+            out[name] = text
+        else:
+            out[name] = _parse(text, prm.flag)
+    return out
+
+
+def read_influence(path: Path) -> list[float]:
+    """q_t from a file: one number per line, or a CSV whose column ``q`` (or ``influence``,
+    or its only column) holds them. Blank lines and ``#`` comments are skipped."""
+    import csv
+    import io
+
+    from dpcompanion.cli import UsageError
+
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--influence {path}: cannot read it ({exc.__class__.__name__}); give a readable text file") from None
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and not r[0].lstrip().startswith("#") and any(c.strip() for c in r)]
+    if not rows:
+        raise UsageError(f"--influence {path}: no values found; give one q_t > 0 per line or a CSV column named q")
+    col = 0
+    header = [c.strip().lower() for c in rows[0]]
+    try:
+        float(header[0])
+        has_header = False
+    except ValueError:
+        has_header = True
+    if has_header:
+        names = [h for h in ("q", "influence") if h in header]
+        if names:
+            col = header.index(names[0])
+        elif len(header) != 1:
+            raise UsageError(f"--influence {path}: CSV has columns {', '.join(header)}; name the influence column q")
+        rows = rows[1:]
+    elif len(rows[0]) != 1:
+        raise UsageError(f"--influence {path}: {len(rows[0])} columns and no header; add a header naming the column q")
+    values = []
+    for i, r in enumerate(rows, start=2 if has_header else 1):
+        try:
+            v = float(r[col])
+        except (ValueError, IndexError):
+            raise UsageError(f"--influence {path}: row {i} has no number in the q column, got {r!r}") from None
+        if not (math.isfinite(v) and v > 0):
+            raise UsageError(f"--influence {path}: q_t must be finite and > 0, got {v:g} at row {i}")
+        values.append(v)
+    if not values:
+        raise UsageError(f"--influence {path}: no values found; give one q_t > 0 per line")
+    return values
+
+
+def kinds_epilog(examples: list[str]) -> str:
+    """``--help`` epilog: the kinds with their parameters (from the table) and examples."""
+    from dpcompanion.theory.schedules import kinds_help
+
+    ex = "\n".join(f"  {e}" for e in examples)
+    return f"schedule kinds (parameters in [brackets] are optional):\n{kinds_help()}\n\nexamples:\n{ex}"
+
+
+# ---------------------------------------------------------------------------- outputs
+
+
+def output_path(path, name: str, *, suffix: str | None = None) -> Path:
+    """Check an output file path before any work: not a directory, the right ``suffix``,
+    its folder existing and writable, or missing as a single leaf whose parent is (that
+    one folder may be created when writing; nothing is created here)."""
+    from dpcompanion.cli import UsageError
+
+    out = Path(path)
+    if str(path).strip() == "":
+        raise UsageError(f"{name} must be a file path, got an empty string")
+    if out.exists() and out.is_dir():
+        raise UsageError(f"{name} must be a file path, got the directory {str(out)!r}")
+    if suffix is not None and out.suffix != suffix:
+        raise UsageError(f"{name} must end in {suffix}, got {str(out)!r}")
+    folder = out.parent if str(out.parent) else Path(".")
+    if folder.exists():
+        if not folder.is_dir():
+            raise UsageError(f"{name} {str(out)!r}: {str(folder)!r} is not a folder")
+        if not _writable(folder):
+            raise UsageError(f"{name} {str(out)!r}: folder {str(folder)!r} is not writable")
+    else:
+        parent = folder.parent if str(folder.parent) else Path(".")
+        if not parent.is_dir():
+            raise UsageError(f"{name} {str(out)!r}: folder {str(folder)!r} does not exist and neither does its parent; "
+                             "give a path in an existing folder (at most one missing folder is created)")
+        if not _writable(parent):
+            raise UsageError(f"{name} {str(out)!r}: cannot create {str(folder)!r} ({str(parent)!r} is not writable)")
+    if out.exists() and not os.access(out, os.W_OK):
+        raise UsageError(f"{name} {str(out)!r}: the file exists and is not writable")
+    return out
+
+
+def _writable(folder: Path) -> bool:
+    """Whether a file can be created in ``folder`` (a probe file, removed at once: permission
+    bits alone do not tell, e.g. for root or in /proc)."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".dpcompanion-probe-"):
+            return True
+    except OSError:
+        return False
+
+
+def check_memory(name: str, value, nbytes: float, *, fraction: float = 0.5) -> None:
+    """Refuse a size whose arrays would need more than ``fraction`` of the available memory."""
+    from dpcompanion.cli import UsageError
+
+    avail = available_memory()
+    if avail is not None and nbytes > fraction * avail:
+        raise UsageError(f"{name} {value} would need about {nbytes / 2**30:.3g} GiB, more than half of the "
+                         f"{avail / 2**30:.3g} GiB of memory available; use a smaller {name}")
+
+
+def available_memory() -> float | None:
+    """Bytes of memory available (Linux ``MemAvailable``), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None

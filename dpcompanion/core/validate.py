@@ -1,0 +1,228 @@
+"""The one home of input validation for every layer (CONTRIBUTING, "Validation").
+
+Each validator takes the parameter's name as the papers spell it (``epsilon, delta, R,
+sigma, T, kappa, ...``) and the value, returns it converted (``float``, ``int`` or a float64
+array) and otherwise raises ``ValueError`` in one line that names the parameter, the value
+and what is allowed::
+
+    >>> positive("R", 0.5)
+    0.5
+    >>> positive("R", -1)
+    Traceback (most recent call last):
+    ...
+    ValueError: R must be a finite number > 0, got -1
+
+The command line reports the same messages (``dpcompanion <cmd>: error: ...``, exit 2), so
+the math layer and the CLI share one wording. A noise multiplier is always finite and > 0
+(:func:`noise_multipliers`): an infinite or NaN sigma would be a step without noise.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "number",
+    "positive",
+    "unit_interval",
+    "delta",
+    "sampling_rate",
+    "integer",
+    "steps",
+    "kappa",
+    "positive_array",
+    "noise_multipliers",
+    "choice",
+    "MAX_STEPS",
+]
+
+#: Longest schedule or training run built in memory (one float64 per step per record).
+MAX_STEPS: int = 10_000_000
+
+
+def _as_float(name: str, value: Any, allowed: str) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}"[:300]) from None
+
+
+def number(name: str, value: Any, *, lo: float = -math.inf, hi: float = math.inf, lo_open: bool = True,
+           hi_open: bool = True, allowed: str | None = None) -> float:
+    """A finite float in the interval from ``lo`` to ``hi`` (open or closed ends).
+
+    >>> number("rate", -0.5)
+    -0.5
+    >>> number("beta", 1.0, lo=0.0, hi=1.0, lo_open=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: beta must be in [0, 1), got 1.0
+    """
+    if allowed is None:
+        if lo == -math.inf and hi == math.inf:
+            allowed = "a finite number"
+        elif hi == math.inf:
+            allowed = f"a finite number {'>' if lo_open else '>='} {lo:g}"
+        elif lo == -math.inf:
+            allowed = f"a finite number {'<' if hi_open else '<='} {hi:g}"
+        else:
+            allowed = f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+    v = _as_float(name, value, allowed)
+    ok = math.isfinite(v) and (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
+    if not ok:
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return v
+
+
+def positive(name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool = False) -> float:
+    """A number > 0 (``>= 0`` with ``allow_zero``), finite unless ``allow_inf``.
+
+    >>> positive("rho", 0, allow_zero=True)
+    0.0
+    >>> positive("mu", float("inf"), allow_inf=True)
+    inf
+    """
+    op = ">=" if allow_zero else ">"
+    allowed = f"a number {op} 0 (inf allowed)" if allow_inf else f"a finite number {op} 0"
+    v = _as_float(name, value, allowed)
+    ok = (v >= 0 if allow_zero else v > 0) and not math.isnan(v) and (allow_inf or math.isfinite(v))
+    if not ok:
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return v
+
+
+def unit_interval(name: str, value: Any, *, closed_lo: bool = False, closed_hi: bool = False) -> float:
+    """A number in (0, 1), with either end closed on request.
+
+    >>> unit_interval("gamma", 0.5)
+    0.5
+    """
+    return number(name, value, lo=0.0, hi=1.0, lo_open=not closed_lo, hi_open=not closed_hi)
+
+
+def delta(value: Any, name: str = "delta") -> float:
+    """delta of (epsilon, delta)-DP: in (0, 1).
+
+    >>> delta(1e-5)
+    1e-05
+    """
+    return unit_interval(name, value)
+
+
+def sampling_rate(value: Any, name: str = "sampling_rate") -> float:
+    """A Poisson sampling rate p in (0, 1] (1 = full batch).
+
+    >>> sampling_rate(1)
+    1.0
+    """
+    return unit_interval(name, value, closed_hi=True)
+
+
+def integer(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """An integer (an integral float such as ``3.0`` is accepted; ``True`` is not).
+
+    >>> integer("T", 3.0)
+    3
+    >>> integer("T", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: T must be an integer >= 1, got 0
+    """
+    allowed = f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum:,}]"
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+    else:
+        try:
+            f = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"{name} must be {allowed}, got {value!r}"[:300]) from None
+        if not (math.isfinite(f) and f.is_integer()):
+            raise ValueError(f"{name} must be {allowed}, got {value!r}")
+        v = int(f)
+    if v < minimum or (maximum is not None and v > maximum):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return v
+
+
+def steps(value: Any, name: str = "T", *, minimum: int = 1) -> int:
+    """A number of steps: an integer >= ``minimum`` and at most :data:`MAX_STEPS` (every
+    per-step array is held in memory).
+
+    >>> steps(100)
+    100
+    >>> steps(10**9)
+    Traceback (most recent call last):
+    ...
+    ValueError: T must be at most 10,000,000 (one float64 per step in memory), got 1,000,000,000
+    """
+    v = integer(name, value, minimum=minimum)
+    if v > MAX_STEPS:
+        raise ValueError(f"{name} must be at most {MAX_STEPS:,} (one float64 per step in memory), got {v:,}")
+    return v
+
+
+def kappa(value: Any, name: str = "kappa") -> float:
+    """A condition number kappa = M/mu: finite and >= 1 (H Eq. 6).
+
+    >>> kappa(10)
+    10.0
+    """
+    return number(name, value, lo=1.0, lo_open=False, allowed="a finite number >= 1")
+
+
+def positive_array(name: str, values: Any, *, length: int | None = None, allow_inf: bool = False,
+                   allow_zero: bool = False) -> np.ndarray:
+    """A non-empty 1-D float64 array of numbers > 0 (``>= 0`` with ``allow_zero``; finite
+    unless ``allow_inf``).
+
+    >>> positive_array("q", [1, 2]).tolist()
+    [1.0, 2.0]
+    """
+    try:
+        a = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of numbers > 0, got {values!r}"[:300]) from None
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of numbers > 0, got shape {a.shape}")
+    if length is not None and a.size != length:
+        raise ValueError(f"{name} must have {length} values, got {a.size}")
+    bad = ~((a >= 0) if allow_zero else (a > 0)) | (np.isinf(a) if not allow_inf else np.zeros(a.shape, dtype=bool))
+    if bad.any():
+        k = int(np.argmax(bad))
+        op = ">= 0" if allow_zero else "> 0"
+        what = f"{op} (inf allowed)" if allow_inf else f"finite and {op}"
+        raise ValueError(f"{name} must be {what} at every step, got {a[k]} at step {k + 1}")
+    return a
+
+
+def noise_multipliers(sigma: Any, *, name: str = "sigma") -> np.ndarray:
+    """Per-step noise multipliers of noisy steps: a non-empty 1-D array, every entry finite
+    and > 0. ``inf`` (no noise where a trainer would still move), ``nan``, 0, negatives and
+    non-numbers are refused: a private step always adds its noise (issue 11).
+
+    >>> noise_multipliers([2.0, 1.5]).tolist()
+    [2.0, 1.5]
+    >>> noise_multipliers([1.0, float("inf")])
+    Traceback (most recent call last):
+    ...
+    ValueError: sigma must be finite and > 0 at every step, got inf at step 2
+    """
+    return positive_array(name, sigma)
+
+
+def choice(name: str, value: Any, allowed) -> Any:
+    """One of ``allowed`` (compared as given).
+
+    >>> choice("accountant", "rdp", ("rdp", "pld"))
+    'rdp'
+    """
+    if value not in tuple(allowed):
+        raise ValueError(f"{name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
+    return value

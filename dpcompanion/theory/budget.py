@@ -1,0 +1,277 @@
+"""The privacy budget as one value, and schedules planned against it.
+
+A :class:`Budget` is built once, from the command line or from Python, and handed to
+everything that spends privacy: the planner (:func:`plan`), the ledger
+(:meth:`dpcompanion.theory.ledger.PrivacyLedger.from_budget`) and, through the ledger, the
+trainers. It carries the ``epsilon`` the user asked for; nothing converts it to ``R`` and
+back.
+
+Accountants (what turns noise into ``(epsilon, delta)``):
+
+* ``zcdp``: the paper's conversion, ``R = 2 rho`` with Hong et al. 2022 (FAccT, arXiv
+  2101.07413, file 001) Lemma C.3; full-batch steps only.
+* ``exact``: exact Gaussian DP of the composed full-batch steps (Dong, Roth & Su 2019,
+  Cor. 2.13 and 3.3; :func:`dpcompanion.theory.accounting.R_exact`); full-batch only.
+* ``rdp``: Renyi DP (:func:`dpcompanion.theory.accounting.rdp_curve`, dp-accounting's
+  formula at its integer orders and its conversion). Full batch or Poisson subsampling.
+* ``pld``: dp-accounting's privacy-loss-distribution accountant; full batch only here
+  (a subsampled PLD would cost about 0.5 s per distinct noise multiplier at every step).
+
+For full-batch steps every accountant reduces to one number, the budget
+``R = sum_t 1/sigma_t^2`` that the accountant allows for ``(epsilon, delta)`` (full-batch
+Gaussian steps compose to one Gaussian mechanism with ``mu = sqrt(R)``). For subsampled
+steps (``sampling_rate < 1``) the guarantee is the RDP epsilon of the actual sequence of
+steps, and :func:`plan` calibrates the schedule's scale with that same accountant, so a
+planned schedule is one the ledger lets finish. The paper's ``p^2/sigma^2`` rule (H Sec.
+4.3, ``R' = R/p^2``) stays available as :func:`plan_paper_p2`, a documented variant of the
+paper, never as a guarantee (its schedules can exceed the target epsilon several times).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from dpcompanion.core import validate
+from dpcompanion.theory import accounting, schedules
+
+__all__ = ["ACCOUNTANTS", "Budget", "plan", "plan_paper_p2", "fit_constant", "PlanRefused"]
+
+#: Accountants a Budget may name; the subsampled ones are those the ledger can enforce.
+ACCOUNTANTS: tuple[str, ...] = ("zcdp", "exact", "rdp", "pld")
+SUBSAMPLED_ACCOUNTANTS: tuple[str, ...] = ("rdp",)
+
+#: Budgets a Budget accepts: where every conversion (zCDP, exact GDP, RDP/PLD root-finding) is
+#: finite and accurate in float64. Larger epsilons protect nothing; the zcdp command uses the same.
+EPSILON_RANGE: tuple[float, float] = (1e-6, 1e6)
+RHO_RANGE: tuple[float, float] = (1e-12, 1e12)
+R_RANGE: tuple[float, float] = (2e-12, 2e12)
+
+#: Relative margin the planner keeps below the target epsilon, so that rounding in the
+#: ledger's step-by-step sum never refuses the last planned step.
+PLAN_MARGIN = 1e-9
+
+
+class PlanRefused(ValueError):
+    """No schedule of the requested shape fits the budget (the message says what fits)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """A privacy budget: ``epsilon`` at ``delta`` under ``accountant``, for steps sampled at
+    ``sampling_rate`` (1 = full batch). ``R`` is the full-batch budget in the paper's units
+    (``sum_t 1/sigma_t^2 <= R``; R = 2 rho for zcdp). ``epsilon``/``delta`` are ``None`` only
+    for a full-batch budget given as ``R`` alone. Build it with :meth:`from_epsilon` or
+    :meth:`from_R` (both validate).
+
+    >>> b = Budget.from_epsilon(epsilon=4, delta=1e-8)
+    >>> b.accountant, round(b.R, 4), b.epsilon      # H Sec. 5: R = 0.3927
+    ('zcdp', 0.3927, 4.0)
+    >>> Budget.from_epsilon(epsilon=1, delta=1e-5, sampling_rate=0.01).accountant
+    'rdp'
+    """
+
+    epsilon: float | None
+    delta: float | None
+    R: float
+    accountant: str
+    sampling_rate: float = 1.0
+
+    @staticmethod
+    def _accountant(accountant: str | None, p: float) -> str:
+        if accountant in (None, "auto"):
+            return "zcdp" if p == 1.0 else "rdp"
+        validate.choice("accountant", accountant, ACCOUNTANTS)
+        if p < 1.0 and accountant not in SUBSAMPLED_ACCOUNTANTS:
+            raise ValueError(
+                f"accountant must be one of {', '.join(SUBSAMPLED_ACCOUNTANTS)} when sampling_rate < 1 "
+                f"(got {accountant!r} with sampling_rate={p:g}): zcdp and exact hold for full-batch steps only, "
+                "and the ledger checks subsampled steps by RDP"
+            )
+        return accountant
+
+    @classmethod
+    def from_epsilon(cls, *, epsilon: float, delta: float, accountant: str | None = "auto",
+                     sampling_rate: float = 1.0) -> "Budget":
+        """``(epsilon, delta)``-DP. ``accountant="auto"``: zcdp (the paper) for full batch,
+        rdp for ``sampling_rate < 1``."""
+        eps = validate.number("epsilon", epsilon, lo=EPSILON_RANGE[0], hi=EPSILON_RANGE[1], lo_open=False, hi_open=False)
+        d = validate.delta(delta)
+        p = validate.sampling_rate(sampling_rate)
+        acc = cls._accountant(accountant, p)
+        if acc == "zcdp":
+            R = accounting.R_zcdp(epsilon=eps, delta=d)
+        elif acc == "exact":
+            R = accounting.R_exact(epsilon=eps, delta=d)
+        else:
+            R = accounting.R_accountant(epsilon=eps, delta=d, accountant=acc)
+        if not (math.isfinite(R) and R > 0):
+            raise ValueError(f"epsilon = {epsilon!r} at delta = {delta!r} gives no finite budget R; use a smaller epsilon")
+        return cls(epsilon=eps, delta=d, R=float(R), accountant=acc, sampling_rate=p)
+
+    @classmethod
+    def from_R(cls, *, R: float, delta: float | None = None, sampling_rate: float = 1.0,
+               accountant: str | None = "auto") -> "Budget":
+        """The paper's budget ``R = 2 rho``. With ``delta``, ``epsilon`` is what R stands for
+        (H Lemma C.3 for zcdp). Subsampled steps need ``delta``: the ledger checks them by RDP
+        against that epsilon.
+
+        >>> Budget.from_R(R=0.5).epsilon is None
+        True
+        >>> round(Budget.from_R(R=1.0, delta=1e-5).epsilon, 4)
+        5.2985
+        """
+        r = validate.number("R", R, lo=R_RANGE[0], hi=R_RANGE[1], lo_open=False, hi_open=False)
+        p = validate.sampling_rate(sampling_rate)
+        acc = cls._accountant(accountant, p)
+        if delta is None:
+            if p < 1.0:
+                raise ValueError(
+                    f"delta is required with R when sampling_rate < 1 (got sampling_rate={p:g}): subsampled steps are "
+                    "checked by RDP against the epsilon that R stands for at delta"
+                )
+            return cls(epsilon=None, delta=None, R=r, accountant=acc, sampling_rate=p)
+        d = validate.delta(delta)
+        if acc == "zcdp" or p < 1.0:
+            eps = accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=r), delta=d)
+        elif acc == "exact":
+            eps = accounting.gdp_epsilon(mu=math.sqrt(r), delta=d)
+        else:
+            eps = accounting.accountant_epsilon(sigma=[1 / math.sqrt(r)], delta=d, accountant=acc)
+        return cls(epsilon=float(eps), delta=d, R=r, accountant=acc, sampling_rate=p)
+
+    @property
+    def subsampled(self) -> bool:
+        return self.sampling_rate < 1.0
+
+    def epsilon_of(self, sigma) -> float:
+        """epsilon at ``delta`` of the steps ``sigma`` under this budget's guarantee: RDP for
+        subsampled steps (:func:`accounting.rdp_curve`), else the accountant's epsilon of the
+        full-batch sum ``sum 1/sigma_t^2`` (what the ledger enforces)."""
+        if self.delta is None:
+            raise ValueError("this budget has no delta (built from R alone): give delta to report an epsilon")
+        s = validate.noise_multipliers(sigma)
+        if self.subsampled:
+            c = accounting.rdp_curve(sigma=s, sampling_rate=self.sampling_rate)
+            return accounting.rdp_epsilon(orders=accounting.RDP_ORDERS, rdp=c, delta=self.delta)
+        r = accounting.spent_R(sigma=s)
+        if self.accountant == "zcdp":
+            return accounting.zcdp_to_dp(rho=r / 2, delta=self.delta)
+        if self.accountant == "exact":
+            return accounting.gdp_epsilon(mu=math.sqrt(r), delta=self.delta)
+        return accounting.accountant_epsilon(sigma=[1 / math.sqrt(r)], delta=self.delta, accountant=self.accountant)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------------------- planning
+
+
+def _fits(budget: Budget, sigma: np.ndarray) -> bool:
+    """Whether the ledger built from ``budget`` lets every step of ``sigma`` happen."""
+    p = budget.sampling_rate
+    with np.errstate(divide="ignore", over="ignore"):  # a denormal sigma costs inf: it does not fit
+        if np.cumsum(p * p / sigma**2)[-1] > budget.R:  # summed as the ledger sums
+            return False
+    if not budget.subsampled:
+        return True
+    return budget.epsilon_of(sigma) <= budget.epsilon * (1 + 1e-12)
+
+
+def plan(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:
+    """The schedule of ``kind`` (a row of :data:`schedules.KIND_TABLE`) that spends ``budget``.
+
+    Full batch: ``schedules.make(kind, T=T, R=budget.R, ...)`` (budget-exact, H Sec. 3).
+    Subsampled (p < 1): the kind fixes the *shape* of ``sigma_1..sigma_T``; the scale is the
+    largest one whose RDP epsilon at ``delta`` stays within ``epsilon`` (bisection on the same
+    accountant the ledger enforces) and whose paper cost ``sum p^2/sigma_t^2`` stays within R,
+    so every planned step is one the ledger accepts (checked before returning).
+
+    >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, sampling_rate=0.01)
+    >>> s = plan(b, "uniform", T=300)
+    >>> s.shape, bool(b.epsilon_of(s) <= 1.0)
+    ((300,), True)
+    """
+    if T is not None:
+        params["T"] = T
+    if not budget.subsampled:
+        return schedules.make(kind, R=budget.R, **params)
+    shape = schedules.make(kind, R=1.0, **params)  # sum 1/shape^2 = 1
+    p = budget.sampling_rate
+    r_hi = budget.R / (p * p)  # the paper's rule as a cap (the ledger keeps R_spent <= R)
+    target = budget.epsilon * (1 - PLAN_MARGIN)
+
+    def eps(r: float) -> float:
+        return budget.epsilon_of(shape / math.sqrt(r))
+
+    if eps(r_hi) <= target:
+        r = r_hi
+    else:
+        lo = r_hi
+        while eps(lo) > target:
+            lo /= 4.0
+            if lo < 1e-300:  # pragma: no cover - RDP -> 0 as the noise grows
+                raise PlanRefused(f"no scale of the {kind} schedule fits epsilon = {budget.epsilon:g}")
+        hi = min(4.0 * lo, r_hi)
+        for _ in range(60):
+            mid = math.sqrt(lo * hi)
+            if eps(mid) <= target:
+                lo = mid
+            else:
+                hi = mid
+            if hi / lo < 1 + 1e-10:
+                break
+        r = lo
+    sigma = schedules.fit_within(schedules.make(kind, R=r, **params), budget.R, sampling_rate=p)
+    if not _fits(budget, sigma):  # pragma: no cover - guarded by the margin
+        raise PlanRefused(f"the planned {kind} schedule does not fit the budget; use a smaller T")
+    return sigma
+
+
+def plan_paper_p2(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:
+    """The paper's PSGD planning (H Sec. 4.3): a schedule for ``R' = R/p^2``, i.e. spending R
+    by the rule ``sum p^2/sigma_t^2 = R``. **Not a privacy guarantee**: the ledger also checks
+    the RDP epsilon and may stop such a schedule early. Kept to reproduce the paper.
+
+    >>> b = Budget.from_R(R=0.5, delta=1e-5, sampling_rate=0.1)
+    >>> round(float(np.sum(0.01 / plan_paper_p2(b, "uniform", T=10) ** 2)), 12)
+    0.5
+    """
+    if T is not None:
+        params["T"] = T
+    return schedules.make(kind, R=accounting.psgd_R_prime(R=budget.R, sampling_rate=budget.sampling_rate), **params)
+
+
+def fit_constant(budget: Budget, *, sigma: float, T: int) -> None:
+    """Refuse, in one line saying what fits, ``T`` steps of a constant ``sigma`` that the
+    budget cannot pay for (the largest T for this sigma, the smallest sigma for this T).
+
+    >>> fit_constant(Budget.from_R(R=0.3927), sigma=3.0, T=10)
+    Traceback (most recent call last):
+    ...
+    dpcompanion.theory.budget.PlanRefused: T = 10 steps of sigma = 3 do not fit the budget (R = 0.3927, zcdp): the largest T that fits is 3, or use sigma >= 5.04626 for T = 10
+    """
+    s = float(validate.noise_multipliers([sigma])[0])
+    T = validate.steps(T)
+    if _fits(budget, np.full(T, s)):
+        return
+    lo, hi = 0, T  # largest fitting T by bisection (fits(lo) true, fits(hi) false)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _fits(budget, np.full(mid, s)):
+            lo = mid
+        else:
+            hi = mid
+    smin = float(plan(budget, "uniform", T=T)[0])
+    shown = float(f"{smin:.6g}")
+    if shown < smin:  # round the advice up, so that the sigma it names does fit
+        shown = float(f"{smin + 10 ** (math.floor(math.log10(smin)) - 5):.6g}")
+    what = f"R = {budget.R:.6g}, {budget.accountant}" + (
+        f", epsilon = {budget.epsilon:g} at delta = {budget.delta:g}, sampling_rate = {budget.sampling_rate:g}"
+        if budget.subsampled else "")
+    largest = f"the largest T that fits is {lo}" if lo else "not even one step fits"
+    raise PlanRefused(f"T = {T} steps of sigma = {s:g} do not fit the budget ({what}): {largest}, "
+                      f"or use sigma >= {shown:.6g} for T = {T}")

@@ -1,0 +1,642 @@
+"""Empirical privacy audit of the private trainers: a white-box canary test with a
+Clopper-Pearson lower bound on epsilon.
+
+What it measures. A trainer that is ``(epsilon, delta)``-DP bounds every test that tries to
+tell, from what the trainer releases, whether one example was in the training set: for
+any rejection region, ``FPR + e^epsilon FNR >= 1 - delta`` and ``FNR + e^epsilon FPR >=
+1 - delta`` (Kairouz, Oh & Viswanath arXiv 1311.0776v4 Thm 2.1; Dong, Roth & Su arXiv
+1905.02383v3 Sec. 2). Running the trainer many times with and without a *canary* example,
+counting a test's false positives and false negatives, and bounding both rates from above
+with Clopper-Pearson intervals gives a lower bound on the epsilon the trainer really has
+(Jagielski, Ullman & Oprea arXiv 2006.07709v1; Nasr et al. arXiv 2101.04535v1). If that
+lower bound exceeds the epsilon the ledger claims, the claim is false (with 95 %
+confidence). A lower bound that stays below the claim proves nothing about privacy: it only
+says this test could not refute the claim at this many trials.
+
+The setup is built so that the test is as strong as the accounting allows:
+
+* **Model and data.** :class:`CanaryModel` has the linear loss ``f(theta; x) = -<theta,
+  x>``: every example's gradient ``-x`` is the same at every step, whatever the trajectory.
+  The ``N - 1`` ordinary examples are zero in coordinate 0 (they move the model only along
+  coordinate 1); slot 0 holds the canary ``x = 2C e_0`` (clipped to norm exactly ``C``) in
+  the world *with* it and the zero vector (zero gradient) in the world *without*. The two
+  datasets have the same size (so the trainers' ``1/N`` or ``1/(pN)`` scaling is the same)
+  and differ in the clipped gradient sum by exactly ``C e_0`` at every step in which slot 0
+  is sampled: the add/remove-one sensitivity the accounting charges for (Hong et al. 2022,
+  FAccT, arXiv 2101.07413, file 001, Algorithm 1 and Thm 3.1: sensitivity ``C``, noise
+  ``C sigma_t`` on the sum).
+* **White-box adversary.** It sees every iterate, as the accounting assumes: the model
+  records the parameters at which each step's gradient is taken. From consecutive iterates
+  and the public step sizes it recovers each step's noisy clipped-gradient sum (undoing the
+  debiased momentum of H Eq. (3) for the momentum trainer) and projects it on the canary's
+  clipped gradient: ``s_t = b_t + sigma_t z_t`` with ``z_t ~ N(0, 1)``, ``b_t = 0`` without the
+  canary and ``b_t ~ Bernoulli(p)`` with it (``p = 1`` full batch).
+* **Statistic.** The log likelihood ratio of the two worlds, which by Neyman-Pearson is the
+  most powerful test: ``sum_t (s_t - 1/2) / sigma_t^2`` for full batch (the projected
+  updates scaled by ``1/sigma_t^2``) and ``sum_t log(1 - p + p exp((s_t - 1/2) / sigma_t^2))``
+  under Poisson sampling, where the adversary does not see whether the canary was sampled.
+* **Threshold and bound.** The first quarter of each world's trials chooses the threshold
+  and the direction of the test; the other three quarters, untouched by that choice, give
+  the false-positive and false-negative counts. Each rate gets a one-sided Clopper-Pearson
+  upper bound at level ``alpha / 2`` (so both hold together with probability ``1 - alpha``,
+  95 % by default) and ``epsilon_lower = max(log((1 - delta - FNR_hi) / FPR_hi),
+  log((1 - delta - FPR_hi) / FNR_hi), 0)``.
+
+Mis-calibrated trainers (``noise_multiplier_scale = S``). The trainers have no switch that
+adds less noise than their ledger charges for, and the audit adds none: it hands a trainer
+the schedule ``S sigma`` together with a ledger budget that this scaled schedule fits, and
+claims the epsilon that the *unscaled* schedule ``sigma`` is worth, computed by replaying
+``sigma`` through a fresh :class:`~dpcompanion.theory.ledger.PrivacyLedger` at the user's
+budget: that is what a trainer whose noise is ``S`` times what its ledger believes would
+report. ``S = 1`` is the trainer exactly as shipped.
+
+What the claim is. Full batch: the ledger's zCDP conversion of the spent budget
+(``epsilon_zcdp``, H Lemma C.3; equal to the requested epsilon for a budget-exact
+schedule). Poisson sampling: the RDP epsilon at ``delta`` that the ledger checks every
+subsampled step against (``epsilon_rdp``, dp-accounting), which is at most the requested
+epsilon. ``epsilon_actual`` is the same accountant applied to the noise really added; for
+full batch ``epsilon_actual_exact`` is the exact (Gaussian DP) epsilon of that noise, the
+largest value any test can certify.
+
+Everything is batched: each world is one call of the public trainer with one run per trial
+(:func:`dpcompanion.training.trainers.engine.as_runs`), in float64 on the CPU by default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from dpcompanion.training.models import ClipResult, Model, clip_factors
+
+__all__ = [
+    "TRAINERS",
+    "SETUPS",
+    "AuditSetup",
+    "AuditResult",
+    "MIN_TRIALS",
+    "MAX_TRIALS",
+    "SCALE_RANGE",
+    "CONFIDENCE",
+    "SELECTION_FRACTION",
+    "CanaryModel",
+    "canary_data",
+    "clopper_pearson_upper",
+    "epsilon_from_rates",
+    "epsilon_lower_bound",
+    "log_likelihood_ratio",
+    "noisy_sums_from_iterates",
+    "validate_audit",
+    "run_audit",
+]
+
+TRAINERS: tuple[str, ...] = ("pgd", "momentum", "psgd", "adp")
+#: fewest trials accepted (both worlds together); below this no bound is informative
+MIN_TRIALS = 200
+#: most trials accepted: each run holds a ledger and a noise generator (a few kB), and a full-batch
+#: trial costs about 1 ms of CPU time (a subsampled one about 10 ms)
+MAX_TRIALS = 200_000
+#: runs per trainer call (bounds the memory of ledgers, generators and recorded iterates)
+CHUNK = 20_000
+#: accepted noise-multiplier scales S (inclusive)
+SCALE_RANGE = (0.01, 100.0)
+#: confidence of the lower bound (one-sided, both Clopper-Pearson bounds together)
+CONFIDENCE = 0.95
+#: share of each world's trials used to choose the threshold (the rest give the bound)
+SELECTION_FRACTION = 0.25
+#: largest number of steps an audit may take (each run keeps every iterate)
+MAX_T = 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditSetup:
+    """The fixed, documented setup of one trainer's audit (sizes chosen for power per second:
+    see the book page ``audit``)."""
+
+    trainer: str
+    T: int
+    sampling_rate: float
+    schedule: str
+    trials: int  # default number of trials (both worlds together)
+    lr: float = 0.1
+    momentum: float = 0.0
+    kappa: float = 10.0
+    clip_norm: float = 1.0
+    n: int = 16  # examples per dataset, slot 0 = canary or null example
+
+    @property
+    def note(self) -> str:
+        p = "full batch" if self.sampling_rate == 1.0 else f"Poisson sampling p = {self.sampling_rate:g}"
+        mom = f", momentum beta = {self.momentum:g}" if self.momentum else ""
+        return f"T = {self.T} steps, {p}, schedule {self.schedule}{mom}, N = {self.n}, C = {self.clip_norm:g}"
+
+
+#: per trainer: full-batch audits are cheap (about 0.1 ms per run and step), so they use many
+#: trials; a subsampled step costs the ledger two RDP evaluations (about 2.5 ms per run and
+#: step), so PSGD uses few steps, a high sampling rate and fewer trials. ADP-SGD is audited
+#: full batch by default (its noise allocation and step sizes; the subsampled path is the
+#: engine's PSGD path): ``sampling_rate=`` audits it subsampled, at about 1 s of RDP
+#: accounting per distinct noise level on top.
+SETUPS: dict[str, AuditSetup] = {
+    "pgd": AuditSetup("pgd", T=10, sampling_rate=1.0, schedule="gd-dynamic (kappa = 10)", trials=10_000),
+    "momentum": AuditSetup("momentum", T=10, sampling_rate=1.0, schedule="momentum-dynamic (kappa = 10, beta = 0.5)",
+                           trials=10_000, momentum=0.5),
+    "psgd": AuditSetup("psgd", T=3, sampling_rate=0.7, schedule="uniform, the paper's R' = R/p^2", trials=3_000),
+    "adp": AuditSetup("adp", T=10, sampling_rate=1.0, schedule="ADP-SGD alpha_t^2 = sqrt(20 + t), polynomial steps",
+                      trials=10_000, lr=1.0),
+}
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def clopper_pearson_upper(*, k, n: int, alpha: float):
+    """One-sided ``1 - alpha`` Clopper-Pearson upper bound on a binomial rate from ``k``
+    successes in ``n`` trials: the ``p`` with ``P[Binomial(n, p) <= k] = alpha``, i.e. the
+    ``1 - alpha`` quantile of ``Beta(k + 1, n - k)`` (1 when ``k = n``). Clopper & Pearson
+    1934, Biometrika 26(4); vectorised over ``k``.
+
+    >>> round(float(clopper_pearson_upper(k=0, n=100, alpha=0.05)), 5)   # 1 - 0.05^(1/100)
+    0.02951
+    >>> float(clopper_pearson_upper(k=10, n=10, alpha=0.05))
+    1.0
+    """
+    from scipy import stats
+
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    k = np.asarray(k)
+    if np.any(k < 0) or np.any(k > n):
+        raise ValueError(f"k must be in [0, n = {n}]")
+    full = k >= n
+    out = stats.beta.ppf(1.0 - alpha, k + 1, np.where(full, 1, n - k))
+    return np.where(full, 1.0, out)
+
+
+def epsilon_from_rates(*, fpr, fnr, delta: float):
+    """The epsilon that a test with false-positive rate ``fpr`` and false-negative rate ``fnr``
+    certifies at ``delta``: the largest of ``log((1 - delta - fnr) / fpr)``,
+    ``log((1 - delta - fpr) / fnr)`` and 0 (an ``(epsilon, delta)``-DP mechanism satisfies
+    both ``fpr + e^eps fnr >= 1 - delta`` and ``fnr + e^eps fpr >= 1 - delta``; Kairouz, Oh &
+    Viswanath arXiv 1311.0776v4 Thm 2.1). Vectorised.
+
+    >>> round(float(epsilon_from_rates(fpr=0.01, fnr=0.5, delta=0.0)), 4)   # log(50)
+    3.912
+    >>> float(epsilon_from_rates(fpr=0.5, fnr=0.5, delta=1e-5))
+    0.0
+    """
+    fpr, fnr = np.asarray(fpr, dtype=float), np.asarray(fnr, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.log(np.clip(1.0 - delta - fnr, 0.0, None)) - np.log(fpr)
+        b = np.log(np.clip(1.0 - delta - fpr, 0.0, None)) - np.log(fnr)
+    e = np.fmax(np.nan_to_num(a, nan=-np.inf), np.nan_to_num(b, nan=-np.inf))
+    return np.maximum(e, 0.0)
+
+
+def _bound_at(scores_out: np.ndarray, scores_in: np.ndarray, thresholds: np.ndarray, *, delta: float, alpha: float):
+    """Per threshold tau (test: 'canary in' when score > tau): false positives, false
+    negatives, their Clopper-Pearson upper bounds at alpha/2 each, and the epsilon bound."""
+    o, i = np.sort(scores_out), np.sort(scores_in)
+    fp = o.size - np.searchsorted(o, thresholds, side="right")
+    fn = np.searchsorted(i, thresholds, side="right")
+    fpr_hi = clopper_pearson_upper(k=fp, n=o.size, alpha=alpha / 2)
+    fnr_hi = clopper_pearson_upper(k=fn, n=i.size, alpha=alpha / 2)
+    return fp, fn, fpr_hi, fnr_hi, epsilon_from_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta)
+
+
+def epsilon_lower_bound(
+    *,
+    scores_out,
+    scores_in,
+    delta: float,
+    confidence: float = CONFIDENCE,
+    selection_fraction: float = SELECTION_FRACTION,
+) -> dict[str, Any]:
+    """One-sided ``confidence`` lower bound on epsilon at ``delta`` from a threshold test on
+    the scores of trials without (``scores_out``) and with (``scores_in``) the canary.
+
+    The first ``selection_fraction`` of each array chooses the threshold (among the midpoints
+    between its sorted scores, the one whose Clopper-Pearson bound is largest on that part); the rest, independent of the choice,
+    gives the counts and the bound, each rate bounded at ``(1 - confidence) / 2`` so that both
+    hold together (union bound). Higher scores mean 'canary in'; the bound uses both
+    inequalities of :func:`epsilon_from_rates`, so the direction need not be chosen.
+
+    >>> rng = np.random.default_rng(0)
+    >>> r = epsilon_lower_bound(scores_out=rng.normal(size=4000), scores_in=rng.normal(3.0, 1, 4000), delta=1e-5)
+    >>> 1.0 < r["epsilon_lower"] < 8.0, r["n_out"], r["n_in"]
+    (True, 3000, 3000)
+    """
+    so, si = np.asarray(scores_out, dtype=float).ravel(), np.asarray(scores_in, dtype=float).ravel()
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not 0.0 < selection_fraction < 1.0:
+        raise ValueError(f"selection_fraction must be in (0, 1), got {selection_fraction}")
+    if not (np.all(np.isfinite(so)) and np.all(np.isfinite(si))):
+        raise ValueError("scores must be finite")
+    h0, h1 = int(so.size * selection_fraction), int(si.size * selection_fraction)
+    if min(h0, h1) < 1 or min(so.size - h0, si.size - h1) < 1:
+        raise ValueError(f"too few scores to split ({so.size} without, {si.size} with the canary)")
+    alpha = 1.0 - confidence
+    sel_o, sel_i, ev_o, ev_i = so[:h0], si[:h1], so[h0:], si[h1:]
+    u = np.unique(np.concatenate([sel_o, sel_i]))
+    cand = np.concatenate([[-np.inf], (u[:-1] + u[1:]) / 2, [np.inf]])  # midpoints between observed scores
+    e_sel = _bound_at(sel_o, sel_i, cand, delta=delta, alpha=alpha)[4]
+    tau = float(cand[int(np.argmax(e_sel))])
+    fp, fn, fpr_hi, fnr_hi, eps = _bound_at(ev_o, ev_i, np.array([tau]), delta=delta, alpha=alpha)
+    return {
+        "epsilon_lower": float(eps[0]),
+        "threshold": tau,
+        "false_positives": int(fp[0]),
+        "false_negatives": int(fn[0]),
+        "fpr_upper": float(fpr_hi[0]),
+        "fnr_upper": float(fnr_hi[0]),
+        "n_out": int(ev_o.size),
+        "n_in": int(ev_i.size),
+        "n_select_out": h0,
+        "n_select_in": h1,
+        "confidence": float(confidence),
+    }
+
+
+def log_likelihood_ratio(*, s, sigma, sampling_rate: float = 1.0) -> np.ndarray:
+    """Per run, the log likelihood ratio 'canary in' vs 'out' of projected updates ``s``
+    (``(K, T)``, in units of the clip norm) with noise multipliers ``sigma`` (``(T,)`` or
+    ``(K, T)``): ``s_t ~ N(b_t, sigma_t^2)`` with ``b_t = 0`` (out) or ``b_t ~ Bernoulli(p)``
+    (in). Full batch: ``sum_t (s_t - 1/2) / sigma_t^2``; Poisson: ``sum_t log(1 - p + p
+    exp((s_t - 1/2) / sigma_t^2))``.
+
+    >>> float(log_likelihood_ratio(s=np.array([[1.0, 0.0]]), sigma=np.array([1.0, 2.0]))[0])
+    0.375
+    """
+    s = np.asarray(s, dtype=float)
+    sig = np.broadcast_to(np.asarray(sigma, dtype=float), s.shape)
+    x = (s - 0.5) / sig**2
+    p = float(sampling_rate)
+    if p == 1.0:
+        return x.sum(-1)
+    return np.logaddexp(math.log1p(-p), math.log(p) + x).sum(-1)
+
+
+# ------------------------------------------------------------------------ model and data
+
+
+class CanaryModel(Model):
+    """Linear loss ``f(theta; x) = -<theta, x>`` on ``dim`` parameters; its per-sample gradient
+    ``-x`` does not depend on theta. Records every ``theta`` at which the trainer asks for a
+    gradient (``iterates``): the white-box adversary's view of the trajectory."""
+
+    name = "canary-linear"
+
+    def __init__(self, dim: int = 2):
+        self.dim = int(dim)
+        self.n_classes = 2
+        self.in_shape = (self.dim,)
+        self.param_shapes = {"w": (self.dim,)}
+        self.iterates: list[torch.Tensor] = []
+
+    def __repr__(self) -> str:
+        return f"CanaryModel(dim={self.dim})"
+
+    def init_single(self, generator: torch.Generator) -> torch.Tensor:
+        return torch.zeros(self.dim, dtype=torch.float64)
+
+    def forward(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("kp,np->kn", theta, X.to(theta.dtype)).unsqueeze(-1)
+
+    def per_sample_loss_from_output(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return -z[..., 0]
+
+    def clipped_grad_sum(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
+        """Analytic: ``sum_n w_kn min(1, C/||x_n||) (-x_n)``; records ``theta``."""
+        self.iterates.append(theta.detach().clone())
+        Xd = X.to(theta.dtype)
+        K = theta.shape[0]
+        norms = torch.linalg.vector_norm(Xd, dim=-1)
+        c = clip_factors(norms, clip_norm)
+        if weights is None:
+            grad_sum = -(c @ Xd).expand(K, -1).clone()
+        else:
+            grad_sum = -((weights.to(theta.dtype) * c) @ Xd)
+        losses = -(theta @ Xd.T)
+        return ClipResult(grad_sum, norms.expand(K, -1), losses)
+
+
+def canary_data(*, canary: bool, n: int = 16, clip_norm: float = 1.0, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(X, y)``: ``n`` examples in 2 dimensions. Rows ``1..n-1`` are ordinary examples along
+    coordinate 1 only (norms around ``C``, some clipped); row 0 is the canary ``2C e_0`` if
+    ``canary`` else the zero vector (an example with zero gradient). Both worlds share rows
+    ``1..n-1`` (drawn from ``seed``)."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((n, 2))
+    X[1:, 1] = rng.normal(0.0, clip_norm, size=n - 1)
+    if canary:
+        X[0, 0] = 2.0 * clip_norm
+    return torch.as_tensor(X, dtype=torch.float64), torch.zeros(n, dtype=torch.long)
+
+
+def noisy_sums_from_iterates(*, iterates: torch.Tensor, lr: np.ndarray, denominator: float,
+                             momentum: float = 0.0) -> np.ndarray:
+    """The noisy clipped-gradient sums ``(K, T, P)`` behind iterates ``(T + 1, K, P)``.
+
+    Plain steps: ``theta_{t+1} = theta_t - lr_t g_t`` with ``g_t = sum_t / denominator``.
+    Debiased momentum (H Eq. (3)): ``theta_{t+1} = theta_t - lr_t v_{t+1} / (1 - beta^t)``,
+    ``v_{t+1} = beta v_t + (1 - beta) g_t``, ``v_1 = 0``; inverted step by step.
+    """
+    from dpcompanion.training.trainers.steps import debias_factor
+
+    th = iterates.to(torch.float64)
+    T = th.shape[0] - 1
+    lr_t = torch.as_tensor(np.asarray(lr, dtype=np.float64)).T.unsqueeze(-1)  # (T, K, 1)
+    step = (th[:-1] - th[1:]) / lr_t  # lr_t * direction_t
+    if momentum:
+        f = debias_factor(beta=momentum, t=torch.arange(1, T + 1, dtype=torch.float64)).view(T, 1, 1)
+        v = step / f
+        v_prev = torch.cat([torch.zeros_like(v[:1]), v[:-1]])
+        g = (v - momentum * v_prev) / (1.0 - momentum)
+    else:
+        g = step
+    return (g * denominator).permute(1, 0, 2).numpy()
+
+
+# ------------------------------------------------------------------------------- the audit
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditResult:
+    """The outcome of :func:`run_audit` (``to_dict()`` is what ``audit --json`` prints)."""
+
+    trainer: str
+    epsilon: float
+    delta: float
+    noise_multiplier_scale: float
+    seed: int
+    trials: int
+    epsilon_claimed: float
+    epsilon_lower: float
+    passed: bool
+    epsilon_actual: float
+    epsilon_actual_exact: float | None
+    claim_accountant: str
+    test: dict
+    setup: dict
+    sigma_claimed: list
+    sigma_used: list
+    wall_time: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _check_number(name: str, value, *, lo: float, hi: float, lo_open: bool, hi_open: bool, allowed: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}") from None
+    ok = math.isfinite(v) and (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
+    if not ok:
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return v
+
+
+def validate_audit(*, trainer: str, epsilon, delta, trials=None, noise_multiplier_scale=1.0, seed=0,
+                   sampling_rate=None) -> dict[str, Any]:
+    """Check every input of :func:`run_audit` before any work; returns the normalised values.
+    Messages name the parameter, the value and what is allowed."""
+    if trainer not in TRAINERS:
+        raise ValueError(f"trainer must be one of {', '.join(TRAINERS)}, got {trainer!r}")
+    eps = _check_number("epsilon", epsilon, lo=0.0, hi=math.inf, lo_open=True, hi_open=True,
+                        allowed="a finite number > 0")
+    dl = _check_number("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True, allowed="in (0, 1)")
+    lo, hi = SCALE_RANGE
+    S = _check_number("noise_multiplier_scale", noise_multiplier_scale, lo=lo, hi=hi, lo_open=False, hi_open=False,
+                      allowed=f"a finite number in [{lo:g}, {hi:g}]")
+    if trials is None:
+        trials = SETUPS[trainer].trials
+    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or not MIN_TRIALS <= trials <= MAX_TRIALS:
+        raise ValueError(f"trials must be an integer in [{MIN_TRIALS}, {MAX_TRIALS}], got {trials!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be an integer in [0, 2^32), got {seed!r}")
+    if sampling_rate is None:
+        p = SETUPS[trainer].sampling_rate
+    elif trainer in ("pgd", "momentum"):
+        raise ValueError(f"sampling_rate applies to psgd and adp only ({trainer} is full batch), got {sampling_rate!r}")
+    else:
+        p = _check_number("sampling_rate", sampling_rate, lo=0.0, hi=1.0, lo_open=True, hi_open=False,
+                          allowed="in (0, 1]")
+    return {"trainer": trainer, "epsilon": eps, "delta": dl, "trials": int(trials), "noise_multiplier_scale": S,
+            "seed": int(seed), "sampling_rate": p}
+
+
+def _quiet_absl() -> None:
+    """dp-accounting logs a warning per fractional RDP order it skips; keep them out."""
+    try:
+        from absl import logging as absl_logging
+
+        absl_logging.set_verbosity(absl_logging.ERROR)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def _rdp_epsilon(sigma: np.ndarray, *, delta: float, sampling_rate: float) -> float:
+    """RDP epsilon at ``delta`` of Poisson-subsampled Gaussian steps ``sigma``, composed the way
+    the ledger checks them (sum of the cached per-step curves of
+    :func:`dpcompanion.theory.accounting.rdp_step`, converted by ``rdp_epsilon``)."""
+    from dpcompanion.theory import accounting
+
+    orders, rdp = None, None
+    for s in sigma:
+        orders, r = accounting.rdp_step(sigma=float(s), sampling_rate=sampling_rate)
+        rdp = r if rdp is None else rdp + r
+    return 0.0 if rdp is None else accounting.rdp_epsilon(orders=orders, rdp=rdp, delta=delta)
+
+
+def _claimed_epsilon(sigma: np.ndarray, *, delta: float, sampling_rate: float) -> tuple[float, str]:
+    """What the ledger believes steps ``sigma`` cost: full batch, the zCDP conversion of the
+    spent budget (H Lemma C.3; the ledger's ``epsilon_zcdp``); subsampled, the RDP epsilon
+    the ledger checks each step against."""
+    from dpcompanion.theory import accounting
+
+    if sampling_rate == 1.0:
+        rho = accounting.rho_from_R(R=accounting.spent_R(sigma=sigma))
+        return accounting.zcdp_to_dp(rho=rho, delta=delta), "zcdp (the ledger's conversion, H Lemma C.3)"
+    return _rdp_epsilon(sigma, delta=delta, sampling_rate=sampling_rate), "rdp (the ledger's check, dp-accounting)"
+
+
+def _replay(sigma: np.ndarray, *, R: float, delta: float, sampling_rate: float) -> int:
+    """How many steps of ``sigma`` a fresh ledger of budget R accepts."""
+    from dpcompanion.theory.ledger import PrivacyLedger
+
+    led = PrivacyLedger(R=R, delta=delta)
+    n = 0
+    for s in sigma:
+        if not led.can_afford(sigma=float(s), sampling_rate=sampling_rate):
+            break
+        led.charge(sigma=float(s), sampling_rate=sampling_rate)
+        n += 1
+    return n
+
+
+def _fitting_budget(sigma: np.ndarray, *, R: float, delta: float, sampling_rate: float) -> float:
+    """A budget whose ledger accepts every step of ``sigma`` (the mis-calibrated run's
+    ledger): the paper's-rule spend, and for subsampled steps also the budget whose target
+    epsilon covers the schedule's RDP epsilon; never below R."""
+    from dpcompanion.theory import accounting
+
+    p = sampling_rate
+    need = p * p * accounting.spent_R(sigma=sigma)
+    if p < 1.0:
+        eps = _rdp_epsilon(sigma, delta=delta, sampling_rate=p)
+        need = max(need, accounting.R_zcdp(epsilon=eps, delta=delta))
+    return max(R, need * (1.0 + 1e-9))
+
+
+def _fixed_budget_ledger(R_fit: float, *, R: float, delta: float | None):
+    from dpcompanion.theory.ledger import PrivacyLedger
+
+    return PrivacyLedger(R=R_fit, delta=delta)
+
+
+def _seeds(seed: int, world: int, n: int) -> list[int]:
+    return [int(s) for s in np.random.SeedSequence([seed, world]).generate_state(n, dtype=np.uint32)]
+
+
+def _train_world(trainer: str, setup: AuditSetup, *, canary: bool, seeds: Sequence[int], sigma: np.ndarray | None,
+                 R_trainer: float, R_ledger: float, delta: float, device: str, data_seed: int):
+    """One batched call of the public trainer: (noisy sums (K, T, P), history)."""
+    from dpcompanion.training.trainers import train_adpsgd, train_pgd, train_psgd
+
+    X, y = canary_data(canary=canary, n=setup.n, clip_norm=setup.clip_norm, seed=data_seed)
+    model = CanaryModel(dim=2)
+    common = dict(clip_norm=setup.clip_norm, seed=list(seeds), init=torch.zeros(2, dtype=torch.float64),
+                  device=device, dtype=torch.float64, progress=False)
+    p = setup.sampling_rate
+    if trainer in ("pgd", "momentum"):
+        h = train_pgd(model, X, y, sigma=sigma, R=R_ledger, lr=setup.lr, momentum=setup.momentum, **common)
+    elif trainer == "psgd":
+        h = train_psgd(model, X, y, sigma=sigma, R=R_ledger, sampling_rate=p, lr=setup.lr, delta=delta, **common)
+    else:
+        factory = None if R_ledger == R_trainer else functools.partial(_fixed_budget_ledger, R_ledger)
+        h = train_adpsgd(model, X, y, R=R_trainer, T=setup.T, sampling_rate=p, step_size="polynomial", eta=setup.lr,
+                         delta=delta if p < 1.0 else None, ledger_factory=factory, **common)
+    steps = np.asarray(h.steps_done)
+    if np.any(steps != setup.T) or np.any(np.asarray(h.stopped_early)):
+        raise RuntimeError(f"audit of {trainer}: a run stopped after {int(steps.min())} of {setup.T} steps")
+    its = torch.stack(model.iterates + [h.theta.detach()])
+    sums = noisy_sums_from_iterates(iterates=its, lr=np.asarray(h.lr), denominator=p * setup.n,
+                                    momentum=setup.momentum)
+    return sums, h
+
+
+def _honest_schedule(trainer: str, setup: AuditSetup, *, R: float, delta: float, device: str) -> np.ndarray:
+    """The noise schedule the shipped trainer uses at budget R."""
+    from dpcompanion.theory import accounting, schedules
+
+    if trainer == "pgd":
+        return schedules.gd_dynamic(T=setup.T, R=R, kappa=setup.kappa)
+    if trainer == "momentum":
+        return schedules.momentum_dynamic(T=setup.T, R=R, kappa=setup.kappa, beta=setup.momentum)
+    if trainer == "psgd":
+        return schedules.uniform(T=setup.T, R=accounting.psgd_R_prime(R=R, sampling_rate=setup.sampling_rate))
+    # ADP-SGD builds its schedule inside the trainer: read it off one honest run
+    from dpcompanion.training.trainers import train_adpsgd
+
+    X, y = canary_data(canary=False, n=setup.n, clip_norm=setup.clip_norm)
+    h = train_adpsgd(CanaryModel(), X, y, R=R, T=setup.T, sampling_rate=setup.sampling_rate, step_size="polynomial",
+                     eta=setup.lr, clip_norm=setup.clip_norm, seed=0, device=device, dtype=torch.float64,
+                     delta=delta if setup.sampling_rate < 1.0 else None, progress=False)
+    return np.asarray(h.sigma, dtype=np.float64)[: int(h.steps_done)]
+
+
+def run_audit(
+    *,
+    trainer: str,
+    epsilon: float,
+    delta: float,
+    trials: int | None = None,
+    noise_multiplier_scale: float = 1.0,
+    seed: int = 0,
+    sampling_rate: float | None = None,
+    device: str = "cpu",
+) -> AuditResult:
+    """Audit one trainer at the budget ``(epsilon, delta)`` (see the module docstring).
+
+    ``trials``: trainings in all (half with the canary; default per trainer in
+    :data:`SETUPS`); ``noise_multiplier_scale`` S: the trainer adds S times the noise its
+    ledger claims (S = 1: as shipped); ``seed``: all randomness (data, per-run seeds);
+    ``sampling_rate``: Poisson rate for psgd and adp (default in :data:`SETUPS`).
+    Raises ``ValueError`` (naming the parameter) on bad input, before any training.
+    """
+    from dpcompanion.core.provenance import resolve_device
+    from dpcompanion.theory import accounting
+
+    t0 = time.perf_counter()
+    v = validate_audit(trainer=trainer, epsilon=epsilon, delta=delta, trials=trials,
+                       noise_multiplier_scale=noise_multiplier_scale, seed=seed, sampling_rate=sampling_rate)
+    dev = resolve_device(device)
+    _quiet_absl()
+    setup = dataclasses.replace(SETUPS[trainer], sampling_rate=v["sampling_rate"])
+    eps, dl, S, n_trials = v["epsilon"], v["delta"], v["noise_multiplier_scale"], v["trials"]
+    p = setup.sampling_rate
+    R = accounting.R_zcdp(epsilon=eps, delta=dl)
+    sigma = _honest_schedule(trainer, setup, R=R, delta=dl, device=dev)
+    accepted = _replay(sigma, R=R, delta=dl, sampling_rate=p)
+    if sigma.size != setup.T or accepted != setup.T:
+        raise ValueError(
+            f"epsilon {eps:g} at delta {dl:g}: the {trainer} trainer's schedule does not fit its own ledger "
+            f"({min(accepted, sigma.size)} of {setup.T} steps accepted at sampling rate {p:g}); "
+            "audit a smaller epsilon"
+        )
+    used = S * sigma
+    R_ledger = R if S >= 1.0 else _fitting_budget(used, R=R, delta=dl, sampling_rate=p)
+    R_trainer = R / (S * S)  # ADP-SGD's schedule is budget-exact, so sigma(R / S^2) = S sigma(R)
+    n_in = n_trials // 2
+    n_out = n_trials - n_in
+    sums = {}
+    for world, canary, n in ((0, False, n_out), (1, True, n_in)):
+        seeds = _seeds(v["seed"], world, n)
+        parts = []
+        for lo in range(0, n, CHUNK):
+            part, h = _train_world(trainer, setup, canary=canary, seeds=seeds[lo:lo + CHUNK],
+                                   sigma=None if trainer == "adp" else used, R_trainer=R_trainer,
+                                   R_ledger=R_ledger, delta=dl, device=dev, data_seed=v["seed"])
+            got = np.asarray(h.sigma, dtype=np.float64).reshape(-1, setup.T)
+            if not np.allclose(got, used, rtol=1e-9, atol=0.0):
+                raise RuntimeError(f"audit of {trainer}: the trainer used noise {got[0]} instead of {used}")
+            parts.append(part)
+        sums[world] = np.concatenate(parts)
+    # the adversary: project each step's noisy sum on the canary's clipped gradient -C e_0
+    scores = {w: log_likelihood_ratio(s=-sums[w][..., 0] / setup.clip_norm, sigma=used, sampling_rate=p) for w in sums}
+    test = epsilon_lower_bound(scores_out=scores[0], scores_in=scores[1], delta=dl)
+    eps_claimed, claim_acc = _claimed_epsilon(sigma, delta=dl, sampling_rate=p)
+    eps_actual = _claimed_epsilon(used, delta=dl, sampling_rate=p)[0]
+    eps_exact = accounting.exact_epsilon(sigma=used, delta=dl) if p == 1.0 else None
+    lower = test["epsilon_lower"]
+    return AuditResult(
+        trainer=trainer,
+        epsilon=eps,
+        delta=dl,
+        noise_multiplier_scale=S,
+        seed=v["seed"],
+        trials=n_trials,
+        epsilon_claimed=eps_claimed,
+        epsilon_lower=lower,
+        passed=bool(lower <= eps_claimed),
+        epsilon_actual=float(eps_actual),
+        epsilon_actual_exact=None if eps_exact is None else float(eps_exact),
+        claim_accountant=claim_acc,
+        test={**test, "statistic": "log likelihood ratio of the projected noisy sums",
+              "trials_with_canary": n_in, "trials_without_canary": n_out},
+        setup={**dataclasses.asdict(setup), "R": R, "R_ledger": R_ledger, "device": dev, "note": setup.note},
+        sigma_claimed=[float(s) for s in sigma],
+        sigma_used=[float(s) for s in used],
+        wall_time=time.perf_counter() - t0,
+    )

@@ -1,0 +1,288 @@
+"""The empirical privacy audit (:mod:`dpcompanion.training.audit`) and ``python -m dpcompanion
+audit``: the statistics against independent references, the adversary's view of the
+iterates, the audit's verdicts at S = 1 and on mis-calibrated trainers, and bad input."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from dpcompanion import cli
+from dpcompanion.theory import accounting
+from dpcompanion.training import audit
+from dpcompanion.training.models import Model
+
+
+# ---------------------------------------------------------------- Clopper-Pearson and epsilon
+
+
+def _cp_upper_by_bisection(k: int, n: int, alpha: float) -> float:
+    """The defining property rewritten: the p at which P[Binomial(n, p) <= k] = alpha."""
+    if k == n:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if stats.binom.cdf(k, n, mid) > alpha:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+@pytest.mark.parametrize("k,n,alpha", [(0, 10, 0.05), (3, 10, 0.025), (0, 3000, 0.025), (17, 3000, 0.025),
+                                       (1499, 1500, 0.05), (50, 50, 0.05), (1, 1, 0.3)])
+def test_clopper_pearson_upper_matches_its_definition(k, n, alpha):
+    got = float(audit.clopper_pearson_upper(k=k, n=n, alpha=alpha))
+    assert got == pytest.approx(_cp_upper_by_bisection(k, n, alpha), rel=1e-9, abs=1e-12)
+
+
+def test_clopper_pearson_zero_successes_closed_form():
+    # k = 0: (1 - p)^n = alpha  ->  p = 1 - alpha^(1/n)
+    for n in (1, 7, 200, 10_000):
+        assert float(audit.clopper_pearson_upper(k=0, n=n, alpha=0.025)) == pytest.approx(1 - 0.025 ** (1 / n))
+
+
+def test_clopper_pearson_coverage_by_simulation():
+    rng = np.random.default_rng(5)
+    n, p, alpha = 200, 0.03, 0.05
+    k = rng.binomial(n, p, size=4000)
+    covered = np.mean(audit.clopper_pearson_upper(k=k, n=n, alpha=alpha) >= p)
+    assert covered >= 1 - alpha  # exact intervals are conservative
+
+
+@pytest.mark.parametrize("mu", [0.4, 1.0, 1.6, 3.0])
+@pytest.mark.parametrize("delta", [1e-5, 1e-3])
+def test_epsilon_from_rates_recovers_the_gaussian_privacy_profile(mu, delta):
+    """For mu-GDP the best threshold test certifies exactly the mechanism's epsilon (Dong, Roth &
+    Su Cor. 2.13, computed independently by accounting.gdp_epsilon) and no test certifies more."""
+    tau = np.linspace(-10, 15, 200_001)
+    fpr, fnr = stats.norm.sf(tau), stats.norm.cdf(tau - mu)
+    eps = audit.epsilon_from_rates(fpr=fpr, fnr=fnr, delta=delta)
+    true = accounting.gdp_epsilon(mu=mu, delta=delta)
+    assert eps.max() <= true + 1e-6
+    assert eps.max() == pytest.approx(true, rel=2e-3)
+
+
+def test_epsilon_lower_bound_is_valid_and_has_power():
+    rng = np.random.default_rng(11)
+    mu, delta = 1.0, 1e-5
+    true = accounting.gdp_epsilon(mu=mu, delta=delta)
+    lows = [audit.epsilon_lower_bound(scores_out=rng.normal(size=400), scores_in=rng.normal(mu, 1, 400),
+                                      delta=delta)["epsilon_lower"] for _ in range(200)]
+    assert np.mean(np.array(lows) > true) <= 0.05
+    strong = audit.epsilon_lower_bound(scores_out=rng.normal(size=5000), scores_in=rng.normal(4.0, 1, 5000),
+                                       delta=delta)
+    assert 2.5 < strong["epsilon_lower"] <= accounting.gdp_epsilon(mu=4.0, delta=delta)
+    assert strong["n_out"] + strong["n_select_out"] == 5000
+
+
+def test_log_likelihood_ratio_against_densities():
+    rng = np.random.default_rng(2)
+    s, sig = rng.normal(0.5, 2, size=(7, 4)), np.array([0.5, 1.0, 2.0, 3.0])
+    full = (stats.norm.logpdf(s, 1, sig) - stats.norm.logpdf(s, 0, sig)).sum(-1)
+    assert audit.log_likelihood_ratio(s=s, sigma=sig) == pytest.approx(full, rel=1e-10)
+    p = 0.3
+    mix = np.log((1 - p) * stats.norm.pdf(s, 0, sig) + p * stats.norm.pdf(s, 1, sig)) - stats.norm.logpdf(s, 0, sig)
+    assert audit.log_likelihood_ratio(s=s, sigma=sig, sampling_rate=p) == pytest.approx(mix.sum(-1), rel=1e-10)
+
+
+# ------------------------------------------------------------------ the model and the adversary
+
+
+def test_canary_model_matches_the_generic_clipping_path():
+    model = audit.CanaryModel()
+    X, y = audit.canary_data(canary=True, n=9, clip_norm=1.5, seed=3)
+    theta = torch.randn(4, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    w = (torch.rand(4, 9, generator=torch.Generator().manual_seed(1)) < 0.5).double()
+    for weights in (None, w):
+        ours = model.clipped_grad_sum(theta, X, y, clip_norm=1.5, weights=weights)
+        ref = Model.clipped_grad_sum(model, theta, X, y, clip_norm=1.5, weights=weights)  # torch.func
+        torch.testing.assert_close(ours.grad_sum, ref.grad_sum)
+        torch.testing.assert_close(ours.norms, ref.norms)
+        torch.testing.assert_close(ours.losses, ref.losses)
+    # the canary's clipped gradient is exactly -C e_0; the others have nothing along e_0
+    assert float(X[0, 0]) == 3.0 and torch.all(X[1:, 0] == 0)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.5])
+def test_adversary_recovers_the_noisy_sums(momentum):
+    """From the iterates alone: projection on the canary = 1 + sigma_t z_t (mean 1, sd sigma_t),
+    the ordinary examples' coordinate = their clipped sum + noise."""
+    from dpcompanion.training.trainers import train_pgd
+
+    K, C = 3000, 1.0
+    sigma = np.array([0.5, 1.0, 2.0, 1.0])
+    X, y = audit.canary_data(canary=True, n=8, clip_norm=C, seed=1)
+    model = audit.CanaryModel()
+    h = train_pgd(model, X, y, sigma=sigma, R=None, clip_norm=C, lr=[0.1, 0.2, 0.05, 0.1], momentum=momentum,
+                  seed=list(range(K)), init=torch.zeros(2, dtype=torch.float64), device="cpu",
+                  dtype=torch.float64, progress=False)
+    its = torch.stack(model.iterates + [h.theta])
+    sums = audit.noisy_sums_from_iterates(iterates=its, lr=h.lr, denominator=8, momentum=momentum)
+    s = -sums[..., 0] / C
+    se = sigma / math.sqrt(K)
+    assert np.all(np.abs(s.mean(0) - 1.0) < 5 * se)
+    assert s.std(0) == pytest.approx(sigma, rel=0.06)
+    norms = X[1:, 1].abs().numpy()
+    others = float((-X[1:, 1].numpy() * np.minimum(1, C / np.maximum(norms, 1e-30))).sum())
+    assert np.all(np.abs(sums[..., 1].mean(0) - others) < 5 * se * C)
+
+
+# -------------------------------------------------------------------------------- the audit
+
+
+@pytest.mark.parametrize("trainer", audit.TRAINERS)
+def test_shipped_trainers_pass_with_a_consistent_report(trainer):
+    n = 200 if trainer == "psgd" else 400  # psgd: each subsampled step costs the ledger ~2.5 ms per run
+    r = audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=n, seed=1)
+    assert r.passed and 0.0 <= r.epsilon_lower <= r.epsilon_claimed
+    assert r.trials == n and r.test["trials_with_canary"] == n // 2
+    assert r.sigma_used == r.sigma_claimed and len(r.sigma_used) == audit.SETUPS[trainer].T
+    p = audit.SETUPS[trainer].sampling_rate
+    # the claim, recomputed independently by dp-accounting / the zCDP conversion
+    if p == 1.0:
+        assert r.epsilon_claimed == pytest.approx(2.0, rel=1e-9)  # budget-exact schedule at R_zcdp(2, 1e-5)
+        assert r.epsilon_actual_exact == pytest.approx(accounting.exact_epsilon(sigma=r.sigma_used, delta=1e-5))
+    else:
+        ref = accounting.accountant_epsilon(sigma=r.sigma_claimed, delta=1e-5, sampling_rate=p)
+        assert r.epsilon_claimed == pytest.approx(ref, rel=1e-9) and r.epsilon_claimed <= 2.0
+
+
+@pytest.mark.parametrize("trainer", ["pgd", pytest.param("psgd", marks=pytest.mark.slow)])
+def test_grossly_miscalibrated_trainer_is_flagged_quickly(trainer):
+    """S = 0.1 with few trials (pgd about 3 s; psgd about 10 s: RDP accounting of new noise levels)."""
+    r = audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=600 if trainer == "pgd" else 400,
+                        noise_multiplier_scale=0.1, seed=2)
+    assert not r.passed and r.epsilon_lower > r.epsilon_claimed
+    assert np.allclose(r.sigma_used, 0.1 * np.array(r.sigma_claimed), rtol=1e-12)
+    assert r.setup["R_ledger"] > r.setup["R"]  # the scaled schedule ran under a budget it fits
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trainer", audit.TRAINERS)
+def test_quarter_noise_is_flagged_at_the_default_size(trainer):
+    """The acceptance case: S = 0.25 at (2, 1e-5) with the default trials (10-25 s each)."""
+    r = audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, noise_multiplier_scale=0.25)
+    assert r.epsilon_lower > r.epsilon_claimed and not r.passed
+    assert r.epsilon_lower <= r.epsilon_actual  # never above what the noise really gives
+
+
+def test_adp_schedule_really_scales_with_S():
+    """ADP-SGD builds its own schedule: the audit checks the trainer used exactly S sigma."""
+    r = audit.run_audit(trainer="adp", epsilon=1.0, delta=1e-5, trials=200, noise_multiplier_scale=0.5)
+    assert np.allclose(r.sigma_used, 0.5 * np.array(r.sigma_claimed), rtol=1e-9)
+    assert len(set(np.round(r.sigma_claimed, 12))) > 1  # a genuinely non-uniform allocation
+
+
+def test_same_seed_same_result():
+    a = audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5, trials=300, seed=4).to_dict()
+    b = audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5, trials=300, seed=4).to_dict()
+    a.pop("wall_time"), b.pop("wall_time")
+    assert a == b
+
+
+# ---------------------------------------------------------------------------- command line
+
+
+def test_cli_json(capsys):
+    rc = cli.main(["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--trials", "300", "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    d = json.loads(out)
+    assert {"epsilon_claimed", "epsilon_lower", "trials", "passed"} <= set(d)
+    assert d["trials"] == 300 and d["passed"] is (d["epsilon_lower"] <= d["epsilon_claimed"])
+
+
+def test_cli_help_lists_every_trainer():
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices["audit"]
+    text = sub.format_help()
+    assert all(t in text for t in audit.TRAINERS) and "examples:" in text
+    # the defaults the help states (typed there so that --help does not import torch)
+    flat = " ".join(text.split())
+    full = {audit.SETUPS[t].trials for t in audit.TRAINERS if audit.SETUPS[t].sampling_rate == 1.0}
+    assert full == {10000} and audit.SETUPS["psgd"].trials == 3000 and "10000 full batch, 3000 psgd" in flat
+    assert f"{audit.MIN_TRIALS} to {audit.MAX_TRIALS}" in flat
+    assert f"psgd (default {audit.SETUPS['psgd'].sampling_rate:g})" in flat
+    assert f"adp (default {audit.SETUPS['adp'].sampling_rate:g}: full batch)" in flat
+
+
+def test_chunked_runs_give_the_same_result(monkeypatch):
+    """Runs are split into trainer calls of CHUNK runs; each run's numbers depend only on its seed."""
+    a = audit.run_audit(trainer="momentum", epsilon=2.0, delta=1e-5, trials=300, seed=9).to_dict()
+    monkeypatch.setattr(audit, "CHUNK", 40)
+    b = audit.run_audit(trainer="momentum", epsilon=2.0, delta=1e-5, trials=300, seed=9).to_dict()
+    a.pop("wall_time"), b.pop("wall_time")
+    assert a["epsilon_lower"] == pytest.approx(b["epsilon_lower"], rel=1e-9)
+    assert a["test"]["false_positives"] == b["test"]["false_positives"]
+    assert a["test"]["false_negatives"] == b["test"]["false_negatives"]
+
+
+BAD = [
+    (["--trainer", "sgd"], "--trainer"),
+    (["--epsilon", "0"], "--epsilon"),
+    (["--epsilon", "-1"], "--epsilon"),
+    (["--epsilon", "inf"], "--epsilon"),
+    (["--epsilon", "nan"], "--epsilon"),
+    (["--delta", "0"], "--delta"),
+    (["--delta", "1"], "--delta"),
+    (["--delta", "nan"], "--delta"),
+    (["--trials", "199"], "--trials"),
+    (["--trials", "0"], "--trials"),
+    (["--trials", "200001"], "--trials"),
+    (["--trials", "1.5"], "--trials"),
+    (["--noise-multiplier-scale", "0"], "--noise-multiplier-scale"),
+    (["--noise-multiplier-scale", "-0.25"], "--noise-multiplier-scale"),
+    (["--noise-multiplier-scale", "inf"], "--noise-multiplier-scale"),
+    (["--noise-multiplier-scale", "nan"], "--noise-multiplier-scale"),
+    (["--noise-multiplier-scale", "1e-300"], "--noise-multiplier-scale"),
+    (["--sampling-rate", "0.5"], "--sampling-rate"),  # pgd is full batch
+    (["--trainer", "psgd", "--sampling-rate", "0"], "--sampling-rate"),
+    (["--trainer", "psgd", "--sampling-rate", "1.5"], "--sampling-rate"),
+    (["--seed", "-1"], "--seed"),
+    (["--seed", "4294967296"], "--seed"),
+    (["--device", "tpu"], "--device"),
+    (["--trainer", "psgd", "--epsilon", "50"], "does not fit"),  # refused before any training
+]
+
+
+@pytest.mark.parametrize("extra,needle", BAD, ids=[" ".join(e) for e, _ in BAD])
+def test_cli_bad_input_one_line_exit_2(capsys, extra, needle):
+    base = {"--trainer": "pgd", "--epsilon": "2", "--delta": "1e-5"}
+    args = dict(base)
+    args.update(dict(zip(extra[::2], extra[1::2])))
+    argv = ["audit"] + [x for kv in args.items() for x in kv] + ["--json"]
+    try:
+        rc = cli.main(argv)
+    except SystemExit as exc:  # argparse type errors
+        rc = exc.code
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------ the experiment
+
+
+def test_experiment_units_and_one_small_unit():
+    from dpcompanion.experiments import base
+    from dpcompanion.experiments import audit as exp_audit
+
+    exp = base.get("audit")
+    assert exp is exp_audit.EXPERIMENT and set(exp_audit.TRAINERS) == set(audit.TRAINERS)
+    for mode in base.MODES:
+        cfg = base.config_for(exp, mode, seed=3)
+        us = exp.units(cfg)
+        pairs = {(u["trainer"], u["scale"]) for u in us}
+        assert {(t, s) for t in audit.TRAINERS for s in (1.0, 0.25)} <= pairs and len(pairs) == len(us)
+        assert len({u["seed"] for u in us}) == len(us)
+        assert all(audit.MIN_TRIALS <= u["trials"] <= audit.MAX_TRIALS for u in us)
+    unit = {**us[0], "trials": 200}
+    out = exp.combine(cfg, [exp.run_unit(unit, "cpu")])
+    assert out["audits"][0]["trainer"] == unit["trainer"] and out["audits"][0]["trials"] == 200
+    json.dumps(out)  # the payload is JSON-able

@@ -15,6 +15,7 @@ KEYS = {
     "device", "ours_steps_per_s", "opacus_steps_per_s", "ratio_single_vs_opacus",
     "ratio_batched_vs_sequential_opacus", "achieved_gflops", "fraction_of_matmul_peak", "matmul_peak_gflops",
     "opacus", "ours", "threads", "workload", "settings", "provenance", "flops_per_run_step",
+    "linear_run_steps_per_s", "linear_reference_run_steps_per_s", "ratio_linear_batched_vs_reference", "linear",
 }
 
 
@@ -112,3 +113,29 @@ def test_bad_input_exits_2_with_one_line(argv, msg, capsys, tmp_path, monkeypatc
 def test_out_directory_is_refused(capsys, tmp_path):
     code, _, err = _run_cli(["--quick", "--out", str(tmp_path)], capsys)
     assert code == 2 and "--out must be a file path" in err
+
+
+def test_linear_workload_tiny_keys_and_reference():
+    r = bench.run_linear_benchmark(mode="quick", device="cpu", size="tiny", steps=3, rounds=2)
+    for k in ("linear_run_steps_per_s", "linear_reference_run_steps_per_s", "ratio_linear_batched_vs_reference"):
+        assert r[k] > 0, k
+    import statistics
+
+    assert r["ratio_linear_batched_vs_reference"] == pytest.approx(statistics.median(r["linear"]["ratio_per_round"]),
+                                                                    rel=1e-3)
+    assert len(r["linear"]["ratio_per_round"]) == 2 and r["linear"]["workload"]["steps"] == 3
+    assert r["linear"]["common_random_numbers"]["run_steps_per_s"] > 0
+
+
+def test_plain_linear_loop_is_private_gd_on_the_logistic_loss():
+    """The reference loop, checked against the trainer's clip-and-sum on one step with the
+    noise removed by hand (same generator draw subtracted)."""
+    from dpcompanion.training.trainers.oracles import LinearOracle
+
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(30, 4, generator=g, dtype=torch.float64) * 3, torch.randint(0, 2, (30,), generator=g)
+    th = bench.plain_linear_loop(X, y, [2.0], runs=2, clip_norm=0.5, lr=0.3, seed=7)
+    noise = torch.randn(2, 5, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    model = make_model("logistic", in_dim=4)
+    gsum = LinearOracle(model, X, y, clip_norm=0.5).clip_sum(torch.zeros(2, 5, dtype=torch.float64)).grad_sum
+    torch.testing.assert_close(th, -0.3 * (gsum / 30 + 0.5 * 2.0 / 30 * noise), rtol=1e-12, atol=1e-14)

@@ -31,13 +31,19 @@ def _toy(n=12, d=3, n_classes=2, seed=0):
 # ----------------------------------------------------------------- the named pieces
 
 
-def test_add_noise_scale_and_no_release():
+def test_add_noise_scale_and_refuses_a_noiseless_step():
     s = torch.zeros(2, 4, dtype=DT)
     g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
-    out = steps.add_noise(s, clip_norm=2.0, sigma=torch.tensor([3.0, math.inf], dtype=DT), generators=[g1, g2])
-    v = torch.randn(4, generator=torch.Generator().manual_seed(1), dtype=DT)
-    torch.testing.assert_close(out[0], 2.0 * 3.0 * v)
-    assert torch.equal(out[1], torch.zeros(4, dtype=DT))
+    out = steps.add_noise(s, clip_norm=2.0, sigma=torch.tensor([3.0, 0.5], dtype=DT), generators=[g1, g2])
+    v1 = torch.randn(4, generator=torch.Generator().manual_seed(1), dtype=DT)
+    v2 = torch.randn(4, generator=torch.Generator().manual_seed(2), dtype=DT)
+    torch.testing.assert_close(out[0], 2.0 * 3.0 * v1, rtol=0, atol=0)
+    torch.testing.assert_close(out[1], 2.0 * 0.5 * v2, rtol=0, atol=0)
+    # the invariant: an infinite, zero, NaN or vanishing (subnormal) scale never reaches the update
+    for bad in (math.inf, 0.0, math.nan, -1.0, 1e-320):
+        with pytest.raises(RuntimeError, match="invariant"):
+            steps.add_noise(torch.zeros(2, 4, dtype=DT), clip_norm=1.0, sigma=torch.tensor([3.0, bad], dtype=DT),
+                            generators=[g1, g2])
 
 
 def test_momentum_update_is_eq3():
@@ -52,24 +58,31 @@ def test_momentum_update_is_eq3():
 
 def test_momentum_debiasing_hand_derived_three_steps():
     """1-D quadratic: one sample x = 1 with label s = +1, linear model without bias,
-    loss (w - 1)^2 / 2, gradient g = w - 1. No noise (sigma = inf), no clipping (C = 100),
-    eta = 0.1, beta = 0.5, w_1 = 2. By hand (v_1 = 0, v_{t+1} = beta v_t + (1-beta) g_t,
-    w_{t+1} = w_t - eta v_{t+1} / (1 - beta^t)):
-      t=1: g = 1,        v = 0.5,                m = 0.5/0.5   = 1,          w = 1.9
-      t=2: g = 0.9,      v = 0.25 + 0.45 = 0.7,  m = 0.7/0.75  = 0.933333,   w = 1.8066667
-      t=3: g = 0.8066667, v = 0.35 + 0.4033333 = 0.7533333, m = 0.7533333/0.875 = 0.8609524,
-           w = 1.7205714
-    """
+    loss (w - 1)^2 / 2, gradient g = w - 1, no clipping (C = 100), eta = 0.1, beta = 0.5,
+    w_1 = 2. The step's gradient is g_t + C sigma v_t / N with v_t the run's t-th noise
+    draw (N = 1). By hand (v_1 = 0, v_{t+1} = beta v_t + (1-beta) g~_t,
+    w_{t+1} = w_t - eta v_{t+1} / (1 - beta^t)); with no noise this would be
+      t=1: g = 1, m = 1, w = 1.9;  t=2: g = 0.9, m = 0.933333, w = 1.8066667;
+      t=3: g = 0.8066667, m = 0.8609524, w = 1.7205714.
+    The trainer has no noiseless step, so the test adds the known noise draws (sigma = 1e-3)."""
     model = make_model("linear", in_dim=1, bias=False)
     X, y = torch.tensor([[1.0]], dtype=DT), torch.tensor([1])
-    ws = []
-    for T in (1, 2, 3):
-        h = train_pgd(model, X, y, sigma=np.full(T, np.inf), R=None, clip_norm=100.0, lr=0.1, momentum=0.5,
-                      init=torch.tensor([2.0]), **CPU)
-        ws.append(float(h.theta[0]))
-    np.testing.assert_allclose(ws, [1.9, 1.8066666666666666, 1.7205714285714286], rtol=1e-12)
-    # the loss history records (w_t - 1)^2 / 2 at w_1, w_2, w_3
-    np.testing.assert_allclose(h.loss, [0.5, 0.5 * 0.9**2, 0.5 * (0.8066666666666666) ** 2], rtol=1e-12)
+    C, sigma, eta, beta = 100.0, 1e-3, 0.1, 0.5
+    h = train_pgd(model, X, y, sigma=np.full(3, sigma), R=None, clip_norm=C, lr=eta, momentum=beta,
+                  init=torch.tensor([2.0]), seed=5, **CPU)
+    gen = torch.Generator().manual_seed(noise_seed(5))
+    w, v, ws, losses = 2.0, 0.0, [], []
+    for t in (1, 2, 3):
+        losses.append(0.5 * (w - 1) ** 2)
+        g = (w - 1) + C * sigma * float(torch.randn(1, generator=gen, dtype=DT))
+        v = beta * v + (1 - beta) * g
+        w = w - eta * v / (1 - beta**t)
+        ws.append(w)
+    np.testing.assert_allclose(float(h.theta[0]), ws[-1], rtol=1e-12)
+    np.testing.assert_allclose(h.loss, losses, rtol=1e-12)  # the loss at w_1, w_2, w_3
+    noiseless = [1.9, 1.8066666666666666, 1.7205714285714286]
+    assert abs(ws[-1] - noiseless[-1]) < 0.05  # the noise is small but present
+    assert ws[-1] != noiseless[-1]
 
 
 def test_one_pgd_step_is_algorithm_1():
@@ -142,7 +155,9 @@ def test_budget_spent_equals_schedule_sum(kind, params):
     assert h.steps_done == 25 and not h.stopped_early
     np.testing.assert_allclose(h.budget_spent, np.cumsum(1 / sig**2), rtol=1e-12)
     assert h.R_spent == pytest.approx(np.sum(1 / sig**2), rel=1e-12) and h.R_spent == pytest.approx(R, rel=1e-9)
-    np.testing.assert_array_equal(h.sigma, sig)
+    # the last step may be noised a hair more (<= 1e-12 relative) so that R_spent <= R exactly
+    np.testing.assert_allclose(h.sigma, sig, rtol=1e-12)
+    assert np.all(h.sigma >= sig) and h.R_spent <= R
 
 
 # ----------------------------------------------------------- batched = sequential
@@ -178,7 +193,7 @@ def test_batched_equals_sequential(algo):
 
 def test_common_random_numbers_with_one_seed_and_many_schedules():
     """int seed + (K, T) sigma: same init and same noise vectors, only the scale differs
-    (the influence-by-retraining setup). With sigma = inf everywhere the runs coincide."""
+    (the influence-by-retraining setup). Runs with the same schedule coincide."""
     model = make_model("logistic", in_dim=3)
     X, y = _toy()
     base = np.full(6, 4.0)
@@ -301,7 +316,14 @@ def test_quiet_without_tty(capsys):
     "kw,match",
     [
         ({"sigma": 2.0}, "sigma must be an array"),
-        ({"sigma": [1.0, -1.0]}, "sigma must be > 0"),
+        ({"sigma": [1.0, -1.0]}, "sigma must be finite and > 0"),
+        ({"sigma": [1.0, np.inf]}, "no noiseless step"),
+        ({"sigma": [np.nan, 1.0]}, "no noiseless step"),
+        ({"sigma": [0.0, 1.0]}, "no noiseless step"),
+        ({"sigma": [1e-300, 1.0]}, "sigma must be >= "),
+        ({"sigma": [1e40, 1.0]}, "overflows float32"),
+        ({"record": ("loss", "weights")}, "record must name"),
+        ({"memory_budget": 10}, "memory_budget must be"),
         ({"clip_norm": -1.0}, "clip_norm must be"),
         ({"lr": -0.1}, "lr must be"),
         ({"momentum": 1.0}, "beta"),

@@ -38,6 +38,19 @@ reset through ``/proc/self/clear_refs`` after glibc's ``malloc_trim``) above the
 size before the call.
 ``tracemalloc`` is not used: it only sees Python's allocator, not torch's tensors.
 
+**Linear/logistic workload** (:func:`run_linear_benchmark`, the ``linear_*`` keys): the shape
+of the influence-by-retraining sweep (000 App. D): logistic regression on N = 1000 samples
+with D = 60 features (+ bias), 1000 runs, T steps (100 in full mode, 20 in quick), clipping at
+C = 4, full batch. The library's :func:`~dpcompanion.training.trainers.train_pgd` (margin fast
+path, ledger charged before every step, history of everything but the per-step loss, clip
+statistics) against the **plain loop** :func:`plain_linear_loop` (margins, per-sample norms
+``|dloss/dmargin| ||x||``, clip, ``weights @ X``, one Gaussian draw per step; no ledger, no
+history), timed in the same process in interleaved rounds. ``ratio_linear_batched_vs_reference``
+is the median over rounds of the round's plain-loop time over our time (target >= 1); the
+``*_run_steps_per_s`` rates are medians over rounds. The runs have distinct seeds (1000 noise generators, each drawn
+once per step to keep every run's noise stream); ``linear.common_random_numbers`` repeats the
+measurement with seeds shared by 10 runs each, the influence sweep's design.
+
 FLOP count (:func:`private_step_flops`): the useful arithmetic of one private step of a
 dense network with layer sizes ``d_0 -> d_1 -> ... -> d_L`` on N samples, ghost style:
 
@@ -85,6 +98,9 @@ __all__ = [
     "matmul_peak_gflops",
     "private_step_flops",
     "run_benchmark",
+    "run_linear_benchmark",
+    "plain_linear_loop",
+    "LINEAR_WORKLOADS",
     "default_output",
 ]
 
@@ -123,6 +139,27 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "full": {"steps": 100, "runs": 100, "repeats": 7, "batched_rounds": 5, "opacus_single_budget_s": 20.0,
              "opacus_seq_budget_s": 60.0},
 }
+
+
+@dataclass(frozen=True)
+class LinearWorkload:
+    N: int = 1000
+    D: int = 60
+    runs: int = 1000
+    clip_norm: float = 4.0
+    lr: float = 0.1
+    data_scale: float = 10.0
+    R: float = R_PAPER
+    shared_seed_group: int = 10  # runs per seed in the common-random-numbers measurement
+
+
+LINEAR_WORKLOADS: dict[str, LinearWorkload] = {
+    "paper": LinearWorkload(),
+    "tiny": LinearWorkload(N=64, D=8, runs=16, shared_seed_group=4),
+}
+
+#: per mode: steps per run and interleaved rounds of the linear workload
+LINEAR_SETTINGS: dict[str, dict[str, int]] = {"quick": {"steps": 20, "rounds": 5}, "full": {"steps": 100, "rounds": 5}}
 
 
 # --- FLOPs and peak -------------------------------------------------------------------
@@ -301,6 +338,124 @@ class _Ours:
         if np.any(done != len(sig)):
             raise RuntimeError(f"benchmark run stopped early ({done.min()} of {len(sig)} steps): ledger refused a step")
         return dt
+
+
+# --- the linear workload ----------------------------------------------------------------
+
+
+def plain_linear_loop(X: torch.Tensor, y: torch.Tensor, sigma, *, runs: int, clip_norm: float, lr: float,
+                      seed: int = 0) -> torch.Tensor:
+    """The reference of the linear workload: private GD of ``runs`` logistic regressions
+    written as a plain batched torch loop (no ledger, no history, one generator).
+    Returns the final parameters ``(runs, D + 1)``.
+
+    >>> X = torch.tensor([[1.0, 0.0], [0.0, 2.0]]); y = torch.tensor([1, 0])
+    >>> plain_linear_loop(X, y, [1.0, 1.0], runs=3, clip_norm=1.0, lr=0.1).shape
+    torch.Size([3, 3])
+    """
+    g = torch.Generator(device=X.device).manual_seed(seed)
+    N = X.shape[0]
+    Xa = torch.cat([X, torch.ones(N, 1, dtype=X.dtype, device=X.device)], dim=1)
+    s = (2 * y - 1).to(X.dtype)
+    xn = torch.linalg.vector_norm(Xa, dim=1)
+    theta = torch.zeros(runs, Xa.shape[1], dtype=X.dtype, device=X.device)
+    for sig in np.asarray(sigma, dtype=float):
+        z = theta @ Xa.T  # margins (runs, N)
+        d = -s * torch.sigmoid(-s * z)  # d loss / d z of log(1 + exp(-s z))
+        norms = d.abs() * xn  # per-sample gradient norms
+        w = d * torch.clamp(clip_norm / norms, max=1.0)  # clipped weights
+        grad = w @ Xa / N  # clipped mean gradient
+        noise = torch.randn(theta.shape, generator=g, dtype=X.dtype, device=X.device)
+        theta -= lr * (grad + clip_norm * float(sig) / N * noise)
+    return theta
+
+
+def run_linear_benchmark(*, mode: str = "quick", device: str = "cpu", size: str = "paper", seed: int = 0,
+                         steps: int | None = None, rounds: int | None = None,
+                         log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The linear/logistic workload (module docstring): our trainer against the plain loop,
+    interleaved rounds, medians. Returns the ``linear_*`` keys and a ``linear`` section."""
+    from dpcompanion.theory import schedules
+    from dpcompanion.training.models import make_model
+    from dpcompanion.training.trainers import train_pgd
+
+    log = log or (lambda s: None)
+    w = LINEAR_WORKLOADS[size]
+    cfg = dict(LINEAR_SETTINGS[mode])
+    if steps is not None:
+        cfg["steps"] = steps
+    if rounds is not None:
+        cfg["rounds"] = rounds
+    T, K = cfg["steps"], w.runs
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(w.N, w.D, generator=g, dtype=torch.float64)
+    X = (X - X.mean(0)) / X.std(0)
+    X = (X * (w.data_scale / X.norm(dim=1).max())).float().to(device)
+    y = (torch.rand(w.N, generator=g) < 0.5).long().to(device)
+    sigma = np.asarray(schedules.uniform(T=T, R=w.R), dtype=float)
+    model = make_model("logistic", in_dim=w.D, n_classes=2)
+    record = ("grad_norm", "clip_fraction", "sigma", "lr", "budget_spent")  # all but the per-step loss
+    distinct = list(range(seed, seed + K))
+    shared = [seed + k // w.shared_seed_group for k in range(K)]
+
+    def ours(seeds) -> float:
+        _sync(device)
+        t = time.perf_counter()
+        h = train_pgd(model, X, y, sigma=sigma, R=w.R * (1 + 1e-9), clip_norm=w.clip_norm, lr=w.lr, seed=seeds,
+                      device=device, progress=False, record=record)
+        _sync(device)
+        dt = time.perf_counter() - t
+        if not h.meta.get("fast_path"):
+            raise RuntimeError("the linear benchmark did not take the fast path")
+        if np.any(np.asarray(h.steps_done) != T):
+            raise RuntimeError("linear benchmark run stopped early: the ledger refused a step")
+        return dt
+
+    def plain() -> float:
+        _sync(device)
+        t = time.perf_counter()
+        plain_linear_loop(X, y, sigma, runs=K, clip_norm=w.clip_norm, lr=w.lr, seed=seed)
+        _sync(device)
+        return time.perf_counter() - t
+
+    ours(distinct[: min(K, 8)])  # warm-up
+    plain()
+    times: dict[str, list[float]] = {"ours": [], "plain": [], "ours_crn": []}
+    for r in range(cfg["rounds"]):
+        times["plain"].append(plain())
+        times["ours"].append(ours(distinct))
+        times["ours_crn"].append(ours(shared))
+        log(f"linear round {r + 1}: ours {K * T / times['ours'][-1]:.0f}, plain {K * T / times['plain'][-1]:.0f} "
+            "run-steps/s")
+    rate = {k: K * T / statistics.median(v) for k, v in times.items()}
+    # the ratio of each round pairs two measurements taken back to back (the same load);
+    # the reported ratio is the median over rounds
+    ratios = [p / o for p, o in zip(times["plain"], times["ours"])]
+    crn_ratios = [p / o for p, o in zip(times["plain"], times["ours_crn"])]
+    return {
+        "linear_run_steps_per_s": rate["ours"],
+        "linear_reference_run_steps_per_s": rate["plain"],
+        "ratio_linear_batched_vs_reference": statistics.median(ratios),
+        "linear": {
+            "ours": _median_and_all(times["ours"]),
+            "reference": _median_and_all(times["plain"]),
+            "ratio_per_round": [round(x, 4) for x in ratios],
+            "ratio_of_median_rates": rate["ours"] / rate["plain"],
+            "ratio_statistic": "median over interleaved rounds of (plain loop time / our time) in that round",
+            "common_random_numbers": {"runs_per_seed": w.shared_seed_group, "run_steps_per_s": rate["ours_crn"],
+                                      "ratio_vs_reference": statistics.median(crn_ratios),
+                                      "ratio_per_round": [round(x, 4) for x in crn_ratios],
+                                      **_median_and_all(times["ours_crn"])},
+            "workload": asdict(w) | {"steps": T, "params": w.D + 1, "batch": "full", "sigma": float(sigma[0]),
+                                     "schedule": f"uniform(T={T}, R={w.R})"},
+            "rounds": cfg["rounds"],
+            "what": {"ours": "train_pgd(logistic model, distinct seeds): margin fast path, ledger charged before "
+                             "each step, history of grad_norm, clip_fraction, sigma, lr, budget_spent, final "
+                             "evaluation; whole call timed",
+                     "reference": "plain_linear_loop: the same arithmetic as a plain batched torch loop, one "
+                                  "noise generator, no ledger, no history"},
+        },
+    }
 
 
 # --- Opacus ---------------------------------------------------------------------------
@@ -557,8 +712,9 @@ def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
     ratio_batched_best = (K * T / min(tb)) / max(r["sequential"]["run_steps_per_s_best"] for r in working.values())
     achieved = flops["total"] * ours_batched_rate / 1e9
     achieved_single = flops["total"] * ours_single_rate / 1e9
+    linear = run_linear_benchmark(mode=mode, device=dev, size=size, seed=seed, log=log)
     load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {
+    return linear | {
         "device": dev,
         "mode": mode,
         "size": size,

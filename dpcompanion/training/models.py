@@ -58,6 +58,9 @@ __all__ = [
     "CIFARCNN",
     "MODELS",
     "make_model",
+    "binary_output_loss",
+    "binary_output_backprop_",
+    "predict_from_output",
 ]
 
 LOSSES = ("squared", "logistic")
@@ -76,6 +79,42 @@ class ClipResult:
     grad_sum: torch.Tensor
     norms: torch.Tensor
     losses: torch.Tensor
+
+
+def binary_output_loss(kind: str, r: torch.Tensor) -> torch.Tensor:
+    """Per-sample loss of a binary model with one output ``z`` and label ``s = 2y - 1``,
+    written in the *negative margin* ``r = -s z``: squared ``(z - s)^2 / 2 = (r + 1)^2 / 2``,
+    logistic ``log(1 + exp(-s z)) = softplus(r)`` (Hong et al. 2022, 000 App. D). The one
+    home of these two formulas: the ghost-clipping path, the evaluation and the trainers'
+    linear fast path all call it.
+
+    >>> binary_output_loss("squared", torch.tensor([1.0])).item(), round(binary_output_loss("logistic", torch.tensor([0.0])).item(), 6)
+    (2.0, 0.693147)
+    """
+    if kind == "squared":
+        return 0.5 * (r + 1.0) ** 2
+    return F.softplus(r)
+
+
+def binary_output_backprop_(kind: str, r: torch.Tensor) -> torch.Tensor:
+    """In place: overwrite the negative margins ``r = -s z`` with ``a`` such that
+    ``d loss / d z = -s a`` (squared: ``a = r + 1``; logistic: ``a = sigmoid(r)``, in (0, 1)).
+    A sample's gradient with respect to a linear model's parameters is then ``a (-s x)``,
+    with norm ``|a| ||x||`` (``x`` with its bias feature): exact, nothing per-sample formed.
+
+    >>> binary_output_backprop_("logistic", torch.tensor([0.0])).item()
+    0.5
+    """
+    if kind == "squared":
+        return r.add_(1.0)
+    return r.sigmoid_()
+
+
+def predict_from_output(z: torch.Tensor) -> torch.Tensor:
+    """Class indices from outputs ``(..., n_out)``: ``z > 0`` for one output, else argmax."""
+    if z.shape[-1] == 1:
+        return (z[..., 0] > 0).long()
+    return z.argmax(dim=-1)
 
 
 def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
@@ -143,10 +182,7 @@ class Model:
 
     def predict(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
         """``(K, N)`` predicted class indices."""
-        z = self.forward(theta, X)
-        if z.shape[-1] == 1:
-            return (z[..., 0] > 0).long()
-        return z.argmax(dim=-1)
+        return predict_from_output(self.forward(theta, X))
 
     def accuracy(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """``(K,)`` fraction of correct predictions."""
@@ -157,7 +193,7 @@ class Model:
         with torch.no_grad():
             z = self.forward(theta, X)
             loss = self.per_sample_loss_from_output(z, y).mean(dim=-1)
-            pred = (z[..., 0] > 0).long() if z.shape[-1] == 1 else z.argmax(dim=-1)
+            pred = predict_from_output(z)
             return loss, (pred == y).to(theta.dtype).mean(dim=-1)
 
     # -- gradients --------------------------------------------------------------------
@@ -321,11 +357,7 @@ class DenseModel(Model):
 
     def per_sample_loss_from_output(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.n_out == 1:
-            s = _binary_targets(y, z.dtype)
-            z = z[..., 0]
-            if self.loss_kind == "squared":
-                return 0.5 * (z - s) ** 2
-            return F.softplus(-s * z)
+            return binary_output_loss(self.loss_kind, -_binary_targets(y, z.dtype) * z[..., 0])
         if self.loss_kind == "squared":
             onehot = _one_hot(y, self.n_classes, z.dtype)
             return 0.5 * ((z - onehot) ** 2).sum(dim=-1)
@@ -334,13 +366,10 @@ class DenseModel(Model):
     def _output_backprop(self, z: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-sample losses and ``d loss_n / d z_n`` (both per run), analytically."""
         if self.n_out == 1:
-            s = _binary_targets(y, z.dtype)
-            z1 = z[..., 0]
-            if self.loss_kind == "squared":
-                r = z1 - s
-                return 0.5 * r * r, r.unsqueeze(-1)
-            m = -s * z1
-            return F.softplus(m), (-s * torch.sigmoid(m)).unsqueeze(-1)
+            ns = -_binary_targets(y, z.dtype)
+            r = ns * z[..., 0]  # negative margin -s z
+            losses = binary_output_loss(self.loss_kind, r)
+            return losses, (ns * binary_output_backprop_(self.loss_kind, r)).unsqueeze(-1)
         onehot = _one_hot(y, self.n_classes, z.dtype)
         if self.loss_kind == "squared":
             r = z - onehot

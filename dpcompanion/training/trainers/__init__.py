@@ -22,14 +22,17 @@ Trainers (this package)::
 
     h = train_pgd(model, X, y, *, sigma, R, clip_norm=4.0, lr=0.1, momentum=0.0, seed=0,
                   X_test=None, y_test=None, init=None, device="auto", dtype=torch.float32,
-                  delta=None, progress=None, ledger_factory=None) -> History
+                  delta=None, progress=None, ledger_factory=None, record=None,
+                  memory_budget=4 GiB, fast=None) -> History
     h = train_psgd(model, X, y, *, sigma, R, sampling_rate, ...same...) -> History
     h = train_adpsgd(model, X, y, *, R, T, sampling_rate=1.0, step_size="polynomial"|"adaptive",
                      adaptive_noise=True, eta=1.0, a=20.0, c=1.0, b0_sq=20.0, C=1e-3,
                      beta=1.0, period=195, clip_norm=1.0, seed=0, ...) -> History
 
 * ``sigma``: a schedule array (:mod:`dpcompanion.theory.schedules`), ``(T,)``, or ``(K, T)`` with
-  one row per run; ``numpy.inf`` entries are noiseless, free steps.
+  one row per run. **No noiseless step**: every entry must be finite, > 0 and above
+  :func:`.config.sigma_floor` (inf, NaN, 0, negatives and values whose noise would vanish in
+  the dtype are refused before any step; the noise step asserts its scale).
 * ``seed``: an int -> one run and a single-run History (arrays ``(T,)``); a list of K
   ints -> K batched runs (arrays ``(K, T)``). An int with a ``(K, T)`` sigma runs K
   schedules with the *same* seed (common random numbers: same init, same noise
@@ -42,6 +45,16 @@ Trainers (this package)::
 * ``device``: ``auto|cpu|cuda`` (:func:`dpcompanion.core.provenance.resolve_device`); same
   code on both. Same seed -> same numbers on CPU, whatever the batch it runs in.
 * ``progress``: tqdm bar; ``None`` = only when stderr is a TTY, ``False`` = never.
+* ``record``: per-step fields to keep (default all; e.g. ``("clip_fraction",)`` for sweeps
+  that need only final losses: the loss history costs a pass over the data per step).
+* ``memory_budget``: bytes for the runs' state (default 4 GiB); runs are trained in chunks
+  below it, with the same numbers as one call.
+* ``fast``: ``None`` (default) uses the margin fast path for binary linear/logistic
+  models (:mod:`.oracles`), ``False`` the general path.
+
+The keywords are validated once into a frozen :class:`.config.TrainConfig`; the loop
+(:func:`.engine.run`) is four named stages: charge (ledger, before the step), sample
+(Poisson), private step, record.
 
 :class:`History` fields: per step ``loss, grad_norm, clip_fraction, sigma, lr,
 budget_spent``; per run ``steps_done, stopped_early, R_spent, final_loss,
@@ -63,23 +76,28 @@ logistic loss ``softplus(-s z)`` with ``s = 2y - 1`` is ``BCEWithLogitsLoss`` on
 and noise std ``C sigma / N`` on the mean gradient is Opacus's full-batch convention.
 
 The private step is a fixed sequence of named pieces in :mod:`.steps`
-(``clip_and_sum -> add_noise -> scale -> momentum_update -> sgd_update``); the loop is
-:func:`.engine.train_loop`.
+(``clip_and_sum -> draw_noise -> add_noise -> scale -> momentum_update -> sgd_update``);
+the loop is :func:`.engine.run` (keyword form :func:`.engine.train_loop`).
 
-Example (a tiny logistic regression, noiseless steps, no ledger)::
+Example (a tiny logistic regression, three steps at sigma = 2 under R = 1)::
 
     >>> import numpy as np, torch
     >>> from dpcompanion.training.models import make_model
     >>> X = torch.tensor([[1.0, 0.0], [0.0, 1.0]]); y = torch.tensor([1, 0])
-    >>> h = train_pgd(make_model("logistic", in_dim=2), X, y, sigma=np.full(3, np.inf), R=None,
+    >>> h = train_pgd(make_model("logistic", in_dim=2), X, y, sigma=np.full(3, 2.0), R=1.0,
     ...               lr=1.0, device="cpu", dtype=torch.float64)
-    >>> h.steps_done, h.stopped_early, h.loss.shape
-    (3, False, (3,))
+    >>> h.steps_done, h.stopped_early, h.loss.shape, h.R_spent
+    (3, False, (3,), 0.75)
+    >>> train_pgd(make_model("logistic", in_dim=2), X, y, sigma=[2.0, np.inf], R=None, device="cpu")
+    Traceback (most recent call last):
+    ...
+    ValueError: sigma must be finite and > 0 at every step (no noiseless step), got inf
 """
 
 from dpcompanion.training.trainers.adp import train_adpsgd
-from dpcompanion.training.trainers.engine import train_loop
+from dpcompanion.training.trainers.config import TrainConfig
+from dpcompanion.training.trainers.engine import as_runs, run, train_loop
 from dpcompanion.training.trainers.history import History
 from dpcompanion.training.trainers.pgd import train_pgd, train_psgd
 
-__all__ = ["History", "train_pgd", "train_psgd", "train_adpsgd", "train_loop"]
+__all__ = ["History", "TrainConfig", "as_runs", "run", "train_pgd", "train_psgd", "train_adpsgd", "train_loop"]

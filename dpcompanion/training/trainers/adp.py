@@ -62,6 +62,9 @@ def train_adpsgd(
     delta: float | None = None,
     progress: bool | None = None,
     ledger_factory=None,
+    record=None,
+    memory_budget: int | None = None,
+    fast: bool | None = None,
 ) -> History:
     """ADP-SGD (``adaptive_noise=True``) or DP-SGD (``False``) with W's step sizes.
 
@@ -98,18 +101,30 @@ def train_adpsgd(
         lr = eta / np.sqrt(a + c * (t + 1))
     else:
         lr = np.full(int(T), eta / math.sqrt(b0_sq))
-        state = {}
-
-        def lr_rule(step: int, g: torch.Tensor, lr_t: torch.Tensor) -> torch.Tensor:
-            b_sq = state.get("b_sq")
-            if b_sq is None:
-                b_sq = torch.full((g.shape[0],), float(b0_sq), dtype=g.dtype, device=g.device)
-            beta_t = max(beta / ((step % period) + 1), 1.0)
-            b_sq = b_sq + torch.clamp(beta_t * (g * g).sum(-1), min=1e-5)
-            state["b_sq"] = b_sq
-            return eta / torch.sqrt(b_sq)
+        lr_rule = AdaptiveStepSize(eta=eta, b0_sq=b0_sq, beta=beta, period=period)
 
     return train_loop(model, X, y, sigma=sigma, R=R, lr=lr, clip_norm=clip_norm, seed=seed,
                       sampling_rate=sampling_rate, lr_rule=lr_rule, X_test=X_test, y_test=y_test, init=init,
                       device=device, dtype=dtype, delta=delta, progress=progress, ledger_factory=ledger_factory,
-                      algorithm=f"{'adp' if adaptive_noise else 'dp'}-sgd-{step_size}")
+                      algorithm=f"{'adp' if adaptive_noise else 'dp'}-sgd-{step_size}", record=record,
+                      memory_budget=memory_budget, fast=fast)
+
+
+class AdaptiveStepSize:
+    """W's adaptive step size (module docstring): ``b_{t+1}^2 = b_t^2 + max(beta_t ||g_t||^2,
+    1e-5)``, ``eta_t = eta / b_{t+1}``, per run. Keeps ``b_t^2`` across steps, so each chunk
+    of runs gets its own rule (:meth:`fresh`)."""
+
+    def __init__(self, *, eta: float, b0_sq: float, beta: float, period: int):
+        self.eta, self.b0_sq, self.beta, self.period = eta, b0_sq, beta, period
+        self.b_sq: torch.Tensor | None = None
+
+    def fresh(self) -> "AdaptiveStepSize":
+        return AdaptiveStepSize(eta=self.eta, b0_sq=self.b0_sq, beta=self.beta, period=self.period)
+
+    def __call__(self, step: int, g: torch.Tensor, lr_t: torch.Tensor) -> torch.Tensor:
+        if self.b_sq is None:
+            self.b_sq = torch.full((g.shape[0],), float(self.b0_sq), dtype=g.dtype, device=g.device)
+        beta_t = max(self.beta / ((step % self.period) + 1), 1.0)
+        self.b_sq = self.b_sq + torch.clamp(beta_t * (g * g).sum(-1), min=1e-5)
+        return self.eta / torch.sqrt(self.b_sq)

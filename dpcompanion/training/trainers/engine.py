@@ -1,73 +1,81 @@
-"""The training loop shared by every private trainer, batched over independent runs.
+"""The training loop shared by every private trainer, as named stages, batched over runs.
 
-One loop runs ``K`` runs that differ in seed and/or schedule as one tensor program:
-parameters ``(K, P)``, the data shared. Per step t, for every run still active:
+One call trains ``K`` runs that differ in seed and/or schedule as one tensor program:
+parameters ``(K, P)``, the data shared. :func:`run` takes a frozen
+:class:`~dpcompanion.training.trainers.config.TrainConfig`; per step t it runs four
+stages, each a small object or function tested on its own:
 
-1. **budget**: the run's ledger is charged *before* the noisy step
-   (``ledger.charge(sigma=sigma_t, sampling_rate=p)``); if the step is unaffordable the
-   run stops there (``stopped_early``), as in Hong et al. 2022 (file 001) Algorithm 1
-   lines 2-8;
-2. **sample** (PSGD only): a Poisson mask, each sample kept with probability p;
-3. **clip_and_sum** -> **add_noise** -> **scale** -> **momentum** -> **update**
-   (:mod:`dpcompanion.training.trainers.steps`).
+1. **charge** (:class:`Charger`): each run's ledger is charged *before* the noisy step;
+   a run whose ledger refuses stops there (``stopped_early``), as in Hong et al. 2022
+   (file 001) Algorithm 1 lines 2-8. Runs with the same schedule row are charged through
+   one ledger (a ledger is a deterministic function of the steps charged to it, so they
+   would all decide alike); ``R=None`` (no ledger) only adds up the cost.
+2. **sample** (:func:`sample`, PSGD only): a Poisson mask per run, each sample kept with
+   probability p.
+3. **private step** (:func:`private_step`): clip-and-sum (an oracle from
+   :mod:`.oracles`: the margin fast path for linear/logistic models, ghost norms or
+   torch.func otherwise) -> noise (:func:`.steps.add_noise`, which asserts a finite,
+   positive scale) -> scale -> step size -> (momentum) -> update.
+4. **record** (:class:`Recorder`): the per-step fields that were asked for.
 
 Randomness. Run k owns two generators: a CPU ``torch.Generator`` seeded with
-``seed_k`` for the initial parameters, and a generator on the device seeded with a
-derived seed for everything drawn during training, drawn in a fixed order per step
-(mask, then one Gaussian vector of length P). A run's numbers therefore do not depend on
-which other runs share the batch: the batched path reproduces the one-run path.
+``seed_k`` for the initial parameters, and a generator on the device seeded with
+:func:`noise_seed` for everything drawn during training, in a fixed order per step
+(mask, then one Gaussian vector of length P). Runs that share a seed share that stream
+(common random numbers), so one generator per distinct seed serves them all. A run's
+numbers do not depend on which other runs share the batch.
+
+Memory. Runs are trained in chunks (:func:`plan_chunks`) so that the run-dependent state
+stays below ``config.memory_budget``; chunks are independent, so the result is the same
+as one call: bit for bit on the margin fast path, to rounding (~1e-15 relative) on the
+general path, whose BLAS calls block a batch by its size (tests).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 
 from dpcompanion.training.models import Model
 from dpcompanion.training.trainers import steps
+from dpcompanion.training.trainers.config import TrainConfig, as_runs
 from dpcompanion.training.trainers.history import History
+from dpcompanion.training.trainers.oracles import StepGrad, make_oracle
 
-__all__ = ["train_loop", "noise_seed", "as_runs"]
+__all__ = [
+    "train_loop",
+    "run",
+    "noise_seed",
+    "as_runs",
+    "Charger",
+    "NoiseSource",
+    "Recorder",
+    "sample",
+    "private_step",
+    "plan_chunks",
+    "bytes_per_run",
+]
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def noise_seed(seed: int) -> int:
     """Seed of a run's training-noise generator, derived from its seed (so the noise
     stream is not the init stream)."""
     return int(np.random.SeedSequence([int(seed), 0x5EED]).generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
-def as_runs(seed, sigma) -> tuple[list[int], np.ndarray, bool]:
-    """Broadcast ``seed`` (int or sequence) and ``sigma`` ((T,) or (K, T)) to K runs.
-    Returns ``(seeds, sigma (K, T), single)``; ``single`` when one int seed and 1-D sigma."""
-    sig = np.asarray(sigma, dtype=np.float64)
-    if sig.ndim == 0:
-        raise ValueError("sigma must be an array of per-step noise multipliers (length T), got a scalar; "
-                         "use numpy.full(T, sigma) for a constant one")
-    if sig.ndim > 2 or sig.shape[-1] < 1:
-        raise ValueError(f"sigma must have shape (T,) or (K, T) with T >= 1, got {sig.shape}")
-    if np.any(np.isnan(sig)) or np.any(sig <= 0):
-        raise ValueError("sigma must be > 0 everywhere (inf means no noise and no cost), got a value <= 0 or NaN")
-    if isinstance(seed, (int, np.integer)):
-        seeds = None
-    else:
-        seeds = [int(s) for s in seed]
-        if not seeds:
-            raise ValueError("seed must be an int or a non-empty sequence of ints, got an empty sequence")
-    single = seeds is None and sig.ndim == 1
-    if sig.ndim == 1:
-        K = 1 if seeds is None else len(seeds)
-        sig = np.broadcast_to(sig, (K, sig.shape[0])).copy()
-    K = sig.shape[0]
-    if seeds is None:
-        seeds = [int(seed)] * K
-    if len(seeds) != K:
-        raise ValueError(f"got {len(seeds)} seeds but sigma has {K} rows; give one seed per run")
-    return seeds, sig, single
+def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct rows, index of each row's distinct row)``; fast when all rows are equal."""
+    if a.shape[0] == 1 or bool((a == a[0]).all()):
+        return a[:1], np.zeros(a.shape[0], dtype=np.int64)
+    u, inv = np.unique(a, axis=0, return_inverse=True)
+    return u, inv.reshape(-1)
 
 
 def _as_tensor(a, *, dtype, device) -> torch.Tensor:
@@ -88,27 +96,381 @@ def _progress(total: int, progress: bool | None, desc: str):
     return tqdm(total=total, disable=not enabled, desc=desc, leave=False)
 
 
-def _ledgers(R, K, ledger_factory, delta, sampling_rate):
-    """One ledger per run. Subsampled runs need ``delta``: their steps are also checked by
-    an RDP accountant (the paper's p^2/sigma^2 rule alone is not a guarantee)."""
-    if R is None:
+# ----------------------------------------------------------------------- 1. charge
+
+
+class Charger:
+    """The charge stage: one ledger per distinct schedule row, charged before each step.
+
+    ``sigma (K, T)``; ``R=None``: no ledger, the cost ``p^2/sigma^2``
+    (:func:`dpcompanion.theory.accounting.psgd_step_cost`) is only added up.
+    :meth:`charge` returns the runs allowed to take step t; :attr:`spent` is each run's
+    cumulative cost and :attr:`sigma_used` the sigma each run was charged for at the last
+    step, which is the sigma its noise must use.
+
+    The ledger accepts a step that overshoots R by a rounding slack (budget-exact schedules
+    sum to R only up to rounding). Such a step is charged, and noised, with the smallest
+    sigma at or above the schedule's that keeps the spent budget <= R exactly (at most a
+    relative 1e-12 more noise), so that R_spent never exceeds R as a float."""
+
+    def __init__(self, sigma: np.ndarray, *, R, delta, sampling_rate: float, ledger_factory=None):
+        self.sigma_rows, self.group_of = unique_rows(sigma)
+        G = self.sigma_rows.shape[0]
+        self.p = float(sampling_rate)
+        self.alive = np.ones(G, dtype=bool)
+        self.spent_g = np.zeros(G)
+        self.used_g = self.sigma_rows[:, 0].copy()
+        self.ledgers = None
+        if R is None:
+            from dpcompanion.theory.accounting import psgd_step_cost
+
+            vals, inv = np.unique(self.sigma_rows, return_inverse=True)
+            costs = np.array([psgd_step_cost(sigma=float(v), sampling_rate=self.p) for v in vals])
+            self.cost = costs[inv.reshape(-1)].reshape(self.sigma_rows.shape)
+        else:
+            if ledger_factory is None:
+                from dpcompanion.theory.ledger import PrivacyLedger
+
+                ledger_factory = PrivacyLedger
+            self.ledgers = [ledger_factory(R=R, delta=delta) for _ in range(G)]
+
+    @property
+    def n_ledgers(self) -> int:
+        return 0 if self.ledgers is None else len(self.ledgers)
+
+    def charge(self, t: int) -> np.ndarray:
+        """Charge step ``t`` (0-based) for every run still going; returns ``active (K,)``."""
+        self.used_g = self.sigma_rows[:, t].copy()
+        if self.ledgers is None:
+            np.add(self.spent_g, self.cost[:, t], out=self.spent_g, where=self.alive)
+        else:
+            for g in np.flatnonzero(self.alive):
+                s = float(self.sigma_rows[g, t])
+                led = self.ledgers[g]
+                if not led.can_afford(sigma=s, sampling_rate=self.p):
+                    self.alive[g] = False
+                    continue
+                s = self._within_R(led, s)
+                if s is None:
+                    self.alive[g] = False
+                    continue
+                led.charge(sigma=s, sampling_rate=self.p, step=t + 1)
+                self.spent_g[g] = led.spent
+                self.used_g[g] = s
+        return self.alive[self.group_of]
+
+    def _within_R(self, led, s: float) -> float | None:
+        """``s``, or the smallest sigma above it whose cost keeps ``led.spent <= led.R``
+        exactly (None when none does: nothing of R is left)."""
+        R, spent = getattr(led, "R", None), getattr(led, "spent", None)
+        if R is None or spent is None or not hasattr(led, "cost"):
+            return s
+        if spent + led.cost(sigma=s, sampling_rate=self.p) <= R:
+            return s
+        if spent >= R:
+            return None
+        s2 = max(s, self.p / math.sqrt(R - spent))
+        for _ in range(64):
+            if spent + led.cost(sigma=s2, sampling_rate=self.p) <= R:
+                return s2
+            s2 = float(np.nextafter(s2, np.inf))
         return None
-    if sampling_rate < 1.0 and delta is None:
-        raise ValueError(
-            f"delta is required when sampling_rate < 1 (got {sampling_rate}): subsampled steps are checked "
-            "against the target epsilon at delta with an RDP accountant"
-        )
-    if ledger_factory is None:
-        from dpcompanion.theory.ledger import PrivacyLedger
 
-        ledger_factory = PrivacyLedger
-    return [ledger_factory(R=R, delta=delta) for _ in range(K)]
+    @property
+    def spent(self) -> np.ndarray:
+        return self.spent_g[self.group_of]
+
+    @property
+    def sigma_used(self) -> np.ndarray:
+        return self.used_g[self.group_of]
 
 
-def _step_cost(sigma: float, p: float) -> float:
-    from dpcompanion.theory.accounting import psgd_step_cost
+# ------------------------------------------------------------------------ 2. sample
 
-    return 0.0 if math.isinf(sigma) else psgd_step_cost(sigma=sigma, sampling_rate=p)
+
+class NoiseSource:
+    """One training-noise generator per distinct seed (:func:`noise_seed`), shared by the
+    runs with that seed. :meth:`draw` and :meth:`mask` draw for a generator only when one
+    of its runs is active, in the fixed per-step order (mask, then noise)."""
+
+    def __init__(self, seeds: Sequence[int], *, device, dtype):
+        uniq, inv = np.unique(np.asarray(seeds, dtype=np.int64), return_inverse=True)
+        self.gen_of = torch.as_tensor(inv.reshape(-1), device=device)
+        self.gen_of_np = inv.reshape(-1)
+        self.identity = len(uniq) == len(seeds) and bool(np.all(self.gen_of_np == np.arange(len(seeds))))
+        self.gens = [torch.Generator(device=device).manual_seed(noise_seed(int(s))) for s in uniq]
+        self.device, self.dtype = device, dtype
+
+    def _live(self, active: np.ndarray) -> list:
+        if active.all():
+            return self.gens
+        live = np.zeros(len(self.gens), dtype=bool)
+        live[self.gen_of_np[active]] = True
+        return [g if live[i] else None for i, g in enumerate(self.gens)]
+
+    def draw(self, active: np.ndarray, out: torch.Tensor, buf: torch.Tensor | None = None) -> torch.Tensor:
+        """``out (K, P)`` <- each active run's standard normal vector (0 for stopped runs)."""
+        gens = self._live(active)
+        target = out if self.identity else buf
+        if getattr(self, "_rows_of", None) is not target:  # row views made once per buffer
+            self._rows_of, self._rows = target, target.unbind(0)
+        steps.draw_noise(gens, target, rows=self._rows)
+        if not self.identity:
+            torch.index_select(buf, 0, self.gen_of, out=out)
+            if not active.all():
+                out[torch.as_tensor(~active, device=out.device)] = 0
+        return out
+
+    def mask(self, active: np.ndarray, N: int, p: float) -> torch.Tensor:
+        """Poisson masks ``(K, N)`` (0/1 in the training dtype; 0 rows for stopped runs)."""
+        gens = self._live(active)
+        G = len(self.gens)
+        m = torch.zeros((G, N), dtype=self.dtype, device=self.device)
+        for i, g in enumerate(gens):
+            if g is not None:
+                m[i] = (torch.rand(N, generator=g, device=self.device, dtype=self.dtype) < p).to(self.dtype)
+        w = m if self.identity else m.index_select(0, self.gen_of)
+        if not active.all():
+            w[torch.as_tensor(~active, device=w.device)] = 0
+        return w
+
+
+def sample(noise: NoiseSource, active: np.ndarray, *, N: int, sampling_rate: float) -> torch.Tensor | None:
+    """The sample stage: Poisson weights ``(K, N)`` for ``sampling_rate < 1``, else None (full batch)."""
+    return None if sampling_rate >= 1.0 else noise.mask(active, N, sampling_rate)
+
+
+# ------------------------------------------------------------------ 3. private step
+
+
+def private_step(
+    oracle,
+    theta: torch.Tensor,
+    *,
+    weights: torch.Tensor | None,
+    noise: torch.Tensor,
+    sigma_t: torch.Tensor,
+    lr_t: torch.Tensor,
+    active: torch.Tensor,
+    clip_norm: float,
+    denominator: float,
+    v: torch.Tensor | None = None,
+    beta: float = 0.0,
+    n_t: torch.Tensor | None = None,
+    lr_rule=None,
+    t: int = 0,
+    need_loss: bool = True,
+    need_clip: bool = True,
+    need_grad_norm: bool = True,
+) -> tuple[torch.Tensor, StepGrad, torch.Tensor | None, torch.Tensor]:
+    """One private step for all runs, in place on ``theta``:
+    clip-and-sum -> + ``C sigma_t`` x ``noise`` (standard normal, consumed) -> / ``denominator``
+    -> step size (``lr_t``, or ``lr_rule``) -> momentum (``v``, debiased by ``n_t``) -> update
+    (runs with ``active`` False stay put). Returns ``(theta, stats, grad_norm, lr_t)`` with
+    ``grad_norm`` the norm of the averaged clipped gradient before noise."""
+    sg = oracle.clip_sum(theta, weights, need_loss=need_loss, need_clip=need_clip)
+    gnorm = torch.linalg.vector_norm(sg.grad_sum, dim=-1) / denominator if need_grad_norm else None
+    noisy = steps.add_noise(sg.grad_sum, clip_norm=clip_norm, sigma=sigma_t, noise=noise, inplace=True)
+    g = steps.scale(noisy, denominator=denominator, inplace=True)
+    if lr_rule is not None:
+        lr_t = lr_rule(t, g, lr_t)
+    step_size = lr_t * active.to(theta.dtype)  # stopped runs stay put
+    if v is not None:
+        # v is updated for stopped runs too: they never resume, so it is unused
+        direction = steps.momentum_accumulate_(v, g, beta=beta)
+        step_size = step_size * steps.debias_factor(beta=beta, t=n_t)
+    else:
+        direction = g
+    steps.sgd_update_(theta, direction, lr=step_size)
+    return theta, sg, gnorm, lr_t
+
+
+# ------------------------------------------------------------------------ 4. record
+
+
+class Recorder:
+    """The record stage: ``(K, T)`` float64 arrays (NaN until written) of the fields in
+    ``fields``; steps of stopped runs stay NaN."""
+
+    def __init__(self, fields, K: int, T: int):
+        self.fields = frozenset(fields)
+        self.rec = {f: np.full((K, T), np.nan) for f in self.fields}
+
+    def write(self, t: int, active: np.ndarray, **values) -> None:
+        """``values``: per-run arrays or tensors (K,) for field names; unrequested ones ignored."""
+        for f, x in values.items():
+            if f not in self.fields or x is None:
+                continue
+            if isinstance(x, torch.Tensor):
+                x = x.detach().to("cpu", torch.float64).numpy()
+            self.rec[f][active, t] = np.asarray(x, dtype=np.float64)[active]
+
+    def arrays(self) -> dict:
+        from dpcompanion.training.trainers.history import STEP_FIELDS
+
+        return {f: self.rec.get(f) for f in STEP_FIELDS}
+
+
+# --------------------------------------------------------------------- chunking
+
+
+def plan_chunks(K: int, *, bytes_per_run: int, budget: int, fixed: int = 0, max_runs: int | None = None) -> list[tuple[int, int]]:
+    """Split ``K`` runs into consecutive chunks whose estimated memory
+    ``fixed + runs * bytes_per_run`` stays within ``budget`` (and at most ``max_runs``
+    runs each). Refuses when not even one run fits.
+
+    >>> plan_chunks(10, bytes_per_run=100, budget=450)
+    [(0, 4), (4, 8), (8, 10)]
+    """
+    room = budget - fixed
+    if room < bytes_per_run:
+        raise ValueError(f"memory_budget must be at least {fixed + bytes_per_run} bytes for one run of this "
+                         f"problem, got {budget}")
+    per = max(1, room // max(1, bytes_per_run))
+    if max_runs is not None:
+        per = min(per, max_runs)
+    return [(a, min(K, a + per)) for a in range(0, K, per)]
+
+
+def bytes_per_run(oracle, cfg: TrainConfig, P: int) -> int:
+    """Estimated run-dependent bytes of one run: state, records and the oracle's per-step buffers."""
+    item = torch.finfo(cfg.dtype).bits // 8
+    state = item * P * (5 if cfg.beta > 0 else 4)  # theta, grad sum, noise, noise buffer (+ v)
+    records = 8 * cfg.T * (len(cfg.record) + 2)  # recorded fields + sigma and lr rows
+    return state + records + oracle.bytes_per_run(item)
+
+
+#: runs per chunk on the fast path (cache-sized blocks: ~8 M margins of float32 per step)
+FAST_BLOCK_ELEMENTS = 1 << 23
+
+
+# ------------------------------------------------------------------------- the loop
+
+
+def run(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, init=None) -> History:
+    """Train ``config.K`` runs of ``model`` on ``(X, y)`` (see the module docstring)."""
+    cfg = config
+    t0 = time.perf_counter()
+    dev = torch.device(cfg.device)
+    Xt = _as_tensor(X, dtype=cfg.dtype, device=dev)
+    yt = _as_tensor(y, dtype=torch.long, device=dev)
+    N = Xt.shape[0]
+    if yt.shape != (N,):
+        raise ValueError(f"y must have shape ({N},) to match X, got {tuple(yt.shape)}")
+    Xt = Xt.reshape(N, -1)
+    K, P = cfg.K, model.n_params
+    th0 = None
+    if init is not None:
+        th0 = _as_tensor(init, dtype=cfg.dtype, device=dev)
+        if th0.shape == (P,):
+            th0 = th0.expand(K, -1)
+        if th0.shape != (K, P):
+            raise ValueError(f"init must have shape ({P},) or ({K}, {P}), got {tuple(th0.shape)}")
+    oracle = make_oracle(model, Xt, yt, clip_norm=cfg.clip_norm, fast=cfg.fast)
+    test = None
+    if X_test is not None:
+        Xs = _as_tensor(X_test, dtype=cfg.dtype, device=dev).reshape(len(X_test), -1)
+        ys = _as_tensor(y_test, dtype=torch.long, device=dev)
+        test = make_oracle(model, Xs, ys, clip_norm=cfg.clip_norm, fast=cfg.fast)
+    item = torch.finfo(cfg.dtype).bits // 8
+    fixed = item * Xt.numel() * (3 if oracle.fast else 1)
+    max_runs = max(8, FAST_BLOCK_ELEMENTS // max(1, oracle.Np)) if oracle.fast and dev.type == "cpu" else None
+    chunks = plan_chunks(K, bytes_per_run=bytes_per_run(oracle, cfg, P), budget=cfg.memory_budget, fixed=fixed,
+                         max_runs=max_runs)
+    bar = _progress(cfg.T * len(chunks), cfg.progress, cfg.algorithm)
+    parts = []
+    try:
+        for a, b in chunks:
+            parts.append(_run_chunk(model, oracle, test, Xt, cfg.rows(a, b) if (a, b) != (0, K) else cfg,
+                                    None if th0 is None else th0[a:b], bar))
+    finally:
+        bar.close()
+    h = parts[0] if len(parts) == 1 else History.concat(parts)
+    h.meta.update({"model": repr(model), "device": str(dev), "dtype": str(cfg.dtype).replace("torch.", ""),
+                   "seeds": list(cfg.seeds), "N": N, "T": cfg.T, "runs": K, "chunks": len(chunks),
+                   "fast_path": bool(oracle.fast), "wall_time": time.perf_counter() - t0, **cfg.describe()})
+    if cfg.single:
+        h = h.run(0)
+        h.meta.pop("seeds", None)
+        h.meta["runs"] = 1
+    return h
+
+
+def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
+    dev, dtype = Xt.device, cfg.dtype
+    K, T, N, P = cfg.K, cfg.T, Xt.shape[0], model.n_params
+    if th0 is None:
+        theta = model.init(generators=[torch.Generator().manual_seed(s) for s in cfg.seeds], dtype=dtype, device=dev)
+    else:
+        theta = th0.clone()
+    charger = Charger(cfg.sigma, R=cfg.R, delta=cfg.delta, sampling_rate=cfg.sampling_rate,
+                      ledger_factory=cfg.ledger_factory)
+    noise_src = NoiseSource(cfg.seeds, device=dev, dtype=dtype)
+    recorder = Recorder(cfg.record, K, T)
+    lr_rule = cfg.lr_rule.fresh() if hasattr(cfg.lr_rule, "fresh") else cfg.lr_rule
+    stopped = np.zeros(K, dtype=bool)
+    steps_done = np.zeros(K, dtype=np.int64)
+    v = torch.zeros_like(theta) if cfg.beta > 0 else None
+    noise = torch.empty_like(theta)
+    nbuf = None if noise_src.identity else torch.empty((len(noise_src.gens), P), dtype=dtype, device=dev)
+    p = cfg.sampling_rate
+    denom = p * N
+    lr_all = torch.tensor(cfg.lr, dtype=dtype, device=dev)  # a copy of the read-only array
+    need_loss, need_clip = "loss" in cfg.record, "clip_fraction" in cfg.record
+    taken = 0
+    for t in range(T):
+        active = charger.charge(t)  # 1. charge before the noisy step
+        stopped |= ~active
+        if not active.any():
+            break
+        act = torch.as_tensor(active, device=dev)
+        weights = sample(noise_src, active, N=N, sampling_rate=p)  # 2. Poisson sampling (PSGD)
+        noise_src.draw(active, noise, nbuf)
+        n_t = torch.as_tensor(steps_done + 1, dtype=dtype, device=dev) if v is not None else None
+        sig_used = charger.sigma_used  # the sigma each run was charged for is the one its noise uses
+        theta, sg, gnorm, lr_t = private_step(  # 3. clip -> sum -> noise -> scale -> update
+            oracle, theta, weights=weights, noise=noise, sigma_t=torch.as_tensor(sig_used, dtype=dtype, device=dev), lr_t=lr_all[:, t],
+            active=act,
+            clip_norm=cfg.clip_norm, denominator=denom, v=v, beta=cfg.beta, n_t=n_t, lr_rule=lr_rule, t=t,
+            need_loss=need_loss, need_clip=need_clip, need_grad_norm="grad_norm" in cfg.record)
+        recorder.write(t, active, loss=sg.loss, grad_norm=gnorm, clip_fraction=sg.clip_fraction,  # 4. record
+                       lr=lr_t, sigma=sig_used, budget_spent=charger.spent)
+        steps_done[active] += 1
+        taken += 1
+        bar.update(1)
+    bar.update(T - taken)
+
+    with torch.no_grad():
+        fl, ta = oracle.evaluate(theta)
+        final_loss = fl.to("cpu", torch.float64).numpy()
+        train_acc = ta.to("cpu", torch.float64).numpy()
+        test_acc = None if test is None else test.evaluate(theta)[1].to("cpu", torch.float64).numpy()
+    eps = None
+    if cfg.delta is not None:
+        from dpcompanion.theory.accounting import accountant_epsilon
+
+        memo: dict[tuple, float] = {}  # runs sharing a schedule share its epsilon
+        eps = np.zeros(K)
+        for k in range(K):
+            n = int(steps_done[k])
+            if n:
+                key = (int(charger.group_of[k]), n)
+                if key not in memo:
+                    memo[key] = accountant_epsilon(sigma=cfg.sigma[k, :n], delta=cfg.delta, sampling_rate=p)
+                eps[k] = memo[key]
+    return History(
+        **recorder.arrays(),
+        steps_done=steps_done,
+        stopped_early=stopped,
+        R=cfg.R,
+        R_spent=charger.spent.copy(),
+        final_loss=final_loss,
+        train_accuracy=train_acc,
+        test_accuracy=test_acc,
+        epsilon=eps,
+        theta=theta,
+        meta={"ledgers": charger.n_ledgers, "noise_generators": len(noise_src.gens)},
+    )
 
 
 def train_loop(
@@ -123,7 +485,7 @@ def train_loop(
     seed,
     beta: float = 0.0,
     sampling_rate: float = 1.0,
-    lr_rule: Callable[[int, torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    lr_rule=None,
     X_test=None,
     y_test=None,
     init=None,
@@ -133,194 +495,16 @@ def train_loop(
     progress: bool | None = None,
     ledger_factory=None,
     algorithm: str = "pgd",
+    record: Sequence[str] | None = None,
+    memory_budget: int | None = None,
+    fast: bool | None = None,
 ) -> History:
-    """The shared loop (see the module docstring); the public trainers validate their
-    arguments and call this. ``lr``: scalar, ``(T,)`` or ``(K, T)`` step sizes;
-    ``lr_rule(t, g, lr_t) -> (K,)``, if given, turns the privatized gradient ``g`` of step
-    t into that step's step size (ADP-SGD's adaptive rule)."""
-    from dpcompanion.core.provenance import resolve_device
-
-    t0 = time.perf_counter()
-    try:
-        clip_norm = float(clip_norm)
-    except (TypeError, ValueError):
-        raise ValueError(f"clip_norm must be a finite number > 0, got {clip_norm!r}") from None
-    if not (math.isfinite(clip_norm) and clip_norm > 0):
-        raise ValueError(f"clip_norm must be a finite number > 0, got {clip_norm}")
-    if not 0.0 <= beta < 1.0:
-        raise ValueError(f"beta (momentum) must be in [0, 1), got {beta}")
-    if not 0.0 < sampling_rate <= 1.0:
-        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
-    if R is not None and not (math.isfinite(R) and R > 0):
-        raise ValueError(f"R must be a finite number > 0 (or None for no ledger), got {R}")
-    seeds, sig, single = as_runs(seed, sigma)
-    K, T = sig.shape
-    lr_arr = np.asarray(lr, dtype=np.float64)
-    if lr_arr.ndim == 0:
-        lr_arr = np.full((K, T), float(lr_arr))
-    elif lr_arr.ndim == 1:
-        if lr_arr.shape[0] != T:
-            raise ValueError(f"lr must be a number or have length T={T}, got length {lr_arr.shape[0]}")
-        lr_arr = np.broadcast_to(lr_arr, (K, T)).copy()
-    elif lr_arr.shape != (K, T):
-        raise ValueError(f"lr must be a number, (T,) or (K, T) = ({K}, {T}), got shape {lr_arr.shape}")
-    if np.any(~np.isfinite(lr_arr)) or np.any(lr_arr < 0):
-        raise ValueError("lr (step size) must be finite and >= 0")
-
-    dev = torch.device(resolve_device(device))
-    Xt = _as_tensor(X, dtype=dtype, device=dev)
-    yt = _as_tensor(y, dtype=torch.long, device=dev)
-    N = Xt.shape[0]
-    if yt.shape != (N,):
-        raise ValueError(f"y must have shape ({N},) to match X, got {tuple(yt.shape)}")
-    Xt = Xt.reshape(N, -1)
-
-    # parameters and generators
-    if init is None:
-        theta = model.init(generators=[torch.Generator().manual_seed(s) for s in seeds], dtype=dtype, device=dev)
-    else:
-        th0 = _as_tensor(init, dtype=dtype, device=dev)
-        if th0.shape == (model.n_params,):
-            th0 = th0.expand(K, -1)
-        if th0.shape != (K, model.n_params):
-            raise ValueError(f"init must have shape ({model.n_params},) or ({K}, {model.n_params}), got {tuple(th0.shape)}")
-        theta = th0.clone()
-    gens = [torch.Generator(device=dev).manual_seed(noise_seed(s)) for s in seeds]
-    ledgers = _ledgers(R, K, ledger_factory, delta, float(sampling_rate))
-
-    nan = np.full((K, T), np.nan)
-    rec = {k: nan.copy() for k in ("loss", "grad_norm", "clip_fraction", "sigma", "lr", "budget_spent")}
-    spent = np.zeros(K)
-    steps_done = np.zeros(K, dtype=np.int64)
-    stopped = np.zeros(K, dtype=bool)
-    active = np.ones(K, dtype=bool)
-    v = torch.zeros_like(theta) if beta > 0 else None
-    noise_buf = torch.empty_like(theta)
-    denom = sampling_rate * N
-    p = float(sampling_rate)
-
-    bar = _progress(T, progress, algorithm)
-    try:
-        for t in range(T):
-            # 1. budget: charge before the noisy step; stop a run that cannot afford it
-            for k in range(K):
-                if not active[k]:
-                    continue
-                s = float(sig[k, t])
-                if ledgers is not None:
-                    if not ledgers[k].can_afford(sigma=s, sampling_rate=p):
-                        active[k], stopped[k] = False, True
-                        continue
-                    ledgers[k].charge(sigma=s, sampling_rate=p, step=t + 1)
-                    spent[k] = ledgers[k].spent
-                else:
-                    spent[k] += _step_cost(s, p)
-            if not active.any():
-                break
-            act = torch.as_tensor(active, device=dev)
-            run_gens = [g if active[k] else None for k, g in enumerate(gens)]
-            # 2. Poisson sampling (PSGD)
-            weights = None
-            if p < 1.0:
-                weights = torch.zeros((K, N), dtype=dtype, device=dev)
-                for k, g in enumerate(run_gens):
-                    if g is not None:
-                        weights[k] = (torch.rand(N, generator=g, device=dev, dtype=dtype) < p).to(dtype)
-            # 3. clip -> sum -> noise -> scale -> (momentum) -> update
-            if weights is None:
-                res = steps.clip_and_sum(model, theta, Xt, yt, clip_norm=clip_norm)
-            else:  # only the rows some run sampled (all runs share the gathered rows)
-                rows = torch.nonzero(weights.any(dim=0)).squeeze(-1)
-                weights = weights.index_select(1, rows)
-                res = steps.clip_and_sum(model, theta, Xt.index_select(0, rows), yt.index_select(0, rows),
-                                         clip_norm=clip_norm, weights=weights)
-            gnorm = torch.linalg.vector_norm(res.grad_sum, dim=-1) / denom  # before noise
-            sig_t = torch.as_tensor(sig[:, t], dtype=dtype, device=dev)
-            noisy = steps.add_noise(res.grad_sum, clip_norm=clip_norm, sigma=sig_t, generators=run_gens,
-                                    out=noise_buf, inplace=True)
-            g = steps.scale(noisy, denominator=denom, inplace=True)
-            lr_t = torch.as_tensor(lr_arr[:, t], dtype=dtype, device=dev)
-            if lr_rule is not None:
-                lr_t = lr_rule(t, g, lr_t)
-            step_size = lr_t * act.to(dtype)  # stopped runs stay put
-            if v is not None:
-                # v is updated for stopped runs too: they never resume, so it is unused
-                direction = steps.momentum_accumulate_(v, g, beta=beta)
-                n_t = torch.as_tensor(steps_done + 1, dtype=dtype, device=dev)
-                step_size = step_size * steps.debias_factor(beta=beta, t=n_t)
-            else:
-                direction = g
-            # records (loss at theta_t, where the gradient was taken)
-            exceed = (res.norms > clip_norm).to(dtype)
-            if weights is None:
-                loss_t = res.losses.mean(-1)
-                clip_frac = exceed.mean(-1)
-            else:
-                cnt = weights.sum(-1).clamp_min(1.0)
-                loss_t = (res.losses * weights).sum(-1) / cnt
-                clip_frac = (exceed * weights).sum(-1) / cnt
-            theta = steps.sgd_update_(theta, direction, lr=step_size)
-            cols = np.stack([x.detach().to("cpu", torch.float64).numpy()
-                             for x in (loss_t, gnorm, clip_frac, lr_t)])
-            a = active
-            rec["loss"][a, t], rec["grad_norm"][a, t], rec["clip_fraction"][a, t], rec["lr"][a, t] = cols[:, a]
-            rec["sigma"][a, t] = sig[a, t]
-            rec["budget_spent"][a, t] = spent[a]
-            steps_done[a] += 1
-            bar.update(1)
-    finally:
-        bar.close()
-
-    with torch.no_grad():
-        fl, ta = model.evaluate(theta, Xt, yt)
-        final_loss = fl.to("cpu", torch.float64).numpy()
-        train_acc = ta.to("cpu", torch.float64).numpy()
-        test_acc = None
-        if X_test is not None:
-            Xs = _as_tensor(X_test, dtype=dtype, device=dev).reshape(len(X_test), -1)
-            ys = _as_tensor(y_test, dtype=torch.long, device=dev)
-            test_acc = model.evaluate(theta, Xs, ys)[1].to("cpu", torch.float64).numpy()
-    eps = None
-    if delta is not None:
-        from dpcompanion.theory.accounting import accountant_epsilon
-
-        memo: dict[bytes, float] = {}  # runs sharing a schedule share its epsilon
-        eps = np.zeros(K)
-        for k in range(K):
-            if steps_done[k]:
-                key = sig[k, : steps_done[k]].tobytes()
-                if key not in memo:
-                    memo[key] = accountant_epsilon(sigma=sig[k, : steps_done[k]], delta=delta, sampling_rate=p)
-                eps[k] = memo[key]
-    wall = time.perf_counter() - t0
-    h = History(
-        **rec,
-        steps_done=steps_done,
-        stopped_early=stopped,
-        R=R,
-        R_spent=spent.copy(),
-        final_loss=final_loss,
-        train_accuracy=train_acc,
-        test_accuracy=test_acc,
-        epsilon=eps,
-        theta=theta,
-        meta={
-            "algorithm": algorithm,
-            "model": repr(model),
-            "device": str(dev),
-            "dtype": str(dtype).replace("torch.", ""),
-            "seeds": seeds,
-            "clip_norm": clip_norm,
-            "beta": beta,
-            "sampling_rate": p,
-            "N": N,
-            "T": T,
-            "runs": K,
-            "wall_time": wall,
-        },
-    )
-    if single:
-        h = h.run(0)
-        h.meta.pop("seeds", None)
-        h.meta["runs"] = 1
-    return h
+    """Keyword form of :func:`run`: builds the :class:`TrainConfig` (all validation) and
+    trains. ``lr``: scalar, ``(T,)`` or ``(K, T)``; ``lr_rule(t, g, lr_t) -> (K,)`` turns the
+    privatized gradient of step t into that step's step size (ADP-SGD's adaptive rule)."""
+    N = int(np.shape(X)[0]) if not isinstance(X, torch.Tensor) else int(X.shape[0])
+    cfg = TrainConfig.build(sigma=sigma, R=R, lr=lr, clip_norm=clip_norm, seed=seed, N=N, beta=beta,
+                            sampling_rate=sampling_rate, delta=delta, lr_rule=lr_rule, device=device, dtype=dtype,
+                            progress=progress, ledger_factory=ledger_factory, algorithm=algorithm, record=record,
+                            memory_budget=memory_budget, fast=fast)
+    return run(model, X, y, cfg, X_test=X_test, y_test=y_test, init=init)

@@ -21,7 +21,8 @@ class History:
     """Per-step history of one run (arrays ``(T,)``, scalars) or of ``K`` batched runs
     (arrays ``(K, T)``, ``(K,)``).
 
-    Per step ``t = 1..T`` (NaN for steps a run did not take):
+    Per step ``t = 1..T`` (NaN for steps a run did not take; a field that was not asked
+    for with the trainers' ``record=`` is None):
 
     * ``loss``: empirical risk at theta_t, where step t's gradient is taken (for PSGD:
       the mean loss over that step's Poisson batch);
@@ -39,12 +40,12 @@ class History:
     seeds, clip, wall time (seconds) and the like.
     """
 
-    loss: np.ndarray
-    grad_norm: np.ndarray
-    clip_fraction: np.ndarray
-    sigma: np.ndarray
-    lr: np.ndarray
-    budget_spent: np.ndarray
+    loss: np.ndarray | None
+    grad_norm: np.ndarray | None
+    clip_fraction: np.ndarray | None
+    sigma: np.ndarray | None
+    lr: np.ndarray | None
+    budget_spent: np.ndarray | None
     steps_done: Any
     stopped_early: Any
     R: float | None
@@ -59,7 +60,7 @@ class History:
     @property
     def runs(self) -> int | None:
         """Number of batched runs, or None for a single-run history."""
-        return None if self.loss.ndim == 1 else self.loss.shape[0]
+        return None if np.ndim(self.steps_done) == 0 else len(self.steps_done)
 
     @property
     def wall_time(self) -> float:
@@ -73,7 +74,7 @@ class History:
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name in STEP_FIELDS:
-                v = v[k]
+                v = None if v is None else v[k]
             elif f.name in RUN_FIELDS:
                 v = None if v is None else _scalar(v[k])
             elif f.name == "theta" and v is not None:
@@ -84,6 +85,26 @@ class History:
                     v["seed"] = v["seeds"][k]
             kw[f.name] = v
         return History(**kw)
+
+    @classmethod
+    def concat(cls, parts: list["History"]) -> "History":
+        """One batched History from batched histories of consecutive chunks of runs."""
+        kw = {}
+        for f in fields(cls):
+            vals = [getattr(h, f.name) for h in parts]
+            if f.name in STEP_FIELDS or f.name in RUN_FIELDS:
+                kw[f.name] = None if vals[0] is None else np.concatenate([np.asarray(v) for v in vals])
+            elif f.name == "theta":
+                kw[f.name] = None if vals[0] is None else torch.cat(vals)
+            elif f.name == "meta":
+                meta = dict(vals[0])
+                for key in ("ledgers", "noise_generators"):
+                    if key in meta:
+                        meta[key] = sum(v.get(key, 0) for v in vals)
+                kw[f.name] = meta
+            else:
+                kw[f.name] = vals[0]
+        return cls(**kw)
 
     def to_dict(self) -> dict:
         """JSON-friendly dict (lists, floats; no parameters)."""

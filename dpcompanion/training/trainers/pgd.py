@@ -25,14 +25,6 @@ from dpcompanion.training.trainers.history import History
 __all__ = ["train_pgd", "train_psgd"]
 
 
-def _check_lr(lr):
-    import numpy as np
-
-    a = np.asarray(lr, dtype=float)
-    if np.any(~np.isfinite(a)) or np.any(a < 0):
-        raise ValueError(f"lr must be finite and >= 0, got {lr}")
-
-
 def train_pgd(
     model: Model,
     X,
@@ -52,6 +44,9 @@ def train_pgd(
     delta: float | None = None,
     progress: bool | None = None,
     ledger_factory=None,
+    record=None,
+    memory_budget: int | None = None,
+    fast: bool | None = None,
 ) -> History:
     """Full-batch private GD (H Algorithm 1), optionally with debiased momentum.
 
@@ -61,13 +56,20 @@ def train_pgd(
     budget (Hong's units, R = 2 rho); ``None`` disables the ledger (analysis only, e.g.
     influence sweeps; cost is still recorded). ``lr``: number, ``(T,)`` or ``(K, T)``.
     ``init``: initial parameters ``(P,)`` or ``(K, P)`` (default: drawn from the seed).
+    ``record``: the per-step fields to keep (default all of ``loss, grad_norm,
+    clip_fraction, sigma, lr, budget_spent``; the loss history costs a pass over the data per
+    step). ``memory_budget``: bytes for the runs' state (default 4 GiB; runs are trained in
+    chunks below it, same numbers). ``fast``: None uses the margin fast path for binary
+    linear/logistic models, False forces the general path.
+    Every sigma must be finite and positive (:func:`~dpcompanion.training.trainers.config.check_sigma`):
+    there is no noiseless step.
     Returns a :class:`~dpcompanion.training.trainers.history.History` (batched when K > 1).
     """
-    _check_lr(lr)
     return train_loop(model, X, y, sigma=sigma, R=R, lr=lr, clip_norm=clip_norm, seed=seed, beta=momentum,
                       sampling_rate=1.0, X_test=X_test, y_test=y_test, init=init, device=device, dtype=dtype,
                       delta=delta, progress=progress, ledger_factory=ledger_factory,
-                      algorithm="pgd-momentum" if momentum else "pgd")
+                      algorithm="pgd-momentum" if momentum else "pgd", record=record, memory_budget=memory_budget,
+                      fast=fast)
 
 
 def train_psgd(
@@ -90,6 +92,9 @@ def train_psgd(
     delta: float | None = None,
     progress: bool | None = None,
     ledger_factory=None,
+    record=None,
+    memory_budget: int | None = None,
+    fast: bool | None = None,
 ) -> History:
     """Private SGD with Poisson sampling at ``sampling_rate`` p (H Sec. 4.3).
 
@@ -103,8 +108,8 @@ def train_psgd(
     ``loss`` in the history is the mean over the step's batch; ``final_loss`` is the
     full training loss.
     """
-    _check_lr(lr)
     return train_loop(model, X, y, sigma=sigma, R=R, lr=lr, clip_norm=clip_norm, seed=seed, beta=momentum,
                       sampling_rate=sampling_rate, X_test=X_test, y_test=y_test, init=init, device=device,
                       dtype=dtype, delta=delta, progress=progress, ledger_factory=ledger_factory,
-                      algorithm="psgd-momentum" if momentum else "psgd")
+                      algorithm="psgd-momentum" if momentum else "psgd", record=record,
+                      memory_budget=memory_budget, fast=fast)

@@ -1,6 +1,6 @@
 """The private step as a fixed sequence of named pieces (STYLE 5), each testable alone.
 
-    clip_and_sum  -> add_noise -> scale -> (momentum) -> update
+    clip_and_sum  -> draw_noise -> add_noise -> scale -> (momentum) -> update
 
 Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001) Algorithm 1 and Eq. (1)-(3); slides
 (file 003) Algorithms 1-2 (clipping and debiased momentum). All pieces work on ``K``
@@ -23,6 +23,8 @@ from dpcompanion.training.models import ClipResult, Model, clip_factors
 __all__ = [
     "clip_factors",
     "clip_and_sum",
+    "draw_noise",
+    "noise_std",
     "add_noise",
     "scale",
     "debias_factor",
@@ -47,28 +49,51 @@ def clip_and_sum(
     return model.clipped_grad_sum(theta, X, y, clip_norm=clip_norm, weights=weights)
 
 
+def draw_noise(generators: Sequence[torch.Generator | None], out: torch.Tensor, *, rows=None) -> torch.Tensor:
+    """Row ``k`` of ``out`` ``(G, P)`` <- one ``N(0, I_P)`` draw from ``generators[k]``
+    (a ``None`` generator draws nothing and leaves zeros). One ``normal_`` call per
+    generator on a row view: the same numbers as ``torch.randn(P, generator=g)``.
+    ``rows``: ``out.unbind(0)``, when the caller keeps it (saves making K views per step)."""
+    for row, g in zip(out.unbind(0) if rows is None else rows, generators):
+        if g is None:
+            row.zero_()
+        else:
+            row.normal_(generator=g)
+    return out
+
+
+def noise_std(*, clip_norm: float, sigma: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``C sigma_k`` per run, asserted finite, > 0 and a normal number of ``dtype``: the
+    invariant that no step is released without its noise (the trainers refuse such sigmas
+    up front, :func:`dpcompanion.training.trainers.config.check_sigma`; reaching this
+    error is a bug)."""
+    std = clip_norm * sigma.to(dtype)
+    if not bool(torch.all(torch.isfinite(std) & (std >= torch.finfo(dtype).tiny))):
+        raise RuntimeError(f"internal invariant broken: noise scale C*sigma must be finite and >= "
+                           f"{torch.finfo(dtype).tiny:.3g}, got {std.min().item():.3g}..{std.max().item():.3g}")
+    return std
+
+
 def add_noise(
     grad_sum: torch.Tensor,
     *,
     clip_norm: float,
     sigma: torch.Tensor,
-    generators: Sequence[torch.Generator | None],
+    generators: Sequence[torch.Generator | None] | None = None,
+    noise: torch.Tensor | None = None,
     out: torch.Tensor | None = None,
     inplace: bool = False,
 ) -> torch.Tensor:
-    """``grad_sum + C sigma_k v_k`` with ``v_k ~ N(0, I_P)`` drawn from ``generators[k]``
-    (one flat draw of length P per run, in run order; a run whose generator is None
-    draws nothing and gets no noise). ``sigma = inf`` is no release: zero noise.
-    ``out``: buffer for the noise; ``inplace``: add into ``grad_sum``."""
-    K, P = grad_sum.shape
-    noise = out if out is not None else torch.empty_like(grad_sum)
-    for k, g in enumerate(generators):
-        if g is None:
-            noise[k].zero_()
-        else:
-            torch.randn(P, generator=g, out=noise[k])
-    std = clip_norm * sigma.to(grad_sum.dtype)
-    std = torch.where(torch.isfinite(std), std, torch.zeros_like(std))
+    """``grad_sum + C sigma_k v_k`` with ``v_k ~ N(0, I_P)``: either drawn here from
+    ``generators[k]`` (one flat draw of length P per run, in run order) or given as
+    ``noise`` (standard normal draws, :func:`draw_noise`; scaled in place). Every run's
+    scale ``C sigma_k`` must be finite and positive (:func:`noise_std`): there is no
+    noiseless step. ``out``: buffer for the drawn noise; ``inplace``: add into ``grad_sum``."""
+    std = noise_std(clip_norm=clip_norm, sigma=sigma, dtype=grad_sum.dtype)
+    if noise is None:
+        if generators is None:
+            raise ValueError("add_noise needs generators or noise")
+        noise = draw_noise(generators, out if out is not None else torch.empty_like(grad_sum))
     noise.mul_(std.unsqueeze(-1))
     return grad_sum.add_(noise) if inplace else grad_sum + noise
 

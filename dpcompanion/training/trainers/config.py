@@ -1,0 +1,267 @@
+"""The frozen configuration of a private training call, validated once.
+
+The public trainers (:func:`~dpcompanion.training.trainers.train_pgd`, ``train_psgd``,
+``train_adpsgd``) take keywords and build a :class:`TrainConfig` with
+:meth:`TrainConfig.build`; :func:`~dpcompanion.training.trainers.engine.run` takes the
+config, the model and the data. Everything is checked here, before any step: a bad
+value raises one ``ValueError`` naming the parameter, the value and what is allowed.
+
+**No noiseless step.** Every entry of the sigma array must be a finite number, > 0, and
+at least :func:`sigma_floor`: below it the noise scale ``C sigma / (p N)`` on the averaged
+gradient (or ``C sigma`` on the sum) is not a normal number of the training dtype (it
+would lose its precision, then vanish), or the step's cost ``1/sigma^2`` overflows a
+float64. ``inf`` (which older versions treated as a free noiseless step), ``nan``, 0 and
+negative values are refused; so is a sigma whose noise scale overflows the dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+__all__ = [
+    "DEFAULT_MEMORY_BUDGET",
+    "RECORDABLE",
+    "TrainConfig",
+    "as_runs",
+    "check_sigma",
+    "sigma_floor",
+]
+
+#: bytes a training call may use for its run-dependent state (chunks of runs are trained
+#: one after the other to stay below it)
+DEFAULT_MEMORY_BUDGET = 4 * 2**30
+
+#: per-step fields a trainer can record (``record=``); the History holds None for the rest
+RECORDABLE = ("loss", "grad_norm", "clip_fraction", "sigma", "lr", "budget_spent")
+
+
+def sigma_floor(*, clip_norm: float, denominator: float, dtype: torch.dtype) -> float:
+    """Smallest noise multiplier a trainer accepts (see the module docstring):
+    ``max(tiny * max(1, p N) / C, 1 / sqrt(float64 max))`` with ``tiny`` the smallest normal
+    number of ``dtype`` (1.18e-38 in float32, 2.2e-308 in float64).
+
+    >>> f"{sigma_floor(clip_norm=4.0, denominator=1000.0, dtype=torch.float32):.3g}"
+    '2.94e-36'
+    >>> f"{sigma_floor(clip_norm=4.0, denominator=1000.0, dtype=torch.float64):.3g}"
+    '7.46e-155'
+    """
+    tiny = torch.finfo(dtype).tiny
+    return max(tiny * max(1.0, float(denominator)) / float(clip_norm), 1.0 / math.sqrt(np.finfo(np.float64).max))
+
+
+def check_sigma(sig: np.ndarray, *, clip_norm: float, denominator: float, dtype: torch.dtype) -> None:
+    """Refuse (one-line ``ValueError``) any sigma that would make a step noiseless or its
+    noise or cost unrepresentable; ``sig`` is ``(K, T)``."""
+    bad = ~np.isfinite(sig) | ~(sig > 0)
+    if bad.any():
+        k, t = np.argwhere(bad)[0]
+        where = f"step {t + 1}" + (f" of run {k}" if sig.shape[0] > 1 else "")
+        raise ValueError(f"sigma must be finite and > 0 at every step (no noiseless step), got {sig[k, t]} at {where}")
+    floor = sigma_floor(clip_norm=clip_norm, denominator=denominator, dtype=dtype)
+    lo = float(sig.min())
+    if lo < floor:
+        raise ValueError(f"sigma must be >= {floor:.3g} here (clip_norm={clip_norm:g}, {str(dtype).replace('torch.', '')}): "
+                         f"got {lo:.3g}, whose noise would vanish below the dtype's smallest normal number or whose "
+                         "cost 1/sigma^2 overflows")
+    hi = float(sig.max())
+    if not math.isfinite(clip_norm * hi) or clip_norm * hi > torch.finfo(dtype).max / 1e3:
+        raise ValueError(f"sigma must be <= {torch.finfo(dtype).max / 1e3 / clip_norm:.3g} here: clip_norm * sigma = "
+                         f"{clip_norm * hi:.3g} overflows {str(dtype).replace('torch.', '')}")
+
+
+def as_runs(seed, sigma) -> tuple[list[int], np.ndarray, bool]:
+    """Broadcast ``seed`` (int or sequence) and ``sigma`` ((T,) or (K, T)) to K runs.
+    Returns ``(seeds, sigma (K, T), single)``; ``single`` when one int seed and 1-D sigma.
+    The values of sigma are checked by :func:`check_sigma` (which needs the clip norm)."""
+    try:
+        sig = np.asarray(sigma, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"sigma must be an array of numbers, got {sigma!r}") from None
+    if sig.ndim == 0:
+        raise ValueError("sigma must be an array of per-step noise multipliers (length T), got a scalar; "
+                         "use numpy.full(T, sigma) for a constant one")
+    if sig.ndim > 2 or sig.shape[-1] < 1 or sig.size == 0:
+        raise ValueError(f"sigma must have shape (T,) or (K, T) with T >= 1 and K >= 1, got {sig.shape}")
+    bad = ~np.isfinite(sig) | ~(sig > 0)
+    if bad.any():
+        raise ValueError(f"sigma must be finite and > 0 at every step (no noiseless step), got {sig[bad].flat[0]}")
+    if isinstance(seed, (bool, np.bool_)):
+        raise ValueError(f"seed must be an int or a sequence of ints, got {seed!r}")
+    if isinstance(seed, (int, np.integer)):
+        seeds = None
+    else:
+        try:
+            seeds = [int(s) for s in seed]
+        except (TypeError, ValueError):
+            raise ValueError(f"seed must be an int or a sequence of ints, got {seed!r}") from None
+        if not seeds:
+            raise ValueError("seed must be an int or a non-empty sequence of ints, got an empty sequence")
+    single = seeds is None and sig.ndim == 1
+    if sig.ndim == 1:
+        K = 1 if seeds is None else len(seeds)
+        sig = np.broadcast_to(sig, (K, sig.shape[0])).copy()
+    K = sig.shape[0]
+    if seeds is None:
+        seeds = [int(seed)] * K
+    if len(seeds) != K:
+        raise ValueError(f"got {len(seeds)} seeds but sigma has {K} rows; give one seed per run")
+    if any(s < 0 for s in seeds):
+        raise ValueError(f"seed must be >= 0, got {min(seeds)}")
+    return seeds, sig, single
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, dtype=np.float64, copy=True)
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a private training call needs besides the model and the data.
+
+    ``sigma`` and ``lr``: ``(K, T)`` float64, read-only; ``seeds``: one per run; ``single``:
+    the caller asked for one run (the History is then unbatched). ``R``: budget in Hong's
+    units (None: no ledger, analysis runs). ``lr_rule(t, g, lr_t) -> (K,)``: optional
+    step-size rule from the privatized gradient (ADP-SGD); a rule with state across steps
+    offers ``fresh()`` returning a new rule (each chunk of runs gets its own).
+    ``record``: the per-step fields to keep (:data:`RECORDABLE`; the loss history costs a
+    pass over all samples per step). ``memory_budget``: bytes for run-dependent state;
+    runs are trained in chunks below it (the same result: bit for bit on the fast path, to
+    rounding on the general path).
+    ``fast``: ``None`` uses the margin fast path where the model allows it (binary linear
+    or logistic :class:`~dpcompanion.training.models.DenseModel`), ``False`` never.
+    """
+
+    sigma: np.ndarray
+    seeds: tuple[int, ...]
+    single: bool
+    R: float | None
+    lr: np.ndarray
+    clip_norm: float
+    beta: float = 0.0
+    sampling_rate: float = 1.0
+    delta: float | None = None
+    lr_rule: Callable | None = None
+    device: str = "cpu"
+    dtype: torch.dtype = torch.float32
+    progress: bool | None = None
+    ledger_factory: Callable | None = None
+    algorithm: str = "pgd"
+    record: frozenset = field(default_factory=lambda: frozenset(RECORDABLE))
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    fast: bool | None = None
+
+    @property
+    def K(self) -> int:
+        return self.sigma.shape[0]
+
+    @property
+    def T(self) -> int:
+        return self.sigma.shape[1]
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        sigma,
+        R: float | None,
+        lr,
+        clip_norm: float,
+        seed,
+        N: int | None = None,
+        beta: float = 0.0,
+        sampling_rate: float = 1.0,
+        delta: float | None = None,
+        lr_rule: Callable | None = None,
+        device: str = "auto",
+        dtype: torch.dtype = torch.float32,
+        progress: bool | None = None,
+        ledger_factory: Callable | None = None,
+        algorithm: str = "pgd",
+        record: Sequence[str] | None = None,
+        memory_budget: int | None = None,
+        fast: bool | None = None,
+    ) -> "TrainConfig":
+        """Validate the keywords of a trainer and freeze them. ``N`` (the number of
+        training samples) sets the noise-scale floor of :func:`sigma_floor`."""
+        from dpcompanion.core.provenance import resolve_device
+
+        try:
+            clip_norm = float(clip_norm)
+        except (TypeError, ValueError):
+            raise ValueError(f"clip_norm must be a finite number > 0, got {clip_norm!r}") from None
+        if not (math.isfinite(clip_norm) and clip_norm > 0):
+            raise ValueError(f"clip_norm must be a finite number > 0, got {clip_norm}")
+        try:
+            beta, p = float(beta), float(sampling_rate)
+        except (TypeError, ValueError):
+            raise ValueError(f"beta and sampling_rate must be numbers, got {beta!r}, {sampling_rate!r}") from None
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"beta (momentum) must be in [0, 1), got {beta}")
+        if not 0.0 < p <= 1.0:
+            raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
+        if R is not None:
+            try:
+                R = float(R)
+            except (TypeError, ValueError):
+                raise ValueError(f"R must be a finite number > 0 (or None for no ledger), got {R!r}") from None
+            if not (math.isfinite(R) and R > 0):
+                raise ValueError(f"R must be a finite number > 0 (or None for no ledger), got {R}")
+        if delta is not None:
+            delta = float(delta)
+            if not 0.0 < delta < 1.0:
+                raise ValueError(f"delta must be in (0, 1), got {delta}")
+        if R is not None and p < 1.0 and delta is None:
+            raise ValueError(
+                f"delta is required when sampling_rate < 1 (got {p}): subsampled steps are checked "
+                "against the target epsilon at delta with an RDP accountant"
+            )
+        if dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+        seeds, sig, single = as_runs(seed, sigma)
+        K, T = sig.shape
+        check_sigma(sig, clip_norm=clip_norm, denominator=p * (N if N else 1), dtype=dtype)
+        try:
+            lr_arr = np.asarray(lr, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"lr must be a number or an array of step sizes, got {lr!r}") from None
+        if lr_arr.ndim == 0:
+            lr_arr = np.full((K, T), float(lr_arr))
+        elif lr_arr.ndim == 1:
+            if lr_arr.shape[0] != T:
+                raise ValueError(f"lr must be a number or have length T={T}, got length {lr_arr.shape[0]}")
+            lr_arr = np.broadcast_to(lr_arr, (K, T))
+        elif lr_arr.shape != (K, T):
+            raise ValueError(f"lr must be a number, (T,) or (K, T) = ({K}, {T}), got shape {lr_arr.shape}")
+        if np.any(~np.isfinite(lr_arr)) or np.any(lr_arr < 0):
+            raise ValueError(f"lr must be finite and >= 0 (the step size), got {lr_arr[~(np.isfinite(lr_arr) & (lr_arr >= 0))].flat[0]}")
+        rec = RECORDABLE if record is None else tuple(record)
+        unknown = [r for r in rec if r not in RECORDABLE]
+        if unknown:
+            raise ValueError(f"record must name fields among {', '.join(RECORDABLE)}, got {unknown[0]!r}")
+        if memory_budget is None:
+            memory_budget = DEFAULT_MEMORY_BUDGET
+        if isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, np.integer)) or memory_budget < 2**20:
+            raise ValueError(f"memory_budget must be an integer number of bytes >= 1 MiB, got {memory_budget!r}")
+        if fast not in (None, True, False):
+            raise ValueError(f"fast must be None (auto), True or False, got {fast!r}")
+        return cls(sigma=_frozen(sig), seeds=tuple(seeds), single=single, R=R, lr=_frozen(lr_arr),
+                   clip_norm=clip_norm, beta=beta, sampling_rate=p, delta=delta, lr_rule=lr_rule,
+                   device=resolve_device(device), dtype=dtype, progress=progress, ledger_factory=ledger_factory,
+                   algorithm=str(algorithm), record=frozenset(rec), memory_budget=int(memory_budget), fast=fast)
+
+    def rows(self, a: int, b: int) -> "TrainConfig":
+        """The same configuration for runs ``a..b-1`` (a chunk)."""
+        return replace(self, sigma=self.sigma[a:b], lr=self.lr[a:b], seeds=self.seeds[a:b], single=False)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-friendly summary (for History.meta)."""
+        return {"algorithm": self.algorithm, "clip_norm": self.clip_norm, "beta": self.beta,
+                "sampling_rate": self.sampling_rate, "record": sorted(self.record),
+                "memory_budget": self.memory_budget}

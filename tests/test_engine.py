@@ -1,0 +1,325 @@
+"""The training engine stage by stage (charge, sample, private step, record), the margin fast
+path against materialised per-sample gradients, chunking under a memory budget, and
+property tests: no step without its noise, the ledger never lets R_spent exceed R."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpcompanion.theory import schedules
+from dpcompanion.theory.ledger import PrivacyLedger
+from dpcompanion.training.models import Model, make_model
+from dpcompanion.training.trainers import TrainConfig, engine, steps, train_pgd, train_psgd
+from dpcompanion.training.trainers.config import check_sigma, sigma_floor
+from dpcompanion.training.trainers.engine import Charger, NoiseSource, Recorder, noise_seed, plan_chunks, private_step
+from dpcompanion.training.trainers.oracles import GeneralOracle, LinearOracle, StepGrad, make_oracle
+
+DT = torch.float64
+CPU = dict(device="cpu", dtype=DT, progress=False)
+
+
+def _data(n=40, d=3, seed=0, scale=3.0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, d, generator=g, dtype=DT) * scale
+    y = torch.randint(0, 2, (n,), generator=g)
+    return X, y
+
+
+# ------------------------------------------------------------ fast path == general path
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+@pytest.mark.parametrize("clip_norm", [0.3, 1e4])  # clipping active for most samples / never
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_fast_path_equals_materialised_per_sample_gradients(loss, clip_norm, weighted, bias):
+    model = make_model("linear" if loss == "squared" else "logistic", in_dim=3, bias=bias)
+    X, y = _data()
+    K = 5
+    theta = torch.randn(K, model.n_params, generator=torch.Generator().manual_seed(1), dtype=DT)
+    w = (torch.rand(K, len(y), generator=torch.Generator().manual_seed(2), dtype=DT) < 0.5).to(DT) if weighted else None
+    fast = LinearOracle(model, X, y, clip_norm=clip_norm).clip_sum(theta, w)
+    # reference: the base-class torch.func path, per-sample gradients (K, N, P) materialised
+    ref = Model.clipped_grad_sum(model, theta, X, y, clip_norm=clip_norm, weights=w)
+    torch.testing.assert_close(fast.grad_sum, ref.grad_sum, rtol=1e-12, atol=1e-12)
+    G = model.per_sample_grads(theta, X, y)
+    exceed = (G.norm(dim=-1) > clip_norm).to(DT)
+    if w is None:
+        torch.testing.assert_close(fast.clip_fraction, exceed.mean(-1), rtol=0, atol=0)
+        torch.testing.assert_close(fast.loss, ref.losses.mean(-1), rtol=1e-13, atol=1e-13)
+    else:
+        cnt = w.sum(-1).clamp_min(1)
+        torch.testing.assert_close(fast.clip_fraction, (exceed * w).sum(-1) / cnt, rtol=1e-15, atol=0)
+        torch.testing.assert_close(fast.loss, (ref.losses * w).sum(-1) / cnt, rtol=1e-13, atol=1e-13)
+    if clip_norm > 1e3:
+        assert float(exceed.max()) == 0.0
+    else:
+        assert float(exceed.mean()) > 0.5
+    loss_f, acc_f = LinearOracle(model, X, y, clip_norm=clip_norm).evaluate(theta)
+    loss_g, acc_g = model.evaluate(theta, X, y)
+    torch.testing.assert_close(loss_f, loss_g, rtol=1e-13, atol=1e-13)
+    torch.testing.assert_close(acc_f, acc_g, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["linear", "logistic"])
+def test_trainer_fast_path_equals_general_path(name):
+    model = make_model(name, in_dim=3)
+    X, y = _data(n=30)
+    sig = schedules.gd_dynamic(T=12, R=0.8, kappa=5.0)
+    kw = dict(sigma=sig, R=0.8, clip_norm=0.7, lr=0.2, seed=[3, 4, 3], momentum=0.5, **CPU)
+    a = train_pgd(model, X, y, **kw)
+    b = train_pgd(model, X, y, fast=False, **kw)
+    assert a.meta["fast_path"] and not b.meta["fast_path"]
+    torch.testing.assert_close(a.theta, b.theta, rtol=1e-11, atol=1e-12)
+    for f in ("loss", "grad_norm", "clip_fraction", "budget_spent"):
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-11, atol=1e-12, err_msg=f)
+    sig = np.full(6, 3.0)  # one sigma value: the RDP check of PSGD is computed once
+    c = train_psgd(model, X, y, sigma=sig, R=0.8, sampling_rate=0.5, delta=1e-5, clip_norm=0.7, lr=0.2,
+                   seed=[3, 4], **CPU)
+    d = train_psgd(model, X, y, sigma=sig, R=0.8, sampling_rate=0.5, delta=1e-5, clip_norm=0.7, lr=0.2,
+                   seed=[3, 4], fast=False, **CPU)
+    torch.testing.assert_close(c.theta, d.theta, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(c.loss, d.loss, rtol=1e-11, atol=1e-12)
+
+
+def test_fast_true_on_an_mlp_is_refused():
+    with pytest.raises(ValueError, match="fast=True needs"):
+        train_pgd(make_model("mlp", in_dim=3, hidden=4), *_data(), sigma=[2.0], R=None, fast=True, **CPU)
+
+
+# --------------------------------------------------------------------------- chunking
+
+
+@pytest.mark.parametrize("name,dtype", [("logistic", torch.float32), ("linear", torch.float64), ("mlp", torch.float64)])
+def test_chunked_runs_equal_one_call(name, dtype):
+    """A memory budget small enough to split 1300 runs into chunks gives the numbers of one call."""
+    model = make_model(name, in_dim=3, hidden=5) if name == "mlp" else make_model(name, in_dim=3)
+    X, y = _data(n=37)
+    K, T = 1300, 4
+    rng = np.random.default_rng(0)
+    sig = rng.uniform(0.5, 3.0, size=(K, T))
+    seeds = [int(s) for s in rng.integers(0, 50, size=K)]  # shared seeds too
+    kw = dict(sigma=sig, R=None, clip_norm=1.0, lr=0.3, seed=seeds, device="cpu", dtype=dtype, progress=False)
+    one = train_pgd(model, X, y, **kw)
+    many = train_pgd(model, X, y, memory_budget=2**20, **kw)
+    assert one.meta["chunks"] == 1 and many.meta["chunks"] > 1
+    if name == "mlp":  # general path: the BLAS blocks a batch by its size, so equal to rounding
+        torch.testing.assert_close(one.theta, many.theta, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(one.loss, many.loss, rtol=1e-12)
+        np.testing.assert_array_equal(one.sigma, many.sigma)
+        return
+    assert torch.equal(one.theta, many.theta)  # fast path: bit for bit
+    for f in ("loss", "grad_norm", "clip_fraction", "sigma", "lr", "budget_spent"):
+        np.testing.assert_array_equal(getattr(one, f), getattr(many, f), err_msg=f)
+    np.testing.assert_array_equal(one.final_loss, many.final_loss)
+    # and on the fast path a run does not depend on its neighbours: run k alone equals row k
+    # bit for bit (the general path agrees to rounding: its BLAS calls differ with the batch)
+    for k in (0, 7, 1299):
+        alone = train_pgd(model, X, y, **(kw | {"sigma": sig[k], "seed": seeds[k]}))
+        if name == "mlp":
+            torch.testing.assert_close(alone.theta, one.theta[k], rtol=1e-12, atol=1e-14)
+        else:
+            assert torch.equal(alone.theta, one.theta[k]), k
+
+
+def test_memory_budget_bounds_the_chunks_and_refuses_when_nothing_fits():
+    assert plan_chunks(10, bytes_per_run=100, budget=450) == [(0, 4), (4, 8), (8, 10)]
+    assert plan_chunks(10, bytes_per_run=100, budget=10_000, fixed=50, max_runs=3)[0] == (0, 3)
+    with pytest.raises(ValueError, match="memory_budget must be at least"):
+        plan_chunks(5, bytes_per_run=100, budget=120, fixed=50)
+    model = make_model("logistic", in_dim=3)
+    X, y = _data(n=20)
+    h = train_pgd(model, X, y, sigma=np.full((3000, 2), 2.0), R=None, seed=list(range(3000)),
+                  memory_budget=2**20, record=("clip_fraction",), **CPU)
+    assert h.meta["chunks"] > 1 and h.loss is None and h.clip_fraction.shape == (3000, 2)
+
+
+# ------------------------------------------------------------------------- the stages
+
+
+def test_charge_stage_one_ledger_per_schedule_and_stop_before_overspending():
+    sig = np.array([[2.0, 2.0, 2.0], [2.0, 2.0, 2.0], [1.0, 1.0, 1.0]])
+    made = []
+
+    def factory(**kw):
+        made.append(kw)
+        return PrivacyLedger(**kw)
+
+    ch = Charger(sig, R=0.6, delta=None, sampling_rate=1.0, ledger_factory=factory)
+    assert len(made) == 2 and made[0] == {"R": 0.6, "delta": None}  # two distinct schedules
+    a1 = ch.charge(0)
+    assert list(a1) == [True, True, False]  # 1/1^2 = 1 > 0.6: refused before the step
+    np.testing.assert_array_equal(ch.spent, [0.25, 0.25, 0.0])
+    a2 = ch.charge(1)
+    a3 = ch.charge(2)
+    assert list(a2) == [True, True, False] and list(a3) == [False, False, False]
+    np.testing.assert_array_equal(ch.spent, [0.5, 0.5, 0.0])
+    free = Charger(sig, R=None, delta=None, sampling_rate=1.0)
+    for t in range(3):
+        assert free.charge(t).all()
+    np.testing.assert_array_equal(free.spent, [0.75, 0.75, 3.0])
+
+
+def test_noise_source_shares_streams_by_seed_and_skips_stopped_runs():
+    seeds = [4, 9, 4, 1]
+    src = NoiseSource(seeds, device="cpu", dtype=DT)
+    assert len(src.gens) == 3 and not src.identity
+    out, buf = torch.empty(4, 5, dtype=DT), torch.empty(3, 5, dtype=DT)
+    refs = {s: torch.Generator().manual_seed(noise_seed(s)) for s in set(seeds)}
+    for step in range(3):
+        active = np.array([True, True, step < 1, step < 2])
+        src.draw(active, out, buf)
+        expect = {s: torch.randn(5, generator=refs[s], dtype=DT) for s in (4, 9)}
+        if step < 2:
+            expect[1] = torch.randn(5, generator=refs[1], dtype=DT)
+        for k, s in enumerate(seeds):
+            if active[k]:
+                assert torch.equal(out[k], expect[s]), (step, k)
+            else:
+                assert not out[k].any()
+    ident = NoiseSource([0, 1], device="cpu", dtype=DT)
+    assert ident.identity
+
+
+def test_sample_stage_is_a_poisson_mask_per_run():
+    src = NoiseSource([2, 3], device="cpu", dtype=DT)
+    w = engine.sample(src, np.array([True, False]), N=1000, sampling_rate=0.3)
+    ref = (torch.rand(1000, generator=torch.Generator().manual_seed(noise_seed(2)), dtype=DT) < 0.3).to(DT)
+    assert torch.equal(w[0], ref) and not w[1].any()
+    assert engine.sample(src, np.array([True, True]), N=10, sampling_rate=1.0) is None
+
+
+class _StubOracle:
+    fast = False
+
+    def __init__(self, g):
+        self.g = g
+
+    def clip_sum(self, theta, weights=None, *, need_loss=True, need_clip=True):
+        return StepGrad(self.g.clone(), None, None)
+
+
+def test_private_step_adds_the_noise_scales_and_updates():
+    g = torch.tensor([[1.0, 2.0], [3.0, -1.0]], dtype=DT)
+    theta = torch.zeros(2, 2, dtype=DT)
+    noise = torch.tensor([[0.5, -0.5], [1.0, 2.0]], dtype=DT)
+    sig = torch.tensor([2.0, 3.0], dtype=DT)
+    th, _, gn, _ = private_step(_StubOracle(g), theta, weights=None, noise=noise.clone(), sigma_t=sig,
+                                lr_t=torch.tensor([0.1, 0.2], dtype=DT), active=torch.tensor([True, False]),
+                                clip_norm=1.5, denominator=4.0)
+    expect0 = -0.1 * (g[0] + 1.5 * 2.0 * noise[0]) / 4.0
+    torch.testing.assert_close(th[0], expect0, rtol=1e-15, atol=0)
+    assert not th[1].any()  # a stopped run stays put
+    torch.testing.assert_close(gn, g.norm(dim=-1) / 4.0)
+    for bad in (math.inf, 0.0, math.nan):
+        with pytest.raises(RuntimeError, match="invariant"):
+            private_step(_StubOracle(g), theta, weights=None, noise=noise.clone(),
+                         sigma_t=torch.tensor([2.0, bad], dtype=DT), lr_t=torch.tensor([0.1, 0.2], dtype=DT),
+                         active=torch.tensor([True, True]), clip_norm=1.5, denominator=4.0)
+
+
+def test_record_stage_keeps_only_what_was_asked():
+    r = Recorder(("loss", "sigma"), K=3, T=2)
+    r.write(0, np.array([True, False, True]), loss=torch.tensor([1.0, 2.0, 3.0]), sigma=np.array([4.0, 5.0, 6.0]),
+            grad_norm=torch.ones(3))
+    a = r.arrays()
+    assert a["grad_norm"] is None and a["clip_fraction"] is None
+    np.testing.assert_array_equal(a["loss"][:, 0], [1.0, np.nan, 3.0])
+    assert np.isnan(a["sigma"][:, 1]).all()
+
+
+def test_sigma_floor_and_check():
+    assert sigma_floor(clip_norm=1.0, denominator=1.0, dtype=torch.float32) == pytest.approx(torch.finfo(torch.float32).tiny)
+    check_sigma(np.array([[1e-30]]), clip_norm=1.0, denominator=10.0, dtype=torch.float32)  # above the floor
+    with pytest.raises(ValueError, match="sigma must be >="):
+        check_sigma(np.array([[1e-37]]), clip_norm=1.0, denominator=1000.0, dtype=torch.float32)
+    with pytest.raises(ValueError, match="no noiseless step"):
+        check_sigma(np.array([[1.0, np.inf]]), clip_norm=1.0, denominator=1.0, dtype=DT)
+
+
+def test_train_config_is_frozen():
+    cfg = TrainConfig.build(sigma=[1.0, 2.0], R=1.0, lr=0.1, clip_norm=1.0, seed=0, device="cpu")
+    with pytest.raises(Exception):
+        cfg.R = 2.0
+    with pytest.raises(ValueError):
+        cfg.sigma[0, 0] = 5.0
+    assert cfg.K == 1 and cfg.T == 2 and cfg.single
+
+
+# --------------------------------------------------------------------- property tests
+
+SPECIAL = [math.inf, -math.inf, math.nan, 0.0, -1.0, 5e-324, 1e-310, 1e-200]
+
+
+@st.composite
+def sigma_arrays(draw):
+    K = draw(st.integers(1, 3))
+    T = draw(st.integers(1, 6))
+    vals = draw(st.lists(st.sampled_from([0.4, 0.9, 1.7, 3.0, 6.0]), min_size=K * T, max_size=K * T))
+    sig = np.array(vals).reshape(K, T)
+    if draw(st.booleans()):  # poison one entry
+        sig[draw(st.integers(0, K - 1)), draw(st.integers(0, T - 1))] = draw(st.sampled_from(SPECIAL))
+    return sig
+
+
+class _Spy:
+    """Wraps steps.add_noise: records, per call, which runs' gradients the noise moved."""
+
+    def __init__(self, mp):
+        self.moved = []
+        orig = steps.add_noise
+
+        def spy(grad_sum, *, clip_norm, sigma, noise=None, **kw):
+            before = grad_sum.clone()
+            out = orig(grad_sum, clip_norm=clip_norm, sigma=sigma, noise=noise, **kw)
+            assert torch.all(torch.isfinite(sigma) & (sigma > 0))
+            self.moved.append((out != before).any(dim=-1).numpy().copy())
+            return out
+
+        mp.setattr(steps, "add_noise", spy)
+
+
+@settings(max_examples=30)
+@given(sig=sigma_arrays(), R=st.floats(0.05, 4.0), p=st.sampled_from([1.0, 1.0, 1.0, 0.5]),
+       name=st.sampled_from(["logistic", "linear", "mlp"]))
+def test_property_no_step_without_noise_and_no_overspending(sig, R, p, name):
+    with pytest.MonkeyPatch.context() as mp:
+        spy = _Spy(mp)
+        model = make_model(name, in_dim=2, hidden=3) if name == "mlp" else make_model(name, in_dim=2)
+        X, y = _data(n=12, d=2)
+        fn = train_pgd if p == 1.0 else train_psgd
+        kw = {} if p == 1.0 else {"sampling_rate": p, "delta": 1e-5}
+        valid = bool(np.all(np.isfinite(sig) & (sig > 1e-150)))
+        if not valid:
+            with pytest.raises(ValueError, match="sigma must"):
+                fn(model, X, y, sigma=sig, R=R, seed=list(range(sig.shape[0])), **kw, **CPU)
+            assert spy.moved == []  # refused before any step
+            return
+        h = fn(model, X, y, sigma=sig, R=R, seed=list(range(sig.shape[0])), **kw, **CPU)
+        # the ledger never lets R_spent exceed R, as printed in JSON
+        printed = json.loads(json.dumps(h.to_dict()))
+        assert all(s <= R for s in printed["R_spent"]), (printed["R_spent"], R)
+        # every step a run took went through the noise, and the noise moved its gradient
+        assert len(spy.moved) == int(np.max(h.steps_done))
+        for t, moved in enumerate(spy.moved):
+            assert moved[h.steps_done > t].all(), t
+        assert np.all(h.steps_done[~h.stopped_early] == sig.shape[1])
+
+
+@settings(max_examples=40)
+@given(kind=st.sampled_from(["uniform", "gd-dynamic", "exp"]), T=st.integers(1, 40), R=st.floats(0.01, 50.0))
+def test_property_budget_exact_schedules_finish_within_R(kind, T, R):
+    """A budget-exact schedule (sum 1/sigma^2 = R up to rounding) runs all its steps and the
+    spent budget, as printed in JSON, is never above R."""
+    params = {"gd-dynamic": {"kappa": 7.0}, "exp": {"rate": 0.05}}.get(kind, {})
+    sig = schedules.make(kind, T=T, R=R, **params)
+    model = make_model("logistic", in_dim=2)
+    X, y = _data(n=8, d=2)
+    h = train_pgd(model, X, y, sigma=sig, R=R, seed=0, record=("sigma",), **CPU)
+    assert json.loads(json.dumps(h.to_dict()))["R_spent"] <= R
+    assert h.steps_done == T or h.R_spent + 1 / sig[h.steps_done] ** 2 > R

@@ -77,6 +77,13 @@ CASES = [
     (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--trials", "0"], "--trials"),
     (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--noise-multiplier-scale", "0"],
      "--noise-multiplier-scale"),
+    # experiment, results
+    (["experiment", "no-such-experiment"], "no-such-experiment"),
+    (["experiment", "h-f-infl", "--executor", "spark"], "--executor"),
+    (["experiment", "h-f-infl", "--executor", "dask", "--workers", "0"], "--workers"),
+    (["experiment", "h-f-infl", "--mode", "turbo"], "--mode"),
+    (["experiment", "h-f-infl", "--seed", "-1"], "--seed"),
+    (["results", "--revalidate", "--device", "tpu"], "--device"),
     # reproduce
     (["reproduce", "--seed", "-1"], "--seed"),
     (["reproduce", "--mode", "turbo"], "--mode"),

@@ -308,8 +308,8 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
 
     Privacy: run k has a :class:`ScheduleLedger` for its row (``epsilon_target``: one number
     or one per run), charged for every step of a segment before the segment runs; a
-    refused step stops the run there (its later steps get multiplier ``inf``, no release,
-    and step size 0). ``train_psgd`` is called without its own ledger (``R=None``) because
+    refused step stops the run there (its later steps get step size 0: the parameters stay
+    where they are, nothing is released). ``train_psgd`` is called without its own ledger (``R=None``) because
     this ledger has already charged each step. Segment ``j`` of run ``k`` draws its
     Poisson masks and noise from a seed derived from ``(seeds[k], j)``; the first segment
     draws the initial parameters from ``seeds[k]``.
@@ -379,7 +379,8 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
                     stopped[k] = True
             if stopped[k]:
                 done = max(0, int(counts[k]) - t0)
-                seg_sig[k, done:] = np.inf
+                # no noiseless step anywhere: the refused steps keep their (uncharged) noise
+                # level but get step size 0, so the parameters do not move and nothing is released
                 seg_lr[k, done:] = 0.0
         seg_seeds = [_segment_seed(s, j) for s in seeds]
         if rule is None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from dpcompanion.cli import options
+
 HELP = "compute (or load, when fresh) one experiment into results/<id>/<mode>/; --executor dask spreads its units"
 
 
@@ -39,26 +41,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def parse_int(flag: str, value, lo: int = 0) -> int | None:
-    from dpcompanion.cli import UsageError
-
-    if value is None:
-        return None
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"{flag} must be an integer >= {lo}, got {value!r}") from None
-    if v < lo:
-        raise UsageError(f"{flag} must be an integer >= {lo}, got {value!r}")
-    return v
-
-
 def executor_from_args(args: argparse.Namespace):
     """Validate --executor/--workers/--scheduler and build the executor (a Dask cluster
     starts here, or the scheduler is contacted: call it after every other check)."""
     from dpcompanion.experiments import store
 
-    workers = parse_int("--workers", args.workers, lo=1)
+    workers = options.parse_int(args.workers, "--workers", minimum=1)
     return store.make_executor(args.executor, workers=workers, scheduler=args.scheduler)
 
 
@@ -66,7 +54,7 @@ def check_executor_args(args: argparse.Namespace) -> None:
     """The checks of :func:`executor_from_args` that need no cluster."""
     from dpcompanion.experiments import store
 
-    store.check_executor_options(args.executor, workers=parse_int("--workers", args.workers, lo=1),
+    store.check_executor_options(args.executor, workers=options.parse_int(args.workers, "--workers", minimum=1),
                                  scheduler=args.scheduler)
 
 
@@ -76,9 +64,9 @@ def run(args: argparse.Namespace) -> int:
     from dpcompanion.experiments import base, store
 
     exp = base.get(args.id)
-    validate_mode(args.mode)
-    seed = parse_int("--seed", args.seed, lo=0)
-    device = resolve_device(args.device)
+    options.flag("--mode", validate_mode, args.mode)
+    seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
+    device = options.flag("--device", resolve_device, args.device)
     check_executor_args(args)
     if args.revalidate and args.mode != "full":
         raise UsageError("--revalidate applies to --mode full (it re-checks a full result by its quick digest)")

@@ -30,7 +30,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dpcompanion.book import runner
     from dpcompanion.cli import UsageError
-    from dpcompanion.cli.commands.experiment import parse_int
 
     from dpcompanion.cli import options
     from dpcompanion.core.provenance import DEVICES
@@ -58,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             notebooks_dir=nb_dir,
             out_dir=args.output or runner.GENERATED,
             executor=args.executor,
-            workers=parse_int("--workers", args.workers, lo=1),
+            workers=options.parse_int(args.workers, "--workers", minimum=1),
             scheduler=args.scheduler,
             recompute=args.recompute,
         )

@@ -26,7 +26,9 @@ def run(args: argparse.Namespace) -> int:
     from dpcompanion.core.provenance import resolve_device
     from dpcompanion.experiments import store
 
-    device = resolve_device(args.device)
+    from dpcompanion.cli import options
+
+    device = options.flag("--device", resolve_device, args.device)
     events = []
     if args.revalidate:
         for r in store.list_results():

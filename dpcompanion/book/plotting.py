@@ -430,3 +430,115 @@ def influence_fit_figure(*, levels, losses: dict, fits: dict):
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+# --- experiments of Hong et al. (H-F-EFF, H-F-SCALE, H-F-CURV, H-F-MOM, H-X-EER breakdown) ---
+
+_KIND_COLORS = {"uni": COLORS["uniform"], "exp": COLORS["exp"], "dyn": COLORS["dynamic"],
+                "expinfl": COLORS["exp"], "momexpinfl": COLORS["momentum"]}
+
+
+def efficiency_figure(*, N, loss: dict, loss_se: dict, acc: dict, acc_se: dict, title: str = ""):
+    """001 Fig. 1 middle/right layout: final training loss (left) and test accuracy
+    (right) vs the number of training samples N, one line per schedule with 2-SE bars.
+    Each dict maps a schedule label ("uni", "exp") to an array over ``N``."""
+    apply_style()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    for kind in loss:
+        c = _KIND_COLORS.get(kind)
+        a1.errorbar(N, loss[kind], yerr=2 * np.asarray(loss_se[kind]), fmt="o-", ms=4, color=c, label=kind, capsize=2)
+        a2.errorbar(N, acc[kind], yerr=2 * np.asarray(acc_se[kind]), fmt="o-", ms=4, color=c, label=kind, capsize=2)
+    for ax, lab in ((a1, "final training loss"), (a2, "test accuracy")):
+        ax.set_xscale("log")
+        ax.set_xlabel("number of training samples N")
+        ax.set_ylabel(lab)
+    a1.legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def relative_loss_figure(*, panels: dict, xlabel: str = "data scale", ylabel: str = r"$(e - e_{uni}) / e_{uni}$",
+                         dashed_label: str = r"$T\,\mathrm{Var}(q_t)$"):
+    """000 Fig. 2 middle / Fig. 3 right layout: relative final loss vs data scale (solid,
+    left axis, 2-SE bars) per schedule and a dashed influence term on a right axis.
+    ``panels``: title -> {"x": array, "curves": {label: (mean, se)}, "dashed": array or None}."""
+    apply_style()
+    n = len(panels)
+    fig, axes = plt.subplots(1, n, figsize=(4.4 * n, 3.6), squeeze=False)
+    for ax, (title, p) in zip(axes[0], panels.items()):
+        x = np.asarray(p["x"], dtype=float)
+        for lab, (m, se) in p["curves"].items():
+            ax.errorbar(x, m, yerr=2 * np.asarray(se), fmt="o-", ms=4, capsize=2, color=_KIND_COLORS.get(lab), label=lab)
+        ax.axhline(0.0, color="0.5", lw=0.8)
+        ax.set_xlabel(xlabel)
+        ax.set_title(title, fontsize=10)
+        if p.get("dashed") is not None:
+            ax2 = ax.twinx()
+            ax2.plot(x, p["dashed"], ls="--", color="0.35", lw=1.2, label=dashed_label)
+            ax2.set_ylabel(dashed_label, color="0.35")
+            ax2.spines["right"].set_visible(True)
+            ax2.grid(False)
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def curvature_figure(*, curves: dict, means: dict, steps):
+    """000 Fig. 1 layout: trajectories of the training loss of repeated PGD runs on losses
+    of different curvature (thin lines), and each loss's mean final loss (dashed
+    horizontal line). ``curves``: label -> ``(runs, T)`` loss per step; ``means``: label ->
+    mean final loss."""
+    apply_style()
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    palette = [COLORS["uniform"], COLORS["momentum"], COLORS["exp"], COLORS["dynamic"]]
+    for (lab, L), col in zip(curves.items(), palette):
+        L = np.asarray(L)
+        for r in range(L.shape[0]):
+            ax.plot(steps, L[r], color=col, lw=0.4, alpha=0.15)
+        ax.plot([], [], color=col, lw=1.2, label=f"{lab}: runs")
+        ax.axhline(means[lab], color=col, ls="--", lw=1.6, label=f"{lab}: mean final loss")
+    ax.set_yscale("log")
+    ax.set_xlabel("step t")
+    ax.set_ylabel(r"$f(\theta_t) - f^*$")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def momentum_schedules_figure(*, panels: dict):
+    """000 Fig. 2 right layout: final loss relative to uniform vs data scale, for
+    expinfl and momexpinfl, one panel per T. ``panels``: title -> {"x", "curves"} as in
+    :func:`relative_loss_figure`."""
+    return relative_loss_figure(panels=panels, ylabel=r"$(e - e_{uni}) / e_{uni}$ (momentum DNN)")
+
+
+def breakdown_figure(*, kappas, Ts, ratio, span, max_span: float, clip_label: str = ""):
+    """Where the dynamic schedule breaks (H-X-EER): left, mean excess risk of the trainer
+    over the exact no-clipping value (log colour) on a (kappa, T) grid; right, the
+    schedule's span max sigma / min sigma with the warning threshold as a contour.
+    Arrays are ``(len(Ts), len(kappas))``; kappa on a log axis."""
+    from matplotlib.colors import LogNorm
+
+    apply_style()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.5, 3.8))
+    K, Tg = np.meshgrid(np.asarray(kappas, float), np.asarray(Ts, float))
+    r = np.clip(np.asarray(ratio, float), 1e-2, 1e12)
+    m1 = a1.pcolormesh(K, Tg, r, norm=LogNorm(vmin=max(r.min(), 1e-2), vmax=max(r.max(), 10.0)), shading="nearest",
+                       cmap="magma")
+    fig.colorbar(m1, ax=a1, label="trainer / exact excess risk")
+    a1.set_title(f"dynamic schedule, clipped trainer {clip_label}".strip(), fontsize=10)
+    sp = np.log10(np.maximum(np.asarray(span, float), 1.0))
+    m2 = a2.pcolormesh(K, Tg, sp, shading="nearest", cmap="viridis")
+    fig.colorbar(m2, ax=a2, label=r"$\log_{10}(\max\sigma_t / \min\sigma_t)$")
+    if sp.max() > np.log10(max_span) > sp.min():
+        a2.contour(K, Tg, sp, levels=[np.log10(max_span)], colors="w", linewidths=1.5)
+    a2.set_title(f"schedule span (white: warning at {max_span:g})", fontsize=10)
+    for ax in (a1, a2):
+        ax.set_xscale("log")
+        ax.set_xlabel(r"curvature $\kappa$")
+        ax.set_ylabel("T")
+    fig.tight_layout()
+    return fig

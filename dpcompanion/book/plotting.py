@@ -466,8 +466,12 @@ def relative_loss_figure(*, panels: dict, xlabel: str = "data scale", ylabel: st
     ``panels``: title -> {"x": array, "curves": {label: (mean, se)}, "dashed": array or None}."""
     apply_style()
     n = len(panels)
-    fig, axes = plt.subplots(1, n, figsize=(4.4 * n, 3.6), squeeze=False)
-    for ax, (title, p) in zip(axes[0], panels.items()):
+    ncols = min(n, 2)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 3.5 * nrows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for ax, (title, p) in zip(axes.flat, panels.items()):
         x = np.asarray(p["x"], dtype=float)
         for lab, (m, se) in p["curves"].items():
             ax.errorbar(x, m, yerr=2 * np.asarray(se), fmt="o-", ms=4, capsize=2, color=_KIND_COLORS.get(lab), label=lab)
@@ -480,7 +484,8 @@ def relative_loss_figure(*, panels: dict, xlabel: str = "data scale", ylabel: st
             ax2.set_ylabel(dashed_label, color="0.35")
             ax2.spines["right"].set_visible(True)
             ax2.grid(False)
-    axes[0][0].set_ylabel(ylabel)
+    for row in axes:
+        row[0].set_ylabel(ylabel)
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     return fig

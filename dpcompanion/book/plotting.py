@@ -491,7 +491,7 @@ def relative_loss_figure(*, panels: dict, xlabel: str = "data scale", ylabel: st
     return fig
 
 
-def curvature_figure(*, curves: dict, means: dict, steps):
+def curvature_figure(*, curves: dict, means: dict, steps, max_runs: int = 25):
     """000 Fig. 1 layout: trajectories of the training loss of repeated PGD runs on losses
     of different curvature (thin lines), and each loss's mean final loss (dashed
     horizontal line). ``curves``: label -> ``(runs, T)`` loss per step; ``means``: label ->
@@ -501,11 +501,12 @@ def curvature_figure(*, curves: dict, means: dict, steps):
     palette = [COLORS["uniform"], COLORS["momentum"], COLORS["exp"], COLORS["dynamic"]]
     for (lab, L), col in zip(curves.items(), palette):
         L = np.asarray(L)
-        for r in range(L.shape[0]):
-            ax.plot(steps, L[r], color=col, lw=0.4, alpha=0.15)
+        for r in range(min(L.shape[0], max_runs)):
+            ax.plot(steps, L[r], color=col, lw=0.5, alpha=0.3)
         ax.plot([], [], color=col, lw=1.2, label=f"{lab}: runs")
         ax.axhline(means[lab], color=col, ls="--", lw=1.6, label=f"{lab}: mean final loss")
     ax.set_yscale("log")
+    ax.set_ylim(bottom=1e-2 * min(means.values()))
     ax.set_xlabel("step t")
     ax.set_ylabel(r"$f(\theta_t) - f^*$")
     ax.legend(fontsize=8)

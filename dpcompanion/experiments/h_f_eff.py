@@ -102,7 +102,8 @@ def _run_grouped(model, X, y, cands, seeds, *, device, X_test=None, y_test=None)
 def units(config) -> list[dict]:
     seeds = hp.unit_seeds(config["seed"], len(config["N"]))
     keys = ("hidden", "T_grid", "gammas", "tune_repeats", "repeats")
-    return [{"N": int(n), "seed": s, **{k: config[k] for k in keys}} for n, s in zip(config["N"], seeds)]
+    extra = {"dataset": config.get("dataset", "mnist35")}
+    return [{"N": int(n), "seed": s, **extra, **{k: config[k] for k in keys}} for n, s in zip(config["N"], seeds)]
 
 
 def run_unit(unit, device) -> dict:
@@ -113,9 +114,9 @@ def run_unit(unit, device) -> dict:
     t0 = time.perf_counter()
     N = unit["N"]
     s_aux, s_data, s_tune, s_eval = hp.unit_seeds(unit["seed"], 4)
-    aux = data.load("gaussian", seed=s_aux, n=N, dim=hp.PCA_DIM, n_classes=2, scale=hp.SCALE)
-    priv = data.load("mnist35", seed=s_data, n=N, scale=hp.SCALE)
-    model = make_model("mlp", in_dim=hp.PCA_DIM, n_classes=2, hidden=int(unit["hidden"]))
+    priv = data.load(unit.get("dataset", "mnist35"), seed=s_data, n=N, scale=hp.SCALE)
+    aux = data.load("gaussian", seed=s_aux, n=N, dim=priv.dim, n_classes=2, scale=hp.SCALE)
+    model = make_model("mlp", in_dim=priv.dim, n_classes=2, hidden=int(unit["hidden"]))
     cands = _candidates(unit)
     tune_seeds = hp.unit_seeds(s_tune, unit["tune_repeats"])
     tuned, w1, rs1 = _run_grouped(model, aux.X_train, aux.y_train, cands, tune_seeds, device=device)

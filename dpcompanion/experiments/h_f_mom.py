@@ -67,7 +67,8 @@ def _schedule(c, T: int) -> np.ndarray:
 def units(config) -> list[dict]:
     cells = list(itertools.product(config["scales"], config["Ts"]))
     keys = ("N", "hidden", "gammas", "mom_gammas", "crossings", "tune_repeats", "repeats", "n_test")
-    return [{"scale": float(s), "T": int(T), "seed": sd, **{k: config[k] for k in keys}}
+    return [{"scale": float(s), "T": int(T), "seed": sd, "dataset": config.get("dataset", "mnist"),
+             **{k: config[k] for k in keys}}
             for (s, T), sd in zip(cells, hp.unit_seeds(config["seed"], len(cells)))]
 
 
@@ -77,11 +78,12 @@ def run_unit(unit, device) -> dict:
 
     t0 = time.perf_counter()
     s_data, s_tune, s_eval = hp.unit_seeds(unit["seed"], 3)
-    d = data.load("mnist", seed=s_data, n=int(unit["N"]), scale=unit["scale"], test="rest")
+    ds = unit.get("dataset", "mnist")
+    d = data.load(ds, seed=s_data, n=int(unit["N"]), scale=unit["scale"], **({"test": "rest"} if ds == "mnist" else {}))
     if unit.get("n_test"):  # quick mode: a fixed random subset of the held-out images
         keep = np.sort(np.random.default_rng(s_data).choice(len(d.y_test), size=int(unit["n_test"]), replace=False))
         d.X_test, d.y_test = d.X_test[keep], d.y_test[keep]
-    model = make_model("mlp", in_dim=d.dim, n_classes=10, hidden=int(unit["hidden"]))
+    model = make_model("mlp", in_dim=d.dim, n_classes=d.n_classes, hidden=int(unit["hidden"]))
     T = unit["T"]
     cands = _candidates(unit)
     tseeds = hp.unit_seeds(s_tune, int(unit["tune_repeats"]))

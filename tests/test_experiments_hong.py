@@ -94,3 +94,17 @@ def test_protocol_stats():
     assert r == -0.5 and se == 0.0
     with pytest.raises(ValueError, match="at least 2"):
         hp.mean_se([1.0])
+
+
+def test_breakdown_tiny():
+    from dpcompanion.experiments import h_x_eer_breakdown as brk
+
+    p, _ = _run(brk.EXPERIMENT, {"kappas": [1.3, 100.0], "Ts": [5, 60], "D": 4, "N": 20, "runs": 20})
+    assert p["ratio_clipped"].shape == (2, 2)
+    # the unclipped control reproduces the closed form; the clipped run at kappa 1.3, T 60 breaks
+    assert np.nanmax(np.abs(p["z_unclipped"])) < 4
+    assert p["ratio_clipped"][1, 0] > 100 and p["ratio_clipped"][0, 1] < 3
+    assert p["warns"][1, 0] == 1 and p["warns"][0, 1] == 0
+    rows = brk.verdict_rows(p)
+    assert rows[0]["verdict"] == "agrees"
+    assert "kappa = 1.3" in brk.warning_paragraph(p)

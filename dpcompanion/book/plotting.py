@@ -333,11 +333,12 @@ def unify_allocation(*, points: dict):
 # --- experiments (influence, EER) ---
 
 
-def eer_vs_T_figure(*, comparisons: dict, kinds=("uniform", "gd-dynamic", "exponential")):
+def eer_vs_T_figure(*, comparisons: dict, kinds=("uniform", "gd-dynamic", "exponential"), logx: tuple = ()):
     """Exact expected excess risk (solid) vs the Thm 4.1 bound (dashed) over T, in ERUB
     units, one panel per quadratic. ``comparisons``: panel title ->
     :func:`dpcompanion.theory.exact_risk.compare_with_bound` result. Circles mark the T the bound
-    picks, crosses the truly best T."""
+    picks, crosses the truly best T. ``logx``: titles of the panels drawn with a log T axis
+    (e.g. the data-scale-10 panel, whose optima sit at small T)."""
     apply_style()
     colors = {"uniform": COLORS["uniform"], "gd-dynamic": COLORS["dynamic"], "exponential": COLORS["exp"]}
     fig, axes = plt.subplots(1, len(comparisons), figsize=(4.8 * len(comparisons), 3.8), squeeze=False)
@@ -350,6 +351,8 @@ def eer_vs_T_figure(*, comparisons: dict, kinds=("uniform", "gd-dynamic", "expon
             ax.plot([r["T_bound"]], [r["exact_at_T_bound"]], "o", color=col, ms=5)
             ax.plot([r["T_exact"]], [r["exact_min"]], "x", color=col, ms=7)
         ax.set_yscale("log")
+        if title in logx:
+            ax.set_xscale("log")
         ax.set_xlabel("number of steps T")
         ax.set_ylabel(r"$(\mathbb{E} f(\theta_{T+1}) - f^*) / (f(\theta_1) - f^*)$")
         k = comp["constants"]["kappa"]

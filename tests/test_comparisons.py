@@ -17,6 +17,7 @@ CASES = {
     "h-f-eff/acc": (_eff([0.0, 0.03], [0.01, 0.01]), _eff([0.0, -0.001], [0.01, 0.01])),
     "h-f-scale/dyn": ({"scales": [5, 25], "rel_dyn": [-0.01, -0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]},
                       {"scales": [5, 25], "rel_dyn": [0.05, 0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]}),
+    "h-f-infl/increasing": ({"diff": 1.0, "se": 0.1}, {"diff": -1.0, "se": 0.1}),
     "h-f-curv": ({"sharp": 0.04, "sharp_se": 0.005, "flat": 0.01, "flat_se": 0.001},
                  {"sharp": 0.01, "sharp_se": 0.001, "flat": 0.04, "flat_se": 0.005}),
     "h-f-mom": ({"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": 0.5, "se": 0.1}]},

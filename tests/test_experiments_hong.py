@@ -108,3 +108,15 @@ def test_breakdown_tiny():
     rows = brk.verdict_rows(p)
     assert rows[0]["verdict"] == "agrees"
     assert "kappa = 1.3" in brk.warning_paragraph(p)
+
+
+def test_infl_extra_tiny():
+    from dpcompanion.experiments import h_f_infl_extra as infl
+
+    cfg = {"rows": [["synthetic", "logistic"], ["synthetic", "dnn"]], "N": 30, "T": 6, "step_every": 2, "levels": 2,
+           "repeats": 2, "hidden": 4, "dnn_step_every": 3, "dnn_levels": 2, "dnn_repeats": 2}
+    p, _ = _run(infl.EXPERIMENT, cfg)
+    lg = p["rows"]["synthetic/logistic"]
+    assert list(lg["steps"]) == [1, 3, 5, 6] and lg["coef"].shape == (4, 2)
+    assert np.isfinite(lg["late_minus_early"]) and not lg["sizes_match"]
+    assert {r["verdict"] for r in infl.verdict_rows(p)} == {"not comparable"}

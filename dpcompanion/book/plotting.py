@@ -391,7 +391,7 @@ def influence_figure(*, steps, retrained, retrained_se=None, analytic=None, theo
     tot = np.sum(retrained)
     if retrained_se is not None:
         lo = np.maximum(np.asarray(retrained) - 2 * np.asarray(retrained_se), np.asarray(retrained) * 1e-3)
-        ax.errorbar(steps, np.asarray(retrained) / tot, yerr=[(np.asarray(retrained) - lo) / tot,
+        ax.errorbar(steps, np.asarray(retrained) / tot, yerr=[np.maximum(np.asarray(retrained) - lo, 0.0) / tot,
                     2 * np.asarray(retrained_se) / tot], fmt="o", ms=3, color=COLORS["uniform"], lw=0.8,
                     label="retraining (2 SE)")
     else:

@@ -124,7 +124,22 @@ def _judge_mom(*, cells: Sequence[dict]) -> tuple[str, str, str]:
     return "disagrees", ours, f"momexpinfl not ahead at scale 25, T = 100 (z {_fz(z25)})"
 
 
+def _judge_infl(*, diff: float, se: float) -> tuple[str, str, str]:
+    """``diff``: mean influence over the last third of the steps minus the first third."""
+    z = _z(diff, se)
+    ours = f"late - early = {diff:.3g} ± {se:.2g} (z {_fz(z)})"
+    if z >= Z:
+        return "agrees", ours, "q_t significantly larger late than early"
+    if z > -Z:
+        return "partly", ours, f"no significant trend (|z| < {Z})"
+    return "disagrees", ours, "q_t significantly smaller late than early"
+
+
 RULES: dict[str, Rule] = {r.id: r for r in (
+    Rule("h-f-infl/increasing", "influence q_t, late vs early steps",
+         "000 App. D (Fig. 3 middle): the influence increases as learning continues",
+         f"agrees: mean q_t over the last third of the steps above the first third with z >= {Z}",
+         _judge_infl),
     Rule("h-f-eff/loss", "final training loss, exp vs uni, by N",
          "001 Fig. 1 middle, Sec. 5: as the training size increases, exp outperforms uni on the training loss",
          f"agrees: exp lower at the largest N with z >= {Z} and the gap at the largest N >= at the smallest; "

@@ -38,7 +38,7 @@ PAPER = {"N": 1000, "hidden": 100}
 KINDS = ("uni", "expinfl", "momexpinfl")
 
 CONFIGS = {
-    "quick": {"N": 200, "hidden": 16, "scales": [10.0, 25.0], "Ts": [100], "gammas": [0.95],
+    "quick": {"N": 200, "hidden": 16, "scales": [25.0], "Ts": [100], "gammas": [0.95],
               "mom_gammas": [0.95], "crossings": [0.1, 0.5], "tune_repeats": 2, "repeats": 6, "n_test": 2000},
     "full": {"N": 1000, "hidden": 100, "scales": [5.0, 10.0, 25.0], "Ts": [100, 200],
              "gammas": [0.99, 0.97, 0.94, 0.9], "mom_gammas": [0.97, 0.94, 0.9], "crossings": [0.1, 0.25, 0.5],

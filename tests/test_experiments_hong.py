@@ -120,3 +120,12 @@ def test_infl_extra_tiny():
     assert list(lg["steps"]) == [1, 3, 5, 6] and lg["coef"].shape == (4, 2)
     assert np.isfinite(lg["late_minus_early"]) and not lg["sizes_match"]
     assert {r["verdict"] for r in infl.verdict_rows(p)} == {"not comparable"}
+
+
+def test_summary_collects_rule_rows(monkeypatch):
+    from dpcompanion.experiments import summary
+
+    monkeypatch.setitem(h_f_curv.CONFIGS, "quick", {"curvatures": [1.0, 15.0], "N": 50, "T": 10, "repeats": 20})
+    rows = summary.verdict_summary(mode="quick", ids=("h-f-curv",))
+    assert rows and all(r["item"].startswith("[h-f-curv](h-f-curv) (quick)") for r in rows)
+    assert {r["verdict"] for r in rows} <= VERDICTS

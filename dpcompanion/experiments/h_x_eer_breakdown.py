@@ -34,7 +34,7 @@ __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "warning_pa
 CONFIGS = {
     "quick": {"kappas": [1.3, 3.0, 10.0, 100.0], "Ts": [10, 30, 100], "D": 10, "N": 100, "runs": 20},
     "full": {"kappas": [1.2, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 100.0, 300.0], "Ts": [10, 20, 50, 100, 200],
-             "D": 10, "N": 100, "runs": 200},
+             "D": 10, "N": 100, "runs": 100},
 }
 UNCLIPPED = 1e200  # no per-sample gradient norm comes near it
 

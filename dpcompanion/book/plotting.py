@@ -333,11 +333,12 @@ def unify_allocation(*, points: dict):
 # --- experiments (influence, EER) ---
 
 
-def eer_vs_T_figure(*, comparisons: dict, kinds=("uniform", "gd-dynamic", "exponential")):
+def eer_vs_T_figure(*, comparisons: dict, kinds=("uniform", "gd-dynamic", "exponential"), logx: tuple = ()):
     """Exact expected excess risk (solid) vs the Thm 4.1 bound (dashed) over T, in ERUB
     units, one panel per quadratic. ``comparisons``: panel title ->
     :func:`dpcompanion.theory.exact_risk.compare_with_bound` result. Circles mark the T the bound
-    picks, crosses the truly best T."""
+    picks, crosses the truly best T. ``logx``: titles of the panels drawn with a log T axis
+    (e.g. the data-scale-10 panel, whose optima sit at small T)."""
     apply_style()
     colors = {"uniform": COLORS["uniform"], "gd-dynamic": COLORS["dynamic"], "exponential": COLORS["exp"]}
     fig, axes = plt.subplots(1, len(comparisons), figsize=(4.8 * len(comparisons), 3.8), squeeze=False)
@@ -350,6 +351,8 @@ def eer_vs_T_figure(*, comparisons: dict, kinds=("uniform", "gd-dynamic", "expon
             ax.plot([r["T_bound"]], [r["exact_at_T_bound"]], "o", color=col, ms=5)
             ax.plot([r["T_exact"]], [r["exact_min"]], "x", color=col, ms=7)
         ax.set_yscale("log")
+        if title in logx:
+            ax.set_xscale("log")
         ax.set_xlabel("number of steps T")
         ax.set_ylabel(r"$(\mathbb{E} f(\theta_{T+1}) - f^*) / (f(\theta_1) - f^*)$")
         k = comp["constants"]["kappa"]
@@ -388,7 +391,7 @@ def influence_figure(*, steps, retrained, retrained_se=None, analytic=None, theo
     tot = np.sum(retrained)
     if retrained_se is not None:
         lo = np.maximum(np.asarray(retrained) - 2 * np.asarray(retrained_se), np.asarray(retrained) * 1e-3)
-        ax.errorbar(steps, np.asarray(retrained) / tot, yerr=[(np.asarray(retrained) - lo) / tot,
+        ax.errorbar(steps, np.asarray(retrained) / tot, yerr=[np.maximum(np.asarray(retrained) - lo, 0.0) / tot,
                     2 * np.asarray(retrained_se) / tot], fmt="o", ms=3, color=COLORS["uniform"], lw=0.8,
                     label="retraining (2 SE)")
     else:
@@ -524,6 +527,88 @@ def wu_accuracy_curves(*, steps, acc: dict, title: str = "", ylabel: str = "vali
     return fig
 
 
+# --- experiments of Hong et al. (H-F-EFF, H-F-SCALE, H-F-CURV, H-F-MOM, H-X-EER breakdown) ---
+
+_KIND_COLORS = {"uni": COLORS["uniform"], "exp": COLORS["exp"], "dyn": COLORS["dynamic"],
+                "expinfl": COLORS["exp"], "momexpinfl": COLORS["momentum"]}
+
+
+def efficiency_figure(*, N, loss: dict, loss_se: dict, acc: dict, acc_se: dict, title: str = ""):
+    """001 Fig. 1 middle/right layout: final training loss (left) and test accuracy
+    (right) vs the number of training samples N, one line per schedule with 2-SE bars.
+    Each dict maps a schedule label ("uni", "exp") to an array over ``N``."""
+    apply_style()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    for kind in loss:
+        c = _KIND_COLORS.get(kind)
+        a1.errorbar(N, loss[kind], yerr=2 * np.asarray(loss_se[kind]), fmt="o-", ms=4, color=c, label=kind, capsize=2)
+        a2.errorbar(N, acc[kind], yerr=2 * np.asarray(acc_se[kind]), fmt="o-", ms=4, color=c, label=kind, capsize=2)
+    for ax, lab in ((a1, "final training loss"), (a2, "test accuracy")):
+        ax.set_xscale("log")
+        ax.set_xlabel("number of training samples N")
+        ax.set_ylabel(lab)
+    a1.legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def relative_loss_figure(*, panels: dict, xlabel: str = "data scale", ylabel: str = r"$(e - e_{uni}) / e_{uni}$",
+                         dashed_label: str = r"$T\,\mathrm{Var}(q_t)$"):
+    """000 Fig. 2 middle / Fig. 3 right layout: relative final loss vs data scale (solid,
+    left axis, 2-SE bars) per schedule and a dashed influence term on a right axis.
+    ``panels``: title -> {"x": array, "curves": {label: (mean, se)}, "dashed": array or None}."""
+    apply_style()
+    n = len(panels)
+    ncols = min(n, 2)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 3.5 * nrows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for ax, (title, p) in zip(axes.flat, panels.items()):
+        x = np.asarray(p["x"], dtype=float)
+        for lab, (m, se) in p["curves"].items():
+            ax.errorbar(x, m, yerr=2 * np.asarray(se), fmt="o-", ms=4, capsize=2, color=_KIND_COLORS.get(lab), label=lab)
+        ax.axhline(0.0, color="0.5", lw=0.8)
+        ax.set_xlabel(xlabel)
+        ax.set_title(title, fontsize=10)
+        if p.get("dashed") is not None:
+            ax2 = ax.twinx()
+            ax2.plot(x, p["dashed"], ls="--", color="0.35", lw=1.2, label=dashed_label)
+            ax2.set_ylabel(dashed_label, color="0.35")
+            ax2.spines["right"].set_visible(True)
+            ax2.grid(False)
+    for row in axes:
+        row[0].set_ylabel(ylabel)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def curvature_figure(*, curves: dict, means: dict, steps, max_runs: int = 25):
+    """000 Fig. 1 layout: trajectories of the training loss of repeated PGD runs on losses
+    of different curvature (thin lines), and each loss's mean final loss (dashed
+    horizontal line). ``curves``: label -> ``(runs, T)`` loss per step; ``means``: label ->
+    mean final loss."""
+    apply_style()
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    palette = [COLORS["uniform"], COLORS["momentum"], COLORS["exp"], COLORS["dynamic"]]
+    for (lab, L), col in zip(curves.items(), palette):
+        L = np.asarray(L)
+        for r in range(min(L.shape[0], max_runs)):
+            ax.plot(steps, L[r], color=col, lw=0.5, alpha=0.3)
+        ax.plot([], [], color=col, lw=1.2, label=f"{lab}: runs")
+        ax.axhline(means[lab], color=col, ls="--", lw=1.6, label=f"{lab}: mean final loss")
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=1e-2 * min(means.values()))
+    ax.set_xlabel("step t")
+    ax.set_ylabel(r"$f(\theta_t) - f^*$")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def wu_gap_grid(*, cells: list, title: str = ""):
     """W Tables 1/2 as a picture: for each cell ``(label, gap_ours, se_ours, gap_paper)`` the
     ADP-SGD minus DP-SGD gain, ours with a 2-se bar, the paper's as a cross."""
@@ -563,5 +648,50 @@ def wu_error_vs_epoch(*, epochs, errors: dict, eps_numeric, eps_theory, sigma: f
     ax.set_title(f"DP-SGD, constant vs decaying step size, sigma = {sigma:g} (W Fig. 4)")
     ax.legend(fontsize=7, loc="upper center")
     ax2.legend(fontsize=7, loc="center right")
+    fig.tight_layout()
+    return fig
+
+
+def momentum_schedules_figure(*, panels: dict):
+    """000 Fig. 2 right layout: final loss relative to uniform vs data scale, for
+    expinfl and momexpinfl, one panel per T. ``panels``: title -> {"x", "curves"} as in
+    :func:`relative_loss_figure`."""
+    return relative_loss_figure(panels=panels, ylabel=r"$(e - e_{uni}) / e_{uni}$ (momentum DNN)")
+
+
+def breakdown_figure(*, kappas, Ts, ratio, span, max_span: float, clip_label: str = ""):
+    """Where the dynamic schedule breaks (H-X-EER): left, mean excess risk of the clipped
+    trainer over the exact no-clipping value on the (kappa, T) grid (log colour, value
+    printed in each cell); right, the schedule's span max sigma / min sigma, cells above
+    the warning threshold ``max_span`` marked "W". Arrays are ``(len(Ts), len(kappas))``;
+    the grid is shown cell by cell (kappa and T as labelled categories)."""
+    from matplotlib.colors import LogNorm
+
+    apply_style()
+    kappas, Ts = np.asarray(kappas, float), np.asarray(Ts)
+    r = np.clip(np.asarray(ratio, float), 1e-2, None)
+    sp = np.asarray(span, float)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.0, 0.5 * len(Ts) + 2.6))
+    finite = r[np.isfinite(r)]
+    hi = max(float(finite.max()) if finite.size else 10.0, 10.0)
+    m1 = a1.imshow(r, origin="lower", aspect="auto", cmap="magma", norm=LogNorm(vmin=0.5, vmax=hi))
+    fig.colorbar(m1, ax=a1, label="clipped trainer / exact excess risk")
+    m2 = a2.imshow(np.log10(np.maximum(sp, 1.0)), origin="lower", aspect="auto", cmap="viridis")
+    fig.colorbar(m2, ax=a2, label=r"$\log_{10}(\max\sigma_t / \min\sigma_t)$")
+    for i in range(len(Ts)):
+        for j in range(len(kappas)):
+            v = r[i, j]
+            a1.text(j, i, "n/a" if not np.isfinite(v) else f"{v:.2g}", ha="center", va="center", fontsize=7,
+                    color="k" if np.isfinite(v) and v > hi ** 0.6 else "w")
+            if sp[i, j] > max_span:
+                a2.text(j, i, "W", ha="center", va="center", fontsize=9, color="w", fontweight="bold")
+    for ax in (a1, a2):
+        ax.set_xticks(range(len(kappas)), [f"{k:g}" for k in kappas])
+        ax.set_yticks(range(len(Ts)), [str(int(t)) for t in Ts])
+        ax.set_xlabel(r"curvature $\kappa$")
+        ax.set_ylabel("T")
+        ax.grid(False)
+    a1.set_title(f"Thm 4.4 schedule, clipped trainer {clip_label}".strip(), fontsize=10)
+    a2.set_title(f"schedule span (W: warning, span > {max_span:g})", fontsize=10)
     fig.tight_layout()
     return fig

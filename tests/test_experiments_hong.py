@@ -1,0 +1,131 @@
+"""Each experiment of Hong et al. on a tiny config: units -> run_unit -> combine, the
+payload's shape, the ledger's budget, and the verdict rows (the real data sets are
+replaced by small synthetic/digits sets where the config allows, to stay fast)."""
+
+import numpy as np
+import pytest
+
+from dpcompanion.experiments import base, h_f_curv, h_f_eff, h_f_mom, h_f_scale
+from dpcompanion.experiments import hong_protocol as hp
+
+VERDICTS = {"agrees", "partly", "disagrees", "not comparable"}
+
+
+def _run(exp, config):
+    cfg = {**config, "mode": "quick", "seed": 3}
+    units = exp.units(cfg)
+    return exp.combine(cfg, [exp.run_unit(u, "cpu") for u in units]), units
+
+
+def test_experiments_are_registered():
+    ids = set(base.all_experiments())
+    assert {"h-f-eff", "h-f-scale", "h-f-curv", "h-f-mom"} <= ids
+
+
+def test_eff_tiny():
+    cfg = {"dataset": "synthetic", "N": [20, 40], "hidden": 4, "T_grid": [3, 5], "gammas": [0.8],
+           "tune_repeats": 2, "repeats": 3}
+    p, units = _run(h_f_eff.EXPERIMENT, cfg)
+    t = p["table"]
+    assert list(t["N"]) == [20, 40]
+    assert np.all(t["T_uni"] >= 3) and set(t["T_exp"]) <= {3, 5}
+    assert np.all(t["R_spent_max"] <= hp.R * (1 + 1e-9)) and np.all(t["R_spent_max"] > 0.99 * hp.R)
+    assert np.all(np.isfinite(t["loss_gain"])) and np.all(t["loss_gain_se"] >= 0)
+    assert not p["sizes_match"]
+    assert {r["verdict"] for r in h_f_eff.verdict_rows(p)} == {"not comparable"}
+    # units are self-contained and seeded: same unit, same result
+    again = h_f_eff.run_unit(units[0], "cpu")
+    assert np.array_equal(again["uni"]["final_loss"], p["units"][0]["uni"]["final_loss"])
+    assert "hidden units" in h_f_eff.describe(p)
+
+
+def test_scale_tiny():
+    cfg = {"rows": [["synthetic", "logistic"], ["synthetic", "squared"], ["synthetic", "dnn"]], "N": 30,
+           "scales": [2.0, 10.0], "T_grid": [2, 4], "repeats": 3, "infl_steps": 2, "infl_levels": 2,
+           "infl_repeats": 2, "hidden": 4, "dnn_repeats": 2, "dnn_scales": [5.0], "dnn_T_grid": [3]}
+    p, _ = _run(h_f_scale.EXPERIMENT, cfg)
+    assert set(p["rows"]) == {"synthetic/logistic", "synthetic/squared", "synthetic/dnn"}
+    sq = p["rows"]["synthetic/squared"]
+    assert sq["q_method"].startswith("analytic") and p["rows"]["synthetic/logistic"]["q_method"] == "retraining"
+    assert len(sq["rel"]["dyn"]) == 2 and all(np.isfinite(sq["rel_se"]["exp"]))
+    assert all(v >= 0 for v in sq["tvar"])
+    rows = h_f_scale.verdict_rows(p)
+    assert len(rows) == 3 and {r["verdict"] for r in rows} == {"not comparable"}
+
+
+def test_scale_helpers():
+    s = 2.0 * np.exp(-0.3 * np.arange(1, 8))
+    assert h_f_scale.fit_exponential_rate(s) == pytest.approx(0.3)
+    q = h_f_scale.influence_on_grid([1, 5], [-1.0, 2.0], T=5)  # a negative estimate is floored
+    assert q[-1] == pytest.approx(2.0) and q[0] == pytest.approx(2e-3) and np.all(np.diff(q) > 0)
+    with pytest.raises(ValueError, match="no positive influence"):
+        h_f_scale.influence_on_grid([1, 2], [-1.0, 0.0], T=2)
+
+
+def test_curv_tiny_and_exact_check():
+    p, _ = _run(h_f_curv.EXPERIMENT, {"curvatures": [1.0, 15.0], "N": 100, "T": 40, "repeats": 200})
+    s = {r["curvature"]: r for r in p["summary"]}
+    # the trainer's mean agrees with the closed form of PGD on a quadratic (no clipping at this size)
+    for r in s.values():
+        assert abs(r["z_exact"]) < 4, r
+    rows = h_f_curv.verdict_rows(p)
+    assert rows[0]["verdict"] == "agrees"  # the sharp loss ends higher: 4x in expectation at this size
+    assert s[15.0]["exact"] > 2 * s[1.0]["exact"]
+
+
+def test_curv_toy_data_rejects_bad_input():
+    with pytest.raises(ValueError, match="curvature must be"):
+        h_f_curv.toy_data(curvature=-1.0, N=4)
+
+
+def test_mom_tiny():
+    cfg = {"dataset": "digits", "N": 60, "hidden": 4, "scales": [25.0], "Ts": [100], "gammas": [0.95],
+           "mom_gammas": [0.95], "crossings": [0.5], "tune_repeats": 2, "repeats": 2, "n_test": 50}
+    p, _ = _run(h_f_mom.EXPERIMENT, cfg)
+    (cell,) = p["cells"]
+    assert cell["scale"] == 25.0 and cell["T"] == 100 and np.isfinite(cell["diff"])
+    assert p["n_test"] == 50 and not p["sizes_match"]
+    (row,) = h_f_mom.verdict_rows(p)
+    assert row["verdict"] in VERDICTS
+
+
+def test_protocol_stats():
+    r, se = hp.relative_loss([1.0, 1.0, 1.0], [2.0, 2.0, 2.0])
+    assert r == -0.5 and se == 0.0
+    with pytest.raises(ValueError, match="at least 2"):
+        hp.mean_se([1.0])
+
+
+def test_breakdown_tiny():
+    from dpcompanion.experiments import h_x_eer_breakdown as brk
+
+    p, _ = _run(brk.EXPERIMENT, {"kappas": [1.3, 100.0], "Ts": [5, 60], "D": 4, "N": 20, "runs": 20})
+    assert p["ratio_clipped"].shape == (2, 2)
+    # the unclipped control reproduces the closed form; the clipped run at kappa 1.3, T 60 breaks
+    assert np.nanmax(np.abs(p["z_unclipped"])) < 4
+    assert p["ratio_clipped"][1, 0] > 100 and p["ratio_clipped"][0, 1] < 3
+    assert p["warns"][1, 0] == 1 and p["warns"][0, 1] == 0
+    rows = brk.verdict_rows(p)
+    assert rows[0]["verdict"] == "agrees"
+    assert "kappa = 1.3" in brk.warning_paragraph(p)
+
+
+def test_infl_extra_tiny():
+    from dpcompanion.experiments import h_f_infl_extra as infl
+
+    cfg = {"rows": [["synthetic", "logistic"], ["synthetic", "dnn"]], "N": 30, "T": 6, "step_every": 2, "levels": 2,
+           "repeats": 2, "hidden": 4, "dnn_step_every": 3, "dnn_levels": 2, "dnn_repeats": 2}
+    p, _ = _run(infl.EXPERIMENT, cfg)
+    lg = p["rows"]["synthetic/logistic"]
+    assert list(lg["steps"]) == [1, 3, 5, 6] and lg["coef"].shape == (4, 2)
+    assert np.isfinite(lg["late_minus_early"]) and not lg["sizes_match"]
+    assert {r["verdict"] for r in infl.verdict_rows(p)} == {"not comparable"}
+
+
+def test_summary_collects_rule_rows(monkeypatch):
+    from dpcompanion.experiments import summary
+
+    monkeypatch.setitem(h_f_curv.CONFIGS, "quick", {"curvatures": [1.0, 15.0], "N": 50, "T": 10, "repeats": 20})
+    rows = summary.verdict_summary(mode="quick", ids=("h-f-curv",))
+    assert rows and all(r["item"].startswith("[h-f-curv](h-f-curv) (quick)") for r in rows)
+    assert {r["verdict"] for r in rows} <= VERDICTS

@@ -43,3 +43,18 @@ def test_bad_thresholds():
         diagnostics.schedule_warnings([1.0], max_span=0.5)
     with pytest.raises(ValueError, match="max_sigma must be"):
         diagnostics.schedule_warnings([1.0], max_sigma=float("inf"))
+
+
+def test_schedule_and_train_commands_print_the_warning(capsys):
+    """The CLI says so when a budget-exact schedule is useless with clipping (H-X-EER), and
+    stays quiet for the paper's own setting."""
+    from dpcompanion import cli
+
+    assert cli.main(["schedule", "--kind", "gd-dynamic", "--T", "200", "--R", "0.39", "--kappa", "1.5", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "dpcompanion schedule: warning: noise multipliers span" in err
+    assert cli.main(["schedule", "--kind", "gd-dynamic", "--T", "100", "--R", "0.39", "--kappa", "10", "--json"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert cli.main(["train", "--dataset", "synthetic", "--n", "50", "--device", "cpu", "--json", "--R", "0.39",
+                     "--T", "40", "--schedule", "gd-dynamic", "--kappa", "1.2"]) == 0
+    assert "dpcompanion train: warning:" in capsys.readouterr().err

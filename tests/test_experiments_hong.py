@@ -127,5 +127,5 @@ def test_summary_collects_rule_rows(monkeypatch):
 
     monkeypatch.setitem(h_f_curv.CONFIGS, "quick", {"curvatures": [1.0, 15.0], "N": 50, "T": 10, "repeats": 20})
     rows = summary.verdict_summary(mode="quick", ids=("h-f-curv",))
-    assert rows and all(r["item"].startswith("[h-f-curv](h-f-curv) (quick)") for r in rows)
+    assert rows and all(r["item"].startswith("{doc}`h-f-curv <h-f-curv>` (quick)") for r in rows)
     assert {r["verdict"] for r in rows} <= VERDICTS

@@ -313,3 +313,22 @@ def test_mnist_fallback_when_fashion_is_absent(monkeypatch):
     f = wp.transfer_features(dataset="fashion", n_train=50, n_val=20, seed=5, pretrain_n=100, pretrain_epochs=1)
     assert f["dataset"] == "mnist" and f["requested"] == "fashion" and f["public"] == "digits-28"
     assert f["X_train"].shape == (50, 32) and 0.0 <= f["pretrain_accuracy"] <= 1.0
+
+
+def test_w_f2_rows_agree_disagree_and_can_fail(monkeypatch):
+    """W-F2: the printed epoch lengths and end points, each row decided by a comparison that
+    fails when the printed number is changed."""
+    from dpcompanion.experiments import comparisons_wu as cw
+
+    rows = {r["item"]: r for r in cw.w_f2_rows()}
+    assert rows["iterations per epoch (50000 images, batch 256)"]["verdict"] == "agrees"
+    assert rows["T for 200 epochs (Sec. 6)"]["verdict"] == "agrees"
+    assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"]["verdict"] == "disagrees"  # 11700 = 60 x 195
+    assert rows["0.1 - a_T sqrt(t) at t = T (60 epochs)"]["verdict"] == "agrees"
+    assert rows["Table 4 caption's 0.1 + a_T sqrt(t) at t = T (60 epochs)"]["verdict"] == "disagrees"
+    # a minimally different printed value flips the verdicts
+    monkeypatch.setitem(cw.W_F2_PRINTED, "T_60_footnote", 11760)
+    monkeypatch.setitem(cw.W_F2_PRINTED, "iterations_per_epoch", 195)
+    rows = {r["item"]: r for r in cw.w_f2_rows()}
+    assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"]["verdict"] == "agrees"
+    assert rows["iterations per epoch (50000 images, batch 256)"]["verdict"] == "disagrees"

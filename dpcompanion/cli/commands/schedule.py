@@ -145,7 +145,15 @@ def write_csv_atomic(path: Path, sigma: list[float]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from dpcompanion.theory import diagnostics
+
     out = build(args)
+    # budget-exact is not the same as usable: a schedule whose noise spans many orders of
+    # magnitude ruins clipped training (H-X-EER breakdown); say so on stderr
+    for w in diagnostics.schedule_warnings(out["sigma"]):
+        print(f"dpcompanion schedule: warning: {w}", file=sys.stderr)
     if args.csv is not None:
         write_csv_atomic(args.csv, out["sigma"])
         eps = ", ".join(f"{k} = {out[k]:.4g}" for k in ("epsilon_zcdp", "epsilon_exact", "epsilon_rdp") if k in out)

@@ -131,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = validate(args)
     budget = cfg["budget"]
+    from dpcompanion.theory import diagnostics
+
+    for w in diagnostics.schedule_warnings(cfg["sigma"]):  # H-X-EER breakdown
+        print(f"dpcompanion train: warning: {w}", file=sys.stderr)
     kw = {} if cfg["n"] is None else {"n": cfg["n"]}
     ds = data.load(args.dataset, seed=cfg["seed"], scale=cfg["scale"], **kw)
     model = make_model(args.model, in_dim=ds.dim, n_classes=ds.n_classes, hidden=cfg["hidden"])

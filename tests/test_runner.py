@@ -146,3 +146,60 @@ def test_experiment_of_a_notebook_is_computed_once_then_loaded(tmp_path: Path, m
         assert t2["notebooks"]["test-runner-exp"]["digest"] == t1["notebooks"]["test-runner-exp"]["digest"]
     finally:
         base.unregister(exp.id)
+
+
+def test_second_run_reuses_every_notebook_until_its_execution_key_changes(tmp_path: Path, monkeypatch):
+    """Issue 8 (make book twice): a second run with nothing changed executes no notebook;
+    a changed notebook, library file or results file, or --reexecute, executes again; a
+    notebook with metadata dpcompanion.cache = false is always executed."""
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
+    (tmp_path / "results").mkdir()
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "plotting.py").write_text("COLOR = 'k'\n")
+    monkeypatch.setattr(runner, "PACKAGE", lib)
+    d = tmp_path / "nbs"
+    d.mkdir()
+    nbformat.write(_nb(["import time; print(time.time_ns())"]), d / "a.ipynb")
+    nbformat.write(_nb(["x = 2"]), d / "b.ipynb")
+    last = _nb(["x = 3"])
+    last.metadata["dpcompanion"] = {"order": 99, "cache": False}
+    nbformat.write(last, d / "z.ipynb")
+    out = tmp_path / "out"
+
+    def run(**kw):
+        t = runner.reproduce(notebooks_dir=d, out_dir=out, device="cpu", stream=open("/dev/null", "w"), **kw)
+        return {k: v["notebook"] for k, v in t["notebooks"].items()}, t["notebooks"]
+
+    def printed():
+        nb = nbformat.read(out / "a.ipynb", as_version=4)
+        return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+
+    how, _ = run()
+    assert how == {"a": "executed", "b": "executed", "z": "executed"}
+    first = printed()
+    how, t = run()
+    assert how == {"a": "reused", "b": "reused", "z": "executed"}
+    assert printed() == first, "a reused page is the earlier copy, untouched"
+    assert t["a"]["seconds"] == 0.0 and t["a"]["executed_seconds"] > 0
+    assert "cache = false" in t["z"]["why"]
+    (lib / "plotting.py").write_text("COLOR = 'r'\n")  # "only a plotting function changed"
+    how, t = run()
+    assert how["a"] == how["b"] == "executed" and t["a"]["why"] == "changed: library"
+    assert printed() != first
+    assert run()[0]["a"] == "reused"
+    (tmp_path / "results" / "x.json").write_text("{}")  # a new stored result
+    how, t = run()
+    assert how["a"] == "executed" and t["a"]["why"] == "changed: results"
+    nb_b = nbformat.read(d / "b.ipynb", as_version=4)
+    nb_b.cells.append(nbformat.v4.new_code_cell("y = 1"))
+    nbformat.write(nb_b, d / "b.ipynb")  # every notebook is part of every key (claim pages read them)
+    how, t = run()
+    assert how["a"] == "executed" and set(t["b"]["why"].removeprefix("changed: ").split(", ")) == {"notebooks", "notebook"}
+    how, t = run(reexecute=True)
+    assert how == {"a": "executed", "b": "executed", "z": "executed"} and t["a"]["why"] == "--reexecute"
+    how, _ = run(seed=1)
+    assert how["a"] == "executed", "other parameters, another key"
+    (out / "b.ipynb").unlink()  # a page removed from the output is executed again
+    how, t = run(seed=1)
+    assert how["a"] == "reused" and how["b"] == "executed" and t["b"]["why"] == "no earlier copy"

@@ -13,6 +13,18 @@ it runs, with the executor options of the run (``--executor``, ``--workers``,
 ``timings.json`` records per notebook whether its experiment was ``computed`` or ``loaded``
 and the seconds that took.
 
+**Execution cache.** All experiments are computed or found fresh first; then each notebook
+is executed only when its *execution key* changed since the copy in ``book/generated/`` was
+made (:func:`execution_key`: the bytes of every notebook, the parameters, every source file of
+the ``dpcompanion`` package, the installed distributions and their versions, and every file
+of the results store). A second ``make book`` with nothing changed therefore re-executes no
+notebook; editing a plotting function re-executes the pages (their experiments are loaded, not
+recomputed); a new stored result re-executes the pages. A reused page keeps the provenance
+line of the run that executed it (its commit and time). ``--reexecute`` ignores the cache;
+a notebook with ``metadata.dpcompanion.cache = false`` (the "How to reproduce" page, which
+shows this run's timings) is always executed. ``timings.json`` records per notebook whether it
+was ``executed`` or ``reused`` and, when executed, which part of the key changed.
+
 Notebooks may set ``metadata.dpcompanion.order`` (default 50) to run earlier or later:
 the "How to reproduce" page runs last because it shows this run's timings.
 """
@@ -20,6 +32,7 @@ the "How to reproduce" page runs last because it shows this run's timings.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -32,8 +45,11 @@ from dpcompanion.core.provenance import git_state, resolve_device, validate_mode
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
+PACKAGE = REPO / "dpcompanion"
 GENERATED = REPO / "book" / "generated"
 DEFAULT_ORDER = 50
+#: where the execution key of each executed notebook is kept, inside the output folder
+KEY_DIR = ".execution-keys"
 
 
 class NotebookFailed(Exception):
@@ -50,6 +66,7 @@ class Notebook:
     id: str
     path: Path
     order: int
+    cache: bool = True
 
 
 def discover(notebooks_dir: Path = NOTEBOOKS) -> list[Notebook]:
@@ -62,8 +79,9 @@ def discover(notebooks_dir: Path = NOTEBOOKS) -> list[Notebook]:
             meta = json.loads(p.read_text()).get("metadata", {})
         except json.JSONDecodeError as exc:
             raise ValueError(f"notebook {p} is not valid JSON: {exc}") from None
-        order = int(meta.get("dpcompanion", {}).get("order", DEFAULT_ORDER))
-        found.append(Notebook(id=p.stem, path=p, order=order))
+        own = meta.get("dpcompanion", {})
+        found.append(Notebook(id=p.stem, path=p, order=int(own.get("order", DEFAULT_ORDER)),
+                              cache=bool(own.get("cache", True))))
     return sorted(found, key=lambda n: (n.order, n.id))
 
 
@@ -156,6 +174,7 @@ def reproduce(
     workers: int | None = None,
     scheduler: str | None = None,
     recompute: bool = False,
+    reexecute: bool = False,
 ) -> dict:
     """Validate the request, then execute the selected notebooks in order (computing or
     finding fresh each one's experiment first, see the module docstring).
@@ -188,33 +207,118 @@ def reproduce(
     kernel = _kernel_name()
     timings_path = out_dir / "timings.json"
     timings = json.loads(timings_path.read_text()) if timings_path.exists() else {}
+    earlier = dict(timings.get("notebooks", {}))
     runs = timings.setdefault("notebooks", {})
     t_all = time.perf_counter()
-    ex = store.make_executor(executor, workers=workers, scheduler=scheduler) if with_exp else None
-    try:
-        for i, nb in enumerate(chosen, 1):
-            print(f"[{i}/{len(chosen)}] {nb.id} ({mode}, {resolved}) ...", file=stream, flush=True)
-            entry = {}
-            if nb.id in exp_ids:
+    # 1. every experiment computed, or found fresh, before any notebook runs (so that the
+    #    results store, part of every execution key, no longer changes during the run)
+    exp_entries: dict[str, dict] = {}
+    if with_exp:
+        ex = store.make_executor(executor, workers=workers, scheduler=scheduler)
+        try:
+            for nb in with_exp:
                 t0 = time.perf_counter()
                 res = store.load_or_compute(nb.id, mode=mode, seed=seed, device=resolved, executor=ex,
                                             recompute=recompute)
                 how = "loaded" if res.cached else "computed"
-                entry = {"experiment": how, "experiment_seconds": round(time.perf_counter() - t0, 2),
-                         "digest": res.digest}
-                print(f"    experiment {how} ({entry['experiment_seconds']:.1f} s, {ex.describe()})", file=stream,
-                      flush=True)
-            seconds = execute(nb, out_dir=out_dir, mode=mode, seed=seed, device=resolved, kernel=kernel)
-            runs[nb.id] = {"seconds": round(seconds, 2), "mode": mode, "device": resolved, "seed": seed,
-                           "commit": commit, **entry}
-            print(f"    ok in {seconds:.1f} s", file=stream, flush=True)
-            _write_json(timings_path, timings)
-    finally:
-        if ex is not None:
+                exp_entries[nb.id] = {"experiment": how, "experiment_seconds": round(time.perf_counter() - t0, 2),
+                                      "digest": res.digest}
+                print(f"experiment {nb.id} ({mode}): {how} in {exp_entries[nb.id]['experiment_seconds']:.1f} s "
+                      f"({ex.describe()})", file=stream, flush=True)
+        finally:
             ex.close()
+    # 2. each notebook executed unless its execution key is that of its copy in out_dir
+    shared = run_key_parts(notebooks_dir, results_root=_results_root())
+    executed = 0
+    for i, nb in enumerate(chosen, 1):
+        key = {**shared, **notebook_key_parts(nb, mode=mode, seed=seed, device=resolved)}
+        target, key_file = out_dir / f"{nb.id}.ipynb", out_dir / KEY_DIR / f"{nb.id}.json"
+        old = _read_json(key_file)
+        base = {"mode": mode, "device": resolved, "seed": seed, "commit": commit, **exp_entries.get(nb.id, {})}
+        if nb.cache and not (reexecute or recompute) and old == key and target.exists():
+            before = earlier.get(nb.id, {})
+            runs[nb.id] = {**base, "notebook": "reused", "seconds": 0.0,
+                           "executed_seconds": before.get("executed_seconds", before.get("seconds")),
+                           "executed_commit": before.get("executed_commit", before.get("commit"))}
+            print(f"[{i}/{len(chosen)}] {nb.id}: reused (execution key unchanged)", file=stream, flush=True)
+            _write_json(timings_path, timings)
+            continue
+        why = _why_executed(nb, old, key, target, reexecute=reexecute, recompute=recompute)
+        print(f"[{i}/{len(chosen)}] {nb.id} ({mode}, {resolved}; {why}) ...", file=stream, flush=True)
+        key_file.unlink(missing_ok=True)  # a failed run leaves no key behind
+        seconds = execute(nb, out_dir=out_dir, mode=mode, seed=seed, device=resolved, kernel=kernel)
+        executed += 1
+        if nb.cache:
+            _write_json(key_file, key)
+        runs[nb.id] = {**base, "notebook": "executed", "why": why, "seconds": round(seconds, 2),
+                       "executed_seconds": round(seconds, 2), "executed_commit": commit}
+        print(f"    ok in {seconds:.1f} s", file=stream, flush=True)
+        _write_json(timings_path, timings)
     total = time.perf_counter() - t_all
-    print(f"reproduce: {len(chosen)} notebook(s) in {total:.1f} s -> {out_dir}", file=stream)
+    print(f"reproduce: {len(chosen)} notebook(s) in {total:.1f} s ({executed} executed, "
+          f"{len(chosen) - executed} reused) -> {out_dir}", file=stream)
     return timings
+
+
+def _hash_files(paths, root: Path) -> str:
+    """sha256 over the relative names and bytes of ``paths`` (sorted)."""
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(p.relative_to(root).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def _sha(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def run_key_parts(notebooks_dir: Path, *, results_root: Path) -> dict[str, str]:
+    """The parts of the execution key shared by every notebook of a run: ``notebooks`` (every
+    notebook's bytes: claim pages are derived from them), ``library`` (every source file of
+    the package), ``environment`` (Python and every installed distribution with its version)
+    and ``results`` (every file of the results store)."""
+    from importlib import metadata
+
+    dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]})
+    results = [p for p in results_root.rglob("*") if p.is_file()] if results_root.is_dir() else []
+    return {
+        "notebooks": _hash_files(notebooks_dir.glob("*.ipynb"), notebooks_dir),
+        "library": _hash_files((p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts), PACKAGE),
+        "environment": _sha([sys.version, *dists]),
+        "results": _hash_files(results, results_root),
+    }
+
+
+def notebook_key_parts(nb: Notebook, *, mode: str, seed: int, device: str) -> dict[str, str]:
+    """The parts of the execution key proper to one notebook: its bytes and its parameters."""
+    return {"notebook": hashlib.sha256(nb.path.read_bytes()).hexdigest(),
+            "parameters": _sha({"id": nb.id, "mode": mode, "seed": seed, "device": device})}
+
+
+def _why_executed(nb: Notebook, old: dict | None, key: dict, target: Path, *, reexecute: bool,
+                  recompute: bool) -> str:
+    if not nb.cache:
+        return "never reused (metadata dpcompanion.cache = false)"
+    if reexecute or recompute:
+        return "--reexecute" if reexecute else "--recompute"
+    if old is None or not target.exists():
+        return "no earlier copy"
+    changed = [k for k in key if old.get(k) != key[k]]
+    return "changed: " + ", ".join(changed) if changed else "no earlier copy"
+
+
+def _results_root() -> Path:
+    from dpcompanion.experiments.store import results_root
+
+    return results_root()
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
 
 
 def _experiment_ids() -> set[str]:

@@ -14,7 +14,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = """examples:
   python -m dpcompanion reproduce --list
   python -m dpcompanion reproduce --only accounting
-  python -m dpcompanion reproduce --mode full --device cuda"""
+  python -m dpcompanion reproduce --mode full --device cuda
+  python -m dpcompanion reproduce --only h-f-infl --reexecute   # ignore the execution cache"""
     p.add_argument("--mode", default="quick", help="quick (CI-sized, default) or full (paper scale, meant for a GPU)")
     p.add_argument("--only", action="append", metavar="ID", help="run only this notebook id (repeatable or comma-separated)")
     p.add_argument("--device", default="auto", help="auto (default: cuda if available), cpu or cuda")
@@ -23,6 +24,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from dpcompanion.cli.commands.experiment import add_executor_arguments
 
     add_executor_arguments(p)
+    p.add_argument("--reexecute", action="store_true",
+                   help="execute every notebook even when its execution key (notebooks, parameters, library "
+                        "source, installed packages, results store) is that of its copy in book/generated/")
     p.add_argument("--notebooks", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--output", type=Path, default=None, help=argparse.SUPPRESS)
 
@@ -60,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
             workers=options.parse_int(args.workers, "--workers", minimum=1),
             scheduler=args.scheduler,
             recompute=args.recompute,
+            reexecute=args.reexecute,
         )
     except runner.NotebookFailed as exc:
         print(f"dpcompanion reproduce: error: {' '.join(str(exc).split())}", file=sys.stderr)

@@ -24,7 +24,7 @@ __all__ = ["RULES", "INFL_PAPER", "EER_MC_Z_MAX", "EER_T_CHOICE_RTOL", "EXACT_Z_
 
 #: what 000 App. D prints for H-F-INFL: its protocol ("Estimate of influences by retraining":
 #: T = 100, sigma_t over [20, 200], 100 repeats, the left pane at t = 10, 60, 90) and its numbers
-#: ("Results": relative variances, "approximately more than 80% gradients are clipped")
+#: ("Results": relative variances, and roughly 80% or more of the gradients clipped)
 INFL_PAPER = {
     "T": 100, "levels": np.linspace(20.0, 200.0, 10).tolist(), "repeats": 100, "fit_steps": [10, 60, 90],
     "logistic_clip_fraction": 0.8,
@@ -284,20 +284,21 @@ RULES: tuple[Rule, ...] = (
          f"agrees: mean q_t over the last third of the steps above the first third with z >= {Z}",
          _judge_late_early),
     Rule("h-f-infl/increasing", "influence q_t increases with t (retrained)",
-         "000 App. D, Results (Fig. 3 middle): 'Both loss functions show an increased influence as learning continues'",
+         "000 App. D, Results (Fig. 3 middle): for both losses the influence grows as training proceeds",
          f"Spearman rho of q_t against t: > {INFL_TREND_RHO[0]:g} agrees, > {INFL_TREND_RHO[1]:g} partly",
          _judge_trend),
     Rule("h-f-infl/steepness", "squared loss: steepness q_T / q_1, retrained vs analytic (Hessian)",
-         "000 App. D, Results: q_t of the squared loss 'computed by analytical solution using the Hessian eigen "
-         "values'; 'a rather steep trend' (no number printed)",
+         "000 App. D, Results (Fig. 3 middle): the squared loss's q_t, computed analytically from the Hessian "
+         "eigenvalues, rises steeply (no number printed)",
          f"ours vs ours: retrained / analytic within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
          _judge_steepness),
     Rule("h-f-infl/logistic-flatter", "logistic influence flatter than squared (retrained q_T / q_1)",
-         "000 App. D, Results: 'The squared loss has a rather steep trend while the logistic has a relative flatten one'",
+         "000 App. D, Results (Fig. 3 middle): the logistic loss's influence trend is flatter than the squared loss's",
          "agrees: logistic q_T / q_1 below the squared loss's",
          _judge_flatter),
     Rule("h-f-infl/clip-fraction", "logistic loss: fraction of per-sample gradients clipped",
-         f"{INFL_PAPER['logistic_clip_fraction']:g} (000 App. D, Results: 'approximately more than 80% gradients are clipped')",
+         f"{INFL_PAPER['logistic_clip_fraction']:g} (000 App. D, Results: roughly 80% or more of the logistic loss's "
+         "gradients are clipped)",
          f"ours / paper within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
          _judge_clip_fraction),
     Rule("h-f-infl/squared-relvar", "squared: relative variance of the final loss",

@@ -221,7 +221,7 @@ RULES: tuple[Rule, ...] = (
     Rule("w-f1/gap", "best-accuracy gain ADP - DP, eps_bar 3.2, C 2.5, 120 epochs (Fig. 1 right = Table 2)",
          "002 Table 2 (Fig. 1 right)", _GAP_TOL, lambda **m: _judge_gap(**m, where="002 Table 2")),
     Rule("w-f4/decay", "decaying step sizes (c > 0) end below the constant one (c = 0)",
-         "002 App. F.3 (Fig. 4): 'in all cases c > 0 performs better than c = 0'",
+         "002 App. F.3 (Fig. 4): every decaying schedule (c > 0) beats the constant one (c = 0)",
          "agrees: every c > 0 ends below c = 0 (mean final test error over seeds); disagrees: none does; else partly",
          _judge_decay),
     Rule("w-f4/eps-below-bar", "numerical epsilon below Thm 4.1's epsilon_bar at the last epoch",

@@ -1,52 +1,144 @@
 """Every verdict rule of dpcompanion.experiments.comparisons: a case that agrees, one that
-disagrees, one not comparable (sizes differ); the inputs are hand-made so the expected
-verdict follows from the rule's stated tolerance (z >= 2)."""
+disagrees, one not comparable (sizes differ). Each case is written from the paper's
+statement (quoted beside it) and the rule's stated tolerance, with hand-made numbers, so the
+expected verdict does not come from the judge itself."""
+
+import re
+from pathlib import Path
 
 import pytest
 
-from dpcompanion.experiments import comparisons as cmp
+from dpcompanion.experiments import base, comparisons as cmp, store, summary
+from dpcompanion.experiments.comparisons import wu as wu_rules
 
 
 def _eff(diff, se):
     return {"N": [100, 1000], "diff": diff, "se": se}
 
 
+UP, DOWN = [70.0, 70.5, 71.0], [60.0, 60.5, 61.0]  # per-seed accuracies (%): ADP clearly ahead
+T2_CELL = (66.41, 0.054, 65.73, 0.353)  # 002 Table 2, eps_bar 3.2, C 2.5, 120 epochs: gap +0.68, se 0.16
+T3_CELL = (67.55, 0.156, 66.23, 0.367)  # 002 Table 3, C_G 2.5, eps_bar 6.4: gap +1.32, se 0.18
+
+#: rule id -> (the paper's statement, inputs that agree with it, inputs that disagree)
 CASES = {
-    # rule id: (agrees, disagrees)
-    "h-f-eff/loss": (_eff([0.01, 0.05], [0.01, 0.01]), _eff([0.01, -0.05], [0.01, 0.01])),
-    "h-f-eff/acc": (_eff([0.0, 0.03], [0.01, 0.01]), _eff([0.0, -0.001], [0.01, 0.01])),
-    "h-f-scale/dyn": ({"scales": [5, 25], "rel_dyn": [-0.01, -0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]},
+    "h-f-eff/loss": ("001 Fig. 1 middle: exp outperforms uni on training loss as N grows",
+                     _eff([0.01, 0.05], [0.01, 0.01]), _eff([0.01, -0.05], [0.01, 0.01])),
+    "h-f-eff/acc": ("001 Fig. 1 right: exp outperforms uni on test accuracy as N grows",
+                    _eff([0.0, 0.03], [0.01, 0.01]), _eff([0.0, -0.001], [0.01, 0.01])),
+    "h-f-scale/dyn": ("000 Fig. 2 middle: dyn improves the final loss where the influence spread is largest",
+                      {"scales": [5, 25], "rel_dyn": [-0.01, -0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]},
                       {"scales": [5, 25], "rel_dyn": [0.05, 0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]}),
-    "h-f-infl/increasing": ({"diff": 1.0, "se": 0.1}, {"diff": -1.0, "se": 0.1}),
-    "h-f-curv": ({"sharp": 0.04, "sharp_se": 0.005, "flat": 0.01, "flat_se": 0.001},
-                 {"sharp": 0.01, "sharp_se": 0.001, "flat": 0.04, "flat_se": 0.005}),
-    "h-f-mom": ({"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": 0.5, "se": 0.1}]},
-                {"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": -0.5, "se": 0.1}]}),
+    "h-f-curv/sharp-vs-flat": ("000 Fig. 1: the sharper loss ends higher",
+                               {"sharp": 0.04, "sharp_se": 0.005, "flat": 0.01, "flat_se": 0.001},
+                               {"sharp": 0.01, "sharp_se": 0.001, "flat": 0.04, "flat_se": 0.005}),
+    "h-f-curv/exact": ("our check: the trainer's mean equals the exact E[f] within |z| < 3",
+                       {"mean": 1.0, "se": 0.1, "exact": 1.05, "z": -0.5, "max_clip_fraction": 0.0},
+                       {"mean": 1.0, "se": 0.1, "exact": 1.5, "z": -5.0, "max_clip_fraction": 0.0}),
+    "h-f-mom/expinfl-vs-momexpinfl": (
+        "000 Sec. 5: momexpinfl ahead only at scale 25, T = 100",
+        {"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": 0.5, "se": 0.1}]},
+        {"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": -0.5, "se": 0.1}]}),
+    "h-f-infl-extra/increasing": ("000 App. D: the influence increases as learning continues",
+                                  {"diff": 1.0, "se": 0.1}, {"diff": -1.0, "se": 0.1}),
+    "h-f-infl/increasing": ("000 App. D: the influence grows as training proceeds",
+                            {"q": [1.0, 1.5, 2.0, 3.0, 5.0]}, {"q": [5.0, 3.0, 2.0, 1.5, 1.0]}),
+    "h-f-infl/steepness": ("retrained q_T/q_1 within a factor 1.5 of the analytic one",
+                           {"retrained": 20.0, "analytic": 22.0, "clip_fraction": 0.1},
+                           {"retrained": 2.0, "analytic": 22.0, "clip_fraction": 0.1}),
+    "h-f-infl/logistic-flatter": ("000 App. D: the logistic trend is flatter than the squared one",
+                                  {"logistic": 2.0, "squared": 20.0}, {"logistic": 30.0, "squared": 20.0}),
+    "h-f-infl/clip-fraction": ("000 App. D: about 80% or more of the gradients clipped",
+                               {"ours": 0.85}, {"ours": 0.01}),
+    "h-f-infl/squared-relvar": ("000 App. D: relative variance 0.032 at t = 60",
+                                {"t_paper": 60, "ours": 0.03}, {"t_paper": 60, "ours": 0.5}),
+    "h-f-infl/squared-relvar-decreasing": ("000 App. D: 0.14 > 0.032 > 0.016",
+                                           {"values": [0.2, 0.05, 0.01]}, {"values": [0.01, 0.05, 0.2]}),
+    "h-x-eer/bound-holds": ("001 Thm 4.1: bound >= exact excess risk", {"min_ratio": 1.2}, {"min_ratio": 0.9}),
+    "h-x-eer/mc": ("our check: closed form = trainer's mean without clipping (|z| < 4)",
+                   {"z": 0.5, "max_clip_fraction": 0.0}, {"z": 5.0, "max_clip_fraction": 0.0}),
+    "h-x-eer/mc-all": ("our check: every unclipped cell within |z| < 4", {"z": [0.5, -1.0]}, {"z": [0.5, 4.5]}),
+    "h-x-eer/dyn-beats-uni": ("001 Thm 4.4: the dynamic schedule is at least as good as uniform",
+                              {"dyn_min": [0.9, 0.5], "uni_min": [1.0, 0.5]}, {"dyn_min": [1.1], "uni_min": [1.0]}),
+    "h-x-eer/t-choice": ("001 Thm 4.2: the bound's T is near-optimal (within 10%)",
+                         {"T_bound": 20, "T_exact": 25, "exact_at_T_bound": 1.05, "exact_min": 1.0},
+                         {"T_bound": 5, "T_exact": 25, "exact_at_T_bound": 2.0, "exact_min": 1.0}),
+    "h-x-eer-breakdown/control": ("our check: unclipped control within |z| < 3", {"z": [1.0, -2.0]}, {"z": [1.0, 5.0]}),
+    "w-f1/same-epsilon": ("002 Sec. 6: both methods at the same epsilon_bar",
+                          {"epsilon_dp": 1.0, "epsilon_adp": 1.0 + 1e-9}, {"epsilon_dp": 1.0, "epsilon_adp": 1.1}),
+    "w-f1/slower-decay": ("002 Fig. 1 left: ADP-SGD's noise decays more slowly",
+                          {"noise_dp": [2.0, 1.0], "noise_adp": [2.0, 1.5]},
+                          {"noise_dp": [2.0, 1.5], "noise_adp": [2.0, 1.0]}),
+    "w-f1/gap": ("002 Table 2: ADP-SGD ahead by a significant 0.68 points",
+                 {"printed": T2_CELL, "adp": UP, "dp": DOWN}, {"printed": T2_CELL, "adp": DOWN, "dp": UP}),
+    "w-t1245/gap": ("002 Table 2: ADP-SGD ahead by a significant 0.68 points",
+                    {"table": 2, "printed": T2_CELL, "adp": UP, "dp": DOWN},
+                    {"table": 2, "printed": T2_CELL, "adp": DOWN, "dp": UP}),
+    "w-t1245/table": ("every comparable cell of the table agrees",
+                      {"table": 2, "cells": [{"verdict": "agrees", "gap": 1.0, "paper_gap": 0.7}] * 3},
+                      {"table": 2, "cells": [{"verdict": "disagrees", "gap": -1.0, "paper_gap": 0.7}] * 3}),
+    "w-t36/gap": ("002 Table 3: ADP-SGD ahead by a significant 1.32 points",
+                  {"printed": T3_CELL, "adp": UP, "dp": DOWN}, {"printed": T3_CELL, "adp": DOWN, "dp": UP}),
+    "w-f4/decay": ("002 App. F.3: every c > 0 beats c = 0",
+                   {"final_error": {0.0: 10.0, 0.1: 8.0, 0.5: 9.0}}, {"final_error": {0.0: 8.0, 0.1: 9.0, 0.5: 10.0}}),
+    "w-f4/eps-below-bar": ("002 Fig. 4: the numerical epsilon lies below epsilon_bar",
+                           {"eps_numeric": 1.0, "eps_theory": 2.0}, {"eps_numeric": 2.5, "eps_theory": 2.0}),
+    "w-f2/iterations-per-epoch": ("002 Sec. 6: 196 iterations per epoch", {"ours": 196}, {"ours": 195}),
+    "w-f2/T-by-epochs": ("002 Sec. 6: T = 23520 for 120 epochs",
+                         {"epochs": 120, "ours": 23520}, {"epochs": 120, "ours": 23400}),
+    "w-f2/T-footnote": ("002 footnote 3: T = 11700 for 60 epochs", {"ours": 11700}, {"ours": 11760}),
+    "w-f2/eta-T": ("002 Fig. 2: eta_T = 1e-10", {"ours": 1e-10 * (1 + 1e-9)}, {"ours": 0.2}),
+    "w-f2/table4-caption": ("002 Table 4 caption: eta_T = 1e-10", {"ours": 1e-10}, {"ours": 0.2 - 1e-10}),
+    "audit/claim": ("the ledger's claim is not refuted by the audit",
+                    {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 0.5, "passed": True},
+                    {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 3.5, "passed": False}),
+    "audit/power": ("every mis-calibrated trainer is flagged",
+                    {"flagged": ["pgd", "adp"], "trainers": ["pgd", "adp"]}, {"flagged": [], "trainers": ["pgd", "adp"]}),
 }
+
+#: rules shown but never judged (the paper's quantity is not ours, or a finding beyond the paper)
+NEVER_JUDGED = {
+    "h-f-infl/logistic-coef-relvar": {"t_paper": 10, "ours": 1e-7, "cv2": 0.1},
+    "h-x-eer-breakdown/clipped": {"cells": [(1.3, 100, 3.6e6), (10.0, 10, 1.0)], "threshold": 10.0},
+}
+#: figures with rules but no experiment module (nothing is trained: W-F2 is on the w-theory page)
+NO_MODULE = {"w-f2"}
 
 
 def test_every_rule_has_cases():
-    assert set(CASES) == set(cmp.RULES)
+    assert set(CASES) | set(NEVER_JUDGED) == set(cmp.RULES)
+    assert not set(CASES) & set(NEVER_JUDGED)
+    assert {r for r, x in cmp.RULES.items() if not x.judged} == set(NEVER_JUDGED)
 
 
 @pytest.mark.parametrize("rid", sorted(CASES))
 def test_rule_agrees(rid):
-    row = cmp.compare(rid, sizes_match=True, **CASES[rid][0])
-    assert row["verdict"] == "agrees", row
-    assert row["paper"] == cmp.RULES[rid].paper and "Tolerance" in row["note"]
+    row = cmp.compare(rid, sizes_match=True, **CASES[rid][1])
+    assert row["verdict"] == "agrees", (CASES[rid][0], row)
+    assert "Tolerance: " + cmp.RULES[rid].tolerance in row["note"]
+    assert row["paper"] and row["ours"]
 
 
 @pytest.mark.parametrize("rid", sorted(CASES))
 def test_rule_disagrees(rid):
-    assert cmp.compare(rid, sizes_match=True, **CASES[rid][1])["verdict"] == "disagrees"
+    row = cmp.compare(rid, sizes_match=True, **CASES[rid][2])
+    assert row["verdict"] == "disagrees", (CASES[rid][0], row)
 
 
 @pytest.mark.parametrize("rid", sorted(CASES))
 def test_rule_not_comparable_when_sizes_differ(rid):
-    row = cmp.compare(rid, sizes_match=False, sizes_note="N 10 vs 1000", **CASES[rid][0])
+    row = cmp.compare(rid, sizes_match=False, sizes_note="N 10 vs 1000", **CASES[rid][1])
     assert row["verdict"] == "not comparable"
     assert row["note"].startswith("not compared (sizes differ): N 10 vs 1000")
+    assert row["note"].startswith(cmp.NOT_COMPARED)
     assert "'agrees'" in row["note"]  # what the rule would say at our sizes is still reported
+
+
+@pytest.mark.parametrize("rid", sorted(NEVER_JUDGED))
+def test_never_judged_rules_say_why(rid):
+    row = cmp.compare(rid, sizes_match=True, **NEVER_JUDGED[rid])
+    assert row["verdict"] == "not comparable" and row["note"].startswith(("var/mean", "a finding beyond"))
+    assert cmp.compare(rid, sizes_match=False, **NEVER_JUDGED[rid])["note"].startswith(cmp.NOT_COMPARED)
 
 
 def test_partly_cases():
@@ -54,15 +146,75 @@ def test_partly_cases():
     assert cmp.compare("h-f-eff/loss", sizes_match=True, **_eff([0.0, 0.01], [0.01, 0.01]))["verdict"] == "partly"
     # momexpinfl ahead at (25, 100) but also elsewhere
     cells = [{"scale": 10, "T": 100, "diff": 0.5, "se": 0.1}, {"scale": 25, "T": 100, "diff": 0.5, "se": 0.1}]
-    assert cmp.compare("h-f-mom", sizes_match=True, cells=cells)["verdict"] == "partly"
+    assert cmp.verdict_of("h-f-mom/expinfl-vs-momexpinfl", cells=cells) == "partly"
     # no significant difference between curvatures
-    assert cmp.compare("h-f-curv", sizes_match=True, sharp=0.02, sharp_se=0.01, flat=0.01, flat_se=0.01)["verdict"] == "partly"
+    assert cmp.verdict_of("h-f-curv/sharp-vs-flat", sharp=0.02, sharp_se=0.01, flat=0.01, flat_se=0.01) == "partly"
+    # a miss of the closed form where gradients were clipped is not a disagreement
+    assert cmp.verdict_of("h-f-curv/exact", mean=1.0, se=0.1, exact=2.0, z=-9.0, max_clip_fraction=0.3) == "not comparable"
+    assert cmp.verdict_of("h-x-eer/mc", z=9.0, max_clip_fraction=0.2) == "not comparable"
+    # the clip fraction a factor 3 off: partly (ratio tolerance 1.5 / 4)
+    assert cmp.verdict_of("h-f-infl/clip-fraction", ours=0.8 / 3) == "partly"
+    # the bound's T 30% worse than the best: partly
+    assert cmp.verdict_of("h-x-eer/t-choice", T_bound=5, T_exact=25, exact_at_T_bound=1.3, exact_min=1.0) == "partly"
+    # the paper's gap significant, ours within its spread
+    assert cmp.verdict_of("w-t36/gap", printed=T3_CELL, adp=[65.0, 66.0, 64.0], dp=[65.2, 65.8, 64.1]) == "partly"
+    # some decaying schedules end below c = 0, not all
+    assert cmp.verdict_of("w-f4/decay", final_error={0.0: 9.0, 0.1: 8.0, 0.5: 10.0}) == "partly"
+    # no printed cell, or one seed: not comparable
+    assert cmp.verdict_of("w-t1245/gap", table=1, printed=None, adp=UP, dp=DOWN) == "not comparable"
+    assert cmp.verdict_of("w-t1245/gap", table=1, printed=T2_CELL, adp=UP[:1], dp=DOWN) == "not comparable"
+
+
+def test_printed_values_are_the_papers():
+    """The paper column of a row with a per-row printed value shows what the paper printed."""
+    assert cmp.compare("h-f-infl/squared-relvar", sizes_match=True, t_paper=90, ours=0.1)["paper"].startswith("0.016 at t = 90")
+    assert "+0.68 points" in cmp.compare("w-f1/gap", sizes_match=True, printed=T2_CELL, adp=UP, dp=DOWN)["paper"]
+    assert cmp.compare("w-f2/T-footnote", sizes_match=True, ours=11760)["paper"].startswith("11700")
 
 
 def test_bad_input_names_the_problem():
     with pytest.raises(ValueError, match="rule must be one of"):
         cmp.compare("h-f-nope", sizes_match=True)
     with pytest.raises(ValueError, match="scale 25 and T = 100"):
-        cmp.compare("h-f-mom", sizes_match=True, cells=[{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}])
+        cmp.compare("h-f-mom/expinfl-vs-momexpinfl", sizes_match=True, cells=[{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}])
     with pytest.raises(ValueError, match="need >= 2 sizes"):
         cmp.compare("h-f-eff/loss", sizes_match=True, N=[1], diff=[0.1], se=[0.1])
+    with pytest.raises(ValueError, match="t_paper must be one of"):
+        cmp.compare("h-f-infl/squared-relvar", sizes_match=True, t_paper=12, ours=0.1)
+    with pytest.raises(ValueError, match="epochs must be one of"):
+        cmp.compare("w-f2/T-by-epochs", sizes_match=True, epochs=61, ours=1)
+
+
+def test_every_experiment_with_a_page_verdict_table_has_rules():
+    """Every experiment of the store has verdict_rows (its page's table) and rules in RULES;
+    every rule belongs to an experiment (or to a figure without a module, NO_MODULE)."""
+    exps = set(base.all_experiments())
+    with_rows = set(summary.experiments_with_verdicts())
+    assert with_rows == exps, exps - with_rows
+    for eid in with_rows:
+        assert cmp.rules_for(eid), f"no rule in RULES for experiment {eid}"
+    assert {cmp.experiment_of(r) for r in cmp.RULES} <= exps | NO_MODULE
+
+
+def test_verdict_words_live_only_in_the_rules():
+    """No experiment module outside comparisons/ decides a verdict itself."""
+    root = Path(cmp.__file__).resolve().parents[1]
+    for f in sorted(root.glob("*.py")):
+        text = f.read_text()
+        for word in ("agrees", "disagrees", "partly"):
+            assert not re.search(rf"[\"']{word}[\"']", text), f"{f.name} spells the verdict {word!r}"
+
+
+def test_rules_are_not_in_any_code_hash():
+    """Changing a rule never makes a stored result stale."""
+    for eid in ("h-f-eff", "h-f-infl", "w-t1245"):
+        files = store.code_files(base.get(eid))
+        assert not any(m.startswith("dpcompanion.experiments.comparisons") for m in files), eid
+
+
+def test_w_f2_printed_can_flip(monkeypatch):
+    rows = {r["item"]: r["verdict"] for r in wu_rules.w_f2_rows()}
+    assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"] == "disagrees"
+    monkeypatch.setitem(wu_rules.W_F2_PRINTED, "T_60_footnote", 11760)
+    rows = {r["item"]: r["verdict"] for r in wu_rules.w_f2_rows()}
+    assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"] == "agrees"

@@ -1,5 +1,6 @@
-"""The verdict rules of the H-F-INFL and H-X-EER pages (dpcompanion.experiments.h_f_infl /
-h_x_eer ``verdict_rows``), on hand-made payloads whose verdicts are known."""
+"""The verdict rows of the H-F-INFL and H-X-EER pages (dpcompanion.experiments.h_f_infl /
+h_x_eer ``verdict_rows``, glue over the rules of dpcompanion.experiments.comparisons), on
+hand-made payloads whose verdicts are known."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import numpy as np
 import pytest
 
 from dpcompanion.book import report
-from dpcompanion.experiments import h_f_infl, h_x_eer
+from dpcompanion.experiments import comparisons, h_f_infl, h_x_eer
+from dpcompanion.experiments.comparisons.rule import by_ratio
 
 
 def _infl_payload(*, paper_sizes: bool, clip_lg=0.85, lrv=(0.14, 0.03, 0.02)):
@@ -53,11 +55,11 @@ def test_quick_sizes_do_not_compare_with_the_paper_numbers():
     paper_numbers = [r for r in rows if "clipped" in r["item"] or "relative variance of the final" in r["item"]
                      or "decreases with t" in r["item"]]
     assert len(paper_numbers) == 5
-    assert all(r["verdict"] == h_f_infl.QUICK_NOT_COMPARED for r in paper_numbers)
+    assert all(r["verdict"] == "not comparable" for r in paper_numbers)
+    assert all(r["note"].startswith(comparisons.NOT_COMPARED + ": T = 20") for r in paper_numbers)
     assert not any(r["verdict"] == "disagrees" for r in paper_numbers)
     trend = _by_item(rows)["influence q_t increases with t (squared loss, retrained)"]
     assert trend == "agrees"  # qualitative rows keep their verdicts
-    assert h_f_infl.QUICK_NOT_COMPARED in report.VERDICTS
     report.paper_vs_ours(rows)
 
 
@@ -70,7 +72,7 @@ def test_sizes_match_paper():
 @pytest.mark.parametrize("paper, ours, want", [(0.8, 0.8 * 1.49, "agrees"), (0.8, 0.8 * 1.51, "partly"),
                                                (0.8, 0.8 / 3.99, "partly"), (0.8, 0.8 / 4.01, "disagrees")])
 def test_by_ratio_tolerances(paper, ours, want):
-    assert h_f_infl.by_ratio(paper, ours) == want
+    assert by_ratio(paper, ours) == want
 
 
 def _eer_payload(*, z=1.0, clip=0.0, ratio_min=1.2, t_bound_risk=1.05):

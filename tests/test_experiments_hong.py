@@ -122,9 +122,10 @@ def test_infl_extra_tiny():
     assert {r["verdict"] for r in infl.verdict_rows(p)} == {"not comparable"}
 
 
-def test_summary_collects_rule_rows(monkeypatch):
+def test_summary_collects_rule_rows(monkeypatch, tmp_path):
     from dpcompanion.experiments import summary
 
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path))  # not the repository's results/ (a tiny config)
     monkeypatch.setitem(h_f_curv.CONFIGS, "quick", {"curvatures": [1.0, 15.0], "N": 50, "T": 10, "repeats": 20})
     rows = summary.verdict_summary(mode="quick", ids=("h-f-curv",))
     assert rows and all(r["item"].startswith("{doc}`h-f-curv <h-f-curv>` (quick)") for r in rows)

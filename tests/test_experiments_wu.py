@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from dpcompanion.experiments import base, comparisons_wu as cw, wu_paper, wu_protocol as wp
+from dpcompanion.experiments import base, comparisons, wu_paper, wu_protocol as wp
+from dpcompanion.experiments.comparisons import wu as wu_rules
 
 DELTA = 1e-5
 
@@ -165,25 +166,29 @@ def test_gap_verdict_rules():
     paper_flat = (60.0, 0.5, 59.9, 0.5)  # gap 0.1, se 0.32: within spread
     up, down, flat = [70.0, 70.5, 71.0], [60.0, 60.5, 61.0], [65.0, 66.0, 64.0]
     same = [65.2, 65.8, 64.1]
-    assert cw.gap_verdict(paper=paper_sig, adp=up, dp=down, sizes_match=True)[0] == "agrees"
-    assert cw.gap_verdict(paper=paper_sig, adp=down, dp=up, sizes_match=True)[0] == "disagrees"
-    assert cw.gap_verdict(paper=paper_sig, adp=flat, dp=same, sizes_match=True)[0] == "partly"
-    assert cw.gap_verdict(paper=paper_flat, adp=flat, dp=same, sizes_match=True)[0] == "agrees"
-    assert cw.gap_verdict(paper=paper_flat, adp=up, dp=down, sizes_match=True)[0] == "partly"
-    assert cw.gap_verdict(paper=paper_sig, adp=up, dp=down, sizes_match=False) == (
-        "not comparable", "not compared (sizes differ)")
-    assert cw.gap_verdict(paper=None, adp=up, dp=down, sizes_match=True)[0] == "not comparable"
-    g, se = cw.gap_stats(up, down)
+    def gap(paper, adp, dp, sizes_match=True):
+        return comparisons.compare("w-t36/gap", sizes_match=sizes_match, printed=paper, adp=adp, dp=dp)
+
+    assert gap(paper_sig, up, down)["verdict"] == "agrees"
+    assert gap(paper_sig, down, up)["verdict"] == "disagrees"
+    assert gap(paper_sig, flat, same)["verdict"] == "partly"
+    assert gap(paper_flat, flat, same)["verdict"] == "agrees"
+    assert gap(paper_flat, up, down)["verdict"] == "partly"
+    row = gap(paper_sig, up, down, sizes_match=False)
+    assert row["verdict"] == "not comparable" and row["note"].startswith(comparisons.NOT_COMPARED)
+    assert gap(None, up, down)["verdict"] == "not comparable"
+    assert gap(paper_sig, up[:1], down)["verdict"] == "not comparable"  # one seed: no spread
+    g, se = wu_rules.gap_stats(up, down)
     assert g == pytest.approx(10.0) and se == pytest.approx(math.sqrt(2 * 0.25 / 3))
 
 
 def test_epsilon_and_decay_verdicts():
-    assert cw.same_epsilon_verdict(epsilon_dp=1.0, epsilon_adp=1.0 + 5e-7) == "agrees"
-    assert cw.same_epsilon_verdict(epsilon_dp=1.0, epsilon_adp=1.0 + 5e-6) == "disagrees"
+    assert comparisons.verdict_of("w-f1/same-epsilon", epsilon_dp=1.0, epsilon_adp=1.0 + 5e-7) == "agrees"
+    assert comparisons.verdict_of("w-f1/same-epsilon", epsilon_dp=1.0, epsilon_adp=1.0 + 5e-6) == "disagrees"
     eta = wp.step_sizes(family="sqrt", T=100)
     a = wp.adp_alpha(eta=eta)
-    assert cw.slower_decay_verdict(noise_dp=eta, noise_adp=eta * a)[0] == "agrees"
-    assert cw.slower_decay_verdict(noise_dp=eta * a, noise_adp=eta)[0] == "disagrees"
+    assert comparisons.verdict_of("w-f1/slower-decay", noise_dp=eta, noise_adp=eta * a) == "agrees"
+    assert comparisons.verdict_of("w-f1/slower-decay", noise_dp=eta * a, noise_adp=eta) == "disagrees"
 
 
 def test_paper_tables_as_printed():
@@ -210,7 +215,11 @@ def test_w_f1_runs_on_a_tiny_config():
     cfg = dict(base.config_for(exp, "quick"), **TINY)
     out = exp.combine(cfg, [exp.run_unit(u, "cpu") for u in exp.units(cfg)])
     S, R = out["schedule"], out["train"]
-    assert cw.same_epsilon_verdict(epsilon_dp=S["epsilon"], epsilon_adp=S["epsilon_adp"]) == "agrees"
+    from dpcompanion.experiments import w_f1
+
+    rows = w_f1.verdict_rows(out)
+    assert [r["verdict"] for r in rows[:1]] == ["agrees"]  # the same final epsilon
+    assert rows[2]["verdict"] == "not comparable" and rows[2]["note"].startswith(comparisons.NOT_COMPARED)  # 2 epochs
     assert S["eps_dp"][-1] == pytest.approx(S["epsilon"], rel=1e-9)
     assert R["acc_dp"].shape == R["acc_adp"].shape == (2, len(R["steps"]))
     assert np.all(R["eps_spent_dp"] <= S["epsilon"] * (1 + 1e-9)) and R["stopped"] == 0
@@ -231,6 +240,7 @@ def test_w_t1245_runs_on_a_tiny_config():
     assert len(rows) == 3 and len(h) == 3
     (v,) = w_t1245.verdicts(out["cells"], metric="last")
     assert v["table"] == 5 and v["verdict"] == "not comparable" and "sizes differ" in v["note"]
+    assert [r["verdict"] for r in w_t1245.verdict_rows(out)] == ["not comparable", "not comparable"]  # Tables 2, 5
 
 
 @pytest.mark.slow
@@ -247,6 +257,8 @@ def test_w_t36_runs_on_a_tiny_config():
     # the adaptive rule: step sizes start at 1/sqrt(20 + max(beta ||g||^2, 1e-5)) and only decrease
     assert np.all(cell["lr_first"] < 1 / math.sqrt(20)) and np.all(cell["lr_last"] <= cell["lr_first"][:4])
     assert w_t36.best_of(cell, "adp")["C"] == 1e-3
+    (row,) = w_t36.verdict_rows(out)  # 2 epochs, not the paper's 60
+    assert row["verdict"] == "not comparable" and row["note"].startswith(comparisons.NOT_COMPARED)
 
 
 def test_adaptive_rule_matches_the_formula():
@@ -286,9 +298,10 @@ def test_w_f4_runs_on_a_tiny_config():
     r = out["runs"][0]
     assert r["test_error"].shape == (2, 3) and r["stopped"] == 0
     assert np.all(np.diff(r["eps_numeric"]) > 0) and r["eps_numeric"][-1] < r["eps_theory"][-1]
-    v, note = w_f4.decay_verdict(out["runs"], sigma=3.2)
-    assert v in ("agrees", "disagrees") and "of 1" in note
-    assert w_f4.decay_verdict(out["runs"], sigma=6.4)[0] == "not comparable"
+    rows = w_f4.verdict_rows(out)
+    assert len(rows) == 2 and rows[0]["verdict"] in ("agrees", "disagrees") and "of 1" in rows[0]["ours"]
+    assert rows[1]["verdict"] == "agrees"  # numerical epsilon below epsilon_bar
+    assert comparisons.verdict_of("w-f4/decay", final_error={0.5: 1.0}) == "not comparable"  # no c = 0 run
 
 
 def test_cifar10_directory_path(tmp_path):
@@ -318,17 +331,15 @@ def test_mnist_fallback_when_fashion_is_absent(monkeypatch):
 def test_w_f2_rows_agree_disagree_and_can_fail(monkeypatch):
     """W-F2: the printed epoch lengths and end points, each row decided by a comparison that
     fails when the printed number is changed."""
-    from dpcompanion.experiments import comparisons_wu as cw
-
-    rows = {r["item"]: r for r in cw.w_f2_rows()}
+    rows = {r["item"]: r for r in wu_rules.w_f2_rows()}
     assert rows["iterations per epoch (50000 images, batch 256)"]["verdict"] == "agrees"
     assert rows["T for 200 epochs (Sec. 6)"]["verdict"] == "agrees"
     assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"]["verdict"] == "disagrees"  # 11700 = 60 x 195
     assert rows["0.1 - a_T sqrt(t) at t = T (60 epochs)"]["verdict"] == "agrees"
     assert rows["Table 4 caption's 0.1 + a_T sqrt(t) at t = T (60 epochs)"]["verdict"] == "disagrees"
     # a minimally different printed value flips the verdicts
-    monkeypatch.setitem(cw.W_F2_PRINTED, "T_60_footnote", 11760)
-    monkeypatch.setitem(cw.W_F2_PRINTED, "iterations_per_epoch", 195)
-    rows = {r["item"]: r for r in cw.w_f2_rows()}
+    monkeypatch.setitem(wu_rules.W_F2_PRINTED, "T_60_footnote", 11760)
+    monkeypatch.setitem(wu_rules.W_F2_PRINTED, "iterations_per_epoch", 195)
+    rows = {r["item"]: r for r in wu_rules.w_f2_rows()}
     assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"]["verdict"] == "agrees"
     assert rows["iterations per epoch (50000 images, batch 256)"]["verdict"] == "disagrees"

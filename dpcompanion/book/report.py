@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-#: the last one: a quick build whose sizes differ from the paper's gives no verdict on the paper's
-#: numbers (dpcompanion.experiments.h_f_infl.QUICK_NOT_COMPARED is the same string)
-VERDICTS = ("agrees", "partly", "disagrees", "not comparable", "quick build: sizes differ from the paper, not compared")
+#: a row whose sizes differ from the paper's is "not comparable", its note starting with
+#: "not compared (sizes differ)" (dpcompanion.experiments.comparisons.NOT_COMPARED)
+VERDICTS = ("agrees", "partly", "disagrees", "not comparable")
 
 
 def fmt(x: Any, digits: int = 4) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 
 from dpcompanion.experiments.base import Experiment
 
-__all__ = ["EXPERIMENT"]
+__all__ = ["EXPERIMENT", "verdict_rows"]
 
 TRAINERS = ("pgd", "momentum", "psgd", "adp")
 
@@ -59,6 +59,28 @@ def run_unit(unit: dict, device: str) -> dict:
 
 def combine(config: dict, results: list[dict]) -> dict:
     return {"epsilon": config["epsilon"], "delta": config["delta"], "audits": results}
+
+
+def verdict_rows(payload) -> list[dict]:
+    """The audit page's rows (rules ``audit/*`` of :mod:`dpcompanion.experiments.comparisons`):
+    each trainer as shipped (S = 1) against its ledger's claim, and whether the audit flags
+    every trainer at the smallest S below 1 (the test's power)."""
+    from dpcompanion.experiments import comparisons
+
+    by = {(a["trainer"], a["noise_multiplier_scale"]): a for a in payload["audits"]}
+    trainers = list(dict.fromkeys(a["trainer"] for a in payload["audits"]))
+    rows = []
+    for t in trainers:
+        a = by[(t, 1.0)]
+        rows.append(comparisons.compare(
+            "audit/claim", sizes_match=True, item=f"{t}: ({a['epsilon_claimed']:.4g}, {payload['delta']:g})-DP as claimed by its ledger",
+            epsilon_claimed=float(a["epsilon_claimed"]), delta=float(payload["delta"]),
+            epsilon_lower=float(a["epsilon_lower"]), passed=bool(a["passed"])))
+    s_bad = min(s for (_, s) in by if s < 1)
+    flagged = [t for t in trainers if (t, s_bad) in by and not by[(t, s_bad)]["passed"]]
+    rows.append(comparisons.compare("audit/power", sizes_match=True, item=f"the audit flags every trainer at S = {s_bad:g} (issue 11)",
+                                    flagged=flagged, trainers=[t for t in trainers if (t, s_bad) in by]))
+    return rows
 
 
 EXPERIMENT = Experiment(

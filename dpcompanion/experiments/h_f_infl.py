@@ -17,7 +17,8 @@ and its repeats use ``base + 0, 1, ...``: a unit's numbers do not depend on wher
 
 Full mode is the paper's protocol (T = 100, 10 levels over [20, 200], 100 repeats, every t);
 quick mode is smaller (T = 20, 5 levels, 8 repeats) and its rows that compare with the
-paper's numbers say so instead of giving a verdict (:func:`verdict_rows`).
+paper's numbers say so instead of giving a verdict (:func:`verdict_rows`; the paper's numbers
+and the rules are in :mod:`dpcompanion.experiments.comparisons`).
 """
 
 from __future__ import annotations
@@ -25,14 +26,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from dpcompanion.experiments.base import Experiment
 from dpcompanion.theory.accounting import R_PAPER
 from dpcompanion.training import influence
 
-__all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "sizes_match_paper", "PAPER",
-           "QUICK_NOT_COMPARED"]
+__all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "sizes_match_paper"]
 
 _COMMON = {"dataset": "mnist35", "n": 1000, "scale": 10.0, "clip_norm": 4.0, "lr": 0.1, "R": R_PAPER,
            "losses": ["squared", "logistic"]}
@@ -42,16 +41,6 @@ CONFIGS = {
     "full": {**_COMMON, "T": 100, "levels": influence.PAPER_LEVELS.tolist(), "repeats": 100,
              "repeats_per_unit": 10, "fit_steps": [10, 60, 90]},
 }
-
-#: the paper's protocol and reported numbers (000 App. D, "Results")
-PAPER = {
-    "T": 100, "levels": influence.PAPER_LEVELS.tolist(), "repeats": 100, "fit_steps": [10, 60, 90],
-    "logistic_clip_fraction": 0.8,                       # "approximately more than 80%"
-    "squared_loss_relative_variance": [0.14, 0.032, 0.016],  # t = 10, 60, 90
-    "logistic_coef_relative_variance": [0.025, 0.024, 0.027],
-}
-QUICK_NOT_COMPARED = "quick build: sizes differ from the paper, not compared"
-
 
 def _blocks(config: dict) -> list[tuple[int, int, int]]:
     """(block index, first repeat, repeats in block) covering ``config['repeats']``."""
@@ -141,33 +130,16 @@ EXPERIMENT = Experiment(
 )
 
 
-# --- the page's verdict rules ----------------------------------------------------------
+# --- the page's verdict rows (rules: dpcompanion.experiments.comparisons, "h-f-infl/...") ---
 
 def sizes_match_paper(config: dict) -> bool:
-    """Whether a result was computed at the paper's sizes (T, levels, repeats, fitted steps)."""
-    return (int(config["T"]) == PAPER["T"] and int(config["repeats"]) == PAPER["repeats"]
-            and list(config["fit_steps"]) == PAPER["fit_steps"]
-            and np.allclose(np.asarray(config["levels"], float), PAPER["levels"], rtol=0, atol=1e-9))
+    """Whether a result was computed at the paper's sizes (T, levels, repeats, fitted steps;
+    :data:`dpcompanion.experiments.comparisons.hong.INFL_PAPER`)."""
+    from dpcompanion.experiments.comparisons.hong import INFL_PAPER as P
 
-
-def by_ratio(paper: float, ours: float, *, agree: float = 1.5, partly: float = 4.0) -> str:
-    """``agrees`` when ours/paper is within a factor ``agree``, ``partly`` within ``partly``,
-    else ``disagrees`` (symmetric in the ratio: a factor 100 too small is not 'partly').
-
-    >>> by_ratio(0.8, 0.9), by_ratio(0.8, 0.3), by_ratio(0.8, 0.008)
-    ('agrees', 'partly', 'disagrees')
-    """
-    if not (paper > 0 and ours > 0):
-        return "disagrees"
-    r = ours / paper
-    return "agrees" if 1 / agree <= r <= agree else "partly" if 1 / partly <= r <= partly else "disagrees"
-
-
-def trend(q) -> tuple[float, str]:
-    """Spearman rho of ``q`` against t, and the verdict on 'q_t increases with t':
-    agrees for rho > 0.5, partly for rho > 0, else disagrees."""
-    rho = float(spearmanr(np.arange(len(q)), q).statistic)
-    return rho, ("agrees" if rho > 0.5 else "partly" if rho > 0 else "disagrees")
+    return (int(config["T"]) == P["T"] and int(config["repeats"]) == P["repeats"]
+            and list(config["fit_steps"]) == P["fit_steps"]
+            and np.allclose(np.asarray(config["levels"], float), P["levels"], rtol=0, atol=1e-9))
 
 
 def _steep(q) -> float:
@@ -175,57 +147,43 @@ def _steep(q) -> float:
     return float(q[-1] / q[0])
 
 
-def verdict_rows(result, *, fmt=lambda x, d=4: f"{x:.{d}g}") -> list[dict]:
-    """Paper-vs-ours rows of the H-F-INFL page from a stored result (quick or full), each
-    rule with its tolerance:
+def verdict_rows(result) -> list[dict]:
+    """Paper-vs-ours rows of the H-F-INFL page from a stored result (quick or full): our
+    measurements, judged by the rules ``h-f-infl/*`` of
+    :mod:`dpcompanion.experiments.comparisons`. The rows that compare with a number the paper
+    printed (clip fraction, relative variances) are not judged when the result's sizes differ
+    from the paper's (:func:`sizes_match_paper`); the shape rows are judged at any size."""
+    from dpcompanion.experiments import comparisons
+    from dpcompanion.experiments.comparisons.hong import INFL_PAPER
 
-    * q_t increases with t (each loss): Spearman rho > 0.5 agrees, > 0 partly;
-    * squared loss, steepness q_T/q_1 retrained vs analytic (ours vs ours): ratio within 1.5
-      agrees, within 4 partly;
-    * logistic flatter than squared: q_T/q_1 smaller;
-    * logistic clip fraction vs the paper's 0.8, relative variance of the squared final
-      loss at t = 10, 60, 90 vs 0.14, 0.032, 0.016: ratio within 1.5 (agrees) / 4 (partly);
-      that relative variance decreasing with t: strictly;
-    * logistic relative variance of c vs 0.025, 0.024, 0.027: not comparable (var/mean
-      carries the units of c, which depend on the loss scale).
-
-    Rows that compare with a number the paper reports at its sizes say
-    :data:`QUICK_NOT_COMPARED` when the result's sizes differ from the paper's."""
     pay = result.payload if hasattr(result, "payload") else result
     cfg = pay["settings"]
     sq, lg = pay["squared"], pay["logistic"]
     at_paper = sizes_match_paper(cfg)
     fit_steps = list(cfg["fit_steps"])
     idx = [int(s) - 1 for s in fit_steps]
-    paper_only = (lambda v: v) if at_paper else (lambda v: QUICK_NOT_COMPARED)
-    rows = []
-    for name, r in (("squared", sq), ("logistic", lg)):
-        rho, v = trend(r["q"])
-        rows.append({"item": f"influence q_t increases with t ({name} loss, retrained)",
-                     "paper": "increases (Fig. 3 middle)", "ours": f"Spearman rho = {fmt(rho, 3)}", "verdict": v})
+    sizes = (f"T = {cfg['T']}, {len(cfg['levels'])} levels, {cfg['repeats']} repeats, t = "
+             f"{', '.join(map(str, fit_steps))} vs T = {INFL_PAPER['T']}, {len(INFL_PAPER['levels'])} levels, "
+             f"{INFL_PAPER['repeats']} repeats, t = {', '.join(map(str, INFL_PAPER['fit_steps']))}")
+    rows = [comparisons.compare("h-f-infl/increasing", sizes_match=True, q=r["q"],
+                                item=f"influence q_t increases with t ({name} loss, retrained)")
+            for name, r in (("squared", sq), ("logistic", lg))]
     s_an, s_sq, s_lg = _steep(pay["analytic"]), _steep(sq["q"]), _steep(lg["q"])
-    rows.append({"item": "squared loss: steepness q_T / q_1, retrained vs analytic (Hessian)",
-                 "paper": f"analytic (as the paper computes it): {fmt(s_an, 3)}",
-                 "ours": f"retrained: {fmt(s_sq, 3)}", "verdict": by_ratio(s_an, s_sq),
-                 "note": f"{fmt(100 * sq['clip_fraction'], 2)}% of gradients clipped; the analytic form assumes none"})
-    rows.append({"item": "logistic influence flatter than squared (retrained q_T / q_1)", "paper": "yes",
-                 "ours": f"{fmt(s_lg, 3)} vs {fmt(s_sq, 3)}", "verdict": "agrees" if s_lg < s_sq else "disagrees"})
-    rows.append({"item": "logistic loss: fraction of per-sample gradients clipped",
-                 "paper": PAPER["logistic_clip_fraction"], "ours": lg["clip_fraction"],
-                 "verdict": paper_only(by_ratio(PAPER["logistic_clip_fraction"], lg["clip_fraction"])),
-                 "note": "paper: 'approximately more than 80%' (000 App. D); ours: mean over all runs and steps"})
+    rows.append(comparisons.compare("h-f-infl/steepness", sizes_match=True, retrained=s_sq, analytic=s_an,
+                                    clip_fraction=sq["clip_fraction"]))
+    rows.append(comparisons.compare("h-f-infl/logistic-flatter", sizes_match=True, logistic=s_lg, squared=s_sq))
+    rows.append(comparisons.compare("h-f-infl/clip-fraction", sizes_match=at_paper, sizes_note=sizes,
+                                    ours=float(lg["clip_fraction"])))
     ours_lrv = [float(np.mean(sq["loss_relative_variance"][i])) for i in idx]
-    for s, p, o in zip(fit_steps, PAPER["squared_loss_relative_variance"], ours_lrv):
-        rows.append({"item": f"squared: relative variance of the final loss at t = {s}", "paper": p, "ours": o,
-                     "verdict": paper_only(by_ratio(p, o)),
-                     "note": ("" if at_paper else "paper: t = 10, 60, 90 of T = 100; ")
-                             + "var/mean carries the loss's units"})
-    dec = all(a > b for a, b in zip(ours_lrv, ours_lrv[1:]))
-    rows.append({"item": "squared: that relative variance decreases with t", "paper": "yes (0.14 > 0.032 > 0.016)",
-                 "ours": "yes" if dec else "no", "verdict": paper_only("agrees" if dec else "disagrees"),
-                 "note": "" if at_paper else f"ours at t = {', '.join(map(str, fit_steps))} of T = {cfg['T']}"})
-    for s, p, i in zip(fit_steps, PAPER["logistic_coef_relative_variance"], idx):
-        rows.append({"item": f"logistic: relative variance of the coefficient c at t = {s}", "paper": p,
-                     "ours": float(lg["coef_relative_variance"][i]), "verdict": "not comparable",
-                     "note": f"var/mean has the units of c; var/mean^2 = {fmt(float(lg['coef_cv2'][i]), 3)}"})
+    for s, tp, o in zip(fit_steps, INFL_PAPER["fit_steps"], ours_lrv):
+        rows.append(comparisons.compare("h-f-infl/squared-relvar", sizes_match=at_paper, sizes_note=sizes,
+                                        item=f"squared: relative variance of the final loss at t = {s}",
+                                        t_paper=tp, ours=o))
+    rows.append(comparisons.compare("h-f-infl/squared-relvar-decreasing", sizes_match=at_paper, sizes_note=sizes,
+                                    values=ours_lrv))
+    for s, tp, i in zip(fit_steps, INFL_PAPER["fit_steps"], idx):
+        rows.append(comparisons.compare("h-f-infl/logistic-coef-relvar", sizes_match=True,
+                                        item=f"logistic: relative variance of the coefficient c at t = {s}",
+                                        t_paper=tp, ours=float(lg["coef_relative_variance"][i]),
+                                        cv2=float(lg["coef_cv2"][i])))
     return rows

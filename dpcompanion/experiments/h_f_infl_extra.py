@@ -117,7 +117,7 @@ def verdict_rows(payload) -> list[dict]:
     out = []
     for k, r in payload["rows"].items():
         note = f"T {r['T']}, N {r['N']}, every {r['step_every']}th step, {r['repeats']} repeats vs every step, 100 repeats"
-        out.append(comparisons.compare("h-f-infl/increasing", sizes_match=r["sizes_match"], sizes_note=note,
+        out.append(comparisons.compare("h-f-infl-extra/increasing", sizes_match=r["sizes_match"], sizes_note=note,
                                        item=f"{k}: q_t late vs early", diff=r["late_minus_early"],
                                        se=r["late_minus_early_se"]))
     return out

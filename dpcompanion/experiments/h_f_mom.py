@@ -153,7 +153,7 @@ def verdict_rows(payload) -> list[dict]:
     c = payload["config"]
     note = f"N {c['N']}, {c['hidden']} hidden units vs the paper's {PAPER['N']}, {PAPER['hidden']}"
     cells = [{"scale": x["scale"], "T": x["T"], "diff": x["diff"], "se": x["se"]} for x in payload["cells"]]
-    return [comparisons.compare("h-f-mom", sizes_match=payload["sizes_match"], sizes_note=note, cells=cells)]
+    return [comparisons.compare("h-f-mom/expinfl-vs-momexpinfl", sizes_match=payload["sizes_match"], sizes_note=note, cells=cells)]
 
 
 EXPERIMENT = Experiment(

@@ -18,19 +18,13 @@ from dpcompanion.theory import exact_risk
 from dpcompanion.theory.accounting import R_PAPER
 from dpcompanion.training import influence
 
-__all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "MC_Z_MAX", "T_CHOICE_RTOL"]
+__all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "mc_verdicts"]
 
 _COMMON = {"dataset": "mnist35", "n": 1000, "scales": [1.0, 10.0], "clip_norm": 4.0, "R": R_PAPER}
 CONFIGS = {
     "quick": {**_COMMON, "T_max": 200, "T_mc": 30, "runs_mc": 200, "kappas": [1.3, 10.0, 100.0, 1e3, 1e4]},
     "full": {**_COMMON, "T_max": 300, "T_mc": 100, "runs_mc": 10000, "kappas": np.geomspace(1.3, 1e5, 12).tolist()},
 }
-#: |z| below which the trainer's Monte Carlo mean agrees with the closed form (no clipping)
-MC_Z_MAX = 4.0
-#: exact risk at the bound's T within this relative distance of the best: agrees (3x: partly)
-T_CHOICE_RTOL = (0.1, 0.5)
-
-
 def _seeds(config: dict, n: int) -> list[int]:
     return [int(s.generate_state(1, dtype=np.uint64)[0] >> 2)
             for s in np.random.SeedSequence(int(config["seed"])).spawn(n)]
@@ -86,61 +80,48 @@ EXPERIMENT = Experiment(
 )
 
 
-# --- the page's verdict rules ----------------------------------------------------------
-
-def _t_choice_verdict(exact_min: float, exact_at_T_bound: float) -> str:
-    rel = abs(exact_at_T_bound - exact_min) / abs(exact_min)
-    return "agrees" if rel <= T_CHOICE_RTOL[0] else "partly" if rel <= T_CHOICE_RTOL[1] else "disagrees"
-
+# --- the page's verdict rows (rules: dpcompanion.experiments.comparisons, "h-x-eer/...") ---
 
 def mc_verdicts(result) -> list[tuple[float, str, dict, str]]:
-    """(scale, schedule, Monte Carlo row, verdict) for every scale and schedule: where no
-    gradient was clipped the trainer's mean must match the closed form within
-    ``|z| < MC_Z_MAX`` (agrees, else disagrees); where some were clipped the closed form
-    does not describe the algorithm (not comparable)."""
+    """(scale, schedule, Monte Carlo row, verdict) for every scale and schedule, by rule
+    ``h-x-eer/mc``: where no gradient was clipped the trainer's mean must match the closed
+    form; where some were clipped the closed form does not describe the algorithm (not
+    comparable)."""
+    from dpcompanion.experiments import comparisons
+
     pay = result.payload if hasattr(result, "payload") else result
-    out = []
-    for ps in pay["per_scale"]:
-        for k, r in ps["monte_carlo"].items():
-            if r["max_clip_fraction"] == 0.0:
-                v = "agrees" if abs(r["z"]) < MC_Z_MAX else "disagrees"
-            else:
-                v = "not comparable"
-            out.append((ps["scale"], k, r, v))
-    return out
+    return [(ps["scale"], k, r, comparisons.verdict_of("h-x-eer/mc", z=float(r["z"]),
+                                                      max_clip_fraction=float(r["max_clip_fraction"])))
+            for ps in pay["per_scale"] for k, r in ps["monte_carlo"].items()]
 
 
-def verdict_rows(result, *, fmt=lambda x, d=4: f"{x:.{d}g}") -> list[dict]:
-    """Paper-vs-ours rows of the H-X-EER page, each rule with its tolerance:
+def verdict_rows(result) -> list[dict]:
+    """Paper-vs-ours rows of the H-X-EER page (rules ``h-x-eer/*``): the bound holds, the
+    closed form matches the trainer where nothing is clipped, dynamic beats uniform, and the
+    T chosen by the bound is near-optimal (one row per data scale).
 
-    * Thm 4.1 holds: min bound/exact >= 1 over every T, schedule and quadratic (exact);
-    * closed form = trainer's mean where nothing is clipped: ``|z| < MC_Z_MAX``;
-    * dynamic (Thm 4.4) beats uniform at each one's best T: exact_min within 1e-9 relative;
-    * T chosen by the bound is near-optimal: exact risk there within ``T_CHOICE_RTOL``.
+    H-X-EER is not in the paper, so no row compares with a number the paper printed at its
+    sizes: quick and full give verdicts alike."""
+    from dpcompanion.experiments import comparisons
 
-    H-X-EER is not in the paper, so no row compares with a number the paper reports at
-    its sizes: quick and full give verdicts alike."""
     pay = result.payload if hasattr(result, "payload") else result
     kinds = [k for k in pay["per_scale"][0]["comparison"] if k not in ("constants", "T")]
     min_ratio = min(float(np.min(ps["comparison"][k]["ratio"])) for ps in pay["per_scale"] for k in kinds)
     min_synth = min(float(np.min(v)) for v in pay["tightness"]["ratio"].values())
-    mc_ok = all(v == "agrees" for *_, v in mc_verdicts(pay) if v != "not comparable")
-    dyn_better = all(ps["comparison"]["gd-dynamic"]["exact_min"] <= ps["comparison"]["uniform"]["exact_min"] * (1 + 1e-9)
-                     for ps in pay["per_scale"])
-    m = min(min_ratio, min_synth)
+    unclipped_z = [float(r["z"]) for ps in pay["per_scale"] for r in ps["monte_carlo"].values()
+                   if r["max_clip_fraction"] == 0.0]
     rows = [
-        {"item": "Thm 4.1: E f(theta_{T+1}) - f* <= bound (all T, schedules, quadratics here)", "paper": "holds (proof D.1)",
-         "ours": f"min bound/exact = {fmt(m, 3)}", "verdict": "agrees" if m >= 1 else "disagrees"},
-        {"item": "closed form = trainer's mean (no clipping)", "paper": "not in the paper",
-         "ours": f"all |z| < {fmt(MC_Z_MAX)}" if mc_ok else f"some |z| >= {fmt(MC_Z_MAX)}",
-         "verdict": "agrees" if mc_ok else "disagrees", "note": "checks our derivation and trainer, not a paper claim"},
-        {"item": "dynamic (Thm 4.4) beats uniform, at each one's best T (exact risk)", "paper": "yes (on the bound)",
-         "ours": "yes" if dyn_better else "no", "verdict": "agrees" if dyn_better else "disagrees"},
+        comparisons.compare("h-x-eer/bound-holds", sizes_match=True, min_ratio=min(min_ratio, min_synth)),
+        comparisons.compare("h-x-eer/mc-all", sizes_match=True, z=unclipped_z),
+        comparisons.compare("h-x-eer/dyn-beats-uni", sizes_match=True,
+                            dyn_min=[float(ps["comparison"]["gd-dynamic"]["exact_min"]) for ps in pay["per_scale"]],
+                            uni_min=[float(ps["comparison"]["uniform"]["exact_min"]) for ps in pay["per_scale"]]),
     ]
     for ps in pay["per_scale"]:
         r = ps["comparison"]["uniform"]
-        rows.append({"item": f"T chosen by the bound is near-optimal (uniform, data scale {fmt(ps['scale'])})",
-                     "paper": "T from the bound (Thm 4.2)", "ours": f"T = {r['T_bound']} vs best {r['T_exact']}",
-                     "verdict": _t_choice_verdict(r["exact_min"], r["exact_at_T_bound"]),
-                     "note": f"exact risk {fmt(r['exact_at_T_bound'], 3)} vs {fmt(r['exact_min'], 3)}"})
+        rows.append(comparisons.compare(
+            "h-x-eer/t-choice", sizes_match=True,
+            item=f"T chosen by the bound is near-optimal (uniform, data scale {float(ps['scale']):g})",
+            T_bound=int(r["T_bound"]), T_exact=int(r["T_exact"]), exact_at_T_bound=float(r["exact_at_T_bound"]),
+            exact_min=float(r["exact_min"])))
     return rows

@@ -155,19 +155,15 @@ def warning_paragraph(payload, *, threshold: float = 10.0) -> str:
 
 
 def verdict_rows(payload, *, threshold: float = 10.0) -> list[dict]:
-    """Two rows, neither in the paper: the unclipped control against the exact risk
-    (agrees when every representable cell has |z| < 3), and the breakdown itself."""
+    """Two rows, neither in the paper (rules ``h-x-eer-breakdown/*``): the unclipped control
+    against the exact risk, and the breakdown itself (never judged: a finding)."""
+    from dpcompanion.experiments import comparisons
+
     cells = [c for c in payload["cells"] if c["representable"]]
-    zmax = max(abs(c["z_unclipped"]) for c in cells)
-    bad = [c for c in cells if c["ratio_clipped"] > threshold]
     return [
-        {"item": "unclipped trainer vs exact E[f] - f* (control)", "paper": "-",
-         "ours": f"largest |z| over {len(cells)} cells: {zmax:.2f}", "verdict": "agrees" if zmax < 3 else "disagrees",
-         "note": "our own check: the trainer without clipping reproduces the closed form (|z| < 3)"},
-        {"item": f"clipped trainer / exact > {threshold:g}", "paper": "-",
-         "ours": "; ".join(f"kappa {c['kappa']:g}, T {c['T']}: {c['ratio_clipped']:.3g}" for c in bad) or "none",
-         "verdict": "not comparable",
-         "note": "a finding beyond the paper: the bound assumes no clipping; see the warning below"},
+        comparisons.compare("h-x-eer-breakdown/control", sizes_match=True, z=[c["z_unclipped"] for c in cells]),
+        comparisons.compare("h-x-eer-breakdown/clipped", sizes_match=True, item=f"clipped trainer / exact > {threshold:g}",
+                            threshold=threshold, cells=[(c["kappa"], c["T"], c["ratio_clipped"]) for c in cells]),
     ]
 
 

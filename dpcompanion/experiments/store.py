@@ -24,7 +24,8 @@ on any executor.
 of every ``dpcompanion`` module it imports, transitively (found by reading the imports
 with ``ast``, at top level and inside functions), plus the modules named in the
 experiment's ``depends_on``. The store itself is left out (it stores numbers, it does not
-make them), and so is everything the experiment does not import: the book layer (plotting,
+make them), so are the verdict rules (:mod:`dpcompanion.experiments.comparisons`: they judge
+numbers), and so is everything the experiment does not import: the book layer (plotting,
 report) in particular, so editing a figure never invalidates a result. The store's
 :data:`RUN_POLICY` (every unit runs single-threaded) is hashed with them.
 
@@ -71,8 +72,9 @@ INLINE_MAX = 64
 SCHEDULER_TIMEOUT_S = 3
 EXECUTORS = ("local", "dask")
 PKG = Path(__file__).resolve().parents[1]
-#: modules left out of every code hash (they store numbers, they do not make them)
-CODE_HASH_EXCLUDE = frozenset({"dpcompanion.experiments.store"})
+#: modules (and packages, with their submodules) left out of every code hash: the store
+#: stores numbers and the verdict rules judge them; neither makes them
+CODE_HASH_EXCLUDE = frozenset({"dpcompanion.experiments.store", "dpcompanion.experiments.comparisons"})
 #: how :func:`_run_one` runs every unit; part of every code hash (change it when the way
 #: units are run changes, since that can change their last bits)
 RUN_POLICY = "unit single-threaded: torch 1 intra-op thread, BLAS 1 thread"
@@ -206,7 +208,7 @@ def code_files(exp: base.Experiment) -> dict[str, str]:
     seen: dict[str, str] = {}
     while todo:
         m = todo.pop()
-        if m in seen or m in CODE_HASH_EXCLUDE:
+        if m in seen or any(m == x or m.startswith(x + ".") for x in CODE_HASH_EXCLUDE):
             continue
         f = _source_file(m)
         if f is None:

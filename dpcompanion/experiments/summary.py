@@ -1,4 +1,5 @@
-"""One table of every Hong et al. experiment's verdicts, for the landing page.
+"""One table of every experiment's verdicts (Hong et al., Wu et al., and our own checks), for
+the landing page.
 
 :func:`verdict_summary` takes each experiment's stored full-mode result when there is one
 (``store.load(id, mode="full")``, when fresh), else the result of ``mode`` (``store.load_or_compute``,
@@ -11,21 +12,28 @@ from __future__ import annotations
 
 import importlib
 
-from dpcompanion.experiments import store
+from dpcompanion.experiments import base, store
 
-__all__ = ["HONG_EXPERIMENTS", "verdict_summary"]
-
-HONG_EXPERIMENTS = ("h-f-eff", "h-f-scale", "h-f-curv", "h-f-mom", "h-f-infl", "h-f-infl-extra", "h-x-eer",
-                    "h-x-eer-breakdown")
+__all__ = ["experiments_with_verdicts", "verdict_summary"]
 
 
-def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu",
-                    ids=HONG_EXPERIMENTS) -> list[dict]:
+def _module(eid: str):
+    return importlib.import_module(base.get(eid).run_unit.__module__)
+
+
+def experiments_with_verdicts() -> list[str]:
+    """Every experiment of :func:`dpcompanion.experiments.base.all_experiments` whose module
+    defines ``verdict_rows`` (the rows its page shows), by ID."""
+    return [eid for eid in base.all_experiments() if callable(getattr(_module(eid), "verdict_rows", None))]
+
+
+def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu", ids=None) -> list[dict]:
     """Rows ``item, paper, ours, verdict, note`` (for ``report.paper_vs_ours``), each item
-    prefixed with its experiment ID and the mode its result was computed in."""
+    prefixed with its experiment ID (a link to its page) and the mode its result was computed
+    in; ``ids`` defaults to :func:`experiments_with_verdicts`."""
     rows = []
-    for eid in ids:
-        mod = importlib.import_module(f"dpcompanion.experiments.{eid.replace('-', '_')}")
+    for eid in (experiments_with_verdicts() if ids is None else ids):
+        mod = _module(eid)
         res = store.load(eid, mode="full") if mode != "full" else None
         if res is None or not res.fresh:  # a stale full result is never shown as current
             res = store.load_or_compute(eid, mode=mode, seed=seed, device=device)

@@ -82,6 +82,38 @@ def combine(config: dict, results: list[dict]) -> dict:
     return {"schedule": sched, "train": train}
 
 
+def sizes_match_paper(payload) -> bool:
+    """Whether the run trained for the paper's 120 epochs (Fig. 1 right = Table 2's 120-epoch
+    column) at its own N and batch size, with >= 2 seeds per method."""
+    S, R = payload["schedule"], payload["train"]
+    m = int(round(S["sampling_rate"] * S["N"]))
+    T_paper = wp.steps_for(epochs=PAPER_CONFIG["epochs"], N=int(S["N"]), batch_size=m)
+    return int(S["T"]) == T_paper and len(R["acc_adp"]) >= 2 and len(R["acc_dp"]) >= 2
+
+
+def verdict_rows(payload) -> list[dict]:
+    """The W-F1 page's rows (rules ``w-f1/*`` of :mod:`dpcompanion.experiments.comparisons`):
+    the same final epsilon, the slower decay of ADP-SGD's noise, and the best-accuracy gain
+    against Table 2's cell (eps_bar 3.2, C 2.5, 120 epochs)."""
+    from dpcompanion.experiments import comparisons, wu_paper
+
+    S, R = payload["schedule"], payload["train"]
+    best = lambda a: np.asarray(a)[:, 1:].max(axis=1)  # noqa: E731 (best over the run, after step 0)
+    m = int(round(S["sampling_rate"] * S["N"]))
+    printed = wu_paper.row(family=PAPER_CONFIG["family"], metric="best", epsilon_bar=PAPER_CONFIG["epsilon_bar"],
+                           clip=PAPER_CONFIG["clip"], epochs=PAPER_CONFIG["epochs"])
+    return [
+        comparisons.compare("w-f1/same-epsilon", sizes_match=True, epsilon_dp=float(S["epsilon"]),
+                            epsilon_adp=float(S["epsilon_adp"])),
+        comparisons.compare("w-f1/slower-decay", sizes_match=True, noise_dp=S["noise_dp"], noise_adp=S["noise_adp"]),
+        comparisons.compare("w-f1/gap", sizes_match=sizes_match_paper(payload),
+                            sizes_note=f"T = {S['T']} steps ({len(R['acc_adp'])} seeds) vs "
+                                       f"{wp.steps_for(epochs=PAPER_CONFIG['epochs'], N=int(S['N']), batch_size=m)} "
+                                       f"for the paper's {PAPER_CONFIG['epochs']} epochs",
+                            printed=printed, adp=best(R["acc_adp"]), dp=best(R["acc_dp"])),
+    ]
+
+
 EXPERIMENT = Experiment(
     id="w-f1",
     title="ADP-SGD vs DP-SGD: noise, privacy and accuracy vs t (Wu et al. Fig. 1)",

@@ -92,17 +92,26 @@ def combine(config: dict, results: list[dict]) -> dict:
     return {"runs": results}
 
 
-def decay_verdict(runs: list[dict], *, sigma: float) -> tuple[str, str]:
-    """W App. F.3: "in all cases c > 0 performs better than c = 0". At one sigma, compare the
-    final test error (mean over seeds) of every c > 0 with c = 0: ``agrees`` if all are
-    lower, ``disagrees`` if none is, else ``partly``."""
-    rs = {r["c"]: float(np.mean(np.asarray(r["test_error"])[:, -1])) for r in runs if r["sigma"] == sigma}
-    if 0.0 not in rs or len(rs) < 2:
-        return "not comparable", "no c = 0 run or no c > 0 run"
-    better = [c for c in rs if c > 0 and rs[c] < rs[0.0]]
-    n = len(rs) - 1
-    v = "agrees" if len(better) == n else "disagrees" if not better else "partly"
-    return v, f"{len(better)} of {n} decaying schedules end below c = 0 ({rs[0.0]:.2f}%)"
+def verdict_rows(payload) -> list[dict]:
+    """The W-F4 page's rows (rules ``w-f4/*`` of :mod:`dpcompanion.experiments.comparisons`):
+    per sigma, whether the decaying step sizes end below the constant one (final test error,
+    mean over seeds); and the numerical epsilon against Thm 4.1's epsilon_bar at the last
+    epoch (first run)."""
+    from dpcompanion.experiments import comparisons
+
+    runs = payload["runs"]
+    rows = []
+    for s in sorted({float(r["sigma"]) for r in runs}):
+        final = {float(r["c"]): float(np.mean(np.asarray(r["test_error"])[:, -1])) for r in runs if r["sigma"] == s}
+        rows.append(comparisons.compare(
+            "w-f4/decay", sizes_match=True, final_error=final,
+            item=f"sigma {s:g}: decaying step sizes (c > 0) end below the constant one (c = 0)"))
+    r = runs[0]
+    rows.append(comparisons.compare(
+        "w-f4/eps-below-bar", sizes_match=True, eps_numeric=float(r["eps_numeric"][-1]),
+        eps_theory=float(r["eps_theory"][-1]),
+        item=f"numerical epsilon below Thm 4.1's epsilon_bar after {len(r['epochs']) - 1} epochs (sigma {r['sigma']:g})"))
+    return rows
 
 
 EXPERIMENT = Experiment(

@@ -125,19 +125,38 @@ def paper_layout(cells: list[dict], *, family: str, metric: str) -> tuple[list[s
 
 def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
     """Per cell and step-size family: the paper's printed cell (or None), our gap, and the
-    verdict of :func:`dpcompanion.experiments.comparisons_wu.gap_verdict` (comparable only
-    at the paper's epoch counts)."""
-    from dpcompanion.experiments import comparisons_wu as cw, wu_paper
+    verdict of rule ``w-t1245/gap`` (:mod:`dpcompanion.experiments.comparisons`; comparable
+    only at the paper's epoch counts, with >= 2 seeds per method)."""
+    from dpcompanion.experiments import comparisons, wu_paper
+    from dpcompanion.experiments.comparisons.wu import gap_stats
 
     out = []
     for c in cells:
         paper = wu_paper.row(family=c["family"], metric=metric, epsilon_bar=c["epsilon_bar"], clip=c["clip"],
                              epochs=c["epochs"])
-        v, note = cw.gap_verdict(paper=paper, adp=c[f"{metric}_adp"], dp=c[f"{metric}_dp"],
-                                 sizes_match=c["epochs"] in PAPER_EPOCHS)
-        g, se = cw.gap_stats(c[f"{metric}_adp"], c[f"{metric}_dp"])
-        out.append({"table": wu_paper.TABLE_OF[(c["family"], metric)], "family": c["family"],
+        table = wu_paper.TABLE_OF[(c["family"], metric)]
+        adp, dp = c[f"{metric}_adp"], c[f"{metric}_dp"]
+        row = comparisons.compare("w-t1245/gap", sizes_match=c["epochs"] in PAPER_EPOCHS and len(adp) >= 2 and len(dp) >= 2,
+                                  sizes_note=f"{c['epochs']} epochs, {len(adp)} seeds vs {PAPER_EPOCHS} epochs, 5 runs",
+                                  table=table, printed=paper, adp=adp, dp=dp)
+        g, se = gap_stats(adp, dp)
+        out.append({"table": table, "family": c["family"],
                     "epsilon_bar": c["epsilon_bar"], "clip": c["clip"], "epochs": c["epochs"],
                     "paper_gap": None if paper is None else paper[0] - paper[2], "gap": g, "se": se,
-                    "verdict": v, "note": note})
+                    "verdict": row["verdict"], "note": row["note"].split(". Tolerance: ")[0]})  # tolerance: in the summary
     return out
+
+
+def verdict_rows(payload) -> list[dict]:
+    """The page's summary rows, one per table (rule ``w-t1245/table``), from the cells'
+    verdicts of :func:`verdicts`."""
+    from dpcompanion.experiments import comparisons
+
+    rows = []
+    for metric in ("best", "last"):
+        V = verdicts(payload["cells"], metric=metric)
+        for t in sorted({v["table"] for v in V}):
+            rows.append(comparisons.compare("w-t1245/table", sizes_match=True, table=t,
+                                            item=f"Table {t}: ADP-SGD ahead of DP-SGD (cells run here)",
+                                            cells=[v for v in V if v["table"] == t]))
+    return rows

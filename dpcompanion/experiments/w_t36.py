@@ -124,6 +124,25 @@ def best_of(cell: dict, method: str) -> dict:
     return {"beta": cell["beta"][i], "C": cell["C"][i], "best": np.asarray(cell["best"][i])}
 
 
+def verdict_rows(payload) -> list[dict]:
+    """One row per cell (rule ``w-t36/gap`` of :mod:`dpcompanion.experiments.comparisons`):
+    the best-accuracy gain ADP - DP of each method's best grid point against Table 3's
+    printed cell; comparable when the run trained for the paper's 60 epochs (at our N and
+    batch) with >= 2 seeds per method."""
+    from dpcompanion.experiments import comparisons, wu_paper
+
+    out = []
+    for c in payload["cells"]:
+        a, d = best_of(c, "adp"), best_of(c, "dp")
+        T_paper = wp.steps_for(epochs=PAPER_GRID["epochs"], N=int(c["N_train"]), batch_size=_COMMON["batch_size"])
+        ok = int(c["T"]) == T_paper and len(a["best"]) >= 2 and len(d["best"]) >= 2
+        out.append(comparisons.compare(
+            "w-t36/gap", sizes_match=ok, item=f"Table 3: gain ADP - DP, C_G {c['clip']:g}, eps_bar {c['epsilon_bar']:g}",
+            sizes_note=f"T = {c['T']} ({len(a['best'])} seeds) vs {T_paper} for the paper's {PAPER_GRID['epochs']} epochs",
+            printed=wu_paper.TABLE3.get((c["clip"], c["epsilon_bar"])), adp=a["best"], dp=d["best"]))
+    return out
+
+
 EXPERIMENT = Experiment(
     id="w-t36",
     title="ADP-SGD vs DP-SGD with adaptive step sizes (Wu et al. Tables 3, 6)",

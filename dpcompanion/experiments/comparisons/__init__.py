@@ -1,0 +1,94 @@
+"""Every verdict rule of the experiment pages, Hong et al. and Wu et al., in one registry.
+
+:data:`RULES` maps ``"<experiment id>/<panel>"`` to a :class:`~.rule.Rule` (``paper``: only
+what the paper printed, quoted with file, figure/table and panel; ``tolerance``; ``judge``).
+The rules themselves are in :mod:`.hong` (files 000/001, and H-X-EER) and :mod:`.wu` (file
+002), those of pages that check our own code (the privacy audit) in :mod:`.checks`;
+:mod:`.rule` holds what they share. Experiment modules keep a thin
+``verdict_rows(payload)`` that extracts our measurements and calls :func:`compare`; nothing
+else decides a verdict.
+
+:func:`compare` turns a rule and measurements into one row of the paper-vs-ours table
+(:func:`dpcompanion.book.report.paper_vs_ours`). When our sizes differ from the paper's
+(``sizes_match=False``) the row is not judged: its verdict is ``not comparable`` and its
+note starts with :data:`NOT_COMPARED`, naming both sizes; what the rule would say at our
+sizes is still reported. A rule about a shape (no printed number to match) is called with
+``sizes_match=True`` whatever our sizes.
+
+This package judges numbers, it does not make them: it is left out of the results store's
+code hash (:data:`dpcompanion.experiments.store.CODE_HASH_EXCLUDE`), so changing a rule
+never makes a stored result stale.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpcompanion.experiments.comparisons import checks, hong, wu
+from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Z, Rule
+
+__all__ = ["Z", "NOT_COMPARED", "Rule", "RULES", "compare", "rule", "verdict_of", "experiment_of", "rules_for"]
+
+
+def _registry(*groups) -> dict[str, Rule]:
+    out: dict[str, Rule] = {}
+    for g in groups:
+        for r in g:
+            if r.id in out:
+                raise RuntimeError(f"verdict rule {r.id} defined twice")
+            if "/" not in r.id:
+                raise RuntimeError(f"verdict rule id {r.id!r} is not '<experiment id>/<panel>'")
+            out[r.id] = r
+    return out
+
+
+RULES: dict[str, Rule] = _registry(hong.RULES, wu.RULES, checks.RULES)
+
+
+def experiment_of(rule_id: str) -> str:
+    """The experiment (or figure) ID a rule belongs to: the part before the ``/``."""
+    return rule_id.split("/", 1)[0]
+
+
+def rules_for(experiment_id: str) -> list[Rule]:
+    """The rules of one experiment page, in registry order."""
+    return [r for k, r in RULES.items() if experiment_of(k) == experiment_id]
+
+
+def rule(rule_id: str) -> Rule:
+    if rule_id not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule_id!r}")
+    return RULES[rule_id]
+
+
+def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str | None = None,
+            **measured: Any) -> dict[str, str]:
+    """One paper-vs-ours row for ``rule_id``. ``sizes_match=False``: not judged (verdict
+    ``not comparable``, note ``not compared (sizes differ): <sizes_note>``), though our
+    numbers are still shown.
+
+    >>> r = compare("h-f-curv/sharp-vs-flat", sizes_match=True, sharp=1.0, sharp_se=0.1, flat=0.5, flat_se=0.1)
+    >>> r["verdict"]
+    'agrees'
+    >>> compare("h-f-curv/sharp-vs-flat", sizes_match=False, sizes_note="N 10 vs 1000", sharp=1.0, sharp_se=0.1,
+    ...         flat=0.5, flat_se=0.1)["note"].split(".")[0]
+    'not compared (sizes differ): N 10 vs 1000'
+    """
+    r = rule(rule_id)
+    out = r.judge(**measured)
+    verdict, ours, note = out[:3]
+    paper = out[3] if len(out) > 3 else r.paper
+    if not r.judged and verdict != "not comparable":
+        raise RuntimeError(f"rule {rule_id} is never judged but its judge said {verdict!r}")
+    row = {"item": item or r.item, "paper": paper, "ours": ours, "verdict": verdict,
+           "note": f"{note}. Tolerance: {r.tolerance}"}
+    if not sizes_match:
+        row["verdict"] = "not comparable"
+        head = f"{NOT_COMPARED}: {sizes_note}" if sizes_note else NOT_COMPARED
+        row["note"] = f"{head}. At our sizes the rule would give '{verdict}' ({note})"
+    return row
+
+
+def verdict_of(rule_id: str, **measured: Any) -> str:
+    """The verdict alone of :func:`compare` at matching sizes (for a page's detailed table)."""
+    return compare(rule_id, sizes_match=True, **measured)["verdict"]

@@ -1,0 +1,35 @@
+"""Verdict rules of pages that check our own code rather than a paper's claim (the privacy
+audit). The "paper" column holds the claim under test (here: the ledger's epsilon), never a
+number we measured.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from dpcompanion.experiments.comparisons.rule import Rule
+
+__all__ = ["RULES"]
+
+
+def _judge_claim(*, epsilon_claimed: float, delta: float, epsilon_lower: float, passed: bool) -> tuple[str, str, str, str]:
+    return ("agrees" if passed else "disagrees", f"{epsilon_lower:.4g}",
+            "95% lower bound; below the claim = not refuted (not proved)",
+            f"({epsilon_claimed:.4g}, {delta:g})-DP (the ledger's claim)")
+
+
+def _judge_power(*, flagged: Sequence[str], trainers: Sequence[str]) -> tuple[str, str, str, str]:
+    n, k = len(trainers), len(flagged)
+    v = "agrees" if k == n else "partly" if k else "disagrees"
+    missed = sorted(set(trainers) - set(flagged))
+    return (v, f"{k} of {n}", "shows the test has power at this size" + (f"; not flagged: {', '.join(missed)}" if missed else ""),
+            f"{n} of {n} (every trainer's noise is worth more than its claim)")
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("audit/claim", "trainer as shipped (S = 1): the ledger's (epsilon, delta)-DP claim", "the ledger's claim",
+         "agrees: the audit's 95% Clopper-Pearson lower bound on epsilon does not exceed the claim "
+         "(dpcompanion.training.audit decides 'passed')", _judge_claim),
+    Rule("audit/power", "the audit flags every deliberately mis-calibrated trainer",
+         "every trainer flagged", "agrees: all flagged; partly: some; disagrees: none", _judge_power),
+)

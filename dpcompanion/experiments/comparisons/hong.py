@@ -1,0 +1,338 @@
+"""Verdict rules of the Hong et al. 2022 experiment pages (files 000 and 001).
+
+The figures of Hong et al. are images that the text extractions do not carry: their numbers
+cannot be read, so the rules compare a *shape* stated in the paper's text or caption, except
+where the text prints a number (000 App. D "Results": the relative variances and the clip
+fraction of H-F-INFL, in :data:`INFL_PAPER`). Like with like: means over repeats with
+standard errors; "significant" means a z-score of at least :data:`~.rule.Z`.
+
+H-X-EER and its breakdown are not in the paper: their rules check our closed forms and
+trainer against each other (the paper column says so) or report a finding beyond the paper.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from dpcompanion.experiments.comparisons.rule import Z, Rule, by_ratio, fmt_z, zscore
+
+__all__ = ["RULES", "INFL_PAPER", "EER_MC_Z_MAX", "EER_T_CHOICE_RTOL", "EXACT_Z_MAX", "BREAKDOWN_Z_MAX",
+           "INFL_TREND_RHO", "INFL_RATIO"]
+
+#: what 000 App. D prints for H-F-INFL: its protocol ("Estimate of influences by retraining":
+#: T = 100, sigma_t over [20, 200], 100 repeats, the left pane at t = 10, 60, 90) and its numbers
+#: ("Results": relative variances, and roughly 80% or more of the gradients clipped)
+INFL_PAPER = {
+    "T": 100, "levels": np.linspace(20.0, 200.0, 10).tolist(), "repeats": 100, "fit_steps": [10, 60, 90],
+    "logistic_clip_fraction": 0.8,
+    "squared_loss_relative_variance": [0.14, 0.032, 0.016],
+    "logistic_coef_relative_variance": [0.025, 0.024, 0.027],
+}
+#: H-F-INFL "q_t increases with t": Spearman rho above the first agrees, above the second partly
+INFL_TREND_RHO = (0.5, 0.0)
+#: H-F-INFL ratio tolerances: ours/paper within a factor 1.5 agrees, within 4 partly
+INFL_RATIO = (1.5, 4.0)
+#: H-X-EER: |z| below which the trainer's Monte Carlo mean agrees with the closed form (no clipping)
+EER_MC_Z_MAX = 4.0
+#: H-X-EER: exact risk at the bound's T within this relative distance of the best agrees (second: partly)
+EER_T_CHOICE_RTOL = (0.1, 0.5)
+#: H-F-CURV: |z| below which the trainer's mean agrees with the exact E[f] (no clipping)
+EXACT_Z_MAX = 3.0
+#: H-X-EER breakdown: |z| below which the unclipped control agrees with the exact risk
+BREAKDOWN_Z_MAX = 3.0
+
+
+# ------------------------------------------------------------------------ H-F-EFF
+
+def _judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], what: str) -> tuple[str, str, str]:
+    """``diff`` > 0 means exp is better than uni (lower loss / higher accuracy)."""
+    N, d, s = [int(n) for n in N], np.asarray(diff, float), np.asarray(se, float)
+    if len(N) < 2 or d.shape != (len(N),) or s.shape != (len(N),):
+        raise ValueError(f"need >= 2 sizes N with one diff and se each, got N={N}, diff={d.shape}, se={s.shape}")
+    zs = [zscore(a, b) for a, b in zip(d, s)]
+    sig = [n for n, z in zip(N, zs) if z >= Z]
+    worse = [n for n, z in zip(N, zs) if z <= -Z]
+    ours = "; ".join(f"N={n}: {a:+.3g} ± {b:.2g} (z {fmt_z(z)})" for n, a, b, z in zip(N, d, s, zs))
+    grows = d[-1] >= d[0]
+    if worse:
+        return "disagrees", ours, f"exp significantly worse than uni in {what} at N = {worse}"
+    if zs[-1] >= Z and grows:
+        return "agrees", ours, f"exp significantly better in {what} at the largest N; the gap at the largest N is at least the gap at the smallest (significant at N = {sig})"
+    if zs[-1] >= Z:
+        return "partly", ours, f"exp significantly better at the largest N, but the gap does not grow with N (significant at N = {sig})"
+    if zs[-1] > 0:
+        return "partly", ours, f"exp ahead at the largest N but not significantly (z {fmt_z(zs[-1])} < {Z})"
+    return "disagrees", ours, f"exp not ahead of uni in {what} at the largest N"
+
+
+# ------------------------------------------------------------------------ H-F-SCALE
+
+def _judge_scale(*, scales: Sequence[float], rel_dyn: Sequence[float], se_dyn: Sequence[float],
+                 tvar: Sequence[float]) -> tuple[str, str, str]:
+    """Relative loss of dyn (negative = better than uni) against the influence spread."""
+    sc, r, s, tv = [float(x) for x in scales], np.asarray(rel_dyn, float), np.asarray(se_dyn, float), np.asarray(tvar, float)
+    if len(sc) < 1 or not (r.shape == s.shape == tv.shape == (len(sc),)):
+        raise ValueError("scales, rel_dyn, se_dyn and tvar must have the same length >= 1")
+    zs = [zscore(-a, b) for a, b in zip(r, s)]  # > 0: dyn better
+    ours = "; ".join(f"scale {x:g}: {a:+.3g} ± {b:.2g}" for x, a, b in zip(sc, r, s))
+    k = int(np.nanargmax(tv))
+    better = [x for x, z in zip(sc, zs) if z >= Z]
+    worse = [x for x, z in zip(sc, zs) if z <= -Z]
+    if zs[k] >= Z:
+        return "agrees", ours, f"dyn significantly below uni at the scale of largest T·Var(q) ({sc[k]:g}); significant at scales {better}"
+    if better:
+        return "partly", ours, f"dyn significantly below uni at scales {better}, not at the scale of largest T·Var(q) ({sc[k]:g})"
+    if worse and len(worse) == len(sc):
+        return "disagrees", ours, "dyn significantly above uni at every scale"
+    return "disagrees", ours, f"dyn never significantly below uni (z at the largest-variance scale {fmt_z(zs[k])})"
+
+
+# ------------------------------------------------------------------------ H-F-CURV
+
+def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float) -> tuple[str, str, str]:
+    z = zscore(sharp - flat, math.hypot(sharp_se, flat_se))
+    ours = f"sharp {sharp:.4g} ± {sharp_se:.2g}, flat {flat:.4g} ± {flat_se:.2g} (z {fmt_z(z)})"
+    if z >= Z:
+        return "agrees", ours, "the sharper loss ends significantly higher"
+    if z > -Z:
+        return "partly", ours, f"no significant difference (|z| < {Z})"
+    return "disagrees", ours, "the sharper loss ends significantly lower"
+
+
+def _judge_exact(*, mean: float, se: float, exact: float, z: float, max_clip_fraction: float,
+                 z_max: float) -> tuple[str, str, str]:
+    """A trainer's Monte Carlo mean against our closed form of the same quantity (our own
+    check): ``|z| < z_max`` agrees; a miss where some gradient was clipped is not comparable
+    (the closed form is for unclipped PGD)."""
+    ours = f"{mean:.4g} ± {se:.2g} vs exact {exact:.4g} (z {z:.1f})"
+    if abs(z) < z_max:
+        return "agrees", ours, f"our own check: |z| < {z_max:g}"
+    if max_clip_fraction > 0:
+        return ("not comparable", ours, f"clipping happened (max fraction {max_clip_fraction:.2f}) and the closed form "
+                "is for unclipped PGD, so a miss is not a disagreement")
+    return "disagrees", ours, f"our own check: |z| >= {z_max:g} without clipping"
+
+
+# ------------------------------------------------------------------------ H-F-MOM
+
+def _judge_mom(*, cells: Sequence[dict]) -> tuple[str, str, str]:
+    """``cells``: dicts with ``scale``, ``T``, ``diff`` = loss(expinfl) - loss(momexpinfl)
+    (> 0: momexpinfl ahead) and ``se``. The paper's claim concerns the cell (25, 100)."""
+    key = [c for c in cells if float(c["scale"]) == 25.0 and int(c["T"]) == 100]
+    if len(key) != 1:
+        raise ValueError("h-f-mom needs exactly one cell at data scale 25 and T = 100")
+    z25 = zscore(key[0]["diff"], key[0]["se"])
+    others = [(c["scale"], c["T"]) for c in cells if c is not key[0] and zscore(c["diff"], c["se"]) >= Z]
+    ours = "; ".join(f"scale {c['scale']:g}, T={c['T']}: {c['diff']:+.3g} ± {c['se']:.2g}" for c in cells)
+    if z25 >= Z and not others:
+        return "agrees", ours, "momexpinfl significantly ahead at scale 25, T = 100 only"
+    if z25 >= Z:
+        return "partly", ours, f"momexpinfl ahead at scale 25, T = 100, but also at {others}"
+    if z25 > 0:
+        return "partly", ours, f"momexpinfl ahead at scale 25, T = 100, not significantly (z {fmt_z(z25)})"
+    return "disagrees", ours, f"momexpinfl not ahead at scale 25, T = 100 (z {fmt_z(z25)})"
+
+
+# ------------------------------------------------------------------------ H-F-INFL (and its extra rows)
+
+def _judge_late_early(*, diff: float, se: float) -> tuple[str, str, str]:
+    """``diff``: mean influence over the last third of the steps minus the first third."""
+    z = zscore(diff, se)
+    ours = f"late - early = {diff:.3g} ± {se:.2g} (z {fmt_z(z)})"
+    if z >= Z:
+        return "agrees", ours, "q_t significantly larger late than early"
+    if z > -Z:
+        return "partly", ours, f"no significant trend (|z| < {Z})"
+    return "disagrees", ours, "q_t significantly smaller late than early"
+
+
+def _judge_trend(*, q: Sequence[float]) -> tuple[str, str, str]:
+    """Spearman rho of ``q`` against t."""
+    from scipy.stats import spearmanr
+
+    q = np.asarray(q, dtype=float)
+    if q.ndim != 1 or q.size < 3:
+        raise ValueError(f"q must be one value per step, at least 3, got shape {q.shape}")
+    rho = float(spearmanr(np.arange(q.size), q).statistic)
+    hi, lo = INFL_TREND_RHO
+    v = "agrees" if rho > hi else "partly" if rho > lo else "disagrees"
+    return v, f"Spearman rho = {rho:.3g}", f"rank correlation of q_t with t over {q.size} steps"
+
+
+def _judge_steepness(*, retrained: float, analytic: float, clip_fraction: float) -> tuple[str, str, str]:
+    v = by_ratio(analytic, retrained, agree=INFL_RATIO[0], partly=INFL_RATIO[1])
+    return (v, f"retrained {retrained:.3g}, analytic (Hessian) {analytic:.3g}",
+            f"{100 * clip_fraction:.2g}% of gradients clipped; the analytic form assumes none")
+
+
+def _judge_flatter(*, logistic: float, squared: float) -> tuple[str, str, str]:
+    v = "agrees" if logistic < squared else "disagrees"
+    return v, f"logistic {logistic:.3g} vs squared {squared:.3g}", "steepness q_T / q_1 of the retrained influence"
+
+
+def _judge_clip_fraction(*, ours: float) -> tuple[str, str, str]:
+    p = INFL_PAPER["logistic_clip_fraction"]
+    return (by_ratio(p, ours, agree=INFL_RATIO[0], partly=INFL_RATIO[1]), f"{ours:.4g}",
+            "ours: mean over all runs and steps")
+
+
+def _printed_at(key: str, t_paper: int) -> float:
+    steps = INFL_PAPER["fit_steps"]
+    if t_paper not in steps:
+        raise ValueError(f"t_paper must be one of {steps} (000 App. D), got {t_paper!r}")
+    return float(INFL_PAPER[key][steps.index(t_paper)])
+
+
+def _judge_relvar(*, t_paper: int, ours: float) -> tuple[str, str, str, str]:
+    p = _printed_at("squared_loss_relative_variance", t_paper)
+    return (by_ratio(p, ours, agree=INFL_RATIO[0], partly=INFL_RATIO[1]), f"{ours:.4g}",
+            "var/mean carries the loss's units", f"{p:g} at t = {t_paper} (000 App. D, Results)")
+
+
+def _judge_relvar_decreasing(*, values: Sequence[float]) -> tuple[str, str, str]:
+    v = [float(x) for x in values]
+    dec = all(a > b for a, b in zip(v, v[1:]))
+    return ("agrees" if dec else "disagrees", f"{'yes' if dec else 'no'} ({', '.join(f'{x:.3g}' for x in v)})",
+            "strictly decreasing")
+
+
+def _judge_coef_relvar(*, t_paper: int, ours: float, cv2: float) -> tuple[str, str, str, str]:
+    p = _printed_at("logistic_coef_relative_variance", t_paper)
+    return ("not comparable", f"{ours:.4g}", f"var/mean has the units of c (the loss's scale); var/mean^2 = {cv2:.3g}",
+            f"{p:g} at t = {t_paper} (000 App. D, Results)")
+
+
+# ------------------------------------------------------------------------ H-X-EER
+
+def _judge_bound_holds(*, min_ratio: float) -> tuple[str, str, str]:
+    return ("agrees" if min_ratio >= 1 else "disagrees", f"min bound/exact = {min_ratio:.3g}",
+            "over every T, schedule and quadratic computed")
+
+
+def _judge_mc(*, z: float, max_clip_fraction: float) -> tuple[str, str, str]:
+    if max_clip_fraction > 0:
+        return ("not comparable", f"z = {z:.2f}", f"gradients clipped (max fraction {max_clip_fraction:.2g}): "
+                "the closed form does not describe the algorithm")
+    return ("agrees" if abs(z) < EER_MC_Z_MAX else "disagrees", f"z = {z:.2f}", "no gradient clipped")
+
+
+def _judge_mc_all(*, z: Sequence[float]) -> tuple[str, str, str]:
+    zs = [abs(float(x)) for x in z]
+    ok = all(x < EER_MC_Z_MAX for x in zs)
+    ours = f"all |z| < {EER_MC_Z_MAX:g}" if ok else f"some |z| >= {EER_MC_Z_MAX:g}"
+    return ("agrees" if ok else "disagrees", ours + f" ({len(zs)} unclipped cells)",
+            "checks our derivation and trainer, not a paper claim")
+
+
+def _judge_dyn_beats_uni(*, dyn_min: Sequence[float], uni_min: Sequence[float]) -> tuple[str, str, str]:
+    ok = all(d <= u * (1 + 1e-9) for d, u in zip(dyn_min, uni_min))
+    return ("agrees" if ok else "disagrees", "yes" if ok else "no",
+            "; ".join(f"{d:.3g} vs {u:.3g}" for d, u in zip(dyn_min, uni_min)))
+
+
+def _judge_t_choice(*, T_bound: int, T_exact: int, exact_at_T_bound: float, exact_min: float) -> tuple[str, str, str]:
+    rel = abs(exact_at_T_bound - exact_min) / abs(exact_min)
+    a, p = EER_T_CHOICE_RTOL
+    v = "agrees" if rel <= a else "partly" if rel <= p else "disagrees"
+    return v, f"T = {T_bound} vs best {T_exact}", f"exact risk {exact_at_T_bound:.3g} vs {exact_min:.3g}"
+
+
+def _judge_breakdown_control(*, z: Sequence[float]) -> tuple[str, str, str]:
+    zmax = max(abs(float(x)) for x in z)
+    return ("agrees" if zmax < BREAKDOWN_Z_MAX else "disagrees", f"largest |z| over {len(z)} cells: {zmax:.2f}",
+            f"our own check: the trainer without clipping reproduces the closed form (|z| < {BREAKDOWN_Z_MAX:g})")
+
+
+def _judge_breakdown_clipped(*, cells: Sequence[tuple[float, int, float]], threshold: float) -> tuple[str, str, str]:
+    bad = [(k, T, r) for k, T, r in cells if r > threshold]
+    return ("not comparable", "; ".join(f"kappa {k:g}, T {T}: {r:.3g}" for k, T, r in bad) or "none",
+            "a finding beyond the paper: the bound assumes no clipping; see the warning below")
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("h-f-eff/loss", "final training loss, exp vs uni, by N",
+         "001 Fig. 1 middle, Sec. 5: as the training size increases, exp outperforms uni on the training loss",
+         f"agrees: exp lower at the largest N with z >= {Z} and the gap at the largest N >= at the smallest; "
+         f"disagrees: exp significantly higher anywhere, or not lower at the largest N",
+         lambda **m: _judge_eff(**m, what="training loss")),
+    Rule("h-f-eff/acc", "test accuracy, exp vs uni, by N",
+         "001 Fig. 1 right, Sec. 5: as the training size increases, exp outperforms uni on the test accuracy",
+         f"as for the loss (z >= {Z}), with accuracy differences exp - uni",
+         lambda **m: _judge_eff(**m, what="test accuracy")),
+    Rule("h-f-scale/dyn", "relative final loss of dyn vs data scale",
+         "000 Sec. 5 and App. D (Fig. 2 middle, Fig. 3 right): dynamic schedules improve the final loss when the "
+         "variance of influence is large",
+         f"agrees: (e_dyn - e_uni)/e_uni below 0 with z >= {Z} at the scale of largest T·Var(q)",
+         _judge_scale),
+    Rule("h-f-curv/sharp-vs-flat", "mean final loss, sharp vs flat loss",
+         "000 Fig. 1 and Sec. 4.1.3: the highly-curved loss ends at a higher mean final loss than the flatter one",
+         f"agrees: sharp - flat > 0 with z >= {Z}; disagrees: < 0 with z <= -{Z}",
+         _judge_curv),
+    Rule("h-f-curv/exact", "trainer mean vs exact E[f] (not in the paper)", "-",
+         f"agrees: |z| < {EXACT_Z_MAX:g}; a miss with clipping is not comparable",
+         lambda **m: _judge_exact(**m, z_max=EXACT_Z_MAX)),
+    Rule("h-f-mom/expinfl-vs-momexpinfl", "final loss, expinfl vs momexpinfl",
+         "000 Sec. 5 (Fig. 2 right): expinfl comparable to momexpinfl; momexpinfl ahead only at data scale 25 "
+         "with T = 100",
+         f"agrees: momexpinfl lower at (25, 100) with z >= {Z} and not significantly lower elsewhere",
+         _judge_mom),
+    Rule("h-f-infl-extra/increasing", "influence q_t, late vs early steps",
+         "000 App. D (Fig. 3 middle): the influence increases as learning continues",
+         f"agrees: mean q_t over the last third of the steps above the first third with z >= {Z}",
+         _judge_late_early),
+    Rule("h-f-infl/increasing", "influence q_t increases with t (retrained)",
+         "000 App. D, Results (Fig. 3 middle): for both losses the influence grows as training proceeds",
+         f"Spearman rho of q_t against t: > {INFL_TREND_RHO[0]:g} agrees, > {INFL_TREND_RHO[1]:g} partly",
+         _judge_trend),
+    Rule("h-f-infl/steepness", "squared loss: steepness q_T / q_1, retrained vs analytic (Hessian)",
+         "000 App. D, Results (Fig. 3 middle): the squared loss's q_t, computed analytically from the Hessian "
+         "eigenvalues, rises steeply (no number printed)",
+         f"ours vs ours: retrained / analytic within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
+         _judge_steepness),
+    Rule("h-f-infl/logistic-flatter", "logistic influence flatter than squared (retrained q_T / q_1)",
+         "000 App. D, Results (Fig. 3 middle): the logistic loss's influence trend is flatter than the squared loss's",
+         "agrees: logistic q_T / q_1 below the squared loss's",
+         _judge_flatter),
+    Rule("h-f-infl/clip-fraction", "logistic loss: fraction of per-sample gradients clipped",
+         f"{INFL_PAPER['logistic_clip_fraction']:g} (000 App. D, Results: roughly 80% or more of the logistic loss's "
+         "gradients are clipped)",
+         f"ours / paper within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
+         _judge_clip_fraction),
+    Rule("h-f-infl/squared-relvar", "squared: relative variance of the final loss",
+         "000 App. D, Results: 0.14, 0.032, 0.016 for t = 10, 60, 90",
+         f"ours / paper within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
+         _judge_relvar),
+    Rule("h-f-infl/squared-relvar-decreasing", "squared: that relative variance decreases with t",
+         "000 App. D, Results: yes (0.14 > 0.032 > 0.016)", "agrees: strictly decreasing over the fitted steps",
+         _judge_relvar_decreasing),
+    Rule("h-f-infl/logistic-coef-relvar", "logistic: relative variance of the coefficient c",
+         "000 App. D, Results: 0.025, 0.024, 0.027 for t = 10, 60, 90",
+         "never judged: var/mean carries the units of c, which depend on the loss scale",
+         _judge_coef_relvar, judged=False),
+    Rule("h-x-eer/bound-holds", "Thm 4.1: E f(theta_{T+1}) - f* <= bound (all T, schedules, quadratics here)",
+         "001 Thm 4.1: holds (proof D.1)", "exact: min bound/exact >= 1",
+         _judge_bound_holds),
+    Rule("h-x-eer/mc", "closed form = trainer's mean, one scale and schedule", "not in the paper",
+         f"agrees: |z| < {EER_MC_Z_MAX:g} where no gradient was clipped; clipped: not comparable",
+         _judge_mc),
+    Rule("h-x-eer/mc-all", "closed form = trainer's mean (no clipping)", "not in the paper",
+         f"agrees: every unclipped cell has |z| < {EER_MC_Z_MAX:g}",
+         _judge_mc_all),
+    Rule("h-x-eer/dyn-beats-uni", "dynamic (Thm 4.4) beats uniform, at each one's best T (exact risk)",
+         "001 Thm 4.4: yes (on the bound)", "exact_min(dynamic) <= exact_min(uniform) within 1e-9 relative, every scale",
+         _judge_dyn_beats_uni),
+    Rule("h-x-eer/t-choice", "T chosen by the bound is near-optimal (uniform)",
+         "001 Thm 4.2: T from the bound",
+         f"exact risk at the bound's T within {EER_T_CHOICE_RTOL[0]:g} (relative) of the best agrees, "
+         f"within {EER_T_CHOICE_RTOL[1]:g} partly",
+         _judge_t_choice),
+    Rule("h-x-eer-breakdown/control", "unclipped trainer vs exact E[f] - f* (control)", "-",
+         f"agrees: every representable cell has |z| < {BREAKDOWN_Z_MAX:g}",
+         _judge_breakdown_control),
+    Rule("h-x-eer-breakdown/clipped", "clipped trainer / exact above the threshold", "-",
+         "never judged: a finding beyond the paper (the bound assumes no clipping)",
+         _judge_breakdown_clipped, judged=False),
+)

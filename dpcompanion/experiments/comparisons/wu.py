@@ -1,0 +1,246 @@
+"""Verdict rules of the Wu et al. (ADP-SGD, file 002) experiment pages.
+
+Our runs use another dataset than the paper's (Fashion-MNIST or MNIST instead of CIFAR-10),
+so the table rules compare the *direction and size* of the ADP-SGD vs DP-SGD gain in one
+cell against the seeds' spread, never the absolute accuracy. The printed cells are in
+:mod:`dpcompanion.experiments.wu_paper` (transcribed from file 002); the printed step-size
+facts of W-F2 in :data:`W_F2_PRINTED`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Sequence
+
+import numpy as np
+
+from dpcompanion.experiments.comparisons.rule import Rule, rel_within
+
+__all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
+           "W_BATCH", "gap_stats", "w_f2_rows"]
+
+#: a gap is "significant" when it exceeds this many standard errors of the difference of
+#: two means (about a two-sided 95% level for normal spreads)
+Z_SIGNIFICANT = 2.0
+#: relative tolerance for "the same final epsilon"
+EPSILON_RTOL = 1e-6
+#: runs behind each of the paper's mean +- sd (W Sec. 6: "We repeat the experiments five times")
+PAPER_RUNS = 5
+#: relative tolerance of the W-F2 step-size end points
+W_F2_RTOL = 1e-6
+#: W (002) Sec. 6 and its training-set size: CIFAR-10's 50 000 training images, batch 256
+W_TRAIN_SIZE, W_BATCH = 50_000, 256
+#: what the paper prints about Fig. 2's step sizes (002 Sec. 6, Fig. 2 caption, footnote 3,
+#: Sec. 6.2, Tables 1 and 4 captions)
+W_F2_PRINTED = {
+    "iterations_per_epoch": 196,
+    "T_by_epochs": {60: 11760, 120: 23520, 200: 39200},
+    "T_60_footnote": 11700,
+    "eta_T": 1e-10,
+}
+
+
+def gap_stats(adp, dp) -> tuple[float, float]:
+    """Our gap ``mean(adp) - mean(dp)`` and its standard error ``sqrt(s_a^2/n_a + s_d^2/n_d)``
+    (sample sd, ddof = 1; NaN with a single run).
+
+    >>> gap_stats([1.0, 3.0], [0.0, 0.0])
+    (2.0, 1.0)
+    """
+    a, d = np.asarray(adp, dtype=float), np.asarray(dp, dtype=float)
+    g = float(a.mean() - d.mean())
+    if len(a) < 2 or len(d) < 2:
+        return g, float("nan")
+    return g, float(math.sqrt(a.var(ddof=1) / len(a) + d.var(ddof=1) / len(d)))
+
+
+# ------------------------------------------------------------------------ table cells
+
+def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str) -> tuple[str, str, str, str]:
+    """One table cell: ``printed = (adp_mean, adp_sd, dp_mean, dp_sd)`` as printed (or None),
+    ``adp``/``dp`` our per-seed accuracies (%).
+
+    * no printed cell, or fewer than 2 seeds: ``not comparable``;
+    * the paper's gap significant (|gap| > Z_SIGNIFICANT x its standard error from the printed
+      sds, 5 runs each): ``agrees`` if ours is significant with the same sign, ``disagrees`` if
+      with the opposite sign, else ``partly``;
+    * the paper's gap within its spread: ``agrees`` if ours is within ours too, else ``partly``."""
+    g_o, se_o = gap_stats(adp, dp)
+    ours = f"{g_o:+.2f} ± {se_o:.2f} points"
+    if printed is None:
+        return "not comparable", ours, "the paper has no such cell", f"no such cell ({where})"
+    pa, psa, pd, psd = (float(v) for v in printed)
+    g_p = pa - pd
+    paper = f"{g_p:+.2f} points (ADP {pa:.2f} ± {psa:.3g}, DP {pd:.2f} ± {psd:.3g}; {where})"
+    if len(adp) < 2 or len(dp) < 2:
+        return "not comparable", ours, "fewer than 2 seeds: no spread to judge by", paper
+    se_p = math.sqrt(psa**2 / PAPER_RUNS + psd**2 / PAPER_RUNS)
+    p_sig = abs(g_p) > Z_SIGNIFICANT * se_p
+    o_sig = abs(g_o) > Z_SIGNIFICANT * se_o
+    note = f"gap paper {g_p:+.2f} (se {se_p:.2f}), ours {g_o:+.2f} (se {se_o:.2f})"
+    if p_sig:
+        if o_sig and math.copysign(1, g_o) == math.copysign(1, g_p):
+            return "agrees", ours, note, paper
+        if o_sig:
+            return "disagrees", ours, note, paper
+        return "partly", ours, note + "; ours within its spread", paper
+    if not o_sig:
+        return "agrees", ours, note + "; both within their spread", paper
+    return "partly", ours, note + "; only ours is significant", paper
+
+
+_GAP_TOL = (f"the paper's gap significant (|gap| > {Z_SIGNIFICANT:g} se, se from the printed sds over {PAPER_RUNS} "
+            f"runs): agrees when ours is significant with the same sign, disagrees when with the opposite sign, "
+            f"else partly; the paper's gap within its spread: agrees when ours is too, else partly")
+
+
+def _judge_table(*, table: int, cells: Sequence[dict]) -> tuple[str, str, str, str]:
+    """One of W's tables, from its cells' verdicts: ``cells`` dicts with ``verdict``, ``gap``
+    (ours) and ``paper_gap`` (printed, or None). Overall: not comparable when no cell is,
+    agrees when every comparable cell agrees, disagrees when more than half disagree, else
+    partly."""
+    cnt = Counter(c["verdict"] for c in cells)
+    n = len(cells)
+    comparable = n - cnt.get("not comparable", 0)
+    overall = ("not comparable" if comparable == 0 else "agrees" if cnt.get("agrees", 0) == comparable
+               else "disagrees" if cnt.get("disagrees", 0) > comparable / 2 else "partly")
+    printed = [c["paper_gap"] for c in cells if c["paper_gap"] is not None]
+    paper_pos = sum(1 for g in printed if g > 0)
+    ours_pos = sum(1 for c in cells if c["gap"] > 0)
+    paper = (f"{paper_pos} of {len(printed)} printed cells (002 Table {table})" if printed
+             else f"no printed cell at these sizes (002 Table {table})")
+    return overall, f"{ours_pos} of {n} cells", ", ".join(f"{k}: {c}" for k, c in sorted(cnt.items())), paper
+
+
+# ------------------------------------------------------------------------ W-F1, W-F4
+
+def _judge_same_epsilon(*, epsilon_dp: float, epsilon_adp: float) -> tuple[str, str, str]:
+    rel = abs(epsilon_adp - epsilon_dp) / max(abs(epsilon_dp), 1e-300)
+    return ("agrees" if rel <= EPSILON_RTOL else "disagrees", f"{epsilon_dp:.7g} / {epsilon_adp:.7g} (RDP)",
+            f"relative difference {rel:.2g}")
+
+
+def _judge_slower_decay(*, noise_dp: Sequence[float], noise_adp: Sequence[float]) -> tuple[str, str, str]:
+    nd, na = np.asarray(noise_dp, dtype=float), np.asarray(noise_adp, dtype=float)
+    rd, ra = float(nd[-1] / nd[0]), float(na[-1] / na[0])
+    return "agrees" if ra > rd else "disagrees", f"DP {rd:.3g}, ADP {ra:.3g}", "last / first noise on theta"
+
+
+def _judge_decay(*, final_error: dict) -> tuple[str, str, str]:
+    """``final_error``: step-size constant c -> our final test error (%, mean over seeds)."""
+    rs = {float(c): float(e) for c, e in final_error.items()}
+    if 0.0 not in rs or len(rs) < 2:
+        return "not comparable", "no c = 0 run or no c > 0 run", "needs c = 0 and at least one c > 0"
+    better = [c for c in rs if c > 0 and rs[c] < rs[0.0]]
+    n = len(rs) - 1
+    v = "agrees" if len(better) == n else "disagrees" if not better else "partly"
+    return v, f"{len(better)} of {n} decaying schedules end below c = 0 ({rs[0.0]:.2f}%)", "final test error"
+
+
+def _judge_eps_below(*, eps_numeric: float, eps_theory: float) -> tuple[str, str, str]:
+    return ("agrees" if eps_numeric < eps_theory else "disagrees", f"{eps_numeric:.3g} vs {eps_theory:.3g}",
+            "numerical (RDP) vs Thm 4.1's epsilon_bar")
+
+
+# ------------------------------------------------------------------------ W-F2
+
+def _judge_exact_int(*, printed: int, ours: int, what: str) -> tuple[str, str, str, str]:
+    return ("agrees" if int(ours) == int(printed) else "disagrees", str(int(ours)), "exact integer match",
+            f"{int(printed)} ({what})")
+
+
+def _judge_iterations(*, ours: int) -> tuple[str, str, str, str]:
+    return _judge_exact_int(printed=W_F2_PRINTED["iterations_per_epoch"], ours=ours, what="002 Sec. 6")
+
+
+def _judge_T(*, epochs: int, ours: int) -> tuple[str, str, str, str]:
+    T = W_F2_PRINTED["T_by_epochs"]
+    if epochs not in T:
+        raise ValueError(f"epochs must be one of {sorted(T)} (002 Sec. 6), got {epochs!r}")
+    return _judge_exact_int(printed=T[epochs], ours=ours, what="002 Sec. 6")
+
+
+def _judge_T_footnote(*, ours: int) -> tuple[str, str, str, str]:
+    p = W_F2_PRINTED["T_60_footnote"]
+    v, o, _, paper = _judge_exact_int(printed=p, ours=ours, what="002 footnote 3, Sec. 6.2")
+    note = (f"{p} = 60 x {p // 60} (floor(50000/256) per epoch; Sec. 6.2 also uses t mod 195): the paper uses two "
+            "epoch lengths" if p % 60 == 0 else "exact integer match")
+    return v, o, note, paper
+
+
+def _judge_eta_T(*, ours: float) -> tuple[str, str, str, str]:
+    p = W_F2_PRINTED["eta_T"]
+    return ("agrees" if rel_within(p, ours, W_F2_RTOL) else "disagrees", f"{ours:.4g}",
+            "identity: a_T is defined so; checks our implementation", f"{p:g} (002 Fig. 2 caption, Table 1)")
+
+
+def _judge_caption_plus(*, ours: float) -> tuple[str, str, str, str]:
+    p = W_F2_PRINTED["eta_T"]
+    return ("agrees" if rel_within(p, ours, W_F2_RTOL) else "disagrees", f"{ours:.4g}",
+            "sign typo: Table 1 and Fig. 2 have 0.1 - a_T sqrt(t)", f"{p:g} (002 Table 4 caption)")
+
+
+def w_f2_rows() -> list[dict]:
+    """Paper-vs-ours rows for W-F2 (the step-size families of Fig. 2; no experiment module:
+    nothing is trained), ours computed from the library's step sizes
+    (:func:`dpcompanion.theory.bounds.adp.stepsize_linear_sqrt`):
+
+    * iterations per epoch: ceil(50000 / 256) vs the printed 196;
+    * T for 60/120/200 epochs: 196 x epochs vs the printed 11760/23520/39200;
+    * footnote 3 and Sec. 6.2's T = 11700 for 60 epochs vs the same count (it is 60 x 195,
+      i.e. floor(50000/256) per epoch, so the paper uses two epoch lengths);
+    * the orange family reaches eta_T = 1e-10 at t = T with a_T = (0.1 - 1e-10)/sqrt(T)
+      (true by construction of a_T: it checks our implementation, not the paper);
+    * Table 4's caption writes 0.1 + a_T sqrt(t): that family ends at 0.2 - 1e-10, not 1e-10,
+      so it is a sign typo of Table 1's 0.1 - a_T sqrt(t)."""
+    from dpcompanion.experiments.comparisons import compare
+    from dpcompanion.theory.bounds import adp
+
+    per_epoch = math.ceil(W_TRAIN_SIZE / W_BATCH)
+    rows = [compare("w-f2/iterations-per-epoch", sizes_match=True, ours=per_epoch)]
+    for ep in W_F2_PRINTED["T_by_epochs"]:
+        rows.append(compare("w-f2/T-by-epochs", sizes_match=True, item=f"T for {ep} epochs (Sec. 6)", epochs=ep,
+                            ours=per_epoch * ep))
+    rows.append(compare("w-f2/T-footnote", sizes_match=True, ours=per_epoch * 60))
+    for ep, T in W_F2_PRINTED["T_by_epochs"].items():
+        rows.append(compare("w-f2/eta-T", sizes_match=True, item=f"0.1 - a_T sqrt(t) at t = T ({ep} epochs)",
+                            ours=float(adp.stepsize_linear_sqrt(T=T)[-1])))
+    T = W_F2_PRINTED["T_by_epochs"][60]
+    a_T = (0.1 - W_F2_PRINTED["eta_T"]) / math.sqrt(T)
+    rows.append(compare("w-f2/table4-caption", sizes_match=True, ours=0.1 + a_T * math.sqrt(T)))
+    return rows
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("w-f1/same-epsilon", "final epsilon of DP-SGD and ADP-SGD",
+         "002 Thm 4.1, Sec. 6: equal (both calibrated to the same epsilon_bar)",
+         f"relative difference <= {EPSILON_RTOL:g}", _judge_same_epsilon),
+    Rule("w-f1/slower-decay", "noise on theta decays more slowly with ADP-SGD (last/first)",
+         "002 Fig. 1 left: yes", "agrees: ADP-SGD's last/first ratio above DP-SGD's", _judge_slower_decay),
+    Rule("w-f1/gap", "best-accuracy gain ADP - DP, eps_bar 3.2, C 2.5, 120 epochs (Fig. 1 right = Table 2)",
+         "002 Table 2 (Fig. 1 right)", _GAP_TOL, lambda **m: _judge_gap(**m, where="002 Table 2")),
+    Rule("w-f4/decay", "decaying step sizes (c > 0) end below the constant one (c = 0)",
+         "002 App. F.3 (Fig. 4): every decaying schedule (c > 0) beats the constant one (c = 0)",
+         "agrees: every c > 0 ends below c = 0 (mean final test error over seeds); disagrees: none does; else partly",
+         _judge_decay),
+    Rule("w-f4/eps-below-bar", "numerical epsilon below Thm 4.1's epsilon_bar at the last epoch",
+         "002 Fig. 4 (dashed vs dots): yes", "agrees: numerical < epsilon_bar", _judge_eps_below),
+    Rule("w-t1245/gap", "one cell of Tables 1, 2, 4, 5: gain ADP - DP", "002 Tables 1, 2, 4, 5", _GAP_TOL,
+         lambda *, table, **m: _judge_gap(**m, where=f"002 Table {table}")),
+    Rule("w-t1245/table", "one of Tables 1, 2, 4, 5: ADP-SGD ahead of DP-SGD (cells run here)",
+         "002 Tables 1, 2, 4, 5: the printed gaps",
+         "from the cells' verdicts: not comparable when no cell is; agrees when every comparable cell agrees; "
+         "disagrees when more than half disagree; else partly", _judge_table),
+    Rule("w-t36/gap", "Table 3: gain ADP - DP (adaptive step sizes, best accuracy)", "002 Table 3", _GAP_TOL,
+         lambda **m: _judge_gap(**m, where="002 Table 3")),
+    Rule("w-f2/iterations-per-epoch", "iterations per epoch (50000 images, batch 256)", "002 Sec. 6",
+         "exact integer match", _judge_iterations),
+    Rule("w-f2/T-by-epochs", "T for 60/120/200 epochs (Sec. 6)", "002 Sec. 6", "exact integer match", _judge_T),
+    Rule("w-f2/T-footnote", "T for 60 epochs (footnote 3, Sec. 6.2)", "002 footnote 3, Sec. 6.2",
+         "exact integer match", _judge_T_footnote),
+    Rule("w-f2/eta-T", "0.1 - a_T sqrt(t) at t = T", "002 Fig. 2 caption, Table 1: eta_T = 1e-10",
+         f"relative {W_F2_RTOL:g}", _judge_eta_T),
+    Rule("w-f2/table4-caption", "Table 4 caption's 0.1 + a_T sqrt(t) at t = T (60 epochs)",
+         "002 Table 4 caption: eta_T = 1e-10", f"relative {W_F2_RTOL:g}", _judge_caption_plus),
+)

@@ -102,6 +102,33 @@ def test_no_private_name_imported_across_modules():
     assert not bad, "private names imported across modules:\n" + "\n".join(bad)
 
 
+def _module_aliases(tree: ast.AST) -> set[str]:
+    """Local names bound to dpcompanion modules: ``from dpcompanion.x import y`` where ``y``
+    is a module (file or package) of the package, ``import dpcompanion.x as y``."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpcompanion"):
+            base = PKG.joinpath(*node.module.split(".")[1:])
+            names.update(a.asname or a.name for a in node.names
+                         if (base / f"{a.name}.py").exists() or (base / a.name / "__init__.py").exists())
+        elif isinstance(node, ast.Import):
+            names.update(a.asname for a in node.names if a.name.startswith("dpcompanion") and a.asname)
+    return names
+
+
+def test_no_private_name_used_across_modules():
+    """Nor ``module._y`` through an imported dpcompanion module (``gd._helper``)."""
+    bad = []
+    for rel, path in _modules():
+        tree = ast.parse(path.read_text())
+        aliases = _module_aliases(tree)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                bad.append(f"{rel}:{node.lineno} {node.value.id}.{node.attr}")
+    assert not bad, "private names used across modules:\n" + "\n".join(bad)
+
+
 @pytest.mark.parametrize("layer", TORCH_FREE)
 def test_torch_free_layers_do_not_import_torch(layer):
     mods = []

@@ -856,7 +856,7 @@ def _s413_sharp_corr(*, mutant=False):
             k = max(mult / a, 1.0)
             Tu, vu = gd.argmin_uniform(kappa=k, alpha=a)
             Td, vd = gd.argmin_dynamic(kappa=k, alpha=a)
-            A = a / gd._one_minus_sqrt_gamma(k) ** 2
+            A = a / gd.one_minus_sqrt_gamma(k) ** 2
             m1 = 0.0 if Tu == 1 else -1.0
             m2 = -abs(vu - (1 - 1 / k + a * (1.01 if mutant else 1.0))) / vu
             m3 = (1 + a) * (1 + 1 / A) - vu / vd

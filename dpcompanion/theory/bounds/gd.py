@@ -24,6 +24,7 @@ import numpy as np
 from dpcompanion.core import validate
 
 __all__ = [
+    "one_minus_sqrt_gamma",
     "gamma_of",
     "alpha_of",
     "influence",
@@ -74,8 +75,12 @@ def _one_minus_gamma_pow(T: np.ndarray, lg: float) -> np.ndarray:
         return np.where(T == 0, 0.0, -np.expm1(T * lg) if math.isfinite(lg) else 1.0)
 
 
-def _one_minus_sqrt_gamma(kappa: float) -> float:
-    """1 - sqrt(gamma) = (1/kappa) / (1 + sqrt(gamma)), free of cancellation."""
+def one_minus_sqrt_gamma(kappa: float) -> float:
+    """1 - sqrt(gamma) = (1/kappa) / (1 + sqrt(gamma)), free of cancellation (gamma = 1 - 1/kappa, Eq. 4).
+
+    >>> round(one_minus_sqrt_gamma(4.0), 12) == round(1 - (1 - 1 / 4.0) ** 0.5, 12)
+    True
+    """
     g = 1.0 - 1.0 / kappa
     return (1.0 / kappa) / (1.0 + math.sqrt(g))
 
@@ -291,7 +296,7 @@ def erub_dynamic(*, T, kappa: float, alpha: float):
     kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     Ta = _T_array(T)
     lg = _log_gamma(kappa)
-    s = _one_minus_sqrt_gamma(kappa)
+    s = one_minus_sqrt_gamma(kappa)
     return _scalar(_gamma_pow(Ta, lg) + alpha * (_one_minus_gamma_pow(Ta / 2, lg) / s) ** 2)
 
 
@@ -305,7 +310,7 @@ def t_dynamic(*, kappa: float, alpha: float) -> float:
     kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
     if kappa == 1:
         return 0.0
-    s = _one_minus_sqrt_gamma(kappa)
+    s = one_minus_sqrt_gamma(kappa)
     return 2 * math.log1p(s**2 / alpha) / (-_log_gamma(kappa))
 
 
@@ -329,7 +334,7 @@ def erub_dynamic_min(*, kappa: float, alpha: float) -> float:
     True
     """
     kappa, alpha = validate.kappa(kappa), validate.positive("alpha", alpha)
-    A = alpha / _one_minus_sqrt_gamma(kappa) ** 2
+    A = alpha / one_minus_sqrt_gamma(kappa) ** 2
     return A / (A + 1)
 
 

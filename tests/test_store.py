@@ -226,3 +226,24 @@ def test_same_digest_locally_and_on_a_two_worker_local_cluster(tiny):
         ex.close()
     assert remote.provenance["executor"].startswith("dask")
     assert remote.digest == local.digest
+
+
+def test_times_in_a_payload_are_not_part_of_its_digest():
+    assert store.digest({"x": 1, "wall_s": 1.0, "units": [{"wall_s": 2.0, "y": 3}]}) == \
+        store.digest({"x": 1, "wall_s": 9.0, "units": [{"wall_s": 0.1, "y": 3}]})
+    assert store.digest({"x": 1, "wall_s": 1.0}) != store.digest({"x": 2, "wall_s": 1.0})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exp_id", sorted(base.all_experiments()))
+def test_every_experiment_gives_the_same_digest_twice(exp_id, tmp_path, monkeypatch):
+    """The same config and seed give the same digest (issue 8), for every experiment: a
+    payload that records a wall time, or anything else run-dependent, would make revalidation
+    of its full result impossible. Quick mode: computed here and compared with the fresh
+    result that ``make book`` stored (another process, another time), or computed twice
+    when there is none."""
+    built = store.load(exp_id, mode="quick", seed=0)
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
+    a = built if built is not None and built.fresh else store.compute(exp_id, mode="quick", device="cpu")
+    b = store.compute(exp_id, mode="quick", device="cpu")
+    assert a.digest == b.digest, f"{exp_id}: two computations of the same config and seed differ"

@@ -108,8 +108,15 @@ def check_writable(path: Path) -> None:
 
 # --- the canonical digest ------------------------------------------------------------
 
+#: payload keys that hold a measured time (seconds): kept in the payload, which pages show,
+#: but left out of :func:`digest`, so that the same config and seed give the same digest on
+#: any machine and executor, and a revalidation (which compares digests) can succeed
+TIME_KEYS = frozenset({"wall_s", "train_wall_s", "wall_time"})
+
+
 def _canon(obj: Any) -> Any:
-    """A JSON-able canonical form of a payload: tagged scalars, arrays by dtype/shape/bytes."""
+    """A JSON-able canonical form of a payload: tagged scalars, arrays by dtype/shape/bytes;
+    dict entries named in :data:`TIME_KEYS` are left out."""
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind not in "biufc":
             raise ValueError(f"payload arrays must be numeric, got dtype {obj.dtype}")
@@ -133,7 +140,7 @@ def _canon(obj: Any) -> Any:
         bad = [k for k in obj if not isinstance(k, str)]
         if bad:
             raise ValueError(f"payload dict keys must be strings, got {bad[0]!r}")
-        return ["d", [[k, _canon(obj[k])] for k in sorted(obj)]]
+        return ["d", [[k, _canon(obj[k])] for k in sorted(obj) if k not in TIME_KEYS]]
     raise ValueError(f"payload values must be numbers, strings, arrays, lists or dicts, got {type(obj).__name__}")
 
 
@@ -144,6 +151,8 @@ def digest(payload: Any) -> str:
     True
     >>> digest({"x": 1}) == digest({"x": 1.0})
     False
+    >>> digest({"x": 1, "wall_s": 3.2}) == digest({"x": 1, "wall_s": 0.7})   # times are not results
+    True
     """
     enc = json.dumps(_canon(payload), separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(enc.encode()).hexdigest()

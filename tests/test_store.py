@@ -247,3 +247,12 @@ def test_every_experiment_gives_the_same_digest_twice(exp_id, tmp_path, monkeypa
     a = built if built is not None and built.fresh else store.compute(exp_id, mode="quick", device="cpu")
     b = store.compute(exp_id, mode="quick", device="cpu")
     assert a.digest == b.digest, f"{exp_id}: two computations of the same config and seed differ"
+
+
+def test_a_page_shows_the_full_result_only_when_fresh(tiny, monkeypatch):
+    quick = store.result_to_show(tiny.id, mode="quick", device="cpu")
+    assert quick.mode == "quick"
+    store.compute(tiny.id, mode="full", device="cpu")
+    assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "full"
+    monkeypatch.setattr(store, "code_hash", lambda exp: "another")  # the code changed since
+    assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "quick"

@@ -606,6 +606,17 @@ def load_or_compute(experiment_id: str, *, mode: str, seed: int = 0, device: str
     return compute(exp.id, mode=mode, seed=seed, device=device, executor=executor, root=root)
 
 
+def result_to_show(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu") -> StoredResult:
+    """The result a page shows for ``experiment_id``: the stored full-mode result when it is
+    fresh (the committed paper-scale run), else this build's result of ``mode`` (loaded when
+    fresh, else computed). A stale full result is never shown as current."""
+    if mode != "full":
+        full = load(experiment_id, mode="full")
+        if full is not None and full.fresh:
+            return full
+    return load_or_compute(experiment_id, mode=mode, seed=seed, device=device)
+
+
 def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None) -> dict:
     """Re-check a stale full result by its behavioural fingerprint (see the module docstring).
 

@@ -1,9 +1,9 @@
 """One table of every experiment's verdicts (Hong et al., Wu et al., and our own checks), for
 the landing page.
 
-:func:`verdict_summary` takes each experiment's stored full-mode result when there is one
-(``store.load(id, mode="full")``, when fresh), else the result of ``mode`` (``store.load_or_compute``,
-cached by the results store), and collects the rows its module's ``verdict_rows`` makes
+:func:`verdict_summary` takes each experiment's result as its page shows it
+(:func:`dpcompanion.experiments.store.result_to_show`: the full result when fresh, else this
+build's), and collects the rows its module's ``verdict_rows`` makes
 from the rules of :mod:`dpcompanion.experiments.comparisons`. Nothing here computes a
 verdict itself.
 """
@@ -34,9 +34,7 @@ def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu", 
     rows = []
     for eid in (experiments_with_verdicts() if ids is None else ids):
         mod = _module(eid)
-        res = store.load(eid, mode="full") if mode != "full" else None
-        if res is None or not res.fresh:  # a stale full result is never shown as current
-            res = store.load_or_compute(eid, mode=mode, seed=seed, device=device)
+        res = store.result_to_show(eid, mode=mode, seed=seed, device=device)
         for r in mod.verdict_rows(res.payload):
             rows.append({**r, "item": f"{{doc}}`{eid} <{eid}>` ({res.mode}): {r['item']}"})
     return rows

@@ -21,7 +21,7 @@ def _infl_payload(*, paper_sizes: bool, clip_lg=0.85, lrv=(0.14, 0.03, 0.02)):
     loss_rv = np.ones((T, len(cfg["levels"])))
     for s, v in zip(fit, lrv):
         loss_rv[s - 1] = v
-    loss = lambda q: {"q": q, "clip_fraction": 0.1, "loss_relative_variance": loss_rv,  # noqa: E731
+    loss = lambda q: {"q": q, "q_se": q / 100, "clip_fraction": 0.1, "loss_relative_variance": loss_rv,  # noqa: E731
                       "coef_relative_variance": np.full(T, 1e-7), "coef_cv2": np.full(T, 0.1)}
     return {"settings": cfg, "analytic": np.geomspace(1.0, 22.0, T), "squared": loss(q_sq),
             "logistic": loss(q_lg) | {"clip_fraction": clip_lg}}
@@ -38,8 +38,8 @@ def test_paper_sizes_give_verdicts():
     assert v["squared: relative variance of the final loss at t = 10"] == "agrees"
     assert v["squared: that relative variance decreases with t"] == "agrees"
     assert v["influence q_t increases with t (squared loss, retrained)"] == "agrees"
-    assert v["logistic influence flatter than squared (retrained q_T / q_1)"] == "agrees"
-    assert v["squared loss: steepness q_T / q_1, retrained vs analytic (Hessian)"] == "agrees"  # 20 vs 22
+    assert v["logistic influence flatter than squared (retrained q_T / q_t0)"] == "agrees"
+    assert v["squared loss: retrained q_t vs the analytic q_t (Hessian)"] == "agrees"  # 20 vs 22
     report.paper_vs_ours(rows)  # every verdict is a known one
 
 

@@ -142,11 +142,6 @@ def sizes_match_paper(config: dict) -> bool:
             and np.allclose(np.asarray(config["levels"], float), P["levels"], rtol=0, atol=1e-9))
 
 
-def _steep(q) -> float:
-    q = np.asarray(q, dtype=float)
-    return float(q[-1] / q[0])
-
-
 def verdict_rows(result) -> list[dict]:
     """Paper-vs-ours rows of the H-F-INFL page from a stored result (quick or full): our
     measurements, judged by the rules ``h-f-infl/*`` of
@@ -168,10 +163,10 @@ def verdict_rows(result) -> list[dict]:
     rows = [comparisons.compare("h-f-infl/increasing", sizes_match=True, q=r["q"],
                                 item=f"influence q_t increases with t ({name} loss, retrained)")
             for name, r in (("squared", sq), ("logistic", lg))]
-    s_an, s_sq, s_lg = _steep(pay["analytic"]), _steep(sq["q"]), _steep(lg["q"])
-    rows.append(comparisons.compare("h-f-infl/steepness", sizes_match=True, retrained=s_sq, analytic=s_an,
-                                    clip_fraction=sq["clip_fraction"]))
-    rows.append(comparisons.compare("h-f-infl/logistic-flatter", sizes_match=True, logistic=s_lg, squared=s_sq))
+    rows.append(comparisons.compare("h-f-infl/retrained-vs-analytic", sizes_match=True, q=sq["q"], se=sq["q_se"],
+                                    analytic=pay["analytic"], clip_fraction=sq["clip_fraction"]))
+    rows.append(comparisons.compare("h-f-infl/logistic-flatter", sizes_match=True, q_logistic=lg["q"],
+                                    se_logistic=lg["q_se"], q_squared=sq["q"], se_squared=sq["q_se"]))
     rows.append(comparisons.compare("h-f-infl/clip-fraction", sizes_match=at_paper, sizes_note=sizes,
                                     ours=float(lg["clip_fraction"])))
     ours_lrv = [float(np.mean(sq["loss_relative_variance"][i])) for i in idx]

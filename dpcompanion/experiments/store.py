@@ -45,6 +45,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import datetime as _dt
+import functools
 import hashlib
 import json
 import os
@@ -177,6 +178,13 @@ def _module_file(name: str) -> Path | None:
 
 
 def _imports_of(path: Path, module: str) -> set[str]:
+    st = path.stat()
+    return set(_imports_of_cached(path, module, st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=4096)
+def _imports_of_cached(path: Path, module: str, mtime_ns: int, size: int) -> frozenset[str]:
+    """The dpcompanion modules ``module`` (at ``path``) imports; cached per file version."""
     tree = ast.parse(path.read_text(), filename=str(path))
     pkg = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
@@ -197,7 +205,7 @@ def _imports_of(path: Path, module: str) -> set[str]:
         while "." in m:
             m = m.rpartition(".")[0]
             out.add(m)
-    return {m for m in out if _module_file(m) is not None}
+    return frozenset(m for m in out if _module_file(m) is not None)
 
 
 def _source_file(name: str) -> Path | None:
@@ -382,9 +390,9 @@ def _staleness(exp: base.Experiment, res: StoredResult, config: dict | None) -> 
     if config is not None and p.get("config_hash") != config_hash(config):
         return "config changed"
     if p.get("code_hash") != code_hash(exp):
-        old = p.get("code_files", {})
-        changed = sorted(m for m, h in code_files(exp).items() if old.get(m) != h)
-        changed += sorted(m for m in old if m not in code_files(exp))
+        old, now = p.get("code_files", {}), code_files(exp)
+        changed = sorted(m for m, h in now.items() if old.get(m) != h)
+        changed += sorted(m for m in old if m not in now)
         if not changed:
             return "code changed: the store's run policy"
         return "code changed: " + ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")

@@ -6,8 +6,9 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Under CI a skip whose reason is not allowed in pyproject.toml fails (tests/skip_policy.py).
-pytest_plugins = ["skip_policy"]
+# Under CI a skip whose reason is not allowed in pyproject.toml fails (tests/skip_policy.py);
+# under xdist (`make test`) the xdist_group marks keep their tests on one worker (tests/xdist_groups.py).
+pytest_plugins = ["skip_policy", "xdist_groups"]
 
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
@@ -49,3 +50,13 @@ def torch_default_threads():
         yield n
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def claim_results():
+    """``registry.run_checks()``: every registered check run once per session, for
+    test_claims.py and test_claims_momentum_adp.py (whose tests that read it share the
+    xdist group ``claim-results``, so that one worker runs them all)."""
+    from dpcompanion.claims import registry
+
+    return registry.run_checks()

@@ -90,7 +90,6 @@ def test_fresh_and_stale_on_config_change(tiny):
     assert not r2.cached and r2.fresh
 
 
-@pytest.mark.slow
 def test_fresh_and_stale_on_code_change(tiny, monkeypatch):
     store.load_or_compute(tiny.id, mode="quick", device="cpu")
     real = store.code_files
@@ -131,7 +130,6 @@ def _full_then_edit(tiny, monkeypatch, *, quick_changes: bool):
     return full
 
 
-@pytest.mark.slow
 def test_revalidation_marks_fresh_when_the_quick_digest_is_unchanged(tiny, monkeypatch):
     full = _full_then_edit(tiny, monkeypatch, quick_changes=False)
     out = store.revalidate(tiny.id, device="cpu")
@@ -144,7 +142,6 @@ def test_revalidation_marks_fresh_when_the_quick_digest_is_unchanged(tiny, monke
     assert store.revalidate(tiny.id)["status"] == "fresh"
 
 
-@pytest.mark.slow
 def test_revalidation_leaves_stale_when_the_quick_digest_changes(tiny, monkeypatch):
     full = _full_then_edit(tiny, monkeypatch, quick_changes=True)
     out = store.revalidate(tiny.id, device="cpu")

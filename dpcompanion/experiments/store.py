@@ -44,7 +44,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import datetime as _dt
-import functools
 import hashlib
 import json
 import os
@@ -166,18 +165,9 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _imports_of(path: Path, module: str, source: bytes | None = None) -> set[str]:
-    """The modules with a source file that ``module`` (at ``path``, text ``source``) imports."""
-    names = _imported_names(path.read_bytes() if source is None else source, str(path), module)
-    return {m for m in names if _module_file(m) is not None}
-
-
-@functools.lru_cache(maxsize=1024)
-def _imported_names(source: bytes, filename: str, module: str) -> frozenset[str]:
-    """Every module name the source imports, with their parent packages: parsed once per
-    source text (``code_hash`` runs on every load of a result)."""
-    tree = ast.parse(source, filename=filename)
-    pkg = module if Path(filename).name == "__init__.py" else module.rpartition(".")[0]
+def _imports_of(path: Path, module: str) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    pkg = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -196,7 +186,7 @@ def _imported_names(source: bytes, filename: str, module: str) -> frozenset[str]
         while "." in m:
             m = m.rpartition(".")[0]
             out.add(m)
-    return frozenset(out)
+    return {m for m in out if _module_file(m) is not None}
 
 
 def _source_file(name: str) -> Path | None:
@@ -221,9 +211,8 @@ def code_files(exp: base.Experiment) -> dict[str, str]:
         f = _source_file(m)
         if f is None:
             raise ValueError(f"experiment {exp.id}: cannot find the source of module {m}")
-        source = f.read_bytes()
-        seen[m] = hashlib.sha256(source).hexdigest()
-        todo.extend(_imports_of(f, m, source) - set(seen))
+        seen[m] = hashlib.sha256(f.read_bytes()).hexdigest()
+        todo.extend(_imports_of(f, m) - set(seen))
     return dict(sorted(seen.items()))
 
 

@@ -67,8 +67,12 @@ browser:
 	  || echo "browser: could not install chromium/chromium-driver; the browser test cannot run"; \
 	else echo "browser: apt not usable; the browser test cannot run"; fi
 
+# The suite runs on TEST_WORKERS pytest-xdist workers (2: the CI machine's cores); tests that
+# share an expensive module fixture (the browser, the claim runs) stay on one worker through
+# xdist_group marks (--dist loadgroup). `make test TEST_WORKERS=0` runs it in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP) browser fashion
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 clean:
 	rm -rf _build book/generated book/_static/mathjax

@@ -1,5 +1,10 @@
 """The built book in a real browser (headless Chromium through Selenium): the math is
-typeset by the book's own MathJax, every image loads, internal links answer 200."""
+typeset by the book's own MathJax, every image loads, internal links answer 200, no page
+scrolls sideways, no claim evidence shows raw JSON.
+
+Each page of the table of contents is loaded once per run: the first test of a page loads it
+in the module's browser session and records what every check reads (:func:`_visit`); the
+tests of one page form one pytest-xdist group, so that they run on one worker, after another."""
 
 from __future__ import annotations
 
@@ -19,8 +24,17 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
-# Pages checked: the landing page and one notebook page with math and figures.
+# Pages whose math, images and links are checked: the landing page and one notebook page
+# with math and figures.
 PAGES = ["book/generated/index.html", "book/generated/h-f-theory.html"]
+# Every page of the book's table of contents, as built (a page left in _build by an earlier
+# build, e.g. after a rename, is not part of the book); _toc.yml is read at collection.
+TOC_PAGES = [f"{f}.html" for f in toc_files()]
+
+
+def _per_page(pages: list[str]) -> list:
+    """One parameter per page, in the page's xdist group (the tests of a page share its load)."""
+    return [pytest.param(p, id=p, marks=pytest.mark.xdist_group(f"browser:{p}")) for p in pages]
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +47,7 @@ def server():
     t.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/"
     httpd.shutdown()
+    httpd.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -54,18 +69,22 @@ def browser():
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     driver.set_page_load_timeout(60)
     driver.set_script_timeout(60)
+    driver.set_window_size(1280, 1024)  # issue 12: the width the horizontal-scroll check is about
     yield driver
     driver.quit()
     shutil.rmtree(profile, ignore_errors=True)
 
 
 def _wait_for_mathjax(driver) -> int:
-    """Wait until MathJax finished typesetting; return the number of typeset formulas."""
+    """Wait until MathJax finished typesetting; return the number of typeset formulas, or -1
+    when MathJax is missing: not loaded within 30 s, or not on the page at all (Sphinx adds
+    its script only to pages with math; waiting there could only time out)."""
     return driver.execute_async_script(
         """
         const done = arguments[arguments.length - 1];
         const count = () => document.querySelectorAll('mjx-container').length;
         const t0 = Date.now();
+        if (!window.MathJax && !Array.from(document.scripts).some(s => /mathjax/i.test(s.src))) { done(-1); return; }
         (function poll() {
           if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
             MathJax.startup.promise.then(() => done(count()));
@@ -75,23 +94,63 @@ def _wait_for_mathjax(driver) -> int:
     )
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_page_renders_math_images_and_links(server, browser, page):
-    url = urljoin(server, page)
-    assert (require_build() / page).exists(), f"{page} is not in the built book"
-    browser.get(url)
-    typeset = _wait_for_mathjax(browser)
+# What each check reads from a page, in one load: the claim blocks' text right after the
+# load (before MathJax rewrites the math), then, once MathJax has finished, the formulas,
+# images, links and the page's width.
+_TEXTS = (
+    "return Array.from(document.querySelectorAll('.admonition')).filter(a => !a.closest('.admonition .admonition'))"
+    ".map(a => Array.from(a.querySelectorAll('p, td, li')).filter(e => !e.closest('.dropdown, pre'))"
+    ".map(e => e.innerText).join('\\n'))"
+)
+_OVERFLOW = (
+    "const d = document.documentElement;"
+    "return Math.max(d.scrollWidth, document.body.scrollWidth) - d.clientWidth;"
+)
+_CULPRIT = (
+    "const w = document.documentElement.clientWidth; const out = [];"
+    "for (const e of document.querySelectorAll('body *')) {"
+    "  const r = e.getBoundingClientRect();"
+    "  if (r.right > w + 1 && getComputedStyle(e).overflowX === 'visible') {"
+    "    out.push(e.tagName + '.' + e.className); if (out.length > 2) break; } }"
+    "return out;"
+)
+
+
+@pytest.fixture(scope="module")
+def visits() -> dict:
+    """page -> what :func:`_visit` recorded (each page is loaded at most once per session)."""
+    return {}
+
+
+def _visit(server, browser, visits: dict, page: str) -> dict:
+    if page not in visits:
+        assert (require_build() / page).exists(), f"{page} is not in the built book (pages of _toc.yml must be built)"
+        browser.get(urljoin(server, page))
+        v = {"claim_texts": browser.execute_script(_TEXTS)}
+        v["typeset"] = _wait_for_mathjax(browser)
+        v["mj_errors"] = browser.execute_script("return document.querySelectorAll('mjx-merror').length")
+        v["images"] = browser.execute_script(
+            "return Array.from(document.images).map(i => [i.currentSrc || i.src, i.complete && i.naturalWidth > 0])"
+        )
+        v["hrefs"] = browser.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+        v["overflow"] = browser.execute_script(_OVERFLOW)
+        v["culprit"] = browser.execute_script(_CULPRIT) if v["overflow"] > 1 else []
+        visits[page] = v
+    return visits[page]
+
+
+@pytest.mark.parametrize("page", _per_page(PAGES))
+def test_page_renders_math_images_and_links(server, browser, visits, page):
+    v = _visit(server, browser, visits, page)
+    typeset = v["typeset"]
     assert typeset > 0, f"{page}: no MathJax output in the DOM (MathJax {'missing' if typeset < 0 else 'found no math'})"
-    mj_errors = browser.execute_script("return document.querySelectorAll('mjx-merror').length")
+    mj_errors = v["mj_errors"]
     assert mj_errors == 0, f"{page}: {mj_errors} formulas failed to typeset"
-    images = browser.execute_script(
-        "return Array.from(document.images).map(i => [i.currentSrc || i.src, i.complete && i.naturalWidth > 0])"
-    )
+    images = v["images"]
     assert images, f"{page}: no images"
     broken_img = [src for src, ok in images if not ok]
     assert not broken_img, f"{page}: images that did not load: {broken_img}"
-    hrefs = browser.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
-    internal = sorted({h.split("#")[0] for h in hrefs if h.startswith(server)})
+    internal = sorted({h.split("#")[0] for h in v["hrefs"] if h.startswith(server)})
     assert internal, f"{page}: no internal links"
     bad = []
     for h in internal:
@@ -104,56 +163,24 @@ def test_page_renders_math_images_and_links(server, browser, page):
     assert not bad, f"{page}: broken internal links {bad}"
 
 
-def _all_pages() -> list[str]:
-    """Every page of the book's table of contents, as built (a page left in _build by an
-    earlier build, e.g. after a rename, is not part of the book)."""
-    build = require_build()
-    pages = [f"{f}.html" for f in toc_files()]
-    missing = [p for p in pages if not (build / p).exists()]
-    assert not missing, f"pages of _toc.yml missing from the build: {missing}"
-    return pages
-
-
-def test_no_page_scrolls_horizontally_at_1280px(server, browser):
+@pytest.mark.parametrize("page", _per_page(TOC_PAGES))
+def test_no_page_scrolls_horizontally_at_1280px(server, browser, visits, page):
     """Issue 12: wide tables (h-tables, h-x-eer), long code and display math scroll inside
     their own box; the page itself never scrolls sideways at a 1280 px wide window."""
-    browser.set_window_size(1280, 1024)
-    wide = []
-    for page in _all_pages():
-        browser.get(urljoin(server, page))
-        _wait_for_mathjax(browser)
-        over = browser.execute_script(
-            "const d = document.documentElement;"
-            "return Math.max(d.scrollWidth, document.body.scrollWidth) - d.clientWidth;"
-        )
-        if over > 1:
-            culprit = browser.execute_script(
-                "const w = document.documentElement.clientWidth; const out = [];"
-                "for (const e of document.querySelectorAll('body *')) {"
-                "  const r = e.getBoundingClientRect();"
-                "  if (r.right > w + 1 && getComputedStyle(e).overflowX === 'visible') {"
-                "    out.push(e.tagName + '.' + e.className); if (out.length > 2) break; } }"
-                "return out;"
-            )
-            wide.append((page, over, culprit))
-    assert not wide, f"pages wider than a 1280 px window (page, extra px, first elements): {wide}"
+    v = _visit(server, browser, visits, page)
+    assert v["overflow"] <= 1, (
+        f"{page} is wider than a 1280 px window by {v['overflow']} px (first elements: {v['culprit']})"
+    )
 
 
-def test_no_raw_json_in_claim_evidence(server, browser):
+@pytest.mark.parametrize("page", _per_page([p for p in TOC_PAGES if "generated/" in p]))
+def test_no_raw_json_in_claim_evidence(server, browser, visits, page):
     """Issue 12: evidence is rendered as small tables, never as raw or truncated JSON
     (``sweep: [{...``). Checked in the text of every claim block (not in its BibTeX snippet)."""
     bad = []
-    pages = [p for p in _all_pages() if "generated/" in p]
-    for page in pages:
-        browser.get(urljoin(server, page))
-        texts = browser.execute_script(
-            "return Array.from(document.querySelectorAll('.admonition')).filter(a => !a.closest('.admonition .admonition'))"
-            ".map(a => Array.from(a.querySelectorAll('p, td, li')).filter(e => !e.closest('.dropdown, pre'))"
-            ".map(e => e.innerText).join('\\n'))"
-        )
-        for t in texts:
-            for pat in ('{"', "[{", "{'", '": ', "': "):
-                if pat in t:
-                    bad.append((page, pat, t[max(0, t.index(pat) - 60): t.index(pat) + 60]))
-                    break
+    for t in _visit(server, browser, visits, page)["claim_texts"]:
+        for pat in ('{"', "[{", "{'", '": ', "': "):
+            if pat in t:
+                bad.append((page, pat, t[max(0, t.index(pat) - 60): t.index(pat) + 60]))
+                break
     assert not bad, f"raw JSON in claim evidence: {bad[:5]}"

@@ -108,6 +108,7 @@ KIND_PARAMS = {
 @given(kind=st.sampled_from(sorted(KIND_PARAMS)), T=st.integers(1, 200),
        p=st.sampled_from([1.0, 0.5, 0.1, 0.01, 0.001]), eps=st.floats(0.05, 20.0),
        delta=st.sampled_from([1e-3, 1e-5, 1e-8]))
+@pytest.mark.slow
 def test_every_planned_schedule_finishes_under_its_ledger(kind, T, p, eps, delta):
     b = Budget.from_epsilon(epsilon=eps, delta=delta, sampling_rate=p)
     s = plan(b, kind, T=T, **KIND_PARAMS[kind])

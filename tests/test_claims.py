@@ -60,16 +60,22 @@ def test_corrections_are_consistent():
 
 
 @pytest.fixture(scope="module")
-def results():
-    return registry.run_checks()
+def results(claim_results):
+    return claim_results  # registry.run_checks(), once per session (conftest.py)
 
 
+# the tests that read the session's claim runs share a pytest-xdist worker
+CLAIM_RESULTS = pytest.mark.xdist_group("claim-results")
+
+
+@CLAIM_RESULTS
 @pytest.mark.slow
 def test_no_open_and_no_errors(results):
     bad = [(r["id"], r["status"], r["evidence"].get("exception")) for r in results if r["status"] in ("open", "error")]
     assert not bad, bad
 
 
+@CLAIM_RESULTS
 @pytest.mark.slow
 def test_evidence_matches_status(results):
     by_id = {r["id"]: r for r in results}
@@ -90,12 +96,14 @@ def test_evidence_matches_status(results):
             assert by_id[r["corrected_by"]]["status"] in ("proved", "verified", "illustrated"), r["corrected_by"]
 
 
+@CLAIM_RESULTS
 @pytest.mark.slow
 def test_our_refuted_set_is_exactly_the_reproduced_one(results):
     ours = {r["id"] for r in results if r["status"] == "refuted" and r["id"].startswith(OURS)}
     assert ours == OUR_REFUTED
 
 
+@CLAIM_RESULTS
 @pytest.mark.slow
 def test_errata_lists_every_refuted_entry(results):
     md = render.errata_markdown(results)
@@ -362,6 +370,7 @@ def test_every_claim_of_these_modules_is_on_a_page():
         assert (render.notebooks_dir() / f"{page}.ipynb").exists()
 
 
+@CLAIM_RESULTS
 @pytest.mark.slow
 def test_every_refuted_entry_declares_its_severity(results):
     mine = _mine()
@@ -395,6 +404,7 @@ def test_quadratic_check_of_thm41_catches_an_exponent_change():
     assert registry.load_all()["H-T4.1.logistic-mc"].check(mutant=True).status == "refuted"
 
 
+@CLAIM_RESULTS
 @pytest.mark.slow
 def test_evidence_renders_without_json(results):
     for r in results:
@@ -404,6 +414,7 @@ def test_evidence_renders_without_json(results):
             assert "tolerance" in md and "-0 " not in md and "| -0 |" not in md, r["id"]
 
 
+@CLAIM_RESULTS
 @pytest.mark.slow
 def test_errata_opens_with_a_summary_sorted_by_severity(results):
     md = render.errata_summary_markdown(results)

@@ -35,6 +35,7 @@ def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else []
 
 
+@pytest.mark.slow
 def test_experiment_json_then_cached(root, capsys):
     assert cli.main(["experiment", "test-cli-infl", "--json"]) == 0
     first = json.loads(capsys.readouterr().out)

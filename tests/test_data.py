@@ -159,6 +159,7 @@ def test_pca_wide_matrix_branch():
     np.testing.assert_allclose(np.abs(P), np.abs(PCA(n_components=5).fit_transform(A)), atol=1e-8)
 
 
+@pytest.mark.slow
 @needs_mnist
 def test_mnist_rest_as_test():
     d = data.load("mnist", seed=0, test="rest")

@@ -78,6 +78,7 @@ def test_curv_toy_data_rejects_bad_input():
         h_f_curv.toy_data(curvature=-1.0, N=4)
 
 
+@pytest.mark.slow
 def test_mom_tiny():
     cfg = {"dataset": "digits", "N": 60, "hidden": 4, "scales": [25.0], "Ts": [100], "gammas": [0.95],
            "mom_gammas": [0.95], "crossings": [0.5], "tune_repeats": 2, "repeats": 2, "n_test": 50}

@@ -43,6 +43,7 @@ def nbdir(tmp_path: Path) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_failing_notebook_exits_nonzero_naming_path_and_cell(nbdir: Path, tmp_path: Path):
     out = tmp_path / "generated"
     r = _reproduce("--only", "bad", "--device", "cpu", "--notebooks", str(nbdir), "--output", str(out))
@@ -57,6 +58,7 @@ def test_failing_notebook_exits_nonzero_naming_path_and_cell(nbdir: Path, tmp_pa
     assert not list(out.glob("*.ipynb")) if out.exists() else True
 
 
+@pytest.mark.slow
 def test_good_notebook_is_executed_with_parameters(nbdir: Path, tmp_path: Path):
     out = tmp_path / "generated"
     r = _reproduce("--only", "good", "--device", "cpu", "--seed", "7", "--notebooks", str(nbdir), "--output", str(out))
@@ -69,6 +71,7 @@ def test_good_notebook_is_executed_with_parameters(nbdir: Path, tmp_path: Path):
     assert timings["notebooks"]["good"]["seconds"] > 0
 
 
+@pytest.mark.slow
 def test_failure_removes_stale_copy(nbdir: Path, tmp_path: Path):
     out = tmp_path / "generated"
     out.mkdir()
@@ -121,6 +124,7 @@ def test_list_shows_the_real_notebooks():
     assert set(r.stdout.split()) == {p.stem for p in (REPO / "notebooks").glob("*.ipynb")}
 
 
+@pytest.mark.slow
 def test_experiment_of_a_notebook_is_computed_once_then_loaded(tmp_path: Path, monkeypatch):
     """A notebook named after a store experiment gets it computed before it runs, then
     loaded on the next run; timings.json records which (issue 8: make book twice)."""

@@ -188,7 +188,7 @@ def test_unwritable_results_folder_is_refused_before_computing(tiny, tmp_path, m
     assert not called and blocker.read_text() == "not a folder"
 
 
-def test_units_run_single_threaded_and_restore_torch_threads():
+def test_units_run_single_threaded_and_restore_torch_threads(torch_default_threads):
     import torch
 
     seen = []
@@ -209,11 +209,11 @@ def test_executor_options_are_validated():
 
 
 @pytest.mark.slow
-def test_same_digest_locally_and_on_a_two_worker_local_cluster(tiny):
+def test_same_digest_locally_and_on_a_two_worker_local_cluster(tiny, torch_default_threads):
     """The acceptance check of issue 8 on a small sweep: units run in other processes, in
     any order, give the same payload bit for bit. N = 1000 samples, so that torch's
     reductions are large enough to be split over threads if a unit were multi-threaded
-    (this process keeps torch's default thread count)."""
+    (this process keeps torch's default thread count, also on an xdist worker)."""
     big = dataclasses.replace(tiny, configs={m: {**c, "n": 1000} for m, c in TINY.items()})
     base.unregister(tiny.id)
     base.register(big)

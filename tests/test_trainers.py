@@ -123,6 +123,7 @@ def test_forced_sigma_overspending_stops_early():
     R=st.floats(0.01, 5.0),
     p=st.sampled_from([1.0, 0.5]),
 )
+@pytest.mark.slow
 def test_budget_never_exceeded(sigma, T, R, p):
     model = make_model("logistic", in_dim=2)
     X, y = _toy(n=6, d=2)
@@ -259,6 +260,7 @@ def test_psgd_with_rate_one_is_pgd():
     torch.testing.assert_close(a.theta, b.theta, rtol=0, atol=0)
 
 
+@pytest.mark.slow
 def test_adpsgd_polynomial_schedule_and_steps():
     model = make_model("logistic", in_dim=3)
     X, y = _toy(n=40)

@@ -384,18 +384,27 @@ def influence_figure(*, steps, retrained, retrained_se=None, analytic=None, theo
     """Influence q_t vs step t, each curve normalised to sum 1 over ``steps`` (log y):
     retraining estimate (points with 2-SE bars), analytic (Hessian) and the theory's
     geometric shape (``rho^{T-t}``, rho the proof's per-step contraction; gamma for
-    eta = 1/M). Arrays are indexed like ``steps``."""
+    eta = 1/M). Arrays are indexed like ``steps``. Curves are normalised by the sum of their
+    absolute values on a log axis; retrained estimates <= 0 (early influences below the
+    retraining noise) are open triangles on the axis floor, counted in the legend.
+
+    >>> fig = influence_figure(steps=[1, 2, 3], retrained=[-1e-9, 1e-6, 2e-6], retrained_se=[1e-9] * 3)
+    >>> 'retraining estimate $\\leq 0$ (1 steps)' in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    True
+    """
     apply_style()
     steps = np.asarray(steps)
     fig, ax = plt.subplots(figsize=(6.0, 3.8))
-    tot = np.sum(retrained)
+    q = np.asarray(retrained, dtype=float)
+    tot = float(np.sum(np.abs(q))) or 1.0
+    pos = q > 0  # estimates <= 0 (early influences below the retraining noise) cannot sit on a log axis
     if retrained_se is not None:
-        lo = np.maximum(np.asarray(retrained) - 2 * np.asarray(retrained_se), np.asarray(retrained) * 1e-3)
-        ax.errorbar(steps, np.asarray(retrained) / tot, yerr=[np.maximum(np.asarray(retrained) - lo, 0.0) / tot,
-                    2 * np.asarray(retrained_se) / tot], fmt="o", ms=3, color=COLORS["uniform"], lw=0.8,
-                    label="retraining (2 SE)")
+        se = np.asarray(retrained_se, dtype=float)
+        lower = q - np.maximum(q - 2 * se, q * 1e-3)  # bars stay above 0
+        ax.errorbar(steps[pos], q[pos] / tot, yerr=[lower[pos] / tot, 2 * se[pos] / tot], fmt="o", ms=3,
+                    color=COLORS["uniform"], lw=0.8, label="retraining (2 SE)")
     else:
-        ax.plot(steps, np.asarray(retrained) / tot, "o", ms=3, color=COLORS["uniform"], label="retraining")
+        ax.plot(steps[pos], q[pos] / tot, "o", ms=3, color=COLORS["uniform"], label="retraining")
     if analytic is not None:
         ax.plot(steps, np.asarray(analytic) / np.sum(analytic), color=COLORS["dynamic"], lw=1.8,
                 label="analytic (Hessian eigenvalues)")
@@ -403,8 +412,12 @@ def influence_figure(*, steps, retrained, retrained_se=None, analytic=None, theo
         ax.plot(steps, np.asarray(theory) / np.sum(theory), color="0.3", ls="--", lw=1.2,
                 label=theory_label)
     ax.set_yscale("log")
-    ax.set_xlabel("step t")
+    if not pos.all():
+        floor = ax.get_ylim()[0]
+        ax.plot(steps[~pos], np.full(int((~pos).sum()), floor), "v", ms=4, mfc="none", color=COLORS["uniform"],
+                clip_on=False, label=f"retraining estimate $\\leq 0$ ({int((~pos).sum())} steps)")
     ax.set_ylabel(r"influence $q_t$ (normalised)")
+    ax.set_xlabel("step t")
     if title:
         ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)

@@ -240,3 +240,10 @@ def test_influence_shapes_are_compared_only_where_the_retrained_estimate_is_reso
     with pytest.raises(ValueError, match="equal, non-zero length"):
         cmp.compare("h-f-infl/retrained-vs-analytic", sizes_match=True, q=[1.0, 2.0], se=[0.1],
                     analytic=[1.0, 2.0], clip_fraction=0.0)
+
+
+def test_a_comparison_over_no_cells_is_not_a_pass():
+    """h-x-eer/mc-all with every cell clipped (the full result: 10,000 runs clip somewhere)
+    compared nothing; it must not say 'agrees'."""
+    row = cmp.compare("h-x-eer/mc-all", sizes_match=True, z=[])
+    assert row["verdict"] == "not comparable" and "no cell" in row["ours"]

@@ -165,33 +165,79 @@ def test_charge_stage_one_ledger_per_schedule_and_stop_before_overspending():
     np.testing.assert_array_equal(free.spent, [0.75, 0.75, 3.0])
 
 
-def test_noise_source_shares_streams_by_seed_and_skips_stopped_runs():
+def test_block_steps_depends_on_the_problem_only():
+    assert engine.block_steps(61) == engine.NOISE_BLOCK_ELEMENTS // 61
+    assert engine.block_steps(10**6) == 1 and engine.block_steps(61, 10**6) == 1
+    # a run's stream is fixed by (seed, P, N_mask, T): the block never depends on K or the budget
+    assert NoiseSource([0], device="cpu", dtype=DT, P=61, T=10).B == 10
+    assert NoiseSource(list(range(50)), device="cpu", dtype=DT, P=61, T=1000).B == engine.block_steps(61)
+
+
+@pytest.mark.parametrize("P,T", [(5, 7), (9000, 4)])  # several steps per block (last one partial); one step per block
+def test_noise_source_shares_streams_by_seed_and_skips_stopped_runs(P, T):
+    """Reference written from the documented stream: per block of b = min(B, T - t0) steps,
+    one randn(b, P) from the seed's generator; rows of stopped runs are 0."""
     seeds = [4, 9, 4, 1]
-    src = NoiseSource(seeds, device="cpu", dtype=DT)
-    assert len(src.gens) == 3 and not src.identity
-    out, buf = torch.empty(4, 5, dtype=DT), torch.empty(3, 5, dtype=DT)
+    src = NoiseSource(seeds, device="cpu", dtype=DT, P=P, T=T)
+    B = min(T, engine.block_steps(P))
+    assert len(src.gens) == 3 and not src.identity and src.B == B
+    assert (B > 1) == (P == 5)
     refs = {s: torch.Generator().manual_seed(noise_seed(s)) for s in set(seeds)}
-    for step in range(3):
-        active = np.array([True, True, step < 1, step < 2])
-        src.draw(active, out, buf)
-        expect = {s: torch.randn(5, generator=refs[s], dtype=DT) for s in (4, 9)}
-        if step < 2:
-            expect[1] = torch.randn(5, generator=refs[1], dtype=DT)
+    stop_at = {0: T, 1: T, 2: 1, 3: B + 1 if B + 1 < T else 2}  # run 3 stops inside the 2nd block
+    blocks: dict[int, torch.Tensor] = {}
+    out = torch.empty(4, P, dtype=DT)
+    for step in range(T):
+        active = np.array([step < stop_at[k] for k in range(4)])
+        src.draw(step, active, out)
+        if step % B == 0:
+            live = {seeds[k] for k in range(4) if active[k]}
+            b = min(B, T - step)
+            blocks = {s: torch.randn(b, P, generator=refs[s], dtype=DT) for s in sorted(live)}
         for k, s in enumerate(seeds):
             if active[k]:
-                assert torch.equal(out[k], expect[s]), (step, k)
+                assert torch.equal(out[k], blocks[s][step % B]), (step, k)
             else:
                 assert not out[k].any()
-    ident = NoiseSource([0, 1], device="cpu", dtype=DT)
+    ident = NoiseSource([0, 1], device="cpu", dtype=DT, P=3, T=2)
     assert ident.identity
 
 
+def test_noise_source_numbers_do_not_depend_on_the_batch():
+    """Run 7's noise is the same trained alone or beside other runs, with any seed sharing."""
+    alone = NoiseSource([7], device="cpu", dtype=DT, P=9, T=6)
+    crowd = NoiseSource([3, 7, 3, 11], device="cpu", dtype=DT, P=9, T=6)
+    a, c = torch.empty(1, 9, dtype=DT), torch.empty(4, 9, dtype=DT)
+    for t in range(6):
+        alone.draw(t, np.array([True]), a)
+        crowd.draw(t, np.array([True, True, t < 2, t < 4]), c)
+        assert torch.equal(a[0], c[1])
+
+
+def test_noise_source_refuses_steps_out_of_order():
+    src = NoiseSource([0], device="cpu", dtype=DT, P=3, T=10)
+    out = torch.empty(1, 3, dtype=DT)
+    src.draw(0, np.array([True]), out)
+    with pytest.raises(RuntimeError, match="in order"):
+        src.draw(src.B + 1, np.array([True]), out)
+
+
 def test_sample_stage_is_a_poisson_mask_per_run():
-    src = NoiseSource([2, 3], device="cpu", dtype=DT)
-    w = engine.sample(src, np.array([True, False]), N=1000, sampling_rate=0.3)
-    ref = (torch.rand(1000, generator=torch.Generator().manual_seed(noise_seed(2)), dtype=DT) < 0.3).to(DT)
-    assert torch.equal(w[0], ref) and not w[1].any()
-    assert engine.sample(src, np.array([True, True]), N=10, sampling_rate=1.0) is None
+    """Per block: the b masks' uniforms (rand(b, N)), then the b noise vectors (randn(b, P))."""
+    N, P, T = 1000, 3, 5
+    src = NoiseSource([2, 3], device="cpu", dtype=DT, P=P, T=T, N=N, sampling_rate=0.3)
+    B = min(T, engine.block_steps(P, N))
+    assert B == T
+    ref = torch.Generator().manual_seed(noise_seed(2))
+    masks = (torch.rand(B, N, generator=ref, dtype=DT) < 0.3).to(DT)
+    noise = torch.randn(B, P, generator=ref, dtype=DT)
+    out = torch.empty(2, P, dtype=DT)
+    for t in range(T):
+        w = engine.sample(src, t, np.array([True, t < 1]))
+        src.draw(t, np.array([True, t < 1]), out)
+        assert torch.equal(w[0], masks[t]) and torch.equal(out[0], noise[t])
+        assert (t < 1) == bool(w[1].any())
+    full = NoiseSource([2], device="cpu", dtype=DT, P=P, T=T)
+    assert engine.sample(full, 0, np.array([True])) is None
 
 
 class _StubOracle:

@@ -102,22 +102,28 @@ def test_schedule_ledger_refuses_overspending():
 def _one_sample_loop(model, X, y, *, sigma, lr, p, clip, seed):
     """Poisson-sampled private SGD written one sample at a time (autograd per sample),
     drawing the same random numbers in the same order as the library's trainer: the
-    initial parameters from ``seed``, then per step the Poisson mask and one Gaussian vector
-    from the run's noise generator."""
-    from dpcompanion.training.trainers.engine import noise_seed
+    initial parameters from ``seed``, then per block of steps the blocks' Poisson masks and
+    Gaussian vectors from the run's noise generator (the documented stream of
+    ``engine.NoiseSource``)."""
+    from dpcompanion.training.trainers.engine import block_steps, noise_seed
 
     theta = model.init(generators=[torch.Generator().manual_seed(seed)], dtype=torch.float64)[0].clone()
     g = torch.Generator().manual_seed(noise_seed(seed))
-    N, P = X.shape[0], theta.numel()
-    for t in range(len(sigma)):
-        mask = torch.rand(N, generator=g, dtype=torch.float64) < p
+    N, P, T = X.shape[0], theta.numel(), len(sigma)
+    B = min(T, block_steps(P, N))
+    for t in range(T):
+        if t % B == 0:  # a block: b masks' uniforms, then b Gaussian vectors
+            b = min(B, T - t)
+            masks = torch.rand(b, N, generator=g, dtype=torch.float64) < p
+            noises = torch.randn(b, P, generator=g, dtype=torch.float64)
+        mask = masks[t % B]
         total = torch.zeros(P, dtype=torch.float64)
         for n in torch.nonzero(mask).flatten().tolist():
             th = theta.clone().requires_grad_(True)
             loss = model.per_sample_loss(th[None], X[n : n + 1], y[n : n + 1])[0, 0]
             (gr,) = torch.autograd.grad(loss, th)
             total += gr * min(1.0, clip / max(float(gr.norm()), 1e-30))
-        noise = torch.randn(P, generator=g, dtype=torch.float64)
+        noise = noises[t % B]
         theta = theta - lr[t] * (total + clip * sigma[t] * noise) / (p * N)
     return theta
 

@@ -70,11 +70,12 @@ def test_momentum_debiasing_hand_derived_three_steps():
     C, sigma, eta, beta = 100.0, 1e-3, 0.1, 0.5
     h = train_pgd(model, X, y, sigma=np.full(3, sigma), R=None, clip_norm=C, lr=eta, momentum=beta,
                   init=torch.tensor([2.0]), seed=5, **CPU)
-    gen = torch.Generator().manual_seed(noise_seed(5))
+    # P = 1, T = 3: the run's three noise numbers are one block, randn(3, 1) (engine.NoiseSource)
+    draws = torch.randn(3, 1, generator=torch.Generator().manual_seed(noise_seed(5)), dtype=DT)
     w, v, ws, losses = 2.0, 0.0, [], []
     for t in (1, 2, 3):
         losses.append(0.5 * (w - 1) ** 2)
-        g = (w - 1) + C * sigma * float(torch.randn(1, generator=gen, dtype=DT))
+        g = (w - 1) + C * sigma * float(draws[t - 1, 0])
         v = beta * v + (1 - beta) * g
         w = w - eta * v / (1 - beta**t)
         ws.append(w)

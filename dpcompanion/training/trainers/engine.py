@@ -20,10 +20,12 @@ stages, each a small object or function tested on its own:
 
 Randomness. Run k owns two generators: a CPU ``torch.Generator`` seeded with
 ``seed_k`` for the initial parameters, and a generator on the device seeded with
-:func:`noise_seed` for everything drawn during training, in a fixed order per step
-(mask, then one Gaussian vector of length P). Runs that share a seed share that stream
-(common random numbers), so one generator per distinct seed serves them all. A run's
-numbers do not depend on which other runs share the batch.
+:func:`noise_seed` for everything drawn during training, in a fixed order: blocks of
+:func:`block_steps` steps, each the block's Poisson masks then its Gaussian vectors of
+length P (:class:`NoiseSource`; one step per block for large models, so one call draws
+many steps of a small one). Runs that share a seed share that stream (common random
+numbers), so one generator per distinct seed serves them all. A run's numbers do not
+depend on which other runs share the batch, nor on the chunking.
 
 Memory. Runs are trained in chunks (:func:`plan_chunks`) so that the run-dependent state
 stays below ``config.memory_budget``; chunks are independent, so the result is the same
@@ -55,6 +57,8 @@ __all__ = [
     "as_runs",
     "Charger",
     "NoiseSource",
+    "NOISE_BLOCK_ELEMENTS",
+    "block_steps",
     "Recorder",
     "sample",
     "private_step",
@@ -188,18 +192,56 @@ class Charger:
 # ------------------------------------------------------------------------ 2. sample
 
 
+#: numbers one generator pre-draws per block of steps (``(P + N_mask) x steps``): large
+#: enough that a small model draws many steps in one call (one ``randn`` call per run per
+#: step was most of a linear model's step), small enough that a large model draws step by step
+NOISE_BLOCK_ELEMENTS = 1 << 14
+
+
+def block_steps(P: int, N_mask: int = 0, *, elements: int = NOISE_BLOCK_ELEMENTS) -> int:
+    """Steps per noise block: ``max(1, elements // (P + N_mask))`` with ``N_mask`` the
+    Poisson-mask length (0 for full batch). It depends on the problem only, never on the
+    runs in the batch or the memory budget, so a run's numbers never depend on them.
+
+    >>> block_steps(61), block_steps(785), block_steps(79_510), block_steps(61, 20_000)
+    (268, 20, 1, 1)
+    """
+    return max(1, int(elements) // (int(P) + int(N_mask)))
+
+
 class NoiseSource:
     """One training-noise generator per distinct seed (:func:`noise_seed`), shared by the
-    runs with that seed. :meth:`draw` and :meth:`mask` draw for a generator only when one
-    of its runs is active, in the fixed per-step order (mask, then noise)."""
+    runs with that seed, drawing in blocks of ``B =`` :func:`block_steps` steps.
 
-    def __init__(self, seeds: Sequence[int], *, device, dtype):
+    The stream of a generator, a fixed function of its seed and of ``(P, N_mask, T)``: for
+    each block of ``b = min(B, T - t0)`` steps starting at step ``t0`` (0, B, 2B, ...), the
+    ``b`` Poisson masks' uniforms (``torch.rand(b, N)``, PSGD only), then the ``b`` steps'
+    Gaussian vectors (``torch.randn(b, P)``). With ``B = 1`` this is the step-by-step
+    order (mask, then noise). A generator draws a block only when one of its runs is active
+    at ``t0``; runs never resume after stopping, so skipping a dead generator changes no
+    active run's numbers. :meth:`draw` and :meth:`mask` give step ``t``'s rows, zero for
+    stopped runs."""
+
+    def __init__(self, seeds: Sequence[int], *, device, dtype, P: int, T: int, N: int = 0,
+                 sampling_rate: float = 1.0):
         uniq, inv = np.unique(np.asarray(seeds, dtype=np.int64), return_inverse=True)
         self.gen_of = torch.as_tensor(inv.reshape(-1), device=device)
         self.gen_of_np = inv.reshape(-1)
         self.identity = len(uniq) == len(seeds) and bool(np.all(self.gen_of_np == np.arange(len(seeds))))
         self.gens = [torch.Generator(device=device).manual_seed(noise_seed(int(s))) for s in uniq]
         self.device, self.dtype = device, dtype
+        self.T, self.p = int(T), float(sampling_rate)
+        n_mask = int(N) if self.p < 1.0 else 0
+        self.B = min(self.T, block_steps(P, n_mask))
+        G = len(self.gens)
+        self.noise_blk = torch.empty((G, self.B, P), dtype=dtype, device=device)
+        self.mask_blk = torch.empty((G, self.B, n_mask), dtype=dtype, device=device) if n_mask else None
+        self.t0 = None  # first step of the block in the buffers
+
+    @staticmethod
+    def bytes_per_generator(P: int, *, T: int, N: int, sampling_rate: float, itemsize: int) -> int:
+        n_mask = int(N) if sampling_rate < 1.0 else 0
+        return itemsize * min(int(T), block_steps(P, n_mask)) * (int(P) + n_mask)
 
     def _live(self, active: np.ndarray) -> list:
         if active.all():
@@ -208,36 +250,51 @@ class NoiseSource:
         live[self.gen_of_np[active]] = True
         return [g if live[i] else None for i, g in enumerate(self.gens)]
 
-    def draw(self, active: np.ndarray, out: torch.Tensor, buf: torch.Tensor | None = None) -> torch.Tensor:
-        """``out (K, P)`` <- each active run's standard normal vector (0 for stopped runs)."""
-        gens = self._live(active)
-        target = out if self.identity else buf
-        if getattr(self, "_rows_of", None) is not target:  # row views made once per buffer
-            self._rows_of, self._rows = target, target.unbind(0)
-        steps.draw_noise(gens, target, rows=self._rows)
-        if not self.identity:
-            torch.index_select(buf, 0, self.gen_of, out=out)
-            if not active.all():
-                out[torch.as_tensor(~active, device=out.device)] = 0
+    def _row(self, t: int, active: np.ndarray) -> int:
+        """Index of step ``t`` in the block buffers, drawing the next block first when ``t``
+        is past the current one (steps come in order, one call per step and stage)."""
+        if self.t0 is None or t >= self.t0 + self.B:
+            if self.t0 is not None and t != self.t0 + self.B:
+                raise RuntimeError(f"internal: noise steps must come in order, got step {t} after block {self.t0}")
+            b = min(self.B, self.T - t)
+            for i, g in enumerate(self._live(active)):
+                if g is None:
+                    continue
+                if self.mask_blk is not None:
+                    self.mask_blk[i, :b].uniform_(generator=g)
+                self.noise_blk[i, :b].normal_(generator=g)
+            self.t0 = t
+        return t - self.t0
+
+    def _spread(self, rows: torch.Tensor, active: np.ndarray, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Per-generator rows ``(G, n)`` -> per-run rows ``(K, n)``, stopped runs zero."""
+        if self.identity:
+            out = rows.clone() if out is None else out.copy_(rows)
+        else:
+            out = torch.index_select(rows, 0, self.gen_of, out=out) if out is not None else rows.index_select(0, self.gen_of)
+        if not active.all():
+            out[torch.as_tensor(~active, device=out.device)] = 0
         return out
 
-    def mask(self, active: np.ndarray, N: int, p: float) -> torch.Tensor:
-        """Poisson masks ``(K, N)`` (0/1 in the training dtype; 0 rows for stopped runs)."""
-        gens = self._live(active)
-        G = len(self.gens)
-        m = torch.zeros((G, N), dtype=self.dtype, device=self.device)
-        for i, g in enumerate(gens):
-            if g is not None:
-                m[i] = (torch.rand(N, generator=g, device=self.device, dtype=self.dtype) < p).to(self.dtype)
-        w = m if self.identity else m.index_select(0, self.gen_of)
-        if not active.all():
-            w[torch.as_tensor(~active, device=w.device)] = 0
-        return w
+    def draw(self, t: int, active: np.ndarray, out: torch.Tensor) -> torch.Tensor:
+        """``out (K, P)`` <- each active run's standard normal vector of step ``t`` (0 for
+        stopped runs)."""
+        j = self._row(t, active)
+        return self._spread(self.noise_blk[:, j], active, out)
+
+    def mask(self, t: int, active: np.ndarray) -> torch.Tensor:
+        """Poisson masks ``(K, N)`` of step ``t`` (0/1 in the training dtype; 0 rows for
+        stopped runs)."""
+        if self.mask_blk is None:
+            raise RuntimeError("internal: this NoiseSource was built for full batch (sampling_rate = 1)")
+        j = self._row(t, active)
+        return self._spread((self.mask_blk[:, j] < self.p).to(self.dtype), active)
 
 
-def sample(noise: NoiseSource, active: np.ndarray, *, N: int, sampling_rate: float) -> torch.Tensor | None:
-    """The sample stage: Poisson weights ``(K, N)`` for ``sampling_rate < 1``, else None (full batch)."""
-    return None if sampling_rate >= 1.0 else noise.mask(active, N, sampling_rate)
+def sample(noise: NoiseSource, t: int, active: np.ndarray) -> torch.Tensor | None:
+    """The sample stage: Poisson weights ``(K, N)`` of step ``t`` for ``sampling_rate < 1``,
+    else None (full batch)."""
+    return None if noise.mask_blk is None else noise.mask(t, active)
 
 
 # ------------------------------------------------------------------ 3. private step
@@ -332,12 +389,14 @@ def plan_chunks(K: int, *, bytes_per_run: int, budget: int, fixed: int = 0, max_
     return [(a, min(K, a + per)) for a in range(0, K, per)]
 
 
-def bytes_per_run(oracle, cfg: TrainConfig, P: int) -> int:
+def bytes_per_run(oracle, cfg: TrainConfig, P: int, N: int) -> int:
     """Estimated run-dependent bytes of one run: state, records and the oracle's per-step buffers."""
     item = torch.finfo(cfg.dtype).bits // 8
-    state = item * P * (5 if cfg.beta > 0 else 4)  # theta, grad sum, noise, noise buffer (+ v)
+    state = item * P * (4 if cfg.beta > 0 else 3)  # theta, grad sum, noise (+ v)
     records = 8 * cfg.T * (len(cfg.record) + 2)  # recorded fields + sigma and lr rows
-    return state + records + oracle.bytes_per_run(item)
+    block = NoiseSource.bytes_per_generator(P, T=cfg.T, N=N, sampling_rate=cfg.sampling_rate, itemsize=item)
+    mask = item * N * 2 if cfg.sampling_rate < 1.0 else 0  # this step's masks (K, N)
+    return state + records + block + mask + oracle.bytes_per_run(item)
 
 
 #: runs per chunk on the fast path (cache-sized blocks: ~8 M margins of float32 per step)
@@ -375,7 +434,7 @@ def run(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, in
     item = torch.finfo(cfg.dtype).bits // 8
     fixed = item * Xt.numel() * (3 if oracle.fast else 1)
     max_runs = max(8, FAST_BLOCK_ELEMENTS // max(1, oracle.Np)) if oracle.fast and dev.type == "cpu" else None
-    chunks = plan_chunks(K, bytes_per_run=bytes_per_run(oracle, cfg, P), budget=cfg.memory_budget, fixed=fixed,
+    chunks = plan_chunks(K, bytes_per_run=bytes_per_run(oracle, cfg, P, N), budget=cfg.memory_budget, fixed=fixed,
                          max_runs=max_runs)
     bar = _progress(cfg.T * len(chunks), cfg.progress, cfg.algorithm)
     parts = []
@@ -405,14 +464,13 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
         theta = th0.clone()
     charger = Charger(cfg.sigma, R=cfg.R, delta=cfg.delta, sampling_rate=cfg.sampling_rate,
                       ledger_factory=cfg.ledger_factory)
-    noise_src = NoiseSource(cfg.seeds, device=dev, dtype=dtype)
+    noise_src = NoiseSource(cfg.seeds, device=dev, dtype=dtype, P=P, T=T, N=N, sampling_rate=cfg.sampling_rate)
     recorder = Recorder(cfg.record, K, T)
     lr_rule = cfg.lr_rule.fresh() if hasattr(cfg.lr_rule, "fresh") else cfg.lr_rule
     stopped = np.zeros(K, dtype=bool)
     steps_done = np.zeros(K, dtype=np.int64)
     v = torch.zeros_like(theta) if cfg.beta > 0 else None
     noise = torch.empty_like(theta)
-    nbuf = None if noise_src.identity else torch.empty((len(noise_src.gens), P), dtype=dtype, device=dev)
     p = cfg.sampling_rate
     denom = p * N
     lr_all = torch.tensor(cfg.lr, dtype=dtype, device=dev)  # a copy of the read-only array
@@ -424,8 +482,8 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
         if not active.any():
             break
         act = torch.as_tensor(active, device=dev)
-        weights = sample(noise_src, active, N=N, sampling_rate=p)  # 2. Poisson sampling (PSGD)
-        noise_src.draw(active, noise, nbuf)
+        weights = sample(noise_src, t, active)  # 2. Poisson sampling (PSGD)
+        noise_src.draw(t, active, noise)
         n_t = torch.as_tensor(steps_done + 1, dtype=dtype, device=dev) if v is not None else None
         sig_used = charger.sigma_used  # the sigma each run was charged for is the one its noise uses
         theta, sg, gnorm, lr_t = private_step(  # 3. clip -> sum -> noise -> scale -> update

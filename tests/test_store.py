@@ -256,3 +256,26 @@ def test_a_page_shows_the_full_result_only_when_fresh(tiny, monkeypatch):
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "full"
     monkeypatch.setattr(store, "code_hash", lambda exp: "another")  # the code changed since
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "quick"
+
+
+def test_git_state_dirty_ignores_stored_results(tmp_path, monkeypatch):
+    """A rewritten file under results/ (the previous experiment of a sweep) is not a code
+    change; any other tracked file is."""
+    import subprocess
+
+    from dpcompanion.core.provenance import git_state
+
+    monkeypatch.delenv("DPCOMPANION_COMMIT", raising=False)
+    git = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "r.json").write_text("1")
+    (tmp_path / "code.py").write_text("x = 1")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
+    assert git_state(tmp_path)[1] is False
+    (tmp_path / "results" / "r.json").write_text("2")
+    assert git_state(tmp_path)[1] is False
+    (tmp_path / "code.py").write_text("x = 2")
+    commit, dirty = git_state(tmp_path)
+    assert dirty is True and len(commit) == 12

@@ -68,6 +68,8 @@ def _version(pkg: str) -> str:
 
 def git_state(repo: Path = REPO) -> tuple[str, bool]:
     """(commit, dirty) of the checkout holding the package; ('unknown', False) outside git.
+    Dirty means a tracked file outside ``results/`` differs from the commit: a stored result
+    being rewritten (one experiment after another in a sweep) does not change the code.
 
     ``DPCOMPANION_COMMIT``/``DPCOMPANION_DIRTY`` override it (set by the runner, so that every
     notebook of one reproduce run reports the same state)."""
@@ -79,7 +81,7 @@ def git_state(repo: Path = REPO) -> tuple[str, bool]:
         ).stdout.strip()
         dirty = bool(
             subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
+                ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"],
                 cwd=repo, capture_output=True, text=True, check=True,
             ).stdout.strip()
         )

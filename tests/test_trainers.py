@@ -117,6 +117,20 @@ def test_forced_sigma_overspending_stops_early():
     assert np.isnan(h.loss[3:]).all() and np.isfinite(h.loss[:3]).all()
 
 
+def test_engine_tally_counts_runs_and_the_steps_they_took():
+    """The results store's run count: runs trained and steps actually taken (a run the
+    ledger stops counts its steps so far, not T)."""
+    from dpcompanion.training.trainers import engine
+
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    before = engine.tally()
+    h = train_pgd(model, X, y, sigma=np.array([[3.0] * 10, [30.0] * 10]), R=0.3927, seed=[0, 1], **CPU)
+    after = engine.tally()
+    assert list(h.steps_done) == [3, 10]
+    assert after["runs"] - before["runs"] == 2 and after["run_steps"] - before["run_steps"] == 13
+
+
 # sigma from a small set: RDP curves of subsampled steps (~0.1 s each) are cached per value
 @given(
     sigma=st.sampled_from([0.3, 0.8, 1.7, 4.0, 20.0]),

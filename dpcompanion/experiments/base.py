@@ -22,8 +22,8 @@ An experiment module ``dpcompanion/experiments/<name>.py`` defines::
 
 ``config["seed"]`` is set by the caller (``--seed``); ``config["mode"]`` is the mode.
 
-A unit result may carry ``"runs"``: the number of training runs it did (the store adds them
-up for the provenance's run count; a unit without it counts as one). The results store
+The provenance's ``runs`` and ``run_steps`` are counted by the trainer engine while each unit
+runs (:func:`dpcompanion.training.trainers.engine.tally`), not reported by the unit. The results store
 (:mod:`dpcompanion.experiments.store`) runs the units on an executor, saves the payload and
 decides freshness; the code hash covers the module defining ``run_unit``/``units``/
 ``combine`` and every dpcompanion module it imports. :func:`register` adds an experiment

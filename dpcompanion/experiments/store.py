@@ -353,7 +353,8 @@ class StoredResult:
         reval = p.get("revalidated") or []
         rv = f", revalidated {reval[-1]['date']}" if reval else ""
         return (f"{self.mode} result: computed on {p.get('device')} in {p.get('wall_s', 0):.0f} s "
-                f"({p.get('runs')} runs, {p.get('units')} units, executor {p.get('executor')}) "
+                f"({_count(p.get('runs'))} runs, {_count(p.get('run_steps'))} run-steps, {p.get('units')} units, "
+                f"executor {p.get('executor')}) "
                 f"at commit {p.get('commit')}{dirty}, created {p.get('created')}{rv}; "
                 f"{'fresh' if self.fresh else 'stale: ' + self.stale_reason}")
 
@@ -363,9 +364,14 @@ class StoredResult:
         return {"id": self.id, "mode": self.mode, "path": str(self.path) if self.path else None,
                 "cached": self.cached, "fresh": self.fresh, "stale_reason": self.stale_reason,
                 "wall_s": p.get("wall_s"), "executor": p.get("executor"), "runs": p.get("runs"),
-                "units": p.get("units"), "digest": p.get("digest"), "commit": p.get("commit"),
+                "run_steps": p.get("run_steps"), "units": p.get("units"), "digest": p.get("digest"), "commit": p.get("commit"),
                 "dirty": p.get("dirty"), "device": p.get("device"), "created": p.get("created"),
                 "seed": p.get("config", {}).get("seed")}
+
+
+def _count(n) -> str:
+    """``12,345``; ``?`` for a count a result stored before it was recorded lacks."""
+    return "?" if n is None else f"{int(n):,}"
 
 
 def _read(exp: base.Experiment, mode: str, root: Path | None) -> StoredResult | None:
@@ -418,7 +424,7 @@ def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path |
 
 # --- executors -----------------------------------------------------------------------
 
-def _run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> dict:
+def _run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> tuple[dict, dict]:
     """Run one unit single-threaded on the CPU side, whatever the executor: torch at one
     intra-op thread and numpy's BLAS/LAPACK at one thread, restored afterwards.
 
@@ -428,22 +434,30 @@ def _run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> 
     1000; tiny sizes stay below torch's parallel grain and hide it). Fixing the thread count
     makes a unit's numbers depend on its config only. Parallelism comes from running units
     side by side (``--executor dask --workers N``); on a loaded 2-core machine one thread
-    per unit was also by far the faster choice (see the report of issue 8)."""
+    per unit was also by far the faster choice (see the report of issue 8).
+
+    Returns ``(unit result, counts)``: ``counts`` are the runs and run-steps the unit
+    trained, from the trainer engine's tally (``engine.tally``), for the provenance."""
     import torch
     from threadpoolctl import threadpool_limits
+
+    from dpcompanion.training.trainers import engine
 
     before = torch.get_num_threads()
     if before != 1:
         torch.set_num_threads(1)
     try:
         with threadpool_limits(limits=1, user_api="blas"):
-            return run_unit(unit, device)
+            before_tally = engine.tally()
+            result = run_unit(unit, device)
+            after = engine.tally()
+            return result, {k: after[k] - before_tally[k] for k in after}
     finally:
         if before != 1:
             torch.set_num_threads(before)
 
 
-def _run_in_worker(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> dict:
+def _run_in_worker(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> tuple[dict, dict]:
     """Run one unit in a Dask worker process (single-threaded, as every unit: :func:`_run_one`;
     N workers fill N cores)."""
     return _run_one(run_unit, unit, device)
@@ -454,7 +468,7 @@ class LocalExecutor:
 
     name = "local"
 
-    def map(self, run_unit, units: Sequence[dict], device: str) -> list[dict]:
+    def map(self, run_unit, units: Sequence[dict], device: str) -> list[tuple[dict, dict]]:
         return [_run_one(run_unit, u, device) for u in units]
 
     def close(self) -> None:
@@ -498,7 +512,7 @@ class DaskExecutor:
             self.client = Client(self.cluster)
             self.where = f"LocalCluster({n} workers x 1 thread)"
 
-    def map(self, run_unit, units: Sequence[dict], device: str) -> list[dict]:
+    def map(self, run_unit, units: Sequence[dict], device: str) -> list[tuple[dict, dict]]:
         futures = self.client.map(_run_in_worker, [run_unit] * len(units), list(units),
                                   [device] * len(units), pure=False)
         return self.client.gather(futures)
@@ -554,11 +568,11 @@ def _versions() -> dict[str, str]:
 def _compute_payload(exp: base.Experiment, config: dict, executor, device: str) -> tuple[dict, dict]:
     units = exp.units(config)
     t0 = time.perf_counter()
-    results = executor.map(exp.run_unit, units, device)
-    payload = _sorted_keys(exp.combine(config, list(results)))  # the order a loaded payload has
+    done = executor.map(exp.run_unit, units, device)  # [(unit result, counts)]
+    payload = _sorted_keys(exp.combine(config, [r for r, _ in done]))  # the order a loaded payload has
     wall = time.perf_counter() - t0
-    runs = int(sum(int(r.get("runs", 1)) if isinstance(r, dict) else 1 for r in results))
-    return payload, {"wall_s": round(wall, 3), "units": len(units), "runs": runs}
+    return payload, {"wall_s": round(wall, 3), "units": len(units),
+                     "runs": int(sum(c["runs"] for _, c in done)), "run_steps": int(sum(c["run_steps"] for _, c in done))}
 
 
 def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu", executor=None,

@@ -64,6 +64,7 @@ __all__ = [
     "private_step",
     "plan_chunks",
     "bytes_per_run",
+    "tally",
 ]
 
 
@@ -72,6 +73,18 @@ def noise_seed(seed: int) -> int:
     """Seed of a run's training-noise generator, derived from its seed (so the noise
     stream is not the init stream)."""
     return int(np.random.SeedSequence([int(seed), 0x5EED]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+#: runs and run-steps trained by :func:`run` in this process (read through :func:`tally`)
+_TALLY = {"runs": 0, "run_steps": 0}
+
+
+def tally() -> dict[str, int]:
+    """A snapshot of the runs and run-steps (steps taken, summed over runs) trained by
+    :func:`run` in this process. The results store takes the difference around each unit of
+    an experiment, so a result's run count is what the trainers did, not what the
+    experiment says it did."""
+    return dict(_TALLY)
 
 
 def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -445,6 +458,8 @@ def run(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, in
     finally:
         bar.close()
     h = parts[0] if len(parts) == 1 else History.concat(parts)
+    _TALLY["runs"] += K
+    _TALLY["run_steps"] += int(np.sum(h.steps_done))
     h.meta.update({"model": repr(model), "device": str(dev), "dtype": str(cfg.dtype).replace("torch.", ""),
                    "seeds": list(cfg.seeds), "N": N, "T": cfg.T, "runs": K, "chunks": len(chunks),
                    "fast_path": bool(oracle.fast), "wall_time": time.perf_counter() - t0, **cfg.describe()})

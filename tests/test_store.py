@@ -255,10 +255,26 @@ def test_every_experiment_gives_the_same_digest_twice(exp_id, tmp_path, monkeypa
 def test_a_page_shows_the_full_result_only_when_fresh(tiny, monkeypatch):
     quick = store.result_to_show(tiny.id, mode="quick", device="cpu")
     assert quick.mode == "quick"
+    assert store.fresh_full(tiny.id) is None
+    assert store.full_absent_note(tiny.id).startswith("No full-mode result is stored yet")
     store.compute(tiny.id, mode="full", device="cpu")
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "full"
+    assert store.fresh_full(tiny.id).mode == "full"
     monkeypatch.setattr(store, "code_hash", lambda exp: "another")  # the code changed since
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "quick"
+    assert store.fresh_full(tiny.id) is None
+    note = store.full_absent_note(tiny.id)
+    assert "stale (code changed" in note and f"experiment {tiny.id} --mode full" in note
+
+
+def test_pages_pick_full_results_through_the_store():
+    """One rule for which result a page shows: no notebook loads a full result itself (a
+    stale one would be shown as current)."""
+    nbs = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+    assert nbs
+    for nb in nbs:
+        text = nb.read_text()
+        assert 'mode=\\"full\\")' not in text, f"{nb.name} loads a full result itself; use store.fresh_full"
 
 
 def test_git_state_dirty_ignores_stored_results(tmp_path, monkeypatch):

@@ -628,15 +628,28 @@ def load_or_compute(experiment_id: str, *, mode: str, seed: int = 0, device: str
     return compute(exp.id, mode=mode, seed=seed, device=device, executor=executor, root=root)
 
 
+def fresh_full(experiment_id: str) -> StoredResult | None:
+    """The stored full-mode result of ``experiment_id`` when it is fresh, else None: a stale
+    full result is never shown as current (:func:`full_absent_note` says why it is not)."""
+    full = load(experiment_id, mode="full")
+    return full if full is not None and full.fresh else None
+
+
+def full_absent_note(experiment_id: str) -> str:
+    """One sentence for a page without a fresh full result: none stored, or stale and why,
+    with the command that computes it."""
+    full = load(experiment_id, mode="full")
+    why = ("No full-mode result is stored yet" if full is None
+           else f"The stored full-mode result is stale ({full.stale_reason}) and is not shown")
+    return f"{why}: `python -m dpcompanion experiment {experiment_id} --mode full` computes it."
+
+
 def result_to_show(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu") -> StoredResult:
     """The result a page shows for ``experiment_id``: the stored full-mode result when it is
     fresh (the committed paper-scale run), else this build's result of ``mode`` (loaded when
     fresh, else computed). A stale full result is never shown as current."""
-    if mode != "full":
-        full = load(experiment_id, mode="full")
-        if full is not None and full.fresh:
-            return full
-    return load_or_compute(experiment_id, mode=mode, seed=seed, device=device)
+    full = fresh_full(experiment_id) if mode != "full" else None
+    return full or load_or_compute(experiment_id, mode=mode, seed=seed, device=device)
 
 
 def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None) -> dict:

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons.rule import Z, Rule, by_ratio, fmt_z, zscore
+from dpcompanion.experiments.comparisons.rule import Z, Rule, by_ratio, by_z, fmt_z, zscore
 
 __all__ = ["RULES", "INFL_PAPER", "EER_MC_Z_MAX", "EER_T_CHOICE_RTOL", "EXACT_Z_MAX", "BREAKDOWN_Z_MAX",
            "INFL_TREND_RHO", "INFL_RATIO"]
@@ -95,11 +95,8 @@ def _judge_scale(*, scales: Sequence[float], rel_dyn: Sequence[float], se_dyn: S
 def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float) -> tuple[str, str, str]:
     z = zscore(sharp - flat, math.hypot(sharp_se, flat_se))
     ours = f"sharp {sharp:.4g} ± {sharp_se:.2g}, flat {flat:.4g} ± {flat_se:.2g} (z {fmt_z(z)})"
-    if z >= Z:
-        return "agrees", ours, "the sharper loss ends significantly higher"
-    if z > -Z:
-        return "partly", ours, f"no significant difference (|z| < {Z})"
-    return "disagrees", ours, "the sharper loss ends significantly lower"
+    verdict, note = by_z(z, up="the sharper loss ends significantly higher", down="the sharper loss ends significantly lower")
+    return verdict, ours, note
 
 
 def _judge_exact(*, mean: float, se: float, exact: float, z: float, max_clip_fraction: float,
@@ -142,11 +139,8 @@ def _judge_late_early(*, diff: float, se: float) -> tuple[str, str, str]:
     """``diff``: mean influence over the last third of the steps minus the first third."""
     z = zscore(diff, se)
     ours = f"late - early = {diff:.3g} ± {se:.2g} (z {fmt_z(z)})"
-    if z >= Z:
-        return "agrees", ours, "q_t significantly larger late than early"
-    if z > -Z:
-        return "partly", ours, f"no significant trend (|z| < {Z})"
-    return "disagrees", ours, "q_t significantly smaller late than early"
+    verdict, note = by_z(z, up="q_t significantly larger late than early", down="q_t significantly smaller late than early")
+    return verdict, ours, note
 
 
 def _judge_trend(*, q: Sequence[float]) -> tuple[str, str, str]:

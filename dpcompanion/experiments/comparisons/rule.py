@@ -22,7 +22,7 @@ import dataclasses
 import math
 from typing import Callable
 
-__all__ = ["Z", "NOT_COMPARED", "Rule", "zscore", "fmt_z", "by_ratio", "rel_within"]
+__all__ = ["Z", "NOT_COMPARED", "Rule", "zscore", "fmt_z", "by_z", "by_ratio", "rel_within"]
 
 #: z-score at which a difference counts as significant (two-sided ~5 %)
 Z = 2.0
@@ -55,6 +55,23 @@ def zscore(diff: float, se: float) -> float:
 
 def fmt_z(z: float) -> str:
     return "inf" if math.isinf(z) else f"{z:.1f}"
+
+
+def by_z(z: float, *, up: str, down: str) -> tuple[str, str]:
+    """``(verdict, note)`` of a difference in the claimed direction with z-score ``z``:
+    ``z >= Z`` agrees (note ``up``), ``z <= -Z`` disagrees (note ``down``), in between partly
+    (no significant difference).
+
+    >>> by_z(2.5, up="higher", down="lower"), by_z(-2.0, up="higher", down="lower")[0]
+    (('agrees', 'higher'), 'disagrees')
+    >>> by_z(1.9, up="higher", down="lower")
+    ('partly', 'no significant difference (|z| < 2.0)')
+    """
+    if z >= Z:
+        return "agrees", up
+    if z > -Z:
+        return "partly", f"no significant difference (|z| < {Z})"
+    return "disagrees", down
 
 
 def by_ratio(paper: float, ours: float, *, agree: float = 1.5, partly: float = 4.0) -> str:

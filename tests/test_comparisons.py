@@ -90,6 +90,9 @@ CASES = {
                    {"final_error": {0.0: 10.0, 0.1: 8.0, 0.5: 9.0}}, {"final_error": {0.0: 8.0, 0.1: 9.0, 0.5: 10.0}}),
     "w-f4/eps-below-bar": ("002 Fig. 4: the numerical epsilon lies below epsilon_bar",
                            {"eps_numeric": 1.0, "eps_theory": 2.0}, {"eps_numeric": 2.5, "eps_theory": 2.0}),
+    "w-eps/epsilon": ("002 footnote 3: epsilon 0.29 at epsilon_bar 0.8",
+                      {"paper": 0.29, "readings": {"pld": 0.2941, "rdp-improved": 0.24}},
+                      {"paper": 0.29, "readings": {"pld": 0.6, "rdp-improved": 0.01}}),
     "w-f2/iterations-per-epoch": ("002 Sec. 6: 196 iterations per epoch", {"ours": 196}, {"ours": 195}),
     "w-f2/T-by-epochs": ("002 Sec. 6: T = 23520 for 120 epochs",
                          {"epochs": 120, "ours": 23520}, {"epochs": 120, "ours": 23400}),
@@ -109,7 +112,7 @@ NEVER_JUDGED = {
     "h-x-eer-breakdown/clipped": {"cells": [(1.3, 100, 3.6e6), (10.0, 10, 1.0)], "threshold": 10.0},
 }
 #: figures with rules but no experiment module (nothing is trained: W-F2 is on the w-theory page)
-NO_MODULE = {"w-f2"}
+NO_MODULE = {"w-f2", "w-eps"}
 
 
 def test_every_rule_has_cases():
@@ -247,3 +250,20 @@ def test_a_comparison_over_no_cells_is_not_a_pass():
     compared nothing; it must not say 'agrees'."""
     row = cmp.compare("h-x-eer/mc-all", sizes_match=True, z=[])
     assert row["verdict"] == "not comparable" and "no cell" in row["ours"]
+
+
+def test_w_eps_rows_judge_the_closest_accountant_of_the_main_reading():
+    """W-EPS from rows shaped like claims.w_adp.w_eps_table: the appendix reading is not
+    judged; the closest accountant is; a printed value our accountant rounds to agrees."""
+    table = [{"b_delta": "main", "epsilon_bar": 0.8, "paper": 0.29, "accountant": "pld", "epsilon_accountant": 0.2149},
+             {"b_delta": "main", "epsilon_bar": 0.8, "paper": 0.29, "accountant": "rdp", "epsilon_accountant": 0.3214},
+             {"b_delta": "appendix", "epsilon_bar": 0.8, "paper": 0.29, "accountant": "pld", "epsilon_accountant": 0.29}]
+    (row,) = wu_rules.w_eps_rows(table)
+    assert row["verdict"] == "partly" and row["ours"] == "0.321" and "closest: rdp" in row["note"]
+    table[1]["epsilon_accountant"] = 0.2949
+    assert wu_rules.w_eps_rows(table)[0]["verdict"] == "agrees"
+    table[1]["epsilon_accountant"] = 0.2951  # rounds to 0.30: not the printed value
+    assert wu_rules.w_eps_rows(table)[0]["verdict"] == "partly"
+    table[0]["paper"] = 0.3
+    with pytest.raises(ValueError, match="printed value"):
+        wu_rules.w_eps_rows(table)

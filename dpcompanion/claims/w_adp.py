@@ -590,8 +590,10 @@ def _w_eps_table() -> list[dict]:
                 rows.append({**r, "paper": paper, "b_delta": b_delta, "accountant": f"rdp-{conv}"})
         res = acc.w_moments_epsilons(b_delta=b_delta)
         for r, paper in zip(res, W_EPS_PAPER):
+            w6 = acc.W_SEC6
             e_pld = acc.accountant_epsilon(
-                sigma=[r["noise_multiplier"]] * 11700, delta=1e-5, sampling_rate=256 / 50000, accountant="pld",
+                sigma=[r["noise_multiplier"]] * w6["T"], delta=w6["delta"], sampling_rate=w6["batch_size"] / w6["N"],
+                accountant="pld",
                 value_discretization_interval=1e-4,
             )
             rows.append({**r, "epsilon_accountant": e_pld, "paper": paper, "b_delta": b_delta, "accountant": "pld"})

@@ -68,6 +68,7 @@ __all__ = [
     "advanced_composition",
     "w_moments_epsilons",
     "W_EPSILON_BARS",
+    "W_SEC6",
 ]
 
 
@@ -615,16 +616,19 @@ def advanced_composition(*, epsilons, deltas, delta_prime: float) -> tuple[float
 
 #: The epsilon_bar values of Wu et al.'s experiments (file 002, Sec. 6).
 W_EPSILON_BARS: tuple[float, ...] = (0.8, 1.2, 1.6, 3.2, 6.4)
+#: The setting of Wu et al.'s footnote 3 (file 002, Sec. 6): T iterations, batch, CIFAR-10's
+#: training images, clip norm and delta.
+W_SEC6: dict[str, float] = {"T": 11700, "batch_size": 256, "N": 50000, "clip_norm": 1.0, "delta": 1e-5}
 
 
 def w_moments_epsilons(
     *,
     epsilon_bar: Iterable[float] = W_EPSILON_BARS,
-    T: int = 11700,
-    batch_size: int = 256,
-    N: int = 50000,
-    clip_norm: float = 1.0,
-    delta: float = 1e-5,
+    T: int = W_SEC6["T"],
+    batch_size: int = W_SEC6["batch_size"],
+    N: int = W_SEC6["N"],
+    clip_norm: float = W_SEC6["clip_norm"],
+    delta: float = W_SEC6["delta"],
     C_epsilon: float = 16.0,
     b_delta: str = "main",
     conversion: str = "improved",

@@ -18,7 +18,7 @@ import numpy as np
 from dpcompanion.experiments.comparisons.rule import Rule, rel_within
 
 __all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
-           "W_BATCH", "gap_stats", "w_f2_rows"]
+           "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "gap_stats", "w_f2_rows", "w_eps_rows"]
 
 #: a gap is "significant" when it exceeds this many standard errors of the difference of
 #: two means (about a two-sided 95% level for normal spreads)
@@ -29,6 +29,10 @@ EPSILON_RTOL = 1e-6
 PAPER_RUNS = 5
 #: relative tolerance of the W-F2 step-size end points
 W_F2_RTOL = 1e-6
+#: W-EPS: the paper prints its epsilons to two decimals, so ours agrees when it rounds to the
+#: printed value (within half a unit, 0.005); within this relative distance it is partly
+W_EPS_ABS = 0.005
+W_EPS_PARTLY_RTOL = 0.25
 #: W (002) Sec. 6 and its training-set size: CIFAR-10's 50 000 training images, batch 256
 W_TRAIN_SIZE, W_BATCH = 50_000, 256
 #: what the paper prints about Fig. 2's step sizes (002 Sec. 6, Fig. 2 caption, footnote 3,
@@ -212,6 +216,41 @@ def w_f2_rows() -> list[dict]:
     return rows
 
 
+# ------------------------------------------------------------------------ W-EPS (footnote 3)
+
+def _judge_w_eps(*, paper: float, readings: dict) -> tuple[str, str, str, str]:
+    """``readings``: accountant name -> our epsilon for one epsilon_bar. The paper's code is an
+    image, so which accountant it used is unknown: the reading closest to the printed value
+    is judged, and every reading is listed in the note."""
+    if not readings:
+        raise ValueError("w-eps needs at least one accountant reading")
+    best = min(readings, key=lambda k: abs(float(readings[k]) - paper))
+    ours = float(readings[best])
+    v = ("agrees" if abs(ours - paper) <= W_EPS_ABS + 1e-12
+         else "partly" if rel_within(paper, ours, W_EPS_PARTLY_RTOL) else "disagrees")
+    note = f"closest: {best}; " + ", ".join(f"{k} {float(x):.3f}" for k, x in sorted(readings.items()))
+    return v, f"{ours:.3f}", note, f"{paper:g} (002 footnote 3)"
+
+
+def w_eps_rows(table: Sequence[dict]) -> list[dict]:
+    """Paper-vs-ours rows for W-EPS (002 Sec. 6 footnote 3: the moments-accountant epsilons of
+    Thm 4.1's noise at each epsilon_bar; a claim, nothing is trained). ``table``: rows of
+    :func:`dpcompanion.claims.w_adp.w_eps_table`; the main-text B_delta reading is judged,
+    one row per epsilon_bar, the accountant closest to the printed value."""
+    from dpcompanion.experiments.comparisons import compare
+
+    main = [r for r in table if r["b_delta"] == "main"]
+    out = []
+    for eb in sorted({float(r["epsilon_bar"]) for r in main}):
+        sel = [r for r in main if float(r["epsilon_bar"]) == eb]
+        papers = {float(r["paper"]) for r in sel}
+        if len(papers) != 1:
+            raise ValueError(f"w-eps rows at epsilon_bar {eb} disagree on the printed value: {sorted(papers)}")
+        out.append(compare("w-eps/epsilon", sizes_match=True, item=f"epsilon_bar = {eb:g}", paper=papers.pop(),
+                           readings={r["accountant"]: float(r["epsilon_accountant"]) for r in sel}))
+    return out
+
+
 RULES: tuple[Rule, ...] = (
     Rule("w-f1/same-epsilon", "final epsilon of DP-SGD and ADP-SGD",
          "002 Thm 4.1, Sec. 6: equal (both calibrated to the same epsilon_bar)",
@@ -234,6 +273,10 @@ RULES: tuple[Rule, ...] = (
          "disagrees when more than half disagree; else partly", _judge_table),
     Rule("w-t36/gap", "Table 3: gain ADP - DP (adaptive step sizes, best accuracy)", "002 Table 3", _GAP_TOL,
          lambda **m: _judge_gap(**m, where="002 Table 3")),
+    Rule("w-eps/epsilon", "moments-accountant epsilon of Thm 4.1's noise (epsilon = 16 epsilon_bar)",
+         "002 Sec. 6 footnote 3: 0.29, 0.43, 0.57, 1.23, 3.24",
+         f"the closest of our accountants: within {W_EPS_ABS:g} (the printed precision) agrees, within a relative "
+         f"{W_EPS_PARTLY_RTOL:g} partly, else disagrees", _judge_w_eps),
     Rule("w-f2/iterations-per-epoch", "iterations per epoch (50000 images, batch 256)", "002 Sec. 6",
          "exact integer match", _judge_iterations),
     Rule("w-f2/T-by-epochs", "T for 60/120/200 epochs (Sec. 6)", "002 Sec. 6", "exact integer match", _judge_T),

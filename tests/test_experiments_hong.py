@@ -131,3 +131,7 @@ def test_summary_collects_rule_rows(monkeypatch, tmp_path):
     rows = summary.verdict_summary(mode="quick", ids=("h-f-curv",))
     assert rows and all(r["item"].startswith("{doc}`h-f-curv <h-f-curv>` (quick)") for r in rows)
     assert {r["verdict"] for r in rows} <= VERDICTS
+    # figures with rules but no experiment: linked to the page that shows them, marked computed
+    rows = summary.verdict_summary(mode="quick", ids=("w-f2",))
+    assert rows and all(r["item"].startswith("{doc}`w-f2 <w-theory>` (computed)") for r in rows)
+    assert set(summary.CLAIM_TABLES) == {"w-f2", "w-eps"}

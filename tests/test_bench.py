@@ -100,6 +100,8 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
         (["--size", "huge"], "--size must be"),
         (["--seed", "-1"], "--seed must be"),
         (["--out", "x.txt"], "--out must end in .json"),
+        (["--linear-only", "--runs", "5"], "--linear-only measures the fixed linear workload"),
+        (["--linear-only", "--opacus-modes", "ghost"], "--linear-only measures the fixed linear workload"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(argv, msg, capsys, tmp_path, monkeypatch):
@@ -113,6 +115,21 @@ def test_bad_input_exits_2_with_one_line(argv, msg, capsys, tmp_path, monkeypatc
 def test_out_directory_is_refused(capsys, tmp_path):
     code, _, err = _run_cli(["--quick", "--out", str(tmp_path)], capsys)
     assert code == 2 and "--out must be a file path" in err
+
+
+def test_bench_linear_only_json_file_and_default_name(tmp_path, capsys):
+    out = tmp_path / "lin.json"
+    code, stdout, _ = _run_cli(["--quick", "--linear-only", "--size", "tiny", "--device", "cpu", "--json",
+                                "--out", str(out)], capsys)
+    assert code == 0
+    r = json.loads(stdout)
+    assert r["sections"] == ["linear"] and "opacus" not in r and r["ratio_linear_batched_vs_reference"] > 0
+    assert r["linear"]["workload"]["runs"] == bench.LINEAR_WORKLOADS["tiny"].runs and "commit" in r["provenance"]
+    side = json.loads(out.with_suffix(".json.provenance.json").read_text())
+    assert side["command"] == "python -m dpcompanion bench --linear-only"
+    assert bench.default_output(r).name == "cpu-quick-linear-tiny.json"
+    assert bench.default_output({"device": "cpu", "mode": "full", "sections": ["linear"]}).name == "cpu-full-linear.json"
+    assert bench.default_output({"device": "cpu", "mode": "full"}).name == "cpu-full.json"
 
 
 def test_linear_workload_tiny_keys_and_reference():

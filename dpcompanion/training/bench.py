@@ -47,9 +47,12 @@ statistics) against the **plain loop** :func:`plain_linear_loop` (margins, per-s
 ``|dloss/dmargin| ||x||``, clip, ``weights @ X``, one Gaussian draw per step; no ledger, no
 history), timed in the same process in interleaved rounds. ``ratio_linear_batched_vs_reference``
 is the median over rounds of the round's plain-loop time over our time (target >= 1); the
-``*_run_steps_per_s`` rates are medians over rounds. The runs have distinct seeds (1000 noise generators, each drawn
-once per step to keep every run's noise stream); ``linear.common_random_numbers`` repeats the
-measurement with seeds shared by 10 runs each, the influence sweep's design.
+``*_run_steps_per_s`` rates are medians over rounds. The runs have distinct seeds (1000 noise generators, each
+keeping its run's own noise stream and drawing a block of steps per call,
+:class:`~dpcompanion.training.trainers.engine.NoiseSource`); ``linear.common_random_numbers``
+repeats the measurement with seeds shared by 10 runs each, the influence sweep's design.
+:func:`run_linear_only` (``bench --linear-only``) measures this workload alone, with the
+provenance of a full benchmark.
 
 FLOP count (:func:`private_step_flops`): the useful arithmetic of one private step of a
 dense network with layer sizes ``d_0 -> d_1 -> ... -> d_L`` on N samples, ghost style:
@@ -99,6 +102,7 @@ __all__ = [
     "private_step_flops",
     "run_benchmark",
     "run_linear_benchmark",
+    "run_linear_only",
     "plain_linear_loop",
     "LINEAR_WORKLOADS",
     "default_output",
@@ -759,11 +763,45 @@ def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
     }
 
 
+def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "paper", seed: int = 0,
+                    threads: int | None = None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The linear/logistic workload alone (:func:`run_linear_benchmark`; seconds, where the
+    full benchmark's Opacus section takes an hour on 2 cores), with the device, threads,
+    load and provenance fields of :func:`run_benchmark`; ``sections = ["linear"]``."""
+    from dpcompanion.core.provenance import resolve_device, validate_mode, validate_seed
+
+    validate_mode(mode)
+    validate_seed(seed)
+    dev = resolve_device(device)
+    if size not in LINEAR_WORKLOADS:
+        raise ValueError(f"size must be one of {', '.join(LINEAR_WORKLOADS)}, got {size!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    prev = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        t0 = time.perf_counter()
+        load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+        linear = run_linear_benchmark(mode=mode, device=dev, size=size, seed=seed, log=log)
+        return linear | {
+            "sections": ["linear"], "device": dev, "mode": mode, "size": size, "threads": torch.get_num_threads(),
+            "settings": dict(LINEAR_SETTINGS[mode]) | {"seed": seed},
+            "load_average_before": load_before,
+            "load_average_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
+            "wall_s": time.perf_counter() - t0, "provenance": _provenance_extras(dev),
+        }
+    finally:
+        torch.set_num_threads(prev)
+
+
 def default_output(result: dict[str, Any]) -> Path:
-    """``results/bench/<device>-<mode>.json`` (``-tiny`` appended for the smoke size)."""
+    """``results/bench/<device>-<mode>.json``; ``-linear`` appended for :func:`run_linear_only`,
+    ``-tiny`` for the smoke size."""
     from dpcompanion.core.provenance import REPO
 
-    tag = "" if result.get("size", "paper") == "paper" else f"-{result['size']}"
+    tag = "-linear" if result.get("sections") == ["linear"] else ""
+    tag += "" if result.get("size", "paper") == "paper" else f"-{result['size']}"
     return REPO / "results" / "bench" / f"{result['device']}-{result['mode']}{tag}.json"
 
 

@@ -15,6 +15,7 @@ HELP = ("benchmark our private step (one run and batched runs) against Opacus on
 EXAMPLES = """examples:
   python -m dpcompanion bench --quick --json
   python -m dpcompanion bench --quick --runs 20 --opacus-modes ghost,hooks
+  python -m dpcompanion bench --linear-only --out        # the linear workload at T = 100, seconds
   python -m dpcompanion bench --device cuda --out results/bench/my-gpu.json"""
 
 _DEFAULT_OUT = "default"
@@ -36,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", default="0", help="seed of the synthetic data and initial parameters (default 0)")
     p.add_argument("--opacus-modes", default=None, metavar="M1,M2",
                    help="comma-separated subset of ghost,hooks,functorch,ew (default: all)")
+    p.add_argument("--linear-only", action="store_true",
+                   help="only the linear/logistic workload (ours vs a plain batched loop); --out then defaults to "
+                        "results/bench/<device>-<mode>-linear.json")
     p.add_argument("--size", default="paper", help=argparse.SUPPRESS)  # 'tiny': smoke size for tests
 
 
@@ -56,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--device must be one of {', '.join(DEVICES)}, got {args.device!r}")
     if args.size not in bench.WORKLOADS:
         raise UsageError(f"--size must be one of {', '.join(bench.WORKLOADS)}, got {args.size!r}")
+    if args.linear_only and (args.runs is not None or args.opacus_modes is not None or args.steps is not None):
+        raise UsageError("--linear-only measures the fixed linear workload: --runs, --steps and --opacus-modes do "
+                         "not apply")
     modes = bench.OPACUS_MODES
     if args.opacus_modes is not None:
         modes = tuple(m.strip() for m in args.opacus_modes.split(",") if m.strip())
@@ -66,19 +73,24 @@ def run(args: argparse.Namespace) -> int:
     from dpcompanion.core.provenance import resolve_device
 
     resolved = resolve_device(args.device)  # ValueError (exit 2) for cuda without a GPU, before any work
-    write = args.out is not None or (mode == "full" and args.size == "paper")
+    write = args.out is not None or (mode == "full" and args.size == "paper" and not args.linear_only)
     out: Path | None = None
     if args.out not in (None, _DEFAULT_OUT):
         out = options.output_path(args.out, "--out", suffix=".json")
     elif write:  # the default file: its folder is checked now, not after the benchmark
-        out = options.output_path(bench.default_output({"device": resolved, "mode": mode, "size": args.size}),
-                                  "--out", suffix=".json")
+        sections = ["linear"] if args.linear_only else None
+        out = options.output_path(bench.default_output({"device": resolved, "mode": mode, "size": args.size,
+                                                        "sections": sections}), "--out", suffix=".json")
 
     import sys
 
     log = (lambda s: print(f"bench: {s}", file=sys.stderr)) if not args.json else None
-    result = bench.run_benchmark(mode=mode, device=args.device, runs=runs, steps=steps, size=args.size, seed=seed,
-                                 threads=threads, opacus_modes=modes, log=log)
+    if args.linear_only:
+        result = bench.run_linear_only(mode=mode, device=args.device, size=args.size, seed=seed, threads=threads,
+                                       log=log)
+    else:
+        result = bench.run_benchmark(mode=mode, device=args.device, runs=runs, steps=steps, size=args.size,
+                                     seed=seed, threads=threads, opacus_modes=modes, log=log)
     if write:
         from dpcompanion.core.provenance import save_json
 
@@ -90,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             log(f"wrote {path}")
     if args.json:
         print(json.dumps(result, indent=1, sort_keys=True, default=float))
-    else:
+    elif not args.linear_only:
         from dpcompanion.book.report import markdown_table
 
         print(markdown_table(["method", "steps/s (one run)", f"run-steps/s ({result['settings']['runs']} runs)",
@@ -100,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
               f"{result['ratio_batched_vs_sequential_opacus']:.3g}, achieved {result['achieved_gflops']:.3g} GFLOP/s "
               f"= {result['fraction_of_matmul_peak']:.1%} of the {result['matmul_peak_gflops']:.3g} GFLOP/s matmul peak "
               f"({result['device']}, {result['threads']} threads, {mode} mode, {result['wall_s']:.0f} s)")
+    if not args.json:
         print(f"linear/logistic workload: ours {result['linear_run_steps_per_s']:.4g} run-steps/s, plain loop "
               f"{result['linear_reference_run_steps_per_s']:.4g}, ratio_linear_batched_vs_reference "
               f"{result['ratio_linear_batched_vs_reference']:.3g} (median of per-round ratios)")
@@ -108,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _prov(result: dict) -> dict:
     p = dict(result["provenance"])
-    p.update({"command": "python -m dpcompanion bench", "mode": result["mode"], "device": result["device"],
+    cmd = "python -m dpcompanion bench" + (" --linear-only" if result.get("sections") == ["linear"] else "")
+    p.update({"command": cmd, "mode": result["mode"], "device": result["device"],
               "seed": result["settings"]["seed"], "wall_s": round(result["wall_s"], 2)})
     return p

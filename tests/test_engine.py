@@ -276,7 +276,8 @@ def test_record_stage_keeps_only_what_was_asked():
     a = r.arrays()
     assert a["grad_norm"] is None and a["clip_fraction"] is None
     np.testing.assert_array_equal(a["loss"][:, 0], [1.0, np.nan, 3.0])
-    assert np.isnan(a["sigma"][:, 1]).all()
+    assert np.isnan(a["sigma"][:, 1]).all() and np.isnan(a["loss"][:, 1]).all()  # a step never written
+    assert a["loss"].dtype == np.float64 and a["loss"].shape == (3, 2)
 
 
 def test_sigma_floor_and_check():

@@ -163,7 +163,7 @@ LINEAR_WORKLOADS: dict[str, LinearWorkload] = {
 }
 
 #: per mode: steps per run and interleaved rounds of the linear workload
-LINEAR_SETTINGS: dict[str, dict[str, int]] = {"quick": {"steps": 20, "rounds": 5}, "full": {"steps": 100, "rounds": 5}}
+LINEAR_SETTINGS: dict[str, dict[str, int]] = {"quick": {"steps": 20, "rounds": 9}, "full": {"steps": 100, "rounds": 9}}
 
 
 # --- FLOPs and peak -------------------------------------------------------------------

@@ -360,24 +360,40 @@ def private_step(
 
 class Recorder:
     """The record stage: ``(K, T)`` float64 arrays (NaN until written) of the fields in
-    ``fields``; steps of stopped runs stay NaN."""
+    ``fields``; steps of stopped runs stay NaN. Tensor values stay on their device until
+    :meth:`arrays` (one copy at the end instead of a device-to-host copy, and on a GPU a
+    synchronisation, per field and step)."""
 
     def __init__(self, fields, K: int, T: int):
         self.fields = frozenset(fields)
+        self.K, self.T = K, T
         self.rec = {f: np.full((K, T), np.nan) for f in self.fields}
+        self.on_device: dict[str, torch.Tensor] = {}
+        self.active = np.zeros((K, T), dtype=bool)
 
     def write(self, t: int, active: np.ndarray, **values) -> None:
         """``values``: per-run arrays or tensors (K,) for field names; unrequested ones ignored."""
+        self.active[:, t] = active
         for f, x in values.items():
             if f not in self.fields or x is None:
                 continue
             if isinstance(x, torch.Tensor):
-                x = x.detach().to("cpu", torch.float64).numpy()
-            self.rec[f][active, t] = np.asarray(x, dtype=np.float64)[active]
+                buf = self.on_device.get(f)
+                if buf is None:
+                    buf = self.on_device[f] = torch.full((self.K, self.T), math.nan, dtype=torch.float64,
+                                                         device=x.device)
+                buf[:, t] = x.detach()
+            else:
+                self.rec[f][active, t] = np.asarray(x, dtype=np.float64)[active]
 
     def arrays(self) -> dict:
         from dpcompanion.training.trainers.history import STEP_FIELDS
 
+        for f, buf in self.on_device.items():
+            a = buf.cpu().numpy()
+            a[~self.active] = np.nan  # steps of stopped runs
+            self.rec[f] = a
+        self.on_device = {}
         return {f: self.rec.get(f) for f in STEP_FIELDS}
 
 

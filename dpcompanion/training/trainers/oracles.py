@@ -179,14 +179,18 @@ class LinearOracle:
                 lo.mul_(w)
             loss = lo[:K, : self.N].sum(-1)
         a = binary_output_backprop_(self.kind, r)  # in place: d loss / d z = -s a
-        c = self._buffer("c", (Kp, self.Np), theta.dtype)
+        ex = None
         if self.kind == "logistic":  # a = sigmoid(r) > 0: only the upper bound can bind
-            torch.minimum(a, self.cap, out=c)  # clip: |a| ||x|| <= C
+            if need_clip:
+                ex = torch.gt(a, self.cap)  # clipped: a ||x|| > C (the same as min(a, cap) != a)
+            c = torch.minimum(a, self.cap, out=a)  # clip in place: |a| ||x|| <= C
         else:
+            c = self._buffer("c", (Kp, self.Np), theta.dtype)
             torch.clamp(a, min=self.neg_cap, max=self.cap, out=c)
+            if need_clip:
+                ex = torch.ne(c, a)
         clip = None
         if need_clip:
-            ex = torch.ne(c, a)
             if w is not None:
                 ex.logical_and_(w > 0)
             # summing bytes as int32 is ~6x faster than summing a bool tensor on CPU

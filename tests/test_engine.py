@@ -370,3 +370,24 @@ def test_property_budget_exact_schedules_finish_within_R(kind, T, R):
     h = train_pgd(model, X, y, sigma=sig, R=R, seed=0, record=("sigma",), **CPU)
     assert json.loads(json.dumps(h.to_dict()))["R_spent"] <= R
     assert h.steps_done == T or h.R_spent + 1 / sig[h.steps_done] ** 2 > R
+
+
+def test_seeded_generators_are_made_on_reading_and_zero_init_reads_none():
+    from dpcompanion.training.models import make_model
+    from dpcompanion.training.trainers.engine import SeededGenerators
+
+    gens = SeededGenerators([3, 5])
+    assert len(gens) == 2
+    assert torch.equal(torch.rand(4, generator=gens[1]), torch.rand(4, generator=torch.Generator().manual_seed(5)))
+    assert [torch.rand(1, generator=g).item() for g in gens] == [torch.rand(1, generator=gens[k]).item() for k in (0, 1)]
+
+    class Untouchable(SeededGenerators):
+        def __getitem__(self, k):
+            raise AssertionError("a zero initial point must not draw")
+
+    th = make_model("logistic", in_dim=3).init(generators=Untouchable([1, 2, 3]), dtype=DT)
+    assert th.shape == (3, 4) and th.dtype == DT and not th.any()
+    mlp = make_model("mlp", in_dim=3, n_classes=2, hidden=4)
+    a = mlp.init(generators=SeededGenerators([7, 8]), dtype=DT)
+    b = mlp.init(generators=[torch.Generator().manual_seed(s) for s in (7, 8)], dtype=DT)
+    assert torch.equal(a, b)

@@ -298,6 +298,13 @@ class DenseModel(Model):
     def n_layers(self) -> int:
         return len(self.sizes) - 1
 
+    def init(self, *, generators: Sequence[torch.Generator], dtype=torch.float32, device="cpu") -> torch.Tensor:
+        """As :meth:`Model.init`; ``init="zeros"`` draws nothing (the generators are never
+        touched, so a lazy sequence of them is never built)."""
+        if self.init_kind == "zeros":
+            return torch.zeros((len(generators), self.n_params), dtype=dtype, device=device)
+        return super().init(generators=generators, dtype=dtype, device=device)
+
     def init_single(self, generator: torch.Generator) -> torch.Tensor:
         if self.init_kind == "zeros":
             return torch.zeros(self.n_params, dtype=torch.float64)

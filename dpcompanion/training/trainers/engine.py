@@ -39,7 +39,7 @@ import functools
 import math
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -85,6 +85,22 @@ def tally() -> dict[str, int]:
     an experiment, so a result's run count is what the trainers did, not what the
     experiment says it did."""
     return dict(_TALLY)
+
+
+class SeededGenerators(Sequence):
+    """``[torch.Generator().manual_seed(s) for s in seeds]``, each made when it is read: a
+    model whose initial point draws nothing (zeros) never pays for K generators."""
+
+    def __init__(self, seeds: Sequence[int]):
+        self.seeds = list(seeds)
+
+    def __len__(self) -> int:
+        return len(self.seeds)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [torch.Generator().manual_seed(int(s)) for s in self.seeds[k]]
+        return torch.Generator().manual_seed(int(self.seeds[k]))
 
 
 def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -490,7 +506,7 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
     dev, dtype = Xt.device, cfg.dtype
     K, T, N, P = cfg.K, cfg.T, Xt.shape[0], model.n_params
     if th0 is None:
-        theta = model.init(generators=[torch.Generator().manual_seed(s) for s in cfg.seeds], dtype=dtype, device=dev)
+        theta = model.init(generators=SeededGenerators(cfg.seeds), dtype=dtype, device=dev)
     else:
         theta = th0.clone()
     charger = Charger(cfg.sigma, R=cfg.R, delta=cfg.delta, sampling_rate=cfg.sampling_rate,

@@ -422,7 +422,7 @@ def run_linear_benchmark(*, mode: str = "quick", device: str = "cpu", size: str 
         _sync(device)
         return time.perf_counter() - t
 
-    ours(distinct[: min(K, 8)])  # warm-up
+    ours(distinct)  # warm-up at the timed size, like the plain loop's (buffers, allocator, caches)
     plain()
     times: dict[str, list[float]] = {"ours": [], "plain": [], "ours_crn": []}
     for r in range(cfg["rounds"]):

@@ -142,6 +142,9 @@ def test_linear_workload_tiny_keys_and_reference():
                                                                     rel=1e-3)
     assert len(r["linear"]["ratio_per_round"]) == 2 and r["linear"]["workload"]["steps"] == 3
     assert r["linear"]["common_random_numbers"]["run_steps_per_s"] > 0
+    lin = r["linear"]
+    assert lin["ratio_of_best_times"] == pytest.approx(min(lin["reference"]["times_s"]) / min(lin["ours"]["times_s"]),
+                                                       rel=1e-3)
 
 
 def test_plain_linear_loop_is_private_gd_on_the_logistic_loss():

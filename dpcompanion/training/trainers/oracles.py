@@ -181,14 +181,14 @@ class LinearOracle:
         a = binary_output_backprop_(self.kind, r)  # in place: d loss / d z = -s a
         ex = None
         if self.kind == "logistic":  # a = sigmoid(r) > 0: only the upper bound can bind
-            if need_clip:
-                ex = torch.gt(a, self.cap)  # clipped: a ||x|| > C (the same as min(a, cap) != a)
+            if need_clip:  # clipped: a ||x|| > C (the same as min(a, cap) != a)
+                ex = torch.gt(a, self.cap, out=self._buffer("ex", (Kp, self.Np), torch.bool))
             c = torch.minimum(a, self.cap, out=a)  # clip in place: |a| ||x|| <= C
         else:
             c = self._buffer("c", (Kp, self.Np), theta.dtype)
             torch.clamp(a, min=self.neg_cap, max=self.cap, out=c)
             if need_clip:
-                ex = torch.ne(c, a)
+                ex = torch.ne(c, a, out=self._buffer("ex", (Kp, self.Np), torch.bool))
         clip = None
         if need_clip:
             if w is not None:

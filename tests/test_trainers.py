@@ -131,6 +131,33 @@ def test_engine_tally_counts_runs_and_the_steps_they_took():
     assert after["runs"] - before["runs"] == 2 and after["run_steps"] - before["run_steps"] == 13
 
 
+def test_engine_tally_is_per_thread():
+    """Units run side by side in one process's threads (a threaded Dask worker) each count
+    only their own runs."""
+    import threading
+
+    from dpcompanion.training.trainers import engine
+
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    counts = {}
+    both = threading.Barrier(2)  # both snapshots are taken before, and read after, both trainings
+
+    def unit(k):
+        before = engine.tally()
+        both.wait()
+        train_pgd(model, X, y, sigma=np.full(4, 30.0), R=None, seed=list(range(k)), **CPU)
+        both.wait()
+        counts[k] = engine.tally()["runs"] - before["runs"]
+
+    threads = [threading.Thread(target=unit, args=(k,)) for k in (3, 5)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert counts == {3: 3, 5: 5}
+
+
 # sigma from a small set: RDP curves of subsampled steps (~0.1 s each) are cached per value
 @given(
     sigma=st.sampled_from([0.3, 0.8, 1.7, 4.0, 20.0]),

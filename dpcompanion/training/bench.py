@@ -76,6 +76,7 @@ end of the benchmark).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import os
@@ -588,16 +589,23 @@ def run_benchmark(
     bad = [m for m in opacus_modes if m not in OPACUS_MODES]
     if bad or not opacus_modes:
         raise ValueError(f"opacus modes must be a non-empty subset of {', '.join(OPACUS_MODES)}, got {list(opacus_modes)}")
+    log = log or (lambda s: None)
+    with _torch_threads(threads):
+        return _run(mode=mode, dev=dev, size=size, cfg=cfg, seed=seed, opacus_modes=opacus_modes, log=log)
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int | None):
+    """torch's intra-op threads set to ``threads`` (None: unchanged) inside, restored after."""
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    log = log or (lambda s: None)
-    prev_threads = torch.get_num_threads()
+    prev = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _run(mode=mode, dev=dev, size=size, cfg=cfg, seed=seed, opacus_modes=opacus_modes, log=log)
+        yield
     finally:
-        torch.set_num_threads(prev_threads)
+        torch.set_num_threads(prev)
 
 
 def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
@@ -777,12 +785,7 @@ def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "p
     dev = resolve_device(device)
     if size not in LINEAR_WORKLOADS:
         raise ValueError(f"size must be one of {', '.join(LINEAR_WORKLOADS)}, got {size!r}")
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    prev = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
+    with _torch_threads(threads):
         t0 = time.perf_counter()
         load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
         linear = run_linear_benchmark(mode=mode, device=dev, size=size, seed=seed, log=log)
@@ -793,8 +796,6 @@ def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "p
             "load_average_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
             "wall_s": time.perf_counter() - t0, "provenance": _provenance_extras(dev),
         }
-    finally:
-        torch.set_num_threads(prev)
 
 
 def default_output(result: dict[str, Any]) -> Path:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
+import threading
 import time
 from collections.abc import Sequence
 
@@ -75,16 +76,17 @@ def noise_seed(seed: int) -> int:
     return int(np.random.SeedSequence([int(seed), 0x5EED]).generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
-#: runs and run-steps trained by :func:`run` in this process (read through :func:`tally`)
-_TALLY = {"runs": 0, "run_steps": 0}
+#: runs and run-steps trained by :func:`run`, per thread (read through :func:`tally`)
+_TALLY = threading.local()
 
 
 def tally() -> dict[str, int]:
     """A snapshot of the runs and run-steps (steps taken, summed over runs) trained by
-    :func:`run` in this process. The results store takes the difference around each unit of
+    :func:`run` in this thread. The results store takes the difference around each unit of
     an experiment, so a result's run count is what the trainers did, not what the
-    experiment says it did."""
-    return dict(_TALLY)
+    experiment says it did; per thread, so that units run side by side in the threads of
+    one Dask worker do not count each other's runs."""
+    return {"runs": getattr(_TALLY, "runs", 0), "run_steps": getattr(_TALLY, "run_steps", 0)}
 
 
 class SeededGenerators(Sequence):
@@ -260,17 +262,22 @@ class NoiseSource:
         self.gens = [torch.Generator(device=device).manual_seed(noise_seed(int(s))) for s in uniq]
         self.device, self.dtype = device, dtype
         self.T, self.p = int(T), float(sampling_rate)
-        n_mask = int(N) if self.p < 1.0 else 0
-        self.B = min(self.T, block_steps(P, n_mask))
+        self.B, n_mask = self.block_shape(P, T=T, N=N, sampling_rate=sampling_rate)
         G = len(self.gens)
         self.noise_blk = torch.empty((G, self.B, P), dtype=dtype, device=device)
         self.mask_blk = torch.empty((G, self.B, n_mask), dtype=dtype, device=device) if n_mask else None
         self.t0 = None  # first step of the block in the buffers
 
     @staticmethod
-    def bytes_per_generator(P: int, *, T: int, N: int, sampling_rate: float, itemsize: int) -> int:
+    def block_shape(P: int, *, T: int, N: int, sampling_rate: float) -> tuple[int, int]:
+        """``(B, N_mask)``: steps per block (at most T) and the mask length (0 for full batch)."""
         n_mask = int(N) if sampling_rate < 1.0 else 0
-        return itemsize * min(int(T), block_steps(P, n_mask)) * (int(P) + n_mask)
+        return min(int(T), block_steps(P, n_mask)), n_mask
+
+    @classmethod
+    def bytes_per_generator(cls, P: int, *, T: int, N: int, sampling_rate: float, itemsize: int) -> int:
+        B, n_mask = cls.block_shape(P, T=T, N=N, sampling_rate=sampling_rate)
+        return itemsize * B * (int(P) + n_mask)
 
     def _live(self, active: np.ndarray) -> list:
         if active.all():
@@ -490,8 +497,8 @@ def run(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, in
     finally:
         bar.close()
     h = parts[0] if len(parts) == 1 else History.concat(parts)
-    _TALLY["runs"] += K
-    _TALLY["run_steps"] += int(np.sum(h.steps_done))
+    _TALLY.runs = getattr(_TALLY, "runs", 0) + K
+    _TALLY.run_steps = getattr(_TALLY, "run_steps", 0) + int(np.sum(h.steps_done))
     h.meta.update({"model": repr(model), "device": str(dev), "dtype": str(cfg.dtype).replace("torch.", ""),
                    "seeds": list(cfg.seeds), "N": N, "T": cfg.T, "runs": K, "chunks": len(chunks),
                    "fast_path": bool(oracle.fast), "wall_time": time.perf_counter() - t0, **cfg.describe()})

@@ -713,3 +713,20 @@ def test_experiment_refuses_an_unusable_results_folder_before_computing(fast, tm
         assert out == "" and len(lines) == 1 and "DPCOMPANION_RESULTS" in lines[0], err
         assert lines[0].startswith("dpcompanion experiment: error:")
     assert not called and blocker.read_text() == "x"
+
+
+def test_reproduce_refuses_an_unusable_results_folder_before_computing(tmp_path, monkeypatch, capsys):
+    from dpcompanion import cli
+
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
+    called = []
+    monkeypatch.setattr(store, "_compute_payload", lambda *a, **k: called.append(1))
+    out_dir = tmp_path / "generated"
+    assert cli.main(["reproduce", "--only", "h-f-curv", "--device", "cpu", "--output", str(out_dir)]) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1 and lines[0].startswith("dpcompanion reproduce: error:"), err
+    assert "DPCOMPANION_RESULTS" in lines[0]
+    assert not called and not out_dir.exists() and blocker.read_text() == "x"

@@ -392,7 +392,7 @@ def _temp_is_stale(name: str, now_ns: int) -> bool:
         return False  # not ours
     if now_ns - t_ns > STALE_TEMP_S * 1e9:
         return True
-    if host == _HOST and pid != os.getpid():
+    if host == _HOST and pid != os.getpid() and os.name == "posix":  # (os.kill(pid, 0) kills on Windows)
         try:
             os.kill(pid, 0)
         except ProcessLookupError:

@@ -730,3 +730,53 @@ def test_reproduce_refuses_an_unusable_results_folder_before_computing(tmp_path,
     assert out == "" and len(lines) == 1 and lines[0].startswith("dpcompanion reproduce: error:"), err
     assert "DPCOMPANION_RESULTS" in lines[0]
     assert not called and not out_dir.exists() and blocker.read_text() == "x"
+
+
+_RACE_CHILD = """
+import sys, time
+from pathlib import Path
+from dpcompanion.experiments import store
+target, who, meet, n = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+prov, payload = store._read_files(Path(sys.argv[5]))
+lost, real = [], store._rename
+
+def rename(src, dst):
+    try:
+        real(src, dst)
+    except OSError as exc:
+        lost.append(exc.errno)
+        raise
+
+def checkpoint(step):  # the first save of every process waits for the others between its renames
+    if step == "old moved away" and not (meet / who).exists():
+        (meet / who).touch()
+        t0 = time.monotonic()
+        while len(list(meet.iterdir())) < n and time.monotonic() - t0 < 60:
+            time.sleep(0.005)
+
+store._rename, store._checkpoint = rename, checkpoint
+for i in range(8):
+    store._save(target, payload, store.sealed({**prov, "created": f"{who} {i}"}))
+print(len(lost))
+"""
+
+
+def test_saves_from_several_processes_at_once_all_succeed(fast, tmp_path):
+    """Four processes saving the same result eight times each, their first saves forced to
+    meet between the two renames (so at least three of them collide): every save succeeds,
+    the result is one of theirs and intact, nothing is left over."""
+    import subprocess
+    import sys
+
+    first = store.load_or_compute(fast.id, mode="quick", device="cpu")
+    meet, src = tmp_path / "meet", tmp_path / "src"
+    meet.mkdir()
+    shutil.copytree(first.path, src)
+    procs = [subprocess.Popen([sys.executable, "-c", _RACE_CHILD, str(first.path), f"p{w}", str(meet), "4", str(src)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(4)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, outs
+    assert sum(int(o) for o, _ in outs) >= 3, outs  # the forced collisions happened, and were survived
+    r = store.load(fast.id, mode="quick")
+    assert r.fresh and r.digest == first.digest and r.provenance["created"].split()[0] in {"p0", "p1", "p2", "p3"}
+    assert _leftovers(first.path.parents[1]) == []

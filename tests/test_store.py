@@ -698,6 +698,24 @@ def test_a_save_losing_every_swap_fails_with_one_clean_message(fast, monkeypatch
     assert r.fresh and r.provenance["created"] == first.provenance["created"]
 
 
+def test_a_failing_swap_puts_the_previous_result_back(fast, monkeypatch):
+    first = store.load_or_compute(fast.id, mode="quick", device="cpu")
+    target, payload, prov = _second_save(fast, created="second")
+    real = store._rename
+
+    def refuse_the_new_one(src, dst):
+        if Path(dst) == target and ".tmp-" in Path(src).name:
+            raise PermissionError(errno.EACCES, "Permission denied (simulated)")
+        real(src, dst)
+
+    monkeypatch.setattr(store, "_rename", refuse_the_new_one)
+    with pytest.raises(PermissionError, match="simulated"):
+        store._save(target, payload, prov)
+    assert _leftovers(target.parents[1]) == []
+    r = store.load(fast.id, mode="quick")
+    assert r.fresh and r.provenance["created"] == first.provenance["created"] and target.is_dir()
+
+
 def test_experiment_refuses_an_unusable_results_folder_before_computing(fast, tmp_path, monkeypatch, capsys):
     from dpcompanion import cli
 

@@ -493,15 +493,15 @@ def _swap_in(tmp: Path, target: Path) -> None:
         try:
             _rename(tmp, target)
         except OSError as exc:
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not target.exists():
-                if old is not None and not target.exists():
-                    _rename(old, target)
-                raise
-            # another save's result landed between our two renames: it is at least as new as
-            # the one we moved away, which can go; swap again
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-            continue
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                # another save's result landed between our two renames: it is newer than the
+                # one we moved away, which can go; swap again
+                if old is not None:
+                    shutil.rmtree(old, ignore_errors=True)
+                continue
+            if old is not None and not target.exists():
+                _rename(old, target)
+            raise
         _checkpoint("new in place")
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)

@@ -422,6 +422,11 @@ def test_a_damaged_result_is_reported_listed_and_recomputed(fast, damage, file, 
     assert cli.main(["experiment", fast.id, "--mode", "full", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["fresh"] and not rec["cached"] and rec["digest"] == full.digest and rec["damaged"] is None
+    assert rec["replaced_damaged"].startswith(str(full.path / file))
+    damage(store.load(fast.id, mode="quick").path)  # (the quick result the page build recomputed)
+    assert cli.main(["experiment", fast.id]) == 0
+    out = capsys.readouterr().out
+    assert "computed over a damaged result" in out and str(quick.path / file) in out, out
     assert _leftovers(quick.path.parents[1]) == []
 
 

@@ -84,11 +84,14 @@ CASES = [
     (["experiment", "h-f-infl", "--mode", "turbo"], "--mode"),
     (["experiment", "h-f-infl", "--seed", "-1"], "--seed"),
     (["results", "--revalidate", "--device", "tpu"], "--device"),
+    (["results", "--seal", "--revalidate"], "--seal"),
     # reproduce
     (["reproduce", "--seed", "-1"], "--seed"),
     (["reproduce", "--mode", "turbo"], "--mode"),
     (["reproduce", "--device", "tpu"], "--device"),
     (["reproduce", "--only", ""], "--only"),
+    (["reproduce", "--only", "index", "--output", "/proc/x"], "--output /proc/x"),  # os.access says yes to root
+    (["reproduce", "--only", "index", "--output", "{file}/generated"], "--output"),
 ]
 
 

@@ -5,7 +5,10 @@ revalidation by the quick-mode fingerprint both ways, atomic writes, round trips
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -298,3 +301,505 @@ def test_git_state_dirty_ignores_stored_results(tmp_path, monkeypatch):
     (tmp_path / "code.py").write_text("x = 2")
     commit, dirty = git_state(tmp_path)
     assert dirty is True and len(commit) == 12
+
+
+# --- issue 19: damaged results, sealed provenance, saves that never lose a result ------------
+#
+# A fast experiment (numpy only, milliseconds): one array of 2 x 100 (stored in arrays.npz)
+# and a few scalars.
+
+def _fast_units(config):
+    return [{"i": i, "seed": config["seed"], "n": config["n"]} for i in range(2)]
+
+
+def _fast_run_unit(unit, device):
+    rng = np.random.default_rng([unit["seed"], unit["i"]])
+    return {"x": rng.standard_normal(unit["n"])}
+
+
+def _fast_combine(config, results):
+    x = np.stack([r["x"] for r in results])
+    return {"x": x, "total": float(x.sum()), "label": "fast"}
+
+
+FAST = {"quick": {"n": 100}, "full": {"n": 120}}
+
+
+@pytest.fixture()
+def fast(tmp_path, monkeypatch):
+    exp = base.Experiment(id="test-fast", title="fast", configs=FAST, units=_fast_units,
+                          run_unit=_fast_run_unit, combine=_fast_combine)
+    base.register(exp)
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
+    yield exp
+    base.unregister(exp.id)
+
+
+def _leftovers(root: Path) -> list[str]:
+    return [p.name for p in root.rglob(".*") if ".tmp-" in p.name or ".old-" in p.name]
+
+
+def _rewrite_npz_without_a0(d: Path) -> None:
+    with np.load(d / "arrays.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    np.savez_compressed(d / "arrays.npz", **{("b" + k): v for k, v in arrays.items()})
+
+
+def _corrupt_npz_member(d: Path) -> None:
+    """Flip bytes inside the compressed data of a0 (the zip directory stays readable)."""
+    b = bytearray((d / "arrays.npz").read_bytes())
+    mid = len(b) // 3
+    b[mid:mid + 40] = bytes(40)
+    (d / "arrays.npz").write_bytes(bytes(b))
+
+
+def _set_seed(d: Path, seed) -> None:
+    p = json.loads((d / "provenance.json").read_text())
+    p["config"]["seed"] = seed
+    (d / "provenance.json").write_text(json.dumps(p))
+
+
+#: (name, damage applied to the result folder, the file named, what is said)
+DAMAGES = [
+    ("npz deleted", lambda d: (d / "arrays.npz").unlink(), "arrays.npz", "missing"),
+    ("npz truncated", lambda d: (d / "arrays.npz").write_bytes((d / "arrays.npz").read_bytes()[:100]),
+     "arrays.npz", "cannot be read"),
+    ("npz member corrupt", _corrupt_npz_member, "arrays.npz", "cannot be read"),
+    ("npz lacks a0", _rewrite_npz_without_a0, "arrays.npz", "array a0 missing"),
+    ("npz empty", lambda d: (d / "arrays.npz").write_bytes(b""), "arrays.npz", "cannot be read"),
+    ("payload truncated", lambda d: (d / "payload.json").write_text((d / "payload.json").read_text()[:50]),
+     "payload.json", "not valid JSON"),
+    ("payload deleted", lambda d: (d / "payload.json").unlink(), "payload.json", "missing"),
+    ("payload a list", lambda d: (d / "payload.json").write_text("[1, 2]"), "payload.json", "not a JSON object"),
+    ("payload number edited",
+     lambda d: (d / "payload.json").write_text((d / "payload.json").read_text().replace('"fast"', '"slow"')),
+     "payload.json", "does not match the digest"),
+    ("provenance truncated",
+     lambda d: (d / "provenance.json").write_text((d / "provenance.json").read_text()[:70]),
+     "provenance.json", "not valid JSON"),
+    ("provenance deleted", lambda d: (d / "provenance.json").unlink(), "provenance.json", "missing"),
+    ("provenance not utf-8", lambda d: (d / "provenance.json").write_bytes(b"\xff\xfe{"), "provenance.json",
+     "cannot be read"),
+    ("provenance seed a string", lambda d: _set_seed(d, "zero"), "provenance.json", "seed"),
+    ("provenance without digest",
+     lambda d: (d / "provenance.json").write_text(json.dumps(
+         {k: v for k, v in json.loads((d / "provenance.json").read_text()).items() if k != "digest"})),
+     "provenance.json", "'digest'"),
+]
+
+
+@pytest.mark.parametrize("damage,file,what", [d[1:] for d in DAMAGES], ids=[d[0] for d in DAMAGES])
+def test_a_damaged_result_is_reported_listed_and_recomputed(fast, damage, file, what, capsys):
+    from dpcompanion import cli
+
+    quick = store.load_or_compute(fast.id, mode="quick", device="cpu")
+    assert (quick.path / "arrays.npz").is_file()
+    full = store.compute(fast.id, mode="full", device="cpu")  # another result that must stay listed
+    damage(quick.path)
+    r = store.load(fast.id, mode="quick")
+    assert r is not None and not r.fresh and r.payload == {}
+    assert r.damaged.startswith(str(quick.path / file) + ":") and what in r.damaged, r.damaged
+    assert r.stale_reason == f"damaged: {r.damaged}"
+    assert "damaged" in r.summary() and r.record()["damaged"] == r.damaged
+    # results: every other result listed, the damaged file named, exit 0 (text and --json)
+    assert cli.main(["results"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "Traceback" not in out
+    lines = [ln for ln in out.splitlines() if ln.startswith(fast.id)]
+    assert len(lines) == 2 and any("DAMAGED" in ln and str(quick.path / file) in ln for ln in lines), out
+    assert any(" full " in ln and "fresh" in ln for ln in lines), out
+    assert cli.main(["results", "--json"]) == 0
+    rows = [row for row in json.loads(capsys.readouterr().out) if row["id"] == fast.id]
+    assert {row["mode"]: bool(row["damaged"]) for row in rows} == {"quick": True, "full": False}
+    # a page: the fresh full result; with the full damaged too, this build's quick result, recomputed
+    assert store.result_to_show(fast.id, mode="quick").digest == full.digest
+    damage(full.path)
+    assert store.fresh_full(fast.id) is None
+    assert store.full_absent_note(fast.id).startswith("The stored full-mode result is stale (damaged: ")
+    shown = store.result_to_show(fast.id, mode="quick")
+    assert shown.mode == "quick" and shown.fresh and not shown.cached and shown.digest == quick.digest
+    # experiment recomputes over a damaged result
+    assert cli.main(["experiment", fast.id, "--mode", "full", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["fresh"] and not rec["cached"] and rec["digest"] == full.digest and rec["damaged"] is None
+    assert rec["replaced_damaged"].startswith(str(full.path / file))
+    damage(store.load(fast.id, mode="quick").path)  # (the quick result the page build recomputed)
+    assert cli.main(["experiment", fast.id]) == 0
+    out = capsys.readouterr().out
+    assert "computed over a damaged result" in out and str(quick.path / file) in out, out
+    assert _leftovers(quick.path.parents[1]) == []
+
+
+def test_a_damaged_quick_cache_is_recomputed_by_the_next_build(fast):
+    """The book build path (load_or_compute) recomputes a damaged or stale quick result."""
+    first = store.load_or_compute(fast.id, mode="quick", device="cpu")
+    (first.path / "arrays.npz").write_bytes(b"PK\x03\x04 not really a zip")
+    again = store.load_or_compute(fast.id, mode="quick", device="cpu")
+    assert not again.cached and again.fresh and again.digest == first.digest
+    assert store.load(fast.id, mode="quick").fresh
+
+
+#: the provenance fields a page shows (StoredResult.summary), edited as in issue 19
+EDITS = {"device": "cuda", "commit": "deadbeef", "created": "1999-01-01T00:00:00+00:00", "wall_s": 1.0,
+         "runs": 7, "run_steps": 70, "units": 9, "executor": "dask tcp://far:8786", "dirty": "flipped",
+         "revalidated": [{"date": "1999-01-01"}], "quick_digest": "0" * 64, "versions": {"torch": "0.0"}}
+
+
+@pytest.mark.parametrize("field", sorted(EDITS))
+def test_an_edited_provenance_field_makes_the_result_stale(fast, field):
+    full = store.compute(fast.id, mode="full", device="cpu")
+    assert store.fresh_full(fast.id) is not None
+    p = json.loads((full.path / "provenance.json").read_text())
+    p[field] = (not p["dirty"]) if field == "dirty" else EDITS[field]
+    (full.path / "provenance.json").write_text(json.dumps(p))
+    r = store.load(fast.id, mode="full")
+    assert not r.fresh and r.stale_reason == f"provenance edited: {field}" and not r.damaged
+    assert store.fresh_full(fast.id) is None
+    assert store.result_to_show(fast.id, mode="quick").mode == "quick"  # the page does not show it
+    assert store.revalidate(fast.id)["status"] == "stale"  # and revalidation does not launder it
+
+
+def test_an_added_or_removed_provenance_field_or_seal_makes_the_result_stale(fast):
+    full = store.compute(fast.id, mode="full", device="cpu")
+    path = full.path / "provenance.json"
+    good = json.loads(path.read_text())
+    for edited, reason in [
+        ({**good, "gpu": "H100"}, "provenance edited: gpu (added)"),
+        ({k: v for k, v in good.items() if k != "run_steps"}, "provenance edited: run_steps (removed)"),
+        ({**good, store.SEAL: "x"}, f"provenance edited: {store.SEAL}"),
+        ({k: v for k, v in good.items() if k != store.SEAL}, "provenance not sealed"),
+    ]:
+        path.write_text(json.dumps(edited))
+        r = store.load(fast.id, mode="full")
+        assert not r.fresh and r.stale_reason.startswith(reason), (reason, r.stale_reason)
+    path.write_text(json.dumps(good))
+    assert store.load(fast.id, mode="full").fresh
+
+
+def test_seal_unsealed_seals_intact_results_only(fast, capsys):
+    """The migration of results stored before seals (``results --seal``): no recomputation,
+    the digest unchanged, an edited-after-sealing or damaged result refused."""
+    from dpcompanion import cli
+
+    full = store.compute(fast.id, mode="full", device="cpu")
+    quick = store.load(fast.id, mode="quick")
+    for r in (full, quick):  # as stored before seals existed
+        p = json.loads((r.path / "provenance.json").read_text())
+        del p[store.SEAL]
+        (r.path / "provenance.json").write_text(json.dumps(p))
+    (quick.path / "arrays.npz").unlink()
+    before = (full.path / "payload.json").read_bytes(), (full.path / "arrays.npz").read_bytes()
+    assert store.load(fast.id, mode="full").stale_reason.startswith("provenance not sealed")
+    assert cli.main(["results", "--seal", "--json"]) == 0
+    rows = {(row["id"], row["mode"]): row for row in json.loads(capsys.readouterr().out)}
+    assert rows[(fast.id, "full")]["seal"]["status"] == "sealed" and rows[(fast.id, "full")]["fresh"]
+    assert rows[(fast.id, "quick")]["seal"]["status"] == "refused"
+    r = store.load(fast.id, mode="full")
+    assert r.fresh and r.digest == full.digest and r.provenance["created"] == full.provenance["created"]
+    assert ((full.path / "payload.json").read_bytes(), (full.path / "arrays.npz").read_bytes()) == before
+    assert [e["status"] for e in store.seal_unsealed() if e["id"] == fast.id and e["mode"] == "full"] == \
+        ["already sealed"]
+    p = json.loads((full.path / "provenance.json").read_text())
+    p["device"] = "cuda"
+    (full.path / "provenance.json").write_text(json.dumps(p))
+    (row,) = [e for e in store.seal_unsealed() if e["id"] == fast.id and e["mode"] == "full"]
+    assert row["status"] == "refused" and row["detail"] == "provenance edited: device"
+
+
+def test_revalidation_reseals_and_keeps_the_history(fast, monkeypatch):
+    full = store.compute(fast.id, mode="full", device="cpu")
+    real = store.code_files
+    monkeypatch.setattr(store, "code_files", lambda exp: {**real(exp), "dpcompanion.theory.accounting": "edited"})
+    assert store.load(fast.id, mode="full").stale_reason.startswith("code changed")
+    assert store.revalidate(fast.id)["status"] == "revalidated"
+    r = store.load(fast.id, mode="full")
+    assert r.fresh and len(r.provenance["revalidated"]) == 1 and r.digest == full.digest
+    assert "revalidated" in r.summary()
+    p = json.loads((r.path / "provenance.json").read_text())
+    p["revalidated"] = []  # hiding the revalidation is an edit too
+    (r.path / "provenance.json").write_text(json.dumps(p))
+    assert store.load(fast.id, mode="full").stale_reason == "provenance edited: revalidated"
+
+
+def test_result_folders_and_files_get_the_umask_permissions(fast, monkeypatch):
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        full = store.compute(fast.id, mode="full", device="cpu")
+        monkeypatch.setattr(store, "code_files", lambda exp: {"changed": "x"})
+        assert store.revalidate(fast.id)["status"] == "revalidated"  # rewrites provenance.json
+    finally:
+        os.umask(old)
+    for d in (full.path, full.path.parent / "quick"):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o755, d
+        for f in d.iterdir():
+            assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
+
+
+#: the steps of a save (store._checkpoint), in order
+STEPS = ["tmp made", "payload written", "arrays written", "provenance written", "old moved away",
+         "new in place", "old removed"]
+
+
+class _Stop(BaseException):
+    """Raised at a save step (a BaseException, as KeyboardInterrupt)."""
+
+
+def _second_save(fast, *, created: str):
+    """The stored quick result's payload again, with another 'created' (so the two can be told apart)."""
+    res = store.load(fast.id, mode="quick")
+    return res.path, res.payload, store.sealed({**res.provenance, "created": created})
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_save_stopped_at_any_step_keeps_a_good_result(fast, step, monkeypatch):
+    first = store.load_or_compute(fast.id, mode="quick", device="cpu")
+    target, payload, prov = _second_save(fast, created="second")
+
+    def stop(s):
+        if s == step:
+            raise _Stop(s)
+
+    monkeypatch.setattr(store, "_checkpoint", stop)
+    with pytest.raises(_Stop):
+        store._save(target, payload, prov)
+    monkeypatch.setattr(store, "_checkpoint", lambda s: None)
+    r = store.load(fast.id, mode="quick")
+    assert r.fresh and r.digest == first.digest  # never lost, never damaged
+    assert r.provenance["created"] == ("second" if STEPS.index(step) >= STEPS.index("new in place")
+                                       else first.provenance["created"])
+    # what the stopped save left is tidied by the next listing once stale
+    monkeypatch.setattr(store, "STALE_TEMP_S", 0)
+    store.list_results()
+    assert _leftovers(target.parents[1]) == [] and target.is_dir()
+    assert store.load(fast.id, mode="quick").fresh
+
+
+_KILL_CHILD = """
+import os, signal, sys
+from pathlib import Path
+from dpcompanion.experiments import store
+target, step = Path(sys.argv[1]), sys.argv[2]
+prov, payload = store._read_files(target)
+prov = store.sealed({**prov, "created": "second"})
+def checkpoint(s):
+    if s == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+store._checkpoint = checkpoint
+store._save(target, payload, prov)
+"""
+
+
+@pytest.mark.parametrize("step", ["provenance written", "old moved away", "new in place"])
+def test_a_save_killed_between_its_renames_keeps_the_previous_result(fast, step):
+    """A real SIGKILL (no handler runs): the previous result is read from ``.quick.old-…``
+    while ``quick/`` is missing, and put back by the next listing (its writer is dead)."""
+    import subprocess
+    import sys
+
+    first = store.load_or_compute(fast.id, mode="quick", device="cpu")
+    proc = subprocess.run([sys.executable, "-c", _KILL_CHILD, str(first.path), step], capture_output=True,
+                          timeout=120)
+    assert proc.returncode == -9, proc.stderr.decode()
+    if step == "old moved away":
+        assert not first.path.exists() and _leftovers(first.path.parent)  # the window of issue 19
+    r = store.load(fast.id, mode="quick")
+    assert r.fresh and r.digest == first.digest
+    assert r.provenance["created"] == ("second" if step == "new in place" else first.provenance["created"])
+    store.list_results()  # the dead writer's folders go, the previous result is back in place
+    assert _leftovers(first.path.parents[1]) == [] and first.path.is_dir()
+    assert store.load(fast.id, mode="quick").fresh
+
+
+def test_cleanup_removes_stale_temporaries_only(fast, monkeypatch):
+    import subprocess
+    import sys
+    import time
+
+    first = store.load_or_compute(fast.id, mode="quick", device="cpu")
+    parent = first.path.parent
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    now = time.time_ns()
+    old_ns = now - int(2 * store.STALE_TEMP_S * 1e9)
+    stale = [f".quick.tmp-{store._HOST}-{dead}-{now}-aa", f".quick.old-otherhost-1-{old_ns}-bb",
+             f".quick.tmp-otherhost-1-{old_ns}-cc"]
+    live = [f".quick.tmp-{store._HOST}-{os.getpid()}-{now}-dd", f".quick.old-otherhost-1-{now}-ee"]
+    for name in stale + live:
+        (parent / name).mkdir()
+        (parent / name / "payload.json").write_text("{")
+    (first.path / f".provenance.json.tmp-{store._HOST}-{dead}-{now}-ff.json").write_text("{")
+    store.list_results()
+    assert sorted(p.name for p in parent.iterdir() if p.name.startswith(".")) == sorted(live)
+    assert [p.name for p in first.path.iterdir() if p.name.startswith(".")] == []
+    assert store.load(fast.id, mode="quick").fresh
+
+
+def test_two_saves_racing_at_the_swap_both_succeed(fast, monkeypatch):
+    """Forced races (15): two threads save the same result and meet between their two
+    renames; both succeed, the last one wins, nothing is left over."""
+    import threading
+
+    store.load_or_compute(fast.id, mode="quick", device="cpu")
+    real, lost = store._rename, []
+
+    def rename(src, dst):
+        try:
+            real(src, dst)
+        except OSError as exc:
+            lost.append(exc.errno)
+            raise
+
+    monkeypatch.setattr(store, "_rename", rename)
+    for i in range(15):
+        barrier = threading.Barrier(2, timeout=20)
+        met = threading.local()
+
+        def meet(s):
+            if s == "old moved away" and not getattr(met, "done", False):
+                met.done = True
+                barrier.wait()
+
+        monkeypatch.setattr(store, "_checkpoint", meet)
+        saves = [_second_save(fast, created=f"race {i} writer {w}") for w in range(2)]
+        errors = []
+
+        def save(args):
+            try:
+                store._save(*args)
+            except BaseException as exc:  # noqa: BLE001 - the test reports any failure
+                errors.append(exc)
+
+        threads = [threading.Thread(target=save, args=(a,)) for a in saves]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == [] and not any(t.is_alive() for t in threads), errors
+        r = store.load(fast.id, mode="quick")
+        assert r.fresh and r.provenance["created"] in {f"race {i} writer 0", f"race {i} writer 1"}
+        assert _leftovers(r.path.parents[1]) == []
+    assert len(lost) == 15 and set(lost) <= {errno.ENOTEMPTY, errno.EEXIST}  # each race was a real collision
+
+
+def test_a_save_losing_every_swap_fails_with_one_clean_message(fast, monkeypatch):
+    first = store.load_or_compute(fast.id, mode="quick", device="cpu")
+    target, payload, prov = _second_save(fast, created="second")
+    real = store._rename
+
+    def others_always_first(src, dst):
+        if Path(dst) == target and ".tmp-" in Path(src).name:  # another save's result lands first
+            shutil.copytree(store._olds(target)[0], target)
+            raise OSError(errno.ENOTEMPTY, "Directory not empty")
+        real(src, dst)
+
+    monkeypatch.setattr(store, "_rename", others_always_first)
+    with pytest.raises(ValueError, match=r"other saves replaced it .* run the command again"):
+        store._save(target, payload, prov)
+    monkeypatch.setattr(store, "_rename", real)
+    assert _leftovers(target.parents[1]) == []
+    r = store.load(fast.id, mode="quick")
+    assert r.fresh and r.provenance["created"] == first.provenance["created"]
+
+
+def test_a_failing_swap_puts_the_previous_result_back(fast, monkeypatch):
+    first = store.load_or_compute(fast.id, mode="quick", device="cpu")
+    target, payload, prov = _second_save(fast, created="second")
+    real = store._rename
+
+    def refuse_the_new_one(src, dst):
+        if Path(dst) == target and ".tmp-" in Path(src).name:
+            raise PermissionError(errno.EACCES, "Permission denied (simulated)")
+        real(src, dst)
+
+    monkeypatch.setattr(store, "_rename", refuse_the_new_one)
+    with pytest.raises(PermissionError, match="simulated"):
+        store._save(target, payload, prov)
+    assert _leftovers(target.parents[1]) == []
+    r = store.load(fast.id, mode="quick")
+    assert r.fresh and r.provenance["created"] == first.provenance["created"] and target.is_dir()
+
+
+def test_experiment_refuses_an_unusable_results_folder_before_computing(fast, tmp_path, monkeypatch, capsys):
+    from dpcompanion import cli
+
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
+    called = []
+    monkeypatch.setattr(store, "_compute_payload", lambda *a, **k: called.append(1))
+    for argv in (["experiment", fast.id], ["experiment", fast.id, "--mode", "full"]):
+        assert cli.main(argv) == 2
+        out, err = capsys.readouterr()
+        lines = err.strip().splitlines()
+        assert out == "" and len(lines) == 1 and "DPCOMPANION_RESULTS" in lines[0], err
+        assert lines[0].startswith("dpcompanion experiment: error:")
+    assert not called and blocker.read_text() == "x"
+
+
+def test_reproduce_refuses_an_unusable_results_folder_before_computing(tmp_path, monkeypatch, capsys):
+    from dpcompanion import cli
+
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
+    called = []
+    monkeypatch.setattr(store, "_compute_payload", lambda *a, **k: called.append(1))
+    out_dir = tmp_path / "generated"
+    assert cli.main(["reproduce", "--only", "h-f-curv", "--device", "cpu", "--output", str(out_dir)]) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1 and lines[0].startswith("dpcompanion reproduce: error:"), err
+    assert "DPCOMPANION_RESULTS" in lines[0]
+    assert not called and not out_dir.exists() and blocker.read_text() == "x"
+
+
+_RACE_CHILD = """
+import sys, time
+from pathlib import Path
+from dpcompanion.experiments import store
+target, who, meet, n = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+prov, payload = store._read_files(Path(sys.argv[5]))
+lost, real = [], store._rename
+
+def rename(src, dst):
+    try:
+        real(src, dst)
+    except OSError as exc:
+        lost.append(exc.errno)
+        raise
+
+def checkpoint(step):  # the first save of every process waits for the others between its renames
+    if step == "old moved away" and not (meet / who).exists():
+        (meet / who).touch()
+        t0 = time.monotonic()
+        while len(list(meet.iterdir())) < n and time.monotonic() - t0 < 60:
+            time.sleep(0.005)
+
+store._rename, store._checkpoint = rename, checkpoint
+for i in range(8):
+    store._save(target, payload, store.sealed({**prov, "created": f"{who} {i}"}))
+print(len(lost))
+"""
+
+
+def test_saves_from_several_processes_at_once_all_succeed(fast, tmp_path):
+    """Four processes saving the same result eight times each, their first saves forced to
+    meet between the two renames (so at least three of them collide): every save succeeds,
+    the result is one of theirs and intact, nothing is left over."""
+    import subprocess
+    import sys
+
+    first = store.load_or_compute(fast.id, mode="quick", device="cpu")
+    meet, src = tmp_path / "meet", tmp_path / "src"
+    meet.mkdir()
+    shutil.copytree(first.path, src)
+    procs = [subprocess.Popen([sys.executable, "-c", _RACE_CHILD, str(first.path), f"p{w}", str(meet), "4", str(src)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(4)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, outs
+    assert sum(int(o) for o, _ in outs) >= 3, outs  # the forced collisions happened, and were survived
+    r = store.load(fast.id, mode="quick")
+    assert r.fresh and r.digest == first.digest and r.provenance["created"].split()[0] in {"p0", "p1", "p2", "p3"}
+    assert _leftovers(first.path.parents[1]) == []

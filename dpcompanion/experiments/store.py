@@ -8,12 +8,35 @@ into independent units. Its result lives in ``results/<id>/<mode>/``:
 * ``provenance.json``: commit and dirty flag, config and its hash, code hash (and the hash
   of each source file it covers), device, library versions, created, wall time, units and
   runs, executor, ``digest``; for a full result also the quick-mode digest of the same code
-  (the behavioural fingerprint, see :func:`revalidate`) and the revalidation history.
+  (the behavioural fingerprint, see :func:`revalidate`) and the revalidation history; and
+  the **seal** (``provenance_seal``, below).
 
-Writes are atomic: everything goes to a temporary folder beside ``<mode>/`` that is renamed
-into place only when complete, so a failing computation or write leaves nothing behind.
-Quick results are a local cache (``results/*/quick/`` is git-ignored, so a fresh clone
-recomputes them); full results are committed.
+Writes are atomic and never lose the previous result (:func:`_save`): everything goes to a
+temporary folder ``.<mode>.tmp-…`` beside ``<mode>/`` (made with the umask's permissions),
+then two renames swap it in (``<mode>`` to ``.<mode>.old-…``, the new folder to ``<mode>``).
+A failing computation or write leaves nothing behind; a save killed between the two renames
+leaves the previous result in ``.<mode>.old-…``, which readers use while ``<mode>`` is
+missing and the next save or listing puts back; temporary folders of killed saves (writer
+gone, or older than :data:`STALE_TEMP_S`) are removed by the next save or listing; two saves
+racing at the swap both succeed, the last one wins. Results stay plain folders of plain
+files (git stores them). Quick results are a local cache (``results/*/quick/`` is
+git-ignored, so a fresh clone recomputes them); full results are committed.
+
+**Reading checks everything** (:func:`load`): both JSON files parse, every array the payload
+refers to is in ``arrays.npz`` and readable, and the payload has its recorded digest. A
+result failing any check is **damaged**: ``StoredResult.damaged`` is ``<file>: <what>``, its
+``stale_reason`` ``damaged: <file>: <what>``; it is stale (never shown, recomputed by the
+next :func:`load_or_compute`), and listing goes on with the other results.
+
+**seal** (``provenance_seal``): ``{field: sha256[:16] of its JSON value}`` for every other
+provenance field (device, commit, created, wall time, runs, run-steps, units, executor,
+config, digest ...), written at save. A field edited, added or removed since makes the
+result stale with reason ``provenance edited: <field>``; a result without a seal is stale
+too (``results --seal``, :func:`seal_unsealed`, seals results stored before seals existed,
+intact ones only, without recomputing). The seal covers every field, so a revalidation,
+which changes the code hash and appends to ``revalidated``, re-seals; it only runs on a
+result whose seal was intact (an edited one is stale for that reason, not for code). The
+seal detects edits and accidents, it is not a signature: anyone can recompute it.
 
 **digest**: sha256 over a canonical encoding of the payload only (:func:`digest`): dict keys
 sorted, floats by ``repr``, ints and strings tagged, arrays by dtype, shape and bytes. It
@@ -29,8 +52,8 @@ numbers), and so is everything the experiment does not import: the book layer (p
 report) in particular, so editing a figure never invalidates a result. The store's
 :data:`RUN_POLICY` (every unit runs single-threaded) is hashed with them.
 
-A result is **fresh** when its config hash and code hash both equal the current ones and its
-payload still has the recorded digest.
+A result is **fresh** when it is not damaged, its seal matches, and its config hash and code
+hash both equal the current ones.
 
 **Revalidation** (:func:`revalidate`): a refactor that changes no number should not force
 hours of recomputation. When a full result is computed, the quick mode of the same code and
@@ -45,14 +68,16 @@ from __future__ import annotations
 import ast
 import dataclasses
 import datetime as _dt
+import errno
 import functools
 import hashlib
 import json
 import os
 import shutil
 import sys
-import tempfile
 import time
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -62,7 +87,8 @@ from dpcompanion.core.provenance import REPO, git_state, resolve_device, validat
 from dpcompanion.experiments import base
 
 __all__ = [
-    "StoredResult", "load_or_compute", "load", "compute", "revalidate", "list_results", "digest",
+    "StoredResult", "load_or_compute", "load", "compute", "revalidate", "list_results", "seal_unsealed", "sealed",
+    "digest",
     "config_hash", "code_files", "code_hash", "results_root", "result_dir", "check_writable",
     "LocalExecutor", "DaskExecutor", "make_executor", "check_executor_options", "EXECUTORS", "INLINE_MAX",
 ]
@@ -272,6 +298,17 @@ def _join_arrays(obj: Any, arrays) -> Any:
     return obj
 
 
+def _npz_keys(obj: Any) -> list[str]:
+    """The ``arrays.npz`` entries a payload.json refers to."""
+    if isinstance(obj, dict):
+        if set(obj) == {"__npz__"}:
+            return [str(obj["__npz__"])]
+        return [k for v in obj.values() for k in _npz_keys(v)]
+    if isinstance(obj, list):
+        return [k for v in obj for k in _npz_keys(v)]
+    return []
+
+
 def _sorted_keys(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: _sorted_keys(obj[k]) for k in sorted(obj)}
@@ -284,38 +321,204 @@ def _write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-def _save(target: Path, payload: dict, provenance: dict) -> None:
-    """Write ``payload`` and ``provenance`` into ``target`` atomically (temporary folder, rename)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    old = None
+# --- the provenance seal -------------------------------------------------------------
+
+#: the provenance field holding the seal: ``{field: sha256[:16] of its JSON value}`` for every
+#: other field (see the module docstring)
+SEAL = "provenance_seal"
+#: the command that seals results stored before seals existed
+SEAL_COMMAND = "python -m dpcompanion results --seal"
+
+
+def _seal_of(provenance: dict) -> dict[str, str]:
+    data = json.loads(json.dumps(provenance))  # exactly as stored (tuples as lists, keys as strings)
+    return {k: hashlib.sha256(json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+                              .encode()).hexdigest()[:16]
+            for k, v in sorted(data.items()) if k != SEAL}
+
+
+def sealed(provenance: dict) -> dict:
+    """``provenance`` with its seal (:data:`SEAL`) over every other field."""
+    p = {k: v for k, v in provenance.items() if k != SEAL}
+    return {**p, SEAL: _seal_of(p)}
+
+
+def _seal_problem(provenance: dict) -> str:
+    """'' when the seal matches every field, else ``provenance edited: <field>`` (or unsealed)."""
+    seal = provenance.get(SEAL)
+    if seal is None:
+        return f"provenance not sealed (`{SEAL_COMMAND}` seals a result stored before seals)"
+    if not isinstance(seal, dict):
+        return f"provenance edited: {SEAL}"
+    now = _seal_of(provenance)
+    for k in sorted(set(now) | set(seal)):
+        if k not in seal:
+            return f"provenance edited: {k} (added)"
+        if k not in now:
+            return f"provenance edited: {k} (removed)"
+        if now[k] != seal[k]:
+            return f"provenance edited: {k}"
+    return ""
+
+
+# --- saving: never losing the previous result ----------------------------------------
+
+#: a temporary folder (``.<mode>.tmp-*``, ``.<mode>.old-*``) or file (``.provenance.tmp-*``)
+#: older than this, or whose writer (same host) is no longer running, is left over from a
+#: killed save and is removed by the next save or listing
+STALE_TEMP_S = 600
+#: how often a save retries its swap when other saves of the same result keep getting in first
+SWAP_ATTEMPTS = 20
+_HOST = "".join(c for c in __import__("socket").gethostname() if c.isalnum())[:32] or "host"
+
+
+def _checkpoint(step: str) -> None:
+    """Called between the steps of a save (a no-op): tests stop a save here to simulate a kill."""
+
+
+def _temp_name(target: Path, kind: str, suffix: str = "") -> Path:
+    """``.<name>.<kind>-<host>-<pid>-<time ns>-<random><suffix>`` beside ``target``."""
+    return target.parent / (f".{target.name}.{kind}-{_HOST}-{os.getpid()}-{time.time_ns()}-"
+                            f"{os.urandom(4).hex()}{suffix}")
+
+
+def _temp_is_stale(name: str, now_ns: int) -> bool:
+    """Whether the temporary file/folder ``name`` (from :func:`_temp_name`) was left by a save
+    that is over: its writer on this host has exited, or it is older than :data:`STALE_TEMP_S`."""
+    parts = name.split("-")
     try:
+        host, pid, t_ns = parts[-4], int(parts[-3]), int(parts[-2])
+    except (IndexError, ValueError):
+        return False  # not ours
+    if now_ns - t_ns > STALE_TEMP_S * 1e9:
+        return True
+    if host == _HOST and pid != os.getpid() and os.name == "posix":  # (os.kill(pid, 0) kills on Windows)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+    return False
+
+
+def _olds(target: Path) -> list[Path]:
+    """The ``.<mode>.old-*`` folders beside ``target``, newest first."""
+    def when(p: Path) -> int:
+        try:
+            return int(p.name.split("-")[-2])
+        except (IndexError, ValueError):
+            return 0
+    try:
+        found = [p for p in target.parent.glob(f".{target.name}.old-*") if p.is_dir()]
+    except OSError:
+        return []
+    return sorted(found, key=when, reverse=True)
+
+
+def _cleanup(target: Path) -> None:
+    """Tidy what killed saves of ``target`` left (never raises): when ``target`` is missing
+    because a save was killed between its two renames, the previous result (``.old-``) is put
+    back; stale ``.tmp-``/``.old-`` folders and ``.provenance.tmp-`` files are removed."""
+    try:
+        parent = target.parent
+        if not parent.is_dir():
+            return
+        now = time.time_ns()
+        if not target.exists():
+            for old in _olds(target):
+                if _temp_is_stale(old.name, now) and (old / "provenance.json").is_file():
+                    try:
+                        _rename(old, target)
+                    except OSError:
+                        pass
+                    break
+        for p in parent.glob(f".{target.name}.*-*"):
+            kind = p.name[len(target.name) + 2:].split("-")[0]
+            if kind in ("tmp", "old") and _temp_is_stale(p.name, now):
+                shutil.rmtree(p, ignore_errors=True)
+        if target.is_dir():
+            for p in target.glob(".provenance.json.tmp-*"):
+                if _temp_is_stale(p.name.removesuffix(".json"), now):
+                    p.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _rename(src: Path, dst: Path) -> None:
+    os.rename(src, dst)
+
+
+def _save(target: Path, payload: dict, provenance: dict) -> None:
+    """Write ``payload`` and ``provenance`` into ``target`` so that no moment, and no kill,
+    loses the previous result.
+
+    The new result is written whole into a temporary folder (``.<mode>.tmp-…``, made with
+    the umask's permissions), then swapped in by two renames: ``<mode>`` to ``.<mode>.old-…``
+    and the temporary folder to ``<mode>``. A save killed between the two leaves the previous
+    result in ``.<mode>.old-…``, which readers use while ``<mode>`` is missing and the next save
+    or listing puts back (:func:`_cleanup`). Two saves racing at the swap: the one whose
+    rename lands second finds ``<mode>`` taken and swaps again, so both succeed and the last
+    one wins (after :data:`SWAP_ATTEMPTS` lost swaps a ValueError says so)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _cleanup(target)
+    tmp = _temp_name(target, "tmp")
+    os.mkdir(tmp)  # mode 0o777 less the umask (tempfile.mkdtemp would give 0o700)
+    try:
+        _checkpoint("tmp made")
         arrays: dict[str, np.ndarray] = {}
         _write_json(tmp / "payload.json", _split_arrays(payload, arrays, ""))
+        _checkpoint("payload written")
         if arrays:
             np.savez_compressed(tmp / "arrays.npz", **arrays)
+            _checkpoint("arrays written")
         _write_json(tmp / "provenance.json", provenance)
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}"
-            target.rename(old)
-        tmp.rename(target)
+        _checkpoint("provenance written")
+        _swap_in(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and not target.exists():
-            old.rename(target)
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+
+
+def _swap_in(tmp: Path, target: Path) -> None:
+    for _ in range(SWAP_ATTEMPTS):
+        old = None
+        if target.exists():
+            old = _temp_name(target, "old")
+            try:
+                _rename(target, old)
+            except FileNotFoundError:  # another save moved it away first
+                old = None
+        _checkpoint("old moved away")
+        try:
+            _rename(tmp, target)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                # another save's result landed between our two renames: it is newer than the
+                # one we moved away, which can go; swap again
+                if old is not None:
+                    shutil.rmtree(old, ignore_errors=True)
+                continue
+            if old is not None and not target.exists():
+                _rename(old, target)
+            raise
+        _checkpoint("new in place")
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        _checkpoint("old removed")
+        return
+    raise ValueError(f"results folder {target}: {SWAP_ATTEMPTS} other saves replaced it while this one "
+                     "was being saved; run the command again")
 
 
 def _replace_provenance(target: Path, provenance: dict) -> None:
-    fd, name = tempfile.mkstemp(prefix=".provenance-", suffix=".json", dir=target)
-    os.close(fd)
+    """Replace ``target/provenance.json`` atomically (a temporary file renamed over it)."""
+    tmp = _temp_name(target / "provenance.json", "tmp", ".json")
     try:
-        _write_json(Path(name), provenance)
-        Path(name).replace(target / "provenance.json")
+        _write_json(tmp, provenance)  # the umask's permissions (tempfile.mkstemp would give 0o600)
+        os.replace(tmp, target / "provenance.json")
     except BaseException:
-        Path(name).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -325,9 +528,12 @@ def _replace_provenance(target: Path, provenance: dict) -> None:
 class StoredResult:
     """A result and what is known about it.
 
-    ``fresh``: config hash and code hash equal the current ones and the payload has its
-    recorded digest; ``cached``: loaded from disk rather than computed by this call;
-    ``path``: its folder ``results/<id>/<mode>/``; ``stale_reason``: why it is not fresh."""
+    ``fresh``: the result's files are intact, its provenance seal matches, config hash and
+    code hash equal the current ones; ``cached``: loaded from disk rather than computed by
+    this call; ``path``: its folder ``results/<id>/<mode>/``; ``stale_reason``: why it is not
+    fresh; ``damaged``: ``<file>: <what>`` when a file of the result is missing, unreadable or
+    does not match its digest (then ``stale_reason`` is ``damaged: <file>: <what>``, the
+    payload is empty, and the result is never shown)."""
 
     id: str
     mode: str
@@ -337,6 +543,7 @@ class StoredResult:
     cached: bool
     path: Path | None
     stale_reason: str = ""
+    damaged: str = ""
 
     @property
     def digest(self) -> str:
@@ -349,6 +556,8 @@ class StoredResult:
     def summary(self) -> str:
         """One line of provenance for a page: mode, device, wall time, commit, created."""
         p = self.provenance
+        if self.damaged:
+            return f"{self.mode} result: damaged ({self.damaged}), not shown"
         dirty = "+dirty" if p.get("dirty") else ""
         reval = p.get("revalidated") or []
         rv = f", revalidated {reval[-1]['date']}" if reval else ""
@@ -361,12 +570,14 @@ class StoredResult:
     def record(self) -> dict[str, Any]:
         """The fields ``experiment --json`` and ``results --json`` print."""
         p = self.provenance
+        config = p.get("config") if isinstance(p.get("config"), dict) else {}
         return {"id": self.id, "mode": self.mode, "path": str(self.path) if self.path else None,
                 "cached": self.cached, "fresh": self.fresh, "stale_reason": self.stale_reason,
+                "damaged": self.damaged or None,
                 "wall_s": p.get("wall_s"), "executor": p.get("executor"), "runs": p.get("runs"),
                 "run_steps": p.get("run_steps"), "units": p.get("units"), "digest": p.get("digest"), "commit": p.get("commit"),
                 "dirty": p.get("dirty"), "device": p.get("device"), "created": p.get("created"),
-                "seed": p.get("config", {}).get("seed")}
+                "seed": config.get("seed")}
 
 
 def _count(n) -> str:
@@ -374,53 +585,132 @@ def _count(n) -> str:
     return "?" if n is None else f"{int(n):,}"
 
 
+class _Damaged(Exception):
+    """A file of a stored result is missing, unreadable or inconsistent: ``<file>: <what>``."""
+
+
+def _read_json_object(path: Path) -> dict:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise _Damaged(f"{path}: missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Damaged(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:  # json.JSONDecodeError (also a truncated file)
+        raise _Damaged(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise _Damaged(f"{path}: not a JSON object")
+    return data
+
+
+def _check_provenance(path: Path, prov: dict) -> None:
+    for key, kind in (("digest", str), ("config", dict), ("config_hash", str), ("code_hash", str)):
+        if not isinstance(prov.get(key), kind):
+            raise _Damaged(f"{path}: field {key!r} missing or not a {kind.__name__}")
+    seed = prov["config"].get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise _Damaged(f"{path}: config seed must be an integer in [0, 2**32), got {seed!r}")
+
+
+#: what reading a damaged ``arrays.npz`` can raise (zip, zlib, npy header, I/O)
+_NPZ_ERRORS = (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile, zlib.error)
+
+
+def _read_files(d: Path) -> tuple[dict, dict]:
+    """``(provenance, payload)`` of the result in folder ``d``, every file checked; raises
+    :class:`_Damaged` (with the provenance read so far in ``args[1]``)."""
+    prov: dict = {}
+    try:
+        prov = _read_json_object(d / "provenance.json")
+        _check_provenance(d / "provenance.json", prov)
+        raw = _read_json_object(d / "payload.json")
+        keys = _npz_keys(raw)
+        npz = d / "arrays.npz"
+        arrays: dict[str, np.ndarray] = {}
+        if keys and not npz.is_file():
+            raise _Damaged(f"{npz}: missing ({d / 'payload.json'} refers to {keys[0]})")
+        if keys:
+            try:
+                with np.load(npz, allow_pickle=False) as z:
+                    absent = [k for k in keys if k not in z.files]
+                    if absent:
+                        raise _Damaged(f"{npz}: array {absent[0]} missing ({d / 'payload.json'} refers to it)")
+                    arrays = {k: z[k] for k in keys}
+            except _NPZ_ERRORS as exc:
+                raise _Damaged(f"{npz}: cannot be read ({type(exc).__name__}: {exc})") from None
+        try:
+            payload = _join_arrays(raw, arrays)
+            got = digest(payload)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise _Damaged(f"{d / 'payload.json'}: malformed ({type(exc).__name__}: {exc})") from None
+        if got != prov["digest"]:
+            with_npz = " (with arrays.npz)" if keys else ""
+            raise _Damaged(f"{d / 'payload.json'}: the payload{with_npz} does not match the digest recorded "
+                           "in provenance.json")
+        return prov, payload
+    except _Damaged as exc:
+        raise _Damaged(str(exc), prov) from None
+
+
 def _read(exp: base.Experiment, mode: str, root: Path | None) -> StoredResult | None:
-    d = result_dir(exp.id, mode, root)
-    if not (d / "provenance.json").is_file() or not (d / "payload.json").is_file():
-        return None
-    prov = json.loads((d / "provenance.json").read_text())
-    raw = json.loads((d / "payload.json").read_text())
-    npz = d / "arrays.npz"
-    if npz.is_file():
-        with np.load(npz, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    else:
-        arrays = {}
-    payload = _join_arrays(raw, arrays)
-    return StoredResult(id=exp.id, mode=mode, payload=payload, provenance=prov, fresh=False, cached=True, path=d)
+    """The stored result (its files checked: a damaged one comes back with ``damaged`` set),
+    or None when nothing is stored. While ``<mode>/`` is missing because a save was killed
+    between its renames, the previous result in ``.<mode>.old-…`` is read."""
+    target = result_dir(exp.id, mode, root)
+    for _ in range(3):  # a folder moved away by a concurrent save while being read: read again
+        d = target if target.is_dir() else next(iter(_olds(target)), None)
+        if d is None:
+            return None
+        try:
+            prov, payload = _read_files(d)
+        except _Damaged as exc:
+            if d.is_dir():
+                prov = exc.args[1] if len(exc.args) > 1 else {}
+                return StoredResult(id=exp.id, mode=mode, payload={}, provenance=prov, fresh=False, cached=True,
+                                    path=target, stale_reason=f"damaged: {exc.args[0]}", damaged=exc.args[0])
+            continue
+        return StoredResult(id=exp.id, mode=mode, payload=payload, provenance=prov, fresh=False, cached=True,
+                            path=target)
+    return None
 
 
 def _staleness(exp: base.Experiment, res: StoredResult, config: dict | None) -> str:
     """Why ``res`` is not fresh ('' when it is)."""
+    if res.damaged:
+        return res.stale_reason
     p = res.provenance
+    edited = _seal_problem(p)
+    if edited:
+        return edited
     if config is not None and p.get("config_hash") != config_hash(config):
         return "config changed"
     if p.get("code_hash") != code_hash(exp):
         old, now = p.get("code_files", {}), code_files(exp)
+        old = old if isinstance(old, dict) else {}
         changed = sorted(m for m, h in now.items() if old.get(m) != h)
         changed += sorted(m for m in old if m not in now)
         if not changed:
             return "code changed: the store's run policy"
         return "code changed: " + ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
-    if digest(res.payload) != p.get("digest"):
-        return "payload does not match its recorded digest"
     return ""
 
 
 def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path | None = None) -> StoredResult | None:
-    """The stored result of ``experiment_id`` in ``mode``, fresh or not (``fresh`` says which),
-    without computing; ``None`` when nothing is stored. ``seed``: the seed the result must
-    have been computed with to count as fresh (default: the one it was computed with)."""
+    """The stored result of ``experiment_id`` in ``mode``, fresh or not (``fresh`` says which;
+    a damaged one is stale, ``damaged`` says what is wrong), without computing; ``None`` when
+    nothing is stored. ``seed``: the seed the result must have been computed with to count as
+    fresh (default: the one it was computed with). Never raises for a damaged result."""
     exp = base.get(experiment_id)
     validate_mode(mode)
     res = _read(exp, mode, root)
-    if res is None:
-        return None
-    stored_seed = res.provenance.get("config", {}).get("seed", 0)
+    if res is None or res.damaged:
+        return res
+    stored_seed = res.provenance["config"].get("seed", 0)
     config = base.config_for(exp, mode, seed=stored_seed if seed is None else seed)
     why = _staleness(exp, res, config)
     return dataclasses.replace(res, fresh=not why, stale_reason=why)
-
 
 # --- executors -----------------------------------------------------------------------
 
@@ -609,6 +899,7 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     if quick is not None:
         prov["quick_digest"] = quick.digest
         prov["quick_device"] = quick.provenance.get("device")
+    prov = sealed(prov)
     _save(target, payload, prov)
     return StoredResult(id=exp.id, mode=mode, payload=payload, provenance=prov, fresh=True, cached=False,
                         path=target)
@@ -682,19 +973,49 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
              "from_code_hash": p.get("code_hash"), "to_code_hash": new_hash, "quick_digest": quick.digest,
              "commit": git_state()[0]}
     check_writable(res.path)
-    prov = {**p, "code_hash": new_hash, "code_files": code_files(exp),
-            "revalidated": list(p.get("revalidated") or []) + [event]}
+    # the seal was intact (an edited provenance is stale for that reason, not for code, and
+    # never gets here): re-seal over the new code hash and the appended event
+    prov = sealed({**p, "code_hash": new_hash, "code_files": code_files(exp),
+                   "revalidated": list(p.get("revalidated") or []) + [event]})
     _replace_provenance(res.path, prov)
     return {"id": exp.id, "status": "revalidated",
             "detail": f"quick digest {quick.digest[:12]} unchanged; full result fresh for code {new_hash[:12]}"}
 
 
 def list_results(root: Path | None = None) -> list[StoredResult]:
-    """Every stored result of every known experiment (fresh or not), by id then mode."""
+    """Every stored result of every known experiment (fresh, stale or damaged), by id then
+    mode; what killed saves left behind is tidied first (:func:`_cleanup`)."""
     out = []
     for exp_id in base.all_experiments():
         for mode in base.MODES:
+            _cleanup(result_dir(exp_id, mode, root))
             r = load(exp_id, mode=mode, root=root)
             if r is not None:
                 out.append(r)
+    return out
+
+
+def seal_unsealed(root: Path | None = None) -> list[dict]:
+    """Seal the provenance of every stored result that has no seal (stored before seals
+    existed), without recomputing: a one-off migration (``results --seal``). Only an intact
+    result is sealed (its files read and its payload matching its digest); a damaged one or
+    one whose seal is broken is left as it is. Returns ``{"id", "mode", "status", "detail"}``
+    per result, status ``sealed``, ``already sealed`` or ``refused``."""
+    out = []
+    for exp_id in base.all_experiments():
+        for mode in base.MODES:
+            res = _read(base.get(exp_id), mode, root)
+            if res is None:
+                continue
+            row = {"id": exp_id, "mode": mode}
+            problem = res.stale_reason if res.damaged else _seal_problem(res.provenance)
+            if not problem:
+                out.append({**row, "status": "already sealed", "detail": ""})
+            elif res.damaged or SEAL in res.provenance:
+                out.append({**row, "status": "refused", "detail": problem})
+            elif not result_dir(exp_id, mode, root).is_dir():
+                out.append({**row, "status": "refused", "detail": "an interrupted save is being recovered; list again"})
+            else:
+                _replace_provenance(res.path, sealed(res.provenance))
+                out.append({**row, "status": "sealed", "detail": f"digest {res.digest[:12]}"})
     return out

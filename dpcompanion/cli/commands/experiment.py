@@ -4,7 +4,8 @@
 [--workers N | --scheduler ADDRESS] [--device auto|cpu|cuda] [--seed N] [--recompute]
 [--revalidate] [--json]`` stores the result under ``results/<ID>/<mode>/`` (see
 :mod:`dpcompanion.experiments.store`) and prints one line, or with ``--json`` one object
-with ``id, mode, path, cached, fresh, wall_s, executor, runs, digest`` (and more).
+with ``id, mode, path, cached, fresh, wall_s, executor, runs, digest`` (and more;
+``replaced_damaged``: the damaged file of the stored result this run recomputed over).
 Every option is checked, the results folder included, before a cluster starts or a file
 is written.
 """
@@ -81,15 +82,20 @@ def run(args: argparse.Namespace) -> int:
             rec = (res.record() if res else {"id": exp.id, "mode": "full", "path": None, "cached": False,
                                               "fresh": False}) | {"revalidation": out}
         else:
+            before = store.load(exp.id, mode=args.mode)
             res = store.load_or_compute(exp.id, mode=args.mode, seed=seed, device=device, executor=executor,
                                         recompute=args.recompute)
             rec = res.record()
+            if before is not None and before.damaged:
+                rec["replaced_damaged"] = before.damaged
     finally:
         executor.close()
     if args.json:
         print(json.dumps(rec, sort_keys=True))
     else:
         what = rec.get("revalidation", {}).get("detail") or ("loaded (fresh)" if rec["cached"] else "computed")
+        if rec.get("replaced_damaged"):
+            what += f" over a damaged result ({rec['replaced_damaged']})"
         print(f"{rec['id']} {rec['mode']}: {what}; digest {str(rec.get('digest'))[:16]}, {rec.get('runs')} runs, "
               f"{rec.get('wall_s')} s on {rec.get('device')} ({rec.get('executor')}) -> {rec.get('path')}")
     return 0

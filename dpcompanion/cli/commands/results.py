@@ -1,10 +1,14 @@
 """``results``: list every stored experiment result and whether it is fresh.
 
-``python -m dpcompanion results [--json] [--revalidate]``: one row (or JSON object) per
-stored result with ``id, mode, fresh, commit, device, created, wall_s`` (and the digest
-and why a stale result is stale). ``--revalidate`` first re-checks every stale full result
-by its behavioural fingerprint (:func:`dpcompanion.experiments.store.revalidate`):
-only the quick mode is recomputed.
+``python -m dpcompanion results [--json] [--revalidate | --seal]``: one row (or JSON object)
+per stored result with ``id, mode, fresh, commit, device, created, wall_s`` (and the digest
+and why a stale result is stale). A damaged result (a file missing, unreadable or not
+matching its digest) is listed as ``DAMAGED`` with the file and what is wrong (``damaged``
+in the JSON); every other result is still listed. ``--revalidate`` first re-checks every
+stale full result by its behavioural fingerprint
+(:func:`dpcompanion.experiments.store.revalidate`): only the quick mode is recomputed.
+``--seal`` seals the provenance of results stored before provenance seals existed, without
+recomputing (:func:`dpcompanion.experiments.store.seal_unsealed`).
 """
 
 from __future__ import annotations
@@ -20,16 +24,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--revalidate", action="store_true",
                    help="re-check stale full results by recomputing their quick mode and comparing digests")
     p.add_argument("--device", default="cpu", help="device for --revalidate's quick runs (default cpu)")
+    p.add_argument("--seal", action="store_true",
+                   help="seal the provenance of results stored before seals existed (intact ones only; "
+                        "nothing is recomputed)")
 
 
 def run(args: argparse.Namespace) -> int:
     from dpcompanion.core.provenance import resolve_device
     from dpcompanion.experiments import store
 
-    from dpcompanion.cli import options
+    from dpcompanion.cli import UsageError, options
 
     device = options.flag("--device", resolve_device, args.device)
+    if args.seal and args.revalidate:
+        raise UsageError("give either --seal or --revalidate, not both")
     events = []
+    seals = {}
+    if args.seal:
+        for r in store.list_results():
+            store.check_writable(r.path)
+        seals = {(e["id"], e["mode"]): e for e in store.seal_unsealed()}
     if args.revalidate:
         for r in store.list_results():
             if r.mode == "full" and not r.fresh:
@@ -40,20 +54,28 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for r in store.list_results():
         rec = r.record()
-        row = {k: rec[k] for k in ("id", "mode", "fresh", "commit", "dirty", "device", "created", "wall_s",
-                                   "runs", "digest", "stale_reason", "path")}
+        row = {k: rec[k] for k in ("id", "mode", "fresh", "damaged", "commit", "dirty", "device", "created",
+                                   "wall_s", "runs", "digest", "stale_reason", "path")}
         ev = [e for e in events if e["id"] == r.id and r.mode == "full"]
         if ev:
             row["revalidation"] = ev[0]
+        if (r.id, r.mode) in seals:
+            row["seal"] = {k: seals[(r.id, r.mode)][k] for k in ("status", "detail")}
         rows.append(row)
     if args.json:
         print(json.dumps(rows, sort_keys=True))
         return 0
     for e in events:
         print(f"revalidate {e['id']}: {e['status']} ({e['detail']})")
+    for e in seals.values():
+        print(f"seal {e['id']} {e['mode']}: {e['status']}" + (f" ({e['detail']})" if e["detail"] else ""))
     if not rows:
         print(f"no stored results under {store.results_root()}")
     for r in rows:
+        if r["damaged"]:
+            print(f"{r['id']:<12} {r['mode']:<6} DAMAGED ({r['damaged']}): not shown; "
+                  f"`python -m dpcompanion experiment {r['id']} --mode {r['mode']}` recomputes it")
+            continue
         state = "fresh" if r["fresh"] else f"STALE ({r['stale_reason']})"
         dirty = "+dirty" if r["dirty"] else ""
         print(f"{r['id']:<12} {r['mode']:<6} {state:<8} commit {r['commit']}{dirty}  {r['device']}  "

@@ -298,7 +298,7 @@ def test_experiment_units_and_one_small_unit():
         cfg = base.config_for(exp, mode, seed=3)
         us = exp.units(cfg)
         pairs = {(u["trainer"], u["scale"]) for u in us}
-        assert {(t, s) for t in audit.TRAINERS for s in (1.0, 0.25)} <= pairs and len(pairs) == len(us)
+        assert {(t, s) for t in audit.TRAINERS for s in (1.0, 0.5)} <= pairs and len(pairs) == len(us)
         assert len({u["seed"] for u in us}) == len(us)
         assert all(audit.MIN_TRIALS <= u["trials"] <= audit.MAX_TRIALS for u in us)
     unit = {**us[0], "trials": 200}

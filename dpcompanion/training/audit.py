@@ -327,7 +327,7 @@ def gdp_mu_lower_bound(*, scores_out, scores_in, confidence: float = CONFIDENCE)
     (``scores_out``) and ``N(m_0 + mu s, s^2)`` with it (``scores_in``). This is the model of
     the full-batch audit's statistic: the projected updates carry Gaussian noise whose law
     does not depend on the canary, which only shifts their mean (Nasr et al. 2023, arXiv
-    2302.07956, Sec. 4: fitting the Gaussian-DP trade-off curve to the statistic).
+    2302.07956: fitting the Gaussian-DP trade-off curve to the statistic).
 
     ``mu_hat = (mean_in - mean_out) / s_pooled``; its two-sample t statistic ``t = mu_hat /
     k``, ``k = sqrt(1/n_out + 1/n_in)``, has a noncentral t law with ``n_out + n_in - 2``

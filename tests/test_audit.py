@@ -424,3 +424,32 @@ def test_psgd_audit_reports_tightness_and_passes_the_noise_check():
     assert r.epsilon_lower_gdp is None and 0 < r.tightness < 1 and not r.flagged
     c = r.noise_check
     assert abs(c["noise_ratio"] - 1) < 4 * c["noise_ratio_se"] and abs(c["shift_ratio"] - 1) < 4 * c["shift_ratio_se"]
+
+
+def test_gdp_model_check_rejects_unequal_variances_and_heavy_tails():
+    rng = np.random.default_rng(4)
+    ok = audit.gdp_model_check(scores_out=rng.normal(0, 2, 20000), scores_in=rng.normal(1, 2, 20000))
+    assert ok["ok"] and ok["p_equal_variance"] > 1e-3
+    var = audit.gdp_model_check(scores_out=rng.normal(0, 2, 20000), scores_in=rng.normal(1, 2.2, 20000))
+    assert not var["ok"] and var["p_equal_variance"] < 1e-3
+    t3 = audit.gdp_model_check(scores_out=rng.standard_t(3, 20000), scores_in=1 + rng.standard_t(3, 20000))
+    assert not t3["ok"] and min(t3["p_normal_out"], t3["p_normal_in"]) < 1e-3
+    with pytest.raises(ValueError, match="too few"):
+        audit.gdp_model_check(scores_out=np.arange(5.0), scores_in=np.arange(30.0))
+
+
+def test_audit_withholds_the_gdp_bound_when_its_model_is_rejected(monkeypatch):
+    def rejected(**kw):
+        return {"ok": False, "level": 1e-3, "variance_ratio": 2.0, "p_equal_variance": 1e-9,
+                "p_normal_out": 0.5, "p_normal_in": 0.5}
+
+    monkeypatch.setattr(audit, "gdp_model_check", rejected)
+    r = audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5, trials=4000, noise_multiplier_scale=0.5, seed=5)
+    assert r.epsilon_lower_gdp is None and r.gdp_fit["epsilon_lower"] > r.epsilon_claimed
+    assert r.epsilon_lower == r.epsilon_lower_threshold
+
+
+def test_shipped_full_batch_scores_pass_the_model_check():
+    for trainer in ("pgd", "momentum", "adp"):
+        r = audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=4000, seed=6)
+        assert r.gdp_fit["model_check"]["ok"] and r.epsilon_lower_gdp is not None

@@ -46,8 +46,9 @@ The setup is built so that the test is as strong as the accounting allows:
   (Nasr et al. 2023, "Tight auditing of differentially private machine learning", arXiv
   2302.07956, fit the Gaussian-DP trade-off curve in the same way). It is sound *only if the
   noise is Gaussian with a law the canary does not change*: a statistical model, not a
-  distribution-free guarantee (both worlds' sds are reported). Under Poisson sampling the
-  statistic is a Gaussian mixture, so no fit is made.
+  distribution-free guarantee. :func:`gdp_model_check` tests equal variances and normality on
+  the scores, and the bound is withheld (``None``) when it rejects them. Under Poisson
+  sampling the statistic is a Gaussian mixture, so no fit is made.
 * **Bound 2, threshold test (every trainer; ``epsilon_lower_threshold``).** The first quarter
   of each world's trials chooses the threshold and the direction of the test; the other
   three quarters, untouched by that choice, give the false-positive and false-negative
@@ -116,6 +117,8 @@ __all__ = [
     "epsilon_lower_bound",
     "gdp_mu_lower_bound",
     "epsilon_lower_gdp",
+    "gdp_model_check",
+    "MODEL_CHECK_LEVEL",
     "log_likelihood_ratio",
     "noisy_sums_from_iterates",
     "noise_check",
@@ -411,6 +414,39 @@ def epsilon_lower_gdp(*, scores_out, scores_in, delta: float, confidence: float 
     mu_lo = max(fit["mu_lower"], 0.0)
     return {"epsilon_lower": float(accounting.gdp_epsilon(mu=mu_lo, delta=delta)) if mu_lo > 0 else 0.0, **fit}
 
+
+
+#: significance level of each test of :func:`gdp_model_check` (three tests per audit)
+MODEL_CHECK_LEVEL = 1e-3
+
+
+def gdp_model_check(*, scores_out, scores_in, level: float = MODEL_CHECK_LEVEL) -> dict[str, Any]:
+    """Tests of the Gaussian-DP fit's model on the scores themselves: equal variances in the two
+    worlds (two-sided F test) and normality of each world's scores (D'Agostino-Pearson,
+    ``scipy.stats.normaltest``). ``ok`` is False when any p-value is below ``level``; the audit
+    then withholds its Gaussian-DP bound (the threshold test, which assumes nothing, remains).
+    A pass does not prove the model, it only means these tests saw no departure.
+
+    >>> rng = np.random.default_rng(0)
+    >>> gdp_model_check(scores_out=rng.normal(0, 1, 5000), scores_in=rng.normal(1, 1, 5000))["ok"]
+    True
+    >>> gdp_model_check(scores_out=rng.normal(0, 1, 5000), scores_in=rng.normal(1, 1.2, 5000))["ok"]
+    False
+    >>> gdp_model_check(scores_out=rng.laplace(0, 1, 5000), scores_in=rng.laplace(1, 1, 5000))["ok"]
+    False
+    """
+    from scipy import stats
+
+    so, si = np.asarray(scores_out, dtype=float).ravel(), np.asarray(scores_in, dtype=float).ravel()
+    if min(so.size, si.size) < 20:
+        raise ValueError(f"too few scores for the model check ({so.size} without, {si.size} with the canary; >= 20 each)")
+    f = float(si.var(ddof=1) / so.var(ddof=1))
+    tail = stats.f.sf(f, si.size - 1, so.size - 1) if f >= 1 else stats.f.cdf(f, si.size - 1, so.size - 1)
+    p_var = float(min(1.0, 2.0 * tail))
+    p_out, p_in = float(stats.normaltest(so).pvalue), float(stats.normaltest(si).pvalue)
+    ok = min(p_var, p_out, p_in) >= level
+    return {"ok": bool(ok), "level": float(level), "variance_ratio": f, "p_equal_variance": p_var,
+            "p_normal_out": p_out, "p_normal_in": p_in}
 
 # ------------------------------------------------------------------------ model and data
 
@@ -813,11 +849,13 @@ def audit_scores(
     gdp = None
     if p == 1.0:  # full batch: the statistic is Gaussian with a mean shift (see epsilon_lower_gdp)
         gdp = epsilon_lower_gdp(scores_out=scores[0], scores_in=scores[1], delta=dl, confidence=BOUND_CONFIDENCE)
+        gdp["model_check"] = gdp_model_check(scores_out=scores[0], scores_in=scores[1])
     eps_claimed, claim_acc = _claimed_epsilon(sigma, delta=dl, sampling_rate=p)
     eps_actual = _claimed_epsilon(used, delta=dl, sampling_rate=p)[0]
     eps_exact, exact_acc = exact_epsilon_of(used, delta=dl, sampling_rate=p)
     lower_thr = test["epsilon_lower"]
-    lower_gdp = None if gdp is None else gdp["epsilon_lower"]
+    # the fit's bound counts only where its model is not rejected by the scores themselves
+    lower_gdp = None if gdp is None or not gdp["model_check"]["ok"] else gdp["epsilon_lower"]
     lower = max(lower_thr, lower_gdp or 0.0)
     flagged = bool(lower > eps_claimed)
     return (AuditResult(

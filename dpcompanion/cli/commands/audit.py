@@ -92,9 +92,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"{out['trials']} trials ({t['trials_with_canary']} with the canary); threshold chosen on "
               f"{t['n_select_out'] + t['n_select_in']}, bound from {t['n_out'] + t['n_in']}: "
               f"{t['false_positives']} false positives, {t['false_negatives']} false negatives")
-        gdp = out["epsilon_lower_gdp"]
-        print(f"epsilon_lower_gdp       {'n/a (Poisson sampling: no Gaussian fit)' if gdp is None else f'{gdp:.4f}'}"
-              + ("" if gdp is None else f"  (Gaussian-DP fit, mu >= {out['gdp_fit']['mu_lower']:.4f}; assumes Gaussian noise)"))
+        gdp, fit = out["epsilon_lower_gdp"], out["gdp_fit"]
+        if fit is None:
+            print("epsilon_lower_gdp       n/a (Poisson sampling: no Gaussian fit)")
+        elif gdp is None:
+            print("epsilon_lower_gdp       withheld: the scores reject its Gaussian model (min p-value "
+                  f"{min(v for k, v in fit['model_check'].items() if k.startswith('p_')):.2g})")
+        else:
+            print(f"epsilon_lower_gdp       {gdp:.4f}  (Gaussian-DP fit, mu >= {fit['mu_lower']:.4f}; assumes Gaussian "
+                  "noise, model checks passed)")
         print(f"epsilon_lower_threshold {out['epsilon_lower_threshold']:.4f}  (threshold test, Clopper-Pearson)")
         print(f"epsilon_exact           {out['epsilon_exact']:.4f}  ({out['exact_accountant']}); tightness "
               + ("n/a" if out["tightness"] is None else f"{out['tightness']:.3f}"))

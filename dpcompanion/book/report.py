@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 
 #: a row whose sizes differ from the paper's is "not comparable", its note starting with
 #: "not compared (sizes differ)" (dpcompanion.experiments.comparisons.NOT_COMPARED)
-VERDICTS = ("agrees", "partly", "disagrees", "not comparable")
+from dpcompanion.experiments.comparisons import VERDICTS  # noqa: E402  (one list of verdict words)
 
 
 def fmt(x: Any, digits: int = 4) -> str:

@@ -25,9 +25,12 @@ from __future__ import annotations
 from typing import Any
 
 from dpcompanion.experiments.comparisons import checks, hong, wu
-from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Z, Rule
+from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Z, Judgement, Rule
 
-__all__ = ["Z", "NOT_COMPARED", "Rule", "RULES", "compare", "rule", "verdict_of", "experiment_of", "rules_for"]
+#: every verdict word a rule may give (the same tuple as :data:`dpcompanion.book.report.VERDICTS`)
+VERDICTS = ("agrees", "partly", "disagrees", "inconclusive", "identity", "not comparable")
+
+__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "compare", "rule", "verdict_of", "experiment_of", "rules_for"]
 
 
 def _registry(*groups) -> dict[str, Rule]:
@@ -68,8 +71,8 @@ def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str 
     numbers are still shown.
 
     >>> r = compare("h-f-curv/sharp-vs-flat", sizes_match=True, sharp=1.0, sharp_se=0.1, flat=0.5, flat_se=0.1)
-    >>> r["verdict"]
-    'agrees'
+    >>> r["verdict"], r["rule"], round(r["stats"]["ci_low"], 3)
+    ('agrees', 'h-f-curv/sharp-vs-flat', 0.223)
     >>> compare("h-f-curv/sharp-vs-flat", sizes_match=False, sizes_note="N 10 vs 1000", sharp=1.0, sharp_se=0.1,
     ...         flat=0.5, flat_se=0.1)["note"].split(".")[0]
     'not compared (sizes differ): N 10 vs 1000'
@@ -77,11 +80,15 @@ def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str 
     r = rule(rule_id)
     out = r.judge(**measured)
     verdict, ours, note = out[:3]
-    paper = out[3] if len(out) > 3 else r.paper
+    paper = out[3] if len(out) > 3 and out[3] is not None else r.paper
+    judgement = out[4] if len(out) > 4 else None
+    if verdict not in VERDICTS:
+        raise RuntimeError(f"rule {rule_id} said {verdict!r}, not one of {VERDICTS}")
     if not r.judged and verdict != "not comparable":
         raise RuntimeError(f"rule {rule_id} is never judged but its judge said {verdict!r}")
     row = {"item": item or r.item, "paper": paper, "ours": ours, "verdict": verdict,
-           "note": f"{note}. Tolerance: {r.tolerance}"}
+           "note": f"{note}. Tolerance: {r.tolerance}", "rule": rule_id,
+           "stats": judgement.stats() if judgement is not None else {}}
     if not sizes_match:
         row["verdict"] = "not comparable"
         head = f"{NOT_COMPARED}: {sizes_note}" if sizes_note else NOT_COMPARED

@@ -60,6 +60,7 @@ import numpy as np
 
 from dpcompanion.core.provenance import REPO, git_state, resolve_device, validate_mode, validate_seed, versions
 from dpcompanion.experiments import base
+from dpcompanion.experiments.comparisons.scale import scale_of  # the scale block of a result (issue 21)
 
 __all__ = [
     "StoredResult", "load_or_compute", "load", "compute", "revalidate", "list_results", "digest",
@@ -630,6 +631,7 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     prov = {
         "id": exp.id, "mode": mode, "commit": commit, "dirty": dirty, "config": config,
         "config_hash": config_hash(config), "code_hash": code_hash(exp), "code_files": code_files(exp),
+        "scale": scale_of(exp.id, config),
         "device": resolved, "versions": _versions(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **stats, "executor": ex.describe(), "digest": digest(payload), "revalidated": [],

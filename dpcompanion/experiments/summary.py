@@ -31,8 +31,15 @@ def _w_f2_rows() -> list[dict]:
     return wu.w_f2_rows()
 
 
+def _h_f_theory_rows() -> list[dict]:
+    from dpcompanion.experiments.comparisons import theory
+
+    return theory.h_f_theory_rows()
+
+
 #: SPEC ID -> (page, rows): paper-vs-ours tables with rules but no experiment module
-CLAIM_TABLES = {"w-f2": ("w-theory", _w_f2_rows), "w-eps": ("w-theory", _w_eps_rows)}
+CLAIM_TABLES = {"h-f-theory": ("h-f-theory", _h_f_theory_rows), "w-f2": ("w-theory", _w_f2_rows),
+                "w-eps": ("w-theory", _w_eps_rows)}
 
 
 def _module(eid: str):

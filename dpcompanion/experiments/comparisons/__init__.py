@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpcompanion.experiments.comparisons import checks, hong, wu
+from dpcompanion.experiments.comparisons import checks, hong, theory, wu
 from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Z, Judgement, Rule
 
 #: every verdict word a rule may give (the same tuple as :data:`dpcompanion.book.report.VERDICTS`)
@@ -45,7 +45,7 @@ def _registry(*groups) -> dict[str, Rule]:
     return out
 
 
-RULES: dict[str, Rule] = _registry(hong.RULES, wu.RULES, checks.RULES)
+RULES: dict[str, Rule] = _registry(hong.RULES, wu.RULES, checks.RULES, theory.RULES)
 
 
 def experiment_of(rule_id: str) -> str:

@@ -101,6 +101,9 @@ CASES = {
     "w-f2/T-footnote": ("002 footnote 3: T = 11700 for 60 epochs", {"ours": 11700}, {"ours": 11760}),
     "w-f2/eta-T": ("002 Fig. 2: eta_T = 1e-10", {"ours": 1e-10 * (1 + 1e-9)}, {"ours": 0.2}),
     "w-f2/table4-caption": ("002 Table 4 caption: eta_T = 1e-10", {"ours": 1e-10}, {"ours": 0.2 - 1e-10}),
+    "h-f-theory/value": ("001 Sec. 5: R = 0.3927 for (4, 1e-8)-DP (relative 1e-3)",
+                         {"paper": 0.3927, "ours": 0.39270, "what": "001 Sec. 5"},
+                         {"paper": 93.0, "ours": 24.0, "what": "001 Thm 4.4"}),
     "audit/claim": ("the ledger's claim is not refuted by the audit",
                     {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 0.5, "passed": True},
                     {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 3.5, "passed": False}),
@@ -117,7 +120,7 @@ NEVER_JUDGED = {
     "h-x-eer-breakdown/clipped": {"cells": [(1.3, 100, 3.6e6), (10.0, 10, 1.0)], "threshold": 10.0},
 }
 #: figures with rules but no experiment module (nothing is trained: W-F2 is on the w-theory page)
-NO_MODULE = {"w-f2", "w-eps"}
+NO_MODULE = {"w-f2", "w-eps", "h-f-theory"}
 
 
 def test_every_rule_has_cases():

@@ -30,7 +30,7 @@ from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Z, Judgement,
 #: every verdict word a rule may give (the same tuple as :data:`dpcompanion.book.report.VERDICTS`)
 VERDICTS = ("agrees", "partly", "disagrees", "inconclusive", "identity", "not comparable")
 
-__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "compare", "rule", "verdict_of", "experiment_of", "rules_for"]
+__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "compare", "rule", "verdict_of", "experiment_of", "rules_for"]
 
 
 def _registry(*groups) -> dict[str, Rule]:
@@ -64,11 +64,55 @@ def rule(rule_id: str) -> Rule:
     return RULES[rule_id]
 
 
+def tuning_cap(tuning: Any) -> tuple[str | None, str]:
+    """The tuning protocol's cap on a verdict (issue 21), from a payload's ``tuning`` list
+    (``{param, method, chosen, grid_min, grid_max, interior, stated_bound, tuning_seeds,
+    report_seeds}``): ``("not comparable", why)`` when an optimum lies at a grid edge the
+    paper did not state (not the tuned result) or when the tuning and report seeds overlap
+    (selection on the reported seeds); ``("partly", why)`` when the methods compared were
+    tuned on different grids for the same parameter (at most partly); ``(None, "")`` otherwise.
+
+    >>> tuning_cap([])
+    (None, '')
+    >>> e = dict(param="T", method="uni", chosen=150, grid_min=50, grid_max=150, interior=False, stated_bound=True,
+    ...          tuning_seeds=[1, 2], report_seeds=[3, 4])
+    >>> tuning_cap([e])
+    (None, '')
+    >>> tuning_cap([{**e, "stated_bound": False}])[0], tuning_cap([{**e, "tuning_seeds": [3]}])[0]
+    ('not comparable', 'not comparable')
+    >>> tuning_cap([e, {**e, "method": "exp", "grid_max": 100, "chosen": 100, "interior": False}])[0]
+    'partly'
+    """
+    if not tuning:
+        return None, ""
+    edge = [t for t in tuning if t.get("interior") is False and not t.get("stated_bound")]
+    if edge:
+        return "not comparable", "tuned at a grid edge the paper did not state: " + ", ".join(
+            f"{t.get('method')} {t.get('param')} = {t.get('chosen')} (grid {t.get('grid_min')}..{t.get('grid_max')})"
+            for t in edge)
+    shared = [t for t in tuning if set(t.get("tuning_seeds") or []) & set(t.get("report_seeds") or [])]
+    if shared:
+        return "not comparable", "selected on the reported seeds: " + ", ".join(
+            f"{t.get('method')} {t.get('param')}" for t in shared)
+    grids: dict[str, set] = {}
+    for t in tuning:
+        grids.setdefault(str(t.get("param")), set()).add((t.get("grid_min"), t.get("grid_max")))
+    unequal = sorted(p for p, g in grids.items() if len(g) > 1)
+    if unequal:
+        return "partly", f"the methods were tuned on different grids for {', '.join(unequal)}"
+    return None, ""
+
+
+_ORDER = {"agrees": 0, "identity": 0, "partly": 1, "inconclusive": 2, "disagrees": 2, "not comparable": 3}
+
+
 def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str | None = None,
-            **measured: Any) -> dict[str, str]:
+            tuning: Any = None, **measured: Any) -> dict[str, str]:
     """One paper-vs-ours row for ``rule_id``. ``sizes_match=False``: not judged (verdict
     ``not comparable``, note ``not compared (sizes differ): <sizes_note>``), though our
-    numbers are still shown.
+    numbers are still shown. ``tuning``: the payload's tuning list, whose protocol caps the
+    verdict (:func:`tuning_cap`: an ``agrees`` becomes ``partly`` on unequal grids; any verdict
+    becomes ``not comparable`` at an unstated grid edge or with shared tuning/report seeds).
 
     >>> r = compare("h-f-curv/sharp-vs-flat", sizes_match=True, sharp=1.0, sharp_se=0.1, flat=0.5, flat_se=0.1)
     >>> r["verdict"], r["rule"], round(r["stats"]["ci_low"], 3)
@@ -89,6 +133,10 @@ def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str 
     row = {"item": item or r.item, "paper": paper, "ours": ours, "verdict": verdict,
            "note": f"{note}. Tolerance: {r.tolerance}", "rule": rule_id,
            "stats": judgement.stats() if judgement is not None else {}}
+    cap, why = tuning_cap(tuning)
+    if cap is not None and _ORDER[cap] > _ORDER.get(row["verdict"], 3) and not (cap == "partly" and row["verdict"] != "agrees"):
+        row["note"] = f"{why}: capped at '{cap}' (the rule gave '{row['verdict']}'). " + row["note"]
+        row["verdict"] = cap
     if not sizes_match:
         row["verdict"] = "not comparable"
         head = f"{NOT_COMPARED}: {sizes_note}" if sizes_note else NOT_COMPARED

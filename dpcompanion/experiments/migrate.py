@@ -17,11 +17,25 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
+import tempfile
 from pathlib import Path
 
 from dpcompanion.experiments import base, store
 
 __all__ = ["migrate_config_hashes"]
+
+
+def _write_provenance(folder: Path, provenance: dict) -> None:
+    """Replace ``folder/provenance.json`` atomically (a temporary file in the folder, renamed)."""
+    fd, name = tempfile.mkstemp(prefix=".provenance-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(provenance, indent=1, sort_keys=True) + "\n")
+        os.replace(name, folder / "provenance.json")
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
 
 
 def migrate_config_hashes(root: Path | None = None, *, dry_run: bool = False) -> list[dict]:
@@ -50,9 +64,8 @@ def migrate_config_hashes(root: Path | None = None, *, dry_run: bool = False) ->
                      "why": f"config_hash rounds floats to {store.CONFIG_DIGITS} significant digits (issue 21)"}
             if not dry_run:
                 store.check_writable(res.path)
-                store._replace_provenance(res.path, {**p, "config_hash": new,
-                                                     "config_hash_migrated": list(p.get("config_hash_migrated") or [])
-                                                     + [event]})
+                _write_provenance(res.path, {**p, "config_hash": new,
+                                             "config_hash_migrated": list(p.get("config_hash_migrated") or []) + [event]})
             out.append({**row, "status": "migrated", "detail": f"{str(p.get('config_hash'))[:12]} -> {new[:12]}"})
     return out
 

@@ -30,7 +30,7 @@ from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Z, Judgement,
 #: every verdict word a rule may give (the same tuple as :data:`dpcompanion.book.report.VERDICTS`)
 VERDICTS = ("agrees", "partly", "disagrees", "inconclusive", "identity", "not comparable")
 
-__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "compare", "rule", "verdict_of", "experiment_of", "rules_for"]
+__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "apply_tuning_cap", "compare", "rule", "verdict_of", "experiment_of", "rules_for"]
 
 
 def _registry(*groups) -> dict[str, Rule]:
@@ -106,6 +106,16 @@ def tuning_cap(tuning: Any) -> tuple[str | None, str]:
 _ORDER = {"agrees": 0, "identity": 0, "partly": 1, "inconclusive": 2, "disagrees": 2, "not comparable": 3}
 
 
+def apply_tuning_cap(row: dict, tuning: Any) -> dict:
+    """``row`` with its verdict capped by :func:`tuning_cap` (a cap never raises a verdict;
+    idempotent), the reason prepended to its note."""
+    cap, why = tuning_cap(tuning)
+    v = row["verdict"]
+    if cap is None or _ORDER[cap] <= _ORDER.get(v, 3) or (cap == "partly" and v != "agrees"):
+        return row
+    return {**row, "verdict": cap, "note": f"{why}: capped at '{cap}' (the rule gave '{v}'). {row.get('note', '')}"}
+
+
 def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str | None = None,
             tuning: Any = None, **measured: Any) -> dict[str, str]:
     """One paper-vs-ours row for ``rule_id``. ``sizes_match=False``: not judged (verdict
@@ -133,10 +143,7 @@ def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str 
     row = {"item": item or r.item, "paper": paper, "ours": ours, "verdict": verdict,
            "note": f"{note}. Tolerance: {r.tolerance}", "rule": rule_id,
            "stats": judgement.stats() if judgement is not None else {}}
-    cap, why = tuning_cap(tuning)
-    if cap is not None and _ORDER[cap] > _ORDER.get(row["verdict"], 3) and not (cap == "partly" and row["verdict"] != "agrees"):
-        row["note"] = f"{why}: capped at '{cap}' (the rule gave '{row['verdict']}'). " + row["note"]
-        row["verdict"] = cap
+    row = apply_tuning_cap(row, tuning)
     if not sizes_match:
         row["verdict"] = "not comparable"
         head = f"{NOT_COMPARED}: {sizes_note}" if sizes_note else NOT_COMPARED

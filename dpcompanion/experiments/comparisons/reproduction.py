@@ -94,9 +94,11 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
 
 
 def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list[dict]:
-    from dpcompanion.experiments import base, comparisons, summary
+    import importlib
 
-    mod = summary._module(eid)
+    from dpcompanion.experiments import base, comparisons
+
+    mod = importlib.import_module(base.get(eid).run_unit.__module__)
     res, mode, why = _pick(eid, compute=compute, seed=seed, device=device)
     if res is None:
         config = base.config_for(base.get(eid), "full", seed=seed)
@@ -117,20 +119,8 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
     rows = list(mod.verdict_rows(payload))
     if eid == "w-t1245":  # the page also shows every cell's verdict
         rows = _w_t1245_cells(payload) + rows
-    rows = [_capped(r, tuning) for r in rows]
+    rows = [comparisons.apply_tuning_cap(r, tuning) for r in rows]
     return [_row(eid, r, config=config, scale=scale, tuning=tuning, result=result) for r in rows]
-
-
-def _capped(row: dict, tuning: list) -> dict:
-    """``row`` under the tuning protocol's cap (:func:`..tuning_cap`), for modules whose
-    ``verdict_rows`` does not pass the payload's tuning to ``compare`` (idempotent when it does)."""
-    from dpcompanion.experiments.comparisons import _ORDER, tuning_cap
-
-    cap, why = tuning_cap(tuning)
-    v = row["verdict"]
-    if cap is None or _ORDER[cap] <= _ORDER.get(v, 3) or (cap == "partly" and v != "agrees"):
-        return row
-    return {**row, "verdict": cap, "note": f"{why}: capped at '{cap}' (the rule gave '{v}'). {row.get('note', '')}"}
 
 
 def _w_t1245_cells(payload) -> list[dict]:

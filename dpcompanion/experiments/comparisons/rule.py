@@ -195,7 +195,8 @@ def _more_runs(k: float | None, n: int | None, what: str = "separate them") -> s
         return f"no standard error to say how many runs would {what}"
     if k <= 1:
         return f"our runs have 80% power to {what}; this outcome is within chance"
-    runs = f"about {math.ceil(k * n)} runs ({k:.0f}x ours)" if n else f"about {k:.0f}x our runs"
+    x = f"{k:.1f}" if k < 10 else f"{k:.0f}"
+    runs = f"about {math.ceil(k * n)} runs ({x}x ours)" if n else f"about {x}x our runs"
     return f"{runs} would {what} at 80% power"
 
 

@@ -144,15 +144,40 @@ def _judge_slower_decay(*, noise_dp: Sequence[float], noise_adp: Sequence[float]
     return j.verdict, f"DP {rd:.3g}, ADP {ra:.3g}", j.note + "; last / first noise on theta", None, j
 
 
-def _judge_decay(*, final_error: dict) -> tuple[str, str, str]:
-    """``final_error``: step-size constant c -> our final test error (%, mean over seeds)."""
-    rs = {float(c): float(e) for c, e in final_error.items()}
+def _judge_decay(*, final_error: dict) -> tuple:
+    """``final_error``: step-size constant c -> our final test errors (%, one per seed). Each
+    c > 0 against c = 0: the effect err(c = 0) - err(c) (positive = the decaying schedule ends
+    lower; Welch t), judged by :func:`~.rule.judge_effect` (direction +1, the paper prints no
+    size). Overall: agrees when every c > 0 agrees, disagrees when more than half disagree,
+    inconclusive when none agrees, else partly. Means without their seeds are not comparable
+    (no spread to judge by).
+
+    >>> _judge_decay(final_error={0.0: [10.0, 10.2, 9.9], 0.1: [8.0, 8.1, 7.9]})[0]
+    'agrees'
+    >>> _judge_decay(final_error={0.0: [10.0, 12.0], 0.1: [9.0, 11.5]})[0]
+    'inconclusive'
+    """
+    def seeds(v):
+        return [float(x) for x in (v if isinstance(v, (list, tuple, np.ndarray)) else [v])]
+
+    rs = {float(c): seeds(e) for c, e in final_error.items()}
     if 0.0 not in rs or len(rs) < 2:
         return "not comparable", "no c = 0 run or no c > 0 run", "needs c = 0 and at least one c > 0"
-    better = [c for c in rs if c > 0 and rs[c] < rs[0.0]]
-    n = len(rs) - 1
-    v = "agrees" if len(better) == n else "disagrees" if not better else "partly"
-    return v, f"{len(better)} of {n} decaying schedules end below c = 0 ({rs[0.0]:.2f}%)", "final test error"
+    base = rs[0.0]
+    if min(len(v) for v in rs.values()) < 2:
+        return ("not comparable", "one seed per schedule", "fewer than 2 seeds: no spread to judge by")
+    words, parts = [], []
+    for c in sorted(k for k in rs if k > 0):
+        g, se = gap_stats(base, rs[c])  # mean(c = 0) - mean(c): positive = decaying better
+        j = judge_effect(g, se, direction=+1, df=gap_df(base, rs[c]), n=min(len(base), len(rs[c])))
+        words.append(j.verdict)
+        parts.append(f"c={c:g}: {g:+.2f} ± {se:.2f} ({j.verdict})")
+    cnt = Counter(words)
+    n = len(words)
+    v = ("agrees" if cnt["agrees"] == n else "disagrees" if cnt["disagrees"] > n / 2
+         else "inconclusive" if cnt["agrees"] == 0 else "partly")
+    return (v, f"{cnt['agrees']} of {n} decaying schedules significantly below c = 0 ({np.mean(base):.2f}%)",
+            "err(c = 0) - err(c), mean over seeds, 95% CI (Welch t): " + "; ".join(parts))
 
 
 def _judge_eps_below(*, eps_numeric: float, eps_theory: float) -> tuple[str, str, str]:
@@ -278,8 +303,9 @@ RULES: tuple[Rule, ...] = (
          "002 Table 2 (Fig. 1 right)", _GAP_TOL, lambda **m: _judge_gap(**m, where="002 Table 2")),
     Rule("w-f4/decay", "decaying step sizes (c > 0) end below the constant one (c = 0)",
          "002 App. F.3 (Fig. 4): every decaying schedule (c > 0) beats the constant one (c = 0)",
-         "agrees: every c > 0 ends below c = 0 (mean final test error over seeds); disagrees: none does; else partly",
-         _judge_decay),
+         "per c > 0, err(c = 0) - err(c) over seeds (95% CI, Welch t): above zero agrees, below disagrees, else "
+         "inconclusive; overall agrees when every c > 0 agrees, disagrees when more than half disagree, inconclusive when "
+         "none agrees, else partly", _judge_decay),
     Rule("w-f4/eps-below-bar", "numerical epsilon below Thm 4.1's epsilon_bar at the last epoch",
          "002 Fig. 4 (dashed vs dots): yes", "agrees: numerical < epsilon_bar", _judge_eps_below),
     Rule("w-t1245/gap", "one cell of Tables 1, 2, 4, 5: gain ADP - DP", "002 Tables 1, 2, 4, 5", _GAP_TOL,

@@ -202,10 +202,16 @@ def _judge_flatter(*, q_logistic: Sequence[float], se_logistic: Sequence[float],
     if T - t0 < 2:
         return ("not comparable", f"both retrained influences resolved at only {T - t0} of {T} steps",
                 "too few resolved steps to compare steepness")
-    lg, sq = d["ql"][-1] / d["ql"][t0], d["qs"][-1] / d["qs"][t0]
-    v = "agrees" if lg < sq else "disagrees"
-    return (v, f"q_T / q_{t0 + 1}: logistic {lg:.3g} vs squared {sq:.3g}",
-            f"retrained influences, from t = {t0 + 1}, the first step after which both exceed {Z:g} standard errors")
+    ql, sl, qs, ss = d["ql"], d["sl"], d["qs"], d["ss"]
+    lg, sq = ql[-1] / ql[t0], qs[-1] / qs[t0]
+    # effect: log(squared steepness) - log(logistic steepness) > 0 when the logistic trend is flatter;
+    # its standard error by the delta method from the four retrained estimates' relative errors
+    eff = math.log(sq) - math.log(lg)
+    se = math.sqrt(sum((b / a) ** 2 for a, b in ((ql[-1], sl[-1]), (ql[t0], sl[t0]), (qs[-1], ss[-1]), (qs[t0], ss[t0]))))
+    j = judge_effect(eff, se, direction=+1)
+    return (j.verdict, f"q_T / q_{t0 + 1}: logistic {lg:.3g} vs squared {sq:.3g}",
+            f"{j.note} (log of squared / logistic steepness, se by the delta method); retrained influences from "
+            f"t = {t0 + 1}, the first step after which both exceed {Z:g} standard errors", None, j)
 
 
 def _judge_clip_fraction(*, ours: float) -> tuple[str, str, str]:
@@ -346,7 +352,8 @@ RULES: tuple[Rule, ...] = (
          _judge_retrained_vs_analytic),
     Rule("h-f-infl/logistic-flatter", "logistic influence flatter than squared (retrained q_T / q_t0)",
          "000 App. D, Results (Fig. 3 middle): the logistic loss's influence trend is flatter than the squared loss's",
-         f"agrees: logistic q_T / q_t0 below the squared loss's, t0 the first step from which both exceed {Z:g} se",
+         f"log(squared q_T / q_t0) - log(logistic q_T / q_t0), claimed above zero (t0 the first step from which both "
+         f"exceed {Z:g} se; se by the delta method); {_DIR}",
          _judge_flatter),
     Rule("h-f-infl/clip-fraction", "logistic loss: fraction of per-sample gradients clipped",
          f"{INFL_PAPER['logistic_clip_fraction']:g} (000 App. D, Results: roughly 80% or more of the logistic loss's "

@@ -58,7 +58,7 @@ def _range(key):
 
 _H_REPEATS = "000 App. D, Setup: \"All the experiments are repeated 100 times\""
 _H_MNIST35 = "000 App. D, Dataset: MNIST35 \"including 1000 handwritten images of digit 3 and 5\""
-_H_DNN_WIDTH = ("not stated for this figure (000 App. D names its DNN without a width); 001 Sec. 5: \"2-layer Deep "
+_H_DNN_WIDTH = ("not stated for this figure (000 App. D: \"the DNN is experimented with the same setting\", no width); 001 Sec. 5: \"2-layer Deep "
                 "Neural Network (DNN) with 1000 hidden units\" (data efficiency); 000 Sec. 5: \"DNN with 2 layers and "
                 "100 hidden units\" (momentum)")
 _W_TRAIN = "002 Sec. 6: \"There are 50000 images used for training\" (CIFAR-10)"
@@ -84,8 +84,10 @@ PAPER: dict[str, dict[str, Dim]] = {
         "hidden width (DNN row)": Dim(None, _H_DNN_WIDTH, _g("hidden")),
         "repeats": Dim(100, _H_REPEATS, _g("repeats")),
         "repeats (DNN row)": Dim(100, _H_REPEATS, _g("dnn_repeats")),
-        "T grid": Dim(None, "000 App. D, Setup: \"we grid search the best T for compared methods\" (no range printed)",
-                      _range("T_grid")),
+        "T range": Dim([1, 100], "000 App. D, Results: the final losses \"are picked by grid searching the best T in "
+                       "[1, 100]\"", _range("T_grid")),
+        "T range (DNN row)": Dim([1, 100], "000 App. D, Results: the DNN row \"is experimented with the same setting\"",
+                                 _range("dnn_T_grid")),
         "data scales": Dim(None, "000 App. D, Results: the data scale is varied (values in Fig. 3 only)",
                            _g("scales")),
     },

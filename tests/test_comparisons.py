@@ -105,6 +105,14 @@ CASES = {
     "h-f-theory/value": ("001 Sec. 5: R = 0.3927 for (4, 1e-8)-DP (relative 1e-3)",
                          {"paper": 0.3927, "ours": 0.39270, "what": "001 Sec. 5"},
                          {"paper": 93.0, "ours": 24.0, "what": "001 Thm 4.4"}),
+    "accounting/value": ("H Sec. 5: R = 0.3927 (one unit of the 4th decimal)",
+                         {"paper": 0.3927, "ours": 0.392704, "rtol": 1e-4 / 0.3927, "what": "H Sec. 5"},
+                         {"paper": 0.3927, "ours": 0.3929, "rtol": 1e-4 / 0.3927, "what": "H Sec. 5"}),
+    "accounting/inequality": ("H Sec. 4.1.3: R_zCDP > R_MA", {"lhs": 2.0, "rhs": 1.0, "claim": "x"},
+                              {"lhs": 0.39, "rhs": 0.87, "claim": "x"}),
+    "h-sec-4-2/value": ("H after Thm 4.5: eta0 <= 0.98/M (relative 1e-2)", {"paper": 0.98, "ours": 0.985, "what": "x",
+                                                                            "rtol": 0.01},
+                        {"paper": 0.98, "ours": 0.003, "what": "x", "rtol": 0.01}),
     "audit/claim": ("the ledger's claim is not refuted by the audit",
                     {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 0.5, "passed": True},
                     {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 3.5, "passed": False}),
@@ -121,7 +129,7 @@ NEVER_JUDGED = {
     "h-x-eer-breakdown/clipped": {"cells": [(1.3, 100, 3.6e6), (10.0, 10, 1.0)], "threshold": 10.0},
 }
 #: figures with rules but no experiment module (nothing is trained: W-F2 is on the w-theory page)
-NO_MODULE = {"w-f2", "w-eps", "h-f-theory"}
+NO_MODULE = {"w-f2", "w-eps", "h-f-theory", "accounting", "h-sec-4-2"}
 
 
 def test_every_rule_has_cases():

@@ -134,4 +134,4 @@ def test_summary_collects_rule_rows(monkeypatch, tmp_path):
     # figures with rules but no experiment: linked to the page that shows them, marked computed
     rows = summary.verdict_summary(mode="quick", ids=("w-f2",))
     assert rows and all(r["item"].startswith("{doc}`w-f2 <w-theory>` (computed)") for r in rows)
-    assert set(summary.CLAIM_TABLES) == {"h-f-theory", "w-f2", "w-eps"}
+    assert set(summary.CLAIM_TABLES) == {"h-f-theory", "accounting", "h-sec-4-2", "w-f2", "w-eps"}

@@ -38,8 +38,21 @@ def _h_f_theory_rows() -> list[dict]:
     return theory.h_f_theory_rows()
 
 
+def _accounting_rows() -> list[dict]:
+    from dpcompanion.experiments.comparisons import theory
+
+    return [r for r in theory.accounting_rows() if r["rule"] != "w-eps/epsilon"]  # W-EPS: its own entry
+
+
+def _h_sec_4_2_rows() -> list[dict]:
+    from dpcompanion.experiments.comparisons import theory
+
+    return theory.h_sec_4_2_rows()
+
+
 #: SPEC ID -> (page, rows): paper-vs-ours tables with rules but no experiment module
-CLAIM_TABLES = {"h-f-theory": ("h-f-theory", _h_f_theory_rows), "w-f2": ("w-theory", _w_f2_rows),
+CLAIM_TABLES = {"h-f-theory": ("h-f-theory", _h_f_theory_rows), "accounting": ("accounting", _accounting_rows),
+                "h-sec-4-2": ("h-sec-4-2", _h_sec_4_2_rows), "w-f2": ("w-theory", _w_f2_rows),
                 "w-eps": ("w-theory", _w_eps_rows)}
 
 

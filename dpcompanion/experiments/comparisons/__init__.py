@@ -15,6 +15,19 @@ note starts with :data:`NOT_COMPARED`, naming both sizes; what the rule would sa
 sizes is still reported. A rule about a shape (no printed number to match) is called with
 ``sizes_match=True`` whatever our sizes.
 
+One way of judging (issue 21, :mod:`.rule`): an effect measured over runs is judged by its
+95% interval against zero and the paper's value (:func:`.rule.judge_effect`: ``agrees``,
+``partly`` with the ratio, ``disagrees``, ``inconclusive`` with the runs that would separate
+them at 80% power); a claim of no difference by TOST against a stated smallest effect
+(:func:`.rule.judge_equivalence`); a row true by construction is ``identity``
+(:func:`.rule.judge_identity`); a number without sampling noise against a printed one within a
+stated tolerance (:func:`.rule.judge_exact`). A judge may return its :class:`.rule.Judgement`
+as a fifth element: :func:`compare` puts its numbers in the row's ``stats`` (estimate, 95%
+CI, n, margin, smallest detectable effect), which the reproduction report
+(:mod:`.reproduction`, ``python -m dpcompanion verdicts``) and the pages' power tables read.
+The tuning protocol caps a verdict (:func:`tuning_cap`). The paper's and our scale per
+dimension are declared in :mod:`.scale`.
+
 This package judges numbers, it does not make them: it is left out of the results store's
 code hash (:data:`dpcompanion.experiments.store.CODE_HASH_EXCLUDE`), so changing a rule
 never makes a stored result stale.

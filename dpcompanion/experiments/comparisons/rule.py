@@ -246,6 +246,11 @@ def judge_effect(estimate: float, se: float, *, paper: float | None = None, pape
     ('agrees', 'disagrees')
     >>> judge_effect(0.1, 0.2, direction=-1).verdict
     'inconclusive'
+
+    One run, no standard error: nothing to judge by.
+
+    >>> judge_effect(1.0, float("nan"), paper=2.0).verdict
+    'not comparable'
     """
     estimate, se = float(estimate), float(se)
     if paper is not None:

@@ -85,6 +85,13 @@ CASES = [
     (["experiment", "h-f-infl", "--seed", "-1"], "--seed"),
     (["results", "--revalidate", "--device", "tpu"], "--device"),
     (["results", "--seal", "--revalidate"], "--seal"),
+    # verdicts
+    (["verdicts", "--page", "no-such-page"], "--page"),
+    (["verdicts", "--csv", "{tmp}/a/b/v.csv"], "--csv"),
+    (["verdicts", "--csv", "{tmp}/v.txt"], "--csv"),
+    (["verdicts", "--csv", "{tmp}"], "--csv"),
+    (["verdicts", "--seed", "-1"], "--seed"),
+    (["verdicts", "--device", "tpu"], "--device"),
     # reproduce
     (["reproduce", "--seed", "-1"], "--seed"),
     (["reproduce", "--mode", "turbo"], "--mode"),

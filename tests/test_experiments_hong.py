@@ -8,7 +8,7 @@ import pytest
 from dpcompanion.experiments import base, h_f_curv, h_f_eff, h_f_mom, h_f_scale
 from dpcompanion.experiments import hong_protocol as hp
 
-VERDICTS = {"agrees", "partly", "disagrees", "not comparable"}
+VERDICTS = {"agrees", "partly", "disagrees", "inconclusive", "identity", "not comparable"}
 
 
 def _run(exp, config):
@@ -134,4 +134,4 @@ def test_summary_collects_rule_rows(monkeypatch, tmp_path):
     # figures with rules but no experiment: linked to the page that shows them, marked computed
     rows = summary.verdict_summary(mode="quick", ids=("w-f2",))
     assert rows and all(r["item"].startswith("{doc}`w-f2 <w-theory>` (computed)") for r in rows)
-    assert set(summary.CLAIM_TABLES) == {"w-f2", "w-eps"}
+    assert set(summary.CLAIM_TABLES) == {"h-f-theory", "accounting", "h-sec-4-2", "w-f2", "w-eps"}

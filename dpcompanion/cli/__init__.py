@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "audit": "audit",
     "experiment": "experiment",
     "results": "results",
+    "verdicts": "verdicts",
 }
 
 

@@ -85,6 +85,7 @@ import numpy as np
 
 from dpcompanion.core.provenance import REPO, git_state, resolve_device, validate_mode, validate_seed, versions
 from dpcompanion.experiments import base
+from dpcompanion.experiments.comparisons.scale import scale_of  # the scale block of a result (issue 21)
 
 __all__ = [
     "StoredResult", "load_or_compute", "load", "compute", "revalidate", "list_results", "seal_unsealed", "sealed",
@@ -185,9 +186,37 @@ def digest(payload: Any) -> str:
     return hashlib.sha256(enc.encode()).hexdigest()
 
 
+#: significant digits a config's floats keep in :func:`config_hash` (a grid from ``np.geomspace``
+#: differs in its last bit between machines; issue 21: kappa 3.615183284464984 vs ...9845)
+CONFIG_DIGITS = 12
+
+
+def _round_floats(obj: Any) -> Any:
+    """``obj`` with every float (and float array) rounded to :data:`CONFIG_DIGITS` significant digits."""
+    if isinstance(obj, np.ndarray) and obj.dtype.kind == "f":
+        return [_round_floats(float(v)) for v in obj.ravel()]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        return float(f"{obj:.{CONFIG_DIGITS}g}")
+    if isinstance(obj, (list, tuple)):
+        return [_round_floats(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _round_floats(v) for k, v in obj.items()}
+    return obj
+
+
 def config_hash(config: dict) -> str:
-    """sha256 of the config (canonical encoding, as for :func:`digest`)."""
-    return digest(config)
+    """sha256 of the config (canonical encoding, as for :func:`digest`), its floats rounded to
+    :data:`CONFIG_DIGITS` significant digits so that the last bit of a computed grid does not
+    make a result stale.
+
+    >>> config_hash({"kappa": [3.615183284464984]}) == config_hash({"kappa": [3.6151832844649845]})
+    True
+    >>> config_hash({"kappa": [3.6151832844]}) == config_hash({"kappa": [3.6151832845]})
+    False
+    """
+    return digest(_round_floats(config))
 
 
 # --- the code hash -------------------------------------------------------------------
@@ -892,6 +921,7 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     prov = {
         "id": exp.id, "mode": mode, "commit": commit, "dirty": dirty, "config": config,
         "config_hash": config_hash(config), "code_hash": code_hash(exp), "code_files": code_files(exp),
+        "scale": scale_of(exp.id, config),
         "device": resolved, "versions": _versions(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **stats, "executor": ex.describe(), "digest": digest(payload), "revalidated": [],

@@ -16,7 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
   python -m dpcompanion reproduce --only accounting
   python -m dpcompanion reproduce --mode full --device cuda
   python -m dpcompanion reproduce --only h-f-infl --reexecute   # ignore the execution cache"""
-    p.add_argument("--mode", default="quick", help="quick (CI-sized, default) or full (paper scale, meant for a GPU)")
+    p.add_argument("--mode", default="quick", help="quick (CI-sized, default) or full (the largest run committed; see each page's "
+                                                    "scale table: not the paper's sizes)")
     p.add_argument("--only", action="append", metavar="ID", help="run only this notebook id (repeatable or comma-separated)")
     p.add_argument("--device", default="auto", help="auto (default: cuda if available), cpu or cuda")
     p.add_argument("--seed", default="0", help="non-negative integer seed passed to every notebook (default 0)")

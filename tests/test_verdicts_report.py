@@ -83,7 +83,7 @@ def test_migration_rewrites_the_hash_only_for_the_same_config(toy):
     prov = json.loads((res.path / "provenance.json").read_text())
     x = 0.3000000000000001  # 0.1 + 0.2 computed elsewhere: another last bit
     old = {**prov, "config": {**prov["config"], "x": x}, "config_hash": store.digest({**prov["config"], "x": x})}
-    (res.path / "provenance.json").write_text(json.dumps(old))
+    (res.path / "provenance.json").write_text(json.dumps(store.sealed(old)))  # as saved before the change
     assert store.load(toy.id, mode="quick").stale_reason == "config changed"
     dry = migrate.migrate_config_hashes(dry_run=True)
     assert [r["status"] for r in dry if r["id"] == toy.id] == ["migrated"]

@@ -53,6 +53,9 @@ def migrate_config_hashes(root: Path | None = None, *, dry_run: bool = False) ->
             current = base.config_for(base.get(exp_id), mode, seed=int(stored.get("seed", 0)))
             new = store.config_hash(current)
             row = {"id": exp_id, "mode": mode}
+            if res.stale_reason.startswith(("damaged", "provenance")):
+                out.append({**row, "status": "differs", "detail": f"left alone: {res.stale_reason}"})
+                continue
             if p.get("config_hash") == new:
                 out.append({**row, "status": "unchanged", "detail": "recorded hash is current"})
                 continue
@@ -64,8 +67,9 @@ def migrate_config_hashes(root: Path | None = None, *, dry_run: bool = False) ->
                      "why": f"config_hash rounds floats to {store.CONFIG_DIGITS} significant digits (issue 21)"}
             if not dry_run:
                 store.check_writable(res.path)
-                _write_provenance(res.path, {**p, "config_hash": new,
-                                             "config_hash_migrated": list(p.get("config_hash_migrated") or []) + [event]})
+                # re-sealed: the seal was intact (checked above) and only the hash changes
+                _write_provenance(res.path, store.sealed({**p, "config_hash": new, "config_hash_migrated":
+                                                          list(p.get("config_hash_migrated") or []) + [event]}))
             out.append({**row, "status": "migrated", "detail": f"{str(p.get('config_hash'))[:12]} -> {new[:12]}"})
     return out
 

@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, module in _available_commands().items():
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        # argparse %-formats an argument's help (not a description): a literal % must be %%
+        p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(_run=module.run, _prog=p.prog)
     return parser

@@ -153,3 +153,32 @@ def test_help_lists_every_kind_with_its_parameters(command, capsys):
     for k in KIND_TABLE.values():
         assert k.signature() in out
     assert "default corrected" in out  # --variant's help names the real default
+
+
+HELP_CASES = [["--help"], ["-h"]] + [[c, flag] for c in cli.COMMANDS for flag in ("--help", "-h")]
+
+
+@pytest.mark.parametrize("argv", HELP_CASES, ids=[" ".join(a) for a in HELP_CASES])
+def test_help_of_every_command_prints_and_exits_0(argv, capsys):
+    """Top level and every command of cli.COMMANDS (issue 19: a literal % in a help text made
+    argparse's %-formatting crash ``--help``)."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    out, err = capsys.readouterr()
+    assert exc.value.code == 0 and err == "", err
+    assert out.startswith("usage: dpcompanion")
+    if argv[0].startswith("-"):
+        for name in cli.COMMANDS:  # every command is listed with its one-line help
+            assert name in out
+
+
+def test_help_as_a_user_runs_it():
+    """``python -m dpcompanion --help``, the README's first command, in a real process."""
+    import subprocess
+    import sys
+
+    from limits import HANG_GUARD_S
+
+    proc = subprocess.run([sys.executable, "-m", "dpcompanion", "--help"], capture_output=True, text=True,
+                          timeout=HANG_GUARD_S)
+    assert proc.returncode == 0 and proc.stderr == "" and "95% lower bound" in proc.stdout, proc.stderr

@@ -77,6 +77,15 @@ CASES = [
     (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--trials", "0"], "--trials"),
     (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--noise-multiplier-scale", "0"],
      "--noise-multiplier-scale"),
+    # issue 19: tiny sampling rates (p * p divided by zero), the audit's epsilon cap and floor
+    ([*SCHED[:-2], "--epsilon", "1", "--delta", "1e-5", "--sampling-rate", "1e-300"], "--sampling-rate"),
+    ([*SCHED, "--delta", "1e-5", "--sampling-rate", "1e-10"], "--sampling-rate"),
+    ([*TRAIN, "--epsilon", "1", "--delta", "1e-5", "--T", "10", "--sampling-rate", "1e-300"], "--sampling-rate"),
+    (["audit", "--trainer", "psgd", "--epsilon", "2", "--delta", "1e-5", "--sampling-rate", "1e-300"],
+     "--sampling-rate"),
+    (["audit", "--trainer", "pgd", "--epsilon", "1e7", "--delta", "1e-5"], "--epsilon must be in [1e-06, 1e+06]"),
+    (["audit", "--trainer", "pgd", "--epsilon", "1e-300", "--delta", "1e-5"], "--epsilon must be in [1e-06, 1e+06]"),
+    (["audit", "--trainer", "psgd", "--epsilon", "1e-300", "--delta", "1e-5"], "underflows"),
     # experiment, results
     (["experiment", "no-such-experiment"], "no-such-experiment"),
     (["experiment", "h-f-infl", "--executor", "spark"], "--executor"),
@@ -111,7 +120,7 @@ def test_refused_up_front(argv, needle, tmp_path, capsys, monkeypatch):
     assert rc == 2, err
     assert out == ""
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and "error:" in lines[0] and "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0].startswith(f"dpcompanion {argv[0]}: error: ") and "Traceback" not in err, err
     assert needle in lines[0], lines[0]
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written, no folder created
 

@@ -37,10 +37,17 @@ __all__ = [
     "noise_multipliers",
     "choice",
     "MAX_STEPS",
+    "MIN_SAMPLING_RATE",
 ]
 
 #: Longest schedule or training run built in memory (one float64 per step per record).
 MAX_STEPS: int = 10_000_000
+
+#: Smallest Poisson sampling rate accepted: below it a step samples less than one example on
+#: average from any data set of up to 10^9 examples, and the accounting (p^2/sigma^2, the
+#: planner's R/p^2) leaves the range where float64 is accurate (p = 1e-300 gave a division by
+#: zero, issue 19).
+MIN_SAMPLING_RATE: float = 1e-9
 
 
 def _as_float(name: str, value: Any, allowed: str) -> float:
@@ -115,12 +122,18 @@ def delta(value: Any, name: str = "delta") -> float:
 
 
 def sampling_rate(value: Any, name: str = "sampling_rate") -> float:
-    """A Poisson sampling rate p in (0, 1] (1 = full batch).
+    """A Poisson sampling rate p in [:data:`MIN_SAMPLING_RATE`, 1] (1 = full batch).
 
     >>> sampling_rate(1)
     1.0
+    >>> sampling_rate(1e-300)
+    Traceback (most recent call last):
+    ...
+    ValueError: sampling_rate must be in [1e-09, 1] (a smaller rate samples less than one example per step from any data set of up to 10^9 examples), got 1e-300
     """
-    return unit_interval(name, value, closed_hi=True)
+    return number(name, value, lo=MIN_SAMPLING_RATE, hi=1.0, lo_open=False, hi_open=False,
+                  allowed=f"in [{MIN_SAMPLING_RATE:g}, 1] (a smaller rate samples less than one example per step "
+                          "from any data set of up to 10^9 examples)")
 
 
 def integer(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:

@@ -23,6 +23,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from dpcompanion.core import validate
+
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
     "RECORDABLE",
@@ -204,8 +206,7 @@ class TrainConfig:
             raise ValueError(f"beta and sampling_rate must be numbers, got {beta!r}, {sampling_rate!r}") from None
         if not 0.0 <= beta < 1.0:
             raise ValueError(f"beta (momentum) must be in [0, 1), got {beta}")
-        if not 0.0 < p <= 1.0:
-            raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
+        p = validate.sampling_rate(p)
         if R is not None:
             try:
                 R = float(R)

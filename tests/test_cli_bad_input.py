@@ -90,6 +90,13 @@ CASES = [
     (["experiment", "no-such-experiment"], "no-such-experiment"),
     (["experiment", "h-f-infl", "--executor", "spark"], "--executor"),
     (["experiment", "h-f-infl", "--executor", "dask", "--workers", "0"], "--workers"),
+    (["experiment", "h-f-infl", "--executor", "dask", "--workers", "1000000000000"], "--workers must be at most"),
+    (["experiment", "h-f-infl", "--executor", "dask", "--scheduler", "tls://127.0.0.1:1"], "--scheduler must be"),
+    (["experiment", "h-f-infl", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:99999"], "--scheduler must be"),
+    (["experiment", "h-f-infl", "--executor", "dask", "--scheduler", "127.0.0.1"], "--scheduler must be"),
+    (["reproduce", "--only", "h-f-infl", "--executor", "dask", "--workers", "1000000000000"], "--workers must be at most"),
+    (["reproduce", "--only", "h-f-infl", "--executor", "dask", "--scheduler", "tls://127.0.0.1:1"],
+     "--scheduler must be"),
     (["experiment", "h-f-infl", "--mode", "turbo"], "--mode"),
     (["experiment", "h-f-infl", "--seed", "-1"], "--seed"),
     (["results", "--revalidate", "--device", "tpu"], "--device"),
@@ -191,3 +198,75 @@ def test_help_as_a_user_runs_it():
     proc = subprocess.run([sys.executable, "-m", "dpcompanion", "--help"], capture_output=True, text=True,
                           timeout=HANG_GUARD_S)
     assert proc.returncode == 0 and proc.stderr == "" and "95% lower bound" in proc.stdout, proc.stderr
+
+
+# --- a --scheduler whose peer is not a Dask scheduler (issue 19): local sockets on port 0 only
+
+
+@pytest.fixture(params=["garbage", "silent"])
+def bad_peer(request):
+    """A thread server on 127.0.0.1, port 0: ``garbage`` answers every connection with bytes that
+    are not Dask's protocol (Dask read a length prefix and tried to allocate 3.07 EiB);
+    ``silent`` accepts and never answers (Dask's own timeout did not end the wait)."""
+    import socket
+    import threading
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    srv.settimeout(0.1)
+    conns, stop = [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conns.append(c)
+            if request.param == "garbage":
+                try:
+                    c.sendall(b"HTTP/1.1 200 OK\r\n\r\n" + b"\xff" * 64)
+                except OSError:
+                    pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    yield f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+    stop.set()
+    t.join()
+    srv.close()
+    for c in conns:
+        c.close()
+
+
+def test_scheduler_that_is_not_dask_is_one_line_within_the_deadline(bad_peer, tmp_path, monkeypatch, capsys,
+                                                                    record_property):
+    """One line naming --scheduler, exit 2, nothing written; the call returns (SCHEDULER_TIMEOUT_S is a
+    hard deadline). The join below only turns a hang into a failure: it is 20 times the deadline, so
+    the outcome does not depend on the machine's speed; the time taken is recorded."""
+    import threading
+    import time
+
+    from dpcompanion.experiments import store
+
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
+    box = {}
+
+    def call():
+        t0 = time.perf_counter()
+        box["rc"] = cli.main(["experiment", "h-f-infl", "--executor", "dask", "--scheduler", bad_peer])
+        box["s"] = time.perf_counter() - t0
+
+    th = threading.Thread(target=call, daemon=True)
+    th.start()
+    th.join(20 * store.SCHEDULER_TIMEOUT_S)
+    assert not th.is_alive(), f"experiment --scheduler {bad_peer} hung"
+    record_property("seconds", box["s"])
+    out, err = capsys.readouterr()
+    assert box["rc"] == 2 and out == "", err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"dpcompanion experiment: error: --scheduler {bad_peer}: "
+                                                   f"cannot connect within {store.SCHEDULER_TIMEOUT_S} s"), err
+    assert "Traceback" not in err and "EiB" not in err
+    assert list(tmp_path.iterdir()) == []

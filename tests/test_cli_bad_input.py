@@ -105,6 +105,10 @@ CASES = [
     (["reproduce", "--mode", "turbo"], "--mode"),
     (["reproduce", "--device", "tpu"], "--device"),
     (["reproduce", "--only", ""], "--only"),
+    # issue 19: an unusable output folder is found before any computation (a probe file, not os.access)
+    (["reproduce", "--only", "h-f-infl", "--output", "/proc/x"], "--output /proc/x cannot be written"),
+    (["reproduce", "--only", "accounting", "--output", "/proc/x/y"], "--output /proc/x/y cannot be written"),
+    (["reproduce", "--only", "h-f-infl", "--output", "{file}/gen"], "is not a folder"),
 ]
 
 
@@ -270,3 +274,17 @@ def test_scheduler_that_is_not_dask_is_one_line_within_the_deadline(bad_peer, tm
                                                    f"cannot connect within {store.SCHEDULER_TIMEOUT_S} s"), err
     assert "Traceback" not in err and "EiB" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["experiment", "h-f-infl"], ["reproduce", "--only", "h-f-infl", "--output", "{tmp}/gen"]],
+                         ids=["experiment", "reproduce"])
+def test_unusable_results_root_is_refused_before_any_work(argv, tmp_path, monkeypatch, capsys):
+    """DPCOMPANION_RESULTS=/proc/x: os.access passes for root, a probe file does not (issue 19)."""
+    monkeypatch.setenv("DPCOMPANION_RESULTS", "/proc/x")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(_fill(argv, tmp_path)) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1 and lines[0].startswith(f"dpcompanion {argv[0]}: error: results folder /proc/x"), err
+    assert "DPCOMPANION_RESULTS" in lines[0]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["afile"]

@@ -41,6 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from dpcompanion.core import validate
 from dpcompanion.core.provenance import git_state, resolve_device, validate_mode, validate_seed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -188,6 +189,7 @@ def reproduce(
     chosen = select(discover(notebooks_dir), only)
     if not chosen:
         raise ValueError(f"no notebooks found in {notebooks_dir}")
+    validate.writable_folder("out_dir", out_dir)  # a probe file: found before any computation (issue 19)
     exp_ids = _experiment_ids()
     with_exp = [nb for nb in chosen if nb.id in exp_ids]
     store = None

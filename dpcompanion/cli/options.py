@@ -281,15 +281,11 @@ def output_path(path, name: str, *, suffix: str | None = None) -> Path:
 
 
 def _writable(folder: Path) -> bool:
-    """Whether a file can be created in ``folder`` (a probe file, removed at once: permission
-    bits alone do not tell, e.g. for root or in /proc)."""
-    import tempfile
+    """Whether a file can be created in ``folder`` (a probe file: permission bits alone do not
+    tell, e.g. for root or in /proc)."""
+    from dpcompanion.core.validate import can_create_file_in
 
-    try:
-        with tempfile.TemporaryFile(dir=folder, prefix=".dpcompanion-probe-"):
-            return True
-    except OSError:
-        return False
+    return can_create_file_in(folder)
 
 
 def check_memory(name: str, value, nbytes: float, *, fraction: float = 0.5) -> None:

@@ -99,14 +99,17 @@ def result_dir(experiment_id: str, mode: str, root: Path | None = None) -> Path:
 
 
 def check_writable(path: Path) -> None:
-    """ValueError unless ``path`` is (or can be created as) a writable directory; writes nothing."""
+    """ValueError unless ``path`` is (or can be created as) a writable directory; leaves nothing
+    behind (a probe file is created and removed: ``os.access`` passes for root, e.g. in /proc)."""
+    from dpcompanion.core.validate import can_create_file_in
+
     p = Path(path)
     probe = p
     while not probe.exists():
         if probe.parent == probe:
             break
         probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+    if not probe.is_dir() or not can_create_file_in(probe):
         why = "is not a directory" if probe.exists() and not probe.is_dir() else "is not writable"
         raise ValueError(f"results folder {p} cannot be written ({probe} {why}); "
                          "set DPCOMPANION_RESULTS to a writable directory")

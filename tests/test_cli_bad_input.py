@@ -59,6 +59,20 @@ CASES = [
     ([*TRAIN, "--R", "1", "--T", "10", "--clip", "0"], "--clip"),
     ([*TRAIN, "--R", "1", "--T", "10", "--hidden", "0", "--model", "mlp"], "--hidden"),
     ([*TRAIN, "--R", "1", "--T", "10", "--seed", "-1"], "--seed"),
+    # issue 19: --scale that underflows/overflows float32, --n below an image set's PCA dimension or
+    # above its size, a --sigma whose noise overflows (refused before any schedule advice)
+    ([*TRAIN, "--R", "1", "--T", "10", "--scale", "1e-300"], "--scale: scale must be in [1e-06, 1e+06]"),
+    ([*TRAIN, "--R", "1", "--T", "10", "--scale", "1e7"], "--scale"),
+    (["train", "--dataset", "mnist", "--n", "50", "--device", "cpu", "--R", "1", "--T", "3"],
+     "--n must be at least 60 for --dataset mnist"),
+    (["train", "--dataset", "mnist35", "--n", "59", "--device", "cpu", "--R", "1", "--T", "3"],
+     "--n must be at least 60 for --dataset mnist35"),
+    (["train", "--dataset", "digits", "--n", "5000", "--device", "cpu", "--R", "1", "--T", "3"],
+     "--n must be in [1, 1796] for digits"),
+    ([*TRAIN, "--R", "1", "--T", "10", "--sigma", "1e300"], "--sigma: sigma must be <="),
+    ([*TRAIN, "--R", "1", "--T", "10", "--sigma", "1e100"], "--sigma: sigma must be <="),
+    ([*TRAIN, "--epsilon", "1", "--delta", "1e-5", "--T", "10", "--sampling-rate", "0.5", "--sigma", "1e300"],
+     "--sigma: sigma must be <="),
     # checks
     (["checks", "--id", ""], "--id"),
     (["checks", "--id", "NO-SUCH-CLAIM"], "--id"),
@@ -288,3 +302,52 @@ def test_unusable_results_root_is_refused_before_any_work(argv, tmp_path, monkey
     assert out == "" and len(lines) == 1 and lines[0].startswith(f"dpcompanion {argv[0]}: error: results folder /proc/x"), err
     assert "DPCOMPANION_RESULTS" in lines[0]
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["afile"]
+
+
+def test_influence_file_has_the_step_limit_of_T(tmp_path, monkeypatch, capsys):
+    """--influence with more values than --T allows is refused with the one constant
+    (validate.MAX_STEPS, lowered here so that the file is small; the real 10,000,001-value file is
+    the slow test below)."""
+    from dpcompanion.core import validate
+
+    monkeypatch.setattr(validate, "MAX_STEPS", 5)
+    f = tmp_path / "q.txt"
+    for n, rc in ((5, 0), (6, 2)):
+        f.write_text("# influences\n" + "1\n" * n)
+        assert cli.main(["schedule", "--kind", "optimal", "--R", "1", "--influence", str(f), "--json"]) == rc
+        out, err = capsys.readouterr()
+        if rc == 2:
+            lines = err.strip().splitlines()
+            assert out == "" and len(lines) == 1 and lines[0].startswith("dpcompanion schedule: error: --influence")
+            assert "more than 5 values" in lines[0] and "as for --T" in lines[0]
+    assert cli.main(["schedule", "--kind", "uniform", "--R", "1", "--T", "6"]) == 2  # the same limit
+    assert "--T must be an integer in [1, 5]" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_influence_file_of_ten_million_and_one_values_is_refused(tmp_path, capsys):
+    from dpcompanion.core.validate import MAX_STEPS
+
+    f = tmp_path / "q.txt"
+    f.write_text("1\n" * (MAX_STEPS + 1))
+    assert cli.main(["schedule", "--kind", "optimal", "--R", "1", "--influence", str(f)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "--influence" in err and "more than 10,000,000 values" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.txt"]
+
+
+@pytest.mark.parametrize("trainer", ["pgd", "psgd"])
+def test_sigma_whose_square_overflows_is_a_value_error(trainer):
+    """train_psgd(sigma=[1, 1e300]) raised OverflowError in the accounting (issue 19)."""
+    import torch
+
+    from dpcompanion.training.models import make_model
+    from dpcompanion.training.trainers import train_pgd, train_psgd
+
+    X, y = torch.randn(20, 3, dtype=torch.float64), torch.randint(0, 2, (20,))
+    model = make_model("logistic", in_dim=3, n_classes=2)
+    fn, kw = (train_pgd, {}) if trainer == "pgd" else (train_psgd, {"sampling_rate": 0.5, "delta": 1e-5})
+    for R in (None, 1.0):
+        with pytest.raises(ValueError, match=r"sigma must be <= 1.34e\+154 .* got 1e\+300 at step 2"):
+            fn(model, X, y, sigma=[1.0, 1e300], R=R, clip_norm=1.0, lr=0.1, seed=0, progress=False,
+               dtype=torch.float64, **kw)

@@ -74,6 +74,11 @@ def check_sigma(sig: np.ndarray, *, clip_norm: float, denominator: float, dtype:
     if not math.isfinite(clip_norm * hi) or clip_norm * hi > torch.finfo(dtype).max / 1e3:
         raise ValueError(f"sigma must be <= {torch.finfo(dtype).max / 1e3 / clip_norm:.3g} here: clip_norm * sigma = "
                          f"{clip_norm * hi:.3g} overflows {str(dtype).replace('torch.', '')}")
+    ceiling = math.sqrt(np.finfo(np.float64).max)  # sigma^2 in the accounting (issue 19: OverflowError)
+    if hi > ceiling:
+        t = int(np.argmax(sig.max(axis=0)))
+        raise ValueError(f"sigma must be <= {ceiling:.3g} (its square in the accounting overflows float64), "
+                         f"got {hi:.3g} at step {t + 1}")
 
 
 def as_runs(seed, sigma) -> tuple[list[int], np.ndarray, bool]:

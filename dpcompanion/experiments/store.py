@@ -530,10 +530,14 @@ def _connect(scheduler: str):
     never answers, and a peer that answers with other bytes makes Dask read a length prefix
     and try to allocate exabytes (issue 19); both become one line here."""
     import logging
+    import socket
     import threading
+    import time
+    from urllib.parse import urlsplit
 
     from distributed import Client
 
+    deadline = time.monotonic() + SCHEDULER_TIMEOUT_S
     quiet = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm",
                                             "distributed.core", "distributed.protocol")]
     levels = [lg.level for lg in quiet]
@@ -548,6 +552,10 @@ def _connect(scheduler: str):
 
     def attempt() -> None:
         try:
+            # a plain TCP connection first: a refused or unreachable address fails at once
+            # (Dask retries a refused connection until its timeout)
+            parts = urlsplit("tcp://" + scheduler.strip().split("://", 1)[-1])
+            socket.create_connection((parts.hostname, parts.port), timeout=SCHEDULER_TIMEOUT_S).close()
             client = Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT_S}s")
         except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, MemoryError (non-Dask bytes), ...
             client, error = None, exc
@@ -563,7 +571,7 @@ def _connect(scheduler: str):
 
     worker = threading.Thread(target=attempt, name="dpcompanion-dask-connect", daemon=True)
     worker.start()
-    worker.join(SCHEDULER_TIMEOUT_S)
+    worker.join(max(0.0, deadline - time.monotonic()))
     with lock:
         if not box.get("done"):
             box["abandoned"] = True  # the thread restores the logging levels if it ever ends

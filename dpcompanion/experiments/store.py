@@ -575,9 +575,8 @@ def _connect(scheduler: str):
     with lock:
         if not box.get("done"):
             box["abandoned"] = True  # the thread restores the logging levels if it ever ends
-            raise ValueError(f"--scheduler {scheduler}: cannot connect within {SCHEDULER_TIMEOUT_S} s (no Dask scheduler "
-                             "answered); "
-                             "is a Dask scheduler running there?")
+            raise ValueError(f"--scheduler {scheduler}: cannot connect within {SCHEDULER_TIMEOUT_S} s (nothing answered "
+                             "as a Dask scheduler); is a Dask scheduler running there?")
     restore_logging()
     if box["error"] is not None:
         exc = box["error"]

@@ -19,6 +19,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from bookutil import require_build, toc_files
+from limits import HANG_GUARD_S
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -67,8 +68,8 @@ def browser():
     ):
         opts.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(60)
-    driver.set_script_timeout(60)
+    driver.set_page_load_timeout(HANG_GUARD_S)
+    driver.set_script_timeout(HANG_GUARD_S)
     driver.set_window_size(1280, 1024)  # issue 12: the width the horizontal-scroll check is about
     yield driver
     driver.quit()
@@ -155,7 +156,7 @@ def test_page_renders_math_images_and_links(server, browser, visits, page):
     bad = []
     for h in internal:
         try:
-            with urllib.request.urlopen(h, timeout=10) as r:
+            with urllib.request.urlopen(h, timeout=HANG_GUARD_S) as r:
                 if r.status != 200:
                     bad.append((h, r.status))
         except Exception as exc:  # noqa: BLE001

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from dpcompanion import cli
+from limits import HANG_GUARD_S
 
 KEYS = {"steps_done", "R", "R_spent", "stopped_early", "final_loss", "sigma", "device", "wall_time"}
 
@@ -138,9 +139,9 @@ def test_missing_optional_dataset(capsys, monkeypatch):
 @pytest.mark.slow
 def test_module_entry_point_subprocess():
     r = subprocess.run([sys.executable, "-m", "dpcompanion", "train", "--dataset", "synthetic", "--n", "50",
-                        "--R", "1", "--T", "3", "--device", "cpu", "--json"], capture_output=True, text=True, timeout=120)
+                        "--R", "1", "--T", "3", "--device", "cpu", "--json"], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["steps_done"] == 3
     r = subprocess.run([sys.executable, "-m", "dpcompanion", "train", "--clip", "-2", "--R", "1", "--T", "3"],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

@@ -13,6 +13,7 @@ import pytest
 
 from dpcompanion.book import runner
 from dpcompanion.core.provenance import cuda_available
+from limits import HANG_GUARD_S
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,7 +31,7 @@ def _nb(cells: list[str], *, params=True) -> nbformat.NotebookNode:
 
 def _reproduce(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "dpcompanion", "reproduce", *args], capture_output=True, text=True, cwd=REPO, timeout=300
+        [sys.executable, "-m", "dpcompanion", "reproduce", *args], capture_output=True, text=True, cwd=REPO, timeout=HANG_GUARD_S
     )
 
 

@@ -41,6 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from dpcompanion.core import validate
 from dpcompanion.core.provenance import git_state, resolve_device, validate_mode, validate_seed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -188,7 +189,7 @@ def reproduce(
     chosen = select(discover(notebooks_dir), only)
     if not chosen:
         raise ValueError(f"no notebooks found in {notebooks_dir}")
-    _check_output_writable(out_dir)
+    validate.writable_folder("out_dir", out_dir)  # a probe file: found before any computation (issue 19)
     exp_ids = _experiment_ids()
     with_exp = [nb for nb in chosen if nb.id in exp_ids]
     store = None
@@ -259,23 +260,6 @@ def reproduce(
     print(f"reproduce: {len(chosen)} notebook(s) in {total:.1f} s ({executed} executed, "
           f"{len(chosen) - executed} reused) -> {out_dir}", file=stream)
     return timings
-
-
-def _check_output_writable(out_dir: Path) -> None:
-    """ValueError naming ``--output`` unless ``out_dir`` is (or can be created as) a writable
-    folder: checked with a probe file in the nearest existing folder (``os.access`` says yes
-    to root even where nothing can be written, in ``/proc`` say), removed at once."""
-    probe = Path(out_dir)
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ValueError(f"--output {out_dir} cannot be written ({probe} is not a folder)")
-    try:
-        fd, name = tempfile.mkstemp(prefix=".write-probe-", dir=probe)
-        os.close(fd)
-        os.unlink(name)
-    except OSError as exc:
-        raise ValueError(f"--output {out_dir} cannot be written ({probe}: {exc.strerror or exc})") from None
 
 
 def _hash_files(paths, root: Path) -> str:

@@ -37,7 +37,7 @@ import numpy as np
 from dpcompanion.core import validate
 from dpcompanion.theory import accounting, schedules
 
-__all__ = ["ACCOUNTANTS", "Budget", "plan", "plan_paper_p2", "fit_constant", "PlanRefused"]
+__all__ = ["ACCOUNTANTS", "Budget", "plan", "plan_paper_p2", "fit_constant", "PlanRefused", "check_epsilon"]
 
 #: Accountants a Budget may name; the subsampled ones are those the ledger can enforce.
 ACCOUNTANTS: tuple[str, ...] = ("zcdp", "exact", "rdp", "pld")
@@ -52,6 +52,21 @@ R_RANGE: tuple[float, float] = (2e-12, 2e12)
 #: Relative margin the planner keeps below the target epsilon, so that rounding in the
 #: ledger's step-by-step sum never refuses the last planned step.
 PLAN_MARGIN = 1e-9
+
+
+def check_epsilon(epsilon, name: str = "epsilon") -> float:
+    """The epsilon of a budget, in :data:`EPSILON_RANGE` (every command and :class:`Budget`
+    use this one check).
+
+    >>> check_epsilon(1e-300)
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon must be in [1e-06, 1e+06] (a smaller epsilon's budget underflows in float64, a larger one protects nothing), got 1e-300
+    """
+    lo, hi = EPSILON_RANGE
+    return validate.number(name, epsilon, lo=lo, hi=hi, lo_open=False, hi_open=False,
+                           allowed=f"in [{lo:g}, {hi:g}] (a smaller epsilon's budget underflows in float64, "
+                                   "a larger one protects nothing)")
 
 
 class PlanRefused(ValueError):
@@ -97,7 +112,7 @@ class Budget:
                      sampling_rate: float = 1.0) -> "Budget":
         """``(epsilon, delta)``-DP. ``accountant="auto"``: zcdp (the paper) for full batch,
         rdp for ``sampling_rate < 1``."""
-        eps = validate.number("epsilon", epsilon, lo=EPSILON_RANGE[0], hi=EPSILON_RANGE[1], lo_open=False, hi_open=False)
+        eps = check_epsilon(epsilon)
         d = validate.delta(delta)
         p = validate.sampling_rate(sampling_rate)
         acc = cls._accountant(accountant, p)

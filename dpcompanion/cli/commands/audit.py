@@ -63,9 +63,16 @@ def _validate(args: argparse.Namespace):
     home for the rules), its messages spelled with this command's flags."""
     from dpcompanion.cli import UsageError
     from dpcompanion.core.provenance import resolve_device
+    from dpcompanion.core import validate
+    from dpcompanion.theory.budget import check_epsilon
     from dpcompanion.training import audit
 
     try:
+        # the budget checks every command shares (issue 19: audit took --epsilon 1e7 and 1e-300,
+        # and --sampling-rate 1e-300 divided by zero)
+        check_epsilon(args.epsilon)
+        if args.sampling_rate is not None:
+            validate.sampling_rate(args.sampling_rate)
         audit.validate_audit(trainer=args.trainer, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
                              noise_multiplier_scale=args.noise_multiplier_scale, seed=args.seed,
                              sampling_rate=args.sampling_rate)

@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from dpcompanion.cli import UsageError
 
     from dpcompanion.cli import options
+    from dpcompanion.core import validate
     from dpcompanion.core.provenance import DEVICES
 
     seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
@@ -53,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
         for nb in runner.discover(nb_dir):
             print(nb.id)
         return 0
+    out_dir = args.output or runner.GENERATED
+    # before any work: a probe file in the folder (or its nearest existing parent), not permission bits
+    validate.writable_folder("--output" if args.output is not None else "output folder", out_dir)
     try:
         runner.reproduce(
             mode=args.mode,
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             device=args.device,
             only=args.only,
             notebooks_dir=nb_dir,
-            out_dir=args.output or runner.GENERATED,
+            out_dir=out_dir,
             executor=args.executor,
             workers=options.parse_int(args.workers, "--workers", minimum=1),
             scheduler=args.scheduler,

@@ -61,6 +61,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+#: --scale (the data's largest norm) accepted: much below it float32 features underflow toward 0
+#: (--scale 1e-300 trained on data that were exactly 0, issue 19), much above it squared norms
+#: overflow float32 (a linear model's squared gradient norm grows like scale^4)
+SCALE_RANGE = (1e-6, 1e6)
+
 #: input dimension per dataset (before loading), for the memory check
 _DIMS = {"synthetic": 100, "gaussian": 60, "mnist35": 784, "mnist": 784, "digits": 64, "fashion": 784}
 
@@ -74,6 +79,7 @@ def validate(args: argparse.Namespace) -> dict:
     from dpcompanion.core import validate as v
     from dpcompanion.core.provenance import resolve_device
     from dpcompanion.theory import budget as budgets
+    from dpcompanion.training.data import DEFAULT_PCA_DIM
 
     if args.dataset not in DATASETS:
         raise UsageError(f"--dataset must be one of {', '.join(DATASETS)}, got {args.dataset!r}")
@@ -86,13 +92,30 @@ def validate(args: argparse.Namespace) -> dict:
                             lo=0.0, hi=1.0, lo_open=False)
     hidden = options.parse_int(args.hidden, "--hidden", maximum=1_000_000)
     n = options.parse_int(args.n, "--n", minimum=2)
-    scale = options.flag("--scale", v.positive, "scale", options.parse_float(args.scale, "--scale"))
+    lo, hi = SCALE_RANGE
+    scale = options.flag("--scale", v.number, "scale", options.parse_float(args.scale, "--scale"), lo=lo, hi=hi,
+                         lo_open=False, hi_open=False,
+                         allowed=f"in [{lo:g}, {hi:g}] (the data's largest norm: much smaller scales underflow the "
+                                 "float32 features toward 0, much larger ones overflow float32 squared norms)")
+    pca = DEFAULT_PCA_DIM.get(args.dataset)
+    if n is not None and pca is not None and n < pca:
+        raise UsageError(f"--n must be at least {pca} for --dataset {args.dataset} (its {pca}-dimensional PCA is "
+                         f"fitted on the n training images), got {n}")
     seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
     sigma_const = None
     if args.sigma is not None:
         sigma_const = options.flag("--sigma", lambda x: float(v.noise_multipliers([x], name="sigma")[0]),
                                    options.parse_float(args.sigma, "--sigma"))
     budget = options.budget_from_args(args)
+    if sigma_const is not None:
+        # the trainer's own check (float32, this clip norm), before any planning or advice: a sigma
+        # whose noise overflows is refused naming the flag (issue 19)
+        import torch
+
+        from dpcompanion.training.trainers.config import check_sigma
+
+        options.flag("--sigma", check_sigma, np.full((1, 1), sigma_const), clip_norm=clip,
+                     denominator=budget.sampling_rate * (n or 1000), dtype=torch.float32)
     # sizes against memory, before anything is allocated
     dim = _DIMS[args.dataset]
     n_rows = 2 * (n or 1000)
@@ -127,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
     import functools
     import sys
 
+    from dpcompanion.cli import UsageError
     from dpcompanion.theory.ledger import PrivacyLedger
 
     cfg = validate(args)
@@ -136,7 +160,11 @@ def run(args: argparse.Namespace) -> int:
     for w in diagnostics.schedule_warnings(cfg["sigma"]):  # H-X-EER breakdown
         print(f"dpcompanion train: warning: {w}", file=sys.stderr)
     kw = {} if cfg["n"] is None else {"n": cfg["n"]}
-    ds = data.load(args.dataset, seed=cfg["seed"], scale=cfg["scale"], **kw)
+    try:
+        ds = data.load(args.dataset, seed=cfg["seed"], scale=cfg["scale"], **kw)
+    except ValueError as exc:  # the data set's size is known once it is read: name the flag
+        msg = str(exc)
+        raise UsageError(f"--{msg}" if msg.startswith("n must") else msg) from None
     model = make_model(args.model, in_dim=ds.dim, n_classes=ds.n_classes, hidden=cfg["hidden"])
     # the trainer's ledger is the Budget's: R, delta and the epsilon asked for (no round trip)
     common = dict(sigma=cfg["sigma"], R=budget.R, clip_norm=cfg["clip"], lr=cfg["lr"], momentum=cfg["momentum"],

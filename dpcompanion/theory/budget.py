@@ -168,7 +168,8 @@ class Budget:
 
     def epsilon_by_accountant(self, sigma) -> dict[str, float]:
         """epsilon at ``delta`` of the steps ``sigma`` under every accountant that applies
-        (all of :data:`ACCOUNTANTS` for full-batch steps, RDP for subsampled ones), each named.
+        (all of :data:`ACCOUNTANTS` for full-batch steps, RDP for subsampled ones), each named;
+        0 for each when no step was taken.
         This budget's own accountant is the one its ``epsilon`` holds for.
 
         >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, accountant="exact")
@@ -177,6 +178,8 @@ class Budget:
         (['exact', 'pld', 'rdp', 'zcdp'], True)
         """
         names = SUBSAMPLED_ACCOUNTANTS if self.subsampled else ACCOUNTANTS
+        if np.size(sigma) == 0:  # no step taken: nothing released
+            return {a: 0.0 for a in names}
         return {a: float(self.epsilon_of(sigma, a)) for a in names}
 
     def as_dict(self) -> dict:

@@ -72,6 +72,20 @@ def test_schedule_json(capsys):
     assert json.loads(out)["epsilon_exact"] == pytest.approx(4.0, rel=1e-6)
 
 
+@pytest.mark.parametrize("acc,p", [("exact", "1"), ("rdp", "1"), ("zcdp", "1"), ("auto", "0.1"), ("rdp", "0.02")])
+def test_schedule_reports_the_budget_accountants_epsilon(acc, p, capsys):
+    """Issue 19: the epsilon shown is that of the accountant the budget was planned with, <= the target."""
+    rc, out, _ = _run(["schedule", "--kind", "uniform", "--T", "100", "--epsilon", "2", "--delta", "1e-5",
+                       "--accountant", acc, "--sampling-rate", p, "--json"], capsys)
+    d = json.loads(out)
+    name = {"auto": "rdp"}.get(acc, acc)
+    assert rc == 0 and d["accountant"] == name and d["epsilon"] == d["epsilon_by_accountant"][name] <= 2.0
+    assert set(d["epsilon_by_accountant"]) == ({"rdp"} if p != "1" else {"zcdp", "exact", "rdp", "pld"})
+    rc, out, _ = _run(["schedule", "--kind", "uniform", "--T", "100", "--epsilon", "2", "--delta", "1e-5",
+                       "--accountant", acc, "--sampling-rate", p], capsys)
+    assert rc == 0 and f"by the {name} accountant" in out
+
+
 def test_schedule_R_only_uses_default_delta(capsys):
     rc, out, _ = _run(["schedule", "--kind", "step", "--T", "8", "--R", "0.5", "--json"], capsys)
     d = json.loads(out)

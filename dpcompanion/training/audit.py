@@ -96,7 +96,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from dpcompanion.training.models import ClipResult, Model, clip_factors
+from dpcompanion.training.models import ClipResult, Model, clip_factors, norms64
 
 __all__ = [
     "TRAINERS",
@@ -482,8 +482,9 @@ class CanaryModel(Model):
         self.iterates.append(theta.detach().clone())
         Xd = X.to(theta.dtype)
         K = theta.shape[0]
-        norms = torch.linalg.vector_norm(Xd, dim=-1)
-        c = clip_factors(norms, clip_norm)
+        n64 = norms64(Xd)
+        norms = n64.to(theta.dtype)
+        c = clip_factors(n64, clip_norm, dtype=theta.dtype)
         if weights is None:
             grad_sum = -(c @ Xd).expand(K, -1).clone()
         else:

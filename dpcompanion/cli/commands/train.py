@@ -10,6 +10,9 @@ planned step is taken; a plan that cannot fit is refused up front (exit 2) with 
 up front naming the largest T and the smallest sigma that fit. ``--schedule`` takes the
 kinds and flags of ``schedule`` (one table, :data:`dpcompanion.theory.schedules.KIND_TABLE`);
 ``optimal`` takes ``--influence FILE`` (T = the number of influences).
+The epsilon reported (``epsilon``, with ``accountant``) is that of the steps taken by the
+accountant the budget was planned with (:meth:`Budget.epsilon_of`), so it is at most the
+``--epsilon`` asked for; ``epsilon_by_accountant`` gives every applicable accountant's, named.
 A run whose loss becomes NaN or infinite exits 1 saying so, unless ``--allow-divergence``.
 Defaults follow the paper's setup (file 000 App. D): lr 0.1, clip 4, data scale 10.
 """
@@ -190,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
         "final_loss": float(h.final_loss) if math.isfinite(h.final_loss) else None,
         "train_accuracy": float(h.train_accuracy),
         "test_accuracy": None if h.test_accuracy is None else float(h.test_accuracy),
-        "epsilon": None if h.epsilon is None else float(h.epsilon),
+        "epsilon": None,
+        "accountant": budget.accountant,
+        "epsilon_by_accountant": None,
         "sigma": [float(s) for s in h.sigma[: int(h.steps_done)]],
         "loss": [float(v) if math.isfinite(v) else None for v in h.loss[: int(h.steps_done)]],
         "diverged": None,
@@ -205,6 +210,11 @@ def run(args: argparse.Namespace) -> int:
     }
     import numpy as np
 
+    if budget.delta is not None:  # the epsilon of the steps taken, by the accountant the budget was planned with
+        done = np.asarray(h.sigma[: int(h.steps_done)], dtype=np.float64)
+        by = budget.epsilon_by_accountant(done)
+        out["epsilon_by_accountant"] = by
+        out["epsilon"] = by[budget.accountant]
     losses = np.append(np.asarray(h.loss[: int(h.steps_done)], dtype=float), float(h.final_loss))
     out["diverged"] = bool(not np.all(np.isfinite(losses)))
     if args.json:
@@ -215,6 +225,10 @@ def run(args: argparse.Namespace) -> int:
               f"R spent {out['R_spent']:.6g} of {out['R']:.6g}")
         acc = "" if out["test_accuracy"] is None else f", test accuracy {out['test_accuracy']:.4f}"
         print(f"final training loss {h.final_loss:.6g}, train accuracy {out['train_accuracy']:.4f}{acc}")
+        if out["epsilon"] is not None:
+            others = ", ".join(f"{a} {e:.6g}" for a, e in out["epsilon_by_accountant"].items() if a != out["accountant"])
+            print(f"epsilon {out['epsilon']:.6g} at delta {budget.delta:g} by the {out['accountant']} accountant "
+                  f"(the budget's{'; ' + others if others else ''})")
         print(f"wall time {out['wall_time']:.2f} s")
     if out["stopped_early"]:  # a planned run always finishes: stopping means something is wrong
         print(f"dpcompanion train: error: the ledger stopped the run after {out['steps_done']} of {out['T']} planned "

@@ -74,5 +74,7 @@ TEST_WORKERS ?= 2
 test: $(STAMP) browser fashion
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
+# The executed notebooks sit beside the hand-written pages in book/ (see dpcompanion/book/runner.py).
 clean:
-	rm -rf _build book/generated book/_static/mathjax
+	rm -rf _build book/generated book/_static/mathjax book/.execution-keys
+	rm -f book/*.ipynb book/.*.ipynb book/timings.json

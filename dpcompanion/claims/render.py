@@ -63,6 +63,21 @@ _CACHE: dict[str | None, tuple[dict[str, Any], ...]] = {}
 _LABELLED: set[str] = set()
 
 
+#: what each registry ``versions`` code is, as a reader names it (the codes are the file names
+#: of the project's paper extractions; readers never see them)
+VERSION_NAMES = {"000": "the ICLR submission", "001": "FAccT", "002": "Wu et al.", "003": "the slides",
+                 "004": "FAccT (HTML text)"}
+
+
+def version_names(codes) -> str:
+    """The versions a statement appears in, by name.
+
+    >>> version_names(["000", "001"])
+    'the ICLR submission, FAccT'
+    """
+    return ", ".join(VERSION_NAMES.get(str(c), str(c)) for c in codes)
+
+
 def cached_results(prefix: str | None = None) -> list[dict[str, Any]]:
     """Results of the checks whose id starts with ``prefix``, each check run at most once
     per process: a run for a shorter prefix (or for all, ``None``) is reused.
@@ -318,7 +333,7 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
     lines.append(f"**{badge}** · method: *{r.get('method', '?')}* · source: {_prose(r.get('source', ''))}")
     vers = r.get("versions")
     if vers:
-        lines[-1] += " · versions: " + ", ".join(str(v) for v in vers)
+        lines[-1] += " · versions: " + version_names(vers)
     lines += ["", f"**Statement.** {r.get('statement', '')}", ""]
     ev = dict(r.get("evidence") or {})
     if r["status"] == "error":
@@ -505,7 +520,7 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         ev = dict(r.get("evidence") or {})
         out.append(f"### {r['id']}")
         out.append("")
-        vers = ", ".join(r.get("versions") or [])
+        vers = version_names(r.get("versions") or [])
         sev = f" · severity: *{r['severity']}*" if r.get("severity") else ""
         out.append(f"*{_prose(r.get('source', ''))}* (versions: {vers}) · claim {_name(r['id'], link)} · method "
                    f"*{r.get('method')}* · {BADGES.get(r['status'], (r['status'],))[0]}{sev}")

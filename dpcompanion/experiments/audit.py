@@ -78,7 +78,7 @@ def verdict_rows(payload) -> list[dict]:
             epsilon_lower=float(a["epsilon_lower"]), passed=bool(a["passed"])))
     s_bad = min(s for (_, s) in by if s < 1)
     flagged = [t for t in trainers if (t, s_bad) in by and not by[(t, s_bad)]["passed"]]
-    rows.append(comparisons.compare("audit/power", sizes_match=True, item=f"the audit flags every trainer at S = {s_bad:g} (issue 11)",
+    rows.append(comparisons.compare("audit/power", sizes_match=True, item=f"the audit flags every trainer at S = {s_bad:g} (noise deliberately too small: its power)",
                                     flagged=flagged, trainers=[t for t in trainers if (t, s_bad) in by]))
     return rows
 

@@ -397,14 +397,38 @@ def theorem_markdown(theorem_id: str) -> str:
     stable label, and the statement as declared; followed by the ids of the claims that
     check it.
 
-    >>> print(theorem_markdown("H-T4.4").splitlines()[:2])
-    ['```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
+    >>> print([ln for ln in theorem_markdown("H-T4.4").splitlines() if ln.startswith(("```{", ":label"))])
+    ['```{index} single: Theorem 4.4', '```{index} single: Thm 4.4', '```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
     """
     load_all()
     if theorem_id not in THEOREMS:
         raise ValueError(f"no declared theorem {theorem_id!r}; declared: {', '.join(sorted(THEOREMS))}")
     t = THEOREMS[theorem_id]
-    return "\n".join([f"```{{prf:{t.kind}}} {t.title}", f":label: {t.label}", ":nonumber:", "", t.statement, "```", ""])
+    # index entries ("Theorem 4.5", "Thm 4.5"): Sphinx's search ranks a page with an index
+    # entry matching the query first, so searching "Theorem 4.5" finds the page stating it
+    index = [line for k in index_terms(t.title) for line in (f"```{{index}} single: {k}", "```", "")]
+    return "\n".join([*index, f"```{{prf:{t.kind}}} {t.title}", f":label: {t.label}", ":nonumber:", "", t.statement,
+                      "```", ""])
+
+
+_NUMBERED = re.compile(r"\((?:W )?(Thm|Lemma) ((?:[A-Z]\.)?\d+(?:\.\d+)*(?:, (?:[A-Z]\.)?\d+(?:\.\d+)*)*)\)")
+
+
+def index_terms(title: str) -> list[str]:
+    """The search keys of a declared result's title: its numbers spelled out and abbreviated.
+
+    >>> index_terms("Stability and generalisation (Thm 4.11, 4.12)")
+    ['Theorem 4.11', 'Thm 4.11', 'Theorem 4.12', 'Thm 4.12']
+    >>> index_terms("zCDP to approximate DP (Lemma C.3)")
+    ['Lemma C.3']
+    """
+    m = _NUMBERED.search(title)
+    if not m:
+        return []
+    out = []
+    for n in m.group(2).split(", "):
+        out += [f"Theorem {n}", f"Thm {n}"] if m.group(1) == "Thm" else [f"Lemma {n}"]
+    return out
 
 
 def show_theorem(theorem_id: str) -> None:

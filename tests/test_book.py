@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from bookutil import NOTEBOOKS, REPO, require_build, toc_files
+from dpcompanion.book.pdf import PDF_NAME, find_browser
 
 NB_PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
 NB_IDS = [p.stem for p in NB_PATHS]
@@ -143,6 +144,8 @@ def test_no_broken_internal_links():
             if target.is_dir():
                 target = target / "index.html"
             if not target.exists():
+                if target.name == PDF_NAME and not find_browser():
+                    continue  # make book skips the theory PDF where no Chromium is installed (and says so)
                 broken.append(f"{page.relative_to(build)}: {ref}")
                 continue
             if u.fragment and target.suffix == ".html" and tag == "a":
@@ -156,3 +159,33 @@ def test_timings_of_this_build_were_recorded():
     require_build()
     timings = json.loads((REPO / "book" / "timings.json").read_text())
     assert set(NB_IDS) <= set(timings["notebooks"])
+
+
+def test_the_site_works_from_a_static_server():
+    """Issue 23: no page refers to the site by an absolute path (/...), so the built book
+    works from any static file server, at any URL prefix (GitHub Pages serves it under
+    /<repository>/)."""
+    build = require_build()
+    bad = []
+    for page in build.rglob("*.html"):
+        if "_static" in page.relative_to(build).parts:
+            continue
+        for m in re.finditer(r'(?:href|src)="(/[^/"][^"]*)"', page.read_text(errors="replace")):
+            bad.append(f"{page.relative_to(build)}: {m.group(1)}")
+    assert not bad, f"absolute paths: {bad[:10]}"
+
+
+def test_the_build_carries_its_citation_and_theory_pdf():
+    """The build's CITATION.cff names its commit; the landing page links it and the theory
+    PDF, which exists wherever Chromium does (make book skips it otherwise)."""
+    build = require_build()
+    import yaml
+
+    cff = yaml.safe_load((build / "CITATION.cff").read_text())
+    assert re.fullmatch(r"[0-9a-f]{7,40}", cff["commit"]), cff.get("commit")
+    landing = (build / "book" / "index.html").read_text()
+    assert 'href="../CITATION.cff"' in landing and f'href="../{PDF_NAME}"' in landing
+    assert f"commit {cff['commit']}" in landing, "the landing page's BibTeX names another commit than the build"
+    if find_browser():
+        pdf = build / PDF_NAME
+        assert pdf.exists() and pdf.read_bytes()[:5] == b"%PDF-", f"{PDF_NAME} missing or not a PDF"

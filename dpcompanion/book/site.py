@@ -151,8 +151,8 @@ def _launch_to_committed_notebook(app, pagename, templatename, context, doctree)
             return {k: fix(v) for k, v in obj.items()}
         if isinstance(obj, list):
             return [fix(v) for v in obj]
-        if isinstance(obj, str) and old in obj:
-            return obj.replace(old, new)
+        if isinstance(obj, str) and old in obj and obj.startswith(("http://", "https://")):
+            return obj.replace(old, new)  # the launch buttons; the download button's own copy stays
         return obj
 
     if "header_buttons" in context:
@@ -193,15 +193,30 @@ def setup(app):
         env.dpcompanion_cite_docs = getattr(env, "dpcompanion_cite_docs", set()) | getattr(
             other, "dpcompanion_cite_docs", set())
 
+    def doctree_read(app, doctree):
+        from sphinx import addnodes
+
+        # Sphinx 7.4 keeps a page's index entries in the search index only while the page
+        # is re-read (an incremental build drops those of unchanged pages): the theorem
+        # entries that make "Theorem 4.5" find its page would vanish
+        if next(iter(doctree.findall(addnodes.index)), None) is not None:
+            env = app.env
+            if not hasattr(env, "dpcompanion_cite_docs"):
+                env.dpcompanion_cite_docs = set()
+            env.dpcompanion_cite_docs.add(env.docname)
+
     def outdated(app, env, added, changed, removed):
-        # a page citing the build is re-read on every build: its commit and date are this build's
+        # re-read on every build: a page citing the build (its commit and date are this
+        # build's) and a page with index entries (see doctree_read)
         return sorted(getattr(env, "dpcompanion_cite_docs", set()) - set(removed))
 
     app.add_directive("dpcompanion-cite", CiteDirective)
     app.connect("env-purge-doc", purge)
     app.connect("env-merge-info", merge)
     app.connect("env-get-outdated", outdated)
+    app.connect("doctree-read", doctree_read)
     app.connect("config-inited", _config_inited)
     app.connect("html-page-context", _launch_to_committed_notebook, priority=900)
     app.connect("build-finished", _build_finished)
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": _version()}
+    # env_version: a change of what this extension records in the environment re-reads every page
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": _version(), "env_version": 1}

@@ -398,15 +398,16 @@ def theorem_markdown(theorem_id: str) -> str:
     check it.
 
     >>> print([ln for ln in theorem_markdown("H-T4.4").splitlines() if ln.startswith(("```{", ":label"))])
-    ['```{index} single: Theorem 4.4', '```{index} single: Thm 4.4', '```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
+    ['```{index} !single: Theorem 4.4', '```{index} !single: Thm 4.4', '```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
     """
     load_all()
     if theorem_id not in THEOREMS:
         raise ValueError(f"no declared theorem {theorem_id!r}; declared: {', '.join(sorted(THEOREMS))}")
     t = THEOREMS[theorem_id]
-    # index entries ("Theorem 4.5", "Thm 4.5"): Sphinx's search ranks a page with an index
-    # entry matching the query first, so searching "Theorem 4.5" finds the page stating it
-    index = [line for k in index_terms(t.title) for line in (f"```{{index}} single: {k}", "```", "")]
+    # main index entries ("!": "Theorem 4.5", "Thm 4.5"): Sphinx's search lists a page whose
+    # main index entry matches the query first, so searching "Theorem 4.5" finds the page
+    # stating it (a non-main entry would be listed after every full-text match)
+    index = [line for k in index_terms(t.title) for line in (f"```{{index}} !single: {k}", "```", "")]
     return "\n".join([*index, f"```{{prf:{t.kind}}} {t.title}", f":label: {t.label}", ":nonumber:", "", t.statement,
                       "```", ""])
 

@@ -66,7 +66,7 @@ def print_page(build: Path, pages: list[str]) -> str:
         bodies.append(f'<section class="dpc-print-chapter">{m.group(2)}</section>')
     head = re.sub(r"<title>.*?</title>", "<title>dpcompanion: theory, checked by code</title>", heads[0], flags=re.S)
     style = ("<style>.dpc-print-chapter{break-before:page}.dpc-print-chapter:first-child{break-before:auto}"
-             "body{margin:0 1.5cm}.headerlink,.dropdown,details,.tag_remove-input{display:none}</style>")
+             "body{margin:0 1.5cm}.headerlink{display:none}</style>")
     return f"<!DOCTYPE html><html><head>{head}{style}</head><body><main>{''.join(bodies)}</main></body></html>"
 
 

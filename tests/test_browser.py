@@ -15,12 +15,12 @@ import shutil
 import tempfile
 import threading
 import urllib.request
+from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-import yaml
 
-from bookutil import REPO, require_build, toc_files
+from bookutil import require_build, toc_files
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -29,6 +29,7 @@ CHROMEDRIVER = shutil.which("chromedriver")
 # Pages whose math, images and links are checked: the landing page and one notebook page
 # with math and figures.
 PAGES = ["book/index.html", "book/h-f-theory.html"]
+REPO = Path(__file__).resolve().parent.parent
 # Every page of the book's table of contents, as built (a page left in _build by an earlier
 # build, e.g. after a rename, is not part of the book); _toc.yml is read at collection.
 TOC_PAGES = [f"{f}.html" for f in toc_files()]
@@ -296,6 +297,8 @@ def test_first_screen_says_what_was_found_how_to_reproduce_and_cite(server, brow
     text = _visit(server, browser, visits, page)["text"]
     commit = re.search(r"generated from ([0-9a-f]{7,})", text)
     assert commit, "the footer names no commit"
+    import yaml
+
     url = yaml.safe_load((REPO / "_config.yml").read_text())["repository"]["url"]
     browser.get(urljoin(server, page))
     browser.execute_script("window.scrollTo(0, 0)")

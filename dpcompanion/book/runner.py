@@ -1,10 +1,12 @@
 """Execute the book's notebooks with papermill (``python -m dpcompanion reproduce``).
 
 Each ``notebooks/<id>.ipynb`` is executed with the parameters ``mode``, ``seed`` and
-``device`` into a temporary file and moved to ``book/generated/<id>.ipynb`` only when it
-ran to the end, so a failed run never leaves a half-executed page in the book (its stale
-copy is removed, so that the book build then fails loudly instead of showing old
-results). Timings of the run are written to ``book/generated/timings.json``.
+``device`` into a temporary file and moved to ``book/<id>.ipynb`` only when it ran to the
+end, so a failed run never leaves a half-executed page in the book (its stale copy is
+removed, so that the book build then fails loudly instead of showing old results). The
+executed notebooks sit beside the book's hand-written pages (``book/*.md``, committed), so
+that every page's address is ``book/<id>.html``; they are not committed (``.gitignore``).
+Timings of the run are written to ``book/timings.json``.
 
 A notebook whose id is an experiment of the results store
 (:mod:`dpcompanion.experiments.store`) gets its experiment computed, or found fresh, *before*
@@ -14,7 +16,7 @@ it runs, with the executor options of the run (``--executor``, ``--workers``,
 and the seconds that took.
 
 **Execution cache.** All experiments are computed or found fresh first; then each notebook
-is executed only when its *execution key* changed since the copy in ``book/generated/`` was
+is executed only when its *execution key* changed since the copy in ``book/`` was
 made (:func:`execution_key`: the bytes of every notebook, the parameters, every source file of
 the ``dpcompanion`` package, the installed distributions and their versions, and every file
 of the results store). A second ``make book`` with nothing changed therefore re-executes no
@@ -47,7 +49,8 @@ from dpcompanion.core.provenance import git_state, resolve_device, validate_mode
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 PACKAGE = REPO / "dpcompanion"
-GENERATED = REPO / "book" / "generated"
+#: where the executed notebooks go (beside book/*.md, so the page URLs are book/<id>.html)
+GENERATED = REPO / "book"
 DEFAULT_ORDER = 50
 #: where the execution key of each executed notebook is kept, inside the output folder
 KEY_DIR = ".execution-keys"
@@ -338,5 +341,11 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def clean_generated(out_dir: Path = GENERATED) -> None:
-    """Remove every executed notebook (used by ``make clean``)."""
-    shutil.rmtree(out_dir, ignore_errors=True)
+    """Remove every executed notebook, the timings and the execution keys from ``out_dir``
+    (and nothing else: ``book/`` also holds the committed hand-written pages)."""
+    for p in out_dir.glob("*.ipynb"):
+        p.unlink()
+    for p in out_dir.glob(".*.ipynb"):  # a run killed between papermill and the move
+        p.unlink()
+    (out_dir / "timings.json").unlink(missing_ok=True)
+    shutil.rmtree(out_dir / KEY_DIR, ignore_errors=True)

@@ -15,7 +15,7 @@ import sympy as sp
 from dpcompanion.theory.bounds import gd
 from dpcompanion.claims.registry import claim, illustrated, proved, refuted, verified_by_margins
 
-SRC = "H (001)"
+SRC = "Hong et al. (FAccT)"
 _KAPPAS = (1.5, 2.0, 5.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 _ALPHAS = (1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 
@@ -508,7 +508,7 @@ def _e26_printed():
         printed=float(rhs),
         actual=float(lhs),
         holds_instead="the variance of sqrt(q_t): T^2 Var[sqrt(q_t)] = %g" % (T**2 * np.sqrt(q).var()),
-        impact="A typo in the last member of the display (also in the HTML rendering, 004): the middle member of the same "
+        impact="A typo in the last member of the display (also in the HTML rendering of the FAccT version): the middle member of the same "
         "display, (1/T) sum_t (sqrt(q_t) - mean sqrt(q))^2 times T^2, is correct, and the sentence after Lemma 4.3 already "
         "speaks of the variance of sqrt(q_t). Nothing downstream uses the printed form; no conclusion is affected.",
     )
@@ -645,7 +645,7 @@ def _t44_T_opt():
         f"at kappa = {k0:g}, alpha = {a0:g}, a bound {gd.erub_dynamic(T=T0, kappa=k0, alpha=a0) / vb0:.2f} times the "
         "minimum) and, for sharp losses, tends to 2/alpha where the minimiser is a single step. The Theta bound Eq. (11) "
         "is derived at Eq. (27)'s T and stands; only a reader implementing the statement's T loses utility. (The "
-        "statement gives this T exactly, as a ceiling, in 001 and in the HTML rendering 004, not as an O(.) like "
+        "statement gives this T exactly, as a ceiling, in the FAccT version and in its HTML rendering, not as an O(.) like "
         "Thm 4.2's T.)",
     )
 
@@ -735,7 +735,7 @@ def _s413_alpha():
         alpha_by_N=dict(zip([str(n) for n in Ns], alphas)),
         impact="A slip of the inequality: alpha = D G^2/(2 R M N^2 Delta) shrinks like 1/N^2, and the bound (12) that "
         "follows (kappa^2 alpha ln(1/(kappa alpha))) is the small-alpha regime, so alpha << 1 is meant. A typo-level "
-        "slip (printed as alpha >> 1 in both 001 and the HTML rendering 004, so not an extraction artefact); "
+        "slip (printed as alpha >> 1 in both text extractions of the FAccT version, so not an extraction artefact); "
         "conclusions unaffected.",
     )
 

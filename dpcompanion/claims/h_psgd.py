@@ -10,7 +10,7 @@ import sympy as sp
 from dpcompanion.theory.bounds import gd, psgd
 from dpcompanion.claims.registry import claim, proved, verified_by_margins
 
-SRC = "H (001)"
+SRC = "Hong et al. (FAccT)"
 
 
 @claim(

@@ -63,6 +63,21 @@ _CACHE: dict[str | None, tuple[dict[str, Any], ...]] = {}
 _LABELLED: set[str] = set()
 
 
+#: what each registry ``versions`` code is, as a reader names it (the codes are the file names
+#: of the project's paper extractions; readers never see them)
+VERSION_NAMES = {"000": "the ICLR submission", "001": "FAccT", "002": "Wu et al.", "003": "the slides",
+                 "004": "FAccT (HTML text)"}
+
+
+def version_names(codes) -> str:
+    """The versions a statement appears in, by name.
+
+    >>> version_names(["000", "001"])
+    'the ICLR submission, FAccT'
+    """
+    return ", ".join(VERSION_NAMES.get(str(c), str(c)) for c in codes)
+
+
 def cached_results(prefix: str | None = None) -> list[dict[str, Any]]:
     """Results of the checks whose id starts with ``prefix``, each check run at most once
     per process: a run for a shorter prefix (or for all, ``None``) is reused.
@@ -318,7 +333,7 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
     lines.append(f"**{badge}** · method: *{r.get('method', '?')}* · source: {_prose(r.get('source', ''))}")
     vers = r.get("versions")
     if vers:
-        lines[-1] += " · versions: " + ", ".join(str(v) for v in vers)
+        lines[-1] += " · versions: " + version_names(vers)
     lines += ["", f"**Statement.** {r.get('statement', '')}", ""]
     ev = dict(r.get("evidence") or {})
     if r["status"] == "error":
@@ -382,14 +397,39 @@ def theorem_markdown(theorem_id: str) -> str:
     stable label, and the statement as declared; followed by the ids of the claims that
     check it.
 
-    >>> print(theorem_markdown("H-T4.4").splitlines()[:2])
-    ['```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
+    >>> print([ln for ln in theorem_markdown("H-T4.4").splitlines() if ln.startswith(("```{", ":label"))])
+    ['```{index} !single: Theorem 4.4', '```{index} !single: Thm 4.4', '```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
     """
     load_all()
     if theorem_id not in THEOREMS:
         raise ValueError(f"no declared theorem {theorem_id!r}; declared: {', '.join(sorted(THEOREMS))}")
     t = THEOREMS[theorem_id]
-    return "\n".join([f"```{{prf:{t.kind}}} {t.title}", f":label: {t.label}", ":nonumber:", "", t.statement, "```", ""])
+    # main index entries ("!": "Theorem 4.5", "Thm 4.5"): Sphinx's search lists a page whose
+    # main index entry matches the query first, so searching "Theorem 4.5" finds the page
+    # stating it (a non-main entry would be listed after every full-text match)
+    index = [line for k in index_terms(t.title) for line in (f"```{{index}} !single: {k}", "```", "")]
+    return "\n".join([*index, f"```{{prf:{t.kind}}} {t.title}", f":label: {t.label}", ":nonumber:", "", t.statement,
+                      "```", ""])
+
+
+_NUMBERED = re.compile(r"\((?:W )?(Thm|Lemma) ((?:[A-Z]\.)?\d+(?:\.\d+)*(?:, (?:[A-Z]\.)?\d+(?:\.\d+)*)*)\)")
+
+
+def index_terms(title: str) -> list[str]:
+    """The search keys of a declared result's title: its numbers spelled out and abbreviated.
+
+    >>> index_terms("Stability and generalisation (Thm 4.11, 4.12)")
+    ['Theorem 4.11', 'Thm 4.11', 'Theorem 4.12', 'Thm 4.12']
+    >>> index_terms("zCDP to approximate DP (Lemma C.3)")
+    ['Lemma C.3']
+    """
+    m = _NUMBERED.search(title)
+    if not m:
+        return []
+    out = []
+    for n in m.group(2).split(", "):
+        out += [f"Theorem {n}", f"Thm {n}"] if m.group(1) == "Thm" else [f"Lemma {n}"]
+    return out
 
 
 def show_theorem(theorem_id: str) -> None:
@@ -505,7 +545,7 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         ev = dict(r.get("evidence") or {})
         out.append(f"### {r['id']}")
         out.append("")
-        vers = ", ".join(r.get("versions") or [])
+        vers = version_names(r.get("versions") or [])
         sev = f" · severity: *{r['severity']}*" if r.get("severity") else ""
         out.append(f"*{_prose(r.get('source', ''))}* (versions: {vers}) · claim {_name(r['id'], link)} · method "
                    f"*{r.get('method')}* · {BADGES.get(r['status'], (r['status'],))[0]}{sev}")

@@ -19,7 +19,7 @@ from dpcompanion.theory import accounting as acc
 from dpcompanion.theory.bounds import adp
 from dpcompanion.claims.registry import claim, compare, illustrated, not_reproduced, proved, refuted, verified_by_margins
 
-SRC = "W (002)"
+SRC = "Wu et al."
 V = ("002",)
 
 #: the epsilons quoted in W Sec. 6, footnote 3, for epsilon_bar = 0.8, 1.2, 1.6, 3.2, 6.4

@@ -24,7 +24,7 @@ V = ("001", "002")
 
 @claim(
     "X-UNIFY.cs",
-    source="H (001) Lemma 4.3 and W (002) Remark 4.1",
+    source="Hong et al. (FAccT) Lemma 4.3 and Wu et al. Remark 4.1",
     statement=r"Both optimisations are one Cauchy-Schwarz (Lagrange) identity: "
     r"$(\sum_t q_t s_t^2)(\sum_t s_t^{-2}) - (\sum_t\sqrt{q_t})^2 = \sum_{u<t}(\sqrt{q_u}\,s_u/s_t-\sqrt{q_t}\,s_t/s_u)^2\ge0$, "
     r"zero iff $s_t^2\propto q_t^{-1/2}$.",
@@ -44,7 +44,7 @@ def _cs(*, mutant=False):
 
 @claim(
     "X-UNIFY.map",
-    source="W (002) Thm 4.1, Thm 4.2; H (001) Thm 4.1, Lemma 4.3",
+    source="Wu et al. Thm 4.1, Thm 4.2; Hong et al. (FAccT) Thm 4.1, Lemma 4.3",
     statement=r"With $s_t^2=\alpha_t^2\sigma^2$ (step t's noise variance), $R=\sum_t s_t^{-2}$ (Thm 4.1 fixes it) and "
     r"$q_t=b_t^{-2}=\eta_t^2/\eta^2$: $M(\{\alpha\},\{b\}) = R\sum_t q_t s_t^2$ identically, for any $\sigma$.",
     method="sympy",
@@ -64,7 +64,7 @@ def _map(*, mutant=False):
 
 @claim(
     "X-UNIFY.rule",
-    source="H (001) Lemma 4.3 / W (002) Remark 4.1",
+    source="Hong et al. (FAccT) Lemma 4.3 / Wu et al. Remark 4.1",
     statement=r"Hong's optimal $s_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ with $q_t=b_t^{-2}$ is $s_t^2\propto b_t$, i.e. Wu's "
     r"$\alpha_t^2=b_t$ (up to the shared scale), and its value $(\sum_t\sqrt{q_t})^2=(\sum_t b_t^{-1})^2=M_{adp}$.",
     method="sympy",
@@ -83,7 +83,7 @@ def _rule(*, mutant=False):
 
 @claim(
     "X-UNIFY.spec",
-    source="SPEC X-UNIFY ('W's alpha_t^2 = b_t is H's rule with q_t = eta_t^2')",
+    source="our unification (X-UNIFY): W's alpha_t^2 = b_t read as H's rule with q_t = eta_t^2",
     statement=r"The identification $q_t=\eta_t^2$ is right up to a constant factor ($\eta_t=\eta/b_t$, $q_t=\eta^2 b_t^{-2}$), "
     r"which Lemma 4.3's schedule ignores (it depends on $q$ only through ratios); the discount $\gamma^{T-t}$ of Hong's "
     r"$q_t$ has no counterpart in Wu's min-gradient-norm bound.",

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-HELP = "execute the book's notebooks with papermill (quick or full mode) into book/generated/"
+HELP = "execute the book's notebooks with papermill (quick or full mode) into book/"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_executor_arguments(p)
     p.add_argument("--reexecute", action="store_true",
                    help="execute every notebook even when its execution key (notebooks, parameters, library "
-                        "source, installed packages, results store) is that of its copy in book/generated/")
+                        "source, installed packages, results store) is that of its copy in book/")
     p.add_argument("--notebooks", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--output", type=Path, default=None, help=argparse.SUPPRESS)
 

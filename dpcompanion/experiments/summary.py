@@ -66,8 +66,8 @@ def experiments_with_verdicts() -> list[str]:
     return [eid for eid in base.all_experiments() if callable(getattr(_module(eid), "verdict_rows", None))]
 
 
-#: the reproduction report's CSV, written by the book build next to the generated pages (the
-#: landing page links it with MyST's ``{download}`` role, relative to ``book/generated/``)
+#: the reproduction report's CSV, written by the book build (the verdicts page) next to the
+#: executed pages in ``book/``; the landing and verdicts pages link it with MyST's ``{download}`` role
 CSV_NAME = "reproduction-report.csv"
 
 
@@ -113,16 +113,16 @@ def verdict_counts(rows) -> dict[str, int]:
 
 
 def write_reproduction_csv(rows, path=None):
-    """Write the reproduction report's rows as CSV (default ``book/generated/`` +
+    """Write the reproduction report's rows as CSV (default ``book/`` +
     :data:`CSV_NAME`, where the landing page's download link points); returns the path."""
     from pathlib import Path
 
     from dpcompanion.core.provenance import REPO
     from dpcompanion.experiments.comparisons import reproduction
 
-    return reproduction.write_csv(rows, Path(path) if path is not None else Path(REPO) / "book" / "generated" / CSV_NAME)
+    return reproduction.write_csv(rows, Path(path) if path is not None else Path(REPO) / "book" / CSV_NAME)
 
 
 def reproduction_download_md(label: str = "the reproduction report (CSV)") -> str:
-    """The MyST link to the CSV for a page in ``book/generated/``."""
+    """The MyST link to the CSV for a page in ``book/``."""
     return f"{{download}}`{label} <{CSV_NAME}>`"

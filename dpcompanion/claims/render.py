@@ -32,6 +32,7 @@ from dpcompanion.claims.registry import REGISTRY, SEVERITIES, STATUS_DEFINITIONS
 #: badge text and admonition class per status (classes every Sphinx theme styles).
 BADGES = {
     "proved": ("✔ PROVED", "tip"),
+    "checked": ("✔ CHECKED AT FIXED T", "tip"),
     "verified": ("✔ VERIFIED", "tip"),
     "refuted": ("✘ REFUTED", "error"),
     "identity": ("= IDENTITY", "note"),
@@ -230,8 +231,23 @@ def _verdict(status: str, evidence: dict[str, Any]) -> str | None:
             s += "; the negative worst margin is floating-point rounding at a point where the claim holds with equality"
         return s + "."
     if status == "proved":
-        return "SymPy reduces the residual (claim minus derivation) to exactly 0."
+        return "SymPy reduces the residual (claim minus derivation) to exactly 0, for every admissible value."
+    if status == "checked" and evidence.get("T_checked"):
+        return (f"SymPy reduces the residual (claim minus derivation) to exactly 0 at T = "
+                f"{t_values(evidence['T_checked'])} (the values this check ran); other values of T are not shown.")
     return None
+
+
+def t_values(Ts: Iterable[int]) -> str:
+    """The values of T a check ran, runs of consecutive values as ranges.
+
+    >>> t_values([1, 2, 3, 4, 5]), t_values([4]), t_values([1, 2, 5, 7, 8])
+    ('1, ..., 5', '4', '1, 2, 5, 7, 8')
+    """
+    Ts = sorted(int(t) for t in Ts)
+    if len(Ts) >= 3 and Ts == list(range(Ts[0], Ts[-1] + 1)):
+        return f"{Ts[0]}, ..., {Ts[-1]}"
+    return ", ".join(str(t) for t in Ts)
 
 
 def evidence_lines(evidence: dict[str, Any], *, status: str | None = None) -> list[str]:
@@ -311,6 +327,8 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
     precedes it; links to the correction / corrected entry use ``{ref}`` only when that
     entry's id is in ``linkable`` (so every reference resolves), plain text otherwise."""
     badge, cls = BADGES.get(r["status"], (r["status"].upper(), "note"))
+    if r["status"] == "checked" and (r.get("evidence") or {}).get("T_checked"):
+        badge = f"✔ CHECKED AT T = {t_values(r['evidence']['T_checked'])}"
     lines = []
     if labels:
         lines += [f"({label(r['id'])})=", ""]

@@ -116,6 +116,7 @@ def execute(nb: Notebook, *, out_dir: Path, mode: str, seed: int, device: str, k
     fd, tmp_name = tempfile.mkstemp(prefix=f".{nb.id}-", suffix=".ipynb", dir=out_dir)
     os.close(fd)
     tmp = Path(tmp_name)
+    shutil.rmtree(out_dir / "figures" / nb.id, ignore_errors=True)  # no figure data of an earlier run stays
     t0 = time.perf_counter()
     try:
         pm.execute_notebook(
@@ -203,6 +204,9 @@ def reproduce(
         _store.check_executor_options(executor, workers=workers, scheduler=scheduler)
     commit, dirty = git_state()
     os.environ.update(DPCOMPANION_COMMIT=commit, DPCOMPANION_DIRTY="1" if dirty else "0")
+    # the book's figures write their data and code beside the executed notebooks
+    # (dpcompanion.book.plotting.publish: <out_dir>/figures/<id>/figure-<n>.csv and .py)
+    os.environ["DPCOMPANION_BOOK_DIR"] = str(out_dir.resolve())
     os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend renders the figures
     kernel = _kernel_name()
     timings_path = out_dir / "timings.json"

@@ -127,6 +127,10 @@ CASES = {
     "breakdown_figure": lambda: plotting.breakdown_figure(
         kappas=[1.3, 3, 10, 100], Ts=[10, 30, 100], ratio=[[70, 1.1, 1.5, 1], [2.5e9, 16, 0.87, 1], [6e31, 2.3e9, 8.9, 1.1]],
         span=[[50, 5, 2, 1], [1e4, 30, 3, 1], [1e15, 1e4, 30, 2]], max_span=20, clip_label="(clip 4)"),
+    "bench_throughput": lambda: plotting.bench_throughput(
+        methods=["ours (dpcompanion, ghost norms)", "Opacus ghost", "Opacus hooks", "Opacus functorch", "Opacus ew"],
+        single=[153.0, 61.4, 3.34, 3.54, 3.25], batched=[163.5, 64.2, 3.74, float("nan"), 3.29], runs=32,
+        title="cpu-quick.json: throughput per method (cpu, quick mode)"),
 }
 #: cases drawn a second way (quick-mode shapes that once produced a defect)
 EXTRA = {

@@ -155,7 +155,7 @@ def figure_data(fig) -> list[dict[str, Any]]:
     """Every plotted datum of ``fig``, one row per point (:data:`DATA_COLUMNS`): lines and
     markers (``line``), error bars (``errorbar``: ``y_low``/``y_high`` are the bar's ends),
     horizontal/vertical reference lines (``hline``/``vline``), bands and polygons
-    (``polygon``: their vertices), segments (``segment``), scatter points, heatmap cells
+    (``polygon``: their vertices), bars (``bar``: the bar's end, its centre on the other axis), segments (``segment``), scatter points, heatmap cells
     (``cell``: ``x``/``y`` the column/row labels, ``value`` the colour value) and text drawn
     in the panel (``text``). Values are the data coordinates, before any log axis.
 
@@ -165,7 +165,7 @@ def figure_data(fig) -> list[dict[str, Any]]:
     >>> plt.close(fig)
     """
     from matplotlib.collections import LineCollection, PathCollection, PolyCollection
-    from matplotlib.container import ErrorbarContainer
+    from matplotlib.container import BarContainer, ErrorbarContainer
     from matplotlib.image import AxesImage
     from matplotlib.lines import Line2D
 
@@ -187,6 +187,13 @@ def figure_data(fig) -> list[dict[str, Any]]:
             continue
         seen = set()
         for c in ax.containers:
+            if isinstance(c, BarContainer):
+                horizontal = getattr(c, "orientation", None) == "horizontal"
+                for i, rect in enumerate(c.patches):
+                    if horizontal:
+                        add(ax, label(c), "bar", i, x=rect.get_x() + rect.get_width(), y=rect.get_y() + rect.get_height() / 2)
+                    else:
+                        add(ax, label(c), "bar", i, x=rect.get_x() + rect.get_width() / 2, y=rect.get_y() + rect.get_height())
             if isinstance(c, ErrorbarContainer):
                 data_line, caps, bars = c.lines
                 lab = label(c) or (label(data_line) if data_line is not None else "")
@@ -1199,5 +1206,31 @@ def breakdown_figure(*, kappas, Ts, ratio, span, max_span: float, clip_label: st
         ax.grid(False)
     a1.set_title(f"Thm 4.4 schedule, clipped trainer {clip_label}: excess risk / exact".strip(), fontsize=10)
     a2.set_title(rf"schedule span $\max\sigma_t/\min\sigma_t$ (W: warning, span > {max_span:g})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- benchmarks ---
+
+
+@figure_function
+def bench_throughput(*, methods, single, batched, runs: int, title: str = ""):
+    """Throughput of each method (bench page): steps per second of one run and run-steps per
+    second of ``runs`` runs, as horizontal bars on a log axis, one pair per method (arrays
+    indexed like ``methods``; a missing value, NaN, draws no bar)."""
+    apply_style()
+    methods = list(methods)
+    fig, ax = plt.subplots(figsize=(7.0, 0.55 * len(methods) + 1.4))
+    y = np.arange(len(methods))
+    for vals, dy, color, lab in ((single, -0.18, COLORS["uniform"], "one run (steps/s)"),
+                                 (batched, 0.18, COLORS["dynamic"], f"{runs} runs (run-steps/s)")):
+        v = np.asarray(vals, dtype=float)
+        ax.barh(y + dy, np.where(np.isfinite(v), v, 0.0), height=0.34, color=color, label=lab)
+    ax.set_yticks(y, methods)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("throughput (higher is faster)")
+    ax.set_title(title or "Throughput per method")
+    ax.legend(loc="lower right")
     fig.tight_layout()
     return fig

@@ -228,8 +228,19 @@ def _judge_w_eps(*, paper: float, readings: dict) -> tuple[str, str, str, str]:
     ours = float(readings[best])
     v = ("agrees" if abs(ours - paper) <= W_EPS_ABS + 1e-12
          else "partly" if rel_within(paper, ours, W_EPS_PARTLY_RTOL) else "disagrees")
-    note = f"closest: {best}; " + ", ".join(f"{k} {float(x):.3f}" for k, x in sorted(readings.items()))
-    return v, f"{ours:.3f}", note, f"{paper:g} (002 footnote 3)"
+    note = (f"ours is the accountant closest to the printed value, {ACCOUNTANT_NAMES.get(best, best)}; all: "
+            + ", ".join(f"{ACCOUNTANT_NAMES.get(k, k)} {float(x):.3f}" for k, x in sorted(readings.items())))
+    return v, f"{ours:.3f} ({ACCOUNTANT_SHORT.get(best, best)})", note, f"{paper:g} (002 footnote 3)"
+
+
+#: the accountants behind the W-EPS readings, named for the reader (the accounting page's
+#: recomputation is the RDP accountant with the improved conversion)
+ACCOUNTANT_NAMES = {
+    "rdp-improved": "RDP accountant, dp-accounting's improved RDP-to-DP conversion",
+    "rdp-classic": "RDP accountant, classic conversion min_a rdp(a) + ln(1/delta)/(a-1) on TF-Privacy's orders",
+    "pld": "PLD accountant",
+}
+ACCOUNTANT_SHORT = {"rdp-improved": "RDP, improved conversion", "rdp-classic": "RDP, classic conversion", "pld": "PLD"}
 
 
 def w_eps_rows(table: Sequence[dict]) -> list[dict]:

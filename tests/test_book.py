@@ -146,3 +146,16 @@ def test_timings_of_this_build_were_recorded():
     require_build()
     timings = json.loads((REPO / "book" / "generated" / "timings.json").read_text())
     assert set(NB_IDS) <= set(timings["notebooks"])
+
+
+def test_every_published_figure_passes_the_layout_check():
+    """Issue 23: each figure the book shows was checked where it was drawn (text >= 8 pt as
+    shown in the column, no overlapping tick labels: dpcompanion.book.plotting.figure_problems)
+    on its real data, full-mode results included; the check's findings are kept beside it."""
+    require_build()
+    from dpcompanion.book import plotting, runner
+
+    files = sorted((runner.GENERATED / plotting.FIGURES_DIR).glob("*/figure-*.layout.json"))
+    assert files, "no published figure"
+    bad = {f"{f.parent.name}/{f.name}": p for f in files if (p := json.loads(f.read_text())["problems"])}
+    assert not bad, f"figures with layout problems: {bad}"

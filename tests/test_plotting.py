@@ -76,8 +76,9 @@ CASES = {
                                                   "dynamic, exact": np.geomspace(2, 500, 15),
                                                   "dynamic, Eq. 27": np.geomspace(3, 520, 15)}),
     "theory_table_rows": lambda: plotting.theory_table_rows(
-        N=np.geomspace(1e2, 1e6, 20), rows={f"row {i}{' (ours)' if i % 2 else ''}": np.geomspace(1, 10.0 ** -i, 20)
-                                            for i in range(1, 7)}, title="Table 2 rows"),
+        N=np.geomspace(1e3, 1e12, 20), rows={f"GD+zCDP, Dynamic Schedule [uniform-stability] {i}{' (ours)' if i % 2 else ''}":
+                                             np.geomspace(1, 10.0 ** -(3 * i), 20) for i in range(1, 10)},
+        title="Table 2 rows (printed, constants 1) and the derived stability bound"),
     "momentum_influence": lambda: plotting.momentum_influence(
         t=np.arange(1, 101), curves={"exact": np.geomspace(1e-3, 1, 100), "paper": np.geomspace(2e-3, 1, 100),
                                      "slides": np.geomspace(5e-3, 1, 100)}, T_hat=40),

@@ -628,13 +628,13 @@ def theory_T_vs_kappa(*, kappa, curves: dict):
 def theory_table_rows(*, N, rows: dict, title: str):
     """Printed orders of table rows vs N (log-log); ``rows``: label -> array."""
     apply_style()
-    fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 4.6))
+    fig, ax = plt.subplots(figsize=(7.0, 4.2 + 0.22 * len(rows)))
     for label, y in rows.items():
         ax.loglog(N, y, lw=1.5, ls="-" if "(ours" not in label else "--", label=label)
     ax.set_xlabel("number of samples N")
     ax.set_ylabel("bound (constants = 1)")
     ax.set_title(title)
-    ax.legend(fontsize=9, ncol=2)
+    ax.legend(ncol=1, loc="upper left", bbox_to_anchor=(0.0, -0.16))  # below the panel: the labels are long
     fig.tight_layout()
     return fig
 

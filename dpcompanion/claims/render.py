@@ -138,13 +138,83 @@ def _code(v: Any) -> str:
 
 
 def _prose(v: Any) -> str:
-    return " ".join(str(v).split())
+    return tex_ascii(" ".join(str(v).split()))
+
+
+_GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "kappa", "lambda", "mu",
+          "nu", "xi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega", "Delta", "Sigma", "Gamma", "Lambda")
+_GREEK_RE = re.compile(r"(?<![A-Za-z\\])(" + "|".join(sorted(_GREEK, key=len, reverse=True)) + r")(?![A-Za-z])")
+_FUNCS_RE = re.compile(r"(?<![A-Za-z\\])(sum|prod|ln|log|exp|min|max|lim)(?=[_(^]|$)")
+#: text a claim box must not show outside math (tests: ASCII math left untypeset)
+ASCII_MATH = re.compile(r"sqrt\(|(?<![A-Za-z])(?:sigma|gamma|beta|alpha|kappa|rho|eta|delta|epsilon)(?:_\w+)?\^|\^\(|\w\^-?\w")
+_SEGMENT = re.compile(r"(\$\$.+?\$\$|\$[^$]+\$|`[^`]*`|\{[a-z:-]+\}`[^`]*`|\[[^\]]*\]\([^)]*\)|https?://\S+)")
+_IDENT = re.compile(r"^[HWX]-|[A-Za-z]{2,}_[A-Za-z]{3,}|\.[a-z]{3,}|\w/\w+/|\.py$")
+
+
+def _balanced(tok: str, start: int) -> int:
+    """Index of the parenthesis closing the one at ``tok[start]``, or -1."""
+    depth = 0
+    for i in range(start, len(tok)):
+        depth += {"(": 1, ")": -1}.get(tok[i], 0)
+        if depth == 0:
+            return i
+    return -1
+
+
+def _tex(tok: str) -> str:
+    """One ASCII math word as TeX: sqrt(x) -> \\sqrt{x}, x^(a+b) -> x^{a+b}, x^-2 -> x^{-2},
+    sigma -> \\sigma, sum_t -> \\sum_{t}, <= -> \\le."""
+    out, i = [], 0
+    while i < len(tok):
+        if tok.startswith("sqrt(", i) and (j := _balanced(tok, i + 4)) > 0:
+            out.append(r"\sqrt{" + _tex(tok[i + 5:j]) + "}")
+            i = j + 1
+        elif tok.startswith(("^(", "_("), i) and (j := _balanced(tok, i + 1)) > 0:
+            out.append(tok[i] + "{" + _tex(tok[i + 2:j]) + "}")
+            i = j + 1
+        else:
+            out.append(tok[i])
+            i += 1
+    t = "".join(out)
+    t = re.sub(r"([\^_])(-?[A-Za-z0-9.]*[A-Za-z0-9])", lambda m: f"{m.group(1)}{{{m.group(2)}}}", t)
+    t = _GREEK_RE.sub(lambda m: "\\" + ("varepsilon" if m.group(1) == "epsilon" else m.group(1)), t)
+    t = _FUNCS_RE.sub(lambda m: "\\" + m.group(1), t)
+    return t.replace("<=", r"\le ").replace(">=", r"\ge ").replace("*", r"\cdot ")
+
+
+def tex_ascii(text: str) -> str:
+    r"""Typeset the ASCII math of a claim's prose (``sigma^2``, ``sqrt(T)``, ``gamma^(T-t)``):
+    each word that is math (it has a power, a square root, or a Greek letter with a power or
+    subscript) becomes inline MathJax; existing math, code spans, roles, links and
+    identifiers (claim ids, module names) are left alone.
+
+    >>> print(tex_ascii("noise sigma_t^2 = T/R, and sqrt(gamma^(t+1)) (see H-T4.4.sigma, `sqrt(x)`)."))
+    noise $\sigma_{t}^{2}$ = T/R, and $\sqrt{\gamma^{t+1}}$ (see H-T4.4.sigma, `sqrt(x)`).
+    >>> print(tex_ascii("already $\sigma^2$; kappa = 3"))
+    already $\sigma^2$; kappa = 3
+    """
+    parts = _SEGMENT.split(text)
+    for k in range(0, len(parts), 2):  # the even parts are plain text
+        words = re.split(r"(\s+)", parts[k])
+        for w, word in enumerate(words):
+            if not word.strip():
+                continue
+            m = re.match(r"^([(\[\"']*)(.*?)([.,;:!?\"')\]]*)$", word)
+            lead, core, trail = m.groups()
+            while trail.startswith(")") and core.count("(") > core.count(")"):
+                core, trail = core + ")", trail[1:]
+            if not core or _IDENT.search(core) and not ("sqrt(" in core or "^" in core):
+                continue
+            if "^" in core or "sqrt(" in core or (_GREEK_RE.search(core) and re.search(r"[A-Za-z]_[A-Za-z0-9{(]", core)):
+                words[w] = f"{lead}${_tex(core)}${trail}"
+        parts[k] = "".join(words)
+    return "".join(parts)
 
 
 #: units of evidence quantities that have one (the rest are dimensionless or explained by the domain).
 UNITS = {
     "seconds": "s", "samples": "points", "epsilon": "ε of (ε, δ)-DP", "delta": "δ of (ε, δ)-DP", "rho": "ρ of ρ-zCDP",
-    "R": "budget Σ σ_t^-2", "T": "steps", "N": "samples", "n": "batch size", "kappa": "M/μ", "alpha": "Eq. (6)",
+    "R": "budget $\\sum_t\\sigma_t^{-2}$", "T": "steps", "N": "samples", "n": "batch size", "kappa": "M/μ", "alpha": "Eq. (6)",
     "worst_margin": "margin (see domain)", "tolerance": "margin (see domain)",
 }
 _ROWS = 8  # rows shown of a list-of-records table
@@ -186,8 +256,13 @@ def _cell(v: Any) -> str:
     >>> _cell({"a": 0.5, "b": [1, 2.0], "c": "x|y"})
     'a = 0.5; b = 1, 2; c = x\\|y'
     """
-    out = _text(v).replace("|", "\\|")
-    return out if len(out) <= _MAXLEN else out[: _MAXLEN - 1] + "…"
+    out = _text(v)
+    if len(out) > _MAXLEN:  # cut before typesetting, and never inside a formula
+        out = out[: _MAXLEN - 1]
+        if out.count("$") % 2:
+            out = out[: out.rindex("$")]
+        out += "…"
+    return tex_ascii(out).replace("|", "\\|")
 
 
 def _records_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -337,7 +412,7 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
     vers = r.get("versions")
     if vers:
         lines[-1] += " · versions: " + ", ".join(str(v) for v in vers)
-    lines += ["", f"**Statement.** {r.get('statement', '')}", ""]
+    lines += ["", f"**Statement.** {tex_ascii(str(r.get('statement', '')))}", ""]
     ev = dict(r.get("evidence") or {})
     if r["status"] == "error":
         lines.append(f"**The check raised** {_code(ev.get('exception', '?'))}")
@@ -549,3 +624,10 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         out.append(f"**Are the paper's conclusions affected?** {_prose(impact) if impact else 'Not assessed in the registry entry.'}")
         out.append("")
     return "\n".join(out)
+
+
+def text_outside_math(markdown: str) -> str:
+    """``markdown`` without its math (``$...$``, ``$$...$$``), code (spans and fenced blocks)
+    and link targets: the text a reader sees as words (tests look for ASCII math in it)."""
+    markdown = re.sub(r"```.*?```", " ", markdown, flags=re.S)
+    return _SEGMENT.sub(" ", markdown)

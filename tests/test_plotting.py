@@ -200,11 +200,11 @@ def test_publish_writes_data_and_code_beside_the_page(tmp_path, monkeypatch):
 
     shell = InteractiveShell.instance()
     monkeypatch.setenv(plotting.BOOK_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(Provenance, "_current", None)
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.extend(a))
     try:
-        Provenance.start(notebook="h-f-eff", mode="quick", seed=0, device="cpu")
+        assert plotting.current_provenance() is None  # no page: nothing is published
+        shell.user_ns["prov"] = Provenance.start(notebook="h-f-eff", mode="quick", seed=0, device="cpu")
         CASES["efficiency_figure"]()
     finally:
         InteractiveShell.clear_instance()

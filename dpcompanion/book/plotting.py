@@ -340,6 +340,27 @@ def _drawn(t) -> bool:
 # --- publishing a figure on its page ---
 
 
+def current_provenance():
+    """The :class:`~dpcompanion.core.provenance.Provenance` of the notebook being run: the
+    notebook contract binds it to ``prov`` (CONTRIBUTING, "Notebooks"); None outside a
+    notebook. (Kept here, not in ``core``: ``core.provenance`` is part of every result's code
+    hash.)"""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return None
+    from dpcompanion.core.provenance import Provenance
+
+    ip = get_ipython()
+    if ip is None:
+        return None
+    prov = ip.user_ns.get("prov")
+    if isinstance(prov, Provenance):
+        return prov
+    found = [v for v in ip.user_ns.values() if isinstance(v, Provenance)]
+    return found[-1] if found else None
+
+
 def _notebook_cell() -> tuple[str, int | None, str | None]:
     """(source, index among the committed notebook's cells, cell id) of the cell being run."""
     try:
@@ -349,9 +370,7 @@ def _notebook_cell() -> tuple[str, int | None, str | None]:
     ip = get_ipython()
     hist = ip.user_ns.get("_ih", []) if ip is not None else []
     source = hist[-1] if hist else ""
-    from dpcompanion.core.provenance import Provenance
-
-    prov = Provenance.current()
+    prov = current_provenance()
     nb_path = _PACKAGE_ROOT / "notebooks" / f"{prov.notebook}.ipynb" if prov else None
     if nb_path is not None and nb_path.exists() and source:
         cells = json.loads(nb_path.read_text()).get("cells", [])
@@ -370,9 +389,7 @@ def publish(fig) -> None:
         from IPython.display import Markdown, display
     except ImportError:  # pragma: no cover
         return
-    from dpcompanion.core.provenance import Provenance
-
-    prov = Provenance.current()
+    prov = current_provenance()
     if get_ipython() is None or prov is None:
         return
     fn = getattr(fig, "dpcompanion_source", None)

@@ -19,7 +19,7 @@ import subprocess
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 MODES = ("quick", "full")
 DEVICES = ("auto", "cpu", "cuda")
@@ -102,7 +102,6 @@ def versions() -> dict[str, str]:
 
 @dataclasses.dataclass
 class Provenance:
-    _current: ClassVar["Provenance | None"] = None
     notebook: str
     mode: str
     seed: int
@@ -119,7 +118,7 @@ class Provenance:
         validate_mode(mode)
         validate_seed(seed)
         commit, dirty = git_state()
-        prov = cls(
+        return cls(
             notebook=notebook,
             mode=mode,
             seed=seed,
@@ -130,14 +129,6 @@ class Provenance:
             versions=versions(),
             _t0=time.perf_counter(),
         )
-        Provenance._current = prov
-        return prov
-
-    @classmethod
-    def current(cls) -> "Provenance | None":
-        """The provenance most recently started in this process (the page being executed),
-        or None (the book's figures read it: dpcompanion.book.plotting.publish)."""
-        return Provenance._current
 
     @property
     def quick(self) -> bool:

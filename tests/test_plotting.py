@@ -135,6 +135,9 @@ CASES = {
 }
 #: cases drawn a second way (quick-mode shapes that once produced a defect)
 EXTRA = {
+    "breakdown_figure, full grid": lambda: plotting.breakdown_figure(
+        kappas=[1.2, 1.5, 2, 3, 5, 10, 30, 100, 300], Ts=[10, 20, 50, 100, 200],
+        ratio=np.geomspace(4e77, 1, 45).reshape(5, 9), span=np.geomspace(1e38, 1, 45).reshape(5, 9), max_span=20),
     "momentum_schedules_figure, one data scale (quick)": lambda: plotting.momentum_schedules_figure(panels=_panels([25])),
     "efficiency_figure, quick N": lambda: plotting.efficiency_figure(
         N=[200, 600], loss={"uni": [0.47, 0.56], "exp": [0.45, 0.53]}, loss_se={"uni": [0.01, 0.01], "exp": [0.01, 0.01]},

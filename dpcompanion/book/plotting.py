@@ -1209,11 +1209,12 @@ def breakdown_figure(*, kappas, Ts, ratio, span, max_span: float, clip_label: st
                 dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
                 if ax is a1:
                     v = r[i, j]
-                    text = "n/a" if not np.isfinite(v) else f"{v:.2g}"
+                    text = ("n/a" if not np.isfinite(v) else f"{v:.2g}" if v < BREAKDOWN_CAP
+                            else f"$10^{{{int(np.floor(np.log10(v)))}}}$")  # beyond the cap: its order of magnitude
                 else:
                     text = "W" if sp[i, j] > max_span else ""
                 if text:
-                    ax.text(j, i, text, ha="center", va="center", fontsize=10, color="w" if dark else "k",
+                    ax.text(j, i, text, ha="center", va="center", fontsize=9, color="w" if dark else "k",
                             fontweight="bold" if text == "W" else "normal")
     for ax in (a1, a2):
         ax.set_xticks(range(len(kappas)), [f"{k:g}" for k in kappas])
@@ -1221,7 +1222,8 @@ def breakdown_figure(*, kappas, Ts, ratio, span, max_span: float, clip_label: st
         ax.set_xlabel(r"curvature $\kappa$")
         ax.set_ylabel("T")
         ax.grid(False)
-    a1.set_title(f"Thm 4.4 schedule, clipped trainer {clip_label}: excess risk / exact".strip(), fontsize=10)
+    a1.set_title(" ".join(x for x in ("Thm 4.4 schedule, clipped trainer", clip_label) if x) + ": excess risk / exact",
+                 fontsize=10)
     a2.set_title(rf"schedule span $\max\sigma_t/\min\sigma_t$ (W: warning, span > {max_span:g})", fontsize=10)
     fig.tight_layout()
     return fig

@@ -79,4 +79,5 @@ test: $(STAMP) browser fashion
 # The executed notebooks sit beside the hand-written pages in book/ (see dpcompanion/book/runner.py).
 clean:
 	rm -rf _build book/generated book/_static/mathjax book/.execution-keys
-	rm -f book/*.ipynb book/.*.ipynb book/timings.json
+	rm -f book/*.ipynb book/.*.ipynb book/timings.json book/reproduction-report.csv
+	rm -rf book/figures

@@ -189,3 +189,16 @@ def test_the_build_carries_its_citation_and_theory_pdf():
     if find_browser():
         pdf = build / PDF_NAME
         assert pdf.exists() and pdf.read_bytes()[:5] == b"%PDF-", f"{PDF_NAME} missing or not a PDF"
+
+
+def test_every_published_figure_passes_the_layout_check():
+    """Issue 23: each figure the book shows was checked where it was drawn (text >= 8 pt as
+    shown in the column, no overlapping tick labels: dpcompanion.book.plotting.figure_problems)
+    on its real data, full-mode results included; the check's findings are kept beside it."""
+    require_build()
+    from dpcompanion.book import plotting, runner
+
+    files = sorted((runner.GENERATED / plotting.FIGURES_DIR).glob("*/figure-*.layout.json"))
+    assert files, "no published figure"
+    bad = {f"{f.parent.name}/{f.name}": p for f in files if (p := json.loads(f.read_text())["problems"])}
+    assert not bad, f"figures with layout problems: {bad}"

@@ -20,7 +20,9 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from bookutil import require_build, toc_files
+import yaml
+
+from bookutil import NOTEBOOKS, REPO, require_build, toc_files
 from limits import HANG_GUARD_S
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -115,6 +117,19 @@ _TEXTS = (
     ".map(a => Array.from(a.querySelectorAll('p, td, li')).filter(e => !e.closest('.dropdown, pre'))"
     ".map(e => e.innerText).join('\\n'))"
 )
+# The prose of every claim block (its math, code and dropdowns removed), read before MathJax runs.
+_CLAIM_PROSE = (
+    "return Array.from(document.querySelectorAll('.admonition')).filter(a => !a.closest('.admonition .admonition'))"
+    ".map(a => { const c = a.cloneNode(true);"
+    " c.querySelectorAll('.math, code, pre, .dropdown, mjx-container, script').forEach(e => e.remove());"
+    " return c.innerText; })"
+)
+# Each figure of a notebook's output: its image, the line under it and that line's links.
+_FIGURES = (
+    "return Array.from(document.querySelectorAll('.cell_output img')).map(i => { const c = i.nextElementSibling;"
+    " return {src: i.currentSrc || i.src, shown: i.getBoundingClientRect().width, natural: i.naturalWidth,"
+    " caption: c ? c.innerText : '', links: c ? Array.from(c.querySelectorAll('a[href]')).map(a => a.href) : []}; })"
+)
 _OVERFLOW = (
     "const d = document.documentElement;"
     "return Math.max(d.scrollWidth, document.body.scrollWidth) - d.clientWidth;"
@@ -166,7 +181,7 @@ def _visit(server, browser, visits: dict, page: str) -> dict:
     if page not in visits:
         assert (require_build() / page).exists(), f"{page} is not in the built book (pages of _toc.yml must be built)"
         browser.get(urljoin(server, page))
-        v = {"claim_texts": browser.execute_script(_TEXTS)}
+        v = {"claim_texts": browser.execute_script(_TEXTS), "claim_prose": browser.execute_script(_CLAIM_PROSE)}
         v["typeset"] = _wait_for_mathjax(browser)
         v["mj_errors"] = browser.execute_script("return document.querySelectorAll('mjx-merror').length")
         v["images"] = browser.execute_script(
@@ -176,6 +191,7 @@ def _visit(server, browser, visits: dict, page: str) -> dict:
         v["text"] = browser.execute_script("return document.body.innerText")
         v["url"] = browser.current_url
         v["midword"] = browser.execute_script(_MIDWORD)
+        v["figures"] = browser.execute_script(_FIGURES)
         v["overflow"] = browser.execute_script(_OVERFLOW)
         v["culprit"] = browser.execute_script(_CULPRIT) if v["overflow"] > 1 else []
         visits[page] = v
@@ -371,3 +387,64 @@ def test_phone_width_and_dark_mode(server, browser, page):
     finally:
         browser.set_window_size(1280, 1024)
         browser.execute_script("document.documentElement.dataset.theme = 'light'")
+
+
+# --- figures with their data and code; typeset claim boxes (issue 23) ---------------------
+
+NOTEBOOK_PAGES = [f"{f}.html" for f in toc_files() if f.split("/")[-1] in {p.stem for p in NOTEBOOKS.glob("*.ipynb")}]
+
+
+def _experiment_pages() -> list[str]:
+    """The pages of the table of contents' "Experiments" part, and the audit page."""
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
+    files = [c["file"] for part in toc.get("parts", []) if part.get("caption") == "Experiments"
+             for c in part.get("chapters", [])]
+    files += [f for f in toc_files() if f.split("/")[-1] == "audit"]
+    return [f"{f}.html" for f in files]
+
+
+def _status(url: str) -> int | str:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status
+    except Exception as exc:  # noqa: BLE001
+        return repr(exc)
+
+
+@pytest.mark.parametrize("page", _per_page([p for p in NOTEBOOK_PAGES if not p.endswith("/index.html")]))
+def test_every_figure_has_data_and_code_links_that_resolve(server, browser, visits, page):
+    """Under every figure: "Figure n", a data link (.csv) and a code link (.py), both served
+    by the book's own static server (HTTP 200), the figure shown at least as wide as the
+    plotting module assumes (dpcompanion.book.plotting.COLUMN_PX, from which its font sizes
+    are checked)."""
+    from dpcompanion.book.plotting import COLUMN_PX
+
+    bad = []
+    for f in _visit(server, browser, visits, page)["figures"]:
+        csv = [h for h in f["links"] if h.startswith(server) and h.endswith(".csv")]
+        py = [h for h in f["links"] if h.startswith(server) and h.endswith(".py")]
+        if not f["caption"].startswith("Figure") or len(csv) != 1 or len(py) != 1:
+            bad.append((f["src"][-20:], f["caption"][:80], "no data/code links"))
+            continue
+        for h in csv + py:
+            if _status(h) != 200:
+                bad.append((f["src"][-20:], h, _status(h)))
+        if f["shown"] < min(f["natural"], COLUMN_PX) - 1:
+            bad.append((f["src"][-20:], f"shown {f['shown']:.0f} px < {min(f['natural'], COLUMN_PX)} px"))
+    assert not bad, f"{page}: {bad}"
+
+
+@pytest.mark.parametrize("page", _per_page(_experiment_pages()))
+def test_every_experiment_page_has_a_figure_with_data(server, browser, visits, page):
+    figs = _visit(server, browser, visits, page)["figures"]
+    assert any(any(h.endswith(".csv") for h in f["links"]) for f in figs), f"{page}: no figure with a data link"
+
+
+@pytest.mark.parametrize("page", _per_page([p for p in TOC_PAGES if p in NOTEBOOK_PAGES]))
+def test_no_ascii_math_in_claim_boxes(server, browser, visits, page):
+    """Claim boxes typeset their math: outside formulas and code no ASCII math (sigma^2, sqrt(T))."""
+    from dpcompanion.claims.render import ASCII_MATH
+
+    bad = [(page, t[max(0, m.start() - 40): m.end() + 20]) for t in _visit(server, browser, visits, page)["claim_prose"]
+           for m in ASCII_MATH.finditer(t)]
+    assert not bad, f"ASCII math in claim boxes: {bad[:5]}"

@@ -120,6 +120,7 @@ def execute(nb: Notebook, *, out_dir: Path, mode: str, seed: int, device: str, k
     fd, tmp_name = tempfile.mkstemp(prefix=f".{nb.id}-", suffix=".ipynb", dir=out_dir)
     os.close(fd)
     tmp = Path(tmp_name)
+    shutil.rmtree(out_dir / "figures" / nb.id, ignore_errors=True)  # no figure data of an earlier run stays
     t0 = time.perf_counter()
     try:
         pm.execute_notebook(
@@ -208,6 +209,9 @@ def reproduce(
         _store.check_executor_options(executor, workers=workers, scheduler=scheduler)
     commit, dirty = git_state()
     os.environ.update(DPCOMPANION_COMMIT=commit, DPCOMPANION_DIRTY="1" if dirty else "0")
+    # the book's figures write their data and code beside the executed notebooks
+    # (dpcompanion.book.plotting.publish: <out_dir>/figures/<id>/figure-<n>.csv and .py)
+    os.environ["DPCOMPANION_BOOK_DIR"] = str(out_dir.resolve())
     os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend renders the figures
     kernel = _kernel_name()
     timings_path = out_dir / "timings.json"
@@ -341,11 +345,14 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def clean_generated(out_dir: Path = GENERATED) -> None:
-    """Remove every executed notebook, the timings and the execution keys from ``out_dir``
-    (and nothing else: ``book/`` also holds the committed hand-written pages)."""
+    """Remove every executed notebook, the timings, the execution keys, the figures' data and
+    code files and the reproduction report's CSV from ``out_dir`` (and nothing else: ``book/``
+    also holds the committed hand-written pages)."""
     for p in out_dir.glob("*.ipynb"):
         p.unlink()
     for p in out_dir.glob(".*.ipynb"):  # a run killed between papermill and the move
         p.unlink()
     (out_dir / "timings.json").unlink(missing_ok=True)
     shutil.rmtree(out_dir / KEY_DIR, ignore_errors=True)
+    shutil.rmtree(out_dir / "figures", ignore_errors=True)
+    (out_dir / "reproduction-report.csv").unlink(missing_ok=True)

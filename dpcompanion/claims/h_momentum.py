@@ -15,7 +15,7 @@ import sympy as sp
 
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import momentum as mom
-from dpcompanion.claims.registry import claim, identity, illustrated, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, identity, illustrated, proved, refuted, verified_by_margins
 
 SRC = "Hong et al. (FAccT)"
 # (beta, gamma) grid with beta < gamma, used by several checks
@@ -667,14 +667,14 @@ def _t47_q_corrected(*, mutant=False):
     mutant='sqrt(q_i/q_t) replaced by q_i/q_t',
 )
 def _t47_sigma(*, mutant=False):
-    q = sp.symbols("q1:5", positive=True)
+    T = 4
+    q = sp.symbols(f"q1:{T + 1}", positive=True)
     R = sp.Symbol("R", positive=True)
     s2 = [sum(q) / (R * qt) for qt in q] if mutant else [sum(sp.sqrt(qi) for qi in q) / (R * sp.sqrt(qt)) for qt in q]
     r1 = sp.simplify(sum(1 / x for x in s2) - R)
     r2 = sp.simplify(R * sum(qt * x for qt, x in zip(q, s2)) - sum(sp.sqrt(qi) for qi in q) ** 2)
-    return proved(
-        sp.Abs(r1) + sp.Abs(r2),
-        T=4,
+    return checked(
+        {T: sp.Abs(r1) + sp.Abs(r2)},
         note="One text extraction of the FAccT version shows sqrt(q_i/q_i) in the statement; the HTML rendering of the same paper "
         "and the proof have sqrt(q_i/q_t), which is what is checked (an extraction artefact, not a paper error).",
     )

@@ -2,7 +2,7 @@
 
 The figures of Hong et al. are images that the text extractions do not carry: their numbers
 cannot be read, so the rules compare a *shape* stated in the paper's text or caption, except
-where the text prints a number (000 App. D "Results": the relative variances and the clip
+where the text prints a number (the ICLR submission, App. D "Results": the relative variances and the clip
 fraction of H-F-INFL, in :data:`INFL_PAPER`). Like with like: means over repeats with
 standard errors; "significant" means a z-score of at least :data:`~.rule.Z`.
 
@@ -223,14 +223,14 @@ def _judge_clip_fraction(*, ours: float) -> tuple[str, str, str]:
 def _printed_at(key: str, t_paper: int) -> float:
     steps = INFL_PAPER["fit_steps"]
     if t_paper not in steps:
-        raise ValueError(f"t_paper must be one of {steps} (000 App. D), got {t_paper!r}")
+        raise ValueError(f"t_paper must be one of {steps} (the ICLR submission, App. D), got {t_paper!r}")
     return float(INFL_PAPER[key][steps.index(t_paper)])
 
 
 def _judge_relvar(*, t_paper: int, ours: float) -> tuple[str, str, str, str]:
     p = _printed_at("squared_loss_relative_variance", t_paper)
     return (by_ratio(p, ours, agree=INFL_RATIO[0], partly=INFL_RATIO[1]), f"{ours:.4g}",
-            "var/mean carries the loss's units", f"{p:g} at t = {t_paper} (000 App. D, Results)")
+            "var/mean carries the loss's units", f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
 
 
 def _judge_relvar_decreasing(*, values: Sequence[float]) -> tuple[str, str, str]:
@@ -243,7 +243,7 @@ def _judge_relvar_decreasing(*, values: Sequence[float]) -> tuple[str, str, str]
 def _judge_coef_relvar(*, t_paper: int, ours: float, cv2: float) -> tuple[str, str, str, str]:
     p = _printed_at("logistic_coef_relative_variance", t_paper)
     return ("not comparable", f"{ours:.4g}", f"var/mean has the units of c (the loss's scale); var/mean^2 = {cv2:.3g}",
-            f"{p:g} at t = {t_paper} (000 App. D, Results)")
+            f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
 
 
 # ------------------------------------------------------------------------ H-X-EER
@@ -309,20 +309,20 @@ _DIR = "the paper prints a direction, no number: our 95% CI above zero agrees, b
 
 RULES: tuple[Rule, ...] = (
     Rule("h-f-eff/loss", "final training loss, exp vs uni, by N",
-         "001 Fig. 1 middle, Sec. 5: as the training size increases, exp outperforms uni on the training loss",
+         "the FAccT version, Fig. 1 middle, Sec. 5: as the training size increases, exp outperforms uni on the training loss",
          f"at the largest N, effect uni - exp (positive = exp better); {_DIR}",
          lambda **m: _judge_eff(**m, what="training loss")),
     Rule("h-f-eff/acc", "test accuracy, exp vs uni, by N",
-         "001 Fig. 1 right, Sec. 5: as the training size increases, exp outperforms uni on the test accuracy",
+         "the FAccT version, Fig. 1 right, Sec. 5: as the training size increases, exp outperforms uni on the test accuracy",
          f"at the largest N, effect exp - uni; {_DIR}",
          lambda **m: _judge_eff(**m, what="test accuracy")),
     Rule("h-f-scale/dyn", "relative final loss of dyn vs data scale",
-         "000 Sec. 5 and App. D (Fig. 2 middle, Fig. 3 right): dynamic schedules improve the final loss when the "
+         "the ICLR submission, Sec. 5 and App. D (Fig. 2 middle, Fig. 3 right): dynamic schedules improve the final loss when the "
          "variance of influence is large",
          f"(e_dyn - e_uni)/e_uni at the scale of largest T·Var(q), claimed below zero; {_DIR}",
          _judge_scale),
     Rule("h-f-curv/sharp-vs-flat", "mean final loss, sharp vs flat loss",
-         "000 Fig. 1 and Sec. 4.1.3: the highly-curved loss ends at a higher mean final loss than the flatter one",
+         "the ICLR submission, Fig. 1 and Sec. 4.1.3: the highly-curved loss ends at a higher mean final loss than the flatter one",
          f"sharp - flat, claimed above zero; {_DIR}",
          _judge_curv),
     Rule("h-f-curv/exact", "trainer mean vs exact E[f] (not in the paper)", "-",
@@ -330,49 +330,49 @@ RULES: tuple[Rule, ...] = (
          f"beyond it disagrees (not comparable where clipping happened); else inconclusive",
          lambda **m: _judge_exact(**m, z_max=EXACT_Z_MAX)),
     Rule("h-f-mom/expinfl-vs-momexpinfl", "final loss, expinfl vs momexpinfl",
-         "000 Sec. 5 (Fig. 2 right): expinfl comparable to momexpinfl; momexpinfl ahead only at data scale 25 "
+         "the ICLR submission, Sec. 5 (Fig. 2 right): expinfl comparable to momexpinfl; momexpinfl ahead only at data scale 25 "
          "with T = 100",
          f"loss(expinfl) - loss(momexpinfl) at (25, 100), claimed above zero; {_DIR}; an agrees there is partly when "
          f"momexpinfl is also ahead (CI above zero) in another cell",
          _judge_mom),
     Rule("h-f-infl-extra/increasing", "influence q_t, late vs early steps",
-         "000 App. D (Fig. 3 middle): the influence increases as learning continues",
+         "the ICLR submission, App. D (Fig. 3 middle): the influence increases as learning continues",
          f"mean q_t over the last third of the steps minus the first third, claimed above zero; {_DIR}",
          _judge_late_early),
     Rule("h-f-infl/increasing", "influence q_t increases with t (retrained)",
-         "000 App. D, Results (Fig. 3 middle): for both losses the influence grows as training proceeds",
+         "the ICLR submission, App. D, Results (Fig. 3 middle): for both losses the influence grows as training proceeds",
          "Spearman rho of q_t against t, two-sided test at 0.05: rho > 0 significant agrees, rho < 0 significant "
          "disagrees, else inconclusive",
          _judge_trend),
     Rule("h-f-infl/retrained-vs-analytic", "squared loss: retrained q_t vs the analytic q_t (Hessian)",
-         "000 App. D, Results (Fig. 3 middle): the squared loss's q_t, computed analytically from the Hessian "
+         "the ICLR submission, App. D, Results (Fig. 3 middle): the squared loss's q_t, computed analytically from the Hessian "
          "eigenvalues, rises steeply (no number printed)",
          f"ours vs ours: fitted factor retrained/analytic over the resolved steps (q_t > {Z:g} se) within "
          f"{INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly; fewer than 3 resolved steps: not comparable",
          _judge_retrained_vs_analytic),
     Rule("h-f-infl/logistic-flatter", "logistic influence flatter than squared (retrained q_T / q_t0)",
-         "000 App. D, Results (Fig. 3 middle): the logistic loss's influence trend is flatter than the squared loss's",
+         "the ICLR submission, App. D, Results (Fig. 3 middle): the logistic loss's influence trend is flatter than the squared loss's",
          f"log(squared q_T / q_t0) - log(logistic q_T / q_t0), claimed above zero (t0 the first step from which both "
          f"exceed {Z:g} se; se by the delta method); {_DIR}",
          _judge_flatter),
     Rule("h-f-infl/clip-fraction", "logistic loss: fraction of per-sample gradients clipped",
-         f"{INFL_PAPER['logistic_clip_fraction']:g} (000 App. D, Results: roughly 80% or more of the logistic loss's "
+         f"{INFL_PAPER['logistic_clip_fraction']:g} (the ICLR submission, App. D, Results: roughly 80% or more of the logistic loss's "
          "gradients are clipped)",
          f"ours / paper within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
          _judge_clip_fraction),
     Rule("h-f-infl/squared-relvar", "squared: relative variance of the final loss",
-         "000 App. D, Results: 0.14, 0.032, 0.016 for t = 10, 60, 90",
+         "the ICLR submission, App. D, Results: 0.14, 0.032, 0.016 for t = 10, 60, 90",
          f"ours / paper within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
          _judge_relvar),
     Rule("h-f-infl/squared-relvar-decreasing", "squared: that relative variance decreases with t",
-         "000 App. D, Results: yes (0.14 > 0.032 > 0.016)", "agrees: strictly decreasing over the fitted steps",
+         "the ICLR submission, App. D, Results: yes (0.14 > 0.032 > 0.016)", "agrees: strictly decreasing over the fitted steps",
          _judge_relvar_decreasing),
     Rule("h-f-infl/logistic-coef-relvar", "logistic: relative variance of the coefficient c",
-         "000 App. D, Results: 0.025, 0.024, 0.027 for t = 10, 60, 90",
+         "the ICLR submission, App. D, Results: 0.025, 0.024, 0.027 for t = 10, 60, 90",
          "never judged: var/mean carries the units of c, which depend on the loss scale",
          _judge_coef_relvar, judged=False),
     Rule("h-x-eer/bound-holds", "Thm 4.1: E f(theta_{T+1}) - f* <= bound (all T, schedules, quadratics here)",
-         "001 Thm 4.1: holds (proof D.1)", "exact: min bound/exact >= 1",
+         "the FAccT version, Thm 4.1: holds (proof D.1)", "exact: min bound/exact >= 1",
          _judge_bound_holds),
     Rule("h-x-eer/mc", "closed form = trainer's mean, one scale and schedule", "not in the paper",
          f"agrees: |z| < {EER_MC_Z_MAX:g} where no gradient was clipped; clipped: not comparable",
@@ -381,10 +381,10 @@ RULES: tuple[Rule, ...] = (
          f"agrees: every unclipped cell has |z| < {EER_MC_Z_MAX:g}",
          _judge_mc_all),
     Rule("h-x-eer/dyn-beats-uni", "dynamic (Thm 4.4) beats uniform, at each one's best T (exact risk)",
-         "001 Thm 4.4: yes (on the bound)", "exact_min(dynamic) <= exact_min(uniform) within 1e-9 relative, every scale",
+         "the FAccT version, Thm 4.4: yes (on the bound)", "exact_min(dynamic) <= exact_min(uniform) within 1e-9 relative, every scale",
          _judge_dyn_beats_uni),
     Rule("h-x-eer/t-choice", "T chosen by the bound is near-optimal (uniform)",
-         "001 Thm 4.2: T from the bound",
+         "the FAccT version, Thm 4.2: T from the bound",
          f"exact risk at the bound's T within {EER_T_CHOICE_RTOL[0]:g} (relative) of the best agrees, "
          f"within {EER_T_CHOICE_RTOL[1]:g} partly",
          _judge_t_choice),

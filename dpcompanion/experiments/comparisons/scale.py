@@ -15,7 +15,7 @@ code hash: correcting a quotation never makes a stored result stale.
 
 Widths of the DNNs of Hong et al. (the two versions differ): 001 (FAccT) Sec. 5 trains "a
 2-layer Deep Neural Network (DNN) with 1000 hidden units" for the data-efficiency figure
-(H-F-EFF); 000 Sec. 5 uses "a Deep Neural Network (DNN) with 2 layers and 100 hidden units"
+(H-F-EFF); the ICLR submission, Sec. 5 uses "a Deep Neural Network (DNN) with 2 layers and 100 hidden units"
 for the momentum pane (H-F-MOM). 000 App. D names the DNN of Fig. 3 (H-F-SCALE, the retrained
 influences of H-F-INFL-EXTRA) without its width, so those pages say "not stated" and cite both.
 """
@@ -56,26 +56,26 @@ def _range(key):
     return read
 
 
-_H_REPEATS = "000 App. D, Setup: \"All the experiments are repeated 100 times\""
-_H_MNIST35 = "000 App. D, Dataset: MNIST35 \"including 1000 handwritten images of digit 3 and 5\""
-_H_DNN_WIDTH = ("not stated for this figure (000 App. D: \"the DNN is experimented with the same setting\", no width); 001 Sec. 5: \"2-layer Deep "
-                "Neural Network (DNN) with 1000 hidden units\" (data efficiency); 000 Sec. 5: \"DNN with 2 layers and "
+_H_REPEATS = "the ICLR submission, App. D, Setup: \"All the experiments are repeated 100 times\""
+_H_MNIST35 = "the ICLR submission, App. D, Dataset: MNIST35 \"including 1000 handwritten images of digit 3 and 5\""
+_H_DNN_WIDTH = ("not stated for this figure (the ICLR submission, App. D: \"the DNN is experimented with the same setting\", no width); the FAccT version, Sec. 5: \"2-layer Deep "
+                "Neural Network (DNN) with 1000 hidden units\" (data efficiency); the ICLR submission, Sec. 5: \"DNN with 2 layers and "
                 "100 hidden units\" (momentum)")
-_W_TRAIN = "002 Sec. 6: \"There are 50000 images used for training\" (CIFAR-10)"
-_W_SEEDS = "002 Sec. 6: \"We repeat the experiments five times\""
-_W_MODEL = "002 Sec. 6: a CNN \"pre-trained on CIFAR-100 and fined-tuned on CIFAR-10\""
+_W_TRAIN = "Wu et al., Sec. 6: \"There are 50000 images used for training\" (CIFAR-10)"
+_W_SEEDS = "Wu et al., Sec. 6: \"We repeat the experiments five times\""
+_W_MODEL = "Wu et al., Sec. 6: a CNN \"pre-trained on CIFAR-100 and fined-tuned on CIFAR-10\""
 
 #: experiment ID -> {dimension: Dim}
 PAPER: dict[str, dict[str, Dim]] = {
     "h-f-eff": {
-        "training samples": Dim(None, "001 Sec. 5 / Fig. 1: MNIST35 with \"a varying total number of training "
+        "training samples": Dim(None, "the FAccT version, Sec. 5 / Fig. 1: MNIST35 with \"a varying total number of training "
                                 "samples\" (the values are in the figure only)", _g("N")),
-        "hidden width": Dim(1000, "001 Sec. 5, Setup: \"a 2-layer Deep Neural Network (DNN) with 1000 hidden units\"",
+        "hidden width": Dim(1000, "the FAccT version, Sec. 5, Setup: \"a 2-layer Deep Neural Network (DNN) with 1000 hidden units\"",
                             _g("hidden")),
         "repeats": Dim(100, _H_REPEATS, _g("repeats")),
-        "T range": Dim([50, 150], "001 Sec. 5, Setup: \"we grid search the best T in range [50, 150]\"",
+        "T range": Dim([50, 150], "the FAccT version, Sec. 5, Setup: \"we grid search the best T in range [50, 150]\"",
                        _range("T_grid")),
-        "gamma grid": Dim(None, "001 Sec. 5: exp's parameters tuned on the auxiliary data; no grid printed",
+        "gamma grid": Dim(None, "the FAccT version, Sec. 5: exp's parameters tuned on the auxiliary data; no grid printed",
                           _g("gammas")),
     },
     "h-f-scale": {
@@ -84,39 +84,39 @@ PAPER: dict[str, dict[str, Dim]] = {
         "hidden width (DNN row)": Dim(None, _H_DNN_WIDTH, _g("hidden")),
         "repeats": Dim(100, _H_REPEATS, _g("repeats")),
         "repeats (DNN row)": Dim(100, _H_REPEATS, _g("dnn_repeats")),
-        "T range": Dim([1, 100], "000 App. D, Results: the final losses \"are picked by grid searching the best T in "
+        "T range": Dim([1, 100], "the ICLR submission, App. D, Results: the final losses \"are picked by grid searching the best T in "
                        "[1, 100]\"", _range("T_grid")),
-        "T range (DNN row)": Dim([1, 100], "000 App. D, Results: the DNN row \"is experimented with the same setting\"",
+        "T range (DNN row)": Dim([1, 100], "the ICLR submission, App. D, Results: the DNN row \"is experimented with the same setting\"",
                                  _range("dnn_T_grid")),
-        "data scales": Dim(None, "000 App. D, Results: the data scale is varied (values in Fig. 3 only)",
+        "data scales": Dim(None, "the ICLR submission, App. D, Results: the data scale is varied (values in Fig. 3 only)",
                            _g("scales")),
     },
     "h-f-mom": {
-        "training samples": Dim(1000, "000 Fig. 2 caption: \"subsampled MNIST dataset of 1000 training samples\"",
+        "training samples": Dim(1000, "the ICLR submission, Fig. 2 caption: \"subsampled MNIST dataset of 1000 training samples\"",
                                 _g("N")),
-        "hidden width": Dim(100, "000 Sec. 5: \"DNN with 2 layers and 100 hidden units\"", _g("hidden")),
+        "hidden width": Dim(100, "the ICLR submission, Sec. 5: \"DNN with 2 layers and 100 hidden units\"", _g("hidden")),
         "repeats": Dim(100, _H_REPEATS, _g("repeats")),
-        "T": Dim(None, "000 Sec. 5: momexpinfl's advantage where \"the number of iteration is only 100\" (other T not "
+        "T": Dim(None, "the ICLR submission, Sec. 5: momexpinfl's advantage where \"the number of iteration is only 100\" (other T not "
                  "printed)", _g("Ts")),
-        "schedule grid": Dim(None, "000 Sec. 5: \"we grid-search for the schedule hyper-parameters\" (no grid printed)",
+        "schedule grid": Dim(None, "the ICLR submission, Sec. 5: \"we grid-search for the schedule hyper-parameters\" (no grid printed)",
                              lambda c: {"gammas": c.get("gammas"), "mom_gammas": c.get("mom_gammas"),
                                         "crossings": c.get("crossings")}),
     },
     "h-f-curv": {
-        "training samples": Dim(None, "000 Fig. 1: a toy problem, no size printed", _g("N")),
-        "repeats": Dim(100, "000 Fig. 1 caption: \"Private gradient descent repeated 100 times\"", _g("repeats")),
-        "T": Dim(None, "000 Fig. 1: not printed", _g("T")),
+        "training samples": Dim(None, "the ICLR submission, Fig. 1: a toy problem, no size printed", _g("N")),
+        "repeats": Dim(100, "the ICLR submission, Fig. 1 caption: \"Private gradient descent repeated 100 times\"", _g("repeats")),
+        "T": Dim(None, "the ICLR submission, Fig. 1: not printed", _g("T")),
     },
     "h-f-infl": {
         "training samples": Dim(1000, _H_MNIST35, _g("n")),
-        "T": Dim(100, "000 App. D, Estimate of influences by retraining: \"for all t in range 1 to 100\"", _g("T")),
-        "noise levels": Dim([20, 200], "000 App. D: sigma_t \"is varied from 20 to 200\"", _range("levels")),
+        "T": Dim(100, "the ICLR submission, App. D, Estimate of influences by retraining: \"for all t in range 1 to 100\"", _g("T")),
+        "noise levels": Dim([20, 200], "the ICLR submission, App. D: sigma_t \"is varied from 20 to 200\"", _range("levels")),
         "repeats": Dim(100, _H_REPEATS, _g("repeats")),
     },
     "h-f-infl-extra": {
         "training samples": Dim(1000, _H_MNIST35, _g("N")),
-        "T": Dim(100, "000 App. D: \"for all t in range 1 to 100\"", _g("T")),
-        "steps estimated": Dim(1, "000 App. D: every t from 1 to 100 (every step)", _g("step_every")),
+        "T": Dim(100, "the ICLR submission, App. D: \"for all t in range 1 to 100\"", _g("T")),
+        "steps estimated": Dim(1, "the ICLR submission, App. D: every t from 1 to 100 (every step)", _g("step_every")),
         "repeats": Dim(100, _H_REPEATS, _g("repeats")),
         "repeats (DNN row)": Dim(100, _H_REPEATS, _g("dnn_repeats")),
         "hidden width (DNN row)": Dim(None, _H_DNN_WIDTH, _g("hidden")),
@@ -138,16 +138,16 @@ PAPER: dict[str, dict[str, Dim]] = {
         "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
                                                                             f"{c.get('pretrain_n')} images)"),
         "seeds": Dim(5, _W_SEEDS, _g("seeds")),
-        "epochs": Dim(120, "002 Fig. 1 / Fig. 3: \"the top middle plot is the same as the right plot in Figure 1\" "
+        "epochs": Dim(120, "Wu et al., Fig. 1 / Fig. 3: \"the top middle plot is the same as the right plot in Figure 1\" "
                       "(120 epochs)", _g("epochs")),
     },
     "w-f4": {
-        "training samples": Dim(None, "002 App. F.3: \"applied to the MNIST dataset\" (size not printed)",
+        "training samples": Dim(None, "Wu et al., App. F.3: \"applied to the MNIST dataset\" (size not printed)",
                                 _g("n_train")),
-        "model": Dim("CNN", "002 App. F.3: \"a convolutional neural network\" (Fig. 6)", _g("model")),
-        "seeds": Dim(None, "002 App. F.3: not printed", _g("seeds")),
-        "epochs": Dim(50, "002 Fig. 4: \"sigma = 1.6 for 50 epochs\"", _g("epochs")),
-        "c grid": Dim([0.0, 1e-5, 1e-3, 1e-2, 0.1, 0.5], "002 App. F.3: \"We vary c in {0, 1e-5, 1e-3, 1e-2, 1e-1, "
+        "model": Dim("CNN", "Wu et al., App. F.3: \"a convolutional neural network\" (Fig. 6)", _g("model")),
+        "seeds": Dim(None, "Wu et al., App. F.3: not printed", _g("seeds")),
+        "epochs": Dim(50, "Wu et al., Fig. 4: \"sigma = 1.6 for 50 epochs\"", _g("epochs")),
+        "c grid": Dim([0.0, 1e-5, 1e-3, 1e-2, 0.1, 0.5], "Wu et al., App. F.3: \"We vary c in {0, 1e-5, 1e-3, 1e-2, 1e-1, "
                       "5e-1}\"", _g("cs")),
     },
     "w-t1245": {
@@ -155,20 +155,20 @@ PAPER: dict[str, dict[str, Dim]] = {
         "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
                                                                             f"{c.get('pretrain_n')} images)"),
         "seeds": Dim(5, _W_SEEDS, _g("seeds")),
-        "epochs": Dim([60, 120, 200], "002 Sec. 6: \"T = 11760, 23520, 39200 iterations corresponding to 60, 120, 200 "
+        "epochs": Dim([60, 120, 200], "Wu et al., Sec. 6: \"T = 11760, 23520, 39200 iterations corresponding to 60, 120, 200 "
                       "training epochs\"", _g("epochs")),
-        "clip grid": Dim([0.5, 1.0, 2.5, 5.0], "002 Sec. 6: \"C_G in {0.5, 1, 2.5, 5}\"", _g("clips")),
-        "epsilon_bar grid": Dim([0.8, 1.2, 1.6, 3.2, 6.4], "002 Sec. 6: \"epsilon_bar in {0.8, 1.2, 1.6, 3.2, 6.4}\"",
+        "clip grid": Dim([0.5, 1.0, 2.5, 5.0], "Wu et al., Sec. 6: \"C_G in {0.5, 1, 2.5, 5}\"", _g("clips")),
+        "epsilon_bar grid": Dim([0.8, 1.2, 1.6, 3.2, 6.4], "Wu et al., Sec. 6: \"epsilon_bar in {0.8, 1.2, 1.6, 3.2, 6.4}\"",
                                 _g("epsilon_bars")),
     },
     "w-t36": {
         "training samples": Dim(50000, _W_TRAIN, _g("n_train")),
         "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
                                                                             f"{c.get('pretrain_n')} images)"),
-        "seeds": Dim(5, "002 App. F.2: \"Based on these hyper-parameters, we repeat the experiments five times\"",
+        "seeds": Dim(5, "Wu et al., App. F.2: \"Based on these hyper-parameters, we repeat the experiments five times\"",
                      _g("seeds")),
-        "epochs": Dim(60, "002 Table 3 (60 epochs)", _g("epochs")),
-        "(beta, C) grid": Dim(None, "002 App. F.2: \"we first tune the hyper-parameters, namely beta for DP-SGD and a "
+        "epochs": Dim(60, "Wu et al., Table 3 (60 epochs)", _g("epochs")),
+        "(beta, C) grid": Dim(None, "Wu et al., App. F.2: \"we first tune the hyper-parameters, namely beta for DP-SGD and a "
                               "pair of (beta, C) for ADP-SGD\" (Table 6 prints the chosen values, not the grid)",
                               lambda c: {"betas": c.get("betas"), "Cs": c.get("Cs")}),
     },

@@ -35,7 +35,7 @@ W_EPS_ABS = 0.005
 W_EPS_PARTLY_RTOL = 0.25
 #: W (002) Sec. 6 and its training-set size: CIFAR-10's 50 000 training images, batch 256
 W_TRAIN_SIZE, W_BATCH = 50_000, 256
-#: what the paper prints about Fig. 2's step sizes (002 Sec. 6, Fig. 2 caption, footnote 3,
+#: what the paper prints about Fig. 2's step sizes (Wu et al., Sec. 6, Fig. 2 caption, footnote 3,
 #: Sec. 6.2, Tables 1 and 4 captions)
 W_F2_PRINTED = {
     "iterations_per_epoch": 196,
@@ -120,8 +120,8 @@ def _judge_table(*, table: int, cells: Sequence[dict]) -> tuple[str, str, str, s
     printed = [c["paper_gap"] for c in cells if c["paper_gap"] is not None]
     paper_pos = sum(1 for g in printed if g > 0)
     ours_pos = sum(1 for c in cells if c["gap"] > 0)
-    paper = (f"{paper_pos} of {len(printed)} printed cells (002 Table {table})" if printed
-             else f"no printed cell at these sizes (002 Table {table})")
+    paper = (f"{paper_pos} of {len(printed)} printed cells (Wu et al., Table {table})" if printed
+             else f"no printed cell at these sizes (Wu et al., Table {table})")
     return overall, f"{ours_pos} of {n} cells", ", ".join(f"{k}: {c}" for k, c in sorted(cnt.items())), paper
 
 
@@ -193,19 +193,19 @@ def _judge_exact_int(*, printed: int, ours: int, what: str) -> tuple[str, str, s
 
 
 def _judge_iterations(*, ours: int) -> tuple[str, str, str, str]:
-    return _judge_exact_int(printed=W_F2_PRINTED["iterations_per_epoch"], ours=ours, what="002 Sec. 6")
+    return _judge_exact_int(printed=W_F2_PRINTED["iterations_per_epoch"], ours=ours, what="Wu et al., Sec. 6")
 
 
 def _judge_T(*, epochs: int, ours: int) -> tuple[str, str, str, str]:
     T = W_F2_PRINTED["T_by_epochs"]
     if epochs not in T:
-        raise ValueError(f"epochs must be one of {sorted(T)} (002 Sec. 6), got {epochs!r}")
-    return _judge_exact_int(printed=T[epochs], ours=ours, what="002 Sec. 6")
+        raise ValueError(f"epochs must be one of {sorted(T)} (Wu et al., Sec. 6), got {epochs!r}")
+    return _judge_exact_int(printed=T[epochs], ours=ours, what="Wu et al., Sec. 6")
 
 
 def _judge_T_footnote(*, ours: int) -> tuple[str, str, str, str]:
     p = W_F2_PRINTED["T_60_footnote"]
-    v, o, _, paper = _judge_exact_int(printed=p, ours=ours, what="002 footnote 3, Sec. 6.2")
+    v, o, _, paper = _judge_exact_int(printed=p, ours=ours, what="Wu et al., footnote 3, Sec. 6.2")
     note = (f"{p} = 60 x {p // 60} (floor(50000/256) per epoch; Sec. 6.2 also uses t mod 195): the paper uses two "
             "epoch lengths" if p % 60 == 0 else "exact integer match")
     return v, o, note, paper
@@ -214,13 +214,13 @@ def _judge_T_footnote(*, ours: int) -> tuple[str, str, str, str]:
 def _judge_eta_T(*, ours: float) -> tuple[str, str, str, str]:
     p = W_F2_PRINTED["eta_T"]
     return ("agrees" if rel_within(p, ours, W_F2_RTOL) else "disagrees", f"{ours:.4g}",
-            "identity: a_T is defined so; checks our implementation", f"{p:g} (002 Fig. 2 caption, Table 1)")
+            "identity: a_T is defined so; checks our implementation", f"{p:g} (Wu et al., Fig. 2 caption, Table 1)")
 
 
 def _judge_caption_plus(*, ours: float) -> tuple[str, str, str, str]:
     p = W_F2_PRINTED["eta_T"]
     return ("agrees" if rel_within(p, ours, W_F2_RTOL) else "disagrees", f"{ours:.4g}",
-            "sign typo: Table 1 and Fig. 2 have 0.1 - a_T sqrt(t)", f"{p:g} (002 Table 4 caption)")
+            "sign typo: Table 1 and Fig. 2 have 0.1 - a_T sqrt(t)", f"{p:g} (Wu et al., Table 4 caption)")
 
 
 def w_f2_rows() -> list[dict]:
@@ -268,12 +268,23 @@ def _judge_w_eps(*, paper: float, readings: dict) -> tuple:
     best = min(readings, key=lambda k: abs(float(readings[k]) - paper))
     ours = float(readings[best])
     j = judge_exact(ours, paper, atol=W_EPS_ABS, what="half a unit of the printed two decimals")
-    note = f"{j.note}; closest: {best}; " + ", ".join(f"{k} {float(x):.3f}" for k, x in sorted(readings.items()))
-    return j.verdict, f"{ours:.3f}", note, f"{paper:g} (002 footnote 3)", j
+    note = (f"{j.note}; ours is the accountant closest to the printed value, {ACCOUNTANT_NAMES.get(best, best)}; all: "
+            + ", ".join(f"{ACCOUNTANT_NAMES.get(k, k)} {float(x):.3f}" for k, x in sorted(readings.items())))
+    return j.verdict, f"{ours:.3f} ({ACCOUNTANT_SHORT.get(best, best)})", note, f"{paper:g} (Wu et al., Sec. 6, footnote 3)", j
+
+
+#: the accountants behind the W-EPS readings, named for the reader (the accounting page's
+#: recomputation is the RDP accountant with the improved conversion)
+ACCOUNTANT_NAMES = {
+    "rdp-improved": "RDP accountant, dp-accounting's improved RDP-to-DP conversion",
+    "rdp-classic": "RDP accountant, classic conversion min_a rdp(a) + ln(1/delta)/(a-1) on TF-Privacy's orders",
+    "pld": "PLD accountant",
+}
+ACCOUNTANT_SHORT = {"rdp-improved": "RDP, improved conversion", "rdp-classic": "RDP, classic conversion", "pld": "PLD"}
 
 
 def w_eps_rows(table: Sequence[dict]) -> list[dict]:
-    """Paper-vs-ours rows for W-EPS (002 Sec. 6 footnote 3: the moments-accountant epsilons of
+    """Paper-vs-ours rows for W-EPS (Wu et al., Sec. 6 footnote 3: the moments-accountant epsilons of
     Thm 4.1's noise at each epsilon_bar; a claim, nothing is trained). ``table``: rows of
     :func:`dpcompanion.claims.w_adp.w_eps_table`; the main-text B_delta reading is judged,
     one row per epsilon_bar, the accountant closest to the printed value."""
@@ -293,40 +304,40 @@ def w_eps_rows(table: Sequence[dict]) -> list[dict]:
 
 RULES: tuple[Rule, ...] = (
     Rule("w-f1/same-epsilon", "final epsilon of DP-SGD and ADP-SGD",
-         "002 Thm 4.1, Sec. 6: equal (both calibrated to the same epsilon_bar)",
+         "Wu et al., Thm 4.1, Sec. 6: equal (both calibrated to the same epsilon_bar)",
          f"identity (true by construction); disagrees only if our calibration breaks it (relative difference > "
          f"{EPSILON_RTOL:g})", _judge_same_epsilon),
     Rule("w-f1/slower-decay", "noise on theta decays more slowly with ADP-SGD (last/first)",
-         "002 Fig. 1 left: yes", "identity (true by construction of alpha_t); disagrees only if our schedule breaks it",
+         "Wu et al., Fig. 1 left: yes", "identity (true by construction of alpha_t); disagrees only if our schedule breaks it",
          _judge_slower_decay),
     Rule("w-f1/gap", "best-accuracy gain ADP - DP, eps_bar 3.2, C 2.5, 120 epochs (Fig. 1 right = Table 2)",
-         "002 Table 2 (Fig. 1 right)", _GAP_TOL, lambda **m: _judge_gap(**m, where="002 Table 2")),
+         "Wu et al., Table 2 (Fig. 1 right)", _GAP_TOL, lambda **m: _judge_gap(**m, where="Wu et al., Table 2")),
     Rule("w-f4/decay", "decaying step sizes (c > 0) end below the constant one (c = 0)",
-         "002 App. F.3 (Fig. 4): every decaying schedule (c > 0) beats the constant one (c = 0)",
+         "Wu et al., App. F.3 (Fig. 4): every decaying schedule (c > 0) beats the constant one (c = 0)",
          "per c > 0, err(c = 0) - err(c) over seeds (95% CI, Welch t): above zero agrees, below disagrees, else "
          "inconclusive; overall agrees when every c > 0 agrees, disagrees when more than half disagree, inconclusive when "
          "none agrees, else partly", _judge_decay),
     Rule("w-f4/eps-below-bar", "numerical epsilon below Thm 4.1's epsilon_bar at the last epoch",
-         "002 Fig. 4 (dashed vs dots): yes", "agrees: numerical < epsilon_bar", _judge_eps_below),
-    Rule("w-t1245/gap", "one cell of Tables 1, 2, 4, 5: gain ADP - DP", "002 Tables 1, 2, 4, 5", _GAP_TOL,
-         lambda *, table, **m: _judge_gap(**m, where=f"002 Table {table}")),
+         "Wu et al., Fig. 4 (dashed vs dots): yes", "agrees: numerical < epsilon_bar", _judge_eps_below),
+    Rule("w-t1245/gap", "one cell of Tables 1, 2, 4, 5: gain ADP - DP", "Wu et al., Tables 1, 2, 4, 5", _GAP_TOL,
+         lambda *, table, **m: _judge_gap(**m, where=f"Wu et al., Table {table}")),
     Rule("w-t1245/table", "one of Tables 1, 2, 4, 5: ADP-SGD ahead of DP-SGD (cells run here)",
-         "002 Tables 1, 2, 4, 5: the printed gaps",
+         "Wu et al., Tables 1, 2, 4, 5: the printed gaps",
          "from the cells' verdicts: not comparable when no cell is; agrees when every comparable cell agrees; "
          "disagrees when more than half disagree; inconclusive when no cell agrees or partly agrees; else partly", _judge_table),
-    Rule("w-t36/gap", "Table 3: gain ADP - DP (adaptive step sizes, best accuracy)", "002 Table 3", _GAP_TOL,
-         lambda **m: _judge_gap(**m, where="002 Table 3")),
+    Rule("w-t36/gap", "Table 3: gain ADP - DP (adaptive step sizes, best accuracy)", "Wu et al., Table 3", _GAP_TOL,
+         lambda **m: _judge_gap(**m, where="Wu et al., Table 3")),
     Rule("w-eps/epsilon", "moments-accountant epsilon of Thm 4.1's noise (epsilon = 16 epsilon_bar)",
-         "002 Sec. 6 footnote 3: 0.29, 0.43, 0.57, 1.23, 3.24",
+         "Wu et al., Sec. 6 footnote 3: 0.29, 0.43, 0.57, 1.23, 3.24",
          f"the closest of our accountants within {W_EPS_ABS:g} (half a unit of the printed precision, as claim W-EPS "
          f"of the claims registry) agrees, else disagrees", _judge_w_eps),
-    Rule("w-f2/iterations-per-epoch", "iterations per epoch (50000 images, batch 256)", "002 Sec. 6",
+    Rule("w-f2/iterations-per-epoch", "iterations per epoch (50000 images, batch 256)", "Wu et al., Sec. 6",
          "exact integer match", _judge_iterations),
-    Rule("w-f2/T-by-epochs", "T for 60/120/200 epochs (Sec. 6)", "002 Sec. 6", "exact integer match", _judge_T),
-    Rule("w-f2/T-footnote", "T for 60 epochs (footnote 3, Sec. 6.2)", "002 footnote 3, Sec. 6.2",
+    Rule("w-f2/T-by-epochs", "T for 60/120/200 epochs (Sec. 6)", "Wu et al., Sec. 6", "exact integer match", _judge_T),
+    Rule("w-f2/T-footnote", "T for 60 epochs (footnote 3, Sec. 6.2)", "Wu et al., footnote 3, Sec. 6.2",
          "exact integer match", _judge_T_footnote),
-    Rule("w-f2/eta-T", "0.1 - a_T sqrt(t) at t = T", "002 Fig. 2 caption, Table 1: eta_T = 1e-10",
+    Rule("w-f2/eta-T", "0.1 - a_T sqrt(t) at t = T", "Wu et al., Fig. 2 caption, Table 1: eta_T = 1e-10",
          f"relative {W_F2_RTOL:g}", _judge_eta_T),
     Rule("w-f2/table4-caption", "Table 4 caption's 0.1 + a_T sqrt(t) at t = T (60 epochs)",
-         "002 Table 4 caption: eta_T = 1e-10", f"relative {W_F2_RTOL:g}", _judge_caption_plus),
+         "Wu et al., Table 4 caption: eta_T = 1e-10", f"relative {W_F2_RTOL:g}", _judge_caption_plus),
 )

@@ -106,8 +106,7 @@ def extend(grid, side: str, *, scale: str = "linear", lower: float | None = None
         else:
             step = g[-1] - g[-2] if side == "high" else g[1] - g[0]
         v = hi + step if side == "high" else lo - step
-    if integer:
-        v = float(round(v))
+    v = float(round(v)) if integer else float(f"{v:.12g}")  # no 9.999999999999998 from a ratio
     if lower is not None and v < lower:
         v = float(lower)  # clamp once to the limit, then stop
     if upper is not None and v > upper:
@@ -143,7 +142,9 @@ def tune(evaluate: Callable[[list[dict]], Sequence[float]], grids: Mapping[str, 
     """Select the best point of the product of ``grids`` by ``evaluate`` (a list of candidate
     dicts -> one tuning score each), extending a parameter's grid beyond the edge its chosen
     value lies on, and scoring the new candidates, until every choice is interior, the edge
-    is one the paper stated (``stated[param][side]``: the paper's text), a limit
+    is one the paper stated (``stated[param][side]``: the paper's text, or ``(value, text)``
+    when the bound is a value the grid may not reach yet: then it is stated only once the grid
+    reaches it, and the grid is never extended past it), a limit
     (``limits[param] = (lower, upper)``) stops it, or ``max_rounds`` extensions were made.
 
     Returns ``(chosen, trace)``; the trace has the candidates and scores, ``grids`` (final),
@@ -159,6 +160,10 @@ def tune(evaluate: Callable[[list[dict]], Sequence[float]], grids: Mapping[str, 
     ...               stated={"T": {"high": "T in [50, 150] (FAccT Sec. 5)"}})
     >>> ch, tr["edge"]["T"], tr["stated_bound"]["T"], tr["stopped"]["T"]
     ({'T': 150.0}, 'high', 'T in [50, 150] (FAccT Sec. 5)', 'stated')
+    >>> ch, tr = tune(lambda cs: [-c["C"] for c in cs], {"C": [1e-5, 1e-3]}, scales={"C": "log"},
+    ...               stated={"C": {"high": (1.0, "C <= 1 (W Sec. 6.2)")}})
+    >>> ch, tr["grids"]["C"], tr["stated_bound"]["C"]
+    ({'C': 1.0}, [1e-05, 0.001, 0.1, 1.0], 'C <= 1 (W Sec. 6.2)')
     """
     if not grids:
         raise ValueError("grids must name at least one parameter")
@@ -201,13 +206,17 @@ def tune(evaluate: Callable[[list[dict]], Sequence[float]], grids: Mapping[str, 
             if side is None:
                 continue
             for sd in (("low", "high") if side == "both" else (side,)):
-                if sd in stated.get(p, {}):
+                at = _stated_at(stated, p, sd)
+                edge_value = g[p][0] if sd == "low" else g[p][-1]
+                if sd in stated.get(p, {}) and (at is None or edge_value == at):
                     stopped[p] = "stated"
                     continue
                 if rounds >= max_rounds:
                     stopped[p] = "rounds"
                     continue
                 lo, hi = limits.get(p, (None, None))
+                if at is not None:  # never step past a stated bound that lies beyond the grid
+                    lo, hi = (at if lo is None else max(lo, at), hi) if sd == "low" else (lo, at if hi is None else min(hi, at))
                 v = extend(g[p], sd, scale=scales.get(p, "linear"), lower=lo, upper=hi, integer=p in integer)
                 if v is None:
                     stopped[p] = "limit"
@@ -222,12 +231,23 @@ def tune(evaluate: Callable[[list[dict]], Sequence[float]], grids: Mapping[str, 
     bound = {}
     for p in params:
         sides = ("low", "high") if edges[p] == "both" else (edges[p],) if edges[p] else ()
-        texts = [stated.get(p, {}).get(s) for s in sides if stated.get(p, {}).get(s)]
+        texts = [_stated_text(stated, p, s) for s in sides
+                 if s in stated.get(p, {}) and _stated_at(stated, p, s) in (None, g[p][0] if s == "low" else g[p][-1])]
         bound[p] = "; ".join(texts) if texts else None
     trace = {"params": params, "candidates": cands, "scores": scores, "chosen": dict(chosen),
              "grids": {p: list(v) for p, v in g.items()}, "grids_start": start, "edge": edges,
              "stated_bound": bound, "stopped": stopped, "rounds": rounds, "minimize": bool(minimize)}
     return dict(chosen), trace
+
+
+def _stated_at(stated, p, side):
+    v = stated.get(p, {}).get(side)
+    return float(v[0]) if isinstance(v, (tuple, list)) else None
+
+
+def _stated_text(stated, p, side):
+    v = stated.get(p, {}).get(side)
+    return str(v[1]) if isinstance(v, (tuple, list)) else str(v)
 
 
 def record(trace: Mapping[str, Any], *, method: str, tuning_seeds: Sequence[int], report_seeds: Sequence[int],

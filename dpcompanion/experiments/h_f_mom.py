@@ -70,8 +70,9 @@ def _schedule(c, T: int) -> np.ndarray:
 
 def units(config) -> list[dict]:
     cells = list(itertools.product(config["scales"], config["Ts"]))
-    keys = ("N", "hidden", "gammas", "crossings", "tune_repeats", "repeats", "n_test", "max_rounds")
+    keys = ("N", "hidden", "gammas", "crossings", "tune_repeats", "repeats", "n_test")
     return [{"scale": float(s), "T": int(T), "seed": sd, "dataset": config.get("dataset", "mnist"),
+             "max_rounds": int(config.get("max_rounds", 3)),
              **{k: config[k] for k in keys}}
             for (s, T), sd in zip(cells, hp.unit_seeds(config["seed"], len(cells)))]
 

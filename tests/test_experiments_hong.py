@@ -48,7 +48,8 @@ def test_eff_tiny():
 def test_scale_tiny():
     cfg = {"rows": [["synthetic", "logistic"], ["synthetic", "squared"], ["synthetic", "dnn"]], "N": 30,
            "scales": [2.0, 10.0], "T_grid": [2, 4], "repeats": 3, "infl_steps": 2, "infl_levels": 2,
-           "infl_repeats": 2, "hidden": 4, "dnn_repeats": 2, "dnn_scales": [5.0], "dnn_T_grid": [3]}
+           "infl_repeats": 2, "hidden": 4, "dnn_repeats": 2, "dnn_scales": [5.0], "dnn_T_grid": [3],
+           "T_range": [1, 4], "max_rounds": 1}
     p, _ = _run(h_f_scale.EXPERIMENT, cfg)
     assert set(p["rows"]) == {"synthetic/logistic", "synthetic/squared", "synthetic/dnn"}
     sq = p["rows"]["synthetic/squared"]
@@ -56,7 +57,12 @@ def test_scale_tiny():
     assert len(sq["rel"]["dyn"]) == 2 and all(np.isfinite(sq["rel_se"]["exp"]))
     assert all(v >= 0 for v in sq["tvar"])
     rows = h_f_scale.verdict_rows(p)
-    assert len(rows) == 3 and {r["verdict"] for r in rows} == {"not comparable"}
+    beyond = sum(any(r["beyond_differs"]) for r in p["rows"].values())
+    assert len(rows) == 3 + beyond and {r["verdict"] for r in rows} == {"not comparable"}
+    for e in p["tuning"]:  # tuning protocol: best T on seeds disjoint from the reported ones, never at a silent edge
+        assert not set(e["tuning_seeds"]) & set(e["report_seeds"])
+        assert e["interior"] or e["stated_bound"] or e["stopped"] in ("rounds", "limit"), e
+        assert e["param"] == "T" and (e["setting"] == "beyond" or 1 <= e["chosen"] <= 4)
 
 
 def test_scale_helpers():

@@ -271,6 +271,7 @@ def record(trace: Mapping[str, Any], *, method: str, tuning_seeds: Sequence[int]
                     "report_seeds": [int(s) for s in report_seeds], "edge": trace["edge"][p],
                     "stopped": trace["stopped"][p], "grid": [float(v) for v in grid],
                     "n_candidates": len(trace["candidates"]), "setting": setting,
+                    "minimize": bool(trace.get("minimize", True)),
                     "trace": {"candidates": trace["candidates"], "scores": trace["scores"]}, **extra})
     return out
 

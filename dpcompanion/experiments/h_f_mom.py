@@ -15,7 +15,11 @@ numeric example of Thm 4.5 uses 0.9); ``momexpinfl`` is parameterised by gamma a
 step ``t_x`` where its two terms cross (``c1/c2 = gamma^{-2 t_x}``), ``t_x`` a fraction of
 T; the grid search picks, per cell, the lowest mean final training loss over
 ``tune_repeats`` seeds, and the reported numbers come from *fresh* seeds (so the best
-grid cell is not favoured by its own noise). The search is not charged to the budget
+grid cell is not favoured by its own noise). Issue 21's protocol
+(:mod:`dpcompanion.experiments.tuning`): both influence models search the same gamma grid,
+extended towards 1 while a choice lies on its edge (the crossing within [0, 1] likewise);
+momexpinfl has one candidate per (gamma, crossing), expinfl one per gamma, and the records
+carry the counts. The search is not charged to the budget
 (the paper's protocol). The compared metric is the final training loss (the figure's
 "final loss").
 """

@@ -43,8 +43,8 @@ SD_PAIRED = 0.36
 #: beta >= 1 (the rule clamps beta_t at 1, so beta <= 1 is one and the same run) and the
 #: paper's grid ends, beta <= 8192 and C in [1e-5, 1]; a choice on a paper's end adds a
 #: beyond-the-paper setting with that end lifted (log steps, up to BEYOND_MAX).
-STATED = {"beta": {"low": (1.0, "beta >= 1: beta_t = max(beta / ((t mod P) + 1), 1), so every beta <= 1 is the "
-                               "same run (W Sec. 6.2 grid starts at 1)"),
+STATED = {"beta": {"low": (1.0, "beta >= 1: W Sec. 6.2 take beta_t = max(beta / ((t mod 195) + 1), 1) with beta_t > 1 "
+                               "and beta in {1, 512, ..., 8192}; every beta <= 1 is the same run"),
                    "high": (8192.0, "beta <= 8192, the paper's grid (W Sec. 6.2)")},
            "C": {"low": (1e-5, "C >= 1e-5, the paper's grid (W Sec. 6.2)"),
                  "high": (1.0, "C <= 1, the paper's grid (W Sec. 6.2)")}}

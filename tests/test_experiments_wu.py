@@ -356,3 +356,17 @@ def test_w_f2_rows_agree_disagree_and_can_fail(monkeypatch):
     rows = {r["item"]: r for r in wu_rules.w_f2_rows()}
     assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"]["verdict"] == "agrees"
     assert rows["iterations per epoch (50000 images, batch 256)"]["verdict"] == "disagrees"
+
+
+def test_w_t36_report_seeds_follow_power():
+    """Report seeds: 80% power for Table 3's printed gap at the planning sd, within [floor, cap]."""
+    from scipy.stats import norm
+
+    from dpcompanion.experiments import w_t36, wu_paper
+
+    a, _, d, _ = wu_paper.TABLE3[(1.0, 6.4)]
+    n, need = w_t36.report_seeds_for(1.0, 6.4, sd=0.79, floor=5, cap=200)
+    assert n == need and norm.cdf(abs(a - d) * math.sqrt(n) / 0.79 - norm.ppf(0.975)) >= 0.8
+    assert w_t36.report_seeds_for(1.0, 1.6, sd=2.4, floor=5, cap=200) == (200, need_big := w_t36.report_seeds_for(
+        1.0, 1.6, sd=2.4, floor=5, cap=10 ** 9)[0]) and need_big > 200
+    assert w_t36.report_seeds_for(2.5, 6.4, sd=0.0, floor=5, cap=200)[0] == 5

@@ -50,13 +50,15 @@ PAPER = {"N": 1000, "T_max": 100, "repeats": 100, "hidden": 100}
 #: Tuning (issue 21, :mod:`dpcompanion.experiments.tuning`): each method's best T is chosen on
 #: ``tune_repeats`` seeds disjoint from the ``repeats`` seeds reported. T in [1, 100] is the range
 #: the paper states (000 App. D), so a choice at 100 is flagged and a "beyond" setting searches
-#: past it (steps of the grid's last spacing, up to T_BEYOND_MAX); a choice at the grid's low end
+#: past it (see T_BEYOND_MAX, up to 6 extensions); a choice at the grid's low end
 #: above 1 extends the grid down. Power: the stored full result's SEs of the relative loss
 #: (0.0001-0.0069 with 100 linear / 20 DNN repeats) are 5-20x below the effects seen at the
 #: largest scale; the paper prints no size (a figure), so the repeats stay and the payload
 #: records the smallest relative loss detectable at 80% power per scale.
 STATED_T = "best T in [1, 100] (000 App. D: 'grid searching the best T in [1,100]')"
-T_BEYOND_MAX = 200
+#: the beyond-the-paper search: linear and logistic rows step T geometrically (the grid's last
+#: ratio) up to 1000 (a run-step costs microseconds there); the DNN row steps linearly up to 200
+T_BEYOND_MAX = {"linear": 1000, "dnn": 200}
 CONFIGS = {
     "quick": {"rows": [list(r) for r in ROWS], "N": 200, "scales": [5.0, 20.0], "T_grid": [10, 25],
               "repeats": 6, "tune_repeats": 4, "infl_steps": 4, "infl_levels": 3, "infl_repeats": 3, "hidden": 16,
@@ -65,7 +67,7 @@ CONFIGS = {
     "full": {"rows": [list(r) for r in ROWS], "N": 1000, "scales": [5.0, 10.0, 15.0, 20.0, 25.0],
              "T_grid": [10, 20, 40, 70, 100], "repeats": 100, "tune_repeats": 30, "infl_steps": 10, "infl_levels": 5,
              "infl_repeats": 20, "hidden": 100, "dnn_repeats": 20, "dnn_tune_repeats": 10,
-             "dnn_scales": [5.0, 15.0, 25.0], "dnn_T_grid": [25, 50, 100], "T_range": [1, 100], "max_rounds": 3},
+             "dnn_scales": [5.0, 15.0, 25.0], "dnn_T_grid": [25, 50, 100], "T_range": [1, 100], "max_rounds": 6},
 }
 KINDS = ("uni", "dyn", "exp")
 
@@ -223,8 +225,11 @@ def run_unit(unit, device) -> dict:
         chosen[setting], traces[setting] = {}, {}
         for kind in KINDS:
             grid = traces["paper"][kind]["grids"]["T"] if setting == "beyond" else T_grid
+            dnn = unit["model"] == "dnn"
             ch, tr = tuning.tune(evaluate(kind), {"T": grid}, stated=stated, integer=("T",),
-                                 limits={"T": (1, T_BEYOND_MAX)}, max_rounds=int(unit["max_rounds"]))
+                                 scales={"T": "linear" if dnn else "log"},
+                                 limits={"T": (1, T_BEYOND_MAX["dnn" if dnn else "linear"])},
+                                 max_rounds=int(unit["max_rounds"]))
             chosen[setting][kind], traces[setting][kind] = int(ch["T"]), tr
     report = run(sorted({(k, T) for st in chosen.values() for k, T in st.items()}), seeds)
     records = []
@@ -302,7 +307,7 @@ def describe(payload) -> str:
             f"{c['scales']}, T grid {c['T_grid']}, {c['repeats']} repeats (paper: best T in [1, {PAPER['T_max']}], "
             f"{PAPER['repeats']} repeats; each method's T tuned on {c.get('tune_repeats', '?')} seeds disjoint from "
             f"the reported ones, a choice at T = {PAPER['T_max']} flagged and also tuned beyond it, up to T = "
-            f"{T_BEYOND_MAX}); retrained influence at T = {max(c['T_grid'])} on {c['infl_steps']} steps, "
+            f"{T_BEYOND_MAX['linear']} (DNN: {T_BEYOND_MAX['dnn']})); retrained influence at T = {max(c['T_grid'])} on {c['infl_steps']} steps, "
             f"{c['infl_levels']} levels of sigma_t in [20, 200], {c['infl_repeats']} repeats; DNN row: "
             f"{c['hidden']} hidden units, scales {c['dnn_scales']}, T grid {c['dnn_T_grid']}, {c['dnn_repeats']} repeats ({c.get('dnn_tune_repeats', '?')} tuning seeds). "
             f"R = {payload['R']:.4g}, clip {payload['clip_norm']:g}, learning rate {payload['lr']:g}; "

@@ -29,7 +29,7 @@ def test_eff_tiny():
     t = p["table"]
     assert list(t["N"]) == [20, 40]
     assert np.all(t["T_uni"] >= 3) and set(t["T_exp"]) <= {3, 5}  # the stated range [3, 5] holds the main table
-    assert set(p["table_beyond"]["T_exp"]) <= set(range(3, 301)) and len(p["beyond_differs"]) == 2
+    assert set(p["table_beyond"]["T_exp"]) <= set(range(3, h_f_eff.T_LIMITS[1] + 1)) and len(p["beyond_differs"]) == 2
     for e in p["tuning"]:  # tuning protocol: disjoint seeds, and no choice at an unflagged edge
         assert not set(e["tuning_seeds"]) & set(e["report_seeds"])
         assert e["interior"] or e["stated_bound"] or e["stopped"] in ("rounds", "limit"), e

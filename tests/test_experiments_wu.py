@@ -257,16 +257,23 @@ def test_w_t36_runs_on_a_tiny_config():
     from dpcompanion.experiments import w_t36
 
     exp = base.get("w-t36")
-    cfg = dict(base.config_for(exp, "quick"), **{k: v for k, v in TINY.items() if k != "curve_points"},
-               epsilon_bars=[3.2], betas=[1, 512], Cs=[1e-3])
+    cfg = dict(base.config_for(exp, "quick"), **{k: v for k, v in TINY.items() if k not in ("curve_points", "seeds")},
+               epsilon_bars=[3.2], betas=[1, 512], Cs=[1e-3], tune_seeds=2, report_seeds_max=2, max_rounds=1)
     out = exp.combine(cfg, [exp.run_unit(u, "cpu") for u in exp.units(cfg)])
     (cell,) = out["cells"]
-    assert cell["method"] == ["dp", "dp", "adp", "adp"] and cell["best"].shape == (4, 2)
+    assert cell["report_seeds"] == 2 and cell["tune_seeds"] == 2
     assert cell["epsilon_adp_max_rel"] < 1e-6 and cell["stopped"] == 0
     # the adaptive rule: step sizes start at 1/sqrt(20 + max(beta ||g||^2, 1e-5)) and only decrease
-    assert np.all(cell["lr_first"] < 1 / math.sqrt(20)) and np.all(cell["lr_last"] <= cell["lr_first"][:4])
-    assert w_t36.best_of(cell, "adp")["C"] == 1e-3
-    (row,) = w_t36.verdict_rows(out)  # 2 epochs, not the paper's 60
+    assert np.all(cell["lr_first"] < 1 / math.sqrt(20)) and np.all(cell["lr_last"] <= cell["lr_first"])
+    # tuning protocol: ADP-SGD tunes C at DP-SGD's chosen beta, on seeds disjoint from the reported ones
+    a, d = w_t36.best_of(cell, "adp"), w_t36.best_of(cell, "dp")
+    assert a["beta"] == d["beta"] and a["best"].shape == d["best"].shape == (2,)
+    entries = [e for e in out["tuning"] if e["setting"] == "paper"]
+    assert {(e["method"], e["param"]) for e in entries} == {("dp", "beta"), ("adp", "C")}
+    for e in out["tuning"]:
+        assert not set(e["tuning_seeds"]) & set(e["report_seeds"])
+        assert e["interior"] or e["stated_bound"] or e["stopped"] in ("rounds", "limit")
+    (row, *beyond) = w_t36.verdict_rows(out)  # 2 epochs, not the paper's 60
     assert row["verdict"] == "not comparable" and row["note"].startswith(comparisons.NOT_COMPARED)
 
 
@@ -352,3 +359,17 @@ def test_w_f2_rows_agree_disagree_and_can_fail(monkeypatch):
     rows = {r["item"]: r for r in wu_rules.w_f2_rows()}
     assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"]["verdict"] == "agrees"
     assert rows["iterations per epoch (50000 images, batch 256)"]["verdict"] == "disagrees"
+
+
+def test_w_t36_report_seeds_follow_power():
+    """Report seeds: 80% power for Table 3's printed gap at the planning sd, within [floor, cap]."""
+    from scipy.stats import norm
+
+    from dpcompanion.experiments import w_t36, wu_paper
+
+    a, _, d, _ = wu_paper.TABLE3[(1.0, 6.4)]
+    n, need = w_t36.report_seeds_for(1.0, 6.4, sd=0.79, floor=5, cap=200)
+    assert n == need and norm.cdf(abs(a - d) * math.sqrt(n) / 0.79 - norm.ppf(0.975)) >= 0.8
+    assert w_t36.report_seeds_for(1.0, 1.6, sd=2.4, floor=5, cap=200) == (200, need_big := w_t36.report_seeds_for(
+        1.0, 1.6, sd=2.4, floor=5, cap=10 ** 9)[0]) and need_big > 200
+    assert w_t36.report_seeds_for(2.5, 6.4, sd=0.0, floor=5, cap=200)[0] == 5

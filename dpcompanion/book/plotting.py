@@ -1260,3 +1260,59 @@ def bench_throughput(*, methods, single, batched, runs: int, title: str = ""):
     ax.legend(loc="lower right")
     fig.tight_layout()
     return fig
+
+
+# --- tuning traces (issue 21) ---
+
+
+def tuning_trace(*, entries: list, cells=None, max_cells: int = 6, title: str = "", ylabel: str = "tuning score"):
+    """The tuning trace of a tuned experiment: one row of panels per cell, one panel per tuned
+    parameter; per method, the best tuning score over the other parameters at each value of
+    this one (its profile), the chosen value (star; a circle for the choice within the paper's
+    range when a beyond-the-paper setting chose differently) and, dotted, a bound the paper
+    stated. ``entries``: the payload's ``tuning`` records
+    (:func:`dpcompanion.experiments.tuning.record`); ``cells``: the cells to draw (default:
+    the first ``max_cells``)."""
+    apply_style()
+    by_cell: dict = {}
+    for e in entries:
+        by_cell.setdefault(e.get("cell", ""), []).append(e)
+    names = list(by_cell) if cells is None else [c for c in cells if c in by_cell]
+    names = names[:max_cells]
+    params = sorted({e["param"] for c in names for e in by_cell[c]})
+    if not names or not params:
+        raise ValueError("tuning_trace needs at least one tuning record")
+    fig, axes = plt.subplots(len(names), len(params), figsize=(3.6 * len(params), 2.3 * len(names)), squeeze=False)
+    for i, cell in enumerate(names):
+        es = by_cell[cell]
+        for j, par in enumerate(params):
+            ax = axes[i][j]
+            mine = [e for e in es if e["param"] == par]
+            for k, method in enumerate(dict.fromkeys(e["method"] for e in mine)):
+                ms = {e["setting"]: e for e in mine if e["method"] == method}
+                e = ms.get("beyond", ms.get("paper"))
+                cands, scores = e["trace"]["candidates"], np.asarray(e["trace"]["scores"], dtype=float)
+                xs = sorted({float(c[par]) for c in cands})
+                better = np.nanmin if e.get("minimize", True) else np.nanmax
+                prof = [better([s for c, s in zip(cands, scores) if float(c[par]) == x]) for x in xs]
+                colour = _KIND_COLORS.get(method, f"C{k}")
+                ax.plot(xs, prof, "o-", ms=3, color=colour, label=f"{method} ({e['n_candidates']})")
+                ch = float(e["chosen"])
+                ax.plot([ch], [prof[xs.index(ch)]], "*", ms=11, color=colour)
+                paper = ms.get("paper", e)
+                if paper is not e and float(paper["chosen"]) != ch:  # the choice within the paper's range
+                    pc = float(paper["chosen"])
+                    ax.plot([pc], [prof[xs.index(pc)]], "o", ms=8, mfc="none", mec=colour)
+                if paper["stated_bound"]:
+                    ax.axvline(float(paper["chosen"]), ls=":", color="0.4", lw=1)
+            xs_all = [float(c[par]) for e in mine for c in e["trace"]["candidates"]]
+            if min(xs_all) > 0 and max(xs_all) / min(xs_all) > 50:
+                ax.set_xscale("log")
+            ax.set_xlabel(par)
+            ax.set_title(cell, fontsize=8)
+            ax.legend(fontsize=7)
+        axes[i][0].set_ylabel(ylabel)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

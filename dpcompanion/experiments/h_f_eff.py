@@ -260,7 +260,7 @@ def describe(payload) -> str:
             f"{payload['train_wall_s']:.0f} s of training. Chosen on the auxiliary data: {chosen}.{beyond}")
 
 
-def verdict_rows(payload) -> list[dict]:
+def _rule_rows(payload) -> list[dict]:
     """The paper-vs-ours rows (rules ``h-f-eff/loss`` and ``h-f-eff/acc``)."""
     from dpcompanion.experiments import comparisons
 
@@ -279,3 +279,12 @@ def verdict_rows(payload) -> list[dict]:
                                 N=list(t["N"]), diff=list(t["acc_gain"]), se=list(t["acc_gain_se"])),
         ]
     return out
+
+
+def verdict_rows(payload) -> list[dict]:
+    """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
+    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
+    the same cap the reproduction report applies."""
+    from dpcompanion.experiments import comparisons
+
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]

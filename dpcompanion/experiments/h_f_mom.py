@@ -179,7 +179,7 @@ def describe(payload) -> str:
             f"{payload['run_steps']} run-steps in {payload['wall_s']:.0f} s.")
 
 
-def verdict_rows(payload) -> list[dict]:
+def _rule_rows(payload) -> list[dict]:
     from dpcompanion.experiments import comparisons
 
     c = payload["config"]
@@ -199,3 +199,12 @@ EXPERIMENT = Experiment(
                 "dpcompanion.training.trainers", "dpcompanion.theory.schedules"),
     scale_note="full: the paper's N = 1000 and 100 hidden units; 30 fresh repeats per schedule (paper: 100)",
 )
+
+
+def verdict_rows(payload) -> list[dict]:
+    """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
+    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
+    the same cap the reproduction report applies."""
+    from dpcompanion.experiments import comparisons
+
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]

@@ -314,7 +314,7 @@ def describe(payload) -> str:
             f"{payload['run_steps']} run-steps in {payload['wall_s']:.0f} s.")
 
 
-def verdict_rows(payload) -> list[dict]:
+def _rule_rows(payload) -> list[dict]:
     from dpcompanion.experiments import comparisons
 
     out = []
@@ -345,3 +345,12 @@ EXPERIMENT = Experiment(
     scale_note="full: the paper's N = 1000 and T up to 100, 100 repeats for the linear rows; the retrained influence "
                "on 10 of 100 steps with 20 repeats (paper: every step, 100 repeats); DNN row at 20 repeats",
 )
+
+
+def verdict_rows(payload) -> list[dict]:
+    """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
+    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
+    the same cap the reproduction report applies."""
+    from dpcompanion.experiments import comparisons
+
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]

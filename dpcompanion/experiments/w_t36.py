@@ -234,7 +234,7 @@ def best_of(cell: dict, method: str, setting: str = "paper") -> dict:
     return {"beta": r["beta"], "C": r["C"], "best": np.asarray(r["best"]), "last": np.asarray(r["last"])}
 
 
-def verdict_rows(payload) -> list[dict]:
+def _rule_rows(payload) -> list[dict]:
     """One row per cell (rule ``w-t36/gap`` of :mod:`dpcompanion.experiments.comparisons`):
     the best-accuracy gain ADP - DP of each method's best grid point against Table 3's
     printed cell; comparable when the run trained for the paper's 60 epochs (at our N and
@@ -272,3 +272,12 @@ EXPERIMENT = Experiment(
                "ADP-SGD at DP-SGD's beta) tuned on 5 seeds, reported on 5 to 200 fresh seeds (80% power for the "
                "paper's gap at the sd seen on the tuning seeds); the paper: CIFAR-10 (50 000 images), 5 runs.",
 )
+
+
+def verdict_rows(payload) -> list[dict]:
+    """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
+    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
+    the same cap the reproduction report applies."""
+    from dpcompanion.experiments import comparisons
+
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]

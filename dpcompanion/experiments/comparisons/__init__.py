@@ -83,7 +83,8 @@ def tuning_cap(tuning: Any) -> tuple[str | None, str]:
     report_seeds}``): ``("not comparable", why)`` when an optimum lies at a grid edge the
     paper did not state (not the tuned result) or when the tuning and report seeds overlap
     (selection on the reported seeds); ``("partly", why)`` when the methods compared were
-    tuned on different grids for the same parameter (at most partly); ``(None, "")`` otherwise.
+    tuned on different grids for the same parameter, or with different numbers of candidates
+    (at most partly); ``(None, "")`` otherwise.
 
     >>> tuning_cap([])
     (None, '')
@@ -95,6 +96,11 @@ def tuning_cap(tuning: Any) -> tuple[str | None, str]:
     ('not comparable', 'not comparable')
     >>> tuning_cap([e, {**e, "method": "exp", "grid_max": 100, "chosen": 100, "interior": False}])[0]
     'partly'
+    >>> tuning_cap([{**e, "n_candidates": 4}, {**e, "method": "exp", "n_candidates": 12}])
+    ('partly', 'the methods compared had different numbers of tuning candidates: exp [12], uni [4]')
+
+    Grids and candidate counts are compared between the methods of the same ``cell`` and
+    ``setting`` (the paper's grid, or the beyond-the-paper one) only.
     """
     if not tuning:
         return None, ""
@@ -107,12 +113,22 @@ def tuning_cap(tuning: Any) -> tuple[str | None, str]:
     if shared:
         return "not comparable", "selected on the reported seeds: " + ", ".join(
             f"{t.get('method')} {t.get('param')}" for t in shared)
-    grids: dict[str, set] = {}
+    # methods compared: the same cell and setting (the paper's grid, or beyond it); their grids
+    # for each parameter must be equal, and so must their numbers of candidates
+    grids: dict[tuple, set] = {}
+    counts: dict[tuple, set] = {}
     for t in tuning:
-        grids.setdefault(str(t.get("param")), set()).add((t.get("grid_min"), t.get("grid_max")))
-    unequal = sorted(p for p, g in grids.items() if len(g) > 1)
+        where = (str(t.get("cell", "")), str(t.get("setting", "")))
+        grids.setdefault((*where, str(t.get("param"))), set()).add((t.get("grid_min"), t.get("grid_max")))
+        if t.get("n_candidates") is not None:
+            counts.setdefault(where, {}).setdefault(str(t.get("method")), set()).add(int(t["n_candidates"]))
+    unequal = sorted({k[2] for k, g in grids.items() if len(g) > 1})
     if unequal:
         return "partly", f"the methods were tuned on different grids for {', '.join(unequal)}"
+    uneven = sorted({f"{m} {sorted(n)}" for by in counts.values() if len(by) > 1
+                     and len({max(n) for n in by.values()}) > 1 for m, n in by.items()})
+    if uneven:
+        return "partly", "the methods compared had different numbers of tuning candidates: " + ", ".join(uneven)
     return None, ""
 
 

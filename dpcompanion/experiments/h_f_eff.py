@@ -1,7 +1,7 @@
 """H-F-EFF: data efficiency of the dynamic schedule (Hong et al. 2022, file 001, Fig. 1
 middle and right, Sec. 5), the paper's title claim.
 
-Protocol (001 Sec. 5; the sizes in 000 App. D "Setup"):
+Protocol (the FAccT version, Sec. 5; the sizes in 000 App. D "Setup"):
 
 * private data: MNIST35 (digits 3 vs 5), N training samples, PCA to 60 dimensions,
   centred, unit std, rescaled to data scale 10; test set: every 3 and 5 of the official
@@ -10,8 +10,8 @@ Protocol (001 Sec. 5; the sizes in 000 App. D "Setup"):
   logistic loss, learning rate 0.1, per-sample clipping at 4, full-batch PGD (001
   Algorithm 1), budget R = 0.3927 ((4, 1e-8)-DP), charged by the trainer's ledger before
   every noisy step;
-* schedules: ``uni`` (001 Thm 4.2: sigma_t^2 = T/R) and ``exp``, the schedule of an
-  influence "parameterized by an exponential function" (001 Sec. 5), i.e.
+* schedules: ``uni`` (the FAccT version, Thm 4.2: sigma_t^2 = T/R) and ``exp``, the schedule of an
+  influence "parameterized by an exponential function" (the FAccT version, Sec. 5), i.e.
   :func:`dpcompanion.theory.schedules.expinfl` (q_t = gamma^{T-t}, Lemma 4.3): the
   Thm 4.4 dynamic schedule with gamma = 1 - 1/kappa, and an exponential decay of sigma_t
   with rate -ln(gamma)/4. "Our gd-dynamic" is therefore the same family; it is not run
@@ -28,7 +28,7 @@ Protocol (001 Sec. 5; the sizes in 000 App. D "Setup"):
   does not state, is extended until the choice is interior.
 
 Readings where the paper is ambiguous (stated on the page): T is searched in [50, 150]
-(001 Sec. 5) on a grid; the tuning criterion is the final training loss (the figure's
+(the FAccT version, Sec. 5) on a grid; the tuning criterion is the final training loss (the figure's
 first metric); "repeats" are independent seeds (initial point, noise), with uni and exp
 paired by seed; the N values of the figure are not readable in the text extraction, so
 ours are our choice.
@@ -56,13 +56,13 @@ PAPER_HIDDEN = 1000  # 001 Sec. 5: "2-layer Deep Neural Network (DNN) with 1000 
 PAPER_REPEATS = 100  # 000 App. D: "All the experiments are repeated 100 times"
 
 #: Tuning (issue 21, :mod:`dpcompanion.experiments.tuning`): T in [50, 150] is the range the
-#: paper states (001 Sec. 5), so a choice on its ends is flagged and a "beyond" setting searches
+#: paper states (the FAccT version, Sec. 5), so a choice on its ends is flagged and a "beyond" setting searches
 #: past them (steps of the grid's spacing, T in [T_LIMITS]); gamma has no stated range and its
 #: grid is extended towards 1 (up to GAMMA_MAX) or down while the choice is on an edge. Power:
 #: the paper prints no size (a figure); the payload records the smallest gain the repeats detect
 #: at 80% power (stored full result, 50 repeats: 0.0001 to 0.004 in loss, below the gains seen at
 #: N <= 2000), so the repeats stay at 50.
-STATED_T = "T in [50, 150] (001 Sec. 5: 'we grid search the best T in range [50, 150]')"
+STATED_T = "T in [50, 150] (the FAccT version, Sec. 5: 'we grid search the best T in range [50, 150]')"
 T_LIMITS = (10, 450)  # the beyond search (a measured full unit at N = 1000 chose T = 300 = the old cap)
 GAMMA_LIMITS = (0.5, 0.999)
 CONFIGS = {
@@ -71,7 +71,7 @@ CONFIGS = {
     "full": {"N": [250, 500, 1000, 2000, 4000], "hidden": 100, "T_grid": [50, 100, 150], "T_range": [50, 150],
              "gammas": [0.99, 0.97, 0.94, 0.9], "tune_repeats": 4, "repeats": 50, "max_rounds": 6},
 }
-#: the paper's size (001 Sec. 5): 1000 hidden units, 100 repeats; T in [50, 150]
+#: the paper's size (the FAccT version, Sec. 5): 1000 hidden units, 100 repeats; T in [50, 150]
 PAPER_SCALE = {**CONFIGS["full"], "hidden": PAPER_HIDDEN, "repeats": PAPER_REPEATS, "tune_repeats": 10,
                "T_grid": [50, 75, 100, 125, 150]}
 KINDS = ("uni", "exp")
@@ -225,7 +225,7 @@ def combine(config, results) -> dict:
 
 EXPERIMENT = Experiment(
     id="h-f-eff",
-    title="Data efficiency: exp vs uni tuned on auxiliary Gaussian data (001 Fig. 1 middle/right)",
+    title="Data efficiency: exp vs uni tuned on auxiliary Gaussian data (the FAccT version, Fig. 1 middle/right)",
     configs=CONFIGS,
     units=units,
     run_unit=run_unit,

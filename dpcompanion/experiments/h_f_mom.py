@@ -1,7 +1,7 @@
 """H-F-MOM: schedules for momentum on a DNN (Hong et al. 2022, file 000 Sec. 5, Fig. 2
 right; FAccT 001 Thm 4.7 for the momentum influence).
 
-Protocol (000 Sec. 5 and the Fig. 2 caption): a DNN with 2 layers and 100 hidden units,
+Protocol (the ICLR submission, Sec. 5 and the Fig. 2 caption): a DNN with 2 layers and 100 hidden units,
 trained with (debiased) momentum, on 10-class MNIST with 1000 training samples and the
 rest of the training images as test set; PCA to 60 dimensions and the paper's
 preprocessing at each data scale; uniform vs ``expinfl`` (influence modelled by one
@@ -190,7 +190,7 @@ def _rule_rows(payload) -> list[dict]:
 
 EXPERIMENT = Experiment(
     id="h-f-mom",
-    title="Momentum DNN: uniform vs expinfl vs momexpinfl (000 Fig. 2 right)",
+    title="Momentum DNN: uniform vs expinfl vs momexpinfl (the ICLR submission, Fig. 2 right)",
     configs=CONFIGS,
     units=units,
     run_unit=run_unit,

@@ -2,7 +2,7 @@
 file 000 Fig. 2 middle and Fig. 3 right, App. D "Results", last paragraphs).
 
 For each row (logistic loss on the synthetic set; squared and logistic loss on MNIST35;
-the DNN on MNIST35) and each data scale (max_n ||x_n||, 000 App. D "Setup"):
+the DNN on MNIST35) and each data scale (max_n ||x_n||, the ICLR submission, App. D "Setup"):
 
 1. the influence q_t of each step's noise at ``T_infl`` steps of the uniform schedule:
    **analytic** for the squared loss (Hessian eigenvalues, exact for every T:
@@ -10,8 +10,8 @@ the DNN on MNIST35) and each data scale (max_n ||x_n||, 000 App. D "Setup"):
    **retraining** otherwise (:func:`dpcompanion.training.influence.influence_by_retraining`
    on a subset of steps, sigma_t swept over [20, 200]);
 2. for every T of the grid: ``uni`` (Thm 4.2), ``dyn`` = Lemma 4.3's optimal schedule for
-   the estimated q (001 Eq. (10)), ``exp`` = sigma_0 exp(-k t) with k fitted to dyn by
-   least squares on log sigma (000 App. D) and sigma_0 set to spend R exactly;
+   the estimated q (the FAccT version, Eq. (10)), ``exp`` = sigma_0 exp(-k t) with k fitted to dyn by
+   least squares on log sigma (the ICLR submission, App. D) and sigma_0 set to spend R exactly;
 3. every schedule run ``repeats`` times with the ledger (R = 0.3927), paired seeds; the
    best T per method (lowest mean final loss) and the relative loss
    ``(e_sched - e_uni) / e_uni`` with its delta-method SE; the dashed term ``T Var(q_t)``
@@ -23,7 +23,7 @@ Thm 4.1's gamma^{T-t}); between the swept steps log q is interpolated linearly;
 estimates <= 0 (noise) are floored at 1e-3 of the largest; the best T is searched on a
 grid in [1, 100] rather than every integer, on tuning seeds disjoint from the reported ones
 (issue 21's protocol, :mod:`dpcompanion.experiments.tuning`); the paper's stated bound T = 100
-("grid searching the best T in [1, 100]", 000 App. D) is flagged when chosen and a
+("grid searching the best T in [1, 100]", the ICLR submission, App. D) is flagged when chosen and a
 beyond-the-paper setting searches up to :data:`T_BEYOND_MAX`, where a retrained q_t is
 extended with its earliest estimate for the steps further than ``T_infl`` from the end.
 """
@@ -44,18 +44,18 @@ __all__ = ["EXPERIMENT", "ROWS", "PAPER", "units", "run_unit", "combine", "descr
 
 #: (dataset, model) rows of 000 Fig. 3 (Fig. 2 middle is the MNIST35 squared row)
 ROWS = (("synthetic", "logistic"), ("mnist35", "squared"), ("mnist35", "logistic"), ("mnist35", "dnn"))
-#: the paper's sizes (000 App. D): N = 1000, best T in [1, 100], 100 repeats; DNN of 000 Sec. 5: 100 hidden
+#: the paper's sizes (the ICLR submission, App. D): N = 1000, best T in [1, 100], 100 repeats; DNN of 000 Sec. 5: 100 hidden
 PAPER = {"N": 1000, "T_max": 100, "repeats": 100, "hidden": 100}
 
 #: Tuning (issue 21, :mod:`dpcompanion.experiments.tuning`): each method's best T is chosen on
 #: ``tune_repeats`` seeds disjoint from the ``repeats`` seeds reported. T in [1, 100] is the range
-#: the paper states (000 App. D), so a choice at 100 is flagged and a "beyond" setting searches
+#: the paper states (the ICLR submission, App. D), so a choice at 100 is flagged and a "beyond" setting searches
 #: past it (see T_BEYOND_MAX, up to 6 extensions); a choice at the grid's low end
 #: above 1 extends the grid down. Power: the stored full result's SEs of the relative loss
 #: (0.0001-0.0069 with 100 linear / 20 DNN repeats) are 5-20x below the effects seen at the
 #: largest scale; the paper prints no size (a figure), so the repeats stay and the payload
 #: records the smallest relative loss detectable at 80% power per scale.
-STATED_T = "best T in [1, 100] (000 App. D: 'grid searching the best T in [1,100]')"
+STATED_T = "best T in [1, 100] (the ICLR submission, App. D: 'grid searching the best T in [1,100]')"
 #: the beyond-the-paper search: linear and logistic rows step T geometrically (the grid's last
 #: ratio) up to 1000 (a run-step costs microseconds there); the DNN row steps linearly up to 200
 T_BEYOND_MAX = {"linear": 1000, "dnn": 200}
@@ -73,7 +73,7 @@ KINDS = ("uni", "dyn", "exp")
 
 
 def fit_exponential_rate(sigma) -> float:
-    """Least-squares ``k`` of ``log sigma_t = a - k t`` (000 App. D: exp fitted to dyn).
+    """Least-squares ``k`` of ``log sigma_t = a - k t`` (the ICLR submission, App. D: exp fitted to dyn).
 
     >>> round(fit_exponential_rate(3.0 * np.exp(-0.2 * np.arange(1, 6))), 12)
     0.2
@@ -335,7 +335,7 @@ def _rule_rows(payload) -> list[dict]:
 
 EXPERIMENT = Experiment(
     id="h-f-scale",
-    title="Relative final loss of dyn and exp vs the data scale (000 Fig. 2 middle, Fig. 3 right)",
+    title="Relative final loss of dyn and exp vs the data scale (the ICLR submission, Fig. 2 middle, Fig. 3 right)",
     configs=CONFIGS,
     units=units,
     run_unit=run_unit,

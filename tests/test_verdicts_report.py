@@ -194,3 +194,14 @@ def test_report_covers_the_book_on_the_committed_results():
             assert o["ci_low"] > 0 or o["ci_high"] < 0 or (-m <= o["ci_low"] and o["ci_high"] <= m), r
         if r["verdict"] == "inconclusive" and o["n"] and o["se"]:
             assert r["runs_needed"], r
+        # the tuning protocol: no row is judged at a grid edge the paper did not state, and no
+        # row is judged on seeds its tuning selected on
+        if r["verdict"] not in ("not comparable",):
+            for t in r["tuning"]:
+                assert t["interior"] or t["stated_bound"], (r["page"], r["item"], t)
+                assert not set(t["tuning_seeds"]) & set(t["report_seeds"]), (r["page"], r["item"], t)
+    # every experiment page is judged on its committed full result (fresh on this clone)
+    for page in ("h-f-eff", "h-f-scale", "h-f-curv", "h-f-mom", "h-f-infl", "h-x-eer", "w-f1", "w-f4", "w-t1245",
+                 "w-t36"):
+        modes = {r["result"]["mode"] for r in rows if r["page"] == page}
+        assert modes == {"full"}, (page, modes)

@@ -43,7 +43,7 @@ from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Z, Judgement,
 #: every verdict word a rule may give (the same tuple as :data:`dpcompanion.book.report.VERDICTS`)
 VERDICTS = ("agrees", "partly", "disagrees", "inconclusive", "identity", "not comparable")
 
-__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "apply_tuning_cap", "compare", "rule", "verdict_of", "experiment_of", "rules_for"]
+__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "tuning_for_row", "apply_tuning_cap", "compare", "rule", "verdict_of", "experiment_of", "rules_for"]
 
 
 def _registry(*groups) -> dict[str, Rule]:
@@ -135,10 +135,35 @@ def tuning_cap(tuning: Any) -> tuple[str | None, str]:
 _ORDER = {"agrees": 0, "identity": 0, "partly": 1, "inconclusive": 2, "disagrees": 2, "not comparable": 3}
 
 
+def tuning_for_row(row: dict, tuning: Any) -> list:
+    """The tuning records behind ``row``: those of its setting (``beyond`` when the row's item
+    says it is beyond the paper's grid, else ``paper``; records without a setting count for
+    both) and of its cell (a record whose ``cell`` appears in the item, or whose cell's first
+    part, e.g. ``mnist35/dnn`` of ``mnist35/dnn, scale 5``, starts it); all records of the
+    setting when no cell matches.
+
+    >>> recs = [dict(cell="C_G 1, eps_bar 0.8", setting="paper"), dict(cell="C_G 1, eps_bar 0.8", setting="beyond"),
+    ...         dict(cell="C_G 2.5, eps_bar 0.8", setting="paper")]
+    >>> [r["setting"] for r in tuning_for_row({"item": "gain, C_G 1, eps_bar 0.8 (beyond the paper's grid)"}, recs)]
+    ['beyond']
+    >>> len(tuning_for_row({"item": "mnist35/dnn: loss"}, [dict(cell="mnist35/dnn, scale 5"), dict(cell="x, scale 5")]))
+    1
+    """
+    recs = list(tuning or [])
+    item = str(row.get("item", ""))
+    setting = "beyond" if "beyond" in item.lower() else "paper"
+    recs = [t for t in recs if t.get("setting") in (None, "", setting)]
+    head = item.split(":")[0].strip()
+    mine = [t for t in recs if t.get("cell") and (str(t["cell"]) in item
+                                                  or str(t["cell"]).split(",")[0].strip() == head)]
+    return mine or recs
+
+
 def apply_tuning_cap(row: dict, tuning: Any) -> dict:
-    """``row`` with its verdict capped by :func:`tuning_cap` (a cap never raises a verdict;
-    idempotent), the reason prepended to its note."""
-    cap, why = tuning_cap(tuning)
+    """``row`` with its verdict capped by :func:`tuning_cap` over the records behind it
+    (:func:`tuning_for_row`; a cap never raises a verdict; idempotent), the reason prepended
+    to its note."""
+    cap, why = tuning_cap(tuning_for_row(row, tuning))
     v = row["verdict"]
     if cap is None or _ORDER[cap] <= _ORDER.get(v, 3) or (cap == "partly" and v != "agrees"):
         return row

@@ -120,7 +120,8 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
     if eid == "w-t1245":  # the page also shows every cell's verdict
         rows = _w_t1245_cells(payload) + rows
     rows = [comparisons.apply_tuning_cap(r, tuning) for r in rows]
-    return [_row(eid, r, config=config, scale=scale, tuning=tuning, result=result) for r in rows]
+    return [_row(eid, r, config=config, scale=scale, tuning=comparisons.tuning_for_row(r, tuning), result=result)
+            for r in rows]
 
 
 def _w_t1245_cells(payload) -> list[dict]:

@@ -175,6 +175,18 @@ def _short(d: str | None) -> str:
     return f"`{d[:12]}`" if d else "none stored"
 
 
+
+def reader_subject(subject: str) -> str:
+    """A commit subject as a reader sees it: our tracker's numbers ("issue 19-21's") are
+    workshop words, not the reader's, and are dropped.
+
+    >>> reader_subject("results: recomputed after issue 19-21's merges (issue 11)")
+    'results: recomputed after merges'
+    """
+    out = re.sub(r"\s*\(issues? #?\d+(?:[-–]\d+)?\)", "", subject, flags=re.I)
+    out = re.sub(r"\bissues? #?\d+(?:[-–]\d+)?(?:'s)?\s*", "", out, flags=re.I)
+    return re.sub(r"\s{2,}", " ", out).strip()
+
 def changelog_markdown(hist: dict[str, Any]) -> str:
     """The changelog page's table (or the sentence saying why there is none)."""
     from dpcompanion.book.report import fmt
@@ -194,7 +206,8 @@ def changelog_markdown(hist: dict[str, Any]) -> str:
         what = f"{c['changed']} of {c['leaves']} numbers changed"
         if c["added"] or c["removed"]:
             what += f", {c['added']} added, {c['removed']} removed"
-        subject = c["subject"] if len(c["subject"]) <= 70 else c["subject"][:69] + "…"
+        subject = reader_subject(c["subject"])
+        subject = subject if len(subject) <= 70 else subject[:69] + "…"
         rows.append([e["id"], e["versions"], f"{c['date']}, `{c['commit']}` ({subject})", what,
                      fmt(c["max_abs"], 3), fmt(c["max_rel"], 3), f"`{c['largest_change_at']}`",
                      f"{_short(c['previous_digest'])} ({c['previous_date']}) → {_short(c['digest'])}"])

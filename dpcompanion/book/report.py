@@ -8,6 +8,8 @@ values, and verdicts are computed from them by the caller (see :func:`verdict`).
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, Iterable, Sequence
 
 #: a row whose sizes differ from the paper's is "not comparable", its note starting with
@@ -20,6 +22,8 @@ def fmt(x: Any, digits: int = 4) -> str:
 
     >>> fmt(0.392698), fmt(12), fmt(1.5e-8)
     ('0.3927', '12', '1.5e-08')
+    >>> fmt(float("inf")), fmt(float("-inf")), fmt(float("nan"))
+    ('∞', '-∞', 'nan')
     """
     if isinstance(x, bool) or x is None:
         return str(x)
@@ -29,6 +33,8 @@ def fmt(x: Any, digits: int = 4) -> str:
         xf = float(x)
     except (TypeError, ValueError):
         return str(x)
+    if not math.isfinite(xf):  # e.g. a relative change from zero
+        return "nan" if math.isnan(xf) else ("∞" if xf > 0 else "-∞")
     if xf == int(xf) and abs(xf) < 1e15:
         return str(int(xf))
     return f"{xf:.{digits}g}"

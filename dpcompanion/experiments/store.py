@@ -87,7 +87,7 @@ from dpcompanion.core.provenance import REPO, git_state, resolve_device, validat
 from dpcompanion.experiments import base
 
 __all__ = [
-    "StoredResult", "load_or_compute", "load", "compute", "revalidate", "list_results", "seal_unsealed", "sealed",
+    "StoredResult", "load_or_compute", "units_dir", "unit_key", "sweep_progress", "list_partial", "save_unit", "load", "compute", "revalidate", "list_results", "seal_unsealed", "sealed",
     "digest",
     "config_hash", "code_files", "code_hash", "results_root", "result_dir", "check_writable",
     "LocalExecutor", "DaskExecutor", "make_executor", "check_executor_options", "EXECUTORS", "INLINE_MAX",
@@ -577,7 +577,17 @@ class StoredResult:
                 "wall_s": p.get("wall_s"), "executor": p.get("executor"), "runs": p.get("runs"),
                 "run_steps": p.get("run_steps"), "units": p.get("units"), "digest": p.get("digest"), "commit": p.get("commit"),
                 "dirty": p.get("dirty"), "device": p.get("device"), "created": p.get("created"),
-                "seed": config.get("seed")}
+                "seed": config.get("seed"), **self.unit_counts()}
+
+    def unit_counts(self) -> dict[str, Any]:
+        """``units_total``, ``units_computed`` (by this run) and ``units_reused`` (stored units,
+        or the whole stored result when it was loaded)."""
+        p = self.provenance
+        total = p.get("units")
+        if self.cached:
+            return {"units_total": total, "units_computed": 0, "units_reused": total}
+        return {"units_total": total, "units_computed": p.get("units_computed", total),
+                "units_reused": p.get("units_reused", 0)}
 
 
 def _count(n) -> str:
@@ -712,6 +722,151 @@ def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path |
     why = _staleness(exp, res, config)
     return dataclasses.replace(res, fresh=not why, stale_reason=why)
 
+# --- resumable sweeps: every unit stored as it finishes ------------------------------
+
+#: the folder beside ``<mode>/`` that holds the finished units of a sweep in progress
+UNITS_SUFFIX = ".units"
+
+
+def units_dir(experiment_id: str, mode: str, root: Path | None = None) -> Path:
+    """``results/<id>/<mode>.units/``: one ``<unit key>.json`` (and ``.npz`` for large arrays)
+    per finished unit of a sweep not yet assembled."""
+    return (root or results_root()) / experiment_id / f"{mode}{UNITS_SUFFIX}"
+
+
+def unit_key(exp_id: str, mode: str, unit: dict, seed: int, device: str) -> str:
+    """The file name of a unit's result: sha256 (first 32 hex digits) over the experiment id,
+    mode, the unit's own dict (canonical), the seed and the device. The code hash is recorded
+    inside the file (a unit of older code is recomputed, and the progress says so)."""
+    return digest({"id": exp_id, "mode": mode, "unit": unit, "seed": int(seed), "device": device})[:32]
+
+
+def _enc(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """Exact JSON form of a unit result: arrays (large ones to the .npz), numpy scalars with
+    their dtype and tuples are kept as such, so that ``combine`` sees the very same values."""
+    if isinstance(obj, np.ndarray):
+        if obj.size > INLINE_MAX:
+            key = f"a{len(arrays)}"
+            arrays[key] = obj
+            return {"__npz__": key}
+        return {"__array__": obj.tolist(), "dtype": obj.dtype.str, "shape": list(obj.shape)}
+    if isinstance(obj, np.generic):
+        return {"__scalar__": obj.item(), "dtype": obj.dtype.str}
+    if isinstance(obj, dict):
+        return {"__dict__": [[k, _enc(v, arrays)] for k, v in obj.items()]}
+    if isinstance(obj, tuple):
+        return {"__tuple__": [_enc(v, arrays) for v in obj]}
+    if isinstance(obj, list):
+        return [_enc(v, arrays) for v in obj]
+    return obj
+
+
+def _dec(obj: Any, arrays) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {"__npz__"}:
+            return np.asarray(arrays[obj["__npz__"]])
+        if "__array__" in obj:
+            return np.asarray(obj["__array__"], dtype=np.dtype(obj["dtype"])).reshape(obj["shape"])
+        if "__scalar__" in obj:
+            return np.dtype(obj["dtype"]).type(obj["__scalar__"])
+        if "__tuple__" in obj:
+            return tuple(_dec(v, arrays) for v in obj["__tuple__"])
+        if "__dict__" in obj:
+            return {k: _dec(v, arrays) for k, v in obj["__dict__"]}
+        raise ValueError("unknown entry")
+    if isinstance(obj, list):
+        return [_dec(v, arrays) for v in obj]
+    return obj
+
+
+def _atomic_bytes(path: Path, write: Callable[[Path], None]) -> None:
+    """Write ``path`` through a temporary file renamed over it (a kill leaves no half file)."""
+    tmp = _temp_name(path, "tmp", path.suffix)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def save_unit(folder: Path, key: str, unit: dict, result: dict, counts: dict, *, code: str, seed: int) -> None:
+    """Store one finished unit atomically: the ``.npz`` (if any) first, then the ``.json``,
+    whose presence marks the unit as done."""
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    enc = _enc(result, arrays)
+    if arrays:
+        def npz(p: Path) -> None:
+            with open(p, "wb") as fh:
+                np.savez_compressed(fh, **arrays)
+        _atomic_bytes(folder / f"{key}.npz", npz)
+    rec = {"key": key, "unit": unit, "seed": int(seed), "code_hash": code, "result": enc,
+           "digest": digest(result), "runs": int(counts.get("runs", 0)), "run_steps": int(counts.get("run_steps", 0)),
+           "wall_s": round(float(counts.get("wall_s", 0.0)), 3),
+           "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    _atomic_bytes(folder / f"{key}.json", lambda p: p.write_text(json.dumps(rec, sort_keys=True) + "\n"))
+
+
+def _load_unit(folder: Path, key: str) -> dict | None:
+    """A stored unit's record with its decoded ``result``; None when absent or damaged
+    (unreadable, or its result not matching its digest: it is recomputed)."""
+    f = folder / f"{key}.json"
+    try:
+        rec = json.loads(f.read_text())
+        arrays = {}
+        if (folder / f"{key}.npz").is_file():
+            with np.load(folder / f"{key}.npz", allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        rec["result"] = _dec(rec["result"], arrays)
+        if digest(rec["result"]) != rec["digest"]:
+            return None
+        return rec
+    except (OSError, ValueError, KeyError, TypeError, *_NPZ_ERRORS):
+        return None
+
+
+def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> dict | None:
+    """Progress of a sweep whose finished units are stored but not yet assembled: ``units_done``
+    (by the current code), ``units_total``, ``units_old_code`` (stored by older code: will be
+    recomputed) and ``estimate_left_s`` (mean wall time of the finished units times the units
+    left); None when no unit is stored."""
+    exp = base.get(experiment_id)
+    folder = units_dir(exp.id, mode, root)
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        return None
+    recs = []
+    for f in files:
+        try:
+            recs.append(json.loads(f.read_text()))
+        except (OSError, ValueError):
+            continue
+    seed = int(recs[0].get("seed", 0)) if recs else 0
+    config = base.config_for(exp, mode, seed=seed)
+    total = len(exp.units(config))
+    code = code_hash(exp)
+    keys = {f.stem for f in files}
+    current = [r for r in recs if r.get("code_hash") == code and r.get("key") in keys]
+    done = min(len(current), total)
+    walls = [float(r.get("wall_s", 0.0)) for r in current]
+    left = total - done
+    est = round(sum(walls) / len(walls) * left, 1) if walls else None
+    return {"id": exp.id, "mode": mode, "seed": seed, "units_done": done, "units_total": total,
+            "units_old_code": len(recs) - len(current), "estimate_left_s": est, "path": str(folder)}
+
+
+def list_partial(root: Path | None = None) -> list[dict]:
+    """:func:`sweep_progress` of every experiment and mode with stored units."""
+    out = []
+    for exp_id in base.all_experiments():
+        for mode in base.MODES:
+            p = sweep_progress(exp_id, mode, root)
+            if p is not None:
+                out.append(p)
+    return out
+
+
 # --- executors -----------------------------------------------------------------------
 
 def _run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> tuple[dict, dict]:
@@ -739,9 +894,11 @@ def _run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> 
     try:
         with threadpool_limits(limits=1, user_api="blas"):
             before_tally = engine.tally()
+            t0 = time.perf_counter()
             result = run_unit(unit, device)
+            wall = time.perf_counter() - t0
             after = engine.tally()
-            return result, {k: after[k] - before_tally[k] for k in after}
+            return result, {**{k: after[k] - before_tally[k] for k in after}, "wall_s": wall}
     finally:
         if before != 1:
             torch.set_num_threads(before)
@@ -758,8 +915,14 @@ class LocalExecutor:
 
     name = "local"
 
-    def map(self, run_unit, units: Sequence[dict], device: str) -> list[tuple[dict, dict]]:
-        return [_run_one(run_unit, u, device) for u in units]
+    def map(self, run_unit, units: Sequence[dict], device: str, on_done=None) -> list[tuple[dict, dict]]:
+        """``on_done(i, (result, counts))`` is called as each unit finishes (the store saves it)."""
+        out = []
+        for i, u in enumerate(units):
+            out.append(_run_one(run_unit, u, device))
+            if on_done is not None:
+                on_done(i, out[-1])
+        return out
 
     def close(self) -> None:
         pass
@@ -802,10 +965,21 @@ class DaskExecutor:
             self.client = Client(self.cluster)
             self.where = f"LocalCluster({n} workers x 1 thread)"
 
-    def map(self, run_unit, units: Sequence[dict], device: str) -> list[tuple[dict, dict]]:
+    def map(self, run_unit, units: Sequence[dict], device: str, on_done=None) -> list[tuple[dict, dict]]:
+        """``on_done(i, (result, counts))`` is called in this process as each unit finishes,
+        in the order they finish (the store saves it here, not on the worker)."""
+        from distributed import as_completed
+
         futures = self.client.map(_run_in_worker, [run_unit] * len(units), list(units),
                                   [device] * len(units), pure=False)
-        return self.client.gather(futures)
+        index = {f.key: i for i, f in enumerate(futures)}
+        out: list = [None] * len(units)
+        for fut in as_completed(futures):
+            i = index[fut.key]
+            out[i] = fut.result()
+            if on_done is not None:
+                on_done(i, out[i])
+        return out
 
     def close(self) -> None:
         self.client.close()
@@ -855,18 +1029,51 @@ def _versions() -> dict[str, str]:
     return v
 
 
-def _compute_payload(exp: base.Experiment, config: dict, executor, device: str) -> tuple[dict, dict]:
+def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
+                     root: Path | None = None, progress: Callable[[str], None] | None = None) -> tuple[dict, dict]:
+    """Run the units not already stored (by the current code) in ``<mode>.units/``, storing
+    each as it finishes, and combine all of them, in units order."""
     units = exp.units(config)
+    mode, seed = config["mode"], int(config["seed"])
+    folder = units_dir(exp.id, mode, root)
+    code = code_hash(exp)
+    keys = [unit_key(exp.id, mode, u, seed, device) for u in units]
+    done: list = [None] * len(units)
+    old_code = 0
+    for i, k in enumerate(keys):
+        rec = _load_unit(folder, k) if folder.is_dir() else None
+        if rec is None:
+            continue
+        if rec.get("code_hash") != code:
+            old_code += 1
+            continue
+        done[i] = (rec["result"], {"runs": rec.get("runs", 0), "run_steps": rec.get("run_steps", 0),
+                                   "wall_s": rec.get("wall_s", 0.0)})
+    todo = [i for i in range(len(units)) if done[i] is None]
+    reused = len(units) - len(todo)
+    if progress is not None and (reused or old_code):
+        progress(f"{exp.id} {mode}: resuming, {reused}/{len(units)} units stored"
+                 + (f"; {old_code} stored by older code are recomputed" if old_code else ""))
+
+    def on_done(j: int, out: tuple[dict, dict]) -> None:
+        i = todo[j]
+        save_unit(folder, keys[i], units[i], out[0], out[1], code=code, seed=seed)
+
     t0 = time.perf_counter()
-    done = executor.map(exp.run_unit, units, device)  # [(unit result, counts)]
+    if todo:
+        fresh = executor.map(exp.run_unit, [units[i] for i in todo], device, on_done=on_done)
+        for j, i in enumerate(todo):
+            done[i] = fresh[j]
     payload = _sorted_keys(exp.combine(config, [r for r, _ in done]))  # the order a loaded payload has
     wall = time.perf_counter() - t0
     return payload, {"wall_s": round(wall, 3), "units": len(units),
+                     "units_computed": len(todo), "units_reused": reused,
+                     "units_wall_s": round(sum(float(c.get("wall_s", 0.0)) for _, c in done), 3),
                      "runs": int(sum(c["runs"] for _, c in done)), "run_steps": int(sum(c["run_steps"] for _, c in done))}
 
 
 def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu", executor=None,
-            root: Path | None = None) -> StoredResult:
+            root: Path | None = None, progress: Callable[[str], None] | None = None) -> StoredResult:
     """Compute ``experiment_id`` in ``mode`` (no cache look-up) and save it atomically.
 
     A full result also records the quick-mode digest of the same code and seed (computed if
@@ -884,7 +1091,7 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
         quick = None
         if mode == "full":
             quick = load_or_compute(exp.id, mode="quick", seed=seed, device=resolved, executor=ex, root=root)
-        payload, stats = _compute_payload(exp, config, ex, resolved)
+        payload, stats = _compute_payload(exp, config, ex, resolved, root, progress)
     finally:
         if own:
             ex.close()
@@ -901,12 +1108,15 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
         prov["quick_device"] = quick.provenance.get("device")
     prov = sealed(prov)
     _save(target, payload, prov)
+    # the result is complete and saved: its units are no longer needed (keeps the repository small)
+    shutil.rmtree(units_dir(exp.id, mode, root), ignore_errors=True)
     return StoredResult(id=exp.id, mode=mode, payload=payload, provenance=prov, fresh=True, cached=False,
                         path=target)
 
 
 def load_or_compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu",
-                    executor: Any = None, recompute: bool = False, root: Path | None = None) -> StoredResult:
+                    executor: Any = None, recompute: bool = False, root: Path | None = None,
+                    progress: Callable[[str], None] | None = None) -> StoredResult:
     """The stored result when fresh (same config, seed included, and same code), else computed
     with ``executor`` (default: in-process) and saved. ``recompute=True`` always computes."""
     exp = base.get(experiment_id)
@@ -916,7 +1126,7 @@ def load_or_compute(experiment_id: str, *, mode: str, seed: int = 0, device: str
         res = load(exp.id, mode=mode, seed=seed, root=root)
         if res is not None and res.fresh:
             return res
-    return compute(exp.id, mode=mode, seed=seed, device=device, executor=executor, root=root)
+    return compute(exp.id, mode=mode, seed=seed, device=device, executor=executor, root=root, progress=progress)
 
 
 def fresh_full(experiment_id: str) -> StoredResult | None:
@@ -932,6 +1142,11 @@ def full_absent_note(experiment_id: str) -> str:
     full = load(experiment_id, mode="full")
     why = ("No full-mode result is stored yet" if full is None
            else f"The stored full-mode result is stale ({full.stale_reason}) and is not shown")
+    part = sweep_progress(experiment_id, "full")
+    if part is not None:
+        why += (f"; a full sweep is partly done ({part['units_done']}/{part['units_total']} units stored"
+                + (f", about {part['estimate_left_s']} s of compute left" if part["estimate_left_s"] is not None else "")
+                + ") and is not shown until it is complete")
     return f"{why}: `python -m dpcompanion experiment {experiment_id} --mode full` computes it."
 
 

@@ -1090,7 +1090,8 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     try:
         quick = None
         if mode == "full":
-            quick = load_or_compute(exp.id, mode="quick", seed=seed, device=resolved, executor=ex, root=root)
+            quick = load_or_compute(exp.id, mode="quick", seed=seed, device=resolved, executor=ex, root=root,
+                                    progress=progress)
         payload, stats = _compute_payload(exp, config, ex, resolved, root, progress)
     finally:
         if own:

@@ -165,7 +165,11 @@ def test_failing_compute_leaves_nothing(tiny, tmp_path):
     base.register(dataclasses.replace(tiny, combine=broken))
     with pytest.raises(RuntimeError, match="deliberate"):
         store.load_or_compute(tiny.id, mode="quick", device="cpu")
-    assert _files(tmp_path / "results") == []
+    # no result and no temporary file; the finished units stay for the next run to reuse
+    files = _files(tmp_path / "results")
+    assert store.load(tiny.id, mode="quick") is None
+    assert all(f in ("test-tiny-infl", "test-tiny-infl/quick.units") or
+               (f.startswith("test-tiny-infl/quick.units/") and f.rsplit("/", 1)[1][0] != ".") for f in files), files
 
 
 def test_failing_write_keeps_the_previous_result(tiny, monkeypatch):

@@ -22,6 +22,28 @@ racing at the swap both succeed, the last one wins. Results stay plain folders o
 files (git stores them). Quick results are a local cache (``results/*/quick/`` is
 git-ignored, so a fresh clone recomputes them); full results are committed.
 
+**Resumable sweeps** (:func:`_compute_payload`): every unit is stored as it finishes in
+``results/<id>/<mode>.units/<key>.json`` (and ``<key>.npz`` for arrays of more than
+:data:`INLINE_MAX` elements), each file written to a temporary name and renamed into place
+(the ``.npz`` first; the ``.json`` marks the unit done). The key (:func:`unit_key`) hashes
+everything that determines the unit's numbers besides the code: experiment id, mode, the
+unit's own dict (canonical, as :func:`digest`), the seed and the device; the experiment's
+code hash is recorded in the file, and a unit stored by older code is recomputed (the
+``progress`` line says how many). A unit file keeps its result's types exactly (numpy
+scalars with their dtype, tuples, arrays), and carries the result's digest: a unit file
+that does not read back or does not match is recomputed. A run killed or failing part-way
+therefore leaves its finished units, and the next run (local or Dask: the calling process
+stores each unit as the executor hands it back, ``map(..., on_done=)``) computes only the
+others; the payload is combined from all units in their order, exactly as in a straight run,
+so its digest is the same. ``units_total``, ``units_computed``, ``units_reused`` are recorded
+in the provenance and in :meth:`StoredResult.record`. Once the result is saved its units
+folder is removed (the result holds the numbers; the repository stays small). Until then
+:func:`sweep_progress` / :func:`list_partial` report ``units_done/units_total`` and an
+estimate of the compute left (mean wall time of the finished units times the units left);
+a partial result is never shown (:func:`full_absent_note` says how far a partial full sweep
+got). ``quick.units/`` is git-ignored; a full sweep's units may be committed, so that a fresh
+clone on another machine resumes it.
+
 **Reading checks everything** (:func:`load`): both JSON files parse, every array the payload
 refers to is in ``arrays.npz`` and readable, and the payload has its recorded digest. A
 result failing any check is **damaged**: ``StoredResult.damaged`` is ``<file>: <what>``, its
@@ -1040,6 +1062,11 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
     keys = [unit_key(exp.id, mode, u, seed, device) for u in units]
     done: list = [None] * len(units)
     old_code = 0
+    if folder.is_dir():  # temporary files of unit saves killed mid-write
+        now = time.time_ns()
+        for p in folder.glob(".*.tmp-*"):
+            if _temp_is_stale(p.name, now):
+                p.unlink(missing_ok=True)
     for i, k in enumerate(keys):
         rec = _load_unit(folder, k) if folder.is_dir() else None
         if rec is None:

@@ -69,14 +69,14 @@ def results_root_from_args(args: argparse.Namespace):
     root = Path(value)
     if root.exists() and not root.is_dir():
         raise UsageError(f"--results-dir {value!r} is not a folder")
-    from dpcompanion.cli.options import _writable
+    from dpcompanion.cli.options import folder_writable
 
     probe = root
     while not probe.exists() and probe.parent != probe:
         probe = probe.parent
     try:
         store.check_writable(root)
-        if not _writable(probe):  # a real probe: permission bits alone do not tell (root, /proc)
+        if not folder_writable(probe):  # a real probe: permission bits alone do not tell (root, /proc)
             raise ValueError("not writable")
     except ValueError:
         raise UsageError(f"--results-dir {value!r} cannot be written (give a writable folder, "

@@ -183,3 +183,18 @@ def test_interrupted_sweep_resumes_on_a_two_worker_dask_cluster(gated, tmp_path,
         ex.close()
     assert res.record()["units_reused"] == 3 and res.record()["units_computed"] == 3
     assert res.digest == straight
+
+
+def test_progress_counts_only_the_units_of_the_sweep(gated, tmp_path, monkeypatch):
+    """Units of another seed or of older code are not counted as done (nor reused)."""
+    monkeypatch.setenv("DPC_TEST_GATE", str(tmp_path / "gate"))
+    monkeypatch.setenv("DPC_TEST_GATE_RAISE", "1")
+    with pytest.raises(RuntimeError):
+        store.compute("test-gated", mode="quick", seed=5)
+    with pytest.raises(RuntimeError):
+        store.compute("test-gated", mode="quick", seed=0)
+    prog = store.sweep_progress("test-gated", "quick")
+    assert (prog["seed"], prog["units_done"], prog["units_total"], prog["units_old_code"]) == (0, 3, 6, 3)
+    monkeypatch.delenv("DPC_TEST_GATE")
+    res = store.compute("test-gated", mode="quick", seed=0)
+    assert (res.record()["units_reused"], res.record()["units_computed"]) == (3, 3)

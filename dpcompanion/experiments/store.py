@@ -812,7 +812,8 @@ def _atomic_bytes(path: Path, write: Callable[[Path], None]) -> None:
         raise
 
 
-def save_unit(folder: Path, key: str, unit: dict, result: dict, counts: dict, *, code: str, seed: int) -> None:
+def save_unit(folder: Path, key: str, unit: dict, result: dict, counts: dict, *, code: str, seed: int,
+              device: str = "cpu") -> None:
     """Store one finished unit atomically: the ``.npz`` (if any) first, then the ``.json``,
     whose presence marks the unit as done."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -823,10 +824,10 @@ def save_unit(folder: Path, key: str, unit: dict, result: dict, counts: dict, *,
             with open(p, "wb") as fh:
                 np.savez_compressed(fh, **arrays)
         _atomic_bytes(folder / f"{key}.npz", npz)
-    rec = {"key": key, "unit": unit, "seed": int(seed), "code_hash": code, "result": enc,
+    rec = {"key": key, "unit": unit, "seed": int(seed), "device": device, "code_hash": code, "result": enc,
            "digest": digest(result), "runs": int(counts.get("runs", 0)), "run_steps": int(counts.get("run_steps", 0)),
            "wall_s": round(float(counts.get("wall_s", 0.0)), 3),
-           "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+           "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "created_ns": time.time_ns()}
     _atomic_bytes(folder / f"{key}.json", lambda p: p.write_text(json.dumps(rec, sort_keys=True) + "\n"))
 
 
@@ -850,9 +851,10 @@ def _load_unit(folder: Path, key: str) -> dict | None:
 
 def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> dict | None:
     """Progress of a sweep whose finished units are stored but not yet assembled: ``units_done``
-    (by the current code), ``units_total``, ``units_old_code`` (stored by older code: will be
-    recomputed) and ``estimate_left_s`` (mean wall time of the finished units times the units
-    left); None when no unit is stored."""
+    (units of the sweep, stored by the current code), ``units_total``, ``units_old_code``
+    (stored by older code, or for another seed, device or config: not reused) and
+    ``estimate_left_s`` (mean wall time of the finished units times the units left); None when
+    no unit is stored. The sweep is the seed and device of the newest unit file."""
     exp = base.get(experiment_id)
     folder = units_dir(exp.id, mode, root)
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
@@ -861,20 +863,25 @@ def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> d
     recs = []
     for f in files:
         try:
-            recs.append(json.loads(f.read_text()))
+            rec = json.loads(f.read_text())
         except (OSError, ValueError):
             continue
-    seed = int(recs[0].get("seed", 0)) if recs else 0
+        if isinstance(rec, dict):
+            recs.append(rec)
+    recs.sort(key=lambda r: int(r.get("created_ns", 0)) if isinstance(r.get("created_ns"), int) else 0)
+    newest = recs[-1] if recs else {}
+    seed, device = int(newest.get("seed", 0)), str(newest.get("device", "cpu"))
     config = base.config_for(exp, mode, seed=seed)
-    total = len(exp.units(config))
+    units = exp.units(config)
+    total = len(units)
     code = code_hash(exp)
-    keys = {f.stem for f in files}
-    current = [r for r in recs if r.get("code_hash") == code and r.get("key") in keys]
-    done = min(len(current), total)
+    wanted = {unit_key(exp.id, mode, u, seed, device) for u in units} & {f.stem for f in files}
+    current = [r for r in recs if r.get("code_hash") == code and r.get("key") in wanted]
+    done = len(current)
     walls = [float(r.get("wall_s", 0.0)) for r in current]
     left = total - done
     est = round(sum(walls) / len(walls) * left, 1) if walls else None
-    return {"id": exp.id, "mode": mode, "seed": seed, "units_done": done, "units_total": total,
+    return {"id": exp.id, "mode": mode, "seed": seed, "device": device, "units_done": done, "units_total": total,
             "units_old_code": len(recs) - len(current), "estimate_left_s": est, "path": str(folder)}
 
 
@@ -1084,7 +1091,7 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
 
     def on_done(j: int, out: tuple[dict, dict]) -> None:
         i = todo[j]
-        save_unit(folder, keys[i], units[i], out[0], out[1], code=code, seed=seed)
+        save_unit(folder, keys[i], units[i], out[0], out[1], code=code, seed=seed, device=device)
 
     t0 = time.perf_counter()
     if todo:

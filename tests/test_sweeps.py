@@ -170,11 +170,19 @@ def test_results_dir_flag_overrides_the_environment(gated, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_interrupted_sweep_resumes_on_a_two_worker_dask_cluster(gated, tmp_path, monkeypatch):
+    """Units 4 to 6 fail on the workers (their gate is closed; the workers inherit the
+    environment): the three that succeed are stored all the same, and a second Dask run
+    computes only the others and gives a straight local run's digest."""
     straight = _straight_digest(tmp_path)
     monkeypatch.setenv("DPC_TEST_GATE", str(tmp_path / "gate"))
     monkeypatch.setenv("DPC_TEST_GATE_RAISE", "1")
-    with pytest.raises(RuntimeError):
-        store.compute("test-gated", mode="quick")
+    ex = store.make_executor("dask", workers=2)
+    try:
+        with pytest.raises(RuntimeError, match="gate closed"):
+            store.compute("test-gated", mode="quick", executor=ex)
+    finally:
+        ex.close()
+    assert store.sweep_progress("test-gated", "quick")["units_done"] == 3
     monkeypatch.delenv("DPC_TEST_GATE")
     ex = store.make_executor("dask", workers=2)
     try:

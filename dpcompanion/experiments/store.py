@@ -996,18 +996,27 @@ class DaskExecutor:
 
     def map(self, run_unit, units: Sequence[dict], device: str, on_done=None) -> list[tuple[dict, dict]]:
         """``on_done(i, (result, counts))`` is called in this process as each unit finishes,
-        in the order they finish (the store saves it here, not on the worker)."""
+        in the order they finish (the store saves it here, not on the worker). A failing unit
+        does not stop the others: every unit that succeeds is handed to ``on_done`` (so a
+        rerun reuses it), then the first failure is raised."""
         from distributed import as_completed
 
         futures = self.client.map(_run_in_worker, [run_unit] * len(units), list(units),
                                   [device] * len(units), pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         out: list = [None] * len(units)
+        failed: BaseException | None = None
         for fut in as_completed(futures):
             i = index[fut.key]
-            out[i] = fut.result()
+            try:
+                out[i] = fut.result()
+            except Exception as exc:  # noqa: BLE001 (re-raised below, once the others are in)
+                failed = failed or exc
+                continue
             if on_done is not None:
                 on_done(i, out[i])
+        if failed is not None:
+            raise failed
         return out
 
     def close(self) -> None:

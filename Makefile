@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make book   set up .venv if needed, execute every notebook (quick mode) with
-#               papermill, build the HTML book into _build/html/
+#               papermill, build the HTML book into _build/html/ and, where Chromium is
+#               installed (make browser), the theory chapters' PDF (dpcompanion-theory.pdf)
 #   make test   set up .venv if needed, then run the pytest suite
 # Variables: MODE=quick|full, DEVICE=auto|cpu|cuda, SEED=N (passed to the runner).
 SHELL := /bin/bash
@@ -55,6 +56,7 @@ fashion:
 book: $(STAMP) $(MATHJAX) fashion
 	$(PY) -m dpcompanion reproduce --mode $(MODE) --device $(DEVICE) --seed $(SEED)
 	$(VENV)/bin/jupyter-book build . -W --keep-going --path-output .
+	$(PY) -m dpcompanion.book.pdf _build/html
 	@echo "book: _build/html/index.html"
 
 # Headless Chromium and its WebDriver for the browser test (Debian's chromium and
@@ -74,5 +76,8 @@ TEST_WORKERS ?= 2
 test: $(STAMP) browser fashion
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
+# The executed notebooks sit beside the hand-written pages in book/ (see dpcompanion/book/runner.py).
 clean:
-	rm -rf _build book/generated book/_static/mathjax
+	rm -rf _build book/generated book/_static/mathjax book/.execution-keys
+	rm -f book/*.ipynb book/.*.ipynb book/timings.json book/reproduction-report.csv
+	rm -rf book/figures

@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from bookutil import NOTEBOOKS, REPO, require_build, toc_files
+from dpcompanion.book.pdf import PDF_NAME, find_browser
 
 NB_PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
 NB_IDS = [p.stem for p in NB_PATHS]
@@ -58,15 +59,25 @@ def test_notebook_follows_the_cell_contract(path: Path):
 
 
 def test_toc_and_notebooks_agree():
+    """Every notebook is listed as book/<id> (its executed copy); every other entry is a
+    committed page; no page's address says where it was generated (issue 23)."""
     files = toc_files()
-    generated = {f.split("/")[-1] for f in files if f.startswith("book/generated/")}
-    assert generated == set(NB_IDS), (
-        f"in _toc.yml but no notebook: {sorted(generated - set(NB_IDS))}; "
-        f"notebook not in _toc.yml: {sorted(set(NB_IDS) - generated)}"
-    )
+    executed = {f.split("/")[-1] for f in files if f.startswith("book/") and f.split("/")[-1] in NB_IDS}
+    assert executed == set(NB_IDS), f"notebook not in _toc.yml as book/<id>: {sorted(set(NB_IDS) - executed)}"
     for f in files:
-        if not f.startswith("book/generated/"):
-            assert any((REPO / f"{f}{ext}").exists() for ext in (".md", ".ipynb")), f"_toc.yml lists missing {f}"
+        assert "generated" not in f, f"_toc.yml: {f}: page addresses must not contain 'generated'"
+        if f.split("/")[-1] not in NB_IDS:
+            assert (REPO / f"{f}.md").exists(), f"_toc.yml lists {f}, neither a notebook id nor a book/*.md page"
+        else:
+            assert f == f"book/{f.split('/')[-1]}", f"_toc.yml: notebook page {f} must be book/<id>"
+            assert not (REPO / f"{f}.md").exists(), f"{f}.md would shadow the executed notebook {f}.ipynb"
+
+
+def test_executed_notebooks_are_not_committed():
+    """The runner writes book/<id>.ipynb beside committed pages; .gitignore keeps them out."""
+    ignore = (REPO / ".gitignore").read_text().split()
+    for pattern in ("/book/*.ipynb", "/book/timings.json", "/book/.execution-keys/"):
+        assert pattern in ignore, f".gitignore lacks {pattern}"
 
 
 # --- the built book ---------------------------------------------------------------------
@@ -75,7 +86,7 @@ def test_toc_and_notebooks_agree():
 @pytest.mark.parametrize("nb_id", NB_IDS)
 def test_every_toc_notebook_was_executed(nb_id: str):
     build = require_build()
-    executed = REPO / "book" / "generated" / f"{nb_id}.ipynb"
+    executed = REPO / "book" / f"{nb_id}.ipynb"
     assert executed.exists(), f"{nb_id} was not executed by the runner"
     nb = nbformat.read(executed, as_version=4)
     pm = nb.metadata.get("papermill", {})
@@ -86,7 +97,7 @@ def test_every_toc_notebook_was_executed(nb_id: str):
     assert any(c.get("outputs") for c in code), f"{nb_id}: no outputs at all"
     last = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in code[-1].get("outputs", []))
     assert "Provenance: notebook " + nb_id in last and "wall time" in last, f"{nb_id}: no provenance line"
-    html = build / "book" / "generated" / f"{nb_id}.html"
+    html = build / "book" / f"{nb_id}.html"
     assert html.exists(), f"{nb_id}: not rendered in the book"
     assert "Provenance: notebook" in html.read_text(), f"{nb_id}: provenance not shown on the page"
     shown = "".join(str(o.get("data", {})) + o.get("text", "") for c in code for o in c.get("outputs", []))
@@ -133,6 +144,8 @@ def test_no_broken_internal_links():
             if target.is_dir():
                 target = target / "index.html"
             if not target.exists():
+                if target.name == PDF_NAME and not find_browser():
+                    continue  # make book skips the theory PDF where no Chromium is installed (and says so)
                 broken.append(f"{page.relative_to(build)}: {ref}")
                 continue
             if u.fragment and target.suffix == ".html" and tag == "a":
@@ -144,5 +157,48 @@ def test_no_broken_internal_links():
 
 def test_timings_of_this_build_were_recorded():
     require_build()
-    timings = json.loads((REPO / "book" / "generated" / "timings.json").read_text())
+    timings = json.loads((REPO / "book" / "timings.json").read_text())
     assert set(NB_IDS) <= set(timings["notebooks"])
+
+
+def test_the_site_works_from_a_static_server():
+    """Issue 23: no page refers to the site by an absolute path (/...), so the built book
+    works from any static file server, at any URL prefix (GitHub Pages serves it under
+    /<repository>/)."""
+    build = require_build()
+    bad = []
+    for page in build.rglob("*.html"):
+        if "_static" in page.relative_to(build).parts:
+            continue
+        for m in re.finditer(r'(?:href|src)="(/[^/"][^"]*)"', page.read_text(errors="replace")):
+            bad.append(f"{page.relative_to(build)}: {m.group(1)}")
+    assert not bad, f"absolute paths: {bad[:10]}"
+
+
+def test_the_build_carries_its_citation_and_theory_pdf():
+    """The build's CITATION.cff names its commit; the landing page links it and the theory
+    PDF, which exists wherever Chromium does (make book skips it otherwise)."""
+    build = require_build()
+    import yaml
+
+    cff = yaml.safe_load((build / "CITATION.cff").read_text())
+    assert re.fullmatch(r"[0-9a-f]{7,40}", cff["commit"]), cff.get("commit")
+    landing = (build / "book" / "index.html").read_text()
+    assert 'href="../CITATION.cff"' in landing and f'href="../{PDF_NAME}"' in landing
+    assert f"commit {cff['commit']}" in landing, "the landing page's BibTeX names another commit than the build"
+    if find_browser():
+        pdf = build / PDF_NAME
+        assert pdf.exists() and pdf.read_bytes()[:5] == b"%PDF-", f"{PDF_NAME} missing or not a PDF"
+
+
+def test_every_published_figure_passes_the_layout_check():
+    """Issue 23: each figure the book shows was checked where it was drawn (text >= 8 pt as
+    shown in the column, no overlapping tick labels: dpcompanion.book.plotting.figure_problems)
+    on its real data, full-mode results included; the check's findings are kept beside it."""
+    require_build()
+    from dpcompanion.book import plotting, runner
+
+    files = sorted((runner.GENERATED / plotting.FIGURES_DIR).glob("*/figure-*.layout.json"))
+    assert files, "no published figure"
+    bad = {f"{f.parent.name}/{f.name}": p for f in files if (p := json.loads(f.read_text())["problems"])}
+    assert not bad, f"figures with layout problems: {bad}"

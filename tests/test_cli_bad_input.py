@@ -59,6 +59,20 @@ CASES = [
     ([*TRAIN, "--R", "1", "--T", "10", "--clip", "0"], "--clip"),
     ([*TRAIN, "--R", "1", "--T", "10", "--hidden", "0", "--model", "mlp"], "--hidden"),
     ([*TRAIN, "--R", "1", "--T", "10", "--seed", "-1"], "--seed"),
+    # issue 19: --scale that underflows/overflows float32, --n below an image set's PCA dimension or
+    # above its size, a --sigma whose noise overflows (refused before any schedule advice)
+    ([*TRAIN, "--R", "1", "--T", "10", "--scale", "1e-300"], "--scale: scale must be in [1e-06, 1e+06]"),
+    ([*TRAIN, "--R", "1", "--T", "10", "--scale", "1e7"], "--scale"),
+    (["train", "--dataset", "mnist", "--n", "50", "--device", "cpu", "--R", "1", "--T", "3"],
+     "--n must be at least 60 for --dataset mnist"),
+    (["train", "--dataset", "mnist35", "--n", "59", "--device", "cpu", "--R", "1", "--T", "3"],
+     "--n must be at least 60 for --dataset mnist35"),
+    (["train", "--dataset", "digits", "--n", "5000", "--device", "cpu", "--R", "1", "--T", "3"],
+     "--n must be in [1, 1796] for digits"),
+    ([*TRAIN, "--R", "1", "--T", "10", "--sigma", "1e300"], "--sigma: sigma must be <="),
+    ([*TRAIN, "--R", "1", "--T", "10", "--sigma", "1e100"], "--sigma: sigma must be <="),
+    ([*TRAIN, "--epsilon", "1", "--delta", "1e-5", "--T", "10", "--sampling-rate", "0.5", "--sigma", "1e300"],
+     "--sigma: sigma must be <="),
     # checks
     (["checks", "--id", ""], "--id"),
     (["checks", "--id", "NO-SUCH-CLAIM"], "--id"),
@@ -77,10 +91,26 @@ CASES = [
     (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--trials", "0"], "--trials"),
     (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--noise-multiplier-scale", "0"],
      "--noise-multiplier-scale"),
+    # issue 19: tiny sampling rates (p * p divided by zero), the audit's epsilon cap and floor
+    ([*SCHED[:-2], "--epsilon", "1", "--delta", "1e-5", "--sampling-rate", "1e-300"], "--sampling-rate"),
+    ([*SCHED, "--delta", "1e-5", "--sampling-rate", "1e-10"], "--sampling-rate"),
+    ([*TRAIN, "--epsilon", "1", "--delta", "1e-5", "--T", "10", "--sampling-rate", "1e-300"], "--sampling-rate"),
+    (["audit", "--trainer", "psgd", "--epsilon", "2", "--delta", "1e-5", "--sampling-rate", "1e-300"],
+     "--sampling-rate"),
+    (["audit", "--trainer", "pgd", "--epsilon", "1e7", "--delta", "1e-5"], "--epsilon must be in [1e-06, 1e+06]"),
+    (["audit", "--trainer", "pgd", "--epsilon", "1e-300", "--delta", "1e-5"], "--epsilon must be in [1e-06, 1e+06]"),
+    (["audit", "--trainer", "psgd", "--epsilon", "1e-300", "--delta", "1e-5"], "underflows"),
     # experiment, results
     (["experiment", "no-such-experiment"], "no-such-experiment"),
     (["experiment", "h-f-infl", "--executor", "spark"], "--executor"),
     (["experiment", "h-f-infl", "--executor", "dask", "--workers", "0"], "--workers"),
+    (["experiment", "h-f-infl", "--executor", "dask", "--workers", "1000000000000"], "--workers must be at most"),
+    (["experiment", "h-f-infl", "--executor", "dask", "--scheduler", "tls://127.0.0.1:1"], "--scheduler must be"),
+    (["experiment", "h-f-infl", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:99999"], "--scheduler must be"),
+    (["experiment", "h-f-infl", "--executor", "dask", "--scheduler", "127.0.0.1"], "--scheduler must be"),
+    (["reproduce", "--only", "h-f-infl", "--executor", "dask", "--workers", "1000000000000"], "--workers must be at most"),
+    (["reproduce", "--only", "h-f-infl", "--executor", "dask", "--scheduler", "tls://127.0.0.1:1"],
+     "--scheduler must be"),
     (["experiment", "h-f-infl", "--mode", "turbo"], "--mode"),
     (["experiment", "h-f-infl", "--seed", "-1"], "--seed"),
     (["results", "--revalidate", "--device", "tpu"], "--device"),
@@ -92,13 +122,22 @@ CASES = [
     (["experiment", "h-f-infl", "--results-dir", "{file}/sub"], "--results-dir"),
     (["experiment", "h-f-infl", "--results-dir", "/proc/x/y"], "--results-dir"),
     (["experiment", "h-f-infl", "--results-dir", ""], "--results-dir"),
+    # verdicts
+    (["verdicts", "--page", "no-such-page"], "--page"),
+    (["verdicts", "--csv", "{tmp}/a/b/v.csv"], "--csv"),
+    (["verdicts", "--csv", "{tmp}/v.txt"], "--csv"),
+    (["verdicts", "--csv", "{tmp}"], "--csv"),
+    (["verdicts", "--seed", "-1"], "--seed"),
+    (["verdicts", "--device", "tpu"], "--device"),
     # reproduce
     (["reproduce", "--seed", "-1"], "--seed"),
     (["reproduce", "--mode", "turbo"], "--mode"),
     (["reproduce", "--device", "tpu"], "--device"),
     (["reproduce", "--only", ""], "--only"),
-    (["reproduce", "--only", "index", "--output", "/proc/x"], "--output /proc/x"),  # os.access says yes to root
-    (["reproduce", "--only", "index", "--output", "{file}/generated"], "--output"),
+    # issue 19: an unusable output folder is found before any computation (a probe file, not os.access)
+    (["reproduce", "--only", "h-f-infl", "--output", "/proc/x"], "--output /proc/x cannot be written"),
+    (["reproduce", "--only", "accounting", "--output", "/proc/x/y"], "--output /proc/x/y cannot be written"),
+    (["reproduce", "--only", "h-f-infl", "--output", "{file}/gen"], "is not a folder"),
 ]
 
 
@@ -121,7 +160,7 @@ def test_refused_up_front(argv, needle, tmp_path, capsys, monkeypatch):
     assert rc == 2, err
     assert out == ""
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and "error:" in lines[0] and "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0].startswith(f"dpcompanion {argv[0]}: error: ") and "Traceback" not in err, err
     assert needle in lines[0], lines[0]
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written, no folder created
 
@@ -163,3 +202,167 @@ def test_help_lists_every_kind_with_its_parameters(command, capsys):
     for k in KIND_TABLE.values():
         assert k.signature() in out
     assert "default corrected" in out  # --variant's help names the real default
+
+
+HELP_CASES = [["--help"], ["-h"]] + [[c, flag] for c in cli.COMMANDS for flag in ("--help", "-h")]
+
+
+@pytest.mark.parametrize("argv", HELP_CASES, ids=[" ".join(a) for a in HELP_CASES])
+def test_help_of_every_command_prints_and_exits_0(argv, capsys):
+    """Top level and every command of cli.COMMANDS (issue 19: a literal % in a help text made
+    argparse's %-formatting crash ``--help``)."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    out, err = capsys.readouterr()
+    assert exc.value.code == 0 and err == "", err
+    assert out.startswith("usage: dpcompanion")
+    if argv[0].startswith("-"):
+        for name in cli.COMMANDS:  # every command is listed with its one-line help
+            assert name in out
+
+
+def test_help_as_a_user_runs_it():
+    """``python -m dpcompanion --help``, the README's first command, in a real process."""
+    import subprocess
+    import sys
+
+    from limits import HANG_GUARD_S
+
+    proc = subprocess.run([sys.executable, "-m", "dpcompanion", "--help"], capture_output=True, text=True,
+                          timeout=HANG_GUARD_S)
+    assert proc.returncode == 0 and proc.stderr == "" and "95% lower bound" in proc.stdout, proc.stderr
+
+
+# --- a --scheduler whose peer is not a Dask scheduler (issue 19): local sockets on port 0 only
+
+
+@pytest.fixture(params=["garbage", "silent"])
+def bad_peer(request):
+    """A thread server on 127.0.0.1, port 0: ``garbage`` answers every connection with bytes that
+    are not Dask's protocol (Dask read a length prefix and tried to allocate 3.07 EiB);
+    ``silent`` accepts and never answers (Dask's own timeout did not end the wait)."""
+    import socket
+    import threading
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    srv.settimeout(0.1)
+    conns, stop = [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conns.append(c)
+            if request.param == "garbage":
+                try:
+                    c.sendall(b"HTTP/1.1 200 OK\r\n\r\n" + b"\xff" * 64)
+                except OSError:
+                    pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    yield f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+    stop.set()
+    t.join()
+    srv.close()
+    for c in conns:
+        c.close()
+
+
+def test_scheduler_that_is_not_dask_is_one_line_within_the_deadline(bad_peer, tmp_path, monkeypatch, capsys,
+                                                                    record_property):
+    """One line naming --scheduler, exit 2, nothing written; the call returns (SCHEDULER_TIMEOUT_S is a
+    hard deadline). The join below only turns a hang into a failure: it is 20 times the deadline, so
+    the outcome does not depend on the machine's speed; the time taken is recorded."""
+    import threading
+    import time
+
+    from dpcompanion.experiments import store
+
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
+    box = {}
+
+    def call():
+        t0 = time.perf_counter()
+        box["rc"] = cli.main(["experiment", "h-f-infl", "--executor", "dask", "--scheduler", bad_peer])
+        box["s"] = time.perf_counter() - t0
+
+    th = threading.Thread(target=call, daemon=True)
+    th.start()
+    th.join(20 * store.SCHEDULER_TIMEOUT_S)
+    assert not th.is_alive(), f"experiment --scheduler {bad_peer} hung"
+    record_property("seconds", box["s"])
+    out, err = capsys.readouterr()
+    assert box["rc"] == 2 and out == "", err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"dpcompanion experiment: error: --scheduler {bad_peer}: "
+                                                   f"cannot connect within {store.SCHEDULER_TIMEOUT_S} s"), err
+    assert "Traceback" not in err and "EiB" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["experiment", "h-f-infl"], ["reproduce", "--only", "h-f-infl", "--output", "{tmp}/gen"]],
+                         ids=["experiment", "reproduce"])
+def test_unusable_results_root_is_refused_before_any_work(argv, tmp_path, monkeypatch, capsys):
+    """DPCOMPANION_RESULTS=/proc/x: os.access passes for root, a probe file does not (issue 19)."""
+    monkeypatch.setenv("DPCOMPANION_RESULTS", "/proc/x")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(_fill(argv, tmp_path)) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1 and lines[0].startswith(f"dpcompanion {argv[0]}: error: results folder /proc/x"), err
+    assert "DPCOMPANION_RESULTS" in lines[0]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["afile"]
+
+
+def test_influence_file_has_the_step_limit_of_T(tmp_path, monkeypatch, capsys):
+    """--influence with more values than --T allows is refused with the one constant
+    (validate.MAX_STEPS, lowered here so that the file is small; the real 10,000,001-value file is
+    the slow test below)."""
+    from dpcompanion.core import validate
+
+    monkeypatch.setattr(validate, "MAX_STEPS", 5)
+    f = tmp_path / "q.txt"
+    for n, rc in ((5, 0), (6, 2)):
+        f.write_text("# influences\n" + "1\n" * n)
+        assert cli.main(["schedule", "--kind", "optimal", "--R", "1", "--influence", str(f), "--json"]) == rc
+        out, err = capsys.readouterr()
+        if rc == 2:
+            lines = err.strip().splitlines()
+            assert out == "" and len(lines) == 1 and lines[0].startswith("dpcompanion schedule: error: --influence")
+            assert "more than 5 values" in lines[0] and "as for --T" in lines[0]
+    assert cli.main(["schedule", "--kind", "uniform", "--R", "1", "--T", "6"]) == 2  # the same limit
+    assert "--T must be an integer in [1, 5]" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_influence_file_of_ten_million_and_one_values_is_refused(tmp_path, capsys):
+    from dpcompanion.core.validate import MAX_STEPS
+
+    f = tmp_path / "q.txt"
+    f.write_text("1\n" * (MAX_STEPS + 1))
+    assert cli.main(["schedule", "--kind", "optimal", "--R", "1", "--influence", str(f)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "--influence" in err and "more than 10,000,000 values" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.txt"]
+
+
+@pytest.mark.parametrize("trainer", ["pgd", "psgd"])
+def test_sigma_whose_square_overflows_is_a_value_error(trainer):
+    """train_psgd(sigma=[1, 1e300]) raised OverflowError in the accounting (issue 19)."""
+    import torch
+
+    from dpcompanion.training.models import make_model
+    from dpcompanion.training.trainers import train_pgd, train_psgd
+
+    X, y = torch.randn(20, 3, dtype=torch.float64), torch.randint(0, 2, (20,))
+    model = make_model("logistic", in_dim=3, n_classes=2)
+    fn, kw = (train_pgd, {}) if trainer == "pgd" else (train_psgd, {"sampling_rate": 0.5, "delta": 1e-5})
+    for R in (None, 1.0):
+        with pytest.raises(ValueError, match=r"sigma must be <= 1.34e\+154 .* got 1e\+300 at step 2"):
+            fn(model, X, y, sigma=[1.0, 1e300], R=R, clip_norm=1.0, lr=0.1, seed=0, progress=False,
+               dtype=torch.float64, **kw)

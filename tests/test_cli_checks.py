@@ -1,4 +1,6 @@
-"""The ``checks`` command: JSON shape and wall time, table output, exit statuses."""
+"""The ``checks`` command: JSON shape, table output, exit statuses. How long the full runs
+take is reported (``record_property``), not asserted: a test's outcome must not depend on the
+machine's speed or load (issue 19)."""
 
 import json
 import resource
@@ -10,6 +12,7 @@ import pytest
 
 from dpcompanion import cli
 from dpcompanion.claims import registry
+from limits import HANG_GUARD_S
 
 
 def _child_cpu() -> float:
@@ -17,31 +20,32 @@ def _child_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _run_timed(args, timeout):
-    """Run ``python -m dpcompanion ARGS``: (process, wall seconds, CPU seconds of the child).
-    The budget is checked on CPU time: on the shared 2-core machine the wall time measures
-    the other jobs as much as this one (an idle machine runs it in about its CPU time)."""
+def _run_timed(args, record_property):
+    """Run ``python -m dpcompanion ARGS``; its wall and CPU seconds are recorded as the
+    test's properties (shown in JUnit reports), never compared with a budget."""
     c0, t0 = _child_cpu(), time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "dpcompanion", *args], capture_output=True, text=True, timeout=timeout)
-    return proc, time.perf_counter() - t0, _child_cpu() - c0
+    proc = subprocess.run([sys.executable, "-m", "dpcompanion", *args], capture_output=True, text=True,
+                          timeout=HANG_GUARD_S)
+    record_property("wall_s", time.perf_counter() - t0)
+    record_property("cpu_s", _child_cpu() - c0)
+    return proc
 
 
 @pytest.mark.slow
-def test_checks_json_runs_under_a_minute():
-    proc, wall, cpu = _run_timed(["checks", "--json"], timeout=600)
+def test_checks_json_full_run(record_property):
+    proc = _run_timed(["checks", "--json"], record_property)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(proc.stdout)
     assert isinstance(data, list) and len(data) > 50
     for r in data:
         assert {"id", "status", "method", "evidence"} <= set(r)
         assert r["status"] in registry.STATUSES
-    assert cpu < 60, f"checks --json took {cpu:.1f} s of CPU ({wall:.1f} s wall)"
 
 
 def test_checks_table_with_prefix(capsys):
     assert cli.main(["checks", "--id", "H-E26"]) == 0
     out = capsys.readouterr().out
-    assert "H-E26.printed" in out and "refuted" in out and "proved" in out
+    assert "H-E26.printed" in out and "refuted" in out and "checked" in out  # H-E26.corrected: T = 1..6
     assert "2 claims in" in out
 
 
@@ -94,11 +98,10 @@ def test_checks_mutants_missed_exits_1(capsys):
 
 
 @pytest.mark.slow
-def test_checks_mutants_json_all_caught_under_three_minutes():
-    proc, wall, cpu = _run_timed(["checks", "--mutants", "--json"], timeout=900)
+def test_checks_mutants_json_all_caught(record_property):
+    proc = _run_timed(["checks", "--mutants", "--json"], record_property)
     data = json.loads(proc.stdout)
-    passes = [r for r in data if r["status"] in ("proved", "verified")]
+    passes = [r for r in data if r["status"] in ("proved", "checked", "verified")]
     missed = [r["id"] for r in passes if r.get("mutant_caught") is not True]
     assert not missed, missed
     assert all(r["method"] for r in data)
-    assert cpu < 180, f"checks --mutants --json took {cpu:.1f} s of CPU ({wall:.1f} s wall)"

@@ -107,3 +107,29 @@ def test_unwritable_results_folder(root, tmp_path, monkeypatch, capsys):
 def test_quick_results_are_not_committed():
     ignore = (Path(__file__).resolve().parents[1] / ".gitignore").read_text().split()
     assert "results/*/quick/" in ignore
+
+
+def test_scheduler_connection_with_its_deadline_works_with_a_real_scheduler():
+    """The connection runs in a thread with a hard deadline (issue 19); a real scheduler on
+    127.0.0.1 (port 0) is still used as before, and Dask's logging is left as it was."""
+    import logging
+
+    from distributed import LocalCluster
+
+    from dpcompanion.experiments import store
+
+    levels = {n: logging.getLogger(n).level for n in ("distributed", "distributed.comm", "distributed.client")}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1",
+                      scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        ex = store.make_executor("dask", scheduler=cluster.scheduler_address)
+        try:
+            assert ex.describe() == f"dask {cluster.scheduler_address}"
+            out = ex.map(_double, [{"i": 1}, {"i": 2}], "cpu")
+        finally:
+            ex.close()
+    assert [r for r, _ in out] == [{"x": 2}, {"x": 4}]
+    assert {n: logging.getLogger(n).level for n in levels} == levels
+
+
+def _double(unit, device):
+    return {"x": 2 * unit["i"]}

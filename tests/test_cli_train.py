@@ -2,6 +2,7 @@
 bad input with one line on stderr."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 from dpcompanion import cli
+from limits import HANG_GUARD_S
 
 KEYS = {"steps_done", "R", "R_spent", "stopped_early", "final_loss", "sigma", "device", "wall_time"}
 
@@ -94,6 +96,52 @@ def test_acceptance_psgd_300_steps_at_epsilon_1(capsys):
     assert acc.get_epsilon(1e-5) <= 1.0 + 1e-6
 
 
+# Issue 19: the epsilon reported is the one of the accountant the budget was planned with.
+# (accountant flag, resolved name, sampling rate, momentum).
+ACCOUNTANT_CASES = [
+    ("auto", "zcdp", 1.0, 0.0), ("zcdp", "zcdp", 1.0, 0.0), ("exact", "exact", 1.0, 0.0),
+    ("exact", "exact", 1.0, 0.9), ("rdp", "rdp", 1.0, 0.0),
+    ("pld", "pld", 1.0, 0.0),
+    ("auto", "rdp", 0.1, 0.0), ("rdp", "rdp", 0.05, 0.0),
+]
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("flag,name,p,momentum", ACCOUNTANT_CASES)
+def test_reported_epsilon_is_the_budget_accountants_and_within_target(capsys, flag, name, p, momentum, epsilon):
+    from dpcompanion.theory import accounting
+
+    rc, out, err = _run(capsys, "--dataset", "synthetic", "--accountant", flag, "--epsilon", str(epsilon),
+                        "--delta", "1e-5", "--T", "12", "--n", "100", "--sampling-rate", str(p),
+                        "--momentum", str(momentum), "--device", "cpu", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["steps_done"] == 12 and d["accountant"] == name == d["budget"]["accountant"]
+    by = d["epsilon_by_accountant"]
+    assert set(by) == ({"rdp"} if p < 1 else {"zcdp", "exact", "rdp", "pld"})
+    assert d["epsilon"] == by[name] and d["epsilon"] <= epsilon  # exactly: no tolerance
+    if p == 1.0:  # independent of the budget's code: the formulas on the reported sigmas
+        R = sum(1 / s**2 for s in d["sigma"])
+        assert by["zcdp"] == pytest.approx(R / 2 + 2 * math.sqrt(R / 2 * math.log(1e5)), rel=1e-12)
+        assert by["exact"] == pytest.approx(accounting.exact_epsilon(sigma=d["sigma"], delta=1e-5), rel=1e-12)
+        assert by["exact"] <= by["rdp"] <= by["zcdp"]
+        if name == "exact":  # the issue's case: exact keeps to the budget, RDP's conversion reads more
+            assert by["rdp"] > epsilon
+    else:
+        assert by["rdp"] == pytest.approx(
+            accounting.rdp_epsilon(orders=accounting.RDP_ORDERS, delta=1e-5,
+                                   rdp=accounting.rdp_curve(sigma=d["sigma"], sampling_rate=p)), rel=1e-12)
+
+
+def test_text_output_names_the_accountant(capsys):
+    rc, out, err = _run(capsys, "--dataset", "synthetic", "--accountant", "exact", "--epsilon", "1", "--delta", "1e-5",
+                        "--T", "100", "--n", "100", "--device", "cpu")
+    assert rc == 0, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("epsilon "))
+    assert "by the exact accountant" in line and "zcdp" in line and "rdp" in line and "pld" in line
+    assert float(line.split()[1]) <= 1.0
+
+
 BAD = [
     ["--dataset", "imagenet", "--R", "1", "--T", "3"],
     ["--model", "resnet", "--R", "1", "--T", "3"],
@@ -138,9 +186,9 @@ def test_missing_optional_dataset(capsys, monkeypatch):
 @pytest.mark.slow
 def test_module_entry_point_subprocess():
     r = subprocess.run([sys.executable, "-m", "dpcompanion", "train", "--dataset", "synthetic", "--n", "50",
-                        "--R", "1", "--T", "3", "--device", "cpu", "--json"], capture_output=True, text=True, timeout=120)
+                        "--R", "1", "--T", "3", "--device", "cpu", "--json"], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["steps_done"] == 3
     r = subprocess.run([sys.executable, "-m", "dpcompanion", "train", "--clip", "-2", "--R", "1", "--T", "3"],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

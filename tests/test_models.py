@@ -148,8 +148,131 @@ def test_cifar_cnn_shapes():
 
 
 def test_clip_factors():
-    norms = torch.tensor([0.0, 0.5, 1.0, 4.0])
-    torch.testing.assert_close(clip_factors(norms, 1.0), torch.tensor([1.0, 1.0, 1.0, 0.25]))
+    norms = torch.tensor([0.0, 0.5, 1.0, 4.0], dtype=torch.float64)
+    c = clip_factors(norms, 1.0)
+    assert c.dtype == torch.float32
+    torch.testing.assert_close(c, torch.tensor([1.0, 1.0, 1.0, 0.25]), rtol=1e-6, atol=0)
+    assert c[0] == 1.0 and c[1] == 1.0 and c[2] < 1.0 and c[3] < 0.25  # a few ulps of slack below C
+    with pytest.raises(TypeError, match="float64"):
+        clip_factors(norms.float(), 1.0)  # norms must be exact to ~1e-10: float64, from the values
+
+
+# ---- issue 19: a clipped per-sample gradient never exceeds C, in float32 or float64 ----------
+
+def _post_clip_norms(G, C, dtype):
+    """Float64 norms of the clipped vectors as summed: the factor times the gradient, each
+    product rounded in ``dtype`` (and, separately, the exact products)."""
+    from dpcompanion.training.models import norms64
+
+    G = G.to(dtype)
+    c = clip_factors(norms64(G), C, dtype=dtype)
+    rounded = norms64(c.unsqueeze(-1) * G)
+    exact = norms64(c.double().unsqueeze(-1) * G.double())
+    return rounded, exact
+
+
+def _near_C(C, dim, n, dtype, seed):
+    """``n`` random vectors whose float64 norms are within a few dtype-ulps of C, plus huge and tiny ones."""
+    g = torch.Generator().manual_seed(seed)
+    V = torch.randn(n, dim, generator=g, dtype=torch.float64)
+    eps = torch.finfo(dtype).eps
+    k = torch.randint(-8, 65, (n,), generator=g).to(torch.float64)
+    V = V / V.norm(dim=1, keepdim=True) * (C * (1 + k * eps / 2)).unsqueeze(-1)
+    extra = torch.randn(6, dim, generator=g, dtype=torch.float64) * torch.tensor([1e30, 1e15, 1e3, 1e-3, 1e-20, 0.0],
+                                                                                  dtype=torch.float64).unsqueeze(-1)
+    return torch.cat([V, extra]).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dim", [1, 3, 62001])
+def test_clipped_norm_never_exceeds_C_adversarial(dtype, dim):
+    n = 2000 if dim < 1000 else 40
+    for seed, C in enumerate([1.0, 4.0, 0.1, 3.7e-3, 1e6]):
+        G = _near_C(C, dim, n, dtype, seed)
+        rounded, exact = _post_clip_norms(G, C, dtype)
+        assert bool((rounded <= C).all()) and bool((exact <= C).all())
+
+
+def test_old_clip_rule_overshoots_so_the_probe_can_fail():
+    """The plain float32 rule ``min(1, C / ||g||)`` on float32 norms exceeds C on these inputs
+    (the issue's C (1 + 1.7e-7)); the rule in use does not."""
+    C, worst = 4.0, 0.0
+    G = _near_C(C, 3, 20000, torch.float32, 7)
+    old = torch.clamp(C / G.norm(dim=-1).clamp_min(1e-30), max=1.0)
+    from dpcompanion.training.models import norms64
+
+    worst = float((norms64(old.unsqueeze(-1) * G) / C).max()) - 1
+    assert worst > 5e-8
+    rounded, _ = _post_clip_norms(G, C, torch.float32)
+    assert bool((rounded <= C).all())
+
+
+try:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+
+    @settings(max_examples=200, deadline=None)
+    @given(v=hnp.arrays(np.float32, st.integers(1, 40), elements=st.floats(-1e6, 1e6, width=32)),
+           C=st.floats(1e-6, 1e6), k=st.integers(-4, 40))
+    def test_clipped_norm_never_exceeds_C_hypothesis(v, C, k):
+        G = torch.from_numpy(v).double()
+        nrm = float(G.norm())
+        if nrm > 0:  # put the norm a few ulps around C (or leave it where it was for k = 40)
+            G = G * (C * (1 + k * 2.0**-24) / nrm) if k < 40 else G
+        for dtype in (torch.float32, torch.float64):
+            rounded, exact = _post_clip_norms(G.unsqueeze(0).to(dtype), C, dtype)
+            assert float(rounded[0]) <= C and float(exact[0]) <= C
+except ImportError:  # pragma: no cover - hypothesis is a test dependency
+    pass
+
+
+def _single_sample_sums(clip_sum, X, y, n):
+    """The clipped gradient of each sample alone, as the path sums it (float32 values)."""
+    return [clip_sum(X[i:i + 1], y[i:i + 1]) for i in range(n)]
+
+
+@pytest.mark.parametrize("path", ["linear-squared", "linear-logistic", "relu-mlp", "ghost-tanh", "torch-func", "canary"])
+def test_every_clipping_path_keeps_each_sample_within_C(path):
+    """For each path that clips (the trainers' linear fast path, the MLP fast path, ghost
+    clipping, the torch.func path, the audit's canary model), in float32: the clip norm C is
+    put within a few ulps of each sample's gradient norm, and each sample's clipped gradient,
+    summed alone by that path, has float64 norm <= C."""
+    from dpcompanion.training.audit import CanaryModel
+    from dpcompanion.training.models import Model, norms64
+    from dpcompanion.training.trainers.oracles import LinearOracle
+
+    f32 = torch.float32
+    g = torch.Generator().manual_seed(3)
+    n, d = 24, 5
+    X = (torch.randn(n, d, generator=g, dtype=torch.float64) * 3).to(f32)
+    y = torch.randint(0, 2, (n,), generator=g)
+    if path.startswith("linear"):
+        model = make_model("linear" if path.endswith("squared") else "logistic", in_dim=d)
+    elif path == "relu-mlp":
+        model = make_model("mlp", in_dim=d, hidden=7)
+    elif path in ("ghost-tanh", "torch-func"):
+        model = DenseModel(in_dim=d, n_classes=3, hidden=(6, 4), activation="tanh")
+    else:
+        model = CanaryModel(dim=d)
+    theta = (torch.randn(2, model.n_params, generator=g, dtype=torch.float64) * 0.3).to(f32)
+    G = Model.per_sample_grads(model, theta, X, y) if path != "canary" else -X.expand(2, n, d)
+    gn = norms64(G)  # (K, N)
+    checked = 0
+    for j in (-6, -2, -1, 0, 1, 2, 6, 40):
+        for i in range(n):
+            C = float(gn[0, i]) * (1 + j * 2.0**-24)
+            Xi, yi = X[i:i + 1], y[i:i + 1]
+            if path.startswith("linear"):
+                gs = LinearOracle(model, Xi, yi, clip_norm=C).clip_sum(theta).grad_sum
+            elif path == "torch-func":
+                gs = Model.clipped_grad_sum(model, theta, Xi, yi, clip_norm=C).grad_sum
+            else:
+                gs = model.clipped_grad_sum(theta, Xi, yi, clip_norm=C).grad_sum
+            assert gs.dtype == f32
+            assert float(norms64(gs[0])) <= C, (path, j, i)
+            checked += 1
+    assert checked == 8 * n
 
 
 def test_init_is_seeded_and_device_independent_in_layout():

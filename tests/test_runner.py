@@ -13,6 +13,7 @@ import pytest
 
 from dpcompanion.book import runner
 from dpcompanion.core.provenance import cuda_available
+from limits import HANG_GUARD_S
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,7 +31,7 @@ def _nb(cells: list[str], *, params=True) -> nbformat.NotebookNode:
 
 def _reproduce(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "dpcompanion", "reproduce", *args], capture_output=True, text=True, cwd=REPO, timeout=300
+        [sys.executable, "-m", "dpcompanion", "reproduce", *args], capture_output=True, text=True, cwd=REPO, timeout=HANG_GUARD_S
     )
 
 
@@ -207,3 +208,25 @@ def test_second_run_reuses_every_notebook_until_its_execution_key_changes(tmp_pa
     (out / "b.ipynb").unlink()  # a page removed from the output is executed again
     how, t = run(seed=1)
     assert how["a"] == "reused" and how["b"] == "executed" and t["b"]["why"] == "no earlier copy"
+
+
+def test_clean_removes_only_what_the_runner_wrote(tmp_path: Path):
+    """The executed notebooks sit beside the committed pages (book/*.md, book/_static):
+    cleaning removes the notebooks, timings and execution keys, nothing else (issue 23)."""
+    book = tmp_path / "book"
+    (book / "_static").mkdir(parents=True)
+    (book / "_static" / "x.css").write_text("")
+    (book / "data.md").write_text("# Data\n")
+    (book / "h-f-eff.ipynb").write_text("{}")
+    (book / ".h-f-eff-abc.ipynb").write_text("{}")
+    (book / "timings.json").write_text("{}")
+    (book / runner.KEY_DIR).mkdir()
+    (book / runner.KEY_DIR / "h-f-eff.json").write_text("{}")
+    runner.clean_generated(book)
+    assert sorted(p.relative_to(book).as_posix() for p in book.rglob("*")) == ["_static", "_static/x.css", "data.md"]
+
+
+def test_executed_pages_go_beside_the_hand_written_ones():
+    """Page addresses are book/<id>.html: no 'generated' folder in any URL (issue 23)."""
+    assert runner.GENERATED == REPO / "book"
+    assert "generated" not in runner.GENERATED.relative_to(REPO).as_posix()

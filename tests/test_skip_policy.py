@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from limits import HANG_GUARD_S
 
 HERE = Path(__file__).resolve().parent
 
@@ -45,7 +46,7 @@ def _run(tmp_path: Path, ci: str | None, *args: str):
         env["CI"] = ci
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
     r = subprocess.run([sys.executable, "-m", "pytest", "-p", "skip_policy", "-q", "-rs", "-p", "no:cacheprovider",
-                        *args, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+                        *args, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=HANG_GUARD_S)
     return r.returncode, r.stdout + r.stderr
 
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from limits import HANG_GUARD_S
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,7 +47,7 @@ def _run(tmp_path: Path, *args: str) -> tuple[int, str, dict[str, str]]:
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS" and not k.startswith(("PYTEST_XDIST", "DPCOMPANION_XDIST"))}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, str(tmp_path)],
-                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=HANG_GUARD_S)
     where = dict(json.loads(line) for line in (tmp_path / "where.jsonl").read_text().splitlines())
     return r.returncode, r.stdout + r.stderr, where
 

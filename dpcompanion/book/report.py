@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 
 #: a row whose sizes differ from the paper's is "not comparable", its note starting with
 #: "not compared (sizes differ)" (dpcompanion.experiments.comparisons.NOT_COMPARED)
-VERDICTS = ("agrees", "partly", "disagrees", "not comparable")
+from dpcompanion.experiments.comparisons import VERDICTS  # noqa: E402  (one list of verdict words)
 
 
 def fmt(x: Any, digits: int = 4) -> str:
@@ -74,3 +74,67 @@ def paper_vs_ours(rows: Iterable[dict[str, Any]], digits: int = 4) -> str:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {r['verdict']!r}")
         out.append([r["item"], r["paper"], r["ours"], f"**{r['verdict']}**", r.get("note", "")])
     return markdown_table(["", "paper reported", "we measured", "verdict", "note"], out, digits)
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, dict):
+        return "; ".join(f"{k} {_cell(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(fmt(x) for x in v) + "]"
+    return "not stated" if v is None else fmt(v)
+
+
+def scale_table(scale: dict) -> str:
+    """The scale block of a result (:mod:`dpcompanion.experiments.comparisons.scale`) as a
+    table: dimension, the paper's value and its source, ours, whether they match; then one
+    sentence: at the paper's scale only when every dimension with a printed value matches."""
+    from dpcompanion.experiments.comparisons.scale import at_paper_scale
+
+    if not scale:
+        return "No scale declaration for this page."
+    rows = [[k, _cell(d.get("paper")), d.get("source", ""), _cell(d.get("ours")),
+             "-" if d.get("match") is None else ("yes" if d["match"] else "**no**")] for k, d in scale.items()]
+    differ = [k for k, d in scale.items() if d.get("match") is False]
+    head = ("**Scale.** This run matches the paper in every dimension the paper prints."
+            if at_paper_scale(scale) else
+            f"**Scale.** This run is **not** at the paper's scale: {', '.join(differ) or 'the paper prints no size'}"
+            + (" differ." if differ else "."))
+    return head + "\n\n" + markdown_table(["dimension", "paper", "paper's source", "ours", "matches"], rows)
+
+
+def power_table(rows: Sequence[dict]) -> str:
+    """The power table of a page from its reproduction-report rows: the paper's effect, our
+    estimate and n, the smallest effect our runs detect at 80% power (two-sided 5%), and for an
+    inconclusive row the runs that would separate zero from the paper's value."""
+    from dpcompanion.experiments.comparisons.reproduction import power_rows
+
+    body = power_rows(rows)
+    if not body:
+        return "**Power.** No row of this page is judged on a sampled estimate."
+    return ("**Power.** The smallest effect our runs detect at 80% power (two-sided 5%), from our standard "
+            "errors; a paper's effect below it cannot be confirmed by these runs.\n\n"
+            + markdown_table(["", "paper's effect", "our estimate", "our n", "smallest detectable effect",
+                              "runs to separate (inconclusive rows)"], body))
+
+
+def tuning_table(tuning: Sequence[dict]) -> str:
+    """The payload's tuning list (``param, method, chosen, grid_min, grid_max, interior,
+    stated_bound, tuning_seeds, report_seeds``) as a table; '' when there is none."""
+    if not tuning:
+        return ""
+    keys = ("param", "method", "chosen", "grid_min", "grid_max", "interior", "stated_bound", "tuning_seeds",
+            "report_seeds")
+    return "**Tuning.**\n\n" + markdown_table(list(keys), [[_cell(t.get(k)) for k in keys] for t in tuning])
+
+
+def reproduction_tables(experiment_id: str, *, seed: int = 0, device: str = "cpu") -> str:
+    """What every experiment page shows under its verdicts (issue 21): the power table, the
+    scale table and the tuning table of the result the reproduction report judges (the fresh
+    full result, else the fresh quick one: the one the page shows)."""
+    from dpcompanion.experiments.comparisons import reproduction
+
+    rows = reproduction.report_rows(pages=[experiment_id], compute=True, seed=seed, device=device)
+    mode = rows[0]["result"]["mode"] if rows else None
+    parts = [power_table(rows), scale_table(rows[0]["scale"] if rows else {}),
+             tuning_table(rows[0]["tuning"] if rows else [])]
+    return f"<small>Judged on the {mode} result.</small>\n\n" + "\n\n".join(p for p in parts if p)

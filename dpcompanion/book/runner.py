@@ -1,10 +1,12 @@
 """Execute the book's notebooks with papermill (``python -m dpcompanion reproduce``).
 
 Each ``notebooks/<id>.ipynb`` is executed with the parameters ``mode``, ``seed`` and
-``device`` into a temporary file and moved to ``book/generated/<id>.ipynb`` only when it
-ran to the end, so a failed run never leaves a half-executed page in the book (its stale
-copy is removed, so that the book build then fails loudly instead of showing old
-results). Timings of the run are written to ``book/generated/timings.json``.
+``device`` into a temporary file and moved to ``book/<id>.ipynb`` only when it ran to the
+end, so a failed run never leaves a half-executed page in the book (its stale copy is
+removed, so that the book build then fails loudly instead of showing old results). The
+executed notebooks sit beside the book's hand-written pages (``book/*.md``, committed), so
+that every page's address is ``book/<id>.html``; they are not committed (``.gitignore``).
+Timings of the run are written to ``book/timings.json``.
 
 A notebook whose id is an experiment of the results store
 (:mod:`dpcompanion.experiments.store`) gets its experiment computed, or found fresh, *before*
@@ -14,7 +16,7 @@ it runs, with the executor options of the run (``--executor``, ``--workers``,
 and the seconds that took.
 
 **Execution cache.** All experiments are computed or found fresh first; then each notebook
-is executed only when its *execution key* changed since the copy in ``book/generated/`` was
+is executed only when its *execution key* changed since the copy in ``book/`` was
 made (:func:`execution_key`: the bytes of every notebook, the parameters, every source file of
 the ``dpcompanion`` package, the installed distributions and their versions, and every file
 of the results store). A second ``make book`` with nothing changed therefore re-executes no
@@ -41,12 +43,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from dpcompanion.core import validate
 from dpcompanion.core.provenance import git_state, resolve_device, validate_mode, validate_seed
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 PACKAGE = REPO / "dpcompanion"
-GENERATED = REPO / "book" / "generated"
+#: where the executed notebooks go (beside book/*.md, so the page URLs are book/<id>.html)
+GENERATED = REPO / "book"
 DEFAULT_ORDER = 50
 #: where the execution key of each executed notebook is kept, inside the output folder
 KEY_DIR = ".execution-keys"
@@ -116,6 +120,7 @@ def execute(nb: Notebook, *, out_dir: Path, mode: str, seed: int, device: str, k
     fd, tmp_name = tempfile.mkstemp(prefix=f".{nb.id}-", suffix=".ipynb", dir=out_dir)
     os.close(fd)
     tmp = Path(tmp_name)
+    shutil.rmtree(out_dir / "figures" / nb.id, ignore_errors=True)  # no figure data of an earlier run stays
     t0 = time.perf_counter()
     try:
         pm.execute_notebook(
@@ -188,7 +193,7 @@ def reproduce(
     chosen = select(discover(notebooks_dir), only)
     if not chosen:
         raise ValueError(f"no notebooks found in {notebooks_dir}")
-    _check_output_writable(out_dir)
+    validate.writable_folder("out_dir", out_dir)  # a probe file: found before any computation (issue 19)
     exp_ids = _experiment_ids()
     with_exp = [nb for nb in chosen if nb.id in exp_ids]
     store = None
@@ -204,6 +209,9 @@ def reproduce(
         _store.check_executor_options(executor, workers=workers, scheduler=scheduler)
     commit, dirty = git_state()
     os.environ.update(DPCOMPANION_COMMIT=commit, DPCOMPANION_DIRTY="1" if dirty else "0")
+    # the book's figures write their data and code beside the executed notebooks
+    # (dpcompanion.book.plotting.publish: <out_dir>/figures/<id>/figure-<n>.csv and .py)
+    os.environ["DPCOMPANION_BOOK_DIR"] = str(out_dir.resolve())
     os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend renders the figures
     kernel = _kernel_name()
     timings_path = out_dir / "timings.json"
@@ -259,23 +267,6 @@ def reproduce(
     print(f"reproduce: {len(chosen)} notebook(s) in {total:.1f} s ({executed} executed, "
           f"{len(chosen) - executed} reused) -> {out_dir}", file=stream)
     return timings
-
-
-def _check_output_writable(out_dir: Path) -> None:
-    """ValueError naming ``--output`` unless ``out_dir`` is (or can be created as) a writable
-    folder: checked with a probe file in the nearest existing folder (``os.access`` says yes
-    to root even where nothing can be written, in ``/proc`` say), removed at once."""
-    probe = Path(out_dir)
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ValueError(f"--output {out_dir} cannot be written ({probe} is not a folder)")
-    try:
-        fd, name = tempfile.mkstemp(prefix=".write-probe-", dir=probe)
-        os.close(fd)
-        os.unlink(name)
-    except OSError as exc:
-        raise ValueError(f"--output {out_dir} cannot be written ({probe}: {exc.strerror or exc})") from None
 
 
 def _hash_files(paths, root: Path) -> str:
@@ -354,5 +345,14 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def clean_generated(out_dir: Path = GENERATED) -> None:
-    """Remove every executed notebook (used by ``make clean``)."""
-    shutil.rmtree(out_dir, ignore_errors=True)
+    """Remove every executed notebook, the timings, the execution keys, the figures' data and
+    code files and the reproduction report's CSV from ``out_dir`` (and nothing else: ``book/``
+    also holds the committed hand-written pages)."""
+    for p in out_dir.glob("*.ipynb"):
+        p.unlink()
+    for p in out_dir.glob(".*.ipynb"):  # a run killed between papermill and the move
+        p.unlink()
+    (out_dir / "timings.json").unlink(missing_ok=True)
+    shutil.rmtree(out_dir / KEY_DIR, ignore_errors=True)
+    shutil.rmtree(out_dir / "figures", ignore_errors=True)
+    (out_dir / "reproduction-report.csv").unlink(missing_ok=True)

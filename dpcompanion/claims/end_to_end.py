@@ -31,8 +31,8 @@ from dpcompanion.theory.bounds import momentum as mom
 from dpcompanion.theory.bounds import psgd
 from dpcompanion.theory.bounds import true_risk
 
-H = "H (001)"
-W = "W (002)"
+H = "Hong et al. (FAccT)"
+W = "Wu et al."
 R_PAPER = 0.3927  # H Sec. 5: (4, 1e-8)-DP = 0.1963-zCDP, R = 2 rho (claim H-C3.paper-numbers)
 TOL = 1e-9  # relative rounding tolerance of every comparison below
 

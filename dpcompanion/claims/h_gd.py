@@ -13,9 +13,9 @@ import numpy as np
 import sympy as sp
 
 from dpcompanion.theory.bounds import gd
-from dpcompanion.claims.registry import claim, illustrated, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, illustrated, proved, refuted, verified_by_margins
 
-SRC = "H (001)"
+SRC = "Hong et al. (FAccT)"
 _KAPPAS = (1.5, 2.0, 5.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 _ALPHAS = (1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 
@@ -64,15 +64,15 @@ def _t41_step(*, mutant=False):
     mutant='q_t = gamma^(T-t+1) alpha (exponent off by one)',
 )
 def _t41_unrolled(*, mutant=False):
-    total = 0
+    residuals = {}
     for T in range(1, 9):
         sig = sp.symbols(f"s1:{T + 1}", positive=True)
         e = sp.Integer(1)
         for t in range(T):
             e = _g * e + _a * _R * sig[t] ** 2
         formula = _g**T + _R * sum(_g ** (T - t + (1 if mutant else 0)) * _a * sig[t - 1] ** 2 for t in range(1, T + 1))
-        total += sp.expand(e - formula) ** 2
-    return proved(sp.expand(total), T_checked="1..8")
+        residuals[T] = sp.expand(e - formula)
+    return checked(residuals)
 
 
 @claim(
@@ -424,14 +424,14 @@ def _t42_T_sharp(*, mutant=False):
     mutant='sigma_t^2 = (1/R) sum_i q_i/q_t (the square roots dropped)',
 )
 def _l43_value(*, mutant=False):
-    total = 0
+    residuals = {}
     for T in range(1, 7):
         r = sp.symbols(f"r1:{T + 1}", positive=True)  # r_t = sqrt(q_t)
         S = sum(r)
         s2 = [sum(x**2 for x in r) / (_R * rt**2) for rt in r] if mutant else [S / (_R * rt) for rt in r]
-        total += sp.simplify(sum(1 / x for x in s2) - _R) ** 2
-        total += sp.simplify(_R * sum(rt**2 * x for rt, x in zip(r, s2)) - S**2) ** 2
-    return proved(sp.simplify(total), T_checked="1..6")
+        residuals[T] = (sp.simplify(sum(1 / x for x in s2) - _R) ** 2
+                        + sp.simplify(_R * sum(rt**2 * x for rt, x in zip(r, s2)) - S**2) ** 2)
+    return checked(residuals)
 
 
 @claim(
@@ -508,7 +508,7 @@ def _e26_printed():
         printed=float(rhs),
         actual=float(lhs),
         holds_instead="the variance of sqrt(q_t): T^2 Var[sqrt(q_t)] = %g" % (T**2 * np.sqrt(q).var()),
-        impact="A typo in the last member of the display (also in the HTML rendering, 004): the middle member of the same "
+        impact="A typo in the last member of the display (also in the HTML rendering of the FAccT version): the middle member of the same "
         "display, (1/T) sum_t (sqrt(q_t) - mean sqrt(q))^2 times T^2, is correct, and the sentence after Lemma 4.3 already "
         "speaks of the variance of sqrt(q_t). Nothing downstream uses the printed form; no conclusion is affected.",
     )
@@ -524,13 +524,13 @@ def _e26_printed():
     mutant='the variance normalised by T + 1 instead of T',
 )
 def _e26_corrected(*, mutant=False):
-    total = 0
+    residuals = {}
     for T in range(1, 7):
         r = sp.symbols(f"r1:{T + 1}", positive=True)
         m = sum(r) / T
         var = sum((x - m) ** 2 for x in r) / (T + 1 if mutant else T)
-        total += sp.expand(T * sum(x**2 for x in r) - sum(r) ** 2 - T**2 * var) ** 2
-    return proved(sp.expand(total), which_variance="population variance (1/T) sum_t (sqrt(q_t) - mean)^2 of sqrt(q_t) over t")
+        residuals[T] = sp.expand(T * sum(x**2 for x in r) - sum(r) ** 2 - T**2 * var)
+    return checked(residuals, which_variance="population variance (1/T) sum_t (sqrt(q_t) - mean)^2 of sqrt(q_t) over t")
 
 
 # --- Theorem 4.4: dynamic schedule ----------------------------------------------------------
@@ -547,14 +547,15 @@ def _e26_corrected(*, mutant=False):
 )
 def _t44_sigma(*, mutant=False):
     rg = sp.Symbol("r", positive=True)  # sqrt(gamma)
-    total = 0
+    residuals = {}
     for T in range(1, 9):
         q = [rg ** (2 * (T - t)) for t in range(1, T + 1)]
         S = sum(sp.sqrt(x) for x in q)
+        residuals[T] = 0
         for t in range(1, T + 1):
             lemma = S / (_R * sp.sqrt(q[t - 1]))
             stated = (rg ** (-T) - 1) / (1 - rg) * rg ** (t + (1 if mutant else 0)) / _R
-            total += sp.cancel(lemma - stated) ** 2
+            residuals[T] += sp.cancel(lemma - stated) ** 2
     ev = {}
     try:
         from dpcompanion.theory import schedules
@@ -570,7 +571,7 @@ def _t44_sigma(*, mutant=False):
             raise AssertionError(f"schedules.gd_dynamic disagrees with the closed form by {max(diffs)}")
     except ImportError:
         ev["schedules_gd_dynamic_max_rel_diff"] = "schedules module not available"
-    return proved(sp.simplify(total), T_checked="1..8", **ev)
+    return checked({T: sp.simplify(r) for T, r in residuals.items()}, **ev)
 
 
 @claim(
@@ -583,11 +584,11 @@ def _t44_sigma(*, mutant=False):
 )
 def _t44_erub(*, mutant=False):
     rg = sp.Symbol("r", positive=True)
-    total = 0
+    residuals = {}
     for T in range(1, 9):
         S = sum(rg ** (T - t) for t in range(1, T + 1))  # sum sqrt(q_t / alpha)
-        total += sp.cancel(_a * S**2 - _a * ((1 - rg ** (T + (1 if mutant else 0))) / (1 - rg)) ** 2) ** 2
-    return proved(sp.simplify(total), T_checked="1..8")
+        residuals[T] = sp.cancel(_a * S**2 - _a * ((1 - rg ** (T + (1 if mutant else 0))) / (1 - rg)) ** 2)
+    return checked(residuals)
 
 
 @claim(
@@ -645,7 +646,7 @@ def _t44_T_opt():
         f"at kappa = {k0:g}, alpha = {a0:g}, a bound {gd.erub_dynamic(T=T0, kappa=k0, alpha=a0) / vb0:.2f} times the "
         "minimum) and, for sharp losses, tends to 2/alpha where the minimiser is a single step. The Theta bound Eq. (11) "
         "is derived at Eq. (27)'s T and stands; only a reader implementing the statement's T loses utility. (The "
-        "statement gives this T exactly, as a ceiling, in 001 and in the HTML rendering 004, not as an O(.) like "
+        "statement gives this T exactly, as a ceiling, in the FAccT version and in its HTML rendering, not as an O(.) like "
         "Thm 4.2's T.)",
     )
 
@@ -735,7 +736,7 @@ def _s413_alpha():
         alpha_by_N=dict(zip([str(n) for n in Ns], alphas)),
         impact="A slip of the inequality: alpha = D G^2/(2 R M N^2 Delta) shrinks like 1/N^2, and the bound (12) that "
         "follows (kappa^2 alpha ln(1/(kappa alpha))) is the small-alpha regime, so alpha << 1 is meant. A typo-level "
-        "slip (printed as alpha >> 1 in both 001 and the HTML rendering 004, so not an extraction artefact); "
+        "slip (printed as alpha >> 1 in both text extractions of the FAccT version, so not an extraction artefact); "
         "conclusions unaffected.",
     )
 

@@ -20,8 +20,8 @@ from dpcompanion.theory import exact_subsampled as xs
 from dpcompanion.theory.bounds import gd
 from dpcompanion.theory.bounds import tables as tb
 
-H = "H (001)"
-SLIDES = "H slides (003)"
+H = "Hong et al. (FAccT)"
+SLIDES = "Hong et al. (slides)"
 TOL = 1e-9
 R_PAPER = 0.3927  # H Sec. 5: (4, 1e-8)-DP = 0.1963-zCDP, R = 2 rho
 
@@ -85,7 +85,7 @@ def _subsampling_rule(*, mutant: bool = False):
 
 @claim(
     "H-C3.exact-gdp-budget",
-    source=f"{H} Sec. 5 budget (4, 1e-8)-DP; SPEC section 2",
+    source=f"{H} Sec. 5 budget (4, 1e-8)-DP; exact accounting (ours)",
     statement=r"The largest full-batch budget at $(\epsilon,\delta)=(4,10^{-8})$ by exact Gaussian-DP accounting, "
     r"$R_{exact}\approx0.5134$ (vs $R_{zCDP}=0.3927$): a Gaussian mechanism with multiplier $1/\sqrt{R_{exact}}$ has exact "
     r"epsilon 4 at $\delta=10^{-8}$ (analytic Gaussian profile, an independent computation), and "
@@ -406,7 +406,7 @@ def _tab1_ma(*, mutant: bool = False):
         "margin = 0.15 - max |exponent gap|",
         mutant_desc="the printed order with N^-1 in place of N^-2",
         impact="Table 1's comparison with [34] would rest on a mis-stated baseline.",
-        note="the other baseline rows quote results of other papers whose derivations are not in file 001; they stay "
+        note="the other baseline rows quote results of other papers whose derivations are not in the FAccT version; they stay "
         "ranked only (H-Tab1.ranking)",
     )
 

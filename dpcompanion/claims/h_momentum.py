@@ -15,9 +15,9 @@ import sympy as sp
 
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import momentum as mom
-from dpcompanion.claims.registry import claim, identity, illustrated, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, identity, illustrated, proved, refuted, verified_by_margins
 
-SRC = "H (001)"
+SRC = "Hong et al. (FAccT)"
 # (beta, gamma) grid with beta < gamma, used by several checks
 BG_GRID = [(b, g) for b in (0.1, 0.3, 0.5, 0.7, 0.9) for g in (0.5, 0.8, 0.9, 0.95, 0.99) if b < g]
 
@@ -120,7 +120,7 @@ def _t45_zeta_statement():
         },
         samples=len(margins),
         share_negative=float(np.mean(np.array(margins) < 0)),
-        note="Same reading in 001 and 004. The counterexample is admissible: eta0 at the stated maximum, kappa >= 1.",
+        note="Same reading in both text extractions of the FAccT version. The counterexample is admissible: eta0 at the stated maximum, kappa >= 1.",
         impact="A transcription error in the statement: its eta0^2 coefficient is 1/(beta(1-beta)^3) where the "
         "proof (App. D.2) has beta gamma/((gamma-beta)^2(1-beta)^3). The stated eta0 range is the root of the "
         "proof's zeta, which is >= 0 on it (H-T4.5.zeta-proof), so the bound (14) itself is unaffected.",
@@ -254,7 +254,7 @@ def _c7_interval(*, mutant=False):
 @claim(
     "H-C7.concave",
     severity="typo",
-    source=f"{SRC} Lemma C.7, proof; 000: Lemma B.7",
+    source=f"{SRC} Lemma C.7, proof; ICLR submission: Lemma B.7",
     statement=r"$h(t) = \gamma^{t-1}(1-\beta^t)$ is a concave function of $t$.",
     method="sympy",
     corrected_by="H-C7.unimodal",
@@ -305,7 +305,7 @@ def _c7_unimodal(*, mutant=False):
 @claim(
     "H-C6.U1",
     severity="typo",
-    source=f"{SRC} Lemma C.6, proof (closed form of U_1(t,i)); 000: Lemma B.6",
+    source=f"{SRC} Lemma C.6, proof (closed form of U_1(t,i)); ICLR submission: Lemma B.6",
     statement=r"$U_1(t,i)=\sum_{k=t-i}^{t-1}k\beta^k = \frac{1}{1-\beta}\big((t-i)\beta^{t-i}+\frac{\beta^{t-i+1}-\beta}{1-\beta}\big)$.",
     method="numeric",
     corrected_by="H-C6.U1-corrected",
@@ -364,7 +364,7 @@ C6_ADMISSIBLE_BETA_GT_GAMMA = ((0.25, 0.01), (0.3, 0.05), (0.5, 0.02))
     "H-C6",
     severity="missing hypothesis",
     source=f"{SRC} Lemma C.6 ('given variables defined in Theorem 4.5', which assumes only beta != gamma); "
-    "000: Lemma B.6",
+    "ICLR submission: Lemma B.6",
     statement=r"$\sum_{t=1}^{T}\gamma^{T-t}\sum_{i=1}^{t-1}\|v_{i+1}\|^2\sum_{k=t-i}^{t-1}k\beta^k \le "
     r"\frac{2\beta\gamma}{(\gamma-\beta)^2(1-\beta)}\sum_{i=1}^{T-1}\gamma^{T-i}\|v_{i+1}\|^2$ for all $v$, "
     r"for every $(\beta,\gamma)$ Thm 4.5 admits ($\beta\ne\gamma$, $\gamma=1-\eta_0/\kappa$ with $\kappa\ge1$, "
@@ -660,23 +660,23 @@ def _t47_q_corrected(*, mutant=False):
 
 @claim(
     "H-T4.7.sigma",
-    source=f"{SRC} Thm 4.7 statement and proof / Lemma 4.3 (file 004 rendering)",
+    source=f"{SRC} Thm 4.7 statement and proof / Lemma 4.3 (FAccT version, HTML rendering)",
     statement=r"The schedule $\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends $R$ and attains $R\sum_t q_t\sigma_t^2=(\sum_t\sqrt{q_t})^2$.",
     method="sympy",
     versions=("001", "004"),
     mutant='sqrt(q_i/q_t) replaced by q_i/q_t',
 )
 def _t47_sigma(*, mutant=False):
-    q = sp.symbols("q1:5", positive=True)
+    T = 4
+    q = sp.symbols(f"q1:{T + 1}", positive=True)
     R = sp.Symbol("R", positive=True)
     s2 = [sum(q) / (R * qt) for qt in q] if mutant else [sum(sp.sqrt(qi) for qi in q) / (R * sp.sqrt(qt)) for qt in q]
     r1 = sp.simplify(sum(1 / x for x in s2) - R)
     r2 = sp.simplify(R * sum(qt * x for qt, x in zip(q, s2)) - sum(sp.sqrt(qi) for qi in q) ** 2)
-    return proved(
-        sp.Abs(r1) + sp.Abs(r2),
-        T=4,
-        note="The markdown extraction 001 shows sqrt(q_i/q_i) in the statement; the HTML rendering of the same paper "
-        "(004) and the proof have sqrt(q_i/q_t), which is what is checked (an extraction artefact, not a paper error).",
+    return checked(
+        {T: sp.Abs(r1) + sp.Abs(r2)},
+        note="One text extraction of the FAccT version shows sqrt(q_i/q_i) in the statement; the HTML rendering of the same paper "
+        "and the proof have sqrt(q_i/q_t), which is what is checked (an extraction artefact, not a paper error).",
     )
 
 
@@ -832,7 +832,7 @@ def _t49_corrected(*, mutant=False):
 
 @claim(
     "H-Slides.T3.4.q",
-    source="H slides (003) Thm 3.4, Eq. (17)",
+    source="Hong et al. (slides) Thm 3.4, Eq. (17)",
     statement=r"Slides' momentum influence $q_t=\frac{\beta^{2(T-t+1)}-\gamma^{T-t+1}}{\beta^2-\gamma}$ equals "
     r"$\sum_{s=t}^T\gamma^{T-s}\beta^{2(s-t)}$, i.e. the paper's $U_3$ weight without the debias factor $d_s^2$.",
     method="sympy",
@@ -850,7 +850,7 @@ def _slides_q(*, mutant=False):
 
 @claim(
     "H-Slides.T3.4.q-vs-paper",
-    source="H slides (003) Thm 3.4 vs paper (001) Thm 4.5/4.7",
+    source="Hong et al. (slides) Thm 3.4 vs the FAccT version Thm 4.5/4.7",
     statement=r"The slides' $q_t$ upper-bounds the paper's exact influence $w_t$ (since $d_s\le1$), but differs from the "
     r"paper's printed $q_t$: no $\hat T$ regimes, no debias factor.",
     method="numeric",
@@ -877,7 +877,7 @@ def _slides_vs_paper(*, mutant=False):
 @claim(
     "H-Slides.T3.4.eta0",
     severity="constant factor",
-    source="H slides (003) Thm 3.4",
+    source="Hong et al. (slides) Thm 3.4",
     statement=r"When $\eta_0\le\frac{\beta(1-\beta)^3}{8M}[\sqrt{\frac14+\frac{16}{\beta(1-\beta)^3}}-1]$, the slides' "
     r"$\zeta=\frac{4M^2\beta\gamma}{(\gamma-\beta)^2(1-\beta)^3}\eta_0^2+\frac12M\eta_0-1$ is $\le 0$ (noise variance dominates).",
     method="numeric",
@@ -907,7 +907,7 @@ def _slides_eta0():
 
 @claim(
     "H-Slides.T3.4.eta0-corrected",
-    source="H slides (003) Thm 3.4, corrected",
+    source="Hong et al. (slides) Thm 3.4, corrected",
     statement=r"The slides' $\zeta\le0$ exactly for $\eta_0\le\frac{\sqrt{1/4+16A}-1/2}{8MA}$, $A=\frac{\beta\gamma}{(\gamma-\beta)^2(1-\beta)^3}$.",
     method="sympy",
     corrects="H-Slides.T3.4.eta0",

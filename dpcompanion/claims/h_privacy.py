@@ -11,7 +11,7 @@ import sympy as sp
 
 from dpcompanion.claims.registry import claim, identity, proved, refuted, verified_by_margins
 
-SRC = "H (001)"
+SRC = "Hong et al. (FAccT)"
 
 
 # --- Theorem 3.1 / Lemma C.2 / Lemma C.1 --------------------------------------------------------
@@ -152,7 +152,7 @@ def _c3_printed():
 
 @claim(
     "H-C3.inverse",
-    source=f"{SRC} Lemma C.3 inverted (ours; SPEC section 2)",
+    source=f"{SRC} Lemma C.3 inverted (ours)",
     statement=r"The largest $\rho$ with $\rho+2\sqrt{\rho\ln(1/\delta)}\le\epsilon$ is $\rho=\left(\sqrt{\ln(1/\delta)+\epsilon}-\sqrt{\ln(1/\delta)}\right)^2$; "
     r"hence $R=2\rho$. accounting.dp_to_zcdp agrees.",
     method="sympy",

@@ -8,9 +8,9 @@ import numpy as np
 import sympy as sp
 
 from dpcompanion.theory.bounds import gd, psgd
-from dpcompanion.claims.registry import claim, proved, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, verified_by_margins
 
-SRC = "H (001)"
+SRC = "Hong et al. (FAccT)"
 
 
 @claim(
@@ -25,20 +25,20 @@ SRC = "H (001)"
 )
 def _t48_rec(*, mutant=False):
     g, a, Rp, sg, G, k, D, M, n, gap = sp.symbols("gamma alpha Rp sigma_g G kappa D M n Delta", positive=True)
-    total = 0
+    residuals = {}
     for T in range(1, 7):
         s = sp.symbols(f"s1:{T + 1}", positive=True)
         e = sp.Integer(1)
         for t in range(T):
             e = g * e + a * Rp * (sg**2 / G**2 + s[t] ** 2)
         target = g**T + Rp * a * sg**2 / G**2 * (1 - g**T) / (1 - g) + Rp * sum(g ** (T - t + (1 if mutant else 0)) * a * s[t - 1] ** 2 for t in range(1, T + 1))
-        total += sp.cancel(e - target) ** 2
+        residuals[T] = sp.cancel(e - target)
     mu = M / k
     alpha_n = D * G**2 / (2 * Rp * M * n**2 * gap)
     coef = sp.simplify(Rp * k * alpha_n / G**2 - D / (2 * mu * n**2 * gap))
     # (1 - gamma^T)/(1 - gamma) = sum_{j<T} gamma^j <= 1/(1 - gamma) = kappa for gamma in [0, 1)
     geo = sp.simplify(1 / (1 - (1 - 1 / k)) - k)
-    return proved(sp.simplify(total) + coef**2 + geo**2, T_checked="1..6")
+    return checked({T: sp.simplify(r) ** 2 + coef**2 + geo**2 for T, r in residuals.items()})
 
 
 @claim(

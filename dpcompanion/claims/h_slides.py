@@ -10,7 +10,7 @@ import math
 from dpcompanion.theory.bounds import gd
 from dpcompanion.claims.registry import claim, illustrated, refuted, verified_by_margins
 
-SRC = "H slides (003)"
+SRC = "Hong et al. (slides)"
 _GRID = [(k, a) for k in (1.5, 2.0, 5.0, 10.0, 30.0, 100.0, 1000.0) for a in (1e-6, 1e-4, 1e-3, 0.005, 0.02, 0.05, 0.1, 0.5)]
 
 
@@ -62,7 +62,7 @@ def _sl_uni():
         impact="The case split comes from the surrogate gamma^T + alpha kappa T (paper Eq. 23), not from the bound itself: "
         "when kappa alpha + ln gamma >= 0 but kappa alpha < 1, one step already gives 1 - 1/kappa + alpha < 1, so T = 0 "
         "and ERUB_min = 1 are wrong; in the first case the rounded surrogate minimiser is close to, but not always, the "
-        "minimiser (a rounding detail, small excess). The paper (001) uses the split only for the surrogate's minimiser "
+        "minimiser (a rounding detail, small excess). The FAccT version uses the split only for the surrogate's minimiser "
         "(Eq. 23) and then replaces it by Eq. (24); its Theorem 4.2 does not state this T or ERUB_min = 1. (The slide "
         "carries a footnote marker after 'is' whose text is not in our extraction.)",
     )

@@ -14,7 +14,7 @@ from dpcompanion.theory.bounds import gd
 from dpcompanion.theory.bounds import tables as tb
 from dpcompanion.claims.registry import claim, illustrated, refuted, verified_by_margins
 
-SRC = "H (001)"
+SRC = "Hong et al. (FAccT)"
 _D, _R = 10.0, 0.3927
 _TOL = 0.15  # |fitted - printed exponent| tolerated from log factors on the grid N in [1e6, 1e12]
 

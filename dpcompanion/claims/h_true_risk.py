@@ -9,7 +9,7 @@ import numpy as np
 from dpcompanion.theory.bounds import true_risk
 from dpcompanion.claims.registry import claim, refuted, verified_by_margins
 
-SRC = "H (001)"
+SRC = "Hong et al. (FAccT)"
 
 
 def _logistic_pgd(x_data, *, eta, T, sigma, G, noise):
@@ -152,7 +152,7 @@ def _t412():
         "gradients of two neighbouring data sets differ by up to 2G/N, not G/N. The additive term becomes "
         "2 G^2 eta T / N; no order in Table 2 changes, and no conclusion rests on the constant (see "
         "H-Tab2.uniform-stability for what the term itself, dropped in Sec. 4.4, does to the orders). The theorem is "
-        "restated from [2]; we check the statement as printed in this paper (the same in 001 and 004), not [2].",
+        "restated from [2]; we check the statement as printed in this paper (the same in both text extractions), not [2].",
     )
 
 

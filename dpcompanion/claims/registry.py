@@ -29,12 +29,13 @@ import time
 import traceback
 from typing import Any, Callable, Iterable, Sequence
 
-STATUSES = ("proved", "verified", "identity", "refuted", "not-reproduced", "illustrated", "open")
+STATUSES = ("proved", "checked", "verified", "identity", "refuted", "not-reproduced", "illustrated", "open")
 METHODS = ("sympy", "numeric", "bruteforce", "montecarlo", "end-to-end")
 
 #: one line per status (the errata page shows them).
 STATUS_DEFINITIONS = {
-    "proved": "SymPy reduces the claim to an identity in its symbols, and the same check refutes the claim's declared mutant.",
+    "proved": "SymPy reduces the claim to an identity in its symbols, for every admissible value (T symbolic, or an induction written out), and the same check refutes the claim's declared mutant.",
+    "checked": "SymPy reduces the claim to an identity at each listed value of T (the values the check ran, recorded by it), not for every T; the same check refutes the claim's declared mutant.",
     "verified": "The claim holds at every point of a stated grid within the stated tolerance, and the same check refutes the claim's declared mutant.",
     "identity": "True by construction (one side is defined as the other), so no check of it could fail; shown as such, not as a finding.",
     "refuted": "A comparison the claim makes fails: both sides and the relation are reported at a counterexample.",
@@ -42,6 +43,9 @@ STATUS_DEFINITIONS = {
     "illustrated": "An asymptotic or qualitative statement: a fitted exponent or trend is reported, not a pass/fail comparison.",
     "open": "Not checked (must not occur).",
 }
+
+#: statuses of a claim whose check passed (each declares a mutant the same check must refute)
+PASSING = ("proved", "checked", "verified")
 
 #: how much a refuted claim matters, most serious first (the errata summary is sorted by it).
 SEVERITIES = ("changes a conclusion", "missing hypothesis", "constant factor", "typo")
@@ -227,8 +231,35 @@ def _probe_points(expr: Any, n: int = 6, seed: int = 0) -> list[dict[Any, Any]]:
     return pts
 
 
+def checked(residuals: dict[int, Any], **evidence: Any) -> Result:
+    """``checked``: the claim is an identity at each value of T that the check ran, the keys
+    of ``residuals`` (T -> SymPy residual at that T), and nothing is shown for other T. Each
+    residual is decided as by :func:`proved`; the first that is not 0 refutes the claim (its T
+    joins the counterexample). The evidence records the T values (``T_checked``) from the
+    mapping itself, so they are those of the check, never typed.
+
+    >>> import sympy as sp; x = sp.Symbol("x")
+    >>> r = checked({T: sp.expand((x + 1) ** T - sum(sp.binomial(T, k) * x**k for k in range(T + 1))) for T in (1, 2, 3)})
+    >>> r.status, r.evidence["T_checked"]
+    ('checked', [1, 2, 3])
+    >>> checked({1: 0, 2: x - x**2}).evidence["counterexample"]["T"]
+    2
+    """
+    if not residuals:
+        raise ValueError("checked() needs at least one value of T")
+    for T in sorted(residuals):
+        res = proved(residuals[T], **evidence)
+        if res.status != "proved":
+            ce = res.evidence.get("counterexample")
+            return Result(res.status, {**res.evidence, "counterexample": {"T": T, **(ce if isinstance(ce, dict) else {"at": ce})}})
+    return Result("checked", {"residual": "0 at each T checked", "T_checked": sorted(int(T) for T in residuals), **evidence})
+
+
 def proved(residual: Any, **evidence: Any) -> Result:
     """``proved`` if the SymPy ``residual`` simplifies to exactly zero (or is ``True``).
+    A residual built at fixed values of T is not a proof for every T: such a check passes
+    its residuals per T to :func:`checked`, and ``proved`` refuses evidence naming a T
+    (``T``, ``T_checked``).
 
     Otherwise the residual is evaluated at a few points (:func:`_probe_points`): where it is
     numerically non-zero the claim is ``refuted`` there (comparison ``residual == 0``);
@@ -236,6 +267,9 @@ def proved(residual: Any, **evidence: Any) -> Result:
     decide)."""
     import sympy as sp
 
+    fixed = {"T", "T_checked"} & set(evidence)
+    if fixed:
+        raise ValueError(f"proved() got {sorted(fixed)}: a check at fixed T is not a proof for every T; use checked()")
     expr = sp.sympify(residual)
     if expr is sp.true:
         return Result("proved", {"residual": "True", **evidence})
@@ -407,7 +441,7 @@ def run_claim(c: Claim, *, mutants: bool = False) -> dict[str, Any]:
         "seconds": round(time.perf_counter() - t0, 4),
     }
     if mutants:
-        if status in ("proved", "verified") and c.takes_mutant:
+        if status in PASSING and c.takes_mutant:
             m_status, m_ev = _run(c.check, c.id, mutant=True)
             out["mutant_status"] = m_status
             out["mutant_caught"] = m_status == "refuted"
@@ -416,7 +450,7 @@ def run_claim(c: Claim, *, mutants: bool = False) -> dict[str, Any]:
             elif m_status == "error":
                 out["mutant_error"] = str(m_ev.get("exception"))
         else:
-            out["mutant_caught"] = False if status in ("proved", "verified") else None
+            out["mutant_caught"] = False if status in PASSING else None
         out["seconds"] = round(time.perf_counter() - t0, 4)
     return out
 

@@ -32,6 +32,7 @@ from dpcompanion.claims.registry import REGISTRY, SEVERITIES, STATUS_DEFINITIONS
 #: badge text and admonition class per status (classes every Sphinx theme styles).
 BADGES = {
     "proved": ("✔ PROVED", "tip"),
+    "checked": ("✔ CHECKED AT FIXED T", "tip"),
     "verified": ("✔ VERIFIED", "tip"),
     "refuted": ("✘ REFUTED", "error"),
     "identity": ("= IDENTITY", "note"),
@@ -61,6 +62,21 @@ _MAXLEN = 400
 
 _CACHE: dict[str | None, tuple[dict[str, Any], ...]] = {}
 _LABELLED: set[str] = set()
+
+
+#: what each registry ``versions`` code is, as a reader names it (the codes are the file names
+#: of the project's paper extractions; readers never see them)
+VERSION_NAMES = {"000": "the ICLR submission", "001": "FAccT", "002": "Wu et al.", "003": "the slides",
+                 "004": "FAccT (HTML text)"}
+
+
+def version_names(codes) -> str:
+    """The versions a statement appears in, by name.
+
+    >>> version_names(["000", "001"])
+    'the ICLR submission, FAccT'
+    """
+    return ", ".join(VERSION_NAMES.get(str(c), str(c)) for c in codes)
 
 
 def cached_results(prefix: str | None = None) -> list[dict[str, Any]]:
@@ -95,6 +111,26 @@ def status_counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:
     for r in results:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     return counts
+
+
+#: how each status reads in a sentence of counts (:func:`status_summary`)
+STATUS_PHRASES = {
+    "proved": "proved for every admissible value", "checked": "checked at fixed values of T", "verified": "verified numerically",
+    "identity": "true by construction", "refuted": "refuted with a counterexample", "not-reproduced": "not reproduced",
+    "illustrated": "illustrated", "open": "open", "error": "whose check errored",
+}
+
+
+def status_summary(results: Iterable[dict[str, Any]]) -> str:
+    """One sentence of claim counts per status, read from the checks' results (for the landing
+    page: never typed).
+
+    >>> status_summary([{"status": "proved"}, {"status": "checked"}, {"status": "checked"}, {"status": "refuted"}])
+    '4 claims: 1 proved for every admissible value, 2 checked at fixed values of T, 1 refuted with a counterexample.'
+    """
+    counts = status_counts(results)
+    parts = [f"{n} {STATUS_PHRASES.get(s, s)}" for s, n in counts.items() if n]
+    return f"{sum(counts.values())} claims: " + ", ".join(parts) + "."
 
 
 def label(claim_id: str) -> str:
@@ -137,13 +173,83 @@ def _code(v: Any) -> str:
 
 
 def _prose(v: Any) -> str:
-    return " ".join(str(v).split())
+    return tex_ascii(" ".join(str(v).split()))
+
+
+_GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "kappa", "lambda", "mu",
+          "nu", "xi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega", "Delta", "Sigma", "Gamma", "Lambda")
+_GREEK_RE = re.compile(r"(?<![A-Za-z\\])(" + "|".join(sorted(_GREEK, key=len, reverse=True)) + r")(?![A-Za-z])")
+_FUNCS_RE = re.compile(r"(?<![A-Za-z\\])(sum|prod|ln|log|exp|min|max|lim)(?=[_(^]|$)")
+#: text a claim box must not show outside math (tests: ASCII math left untypeset)
+ASCII_MATH = re.compile(r"sqrt\(|(?<![A-Za-z])(?:sigma|gamma|beta|alpha|kappa|rho|eta|delta|epsilon)(?:_\w+)?\^|\^\(|\w\^-?\w")
+_SEGMENT = re.compile(r"(\$\$.+?\$\$|\$[^$]+\$|`[^`]*`|\{[a-z:-]+\}`[^`]*`|\[[^\]]*\]\([^)]*\)|https?://\S+)")
+_IDENT = re.compile(r"^[HWX]-|[A-Za-z]{2,}_[A-Za-z]{3,}|\.[a-z]{3,}|\w/\w+/|\.py$")
+
+
+def _balanced(tok: str, start: int) -> int:
+    """Index of the parenthesis closing the one at ``tok[start]``, or -1."""
+    depth = 0
+    for i in range(start, len(tok)):
+        depth += {"(": 1, ")": -1}.get(tok[i], 0)
+        if depth == 0:
+            return i
+    return -1
+
+
+def _tex(tok: str) -> str:
+    """One ASCII math word as TeX: sqrt(x) -> \\sqrt{x}, x^(a+b) -> x^{a+b}, x^-2 -> x^{-2},
+    sigma -> \\sigma, sum_t -> \\sum_{t}, <= -> \\le."""
+    out, i = [], 0
+    while i < len(tok):
+        if tok.startswith("sqrt(", i) and (j := _balanced(tok, i + 4)) > 0:
+            out.append(r"\sqrt{" + _tex(tok[i + 5:j]) + "}")
+            i = j + 1
+        elif tok.startswith(("^(", "_("), i) and (j := _balanced(tok, i + 1)) > 0:
+            out.append(tok[i] + "{" + _tex(tok[i + 2:j]) + "}")
+            i = j + 1
+        else:
+            out.append(tok[i])
+            i += 1
+    t = "".join(out)
+    t = re.sub(r"([\^_])(-?[A-Za-z0-9.]*[A-Za-z0-9])", lambda m: f"{m.group(1)}{{{m.group(2)}}}", t)
+    t = _GREEK_RE.sub(lambda m: "\\" + ("varepsilon" if m.group(1) == "epsilon" else m.group(1)), t)
+    t = _FUNCS_RE.sub(lambda m: "\\" + m.group(1), t)
+    return t.replace("<=", r"\le ").replace(">=", r"\ge ").replace("*", r"\cdot ")
+
+
+def tex_ascii(text: str) -> str:
+    r"""Typeset the ASCII math of a claim's prose (``sigma^2``, ``sqrt(T)``, ``gamma^(T-t)``):
+    each word that is math (it has a power, a square root, or a Greek letter with a power or
+    subscript) becomes inline MathJax; existing math, code spans, roles, links and
+    identifiers (claim ids, module names) are left alone.
+
+    >>> print(tex_ascii("noise sigma_t^2 = T/R, and sqrt(gamma^(t+1)) (see H-T4.4.sigma, `sqrt(x)`)."))
+    noise $\sigma_{t}^{2}$ = T/R, and $\sqrt{\gamma^{t+1}}$ (see H-T4.4.sigma, `sqrt(x)`).
+    >>> print(tex_ascii("already $\sigma^2$; kappa = 3"))
+    already $\sigma^2$; kappa = 3
+    """
+    parts = _SEGMENT.split(text)
+    for k in range(0, len(parts), 2):  # the even parts are plain text
+        words = re.split(r"(\s+)", parts[k])
+        for w, word in enumerate(words):
+            if not word.strip():
+                continue
+            m = re.match(r"^([(\[\"']*)(.*?)([.,;:!?\"')\]]*)$", word)
+            lead, core, trail = m.groups()
+            while trail.startswith(")") and core.count("(") > core.count(")"):
+                core, trail = core + ")", trail[1:]
+            if not core or _IDENT.search(core) and not ("sqrt(" in core or "^" in core):
+                continue
+            if "^" in core or "sqrt(" in core or (_GREEK_RE.search(core) and re.search(r"[A-Za-z]_[A-Za-z0-9{(]", core)):
+                words[w] = f"{lead}${_tex(core)}${trail}"
+        parts[k] = "".join(words)
+    return "".join(parts)
 
 
 #: units of evidence quantities that have one (the rest are dimensionless or explained by the domain).
 UNITS = {
     "seconds": "s", "samples": "points", "epsilon": "ε of (ε, δ)-DP", "delta": "δ of (ε, δ)-DP", "rho": "ρ of ρ-zCDP",
-    "R": "budget Σ σ_t^-2", "T": "steps", "N": "samples", "n": "batch size", "kappa": "M/μ", "alpha": "Eq. (6)",
+    "R": "budget $\\sum_t\\sigma_t^{-2}$", "T": "steps", "N": "samples", "n": "batch size", "kappa": "M/μ", "alpha": "Eq. (6)",
     "worst_margin": "margin (see domain)", "tolerance": "margin (see domain)",
 }
 _ROWS = 8  # rows shown of a list-of-records table
@@ -185,8 +291,13 @@ def _cell(v: Any) -> str:
     >>> _cell({"a": 0.5, "b": [1, 2.0], "c": "x|y"})
     'a = 0.5; b = 1, 2; c = x\\|y'
     """
-    out = _text(v).replace("|", "\\|")
-    return out if len(out) <= _MAXLEN else out[: _MAXLEN - 1] + "…"
+    out = _text(v)
+    if len(out) > _MAXLEN:  # cut before typesetting, and never inside a formula
+        out = out[: _MAXLEN - 1]
+        if out.count("$") % 2:
+            out = out[: out.rindex("$")]
+        out += "…"
+    return tex_ascii(out).replace("|", "\\|")
 
 
 def _records_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -230,8 +341,23 @@ def _verdict(status: str, evidence: dict[str, Any]) -> str | None:
             s += "; the negative worst margin is floating-point rounding at a point where the claim holds with equality"
         return s + "."
     if status == "proved":
-        return "SymPy reduces the residual (claim minus derivation) to exactly 0."
+        return "SymPy reduces the residual (claim minus derivation) to exactly 0, for every admissible value."
+    if status == "checked" and evidence.get("T_checked"):
+        return (f"SymPy reduces the residual (claim minus derivation) to exactly 0 at T = "
+                f"{t_values(evidence['T_checked'])} (the values this check ran); other values of T are not shown.")
     return None
+
+
+def t_values(Ts: Iterable[int]) -> str:
+    """The values of T a check ran, runs of consecutive values as ranges.
+
+    >>> t_values([1, 2, 3, 4, 5]), t_values([4]), t_values([1, 2, 5, 7, 8])
+    ('1, ..., 5', '4', '1, 2, 5, 7, 8')
+    """
+    Ts = sorted(int(t) for t in Ts)
+    if len(Ts) >= 3 and Ts == list(range(Ts[0], Ts[-1] + 1)):
+        return f"{Ts[0]}, ..., {Ts[-1]}"
+    return ", ".join(str(t) for t in Ts)
 
 
 def evidence_lines(evidence: dict[str, Any], *, status: str | None = None) -> list[str]:
@@ -311,6 +437,8 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
     precedes it; links to the correction / corrected entry use ``{ref}`` only when that
     entry's id is in ``linkable`` (so every reference resolves), plain text otherwise."""
     badge, cls = BADGES.get(r["status"], (r["status"].upper(), "note"))
+    if r["status"] == "checked" and (r.get("evidence") or {}).get("T_checked"):
+        badge = f"✔ CHECKED AT T = {t_values(r['evidence']['T_checked'])}"
     lines = []
     if labels:
         lines += [f"({label(r['id'])})=", ""]
@@ -318,8 +446,8 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
     lines.append(f"**{badge}** · method: *{r.get('method', '?')}* · source: {_prose(r.get('source', ''))}")
     vers = r.get("versions")
     if vers:
-        lines[-1] += " · versions: " + ", ".join(str(v) for v in vers)
-    lines += ["", f"**Statement.** {r.get('statement', '')}", ""]
+        lines[-1] += " · versions: " + version_names(vers)
+    lines += ["", f"**Statement.** {tex_ascii(str(r.get('statement', '')))}", ""]
     ev = dict(r.get("evidence") or {})
     if r["status"] == "error":
         lines.append(f"**The check raised** {_code(ev.get('exception', '?'))}")
@@ -382,14 +510,39 @@ def theorem_markdown(theorem_id: str) -> str:
     stable label, and the statement as declared; followed by the ids of the claims that
     check it.
 
-    >>> print(theorem_markdown("H-T4.4").splitlines()[:2])
-    ['```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
+    >>> print([ln for ln in theorem_markdown("H-T4.4").splitlines() if ln.startswith(("```{", ":label"))])
+    ['```{index} !single: Theorem 4.4', '```{index} !single: Thm 4.4', '```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
     """
     load_all()
     if theorem_id not in THEOREMS:
         raise ValueError(f"no declared theorem {theorem_id!r}; declared: {', '.join(sorted(THEOREMS))}")
     t = THEOREMS[theorem_id]
-    return "\n".join([f"```{{prf:{t.kind}}} {t.title}", f":label: {t.label}", ":nonumber:", "", t.statement, "```", ""])
+    # main index entries ("!": "Theorem 4.5", "Thm 4.5"): Sphinx's search lists a page whose
+    # main index entry matches the query first, so searching "Theorem 4.5" finds the page
+    # stating it (a non-main entry would be listed after every full-text match)
+    index = [line for k in index_terms(t.title) for line in (f"```{{index}} !single: {k}", "```", "")]
+    return "\n".join([*index, f"```{{prf:{t.kind}}} {t.title}", f":label: {t.label}", ":nonumber:", "", t.statement,
+                      "```", ""])
+
+
+_NUMBERED = re.compile(r"\((?:W )?(Thm|Lemma) ((?:[A-Z]\.)?\d+(?:\.\d+)*(?:, (?:[A-Z]\.)?\d+(?:\.\d+)*)*)\)")
+
+
+def index_terms(title: str) -> list[str]:
+    """The search keys of a declared result's title: its numbers spelled out and abbreviated.
+
+    >>> index_terms("Stability and generalisation (Thm 4.11, 4.12)")
+    ['Theorem 4.11', 'Thm 4.11', 'Theorem 4.12', 'Thm 4.12']
+    >>> index_terms("zCDP to approximate DP (Lemma C.3)")
+    ['Lemma C.3']
+    """
+    m = _NUMBERED.search(title)
+    if not m:
+        return []
+    out = []
+    for n in m.group(2).split(", "):
+        out += [f"Theorem {n}", f"Thm {n}"] if m.group(1) == "Thm" else [f"Lemma {n}"]
+    return out
 
 
 def show_theorem(theorem_id: str) -> None:
@@ -505,7 +658,7 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         ev = dict(r.get("evidence") or {})
         out.append(f"### {r['id']}")
         out.append("")
-        vers = ", ".join(r.get("versions") or [])
+        vers = version_names(r.get("versions") or [])
         sev = f" · severity: *{r['severity']}*" if r.get("severity") else ""
         out.append(f"*{_prose(r.get('source', ''))}* (versions: {vers}) · claim {_name(r['id'], link)} · method "
                    f"*{r.get('method')}* · {BADGES.get(r['status'], (r['status'],))[0]}{sev}")
@@ -531,3 +684,10 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         out.append(f"**Are the paper's conclusions affected?** {_prose(impact) if impact else 'Not assessed in the registry entry.'}")
         out.append("")
     return "\n".join(out)
+
+
+def text_outside_math(markdown: str) -> str:
+    """``markdown`` without its math (``$...$``, ``$$...$$``), code (spans and fenced blocks)
+    and link targets: the text a reader sees as words (tests look for ASCII math in it)."""
+    markdown = re.sub(r"```.*?```", " ", markdown, flags=re.S)
+    return _SEGMENT.sub(" ", markdown)

@@ -17,9 +17,9 @@ import sympy as sp
 
 from dpcompanion.theory import accounting as acc
 from dpcompanion.theory.bounds import adp
-from dpcompanion.claims.registry import claim, compare, illustrated, not_reproduced, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, compare, illustrated, not_reproduced, proved, refuted, verified_by_margins
 
-SRC = "W (002)"
+SRC = "Wu et al."
 V = ("002",)
 
 #: the epsilons quoted in W Sec. 6, footnote 3, for epsilon_bar = 0.8, 1.2, 1.6, 3.2, 6.4
@@ -300,9 +300,8 @@ def _t42_min(*, mutant=False):
     lagrange = sum((a[s] / b[s] / a[t] - a[t] / b[t] / a[s]) ** 2 for s in range(T) for t in range(s + 1, T))
     r1 = sp.simplify(sp.expand(Mexpr - target - lagrange))
     r2 = sp.simplify(Mexpr.subs({ai: (bi if mutant else sp.sqrt(bi)) for ai, bi in zip(a, b)}) - target)
-    return proved(
-        sp.Abs(r1) + sp.Abs(r2),
-        T=T,
+    return checked(
+        {T: sp.Abs(r1) + sp.Abs(r2)},
         note="Lagrange identity M - (sum 1/b)^2 = sum_{s<t} (alpha_s/(b_s alpha_t) - alpha_t/(b_t alpha_s))^2 >= 0, "
         "zero iff alpha_s^2/b_s = alpha_t^2/b_t for all s, t",
     )
@@ -320,7 +319,7 @@ def _r41_ratio(*, mutant=False):
     T = 5
     x = sp.symbols(f"x1:{T + 1}", positive=True)  # x_t = 1/b_t
     r = sp.expand((T + (1 if mutant else 0)) * sum(xi**2 for xi in x) - sum(x) ** 2 - sum((x[s] - x[t]) ** 2 for s in range(T) for t in range(s + 1, T)))
-    return proved(sp.simplify(r), T=T, note="T sum x^2 - (sum x)^2 = sum_{s<t} (x_s - x_t)^2 >= 0")
+    return checked({T: sp.simplify(r)}, note="T sum x^2 - (sum x)^2 = sum_{s<t} (x_s - x_t)^2 >= 0")
 
 
 @claim(
@@ -368,7 +367,7 @@ def _r41_alt_corrected(*, mutant=False):
     r1 = sp.simplify(Mexpr - sum(1 / ai**2 for ai in a) ** 2)
     gap = sum(1 / ai**2 for ai in a) - sum(1 / bi for bi in b)
     r2 = sp.simplify(sp.expand(gap - sum((1 / a[t] - 1 / a[T - 1 - t]) ** 2 for t in range(T)) / (4 if mutant else 2)))
-    return proved(sp.Abs(r1) + sp.Abs(r2), T=T, note="sum 1/alpha^2 - sum 1/b = (1/2) sum (1/alpha_t - 1/alpha_{T+1-t})^2")
+    return checked({T: sp.Abs(r1) + sp.Abs(r2)}, note="sum 1/alpha^2 - sum 1/b = (1/2) sum (1/alpha_t - 1/alpha_{T+1-t})^2")
 
 
 @claim(
@@ -408,10 +407,11 @@ def _t42_eq7():
     mutant='alpha_t^2 = b_t^2 in place of b_t',
 )
 def _t42_eq23(*, mutant=False):
-    b = sp.symbols("b1:6", positive=True)
+    T = 5
+    b = sp.symbols(f"b1:{T + 1}", positive=True)
     a = [bi if mutant else sp.sqrt(bi) for bi in b]  # alpha_t^2 = b_t
     M = sum((ai / bi) ** 2 for ai, bi in zip(a, b)) * sum(1 / ai**2 for ai in a)  # Thm 4.2's M(alpha, b)
-    return proved(sp.simplify(M / sum(1 / bi for bi in b) - sum(1 / bi for bi in b)), T=5)
+    return checked({T: sp.simplify(M / sum(1 / bi for bi in b) - sum(1 / bi for bi in b))})
 
 
 # ------------------------------------------------------------------------- Prop 5.1

@@ -16,7 +16,7 @@ import sympy as sp
 
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import adp
-from dpcompanion.claims.registry import claim, proved, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, verified_by_margins
 
 T_SYM = 4
 V = ("001", "002")
@@ -24,7 +24,7 @@ V = ("001", "002")
 
 @claim(
     "X-UNIFY.cs",
-    source="H (001) Lemma 4.3 and W (002) Remark 4.1",
+    source="Hong et al. (FAccT) Lemma 4.3 and Wu et al. Remark 4.1",
     statement=r"Both optimisations are one Cauchy-Schwarz (Lagrange) identity: "
     r"$(\sum_t q_t s_t^2)(\sum_t s_t^{-2}) - (\sum_t\sqrt{q_t})^2 = \sum_{u<t}(\sqrt{q_u}\,s_u/s_t-\sqrt{q_t}\,s_t/s_u)^2\ge0$, "
     r"zero iff $s_t^2\propto q_t^{-1/2}$.",
@@ -39,12 +39,12 @@ def _cs(*, mutant=False):
     rhs = sum(
         (sp.sqrt(q[u]) * s[u] / s[t] - sp.sqrt(q[t]) * s[t] / s[u]) ** 2 for u in range(T_SYM) for t in range(u + 1, T_SYM)
     )
-    return proved(sp.simplify(sp.expand(lhs - rhs * (sp.Rational(101, 100) if mutant else 1))), T=T_SYM)
+    return checked({T_SYM: sp.simplify(sp.expand(lhs - rhs * (sp.Rational(101, 100) if mutant else 1)))})
 
 
 @claim(
     "X-UNIFY.map",
-    source="W (002) Thm 4.1, Thm 4.2; H (001) Thm 4.1, Lemma 4.3",
+    source="Wu et al. Thm 4.1, Thm 4.2; Hong et al. (FAccT) Thm 4.1, Lemma 4.3",
     statement=r"With $s_t^2=\alpha_t^2\sigma^2$ (step t's noise variance), $R=\sum_t s_t^{-2}$ (Thm 4.1 fixes it) and "
     r"$q_t=b_t^{-2}=\eta_t^2/\eta^2$: $M(\{\alpha\},\{b\}) = R\sum_t q_t s_t^2$ identically, for any $\sigma$.",
     method="sympy",
@@ -59,12 +59,12 @@ def _map(*, mutant=False):
     R = sum(1 / x for x in s2)
     q = [1 / bi ** (1 if mutant else 2) for bi in b]
     M = sum((ai / bi) ** 2 for ai, bi in zip(a, b)) * sum(1 / ai**2 for ai in a)
-    return proved(sp.simplify(R * sum(qi * x for qi, x in zip(q, s2)) - M), T=T_SYM)
+    return checked({T_SYM: sp.simplify(R * sum(qi * x for qi, x in zip(q, s2)) - M)})
 
 
 @claim(
     "X-UNIFY.rule",
-    source="H (001) Lemma 4.3 / W (002) Remark 4.1",
+    source="Hong et al. (FAccT) Lemma 4.3 / Wu et al. Remark 4.1",
     statement=r"Hong's optimal $s_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ with $q_t=b_t^{-2}$ is $s_t^2\propto b_t$, i.e. Wu's "
     r"$\alpha_t^2=b_t$ (up to the shared scale), and its value $(\sum_t\sqrt{q_t})^2=(\sum_t b_t^{-1})^2=M_{adp}$.",
     method="sympy",
@@ -78,12 +78,12 @@ def _rule(*, mutant=False):
     s2 = [sum(sp.sqrt(qi) for qi in q) / (R * sp.sqrt(qt)) for qt in q]
     ratios = [sp.simplify(s2[t] / b[t] - s2[0] / b[0]) for t in range(T_SYM)]
     val = sp.simplify(sum(sp.sqrt(qi) for qi in q) ** 2 - sum(1 / bi for bi in b) ** 2)
-    return proved(sum(sp.Abs(r) for r in ratios) + sp.Abs(val), T=T_SYM)
+    return checked({T_SYM: sum(sp.Abs(r) for r in ratios) + sp.Abs(val)})
 
 
 @claim(
     "X-UNIFY.spec",
-    source="SPEC X-UNIFY ('W's alpha_t^2 = b_t is H's rule with q_t = eta_t^2')",
+    source="our unification (X-UNIFY): W's alpha_t^2 = b_t read as H's rule with q_t = eta_t^2",
     statement=r"The identification $q_t=\eta_t^2$ is right up to a constant factor ($\eta_t=\eta/b_t$, $q_t=\eta^2 b_t^{-2}$), "
     r"which Lemma 4.3's schedule ignores (it depends on $q$ only through ratios); the discount $\gamma^{T-t}$ of Hong's "
     r"$q_t$ has no counterpart in Wu's min-gradient-norm bound.",
@@ -97,7 +97,7 @@ def _spec(*, mutant=False):
     q1 = [eta**2 / bi**2 for bi in b]
     q2 = [c + x if mutant else c * x for x in q1]
     sch = lambda q: [sum(sp.sqrt(qi) for qi in q) / (R * sp.sqrt(qt)) for qt in q]  # noqa: E731
-    return proved(sum(sp.Abs(sp.cancel(x - y)) for x, y in zip(sch(q1), sch(q2))), T=T_SYM)
+    return checked({T_SYM: sum(sp.Abs(sp.cancel(x - y)) for x, y in zip(sch(q1), sch(q2)))})
 
 
 @claim(

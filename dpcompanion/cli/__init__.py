@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "audit": "audit",
     "experiment": "experiment",
     "results": "results",
+    "verdicts": "verdicts",
 }
 
 
@@ -60,16 +61,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dpcompanion", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
+    parser.command_parsers = {}
     for name, module in _available_commands().items():
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        # argparse %-formats an argument's help (not a description): a literal % must be %%
+        p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(_run=module.run, _prog=p.prog)
+        parser.command_parsers[name] = p
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # refused by the command's parser, so that the line names the command
+        parser.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args._run(args) or 0)
     except (UsageError, ValueError) as exc:

@@ -199,6 +199,7 @@ def read_influence(path: Path) -> list[float]:
     or its only column) holds them. Blank lines and ``#`` comments are skipped."""
     import csv
     import io
+    import itertools
 
     from dpcompanion.cli import UsageError
 
@@ -206,11 +207,15 @@ def read_influence(path: Path) -> list[float]:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"--influence {path}: cannot read it ({exc.__class__.__name__}); give a readable text file") from None
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and not r[0].lstrip().startswith("#") and any(c.strip() for c in r)]
-    if not rows:
+    from dpcompanion.core.validate import MAX_STEPS
+
+    reader = (r for r in csv.reader(io.StringIO(text))
+              if r and not r[0].lstrip().startswith("#") and any(c.strip() for c in r))
+    first = next(reader, None)
+    if first is None:
         raise UsageError(f"--influence {path}: no values found; give one q_t > 0 per line or a CSV column named q")
     col = 0
-    header = [c.strip().lower() for c in rows[0]]
+    header = [c.strip().lower() for c in first]
     try:
         float(header[0])
         has_header = False
@@ -222,11 +227,16 @@ def read_influence(path: Path) -> list[float]:
             col = header.index(names[0])
         elif len(header) != 1:
             raise UsageError(f"--influence {path}: CSV has columns {', '.join(header)}; name the influence column q")
-        rows = rows[1:]
-    elif len(rows[0]) != 1:
-        raise UsageError(f"--influence {path}: {len(rows[0])} columns and no header; add a header naming the column q")
+        rows = reader
+    else:
+        if len(first) != 1:
+            raise UsageError(f"--influence {path}: {len(first)} columns and no header; add a header naming the column q")
+        rows = itertools.chain([first], reader)
     values = []
     for i, r in enumerate(rows, start=2 if has_header else 1):
+        if len(values) == MAX_STEPS:  # the limit --T has (one float64 per step in memory), one constant
+            raise UsageError(f"--influence {path}: more than {MAX_STEPS:,} values; T (one step per value) must be at "
+                             f"most {MAX_STEPS:,} (one float64 per step in memory), as for --T")
         try:
             v = float(r[col])
         except (ValueError, IndexError):
@@ -282,15 +292,11 @@ def output_path(path, name: str, *, suffix: str | None = None) -> Path:
 
 
 def folder_writable(folder: Path) -> bool:
-    """Whether a file can be created in ``folder`` (a probe file, removed at once: permission
-    bits alone do not tell, e.g. for root or in /proc)."""
-    import tempfile
+    """Whether a file can be created in ``folder`` (a probe file: permission bits alone do not
+    tell, e.g. for root or in /proc)."""
+    from dpcompanion.core.validate import can_create_file_in
 
-    try:
-        with tempfile.TemporaryFile(dir=folder, prefix=".dpcompanion-probe-"):
-            return True
-    except OSError:
-        return False
+    return can_create_file_in(folder)
 
 
 def check_memory(name: str, value, nbytes: float, *, fraction: float = 0.5) -> None:

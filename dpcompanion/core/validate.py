@@ -20,6 +20,9 @@ the math layer and the CLI share one wording. A noise multiplier is always finit
 from __future__ import annotations
 
 import math
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,11 +39,20 @@ __all__ = [
     "positive_array",
     "noise_multipliers",
     "choice",
+    "can_create_file_in",
+    "writable_folder",
     "MAX_STEPS",
+    "MIN_SAMPLING_RATE",
 ]
 
 #: Longest schedule or training run built in memory (one float64 per step per record).
 MAX_STEPS: int = 10_000_000
+
+#: Smallest Poisson sampling rate accepted: below it a step samples less than one example on
+#: average from any data set of up to 10^9 examples, and the accounting (p^2/sigma^2, the
+#: planner's R/p^2) leaves the range where float64 is accurate (p = 1e-300 gave a division by
+#: zero, issue 19).
+MIN_SAMPLING_RATE: float = 1e-9
 
 
 def _as_float(name: str, value: Any, allowed: str) -> float:
@@ -115,12 +127,18 @@ def delta(value: Any, name: str = "delta") -> float:
 
 
 def sampling_rate(value: Any, name: str = "sampling_rate") -> float:
-    """A Poisson sampling rate p in (0, 1] (1 = full batch).
+    """A Poisson sampling rate p in [:data:`MIN_SAMPLING_RATE`, 1] (1 = full batch).
 
     >>> sampling_rate(1)
     1.0
+    >>> sampling_rate(1e-300)
+    Traceback (most recent call last):
+    ...
+    ValueError: sampling_rate must be in [1e-09, 1] (a smaller rate samples less than one example per step from any data set of up to 10^9 examples), got 1e-300
     """
-    return unit_interval(name, value, closed_hi=True)
+    return number(name, value, lo=MIN_SAMPLING_RATE, hi=1.0, lo_open=False, hi_open=False,
+                  allowed=f"in [{MIN_SAMPLING_RATE:g}, 1] (a smaller rate samples less than one example per step "
+                          "from any data set of up to 10^9 examples)")
 
 
 def integer(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
@@ -226,3 +244,42 @@ def choice(name: str, value: Any, allowed) -> Any:
     if value not in tuple(allowed):
         raise ValueError(f"{name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
     return value
+
+
+def can_create_file_in(folder: Any) -> bool:
+    """Whether a file can be created in the existing folder ``folder``: a probe file is created
+    and removed at once (permission bits do not tell: ``os.access`` passes everywhere for root,
+    and /proc refuses new files whatever its bits, issue 19).
+
+    >>> can_create_file_in("/proc")
+    False
+    """
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".dpcompanion-probe-"):
+            return True
+    except OSError:
+        return False
+
+
+def writable_folder(name: str, path: Any) -> Path:
+    """A folder that output can be written to: ``path`` is a folder a file can be created in, or
+    it does not exist yet and its deepest existing ancestor is one (so it can be created).
+    Checked before any work with :func:`can_create_file_in`; nothing is left behind.
+
+    >>> writable_folder("--output", "/proc/x")
+    Traceback (most recent call last):
+    ...
+    ValueError: --output /proc/x cannot be written (/proc is not writable); give a writable folder
+    """
+    p = Path(path)
+    if str(path).strip() == "":
+        raise ValueError(f"{name} must be a folder path, got an empty string")
+    anc = p
+    while not os.path.lexists(anc) and anc.parent != anc:
+        anc = anc.parent
+    if not anc.is_dir():
+        why = "is not a folder" if os.path.lexists(anc) else "does not exist"
+        raise ValueError(f"{name} {p} cannot be written ({anc} {why}); give a writable folder")
+    if not can_create_file_in(anc):
+        raise ValueError(f"{name} {p} cannot be written ({anc} is not writable); give a writable folder")
+    return p

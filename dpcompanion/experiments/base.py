@@ -4,7 +4,7 @@ An experiment module ``dpcompanion/experiments/<name>.py`` defines::
 
     EXPERIMENT = Experiment(
         id="h-f-curv",                      # lower-case SPEC ID = notebook = page name
-        title="PGD on two losses of different curvature (000 Fig. 1)",
+        title="PGD on two losses of different curvature (the ICLR submission, Fig. 1)",
         configs={"quick": {...}, "full": {...}},   # JSON-able dicts; full = paper scale
         units=units,          # (config) -> list of JSON-able unit dicts, each self-contained
         run_unit=run_unit,    # (unit, device) -> dict of numpy arrays / numbers / strings

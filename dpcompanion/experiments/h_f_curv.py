@@ -124,7 +124,7 @@ def verdict_rows(payload) -> list[dict]:
 
 EXPERIMENT = Experiment(
     id="h-f-curv",
-    title="PGD repeated on two losses of different curvature (000 Fig. 1)",
+    title="PGD repeated on two losses of different curvature (the ICLR submission, Fig. 1)",
     configs=CONFIGS,
     units=units,
     run_unit=run_unit,

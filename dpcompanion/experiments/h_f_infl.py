@@ -120,7 +120,7 @@ def combine(config: dict, results: list[dict]) -> dict:
 
 EXPERIMENT = Experiment(
     id="h-f-infl",
-    title="Influence of each step's noise by retraining, MNIST35 (000 App. D Fig. 3; 001 Fig. 1 left)",
+    title="Influence of each step's noise by retraining, MNIST35 (the ICLR submission, App. D Fig. 3; the FAccT version, Fig. 1 left)",
     configs=CONFIGS,
     units=units,
     run_unit=run_unit,

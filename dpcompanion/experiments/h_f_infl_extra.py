@@ -2,7 +2,7 @@
 retraining for the **logistic loss on the synthetic data** and for the **DNN** on MNIST35
 (Hong et al. 2022, file 000 App. D, Fig. 3 middle, first and last rows).
 
-Protocol as on the ``h-f-infl`` page (000 App. D "Estimate of influences by retraining"):
+Protocol as on the ``h-f-infl`` page (the ICLR submission, App. D "Estimate of influences by retraining"):
 every step at the tuned uniform sigma = sqrt(T/R) except step t, whose sigma_t is swept
 over [20, 200]; the final loss fitted as c sigma_t^2 + c0 per repeat; q_t ~ c
 (:func:`dpcompanion.training.influence.influence_by_retraining`, one batched trainer
@@ -34,7 +34,7 @@ CONFIGS = {
     "full": {"rows": [list(r) for r in ROWS], "N": 1000, "T": 100, "step_every": 5, "levels": 10, "repeats": 20,
              "hidden": 100, "dnn_step_every": 10, "dnn_levels": 5, "dnn_repeats": 5},
 }
-#: the paper's size (000 App. D): every step of T = 100, 10 levels, 100 repeats; DNN 1000 hidden (001 Sec. 5)
+#: the paper's size (the ICLR submission, App. D): every step of T = 100, 10 levels, 100 repeats; DNN 1000 hidden (the FAccT version, Sec. 5)
 PAPER_SCALE = {**CONFIGS["full"], "step_every": 1, "repeats": 100, "hidden": 1000, "dnn_step_every": 1,
                "dnn_levels": 10, "dnn_repeats": 100}
 
@@ -125,7 +125,7 @@ def verdict_rows(payload) -> list[dict]:
 
 EXPERIMENT = Experiment(
     id="h-f-infl-extra",
-    title="Influence by retraining: logistic loss on synthetic data and the DNN (000 Fig. 3 middle)",
+    title="Influence by retraining: logistic loss on synthetic data and the DNN (the ICLR submission, Fig. 3 middle)",
     configs=CONFIGS,
     units=units,
     run_unit=run_unit,

@@ -71,7 +71,7 @@ def combine(config: dict, results: list[dict]) -> dict:
 
 EXPERIMENT = Experiment(
     id="h-x-eer",
-    title="Thm 4.1 bound vs the exact expected excess risk of PGD on a quadratic (SPEC H-X-EER)",
+    title="Thm 4.1 bound vs the exact expected excess risk of PGD on a quadratic (our addition, H-X-EER)",
     configs=CONFIGS,
     units=units,
     run_unit=run_unit,

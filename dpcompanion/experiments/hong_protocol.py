@@ -105,7 +105,7 @@ def paired_difference(a, b) -> tuple[float, float]:
 
 
 def relative_loss(e_sched, e_uni) -> tuple[float, float]:
-    """``(mean(e_sched) - mean(e_uni)) / mean(e_uni)`` (000 App. D, Fig. 3 right) and its
+    """``(mean(e_sched) - mean(e_uni)) / mean(e_uni)`` (the ICLR submission, App. D, Fig. 3 right) and its
     delta-method standard error, for runs paired by seed (the covariance is used).
 
     >>> r, se = relative_loss([0.9, 1.1, 0.8, 1.0], [1.0, 1.2, 1.0, 1.2])

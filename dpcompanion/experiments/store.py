@@ -107,18 +107,24 @@ import numpy as np
 
 from dpcompanion.core.provenance import REPO, git_state, resolve_device, validate_mode, validate_seed, versions
 from dpcompanion.experiments import base
+from dpcompanion.experiments.comparisons.scale import scale_of  # the scale block of a result (issue 21)
 
 __all__ = [
     "StoredResult", "load_or_compute", "units_dir", "unit_key", "sweep_progress", "list_partial", "save_unit", "load", "compute", "revalidate", "list_results", "seal_unsealed", "sealed",
     "digest",
     "config_hash", "code_files", "code_hash", "results_root", "result_dir", "check_writable",
     "LocalExecutor", "DaskExecutor", "make_executor", "check_executor_options", "EXECUTORS", "INLINE_MAX",
+    "check_scheduler_address", "max_workers",
 ]
 
 #: arrays with more elements than this go to ``arrays.npz``; smaller ones stay in the JSON
 INLINE_MAX = 64
-#: seconds allowed to connect to a running Dask scheduler (``--scheduler``)
+#: seconds allowed to connect to a running Dask scheduler (``--scheduler``): a hard deadline,
+#: kept even when the peer accepts the connection and never answers
 SCHEDULER_TIMEOUT_S = 3
+#: most ``--workers`` per core of this machine: each worker is a single-threaded process
+#: (one unit at a time), so more than a few per core only adds processes and memory
+WORKERS_PER_CORE = 4
 EXECUTORS = ("local", "dask")
 PKG = Path(__file__).resolve().parents[1]
 #: modules (and packages, with their submodules) left out of every code hash: the store
@@ -142,14 +148,17 @@ def result_dir(experiment_id: str, mode: str, root: Path | None = None) -> Path:
 
 
 def check_writable(path: Path) -> None:
-    """ValueError unless ``path`` is (or can be created as) a writable directory; writes nothing."""
+    """ValueError unless ``path`` is (or can be created as) a writable directory; leaves nothing
+    behind (a probe file is created and removed: ``os.access`` passes for root, e.g. in /proc)."""
+    from dpcompanion.core.validate import can_create_file_in
+
     p = Path(path)
     probe = p
     while not probe.exists():
         if probe.parent == probe:
             break
         probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+    if not probe.is_dir() or not can_create_file_in(probe):
         why = "is not a directory" if probe.exists() and not probe.is_dir() else "is not writable"
         raise ValueError(f"results folder {p} cannot be written ({probe} {why}); "
                          "set DPCOMPANION_RESULTS to a writable directory")
@@ -207,9 +216,37 @@ def digest(payload: Any) -> str:
     return hashlib.sha256(enc.encode()).hexdigest()
 
 
+#: significant digits a config's floats keep in :func:`config_hash` (a grid from ``np.geomspace``
+#: differs in its last bit between machines; issue 21: kappa 3.615183284464984 vs ...9845)
+CONFIG_DIGITS = 12
+
+
+def _round_floats(obj: Any) -> Any:
+    """``obj`` with every float (and float array) rounded to :data:`CONFIG_DIGITS` significant digits."""
+    if isinstance(obj, np.ndarray) and obj.dtype.kind == "f":
+        return [_round_floats(float(v)) for v in obj.ravel()]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        return float(f"{obj:.{CONFIG_DIGITS}g}")
+    if isinstance(obj, (list, tuple)):
+        return [_round_floats(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _round_floats(v) for k, v in obj.items()}
+    return obj
+
+
 def config_hash(config: dict) -> str:
-    """sha256 of the config (canonical encoding, as for :func:`digest`)."""
-    return digest(config)
+    """sha256 of the config (canonical encoding, as for :func:`digest`), its floats rounded to
+    :data:`CONFIG_DIGITS` significant digits so that the last bit of a computed grid does not
+    make a result stale.
+
+    >>> config_hash({"kappa": [3.615183284464984]}) == config_hash({"kappa": [3.6151832844649845]})
+    True
+    >>> config_hash({"kappa": [3.6151832844]}) == config_hash({"kappa": [3.6151832845]})
+    False
+    """
+    return digest(_round_floats(config))
 
 
 # --- the code hash -------------------------------------------------------------------
@@ -974,18 +1011,7 @@ class DaskExecutor:
 
         self.cluster = None
         if scheduler is not None:
-            quiet = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm")]
-            levels = [lg.level for lg in quiet]
-            for lg in quiet:
-                lg.setLevel(logging.CRITICAL)
-            try:
-                self.client = Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT_S}s")
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise ValueError(f"--scheduler {scheduler}: cannot connect within {SCHEDULER_TIMEOUT_S} s "
-                                 f"({type(exc).__name__}); is a Dask scheduler running there?") from None
-            finally:
-                for lg, lv in zip(quiet, levels):
-                    lg.setLevel(lv)
+            self.client = _connect(scheduler)
             self.where = scheduler
         else:
             n = workers or os.cpu_count() or 1
@@ -1028,6 +1054,99 @@ class DaskExecutor:
         return f"dask {self.where}"
 
 
+def _connect(scheduler: str):
+    """A Dask ``Client`` of the running scheduler at ``scheduler``, or ValueError within
+    :data:`SCHEDULER_TIMEOUT_S` seconds. The connection is attempted in a thread with a hard
+    deadline: Dask's own ``timeout`` does not bound a peer that accepts the connection and
+    never answers, and a peer that answers with other bytes makes Dask read a length prefix
+    and try to allocate exabytes (issue 19); both become one line here."""
+    import logging
+    import socket
+    import threading
+    import time
+    from urllib.parse import urlsplit
+
+    from distributed import Client
+
+    deadline = time.monotonic() + SCHEDULER_TIMEOUT_S
+    quiet = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm",
+                                            "distributed.core", "distributed.protocol")]
+    levels = [lg.level for lg in quiet]
+    for lg in quiet:
+        lg.setLevel(logging.CRITICAL)
+    lock = threading.Lock()
+    box: dict[str, Any] = {}
+
+    def restore_logging() -> None:
+        for lg, lv in zip(quiet, levels):
+            lg.setLevel(lv)
+
+    def attempt() -> None:
+        try:
+            # a plain TCP connection first: a refused or unreachable address fails at once
+            # (Dask retries a refused connection until its timeout)
+            parts = urlsplit("tcp://" + scheduler.strip().split("://", 1)[-1])
+            socket.create_connection((parts.hostname, parts.port), timeout=SCHEDULER_TIMEOUT_S).close()
+            client = Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT_S}s")
+        except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, MemoryError (non-Dask bytes), ...
+            client, error = None, exc
+        else:
+            error = None
+        with lock:
+            if box.get("abandoned"):  # too late: the caller has reported the failure
+                if client is not None:
+                    client.close()
+                restore_logging()
+                return
+            box["client"], box["error"], box["done"] = client, error, True
+
+    worker = threading.Thread(target=attempt, name="dpcompanion-dask-connect", daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    with lock:
+        if not box.get("done"):
+            box["abandoned"] = True  # the thread restores the logging levels if it ever ends
+            raise ValueError(f"--scheduler {scheduler}: cannot connect within {SCHEDULER_TIMEOUT_S} s (nothing answered "
+                             "as a Dask scheduler); is a Dask scheduler running there?")
+    restore_logging()
+    if box["error"] is not None:
+        exc = box["error"]
+        what = ("the peer's reply is not Dask's protocol" if isinstance(exc, MemoryError) else type(exc).__name__)
+        raise ValueError(f"--scheduler {scheduler}: cannot connect within {SCHEDULER_TIMEOUT_S} s ({what}); "
+                         "is a Dask scheduler running there?")
+    return box["client"]
+
+
+def max_workers() -> int:
+    """The most ``--workers`` accepted: :data:`WORKERS_PER_CORE` per core of this machine."""
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
+def check_scheduler_address(scheduler: Any) -> str:
+    """``tcp://HOST:PORT`` (or ``HOST:PORT``, which Dask reads as tcp), checked without
+    contacting it; ValueError naming ``--scheduler`` otherwise. TLS and the other protocols
+    need a security configuration (certificates) that this command does not take."""
+    from urllib.parse import urlsplit
+
+    allowed = ("an address tcp://HOST:PORT (PORT in 1..65535; tls:// and other protocols are not supported: "
+               "they need a security configuration)")
+    if not isinstance(scheduler, str) or not scheduler.strip():
+        raise ValueError(f"--scheduler must be {allowed}, got {scheduler!r}")
+    text = scheduler.strip()
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "tcp", text
+    try:
+        parts = urlsplit(f"tcp://{rest}")
+        ok = (scheme == "tcp" and bool(parts.hostname) and parts.port is not None and 1 <= parts.port <= 65535
+              and not (parts.path or parts.query or parts.fragment) and parts.username is None)
+    except ValueError:  # a port that is not a number, a malformed [IPv6] host
+        ok = False
+    if not ok:
+        raise ValueError(f"--scheduler must be {allowed}, got {scheduler!r}")
+    return text
+
+
 def make_executor(executor: str | None = "local", *, workers: int | None = None,
                   scheduler: str | None = None):
     """Validate the executor options (ValueError naming the flag) and build the executor."""
@@ -1045,12 +1164,15 @@ def check_executor_options(executor: str | None = "local", *, workers: int | Non
         raise ValueError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"--workers must be an integer >= 1, got {workers!r}")
+    if workers is not None and workers > max_workers():
+        raise ValueError(f"--workers must be at most {max_workers()} ({WORKERS_PER_CORE} single-threaded worker "
+                         f"processes per core, {os.cpu_count() or 1} cores here), got {workers!r}")
     if executor == "local" and (workers is not None or scheduler is not None):
         raise ValueError("--workers and --scheduler need --executor dask")
     if workers is not None and scheduler is not None:
         raise ValueError("give either --workers (start a LocalCluster) or --scheduler (use a running one), not both")
-    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
-        raise ValueError(f"--scheduler must be an address such as tcp://host:8786, got {scheduler!r}")
+    if scheduler is not None:
+        check_scheduler_address(scheduler)
 
 
 # --- computing -----------------------------------------------------------------------
@@ -1143,6 +1265,7 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     prov = {
         "id": exp.id, "mode": mode, "commit": commit, "dirty": dirty, "config": config,
         "config_hash": config_hash(config), "code_hash": code_hash(exp), "code_files": code_files(exp),
+        "scale": scale_of(exp.id, config),
         "device": resolved, "versions": _versions(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **stats, "executor": ex.describe(), "digest": digest(payload), "revalidated": [],

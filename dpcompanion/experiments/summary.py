@@ -1,12 +1,12 @@
 """One table of every experiment's verdicts (Hong et al., Wu et al., and our own checks), for
-the landing page.
+the landing page, rendered from the reproduction report
+(:mod:`dpcompanion.experiments.comparisons.reproduction`, ``python -m dpcompanion verdicts``).
 
-:func:`verdict_summary` takes each experiment's result as its page shows it
-(:func:`dpcompanion.experiments.store.result_to_show`: the full result when fresh, else this
-build's), and collects the rows its module's ``verdict_rows`` makes
-from the rules of :mod:`dpcompanion.experiments.comparisons`; then the rows of the figures
-and tables that have rules but no experiment (nothing is trained: :data:`CLAIM_TABLES`).
-Nothing here computes a verdict itself.
+:func:`verdict_summary` takes the report's rows (each experiment judged on its fresh full
+result, else its quick one; then the rows of the figures and tables that have rules but no
+experiment, :data:`CLAIM_TABLES`) and renders them for ``report.paper_vs_ours``;
+:func:`write_reproduction_csv` writes the same rows as the CSV the landing page links
+(:func:`reproduction_download_md`). Nothing here computes a verdict itself.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import importlib
 
 from dpcompanion.experiments import base, store
 
-__all__ = ["experiments_with_verdicts", "verdict_summary", "CLAIM_TABLES"]
+__all__ = ["experiments_with_verdicts", "verdict_summary", "CLAIM_TABLES", "CSV_NAME", "reproduction_rows",
+           "verdict_counts", "write_reproduction_csv", "reproduction_download_md"]
 
 
 def _w_eps_rows() -> list[dict]:
@@ -31,8 +32,28 @@ def _w_f2_rows() -> list[dict]:
     return wu.w_f2_rows()
 
 
+def _h_f_theory_rows() -> list[dict]:
+    from dpcompanion.experiments.comparisons import theory
+
+    return theory.h_f_theory_rows()
+
+
+def _accounting_rows() -> list[dict]:
+    from dpcompanion.experiments.comparisons import theory
+
+    return [r for r in theory.accounting_rows() if r["rule"] != "w-eps/epsilon"]  # W-EPS: its own entry
+
+
+def _h_sec_4_2_rows() -> list[dict]:
+    from dpcompanion.experiments.comparisons import theory
+
+    return theory.h_sec_4_2_rows()
+
+
 #: SPEC ID -> (page, rows): paper-vs-ours tables with rules but no experiment module
-CLAIM_TABLES = {"w-f2": ("w-theory", _w_f2_rows), "w-eps": ("w-theory", _w_eps_rows)}
+CLAIM_TABLES = {"h-f-theory": ("h-f-theory", _h_f_theory_rows), "accounting": ("accounting", _accounting_rows),
+                "h-sec-4-2": ("h-sec-4-2", _h_sec_4_2_rows), "w-f2": ("w-theory", _w_f2_rows),
+                "w-eps": ("w-theory", _w_eps_rows)}
 
 
 def _module(eid: str):
@@ -45,19 +66,63 @@ def experiments_with_verdicts() -> list[str]:
     return [eid for eid in base.all_experiments() if callable(getattr(_module(eid), "verdict_rows", None))]
 
 
-def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu", ids=None) -> list[dict]:
-    """Rows ``item, paper, ours, verdict, note`` (for ``report.paper_vs_ours``), each item
-    prefixed with its experiment ID (a link to its page) and the mode its result was computed
-    in; ``ids`` defaults to :func:`experiments_with_verdicts` and then :data:`CLAIM_TABLES`
-    (items marked "computed": no experiment, nothing trained)."""
-    rows = []
-    for eid in (experiments_with_verdicts() + list(CLAIM_TABLES) if ids is None else ids):
-        if eid in CLAIM_TABLES:
-            page, make = CLAIM_TABLES[eid]
-            rows += [{**r, "item": f"{{doc}}`{eid} <{page}>` (computed): {r['item']}"} for r in make()]
-            continue
-        mod = _module(eid)
-        res = store.result_to_show(eid, mode=mode, seed=seed, device=device)
-        for r in mod.verdict_rows(res.payload):
-            rows.append({**r, "item": f"{{doc}}`{eid} <{eid}>` ({res.mode}): {r['item']}"})
-    return rows
+#: the reproduction report's CSV, written by the book build (the verdicts page) next to the
+#: executed pages in ``book/``; the landing and verdicts pages link it with MyST's ``{download}`` role
+CSV_NAME = "reproduction-report.csv"
+
+
+def reproduction_rows(*, seed: int = 0, device: str = "cpu", ids=None, compute: bool = True) -> list[dict]:
+    """The rows of the reproduction report
+    (:func:`dpcompanion.experiments.comparisons.reproduction.report_rows`), the one source of
+    the landing page's summary and of its CSV. ``compute=True`` (the book build) computes the
+    quick result of a page with no fresh stored one; the ``verdicts`` command does not."""
+    from dpcompanion.experiments.comparisons import reproduction
+
+    return reproduction.report_rows(pages=ids, compute=compute, seed=seed, device=device)
+
+
+def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu", ids=None, rows=None) -> list[dict]:
+    """Rows ``item, paper, ours, verdict, note`` (for ``report.paper_vs_ours``) rendered from the
+    reproduction report (:func:`reproduction_rows`, or ``rows`` when given), each item prefixed
+    with its page (a link) and the result it was judged on (full, quick, or computed for the
+    theory tables); ``ours`` carries the 95% interval where there is one. ``ids`` defaults to
+    :func:`experiments_with_verdicts` and then :data:`CLAIM_TABLES`. ``mode`` is kept for
+    callers: the report always judges the fresh full result when there is one, else quick."""
+    from dpcompanion.experiments.comparisons import reproduction  # noqa: F401  (the one source)
+
+    if rows is None:
+        rows = reproduction_rows(seed=seed, device=device, ids=ids)
+    out = []
+    for r in rows:
+        page = CLAIM_TABLES[r["page"]][0] if r["page"] in CLAIM_TABLES else r["page"]
+        o = r["ours"]
+        ours = o["text"]
+        if o.get("ci_low") is not None and o.get("ci_high") is not None and o["ci_low"] != o["ci_high"]:
+            ours += f" (95% CI [{o['ci_low']:.3g}, {o['ci_high']:.3g}]" + (f", n = {o['n']}" if o.get("n") else "") + ")"
+        mode_r = r["result"]["mode"] or "no result"
+        out.append({"item": f"{{doc}}`{r['page']} <{page}>` ({mode_r}): {r['item']}", "paper": r["paper"],
+                    "ours": ours, "verdict": r["verdict"], "note": r["note"]})
+    return out
+
+
+def verdict_counts(rows) -> dict[str, int]:
+    """Verdict word -> rows, of reproduction-report rows."""
+    from dpcompanion.experiments.comparisons import reproduction
+
+    return reproduction.counts(rows)
+
+
+def write_reproduction_csv(rows, path=None):
+    """Write the reproduction report's rows as CSV (default ``book/`` +
+    :data:`CSV_NAME`, where the landing page's download link points); returns the path."""
+    from pathlib import Path
+
+    from dpcompanion.core.provenance import REPO
+    from dpcompanion.experiments.comparisons import reproduction
+
+    return reproduction.write_csv(rows, Path(path) if path is not None else Path(REPO) / "book" / CSV_NAME)
+
+
+def reproduction_download_md(label: str = "the reproduction report (CSV)") -> str:
+    """The MyST link to the CSV for a page in ``book/``."""
+    return f"{{download}}`{label} <{CSV_NAME}>`"

@@ -37,7 +37,8 @@ import numpy as np
 from dpcompanion.core import validate
 from dpcompanion.theory import accounting, schedules
 
-__all__ = ["ACCOUNTANTS", "Budget", "plan", "plan_paper_p2", "fit_constant", "PlanRefused"]
+__all__ = ["ACCOUNTANTS", "Budget", "plan", "plan_paper_p2", "fit_constant", "PlanRefused", "check_epsilon",
+           "epsilon_at_R", "largest_within"]
 
 #: Accountants a Budget may name; the subsampled ones are those the ledger can enforce.
 ACCOUNTANTS: tuple[str, ...] = ("zcdp", "exact", "rdp", "pld")
@@ -52,6 +53,21 @@ R_RANGE: tuple[float, float] = (2e-12, 2e12)
 #: Relative margin the planner keeps below the target epsilon, so that rounding in the
 #: ledger's step-by-step sum never refuses the last planned step.
 PLAN_MARGIN = 1e-9
+
+
+def check_epsilon(epsilon, name: str = "epsilon") -> float:
+    """The epsilon of a budget, in :data:`EPSILON_RANGE` (every command and :class:`Budget`
+    use this one check).
+
+    >>> check_epsilon(1e-300)
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon must be in [1e-06, 1e+06] (a smaller epsilon's budget underflows in float64, a larger one protects nothing), got 1e-300
+    """
+    lo, hi = EPSILON_RANGE
+    return validate.number(name, epsilon, lo=lo, hi=hi, lo_open=False, hi_open=False,
+                           allowed=f"in [{lo:g}, {hi:g}] (a smaller epsilon's budget underflows in float64, "
+                                   "a larger one protects nothing)")
 
 
 class PlanRefused(ValueError):
@@ -97,7 +113,7 @@ class Budget:
                      sampling_rate: float = 1.0) -> "Budget":
         """``(epsilon, delta)``-DP. ``accountant="auto"``: zcdp (the paper) for full batch,
         rdp for ``sampling_rate < 1``."""
-        eps = validate.number("epsilon", epsilon, lo=EPSILON_RANGE[0], hi=EPSILON_RANGE[1], lo_open=False, hi_open=False)
+        eps = check_epsilon(epsilon)
         d = validate.delta(delta)
         p = validate.sampling_rate(sampling_rate)
         acc = cls._accountant(accountant, p)
@@ -109,6 +125,9 @@ class Budget:
             R = accounting.R_accountant(epsilon=eps, delta=d, accountant=acc)
         if not (math.isfinite(R) and R > 0):
             raise ValueError(f"epsilon = {epsilon!r} at delta = {delta!r} gives no finite budget R; use a smaller epsilon")
+        # the inversions are root-finders (or a closed form rounded in float64): step R down until the
+        # accountant's own epsilon of it is within the target, to the last ulp
+        R = largest_within(lambda r: epsilon_at_R(R=r, delta=d, accountant=acc) <= eps, float(R))
         return cls(epsilon=eps, delta=d, R=float(R), accountant=acc, sampling_rate=p)
 
     @classmethod
@@ -134,37 +153,88 @@ class Budget:
                 )
             return cls(epsilon=None, delta=None, R=r, accountant=acc, sampling_rate=p)
         d = validate.delta(delta)
-        if acc == "zcdp" or p < 1.0:
-            eps = accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=r), delta=d)
-        elif acc == "exact":
-            eps = accounting.gdp_epsilon(mu=math.sqrt(r), delta=d)
-        else:
-            eps = accounting.accountant_epsilon(sigma=[1 / math.sqrt(r)], delta=d, accountant=acc)
+        eps = epsilon_at_R(R=r, delta=d, accountant="zcdp" if p < 1.0 else acc)
         return cls(epsilon=float(eps), delta=d, R=r, accountant=acc, sampling_rate=p)
 
     @property
     def subsampled(self) -> bool:
         return self.sampling_rate < 1.0
 
-    def epsilon_of(self, sigma) -> float:
-        """epsilon at ``delta`` of the steps ``sigma`` under this budget's guarantee: RDP for
-        subsampled steps (:func:`accounting.rdp_curve`), else the accountant's epsilon of the
-        full-batch sum ``sum 1/sigma_t^2`` (what the ledger enforces)."""
+    def epsilon_of(self, sigma, accountant: str | None = None) -> float:
+        """epsilon at ``delta`` of the steps ``sigma`` under ``accountant`` (default: this
+        budget's, the one it was planned with): RDP for subsampled steps
+        (:func:`accounting.rdp_curve`, the ledger's check), else the accountant's epsilon of
+        the full-batch sum ``sum 1/sigma_t^2`` (:func:`epsilon_at_R`; what the ledger enforces).
+
+        >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, accountant="exact")
+        >>> s = plan(b, "uniform", T=100)
+        >>> b.epsilon_of(s) <= 1.0, round(b.epsilon_of(s, "zcdp"), 3)
+        (True, 1.322)
+        """
         if self.delta is None:
             raise ValueError("this budget has no delta (built from R alone): give delta to report an epsilon")
+        acc = self.accountant if accountant is None else accountant
         s = validate.noise_multipliers(sigma)
         if self.subsampled:
+            validate.choice("accountant", acc, SUBSAMPLED_ACCOUNTANTS)
             c = accounting.rdp_curve(sigma=s, sampling_rate=self.sampling_rate)
             return accounting.rdp_epsilon(orders=accounting.RDP_ORDERS, rdp=c, delta=self.delta)
-        r = accounting.spent_R(sigma=s)
-        if self.accountant == "zcdp":
-            return accounting.zcdp_to_dp(rho=r / 2, delta=self.delta)
-        if self.accountant == "exact":
-            return accounting.gdp_epsilon(mu=math.sqrt(r), delta=self.delta)
-        return accounting.accountant_epsilon(sigma=[1 / math.sqrt(r)], delta=self.delta, accountant=self.accountant)
+        return epsilon_at_R(R=accounting.spent_R(sigma=s), delta=self.delta, accountant=acc)
+
+    def epsilon_by_accountant(self, sigma) -> dict[str, float]:
+        """epsilon at ``delta`` of the steps ``sigma`` under every accountant that applies
+        (all of :data:`ACCOUNTANTS` for full-batch steps, RDP for subsampled ones), each named;
+        0 for each when no step was taken.
+        This budget's own accountant is the one its ``epsilon`` holds for.
+
+        >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, accountant="exact")
+        >>> e = b.epsilon_by_accountant(plan(b, "uniform", T=100))
+        >>> sorted(e), e["exact"] <= 1.0 < e["rdp"] < e["zcdp"]
+        (['exact', 'pld', 'rdp', 'zcdp'], True)
+        """
+        names = SUBSAMPLED_ACCOUNTANTS if self.subsampled else ACCOUNTANTS
+        if np.size(sigma) == 0:  # no step taken: nothing released
+            return {a: 0.0 for a in names}
+        return {a: float(self.epsilon_of(sigma, a)) for a in names}
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def epsilon_at_R(*, R: float, delta: float, accountant: str) -> float:
+    """epsilon at ``delta`` of full-batch Gaussian steps that spend ``R = sum_t 1/sigma_t^2``
+    (they compose to one Gaussian mechanism with multiplier ``1/sqrt(R)``), by ``accountant``:
+    the one function the budget, the planner and the reports use for full-batch steps.
+
+    >>> round(epsilon_at_R(R=1.0, delta=1e-5, accountant="zcdp"), 4), round(epsilon_at_R(R=1.0, delta=1e-5, accountant="exact"), 4)
+    (5.2985, 4.3772)
+    """
+    validate.choice("accountant", accountant, ACCOUNTANTS)
+    if R == 0.0:
+        return 0.0
+    if accountant == "zcdp":
+        return accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=R), delta=delta)
+    if accountant == "exact":
+        return accounting.gdp_epsilon(mu=math.sqrt(R), delta=delta)
+    return accounting.accountant_epsilon(sigma=[1 / math.sqrt(R)], delta=delta, accountant=accountant)
+
+
+def largest_within(ok, x: float) -> float:
+    """``x``, or the nearest float below it for which ``ok`` holds, found by stepping down
+    (1, 2, 4, ... ulps; ``x`` may come from a root-finder whose answer lies a little past the
+    boundary). Returns a value for which ``ok`` was checked true; raises if none above 0.
+
+    >>> largest_within(lambda v: v <= 0.3, 0.30000000000000004)
+    0.3
+    """
+    x = float(x)
+    step = 1.0
+    while not ok(x):
+        x = min(math.nextafter(x, 0.0), x - step * math.ulp(x))
+        step *= 2.0
+        if x <= 0.0 or step > 1 << 62:  # pragma: no cover - every check here holds near 0
+            raise PlanRefused("no value within the target found")
+    return x
 
 
 # ---------------------------------------------------------------------------- planning
@@ -176,19 +246,23 @@ def _fits(budget: Budget, sigma: np.ndarray) -> bool:
     with np.errstate(divide="ignore", over="ignore"):  # a denormal sigma costs inf: it does not fit
         if np.cumsum(p * p / sigma**2)[-1] > budget.R:  # summed as the ledger sums
             return False
-    if not budget.subsampled:
+    if budget.epsilon is None:  # a budget given as R alone: R is the whole guarantee
         return True
-    return budget.epsilon_of(sigma) <= budget.epsilon * (1 + 1e-12)
+    return budget.epsilon_of(sigma) <= budget.epsilon  # exactly: the planned budget never exceeds the target
 
 
 def plan(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:
     """The schedule of ``kind`` (a row of :data:`schedules.KIND_TABLE`) that spends ``budget``.
 
-    Full batch: ``schedules.make(kind, T=T, R=budget.R, ...)`` (budget-exact, H Sec. 3).
+    Full batch: ``schedules.make(kind, T=T, R=budget.R, ...)`` (budget-exact, H Sec. 3), its R
+    stepped down by ulps if the budget's accountant puts the schedule's epsilon above the target
+    (rounding in ``sum 1/sigma_t^2`` or in the accountant's root-finding).
     Subsampled (p < 1): the kind fixes the *shape* of ``sigma_1..sigma_T``; the scale is the
     largest one whose RDP epsilon at ``delta`` stays within ``epsilon`` (bisection on the same
     accountant the ledger enforces) and whose paper cost ``sum p^2/sigma_t^2`` stays within R,
-    so every planned step is one the ledger accepts (checked before returning).
+    so every planned step is one the ledger accepts. Either way the returned schedule's epsilon
+    by the budget's accountant (:meth:`Budget.epsilon_of`) is at most ``budget.epsilon``
+    exactly (checked before returning; the scale is stepped down until it holds).
 
     >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, sampling_rate=0.01)
     >>> s = plan(b, "uniform", T=300)
@@ -198,7 +272,13 @@ def plan(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.nda
     if T is not None:
         params["T"] = T
     if not budget.subsampled:
-        return schedules.make(kind, R=budget.R, **params)
+        found: dict[float, np.ndarray] = {}
+
+        def fits_at(r: float) -> bool:
+            found[r] = schedules.make(kind, R=r, **params)
+            return _fits(budget, found[r])
+
+        return found[largest_within(fits_at, budget.R)]
     shape = schedules.make(kind, R=1.0, **params)  # sum 1/shape^2 = 1
     p = budget.sampling_rate
     r_hi = budget.R / (p * p)  # the paper's rule as a cap (the ledger keeps R_spent <= R)
@@ -225,10 +305,13 @@ def plan(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.nda
             if hi / lo < 1 + 1e-10:
                 break
         r = lo
-    sigma = schedules.fit_within(schedules.make(kind, R=r, **params), budget.R, sampling_rate=p)
-    if not _fits(budget, sigma):  # pragma: no cover - guarded by the margin
-        raise PlanRefused(f"the planned {kind} schedule does not fit the budget; use a smaller T")
-    return sigma
+    found = {}
+
+    def fits_sub(rr: float) -> bool:
+        found[rr] = schedules.fit_within(schedules.make(kind, R=rr, **params), budget.R, sampling_rate=p)
+        return _fits(budget, found[rr])
+
+    return found[largest_within(fits_sub, r)]
 
 
 def plan_paper_p2(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:

@@ -33,9 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Dataset", "DATASETS", "load", "cache_dir", "mnist_raw", "normalize", "pca_project"]
+__all__ = ["Dataset", "DATASETS", "DEFAULT_PCA_DIM", "load", "cache_dir", "mnist_raw", "normalize", "pca_project"]
 
 DATASETS = ("synthetic", "gaussian", "mnist35", "mnist", "digits", "fashion", "cifar10")
+#: dimensions the image sets are projected to by default (the PCA is fitted on the n training
+#: images, so n must be at least this); sets not listed keep their features
+DEFAULT_PCA_DIM = {"mnist35": 60, "mnist": 60, "fashion": 60}
 
 #: MNIST train / test label counts (DATA.md; the original IDX files).
 MNIST_TRAIN_COUNTS = (5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949)
@@ -351,7 +354,7 @@ def load(
     if scale is not None and not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a finite number > 0 (or None), got {scale}")
     if pca_dim == "default":
-        pca_dim = 60 if name in ("mnist35", "mnist", "fashion") else None
+        pca_dim = DEFAULT_PCA_DIM.get(name)
     if test not in ("official", "rest"):
         raise ValueError(f"test must be 'official' or 'rest', got {test!r}")
     if test == "rest" and name not in ("mnist35", "mnist", "fashion"):

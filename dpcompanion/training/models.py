@@ -61,6 +61,9 @@ __all__ = [
     "binary_output_loss",
     "binary_output_backprop_",
     "predict_from_output",
+    "clip_scale",
+    "clip_factors",
+    "norms64",
 ]
 
 LOSSES = ("squared", "logistic")
@@ -117,9 +120,49 @@ def predict_from_output(z: torch.Tensor) -> torch.Tensor:
     return z.argmax(dim=-1)
 
 
-def clip_factors(norms: torch.Tensor, clip_norm: float) -> torch.Tensor:
-    """``min(1, C / ||g_n||)`` elementwise (1 where the norm is 0)."""
-    return torch.clamp(clip_norm / norms.clamp_min(1e-30), max=1.0)
+#: Relative slack of the clip factor, in unit roundoffs u of the training dtype: the clipped
+#: gradient ``c g`` is formed by a few float roundings (c itself, then up to three products on
+#: the way to the sum: ``c dz``, ``(c dz) x``, ``* W2`` on the MLP path), each at most u;
+#: 8 u covers them. ``CLIP_SLACK_NORM`` float64 ulps cover the float64 norm's own rounding
+#: (torch sums in blocks/pairs: error ~ log2(n) ulps, n the number of squares).
+CLIP_SLACK_ULPS = 8
+CLIP_SLACK_NORM = 64 * 2.0**-53
+
+
+def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype) -> torch.Tensor:
+    """``C / (||g_n|| (1 + kappa))`` in ``dtype``, from norms computed in float64 from the
+    ``dtype`` values of the gradients (``kappa = 8 u + 64 * 2^-53``, u the unit roundoff of
+    ``dtype``): the largest multiplier of ``g_n`` that this code may use while every clipped
+    gradient it sums, rounded in ``dtype``, keeps a float64 norm <= C (the sensitivity the
+    ledger charges for). The one clipping rule: :func:`clip_factors` and the trainers' linear
+    fast path (a cap on the margin weight) both use it.
+
+    >>> c = clip_scale(torch.tensor([2.0], dtype=torch.float64), 1.0, dtype=torch.float32)
+    >>> bool(c.double() * 2.0 <= 1.0), float(1 - 2 * c)   # 0.5 less a few float32 ulps
+    (True, 4.76837158203125e-07)
+    """
+    if norms.dtype != torch.float64:
+        raise TypeError(f"norms must be float64 (computed from the gradients' values), got {norms.dtype}")
+    kappa = CLIP_SLACK_ULPS * torch.finfo(dtype).eps / 2 + CLIP_SLACK_NORM
+    return (clip_norm / (norms.clamp_min(1e-30) * (1.0 + kappa))).to(dtype)
+
+
+def clip_factors(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``min(1, C / ||g_n||)`` elementwise (1 where the norm is 0), made safe in floating
+    point (:func:`clip_scale`): ``norms`` in float64, the factors in ``dtype`` (default
+    float32). Every clipped per-sample gradient has norm <= C (float64, of its ``dtype``
+    values), never ``C (1 + 1.7e-7)`` as a plain ``C / ||g||`` in float32 can give.
+
+    >>> clip_factors(torch.tensor([0.0, 0.5, 4.0], dtype=torch.float64), 1.0).tolist()
+    [1.0, 1.0, 0.24999988079071045]
+    """
+    return torch.clamp(clip_scale(norms, clip_norm, dtype=dtype or torch.float32), max=1.0)
+
+
+def norms64(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Euclidean norms along ``dim`` computed in float64 from ``v``'s values (for
+    :func:`clip_factors`: a float32 norm can be ~1e-7 short of the vector's own)."""
+    return torch.linalg.vector_norm(v, dim=dim, dtype=torch.float64)
 
 
 class Model:
@@ -220,11 +263,11 @@ class Model:
         with torch.no_grad():
             losses = self.per_sample_loss(theta, X, y)
         G = self.per_sample_grads(theta, X, y)
-        norms = G.norm(dim=-1)
-        c = clip_factors(norms, clip_norm)
+        n64 = norms64(G)
+        c = clip_factors(n64, clip_norm, dtype=G.dtype)
         if weights is not None:
             c = c * weights
-        return ClipResult(torch.einsum("kn,knp->kp", c, G), norms, losses)
+        return ClipResult(torch.einsum("kn,knp->kp", c, G), n64.to(G.dtype), losses)
 
     def to_module(self, theta_single: torch.Tensor) -> torch.nn.Module:  # pragma: no cover
         raise NotImplementedError
@@ -453,12 +496,15 @@ class DenseModel(Model):
             losses, dz = self._output_backprop(z, y)  # (K, N), (K, N, 1)
             mask = torch.sign(a)  # 0/1 as floats (a >= 0)
             w2 = W2.transpose(-1, -2)  # (K, H, 1)
-            m_w2 = torch.bmm(mask, w2 * w2)[..., 0]  # (K, N): sum_h m_nh W2_h^2
-            dz2 = dz[..., 0].square()
-            an = torch.linalg.vector_norm(a, dim=-1).square_().add_(1.0)
-            xn = (Xa * Xa).sum(-1)  # ||x_n||^2 + 1
-            norms = (dz2 * (an + m_w2 * xn)).sqrt_()
-            c = clip_factors(norms, clip_norm)
+            # (K, N): sum_h m_nh W2_h^2, below
+            # the norms in float64 from the float32 values (clip_factors needs them exact to ~1e-10)
+            m_w2 = torch.bmm(mask.to(torch.float64), w2.to(torch.float64).square())[..., 0]
+            dz2 = dz[..., 0].to(torch.float64).square()
+            an = norms64(a).square_().add_(1.0)
+            xn = norms64(Xa).square_()  # ||x_n||^2 + 1
+            n64 = (dz2 * (an + m_w2 * xn)).sqrt_()
+            norms = n64.to(theta.dtype)
+            c = clip_factors(n64, clip_norm, dtype=theta.dtype)
             if weights is not None:
                 c = c * weights
             cdz = c.unsqueeze(-1) * dz  # (K, N, 1)
@@ -511,14 +557,15 @@ class DenseModel(Model):
                     delta = da.mul_(self._act_grad(pre[i - 1], a_i))
                 deltas.append(delta)
             deltas.reverse()
-            norms_sq = torch.zeros((K, N), dtype=theta.dtype, device=theta.device)
+            norms_sq = torch.zeros((K, N), dtype=torch.float64, device=theta.device)  # float64: clip_factors
             for a_l, d_l in zip(acts, deltas):
-                an = torch.linalg.vector_norm(a_l, dim=-1).square_()
+                an = norms64(a_l).square_()
                 if self.bias:
                     an.add_(1.0)
-                norms_sq.addcmul_(torch.linalg.vector_norm(d_l, dim=-1).square_(), an)
-            norms = norms_sq.sqrt_()
-            c = clip_factors(norms, clip_norm)
+                norms_sq.addcmul_(norms64(d_l).square_(), an)
+            n64 = norms_sq.sqrt_()
+            norms = n64.to(theta.dtype)
+            c = clip_factors(n64, clip_norm, dtype=theta.dtype)
             if weights is not None:
                 c = c * weights
             cu = c.unsqueeze(-1)

@@ -5,14 +5,14 @@ Examples::
     python -m dpcompanion checks                 # table + counts per status
     python -m dpcompanion checks --id H-T4.4     # only ids starting with H-T4.4
     python -m dpcompanion checks --json          # JSON array (id, status, method, evidence, ...)
-    python -m dpcompanion checks --mutants       # also run each proved/verified check on its mutant
+    python -m dpcompanion checks --mutants       # also run each proved/checked/verified check on its mutant
 
 ``--mutants`` runs every ``proved``/``verified`` entry's check a second time with
 ``mutant=True`` (the minimally false variant its declaration names) and reports
 ``mutant_caught`` (the mutant came out ``refuted``) and ``mutant`` (what was changed).
 
 Exit status: 0 when every selected check ran (``refuted`` claims are findings, not
-failures) and, with ``--mutants``, every proved/verified entry caught its mutant; 1 when a
+failures) and, with ``--mutants``, every proved/checked/verified entry caught its mutant; 1 when a
 check raised (status ``error``) or a mutant went uncaught; 2 for bad input (an ``--id``
 prefix that matches no claim).
 """
@@ -24,7 +24,7 @@ import json
 import sys
 import time
 
-HELP = "run the claim checks (proved/verified/identity/refuted/not-reproduced/illustrated) and print a table or JSON"
+HELP = "run the claim checks (proved/checked/verified/identity/refuted/not-reproduced/illustrated) and print a table or JSON"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only claims whose id starts with PREFIX (e.g. H-T4.4, W-)")
     p.add_argument("--json", action="store_true", help="print a JSON array of results instead of a table")
     p.add_argument("--mutants", action="store_true",
-                   help="also run each proved/verified check on its declared mutant and report mutant_caught")
+                   help="also run each proved/checked/verified check on its declared mutant and report mutant_caught")
 
 
 def _summary(r: dict) -> str:
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(results)} claims in {wall:.1f} s: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
         if args.mutants:
             tried = [r for r in results if r.get("mutant_caught") is not None]
-            print(f"mutants caught: {sum(bool(r['mutant_caught']) for r in tried)} of {len(tried)} proved/verified entries")
+            print(f"mutants caught: {sum(bool(r['mutant_caught']) for r in tried)} of {len(tried)} proved/checked/verified entries")
     if any(r["status"] == "error" for r in results):
         return 1
     return 1 if args.mutants and any(r.get("mutant_caught") is False for r in results) else 0

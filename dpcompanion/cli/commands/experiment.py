@@ -37,7 +37,8 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", metavar="ID", help="experiment id (an unknown id is refused with the list of known ones)")
-    p.add_argument("--mode", default="quick", help="quick (default, small) or full (the paper's sizes)")
+    p.add_argument("--mode", default="quick", help="quick (default, small) or full (the largest run committed; see each page's scale table: "
+                                                    "not the paper's sizes)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--seed", default="0", help="non-negative integer seed (default 0)")
     add_executor_arguments(p)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-HELP = "execute the book's notebooks with papermill (quick or full mode) into book/generated/"
+HELP = "execute the book's notebooks with papermill (quick or full mode) into book/"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -16,7 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
   python -m dpcompanion reproduce --only accounting
   python -m dpcompanion reproduce --mode full --device cuda
   python -m dpcompanion reproduce --only h-f-infl --reexecute   # ignore the execution cache"""
-    p.add_argument("--mode", default="quick", help="quick (CI-sized, default) or full (paper scale, meant for a GPU)")
+    p.add_argument("--mode", default="quick", help="quick (CI-sized, default) or full (the largest run committed; see each page's "
+                                                    "scale table: not the paper's sizes)")
     p.add_argument("--only", action="append", metavar="ID", help="run only this notebook id (repeatable or comma-separated)")
     p.add_argument("--device", default="auto", help="auto (default: cuda if available), cpu or cuda")
     p.add_argument("--seed", default="0", help="non-negative integer seed passed to every notebook (default 0)")
@@ -26,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_executor_arguments(p)
     p.add_argument("--reexecute", action="store_true",
                    help="execute every notebook even when its execution key (notebooks, parameters, library "
-                        "source, installed packages, results store) is that of its copy in book/generated/")
+                        "source, installed packages, results store) is that of its copy in book/")
     p.add_argument("--notebooks", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--output", type=Path, default=None, help=argparse.SUPPRESS)
 
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from dpcompanion.cli import UsageError
 
     from dpcompanion.cli import options
+    from dpcompanion.core import validate
     from dpcompanion.core.provenance import DEVICES
 
     seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
@@ -52,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
         for nb in runner.discover(nb_dir):
             print(nb.id)
         return 0
+    out_dir = args.output or runner.GENERATED
+    # before any work: a probe file in the folder (or its nearest existing parent), not permission bits
+    validate.writable_folder("--output" if args.output is not None else "output folder", out_dir)
     try:
         runner.reproduce(
             mode=args.mode,
@@ -59,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             device=args.device,
             only=args.only,
             notebooks_dir=nb_dir,
-            out_dir=args.output or runner.GENERATED,
+            out_dir=out_dir,
             executor=args.executor,
             workers=options.parse_int(args.workers, "--workers", minimum=1),
             scheduler=args.scheduler,

@@ -12,7 +12,9 @@ The kinds and their flags come from one table,
 same flags.
 
 Output: ``--json`` prints one object (``kind, T, R, delta, sigma`` (T noise multipliers),
-``epsilon_zcdp``, ``epsilon_exact`` (full batch) or ``epsilon_rdp`` (subsampled), the
+``epsilon_zcdp``, ``epsilon_exact`` (full batch) or ``epsilon_rdp`` (subsampled),
+``accountant`` and ``epsilon`` (by the accountant the budget was planned with: at most
+``--epsilon``), ``epsilon_by_accountant`` (every applicable accountant's, named), the
 kind's parameters); ``--csv FILE`` writes columns ``t, sigma, rho_t`` (the step's cost
 1/sigma_t^2) and ``spent`` (cumulative), atomically. Without either, a short summary.
 Every input, the output path included, is validated before anything is computed or written.
@@ -114,6 +116,10 @@ def build(args: argparse.Namespace) -> dict:
     else:
         out["epsilon_zcdp"] = acc.zcdp_to_dp(rho=acc.rho_from_R(R=out["R_spent"]), delta=delta)
         out["epsilon_exact"] = acc.exact_epsilon(sigma=sigma, delta=delta)
+    if budget.epsilon is not None:  # by the accountant the budget was planned with (<= --epsilon), and the others
+        out["accountant"] = budget.accountant
+        out["epsilon_by_accountant"] = budget.epsilon_by_accountant(sigma)
+        out["epsilon"] = out["epsilon_by_accountant"][budget.accountant]
     return out
 
 
@@ -165,7 +171,11 @@ def run(args: argparse.Namespace) -> int:
     s = out["sigma"]
     print(f"kind {out['kind']}  T {out['T']}  R {out['R']:.6g} ({out['budget_from']})  delta {out['delta']:g}"
           f"  sampling rate {out['sampling_rate']:g}")
-    if "epsilon_rdp" in out:
+    if "epsilon_by_accountant" in out:
+        others = "  ".join(f"{a} {e:.6g}" for a, e in out["epsilon_by_accountant"].items() if a != out["accountant"])
+        print(f"epsilon {out['epsilon']:.6g} by the {out['accountant']} accountant (the budget's)"
+              + (f"; {others}" if others else ""))
+    elif "epsilon_rdp" in out:
         print(f"epsilon_rdp {out['epsilon_rdp']:.6g} (the ledger's accountant)")
     else:
         print(f"epsilon_zcdp {out['epsilon_zcdp']:.6g}  epsilon_exact {out['epsilon_exact']:.6g}")

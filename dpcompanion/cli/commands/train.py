@@ -10,6 +10,9 @@ planned step is taken; a plan that cannot fit is refused up front (exit 2) with 
 up front naming the largest T and the smallest sigma that fit. ``--schedule`` takes the
 kinds and flags of ``schedule`` (one table, :data:`dpcompanion.theory.schedules.KIND_TABLE`);
 ``optimal`` takes ``--influence FILE`` (T = the number of influences).
+The epsilon reported (``epsilon``, with ``accountant``) is that of the steps taken by the
+accountant the budget was planned with (:meth:`Budget.epsilon_of`), so it is at most the
+``--epsilon`` asked for; ``epsilon_by_accountant`` gives every applicable accountant's, named.
 A run whose loss becomes NaN or infinite exits 1 saying so, unless ``--allow-divergence``.
 Defaults follow the paper's setup (file 000 App. D): lr 0.1, clip 4, data scale 10.
 """
@@ -61,6 +64,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+#: --scale (the data's largest norm) accepted: much below it float32 features underflow toward 0
+#: (--scale 1e-300 trained on data that were exactly 0, issue 19), much above it squared norms
+#: overflow float32 (a linear model's squared gradient norm grows like scale^4)
+SCALE_RANGE = (1e-6, 1e6)
+
 #: input dimension per dataset (before loading), for the memory check
 _DIMS = {"synthetic": 100, "gaussian": 60, "mnist35": 784, "mnist": 784, "digits": 64, "fashion": 784}
 
@@ -74,6 +82,7 @@ def validate(args: argparse.Namespace) -> dict:
     from dpcompanion.core import validate as v
     from dpcompanion.core.provenance import resolve_device
     from dpcompanion.theory import budget as budgets
+    from dpcompanion.training.data import DEFAULT_PCA_DIM
 
     if args.dataset not in DATASETS:
         raise UsageError(f"--dataset must be one of {', '.join(DATASETS)}, got {args.dataset!r}")
@@ -86,13 +95,30 @@ def validate(args: argparse.Namespace) -> dict:
                             lo=0.0, hi=1.0, lo_open=False)
     hidden = options.parse_int(args.hidden, "--hidden", maximum=1_000_000)
     n = options.parse_int(args.n, "--n", minimum=2)
-    scale = options.flag("--scale", v.positive, "scale", options.parse_float(args.scale, "--scale"))
+    lo, hi = SCALE_RANGE
+    scale = options.flag("--scale", v.number, "scale", options.parse_float(args.scale, "--scale"), lo=lo, hi=hi,
+                         lo_open=False, hi_open=False,
+                         allowed=f"in [{lo:g}, {hi:g}] (the data's largest norm: much smaller scales underflow the "
+                                 "float32 features toward 0, much larger ones overflow float32 squared norms)")
+    pca = DEFAULT_PCA_DIM.get(args.dataset)
+    if n is not None and pca is not None and n < pca:
+        raise UsageError(f"--n must be at least {pca} for --dataset {args.dataset} (its {pca}-dimensional PCA is "
+                         f"fitted on the n training images), got {n}")
     seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
     sigma_const = None
     if args.sigma is not None:
         sigma_const = options.flag("--sigma", lambda x: float(v.noise_multipliers([x], name="sigma")[0]),
                                    options.parse_float(args.sigma, "--sigma"))
     budget = options.budget_from_args(args)
+    if sigma_const is not None:
+        # the trainer's own check (float32, this clip norm), before any planning or advice: a sigma
+        # whose noise overflows is refused naming the flag (issue 19)
+        import torch
+
+        from dpcompanion.training.trainers.config import check_sigma
+
+        options.flag("--sigma", check_sigma, np.full((1, 1), sigma_const), clip_norm=clip,
+                     denominator=budget.sampling_rate * (n or 1000), dtype=torch.float32)
     # sizes against memory, before anything is allocated
     dim = _DIMS[args.dataset]
     n_rows = 2 * (n or 1000)
@@ -127,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
     import functools
     import sys
 
+    from dpcompanion.cli import UsageError
     from dpcompanion.theory.ledger import PrivacyLedger
 
     cfg = validate(args)
@@ -136,7 +163,11 @@ def run(args: argparse.Namespace) -> int:
     for w in diagnostics.schedule_warnings(cfg["sigma"]):  # H-X-EER breakdown
         print(f"dpcompanion train: warning: {w}", file=sys.stderr)
     kw = {} if cfg["n"] is None else {"n": cfg["n"]}
-    ds = data.load(args.dataset, seed=cfg["seed"], scale=cfg["scale"], **kw)
+    try:
+        ds = data.load(args.dataset, seed=cfg["seed"], scale=cfg["scale"], **kw)
+    except ValueError as exc:  # the data set's size is known once it is read: name the flag
+        msg = str(exc)
+        raise UsageError(f"--{msg}" if msg.startswith("n must") else msg) from None
     model = make_model(args.model, in_dim=ds.dim, n_classes=ds.n_classes, hidden=cfg["hidden"])
     # the trainer's ledger is the Budget's: R, delta and the epsilon asked for (no round trip)
     common = dict(sigma=cfg["sigma"], R=budget.R, clip_norm=cfg["clip"], lr=cfg["lr"], momentum=cfg["momentum"],
@@ -162,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
         "final_loss": float(h.final_loss) if math.isfinite(h.final_loss) else None,
         "train_accuracy": float(h.train_accuracy),
         "test_accuracy": None if h.test_accuracy is None else float(h.test_accuracy),
-        "epsilon": None if h.epsilon is None else float(h.epsilon),
+        "epsilon": None,
+        "accountant": budget.accountant,
+        "epsilon_by_accountant": None,
         "sigma": [float(s) for s in h.sigma[: int(h.steps_done)]],
         "loss": [float(v) if math.isfinite(v) else None for v in h.loss[: int(h.steps_done)]],
         "diverged": None,
@@ -177,6 +210,11 @@ def run(args: argparse.Namespace) -> int:
     }
     import numpy as np
 
+    if budget.delta is not None:  # the epsilon of the steps taken, by the accountant the budget was planned with
+        done = np.asarray(h.sigma[: int(h.steps_done)], dtype=np.float64)
+        by = budget.epsilon_by_accountant(done)
+        out["epsilon_by_accountant"] = by
+        out["epsilon"] = by[budget.accountant]
     losses = np.append(np.asarray(h.loss[: int(h.steps_done)], dtype=float), float(h.final_loss))
     out["diverged"] = bool(not np.all(np.isfinite(losses)))
     if args.json:
@@ -187,6 +225,10 @@ def run(args: argparse.Namespace) -> int:
               f"R spent {out['R_spent']:.6g} of {out['R']:.6g}")
         acc = "" if out["test_accuracy"] is None else f", test accuracy {out['test_accuracy']:.4f}"
         print(f"final training loss {h.final_loss:.6g}, train accuracy {out['train_accuracy']:.4f}{acc}")
+        if out["epsilon"] is not None:
+            others = ", ".join(f"{a} {e:.6g}" for a, e in out["epsilon_by_accountant"].items() if a != out["accountant"])
+            print(f"epsilon {out['epsilon']:.6g} at delta {budget.delta:g} by the {out['accountant']} accountant "
+                  f"(the budget's{'; ' + others if others else ''})")
         print(f"wall time {out['wall_time']:.2f} s")
     if out["stopped_early"]:  # a planned run always finishes: stopping means something is wrong
         print(f"dpcompanion train: error: the ledger stopped the run after {out['steps_done']} of {out['T']} planned "

@@ -2,7 +2,7 @@
 
 The figures of Hong et al. are images that the text extractions do not carry: their numbers
 cannot be read, so the rules compare a *shape* stated in the paper's text or caption, except
-where the text prints a number (000 App. D "Results": the relative variances and the clip
+where the text prints a number (the ICLR submission, App. D "Results": the relative variances and the clip
 fraction of H-F-INFL, in :data:`INFL_PAPER`). Like with like: means over repeats with
 standard errors; "significant" means a z-score of at least :data:`~.rule.Z`.
 
@@ -17,10 +17,11 @@ from typing import Sequence
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons.rule import Z, Rule, by_ratio, by_z, fmt_z, zscore
+from dpcompanion.experiments.comparisons.rule import (LEVEL, Z, Judgement, Rule, by_ratio, judge_effect, judge_equivalence,
+                                                       zscore)
 
 __all__ = ["RULES", "INFL_PAPER", "EER_MC_Z_MAX", "EER_T_CHOICE_RTOL", "EXACT_Z_MAX", "BREAKDOWN_Z_MAX",
-           "INFL_TREND_RHO", "INFL_RATIO"]
+           "INFL_TREND_RHO", "INFL_RATIO", "EXACT_REL_MARGIN"]
 
 #: what 000 App. D prints for H-F-INFL: its protocol ("Estimate of influences by retraining":
 #: T = 100, sigma_t over [20, 200], 100 repeats, the left pane at t = 10, 60, 90) and its numbers
@@ -39,33 +40,32 @@ INFL_RATIO = (1.5, 4.0)
 EER_MC_Z_MAX = 4.0
 #: H-X-EER: exact risk at the bound's T within this relative distance of the best agrees (second: partly)
 EER_T_CHOICE_RTOL = (0.1, 0.5)
-#: H-F-CURV: |z| below which the trainer's mean agrees with the exact E[f] (no clipping)
+#: H-F-CURV: |z| of the old rule (kept for callers; the rule is now a TOST, :data:`EXACT_REL_MARGIN`)
 EXACT_Z_MAX = 3.0
+#: H-F-CURV our own check: the smallest effect of interest of trainer mean - exact E[f], relative to |exact|
+EXACT_REL_MARGIN = 0.05
 #: H-X-EER breakdown: |z| below which the unclipped control agrees with the exact risk
 BREAKDOWN_Z_MAX = 3.0
 
 
 # ------------------------------------------------------------------------ H-F-EFF
 
-def _judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], what: str) -> tuple[str, str, str]:
-    """``diff`` > 0 means exp is better than uni (lower loss / higher accuracy)."""
+def _out(j: Judgement, ours: str, note: str = "", paper: str | None = None) -> tuple:
+    """A judge's tuple ``(verdict, ours, note, paper, judgement)`` from a :class:`~.rule.Judgement`."""
+    return (j.verdict, ours, j.note + (f"; {note}" if note else ""), paper, j)
+
+
+def _judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], what: str) -> tuple:
+    """``diff`` > 0 means exp is better than uni (lower loss / higher accuracy). The paper
+    prints a direction (no number): judged at the largest N, the paper's claim "as the
+    training size increases", by :func:`~.rule.judge_effect` (direction +1)."""
     N, d, s = [int(n) for n in N], np.asarray(diff, float), np.asarray(se, float)
     if len(N) < 2 or d.shape != (len(N),) or s.shape != (len(N),):
         raise ValueError(f"need >= 2 sizes N with one diff and se each, got N={N}, diff={d.shape}, se={s.shape}")
-    zs = [zscore(a, b) for a, b in zip(d, s)]
-    sig = [n for n, z in zip(N, zs) if z >= Z]
-    worse = [n for n, z in zip(N, zs) if z <= -Z]
-    ours = "; ".join(f"N={n}: {a:+.3g} ± {b:.2g} (z {fmt_z(z)})" for n, a, b, z in zip(N, d, s, zs))
-    grows = d[-1] >= d[0]
-    if worse:
-        return "disagrees", ours, f"exp significantly worse than uni in {what} at N = {worse}"
-    if zs[-1] >= Z and grows:
-        return "agrees", ours, f"exp significantly better in {what} at the largest N; the gap at the largest N is at least the gap at the smallest (significant at N = {sig})"
-    if zs[-1] >= Z:
-        return "partly", ours, f"exp significantly better at the largest N, but the gap does not grow with N (significant at N = {sig})"
-    if zs[-1] > 0:
-        return "partly", ours, f"exp ahead at the largest N but not significantly (z {fmt_z(zs[-1])} < {Z})"
-    return "disagrees", ours, f"exp not ahead of uni in {what} at the largest N"
+    ours = "; ".join(f"N={n}: {a:+.3g} ± {b:.2g}" for n, a, b in zip(N, d, s))
+    j = judge_effect(float(d[-1]), float(s[-1]), direction=+1)
+    return _out(j, ours, f"judged at the largest N = {N[-1]} ({what}, exp - uni, positive = exp better); the gap at "
+                f"the largest N is {'at least' if d[-1] >= d[0] else 'below'} the gap at the smallest")
 
 
 # ------------------------------------------------------------------------ H-F-SCALE
@@ -76,71 +76,62 @@ def _judge_scale(*, scales: Sequence[float], rel_dyn: Sequence[float], se_dyn: S
     sc, r, s, tv = [float(x) for x in scales], np.asarray(rel_dyn, float), np.asarray(se_dyn, float), np.asarray(tvar, float)
     if len(sc) < 1 or not (r.shape == s.shape == tv.shape == (len(sc),)):
         raise ValueError("scales, rel_dyn, se_dyn and tvar must have the same length >= 1")
-    zs = [zscore(-a, b) for a, b in zip(r, s)]  # > 0: dyn better
     ours = "; ".join(f"scale {x:g}: {a:+.3g} ± {b:.2g}" for x, a, b in zip(sc, r, s))
     k = int(np.nanargmax(tv))
-    better = [x for x, z in zip(sc, zs) if z >= Z]
-    worse = [x for x, z in zip(sc, zs) if z <= -Z]
-    if zs[k] >= Z:
-        return "agrees", ours, f"dyn significantly below uni at the scale of largest T·Var(q) ({sc[k]:g}); significant at scales {better}"
-    if better:
-        return "partly", ours, f"dyn significantly below uni at scales {better}, not at the scale of largest T·Var(q) ({sc[k]:g})"
-    if worse and len(worse) == len(sc):
-        return "disagrees", ours, "dyn significantly above uni at every scale"
-    return "disagrees", ours, f"dyn never significantly below uni (z at the largest-variance scale {fmt_z(zs[k])})"
+    j = judge_effect(float(r[k]), float(s[k]), direction=-1)
+    return _out(j, ours, f"judged at the scale of largest T·Var(q) ({sc[k]:g}); negative = dyn below uni")
 
 
 # ------------------------------------------------------------------------ H-F-CURV
 
-def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float) -> tuple[str, str, str]:
-    z = zscore(sharp - flat, math.hypot(sharp_se, flat_se))
-    ours = f"sharp {sharp:.4g} ± {sharp_se:.2g}, flat {flat:.4g} ± {flat_se:.2g} (z {fmt_z(z)})"
-    verdict, note = by_z(z, up="the sharper loss ends significantly higher", down="the sharper loss ends significantly lower")
-    return verdict, ours, note
+def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float) -> tuple:
+    ours = f"sharp {sharp:.4g} ± {sharp_se:.2g}, flat {flat:.4g} ± {flat_se:.2g}"
+    j = judge_effect(sharp - flat, math.hypot(sharp_se, flat_se), direction=+1)
+    return _out(j, ours, "effect: sharp - flat (positive = the sharper loss ends higher)")
 
 
 def _judge_exact(*, mean: float, se: float, exact: float, z: float, max_clip_fraction: float,
-                 z_max: float) -> tuple[str, str, str]:
+                 z_max: float | None = None) -> tuple:
     """A trainer's Monte Carlo mean against our closed form of the same quantity (our own
-    check): ``|z| < z_max`` agrees; a miss where some gradient was clipped is not comparable
-    (the closed form is for unclipped PGD)."""
-    ours = f"{mean:.4g} ± {se:.2g} vs exact {exact:.4g} (z {z:.1f})"
-    if abs(z) < z_max:
-        return "agrees", ours, f"our own check: |z| < {z_max:g}"
-    if max_clip_fraction > 0:
+    check, a claim of no difference): TOST of ``mean - exact`` against a smallest effect of
+    interest of :data:`EXACT_REL_MARGIN` times ``|exact|``; a miss where some gradient was
+    clipped is not comparable (the closed form is for unclipped PGD). ``z``, ``z_max``: unused
+    (kept for callers)."""
+    ours = f"{mean:.4g} ± {se:.2g} vs exact {exact:.4g}"
+    j = judge_equivalence(mean - exact, se, margin=EXACT_REL_MARGIN * abs(exact))
+    if j.verdict == "disagrees" and max_clip_fraction > 0:
         return ("not comparable", ours, f"clipping happened (max fraction {max_clip_fraction:.2f}) and the closed form "
-                "is for unclipped PGD, so a miss is not a disagreement")
-    return "disagrees", ours, f"our own check: |z| >= {z_max:g} without clipping"
+                "is for unclipped PGD, so a miss is not a disagreement", None, j)
+    return _out(j, ours, "our own check, not a paper claim")
 
 
 # ------------------------------------------------------------------------ H-F-MOM
 
-def _judge_mom(*, cells: Sequence[dict]) -> tuple[str, str, str]:
+def _judge_mom(*, cells: Sequence[dict]) -> tuple:
     """``cells``: dicts with ``scale``, ``T``, ``diff`` = loss(expinfl) - loss(momexpinfl)
-    (> 0: momexpinfl ahead) and ``se``. The paper's claim concerns the cell (25, 100)."""
+    (> 0: momexpinfl ahead) and ``se``. The paper's claim concerns the cell (25, 100): judged
+    there by :func:`~.rule.judge_effect` (direction +1); an ``agrees`` there becomes ``partly``
+    when momexpinfl is also ahead (interval above zero) in another cell, where the paper says
+    the two are comparable."""
     key = [c for c in cells if float(c["scale"]) == 25.0 and int(c["T"]) == 100]
     if len(key) != 1:
         raise ValueError("h-f-mom needs exactly one cell at data scale 25 and T = 100")
-    z25 = zscore(key[0]["diff"], key[0]["se"])
-    others = [(c["scale"], c["T"]) for c in cells if c is not key[0] and zscore(c["diff"], c["se"]) >= Z]
+    j = judge_effect(float(key[0]["diff"]), float(key[0]["se"]), direction=+1)
+    others = [(c["scale"], c["T"]) for c in cells if c is not key[0]
+              and judge_effect(float(c["diff"]), float(c["se"]), direction=+1).verdict == "agrees"]
     ours = "; ".join(f"scale {c['scale']:g}, T={c['T']}: {c['diff']:+.3g} ± {c['se']:.2g}" for c in cells)
-    if z25 >= Z and not others:
-        return "agrees", ours, "momexpinfl significantly ahead at scale 25, T = 100 only"
-    if z25 >= Z:
-        return "partly", ours, f"momexpinfl ahead at scale 25, T = 100, but also at {others}"
-    if z25 > 0:
-        return "partly", ours, f"momexpinfl ahead at scale 25, T = 100, not significantly (z {fmt_z(z25)})"
-    return "disagrees", ours, f"momexpinfl not ahead at scale 25, T = 100 (z {fmt_z(z25)})"
+    if j.verdict == "agrees" and others:
+        return ("partly", ours, f"{j.note}; but momexpinfl is also ahead at {others}, where the paper finds the two "
+                "comparable", None, j)
+    return _out(j, ours, "judged at data scale 25, T = 100 (positive = momexpinfl lower)")
 
 
 # ------------------------------------------------------------------------ H-F-INFL (and its extra rows)
 
-def _judge_late_early(*, diff: float, se: float) -> tuple[str, str, str]:
+def _judge_late_early(*, diff: float, se: float) -> tuple:
     """``diff``: mean influence over the last third of the steps minus the first third."""
-    z = zscore(diff, se)
-    ours = f"late - early = {diff:.3g} ± {se:.2g} (z {fmt_z(z)})"
-    verdict, note = by_z(z, up="q_t significantly larger late than early", down="q_t significantly smaller late than early")
-    return verdict, ours, note
+    j = judge_effect(diff, se, direction=+1)
+    return _out(j, f"late - early = {diff:.3g} ± {se:.2g}")
 
 
 def _judge_trend(*, q: Sequence[float]) -> tuple[str, str, str]:
@@ -150,10 +141,13 @@ def _judge_trend(*, q: Sequence[float]) -> tuple[str, str, str]:
     q = np.asarray(q, dtype=float)
     if q.ndim != 1 or q.size < 3:
         raise ValueError(f"q must be one value per step, at least 3, got shape {q.shape}")
-    rho = float(spearmanr(np.arange(q.size), q).statistic)
-    hi, lo = INFL_TREND_RHO
-    v = "agrees" if rho > hi else "partly" if rho > lo else "disagrees"
-    return v, f"Spearman rho = {rho:.3g}", f"rank correlation of q_t with t over {q.size} steps"
+    res = spearmanr(np.arange(q.size), q)
+    rho, p = float(res.statistic), float(res.pvalue)
+    sig = p < 1 - LEVEL
+    v = "agrees" if sig and rho > 0 else "disagrees" if sig and rho < 0 else "inconclusive"
+    return (v, f"Spearman rho = {rho:.3g} (p = {p:.2g})",
+            f"rank correlation of q_t with t over {q.size} steps; a two-sided test at {1 - LEVEL:g}: "
+            + ("increasing" if v == "agrees" else "decreasing" if v == "disagrees" else "no trend shown"))
 
 
 def resolved_tail(q: Sequence[float], se: Sequence[float]) -> int:
@@ -208,10 +202,16 @@ def _judge_flatter(*, q_logistic: Sequence[float], se_logistic: Sequence[float],
     if T - t0 < 2:
         return ("not comparable", f"both retrained influences resolved at only {T - t0} of {T} steps",
                 "too few resolved steps to compare steepness")
-    lg, sq = d["ql"][-1] / d["ql"][t0], d["qs"][-1] / d["qs"][t0]
-    v = "agrees" if lg < sq else "disagrees"
-    return (v, f"q_T / q_{t0 + 1}: logistic {lg:.3g} vs squared {sq:.3g}",
-            f"retrained influences, from t = {t0 + 1}, the first step after which both exceed {Z:g} standard errors")
+    ql, sl, qs, ss = d["ql"], d["sl"], d["qs"], d["ss"]
+    lg, sq = ql[-1] / ql[t0], qs[-1] / qs[t0]
+    # effect: log(squared steepness) - log(logistic steepness) > 0 when the logistic trend is flatter;
+    # its standard error by the delta method from the four retrained estimates' relative errors
+    eff = math.log(sq) - math.log(lg)
+    se = math.sqrt(sum((b / a) ** 2 for a, b in ((ql[-1], sl[-1]), (ql[t0], sl[t0]), (qs[-1], ss[-1]), (qs[t0], ss[t0]))))
+    j = judge_effect(eff, se, direction=+1)
+    return (j.verdict, f"q_T / q_{t0 + 1}: logistic {lg:.3g} vs squared {sq:.3g}",
+            f"{j.note} (log of squared / logistic steepness, se by the delta method); retrained influences from "
+            f"t = {t0 + 1}, the first step after which both exceed {Z:g} standard errors", None, j)
 
 
 def _judge_clip_fraction(*, ours: float) -> tuple[str, str, str]:
@@ -223,14 +223,14 @@ def _judge_clip_fraction(*, ours: float) -> tuple[str, str, str]:
 def _printed_at(key: str, t_paper: int) -> float:
     steps = INFL_PAPER["fit_steps"]
     if t_paper not in steps:
-        raise ValueError(f"t_paper must be one of {steps} (000 App. D), got {t_paper!r}")
+        raise ValueError(f"t_paper must be one of {steps} (the ICLR submission, App. D), got {t_paper!r}")
     return float(INFL_PAPER[key][steps.index(t_paper)])
 
 
 def _judge_relvar(*, t_paper: int, ours: float) -> tuple[str, str, str, str]:
     p = _printed_at("squared_loss_relative_variance", t_paper)
     return (by_ratio(p, ours, agree=INFL_RATIO[0], partly=INFL_RATIO[1]), f"{ours:.4g}",
-            "var/mean carries the loss's units", f"{p:g} at t = {t_paper} (000 App. D, Results)")
+            "var/mean carries the loss's units", f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
 
 
 def _judge_relvar_decreasing(*, values: Sequence[float]) -> tuple[str, str, str]:
@@ -243,7 +243,7 @@ def _judge_relvar_decreasing(*, values: Sequence[float]) -> tuple[str, str, str]
 def _judge_coef_relvar(*, t_paper: int, ours: float, cv2: float) -> tuple[str, str, str, str]:
     p = _printed_at("logistic_coef_relative_variance", t_paper)
     return ("not comparable", f"{ours:.4g}", f"var/mean has the units of c (the loss's scale); var/mean^2 = {cv2:.3g}",
-            f"{p:g} at t = {t_paper} (000 App. D, Results)")
+            f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
 
 
 # ------------------------------------------------------------------------ H-X-EER
@@ -272,6 +272,15 @@ def _judge_mc_all(*, z: Sequence[float]) -> tuple[str, str, str]:
 
 
 def _judge_dyn_beats_uni(*, dyn_min: Sequence[float], uni_min: Sequence[float]) -> tuple[str, str, str]:
+    """Exact minima (no sampling noise) of the dynamic and the uniform schedule per scale;
+    an empty or mismatched list is ``not comparable`` (``all()`` of nothing is no evidence).
+
+    >>> _judge_dyn_beats_uni(dyn_min=[], uni_min=[])[0], _judge_dyn_beats_uni(dyn_min=[1.0], uni_min=[2.0])[0]
+    ('not comparable', 'agrees')
+    """
+    if len(dyn_min) == 0 or len(dyn_min) != len(uni_min):
+        return ("not comparable", f"{len(dyn_min)} dynamic and {len(uni_min)} uniform minima",
+                "nothing to compare: no scale with both exact minima")
     ok = all(d <= u * (1 + 1e-9) for d, u in zip(dyn_min, uni_min))
     return ("agrees" if ok else "disagrees", "yes" if ok else "no",
             "; ".join(f"{d:.3g} vs {u:.3g}" for d, u in zip(dyn_min, uni_min)))
@@ -296,69 +305,74 @@ def _judge_breakdown_clipped(*, cells: Sequence[tuple[float, int, float]], thres
             "a finding beyond the paper: the bound assumes no clipping; see the warning below")
 
 
+_DIR = "the paper prints a direction, no number: our 95% CI above zero agrees, below zero disagrees, else inconclusive (comparisons.rule.judge_effect)"
+
 RULES: tuple[Rule, ...] = (
     Rule("h-f-eff/loss", "final training loss, exp vs uni, by N",
-         "001 Fig. 1 middle, Sec. 5: as the training size increases, exp outperforms uni on the training loss",
-         f"agrees: exp lower at the largest N with z >= {Z} and the gap at the largest N >= at the smallest; "
-         f"disagrees: exp significantly higher anywhere, or not lower at the largest N",
+         "the FAccT version, Fig. 1 middle, Sec. 5: as the training size increases, exp outperforms uni on the training loss",
+         f"at the largest N, effect uni - exp (positive = exp better); {_DIR}",
          lambda **m: _judge_eff(**m, what="training loss")),
     Rule("h-f-eff/acc", "test accuracy, exp vs uni, by N",
-         "001 Fig. 1 right, Sec. 5: as the training size increases, exp outperforms uni on the test accuracy",
-         f"as for the loss (z >= {Z}), with accuracy differences exp - uni",
+         "the FAccT version, Fig. 1 right, Sec. 5: as the training size increases, exp outperforms uni on the test accuracy",
+         f"at the largest N, effect exp - uni; {_DIR}",
          lambda **m: _judge_eff(**m, what="test accuracy")),
     Rule("h-f-scale/dyn", "relative final loss of dyn vs data scale",
-         "000 Sec. 5 and App. D (Fig. 2 middle, Fig. 3 right): dynamic schedules improve the final loss when the "
+         "the ICLR submission, Sec. 5 and App. D (Fig. 2 middle, Fig. 3 right): dynamic schedules improve the final loss when the "
          "variance of influence is large",
-         f"agrees: (e_dyn - e_uni)/e_uni below 0 with z >= {Z} at the scale of largest T·Var(q)",
+         f"(e_dyn - e_uni)/e_uni at the scale of largest T·Var(q), claimed below zero; {_DIR}",
          _judge_scale),
     Rule("h-f-curv/sharp-vs-flat", "mean final loss, sharp vs flat loss",
-         "000 Fig. 1 and Sec. 4.1.3: the highly-curved loss ends at a higher mean final loss than the flatter one",
-         f"agrees: sharp - flat > 0 with z >= {Z}; disagrees: < 0 with z <= -{Z}",
+         "the ICLR submission, Fig. 1 and Sec. 4.1.3: the highly-curved loss ends at a higher mean final loss than the flatter one",
+         f"sharp - flat, claimed above zero; {_DIR}",
          _judge_curv),
     Rule("h-f-curv/exact", "trainer mean vs exact E[f] (not in the paper)", "-",
-         f"agrees: |z| < {EXACT_Z_MAX:g}; a miss with clipping is not comparable",
+         f"no-difference claim, TOST (90% CI of mean - exact within +-{EXACT_REL_MARGIN:g} |exact|) agrees; a 95% CI "
+         f"beyond it disagrees (not comparable where clipping happened); else inconclusive",
          lambda **m: _judge_exact(**m, z_max=EXACT_Z_MAX)),
     Rule("h-f-mom/expinfl-vs-momexpinfl", "final loss, expinfl vs momexpinfl",
-         "000 Sec. 5 (Fig. 2 right): expinfl comparable to momexpinfl; momexpinfl ahead only at data scale 25 "
+         "the ICLR submission, Sec. 5 (Fig. 2 right): expinfl comparable to momexpinfl; momexpinfl ahead only at data scale 25 "
          "with T = 100",
-         f"agrees: momexpinfl lower at (25, 100) with z >= {Z} and not significantly lower elsewhere",
+         f"loss(expinfl) - loss(momexpinfl) at (25, 100), claimed above zero; {_DIR}; an agrees there is partly when "
+         f"momexpinfl is also ahead (CI above zero) in another cell",
          _judge_mom),
     Rule("h-f-infl-extra/increasing", "influence q_t, late vs early steps",
-         "000 App. D (Fig. 3 middle): the influence increases as learning continues",
-         f"agrees: mean q_t over the last third of the steps above the first third with z >= {Z}",
+         "the ICLR submission, App. D (Fig. 3 middle): the influence increases as learning continues",
+         f"mean q_t over the last third of the steps minus the first third, claimed above zero; {_DIR}",
          _judge_late_early),
     Rule("h-f-infl/increasing", "influence q_t increases with t (retrained)",
-         "000 App. D, Results (Fig. 3 middle): for both losses the influence grows as training proceeds",
-         f"Spearman rho of q_t against t: > {INFL_TREND_RHO[0]:g} agrees, > {INFL_TREND_RHO[1]:g} partly",
+         "the ICLR submission, App. D, Results (Fig. 3 middle): for both losses the influence grows as training proceeds",
+         "Spearman rho of q_t against t, two-sided test at 0.05: rho > 0 significant agrees, rho < 0 significant "
+         "disagrees, else inconclusive",
          _judge_trend),
     Rule("h-f-infl/retrained-vs-analytic", "squared loss: retrained q_t vs the analytic q_t (Hessian)",
-         "000 App. D, Results (Fig. 3 middle): the squared loss's q_t, computed analytically from the Hessian "
+         "the ICLR submission, App. D, Results (Fig. 3 middle): the squared loss's q_t, computed analytically from the Hessian "
          "eigenvalues, rises steeply (no number printed)",
          f"ours vs ours: fitted factor retrained/analytic over the resolved steps (q_t > {Z:g} se) within "
          f"{INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly; fewer than 3 resolved steps: not comparable",
          _judge_retrained_vs_analytic),
     Rule("h-f-infl/logistic-flatter", "logistic influence flatter than squared (retrained q_T / q_t0)",
-         "000 App. D, Results (Fig. 3 middle): the logistic loss's influence trend is flatter than the squared loss's",
-         f"agrees: logistic q_T / q_t0 below the squared loss's, t0 the first step from which both exceed {Z:g} se",
+         "the ICLR submission, App. D, Results (Fig. 3 middle): the logistic loss's influence trend is flatter than the squared loss's",
+         f"log(squared q_T / q_t0) - log(logistic q_T / q_t0), claimed above zero (t0 the first step from which both "
+         f"exceed {Z:g} se; se by the delta method); {_DIR}",
          _judge_flatter),
     Rule("h-f-infl/clip-fraction", "logistic loss: fraction of per-sample gradients clipped",
-         f"{INFL_PAPER['logistic_clip_fraction']:g} (000 App. D, Results: roughly 80% or more of the logistic loss's "
+         f"{INFL_PAPER['logistic_clip_fraction']:g} (the ICLR submission, App. D, Results: roughly 80% or more of the logistic loss's "
          "gradients are clipped)",
          f"ours / paper within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
          _judge_clip_fraction),
     Rule("h-f-infl/squared-relvar", "squared: relative variance of the final loss",
-         "000 App. D, Results: 0.14, 0.032, 0.016 for t = 10, 60, 90",
+         "the ICLR submission, App. D, Results: 0.14, 0.032, 0.016 for t = 10, 60, 90",
          f"ours / paper within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
          _judge_relvar),
     Rule("h-f-infl/squared-relvar-decreasing", "squared: that relative variance decreases with t",
-         "000 App. D, Results: yes (0.14 > 0.032 > 0.016)", "agrees: strictly decreasing over the fitted steps",
+         "the ICLR submission, App. D, Results: yes (0.14 > 0.032 > 0.016)", "agrees: strictly decreasing over the fitted steps",
          _judge_relvar_decreasing),
     Rule("h-f-infl/logistic-coef-relvar", "logistic: relative variance of the coefficient c",
-         "000 App. D, Results: 0.025, 0.024, 0.027 for t = 10, 60, 90",
+         "the ICLR submission, App. D, Results: 0.025, 0.024, 0.027 for t = 10, 60, 90",
          "never judged: var/mean carries the units of c, which depend on the loss scale",
          _judge_coef_relvar, judged=False),
     Rule("h-x-eer/bound-holds", "Thm 4.1: E f(theta_{T+1}) - f* <= bound (all T, schedules, quadratics here)",
-         "001 Thm 4.1: holds (proof D.1)", "exact: min bound/exact >= 1",
+         "the FAccT version, Thm 4.1: holds (proof D.1)", "exact: min bound/exact >= 1",
          _judge_bound_holds),
     Rule("h-x-eer/mc", "closed form = trainer's mean, one scale and schedule", "not in the paper",
          f"agrees: |z| < {EER_MC_Z_MAX:g} where no gradient was clipped; clipped: not comparable",
@@ -367,10 +381,10 @@ RULES: tuple[Rule, ...] = (
          f"agrees: every unclipped cell has |z| < {EER_MC_Z_MAX:g}",
          _judge_mc_all),
     Rule("h-x-eer/dyn-beats-uni", "dynamic (Thm 4.4) beats uniform, at each one's best T (exact risk)",
-         "001 Thm 4.4: yes (on the bound)", "exact_min(dynamic) <= exact_min(uniform) within 1e-9 relative, every scale",
+         "the FAccT version, Thm 4.4: yes (on the bound)", "exact_min(dynamic) <= exact_min(uniform) within 1e-9 relative, every scale",
          _judge_dyn_beats_uni),
     Rule("h-x-eer/t-choice", "T chosen by the bound is near-optimal (uniform)",
-         "001 Thm 4.2: T from the bound",
+         "the FAccT version, Thm 4.2: T from the bound",
          f"exact risk at the bound's T within {EER_T_CHOICE_RTOL[0]:g} (relative) of the best agrees, "
          f"within {EER_T_CHOICE_RTOL[1]:g} partly",
          _judge_t_choice),

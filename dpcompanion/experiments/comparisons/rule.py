@@ -22,7 +22,8 @@ import dataclasses
 import math
 from typing import Callable
 
-__all__ = ["Z", "NOT_COMPARED", "Rule", "zscore", "fmt_z", "by_z", "by_ratio", "rel_within"]
+__all__ = ["Z", "NOT_COMPARED", "Rule", "zscore", "fmt_z", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
+           "judge_effect", "judge_equivalence", "judge_identity", "judge_exact", "mde", "welch_df", "mean_se_df"]
 
 #: z-score at which a difference counts as significant (two-sided ~5 %)
 Z = 2.0
@@ -57,23 +58,6 @@ def fmt_z(z: float) -> str:
     return "inf" if math.isinf(z) else f"{z:.1f}"
 
 
-def by_z(z: float, *, up: str, down: str) -> tuple[str, str]:
-    """``(verdict, note)`` of a difference in the claimed direction with z-score ``z``:
-    ``z >= Z`` agrees (note ``up``), ``z <= -Z`` disagrees (note ``down``), in between partly
-    (no significant difference).
-
-    >>> by_z(2.5, up="higher", down="lower"), by_z(-2.0, up="higher", down="lower")[0]
-    (('agrees', 'higher'), 'disagrees')
-    >>> by_z(1.9, up="higher", down="lower")
-    ('partly', 'no significant difference (|z| < 2.0)')
-    """
-    if z >= Z:
-        return "agrees", up
-    if z > -Z:
-        return "partly", f"no significant difference (|z| < {Z})"
-    return "disagrees", down
-
-
 def by_ratio(paper: float, ours: float, *, agree: float = 1.5, partly: float = 4.0) -> str:
     """``agrees`` when ours/paper is within a factor ``agree``, ``partly`` within ``partly``,
     else ``disagrees`` (symmetric in the ratio: a factor 100 too small is not 'partly').
@@ -94,3 +78,293 @@ def rel_within(paper: float, ours: float, rtol: float) -> bool:
     (True, False)
     """
     return abs(ours - paper) <= rtol * abs(paper)
+
+
+# ------------------------------------------------------------------------ the one way of judging an effect
+
+#: confidence level of every interval judged (two-sided)
+LEVEL = 0.95
+#: power at which "how many runs would separate them" and "smallest detectable effect" are computed
+POWER = 0.80
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """The verdict of one comparison and the numbers behind it (``stats`` for the report).
+
+    ``estimate``, ``ci_low``, ``ci_high``: our effect and its 95% interval; ``n``: our runs
+    (None when not known to the rule); ``paper``/``paper_se``: the paper's value and the
+    standard error it printed (None where it printed none); ``margin``: the smallest effect of
+    interest (no-difference claims) or the tolerance (exact comparisons), in the units of
+    ``estimate``; ``ratio``: ours / paper's; ``runs_factor``: how many times our runs would
+    separate the two reference points at 80% power (inconclusive rows); ``mde``: the smallest
+    effect our runs detect at 80% power (two-sided 5%)."""
+
+    verdict: str
+    note: str
+    estimate: float = math.nan
+    se: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    n: int | None = None
+    paper: float | None = None
+    paper_se: float | None = None
+    margin: float | None = None
+    ratio: float | None = None
+    runs_factor: float | None = None
+    mde: float | None = None
+
+    def stats(self) -> dict:
+        """The numbers of the report (JSON-able; NaN as None)."""
+        def c(x):
+            return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+        return {"estimate": c(self.estimate), "se": c(self.se), "ci_low": c(self.ci_low), "ci_high": c(self.ci_high),
+                "n": self.n, "paper_value": c(self.paper), "paper_se": c(self.paper_se), "margin": c(self.margin),
+                "ratio": c(self.ratio), "runs_factor": c(self.runs_factor), "mde": c(self.mde)}
+
+
+def _crit(df: float | None, level: float = LEVEL) -> float:
+    """Two-sided critical value: Student t with ``df`` degrees of freedom, normal when None."""
+    from scipy import stats
+
+    q = 0.5 + level / 2
+    if df is None or not math.isfinite(df):
+        return float(stats.norm.ppf(q))
+    if df <= 0:
+        raise ValueError(f"df must be > 0, got {df!r}")
+    return float(stats.t.ppf(q, df))
+
+
+def mde(se: float, df: float | None = None) -> float:
+    """Smallest effect detected at :data:`POWER` by a two-sided test at 1 - :data:`LEVEL`
+    with standard error ``se``: ``(t_{0.975} + t_{0.80}) se`` (normal quantiles when ``df`` is None).
+
+    >>> round(mde(1.0), 3)
+    2.802
+    """
+    from scipy import stats
+
+    zb = float(stats.norm.ppf(POWER)) if df is None else float(stats.t.ppf(POWER, df))
+    return (_crit(df) + zb) * se
+
+
+def welch_df(sd_a: float, n_a: int, sd_b: float, n_b: int) -> float | None:
+    """Welch-Satterthwaite degrees of freedom of a difference of two means (None when a group
+    has a single run or both spreads are zero).
+
+    >>> round(welch_df(1.0, 3, 1.0, 3), 6)
+    4.0
+    """
+    if n_a < 2 or n_b < 2:
+        return None
+    va, vb = sd_a**2 / n_a, sd_b**2 / n_b
+    den = va**2 / (n_a - 1) + vb**2 / (n_b - 1)
+    return None if den <= 0 else (va + vb) ** 2 / den
+
+
+def mean_se_df(x) -> tuple[float, float, int]:
+    """Mean, standard error (ddof 1) and n of a sample.
+
+    >>> m, se, n = mean_se_df([1.0, 2.0, 3.0]); m, round(se, 6), n
+    (2.0, 0.57735, 3)
+    """
+    xs = [float(v) for v in x]
+    n = len(xs)
+    m = sum(xs) / n
+    if n < 2:
+        return m, math.nan, n
+    return m, math.sqrt(sum((v - m) ** 2 for v in xs) / (n - 1) / n), n
+
+
+def _runs_factor(se: float, effect: float, df: float | None) -> float | None:
+    """How many times our runs give a standard error that detects ``effect`` at 80% power
+    (se scales as 1/sqrt(runs))."""
+    if not (math.isfinite(se) and se > 0 and effect):
+        return None
+    return (mde(se, df) / abs(effect)) ** 2
+
+
+def _more_runs(k: float | None, n: int | None, what: str = "separate them") -> str:
+    """``about 40 runs (13x ours) would separate them at 80% power``, or, when our runs already
+    have that power (k <= 1), that this outcome is within chance.
+
+    >>> _more_runs(13.2, 3), _more_runs(0.8, 5)
+    ('about 40 runs (13x ours) would separate them at 80% power', 'our runs have 80% power to separate them; this outcome is within chance')
+    """
+    if k is None:
+        return f"no standard error to say how many runs would {what}"
+    if k <= 1:
+        return f"our runs have 80% power to {what}; this outcome is within chance"
+    x = f"{k:.1f}" if k < 10 else f"{k:.0f}"
+    runs = f"about {math.ceil(k * n)} runs ({x}x ours)" if n else f"about {x}x our runs"
+    return f"{runs} would {what} at 80% power"
+
+
+def judge_effect(estimate: float, se: float, *, paper: float | None = None, paper_se: float | None = None,
+                 direction: int | None = None, df: float | None = None, n: int | None = None) -> Judgement:
+    """Judge our effect against zero and the paper's value, with our 95% interval
+    ``estimate +- crit se`` (``crit`` from Student t with ``df``, normal when None) and, for the
+    paper's value, the interval of the difference ours - paper with the paper's printed
+    standard error folded in (``sqrt(se^2 + paper_se^2)``):
+
+    * ``agrees``: the interval excludes zero on the paper's side and is compatible with the
+      paper's value;
+    * ``partly``: excludes zero on the paper's side but also the paper's value (the note gives
+      the ratio ours/paper);
+    * ``disagrees``: excludes zero on the other side; or excludes the paper's value while
+      including zero (the effect is not seen and the paper's size is ruled out);
+    * ``inconclusive``: compatible with both; the note says how many times our runs would
+      separate them at 80% power.
+
+    ``paper`` None: the paper printed a direction only (``direction`` +1 or -1), so there is no
+    size to match: agrees / disagrees by the side of zero the interval excludes, else
+    inconclusive (the note then says how many runs would detect our own estimate).
+
+    W Table 2, epsilon_bar 0.8, clip 2.5, 120 epochs: the paper's gain is ruled out, ours
+    includes zero:
+
+    >>> judge_effect(1.77, 1.74, paper=20.47, paper_se=0.61, df=4).verdict
+    'disagrees'
+
+    Clip 1, 60 epochs: two noisy estimates, no evidence either way:
+
+    >>> j = judge_effect(0.45, 1.24, paper=0.25, paper_se=0.41, df=4, n=3)
+    >>> j.verdict, j.runs_factor > 100
+    ('inconclusive', True)
+
+    An underpowered run (n = 3) of a real effect is inconclusive, not agrees:
+
+    >>> judge_effect(2.0, 1.5, paper=2.5, paper_se=0.2, df=2).verdict
+    'inconclusive'
+    >>> judge_effect(2.4, 0.3, paper=2.5, paper_se=0.2).verdict
+    'agrees'
+    >>> j = judge_effect(0.8, 0.1, paper=2.5, paper_se=0.2); j.verdict, round(j.ratio, 2)
+    ('partly', 0.32)
+    >>> judge_effect(-1.0, 0.2, paper=2.5).verdict
+    'disagrees'
+    >>> judge_effect(0.5, 0.2, direction=+1).verdict, judge_effect(-0.5, 0.2, direction=+1).verdict
+    ('agrees', 'disagrees')
+    >>> judge_effect(0.1, 0.2, direction=-1).verdict
+    'inconclusive'
+
+    One run, no standard error: nothing to judge by.
+
+    >>> judge_effect(1.0, float("nan"), paper=2.0).verdict
+    'not comparable'
+    """
+    estimate, se = float(estimate), float(se)
+    if paper is not None:
+        paper = float(paper)
+        direction = 1 if paper > 0 else -1 if paper < 0 else direction
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 or -1 when the paper's value is zero or not given, got {direction!r}")
+    if not (math.isfinite(estimate) and math.isfinite(se) and se >= 0):
+        return Judgement("not comparable", f"no standard error (estimate {estimate:.3g}, se {se:.3g}): "
+                         "fewer than 2 runs", estimate=estimate, se=se, n=n, paper=paper, paper_se=paper_se)
+    c = _crit(df)
+    lo, hi = estimate - c * se, estimate + c * se
+    m = mde(se, df) if se > 0 else 0.0
+    base = dict(estimate=estimate, se=se, ci_low=lo, ci_high=hi, n=n, paper=paper, paper_se=paper_se, mde=m)
+    side = "above" if direction > 0 else "below"
+    pos = lo > 0 if direction > 0 else hi < 0   # excludes zero on the paper's side
+    neg = hi < 0 if direction > 0 else lo > 0   # excludes zero on the other side
+    ci = f"ours {estimate:.3g}, 95% CI [{lo:.3g}, {hi:.3g}]"
+    if paper is None:
+        if pos:
+            return Judgement("agrees", f"{ci}: {side} zero, as the paper states", **base)
+        if neg:
+            return Judgement("disagrees", f"{ci}: on the other side of zero than the paper states", **base)
+        k = _runs_factor(se, estimate, df)
+        return Judgement("inconclusive", f"{ci} includes zero; {_more_runs(k, n, 'detect an effect of our estimate')}",
+                         runs_factor=k, **base)
+    pse = float(paper_se) if paper_se is not None and math.isfinite(float(paper_se)) else 0.0
+    s_diff = math.hypot(se, pse)
+    c_diff = _crit(df)  # our degrees of freedom (the paper's estimate has more runs behind it)
+    d_lo, d_hi = estimate - paper - c_diff * s_diff, estimate - paper + c_diff * s_diff
+    compatible = d_lo <= 0 <= d_hi
+    ratio = estimate / paper if paper else None
+    base["ratio"] = ratio
+    pv = f"paper {paper:.3g}" + (f" (se {pse:.2g})" if pse else "")
+    if neg:
+        return Judgement("disagrees", f"{ci}: on the other side of zero than the {pv}", **base)
+    if pos and compatible:
+        return Judgement("agrees", f"{ci}: excludes zero on the paper's side and includes the {pv}", **base)
+    if pos:
+        return Judgement("partly", f"{ci}: direction reproduced, size not (ours / paper = {ratio:.2g})", **base)
+    if not compatible:
+        return Judgement("disagrees", f"{ci} includes zero and rules out the {pv} (difference "
+                         f"{estimate - paper:+.3g}, 95% CI [{d_lo:.3g}, {d_hi:.3g}])", **base)
+    # separate zero from the paper's value: the standard error must shrink so that |paper| is detectable
+    k = _runs_factor(se, paper, df)
+    return Judgement("inconclusive", f"{ci} includes both zero and the {pv}; {_more_runs(k, n)}",
+                     runs_factor=k, **base)
+
+
+def judge_equivalence(estimate: float, se: float, *, margin: float, df: float | None = None,
+                      n: int | None = None) -> Judgement:
+    """A claim of *no difference*, judged by two one-sided tests (TOST, each at 5%, i.e. the 90%
+    interval) against the smallest effect of interest ``margin`` (stated on the page):
+
+    * ``agrees``: the 90% interval lies within +-margin (equivalence shown);
+    * ``disagrees``: the 95% interval lies entirely beyond +margin or -margin (a difference
+      larger than the smallest effect of interest);
+    * ``inconclusive``: neither; the note says how many times our runs would show equivalence
+      at 80% power were the true difference zero.
+
+    >>> judge_equivalence(0.01, 0.02, margin=0.1).verdict
+    'agrees'
+    >>> judge_equivalence(0.5, 0.1, margin=0.1).verdict
+    'disagrees'
+    >>> j = judge_equivalence(0.05, 0.2, margin=0.1, n=3); j.verdict, j.runs_factor > 10
+    ('inconclusive', True)
+    """
+    from scipy import stats
+
+    estimate, se, margin = float(estimate), float(se), float(margin)
+    if not margin > 0:
+        raise ValueError(f"margin must be > 0, got {margin!r}")
+    if not (math.isfinite(estimate) and math.isfinite(se) and se >= 0):
+        return Judgement("not comparable", "no standard error: fewer than 2 runs", estimate=estimate, se=se, n=n,
+                         margin=margin)
+    c90, c95 = _crit(df, 0.90), _crit(df)
+    lo, hi = estimate - c95 * se, estimate + c95 * se
+    base = dict(estimate=estimate, se=se, ci_low=lo, ci_high=hi, n=n, margin=margin, mde=mde(se, df) if se else 0.0)
+    ci = f"ours {estimate:.3g}, 95% CI [{lo:.3g}, {hi:.3g}]"
+    if -margin <= estimate - c90 * se and estimate + c90 * se <= margin:
+        return Judgement("agrees", f"{ci}; TOST: the 90% interval lies within +-{margin:.3g}: equivalent", **base)
+    if lo > margin or hi < -margin:
+        return Judgement("disagrees", f"{ci}: a difference beyond the smallest effect of interest {margin:.3g}", **base)
+    zb = float(stats.norm.ppf(0.5 + POWER / 2))  # TOST power at a true difference of zero
+    k = ((c90 + zb) * se / margin) ** 2 if se > 0 else None
+    return Judgement("inconclusive", f"{ci}: neither within nor beyond +-{margin:.3g}; "
+                     f"{_more_runs(k, n, 'show equivalence (true difference zero)')}", runs_factor=k, **base)
+
+
+def judge_identity(why: str, *, holds: bool = True) -> Judgement:
+    """A row true by construction: verdict ``identity`` with the reason; ``holds=False`` (our
+    code broke the construction) is a ``disagrees``.
+
+    >>> judge_identity("both schedules are calibrated to the same epsilon").verdict
+    'identity'
+    >>> judge_identity("x", holds=False).verdict
+    'disagrees'
+    """
+    if holds:
+        return Judgement("identity", f"true by construction: {why}")
+    return Judgement("disagrees", f"should hold by construction ({why}) but does not: a bug in our code")
+
+
+def judge_exact(ours: float, target: float, *, rtol: float = 0.0, atol: float = 0.0, what: str = "") -> Judgement:
+    """A number without sampling noise (a closed form, a count, an accountant) against a
+    printed or exact value within a stated tolerance ``atol + rtol |target|``: agrees / disagrees
+    (no interval: ``ci_low = ci_high = ours``).
+
+    >>> judge_exact(0.291, 0.29, atol=0.005).verdict, judge_exact(0.31, 0.29, atol=0.005).verdict
+    ('agrees', 'disagrees')
+    """
+    ours, target = float(ours), float(target)
+    tol = atol + rtol * abs(target)
+    ok = abs(ours - target) <= tol + 1e-15 * max(1.0, abs(target))
+    note = f"|ours - target| = {abs(ours - target):.3g} {'<=' if ok else '>'} tolerance {tol:.3g}" + (f" ({what})" if what else "")
+    return Judgement("agrees" if ok else "disagrees", note, estimate=ours, ci_low=ours, ci_high=ours, paper=target,
+                     margin=tol, se=0.0, ratio=ours / target if target else None)

@@ -26,6 +26,8 @@ import math
 import numpy as np
 import torch
 
+from dpcompanion.core import validate
+
 from dpcompanion.training.models import Model
 from dpcompanion.training.trainers.engine import train_loop
 from dpcompanion.training.trainers.history import History
@@ -82,8 +84,7 @@ def train_adpsgd(
     for name, val in (("c", c), ("C", C), ("beta", beta)):
         if not (math.isfinite(val) and val >= 0):
             raise ValueError(f"{name} must be finite and >= 0, got {val}")
-    if not 0.0 < sampling_rate <= 1.0:
-        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
+    sampling_rate = validate.sampling_rate(sampling_rate)
     from dpcompanion.theory import schedules
 
     R_sched = R / sampling_rate**2

@@ -23,6 +23,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from dpcompanion.core import validate
+
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
     "RECORDABLE",
@@ -72,6 +74,11 @@ def check_sigma(sig: np.ndarray, *, clip_norm: float, denominator: float, dtype:
     if not math.isfinite(clip_norm * hi) or clip_norm * hi > torch.finfo(dtype).max / 1e3:
         raise ValueError(f"sigma must be <= {torch.finfo(dtype).max / 1e3 / clip_norm:.3g} here: clip_norm * sigma = "
                          f"{clip_norm * hi:.3g} overflows {str(dtype).replace('torch.', '')}")
+    ceiling = math.sqrt(np.finfo(np.float64).max)  # sigma^2 in the accounting (issue 19: OverflowError)
+    if hi > ceiling:
+        t = int(np.argmax(sig.max(axis=0)))
+        raise ValueError(f"sigma must be <= {ceiling:.3g} (its square in the accounting overflows float64), "
+                         f"got {hi:.3g} at step {t + 1}")
 
 
 def as_runs(seed, sigma) -> tuple[list[int], np.ndarray, bool]:
@@ -204,8 +211,7 @@ class TrainConfig:
             raise ValueError(f"beta and sampling_rate must be numbers, got {beta!r}, {sampling_rate!r}") from None
         if not 0.0 <= beta < 1.0:
             raise ValueError(f"beta (momentum) must be in [0, 1), got {beta}")
-        if not 0.0 < p <= 1.0:
-            raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
+        p = validate.sampling_rate(p)
         if R is not None:
             try:
                 R = float(R)

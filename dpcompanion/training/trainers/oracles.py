@@ -36,6 +36,8 @@ from dpcompanion.training.models import (
     Model,
     binary_output_backprop_,
     binary_output_loss,
+    clip_scale,
+    norms64,
     predict_from_output,
 )
 from dpcompanion.training.trainers import steps
@@ -128,9 +130,9 @@ class LinearOracle:
         Xn[:N] = ns.unsqueeze(-1) * feats  # rows -s x (exact: s = +-1); padded rows 0
         self.Xn = Xn  # (Np, P): sum = clamp(a) @ Xn
         self.XnT = Xn.t().contiguous()  # (P, Np): r = theta @ XnT
-        norms = torch.linalg.vector_norm(feats, dim=1)
         cap = torch.full((self.Np,), float("inf"), dtype=dt, device=dev)
-        cap[:N] = self.clip_norm / norms.clamp_min(1e-30)  # |a| <= C / ||x||  <=>  ||g|| <= C
+        # |a| <= C / ||x|| <=> ||g|| <= C, by the one clipping rule (float64 norms, a few ulps of slack)
+        cap[:N] = clip_scale(norms64(feats), self.clip_norm, dtype=dt)
         self.cap, self.neg_cap = cap, -cap
         self.ns = torch.zeros(self.Np, dtype=dt, device=dev)
         self.ns[:N] = ns

@@ -1,0 +1,218 @@
+"""Scale honesty (issue 21): for each experiment, per dimension (training samples, model or
+hidden width, repeats or seeds, epochs or T, grid), the paper's value with the sentence it
+comes from, and ours, read from a config.
+
+:data:`PAPER` holds only what the papers print, each with its source (file, section) and a
+short quotation; ``None`` where the paper states no number (the source then says what it does
+state). :func:`scale_of` pairs it with our value for a config; a result's provenance records
+that block at save time (``scale``, :func:`dpcompanion.experiments.store.compute`), and
+:func:`scale_of` recomputes it from the recorded config for results saved before.
+
+"Matches" is decided per dimension (``match``: equal values; ``None`` where the paper gives
+no number); a run is at the paper's scale only when every dimension with a printed value
+matches (:func:`at_paper_scale`). This module lives in :mod:`..comparisons`, outside every
+code hash: correcting a quotation never makes a stored result stale.
+
+Widths of the DNNs of Hong et al. (the two versions differ): 001 (FAccT) Sec. 5 trains "a
+2-layer Deep Neural Network (DNN) with 1000 hidden units" for the data-efficiency figure
+(H-F-EFF); the ICLR submission, Sec. 5 uses "a Deep Neural Network (DNN) with 2 layers and 100 hidden units"
+for the momentum pane (H-F-MOM). 000 App. D names the DNN of Fig. 3 (H-F-SCALE, the retrained
+influences of H-F-INFL-EXTRA) without its width, so those pages say "not stated" and cite both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+__all__ = ["Dim", "PAPER", "scale_of", "at_paper_scale", "scaled_ids"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Dim:
+    """One dimension: the paper's value (None: not stated), where it is printed, and how our
+    value is read from a config."""
+
+    paper: Any
+    source: str
+    ours: Callable[[dict], Any]
+
+
+def _g(*keys):
+    """Our value: the first of ``keys`` present in the config."""
+    def read(c: dict):
+        for k in keys:
+            if k in c:
+                v = c[k]
+                return list(v) if isinstance(v, tuple) else v
+        return None
+    return read
+
+
+def _range(key):
+    def read(c: dict):
+        v = c.get(key)
+        return None if not v else [min(v), max(v)]
+    return read
+
+
+_H_REPEATS = "the ICLR submission, App. D, Setup: \"All the experiments are repeated 100 times\""
+_H_MNIST35 = "the ICLR submission, App. D, Dataset: MNIST35 \"including 1000 handwritten images of digit 3 and 5\""
+_H_DNN_WIDTH = ("not stated for this figure (the ICLR submission, App. D: \"the DNN is experimented with the same setting\", no width); the FAccT version, Sec. 5: \"2-layer Deep "
+                "Neural Network (DNN) with 1000 hidden units\" (data efficiency); the ICLR submission, Sec. 5: \"DNN with 2 layers and "
+                "100 hidden units\" (momentum)")
+_W_TRAIN = "Wu et al., Sec. 6: \"There are 50000 images used for training\" (CIFAR-10)"
+_W_SEEDS = "Wu et al., Sec. 6: \"We repeat the experiments five times\""
+_W_MODEL = "Wu et al., Sec. 6: a CNN \"pre-trained on CIFAR-100 and fined-tuned on CIFAR-10\""
+
+#: experiment ID -> {dimension: Dim}
+PAPER: dict[str, dict[str, Dim]] = {
+    "h-f-eff": {
+        "training samples": Dim(None, "the FAccT version, Sec. 5 / Fig. 1: MNIST35 with \"a varying total number of training "
+                                "samples\" (the values are in the figure only)", _g("N")),
+        "hidden width": Dim(1000, "the FAccT version, Sec. 5, Setup: \"a 2-layer Deep Neural Network (DNN) with 1000 hidden units\"",
+                            _g("hidden")),
+        "repeats": Dim(100, _H_REPEATS, _g("repeats")),
+        "T range": Dim([50, 150], "the FAccT version, Sec. 5, Setup: \"we grid search the best T in range [50, 150]\"",
+                       _range("T_grid")),
+        "gamma grid": Dim(None, "the FAccT version, Sec. 5: exp's parameters tuned on the auxiliary data; no grid printed",
+                          _g("gammas")),
+    },
+    "h-f-scale": {
+        "training samples": Dim(1000, _H_MNIST35 + "; synthetic: \"1000 samples are generated for training\"",
+                                _g("N")),
+        "hidden width (DNN row)": Dim(None, _H_DNN_WIDTH, _g("hidden")),
+        "repeats": Dim(100, _H_REPEATS, _g("repeats")),
+        "repeats (DNN row)": Dim(100, _H_REPEATS, _g("dnn_repeats")),
+        "T range": Dim([1, 100], "the ICLR submission, App. D, Results: the final losses \"are picked by grid searching the best T in "
+                       "[1, 100]\"", _range("T_grid")),
+        "T range (DNN row)": Dim([1, 100], "the ICLR submission, App. D, Results: the DNN row \"is experimented with the same setting\"",
+                                 _range("dnn_T_grid")),
+        "data scales": Dim(None, "the ICLR submission, App. D, Results: the data scale is varied (values in Fig. 3 only)",
+                           _g("scales")),
+    },
+    "h-f-mom": {
+        "training samples": Dim(1000, "the ICLR submission, Fig. 2 caption: \"subsampled MNIST dataset of 1000 training samples\"",
+                                _g("N")),
+        "hidden width": Dim(100, "the ICLR submission, Sec. 5: \"DNN with 2 layers and 100 hidden units\"", _g("hidden")),
+        "repeats": Dim(100, _H_REPEATS, _g("repeats")),
+        "T": Dim(None, "the ICLR submission, Sec. 5: momexpinfl's advantage where \"the number of iteration is only 100\" (other T not "
+                 "printed)", _g("Ts")),
+        "schedule grid": Dim(None, "the ICLR submission, Sec. 5: \"we grid-search for the schedule hyper-parameters\" (no grid printed)",
+                             lambda c: {"gammas": c.get("gammas"), "mom_gammas": c.get("mom_gammas"),
+                                        "crossings": c.get("crossings")}),
+    },
+    "h-f-curv": {
+        "training samples": Dim(None, "the ICLR submission, Fig. 1: a toy problem, no size printed", _g("N")),
+        "repeats": Dim(100, "the ICLR submission, Fig. 1 caption: \"Private gradient descent repeated 100 times\"", _g("repeats")),
+        "T": Dim(None, "the ICLR submission, Fig. 1: not printed", _g("T")),
+    },
+    "h-f-infl": {
+        "training samples": Dim(1000, _H_MNIST35, _g("n")),
+        "T": Dim(100, "the ICLR submission, App. D, Estimate of influences by retraining: \"for all t in range 1 to 100\"", _g("T")),
+        "noise levels": Dim([20, 200], "the ICLR submission, App. D: sigma_t \"is varied from 20 to 200\"", _range("levels")),
+        "repeats": Dim(100, _H_REPEATS, _g("repeats")),
+    },
+    "h-f-infl-extra": {
+        "training samples": Dim(1000, _H_MNIST35, _g("N")),
+        "T": Dim(100, "the ICLR submission, App. D: \"for all t in range 1 to 100\"", _g("T")),
+        "steps estimated": Dim(1, "the ICLR submission, App. D: every t from 1 to 100 (every step)", _g("step_every")),
+        "repeats": Dim(100, _H_REPEATS, _g("repeats")),
+        "repeats (DNN row)": Dim(100, _H_REPEATS, _g("dnn_repeats")),
+        "hidden width (DNN row)": Dim(None, _H_DNN_WIDTH, _g("hidden")),
+    },
+    "h-x-eer": {
+        "training samples": Dim(None, "not in the paper (our experiment on 001 Thm 4.1-4.4)", _g("n")),
+        "T": Dim(None, "not in the paper", _g("T_max")),
+        "Monte Carlo runs": Dim(None, "not in the paper", _g("runs_mc")),
+        "kappa grid": Dim(None, "not in the paper", lambda c: len(c.get("kappas") or [])),
+    },
+    "h-x-eer-breakdown": {
+        "runs": Dim(None, "not in the paper (our experiment)", _g("runs", "runs_mc", "repeats")),
+    },
+    "audit": {
+        "trials": Dim(None, "not in the papers (our audit of our trainers)", _g("trials", "n_trials")),
+    },
+    "w-f1": {
+        "training samples": Dim(50000, _W_TRAIN, _g("n_train")),
+        "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
+                                                                            f"{c.get('pretrain_n')} images)"),
+        "seeds": Dim(5, _W_SEEDS, _g("seeds")),
+        "epochs": Dim(120, "Wu et al., Fig. 1 / Fig. 3: \"the top middle plot is the same as the right plot in Figure 1\" "
+                      "(120 epochs)", _g("epochs")),
+    },
+    "w-f4": {
+        "training samples": Dim(None, "Wu et al., App. F.3: \"applied to the MNIST dataset\" (size not printed)",
+                                _g("n_train")),
+        "model": Dim("CNN", "Wu et al., App. F.3: \"a convolutional neural network\" (Fig. 6)", _g("model")),
+        "seeds": Dim(None, "Wu et al., App. F.3: not printed", _g("seeds")),
+        "epochs": Dim(50, "Wu et al., Fig. 4: \"sigma = 1.6 for 50 epochs\"", _g("epochs")),
+        "c grid": Dim([0.0, 1e-5, 1e-3, 1e-2, 0.1, 0.5], "Wu et al., App. F.3: \"We vary c in {0, 1e-5, 1e-3, 1e-2, 1e-1, "
+                      "5e-1}\"", _g("cs")),
+    },
+    "w-t1245": {
+        "training samples": Dim(50000, _W_TRAIN, _g("n_train")),
+        "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
+                                                                            f"{c.get('pretrain_n')} images)"),
+        "seeds": Dim(5, _W_SEEDS, _g("seeds")),
+        "epochs": Dim([60, 120, 200], "Wu et al., Sec. 6: \"T = 11760, 23520, 39200 iterations corresponding to 60, 120, 200 "
+                      "training epochs\"", _g("epochs")),
+        "clip grid": Dim([0.5, 1.0, 2.5, 5.0], "Wu et al., Sec. 6: \"C_G in {0.5, 1, 2.5, 5}\"", _g("clips")),
+        "epsilon_bar grid": Dim([0.8, 1.2, 1.6, 3.2, 6.4], "Wu et al., Sec. 6: \"epsilon_bar in {0.8, 1.2, 1.6, 3.2, 6.4}\"",
+                                _g("epsilon_bars")),
+    },
+    "w-t36": {
+        "training samples": Dim(50000, _W_TRAIN, _g("n_train")),
+        "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
+                                                                            f"{c.get('pretrain_n')} images)"),
+        "seeds": Dim(5, "Wu et al., App. F.2: \"Based on these hyper-parameters, we repeat the experiments five times\"",
+                     _g("seeds")),
+        "epochs": Dim(60, "Wu et al., Table 3 (60 epochs)", _g("epochs")),
+        "(beta, C) grid": Dim(None, "Wu et al., App. F.2: \"we first tune the hyper-parameters, namely beta for DP-SGD and a "
+                              "pair of (beta, C) for ADP-SGD\" (Table 6 prints the chosen values, not the grid)",
+                              lambda c: {"betas": c.get("betas"), "Cs": c.get("Cs")}),
+    },
+}
+
+
+def scaled_ids() -> list[str]:
+    """The experiments with a scale declaration."""
+    return list(PAPER)
+
+
+def _same(a, b) -> bool:
+    try:
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+            return float(a) == float(b)
+    except TypeError:
+        return False
+    return a == b
+
+
+def scale_of(experiment_id: str, config: dict) -> dict[str, dict]:
+    """``{dimension: {"paper", "ours", "source", "match"}}`` for ``config`` (``match`` None
+    where the paper prints no number); an experiment without a declaration gives ``{}``.
+
+    >>> s = scale_of("h-f-eff", {"N": [250], "hidden": 100, "repeats": 50, "T_grid": [50, 100, 150], "gammas": [0.9]})
+    >>> s["hidden width"]["paper"], s["hidden width"]["ours"], s["hidden width"]["match"], s["T range"]["match"]
+    (1000, 100, False, True)
+    """
+    dims = PAPER.get(experiment_id, {})
+    out = {}
+    for name, d in dims.items():
+        ours = d.ours(config)
+        out[name] = {"paper": d.paper, "ours": ours, "source": d.source,
+                     "match": None if d.paper is None else _same(d.paper, ours)}
+    return out
+
+
+def at_paper_scale(scale: dict[str, dict]) -> bool:
+    """True only when every dimension with a printed value matches (and there is one).
+
+    >>> at_paper_scale({"a": {"match": True}, "b": {"match": None}}), at_paper_scale({"a": {"match": False}})
+    (True, False)
+    """
+    printed = [d["match"] for d in scale.values() if d.get("match") is not None]
+    return bool(printed) and all(printed)

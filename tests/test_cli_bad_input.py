@@ -115,6 +115,13 @@ CASES = [
     (["experiment", "h-f-infl", "--seed", "-1"], "--seed"),
     (["results", "--revalidate", "--device", "tpu"], "--device"),
     (["results", "--seal", "--revalidate"], "--seal"),
+    (["results", "--results-dir", "{file}"], "--results-dir"),
+    (["results", "--results-dir", ""], "--results-dir"),
+    (["results", "--results-dir", "/proc/x"], "--results-dir"),
+    (["experiment", "h-f-infl", "--results-dir", "{file}"], "--results-dir"),
+    (["experiment", "h-f-infl", "--results-dir", "{file}/sub"], "--results-dir"),
+    (["experiment", "h-f-infl", "--results-dir", "/proc/x/y"], "--results-dir"),
+    (["experiment", "h-f-infl", "--results-dir", ""], "--results-dir"),
     # verdicts
     (["verdicts", "--page", "no-such-page"], "--page"),
     (["verdicts", "--csv", "{tmp}/a/b/v.csv"], "--csv"),

@@ -165,7 +165,11 @@ def test_failing_compute_leaves_nothing(tiny, tmp_path):
     base.register(dataclasses.replace(tiny, combine=broken))
     with pytest.raises(RuntimeError, match="deliberate"):
         store.load_or_compute(tiny.id, mode="quick", device="cpu")
-    assert _files(tmp_path / "results") == []
+    # no result and no temporary file; the finished units stay for the next run to reuse
+    files = _files(tmp_path / "results")
+    assert store.load(tiny.id, mode="quick") is None
+    assert all(f in ("test-tiny-infl", "test-tiny-infl/quick.units") or
+               (f.startswith("test-tiny-infl/quick.units/") and f.rsplit("/", 1)[1][0] != ".") for f in files), files
 
 
 def test_failing_write_keeps_the_previous_result(tiny, monkeypatch):
@@ -178,7 +182,9 @@ def test_failing_write_keeps_the_previous_result(tiny, monkeypatch):
     monkeypatch.setattr(np, "savez_compressed", bad_savez)
     with pytest.raises(OSError, match="disk full"):
         store.load_or_compute(tiny.id, mode="quick", device="cpu", recompute=True)
-    assert sorted(p.name for p in first.path.parent.iterdir()) == ["quick"]  # no temporary folder left
+    # no temporary folder or file left (the units finished before the failure stay, for a rerun)
+    assert sorted(p.name for p in first.path.parent.iterdir()) in (["quick"], ["quick", "quick.units"])
+    assert not list(first.path.parent.glob("quick.units/.*"))
     back = store.load(tiny.id, mode="quick")
     assert back.fresh and back.digest == first.digest
 
@@ -803,3 +809,20 @@ def test_saves_from_several_processes_at_once_all_succeed(fast, tmp_path):
     r = store.load(fast.id, mode="quick")
     assert r.fresh and r.digest == first.digest and r.provenance["created"].split()[0] in {"p0", "p1", "p2", "p3"}
     assert _leftovers(first.path.parents[1]) == []
+
+
+def test_a_real_sweep_resumed_from_stored_units_has_the_straight_digest(tiny, tmp_path):
+    """H-F-INFL's own units and combine: two units stored (as a killed run leaves them), the
+    rest computed, the payload digest equal to a straight run's (unit files keep types exactly)."""
+    straight = store.compute(tiny.id, mode="quick", device="cpu", root=tmp_path / "straight")
+    config = base.config_for(tiny, "quick", seed=0)
+    units = tiny.units(config)
+    code = store.code_hash(tiny)
+    for u in units[:2]:
+        r, c = store._run_one(tiny.run_unit, u, "cpu")
+        store.save_unit(store.units_dir(tiny.id, "quick"), store.unit_key(tiny.id, "quick", u, 0, "cpu"), u, r, c,
+                        code=code, seed=0)
+    res = store.compute(tiny.id, mode="quick", device="cpu")
+    rec = res.record()
+    assert (rec["units_reused"], rec["units_computed"], rec["units_total"]) == (2, len(units) - 2, len(units))
+    assert res.digest == straight.digest

@@ -22,6 +22,7 @@ __all__ = [
     "kinds_epilog",
     "output_path",
     "check_memory",
+    "folder_writable",
 ]
 
 
@@ -276,21 +277,21 @@ def output_path(path, name: str, *, suffix: str | None = None) -> Path:
     if folder.exists():
         if not folder.is_dir():
             raise UsageError(f"{name} {str(out)!r}: {str(folder)!r} is not a folder")
-        if not _writable(folder):
+        if not folder_writable(folder):
             raise UsageError(f"{name} {str(out)!r}: folder {str(folder)!r} is not writable")
     else:
         parent = folder.parent if str(folder.parent) else Path(".")
         if not parent.is_dir():
             raise UsageError(f"{name} {str(out)!r}: folder {str(folder)!r} does not exist and neither does its parent; "
                              "give a path in an existing folder (at most one missing folder is created)")
-        if not _writable(parent):
+        if not folder_writable(parent):
             raise UsageError(f"{name} {str(out)!r}: cannot create {str(folder)!r} ({str(parent)!r} is not writable)")
     if out.exists() and not os.access(out, os.W_OK):
         raise UsageError(f"{name} {str(out)!r}: the file exists and is not writable")
     return out
 
 
-def _writable(folder: Path) -> bool:
+def folder_writable(folder: Path) -> bool:
     """Whether a file can be created in ``folder`` (a probe file: permission bits alone do not
     tell, e.g. for root or in /proc)."""
     from dpcompanion.core.validate import can_create_file_in

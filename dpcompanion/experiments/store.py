@@ -22,6 +22,28 @@ racing at the swap both succeed, the last one wins. Results stay plain folders o
 files (git stores them). Quick results are a local cache (``results/*/quick/`` is
 git-ignored, so a fresh clone recomputes them); full results are committed.
 
+**Resumable sweeps** (:func:`_compute_payload`): every unit is stored as it finishes in
+``results/<id>/<mode>.units/<key>.json`` (and ``<key>.npz`` for arrays of more than
+:data:`INLINE_MAX` elements), each file written to a temporary name and renamed into place
+(the ``.npz`` first; the ``.json`` marks the unit done). The key (:func:`unit_key`) hashes
+everything that determines the unit's numbers besides the code: experiment id, mode, the
+unit's own dict (canonical, as :func:`digest`), the seed and the device; the experiment's
+code hash is recorded in the file, and a unit stored by older code is recomputed (the
+``progress`` line says how many). A unit file keeps its result's types exactly (numpy
+scalars with their dtype, tuples, arrays), and carries the result's digest: a unit file
+that does not read back or does not match is recomputed. A run killed or failing part-way
+therefore leaves its finished units, and the next run (local or Dask: the calling process
+stores each unit as the executor hands it back, ``map(..., on_done=)``) computes only the
+others; the payload is combined from all units in their order, exactly as in a straight run,
+so its digest is the same. ``units_total``, ``units_computed``, ``units_reused`` are recorded
+in the provenance and in :meth:`StoredResult.record`. Once the result is saved its units
+folder is removed (the result holds the numbers; the repository stays small). Until then
+:func:`sweep_progress` / :func:`list_partial` report ``units_done/units_total`` and an
+estimate of the compute left (mean wall time of the finished units times the units left);
+a partial result is never shown (:func:`full_absent_note` says how far a partial full sweep
+got). ``quick.units/`` is git-ignored; a full sweep's units may be committed, so that a fresh
+clone on another machine resumes it.
+
 **Reading checks everything** (:func:`load`): both JSON files parse, every array the payload
 refers to is in ``arrays.npz`` and readable, and the payload has its recorded digest. A
 result failing any check is **damaged**: ``StoredResult.damaged`` is ``<file>: <what>``, its
@@ -88,7 +110,7 @@ from dpcompanion.experiments import base
 from dpcompanion.experiments.comparisons.scale import scale_of  # the scale block of a result (issue 21)
 
 __all__ = [
-    "StoredResult", "load_or_compute", "load", "compute", "revalidate", "list_results", "seal_unsealed", "sealed",
+    "StoredResult", "load_or_compute", "units_dir", "unit_key", "sweep_progress", "list_partial", "save_unit", "load", "compute", "revalidate", "list_results", "seal_unsealed", "sealed",
     "digest",
     "config_hash", "code_files", "code_hash", "results_root", "result_dir", "check_writable",
     "LocalExecutor", "DaskExecutor", "make_executor", "check_executor_options", "EXECUTORS", "INLINE_MAX",
@@ -614,7 +636,17 @@ class StoredResult:
                 "wall_s": p.get("wall_s"), "executor": p.get("executor"), "runs": p.get("runs"),
                 "run_steps": p.get("run_steps"), "units": p.get("units"), "digest": p.get("digest"), "commit": p.get("commit"),
                 "dirty": p.get("dirty"), "device": p.get("device"), "created": p.get("created"),
-                "seed": config.get("seed")}
+                "seed": config.get("seed"), **self.unit_counts()}
+
+    def unit_counts(self) -> dict[str, Any]:
+        """``units_total``, ``units_computed`` (by this run) and ``units_reused`` (stored units,
+        or the whole stored result when it was loaded)."""
+        p = self.provenance
+        total = p.get("units")
+        if self.cached:
+            return {"units_total": total, "units_computed": 0, "units_reused": total}
+        return {"units_total": total, "units_computed": p.get("units_computed", total),
+                "units_reused": p.get("units_reused", 0)}
 
 
 def _count(n) -> str:
@@ -749,6 +781,158 @@ def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path |
     why = _staleness(exp, res, config)
     return dataclasses.replace(res, fresh=not why, stale_reason=why)
 
+# --- resumable sweeps: every unit stored as it finishes ------------------------------
+
+#: the folder beside ``<mode>/`` that holds the finished units of a sweep in progress
+UNITS_SUFFIX = ".units"
+
+
+def units_dir(experiment_id: str, mode: str, root: Path | None = None) -> Path:
+    """``results/<id>/<mode>.units/``: one ``<unit key>.json`` (and ``.npz`` for large arrays)
+    per finished unit of a sweep not yet assembled."""
+    return (root or results_root()) / experiment_id / f"{mode}{UNITS_SUFFIX}"
+
+
+def unit_key(exp_id: str, mode: str, unit: dict, seed: int, device: str) -> str:
+    """The file name of a unit's result: sha256 (first 32 hex digits) over the experiment id,
+    mode, the unit's own dict (canonical), the seed and the device. The code hash is recorded
+    inside the file (a unit of older code is recomputed, and the progress says so)."""
+    return digest({"id": exp_id, "mode": mode, "unit": unit, "seed": int(seed), "device": device})[:32]
+
+
+def _enc(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """Exact JSON form of a unit result: arrays (large ones to the .npz), numpy scalars with
+    their dtype and tuples are kept as such, so that ``combine`` sees the very same values."""
+    if isinstance(obj, np.ndarray):
+        if obj.size > INLINE_MAX:
+            key = f"a{len(arrays)}"
+            arrays[key] = obj
+            return {"__npz__": key}
+        return {"__array__": obj.tolist(), "dtype": obj.dtype.str, "shape": list(obj.shape)}
+    if isinstance(obj, np.generic):
+        return {"__scalar__": obj.item(), "dtype": obj.dtype.str}
+    if isinstance(obj, dict):
+        return {"__dict__": [[k, _enc(v, arrays)] for k, v in obj.items()]}
+    if isinstance(obj, tuple):
+        return {"__tuple__": [_enc(v, arrays) for v in obj]}
+    if isinstance(obj, list):
+        return [_enc(v, arrays) for v in obj]
+    return obj
+
+
+def _dec(obj: Any, arrays) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {"__npz__"}:
+            return np.asarray(arrays[obj["__npz__"]])
+        if "__array__" in obj:
+            return np.asarray(obj["__array__"], dtype=np.dtype(obj["dtype"])).reshape(obj["shape"])
+        if "__scalar__" in obj:
+            return np.dtype(obj["dtype"]).type(obj["__scalar__"])
+        if "__tuple__" in obj:
+            return tuple(_dec(v, arrays) for v in obj["__tuple__"])
+        if "__dict__" in obj:
+            return {k: _dec(v, arrays) for k, v in obj["__dict__"]}
+        raise ValueError("unknown entry")
+    if isinstance(obj, list):
+        return [_dec(v, arrays) for v in obj]
+    return obj
+
+
+def _atomic_bytes(path: Path, write: Callable[[Path], None]) -> None:
+    """Write ``path`` through a temporary file renamed over it (a kill leaves no half file)."""
+    tmp = _temp_name(path, "tmp", path.suffix)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def save_unit(folder: Path, key: str, unit: dict, result: dict, counts: dict, *, code: str, seed: int,
+              device: str = "cpu") -> None:
+    """Store one finished unit atomically: the ``.npz`` (if any) first, then the ``.json``,
+    whose presence marks the unit as done."""
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    enc = _enc(result, arrays)
+    if arrays:
+        def npz(p: Path) -> None:
+            with open(p, "wb") as fh:
+                np.savez_compressed(fh, **arrays)
+        _atomic_bytes(folder / f"{key}.npz", npz)
+    rec = {"key": key, "unit": unit, "seed": int(seed), "device": device, "code_hash": code, "result": enc,
+           "digest": digest(result), "runs": int(counts.get("runs", 0)), "run_steps": int(counts.get("run_steps", 0)),
+           "wall_s": round(float(counts.get("wall_s", 0.0)), 3),
+           "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "created_ns": time.time_ns()}
+    _atomic_bytes(folder / f"{key}.json", lambda p: p.write_text(json.dumps(rec, sort_keys=True) + "\n"))
+
+
+def _load_unit(folder: Path, key: str) -> dict | None:
+    """A stored unit's record with its decoded ``result``; None when absent or damaged
+    (unreadable, or its result not matching its digest: it is recomputed)."""
+    f = folder / f"{key}.json"
+    try:
+        rec = json.loads(f.read_text())
+        arrays = {}
+        if (folder / f"{key}.npz").is_file():
+            with np.load(folder / f"{key}.npz", allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        rec["result"] = _dec(rec["result"], arrays)
+        if digest(rec["result"]) != rec["digest"]:
+            return None
+        return rec
+    except (OSError, ValueError, KeyError, TypeError, *_NPZ_ERRORS):
+        return None
+
+
+def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> dict | None:
+    """Progress of a sweep whose finished units are stored but not yet assembled: ``units_done``
+    (units of the sweep, stored by the current code), ``units_total``, ``units_old_code``
+    (stored by older code, or for another seed, device or config: not reused) and
+    ``estimate_left_s`` (mean wall time of the finished units times the units left); None when
+    no unit is stored. The sweep is the seed and device of the newest unit file."""
+    exp = base.get(experiment_id)
+    folder = units_dir(exp.id, mode, root)
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        return None
+    recs = []
+    for f in files:
+        try:
+            rec = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict):
+            recs.append(rec)
+    recs.sort(key=lambda r: int(r.get("created_ns", 0)) if isinstance(r.get("created_ns"), int) else 0)
+    newest = recs[-1] if recs else {}
+    seed, device = int(newest.get("seed", 0)), str(newest.get("device", "cpu"))
+    config = base.config_for(exp, mode, seed=seed)
+    units = exp.units(config)
+    total = len(units)
+    code = code_hash(exp)
+    wanted = {unit_key(exp.id, mode, u, seed, device) for u in units} & {f.stem for f in files}
+    current = [r for r in recs if r.get("code_hash") == code and r.get("key") in wanted]
+    done = len(current)
+    walls = [float(r.get("wall_s", 0.0)) for r in current]
+    left = total - done
+    est = round(sum(walls) / len(walls) * left, 1) if walls else None
+    return {"id": exp.id, "mode": mode, "seed": seed, "device": device, "units_done": done, "units_total": total,
+            "units_old_code": len(recs) - len(current), "estimate_left_s": est, "path": str(folder)}
+
+
+def list_partial(root: Path | None = None) -> list[dict]:
+    """:func:`sweep_progress` of every experiment and mode with stored units."""
+    out = []
+    for exp_id in base.all_experiments():
+        for mode in base.MODES:
+            p = sweep_progress(exp_id, mode, root)
+            if p is not None:
+                out.append(p)
+    return out
+
+
 # --- executors -----------------------------------------------------------------------
 
 def _run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> tuple[dict, dict]:
@@ -776,9 +960,11 @@ def _run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> 
     try:
         with threadpool_limits(limits=1, user_api="blas"):
             before_tally = engine.tally()
+            t0 = time.perf_counter()
             result = run_unit(unit, device)
+            wall = time.perf_counter() - t0
             after = engine.tally()
-            return result, {k: after[k] - before_tally[k] for k in after}
+            return result, {**{k: after[k] - before_tally[k] for k in after}, "wall_s": wall}
     finally:
         if before != 1:
             torch.set_num_threads(before)
@@ -795,8 +981,14 @@ class LocalExecutor:
 
     name = "local"
 
-    def map(self, run_unit, units: Sequence[dict], device: str) -> list[tuple[dict, dict]]:
-        return [_run_one(run_unit, u, device) for u in units]
+    def map(self, run_unit, units: Sequence[dict], device: str, on_done=None) -> list[tuple[dict, dict]]:
+        """``on_done(i, (result, counts))`` is called as each unit finishes (the store saves it)."""
+        out = []
+        for i, u in enumerate(units):
+            out.append(_run_one(run_unit, u, device))
+            if on_done is not None:
+                on_done(i, out[-1])
+        return out
 
     def close(self) -> None:
         pass
@@ -828,10 +1020,30 @@ class DaskExecutor:
             self.client = Client(self.cluster)
             self.where = f"LocalCluster({n} workers x 1 thread)"
 
-    def map(self, run_unit, units: Sequence[dict], device: str) -> list[tuple[dict, dict]]:
+    def map(self, run_unit, units: Sequence[dict], device: str, on_done=None) -> list[tuple[dict, dict]]:
+        """``on_done(i, (result, counts))`` is called in this process as each unit finishes,
+        in the order they finish (the store saves it here, not on the worker). A failing unit
+        does not stop the others: every unit that succeeds is handed to ``on_done`` (so a
+        rerun reuses it), then the first failure is raised."""
+        from distributed import as_completed
+
         futures = self.client.map(_run_in_worker, [run_unit] * len(units), list(units),
                                   [device] * len(units), pure=False)
-        return self.client.gather(futures)
+        index = {f.key: i for i, f in enumerate(futures)}
+        out: list = [None] * len(units)
+        failed: BaseException | None = None
+        for fut in as_completed(futures):
+            i = index[fut.key]
+            try:
+                out[i] = fut.result()
+            except Exception as exc:  # noqa: BLE001 (re-raised below, once the others are in)
+                failed = failed or exc
+                continue
+            if on_done is not None:
+                on_done(i, out[i])
+        if failed is not None:
+            raise failed
+        return out
 
     def close(self) -> None:
         self.client.close()
@@ -977,18 +1189,56 @@ def _versions() -> dict[str, str]:
     return v
 
 
-def _compute_payload(exp: base.Experiment, config: dict, executor, device: str) -> tuple[dict, dict]:
+def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
+                     root: Path | None = None, progress: Callable[[str], None] | None = None) -> tuple[dict, dict]:
+    """Run the units not already stored (by the current code) in ``<mode>.units/``, storing
+    each as it finishes, and combine all of them, in units order."""
     units = exp.units(config)
+    mode, seed = config["mode"], int(config["seed"])
+    folder = units_dir(exp.id, mode, root)
+    code = code_hash(exp)
+    keys = [unit_key(exp.id, mode, u, seed, device) for u in units]
+    done: list = [None] * len(units)
+    old_code = 0
+    if folder.is_dir():  # temporary files of unit saves killed mid-write
+        now = time.time_ns()
+        for p in folder.glob(".*.tmp-*"):
+            if _temp_is_stale(p.name, now):
+                p.unlink(missing_ok=True)
+    for i, k in enumerate(keys):
+        rec = _load_unit(folder, k) if folder.is_dir() else None
+        if rec is None:
+            continue
+        if rec.get("code_hash") != code:
+            old_code += 1
+            continue
+        done[i] = (rec["result"], {"runs": rec.get("runs", 0), "run_steps": rec.get("run_steps", 0),
+                                   "wall_s": rec.get("wall_s", 0.0)})
+    todo = [i for i in range(len(units)) if done[i] is None]
+    reused = len(units) - len(todo)
+    if progress is not None and (reused or old_code):
+        progress(f"{exp.id} {mode}: resuming, {reused}/{len(units)} units stored"
+                 + (f"; {old_code} stored by older code are recomputed" if old_code else ""))
+
+    def on_done(j: int, out: tuple[dict, dict]) -> None:
+        i = todo[j]
+        save_unit(folder, keys[i], units[i], out[0], out[1], code=code, seed=seed, device=device)
+
     t0 = time.perf_counter()
-    done = executor.map(exp.run_unit, units, device)  # [(unit result, counts)]
+    if todo:
+        fresh = executor.map(exp.run_unit, [units[i] for i in todo], device, on_done=on_done)
+        for j, i in enumerate(todo):
+            done[i] = fresh[j]
     payload = _sorted_keys(exp.combine(config, [r for r, _ in done]))  # the order a loaded payload has
     wall = time.perf_counter() - t0
     return payload, {"wall_s": round(wall, 3), "units": len(units),
+                     "units_computed": len(todo), "units_reused": reused,
+                     "units_wall_s": round(sum(float(c.get("wall_s", 0.0)) for _, c in done), 3),
                      "runs": int(sum(c["runs"] for _, c in done)), "run_steps": int(sum(c["run_steps"] for _, c in done))}
 
 
 def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu", executor=None,
-            root: Path | None = None) -> StoredResult:
+            root: Path | None = None, progress: Callable[[str], None] | None = None) -> StoredResult:
     """Compute ``experiment_id`` in ``mode`` (no cache look-up) and save it atomically.
 
     A full result also records the quick-mode digest of the same code and seed (computed if
@@ -1005,8 +1255,9 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     try:
         quick = None
         if mode == "full":
-            quick = load_or_compute(exp.id, mode="quick", seed=seed, device=resolved, executor=ex, root=root)
-        payload, stats = _compute_payload(exp, config, ex, resolved)
+            quick = load_or_compute(exp.id, mode="quick", seed=seed, device=resolved, executor=ex, root=root,
+                                    progress=progress)
+        payload, stats = _compute_payload(exp, config, ex, resolved, root, progress)
     finally:
         if own:
             ex.close()
@@ -1024,12 +1275,15 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
         prov["quick_device"] = quick.provenance.get("device")
     prov = sealed(prov)
     _save(target, payload, prov)
+    # the result is complete and saved: its units are no longer needed (keeps the repository small)
+    shutil.rmtree(units_dir(exp.id, mode, root), ignore_errors=True)
     return StoredResult(id=exp.id, mode=mode, payload=payload, provenance=prov, fresh=True, cached=False,
                         path=target)
 
 
 def load_or_compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu",
-                    executor: Any = None, recompute: bool = False, root: Path | None = None) -> StoredResult:
+                    executor: Any = None, recompute: bool = False, root: Path | None = None,
+                    progress: Callable[[str], None] | None = None) -> StoredResult:
     """The stored result when fresh (same config, seed included, and same code), else computed
     with ``executor`` (default: in-process) and saved. ``recompute=True`` always computes."""
     exp = base.get(experiment_id)
@@ -1039,7 +1293,7 @@ def load_or_compute(experiment_id: str, *, mode: str, seed: int = 0, device: str
         res = load(exp.id, mode=mode, seed=seed, root=root)
         if res is not None and res.fresh:
             return res
-    return compute(exp.id, mode=mode, seed=seed, device=device, executor=executor, root=root)
+    return compute(exp.id, mode=mode, seed=seed, device=device, executor=executor, root=root, progress=progress)
 
 
 def fresh_full(experiment_id: str) -> StoredResult | None:
@@ -1055,6 +1309,11 @@ def full_absent_note(experiment_id: str) -> str:
     full = load(experiment_id, mode="full")
     why = ("No full-mode result is stored yet" if full is None
            else f"The stored full-mode result is stale ({full.stale_reason}) and is not shown")
+    part = sweep_progress(experiment_id, "full")
+    if part is not None:
+        why += (f"; a full sweep is partly done ({part['units_done']}/{part['units_total']} units stored"
+                + (f", about {part['estimate_left_s']} s of compute left" if part["estimate_left_s"] is not None else "")
+                + ") and is not shown until it is complete")
     return f"{why}: `python -m dpcompanion experiment {experiment_id} --mode full` computes it."
 
 

@@ -2,10 +2,14 @@
 
 ``python -m dpcompanion experiment ID [--mode quick|full] [--executor local|dask]
 [--workers N | --scheduler ADDRESS] [--device auto|cpu|cuda] [--seed N] [--recompute]
-[--revalidate] [--json]`` stores the result under ``results/<ID>/<mode>/`` (see
-:mod:`dpcompanion.experiments.store`) and prints one line, or with ``--json`` one object
-with ``id, mode, path, cached, fresh, wall_s, executor, runs, digest`` (and more;
-``replaced_damaged``: the damaged file of the stored result this run recomputed over).
+[--revalidate] [--results-dir DIR] [--json]`` stores the result under
+``<DIR>/<ID>/<mode>/`` (``DIR``: ``--results-dir``, else ``$DPCOMPANION_RESULTS``, else
+``results/``; see :mod:`dpcompanion.experiments.store`) and prints one line, or with ``--json``
+one object with ``id, mode, path, cached, fresh, wall_s, executor, runs, digest,
+units_total, units_computed, units_reused`` (and more; ``replaced_damaged``: the damaged file
+of the stored result this run recomputed over). Every unit is stored as it finishes
+(``<DIR>/<ID>/<mode>.units/``): a run killed mid-way resumes where it stopped, recomputing no
+finished unit (a line on stderr says how many were reused).
 Every option is checked, the results folder included, before a cluster starts or a file
 is written.
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from dpcompanion.cli import options
 
@@ -40,7 +45,44 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--revalidate", action="store_true",
                    help="with --mode full: re-check a stale full result by recomputing only the quick mode "
                         "and comparing its digest with the recorded one")
+    add_results_dir_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_results_dir_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results-dir", default=None, metavar="DIR",
+                   help="the results folder (default: $DPCOMPANION_RESULTS when set, else results/ of the repository)")
+
+
+def results_root_from_args(args: argparse.Namespace):
+    """The results folder: ``--results-dir`` (checked writable, nothing created), else the
+    store's default (``$DPCOMPANION_RESULTS`` or ``results/``)."""
+    from pathlib import Path
+
+    from dpcompanion.cli import UsageError
+    from dpcompanion.experiments import store
+
+    value = getattr(args, "results_dir", None)
+    if value is None:
+        return store.results_root()
+    if not str(value).strip():
+        raise UsageError("--results-dir must be a folder path, got an empty string")
+    root = Path(value)
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"--results-dir {value!r} is not a folder")
+    from dpcompanion.cli.options import folder_writable
+
+    probe = root
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    try:
+        store.check_writable(root)
+        if not folder_writable(probe):  # a real probe: permission bits alone do not tell (root, /proc)
+            raise ValueError("not writable")
+    except ValueError:
+        raise UsageError(f"--results-dir {value!r} cannot be written (give a writable folder, "
+                         "or a new one inside a writable folder)") from None
+    return root
 
 
 def executor_from_args(args: argparse.Namespace):
@@ -72,20 +114,22 @@ def run(args: argparse.Namespace) -> int:
     check_executor_args(args)
     if args.revalidate and args.mode != "full":
         raise UsageError("--revalidate applies to --mode full (it re-checks a full result by its quick digest)")
-    store.check_writable(store.result_dir(exp.id, args.mode))
+    root = results_root_from_args(args)
+    store.check_writable(store.result_dir(exp.id, args.mode, root))
     if args.mode == "full":
-        store.check_writable(store.result_dir(exp.id, "quick"))
+        store.check_writable(store.result_dir(exp.id, "quick", root))
     executor = executor_from_args(args)
     try:
         if args.revalidate:
-            out = store.revalidate(exp.id, device=device, executor=executor)
-            res = store.load(exp.id, mode="full")
+            out = store.revalidate(exp.id, device=device, executor=executor, root=root)
+            res = store.load(exp.id, mode="full", root=root)
             rec = (res.record() if res else {"id": exp.id, "mode": "full", "path": None, "cached": False,
                                               "fresh": False}) | {"revalidation": out}
         else:
-            before = store.load(exp.id, mode=args.mode)
+            before = store.load(exp.id, mode=args.mode, root=root)
             res = store.load_or_compute(exp.id, mode=args.mode, seed=seed, device=device, executor=executor,
-                                        recompute=args.recompute)
+                                        recompute=args.recompute, root=root,
+                                        progress=lambda line: print(line, file=sys.stderr, flush=True))
             rec = res.record()
             if before is not None and before.damaged:
                 rec["replaced_damaged"] = before.damaged
@@ -98,5 +142,7 @@ def run(args: argparse.Namespace) -> int:
         if rec.get("replaced_damaged"):
             what += f" over a damaged result ({rec['replaced_damaged']})"
         print(f"{rec['id']} {rec['mode']}: {what}; digest {str(rec.get('digest'))[:16]}, {rec.get('runs')} runs, "
-              f"{rec.get('wall_s')} s on {rec.get('device')} ({rec.get('executor')}) -> {rec.get('path')}")
+              f"{rec.get('wall_s')} s on {rec.get('device')} ({rec.get('executor')}); units: "
+              f"{rec.get('units_computed')} computed, {rec.get('units_reused')} reused of {rec.get('units_total')} "
+              f"-> {rec.get('path')}")
     return 0

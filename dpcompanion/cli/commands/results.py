@@ -1,8 +1,12 @@
 """``results``: list every stored experiment result and whether it is fresh.
 
-``python -m dpcompanion results [--json] [--revalidate | --seal]``: one row (or JSON object)
-per stored result with ``id, mode, fresh, commit, device, created, wall_s`` (and the digest
-and why a stale result is stale). A damaged result (a file missing, unreadable or not
+``python -m dpcompanion results [--json] [--revalidate | --seal] [--results-dir DIR]``: one
+row (or JSON object) per stored result with ``id, mode, fresh, commit, device, created,
+wall_s`` (and the digest and why a stale result is stale; ``complete: true``). A sweep in
+progress (units stored in ``<id>/<mode>.units/``, not yet assembled: killed, interrupted, or
+running) is listed as ``PARTIAL`` with ``units_done/units_total``, the units stored by older
+code (recomputed on resume) and ``estimate_left_s``, the mean wall time of its finished units
+times the units left (``complete: false``; it is never shown as a result). A damaged result (a file missing, unreadable or not
 matching its digest) is listed as ``DAMAGED`` with the file and what is wrong (``damaged``
 in the JSON); every other result is still listed. ``--revalidate`` first re-checks every
 stale full result by its behavioural fingerprint
@@ -27,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seal", action="store_true",
                    help="seal the provenance of results stored before seals existed (intact ones only; "
                         "nothing is recomputed)")
+    from dpcompanion.cli.commands.experiment import add_results_dir_argument
+
+    add_results_dir_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,24 +42,27 @@ def run(args: argparse.Namespace) -> int:
 
     from dpcompanion.cli import UsageError, options
 
+    from dpcompanion.cli.commands.experiment import results_root_from_args
+
     device = options.flag("--device", resolve_device, args.device)
+    root = results_root_from_args(args)
     if args.seal and args.revalidate:
         raise UsageError("give either --seal or --revalidate, not both")
     events = []
     seals = {}
     if args.seal:
-        for r in store.list_results():
+        for r in store.list_results(root):
             store.check_writable(r.path)
-        seals = {(e["id"], e["mode"]): e for e in store.seal_unsealed()}
+        seals = {(e["id"], e["mode"]): e for e in store.seal_unsealed(root)}
     if args.revalidate:
-        for r in store.list_results():
+        for r in store.list_results(root):
             if r.mode == "full" and not r.fresh:
                 store.check_writable(r.path)
-        for r in store.list_results():
+        for r in store.list_results(root):
             if r.mode == "full" and not r.fresh:
-                events.append(store.revalidate(r.id, device=device))
+                events.append(store.revalidate(r.id, device=device, root=root))
     rows = []
-    for r in store.list_results():
+    for r in store.list_results(root):
         rec = r.record()
         row = {k: rec[k] for k in ("id", "mode", "fresh", "damaged", "commit", "dirty", "device", "created",
                                    "wall_s", "runs", "digest", "stale_reason", "path")}
@@ -61,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
             row["revalidation"] = ev[0]
         if (r.id, r.mode) in seals:
             row["seal"] = {k: seals[(r.id, r.mode)][k] for k in ("status", "detail")}
+        row["complete"] = True
         rows.append(row)
+    for part in store.list_partial(root):
+        rows.append({**part, "complete": False, "fresh": False})
     if args.json:
         print(json.dumps(rows, sort_keys=True))
         return 0
@@ -70,8 +83,15 @@ def run(args: argparse.Namespace) -> int:
     for e in seals.values():
         print(f"seal {e['id']} {e['mode']}: {e['status']}" + (f" ({e['detail']})" if e["detail"] else ""))
     if not rows:
-        print(f"no stored results under {store.results_root()}")
+        print(f"no stored results under {root}")
     for r in rows:
+        if not r["complete"]:
+            left = "unknown" if r["estimate_left_s"] is None else f"about {r['estimate_left_s']} s"
+            old = f", {r['units_old_code']} stored by older code (recomputed)" if r["units_old_code"] else ""
+            print(f"{r['id']:<12} {r['mode']:<6} PARTIAL {r['units_done']}/{r['units_total']} units{old}; "
+                  f"left: {left} of compute; `python -m dpcompanion experiment {r['id']} --mode {r['mode']}` "
+                  "resumes it")
+            continue
         if r["damaged"]:
             print(f"{r['id']:<12} {r['mode']:<6} DAMAGED ({r['damaged']}): not shown; "
                   f"`python -m dpcompanion experiment {r['id']} --mode {r['mode']}` recomputes it")

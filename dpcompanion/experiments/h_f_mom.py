@@ -115,12 +115,17 @@ def run_unit(unit, device) -> dict:
         return f
 
     limits = {"gamma": (None, GAMMA_MAX), "crossing": (0.0, 1.0)}
+    # the crossing is a fraction of the horizon T: [0, 1] is its domain, not a grid the paper
+    # or we chose, so a choice at 0 or 1 is the tuned optimum (recorded as a bound, with why)
+    domain = {"crossing": {"low": (0.0, "crossing is a fraction of T: 0 is its least value by definition"),
+                           "high": (1.0, "crossing is a fraction of T: 1 is its largest value by definition")}}
     grids = {"expinfl": {"gamma": unit["gammas"]},
              "momexpinfl": {"gamma": unit["gammas"], "crossing": unit["crossings"]}}
     chosen = {"uni": ("uni", 0.0, 0.0)}
     traces, records = {}, []
     for kind in ("expinfl", "momexpinfl"):
         ch, tr = tuning.tune(_evaluate(kind), grids[kind], scales={"gamma": "to_one"}, limits=limits,
+                             stated=domain if kind == "momexpinfl" else None,
                              max_rounds=int(unit.get("max_rounds", 3)))
         chosen[kind] = (kind, float(ch["gamma"]), float(ch.get("crossing", 0.0)))
         traces[kind] = tr

@@ -73,6 +73,22 @@ def test_good_notebook_is_executed_with_parameters(nbdir: Path, tmp_path: Path):
 
 
 @pytest.mark.slow
+def test_a_temporary_copy_left_by_a_killed_run_is_removed(nbdir: Path, tmp_path: Path):
+    """A run killed mid-execution leaves an empty ``.<id>-*.ipynb`` beside the pages (it broke
+    the next Sphinx build, which read it): the next execution of that page removes it, and the
+    book's configuration excludes such files anyway."""
+    out = tmp_path / "generated"
+    out.mkdir()
+    (out / ".good-abc123.ipynb").write_text("")
+    r = _reproduce("--only", "good", "--device", "cpu", "--notebooks", str(nbdir), "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    assert not list(out.glob(".good-*.ipynb")) and (out / "good.ipynb").exists()
+    import yaml
+
+    assert "book/.*" in yaml.safe_load((Path(__file__).resolve().parents[1] / "_config.yml").read_text())["exclude_patterns"]
+
+
+@pytest.mark.slow
 def test_failure_removes_stale_copy(nbdir: Path, tmp_path: Path):
     out = tmp_path / "generated"
     out.mkdir()

@@ -117,6 +117,8 @@ def execute(nb: Notebook, *, out_dir: Path, mode: str, seed: int, device: str, k
 
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{nb.id}.ipynb"
+    for stale in out_dir.glob(f".{nb.id}-*.ipynb"):  # left by a run killed mid-execution
+        stale.unlink(missing_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{nb.id}-", suffix=".ipynb", dir=out_dir)
     os.close(fd)
     tmp = Path(tmp_name)

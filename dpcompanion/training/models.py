@@ -54,6 +54,7 @@ __all__ = [
     "Model",
     "DenseModel",
     "FuncModel",
+    "GhostConvModel",
     "MNISTCNN",
     "CIFARCNN",
     "MODELS",
@@ -632,6 +633,102 @@ class FuncModel(Model):
         return m
 
 
+class GhostConvModel(FuncModel):
+    """A :class:`FuncModel` over a ``torch.nn.Sequential`` of Conv2d / Linear layers
+    (and parameter-free layers between them) whose :meth:`clipped_grad_sum` never calls
+    ``vmap(grad)``: one forward and one backward per run give each weighted layer's
+    inputs ``a`` and output backprops ``g`` (per sample, since the loss is a sum), and
+
+    * Linear: ``||grad_n||^2 = ||g_n||^2 (||a_n||^2 + 1)`` (closed form, as the dense
+      engine);
+    * Conv2d, inputs unfolded to ``A_n`` ``(d, L)`` (``d = C_in k_h k_w``, ``L``
+      positions), ``G_n`` ``(C_out, L)``: the per-sample weight gradient is
+      ``G_n A_n^T``; its squared norm is either formed (cost ``C_out d L``) or taken as
+      the ghost norm ``sum_{p,q} (a_p . a_q)(g_p . g_q)`` (cost ``L^2 (d + C_out)``),
+      whichever is cheaper per layer (Opacus's "mixed ghost" rule); the bias gradient is
+      ``sum_p g_p``.
+
+    The clipped sum is then one matmul per layer, ``sum_n c_n G_n A_n^T``, with the
+    clip factors from :func:`clip_factors` (the engine's one clip function). Runs are
+    looped (each run's conv is already batched over samples)."""
+
+    def _layer_norms_and_sum(self, mod, a, g, c=None):
+        """(per-sample squared norm (N,), or the clipped-sum pieces when ``c`` is given)."""
+        if isinstance(mod, torch.nn.Linear):
+            if c is None:
+                an = a.square().sum(-1) + (1.0 if mod.bias is not None else 0.0)
+                return g.square().sum(-1) * an
+            cg = g * c[:, None]
+            out = [cg.transpose(0, 1) @ a]
+            if mod.bias is not None:
+                out.append(cg.sum(0))
+            return out
+        N = a.shape[0]
+        A = F.unfold(a, mod.kernel_size, dilation=mod.dilation, padding=mod.padding, stride=mod.stride)  # (N, d, L)
+        G = g.reshape(N, g.shape[1], -1)  # (N, Cout, L)
+        if c is None:
+            d, L = A.shape[1], A.shape[2]
+            Cout = G.shape[1]
+            if L * L * (d + Cout) < Cout * d * L:
+                nsq = ((A.transpose(1, 2) @ A) * (G.transpose(1, 2) @ G)).sum((1, 2))
+            else:
+                nsq = (G @ A.transpose(1, 2)).square().sum((1, 2))
+            if mod.bias is not None:
+                nsq = nsq + G.sum(-1).square().sum(-1)
+            return nsq
+        cG = G * c[:, None, None]
+        gw = torch.einsum("nol,ndl->od", cG, A).reshape(mod.weight.shape)
+        out = [gw]
+        if mod.bias is not None:
+            out.append(cG.sum((0, 2)))
+        return out
+
+    def _run_one(self, th, X, y, clip_norm, w):
+        from torch.func import functional_call  # noqa: F401  (parameters are plain tensors here)
+
+        params = self.unflatten(th)
+        mods = list(self.module.named_children())
+        x = X.reshape(X.shape[0], *self.in_shape)
+        inputs, outs, weighted = [], [], []
+        with torch.enable_grad():
+            h = x
+            for name, mod in mods:
+                if isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)):
+                    W = params[f"{name}.weight"]
+                    b = params.get(f"{name}.bias")
+                    inputs.append(h.detach())
+                    if isinstance(mod, torch.nn.Conv2d):
+                        h = F.conv2d(h, W, b, mod.stride, mod.padding, mod.dilation, mod.groups)
+                    else:
+                        h = F.linear(h, W, b)
+                    h.retain_grad() if h.requires_grad else h.requires_grad_(True)
+                    outs.append(h)
+                    weighted.append(mod)
+                else:
+                    h = mod(h)
+            losses = self.per_sample_loss_from_output(h, y)
+            grads = torch.autograd.grad(losses.sum(), outs)
+        with torch.no_grad():
+            nsq = sum(self._layer_norms_and_sum(m, a, g) for m, a, g in zip(weighted, inputs, grads))
+            norms = nsq.sqrt()
+            c = clip_factors(norms, clip_norm)
+            if w is not None:
+                c = c * w
+            pieces = []
+            for m, a, g in zip(weighted, inputs, grads):
+                pieces += [p.reshape(-1) for p in self._layer_norms_and_sum(m, a, g, c)]
+            return torch.cat(pieces), norms, losses.detach()
+
+    def clipped_grad_sum(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
+        """Ghost/mixed clipping per run (see the class docstring)."""
+        for m in self.module.children():
+            if isinstance(m, torch.nn.Conv2d) and m.groups != 1:
+                return FuncModel.clipped_grad_sum(self, theta, X, y, clip_norm=clip_norm, weights=weights)
+        rows = [self._run_one(theta[k], X, y, clip_norm, None if weights is None else weights[k])
+                for k in range(theta.shape[0])]
+        return ClipResult(*(torch.stack([r[i] for r in rows]) for i in range(3)))
+
+
 class MNISTCNN(torch.nn.Sequential):
     """Small CNN for 28x28 grey images (stand-in for Wu et al. (ADP-SGD, file 002)
     App. F.4 Fig. 6, whose code is an image not in the text extraction): the tanh CNN
@@ -706,5 +803,5 @@ def make_model(
         return DenseModel(in_dim=in_dim, n_classes=n_classes, loss=loss or ("squared" if name == "linear" else "logistic"),
                           bias=bias)
     if name == "cnn-mnist":
-        return FuncModel(lambda: MNISTCNN(n_classes), in_shape=(1, 28, 28), n_classes=n_classes, name=name)
-    return FuncModel(lambda: CIFARCNN(n_classes), in_shape=(3, 32, 32), n_classes=n_classes, name=name)
+        return GhostConvModel(lambda: MNISTCNN(n_classes), in_shape=(1, 28, 28), n_classes=n_classes, name=name)
+    return GhostConvModel(lambda: CIFARCNN(n_classes), in_shape=(3, 32, 32), n_classes=n_classes, name=name)

@@ -652,36 +652,53 @@ class GhostConvModel(FuncModel):
     clip factors from :func:`clip_factors` (the engine's one clip function). Runs are
     looped (each run's conv is already batched over samples)."""
 
-    def _layer_norms_and_sum(self, mod, a, g, c=None):
-        """(per-sample squared norm (N,), or the clipped-sum pieces when ``c`` is given)."""
+    @staticmethod
+    def _layer_norms(mod, a, g):
+        """A layer's per-sample squared gradient norms ``(N,)`` and what its clipped sum
+        needs (the unfolded inputs, or the formed per-sample gradients)."""
         if isinstance(mod, torch.nn.Linear):
-            if c is None:
-                an = a.square().sum(-1) + (1.0 if mod.bias is not None else 0.0)
-                return g.square().sum(-1) * an
-            cg = g * c[:, None]
-            out = [cg.transpose(0, 1) @ a]
-            if mod.bias is not None:
-                out.append(cg.sum(0))
-            return out
+            an = a.square().sum(-1) + (1.0 if mod.bias is not None else 0.0)
+            return g.square().sum(-1) * an, ("linear", a, g)
         N = a.shape[0]
         A = F.unfold(a, mod.kernel_size, dilation=mod.dilation, padding=mod.padding, stride=mod.stride)  # (N, d, L)
         G = g.reshape(N, g.shape[1], -1)  # (N, Cout, L)
-        if c is None:
-            d, L = A.shape[1], A.shape[2]
-            Cout = G.shape[1]
-            if L * L * (d + Cout) < Cout * d * L:
-                nsq = ((A.transpose(1, 2) @ A) * (G.transpose(1, 2) @ G)).sum((1, 2))
-            else:
-                nsq = (G @ A.transpose(1, 2)).square().sum((1, 2))
+        d, L, Cout = A.shape[1], A.shape[2], G.shape[1]
+        gb = G.sum(-1) if mod.bias is not None else None
+        if L * L * (d + Cout) < Cout * d * L:  # ghost norm
+            nsq = torch.bmm(A.transpose(1, 2), A).mul_(torch.bmm(G.transpose(1, 2), G)).sum((1, 2))
+            carry = ("ghost", A, G, gb)
+        else:  # form the per-sample gradients (N, Cout, d)
+            psg = torch.bmm(G, A.transpose(1, 2))
+            nsq = psg.square().sum((1, 2))
+            carry = ("formed", psg, None, gb)
+        if gb is not None:
+            nsq = nsq + gb.square().sum(-1)
+        return nsq, carry
+
+    @staticmethod
+    def _layer_clipped_sum(mod, carry, c):
+        """The layer's ``sum_n c_n grad_n``, weight then bias, flattened."""
+        if carry[0] == "linear":
+            _, a, g = carry
+            cg = g * c[:, None]
+            out = [(cg.transpose(0, 1) @ a).reshape(-1)]
             if mod.bias is not None:
-                nsq = nsq + G.sum(-1).square().sum(-1)
-            return nsq
-        cG = G * c[:, None, None]
-        gw = torch.einsum("nol,ndl->od", cG, A).reshape(mod.weight.shape)
+                out.append(cg.sum(0))
+            return out
+        kind, X1, X2, gb = carry
+        if kind == "formed":
+            gw = torch.mv(X1.reshape(X1.shape[0], -1).t(), c)
+        else:
+            gw = torch.bmm(X2 * c[:, None, None], X1.transpose(1, 2)).sum(0).reshape(-1)
         out = [gw]
-        if mod.bias is not None:
-            out.append(cG.sum((0, 2)))
+        if gb is not None:
+            out.append(gb.t() @ c)
         return out
+
+    def _layer_norms_and_sum(self, mod, a, g, c=None):
+        """Per-sample squared norms ``(N,)`` of one layer, or (``c`` given) its clipped sum."""
+        nsq, carry = self._layer_norms(mod, a, g)
+        return nsq if c is None else self._layer_clipped_sum(mod, carry, c)
 
     def _run_one(self, th, X, y, clip_norm, w):
         from torch.func import functional_call  # noqa: F401  (parameters are plain tensors here)
@@ -709,14 +726,14 @@ class GhostConvModel(FuncModel):
             losses = self.per_sample_loss_from_output(h, y)
             grads = torch.autograd.grad(losses.sum(), outs)
         with torch.no_grad():
-            nsq = sum(self._layer_norms_and_sum(m, a, g) for m, a, g in zip(weighted, inputs, grads))
-            norms = nsq.sqrt()
+            per_layer = [self._layer_norms(m, a, g) for m, a, g in zip(weighted, inputs, grads)]
+            norms = sum(n for n, _ in per_layer).sqrt()
             c = clip_factors(norms, clip_norm)
             if w is not None:
                 c = c * w
             pieces = []
-            for m, a, g in zip(weighted, inputs, grads):
-                pieces += [p.reshape(-1) for p in self._layer_norms_and_sum(m, a, g, c)]
+            for m, (_, carry) in zip(weighted, per_layer):
+                pieces += self._layer_clipped_sum(m, carry, c)
             return torch.cat(pieces), norms, losses.detach()
 
     def clipped_grad_sum(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:

@@ -311,3 +311,15 @@ def test_cnn_ghost_clipping_equals_opacus_clipped_sum():
     # Opacus's factor is C / (||g|| + 1e-6): relative differences of order 1e-6 / ||g||
     assert opacus is not None and ours.norms.min() > 0.1
     torch.testing.assert_close(ours.grad_sum[0], ref, rtol=1e-4, atol=1e-9)
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=8, stride=2, padding=3), dict(kernel_size=4, stride=2),
+                                dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 0)),
+                                dict(kernel_size=3, dilation=2, padding=1)])
+def test_conv_unfold_equals_torch_unfold(kw):
+    from dpcompanion.training.models import _unfold
+
+    conv = torch.nn.Conv2d(3, 4, **kw)
+    a = torch.rand(2, 3, 11, 12, generator=torch.Generator().manual_seed(0), dtype=DT)
+    ref = F.unfold(a, conv.kernel_size, dilation=conv.dilation, padding=conv.padding, stride=conv.stride)
+    torch.testing.assert_close(_unfold(a, conv), ref, rtol=0, atol=0)

@@ -633,6 +633,18 @@ class FuncModel(Model):
         return m
 
 
+def _unfold(a: torch.Tensor, conv: torch.nn.Conv2d) -> torch.Tensor:
+    """``F.unfold`` of a conv's input, ``(N, C k_h k_w, L)``: for int padding and no
+    dilation as a strided view copied once (several times faster than ``im2col`` on CPU)."""
+    if tuple(conv.dilation) != (1, 1):
+        return F.unfold(a, conv.kernel_size, dilation=conv.dilation, padding=conv.padding, stride=conv.stride)
+    (kh, kw), (sh, sw), (ph, pw) = conv.kernel_size, conv.stride, conv.padding
+    x = F.pad(a, (pw, pw, ph, ph)) if ph or pw else a
+    v = x.unfold(2, kh, sh).unfold(3, kw, sw)  # (N, C, Ho, Wo, kh, kw)
+    N, C, Ho, Wo = v.shape[:4]
+    return v.permute(0, 1, 4, 5, 2, 3).reshape(N, C * kh * kw, Ho * Wo)
+
+
 class GhostConvModel(FuncModel):
     """A :class:`FuncModel` over a ``torch.nn.Sequential`` of Conv2d / Linear layers
     (and parameter-free layers between them) whose :meth:`clipped_grad_sum` never calls
@@ -660,7 +672,7 @@ class GhostConvModel(FuncModel):
             an = a.square().sum(-1) + (1.0 if mod.bias is not None else 0.0)
             return g.square().sum(-1) * an, ("linear", a, g)
         N = a.shape[0]
-        A = F.unfold(a, mod.kernel_size, dilation=mod.dilation, padding=mod.padding, stride=mod.stride)  # (N, d, L)
+        A = _unfold(a, mod)  # (N, d, L)
         G = g.reshape(N, g.shape[1], -1)  # (N, Cout, L)
         d, L, Cout = A.shape[1], A.shape[2], G.shape[1]
         gb = G.sum(-1) if mod.bias is not None else None
@@ -739,7 +751,7 @@ class GhostConvModel(FuncModel):
     def clipped_grad_sum(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
         """Ghost/mixed clipping per run (see the class docstring)."""
         for m in self.module.children():
-            if isinstance(m, torch.nn.Conv2d) and m.groups != 1:
+            if isinstance(m, torch.nn.Conv2d) and (m.groups != 1 or isinstance(m.padding, str)):
                 return FuncModel.clipped_grad_sum(self, theta, X, y, clip_norm=clip_norm, weights=weights)
         rows = [self._run_one(theta[k], X, y, clip_norm, None if weights is None else weights[k])
                 for k in range(theta.shape[0])]

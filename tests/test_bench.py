@@ -91,6 +91,23 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
     seq = r["opacus"]["ghost"]["sequential"]
     assert seq["measured_runs"] <= 3 and seq["extrapolated"] == (seq["measured_runs"] < 3)
     assert r["provenance"]["versions"]["opacus"] != "absent"
+    # the issue-22 keys: CNN ratio, overhead of privacy, both fractions of the matmul peak,
+    # each consistent with the stored times / rates it is made of
+    cnn, mlp = r["cnn"], r["mlp"]
+    med = {k: v["median_s"] for k, v in cnn["step_s"].items()}
+    assert set(med) == {"ours", "nonprivate", "opacus_ghost", "opacus_hooks"}
+    fastest = min(("ghost", "hooks"), key=lambda m: med[f"opacus_{m}"])
+    assert cnn["opacus_fastest_mode"] == fastest
+    assert cnn["ratio_vs_opacus_fastest"] == pytest.approx(med[f"opacus_{fastest}"] / med["ours"], rel=1e-12)
+    assert cnn["private_over_nonprivate"] == pytest.approx(med["ours"] / med["nonprivate"], rel=1e-12)
+    ov = mlp["overhead"]["step_s"]
+    assert mlp["private_over_nonprivate"] == pytest.approx(ov["private"]["median_s"] / ov["nonprivate"]["median_s"],
+                                                           rel=1e-12)
+    assert mlp["ratio_vs_opacus_fastest"] == r["ratio_single_vs_opacus"]
+    assert mlp["fraction_of_matmul_peak"] == r["fraction_of_matmul_peak"]
+    lin = r["linear"]
+    assert lin["fraction_of_matmul_peak"] == pytest.approx(
+        lin["flops_per_run_step"] * r["linear_run_steps_per_s"] / 1e9 / r["matmul_peak_gflops"], rel=1e-12)
     assert json.loads(out.read_text())["ratio_single_vs_opacus"] == r["ratio_single_vs_opacus"]
     side = json.loads(out.with_suffix(".json.provenance.json").read_text())
     assert side["command"] == "python -m dpcompanion bench" and "commit" in side

@@ -3,6 +3,7 @@ independent references (a one-sample-at-a-time autograd loop on an ``nn.Module``
 from the same parameters, and central finite differences)."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -349,3 +350,99 @@ def test_forward_in_run_chunks_and_evaluate():
     loss, acc = model.evaluate(theta, X, y)
     torch.testing.assert_close(loss, model.loss(theta, X, y))
     torch.testing.assert_close(acc, model.accuracy(theta, X, y))
+
+
+def _ghost_vs_vmap(model, X, y, clip, K=2):
+    from dpcompanion.training.models import FuncModel
+
+    theta = model.init(generators=[torch.Generator().manual_seed(s) for s in range(K)], dtype=DT)
+    w = torch.rand(K, X.shape[0], generator=torch.Generator().manual_seed(9), dtype=DT)
+    ours = model.clipped_grad_sum(theta, X, y, clip_norm=clip, weights=w)
+    G = model.per_sample_grads(theta, X, y)  # torch.func vmap(grad)
+    torch.testing.assert_close(ours.norms, G.norm(dim=-1), rtol=1e-10, atol=1e-13)
+    ref = FuncModel.clipped_grad_sum(model, theta, X, y, clip_norm=clip, weights=w)
+    torch.testing.assert_close(ours.grad_sum, ref.grad_sum, rtol=1e-10, atol=1e-13)
+    torch.testing.assert_close(ours.losses, ref.losses, rtol=1e-12, atol=1e-13)
+    return theta
+
+
+@pytest.mark.parametrize("name", ["cnn-mnist", "cnn-cifar"])
+def test_cnn_ghost_clipping_equals_torch_func_per_sample_grads(name):
+    from dpcompanion.training.models import GhostConvModel
+
+    model = make_model(name, n_classes=10)
+    assert isinstance(model, GhostConvModel)
+    g = torch.Generator().manual_seed(3)
+    X = torch.rand(6, math.prod(model.in_shape), generator=g, dtype=DT)
+    y = torch.tensor([0, 9, 3, 3, 5, 1])
+    _ghost_vs_vmap(model, X, y, clip=0.05)
+
+
+def test_cnn_mixed_rule_takes_both_branches_and_both_agree():
+    """The per-layer choice between the ghost norm and the formed per-sample gradient:
+    the W-F4 network's first conv (L = 196 positions, d = 64) forms it, the second
+    (L = 25, d = 256) takes the ghost norm; forcing either branch gives the same norms."""
+    from dpcompanion.training.models import GhostConvModel
+
+    model = make_model("cnn-mnist", n_classes=10)
+    convs = [m for m in model.module.children() if isinstance(m, torch.nn.Conv2d)]
+    g = torch.Generator().manual_seed(4)
+    a = torch.rand(3, 1, 28, 28, generator=g, dtype=DT)
+    conv = convs[0].to(DT)
+    out = conv(a)
+    grad_out = torch.randn(out.shape, generator=g, dtype=DT)
+    A = F.unfold(a, conv.kernel_size, padding=conv.padding, stride=conv.stride)
+    G = grad_out.reshape(3, conv.out_channels, -1)
+    ghost = ((A.transpose(1, 2) @ A) * (G.transpose(1, 2) @ G)).sum((1, 2)) + G.sum(-1).square().sum(-1)
+    per = torch.einsum("nol,ndl->nod", G, A).square().sum((1, 2)) + G.sum(-1).square().sum(-1)
+    got = GhostConvModel._layer_norms_and_sum(model, conv, a, grad_out)
+    torch.testing.assert_close(got, ghost, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got, per, rtol=1e-12, atol=1e-12)
+    L, d = A.shape[2], A.shape[1]
+    assert L * L * (d + conv.out_channels) >= conv.out_channels * d * L  # formed for conv 1
+    L2 = 5 * 5
+    d2 = convs[1].in_channels * 16
+    assert L2 * L2 * (d2 + convs[1].out_channels) < convs[1].out_channels * d2 * L2  # ghost for conv 2
+
+
+def test_cnn_ghost_clipping_equals_opacus_clipped_sum():
+    """Opacus's per-sample clipping (hooks mode, float64) on the same module, batch and
+    clip gives the same per-sample norms and clipped gradient sum (loss reduction "sum")."""
+    opacus = pytest.importorskip("opacus")
+    from opacus.grad_sample import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    model = make_model("cnn-mnist", n_classes=10)
+    theta = model.init(generators=[torch.Generator().manual_seed(0)], dtype=DT)
+    g = torch.Generator().manual_seed(5)
+    N, C = 8, 0.1
+    X = torch.rand(N, 784, generator=g, dtype=DT)
+    y = torch.randint(0, 10, (N,), generator=g)
+    ours = model.clipped_grad_sum(theta, X, y, clip_norm=C)
+    net = GradSampleModule(model.to_module(theta[0]), loss_reduction="sum")
+    opt = DPOptimizer(torch.optim.SGD(net.parameters(), lr=0.0), noise_multiplier=0.0, max_grad_norm=C,
+                      expected_batch_size=N, loss_reduction="sum")
+    opt.zero_grad()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the input needs no gradient
+        F.cross_entropy(net(X.reshape(N, 1, 28, 28)), y, reduction="sum").backward()
+    opt.pre_step()
+    ref = torch.cat([p.grad.reshape(-1) for p in net.parameters()])
+    gs = torch.cat([p.grad_sample.reshape(N, -1) for p in net.parameters()], dim=1)  # Opacus's per-sample grads
+    torch.testing.assert_close(ours.norms[0], gs.norm(dim=1), rtol=1e-10, atol=1e-13)
+    torch.testing.assert_close(ours.grad_sum[0], clip_factors(gs.norm(dim=1), C) @ gs, rtol=1e-10, atol=1e-13)
+    # Opacus's factor is C / (||g|| + 1e-6): relative differences of order 1e-6 / ||g||
+    assert opacus is not None and ours.norms.min() > 0.1
+    torch.testing.assert_close(ours.grad_sum[0], ref, rtol=1e-4, atol=1e-9)
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=8, stride=2, padding=3), dict(kernel_size=4, stride=2),
+                                dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 0)),
+                                dict(kernel_size=3, dilation=2, padding=1)])
+def test_conv_unfold_equals_torch_unfold(kw):
+    from dpcompanion.training.models import _unfold
+
+    conv = torch.nn.Conv2d(3, 4, **kw)
+    a = torch.rand(2, 3, 11, 12, generator=torch.Generator().manual_seed(0), dtype=DT)
+    ref = F.unfold(a, conv.kernel_size, dilation=conv.dilation, padding=conv.padding, stride=conv.stride)
+    torch.testing.assert_close(_unfold(a, conv), ref, rtol=0, atol=0)

@@ -421,3 +421,16 @@ def test_in_place_pieces_match_pure_ones():
     torch.testing.assert_close(steps.sgd_update_(theta.clone(), v2, lr=step), th_ref)
     s = torch.randn(3, 5, generator=g, dtype=DT)
     torch.testing.assert_close(steps.scale(s.clone(), denominator=4.0, inplace=True), s / 4.0)
+
+
+def test_cnn_engine_charges_the_ledger_and_stops_rather_than_overspend():
+    """The conv model goes through the same trainer loop: a forced sigma that would
+    overspend R stops the run after the steps that fit (each charged before it is taken)."""
+    model = make_model("cnn-mnist", n_classes=10)
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(8, 784, generator=g, dtype=DT)
+    y = torch.randint(0, 10, (8,), generator=g)
+    h = train_pgd(model, X, y, sigma=np.full(5, 3.0), R=0.3927, seed=0, clip_norm=1.0, lr=0.1, **CPU)
+    assert h.steps_done == 3 and h.stopped_early
+    assert h.R_spent == pytest.approx(3 / 9) and h.R_spent <= 0.3927
+    assert np.isnan(h.loss[3:]).all() and np.isfinite(h.loss[:3]).all()

@@ -98,6 +98,8 @@ __all__ = [
     "OPACUS_MODES",
     "SETTINGS",
     "WORKLOADS",
+    "run_cnn_benchmark",
+    "run_mlp_overhead",
     "Workload",
     "matmul_peak_gflops",
     "private_step_flops",
@@ -522,6 +524,154 @@ class _Opacus:
         return time.perf_counter() - t
 
 
+# --- CNN workload and the overhead of privacy -------------------------------------------
+
+#: the CNN workload: W-F4's network (``cnn-mnist``) on 1x28x28 inputs, batch ``N``
+CNN_BATCH: dict[str, int] = {"paper": 256, "tiny": 16}
+#: interleaved rounds and steps per round of the CNN and the overhead measurements
+CNN_SETTINGS: dict[str, dict[str, int]] = {"quick": {"rounds": 5, "steps": 3}, "full": {"rounds": 9, "steps": 10}}
+
+
+def _private_step_fn(model, theta, X, y, *, clip_norm: float, lr: float, sigma: float, gen: torch.Generator):
+    """One private step of our engine on ``theta`` (in place): clipped sum
+    (:meth:`Model.clipped_grad_sum`), Gaussian noise of std ``sigma C``, averaged update."""
+    N = X.shape[0]
+
+    def step() -> None:
+        r = model.clipped_grad_sum(theta, X, y, clip_norm=clip_norm)
+        noise = torch.randn(r.grad_sum.shape, generator=gen, dtype=theta.dtype)
+        theta.sub_(r.grad_sum.add_(noise, alpha=sigma * clip_norm), alpha=lr / N)
+
+    return step
+
+
+def _plain_step_fn(module, X, y, *, lr: float, loss: str):
+    """One plain (non-private) torch SGD step of ``module`` on the whole batch."""
+    opt = torch.optim.SGD(module.parameters(), lr=lr)
+    crit = torch.nn.CrossEntropyLoss() if loss == "ce" else torch.nn.BCEWithLogitsLoss()
+    target = y if loss == "ce" else y.float()
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        z = module(X)
+        crit(z if loss == "ce" else z.squeeze(-1), target).backward()
+        opt.step()
+
+    return step
+
+
+def _interleave(fns: dict[str, Callable[[], None]], *, rounds: int, steps: int) -> dict[str, list[float]]:
+    """Seconds per step of each function, ``rounds`` interleaved rounds of ``steps`` steps."""
+    for f in fns.values():  # warm-up
+        f()
+    out: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, f in fns.items():
+            t = time.perf_counter()
+            for _ in range(steps):
+                f()
+            out[k].append((time.perf_counter() - t) / steps)
+    return out
+
+
+def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0, opacus_modes=OPACUS_MODES,
+                      log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """W-F4's CNN (``cnn-mnist``, 26 010 parameters) at batch ``CNN_BATCH[size]``: our
+    private step (:class:`GhostConvModel`'s ghost/mixed clipping, noise, update) against
+    each Opacus ``grad_sample_mode`` (same module, same initial parameters, same batch),
+    and a plain non-private torch step, interleaved rounds in this process (CPU).
+    ``ratio_vs_opacus_fastest`` = median Opacus-fastest step time / our median step time."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from dpcompanion.training.models import make_model
+
+    log = log or (lambda s: None)
+    cfg, N = CNN_SETTINGS[mode], CNN_BATCH[size]
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(N, 784, generator=g)
+    y = torch.randint(0, 10, (N,), generator=g)
+    model = make_model("cnn-mnist", n_classes=10)
+    theta = model.init(generators=[torch.Generator().manual_seed(seed)])
+    clip, lr, sigma = 1.0, 0.1, 1.0
+    fns = {"ours": _private_step_fn(model, theta, X, y, clip_norm=clip, lr=lr, sigma=sigma,
+                                    gen=torch.Generator().manual_seed(seed + 1))}
+    Xi = X.reshape(N, 1, 28, 28)
+    fns["nonprivate"] = _plain_step_fn(model.to_module(theta[0].clone()), Xi, y, lr=lr, loss="ce")
+    errors = {}
+    from opacus import PrivacyEngine
+
+    for m in opacus_modes:
+        try:
+            module = model.to_module(theta[0].clone())
+            opt = torch.optim.SGD(module.parameters(), lr=lr)
+            crit = torch.nn.CrossEntropyLoss()
+            loader = DataLoader(TensorDataset(Xi, y), batch_size=N)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = PrivacyEngine(accountant="rdp").make_private(
+                    module=module, optimizer=opt, criterion=crit, data_loader=loader, noise_multiplier=sigma,
+                    max_grad_norm=clip, poisson_sampling=False, grad_sample_mode=m)
+            if m == "ghost":
+                mod_, opt_, crit_, _ = out
+            else:
+                (mod_, opt_, _), crit_ = out, crit
+
+            def st(mod_=mod_, opt_=opt_, crit_=crit_):
+                opt_.zero_grad(set_to_none=True)
+                crit_(mod_(Xi), y).backward()
+                opt_.step()
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                st()
+            fns[f"opacus_{m}"] = st
+        except Exception as e:  # noqa: BLE001 - a mode that does not run is reported
+            errors[m] = f"{type(e).__name__}: {e}"[:300]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        times = _interleave(fns, rounds=cfg["rounds"], steps=cfg["steps"])
+    med = {k: statistics.median(v) for k, v in times.items()}
+    op = {k[len("opacus_"):]: v for k, v in med.items() if k.startswith("opacus_")}
+    if not op:
+        raise RuntimeError("no Opacus mode ran on the CNN workload; nothing to compare with")
+    fastest = min(op, key=op.get)
+    log(f"cnn: ours {med['ours'] * 1e3:.1f} ms/step, opacus {fastest} {op[fastest] * 1e3:.1f} ms/step")
+    return {
+        "ratio_vs_opacus_fastest": op[fastest] / med["ours"],
+        "opacus_fastest_mode": fastest,
+        "private_over_nonprivate": med["ours"] / med["nonprivate"],
+        "step_s": {k: _median_and_all(v) for k, v in times.items()},
+        "opacus_errors": errors,
+        "workload": {"model": "cnn-mnist (W-F4's network)", "params": model.n_params, "input": [1, 28, 28],
+                     "batch": N, "clip_norm": clip, "sigma": sigma, "lr": lr, "dtype": "float32"},
+        "rounds": cfg["rounds"], "steps_per_round": cfg["steps"],
+        "ratio_statistic": "median Opacus-fastest step time / our median step time, interleaved rounds",
+        "what": {"ours": "GhostConvModel.clipped_grad_sum (ghost or formed per-sample norms per layer), noise, "
+                         "update; no ledger", "opacus": "PrivacyEngine.make_private step (zero_grad, forward, "
+                         "backward, optimizer step)", "nonprivate": "plain torch SGD step of the same module"},
+    }
+
+
+def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0) -> dict[str, Any]:
+    """The overhead of privacy on the MLP workload: our private step (ghost clipping,
+    noise, update; one run) over a plain non-private torch SGD step of the same network on
+    the same full batch, interleaved rounds. ``private_over_nonprivate`` is the ratio of
+    the median step times."""
+    cfg = CNN_SETTINGS[mode]
+    model = _model(w)
+    theta = model.init(generators=[torch.Generator().manual_seed(seed)])
+    fns = {"private": _private_step_fn(model, theta, X, y, clip_norm=w.clip_norm, lr=w.lr, sigma=1.0,
+                                       gen=torch.Generator().manual_seed(seed + 1)),
+           "nonprivate": _plain_step_fn(model.to_module(theta[0].clone()), X, y, lr=w.lr, loss="bce")}
+    times = _interleave(fns, rounds=cfg["rounds"], steps=cfg["steps"])
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"private_over_nonprivate": med["private"] / med["nonprivate"],
+            "step_s": {k: _median_and_all(v) for k, v in times.items()},
+            "rounds": cfg["rounds"], "steps_per_round": cfg["steps"],
+            "what": "private: DenseModel.clipped_grad_sum + noise + update (no ledger); nonprivate: torch SGD step "
+                    "of the same network (BCEWithLogitsLoss, the same logistic loss)"}
+
+
 # --- the benchmark --------------------------------------------------------------------
 
 
@@ -729,8 +879,21 @@ def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
     achieved = flops["total"] * ours_batched_rate / 1e9
     achieved_single = flops["total"] * ours_single_rate / 1e9
     linear = run_linear_benchmark(mode=mode, device=dev, size=size, seed=seed, log=log)
+    lw = LINEAR_WORKLOADS[size]
+    # logistic step: forward X theta and the gradient X^T (c a s), 2 N (D+1) FLOPs each per run
+    lin_flops = 4.0 * lw.N * (lw.D + 1)
+    linear["linear"]["flops_per_run_step"] = lin_flops
+    linear["linear"]["fraction_of_matmul_peak"] = lin_flops * linear["linear_run_steps_per_s"] / 1e9 / peak["gflops"]
+    overhead = run_mlp_overhead(w, X, y, mode=mode, seed=seed) if dev == "cpu" else None
+    cnn = run_cnn_benchmark(mode=mode, size=size, seed=seed, opacus_modes=opacus_modes, log=log) if dev == "cpu" else None
     load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
     return linear | {
+        "mlp": {"ratio_vs_opacus_fastest": ours_single_rate / op_single,
+                "ratio_batched_vs_sequential_opacus": ours_batched_rate / op_seq,
+                "fraction_of_matmul_peak": achieved / peak["gflops"],
+                "private_over_nonprivate": None if overhead is None else overhead["private_over_nonprivate"],
+                "overhead": overhead},
+        "cnn": cnn,
         "device": dev,
         "mode": mode,
         "size": size,

@@ -9,14 +9,22 @@ import argparse
 import json
 from pathlib import Path
 
-HELP = ("benchmark our private step (one run and batched runs) against Opacus on the paper's MLP workload, and "
-        "the linear/logistic trainer against a plain batched loop")
+HELP = ("benchmark our private step (one run and batched runs) against Opacus on the paper's MLP workload and on "
+        "W-F4's CNN (batch 256), the overhead of privacy, and the linear/logistic trainer against a plain batched loop")
 
 EXAMPLES = """examples:
   python -m dpcompanion bench --quick --json
   python -m dpcompanion bench --quick --runs 20 --opacus-modes ghost,hooks
   python -m dpcompanion bench --linear-only --out        # the linear workload at T = 100, seconds
-  python -m dpcompanion bench --device cuda --out results/bench/my-gpu.json"""
+  python -m dpcompanion bench --device cuda --out results/bench/my-gpu.json
+
+keys of --json (CPU; ratios of medians over interleaved rounds in one process):
+  cnn.ratio_vs_opacus_fastest      W-F4's CNN, 1x28x28, batch 256: Opacus's fastest step time / ours
+  cnn.private_over_nonprivate      the same CNN: our private step / a plain torch step
+  mlp.ratio_vs_opacus_fastest      the paper's MLP, one run: our steps/s / Opacus's fastest
+  mlp.private_over_nonprivate      the MLP: our private step / a plain torch SGD step (the overhead of privacy)
+  mlp.fraction_of_matmul_peak      counted FLOPs x batched run-steps/s / the measured matmul peak
+  linear.fraction_of_matmul_peak   the logistic workload (4 N (D+1) FLOPs per run-step) / the same peak"""
 
 _DEFAULT_OUT = "default"
 
@@ -112,6 +120,13 @@ def run(args: argparse.Namespace) -> int:
               f"{result['ratio_batched_vs_sequential_opacus']:.3g}, achieved {result['achieved_gflops']:.3g} GFLOP/s "
               f"= {result['fraction_of_matmul_peak']:.1%} of the {result['matmul_peak_gflops']:.3g} GFLOP/s matmul peak "
               f"({result['device']}, {result['threads']} threads, {mode} mode, {result['wall_s']:.0f} s)")
+        if result.get("cnn"):
+            c = result["cnn"]
+            print(f"cnn (W-F4's network, batch {c['workload']['batch']}): cnn.ratio_vs_opacus_fastest "
+                  f"{c['ratio_vs_opacus_fastest']:.3g} (vs Opacus {c['opacus_fastest_mode']}), private_over_nonprivate "
+                  f"{c['private_over_nonprivate']:.3g}; mlp.private_over_nonprivate "
+                  f"{result['mlp']['private_over_nonprivate']:.3g}; linear.fraction_of_matmul_peak "
+                  f"{result['linear']['fraction_of_matmul_peak']:.1%}")
     if not args.json:
         print(f"linear/logistic workload: ours {result['linear_run_steps_per_s']:.4g} run-steps/s, plain loop "
               f"{result['linear_reference_run_steps_per_s']:.4g}, ratio_linear_batched_vs_reference "

@@ -430,7 +430,7 @@ def test_cnn_ghost_clipping_equals_opacus_clipped_sum():
     ref = torch.cat([p.grad.reshape(-1) for p in net.parameters()])
     gs = torch.cat([p.grad_sample.reshape(N, -1) for p in net.parameters()], dim=1)  # Opacus's per-sample grads
     torch.testing.assert_close(ours.norms[0], gs.norm(dim=1), rtol=1e-10, atol=1e-13)
-    torch.testing.assert_close(ours.grad_sum[0], clip_factors(gs.norm(dim=1), C) @ gs, rtol=1e-10, atol=1e-13)
+    torch.testing.assert_close(ours.grad_sum[0], clip_factors(gs.norm(dim=1), C, dtype=DT) @ gs, rtol=1e-10, atol=1e-13)
     # Opacus's factor is C / (||g|| + 1e-6): relative differences of order 1e-6 / ||g||
     assert opacus is not None and ours.norms.min() > 0.1
     torch.testing.assert_close(ours.grad_sum[0], ref, rtol=1e-4, atol=1e-9)

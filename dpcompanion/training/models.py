@@ -715,23 +715,25 @@ class GhostConvModel(FuncModel):
     def _layer_norms(mod, a, g):
         """A layer's per-sample squared gradient norms ``(N,)`` and what its clipped sum
         needs (the unfolded inputs, or the formed per-sample gradients)."""
+        # squared norms in float64 from the values summed (the one clipping rule, clip_scale)
         if isinstance(mod, torch.nn.Linear):
-            an = a.square().sum(-1) + (1.0 if mod.bias is not None else 0.0)
-            return g.square().sum(-1) * an, ("linear", a, g)
+            an = a.double().square().sum(-1) + (1.0 if mod.bias is not None else 0.0)
+            return g.double().square().sum(-1) * an, ("linear", a, g)
         N = a.shape[0]
         A = _unfold(a, mod)  # (N, d, L)
         G = g.reshape(N, g.shape[1], -1)  # (N, Cout, L)
         d, L, Cout = A.shape[1], A.shape[2], G.shape[1]
         gb = G.sum(-1) if mod.bias is not None else None
         if L * L * (d + Cout) < Cout * d * L:  # ghost norm
-            nsq = torch.bmm(A.transpose(1, 2), A).mul_(torch.bmm(G.transpose(1, 2), G)).sum((1, 2))
+            A64, G64 = A.double(), G.double()
+            nsq = torch.bmm(A64.transpose(1, 2), A64).mul_(torch.bmm(G64.transpose(1, 2), G64)).sum((1, 2))
             carry = ("ghost", A, G, gb)
         else:  # form the per-sample gradients (N, Cout, d)
             psg = torch.bmm(G, A.transpose(1, 2))
-            nsq = psg.square().sum((1, 2))
+            nsq = psg.double().square().sum((1, 2))
             carry = ("formed", psg, None, gb)
         if gb is not None:
-            nsq = nsq + gb.square().sum(-1)
+            nsq = nsq + gb.double().square().sum(-1)
         return nsq, carry
 
     @staticmethod
@@ -787,7 +789,7 @@ class GhostConvModel(FuncModel):
         with torch.no_grad():
             per_layer = [self._layer_norms(m, a, g) for m, a, g in zip(weighted, inputs, grads)]
             norms = sum(n for n, _ in per_layer).sqrt()
-            c = clip_factors(norms, clip_norm)
+            c = clip_factors(norms, clip_norm, dtype=inputs[0].dtype)
             if w is not None:
                 c = c * w
             pieces = []

@@ -46,6 +46,20 @@ def _audits():
     return out
 
 
+def _tuning_entries():
+    from dpcompanion.experiments import tuning
+
+    out = []
+    for i in range(8):  # as many cells as the w-t36 page draws
+        _, p = tuning.tune(lambda cs: [-c["T"] for c in cs], {"T": [50, 100, 150]}, stated={"T": {"high": "stated"}})
+        _, b = tuning.tune(lambda cs: [abs(c["T"] - 200) for c in cs], {"T": [50, 100, 150]})
+        for m in ("uni", "exp"):
+            out += (tuning.record(p, method=m, tuning_seeds=[1], report_seeds=[2], cell=f"N = {1000 * (i + 1)}")
+                    + tuning.record(b, method=m, tuning_seeds=[1], report_seeds=[2], cell=f"N = {1000 * (i + 1)}",
+                                    setting="beyond"))
+    return out
+
+
 def _panels(xs):
     return {f"T = {T}": {"x": xs, "dashed": np.linspace(0, 1, len(xs)),
                          "curves": {k: (rng.normal(0, 0.1, len(xs)), np.full(len(xs), 0.02)) for k in ("exp", "dyn")}}
@@ -108,6 +122,7 @@ CASES = {
     "influence_fit_figure": lambda: plotting.influence_fit_figure(
         levels=np.linspace(0, 3, 7), losses={f"t = {t}": rng.normal(1, 0.1, (7, 10)) for t in (10, 50, 90)},
         fits={f"t = {t}": (0.01, 1.0) for t in (10, 50, 90)}),
+    "tuning_trace": lambda: plotting.tuning_trace(entries=_tuning_entries(), max_cells=8),
     "audit_figure": lambda: plotting.audit_figure(audits=_audits(), trainers=["pgd", "psgd", "momentum"],
                                                   curve_trainer="momentum"),
     "wu_noise_privacy": lambda: plotting.wu_noise_privacy(

@@ -29,19 +29,18 @@ def findings_markdown(experiments: Sequence[tuple[str, str, str, Sequence[dict[s
                       verdicts_page: str = "verdicts") -> str:
     """The landing page's "what this book found": one bullet per headline experiment
     ``(id, label, mode of the result shown, its verdict rows)`` with its verdict tally and a
-    link to its page, then the claim registry's count per status. Every number is counted
+    link to its page, then the claim registry's count per status (the full verdict table is linked from
+    the page's opening sentence). Every number is counted
     here from computed verdicts and statuses; nothing is typed.
 
     >>> print(findings_markdown([("h-f-eff", "Data efficiency", "full", [{"verdict": "agrees"}])],
     ...                         {"proved": 2, "refuted": 1, "error": 0}))
     - **{doc}`Data efficiency <h-f-eff>`** (full result): 1 agrees
     - **Theory**: 3 statements checked: 2 proved, 1 refuted; see {doc}`the errata <errata>`
-    - **Every verdict** of both papers' experiments: {doc}`verdicts`
     """
     out = [f"- **{{doc}}`{label} <{eid}>`** ({mode} result): {verdict_tally(rows)}"
            for eid, label, mode, rows in experiments]
     n = sum(claim_counts.values())
     shown = ", ".join(f"{c} {s}" for s, c in claim_counts.items() if c)
     out.append(f"- **Theory**: {n} statements checked: {shown}; see {{doc}}`the errata <{claims_page}>`")
-    out.append(f"- **Every verdict** of both papers' experiments: {{doc}}`{verdicts_page}`")
     return "\n".join(out)

@@ -1265,6 +1265,7 @@ def bench_throughput(*, methods, single, batched, runs: int, title: str = ""):
 # --- tuning traces (issue 21) ---
 
 
+@figure_function
 def tuning_trace(*, entries: list, cells=None, max_cells: int = 6, title: str = "", ylabel: str = "tuning score"):
     """The tuning trace of a tuned experiment: one row of panels per cell, one panel per tuned
     parameter; per method, the best tuning score over the other parameters at each value of

@@ -225,7 +225,7 @@ def tex_ascii(text: str) -> str:
 
     >>> print(tex_ascii("noise sigma_t^2 = T/R, and sqrt(gamma^(t+1)) (see H-T4.4.sigma, `sqrt(x)`)."))
     noise $\sigma_{t}^{2}$ = T/R, and $\sqrt{\gamma^{t+1}}$ (see H-T4.4.sigma, `sqrt(x)`).
-    >>> print(tex_ascii("already $\sigma^2$; kappa = 3"))
+    >>> print(tex_ascii(r"already $\sigma^2$; kappa = 3"))
     already $\sigma^2$; kappa = 3
     """
     parts = _SEGMENT.split(text)

@@ -1310,8 +1310,8 @@ def tuning_trace(*, entries: list, cells=None, max_cells: int = 6, title: str = 
             if min(xs_all) > 0 and max(xs_all) / min(xs_all) > 50:
                 ax.set_xscale("log")
             ax.set_xlabel(par)
-            ax.set_title(cell, fontsize=8)
-            ax.legend(fontsize=7)
+            ax.set_title(cell, fontsize=9)
+            ax.legend(fontsize=9)
         axes[i][0].set_ylabel(ylabel)
     if title:
         fig.suptitle(title, fontsize=10)

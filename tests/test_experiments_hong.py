@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpcompanion.experiments import base, h_f_curv, h_f_eff, h_f_mom, h_f_scale
-from dpcompanion.experiments import hong_protocol as hp
+from dpcompanion.experiments.protocols import hong as hp
 
 VERDICTS = {"agrees", "partly", "disagrees", "inconclusive", "identity", "not comparable"}
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from dpcompanion.experiments import base, comparisons, wu_paper, wu_protocol as wp
+from dpcompanion.experiments import base, comparisons
+from dpcompanion.experiments.protocols import wu as wp, wu_paper
 from dpcompanion.experiments.comparisons import wu as wu_rules
 
 DELTA = 1e-5
@@ -365,7 +366,8 @@ def test_w_t36_report_seeds_follow_power():
     """Report seeds: 80% power for Table 3's printed gap at the planning sd, within [floor, cap]."""
     from scipy.stats import norm
 
-    from dpcompanion.experiments import w_t36, wu_paper
+    from dpcompanion.experiments import w_t36
+    from dpcompanion.experiments.protocols import wu_paper
 
     a, _, d, _ = wu_paper.TABLE3[(1.0, 6.4)]
     n, need = w_t36.report_seeds_for(1.0, 6.4, sd=0.79, floor=5, cap=200)

@@ -35,9 +35,10 @@ ALLOWED: dict[str, set[str]] = {
     "theory": {"core"},
     "claims": {"core", "theory"},
     "training": {"core", "theory"},
-    "experiments": {"core", "theory", "training", "claims"},
-    "book": {"core", "theory", "training", "experiments", "claims"},
-    "cli": {"core", "theory", "training", "experiments", "claims", "book"},
+    "integrations": {"core", "theory", "training"},
+    "experiments": {"core", "theory", "training", "integrations", "claims"},
+    "book": {"core", "theory", "training", "integrations", "experiments", "claims"},
+    "cli": {"core", "theory", "training", "integrations", "experiments", "claims", "book"},
 }
 #: layers that must import without torch (top-level imports of every module in them)
 TORCH_FREE = ["core", "theory", "claims", "book", "cli"]

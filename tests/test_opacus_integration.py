@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 from dpcompanion.theory import accounting
 from dpcompanion.theory import schedules  # noqa: E402
-from dpcompanion.training.opacus import (  # noqa: E402
+from dpcompanion.integrations.opacus import (  # noqa: E402
     make_private_with_schedule,
     noise_lambda,
     opacus_epsilon,
@@ -134,7 +134,7 @@ def test_noise_lambda_for_stock_lambda_noise():
 def test_bridge_refuses_noiseless_schedules_before_anything(bad):
     """Issue 11: no step without noise through the Opacus bridge either; refused before
     Opacus is touched (the engine and optimizer below would fail if they were used)."""
-    from dpcompanion.training import opacus as bridge
+    from dpcompanion.integrations import opacus as bridge
 
     with pytest.raises(ValueError, match="sigma must be finite and > 0"):
         bridge.make_private_with_schedule(None, module=None, optimizer=None, data_loader=None, sigma=[1.0, bad],

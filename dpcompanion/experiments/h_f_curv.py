@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from dpcompanion.experiments import hong_protocol as hp
+from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.base import Experiment
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "verdict_rows", "toy_data"]
@@ -129,7 +129,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.hong_protocol", "dpcompanion.training.models",
+    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.models",
                 "dpcompanion.training.trainers", "dpcompanion.theory.schedules", "dpcompanion.theory.exact_risk"),
     scale_note="the paper prints no sizes for this toy; full mode runs 1000 repeats (the paper: 100)",
 )

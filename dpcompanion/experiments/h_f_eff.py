@@ -46,7 +46,7 @@ import time
 
 import numpy as np
 
-from dpcompanion.experiments import hong_protocol as hp
+from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments import tuning
 from dpcompanion.experiments.base import Experiment
 
@@ -230,7 +230,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.hong_protocol", "dpcompanion.training.data",
+    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.data",
                 "dpcompanion.training.models", "dpcompanion.training.trainers", "dpcompanion.theory.schedules"),
     scale_note="full: the paper's protocol with 100 hidden units instead of 1000 and 50 repeats instead of 100 "
                "(PAPER_SCALE holds the paper's size, for a GPU)",

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from dpcompanion.experiments import hong_protocol as hp
+from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.base import Experiment
 
 __all__ = ["EXPERIMENT", "PAPER_SCALE", "units", "run_unit", "combine", "describe", "verdict_rows"]
@@ -130,7 +130,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.hong_protocol", "dpcompanion.training.data", "dpcompanion.training.models",
+    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.data", "dpcompanion.training.models",
                 "dpcompanion.training.influence", "dpcompanion.training.trainers"),
     scale_note="full: every 5th step with 20 repeats (synthetic) and a 100-hidden-unit DNN on 10 steps with 5 repeats; "
                "PAPER_SCALE is every step with 100 repeats",

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from dpcompanion.experiments import hong_protocol as hp
+from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments import tuning
 from dpcompanion.experiments.base import Experiment
 
@@ -200,7 +200,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.hong_protocol", "dpcompanion.training.data", "dpcompanion.training.models",
+    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.data", "dpcompanion.training.models",
                 "dpcompanion.training.trainers", "dpcompanion.theory.schedules"),
     scale_note="full: the paper's N = 1000 and 100 hidden units; 30 fresh repeats per schedule (paper: 100)",
 )

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from dpcompanion.experiments import hong_protocol as hp
+from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.base import Experiment
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "warning_paragraph", "spectrum_data",
@@ -174,7 +174,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.hong_protocol", "dpcompanion.training.models", "dpcompanion.training.influence",
+    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.models", "dpcompanion.training.influence",
                 "dpcompanion.training.trainers", "dpcompanion.theory.schedules", "dpcompanion.theory.exact_risk",
                 "dpcompanion.theory.diagnostics"),
     scale_note="beyond the paper: a grid of curvatures and lengths on a synthetic least-squares problem",

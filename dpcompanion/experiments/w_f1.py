@@ -4,7 +4,7 @@
 accuracy of both.
 
 Part "schedule" needs no training (it runs in every mode); part "train" runs the Poisson
-mini-batch protocol of :mod:`dpcompanion.experiments.wu_protocol` (W: CIFAR-10, clip 2.5,
+mini-batch protocol of :mod:`dpcompanion.experiments.protocols.wu` (W: CIFAR-10, clip 2.5,
 epsilon_bar = 3.2, batch 256; here Fashion-MNIST with a CNN pre-trained on MNIST).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcompanion.experiments import wu_protocol as wp
+from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.base import Experiment
 
 #: the paper's protocol for the figure (W Fig. 1 caption and Sec. 6); its accuracy curve is
@@ -95,7 +95,8 @@ def verdict_rows(payload) -> list[dict]:
     """The W-F1 page's rows (rules ``w-f1/*`` of :mod:`dpcompanion.experiments.comparisons`):
     the same final epsilon, the slower decay of ADP-SGD's noise, and the best-accuracy gain
     against Table 2's cell (eps_bar 3.2, C 2.5, 120 epochs)."""
-    from dpcompanion.experiments import comparisons, wu_paper
+    from dpcompanion.experiments import comparisons
+    from dpcompanion.experiments.protocols import wu_paper
 
     S, R = payload["schedule"], payload["train"]
     best = lambda a: np.asarray(a)[:, 1:].max(axis=1)  # noqa: E731 (best over the run, after step 0)
@@ -121,7 +122,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.wu_protocol", "dpcompanion.training.trainers",
+    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
                 "dpcompanion.theory.accounting"),
     scale_note="Fashion-MNIST (5 000 training images, CNN pre-trained on MNIST, last layer fine-tuned) for 120 "
                "epochs, 5 seeds; the paper: CIFAR-10 (50 000 images, CNN pre-trained on CIFAR-100), 120 epochs, "

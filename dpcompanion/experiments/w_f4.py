@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from dpcompanion.experiments import wu_protocol as wp
+from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.base import Experiment
 
 #: the paper's grid (W App. F.3): 60 000 MNIST images, CNN from scratch, 50 epochs
@@ -121,7 +121,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.wu_protocol", "dpcompanion.training.trainers",
+    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
                 "dpcompanion.theory.accounting"),
     scale_note="MNIST, 2 000 training and 2 000 test images, all 4 sigmas and 6 values of c, 50 epochs as the "
                "paper, 2 seeds, a one-hidden-layer MLP instead of the paper's CNN (from scratch in both); the "

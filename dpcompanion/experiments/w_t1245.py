@@ -4,7 +4,7 @@ epochs, for the two step-size families (Tables 1, 4: eta_t = 0.1 - a_T sqrt(t); 
 eta_t = 1/sqrt(20 + t)), 5 runs each, batch 256, delta 1e-5.
 
 One unit per cell ``(family, clip, epochs, epsilon_bar)``: both methods and all seeds in one
-batched call of :func:`dpcompanion.experiments.wu_protocol.train_segments`, the two methods
+batched call of :func:`dpcompanion.experiments.protocols.wu.train_segments`, the two methods
 calibrated to the same RDP epsilon.
 """
 
@@ -14,7 +14,7 @@ import itertools
 
 import numpy as np
 
-from dpcompanion.experiments import wu_protocol as wp
+from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.base import Experiment
 
 #: the paper's full grid (W Sec. 6, Tables 1, 2, 4, 5; CIFAR-10, N = 50 000, 10 000
@@ -84,7 +84,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.wu_protocol", "dpcompanion.training.trainers",
+    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
                 "dpcompanion.theory.accounting"),
     scale_note="Fashion-MNIST (2 000 training, 2 000 validation images; CNN pre-trained on MNIST, last layer "
                "fine-tuned), both step-size families, the paper's 3 epoch counts, clips {1, 2.5} of its 4, "
@@ -127,7 +127,8 @@ def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
     """Per cell and step-size family: the paper's printed cell (or None), our gap, and the
     verdict of rule ``w-t1245/gap`` (:mod:`dpcompanion.experiments.comparisons`; comparable
     only at the paper's epoch counts, with >= 2 seeds per method)."""
-    from dpcompanion.experiments import comparisons, wu_paper
+    from dpcompanion.experiments import comparisons
+    from dpcompanion.experiments.protocols import wu_paper
     from dpcompanion.experiments.comparisons.wu import gap_stats
 
     out = []

@@ -22,7 +22,7 @@ import itertools
 import numpy as np
 
 from dpcompanion.experiments import tuning
-from dpcompanion.experiments import wu_protocol as wp
+from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.base import Experiment
 
 #: the paper's grid (W Sec. 6.2): T = 11 700 (60 epochs of CIFAR-10), clips 1 and 2.5
@@ -70,7 +70,8 @@ def report_seeds_for(clip: float, epsilon_bar: float, *, sd: float, floor: int, 
     >>> report_seeds_for(2.5, 3.2, sd=0.36, floor=5, cap=200)
     (200, 1131)
     """
-    from dpcompanion.experiments import tuning, wu_paper
+    from dpcompanion.experiments import tuning
+    from dpcompanion.experiments.protocols import wu_paper
 
     printed = wu_paper.TABLE3.get((float(clip), float(epsilon_bar)))
     if printed is None or printed[0] == printed[2]:
@@ -89,7 +90,7 @@ def units(config: dict) -> list[dict]:
 
 
 def adaptive_rule(*, betas, b0_sq: float, period: int, eta: float = 1.0):
-    """``factory(K)`` for :func:`~dpcompanion.experiments.wu_protocol.train_segments`: W's
+    """``factory(K)`` for :func:`~dpcompanion.experiments.protocols.wu.train_segments`: W's
     adaptive step size with one beta per run, state kept across segments."""
 
     def factory(K: int):
@@ -239,7 +240,8 @@ def _rule_rows(payload) -> list[dict]:
     the best-accuracy gain ADP - DP of each method's best grid point against Table 3's
     printed cell; comparable when the run trained for the paper's 60 epochs (at our N and
     batch) with >= 2 seeds per method."""
-    from dpcompanion.experiments import comparisons, wu_paper
+    from dpcompanion.experiments import comparisons
+    from dpcompanion.experiments.protocols import wu_paper
 
     out = []
     for c in payload["cells"]:
@@ -265,7 +267,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.wu_protocol", "dpcompanion.training.trainers",
+    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
                 "dpcompanion.theory.accounting"),
     scale_note="Fashion-MNIST (2 000 training images; CNN pre-trained on MNIST, last layer fine-tuned), 60 epochs "
                "as the paper, both clips and all 4 privacy levels, the paper's grids (6 betas for DP-SGD, 6 Cs for "

@@ -126,7 +126,8 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
 
 def _w_t1245_cells(payload) -> list[dict]:
     """The w-t1245 page's per-cell rows (rule ``w-t1245/gap``), as its cell table judges them."""
-    from dpcompanion.experiments import comparisons, w_t1245, wu_paper
+    from dpcompanion.experiments import comparisons, w_t1245
+    from dpcompanion.experiments.protocols import wu_paper
 
     out = []
     for metric in ("best", "last"):

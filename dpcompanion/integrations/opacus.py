@@ -12,7 +12,7 @@ Usage::
 
     from opacus import PrivacyEngine
     from dpcompanion.theory import schedules
-    from dpcompanion.training.opacus import make_private_with_schedule
+    from dpcompanion.integrations.opacus import make_private_with_schedule
 
     sigma = schedules.gd_dynamic(T=100, R=0.3927, kappa=50)
     engine = PrivacyEngine(accountant="rdp")

@@ -443,7 +443,7 @@ def test_every_experiment_page_has_a_figure_with_data(server, browser, visits, p
 @pytest.mark.parametrize("page", _per_page([p for p in TOC_PAGES if p in NOTEBOOK_PAGES]))
 def test_no_ascii_math_in_claim_boxes(server, browser, visits, page):
     """Claim boxes typeset their math: outside formulas and code no ASCII math (sigma^2, sqrt(T))."""
-    from dpcompanion.claims.render import ASCII_MATH
+    from dpcompanion.book.claims_page import ASCII_MATH
 
     bad = [(page, t[max(0, m.start() - 40): m.end() + 20]) for t in _visit(server, browser, visits, page)["claim_prose"]
            for m in ASCII_MATH.finditer(t)]

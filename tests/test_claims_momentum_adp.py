@@ -1,4 +1,4 @@
-"""The registry entries of h_momentum, w_adp, x_unify: all checked, none open or erroring,
+"""The registry entries of Hong et al. Sec. 4.2 (momentum) and Thm 4.9, Wu et al. and X-UNIFY: all checked, none open or erroring,
 refuted ones with counterexample, impact and a checked correction; counterexamples that are
 not already recomputed in test_bounds_* are recomputed here."""
 
@@ -15,7 +15,7 @@ PREFIXES = ("H-T4.5", "H-T4.6", "H-T4.7", "H-T4.9", "H-C5", "H-C6", "H-C7", "H-S
 @pytest.fixture(scope="module")
 def results(claim_results):
     reg = registry.load_all()
-    # end-to-end entries (claims/end_to_end.py) have their own tests: a refuted theorem need not have a known correction
+    # end-to-end entries (test_claims_end_to_end.py) have their own tests: a refuted theorem need not have a known correction
     mine = {cid for cid, c in reg.items() if cid.startswith(PREFIXES) and c.method != "end-to-end"}
     # registry.run_claim of each, from the session's registry.run_checks() (conftest.py)
     out = {r["id"]: r for r in claim_results if r["id"] in mine}

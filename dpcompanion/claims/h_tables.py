@@ -1,7 +1,8 @@
-"""Claims about Tables 1 and 2 of Hong et al. 2022 (file 001): the paper's own rows are
-re-derived from its theorems (exact minima of the bounds, 1-smooth 1-Lipschitz losses,
-kappa = 10) and their fitted exponents in N, D, R compared with the printed orders; the
-baseline rows are quoted results of other papers and are only evaluated as printed.
+"""Hong et al. (FAccT), Tables 1 and 2: the paper's own rows are re-derived from its theorems
+(exact minima of the bounds, 1-smooth 1-Lipschitz losses, kappa = 10; the momentum rows from Thm
+4.5-4.7) and their fitted exponents in N, D, R compared with the printed orders; the baseline rows
+are quoted results of other papers and are only evaluated as printed, except GD+MA, re-derived as
+Sec. 4.1.1 describes it. Page: ``book/h-tables``.
 """
 
 from __future__ import annotations
@@ -10,12 +11,20 @@ import math
 
 import numpy as np
 
+from dpcompanion.claims.checks import R_PAPER, margin_result
+from dpcompanion.claims.registry import claim, illustrated, refuted, verified_by_margins
 from dpcompanion.theory.bounds import gd
 from dpcompanion.theory.bounds import tables as tb
-from dpcompanion.claims.registry import claim, illustrated, refuted, verified_by_margins
 
 SRC = "Hong et al. (FAccT)"
+
+
+# --- Table 1: utility upper bounds -------------------------------------------------------------------
+
+
 _D, _R = 10.0, 0.3927
+
+
 _TOL = 0.15  # |fitted - printed exponent| tolerated from log factors on the grid N in [1e6, 1e12]
 
 
@@ -110,6 +119,101 @@ def _tab1_T():
                        note="as N grows the ratio tends to about kappa (uniform) and 2 kappa (dynamic): bounded in N, linear in kappa")
 
 
+_KAPPA, _BETA, _ETA0 = 10.0, 0.1, 1.5  # gamma = 1 - eta0/kappa = 0.85 > beta; eta0 <= eta0_max(0.1, 0.85) = 1.77
+
+
+def _momentum_derived(key: str, *, N: float, D: float, R: float) -> float:
+    """What H Thm 4.5-4.7 give for a momentum row of Table 1 at 1-smooth, 1-Lipschitz losses (f(theta_1) - f* = 1,
+    alpha = D/(2 R N^2)): the minimum over integer T of the momentum ERUB with the exact U_3 (uniform schedule,
+    ``T1-mom-static``) or with Lemma 4.3 applied to the exact influence (``T1-mom-dynamic``), zeta >= 0 dropped."""
+    from dpcompanion.theory.bounds import momentum as mom
+
+    alpha = D / (2 * R * N**2)
+    T_max = math.ceil(3 * _KAPPA / _ETA0 * math.log1p(_ETA0 / (_KAPPA * alpha))) + 10
+    gamma = 1 - _ETA0 / _KAPPA
+    curve = mom.erub_uniform_curve if key == "T1-mom-static" else mom.erub_dynamic_curve
+    return float(np.min(curve(beta=_BETA, gamma=gamma, eta0=_ETA0, alpha=alpha, T_max=T_max)))
+
+
+_EXP_TOL = 0.15  # |fitted - printed exponent| tolerated from log factors on the grids below
+
+
+def _exponents(f, key):
+    Ns, Ds, Rs = np.logspace(6, 12, 5), np.logspace(0, 2, 3), np.logspace(-1, 1, 3)
+    return {"N": tb.fit_exponent(lambda n: f(key, N=n, D=10.0, R=R_PAPER), N_grid=Ns),
+            "D": float(np.polyfit(np.log(Ds), np.log([f(key, N=1e8, D=d, R=R_PAPER) for d in Ds]), 1)[0]),
+            "R": float(np.polyfit(np.log(Rs), np.log([f(key, N=1e8, D=10.0, R=r) for r in Rs]), 1)[0])}
+
+
+def _rows_check(keys, derive, *, mutant):
+    margins, points = [], []
+    for key in keys:
+        d = _exponents(derive, key)
+        p = _exponents(lambda k, **kw: tb.evaluate(k, **kw), key)
+        if mutant:  # the printed order with N^-1 in place of N^-2
+            p = {**p, "N": p["N"] + 1.0}
+        gap = max(abs(d[v] - p[v]) for v in d)
+        margins.append(_EXP_TOL - gap)
+        points.append({"row": key, "derived_exponents": d, "printed_exponents": p, "max_gap": gap})
+    return margins, points
+
+
+@claim(
+    "H-Tab1.momentum-rows",
+    source=f"{SRC} Table 1 (momentum rows), Thm 4.6, 4.7",
+    statement=r"The momentum rows of Table 1, $O(\frac{D}{N^2R}(c+\ln N\,\mathbb I_{T>\hat T}))$ (static) and "
+    r"$O(\frac{D}{N^2R}(1+\frac{cD}{N^2R}\mathbb I_{T>\hat T}))$ (dynamic), re-derived: exponents in $N$, $D$, $R$ of the exact "
+    r"minima over $T$ of the momentum bound (exact $U_3$; Lemma 4.3 on the exact influence for the dynamic row) vs those "
+    r"of the printed orders, tolerance 0.15.",
+    method="bruteforce",
+)
+def _tab1_momentum(*, mutant: bool = False):
+    margins, points = _rows_check(("T1-mom-static", "T1-mom-dynamic"), _momentum_derived, mutant=mutant)
+    return margin_result(
+        margins, points, mutant=mutant, tol=0.0,
+        domain=f"kappa = {_KAPPA:g}, beta = {_BETA:g}, eta0 = {_ETA0:g} (gamma = 0.85 > beta, eta0 admissible), 1-smooth, "
+        "f(theta_1) - f* = 1, alpha = D/(2 R N^2); N in [1e6, 1e12] (5 points, D = 10, R = 0.3927), D in [1, 100], "
+        "R in [0.1, 10] at N = 1e8; margin = 0.15 - max |exponent gap|",
+        mutant_desc="the printed orders with N^-1 in place of N^-2",
+        impact="The momentum rows would not follow from the momentum theorems (which H-T4.5.end-to-end finds false as "
+        "printed; this entry checks only that the table is what the theorems give).",
+        note="the rows follow from Thm 4.5's bound with zeta >= 0 dropped; H-T4.5/4.6/4.7.end-to-end test that bound itself",
+    )
+
+
+def _ma_derived(key: str, *, N: float, D: float, R: float) -> float:
+    """GD+MA [34] (Wang et al. 2017) as H Sec. 4.1.1 describes it: ERUB relaxed to gamma^T + alpha kappa T^2, minimised
+    over integer T (alpha = D/(2 R N^2), R_{eps,delta} read as R)."""
+    alpha = D / (2 * R * N**2)
+    gamma = 1 - 1 / _KAPPA
+    T = np.arange(1, math.ceil(3 * _KAPPA * math.log(1 / alpha)) + 10, dtype=float)
+    return float(np.min(gamma**T + alpha * _KAPPA * T**2))
+
+
+@claim(
+    "H-Tab1.baseline-gd-ma",
+    source=f"{SRC} Table 1 (GD+MA [34]) and Sec. 4.1.1",
+    statement=r"The GD+MA row $O(\frac{D\ln^2N}{N^2R_{\epsilon,\delta}})$ re-derived from the paper's own account of [34] "
+    r"($T=O(\ln(1/\alpha))$, ERUB relaxed to $\gamma^T+\alpha\kappa T^2$): exponents in $N$, $D$, $R$ of "
+    r"$\min_T(\gamma^T+\alpha\kappa T^2)$ vs the printed order, tolerance 0.15.",
+    method="bruteforce",
+)
+def _tab1_ma(*, mutant: bool = False):
+    margins, points = _rows_check(("T1-gd-ma",), _ma_derived, mutant=mutant)
+    return margin_result(
+        margins, points, mutant=mutant, tol=0.0,
+        domain=f"kappa = {_KAPPA:g}, alpha = D/(2 R N^2), R_eps,delta read as R; grids as H-Tab1.momentum-rows; "
+        "margin = 0.15 - max |exponent gap|",
+        mutant_desc="the printed order with N^-1 in place of N^-2",
+        impact="Table 1's comparison with [34] would rest on a mis-stated baseline.",
+        note="the other baseline rows quote results of other papers whose derivations are not in the FAccT version; they stay "
+        "ranked only (H-Tab1.ranking)",
+    )
+
+
+# --- Table 2: true excess risk -----------------------------------------------------------------------
+
+
 @claim(
     "H-Tab2.high-probability",
     source=f"{SRC} Table 2 (high-probability GD rows), Eq. (16)-(17)",
@@ -198,3 +302,87 @@ def _tab2_rank():
     exps = {r.key: tb.fit_exponent(lambda N, r=r: tb.evaluate(r.key, N=N, D=_D, R=_R)) for r in tb.TABLE2}
     return illustrated(fitted_exponent=exps, domain="N in [1e6, 1e12], D = 10, R = 0.3927, p = 0.05",
                        note="baseline rows are quoted, not re-derived")
+
+
+@claim(
+    "H-Tab2.uniform-stability.lower-bound",
+    source=f"{SRC} Table 2 (uniform-stability block) and Sec. 4.4",
+    statement=r"The uniform-stability rows bound the true excess risk of PGD (static and dynamic schedules, 1-smooth "
+    r"1-Lipschitz $\mu$-strongly convex losses) by $O(\frac{D}{N^2R})$ resp. $O(\frac{D\ln N}{N^2R})$. Checked against "
+    r"the exact TER of PGD on $f(\theta;x)=\frac14(\theta-x)^2$, $x=\pm1$: with $\eta=1/M$, "
+    r"$\mathrm{TER}=\frac14(\frac1N+\mathrm{noise})\ge\frac1{4N}$ for every schedule and $T\ge1$, against the printed "
+    r"order times a constant $C=10^3$; for the momentum rows, any output $(1-\rho)\bar x+\rho\theta_1+$noise has "
+    r"$\mathrm{EER}+\mathrm{TER}\ge\frac1{8N}$, against $C$ times the sum of the Table 1 and Table 2 rows.",
+    method="numeric",
+)
+def _tab2_us_lower(*, mutant: bool = False):
+    D, R, C = 1.0, R_PAPER, 1e3
+    margins, points = [], []
+    for N in np.logspace(1, 9, 9):
+        ter_lower = 1 / (4 * N)  # theta_{T+1} = xbar - noise: TER = 1/4 E(theta - E x)^2 >= Var(xbar)/4 = 1/(4N)
+        for key in ("T2-us-gd-dynamic", "T2-us-gd-static"):
+            printed = C * tb.evaluate(key, N=N, D=D, R=R)
+            if mutant:  # the printed order divided by N (O(D/(N^3 R)))
+                printed /= N
+            margins.append((printed - ter_lower) / ter_lower)
+            points.append({"row": key, "N": float(N), "C_times_printed": printed, "TER_lower_bound": ter_lower})
+        # momentum rows: any run whose output is (1 - rho) xbar + rho theta_1 + independent noise (momentum PGD with any
+        # beta, eta0, schedule, T; theta_1 = 0) has EER >= rho^2/(4N) and TER >= (1 - rho)^2/(4N), so
+        # EER + TER >= 1/(8N): Table 1's and Table 2's momentum rows cannot both hold
+        for key1, key2 in (("T1-mom-static", "T2-us-mom-static"), ("T1-mom-dynamic", "T2-us-mom-dynamic")):
+            printed = C * (tb.evaluate(key1, N=N, D=D, R=R) + tb.evaluate(key2, N=N, D=D, R=R))
+            if mutant:
+                printed /= N
+            lower = 1 / (8 * N)
+            margins.append((printed - lower) / lower)
+            points.append({"row": f"{key1} + {key2}", "N": float(N), "C_times_printed": printed,
+                           "EER_plus_TER_lower_bound": lower})
+    return margin_result(
+        margins, points, mutant=mutant,
+        domain="N in {1e1, ..., 1e9}, D = 1, R = 0.3927, C = 1e3 (any fixed C fails from N ~ 4 C D / R on); "
+        "loss 1/4 (theta - x)^2, x = +-1 equiprobable (M = mu = 1/2, gradients <= 1 on [-1, 1]); "
+        "margin = (C printed - TER lower bound)/TER lower bound",
+        mutant_desc="the printed orders divided by N",
+        impact="Decisive form of H-Tab2.uniform-stability (which compared two upper bounds; this entry supersedes it): PGD "
+        "at eta = 1/M outputs the data mean plus noise, whose TER is at least Var(x)/(4N) on this loss, and a momentum run "
+        "that meets Table 1's EER row must have TER of order 1/N too; so every O(D/(N^2 R)) and O(D ln N/(N^2 R)) "
+        "true-risk row of Table 2's uniform-stability block (GD and momentum) is false for large N. The corrected "
+        "O(ln N / N) rows (H-Tab2.uniform-stability-corrected) are consistent with the lower bound.",
+        smallest_key=lambda q, m: (q["N"], q["row"]),
+    )
+
+
+@claim(
+    "H-Tab2.high-probability.first-term",
+    source=f"{SRC} Table 2 (high-probability GD rows), Eq. (16)-(17)",
+    statement=r"The privacy (first) term of the high-probability GD rows decays like $N^{-3/2}$ "
+    r"($\frac{G^2}{\mu N}\sqrt{\frac{D\ln(1/p)}{NR}}$, dynamic; times $\sqrt{\ln N}$, static): fitted exponent in $N$ of the "
+    r"printed term vs that of the term the corrected Thm 4.10 gives from the exact EER minima, tolerance 0.15.",
+    method="bruteforce",
+)
+def _tab2_hp_first(*, mutant: bool = False):
+    D, R, p = 10.0, R_PAPER, 0.05
+    mu = 1 / tb.KAPPA_DEFAULT
+    margins, points = [], []
+    for key in ("T2-hp-gd-static", "T2-hp-gd-dynamic"):
+        def derived_first(N, key=key):  # corrected Eq. (15) first term, sqrt(2 G^2/mu) sqrt(EER)
+            return tb.derived(key, N=N, D=D, R=R, p=p) - 4 / (p * mu * N)
+
+        def printed_first(N, key=key):
+            return tb.evaluate(key, N=N, D=D, R=R, p=p) - 4 / (p * N)
+
+        e_d = tb.fit_exponent(derived_first)
+        e_p = tb.fit_exponent(printed_first)
+        if mutant:  # the printed term with N^{-2} in place of N^{-3/2}
+            e_p -= 0.5
+        margins.append(0.15 - abs(e_d - e_p))
+        points.append({"row": key, "fitted_exponent_printed": e_p, "fitted_exponent_derived": e_d})
+    return margin_result(
+        margins, points, mutant=mutant,
+        domain="N in [1e6, 1e12] (7 points), D = 10, R = 0.3927, p = 0.05, kappa = 10 (mu = 1/kappa), G = M = 1; "
+        "margin = 0.15 - |fitted exponent gap|",
+        mutant_desc="the printed term's exponent lowered by 1/2 (N^{-2})",
+        impact="Falsifiable form of H-Tab2.high-probability: the printed N^{-3/2} comes from the spurious 1/N under the "
+        "square root of Eq. (15) (H-T4.10); with it removed the privacy term decays like N^{-1} and the rows' dependence on "
+        "D and R is stronger than printed. The 4G^2/(p mu N) term, and hence the rows' overall 1/N rate, is unchanged.",
+    )

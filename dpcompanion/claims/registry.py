@@ -56,18 +56,15 @@ RELATIONS: dict[str, Callable[[Any, Any], bool]] = {
 
 #: modules under dpcompanion.claims that define entries (imported by :func:`load_all`).
 CLAIM_MODULES: tuple[str, ...] = (
-    "h_privacy",
-    "h_gd",
-    "h_momentum",
-    "h_psgd",
-    "h_true_risk",
-    "h_tables",
-    "h_slides",
-    "w_adp",
-    "x_unify",
-    "end_to_end",
-    "h_missing",
-    "theorems",
+    "h_sec_3_privacy",  # Hong et al. (FAccT) Sec. 3, App. C: privacy (Thm 3.1, Lemmas C.2-C.4)
+    "h_sec_4_1_gd",  # Sec. 4.1: gradient descent (Thm 4.1, 4.2, Lemma 4.3, Eq. 26, Thm 4.4, Sec. 4.1.3; slides)
+    "h_sec_4_2_momentum",  # Sec. 4.2: momentum (Thm 4.5-4.7, Lemmas C.5-C.7; slides Thm 3.4)
+    "h_sec_4_3_psgd",  # Sec. 4.3: PSGD (Thm 4.8, 4.9, the subsampling rule)
+    "h_sec_4_4_true_risk",  # Sec. 4.4: true risk (Thm 4.10-4.12)
+    "h_tables",  # Tables 1 and 2
+    "w_adp",  # Wu et al. (ADP-SGD): Lemma 2.2, Thm 4.1, 4.2, Remark 4.1, Prop. 5.1, 5.2, Sec. 6
+    "x_unify",  # both papers: one Cauchy-Schwarz allocation
+    "theorems",  # the theorem boxes
 )
 
 
@@ -502,7 +499,7 @@ THEOREM_KINDS = ("theorem", "lemma", "proposition", "remark", "corollary", "defi
 
 
 def theorem(id: str, *, kind: str, title: str, label: str, statement: str) -> Theorem:
-    """Declare the box of result ``id`` (once); :func:`dpcompanion.claims.render.show_theorem`
+    """Declare the box of result ``id`` (once); :func:`dpcompanion.book.claims_page.show_theorem`
     renders it on the page that shows the result's claims."""
     if kind not in THEOREM_KINDS:
         raise ValueError(f"kind must be one of {THEOREM_KINDS}, got {kind!r}")

@@ -1,5 +1,5 @@
 """The papers' results as the book states them: one declaration per theorem box, shown by
-``render.show_theorem(id)`` on the page that checks the result (ids are claim-id prefixes).
+``dpcompanion.book.claims_page.show_theorem(id)`` on the page that checks the result (ids are claim-id prefixes).
 
 Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001); Wu et al. 2021 (ADP-SGD, arXiv 2110.07435, file 002).
 """

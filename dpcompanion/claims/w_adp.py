@@ -1,9 +1,12 @@
-"""Registry entries: Wu et al., ADP-SGD (file 002): Lemma 2.2, Thm 4.1, Thm 4.2 and
-Remark 4.1, Prop. 5.1 (Eq. 9, 10; App. Eq. 25, 26), Prop. 5.2, and the moments-accountant
-epsilons quoted in Sec. 6 (footnote 3).
+"""Wu et al. (ADP-SGD): Lemma 2.2, Thm 4.1, Thm 4.2 and Remark 4.1, Prop. 5.1 (Eq. 9, 10; App.
+Eq. 25, 26), Prop. 5.2, the theorems' final inequalities end to end, and the moments-accountant
+epsilons quoted in Sec. 6 (footnote 3). Page: ``book/w-theory``.
 
 Privacy formulas (Thm 4.1 noise, Lemma 2.2, the epsilon recomputation) live in
 :mod:`dpcompanion.theory.accounting`; utility factors in :mod:`dpcompanion.theory.bounds.adp`.
+What is computed here besides them is an independent recomputation kept as a test reference
+(:func:`tight_composition_epsilon`, :func:`single_step_delta`, the accountant readings of
+W-EPS), named as such.
 """
 
 from __future__ import annotations
@@ -15,50 +18,18 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion.theory import accounting as acc
-from dpcompanion.theory.bounds import adp
+from dpcompanion.claims.checks import margin_result, scaled_margins, simplest
 from dpcompanion.claims.registry import checked, claim, compare, illustrated, not_reproduced, proved, refuted, verified_by_margins
+from dpcompanion.theory import accounting as acc
+from dpcompanion.theory import exact_momentum as em
+from dpcompanion.theory.bounds import adp
+from dpcompanion.theory.bounds import adp as adpb
 
 SRC = "Wu et al."
 V = ("002",)
 
-#: the epsilons quoted in W Sec. 6, footnote 3, for epsilon_bar = 0.8, 1.2, 1.6, 3.2, 6.4
-W_EPS_PAPER = (0.29, 0.43, 0.57, 1.23, 3.24)
 
-
-# ------------------------------------------------------------------------- Lemma 2.2
-
-
-def tight_composition_epsilon(*, epsilons, deltas, delta_total: float) -> float:
-    """Smallest epsilon such that every composition of (eps_i, delta_i)-DP mechanisms is
-    (epsilon, delta_total)-DP (optimal composition, Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan
-    2016: worst case = independent randomized responses, each revealing with prob. delta_i).
-
-    ``delta(eps) = 1 - prod(1 - delta_i) (1 - E[(1 - e^{eps - L})_+])``, ``L = sum_i +-eps_i``
-    with ``P(+eps_i) = e^{eps_i}/(1 + e^{eps_i})``; exact enumeration (k <= 16), bisection in eps.
-    """
-    e = np.asarray(epsilons, dtype=np.float64)
-    d = np.asarray(deltas, dtype=np.float64)
-    k = e.size
-    if k > 16:
-        raise ValueError(f"at most 16 mechanisms for exact enumeration, got {k}")
-    signs = np.array(list(itertools.product((1.0, -1.0), repeat=k)))
-    L = signs @ e
-    p_plus = np.exp(e) / (1 + np.exp(e))
-    logp = np.where(signs > 0, np.log(p_plus), np.log1p(-p_plus)).sum(axis=1)
-    P = np.exp(logp)
-    keep = float(np.prod(1 - d))
-
-    def delta_of(eps: float) -> float:
-        return 1 - keep * (1 - float(np.sum(P * np.clip(1 - np.exp(eps - L), 0, None))))
-
-    if delta_of(0.0) <= delta_total:
-        return 0.0
-    lo, hi = 0.0, float(e.sum())
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if delta_of(mid) <= delta_total else (mid, hi)
-    return hi
+# --- Lemma 2.2: extended advanced composition --------------------------------------------------------
 
 
 @claim(
@@ -97,6 +68,38 @@ def _l22_equal(*, mutant=False):
     )
 
 
+def tight_composition_epsilon(*, epsilons, deltas, delta_total: float) -> float:
+    """Smallest epsilon such that every composition of (eps_i, delta_i)-DP mechanisms is
+    (epsilon, delta_total)-DP (optimal composition, Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan
+    2016: worst case = independent randomized responses, each revealing with prob. delta_i).
+
+    ``delta(eps) = 1 - prod(1 - delta_i) (1 - E[(1 - e^{eps - L})_+])``, ``L = sum_i +-eps_i``
+    with ``P(+eps_i) = e^{eps_i}/(1 + e^{eps_i})``; exact enumeration (k <= 16), bisection in eps.
+    """
+    e = np.asarray(epsilons, dtype=np.float64)
+    d = np.asarray(deltas, dtype=np.float64)
+    k = e.size
+    if k > 16:
+        raise ValueError(f"at most 16 mechanisms for exact enumeration, got {k}")
+    signs = np.array(list(itertools.product((1.0, -1.0), repeat=k)))
+    L = signs @ e
+    p_plus = np.exp(e) / (1 + np.exp(e))
+    logp = np.where(signs > 0, np.log(p_plus), np.log1p(-p_plus)).sum(axis=1)
+    P = np.exp(logp)
+    keep = float(np.prod(1 - d))
+
+    def delta_of(eps: float) -> float:
+        return 1 - keep * (1 - float(np.sum(P * np.clip(1 - np.exp(eps - L), 0, None))))
+
+    if delta_of(0.0) <= delta_total:
+        return 0.0
+    lo, hi = 0.0, float(e.sum())
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if delta_of(mid) <= delta_total else (mid, hi)
+    return hi
+
+
 @claim(
     "W-L2.2.valid",
     source=f"{SRC} Lemma 2.2 (= Kairouz et al. 2017 Thm 3.5 for heterogeneous parameters)",
@@ -124,7 +127,7 @@ def _l22_valid(*, mutant=False):
     )
 
 
-# ------------------------------------------------------------------------- Thm 4.1
+# --- Thm 4.1: the noise of ADP-SGD -------------------------------------------------------------------
 
 
 def single_step_delta(*, epsilon: float, n: int, s: float, G: float = 1.0) -> float:
@@ -279,7 +282,51 @@ def _t41_growth_limits(*, mutant=False):
     return proved(sum(sp.Abs(r) for r in res), note="both integral bounds, divided by T^(1-p) (resp. log T), tend to 1/(1-p) (resp. 1)")
 
 
-# ------------------------------------------------------------------------- Thm 4.2, Remark 4.1
+@claim(
+    "W-T4.1.end-to-end",
+    source=f"{SRC} Thm 4.1, Eq. (6)",
+    statement=r"W Thm 4.1 end to end: ADP-SGD (Algorithm 1: one index drawn uniformly per step, gradients bounded by $G$, "
+    r"noise $\alpha_{t+1}c_t$) with $\sigma^2$ of Eq. (6) is $(\varepsilon,\delta)$-DP. Checked against the exact privacy profile "
+    r"of its first released step alone (a lower bound on the algorithm's epsilon: the other records share one gradient, the "
+    r"replaced record's gradient is opposite, sensitivity $2G$, sampling probability $1/n$).",
+    method="end-to-end",
+    versions=("002",),
+)
+def _e2e_w41(*, mutant: bool = False):
+    from dpcompanion.theory import accounting
+    from dpcompanion.theory import exact_subsampled as xs
+
+    margins, points = [], []
+    cases = [(n, T, eps, 0.1 / n) for n in (100, 10_000) for T in (10, 1000) for eps in (0.5, 2.0, 6.4)]
+    cases += [(50_000, 11_700, eps, 1e-5) for eps in (0.8, 6.4)]  # W Sec. 6: CIFAR-10 size, 60 epochs, delta = 1e-5
+    for n, T, epsilon, delta in cases:
+        for kind in ("DP-SGD", "ADP-SGD"):
+            alpha = np.ones(T) if kind == "DP-SGD" else np.sqrt(adpb.b_poly(a=20.0, c=1.0, T=T))
+            sigma2 = accounting.adp_sigma2(alpha=alpha, G=1.0, n=n, epsilon=epsilon, delta=delta)
+            if mutant:  # the variance of Eq. (6) without its factor 16^2
+                sigma2 /= 256.0
+            z = float(alpha[0]) * math.sqrt(sigma2) / 2.0  # first step's noise in units of the sensitivity 2G (G = 1)
+            eps1 = xs.step_epsilon(delta=delta, sampling_rate=1.0 / n, noise_multiplier=z)
+            margins.append((epsilon - eps1) / epsilon)
+            points.append({"n": n, "T": T, "epsilon": epsilon, "delta": delta, "kind": kind, "sigma": math.sqrt(sigma2),
+                           "first_step_epsilon_lower_bound": eps1})
+    return margin_result(
+        margins, points, smallest_key=simplest, mutant=mutant,
+        domain="n in {100, 1e4} x T in {10, 1000} x epsilon in {0.5, 2, 6.4} (delta = 0.1/n), and W's experiment sizes "
+        "(n = 50000, T = 11700, delta = 1e-5, epsilon in {0.8, 6.4}); alpha_t = 1 and alpha_t^2 = (20 + t)^(1/2); "
+        "margin = (epsilon - epsilon of the first step alone)/epsilon",
+        mutant_desc="Eq. (6) without its factor 16^2 (sigma^2 / 256)",
+        holds_instead="Eq. (6) with App. C.1's condition alpha_t^2 sum_s 1/alpha_s^2 >= n^2 eps^2 B_delta/(32 m^2 "
+        "log(1.25/delta0)), which forces T of order n^2 (W-T4.1.sigma2-conditioned)",
+        impact="Thm 4.1's sigma^2 is the noise of every ADP-SGD/DP-SGD result of W (Tables 1-6, W-EPS); where it fails the "
+        "runs are not (epsilon, delta)-DP as claimed. The failure comes from applying privacy amplification by sampling "
+        "(which needs a per-step epsilon <= 1) when sigma ~ sqrt(T)/n is small, i.e. when T << n^2.",
+        note="exact single-step profile (theory.exact_subsampled, equal to dp-accounting's PLD to 1e-8); a pass here "
+        "is only necessary, not sufficient, for the theorem",
+    )
+
+
+# --- Thm 4.2: the utility bound ----------------------------------------------------------------------
 
 
 @claim(
@@ -305,6 +352,144 @@ def _t42_min(*, mutant=False):
         note="Lagrange identity M - (sum 1/b)^2 = sum_{s<t} (alpha_s/(b_s alpha_t) - alpha_t/(b_t alpha_s))^2 >= 0, "
         "zero iff alpha_s^2/b_s = alpha_t^2/b_t for all s, t",
     )
+
+
+@claim(
+    "W-T4.2.eq7",
+    severity="typo",
+    source=f"{SRC} Thm 4.2, Eq. (7) vs App. C.2, Eq. (23)",
+    statement=r"Eq. (7) as printed, with normaliser $1/\sum_{t}b_{t+1}$, is the bound proved in App. C.2.",
+    method="numeric",
+    corrected_by="W-T4.2.eq23",
+    versions=V,
+)
+def _t42_eq7():
+    b = adp.b_poly(a=20.0, c=1.0, T=100)
+    if abs(1 / float(b.sum()) - 1 / float((1 / b).sum())) <= 1e-12:  # the two normalisers would agree
+        return verified_by_margins([0.0], domain="b_t = sqrt(20 + t), T = 100")
+    return refuted(
+        lhs=1 / float(b.sum()), relation="==", rhs=1 / float((1 / b).sum()), tol=1e-12,
+        counterexample={"b_t": "sqrt(20 + t)", "T": 100},
+        printed={"1/sum b_t": 1 / float(b.sum())},
+        actual={"1/sum (1/b_t) (Eq. 23)": 1 / float((1 / b).sum())},
+        note="The appendix (Eq. 23) and Prop. 5.1's proof divide by sum_t 1/b_{t+1}. Separately, Eq. (7) and the "
+        "statement of Eq. (23) both lack the factor eta L of the privacy term, which the proof's line (a) before "
+        "Eq. (24) carries and Eq. (25) uses. For b_t > 1 the printed (7) is smaller than what is proved.",
+        impact="Typo-level: Prop. 5.1 and 5.2 are derived from the appendix's normaliser (and the proof's eta L), "
+        "so the paper's conclusions are unaffected.",
+    )
+
+
+@claim(
+    "W-T4.2.eq23",
+    source=f"{SRC} App. C.2, Eq. (23), with Remark 4.1",
+    statement=r"With Eq. (23)'s normaliser, the privacy term is $C\,M/\sum_t b_t^{-1}$; at $\alpha_t^2=b_t$ it equals "
+    r"$C\sum_t b_t^{-1}$ ($C=\eta dL(16G)^2B_\delta/(2n^2\varepsilon^2)$), the quantity Prop. 5.1 bounds.",
+    method="sympy",
+    corrects="W-T4.2.eq7",
+    versions=V,
+    mutant='alpha_t^2 = b_t^2 in place of b_t',
+)
+def _t42_eq23(*, mutant=False):
+    T = 5
+    b = sp.symbols(f"b1:{T + 1}", positive=True)
+    a = [bi if mutant else sp.sqrt(bi) for bi in b]  # alpha_t^2 = b_t
+    M = sum((ai / bi) ** 2 for ai, bi in zip(a, b)) * sum(1 / ai**2 for ai in a)  # Thm 4.2's M(alpha, b)
+    return checked({T: sp.simplify(M / sum(1 / bi for bi in b) - sum(1 / bi for bi in b))})
+
+
+def _w_problem():
+    rng = np.random.default_rng(4200)
+    X = rng.normal(size=(10, 2)) * np.array([1.0, 0.5])
+    y = X @ np.array([0.5, -0.3]) + 0.2 * rng.normal(size=10)
+    return em.least_squares(features=X, targets=y)
+
+
+def _w_run(prob, *, alpha, b, eta, G, n, epsilon, delta, T, start=(1.0, -1.0)):
+    """ADP-SGD (W Algorithm 1) with one sample per step: theta_{t+1} = theta_t - eta/b_{t+1} (grad f_xi + alpha_{t+1} c_t)."""
+    from dpcompanion.theory import accounting
+
+    sigma2 = accounting.adp_sigma2(alpha=alpha, G=G, n=n, epsilon=epsilon, delta=delta)
+    th0 = prob.theta_star + np.asarray(start, dtype=float)
+    m = em.moments(prob, theta1=th0, eta=eta / b, noise_std=np.sqrt(sigma2) * np.asarray(alpha), T=T, batch_size=1)
+    return sigma2, th0, m
+
+
+def _w42(*, corrected: bool, mutant: bool):
+    from dpcompanion.theory import accounting
+
+    prob = _w_problem()
+    L = float(np.max(np.sum(prob.X**2, axis=1)))  # each f_i is L-smooth (Assumption 2.1)
+    top = np.linalg.eigh(prob.H)[1][:, -1]  # start along the sharpest direction: the largest initial gradient
+    exacts, bounds, points = [], [], []
+    for T in (1, 2, 5, 60):
+        for eta in (0.5 / L, 1.0 / L, 3.0 / L):
+            b = adpb.b_poly(a=1.0, c=1.0, T=T)  # b_{t+1}, t = 0..T-1
+            for kind, alpha in (("DP-SGD", np.ones(T)), ("ADP-SGD", np.sqrt(b))):
+                for n, epsilon, delta in ((prob.N, 4.0, 1e-3), (10**6, 8.0, 1e-5)):  # n = 1e6: 1e5 copies of each point
+                    for start in ((1.0, -1.0), tuple(top)):
+                        G = 1.0
+                        _, th0, m = _w_run(prob, alpha=alpha, b=b, eta=eta, G=G, n=n, epsilon=epsilon, delta=delta, T=T,
+                                           start=start)
+                        lhs = float(np.min(m["grad_sq"][:T]))
+                        DF = prob.loss(th0) - prob.f_star
+                        Wopt = DF / eta + eta * L / 2 * float(np.sum(m["sample_grad_sq"][:T] / b**2))
+                        B = accounting.adp_B_delta(T=T, n=n, delta=delta)
+                        priv = prob.D * (16 * G) ** 2 * B / (2 * n**2 * epsilon**2) * adpb.M(alpha=alpha, b=b)
+                        if corrected:  # App. C.2: normaliser sum 1/b_{t+1}; the privacy term carries eta L (proof, line (a))
+                            rhs = (Wopt + eta * L * priv) / float(np.sum(1 / b))
+                        else:
+                            rhs = (Wopt + priv) / float(np.sum(b))
+                        exacts.append(lhs)
+                        bounds.append(rhs)
+                        points.append({"T": T, "eta_L": eta * L, "kind": kind, "n": n, "epsilon": epsilon,
+                                       "start": [float(v) for v in start], "lhs": lhs, "rhs": rhs})
+    margins, factor = scaled_margins(exacts, bounds, mutant)
+    return margin_result(
+        margins, points, smallest_key=simplest, mutant=mutant, mutant_factor=factor,
+        domain="least squares (10 points, d = 2, seeded), L = max ||a_i||^2, b_t = (1 + t)^(1/2), eta L in {0.5, 1, 3}, "
+        "T in {1, 2, 5, 60}, alpha_t = 1 and alpha_t^2 = b_t, (n, epsilon, delta) in {(10, 4, 1e-3), (1e6 = copies, 8, 1e-5)} "
+        "(noise-dominated and optimisation-dominated), two starts (one along the top eigenvector), G = 1 "
+        "(enters through sigma^2 only; W_opt uses the exact E||grad f(theta_t, xi_t)||^2); margin = (rhs - lhs)/rhs",
+        mutant_desc="the bound multiplied by a factor just below the tightest ratio exact/bound on the grid (evidence: mutant_factor)",
+        holds_instead="the same bound with the normaliser 1/sum_t (1/b_{t+1}) and the privacy term times eta L "
+        "(App. C.2, Eq. 23 and the proof's line (a)): W-T4.2.end-to-end-corrected",
+        impact="The normaliser 1/sum_t b_{t+1} of Eq. (7) (flagged as a typo by W-T4.2.eq7) is not harmless: against the "
+        "exact min_k E||grad F(theta_k)||^2 the printed bound fails by a factor of about 5 once T is large and the noise "
+        "small. Remark 4.1's comparison of alpha schedules is unaffected (the normaliser does not depend on alpha), and "
+        "Prop. 5.1/5.2 are derived from the appendix's normaliser (W-P5.1.end-to-end).",
+    )
+
+
+@claim(
+    "W-T4.2.end-to-end",
+    source=f"{SRC} Thm 4.2, Eq. (7)",
+    statement=r"W Thm 4.2 as printed, end to end: ADP-SGD (one sample per step, $\eta_t=\eta/b_{t+1}$, noise $\alpha_{t+1}c_t$ "
+    r"with $\sigma^2$ of Eq. 6) has $\min_{k<T}\mathbb E\|\nabla F(\theta_k)\|^2\le\frac{1}{\sum_tb_{t+1}}(W_{opt}+"
+    r"\frac{d(16G)^2B_\delta}{2n^2\varepsilon^2}M(\{\alpha_t\},\{b_t\}))$; exact moments on least squares.",
+    method="end-to-end",
+    corrected_by="W-T4.2.end-to-end-corrected",
+    versions=("002",),
+)
+def _e2e_w42(*, mutant: bool = False):
+    return _w42(corrected=False, mutant=mutant)
+
+
+@claim(
+    "W-T4.2.end-to-end-corrected",
+    source=f"{SRC} Thm 4.2 with App. C.2, Eq. (23)",
+    statement=r"W Thm 4.2 with the appendix's normaliser and the proof's factor $\eta L$: "
+    r"$\min_{k<T}\mathbb E\|\nabla F(\theta_k)\|^2\le\frac{1}{\sum_t1/b_{t+1}}(W_{opt}+\eta L\frac{d(16G)^2B_\delta}"
+    r"{2n^2\varepsilon^2}M(\{\alpha_t\},\{b_t\}))$, end to end on the same grid.",
+    method="end-to-end",
+    corrects="W-T4.2.end-to-end",
+    versions=("002",),
+)
+def _e2e_w42_corr(*, mutant: bool = False):
+    return _w42(corrected=True, mutant=mutant)
+
+
+# --- Remark 4.1: the optimal alpha_t -----------------------------------------------------------------
 
 
 @claim(
@@ -370,51 +555,7 @@ def _r41_alt_corrected(*, mutant=False):
     return checked({T: sp.Abs(r1) + sp.Abs(r2)}, note="sum 1/alpha^2 - sum 1/b = (1/2) sum (1/alpha_t - 1/alpha_{T+1-t})^2")
 
 
-@claim(
-    "W-T4.2.eq7",
-    severity="typo",
-    source=f"{SRC} Thm 4.2, Eq. (7) vs App. C.2, Eq. (23)",
-    statement=r"Eq. (7) as printed, with normaliser $1/\sum_{t}b_{t+1}$, is the bound proved in App. C.2.",
-    method="numeric",
-    corrected_by="W-T4.2.eq23",
-    versions=V,
-)
-def _t42_eq7():
-    b = adp.b_poly(a=20.0, c=1.0, T=100)
-    if abs(1 / float(b.sum()) - 1 / float((1 / b).sum())) <= 1e-12:  # the two normalisers would agree
-        return verified_by_margins([0.0], domain="b_t = sqrt(20 + t), T = 100")
-    return refuted(
-        lhs=1 / float(b.sum()), relation="==", rhs=1 / float((1 / b).sum()), tol=1e-12,
-        counterexample={"b_t": "sqrt(20 + t)", "T": 100},
-        printed={"1/sum b_t": 1 / float(b.sum())},
-        actual={"1/sum (1/b_t) (Eq. 23)": 1 / float((1 / b).sum())},
-        note="The appendix (Eq. 23) and Prop. 5.1's proof divide by sum_t 1/b_{t+1}. Separately, Eq. (7) and the "
-        "statement of Eq. (23) both lack the factor eta L of the privacy term, which the proof's line (a) before "
-        "Eq. (24) carries and Eq. (25) uses. For b_t > 1 the printed (7) is smaller than what is proved.",
-        impact="Typo-level: Prop. 5.1 and 5.2 are derived from the appendix's normaliser (and the proof's eta L), "
-        "so the paper's conclusions are unaffected.",
-    )
-
-
-@claim(
-    "W-T4.2.eq23",
-    source=f"{SRC} App. C.2, Eq. (23), with Remark 4.1",
-    statement=r"With Eq. (23)'s normaliser, the privacy term is $C\,M/\sum_t b_t^{-1}$; at $\alpha_t^2=b_t$ it equals "
-    r"$C\sum_t b_t^{-1}$ ($C=\eta dL(16G)^2B_\delta/(2n^2\varepsilon^2)$), the quantity Prop. 5.1 bounds.",
-    method="sympy",
-    corrects="W-T4.2.eq7",
-    versions=V,
-    mutant='alpha_t^2 = b_t^2 in place of b_t',
-)
-def _t42_eq23(*, mutant=False):
-    T = 5
-    b = sp.symbols(f"b1:{T + 1}", positive=True)
-    a = [bi if mutant else sp.sqrt(bi) for bi in b]  # alpha_t^2 = b_t
-    M = sum((ai / bi) ** 2 for ai, bi in zip(a, b)) * sum(1 / ai**2 for ai in a)  # Thm 4.2's M(alpha, b)
-    return checked({T: sp.simplify(M / sum(1 / bi for bi in b) - sum(1 / bi for bi in b))})
-
-
-# ------------------------------------------------------------------------- Prop 5.1
+# --- Prop. 5.1: M_dp / M_adp = O(log T) --------------------------------------------------------------
 
 
 def _p51_grid():
@@ -527,7 +668,57 @@ def _p51_ratio():
     )
 
 
-# ------------------------------------------------------------------------- Prop 5.2
+@claim(
+    "W-P5.1.end-to-end",
+    source=f"{SRC} Prop. 5.1, Eq. (9), (10)",
+    statement=r"W Prop. 5.1 end to end: with $b_t=(a+ct)^{1/2}$, $T\ge5+4a/c$, ADP-SGD ($\alpha_t^2=b_t$) and DP-SGD ($\alpha_t=1$) "
+    r"satisfy Eq. (9) and (10) with $W^{decay}_{opt}=\sqrt c(D_F/\eta+\eta G^2LB_T/(2c))$, $B_T=\log(1+Tc/a)$, $G^2\ge$ every "
+    r"$\mathbb E\|\nabla f(\theta_t,\xi_t)\|^2$ of the run; exact moments on least squares.",
+    method="end-to-end",
+    versions=("002",),
+)
+def _e2e_w51(*, mutant: bool = False):
+    from dpcompanion.theory import accounting
+
+    prob = _w_problem()
+    L = float(np.max(np.sum(prob.X**2, axis=1)))
+    n, delta, G = 10_000, 1e-5, 3.0  # the data set: 1000 copies of the 10 points (same loss, n = 1e4)
+    margins, points = [], []
+    for a, c_ in ((1.0, 1.0), (4.0, 1.0), (1.0, 0.25)):
+        for T in (math.ceil(5 + 4 * a / c_), 60):
+            for eta in (0.2 / L, 1.0 / L):
+                b = adpb.b_poly(a=a, c=c_, T=T)
+                for kind, alpha in (("ADP-SGD", np.sqrt(b)), ("DP-SGD", np.ones(T))):
+                    for epsilon in (0.5, 4.0):
+                        _, th0, m = _w_run(prob, alpha=alpha, b=b, eta=eta, G=G, n=n, epsilon=epsilon, delta=delta, T=T)
+                        if float(np.max(m["sample_grad_sq"][:T])) > G**2:
+                            raise ValueError("the run leaves the hypothesis E||grad f||^2 <= G^2; enlarge G")
+                        lhs = float(np.min(m["grad_sq"][:T]))
+                        DF = prob.loss(th0) - prob.f_star
+                        BT = math.log1p(T * c_ / a)
+                        Wd = math.sqrt(c_) * (DF / eta + eta * G**2 * L * BT / (2 * c_))
+                        B = accounting.adp_B_delta(T=T, n=n, delta=delta)
+                        common = eta * prob.D * L * (16 * G) ** 2 * B / (n**2 * epsilon**2)
+                        priv = common * (adpb.prop51_bound(T=T, a=a, c=c_, which="adp") / 2 if kind == "ADP-SGD"
+                                         else adpb.prop51_bound(T=T, a=a, c=c_, which="dp") / 2)
+                        if mutant:  # the privacy terms without the factor sqrt(T) (T^0 instead of T^(1/2))
+                            priv /= math.sqrt(T)
+                            Wd /= math.sqrt(T)
+                        rhs = Wd / math.sqrt(T - 1) + priv
+                        margins.append((rhs - lhs) / rhs)
+                        points.append({"a": a, "c": c_, "T": T, "eta_L": eta * L, "kind": kind, "epsilon": epsilon,
+                                       "lhs": lhs, "rhs": rhs})
+    return margin_result(
+        margins, points, smallest_key=simplest, mutant=mutant,
+        domain="least squares of W-T4.2.end-to-end (each point repeated 1000 times: n = 1e4), (a, c) in {(1, 1), (4, 1), (1, 1/4)}, T = ceil(5 + 4a/c) (the smallest "
+        "allowed) and 60, eta L in {0.2, 1}, epsilon in {0.5, 4}, delta = 1e-5, G = 3 (checked: G^2 >= every "
+        "E||grad f(theta_t, xi_t)||^2); margin = (rhs - lhs)/rhs",
+        mutant_desc="both terms of the bounds divided by sqrt(T) (a rate T^(-1) faster than printed)",
+        impact="Prop. 5.1 is the paper's O(log T) improvement of ADP-SGD over DP-SGD.",
+    )
+
+
+# --- Prop. 5.2: adaptive step sizes ------------------------------------------------------------------
 
 
 @claim(
@@ -566,19 +757,11 @@ def _p52():
     )
 
 
-# ------------------------------------------------------------------------- W-EPS
+# --- Sec. 6, footnote 3: the quoted moments-accountant epsilons --------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
-def _w_eps_rows() -> tuple:
-    return tuple(_w_eps_table())
-
-
-def w_eps_table() -> list[dict]:
-    """The paper's epsilons next to ours for every reading of Thm 4.1 + accountant: one row per
-    (B_delta reading, accountant, epsilon_bar) with keys epsilon_bar, epsilon, sigma,
-    noise_multiplier, epsilon_accountant, paper, b_delta, accountant (computed once per process)."""
-    return [dict(r) for r in _w_eps_rows()]
+#: the epsilons quoted in W Sec. 6, footnote 3, for epsilon_bar = 0.8, 1.2, 1.6, 3.2, 6.4
+W_EPS_PAPER = (0.29, 0.43, 0.57, 1.23, 3.24)
 
 
 def _w_eps_table() -> list[dict]:
@@ -598,6 +781,18 @@ def _w_eps_table() -> list[dict]:
             )
             rows.append({**r, "epsilon_accountant": e_pld, "paper": paper, "b_delta": b_delta, "accountant": "pld"})
     return rows
+
+
+@functools.lru_cache(maxsize=1)
+def _w_eps_rows() -> tuple:
+    return tuple(_w_eps_table())
+
+
+def w_eps_table() -> list[dict]:
+    """The paper's epsilons next to ours for every reading of Thm 4.1 + accountant: one row per
+    (B_delta reading, accountant, epsilon_bar) with keys epsilon_bar, epsilon, sigma,
+    noise_multiplier, epsilon_accountant, paper, b_delta, accountant (computed once per process)."""
+    return [dict(r) for r in _w_eps_rows()]
 
 
 #: TF-Privacy's RDP orders of 2019-2021 (compute_dp_sgd_privacy), used with the classic conversion

@@ -64,7 +64,7 @@ def _summary(r: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dpcompanion.claims.registry import load_all, run_checks
-    from dpcompanion.claims.render import status_counts
+    from dpcompanion.book.claims_page import status_counts
     from dpcompanion.cli import UsageError
 
     if args.prefix is not None and not args.prefix.strip():

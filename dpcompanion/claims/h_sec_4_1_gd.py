@@ -1,8 +1,11 @@
-"""Claims of Hong et al. 2022 (file 001) Section 4.1: PGD utility bounds (Thm 4.1, 4.2,
-Lemma 4.3, Eq. 26, Thm 4.4) and the discussion of Section 4.1.3.
+"""Hong et al. (FAccT), Section 4.1: the utility of private gradient descent. Thm 4.1 (the
+bound), Thm 4.2 (uniform schedule, Eq. 8, 9, 22-25), Lemma 4.3 and Eq. (26) (the optimal schedule),
+Thm 4.4 (dynamic schedule, Eq. 11, 27), the discussion of Sec. 4.1.3, each theorem's final inequality
+end to end against the exact expected excess risk, and the slides' variants of these results
+(Thm 3.2 with clipping, Thm 3.3's uniform T*, Lemma 3.2's dynamic T*). Page: ``book/h-sec-4-1``.
 
-Every check below computes something that could have come out the other way: a SymPy
-residual, sampled margins, an exhaustive search over integer T, or fitted exponents.
+Every check computes something that could have come out the other way: a SymPy residual, sampled
+margins, an exhaustive search over integer T, or fitted exponents.
 """
 
 from __future__ import annotations
@@ -12,24 +15,18 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion.theory.bounds import gd
+from dpcompanion.claims.checks import R_PAPER, margin_result, scaled_margins, simplest, tightest
 from dpcompanion.claims.registry import checked, claim, illustrated, proved, refuted, verified_by_margins
+from dpcompanion.theory import exact_risk as er
+from dpcompanion.theory import schedules
+from dpcompanion.theory.bounds import gd
 
 SRC = "Hong et al. (FAccT)"
-_KAPPAS = (1.5, 2.0, 5.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
-_ALPHAS = (1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
+SLIDES = "Hong et al. (slides)"
 
 
-def _grid(kappas=_KAPPAS, alphas=_ALPHAS):
-    return [(k, a) for k in kappas for a in alphas]
+# --- Thm 4.1: the utility bound of PGD ---------------------------------------------------------------
 
-
-def fit_slope(x, y) -> float:
-    """Least-squares slope of log y against log x."""
-    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
-
-
-# --- Theorem 4.1 ---------------------------------------------------------------------------
 
 _g, _k, _a, _M, _mu, _D, _G, _N, _R, _gap, _s = sp.symbols(
     "gamma kappa alpha M mu D G N R Delta sigma", positive=True
@@ -188,7 +185,81 @@ def _t41_logistic(*, mutant=False):
     )
 
 
-# --- Theorem 4.2: uniform schedule ------------------------------------------------------------
+def _pgd_constants(kappa: float, D: int, N: float, R: float, G: float = 1.0):
+    lam = er.spectrum(kappa=kappa, D=D)
+    off = np.ones(D)
+    c = er.pl_constants(eigenvalues=lam, offset=off, clip_norm=G, N=N, R=R)
+    return lam, off, c
+
+
+_IMPACT_41 = ("Thm 4.1 is the base of Thm 4.2, 4.4 (and through them Tables 1-2, Sec. 4.1.3) and of Thm 4.8 (PSGD).")
+
+
+def _pl_example() -> dict:
+    """f(x) = x^2 + 3 sin^2(x) (Karimi, Nutini & Schmidt 2016, arXiv 1608.04636, Sec. 2): PL constant and smoothness on a
+    grid, gamma, and the worst one-step ratio (f(x - f'(x)/M) - f*)/(f(x) - f*) of noiseless GD with eta = 1/M."""
+    x = np.linspace(-20.0, 20.0, 200_001)
+    x = x[np.abs(x) > 1e-6]
+    f = x**2 + 3 * np.sin(x) ** 2
+    fp = 2 * x + 3 * np.sin(2 * x)
+    mu = float(np.min(fp**2 / (2 * f)))
+    M = 8.0  # max |f''| = max |2 + 6 cos 2x|
+    y = x - fp / M
+    ratio = float(np.max((y**2 + 3 * np.sin(y) ** 2) / f))
+    g = 1 - mu / M
+    return {"mu_on_grid": mu, "M": M, "gamma": g, "gamma_squared": g * g, "worst_one_step_ratio": ratio}
+
+
+@claim(
+    "H-T4.1.end-to-end",
+    source=f"{SRC} Thm 4.1, Eq. (7)",
+    statement=r"Thm 4.1 as printed, end to end: for PGD with $\eta=1/M$ on $M$-smooth, $\mu$-PL quadratics, "
+    r"$\mathbb E f(\theta_{T+1})-f^*\le(\gamma^T+R\sum_t q_t\sigma_t^2)(f(\theta_1)-f^*)$, $q_t=\gamma^{T-t}\alpha$, "
+    r"against the exact expected excess risk, for any schedule (uniform, Thm 4.4's, random).",
+    method="end-to-end",
+)
+def _e2e_t41(*, mutant: bool = False):
+    rng = np.random.default_rng(4101)
+    margins, points, ratios = [], [], []
+    for kappa in (1.0, 1.05, 3.0, 30.0):
+        for D in ((1, 3) if kappa == 1.0 else (3,)):
+            for N in (3, 100):
+                for T in (1, 2, 10, 100):
+                    lam, off, c = _pgd_constants(kappa, D, N, R_PAPER)
+                    scheds = {"uniform": schedules.uniform(T=T, R=R_PAPER),
+                              "random": 1 / np.sqrt(R_PAPER * rng.dirichlet(np.ones(T)))}
+                    if kappa > 1:
+                        scheds["gd-dynamic"] = schedules.gd_dynamic(T=T, R=R_PAPER, kappa=kappa)
+                    for name, s in scheds.items():
+                        exact = er.expected_excess_risk(eigenvalues=lam, offset=off, eta=c["eta"], sigma=s,
+                                                        clip_norm=1.0, N=N)
+                        b = gd.erub(sigma=s, kappa=kappa, alpha=c["alpha"], R=R_PAPER)
+                        scale = b * c["initial_gap"]
+                        if mutant:  # q_t = gamma^(T-t+1) alpha: every influence one step older
+                            gT = c["gamma"] ** T
+                            b = gT + c["gamma"] * (b - gT)
+                        bound = b * c["initial_gap"]
+                        margins.append((bound - exact) / scale)
+                        ratios.append(exact / bound if bound > 0 else math.inf)
+                        points.append({"kappa": kappa, "D": D, "N": N, "T": T, "schedule": name,
+                                       "exact": exact, "bound": bound})
+    return margin_result(
+        margins, points, smallest_key=simplest, mutant=mutant,
+        domain="quadratics with geometric spectra in [M/kappa, M], M = 1, kappa in {1, 1.05, 3, 30} (D = 1 and 3 at kappa = 1), "
+        "theta_1 - theta* = (1,..,1), N in {3, 100}, G = 1, R = 0.3927, T in {1, 2, 10, 100}, uniform/random/Thm 4.4 schedules; "
+        "exact E f(theta_{T+1}) - f* by covariance propagation; margin = (bound - exact)/(the printed bound)",
+        mutant_desc="q_t = gamma^(T-t+1) alpha instead of gamma^(T-t) alpha (exponent off by one)",
+        impact=_IMPACT_41,
+        tightest=tightest(ratios, points),
+        gamma_squared_note="the mutant gamma -> gamma^2 cannot be caught by any quadratic: at eta = 1/M every eigen-direction "
+        "contracts by (1 - lambda/M)^2 <= gamma^2, so the gamma^2 version is true for quadratics. Nor by the standard "
+        "non-convex PL example (pl_example: its worst noiseless one-step ratio stays below gamma^2 too); the registry "
+        "has no loss on which GD's rate is provably between gamma^2 and gamma",
+        pl_example=_pl_example(),
+    )
+
+
+# --- Thm 4.2: the uniform schedule (Eq. 8, 9, 22-25) -------------------------------------------------
 
 
 @claim(
@@ -242,6 +313,16 @@ def _t42_eq25(*, mutant=False):
     lhs = gT + _a * _k * (1 - gT) * T
     rhs = ((0 if mutant else 1) + _k * sp.log(1 + L / _a)) / (1 + L / _a)
     return proved(sp.simplify(lhs - rhs))
+
+
+_KAPPAS = (1.5, 2.0, 5.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
+
+
+_ALPHAS = (1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
+
+
+def _grid(kappas=_KAPPAS, alphas=_ALPHAS):
+    return [(k, a) for k in kappas for a in alphas]
 
 
 @claim(
@@ -304,6 +385,11 @@ def _t42_T_limit_corrected(*, mutant=False):
     lim = sp.limit(sp.log(1 + L / _a) / L, L, 0, "+")
     lg = sp.limit(-sp.log(1 - 1 / _k), _k, sp.oo)
     return proved(sp.simplify(lim - (2 if mutant else 1) / _a) ** 2 + lg**2, limit=str(lim), ln_inv_gamma_limit=str(lg))
+
+
+def fit_slope(x, y) -> float:
+    """Least-squares slope of log y against log x."""
+    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
 @claim(
@@ -412,7 +498,85 @@ def _t42_T_sharp(*, mutant=False):
     return verified_by_margins(margins, points=points, domain="kappa in {10..1e5}, alpha in {1e-4..1}, kappa alpha >= 1; exhaustive search")
 
 
-# --- Lemma 4.3 and Eq. 26 ---------------------------------------------------------------------
+@claim(
+    "H-T4.2.end-to-end",
+    source=f"{SRC} Thm 4.2, Eq. (9), (24)",
+    statement=r"Thm 4.2 end to end: PGD with $\sigma_t^2=T/R$ run for the theorem's $T=\lceil\ln(1+\ln(1/\gamma)/\alpha)/"
+    r"\ln(1/\gamma)\rceil$ (Eq. 24, at least 1) has exact expected excess risk at most "
+    r"$(\gamma^T+\alpha\kappa(1-\gamma^T)T)(f(\theta_1)-f^*)$ (Eq. 9), for $\kappa\ge1/(1-c)>1$.",
+    method="end-to-end",
+)
+def _e2e_t42(*, mutant: bool = False):
+    exacts, bounds, points, ratios, theta_const = [], [], [], [], []
+    for kappa in (1.05, 2.0, 10.0, 100.0):
+        for N in (2, 10, 100, 3000):
+            lam, off, c = _pgd_constants(kappa, 3, N, R_PAPER)
+            a = c["alpha"]
+            T = max(1, math.ceil(gd.t_uniform(kappa=kappa, alpha=a)))
+            s = schedules.uniform(T=T, R=R_PAPER)
+            exact = er.expected_excess_risk(eigenvalues=lam, offset=off, eta=c["eta"], sigma=s, clip_norm=1.0, N=N)
+            bound = gd.erub_uniform(T=T, kappa=kappa, alpha=a) * c["initial_gap"]
+            exacts.append(exact)
+            bounds.append(bound)
+            ratios.append(exact / bound)
+            theta_const.append(exact / c["initial_gap"] / gd.theta_uniform(kappa=kappa, alpha=a))
+            points.append({"kappa": kappa, "N": N, "alpha": a, "T": T, "exact": exact, "bound": bound})
+    margins, factor = scaled_margins(exacts, bounds, mutant)
+    return margin_result(
+        margins, points, smallest_key=simplest, mutant=mutant, mutant_factor=factor,
+        domain="geometric spectra (D = 3, M = 1), kappa in {1.05, 2, 10, 100}, N in {2, 10, 100, 3000} (alpha from 6e-8 to 0.7, "
+        "so T from 1 up), G = 1, R = 0.3927; margin = (bound - exact)/bound",
+        mutant_desc="the bound multiplied by a factor just below the tightest ratio exact/bound on the grid (evidence: mutant_factor)",
+        impact="Thm 4.2's value feeds Eq. (8), Sec. 4.1.3 (ln N saving) and the static rows of Tables 1-2.",
+        tightest=tightest(ratios, points),
+        exact_over_eq8_order=[float(min(theta_const)), float(max(theta_const))],
+    )
+
+
+@claim(
+    "H-T4.2.T-eq24-vs-minimiser",
+    source=f"{SRC} proof of Thm 4.2, Eq. (22)-(24)",
+    statement=r"The $T$ chosen in Eq. (24), $T=\ln(1+\ln(1/\gamma)/\alpha)/\ln(1/\gamma)$, minimises the uniform ERUB "
+    r"(Eq. 22) up to rounding: $|T_{(24)}-T^*|\le1$ for the exact integer minimiser $T^*$, at moderate $\kappa$.",
+    method="bruteforce",
+)
+def _t24(*, mutant: bool = False):
+    margins, points = [], []
+    for kappa in (2.0, 5.0, 10.0, 30.0, 100.0):
+        for alpha in (1e-6, 1e-4, 1e-3, 1e-2):
+            T24 = gd.t_uniform(kappa=kappa, alpha=alpha)
+            Ts, vmin = gd.argmin_uniform(kappa=kappa, alpha=alpha)
+            allowed = 0.0 if mutant else 1.0  # mutant: exact equality required
+            margins.append(allowed - abs(T24 - Ts))
+            points.append({"kappa": kappa, "alpha": alpha, "T_eq24": T24, "T_star": Ts,
+                           "erub_at_T_eq24_over_min": float(gd.erub_uniform(T=float(math.ceil(T24)), kappa=kappa,
+                                                                             alpha=alpha)) / vmin})
+    # the same question for the exact expected excess risk of a quadratic (D = 3, kappa = 10, alpha ~ 1e-3)
+    from dpcompanion.theory import exact_risk as er
+
+    lam = er.spectrum(kappa=10.0, D=3)
+    cmp_ = er.compare_with_bound(eigenvalues=lam, offset=np.ones(3), clip_norm=1.0, N=40, R=R_PAPER, T_max=120,
+                                 kinds=("uniform",))
+    u, cst = cmp_["uniform"], cmp_["constants"]
+    T24q = gd.t_uniform(kappa=cst["kappa"], alpha=cst["alpha"])
+    exact_view = {"kappa": cst["kappa"], "alpha": cst["alpha"], "T_eq24": T24q, "T_minimising_the_bound": u["T_bound"],
+                  "T_minimising_the_exact_risk": u["T_exact"],
+                  "exact_risk_at_ceil_T_eq24_over_min": float(u["exact"][math.ceil(T24q) - 1] / u["exact_min"])}
+    res = margin_result(
+        margins, points, mutant=mutant,
+        domain="kappa in {2, 5, 10, 30, 100} x alpha in {1e-6, 1e-4, 1e-3, 1e-2}; T* by exhaustive search (gd.argmin_uniform); "
+        "margin = 1 - |T_24 - T*| (steps)",
+        mutant_desc="|T_24 - T*| = 0 required instead of <= 1",
+        impact="Eq. (24) is the surrogate's minimiser shifted, not Eq. (22)'s: at moderate kappa it picks about twice the "
+        "best T, so Eq. (25) is the value at a non-optimal T (an upper bound of the minimum, not the minimum). Thm 4.2's "
+        "Theta statement (Eq. 8) and the T column of Tables 1-2 inherit the mismatch; H-T4.2.Eq8 checks the minimum itself.",
+        smallest_key=lambda q, m: (q["kappa"], -q["alpha"]),
+        exact_risk_view=exact_view,
+    )
+    return res
+
+
+# --- Lemma 4.3: the optimal schedule for given influences --------------------------------------------
 
 
 @claim(
@@ -486,6 +650,9 @@ def _l43_unique(*, mutant=False):
                   note="strictly convex objective on a convex set: at most one minimiser")
 
 
+# --- Eq. (26): uniform vs optimal --------------------------------------------------------------------
+
+
 @claim(
     "H-E26.printed",
     severity="typo",
@@ -533,7 +700,7 @@ def _e26_corrected(*, mutant=False):
     return checked(residuals, which_variance="population variance (1/T) sum_t (sqrt(q_t) - mean)^2 of sqrt(q_t) over t")
 
 
-# --- Theorem 4.4: dynamic schedule ----------------------------------------------------------
+# --- Thm 4.4: the dynamic schedule (Eq. 11, 27) ------------------------------------------------------
 
 
 @claim(
@@ -712,7 +879,44 @@ def _t44_eq11(*, mutant=False):
                                ratio_range=[min(ratios), max(ratios)])
 
 
-# --- Section 4.1.3 --------------------------------------------------------------------------
+@claim(
+    "H-T4.4.end-to-end",
+    source=f"{SRC} Thm 4.4, Eq. (11), (27)",
+    statement=r"Thm 4.4 end to end: PGD with the dynamic schedule $\sigma_t^2=\frac1R\frac{\sqrt{(1/\gamma)^T}-1}{1-\sqrt\gamma}"
+    r"\sqrt{\gamma^t}$ at the printed $T=\lceil2\kappa\ln(1+1/(\kappa\alpha))\rceil$ and at the proof's $T$ (Eq. 27) has exact "
+    r"expected excess risk at most $(\gamma^T+\alpha((1-\gamma^{T/2})/(1-\sqrt\gamma))^2)(f(\theta_1)-f^*)$.",
+    method="end-to-end",
+)
+def _e2e_t44(*, mutant: bool = False):
+    margins, points, ratios = [], [], []
+    for kappa in (1.05, 2.0, 10.0, 100.0):
+        for N in (2, 10, 100, 3000):
+            lam, off, c = _pgd_constants(kappa, 3, N, R_PAPER)
+            a = c["alpha"]
+            for which, Tr in (("statement", gd.t_dynamic_statement(kappa=kappa, alpha=a)),
+                              ("Eq. 27", gd.t_dynamic(kappa=kappa, alpha=a))):
+                T = max(1, math.ceil(Tr))
+                s = np.sqrt(gd.sigma2_dynamic(T=T, kappa=kappa, R=R_PAPER))
+                exact = er.expected_excess_risk(eigenvalues=lam, offset=off, eta=c["eta"], sigma=s, clip_norm=1.0, N=N)
+                b = gd.erub_dynamic(T=T, kappa=kappa, alpha=a)
+                if mutant:  # (1 - sqrt(gamma))^2 in the denominator replaced by (1 - gamma)
+                    gT, sg = c["gamma"] ** T, math.sqrt(c["gamma"])
+                    b = gT + (b - gT) * (1 - sg) / (1 + sg)
+                bound = b * c["initial_gap"]
+                margins.append((bound - exact) / bound)
+                ratios.append(exact / bound)
+                points.append({"kappa": kappa, "N": N, "alpha": a, "T": T, "T_from": which, "exact": exact, "bound": bound})
+    return margin_result(
+        margins, points, smallest_key=simplest, mutant=mutant,
+        domain="geometric spectra (D = 3, M = 1), kappa in {1.05, 2, 10, 100}, N in {2, 10, 100, 3000}, G = 1, R = 0.3927, "
+        "T = the statement's and Eq. (27)'s (rounded up); margin = (bound - exact)/bound",
+        mutant_desc="the noise term alpha ((1 - gamma^(T/2))/(1 - sqrt(gamma)))^2 with (1 - gamma) in place of (1 - sqrt(gamma))^2",
+        impact="Thm 4.4 feeds Eq. (11), the dynamic rows of Tables 1-2 and the 'reaches the non-private case' remark.",
+        tightest=tightest(ratios, points),
+    )
+
+
+# --- Sec. 4.1.3: sample efficiency and sharp losses --------------------------------------------------
 
 
 @claim(
@@ -865,3 +1069,236 @@ def _s413_sharp_corr(*, mutant=False):
             margins.append(min(m1, m2 + 1e-12, m3, m4 + 1e-15))
             points.append({"kappa": k, "alpha": a, "T_uniform": Tu, "uniform": vu, "dynamic": vd})
     return verified_by_margins(margins, points=points, domain="alpha in {1e-3..1}, kappa alpha in {1, 10, 1000}; exhaustive search")
+
+
+# --- the slides' Thm 3.3: the uniform T* (the FAccT version's Thm 4.2) -------------------------------
+
+
+_GRID = [(k, a) for k in (1.5, 2.0, 5.0, 10.0, 30.0, 100.0, 1000.0) for a in (1e-6, 1e-4, 1e-3, 0.005, 0.02, 0.05, 0.1, 0.5)]
+
+
+def slides_uniform_T(*, kappa: float, alpha: float) -> int:
+    """Slides Thm 3.3, Eq. (8): ceil(log_gamma(kappa alpha / ln(1/gamma))) if kappa alpha + ln gamma < 0, else 0."""
+    L = -math.log1p(-1 / kappa)
+    if kappa * alpha - L < 0:
+        return math.ceil(math.log(kappa * alpha / L) / -L)
+    return 0
+
+
+def _argmin_T0(kappa, alpha):
+    """Exact minimiser over integer T >= 0 (T = 0: no step, ERUB = 1)."""
+    T1, v1 = gd.argmin_uniform(kappa=kappa, alpha=alpha, T_min=1)
+    return (0, 1.0) if v1 >= 1.0 else (T1, v1)
+
+
+@claim(
+    "H-Slides.uniform-T",
+    severity="changes a conclusion",
+    source=f"{SLIDES} Thm 3.3, Eq. (8)-(9)",
+    statement=r"The $T$ minimising the uniform bound is $\left\lceil\log_\gamma\frac{\kappa\alpha}{\ln(1/\gamma)}\right\rceil$ if "
+    r"$\kappa\alpha+\ln\gamma<0$ and $0$ otherwise, where $\mathrm{ERUB}^{uniform}_{\min}=1$.",
+    method="bruteforce",
+    corrected_by="H-Slides.uniform-T-corrected",
+    versions=("003",),
+)
+def _sl_uni():
+    bad = []
+    for k, a in _GRID:
+        Ts = slides_uniform_T(kappa=k, alpha=a)
+        vs = 1.0 if Ts == 0 else float(gd.erub_uniform(T=Ts, kappa=k, alpha=a))
+        Tb, vb = _argmin_T0(k, a)
+        if vs > vb * (1 + 1e-12):
+            bad.append({"kappa": k, "alpha": a, "T_slides": Ts, "ERUB_slides": vs, "T_best": Tb, "ERUB_best": vb,
+                        "case": "second (T = 0)" if Ts == 0 else "first"})
+    if not bad:
+        return verified_by_margins([0.0] * len(_GRID), domain="grid")
+    second = [b for b in bad if b["T_slides"] == 0]
+    first = [b for b in bad if b["T_slides"] != 0]
+    show = max(second, key=lambda b: 1 - b["ERUB_best"]) if second else first[0]
+    return refuted(
+        lhs=show["ERUB_slides"], relation="<=", rhs=show["ERUB_best"], tol=1e-12 * show["ERUB_best"],
+        counterexample={"kappa": show["kappa"], "alpha": show["alpha"], "kappa alpha + ln gamma": show["kappa"] * show["alpha"] + math.log1p(-1 / show["kappa"])},
+        printed={"T": show["T_slides"], "ERUB_min": show["ERUB_slides"]},
+        actual={"T": show["T_best"], "ERUB_min": show["ERUB_best"]},
+        failures_on_grid={"second_case": len(second), "first_case": len(first), "grid": len(_GRID)},
+        first_case_example=first[0] if first else None,
+        impact="The case split comes from the surrogate gamma^T + alpha kappa T (paper Eq. 23), not from the bound itself: "
+        "when kappa alpha + ln gamma >= 0 but kappa alpha < 1, one step already gives 1 - 1/kappa + alpha < 1, so T = 0 "
+        "and ERUB_min = 1 are wrong; in the first case the rounded surrogate minimiser is close to, but not always, the "
+        "minimiser (a rounding detail, small excess). The FAccT version uses the split only for the surrogate's minimiser "
+        "(Eq. 23) and then replaces it by Eq. (24); its Theorem 4.2 does not state this T or ERUB_min = 1. (The slide "
+        "carries a footnote marker after 'is' whose text is not in our extraction.)",
+    )
+
+
+@claim(
+    "H-Slides.uniform-T-corrected",
+    source=f"{SLIDES} Thm 3.3, corrected",
+    statement=r"Over integer $T\ge0$, not stepping ($T=0$, $\mathrm{ERUB}=1$) is optimal exactly when $\kappa\alpha\ge1$; otherwise "
+    r"$T=1$ already gives $1-(1-\kappa\alpha)/\kappa<1$.",
+    method="bruteforce",
+    corrects="H-Slides.uniform-T",
+    versions=("003",),
+    mutant='the threshold kappa alpha >= 1 replaced by kappa alpha >= 2',
+)
+def _sl_uni_corr(*, mutant=False):
+    margins, points = [], []
+    for k, a in _GRID + [(10.0, 0.1), (10.0, 0.1 + 1e-9), (100.0, 0.0099)]:
+        Tb, vb = _argmin_T0(k, a)
+        predicted_zero = k * a >= (2 if mutant else 1)
+        margins.append(0.0 if (Tb == 0) == predicted_zero else -1.0)
+        points.append({"kappa": k, "alpha": a, "T_best": Tb, "ERUB_min": vb})
+    return verified_by_margins(margins, points=points, domain="kappa in {1.5..1000} x alpha in {1e-6..0.5} plus points at kappa alpha = 1")
+
+
+@claim(
+    "H-Slides.uniform-Theta",
+    source=f"{SLIDES} Thm 3.3, Eq. (9), first case",
+    statement=r"If $\kappa\alpha+\ln\gamma<0$: $\mathrm{ERUB}^{uniform}_{\min}=\Theta\left(\kappa^2\alpha\left[1+(\kappa^2\alpha-1)\ln(\kappa^2\alpha)\right]\right)$.",
+    method="bruteforce",
+    versions=("003",),
+)
+def _sl_theta():
+    ratios = []
+    for k, a in _GRID:
+        if k * a + math.log1p(-1 / k) >= 0:
+            continue
+        x = k * k * a
+        ratios.append(gd.argmin_uniform(kappa=k, alpha=a)[1] / (x * (1 + (x - 1) * math.log(x))))
+    return illustrated(ratio_range=[min(ratios), max(ratios)], samples=len(ratios),
+                       domain="grid points of kappa in {1.5..1000} x alpha in {1e-6..0.5} in the first case; exact minimum",
+                       note="the ratio band is reported; a Theta statement is not settled by a grid")
+
+
+# --- the slides' Lemma 3.2: the dynamic T* (the FAccT version's Thm 4.4) -----------------------------
+
+
+@claim(
+    "H-Slides.dynamic-T",
+    severity="constant factor",
+    source=f"{SLIDES} Lemma 3.2, Eq. (11)",
+    statement=r"The $T$ minimising the dynamic bound is $T^*=\left\lceil2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}\right\rceil$.",
+    method="bruteforce",
+    corrected_by="H-Slides.dynamic-T-corrected",
+    versions=("003",),
+)
+def _sl_dyn():
+    bad = []
+    for k, a in _GRID:
+        Tc = max(1, math.ceil(gd.t_dynamic(kappa=k, alpha=a)))
+        vc = float(gd.erub_dynamic(T=Tc, kappa=k, alpha=a))
+        Tb, vb = gd.argmin_dynamic(kappa=k, alpha=a)
+        if vc > vb * (1 + 1e-12):
+            bad.append({"kappa": k, "alpha": a, "T_slides": Tc, "ERUB_slides": vc, "T_best": Tb, "ERUB_best": vb,
+                        "relative_excess": vc / vb - 1})
+    if not bad:
+        return verified_by_margins([0.0] * len(_GRID), domain="grid")
+    worst = max(bad, key=lambda b: b["relative_excess"])
+    return refuted(
+        lhs=worst["ERUB_slides"], relation="<=", rhs=worst["ERUB_best"], tol=1e-12 * worst["ERUB_best"],
+        counterexample={"kappa": worst["kappa"], "alpha": worst["alpha"]},
+        printed={"T": worst["T_slides"], "ERUB": worst["ERUB_slides"]},
+        actual={"T": worst["T_best"], "ERUB": worst["ERUB_best"]},
+        failures_on_grid=len(bad),
+        grid=len(_GRID),
+        largest_relative_excess=worst["relative_excess"],
+        impact="Rounding up is not always right: the integer minimiser is the floor or the ceiling of Eq. (27)'s real T, "
+        "whichever gives the smaller bound. The loss from always rounding up is small (largest relative excess on the "
+        "grid reported); the closed form itself is correct and, unlike the paper's Thm 4.4 statement, is the minimiser. "
+        "A rounding detail: Eq. (12) and the conclusions drawn from it are unaffected.",
+    )
+
+
+@claim(
+    "H-Slides.dynamic-T-corrected",
+    source=f"{SLIDES} Lemma 3.2, corrected",
+    statement=r"The integer minimiser is $\lfloor T^*\rfloor$ or $\lceil T^*\rceil$ ($T^*$ the real minimiser, Eq. 27), whichever gives the "
+    r"smaller bound (and $T=1$ when $T^*<1$).",
+    method="bruteforce",
+    corrects="H-Slides.dynamic-T",
+    versions=("003",),
+    mutant='T* of Eq. (27) without its factor 2',
+)
+def _sl_dyn_corr(*, mutant=False):
+    margins, points = [], []
+    for k, a in _GRID:
+        t = gd.t_dynamic(kappa=k, alpha=a) / (2 if mutant else 1)
+        cand = {max(1, math.floor(t)), max(1, math.ceil(t))}
+        T_rule = min(cand, key=lambda T: float(gd.erub_dynamic(T=T, kappa=k, alpha=a)))
+        v_rule = float(gd.erub_dynamic(T=T_rule, kappa=k, alpha=a))
+        Tb, vb = gd.argmin_dynamic(kappa=k, alpha=a)
+        margins.append(-(v_rule - vb) / vb)
+        points.append({"kappa": k, "alpha": a, "T_rule": T_rule, "T_best": Tb})
+    return verified_by_margins(margins, points=points, tol=1e-12, domain="kappa in {1.5..1000} x alpha in {1e-6..0.5}; exhaustive search")
+
+
+# --- the slides' Thm 3.2: the bound with clipping (the FAccT version's Thm 4.1) ----------------------
+
+
+def _clipped_one_step(*, C: float, G: float, sigma: float, N: int = 1):
+    """f(theta; x) = 1/2 (theta - x)^2 with every x = 0 (M = mu = 1, kappa = 1, gamma = 0), theta_1 = G so that the
+    per-sample gradient norm on the path is at most G; one clipped PGD step with eta = 1/M = 1 and noise C sigma / N."""
+    g = min(G, C)  # clipped gradient at theta_1 = G (norm G)
+    mean2 = (G - g) ** 2
+    var = (C * sigma / N) ** 2
+    exact = 0.5 * (mean2 + var)
+    gap = 0.5 * G**2
+    R = 1 / sigma**2
+    alpha_1 = 1 * 1 / (2 * R) * (C / N) ** 2 / gap  # slides Eq. (5): alpha_t = M D/(2R) (eta_t C_t/N)^2 / gap
+    bound = (0.0 + R * alpha_1 * sigma**2) * gap  # gamma^T = 0 at kappa = 1, q_1 = alpha_1
+    return exact, bound
+
+
+@claim(
+    "H-Slides.T3.2.clipping",
+    source=f"{SLIDES} Thm 3.2, Eq. (5)-(7)",
+    statement=r"If $C_t\le G$ then clipping does not take place and $\mathrm{EER}\le(\gamma^T+R\sum_tq_t\sigma_t^2)"
+    r"(f(\theta_1)-f^*)$ with $q_t=\gamma^{T-t}\alpha_t$, $\alpha_t=\frac{MD}{2R}(\frac{\eta_tC_t}{N})^2/(f(\theta_1)-f^*)$.",
+    method="numeric",
+    corrected_by="H-Slides.T3.2.clipping-corrected",
+    versions=("003",),
+)
+def _slides_t32(*, mutant: bool = False):
+    margins, points = [], []
+    for ratio in (0.1, 0.5, 0.9, 1.0):
+        for sigma in (0.5, 2.0):
+            G = 1.0
+            C = ratio * G
+            exact, bound = _clipped_one_step(C=C, G=G, sigma=sigma)
+            if mutant:
+                bound *= 0.5
+            margins.append((bound - exact) / exact)
+            points.append({"C_over_G": ratio, "sigma": sigma, "T": 1, "exact": exact, "bound": bound})
+    return margin_result(
+        margins, points, mutant=mutant,
+        domain="f(theta; x) = 1/2 (theta - x)^2, x = 0, theta_1 = G = 1 (gradient norms <= G on the path), one step, "
+        "eta = 1/M = 1, N = 1, C_t/G in {0.1, 0.5, 0.9, 1}, sigma in {0.5, 2}; exact E f(theta_2); margin = (bound - exact)/exact",
+        mutant_desc="the bound halved",
+        impact="The hypothesis is reversed: clipping is inactive when C_t >= G (every per-sample gradient norm is <= G <= "
+        "C_t). With C_t < G the clipped step is biased and the bound, whose alpha_t shrinks with C_t^2, fails; the slides' "
+        "clipping-aware schedules inherit it (H-Slides.T3.2.clipping-corrected holds).",
+        smallest_key=lambda q, m: (-q["C_over_G"], q["sigma"]),
+    )
+
+
+@claim(
+    "H-Slides.T3.2.clipping-corrected",
+    source=f"{SLIDES} Thm 3.2, corrected",
+    statement=r"With $C_t\ge G$ (no clipping) the bound of slides Thm 3.2 with $\alpha_t\propto C_t^2$ holds (same one-step design).",
+    method="numeric",
+    corrects="H-Slides.T3.2.clipping",
+    versions=("003",),
+)
+def _slides_t32_corr(*, mutant: bool = False):
+    margins, points = [], []
+    for ratio in (1.0, 1.5, 4.0):
+        for sigma in (0.5, 2.0):
+            exact, bound = _clipped_one_step(C=ratio * (0.9 if mutant else 1.0), G=1.0, sigma=sigma)
+            margins.append((bound - exact) / exact)
+            points.append({"C_over_G": ratio, "sigma": sigma, "T": 1, "exact": exact, "bound": bound})
+    return margin_result(
+        margins, points, mutant=mutant,
+        domain="as H-Slides.T3.2.clipping with C_t/G in {1, 1.5, 4}; margin = (bound - exact)/exact",
+        mutant_desc="C_t = 0.9 G at the first grid point (clipping active)",
+        impact="-",
+    )

@@ -1,5 +1,7 @@
-"""Claims of Hong et al. 2022 (file 001) on privacy: Thm 3.1 (SPEC H-L3.1), Lemmas C.2-C.4,
-the zCDP <-> DP inversion and the R_zCDP vs R_MA comparison (Sec. 4.1.3, App. B, Sec. 5).
+"""Hong et al. (FAccT), Section 3 and Appendix C: the privacy of Algorithm 1 (Thm 3.1), the
+Gaussian mechanism and zCDP composition (Lemmas C.1, C.2), the zCDP <-> (epsilon, delta)-DP conversion
+and its inverse with the paper's numbers (Lemma C.3, Sec. 4.1.3, Sec. 5; the exact-GDP budget of
+SPEC section 2), and the sensitivity of the squared loss (Lemma C.4). Page: ``book/h-sec-3``.
 """
 
 from __future__ import annotations
@@ -9,12 +11,15 @@ import math
 import numpy as np
 import sympy as sp
 
+from dpcompanion.claims.checks import margin_result
 from dpcompanion.claims.registry import claim, identity, proved, refuted, verified_by_margins
+from dpcompanion.theory import accounting
+from dpcompanion.theory import exact_subsampled as xs
 
 SRC = "Hong et al. (FAccT)"
 
 
-# --- Theorem 3.1 / Lemma C.2 / Lemma C.1 --------------------------------------------------------
+# --- Thm 3.1: the privacy of Algorithm 1 (zCDP, composition, the ledger) -----------------------------
 
 
 @claim(
@@ -92,7 +97,39 @@ def _l31_sched(*, mutant=False):
     return verified_by_margins(margins, points=points, tol=1e-12, domain="R in {0.05, 0.3927, 4}, T in {1, 10, 200}, kappa in {1.5, 10, 1000}")
 
 
-# --- Lemma C.3 and its inversion ---------------------------------------------------------------
+@claim(
+    "H-L3.1.ledger",
+    source=f"{SRC} Algorithm 1 (stopping rule), Thm 3.1",
+    statement=r"Algorithm 1 stops when the next step's cost $1/\sigma_t^2$ would exceed what is left of $R$: the library's "
+    r"PrivacyLedger accepts a budget-exact schedule step by step, never lets the spent budget exceed $R$, and refuses one "
+    r"more step.",
+    method="numeric",
+    mutant='the ledger is given 1.5 R, so it no longer refuses the step after the schedule',
+)
+def _l31_ledger(*, mutant=False):
+    from dpcompanion.theory import schedules
+    from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
+
+    margins, points = [], []
+    for R in (0.05, 0.3927, 4.0):
+        for T in (1, 10, 100):
+            for name, s in (("uniform", schedules.uniform(T=T, R=R)), ("gd_dynamic", schedules.gd_dynamic(T=T, R=R, kappa=10.0))):
+                led = PrivacyLedger(R=R * (1.5 if mutant else 1.0))
+                worst = math.inf
+                for sig in s:
+                    led.charge(sigma=float(sig))
+                    worst = min(worst, (R - led.spent) / R)
+                refused = False
+                try:
+                    led.charge(sigma=float(s[-1]))
+                except BudgetExceeded:
+                    refused = True
+                margins.append(min(worst + 1e-12, 0.0 if refused else -1.0))
+                points.append({"schedule": name, "R": R, "T": T, "spent": led.spent, "refused_next": refused})
+    return verified_by_margins(margins, points=points, domain="R in {0.05, 0.3927, 4} x T in {1, 10, 100} x {uniform, gd_dynamic}")
+
+
+# --- Lemma C.3: zCDP -> (epsilon, delta)-DP and back, the paper's numbers, R_zCDP vs R_MA ------------
 
 
 @claim(
@@ -247,7 +284,38 @@ def _c3_compare_corr(*, mutant=False):
                                note="both inequalities follow from 4 ell <= (sqrt(ell + eps) + sqrt(ell))^2 <= 4 (ell + eps)")
 
 
-# --- Lemma C.4 ------------------------------------------------------------------------------------
+@claim(
+    "H-C3.exact-gdp-budget",
+    source=f"{SRC} Sec. 5 budget (4, 1e-8)-DP; exact accounting (ours)",
+    statement=r"The largest full-batch budget at $(\epsilon,\delta)=(4,10^{-8})$ by exact Gaussian-DP accounting, "
+    r"$R_{exact}\approx0.5134$ (vs $R_{zCDP}=0.3927$): a Gaussian mechanism with multiplier $1/\sqrt{R_{exact}}$ has exact "
+    r"epsilon 4 at $\delta=10^{-8}$ (analytic Gaussian profile, an independent computation), and "
+    r"$R_{zCDP}<R_{RDP}<R_{exact}$.",
+    method="numeric",
+)
+def _exact_gdp(*, mutant: bool = False):
+    eps, delta = 4.0, 1e-8
+    R = accounting.R_exact(epsilon=eps, delta=delta)
+    if mutant:  # one percent more budget than the exact accountant allows
+        R *= 1.01
+    e = xs.step_epsilon(delta=delta, sampling_rate=1.0, noise_multiplier=1 / math.sqrt(R))
+    rz = accounting.R_zcdp(epsilon=eps, delta=delta)
+    rr = accounting.R_accountant(epsilon=eps, delta=delta, accountant="rdp")
+    margins = [(eps - e) / eps + 1e-6, (rr - rz) / rr, (R - rr) / R]
+    points = [{"check": "epsilon of multiplier 1/sqrt(R_exact) <= 4 (+1e-6 relative)", "epsilon": e, "R_exact": R},
+              {"check": "R_zCDP < R_RDP", "R_zCDP": rz, "R_RDP": rr},
+              {"check": "R_RDP < R_exact", "R_RDP": rr, "R_exact": R}]
+    return margin_result(
+        margins, points, mutant=mutant,
+        domain="(epsilon, delta) = (4, 1e-8); exact epsilon from the analytic Gaussian profile (theory.exact_subsampled, "
+        "p = 1), R_RDP from dp-accounting",
+        mutant_desc="R_exact increased by 1%",
+        impact="The accounting page's exact budget would overstate what (4, 1e-8)-DP allows.",
+        R_exact=R, R_zcdp=rz, R_rdp=rr,
+    )
+
+
+# --- Lemma C.4: sensitivity of the squared loss ------------------------------------------------------
 
 
 @claim(
@@ -367,35 +435,3 @@ def _c4_corr(*, mutant=False):
                                domain="300 random mean-zero data sets, N in 2..39, D in 1..5, max norm 1, |theta| in [0.01, 10]",
                                equality_instance={"x": x.ravel().tolist(), "theta": theta.tolist(), "sensitivity": sens,
                                                   "bound": (float(np.linalg.norm(theta)) + 1) / N})
-
-
-@claim(
-    "H-L3.1.ledger",
-    source=f"{SRC} Algorithm 1 (stopping rule), Thm 3.1",
-    statement=r"Algorithm 1 stops when the next step's cost $1/\sigma_t^2$ would exceed what is left of $R$: the library's "
-    r"PrivacyLedger accepts a budget-exact schedule step by step, never lets the spent budget exceed $R$, and refuses one "
-    r"more step.",
-    method="numeric",
-    mutant='the ledger is given 1.5 R, so it no longer refuses the step after the schedule',
-)
-def _l31_ledger(*, mutant=False):
-    from dpcompanion.theory import schedules
-    from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
-
-    margins, points = [], []
-    for R in (0.05, 0.3927, 4.0):
-        for T in (1, 10, 100):
-            for name, s in (("uniform", schedules.uniform(T=T, R=R)), ("gd_dynamic", schedules.gd_dynamic(T=T, R=R, kappa=10.0))):
-                led = PrivacyLedger(R=R * (1.5 if mutant else 1.0))
-                worst = math.inf
-                for sig in s:
-                    led.charge(sigma=float(sig))
-                    worst = min(worst, (R - led.spent) / R)
-                refused = False
-                try:
-                    led.charge(sigma=float(s[-1]))
-                except BudgetExceeded:
-                    refused = True
-                margins.append(min(worst + 1e-12, 0.0 if refused else -1.0))
-                points.append({"schedule": name, "R": R, "T": T, "spent": led.spent, "refused_next": refused})
-    return verified_by_margins(margins, points=points, domain="R in {0.05, 0.3927, 4} x T in {1, 10, 100} x {uniform, gd_dynamic}")

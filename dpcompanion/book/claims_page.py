@@ -1,4 +1,6 @@
-"""Claim check results as MyST Markdown for the book, and a per-process cache of runs.
+"""The claims on the book's pages: check results as MyST Markdown, theorem boxes, the errata, and a
+per-process cache of runs. The registry and its entries live in :mod:`dpcompanion.claims`; this
+module only renders them.
 
 A theory page puts ``show_claims("H-T4.4")`` under the theorem it checks; the cell's
 output is one MyST block per claim (id, status badge, method, source, statement, the
@@ -27,6 +29,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from dpcompanion import __version__
 from dpcompanion.claims.registry import REGISTRY, SEVERITIES, STATUS_DEFINITIONS, STATUSES, THEOREMS, load_all, run_checks
 
 #: badge text and admonition class per status (classes every Sphinx theme styles).
@@ -407,8 +410,6 @@ def evidence_lines(evidence: dict[str, Any], *, status: str | None = None) -> li
 
 def book_version() -> str:
     """The library's version, which is the book's (CITATION.cff repeats it)."""
-    from dpcompanion import __version__
-
     return __version__
 
 

@@ -10,11 +10,13 @@ import math
 
 import numpy as np
 import sympy as sp
+from scipy import integrate
 
 from dpcompanion.claims.checks import margin_result
 from dpcompanion.claims.registry import claim, identity, proved, refuted, verified_by_margins
-from dpcompanion.theory import accounting
+from dpcompanion.theory import accounting, schedules
 from dpcompanion.theory import exact_subsampled as xs
+from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
 
 SRC = "Hong et al. (FAccT)"
 
@@ -31,8 +33,6 @@ SRC = "Hong et al. (FAccT)"
     mutant='the zCDP constant 1/(2 sigma^2) lowered by 1%',
 )
 def _l31_gaussian(*, mutant=False):
-    from scipy import integrate
-
     margins, points = [], []
     for sigma in (0.5, 3.0):
         for a in (1.5, 2.0, 10.0):
@@ -84,8 +84,6 @@ def _l31_comp():
     mutant='the budget claimed spent is R (1 + 1e-6) instead of R',
 )
 def _l31_sched(*, mutant=False):
-    from dpcompanion.theory import schedules
-
     margins, points = [], []
     for R in (0.05, 0.3927, 4.0):
         for T in (1, 10, 200):
@@ -107,8 +105,6 @@ def _l31_sched(*, mutant=False):
     mutant='the ledger is given 1.5 R, so it no longer refuses the step after the schedule',
 )
 def _l31_ledger(*, mutant=False):
-    from dpcompanion.theory import schedules
-    from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
 
     margins, points = [], []
     for R in (0.05, 0.3927, 4.0):
@@ -141,8 +137,6 @@ def _l31_ledger(*, mutant=False):
     mutant='the factor 2 before the square root in Lemma C.3 lowered to 1',
 )
 def _c3_conv(*, mutant=False):
-    from dpcompanion.theory import accounting
-
     margins, points = [], []
     for rho in (1e-3, 0.01, 0.1, 0.1963, 1.0, 5.0):
         for delta in (1e-3, 1e-5, 1e-8, 1e-12):
@@ -197,8 +191,6 @@ def _c3_printed():
     mutant='rho scaled by 101/100',
 )
 def _c3_inverse(*, mutant=False):
-    from dpcompanion.theory import accounting
-
     eps, L = sp.symbols("epsilon L", positive=True)
     sqrt_rho = (sp.sqrt(L + eps) - sp.sqrt(L)) * (sp.sqrt(sp.Rational(101, 100)) if mutant else 1)
     rho = sqrt_rho**2

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import sympy as sp
+from scipy.optimize import minimize
 
 from dpcompanion.claims.checks import R_PAPER, margin_result, scaled_margins, simplest, tightest
 from dpcompanion.claims.registry import checked, claim, illustrated, proved, refuted, verified_by_margins
@@ -86,8 +87,6 @@ def _t41_unrolled(*, mutant=False):
     tolerance=1e-12,
 )
 def _t41_quadratic(*, mutant=False):
-    from dpcompanion.theory.exact_risk import expected_excess_risk
-
     p = 2.2 if mutant else 2.0  # exponent of gamma in the sharp quadratic form
     rng = np.random.default_rng(41)
     margins, points = [], []
@@ -107,7 +106,7 @@ def _t41_quadratic(*, mutant=False):
         G = float(10 ** rng.uniform(-1, 1))
         sigma = 10 ** rng.uniform(-1, 1.5, size=T)
         R = float(np.sum(1 / sigma**2))
-        exact = expected_excess_risk(eigenvalues=lam, offset=offset, eta=1 / M, sigma=sigma, clip_norm=G, N=N)
+        exact = er.expected_excess_risk(eigenvalues=lam, offset=offset, eta=1 / M, sigma=sigma, clip_norm=G, N=N)
         gap = 0.5 * float(np.sum(lam * offset**2))
         alpha = gd.alpha_of(D=D, G=G, R=R, M=M, N=N, f_gap=gap)
         gamma = 1 - mu / M
@@ -552,7 +551,6 @@ def _t24(*, mutant: bool = False):
                            "erub_at_T_eq24_over_min": float(gd.erub_uniform(T=float(math.ceil(T24)), kappa=kappa,
                                                                              alpha=alpha)) / vmin})
     # the same question for the exact expected excess risk of a quadratic (D = 3, kappa = 10, alpha ~ 1e-3)
-    from dpcompanion.theory import exact_risk as er
 
     lam = er.spectrum(kappa=10.0, D=3)
     cmp_ = er.compare_with_bound(eigenvalues=lam, offset=np.ones(3), clip_norm=1.0, N=40, R=R_PAPER, T_max=120,
@@ -607,8 +605,6 @@ def _l43_value(*, mutant=False):
     mutant='the lower bound (sum_t sqrt(q_t))^2 raised by 1%',
 )
 def _l43_lower(*, mutant=False):
-    from scipy.optimize import minimize
-
     rng = np.random.default_rng(43)
     margins, points = [], []
     for _ in range(400):
@@ -725,8 +721,6 @@ def _t44_sigma(*, mutant=False):
             residuals[T] += sp.cancel(lemma - stated) ** 2
     ev = {}
     try:
-        from dpcompanion.theory import schedules
-
         diffs = []
         for k in (1.5, 10.0, 300.0):
             for T in (1, 7, 60):

@@ -372,9 +372,6 @@ def _eq28(*, mutant: bool = False):
     corrects="H-T4.5.Eq28",
 )
 def _eq28_corr(*, mutant: bool = False):
-    import sympy as sp
-
-    from dpcompanion.claims.registry import proved
 
     eta, b = sp.symbols("eta b", positive=True)
     g = sp.Matrix(sp.symbols("g1:4"))

@@ -18,9 +18,9 @@ from dpcompanion.claims.registry import checked, claim, refuted, verified_by_mar
 from dpcompanion.theory import accounting
 from dpcompanion.theory import exact_momentum as em
 from dpcompanion.theory import exact_subsampled as xs
-from dpcompanion.theory.bounds import gd
+from dpcompanion.theory.bounds import gd, psgd
 from dpcompanion.theory.bounds import momentum as mom
-from dpcompanion.theory.bounds import psgd
+from dpcompanion.theory.exact_risk import expected_excess_risk
 
 SRC = "Hong et al. (FAccT)"
 
@@ -87,8 +87,6 @@ def _t48_alpha_g(*, mutant=False):
     mutant="the bound scaled by 0.99 (the check's tightest point has zero slack)",
 )
 def _t48_quadratic(*, mutant=False):
-    from dpcompanion.theory.exact_risk import expected_excess_risk
-
     rng = np.random.default_rng(48)
     margins, points = [], []
     for _ in range(200):

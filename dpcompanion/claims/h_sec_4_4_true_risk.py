@@ -5,9 +5,11 @@ Page: ``book/h-sec-4-4``.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
+from scipy import optimize
 
 from dpcompanion.claims.checks import margin_result, scaled_margins, simplest
 from dpcompanion.claims.registry import claim, refuted, verified_by_margins
@@ -103,8 +105,6 @@ def _t410_corr(*, mutant=False):
 
 
 def _logistic_min(x_support, probs):
-    from scipy import optimize
-
     f = lambda th: float(np.dot(probs, np.logaddexp(0, -x_support * th)))  # noqa: E731
     r = optimize.minimize_scalar(f, bounds=(-50, 50), method="bounded", options={"xatol": 1e-10})
     return float(r.fun)
@@ -269,8 +269,6 @@ def _t412_corr(*, mutant=False):
     mutant="s scaled by 0.49 (the linear loss has expected gap exactly s/2)",
 )
 def _t411(*, mutant=False):
-    from itertools import product
-
     scale = 0.49 if mutant else 1.0
     rng = np.random.default_rng(411)
     margins, points = [], []
@@ -291,7 +289,7 @@ def _t411(*, mutant=False):
     # computed exactly by enumerating all 2^N data sets (= eta T / N = s/2: the tightest case known to us)
     for N in (5, 10):
         T, eta = 10, 0.5
-        gap = float(np.mean([eta * T * np.mean(x) ** 2 for x in product((-1.0, 1.0), repeat=N)]))
+        gap = float(np.mean([eta * T * np.mean(x) ** 2 for x in itertools.product((-1.0, 1.0), repeat=N)]))
         s = true_risk.stability_gd(G=1.0, eta=eta, T=T, N=N) * scale
         margins.append((s - gap) / s)
         points.append({"loss": "linear", "N": N, "gap_exact": gap, "s": s})

@@ -14,6 +14,7 @@ import numpy as np
 from dpcompanion.claims.checks import R_PAPER, margin_result
 from dpcompanion.claims.registry import claim, illustrated, refuted, verified_by_margins
 from dpcompanion.theory.bounds import gd
+from dpcompanion.theory.bounds import momentum as mom
 from dpcompanion.theory.bounds import tables as tb
 
 SRC = "Hong et al. (FAccT)"
@@ -126,7 +127,6 @@ def _momentum_derived(key: str, *, N: float, D: float, R: float) -> float:
     """What H Thm 4.5-4.7 give for a momentum row of Table 1 at 1-smooth, 1-Lipschitz losses (f(theta_1) - f* = 1,
     alpha = D/(2 R N^2)): the minimum over integer T of the momentum ERUB with the exact U_3 (uniform schedule,
     ``T1-mom-static``) or with Lemma 4.3 applied to the exact influence (``T1-mom-dynamic``), zeta >= 0 dropped."""
-    from dpcompanion.theory.bounds import momentum as mom
 
     alpha = D / (2 * R * N**2)
     T_max = math.ceil(3 * _KAPPA / _ETA0 * math.log1p(_ETA0 / (_KAPPA * alpha))) + 10

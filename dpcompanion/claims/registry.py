@@ -25,9 +25,13 @@ import importlib
 import inspect
 import math
 import operator
+import random
 import time
 import traceback
 from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import sympy as sp
 
 STATUSES = ("proved", "checked", "verified", "identity", "refuted", "not-reproduced", "illustrated", "open")
 METHODS = ("sympy", "numeric", "bruteforce", "montecarlo", "end-to-end")
@@ -217,7 +221,6 @@ def _probe_points(expr: Any, n: int = 6, seed: int = 0) -> list[dict[Any, Any]]:
     """Points at which a SymPy expression is evaluated to decide a non-vanishing residual:
     ``n`` points with each free symbol drawn from (0.15, 0.85) (positive, below 1 as rates
     such as gamma are) and ``n`` from (1.2, 4) (above 1 as kappa is); integer symbols from 2..9."""
-    import random
 
     rng = random.Random(seed)
     pts = []
@@ -262,7 +265,6 @@ def proved(residual: Any, **evidence: Any) -> Result:
     numerically non-zero the claim is ``refuted`` there (comparison ``residual == 0``);
     where SymPy merely failed to simplify, ``AssertionError`` (the check errs, it does not
     decide)."""
-    import sympy as sp
 
     fixed = {"T", "T_checked"} & set(evidence)
     if fixed:
@@ -468,15 +470,10 @@ def _jsonable(x: Any) -> Any:
         return x
     if isinstance(x, float):
         return x if math.isfinite(x) else str(x)
-    try:
-        import numpy as np
-
-        if isinstance(x, np.ndarray):
-            return _jsonable(x.tolist())
-        if isinstance(x, np.generic):
-            return _jsonable(x.item())
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, np.generic):
+        return _jsonable(x.item())
     return str(x)
 
 

@@ -17,13 +17,14 @@ import math
 
 import numpy as np
 import sympy as sp
+from scipy.optimize import brentq
 
 from dpcompanion.claims.checks import margin_result, scaled_margins, simplest
 from dpcompanion.claims.registry import checked, claim, compare, illustrated, not_reproduced, proved, refuted, verified_by_margins
 from dpcompanion.theory import accounting as acc
 from dpcompanion.theory import exact_momentum as em
+from dpcompanion.theory import exact_subsampled as xs
 from dpcompanion.theory.bounds import adp
-from dpcompanion.theory.bounds import adp as adpb
 
 SRC = "Wu et al."
 V = ("002",)
@@ -111,7 +112,7 @@ def tight_composition_epsilon(*, epsilons, deltas, delta_total: float) -> float:
 )
 def _l22_valid(*, mutant=False):
     rng = np.random.default_rng(0)
-    margins, pts = [], []
+    pts = []
     for trial in range(24):
         k = int(rng.integers(2, 13))
         eps = rng.uniform(0.01, 0.9, size=k)
@@ -203,7 +204,7 @@ def _t41_sigma2_conditioned(*, mutant=False):
     import dp_accounting as dpa
 
     n, delta = 100, 1e-5
-    margins, pts = [], []
+    pts = []
     for p, eps in ((0.0, 1.0), (0.5, 1.0)):
         T = 64
         while True:  # smallest power-of-2 T meeting the condition (tightest at t = 1)
@@ -293,16 +294,14 @@ def _t41_growth_limits(*, mutant=False):
     versions=("002",),
 )
 def _e2e_w41(*, mutant: bool = False):
-    from dpcompanion.theory import accounting
-    from dpcompanion.theory import exact_subsampled as xs
 
     margins, points = [], []
     cases = [(n, T, eps, 0.1 / n) for n in (100, 10_000) for T in (10, 1000) for eps in (0.5, 2.0, 6.4)]
     cases += [(50_000, 11_700, eps, 1e-5) for eps in (0.8, 6.4)]  # W Sec. 6: CIFAR-10 size, 60 epochs, delta = 1e-5
     for n, T, epsilon, delta in cases:
         for kind in ("DP-SGD", "ADP-SGD"):
-            alpha = np.ones(T) if kind == "DP-SGD" else np.sqrt(adpb.b_poly(a=20.0, c=1.0, T=T))
-            sigma2 = accounting.adp_sigma2(alpha=alpha, G=1.0, n=n, epsilon=epsilon, delta=delta)
+            alpha = np.ones(T) if kind == "DP-SGD" else np.sqrt(adp.b_poly(a=20.0, c=1.0, T=T))
+            sigma2 = acc.adp_sigma2(alpha=alpha, G=1.0, n=n, epsilon=epsilon, delta=delta)
             if mutant:  # the variance of Eq. (6) without its factor 16^2
                 sigma2 /= 256.0
             z = float(alpha[0]) * math.sqrt(sigma2) / 2.0  # first step's noise in units of the sensitivity 2G (G = 1)
@@ -407,24 +406,21 @@ def _w_problem():
 
 def _w_run(prob, *, alpha, b, eta, G, n, epsilon, delta, T, start=(1.0, -1.0)):
     """ADP-SGD (W Algorithm 1) with one sample per step: theta_{t+1} = theta_t - eta/b_{t+1} (grad f_xi + alpha_{t+1} c_t)."""
-    from dpcompanion.theory import accounting
 
-    sigma2 = accounting.adp_sigma2(alpha=alpha, G=G, n=n, epsilon=epsilon, delta=delta)
+    sigma2 = acc.adp_sigma2(alpha=alpha, G=G, n=n, epsilon=epsilon, delta=delta)
     th0 = prob.theta_star + np.asarray(start, dtype=float)
     m = em.moments(prob, theta1=th0, eta=eta / b, noise_std=np.sqrt(sigma2) * np.asarray(alpha), T=T, batch_size=1)
     return sigma2, th0, m
 
 
 def _w42(*, corrected: bool, mutant: bool):
-    from dpcompanion.theory import accounting
-
     prob = _w_problem()
     L = float(np.max(np.sum(prob.X**2, axis=1)))  # each f_i is L-smooth (Assumption 2.1)
     top = np.linalg.eigh(prob.H)[1][:, -1]  # start along the sharpest direction: the largest initial gradient
     exacts, bounds, points = [], [], []
     for T in (1, 2, 5, 60):
         for eta in (0.5 / L, 1.0 / L, 3.0 / L):
-            b = adpb.b_poly(a=1.0, c=1.0, T=T)  # b_{t+1}, t = 0..T-1
+            b = adp.b_poly(a=1.0, c=1.0, T=T)  # b_{t+1}, t = 0..T-1
             for kind, alpha in (("DP-SGD", np.ones(T)), ("ADP-SGD", np.sqrt(b))):
                 for n, epsilon, delta in ((prob.N, 4.0, 1e-3), (10**6, 8.0, 1e-5)):  # n = 1e6: 1e5 copies of each point
                     for start in ((1.0, -1.0), tuple(top)):
@@ -434,8 +430,8 @@ def _w42(*, corrected: bool, mutant: bool):
                         lhs = float(np.min(m["grad_sq"][:T]))
                         DF = prob.loss(th0) - prob.f_star
                         Wopt = DF / eta + eta * L / 2 * float(np.sum(m["sample_grad_sq"][:T] / b**2))
-                        B = accounting.adp_B_delta(T=T, n=n, delta=delta)
-                        priv = prob.D * (16 * G) ** 2 * B / (2 * n**2 * epsilon**2) * adpb.M(alpha=alpha, b=b)
+                        B = acc.adp_B_delta(T=T, n=n, delta=delta)
+                        priv = prob.D * (16 * G) ** 2 * B / (2 * n**2 * epsilon**2) * adp.M(alpha=alpha, b=b)
                         if corrected:  # App. C.2: normaliser sum 1/b_{t+1}; the privacy term carries eta L (proof, line (a))
                             rhs = (Wopt + eta * L * priv) / float(np.sum(1 / b))
                         else:
@@ -678,8 +674,6 @@ def _p51_ratio():
     versions=("002",),
 )
 def _e2e_w51(*, mutant: bool = False):
-    from dpcompanion.theory import accounting
-
     prob = _w_problem()
     L = float(np.max(np.sum(prob.X**2, axis=1)))
     n, delta, G = 10_000, 1e-5, 3.0  # the data set: 1000 copies of the 10 points (same loss, n = 1e4)
@@ -687,7 +681,7 @@ def _e2e_w51(*, mutant: bool = False):
     for a, c_ in ((1.0, 1.0), (4.0, 1.0), (1.0, 0.25)):
         for T in (math.ceil(5 + 4 * a / c_), 60):
             for eta in (0.2 / L, 1.0 / L):
-                b = adpb.b_poly(a=a, c=c_, T=T)
+                b = adp.b_poly(a=a, c=c_, T=T)
                 for kind, alpha in (("ADP-SGD", np.sqrt(b)), ("DP-SGD", np.ones(T))):
                     for epsilon in (0.5, 4.0):
                         _, th0, m = _w_run(prob, alpha=alpha, b=b, eta=eta, G=G, n=n, epsilon=epsilon, delta=delta, T=T)
@@ -697,10 +691,10 @@ def _e2e_w51(*, mutant: bool = False):
                         DF = prob.loss(th0) - prob.f_star
                         BT = math.log1p(T * c_ / a)
                         Wd = math.sqrt(c_) * (DF / eta + eta * G**2 * L * BT / (2 * c_))
-                        B = accounting.adp_B_delta(T=T, n=n, delta=delta)
+                        B = acc.adp_B_delta(T=T, n=n, delta=delta)
                         common = eta * prob.D * L * (16 * G) ** 2 * B / (n**2 * epsilon**2)
-                        priv = common * (adpb.prop51_bound(T=T, a=a, c=c_, which="adp") / 2 if kind == "ADP-SGD"
-                                         else adpb.prop51_bound(T=T, a=a, c=c_, which="dp") / 2)
+                        priv = common * (adp.prop51_bound(T=T, a=a, c=c_, which="adp") / 2 if kind == "ADP-SGD"
+                                         else adp.prop51_bound(T=T, a=a, c=c_, which="dp") / 2)
                         if mutant:  # the privacy terms without the factor sqrt(T) (T^0 instead of T^(1/2))
                             priv /= math.sqrt(T)
                             Wd /= math.sqrt(T)
@@ -820,7 +814,6 @@ def w_eps_constant_intervals() -> dict:
     each quoted epsilon (|eps - paper| <= 0.005). Thm 4.1's noise is ``z = K / epsilon_bar``
     with one K for every reading (B_delta of main text or appendix, mean or sum, neighbouring
     relation), so the quoted values can come from it only if the five intervals intersect."""
-    from scipy.optimize import brentq
 
     out = {}
     for conv in ("classic", "improved"):

@@ -24,15 +24,13 @@ SRC = "Hong et al. (FAccT)"
 # --- Thm 3.1: the privacy of Algorithm 1 (zCDP, composition, the ledger) -----------------------------
 
 
-@claim(
-    "H-L3.1.gaussian",
-    source=f"{SRC} Lemma C.2 (used in the proof of Thm 3.1)",
-    statement=r"The Gaussian mechanism with noise $\mathcal N(0,\Delta^2\sigma^2)$ is $\frac{1}{2\sigma^2}$-zCDP: "
-    r"$D_a(P\|Q)\le a/(2\sigma^2)$ for every order $a>1$ (Rényi divergence by numerical quadrature).",
-    method="numeric",
-    mutant='the zCDP constant 1/(2 sigma^2) lowered by 1%',
-)
+@claim("H-L3.1.gaussian", method="numeric",
+       source=f"{SRC} Lemma C.2 (used in the proof of Thm 3.1)",
+       mutant='the zCDP constant 1/(2 sigma^2) lowered by 1%')
 def _l31_gaussian(*, mutant=False):
+    r"""The Gaussian mechanism with noise $\mathcal N(0,\Delta^2\sigma^2)$ is $\frac{1}{2\sigma^2}$-zCDP:
+    $D_a(P\|Q)\le a/(2\sigma^2)$ for every order $a>1$ (Rényi divergence by numerical quadrature).
+    """
     margins, points = [], []
     for sigma in (0.5, 3.0):
         for a in (1.5, 2.0, 10.0):
@@ -50,14 +48,13 @@ def _l31_gaussian(*, mutant=False):
                                domain="sigma in {0.5, 3} x order a in {1.5, 2, 10}; margin relative (equality expected)")
 
 
-@claim(
-    "H-L3.1.composition",
-    source=f"{SRC} Thm 3.1, proof in App. D (Lemma C.1 composition)",
-    statement=r"Composing $T$ Gaussian steps of costs $\frac{1}{2\sigma_t^2}$ gives $\sum_t\frac{1}{2\sigma_t^2}=\frac12\sum_t\sigma_t^{-2}$, "
-    r"which is $\le R/2$ whenever $\sum_t\sigma_t^{-2}\le R$: the output is $(R/2)$-zCDP (every $T\le 8$).",
-    method="sympy",
-)
+@claim("H-L3.1.composition", method="sympy",
+       source=f"{SRC} Thm 3.1, proof in App. D (Lemma C.1 composition)")
 def _l31_comp():
+    r"""Composing $T$ Gaussian steps of costs $\frac{1}{2\sigma_t^2}$ gives
+    $\sum_t\frac{1}{2\sigma_t^2}=\frac12\sum_t\sigma_t^{-2}$, which is $\le R/2$ whenever
+    $\sum_t\sigma_t^{-2}\le R$: the output is $(R/2)$-zCDP (every $T\le 8$).
+    """
     R = sp.Symbol("R", positive=True)
     total = 0
     for T in range(1, 9):
@@ -76,14 +73,12 @@ def _l31_comp():
     )
 
 
-@claim(
-    "H-L3.1.schedules",
-    source=f"{SRC} Algorithm 1, Thm 3.1",
-    statement=r"The library's uniform and dynamic (Thm 4.4) schedules spend exactly the budget: $\sum_t\sigma_t^{-2}=R$.",
-    method="numeric",
-    mutant='the budget claimed spent is R (1 + 1e-6) instead of R',
-)
+@claim("H-L3.1.schedules", method="numeric",
+       source=f"{SRC} Algorithm 1, Thm 3.1",
+       mutant='the budget claimed spent is R (1 + 1e-6) instead of R')
 def _l31_sched(*, mutant=False):
+    r"""The library's uniform and dynamic (Thm 4.4) schedules spend exactly the budget: $\sum_t\sigma_t^{-2}=R$.
+    """
     margins, points = [], []
     for R in (0.05, 0.3927, 4.0):
         for T in (1, 10, 200):
@@ -95,17 +90,14 @@ def _l31_sched(*, mutant=False):
     return verified_by_margins(margins, points=points, tol=1e-12, domain="R in {0.05, 0.3927, 4}, T in {1, 10, 200}, kappa in {1.5, 10, 1000}")
 
 
-@claim(
-    "H-L3.1.ledger",
-    source=f"{SRC} Algorithm 1 (stopping rule), Thm 3.1",
-    statement=r"Algorithm 1 stops when the next step's cost $1/\sigma_t^2$ would exceed what is left of $R$: the library's "
-    r"PrivacyLedger accepts a budget-exact schedule step by step, never lets the spent budget exceed $R$, and refuses one "
-    r"more step.",
-    method="numeric",
-    mutant='the ledger is given 1.5 R, so it no longer refuses the step after the schedule',
-)
+@claim("H-L3.1.ledger", method="numeric",
+       source=f"{SRC} Algorithm 1 (stopping rule), Thm 3.1",
+       mutant='the ledger is given 1.5 R, so it no longer refuses the step after the schedule')
 def _l31_ledger(*, mutant=False):
-
+    r"""Algorithm 1 stops when the next step's cost $1/\sigma_t^2$ would exceed what is left of $R$: the library's
+    PrivacyLedger accepts a budget-exact schedule step by step, never lets the spent budget exceed $R$, and
+    refuses one more step.
+    """
     margins, points = [], []
     for R in (0.05, 0.3927, 4.0):
         for T in (1, 10, 100):
@@ -128,15 +120,13 @@ def _l31_ledger(*, mutant=False):
 # --- Lemma C.3: zCDP -> (epsilon, delta)-DP and back, the paper's numbers, R_zCDP vs R_MA ------------
 
 
-@claim(
-    "H-C3.conversion",
-    source=f"{SRC} Lemma C.3 (Bun & Steinke 2016, Prop. 1.3)",
-    statement=r"$\rho$-zCDP implies $(\rho+2\sqrt{\rho\ln(1/\delta)},\delta)$-DP; checked on the Gaussian mechanism, whose exact "
-    r"$\delta(\varepsilon)$ (Gaussian DP) must not exceed $\delta$ at that $\varepsilon$.",
-    method="numeric",
-    mutant='the factor 2 before the square root in Lemma C.3 lowered to 1',
-)
+@claim("H-C3.conversion", method="numeric",
+       source=f"{SRC} Lemma C.3 (Bun & Steinke 2016, Prop. 1.3)",
+       mutant='the factor 2 before the square root in Lemma C.3 lowered to 1')
 def _c3_conv(*, mutant=False):
+    r"""$\rho$-zCDP implies $(\rho+2\sqrt{\rho\ln(1/\delta)},\delta)$-DP; checked on the Gaussian mechanism, whose
+    exact $\delta(\varepsilon)$ (Gaussian DP) must not exceed $\delta$ at that $\varepsilon$.
+    """
     margins, points = [], []
     for rho in (1e-3, 0.01, 0.1, 0.1963, 1.0, 5.0):
         for delta in (1e-3, 1e-5, 1e-8, 1e-12):
@@ -151,17 +141,13 @@ def _ell(delta):
     return math.log(1 / delta)
 
 
-@claim(
-    "H-C3.inverse-printed",
-    severity="typo",
-    source=f"{SRC} App. C after Lemma C.3; Sec. 4.1.3 ($R=2\\rho=2\\epsilon+4\\ln(1/\\delta)+4\\sqrt{{\\cdot}}$)",
-    statement=r"Solving $\rho+2\sqrt{\rho\ln(1/\delta)}=\epsilon$ gives $\rho=\epsilon+2\ln(1/\delta)+2\sqrt{\ln(1/\delta)(\epsilon+\ln(1/\delta))}$ "
-    r"(so $R=2\rho=2\epsilon+4\ln(1/\delta)+4\sqrt{\ln(1/\delta)(\epsilon+\ln(1/\delta))}$).",
-    method="numeric",
-    corrected_by="H-C3.inverse",
-    versions=("000", "001"),
-)
+@claim("H-C3.inverse-printed", severity="typo", method="numeric", corrected_by="H-C3.inverse", versions=("000", "001"),
+       source=f"{SRC} App. C after Lemma C.3; Sec. 4.1.3 ($R=2\\rho=2\\epsilon+4\\ln(1/\\delta)+4\\sqrt{{\\cdot}}$)")
 def _c3_printed():
+    r"""Solving $\rho+2\sqrt{\rho\ln(1/\delta)}=\epsilon$ gives
+    $\rho=\epsilon+2\ln(1/\delta)+2\sqrt{\ln(1/\delta)(\epsilon+\ln(1/\delta))}$ (so
+    $R=2\rho=2\epsilon+4\ln(1/\delta)+4\sqrt{\ln(1/\delta)(\epsilon+\ln(1/\delta))}$).
+    """
     eps, delta = 4.0, 1e-8
     L = _ell(delta)
     rho_printed = eps + 2 * L + 2 * math.sqrt(L * (eps + L))
@@ -181,16 +167,14 @@ def _c3_printed():
     )
 
 
-@claim(
-    "H-C3.inverse",
-    source=f"{SRC} Lemma C.3 inverted (ours)",
-    statement=r"The largest $\rho$ with $\rho+2\sqrt{\rho\ln(1/\delta)}\le\epsilon$ is $\rho=\left(\sqrt{\ln(1/\delta)+\epsilon}-\sqrt{\ln(1/\delta)}\right)^2$; "
-    r"hence $R=2\rho$. accounting.dp_to_zcdp agrees.",
-    method="sympy",
-    corrects="H-C3.inverse-printed",
-    mutant='rho scaled by 101/100',
-)
+@claim("H-C3.inverse", method="sympy", corrects="H-C3.inverse-printed",
+       source=f"{SRC} Lemma C.3 inverted (ours)",
+       mutant='rho scaled by 101/100')
 def _c3_inverse(*, mutant=False):
+    r"""The largest $\rho$ with $\rho+2\sqrt{\rho\ln(1/\delta)}\le\epsilon$ is
+    $\rho=\left(\sqrt{\ln(1/\delta)+\epsilon}-\sqrt{\ln(1/\delta)}\right)^2$; hence $R=2\rho$.
+    accounting.dp_to_zcdp agrees.
+    """
     eps, L = sp.symbols("epsilon L", positive=True)
     sqrt_rho = (sp.sqrt(L + eps) - sp.sqrt(L)) * (sp.sqrt(sp.Rational(101, 100)) if mutant else 1)
     rho = sqrt_rho**2
@@ -207,14 +191,13 @@ def _c3_inverse(*, mutant=False):
     return proved(residual, accounting_max_abs_diff=max(diffs))
 
 
-@claim(
-    "H-C3.paper-numbers",
-    source=f"{SRC} Sec. 5 (Setup)",
-    statement=r"$(4,10^{-8})$-DP corresponds to $0.1963$-zCDP, i.e. $R=0.3927$ (to the printed 4 digits, within one unit of the last digit: the paper truncates).",
-    method="numeric",
-    mutant='the printed rho and R read two units of the last digit higher (0.1965, 0.3929)',
-)
+@claim("H-C3.paper-numbers", method="numeric",
+       source=f"{SRC} Sec. 5 (Setup)",
+       mutant='the printed rho and R read two units of the last digit higher (0.1965, 0.3929)')
 def _c3_numbers(*, mutant=False):
+    r"""$(4,10^{-8})$-DP corresponds to $0.1963$-zCDP, i.e. $R=0.3927$ (to the printed 4 digits, within one unit of
+    the last digit: the paper truncates).
+    """
     L = _ell(1e-8)
     rho = (math.sqrt(L + 4.0) - math.sqrt(L)) ** 2
     d = 2e-4 if mutant else 0.0
@@ -224,16 +207,11 @@ def _c3_numbers(*, mutant=False):
                                rho=rho, R=2 * rho)
 
 
-@claim(
-    "H-C3.R-compare",
-    severity="constant factor",
-    source=f"{SRC} Sec. 4.1.3 and App. B",
-    statement=r"Because $\ln(1/\delta)>1$, $R=R_{zCDP}>R_{MA}=\epsilon^2/\ln(1/\delta)$ when $\epsilon\le2\ln(1/\delta)$.",
-    method="numeric",
-    corrected_by="H-C3.R-compare-corrected",
-    versions=("000", "001"),
-)
+@claim("H-C3.R-compare", severity="constant factor", method="numeric", corrected_by="H-C3.R-compare-corrected", versions=("000", "001"),
+       source=f"{SRC} Sec. 4.1.3 and App. B")
 def _c3_compare():
+    r"""Because $\ln(1/\delta)>1$, $R=R_{zCDP}>R_{MA}=\epsilon^2/\ln(1/\delta)$ when $\epsilon\le2\ln(1/\delta)$.
+    """
     eps, delta = 4.0, 1e-8
     L = _ell(delta)
     R_z = 2 * (math.sqrt(L + eps) - math.sqrt(L)) ** 2
@@ -254,16 +232,13 @@ def _c3_compare():
     )
 
 
-@claim(
-    "H-C3.R-compare-corrected",
-    source=f"{SRC} Sec. 4.1.3, corrected",
-    statement=r"$R_{zCDP}=2(\sqrt{\ell+\epsilon}-\sqrt\ell)^2$ with $\ell=\ln(1/\delta)$ satisfies "
-    r"$\frac{\ell}{2(\ell+\epsilon)}R_{MA}\le R_{zCDP}\le\frac12R_{MA}$ for all $\epsilon>0$, $\delta\in(0,1)$.",
-    method="numeric",
-    corrects="H-C3.R-compare",
-    mutant='the upper bound R_MA/2 lowered by 1% to 0.495 R_MA',
-)
+@claim("H-C3.R-compare-corrected", method="numeric", corrects="H-C3.R-compare",
+       source=f"{SRC} Sec. 4.1.3, corrected",
+       mutant='the upper bound R_MA/2 lowered by 1% to 0.495 R_MA')
 def _c3_compare_corr(*, mutant=False):
+    r"""$R_{zCDP}=2(\sqrt{\ell+\epsilon}-\sqrt\ell)^2$ with $\ell=\ln(1/\delta)$ satisfies
+    $\frac{\ell}{2(\ell+\epsilon)}R_{MA}\le R_{zCDP}\le\frac12R_{MA}$ for all $\epsilon>0$, $\delta\in(0,1)$.
+    """
     margins, points = [], []
     for eps in np.logspace(-3, 2, 26):
         for delta in (0.5, 1e-2, 1e-5, 1e-8, 1e-15):
@@ -276,16 +251,14 @@ def _c3_compare_corr(*, mutant=False):
                                note="both inequalities follow from 4 ell <= (sqrt(ell + eps) + sqrt(ell))^2 <= 4 (ell + eps)")
 
 
-@claim(
-    "H-C3.exact-gdp-budget",
-    source=f"{SRC} Sec. 5 budget (4, 1e-8)-DP; exact accounting (ours)",
-    statement=r"The largest full-batch budget at $(\epsilon,\delta)=(4,10^{-8})$ by exact Gaussian-DP accounting, "
-    r"$R_{exact}\approx0.5134$ (vs $R_{zCDP}=0.3927$): a Gaussian mechanism with multiplier $1/\sqrt{R_{exact}}$ has exact "
-    r"epsilon 4 at $\delta=10^{-8}$ (analytic Gaussian profile, an independent computation), and "
-    r"$R_{zCDP}<R_{RDP}<R_{exact}$.",
-    method="numeric",
-)
+@claim("H-C3.exact-gdp-budget", method="numeric",
+       source=f"{SRC} Sec. 5 budget (4, 1e-8)-DP; exact accounting (ours)")
 def _exact_gdp(*, mutant: bool = False):
+    r"""The largest full-batch budget at $(\epsilon,\delta)=(4,10^{-8})$ by exact Gaussian-DP accounting,
+    $R_{exact}\approx0.5134$ (vs $R_{zCDP}=0.3927$): a Gaussian mechanism with multiplier $1/\sqrt{R_{exact}}$
+    has exact epsilon 4 at $\delta=10^{-8}$ (analytic Gaussian profile, an independent computation), and
+    $R_{zCDP}<R_{RDP}<R_{exact}$.
+    """
     eps, delta = 4.0, 1e-8
     R = accounting.R_exact(epsilon=eps, delta=delta)
     if mutant:  # one percent more budget than the exact accountant allows
@@ -310,14 +283,13 @@ def _exact_gdp(*, mutant: bool = False):
 # --- Lemma C.4: sensitivity of the squared loss ------------------------------------------------------
 
 
-@claim(
-    "H-C4.grad-norm",
-    source=f"{SRC} Lemma C.4, Eq. (19)",
-    statement=r"For $f(\theta;x)=\frac12(x^\top\theta-1)^2$: $\|\nabla f(\theta;x)\|_2=\sqrt{2f(\theta;x)}\,\|x\|_2$ (symbolic, $D=3$).",
-    method="sympy",
-    mutant='||grad f|| = sqrt(2f) ||x|| replaced by sqrt(2f) ||x||^2',
-)
+@claim("H-C4.grad-norm", method="sympy",
+       source=f"{SRC} Lemma C.4, Eq. (19)",
+       mutant='||grad f|| = sqrt(2f) ||x|| replaced by sqrt(2f) ||x||^2')
 def _c4_grad(*, mutant=False):
+    r"""For $f(\theta;x)=\frac12(x^\top\theta-1)^2$: $\|\nabla f(\theta;x)\|_2=\sqrt{2f(\theta;x)}\,\|x\|_2$
+    (symbolic, $D=3$).
+    """
     x = sp.Matrix(sp.symbols("x1:4", real=True))
     th = sp.Matrix(sp.symbols("t1:4", real=True))
     f = (x.dot(th) - 1) ** 2 / 2
@@ -325,15 +297,13 @@ def _c4_grad(*, mutant=False):
     return proved(sp.expand(g.dot(g) - 2 * f * x.dot(x) ** (2 if mutant else 1)), note="squared norms compared")
 
 
-@claim(
-    "H-C4.sensitivity",
-    source=f"{SRC} Def. C.1, Eq. (18)",
-    statement=r"Removing sample $n$ changes the averaged gradient $\frac1N\sum_j\nabla^{(j)}$ (normalised by $N$ in both) by "
-    r"exactly $\frac1N\nabla^{(n)}$, so $\Delta_2=\frac1N\max_n\|\nabla^{(n)}\|_2$.",
-    method="sympy",
-    mutant='the change claimed to be grad_n/(N - 1) instead of grad_n/N',
-)
+@claim("H-C4.sensitivity", method="sympy",
+       source=f"{SRC} Def. C.1, Eq. (18)",
+       mutant='the change claimed to be grad_n/(N - 1) instead of grad_n/N')
 def _c4_sens(*, mutant=False):
+    r"""Removing sample $n$ changes the averaged gradient $\frac1N\sum_j\nabla^{(j)}$ (normalised by $N$ in both) by
+    exactly $\frac1N\nabla^{(n)}$, so $\Delta_2=\frac1N\max_n\|\nabla^{(n)}\|_2$.
+    """
     N = 5
     g = sp.symbols(f"g1:{N + 1}", real=True)
     total = 0
@@ -353,16 +323,12 @@ def _c4_instance():
     return x, theta, N, D, M, sens
 
 
-@claim(
-    "H-C4.bound",
-    severity="missing hypothesis",
-    source=f"{SRC} Lemma C.4",
-    statement=r"If $\max_n\|x_n\|_2=1$ and $\frac1N\sum_nx_n=0$, the squared-loss gradient sensitivity satisfies "
-    r"$\Delta_2(\nabla)\le\frac12(DM\|\theta\|^2+1)$.",
-    method="numeric",
-    corrected_by="H-C4.bound-corrected",
-)
+@claim("H-C4.bound", severity="missing hypothesis", method="numeric", corrected_by="H-C4.bound-corrected",
+       source=f"{SRC} Lemma C.4")
 def _c4_bound():
+    r"""If $\max_n\|x_n\|_2=1$ and $\frac1N\sum_nx_n=0$, the squared-loss gradient sensitivity satisfies
+    $\Delta_2(\nabla)\le\frac12(DM\|\theta\|^2+1)$.
+    """
     x, theta, N, D, M, sens = _c4_instance()
     rhs = 0.5 * (D * M * float(theta @ theta) + 1)
     if sens <= rhs:
@@ -400,16 +366,14 @@ def _c4_bound():
     )
 
 
-@claim(
-    "H-C4.bound-corrected",
-    source=f"{SRC} Lemma C.4, corrected",
-    statement=r"Under the same normalisation, $\Delta_2(\nabla)=\frac1N\max_n|x_n^\top\theta-1|\,\|x_n\|\le\frac{\|\theta\|+1}{N}$ "
-    r"(Cauchy-Schwarz), with equality attainable.",
-    method="numeric",
-    corrects="H-C4.bound",
-    mutant='the bound (||theta|| + 1)/N lowered to (||theta|| + 0.99)/N',
-)
+@claim("H-C4.bound-corrected", method="numeric", corrects="H-C4.bound",
+       source=f"{SRC} Lemma C.4, corrected",
+       mutant='the bound (||theta|| + 1)/N lowered to (||theta|| + 0.99)/N')
 def _c4_corr(*, mutant=False):
+    r"""Under the same normalisation,
+    $\Delta_2(\nabla)=\frac1N\max_n|x_n^\top\theta-1|\,\|x_n\|\le\frac{\|\theta\|+1}{N}$ (Cauchy-Schwarz), with
+    equality attainable.
+    """
     rng = np.random.default_rng(4)
     margins, points = [], []
     for _ in range(300):

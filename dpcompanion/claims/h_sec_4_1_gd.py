@@ -34,16 +34,13 @@ _g, _k, _a, _M, _mu, _D, _G, _N, _R, _gap, _s = sp.symbols(
 )
 
 
-@claim(
-    "H-T4.1.step",
-    source=f"{SRC} Thm 4.1, proof D.1",
-    statement=r"With $\eta=1/M$ one PGD step contracts the expected excess risk by "
-    r"$1-2\mu\eta(1-M\eta/2)=\gamma=1-1/\kappa$ and adds $\frac{M}{2}(\eta G\sigma_t/N)^2 D = "
-    r"\alpha R\sigma_t^2\,(f(\theta_1)-f^*)$.",
-    method="sympy",
-    mutant='M eta/2 replaced by M eta in the contraction 1 - 2 mu eta (1 - M eta/2)',
-)
+@claim("H-T4.1.step", method="sympy",
+       source=f"{SRC} Thm 4.1, proof D.1",
+       mutant='M eta/2 replaced by M eta in the contraction 1 - 2 mu eta (1 - M eta/2)')
 def _t41_step(*, mutant=False):
+    r"""With $\eta=1/M$ one PGD step contracts the expected excess risk by $1-2\mu\eta(1-M\eta/2)=\gamma=1-1/\kappa$
+    and adds $\frac{M}{2}(\eta G\sigma_t/N)^2 D = \alpha R\sigma_t^2\,(f(\theta_1)-f^*)$.
+    """
     eta = 1 / _M
     contraction = 1 - 2 * _mu * eta * (1 - _M * eta / (1 if mutant else 2))
     alpha = _D * _G**2 / (2 * _R * _M * _N**2 * _gap)
@@ -53,15 +50,13 @@ def _t41_step(*, mutant=False):
     return proved(sp.simplify(r1) ** 2 + sp.simplify(r2) ** 2, parts=["contraction - gamma", "noise - alpha R sigma^2 Delta"])
 
 
-@claim(
-    "H-T4.1.unrolled",
-    source=f"{SRC} Thm 4.1, Eq. (7)",
-    statement=r"Unrolling $e_{t+1}\le\gamma e_t + \alpha R\sigma_t^2$ from $e_1=1$ gives "
-    r"$\mathrm{ERUB}=\gamma^T+R\sum_t q_t\sigma_t^2$, $q_t=\gamma^{T-t}\alpha$ (checked for every $T\le 8$ with symbolic $\sigma_t$).",
-    method="sympy",
-    mutant='q_t = gamma^(T-t+1) alpha (exponent off by one)',
-)
+@claim("H-T4.1.unrolled", method="sympy",
+       source=f"{SRC} Thm 4.1, Eq. (7)",
+       mutant='q_t = gamma^(T-t+1) alpha (exponent off by one)')
 def _t41_unrolled(*, mutant=False):
+    r"""Unrolling $e_{t+1}\le\gamma e_t + \alpha R\sigma_t^2$ from $e_1=1$ gives $\mathrm{ERUB}=\gamma^T+R\sum_t
+    q_t\sigma_t^2$, $q_t=\gamma^{T-t}\alpha$ (checked for every $T\le 8$ with symbolic $\sigma_t$).
+    """
     residuals = {}
     for T in range(1, 9):
         sig = sp.symbols(f"s1:{T + 1}", positive=True)
@@ -73,20 +68,17 @@ def _t41_unrolled(*, mutant=False):
     return checked(residuals)
 
 
-@claim(
-    "H-T4.1.quadratic",
-    source=f"{SRC} Thm 4.1",
-    statement=r"For quadratic losses (exact $\mathbb{E}[f(\theta_{T+1})]$ in closed form) the expected excess risk "
-    r"of PGD never exceeds $\mathrm{ERUB}\,(f(\theta_1)-f^*)$. At $\eta=1/M$ a quadratic contracts along each "
-    r"eigenvalue $\lambda$ by $(1-\lambda/M)^2\le\gamma^2$ per step, so on quadratics the sharper "
-    r"$\mathrm{ERUB}_2=\gamma^{2T}+R\sum_t\gamma^{2(T-t)}\alpha\sigma_t^2$ holds too and is what is checked "
-    r"tightly (the theorem's $\gamma$ cannot be told from $\gamma^2$ on any quadratic; a PL loss that is not "
-    r"quadratic is needed for that).",
-    method="numeric",
-    mutant="the rate exponent of ERUB_2 raised from 2 to 2.2 (gamma^{2.2T} and gamma^{2.2(T-t)} in q_t)",
-    tolerance=1e-12,
-)
+@claim("H-T4.1.quadratic", method="numeric", tolerance=1e-12,
+       source=f"{SRC} Thm 4.1",
+       mutant="the rate exponent of ERUB_2 raised from 2 to 2.2 (gamma^{2.2T} and gamma^{2.2(T-t)} in q_t)")
 def _t41_quadratic(*, mutant=False):
+    r"""For quadratic losses (exact $\mathbb{E}[f(\theta_{T+1})]$ in closed form) the expected excess risk of PGD
+    never exceeds $\mathrm{ERUB}\,(f(\theta_1)-f^*)$. At $\eta=1/M$ a quadratic contracts along each eigenvalue
+    $\lambda$ by $(1-\lambda/M)^2\le\gamma^2$ per step, so on quadratics the sharper
+    $\mathrm{ERUB}_2=\gamma^{2T}+R\sum_t\gamma^{2(T-t)}\alpha\sigma_t^2$ holds too and is what is checked
+    tightly (the theorem's $\gamma$ cannot be told from $\gamma^2$ on any quadratic; a PL loss that is not
+    quadratic is needed for that).
+    """
     p = 2.2 if mutant else 2.0  # exponent of gamma in the sharp quadratic form
     rng = np.random.default_rng(41)
     margins, points = [], []
@@ -127,15 +119,13 @@ def _t41_quadratic(*, mutant=False):
     )
 
 
-@claim(
-    "H-T4.1.logistic-mc",
-    source=f"{SRC} Thm 4.1",
-    statement=r"For an $L_2$-regularised logistic loss (smooth, PL with $\mu$ = the ridge weight) the Monte Carlo "
-    r"estimate of $\mathbb{E}[f(\theta_{T+1})]-f^*$ of PGD lies below the bound.",
-    method="montecarlo",
-    mutant='gamma -> gamma^2 in ERUB (contraction gamma^(2T), q_t = gamma^(2(T-t)) alpha)',
-)
+@claim("H-T4.1.logistic-mc", method="montecarlo",
+       source=f"{SRC} Thm 4.1",
+       mutant='gamma -> gamma^2 in ERUB (contraction gamma^(2T), q_t = gamma^(2(T-t)) alpha)')
 def _t41_logistic(*, mutant=False):
+    r"""For an $L_2$-regularised logistic loss (smooth, PL with $\mu$ = the ridge weight) the Monte Carlo estimate
+    of $\mathbb{E}[f(\theta_{T+1})]-f^*$ of PGD lies below the bound.
+    """
     rng = np.random.default_rng(7)
     margins, points = [], []
     for case in range(4):
@@ -209,15 +199,13 @@ def _pl_example() -> dict:
     return {"mu_on_grid": mu, "M": M, "gamma": g, "gamma_squared": g * g, "worst_one_step_ratio": ratio}
 
 
-@claim(
-    "H-T4.1.end-to-end",
-    source=f"{SRC} Thm 4.1, Eq. (7)",
-    statement=r"Thm 4.1 as printed, end to end: for PGD with $\eta=1/M$ on $M$-smooth, $\mu$-PL quadratics, "
-    r"$\mathbb E f(\theta_{T+1})-f^*\le(\gamma^T+R\sum_t q_t\sigma_t^2)(f(\theta_1)-f^*)$, $q_t=\gamma^{T-t}\alpha$, "
-    r"against the exact expected excess risk, for any schedule (uniform, Thm 4.4's, random).",
-    method="end-to-end",
-)
+@claim("H-T4.1.end-to-end", method="end-to-end",
+       source=f"{SRC} Thm 4.1, Eq. (7)")
 def _e2e_t41(*, mutant: bool = False):
+    r"""Thm 4.1 as printed, end to end: for PGD with $\eta=1/M$ on $M$-smooth, $\mu$-PL quadratics, $\mathbb E
+    f(\theta_{T+1})-f^*\le(\gamma^T+R\sum_t q_t\sigma_t^2)(f(\theta_1)-f^*)$, $q_t=\gamma^{T-t}\alpha$, against
+    the exact expected excess risk, for any schedule (uniform, Thm 4.4's, random).
+    """
     rng = np.random.default_rng(4101)
     margins, points, ratios = [], [], []
     for kappa in (1.0, 1.05, 3.0, 30.0):
@@ -261,15 +249,13 @@ def _e2e_t41(*, mutant: bool = False):
 # --- Thm 4.2: the uniform schedule (Eq. 8, 9, 22-25) -------------------------------------------------
 
 
-@claim(
-    "H-T4.2.Eq9",
-    source=f"{SRC} Thm 4.2, Eq. (9), (22)",
-    statement=r"With $\sigma_t^2=T/R$: $\gamma^T+\sum_t\gamma^{T-t}\alpha R\sigma^2=\gamma^T+\alpha\kappa(1-\gamma^T)T$.",
-    method="sympy",
-    mutant='the geometric sum (1 - gamma^T)/(1 - gamma) replaced by (1 - gamma^(T+1))/(1 - gamma)',
-)
+@claim("H-T4.2.Eq9", method="sympy",
+       source=f"{SRC} Thm 4.2, Eq. (9), (22)",
+       mutant='the geometric sum (1 - gamma^T)/(1 - gamma) replaced by (1 - gamma^(T+1))/(1 - gamma)')
 def _t42_eq9(*, mutant=False):
     # sum_{t=1}^T gamma^{T-t} = (1-gamma^T)/(1-gamma) for all T, by induction (base + step).
+    r"""With $\sigma_t^2=T/R$: $\gamma^T+\sum_t\gamma^{T-t}\alpha R\sigma^2=\gamma^T+\alpha\kappa(1-\gamma^T)T$.
+    """
     T = sp.Symbol("T", positive=True, integer=True)
     F = lambda n: (1 - _g ** (n + (1 if mutant else 0))) / (1 - _g)  # noqa: E731
     base = sp.simplify(F(1) - 1)
@@ -279,15 +265,13 @@ def _t42_eq9(*, mutant=False):
     return proved(base**2 + step**2 + kappa_form**2 + gamma_is**2, method_note="geometric sum by induction; 1/(1-gamma) = kappa")
 
 
-@claim(
-    "H-T4.2.Eq23",
-    source=f"{SRC} proof of Thm 4.2, Eq. (23)",
-    statement=r"The surrogate $\gamma^T+\alpha\kappa T$ is minimised at $T=\ln(\ln(1/\gamma)/(\kappa\alpha))/\ln(1/\gamma)$ "
-    r"when $\kappa\alpha+\ln\gamma<0$.",
-    method="sympy",
-    mutant='T* = ln(L/(kappa alpha))/L halved',
-)
+@claim("H-T4.2.Eq23", method="sympy",
+       source=f"{SRC} proof of Thm 4.2, Eq. (23)",
+       mutant='T* = ln(L/(kappa alpha))/L halved')
 def _t42_eq23(*, mutant=False):
+    r"""The surrogate $\gamma^T+\alpha\kappa T$ is minimised at $T=\ln(\ln(1/\gamma)/(\kappa\alpha))/\ln(1/\gamma)$
+    when $\kappa\alpha+\ln\gamma<0$.
+    """
     L = sp.Symbol("L", positive=True)  # ln(1/gamma)
     T = sp.Symbol("T", positive=True)
     surrogate = sp.exp(-L * T) + _a * _k * T
@@ -297,15 +281,14 @@ def _t42_eq23(*, mutant=False):
     return proved(d1, second_derivative=str(d2), note_convex="second derivative L^2 e^{-LT} > 0: the stationary point is the minimum")
 
 
-@claim(
-    "H-T4.2.Eq25",
-    source=f"{SRC} proof of Thm 4.2, Eq. (24)-(25)",
-    statement=r"Substituting $T=\ln(1+\ln(1/\gamma)/\alpha)/\ln(1/\gamma)$ (Eq. 24) into Eq. (22) gives "
-    r"$\frac{1}{1+\ln(1/\gamma)/\alpha}\left[1+\kappa\ln\left(1+\frac{\ln(1/\gamma)}{\alpha}\right)\right]$ (Eq. 25).",
-    method="sympy",
-    mutant='the leading 1 in [1 + kappa ln(1 + L/alpha)] dropped',
-)
+@claim("H-T4.2.Eq25", method="sympy",
+       source=f"{SRC} proof of Thm 4.2, Eq. (24)-(25)",
+       mutant='the leading 1 in [1 + kappa ln(1 + L/alpha)] dropped')
 def _t42_eq25(*, mutant=False):
+    r"""Substituting $T=\ln(1+\ln(1/\gamma)/\alpha)/\ln(1/\gamma)$ (Eq. 24) into Eq. (22) gives
+    $\frac{1}{1+\ln(1/\gamma)/\alpha}\left[1+\kappa\ln\left(1+\frac{\ln(1/\gamma)}{\alpha}\right)\right]$ (Eq.
+    25).
+    """
     L = sp.Symbol("L", positive=True)
     T = sp.log(1 + L / _a) / L
     gT = sp.exp(-L * T)
@@ -324,13 +307,12 @@ def _grid(kappas=_KAPPAS, alphas=_ALPHAS):
     return [(k, a) for k in kappas for a in alphas]
 
 
-@claim(
-    "H-T4.2.T-order",
-    source=f"{SRC} Thm 4.2 statement",
-    statement=r"The chosen $T$ (Eq. 24) is $O\left(\kappa\ln\left(1+\frac{1}{\kappa\alpha}\right)\right)$ for $\kappa\ge 1/(1-c)$.",
-    method="numeric",
-)
+@claim("H-T4.2.T-order", method="numeric",
+       source=f"{SRC} Thm 4.2 statement")
 def _t42_T_order():
+    r"""The chosen $T$ (Eq. 24) is $O\left(\kappa\ln\left(1+\frac{1}{\kappa\alpha}\right)\right)$ for $\kappa\ge
+    1/(1-c)$.
+    """
     ratios = [gd.t_uniform(kappa=k, alpha=a) / (k * math.log1p(1 / (k * a))) for k, a in _grid() if k >= 2]
     return illustrated(
         ratio_min=min(ratios),
@@ -341,16 +323,12 @@ def _t42_T_order():
     )
 
 
-@claim(
-    "H-T4.2.T-limit",
-    severity="changes a conclusion",
-    source=f"{SRC} Sec. 4.1.1 (after Eq. 9) and proof of Thm 4.2 (after Eq. 24)",
-    statement=r"The chosen $T=\frac{1}{\ln(1/\gamma)}\ln\left(1+\frac{\ln(1/\gamma)}{\alpha}\right)$ converges to 0 as $\kappa\to\infty$.",
-    method="numeric",
-    corrected_by="H-T4.2.T-limit-corrected",
-    versions=("000", "001"),
-)
+@claim("H-T4.2.T-limit", severity="changes a conclusion", method="numeric", corrected_by="H-T4.2.T-limit-corrected", versions=("000", "001"),
+       source=f"{SRC} Sec. 4.1.1 (after Eq. 9) and proof of Thm 4.2 (after Eq. 24)")
 def _t42_T_limit():
+    r"""The chosen $T=\frac{1}{\ln(1/\gamma)}\ln\left(1+\frac{\ln(1/\gamma)}{\alpha}\right)$ converges to 0 as
+    $\kappa\to\infty$.
+    """
     alpha = 0.1
     series = {f"kappa={k:g}": gd.t_uniform(kappa=k, alpha=alpha) for k in (1e2, 1e4, 1e6, 1e8)}
     T_big = gd.t_uniform(kappa=1e8, alpha=alpha)
@@ -371,15 +349,13 @@ def _t42_T_limit():
     )
 
 
-@claim(
-    "H-T4.2.T-limit-corrected",
-    source=f"{SRC} Eq. (24), corrected",
-    statement=r"As $\kappa\to\infty$, $\ln(1/\gamma)\to 0^+$ and $T_{(24)}=\frac{\ln(1+\ln(1/\gamma)/\alpha)}{\ln(1/\gamma)}\to 1/\alpha$.",
-    method="sympy",
-    corrects="H-T4.2.T-limit",
-    mutant='the limit claimed to be 2/alpha',
-)
+@claim("H-T4.2.T-limit-corrected", method="sympy", corrects="H-T4.2.T-limit",
+       source=f"{SRC} Eq. (24), corrected",
+       mutant='the limit claimed to be 2/alpha')
 def _t42_T_limit_corrected(*, mutant=False):
+    r"""As $\kappa\to\infty$, $\ln(1/\gamma)\to 0^+$ and
+    $T_{(24)}=\frac{\ln(1+\ln(1/\gamma)/\alpha)}{\ln(1/\gamma)}\to 1/\alpha$.
+    """
     L = sp.Symbol("L", positive=True)
     lim = sp.limit(sp.log(1 + L / _a) / L, L, 0, "+")
     lg = sp.limit(-sp.log(1 - 1 / _k), _k, sp.oo)
@@ -391,14 +367,13 @@ def fit_slope(x, y) -> float:
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
-@claim(
-    "H-T4.2.Eq8",
-    source=f"{SRC} Thm 4.2, Eq. (8)",
-    statement=r"$\mathrm{ERUB}^{uniform}_{\min}=\Theta\left(\frac{\kappa^2}{\kappa+1/\alpha}\ln\left(1+\frac{1}{\kappa\alpha}\right)\right)$ "
-    r"where the bound is non-trivial (expression $\le 1$; fixed $\kappa\ge1/(1-c)$, small $\alpha$), for the exact minimum over integer $T$.",
-    method="bruteforce",
-)
+@claim("H-T4.2.Eq8", method="bruteforce",
+       source=f"{SRC} Thm 4.2, Eq. (8)")
 def _t42_eq8():
+    r"""$\mathrm{ERUB}^{uniform}_{\min}=\Theta\left(\frac{\kappa^2}{\kappa+1/\alpha}\ln\left(1+\frac{1}{\kappa\alpha}\right)\right)$
+    where the bound is non-trivial (expression $\le 1$; fixed $\kappa\ge1/(1-c)$, small $\alpha$), for the exact
+    minimum over integer $T$.
+    """
     r25, rmin = [], []
     for k, a in _grid():
         th = gd.theta_uniform(kappa=k, alpha=a)
@@ -419,18 +394,14 @@ def _t42_eq8():
     )
 
 
-@claim(
-    "H-T4.2.Eq8-uniform",
-    severity="changes a conclusion",
-    source=f"{SRC} Thm 4.2, Eq. (8) and its proof (lower bound)",
-    statement=r"Eq. (8) holds uniformly over the stated region $\kappa\ge1/(1-c)$, $\alpha<\alpha_0$: some constant $c'>0$ "
-    r"has $\mathrm{ERUB}^{uniform}_{\min}\ge c'\frac{\kappa^2}{\kappa+1/\alpha}\ln(1+\frac{1}{\kappa\alpha})$ there "
-    r"($\mathrm{ERUB}_{\min}$ read as the minimum over $T$ of Eq. (22), as the subscript, the name 'minimal bound' in "
-    r"Sec. 4.1.3 and the proof's 'find a proper $T$ to minimize' indicate).",
-    method="bruteforce",
-    corrected_by="H-T4.2.Eq8-corrected",
-)
+@claim("H-T4.2.Eq8-uniform", severity="changes a conclusion", method="bruteforce", corrected_by="H-T4.2.Eq8-corrected",
+       source=f"{SRC} Thm 4.2, Eq. (8) and its proof (lower bound)")
 def _t42_eq8_uniform():
+    r"""Eq. (8) holds uniformly over the stated region $\kappa\ge1/(1-c)$, $\alpha<\alpha_0$: some constant $c'>0$
+    has $\mathrm{ERUB}^{uniform}_{\min}\ge c'\frac{\kappa^2}{\kappa+1/\alpha}\ln(1+\frac{1}{\kappa\alpha})$
+    there ($\mathrm{ERUB}_{\min}$ read as the minimum over $T$ of Eq. (22), as the subscript, the name 'minimal
+    bound' in Sec. 4.1.3 and the proof's 'find a proper $T$ to minimize' indicate).
+    """
     seq = []
     for a in (1e-2, 1e-3, 1e-4):
         k = 1e3 / a
@@ -455,15 +426,12 @@ def _t42_eq8_uniform():
     )
 
 
-@claim(
-    "H-T4.2.Eq8-corrected",
-    source=f"{SRC} Thm 4.2, Eq. (8), corrected",
-    statement=r"$\mathrm{ERUB}^{uniform}_{\min}=\Theta\left(\min\left\{1,\frac{\kappa^2}{\kappa+1/\alpha}\ln\left(1+\frac{1}{\kappa\alpha}\right)\right\}\right)$ "
-    r"over the whole region $\kappa\ge2$, $\alpha\le0.1$ (exact minimum over integer $T\ge1$).",
-    method="bruteforce",
-    corrects="H-T4.2.Eq8-uniform",
-)
+@claim("H-T4.2.Eq8-corrected", method="bruteforce", corrects="H-T4.2.Eq8-uniform",
+       source=f"{SRC} Thm 4.2, Eq. (8), corrected")
 def _t42_eq8_corr():
+    r"""$\mathrm{ERUB}^{uniform}_{\min}=\Theta\left(\min\left\{1,\frac{\kappa^2}{\kappa+1/\alpha}\ln\left(1+\frac{1}{\kappa\alpha}\right)\right\}\right)$
+    over the whole region $\kappa\ge2$, $\alpha\le0.1$ (exact minimum over integer $T\ge1$).
+    """
     ratios = []
     for k in (2.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6):
         for a in _ALPHAS:
@@ -478,14 +446,13 @@ def _t42_eq8_corr():
     )
 
 
-@claim(
-    "H-T4.2.T-sharp-exact",
-    source=f"{SRC} Sec. 4.1.1 (the 'not-stepping-forward' remark)",
-    statement=r"For sharp losses the exact minimiser of Eq. (22) over integer $T\ge1$ is a single step: $T^*=1$ whenever $\kappa\alpha\ge1$.",
-    method="bruteforce",
-    mutant='the exact minimiser claimed to be T* = 2',
-)
+@claim("H-T4.2.T-sharp-exact", method="bruteforce",
+       source=f"{SRC} Sec. 4.1.1 (the 'not-stepping-forward' remark)",
+       mutant='the exact minimiser claimed to be T* = 2')
 def _t42_T_sharp(*, mutant=False):
+    r"""For sharp losses the exact minimiser of Eq. (22) over integer $T\ge1$ is a single step: $T^*=1$ whenever
+    $\kappa\alpha\ge1$.
+    """
     margins, points = [], []
     for k in (10.0, 100.0, 1e3, 1e4, 1e5):
         for a in (1e-4, 1e-3, 1e-2, 0.1, 1.0):
@@ -497,15 +464,13 @@ def _t42_T_sharp(*, mutant=False):
     return verified_by_margins(margins, points=points, domain="kappa in {10..1e5}, alpha in {1e-4..1}, kappa alpha >= 1; exhaustive search")
 
 
-@claim(
-    "H-T4.2.end-to-end",
-    source=f"{SRC} Thm 4.2, Eq. (9), (24)",
-    statement=r"Thm 4.2 end to end: PGD with $\sigma_t^2=T/R$ run for the theorem's $T=\lceil\ln(1+\ln(1/\gamma)/\alpha)/"
-    r"\ln(1/\gamma)\rceil$ (Eq. 24, at least 1) has exact expected excess risk at most "
-    r"$(\gamma^T+\alpha\kappa(1-\gamma^T)T)(f(\theta_1)-f^*)$ (Eq. 9), for $\kappa\ge1/(1-c)>1$.",
-    method="end-to-end",
-)
+@claim("H-T4.2.end-to-end", method="end-to-end",
+       source=f"{SRC} Thm 4.2, Eq. (9), (24)")
 def _e2e_t42(*, mutant: bool = False):
+    r"""Thm 4.2 end to end: PGD with $\sigma_t^2=T/R$ run for the theorem's
+    $T=\lceil\ln(1+\ln(1/\gamma)/\alpha)/\ln(1/\gamma)\rceil$ (Eq. 24, at least 1) has exact expected excess
+    risk at most $(\gamma^T+\alpha\kappa(1-\gamma^T)T)(f(\theta_1)-f^*)$ (Eq. 9), for $\kappa\ge1/(1-c)>1$.
+    """
     exacts, bounds, points, ratios, theta_const = [], [], [], [], []
     for kappa in (1.05, 2.0, 10.0, 100.0):
         for N in (2, 10, 100, 3000):
@@ -532,14 +497,12 @@ def _e2e_t42(*, mutant: bool = False):
     )
 
 
-@claim(
-    "H-T4.2.T-eq24-vs-minimiser",
-    source=f"{SRC} proof of Thm 4.2, Eq. (22)-(24)",
-    statement=r"The $T$ chosen in Eq. (24), $T=\ln(1+\ln(1/\gamma)/\alpha)/\ln(1/\gamma)$, minimises the uniform ERUB "
-    r"(Eq. 22) up to rounding: $|T_{(24)}-T^*|\le1$ for the exact integer minimiser $T^*$, at moderate $\kappa$.",
-    method="bruteforce",
-)
+@claim("H-T4.2.T-eq24-vs-minimiser", method="bruteforce",
+       source=f"{SRC} proof of Thm 4.2, Eq. (22)-(24)")
 def _t24(*, mutant: bool = False):
+    r"""The $T$ chosen in Eq. (24), $T=\ln(1+\ln(1/\gamma)/\alpha)/\ln(1/\gamma)$, minimises the uniform ERUB (Eq.
+    22) up to rounding: $|T_{(24)}-T^*|\le1$ for the exact integer minimiser $T^*$, at moderate $\kappa$.
+    """
     margins, points = [], []
     for kappa in (2.0, 5.0, 10.0, 30.0, 100.0):
         for alpha in (1e-6, 1e-4, 1e-3, 1e-2):
@@ -577,15 +540,13 @@ def _t24(*, mutant: bool = False):
 # --- Lemma 4.3: the optimal schedule for given influences --------------------------------------------
 
 
-@claim(
-    "H-L4.3.value",
-    source=f"{SRC} Lemma 4.3, Eq. (10)",
-    statement=r"$\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends exactly $\sum_t\sigma_t^{-2}=R$ and gives "
-    r"$R\sum_t q_t\sigma_t^2=\left(\sum_t\sqrt{q_t}\right)^2$ (symbolic $q_t$, every $T\le 6$).",
-    method="sympy",
-    mutant='sigma_t^2 = (1/R) sum_i q_i/q_t (the square roots dropped)',
-)
+@claim("H-L4.3.value", method="sympy",
+       source=f"{SRC} Lemma 4.3, Eq. (10)",
+       mutant='sigma_t^2 = (1/R) sum_i q_i/q_t (the square roots dropped)')
 def _l43_value(*, mutant=False):
+    r"""$\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends exactly $\sum_t\sigma_t^{-2}=R$ and gives $R\sum_t
+    q_t\sigma_t^2=\left(\sum_t\sqrt{q_t}\right)^2$ (symbolic $q_t$, every $T\le 6$).
+    """
     residuals = {}
     for T in range(1, 7):
         r = sp.symbols(f"r1:{T + 1}", positive=True)  # r_t = sqrt(q_t)
@@ -596,15 +557,13 @@ def _l43_value(*, mutant=False):
     return checked(residuals)
 
 
-@claim(
-    "H-L4.3.lower-bound",
-    source=f"{SRC} Lemma 4.3, proof (Cauchy-Schwarz)",
-    statement=r"Every schedule with $\sum_t\sigma_t^{-2}=R$ has $R\sum_t q_t\sigma_t^2\ge(\sum_t\sqrt{q_t})^2$; a numerical "
-    r"optimiser finds the same minimum.",
-    method="numeric",
-    mutant='the lower bound (sum_t sqrt(q_t))^2 raised by 1%',
-)
+@claim("H-L4.3.lower-bound", method="numeric",
+       source=f"{SRC} Lemma 4.3, proof (Cauchy-Schwarz)",
+       mutant='the lower bound (sum_t sqrt(q_t))^2 raised by 1%')
 def _l43_lower(*, mutant=False):
+    r"""Every schedule with $\sum_t\sigma_t^{-2}=R$ has $R\sum_t q_t\sigma_t^2\ge(\sum_t\sqrt{q_t})^2$; a numerical
+    optimiser finds the same minimum.
+    """
     rng = np.random.default_rng(43)
     margins, points = [], []
     for _ in range(400):
@@ -631,15 +590,13 @@ def _l43_lower(*, mutant=False):
     )
 
 
-@claim(
-    "H-L4.3.uniqueness",
-    source=f"{SRC} Lemma 4.3 ('there is a unique sigma_t')",
-    statement=r"The minimiser is unique: in $u_t=\sigma_t^{-2}$ the objective $R\sum_t q_t/u_t$ is strictly convex on "
-    r"the affine set $\sum_t u_t=R$ (Hessian $\mathrm{diag}(2Rq_t/u_t^3)\succ0$).",
-    method="sympy",
-    mutant='the objective R sum_t q_t sqrt(u_t) (concave) in place of R sum_t q_t/u_t',
-)
+@claim("H-L4.3.uniqueness", method="sympy",
+       source=f"{SRC} Lemma 4.3 ('there is a unique sigma_t')",
+       mutant='the objective R sum_t q_t sqrt(u_t) (concave) in place of R sum_t q_t/u_t')
 def _l43_unique(*, mutant=False):
+    r"""The minimiser is unique: in $u_t=\sigma_t^{-2}$ the objective $R\sum_t q_t/u_t$ is strictly convex on the
+    affine set $\sum_t u_t=R$ (Hessian $\mathrm{diag}(2Rq_t/u_t^3)\succ0$).
+    """
     q, u = sp.symbols("q u", positive=True)
     h = sp.diff(_R * q * sp.sqrt(u) if mutant else _R * q / u, u, 2)
     return proved(sp.true if h.is_positive else sp.false, hessian_entry=str(h),
@@ -649,16 +606,11 @@ def _l43_unique(*, mutant=False):
 # --- Eq. (26): uniform vs optimal --------------------------------------------------------------------
 
 
-@claim(
-    "H-E26.printed",
-    severity="typo",
-    source=f"{SRC} proof of Lemma 4.3, Eq. (26)",
-    statement=r"$T\sum_t q_t-\left(\sum_t\sqrt{q_t}\right)^2=T^2\,\mathrm{Var}[q_t]$ (variance over $t$).",
-    method="numeric",
-    corrected_by="H-E26.corrected",
-    versions=("000", "001"),
-)
+@claim("H-E26.printed", severity="typo", method="numeric", corrected_by="H-E26.corrected", versions=("000", "001"),
+       source=f"{SRC} proof of Lemma 4.3, Eq. (26)")
 def _e26_printed():
+    r"""$T\sum_t q_t-\left(\sum_t\sqrt{q_t}\right)^2=T^2\,\mathrm{Var}[q_t]$ (variance over $t$).
+    """
     q = np.array([1.0, 4.0])
     T = q.size
     lhs = T * q.sum() - np.sqrt(q).sum() ** 2
@@ -677,16 +629,14 @@ def _e26_printed():
     )
 
 
-@claim(
-    "H-E26.corrected",
-    source=f"{SRC} Eq. (26), corrected; remark after Lemma 4.3",
-    statement=r"The gap between the uniform schedule ($T\sum_t q_t$) and the optimum is "
-    r"$T\sum_t q_t-\left(\sum_t\sqrt{q_t}\right)^2=T^2\,\mathrm{Var}_t[\sqrt{q_t}]$ (population variance over $t$; every $T\le 6$).",
-    method="sympy",
-    corrects="H-E26.printed",
-    mutant='the variance normalised by T + 1 instead of T',
-)
+@claim("H-E26.corrected", method="sympy", corrects="H-E26.printed",
+       source=f"{SRC} Eq. (26), corrected; remark after Lemma 4.3",
+       mutant='the variance normalised by T + 1 instead of T')
 def _e26_corrected(*, mutant=False):
+    r"""The gap between the uniform schedule ($T\sum_t q_t$) and the optimum is $T\sum_t
+    q_t-\left(\sum_t\sqrt{q_t}\right)^2=T^2\,\mathrm{Var}_t[\sqrt{q_t}]$ (population variance over $t$; every
+    $T\le 6$).
+    """
     residuals = {}
     for T in range(1, 7):
         r = sp.symbols(f"r1:{T + 1}", positive=True)
@@ -699,16 +649,14 @@ def _e26_corrected(*, mutant=False):
 # --- Thm 4.4: the dynamic schedule (Eq. 11, 27) ------------------------------------------------------
 
 
-@claim(
-    "H-T4.4.sigma",
-    source=f"{SRC} Thm 4.4 statement",
-    statement=r"With $q_t=\gamma^{T-t}\alpha$, Lemma 4.3's schedule is "
-    r"$\sigma_t^2=\frac1R\frac{\sqrt{(1/\gamma)^T}-1}{1-\sqrt\gamma}\sqrt{\gamma^t}$ (every $T\le 8$, symbolic $\gamma$); "
-    r"the library's schedules.gd_dynamic agrees numerically.",
-    method="sympy",
-    mutant='sqrt(gamma^t) replaced by sqrt(gamma^(t+1))',
-)
+@claim("H-T4.4.sigma", method="sympy",
+       source=f"{SRC} Thm 4.4 statement",
+       mutant='sqrt(gamma^t) replaced by sqrt(gamma^(t+1))')
 def _t44_sigma(*, mutant=False):
+    r"""With $q_t=\gamma^{T-t}\alpha$, Lemma 4.3's schedule is
+    $\sigma_t^2=\frac1R\frac{\sqrt{(1/\gamma)^T}-1}{1-\sqrt\gamma}\sqrt{\gamma^t}$ (every $T\le 8$, symbolic
+    $\gamma$); the library's schedules.gd_dynamic agrees numerically.
+    """
     rg = sp.Symbol("r", positive=True)  # sqrt(gamma)
     residuals = {}
     for T in range(1, 9):
@@ -735,15 +683,14 @@ def _t44_sigma(*, mutant=False):
     return checked({T: sp.simplify(r) for T, r in residuals.items()}, **ev)
 
 
-@claim(
-    "H-T4.4.erub-dyn",
-    source=f"{SRC} proof of Thm 4.4",
-    statement=r"With that schedule, $\mathrm{ERUB}^{dyn}(T)=\gamma^T+\alpha\left(\frac{1-\gamma^{T/2}}{1-\sqrt\gamma}\right)^2$ "
-    r"(every $T\le 8$).",
-    method="sympy",
-    mutant='gamma^(T/2) replaced by gamma^((T+1)/2)',
-)
+@claim("H-T4.4.erub-dyn", method="sympy",
+       source=f"{SRC} proof of Thm 4.4",
+       mutant='gamma^(T/2) replaced by gamma^((T+1)/2)')
 def _t44_erub(*, mutant=False):
+    r"""With that schedule,
+    $\mathrm{ERUB}^{dyn}(T)=\gamma^T+\alpha\left(\frac{1-\gamma^{T/2}}{1-\sqrt\gamma}\right)^2$ (every $T\le
+    8$).
+    """
     rg = sp.Symbol("r", positive=True)
     residuals = {}
     for T in range(1, 9):
@@ -752,15 +699,14 @@ def _t44_erub(*, mutant=False):
     return checked(residuals)
 
 
-@claim(
-    "H-T4.4.Eq27",
-    source=f"{SRC} proof of Thm 4.4, Eq. (27) and the display after it",
-    statement=r"$\mathrm{ERUB}^{dyn}(T)$ is minimised over real $T$ at $T^*=2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}$ "
-    r"with minimum $\frac{A}{A+1}$, $A=\alpha(1-\sqrt\gamma)^{-2}$.",
-    method="sympy",
-    mutant='the minimum A/(A+1) replaced by A/(A+2)',
-)
+@claim("H-T4.4.Eq27", method="sympy",
+       source=f"{SRC} proof of Thm 4.4, Eq. (27) and the display after it",
+       mutant='the minimum A/(A+1) replaced by A/(A+2)')
 def _t44_eq27(*, mutant=False):
+    r"""$\mathrm{ERUB}^{dyn}(T)$ is minimised over real $T$ at
+    $T^*=2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}$ with minimum $\frac{A}{A+1}$,
+    $A=\alpha(1-\sqrt\gamma)^{-2}$.
+    """
     x, sq = sp.symbols("x s", positive=True)  # x = gamma^{T/2} in (0, 1), s = 1 - sqrt(gamma)
     E = x**2 + _a * ((1 - x) / sq) ** 2  # ERUB as a function of x
     xstar = _a / (_a + sq**2)
@@ -772,15 +718,12 @@ def _t44_eq27(*, mutant=False):
                   note="x = gamma^{T/2} is monotone in T, so the quadratic's minimiser is the minimiser in T")
 
 
-@claim(
-    "H-T4.4.T-opt",
-    severity="constant factor",
-    source=f"{SRC} Thm 4.4 statement",
-    statement=r"The $T$ minimising the ERUB of the dynamic schedule is $T=\left\lceil 2\kappa\ln\left(1+\frac{1}{\kappa\alpha}\right)\right\rceil$.",
-    method="bruteforce",
-    corrected_by="H-T4.4.T-opt-corrected",
-)
+@claim("H-T4.4.T-opt", severity="constant factor", method="bruteforce", corrected_by="H-T4.4.T-opt-corrected",
+       source=f"{SRC} Thm 4.4 statement")
 def _t44_T_opt():
+    r"""The $T$ minimising the ERUB of the dynamic schedule is $T=\left\lceil
+    2\kappa\ln\left(1+\frac{1}{\kappa\alpha}\right)\right\rceil$.
+    """
     worst = None
     for k, a in _grid():
         T_stat = math.ceil(gd.t_dynamic_statement(kappa=k, alpha=a))
@@ -812,16 +755,13 @@ def _t44_T_opt():
     )
 
 
-@claim(
-    "H-T4.4.T-opt-corrected",
-    source=f"{SRC} Eq. (27) (proof of Thm 4.4), as the statement",
-    statement=r"The integer minimiser of $\mathrm{ERUB}^{dyn}$ over $T\ge1$ is $\lfloor T^*\rfloor$ or $\lceil T^*\rceil$ "
-    r"with $T^*=2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}$ (Eq. 27); $T=1$ when $T^*<1$.",
-    method="bruteforce",
-    corrects="H-T4.4.T-opt",
-    mutant='T* of Eq. (27) without its factor 2',
-)
+@claim("H-T4.4.T-opt-corrected", method="bruteforce", corrects="H-T4.4.T-opt",
+       source=f"{SRC} Eq. (27) (proof of Thm 4.4), as the statement",
+       mutant='T* of Eq. (27) without its factor 2')
 def _t44_T_opt_corrected(*, mutant=False):
+    r"""The integer minimiser of $\mathrm{ERUB}^{dyn}$ over $T\ge1$ is $\lfloor T^*\rfloor$ or $\lceil T^*\rceil$
+    with $T^*=2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}$ (Eq. 27); $T=1$ when $T^*<1$.
+    """
     margins, points = [], []
     for k, a in _grid():
         t27 = gd.t_dynamic(kappa=k, alpha=a) / (2 if mutant else 1)
@@ -833,15 +773,13 @@ def _t44_T_opt_corrected(*, mutant=False):
     return verified_by_margins(margins, points=points, tol=1e-12, domain="kappa in {1.5..1000} x alpha in {1e-7..0.1}, exhaustive search over T")
 
 
-@claim(
-    "H-T4.4.kappa-bounds",
-    source=f"{SRC} proof of Thm 4.4",
-    statement=r"$(1-\sqrt\gamma)^{-1}=\kappa(1+\sqrt\gamma)$, hence $\kappa\le(1-\sqrt\gamma)^{-1}\le2\kappa$; and "
-    r"$(1-\sqrt\gamma)^{-2}=\kappa(2\kappa-1+2\sqrt{\kappa(\kappa-1)})$.",
-    method="sympy",
-    mutant='(1 - sqrt(gamma))^-1 = kappa (1 + gamma) (square root dropped)',
-)
+@claim("H-T4.4.kappa-bounds", method="sympy",
+       source=f"{SRC} proof of Thm 4.4",
+       mutant='(1 - sqrt(gamma))^-1 = kappa (1 + gamma) (square root dropped)')
 def _t44_kbounds(*, mutant=False):
+    r"""$(1-\sqrt\gamma)^{-1}=\kappa(1+\sqrt\gamma)$, hence $\kappa\le(1-\sqrt\gamma)^{-1}\le2\kappa$; and
+    $(1-\sqrt\gamma)^{-2}=\kappa(2\kappa-1+2\sqrt{\kappa(\kappa-1)})$.
+    """
     k = sp.Symbol("kappa", positive=True)
     g = 1 - 1 / k
     r1 = sp.simplify(1 / (1 - sp.sqrt(g)) - k * (1 + (g if mutant else sp.sqrt(g))))
@@ -852,15 +790,13 @@ def _t44_kbounds(*, mutant=False):
                   numeric_check_max=num)
 
 
-@claim(
-    "H-T4.4.Eq11",
-    source=f"{SRC} Thm 4.4, Eq. (11) and the proof's constants",
-    statement=r"$\frac14\frac{\kappa^2\alpha}{\kappa^2\alpha+1}\le\mathrm{ERUB}^{dyn}_{\min}\le4\frac{\kappa^2\alpha}{\kappa^2\alpha+1}$, "
-    r"i.e. $\Theta\left(\frac{\kappa^2}{\kappa^2+1/\alpha}\right)$, also for the minimum over integer $T\ge1$.",
-    method="bruteforce",
-    mutant='the upper constant 4 lowered to 0.99 x the largest ratio found',
-)
+@claim("H-T4.4.Eq11", method="bruteforce",
+       source=f"{SRC} Thm 4.4, Eq. (11) and the proof's constants",
+       mutant='the upper constant 4 lowered to 0.99 x the largest ratio found')
 def _t44_eq11(*, mutant=False):
+    r"""$\frac14\frac{\kappa^2\alpha}{\kappa^2\alpha+1}\le\mathrm{ERUB}^{dyn}_{\min}\le4\frac{\kappa^2\alpha}{\kappa^2\alpha+1}$,
+    i.e. $\Theta\left(\frac{\kappa^2}{\kappa^2+1/\alpha}\right)$, also for the minimum over integer $T\ge1$.
+    """
     points = []
     for k, a in _grid():
         v = gd.argmin_dynamic(kappa=k, alpha=a)[1]
@@ -873,15 +809,14 @@ def _t44_eq11(*, mutant=False):
                                ratio_range=[min(ratios), max(ratios)])
 
 
-@claim(
-    "H-T4.4.end-to-end",
-    source=f"{SRC} Thm 4.4, Eq. (11), (27)",
-    statement=r"Thm 4.4 end to end: PGD with the dynamic schedule $\sigma_t^2=\frac1R\frac{\sqrt{(1/\gamma)^T}-1}{1-\sqrt\gamma}"
-    r"\sqrt{\gamma^t}$ at the printed $T=\lceil2\kappa\ln(1+1/(\kappa\alpha))\rceil$ and at the proof's $T$ (Eq. 27) has exact "
-    r"expected excess risk at most $(\gamma^T+\alpha((1-\gamma^{T/2})/(1-\sqrt\gamma))^2)(f(\theta_1)-f^*)$.",
-    method="end-to-end",
-)
+@claim("H-T4.4.end-to-end", method="end-to-end",
+       source=f"{SRC} Thm 4.4, Eq. (11), (27)")
 def _e2e_t44(*, mutant: bool = False):
+    r"""Thm 4.4 end to end: PGD with the dynamic schedule
+    $\sigma_t^2=\frac1R\frac{\sqrt{(1/\gamma)^T}-1}{1-\sqrt\gamma}\sqrt{\gamma^t}$ at the printed
+    $T=\lceil2\kappa\ln(1+1/(\kappa\alpha))\rceil$ and at the proof's $T$ (Eq. 27) has exact expected excess
+    risk at most $(\gamma^T+\alpha((1-\gamma^{T/2})/(1-\sqrt\gamma))^2)(f(\theta_1)-f^*)$.
+    """
     margins, points, ratios = [], [], []
     for kappa in (1.05, 2.0, 10.0, 100.0):
         for N in (2, 10, 100, 3000):
@@ -913,15 +848,11 @@ def _e2e_t44(*, mutant: bool = False):
 # --- Sec. 4.1.3: sample efficiency and sharp losses --------------------------------------------------
 
 
-@claim(
-    "H-S4.1.3.alpha-regime",
-    severity="typo",
-    source=f"{SRC} Sec. 4.1.3, 'Sample efficiency'",
-    statement=r"Sample efficiency studies $\kappa$ fixed and $N$ large enough that $\alpha\gg1$.",
-    method="numeric",
-    corrected_by="H-S4.1.3.alpha-regime-corrected",
-)
+@claim("H-S4.1.3.alpha-regime", severity="typo", method="numeric", corrected_by="H-S4.1.3.alpha-regime-corrected",
+       source=f"{SRC} Sec. 4.1.3, 'Sample efficiency'")
 def _s413_alpha():
+    r"""Sample efficiency studies $\kappa$ fixed and $N$ large enough that $\alpha\gg1$.
+    """
     Ns = [10**j for j in range(2, 7)]
     alphas = [gd.alpha_of(D=10, G=1, R=0.3927, M=1, N=n, f_gap=1.0) for n in Ns]
     if alphas[-1] >= 1:  # the printed regime would hold at large N
@@ -939,15 +870,12 @@ def _s413_alpha():
     )
 
 
-@claim(
-    "H-S4.1.3.alpha-regime-corrected",
-    source=f"{SRC} Sec. 4.1.3, corrected",
-    statement=r"For fixed $D,G,R,M,f(\theta_1)-f^*$, $\alpha\to0$ as $N\to\infty$ (the regime is $\alpha\ll1$).",
-    method="sympy",
-    corrects="H-S4.1.3.alpha-regime",
-    mutant='alpha N^2 (which does not vanish) in place of alpha',
-)
+@claim("H-S4.1.3.alpha-regime-corrected", method="sympy", corrects="H-S4.1.3.alpha-regime",
+       source=f"{SRC} Sec. 4.1.3, corrected",
+       mutant='alpha N^2 (which does not vanish) in place of alpha')
 def _s413_alpha_corr(*, mutant=False):
+    r"""For fixed $D,G,R,M,f(\theta_1)-f^*$, $\alpha\to0$ as $N\to\infty$ (the regime is $\alpha\ll1$).
+    """
     lim = sp.limit(_D * _G**2 / (2 * _R * _M * _N**2 * _gap) * (_N**2 if mutant else 1), _N, sp.oo)
     return proved(lim)
 
@@ -960,14 +888,12 @@ def _n_sweep():
     return Ns, np.array(alphas), uni, dyn
 
 
-@claim(
-    "H-S4.1.3.lnN-uniform",
-    source=f"{SRC} Sec. 4.1.3, Eq. (12)",
-    statement=r"$\mathrm{ERUB}^{uniform}_{\min}\le\tilde O\left(\frac{DG^2\ln N}{MN^2R}\right)$: one $\ln N$ above the "
-    r"non-private $\alpha$, one $\ln N$ below Wang et al.'s $\alpha\ln^2 N$.",
-    method="bruteforce",
-)
+@claim("H-S4.1.3.lnN-uniform", method="bruteforce",
+       source=f"{SRC} Sec. 4.1.3, Eq. (12)")
 def _s413_uni():
+    r"""$\mathrm{ERUB}^{uniform}_{\min}\le\tilde O\left(\frac{DG^2\ln N}{MN^2R}\right)$: one $\ln N$ above the
+    non-private $\alpha$, one $\ln N$ below Wang et al.'s $\alpha\ln^2 N$.
+    """
     Ns, al, uni, _ = _n_sweep()
     return illustrated(
         fitted_exponent=fit_slope(Ns, uni),
@@ -980,13 +906,12 @@ def _s413_uni():
     )
 
 
-@claim(
-    "H-S4.1.3.lnN-dynamic",
-    source=f"{SRC} Sec. 4.1.3 (after Eq. 12)",
-    statement=r"$\mathrm{ERUB}^{dynamic}_{\min}\le O(\alpha)=O\left(\frac{DG^2}{MN^2R}\right)$, saving another $\ln N$ against the uniform schedule.",
-    method="bruteforce",
-)
+@claim("H-S4.1.3.lnN-dynamic", method="bruteforce",
+       source=f"{SRC} Sec. 4.1.3 (after Eq. 12)")
 def _s413_dyn():
+    r"""$\mathrm{ERUB}^{dynamic}_{\min}\le O(\alpha)=O\left(\frac{DG^2}{MN^2R}\right)$, saving another $\ln N$
+    against the uniform schedule.
+    """
     Ns, al, uni, dyn = _n_sweep()
     return illustrated(
         fitted_exponent=fit_slope(Ns, dyn),
@@ -999,16 +924,13 @@ def _s413_dyn():
     )
 
 
-@claim(
-    "H-S4.1.3.sharp",
-    severity="changes a conclusion",
-    source=f"{SRC} Sec. 4.1.3, 'Stability on ill-conditioned loss'",
-    statement=r"For $\kappa\gg1/\alpha$: $\mathrm{ERUB}^{uniform}_{\min}=\Theta(\kappa\ln(1+\frac{1}{\kappa\alpha}))=\Theta(1/\alpha)$ "
-    r"while $\mathrm{ERUB}^{dynamic}_{\min}=\Theta(1)$, so the dynamic schedule is more robust by a factor $1/\alpha$.",
-    method="bruteforce",
-    corrected_by="H-S4.1.3.sharp-corrected",
-)
+@claim("H-S4.1.3.sharp", severity="changes a conclusion", method="bruteforce", corrected_by="H-S4.1.3.sharp-corrected",
+       source=f"{SRC} Sec. 4.1.3, 'Stability on ill-conditioned loss'")
 def _s413_sharp():
+    r"""For $\kappa\gg1/\alpha$:
+    $\mathrm{ERUB}^{uniform}_{\min}=\Theta(\kappa\ln(1+\frac{1}{\kappa\alpha}))=\Theta(1/\alpha)$ while
+    $\mathrm{ERUB}^{dynamic}_{\min}=\Theta(1)$, so the dynamic schedule is more robust by a factor $1/\alpha$.
+    """
     rows = []
     for a in (1e-2, 1e-3, 1e-4):
         k = 1e3 / a  # kappa >> 1/alpha
@@ -1039,16 +961,14 @@ def _s413_sharp():
     )
 
 
-@claim(
-    "H-S4.1.3.sharp-corrected",
-    source=f"{SRC} Sec. 4.1.3, corrected",
-    statement=r"If $\kappa\alpha\ge1$ the uniform ERUB is minimised (over $T\ge1$) at $T=1$ with value $1-1/\kappa+\alpha$; "
-    r"the dynamic minimum lies in $[\frac{A}{A+1}, 1-1/\kappa+\alpha]$, so their ratio is at most $(1+\alpha)(1+1/A)$, $A=\alpha(1-\sqrt\gamma)^{-2}\ge\kappa^2\alpha$.",
-    method="bruteforce",
-    corrects="H-S4.1.3.sharp",
-    mutant='the uniform minimum claimed to be 1 - 1/kappa + 1.01 alpha',
-)
+@claim("H-S4.1.3.sharp-corrected", method="bruteforce", corrects="H-S4.1.3.sharp",
+       source=f"{SRC} Sec. 4.1.3, corrected",
+       mutant='the uniform minimum claimed to be 1 - 1/kappa + 1.01 alpha')
 def _s413_sharp_corr(*, mutant=False):
+    r"""If $\kappa\alpha\ge1$ the uniform ERUB is minimised (over $T\ge1$) at $T=1$ with value $1-1/\kappa+\alpha$;
+    the dynamic minimum lies in $[\frac{A}{A+1}, 1-1/\kappa+\alpha]$, so their ratio is at most
+    $(1+\alpha)(1+1/A)$, $A=\alpha(1-\sqrt\gamma)^{-2}\ge\kappa^2\alpha$.
+    """
     margins, points = [], []
     for a in (1e-3, 1e-2, 0.1, 1.0):
         for mult in (1, 10, 1e3):
@@ -1085,17 +1005,13 @@ def _argmin_T0(kappa, alpha):
     return (0, 1.0) if v1 >= 1.0 else (T1, v1)
 
 
-@claim(
-    "H-Slides.uniform-T",
-    severity="changes a conclusion",
-    source=f"{SLIDES} Thm 3.3, Eq. (8)-(9)",
-    statement=r"The $T$ minimising the uniform bound is $\left\lceil\log_\gamma\frac{\kappa\alpha}{\ln(1/\gamma)}\right\rceil$ if "
-    r"$\kappa\alpha+\ln\gamma<0$ and $0$ otherwise, where $\mathrm{ERUB}^{uniform}_{\min}=1$.",
-    method="bruteforce",
-    corrected_by="H-Slides.uniform-T-corrected",
-    versions=("003",),
-)
+@claim("H-Slides.uniform-T", severity="changes a conclusion", method="bruteforce", corrected_by="H-Slides.uniform-T-corrected", versions=("003",),
+       source=f"{SLIDES} Thm 3.3, Eq. (8)-(9)")
 def _sl_uni():
+    r"""The $T$ minimising the uniform bound is
+    $\left\lceil\log_\gamma\frac{\kappa\alpha}{\ln(1/\gamma)}\right\rceil$ if $\kappa\alpha+\ln\gamma<0$ and $0$
+    otherwise, where $\mathrm{ERUB}^{uniform}_{\min}=1$.
+    """
     bad = []
     for k, a in _GRID:
         Ts = slides_uniform_T(kappa=k, alpha=a)
@@ -1125,17 +1041,13 @@ def _sl_uni():
     )
 
 
-@claim(
-    "H-Slides.uniform-T-corrected",
-    source=f"{SLIDES} Thm 3.3, corrected",
-    statement=r"Over integer $T\ge0$, not stepping ($T=0$, $\mathrm{ERUB}=1$) is optimal exactly when $\kappa\alpha\ge1$; otherwise "
-    r"$T=1$ already gives $1-(1-\kappa\alpha)/\kappa<1$.",
-    method="bruteforce",
-    corrects="H-Slides.uniform-T",
-    versions=("003",),
-    mutant='the threshold kappa alpha >= 1 replaced by kappa alpha >= 2',
-)
+@claim("H-Slides.uniform-T-corrected", method="bruteforce", corrects="H-Slides.uniform-T", versions=("003",),
+       source=f"{SLIDES} Thm 3.3, corrected",
+       mutant='the threshold kappa alpha >= 1 replaced by kappa alpha >= 2')
 def _sl_uni_corr(*, mutant=False):
+    r"""Over integer $T\ge0$, not stepping ($T=0$, $\mathrm{ERUB}=1$) is optimal exactly when $\kappa\alpha\ge1$;
+    otherwise $T=1$ already gives $1-(1-\kappa\alpha)/\kappa<1$.
+    """
     margins, points = [], []
     for k, a in _GRID + [(10.0, 0.1), (10.0, 0.1 + 1e-9), (100.0, 0.0099)]:
         Tb, vb = _argmin_T0(k, a)
@@ -1145,14 +1057,12 @@ def _sl_uni_corr(*, mutant=False):
     return verified_by_margins(margins, points=points, domain="kappa in {1.5..1000} x alpha in {1e-6..0.5} plus points at kappa alpha = 1")
 
 
-@claim(
-    "H-Slides.uniform-Theta",
-    source=f"{SLIDES} Thm 3.3, Eq. (9), first case",
-    statement=r"If $\kappa\alpha+\ln\gamma<0$: $\mathrm{ERUB}^{uniform}_{\min}=\Theta\left(\kappa^2\alpha\left[1+(\kappa^2\alpha-1)\ln(\kappa^2\alpha)\right]\right)$.",
-    method="bruteforce",
-    versions=("003",),
-)
+@claim("H-Slides.uniform-Theta", method="bruteforce", versions=("003",),
+       source=f"{SLIDES} Thm 3.3, Eq. (9), first case")
 def _sl_theta():
+    r"""If $\kappa\alpha+\ln\gamma<0$:
+    $\mathrm{ERUB}^{uniform}_{\min}=\Theta\left(\kappa^2\alpha\left[1+(\kappa^2\alpha-1)\ln(\kappa^2\alpha)\right]\right)$.
+    """
     ratios = []
     for k, a in _GRID:
         if k * a + math.log1p(-1 / k) >= 0:
@@ -1167,16 +1077,12 @@ def _sl_theta():
 # --- the slides' Lemma 3.2: the dynamic T* (the FAccT version's Thm 4.4) -----------------------------
 
 
-@claim(
-    "H-Slides.dynamic-T",
-    severity="constant factor",
-    source=f"{SLIDES} Lemma 3.2, Eq. (11)",
-    statement=r"The $T$ minimising the dynamic bound is $T^*=\left\lceil2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}\right\rceil$.",
-    method="bruteforce",
-    corrected_by="H-Slides.dynamic-T-corrected",
-    versions=("003",),
-)
+@claim("H-Slides.dynamic-T", severity="constant factor", method="bruteforce", corrected_by="H-Slides.dynamic-T-corrected", versions=("003",),
+       source=f"{SLIDES} Lemma 3.2, Eq. (11)")
 def _sl_dyn():
+    r"""The $T$ minimising the dynamic bound is
+    $T^*=\left\lceil2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}\right\rceil$.
+    """
     bad = []
     for k, a in _GRID:
         Tc = max(1, math.ceil(gd.t_dynamic(kappa=k, alpha=a)))
@@ -1203,17 +1109,13 @@ def _sl_dyn():
     )
 
 
-@claim(
-    "H-Slides.dynamic-T-corrected",
-    source=f"{SLIDES} Lemma 3.2, corrected",
-    statement=r"The integer minimiser is $\lfloor T^*\rfloor$ or $\lceil T^*\rceil$ ($T^*$ the real minimiser, Eq. 27), whichever gives the "
-    r"smaller bound (and $T=1$ when $T^*<1$).",
-    method="bruteforce",
-    corrects="H-Slides.dynamic-T",
-    versions=("003",),
-    mutant='T* of Eq. (27) without its factor 2',
-)
+@claim("H-Slides.dynamic-T-corrected", method="bruteforce", corrects="H-Slides.dynamic-T", versions=("003",),
+       source=f"{SLIDES} Lemma 3.2, corrected",
+       mutant='T* of Eq. (27) without its factor 2')
 def _sl_dyn_corr(*, mutant=False):
+    r"""The integer minimiser is $\lfloor T^*\rfloor$ or $\lceil T^*\rceil$ ($T^*$ the real minimiser, Eq. 27),
+    whichever gives the smaller bound (and $T=1$ when $T^*<1$).
+    """
     margins, points = [], []
     for k, a in _GRID:
         t = gd.t_dynamic(kappa=k, alpha=a) / (2 if mutant else 1)
@@ -1243,16 +1145,13 @@ def _clipped_one_step(*, C: float, G: float, sigma: float, N: int = 1):
     return exact, bound
 
 
-@claim(
-    "H-Slides.T3.2.clipping",
-    source=f"{SLIDES} Thm 3.2, Eq. (5)-(7)",
-    statement=r"If $C_t\le G$ then clipping does not take place and $\mathrm{EER}\le(\gamma^T+R\sum_tq_t\sigma_t^2)"
-    r"(f(\theta_1)-f^*)$ with $q_t=\gamma^{T-t}\alpha_t$, $\alpha_t=\frac{MD}{2R}(\frac{\eta_tC_t}{N})^2/(f(\theta_1)-f^*)$.",
-    method="numeric",
-    corrected_by="H-Slides.T3.2.clipping-corrected",
-    versions=("003",),
-)
+@claim("H-Slides.T3.2.clipping", method="numeric", corrected_by="H-Slides.T3.2.clipping-corrected", versions=("003",),
+       source=f"{SLIDES} Thm 3.2, Eq. (5)-(7)")
 def _slides_t32(*, mutant: bool = False):
+    r"""If $C_t\le G$ then clipping does not take place and
+    $\mathrm{EER}\le(\gamma^T+R\sum_tq_t\sigma_t^2)(f(\theta_1)-f^*)$ with $q_t=\gamma^{T-t}\alpha_t$,
+    $\alpha_t=\frac{MD}{2R}(\frac{\eta_tC_t}{N})^2/(f(\theta_1)-f^*)$.
+    """
     margins, points = [], []
     for ratio in (0.1, 0.5, 0.9, 1.0):
         for sigma in (0.5, 2.0):
@@ -1275,15 +1174,12 @@ def _slides_t32(*, mutant: bool = False):
     )
 
 
-@claim(
-    "H-Slides.T3.2.clipping-corrected",
-    source=f"{SLIDES} Thm 3.2, corrected",
-    statement=r"With $C_t\ge G$ (no clipping) the bound of slides Thm 3.2 with $\alpha_t\propto C_t^2$ holds (same one-step design).",
-    method="numeric",
-    corrects="H-Slides.T3.2.clipping",
-    versions=("003",),
-)
+@claim("H-Slides.T3.2.clipping-corrected", method="numeric", corrects="H-Slides.T3.2.clipping", versions=("003",),
+       source=f"{SLIDES} Thm 3.2, corrected")
 def _slides_t32_corr(*, mutant: bool = False):
+    r"""With $C_t\ge G$ (no clipping) the bound of slides Thm 3.2 with $\alpha_t\propto C_t^2$ holds (same one-step
+    design).
+    """
     margins, points = [], []
     for ratio in (1.0, 1.5, 4.0):
         for sigma in (0.5, 2.0):

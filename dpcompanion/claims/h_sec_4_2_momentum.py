@@ -29,18 +29,15 @@ SRC = "Hong et al. (FAccT)"
 # --- Thm 4.5: momentum PGD ---------------------------------------------------------------------------
 
 
-@claim(
-    "H-T4.5.eta0",
-    source=f"{SRC} Thm 4.5 statement and App. D.2 (proof)",
-    statement=r"The admissible range $\eta_0 \le 8\,(\sqrt{1+64\beta\gamma(\gamma-\beta)^{-2}(1-\beta)^{-3}}+1)^{-1}$ "
-    r"is exactly where the proof's $\zeta = 1-\eta_0/4-\beta\gamma\eta_0^2/((\gamma-\beta)^2(1-\beta)^3)$ is $\ge 0$ "
-    r"(positive root of $\zeta(\eta_0)=0$; the proof's two printed forms agree).",
-    method="sympy",
-    versions=("000", "001"),
-    mutant='the threshold 8/(sqrt(1 + 64A) + 1) with +2 in place of +1',
-)
+@claim("H-T4.5.eta0", method="sympy", versions=("000", "001"),
+       source=f"{SRC} Thm 4.5 statement and App. D.2 (proof)",
+       mutant='the threshold 8/(sqrt(1 + 64A) + 1) with +2 in place of +1')
 def _t45_eta0(*, mutant=False):
     # write A through s = sqrt(1 + 64 A) > 1, so that every radical is the symbol s
+    r"""The admissible range $\eta_0 \le 8\,(\sqrt{1+64\beta\gamma(\gamma-\beta)^{-2}(1-\beta)^{-3}}+1)^{-1}$ is
+    exactly where the proof's $\zeta = 1-\eta_0/4-\beta\gamma\eta_0^2/((\gamma-\beta)^2(1-\beta)^3)$ is $\ge 0$
+    (positive root of $\zeta(\eta_0)=0$; the proof's two printed forms agree).
+    """
     s = sp.Symbol("s", positive=True)
     A = (s**2 - 1) / 64
     e = sp.Symbol("eta0", positive=True)
@@ -68,17 +65,15 @@ _A = _b * _g / ((_g - _b) ** 2 * (1 - _b) ** 3)
 _ZETA_PROOF = 1 - _e / 4 - _A * _e**2
 
 
-@claim(
-    "H-T4.5.zeta-proof",
-    source=f"{SRC} App. D.2, proof of Thm 4.5 (with Lemma C.5)",
-    statement=r"The momentum-effect coefficient derived in the proof, "
-    r"$\frac{\eta_0^3\beta\gamma}{2M(1-\beta)^3(\gamma-\beta)^2}-\frac{\eta_0}{2M}(1-\frac{\eta_0}{4}) = -\frac{\eta_0}{2M}\zeta$ "
-    r"with $\zeta = 1-\eta_0/4-\beta\gamma\eta_0^2/((\gamma-\beta)^2(1-\beta)^3)$, and $\zeta \ge 0$ on the admissible range.",
-    method="sympy",
-    corrects="H-T4.5.zeta-statement",
-    mutant="eta0/4 replaced by eta0/2 in the proof's step",
-)
+@claim("H-T4.5.zeta-proof", method="sympy", corrects="H-T4.5.zeta-statement",
+       source=f"{SRC} App. D.2, proof of Thm 4.5 (with Lemma C.5)",
+       mutant="eta0/4 replaced by eta0/2 in the proof's step")
 def _t45_zeta_proof(*, mutant=False):
+    r"""The momentum-effect coefficient derived in the proof,
+    $\frac{\eta_0^3\beta\gamma}{2M(1-\beta)^3(\gamma-\beta)^2}-\frac{\eta_0}{2M}(1-\frac{\eta_0}{4}) =
+    -\frac{\eta_0}{2M}\zeta$ with $\zeta = 1-\eta_0/4-\beta\gamma\eta_0^2/((\gamma-\beta)^2(1-\beta)^3)$, and
+    $\zeta \ge 0$ on the admissible range.
+    """
     M, A = sp.symbols("M A", positive=True)
     lhs = _e**3 * _b * _g / (2 * M * (1 - _b) ** 3 * (_g - _b) ** 2) - _e / (2 * M) * (1 - _e / (2 if mutant else 4))
     res = sp.simplify(lhs + _e / (2 * M) * _ZETA_PROOF)
@@ -94,17 +89,12 @@ def _t45_zeta_proof(*, mutant=False):
 BG_GRID = [(b, g) for b in (0.1, 0.3, 0.5, 0.7, 0.9) for g in (0.5, 0.8, 0.9, 0.95, 0.99) if b < g]
 
 
-@claim(
-    "H-T4.5.zeta-statement",
-    severity="typo",
-    source=f"{SRC} Thm 4.5 statement (Eq. 14)",
-    statement=r"As printed in the theorem: $\zeta = 1-\frac{1}{\beta(1-\beta)^3}\eta_0^2-\frac14\eta_0 \ge 0$ under the stated "
-    r"$\eta_0$ range.",
-    method="numeric",
-    corrected_by="H-T4.5.zeta-proof",
-    versions=("000", "001"),
-)
+@claim("H-T4.5.zeta-statement", severity="typo", method="numeric", corrected_by="H-T4.5.zeta-proof", versions=("000", "001"),
+       source=f"{SRC} Thm 4.5 statement (Eq. 14)")
 def _t45_zeta_statement():
+    r"""As printed in the theorem: $\zeta = 1-\frac{1}{\beta(1-\beta)^3}\eta_0^2-\frac14\eta_0 \ge 0$ under the
+    stated $\eta_0$ range.
+    """
     margins, pts = [], []
     for b, g in BG_GRID:
         e0 = mom.eta0_max(beta=b, gamma=g)
@@ -131,16 +121,11 @@ def _t45_zeta_statement():
     )
 
 
-@claim(
-    "H-T4.5.example",
-    severity="changes a conclusion",
-    source=f"{SRC} text after Thm 4.5 ('when beta = 0.9 and gamma = 0.99, then eta0 <= 0.98/M')",
-    statement=r"For $\beta=0.9$, $\gamma=0.99$ the admissible range is $\eta_0 \le 0.98/M$.",
-    method="numeric",
-    corrected_by="H-T4.5.example-corrected",
-    versions=("000", "001"),
-)
+@claim("H-T4.5.example", severity="changes a conclusion", method="numeric", corrected_by="H-T4.5.example-corrected", versions=("000", "001"),
+       source=f"{SRC} text after Thm 4.5 ('when beta = 0.9 and gamma = 0.99, then eta0 <= 0.98/M')")
 def _t45_example():
+    r"""For $\beta=0.9$, $\gamma=0.99$ the admissible range is $\eta_0 \le 0.98/M$.
+    """
     b, g = 0.9, 0.99
     thr = mom.eta0_max(beta=b, gamma=g)
     stmt = 8.0 / (math.sqrt(1 + 64 / (b * (1 - b) ** 3)) + 1)
@@ -164,15 +149,13 @@ def _t45_example():
     )
 
 
-@claim(
-    "H-T4.5.example-corrected",
-    source=f"{SRC} Thm 4.5, evaluated",
-    statement=r"For $\beta=0.9$, $\gamma=0.99$: $\zeta\ge0$ exactly for $\eta_0 \le 0.003014$ (i.e. $\eta_t \le 0.001507/M$).",
-    method="numeric",
-    corrects="H-T4.5.example",
-    mutant='the admissible threshold claimed 1% larger',
-)
+@claim("H-T4.5.example-corrected", method="numeric", corrects="H-T4.5.example",
+       source=f"{SRC} Thm 4.5, evaluated",
+       mutant='the admissible threshold claimed 1% larger')
 def _t45_example_corrected(*, mutant=False):
+    r"""For $\beta=0.9$, $\gamma=0.99$: $\zeta\ge0$ exactly for $\eta_0 \le 0.003014$ (i.e. $\eta_t \le
+    0.001507/M$).
+    """
     b, g = 0.9, 0.99
     thr = mom.eta0_max(beta=b, gamma=g) * (1.01 if mutant else 1.0)
     grid = np.linspace(0, thr, 201)
@@ -196,17 +179,12 @@ def _factor_below_gamma_t(beta: float, gamma: float, t_max: int = 2000) -> str:
     return f"t = {ok[0]}..{ok[-1]}" if contiguous else f"{ok.size} values of t in {ok[0]}..{ok[-1]}"
 
 
-@claim(
-    "H-T4.5.remark-factor",
-    severity="typo",
-    source=f"{SRC} text after Thm 4.5, item (2)",
-    statement=r"The factor $(1-\beta)/(1-\beta^t)$ is less than $\gamma^t$ at the beginning, so "
-    r"$\gamma^{T-t}(1-\beta)/(1-\beta^t)$ stays below $\gamma^T$.",
-    method="numeric",
-    corrected_by="H-C7.interval",
-    versions=("000", "001"),
-)
+@claim("H-T4.5.remark-factor", severity="typo", method="numeric", corrected_by="H-C7.interval", versions=("000", "001"),
+       source=f"{SRC} text after Thm 4.5, item (2)")
 def _t45_remark():
+    r"""The factor $(1-\beta)/(1-\beta^t)$ is less than $\gamma^t$ at the beginning, so
+    $\gamma^{T-t}(1-\beta)/(1-\beta^t)$ stays below $\gamma^T$.
+    """
     b, g, T = 0.9, 0.99, 100
     factor_t1 = (1 - b) / (1 - b**1)
     if factor_t1 < g:  # the printed comparison would hold at the beginning (t = 1)
@@ -282,15 +260,14 @@ _IMPACT_45 = ("Two things fail. (1) The rate: with eta_t = eta0/(2M) even one mo
               "flattens the influence is not supported by a valid bound.")
 
 
-@claim(
-    "H-T4.5.end-to-end",
-    source=f"{SRC} Thm 4.5, Eq. (14)",
-    statement=r"Thm 4.5 as printed, end to end: momentum PGD (Eq. 13, $\eta_t=\eta_0/(2M)$, $\eta_0$ up to its printed maximum, "
-    r"$\beta\ne\gamma$) has $\mathrm{EER}\le(\gamma^T+2R\eta_0\alpha U_3)(f(\theta_1)-f^*)-\zeta\frac{\eta_0}{2M}\sum_t\gamma^{T-t}"
-    r"\mathbb E\|v_{t+1}\|^2$ with the printed $\zeta$, $\gamma=1-\eta_0/\kappa$; exact moments on quadratics.",
-    method="end-to-end",
-)
+@claim("H-T4.5.end-to-end", method="end-to-end",
+       source=f"{SRC} Thm 4.5, Eq. (14)")
 def _e2e_t45(*, mutant: bool = False):
+    r"""Thm 4.5 as printed, end to end: momentum PGD (Eq. 13, $\eta_t=\eta_0/(2M)$, $\eta_0$ up to its printed
+    maximum, $\beta\ne\gamma$) has $\mathrm{EER}\le(\gamma^T+2R\eta_0\alpha
+    U_3)(f(\theta_1)-f^*)-\zeta\frac{\eta_0}{2M}\sum_t\gamma^{T-t}\mathbb E\|v_{t+1}\|^2$ with the printed
+    $\zeta$, $\gamma=1-\eta_0/\kappa$; exact moments on quadratics.
+    """
     rng = np.random.default_rng(4501)
     margins, points, ratios, proof_margins = [], [], [], []
     for kappa, beta, eta0, side in _momentum_cases():
@@ -342,15 +319,13 @@ def _eq28_margins(factor: float):
     return margins, points
 
 
-@claim(
-    "H-T4.5.Eq28",
-    source=f"{SRC} proof of Thm 4.5, Eq. (28)",
-    statement=r"$-\frac{\eta_t}{b_t}\nabla_t^\top v_{t+1}=\frac{\eta_t}{b_t^2}\left(\|b_t\nabla_t-v_{t+1}\|^2-\|b_t\nabla_t\|^2-"
-    r"\|v_{t+1}\|^2\right)$ (the step that yields $-\eta_t\|\nabla_t\|^2$ and hence $\gamma=1-2\mu\eta_t$).",
-    method="numeric",
-    corrected_by="H-T4.5.Eq28-corrected",
-)
+@claim("H-T4.5.Eq28", method="numeric", corrected_by="H-T4.5.Eq28-corrected",
+       source=f"{SRC} proof of Thm 4.5, Eq. (28)")
 def _eq28(*, mutant: bool = False):
+    r"""$-\frac{\eta_t}{b_t}\nabla_t^\top
+    v_{t+1}=\frac{\eta_t}{b_t^2}\left(\|b_t\nabla_t-v_{t+1}\|^2-\|b_t\nabla_t\|^2-\|v_{t+1}\|^2\right)$ (the
+    step that yields $-\eta_t\|\nabla_t\|^2$ and hence $\gamma=1-2\mu\eta_t$).
+    """
     margins, points = _eq28_margins(1.0 if not mutant else 2.0)
     return margin_result(
         margins, points, mutant=mutant, tol=1e-12,
@@ -363,16 +338,13 @@ def _eq28(*, mutant: bool = False):
     )
 
 
-@claim(
-    "H-T4.5.Eq28-corrected",
-    source=f"{SRC} proof of Thm 4.5, Eq. (28), corrected",
-    statement=r"$-\frac{\eta_t}{b_t}\nabla_t^\top v_{t+1}=\frac{\eta_t}{2b_t^2}\left(\|b_t\nabla_t-v_{t+1}\|^2-\|b_t\nabla_t\|^2-"
-    r"\|v_{t+1}\|^2\right)$ (polarisation identity; SymPy, coordinates symbolic, D = 3).",
-    method="sympy",
-    corrects="H-T4.5.Eq28",
-)
+@claim("H-T4.5.Eq28-corrected", method="sympy", corrects="H-T4.5.Eq28",
+       source=f"{SRC} proof of Thm 4.5, Eq. (28), corrected")
 def _eq28_corr(*, mutant: bool = False):
-
+    r"""$-\frac{\eta_t}{b_t}\nabla_t^\top
+    v_{t+1}=\frac{\eta_t}{2b_t^2}\left(\|b_t\nabla_t-v_{t+1}\|^2-\|b_t\nabla_t\|^2-\|v_{t+1}\|^2\right)$
+    (polarisation identity; SymPy, coordinates symbolic, D = 3).
+    """
     eta, b = sp.symbols("eta b", positive=True)
     g = sp.Matrix(sp.symbols("g1:4"))
     v = sp.Matrix(sp.symbols("v1:4"))
@@ -407,16 +379,15 @@ def _c5_worst_ratio(beta: float, gamma: float, T: int) -> float:
     return float(np.linalg.eigvalsh(Dm[:, None] * A * Dm[None, :]).max())
 
 
-@claim(
-    "H-C5",
-    source=f"{SRC} Lemma C.5",
-    statement=r"$\sum_t\gamma^{T-t}\frac{2(1-\beta)\eta_t}{b_t}\sum_{i\le t}\beta^{t-i}\|\nabla_t-\nabla_i\|^2 \le "
-    r"\frac{\eta_0^3\beta\gamma}{2M(1-\beta)^3(\gamma-\beta)^2}\sum_{i=1}^{T-1}\gamma^{T-i}\|v_{i+1}\|^2$ "
-    r"($\beta<\gamma$; checked as a generalised eigenvalue for the extreme M-smooth loss $\frac M2\|\theta\|^2$, all $v$).",
-    method="numeric",
-    mutant='the right side of Lemma C.5 scaled by 0.99 x the largest ratio found',
-)
+@claim("H-C5", method="numeric",
+       source=f"{SRC} Lemma C.5",
+       mutant='the right side of Lemma C.5 scaled by 0.99 x the largest ratio found')
 def _c5(*, mutant=False):
+    r"""$\sum_t\gamma^{T-t}\frac{2(1-\beta)\eta_t}{b_t}\sum_{i\le t}\beta^{t-i}\|\nabla_t-\nabla_i\|^2 \le
+    \frac{\eta_0^3\beta\gamma}{2M(1-\beta)^3(\gamma-\beta)^2}\sum_{i=1}^{T-1}\gamma^{T-i}\|v_{i+1}\|^2$
+    ($\beta<\gamma$; checked as a generalised eigenvalue for the extreme M-smooth loss $\frac M2\|\theta\|^2$,
+    all $v$).
+    """
     pts = []
     for (b, g), T in itertools.product(BG_GRID[::2], [5, 15, 40]):
         pts.append({"beta": b, "gamma": g, "T": T, "max_ratio": _c5_worst_ratio(b, g, T)})
@@ -433,16 +404,12 @@ def _c5(*, mutant=False):
 # --- Lemma C.6 ---------------------------------------------------------------------------------------
 
 
-@claim(
-    "H-C6.U1",
-    severity="typo",
-    source=f"{SRC} Lemma C.6, proof (closed form of U_1(t,i)); ICLR submission: Lemma B.6",
-    statement=r"$U_1(t,i)=\sum_{k=t-i}^{t-1}k\beta^k = \frac{1}{1-\beta}\big((t-i)\beta^{t-i}+\frac{\beta^{t-i+1}-\beta}{1-\beta}\big)$.",
-    method="numeric",
-    corrected_by="H-C6.U1-corrected",
-    versions=("000", "001"),
-)
+@claim("H-C6.U1", severity="typo", method="numeric", corrected_by="H-C6.U1-corrected", versions=("000", "001"),
+       source=f"{SRC} Lemma C.6, proof (closed form of U_1(t,i)); ICLR submission: Lemma B.6")
 def _c6_u1():
+    r"""$U_1(t,i)=\sum_{k=t-i}^{t-1}k\beta^k =
+    \frac{1}{1-\beta}\big((t-i)\beta^{t-i}+\frac{\beta^{t-i+1}-\beta}{1-\beta}\big)$.
+    """
     b, t, i = 0.5, 3, 2
     printed_u1, actual_u1 = mom.c6_U1(t=t, i=i, beta=b, form="printed"), mom.c6_U1(t=t, i=i, beta=b)
     if abs(printed_u1 - actual_u1) <= 1e-12 * max(1.0, abs(actual_u1)):
@@ -467,15 +434,13 @@ def _generic(expr):
     return expr
 
 
-@claim(
-    "H-C6.U1-corrected",
-    source=f"{SRC} Lemma C.6, proof, corrected",
-    statement=r"$\sum_{k=t-i}^{t-1}k\beta^k = \frac{1}{1-\beta}\big((t-i)\beta^{t-i}+\frac{\beta^{t-i+1}-\beta^t}{1-\beta}-(t-1)\beta^t\big)$.",
-    method="sympy",
-    corrects="H-C6.U1",
-    mutant='(t - 1) beta^t replaced by t beta^t in the closed form',
-)
+@claim("H-C6.U1-corrected", method="sympy", corrects="H-C6.U1",
+       source=f"{SRC} Lemma C.6, proof, corrected",
+       mutant='(t - 1) beta^t replaced by t beta^t in the closed form')
 def _c6_u1_corrected(*, mutant=False):
+    r"""$\sum_{k=t-i}^{t-1}k\beta^k =
+    \frac{1}{1-\beta}\big((t-i)\beta^{t-i}+\frac{\beta^{t-i+1}-\beta^t}{1-\beta}-(t-1)\beta^t\big)$.
+    """
     b = sp.Symbol("beta", positive=True)
     k, t, i = sp.symbols("k t i", positive=True, integer=True)
     s = sp.summation(k * b**k, (k, t - i, t - 1))
@@ -500,20 +465,15 @@ def _c6_margins(pairs, Ts, scale=1.0):
 C6_ADMISSIBLE_BETA_GT_GAMMA = ((0.25, 0.01), (0.3, 0.05), (0.5, 0.02))
 
 
-@claim(
-    "H-C6",
-    severity="missing hypothesis",
-    source=f"{SRC} Lemma C.6 ('given variables defined in Theorem 4.5', which assumes only beta != gamma); "
-    "ICLR submission: Lemma B.6",
-    statement=r"$\sum_{t=1}^{T}\gamma^{T-t}\sum_{i=1}^{t-1}\|v_{i+1}\|^2\sum_{k=t-i}^{t-1}k\beta^k \le "
-    r"\frac{2\beta\gamma}{(\gamma-\beta)^2(1-\beta)}\sum_{i=1}^{T-1}\gamma^{T-i}\|v_{i+1}\|^2$ for all $v$, "
-    r"for every $(\beta,\gamma)$ Thm 4.5 admits ($\beta\ne\gamma$, $\gamma=1-\eta_0/\kappa$ with $\kappa\ge1$, "
-    r"$\eta_0$ in the stated range).",
-    method="numeric",
-    corrected_by="H-C6.beta-lt-gamma",
-    versions=("000", "001"),
-)
+@claim("H-C6", severity="missing hypothesis", method="numeric", corrected_by="H-C6.beta-lt-gamma", versions=("000", "001"),
+       source=f"{SRC} Lemma C.6 ('given variables defined in Theorem 4.5', which assumes only beta != gamma); "
+              "ICLR submission: Lemma B.6")
 def _c6():
+    r"""$\sum_{t=1}^{T}\gamma^{T-t}\sum_{i=1}^{t-1}\|v_{i+1}\|^2\sum_{k=t-i}^{t-1}k\beta^k \le
+    \frac{2\beta\gamma}{(\gamma-\beta)^2(1-\beta)}\sum_{i=1}^{T-1}\gamma^{T-i}\|v_{i+1}\|^2$ for all $v$, for
+    every $(\beta,\gamma)$ Thm 4.5 admits ($\beta\ne\gamma$, $\gamma=1-\eta_0/\kappa$ with $\kappa\ge1$,
+    $\eta_0$ in the stated range).
+    """
     for b, g in C6_ADMISSIBLE_BETA_GT_GAMMA:
         if not (b > g and mom.eta0_max(beta=b, gamma=g) >= 1 - g):
             raise AssertionError(f"({b}, {g}) is not admitted by Thm 4.5")
@@ -541,27 +501,22 @@ def _c6():
     )
 
 
-@claim(
-    "H-C6.beta-lt-gamma",
-    source=f"{SRC} Lemma C.6 with beta < gamma",
-    statement=r"Lemma C.6 holds coefficient-wise (hence for all $v$) when $\beta<\gamma$.",
-    method="numeric",
-    corrects="H-C6",
-    mutant="the right side's constant scaled by 0.9 (the largest lhs/rhs ratio found is 0.909)",
-)
+@claim("H-C6.beta-lt-gamma", method="numeric", corrects="H-C6",
+       source=f"{SRC} Lemma C.6 with beta < gamma",
+       mutant="the right side's constant scaled by 0.9 (the largest lhs/rhs ratio found is 0.909)")
 def _c6_ok(*, mutant=False):
+    r"""Lemma C.6 holds coefficient-wise (hence for all $v$) when $\beta<\gamma$.
+    """
     m, p = _c6_margins(BG_GRID, [2, 5, 20, 100, 300], scale=0.9 if mutant else 1.0)
     return verified_by_margins(m, points=p, domain="(beta, gamma) grid with beta<gamma (19 pairs), T in {2,5,20,100,300}")
 
 
-@claim(
-    "H-C6.sum",
-    source=f"{SRC} Lemma C.6, proof (the sum over j with a = beta/gamma)",
-    statement=r"$\sum_{j=1}^{n}ja^j=\frac{a-a^{n+1}}{(1-a)^2}-n\frac{a^{n+1}}{1-a}\le\frac{a}{(1-a)^2}$ for $0<a<1$.",
-    method="sympy",
-    mutant='n a^(n+1) replaced by (n + 1) a^(n+1) in the closed form',
-)
+@claim("H-C6.sum", method="sympy",
+       source=f"{SRC} Lemma C.6, proof (the sum over j with a = beta/gamma)",
+       mutant='n a^(n+1) replaced by (n + 1) a^(n+1) in the closed form')
 def _c6_sum(*, mutant=False):
+    r"""$\sum_{j=1}^{n}ja^j=\frac{a-a^{n+1}}{(1-a)^2}-n\frac{a^{n+1}}{1-a}\le\frac{a}{(1-a)^2}$ for $0<a<1$.
+    """
     a = sp.Symbol("a", positive=True)
     j, n = sp.symbols("j n", positive=True, integer=True)
     S = _generic(sp.simplify(sp.summation(j * a**j, (j, 1, n))))
@@ -571,14 +526,13 @@ def _c6_sum(*, mutant=False):
                   note="a/(1-a)^2 - sum = a^(n+1) (1 + n(1-a))/(1-a)^2 >= 0 for 0 < a < 1")
 
 
-@claim(
-    "H-C6.constant",
-    source=f"{SRC} Lemma C.6, proof (last step)",
-    statement=r"$\frac{a}{(1-a)^2}+\frac{\beta}{1-\beta}\frac{a}{1-a}\le\frac{2a}{(1-a)^2}$ for $a=\beta/\gamma<1$, $\gamma\le1$.",
-    method="sympy",
-    mutant='the slack (1-beta)^2 + beta^2 (1/gamma - 1) with +1 in place of -1',
-)
+@claim("H-C6.constant", method="sympy",
+       source=f"{SRC} Lemma C.6, proof (last step)",
+       mutant='the slack (1-beta)^2 + beta^2 (1/gamma - 1) with +1 in place of -1')
 def _c6_constant(*, mutant=False):
+    r"""$\frac{a}{(1-a)^2}+\frac{\beta}{1-\beta}\frac{a}{1-a}\le\frac{2a}{(1-a)^2}$ for $a=\beta/\gamma<1$,
+    $\gamma\le1$.
+    """
     b, g = sp.symbols("beta gamma", positive=True)
     a = b / g
     # the claim <=> beta (1 - a) <= 1 - beta; the slack is (1-beta)^2 + beta^2 (1/gamma - 1) >= 0
@@ -591,16 +545,13 @@ def _c6_constant(*, mutant=False):
 # --- Lemma C.7: T_hat --------------------------------------------------------------------------------
 
 
-@claim(
-    "H-C7.interval",
-    source=f"{SRC} Lemma C.7",
-    statement=r"$\{t\ge1: \gamma^{t-1} \ge (1-\beta)/(1-\beta^t)\} = \{1,\dots,\hat T\}$ and "
-    r"$(1-\beta)/(1-\beta^t) < \gamma^{\hat T-1}$ for $t > \hat T$.",
-    method="numeric",
-    corrects="H-T4.5.remark-factor",
-    mutant='T_hat claimed one larger',
-)
+@claim("H-C7.interval", method="numeric", corrects="H-T4.5.remark-factor",
+       source=f"{SRC} Lemma C.7",
+       mutant='T_hat claimed one larger')
 def _c7_interval(*, mutant=False):
+    r"""$\{t\ge1: \gamma^{t-1} \ge (1-\beta)/(1-\beta^t)\} = \{1,\dots,\hat T\}$ and $(1-\beta)/(1-\beta^t) <
+    \gamma^{\hat T-1}$ for $t > \hat T$.
+    """
     margins, pts = [], []
     for b in np.linspace(0.05, 0.95, 19):
         for g in np.linspace(0.05, 0.995, 20):
@@ -619,16 +570,11 @@ def _c7_interval(*, mutant=False):
     )
 
 
-@claim(
-    "H-C7.concave",
-    severity="typo",
-    source=f"{SRC} Lemma C.7, proof; ICLR submission: Lemma B.7",
-    statement=r"$h(t) = \gamma^{t-1}(1-\beta^t)$ is a concave function of $t$.",
-    method="sympy",
-    corrected_by="H-C7.unimodal",
-    versions=("000", "001"),
-)
+@claim("H-C7.concave", severity="typo", method="sympy", corrected_by="H-C7.unimodal", versions=("000", "001"),
+       source=f"{SRC} Lemma C.7, proof; ICLR submission: Lemma B.7")
 def _c7_concave():
+    r"""$h(t) = \gamma^{t-1}(1-\beta^t)$ is a concave function of $t$.
+    """
     t = sp.Symbol("t", positive=True)
     b, g, tv = sp.Rational(1, 2), sp.Rational(9, 10), 50
     h = g ** (t - 1) * (1 - b**t)
@@ -646,16 +592,14 @@ def _c7_concave():
     )
 
 
-@claim(
-    "H-C7.unimodal",
-    source=f"{SRC} Lemma C.7, proof, corrected",
-    statement=r"$h'(t)=\gamma^{t-1}\ln\gamma\,[1-\beta^t(1+\log_\gamma\beta)]$ and the bracket is increasing in $t$ "
-    r"(from $-\log_\gamma\beta<0$ at $t=0$ to $1$), so $h$ increases then decreases: unimodal, which is all the lemma needs.",
-    method="sympy",
-    corrects="H-C7.concave",
-    mutant='ln(beta)/ln(gamma) replaced by ln(gamma)/ln(beta) in the bracket',
-)
+@claim("H-C7.unimodal", method="sympy", corrects="H-C7.concave",
+       source=f"{SRC} Lemma C.7, proof, corrected",
+       mutant='ln(beta)/ln(gamma) replaced by ln(gamma)/ln(beta) in the bracket')
 def _c7_unimodal(*, mutant=False):
+    r"""$h'(t)=\gamma^{t-1}\ln\gamma\,[1-\beta^t(1+\log_\gamma\beta)]$ and the bracket is increasing in $t$ (from
+    $-\log_\gamma\beta<0$ at $t=0$ to $1$), so $h$ increases then decreases: unimodal, which is all the lemma
+    needs.
+    """
     t = sp.Symbol("t", positive=True)
     b, g = sp.symbols("beta gamma", positive=True)
     h = g ** (t - 1) * (1 - b**t)
@@ -670,15 +614,14 @@ def _c7_unimodal(*, mutant=False):
 # --- Thm 4.6: momentum with the uniform schedule -----------------------------------------------------
 
 
-@claim(
-    "H-T4.6.U3-uniform",
-    source=f"{SRC} App. D.2, proof of Thm 4.6 (first display and the factor bound)",
-    statement=r"$\frac{(1-\beta)^2}{(1-\beta^t)^2}\sum_{i\le t}\beta^{2(t-i)} = \frac{1-\beta}{1-\beta^t}\frac{1+\beta^t}{1+\beta}$ "
-    r"and this is $\le 1$ for $t\ge1$ (difference $=2(\beta-\beta^t)/((1-\beta^t)(1+\beta))\cdot$ positive).",
-    method="sympy",
-    mutant='(1 + beta) replaced by (1 + beta^2) on the right side',
-)
+@claim("H-T4.6.U3-uniform", method="sympy",
+       source=f"{SRC} App. D.2, proof of Thm 4.6 (first display and the factor bound)",
+       mutant='(1 + beta) replaced by (1 + beta^2) on the right side')
 def _t46_u3(*, mutant=False):
+    r"""$\frac{(1-\beta)^2}{(1-\beta^t)^2}\sum_{i\le t}\beta^{2(t-i)} =
+    \frac{1-\beta}{1-\beta^t}\frac{1+\beta^t}{1+\beta}$ and this is $\le 1$ for $t\ge1$ (difference
+    $=2(\beta-\beta^t)/((1-\beta^t)(1+\beta))\cdot$ positive).
+    """
     b = sp.Symbol("beta", positive=True)
     t = sp.Symbol("t", positive=True, integer=True)
     x = sp.Symbol("x", positive=True)  # x = beta^t
@@ -689,14 +632,13 @@ def _t46_u3(*, mutant=False):
     return proved(sp.Abs(r1) + sp.Abs(r2), note="with x = beta^t <= beta for t >= 1, 1 - rhs = 2(beta - x)/((1-x)(1+beta)) >= 0")
 
 
-@claim(
-    "H-T4.6.U3-bound",
-    source=f"{SRC} App. D.2, proof of Thm 4.6",
-    statement=r"Uniform schedule $\sigma^2=T/R$: $U_3 \le \frac{T}{\gamma R}\gamma^T\big(\min\{\hat T,T\}+\max\{\frac{\gamma^{\hat T-T}-1}{1-\gamma},0\}\big)$.",
-    method="numeric",
-    mutant='the bound lowered by 1% (the tightest relative slack found is 0)',
-)
+@claim("H-T4.6.U3-bound", method="numeric",
+       source=f"{SRC} App. D.2, proof of Thm 4.6",
+       mutant='the bound lowered by 1% (the tightest relative slack found is 0)')
 def _t46_bound(*, mutant=False):
+    r"""Uniform schedule $\sigma^2=T/R$: $U_3 \le \frac{T}{\gamma R}\gamma^T\big(\min\{\hat
+    T,T\}+\max\{\frac{\gamma^{\hat T-T}-1}{1-\gamma},0\}\big)$.
+    """
     margins, pts = [], []
     for (b, g) in BG_GRID + [(0.9, 0.5), (0.95, 0.8)]:
         Th = mom.T_hat(beta=b, gamma=g)
@@ -721,14 +663,13 @@ def _eta0_for(beta: float, kappa: float, frac: float = 0.5) -> tuple[float, floa
     return e, 1 - e / kappa
 
 
-@claim(
-    "H-T4.6.rate",
-    source=f"{SRC} Thm 4.6",
-    statement=r"$\mathrm{ERUB}_{\min} \le O\big(\frac{\kappa^2}{\kappa+\eta_0/\alpha}[\mathbb I_{T\le\hat T}+\gamma^{\hat T-1}"
-    r"\ln(1+\frac{\eta_0}{\kappa\alpha})\mathbb I_{T>\hat T}]\big)$ with $T = \lceil\frac{\kappa}{\eta_0}\ln(1+\frac{\eta_0}{\kappa\alpha})\rceil$.",
-    method="numeric",
-)
+@claim("H-T4.6.rate", method="numeric",
+       source=f"{SRC} Thm 4.6")
 def _t46_rate():
+    r"""$\mathrm{ERUB}_{\min} \le O\big(\frac{\kappa^2}{\kappa+\eta_0/\alpha}[\mathbb I_{T\le\hat T}+\gamma^{\hat
+    T-1}\ln(1+\frac{\eta_0}{\kappa\alpha})\mathbb I_{T>\hat T}]\big)$ with $T =
+    \lceil\frac{\kappa}{\eta_0}\ln(1+\frac{\eta_0}{\kappa\alpha})\rceil$.
+    """
     b, kappa = 0.5, 20.0
     eta0, g = _eta0_for(b, kappa)
     Th = mom.T_hat(beta=b, gamma=g)
@@ -751,15 +692,14 @@ def _t46_rate():
     )
 
 
-@claim(
-    "H-T4.6.end-to-end",
-    source=f"{SRC} Thm 4.6 and its proof (last display)",
-    statement=r"Thm 4.6 end to end: momentum PGD with $\sigma_t^2=T/R$ at the theorem's $T=\lceil(\kappa/\eta_0)\ln(1+\eta_0/"
-    r"(\kappa\alpha))\rceil$ has exact EER at most $(\gamma^T+2R\eta_0\alpha\bar U_3)(f(\theta_1)-f^*)$ with the proof's bound "
-    r"$\bar U_3=\frac{T}{\gamma R}\gamma^T(\min\{\hat T,T\}+\max\{\frac{\gamma^{\hat T-T}-1}{1-\gamma},0\})$.",
-    method="end-to-end",
-)
+@claim("H-T4.6.end-to-end", method="end-to-end",
+       source=f"{SRC} Thm 4.6 and its proof (last display)")
 def _e2e_t46(*, mutant: bool = False):
+    r"""Thm 4.6 end to end: momentum PGD with $\sigma_t^2=T/R$ at the theorem's
+    $T=\lceil(\kappa/\eta_0)\ln(1+\eta_0/(\kappa\alpha))\rceil$ has exact EER at most
+    $(\gamma^T+2R\eta_0\alpha\bar U_3)(f(\theta_1)-f^*)$ with the proof's bound $\bar U_3=\frac{T}{\gamma
+    R}\gamma^T(\min\{\hat T,T\}+\max\{\frac{\gamma^{\hat T-T}-1}{1-\gamma},0\})$.
+    """
     margins, points, ratios = [], [], []
     for kappa, beta, eta0, side in _momentum_cases():
         for N in (2, 5, 30):
@@ -814,20 +754,15 @@ def _q_margins(form: str, Ts_rel=(0.5, 1.0, 1.5, 3.0), scale=1.0):
     return margins, pts
 
 
-@claim(
-    "H-T4.7.q-statement",
-    severity="constant factor",
-    source=f"{SRC} proof of Thm 4.7 (its explicit c1, c2); the statement itself says 'for some positive constants'",
-    statement=r"The proof's explicit constants bound $U_3$: $U_3 \le \sum_t q_t\sigma_t^2$ for every schedule (i.e. "
-    r"$w_t\le q_t$ for all t) with $q_t = c_1\gamma^{T+t}$ for $t\le\hat T$ and $\gamma^{\hat T-1}c_2\gamma^{T-t}$ for "
-    r"$t>\hat T$, $c_1=\frac{2}{\gamma(\gamma-\beta^2)}$, $c_2=\frac{\gamma^{2\hat T}}{\gamma-\beta^2}$ (regimes split on "
-    r"$t$, as the proof derives them and uses them for $\mathrm{ERUB}_{\min}$; the printed indicators on $T$ are read "
-    r"as a typo).",
-    method="numeric",
-    corrected_by="H-T4.7.q-corrected",
-    versions=("000", "001"),
-)
+@claim("H-T4.7.q-statement", severity="constant factor", method="numeric", corrected_by="H-T4.7.q-corrected", versions=("000", "001"),
+       source=f"{SRC} proof of Thm 4.7 (its explicit c1, c2); the statement itself says 'for some positive constants'")
 def _t47_q_statement():
+    r"""The proof's explicit constants bound $U_3$: $U_3 \le \sum_t q_t\sigma_t^2$ for every schedule (i.e. $w_t\le
+    q_t$ for all t) with $q_t = c_1\gamma^{T+t}$ for $t\le\hat T$ and $\gamma^{\hat T-1}c_2\gamma^{T-t}$ for
+    $t>\hat T$, $c_1=\frac{2}{\gamma(\gamma-\beta^2)}$, $c_2=\frac{\gamma^{2\hat T}}{\gamma-\beta^2}$ (regimes
+    split on $t$, as the proof derives them and uses them for $\mathrm{ERUB}_{\min}$; the printed indicators on
+    $T$ are read as a typo).
+    """
     m, p = _q_margins("proof")
     res = verified_by_margins(m, points=p, domain="(beta, gamma) grid with beta^2<gamma<=0.99, T in {0.5,1,1.5,3} x T_hat")
     if res.status != "refuted":
@@ -858,17 +793,14 @@ def _t47_q_statement():
     )
 
 
-@claim(
-    "H-T4.7.q-corrected",
-    source=f"{SRC} proof of Thm 4.7, corrected",
-    statement=r"$w_t \le q_t$ with $q_t = c_1\gamma^{T+t}\mathbb I_{t\le\hat T} + \gamma^{\hat T-1}c_2'\gamma^{T-t}\mathbb I_{t>\hat T}$, "
-    r"$c_1=\frac{2}{\gamma(\gamma-\beta^2)}$, $c_2'=\frac{\gamma^{\hat T}}{\gamma-\beta^2}$ ($\beta<\gamma$); also the proof's "
-    r"intermediate form (before its last relaxation) bounds $w_t$.",
-    method="numeric",
-    corrects="H-T4.7.q-statement",
-    mutant='both forms of q_t scaled by 0.99 (the tightest relative slack found is 0.2%)',
-)
+@claim("H-T4.7.q-corrected", method="numeric", corrects="H-T4.7.q-statement",
+       source=f"{SRC} proof of Thm 4.7, corrected",
+       mutant='both forms of q_t scaled by 0.99 (the tightest relative slack found is 0.2%)')
 def _t47_q_corrected(*, mutant=False):
+    r"""$w_t \le q_t$ with $q_t = c_1\gamma^{T+t}\mathbb I_{t\le\hat T} + \gamma^{\hat T-1}c_2'\gamma^{T-t}\mathbb
+    I_{t>\hat T}$, $c_1=\frac{2}{\gamma(\gamma-\beta^2)}$, $c_2'=\frac{\gamma^{\hat T}}{\gamma-\beta^2}$
+    ($\beta<\gamma$); also the proof's intermediate form (before its last relaxation) bounds $w_t$.
+    """
     m1, p1 = _q_margins("corrected", scale=0.99 if mutant else 1.0)
     m2, p2 = _q_margins("derived", scale=0.99 if mutant else 1.0)
     return verified_by_margins(
@@ -877,15 +809,13 @@ def _t47_q_corrected(*, mutant=False):
     )
 
 
-@claim(
-    "H-T4.7.sigma",
-    source=f"{SRC} Thm 4.7 statement and proof / Lemma 4.3 (FAccT version, HTML rendering)",
-    statement=r"The schedule $\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends $R$ and attains $R\sum_t q_t\sigma_t^2=(\sum_t\sqrt{q_t})^2$.",
-    method="sympy",
-    versions=("001", "004"),
-    mutant='sqrt(q_i/q_t) replaced by q_i/q_t',
-)
+@claim("H-T4.7.sigma", method="sympy", versions=("001", "004"),
+       source=f"{SRC} Thm 4.7 statement and proof / Lemma 4.3 (FAccT version, HTML rendering)",
+       mutant='sqrt(q_i/q_t) replaced by q_i/q_t')
 def _t47_sigma(*, mutant=False):
+    r"""The schedule $\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends $R$ and attains $R\sum_t
+    q_t\sigma_t^2=(\sum_t\sqrt{q_t})^2$.
+    """
     T = 4
     q = sp.symbols(f"q1:{T + 1}", positive=True)
     R = sp.Symbol("R", positive=True)
@@ -899,15 +829,12 @@ def _t47_sigma(*, mutant=False):
     )
 
 
-@claim(
-    "H-T4.7.remark",
-    source=f"{SRC} Discussion after Thm 4.7",
-    statement=r"The schedule preferred by Thm 4.7's bound ($\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$, Lemma 4.3) is "
-    r"increasing on $t\le\hat T$, since there $q_t=c_1\gamma^{T+t}$ decreases in $t$.",
-    method="numeric",
-    versions=("000", "001"),
-)
+@claim("H-T4.7.remark", method="numeric", versions=("000", "001"),
+       source=f"{SRC} Discussion after Thm 4.7")
 def _t47_remark():
+    r"""The schedule preferred by Thm 4.7's bound ($\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$, Lemma 4.3) is
+    increasing on $t\le\hat T$, since there $q_t=c_1\gamma^{T+t}$ decreases in $t$.
+    """
     margins, pts = [], []
     for b, g in BG_GRID:
         if b * b >= g:
@@ -934,16 +861,14 @@ def _t47_remark():
     )
 
 
-@claim(
-    "H-T4.7.remark-exact",
-    source=f"{SRC} Discussion after Thm 4.7, read with the exact influence of U_3 (a project finding)",
-    statement=r"With the exact influence $w_t$ of $U_3$, the optimal schedule ($\sigma_t^2\propto w_t^{-1/2}$) increases only "
-    r"on an initial segment $[1, t_1]$ ($t_1$: last step before $w_t$ first increases) and $t_1 \le \hat T + 1$; "
-    r"$t_1 \ll \hat T$ as $\gamma\to1$.",
-    method="numeric",
-    mutant='the exact influence claimed to start rising by t = 2 (T_hat + 1 replaced by 2)',
-)
+@claim("H-T4.7.remark-exact", method="numeric",
+       source=f"{SRC} Discussion after Thm 4.7, read with the exact influence of U_3 (a project finding)",
+       mutant='the exact influence claimed to start rising by t = 2 (T_hat + 1 replaced by 2)')
 def _t47_remark_exact(*, mutant=False):
+    r"""With the exact influence $w_t$ of $U_3$, the optimal schedule ($\sigma_t^2\propto w_t^{-1/2}$) increases
+    only on an initial segment $[1, t_1]$ ($t_1$: last step before $w_t$ first increases) and $t_1 \le \hat T +
+    1$; $t_1 \ll \hat T$ as $\gamma\to1$.
+    """
     margins, pts = [], []
     for b, g in BG_GRID:
         Th = mom.T_hat(beta=b, gamma=g)
@@ -960,14 +885,14 @@ def _t47_remark_exact(*, mutant=False):
     )
 
 
-@claim(
-    "H-T4.7.rate",
-    source=f"{SRC} Thm 4.7",
-    statement=r"$\mathrm{ERUB}_{\min}\le O\big(\frac{\kappa\alpha}{\kappa\alpha+\eta_0}(\frac{\kappa\alpha}{\kappa\alpha+\eta_0}\mathbb I_{T\le\hat T}+\mathbb I_{T>\hat T})\big)$ "
-    r"with $T^{dyn}=\lceil\frac{2\kappa}{\eta_0}\ln(1+\frac{\eta_0}{\kappa\alpha})\rceil$.",
-    method="numeric",
-)
+@claim("H-T4.7.rate", method="numeric",
+       source=f"{SRC} Thm 4.7")
 def _t47_rate():
+    r"""$\mathrm{ERUB}_{\min}\le
+    O\big(\frac{\kappa\alpha}{\kappa\alpha+\eta_0}(\frac{\kappa\alpha}{\kappa\alpha+\eta_0}\mathbb I_{T\le\hat
+    T}+\mathbb I_{T>\hat T})\big)$ with
+    $T^{dyn}=\lceil\frac{2\kappa}{\eta_0}\ln(1+\frac{\eta_0}{\kappa\alpha})\rceil$.
+    """
     b, kappa = 0.5, 20.0
     eta0, g = _eta0_for(b, kappa)
     Th = mom.T_hat(beta=b, gamma=g)
@@ -990,16 +915,15 @@ def _t47_rate():
     )
 
 
-@claim(
-    "H-T4.7.end-to-end",
-    source=f"{SRC} Thm 4.7",
-    statement=r"Thm 4.7 end to end ($\beta<\gamma$): momentum PGD with the printed schedule $\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$, "
-    r"$q_t=c_1\gamma^{T+t}\mathbb I_{T\le\hat T}+\gamma^{\hat T-1}c_2\gamma^{T-t}\mathbb I_{T>\hat T}$ (the proof's $c_1,c_2$), "
-    r"at $T=\lceil(2\kappa/\eta_0)\ln(1+\eta_0/(\kappa\alpha))\rceil$ has exact EER at most "
-    r"$(\gamma^T+2\eta_0\alpha\sum_tRq_t\sigma_t^2)(f(\theta_1)-f^*)$.",
-    method="end-to-end",
-)
+@claim("H-T4.7.end-to-end", method="end-to-end",
+       source=f"{SRC} Thm 4.7")
 def _e2e_t47(*, mutant: bool = False):
+    r"""Thm 4.7 end to end ($\beta<\gamma$): momentum PGD with the printed schedule
+    $\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$, $q_t=c_1\gamma^{T+t}\mathbb I_{T\le\hat T}+\gamma^{\hat
+    T-1}c_2\gamma^{T-t}\mathbb I_{T>\hat T}$ (the proof's $c_1,c_2$), at
+    $T=\lceil(2\kappa/\eta_0)\ln(1+\eta_0/(\kappa\alpha))\rceil$ has exact EER at most
+    $(\gamma^T+2\eta_0\alpha\sum_tRq_t\sigma_t^2)(f(\theta_1)-f^*)$.
+    """
     margins, points, ratios = [], [], []
     for kappa, beta, eta0, side in _momentum_cases():
         if side != "beta < gamma":
@@ -1040,16 +964,13 @@ def _e2e_t47(*, mutant: bool = False):
 # --- the slides' Thm 3.4: the momentum q_t (the FAccT version's Thm 4.5/4.7) -------------------------
 
 
-@claim(
-    "H-Slides.T3.4.q",
-    source="Hong et al. (slides) Thm 3.4, Eq. (17)",
-    statement=r"Slides' momentum influence $q_t=\frac{\beta^{2(T-t+1)}-\gamma^{T-t+1}}{\beta^2-\gamma}$ equals "
-    r"$\sum_{s=t}^T\gamma^{T-s}\beta^{2(s-t)}$, i.e. the paper's $U_3$ weight without the debias factor $d_s^2$.",
-    method="sympy",
-    versions=("003",),
-    mutant="gamma^m replaced by gamma^(m+1) in the slides' closed form",
-)
+@claim("H-Slides.T3.4.q", method="sympy", versions=("003",),
+       source="Hong et al. (slides) Thm 3.4, Eq. (17)",
+       mutant="gamma^m replaced by gamma^(m+1) in the slides' closed form")
 def _slides_q(*, mutant=False):
+    r"""Slides' momentum influence $q_t=\frac{\beta^{2(T-t+1)}-\gamma^{T-t+1}}{\beta^2-\gamma}$ equals
+    $\sum_{s=t}^T\gamma^{T-s}\beta^{2(s-t)}$, i.e. the paper's $U_3$ weight without the debias factor $d_s^2$.
+    """
     b, g = sp.symbols("beta gamma", positive=True)
     m = sp.Symbol("m", positive=True, integer=True)  # m = T - t + 1
     s = sp.Symbol("s", integer=True, nonnegative=True)
@@ -1058,16 +979,13 @@ def _slides_q(*, mutant=False):
     return proved(_generic(sp.simplify(geo - slides)), note="generic branch (beta^2 != gamma) of SymPy's Piecewise sum")
 
 
-@claim(
-    "H-Slides.T3.4.q-vs-paper",
-    source="Hong et al. (slides) Thm 3.4 vs the FAccT version Thm 4.5/4.7",
-    statement=r"The slides' $q_t$ upper-bounds the paper's exact influence $w_t$ (since $d_s\le1$), but differs from the "
-    r"paper's printed $q_t$: no $\hat T$ regimes, no debias factor.",
-    method="numeric",
-    versions=("001", "003"),
-    mutant="the slides' q_t scaled by 0.99 (the tightest relative slack found is 0.18%)",
-)
+@claim("H-Slides.T3.4.q-vs-paper", method="numeric", versions=("001", "003"),
+       source="Hong et al. (slides) Thm 3.4 vs the FAccT version Thm 4.5/4.7",
+       mutant="the slides' q_t scaled by 0.99 (the tightest relative slack found is 0.18%)")
 def _slides_vs_paper(*, mutant=False):
+    r"""The slides' $q_t$ upper-bounds the paper's exact influence $w_t$ (since $d_s\le1$), but differs from the
+    paper's printed $q_t$: no $\hat T$ regimes, no debias factor.
+    """
     margins, pts, loose = [], [], []
     for b, g in BG_GRID:
         for T in (5, 50, 300):
@@ -1084,17 +1002,13 @@ def _slides_vs_paper(*, mutant=False):
     )
 
 
-@claim(
-    "H-Slides.T3.4.eta0",
-    severity="constant factor",
-    source="Hong et al. (slides) Thm 3.4",
-    statement=r"When $\eta_0\le\frac{\beta(1-\beta)^3}{8M}[\sqrt{\frac14+\frac{16}{\beta(1-\beta)^3}}-1]$, the slides' "
-    r"$\zeta=\frac{4M^2\beta\gamma}{(\gamma-\beta)^2(1-\beta)^3}\eta_0^2+\frac12M\eta_0-1$ is $\le 0$ (noise variance dominates).",
-    method="numeric",
-    corrected_by="H-Slides.T3.4.eta0-corrected",
-    versions=("003",),
-)
+@claim("H-Slides.T3.4.eta0", severity="constant factor", method="numeric", corrected_by="H-Slides.T3.4.eta0-corrected", versions=("003",),
+       source="Hong et al. (slides) Thm 3.4")
 def _slides_eta0():
+    r"""When $\eta_0\le\frac{\beta(1-\beta)^3}{8M}[\sqrt{\frac14+\frac{16}{\beta(1-\beta)^3}}-1]$, the slides'
+    $\zeta=\frac{4M^2\beta\gamma}{(\gamma-\beta)^2(1-\beta)^3}\eta_0^2+\frac12M\eta_0-1$ is $\le 0$ (noise
+    variance dominates).
+    """
     b, g, M = 0.9, 0.99, 1.0
     B = b * (1 - b) ** 3
     thr = B / (8 * M) * (math.sqrt(0.25 + 16 / B) - 1)
@@ -1115,16 +1029,13 @@ def _slides_eta0():
     )
 
 
-@claim(
-    "H-Slides.T3.4.eta0-corrected",
-    source="Hong et al. (slides) Thm 3.4, corrected",
-    statement=r"The slides' $\zeta\le0$ exactly for $\eta_0\le\frac{\sqrt{1/4+16A}-1/2}{8MA}$, $A=\frac{\beta\gamma}{(\gamma-\beta)^2(1-\beta)^3}$.",
-    method="sympy",
-    corrects="H-Slides.T3.4.eta0",
-    versions=("003",),
-    mutant='16A replaced by 8A in the root',
-)
+@claim("H-Slides.T3.4.eta0-corrected", method="sympy", corrects="H-Slides.T3.4.eta0", versions=("003",),
+       source="Hong et al. (slides) Thm 3.4, corrected",
+       mutant='16A replaced by 8A in the root')
 def _slides_eta0_corrected(*, mutant=False):
+    r"""The slides' $\zeta\le0$ exactly for $\eta_0\le\frac{\sqrt{1/4+16A}-1/2}{8MA}$,
+    $A=\frac{\beta\gamma}{(\gamma-\beta)^2(1-\beta)^3}$.
+    """
     M, e, A = sp.symbols("M eta0 A", positive=True)
     z = 4 * M**2 * A * e**2 + M * e / 2 - 1
     r = (sp.sqrt(sp.Rational(1, 4) + (8 if mutant else 16) * A) - sp.Rational(1, 2)) / (8 * M * A)

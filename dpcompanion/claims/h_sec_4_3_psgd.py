@@ -28,17 +28,15 @@ SRC = "Hong et al. (FAccT)"
 # --- Thm 4.8: PSGD -----------------------------------------------------------------------------------
 
 
-@claim(
-    "H-T4.8.recursion",
-    source=f"{SRC} Thm 4.8, proof D.3",
-    statement=r"With combined noise $\tilde\sigma_t^2=\sigma_g^2+G^2\sigma_t^2$ the PGD recursion unrolls to "
-    r"$\gamma^T+R'\alpha\frac{\sigma_g^2}{G^2}\frac{1-\gamma^T}{1-\gamma}+R'\sum_tq_t\sigma_t^2$ (every $T\le6$), "
-    r"$\frac{1-\gamma^T}{1-\gamma}\le\kappa$, and $\frac{R'\kappa\alpha}{G^2}=\frac{D}{2\mu n^2(f(\theta_1)-f^*)}$ "
-    r"for $\alpha$ taken with batch size $n$ and budget $R'$.",
-    method="sympy",
-    mutant='q_t = gamma^(T-t+1) alpha in the target (exponent off by one)',
-)
+@claim("H-T4.8.recursion", method="sympy",
+       source=f"{SRC} Thm 4.8, proof D.3",
+       mutant='q_t = gamma^(T-t+1) alpha in the target (exponent off by one)')
 def _t48_rec(*, mutant=False):
+    r"""With combined noise $\tilde\sigma_t^2=\sigma_g^2+G^2\sigma_t^2$ the PGD recursion unrolls to
+    $\gamma^T+R'\alpha\frac{\sigma_g^2}{G^2}\frac{1-\gamma^T}{1-\gamma}+R'\sum_tq_t\sigma_t^2$ (every $T\le6$),
+    $\frac{1-\gamma^T}{1-\gamma}\le\kappa$, and $\frac{R'\kappa\alpha}{G^2}=\frac{D}{2\mu n^2(f(\theta_1)-f^*)}$
+    for $\alpha$ taken with batch size $n$ and budget $R'$.
+    """
     g, a, Rp, sg, G, k, D, M, n, gap = sp.symbols("gamma alpha Rp sigma_g G kappa D M n Delta", positive=True)
     residuals = {}
     for T in range(1, 7):
@@ -56,14 +54,13 @@ def _t48_rec(*, mutant=False):
     return checked({T: sp.simplify(r) ** 2 + coef**2 + geo**2 for T, r in residuals.items()})
 
 
-@claim(
-    "H-T4.8.alpha-g",
-    source=f"{SRC} proof D.3 (last line)",
-    statement=r"With $n=\max\{N\sqrt R,1\}$: $\frac{D}{2\mu n^2(f(\theta_1)-f^*)}=\frac{D}{2\mu(f(\theta_1)-f^*)}\min\{\frac{1}{N^2R},1\}\le\alpha_g$.",
-    method="numeric",
-    mutant='alpha_g lowered by 1% (the coefficient equals alpha_g at the tightest points)',
-)
+@claim("H-T4.8.alpha-g", method="numeric",
+       source=f"{SRC} proof D.3 (last line)",
+       mutant='alpha_g lowered by 1% (the coefficient equals alpha_g at the tightest points)')
 def _t48_alpha_g(*, mutant=False):
+    r"""With $n=\max\{N\sqrt R,1\}$: $\frac{D}{2\mu
+    n^2(f(\theta_1)-f^*)}=\frac{D}{2\mu(f(\theta_1)-f^*)}\min\{\frac{1}{N^2R},1\}\le\alpha_g$.
+    """
     margins, points = [], []
     for N in (1, 10, 1000, 1e5):
         for R in (1e-6, 1e-2, 0.3927, 1.0, 16.0):
@@ -77,16 +74,15 @@ def _t48_alpha_g(*, mutant=False):
     return verified_by_margins(margins, points=points, tol=1e-12, domain="N in {1, 10, 1e3, 1e5} x R in {1e-6..16} x mu in {0.01, 1}, D = 10")
 
 
-@claim(
-    "H-T4.8.quadratic",
-    source=f"{SRC} Thm 4.8",
-    statement=r"For quadratic losses with stochastic-gradient noise $\sigma_g\xi_t/n$ ($\xi_t\sim\mathcal N(0,I_D)$) and privacy noise "
-    r"$G\sigma_tv_t/n$, the exact $\mathbb E[f(\theta_{T+1})]-f^*$ never exceeds $(\gamma^T+\alpha_g\sigma_g^2+R'\sum_tq_t\sigma_t^2)(f(\theta_1)-f^*)$ "
-    r"at the theorem's batch size $n=N\sqrt R$.",
-    method="numeric",
-    mutant="the bound scaled by 0.99 (the check's tightest point has zero slack)",
-)
+@claim("H-T4.8.quadratic", method="numeric",
+       source=f"{SRC} Thm 4.8",
+       mutant="the bound scaled by 0.99 (the check's tightest point has zero slack)")
 def _t48_quadratic(*, mutant=False):
+    r"""For quadratic losses with stochastic-gradient noise $\sigma_g\xi_t/n$ ($\xi_t\sim\mathcal N(0,I_D)$) and
+    privacy noise $G\sigma_tv_t/n$, the exact $\mathbb E[f(\theta_{T+1})]-f^*$ never exceeds
+    $(\gamma^T+\alpha_g\sigma_g^2+R'\sum_tq_t\sigma_t^2)(f(\theta_1)-f^*)$ at the theorem's batch size $n=N\sqrt
+    R$.
+    """
     rng = np.random.default_rng(48)
     margins, points = [], []
     for _ in range(200):
@@ -129,16 +125,15 @@ def _psgd_problem(seed: int, N: int, D: int = 2):
 _PSGD_CASES = ((16, 0.25), (36, 1 / 9), (40, 0.01), (8, 1.0))  # (N, R) with n = N sqrt(R) an integer
 
 
-@claim(
-    "H-T4.8.end-to-end",
-    source=f"{SRC} Thm 4.8, Sec. 4.3",
-    statement=r"Thm 4.8 end to end: PSGD with batches of $n=\max\{N\sqrt R,1\}$ indices drawn with replacement, $\eta=1/M$, "
-    r"privacy noise $G\sigma_t v_t/n$, $\sum_t1/\sigma_t^2=R'=R/p^2$, has $\mathrm{EER}\le(\gamma^T+\alpha_g\sigma_g^2+R'\sum_tq_t"
-    r"\sigma_t^2)(f(\theta_1)-f^*)$ with $\sigma_g^2$ the smallest constant with $\mathbb E\|\tilde\nabla_t-\nabla_t\|^2\le"
-    r"\sigma_g^2D/n^2$ along the run; exact moments on least squares.",
-    method="end-to-end",
-)
+@claim("H-T4.8.end-to-end", method="end-to-end",
+       source=f"{SRC} Thm 4.8, Sec. 4.3")
 def _e2e_t48(*, mutant: bool = False):
+    r"""Thm 4.8 end to end: PSGD with batches of $n=\max\{N\sqrt R,1\}$ indices drawn with replacement, $\eta=1/M$,
+    privacy noise $G\sigma_t v_t/n$, $\sum_t1/\sigma_t^2=R'=R/p^2$, has
+    $\mathrm{EER}\le(\gamma^T+\alpha_g\sigma_g^2+R'\sum_tq_t\sigma_t^2)(f(\theta_1)-f^*)$ with $\sigma_g^2$ the
+    smallest constant with $\mathbb E\|\tilde\nabla_t-\nabla_t\|^2\le\sigma_g^2D/n^2$ along the run; exact
+    moments on least squares.
+    """
     rng = np.random.default_rng(4801)
     exacts, bounds, points, ratios = [], [], [], []
     for k, (N, R) in enumerate(_PSGD_CASES):
@@ -178,17 +173,12 @@ def _e2e_t48(*, mutant: bool = False):
 # --- Thm 4.9: PSGD with momentum ---------------------------------------------------------------------
 
 
-@claim(
-    "H-T4.9",
-    severity="constant factor",
-    source=f"{SRC} Thm 4.9 and its proof",
-    statement=r"PSGD with momentum: $U_3^g \le \kappa\sigma_g^2/G^2$, hence $\alpha R' U_3^g \le \alpha_g\sigma_g^2$ "
-    r"(with Thm 4.5's $\gamma = 1-\eta_0/\kappa$).",
-    method="numeric",
-    corrected_by="H-T4.9-corrected",
-    versions=("000", "001"),
-)
+@claim("H-T4.9", severity="constant factor", method="numeric", corrected_by="H-T4.9-corrected", versions=("000", "001"),
+       source=f"{SRC} Thm 4.9 and its proof")
 def _t49():
+    r"""PSGD with momentum: $U_3^g \le \kappa\sigma_g^2/G^2$, hence $\alpha R' U_3^g \le \alpha_g\sigma_g^2$ (with
+    Thm 4.5's $\gamma = 1-\eta_0/\kappa$).
+    """
     b, kappa, T = 0.5, 10.0, 5000
     eta0, g = 0.01, 1 - 0.01 / 10.0
     if eta0 > mom.eta0_max(beta=b, gamma=g):
@@ -210,16 +200,13 @@ def _t49():
     )
 
 
-@claim(
-    "H-T4.9-corrected",
-    source=f"{SRC} Thm 4.9, corrected",
-    statement=r"$U_3^g \le \frac{\sigma_g^2}{(1-\gamma)G^2} = \frac{\kappa\sigma_g^2}{\eta_0G^2}$, so the PSGD part of the "
-    r"momentum ERUB, $2\eta_0\alpha R'U_3^g$, is at most $2\alpha_g\sigma_g^2$ when $n\ge N\sqrt R$.",
-    method="numeric",
-    corrects="H-T4.9",
-    mutant='the corrected bound scaled by 0.8 (the tightest relative slack found is 18%)',
-)
+@claim("H-T4.9-corrected", method="numeric", corrects="H-T4.9",
+       source=f"{SRC} Thm 4.9, corrected",
+       mutant='the corrected bound scaled by 0.8 (the tightest relative slack found is 18%)')
 def _t49_corrected(*, mutant=False):
+    r"""$U_3^g \le \frac{\sigma_g^2}{(1-\gamma)G^2} = \frac{\kappa\sigma_g^2}{\eta_0G^2}$, so the PSGD part of the
+    momentum ERUB, $2\eta_0\alpha R'U_3^g$, is at most $2\alpha_g\sigma_g^2$ when $n\ge N\sqrt R$.
+    """
     margins, pts = [], []
     for b, kappa, eta0 in itertools.product((0.1, 0.5, 0.9), (2.0, 10.0, 100.0), (0.001, 0.01, 0.1)):
         g = 1 - eta0 / kappa
@@ -231,15 +218,14 @@ def _t49_corrected(*, mutant=False):
     return verified_by_margins(margins, points=pts, tol=1e-12, domain="beta x kappa x eta0 x T = 3x3x3x4 grid")
 
 
-@claim(
-    "H-T4.9.end-to-end",
-    source=f"{SRC} Thm 4.9",
-    statement=r"Thm 4.9 end to end: momentum PSGD (batches of $n=N\sqrt R$ with replacement, $\eta_t=\eta_0/(2M)$) has "
-    r"$\mathrm{EER}\le(\gamma^T+2\eta_0(R'\alpha U_3+\alpha_g\sigma_g^2))(f(\theta_1)-f^*)-\zeta\frac{\eta_0}{2M}\sum_t\gamma^{T-t}"
-    r"\mathbb E\|v_{t+1}\|^2$ (Thm 4.5 with $\tilde U_3=U_3+U_3^g$, $\alpha R'U_3^g\le\alpha_g\sigma_g^2$).",
-    method="end-to-end",
-)
+@claim("H-T4.9.end-to-end", method="end-to-end",
+       source=f"{SRC} Thm 4.9")
 def _e2e_t49(*, mutant: bool = False):
+    r"""Thm 4.9 end to end: momentum PSGD (batches of $n=N\sqrt R$ with replacement, $\eta_t=\eta_0/(2M)$) has
+    $\mathrm{EER}\le(\gamma^T+2\eta_0(R'\alpha
+    U_3+\alpha_g\sigma_g^2))(f(\theta_1)-f^*)-\zeta\frac{\eta_0}{2M}\sum_t\gamma^{T-t}\mathbb E\|v_{t+1}\|^2$
+    (Thm 4.5 with $\tilde U_3=U_3+U_3^g$, $\alpha R'U_3^g\le\alpha_g\sigma_g^2$).
+    """
     rng = np.random.default_rng(4901)
     exacts, bounds, points = [], [], []
     for k, (N, R) in enumerate(_PSGD_CASES):
@@ -284,16 +270,14 @@ def _e2e_t49(*, mutant: bool = False):
 # --- Sec. 4.3: the subsampling rule R' = R/p^2 as a privacy claim ------------------------------------
 
 
-@claim(
-    "H-S4.3.subsampling-rule",
-    source=f"{SRC} Sec. 4.3 (after Yu et al. 2019 Thm 3, constant c dropped)",
-    statement=r"A step with sampling rate $p=n/N$ and noise multiplier $\sigma_t$ costs $p^2/\sigma_t^2$ in R units, so "
-    r"$\sum_tp^2/\sigma_t^2=R$ gives the $(R/2)$-zCDP of Thm 3.1, i.e. $(\epsilon,\delta)$-DP with "
-    r"$\epsilon=R/2+2\sqrt{(R/2)\ln(1/\delta)}$ (Lemma C.3). Checked against the exact privacy profile of one "
-    r"Poisson-subsampled Gaussian step.",
-    method="numeric",
-)
+@claim("H-S4.3.subsampling-rule", method="numeric",
+       source=f"{SRC} Sec. 4.3 (after Yu et al. 2019 Thm 3, constant c dropped)")
 def _subsampling_rule(*, mutant: bool = False):
+    r"""A step with sampling rate $p=n/N$ and noise multiplier $\sigma_t$ costs $p^2/\sigma_t^2$ in R units, so
+    $\sum_tp^2/\sigma_t^2=R$ gives the $(R/2)$-zCDP of Thm 3.1, i.e. $(\epsilon,\delta)$-DP with
+    $\epsilon=R/2+2\sqrt{(R/2)\ln(1/\delta)}$ (Lemma C.3). Checked against the exact privacy profile of one
+    Poisson-subsampled Gaussian step.
+    """
     margins, points = [], []
     delta = 1e-5
     for p in (1e-3, 1e-2, 0.1, 0.5, 1.0):

@@ -55,16 +55,12 @@ _T410_DOMAIN = ("f(theta;x) = 1/2||theta - x||^2 on the unit disc (G = 2, mu = 1
                 "margin = p - frequency of data sets where some output violates the bound")
 
 
-@claim(
-    "H-T4.10",
-    severity="changes a conclusion",
-    source=f"{SRC} Thm 4.10, Eq. (15)",
-    statement=r"For $G$-Lipschitz, $\mu$-strongly convex losses, with probability $\ge1-p$ over the data set, "
-    r"$\mathrm{TER}(\theta)\le\sqrt{\frac{2G^2}{\mu N}}\sqrt{f(\theta)-f(\theta^*)}+\frac{4G^2}{p\mu N}$.",
-    method="montecarlo",
-    corrected_by="H-T4.10-corrected",
-)
+@claim("H-T4.10", severity="changes a conclusion", method="montecarlo", corrected_by="H-T4.10-corrected",
+       source=f"{SRC} Thm 4.10, Eq. (15)")
 def _t410():
+    r"""For $G$-Lipschitz, $\mu$-strongly convex losses, with probability $\ge1-p$ over the data set,
+    $\mathrm{TER}(\theta)\le\sqrt{\frac{2G^2}{\mu N}}\sqrt{f(\theta)-f(\theta^*)}+\frac{4G^2}{p\mu N}$.
+    """
     margins, points = _t410_frequencies(lambda G, mu, N, emp: np.sqrt(2 * G**2 / (mu * N)) * np.sqrt(emp), seed=410)
     res = verified_by_margins(margins, points=points, domain=_T410_DOMAIN)
     if res.status == "verified":
@@ -90,16 +86,14 @@ def _t410():
     )
 
 
-@claim(
-    "H-T4.10-corrected",
-    source=f"{SRC} Thm 4.10, corrected",
-    statement=r"With probability $\ge1-p$: $\mathrm{TER}(\theta)\le\sqrt{\frac{2G^2}{\mu}}\sqrt{f(\theta)-f(\theta^*)}+\frac{4G^2}{p\mu N}$ "
-    r"(same Monte Carlo design).",
-    method="montecarlo",
-    corrects="H-T4.10",
-    mutant='the first term divided by sqrt(N) again (the printed Eq. 15)',
-)
+@claim("H-T4.10-corrected", method="montecarlo", corrects="H-T4.10",
+       source=f"{SRC} Thm 4.10, corrected",
+       mutant='the first term divided by sqrt(N) again (the printed Eq. 15)')
 def _t410_corr(*, mutant=False):
+    r"""With probability $\ge1-p$:
+    $\mathrm{TER}(\theta)\le\sqrt{\frac{2G^2}{\mu}}\sqrt{f(\theta)-f(\theta^*)}+\frac{4G^2}{p\mu N}$ (same Monte
+    Carlo design).
+    """
     margins, points = _t410_frequencies(lambda G, mu, N, emp: np.sqrt(2 * G**2 / (mu * (N if mutant else 1))) * np.sqrt(emp), seed=410)
     return verified_by_margins(margins, points=points, domain=_T410_DOMAIN)
 
@@ -110,15 +104,13 @@ def _logistic_min(x_support, probs):
     return float(r.fun)
 
 
-@claim(
-    "H-T4.10-12.end-to-end",
-    source=f"{SRC} Thm 4.11, 4.12 and the display after them (Sec. 4.4)",
-    statement=r"The true-risk chain end to end: PGD with $\eta<2/M$ on a $G$-Lipschitz, $M$-smooth loss has "
-    r"$\mathrm{TER}\le\mathrm{EER}+G^2\eta T/N$; Monte Carlo on the 1-D logistic loss ($G=1$, $M=1/4$) with a two-point data "
-    r"distribution, upper end of the 99.99% confidence interval of TER - EER against $G^2\eta T/N$.",
-    method="end-to-end",
-)
+@claim("H-T4.10-12.end-to-end", method="end-to-end",
+       source=f"{SRC} Thm 4.11, 4.12 and the display after them (Sec. 4.4)")
 def _e2e_t41012(*, mutant: bool = False):
+    r"""The true-risk chain end to end: PGD with $\eta<2/M$ on a $G$-Lipschitz, $M$-smooth loss has
+    $\mathrm{TER}\le\mathrm{EER}+G^2\eta T/N$; Monte Carlo on the 1-D logistic loss ($G=1$, $M=1/4$) with a
+    two-point data distribution, upper end of the 99.99% confidence interval of TER - EER against $G^2\eta T/N$.
+    """
     rng = np.random.default_rng(41012)
     support, probs = np.array([1.0, -0.5]), np.array([0.7, 0.3])
     minF = _logistic_min(support, probs)
@@ -174,16 +166,12 @@ def _linear_counterexample(N=10, T=5, eta=0.1, sigma=1.0, seed=0):
     return float(abs(np.mean(th - th2)))
 
 
-@claim(
-    "H-T4.12",
-    severity="constant factor",
-    source=f"{SRC} Thm 4.12 (restating Bassily et al.) and the TER bound after it",
-    statement=r"For $\eta<2/M$ and $M$-smooth, $G$-Lipschitz losses, PGD is $s$-uniformly stable with $s=G^2T\eta/N$, so "
-    r"$\mathrm{TER}\le\mathrm{EER}+G^2\eta T/N$.",
-    method="numeric",
-    corrected_by="H-T4.12-corrected",
-)
+@claim("H-T4.12", severity="constant factor", method="numeric", corrected_by="H-T4.12-corrected",
+       source=f"{SRC} Thm 4.12 (restating Bassily et al.) and the TER bound after it")
 def _t412():
+    r"""For $\eta<2/M$ and $M$-smooth, $G$-Lipschitz losses, PGD is $s$-uniformly stable with $s=G^2T\eta/N$, so
+    $\mathrm{TER}\le\mathrm{EER}+G^2\eta T/N$.
+    """
     N, T, eta = 10, 5, 0.1
     actual = _linear_counterexample(N=N, T=T, eta=eta)
     printed = true_risk.stability_printed(G=1.0, eta=eta, T=T, N=N)
@@ -219,16 +207,14 @@ def _loss(theta, x):
     return np.logaddexp(0, -np.multiply.outer(theta, x))
 
 
-@claim(
-    "H-T4.12-corrected",
-    source=f"{SRC} Thm 4.12, corrected",
-    statement=r"PGD ($\eta\le2/M$, convex $M$-smooth $G$-Lipschitz loss) is $s$-uniformly stable with $s=2G^2\eta T/N$: checked "
-    r"with coupled noise on the 1-D logistic loss ($G=1$, $M=1/4$) over random neighbouring data sets, and attained by the linear loss.",
-    method="montecarlo",
-    corrects="H-T4.12",
-    mutant='s scaled by 0.99 (the linear loss attains s)',
-)
+@claim("H-T4.12-corrected", method="montecarlo", corrects="H-T4.12",
+       source=f"{SRC} Thm 4.12, corrected",
+       mutant='s scaled by 0.99 (the linear loss attains s)')
 def _t412_corr(*, mutant=False):
+    r"""PGD ($\eta\le2/M$, convex $M$-smooth $G$-Lipschitz loss) is $s$-uniformly stable with $s=2G^2\eta T/N$:
+    checked with coupled noise on the 1-D logistic loss ($G=1$, $M=1/4$) over random neighbouring data sets, and
+    attained by the linear loss.
+    """
     rng = np.random.default_rng(412)
     margins, points = [], []
     xs = np.linspace(-1, 1, 21)
@@ -260,15 +246,14 @@ def _t412_corr(*, mutant=False):
 # --- Thm 4.11: TER <= EER + G^2 eta T / N ------------------------------------------------------------
 
 
-@claim(
-    "H-T4.11",
-    source=f"{SRC} Thm 4.11",
-    statement=r"An $s$-uniformly stable algorithm has expected generalisation gap $\mathbb E[f(\mathcal M(d);\mathcal D)-f(\mathcal M(d);d)]\le s$ "
-    r"(PGD with $s=2G^2\eta T/N$: Monte Carlo on the 1-D logistic loss, and exactly on a linear loss, which has gap $s/2$).",
-    method="montecarlo",
-    mutant="s scaled by 0.49 (the linear loss has expected gap exactly s/2)",
-)
+@claim("H-T4.11", method="montecarlo",
+       source=f"{SRC} Thm 4.11",
+       mutant="s scaled by 0.49 (the linear loss has expected gap exactly s/2)")
 def _t411(*, mutant=False):
+    r"""An $s$-uniformly stable algorithm has expected generalisation gap $\mathbb E[f(\mathcal M(d);\mathcal
+    D)-f(\mathcal M(d);d)]\le s$ (PGD with $s=2G^2\eta T/N$: Monte Carlo on the 1-D logistic loss, and exactly
+    on a linear loss, which has gap $s/2$).
+    """
     scale = 0.49 if mutant else 1.0
     rng = np.random.default_rng(411)
     margins, points = [], []

@@ -49,14 +49,13 @@ def _compare(keys):
     return rows, worst
 
 
-@claim(
-    "H-Tab1.gd-rows",
-    source=f"{SRC} Table 1 (GD rows: non-private, static, dynamic)",
-    statement=r"The paper's GD rows of Table 1 have the printed orders $\frac{D}{N^2R}$, $\frac{D\ln N}{N^2R}$, $\frac{D}{N^2R}$: "
-    r"exponents in $N$, $D$, $R$ of the exact minima of Thm 4.2/4.4's bounds vs those of the printed expressions.",
-    method="bruteforce",
-)
+@claim("H-Tab1.gd-rows", method="bruteforce",
+       source=f"{SRC} Table 1 (GD rows: non-private, static, dynamic)")
 def _tab1_gd():
+    r"""The paper's GD rows of Table 1 have the printed orders $\frac{D}{N^2R}$, $\frac{D\ln N}{N^2R}$,
+    $\frac{D}{N^2R}$: exponents in $N$, $D$, $R$ of the exact minima of Thm 4.2/4.4's bounds vs those of the
+    printed expressions.
+    """
     rows, worst = _compare(["T1-gd-nonprivate", "T1-gd-zcdp-static", "T1-gd-zcdp-dynamic"])
     if worst > _TOL:
         bad = max(rows, key=lambda r: r["max_gap"])
@@ -66,14 +65,12 @@ def _tab1_gd():
                        note="exponent gaps come from log factors, which a finite grid cannot separate from powers")
 
 
-@claim(
-    "H-Tab1.ranking",
-    source=f"{SRC} Table 1 and Sec. 4.1.3 ('reaches the ideal non-private case')",
-    statement=r"As printed, the dynamic-schedule row has the fastest decay in $N$ among the private rows and the same order as "
-    r"non-private GD; our exact dynamic minimum stays within a constant of the non-private $\alpha$.",
-    method="numeric",
-)
+@claim("H-Tab1.ranking", method="numeric",
+       source=f"{SRC} Table 1 and Sec. 4.1.3 ('reaches the ideal non-private case')")
 def _tab1_rank():
+    r"""As printed, the dynamic-schedule row has the fastest decay in $N$ among the private rows and the same order
+    as non-private GD; our exact dynamic minimum stays within a constant of the non-private $\alpha$.
+    """
     exps = {r.key: tb.fit_exponent(lambda N, r=r: tb.evaluate(r.key, N=N, D=_D, R=_R)) for r in tb.TABLE1}
     Ns = np.logspace(3, 12, 10)
     ratio = [tb.derived("T1-gd-zcdp-dynamic", N=n, D=_D, R=_R) / (_D / (2 * _R * n**2)) for n in Ns]
@@ -82,15 +79,13 @@ def _tab1_rank():
                        note="baseline rows are quoted, not re-derived; their exponents only rank the printed table")
 
 
-@claim(
-    "H-Tab1.dynamic-schedule",
-    source=f"{SRC} Table 1, schedule column of 'GD+zCDP, Dynamic Schedule'",
-    statement=r"The dynamic schedule is $\sigma_t^2=O\left(\frac{\gamma^{(t-T)/2}}{R}\right)$: $R\sigma_t^2/\gamma^{(t-T)/2}$ "
-    r"does not depend on $t$ and lies in $[1,2\kappa]$.",
-    method="numeric",
-    mutant='sigma_t^2 proportional to gamma^t (the square root dropped)',
-)
+@claim("H-Tab1.dynamic-schedule", method="numeric",
+       source=f"{SRC} Table 1, schedule column of 'GD+zCDP, Dynamic Schedule'",
+       mutant='sigma_t^2 proportional to gamma^t (the square root dropped)')
 def _tab1_sched(*, mutant=False):
+    r"""The dynamic schedule is $\sigma_t^2=O\left(\frac{\gamma^{(t-T)/2}}{R}\right)$:
+    $R\sigma_t^2/\gamma^{(t-T)/2}$ does not depend on $t$ and lies in $[1,2\kappa]$.
+    """
     margins, points = [], []
     for k in (1.5, 10.0, 1000.0):
         for T in (1, 5, 50, 500):
@@ -103,14 +98,12 @@ def _tab1_sched(*, mutant=False):
     return verified_by_margins(margins, points=points, domain="kappa in {1.5, 10, 1000} x T in {1, 5, 50, 500}")
 
 
-@claim(
-    "H-Tab1.T",
-    source=f"{SRC} Table 1 caption",
-    statement=r"All algorithms terminate at $T=O\left(\ln\frac{N^2R}{D}\right)$: the minimising $T$ of the uniform and dynamic bounds, "
-    r"divided by $\ln\frac{N^2R}{D}$, stays bounded as $N$ grows.",
-    method="bruteforce",
-)
+@claim("H-Tab1.T", method="bruteforce",
+       source=f"{SRC} Table 1 caption")
 def _tab1_T():
+    r"""All algorithms terminate at $T=O\left(\ln\frac{N^2R}{D}\right)$: the minimising $T$ of the uniform and
+    dynamic bounds, divided by $\ln\frac{N^2R}{D}$, stays bounded as $N$ grows.
+    """
     Ns = np.logspace(2, 12, 11)
     out = {}
     for name, mn in (("uniform", gd.argmin_uniform), ("dynamic", gd.argmin_dynamic)):
@@ -158,16 +151,14 @@ def _rows_check(keys, derive, *, mutant):
     return margins, points
 
 
-@claim(
-    "H-Tab1.momentum-rows",
-    source=f"{SRC} Table 1 (momentum rows), Thm 4.6, 4.7",
-    statement=r"The momentum rows of Table 1, $O(\frac{D}{N^2R}(c+\ln N\,\mathbb I_{T>\hat T}))$ (static) and "
-    r"$O(\frac{D}{N^2R}(1+\frac{cD}{N^2R}\mathbb I_{T>\hat T}))$ (dynamic), re-derived: exponents in $N$, $D$, $R$ of the exact "
-    r"minima over $T$ of the momentum bound (exact $U_3$; Lemma 4.3 on the exact influence for the dynamic row) vs those "
-    r"of the printed orders, tolerance 0.15.",
-    method="bruteforce",
-)
+@claim("H-Tab1.momentum-rows", method="bruteforce",
+       source=f"{SRC} Table 1 (momentum rows), Thm 4.6, 4.7")
 def _tab1_momentum(*, mutant: bool = False):
+    r"""The momentum rows of Table 1, $O(\frac{D}{N^2R}(c+\ln N\,\mathbb I_{T>\hat T}))$ (static) and
+    $O(\frac{D}{N^2R}(1+\frac{cD}{N^2R}\mathbb I_{T>\hat T}))$ (dynamic), re-derived: exponents in $N$, $D$, $R$
+    of the exact minima over $T$ of the momentum bound (exact $U_3$; Lemma 4.3 on the exact influence for the
+    dynamic row) vs those of the printed orders, tolerance 0.15.
+    """
     margins, points = _rows_check(("T1-mom-static", "T1-mom-dynamic"), _momentum_derived, mutant=mutant)
     return margin_result(
         margins, points, mutant=mutant, tol=0.0,
@@ -190,15 +181,13 @@ def _ma_derived(key: str, *, N: float, D: float, R: float) -> float:
     return float(np.min(gamma**T + alpha * _KAPPA * T**2))
 
 
-@claim(
-    "H-Tab1.baseline-gd-ma",
-    source=f"{SRC} Table 1 (GD+MA [34]) and Sec. 4.1.1",
-    statement=r"The GD+MA row $O(\frac{D\ln^2N}{N^2R_{\epsilon,\delta}})$ re-derived from the paper's own account of [34] "
-    r"($T=O(\ln(1/\alpha))$, ERUB relaxed to $\gamma^T+\alpha\kappa T^2$): exponents in $N$, $D$, $R$ of "
-    r"$\min_T(\gamma^T+\alpha\kappa T^2)$ vs the printed order, tolerance 0.15.",
-    method="bruteforce",
-)
+@claim("H-Tab1.baseline-gd-ma", method="bruteforce",
+       source=f"{SRC} Table 1 (GD+MA [34]) and Sec. 4.1.1")
 def _tab1_ma(*, mutant: bool = False):
+    r"""The GD+MA row $O(\frac{D\ln^2N}{N^2R_{\epsilon,\delta}})$ re-derived from the paper's own account of [34]
+    ($T=O(\ln(1/\alpha))$, ERUB relaxed to $\gamma^T+\alpha\kappa T^2$): exponents in $N$, $D$, $R$ of
+    $\min_T(\gamma^T+\alpha\kappa T^2)$ vs the printed order, tolerance 0.15.
+    """
     margins, points = _rows_check(("T1-gd-ma",), _ma_derived, mutant=mutant)
     return margin_result(
         margins, points, mutant=mutant, tol=0.0,
@@ -214,14 +203,13 @@ def _tab1_ma(*, mutant: bool = False):
 # --- Table 2: true excess risk -----------------------------------------------------------------------
 
 
-@claim(
-    "H-Tab2.high-probability",
-    source=f"{SRC} Table 2 (high-probability GD rows), Eq. (16)-(17)",
-    statement=r"The high-probability true-risk rows of GD decay like $1/N$: exponent in $N$ of the bound rebuilt from the corrected "
-    r"Eq. (15) (H-T4.10-corrected), $k=\lceil\log_2(1/p)\rceil$ repetitions and the exact EER minima, vs the printed rows.",
-    method="bruteforce",
-)
+@claim("H-Tab2.high-probability", method="bruteforce",
+       source=f"{SRC} Table 2 (high-probability GD rows), Eq. (16)-(17)")
 def _tab2_hp():
+    r"""The high-probability true-risk rows of GD decay like $1/N$: exponent in $N$ of the bound rebuilt from the
+    corrected Eq. (15) (H-T4.10-corrected), $k=\lceil\log_2(1/p)\rceil$ repetitions and the exact EER minima, vs
+    the printed rows.
+    """
     keys = ["T2-hp-gd-static", "T2-hp-gd-dynamic"]
     rows = []
     for k in keys:
@@ -233,19 +221,15 @@ def _tab2_hp():
                        note="the rate in N agrees; the D and R dependence of the first term differs (H-T4.10)")
 
 
-@claim(
-    "H-Tab2.uniform-stability",
-    severity="changes a conclusion",
-    source=f"{SRC} Table 2 (uniform-stability block) and Sec. 4.4",
-    statement=r"Table 2 lists, as true-excess-risk bounds 'by uniform stability', $O\left(\frac{D}{N^2R}\right)$ (GD, "
-    r"non-private), $O\left(\frac{D\ln N}{N^2R}\right)$ (static) and $O\left(\frac{D}{N^2R}\right)$ (dynamic), "
-    r"$T=O(\ln\frac{N^2R}{D})$. Sec. 4.4 obtains them from $\mathrm{TER}\le\mathrm{EER}+G^2\eta T/N$ by dropping the "
-    r"additive term as a constant ($\le O(G^2/M)$), and concludes that the dynamic schedule's advantage transfers from "
-    r"empirical to true risk bounds.",
-    method="bruteforce",
-    corrected_by="H-Tab2.uniform-stability-corrected",
-)
+@claim("H-Tab2.uniform-stability", severity="changes a conclusion", method="bruteforce", corrected_by="H-Tab2.uniform-stability-corrected",
+       source=f"{SRC} Table 2 (uniform-stability block) and Sec. 4.4")
 def _tab2_us():
+    r"""Table 2 lists, as true-excess-risk bounds 'by uniform stability', $O\left(\frac{D}{N^2R}\right)$ (GD,
+    non-private), $O\left(\frac{D\ln N}{N^2R}\right)$ (static) and $O\left(\frac{D}{N^2R}\right)$ (dynamic),
+    $T=O(\ln\frac{N^2R}{D})$. Sec. 4.4 obtains them from $\mathrm{TER}\le\mathrm{EER}+G^2\eta T/N$ by dropping
+    the additive term as a constant ($\le O(G^2/M)$), and concludes that the dynamic schedule's advantage
+    transfers from empirical to true risk bounds.
+    """
     keys = ["T2-us-gd-nonprivate", "T2-us-gd-static", "T2-us-gd-dynamic"]
     rows, worst = _compare(keys)
     if worst <= _TOL:
@@ -273,15 +257,13 @@ def _tab2_us():
     )
 
 
-@claim(
-    "H-Tab2.uniform-stability-corrected",
-    source=f"{SRC} Table 2, corrected",
-    statement=r"Keeping the stability term $2G^2\eta T/N$ (H-T4.12-corrected) with $T=O(\ln\frac{N^2R}{D})$, the uniform-stability "
-    r"TER bounds of the three GD rows are all $O\left(\frac{D}{N^2R}+\frac{\ln N}{N}\right)=O\left(\frac{\ln N}{N}\right)$.",
-    method="bruteforce",
-    corrects="H-Tab2.uniform-stability",
-)
+@claim("H-Tab2.uniform-stability-corrected", method="bruteforce", corrects="H-Tab2.uniform-stability",
+       source=f"{SRC} Table 2, corrected")
 def _tab2_us_corr():
+    r"""Keeping the stability term $2G^2\eta T/N$ (H-T4.12-corrected) with $T=O(\ln\frac{N^2R}{D})$, the
+    uniform-stability TER bounds of the three GD rows are all $O\left(\frac{D}{N^2R}+\frac{\ln
+    N}{N}\right)=O\left(\frac{\ln N}{N}\right)$.
+    """
     keys = ["T2-us-gd-nonprivate", "T2-us-gd-static", "T2-us-gd-dynamic"]
     exps, ratios = {}, {}
     for k in keys:
@@ -292,30 +274,27 @@ def _tab2_us_corr():
                        domain=f"N in [1e6, 1e12], D = {_D}, R = {_R}, kappa = 10, G = M = 1")
 
 
-@claim(
-    "H-Tab2.ranking",
-    source=f"{SRC} Table 2",
-    statement=r"Exponents in $N$ of every printed row of Table 2 (constants 1), as a ranking of the table's entries.",
-    method="numeric",
-)
+@claim("H-Tab2.ranking", method="numeric",
+       source=f"{SRC} Table 2")
 def _tab2_rank():
+    r"""Exponents in $N$ of every printed row of Table 2 (constants 1), as a ranking of the table's entries.
+    """
     exps = {r.key: tb.fit_exponent(lambda N, r=r: tb.evaluate(r.key, N=N, D=_D, R=_R)) for r in tb.TABLE2}
     return illustrated(fitted_exponent=exps, domain="N in [1e6, 1e12], D = 10, R = 0.3927, p = 0.05",
                        note="baseline rows are quoted, not re-derived")
 
 
-@claim(
-    "H-Tab2.uniform-stability.lower-bound",
-    source=f"{SRC} Table 2 (uniform-stability block) and Sec. 4.4",
-    statement=r"The uniform-stability rows bound the true excess risk of PGD (static and dynamic schedules, 1-smooth "
-    r"1-Lipschitz $\mu$-strongly convex losses) by $O(\frac{D}{N^2R})$ resp. $O(\frac{D\ln N}{N^2R})$. Checked against "
-    r"the exact TER of PGD on $f(\theta;x)=\frac14(\theta-x)^2$, $x=\pm1$: with $\eta=1/M$, "
-    r"$\mathrm{TER}=\frac14(\frac1N+\mathrm{noise})\ge\frac1{4N}$ for every schedule and $T\ge1$, against the printed "
-    r"order times a constant $C=10^3$; for the momentum rows, any output $(1-\rho)\bar x+\rho\theta_1+$noise has "
-    r"$\mathrm{EER}+\mathrm{TER}\ge\frac1{8N}$, against $C$ times the sum of the Table 1 and Table 2 rows.",
-    method="numeric",
-)
+@claim("H-Tab2.uniform-stability.lower-bound", method="numeric",
+       source=f"{SRC} Table 2 (uniform-stability block) and Sec. 4.4")
 def _tab2_us_lower(*, mutant: bool = False):
+    r"""The uniform-stability rows bound the true excess risk of PGD (static and dynamic schedules, 1-smooth
+    1-Lipschitz $\mu$-strongly convex losses) by $O(\frac{D}{N^2R})$ resp. $O(\frac{D\ln N}{N^2R})$. Checked
+    against the exact TER of PGD on $f(\theta;x)=\frac14(\theta-x)^2$, $x=\pm1$: with $\eta=1/M$,
+    $\mathrm{TER}=\frac14(\frac1N+\mathrm{noise})\ge\frac1{4N}$ for every schedule and $T\ge1$, against the
+    printed order times a constant $C=10^3$; for the momentum rows, any output $(1-\rho)\bar
+    x+\rho\theta_1+$noise has $\mathrm{EER}+\mathrm{TER}\ge\frac1{8N}$, against $C$ times the sum of the Table 1
+    and Table 2 rows.
+    """
     D, R, C = 1.0, R_PAPER, 1e3
     margins, points = [], []
     for N in np.logspace(1, 9, 9):
@@ -352,15 +331,13 @@ def _tab2_us_lower(*, mutant: bool = False):
     )
 
 
-@claim(
-    "H-Tab2.high-probability.first-term",
-    source=f"{SRC} Table 2 (high-probability GD rows), Eq. (16)-(17)",
-    statement=r"The privacy (first) term of the high-probability GD rows decays like $N^{-3/2}$ "
-    r"($\frac{G^2}{\mu N}\sqrt{\frac{D\ln(1/p)}{NR}}$, dynamic; times $\sqrt{\ln N}$, static): fitted exponent in $N$ of the "
-    r"printed term vs that of the term the corrected Thm 4.10 gives from the exact EER minima, tolerance 0.15.",
-    method="bruteforce",
-)
+@claim("H-Tab2.high-probability.first-term", method="bruteforce",
+       source=f"{SRC} Table 2 (high-probability GD rows), Eq. (16)-(17)")
 def _tab2_hp_first(*, mutant: bool = False):
+    r"""The privacy (first) term of the high-probability GD rows decays like $N^{-3/2}$ ($\frac{G^2}{\mu
+    N}\sqrt{\frac{D\ln(1/p)}{NR}}$, dynamic; times $\sqrt{\ln N}$, static): fitted exponent in $N$ of the
+    printed term vs that of the term the corrected Thm 4.10 gives from the exact EER minima, tolerance 0.15.
+    """
     D, R, p = 10.0, R_PAPER, 0.05
     mu = 1 / tb.KAPPA_DEFAULT
     margins, points = [], []

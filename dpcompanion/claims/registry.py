@@ -121,12 +121,25 @@ class Claim:
 REGISTRY: dict[str, Claim] = {}
 
 
+def statement_of(check: Callable[..., Any]) -> str:
+    """A check's docstring as one line: the statement of the claim it decides.
+
+    >>> f = lambda: None
+    >>> f.__doc__ = '''The bound $a < b$
+    ...     holds.
+    ...     '''
+    >>> statement_of(f)
+    'The bound $a < b$ holds.'
+    """
+    return " ".join(line.strip() for line in inspect.cleandoc(check.__doc__ or "").splitlines() if line.strip())
+
+
 def claim(
     id: str,
     *,
     source: str,
-    statement: str,
     method: str,
+    statement: str | None = None,
     corrects: str | None = None,
     corrected_by: str | None = None,
     versions: Iterable[str] = ("001",),
@@ -138,7 +151,8 @@ def claim(
 ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
     """Decorator registering ``check`` as the computation deciding claim ``id``.
 
-    ``mutant`` (one line: what the minimally false variant changes) needs a check that takes
+    The claim's ``statement`` (the paper's sentence, paraphrased; LaTeX allowed) is the check's
+    docstring, its lines joined by single spaces, unless given here. ``mutant`` (one line: what the minimally false variant changes) needs a check that takes
     the keyword-only argument ``mutant`` (a check that takes it without a declared text may
     name its mutant in its evidence under ``"mutant"``); ``severity`` (one of
     :data:`SEVERITIES`) and ``impact`` say how much a refutation matters."""
@@ -152,10 +166,13 @@ def claim(
             raise ValueError(f"claim id {id!r} registered twice")
         if mutant is not None and not accepts_mutant(check):
             raise ValueError(f"claim {id!r}: mutant={mutant!r} is declared but its check does not take the keyword 'mutant'")
+        text = statement if statement is not None else statement_of(check)
+        if not text:
+            raise ValueError(f"claim {id!r}: no statement (give statement= or a docstring to its check)")
         REGISTRY[id] = Claim(
             id=id,
             source=source,
-            statement=statement,
+            statement=text,
             method=method,
             check=check,
             corrects=corrects,

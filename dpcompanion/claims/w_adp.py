@@ -33,17 +33,15 @@ V = ("002",)
 # --- Lemma 2.2: extended advanced composition --------------------------------------------------------
 
 
-@claim(
-    "W-L2.2.equal",
-    source=f"{SRC} Lemma 2.2 and Lemma A.2",
-    statement=r"With $\varepsilon_i=\varepsilon_0$, $\delta_i=\delta_0$ the extended advanced composition reduces to the classical "
-    r"one: $\tilde\varepsilon=\varepsilon_0\sqrt{2k\log(1/\delta')}+k\varepsilon_0\frac{e^{\varepsilon_0}-1}{e^{\varepsilon_0}+1}$, "
-    r"$\tilde\delta=1-(1-\delta_0)^k+\delta'$.",
-    method="sympy",
-    versions=V,
-    mutant='2k replaced by 2(k + 1) under the square root of the classical form',
-)
+@claim("W-L2.2.equal", method="sympy", versions=V,
+       source=f"{SRC} Lemma 2.2 and Lemma A.2",
+       mutant='2k replaced by 2(k + 1) under the square root of the classical form')
 def _l22_equal(*, mutant=False):
+    r"""With $\varepsilon_i=\varepsilon_0$, $\delta_i=\delta_0$ the extended advanced composition reduces to the
+    classical one:
+    $\tilde\varepsilon=\varepsilon_0\sqrt{2k\log(1/\delta')}+k\varepsilon_0\frac{e^{\varepsilon_0}-1}{e^{\varepsilon_0}+1}$,
+    $\tilde\delta=1-(1-\delta_0)^k+\delta'$.
+    """
     e0, d0, dp = sp.symbols("epsilon0 delta0 deltap", positive=True)
     k = 6
     ext = sp.sqrt(sum(2 * e0**2 * sp.log(1 / dp) for _ in range(k))) + sum(
@@ -101,16 +99,13 @@ def tight_composition_epsilon(*, epsilons, deltas, delta_total: float) -> float:
     return hi
 
 
-@claim(
-    "W-L2.2.valid",
-    source=f"{SRC} Lemma 2.2 (= Kairouz et al. 2017 Thm 3.5 for heterogeneous parameters)",
-    statement=r"The extended advanced composition is a valid privacy bound: its $\tilde\varepsilon$ is at least the optimal "
-    r"(tight) composition $\varepsilon$ at the same $\tilde\delta$, for heterogeneous $(\varepsilon_i,\delta_i)$.",
-    method="numeric",
-    versions=V,
-    mutant="Lemma 2.2's epsilon scaled just below the tightest ratio tight/lemma found (compare(), mutant scale)",
-)
+@claim("W-L2.2.valid", method="numeric", versions=V,
+       source=f"{SRC} Lemma 2.2 (= Kairouz et al. 2017 Thm 3.5 for heterogeneous parameters)",
+       mutant="Lemma 2.2's epsilon scaled just below the tightest ratio tight/lemma found (compare(), mutant scale)")
 def _l22_valid(*, mutant=False):
+    r"""The extended advanced composition is a valid privacy bound: its $\tilde\varepsilon$ is at least the optimal
+    (tight) composition $\varepsilon$ at the same $\tilde\delta$, for heterogeneous $(\varepsilon_i,\delta_i)$.
+    """
     rng = np.random.default_rng(0)
     pts = []
     for trial in range(24):
@@ -144,17 +139,13 @@ def single_step_delta(*, epsilon: float, n: int, s: float, G: float = 1.0) -> fl
     return float(np.trapezoid(np.clip(P - math.exp(epsilon) * Q, 0, None), x))
 
 
-@claim(
-    "W-T4.1.sigma2",
-    severity="missing hypothesis",
-    source=f"{SRC} Thm 4.1, Eq. (6) (main text, no condition on T; App. C.1 Thm C.1 has it)",
-    statement=r"Algorithm 1 with noise $\alpha_t c_t$, $c_t\sim N(0,\sigma^2 I)$, "
-    r"$\sigma^2=\frac{(16G)^2B_\delta}{n^2\varepsilon^2}\sum_t\alpha_t^{-2}$ is $(\varepsilon,\delta)$-DP for any known $\{\alpha_t\}$.",
-    method="numeric",
-    corrected_by="W-T4.1.sigma2-conditioned",
-    versions=V,
-)
+@claim("W-T4.1.sigma2", severity="missing hypothesis", method="numeric", corrected_by="W-T4.1.sigma2-conditioned", versions=V,
+       source=f"{SRC} Thm 4.1, Eq. (6) (main text, no condition on T; App. C.1 Thm C.1 has it)")
 def _t41_sigma2():
+    r"""Algorithm 1 with noise $\alpha_t c_t$, $c_t\sim N(0,\sigma^2 I)$,
+    $\sigma^2=\frac{(16G)^2B_\delta}{n^2\varepsilon^2}\sum_t\alpha_t^{-2}$ is $(\varepsilon,\delta)$-DP for any
+    known $\{\alpha_t\}$.
+    """
     n, T, eps, delta = 1000, 200, 2.0, 1e-5
     alpha = np.sqrt(np.arange(1, T + 1, dtype=np.float64))  # alpha_t^2 = t (p = 1)
     s = math.sqrt(acc.adp_sigma2(alpha=alpha, G=1.0, n=n, epsilon=eps, delta=delta))  # step 1: alpha_1 = 1
@@ -190,17 +181,13 @@ def _t41_sigma2():
     )
 
 
-@claim(
-    "W-T4.1.sigma2-conditioned",
-    source=f"{SRC} App. C.1, Thm C.1 (with its condition on T)",
-    statement=r"When $\alpha_t^2\sum_s\alpha_s^{-2}\ge n^2\varepsilon^2B_\delta/(32m^2\log(1.25/\delta_0))$ for all t, "
-    r"Eq. (6)'s $\sigma^2$ gives $(\varepsilon,\delta)$-DP (replace-one RDP accountant, one example per step, m = 1).",
-    method="numeric",
-    corrects="W-T4.1.sigma2",
-    versions=V,
-    mutant='the target epsilon scaled just below the largest accountant epsilon found (compare(), mutant scale)',
-)
+@claim("W-T4.1.sigma2-conditioned", method="numeric", corrects="W-T4.1.sigma2", versions=V,
+       source=f"{SRC} App. C.1, Thm C.1 (with its condition on T)",
+       mutant='the target epsilon scaled just below the largest accountant epsilon found (compare(), mutant scale)')
 def _t41_sigma2_conditioned(*, mutant=False):
+    r"""When $\alpha_t^2\sum_s\alpha_s^{-2}\ge n^2\varepsilon^2B_\delta/(32m^2\log(1.25/\delta_0))$ for all t, Eq.
+    (6)'s $\sigma^2$ gives $(\varepsilon,\delta)$-DP (replace-one RDP accountant, one example per step, m = 1).
+    """
     import dp_accounting as dpa
 
     n, delta = 100, 1e-5
@@ -233,14 +220,11 @@ def _t41_sigma2_conditioned(*, mutant=False):
     )
 
 
-@claim(
-    "W-T4.1.growth",
-    source=f"{SRC} text after Thm 4.1",
-    statement=r"If $\alpha_t^2\propto t^p$, $p\in[0,1]$, then $\sigma^2\propto T^{1-p}$ ($p<1$) and $\propto\log T$ ($p=1$).",
-    method="numeric",
-    versions=V,
-)
+@claim("W-T4.1.growth", method="numeric", versions=V,
+       source=f"{SRC} text after Thm 4.1")
 def _t41_growth():
+    r"""If $\alpha_t^2\propto t^p$, $p\in[0,1]$, then $\sigma^2\propto T^{1-p}$ ($p<1$) and $\propto\log T$ ($p=1$).
+    """
     Ts = np.unique(np.geomspace(1e3, 1e6, 13).astype(int))
     fits, with_B = {}, {}
     for p in (0.0, 0.25, 0.5, 0.75):
@@ -261,17 +245,14 @@ def _t41_growth():
     )
 
 
-@claim(
-    "W-T4.1.growth-limits",
-    source=f"{SRC} text after Thm 4.1",
-    statement=r"$\sum_{t\le T}t^{-p}\sim T^{1-p}/(1-p)$ for $p<1$ and $\sim\log T$ for $p=1$ "
-    r"(integral sandwich $\int_1^{T+1}x^{-p}dx\le\sum_{t\le T}t^{-p}\le1+\int_1^Tx^{-p}dx$, limits by SymPy; "
-    r"$p\in\{0,\frac14,\frac12,\frac34,1\}$).",
-    method="sympy",
-    versions=V,
-    mutant='the limits claimed 11/10 of 1/(1-p) (resp. of 1)',
-)
+@claim("W-T4.1.growth-limits", method="sympy", versions=V,
+       source=f"{SRC} text after Thm 4.1",
+       mutant='the limits claimed 11/10 of 1/(1-p) (resp. of 1)')
 def _t41_growth_limits(*, mutant=False):
+    r"""$\sum_{t\le T}t^{-p}\sim T^{1-p}/(1-p)$ for $p<1$ and $\sim\log T$ for $p=1$ (integral sandwich
+    $\int_1^{T+1}x^{-p}dx\le\sum_{t\le T}t^{-p}\le1+\int_1^Tx^{-p}dx$, limits by SymPy;
+    $p\in\{0,\frac14,\frac12,\frac34,1\}$).
+    """
     x, T = sp.symbols("x T", positive=True)
     res = []
     for p in (sp.Integer(0), sp.Rational(1, 4), sp.Rational(1, 2), sp.Rational(3, 4), sp.Integer(1)):
@@ -283,18 +264,15 @@ def _t41_growth_limits(*, mutant=False):
     return proved(sum(sp.Abs(r) for r in res), note="both integral bounds, divided by T^(1-p) (resp. log T), tend to 1/(1-p) (resp. 1)")
 
 
-@claim(
-    "W-T4.1.end-to-end",
-    source=f"{SRC} Thm 4.1, Eq. (6)",
-    statement=r"W Thm 4.1 end to end: ADP-SGD (Algorithm 1: one index drawn uniformly per step, gradients bounded by $G$, "
-    r"noise $\alpha_{t+1}c_t$) with $\sigma^2$ of Eq. (6) is $(\varepsilon,\delta)$-DP. Checked against the exact privacy profile "
-    r"of its first released step alone (a lower bound on the algorithm's epsilon: the other records share one gradient, the "
-    r"replaced record's gradient is opposite, sensitivity $2G$, sampling probability $1/n$).",
-    method="end-to-end",
-    versions=("002",),
-)
+@claim("W-T4.1.end-to-end", method="end-to-end", versions=("002",),
+       source=f"{SRC} Thm 4.1, Eq. (6)")
 def _e2e_w41(*, mutant: bool = False):
-
+    r"""W Thm 4.1 end to end: ADP-SGD (Algorithm 1: one index drawn uniformly per step, gradients bounded by $G$,
+    noise $\alpha_{t+1}c_t$) with $\sigma^2$ of Eq. (6) is $(\varepsilon,\delta)$-DP. Checked against the exact
+    privacy profile of its first released step alone (a lower bound on the algorithm's epsilon: the other
+    records share one gradient, the replaced record's gradient is opposite, sensitivity $2G$, sampling
+    probability $1/n$).
+    """
     margins, points = [], []
     cases = [(n, T, eps, 0.1 / n) for n in (100, 10_000) for T in (10, 1000) for eps in (0.5, 2.0, 6.4)]
     cases += [(50_000, 11_700, eps, 1e-5) for eps in (0.8, 6.4)]  # W Sec. 6: CIFAR-10 size, 60 epochs, delta = 1e-5
@@ -328,16 +306,13 @@ def _e2e_w41(*, mutant: bool = False):
 # --- Thm 4.2: the utility bound ----------------------------------------------------------------------
 
 
-@claim(
-    "W-T4.2.min",
-    source=f"{SRC} Thm 4.2 and Remark 4.1",
-    statement=r"$\min_\alpha M(\{\alpha\},\{b\}) = (\sum_t 1/b_t)^2 = M_{adp}$, attained at $\alpha_t^2=b_t$ "
-    r"(Cauchy-Schwarz; equality iff $\alpha_t^2\propto b_t$).",
-    method="sympy",
-    versions=V,
-    mutant='the minimiser claimed at alpha_t = b_t (square root dropped)',
-)
+@claim("W-T4.2.min", method="sympy", versions=V,
+       source=f"{SRC} Thm 4.2 and Remark 4.1",
+       mutant='the minimiser claimed at alpha_t = b_t (square root dropped)')
 def _t42_min(*, mutant=False):
+    r"""$\min_\alpha M(\{\alpha\},\{b\}) = (\sum_t 1/b_t)^2 = M_{adp}$, attained at $\alpha_t^2=b_t$
+    (Cauchy-Schwarz; equality iff $\alpha_t^2\propto b_t$).
+    """
     T = 4
     a = sp.symbols(f"alpha1:{T + 1}", positive=True)
     b = sp.symbols(f"b1:{T + 1}", positive=True)
@@ -353,16 +328,11 @@ def _t42_min(*, mutant=False):
     )
 
 
-@claim(
-    "W-T4.2.eq7",
-    severity="typo",
-    source=f"{SRC} Thm 4.2, Eq. (7) vs App. C.2, Eq. (23)",
-    statement=r"Eq. (7) as printed, with normaliser $1/\sum_{t}b_{t+1}$, is the bound proved in App. C.2.",
-    method="numeric",
-    corrected_by="W-T4.2.eq23",
-    versions=V,
-)
+@claim("W-T4.2.eq7", severity="typo", method="numeric", corrected_by="W-T4.2.eq23", versions=V,
+       source=f"{SRC} Thm 4.2, Eq. (7) vs App. C.2, Eq. (23)")
 def _t42_eq7():
+    r"""Eq. (7) as printed, with normaliser $1/\sum_{t}b_{t+1}$, is the bound proved in App. C.2.
+    """
     b = adp.b_poly(a=20.0, c=1.0, T=100)
     if abs(1 / float(b.sum()) - 1 / float((1 / b).sum())) <= 1e-12:  # the two normalisers would agree
         return verified_by_margins([0.0], domain="b_t = sqrt(20 + t), T = 100")
@@ -379,17 +349,13 @@ def _t42_eq7():
     )
 
 
-@claim(
-    "W-T4.2.eq23",
-    source=f"{SRC} App. C.2, Eq. (23), with Remark 4.1",
-    statement=r"With Eq. (23)'s normaliser, the privacy term is $C\,M/\sum_t b_t^{-1}$; at $\alpha_t^2=b_t$ it equals "
-    r"$C\sum_t b_t^{-1}$ ($C=\eta dL(16G)^2B_\delta/(2n^2\varepsilon^2)$), the quantity Prop. 5.1 bounds.",
-    method="sympy",
-    corrects="W-T4.2.eq7",
-    versions=V,
-    mutant='alpha_t^2 = b_t^2 in place of b_t',
-)
+@claim("W-T4.2.eq23", method="sympy", corrects="W-T4.2.eq7", versions=V,
+       source=f"{SRC} App. C.2, Eq. (23), with Remark 4.1",
+       mutant='alpha_t^2 = b_t^2 in place of b_t')
 def _t42_eq23(*, mutant=False):
+    r"""With Eq. (23)'s normaliser, the privacy term is $C\,M/\sum_t b_t^{-1}$; at $\alpha_t^2=b_t$ it equals
+    $C\sum_t b_t^{-1}$ ($C=\eta dL(16G)^2B_\delta/(2n^2\varepsilon^2)$), the quantity Prop. 5.1 bounds.
+    """
     T = 5
     b = sp.symbols(f"b1:{T + 1}", positive=True)
     a = [bi if mutant else sp.sqrt(bi) for bi in b]  # alpha_t^2 = b_t
@@ -457,62 +423,47 @@ def _w42(*, corrected: bool, mutant: bool):
     )
 
 
-@claim(
-    "W-T4.2.end-to-end",
-    source=f"{SRC} Thm 4.2, Eq. (7)",
-    statement=r"W Thm 4.2 as printed, end to end: ADP-SGD (one sample per step, $\eta_t=\eta/b_{t+1}$, noise $\alpha_{t+1}c_t$ "
-    r"with $\sigma^2$ of Eq. 6) has $\min_{k<T}\mathbb E\|\nabla F(\theta_k)\|^2\le\frac{1}{\sum_tb_{t+1}}(W_{opt}+"
-    r"\frac{d(16G)^2B_\delta}{2n^2\varepsilon^2}M(\{\alpha_t\},\{b_t\}))$; exact moments on least squares.",
-    method="end-to-end",
-    corrected_by="W-T4.2.end-to-end-corrected",
-    versions=("002",),
-)
+@claim("W-T4.2.end-to-end", method="end-to-end", corrected_by="W-T4.2.end-to-end-corrected", versions=("002",),
+       source=f"{SRC} Thm 4.2, Eq. (7)")
 def _e2e_w42(*, mutant: bool = False):
+    r"""W Thm 4.2 as printed, end to end: ADP-SGD (one sample per step, $\eta_t=\eta/b_{t+1}$, noise
+    $\alpha_{t+1}c_t$ with $\sigma^2$ of Eq. 6) has $\min_{k<T}\mathbb E\|\nabla
+    F(\theta_k)\|^2\le\frac{1}{\sum_tb_{t+1}}(W_{opt}+\frac{d(16G)^2B_\delta}{2n^2\varepsilon^2}M(\{\alpha_t\},\{b_t\}))$;
+    exact moments on least squares.
+    """
     return _w42(corrected=False, mutant=mutant)
 
 
-@claim(
-    "W-T4.2.end-to-end-corrected",
-    source=f"{SRC} Thm 4.2 with App. C.2, Eq. (23)",
-    statement=r"W Thm 4.2 with the appendix's normaliser and the proof's factor $\eta L$: "
-    r"$\min_{k<T}\mathbb E\|\nabla F(\theta_k)\|^2\le\frac{1}{\sum_t1/b_{t+1}}(W_{opt}+\eta L\frac{d(16G)^2B_\delta}"
-    r"{2n^2\varepsilon^2}M(\{\alpha_t\},\{b_t\}))$, end to end on the same grid.",
-    method="end-to-end",
-    corrects="W-T4.2.end-to-end",
-    versions=("002",),
-)
+@claim("W-T4.2.end-to-end-corrected", method="end-to-end", corrects="W-T4.2.end-to-end", versions=("002",),
+       source=f"{SRC} Thm 4.2 with App. C.2, Eq. (23)")
 def _e2e_w42_corr(*, mutant: bool = False):
+    r"""W Thm 4.2 with the appendix's normaliser and the proof's factor $\eta L$: $\min_{k<T}\mathbb E\|\nabla
+    F(\theta_k)\|^2\le\frac{1}{\sum_t1/b_{t+1}}(W_{opt}+\eta
+    L\frac{d(16G)^2B_\delta}{2n^2\varepsilon^2}M(\{\alpha_t\},\{b_t\}))$, end to end on the same grid.
+    """
     return _w42(corrected=True, mutant=mutant)
 
 
 # --- Remark 4.1: the optimal alpha_t -----------------------------------------------------------------
 
 
-@claim(
-    "W-R4.1.ratio",
-    source=f"{SRC} Remark 4.1, step (a)",
-    statement=r"$M_{dp}/M_{adp}=T\sum_t b_t^{-2}/(\sum_t b_t^{-1})^2\ge1$ for every $\{b_t\}$.",
-    method="sympy",
-    versions=V,
-    mutant='T replaced by T + 1 in T sum x^2 - (sum x)^2',
-)
+@claim("W-R4.1.ratio", method="sympy", versions=V,
+       source=f"{SRC} Remark 4.1, step (a)",
+       mutant='T replaced by T + 1 in T sum x^2 - (sum x)^2')
 def _r41_ratio(*, mutant=False):
+    r"""$M_{dp}/M_{adp}=T\sum_t b_t^{-2}/(\sum_t b_t^{-1})^2\ge1$ for every $\{b_t\}$.
+    """
     T = 5
     x = sp.symbols(f"x1:{T + 1}", positive=True)  # x_t = 1/b_t
     r = sp.expand((T + (1 if mutant else 0)) * sum(xi**2 for xi in x) - sum(x) ** 2 - sum((x[s] - x[t]) ** 2 for s in range(T) for t in range(s + 1, T)))
     return checked({T: sp.simplify(r)}, note="T sum x^2 - (sum x)^2 = sum_{s<t} (x_s - x_t)^2 >= 0")
 
 
-@claim(
-    "W-R4.1.alt",
-    severity="typo",
-    source=f"{SRC} Remark 4.1, last paragraph",
-    statement=r"Setting $\alpha_t\alpha_{T-(t-1)}=b_t$ is another relationship that leads to the same $M_{adp}$.",
-    method="numeric",
-    corrected_by="W-R4.1.alt-corrected",
-    versions=V,
-)
+@claim("W-R4.1.alt", severity="typo", method="numeric", corrected_by="W-R4.1.alt-corrected", versions=V,
+       source=f"{SRC} Remark 4.1, last paragraph")
 def _r41_alt():
+    r"""Setting $\alpha_t\alpha_{T-(t-1)}=b_t$ is another relationship that leads to the same $M_{adp}$.
+    """
     alpha = np.array([1.0, 2.0])
     b = alpha * alpha[::-1]  # b_t = alpha_t alpha_{T+1-t} = (2, 2)
     m_alt, m_adp = adp.M(alpha=alpha, b=b), adp.M_adp(b=b)
@@ -530,17 +481,13 @@ def _r41_alt():
     )
 
 
-@claim(
-    "W-R4.1.alt-corrected",
-    source=f"{SRC} Remark 4.1, corrected",
-    statement=r"If $\alpha_t\alpha_{T+1-t}=b_t$ then $M=(\sum_t\alpha_t^{-2})^2\ge M_{adp}$, with equality iff "
-    r"$\alpha_t=\alpha_{T+1-t}$ for all t (then $\alpha_t^2=b_t$: no new optimum).",
-    method="sympy",
-    corrects="W-R4.1.alt",
-    versions=V,
-    mutant='the factor 1/2 of the gap replaced by 1/4',
-)
+@claim("W-R4.1.alt-corrected", method="sympy", corrects="W-R4.1.alt", versions=V,
+       source=f"{SRC} Remark 4.1, corrected",
+       mutant='the factor 1/2 of the gap replaced by 1/4')
 def _r41_alt_corrected(*, mutant=False):
+    r"""If $\alpha_t\alpha_{T+1-t}=b_t$ then $M=(\sum_t\alpha_t^{-2})^2\ge M_{adp}$, with equality iff
+    $\alpha_t=\alpha_{T+1-t}$ for all t (then $\alpha_t^2=b_t$: no new optimum).
+    """
     T = 4
     a = sp.symbols(f"alpha1:{T + 1}", positive=True)
     b = [a[t] * a[T - 1 - t] for t in range(T)]
@@ -562,17 +509,12 @@ def _p51_grid():
                 yield a, c, T
 
 
-@claim(
-    "W-P5.1.eq9",
-    severity="constant factor",
-    source=f"{SRC} Prop. 5.1, Eq. (9)",
-    statement=r"ADP-SGD ($\alpha_t^2=b_t$, $b_t=\sqrt{a+ct}$, $T\ge5+4a/c$): the privacy term of Thm 4.2 is at most "
-    r"$\frac{\eta dL(16G)^2B_\delta\sqrt T}{2n^2\varepsilon^2\sqrt c}$.",
-    method="numeric",
-    corrected_by="W-P5.1.eq25",
-    versions=V,
-)
+@claim("W-P5.1.eq9", severity="constant factor", method="numeric", corrected_by="W-P5.1.eq25", versions=V,
+       source=f"{SRC} Prop. 5.1, Eq. (9)")
 def _p51_eq9():
+    r"""ADP-SGD ($\alpha_t^2=b_t$, $b_t=\sqrt{a+ct}$, $T\ge5+4a/c$): the privacy term of Thm 4.2 is at most
+    $\frac{\eta dL(16G)^2B_\delta\sqrt T}{2n^2\varepsilon^2\sqrt c}$.
+    """
     margins, pts = [], []
     for a, c, T in _p51_grid():
         b = adp.b_poly(a=a, c=c, T=T)
@@ -598,16 +540,12 @@ def _p51_eq9():
     )
 
 
-@claim(
-    "W-P5.1.eq25",
-    source=f"{SRC} App. D.1, Eq. (25)",
-    statement=r"ADP-SGD's privacy term is at most $2C\sqrt{T/c}$ (Eq. 25, $T\ge5+4a/c$).",
-    method="numeric",
-    corrects="W-P5.1.eq9",
-    versions=V,
-    mutant='the bound scaled just below the tightest ratio exact/bound found (compare(), mutant scale)',
-)
+@claim("W-P5.1.eq25", method="numeric", corrects="W-P5.1.eq9", versions=V,
+       source=f"{SRC} App. D.1, Eq. (25)",
+       mutant='the bound scaled just below the tightest ratio exact/bound found (compare(), mutant scale)')
 def _p51_eq25(*, mutant=False):
+    r"""ADP-SGD's privacy term is at most $2C\sqrt{T/c}$ (Eq. 25, $T\ge5+4a/c$).
+    """
     margins, pts = [], []
     for a, c, T in _p51_grid():
         b = adp.b_poly(a=a, c=c, T=T)
@@ -618,16 +556,13 @@ def _p51_eq25(*, mutant=False):
     return compare(pts, lhs=[m[0] for m in margins], rhs=[m[1] for m in margins], relation="<=", mutant=mutant, domain="(a, c) in 4 pairs, T from 5 + 4a/c to 20000")
 
 
-@claim(
-    "W-P5.1.eq10",
-    source=f"{SRC} Prop. 5.1, Eq. (10) and App. D.2, Eq. (26)",
-    statement=r"DP-SGD ($\alpha_t=1$): the privacy term $C\,T\sum_t b_t^{-2}/\sum_t b_t^{-1}$ is at most "
-    r"$2C\sqrt{T/c}\log(1+Tc/a)$ (Eq. 10) and at most $C\log(1+Tc/a)(\sqrt{T-1}+1)/\sqrt c$ (Eq. 26).",
-    method="numeric",
-    versions=V,
-    mutant='the bound scaled just below the tightest ratio exact/bound found (compare(), mutant scale)',
-)
+@claim("W-P5.1.eq10", method="numeric", versions=V,
+       source=f"{SRC} Prop. 5.1, Eq. (10) and App. D.2, Eq. (26)",
+       mutant='the bound scaled just below the tightest ratio exact/bound found (compare(), mutant scale)')
 def _p51_eq10(*, mutant=False):
+    r"""DP-SGD ($\alpha_t=1$): the privacy term $C\,T\sum_t b_t^{-2}/\sum_t b_t^{-1}$ is at most
+    $2C\sqrt{T/c}\log(1+Tc/a)$ (Eq. 10) and at most $C\log(1+Tc/a)(\sqrt{T-1}+1)/\sqrt c$ (Eq. 26).
+    """
     margins, pts = [], []
     for a, c, T in _p51_grid():
         b = adp.b_poly(a=a, c=c, T=T)
@@ -639,14 +574,11 @@ def _p51_eq10(*, mutant=False):
     return compare(pts, lhs=[m[0] for m in margins], rhs=[m[1] for m in margins], relation="<=", mutant=mutant, domain="(a, c) in 4 pairs, T from 5 + 4a/c to 20000, Eq. (10) and (26)")
 
 
-@claim(
-    "W-P5.1.ratio",
-    source=f"{SRC} Prop. 5.1 and the sentence after it",
-    statement=r"For $b_t=\sqrt{a+ct}$: $M_{dp}/M_{adp}=O(\log T)$.",
-    method="numeric",
-    versions=V,
-)
+@claim("W-P5.1.ratio", method="numeric", versions=V,
+       source=f"{SRC} Prop. 5.1 and the sentence after it")
 def _p51_ratio():
+    r"""For $b_t=\sqrt{a+ct}$: $M_{dp}/M_{adp}=O(\log T)$.
+    """
     Ts = np.unique(np.geomspace(100, 1e6, 15).astype(int))
     a, c = 20.0, 1.0
     r = np.array([adp.M_ratio(b=adp.b_poly(a=a, c=c, T=int(T))) for T in Ts])
@@ -664,16 +596,14 @@ def _p51_ratio():
     )
 
 
-@claim(
-    "W-P5.1.end-to-end",
-    source=f"{SRC} Prop. 5.1, Eq. (9), (10)",
-    statement=r"W Prop. 5.1 end to end: with $b_t=(a+ct)^{1/2}$, $T\ge5+4a/c$, ADP-SGD ($\alpha_t^2=b_t$) and DP-SGD ($\alpha_t=1$) "
-    r"satisfy Eq. (9) and (10) with $W^{decay}_{opt}=\sqrt c(D_F/\eta+\eta G^2LB_T/(2c))$, $B_T=\log(1+Tc/a)$, $G^2\ge$ every "
-    r"$\mathbb E\|\nabla f(\theta_t,\xi_t)\|^2$ of the run; exact moments on least squares.",
-    method="end-to-end",
-    versions=("002",),
-)
+@claim("W-P5.1.end-to-end", method="end-to-end", versions=("002",),
+       source=f"{SRC} Prop. 5.1, Eq. (9), (10)")
 def _e2e_w51(*, mutant: bool = False):
+    r"""W Prop. 5.1 end to end: with $b_t=(a+ct)^{1/2}$, $T\ge5+4a/c$, ADP-SGD ($\alpha_t^2=b_t$) and DP-SGD
+    ($\alpha_t=1$) satisfy Eq. (9) and (10) with $W^{decay}_{opt}=\sqrt c(D_F/\eta+\eta G^2LB_T/(2c))$,
+    $B_T=\log(1+Tc/a)$, $G^2\ge$ every $\mathbb E\|\nabla f(\theta_t,\xi_t)\|^2$ of the run; exact moments on
+    least squares.
+    """
     prob = _w_problem()
     L = float(np.max(np.sum(prob.X**2, axis=1)))
     n, delta, G = 10_000, 1e-5, 3.0  # the data set: 1000 copies of the 10 points (same loss, n = 1e4)
@@ -715,15 +645,12 @@ def _e2e_w51(*, mutant: bool = False):
 # --- Prop. 5.2: adaptive step sizes ------------------------------------------------------------------
 
 
-@claim(
-    "W-P5.2",
-    source=f"{SRC} Prop. 5.2 and Sec. 6 settings (b_0^2 = 20, nu = 1e-5, T = 11700)",
-    statement=r"With adaptive steps and pre-set $\alpha_t=(b_0^2+tC)^{1/4}$, ADP-SGD improves DP-SGD's privacy term by "
-    r"$O(\log T)$.",
-    method="numeric",
-    versions=V,
-)
+@claim("W-P5.2", method="numeric", versions=V,
+       source=f"{SRC} Prop. 5.2 and Sec. 6 settings (b_0^2 = 20, nu = 1e-5, T = 11700)")
 def _p52():
+    r"""With adaptive steps and pre-set $\alpha_t=(b_0^2+tC)^{1/4}$, ADP-SGD improves DP-SGD's privacy term by
+    $O(\log T)$.
+    """
     b0, G, nu = 20.0, 1.0, 1e-2
     Ts = np.unique(np.geomspace(100, 3e5, 12).astype(int))
     slopes = {}
@@ -826,20 +753,16 @@ def w_eps_constant_intervals() -> dict:
     return out
 
 
-@claim(
-    "W-EPS",
-    source=f"{SRC} Sec. 6, footnote 3 (procedure in App. G, code not in the text)",
-    statement=r"W's quoted moments-accountant values $\varepsilon=\{0.29,0.43,0.57,1.23,3.24\}$ for "
-    r"$\bar\varepsilon\in\{0.8,1.2,1.6,3.2,6.4\}$ are reproduced to two decimals by a standard RDP (moments) "
-    r"accountant (TF-Privacy's classic conversion or dp-accounting's; Poisson rate $256/50000$, $T=11700$, "
-    r"$\delta=10^{-5}$) applied to Thm 4.1's noise under some reading of it, i.e. a noise multiplier "
-    r"$z=K/\bar\varepsilon$ with one constant $K$ (this covers $B_\delta$ of the main text or the appendix, "
-    r"noise on the batch mean or sum, either neighbouring relation).",
-    method="numeric",
-    corrected_by="W-EPS.ours",
-    versions=V,
-)
+@claim("W-EPS", method="numeric", corrected_by="W-EPS.ours", versions=V,
+       source=f"{SRC} Sec. 6, footnote 3 (procedure in App. G, code not in the text)")
 def _weps():
+    r"""W's quoted moments-accountant values $\varepsilon=\{0.29,0.43,0.57,1.23,3.24\}$ for
+    $\bar\varepsilon\in\{0.8,1.2,1.6,3.2,6.4\}$ are reproduced to two decimals by a standard RDP (moments)
+    accountant (TF-Privacy's classic conversion or dp-accounting's; Poisson rate $256/50000$, $T=11700$,
+    $\delta=10^{-5}$) applied to Thm 4.1's noise under some reading of it, i.e. a noise multiplier
+    $z=K/\bar\varepsilon$ with one constant $K$ (this covers $B_\delta$ of the main text or the appendix, noise
+    on the batch mean or sum, either neighbouring relation).
+    """
     rows = w_eps_table()
     ivs = w_eps_constant_intervals()
     fits = {}
@@ -880,18 +803,14 @@ def _weps():
     )
 
 
-@claim(
-    "W-EPS.ours",
-    source=f"{SRC} Sec. 6, footnote 3, recomputed",
-    statement=r"With the main-text Thm 4.1 noise, each quoted $\varepsilon$ lies between the smallest and the largest of "
-    r"three standard accountants' values (PLD, RDP with dp-accounting's conversion, RDP with the classic conversion), "
-    r"and all of these are below $\bar\varepsilon$, far below $\varepsilon=16\bar\varepsilon$.",
-    method="numeric",
-    corrects="W-EPS",
-    versions=V,
-    mutant="the accountants' interval [lo, hi] shrunk by 0.05 epsilon_bar at both ends",
-)
+@claim("W-EPS.ours", method="numeric", corrects="W-EPS", versions=V,
+       source=f"{SRC} Sec. 6, footnote 3, recomputed",
+       mutant="the accountants' interval [lo, hi] shrunk by 0.05 epsilon_bar at both ends")
 def _weps_ours(*, mutant=False):
+    r"""With the main-text Thm 4.1 noise, each quoted $\varepsilon$ lies between the smallest and the largest of
+    three standard accountants' values (PLD, RDP with dp-accounting's conversion, RDP with the classic
+    conversion), and all of these are below $\bar\varepsilon$, far below $\varepsilon=16\bar\varepsilon$.
+    """
     rows = [r for r in w_eps_table() if r["b_delta"] == "main"]
     margins, pts = [], []
     for eb, paper in zip(acc.W_EPSILON_BARS, W_EPS_PAPER):

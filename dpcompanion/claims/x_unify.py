@@ -22,17 +22,14 @@ T_SYM = 4
 V = ("001", "002")
 
 
-@claim(
-    "X-UNIFY.cs",
-    source="Hong et al. (FAccT) Lemma 4.3 and Wu et al. Remark 4.1",
-    statement=r"Both optimisations are one Cauchy-Schwarz (Lagrange) identity: "
-    r"$(\sum_t q_t s_t^2)(\sum_t s_t^{-2}) - (\sum_t\sqrt{q_t})^2 = \sum_{u<t}(\sqrt{q_u}\,s_u/s_t-\sqrt{q_t}\,s_t/s_u)^2\ge0$, "
-    r"zero iff $s_t^2\propto q_t^{-1/2}$.",
-    method="sympy",
-    versions=V,
-    mutant='the Cauchy-Schwarz remainder scaled by 101/100',
-)
+@claim("X-UNIFY.cs", method="sympy", versions=V,
+       source="Hong et al. (FAccT) Lemma 4.3 and Wu et al. Remark 4.1",
+       mutant='the Cauchy-Schwarz remainder scaled by 101/100')
 def _cs(*, mutant=False):
+    r"""Both optimisations are one Cauchy-Schwarz (Lagrange) identity: $(\sum_t q_t s_t^2)(\sum_t s_t^{-2}) -
+    (\sum_t\sqrt{q_t})^2 = \sum_{u<t}(\sqrt{q_u}\,s_u/s_t-\sqrt{q_t}\,s_t/s_u)^2\ge0$, zero iff $s_t^2\propto
+    q_t^{-1/2}$.
+    """
     q = sp.symbols(f"q1:{T_SYM + 1}", positive=True)
     s = sp.symbols(f"s1:{T_SYM + 1}", positive=True)
     lhs = sum(qi * si**2 for qi, si in zip(q, s)) * sum(1 / si**2 for si in s) - sum(sp.sqrt(qi) for qi in q) ** 2
@@ -42,16 +39,13 @@ def _cs(*, mutant=False):
     return checked({T_SYM: sp.simplify(sp.expand(lhs - rhs * (sp.Rational(101, 100) if mutant else 1)))})
 
 
-@claim(
-    "X-UNIFY.map",
-    source="Wu et al. Thm 4.1, Thm 4.2; Hong et al. (FAccT) Thm 4.1, Lemma 4.3",
-    statement=r"With $s_t^2=\alpha_t^2\sigma^2$ (step t's noise variance), $R=\sum_t s_t^{-2}$ (Thm 4.1 fixes it) and "
-    r"$q_t=b_t^{-2}=\eta_t^2/\eta^2$: $M(\{\alpha\},\{b\}) = R\sum_t q_t s_t^2$ identically, for any $\sigma$.",
-    method="sympy",
-    versions=V,
-    mutant='q_t = 1/b_t (not squared)',
-)
+@claim("X-UNIFY.map", method="sympy", versions=V,
+       source="Wu et al. Thm 4.1, Thm 4.2; Hong et al. (FAccT) Thm 4.1, Lemma 4.3",
+       mutant='q_t = 1/b_t (not squared)')
 def _map(*, mutant=False):
+    r"""With $s_t^2=\alpha_t^2\sigma^2$ (step t's noise variance), $R=\sum_t s_t^{-2}$ (Thm 4.1 fixes it) and
+    $q_t=b_t^{-2}=\eta_t^2/\eta^2$: $M(\{\alpha\},\{b\}) = R\sum_t q_t s_t^2$ identically, for any $\sigma$.
+    """
     a = sp.symbols(f"alpha1:{T_SYM + 1}", positive=True)
     b = sp.symbols(f"b1:{T_SYM + 1}", positive=True)
     sig = sp.Symbol("sigma", positive=True)
@@ -62,16 +56,13 @@ def _map(*, mutant=False):
     return checked({T_SYM: sp.simplify(R * sum(qi * x for qi, x in zip(q, s2)) - M)})
 
 
-@claim(
-    "X-UNIFY.rule",
-    source="Hong et al. (FAccT) Lemma 4.3 / Wu et al. Remark 4.1",
-    statement=r"Hong's optimal $s_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ with $q_t=b_t^{-2}$ is $s_t^2\propto b_t$, i.e. Wu's "
-    r"$\alpha_t^2=b_t$ (up to the shared scale), and its value $(\sum_t\sqrt{q_t})^2=(\sum_t b_t^{-1})^2=M_{adp}$.",
-    method="sympy",
-    versions=V,
-    mutant='q_t = 1/b_t (not squared)',
-)
+@claim("X-UNIFY.rule", method="sympy", versions=V,
+       source="Hong et al. (FAccT) Lemma 4.3 / Wu et al. Remark 4.1",
+       mutant='q_t = 1/b_t (not squared)')
 def _rule(*, mutant=False):
+    r"""Hong's optimal $s_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ with $q_t=b_t^{-2}$ is $s_t^2\propto b_t$, i.e. Wu's
+    $\alpha_t^2=b_t$ (up to the shared scale), and its value $(\sum_t\sqrt{q_t})^2=(\sum_t b_t^{-1})^2=M_{adp}$.
+    """
     b = sp.symbols(f"b1:{T_SYM + 1}", positive=True)
     R = sp.Symbol("R", positive=True)
     q = [1 / bi ** (1 if mutant else 2) for bi in b]
@@ -81,17 +72,14 @@ def _rule(*, mutant=False):
     return checked({T_SYM: sum(sp.Abs(r) for r in ratios) + sp.Abs(val)})
 
 
-@claim(
-    "X-UNIFY.spec",
-    source="our unification (X-UNIFY): W's alpha_t^2 = b_t read as H's rule with q_t = eta_t^2",
-    statement=r"The identification $q_t=\eta_t^2$ is right up to a constant factor ($\eta_t=\eta/b_t$, $q_t=\eta^2 b_t^{-2}$), "
-    r"which Lemma 4.3's schedule ignores (it depends on $q$ only through ratios); the discount $\gamma^{T-t}$ of Hong's "
-    r"$q_t$ has no counterpart in Wu's min-gradient-norm bound.",
-    method="sympy",
-    versions=V,
-    mutant='the second influence c + q_t (a shift) in place of c q_t (a rescaling)',
-)
+@claim("X-UNIFY.spec", method="sympy", versions=V,
+       source="our unification (X-UNIFY): W's alpha_t^2 = b_t read as H's rule with q_t = eta_t^2",
+       mutant='the second influence c + q_t (a shift) in place of c q_t (a rescaling)')
 def _spec(*, mutant=False):
+    r"""The identification $q_t=\eta_t^2$ is right up to a constant factor ($\eta_t=\eta/b_t$, $q_t=\eta^2
+    b_t^{-2}$), which Lemma 4.3's schedule ignores (it depends on $q$ only through ratios); the discount
+    $\gamma^{T-t}$ of Hong's $q_t$ has no counterpart in Wu's min-gradient-norm bound.
+    """
     b = sp.symbols(f"b1:{T_SYM + 1}", positive=True)
     eta, R, c = sp.symbols("eta R c", positive=True)
     q1 = [eta**2 / bi**2 for bi in b]
@@ -100,16 +88,13 @@ def _spec(*, mutant=False):
     return checked({T_SYM: sum(sp.Abs(sp.cancel(x - y)) for x, y in zip(sch(q1), sch(q2)))})
 
 
-@claim(
-    "X-UNIFY.numeric",
-    source="dpcompanion.theory.schedules.adp vs dpcompanion.theory.schedules.optimal",
-    statement=r"The library's ADP-SGD schedule (W's $\alpha_t^2=b_t$ in Hong's units) equals Lemma 4.3's optimal schedule "
-    r"for $q_t=\eta_t^2$, and attains $R\sum_t q_t s_t^2 = M_{adp}$ for $\eta=1$.",
-    method="numeric",
-    versions=V,
-    mutant='the ADP schedule compared with the optimum for q_t = 1/b_t (not squared)',
-)
+@claim("X-UNIFY.numeric", method="numeric", versions=V,
+       source="dpcompanion.theory.schedules.adp vs dpcompanion.theory.schedules.optimal",
+       mutant='the ADP schedule compared with the optimum for q_t = 1/b_t (not squared)')
 def _numeric(*, mutant=False):
+    r"""The library's ADP-SGD schedule (W's $\alpha_t^2=b_t$ in Hong's units) equals Lemma 4.3's optimal schedule
+    for $q_t=\eta_t^2$, and attains $R\sum_t q_t s_t^2 = M_{adp}$ for $\eta=1$.
+    """
     margins, pts = [], []
     for T, a, c, R in ((10, 20.0, 1.0, 1.0), (500, 20.0, 1.0, 0.39), (2000, 1.0, 0.1, 5.0), (11700, 20.0, 1.0, 2.0)):
         b = adp.b_poly(a=a, c=c, T=T)

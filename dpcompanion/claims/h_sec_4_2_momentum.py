@@ -663,6 +663,30 @@ def _eta0_for(beta: float, kappa: float, frac: float = 0.5) -> tuple[float, floa
     return e, 1 - e / kappa
 
 
+def _rate_fit(*, n_alphas, T_factor, curve, T_max_of, rate, printed_order, extra_params=None, **evidence):
+    """A printed O(.) rate of Thm 4.6 / 4.7 against the exact minimum of the momentum ERUB over T (beta = 0.5,
+    kappa = 20, alpha in [1e-8, 1e-3]): the fitted exponent in alpha of their ratio. ``T_factor`` kappa/eta0
+    ln(1 + eta0/(kappa alpha)) is the theorem's T, ``curve`` the ERUB for T = 1..T_max, ``rate(a, ...)`` the rate."""
+    b, kappa = 0.5, 20.0
+    eta0, g = _eta0_for(b, kappa)
+    Th = mom.T_hat(beta=b, gamma=g)
+    alphas = np.logspace(-8, -3, n_alphas)
+    ratios = []
+    for a in alphas:
+        Tc = math.ceil(T_factor * kappa / eta0 * math.log1p(eta0 / (kappa * a)))
+        best = float(min(curve(beta=b, gamma=g, eta0=eta0, alpha=float(a), T_max=T_max_of(Tc)).min(), 1.0))
+        ratios.append(best / rate(a, kappa=kappa, eta0=eta0, g=g, Tc=Tc, Th=Th))
+    slope = float(np.polyfit(np.log(alphas), np.log(ratios), 1)[0])
+    return illustrated(
+        fitted_exponent=slope,
+        printed_order=printed_order,
+        ratios=[float(r) for r in ratios],
+        alphas=[float(a) for a in alphas],
+        params={"beta": b, "kappa": kappa, "eta0": eta0, "gamma": g, "T_hat": Th, **(extra_params or {})},
+        **evidence,
+    )
+
+
 @claim("H-T4.6.rate", method="numeric",
        source=f"{SRC} Thm 4.6")
 def _t46_rate():
@@ -670,26 +694,34 @@ def _t46_rate():
     T-1}\ln(1+\frac{\eta_0}{\kappa\alpha})\mathbb I_{T>\hat T}]\big)$ with $T =
     \lceil\frac{\kappa}{\eta_0}\ln(1+\frac{\eta_0}{\kappa\alpha})\rceil$.
     """
-    b, kappa = 0.5, 20.0
-    eta0, g = _eta0_for(b, kappa)
-    Th = mom.T_hat(beta=b, gamma=g)
-    alphas = np.logspace(-8, -3, 11)
-    ratios = []
-    for a in alphas:
-        Tc = math.ceil(kappa / eta0 * math.log1p(eta0 / (kappa * a)))
-        curve = mom.erub_uniform_curve(beta=b, gamma=g, eta0=eta0, alpha=float(a), T_max=max(2 * Tc, 50))
-        best = float(min(curve.min(), 1.0))
-        rate = kappa**2 / (kappa + eta0 / a) * (1.0 if Tc <= Th else g ** (Th - 1) * math.log1p(eta0 / (kappa * a)))
-        ratios.append(best / rate)
-    slope = float(np.polyfit(np.log(alphas), np.log(ratios), 1)[0])
-    return illustrated(
-        fitted_exponent=slope,
+    def rate(a, *, kappa, eta0, g, Tc, Th):
+        return kappa**2 / (kappa + eta0 / a) * (1.0 if Tc <= Th else g ** (Th - 1) * math.log1p(eta0 / (kappa * a)))
+
+    return _rate_fit(
+        n_alphas=11, T_factor=1, curve=mom.erub_uniform_curve, T_max_of=lambda Tc: max(2 * Tc, 50), rate=rate,
         printed_order="ratio (exact min ERUB)/(printed rate) bounded as alpha -> 0",
-        ratios=[float(r) for r in ratios],
-        alphas=[float(a) for a in alphas],
-        params={"beta": b, "kappa": kappa, "eta0": eta0, "gamma": g, "T_hat": Th},
         note="Fitted exponent of the ratio in alpha; bounded ratios (exponent ~ 0 or positive) are consistent with the O().",
     )
+
+
+def _at_theorem_T(T_factor, *, beta_below_gamma=False):
+    """The grid of Thm 4.6 / 4.7 end to end: :func:`_momentum_cases` (``beta_below_gamma``: those with beta < gamma)
+    x N in {2, 5, 30}, on the geometric spectrum (D = 3, theta_1 - theta* = 1), at the theorem's
+    T = ceil(T_factor (kappa/eta0) ln(1 + eta0/(kappa alpha))), kept when T <= 400."""
+    for kappa, beta, eta0, side in _momentum_cases():
+        if beta_below_gamma and side != "beta < gamma":
+            continue
+        for N in (2, 5, 30):
+            prob = em.diagonal_quadratic(eigenvalues=er.spectrum(kappa=kappa, D=3))
+            th1 = np.ones(3)
+            M, _ = em.condition(prob)
+            gap = em.initial_gap(prob, th1)
+            alpha = gd.alpha_of(D=3, G=1.0, R=R_PAPER, M=M, N=N, f_gap=gap)
+            gamma = 1 - eta0 / kappa
+            T = max(1, math.ceil(T_factor * kappa / eta0 * math.log1p(eta0 / (kappa * alpha))))
+            if T > 400:
+                continue
+            yield kappa, beta, eta0, side, N, prob, th1, gap, alpha, gamma, T
 
 
 @claim("H-T4.6.end-to-end", method="end-to-end",
@@ -701,28 +733,18 @@ def _e2e_t46(*, mutant: bool = False):
     R}\gamma^T(\min\{\hat T,T\}+\max\{\frac{\gamma^{\hat T-T}-1}{1-\gamma},0\})$.
     """
     margins, points, ratios = [], [], []
-    for kappa, beta, eta0, side in _momentum_cases():
-        for N in (2, 5, 30):
-            prob = em.diagonal_quadratic(eigenvalues=er.spectrum(kappa=kappa, D=3))
-            th1 = np.ones(3)
-            M, _ = em.condition(prob)
-            gap = em.initial_gap(prob, th1)
-            alpha = gd.alpha_of(D=3, G=1.0, R=R_PAPER, M=M, N=N, f_gap=gap)
-            gamma = 1 - eta0 / kappa
-            T = max(1, math.ceil(kappa / eta0 * math.log1p(eta0 / (kappa * alpha))))
-            if T > 400:
-                continue
-            s2 = np.full(T, T / R_PAPER)
-            _, _, m = _momentum_run(kappa, beta, eta0, np.sqrt(s2), N, problem=prob, theta1=th1)
-            U3b = mom.U3_uniform_bound(T=T, R=R_PAPER, beta=beta, gamma=gamma) * R_PAPER / T
-            if mutant:  # sigma^2 = T/R taken as 1/R in the U_3 bound
-                U3b = U3b / T
-            bound = (gamma**T + 2 * R_PAPER * eta0 * alpha * (T / R_PAPER) * U3b) * gap
-            exact = float(m["excess"][-1])
-            margins.append((bound - exact) / bound)
-            ratios.append(exact / bound)
-            points.append({"kappa": kappa, "beta": beta, "eta0": eta0, "side": side, "N": N, "T": T,
-                           "exact": exact, "bound": bound})
+    for kappa, beta, eta0, side, N, prob, th1, gap, alpha, gamma, T in _at_theorem_T(1):
+        s2 = np.full(T, T / R_PAPER)
+        _, _, m = _momentum_run(kappa, beta, eta0, np.sqrt(s2), N, problem=prob, theta1=th1)
+        U3b = mom.U3_uniform_bound(T=T, R=R_PAPER, beta=beta, gamma=gamma) * R_PAPER / T
+        if mutant:  # sigma^2 = T/R taken as 1/R in the U_3 bound
+            U3b = U3b / T
+        bound = (gamma**T + 2 * R_PAPER * eta0 * alpha * (T / R_PAPER) * U3b) * gap
+        exact = float(m["excess"][-1])
+        margins.append((bound - exact) / bound)
+        ratios.append(exact / bound)
+        points.append({"kappa": kappa, "beta": beta, "eta0": eta0, "side": side, "N": N, "T": T,
+                       "exact": exact, "bound": bound})
     return margin_result(
         margins, points, smallest_key=simplest, mutant=mutant,
         domain="as H-T4.5.end-to-end (kappa, beta on both sides of gamma, eta0 at its maximum and a tenth), N in {2, 5, 30} "
@@ -893,25 +915,14 @@ def _t47_rate():
     T}+\mathbb I_{T>\hat T})\big)$ with
     $T^{dyn}=\lceil\frac{2\kappa}{\eta_0}\ln(1+\frac{\eta_0}{\kappa\alpha})\rceil$.
     """
-    b, kappa = 0.5, 20.0
-    eta0, g = _eta0_for(b, kappa)
-    Th = mom.T_hat(beta=b, gamma=g)
-    alphas = np.logspace(-8, -3, 6)
-    ratios = []
-    for a in alphas:
-        Tc = math.ceil(2 * kappa / eta0 * math.log1p(eta0 / (kappa * a)))
-        curve = mom.erub_dynamic_curve(beta=b, gamma=g, eta0=eta0, alpha=float(a), T_max=min(max(Tc, 20), 5000))
-        best = float(min(curve.min(), 1.0))
+    def rate(a, *, kappa, eta0, g, Tc, Th):
         x = kappa * a / (kappa * a + eta0)
-        rate = x * (x if Tc <= Th else 1.0)
-        ratios.append(best / rate)
-    slope = float(np.polyfit(np.log(alphas), np.log(ratios), 1)[0])
-    return illustrated(
-        fitted_exponent=slope,
+        return x * (x if Tc <= Th else 1.0)
+
+    return _rate_fit(
+        n_alphas=6, T_factor=2, curve=mom.erub_dynamic_curve, T_max_of=lambda Tc: min(max(Tc, 20), 5000), rate=rate,
         printed_order="ratio (exact min ERUB, best schedule for the exact influence)/(printed rate) bounded",
-        ratios=[float(r) for r in ratios],
-        alphas=[float(a) for a in alphas],
-        params={"beta": b, "kappa": kappa, "eta0": eta0, "gamma": g, "T_hat": Th, "T_max": 5000},
+        extra_params={"T_max": 5000},
     )
 
 
@@ -925,30 +936,18 @@ def _e2e_t47(*, mutant: bool = False):
     $(\gamma^T+2\eta_0\alpha\sum_tRq_t\sigma_t^2)(f(\theta_1)-f^*)$.
     """
     margins, points, ratios = [], [], []
-    for kappa, beta, eta0, side in _momentum_cases():
-        if side != "beta < gamma":
-            continue
-        for N in (2, 5, 30):
-            prob = em.diagonal_quadratic(eigenvalues=er.spectrum(kappa=kappa, D=3))
-            th1 = np.ones(3)
-            M, _ = em.condition(prob)
-            gap = em.initial_gap(prob, th1)
-            alpha = gd.alpha_of(D=3, G=1.0, R=R_PAPER, M=M, N=N, f_gap=gap)
-            gamma = 1 - eta0 / kappa
-            T = max(1, math.ceil(2 * kappa / eta0 * math.log1p(eta0 / (kappa * alpha))))
-            if T > 400:
-                continue
-            s = schedules.momentum_dynamic(T=T, R=R_PAPER, kappa=kappa, beta=beta, eta0=eta0, variant="statement")
-            q = np.exp(schedules.log_influence("momentum-dynamic", T=T, kappa=kappa, beta=beta, eta0=eta0, variant="statement"))
-            _, _, m = _momentum_run(kappa, beta, eta0, s, N, problem=prob, theta1=th1)
-            noise = 2 * eta0 * alpha * R_PAPER * float(np.sum(q * s**2))
-            if mutant:  # the noise term one factor gamma^T too small
-                noise = noise * gamma**T
-            bound = (gamma**T + noise) * gap
-            exact = float(m["excess"][-1])
-            margins.append((bound - exact) / bound)
-            ratios.append(exact / bound)
-            points.append({"kappa": kappa, "beta": beta, "eta0": eta0, "N": N, "T": T, "exact": exact, "bound": bound})
+    for kappa, beta, eta0, side, N, prob, th1, gap, alpha, gamma, T in _at_theorem_T(2, beta_below_gamma=True):
+        s = schedules.momentum_dynamic(T=T, R=R_PAPER, kappa=kappa, beta=beta, eta0=eta0, variant="statement")
+        q = np.exp(schedules.log_influence("momentum-dynamic", T=T, kappa=kappa, beta=beta, eta0=eta0, variant="statement"))
+        _, _, m = _momentum_run(kappa, beta, eta0, s, N, problem=prob, theta1=th1)
+        noise = 2 * eta0 * alpha * R_PAPER * float(np.sum(q * s**2))
+        if mutant:  # the noise term one factor gamma^T too small
+            noise = noise * gamma**T
+        bound = (gamma**T + noise) * gap
+        exact = float(m["excess"][-1])
+        margins.append((bound - exact) / bound)
+        ratios.append(exact / bound)
+        points.append({"kappa": kappa, "beta": beta, "eta0": eta0, "N": N, "T": T, "exact": exact, "bound": bound})
     return margin_result(
         margins, points, smallest_key=simplest, mutant=mutant,
         domain="as H-T4.5.end-to-end restricted to beta < gamma (the theorem's hypothesis), N in {2, 5, 30} (T <= 400 kept), "

@@ -66,3 +66,26 @@ def tightest(ratios, points) -> dict:
     """The grid point where exact/bound is largest, with that ratio."""
     i = int(np.argmax(ratios))
     return {"max_exact_over_bound": float(ratios[i]), "at": points[i]}
+
+
+def bound_result(points, *, mutant: bool, domain: str, mutant_desc: str, impact: str, **evidence: Any) -> Result:
+    """The end-to-end verdict on grid points that each hold the exact value (``"exact"``) and the printed bound
+    (``"bound"``): margins (bound - exact)/bound through :func:`margin_result`, the simplest failing point, and
+    the tightest point (:func:`tightest`) in the evidence."""
+    margins = [(p["bound"] - p["exact"]) / p["bound"] for p in points]
+    ratios = [p["exact"] / p["bound"] for p in points]
+    return margin_result(margins, points, smallest_key=simplest, mutant=mutant, domain=domain, mutant_desc=mutant_desc,
+                         impact=impact, tightest=tightest(ratios, points), **evidence)
+
+
+#: the mutant of :func:`scaled_result`
+SCALED_MUTANT = "the bound multiplied by a factor just below the tightest ratio exact/bound on the grid (evidence: mutant_factor)"
+
+
+def scaled_result(exacts, bounds, points, *, mutant: bool, domain: str, impact: str, **evidence: Any) -> Result:
+    """The end-to-end verdict on the exact values against the printed bounds, margins (bound - exact)/bound; the
+    mutant (:data:`SCALED_MUTANT`, :func:`scaled_margins`) scales the bounds just past the tightest point, and its
+    factor is in the evidence (``mutant_factor``)."""
+    margins, factor = scaled_margins(exacts, bounds, mutant)
+    return margin_result(margins, points, smallest_key=simplest, mutant=mutant, mutant_factor=factor, domain=domain,
+                         mutant_desc=SCALED_MUTANT, impact=impact, **evidence)

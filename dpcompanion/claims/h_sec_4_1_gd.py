@@ -16,7 +16,7 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import minimize
 
-from dpcompanion.claims.checks import R_PAPER, margin_result, scaled_margins, simplest, tightest
+from dpcompanion.claims.checks import R_PAPER, bound_result, margin_result, scaled_result, simplest, tightest
 from dpcompanion.claims.registry import checked, claim, illustrated, proved, refuted, verified_by_margins
 from dpcompanion.theory import exact_risk as er
 from dpcompanion.theory import schedules
@@ -485,12 +485,10 @@ def _e2e_t42(*, mutant: bool = False):
             ratios.append(exact / bound)
             theta_const.append(exact / c["initial_gap"] / gd.theta_uniform(kappa=kappa, alpha=a))
             points.append({"kappa": kappa, "N": N, "alpha": a, "T": T, "exact": exact, "bound": bound})
-    margins, factor = scaled_margins(exacts, bounds, mutant)
-    return margin_result(
-        margins, points, smallest_key=simplest, mutant=mutant, mutant_factor=factor,
+    return scaled_result(
+        exacts, bounds, points, mutant=mutant,
         domain="geometric spectra (D = 3, M = 1), kappa in {1.05, 2, 10, 100}, N in {2, 10, 100, 3000} (alpha from 6e-8 to 0.7, "
         "so T from 1 up), G = 1, R = 0.3927; margin = (bound - exact)/bound",
-        mutant_desc="the bound multiplied by a factor just below the tightest ratio exact/bound on the grid (evidence: mutant_factor)",
         impact="Thm 4.2's value feeds Eq. (8), Sec. 4.1.3 (ln N saving) and the static rows of Tables 1-2.",
         tightest=tightest(ratios, points),
         exact_over_eq8_order=[float(min(theta_const)), float(max(theta_const))],
@@ -817,7 +815,7 @@ def _e2e_t44(*, mutant: bool = False):
     $T=\lceil2\kappa\ln(1+1/(\kappa\alpha))\rceil$ and at the proof's $T$ (Eq. 27) has exact expected excess
     risk at most $(\gamma^T+\alpha((1-\gamma^{T/2})/(1-\sqrt\gamma))^2)(f(\theta_1)-f^*)$.
     """
-    margins, points, ratios = [], [], []
+    points = []
     for kappa in (1.05, 2.0, 10.0, 100.0):
         for N in (2, 10, 100, 3000):
             lam, off, c = _pgd_constants(kappa, 3, N, R_PAPER)
@@ -832,16 +830,13 @@ def _e2e_t44(*, mutant: bool = False):
                     gT, sg = c["gamma"] ** T, math.sqrt(c["gamma"])
                     b = gT + (b - gT) * (1 - sg) / (1 + sg)
                 bound = b * c["initial_gap"]
-                margins.append((bound - exact) / bound)
-                ratios.append(exact / bound)
                 points.append({"kappa": kappa, "N": N, "alpha": a, "T": T, "T_from": which, "exact": exact, "bound": bound})
-    return margin_result(
-        margins, points, smallest_key=simplest, mutant=mutant,
+    return bound_result(
+        points, mutant=mutant,
         domain="geometric spectra (D = 3, M = 1), kappa in {1.05, 2, 10, 100}, N in {2, 10, 100, 3000}, G = 1, R = 0.3927, "
         "T = the statement's and Eq. (27)'s (rounded up); margin = (bound - exact)/bound",
         mutant_desc="the noise term alpha ((1 - gamma^(T/2))/(1 - sqrt(gamma)))^2 with (1 - gamma) in place of (1 - sqrt(gamma))^2",
         impact="Thm 4.4 feeds Eq. (11), the dynamic rows of Tables 1-2 and the 'reaches the non-private case' remark.",
-        tightest=tightest(ratios, points),
     )
 
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion.claims.checks import margin_result, scaled_margins, simplest, tightest
+from dpcompanion.claims.checks import SCALED_MUTANT, margin_result, scaled_margins, scaled_result, simplest, tightest
 from dpcompanion.claims.h_sec_4_2_momentum import eta0_admissible, momentum_rhs
 from dpcompanion.claims.registry import checked, claim, refuted, verified_by_margins
 from dpcompanion.theory import accounting
@@ -157,14 +157,12 @@ def _e2e_t48(*, mutant: bool = False):
                 ratios.append(exact / bound)
                 points.append({"N": N, "R": R, "n": n, "kappa": M / mu, "G": G, "T": T, "sigma_g": sigma_g,
                                "exact": exact, "bound": bound})
-    margins, factor = scaled_margins(exacts, bounds, mutant)
-    return margin_result(
-        margins, points, smallest_key=simplest, mutant=mutant, mutant_factor=factor,
+    return scaled_result(
+        exacts, bounds, points, mutant=mutant,
         domain="least squares, D = 2, random data (seeded; the N = 8 problem has orthogonal rows, kappa = 1), "
         "(N, R) in {(16, 1/4), (36, 1/9), (40, 0.01), (8, 1)} so that "
         "n = N sqrt(R) is an integer, sampling with replacement, G in {0.3, 3}, T in {1, 5, 40}, random schedules with "
         "sum 1/sigma_t^2 = R'; exact moments including the minibatch noise; margin = (bound - exact)/bound",
-        mutant_desc="the bound multiplied by a factor just below the tightest ratio exact/bound on the grid (evidence: mutant_factor)",
         impact="Thm 4.8 carries the PGD conclusions to PSGD (Sec. 4.3) and is the base of Thm 4.9.",
         tightest=tightest(ratios, points),
     )
@@ -262,7 +260,7 @@ def _e2e_t49(*, mutant: bool = False):
         margins, points, smallest_key=simplest, mutant=mutant, mutant_factor=factor,
         domain="the problems of H-T4.8.end-to-end, beta in {0.05, 0.5, 0.9}, eta0 at its largest admissible value, "
         "T in {1, 5, 30, 100}, G = 1; margin = (rhs - exact)/rhs",
-        mutant_desc="the bound multiplied by a factor just below the tightest ratio exact/bound on the grid (evidence: mutant_factor)",
+        mutant_desc=SCALED_MUTANT,
         impact="Thm 4.9 carries the momentum conclusions to PSGD (Sec. 4.3).",
     )
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 from scipy import optimize
 
-from dpcompanion.claims.checks import margin_result, scaled_margins, simplest
+from dpcompanion.claims.checks import scaled_result
 from dpcompanion.claims.registry import claim, refuted, verified_by_margins
 from dpcompanion.theory.bounds import true_risk
 
@@ -135,13 +135,11 @@ def _e2e_t41012(*, mutant: bool = False):
                 exacts.append(est + 4 * se)
                 bounds.append(s)
                 points.append({"N": N, "eta": eta, "T": T, "TER_minus_EER": est, "se": se, "s_printed": s})
-    margins, factor = scaled_margins(exacts, bounds, mutant)
-    return margin_result(
-        margins, points, smallest_key=simplest, mutant=mutant, mutant_factor=factor,
+    return scaled_result(
+        exacts, bounds, points, mutant=mutant,
         domain="f(theta; x) = log(1 + exp(-x theta)), x = 1 (p = 0.7) or -0.5 (p = 0.3); PGD from 0 with sigma = 1, "
         "N in {2, 5, 20}, eta in {1, 7.9} (< 2/M = 8), T in {1, 4}; 20000 data sets each (seeded); "
         "margin = (s - (estimate + 4 SE))/s",
-        mutant_desc="the bound multiplied by a factor just below the tightest ratio exact/bound on the grid (evidence: mutant_factor)",
         impact="The TER bound feeds the uniform-stability block of Table 2.",
         reps=reps,
     )

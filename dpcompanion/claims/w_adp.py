@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import brentq
 
-from dpcompanion.claims.checks import margin_result, scaled_margins, simplest
+from dpcompanion.claims.checks import margin_result, scaled_result, simplest
 from dpcompanion.claims.registry import checked, claim, compare, illustrated, not_reproduced, proved, refuted, verified_by_margins
 from dpcompanion.theory import accounting as acc
 from dpcompanion.theory import exact_momentum as em
@@ -406,14 +406,12 @@ def _w42(*, corrected: bool, mutant: bool):
                         bounds.append(rhs)
                         points.append({"T": T, "eta_L": eta * L, "kind": kind, "n": n, "epsilon": epsilon,
                                        "start": [float(v) for v in start], "lhs": lhs, "rhs": rhs})
-    margins, factor = scaled_margins(exacts, bounds, mutant)
-    return margin_result(
-        margins, points, smallest_key=simplest, mutant=mutant, mutant_factor=factor,
+    return scaled_result(
+        exacts, bounds, points, mutant=mutant,
         domain="least squares (10 points, d = 2, seeded), L = max ||a_i||^2, b_t = (1 + t)^(1/2), eta L in {0.5, 1, 3}, "
         "T in {1, 2, 5, 60}, alpha_t = 1 and alpha_t^2 = b_t, (n, epsilon, delta) in {(10, 4, 1e-3), (1e6 = copies, 8, 1e-5)} "
         "(noise-dominated and optimisation-dominated), two starts (one along the top eigenvector), G = 1 "
         "(enters through sigma^2 only; W_opt uses the exact E||grad f(theta_t, xi_t)||^2); margin = (rhs - lhs)/rhs",
-        mutant_desc="the bound multiplied by a factor just below the tightest ratio exact/bound on the grid (evidence: mutant_factor)",
         holds_instead="the same bound with the normaliser 1/sum_t (1/b_{t+1}) and the privacy term times eta L "
         "(App. C.2, Eq. 23 and the proof's line (a)): W-T4.2.end-to-end-corrected",
         impact="The normaliser 1/sum_t b_{t+1} of Eq. (7) (flagged as a typo by W-T4.2.eq7) is not harmless: against the "

@@ -1,5 +1,5 @@
 """Registry of machine-checked claims of both papers (see :mod:`dpcompanion.claims.registry`)."""
 
-from dpcompanion.claims.registry import REGISTRY, Claim, Result, claim, load_all, run_checks
+from dpcompanion.claims.registry import Claim, REGISTRY, Result, claim, load_all, run_checks
 
 __all__ = ["REGISTRY", "Claim", "Result", "claim", "load_all", "run_checks"]

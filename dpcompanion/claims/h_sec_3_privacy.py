@@ -13,7 +13,7 @@ import sympy as sp
 from scipy import integrate
 
 from dpcompanion.claims.checks import margin_result
-from dpcompanion.claims.registry import claim, identity, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import claim, identity, prose, proved, refuted, verified_by_margins
 from dpcompanion.theory import accounting, schedules
 from dpcompanion.theory import exact_subsampled as xs
 from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
@@ -65,10 +65,12 @@ def _l31_comp():
     if sp.simplify(total) != 0:  # the algebra below is what the construction guarantees
         raise AssertionError(f"rho - R/2 != (spent - R)/2: {total}")
     return identity(
-        construction="rho is defined as the sum of the per-step zCDP costs 1/(2 sigma_t^2) (Lemma C.1 composes by "
-        "adding), and the spent budget as sum sigma_t^-2: rho - R/2 = (spent - R)/2 term by term, so 'rho <= R/2' and "
-        "'spent <= R' are one statement. The content of Thm 3.1 is in its ingredients: H-L3.1.gaussian (each step's "
-        "cost) and H-L3.1.ledger (the stopping rule keeps spent <= R).",
+        construction=prose("""
+            rho is defined as the sum of the per-step zCDP costs 1/(2 sigma_t^2) (Lemma C.1 composes by adding), and
+            the spent budget as sum sigma_t^-2: rho - R/2 = (spent - R)/2 term by term, so 'rho <= R/2' and 'spent
+            <= R' are one statement. The content of Thm 3.1 is in its ingredients: H-L3.1.gaussian (each step's
+            cost) and H-L3.1.ledger (the stopping rule keeps spent <= R).
+        """),
         T_checked="1..8",
     )
 
@@ -161,9 +163,11 @@ def _c3_printed():
         actual={"rho": (math.sqrt(L + eps) - math.sqrt(L)) ** 2, "R": 2 * (math.sqrt(L + eps) - math.sqrt(L)) ** 2},
         holds_instead="rho = (sqrt(ln(1/delta) + epsilon) - sqrt(ln(1/delta)))^2; the printed value is the square of the "
         "negative root -sqrt(L) - sqrt(L + epsilon)",
-        impact="A sign error in the inversion. The experiments use the correct value (0.1963-zCDP, R = 0.3927 for "
-        "(4, 1e-8)-DP, H-C3.paper-numbers), so no experiment is affected; the R_zCDP vs R_MA comparison built on the "
-        "printed formula is (H-C3.R-compare).",
+        impact=prose("""
+            A sign error in the inversion. The experiments use the correct value (0.1963-zCDP, R = 0.3927 for (4,
+            1e-8)-DP, H-C3.paper-numbers), so no experiment is affected; the R_zCDP vs R_MA comparison built on the
+            printed formula is (H-C3.R-compare).
+        """),
     )
 
 
@@ -223,12 +227,14 @@ def _c3_compare():
         counterexample={"epsilon": eps, "delta": delta, "2 ln(1/delta)": 2 * L},
         printed="R_zCDP > R_MA",
         actual={"R_zCDP": R_z, "R_MA": R_ma},
-        impact="A consequence of the sign error in the inversion (H-C3.inverse-printed), not a separate mistake: with the "
-        "printed rho the inequality holds. With the correct inversion, R_zCDP lies between "
-        "R_MA ln(1/delta)/(2(ln(1/delta) + epsilon)) and R_MA/2 (H-C3.R-compare-corrected): smaller than R_MA for every "
-        "(epsilon, delta), not larger, by a constant factor about 2 when epsilon << ln(1/delta). The constant in R is "
-        "therefore not improved by the accounting; the orders in N and D, and the ln N savings of Sec. 4.1.3, do not "
-        "depend on this comparison.",
+        impact=prose("""
+            A consequence of the sign error in the inversion (H-C3.inverse-printed), not a separate mistake: with
+            the printed rho the inequality holds. With the correct inversion, R_zCDP lies between R_MA
+            ln(1/delta)/(2(ln(1/delta) + epsilon)) and R_MA/2 (H-C3.R-compare-corrected): smaller than R_MA for
+            every (epsilon, delta), not larger, by a constant factor about 2 when epsilon << ln(1/delta). The
+            constant in R is therefore not improved by the accounting; the orders in N and D, and the ln N savings
+            of Sec. 4.1.3, do not depend on this comparison.
+        """),
     )
 
 
@@ -350,19 +356,24 @@ def _c4_bound():
         counterexample={"x": x.ravel().tolist(), "theta": theta.tolist(), "N": N, "D": D, "M (smoothness)": M},
         printed=rhs,
         actual=sens,
-        explanation="the proof's chain correctly bounds the average loss, f(theta) <= (1/2)(D M ||theta||^2 + 1) "
-        "(mean-zero data and trace <= D lambda_max), but Delta involves the per-sample losses f(theta; x_i), which the "
-        "average does not bound; for any M < 2 this N = 2 instance violates the printed inequality",
+        explanation=prose("""
+            the proof's chain correctly bounds the average loss, f(theta) <= (1/2)(D M ||theta||^2 + 1) (mean-zero
+            data and trace <= D lambda_max), but Delta involves the per-sample losses f(theta; x_i), which the
+            average does not bound; for any M < 2 this N = 2 instance violates the printed inequality
+        """),
         printed_inequality_for_N_ge_3={"worst_margin_rhs_minus_Delta": worst_n3,
                                        "domain": "2000 random mean-zero data sets, N in 3..11, D in 1..4, max norm 1, "
                                        "|theta| in [0.01, 10]",
                                        "why": "Delta <= (t + 1)/N with t = ||theta||, DM >= 1/N, and "
                                        "(t + 1)/N <= (t^2/N + 1)/2 iff (t - 1)^2 + N - 3 >= 0"},
-        impact="The printed inequality fails only in the smallest case N = 2 (this instance); for N >= 3 it holds, "
-        "loosely, because Delta carries a factor 1/N that the right-hand side lacks (evidence above). What is wrong is "
-        "the proof's last step, which bounds the average loss and reads it as a bound on the per-sample gradient norm. Lemma C.4 is auxiliary (it "
-        "motivates data normalisation); the experiments clip gradients at a fixed norm, so their privacy does not rest "
-        "on it. A correct and tight bound is Delta <= (||theta|| + 1)/N (H-C4.bound-corrected).",
+        impact=prose("""
+            The printed inequality fails only in the smallest case N = 2 (this instance); for N >= 3 it holds,
+            loosely, because Delta carries a factor 1/N that the right-hand side lacks (evidence above). What is
+            wrong is the proof's last step, which bounds the average loss and reads it as a bound on the per-sample
+            gradient norm. Lemma C.4 is auxiliary (it motivates data normalisation); the experiments clip gradients
+            at a fixed norm, so their privacy does not rest on it. A correct and tight bound is Delta <= (||theta||
+            + 1)/N (H-C4.bound-corrected).
+        """),
     )
 
 

@@ -17,7 +17,7 @@ import sympy as sp
 from scipy.optimize import minimize
 
 from dpcompanion.claims.checks import R_PAPER, bound_result, margin_result, scaled_result, simplest, tightest
-from dpcompanion.claims.registry import checked, claim, illustrated, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, illustrated, prose, proved, refuted, verified_by_margins
 from dpcompanion.theory import exact_risk as er
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import gd
@@ -113,9 +113,11 @@ def _t41_quadratic(*, mutant=False):
         margins,
         points=points,
         tol=1e-12,
-        domain="diagonal quadratics, D in 1..5, kappa in [1, 316], T in 1..59, N in 10..999, G in [0.1, 10], "
-        "random sigma_t in [0.1, 31.6], eta = 1/M (300 points), plus 40 with the gap on the smallest eigenvalue "
-        "and N in 1e4..1e6; margin = min over ERUB and ERUB_2 of (bound - exact)/bound",
+        domain=prose("""
+            diagonal quadratics, D in 1..5, kappa in [1, 316], T in 1..59, N in 10..999, G in [0.1, 10], random
+            sigma_t in [0.1, 31.6], eta = 1/M (300 points), plus 40 with the gap on the smallest eigenvalue and N in
+            1e4..1e6; margin = min over ERUB and ERUB_2 of (bound - exact)/bound
+        """),
     )
 
 
@@ -232,16 +234,21 @@ def _e2e_t41(*, mutant: bool = False):
                                        "exact": exact, "bound": bound})
     return margin_result(
         margins, points, smallest_key=simplest, mutant=mutant,
-        domain="quadratics with geometric spectra in [M/kappa, M], M = 1, kappa in {1, 1.05, 3, 30} (D = 1 and 3 at kappa = 1), "
-        "theta_1 - theta* = (1,..,1), N in {3, 100}, G = 1, R = 0.3927, T in {1, 2, 10, 100}, uniform/random/Thm 4.4 schedules; "
-        "exact E f(theta_{T+1}) - f* by covariance propagation; margin = (bound - exact)/(the printed bound)",
+        domain=prose("""
+            quadratics with geometric spectra in [M/kappa, M], M = 1, kappa in {1, 1.05, 3, 30} (D = 1 and 3 at
+            kappa = 1), theta_1 - theta* = (1,..,1), N in {3, 100}, G = 1, R = 0.3927, T in {1, 2, 10, 100},
+            uniform/random/Thm 4.4 schedules; exact E f(theta_{T+1}) - f* by covariance propagation; margin = (bound
+            - exact)/(the printed bound)
+        """),
         mutant_desc="q_t = gamma^(T-t+1) alpha instead of gamma^(T-t) alpha (exponent off by one)",
         impact=_IMPACT_41,
         tightest=tightest(ratios, points),
-        gamma_squared_note="the mutant gamma -> gamma^2 cannot be caught by any quadratic: at eta = 1/M every eigen-direction "
-        "contracts by (1 - lambda/M)^2 <= gamma^2, so the gamma^2 version is true for quadratics. Nor by the standard "
-        "non-convex PL example (pl_example: its worst noiseless one-step ratio stays below gamma^2 too); the registry "
-        "has no loss on which GD's rate is provably between gamma^2 and gamma",
+        gamma_squared_note=prose("""
+            the mutant gamma -> gamma^2 cannot be caught by any quadratic: at eta = 1/M every eigen-direction
+            contracts by (1 - lambda/M)^2 <= gamma^2, so the gamma^2 version is true for quadratics. Nor by the
+            standard non-convex PL example (pl_example: its worst noiseless one-step ratio stays below gamma^2 too);
+            the registry has no loss on which GD's rate is provably between gamma^2 and gamma
+        """),
         pl_example=_pl_example(),
     )
 
@@ -342,10 +349,12 @@ def _t42_T_limit():
         actual=T_big,
         series=series,
         exact_minimiser_at_kappa_1e6=T_exact,
-        impact="Eq. (24)'s T tends to 1/alpha, not 0, so it does not realise the 'do not step on sharp losses' intuition; "
-        "the exact minimiser of Eq. (22) does (it is T = 1 for kappa alpha >= 1, H-S4.1.3.sharp-corrected). "
-        "The Theta statement Eq. (8) is unaffected: it bounds the value at Eq. (24)'s T, which is still an upper bound "
-        "of the minimum.",
+        impact=prose("""
+            Eq. (24)'s T tends to 1/alpha, not 0, so it does not realise the 'do not step on sharp losses'
+            intuition; the exact minimiser of Eq. (22) does (it is T = 1 for kappa alpha >= 1,
+            H-S4.1.3.sharp-corrected). The Theta statement Eq. (8) is unaffected: it bounds the value at Eq. (24)'s
+            T, which is still an upper bound of the minimum.
+        """),
     )
 
 
@@ -417,12 +426,14 @@ def _t42_eq8_uniform():
         printed=r["Eq8_expression"],
         actual=r["exact_min"],
         ratio_along_kappa_1000_over_alpha=ratios,
-        impact="Along kappa = 1000/alpha the ratio exact minimum / Eq. (8) falls like alpha, so no constant c' works, "
-        "whatever alpha_0 and c are: the proof's lower bound is correct for the value at Eq. (24)'s T (read that way, "
-        "Eq. (8) holds), but that value is not the minimum over T (one step already gives "
-        "1 - 1/kappa + alpha, and ERUB(0) = 1). The upper half of Eq. (8), the one the comparisons use, stands; the lower "
-        "half holds where the expression is at most 1, i.e. where the bound says something (H-T4.2.Eq8), and min(1, .) "
-        "repairs it everywhere (H-T4.2.Eq8-corrected).",
+        impact=prose("""
+            Along kappa = 1000/alpha the ratio exact minimum / Eq. (8) falls like alpha, so no constant c' works,
+            whatever alpha_0 and c are: the proof's lower bound is correct for the value at Eq. (24)'s T (read that
+            way, Eq. (8) holds), but that value is not the minimum over T (one step already gives 1 - 1/kappa +
+            alpha, and ERUB(0) = 1). The upper half of Eq. (8), the one the comparisons use, stands; the lower half
+            holds where the expression is at most 1, i.e. where the bound says something (H-T4.2.Eq8), and min(1, .)
+            repairs it everywhere (H-T4.2.Eq8-corrected).
+        """),
     )
 
 
@@ -526,9 +537,12 @@ def _t24(*, mutant: bool = False):
         domain="kappa in {2, 5, 10, 30, 100} x alpha in {1e-6, 1e-4, 1e-3, 1e-2}; T* by exhaustive search (gd.argmin_uniform); "
         "margin = 1 - |T_24 - T*| (steps)",
         mutant_desc="|T_24 - T*| = 0 required instead of <= 1",
-        impact="Eq. (24) is the surrogate's minimiser shifted, not Eq. (22)'s: at moderate kappa it picks about twice the "
-        "best T, so Eq. (25) is the value at a non-optimal T (an upper bound of the minimum, not the minimum). Thm 4.2's "
-        "Theta statement (Eq. 8) and the T column of Tables 1-2 inherit the mismatch; H-T4.2.Eq8 checks the minimum itself.",
+        impact=prose("""
+            Eq. (24) is the surrogate's minimiser shifted, not Eq. (22)'s: at moderate kappa it picks about twice
+            the best T, so Eq. (25) is the value at a non-optimal T (an upper bound of the minimum, not the
+            minimum). Thm 4.2's Theta statement (Eq. 8) and the T column of Tables 1-2 inherit the mismatch;
+            H-T4.2.Eq8 checks the minimum itself.
+        """),
         smallest_key=lambda q, m: (q["kappa"], -q["alpha"]),
         exact_risk_view=exact_view,
     )
@@ -621,9 +635,12 @@ def _e26_printed():
         printed=float(rhs),
         actual=float(lhs),
         holds_instead="the variance of sqrt(q_t): T^2 Var[sqrt(q_t)] = %g" % (T**2 * np.sqrt(q).var()),
-        impact="A typo in the last member of the display (also in the HTML rendering of the FAccT version): the middle member of the same "
-        "display, (1/T) sum_t (sqrt(q_t) - mean sqrt(q))^2 times T^2, is correct, and the sentence after Lemma 4.3 already "
-        "speaks of the variance of sqrt(q_t). Nothing downstream uses the printed form; no conclusion is affected.",
+        impact=prose("""
+            A typo in the last member of the display (also in the HTML rendering of the FAccT version): the middle
+            member of the same display, (1/T) sum_t (sqrt(q_t) - mean sqrt(q))^2 times T^2, is correct, and the
+            sentence after Lemma 4.3 already speaks of the variance of sqrt(q_t). Nothing downstream uses the
+            printed form; no conclusion is affected.
+        """),
     )
 
 
@@ -858,10 +875,12 @@ def _s413_alpha():
         printed="alpha >> 1 for large N",
         actual=alphas[-1],
         alpha_by_N=dict(zip([str(n) for n in Ns], alphas)),
-        impact="A slip of the inequality: alpha = D G^2/(2 R M N^2 Delta) shrinks like 1/N^2, and the bound (12) that "
-        "follows (kappa^2 alpha ln(1/(kappa alpha))) is the small-alpha regime, so alpha << 1 is meant. A typo-level "
-        "slip (printed as alpha >> 1 in both text extractions of the FAccT version, so not an extraction artefact); "
-        "conclusions unaffected.",
+        impact=prose("""
+            A slip of the inequality: alpha = D G^2/(2 R M N^2 Delta) shrinks like 1/N^2, and the bound (12) that
+            follows (kappa^2 alpha ln(1/(kappa alpha))) is the small-alpha regime, so alpha << 1 is meant. A
+            typo-level slip (printed as alpha >> 1 in both text extractions of the FAccT version, so not an
+            extraction artefact); conclusions unaffected.
+        """),
     )
 
 
@@ -894,9 +913,11 @@ def _s413_uni():
         fitted_exponent=fit_slope(Ns, uni),
         printed_order="N^-2 ln N",
         fitted_log_power=fit_slope(np.log(1 / (10.0 * al)), uni / al),
-        note="fitted_exponent: log-log slope of the exact minimum vs N (printed: -2 with one log factor); "
-        "fitted_log_power: slope of log(ERUB_min/alpha) vs log ln(1/(kappa alpha)) (1 for one ln N factor as "
-        "printed, 2 for Wang et al.'s ln^2 N)",
+        note=prose("""
+            fitted_exponent: log-log slope of the exact minimum vs N (printed: -2 with one log factor);
+            fitted_log_power: slope of log(ERUB_min/alpha) vs log ln(1/(kappa alpha)) (1 for one ln N factor as
+            printed, 2 for Wang et al.'s ln^2 N)
+        """),
         domain="kappa = 10, D = 10, G = M = f_gap = 1, R = 0.3927, N in [1e2, 1e10] (9 points); exhaustive search over T",
     )
 
@@ -946,13 +967,16 @@ def _s413_sharp():
         printed={"uniform ~ 1/alpha": r["printed_uniform_order_1_over_alpha"], "Eq25": r["Eq25_value"]},
         actual={"uniform_min": r["exact_uniform_min"], "dynamic_min": r["exact_dynamic_min"]},
         sweep=rows,
-        impact="Theta(1/alpha) is the value of the uniform bound at Eq. (24)'s T (Eq. 25), whereas the dynamic Theta(1) "
-        "is the value at the true minimiser Eq. (27): the comparison sets a non-minimised bound against a minimised one. "
-        "Minimised over T, one step (T = 1) already gives 1 - 1/kappa + alpha, so the uniform minimum is below 1 + alpha "
-        "and both schedules tend to the trivial bound 1 (the paper's own 'do not step on sharp losses' intuition). "
-        "The claimed 1/alpha robustness advantage of the dynamic schedule on sharp losses therefore does not hold for "
-        "the minimised bounds (ratio at most 1 + alpha, H-S4.1.3.sharp-corrected); the paper's main result, the "
-        "sample-efficiency advantage at small alpha (a ln N factor), is unaffected.",
+        impact=prose("""
+            Theta(1/alpha) is the value of the uniform bound at Eq. (24)'s T (Eq. 25), whereas the dynamic Theta(1)
+            is the value at the true minimiser Eq. (27): the comparison sets a non-minimised bound against a
+            minimised one. Minimised over T, one step (T = 1) already gives 1 - 1/kappa + alpha, so the uniform
+            minimum is below 1 + alpha and both schedules tend to the trivial bound 1 (the paper's own 'do not step
+            on sharp losses' intuition). The claimed 1/alpha robustness advantage of the dynamic schedule on sharp
+            losses therefore does not hold for the minimised bounds (ratio at most 1 + alpha,
+            H-S4.1.3.sharp-corrected); the paper's main result, the sample-efficiency advantage at small alpha (a ln
+            N factor), is unaffected.
+        """),
     )
 
 
@@ -1027,12 +1051,15 @@ def _sl_uni():
         actual={"T": show["T_best"], "ERUB_min": show["ERUB_best"]},
         failures_on_grid={"second_case": len(second), "first_case": len(first), "grid": len(_GRID)},
         first_case_example=first[0] if first else None,
-        impact="The case split comes from the surrogate gamma^T + alpha kappa T (paper Eq. 23), not from the bound itself: "
-        "when kappa alpha + ln gamma >= 0 but kappa alpha < 1, one step already gives 1 - 1/kappa + alpha < 1, so T = 0 "
-        "and ERUB_min = 1 are wrong; in the first case the rounded surrogate minimiser is close to, but not always, the "
-        "minimiser (a rounding detail, small excess). The FAccT version uses the split only for the surrogate's minimiser "
-        "(Eq. 23) and then replaces it by Eq. (24); its Theorem 4.2 does not state this T or ERUB_min = 1. (The slide "
-        "carries a footnote marker after 'is' whose text is not in our extraction.)",
+        impact=prose("""
+            The case split comes from the surrogate gamma^T + alpha kappa T (paper Eq. 23), not from the bound
+            itself: when kappa alpha + ln gamma >= 0 but kappa alpha < 1, one step already gives 1 - 1/kappa + alpha
+            < 1, so T = 0 and ERUB_min = 1 are wrong; in the first case the rounded surrogate minimiser is close to,
+            but not always, the minimiser (a rounding detail, small excess). The FAccT version uses the split only
+            for the surrogate's minimiser (Eq. 23) and then replaces it by Eq. (24); its Theorem 4.2 does not state
+            this T or ERUB_min = 1. (The slide carries a footnote marker after 'is' whose text is not in our
+            extraction.)
+        """),
     )
 
 
@@ -1097,10 +1124,12 @@ def _sl_dyn():
         failures_on_grid=len(bad),
         grid=len(_GRID),
         largest_relative_excess=worst["relative_excess"],
-        impact="Rounding up is not always right: the integer minimiser is the floor or the ceiling of Eq. (27)'s real T, "
-        "whichever gives the smaller bound. The loss from always rounding up is small (largest relative excess on the "
-        "grid reported); the closed form itself is correct and, unlike the paper's Thm 4.4 statement, is the minimiser. "
-        "A rounding detail: Eq. (12) and the conclusions drawn from it are unaffected.",
+        impact=prose("""
+            Rounding up is not always right: the integer minimiser is the floor or the ceiling of Eq. (27)'s real T,
+            whichever gives the smaller bound. The loss from always rounding up is small (largest relative excess on
+            the grid reported); the closed form itself is correct and, unlike the paper's Thm 4.4 statement, is the
+            minimiser. A rounding detail: Eq. (12) and the conclusions drawn from it are unaffected.
+        """),
     )
 
 
@@ -1162,9 +1191,11 @@ def _slides_t32(*, mutant: bool = False):
         domain="f(theta; x) = 1/2 (theta - x)^2, x = 0, theta_1 = G = 1 (gradient norms <= G on the path), one step, "
         "eta = 1/M = 1, N = 1, C_t/G in {0.1, 0.5, 0.9, 1}, sigma in {0.5, 2}; exact E f(theta_2); margin = (bound - exact)/exact",
         mutant_desc="the bound halved",
-        impact="The hypothesis is reversed: clipping is inactive when C_t >= G (every per-sample gradient norm is <= G <= "
-        "C_t). With C_t < G the clipped step is biased and the bound, whose alpha_t shrinks with C_t^2, fails; the slides' "
-        "clipping-aware schedules inherit it (H-Slides.T3.2.clipping-corrected holds).",
+        impact=prose("""
+            The hypothesis is reversed: clipping is inactive when C_t >= G (every per-sample gradient norm is <= G
+            <= C_t). With C_t < G the clipped step is biased and the bound, whose alpha_t shrinks with C_t^2, fails;
+            the slides' clipping-aware schedules inherit it (H-Slides.T3.2.clipping-corrected holds).
+        """),
         smallest_key=lambda q, m: (-q["C_over_G"], q["sigma"]),
     )
 

@@ -16,7 +16,7 @@ import numpy as np
 import sympy as sp
 
 from dpcompanion.claims.checks import R_PAPER, bound_result, margin_result, simplest
-from dpcompanion.claims.registry import checked, claim, identity, illustrated, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, identity, illustrated, prose, proved, refuted, verified_by_margins
 from dpcompanion.theory import exact_momentum as em
 from dpcompanion.theory import exact_risk as er
 from dpcompanion.theory import schedules
@@ -115,9 +115,11 @@ def _t45_zeta_statement():
         samples=len(margins),
         share_negative=float(np.mean(np.array(margins) < 0)),
         note="Same reading in both text extractions of the FAccT version. The counterexample is admissible: eta0 at the stated maximum, kappa >= 1.",
-        impact="A transcription error in the statement: its eta0^2 coefficient is 1/(beta(1-beta)^3) where the "
-        "proof (App. D.2) has beta gamma/((gamma-beta)^2(1-beta)^3). The stated eta0 range is the root of the "
-        "proof's zeta, which is >= 0 on it (H-T4.5.zeta-proof), so the bound (14) itself is unaffected.",
+        impact=prose("""
+            A transcription error in the statement: its eta0^2 coefficient is 1/(beta(1-beta)^3) where the proof
+            (App. D.2) has beta gamma/((gamma-beta)^2(1-beta)^3). The stated eta0 range is the root of the proof's
+            zeta, which is >= 0 on it (H-T4.5.zeta-proof), so the bound (14) itself is unaffected.
+        """),
     )
 
 
@@ -140,12 +142,16 @@ def _t45_example():
             "eta0_max_from_statement_zeta": stmt,
             "zeta_proof_at_0.98": mom.zeta(eta0=0.98, beta=b, gamma=g),
         },
-        note="eta0 is dimensionless (eta_t = eta0/(2M)) and the theorem's range does not depend on M: it gives "
-        "eta0 <= 0.003 (eta_t <= 0.0015/M), so the printed 0.98/M exceeds it for every M < 325 (at M = 1 by a "
-        "factor of about 325); read as a bound on eta_t instead, 0.98/M is still about 650 times too large.",
-        impact="The example overstates the admissible step size by two orders of magnitude; the theorem's "
-        "bound still holds for the correct range, but 'a rational value' is not supported: momentum with "
-        "beta=0.9 needs a tiny step for the momentum-effect term to be non-positive.",
+        note=prose("""
+            eta0 is dimensionless (eta_t = eta0/(2M)) and the theorem's range does not depend on M: it gives eta0 <=
+            0.003 (eta_t <= 0.0015/M), so the printed 0.98/M exceeds it for every M < 325 (at M = 1 by a factor of
+            about 325); read as a bound on eta_t instead, 0.98/M is still about 650 times too large.
+        """),
+        impact=prose("""
+            The example overstates the admissible step size by two orders of magnitude; the theorem's bound still
+            holds for the correct range, but 'a rational value' is not supported: momentum with beta=0.9 needs a
+            tiny step for the momentum-effect term to be non-positive.
+        """),
     )
 
 
@@ -195,9 +201,11 @@ def _t45_remark():
         printed={"factor_lt": g, "gamma^(T-t) factor_lt": g**T},
         actual={"factor": 1.0, "gamma^(T-t) factor": g ** (T - 1)},
         where_it_holds={f"beta={bb}, gamma={gg}": _factor_below_gamma_t(bb, gg) for bb, gg in ((0.9, 0.99), (0.5, 0.9), (0.1, 0.5))},
-        note="At t = 1 the factor is exactly 1 > gamma for every beta; Lemma C.7's gamma^(t-1) is the right comparison. "
-        "The printed comparison with gamma^t does hold on an initial stretch from t = 2 when beta is large "
-        "(where_it_holds), but not for small beta.",
+        note=prose("""
+            At t = 1 the factor is exactly 1 > gamma for every beta; Lemma C.7's gamma^(t-1) is the right
+            comparison. The printed comparison with gamma^t does hold on an initial stretch from t = 2 when beta is
+            large (where_it_holds), but not for small beta.
+        """),
         impact="Wording only (an off-by-one in a remark): the proofs use Lemma C.7 (gamma^(t-1)), which holds.",
     )
 
@@ -291,10 +299,13 @@ def _e2e_t45(*, mutant: bool = False):
                                "exact": exact, "rhs": rhs})
     return margin_result(
         margins, points, smallest_key=simplest, mutant=mutant,
-        domain="geometric spectra (D = 3, M = 1), kappa in {1, 1.5, 10}, beta in {0.05, 0.3, 0.9} on both sides of gamma where "
-        "admissible, eta0 = its largest admissible value (solved with gamma = 1 - eta0/kappa) and a tenth of it, N in {3, 200}, "
-        "T in {1, 4, 30}, random budget-exact schedules (R = 0.3927), G = 1; exact E f and E||v_{t+1}||^2 by covariance "
-        "propagation; margin = (rhs - exact)/(gamma^T + 2 R eta0 alpha U_3)(f(theta_1) - f*)",
+        domain=prose("""
+            geometric spectra (D = 3, M = 1), kappa in {1, 1.5, 10}, beta in {0.05, 0.3, 0.9} on both sides of gamma
+            where admissible, eta0 = its largest admissible value (solved with gamma = 1 - eta0/kappa) and a tenth
+            of it, N in {3, 200}, T in {1, 4, 30}, random budget-exact schedules (R = 0.3927), G = 1; exact E f and
+            E||v_{t+1}||^2 by covariance propagation; margin = (rhs - exact)/(gamma^T + 2 R eta0 alpha
+            U_3)(f(theta_1) - f*)
+        """),
         mutant_desc="the noise term 2 R eta0 alpha U_3 halved (factor 2 dropped)",
         impact=_IMPACT_45,
         holds_instead="no corrected theorem is registered; the first step of a repair is Eq. (28) with its factor 1/2 "
@@ -331,9 +342,11 @@ def _eq28(*, mutant: bool = False):
         margins, points, mutant=mutant, tol=1e-12,
         domain="20 random (g, v) in R^D, D in 1..4, eta in [0.01, 1], b in [0.1, 1]; margin = -|lhs - rhs|/(|lhs| + |rhs|)",
         mutant_desc="the right-hand side doubled again",
-        impact="The identity holds with a factor 1/2 (H-T4.5.Eq28-corrected). With it, Eq. (28) gives -(eta_t/2)||grad||^2, "
-        "and the PL step yields the contraction 1 - mu eta_t = 1 - eta0/(2 kappa), not gamma = 1 - eta0/kappa: the "
-        "source of the failure of Thm 4.5-4.7 end to end (H-T4.5.end-to-end).",
+        impact=prose("""
+            The identity holds with a factor 1/2 (H-T4.5.Eq28-corrected). With it, Eq. (28) gives
+            -(eta_t/2)||grad||^2, and the PL step yields the contraction 1 - mu eta_t = 1 - eta0/(2 kappa), not
+            gamma = 1 - eta0/kappa: the source of the failure of Thm 4.5-4.7 end to end (H-T4.5.end-to-end).
+        """),
         smallest_key=lambda q, m: q["D"],
     )
 
@@ -490,14 +503,18 @@ def _c6():
         printed={"rhs_coefficient": ce["rhs"]},
         actual={"lhs_coefficient": ce["lhs"]},
         samples=len(m),
-        note="With beta > gamma, a = beta/gamma > 1 and the proof's bound sum_j j a^j <= a/(1-a)^2 needs a < 1. "
-        "Thm 4.5 admits beta > gamma only in a corner: kappa >= 1 forces eta0 >= 1 - gamma, and eta0 <= "
-        "eta0_max(beta, gamma) then holds only for gamma below about 0.06 (kappa and eta0 near 1). Read as a "
-        "hypothesis, the printed zeta >= 0 (eta0^2 <= beta(1-beta)^3) would exclude beta > gamma altogether.",
-        impact="A missing hypothesis that matters only in an extreme corner (gamma < 0.06, i.e. a nearly "
-        "perfectly conditioned problem run with eta0 near 1): adding beta < gamma, which Thm 4.7 states and every "
-        "setting the paper discusses (e.g. beta = 0.9, gamma = 0.99) meets, makes the lemma hold "
-        "(H-C6.beta-lt-gamma), and with it Lemma C.5 and the momentum-effect term of Thm 4.5.",
+        note=prose("""
+            With beta > gamma, a = beta/gamma > 1 and the proof's bound sum_j j a^j <= a/(1-a)^2 needs a < 1. Thm
+            4.5 admits beta > gamma only in a corner: kappa >= 1 forces eta0 >= 1 - gamma, and eta0 <=
+            eta0_max(beta, gamma) then holds only for gamma below about 0.06 (kappa and eta0 near 1). Read as a
+            hypothesis, the printed zeta >= 0 (eta0^2 <= beta(1-beta)^3) would exclude beta > gamma altogether.
+        """),
+        impact=prose("""
+            A missing hypothesis that matters only in an extreme corner (gamma < 0.06, i.e. a nearly perfectly
+            conditioned problem run with eta0 near 1): adding beta < gamma, which Thm 4.7 states and every setting
+            the paper discusses (e.g. beta = 0.9, gamma = 0.99) meets, makes the lemma hold (H-C6.beta-lt-gamma),
+            and with it Lemma C.5 and the momentum-effect term of Thm 4.5.
+        """),
     )
 
 
@@ -797,18 +814,22 @@ def _t47_q_statement():
         share_violated=float(np.mean(np.array(m) < 0)),
         violations_only_for_t_gt_T_hat=bool(all(pt["t"] > pt["T_hat"] for pt, mm in zip(p, m) if mm < 0)),
         share_violated_with_indicators_on_T=float(np.mean(np.array(m_lit) < 0)),
-        note="The proof's line before its q_t bounds the t > T_hat part by gamma^(2 T_hat - 1)/(gamma - beta^2) "
-        "gamma^(T-t) = gamma^(T_hat-1) c2' gamma^(T-t) with c2' = gamma^T_hat/(gamma - beta^2); the printed c2 = "
-        "gamma^(2 T_hat)/(gamma - beta^2) is smaller by gamma^T_hat, and the bound fails for t > T_hat. For t <= T_hat "
-        "c1 is right. Read literally (indicators on T, as printed), q_t also drops the c1 part for t <= T_hat when "
-        "T > T_hat, which fails more often; that reading is not the one tested. The theorem's own wording, 'for some "
-        "positive constants c1 and c2', is true (H-T4.7.q-corrected gives valid constants).",
-        impact="A wrong constant in the proof, not a wrong theorem: with c2' = gamma^T_hat/(gamma - beta^2) the "
-        "two-regime q_t bounds U_3 (H-T4.7.q-corrected). Since gamma^(T_hat-1) >= 1 - beta by the definition of "
-        "T_hat, c2'/c2 = gamma^(-T_hat) <= 1/(gamma(1 - beta)), so the ERUB_min derived from q_t grows by at most that "
-        "factor in its T > T_hat part and its order in T is unchanged. schedules.momentum_dynamic uses the corrected "
-        "constants by default (variant 'corrected'); the printed ones stay available as variants 'proof' and "
-        "'statement'.",
+        note=prose("""
+            The proof's line before its q_t bounds the t > T_hat part by gamma^(2 T_hat - 1)/(gamma - beta^2)
+            gamma^(T-t) = gamma^(T_hat-1) c2' gamma^(T-t) with c2' = gamma^T_hat/(gamma - beta^2); the printed c2 =
+            gamma^(2 T_hat)/(gamma - beta^2) is smaller by gamma^T_hat, and the bound fails for t > T_hat. For t <=
+            T_hat c1 is right. Read literally (indicators on T, as printed), q_t also drops the c1 part for t <=
+            T_hat when T > T_hat, which fails more often; that reading is not the one tested. The theorem's own
+            wording, 'for some positive constants c1 and c2', is true (H-T4.7.q-corrected gives valid constants).
+        """),
+        impact=prose("""
+            A wrong constant in the proof, not a wrong theorem: with c2' = gamma^T_hat/(gamma - beta^2) the
+            two-regime q_t bounds U_3 (H-T4.7.q-corrected). Since gamma^(T_hat-1) >= 1 - beta by the definition of
+            T_hat, c2'/c2 = gamma^(-T_hat) <= 1/(gamma(1 - beta)), so the ERUB_min derived from q_t grows by at most
+            that factor in its T > T_hat part and its order in T is unchanged. schedules.momentum_dynamic uses the
+            corrected constants by default (variant 'corrected'); the printed ones stay available as variants
+            'proof' and 'statement'.
+        """),
     )
 
 
@@ -870,10 +891,12 @@ def _t47_remark():
     if min(margins) < 0:  # the construction below would be broken (a library error, not a finding)
         raise AssertionError(f"schedule not increasing on [1, T_hat] at {pts[int(np.argmin(margins))]}")
     return identity(
-        construction="Lemma C.7 replaces the debias factor by gamma^(t-1), which makes q_t = c1 gamma^(T+t) fall on "
-        "[1, T_hat]; Lemma 4.3's schedule sigma_t^2 proportional to 1/sqrt(q_t) then rises there by definition. The "
-        "exact influence w_t of U_3 falls only on a much shorter initial segment (H-T4.7.remark-exact), so for U_3 "
-        "itself the increasing part of the optimal schedule is short.",
+        construction=prose("""
+            Lemma C.7 replaces the debias factor by gamma^(t-1), which makes q_t = c1 gamma^(T+t) fall on [1,
+            T_hat]; Lemma 4.3's schedule sigma_t^2 proportional to 1/sqrt(q_t) then rises there by definition. The
+            exact influence w_t of U_3 falls only on a much shorter initial segment (H-T4.7.remark-exact), so for
+            U_3 itself the increasing part of the optimal schedule is short.
+        """),
         domain="(beta, gamma) grid with beta^2 < gamma, T_hat >= 2, T in {T_hat, 2 T_hat + 10}",
         samples=len(margins),
         smallest_relative_increase=float(min(margins)),
@@ -948,9 +971,11 @@ def _e2e_t47(*, mutant: bool = False):
         domain="as H-T4.5.end-to-end restricted to beta < gamma (the theorem's hypothesis), N in {2, 5, 30} (T <= 400 kept), "
         "the theorem's T^dyn; margin = (bound - exact)/bound",
         mutant_desc="the noise term multiplied by gamma^T (the influence constant one power of gamma^T too small)",
-        impact="Inherits H-T4.5.end-to-end (at kappa = 1 the rate gamma = 1 - eta0 is faster than one step of size "
-        "eta0/(2M) can achieve); Thm 4.7 gives the momentum dynamic rows of Tables 1 and 2 and the 'increasing schedule' "
-        "remark.",
+        impact=prose("""
+            Inherits H-T4.5.end-to-end (at kappa = 1 the rate gamma = 1 - eta0 is faster than one step of size
+            eta0/(2M) can achieve); Thm 4.7 gives the momentum dynamic rows of Tables 1 and 2 and the 'increasing
+            schedule' remark.
+        """),
     )
 
 
@@ -1014,10 +1039,12 @@ def _slides_eta0():
         counterexample={"beta": b, "gamma": g, "M": M, "eta0": thr},
         printed="zeta_slides <= 0",
         actual={"zeta_slides": z},
-        note="The root of the slides' own zeta is (sqrt(1/4 + 16A) - 1/2)/(8MA) with A = beta gamma/((gamma-beta)^2 "
-        "(1-beta)^3); the slides' threshold is that root with A replaced by 1/(beta(1-beta)^3), as in the paper's "
-        "printed zeta (H-T4.5.zeta-statement), which is smaller by the factor beta^2 gamma/(gamma-beta)^2 (about 99 "
-        "here) and is what breaks it, and with '-1' for '-1/2', which alone would only be conservative.",
+        note=prose("""
+            The root of the slides' own zeta is (sqrt(1/4 + 16A) - 1/2)/(8MA) with A = beta gamma/((gamma-beta)^2
+            (1-beta)^3); the slides' threshold is that root with A replaced by 1/(beta(1-beta)^3), as in the paper's
+            printed zeta (H-T4.5.zeta-statement), which is smaller by the factor beta^2 gamma/(gamma-beta)^2 (about
+            99 here) and is what breaks it, and with '-1' for '-1/2', which alone would only be conservative.
+        """),
         impact="Slides only; the paper's threshold (H-T4.5.eta0) is consistent with its proof.",
     )
 

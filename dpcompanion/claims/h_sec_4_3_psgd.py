@@ -14,7 +14,7 @@ import sympy as sp
 
 from dpcompanion.claims.checks import SCALED_MUTANT, margin_result, scaled_margins, scaled_result, simplest, tightest
 from dpcompanion.claims.h_sec_4_2_momentum import eta0_admissible, momentum_rhs
-from dpcompanion.claims.registry import checked, claim, refuted, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, prose, refuted, verified_by_margins
 from dpcompanion.theory import accounting
 from dpcompanion.theory import exact_momentum as em
 from dpcompanion.theory import exact_subsampled as xs
@@ -159,10 +159,12 @@ def _e2e_t48(*, mutant: bool = False):
                                "exact": exact, "bound": bound})
     return scaled_result(
         exacts, bounds, points, mutant=mutant,
-        domain="least squares, D = 2, random data (seeded; the N = 8 problem has orthogonal rows, kappa = 1), "
-        "(N, R) in {(16, 1/4), (36, 1/9), (40, 0.01), (8, 1)} so that "
-        "n = N sqrt(R) is an integer, sampling with replacement, G in {0.3, 3}, T in {1, 5, 40}, random schedules with "
-        "sum 1/sigma_t^2 = R'; exact moments including the minibatch noise; margin = (bound - exact)/bound",
+        domain=prose("""
+            least squares, D = 2, random data (seeded; the N = 8 problem has orthogonal rows, kappa = 1), (N, R) in
+            {(16, 1/4), (36, 1/9), (40, 0.01), (8, 1)} so that n = N sqrt(R) is an integer, sampling with
+            replacement, G in {0.3, 3}, T in {1, 5, 40}, random schedules with sum 1/sigma_t^2 = R'; exact moments
+            including the minibatch noise; margin = (bound - exact)/bound
+        """),
         impact="Thm 4.8 carries the PGD conclusions to PSGD (Sec. 4.3) and is the base of Thm 4.9.",
         tightest=tightest(ratios, points),
     )
@@ -190,11 +192,13 @@ def _t49():
         actual={"U3g": u, "alpha R' U3g / (alpha_g sigma_g^2) at n = N sqrt(R)": u / kappa},
         note="The proof uses 1/(1-gamma) = kappa, true for GD's gamma = 1 - 1/kappa but not for the momentum "
         "theorem's gamma = 1 - eta0/kappa, where 1/(1-gamma) = kappa/eta0.",
-        impact="A slip in the proof (GD's 1/(1-gamma) = kappa reused for momentum's gamma = 1 - eta0/kappa): the "
-        "printed inequality alpha R' U3g <= alpha_g sigma_g^2 is off by the factor 1/eta0, which can be large. In "
-        "the momentum ERUB (Thm 4.5) the term enters as 2 eta0 alpha R' U3g, so the eta0 cancels and the PSGD part "
-        "is at most 2 alpha_g sigma_g^2 (H-T4.9-corrected): the conclusion drawn after the theorem (PSGD adds only "
-        "O(alpha_g sigma_g^2); the schedule comparisons are unchanged) holds, up to a factor 2.",
+        impact=prose("""
+            A slip in the proof (GD's 1/(1-gamma) = kappa reused for momentum's gamma = 1 - eta0/kappa): the printed
+            inequality alpha R' U3g <= alpha_g sigma_g^2 is off by the factor 1/eta0, which can be large. In the
+            momentum ERUB (Thm 4.5) the term enters as 2 eta0 alpha R' U3g, so the eta0 cancels and the PSGD part is
+            at most 2 alpha_g sigma_g^2 (H-T4.9-corrected): the conclusion drawn after the theorem (PSGD adds only
+            O(alpha_g sigma_g^2); the schedule comparisons are unchanged) holds, up to a factor 2.
+        """),
     )
 
 
@@ -290,14 +294,18 @@ def _subsampling_rule(*, mutant: bool = False):
                            "epsilon_rule": eps_rule, "epsilon_exact": eps_true})
     return margin_result(
         margins, points, mutant=mutant,
-        domain="one step, p in {1e-3, 0.01, 0.1, 0.5, 1} x sigma in {0.5, 1, 2, 4, 8}, delta = 1e-5; exact epsilon of the "
-        "Poisson-subsampled Gaussian (add/remove neighbours; equal to dp-accounting's PLD to 1e-8, tested); "
-        "margin = (epsilon_rule - epsilon_exact)/epsilon_rule",
+        domain=prose("""
+            one step, p in {1e-3, 0.01, 0.1, 0.5, 1} x sigma in {0.5, 1, 2, 4, 8}, delta = 1e-5; exact epsilon of
+            the Poisson-subsampled Gaussian (add/remove neighbours; equal to dp-accounting's PLD to 1e-8, tested);
+            margin = (epsilon_rule - epsilon_exact)/epsilon_rule
+        """),
         mutant_desc="each step costs p^2/(10 sigma^2)",
-        impact="The rule is not a privacy guarantee: at small p with sigma of order 1 or below, a step's true epsilon is "
-        "orders of magnitude above what p^2/sigma^2 allows (amplification by sampling is linear in p, not quadratic, when "
-        "the unsampled step is weakly private). Everything that budgets PSGD by R' = R/p^2 inherits it: Thm 4.8, 4.9 "
-        "and the PSGD discussion of Sec. 4.3. The trainers here already charge the rule and check the RDP epsilon too "
-        "(CONTRIBUTING, Privacy in trainers).",
+        impact=prose("""
+            The rule is not a privacy guarantee: at small p with sigma of order 1 or below, a step's true epsilon is
+            orders of magnitude above what p^2/sigma^2 allows (amplification by sampling is linear in p, not
+            quadratic, when the unsampled step is weakly private). Everything that budgets PSGD by R' = R/p^2
+            inherits it: Thm 4.8, 4.9 and the PSGD discussion of Sec. 4.3. The trainers here already charge the rule
+            and check the RDP epsilon too (CONTRIBUTING, Privacy in trainers).
+        """),
         smallest_key=lambda q, m: (-q["p"], -q["sigma"]),
     )

@@ -12,7 +12,7 @@ import numpy as np
 from scipy import optimize
 
 from dpcompanion.claims.checks import scaled_result
-from dpcompanion.claims.registry import claim, refuted, verified_by_margins
+from dpcompanion.claims.registry import claim, prose, refuted, verified_by_margins
 from dpcompanion.theory.bounds import true_risk
 
 SRC = "Hong et al. (FAccT)"
@@ -76,13 +76,17 @@ def _t410():
                  "allowed_violation_frequency": p},
         actual={"TER_at_xbar_0": 0.125, "violation_frequency": worst["violation_frequency"]},
         sweep=points,
-        holds_instead="sqrt(2 G^2/mu) sqrt(f(theta) - f(theta*)) + 4 G^2/(p mu N): strong convexity gives "
-        "||theta - theta*|| <= sqrt(2 (f(theta) - f(theta*))/mu) and Lipschitzness turns it into G times that; there is no 1/N "
-        "in the first term",
-        impact="The 1/N under the first square root is spurious. Corrected, the first term of Eq. (16)-(17) becomes "
-        "G sqrt(2 EER/mu), of order sqrt(D ln N ln(1/p)/R)/N (uniform) and sqrt(D ln(1/p)/R)/N (dynamic) instead of "
-        "N^{-3/2}: the high-probability TER rows of Table 2 keep their 1/N rate and the dynamic schedule still saves "
-        "sqrt(ln N) in that term, but the dependence on D and R is stronger than printed.",
+        holds_instead=prose("""
+            sqrt(2 G^2/mu) sqrt(f(theta) - f(theta*)) + 4 G^2/(p mu N): strong convexity gives ||theta - theta*|| <=
+            sqrt(2 (f(theta) - f(theta*))/mu) and Lipschitzness turns it into G times that; there is no 1/N in the
+            first term
+        """),
+        impact=prose("""
+            The 1/N under the first square root is spurious. Corrected, the first term of Eq. (16)-(17) becomes G
+            sqrt(2 EER/mu), of order sqrt(D ln N ln(1/p)/R)/N (uniform) and sqrt(D ln(1/p)/R)/N (dynamic) instead of
+            N^{-3/2}: the high-probability TER rows of Table 2 keep their 1/N rate and the dynamic schedule still
+            saves sqrt(ln N) in that term, but the dependence on D and R is stronger than printed.
+        """),
     )
 
 
@@ -137,9 +141,11 @@ def _e2e_t41012(*, mutant: bool = False):
                 points.append({"N": N, "eta": eta, "T": T, "TER_minus_EER": est, "se": se, "s_printed": s})
     return scaled_result(
         exacts, bounds, points, mutant=mutant,
-        domain="f(theta; x) = log(1 + exp(-x theta)), x = 1 (p = 0.7) or -0.5 (p = 0.3); PGD from 0 with sigma = 1, "
-        "N in {2, 5, 20}, eta in {1, 7.9} (< 2/M = 8), T in {1, 4}; 20000 data sets each (seeded); "
-        "margin = (s - (estimate + 4 SE))/s",
+        domain=prose("""
+            f(theta; x) = log(1 + exp(-x theta)), x = 1 (p = 0.7) or -0.5 (p = 0.3); PGD from 0 with sigma = 1, N in
+            {2, 5, 20}, eta in {1, 7.9} (< 2/M = 8), T in {1, 4}; 20000 data sets each (seeded); margin = (s -
+            (estimate + 4 SE))/s
+        """),
         impact="The TER bound feeds the uniform-stability block of Table 2.",
         reps=reps,
     )
@@ -182,11 +188,14 @@ def _t412():
         printed=printed,
         actual=actual,
         holds_instead="s = 2 G^2 eta T / N",
-        impact="A constant factor 2: with the paper's adjacency (data sets differing in one sample, replaced), the mean "
-        "gradients of two neighbouring data sets differ by up to 2G/N, not G/N. The additive term becomes "
-        "2 G^2 eta T / N; no order in Table 2 changes, and no conclusion rests on the constant (see "
-        "H-Tab2.uniform-stability for what the term itself, dropped in Sec. 4.4, does to the orders). The theorem is "
-        "restated from [2]; we check the statement as printed in this paper (the same in both text extractions), not [2].",
+        impact=prose("""
+            A constant factor 2: with the paper's adjacency (data sets differing in one sample, replaced), the mean
+            gradients of two neighbouring data sets differ by up to 2G/N, not G/N. The additive term becomes 2 G^2
+            eta T / N; no order in Table 2 changes, and no conclusion rests on the constant (see
+            H-Tab2.uniform-stability for what the term itself, dropped in Sec. 4.4, does to the orders). The theorem
+            is restated from [2]; we check the statement as printed in this paper (the same in both text
+            extractions), not [2].
+        """),
     )
 
 
@@ -277,9 +286,15 @@ def _t411(*, mutant=False):
         margins.append((s - gap) / s)
         points.append({"loss": "linear", "N": N, "gap_exact": gap, "s": s})
     return verified_by_margins(margins, points=points, tol=1e-12,
-                               domain="logistic loss, x in {1 (p=0.7), -0.5 (p=0.3)}, PGD T = 10, eta = 2, sigma = 1, N in {5, 20}, "
-                               "20000 data sets (margin = (s - (estimate + 4 SE))/s); linear loss x theta, x = +-1, N in {5, 10}, "
-                               "T = 10, eta = 0.5, exact expectation over all 2^N data sets (margin = (s - gap)/s)",
-                               note="The linear loss has gap s/2 exactly: s = 2 G^2 eta T/N (Hardt et al. 2016) is the stability of "
-                               "the algorithm, and the expected gap of this instance is half of it, so no check on it can be "
-                               "tighter than 50%; the mutant 0.49 s is refuted there. The logistic instance is far from tight.")
+                               domain=prose("""
+                                   logistic loss, x in {1 (p=0.7), -0.5 (p=0.3)}, PGD T = 10, eta = 2, sigma = 1, N
+                                   in {5, 20}, 20000 data sets (margin = (s - (estimate + 4 SE))/s); linear loss x
+                                   theta, x = +-1, N in {5, 10}, T = 10, eta = 0.5, exact expectation over all 2^N
+                                   data sets (margin = (s - gap)/s)
+                               """),
+                               note=prose("""
+                                   The linear loss has gap s/2 exactly: s = 2 G^2 eta T/N (Hardt et al. 2016) is the
+                                   stability of the algorithm, and the expected gap of this instance is half of it,
+                                   so no check on it can be tighter than 50%; the mutant 0.49 s is refuted there.
+                                   The logistic instance is far from tight.
+                               """))

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from dpcompanion.claims.checks import R_PAPER, margin_result
-from dpcompanion.claims.registry import claim, illustrated, refuted, verified_by_margins
+from dpcompanion.claims.registry import claim, illustrated, prose, refuted, verified_by_margins
 from dpcompanion.theory.bounds import gd
 from dpcompanion.theory.bounds import momentum as mom
 from dpcompanion.theory.bounds import tables as tb
@@ -246,14 +246,17 @@ def _tab2_us():
                 "fitted_exponent_N": next(r["fitted"]["N"] for r in rows if r["row"] == k)},
         ratio_bound_over_printed_at_N_1e4_1e6_1e8=ratio,
         rows=rows,
-        impact="The paper says openly that it drops the additive stability term, so the printed orders are the empirical "
-        "(EER) orders; what fails is the justification. The term is not a constant to be neglected next to D/(N^2 R): "
-        "with T = O(ln(N^2 R/D)) it is of order ln N / N (with the printed G^2 eta T/N as with the corrected "
-        "2 G^2 eta T/N, H-T4.12; the computation uses the latter) and dominates D/(N^2 R) for large N. The "
-        "uniform-stability rows therefore bound the TER only at O(ln N/N) (H-Tab2.uniform-stability-corrected), the same "
-        "order for the static, dynamic and non-private rows; the dynamic schedule's advantage survives only in the "
-        "lower-order EER part, not in the true-risk bound. Table 2's comparison with SGD+MA and SSGD (which keep their "
-        "generalisation terms) is not like for like. The empirical-risk results (Table 1) are not affected.",
+        impact=prose("""
+            The paper says openly that it drops the additive stability term, so the printed orders are the empirical
+            (EER) orders; what fails is the justification. The term is not a constant to be neglected next to D/(N^2
+            R): with T = O(ln(N^2 R/D)) it is of order ln N / N (with the printed G^2 eta T/N as with the corrected
+            2 G^2 eta T/N, H-T4.12; the computation uses the latter) and dominates D/(N^2 R) for large N. The
+            uniform-stability rows therefore bound the TER only at O(ln N/N) (H-Tab2.uniform-stability-corrected),
+            the same order for the static, dynamic and non-private rows; the dynamic schedule's advantage survives
+            only in the lower-order EER part, not in the true-risk bound. Table 2's comparison with SGD+MA and SSGD
+            (which keep their generalisation terms) is not like for like. The empirical-risk results (Table 1) are
+            not affected.
+        """),
     )
 
 
@@ -318,15 +321,19 @@ def _tab2_us_lower(*, mutant: bool = False):
                            "EER_plus_TER_lower_bound": lower})
     return margin_result(
         margins, points, mutant=mutant,
-        domain="N in {1e1, ..., 1e9}, D = 1, R = 0.3927, C = 1e3 (any fixed C fails from N ~ 4 C D / R on); "
-        "loss 1/4 (theta - x)^2, x = +-1 equiprobable (M = mu = 1/2, gradients <= 1 on [-1, 1]); "
-        "margin = (C printed - TER lower bound)/TER lower bound",
+        domain=prose("""
+            N in {1e1, ..., 1e9}, D = 1, R = 0.3927, C = 1e3 (any fixed C fails from N ~ 4 C D / R on); loss 1/4
+            (theta - x)^2, x = +-1 equiprobable (M = mu = 1/2, gradients <= 1 on [-1, 1]); margin = (C printed - TER
+            lower bound)/TER lower bound
+        """),
         mutant_desc="the printed orders divided by N",
-        impact="Decisive form of H-Tab2.uniform-stability (which compared two upper bounds; this entry supersedes it): PGD "
-        "at eta = 1/M outputs the data mean plus noise, whose TER is at least Var(x)/(4N) on this loss, and a momentum run "
-        "that meets Table 1's EER row must have TER of order 1/N too; so every O(D/(N^2 R)) and O(D ln N/(N^2 R)) "
-        "true-risk row of Table 2's uniform-stability block (GD and momentum) is false for large N. The corrected "
-        "O(ln N / N) rows (H-Tab2.uniform-stability-corrected) are consistent with the lower bound.",
+        impact=prose("""
+            Decisive form of H-Tab2.uniform-stability (which compared two upper bounds; this entry supersedes it):
+            PGD at eta = 1/M outputs the data mean plus noise, whose TER is at least Var(x)/(4N) on this loss, and a
+            momentum run that meets Table 1's EER row must have TER of order 1/N too; so every O(D/(N^2 R)) and O(D
+            ln N/(N^2 R)) true-risk row of Table 2's uniform-stability block (GD and momentum) is false for large N.
+            The corrected O(ln N / N) rows (H-Tab2.uniform-stability-corrected) are consistent with the lower bound.
+        """),
         smallest_key=lambda q, m: (q["N"], q["row"]),
     )
 
@@ -359,7 +366,10 @@ def _tab2_hp_first(*, mutant: bool = False):
         domain="N in [1e6, 1e12] (7 points), D = 10, R = 0.3927, p = 0.05, kappa = 10 (mu = 1/kappa), G = M = 1; "
         "margin = 0.15 - |fitted exponent gap|",
         mutant_desc="the printed term's exponent lowered by 1/2 (N^{-2})",
-        impact="Falsifiable form of H-Tab2.high-probability: the printed N^{-3/2} comes from the spurious 1/N under the "
-        "square root of Eq. (15) (H-T4.10); with it removed the privacy term decays like N^{-1} and the rows' dependence on "
-        "D and R is stronger than printed. The 4G^2/(p mu N) term, and hence the rows' overall 1/N rate, is unchanged.",
+        impact=prose("""
+            Falsifiable form of H-Tab2.high-probability: the printed N^{-3/2} comes from the spurious 1/N under the
+            square root of Eq. (15) (H-T4.10); with it removed the privacy term decays like N^{-1} and the rows'
+            dependence on D and R is stronger than printed. The 4G^2/(p mu N) term, and hence the rows' overall 1/N
+            rate, is unchanged.
+        """),
     )

@@ -131,7 +131,20 @@ def statement_of(check: Callable[..., Any]) -> str:
     >>> statement_of(f)
     'The bound $a < b$ holds.'
     """
-    return " ".join(line.strip() for line in inspect.cleandoc(check.__doc__ or "").splitlines() if line.strip())
+    return prose(check.__doc__ or "")
+
+
+def prose(text: str) -> str:
+    """Wrapped text as one line: its lines stripped and joined by single spaces (blank lines dropped).
+    The entries write their statements (docstrings) and long notes as wrapped paragraphs read through it.
+
+    >>> prose('''
+    ...     A sign error
+    ...     in the inversion.
+    ... ''')
+    'A sign error in the inversion.'
+    """
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def claim(

@@ -20,7 +20,7 @@ import sympy as sp
 from scipy.optimize import brentq
 
 from dpcompanion.claims.checks import margin_result, scaled_result, simplest
-from dpcompanion.claims.registry import checked, claim, compare, illustrated, not_reproduced, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, compare, illustrated, not_reproduced, prose, proved, refuted, verified_by_margins
 from dpcompanion.theory import accounting as acc
 from dpcompanion.theory import exact_momentum as em
 from dpcompanion.theory import exact_subsampled as xs
@@ -167,17 +167,20 @@ def _t41_sigma2():
         actual={"exact delta(epsilon) of step 1 alone": d1},
         condition_app_C1={"alpha_1^2 sum 1/alpha_t^2": float(np.sum(1 / alpha**2)), "required >=": need},
         condition_at_paper_experiments={"T": T6, "required T >=": need6},
-        note="The main-text theorem omits App. C.1's lower bound on alpha_t^2 sum_s 1/alpha_s^2 (needed for "
-        "eps_t <= 1 in the amplification step); without it the per-step noise can be so small that one step alone "
-        "leaks with probability ~1/n.",
-        impact="A dropped hypothesis, not a wrong proof: App. C.1 (Thm C.1) states the condition "
-        "alpha_t^2 sum_s 1/alpha_s^2 >= n^2 eps^2 B_delta/(32 m^2 log(1.25/delta0)) and its proof uses it (Eq. 20); "
-        "the main-text Thm 4.1, which points to App. C.1 for its proof, leaves it out, and without it the theorem is "
-        "false (W-T4.1.sigma2-conditioned checks it with the condition). The experiments do not meet the condition "
-        "(condition_at_paper_experiments, DP-SGD at the smallest budget); for their DP-SGD noise a moments "
-        "accountant (Poisson sampling) gives epsilon below epsilon_bar (W-EPS.ours), so those runs are private by "
-        "that route; the "
-        "ADP-SGD runs' noise is not recomputed here.",
+        note=prose("""
+            The main-text theorem omits App. C.1's lower bound on alpha_t^2 sum_s 1/alpha_s^2 (needed for eps_t <= 1
+            in the amplification step); without it the per-step noise can be so small that one step alone leaks with
+            probability ~1/n.
+        """),
+        impact=prose("""
+            A dropped hypothesis, not a wrong proof: App. C.1 (Thm C.1) states the condition alpha_t^2 sum_s
+            1/alpha_s^2 >= n^2 eps^2 B_delta/(32 m^2 log(1.25/delta0)) and its proof uses it (Eq. 20); the main-text
+            Thm 4.1, which points to App. C.1 for its proof, leaves it out, and without it the theorem is false
+            (W-T4.1.sigma2-conditioned checks it with the condition). The experiments do not meet the condition
+            (condition_at_paper_experiments, DP-SGD at the smallest budget); for their DP-SGD noise a moments
+            accountant (Poisson sampling) gives epsilon below epsilon_bar (W-EPS.ours), so those runs are private by
+            that route; the ADP-SGD runs' noise is not recomputed here.
+        """),
     )
 
 
@@ -289,15 +292,19 @@ def _e2e_w41(*, mutant: bool = False):
                            "first_step_epsilon_lower_bound": eps1})
     return margin_result(
         margins, points, smallest_key=simplest, mutant=mutant,
-        domain="n in {100, 1e4} x T in {10, 1000} x epsilon in {0.5, 2, 6.4} (delta = 0.1/n), and W's experiment sizes "
-        "(n = 50000, T = 11700, delta = 1e-5, epsilon in {0.8, 6.4}); alpha_t = 1 and alpha_t^2 = (20 + t)^(1/2); "
-        "margin = (epsilon - epsilon of the first step alone)/epsilon",
+        domain=prose("""
+            n in {100, 1e4} x T in {10, 1000} x epsilon in {0.5, 2, 6.4} (delta = 0.1/n), and W's experiment sizes
+            (n = 50000, T = 11700, delta = 1e-5, epsilon in {0.8, 6.4}); alpha_t = 1 and alpha_t^2 = (20 + t)^(1/2);
+            margin = (epsilon - epsilon of the first step alone)/epsilon
+        """),
         mutant_desc="Eq. (6) without its factor 16^2 (sigma^2 / 256)",
         holds_instead="Eq. (6) with App. C.1's condition alpha_t^2 sum_s 1/alpha_s^2 >= n^2 eps^2 B_delta/(32 m^2 "
         "log(1.25/delta0)), which forces T of order n^2 (W-T4.1.sigma2-conditioned)",
-        impact="Thm 4.1's sigma^2 is the noise of every ADP-SGD/DP-SGD result of W (Tables 1-6, W-EPS); where it fails the "
-        "runs are not (epsilon, delta)-DP as claimed. The failure comes from applying privacy amplification by sampling "
-        "(which needs a per-step epsilon <= 1) when sigma ~ sqrt(T)/n is small, i.e. when T << n^2.",
+        impact=prose("""
+            Thm 4.1's sigma^2 is the noise of every ADP-SGD/DP-SGD result of W (Tables 1-6, W-EPS); where it fails
+            the runs are not (epsilon, delta)-DP as claimed. The failure comes from applying privacy amplification
+            by sampling (which needs a per-step epsilon <= 1) when sigma ~ sqrt(T)/n is small, i.e. when T << n^2.
+        """),
         note="exact single-step profile (theory.exact_subsampled, equal to dp-accounting's PLD to 1e-8); a pass here "
         "is only necessary, not sufficient, for the theorem",
     )
@@ -341,9 +348,11 @@ def _t42_eq7():
         counterexample={"b_t": "sqrt(20 + t)", "T": 100},
         printed={"1/sum b_t": 1 / float(b.sum())},
         actual={"1/sum (1/b_t) (Eq. 23)": 1 / float((1 / b).sum())},
-        note="The appendix (Eq. 23) and Prop. 5.1's proof divide by sum_t 1/b_{t+1}. Separately, Eq. (7) and the "
-        "statement of Eq. (23) both lack the factor eta L of the privacy term, which the proof's line (a) before "
-        "Eq. (24) carries and Eq. (25) uses. For b_t > 1 the printed (7) is smaller than what is proved.",
+        note=prose("""
+            The appendix (Eq. 23) and Prop. 5.1's proof divide by sum_t 1/b_{t+1}. Separately, Eq. (7) and the
+            statement of Eq. (23) both lack the factor eta L of the privacy term, which the proof's line (a) before
+            Eq. (24) carries and Eq. (25) uses. For b_t > 1 the printed (7) is smaller than what is proved.
+        """),
         impact="Typo-level: Prop. 5.1 and 5.2 are derived from the appendix's normaliser (and the proof's eta L), "
         "so the paper's conclusions are unaffected.",
     )
@@ -408,16 +417,21 @@ def _w42(*, corrected: bool, mutant: bool):
                                        "start": [float(v) for v in start], "lhs": lhs, "rhs": rhs})
     return scaled_result(
         exacts, bounds, points, mutant=mutant,
-        domain="least squares (10 points, d = 2, seeded), L = max ||a_i||^2, b_t = (1 + t)^(1/2), eta L in {0.5, 1, 3}, "
-        "T in {1, 2, 5, 60}, alpha_t = 1 and alpha_t^2 = b_t, (n, epsilon, delta) in {(10, 4, 1e-3), (1e6 = copies, 8, 1e-5)} "
-        "(noise-dominated and optimisation-dominated), two starts (one along the top eigenvector), G = 1 "
-        "(enters through sigma^2 only; W_opt uses the exact E||grad f(theta_t, xi_t)||^2); margin = (rhs - lhs)/rhs",
+        domain=prose("""
+            least squares (10 points, d = 2, seeded), L = max ||a_i||^2, b_t = (1 + t)^(1/2), eta L in {0.5, 1, 3},
+            T in {1, 2, 5, 60}, alpha_t = 1 and alpha_t^2 = b_t, (n, epsilon, delta) in {(10, 4, 1e-3), (1e6 =
+            copies, 8, 1e-5)} (noise-dominated and optimisation-dominated), two starts (one along the top
+            eigenvector), G = 1 (enters through sigma^2 only; W_opt uses the exact E||grad f(theta_t, xi_t)||^2);
+            margin = (rhs - lhs)/rhs
+        """),
         holds_instead="the same bound with the normaliser 1/sum_t (1/b_{t+1}) and the privacy term times eta L "
         "(App. C.2, Eq. 23 and the proof's line (a)): W-T4.2.end-to-end-corrected",
-        impact="The normaliser 1/sum_t b_{t+1} of Eq. (7) (flagged as a typo by W-T4.2.eq7) is not harmless: against the "
-        "exact min_k E||grad F(theta_k)||^2 the printed bound fails by a factor of about 5 once T is large and the noise "
-        "small. Remark 4.1's comparison of alpha schedules is unaffected (the normaliser does not depend on alpha), and "
-        "Prop. 5.1/5.2 are derived from the appendix's normaliser (W-P5.1.end-to-end).",
+        impact=prose("""
+            The normaliser 1/sum_t b_{t+1} of Eq. (7) (flagged as a typo by W-T4.2.eq7) is not harmless: against the
+            exact min_k E||grad F(theta_k)||^2 the printed bound fails by a factor of about 5 once T is large and
+            the noise small. Remark 4.1's comparison of alpha schedules is unaffected (the normaliser does not
+            depend on alpha), and Prop. 5.1/5.2 are derived from the appendix's normaliser (W-P5.1.end-to-end).
+        """),
     )
 
 
@@ -632,9 +646,11 @@ def _e2e_w51(*, mutant: bool = False):
                                        "lhs": lhs, "rhs": rhs})
     return margin_result(
         margins, points, smallest_key=simplest, mutant=mutant,
-        domain="least squares of W-T4.2.end-to-end (each point repeated 1000 times: n = 1e4), (a, c) in {(1, 1), (4, 1), (1, 1/4)}, T = ceil(5 + 4a/c) (the smallest "
-        "allowed) and 60, eta L in {0.2, 1}, epsilon in {0.5, 4}, delta = 1e-5, G = 3 (checked: G^2 >= every "
-        "E||grad f(theta_t, xi_t)||^2); margin = (rhs - lhs)/rhs",
+        domain=prose("""
+            least squares of W-T4.2.end-to-end (each point repeated 1000 times: n = 1e4), (a, c) in {(1, 1), (4, 1),
+            (1, 1/4)}, T = ceil(5 + 4a/c) (the smallest allowed) and 60, eta L in {0.2, 1}, epsilon in {0.5, 4},
+            delta = 1e-5, G = 3 (checked: G^2 >= every E||grad f(theta_t, xi_t)||^2); margin = (rhs - lhs)/rhs
+        """),
         mutant_desc="both terms of the bounds divided by sqrt(T) (a rate T^(-1) faster than printed)",
         impact="Prop. 5.1 is the paper's O(log T) improvement of ADP-SGD over DP-SGD.",
     )
@@ -670,9 +686,11 @@ def _p52():
         printed_order="O(log T) gain (slope of M_dp/M vs log T > 0)",
         printed_bounds_adp_over_dp_at_paper_settings=ratio_paper,
         crossover_T_of_printed_bounds=b0 * (math.exp(4) - 1) / nu_paper,
-        note="Deterministic b_t at both ends of W's range [b0^2 + t nu, b0^2 + t G^2]. The printed bounds' privacy "
-        "parts are 128 G^3 vs 32 G^3 log(1 + T nu/b0^2): at the experiments' settings the ADP-SGD bound is the "
-        "larger one until T exceeds about 1e8.",
+        note=prose("""
+            Deterministic b_t at both ends of W's range [b0^2 + t nu, b0^2 + t G^2]. The printed bounds' privacy
+            parts are 128 G^3 vs 32 G^3 log(1 + T nu/b0^2): at the experiments' settings the ADP-SGD bound is the
+            larger one until T exceeds about 1e8.
+        """),
     )
 
 
@@ -787,17 +805,22 @@ def _weps():
                      for c, v in ivs.items()},
         all_readings={f"{b}/{a}": [round(r["epsilon_accountant"], 3) for r in rows if (r["b_delta"], r["accountant"]) == (b, a)]
                       for b, a in sorted({(r["b_delta"], r["accountant"]) for r in rows})},
-        note="Each quoted value, read to two decimals, pins K = z epsilon_bar to an interval; under either conversion "
-        "the five intervals do not intersect, so no constant rescaling of Thm 4.1's noise reproduces all five. The six concrete readings (B_delta main with "
-        "m = 1 or appendix with m = 256, times RDP improved, RDP classic, PLD) are in all_readings; the closest, "
-        "main-text B_delta with dp-accounting's RDP, is off by up to 0.18.",
-        impact="W's exact procedure is unknown: the footnote gives only the setup, and the code of App. G is an "
-        "image that is not in the text, so a different accountant version, sampling scheme or step count may "
-        "explain the numbers; what is shown is only that the quoted values are not reproduced under the readings "
-        "tried. The discrepancy does not touch the footnote's point: with the main-text B_delta each quoted value "
-        "lies between dp-accounting's RDP value and the classic-conversion value, each within 18% of the quoted one "
-        "(all_readings; W-EPS.ours), "
-        "and all are far below epsilon = 16 epsilon_bar, so Thm 4.1 is very conservative as W say.",
+        note=prose("""
+            Each quoted value, read to two decimals, pins K = z epsilon_bar to an interval; under either conversion
+            the five intervals do not intersect, so no constant rescaling of Thm 4.1's noise reproduces all five.
+            The six concrete readings (B_delta main with m = 1 or appendix with m = 256, times RDP improved, RDP
+            classic, PLD) are in all_readings; the closest, main-text B_delta with dp-accounting's RDP, is off by up
+            to 0.18.
+        """),
+        impact=prose("""
+            W's exact procedure is unknown: the footnote gives only the setup, and the code of App. G is an image
+            that is not in the text, so a different accountant version, sampling scheme or step count may explain
+            the numbers; what is shown is only that the quoted values are not reproduced under the readings tried.
+            The discrepancy does not touch the footnote's point: with the main-text B_delta each quoted value lies
+            between dp-accounting's RDP value and the classic-conversion value, each within 18% of the quoted one
+            (all_readings; W-EPS.ours), and all are far below epsilon = 16 epsilon_bar, so Thm 4.1 is very
+            conservative as W say.
+        """),
     )
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import sympy as sp
 
 from dpcompanion.claims.checks import R_PAPER, bound_result, margin_result, simplest
-from dpcompanion.claims.registry import checked, claim, identity, illustrated, prose, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, identity, illustrated, prose, proved, refuted, refuted_at_worst, verified_by_margins
 from dpcompanion.theory import exact_momentum as em
 from dpcompanion.theory import exact_risk as er
 from dpcompanion.theory import schedules
@@ -104,9 +104,8 @@ def _t45_zeta_statement():
     if res.status != "refuted":
         return res
     ce = res.evidence["counterexample"]
-    return refuted(
-        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
-        counterexample={**ce, "kappa = eta0/(1-gamma)": ce["eta0"] / (1 - ce["gamma"])},
+    return refuted_at_worst(
+        res, counterexample={**ce, "kappa = eta0/(1-gamma)": ce["eta0"] / (1 - ce["gamma"])},
         printed="zeta_statement >= 0",
         actual={
             "zeta_statement": mom.zeta(eta0=ce["eta0"], beta=ce["beta"], form="statement"),
@@ -496,10 +495,9 @@ def _c6():
         return res
     ce = res.evidence["counterexample"]
     b, g = ce["beta"], ce["gamma"]
-    return refuted(
-        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
-        counterexample={**{k: ce[k] for k in ("beta", "gamma", "T", "i")}, "eta0": 1 - g, "kappa": 1.0,
-                        "eta0_max": mom.eta0_max(beta=b, gamma=g)},
+    return refuted_at_worst(
+        res, counterexample={**{k: ce[k] for k in ("beta", "gamma", "T", "i")}, "eta0": 1 - g, "kappa": 1.0,
+                             "eta0_max": mom.eta0_max(beta=b, gamma=g)},
         printed={"rhs_coefficient": ce["rhs"]},
         actual={"lhs_coefficient": ce["lhs"]},
         samples=len(m),
@@ -805,9 +803,8 @@ def _t47_q_statement():
         return res
     ce = res.evidence["counterexample"]
     m_lit, _ = _q_margins("statement")
-    return refuted(
-        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
-        counterexample={k: ce[k] for k in ("beta", "gamma", "T", "T_hat", "t")},
+    return refuted_at_worst(
+        res, counterexample={k: ce[k] for k in ("beta", "gamma", "T", "T_hat", "t")},
         printed={"q_t": ce["q_t"]},
         actual={"w_t (exact influence)": ce["w_t"]},
         samples=len(m),

@@ -247,6 +247,13 @@ def refuted(*, lhs: Any, relation: str, rhs: Any, counterexample: Any, tol: floa
     return Result("refuted", {"counterexample": counterexample, "comparison": comparison, **evidence})
 
 
+def refuted_at_worst(grid: Result, *, counterexample: Any, **evidence: Any) -> Result:
+    """The refutation of a claim checked on a grid: ``grid`` is the failed :func:`verified_by_margins`
+    result and the failed comparison is its worst margin ``>= 0``; ``counterexample`` and ``evidence`` as
+    for :func:`refuted`."""
+    return refuted(lhs=grid.evidence["worst_margin"], relation=">=", rhs=0.0, counterexample=counterexample, **evidence)
+
+
 def _probe_points(expr: Any, n: int = 6, seed: int = 0) -> list[dict[Any, Any]]:
     """Points at which a SymPy expression is evaluated to decide a non-vanishing residual:
     ``n`` points with each free symbol drawn from (0.15, 0.85) (positive, below 1 as rates

@@ -20,7 +20,7 @@ import sympy as sp
 from scipy.optimize import brentq
 
 from dpcompanion.claims.checks import margin_result, scaled_result, simplest
-from dpcompanion.claims.registry import checked, claim, compare, illustrated, not_reproduced, prose, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import checked, claim, compare, illustrated, not_reproduced, prose, proved, refuted, refuted_at_worst, verified_by_margins
 from dpcompanion.theory import accounting as acc
 from dpcompanion.theory import exact_momentum as em
 from dpcompanion.theory import exact_subsampled as xs
@@ -538,9 +538,8 @@ def _p51_eq9():
     if res.status != "refuted":
         return res
     ce = res.evidence["counterexample"]
-    return refuted(
-        lhs=res.evidence["worst_margin"], relation=">=", rhs=0.0,
-        counterexample={k: ce[k] for k in ("a", "c", "T")},
+    return refuted_at_worst(
+        res, counterexample={k: ce[k] for k in ("a", "c", "T")},
         printed={"Eq. (9) privacy part / C": ce["bound"]},
         actual={"exact sum_t 1/b_t": ce["exact"]},
         samples=len(margins),

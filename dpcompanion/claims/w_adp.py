@@ -68,7 +68,9 @@ def _l22_equal(*, mutant=False):
 
 
 def tight_composition_epsilon(*, epsilons, deltas, delta_total: float) -> float:
-    """Smallest epsilon such that every composition of (eps_i, delta_i)-DP mechanisms is
+    """Test reference, not the library's accounting (an independent recomputation that Lemma 2.2's
+    :func:`dpcompanion.theory.accounting.advanced_composition` is checked against): the smallest epsilon
+    such that every composition of (eps_i, delta_i)-DP mechanisms is
     (epsilon, delta_total)-DP (optimal composition, Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan
     2016: worst case = independent randomized responses, each revealing with prob. delta_i).
 
@@ -127,7 +129,8 @@ def _l22_valid(*, mutant=False):
 
 
 def single_step_delta(*, epsilon: float, n: int, s: float, G: float = 1.0) -> float:
-    """Exact delta(epsilon) of ONE step of W's Algorithm 1 (batch of one example drawn uniformly
+    """Test reference (an independent recomputation, not the library's accounting): the exact delta(epsilon) of
+    ONE step of W's Algorithm 1 (batch of one example drawn uniformly
     from n, noise N(0, s^2)) for the worst replace-one pair in 1-D: the differing example's
     gradient is +G in D and -G in D', all others 0. A lower bound on the whole algorithm's
     delta(epsilon) (the step's release is part of the transcript). Trapezoid on a fine grid."""
@@ -735,7 +738,10 @@ def w_eps_table() -> list[dict]:
 _CLASSIC_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)))
 
 
-def _rdp_epsilon(z: float, *, conversion: str, T: int = 11700, q: float = 256 / 50000, delta: float = 1e-5) -> float:
+def _reference_rdp_epsilon(z: float, *, conversion: str, T: int = 11700, q: float = 256 / 50000, delta: float = 1e-5) -> float:
+    """Test reference, not the library's accountant: epsilon of W's Sec. 6 run (Poisson rate q, T steps, noise
+    multiplier z) from dp-accounting's RDP accountant called directly, with its own conversion ("improved") or
+    TF-Privacy's classic one over the orders of 2019-2021 ("classic"), the readings W's footnote may have used."""
     import dp_accounting as dpa
 
     event = dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(z))
@@ -761,8 +767,8 @@ def w_eps_constant_intervals() -> dict:
     for conv in ("classic", "improved"):
         iv = []
         for eb, p in zip(acc.W_EPSILON_BARS, W_EPS_PAPER):
-            lo = brentq(lambda z: _rdp_epsilon(z, conversion=conv) - (p + 0.005), 0.3, 30.0, xtol=1e-7)
-            hi = brentq(lambda z: _rdp_epsilon(z, conversion=conv) - (p - 0.005), 0.3, 30.0, xtol=1e-7)
+            lo = brentq(lambda z: _reference_rdp_epsilon(z, conversion=conv) - (p + 0.005), 0.3, 30.0, xtol=1e-7)
+            hi = brentq(lambda z: _reference_rdp_epsilon(z, conversion=conv) - (p - 0.005), 0.3, 30.0, xtol=1e-7)
             iv.append((lo * eb, hi * eb))
         out[conv] = tuple(iv)
     return out

@@ -505,3 +505,56 @@ def test_checked_box_says_which_T():
          "evidence": {"residual": "0 at each T checked", "T_checked": [1, 2, 3, 4]}}
     md = render.claim_block(r)
     assert "CHECKED AT T = 1, ..., 4" in md and "PROVED" not in md
+
+
+# --- issue 20: entries grouped by the page a reader visits, statements as docstrings, shared verdicts -------
+
+
+def test_entries_live_in_the_module_named_for_their_page():
+    # page h-sec-4-1 -> claims/h_sec_4_1_*.py, h-tables -> claims/h_tables.py; Wu et al.'s page -> claims/w_adp.py
+    special = {"w-theory": "w_adp"}
+    wrong = {}
+    for cid, c in registry.load_all().items():
+        page = render.page_of(cid)
+        mod = c.check.__module__.rsplit(".", 1)[-1]
+        if page is not None and not mod.startswith(special.get(page, page.replace("-", "_"))):
+            wrong[cid] = (page, mod)
+    assert not wrong
+    assert all(not m.startswith(("end_to_end", "h_missing", "h_slides", "render")) for m in registry.CLAIM_MODULES)
+
+
+def test_statement_is_the_checks_docstring():
+    def check():
+        r"""The bound $a\le b$
+        holds for every $T$.
+        """
+    registry.claim("ZZ-DOC.1", source="s", method="numeric")(check)
+    try:
+        assert registry.REGISTRY["ZZ-DOC.1"].statement == r"The bound $a\le b$ holds for every $T$."
+    finally:
+        registry.REGISTRY.pop("ZZ-DOC.1")
+    with pytest.raises(ValueError, match="no statement"):
+        registry.claim("ZZ-DOC.2", source="s", method="numeric")(lambda: None)
+    assert "ZZ-DOC.2" not in registry.REGISTRY
+    # every entry's docstring is its statement, so the two cannot drift apart
+    assert all(registry.statement_of(c.check) == c.statement for c in registry.load_all().values())
+
+
+def test_shared_verdicts_refute_their_mutants():
+    from dpcompanion.claims import checks
+
+    pts = [{"T": T, "exact": 1.0 / T, "bound": 2.0 / T} for T in (1, 2, 4)]
+    ok = checks.bound_result(pts, mutant=False, domain="d", mutant_desc="m", impact="i")
+    assert ok.status == "verified" and ok.evidence["tightest"]["max_exact_over_bound"] == pytest.approx(0.5)
+    assert checks.bound_result(pts, mutant=True, domain="d", mutant_desc="m", impact="i").status == "verified"
+    bad = [{"T": 3, "exact": 3.0, "bound": 1.0}] + pts
+    r = checks.bound_result(bad, mutant=False, domain="d", mutant_desc="m", impact="i")
+    assert r.status == "refuted" and r.evidence["smallest_counterexample"]["T"] == 3 and r.evidence["impact"] == "i"
+    s = checks.scaled_result([1.0, 1.0], [2.0, 4.0], [{"T": 1}, {"T": 2}], mutant=False, domain="d", impact="i")
+    m = checks.scaled_result([1.0, 1.0], [2.0, 4.0], [{"T": 1}, {"T": 2}], mutant=True, domain="d", impact="i")
+    assert s.status == "verified" and m.status == "refuted" and m.evidence["mutant"] == checks.SCALED_MUTANT
+    grid = registry.verified_by_margins([0.1, -0.3], points=[{"x": 1}, {"x": 2}], domain="d")
+    w = registry.refuted_at_worst(grid, counterexample=grid.evidence["counterexample"])
+    assert w.status == "refuted" and w.evidence["comparison"]["lhs"] == pytest.approx(-0.3)
+    with pytest.raises(ValueError, match="holds"):
+        registry.refuted_at_worst(registry.verified_by_margins([0.1], domain="d"), counterexample=None)

@@ -40,8 +40,13 @@ ALLOWED: dict[str, set[str]] = {
     "book": {"core", "theory", "training", "integrations", "experiments", "claims"},
     "cli": {"core", "theory", "training", "integrations", "experiments", "claims", "book"},
 }
-#: layers that must import without torch (top-level imports of every module in them)
+#: layers that must import without torch (top-level imports of every module in them; in cli,
+#: of every module but those of the commands that need torch)
 TORCH_FREE = ["core", "theory", "claims", "book", "cli"]
+#: commands that never need torch: their modules import without it and they run without it
+#: (the others may import torch at their top: cli.COMMANDS imports a command's module only
+#: when that command runs)
+TORCH_FREE_COMMANDS = {"zcdp", "schedule", "checks"}
 #: top-level modules of the package besides the layer folders
 TOP_LEVEL = {"__init__.py", "__main__.py"}
 
@@ -134,6 +139,8 @@ def test_no_private_name_used_across_modules():
 def test_torch_free_layers_do_not_import_torch(layer):
     mods = []
     for rel, _ in _modules():
+        if rel.parts[:2] == ("cli", "commands") and rel.stem not in TORCH_FREE_COMMANDS | {"__init__"}:
+            continue
         if rel.parts[0] == layer and rel.name != "__main__.py":
             mods.append("dpcompanion." + ".".join(rel.with_suffix("").parts).removesuffix(".__init__"))
     code = (
@@ -143,3 +150,52 @@ def test_torch_free_layers_do_not_import_torch(layer):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False", f"importing the {layer} layer pulled in torch"
+
+
+#: a real process per case (``python -m dpcompanion ...``): the CLI's start and the torch-free
+#: commands leave torch out of ``sys.modules``
+CLI_CASES = [
+    ["--help"],
+    ["zcdp", "--epsilon", "1", "--delta", "1e-5"],
+    ["schedule", "--kind", "uniform", "--epsilon", "1", "--delta", "1e-5", "--T", "5"],
+    ["checks", "--id", "H-E26"],
+    ["no-such-command"],
+]
+
+
+def test_torch_free_commands_are_known():
+    from dpcompanion import cli
+
+    assert TORCH_FREE_COMMANDS <= set(cli.COMMANDS)
+    assert {c[0] for c in CLI_CASES if c[0] in cli.COMMANDS} == TORCH_FREE_COMMANDS
+
+
+@pytest.mark.parametrize("argv", CLI_CASES, ids=[" ".join(a[:2]) for a in CLI_CASES])
+def test_cli_start_and_torch_free_commands_leave_torch_out(argv):
+    from limits import HANG_GUARD_S
+
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['dpcompanion', *{argv!r}]\n"
+        "try:\n"
+        "    runpy.run_module('dpcompanion', run_name='__main__')\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "print('torch' in sys.modules, code, file=sys.stderr)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_GUARD_S)
+    torch_loaded, rc = proc.stderr.strip().splitlines()[-1].split()
+    assert rc == ("2" if argv[0] == "no-such-command" else "0"), proc.stderr
+    assert torch_loaded == "False", f"python -m dpcompanion {' '.join(argv)} imported torch"
+
+
+def test_help_reads_each_command_help_without_importing_it():
+    """``dpcompanion --help`` lists every command with its ``HELP``, read from the source:
+    the same string as the module's."""
+    import importlib
+
+    from dpcompanion import cli
+
+    for name in cli.COMMANDS:
+        module = importlib.import_module(f"dpcompanion.cli.commands.{cli.COMMANDS[name]}")
+        assert cli.command_help(name) == module.HELP

@@ -11,6 +11,12 @@ wrong and what is allowed>``, with exit status 2 and no traceback. Commands sign
 raising :class:`UsageError` (or ``ValueError`` from the math layer, whose messages
 already name the parameter, the value and the allowed range). Commands validate all
 input before writing anything, so a refused call leaves no half-written file.
+
+May import: ``core``, ``theory``, ``claims``, ``training``, ``integrations``, ``experiments``,
+``book``.
+Imports torch: no at its start (``dpcompanion --help`` imports no command module; the
+commands ``zcdp``, ``schedule`` and ``checks`` never do); a command's module that needs
+torch imports it at its top, and is imported only when that command runs.
 """
 
 from __future__ import annotations

@@ -250,3 +250,16 @@ def test_help_reads_each_command_help_without_importing_it():
     for name in cli.COMMANDS:
         module = importlib.import_module(f"dpcompanion.cli.commands.{cli.COMMANDS[name]}")
         assert cli.command_help(name) == module.HELP
+
+
+def test_contributing_layout_table_states_the_rule():
+    """CONTRIBUTING's Layout table has one row per layer whose "may import" column names the
+    layers of ``ALLOWED`` ("no other layer", "every layer" for none and all)."""
+    text = (PKG.parent / "CONTRIBUTING.md").read_text()
+    rows = dict(re.findall(r"^\| `dpcompanion/(\w+)/` \|[^|]*\| ([^|]*) \|", text, re.M))
+    assert set(rows) == set(ALLOWED), f"CONTRIBUTING's Layout table lists {sorted(rows)}"
+    for layer, cell in rows.items():
+        cell = cell.strip()
+        named = (set(ALLOWED) - {layer} if cell == "every layer" else set() if cell == "no other layer"
+                 else {w.strip() for w in cell.split(",")})
+        assert named == ALLOWED[layer], f"CONTRIBUTING says {layer} may import {cell!r}; ALLOWED: {sorted(ALLOWED[layer])}"

@@ -15,8 +15,9 @@ input before writing anything, so a refused call leaves no half-written file.
 May import: ``core``, ``theory``, ``claims``, ``training``, ``integrations``, ``experiments``,
 ``book``.
 Imports torch: no at its start (``dpcompanion --help`` imports no command module; the
-commands ``zcdp``, ``schedule`` and ``checks`` never do); a command's module that needs
-torch imports it at its top, and is imported only when that command runs.
+commands ``zcdp``, ``schedule`` and ``checks`` never import torch); a command that needs
+torch imports it in its module or, to keep its ``--help`` quick, in its ``run``: its module
+is imported only when that command is given.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from pathlib import Path
 from types import ModuleType
 
 #: command name -> module under dpcompanion.cli.commands. A command's module is imported only
-#: when that command runs (or shows its ``--help``): it imports what it needs at its top, torch
-#: included, and ``dpcompanion --help`` reads every command's ``HELP`` from its source instead.
+#: when that command is given (to run or to show its ``--help``), so it may import what it needs
+#: at its top; ``dpcompanion --help`` reads every command's ``HELP`` from its source instead.
 COMMANDS: dict[str, str] = {
     "reproduce": "reproduce",
     "zcdp": "zcdp",

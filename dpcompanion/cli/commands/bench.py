@@ -13,7 +13,6 @@ from pathlib import Path
 from dpcompanion.book.report import markdown_table
 from dpcompanion.cli import UsageError, options
 from dpcompanion.core.provenance import DEVICES, resolve_device, save_json
-from dpcompanion.training import bench
 
 HELP = ("benchmark our private step (one run and batched runs) against Opacus on the paper's MLP workload and on "
         "W-F4's CNN (batch 256), the overhead of privacy, and the linear/logistic trainer against a plain batched loop")
@@ -58,6 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dpcompanion.training import bench  # torch and Opacus (2 s): not for --help
+
     # validate everything before any work or file
     mode = "quick" if args.quick else "full"
     runs = options.parse_int(args.runs, "--runs", maximum=100_000)

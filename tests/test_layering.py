@@ -235,6 +235,7 @@ def test_cli_start_and_torch_free_commands_leave_torch_out(argv):
         "print('torch' in sys.modules, code, file=sys.stderr)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert proc.returncode == 0, proc.stderr[-2000:]
     torch_loaded, rc = proc.stderr.strip().splitlines()[-1].split()
     assert rc == ("2" if argv[0] == "no-such-command" else "0"), proc.stderr
     assert torch_loaded == "False", f"python -m dpcompanion {' '.join(argv)} imported torch"

@@ -3,24 +3,24 @@
 
     core  <-  theory  <-  claims
                  ^
-                 +----  training  <-  experiments  <-  book  <-  cli
+                 +----  training  <-  integrations  <-  experiments  <-  book  <-  cli
 
-* ``core``: validation and provenance, used by everything;
-* ``theory``: accounting, ledger, schedules, bounds, exact risk (numpy/scipy/sympy only);
-* ``claims``: the claim registry (checks theory);
-* ``training``: data, models, trainers (torch);
-* ``experiments``: results store and experiment definitions;
-* ``book``: notebook runner, plotting, generated Markdown;
-* ``cli``: the command line.
+``ALLOWED`` below is the rule; each layer's ``__init__`` docstring states it in words (its
+``May import:`` and ``Imports torch:`` lines), and a test checks that the two agree. A
+sub-folder may have a rule of its own within its layer (``WITHIN``): ``experiments/protocols``
+(what every experiment of a paper shares) imports no other module of experiments, so that no
+protocol depends on an experiment, the store or a verdict rule.
 
 The test reads every module's imports from its source (``ast``), so it checks folders,
-not a list of files: a new module is covered the day it is added. A second test imports
-each torch-free layer in a fresh interpreter and asserts torch stayed out.
+not a list of files: a new module is covered the day it is added. Another test imports
+each torch-free layer in a fresh interpreter and asserts torch stayed out, and one runs
+``python -m dpcompanion --help`` and the torch-free commands in a real process.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,11 +37,20 @@ ALLOWED: dict[str, set[str]] = {
     "training": {"core", "theory"},
     "integrations": {"core", "theory", "training"},
     "experiments": {"core", "theory", "training", "integrations", "claims"},
-    "book": {"core", "theory", "training", "integrations", "experiments", "claims"},
+    "book": {"core", "theory", "experiments", "claims"},
     "cli": {"core", "theory", "training", "integrations", "experiments", "claims", "book"},
 }
-#: layers that must import without torch (top-level imports of every module in them)
+#: layers that must import without torch (top-level imports of every module in them; in cli,
+#: of every module but those of the commands that need torch)
 TORCH_FREE = ["core", "theory", "claims", "book", "cli"]
+#: commands that never need torch: their modules import without it and they run without it
+#: (the others may import torch at their top: cli.COMMANDS imports a command's module only
+#: when that command runs)
+TORCH_FREE_COMMANDS = {"zcdp", "schedule", "checks"}
+#: sub-folder of a layer -> the other modules and sub-folders of that layer it may import
+WITHIN: dict[str, set[str]] = {
+    "experiments/protocols": set(),
+}
 #: top-level modules of the package besides the layer folders
 TOP_LEVEL = {"__init__.py", "__main__.py"}
 
@@ -60,8 +69,8 @@ def _imported_dpcompanion(path: Path) -> list[tuple[str, int, bool]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dpcompanion"):
             out.append((node.module, node.lineno, id(node) in top))
-            if node.module == "dpcompanion":
-                out.extend((f"dpcompanion.{a.name}", node.lineno, id(node) in top) for a in node.names)
+            # ``from dpcompanion.x import y``: y may be a module (it is named, as x.y, too)
+            out.extend((f"{node.module}.{a.name}", node.lineno, id(node) in top) for a in node.names)
         elif isinstance(node, ast.Import):
             out.extend((a.name, node.lineno, id(node) in top) for a in node.names if a.name.startswith("dpcompanion"))
     return out
@@ -88,6 +97,53 @@ def test_imports_only_go_down(layer):
             if target != layer and target not in ALLOWED[layer]:
                 bad.append(f"{rel}:{line} imports {mod}")
     assert not bad, f"{layer} may import only {sorted(ALLOWED[layer])}:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("folder", sorted(WITHIN))
+def test_sub_folder_rules(folder):
+    layer, sub = folder.split("/")
+    allowed = WITHIN[folder] | {sub}
+    bad = []
+    for rel, path in _modules():
+        if rel.parts[:2] != (layer, sub):
+            continue
+        for mod, line, _ in _imported_dpcompanion(path):
+            parts = mod.split(".")
+            if len(parts) > 2 and parts[1] == layer and parts[2] not in allowed:
+                bad.append(f"{rel}:{line} imports {mod}")
+    assert (PKG / layer / sub).is_dir(), f"{folder} is not a folder of the package"
+    assert not bad, f"{folder} may import from {layer} only {sorted(allowed)}:\n" + "\n".join(bad)
+
+
+def _layer_doc_lines(layer: str) -> dict[str, str]:
+    """The ``May import:`` and ``Imports torch:`` paragraphs of the layer's ``__init__``
+    docstring (each up to the next line that starts another such paragraph or is blank)."""
+    doc = ast.get_docstring(ast.parse((PKG / layer / "__init__.py").read_text())) or ""
+    found, key = {}, None
+    for line in doc.splitlines():
+        head = next((k for k in ("May import:", "Imports torch:") if line.startswith(k)), None)
+        if head:
+            key = head
+            found[key] = line[len(head):]
+        elif key and line.strip():
+            found[key] += " " + line
+        else:
+            key = None
+    return found
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_layer_docstring_states_the_rule(layer):
+    """Each layer's docstring names exactly the layers ``ALLOWED`` lets it import, and says
+    ``Imports torch: no`` exactly for the layers of ``TORCH_FREE``."""
+    lines = _layer_doc_lines(layer)
+    assert set(lines) == {"May import:", "Imports torch:"}, (
+        f"dpcompanion/{layer}/__init__.py: its docstring needs a 'May import:' and an 'Imports torch:' line")
+    named = set(re.findall(r"``(\w+)``", lines["May import:"])) & set(ALLOWED)
+    assert named == ALLOWED[layer], (f"dpcompanion/{layer}/__init__.py says it may import {sorted(named)}; "
+                                     f"tests/test_layering.py ALLOWED says {sorted(ALLOWED[layer])}")
+    says_no = lines["Imports torch:"].split()[0].strip(",.;") == "no"
+    assert says_no == (layer in TORCH_FREE), f"dpcompanion/{layer}/__init__.py: 'Imports torch:' disagrees with TORCH_FREE"
 
 
 def test_no_private_name_imported_across_modules():
@@ -134,6 +190,8 @@ def test_no_private_name_used_across_modules():
 def test_torch_free_layers_do_not_import_torch(layer):
     mods = []
     for rel, _ in _modules():
+        if rel.parts[:2] == ("cli", "commands") and rel.stem not in TORCH_FREE_COMMANDS | {"__init__"}:
+            continue
         if rel.parts[0] == layer and rel.name != "__main__.py":
             mods.append("dpcompanion." + ".".join(rel.with_suffix("").parts).removesuffix(".__init__"))
     code = (
@@ -143,3 +201,66 @@ def test_torch_free_layers_do_not_import_torch(layer):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False", f"importing the {layer} layer pulled in torch"
+
+
+#: a real process per case (``python -m dpcompanion ...``): the CLI's start and the torch-free
+#: commands leave torch out of ``sys.modules``
+CLI_CASES = [
+    ["--help"],
+    ["zcdp", "--epsilon", "1", "--delta", "1e-5"],
+    ["schedule", "--kind", "uniform", "--epsilon", "1", "--delta", "1e-5", "--T", "5"],
+    ["checks", "--id", "H-E26"],
+    ["no-such-command"],
+]
+
+
+def test_torch_free_commands_are_known():
+    from dpcompanion import cli
+
+    assert TORCH_FREE_COMMANDS <= set(cli.COMMANDS)
+    assert {c[0] for c in CLI_CASES if c[0] in cli.COMMANDS} == TORCH_FREE_COMMANDS
+
+
+@pytest.mark.parametrize("argv", CLI_CASES, ids=[" ".join(a[:2]) for a in CLI_CASES])
+def test_cli_start_and_torch_free_commands_leave_torch_out(argv):
+    from limits import HANG_GUARD_S
+
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['dpcompanion', *{argv!r}]\n"
+        "try:\n"
+        "    runpy.run_module('dpcompanion', run_name='__main__')\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "print('torch' in sys.modules, code, file=sys.stderr)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    torch_loaded, rc = proc.stderr.strip().splitlines()[-1].split()
+    assert rc == ("2" if argv[0] == "no-such-command" else "0"), proc.stderr
+    assert torch_loaded == "False", f"python -m dpcompanion {' '.join(argv)} imported torch"
+
+
+def test_help_reads_each_command_help_without_importing_it():
+    """``dpcompanion --help`` lists every command with its ``HELP``, read from the source:
+    the same string as the module's."""
+    import importlib
+
+    from dpcompanion import cli
+
+    for name in cli.COMMANDS:
+        module = importlib.import_module(f"dpcompanion.cli.commands.{cli.COMMANDS[name]}")
+        assert cli.command_help(name) == module.HELP
+
+
+def test_contributing_layout_table_states_the_rule():
+    """CONTRIBUTING's Layout table has one row per layer whose "may import" column names the
+    layers of ``ALLOWED`` ("no other layer", "every layer" for none and all)."""
+    text = (PKG.parent / "CONTRIBUTING.md").read_text()
+    rows = dict(re.findall(r"^\| `dpcompanion/(\w+)/` \|[^|]*\| ([^|]*) \|", text, re.M))
+    assert set(rows) == set(ALLOWED), f"CONTRIBUTING's Layout table lists {sorted(rows)}"
+    for layer, cell in rows.items():
+        cell = cell.strip()
+        named = (set(ALLOWED) - {layer} if cell == "every layer" else set() if cell == "no other layer"
+                 else {w.strip() for w in cell.split(",")})
+        assert named == ALLOWED[layer], f"CONTRIBUTING says {layer} may import {cell!r}; ALLOWED: {sorted(ALLOWED[layer])}"

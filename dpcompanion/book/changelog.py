@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from dpcompanion.book.report import fmt
+
 REPO = Path(__file__).resolve().parents[2]
 FILES = ("payload.json", "arrays.npz")
 #: payload keys that record run time, left out of the comparison
@@ -189,8 +191,6 @@ def reader_subject(subject: str) -> str:
 
 def changelog_markdown(hist: dict[str, Any]) -> str:
     """The changelog page's table (or the sentence saying why there is none)."""
-    from dpcompanion.book.report import fmt
-
     if hist["status"] is not None:
         return f"**No changelog in this build:** {hist['status']}"
     if not hist["results"]:

@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[2]
 PDF_NAME = "dpcompanion-theory.pdf"
 PRINT_PAGE = "book/theory-print.html"
@@ -38,8 +40,6 @@ def find_browser() -> str | None:
 
 def theory_pages(toc: Path = REPO / "_toc.yml") -> list[str]:
     """The ``file:`` entries of the theory part of ``_toc.yml``, in order."""
-    import yaml
-
     data = yaml.safe_load(toc.read_text())
     for part in data.get("parts", []):
         if part.get("caption") == THEORY_CAPTION:

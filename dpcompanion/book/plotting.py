@@ -31,6 +31,15 @@ from typing import Any, Callable
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.collections import LineCollection, PathCollection, PolyCollection
+from matplotlib.colors import LogNorm
+from matplotlib.container import BarContainer, ErrorbarContainer
+from matplotlib.image import AxesImage
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+from dpcompanion.core.provenance import Provenance
 
 #: colours used consistently across the book: uniform vs dynamic/optimal schedules
 COLORS = {"uniform": "#4c72b0", "dynamic": "#dd8452", "optimal": "#dd8452", "exp": "#55a868", "momentum": "#c44e52"}
@@ -164,11 +173,6 @@ def figure_data(fig) -> list[dict[str, Any]]:
     [('a', 'line', '1.0', '3.0'), ('a', 'line', '2.0', '4.0'), ('', 'hline', '', '0.5')]
     >>> plt.close(fig)
     """
-    from matplotlib.collections import LineCollection, PathCollection, PolyCollection
-    from matplotlib.container import BarContainer, ErrorbarContainer
-    from matplotlib.image import AxesImage
-    from matplotlib.lines import Line2D
-
     rows: list[dict[str, Any]] = []
     names = _panel_names(fig)
 
@@ -285,8 +289,6 @@ def figure_problems(fig, *, column_px: float = COLUMN_PX, min_pt: float = MIN_FO
     True
     >>> plt.close(fig)
     """
-    from matplotlib.text import Text
-
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     width_px = fig.get_tightbbox(renderer).width * fig.dpi
@@ -345,13 +347,7 @@ def current_provenance():
     notebook contract binds it to ``prov`` (CONTRIBUTING, "Notebooks"); None outside a
     notebook. (Kept here, not in ``core``: ``core.provenance`` is part of every result's code
     hash.)"""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        return None
-    from dpcompanion.core.provenance import Provenance
-
-    ip = get_ipython()
+    ip = _shell()
     if ip is None:
         return None
     prov = ip.user_ns.get("prov")
@@ -361,13 +357,18 @@ def current_provenance():
     return found[-1] if found else None
 
 
+def _shell():
+    """The running IPython shell; None outside one (or without IPython)."""
+    try:
+        from IPython import get_ipython  # optional: only a notebook's kernel has a shell
+    except ImportError:  # pragma: no cover
+        return None
+    return get_ipython()
+
+
 def _notebook_cell() -> tuple[str, int | None, str | None]:
     """(source, index among the committed notebook's cells, cell id) of the cell being run."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        return "", None, None
-    ip = get_ipython()
+    ip = _shell()
     hist = ip.user_ns.get("_ih", []) if ip is not None else []
     source = hist[-1] if hist else ""
     prov = current_provenance()
@@ -384,14 +385,10 @@ def publish(fig) -> None:
     """Show ``fig`` in the running book notebook with its data and code links (see the module
     docstring). Outside a book notebook (no IPython kernel, or no Provenance started) it does
     nothing, and the figure is returned to the caller as drawn."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import Markdown, display
-    except ImportError:  # pragma: no cover
-        return
     prov = current_provenance()
-    if get_ipython() is None or prov is None:
+    if _shell() is None or prov is None:
         return
+    from IPython.display import Markdown, display  # there is a shell: IPython is installed
     fn = getattr(fig, "dpcompanion_source", None)
     page = prov.notebook
     n = _counters[page] = _counters.get(page, 0) + 1
@@ -1093,8 +1090,6 @@ def log_ticks(axis, values, *, min_ratio: float = 1.35) -> None:
     """Label a log ``axis`` at the data's own ``values`` (plain numbers), skipping any value
     closer than ``min_ratio`` to the last labelled one so that labels never overlap, and no
     minor-tick labels (which matplotlib adds when the range is under a decade)."""
-    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
-
     v = sorted({float(x) for x in np.atleast_1d(values) if float(x) > 0})
     keep = []
     for x in v:
@@ -1193,8 +1188,6 @@ def breakdown_figure(*, kappas, Ts, ratio, span, max_span: float, clip_label: st
     in each cell); bottom, the schedule's span max sigma / min sigma, cells above the warning
     threshold ``max_span`` marked "W". Arrays are ``(len(Ts), len(kappas))``; the grid is shown
     cell by cell (kappa and T as labelled categories)."""
-    from matplotlib.colors import LogNorm
-
     apply_style()
     kappas, Ts = np.asarray(kappas, float), np.asarray(Ts)
     r = np.clip(np.asarray(ratio, float), 1e-2, None)

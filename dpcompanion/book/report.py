@@ -9,12 +9,12 @@ values, and verdicts are computed from them by the caller (see :func:`verdict`).
 from __future__ import annotations
 
 import math
-
 from typing import Any, Iterable, Sequence
 
 #: a row whose sizes differ from the paper's is "not comparable", its note starting with
 #: "not compared (sizes differ)" (dpcompanion.experiments.comparisons.NOT_COMPARED)
-from dpcompanion.experiments.comparisons import VERDICTS  # noqa: E402  (one list of verdict words)
+from dpcompanion.experiments.comparisons import VERDICTS, reproduction  # VERDICTS: one list of verdict words
+from dpcompanion.experiments.comparisons.scale import at_paper_scale
 
 
 def fmt(x: Any, digits: int = 4) -> str:
@@ -94,8 +94,6 @@ def scale_table(scale: dict) -> str:
     """The scale block of a result (:mod:`dpcompanion.experiments.comparisons.scale`) as a
     table: dimension, the paper's value and its source, ours, whether they match; then one
     sentence: at the paper's scale only when every dimension with a printed value matches."""
-    from dpcompanion.experiments.comparisons.scale import at_paper_scale
-
     if not scale:
         return "No scale declaration for this page."
     rows = [[k, _cell(d.get("paper")), d.get("source", ""), _cell(d.get("ours")),
@@ -112,9 +110,7 @@ def power_table(rows: Sequence[dict]) -> str:
     """The power table of a page from its reproduction-report rows: the paper's effect, our
     estimate and n, the smallest effect our runs detect at 80% power (two-sided 5%), and for an
     inconclusive row the runs that would separate zero from the paper's value."""
-    from dpcompanion.experiments.comparisons.reproduction import power_rows
-
-    body = power_rows(rows)
+    body = reproduction.power_rows(rows)
     if not body:
         return "**Power.** No row of this page is judged on a sampled estimate."
     return ("**Power.** The smallest effect our runs detect at 80% power (two-sided 5%), from our standard "
@@ -137,8 +133,6 @@ def reproduction_tables(experiment_id: str, *, seed: int = 0, device: str = "cpu
     """What every experiment page shows under its verdicts (issue 21): the power table, the
     scale table and the tuning table of the result the reproduction report judges (the fresh
     full result, else the fresh quick one: the one the page shows)."""
-    from dpcompanion.experiments.comparisons import reproduction
-
     rows = reproduction.report_rows(pages=[experiment_id], compute=True, seed=seed, device=device)
     mode = rows[0]["result"]["mode"] if rows else None
     parts = [power_table(rows), scale_table(rows[0]["scale"] if rows else {}),

@@ -41,10 +41,15 @@ import shutil
 import sys
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
 
 from dpcompanion.core import validate
 from dpcompanion.core.provenance import git_state, resolve_device, validate_mode, validate_seed
+from dpcompanion.experiments import base, store
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
@@ -105,15 +110,12 @@ def select(notebooks: list[Notebook], only: list[str] | None) -> list[Notebook]:
 
 def _kernel_name() -> str:
     """The kernelspec installed into this environment by the Makefile, else python3."""
-    from jupyter_client.kernelspec import KernelSpecManager
-
     return "dpcompanion" if "dpcompanion" in KernelSpecManager().find_kernel_specs() else "python3"
 
 
 def execute(nb: Notebook, *, out_dir: Path, mode: str, seed: int, device: str, kernel: str) -> float:
     """Execute one notebook; on success move it to ``out_dir/<id>.ipynb``; return seconds."""
-    import papermill as pm
-    from papermill.exceptions import PapermillExecutionError
+    import papermill as pm  # slow to import: only when a notebook runs
 
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{nb.id}.ipynb"
@@ -138,7 +140,7 @@ def execute(nb: Notebook, *, out_dir: Path, mode: str, seed: int, device: str, k
             # otherwise reach our stderr; cell outputs, warnings included, are unaffected
             extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
         )
-    except PapermillExecutionError as exc:
+    except pm.PapermillExecutionError as exc:
         tmp.unlink(missing_ok=True)
         target.unlink(missing_ok=True)
         raise NotebookFailed(nb.path, exc.cell_index, f"{exc.ename}: {exc.evalue}") from None
@@ -154,8 +156,6 @@ def execute(nb: Notebook, *, out_dir: Path, mode: str, seed: int, device: str, k
 def _hide_injected_parameters_like_original(path: Path) -> None:
     """Give papermill's injected-parameters cell the display tags of the notebook's own
     ``parameters`` cell (a page that hides its parameters hides the injected ones too)."""
-    import nbformat
-
     nb = nbformat.read(path, as_version=4)
     tags_of = lambda c: c.metadata.get("tags", [])  # noqa: E731
     original = next((c for c in nb.cells if "parameters" in tags_of(c)), None)
@@ -198,17 +198,10 @@ def reproduce(
     validate.writable_folder("out_dir", out_dir)  # a probe file: found before any computation (issue 19)
     exp_ids = _experiment_ids()
     with_exp = [nb for nb in chosen if nb.id in exp_ids]
-    store = None
-    if with_exp:
-        from dpcompanion.experiments import store
-
+    if with_exp or executor not in (None, "local") or workers is not None or scheduler is not None or recompute:
         store.check_executor_options(executor, workers=workers, scheduler=scheduler)
-        for nb in with_exp:
-            store.check_writable(store.result_dir(nb.id, mode))
-    elif executor not in (None, "local") or workers is not None or scheduler is not None or recompute:
-        from dpcompanion.experiments import store as _store
-
-        _store.check_executor_options(executor, workers=workers, scheduler=scheduler)
+    for nb in with_exp:
+        store.check_writable(store.result_dir(nb.id, mode))
     commit, dirty = git_state()
     os.environ.update(DPCOMPANION_COMMIT=commit, DPCOMPANION_DIRTY="1" if dirty else "0")
     # the book's figures write their data and code beside the executed notebooks
@@ -239,7 +232,7 @@ def reproduce(
         finally:
             ex.close()
     # 2. each notebook executed unless its execution key is that of its copy in out_dir
-    shared = run_key_parts(notebooks_dir, results_root=_results_root())
+    shared = run_key_parts(notebooks_dir, results_root=store.results_root())
     executed = 0
     for i, nb in enumerate(chosen, 1):
         key = {**shared, **notebook_key_parts(nb, mode=mode, seed=seed, device=resolved)}
@@ -289,8 +282,6 @@ def run_key_parts(notebooks_dir: Path, *, results_root: Path) -> dict[str, str]:
     notebook's bytes: claim pages are derived from them), ``library`` (every source file of
     the package), ``environment`` (Python and every installed distribution with its version)
     and ``results`` (every file of the results store)."""
-    from importlib import metadata
-
     dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]})
     results = [p for p in results_root.rglob("*") if p.is_file()] if results_root.is_dir() else []
     return {
@@ -319,12 +310,6 @@ def _why_executed(nb: Notebook, old: dict | None, key: dict, target: Path, *, re
     return "changed: " + ", ".join(changed) if changed else "no earlier copy"
 
 
-def _results_root() -> Path:
-    from dpcompanion.experiments.store import results_root
-
-    return results_root()
-
-
 def _read_json(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
@@ -334,8 +319,6 @@ def _read_json(path: Path) -> dict | None:
 
 def _experiment_ids() -> set[str]:
     """Ids of the results store's experiments (imports the experiment modules, hence torch)."""
-    from dpcompanion.experiments import base
-
     return set(base.all_experiments())
 
 

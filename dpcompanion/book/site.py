@@ -23,7 +23,12 @@ import html
 import os
 import re
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import Directive
+from sphinx import addnodes
 
 from dpcompanion.core.provenance import git_state
 
@@ -53,11 +58,9 @@ class BuildInfo:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
-        return version("dpcompanion")
-    except PackageNotFoundError:  # running from a checkout without installing
+        return metadata.version("dpcompanion")
+    except metadata.PackageNotFoundError:  # running from a checkout without installing
         m = re.search(r'^version\s*=\s*"([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
         return m.group(1) if m else "unknown"
 
@@ -168,9 +171,6 @@ def _build_finished(app, exc) -> None:
 
 
 def setup(app):
-    from docutils import nodes
-    from docutils.parsers.rst import Directive
-
     class CiteDirective(Directive):
         """The BibTeX entry of this build (``dpcompanion-cite``)."""
 
@@ -194,8 +194,6 @@ def setup(app):
             other, "dpcompanion_cite_docs", set())
 
     def doctree_read(app, doctree):
-        from sphinx import addnodes
-
         # Sphinx 7.4 keeps a page's index entries in the search index only while the page
         # is re-read (an incremental build drops those of unchanged pages): the theorem
         # entries that make "Theorem 4.5" find its page would vanish

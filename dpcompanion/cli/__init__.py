@@ -11,16 +11,28 @@ wrong and what is allowed>``, with exit status 2 and no traceback. Commands sign
 raising :class:`UsageError` (or ``ValueError`` from the math layer, whose messages
 already name the parameter, the value and the allowed range). Commands validate all
 input before writing anything, so a refused call leaves no half-written file.
+
+May import: ``core``, ``theory``, ``claims``, ``training``, ``integrations``, ``experiments``,
+``book``.
+Imports torch: no at its start (``dpcompanion --help`` imports no command module; the
+commands ``zcdp``, ``schedule`` and ``checks`` never import torch); a command that needs
+torch imports it in its module or, to keep its ``--help`` quick, in its ``run``: its module
+is imported only when that command is given.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.util
 import sys
+from pathlib import Path
+from types import ModuleType
 
-#: command name -> module under dpcompanion.cli.commands (imported lazily, so that
-#: ``zcdp`` never pays for importing torch).
+#: command name -> module under dpcompanion.cli.commands. A command's module is imported only
+#: when that command is given (to run or to show its ``--help``), so it may import what it needs
+#: at its top; ``dpcompanion --help`` reads every command's ``HELP`` from its source instead.
 COMMANDS: dict[str, str] = {
     "reproduce": "reproduce",
     "zcdp": "zcdp",
@@ -46,33 +58,45 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _available_commands() -> dict[str, object]:
-    found = {}
-    for name, module in COMMANDS.items():
-        try:
-            found[name] = importlib.import_module(f"dpcompanion.cli.commands.{module}")
-        except ModuleNotFoundError as exc:  # a command whose module is not written yet
-            if exc.name != f"dpcompanion.cli.commands.{module}":
-                raise
-    return found
+def load_command(name: str) -> ModuleType:
+    """The module of command ``name`` (imported now)."""
+    return importlib.import_module(f"{__name__}.commands.{COMMANDS[name]}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_help(name: str) -> str:
+    """The one-line ``HELP`` of command ``name``, read from its module's source without
+    importing it: ``HELP`` must be a string literal at the module's top level."""
+    path = Path(importlib.util.find_spec(f"{__name__}.commands.{COMMANDS[name]}").origin)
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["HELP"]:
+            return ast.literal_eval(node.value)
+    raise LookupError(f"{path}: no top-level HELP = '...' string")
+
+
+def build_parser(load: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of the command line: every command is listed with its ``HELP``; the commands
+    in ``load`` (default: all) are imported and declare their arguments."""
     parser = _Parser(prog="dpcompanion", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     parser.command_parsers = {}
-    for name, module in _available_commands().items():
+    for name in COMMANDS:
+        module = load_command(name) if load is None or name in load else None
+        text = module.HELP if module else command_help(name)
         # argparse %-formats an argument's help (not a description): a literal % must be %%
-        p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
-        module.add_arguments(p)
-        p.set_defaults(_run=module.run, _prog=p.prog)
+        p = sub.add_parser(name, help=text.replace("%", "%%"), description=text)
+        if module:
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run, _prog=p.prog)
         parser.command_parsers[name] = p
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # the top level has no option taking a value: the first word not starting with - is the command
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser([command] if command in COMMANDS else [])
     args, extra = parser.parse_known_args(argv)
     if extra:  # refused by the command's parser, so that the line names the command
         parser.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(extra)}")

@@ -1,1 +1,13 @@
-"""core layer."""
+"""What every layer shares: validation and provenance.
+
+- :mod:`.validate`: every validator of a number, an array or a folder (``positive``,
+  ``delta``, ``noise_multipliers``, ``writable_folder``, ...), raising
+  ``ValueError("<name> must be ..., got <value>")``;
+- :mod:`.provenance`: git state, versions, device resolution, the provenance of a run and
+  JSON written with it.
+
+May import: no other layer (the standard library and numpy; IPython inside
+``Provenance.finish``).
+Imports torch: no (``provenance.cuda_available`` imports it inside the function, only when
+``auto`` or ``cuda`` is resolved).
+"""

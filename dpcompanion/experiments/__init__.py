@@ -4,5 +4,12 @@ Each experiment is one module of this package that defines ``EXPERIMENT``, an
 :class:`~dpcompanion.experiments.base.Experiment`: a config per mode, a list of
 independent seedable *units*, a function that runs one unit and one that combines the
 units' results into the stored payload. The results store runs the units in-process or on
-Dask and saves the payload with provenance; notebooks only load and plot.
+Dask and saves the payload with provenance; notebooks only load and plot. Besides the
+experiment modules: the store and its executors, :mod:`.protocols` (what every experiment
+of one paper shares: constants, data, models, the numbers the paper printed; it imports no
+other module of this layer) and :mod:`.comparisons` (every verdict rule).
+
+May import: ``core``, ``theory``, ``claims``, ``training``, ``integrations``.
+Imports torch: yes (the experiment modules and protocols train; the store and the verdict
+rules import without it).
 """

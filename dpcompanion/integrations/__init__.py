@@ -4,6 +4,6 @@
   Opacus ``PrivacyEngine`` (per-step noise multipliers, our ledger charged before each
   step).
 
-May import ``core``, ``theory`` and ``training``; imported by ``experiments``, ``book``
-and ``cli``. Imports torch (and Opacus where a bridge needs it, lazily).
+May import: ``core``, ``theory``, ``training``.
+Imports torch: yes (and Opacus where a bridge needs it).
 """

@@ -48,6 +48,7 @@ from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
+from torch.func import functional_call, grad, vmap
 
 __all__ = [
     "ClipResult",
@@ -243,8 +244,6 @@ class Model:
     # -- gradients --------------------------------------------------------------------
     def per_sample_grads(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """``(K, N, P)`` per-sample gradients from ``torch.func`` (reference path)."""
-        from torch.func import grad, vmap
-
         def single(th: torch.Tensor, x: torch.Tensor, yy: torch.Tensor) -> torch.Tensor:
             return self.per_sample_loss(th[None], x[None], yy[None])[0, 0]
 
@@ -633,8 +632,6 @@ class FuncModel(Model):
         return torch.cat(pieces)
 
     def _call_single(self, th: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-        from torch.func import functional_call
-
         params = self.unflatten(th)
         return functional_call(self.module, params, (X.reshape(X.shape[0], *self.in_shape),))
 
@@ -642,16 +639,12 @@ class FuncModel(Model):
     sample_chunk: int = 256
 
     def forward(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-        from torch.func import vmap
-
         return vmap(lambda th: self._call_single(th, X))(theta)
 
     def per_sample_loss_from_output(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return torch.logsumexp(z, dim=-1) - z.gather(-1, y.expand(*z.shape[:-1]).unsqueeze(-1))[..., 0]
 
     def per_sample_grads(self, theta, X, y):
-        from torch.func import grad, vmap
-
         def single(th, x, yy):
             z = self._call_single(th, x[None])
             return self.per_sample_loss_from_output(z, yy[None])[0]
@@ -762,8 +755,6 @@ class GhostConvModel(FuncModel):
         return nsq if c is None else self._layer_clipped_sum(mod, carry, c)
 
     def _run_one(self, th, X, y, clip_norm, w):
-        from torch.func import functional_call  # noqa: F401  (parameters are plain tensors here)
-
         params = self.unflatten(th)
         mods = list(self.module.named_children())
         x = X.reshape(X.shape[0], *self.in_shape)

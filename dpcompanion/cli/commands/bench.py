@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+
+from dpcompanion.book.report import markdown_table
+from dpcompanion.cli import UsageError, options
+from dpcompanion.core.provenance import DEVICES, resolve_device, save_json
 
 HELP = ("benchmark our private step (one run and batched runs) against Opacus on the paper's MLP workload and on "
         "W-F4's CNN (batch 256), the overhead of privacy, and the linear/logistic trainer against a plain batched loop")
@@ -52,11 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpcompanion.training import bench
-    from dpcompanion.cli import UsageError
-    from dpcompanion.core.provenance import DEVICES
-
-    from dpcompanion.cli import options
+    from dpcompanion.training import bench  # torch and Opacus (2 s): not for --help
 
     # validate everything before any work or file
     mode = "quick" if args.quick else "full"
@@ -78,8 +79,6 @@ def run(args: argparse.Namespace) -> int:
         if bad or not modes:
             raise UsageError(f"--opacus-modes must be a comma-separated subset of {','.join(bench.OPACUS_MODES)}, "
                              f"got {args.opacus_modes!r}")
-    from dpcompanion.core.provenance import resolve_device
-
     resolved = resolve_device(args.device)  # ValueError (exit 2) for cuda without a GPU, before any work
     write = args.out is not None or (mode == "full" and args.size == "paper" and not args.linear_only)
     out: Path | None = None
@@ -90,8 +89,6 @@ def run(args: argparse.Namespace) -> int:
         out = options.output_path(bench.default_output({"device": resolved, "mode": mode, "size": args.size,
                                                         "sections": sections}), "--out", suffix=".json")
 
-    import sys
-
     log = (lambda s: print(f"bench: {s}", file=sys.stderr)) if not args.json else None
     if args.linear_only:
         result = bench.run_linear_only(mode=mode, device=args.device, size=args.size, seed=seed, threads=threads,
@@ -100,8 +97,6 @@ def run(args: argparse.Namespace) -> int:
         result = bench.run_benchmark(mode=mode, device=args.device, runs=runs, steps=steps, size=args.size,
                                      seed=seed, threads=threads, opacus_modes=modes, log=log)
     if write:
-        from dpcompanion.core.provenance import save_json
-
         try:
             path = save_json(result, out, prov=_prov(result))
         except OSError as exc:
@@ -111,8 +106,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=1, sort_keys=True, default=float))
     elif not args.linear_only:
-        from dpcompanion.book.report import markdown_table
-
         print(markdown_table(["method", "steps/s (one run)", f"run-steps/s ({result['settings']['runs']} runs)",
                               "peak MiB"], bench.summary_rows(result)))
         print(f"\nratio_single_vs_opacus {result['ratio_single_vs_opacus']:.3g} "

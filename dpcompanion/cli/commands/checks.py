@@ -24,6 +24,10 @@ import json
 import sys
 import time
 
+from dpcompanion.claims.registry import load_all, run_checks
+from dpcompanion.book.claims_page import status_counts
+from dpcompanion.cli import UsageError
+
 HELP = "run the claim checks (proved/checked/verified/identity/refuted/not-reproduced/illustrated) and print a table or JSON"
 
 
@@ -63,10 +67,6 @@ def _summary(r: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpcompanion.claims.registry import load_all, run_checks
-    from dpcompanion.book.claims_page import status_counts
-    from dpcompanion.cli import UsageError
-
     if args.prefix is not None and not args.prefix.strip():
         raise UsageError(f"--id must be a non-empty id prefix such as H-T4.4 or W- (omit --id for every claim), got {args.prefix!r}")
     reg = load_all()

@@ -19,8 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from dpcompanion.cli import options
+from dpcompanion.cli import UsageError, options
+from dpcompanion.core.provenance import resolve_device, validate_mode
+from dpcompanion.experiments import base, store
 
 HELP = "compute (or load, when fresh) one experiment into results/<id>/<mode>/; --executor dask spreads its units"
 
@@ -57,11 +60,6 @@ def add_results_dir_argument(p: argparse.ArgumentParser) -> None:
 def results_root_from_args(args: argparse.Namespace):
     """The results folder: ``--results-dir`` (checked writable, nothing created), else the
     store's default (``$DPCOMPANION_RESULTS`` or ``results/``)."""
-    from pathlib import Path
-
-    from dpcompanion.cli import UsageError
-    from dpcompanion.experiments import store
-
     value = getattr(args, "results_dir", None)
     if value is None:
         return store.results_root()
@@ -70,14 +68,12 @@ def results_root_from_args(args: argparse.Namespace):
     root = Path(value)
     if root.exists() and not root.is_dir():
         raise UsageError(f"--results-dir {value!r} is not a folder")
-    from dpcompanion.cli.options import folder_writable
-
     probe = root
     while not probe.exists() and probe.parent != probe:
         probe = probe.parent
     try:
         store.check_writable(root)
-        if not folder_writable(probe):  # a real probe: permission bits alone do not tell (root, /proc)
+        if not options.folder_writable(probe):  # a real probe: permission bits alone do not tell (root, /proc)
             raise ValueError("not writable")
     except ValueError:
         raise UsageError(f"--results-dir {value!r} cannot be written (give a writable folder, "
@@ -88,25 +84,17 @@ def results_root_from_args(args: argparse.Namespace):
 def executor_from_args(args: argparse.Namespace):
     """Validate --executor/--workers/--scheduler and build the executor (a Dask cluster
     starts here, or the scheduler is contacted: call it after every other check)."""
-    from dpcompanion.experiments import store
-
     workers = options.parse_int(args.workers, "--workers", minimum=1)
     return store.make_executor(args.executor, workers=workers, scheduler=args.scheduler)
 
 
 def check_executor_args(args: argparse.Namespace) -> None:
     """The checks of :func:`executor_from_args` that need no cluster."""
-    from dpcompanion.experiments import store
-
     store.check_executor_options(args.executor, workers=options.parse_int(args.workers, "--workers", minimum=1),
                                  scheduler=args.scheduler)
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpcompanion.cli import UsageError
-    from dpcompanion.core.provenance import resolve_device, validate_mode
-    from dpcompanion.experiments import base, store
-
     exp = base.get(args.id)
     options.flag("--mode", validate_mode, args.mode)
     seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)

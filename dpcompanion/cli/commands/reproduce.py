@@ -6,6 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from dpcompanion.book import runner
+from dpcompanion.cli import UsageError, options
+from dpcompanion.cli.commands.experiment import add_executor_arguments
+from dpcompanion.core import validate
+from dpcompanion.core.provenance import DEVICES
+
 HELP = "execute the book's notebooks with papermill (quick or full mode) into book/"
 
 
@@ -22,8 +28,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto (default: cuda if available), cpu or cuda")
     p.add_argument("--seed", default="0", help="non-negative integer seed passed to every notebook (default 0)")
     p.add_argument("--list", action="store_true", help="list the notebook ids in execution order and exit")
-    from dpcompanion.cli.commands.experiment import add_executor_arguments
-
     add_executor_arguments(p)
     p.add_argument("--reexecute", action="store_true",
                    help="execute every notebook even when its execution key (notebooks, parameters, library "
@@ -33,13 +37,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpcompanion.book import runner
-    from dpcompanion.cli import UsageError
-
-    from dpcompanion.cli import options
-    from dpcompanion.core import validate
-    from dpcompanion.core.provenance import DEVICES
-
     seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
     if args.mode not in ("quick", "full"):
         raise UsageError(f"--mode must be quick or full, got {args.mode!r}")

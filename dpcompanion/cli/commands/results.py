@@ -20,6 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from dpcompanion.cli import UsageError, options
+from dpcompanion.cli.commands.experiment import add_results_dir_argument, results_root_from_args
+from dpcompanion.core.provenance import resolve_device
+from dpcompanion.experiments import store
+
 HELP = "list the stored experiment results (fresh or stale); --revalidate re-checks stale full results cheaply"
 
 
@@ -31,19 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seal", action="store_true",
                    help="seal the provenance of results stored before seals existed (intact ones only; "
                         "nothing is recomputed)")
-    from dpcompanion.cli.commands.experiment import add_results_dir_argument
-
     add_results_dir_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpcompanion.core.provenance import resolve_device
-    from dpcompanion.experiments import store
-
-    from dpcompanion.cli import UsageError, options
-
-    from dpcompanion.cli.commands.experiment import results_root_from_args
-
     device = options.flag("--device", resolve_device, args.device)
     root = results_root_from_args(args)
     if args.seal and args.revalidate:

@@ -15,6 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from dpcompanion.cli import options
+from dpcompanion.core.provenance import resolve_device
+from dpcompanion.experiments.comparisons import reproduction
+
 HELP = "the reproduction report: every verdict row of the book (stored results only unless --compute)"
 
 
@@ -30,14 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpcompanion.cli import options
-    from dpcompanion.core.provenance import resolve_device
-
     seed = options.parse_int(args.seed, "--seed", minimum=0)
     device = options.flag("--device", resolve_device, args.device)
     out = options.output_path(args.csv, "--csv", suffix=".csv") if args.csv is not None else None
-    from dpcompanion.experiments.comparisons import reproduction
-
     rows = options.flag("--page", reproduction.report_rows, pages=args.page, compute=args.compute, seed=seed,
                         device=device)
     if out is not None:

@@ -57,11 +57,14 @@ __all__ = [
     "R_exact",
     "unused_budget",
     "psgd_step_cost",
+    "step_cost",
     "psgd_R_prime",
     "accountant_epsilon",
     "RDP_ORDERS",
     "rdp_curve",
+    "rdp_orders",
     "rdp_step",
+    "step_rdp",
     "rdp_epsilon",
     "rdp_per_step",
     "rdp_epsilon_of",
@@ -365,8 +368,17 @@ def psgd_step_cost(*, sigma: float, sampling_rate: float = 1.0) -> float:
     s = _sigma_array(sigma)
     if s.size != 1:
         raise ValueError(f"sigma must be a single number here, got {s.size} values")
-    p = validate.sampling_rate(sampling_rate)
-    return float(p * p / s[0] ** 2)
+    return step_cost(float(s[0]), validate.sampling_rate(sampling_rate))
+
+
+def step_cost(sigma: float, p: float) -> float:
+    """:func:`psgd_step_cost` of numbers already validated (``sigma`` > 0, ``p`` in (0, 1]): the
+    one formula ``p^2/sigma^2``, for a caller that validated them once (the ledger).
+
+    >>> step_cost(2.0, 1.0)
+    0.25
+    """
+    return float(p * p / sigma**2)
 
 
 def psgd_R_prime(*, R: float, sampling_rate: float) -> float:
@@ -419,11 +431,15 @@ def rdp_curve(*, sigma, sampling_rate: float = 1.0, orders=None) -> np.ndarray:
     >>> bool(np.allclose(c, RDP_ORDERS / 4))
     True
     """
-    return _rdp_curve(validate.noise_multipliers(sigma), validate.sampling_rate(sampling_rate), _orders(orders))
+    return _rdp_curve(validate.noise_multipliers(sigma), validate.sampling_rate(sampling_rate), rdp_orders(orders))
 
 
-def _orders(orders) -> np.ndarray:
-    """The RDP orders to use: :data:`RDP_ORDERS` by default, else integers >= 2."""
+def rdp_orders(orders=None) -> np.ndarray:
+    """The RDP orders to use: :data:`RDP_ORDERS` by default, else integers >= 2 (validated).
+
+    >>> rdp_orders([2, 3]).tolist()
+    [2.0, 3.0]
+    """
     if orders is None:
         return RDP_ORDERS
     o = np.asarray(orders, dtype=np.float64)
@@ -469,9 +485,19 @@ def rdp_step(*, sigma: float, sampling_rate: float = 1.0, orders=None) -> tuple[
     True
     """
     sigma = float(validate.noise_multipliers([sigma])[0])
-    p = validate.sampling_rate(sampling_rate)
-    ords = _orders(orders)
-    return ords.copy(), np.array(_rdp_step_cached(sigma, p, tuple(ords)))
+    ords = rdp_orders(orders)
+    return ords.copy(), step_rdp(sigma, validate.sampling_rate(sampling_rate), tuple(ords))
+
+
+def step_rdp(sigma: float, p: float, orders: tuple[float, ...] = tuple(RDP_ORDERS)) -> np.ndarray:
+    """:func:`rdp_step`'s curve of numbers already validated (``sigma`` finite and > 0, ``p`` in
+    (0, 1], integer ``orders`` >= 2), cached per ``(sigma, p, orders)``: for a caller that
+    validated them once (the ledger, at every step).
+
+    >>> bool(np.allclose(step_rdp(2.0, 1.0), RDP_ORDERS / 8))
+    True
+    """
+    return np.array(_rdp_step_cached(sigma, p, orders))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -517,7 +543,7 @@ def rdp_per_step(*, sigma, sampling_rate: float = 1.0, orders=None) -> np.ndarra
     s = validate.noise_multipliers(sigma)
     p = validate.sampling_rate(sampling_rate)
     values, inverse = np.unique(s, return_inverse=True)
-    ords = _orders(orders)
+    ords = rdp_orders(orders)
     rows = np.stack([_rdp_curve(np.array([v]), p, ords) for v in values])
     return rows[inverse.reshape(-1)]
 
@@ -534,7 +560,7 @@ def rdp_epsilon_of(*, sigma, delta: float, sampling_rate: float = 1.0, orders=No
     """
     if np.size(sigma) == 0:
         return 0.0
-    ords = _orders(orders)
+    ords = rdp_orders(orders)
     return rdp_epsilon(orders=ords, rdp=rdp_curve(sigma=sigma, sampling_rate=sampling_rate, orders=ords), delta=delta)
 
 
@@ -547,7 +573,7 @@ def rdp_epsilon_curve(*, sigma, sampling_rate: float, delta: float, at: Sequence
     >>> float(c[0]), bool(c[1] == rdp_epsilon_of(sigma=[2.0] * 4, delta=1e-5))
     (0.0, True)
     """
-    ords = _orders(orders)
+    ords = rdp_orders(orders)
     cum = np.cumsum(rdp_per_step(sigma=sigma, sampling_rate=sampling_rate, orders=ords), axis=0)
     idx = np.arange(1, len(cum) + 1) if at is None else np.asarray(at, dtype=int)
     return np.array([rdp_epsilon(orders=ords, rdp=cum[i - 1], delta=delta) if i > 0 else 0.0 for i in idx])
@@ -582,7 +608,7 @@ def calibrate_multiplier(*, alpha, sampling_rate: float, delta: float, epsilon_t
         raise ValueError("alpha must be a non-empty 1-D sequence of finite numbers > 0")
     if not (math.isfinite(epsilon_target) and epsilon_target > 0):
         raise ValueError(f"epsilon_target must be finite and > 0, got {epsilon_target}")
-    ords = _orders(orders)
+    ords = rdp_orders(orders)
     p = validate.sampling_rate(sampling_rate)
     delta = validate.delta(delta)
 

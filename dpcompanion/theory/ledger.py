@@ -95,7 +95,8 @@ class PrivacyLedger:
         #: the accountant full-batch spending is reported by (:meth:`spent_epsilon`): the budget's
         self.accountant = "zcdp" if accountant is None else validate.choice("accountant", accountant,
                                                                              accounting.ACCOUNTANTS)
-        self.orders = accounting.RDP_ORDERS if orders is None else np.asarray(orders, dtype=np.float64)
+        self.orders = accounting.rdp_orders(orders)
+        self._orders_key = tuple(self.orders)  # the key of the cached per-step RDP curves
         self.rel_slack = float(rel_slack)
         self._spent = 0.0
         self._history: list[StepRecord] = []
@@ -146,9 +147,9 @@ class PrivacyLedger:
     def _assess(self, sigma: float, sampling_rate: float) -> tuple[float, np.ndarray | None, float, str | None]:
         """(cost in R units, RDP curve after the step or None, its epsilon, reason to refuse or None).
         A sigma that is not finite and > 0 raises ValueError: a noisy step needs noise."""
-        sigma = float(validate.noise_multipliers([sigma])[0])
+        sigma = float(validate.noise_multipliers([sigma])[0])  # the ledger's boundary: validated once here
         sampling_rate = validate.sampling_rate(sampling_rate)
-        c = self.cost(sigma=sigma, sampling_rate=sampling_rate)
+        c = accounting.step_cost(sigma, sampling_rate)
         if self.R is not None and self._spent + c > self.R:
             return c, None, 0.0, (f"would spend {c:.6g} but only {self.remaining:.6g} of R = {self.R:.6g} remains "
                                   f"(spent {self._spent:.6g})")
@@ -159,7 +160,7 @@ class PrivacyLedger:
                 f"a subsampled step (sampling_rate={sampling_rate}) needs the ledger's delta: the paper's "
                 "p^2/sigma^2 rule is not a guarantee, so such steps are also checked with an RDP accountant at delta"
             )
-        _, step = accounting.rdp_step(sigma=sigma, sampling_rate=sampling_rate, orders=self.orders)
+        step = accounting.step_rdp(sigma, sampling_rate, self._orders_key)
         rdp = step if self._rdp is None else self._rdp + step
         eps = accounting.rdp_epsilon(orders=self.orders, rdp=rdp, delta=self.delta)
         if eps > self.epsilon_target * (1 + self.rel_slack):

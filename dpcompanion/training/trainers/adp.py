@@ -30,10 +30,8 @@ from dpcompanion.core import validate
 from dpcompanion.theory import schedules
 from dpcompanion.theory.budget import Budget
 from dpcompanion.training.models import Model
-from dpcompanion.training.trainers.config import TrainConfig
-from dpcompanion.training.trainers.engine import train
 from dpcompanion.training.trainers.history import History
-from dpcompanion.training.trainers.pgd import n_samples
+from dpcompanion.training.trainers.pgd import train_pgd
 
 __all__ = ["train_adpsgd", "adp_schedule", "AdaptiveStepSize", "STEP_SIZES"]
 
@@ -99,39 +97,28 @@ def train_adpsgd(
     beta: float = 1.0,
     period: int = 195,
     clip_norm: float = 1.0,
-    seed=0,
-    X_test=None,
-    y_test=None,
-    init=None,
-    device: str = "auto",
-    dtype: torch.dtype = torch.float32,
-    delta: float | None = None,
-    progress: bool | None = None,
-    record=None,
-    memory_budget: int | None = None,
-    fast: bool | None = None,
+    **kw,
 ) -> History:
     """ADP-SGD (``adaptive_noise=True``) or DP-SGD (``False``) with W's step sizes: the
     schedule of :func:`adp_schedule` for the budget's R, trained by
-    ``train(model, X, y, TrainConfig.build(...))``.
+    :func:`~dpcompanion.training.trainers.train_pgd` (one config, one
+    :func:`~dpcompanion.training.trainers.engine.train` call); the other keywords (``seed``,
+    ``X_test``, ``y_test``, ``init``, ``device``, ``dtype``, ``delta``, ``progress``,
+    ``record``, ``memory_budget``, ``fast``) as there.
 
-    The budget: ``budget`` or ``R`` (with ``delta``), as in
-    :func:`~dpcompanion.training.trainers.train_pgd`; ADP-SGD always has a ledger. It is charged
-    with the paper's PSGD rule (``p^2/sigma_t^2``), so the schedule is built for ``R / p^2``;
-    subsampled runs (p < 1) need ``delta``, at which the ledger also checks every step with an
-    RDP accountant (see :func:`~dpcompanion.training.trainers.train_psgd`). ``seed`` as in
-    :func:`~dpcompanion.training.trainers.train_pgd`.
+    The budget: ``budget`` or ``R`` (with ``delta``); ADP-SGD always has a ledger. It is
+    charged with the paper's PSGD rule (``p^2/sigma_t^2``), so the schedule is built for
+    ``R / p^2``; subsampled runs (p < 1) need ``delta``, at which the ledger also checks every
+    step with an RDP accountant (see :func:`~dpcompanion.training.trainers.train_psgd`).
     """
     if R is None and budget is None:
         raise ValueError("train_adpsgd needs R (a finite number > 0) or budget")
-    p = budget.sampling_rate if (budget is not None and sampling_rate is None) else (1.0 if sampling_rate is None else sampling_rate)
+    p = budget.sampling_rate if (budget is not None and sampling_rate is None) else (
+        1.0 if sampling_rate is None else sampling_rate)
     plan = adp_schedule(R=R if budget is None else budget.R, T=T, sampling_rate=p, step_size=step_size,
                         adaptive_noise=adaptive_noise, eta=eta, a=a, c=c, b0_sq=b0_sq, C=C, beta=beta, period=period)
-    config = TrainConfig.build(sigma=plan["sigma"], budget=budget, R=R, delta=delta, lr=plan["lr"],
-                               lr_rule=plan["lr_rule"], clip_norm=clip_norm, seed=seed, N=n_samples(X),
-                               sampling_rate=p, device=device, dtype=dtype, progress=progress,
-                               algorithm=plan["algorithm"], record=record, memory_budget=memory_budget, fast=fast)
-    return train(model, X, y, config, X_test=X_test, y_test=y_test, init=init)
+    return train_pgd(model, X, y, sigma=plan["sigma"], lr=plan["lr"], lr_rule=plan["lr_rule"],
+                     algorithm=plan["algorithm"], R=R, budget=budget, sampling_rate=p, clip_norm=clip_norm, **kw)
 
 
 class AdaptiveStepSize:

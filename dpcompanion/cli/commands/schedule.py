@@ -88,7 +88,7 @@ def build(args: argparse.Namespace) -> dict:
     if budget.subsampled:
         out["epsilon_rdp"] = budget.epsilon_of(sigma)
     else:
-        out["epsilon_zcdp"] = acc.zcdp_to_dp(rho=acc.rho_from_R(R=out["R_spent"]), delta=delta)
+        out["epsilon_zcdp"] = acc.epsilon_at_R(R=out["R_spent"], delta=delta, accountant="zcdp")
         out["epsilon_exact"] = acc.exact_epsilon(sigma=sigma, delta=delta)
     if budget.epsilon is not None:  # by the accountant the budget was planned with (<= --epsilon), and the others
         out["accountant"] = budget.accountant

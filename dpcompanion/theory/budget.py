@@ -178,7 +178,8 @@ class Budget:
         if self.subsampled:
             validate.choice("accountant", acc, SUBSAMPLED_ACCOUNTANTS)
             return accounting.rdp_epsilon_of(sigma=sigma, delta=self.delta, sampling_rate=self.sampling_rate)
-        return accounting.epsilon_at_R(R=accounting.spent_R(sigma=sigma), delta=self.delta, accountant=acc)
+        s = validate.noise_multipliers(sigma)  # steps taken: each finite and > 0 (spent_R alone allows inf)
+        return accounting.epsilon_at_R(R=accounting.spent_R(sigma=s), delta=self.delta, accountant=acc)
 
     def epsilon_by_accountant(self, sigma) -> dict[str, float]:
         """epsilon at ``delta`` of the steps ``sigma`` under every accountant that applies
@@ -194,7 +195,12 @@ class Budget:
         names = SUBSAMPLED_ACCOUNTANTS if self.subsampled else ACCOUNTANTS
         if np.size(sigma) == 0:  # no step taken: nothing released
             return {a: 0.0 for a in names}
-        return {a: float(self.epsilon_of(sigma, a)) for a in names}
+        if self.subsampled:
+            return {a: float(self.epsilon_of(sigma, a)) for a in names}
+        if self.delta is None:
+            raise ValueError("this budget has no delta (built from R alone): give delta to report an epsilon")
+        R = accounting.spent_R(sigma=validate.noise_multipliers(sigma))  # validated and summed once for all
+        return {a: float(accounting.epsilon_at_R(R=R, delta=self.delta, accountant=a)) for a in names}
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -265,3 +265,20 @@ def test_rdp_curve_refuses_noiseless_steps():
     for bad in (np.inf, np.nan, 0.0, -1.0):
         with pytest.raises(ValueError, match="sigma"):
             acc.rdp_curve(sigma=[1.0, bad], sampling_rate=0.1)
+
+
+def test_rdp_protocol_helpers_calibrate_and_refuse_the_last_order():
+    """calibrate_multiplier reaches its target by the same accountant; rdp_epsilon with
+    check_order refuses an optimum at the last order (a valid but loose value)."""
+    a = np.linspace(1.0, 2.0, 12)
+    z = acc.calibrate_multiplier(alpha=a, sampling_rate=0.1, delta=1e-5, epsilon_target=1.5)
+    assert acc.rdp_epsilon_of(sigma=z * a, delta=1e-5, sampling_rate=0.1) == pytest.approx(1.5, rel=1e-9)
+    orders = np.arange(2, 6.0)
+    r = acc.rdp_curve(sigma=[20.0], orders=orders)
+    assert acc.rdp_epsilon(orders=orders, rdp=r, delta=1e-5) > 0
+    with pytest.raises(ValueError, match="largest RDP order"):
+        acc.rdp_epsilon(orders=orders, rdp=r, delta=1e-5, check_order=True)
+    o = acc.rdp_orders_for(sigma=1.0, T=1000, sampling_rate=0.01, delta=1e-5)
+    assert o[0] == 2 and 32 <= o[-1] <= 256
+    rows = acc.rdp_per_step(sigma=[2.0, 3.0, 2.0], sampling_rate=0.2, orders=orders)
+    np.testing.assert_allclose(rows.sum(0), acc.rdp_curve(sigma=[2.0, 3.0, 2.0], sampling_rate=0.2, orders=orders))

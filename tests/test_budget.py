@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpcompanion.theory import accounting, schedules
-from dpcompanion.theory.budget import Budget, PlanRefused, epsilon_at_R, fit_constant, plan, plan_paper_p2
+from dpcompanion.theory.accounting import epsilon_at_R
+from dpcompanion.theory.budget import Budget, PlanRefused, fit_constant, plan, plan_paper_p2
 from dpcompanion.theory.ledger import PrivacyLedger
 
 REPO = Path(__file__).resolve().parents[1]

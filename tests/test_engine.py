@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcompanion.theory import schedules
+from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import PrivacyLedger
 from dpcompanion.training.models import Model, make_model
 from dpcompanion.training.trainers import TrainConfig, engine, steps, train_pgd, train_psgd
@@ -144,14 +145,8 @@ def test_memory_budget_bounds_the_chunks_and_refuses_when_nothing_fits():
 
 def test_charge_stage_one_ledger_per_schedule_and_stop_before_overspending():
     sig = np.array([[2.0, 2.0, 2.0], [2.0, 2.0, 2.0], [1.0, 1.0, 1.0]])
-    made = []
-
-    def factory(**kw):
-        made.append(kw)
-        return PrivacyLedger(**kw)
-
-    ch = Charger(sig, R=0.6, delta=None, sampling_rate=1.0, ledger_factory=factory)
-    assert len(made) == 2 and made[0] == {"R": 0.6, "delta": None}  # two distinct schedules
+    ch = Charger(sig, budget=Budget.from_R(R=0.6), sampling_rate=1.0)
+    assert ch.n_ledgers == 2 and all(isinstance(led, PrivacyLedger) and led.R == 0.6 for led in ch.ledgers)
     a1 = ch.charge(0)
     assert list(a1) == [True, True, False]  # 1/1^2 = 1 > 0.6: refused before the step
     np.testing.assert_array_equal(ch.spent, [0.25, 0.25, 0.0])
@@ -159,7 +154,7 @@ def test_charge_stage_one_ledger_per_schedule_and_stop_before_overspending():
     a3 = ch.charge(2)
     assert list(a2) == [True, True, False] and list(a3) == [False, False, False]
     np.testing.assert_array_equal(ch.spent, [0.5, 0.5, 0.0])
-    free = Charger(sig, R=None, delta=None, sampling_rate=1.0)
+    free = Charger(sig, budget=None, sampling_rate=1.0)
     for t in range(3):
         assert free.charge(t).all()
     np.testing.assert_array_equal(free.spent, [0.75, 0.75, 3.0])

@@ -137,3 +137,48 @@ def test_ledger_refuses_what_the_papers_psgd_rule_would_overspend():
     ours = accounting.rdp_epsilon(orders=accounting.RDP_ORDERS,
                                   rdp=accounting.rdp_curve(sigma=[sigma] * (steps + 1), sampling_rate=p), delta=delta)
     assert ours > epsilon
+
+
+# ---------------------------------------------------- epsilon-only ledger, end-of-run report
+
+
+def test_epsilon_only_ledger_stops_at_the_last_step_within_the_target():
+    """Without R the ledger enforces (epsilon, delta) alone by the RDP accountant, full-batch
+    steps included: it accepts exactly the longest prefix whose RDP epsilon is within the target."""
+    from dpcompanion.theory.ledger import ScheduleLedger
+
+    sig, delta = np.full(30, 3.0), 1e-5
+    target = accounting.rdp_epsilon_of(sigma=sig[:17], delta=delta) * (1 + 1e-6)
+    led = PrivacyLedger(R=None, delta=delta, epsilon=target)
+    n = 0
+    with pytest.raises(BudgetExceeded, match="above the target"):
+        for s in sig:
+            led.charge(sigma=float(s))
+            n += 1
+    assert n == 17 and led.spent_epsilon() <= target
+    assert accounting.rdp_epsilon_of(sigma=sig[:18], delta=delta) > target  # the check can fail
+    sched = ScheduleLedger(sigma=sig, sampling_rate=1.0, delta=delta, epsilon_target=target)
+    assert [sched.charge(t) for t in range(3)][-1] == pytest.approx(accounting.rdp_epsilon_of(sigma=sig[:3], delta=delta))
+    with pytest.raises(ValueError, match="R is required"):
+        PrivacyLedger(R=None, delta=delta)
+
+
+def test_spent_epsilon_is_what_the_ledger_enforces():
+    from dpcompanion.theory.budget import Budget
+
+    full = Budget.from_epsilon(epsilon=2.0, delta=1e-5, accountant="exact")
+    led = PrivacyLedger.from_budget(full)
+    for _ in range(4):
+        led.charge(sigma=math.sqrt(4 / full.R) * 1.01)
+    assert led.spent_epsilon() == accounting.epsilon_at_R(R=led.spent, delta=1e-5, accountant="exact") <= 2.0
+    sub = Budget.from_epsilon(epsilon=2.0, delta=1e-5, sampling_rate=0.1)
+    led = PrivacyLedger.from_budget(sub)
+    for _ in range(5):
+        led.charge(sigma=1.5, sampling_rate=0.1)
+    assert led.spent_epsilon() == pytest.approx(
+        accounting.rdp_epsilon_of(sigma=[1.5] * 5, delta=1e-5, sampling_rate=0.1), rel=1e-12)
+    assert PrivacyLedger(R=1.0).spent_epsilon() is None  # no delta, no epsilon
+    # the mixed-rate report composes each step at its own rate (dp-accounting)
+    e = led.epsilon(1e-5)["epsilon_rdp"]
+    assert e == pytest.approx(accounting.accountant_epsilon(sigma=[1.5] * 5, delta=1e-5, sampling_rate=0.1))
+    assert e <= led.spent_epsilon()

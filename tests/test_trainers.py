@@ -12,8 +12,11 @@ from hypothesis import strategies as st
 
 from dpcompanion.theory import accounting, schedules
 from dpcompanion.theory.accounting import accountant_epsilon
+import dpcompanion.training
+from dpcompanion.theory.budget import Budget, plan_paper_p2
+from dpcompanion.theory.ledger import PrivacyLedger
 from dpcompanion.training.models import make_model
-from dpcompanion.training.trainers import History, train_adpsgd, train_pgd, train_psgd
+from dpcompanion.training.trainers import History, TrainConfig, train_adpsgd, train_pgd, train_psgd
 from dpcompanion.training.trainers import steps
 from dpcompanion.training.trainers.engine import noise_seed
 
@@ -260,6 +263,60 @@ def test_same_seed_same_numbers_and_different_seeds_differ():
     assert torch.equal(a.theta, b.theta) and not torch.equal(a.theta, c.theta)
 
 
+# -------------------------------------------------------------- train(model, X, y, config)
+
+
+def _replayed(budget, sigma):
+    """Steps of ``sigma`` a fresh ledger of ``budget`` accepts (charged one by one)."""
+    led, n = PrivacyLedger.from_budget(budget), 0
+    for s in sigma:
+        if not led.can_afford(sigma=float(s), sampling_rate=budget.sampling_rate):
+            break
+        led.charge(sigma=float(s), sampling_rate=budget.sampling_rate)
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize("p", [1.0, 0.25])
+def test_train_takes_one_config_and_stops_rather_than_overspend(p):
+    """``dpcompanion.training.train(model, X, y, config)``: the config's Budget is what each
+    run's ledger enforces. A schedule that overspends it (twice the paper's budget, or the
+    paper's p^2/sigma^2 rule, which is not a guarantee) is stopped before the first step the
+    ledger refuses: the run takes exactly the steps a fresh ledger accepts, and what it spent
+    (R, and the epsilon the History reports) is within the budget."""
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy(n=40)
+    budget = (Budget.from_R(R=0.5, delta=1e-5) if p == 1.0
+              else Budget.from_epsilon(epsilon=2.0, delta=1e-5, sampling_rate=p))
+    sig = (schedules.uniform(T=10, R=2 * budget.R) if p == 1.0 else plan_paper_p2(budget, "uniform", T=20))
+    n = _replayed(budget, sig)
+    assert 0 < n < sig.size  # the schedule does overspend: the check can fail
+    cfg = TrainConfig.build(sigma=sig, budget=budget, lr=0.1, clip_norm=4.0, seed=[0, 1], N=40, device="cpu",
+                            dtype=DT)
+    assert cfg.budget is budget and cfg.sampling_rate == p and cfg.algorithm == ("pgd" if p == 1.0 else "psgd")
+    h = dpcompanion.training.train(model, X, y, cfg)
+    assert list(h.steps_done) == [n, n] and all(h.stopped_early)
+    assert np.all(h.R_spent <= budget.R)
+    assert np.all(h.epsilon <= budget.epsilon * (1 + 1e-12))
+    assert np.all(np.isnan(h.sigma[:, n:])) and np.all(np.isfinite(h.sigma[:, :n]))
+    # the wrappers are the same call
+    w = train_pgd(model, X, y, sigma=sig, budget=budget, lr=0.1, clip_norm=4.0, seed=[0, 1], **CPU)
+    torch.testing.assert_close(w.theta, h.theta, rtol=0, atol=0)
+
+
+def test_train_refuses_what_is_not_a_config():
+    model = make_model("logistic", in_dim=3)
+    X, y = _toy()
+    with pytest.raises(ValueError, match="config must be a TrainConfig"):
+        dpcompanion.training.train(model, X, y, {"sigma": [1.0]})
+    with pytest.raises(ValueError, match="either budget or R"):
+        TrainConfig.build(sigma=[1.0], budget=Budget.from_R(R=1.0), R=1.0, lr=0.1, clip_norm=1.0)
+    with pytest.raises(ValueError, match="sampling_rate must be the budget's"):
+        TrainConfig.build(sigma=[1.0], budget=Budget.from_R(R=1.0), sampling_rate=0.5, lr=0.1, clip_norm=1.0)
+    with pytest.raises(TypeError, match="needs R"):
+        train_pgd(model, X, y, sigma=[1.0])
+
+
 # -------------------------------------------------------------------- PSGD and ADP
 
 
@@ -272,7 +329,11 @@ def test_psgd_charges_subsampled_cost_and_reports_tight_epsilon():
     h = train_psgd(model, X, y, sigma=sig, R=R, sampling_rate=p, seed=0, delta=delta, **CPU)
     assert h.steps_done == 20 and not h.stopped_early
     assert h.R_spent == pytest.approx(20 * p**2 / sig[0] ** 2, rel=1e-12)  # the paper's p^2/sigma^2
-    assert h.epsilon == pytest.approx(accountant_epsilon(sigma=sig, delta=delta, sampling_rate=p))
+    # the History reports the ledger's epsilon: the RDP accountant it enforces (integer orders), which
+    # dp-accounting's (fractional orders too, independent code) bounds from below within 1 %
+    assert h.epsilon == pytest.approx(accounting.rdp_epsilon_of(sigma=sig, delta=delta, sampling_rate=p), rel=1e-12)
+    tight = accountant_epsilon(sigma=sig, delta=delta, sampling_rate=p)
+    assert tight <= h.epsilon < 1.01 * tight
     assert h.meta["sampling_rate"] == p and np.isfinite(h.loss).all()
 
 

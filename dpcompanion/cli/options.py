@@ -8,10 +8,19 @@ allowed.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
+import itertools
 import math
 import os
 from pathlib import Path
 from typing import Any, Callable
+
+from dpcompanion.cli import UsageError
+from dpcompanion.core import validate
+from dpcompanion.theory import budget as budgets
+from dpcompanion.theory import schedules
+from dpcompanion.theory.budget import ACCOUNTANTS, Budget
 
 __all__ = [
     "flag",
@@ -19,6 +28,7 @@ __all__ = [
     "budget_from_args",
     "add_schedule_arguments",
     "schedule_params",
+    "schedule_from_args",
     "kinds_epilog",
     "output_path",
     "check_memory",
@@ -28,8 +38,6 @@ __all__ = [
 
 def flag(name: str, fn: Callable[..., Any], *args, **kw) -> Any:
     """Run a validator; its ValueError becomes a UsageError that names the flag ``name``."""
-    from dpcompanion.cli import UsageError
-
     try:
         return fn(*args, **kw)
     except ValueError as exc:
@@ -55,10 +63,6 @@ def add_budget_arguments(p: argparse.ArgumentParser, *, sampling_rate: bool = Tr
 
 def budget_from_args(args: argparse.Namespace, *, default_delta: float | None = None):
     """The one :class:`~dpcompanion.theory.budget.Budget` of a command line."""
-    from dpcompanion.cli import UsageError
-    from dpcompanion.core import validate
-    from dpcompanion.theory.budget import ACCOUNTANTS, Budget
-
     p = 1.0
     if getattr(args, "sampling_rate", None) is not None:
         p = flag("--sampling-rate", validate.sampling_rate, _parse(args.sampling_rate, "--sampling-rate"))
@@ -84,8 +88,6 @@ def budget_from_args(args: argparse.Namespace, *, default_delta: float | None = 
 def _parse(text, name: str) -> float:
     """A command-line number: ``inf``, ``nan`` and overflowing literals are refused here
     (a float that does not fit is not silently infinity)."""
-    from dpcompanion.cli import UsageError
-
     if isinstance(text, (int, float)):
         v = float(text)
     else:
@@ -100,8 +102,6 @@ def _parse(text, name: str) -> float:
 
 def parse_int(text, name: str, *, minimum: int = 1, maximum: int | None = None) -> int | None:
     """A command-line integer in [minimum, maximum] (one line naming the flag otherwise)."""
-    from dpcompanion.cli import UsageError
-
     if text is None:
         return None
     allowed = f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum:,}]"
@@ -129,10 +129,8 @@ def parse_float(text, name: str) -> float | None:
 
 def _cli_params():
     """(name -> (Param, [kinds using it])) over the table, CLI parameters only."""
-    from dpcompanion.theory.schedules import KIND_TABLE
-
     out: dict[str, tuple[Any, list[str]]] = {}
-    for k in KIND_TABLE.values():
+    for k in schedules.KIND_TABLE.values():
         for prm in k.params:
             if not prm.cli or prm.name == "q":
                 continue
@@ -158,9 +156,6 @@ def add_schedule_arguments(p: argparse.ArgumentParser) -> None:
 def schedule_params(args: argparse.Namespace, kind_name: str, *, kind_flag: str) -> dict:
     """The keyword parameters of ``kind_name`` from the flags (typed as the table says);
     a flag of another kind is refused, naming the kind's own flags."""
-    from dpcompanion.cli import UsageError
-    from dpcompanion.theory import schedules
-
     if kind_name not in schedules.KINDS:
         raise UsageError(f"{kind_flag} must be one of {', '.join(schedules.KINDS)}, got {kind_name!r}")
     k = schedules.KIND_TABLE[kind_name]
@@ -194,21 +189,35 @@ def schedule_params(args: argparse.Namespace, kind_name: str, *, kind_flag: str)
     return out
 
 
+def schedule_from_args(args: argparse.Namespace, budget: Budget, *, kind_flag: str, T: int | None) -> tuple:
+    """(sigma, params) of ``args``' kind (the value of ``kind_flag``) planned for ``budget``
+    by :func:`dpcompanion.theory.budget.make_schedule`; errors name the flag."""
+    kind = getattr(args, kind_flag.lstrip("-").replace("-", "_"))
+    params = schedule_params(args, kind, kind_flag=kind_flag)
+    if not schedules.KIND_TABLE[kind].takes_T:
+        n = len(params["q"])
+        if T is not None and T != n:
+            raise UsageError(f"--T {T} does not match the {n} values in --influence {args.influence}")
+    elif T is None:
+        raise UsageError(f"--T is required for {kind_flag} {kind} (an integer >= 1)")
+    try:
+        sigma = budgets.make_schedule(budget, kind, T=T, **params)
+    except ValueError as exc:
+        msg = " ".join(str(exc).split())
+        first = msg.split(" ", 1)[0]
+        names = {prm.name for prm in schedules.KIND_TABLE[kind].params} | {"T", "R"}
+        where = f"--{first.replace('_', '-')}" if first in names else f"{kind_flag} {kind}"
+        raise UsageError(f"{where}: {msg}") from None
+    return sigma, params
+
+
 def read_influence(path: Path) -> list[float]:
     """q_t from a file: one number per line, or a CSV whose column ``q`` (or ``influence``,
     or its only column) holds them. Blank lines and ``#`` comments are skipped."""
-    import csv
-    import io
-    import itertools
-
-    from dpcompanion.cli import UsageError
-
     try:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"--influence {path}: cannot read it ({exc.__class__.__name__}); give a readable text file") from None
-    from dpcompanion.core.validate import MAX_STEPS
-
     reader = (r for r in csv.reader(io.StringIO(text))
               if r and not r[0].lstrip().startswith("#") and any(c.strip() for c in r))
     first = next(reader, None)
@@ -234,9 +243,9 @@ def read_influence(path: Path) -> list[float]:
         rows = itertools.chain([first], reader)
     values = []
     for i, r in enumerate(rows, start=2 if has_header else 1):
-        if len(values) == MAX_STEPS:  # the limit --T has (one float64 per step in memory), one constant
-            raise UsageError(f"--influence {path}: more than {MAX_STEPS:,} values; T (one step per value) must be at "
-                             f"most {MAX_STEPS:,} (one float64 per step in memory), as for --T")
+        if len(values) == validate.MAX_STEPS:  # the limit --T has (one float64 per step in memory), one constant
+            raise UsageError(f"--influence {path}: more than {validate.MAX_STEPS:,} values; T (one step per value) must be at "
+                             f"most {validate.MAX_STEPS:,} (one float64 per step in memory), as for --T")
         try:
             v = float(r[col])
         except (ValueError, IndexError):
@@ -251,10 +260,8 @@ def read_influence(path: Path) -> list[float]:
 
 def kinds_epilog(examples: list[str]) -> str:
     """``--help`` epilog: the kinds with their parameters (from the table) and examples."""
-    from dpcompanion.theory.schedules import kinds_help
-
     ex = "\n".join(f"  {e}" for e in examples)
-    return f"schedule kinds (parameters in [brackets] are optional):\n{kinds_help()}\n\nexamples:\n{ex}"
+    return f"schedule kinds (parameters in [brackets] are optional):\n{schedules.kinds_help()}\n\nexamples:\n{ex}"
 
 
 # ---------------------------------------------------------------------------- outputs
@@ -264,8 +271,6 @@ def output_path(path, name: str, *, suffix: str | None = None) -> Path:
     """Check an output file path before any work: not a directory, the right ``suffix``,
     its folder existing and writable, or missing as a single leaf whose parent is (that
     one folder may be created when writing; nothing is created here)."""
-    from dpcompanion.cli import UsageError
-
     out = Path(path)
     if str(path).strip() == "":
         raise UsageError(f"{name} must be a file path, got an empty string")
@@ -294,15 +299,11 @@ def output_path(path, name: str, *, suffix: str | None = None) -> Path:
 def folder_writable(folder: Path) -> bool:
     """Whether a file can be created in ``folder`` (a probe file: permission bits alone do not
     tell, e.g. for root or in /proc)."""
-    from dpcompanion.core.validate import can_create_file_in
-
-    return can_create_file_in(folder)
+    return validate.can_create_file_in(folder)
 
 
 def check_memory(name: str, value, nbytes: float, *, fraction: float = 0.5) -> None:
     """Refuse a size whose arrays would need more than ``fraction`` of the available memory."""
-    from dpcompanion.cli import UsageError
-
     avail = available_memory()
     if avail is not None and nbytes > fraction * avail:
         raise UsageError(f"{name} {value} would need about {nbytes / 2**30:.3g} GiB, more than half of the "

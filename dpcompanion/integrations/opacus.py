@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from opacus.accountants import RDPAccountant
 from opacus.schedulers.noise_scheduler import _NoiseScheduler
 
 from dpcompanion.core import validate
@@ -140,9 +141,9 @@ def noise_lambda(sigma) -> Callable[[int], float]:
 
 
 def opacus_epsilon(*, sigma, sampling_rate: float, delta: float) -> float:
-    """epsilon that Opacus's own RDP accountant reports for the schedule (no training)."""
-    from opacus.accountants import RDPAccountant
-
+    """epsilon that Opacus's own RDP accountant reports for the schedule (no training): a
+    cross-check *reference* against another library, computed by Opacus alone (the library's
+    accountant is :mod:`dpcompanion.theory.accounting`)."""
     p = validate.sampling_rate(sampling_rate)
     validate.delta(delta)
     acc = RDPAccountant()

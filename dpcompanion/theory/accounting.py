@@ -28,9 +28,10 @@ can show it, and :func:`dp_to_zcdp` derives the right one.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 from scipy import optimize, special
@@ -56,12 +57,22 @@ __all__ = [
     "R_exact",
     "unused_budget",
     "psgd_step_cost",
+    "step_cost",
     "psgd_R_prime",
     "accountant_epsilon",
     "RDP_ORDERS",
     "rdp_curve",
+    "rdp_orders",
     "rdp_step",
+    "step_rdp",
     "rdp_epsilon",
+    "rdp_per_step",
+    "rdp_epsilon_of",
+    "rdp_epsilon_curve",
+    "rdp_orders_for",
+    "calibrate_multiplier",
+    "ACCOUNTANTS",
+    "epsilon_at_R",
     "R_accountant",
     "adp_B_delta",
     "adp_sigma2",
@@ -357,8 +368,17 @@ def psgd_step_cost(*, sigma: float, sampling_rate: float = 1.0) -> float:
     s = _sigma_array(sigma)
     if s.size != 1:
         raise ValueError(f"sigma must be a single number here, got {s.size} values")
-    p = validate.sampling_rate(sampling_rate)
-    return float(p * p / s[0] ** 2)
+    return step_cost(float(s[0]), validate.sampling_rate(sampling_rate))
+
+
+def step_cost(sigma: float, p: float) -> float:
+    """:func:`psgd_step_cost` of numbers already validated (``sigma`` > 0, ``p`` in (0, 1]): the
+    one formula ``p^2/sigma^2``, for a caller that validated them once (the ledger).
+
+    >>> step_cost(2.0, 1.0)
+    0.25
+    """
+    return float(p * p / sigma**2)
 
 
 def psgd_R_prime(*, R: float, sampling_rate: float) -> float:
@@ -411,9 +431,25 @@ def rdp_curve(*, sigma, sampling_rate: float = 1.0, orders=None) -> np.ndarray:
     >>> bool(np.allclose(c, RDP_ORDERS / 4))
     True
     """
-    s = validate.noise_multipliers(sigma)
-    p = validate.sampling_rate(sampling_rate)
-    ords = RDP_ORDERS if orders is None else np.asarray(orders, dtype=np.float64)
+    return _rdp_curve(validate.noise_multipliers(sigma), validate.sampling_rate(sampling_rate), rdp_orders(orders))
+
+
+def rdp_orders(orders=None) -> np.ndarray:
+    """The RDP orders to use: :data:`RDP_ORDERS` by default, else integers >= 2 (validated).
+
+    >>> rdp_orders([2, 3]).tolist()
+    [2.0, 3.0]
+    """
+    if orders is None:
+        return RDP_ORDERS
+    o = np.asarray(orders, dtype=np.float64)
+    if o.ndim != 1 or o.size == 0 or not np.all((o == np.floor(o)) & (o >= 2)):
+        raise ValueError(f"orders must be integers >= 2, got {orders!r}"[:200])
+    return o
+
+
+def _rdp_curve(s: np.ndarray, p: float, ords: np.ndarray) -> np.ndarray:
+    """:func:`rdp_curve` of validated multipliers ``s`` (each finite and > 0), rate and orders."""
     values, counts = np.unique(s, return_counts=True)
     counts = counts.astype(np.float64)
     if p == 1.0:
@@ -423,8 +459,6 @@ def rdp_curve(*, sigma, sampling_rate: float = 1.0, orders=None) -> np.ndarray:
     inv2s2 = 1.0 / (2.0 * values**2)
     for j, a in enumerate(ords):
         ai = int(a)
-        if ai != a or ai < 2:
-            raise ValueError(f"orders must be integers >= 2, got {a}")
         lb = _LOG_BINOM.get(ai)
         if lb is None:
             lb = _log_binomials(ai)
@@ -442,7 +476,7 @@ def rdp_curve(*, sigma, sampling_rate: float = 1.0, orders=None) -> np.ndarray:
     return out
 
 
-def rdp_step(*, sigma: float, sampling_rate: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def rdp_step(*, sigma: float, sampling_rate: float = 1.0, orders=None) -> tuple[np.ndarray, np.ndarray]:
     """(orders, RDP curve) of one Poisson-subsampled Gaussian step (:func:`rdp_curve`), cached
     per ``(sigma, p)``: a ledger keeps the running sum.
 
@@ -451,18 +485,30 @@ def rdp_step(*, sigma: float, sampling_rate: float = 1.0) -> tuple[np.ndarray, n
     True
     """
     sigma = float(validate.noise_multipliers([sigma])[0])
-    p = validate.sampling_rate(sampling_rate)
-    return RDP_ORDERS.copy(), np.array(_rdp_step_cached(sigma, p))
+    ords = rdp_orders(orders)
+    return ords.copy(), step_rdp(sigma, validate.sampling_rate(sampling_rate), tuple(ords))
+
+
+def step_rdp(sigma: float, p: float, orders: tuple[float, ...] = tuple(RDP_ORDERS)) -> np.ndarray:
+    """:func:`rdp_step`'s curve of numbers already validated (``sigma`` finite and > 0, ``p`` in
+    (0, 1], integer ``orders`` >= 2), cached per ``(sigma, p, orders)``: for a caller that
+    validated them once (the ledger, at every step).
+
+    >>> bool(np.allclose(step_rdp(2.0, 1.0), RDP_ORDERS / 8))
+    True
+    """
+    return np.array(_rdp_step_cached(sigma, p, orders))
 
 
 @functools.lru_cache(maxsize=4096)
-def _rdp_step_cached(sigma: float, p: float) -> tuple[float, ...]:
-    return tuple(rdp_curve(sigma=[sigma], sampling_rate=p))
+def _rdp_step_cached(sigma: float, p: float, orders: tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(_rdp_curve(np.array([sigma]), p, np.array(orders)))
 
 
-def rdp_epsilon(*, orders, rdp, delta: float) -> float:
+def rdp_epsilon(*, orders, rdp, delta: float, check_order: bool = False) -> float:
     """epsilon at ``delta`` of a composed RDP curve (dp-accounting's ``compute_epsilon``, the
-    improved conversion of Balle et al. 2020).
+    improved conversion of Balle et al. 2020). With ``check_order`` raises if the optimum sits
+    at the largest order (a valid but loose value: add orders then).
 
     >>> o, r = rdp_step(sigma=2.0)
     >>> e = rdp_epsilon(orders=o, rdp=4 * r, delta=1e-5)   # dp-accounting's own orders add fractional ones
@@ -472,15 +518,117 @@ def rdp_epsilon(*, orders, rdp, delta: float) -> float:
     from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
     delta = validate.delta(delta)
+    orders = np.asarray(orders, dtype=float)
+    rdp = np.asarray(rdp, dtype=float)
     with np.errstate(over="ignore", invalid="ignore"):
-        return float(compute_epsilon(np.asarray(orders, dtype=float), np.asarray(rdp, dtype=float), delta)[0])
+        eps = float(compute_epsilon(orders, rdp, delta)[0])
+    if check_order and eps > 0 and np.isfinite(eps) and _best_order(orders, rdp, delta) == len(orders) - 1:
+        raise ValueError(f"epsilon {eps:.3g} is optimal at the largest RDP order {orders[-1]:g}: extend the orders")
+    return eps
+
+
+def _best_order(orders: np.ndarray, rdp: np.ndarray, delta: float) -> int:
+    """Index of the order at which the improved conversion (Balle et al. 2020) is smallest."""
+    vals = rdp + np.log1p(-1 / orders) - (math.log(delta) + np.log(orders)) / (orders - 1)
+    return int(np.argmin(vals))
+
+
+def rdp_per_step(*, sigma, sampling_rate: float = 1.0, orders=None) -> np.ndarray:
+    """Per-step RDP ``(T, len(orders))``: row t is :func:`rdp_curve` of step t alone (one
+    evaluation per distinct multiplier), for running sums and epsilon-after-each-step curves.
+
+    >>> rdp_per_step(sigma=[2.0], orders=[2.0, 8.0]).tolist()
+    [[0.25, 1.0]]
+    """
+    s = validate.noise_multipliers(sigma)
+    p = validate.sampling_rate(sampling_rate)
+    values, inverse = np.unique(s, return_inverse=True)
+    ords = rdp_orders(orders)
+    rows = np.stack([_rdp_curve(np.array([v]), p, ords) for v in values])
+    return rows[inverse.reshape(-1)]
+
+
+def rdp_epsilon_of(*, sigma, delta: float, sampling_rate: float = 1.0, orders=None) -> float:
+    """RDP epsilon at ``delta`` of Poisson-subsampled Gaussian steps ``sigma`` (:func:`rdp_curve`
+    composed, :func:`rdp_epsilon` converted): what the ledger checks subsampled steps against,
+    what the planner calibrates with, what the audit claims. 0 for no step.
+
+    >>> rdp_epsilon_of(sigma=[], delta=1e-5)
+    0.0
+    >>> round(rdp_epsilon_of(sigma=[2.0] * 4, delta=1e-5), 4)
+    4.7527
+    """
+    if np.size(sigma) == 0:
+        return 0.0
+    ords = rdp_orders(orders)
+    return rdp_epsilon(orders=ords, rdp=rdp_curve(sigma=sigma, sampling_rate=sampling_rate, orders=ords), delta=delta)
+
+
+def rdp_epsilon_curve(*, sigma, sampling_rate: float, delta: float, at: Sequence[int] | None = None,
+                      orders=None) -> np.ndarray:
+    """epsilon at ``delta`` after each step count in ``at`` (1-based; default every step) of the
+    steps ``sigma`` (running sums of :func:`rdp_per_step`).
+
+    >>> c = rdp_epsilon_curve(sigma=[2.0] * 4, sampling_rate=1.0, delta=1e-5, at=[0, 4])
+    >>> float(c[0]), bool(c[1] == rdp_epsilon_of(sigma=[2.0] * 4, delta=1e-5))
+    (0.0, True)
+    """
+    ords = rdp_orders(orders)
+    cum = np.cumsum(rdp_per_step(sigma=sigma, sampling_rate=sampling_rate, orders=ords), axis=0)
+    idx = np.arange(1, len(cum) + 1) if at is None else np.asarray(at, dtype=int)
+    return np.array([rdp_epsilon(orders=ords, rdp=cum[i - 1], delta=delta) if i > 0 else 0.0 for i in idx])
+
+
+def rdp_orders_for(*, sigma: float, T: int, sampling_rate: float, delta: float) -> np.ndarray:
+    """Integer orders 2..A with A about twice the optimal order of ``T`` steps at ``sigma``
+    (at least 32, never more than 256): a schedule near that one has its optimum well inside,
+    and the cost of :func:`rdp_per_step` grows with A^2.
+
+    >>> rdp_orders_for(sigma=1.0, T=100, sampling_rate=0.01, delta=1e-5)[[0, -1]].tolist()
+    [2.0, 32.0]
+    """
+    o = np.arange(2, 257.0)
+    r = T * rdp_curve(sigma=[sigma], sampling_rate=sampling_rate, orders=o)
+    best = int(o[_best_order(o, r, validate.delta(delta))])
+    return np.arange(2, min(256, max(32, 2 * best + 8)) + 1, dtype=np.float64)
+
+
+def calibrate_multiplier(*, alpha, sampling_rate: float, delta: float, epsilon_target: float, rtol: float = 1e-12,
+                         bracket: tuple[float, float] | None = None, orders=None) -> float:
+    """The ``z`` for which steps with multipliers ``z alpha_t`` reach ``epsilon_target`` at
+    ``delta`` by the RDP accountant exactly (to ``rtol`` in z), by Brent's method on ``log z``
+    (Wu et al.'s protocol: ADP-SGD's allocation ``alpha_t`` at DP-SGD's epsilon).
+
+    >>> z = calibrate_multiplier(alpha=[1.0] * 10, sampling_rate=1.0, delta=1e-5, epsilon_target=5.0)
+    >>> round(rdp_epsilon_of(sigma=[z] * 10, delta=1e-5), 9)
+    5.0
+    """
+    a = np.asarray(alpha, dtype=np.float64)
+    if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a) & (a > 0)):
+        raise ValueError("alpha must be a non-empty 1-D sequence of finite numbers > 0")
+    if not (math.isfinite(epsilon_target) and epsilon_target > 0):
+        raise ValueError(f"epsilon_target must be finite and > 0, got {epsilon_target}")
+    ords = rdp_orders(orders)
+    p = validate.sampling_rate(sampling_rate)
+    delta = validate.delta(delta)
+
+    def f(log_z: float) -> float:
+        r = _rdp_curve(math.exp(log_z) * a, p, ords)
+        return math.log(rdp_epsilon(orders=ords, rdp=r, delta=delta)) - math.log(epsilon_target)
+
+    lo, hi = (math.log(1e-2), math.log(1e2)) if bracket is None else (math.log(bracket[0]), math.log(bracket[1]))
+    while f(lo) < 0:
+        lo -= 1.0
+    while f(hi) > 0:
+        hi += 1.0
+    return float(math.exp(optimize.brentq(f, lo, hi, xtol=rtol, rtol=rtol, maxiter=500)))
 
 
 def accountant_epsilon(
     *,
     sigma,
     delta: float,
-    sampling_rate: float = 1.0,
+    sampling_rate=1.0,
     accountant: str = "rdp",
     value_discretization_interval: float = 1e-4,
 ) -> float:
@@ -502,17 +650,24 @@ def accountant_epsilon(
 
     s = _sigma_array(sigma)
     delta = validate.delta(delta)
-    p = validate.sampling_rate(sampling_rate)
+    if np.ndim(sampling_rate) == 0:
+        groups = [(v, validate.sampling_rate(sampling_rate), c) for v, c in _grouped(s)]
+    else:  # one rate per step (a ledger's mixed history)
+        rates = np.asarray(sampling_rate, dtype=np.float64)
+        if rates.shape != s.shape:
+            raise ValueError(f"sampling_rate must be one number or one per step ({s.size}), got shape {rates.shape}")
+        keep = np.isfinite(s)
+        pairs = collections.Counter(zip(s[keep].tolist(), rates[keep].tolist()))
+        groups = [(v, validate.sampling_rate(r), c) for (v, r), c in sorted(pairs.items())]
     if accountant == "rdp":
         acc = dpa.rdp.RdpAccountant()
     elif accountant == "pld":
         acc = dpa.pld.PLDAccountant(value_discretization_interval=value_discretization_interval)
     else:
         raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}")
-    groups = _grouped(s)
     if not groups:
         return 0.0
-    for value, count in groups:
+    for value, p, count in groups:
         event = dpa.GaussianDpEvent(value)
         if p < 1.0:
             event = dpa.PoissonSampledDpEvent(p, event)
@@ -544,6 +699,28 @@ def R_accountant(*, epsilon: float, delta: float, accountant: str = "rdp") -> fl
         return accountant_epsilon(sigma=[1 / math.sqrt(R)], delta=delta, accountant=accountant) - epsilon
 
     return float(math.exp(optimize.brentq(f, math.log(lo), math.log(hi), xtol=1e-7)))
+
+
+#: Accountants that turn noise into (epsilon, delta) (see :mod:`dpcompanion.theory.budget`).
+ACCOUNTANTS: tuple[str, ...] = ("zcdp", "exact", "rdp", "pld")
+
+
+def epsilon_at_R(*, R: float, delta: float, accountant: str) -> float:
+    """epsilon at ``delta`` of full-batch Gaussian steps that spend ``R = sum_t 1/sigma_t^2``
+    (they compose to one Gaussian mechanism with multiplier ``1/sqrt(R)``), by ``accountant``:
+    the one function the budget, the planner, the ledger and the reports use for full-batch steps.
+
+    >>> round(epsilon_at_R(R=1.0, delta=1e-5, accountant="zcdp"), 4), round(epsilon_at_R(R=1.0, delta=1e-5, accountant="exact"), 4)
+    (5.2985, 4.3772)
+    """
+    validate.choice("accountant", accountant, ACCOUNTANTS)
+    if R == 0.0:
+        return 0.0
+    if accountant == "zcdp":
+        return zcdp_to_dp(rho=rho_from_R(R=R), delta=delta)
+    if accountant == "exact":
+        return gdp_epsilon(mu=math.sqrt(R), delta=delta)
+    return accountant_epsilon(sigma=[1 / math.sqrt(R)], delta=delta, accountant=accountant)
 
 
 # ---------------------------------------------------------------------------- ADP-SGD

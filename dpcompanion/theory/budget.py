@@ -37,11 +37,12 @@ import numpy as np
 from dpcompanion.core import validate
 from dpcompanion.theory import accounting, schedules
 
-__all__ = ["ACCOUNTANTS", "Budget", "plan", "plan_paper_p2", "fit_constant", "PlanRefused", "check_epsilon",
-           "epsilon_at_R", "largest_within"]
+__all__ = ["ACCOUNTANTS", "Budget", "plan", "make_schedule", "plan_paper_p2", "fit_constant", "PlanRefused", "check_epsilon",
+           "largest_within"]
 
-#: Accountants a Budget may name; the subsampled ones are those the ledger can enforce.
-ACCOUNTANTS: tuple[str, ...] = ("zcdp", "exact", "rdp", "pld")
+#: Accountants a Budget may name (:data:`accounting.ACCOUNTANTS`); the subsampled ones are those the
+#: ledger can enforce.
+ACCOUNTANTS = accounting.ACCOUNTANTS
 SUBSAMPLED_ACCOUNTANTS: tuple[str, ...] = ("rdp",)
 
 #: Budgets a Budget accepts: where every conversion (zCDP, exact GDP, RDP/PLD root-finding) is
@@ -127,7 +128,7 @@ class Budget:
             raise ValueError(f"epsilon = {epsilon!r} at delta = {delta!r} gives no finite budget R; use a smaller epsilon")
         # the inversions are root-finders (or a closed form rounded in float64): step R down until the
         # accountant's own epsilon of it is within the target, to the last ulp
-        R = largest_within(lambda r: epsilon_at_R(R=r, delta=d, accountant=acc) <= eps, float(R))
+        R = largest_within(lambda r: accounting.epsilon_at_R(R=r, delta=d, accountant=acc) <= eps, float(R))
         return cls(epsilon=eps, delta=d, R=float(R), accountant=acc, sampling_rate=p)
 
     @classmethod
@@ -153,7 +154,7 @@ class Budget:
                 )
             return cls(epsilon=None, delta=None, R=r, accountant=acc, sampling_rate=p)
         d = validate.delta(delta)
-        eps = epsilon_at_R(R=r, delta=d, accountant="zcdp" if p < 1.0 else acc)
+        eps = accounting.epsilon_at_R(R=r, delta=d, accountant="zcdp" if p < 1.0 else acc)
         return cls(epsilon=float(eps), delta=d, R=r, accountant=acc, sampling_rate=p)
 
     @property
@@ -164,7 +165,7 @@ class Budget:
         """epsilon at ``delta`` of the steps ``sigma`` under ``accountant`` (default: this
         budget's, the one it was planned with): RDP for subsampled steps
         (:func:`accounting.rdp_curve`, the ledger's check), else the accountant's epsilon of
-        the full-batch sum ``sum 1/sigma_t^2`` (:func:`epsilon_at_R`; what the ledger enforces).
+        the full-batch sum ``sum 1/sigma_t^2`` (:func:`accounting.epsilon_at_R`; what the ledger enforces).
 
         >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, accountant="exact")
         >>> s = plan(b, "uniform", T=100)
@@ -174,12 +175,11 @@ class Budget:
         if self.delta is None:
             raise ValueError("this budget has no delta (built from R alone): give delta to report an epsilon")
         acc = self.accountant if accountant is None else accountant
-        s = validate.noise_multipliers(sigma)
         if self.subsampled:
             validate.choice("accountant", acc, SUBSAMPLED_ACCOUNTANTS)
-            c = accounting.rdp_curve(sigma=s, sampling_rate=self.sampling_rate)
-            return accounting.rdp_epsilon(orders=accounting.RDP_ORDERS, rdp=c, delta=self.delta)
-        return epsilon_at_R(R=accounting.spent_R(sigma=s), delta=self.delta, accountant=acc)
+            return accounting.rdp_epsilon_of(sigma=sigma, delta=self.delta, sampling_rate=self.sampling_rate)
+        s = validate.noise_multipliers(sigma)  # steps taken: each finite and > 0 (spent_R alone allows inf)
+        return accounting.epsilon_at_R(R=accounting.spent_R(sigma=s), delta=self.delta, accountant=acc)
 
     def epsilon_by_accountant(self, sigma) -> dict[str, float]:
         """epsilon at ``delta`` of the steps ``sigma`` under every accountant that applies
@@ -195,28 +195,15 @@ class Budget:
         names = SUBSAMPLED_ACCOUNTANTS if self.subsampled else ACCOUNTANTS
         if np.size(sigma) == 0:  # no step taken: nothing released
             return {a: 0.0 for a in names}
-        return {a: float(self.epsilon_of(sigma, a)) for a in names}
+        if self.subsampled:
+            return {a: float(self.epsilon_of(sigma, a)) for a in names}
+        if self.delta is None:
+            raise ValueError("this budget has no delta (built from R alone): give delta to report an epsilon")
+        R = accounting.spent_R(sigma=validate.noise_multipliers(sigma))  # validated and summed once for all
+        return {a: float(accounting.epsilon_at_R(R=R, delta=self.delta, accountant=a)) for a in names}
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
-
-
-def epsilon_at_R(*, R: float, delta: float, accountant: str) -> float:
-    """epsilon at ``delta`` of full-batch Gaussian steps that spend ``R = sum_t 1/sigma_t^2``
-    (they compose to one Gaussian mechanism with multiplier ``1/sqrt(R)``), by ``accountant``:
-    the one function the budget, the planner and the reports use for full-batch steps.
-
-    >>> round(epsilon_at_R(R=1.0, delta=1e-5, accountant="zcdp"), 4), round(epsilon_at_R(R=1.0, delta=1e-5, accountant="exact"), 4)
-    (5.2985, 4.3772)
-    """
-    validate.choice("accountant", accountant, ACCOUNTANTS)
-    if R == 0.0:
-        return 0.0
-    if accountant == "zcdp":
-        return accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=R), delta=delta)
-    if accountant == "exact":
-        return accounting.gdp_epsilon(mu=math.sqrt(R), delta=delta)
-    return accounting.accountant_epsilon(sigma=[1 / math.sqrt(R)], delta=delta, accountant=accountant)
 
 
 def largest_within(ok, x: float) -> float:
@@ -312,6 +299,19 @@ def plan(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.nda
         return _fits(budget, found[rr])
 
     return found[largest_within(fits_sub, r)]
+
+
+def make_schedule(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:
+    """The schedule of ``kind`` planned for ``budget`` (:func:`plan`); ``T`` goes only to kinds
+    that take it (``optimal``'s T is the number of its influences ``q``). The ``schedule`` and
+    ``train`` commands plan through this one function.
+
+    >>> s = make_schedule(Budget.from_R(R=1.0), "uniform", T=4)
+    >>> s.shape, bool(np.sum(1 / s**2) <= 1.0)
+    ((4,), True)
+    """
+    validate.choice("kind", kind, schedules.KINDS)
+    return plan(budget, kind, **({"T": T} if schedules.KIND_TABLE[kind].takes_T else {}), **params)
 
 
 def plan_paper_p2(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:

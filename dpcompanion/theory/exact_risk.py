@@ -50,6 +50,8 @@ from typing import Any
 import numpy as np
 
 from dpcompanion.core import validate
+from dpcompanion.theory import schedules
+from dpcompanion.theory.bounds import gd
 
 __all__ = [
     "SCHEDULE_KINDS",
@@ -296,8 +298,6 @@ def schedule_of(kind: str, *, T: int, R: float, kappa: float) -> np.ndarray:
     >>> round(float(s[0] / s[-1]), 9), round(float(np.sum(1 / s**2)), 12)
     (10.0, 1.0)
     """
-    from dpcompanion.theory import schedules
-
     if kind == "uniform":
         return schedules.uniform(T=T, R=R)
     if kind == "gd-dynamic":
@@ -325,8 +325,6 @@ def compare_with_bound(
     >>> bool(np.all(r["uniform"]["exact"] <= r["uniform"]["bound"]))
     True
     """
-    from dpcompanion.theory.bounds import gd
-
     c = pl_constants(eigenvalues=eigenvalues, offset=offset, clip_norm=clip_norm, N=N, R=R)
     T_max = validate.integer("T_max", T_max, minimum=0)
     if T_max < 1:

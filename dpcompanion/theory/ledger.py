@@ -21,19 +21,26 @@ and conversion), the same one :func:`dpcompanion.theory.budget.plan` calibrates 
 planned schedule always finishes. A sigma that is not finite and > 0 is refused
 (ValueError): no step without noise.
 Full-batch steps need no such check: zCDP composition of Gaussian steps is exact in R.
+
+A ledger built without ``R`` (``PrivacyLedger(R=None, delta=..., epsilon=...)``) enforces the
+target epsilon alone, by the same RDP accountant, for every step (full batch included):
+:class:`ScheduleLedger` uses it for a planned schedule charged step by step (Wu et al.'s
+protocol, :mod:`dpcompanion.experiments.protocols.wu`). At the end of a run,
+:meth:`PrivacyLedger.spent_epsilon` is the epsilon the ledger stands for (the report of the
+trainers' History).
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
+import math
 
 import numpy as np
 
 from dpcompanion.core import validate
 from dpcompanion.theory import accounting
 
-__all__ = ["BudgetExceeded", "StepRecord", "PrivacyLedger"]
+__all__ = ["BudgetExceeded", "StepRecord", "PrivacyLedger", "ScheduleLedger"]
 
 #: Relative slack on the *epsilon* check of subsampled steps only (rounding in the running RDP
 #: sum). The R check has none: ``R_spent <= R`` holds exactly, in float64 as printed; the
@@ -69,9 +76,11 @@ class PrivacyLedger:
     False
     """
 
-    def __init__(self, *, R: float, delta: float | None = None, epsilon: float | None = None):
-        r = validate.positive("R", R)
-        self.R = r
+    def __init__(self, *, R: float | None, delta: float | None = None, epsilon: float | None = None,
+                 accountant: str | None = None, orders=None, rel_slack: float = REL_SLACK):
+        if R is None and (epsilon is None or delta is None):
+            raise ValueError("R is required unless the ledger enforces an (epsilon, delta) target alone")
+        self.R = None if R is None else validate.positive("R", R)
         self.delta = None if delta is None else validate.delta(delta)
         if epsilon is not None and delta is None:
             raise ValueError("epsilon needs delta: the target is (epsilon, delta)-DP")
@@ -82,25 +91,29 @@ class PrivacyLedger:
         elif delta is None:
             self.epsilon_target = None
         else:
-            self.epsilon_target = accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=r), delta=self.delta)
+            self.epsilon_target = accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=self.R), delta=self.delta)
+        #: the accountant full-batch spending is reported by (:meth:`spent_epsilon`): the budget's
+        self.accountant = "zcdp" if accountant is None else validate.choice("accountant", accountant,
+                                                                             accounting.ACCOUNTANTS)
+        self.orders = accounting.rdp_orders(orders)
+        self._orders_key = tuple(self.orders)  # the key of the cached per-step RDP curves
+        self.rel_slack = float(rel_slack)
         self._spent = 0.0
         self._history: list[StepRecord] = []
-        self._orders: np.ndarray | None = None
         self._rdp: np.ndarray | None = None  # running RDP curve of the subsampled history
+        self._rdp_epsilon = 0.0  # its epsilon at delta
 
     @classmethod
-    def from_budget(cls, budget, **_ignored) -> "PrivacyLedger":
-        """The ledger of a :class:`dpcompanion.theory.budget.Budget`: its R, delta and the
-        epsilon the user asked for (never rebuilt from R). Extra keywords are ignored, so
-        ``functools.partial(PrivacyLedger.from_budget, budget)`` is a trainer's
-        ``ledger_factory``.
+    def from_budget(cls, budget) -> "PrivacyLedger":
+        """The ledger of a :class:`dpcompanion.theory.budget.Budget`: its R, delta, accountant
+        and the epsilon the user asked for (never rebuilt from R).
 
         >>> from dpcompanion.theory.budget import Budget
         >>> led = PrivacyLedger.from_budget(Budget.from_epsilon(epsilon=1.0, delta=1e-5, sampling_rate=0.01))
         >>> led.epsilon_target
         1.0
         """
-        return cls(R=budget.R, delta=budget.delta, epsilon=budget.epsilon)
+        return cls(R=budget.R, delta=budget.delta, epsilon=budget.epsilon, accountant=budget.accountant)
 
     # ------------------------------------------------------------------ queries
 
@@ -124,38 +137,37 @@ class PrivacyLedger:
         >>> PrivacyLedger(R=0.5).remaining
         0.5
         """
-        return max(0.0, self.R - self._spent)
+        return math.inf if self.R is None else max(0.0, self.R - self._spent)
 
     @property
     def history(self) -> list[StepRecord]:
         """The recorded steps, oldest first (a copy)."""
         return list(self._history)
 
-    def _assess(self, sigma: float, sampling_rate: float) -> tuple[float, np.ndarray | None, str | None]:
-        """(cost in R units, RDP curve after the step or None, reason to refuse or None).
+    def _assess(self, sigma: float, sampling_rate: float) -> tuple[float, np.ndarray | None, float, str | None]:
+        """(cost in R units, RDP curve after the step or None, its epsilon, reason to refuse or None).
         A sigma that is not finite and > 0 raises ValueError: a noisy step needs noise."""
-        sigma = float(validate.noise_multipliers([sigma])[0])
+        sigma = float(validate.noise_multipliers([sigma])[0])  # the ledger's boundary: validated once here
         sampling_rate = validate.sampling_rate(sampling_rate)
-        c = self.cost(sigma=sigma, sampling_rate=sampling_rate)
-        if self._spent + c > self.R:
-            return c, None, f"would spend {c:.6g} but only {self.remaining:.6g} of R = {self.R:.6g} remains (spent {self._spent:.6g})"
-        if float(sampling_rate) == 1.0 and self._rdp is None:
-            return c, None, None
+        c = accounting.step_cost(sigma, sampling_rate)
+        if self.R is not None and self._spent + c > self.R:
+            return c, None, 0.0, (f"would spend {c:.6g} but only {self.remaining:.6g} of R = {self.R:.6g} remains "
+                                  f"(spent {self._spent:.6g})")
+        if self.R is not None and float(sampling_rate) == 1.0 and self._rdp is None:
+            return c, None, 0.0, None
         if self.delta is None:
             raise ValueError(
                 f"a subsampled step (sampling_rate={sampling_rate}) needs the ledger's delta: the paper's "
                 "p^2/sigma^2 rule is not a guarantee, so such steps are also checked with an RDP accountant at delta"
             )
-        orders, step = accounting.rdp_step(sigma=sigma, sampling_rate=sampling_rate)
+        step = accounting.step_rdp(sigma, sampling_rate, self._orders_key)
         rdp = step if self._rdp is None else self._rdp + step
-        eps = accounting.rdp_epsilon(orders=orders, rdp=rdp, delta=self.delta)
-        if eps > self.epsilon_target * (1 + REL_SLACK):
-            return c, None, (
-                f"would bring the RDP epsilon to {eps:.6g} at delta = {self.delta:g}, above the target "
-                f"{self.epsilon_target:.6g} that R = {self.R:.6g} stands for"
-            )
-        self._orders = orders
-        return c, rdp, None
+        eps = accounting.rdp_epsilon(orders=self.orders, rdp=rdp, delta=self.delta)
+        if eps > self.epsilon_target * (1 + self.rel_slack):
+            stands = "asked for" if self.R is None else f"that R = {self.R:.6g} stands for"
+            return c, None, eps, (f"would bring the RDP epsilon to {eps:.6g} at delta = {self.delta:g}, above the "
+                                  f"target {self.epsilon_target:.6g} {stands}")
+        return c, rdp, eps, None
 
     def can_afford(self, *, sigma: float, sampling_rate: float = 1.0) -> bool:
         """Whether a step would stay within the budget (``R_spent <= R`` exactly) and, for
@@ -169,7 +181,7 @@ class PrivacyLedger:
         >>> n, round(led.spent / led.R, 2)   # the paper's p^2/sigma^2 rule alone: 4000 steps
         (2056, 0.51)
         """
-        return self._assess(sigma, sampling_rate)[2] is None
+        return self._assess(sigma, sampling_rate)[3] is None
 
     # ------------------------------------------------------------------ updates
 
@@ -185,11 +197,11 @@ class PrivacyLedger:
         dpcompanion.theory.ledger.BudgetExceeded: step 2 would spend 1 but only 0.25 of R = 0.5 remains (spent 0.25)
         """
         k = len(self._history) + 1 if step is None else int(step)
-        c, rdp, reason = self._assess(sigma, sampling_rate)
+        c, rdp, eps, reason = self._assess(sigma, sampling_rate)
         if reason is not None:
             raise BudgetExceeded(f"step {k} {reason}")
         if rdp is not None:
-            self._rdp = rdp
+            self._rdp, self._rdp_epsilon = rdp, eps
         self._spent += c
         rec = StepRecord(step=k, sigma=float(sigma), sampling_rate=float(sampling_rate), cost=c, spent_after=self._spent)
         self._history.append(rec)
@@ -226,15 +238,64 @@ class PrivacyLedger:
         elif rates == {1.0}:
             out["epsilon_exact"] = accounting.exact_epsilon(sigma=sig, delta=delta)
         else:
-            import dp_accounting as dpa
-
-            acc = dpa.rdp.RdpAccountant()
-            groups = collections.Counter((r.sigma, r.sampling_rate) for r in self._history)
-            for (sigma, rate), count in groups.items():
-                ev = dpa.GaussianDpEvent(sigma)
-                acc.compose(ev if rate == 1.0 else dpa.PoissonSampledDpEvent(rate, ev), count)
-            out["epsilon_rdp"] = float(acc.get_epsilon(delta))
+            out["epsilon_rdp"] = accounting.accountant_epsilon(
+                sigma=sig, delta=delta, sampling_rate=[r.sampling_rate for r in self._history])
         return out
 
+    def spent_epsilon(self) -> float | None:
+        """The epsilon at the ledger's ``delta`` that the recorded steps cost by the accountant
+        the ledger enforces: the running RDP epsilon when any step was subsampled (or the ledger
+        has no R), else the full-batch spending ``R_spent`` by the budget's accountant
+        (:func:`accounting.epsilon_at_R`). None without delta; 0 before any step.
+
+        >>> led = PrivacyLedger(R=1.0, delta=1e-5)
+        >>> _ = led.charge(sigma=1.0)
+        >>> round(led.spent_epsilon(), 4)        # zcdp: H Lemma C.3 of R_spent = 1
+        5.2985
+        """
+        if self.delta is None:
+            return None
+        if self._rdp is not None or not self._history:
+            return float(self._rdp_epsilon)
+        return accounting.epsilon_at_R(R=self._spent, delta=self.delta, accountant=self.accountant)
+
     def __repr__(self) -> str:
-        return f"PrivacyLedger(R={self.R:g}, spent={self._spent:g}, steps={len(self._history)})"
+        target = f"R={self.R:g}" if self.R is not None else f"epsilon={self.epsilon_target:g}, delta={self.delta:g}"
+        return f"PrivacyLedger({target}, spent={self._spent:g}, steps={len(self._history)})"
+
+
+class ScheduleLedger:
+    """A :class:`PrivacyLedger` with a target ``(epsilon_target, delta)`` alone (no R), for a
+    planned schedule ``sigma`` of Poisson-subsampled steps charged in order: ``charge(t)``
+    (0-based) records step t's multiplier before its noisy release and returns the RDP epsilon
+    after it, or raises :class:`BudgetExceeded` (recording nothing) when that epsilon would
+    exceed the target (relative slack ``rel_slack``, default 1e-9, for the rounding of a
+    schedule calibrated to the target exactly). ``steps``: steps charged; ``spent``: epsilon
+    spent.
+
+    >>> led = ScheduleLedger(sigma=[1.0] * 3, sampling_rate=1.0, delta=1e-5, epsilon_target=1e9)
+    >>> [led.charge(t) > 0 for t in range(3)], led.steps
+    ([True, True, True], 3)
+    """
+
+    def __init__(self, *, sigma, sampling_rate: float, delta: float, epsilon_target: float, orders=None,
+                 rel_slack: float = 1e-9):
+        self.sigma = validate.noise_multipliers(sigma)
+        self.sampling_rate = validate.sampling_rate(sampling_rate)
+        self.ledger = PrivacyLedger(R=None, delta=delta, epsilon=epsilon_target, orders=orders, rel_slack=rel_slack)
+
+    @property
+    def steps(self) -> int:
+        return len(self.ledger._history)
+
+    @property
+    def spent(self) -> float:
+        return float(self.ledger.spent_epsilon())
+
+    def charge(self, t: int) -> float:
+        if t != self.steps:
+            raise ValueError(f"steps must be charged in order: expected step {self.steps}, got {t}")
+        if t >= len(self.sigma):
+            raise BudgetExceeded(f"step {t + 1} is beyond the planned schedule of {len(self.sigma)} steps")
+        self.ledger.charge(sigma=float(self.sigma[t]), sampling_rate=self.sampling_rate, step=t + 1)
+        return self.spent

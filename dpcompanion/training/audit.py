@@ -88,15 +88,22 @@ Everything is batched: each world is one call of the public trainer with one run
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
 from typing import Any, Sequence
 
 import numpy as np
 import torch
+from scipy import optimize, stats
 
+from dpcompanion.core.provenance import resolve_device
+from dpcompanion.theory import accounting, schedules
+from dpcompanion.theory.budget import Budget
+from dpcompanion.theory.ledger import PrivacyLedger
 from dpcompanion.training.models import ClipResult, Model, clip_factors, norms64
+from dpcompanion.training.trainers import TrainConfig, train, train_adpsgd
+from dpcompanion.training.trainers.adp import adp_schedule
+from dpcompanion.training.trainers.steps import debias_factor
 
 __all__ = [
     "TRAINERS",
@@ -205,8 +212,6 @@ def clopper_pearson_upper(*, k, n: int, alpha: float):
     >>> float(clopper_pearson_upper(k=10, n=10, alpha=0.05))
     1.0
     """
-    from scipy import stats
-
     n = int(n)
     if n < 1:
         raise ValueError(f"n must be an integer >= 1, got {n}")
@@ -347,8 +352,6 @@ def gdp_mu_lower_bound(*, scores_out, scores_in, confidence: float = CONFIDENCE)
     >>> 0.37 < r["mu_hat"] < 0.43, 0.34 < r["mu_lower"] < r["mu_hat"], r["df"]   # true mu = 0.8 / 2
     (True, True, 39998)
     """
-    from scipy import optimize, stats
-
     so, si = np.asarray(scores_out, dtype=float).ravel(), np.asarray(scores_in, dtype=float).ravel()
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
@@ -408,8 +411,6 @@ def epsilon_lower_gdp(*, scores_out, scores_in, delta: float, confidence: float 
     >>> 1.3 < r["epsilon_lower"] < 1.8     # the exact epsilon of 0.4-GDP at 1e-5 is 1.555
     True
     """
-    from dpcompanion.theory import accounting
-
     fit = gdp_mu_lower_bound(scores_out=scores_out, scores_in=scores_in, confidence=confidence)
     mu_lo = max(fit["mu_lower"], 0.0)
     return {"epsilon_lower": float(accounting.gdp_epsilon(mu=mu_lo, delta=delta)) if mu_lo > 0 else 0.0, **fit}
@@ -435,8 +436,6 @@ def gdp_model_check(*, scores_out, scores_in, level: float = MODEL_CHECK_LEVEL) 
     >>> gdp_model_check(scores_out=rng.laplace(0, 1, 5000), scores_in=rng.laplace(1, 1, 5000))["ok"]
     False
     """
-    from scipy import stats
-
     so, si = np.asarray(scores_out, dtype=float).ravel(), np.asarray(scores_in, dtype=float).ravel()
     if min(so.size, si.size) < 20:
         raise ValueError(f"too few scores for the model check ({so.size} without, {si.size} with the canary; >= 20 each)")
@@ -514,8 +513,6 @@ def noisy_sums_from_iterates(*, iterates: torch.Tensor, lr: np.ndarray, denomina
     Debiased momentum (H Eq. (3)): ``theta_{t+1} = theta_t - lr_t v_{t+1} / (1 - beta^t)``,
     ``v_{t+1} = beta v_t + (1 - beta) g_t``, ``v_1 = 0``; inverted step by step.
     """
-    from dpcompanion.training.trainers.steps import debias_factor
-
     th = iterates.to(torch.float64)
     T = th.shape[0] - 1
     lr_t = torch.as_tensor(np.asarray(lr, dtype=np.float64)).T.unsqueeze(-1)  # (T, K, 1)
@@ -571,8 +568,6 @@ def exact_epsilon_of(sigma, *, delta: float, sampling_rate: float = 1.0) -> tupl
     >>> round(exact_epsilon_of([2.0] * 4, delta=1e-5)[0], 4)
     4.3772
     """
-    from dpcompanion.theory import accounting
-
     if sampling_rate == 1.0:
         return float(accounting.exact_epsilon(sigma=sigma, delta=delta)), "exact (Gaussian DP)"
     e = accounting.accountant_epsilon(sigma=sigma, delta=delta, sampling_rate=sampling_rate, accountant="pld")
@@ -664,35 +659,19 @@ def _quiet_absl() -> None:
         pass
 
 
-def _rdp_epsilon(sigma: np.ndarray, *, delta: float, sampling_rate: float) -> float:
-    """RDP epsilon at ``delta`` of Poisson-subsampled Gaussian steps ``sigma``, composed the way
-    the ledger checks them (:func:`dpcompanion.theory.accounting.rdp_curve` at the ledger's
-    integer orders, converted by ``rdp_epsilon``): the planner, the ledger and the audit's
-    claim use one accountant."""
-    from dpcompanion.theory import accounting
-
-    if len(sigma) == 0:
-        return 0.0
-    curve = accounting.rdp_curve(sigma=np.asarray(sigma, dtype=float), sampling_rate=sampling_rate)
-    return accounting.rdp_epsilon(orders=accounting.RDP_ORDERS, rdp=curve, delta=delta)
-
-
 def _claimed_epsilon(sigma: np.ndarray, *, delta: float, sampling_rate: float) -> tuple[float, str]:
     """What the ledger believes steps ``sigma`` cost: full batch, the zCDP conversion of the
     spent budget (H Lemma C.3; the ledger's ``epsilon_zcdp``); subsampled, the RDP epsilon
-    the ledger checks each step against."""
-    from dpcompanion.theory import accounting
-
+    the ledger checks each step against (:func:`dpcompanion.theory.accounting.rdp_epsilon_of`)."""
     if sampling_rate == 1.0:
-        rho = accounting.rho_from_R(R=accounting.spent_R(sigma=sigma))
-        return accounting.zcdp_to_dp(rho=rho, delta=delta), "zcdp (the ledger's conversion, H Lemma C.3)"
-    return _rdp_epsilon(sigma, delta=delta, sampling_rate=sampling_rate), "rdp (the ledger's check, integer orders)"
+        return (accounting.epsilon_at_R(R=accounting.spent_R(sigma=sigma), delta=delta, accountant="zcdp"),
+                "zcdp (the ledger's conversion, H Lemma C.3)")
+    return (accounting.rdp_epsilon_of(sigma=sigma, delta=delta, sampling_rate=sampling_rate),
+            "rdp (the ledger's check, integer orders)")
 
 
 def _replay(sigma: np.ndarray, *, R: float, delta: float, sampling_rate: float) -> int:
     """How many steps of ``sigma`` a fresh ledger of budget R accepts."""
-    from dpcompanion.theory.ledger import PrivacyLedger
-
     led = PrivacyLedger(R=R, delta=delta)
     n = 0
     for s in sigma:
@@ -707,20 +686,12 @@ def _fitting_budget(sigma: np.ndarray, *, R: float, delta: float, sampling_rate:
     """A budget whose ledger accepts every step of ``sigma`` (the mis-calibrated run's
     ledger): the paper's-rule spend, and for subsampled steps also the budget whose target
     epsilon covers the schedule's RDP epsilon; never below R."""
-    from dpcompanion.theory import accounting
-
     p = sampling_rate
     need = p * p * accounting.spent_R(sigma=sigma)
     if p < 1.0:
-        eps = _rdp_epsilon(sigma, delta=delta, sampling_rate=p)
+        eps = accounting.rdp_epsilon_of(sigma=sigma, delta=delta, sampling_rate=p)
         need = max(need, accounting.R_zcdp(epsilon=eps, delta=delta))
     return max(R, need * (1.0 + 1e-9))
-
-
-def _fixed_budget_ledger(R_fit: float, *, R: float, delta: float | None):
-    from dpcompanion.theory.ledger import PrivacyLedger
-
-    return PrivacyLedger(R=R_fit, delta=delta)
 
 
 def _seeds(seed: int, world: int, n: int) -> list[int]:
@@ -729,22 +700,20 @@ def _seeds(seed: int, world: int, n: int) -> list[int]:
 
 def _train_world(trainer: str, setup: AuditSetup, *, canary: bool, seeds: Sequence[int], sigma: np.ndarray | None,
                  R_trainer: float, R_ledger: float, delta: float, device: str, data_seed: int):
-    """One batched call of the public trainer: (noisy sums (K, T, P), history)."""
-    from dpcompanion.training.trainers import train_adpsgd, train_pgd, train_psgd
-
+    """One batched call of :func:`dpcompanion.training.trainers.train` (the ledger's budget
+    ``R_ledger``; ADP-SGD's schedule for ``R_trainer``): (noisy sums (K, T, P), history)."""
     X, y = canary_data(canary=canary, n=setup.n, clip_norm=setup.clip_norm, seed=data_seed)
     model = CanaryModel(dim=2)
-    common = dict(clip_norm=setup.clip_norm, seed=list(seeds), init=torch.zeros(2, dtype=torch.float64),
-                  device=device, dtype=torch.float64, progress=False)
     p = setup.sampling_rate
-    if trainer in ("pgd", "momentum"):
-        h = train_pgd(model, X, y, sigma=sigma, R=R_ledger, lr=setup.lr, momentum=setup.momentum, **common)
-    elif trainer == "psgd":
-        h = train_psgd(model, X, y, sigma=sigma, R=R_ledger, sampling_rate=p, lr=setup.lr, delta=delta, **common)
-    else:
-        factory = None if R_ledger == R_trainer else functools.partial(_fixed_budget_ledger, R_ledger)
-        h = train_adpsgd(model, X, y, R=R_trainer, T=setup.T, sampling_rate=p, step_size="polynomial", eta=setup.lr,
-                         delta=delta if p < 1.0 else None, ledger_factory=factory, **common)
+    lr, algorithm = setup.lr, None
+    if trainer == "adp":
+        plan = adp_schedule(R=R_trainer, T=setup.T, sampling_rate=p, step_size="polynomial", eta=setup.lr)
+        sigma, lr, algorithm = plan["sigma"], plan["lr"], plan["algorithm"]
+    budget = Budget.from_R(R=R_ledger, delta=delta if p < 1.0 else None, sampling_rate=p)
+    config = TrainConfig.build(sigma=sigma, budget=budget, lr=lr, clip_norm=setup.clip_norm, seed=list(seeds),
+                               N=setup.n, beta=setup.momentum, device=device, dtype=torch.float64, progress=False,
+                               algorithm=algorithm)
+    h = train(model, X, y, config, init=torch.zeros(2, dtype=torch.float64))
     steps = np.asarray(h.steps_done)
     if np.any(steps != setup.T) or np.any(np.asarray(h.stopped_early)):
         raise RuntimeError(f"audit of {trainer}: a run stopped after {int(steps.min())} of {setup.T} steps")
@@ -756,8 +725,6 @@ def _train_world(trainer: str, setup: AuditSetup, *, canary: bool, seeds: Sequen
 
 def _honest_schedule(trainer: str, setup: AuditSetup, *, R: float, delta: float, device: str) -> np.ndarray:
     """The noise schedule the shipped trainer uses at budget R."""
-    from dpcompanion.theory import accounting, schedules
-
     if trainer == "pgd":
         return schedules.gd_dynamic(T=setup.T, R=R, kappa=setup.kappa)
     if trainer == "momentum":
@@ -765,8 +732,6 @@ def _honest_schedule(trainer: str, setup: AuditSetup, *, R: float, delta: float,
     if trainer == "psgd":
         return schedules.uniform(T=setup.T, R=accounting.psgd_R_prime(R=R, sampling_rate=setup.sampling_rate))
     # ADP-SGD builds its schedule inside the trainer: read it off one honest run
-    from dpcompanion.training.trainers import train_adpsgd
-
     X, y = canary_data(canary=False, n=setup.n, clip_norm=setup.clip_norm)
     h = train_adpsgd(CanaryModel(), X, y, R=R, T=setup.T, sampling_rate=setup.sampling_rate, step_size="polynomial",
                      eta=setup.lr, clip_norm=setup.clip_norm, seed=0, device=device, dtype=torch.float64,
@@ -805,9 +770,6 @@ def audit_scores(
     ``sampling_rate``: Poisson rate for psgd and adp (default in :data:`SETUPS`).
     Raises ``ValueError`` (naming the parameter) on bad input, before any training.
     """
-    from dpcompanion.core.provenance import resolve_device
-    from dpcompanion.theory import accounting
-
     t0 = time.perf_counter()
     v = validate_audit(trainer=trainer, epsilon=epsilon, delta=delta, trials=trials,
                        noise_multiplier_scale=noise_multiplier_scale, seed=seed, sampling_rate=sampling_rate)

@@ -44,6 +44,9 @@ import torch
 
 from dpcompanion.theory import exact_risk
 from dpcompanion.theory.accounting import R_PAPER  # (4, 1e-8)-DP as R = 2 rho (H Sec. 5)
+from dpcompanion.theory.bounds import gd
+from dpcompanion.training.models import make_model
+from dpcompanion.training.trainers import train_pgd
 
 __all__ = [
     "InfluenceResult",
@@ -192,8 +195,6 @@ def influence_by_retraining(
     trainer in one call unless ``max_runs_per_call`` splits them (memory). No ledger:
     the sweep deliberately spends more than any budget (an analysis, not a release).
     """
-    from dpcompanion.training.trainers import train_pgd
-
     T = _int("T", T)
     lv = _check_levels(levels)
     st = _check_steps(steps, T)
@@ -295,8 +296,6 @@ def excess_risk_monte_carlo(
     the trainer per schedule (all schedules of one length in one batched call), with its
     standard error and the largest clip fraction seen (0 means the run was exactly PGD
     on the unclipped loss)."""
-    from dpcompanion.training.trainers import train_pgd
-
     runs = _int("runs", runs, lo=2)
     out: dict[str, dict[str, float]] = {}
     by_T: dict[int, list[str]] = {}
@@ -340,9 +339,6 @@ def eer_at_scale(
       clip at ``clip_norm``, float64) next to the exact value and the bound, with z-score
       and the largest clip fraction seen (the closed form is PGD *without* clipping);
     * ``eigenvalues``, ``offset``, ``f_star`` of the quadratic."""
-    from dpcompanion.theory.bounds import gd
-    from dpcompanion.training.models import make_model
-
     model = make_model("linear", in_dim=X.shape[1], n_classes=2)
     quad = squared_loss_quadratic_of(model, X, y)
     lam, off, N = quad["eigenvalues"], quad["offset"], len(y)

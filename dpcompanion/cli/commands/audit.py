@@ -25,6 +25,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from dpcompanion.cli import UsageError
+from dpcompanion.core import validate
+from dpcompanion.core.provenance import resolve_device
+from dpcompanion.theory.budget import check_epsilon
+
 HELP = "empirical privacy audit: a 95% lower bound on a trainer's epsilon vs the epsilon it claims"
 
 
@@ -61,11 +66,7 @@ FLAGS = {"trainer": "--trainer", "epsilon": "--epsilon", "delta": "--delta", "tr
 def _validate(args: argparse.Namespace):
     """All checks before any training: :func:`dpcompanion.training.audit.validate_audit` (one
     home for the rules), its messages spelled with this command's flags."""
-    from dpcompanion.cli import UsageError
-    from dpcompanion.core.provenance import resolve_device
-    from dpcompanion.core import validate
-    from dpcompanion.theory.budget import check_epsilon
-    from dpcompanion.training import audit
+    from dpcompanion.training import audit  # torch: kept out of the command line's start
 
     try:
         # the budget checks every command shares (issue 19: audit took --epsilon 1e7 and 1e-300,

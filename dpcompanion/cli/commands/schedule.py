@@ -29,8 +29,14 @@ import argparse
 import csv
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
+
+from dpcompanion.cli import UsageError, options
+from dpcompanion.core import validate
+from dpcompanion.theory import accounting as acc
+from dpcompanion.theory import diagnostics
 
 HELP = "write a budget-exact noise schedule (uniform, optimal, gd-dynamic, exp, step, momentum-dynamic, ...)"
 
@@ -44,8 +50,6 @@ EXAMPLES = [
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dpcompanion.cli import options
-
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = options.kinds_epilog(EXAMPLES)
     p.add_argument("--kind", required=True, help="schedule kind (see the table below)")
@@ -58,45 +62,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("--csv", type=Path, metavar="FILE", help="write t, sigma, rho_t, spent to FILE")
 
 
-def make_schedule(args: argparse.Namespace, budget, *, kind_flag: str, T) -> tuple:
-    """(sigma, params) of ``args``' kind for ``budget``; errors name the flag."""
-    from dpcompanion.cli import UsageError, options
-    from dpcompanion.theory import budget as budgets
-    from dpcompanion.theory import schedules
-
-    kind = getattr(args, kind_flag.lstrip("-").replace("-", "_"))
-    params = options.schedule_params(args, kind, kind_flag=kind_flag)
-    takes_T = schedules.KIND_TABLE[kind].takes_T
-    if not takes_T:
-        n = len(params["q"])
-        if T is not None and T != n:
-            raise UsageError(f"--T {T} does not match the {n} values in --influence {args.influence}")
-    elif T is None:
-        raise UsageError(f"--T is required for {kind_flag} {kind} (an integer >= 1)")
-    try:
-        sigma = budgets.plan(budget, kind, **({"T": T} if takes_T else {}), **params)
-    except ValueError as exc:
-        msg = " ".join(str(exc).split())
-        first = msg.split(" ", 1)[0]
-        names = {prm.name for prm in schedules.KIND_TABLE[kind].params} | {"T", "R"}
-        where = f"--{first.replace('_', '-')}" if first in names else f"{kind_flag} {kind}"
-        raise UsageError(f"{where}: {msg}") from None
-    return sigma, params
-
-
 def build(args: argparse.Namespace) -> dict:
     """Validate every option and compute the schedule; nothing is written here."""
-    from dpcompanion.cli import options
-    from dpcompanion.core import validate
-    from dpcompanion.theory import accounting as acc
-
     if args.accountant is None:
         args.accountant = "auto"
     T = options.parse_int(args.T, "--T", maximum=validate.MAX_STEPS)
     budget = options.budget_from_args(args, default_delta=DEFAULT_DELTA)
     if args.csv is not None:
         options.output_path(args.csv, "--csv")
-    sigma, params = make_schedule(args, budget, kind_flag="--kind", T=T)
+    sigma, params = options.schedule_from_args(args, budget, kind_flag="--kind", T=T)
     delta = budget.delta
     shown = {k: v for k, v in params.items() if k not in ("q", "T")}
     out = {
@@ -114,7 +88,7 @@ def build(args: argparse.Namespace) -> dict:
     if budget.subsampled:
         out["epsilon_rdp"] = budget.epsilon_of(sigma)
     else:
-        out["epsilon_zcdp"] = acc.zcdp_to_dp(rho=acc.rho_from_R(R=out["R_spent"]), delta=delta)
+        out["epsilon_zcdp"] = acc.epsilon_at_R(R=out["R_spent"], delta=delta, accountant="zcdp")
         out["epsilon_exact"] = acc.exact_epsilon(sigma=sigma, delta=delta)
     if budget.epsilon is not None:  # by the accountant the budget was planned with (<= --epsilon), and the others
         out["accountant"] = budget.accountant
@@ -125,8 +99,6 @@ def build(args: argparse.Namespace) -> dict:
 
 def write_csv_atomic(path: Path, sigma: list[float]) -> None:
     """Write t, sigma, rho_t, spent to ``path`` through a temporary file in the same folder."""
-    from dpcompanion.cli import UsageError
-
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     try:
@@ -151,10 +123,6 @@ def write_csv_atomic(path: Path, sigma: list[float]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
-    from dpcompanion.theory import diagnostics
-
     out = build(args)
     # budget-exact is not the same as usable: a schedule whose noise spans many orders of
     # magnitude ruins clipped training (H-X-EER breakdown); say so on stderr

@@ -1,7 +1,9 @@
 """``train``: one private training run (PGD / momentum / PSGD) with a noise schedule.
 
 The budget is one :class:`dpcompanion.theory.budget.Budget` (``--R``, or ``--epsilon`` with
-``--delta``, under ``--accountant``); the trainer's ledger is built from it
+``--delta``, under ``--accountant``), held by the one
+:class:`~dpcompanion.training.trainers.config.TrainConfig` that
+:func:`dpcompanion.training.train` takes; each run's ledger is built from it
 (:meth:`PrivacyLedger.from_budget`), so it enforces the epsilon asked for. The schedule is
 planned for that budget (:func:`dpcompanion.theory.budget.plan`): for ``--sampling-rate p <
 1`` its scale is calibrated by the same RDP accountant the ledger enforces, so every
@@ -22,6 +24,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
+
+import numpy as np
+
+from dpcompanion import training
+from dpcompanion.cli import UsageError, options
+from dpcompanion.core import validate as v
+from dpcompanion.core.provenance import resolve_device
+from dpcompanion.theory import budget as budgets
+from dpcompanion.theory import diagnostics
+from dpcompanion.training import data
 
 HELP = "train one private model (PGD, momentum, PSGD) under a noise schedule and a budget"
 
@@ -38,8 +51,6 @@ EXAMPLES = [
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dpcompanion.cli import options
-
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = options.kinds_epilog(EXAMPLES)
     p.add_argument("--dataset", default="mnist35", help=f"one of {', '.join(DATASETS)} (default mnist35)")
@@ -75,15 +86,6 @@ _DIMS = {"synthetic": 100, "gaussian": 60, "mnist35": 784, "mnist": 784, "digits
 
 def validate(args: argparse.Namespace) -> dict:
     """Check every option before any work; returns the resolved settings."""
-    import numpy as np
-
-    from dpcompanion.cli import UsageError, options
-    from dpcompanion.cli.commands.schedule import make_schedule
-    from dpcompanion.core import validate as v
-    from dpcompanion.core.provenance import resolve_device
-    from dpcompanion.theory import budget as budgets
-    from dpcompanion.training.data import DEFAULT_PCA_DIM
-
     if args.dataset not in DATASETS:
         raise UsageError(f"--dataset must be one of {', '.join(DATASETS)}, got {args.dataset!r}")
     if args.model not in MODELS:
@@ -100,7 +102,7 @@ def validate(args: argparse.Namespace) -> dict:
                          lo_open=False, hi_open=False,
                          allowed=f"in [{lo:g}, {hi:g}] (the data's largest norm: much smaller scales underflow the "
                                  "float32 features toward 0, much larger ones overflow float32 squared norms)")
-    pca = DEFAULT_PCA_DIM.get(args.dataset)
+    pca = data.DEFAULT_PCA_DIM.get(args.dataset)
     if n is not None and pca is not None and n < pca:
         raise UsageError(f"--n must be at least {pca} for --dataset {args.dataset} (its {pca}-dimensional PCA is "
                          f"fitted on the n training images), got {n}")
@@ -113,7 +115,7 @@ def validate(args: argparse.Namespace) -> dict:
     if sigma_const is not None:
         # the trainer's own check (float32, this clip norm), before any planning or advice: a sigma
         # whose noise overflows is refused naming the flag (issue 19)
-        import torch
+        import torch  # torch and the trainers: kept out of the command line's start
 
         from dpcompanion.training.trainers.config import check_sigma
 
@@ -138,28 +140,18 @@ def validate(args: argparse.Namespace) -> dict:
         options.flag("--sigma", budgets.fit_constant, budget, sigma=sigma_const, T=T)
         sigma = np.full(T, sigma_const)
     else:
-        sigma, _ = make_schedule(args, budget, kind_flag="--schedule", T=T)
+        sigma, _ = options.schedule_from_args(args, budget, kind_flag="--schedule", T=T)
     return {"budget": budget, "device": device, "sigma": sigma, "clip": clip, "lr": lr, "momentum": momentum,
             "hidden": hidden, "n": n, "scale": scale, "seed": seed}
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
+    import torch  # torch and the models: kept out of the command line's start
 
-    from dpcompanion.training import data
     from dpcompanion.training.models import make_model
-    from dpcompanion.training.trainers import train_pgd, train_psgd
-
-    import functools
-    import sys
-
-    from dpcompanion.cli import UsageError
-    from dpcompanion.theory.ledger import PrivacyLedger
 
     cfg = validate(args)
     budget = cfg["budget"]
-    from dpcompanion.theory import diagnostics
-
     for w in diagnostics.schedule_warnings(cfg["sigma"]):  # H-X-EER breakdown
         print(f"dpcompanion train: warning: {w}", file=sys.stderr)
     kw = {} if cfg["n"] is None else {"n": cfg["n"]}
@@ -169,16 +161,13 @@ def run(args: argparse.Namespace) -> int:
         msg = str(exc)
         raise UsageError(f"--{msg}" if msg.startswith("n must") else msg) from None
     model = make_model(args.model, in_dim=ds.dim, n_classes=ds.n_classes, hidden=cfg["hidden"])
-    # the trainer's ledger is the Budget's: R, delta and the epsilon asked for (no round trip)
-    common = dict(sigma=cfg["sigma"], R=budget.R, clip_norm=cfg["clip"], lr=cfg["lr"], momentum=cfg["momentum"],
-                  seed=cfg["seed"], X_test=ds.X_test, y_test=ds.y_test, device=cfg["device"], dtype=torch.float32,
-                  progress=False if args.no_progress else None, delta=budget.delta,
-                  ledger_factory=functools.partial(PrivacyLedger.from_budget, budget))
+    # one config holds the Budget: each run's ledger enforces its R, delta and the epsilon asked for
+    config = training.TrainConfig.build(sigma=cfg["sigma"], budget=budget, clip_norm=cfg["clip"], lr=cfg["lr"],
+                                        beta=cfg["momentum"], seed=cfg["seed"], N=len(ds.y_train),
+                                        device=cfg["device"], dtype=torch.float32,
+                                        progress=False if args.no_progress else None)
+    h = training.train(model, ds.X_train, ds.y_train, config, X_test=ds.X_test, y_test=ds.y_test)
     p = budget.sampling_rate
-    if p < 1.0:
-        h = train_psgd(model, ds.X_train, ds.y_train, sampling_rate=p, **common)
-    else:
-        h = train_pgd(model, ds.X_train, ds.y_train, **common)
     out = {
         "dataset": args.dataset,
         "model": args.model,
@@ -208,8 +197,6 @@ def run(args: argparse.Namespace) -> int:
         "device": h.meta["device"],
         "wall_time": h.wall_time,
     }
-    import numpy as np
-
     if budget.delta is not None:  # the epsilon of the steps taken, by the accountant the budget was planned with
         done = np.asarray(h.sigma[: int(h.steps_done)], dtype=np.float64)
         by = budget.epsilon_by_accountant(done)

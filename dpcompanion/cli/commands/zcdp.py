@@ -18,6 +18,11 @@ import argparse
 import json
 import math
 
+from dpcompanion.cli import options
+from dpcompanion.core import validate as v
+from dpcompanion.theory import accounting as acc
+from dpcompanion.theory import budget
+
 HELP = "convert (epsilon, delta)-DP <-> rho-zCDP <-> the paper's budget R = 2 rho (plus exact GDP)"
 
 
@@ -26,8 +31,6 @@ def _ranges() -> dict:
     """Ranges in which every conversion this command prints is finite and accurate in float64
     (those of :class:`dpcompanion.theory.budget.Budget`); outside them it refuses rather than
     print inf or garbage."""
-    from dpcompanion.theory import budget
-
     return {"epsilon": budget.EPSILON_RANGE, "rho": budget.RHO_RANGE, "R": budget.R_RANGE}
 
 EXAMPLES = """examples:
@@ -52,9 +55,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def validate(args: argparse.Namespace) -> None:
-    from dpcompanion.cli import options
-    from dpcompanion.core import validate as v
-
     args.delta = options.flag("--delta", v.delta, options.parse_float(args.delta, "--delta"))
     for opt in ("epsilon", "rho", "R"):
         text = getattr(args, opt)
@@ -65,8 +65,6 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def compute(args: argparse.Namespace) -> dict[str, float]:
-    from dpcompanion.theory import accounting as acc
-
     delta = args.delta
     if args.epsilon is not None:
         epsilon = args.epsilon

@@ -18,8 +18,10 @@ import time
 from typing import Any, Sequence
 
 import numpy as np
+import torch
 
 from dpcompanion.theory.accounting import R_PAPER
+from dpcompanion.training.trainers import train_pgd
 
 __all__ = [
     "LR", "CLIP", "R", "SCALE", "PCA_DIM",
@@ -52,10 +54,6 @@ def run_batched(model, X, y, *, sigma_rows: np.ndarray, seeds: Sequence[int], R:
     ``test_accuracy`` (or None), ``steps_done``, ``stopped_early``, ``R_spent``,
     ``loss_curve`` ``(K, T)``, ``clip_fraction`` (mean over steps), ``wall_s``, ``run_steps``.
     ``R`` is charged by one ledger per run before every noisy step (``None``: analysis runs)."""
-    import torch
-
-    from dpcompanion.training.trainers import train_pgd
-
     sig = np.asarray(sigma_rows, dtype=float)
     if sig.ndim != 2 or sig.shape[0] != len(seeds):
         raise ValueError(f"sigma_rows must have shape (K, T) with K = len(seeds) = {len(seeds)}, got {sig.shape}")

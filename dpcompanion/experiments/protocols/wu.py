@@ -11,7 +11,8 @@ Pieces, in the order a run uses them:
    epsilon at ``delta`` by the RDP accountant of Poisson-subsampled Gaussian steps is the
    target. ADP-SGD (``alpha_t = 1/sqrt(eta_t)``, W Thm 4.2 / Remark 4.1) takes steps at
    ``z alpha_t`` with ``z`` found by root-finding so that its epsilon by the same
-   accountant equals the target (:func:`calibrate`). W instead equalises Thm 4.1's bound,
+   accountant equals the target (:func:`calibrate`, i.e.
+   :func:`dpcompanion.theory.accounting.calibrate_multiplier`). W instead equalises Thm 4.1's bound,
    which for unequal ``alpha_t`` does not give the same actual epsilon.
 3. **The accountant.** RDP of the Poisson-subsampled Gaussian at integer orders
    (:func:`dpcompanion.theory.accounting.rdp_curve`, Mironov, Talwar & Zhang, arXiv
@@ -20,12 +21,15 @@ Pieces, in the order a run uses them:
    dp-accounting's own integer-order computation (``RdpAccountant(orders=...)`` gives the
    same numbers: tests) in numpy, because a schedule with a different multiplier at every
    step (ADP-SGD) costs dp-accounting about 0.1 s per distinct step. The orders run to
-   about twice the optimum of DP-SGD's schedule (:func:`orders_for`).
-4. **The ledger.** :class:`ScheduleLedger` holds one run's planned schedule and is charged
-   before each noisy step: a step that would take the RDP epsilon above the target is
-   refused and the run stops (its remaining steps release nothing and do not move).
+   about twice the optimum of DP-SGD's schedule (:func:`orders_for`). Every accountant
+   function is theory's; the names here bind them to this protocol's :data:`ORDERS`.
+4. **The ledger.** :class:`~dpcompanion.theory.ledger.ScheduleLedger` (the library's
+   :class:`~dpcompanion.theory.ledger.PrivacyLedger` with an (epsilon, delta) target alone)
+   holds one planned schedule and is charged before each noisy step: a step that would take
+   the RDP epsilon above the target is refused and the run stops (its remaining steps
+   release nothing and do not move).
 5. **The trainer.** :func:`train_segments` runs K Poisson mini-batch runs through the
-   library's :func:`~dpcompanion.training.trainers.train_psgd` segment by segment (the
+   library's :func:`dpcompanion.training.train` segment by segment (the
    validation accuracy is measured between segments, as W measure it every 20 steps),
    charging every run's ledger for each step of a segment before the segment runs.
 6. **Transfer.** W pre-train their CNN on CIFAR-100 and fine-tune it privately on CIFAR-10,
@@ -36,23 +40,27 @@ Pieces, in the order a run uses them:
    is the CNN's last layer. Freezing one more layer than Abadi et al. is a concession to
    two shared CPU cores (a step then costs microseconds), stated on the pages.
 
-Trainer gaps (for the trainers' owner): ``train_psgd`` has no per-step evaluation hook and
-its end-of-run epsilon (dp-accounting, ~0.1 s per distinct multiplier) makes an ADP-SGD
-schedule with thousands of distinct multipliers take minutes; the ledger's per-step RDP
-check has the same cost. Hence the segments and the vectorised ledger here.
+The trainer has no per-step evaluation hook: hence the segments, each trained without a
+ledger of its own after this protocol's ledger charged its steps.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import os
+import tempfile
 from typing import Sequence
 
 import numpy as np
+import torch
 
-from dpcompanion.theory import accounting
+from dpcompanion.theory import accounting, ledger
 from dpcompanion.theory.bounds import adp as adp_bounds
 from dpcompanion.theory.ledger import BudgetExceeded
+from dpcompanion.training import data
+from dpcompanion.training.models import DenseModel, make_model
+from dpcompanion.training.trainers import TrainConfig, train
 
 __all__ = [
     "ORDERS",
@@ -120,72 +128,23 @@ def adp_alpha(*, eta) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- accountant
+# The accountant and the ledger live in theory/ (one place); these names bind them to this
+# protocol's orders for the experiments.
 
-
-def rdp_total(*, sigma, sampling_rate: float, orders: np.ndarray = ORDERS) -> np.ndarray:
-    """Composed RDP curve of Poisson-subsampled Gaussian steps with multipliers ``sigma``
-    (``inf``: no release, no cost), by :func:`dpcompanion.theory.accounting.rdp_curve`
-    (integer orders; Mironov, Talwar & Zhang, arXiv 1908.10530v1, Sec. 3.3).
-
-    >>> rdp_total(sigma=[2.0, float("inf")], sampling_rate=1.0, orders=np.array([2.0, 8.0])).tolist()
-    [0.25, 1.0]
-    """
-    s = np.atleast_1d(np.asarray(sigma, dtype=np.float64))
-    if s.ndim != 1 or not np.all(s > 0):
-        raise ValueError("sigma must be a 1-D sequence of noise multipliers > 0 (inf allowed)")
-    finite = s[np.isfinite(s)]
-    o = np.asarray(orders, dtype=np.float64)
-    if finite.size == 0:
-        return np.zeros(o.size)
-    return accounting.rdp_curve(sigma=finite, sampling_rate=sampling_rate, orders=o)
-
-
-def rdp_steps(*, sigma, sampling_rate: float, orders: np.ndarray = ORDERS) -> np.ndarray:
-    """Per-step RDP ``(T, len(orders))`` (row t = :func:`rdp_total` of step t alone), for a
-    ledger's running sums; one library call per distinct multiplier.
-
-    >>> r = rdp_steps(sigma=[2.0], sampling_rate=1.0, orders=np.array([2.0, 8.0]))
-    >>> r.tolist()
-    [[0.25, 1.0]]
-    """
-    s = np.atleast_1d(np.asarray(sigma, dtype=np.float64))
-    o = np.asarray(orders, dtype=np.float64)
-    values, inverse = np.unique(s, return_inverse=True)
-    rows = np.stack([rdp_total(sigma=[v], sampling_rate=sampling_rate, orders=o) for v in values])
-    return rows[inverse.reshape(-1)]
-
-
-def epsilon(*, rdp, delta: float, orders: np.ndarray = ORDERS, check_order: bool = True) -> float:
-    """epsilon at ``delta`` of a composed RDP curve (dp-accounting's conversion); with
-    ``check_order`` raises if the optimum sits at the largest order (a valid but loose
-    value: add orders then)."""
-    rdp = np.asarray(rdp, dtype=np.float64)
-    eps = accounting.rdp_epsilon(orders=orders, rdp=rdp, delta=delta)
-    if check_order and eps > 0 and np.isfinite(eps):
-        # the optimal order (dp-accounting's improved conversion, Balle et al. 2020)
-        vals = rdp + np.log1p(-1 / orders) - (math.log(delta) + np.log(orders)) / (orders - 1)
-        if int(np.argmin(vals)) == len(orders) - 1:
-            raise ValueError(f"epsilon {eps:.3g} is optimal at the largest RDP order {orders[-1]:g}: extend ORDERS")
-    return float(eps)
-
-
-def epsilon_curve(*, sigma, sampling_rate: float, delta: float, at: Sequence[int] | None = None,
-                  orders: np.ndarray = ORDERS) -> np.ndarray:
-    """epsilon after each step in ``at`` (1-based step counts; default every step)."""
-    cum = np.cumsum(rdp_steps(sigma=sigma, sampling_rate=sampling_rate, orders=orders), axis=0)
-    idx = np.arange(1, len(cum) + 1) if at is None else np.asarray(at, dtype=int)
-    return np.array([epsilon(rdp=cum[i - 1], delta=delta, orders=orders, check_order=False) if i > 0 else 0.0
-                     for i in idx])
-
-
-def orders_for(*, sigma: float, T: int, sampling_rate: float, delta: float) -> np.ndarray:
-    """Integer orders 2..A with A about twice the optimal order of ``T`` steps at ``sigma``
-    (never more than 256): a schedule near that one has its optimum well inside, and the
-    per-step cost of :func:`rdp_steps` grows with A^2."""
-    r = T * rdp_total(sigma=[sigma], sampling_rate=sampling_rate, orders=np.arange(2, 257.0))
-    o = np.arange(2, 257.0)
-    vals = r + np.log1p(-1 / o) - (math.log(delta) + np.log(o)) / (o - 1)
-    return np.arange(2, min(256, max(32, 2 * int(o[np.argmin(vals)]) + 8)) + 1, dtype=np.float64)
+#: composed RDP curve of steps (:func:`dpcompanion.theory.accounting.rdp_curve`)
+rdp_total = functools.partial(accounting.rdp_curve, orders=ORDERS)
+#: per-step RDP rows (:func:`dpcompanion.theory.accounting.rdp_per_step`)
+rdp_steps = functools.partial(accounting.rdp_per_step, orders=ORDERS)
+#: epsilon of an RDP curve, refusing an optimum at the last order (:func:`dpcompanion.theory.accounting.rdp_epsilon`)
+epsilon = functools.partial(accounting.rdp_epsilon, orders=ORDERS, check_order=True)
+#: epsilon after each step (:func:`dpcompanion.theory.accounting.rdp_epsilon_curve`)
+epsilon_curve = functools.partial(accounting.rdp_epsilon_curve, orders=ORDERS)
+#: orders about twice DP-SGD's optimum (:func:`dpcompanion.theory.accounting.rdp_orders_for`)
+orders_for = accounting.rdp_orders_for
+#: the z of ADP-SGD's steps ``z alpha_t`` at a target epsilon (:func:`dpcompanion.theory.accounting.calibrate_multiplier`)
+calibrate = functools.partial(accounting.calibrate_multiplier, orders=ORDERS)
+#: a run's ledger for its planned schedule (:class:`dpcompanion.theory.ledger.ScheduleLedger`)
+ScheduleLedger = functools.partial(ledger.ScheduleLedger, orders=ORDERS)
 
 
 def dp_noise_multiplier(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float) -> float:
@@ -196,35 +155,6 @@ def dp_noise_multiplier(*, epsilon_bar: float, T: int, N: int, batch_size: int, 
     row = accounting.w_moments_epsilons(epsilon_bar=[epsilon_bar], T=int(T), batch_size=int(batch_size), N=int(N),
                                         delta=delta)[0]
     return float(row["noise_multiplier"])
-
-
-def calibrate(*, alpha, sampling_rate: float, delta: float, epsilon_target: float, rtol: float = 1e-12,
-              bracket: tuple[float, float] | None = None, orders: np.ndarray = ORDERS) -> float:
-    """The ``z`` for which steps with multipliers ``z alpha_t`` reach ``epsilon_target`` at
-    ``delta`` exactly (to ``rtol`` in z), by Brent's method on ``log z``.
-
-    >>> z = calibrate(alpha=[1.0] * 10, sampling_rate=1.0, delta=1e-5, epsilon_target=5.0)
-    >>> round(epsilon(rdp=rdp_steps(sigma=[z] * 10, sampling_rate=1.0).sum(0), delta=1e-5), 9)
-    5.0
-    """
-    from scipy import optimize
-
-    a = np.asarray(alpha, dtype=np.float64)
-    if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a) & (a > 0)):
-        raise ValueError("alpha must be a non-empty 1-D sequence of finite numbers > 0")
-    if not (math.isfinite(epsilon_target) and epsilon_target > 0):
-        raise ValueError(f"epsilon_target must be finite and > 0, got {epsilon_target}")
-
-    def f(log_z: float) -> float:
-        r = rdp_total(sigma=math.exp(log_z) * a, sampling_rate=sampling_rate, orders=orders)
-        return math.log(epsilon(rdp=r, delta=delta, orders=orders, check_order=False)) - math.log(epsilon_target)
-
-    lo, hi = (math.log(1e-2), math.log(1e2)) if bracket is None else (math.log(bracket[0]), math.log(bracket[1]))
-    while f(lo) < 0:
-        lo -= 1.0
-    while f(hi) > 0:
-        hi += 1.0
-    return float(math.exp(optimize.brentq(f, lo, hi, xtol=rtol, rtol=rtol, maxiter=500)))
 
 
 def plan(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float, family: str) -> dict:
@@ -248,50 +178,6 @@ def plan(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float, f
             "z_adp": z, "epsilon": eps, "epsilon_adp": eps_adp, "sampling_rate": q, "orders": orders}
 
 
-# ----------------------------------------------------------------------------- ledger
-
-
-class ScheduleLedger:
-    """A run's (epsilon, delta) ledger for a planned schedule of Poisson-subsampled steps.
-
-    ``charge(t)`` (0-based step) is called before step t's noisy release: it raises
-    :class:`~dpcompanion.theory.ledger.BudgetExceeded` (recording nothing) when the RDP
-    epsilon after the step would exceed ``epsilon_target`` (relative slack 1e-9, for
-    the rounding of a schedule calibrated to the target exactly). Steps must be charged in
-    order.
-
-    >>> led = ScheduleLedger(sigma=[1.0] * 3, sampling_rate=1.0, delta=1e-5, epsilon_target=1e9)
-    >>> [led.charge(t) > 0 for t in range(3)], led.steps
-    ([True, True, True], 3)
-    """
-
-    REL_SLACK = 1e-9
-
-    def __init__(self, *, sigma, sampling_rate: float, delta: float, epsilon_target: float,
-                 orders: np.ndarray = ORDERS):
-        self.sigma = np.asarray(sigma, dtype=np.float64)
-        self.sampling_rate, self.delta, self.epsilon_target = float(sampling_rate), float(delta), float(epsilon_target)
-        self.orders = np.asarray(orders, dtype=np.float64)
-        self._cum = np.cumsum(rdp_steps(sigma=self.sigma, sampling_rate=self.sampling_rate, orders=self.orders), axis=0)
-        self._eps: dict[int, float] = {}
-        self.steps = 0
-        self.spent = 0.0
-
-    def charge(self, t: int) -> float:
-        if t != self.steps:
-            raise ValueError(f"steps must be charged in order: expected step {self.steps}, got {t}")
-        if t >= len(self.sigma):
-            raise BudgetExceeded(f"step {t + 1} is beyond the planned schedule of {len(self.sigma)} steps")
-        eps = self._eps.get(t)
-        if eps is None:  # runs sharing this schedule share the table of epsilons
-            eps = self._eps[t] = epsilon(rdp=self._cum[t], delta=self.delta, orders=self.orders, check_order=False)
-        if eps > self.epsilon_target * (1 + self.REL_SLACK):
-            raise BudgetExceeded(f"step {t + 1} would bring epsilon to {eps:.6g} > target {self.epsilon_target:.6g}")
-        self.steps += 1
-        self.spent = eps
-        return eps
-
-
 # ---------------------------------------------------------------------------- trainer
 
 
@@ -303,14 +189,14 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
                    sampling_rate: float, delta: float, epsilon_target, eval_every: int, device: str = "cpu",
                    lr_rule_factory=None, orders: np.ndarray = ORDERS):
     """K Poisson mini-batch private runs (rows of ``sigma`` and ``lr``, ``(K, T)``), trained by
-    :func:`~dpcompanion.training.trainers.train_psgd` in segments of ``eval_every`` steps
+    :func:`~dpcompanion.training.trainers.train` in segments of ``eval_every`` steps
     with the validation accuracy measured before the first step and after each segment.
 
     Privacy: run k has a :class:`ScheduleLedger` for its row (``epsilon_target``: one number
     or one per run), charged for every step of a segment before the segment runs; a
     refused step stops the run there (its later steps get step size 0: the parameters stay
-    where they are, nothing is released). ``train_psgd`` is called without its own ledger (``R=None``) because
-    this ledger has already charged each step. Segment ``j`` of run ``k`` draws its
+    where they are, nothing is released). The trainer is called without a budget (no ledger of its own)
+    because this ledger has already charged each step. Segment ``j`` of run ``k`` draws its
     Poisson masks and noise from a seed derived from ``(seeds[k], j)``; the first segment
     draws the initial parameters from ``seeds[k]``.
 
@@ -322,11 +208,6 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
     ``epsilon`` (K,) spent, ``stopped`` (K,), ``steps_done`` (K,), ``theta``, ``lr_used``
     (K, T) (the step sizes actually applied).
     """
-    import torch
-
-    from dpcompanion.training.trainers import train_psgd
-    from dpcompanion.training.trainers.engine import train_loop
-
     sig = np.array(sigma, dtype=np.float64, ndmin=2)
     lr_a = np.array(lr, dtype=np.float64, ndmin=2)
     K, T = sig.shape
@@ -338,14 +219,16 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
     if not (isinstance(eval_every, (int, np.integer)) and eval_every >= 1):
         raise ValueError(f"eval_every must be an integer >= 1, got {eval_every!r}")
     targets = np.broadcast_to(np.asarray(epsilon_target, dtype=np.float64), (K,))
-    ledgers, cache = [], {}
+    # one ledger per distinct (schedule, target): the runs sharing both are charged alike
+    ledgers: dict[tuple, ledger.ScheduleLedger] = {}
+    group = []
     for k in range(K):
         key = (sig[k].tobytes(), float(targets[k]))
-        if key not in cache:
-            cache[key] = ScheduleLedger(sigma=sig[k], sampling_rate=sampling_rate, delta=delta,
-                                        epsilon_target=float(targets[k]), orders=orders)
-        ledgers.append(cache[key])
-    # runs sharing a schedule share a ledger table; each keeps its own step count
+        if key not in ledgers:
+            ledgers[key] = ScheduleLedger(sigma=sig[k], sampling_rate=sampling_rate, delta=delta,
+                                          epsilon_target=float(targets[k]), orders=orders)
+        group.append(key)
+    refused = dict.fromkeys(ledgers, False)
     counts = np.zeros(K, dtype=np.int64)
     eps_spent = np.zeros(K)
     stopped = np.zeros(K, dtype=bool)
@@ -366,35 +249,33 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
         t1 = min(T, t0 + eval_every)
         seg_sig = sig[:, t0:t1].copy()
         seg_lr = lr_a[:, t0:t1].copy()
-        for k in range(K):  # charge before the noisy steps
+        for key, led in ledgers.items():  # charge before the noisy steps
             for t in range(t0, t1):
-                if stopped[k]:
+                if refused[key]:
                     break
-                led = ledgers[k]
-                led.steps = int(counts[k])
                 try:
-                    eps_spent[k] = led.charge(t)
-                    counts[k] += 1
+                    led.charge(t)
                 except BudgetExceeded:
-                    stopped[k] = True
+                    refused[key] = True
+        for k in range(K):
+            led = ledgers[group[k]]
+            counts[k], eps_spent[k], stopped[k] = led.steps, led.spent, refused[group[k]]
             if stopped[k]:
                 done = max(0, int(counts[k]) - t0)
                 # no noiseless step anywhere: the refused steps keep their (uncharged) noise
                 # level but get step size 0, so the parameters do not move and nothing is released
                 seg_lr[k, done:] = 0.0
-        seg_seeds = [_segment_seed(s, j) for s in seeds]
-        if rule is None:
-            h = train_psgd(model, X, y, sigma=seg_sig, R=None, sampling_rate=sampling_rate, clip_norm=clip_norm,
-                           lr=seg_lr, seed=seg_seeds, init=theta, device=device, progress=False)
-        else:
-            off = t0
-
-            def seg_rule(t, g, lr_t, _off=off):
+        seg_rule = None
+        if rule is not None:
+            def seg_rule(t, g, lr_t, _off=t0):
                 return rule(_off + t, g, lr_t) * (lr_t > 0).to(lr_t.dtype)
 
-            h = train_loop(model, X, y, sigma=seg_sig, R=None, lr=seg_lr, clip_norm=clip_norm, seed=seg_seeds,
-                           sampling_rate=sampling_rate, lr_rule=seg_rule, init=theta, device=device,
-                           progress=False, algorithm="adp-sgd-adaptive-segment")
+        # no ledger here (no budget): this ledger has charged every step of the segment already
+        config = TrainConfig.build(sigma=seg_sig, lr=seg_lr, clip_norm=clip_norm,
+                                   seed=[_segment_seed(s, j) for s in seeds], N=len(y), sampling_rate=sampling_rate,
+                                   lr_rule=seg_rule, device=device, progress=False,
+                                   algorithm=None if rule is None else "adp-sgd-adaptive-segment")
+        h = train(model, X, y, config, init=theta)
         lr_used[:, t0:t1] = np.nan_to_num(h.lr)
         theta = h.theta
         evals.append(t1)
@@ -408,11 +289,7 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
 
 def _images(name: str, *, n: int | None, seed: int, data_dir=None, split: str = "train"):
     """(X (n, C*H*W) in [0, 1], y, image_shape) of a private or public image dataset."""
-    from dpcompanion.training import data
-
     if name == "digits-28":  # scikit-learn's 8x8 digits upsampled to 28x28 (always available)
-        import torch
-
         d = data.load("digits", seed=seed, n=1500, scale=None)
         X = d.X_train if split == "train" else d.X_test
         y = d.y_train if split == "train" else d.y_test
@@ -441,14 +318,6 @@ def _pretrained_body(public: str | None, private: str, n: int, epochs: int, seed
     over ``n`` images), cached on disk under :func:`dpcompanion.training.data.cache_dir`;
     returns the frozen body (an ``nn.Sequential`` of the first :data:`FROZEN_LAYERS`
     layers) and the pre-training accuracy on the public images."""
-    import os
-    import tempfile
-
-    import torch
-
-    from dpcompanion.training import data
-    from dpcompanion.training.models import make_model
-
     arch = "cnn-cifar" if private == "cifar10" else "cnn-mnist"
     fm = make_model(arch, n_classes=10)
     theta0 = fm.init(generators=[torch.Generator().manual_seed(seed)])[0]
@@ -498,8 +367,6 @@ def transfer_features(*, dataset: str, n_train: int, n_val: int, seed: int, pret
 
 @functools.lru_cache(maxsize=4)
 def _transfer_features(dataset, n_train, n_val, seed, pretrain_n, pretrain_epochs, data_dir) -> dict:
-    import torch
-
     if dataset not in PUBLIC_FOR:
         raise ValueError(f"dataset must be one of {', '.join(PUBLIC_FOR)}, got {dataset!r}")
     requested = dataset
@@ -523,8 +390,6 @@ def _transfer_features(dataset, n_train, n_val, seed, pretrain_n, pretrain_epoch
 
 def fashion_available() -> bool:
     """Whether Debian's Fashion-MNIST files can be loaded here."""
-    from dpcompanion.training import data
-
     try:
         data.load("fashion", n=10, scale=None, pca_dim=None)
     except ValueError:
@@ -538,15 +403,11 @@ class single_thread:
     60 steps of 6 runs, 30.7 s vs 1.2 s)."""
 
     def __enter__(self):
-        import torch
-
         self._n = torch.get_num_threads()
         torch.set_num_threads(1)
         return self
 
     def __exit__(self, *exc):
-        import torch
-
         torch.set_num_threads(self._n)
         return False
 
@@ -560,8 +421,6 @@ def steps_for(*, epochs: int, N: int, batch_size: int) -> int:
 def head_model(*, dim: int, n_classes: int = 10):
     """The CNN's last dense layer (``dim`` = 32 -> 10, softmax cross-entropy, started at 0),
     trained privately on the frozen features (ghost clipping)."""
-    from dpcompanion.training.models import DenseModel
-
     return DenseModel(in_dim=dim, n_classes=n_classes, hidden=(), loss="logistic", name="cnn-last-layer")
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpcompanion.core import validate
+from dpcompanion.theory import schedules
 
 __all__ = [
     "one_minus_sqrt_gamma",
@@ -263,8 +264,6 @@ def optimal_schedule(*, q, R: float) -> tuple[np.ndarray, float]:
     >>> s2.round(12).tolist(), round(m, 12)
     ([3.0, 1.5], 9.0)
     """
-    from dpcompanion.theory import schedules
-
     sigma = schedules.optimal(q=q, R=validate.positive("R", R))
     return sigma**2, float(np.sum(np.sqrt(np.asarray(q, dtype=float))) ** 2)
 
@@ -279,8 +278,6 @@ def sigma2_dynamic(*, T: int, kappa: float, R: float) -> np.ndarray:
     >>> round(float(np.sum(1 / s2)), 12)
     2.0
     """
-    from dpcompanion.theory import schedules
-
     if validate.kappa(kappa) == 1:
         raise ValueError("kappa must be in (1, inf) for the dynamic schedule, got 1")
     return schedules.gd_dynamic(T=T, R=R, kappa=kappa) ** 2

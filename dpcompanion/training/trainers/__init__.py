@@ -18,16 +18,25 @@ Models (:mod:`dpcompanion.training.models`)::
     model.per_sample_grads(theta, X, y)  # (K, N, P), torch.func reference
     model.to_module(theta[k])          # nn.Module with run k's parameters (for Opacus)
 
-Trainers (this package)::
+Training (this package): one entry, one config::
 
-    h = train_pgd(model, X, y, *, sigma, R, clip_norm=4.0, lr=0.1, momentum=0.0, seed=0,
-                  X_test=None, y_test=None, init=None, device="auto", dtype=torch.float32,
-                  delta=None, progress=None, ledger_factory=None, record=None,
+    config = TrainConfig.build(sigma=..., budget=Budget.from_epsilon(...) or R=..., lr=0.1,
+                               clip_norm=4.0, seed=0, beta=0.0, sampling_rate=None (the budget's),
+                               N=None, lr_rule=None, device="auto", dtype=torch.float32,
+                               progress=None, record=None, memory_budget=4 GiB, fast=None)
+    h = train(model, X, y, config, X_test=None, y_test=None, init=None) -> History
+
+and thin wrappers that build the config from keywords::
+
+    h = train_pgd(model, X, y, *, sigma, R (or budget=), clip_norm=4.0, lr=0.1, momentum=0.0,
+                  seed=0, X_test=None, y_test=None, init=None, device="auto",
+                  dtype=torch.float32, delta=None, progress=None, record=None,
                   memory_budget=4 GiB, fast=None) -> History
-    h = train_psgd(model, X, y, *, sigma, R, sampling_rate, ...same...) -> History
-    h = train_adpsgd(model, X, y, *, R, T, sampling_rate=1.0, step_size="polynomial"|"adaptive",
-                     adaptive_noise=True, eta=1.0, a=20.0, c=1.0, b0_sq=20.0, C=1e-3,
-                     beta=1.0, period=195, clip_norm=1.0, seed=0, ...) -> History
+    h = train_psgd(model, X, y, *, sigma, R (or budget=), sampling_rate, ...same...) -> History
+    h = train_adpsgd(model, X, y, *, R (or budget=), T, sampling_rate=1.0,
+                     step_size="polynomial"|"adaptive", adaptive_noise=True, eta=1.0, a=20.0,
+                     c=1.0, b0_sq=20.0, C=1e-3, beta=1.0, period=195, clip_norm=1.0, seed=0,
+                     ...) -> History
 
 * ``sigma``: a schedule array (:mod:`dpcompanion.theory.schedules`), ``(T,)``, or ``(K, T)`` with
   one row per run. **No noiseless step**: every entry must be finite, > 0 and above
@@ -37,10 +46,12 @@ Trainers (this package)::
   ints -> K batched runs (arrays ``(K, T)``). An int with a ``(K, T)`` sigma runs K
   schedules with the *same* seed (common random numbers: same init, same noise
   vectors, only the scale differs - the influence-by-retraining setup).
-* ``R``: the budget in Hong's units (R = 2 rho). Each run has its own
-  :class:`dpcompanion.theory.ledger.PrivacyLedger`, charged *before* each noisy step; a run stops
-  at the first unaffordable step (``stopped_early``). ``R=None``: no ledger (analysis
-  runs that deliberately overspend, e.g. sweeping one sigma_t); cost still recorded.
+* ``budget``: one :class:`dpcompanion.theory.budget.Budget` (or ``R``, the budget in Hong's
+  units R = 2 rho, with ``delta``: ``Budget.from_R``). Each run has its own
+  :class:`dpcompanion.theory.ledger.PrivacyLedger` (``PrivacyLedger.from_budget``), charged
+  *before* each noisy step; a run stops at the first unaffordable step (``stopped_early``).
+  No budget (``R=None``): no ledger (analysis runs that deliberately overspend, e.g.
+  sweeping one sigma_t); cost still recorded.
 * ``init``: ``(P,)`` or ``(K, P)`` initial parameters (default drawn from each seed).
 * ``device``: ``auto|cpu|cuda`` (:func:`dpcompanion.core.provenance.resolve_device`); same
   code on both. Same seed -> same numbers on CPU, whatever the batch it runs in.
@@ -52,8 +63,8 @@ Trainers (this package)::
 * ``fast``: ``None`` (default) uses the margin fast path for binary linear/logistic
   models (:mod:`.oracles`), ``False`` the general path.
 
-The keywords are validated once into a frozen :class:`.config.TrainConfig`; the loop
-(:func:`.engine.run`) is four named stages: charge (ledger, before the step), sample
+The settings are validated once into a frozen :class:`.config.TrainConfig`; the loop
+(:func:`.engine.train`) trusts it and is four named stages: charge (ledger, before the step), sample
 (Poisson), private step, record.
 
 :class:`History` fields: per step ``loss, grad_norm, clip_fraction, sigma, lr,
@@ -77,7 +88,7 @@ and noise std ``C sigma / N`` on the mean gradient is Opacus's full-batch conven
 
 The private step is a fixed sequence of named pieces in :mod:`.steps`
 (``clip_and_sum -> draw_noise -> add_noise -> scale -> momentum_update -> sgd_update``);
-the loop is :func:`.engine.run` (keyword form :func:`.engine.train_loop`).
+the loop is :func:`.engine.train`.
 
 Example (a tiny logistic regression, three steps at sigma = 2 under R = 1)::
 
@@ -91,13 +102,13 @@ Example (a tiny logistic regression, three steps at sigma = 2 under R = 1)::
     >>> train_pgd(make_model("logistic", in_dim=2), X, y, sigma=[2.0, np.inf], R=None, device="cpu")
     Traceback (most recent call last):
     ...
-    ValueError: sigma must be finite and > 0 at every step (no noiseless step), got inf
+    ValueError: sigma must be finite and > 0 at every step (no noiseless step), got inf at step 2
 """
 
 from dpcompanion.training.trainers.adp import train_adpsgd
 from dpcompanion.training.trainers.config import TrainConfig
-from dpcompanion.training.trainers.engine import as_runs, run, train_loop
+from dpcompanion.training.trainers.engine import as_runs, train
 from dpcompanion.training.trainers.history import History
 from dpcompanion.training.trainers.pgd import train_pgd, train_psgd
 
-__all__ = ["History", "TrainConfig", "as_runs", "run", "train_pgd", "train_psgd", "train_adpsgd", "train_loop"]
+__all__ = ["History", "TrainConfig", "as_runs", "train", "train_pgd", "train_psgd", "train_adpsgd"]

@@ -27,52 +27,28 @@ import numpy as np
 import torch
 
 from dpcompanion.core import validate
-
+from dpcompanion.theory import schedules
+from dpcompanion.theory.budget import Budget
 from dpcompanion.training.models import Model
-from dpcompanion.training.trainers.engine import train_loop
 from dpcompanion.training.trainers.history import History
+from dpcompanion.training.trainers.pgd import train_pgd
 
-__all__ = ["train_adpsgd", "STEP_SIZES"]
+__all__ = ["train_adpsgd", "adp_schedule", "AdaptiveStepSize", "STEP_SIZES"]
 
 STEP_SIZES = ("polynomial", "adaptive")
 
 
-def train_adpsgd(
-    model: Model,
-    X,
-    y,
-    *,
-    R: float,
-    T: int,
-    sampling_rate: float = 1.0,
-    step_size: str = "polynomial",
-    adaptive_noise: bool = True,
-    eta: float = 1.0,
-    a: float = 20.0,
-    c: float = 1.0,
-    b0_sq: float = 20.0,
-    C: float = 1e-3,
-    beta: float = 1.0,
-    period: int = 195,
-    clip_norm: float = 1.0,
-    seed=0,
-    X_test=None,
-    y_test=None,
-    init=None,
-    device: str = "auto",
-    dtype: torch.dtype = torch.float32,
-    delta: float | None = None,
-    progress: bool | None = None,
-    ledger_factory=None,
-    record=None,
-    memory_budget: int | None = None,
-    fast: bool | None = None,
-) -> History:
-    """ADP-SGD (``adaptive_noise=True``) or DP-SGD (``False``) with W's step sizes.
+def adp_schedule(*, R: float, T: int, sampling_rate: float = 1.0, step_size: str = "polynomial",
+                 adaptive_noise: bool = True, eta: float = 1.0, a: float = 20.0, c: float = 1.0, b0_sq: float = 20.0,
+                 C: float = 1e-3, beta: float = 1.0, period: int = 195) -> dict:
+    """ADP-SGD's (``adaptive_noise=True``) or DP-SGD's noise and step sizes (module docstring)
+    for a budget ``R`` charged by the paper's PSGD rule (``p^2/sigma_t^2``, so the schedule is
+    budget-exact for ``R / p^2``): ``{"sigma": (T,), "lr": (T,), "lr_rule": None or
+    AdaptiveStepSize, "algorithm": name}``.
 
-    The budget ``R`` is charged with the paper's PSGD rule (``p^2/sigma_t^2``), so the
-    schedule is built for ``R / p^2``; subsampled runs (p < 1) need ``delta``, at which the
-    ledger also checks every step with an RDP accountant (see :func:`train_psgd`). ``seed`` as in :func:`~dpcompanion.training.trainers.train_pgd`.
+    >>> s = adp_schedule(R=1.0, T=3)
+    >>> round(float(np.sum(1 / s["sigma"] ** 2)), 12), s["algorithm"]
+    (1.0, 'adp-sgd-polynomial')
     """
     if step_size not in STEP_SIZES:
         raise ValueError(f"step_size must be one of {', '.join(STEP_SIZES)}, got {step_size!r}")
@@ -85,13 +61,8 @@ def train_adpsgd(
         if not (math.isfinite(val) and val >= 0):
             raise ValueError(f"{name} must be finite and >= 0, got {val}")
     sampling_rate = validate.sampling_rate(sampling_rate)
-    from dpcompanion.theory import schedules
-
     R_sched = R / sampling_rate**2
-    if step_size == "polynomial":
-        aa, cc = a, c
-    else:
-        aa, cc = b0_sq, C
+    aa, cc = (a, c) if step_size == "polynomial" else (b0_sq, C)
     if adaptive_noise:
         sigma = schedules.adp(T=int(T), R=R_sched, a=aa, c=cc, power=0.5)
     else:
@@ -103,12 +74,51 @@ def train_adpsgd(
     else:
         lr = np.full(int(T), eta / math.sqrt(b0_sq))
         lr_rule = AdaptiveStepSize(eta=eta, b0_sq=b0_sq, beta=beta, period=period)
+    return {"sigma": sigma, "lr": lr, "lr_rule": lr_rule,
+            "algorithm": f"{'adp' if adaptive_noise else 'dp'}-sgd-{step_size}"}
 
-    return train_loop(model, X, y, sigma=sigma, R=R, lr=lr, clip_norm=clip_norm, seed=seed,
-                      sampling_rate=sampling_rate, lr_rule=lr_rule, X_test=X_test, y_test=y_test, init=init,
-                      device=device, dtype=dtype, delta=delta, progress=progress, ledger_factory=ledger_factory,
-                      algorithm=f"{'adp' if adaptive_noise else 'dp'}-sgd-{step_size}", record=record,
-                      memory_budget=memory_budget, fast=fast)
+
+def train_adpsgd(
+    model: Model,
+    X,
+    y,
+    *,
+    T: int,
+    R: float | None = None,
+    budget: Budget | None = None,
+    sampling_rate: float | None = None,
+    step_size: str = "polynomial",
+    adaptive_noise: bool = True,
+    eta: float = 1.0,
+    a: float = 20.0,
+    c: float = 1.0,
+    b0_sq: float = 20.0,
+    C: float = 1e-3,
+    beta: float = 1.0,
+    period: int = 195,
+    clip_norm: float = 1.0,
+    **kw,
+) -> History:
+    """ADP-SGD (``adaptive_noise=True``) or DP-SGD (``False``) with W's step sizes: the
+    schedule of :func:`adp_schedule` for the budget's R, trained by
+    :func:`~dpcompanion.training.trainers.train_pgd` (one config, one
+    :func:`~dpcompanion.training.trainers.engine.train` call); the other keywords (``seed``,
+    ``X_test``, ``y_test``, ``init``, ``device``, ``dtype``, ``delta``, ``progress``,
+    ``record``, ``memory_budget``, ``fast``) as there.
+
+    The budget: ``budget`` or ``R`` (with ``delta``); ADP-SGD always has a ledger. It is
+    charged with the paper's PSGD rule (``p^2/sigma_t^2``), so the schedule is built for
+    ``R / p^2``; subsampled runs (p < 1) need ``delta``, at which the ledger also checks every
+    step with an RDP accountant (see :func:`~dpcompanion.training.trainers.train_psgd`).
+    """
+    if R is None and budget is None:
+        raise ValueError("train_adpsgd needs R (a finite number > 0) or budget")
+    p = budget.sampling_rate if (budget is not None and sampling_rate is None) else (
+        1.0 if sampling_rate is None else sampling_rate)
+    plan = adp_schedule(R=R if budget is None else budget.R, T=T, sampling_rate=p, step_size=step_size,
+                        adaptive_noise=adaptive_noise, eta=eta, a=a, c=c, b0_sq=b0_sq, C=C, beta=beta, period=period)
+    return train_pgd(model, X, y, sigma=plan["sigma"], lr=plan["lr"], lr_rule=plan["lr_rule"],
+                     algorithm=plan["algorithm"], R=R, budget=budget, sampling_rate=p, clip_norm=clip_norm, **kw)
 
 
 class AdaptiveStepSize:

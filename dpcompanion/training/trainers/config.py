@@ -1,10 +1,13 @@
 """The frozen configuration of a private training call, validated once.
 
-The public trainers (:func:`~dpcompanion.training.trainers.train_pgd`, ``train_psgd``,
-``train_adpsgd``) take keywords and build a :class:`TrainConfig` with
-:meth:`TrainConfig.build`; :func:`~dpcompanion.training.trainers.engine.run` takes the
-config, the model and the data. Everything is checked here, before any step: a bad
-value raises one ``ValueError`` naming the parameter, the value and what is allowed.
+A :class:`TrainConfig` holds one :class:`~dpcompanion.theory.budget.Budget` (what the
+ledger enforces; ``None`` for analysis runs without a ledger) and the training settings.
+It is built with :meth:`TrainConfig.build` and trained with
+:func:`dpcompanion.training.train` (``train(model, X, y, config)``); the per-trainer
+functions (:func:`~dpcompanion.training.trainers.train_pgd`, ``train_psgd``,
+``train_adpsgd``) only build a config. Everything is checked here, before any step: a bad
+value raises one ``ValueError`` naming the parameter, the value and what is allowed; the
+loop trusts the config.
 
 **No noiseless step.** Every entry of the sigma array must be a finite number, > 0, and
 at least :func:`sigma_floor`: below it the noise scale ``C sigma / (p N)`` on the averaged
@@ -24,6 +27,8 @@ import numpy as np
 import torch
 
 from dpcompanion.core import validate
+from dpcompanion.core.provenance import resolve_device
+from dpcompanion.theory.budget import Budget
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -94,9 +99,6 @@ def as_runs(seed, sigma) -> tuple[list[int], np.ndarray, bool]:
                          "use numpy.full(T, sigma) for a constant one")
     if sig.ndim > 2 or sig.shape[-1] < 1 or sig.size == 0:
         raise ValueError(f"sigma must have shape (T,) or (K, T) with T >= 1 and K >= 1, got {sig.shape}")
-    bad = ~np.isfinite(sig) | ~(sig > 0)
-    if bad.any():
-        raise ValueError(f"sigma must be finite and > 0 at every step (no noiseless step), got {sig[bad].flat[0]}")
     if isinstance(seed, (bool, np.bool_)):
         raise ValueError(f"seed must be an int or a sequence of ints, got {seed!r}")
     if isinstance(seed, (int, np.integer)):
@@ -128,41 +130,72 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _budget(budget, R, delta, sampling_rate) -> Budget | None:
+    """The one Budget of a call: ``budget`` itself, or ``R`` (with ``delta``) as
+    :meth:`Budget.from_R` (the per-trainer functions' shorthand); None: no ledger."""
+    if budget is not None:
+        if R is not None or delta is not None:
+            raise ValueError("give either budget or R (with delta), not both")
+        if not isinstance(budget, Budget):
+            raise ValueError(f"budget must be a dpcompanion.theory.budget.Budget or None, got {budget!r}"[:200])
+        return budget
+    if R is None:  # no ledger: nothing is accounted (a delta given alongside is not used)
+        if delta is not None:
+            validate.delta(delta)
+        return None
+    try:
+        R = float(R)
+    except (TypeError, ValueError):
+        raise ValueError(f"R must be a finite number > 0 (or None for no ledger), got {R!r}") from None
+    if not (math.isfinite(R) and R > 0):
+        raise ValueError(f"R must be a finite number > 0 (or None for no ledger), got {R}")
+    if delta is not None:
+        delta = validate.delta(delta)
+    if sampling_rate < 1.0 and delta is None:
+        raise ValueError(
+            f"delta is required when sampling_rate < 1 (got {sampling_rate}): subsampled steps are checked "
+            "against the target epsilon at delta with an RDP accountant"
+        )
+    return Budget.from_R(R=R, delta=delta, sampling_rate=sampling_rate)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything a private training call needs besides the model and the data.
 
-    ``sigma`` and ``lr``: ``(K, T)`` float64, read-only; ``seeds``: one per run; ``single``:
-    the caller asked for one run (the History is then unbatched). ``R``: budget in Hong's
-    units (None: no ledger, analysis runs). ``lr_rule(t, g, lr_t) -> (K,)``: optional
-    step-size rule from the privatized gradient (ADP-SGD); a rule with state across steps
-    offers ``fresh()`` returning a new rule (each chunk of runs gets its own).
-    ``record``: the per-step fields to keep (:data:`RECORDABLE`; the loss history costs a
-    pass over all samples per step). ``memory_budget``: bytes for run-dependent state;
-    runs are trained in chunks below it (the same result: bit for bit on the fast path, to
-    rounding on the general path).
+    ``budget``: the :class:`~dpcompanion.theory.budget.Budget` each run's
+    :class:`~dpcompanion.theory.ledger.PrivacyLedger` enforces (``None``: no ledger, analysis
+    runs; the cost is still added up). ``sigma`` and ``lr``: ``(K, T)`` float64, read-only;
+    ``seeds``: one per run; ``single``: the caller asked for one run (the History is then
+    unbatched). ``sampling_rate``: Poisson rate p (the budget's). ``beta``: debiased
+    momentum. ``lr_rule(t, g, lr_t) -> (K,)``: optional step-size rule from the privatized
+    gradient (ADP-SGD); a rule with state across steps offers ``fresh()`` returning a new
+    rule (each chunk of runs gets its own). ``record``: the per-step fields to keep
+    (:data:`RECORDABLE`; the loss history costs a pass over all samples per step).
+    ``memory_budget``: bytes for run-dependent state; runs are trained in chunks below it
+    (the same result: bit for bit on the fast path, to rounding on the general path).
     ``fast``: ``None`` uses the margin fast path where the model allows it (binary linear
     or logistic :class:`~dpcompanion.training.models.DenseModel`), ``False`` never.
+    ``N``: the number of samples the sigma floor was checked for (:func:`check_sigma`).
     """
 
     sigma: np.ndarray
     seeds: tuple[int, ...]
     single: bool
-    R: float | None
+    budget: Budget | None
     lr: np.ndarray
     clip_norm: float
     beta: float = 0.0
     sampling_rate: float = 1.0
-    delta: float | None = None
     lr_rule: Callable | None = None
     device: str = "cpu"
     dtype: torch.dtype = torch.float32
     progress: bool | None = None
-    ledger_factory: Callable | None = None
     algorithm: str = "pgd"
     record: frozenset = field(default_factory=lambda: frozenset(RECORDABLE))
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     fast: bool | None = None
+    N: int | None = None
 
     @property
     def K(self) -> int:
@@ -172,33 +205,46 @@ class TrainConfig:
     def T(self) -> int:
         return self.sigma.shape[1]
 
+    @property
+    def R(self) -> float | None:
+        """The budget's R (None without a budget)."""
+        return None if self.budget is None else self.budget.R
+
     @classmethod
     def build(
         cls,
         *,
         sigma,
-        R: float | None,
         lr,
         clip_norm: float,
-        seed,
+        seed=0,
+        budget: Budget | None = None,
+        R: float | None = None,
+        delta: float | None = None,
         N: int | None = None,
         beta: float = 0.0,
-        sampling_rate: float = 1.0,
-        delta: float | None = None,
+        sampling_rate: float | None = None,
         lr_rule: Callable | None = None,
         device: str = "auto",
         dtype: torch.dtype = torch.float32,
         progress: bool | None = None,
-        ledger_factory: Callable | None = None,
-        algorithm: str = "pgd",
+        algorithm: str | None = None,
         record: Sequence[str] | None = None,
         memory_budget: int | None = None,
         fast: bool | None = None,
     ) -> "TrainConfig":
-        """Validate the keywords of a trainer and freeze them. ``N`` (the number of
-        training samples) sets the noise-scale floor of :func:`sigma_floor`."""
-        from dpcompanion.core.provenance import resolve_device
+        """Validate every setting (one ``ValueError`` naming the parameter) and freeze them.
 
+        The budget is ``budget`` (a :class:`~dpcompanion.theory.budget.Budget`), or ``R`` in
+        Hong's units (R = 2 rho) with ``delta`` as a shorthand for ``Budget.from_R``, or
+        neither (no ledger). ``sampling_rate`` defaults to the budget's (1 without one).
+        ``N``: the number of training samples, for the sigma floor (default 1). ``algorithm``
+        defaults to ``pgd``/``psgd`` (``-momentum`` with ``beta > 0``).
+
+        >>> cfg = TrainConfig.build(sigma=[2.0, 2.0], R=1.0, lr=0.1, clip_norm=1.0, device="cpu")
+        >>> cfg.budget.R, cfg.K, cfg.T, cfg.algorithm
+        (1.0, 1, 2, 'pgd')
+        """
         try:
             clip_norm = float(clip_norm)
         except (TypeError, ValueError):
@@ -206,28 +252,18 @@ class TrainConfig:
         if not (math.isfinite(clip_norm) and clip_norm > 0):
             raise ValueError(f"clip_norm must be a finite number > 0, got {clip_norm}")
         try:
-            beta, p = float(beta), float(sampling_rate)
+            beta = float(beta)
         except (TypeError, ValueError):
-            raise ValueError(f"beta and sampling_rate must be numbers, got {beta!r}, {sampling_rate!r}") from None
+            raise ValueError(f"beta (momentum) must be a number, got {beta!r}") from None
         if not 0.0 <= beta < 1.0:
             raise ValueError(f"beta (momentum) must be in [0, 1), got {beta}")
-        p = validate.sampling_rate(p)
-        if R is not None:
-            try:
-                R = float(R)
-            except (TypeError, ValueError):
-                raise ValueError(f"R must be a finite number > 0 (or None for no ledger), got {R!r}") from None
-            if not (math.isfinite(R) and R > 0):
-                raise ValueError(f"R must be a finite number > 0 (or None for no ledger), got {R}")
-        if delta is not None:
-            delta = float(delta)
-            if not 0.0 < delta < 1.0:
-                raise ValueError(f"delta must be in (0, 1), got {delta}")
-        if R is not None and p < 1.0 and delta is None:
-            raise ValueError(
-                f"delta is required when sampling_rate < 1 (got {p}): subsampled steps are checked "
-                "against the target epsilon at delta with an RDP accountant"
-            )
+        if budget is not None and sampling_rate is None:
+            p = budget.sampling_rate if isinstance(budget, Budget) else 1.0
+        else:
+            p = validate.sampling_rate(1.0 if sampling_rate is None else sampling_rate)
+        budget = _budget(budget, R, delta, p)
+        if budget is not None and budget.sampling_rate != p:
+            raise ValueError(f"sampling_rate must be the budget's ({budget.sampling_rate:g}), got {p:g}")
         if dtype not in (torch.float32, torch.float64):
             raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
         seeds, sig, single = as_runs(seed, sigma)
@@ -257,10 +293,12 @@ class TrainConfig:
             raise ValueError(f"memory_budget must be an integer number of bytes >= 1 MiB, got {memory_budget!r}")
         if fast not in (None, True, False):
             raise ValueError(f"fast must be None (auto), True or False, got {fast!r}")
-        return cls(sigma=_frozen(sig), seeds=tuple(seeds), single=single, R=R, lr=_frozen(lr_arr),
-                   clip_norm=clip_norm, beta=beta, sampling_rate=p, delta=delta, lr_rule=lr_rule,
-                   device=resolve_device(device), dtype=dtype, progress=progress, ledger_factory=ledger_factory,
-                   algorithm=str(algorithm), record=frozenset(rec), memory_budget=int(memory_budget), fast=fast)
+        if algorithm is None:
+            algorithm = ("psgd" if p < 1.0 else "pgd") + ("-momentum" if beta else "")
+        return cls(sigma=_frozen(sig), seeds=tuple(seeds), single=single, budget=budget, lr=_frozen(lr_arr),
+                   clip_norm=clip_norm, beta=beta, sampling_rate=p, lr_rule=lr_rule, device=resolve_device(device),
+                   dtype=dtype, progress=progress, algorithm=str(algorithm), record=frozenset(rec),
+                   memory_budget=int(memory_budget), fast=fast, N=None if N is None else int(N))
 
     def rows(self, a: int, b: int) -> "TrainConfig":
         """The same configuration for runs ``a..b-1`` (a chunk)."""

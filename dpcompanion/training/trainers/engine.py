@@ -1,7 +1,7 @@
 """The training loop shared by every private trainer, as named stages, batched over runs.
 
 One call trains ``K`` runs that differ in seed and/or schedule as one tensor program:
-parameters ``(K, P)``, the data shared. :func:`run` takes a frozen
+parameters ``(K, P)``, the data shared. :func:`train` takes a frozen
 :class:`~dpcompanion.training.trainers.config.TrainConfig`; per step t it runs four
 stages, each a small object or function tested on its own:
 
@@ -45,15 +45,17 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from dpcompanion.theory import accounting
+from dpcompanion.theory.budget import Budget
+from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
 from dpcompanion.training.models import Model
 from dpcompanion.training.trainers import steps
-from dpcompanion.training.trainers.config import TrainConfig, as_runs
-from dpcompanion.training.trainers.history import History
+from dpcompanion.training.trainers.config import TrainConfig, as_runs, check_sigma
+from dpcompanion.training.trainers.history import STEP_FIELDS, History
 from dpcompanion.training.trainers.oracles import StepGrad, make_oracle
 
 __all__ = [
-    "train_loop",
-    "run",
+    "train",
     "noise_seed",
     "as_runs",
     "Charger",
@@ -76,13 +78,13 @@ def noise_seed(seed: int) -> int:
     return int(np.random.SeedSequence([int(seed), 0x5EED]).generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
-#: runs and run-steps trained by :func:`run`, per thread (read through :func:`tally`)
+#: runs and run-steps trained by :func:`train`, per thread (read through :func:`tally`)
 _TALLY = threading.local()
 
 
 def tally() -> dict[str, int]:
     """A snapshot of the runs and run-steps (steps taken, summed over runs) trained by
-    :func:`run` in this thread. The results store takes the difference around each unit of
+    :func:`train` in this thread. The results store takes the difference around each unit of
     an experiment, so a result's run count is what the trainers did, not what the
     experiment says it did; per thread, so that units run side by side in the threads of
     one Dask worker do not count each other's runs."""
@@ -137,18 +139,16 @@ def _progress(total: int, progress: bool | None, desc: str):
 class Charger:
     """The charge stage: one ledger per distinct schedule row, charged before each step.
 
-    ``sigma (K, T)``; ``R=None``: no ledger, the cost ``p^2/sigma^2``
+    ``sigma (K, T)``; ``budget``: each ledger is :meth:`PrivacyLedger.from_budget` of it;
+    ``None``: no ledger, the cost ``p^2/sigma^2``
     (:func:`dpcompanion.theory.accounting.psgd_step_cost`) is only added up.
-    :meth:`charge` returns the runs allowed to take step t; :attr:`spent` is each run's
-    cumulative cost and :attr:`sigma_used` the sigma each run was charged for at the last
-    step, which is the sigma its noise must use.
+    :meth:`charge` returns the runs allowed to take step t (a ledger that refuses a step, by
+    R or by the RDP epsilon, stops its runs there, before the step); :attr:`spent` is each
+    run's cumulative cost and :attr:`sigma_used` the sigma each run was charged for at the
+    last step, which is the sigma its noise uses. :meth:`epsilon` is each run's
+    :meth:`PrivacyLedger.spent_epsilon`, the end-of-run report."""
 
-    The ledger accepts a step that overshoots R by a rounding slack (budget-exact schedules
-    sum to R only up to rounding). Such a step is charged, and noised, with the smallest
-    sigma at or above the schedule's that keeps the spent budget <= R exactly (at most a
-    relative 1e-12 more noise), so that R_spent never exceeds R as a float."""
-
-    def __init__(self, sigma: np.ndarray, *, R, delta, sampling_rate: float, ledger_factory=None):
+    def __init__(self, sigma: np.ndarray, *, budget: Budget | None, sampling_rate: float):
         self.sigma_rows, self.group_of = unique_rows(sigma)
         G = self.sigma_rows.shape[0]
         self.p = float(sampling_rate)
@@ -156,18 +156,12 @@ class Charger:
         self.spent_g = np.zeros(G)
         self.used_g = self.sigma_rows[:, 0].copy()
         self.ledgers = None
-        if R is None:
-            from dpcompanion.theory.accounting import psgd_step_cost
-
+        if budget is None:
             vals, inv = np.unique(self.sigma_rows, return_inverse=True)
-            costs = np.array([psgd_step_cost(sigma=float(v), sampling_rate=self.p) for v in vals])
+            costs = np.array([accounting.psgd_step_cost(sigma=float(v), sampling_rate=self.p) for v in vals])
             self.cost = costs[inv.reshape(-1)].reshape(self.sigma_rows.shape)
         else:
-            if ledger_factory is None:
-                from dpcompanion.theory.ledger import PrivacyLedger
-
-                ledger_factory = PrivacyLedger
-            self.ledgers = [ledger_factory(R=R, delta=delta) for _ in range(G)]
+            self.ledgers = [PrivacyLedger.from_budget(budget) for _ in range(G)]
 
     @property
     def n_ledgers(self) -> int:
@@ -180,36 +174,14 @@ class Charger:
             np.add(self.spent_g, self.cost[:, t], out=self.spent_g, where=self.alive)
         else:
             for g in np.flatnonzero(self.alive):
-                s = float(self.sigma_rows[g, t])
                 led = self.ledgers[g]
-                if not led.can_afford(sigma=s, sampling_rate=self.p):
+                try:
+                    led.charge(sigma=float(self.sigma_rows[g, t]), sampling_rate=self.p, step=t + 1)
+                except BudgetExceeded:
                     self.alive[g] = False
                     continue
-                s = self._within_R(led, s)
-                if s is None:
-                    self.alive[g] = False
-                    continue
-                led.charge(sigma=s, sampling_rate=self.p, step=t + 1)
                 self.spent_g[g] = led.spent
-                self.used_g[g] = s
         return self.alive[self.group_of]
-
-    def _within_R(self, led, s: float) -> float | None:
-        """``s``, or the smallest sigma above it whose cost keeps ``led.spent <= led.R``
-        exactly (None when none does: nothing of R is left)."""
-        R, spent = getattr(led, "R", None), getattr(led, "spent", None)
-        if R is None or spent is None or not hasattr(led, "cost"):
-            return s
-        if spent + led.cost(sigma=s, sampling_rate=self.p) <= R:
-            return s
-        if spent >= R:
-            return None
-        s2 = max(s, self.p / math.sqrt(R - spent))
-        for _ in range(64):
-            if spent + led.cost(sigma=s2, sampling_rate=self.p) <= R:
-                return s2
-            s2 = float(np.nextafter(s2, np.inf))
-        return None
 
     @property
     def spent(self) -> np.ndarray:
@@ -218,6 +190,13 @@ class Charger:
     @property
     def sigma_used(self) -> np.ndarray:
         return self.used_g[self.group_of]
+
+    def epsilon(self) -> np.ndarray | None:
+        """Each run's spent epsilon by its ledger (:meth:`PrivacyLedger.spent_epsilon`); None
+        without ledgers or without delta."""
+        if self.ledgers is None or self.ledgers[0].delta is None:
+            return None
+        return np.array([led.spent_epsilon() for led in self.ledgers])[self.group_of]
 
 
 # ------------------------------------------------------------------------ 2. sample
@@ -410,8 +389,6 @@ class Recorder:
                 self.rec[f][active, t] = np.asarray(x, dtype=np.float64)[active]
 
     def arrays(self) -> dict:
-        from dpcompanion.training.trainers.history import STEP_FIELDS
-
         for f, buf in self.on_device.items():
             a = buf.cpu().numpy()
             a[~self.active] = np.nan  # steps of stopped runs
@@ -458,8 +435,24 @@ FAST_BLOCK_ELEMENTS = 1 << 23
 # ------------------------------------------------------------------------- the loop
 
 
-def run(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, init=None) -> History:
-    """Train ``config.K`` runs of ``model`` on ``(X, y)`` (see the module docstring)."""
+def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, init=None) -> History:
+    """Train ``config.K`` runs of ``model`` on ``(X, y)`` under ``config`` (a
+    :class:`~dpcompanion.training.trainers.config.TrainConfig`, validated when it was built):
+    every run's ledger is charged before each noisy step and the run stops rather than
+    overspend (see the module docstring). ``X_test, y_test``: optional test data (the
+    History's ``test_accuracy``); ``init``: initial parameters ``(P,)`` or ``(K, P)``
+    (default: drawn from each run's seed).
+
+    >>> import numpy as np, torch
+    >>> from dpcompanion.training.models import make_model
+    >>> X = torch.tensor([[1.0, 0.0], [0.0, 1.0]]); y = torch.tensor([1, 0])
+    >>> cfg = TrainConfig.build(sigma=np.full(3, 2.0), R=1.0, lr=1.0, clip_norm=4.0, device="cpu", dtype=torch.float64)
+    >>> h = train(make_model("logistic", in_dim=2), X, y, cfg)
+    >>> h.steps_done, h.stopped_early, h.R_spent
+    (3, False, 0.75)
+    """
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig (TrainConfig.build(...)), got {type(config).__name__}")
     cfg = config
     t0 = time.perf_counter()
     dev = torch.device(cfg.device)
@@ -469,6 +462,8 @@ def run(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, in
     if yt.shape != (N,):
         raise ValueError(f"y must have shape ({N},) to match X, got {tuple(yt.shape)}")
     Xt = Xt.reshape(N, -1)
+    if cfg.N != N:  # the config was built without this N: its sigma floor is checked for it here
+        check_sigma(cfg.sigma, clip_norm=cfg.clip_norm, denominator=cfg.sampling_rate * N, dtype=cfg.dtype)
     K, P = cfg.K, model.n_params
     th0 = None
     if init is not None:
@@ -516,8 +511,7 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
         theta = model.init(generators=SeededGenerators(cfg.seeds), dtype=dtype, device=dev)
     else:
         theta = th0.clone()
-    charger = Charger(cfg.sigma, R=cfg.R, delta=cfg.delta, sampling_rate=cfg.sampling_rate,
-                      ledger_factory=cfg.ledger_factory)
+    charger = Charger(cfg.sigma, budget=cfg.budget, sampling_rate=cfg.sampling_rate)
     noise_src = NoiseSource(cfg.seeds, device=dev, dtype=dtype, P=P, T=T, N=N, sampling_rate=cfg.sampling_rate)
     recorder = Recorder(cfg.record, K, T)
     lr_rule = cfg.lr_rule.fresh() if hasattr(cfg.lr_rule, "fresh") else cfg.lr_rule
@@ -557,19 +551,7 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
         final_loss = fl.to("cpu", torch.float64).numpy()
         train_acc = ta.to("cpu", torch.float64).numpy()
         test_acc = None if test is None else test.evaluate(theta)[1].to("cpu", torch.float64).numpy()
-    eps = None
-    if cfg.delta is not None:
-        from dpcompanion.theory.accounting import accountant_epsilon
-
-        memo: dict[tuple, float] = {}  # runs sharing a schedule share its epsilon
-        eps = np.zeros(K)
-        for k in range(K):
-            n = int(steps_done[k])
-            if n:
-                key = (int(charger.group_of[k]), n)
-                if key not in memo:
-                    memo[key] = accountant_epsilon(sigma=cfg.sigma[k, :n], delta=cfg.delta, sampling_rate=p)
-                eps[k] = memo[key]
+    eps = charger.epsilon()  # the end-of-run report: each ledger's spent epsilon
     return History(
         **recorder.arrays(),
         steps_done=steps_done,
@@ -583,40 +565,3 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
         theta=theta,
         meta={"ledgers": charger.n_ledgers, "noise_generators": len(noise_src.gens)},
     )
-
-
-def train_loop(
-    model: Model,
-    X,
-    y,
-    *,
-    sigma,
-    R: float | None,
-    lr,
-    clip_norm: float,
-    seed,
-    beta: float = 0.0,
-    sampling_rate: float = 1.0,
-    lr_rule=None,
-    X_test=None,
-    y_test=None,
-    init=None,
-    device: str = "auto",
-    dtype: torch.dtype = torch.float32,
-    delta: float | None = None,
-    progress: bool | None = None,
-    ledger_factory=None,
-    algorithm: str = "pgd",
-    record: Sequence[str] | None = None,
-    memory_budget: int | None = None,
-    fast: bool | None = None,
-) -> History:
-    """Keyword form of :func:`run`: builds the :class:`TrainConfig` (all validation) and
-    trains. ``lr``: scalar, ``(T,)`` or ``(K, T)``; ``lr_rule(t, g, lr_t) -> (K,)`` turns the
-    privatized gradient of step t into that step's step size (ADP-SGD's adaptive rule)."""
-    N = int(np.shape(X)[0]) if not isinstance(X, torch.Tensor) else int(X.shape[0])
-    cfg = TrainConfig.build(sigma=sigma, R=R, lr=lr, clip_norm=clip_norm, seed=seed, N=N, beta=beta,
-                            sampling_rate=sampling_rate, delta=delta, lr_rule=lr_rule, device=device, dtype=dtype,
-                            progress=progress, ledger_factory=ledger_factory, algorithm=algorithm, record=record,
-                            memory_budget=memory_budget, fast=fast)
-    return run(model, X, y, cfg, X_test=X_test, y_test=y_test, init=init)

@@ -33,9 +33,11 @@ class History:
 
     Per run: ``steps_done``, ``stopped_early`` (the ledger refused a step of the
     schedule), ``R_spent``, ``final_loss`` (full training loss at the released iterate),
-    ``train_accuracy``, ``test_accuracy`` (None without test data), ``epsilon`` (tight
-    (epsilon, delta) of the steps taken from :func:`dpcompanion.theory.accounting.accountant_epsilon`,
-    None unless ``delta`` was given). ``R`` is the budget (None: no ledger). ``theta`` is
+    ``train_accuracy``, ``test_accuracy`` (None without test data), ``epsilon`` (the epsilon
+    at the budget's delta that the run's ledger stands for:
+    :meth:`dpcompanion.theory.ledger.PrivacyLedger.spent_epsilon`, the RDP accountant it
+    enforces for subsampled steps, the budget's accountant of ``R_spent`` for full-batch ones;
+    None without a budget or without delta). ``R`` is the budget (None: no ledger). ``theta`` is
     the final flat parameter tensor ``(K, P)`` / ``(P,)``. ``meta``: algorithm, device,
     seeds, clip, wall time (seconds) and the like.
     """

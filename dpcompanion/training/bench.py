@@ -72,6 +72,28 @@ For the workload: 2.46e8 matmul FLOPs + 9.4e6 others = 2.55e8 per run-step.
 program; ``fraction_of_matmul_peak`` divides it by this machine's measured float32
 matmul rate (best of several ``2048 x 2048`` products, measured at the start and at the
 end of the benchmark).
+
+**Where a reader finds the headline numbers** (``bench --quick --json``, CPU; every one a
+ratio of medians over interleaved rounds in this one process, computed from the times stored
+beside it, unrounded):
+
+* ``cnn.ratio_vs_opacus_fastest``: W-F4's CNN (``cnn-mnist``, 1x28x28, batch 256), the
+  median step time of Opacus's fastest ``grad_sample_mode`` over ours
+  (:func:`run_cnn_benchmark`; > 1: ours is faster);
+* ``mlp.private_over_nonprivate``: the overhead of privacy itself, our private step on the
+  paper's MLP (ghost clipping, noise, update) over a plain non-private torch SGD step of the same
+  network on the same full batch (:func:`run_mlp_overhead`; 1 = no overhead);
+  ``cnn.private_over_nonprivate`` is the same for the CNN;
+* ``mlp.ratio_vs_opacus_fastest``: one run of the paper's MLP, our steps/s over Opacus's fastest
+  mode's (= ``ratio_single_vs_opacus``);
+* ``mlp.fraction_of_matmul_peak``: counted FLOPs x the batched program's run-steps/s over
+  ``matmul_peak_gflops`` (= ``fraction_of_matmul_peak``);
+* ``linear.fraction_of_matmul_peak``: the logistic workload, ``4 N (D + 1)`` FLOPs per
+  run-step x our run-steps/s over the same peak, measured in the same process.
+
+``targets`` lists them with the project's targets for them (:data:`TARGETS`, :func:`targets`:
+the key, its value, the target and whether it is met); the paper reports no timings, so these are
+the project's own goals, not paper claims.
 """
 
 from __future__ import annotations
@@ -97,6 +119,9 @@ from dpcompanion.theory.accounting import R_PAPER  # (4, 1e-8)-DP as R = 2 rho (
 __all__ = [
     "OPACUS_MODES",
     "SETTINGS",
+    "TARGETS",
+    "lookup",
+    "targets",
     "WORKLOADS",
     "run_cnn_benchmark",
     "run_mlp_overhead",
@@ -113,6 +138,50 @@ __all__ = [
 
 #: Opacus ``grad_sample_mode`` values benchmarked, fastest expected first.
 OPACUS_MODES: tuple[str, ...] = ("ghost", "hooks", "functorch", "ew")
+
+#: the project's targets for the headline keys (module docstring): ``(key, what, relation,
+#: bound)``, ``key`` a dotted path into the result, ``relation`` ``">="`` or ``"<="``.
+TARGETS: tuple[tuple[str, str, str, float], ...] = (
+    ("cnn.ratio_vs_opacus_fastest", "W-F4's CNN (batch 256): Opacus's fastest step time / ours", ">=", 2.0),
+    ("mlp.ratio_vs_opacus_fastest", "the paper's MLP, one run: our steps/s / Opacus's fastest", ">=", 3.0),
+    ("mlp.private_over_nonprivate", "the MLP: our private step / a plain non-private torch step (overhead of "
+                                    "privacy)", "<=", 1.1),
+    ("mlp.fraction_of_matmul_peak", "the MLP, batched runs: counted FLOP/s / measured matmul peak", ">=", 0.5),
+    ("linear.fraction_of_matmul_peak", "the logistic workload: counted FLOP/s / the same matmul peak", ">=", 0.5),
+)
+
+
+def lookup(result: dict[str, Any], key: str) -> Any:
+    """The value at a dotted ``key`` of a benchmark result (None where a part is absent: a
+    result measured before the key existed, or a section not measured on this device).
+
+    >>> lookup({"cnn": {"ratio_vs_opacus_fastest": 1.5}, "mlp": None}, "cnn.ratio_vs_opacus_fastest")
+    1.5
+    >>> lookup({"mlp": None}, "mlp.private_over_nonprivate") is None
+    True
+    """
+    node: Any = result
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per :data:`TARGETS` entry: ``key``, ``what``, ``target`` (e.g. ``">= 2"``),
+    ``value`` (None when the result lacks it) and ``met`` (None when there is no value).
+
+    >>> rows = targets({"cnn": {"ratio_vs_opacus_fastest": 1.36}, "mlp": {"private_over_nonprivate": 1.05}})
+    >>> [(r["key"], r["met"]) for r in rows][:3]
+    [('cnn.ratio_vs_opacus_fastest', False), ('mlp.ratio_vs_opacus_fastest', None), ('mlp.private_over_nonprivate', True)]
+    """
+    rows = []
+    for key, what, rel, bound in TARGETS:
+        v = lookup(result, key)
+        met = None if v is None else bool(v >= bound if rel == ">=" else v <= bound)
+        rows.append({"key": key, "what": what, "target": f"{rel} {bound:g}", "value": v, "met": met})
+    return rows
 
 
 
@@ -879,15 +948,11 @@ def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
     achieved = flops["total"] * ours_batched_rate / 1e9
     achieved_single = flops["total"] * ours_single_rate / 1e9
     linear = run_linear_benchmark(mode=mode, device=dev, size=size, seed=seed, log=log)
-    lw = LINEAR_WORKLOADS[size]
-    # logistic step: forward X theta and the gradient X^T (c a s), 2 N (D+1) FLOPs each per run
-    lin_flops = 4.0 * lw.N * (lw.D + 1)
-    linear["linear"]["flops_per_run_step"] = lin_flops
-    linear["linear"]["fraction_of_matmul_peak"] = lin_flops * linear["linear_run_steps_per_s"] / 1e9 / peak["gflops"]
+    _linear_peak_fraction(linear, size=size, peak_gflops=peak["gflops"])
     overhead = run_mlp_overhead(w, X, y, mode=mode, seed=seed) if dev == "cpu" else None
     cnn = run_cnn_benchmark(mode=mode, size=size, seed=seed, opacus_modes=opacus_modes, log=log) if dev == "cpu" else None
     load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return linear | {
+    result = linear | {
         "mlp": {"ratio_vs_opacus_fastest": ours_single_rate / op_single,
                 "ratio_batched_vs_sequential_opacus": ours_batched_rate / op_seq,
                 "fraction_of_matmul_peak": achieved / peak["gflops"],
@@ -936,6 +1001,8 @@ def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
         "wall_s": time.perf_counter() - t_start,
         "provenance": _provenance_extras(dev),
     }
+    result["targets"] = targets(result)
+    return result
 
 
 def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "paper", seed: int = 0,
@@ -953,14 +1020,32 @@ def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "p
     with _torch_threads(threads):
         t0 = time.perf_counter()
         load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+        peak_n = WORKLOADS[size].peak_n if size in WORKLOADS else WORKLOADS["paper"].peak_n
+        peaks = [matmul_peak_gflops(device=dev, n=peak_n)]
         linear = run_linear_benchmark(mode=mode, device=dev, size=size, seed=seed, log=log)
-        return linear | {
+        peaks.append(matmul_peak_gflops(device=dev, n=peak_n))
+        peak = max(peaks, key=lambda q: q["gflops"]) | {"measurements": 2}
+        _linear_peak_fraction(linear, size=size, peak_gflops=peak["gflops"])
+        result = linear | {
             "sections": ["linear"], "device": dev, "mode": mode, "size": size, "threads": torch.get_num_threads(),
             "settings": dict(LINEAR_SETTINGS[mode]) | {"seed": seed},
+            "matmul_peak_gflops": peak["gflops"], "matmul_peak": peak,
             "load_average_before": load_before,
             "load_average_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
             "wall_s": time.perf_counter() - t0, "provenance": _provenance_extras(dev),
         }
+        result["targets"] = targets(result)
+        return result
+
+
+def _linear_peak_fraction(linear: dict[str, Any], *, size: str, peak_gflops: float) -> None:
+    """Adds ``flops_per_run_step`` and ``fraction_of_matmul_peak`` to ``linear["linear"]``:
+    the logistic step's forward ``X theta`` and gradient ``X^T (c a s)``, ``2 N (D + 1)`` FLOPs
+    each per run, times our run-steps/s, over the matmul peak measured in the same process."""
+    lw = LINEAR_WORKLOADS[size]
+    lin_flops = 4.0 * lw.N * (lw.D + 1)
+    linear["linear"]["flops_per_run_step"] = lin_flops
+    linear["linear"]["fraction_of_matmul_peak"] = lin_flops * linear["linear_run_steps_per_s"] / 1e9 / peak_gflops
 
 
 def default_output(result: dict[str, Any]) -> Path:

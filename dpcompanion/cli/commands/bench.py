@@ -24,7 +24,8 @@ keys of --json (CPU; ratios of medians over interleaved rounds in one process):
   mlp.ratio_vs_opacus_fastest      the paper's MLP, one run: our steps/s / Opacus's fastest
   mlp.private_over_nonprivate      the MLP: our private step / a plain torch SGD step (the overhead of privacy)
   mlp.fraction_of_matmul_peak      counted FLOPs x batched run-steps/s / the measured matmul peak
-  linear.fraction_of_matmul_peak   the logistic workload (4 N (D+1) FLOPs per run-step) / the same peak"""
+  linear.fraction_of_matmul_peak   the logistic workload (4 N (D+1) FLOPs per run-step) / the same peak
+  targets                          each key above with its value, the project's target and whether it is met"""
 
 _DEFAULT_OUT = "default"
 
@@ -127,11 +128,22 @@ def run(args: argparse.Namespace) -> int:
                   f"{c['private_over_nonprivate']:.3g}; mlp.private_over_nonprivate "
                   f"{result['mlp']['private_over_nonprivate']:.3g}; linear.fraction_of_matmul_peak "
                   f"{result['linear']['fraction_of_matmul_peak']:.1%}")
+    if not args.json and result.get("targets"):
+        print("\n" + _targets_table(result["targets"]))
     if not args.json:
         print(f"linear/logistic workload: ours {result['linear_run_steps_per_s']:.4g} run-steps/s, plain loop "
               f"{result['linear_reference_run_steps_per_s']:.4g}, ratio_linear_batched_vs_reference "
               f"{result['ratio_linear_batched_vs_reference']:.3g} (median of per-round ratios)")
     return 0
+
+
+def _targets_table(rows: list[dict]) -> str:
+    from dpcompanion.book.report import markdown_table
+
+    met = {True: "met", False: "not met", None: "not measured"}
+    return markdown_table(["key", "value", "target", "met"],
+                          [[r["key"], "n/a" if r["value"] is None else r["value"], r["target"], met[r["met"]]]
+                           for r in rows], digits=3)
 
 
 def _prov(result: dict) -> dict:

@@ -61,6 +61,15 @@ def test_matmul_peak_and_peak_memory_are_sane():
     assert pm.bytes is not None and pm.bytes >= 0
 
 
+def _check_round_ratios(reported, rounds, num, den):
+    """A reported ratio is the median of the per-round ratios of the stored times, exactly."""
+    per = [a / b for a, b in zip(num, den)]
+    assert len(per) == len(num) == len(den) >= 1
+    assert rounds["per_round"] == per and reported == rounds["median"] == statistics.median(per)
+    assert rounds["min"] == min(per) and rounds["max"] == max(per)
+    assert rounds["of_medians"] == statistics.median(num) / statistics.median(den)
+
+
 def _run_cli(argv, capsys):
     code = cli.main(["bench", *argv])
     out = capsys.readouterr()
@@ -100,11 +109,13 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
     assert cnn["opacus_fastest_mode"] == fastest
     # exact: the medians are recomputed from the stored, unrounded times (JSON round-trips floats)
     assert med == {k: statistics.median(v["times_s"]) for k, v in cnn["step_s"].items()}
-    assert cnn["ratio_vs_opacus_fastest"] == med[f"opacus_{fastest}"] / med["ours"]
-    assert cnn["private_over_nonprivate"] == med["ours"] / med["nonprivate"]
-    ov = mlp["overhead"]["step_s"]
-    assert mlp["private_over_nonprivate"] == (statistics.median(ov["private"]["times_s"])
-                                              / statistics.median(ov["nonprivate"]["times_s"]))
+    _check_round_ratios(cnn["ratio_vs_opacus_fastest"], cnn["ratio_vs_opacus_fastest_rounds"],
+                        cnn["step_s"][f"opacus_{fastest}"]["times_s"], cnn["step_s"]["ours"]["times_s"])
+    _check_round_ratios(cnn["private_over_nonprivate"], cnn["private_over_nonprivate_rounds"],
+                        cnn["step_s"]["ours"]["times_s"], cnn["step_s"]["nonprivate"]["times_s"])
+    ov = mlp["overhead"]
+    _check_round_ratios(mlp["private_over_nonprivate"], ov["private_over_nonprivate_rounds"],
+                        ov["step_s"]["private"]["times_s"], ov["step_s"]["nonprivate"]["times_s"])
     assert mlp["ratio_vs_opacus_fastest"] == r["ratio_single_vs_opacus"]
     assert mlp["fraction_of_matmul_peak"] == r["fraction_of_matmul_peak"]
     lin = r["linear"]
@@ -269,8 +280,8 @@ def test_mlp_overhead_ratio_is_exact_from_stored_times(monkeypatch):
     st = r["step_s"]
     assert len(st["private"]["times_s"]) == r["rounds"] == bench.CNN_SETTINGS["quick"]["rounds"]
     assert all(0 < t < 1e-5 for t in st["private"]["times_s"] + st["nonprivate"]["times_s"])
-    assert r["private_over_nonprivate"] == (statistics.median(st["private"]["times_s"])
-                                            / statistics.median(st["nonprivate"]["times_s"]))
+    _check_round_ratios(r["private_over_nonprivate"], r["private_over_nonprivate_rounds"],
+                        st["private"]["times_s"], st["nonprivate"]["times_s"])
 
 
 def test_cnn_ratio_is_exact_from_stored_times(monkeypatch):
@@ -280,5 +291,8 @@ def test_cnn_ratio_is_exact_from_stored_times(monkeypatch):
     assert set(med) == {"ours", "nonprivate", "opacus_ghost", "opacus_hooks"}
     fastest = min(("ghost", "hooks"), key=lambda m: med[f"opacus_{m}"])
     assert r["opacus_fastest_mode"] == fastest and r["workload"]["batch"] == bench.CNN_BATCH["tiny"]
-    assert r["ratio_vs_opacus_fastest"] == med[f"opacus_{fastest}"] / med["ours"]
-    assert r["private_over_nonprivate"] == med["ours"] / med["nonprivate"]
+    st = r["step_s"]
+    _check_round_ratios(r["ratio_vs_opacus_fastest"], r["ratio_vs_opacus_fastest_rounds"],
+                        st[f"opacus_{fastest}"]["times_s"], st["ours"]["times_s"])
+    _check_round_ratios(r["private_over_nonprivate"], r["private_over_nonprivate_rounds"],
+                        st["ours"]["times_s"], st["nonprivate"]["times_s"])

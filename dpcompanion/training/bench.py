@@ -75,7 +75,8 @@ end of the benchmark).
 
 **Where a reader finds the headline numbers** (``bench --quick --json``, CPU; every one a
 ratio of medians over interleaved rounds in this one process, computed from the times stored
-beside it, unrounded):
+beside it, unrounded; the CNN and overhead ratios are medians over rounds of the round's
+ratio, with the per-round values and their spread in ``*_rounds``):
 
 * ``cnn.ratio_vs_opacus_fastest``: W-F4's CNN (``cnn-mnist``, 1x28x28, batch 256), the
   median step time of Opacus's fastest ``grad_sample_mode`` over ours
@@ -629,6 +630,20 @@ def _plain_step_fn(module, X, y, *, lr: float, loss: str):
     return step
 
 
+def _per_round_ratios(num: list[float], den: list[float]) -> dict[str, Any]:
+    """Round-by-round ratios ``num[r] / den[r]`` of two interleaved timings (each pair taken
+    back to back, under the same load), their median (the reported ratio), spread (min, max)
+    and the ratio of the medians (a cross-check).
+
+    >>> r = _per_round_ratios([2.0, 3.0, 9.0], [1.0, 3.0, 3.0])
+    >>> r["per_round"], r["median"], r["min"], r["max"], r["of_medians"]
+    ([2.0, 1.0, 3.0], 2.0, 1.0, 3.0, 1.0)
+    """
+    per = [float(a) / float(b) for a, b in zip(num, den)]
+    return {"per_round": per, "median": statistics.median(per), "min": min(per), "max": max(per),
+            "of_medians": statistics.median(num) / statistics.median(den)}
+
+
 def _interleave(fns: dict[str, Callable[[], None]], *, rounds: int, steps: int) -> dict[str, list[float]]:
     """Seconds per step of each function, ``rounds`` interleaved rounds of ``steps`` steps."""
     for f in fns.values():  # warm-up
@@ -649,7 +664,10 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
     private step (:class:`GhostConvModel`'s ghost/mixed clipping, noise, update) against
     each Opacus ``grad_sample_mode`` (same module, same initial parameters, same batch),
     and a plain non-private torch step, interleaved rounds in this process (CPU).
-    ``ratio_vs_opacus_fastest`` = median Opacus-fastest step time / our median step time."""
+    Opacus's fastest mode is the one with the smallest median step time;
+    ``ratio_vs_opacus_fastest`` is the median over rounds of (its step time / ours) in each round,
+    ``private_over_nonprivate`` the median over rounds of (our step time / the non-private one);
+    ``*_rounds`` hold the per-round ratios, their spread and the ratio of the medians."""
     from torch.utils.data import DataLoader, TensorDataset
 
     from dpcompanion.training.models import make_model
@@ -705,16 +723,22 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
         raise RuntimeError("no Opacus mode ran on the CNN workload; nothing to compare with")
     fastest = min(op, key=op.get)
     log(f"cnn: ours {med['ours'] * 1e3:.1f} ms/step, opacus {fastest} {op[fastest] * 1e3:.1f} ms/step")
+    vs_opacus = _per_round_ratios(times[f"opacus_{fastest}"], times["ours"])
+    overhead = _per_round_ratios(times["ours"], times["nonprivate"])
     return {
-        "ratio_vs_opacus_fastest": op[fastest] / med["ours"],
+        "ratio_vs_opacus_fastest": vs_opacus["median"],
+        "ratio_vs_opacus_fastest_rounds": vs_opacus,
         "opacus_fastest_mode": fastest,
-        "private_over_nonprivate": med["ours"] / med["nonprivate"],
+        "private_over_nonprivate": overhead["median"],
+        "private_over_nonprivate_rounds": overhead,
         "step_s": {k: _median_and_all(v) for k, v in times.items()},
         "opacus_errors": errors,
         "workload": {"model": "cnn-mnist (W-F4's network)", "params": model.n_params, "input": [1, 28, 28],
                      "batch": N, "clip_norm": clip, "sigma": sigma, "lr": lr, "dtype": "float32"},
         "rounds": cfg["rounds"], "steps_per_round": cfg["steps"],
-        "ratio_statistic": "median Opacus-fastest step time / our median step time, interleaved rounds",
+        "ratio_statistic": "median over interleaved rounds of the round's ratio of step times (Opacus's fastest "
+                           "mode by median step time / ours; ours / the non-private step): both times of a ratio "
+                           "taken back to back, under the same load",
         "what": {"ours": "GhostConvModel.clipped_grad_sum (ghost or formed per-sample norms per layer), noise, "
                          "update; no ledger", "opacus": "PrivacyEngine.make_private step (zero_grad, forward, "
                          "backward, optimizer step)", "nonprivate": "plain torch SGD step of the same module"},
@@ -724,8 +748,9 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
 def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0) -> dict[str, Any]:
     """The overhead of privacy on the MLP workload: our private step (ghost clipping,
     noise, update; one run) over a plain non-private torch SGD step of the same network on
-    the same full batch, interleaved rounds. ``private_over_nonprivate`` is the ratio of
-    the median step times."""
+    the same full batch, interleaved rounds. ``private_over_nonprivate`` is the median over
+    rounds of the round's ratio of step times (``private_over_nonprivate_rounds``: per round,
+    spread, ratio of the medians)."""
     cfg = CNN_SETTINGS[mode]
     model = _model(w)
     theta = model.init(generators=[torch.Generator().manual_seed(seed)])
@@ -733,10 +758,11 @@ def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0)
                                        gen=torch.Generator().manual_seed(seed + 1)),
            "nonprivate": _plain_step_fn(model.to_module(theta[0].clone()), X, y, lr=w.lr, loss="bce")}
     times = _interleave(fns, rounds=cfg["rounds"], steps=cfg["steps"])
-    med = {k: statistics.median(v) for k, v in times.items()}
-    return {"private_over_nonprivate": med["private"] / med["nonprivate"],
+    overhead = _per_round_ratios(times["private"], times["nonprivate"])
+    return {"private_over_nonprivate": overhead["median"], "private_over_nonprivate_rounds": overhead,
             "step_s": {k: _median_and_all(v) for k, v in times.items()},
             "rounds": cfg["rounds"], "steps_per_round": cfg["steps"],
+            "ratio_statistic": "median over interleaved rounds of the round's private / non-private step time",
             "what": "private: DenseModel.clipped_grad_sum + noise + update (no ledger); nonprivate: torch SGD step "
                     "of the same network (BCEWithLogitsLoss, the same logistic loss)"}
 

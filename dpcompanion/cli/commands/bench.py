@@ -18,7 +18,7 @@ EXAMPLES = """examples:
   python -m dpcompanion bench --linear-only --out        # the linear workload at T = 100, seconds
   python -m dpcompanion bench --device cuda --out results/bench/my-gpu.json
 
-keys of --json (CPU; ratios of medians over interleaved rounds in one process):
+keys of --json (CPU; interleaved rounds in one process; the cnn and overhead ratios: median of per-round ratios):
   cnn.ratio_vs_opacus_fastest      W-F4's CNN, 1x28x28, batch 256: Opacus's fastest step time / ours
   cnn.private_over_nonprivate      the same CNN: our private step / a plain torch step
   mlp.ratio_vs_opacus_fastest      the paper's MLP, one run: our steps/s / Opacus's fastest

@@ -145,6 +145,7 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
         (["--out", "x.txt"], "--out must end in .json"),
         (["--linear-only", "--runs", "5"], "--linear-only measures the fixed linear workload"),
         (["--linear-only", "--opacus-modes", "ghost"], "--linear-only measures the fixed linear workload"),
+        (["--paper-scale"], "--paper-scale measures fixed sizes"),  # with --quick (added to every row)
     ],
 )
 def test_bad_input_exits_2_with_one_line(argv, msg, capsys, tmp_path, monkeypatch):

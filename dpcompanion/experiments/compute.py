@@ -37,7 +37,8 @@ from dpcompanion.experiments import base, store
 from dpcompanion.experiments.comparisons.scale import at_paper_scale, scale_of
 
 __all__ = ["GPU_ASSUMED_GFLOPS", "GPU_MODEL", "rerun_command", "gpu_estimate_s", "table", "display_rows",
-           "DISPLAY_HEADER", "duration", "measured_cpu_peak", "load_bench_json"]
+           "DISPLAY_HEADER", "duration", "measured_cpu_peak", "load_bench_json", "PAPER_SCALE_HEADER",
+           "paper_scale_rows", "total_wall_s"]
 
 #: assumption (not measured): sustained float32 GFLOP/s of one data-centre GPU on these workloads
 GPU_ASSUMED_GFLOPS = 10_000.0
@@ -185,10 +186,69 @@ def display_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
             continue
         sizes = ("the paper's scale" if r["at_paper_scale"] else
                  ("differs: " + ", ".join(r["differs"]) if r["differs"] else "the paper prints no size"))
-        sizes += f". {r['scale_note']}" if r["scale_note"] else ""
-        gpu = ("measured (this run was on a GPU)" if r["gpu_measured"] else duration(r["gpu_estimate_s"]))
+        sizes += f" ({r['scale_note']})" if r["scale_note"] else ""
+        g = r["gpu_estimate_s"]
+        gpu = ("measured (this run was on a GPU)" if r["gpu_measured"]
+               else "< 1 s" if g is not None and g < 1 else duration(g))
         count = lambda v: "?" if v is None else f"{int(v):,}"  # noqa: E731
         out.append([f"`{r['id']}`", duration(r["wall_s"]), f"{r['device']}, {r['executor']}",
                     f"{count(r['runs'])} / {count(r['run_steps'])} / {count(r['units'])}", f"`{r['command']}`",
-                    sizes, gpu, r["status"]])
+                    sizes, gpu, _short_status(r["status"])])
     return out
+
+
+def _short_status(status: str) -> str:
+    """``fresh``, ``stale (code changed)``, ``damaged``...: the status without its details.
+
+    >>> _short_status("stale: code changed: dpcompanion.experiments.w_f4"), _short_status("fresh")
+    ('stale (code changed)', 'fresh')
+    """
+    head, _, rest = status.partition(": ")
+    return head if not rest else f"{head} ({rest.split(':')[0]})"
+
+
+#: the columns of :func:`paper_scale_rows`
+PAPER_SCALE_HEADER = ["experiment", "the paper's sizes", "measured here", "work at the paper's sizes",
+                      "estimated CPU time", "one GPU (estimate)"]
+
+
+def paper_scale_rows(est: dict[str, Any], *, gpu_gflops: float = GPU_ASSUMED_GFLOPS) -> list[list[str]]:
+    """Rows under :data:`PAPER_SCALE_HEADER` from a ``bench --paper-scale`` result
+    (:func:`dpcompanion.experiments.paper_scale.measure`); the GPU column is :func:`gpu_estimate_s`
+    with the matmul rate measured in the same run."""
+    peak = est.get("matmul_peak_gflops")
+    hf, wf = est["h-f-eff"], est["w-f4"]
+    hs, ws = hf["sizes"], wf["sizes"]
+    cal = hf["calibration"]
+    per_n = "; ".join(f"N = {r['N']}: {r['s_per_run_step_paper'] * 1e3:.3g} ms" for r in hf["per_N"])
+    rows = [[
+        "`h-f-eff`",
+        f"{hs['hidden']} hidden units, {hs['repeats']} repeats, T tuned in [{hs['T range'][0]}, {hs['T range'][1]}] "
+        f"on an {hs['tuning']} ({hs['tune_repeats']} tuning repeats), N = {', '.join(str(n) for n in hs['N'])}",
+        f"seconds per run-step of the experiment's trainer call, {hf['per_N'][0]['measured']['paper']['runs']} runs "
+        f"batched, calls of {hf['per_N'][0]['measured']['paper']['steps']} steps timed whole ({per_n}); the same model at "
+        f"the committed run's {hs['committed']['hidden']} hidden units predicts {duration(cal['predicted_s'])} for it, "
+        f"which recorded {duration(cal['recorded_train_s'])} of training",
+        f"{hf['run_steps_paper']:,} run-steps (the committed run's tuning candidates at {hs['tune_repeats']} tuning "
+        f"repeats, its choices at {hs['repeats']} repeats)",
+        f"**{duration(hf['estimate_s'])}**",
+        duration(gpu_estimate_s(hf["estimate_s"], cpu_peak_gflops=peak, gpu_gflops=gpu_gflops)),
+    ], [
+        "`w-f4`",
+        f"{ws['n_train']:,} MNIST images, {ws['model']} from scratch, {ws['epochs']} epochs, batch {ws['batch']}, "
+        f"{len(ws['cs'])} values of c x {len(ws['sigmas'])} sigmas, {ws['seeds']} seed per cell",
+        f"on {wf['measured']['n_train']:,} images, one torch thread: {wf['step_s'] * 1e3:.3g} ms per private step, "
+        f"{wf['eval_train_s']:.3g} s per training-set and {wf['eval_test_s']:.3g} s per test-set evaluation; a "
+        f"{wf['check']['segment_steps']}-step segment of the experiment's own trainer took "
+        f"{wf['check']['measured_over_predicted']:.3g}x the sum of these parts",
+        f"{wf['cells']} cells x {wf['steps_per_run']:,} steps ({wf['steps_per_epoch']} per epoch); "
+        f"{duration(wf['cell_s'])} per cell",
+        f"**{duration(wf['estimate_s'])}**",
+        duration(gpu_estimate_s(wf["estimate_s"], cpu_peak_gflops=peak, gpu_gflops=gpu_gflops)),
+    ]]
+    return rows
+
+
+def total_wall_s(rows: list[dict[str, Any]]) -> float:
+    """The CPU wall time of every stored full result of :func:`table`, added."""
+    return float(sum(r["wall_s"] or 0.0 for r in rows if r["stored"]))

@@ -135,6 +135,9 @@ __all__ = [
     "plain_linear_loop",
     "LINEAR_WORKLOADS",
     "default_output",
+    "provenance_extras",
+    "torch_threads",
+    "private_step_fn",
 ]
 
 #: Opacus ``grad_sample_mode`` values benchmarked, fastest expected first.
@@ -602,7 +605,7 @@ CNN_BATCH: dict[str, int] = {"paper": 256, "tiny": 16}
 CNN_SETTINGS: dict[str, dict[str, int]] = {"quick": {"rounds": 5, "steps": 3}, "full": {"rounds": 9, "steps": 10}}
 
 
-def _private_step_fn(model, theta, X, y, *, clip_norm: float, lr: float, sigma: float, gen: torch.Generator):
+def private_step_fn(model, theta, X, y, *, clip_norm: float, lr: float, sigma: float, gen: torch.Generator):
     """One private step of our engine on ``theta`` (in place): clipped sum
     (:meth:`Model.clipped_grad_sum`), Gaussian noise of std ``sigma C``, averaged update."""
     N = X.shape[0]
@@ -680,7 +683,7 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
     model = make_model("cnn-mnist", n_classes=10)
     theta = model.init(generators=[torch.Generator().manual_seed(seed)])
     clip, lr, sigma = 1.0, 0.1, 1.0
-    fns = {"ours": _private_step_fn(model, theta, X, y, clip_norm=clip, lr=lr, sigma=sigma,
+    fns = {"ours": private_step_fn(model, theta, X, y, clip_norm=clip, lr=lr, sigma=sigma,
                                     gen=torch.Generator().manual_seed(seed + 1))}
     Xi = X.reshape(N, 1, 28, 28)
     fns["nonprivate"] = _plain_step_fn(model.to_module(theta[0].clone()), Xi, y, lr=lr, loss="ce")
@@ -754,7 +757,7 @@ def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0)
     cfg = CNN_SETTINGS[mode]
     model = _model(w)
     theta = model.init(generators=[torch.Generator().manual_seed(seed)])
-    fns = {"private": _private_step_fn(model, theta, X, y, clip_norm=w.clip_norm, lr=w.lr, sigma=1.0,
+    fns = {"private": private_step_fn(model, theta, X, y, clip_norm=w.clip_norm, lr=w.lr, sigma=1.0,
                                        gen=torch.Generator().manual_seed(seed + 1)),
            "nonprivate": _plain_step_fn(model.to_module(theta[0].clone()), X, y, lr=w.lr, loss="bce")}
     times = _interleave(fns, rounds=cfg["rounds"], steps=cfg["steps"])
@@ -770,7 +773,9 @@ def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0)
 # --- the benchmark --------------------------------------------------------------------
 
 
-def _provenance_extras(device: str) -> dict[str, Any]:
+def provenance_extras(device: str) -> dict[str, Any]:
+    """What a benchmark file records about where it ran: commit, versions (opacus, scipy
+    included), CPU model and count, torch threads, float32 matmul precision (and the GPU)."""
     from importlib import metadata
 
     from dpcompanion.core.provenance import git_state, versions
@@ -837,12 +842,12 @@ def run_benchmark(
     if bad or not opacus_modes:
         raise ValueError(f"opacus modes must be a non-empty subset of {', '.join(OPACUS_MODES)}, got {list(opacus_modes)}")
     log = log or (lambda s: None)
-    with _torch_threads(threads):
+    with torch_threads(threads):
         return _run(mode=mode, dev=dev, size=size, cfg=cfg, seed=seed, opacus_modes=opacus_modes, log=log)
 
 
 @contextlib.contextmanager
-def _torch_threads(threads: int | None):
+def torch_threads(threads: int | None):
     """torch's intra-op threads set to ``threads`` (None: unchanged) inside, restored after."""
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
@@ -1025,7 +1030,7 @@ def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
         "load_average_before": load_before,
         "load_average_after": load_after,
         "wall_s": time.perf_counter() - t_start,
-        "provenance": _provenance_extras(dev),
+        "provenance": provenance_extras(dev),
     }
     result["targets"] = targets(result)
     return result
@@ -1043,7 +1048,7 @@ def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "p
     dev = resolve_device(device)
     if size not in LINEAR_WORKLOADS:
         raise ValueError(f"size must be one of {', '.join(LINEAR_WORKLOADS)}, got {size!r}")
-    with _torch_threads(threads):
+    with torch_threads(threads):
         t0 = time.perf_counter()
         load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
         peak_n = WORKLOADS[size].peak_n if size in WORKLOADS else WORKLOADS["paper"].peak_n
@@ -1058,7 +1063,7 @@ def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "p
             "matmul_peak_gflops": peak["gflops"], "matmul_peak": peak,
             "load_average_before": load_before,
             "load_average_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
-            "wall_s": time.perf_counter() - t0, "provenance": _provenance_extras(dev),
+            "wall_s": time.perf_counter() - t0, "provenance": provenance_extras(dev),
         }
         result["targets"] = targets(result)
         return result

@@ -5,6 +5,7 @@ arithmetic of the estimate from the measured times; never the machine's speed)."
 
 import json
 import shutil
+import statistics
 
 import pytest
 
@@ -113,11 +114,18 @@ def test_paper_scale_tiny_smoke_cli_and_arithmetic(results_copy, tmp_path, capsy
     hf, wf = r["h-f-eff"], r["w-f4"]
     assert hf["count_check"]["equal"] and hf["count_check"]["recorded_run_steps"] == hf["count_check"]["counted_run_steps"]
     for row in hf["per_N"]:
-        m = row["measured"]["paper"]
-        assert row["s_per_run_step_paper"] == m["s_per_run_step"] == min(m["per_round"]) > 0
-        assert row["estimate_s"] == row["run_steps_paper"] * row["s_per_run_step_paper"]
+        m = row["measured"]
+        assert row["s_per_run_step_paper"] == m["paper"]["s_per_run_step"] == min(m["paper"]["per_round"]) > 0
+        assert m["ratio_per_round"] == [a / b for a, b in zip(m["paper"]["per_round"], m["committed"]["per_round"])]
+        assert row["width_ratio"] == m["ratio"] == statistics.median(m["ratio_per_round"])
+        assert row["estimate_s"] == (row["recorded_committed_train_s"] * row["run_steps_paper"]
+                                     / row["run_steps_committed"] * row["width_ratio"])
+        assert row["estimate_absolute_s"] == row["run_steps_paper"] * row["s_per_run_step_paper"]
         assert row["run_steps_paper"] == row["tune_run_steps_paper"] + row["eval_run_steps_paper"]
     assert hf["estimate_s"] == sum(row["estimate_s"] for row in hf["per_N"])
+    assert hf["estimate_absolute_s"] == sum(row["estimate_absolute_s"] for row in hf["per_N"])
+    units = {u["N"]: u for u in store.load("h-f-eff", mode="full", root=results_copy).payload["units"]}
+    assert [row["recorded_committed_train_s"] for row in hf["per_N"]] == [units[n]["train_wall_s"] for n in units]
     assert hf["calibration"]["predicted_s"] == sum(row["predicted_committed_s"] for row in hf["per_N"])
     assert wf["steps_per_run"] == wf["steps_per_epoch"] * wf["sizes"]["epochs"] == 235 * 50
     assert wf["cell_s"] == (wf["steps_per_run"] * wf["step_s"] + wf["sizes"]["epochs"] * (wf["eval_train_s"]

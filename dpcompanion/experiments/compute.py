@@ -220,15 +220,17 @@ def paper_scale_rows(est: dict[str, Any], *, gpu_gflops: float = GPU_ASSUMED_GFL
     hf, wf = est["h-f-eff"], est["w-f4"]
     hs, ws = hf["sizes"], wf["sizes"]
     cal = hf["calibration"]
-    per_n = "; ".join(f"N = {r['N']}: {r['s_per_run_step_paper'] * 1e3:.3g} ms" for r in hf["per_N"])
+    m0 = hf["per_N"][0]["measured"]
+    ratios = "; ".join(f"N = {r['N']}: {r['width_ratio']:.3g}x" for r in hf["per_N"])
     rows = [[
         "`h-f-eff`",
         f"{hs['hidden']} hidden units, {hs['repeats']} repeats, T tuned in [{hs['T range'][0]}, {hs['T range'][1]}] "
         f"on an {hs['tuning']} ({hs['tune_repeats']} tuning repeats), N = {', '.join(str(n) for n in hs['N'])}",
-        f"seconds per run-step of the experiment's trainer call, {hf['per_N'][0]['measured']['paper']['runs']} runs "
-        f"batched, calls of {hf['per_N'][0]['measured']['paper']['steps']} steps timed whole ({per_n}); the same model at "
-        f"the committed run's {hs['committed']['hidden']} hidden units predicts {duration(cal['predicted_s'])} for it, "
-        f"which recorded {duration(cal['recorded_train_s'])} of training",
+        f"the experiment's trainer call at {hs['hidden']} and at {hs['committed']['hidden']} hidden units, "
+        f"{m0['runs']} runs batched, calls of {m0['steps']} steps, {m0['rounds']} interleaved rounds: a run-step at "
+        f"{hs['hidden']} costs {ratios} one at {hs['committed']['hidden']}; applied to the committed run's recorded "
+        f"training time ({duration(cal['recorded_train_s'])}). From the measured seconds per run-step alone: "
+        f"{duration(hf['estimate_absolute_s'])} (that model puts the committed run at {duration(cal['predicted_s'])})",
         f"{hf['run_steps_paper']:,} run-steps (the committed run's tuning candidates at {hs['tune_repeats']} tuning "
         f"repeats, its choices at {hs['repeats']} repeats)",
         f"**{duration(hf['estimate_s'])}**",

@@ -14,13 +14,16 @@ batch, T tuned in [50, 150] on an auxiliary Gaussian set of the same N; 100 repe
   here and in the tests). Assumed: the adaptive search visits the same candidates at 1000 hidden
   units (its path may differ);
 * **seconds per run-step**: the experiment's trainer call (:func:`..protocols.hong.run_batched`,
-  ``train_pgd``) on the 60-1000-1 network, full batch N, ``K`` runs batched (the paper-scale
-  tuning batch), a call of ``steps`` steps timed whole, over ``steps x K`` (the fastest of the
-  rounds: on a shared machine, background load only slows a round down).
-  The call's setup and final evaluation are spread over those few steps where a real call
-  spreads them over 50-450: a slight overestimate;
-* the same seconds per run-step measured at the committed run's 100 hidden units predict the
-  committed run's recorded training time (``calibration``): how far the model is from a real run.
+  ``train_pgd``) on the 60-h-1 network, full batch N, ``K`` runs batched (the paper-scale tuning
+  batch), a call of ``steps`` steps timed whole, over ``steps x K``, at the paper's width
+  (1000) and at the committed run's (100), in interleaved rounds;
+* **the estimate** (``estimate_s``), anchored on a real run: per N, the committed run's recorded
+  training time x (run-steps at the paper's size / the committed run's) x (seconds per run-step
+  at 1000 hidden units / at 100, the median over rounds of the round's ratio: both calls back to
+  back, under the same load). ``estimate_absolute_s`` multiplies the run-steps by the fastest
+  measured seconds per run-step instead (sensitive to this machine's load when measured), and
+  ``calibration`` applies that absolute model to the committed run: how far it is from the time
+  that run recorded.
 
 **W-F4** at Wu et al.'s size (App. F.3: MNIST, 60,000 training images, a CNN from scratch,
 50 epochs, batch 256, c in {0, 1e-5, 1e-3, 1e-2, 0.1, 0.5} x sigma in {1.6, 3.2, 6.4, 12.8};
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -96,27 +100,40 @@ def hfeff_run_steps(payload: dict[str, Any], *, tune_repeats: int | None = None,
     return out
 
 
-def _hfeff_seconds_per_run_step(*, N: int, hidden: int, runs: int, steps: int, rounds: int, device: str,
-                                seed: int) -> dict[str, Any]:
+def _hfeff_paired(*, N: int, hidden_paper: int, hidden_ours: int, runs: int, steps: int, rounds: int, device: str,
+                  seed: int) -> dict[str, Any]:
+    """Seconds per run-step of the trainer call at both widths, interleaved rounds: per width the
+    fastest round, and the median over rounds of the round's ratio (paper width / ours)."""
     aux = data.load("gaussian", seed=seed, n=N, dim=hp.PCA_DIM, n_classes=2, scale=hp.SCALE)
-    model = make_model("mlp", in_dim=aux.dim, n_classes=2, hidden=hidden)
+    models = {"paper": make_model("mlp", in_dim=aux.dim, n_classes=2, hidden=hidden_paper),
+              "committed": make_model("mlp", in_dim=aux.dim, n_classes=2, hidden=hidden_ours)}
     seeds = hp.unit_seeds(seed, runs)
 
-    def call(T: int) -> float:
+    def call(which: str, T: int) -> float:
         rows = np.tile(schedules.uniform(T=T, R=hp.R), (runs, 1))
-        return hp.run_batched(model, aux.X_train, aux.y_train, sigma_rows=rows, seeds=seeds, R=hp.R,
+        return hp.run_batched(models[which], aux.X_train, aux.y_train, sigma_rows=rows, seeds=seeds, R=hp.R,
                               device=device)["wall_s"]
 
-    call(1)  # warm-up
-    per = [call(steps) / steps / runs for _ in range(rounds)]
-    return {"N": N, "hidden": hidden, "runs": runs, "steps": steps, "s_per_run_step": min(per), "per_round": per,
-            "statistic": "fastest round (background load only slows a round down)"}
+    for which in models:  # warm-up
+        call(which, 1)
+    per: dict[str, list[float]] = {k: [] for k in models}
+    for _ in range(rounds):
+        for which in models:
+            per[which].append(call(which, steps) / steps / runs)
+    ratios = [a / b for a, b in zip(per["paper"], per["committed"])]
+    return {"N": N, "runs": runs, "steps": steps, "rounds": rounds,
+            "paper": {"hidden": hidden_paper, "s_per_run_step": min(per["paper"]), "per_round": per["paper"]},
+            "committed": {"hidden": hidden_ours, "s_per_run_step": min(per["committed"]),
+                          "per_round": per["committed"]},
+            "ratio_per_round": ratios, "ratio": statistics.median(ratios),
+            "statistic": "seconds per run-step: the fastest round (background load only slows a round down); "
+                         "ratio: median over rounds of the round's ratio (both calls back to back)"}
 
 
 def hfeff_estimate(*, device: str = "cpu", size: str = "paper", seed: int = 0, root: Path | None = None,
                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The H-F-EFF estimate of the module docstring (needs the stored full result: its tuning
-    candidates give the run-step count)."""
+    candidates give the run-step count, its recorded training time the anchor)."""
     log = log or (lambda s: None)
     cfg = SETTINGS[size]
     res = store.load("h-f-eff", mode="full", root=root)
@@ -132,31 +149,36 @@ def hfeff_estimate(*, device: str = "cpu", size: str = "paper", seed: int = 0, r
     hidden_ours = int(res.payload["config"]["hidden"])
     per_N = []
     for c, p in zip(counted, at_paper):
-        N = cfg["hfeff_N"][0] if "hfeff_N" in cfg else c["N"]
-        kw = dict(N=N, runs=cfg["hfeff_runs"], steps=cfg["hfeff_steps"], rounds=cfg["hfeff_rounds"], device=device,
-                  seed=seed)
-        m_paper = _hfeff_seconds_per_run_step(hidden=hidden_paper, **kw)
-        m_ours = _hfeff_seconds_per_run_step(hidden=hidden_ours, **kw)
+        m = _hfeff_paired(N=cfg["hfeff_N"][0] if "hfeff_N" in cfg else c["N"], hidden_paper=hidden_paper,
+                          hidden_ours=hidden_ours, runs=cfg["hfeff_runs"], steps=cfg["hfeff_steps"],
+                          rounds=cfg["hfeff_rounds"], device=device, seed=seed)
+        rec = wall.get(c["N"])
         per_N.append({"N": c["N"], "run_steps_paper": p["total"], "tune_run_steps_paper": p["tune"],
-                      "eval_run_steps_paper": p["eval"], "s_per_run_step_paper": m_paper["s_per_run_step"],
-                      "estimate_s": p["total"] * m_paper["s_per_run_step"],
-                      "run_steps_committed": c["total"], "s_per_run_step_committed": m_ours["s_per_run_step"],
-                      "predicted_committed_s": c["total"] * m_ours["s_per_run_step"],
-                      "recorded_committed_train_s": wall.get(c["N"]),
-                      "measured": {"paper": m_paper, "committed": m_ours}})
-        log(f"h-f-eff N={c['N']}: {m_paper['s_per_run_step'] * 1e3:.3g} ms per run-step at {hidden_paper} hidden, "
-            f"{p['total']:,} run-steps")
+                      "eval_run_steps_paper": p["eval"], "run_steps_committed": c["total"],
+                      "recorded_committed_train_s": rec, "width_ratio": m["ratio"],
+                      "estimate_s": rec * p["total"] / c["total"] * m["ratio"],
+                      "s_per_run_step_paper": m["paper"]["s_per_run_step"],
+                      "estimate_absolute_s": p["total"] * m["paper"]["s_per_run_step"],
+                      "s_per_run_step_committed": m["committed"]["s_per_run_step"],
+                      "predicted_committed_s": c["total"] * m["committed"]["s_per_run_step"],
+                      "measured": m})
+        log(f"h-f-eff N={c['N']}: {hidden_paper} hidden units cost {m['ratio']:.3g}x {hidden_ours} per run-step "
+            f"({m['paper']['s_per_run_step'] * 1e3:.3g} ms); {p['total']:,} run-steps at the paper's size")
     pred = sum(r["predicted_committed_s"] for r in per_N)
-    rec = sum(r["recorded_committed_train_s"] or 0.0 for r in per_N)
+    rec = sum(r["recorded_committed_train_s"] for r in per_N)
     return {
         "estimate_s": sum(r["estimate_s"] for r in per_N),
+        "estimate_absolute_s": sum(r["estimate_absolute_s"] for r in per_N),
         "run_steps_paper": sum(r["run_steps_paper"] for r in per_N),
         "per_N": per_N,
+        "model": "per N: the committed run's recorded training time x (run-steps at the paper's size / the committed "
+                 "run's) x (seconds per run-step at the paper's width / at the committed width, measured "
+                 "interleaved); estimate_absolute_s: run-steps x the fastest measured seconds per run-step",
         "count_check": {"counted_run_steps": sum(c["total"] for c in counted), "recorded_run_steps": recorded,
                         "equal": sum(c["total"] for c in counted) == recorded},
         "calibration": {"predicted_s": pred, "recorded_train_s": rec, "recorded_wall_s": res.provenance.get("wall_s"),
                         "predicted_over_recorded": pred / rec if rec > 0 else None,
-                        "what": f"the same model at the committed run's {hidden_ours} hidden units and repeats, "
+                        "what": f"the absolute model at the committed run's {hidden_ours} hidden units and repeats, "
                                 "against the training time that run recorded"},
         "sizes": {"hidden": hidden_paper, "repeats": paper["repeats"], "tune_repeats": paper["tune_repeats"],
                   "N": [r["N"] for r in per_N], "T range": paper["T_range"], "tuning": "auxiliary Gaussian set of the "

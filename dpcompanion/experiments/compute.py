@@ -242,7 +242,7 @@ def paper_scale_rows(est: dict[str, Any], *, gpu_gflops: float = GPU_ASSUMED_GFL
         f"on {wf['measured']['n_train']:,} images, one torch thread: {wf['step_s'] * 1e3:.3g} ms per private step, "
         f"{wf['eval_train_s']:.3g} s per training-set and {wf['eval_test_s']:.3g} s per test-set evaluation; a "
         f"{wf['check']['segment_steps']}-step segment of the experiment's own trainer took "
-        f"{wf['check']['measured_over_predicted']:.3g}x the sum of these parts",
+        f"{wf['check']['measured_over_predicted']:.2f}x the sum of these parts",
         f"{wf['cells']} cells x {wf['steps_per_run']:,} steps ({wf['steps_per_epoch']} per epoch); "
         f"{duration(wf['cell_s'])} per cell",
         f"**{duration(wf['estimate_s'])}**",

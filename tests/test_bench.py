@@ -104,7 +104,9 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
     # each consistent with the stored times / rates it is made of
     cnn, mlp = r["cnn"], r["mlp"]
     med = {k: v["median_s"] for k, v in cnn["step_s"].items()}
-    assert set(med) == {"ours", "nonprivate", "opacus_ghost", "opacus_hooks"}
+    cl = bench.CL
+    assert set(med) == {"ours", "nonprivate", "opacus_ghost", "opacus_hooks", "nonprivate" + cl, "opacus_ghost" + cl,
+                        "opacus_hooks" + cl}
     fastest = min(("ghost", "hooks"), key=lambda m: med[f"opacus_{m}"])
     assert cnn["opacus_fastest_mode"] == fastest
     # exact: the medians are recomputed from the stored, unrounded times (JSON round-trips floats)
@@ -289,10 +291,18 @@ def test_cnn_ratio_is_exact_from_stored_times(monkeypatch):
     _fake_clock(monkeypatch)
     r = bench.run_cnn_benchmark(mode="quick", size="tiny", opacus_modes=("ghost", "hooks"))
     med = {k: statistics.median(v["times_s"]) for k, v in r["step_s"].items()}
-    assert set(med) == {"ours", "nonprivate", "opacus_ghost", "opacus_hooks"}
+    cl = bench.CL
+    assert set(med) == {"ours", "nonprivate", "opacus_ghost", "opacus_hooks", "nonprivate" + cl, "opacus_ghost" + cl,
+                        "opacus_hooks" + cl}
     fastest = min(("ghost", "hooks"), key=lambda m: med[f"opacus_{m}"])
     assert r["opacus_fastest_mode"] == fastest and r["workload"]["batch"] == bench.CNN_BATCH["tiny"]
     st = r["step_s"]
+    fastest_cl = min(("ghost", "hooks"), key=lambda m: med[f"opacus_{m}{cl}"])
+    assert r["opacus_fastest_mode_channels_last"] == fastest_cl
+    _check_round_ratios(r["ratio_vs_opacus_fastest_channels_last"], r["ratio_vs_opacus_fastest_channels_last_rounds"],
+                        st[f"opacus_{fastest_cl}{cl}"]["times_s"], st["ours"]["times_s"])
+    _check_round_ratios(r["private_over_nonprivate_channels_last"], r["private_over_nonprivate_channels_last_rounds"],
+                        st["ours"]["times_s"], st["nonprivate" + cl]["times_s"])
     _check_round_ratios(r["ratio_vs_opacus_fastest"], r["ratio_vs_opacus_fastest_rounds"],
                         st[f"opacus_{fastest}"]["times_s"], st["ours"]["times_s"])
     _check_round_ratios(r["private_over_nonprivate"], r["private_over_nonprivate_rounds"],

@@ -80,7 +80,8 @@ ratio, with the per-round values and their spread in ``*_rounds``):
 
 * ``cnn.ratio_vs_opacus_fastest``: W-F4's CNN (``cnn-mnist``, 1x28x28, batch 256), the
   median step time of Opacus's fastest ``grad_sample_mode`` over ours
-  (:func:`run_cnn_benchmark`; > 1: ours is faster);
+  (:func:`run_cnn_benchmark`; > 1: ours is faster); ``cnn.ratio_vs_opacus_fastest_channels_last``
+  gives Opacus the channels-last input our engine's pools get (no side wins by memory layout);
 * ``mlp.private_over_nonprivate``: the overhead of privacy itself, our private step on the
   paper's MLP (ghost clipping, noise, update) over a plain non-private torch SGD step of the same
   network on the same full batch (:func:`run_mlp_overhead`; 1 = no overhead);
@@ -101,6 +102,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import math
 import os
 import platform
@@ -601,6 +603,8 @@ class _Opacus:
 
 #: the CNN workload: W-F4's network (``cnn-mnist``) on 1x28x28 inputs, batch ``N``
 CNN_BATCH: dict[str, int] = {"paper": 256, "tiny": 16}
+#: suffix of the CNN entries whose input is channels-last (Opacus and the plain step)
+CL = "_channels_last"
 #: interleaved rounds and steps per round of the CNN and the overhead measurements
 CNN_SETTINGS: dict[str, dict[str, int]] = {"quick": {"rounds": 5, "steps": 3}, "full": {"rounds": 9, "steps": 10}}
 
@@ -670,7 +674,10 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
     Opacus's fastest mode is the one with the smallest median step time;
     ``ratio_vs_opacus_fastest`` is the median over rounds of (its step time / ours) in each round,
     ``private_over_nonprivate`` the median over rounds of (our step time / the non-private one);
-    ``*_rounds`` hold the per-round ratios, their spread and the ratio of the medians."""
+    ``*_rounds`` hold the per-round ratios, their spread and the ratio of the medians.
+    ``*_channels_last``: the same ratios with Opacus and the plain step given a channels-last input
+    (torch's CPU max-pool is far slower on NCHW tensors; our engine feeds its pools channels-last
+    tensors, :class:`GhostConvModel`), so that no side wins by memory layout alone."""
     from torch.utils.data import DataLoader, TensorDataset
 
     from dpcompanion.training.models import make_model
@@ -686,11 +693,16 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
     fns = {"ours": private_step_fn(model, theta, X, y, clip_norm=clip, lr=lr, sigma=sigma,
                                     gen=torch.Generator().manual_seed(seed + 1))}
     Xi = X.reshape(N, 1, 28, 28)
-    fns["nonprivate"] = _plain_step_fn(model.to_module(theta[0].clone()), Xi, y, lr=lr, loss="ce")
+    # the same input in both memory layouts: torch's CPU max-pool is far slower on NCHW tensors than on
+    # channels-last ones, and our engine feeds its pools channels-last tensors; the "_channels_last"
+    # entries give Opacus and the plain step that advantage too (their fastest comparison)
+    layouts = {"": Xi, CL: Xi.contiguous(memory_format=torch.channels_last)}
+    for tag, Xl in layouts.items():
+        fns[f"nonprivate{tag}"] = _plain_step_fn(model.to_module(theta[0].clone()), Xl, y, lr=lr, loss="ce")
     errors = {}
     from opacus import PrivacyEngine
 
-    for m in opacus_modes:
+    for m, (tag, Xl) in itertools.product(opacus_modes, layouts.items()):
         try:
             module = model.to_module(theta[0].clone())
             opt = torch.optim.SGD(module.parameters(), lr=lr)
@@ -706,35 +718,46 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
             else:
                 (mod_, opt_, _), crit_ = out, crit
 
-            def st(mod_=mod_, opt_=opt_, crit_=crit_):
+            def st(mod_=mod_, opt_=opt_, crit_=crit_, Xl=Xl):
                 opt_.zero_grad(set_to_none=True)
-                crit_(mod_(Xi), y).backward()
+                crit_(mod_(Xl), y).backward()
                 opt_.step()
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 st()
-            fns[f"opacus_{m}"] = st
+            fns[f"opacus_{m}{tag}"] = st
         except Exception as e:  # noqa: BLE001 - a mode that does not run is reported
-            errors[m] = f"{type(e).__name__}: {e}"[:300]
+            errors[m + tag] = f"{type(e).__name__}: {e}"[:300]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         times = _interleave(fns, rounds=cfg["rounds"], steps=cfg["steps"])
     med = {k: statistics.median(v) for k, v in times.items()}
-    op = {k[len("opacus_"):]: v for k, v in med.items() if k.startswith("opacus_")}
+    op = {k[len("opacus_"):]: v for k, v in med.items() if k.startswith("opacus_") and not k.endswith(CL)}
+    op_cl = {k[len("opacus_"):-len(CL)]: v for k, v in med.items() if k.startswith("opacus_") and k.endswith(CL)}
     if not op:
         raise RuntimeError("no Opacus mode ran on the CNN workload; nothing to compare with")
     fastest = min(op, key=op.get)
     log(f"cnn: ours {med['ours'] * 1e3:.1f} ms/step, opacus {fastest} {op[fastest] * 1e3:.1f} ms/step")
     vs_opacus = _per_round_ratios(times[f"opacus_{fastest}"], times["ours"])
     overhead = _per_round_ratios(times["ours"], times["nonprivate"])
-    return {
+    out = {
         "ratio_vs_opacus_fastest": vs_opacus["median"],
         "ratio_vs_opacus_fastest_rounds": vs_opacus,
         "opacus_fastest_mode": fastest,
         "private_over_nonprivate": overhead["median"],
         "private_over_nonprivate_rounds": overhead,
         "step_s": {k: _median_and_all(v) for k, v in times.items()},
+    }
+    if op_cl:
+        fastest_cl = min(op_cl, key=op_cl.get)
+        vs_cl = _per_round_ratios(times[f"opacus_{fastest_cl}{CL}"], times["ours"])
+        over_cl = _per_round_ratios(times["ours"], times[f"nonprivate{CL}"])
+        out |= {"ratio_vs_opacus_fastest_channels_last": vs_cl["median"],
+                "ratio_vs_opacus_fastest_channels_last_rounds": vs_cl, "opacus_fastest_mode_channels_last": fastest_cl,
+                "private_over_nonprivate_channels_last": over_cl["median"],
+                "private_over_nonprivate_channels_last_rounds": over_cl}
+    return out | {
         "opacus_errors": errors,
         "workload": {"model": "cnn-mnist (W-F4's network)", "params": model.n_params, "input": [1, 28, 28],
                      "batch": N, "clip_norm": clip, "sigma": sigma, "lr": lr, "dtype": "float32"},

@@ -101,6 +101,7 @@ the project's own goals, not paper claims.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import itertools
 import math
@@ -112,12 +113,18 @@ import time
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from importlib import metadata
 from typing import Any, Callable
 
 import numpy as np
 import torch
+from torch.utils.data import DataLoader, TensorDataset
 
+from dpcompanion.core.provenance import REPO, git_state, resolve_device, validate_mode, validate_seed, versions
+from dpcompanion.theory import schedules
 from dpcompanion.theory.accounting import R_PAPER  # (4, 1e-8)-DP as R = 2 rho (H Sec. 5)
+from dpcompanion.training.models import make_model
+from dpcompanion.training.trainers import train_pgd
 
 __all__ = [
     "OPACUS_MODES",
@@ -317,7 +324,6 @@ def _malloc_trim() -> None:
     """glibc's ``malloc_trim(0)`` (no-op elsewhere): without it, memory freed by an earlier
     call stays resident and a later call reuses it without raising the peak."""
     try:
-        import ctypes
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
@@ -379,13 +385,11 @@ def _data(w: Workload, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _model(w: Workload):
-    from dpcompanion.training.models import make_model
 
     return make_model("mlp", in_dim=w.D, n_classes=2, hidden=w.hidden)
 
 
 def _schedule(w: Workload, steps: int) -> np.ndarray:
-    from dpcompanion.theory import schedules
 
     return np.asarray(schedules.uniform(T=steps, R=w.R), dtype=float)
 
@@ -403,7 +407,6 @@ class _Ours:
     """Timed calls of :func:`dpcompanion.training.trainers.train_pgd` on the workload."""
 
     def __init__(self, w: Workload, X, y, sigma, device: str):
-        from dpcompanion.training.trainers import train_pgd
 
         self.train = train_pgd
         self.w, self.model, self.sigma, self.device = w, _model(w), sigma, device
@@ -459,9 +462,6 @@ def run_linear_benchmark(*, mode: str = "quick", device: str = "cpu", size: str 
                          log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The linear/logistic workload (module docstring): our trainer against the plain loop,
     interleaved rounds, medians. Returns the ``linear_*`` keys and a ``linear`` section."""
-    from dpcompanion.theory import schedules
-    from dpcompanion.training.models import make_model
-    from dpcompanion.training.trainers import train_pgd
 
     log = log or (lambda s: None)
     w = LINEAR_WORKLOADS[size]
@@ -552,7 +552,6 @@ class _Opacus:
 
     def __init__(self, mode: str, w: Workload, X, y, sigma: float, device: str, seed: int):
         from opacus import PrivacyEngine
-        from torch.utils.data import DataLoader, TensorDataset
 
         self.mode, self.device = mode, device
         model = _model(w)
@@ -678,9 +677,6 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
     ``*_channels_last``: the same ratios with Opacus and the plain step given a channels-last input
     (torch's CPU max-pool is far slower on NCHW tensors; our engine feeds its pools channels-last
     tensors, :class:`GhostConvModel`), so that no side wins by memory layout alone."""
-    from torch.utils.data import DataLoader, TensorDataset
-
-    from dpcompanion.training.models import make_model
 
     log = log or (lambda s: None)
     cfg, N = CNN_SETTINGS[mode], CNN_BATCH[size]
@@ -799,9 +795,6 @@ def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0)
 def provenance_extras(device: str) -> dict[str, Any]:
     """What a benchmark file records about where it ran: commit, versions (opacus, scipy
     included), CPU model and count, torch threads, float32 matmul precision (and the GPU)."""
-    from importlib import metadata
-
-    from dpcompanion.core.provenance import git_state, versions
 
     commit, dirty = git_state()
     v = versions()
@@ -848,7 +841,6 @@ def run_benchmark(
     ``threads``: torch intra-op threads for every method (default: torch's own choice);
     restored afterwards.
     """
-    from dpcompanion.core.provenance import resolve_device, validate_mode, validate_seed
 
     validate_mode(mode)
     validate_seed(seed)
@@ -1064,7 +1056,6 @@ def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "p
     """The linear/logistic workload alone (:func:`run_linear_benchmark`; seconds, where the
     full benchmark's Opacus section takes an hour on 2 cores), with the device, threads,
     load and provenance fields of :func:`run_benchmark`; ``sections = ["linear"]``."""
-    from dpcompanion.core.provenance import resolve_device, validate_mode, validate_seed
 
     validate_mode(mode)
     validate_seed(seed)
@@ -1105,7 +1096,6 @@ def _linear_peak_fraction(linear: dict[str, Any], *, size: str, peak_gflops: flo
 def default_output(result: dict[str, Any]) -> Path:
     """``results/bench/<device>-<mode>.json``; ``-linear`` appended for :func:`run_linear_only`,
     ``-tiny`` for the smoke size."""
-    from dpcompanion.core.provenance import REPO
 
     tag = "-linear" if result.get("sections") == ["linear"] else ""
     tag += "" if result.get("size", "paper") == "paper" else f"-{result['size']}"

@@ -44,7 +44,7 @@ __all__ = ["GPU_ASSUMED_GFLOPS", "GPU_MODEL", "rerun_command", "gpu_estimate_s",
 GPU_ASSUMED_GFLOPS = 10_000.0
 #: the model, in words, for the page
 GPU_MODEL = ("GPU seconds = CPU wall seconds x (this machine's measured float32 matmul rate, {cpu:.4g} GFLOP/s) / "
-             "(an assumed sustained GPU rate of {gpu:.4g} GFLOP/s): the GPU is assumed to run the same work at the same "
+             "(an assumed sustained GPU rate of {gpu:,.0f} GFLOP/s): the GPU is assumed to run the same work at the same "
              "fraction of its rate as the CPU did of its matmul peak; launch latency is ignored, so for small per-step "
              "workloads the estimate is optimistic. An estimate, not a measurement.")
 

@@ -61,6 +61,15 @@ def test_matmul_peak_and_peak_memory_are_sane():
     assert pm.bytes is not None and pm.bytes >= 0
 
 
+def _check_round_ratios(reported, rounds, num, den):
+    """A reported ratio is the median of the per-round ratios of the stored times, exactly."""
+    per = [a / b for a, b in zip(num, den)]
+    assert len(per) == len(num) == len(den) >= 1
+    assert rounds["per_round"] == per and reported == rounds["median"] == statistics.median(per)
+    assert rounds["min"] == min(per) and rounds["max"] == max(per)
+    assert rounds["of_medians"] == statistics.median(num) / statistics.median(den)
+
+
 def _run_cli(argv, capsys):
     code = cli.main(["bench", *argv])
     out = capsys.readouterr()
@@ -95,19 +104,30 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
     # each consistent with the stored times / rates it is made of
     cnn, mlp = r["cnn"], r["mlp"]
     med = {k: v["median_s"] for k, v in cnn["step_s"].items()}
-    assert set(med) == {"ours", "nonprivate", "opacus_ghost", "opacus_hooks"}
+    cl = bench.CL
+    assert set(med) == {"ours", "nonprivate", "opacus_ghost", "opacus_hooks", "nonprivate" + cl, "opacus_ghost" + cl,
+                        "opacus_hooks" + cl}
     fastest = min(("ghost", "hooks"), key=lambda m: med[f"opacus_{m}"])
     assert cnn["opacus_fastest_mode"] == fastest
-    assert cnn["ratio_vs_opacus_fastest"] == pytest.approx(med[f"opacus_{fastest}"] / med["ours"], rel=1e-12)
-    assert cnn["private_over_nonprivate"] == pytest.approx(med["ours"] / med["nonprivate"], rel=1e-12)
-    ov = mlp["overhead"]["step_s"]
-    assert mlp["private_over_nonprivate"] == pytest.approx(ov["private"]["median_s"] / ov["nonprivate"]["median_s"],
-                                                           rel=1e-12)
+    # exact: the medians are recomputed from the stored, unrounded times (JSON round-trips floats)
+    assert med == {k: statistics.median(v["times_s"]) for k, v in cnn["step_s"].items()}
+    _check_round_ratios(cnn["ratio_vs_opacus_fastest"], cnn["ratio_vs_opacus_fastest_rounds"],
+                        cnn["step_s"][f"opacus_{fastest}"]["times_s"], cnn["step_s"]["ours"]["times_s"])
+    _check_round_ratios(cnn["private_over_nonprivate"], cnn["private_over_nonprivate_rounds"],
+                        cnn["step_s"]["ours"]["times_s"], cnn["step_s"]["nonprivate"]["times_s"])
+    ov = mlp["overhead"]
+    _check_round_ratios(mlp["private_over_nonprivate"], ov["private_over_nonprivate_rounds"],
+                        ov["step_s"]["private"]["times_s"], ov["step_s"]["nonprivate"]["times_s"])
     assert mlp["ratio_vs_opacus_fastest"] == r["ratio_single_vs_opacus"]
     assert mlp["fraction_of_matmul_peak"] == r["fraction_of_matmul_peak"]
     lin = r["linear"]
-    assert lin["fraction_of_matmul_peak"] == pytest.approx(
-        lin["flops_per_run_step"] * r["linear_run_steps_per_s"] / 1e9 / r["matmul_peak_gflops"], rel=1e-12)
+    assert lin["fraction_of_matmul_peak"] == (
+        lin["flops_per_run_step"] * r["linear_run_steps_per_s"] / 1e9 / r["matmul_peak_gflops"])
+    assert lin["flops_per_run_step"] == 4 * bench.LINEAR_WORKLOADS["tiny"].N * (bench.LINEAR_WORKLOADS["tiny"].D + 1)
+    # the headline keys, where a reader finds them: one row each, value read from its dotted key
+    assert [t["key"] for t in r["targets"]] == [k for k, *_ in bench.TARGETS]
+    for t in r["targets"]:
+        assert t["value"] == bench.lookup(r, t["key"]) is not None, t["key"]
     assert json.loads(out.read_text())["ratio_single_vs_opacus"] == r["ratio_single_vs_opacus"]
     side = json.loads(out.with_suffix(".json.provenance.json").read_text())
     assert side["command"] == "python -m dpcompanion bench" and "commit" in side
@@ -127,6 +147,7 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
         (["--out", "x.txt"], "--out must end in .json"),
         (["--linear-only", "--runs", "5"], "--linear-only measures the fixed linear workload"),
         (["--linear-only", "--opacus-modes", "ghost"], "--linear-only measures the fixed linear workload"),
+        (["--paper-scale"], "--paper-scale measures fixed sizes"),  # with --quick (added to every row)
     ],
 )
 def test_bad_input_exits_2_with_one_line(argv, msg, capsys, tmp_path, monkeypatch):
@@ -149,6 +170,13 @@ def test_bench_linear_only_json_file_and_default_name(tmp_path, capsys):
     assert code == 0
     r = json.loads(stdout)
     assert r["sections"] == ["linear"] and "opacus" not in r and r["ratio_linear_batched_vs_reference"] > 0
+    lin = r["linear"]  # the linear peak fraction also in --linear-only, against a peak measured in the same run
+    assert lin["fraction_of_matmul_peak"] == (
+        lin["flops_per_run_step"] * r["linear_run_steps_per_s"] / 1e9 / r["matmul_peak_gflops"])
+    assert r["matmul_peak_gflops"] == r["matmul_peak"]["gflops"] > 0
+    row = {t["key"]: t for t in r["targets"]}["linear.fraction_of_matmul_peak"]
+    assert row["value"] == lin["fraction_of_matmul_peak"] and row["met"] == (row["value"] >= 0.5)
+    assert {t["key"]: t for t in r["targets"]}["cnn.ratio_vs_opacus_fastest"]["met"] is None  # not measured here
     assert r["linear"]["workload"]["runs"] == bench.LINEAR_WORKLOADS["tiny"].runs and "commit" in r["provenance"]
     side = json.loads(out.with_suffix(".json.provenance.json").read_text())
     assert side["command"] == "python -m dpcompanion bench --linear-only"
@@ -217,3 +245,65 @@ def test_plain_linear_loop_is_private_gd_on_the_logistic_loss():
     model = make_model("logistic", in_dim=4)
     gsum = LinearOracle(model, X, y, clip_norm=0.5).clip_sum(torch.zeros(2, 5, dtype=torch.float64)).grad_sum
     torch.testing.assert_close(th, -0.3 * (gsum / 30 + 0.5 * 2.0 / 30 * noise), rtol=1e-12, atol=1e-14)
+
+
+def test_targets_rows_follow_the_values_not_the_machine():
+    """Each headline key is read from its dotted path and judged against its target by the
+    table :data:`bench.TARGETS` alone: values on both sides of every bound, and absent ones."""
+    assert [k for k, *_ in bench.TARGETS] == ["cnn.ratio_vs_opacus_fastest", "mlp.ratio_vs_opacus_fastest",
+                                             "mlp.private_over_nonprivate", "mlp.fraction_of_matmul_peak",
+                                             "linear.fraction_of_matmul_peak"]
+    for key, _, rel, bound in bench.TARGETS:
+        head, tail = key.split(".")
+        for v, ok in ((bound * 0.9, rel == "<="), (bound, True), (bound * 1.1, rel == ">=")):
+            row = {t["key"]: t for t in bench.targets({head: {tail: v}})}[key]
+            assert row["value"] == v and row["met"] is ok and row["target"] == f"{rel} {bound:g}", (key, v)
+        row = {t["key"]: t for t in bench.targets({head: None})}[key]  # e.g. the CNN section on a GPU
+        assert row["value"] is None and row["met"] is None
+
+
+def _fake_clock(monkeypatch):
+    import itertools
+    import types
+
+    ticks, now = itertools.count(), [0.0]
+
+    def perf_counter():  # uneven sub-microsecond intervals: a far faster machine than any today
+        now[0] += 1e-7 * (1 + next(ticks) % 5)
+        return now[0]
+
+    monkeypatch.setattr(bench, "time", types.SimpleNamespace(perf_counter=perf_counter))
+
+
+def test_mlp_overhead_ratio_is_exact_from_stored_times(monkeypatch):
+    _fake_clock(monkeypatch)
+    w = bench.WORKLOADS["tiny"]
+    X, y = bench._data(w, 0)
+    r = bench.run_mlp_overhead(w, X, y, mode="quick")
+    st = r["step_s"]
+    assert len(st["private"]["times_s"]) == r["rounds"] == bench.CNN_SETTINGS["quick"]["rounds"]
+    assert all(0 < t < 1e-5 for t in st["private"]["times_s"] + st["nonprivate"]["times_s"])
+    _check_round_ratios(r["private_over_nonprivate"], r["private_over_nonprivate_rounds"],
+                        st["private"]["times_s"], st["nonprivate"]["times_s"])
+
+
+def test_cnn_ratio_is_exact_from_stored_times(monkeypatch):
+    _fake_clock(monkeypatch)
+    r = bench.run_cnn_benchmark(mode="quick", size="tiny", opacus_modes=("ghost", "hooks"))
+    med = {k: statistics.median(v["times_s"]) for k, v in r["step_s"].items()}
+    cl = bench.CL
+    assert set(med) == {"ours", "nonprivate", "opacus_ghost", "opacus_hooks", "nonprivate" + cl, "opacus_ghost" + cl,
+                        "opacus_hooks" + cl}
+    fastest = min(("ghost", "hooks"), key=lambda m: med[f"opacus_{m}"])
+    assert r["opacus_fastest_mode"] == fastest and r["workload"]["batch"] == bench.CNN_BATCH["tiny"]
+    st = r["step_s"]
+    fastest_cl = min(("ghost", "hooks"), key=lambda m: med[f"opacus_{m}{cl}"])
+    assert r["opacus_fastest_mode_channels_last"] == fastest_cl
+    _check_round_ratios(r["ratio_vs_opacus_fastest_channels_last"], r["ratio_vs_opacus_fastest_channels_last_rounds"],
+                        st[f"opacus_{fastest_cl}{cl}"]["times_s"], st["ours"]["times_s"])
+    _check_round_ratios(r["private_over_nonprivate_channels_last"], r["private_over_nonprivate_channels_last_rounds"],
+                        st["ours"]["times_s"], st["nonprivate" + cl]["times_s"])
+    _check_round_ratios(r["ratio_vs_opacus_fastest"], r["ratio_vs_opacus_fastest_rounds"],
+                        st[f"opacus_{fastest}"]["times_s"], st["ours"]["times_s"])
+    _check_round_ratios(r["private_over_nonprivate"], r["private_over_nonprivate_rounds"],
+                        st["ours"]["times_s"], st["nonprivate"]["times_s"])

@@ -72,12 +72,38 @@ For the workload: 2.46e8 matmul FLOPs + 9.4e6 others = 2.55e8 per run-step.
 program; ``fraction_of_matmul_peak`` divides it by this machine's measured float32
 matmul rate (best of several ``2048 x 2048`` products, measured at the start and at the
 end of the benchmark).
+
+**Where a reader finds the headline numbers** (``bench --quick --json``, CPU; every one a
+ratio of medians over interleaved rounds in this one process, computed from the times stored
+beside it, unrounded; the CNN and overhead ratios are medians over rounds of the round's
+ratio, with the per-round values and their spread in ``*_rounds``):
+
+* ``cnn.ratio_vs_opacus_fastest``: W-F4's CNN (``cnn-mnist``, 1x28x28, batch 256), the
+  median step time of Opacus's fastest ``grad_sample_mode`` over ours
+  (:func:`run_cnn_benchmark`; > 1: ours is faster); ``cnn.ratio_vs_opacus_fastest_channels_last``
+  gives Opacus the channels-last input our engine's pools get (no side wins by memory layout);
+* ``mlp.private_over_nonprivate``: the overhead of privacy itself, our private step on the
+  paper's MLP (ghost clipping, noise, update) over a plain non-private torch SGD step of the same
+  network on the same full batch (:func:`run_mlp_overhead`; 1 = no overhead);
+  ``cnn.private_over_nonprivate`` is the same for the CNN;
+* ``mlp.ratio_vs_opacus_fastest``: one run of the paper's MLP, our steps/s over Opacus's fastest
+  mode's (= ``ratio_single_vs_opacus``);
+* ``mlp.fraction_of_matmul_peak``: counted FLOPs x the batched program's run-steps/s over
+  ``matmul_peak_gflops`` (= ``fraction_of_matmul_peak``);
+* ``linear.fraction_of_matmul_peak``: the logistic workload, ``4 N (D + 1)`` FLOPs per
+  run-step x our run-steps/s over the same peak, measured in the same process.
+
+``targets`` lists them with the project's targets for them (:data:`TARGETS`, :func:`targets`:
+the key, its value, the target and whether it is met); the paper reports no timings, so these are
+the project's own goals, not paper claims.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
+import itertools
 import math
 import os
 import platform
@@ -87,16 +113,25 @@ import time
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from importlib import metadata
 from typing import Any, Callable
 
 import numpy as np
 import torch
+from torch.utils.data import DataLoader, TensorDataset
 
+from dpcompanion.core.provenance import REPO, git_state, resolve_device, validate_mode, validate_seed, versions
+from dpcompanion.theory import schedules
 from dpcompanion.theory.accounting import R_PAPER  # (4, 1e-8)-DP as R = 2 rho (H Sec. 5)
+from dpcompanion.training.models import make_model
+from dpcompanion.training.trainers import train_pgd
 
 __all__ = [
     "OPACUS_MODES",
     "SETTINGS",
+    "TARGETS",
+    "lookup",
+    "targets",
     "WORKLOADS",
     "run_cnn_benchmark",
     "run_mlp_overhead",
@@ -109,10 +144,57 @@ __all__ = [
     "plain_linear_loop",
     "LINEAR_WORKLOADS",
     "default_output",
+    "provenance_extras",
+    "torch_threads",
+    "private_step_fn",
 ]
 
 #: Opacus ``grad_sample_mode`` values benchmarked, fastest expected first.
 OPACUS_MODES: tuple[str, ...] = ("ghost", "hooks", "functorch", "ew")
+
+#: the project's targets for the headline keys (module docstring): ``(key, what, relation,
+#: bound)``, ``key`` a dotted path into the result, ``relation`` ``">="`` or ``"<="``.
+TARGETS: tuple[tuple[str, str, str, float], ...] = (
+    ("cnn.ratio_vs_opacus_fastest", "W-F4's CNN (batch 256): Opacus's fastest step time / ours", ">=", 2.0),
+    ("mlp.ratio_vs_opacus_fastest", "the paper's MLP, one run: our steps/s / Opacus's fastest", ">=", 3.0),
+    ("mlp.private_over_nonprivate", "the MLP: our private step / a plain non-private torch step (overhead of "
+                                    "privacy)", "<=", 1.1),
+    ("mlp.fraction_of_matmul_peak", "the MLP, batched runs: counted FLOP/s / measured matmul peak", ">=", 0.5),
+    ("linear.fraction_of_matmul_peak", "the logistic workload: counted FLOP/s / the same matmul peak", ">=", 0.5),
+)
+
+
+def lookup(result: dict[str, Any], key: str) -> Any:
+    """The value at a dotted ``key`` of a benchmark result (None where a part is absent: a
+    result measured before the key existed, or a section not measured on this device).
+
+    >>> lookup({"cnn": {"ratio_vs_opacus_fastest": 1.5}, "mlp": None}, "cnn.ratio_vs_opacus_fastest")
+    1.5
+    >>> lookup({"mlp": None}, "mlp.private_over_nonprivate") is None
+    True
+    """
+    node: Any = result
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per :data:`TARGETS` entry: ``key``, ``what``, ``target`` (e.g. ``">= 2"``),
+    ``value`` (None when the result lacks it) and ``met`` (None when there is no value).
+
+    >>> rows = targets({"cnn": {"ratio_vs_opacus_fastest": 1.36}, "mlp": {"private_over_nonprivate": 1.05}})
+    >>> [(r["key"], r["met"]) for r in rows][:3]
+    [('cnn.ratio_vs_opacus_fastest', False), ('mlp.ratio_vs_opacus_fastest', None), ('mlp.private_over_nonprivate', True)]
+    """
+    rows = []
+    for key, what, rel, bound in TARGETS:
+        v = lookup(result, key)
+        met = None if v is None else bool(v >= bound if rel == ">=" else v <= bound)
+        rows.append({"key": key, "what": what, "target": f"{rel} {bound:g}", "value": v, "met": met})
+    return rows
 
 
 
@@ -242,7 +324,6 @@ def _malloc_trim() -> None:
     """glibc's ``malloc_trim(0)`` (no-op elsewhere): without it, memory freed by an earlier
     call stays resident and a later call reuses it without raising the peak."""
     try:
-        import ctypes
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
@@ -304,13 +385,11 @@ def _data(w: Workload, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _model(w: Workload):
-    from dpcompanion.training.models import make_model
 
     return make_model("mlp", in_dim=w.D, n_classes=2, hidden=w.hidden)
 
 
 def _schedule(w: Workload, steps: int) -> np.ndarray:
-    from dpcompanion.theory import schedules
 
     return np.asarray(schedules.uniform(T=steps, R=w.R), dtype=float)
 
@@ -328,7 +407,6 @@ class _Ours:
     """Timed calls of :func:`dpcompanion.training.trainers.train_pgd` on the workload."""
 
     def __init__(self, w: Workload, X, y, sigma, device: str):
-        from dpcompanion.training.trainers import train_pgd
 
         self.train = train_pgd
         self.w, self.model, self.sigma, self.device = w, _model(w), sigma, device
@@ -384,9 +462,6 @@ def run_linear_benchmark(*, mode: str = "quick", device: str = "cpu", size: str 
                          log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The linear/logistic workload (module docstring): our trainer against the plain loop,
     interleaved rounds, medians. Returns the ``linear_*`` keys and a ``linear`` section."""
-    from dpcompanion.theory import schedules
-    from dpcompanion.training.models import make_model
-    from dpcompanion.training.trainers import train_pgd
 
     log = log or (lambda s: None)
     w = LINEAR_WORKLOADS[size]
@@ -477,7 +552,6 @@ class _Opacus:
 
     def __init__(self, mode: str, w: Workload, X, y, sigma: float, device: str, seed: int):
         from opacus import PrivacyEngine
-        from torch.utils.data import DataLoader, TensorDataset
 
         self.mode, self.device = mode, device
         model = _model(w)
@@ -528,11 +602,13 @@ class _Opacus:
 
 #: the CNN workload: W-F4's network (``cnn-mnist``) on 1x28x28 inputs, batch ``N``
 CNN_BATCH: dict[str, int] = {"paper": 256, "tiny": 16}
+#: suffix of the CNN entries whose input is channels-last (Opacus and the plain step)
+CL = "_channels_last"
 #: interleaved rounds and steps per round of the CNN and the overhead measurements
 CNN_SETTINGS: dict[str, dict[str, int]] = {"quick": {"rounds": 5, "steps": 3}, "full": {"rounds": 9, "steps": 10}}
 
 
-def _private_step_fn(model, theta, X, y, *, clip_norm: float, lr: float, sigma: float, gen: torch.Generator):
+def private_step_fn(model, theta, X, y, *, clip_norm: float, lr: float, sigma: float, gen: torch.Generator):
     """One private step of our engine on ``theta`` (in place): clipped sum
     (:meth:`Model.clipped_grad_sum`), Gaussian noise of std ``sigma C``, averaged update."""
     N = X.shape[0]
@@ -560,6 +636,20 @@ def _plain_step_fn(module, X, y, *, lr: float, loss: str):
     return step
 
 
+def _per_round_ratios(num: list[float], den: list[float]) -> dict[str, Any]:
+    """Round-by-round ratios ``num[r] / den[r]`` of two interleaved timings (each pair taken
+    back to back, under the same load), their median (the reported ratio), spread (min, max)
+    and the ratio of the medians (a cross-check).
+
+    >>> r = _per_round_ratios([2.0, 3.0, 9.0], [1.0, 3.0, 3.0])
+    >>> r["per_round"], r["median"], r["min"], r["max"], r["of_medians"]
+    ([2.0, 1.0, 3.0], 2.0, 1.0, 3.0, 1.0)
+    """
+    per = [float(a) / float(b) for a, b in zip(num, den)]
+    return {"per_round": per, "median": statistics.median(per), "min": min(per), "max": max(per),
+            "of_medians": statistics.median(num) / statistics.median(den)}
+
+
 def _interleave(fns: dict[str, Callable[[], None]], *, rounds: int, steps: int) -> dict[str, list[float]]:
     """Seconds per step of each function, ``rounds`` interleaved rounds of ``steps`` steps."""
     for f in fns.values():  # warm-up
@@ -580,10 +670,13 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
     private step (:class:`GhostConvModel`'s ghost/mixed clipping, noise, update) against
     each Opacus ``grad_sample_mode`` (same module, same initial parameters, same batch),
     and a plain non-private torch step, interleaved rounds in this process (CPU).
-    ``ratio_vs_opacus_fastest`` = median Opacus-fastest step time / our median step time."""
-    from torch.utils.data import DataLoader, TensorDataset
-
-    from dpcompanion.training.models import make_model
+    Opacus's fastest mode is the one with the smallest median step time;
+    ``ratio_vs_opacus_fastest`` is the median over rounds of (its step time / ours) in each round,
+    ``private_over_nonprivate`` the median over rounds of (our step time / the non-private one);
+    ``*_rounds`` hold the per-round ratios, their spread and the ratio of the medians.
+    ``*_channels_last``: the same ratios with Opacus and the plain step given a channels-last input
+    (torch's CPU max-pool is far slower on NCHW tensors; our engine feeds its pools channels-last
+    tensors, :class:`GhostConvModel`), so that no side wins by memory layout alone."""
 
     log = log or (lambda s: None)
     cfg, N = CNN_SETTINGS[mode], CNN_BATCH[size]
@@ -593,14 +686,19 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
     model = make_model("cnn-mnist", n_classes=10)
     theta = model.init(generators=[torch.Generator().manual_seed(seed)])
     clip, lr, sigma = 1.0, 0.1, 1.0
-    fns = {"ours": _private_step_fn(model, theta, X, y, clip_norm=clip, lr=lr, sigma=sigma,
+    fns = {"ours": private_step_fn(model, theta, X, y, clip_norm=clip, lr=lr, sigma=sigma,
                                     gen=torch.Generator().manual_seed(seed + 1))}
     Xi = X.reshape(N, 1, 28, 28)
-    fns["nonprivate"] = _plain_step_fn(model.to_module(theta[0].clone()), Xi, y, lr=lr, loss="ce")
+    # the same input in both memory layouts: torch's CPU max-pool is far slower on NCHW tensors than on
+    # channels-last ones, and our engine feeds its pools channels-last tensors; the "_channels_last"
+    # entries give Opacus and the plain step that advantage too (their fastest comparison)
+    layouts = {"": Xi, CL: Xi.contiguous(memory_format=torch.channels_last)}
+    for tag, Xl in layouts.items():
+        fns[f"nonprivate{tag}"] = _plain_step_fn(model.to_module(theta[0].clone()), Xl, y, lr=lr, loss="ce")
     errors = {}
     from opacus import PrivacyEngine
 
-    for m in opacus_modes:
+    for m, (tag, Xl) in itertools.product(opacus_modes, layouts.items()):
         try:
             module = model.to_module(theta[0].clone())
             opt = torch.optim.SGD(module.parameters(), lr=lr)
@@ -616,36 +714,53 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
             else:
                 (mod_, opt_, _), crit_ = out, crit
 
-            def st(mod_=mod_, opt_=opt_, crit_=crit_):
+            def st(mod_=mod_, opt_=opt_, crit_=crit_, Xl=Xl):
                 opt_.zero_grad(set_to_none=True)
-                crit_(mod_(Xi), y).backward()
+                crit_(mod_(Xl), y).backward()
                 opt_.step()
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 st()
-            fns[f"opacus_{m}"] = st
+            fns[f"opacus_{m}{tag}"] = st
         except Exception as e:  # noqa: BLE001 - a mode that does not run is reported
-            errors[m] = f"{type(e).__name__}: {e}"[:300]
+            errors[m + tag] = f"{type(e).__name__}: {e}"[:300]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         times = _interleave(fns, rounds=cfg["rounds"], steps=cfg["steps"])
     med = {k: statistics.median(v) for k, v in times.items()}
-    op = {k[len("opacus_"):]: v for k, v in med.items() if k.startswith("opacus_")}
+    op = {k[len("opacus_"):]: v for k, v in med.items() if k.startswith("opacus_") and not k.endswith(CL)}
+    op_cl = {k[len("opacus_"):-len(CL)]: v for k, v in med.items() if k.startswith("opacus_") and k.endswith(CL)}
     if not op:
         raise RuntimeError("no Opacus mode ran on the CNN workload; nothing to compare with")
     fastest = min(op, key=op.get)
     log(f"cnn: ours {med['ours'] * 1e3:.1f} ms/step, opacus {fastest} {op[fastest] * 1e3:.1f} ms/step")
-    return {
-        "ratio_vs_opacus_fastest": op[fastest] / med["ours"],
+    vs_opacus = _per_round_ratios(times[f"opacus_{fastest}"], times["ours"])
+    overhead = _per_round_ratios(times["ours"], times["nonprivate"])
+    out = {
+        "ratio_vs_opacus_fastest": vs_opacus["median"],
+        "ratio_vs_opacus_fastest_rounds": vs_opacus,
         "opacus_fastest_mode": fastest,
-        "private_over_nonprivate": med["ours"] / med["nonprivate"],
+        "private_over_nonprivate": overhead["median"],
+        "private_over_nonprivate_rounds": overhead,
         "step_s": {k: _median_and_all(v) for k, v in times.items()},
+    }
+    if op_cl:
+        fastest_cl = min(op_cl, key=op_cl.get)
+        vs_cl = _per_round_ratios(times[f"opacus_{fastest_cl}{CL}"], times["ours"])
+        over_cl = _per_round_ratios(times["ours"], times[f"nonprivate{CL}"])
+        out |= {"ratio_vs_opacus_fastest_channels_last": vs_cl["median"],
+                "ratio_vs_opacus_fastest_channels_last_rounds": vs_cl, "opacus_fastest_mode_channels_last": fastest_cl,
+                "private_over_nonprivate_channels_last": over_cl["median"],
+                "private_over_nonprivate_channels_last_rounds": over_cl}
+    return out | {
         "opacus_errors": errors,
         "workload": {"model": "cnn-mnist (W-F4's network)", "params": model.n_params, "input": [1, 28, 28],
                      "batch": N, "clip_norm": clip, "sigma": sigma, "lr": lr, "dtype": "float32"},
         "rounds": cfg["rounds"], "steps_per_round": cfg["steps"],
-        "ratio_statistic": "median Opacus-fastest step time / our median step time, interleaved rounds",
+        "ratio_statistic": "median over interleaved rounds of the round's ratio of step times (Opacus's fastest "
+                           "mode by median step time / ours; ours / the non-private step): both times of a ratio "
+                           "taken back to back, under the same load",
         "what": {"ours": "GhostConvModel.clipped_grad_sum (ghost or formed per-sample norms per layer), noise, "
                          "update; no ledger", "opacus": "PrivacyEngine.make_private step (zero_grad, forward, "
                          "backward, optimizer step)", "nonprivate": "plain torch SGD step of the same module"},
@@ -655,19 +770,21 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
 def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0) -> dict[str, Any]:
     """The overhead of privacy on the MLP workload: our private step (ghost clipping,
     noise, update; one run) over a plain non-private torch SGD step of the same network on
-    the same full batch, interleaved rounds. ``private_over_nonprivate`` is the ratio of
-    the median step times."""
+    the same full batch, interleaved rounds. ``private_over_nonprivate`` is the median over
+    rounds of the round's ratio of step times (``private_over_nonprivate_rounds``: per round,
+    spread, ratio of the medians)."""
     cfg = CNN_SETTINGS[mode]
     model = _model(w)
     theta = model.init(generators=[torch.Generator().manual_seed(seed)])
-    fns = {"private": _private_step_fn(model, theta, X, y, clip_norm=w.clip_norm, lr=w.lr, sigma=1.0,
+    fns = {"private": private_step_fn(model, theta, X, y, clip_norm=w.clip_norm, lr=w.lr, sigma=1.0,
                                        gen=torch.Generator().manual_seed(seed + 1)),
            "nonprivate": _plain_step_fn(model.to_module(theta[0].clone()), X, y, lr=w.lr, loss="bce")}
     times = _interleave(fns, rounds=cfg["rounds"], steps=cfg["steps"])
-    med = {k: statistics.median(v) for k, v in times.items()}
-    return {"private_over_nonprivate": med["private"] / med["nonprivate"],
+    overhead = _per_round_ratios(times["private"], times["nonprivate"])
+    return {"private_over_nonprivate": overhead["median"], "private_over_nonprivate_rounds": overhead,
             "step_s": {k: _median_and_all(v) for k, v in times.items()},
             "rounds": cfg["rounds"], "steps_per_round": cfg["steps"],
+            "ratio_statistic": "median over interleaved rounds of the round's private / non-private step time",
             "what": "private: DenseModel.clipped_grad_sum + noise + update (no ledger); nonprivate: torch SGD step "
                     "of the same network (BCEWithLogitsLoss, the same logistic loss)"}
 
@@ -675,10 +792,9 @@ def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0)
 # --- the benchmark --------------------------------------------------------------------
 
 
-def _provenance_extras(device: str) -> dict[str, Any]:
-    from importlib import metadata
-
-    from dpcompanion.core.provenance import git_state, versions
+def provenance_extras(device: str) -> dict[str, Any]:
+    """What a benchmark file records about where it ran: commit, versions (opacus, scipy
+    included), CPU model and count, torch threads, float32 matmul precision (and the GPU)."""
 
     commit, dirty = git_state()
     v = versions()
@@ -725,7 +841,6 @@ def run_benchmark(
     ``threads``: torch intra-op threads for every method (default: torch's own choice);
     restored afterwards.
     """
-    from dpcompanion.core.provenance import resolve_device, validate_mode, validate_seed
 
     validate_mode(mode)
     validate_seed(seed)
@@ -742,12 +857,12 @@ def run_benchmark(
     if bad or not opacus_modes:
         raise ValueError(f"opacus modes must be a non-empty subset of {', '.join(OPACUS_MODES)}, got {list(opacus_modes)}")
     log = log or (lambda s: None)
-    with _torch_threads(threads):
+    with torch_threads(threads):
         return _run(mode=mode, dev=dev, size=size, cfg=cfg, seed=seed, opacus_modes=opacus_modes, log=log)
 
 
 @contextlib.contextmanager
-def _torch_threads(threads: int | None):
+def torch_threads(threads: int | None):
     """torch's intra-op threads set to ``threads`` (None: unchanged) inside, restored after."""
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
@@ -879,15 +994,11 @@ def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
     achieved = flops["total"] * ours_batched_rate / 1e9
     achieved_single = flops["total"] * ours_single_rate / 1e9
     linear = run_linear_benchmark(mode=mode, device=dev, size=size, seed=seed, log=log)
-    lw = LINEAR_WORKLOADS[size]
-    # logistic step: forward X theta and the gradient X^T (c a s), 2 N (D+1) FLOPs each per run
-    lin_flops = 4.0 * lw.N * (lw.D + 1)
-    linear["linear"]["flops_per_run_step"] = lin_flops
-    linear["linear"]["fraction_of_matmul_peak"] = lin_flops * linear["linear_run_steps_per_s"] / 1e9 / peak["gflops"]
+    _linear_peak_fraction(linear, size=size, peak_gflops=peak["gflops"])
     overhead = run_mlp_overhead(w, X, y, mode=mode, seed=seed) if dev == "cpu" else None
     cnn = run_cnn_benchmark(mode=mode, size=size, seed=seed, opacus_modes=opacus_modes, log=log) if dev == "cpu" else None
     load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return linear | {
+    result = linear | {
         "mlp": {"ratio_vs_opacus_fastest": ours_single_rate / op_single,
                 "ratio_batched_vs_sequential_opacus": ours_batched_rate / op_seq,
                 "fraction_of_matmul_peak": achieved / peak["gflops"],
@@ -934,8 +1045,10 @@ def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
         "load_average_before": load_before,
         "load_average_after": load_after,
         "wall_s": time.perf_counter() - t_start,
-        "provenance": _provenance_extras(dev),
+        "provenance": provenance_extras(dev),
     }
+    result["targets"] = targets(result)
+    return result
 
 
 def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "paper", seed: int = 0,
@@ -943,30 +1056,46 @@ def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "p
     """The linear/logistic workload alone (:func:`run_linear_benchmark`; seconds, where the
     full benchmark's Opacus section takes an hour on 2 cores), with the device, threads,
     load and provenance fields of :func:`run_benchmark`; ``sections = ["linear"]``."""
-    from dpcompanion.core.provenance import resolve_device, validate_mode, validate_seed
 
     validate_mode(mode)
     validate_seed(seed)
     dev = resolve_device(device)
     if size not in LINEAR_WORKLOADS:
         raise ValueError(f"size must be one of {', '.join(LINEAR_WORKLOADS)}, got {size!r}")
-    with _torch_threads(threads):
+    with torch_threads(threads):
         t0 = time.perf_counter()
         load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+        peak_n = WORKLOADS[size].peak_n if size in WORKLOADS else WORKLOADS["paper"].peak_n
+        peaks = [matmul_peak_gflops(device=dev, n=peak_n)]
         linear = run_linear_benchmark(mode=mode, device=dev, size=size, seed=seed, log=log)
-        return linear | {
+        peaks.append(matmul_peak_gflops(device=dev, n=peak_n))
+        peak = max(peaks, key=lambda q: q["gflops"]) | {"measurements": 2}
+        _linear_peak_fraction(linear, size=size, peak_gflops=peak["gflops"])
+        result = linear | {
             "sections": ["linear"], "device": dev, "mode": mode, "size": size, "threads": torch.get_num_threads(),
             "settings": dict(LINEAR_SETTINGS[mode]) | {"seed": seed},
+            "matmul_peak_gflops": peak["gflops"], "matmul_peak": peak,
             "load_average_before": load_before,
             "load_average_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
-            "wall_s": time.perf_counter() - t0, "provenance": _provenance_extras(dev),
+            "wall_s": time.perf_counter() - t0, "provenance": provenance_extras(dev),
         }
+        result["targets"] = targets(result)
+        return result
+
+
+def _linear_peak_fraction(linear: dict[str, Any], *, size: str, peak_gflops: float) -> None:
+    """Adds ``flops_per_run_step`` and ``fraction_of_matmul_peak`` to ``linear["linear"]``:
+    the logistic step's forward ``X theta`` and gradient ``X^T (c a s)``, ``2 N (D + 1)`` FLOPs
+    each per run, times our run-steps/s, over the matmul peak measured in the same process."""
+    lw = LINEAR_WORKLOADS[size]
+    lin_flops = 4.0 * lw.N * (lw.D + 1)
+    linear["linear"]["flops_per_run_step"] = lin_flops
+    linear["linear"]["fraction_of_matmul_peak"] = lin_flops * linear["linear_run_steps_per_s"] / 1e9 / peak_gflops
 
 
 def default_output(result: dict[str, Any]) -> Path:
     """``results/bench/<device>-<mode>.json``; ``-linear`` appended for :func:`run_linear_only`,
     ``-tiny`` for the smoke size."""
-    from dpcompanion.core.provenance import REPO
 
     tag = "-linear" if result.get("sections") == ["linear"] else ""
     tag += "" if result.get("size", "paper") == "paper" else f"-{result['size']}"

@@ -22,14 +22,16 @@ EXAMPLES = """examples:
   python -m dpcompanion bench --quick --runs 20 --opacus-modes ghost,hooks
   python -m dpcompanion bench --linear-only --out        # the linear workload at T = 100, seconds
   python -m dpcompanion bench --device cuda --out results/bench/my-gpu.json
+  python -m dpcompanion bench --paper-scale --out        # CPU time of H-F-EFF and W-F4 at the papers' sizes
 
-keys of --json (CPU; ratios of medians over interleaved rounds in one process):
+keys of --json (CPU; interleaved rounds in one process; the cnn and overhead ratios: median of per-round ratios):
   cnn.ratio_vs_opacus_fastest      W-F4's CNN, 1x28x28, batch 256: Opacus's fastest step time / ours
   cnn.private_over_nonprivate      the same CNN: our private step / a plain torch step
   mlp.ratio_vs_opacus_fastest      the paper's MLP, one run: our steps/s / Opacus's fastest
   mlp.private_over_nonprivate      the MLP: our private step / a plain torch SGD step (the overhead of privacy)
   mlp.fraction_of_matmul_peak      counted FLOPs x batched run-steps/s / the measured matmul peak
-  linear.fraction_of_matmul_peak   the logistic workload (4 N (D+1) FLOPs per run-step) / the same peak"""
+  linear.fraction_of_matmul_peak   the logistic workload (4 N (D+1) FLOPs per run-step) / the same peak
+  targets                          each key above with its value, the project's target and whether it is met"""
 
 _DEFAULT_OUT = "default"
 
@@ -53,6 +55,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--linear-only", action="store_true",
                    help="only the linear/logistic workload (ours vs a plain batched loop); --out then defaults to "
                         "results/bench/<device>-<mode>-linear.json")
+    p.add_argument("--paper-scale", action="store_true",
+                   help="estimate the CPU time of H-F-EFF and W-F4 at the papers' own sizes from a few measured steps "
+                        "of their training calls (minutes); --out then defaults to "
+                        "results/bench/<device>-paper-scale.json")
     p.add_argument("--size", default="paper", help=argparse.SUPPRESS)  # 'tiny': smoke size for tests
 
 
@@ -72,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
     if args.linear_only and (args.runs is not None or args.opacus_modes is not None or args.steps is not None):
         raise UsageError("--linear-only measures the fixed linear workload: --runs, --steps and --opacus-modes do "
                          "not apply")
+    if args.paper_scale and (args.quick or args.linear_only or args.runs is not None or args.steps is not None
+                             or args.opacus_modes is not None):
+        raise UsageError("--paper-scale measures fixed sizes: --quick, --linear-only, --runs, --steps and "
+                         "--opacus-modes do not apply")
     modes = bench.OPACUS_MODES
     if args.opacus_modes is not None:
         modes = tuple(m.strip() for m in args.opacus_modes.split(",") if m.strip())
@@ -84,13 +94,23 @@ def run(args: argparse.Namespace) -> int:
     out: Path | None = None
     if args.out not in (None, _DEFAULT_OUT):
         out = options.output_path(args.out, "--out", suffix=".json")
+    elif write and args.paper_scale:
+        from dpcompanion.experiments import paper_scale
+
+        out = options.output_path(paper_scale.default_output({"device": resolved, "size": args.size}), "--out",
+                                  suffix=".json")
     elif write:  # the default file: its folder is checked now, not after the benchmark
         sections = ["linear"] if args.linear_only else None
         out = options.output_path(bench.default_output({"device": resolved, "mode": mode, "size": args.size,
                                                         "sections": sections}), "--out", suffix=".json")
 
     log = (lambda s: print(f"bench: {s}", file=sys.stderr)) if not args.json else None
-    if args.linear_only:
+    if args.paper_scale:
+        from dpcompanion.experiments import paper_scale
+
+        with bench.torch_threads(threads):
+            result = paper_scale.measure(device=resolved, size=args.size, seed=seed, log=log)
+    elif args.linear_only:
         result = bench.run_linear_only(mode=mode, device=args.device, size=args.size, seed=seed, threads=threads,
                                        log=log)
     else:
@@ -105,6 +125,16 @@ def run(args: argparse.Namespace) -> int:
             log(f"wrote {path}")
     if args.json:
         print(json.dumps(result, indent=1, sort_keys=True, default=float))
+    elif args.paper_scale:
+        hf, wf = result["h-f-eff"], result["w-f4"]
+        print(f"h-f-eff at {hf['sizes']['hidden']} hidden units, {hf['sizes']['repeats']} repeats: about "
+              f"{hf['estimate_s'] / 3600:.3g} CPU hours ({hf['run_steps_paper']:,} run-steps; the model predicts "
+              f"{hf['calibration']['predicted_s']:.0f} s for the committed run, which recorded "
+              f"{hf['calibration']['recorded_train_s']:.0f} s)")
+        print(f"w-f4 at {wf['sizes']['n_train']:,} images, {wf['sizes']['epochs']} epochs, {wf['cells']} cells x "
+              f"{wf['seeds']} seed(s): about {wf['estimate_s'] / 3600:.3g} CPU hours ({wf['cell_s'] / 60:.3g} min per "
+              f"cell; {wf['step_s'] * 1e3:.3g} ms per step)")
+        return 0
     elif not args.linear_only:
         print(markdown_table(["method", "steps/s (one run)", f"run-steps/s ({result['settings']['runs']} runs)",
                               "peak MiB"], bench.summary_rows(result)))
@@ -120,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{c['private_over_nonprivate']:.3g}; mlp.private_over_nonprivate "
                   f"{result['mlp']['private_over_nonprivate']:.3g}; linear.fraction_of_matmul_peak "
                   f"{result['linear']['fraction_of_matmul_peak']:.1%}")
+    if not args.json and result.get("targets"):
+        print("\n" + _targets_table(result["targets"]))
     if not args.json:
         print(f"linear/logistic workload: ours {result['linear_run_steps_per_s']:.4g} run-steps/s, plain loop "
               f"{result['linear_reference_run_steps_per_s']:.4g}, ratio_linear_batched_vs_reference "
@@ -127,9 +159,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _targets_table(rows: list[dict]) -> str:
+    from dpcompanion.book.report import markdown_table
+
+    met = {True: "met", False: "not met", None: "not measured"}
+    return markdown_table(["key", "value", "target", "met"],
+                          [[r["key"], "n/a" if r["value"] is None else r["value"], r["target"], met[r["met"]]]
+                           for r in rows], digits=3)
+
+
 def _prov(result: dict) -> dict:
     p = dict(result["provenance"])
-    cmd = "python -m dpcompanion bench" + (" --linear-only" if result.get("sections") == ["linear"] else "")
+    cmd = "python -m dpcompanion bench" + {("linear",): " --linear-only", ("paper-scale",): " --paper-scale"}.get(
+        tuple(result.get("sections") or ()), "")
     p.update({"command": cmd, "mode": result["mode"], "device": result["device"],
               "seed": result["settings"]["seed"], "wall_s": round(result["wall_s"], 2)})
     return p

@@ -114,6 +114,40 @@ def test_code_hash_covers_imports_not_plotting():
     assert "dpcompanion.experiments.store" not in files
 
 
+_LOADED_CHILD = """
+import importlib, json, sys
+mod = sys.argv[1]
+importlib.import_module(mod)
+loaded = sorted(m for m in sys.modules if m == "dpcompanion" or m.startswith("dpcompanion."))
+from dpcompanion.experiments import base, store
+exp = next(e for e in base.all_experiments().values() if e.run_unit.__module__ == mod)
+print(json.dumps({"loaded": loaded, "files": sorted(store.code_files(exp))}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exp_id", sorted(base.all_experiments()))
+def test_code_files_cover_every_module_the_experiment_loads(exp_id):
+    """Dependencies are derived, not listed: every dpcompanion module that importing the
+    experiment's module loads (in a fresh interpreter) is in its code hash, or is left out on
+    purpose (:data:`store.CODE_HASH_EXCLUDE`)."""
+    import subprocess
+    import sys
+
+    from limits import HANG_GUARD_S
+
+    mod = base.get(exp_id).run_unit.__module__
+    out = subprocess.run([sys.executable, "-c", _LOADED_CHILD, mod], capture_output=True, text=True, check=True,
+                         timeout=HANG_GUARD_S, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    excluded = [m for m in got["loaded"] if any(m == x or m.startswith(x + ".") for x in store.CODE_HASH_EXCLUDE)]
+    missing = sorted(set(got["loaded"]) - set(got["files"]) - set(excluded))
+    assert not missing, f"{exp_id}: modules loaded but not in the code hash: {missing}"
+    assert mod in got["files"] and "dpcompanion.training.trainers.engine" in got["files"]
+    assert not hasattr(base.Experiment, "depends_on") and "depends_on" not in {
+        f.name for f in dataclasses.fields(base.Experiment)}
+
+
 def _full_then_edit(tiny, monkeypatch, *, quick_changes: bool):
     full = store.load_or_compute(tiny.id, mode="full", device="cpu")
     quick = store.load(tiny.id, mode="quick")

@@ -91,8 +91,6 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.training.audit", "dpcompanion.training.trainers", "dpcompanion.theory.ledger",
-                "dpcompanion.theory.accounting", "dpcompanion.theory.schedules"),
     scale_note="no paper protocol to match: full mode uses the most trials the command accepts (200,000 per "
                "unit: tighter lower bounds) and a finer curve over S",
 )

@@ -26,7 +26,9 @@ The provenance's ``runs`` and ``run_steps`` are counted by the trainer engine wh
 runs (:func:`dpcompanion.training.trainers.engine.tally`), not reported by the unit. The results store
 (:mod:`dpcompanion.experiments.store`) runs the units on an executor, saves the payload and
 decides freshness; the code hash covers the module defining ``run_unit``/``units``/
-``combine`` and every dpcompanion module it imports. :func:`register` adds an experiment
+``combine`` and every dpcompanion module it imports, transitively (read from the sources,
+imports inside functions included), so an experiment lists no dependencies by hand: a
+module it uses is one it imports. :func:`register` adds an experiment
 defined outside the package (tests).
 """
 
@@ -52,9 +54,6 @@ class Experiment:
     units: Callable[[dict], list[dict]]
     run_unit: Callable[[dict, str], dict]
     combine: Callable[[dict, list[dict]], dict]
-    #: library modules (dotted) whose code the result depends on, besides the
-    #: experiment's own module (used for the code hash)
-    depends_on: tuple[str, ...] = ()
     #: one sentence: what full mode is, against the paper's protocol
     scale_note: str = ""
 

@@ -129,7 +129,5 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.models",
-                "dpcompanion.training.trainers", "dpcompanion.theory.schedules", "dpcompanion.theory.exact_risk"),
     scale_note="the paper prints no sizes for this toy; full mode runs 1000 repeats (the paper: 100)",
 )

@@ -230,8 +230,6 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.data",
-                "dpcompanion.training.models", "dpcompanion.training.trainers", "dpcompanion.theory.schedules"),
     scale_note="full: the paper's protocol with 100 hidden units instead of 1000 and 50 repeats instead of 100 "
                "(PAPER_SCALE holds the paper's size, for a GPU)",
 )

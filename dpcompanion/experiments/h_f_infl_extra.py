@@ -130,8 +130,6 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.data", "dpcompanion.training.models",
-                "dpcompanion.training.influence", "dpcompanion.training.trainers"),
     scale_note="full: every 5th step with 20 repeats (synthetic) and a 100-hidden-unit DNN on 10 steps with 5 repeats; "
                "PAPER_SCALE is every step with 100 repeats",
 )

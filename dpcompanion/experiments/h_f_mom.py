@@ -200,8 +200,6 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.data", "dpcompanion.training.models",
-                "dpcompanion.training.trainers", "dpcompanion.theory.schedules"),
     scale_note="full: the paper's N = 1000 and 100 hidden units; 30 fresh repeats per schedule (paper: 100)",
 )
 

@@ -340,8 +340,6 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.data", "dpcompanion.training.models",
-                "dpcompanion.training.trainers", "dpcompanion.training.influence", "dpcompanion.theory.schedules"),
     scale_note="full: the paper's N = 1000 and T up to 100, 100 repeats for the linear rows; the retrained influence "
                "on 10 of 100 steps with 20 repeats (paper: every step, 100 repeats); DNN row at 20 repeats",
 )

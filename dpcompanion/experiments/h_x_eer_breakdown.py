@@ -174,8 +174,5 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.models", "dpcompanion.training.influence",
-                "dpcompanion.training.trainers", "dpcompanion.theory.schedules", "dpcompanion.theory.exact_risk",
-                "dpcompanion.theory.diagnostics"),
     scale_note="beyond the paper: a grid of curvatures and lengths on a synthetic least-squares problem",
 )

@@ -67,8 +67,8 @@ on any executor.
 
 **code hash** (:func:`code_hash`, :func:`code_files`): the sha256 of the source of the experiment's module and
 of every ``dpcompanion`` module it imports, transitively (found by reading the imports
-with ``ast``, at top level and inside functions), plus the modules named in the
-experiment's ``depends_on``. The store itself is left out (it stores numbers, it does not
+with ``ast``, at top level and inside functions: an experiment lists no dependencies by
+hand). The store itself is left out (it stores numbers, it does not
 make them), so are the verdict rules (:mod:`dpcompanion.experiments.comparisons`: they judge
 numbers), and so is everything the experiment does not import: the book layer (plotting,
 report) in particular, so editing a figure never invalidates a result. The store's
@@ -305,8 +305,8 @@ def _source_file(name: str) -> Path | None:
 def code_files(exp: base.Experiment) -> dict[str, str]:
     """``{module: sha256 of its source}`` for the experiment's module (the module defining its
     ``run_unit``, ``units`` and ``combine``), every dpcompanion module it imports
-    (transitively) and its ``depends_on``, minus :data:`CODE_HASH_EXCLUDE`."""
-    todo = [exp.run_unit.__module__, exp.combine.__module__, exp.units.__module__, *exp.depends_on]
+    (transitively, imports inside functions included), minus :data:`CODE_HASH_EXCLUDE`."""
+    todo = [exp.run_unit.__module__, exp.combine.__module__, exp.units.__module__]
     seen: dict[str, str] = {}
     while todo:
         m = todo.pop()

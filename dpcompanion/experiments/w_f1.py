@@ -122,8 +122,6 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
-                "dpcompanion.theory.accounting"),
     scale_note="Fashion-MNIST (5 000 training images, CNN pre-trained on MNIST, last layer fine-tuned) for 120 "
                "epochs, 5 seeds; the paper: CIFAR-10 (50 000 images, CNN pre-trained on CIFAR-100), 120 epochs, "
                "5 runs.",

@@ -121,8 +121,6 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
-                "dpcompanion.theory.accounting"),
     scale_note="MNIST, 2 000 training and 2 000 test images, all 4 sigmas and 6 values of c, 50 epochs as the "
                "paper, 2 seeds, a one-hidden-layer MLP instead of the paper's CNN (from scratch in both); the "
                "paper: 60 000 images, CNN.",

@@ -84,8 +84,6 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
-                "dpcompanion.theory.accounting"),
     scale_note="Fashion-MNIST (2 000 training, 2 000 validation images; CNN pre-trained on MNIST, last layer "
                "fine-tuned), both step-size families, the paper's 3 epoch counts, clips {1, 2.5} of its 4, "
                "epsilon_bar in {0.8, 3.2} of its 5 values, 3 seeds of its 5 runs; the paper: CIFAR-10 "

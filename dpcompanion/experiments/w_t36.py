@@ -267,8 +267,6 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
-                "dpcompanion.theory.accounting"),
     scale_note="Fashion-MNIST (2 000 training images; CNN pre-trained on MNIST, last layer fine-tuned), 60 epochs "
                "as the paper, both clips and all 4 privacy levels, the paper's grids (6 betas for DP-SGD, 6 Cs for "
                "ADP-SGD at DP-SGD's beta) tuned on 5 seeds, reported on 5 to 200 fresh seeds (80% power for the "

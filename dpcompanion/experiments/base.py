@@ -82,13 +82,15 @@ def unregister(experiment_id: str) -> None:
 
 
 def all_experiments() -> dict[str, Experiment]:
-    """Every experiment of the package, by ID (modules of this package defining EXPERIMENT),
+    """Every experiment of the package, by ID (the modules, not sub-packages, of this package
+    defining EXPERIMENT),
     plus those added with :func:`register`."""
     import dpcompanion.experiments as pkg
 
     found: dict[str, Experiment] = dict(_REGISTERED)
     for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name in {"base", "store"} or info.name.startswith("_"):
+        # one module per experiment; the packages (store, protocols, comparisons) hold none
+        if info.ispkg or info.name == "base" or info.name.startswith("_"):
             continue
         mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
         exp = getattr(mod, "EXPERIMENT", None)

@@ -22,7 +22,7 @@ Protocol (the FAccT version, Sec. 5; the sizes in 000 App. D "Setup"):
   same preprocessing), by the lowest mean final training loss over ``tune_repeats``
   runs, at no privacy cost (the paper's protocol); the chosen schedule is then run once
   per repeat on the private data, with seeds disjoint from the tuning seeds. Issue 21's
-  protocol (:mod:`dpcompanion.experiments.tuning`): the paper's stated T range [50, 150]
+  protocol (:mod:`dpcompanion.experiments.protocols.tuning`): the paper's stated T range [50, 150]
   is kept for the main table and flagged when a choice lies on its ends; ``table_beyond``
   repeats the selection with the range lifted (T up to 450); gamma's grid, which the paper
   does not state, is extended until the choice is interior.
@@ -47,7 +47,7 @@ import time
 import numpy as np
 
 from dpcompanion.experiments.protocols import hong as hp
-from dpcompanion.experiments import tuning
+from dpcompanion.experiments.protocols import tuning
 from dpcompanion.experiments.base import Experiment
 
 __all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "run_unit", "combine", "describe", "verdict_rows"]
@@ -55,7 +55,7 @@ __all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "run_unit", "co
 PAPER_HIDDEN = 1000  # 001 Sec. 5: "2-layer Deep Neural Network (DNN) with 1000 hidden units"
 PAPER_REPEATS = 100  # 000 App. D: "All the experiments are repeated 100 times"
 
-#: Tuning (issue 21, :mod:`dpcompanion.experiments.tuning`): T in [50, 150] is the range the
+#: Tuning (issue 21, :mod:`dpcompanion.experiments.protocols.tuning`): T in [50, 150] is the range the
 #: paper states (the FAccT version, Sec. 5), so a choice on its ends is flagged and a "beyond" setting searches
 #: past them (steps of the grid's spacing, T in [T_LIMITS]); gamma has no stated range and its
 #: grid is extended towards 1 (up to GAMMA_MAX) or down while the choice is on an edge. Power:

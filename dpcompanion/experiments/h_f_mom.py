@@ -16,7 +16,7 @@ step ``t_x`` where its two terms cross (``c1/c2 = gamma^{-2 t_x}``), ``t_x`` a f
 T; the grid search picks, per cell, the lowest mean final training loss over
 ``tune_repeats`` seeds, and the reported numbers come from *fresh* seeds (so the best
 grid cell is not favoured by its own noise). Issue 21's protocol
-(:mod:`dpcompanion.experiments.tuning`): both influence models search the same gamma grid,
+(:mod:`dpcompanion.experiments.protocols.tuning`): both influence models search the same gamma grid,
 extended towards 1 while a choice lies on its edge (the crossing within [0, 1] likewise);
 momexpinfl has one candidate per (gamma, crossing), expinfl one per gamma, and the records
 carry the counts. The search is not charged to the budget
@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from dpcompanion.experiments.protocols import hong as hp
-from dpcompanion.experiments import tuning
+from dpcompanion.experiments.protocols import tuning
 from dpcompanion.experiments.base import Experiment
 
 __all__ = ["EXPERIMENT", "PAPER", "BETA", "units", "run_unit", "combine", "describe", "verdict_rows"]
@@ -44,7 +44,7 @@ KINDS = ("uni", "expinfl", "momexpinfl")
 
 #: Tuning (issue 21): expinfl and momexpinfl search the *same* gamma grid (momexpinfl also the
 #: crossing); a choice on a grid edge extends that grid (gamma towards 1, up to GAMMA_MAX;
-#: crossing within [0, 1]) until it is interior (:mod:`dpcompanion.experiments.tuning`).
+#: crossing within [0, 1]) until it is interior (:mod:`dpcompanion.experiments.protocols.tuning`).
 #: The paper states no range for either. momexpinfl has ``len(crossings)`` candidates per
 #: gamma, expinfl one: the counts are recorded (``n_candidates``) and shown.
 GAMMA_MAX = 0.999

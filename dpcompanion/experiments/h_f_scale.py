@@ -22,7 +22,7 @@ only and a shorter run uses its last T values (q_t depends on the steps left, as
 Thm 4.1's gamma^{T-t}); between the swept steps log q is interpolated linearly;
 estimates <= 0 (noise) are floored at 1e-3 of the largest; the best T is searched on a
 grid in [1, 100] rather than every integer, on tuning seeds disjoint from the reported ones
-(issue 21's protocol, :mod:`dpcompanion.experiments.tuning`); the paper's stated bound T = 100
+(issue 21's protocol, :mod:`dpcompanion.experiments.protocols.tuning`); the paper's stated bound T = 100
 ("grid searching the best T in [1, 100]", the ICLR submission, App. D) is flagged when chosen and a
 beyond-the-paper setting searches up to :data:`T_BEYOND_MAX`, where a retrained q_t is
 extended with its earliest estimate for the steps further than ``T_infl`` from the end.
@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 from dpcompanion.experiments.protocols import hong as hp
-from dpcompanion.experiments import tuning
+from dpcompanion.experiments.protocols import tuning
 from dpcompanion.experiments.base import Experiment
 
 __all__ = ["EXPERIMENT", "ROWS", "PAPER", "units", "run_unit", "combine", "describe", "verdict_rows",
@@ -47,7 +47,7 @@ ROWS = (("synthetic", "logistic"), ("mnist35", "squared"), ("mnist35", "logistic
 #: the paper's sizes (the ICLR submission, App. D): N = 1000, best T in [1, 100], 100 repeats; DNN of 000 Sec. 5: 100 hidden
 PAPER = {"N": 1000, "T_max": 100, "repeats": 100, "hidden": 100}
 
-#: Tuning (issue 21, :mod:`dpcompanion.experiments.tuning`): each method's best T is chosen on
+#: Tuning (issue 21, :mod:`dpcompanion.experiments.protocols.tuning`): each method's best T is chosen on
 #: ``tune_repeats`` seeds disjoint from the ``repeats`` seeds reported. T in [1, 100] is the range
 #: the paper states (the ICLR submission, App. D), so a choice at 100 is flagged and a "beyond" setting searches
 #: past it (see T_BEYOND_MAX, up to 6 extensions); a choice at the grid's low end

@@ -8,7 +8,7 @@ Step sizes ``eta_t = eta / b_{t+1}`` with ``b_{t+1}^2 = b_t^2 + max(beta_t ||g_t
 gradient (post-processing, no privacy cost; W's Algorithm 1 writes the raw gradient, which
 would need its own privatization). The paper tunes beta (6 values) for DP-SGD and (beta, C)
 (36 pairs) for ADP-SGD, then reports the best of each over 5 runs (Table 3) and the chosen
-values (Table 6). Here (issue 21's tuning protocol, :mod:`dpcompanion.experiments.tuning`)
+values (Table 6). Here (issue 21's tuning protocol, :mod:`dpcompanion.experiments.protocols.tuning`)
 the selection (on the best validation accuracy, as the paper's) is made on tuning seeds
 disjoint from the seeds reported, with the same number of candidates for both methods
 (ADP-SGD's beta is DP-SGD's chosen one, as in every cell of the paper's Table 6), and a
@@ -21,7 +21,7 @@ import itertools
 
 import numpy as np
 
-from dpcompanion.experiments import tuning
+from dpcompanion.experiments.protocols import tuning
 from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.base import Experiment
 
@@ -32,7 +32,7 @@ PAPER_GRID = dict(dataset="cifar10", n_train=50000, n_val=10000, epochs=60, clip
 
 _COMMON = dict(dataset="fashion", data_dir=None, batch_size=256, delta=1e-5, b0_sq=20.0)
 #: Power (issue 21): the report seeds of a cell are the n that detects the paper's printed gap
-#: (Table 3) at 80% power (:func:`~dpcompanion.experiments.tuning.repeats_for_power`) with the
+#: (Table 3) at 80% power (:func:`~dpcompanion.experiments.protocols.tuning.repeats_for_power`) with the
 #: planning sd measured on the *tuning* seeds (the paired sd of ADP - DP of the two chosen
 #: configurations), at least ``report_seeds_min`` (the paper's 5 runs) and at most
 #: ``report_seeds_max``; where the cap binds, ``report_seeds_needed`` says how many it would
@@ -70,7 +70,7 @@ def report_seeds_for(clip: float, epsilon_bar: float, *, sd: float, floor: int, 
     >>> report_seeds_for(2.5, 3.2, sd=0.36, floor=5, cap=200)
     (200, 1131)
     """
-    from dpcompanion.experiments import tuning
+    from dpcompanion.experiments.protocols import tuning
     from dpcompanion.experiments.protocols import wu_paper
 
     printed = wu_paper.TABLE3.get((float(clip), float(epsilon_bar)))

@@ -1,7 +1,7 @@
 """The reproduction report (issue 21): every verdict row of the book, machine-readable.
 
 :func:`report_rows` lists, for every experiment page with verdict rows and every theory table
-(:data:`dpcompanion.experiments.summary.CLAIM_TABLES`), one dict per row with
+(:data:`dpcompanion.experiments.comparisons.summary.CLAIM_TABLES`), one dict per row with
 
 * ``page``, ``rule``, ``item``, ``verdict``, ``note``;
 * ``paper``: what the paper printed (text) and ``paper_value`` (the number judged, or None);
@@ -148,7 +148,7 @@ def report_rows(*, pages: Iterable[str] | None = None, compute: bool = False, se
                 device: str = "cpu") -> list[dict]:
     """Every verdict row of the book (see the module docstring); ``pages`` restricts to those
     experiment/claim-table IDs (ValueError naming the known ones otherwise)."""
-    from dpcompanion.experiments import summary
+    from dpcompanion.experiments.comparisons import summary
 
     exps = summary.experiments_with_verdicts()
     known = exps + list(summary.CLAIM_TABLES)

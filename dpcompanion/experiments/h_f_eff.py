@@ -46,9 +46,12 @@ import time
 
 import numpy as np
 
-from dpcompanion.experiments.protocols import hong as hp
-from dpcompanion.experiments.protocols import tuning
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.protocols import hong as hp, tuning
+from dpcompanion.theory import schedules
+from dpcompanion.training import data
+from dpcompanion.training.models import make_model
 
 __all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "run_unit", "combine", "describe", "verdict_rows"]
 
@@ -78,8 +81,6 @@ KINDS = ("uni", "exp")
 
 
 def _schedule(kind: str, T: int, gamma: float | None) -> np.ndarray:
-    from dpcompanion.theory import schedules
-
     if kind == "uni":
         return schedules.uniform(T=T, R=hp.R)
     return schedules.expinfl(T=T, R=hp.R, gamma=gamma)
@@ -117,9 +118,6 @@ def units(config) -> list[dict]:
 
 def run_unit(unit, device) -> dict:
     """Tune both schedules on an auxiliary Gaussian set of size N, then run them on MNIST35."""
-    from dpcompanion.training import data
-    from dpcompanion.training.models import make_model
-
     t0 = time.perf_counter()
     N = unit["N"]
     s_aux, s_data, s_tune, s_eval = hp.unit_seeds(unit["seed"], 4)
@@ -223,13 +221,8 @@ def combine(config, results) -> dict:
             "train_wall_s": float(sum(r["train_wall_s"] for r in results))}
 
 
-EXPERIMENT = Experiment(
-    id="h-f-eff",
+EXPERIMENT = from_module(__name__, id="h-f-eff",
     title="Data efficiency: exp vs uni tuned on auxiliary Gaussian data (the FAccT version, Fig. 1 middle/right)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
     scale_note="full: the paper's protocol with 100 hidden units instead of 1000 and 50 repeats instead of 100 "
                "(PAPER_SCALE holds the paper's size, for a GPU)",
 )
@@ -260,8 +253,6 @@ def describe(payload) -> str:
 
 def _rule_rows(payload) -> list[dict]:
     """The paper-vs-ours rows (rules ``h-f-eff/loss`` and ``h-f-eff/acc``)."""
-    from dpcompanion.experiments import comparisons
-
     note = f"{payload['config']['hidden']} hidden units vs the paper's {PAPER_HIDDEN}"
     out = []
     for key, tail in (("table", ""), ("table_beyond", " (T beyond the paper's [50, 150])")):
@@ -283,6 +274,4 @@ def verdict_rows(payload) -> list[dict]:
     """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
     (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
     the same cap the reproduction report applies."""
-    from dpcompanion.experiments import comparisons
-
     return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]

@@ -13,7 +13,9 @@ import math
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons.rule import Rule, judge_exact
+from dpcompanion.experiments.comparisons.rule import judge_exact, Rule
+from dpcompanion.theory import accounting
+from dpcompanion.theory.bounds import gd, momentum as mom
 
 __all__ = ["RULES", "H_THEORY_RTOL", "H_SEC_4_2_RTOL", "h_f_theory_rows", "accounting_rows", "h_sec_4_2_rows"]
 
@@ -44,8 +46,6 @@ def h_f_theory_rows() -> list[dict]:
     kappa -> infinity, and the ratio of the minimal uniform to the minimal dynamic bound
     (Eq. 25 over Eq. 27 vs both exact minima)."""
     from dpcompanion.experiments.comparisons import compare
-    from dpcompanion.theory import accounting
-    from dpcompanion.theory.bounds import gd
 
     k0, a0 = 10.0, 1e-3
     R = accounting.R_zcdp(epsilon=4.0, delta=1e-8)
@@ -72,7 +72,6 @@ def accounting_rows() -> list[dict]:
     (:func:`.wu.w_eps_rows`, one rule for W-EPS everywhere)."""
     from dpcompanion.claims import w_adp
     from dpcompanion.experiments.comparisons import compare, wu
-    from dpcompanion.theory import accounting
 
     eps0, delta0 = 4.0, 1e-8
     rho0 = accounting.dp_to_zcdp(epsilon=eps0, delta=delta0)
@@ -98,7 +97,6 @@ def h_sec_4_2_rows() -> list[dict]:
     beta = 0.9, gamma = 0.99 against the theorem's own bound and the statement's zeta, within a
     relative :data:`H_SEC_4_2_RTOL`."""
     from dpcompanion.experiments.comparisons import compare
-    from dpcompanion.theory.bounds import momentum as mom
 
     b0, g0, paper = 0.9, 0.99, 0.98
     eta0_thm = mom.eta0_max(beta=b0, gamma=g0)

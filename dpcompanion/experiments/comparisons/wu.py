@@ -15,7 +15,9 @@ from typing import Sequence
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons.rule import Rule, judge_effect, judge_exact, judge_identity, rel_within, welch_df
+from dpcompanion.experiments.comparisons.rule import (
+    judge_effect, judge_exact, judge_identity, rel_within, Rule, welch_df)
+from dpcompanion.theory.bounds import adp
 
 __all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
            "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "gap_stats", "gap_df", "w_f2_rows", "w_eps_rows"]
@@ -237,7 +239,6 @@ def w_f2_rows() -> list[dict]:
     * Table 4's caption writes 0.1 + a_T sqrt(t): that family ends at 0.2 - 1e-10, not 1e-10,
       so it is a sign typo of Table 1's 0.1 - a_T sqrt(t)."""
     from dpcompanion.experiments.comparisons import compare
-    from dpcompanion.theory.bounds import adp
 
     per_epoch = math.ceil(W_TRAIN_SIZE / W_BATCH)
     rows = [compare("w-f2/iterations-per-epoch", sizes_match=True, ours=per_epoch)]

@@ -104,14 +104,13 @@ def test_tuning_table_and_trace(page_exp, monkeypatch):
     assert traced == [{"entries": [entry], "ylabel": "loss", "max_cells": 8}]
 
 
-def test_notebooks_using_the_helper_call_it_once_and_define_no_verdict():
-    """A page that uses the helper gets its result through it (one show_experiment call), not
-    from the store, and calls no verdict rule itself."""
-    users = []
-    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+def test_experiment_notebooks_get_their_result_through_the_helper():
+    """Every experiment's page gets its result, verdicts and reproduction tables through the
+    helper (``show_experiment`` or ``ExperimentPage``), not from the store, and calls no verdict
+    rule itself; a page that calls ``show_experiment`` calls it once."""
+    for eid in base.all_experiments():
+        path = NOTEBOOKS / f"{eid}.ipynb"
         code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
-        if "show_experiment(" in code:
-            users.append(path.stem)
-            assert code.count("show_experiment(") == 1, path.name
-            assert "store." not in code and "comparisons" not in code, path.name
-    assert {"h-f-curv", "h-f-eff", "h-f-infl-extra", "h-f-mom", "h-f-scale", "h-x-eer-breakdown"} <= set(users)
+        assert "from dpcompanion.book.show import" in code, path.name
+        assert "store." not in code and "compare(" not in code and "reproduction_tables" not in code, path.name
+        assert code.count("show_experiment(") <= 1 and code.count("page.reproduction()") == 1, path.name

@@ -75,9 +75,20 @@ class ExperimentPage:
         if self.figure is not None:
             self.figure(self.payload if payload is None else payload)
 
-    def verdicts(self, payload: Any = None) -> None:
-        """The paper-vs-ours table of the rules' verdicts (the module's ``verdict_rows``)."""
-        _md(report.paper_vs_ours(self.module.verdict_rows(self.payload if payload is None else payload)))
+    def verdicts(self, payload: Any = None, *, head: str = "") -> None:
+        """The paper-vs-ours table of the rules' verdicts (the module's ``verdict_rows``, of this
+        page's payload or of ``payload``, a payload or a stored result), under ``head``."""
+        table = report.paper_vs_ours(self.module.verdict_rows(self.payload if payload is None else payload))
+        _md(f"{head}\n\n{table}" if head else table)
+
+    def fresh_full(self) -> store.StoredResult | None:
+        """The stored full-mode result when fresh, shown beside this build's (None in full mode,
+        where this build's result is the full one, or when none is fresh)."""
+        return store.fresh_full(self.id) if self.mode != "full" else None
+
+    def absent_note(self) -> str:
+        """Why no full-mode result is shown, with the command that computes it."""
+        return store.full_absent_note(self.id)
 
     def tuning(self, *, ylabel: str, max_cells: int | None = None) -> None:
         """The tuning table (each cell's choice, its grid, whether it is interior) and the

@@ -11,18 +11,18 @@ into independent units. Its result lives in ``results/<id>/<mode>/``:
   (the behavioural fingerprint, see :func:`revalidate`) and the revalidation history; and
   the **seal** (``provenance_seal``, below).
 
-Writes are atomic and never lose the previous result (:func:`save`): everything goes to a
+Writes are atomic and never lose the previous result (:func:`.files.save`): everything goes to a
 temporary folder ``.<mode>.tmp-…`` beside ``<mode>/`` (made with the umask's permissions),
 then two renames swap it in (``<mode>`` to ``.<mode>.old-…``, the new folder to ``<mode>``).
 A failing computation or write leaves nothing behind; a save killed between the two renames
 leaves the previous result in ``.<mode>.old-…``, which readers use while ``<mode>`` is
 missing and the next save or listing puts back; temporary folders of killed saves (writer
-gone, or older than :data:`STALE_TEMP_S`) are removed by the next save or listing; two saves
+gone, or older than :data:`.files.STALE_TEMP_S`) are removed by the next save or listing; two saves
 racing at the swap both succeed, the last one wins. Results stay plain folders of plain
 files (git stores them). Quick results are a local cache (``results/*/quick/`` is
 git-ignored, so a fresh clone recomputes them); full results are committed.
 
-**Resumable sweeps** (:func:`_compute_payload`): every unit is stored as it finishes in
+**Resumable sweeps** (:mod:`.sweeps`, driven by :func:`.results.compute`): every unit is stored as it finishes in
 ``results/<id>/<mode>.units/<key>.json`` (and ``<key>.npz`` for arrays of more than
 :data:`INLINE_MAX` elements), each file written to a temporary name and renamed into place
 (the ``.npz`` first; the ``.json`` marks the unit done). The key (:func:`unit_key`) hashes

@@ -4,9 +4,9 @@
 what the paper printed, quoted with file, figure/table and panel; ``tolerance``; ``judge``).
 The rules themselves are in :mod:`.hong` (files 000/001, and H-X-EER) and :mod:`.wu` (file
 002), those of pages that check our own code (the privacy audit) in :mod:`.checks`;
-:mod:`.rule` holds what they share. Experiment modules keep a thin
-``verdict_rows(payload)`` that extracts our measurements and calls :func:`compare`; nothing
-else decides a verdict.
+:mod:`.rule` holds what they share and :mod:`.rows` turns a verdict into a table row.
+Experiment modules keep a thin ``verdict_rows(payload)`` that extracts our measurements and
+calls :func:`compare`; nothing else decides a verdict.
 
 :func:`compare` turns a rule and measurements into one row of the paper-vs-ours table
 (:func:`dpcompanion.book.report.paper_vs_ours`). When our sizes differ from the paper's

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dpcompanion.experiments import base, comparisons as cmp, store, summary
+from dpcompanion.experiments import base, comparisons as cmp, store
+from dpcompanion.experiments.comparisons import summary
 from dpcompanion.experiments.comparisons import wu as wu_rules
 
 

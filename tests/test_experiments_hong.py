@@ -141,7 +141,7 @@ def test_infl_extra_tiny():
 
 
 def test_summary_collects_rule_rows(monkeypatch, tmp_path):
-    from dpcompanion.experiments import summary
+    from dpcompanion.experiments.comparisons import summary
 
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path))  # not the repository's results/ (a tiny config)
     monkeypatch.setitem(h_f_curv.CONFIGS, "quick", {"curvatures": [1.0, 15.0], "N": 50, "T": 10, "repeats": 20})

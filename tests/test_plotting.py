@@ -47,7 +47,7 @@ def _audits():
 
 
 def _tuning_entries():
-    from dpcompanion.experiments import tuning
+    from dpcompanion.experiments.protocols import tuning
 
     out = []
     for i in range(8):  # as many cells as the w-t36 page draws

@@ -16,6 +16,7 @@ import pytest
 
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments import h_f_infl
+from dpcompanion.experiments.store import executors, files, hashing, results as store_results
 
 # A tiny H-F-INFL: the real units and code on 100 MNIST35 samples, 3 steps, 4 repeats in
 # blocks of 2 (so the Dask run has several units to spread).
@@ -53,7 +54,7 @@ def test_digest_is_canonical():
 
 
 def test_save_and_load_round_trip_keeps_the_digest(tiny, tmp_path, monkeypatch):
-    monkeypatch.setattr(store, "INLINE_MAX", 8)  # arrays of more than 8 elements go to arrays.npz
+    monkeypatch.setattr(files, "INLINE_MAX", 8)  # arrays of more than 8 elements go to arrays.npz
     res = store.load_or_compute(tiny.id, mode="quick", device="cpu")
     assert not res.cached and res.fresh and res.path == tmp_path / "results" / tiny.id / "quick"
     assert {p.name for p in res.path.iterdir()} == {"payload.json", "arrays.npz", "provenance.json"}
@@ -99,7 +100,7 @@ def test_fresh_and_stale_on_config_change(tiny):
 def test_fresh_and_stale_on_code_change(tiny, monkeypatch):
     store.load_or_compute(tiny.id, mode="quick", device="cpu")
     real = store.code_files
-    monkeypatch.setattr(store, "code_files",
+    monkeypatch.setattr(hashing, "code_files",
                         lambda exp: {**real(exp), "dpcompanion.training.influence": "edited"})
     r = store.load(tiny.id, mode="quick")
     assert not r.fresh and r.stale_reason.startswith("code changed: dpcompanion.training.influence")
@@ -114,12 +115,52 @@ def test_code_hash_covers_imports_not_plotting():
     assert "dpcompanion.experiments.store" not in files
 
 
+_LOADED_CHILD = """
+import importlib, json, sys
+mod = sys.argv[1]
+ours = lambda: {m for m in sys.modules if m == "dpcompanion" or m.startswith("dpcompanion.")}
+# what the packages left out of the code hash load (the store, the verdict rules) first
+from dpcompanion.experiments import base, store
+for m in store.CODE_HASH_EXCLUDE:
+    importlib.import_module(m)
+before = ours()
+importlib.import_module(mod)
+loaded = sorted(ours() - before)
+exp = next(e for e in base.all_experiments().values() if e.run_unit.__module__ == mod)
+print(json.dumps({"loaded": loaded, "files": sorted(store.code_files(exp))}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exp_id", sorted(base.all_experiments()))
+def test_code_files_cover_every_module_the_experiment_loads(exp_id):
+    """Dependencies are derived, not listed: every dpcompanion module that importing the
+    experiment's module loads (in a fresh interpreter, once the packages left out of the code
+    hash on purpose, :data:`store.CODE_HASH_EXCLUDE`, and what they import are loaded) is in
+    its code hash."""
+    import subprocess
+    import sys
+
+    from limits import HANG_GUARD_S
+
+    mod = base.get(exp_id).run_unit.__module__
+    out = subprocess.run([sys.executable, "-c", _LOADED_CHILD, mod], capture_output=True, text=True, check=True,
+                         timeout=HANG_GUARD_S, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    excluded = [m for m in got["loaded"] if any(m == x or m.startswith(x + ".") for x in store.CODE_HASH_EXCLUDE)]
+    missing = sorted(set(got["loaded"]) - set(got["files"]) - set(excluded))
+    assert not missing, f"{exp_id}: modules loaded but not in the code hash: {missing}"
+    assert mod in got["files"] and "dpcompanion.training.trainers.engine" in got["files"]
+    assert not hasattr(base.Experiment, "depends_on") and "depends_on" not in {
+        f.name for f in dataclasses.fields(base.Experiment)}
+
+
 def _full_then_edit(tiny, monkeypatch, *, quick_changes: bool):
     full = store.load_or_compute(tiny.id, mode="full", device="cpu")
     quick = store.load(tiny.id, mode="quick")
     assert full.provenance["quick_digest"] == quick.digest  # the fingerprint was recorded
     real = store.code_files
-    monkeypatch.setattr(store, "code_files", lambda exp: {**real(exp), "dpcompanion.training.influence": "edited"})
+    monkeypatch.setattr(hashing, "code_files", lambda exp: {**real(exp), "dpcompanion.training.influence": "edited"})
     if quick_changes:  # the edit changes numbers: the quick recomputation gives another digest
         cfg = {**TINY, "quick": {**TINY["quick"]}}
         real_run = tiny.run_unit
@@ -173,7 +214,7 @@ def test_failing_compute_leaves_nothing(tiny, tmp_path):
 
 
 def test_failing_write_keeps_the_previous_result(tiny, monkeypatch):
-    monkeypatch.setattr(store, "INLINE_MAX", 8)
+    monkeypatch.setattr(files, "INLINE_MAX", 8)
     first = store.load_or_compute(tiny.id, mode="quick", device="cpu")
 
     def bad_savez(*a, **k):
@@ -194,7 +235,7 @@ def test_unwritable_results_folder_is_refused_before_computing(tiny, tmp_path, m
     blocker.write_text("not a folder")
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
     called = []
-    monkeypatch.setattr(store, "_compute_payload", lambda *a, **k: called.append(1))
+    monkeypatch.setattr(store_results, "_compute_payload", lambda *a, **k: called.append(1))
     with pytest.raises(ValueError, match="cannot be written"):
         store.load_or_compute(tiny.id, mode="quick", device="cpu")
     assert not called and blocker.read_text() == "not a folder"
@@ -205,7 +246,7 @@ def test_units_run_single_threaded_and_restore_torch_threads(torch_default_threa
 
     seen = []
     before = torch.get_num_threads()
-    store._run_one(lambda unit, device: seen.append(torch.get_num_threads()) or {}, {}, "cpu")
+    executors.run_one(lambda unit, device: seen.append(torch.get_num_threads()) or {}, {}, "cpu")
     assert seen == [1] and torch.get_num_threads() == before
 
 
@@ -269,7 +310,7 @@ def test_a_page_shows_the_full_result_only_when_fresh(tiny, monkeypatch):
     store.compute(tiny.id, mode="full", device="cpu")
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "full"
     assert store.fresh_full(tiny.id).mode == "full"
-    monkeypatch.setattr(store, "code_hash", lambda exp: "another")  # the code changed since
+    monkeypatch.setattr(hashing, "code_hash", lambda exp: "another")  # the code changed since
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "quick"
     assert store.fresh_full(tiny.id) is None
     note = store.full_absent_note(tiny.id)
@@ -515,7 +556,7 @@ def test_seal_unsealed_seals_intact_results_only(fast, capsys):
 def test_revalidation_reseals_and_keeps_the_history(fast, monkeypatch):
     full = store.compute(fast.id, mode="full", device="cpu")
     real = store.code_files
-    monkeypatch.setattr(store, "code_files", lambda exp: {**real(exp), "dpcompanion.theory.accounting": "edited"})
+    monkeypatch.setattr(hashing, "code_files", lambda exp: {**real(exp), "dpcompanion.theory.accounting": "edited"})
     assert store.load(fast.id, mode="full").stale_reason.startswith("code changed")
     assert store.revalidate(fast.id)["status"] == "revalidated"
     r = store.load(fast.id, mode="full")
@@ -533,7 +574,7 @@ def test_result_folders_and_files_get_the_umask_permissions(fast, monkeypatch):
     old = os.umask(0o022)
     try:
         full = store.compute(fast.id, mode="full", device="cpu")
-        monkeypatch.setattr(store, "code_files", lambda exp: {"changed": "x"})
+        monkeypatch.setattr(hashing, "code_files", lambda exp: {"changed": "x"})
         assert store.revalidate(fast.id)["status"] == "revalidated"  # rewrites provenance.json
     finally:
         os.umask(old)
@@ -543,7 +584,7 @@ def test_result_folders_and_files_get_the_umask_permissions(fast, monkeypatch):
             assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
 
 
-#: the steps of a save (store._checkpoint), in order
+#: the steps of a save (files._checkpoint), in order
 STEPS = ["tmp made", "payload written", "arrays written", "provenance written", "old moved away",
          "new in place", "old removed"]
 
@@ -567,16 +608,16 @@ def test_a_save_stopped_at_any_step_keeps_a_good_result(fast, step, monkeypatch)
         if s == step:
             raise _Stop(s)
 
-    monkeypatch.setattr(store, "_checkpoint", stop)
+    monkeypatch.setattr(files, "_checkpoint", stop)
     with pytest.raises(_Stop):
-        store._save(target, payload, prov)
-    monkeypatch.setattr(store, "_checkpoint", lambda s: None)
+        files.save(target, payload, prov)
+    monkeypatch.setattr(files, "_checkpoint", lambda s: None)
     r = store.load(fast.id, mode="quick")
     assert r.fresh and r.digest == first.digest  # never lost, never damaged
     assert r.provenance["created"] == ("second" if STEPS.index(step) >= STEPS.index("new in place")
                                        else first.provenance["created"])
     # what the stopped save left is tidied by the next listing once stale
-    monkeypatch.setattr(store, "STALE_TEMP_S", 0)
+    monkeypatch.setattr(files, "STALE_TEMP_S", 0)
     store.list_results()
     assert _leftovers(target.parents[1]) == [] and target.is_dir()
     assert store.load(fast.id, mode="quick").fresh
@@ -586,14 +627,15 @@ _KILL_CHILD = """
 import os, signal, sys
 from pathlib import Path
 from dpcompanion.experiments import store
+from dpcompanion.experiments.store import files
 target, step = Path(sys.argv[1]), sys.argv[2]
-prov, payload = store._read_files(target)
+prov, payload = files.read_files(target)
 prov = store.sealed({**prov, "created": "second"})
 def checkpoint(s):
     if s == step:
         os.kill(os.getpid(), signal.SIGKILL)
-store._checkpoint = checkpoint
-store._save(target, payload, prov)
+files._checkpoint = checkpoint
+files.save(target, payload, prov)
 """
 
 
@@ -628,14 +670,14 @@ def test_cleanup_removes_stale_temporaries_only(fast, monkeypatch):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()
     now = time.time_ns()
-    old_ns = now - int(2 * store.STALE_TEMP_S * 1e9)
-    stale = [f".quick.tmp-{store._HOST}-{dead}-{now}-aa", f".quick.old-otherhost-1-{old_ns}-bb",
+    old_ns = now - int(2 * files.STALE_TEMP_S * 1e9)
+    stale = [f".quick.tmp-{files._HOST}-{dead}-{now}-aa", f".quick.old-otherhost-1-{old_ns}-bb",
              f".quick.tmp-otherhost-1-{old_ns}-cc"]
-    live = [f".quick.tmp-{store._HOST}-{os.getpid()}-{now}-dd", f".quick.old-otherhost-1-{now}-ee"]
+    live = [f".quick.tmp-{files._HOST}-{os.getpid()}-{now}-dd", f".quick.old-otherhost-1-{now}-ee"]
     for name in stale + live:
         (parent / name).mkdir()
         (parent / name / "payload.json").write_text("{")
-    (first.path / f".provenance.json.tmp-{store._HOST}-{dead}-{now}-ff.json").write_text("{")
+    (first.path / f".provenance.json.tmp-{files._HOST}-{dead}-{now}-ff.json").write_text("{")
     store.list_results()
     assert sorted(p.name for p in parent.iterdir() if p.name.startswith(".")) == sorted(live)
     assert [p.name for p in first.path.iterdir() if p.name.startswith(".")] == []
@@ -648,7 +690,7 @@ def test_two_saves_racing_at_the_swap_both_succeed(fast, monkeypatch):
     import threading
 
     store.load_or_compute(fast.id, mode="quick", device="cpu")
-    real, lost = store._rename, []
+    real, lost = files._rename, []
 
     def rename(src, dst):
         try:
@@ -657,7 +699,7 @@ def test_two_saves_racing_at_the_swap_both_succeed(fast, monkeypatch):
             lost.append(exc.errno)
             raise
 
-    monkeypatch.setattr(store, "_rename", rename)
+    monkeypatch.setattr(files, "_rename", rename)
     for i in range(15):
         barrier = threading.Barrier(2, timeout=20)
         met = threading.local()
@@ -667,13 +709,13 @@ def test_two_saves_racing_at_the_swap_both_succeed(fast, monkeypatch):
                 met.done = True
                 barrier.wait()
 
-        monkeypatch.setattr(store, "_checkpoint", meet)
+        monkeypatch.setattr(files, "_checkpoint", meet)
         saves = [_second_save(fast, created=f"race {i} writer {w}") for w in range(2)]
         errors = []
 
         def save(args):
             try:
-                store._save(*args)
+                files.save(*args)
             except BaseException as exc:  # noqa: BLE001 - the test reports any failure
                 errors.append(exc)
 
@@ -692,18 +734,18 @@ def test_two_saves_racing_at_the_swap_both_succeed(fast, monkeypatch):
 def test_a_save_losing_every_swap_fails_with_one_clean_message(fast, monkeypatch):
     first = store.load_or_compute(fast.id, mode="quick", device="cpu")
     target, payload, prov = _second_save(fast, created="second")
-    real = store._rename
+    real = files._rename
 
     def others_always_first(src, dst):
         if Path(dst) == target and ".tmp-" in Path(src).name:  # another save's result lands first
-            shutil.copytree(store._olds(target)[0], target)
+            shutil.copytree(files.olds(target)[0], target)
             raise OSError(errno.ENOTEMPTY, "Directory not empty")
         real(src, dst)
 
-    monkeypatch.setattr(store, "_rename", others_always_first)
+    monkeypatch.setattr(files, "_rename", others_always_first)
     with pytest.raises(ValueError, match=r"other saves replaced it .* run the command again"):
-        store._save(target, payload, prov)
-    monkeypatch.setattr(store, "_rename", real)
+        files.save(target, payload, prov)
+    monkeypatch.setattr(files, "_rename", real)
     assert _leftovers(target.parents[1]) == []
     r = store.load(fast.id, mode="quick")
     assert r.fresh and r.provenance["created"] == first.provenance["created"]
@@ -712,16 +754,16 @@ def test_a_save_losing_every_swap_fails_with_one_clean_message(fast, monkeypatch
 def test_a_failing_swap_puts_the_previous_result_back(fast, monkeypatch):
     first = store.load_or_compute(fast.id, mode="quick", device="cpu")
     target, payload, prov = _second_save(fast, created="second")
-    real = store._rename
+    real = files._rename
 
     def refuse_the_new_one(src, dst):
         if Path(dst) == target and ".tmp-" in Path(src).name:
             raise PermissionError(errno.EACCES, "Permission denied (simulated)")
         real(src, dst)
 
-    monkeypatch.setattr(store, "_rename", refuse_the_new_one)
+    monkeypatch.setattr(files, "_rename", refuse_the_new_one)
     with pytest.raises(PermissionError, match="simulated"):
-        store._save(target, payload, prov)
+        files.save(target, payload, prov)
     assert _leftovers(target.parents[1]) == []
     r = store.load(fast.id, mode="quick")
     assert r.fresh and r.provenance["created"] == first.provenance["created"] and target.is_dir()
@@ -734,7 +776,7 @@ def test_experiment_refuses_an_unusable_results_folder_before_computing(fast, tm
     blocker.write_text("x")
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
     called = []
-    monkeypatch.setattr(store, "_compute_payload", lambda *a, **k: called.append(1))
+    monkeypatch.setattr(store_results, "_compute_payload", lambda *a, **k: called.append(1))
     for argv in (["experiment", fast.id], ["experiment", fast.id, "--mode", "full"]):
         assert cli.main(argv) == 2
         out, err = capsys.readouterr()
@@ -751,7 +793,7 @@ def test_reproduce_refuses_an_unusable_results_folder_before_computing(tmp_path,
     blocker.write_text("x")
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
     called = []
-    monkeypatch.setattr(store, "_compute_payload", lambda *a, **k: called.append(1))
+    monkeypatch.setattr(store_results, "_compute_payload", lambda *a, **k: called.append(1))
     out_dir = tmp_path / "generated"
     assert cli.main(["reproduce", "--only", "h-f-curv", "--device", "cpu", "--output", str(out_dir)]) == 2
     out, err = capsys.readouterr()
@@ -765,9 +807,10 @@ _RACE_CHILD = """
 import sys, time
 from pathlib import Path
 from dpcompanion.experiments import store
+from dpcompanion.experiments.store import files
 target, who, meet, n = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
-prov, payload = store._read_files(Path(sys.argv[5]))
-lost, real = [], store._rename
+prov, payload = files.read_files(Path(sys.argv[5]))
+lost, real = [], files._rename
 
 def rename(src, dst):
     try:
@@ -783,9 +826,9 @@ def checkpoint(step):  # the first save of every process waits for the others be
         while len(list(meet.iterdir())) < n and time.monotonic() - t0 < 60:
             time.sleep(0.005)
 
-store._rename, store._checkpoint = rename, checkpoint
+files._rename, files._checkpoint = rename, checkpoint
 for i in range(8):
-    store._save(target, payload, store.sealed({**prov, "created": f"{who} {i}"}))
+    files.save(target, payload, store.sealed({**prov, "created": f"{who} {i}"}))
 print(len(lost))
 """
 
@@ -819,7 +862,7 @@ def test_a_real_sweep_resumed_from_stored_units_has_the_straight_digest(tiny, tm
     units = tiny.units(config)
     code = store.code_hash(tiny)
     for u in units[:2]:
-        r, c = store._run_one(tiny.run_unit, u, "cpu")
+        r, c = executors.run_one(tiny.run_unit, u, "cpu")
         store.save_unit(store.units_dir(tiny.id, "quick"), store.unit_key(tiny.id, "quick", u, 0, "cpu"), u, r, c,
                         code=code, seed=0)
     res = store.compute(tiny.id, mode="quick", device="cpu")

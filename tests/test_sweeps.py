@@ -15,6 +15,7 @@ import pytest
 
 from dpcompanion import cli
 from dpcompanion.experiments import base, store
+from dpcompanion.experiments.store import sweeps
 
 sys.path.insert(0, str(Path(__file__).parent))
 import gated_sweep  # noqa: E402
@@ -140,7 +141,7 @@ def test_unit_files_round_trip_exactly(tmp_path):
     result = {"a": np.arange(100, dtype=np.float32), "s": np.float32(0.1), "i": np.int64(3), "t": (1, 2.5),
               "small": np.ones((2, 3)), "nested": [{"x": 1.0, "y": "z"}], "nan": float("nan")}
     store.save_unit(tmp_path, "k", {"u": 1}, result, {"runs": 1, "run_steps": 2, "wall_s": 0.5}, code="c", seed=0)
-    back = store._load_unit(tmp_path, "k")["result"]
+    back = sweeps.load_unit(tmp_path, "k")["result"]
     assert store.digest(back) == store.digest(result)
     assert type(back["s"]) is np.float32 and type(back["i"]) is np.int64 and back["t"] == (1, 2.5)
     assert back["a"].dtype == np.float32

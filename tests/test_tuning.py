@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from dpcompanion.experiments import tuning
+from dpcompanion.experiments.protocols import tuning
 
 
 def test_edge_and_interior():

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from dpcompanion import cli
-from dpcompanion.experiments import base, comparisons as cmp, migrate, store
+from dpcompanion.experiments import base, comparisons as cmp, store
+from dpcompanion.experiments.store import migrate
 from dpcompanion.experiments.comparisons import reproduction, scale
 
 # ---------------------------------------------------------------- a toy experiment (tests only)
@@ -163,7 +164,7 @@ def test_verdicts_csv(tmp_path, monkeypatch, capsys):
 
 
 def test_summary_is_rendered_from_the_report(tmp_path, monkeypatch):
-    from dpcompanion.experiments import summary
+    from dpcompanion.experiments.comparisons import summary
 
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
     rows = reproduction.report_rows(pages=["h-f-theory", "w-eps"])

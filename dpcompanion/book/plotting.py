@@ -1265,7 +1265,7 @@ def tuning_trace(*, entries: list, cells=None, max_cells: int = 6, title: str = 
     this one (its profile), the chosen value (star; a circle for the choice within the paper's
     range when a beyond-the-paper setting chose differently) and, dotted, a bound the paper
     stated. ``entries``: the payload's ``tuning`` records
-    (:func:`dpcompanion.experiments.tuning.record`); ``cells``: the cells to draw (default:
+    (:func:`dpcompanion.experiments.protocols.tuning.record`); ``cells``: the cells to draw (default:
     the first ``max_cells``)."""
     apply_style()
     by_cell: dict = {}

@@ -11,31 +11,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module
+from dpcompanion.training.audit import run_audit
 
 __all__ = ["EXPERIMENT", "verdict_rows"]
 
 TRAINERS = ("pgd", "momentum", "psgd", "adp")
 
+#: what both modes share: the budget audited, the scales of the noise (1 = as shipped) and the
+#: trainer whose curve over S is drawn
+_AUDITED = {"epsilon": 2.0, "delta": 1e-5, "scales": [1.0, 0.5], "curve_trainer": "pgd"}
 CONFIGS = {
     # well under a minute on 2 CPU cores: fewer trials than the command's defaults for PSGD
-    "quick": {
-        "epsilon": 2.0,
-        "delta": 1e-5,
-        "scales": [1.0, 0.5],
-        "trials": {"pgd": 20000, "momentum": 20000, "psgd": 100000, "adp": 20000},
-        "curve_trainer": "pgd",
-        "curve_scales": [0.7, 0.8, 0.9],
-    },
+    "quick": {**_AUDITED, "trials": {"pgd": 20000, "momentum": 20000, "psgd": 100000, "adp": 20000},
+              "curve_scales": [0.7, 0.8, 0.9]},
     # the most trials the command accepts: a couple of minutes on 2 CPU cores
-    "full": {
-        "epsilon": 2.0,
-        "delta": 1e-5,
-        "scales": [1.0, 0.5],
-        "trials": {"pgd": 200000, "momentum": 200000, "psgd": 200000, "adp": 200000},
-        "curve_trainer": "pgd",
-        "curve_scales": [0.6, 0.7, 0.75, 0.8, 0.85, 0.9],
-    },
+    "full": {**_AUDITED, "trials": {"pgd": 200000, "momentum": 200000, "psgd": 200000, "adp": 200000},
+             "curve_scales": [0.6, 0.7, 0.75, 0.8, 0.85, 0.9]},
 }
 
 
@@ -51,8 +44,6 @@ def units(config: dict) -> list[dict]:
 
 
 def run_unit(unit: dict, device: str) -> dict:
-    from dpcompanion.training.audit import run_audit
-
     r = run_audit(trainer=unit["trainer"], epsilon=unit["epsilon"], delta=unit["delta"], trials=unit["trials"],
                   noise_multiplier_scale=unit["scale"], seed=unit["seed"], device=device)
     return r.to_dict()
@@ -66,8 +57,6 @@ def verdict_rows(payload) -> list[dict]:
     """The audit page's rows (rules ``audit/*`` of :mod:`dpcompanion.experiments.comparisons`):
     each trainer as shipped (S = 1) against its ledger's claim, and whether the audit flags
     every trainer at the smallest S below 1 (the test's power)."""
-    from dpcompanion.experiments import comparisons
-
     by = {(a["trainer"], a["noise_multiplier_scale"]): a for a in payload["audits"]}
     trainers = list(dict.fromkeys(a["trainer"] for a in payload["audits"]))
     rows = []
@@ -84,15 +73,8 @@ def verdict_rows(payload) -> list[dict]:
     return rows
 
 
-EXPERIMENT = Experiment(
-    id="audit",
+EXPERIMENT = from_module(__name__, id="audit",
     title="Empirical privacy audit of the trainers (white-box canary, Gaussian-DP fit and Clopper-Pearson)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
-    depends_on=("dpcompanion.training.audit", "dpcompanion.training.trainers", "dpcompanion.theory.ledger",
-                "dpcompanion.theory.accounting", "dpcompanion.theory.schedules"),
     scale_note="no paper protocol to match: full mode uses the most trials the command accepts (200,000 per "
                "unit: tighter lower bounds) and a finer curve over S",
 )

@@ -1,15 +1,16 @@
 """The contract every experiment module follows.
 
-An experiment module ``dpcompanion/experiments/<name>.py`` defines::
+An experiment module ``dpcompanion/experiments/<name>.py`` defines ``CONFIGS`` and three
+functions, then its ``EXPERIMENT`` with :func:`from_module`::
 
-    EXPERIMENT = Experiment(
-        id="h-f-curv",                      # lower-case SPEC ID = notebook = page name
-        title="PGD on two losses of different curvature (the ICLR submission, Fig. 1)",
-        configs={"quick": {...}, "full": {...}},   # JSON-able dicts; full = paper scale
-        units=units,          # (config) -> list of JSON-able unit dicts, each self-contained
-        run_unit=run_unit,    # (unit, device) -> dict of numpy arrays / numbers / strings
-        combine=combine,      # (config, [unit results, in units order]) -> payload dict
-    )
+    CONFIGS = {"quick": {...}, "full": {...}}  # JSON-able dicts; full = the largest committed run
+    def units(config): ...        # -> list of JSON-able unit dicts, each self-contained
+    def run_unit(unit, device): ...  # -> dict of numpy arrays / numbers / strings
+    def combine(config, results): ...  # (config, [unit results, in units order]) -> payload dict
+
+    EXPERIMENT = from_module(__name__, id="h-f-curv",  # lower-case SPEC ID = notebook = page name
+                             title="PGD on two losses of different curvature (the ICLR submission, Fig. 1)",
+                             scale_note="...")         # one sentence: full mode against the paper
 
 * ``units(config)`` splits the work into independent pieces (one schedule at one data
   size, a block of repeats...). Each unit carries everything it needs, its seed included
@@ -26,7 +27,9 @@ The provenance's ``runs`` and ``run_steps`` are counted by the trainer engine wh
 runs (:func:`dpcompanion.training.trainers.engine.tally`), not reported by the unit. The results store
 (:mod:`dpcompanion.experiments.store`) runs the units on an executor, saves the payload and
 decides freshness; the code hash covers the module defining ``run_unit``/``units``/
-``combine`` and every dpcompanion module it imports. :func:`register` adds an experiment
+``combine`` and every dpcompanion module it imports, transitively (read from the sources,
+imports inside functions included), so an experiment lists no dependencies by hand: a
+module it uses is one it imports. :func:`register` adds an experiment
 defined outside the package (tests).
 """
 
@@ -35,9 +38,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+import sys
 from typing import Any, Callable, Mapping
 
-__all__ = ["Experiment", "MODES", "all_experiments", "get", "config_for", "run_local", "register", "unregister"]
+import dpcompanion.experiments as pkg
+
+__all__ = ["Experiment", "from_module", "totals", "sizes_line", "MODES", "all_experiments", "get", "config_for",
+           "run_local", "register", "unregister"]
 
 MODES = ("quick", "full")
 
@@ -52,9 +59,6 @@ class Experiment:
     units: Callable[[dict], list[dict]]
     run_unit: Callable[[dict, str], dict]
     combine: Callable[[dict, list[dict]], dict]
-    #: library modules (dotted) whose code the result depends on, besides the
-    #: experiment's own module (used for the code hash)
-    depends_on: tuple[str, ...] = ()
     #: one sentence: what full mode is, against the paper's protocol
     scale_note: str = ""
 
@@ -62,6 +66,28 @@ class Experiment:
         missing = [m for m in MODES if m not in self.configs]
         if missing:
             raise ValueError(f"experiment {self.id}: configs lack modes {missing}")
+
+
+def from_module(module: str, *, id: str, title: str, scale_note: str = "") -> Experiment:
+    """The experiment defined by module ``module`` (pass ``__name__``, at the end of the
+    module): its ``CONFIGS``, ``units``, ``run_unit`` and ``combine``, the contract's names."""
+    mod = sys.modules[module]
+    return Experiment(id=id, title=title, configs=mod.CONFIGS, units=mod.units, run_unit=mod.run_unit,
+                      combine=mod.combine, scale_note=scale_note)
+
+
+def totals(results: list[dict]) -> dict[str, Any]:
+    """``run_steps`` and ``wall_s`` summed over the units' results (every payload records both).
+
+    >>> totals([{"run_steps": 3, "wall_s": 0.5}, {"run_steps": 4, "wall_s": 1.0}])
+    {'run_steps': 7, 'wall_s': 1.5}
+    """
+    return {"run_steps": int(sum(r["run_steps"] for r in results)), "wall_s": float(sum(r["wall_s"] for r in results))}
+
+
+def sizes_line(config: Mapping[str, Any], text: str) -> str:
+    """The head of a page's sizes paragraph: ``**Sizes (<mode> mode).** <text>``."""
+    return f"**Sizes ({config['mode']} mode).** {text}"
 
 
 #: experiments registered at run time (tests, user code), besides the package's modules
@@ -83,13 +109,13 @@ def unregister(experiment_id: str) -> None:
 
 
 def all_experiments() -> dict[str, Experiment]:
-    """Every experiment of the package, by ID (modules of this package defining EXPERIMENT),
+    """Every experiment of the package, by ID (the modules, not sub-packages, of this package
+    defining EXPERIMENT),
     plus those added with :func:`register`."""
-    import dpcompanion.experiments as pkg
-
     found: dict[str, Experiment] = dict(_REGISTERED)
     for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name in {"base", "store"} or info.name.startswith("_"):
+        # one module per experiment; the packages (store, protocols, comparisons) hold none
+        if info.ispkg or info.name == "base" or info.name.startswith("_"):
             continue
         mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
         exp = getattr(mod, "EXPERIMENT", None)

@@ -23,9 +23,13 @@ import math
 import time
 
 import numpy as np
+import torch
 
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module, sizes_line, totals
 from dpcompanion.experiments.protocols import hong as hp
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.theory import exact_risk, schedules
+from dpcompanion.training.models import DenseModel
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "verdict_rows", "toy_data"]
 
@@ -61,11 +65,6 @@ def units(config) -> list[dict]:
 
 
 def run_unit(unit, device) -> dict:
-    import torch
-
-    from dpcompanion.theory import exact_risk, schedules
-    from dpcompanion.training.models import DenseModel
-
     t0 = time.perf_counter()
     X, y = toy_data(curvature=unit["curvature"], N=unit["N"])
     model = DenseModel(in_dim=1, n_classes=2, loss="squared", bias=False)
@@ -86,7 +85,7 @@ def run_unit(unit, device) -> dict:
 
 def combine(config, results) -> dict:
     out = {"config": dict(config), "R": hp.R, "lr": hp.LR, "clip_norm": hp.CLIP, "units": results,
-           "run_steps": int(sum(r["run_steps"] for r in results)), "wall_s": float(sum(r["wall_s"] for r in results))}
+           **totals(results)}
     out["summary"] = []
     for r in results:
         m, se = hp.mean_se(r["final_loss"])
@@ -98,7 +97,7 @@ def combine(config, results) -> dict:
 
 def describe(payload) -> str:
     c = payload["config"]
-    return (f"**Sizes ({c['mode']} mode).** Curvatures M = {c['curvatures']} (x_n = ±sqrt(M)), N = {c['N']}, "
+    return sizes_line(c, f"Curvatures M = {c['curvatures']} (x_n = ±sqrt(M)), N = {c['N']}, "
             f"T = {c['T']}, uniform schedule, {c['repeats']} repeats per loss (the paper: 100 repeats, sizes not "
             f"printed); R = {payload['R']:.4g}, clip {payload['clip_norm']:g}, learning rate {payload['lr']:g}; "
             f"{payload['run_steps']} run-steps in {payload['wall_s']:.1f} s.")
@@ -108,8 +107,6 @@ def verdict_rows(payload) -> list[dict]:
     """The sharp-vs-flat row (rule ``h-f-curv/sharp-vs-flat``; the paper prints no sizes for
     this toy, so only its shape is compared) and, per curvature, our trainer against the
     exact E[f] (rule ``h-f-curv/exact``, our own check)."""
-    from dpcompanion.experiments import comparisons
-
     s = sorted(payload["summary"], key=lambda r: r["curvature"])
     flat, sharp = s[0], s[-1]
     rows = [comparisons.compare("h-f-curv/sharp-vs-flat", sizes_match=True, sharp=sharp["mean"], sharp_se=sharp["se"],
@@ -122,14 +119,7 @@ def verdict_rows(payload) -> list[dict]:
     return rows
 
 
-EXPERIMENT = Experiment(
-    id="h-f-curv",
+EXPERIMENT = from_module(__name__, id="h-f-curv",
     title="PGD repeated on two losses of different curvature (the ICLR submission, Fig. 1)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.models",
-                "dpcompanion.training.trainers", "dpcompanion.theory.schedules", "dpcompanion.theory.exact_risk"),
     scale_note="the paper prints no sizes for this toy; full mode runs 1000 repeats (the paper: 100)",
 )

@@ -22,7 +22,7 @@ Protocol (the FAccT version, Sec. 5; the sizes in 000 App. D "Setup"):
   same preprocessing), by the lowest mean final training loss over ``tune_repeats``
   runs, at no privacy cost (the paper's protocol); the chosen schedule is then run once
   per repeat on the private data, with seeds disjoint from the tuning seeds. Issue 21's
-  protocol (:mod:`dpcompanion.experiments.tuning`): the paper's stated T range [50, 150]
+  protocol (:mod:`dpcompanion.experiments.protocols.tuning`): the paper's stated T range [50, 150]
   is kept for the main table and flagged when a choice lies on its ends; ``table_beyond``
   repeats the selection with the range lifted (T up to 450); gamma's grid, which the paper
   does not state, is extended until the choice is interior.
@@ -46,16 +46,19 @@ import time
 
 import numpy as np
 
-from dpcompanion.experiments.protocols import hong as hp
-from dpcompanion.experiments import tuning
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.protocols import hong as hp, tuning
+from dpcompanion.theory import schedules
+from dpcompanion.training import data
+from dpcompanion.training.models import make_model
 
 __all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "run_unit", "combine", "describe", "verdict_rows"]
 
 PAPER_HIDDEN = 1000  # 001 Sec. 5: "2-layer Deep Neural Network (DNN) with 1000 hidden units"
 PAPER_REPEATS = 100  # 000 App. D: "All the experiments are repeated 100 times"
 
-#: Tuning (issue 21, :mod:`dpcompanion.experiments.tuning`): T in [50, 150] is the range the
+#: Tuning (issue 21, :mod:`dpcompanion.experiments.protocols.tuning`): T in [50, 150] is the range the
 #: paper states (the FAccT version, Sec. 5), so a choice on its ends is flagged and a "beyond" setting searches
 #: past them (steps of the grid's spacing, T in [T_LIMITS]); gamma has no stated range and its
 #: grid is extended towards 1 (up to GAMMA_MAX) or down while the choice is on an edge. Power:
@@ -78,8 +81,6 @@ KINDS = ("uni", "exp")
 
 
 def _schedule(kind: str, T: int, gamma: float | None) -> np.ndarray:
-    from dpcompanion.theory import schedules
-
     if kind == "uni":
         return schedules.uniform(T=T, R=hp.R)
     return schedules.expinfl(T=T, R=hp.R, gamma=gamma)
@@ -117,9 +118,6 @@ def units(config) -> list[dict]:
 
 def run_unit(unit, device) -> dict:
     """Tune both schedules on an auxiliary Gaussian set of size N, then run them on MNIST35."""
-    from dpcompanion.training import data
-    from dpcompanion.training.models import make_model
-
     t0 = time.perf_counter()
     N = unit["N"]
     s_aux, s_data, s_tune, s_eval = hp.unit_seeds(unit["seed"], 4)
@@ -223,15 +221,8 @@ def combine(config, results) -> dict:
             "train_wall_s": float(sum(r["train_wall_s"] for r in results))}
 
 
-EXPERIMENT = Experiment(
-    id="h-f-eff",
+EXPERIMENT = from_module(__name__, id="h-f-eff",
     title="Data efficiency: exp vs uni tuned on auxiliary Gaussian data (the FAccT version, Fig. 1 middle/right)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.data",
-                "dpcompanion.training.models", "dpcompanion.training.trainers", "dpcompanion.theory.schedules"),
     scale_note="full: the paper's protocol with 100 hidden units instead of 1000 and 50 repeats instead of 100 "
                "(PAPER_SCALE holds the paper's size, for a GPU)",
 )
@@ -262,8 +253,6 @@ def describe(payload) -> str:
 
 def _rule_rows(payload) -> list[dict]:
     """The paper-vs-ours rows (rules ``h-f-eff/loss`` and ``h-f-eff/acc``)."""
-    from dpcompanion.experiments import comparisons
-
     note = f"{payload['config']['hidden']} hidden units vs the paper's {PAPER_HIDDEN}"
     out = []
     for key, tail in (("table", ""), ("table_beyond", " (T beyond the paper's [50, 150])")):
@@ -285,6 +274,4 @@ def verdict_rows(payload) -> list[dict]:
     """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
     (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
     the same cap the reproduction report applies."""
-    from dpcompanion.experiments import comparisons
-
     return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]

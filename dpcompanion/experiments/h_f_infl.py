@@ -27,9 +27,12 @@ import math
 
 import numpy as np
 
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.comparisons.hong import INFL_PAPER
 from dpcompanion.theory.accounting import R_PAPER
-from dpcompanion.training import influence
+from dpcompanion.training import data, influence
+from dpcompanion.training.models import make_model
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "sizes_match_paper"]
 
@@ -69,17 +72,9 @@ def units(config: dict) -> list[dict]:
     return out
 
 
-def _data(unit: dict):
-    from dpcompanion.training import data
-
-    d = data.load(unit["dataset"], seed=unit["data_seed"], scale=unit["scale"], n=unit["n"])
-    return d.X_train, d.y_train
-
-
 def run_unit(unit: dict, device: str) -> dict:
-    from dpcompanion.training.models import make_model
-
-    X, y = _data(unit)
+    d = data.load(unit["dataset"], seed=unit["data_seed"], scale=unit["scale"], n=unit["n"])
+    X, y = d.X_train, d.y_train
     T = int(unit["T"])
     base_sigma = math.sqrt(T / unit["R"])
     if unit["kind"] == "analytic":
@@ -118,13 +113,8 @@ def combine(config: dict, results: list[dict]) -> dict:
     return out
 
 
-EXPERIMENT = Experiment(
-    id="h-f-infl",
+EXPERIMENT = from_module(__name__, id="h-f-infl",
     title="Influence of each step's noise by retraining, MNIST35 (the ICLR submission, App. D Fig. 3; the FAccT version, Fig. 1 left)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
     scale_note="full = the paper's protocol: T = 100, 10 levels of sigma_t over [20, 200], 100 repeats, every t, "
                "squared and logistic loss",
 )
@@ -135,8 +125,7 @@ EXPERIMENT = Experiment(
 def sizes_match_paper(config: dict) -> bool:
     """Whether a result was computed at the paper's sizes (T, levels, repeats, fitted steps;
     :data:`dpcompanion.experiments.comparisons.hong.INFL_PAPER`)."""
-    from dpcompanion.experiments.comparisons.hong import INFL_PAPER as P
-
+    P = INFL_PAPER
     return (int(config["T"]) == P["T"] and int(config["repeats"]) == P["repeats"]
             and list(config["fit_steps"]) == P["fit_steps"]
             and np.allclose(np.asarray(config["levels"], float), P["levels"], rtol=0, atol=1e-9))
@@ -148,9 +137,6 @@ def verdict_rows(result) -> list[dict]:
     :mod:`dpcompanion.experiments.comparisons`. The rows that compare with a number the paper
     printed (clip fraction, relative variances) are not judged when the result's sizes differ
     from the paper's (:func:`sizes_match_paper`); the shape rows are judged at any size."""
-    from dpcompanion.experiments import comparisons
-    from dpcompanion.experiments.comparisons.hong import INFL_PAPER
-
     pay = result.payload if hasattr(result, "payload") else result
     cfg = pay["settings"]
     sq, lg = pay["squared"], pay["logistic"]

@@ -22,8 +22,11 @@ import time
 
 import numpy as np
 
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module, totals
 from dpcompanion.experiments.protocols import hong as hp
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.training import data, influence
+from dpcompanion.training.models import make_model
 
 __all__ = ["EXPERIMENT", "PAPER_SCALE", "units", "run_unit", "combine", "describe", "verdict_rows"]
 
@@ -52,9 +55,6 @@ def units(config) -> list[dict]:
 
 
 def run_unit(unit, device) -> dict:
-    from dpcompanion.training import data, influence
-    from dpcompanion.training.models import make_model
-
     t0 = time.perf_counter()
     s_data, s_run = hp.unit_seeds(unit["seed"], 2)
     d = data.load(unit["dataset"], seed=s_data, n=unit["N"], scale=hp.SCALE)
@@ -96,7 +96,7 @@ def combine(config, results) -> dict:
                                                                     and r["step_every"] == 1
                                                                     and r["repeats"] >= 100)}
     return {"rows": rows, "config": dict(config), "R": hp.R, "lr": hp.LR, "clip_norm": hp.CLIP,
-            "run_steps": int(sum(r["run_steps"] for r in results)), "wall_s": float(sum(r["wall_s"] for r in results))}
+            **totals(results)}
 
 
 def describe(payload) -> str:
@@ -112,8 +112,6 @@ def describe(payload) -> str:
 
 
 def verdict_rows(payload) -> list[dict]:
-    from dpcompanion.experiments import comparisons
-
     out = []
     for k, r in payload["rows"].items():
         note = f"T {r['T']}, N {r['N']}, every {r['step_every']}th step, {r['repeats']} repeats vs every step, 100 repeats"
@@ -123,15 +121,8 @@ def verdict_rows(payload) -> list[dict]:
     return out
 
 
-EXPERIMENT = Experiment(
-    id="h-f-infl-extra",
+EXPERIMENT = from_module(__name__, id="h-f-infl-extra",
     title="Influence by retraining: logistic loss on synthetic data and the DNN (the ICLR submission, Fig. 3 middle)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.data", "dpcompanion.training.models",
-                "dpcompanion.training.influence", "dpcompanion.training.trainers"),
     scale_note="full: every 5th step with 20 repeats (synthetic) and a 100-hidden-unit DNN on 10 steps with 5 repeats; "
                "PAPER_SCALE is every step with 100 repeats",
 )

@@ -16,7 +16,7 @@ step ``t_x`` where its two terms cross (``c1/c2 = gamma^{-2 t_x}``), ``t_x`` a f
 T; the grid search picks, per cell, the lowest mean final training loss over
 ``tune_repeats`` seeds, and the reported numbers come from *fresh* seeds (so the best
 grid cell is not favoured by its own noise). Issue 21's protocol
-(:mod:`dpcompanion.experiments.tuning`): both influence models search the same gamma grid,
+(:mod:`dpcompanion.experiments.protocols.tuning`): both influence models search the same gamma grid,
 extended towards 1 while a choice lies on its edge (the crossing within [0, 1] likewise);
 momexpinfl has one candidate per (gamma, crossing), expinfl one per gamma, and the records
 carry the counts. The search is not charged to the budget
@@ -31,9 +31,12 @@ import time
 
 import numpy as np
 
-from dpcompanion.experiments.protocols import hong as hp
-from dpcompanion.experiments import tuning
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module, sizes_line, totals
+from dpcompanion.experiments.protocols import hong as hp, tuning
+from dpcompanion.theory import schedules
+from dpcompanion.training import data
+from dpcompanion.training.models import make_model
 
 __all__ = ["EXPERIMENT", "PAPER", "BETA", "units", "run_unit", "combine", "describe", "verdict_rows"]
 
@@ -44,7 +47,7 @@ KINDS = ("uni", "expinfl", "momexpinfl")
 
 #: Tuning (issue 21): expinfl and momexpinfl search the *same* gamma grid (momexpinfl also the
 #: crossing); a choice on a grid edge extends that grid (gamma towards 1, up to GAMMA_MAX;
-#: crossing within [0, 1]) until it is interior (:mod:`dpcompanion.experiments.tuning`).
+#: crossing within [0, 1]) until it is interior (:mod:`dpcompanion.experiments.protocols.tuning`).
 #: The paper states no range for either. momexpinfl has ``len(crossings)`` candidates per
 #: gamma, expinfl one: the counts are recorded (``n_candidates``) and shown.
 GAMMA_MAX = 0.999
@@ -62,8 +65,6 @@ CONFIGS = {
 
 
 def _schedule(c, T: int) -> np.ndarray:
-    from dpcompanion.theory import schedules
-
     kind, g, x = c
     if kind == "uni":
         return schedules.uniform(T=T, R=hp.R)
@@ -82,9 +83,6 @@ def units(config) -> list[dict]:
 
 
 def run_unit(unit, device) -> dict:
-    from dpcompanion.training import data
-    from dpcompanion.training.models import make_model
-
     t0 = time.perf_counter()
     s_data, s_tune, s_eval = hp.unit_seeds(unit["seed"], 3)
     ds = unit.get("dataset", "mnist")
@@ -167,13 +165,12 @@ def combine(config, results) -> dict:
             "tuning": [e for r in results for e in r["tuning"]], "R": hp.R, "lr": hp.LR,
             "clip_norm": hp.CLIP, "n_test": results[0]["n_test"],
             "sizes_match": bool(config["N"] == PAPER["N"] and config["hidden"] == PAPER["hidden"]),
-            "run_steps": int(sum(r["run_steps"] for r in results)),
-            "wall_s": float(sum(r["wall_s"] for r in results))}
+            **totals(results)}
 
 
 def describe(payload) -> str:
     c = payload["config"]
-    return (f"**Sizes ({c['mode']} mode).** 10-class MNIST, N = {c['N']} training samples (paper: {PAPER['N']}), "
+    return sizes_line(c, f"10-class MNIST, N = {c['N']} training samples (paper: {PAPER['N']}), "
             f"{payload['n_test']} of the other training images as test set (paper: the rest); DNN with {c['hidden']} hidden units (paper: "
             f"{PAPER['hidden']}); momentum beta = {payload['beta']:g}; data scales {c['scales']}, T in {c['Ts']}; "
             f"grids (the same gamma grid for both, extended towards 1 up to {GAMMA_MAX:g} while the choice is on "
@@ -185,23 +182,14 @@ def describe(payload) -> str:
 
 
 def _rule_rows(payload) -> list[dict]:
-    from dpcompanion.experiments import comparisons
-
     c = payload["config"]
     note = f"N {c['N']}, {c['hidden']} hidden units vs the paper's {PAPER['N']}, {PAPER['hidden']}"
     cells = [{"scale": x["scale"], "T": x["T"], "diff": x["diff"], "se": x["se"]} for x in payload["cells"]]
     return [comparisons.compare("h-f-mom/expinfl-vs-momexpinfl", sizes_match=payload["sizes_match"], sizes_note=note, cells=cells)]
 
 
-EXPERIMENT = Experiment(
-    id="h-f-mom",
+EXPERIMENT = from_module(__name__, id="h-f-mom",
     title="Momentum DNN: uniform vs expinfl vs momexpinfl (the ICLR submission, Fig. 2 right)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.data", "dpcompanion.training.models",
-                "dpcompanion.training.trainers", "dpcompanion.theory.schedules"),
     scale_note="full: the paper's N = 1000 and 100 hidden units; 30 fresh repeats per schedule (paper: 100)",
 )
 
@@ -210,6 +198,4 @@ def verdict_rows(payload) -> list[dict]:
     """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
     (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
     the same cap the reproduction report applies."""
-    from dpcompanion.experiments import comparisons
-
     return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]

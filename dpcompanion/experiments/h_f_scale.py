@@ -22,7 +22,7 @@ only and a shorter run uses its last T values (q_t depends on the steps left, as
 Thm 4.1's gamma^{T-t}); between the swept steps log q is interpolated linearly;
 estimates <= 0 (noise) are floored at 1e-3 of the largest; the best T is searched on a
 grid in [1, 100] rather than every integer, on tuning seeds disjoint from the reported ones
-(issue 21's protocol, :mod:`dpcompanion.experiments.tuning`); the paper's stated bound T = 100
+(issue 21's protocol, :mod:`dpcompanion.experiments.protocols.tuning`); the paper's stated bound T = 100
 ("grid searching the best T in [1, 100]", the ICLR submission, App. D) is flagged when chosen and a
 beyond-the-paper setting searches up to :data:`T_BEYOND_MAX`, where a retrained q_t is
 extended with its earliest estimate for the steps further than ``T_infl`` from the end.
@@ -35,9 +35,12 @@ import time
 
 import numpy as np
 
-from dpcompanion.experiments.protocols import hong as hp
-from dpcompanion.experiments import tuning
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module, sizes_line, totals
+from dpcompanion.experiments.protocols import hong as hp, tuning
+from dpcompanion.theory import schedules
+from dpcompanion.training import data, influence
+from dpcompanion.training.models import make_model
 
 __all__ = ["EXPERIMENT", "ROWS", "PAPER", "units", "run_unit", "combine", "describe", "verdict_rows",
            "influence_on_grid", "fit_exponential_rate"]
@@ -47,7 +50,7 @@ ROWS = (("synthetic", "logistic"), ("mnist35", "squared"), ("mnist35", "logistic
 #: the paper's sizes (the ICLR submission, App. D): N = 1000, best T in [1, 100], 100 repeats; DNN of 000 Sec. 5: 100 hidden
 PAPER = {"N": 1000, "T_max": 100, "repeats": 100, "hidden": 100}
 
-#: Tuning (issue 21, :mod:`dpcompanion.experiments.tuning`): each method's best T is chosen on
+#: Tuning (issue 21, :mod:`dpcompanion.experiments.protocols.tuning`): each method's best T is chosen on
 #: ``tune_repeats`` seeds disjoint from the ``repeats`` seeds reported. T in [1, 100] is the range
 #: the paper states (the ICLR submission, App. D), so a choice at 100 is flagged and a "beyond" setting searches
 #: past it (see T_BEYOND_MAX, up to 6 extensions); a choice at the grid's low end
@@ -122,8 +125,6 @@ def units(config) -> list[dict]:
 
 
 def _model(kind: str, hidden: int):
-    from dpcompanion.training.models import make_model
-
     if kind == "squared":
         return make_model("linear", in_dim=_DIMS["current"], n_classes=2)
     if kind == "logistic":
@@ -135,9 +136,6 @@ _DIMS = {"current": 0}
 
 
 def run_unit(unit, device) -> dict:
-    from dpcompanion.theory import schedules
-    from dpcompanion.training import data, influence
-
     t0 = time.perf_counter()
     s_data, s_infl, s_run = hp.unit_seeds(unit["seed"], 3)
     d = data.load(unit["dataset"], seed=s_data, n=int(unit["N"]), scale=unit["scale"])
@@ -257,6 +255,17 @@ def run_unit(unit, device) -> dict:
             "repeats": n, "tune_repeats": len(tseeds), "run_steps": int(steps[0]), "wall_s": time.perf_counter() - t0}
 
 
+def _add_setting(row: dict, r: dict, losses: dict, suffix: str) -> None:
+    """Append one unit's best T per method and the relative losses of dyn and exp (with their
+    SEs) for one setting (``suffix`` "" for T within the paper's range, "_beyond" past it)."""
+    for k in KINDS:
+        row["best_T" + suffix][k].append(int(r["best_T" + suffix][k]))
+    for k in ("dyn", "exp"):
+        m, se = hp.relative_loss(losses[k], losses["uni"])
+        row["rel" + suffix][k].append(m)
+        row["rel_se" + suffix][k].append(se)
+
+
 def combine(config, results) -> dict:
     rows: dict[str, dict] = {}
     for r in results:
@@ -273,22 +282,12 @@ def combine(config, results) -> dict:
                                     "repeats": r["repeats"], "tune_repeats": r["tune_repeats"],
                                     "q": [], "q_steps": [], "q_est": [], "q_se": []})
         row["beyond_differs"].append(bool(r["beyond_differs"]))
-        for k in KINDS:
-            row["best_T_beyond"][k].append(int(r["best_T_beyond"][k]))
-        for k in ("dyn", "exp"):
-            m, se = hp.relative_loss(eb[k], eb["uni"])
-            row["rel_beyond"][k].append(m)
-            row["rel_se_beyond"][k].append(se)
+        _add_setting(row, r, eb, "_beyond")
         row["scales"].append(r["scale"])
         row["tvar"].append(r["tvar"])
         row["loss_uni"].append(float(e["uni"].mean()))
         row["clip_fraction"].append(r["clip_fraction"])
-        for k in KINDS:
-            row["best_T"][k].append(int(r["best_T"][k]))
-        for k in ("dyn", "exp"):
-            m, se = hp.relative_loss(e[k], e["uni"])
-            row["rel"][k].append(m)
-            row["rel_se"][k].append(se)
+        _add_setting(row, r, e, "")
         # the smallest relative loss of dyn a two-sided 5% test detects at 80% power here
         row["mde_80"].append(tuning.min_detectable(row["rel_se"]["dyn"][-1]))
         for k in ("q", "q_steps", "q_est", "q_se"):
@@ -297,13 +296,12 @@ def combine(config, results) -> dict:
         m = row["hidden"] if row["hidden"] else PAPER["hidden"]
         row["sizes_match"] = bool(row["N"] == PAPER["N"] and row["T_max"] == PAPER["T_max"] and m == PAPER["hidden"])
     return {"rows": rows, "config": dict(config), "R": hp.R, "tuning": [e for r in results for e in r["tuning"]], "lr": hp.LR, "clip_norm": hp.CLIP,
-            "run_steps": int(sum(r["run_steps"] for r in results)),
-            "wall_s": float(sum(r["wall_s"] for r in results))}
+            **totals(results)}
 
 
 def describe(payload) -> str:
     c = payload["config"]
-    return (f"**Sizes ({c['mode']} mode).** N = {c['N']} per dataset (paper: {PAPER['N']}); linear rows: scales "
+    return sizes_line(c, f"N = {c['N']} per dataset (paper: {PAPER['N']}); linear rows: scales "
             f"{c['scales']}, T grid {c['T_grid']}, {c['repeats']} repeats (paper: best T in [1, {PAPER['T_max']}], "
             f"{PAPER['repeats']} repeats; each method's T tuned on {c.get('tune_repeats', '?')} seeds disjoint from "
             f"the reported ones, a choice at T = {PAPER['T_max']} flagged and also tuned beyond it, up to T = "
@@ -315,8 +313,6 @@ def describe(payload) -> str:
 
 
 def _rule_rows(payload) -> list[dict]:
-    from dpcompanion.experiments import comparisons
-
     out = []
     for key, row in payload["rows"].items():
         note = (f"N {row['N']} vs {PAPER['N']}, T up to {row['T_max']} vs {PAPER['T_max']}"
@@ -333,15 +329,8 @@ def _rule_rows(payload) -> list[dict]:
     return out
 
 
-EXPERIMENT = Experiment(
-    id="h-f-scale",
+EXPERIMENT = from_module(__name__, id="h-f-scale",
     title="Relative final loss of dyn and exp vs the data scale (the ICLR submission, Fig. 2 middle, Fig. 3 right)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.data", "dpcompanion.training.models",
-                "dpcompanion.training.trainers", "dpcompanion.training.influence", "dpcompanion.theory.schedules"),
     scale_note="full: the paper's N = 1000 and T up to 100, 100 repeats for the linear rows; the retrained influence "
                "on 10 of 100 steps with 20 repeats (paper: every step, 100 repeats); DNN row at 20 repeats",
 )
@@ -351,6 +340,4 @@ def verdict_rows(payload) -> list[dict]:
     """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
     (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
     the same cap the reproduction report applies."""
-    from dpcompanion.experiments import comparisons
-
     return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module
 from dpcompanion.theory import exact_risk
 from dpcompanion.theory.accounting import R_PAPER
-from dpcompanion.training import influence
+from dpcompanion.training import data, influence
+from dpcompanion.training.models import make_model
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "mc_verdicts"]
 
@@ -39,20 +41,13 @@ def units(config: dict) -> list[dict]:
     return out
 
 
-def _data(unit: dict):
-    from dpcompanion.training import data
-
-    d = data.load(unit["dataset"], seed=unit["data_seed"], scale=unit["scale"], n=unit["n"])
-    return d.X_train, d.y_train
-
-
 def run_unit(unit: dict, device: str) -> dict:
-    X, y = _data(unit)
+    d = data.load(unit["dataset"], seed=unit["data_seed"], scale=unit["scale"], n=unit["n"])
+    X, y = d.X_train, d.y_train
     if unit["kind"] == "scale":
         r = influence.eer_at_scale(X, y, T_max=unit["T_max"], T_mc=unit["T_mc"], runs_mc=unit["runs_mc"],
                                    clip_norm=unit["clip_norm"], R=unit["R"], seed=unit["seed"], device=device)
         return {"runs": 3 * int(unit["runs_mc"]), "scale": unit["scale"], **r}
-    from dpcompanion.training.models import make_model
 
     quad = influence.squared_loss_quadratic_of(make_model("linear", in_dim=X.shape[1], n_classes=2), X, y)
     lam, off = quad["eigenvalues"], quad["offset"]
@@ -69,13 +64,8 @@ def combine(config: dict, results: list[dict]) -> dict:
     return {"settings": dict(config), "per_scale": per_scale, "tightness": tight}
 
 
-EXPERIMENT = Experiment(
-    id="h-x-eer",
+EXPERIMENT = from_module(__name__, id="h-x-eer",
     title="Thm 4.1 bound vs the exact expected excess risk of PGD on a quadratic (our addition, H-X-EER)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
     scale_note="full: closed form to T = 300, Monte Carlo at T = 100 with 10 000 runs per schedule, 12 kappas",
 )
 
@@ -87,8 +77,6 @@ def mc_verdicts(result) -> list[tuple[float, str, dict, str]]:
     ``h-x-eer/mc``: where no gradient was clipped the trainer's mean must match the closed
     form; where some were clipped the closed form does not describe the algorithm (not
     comparable)."""
-    from dpcompanion.experiments import comparisons
-
     pay = result.payload if hasattr(result, "payload") else result
     return [(ps["scale"], k, r, comparisons.verdict_of("h-x-eer/mc", z=float(r["z"]),
                                                       max_clip_fraction=float(r["max_clip_fraction"])))
@@ -102,8 +90,6 @@ def verdict_rows(result) -> list[dict]:
 
     H-X-EER is not in the paper, so no row compares with a number the paper printed at its
     sizes: quick and full give verdicts alike."""
-    from dpcompanion.experiments import comparisons
-
     pay = result.payload if hasattr(result, "payload") else result
     kinds = [k for k in pay["per_scale"][0]["comparison"] if k not in ("constants", "T")]
     min_ratio = min(float(np.min(ps["comparison"][k]["ratio"])) for ps in pay["per_scale"] for k in kinds)

@@ -24,9 +24,14 @@ import math
 import time
 
 import numpy as np
+import torch
 
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module, sizes_line, totals
 from dpcompanion.experiments.protocols import hong as hp
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.theory import diagnostics, exact_risk, schedules
+from dpcompanion.training import influence
+from dpcompanion.training.models import DenseModel
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "warning_paragraph", "spectrum_data",
            "verdict_rows"]
@@ -46,8 +51,6 @@ def spectrum_data(*, kappa: float, D: int, N: int, seed: int) -> tuple[np.ndarra
     >>> np.round(np.linalg.eigvalsh(X.T @ X / 8), 6).tolist()
     [0.1, 0.316228, 1.0]
     """
-    from dpcompanion.theory import exact_risk
-
     if N < D:
         raise ValueError(f"N must be >= D = {D}, got {N}")
     rng = np.random.default_rng(seed)
@@ -65,12 +68,6 @@ def units(config) -> list[dict]:
 
 
 def run_unit(unit, device) -> dict:
-    import torch
-
-    from dpcompanion.theory import diagnostics, exact_risk, schedules
-    from dpcompanion.training import influence
-    from dpcompanion.training.models import DenseModel
-
     t0 = time.perf_counter()
     s_data, s_run = hp.unit_seeds(unit["seed"], 2)
     X, y = spectrum_data(kappa=unit["kappa"], D=unit["D"], N=unit["N"], seed=s_data)
@@ -121,13 +118,12 @@ def combine(config, results) -> dict:
             "ratio_clipped": grid("ratio_clipped"), "ratio_unclipped": grid("ratio_unclipped"),
             "span": grid("span"), "warns": grid("warns"), "z_unclipped": grid("z_unclipped"),
             "cells": results, "config": dict(config), "R": hp.R, "clip_norm": hp.CLIP,
-            "run_steps": int(sum(r["run_steps"] for r in results)),
-            "wall_s": float(sum(r["wall_s"] for r in results))}
+            **totals(results)}
 
 
 def describe(payload) -> str:
     c = payload["config"]
-    return (f"**Sizes ({c['mode']} mode).** kappa in {c['kappas']}, T in {c['Ts']}; least squares with D = {c['D']}, "
+    return sizes_line(c, f"kappa in {c['kappas']}, T in {c['Ts']}; least squares with D = {c['D']}, "
             f"N = {c['N']}; {c['runs']} runs per cell and clipping setting, float64; eta = 1/M; R = {payload['R']:.4g}; "
             f"clip norm {payload['clip_norm']:g} (control: {UNCLIPPED:g}); {payload['run_steps']} run-steps in "
             f"{payload['wall_s']:.1f} s.")
@@ -136,8 +132,6 @@ def describe(payload) -> str:
 def warning_paragraph(payload, *, threshold: float = 10.0) -> str:
     """The landing page's practitioner's warning, generated from the result: the cells
     where the clipped trainer's excess risk exceeds ``threshold`` times the exact one."""
-    from dpcompanion.theory.diagnostics import MAX_SPAN
-
     bad = [c for c in payload["cells"] if c["representable"] and c["ratio_clipped"] > threshold]
     caught = sum(bool(c["warns"]) for c in bad)
     worst = max(bad, key=lambda c: c["ratio_clipped"]) if bad else None
@@ -150,15 +144,13 @@ def warning_paragraph(payload, *, threshold: float = 10.0) -> str:
             f"mind, but clipped gradients can never undo such a step. In {len(bad)} of "
             f"{len(payload['cells'])} (kappa, T) cells the clipped trainer's mean excess risk was more than "
             f"{threshold:g} times the exact unclipped value (worst: {worst['ratio_clipped']:.3g} times at kappa = "
-            f"{worst['kappa']:g}, T = {worst['T']}); `schedule_warnings` (span above {MAX_SPAN:g}) flags {caught} of "
+            f"{worst['kappa']:g}, T = {worst['T']}); `schedule_warnings` (span above {diagnostics.MAX_SPAN:g}) flags {caught} of "
             f"them. Prefer a larger kappa guess, fewer steps, or an exponential schedule tuned on auxiliary data.")
 
 
 def verdict_rows(payload, *, threshold: float = 10.0) -> list[dict]:
     """Two rows, neither in the paper (rules ``h-x-eer-breakdown/*``): the unclipped control
     against the exact risk, and the breakdown itself (never judged: a finding)."""
-    from dpcompanion.experiments import comparisons
-
     cells = [c for c in payload["cells"] if c["representable"]]
     return [
         comparisons.compare("h-x-eer-breakdown/control", sizes_match=True, z=[c["z_unclipped"] for c in cells]),
@@ -167,15 +159,7 @@ def verdict_rows(payload, *, threshold: float = 10.0) -> list[dict]:
     ]
 
 
-EXPERIMENT = Experiment(
-    id="h-x-eer-breakdown",
+EXPERIMENT = from_module(__name__, id="h-x-eer-breakdown",
     title="Where the dynamic schedule breaks under clipping (H-X-EER)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.hong", "dpcompanion.training.models", "dpcompanion.training.influence",
-                "dpcompanion.training.trainers", "dpcompanion.theory.schedules", "dpcompanion.theory.exact_risk",
-                "dpcompanion.theory.diagnostics"),
     scale_note="beyond the paper: a grid of curvatures and lengths on a synthetic least-squares problem",
 )

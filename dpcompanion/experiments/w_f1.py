@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcompanion.experiments.protocols import wu as wp
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.protocols import wu as wp, wu_paper
 
 #: the paper's protocol for the figure (W Fig. 1 caption and Sec. 6); its accuracy curve is
 #: Fig. 3's top middle panel (120 epochs); full grid on a GPU / Dask cluster:
@@ -95,9 +96,6 @@ def verdict_rows(payload) -> list[dict]:
     """The W-F1 page's rows (rules ``w-f1/*`` of :mod:`dpcompanion.experiments.comparisons`):
     the same final epsilon, the slower decay of ADP-SGD's noise, and the best-accuracy gain
     against Table 2's cell (eps_bar 3.2, C 2.5, 120 epochs)."""
-    from dpcompanion.experiments import comparisons
-    from dpcompanion.experiments.protocols import wu_paper
-
     S, R = payload["schedule"], payload["train"]
     best = lambda a: np.asarray(a)[:, 1:].max(axis=1)  # noqa: E731 (best over the run, after step 0)
     m = int(round(S["sampling_rate"] * S["N"]))
@@ -115,15 +113,8 @@ def verdict_rows(payload) -> list[dict]:
     ]
 
 
-EXPERIMENT = Experiment(
-    id="w-f1",
+EXPERIMENT = from_module(__name__, id="w-f1",
     title="ADP-SGD vs DP-SGD: noise, privacy and accuracy vs t (Wu et al. Fig. 1)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
-                "dpcompanion.theory.accounting"),
     scale_note="Fashion-MNIST (5 000 training images, CNN pre-trained on MNIST, last layer fine-tuned) for 120 "
                "epochs, 5 seeds; the paper: CIFAR-10 (50 000 images, CNN pre-trained on CIFAR-100), 120 epochs, "
                "5 runs.",

@@ -18,8 +18,12 @@ import math
 
 import numpy as np
 
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.protocols import wu as wp
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.theory import accounting
+from dpcompanion.training import data
+from dpcompanion.training.models import make_model
 
 #: the paper's grid (W App. F.3): 60 000 MNIST images, CNN from scratch, 50 epochs
 PAPER_GRID = dict(model="cnn-mnist", n_train=60000, n_test=10000, epochs=50, sigmas=[1.6, 3.2, 6.4, 12.8],
@@ -46,16 +50,11 @@ def epsilon_bar(*, sigma: float, T: int, N: int, batch_size: int, clip: float, d
     ``sigma C / m``, and Thm 4.1 (Eq. 6, alpha_t = 1, G = C) solved for epsilon, divided by
     C_epsilon = 16 (:func:`dpcompanion.theory.accounting.adp_sigma2` at epsilon = 1 scales
     as 1/epsilon^2)."""
-    from dpcompanion.theory import accounting
-
     s2_at_1 = accounting.adp_sigma2(alpha=np.ones(int(T)), G=clip, n=int(N), epsilon=1.0, delta=delta)
     return math.sqrt(s2_at_1) / (sigma * clip / batch_size) / 16.0
 
 
 def run_unit(u: dict, device: str) -> dict:
-    from dpcompanion.training import data
-    from dpcompanion.training.models import make_model
-
     with wp.single_thread():
         d = data.load("mnist", n=u["n_train"], scale=None, pca_dim=None, seed=u["seed"])
         rng = np.random.default_rng(u["seed"])
@@ -97,8 +96,6 @@ def verdict_rows(payload) -> list[dict]:
     per sigma, whether the decaying step sizes end below the constant one (final test error,
     one per seed); and the numerical epsilon against Thm 4.1's epsilon_bar at the last
     epoch (first run)."""
-    from dpcompanion.experiments import comparisons
-
     runs = payload["runs"]
     rows = []
     for s in sorted({float(r["sigma"]) for r in runs}):
@@ -114,15 +111,8 @@ def verdict_rows(payload) -> list[dict]:
     return rows
 
 
-EXPERIMENT = Experiment(
-    id="w-f4",
+EXPERIMENT = from_module(__name__, id="w-f4",
     title="DP-SGD with constant vs decaying step sizes on MNIST (Wu et al. Fig. 4)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
-                "dpcompanion.theory.accounting"),
     scale_note="MNIST, 2 000 training and 2 000 test images, all 4 sigmas and 6 values of c, 50 epochs as the "
                "paper, 2 seeds, a one-hidden-layer MLP instead of the paper's CNN (from scratch in both); the "
                "paper: 60 000 images, CNN.",

@@ -14,8 +14,10 @@ import itertools
 
 import numpy as np
 
-from dpcompanion.experiments.protocols import wu as wp
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.comparisons.wu import gap_stats
+from dpcompanion.experiments.protocols import wu as wp, wu_paper
 
 #: the paper's full grid (W Sec. 6, Tables 1, 2, 4, 5; CIFAR-10, N = 50 000, 10 000
 #: validation images, 5 runs). On a GPU or a Dask cluster:
@@ -77,15 +79,8 @@ def combine(config: dict, results: list[dict]) -> dict:
     return {"cells": results}
 
 
-EXPERIMENT = Experiment(
-    id="w-t1245",
+EXPERIMENT = from_module(__name__, id="w-t1245",
     title="ADP-SGD vs DP-SGD over the privacy x clip x epochs grid (Wu et al. Tables 1, 2, 4, 5)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
-                "dpcompanion.theory.accounting"),
     scale_note="Fashion-MNIST (2 000 training, 2 000 validation images; CNN pre-trained on MNIST, last layer "
                "fine-tuned), both step-size families, the paper's 3 epoch counts, clips {1, 2.5} of its 4, "
                "epsilon_bar in {0.8, 3.2} of its 5 values, 3 seeds of its 5 runs; the paper: CIFAR-10 "
@@ -127,10 +122,6 @@ def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
     """Per cell and step-size family: the paper's printed cell (or None), our gap, and the
     verdict of rule ``w-t1245/gap`` (:mod:`dpcompanion.experiments.comparisons`; comparable
     only at the paper's epoch counts, with >= 2 seeds per method)."""
-    from dpcompanion.experiments import comparisons
-    from dpcompanion.experiments.protocols import wu_paper
-    from dpcompanion.experiments.comparisons.wu import gap_stats
-
     out = []
     for c in cells:
         paper = wu_paper.row(family=c["family"], metric=metric, epsilon_bar=c["epsilon_bar"], clip=c["clip"],
@@ -151,8 +142,6 @@ def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
 def verdict_rows(payload) -> list[dict]:
     """The page's summary rows, one per table (rule ``w-t1245/table``), from the cells'
     verdicts of :func:`verdicts`."""
-    from dpcompanion.experiments import comparisons
-
     rows = []
     for metric in ("best", "last"):
         V = verdicts(payload["cells"], metric=metric)

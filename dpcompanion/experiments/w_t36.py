@@ -8,7 +8,7 @@ Step sizes ``eta_t = eta / b_{t+1}`` with ``b_{t+1}^2 = b_t^2 + max(beta_t ||g_t
 gradient (post-processing, no privacy cost; W's Algorithm 1 writes the raw gradient, which
 would need its own privatization). The paper tunes beta (6 values) for DP-SGD and (beta, C)
 (36 pairs) for ADP-SGD, then reports the best of each over 5 runs (Table 3) and the chosen
-values (Table 6). Here (issue 21's tuning protocol, :mod:`dpcompanion.experiments.tuning`)
+values (Table 6). Here (issue 21's tuning protocol, :mod:`dpcompanion.experiments.protocols.tuning`)
 the selection (on the best validation accuracy, as the paper's) is made on tuning seeds
 disjoint from the seeds reported, with the same number of candidates for both methods
 (ADP-SGD's beta is DP-SGD's chosen one, as in every cell of the paper's Table 6), and a
@@ -20,10 +20,11 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import torch
 
-from dpcompanion.experiments import tuning
-from dpcompanion.experiments.protocols import wu as wp
-from dpcompanion.experiments.base import Experiment
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.protocols import tuning, wu as wp, wu_paper
 
 #: the paper's grid (W Sec. 6.2): T = 11 700 (60 epochs of CIFAR-10), clips 1 and 2.5
 PAPER_GRID = dict(dataset="cifar10", n_train=50000, n_val=10000, epochs=60, clips=[1.0, 2.5],
@@ -32,7 +33,7 @@ PAPER_GRID = dict(dataset="cifar10", n_train=50000, n_val=10000, epochs=60, clip
 
 _COMMON = dict(dataset="fashion", data_dir=None, batch_size=256, delta=1e-5, b0_sq=20.0)
 #: Power (issue 21): the report seeds of a cell are the n that detects the paper's printed gap
-#: (Table 3) at 80% power (:func:`~dpcompanion.experiments.tuning.repeats_for_power`) with the
+#: (Table 3) at 80% power (:func:`~dpcompanion.experiments.protocols.tuning.repeats_for_power`) with the
 #: planning sd measured on the *tuning* seeds (the paired sd of ADP - DP of the two chosen
 #: configurations), at least ``report_seeds_min`` (the paper's 5 runs) and at most
 #: ``report_seeds_max``; where the cap binds, ``report_seeds_needed`` says how many it would
@@ -70,9 +71,6 @@ def report_seeds_for(clip: float, epsilon_bar: float, *, sd: float, floor: int, 
     >>> report_seeds_for(2.5, 3.2, sd=0.36, floor=5, cap=200)
     (200, 1131)
     """
-    from dpcompanion.experiments import tuning
-    from dpcompanion.experiments.protocols import wu_paper
-
     printed = wu_paper.TABLE3.get((float(clip), float(epsilon_bar)))
     if printed is None or printed[0] == printed[2]:
         return int(cap), int(cap)
@@ -94,8 +92,6 @@ def adaptive_rule(*, betas, b0_sq: float, period: int, eta: float = 1.0):
     adaptive step size with one beta per run, state kept across segments."""
 
     def factory(K: int):
-        import torch
-
         state = {}
         beta = torch.as_tensor(np.asarray(betas, dtype=np.float64))
 
@@ -240,9 +236,6 @@ def _rule_rows(payload) -> list[dict]:
     the best-accuracy gain ADP - DP of each method's best grid point against Table 3's
     printed cell; comparable when the run trained for the paper's 60 epochs (at our N and
     batch) with >= 2 seeds per method."""
-    from dpcompanion.experiments import comparisons
-    from dpcompanion.experiments.protocols import wu_paper
-
     out = []
     for c in payload["cells"]:
         T_paper = wp.steps_for(epochs=PAPER_GRID["epochs"], N=int(c["N_train"]), batch_size=_COMMON["batch_size"])
@@ -260,15 +253,8 @@ def _rule_rows(payload) -> list[dict]:
     return out
 
 
-EXPERIMENT = Experiment(
-    id="w-t36",
+EXPERIMENT = from_module(__name__, id="w-t36",
     title="ADP-SGD vs DP-SGD with adaptive step sizes (Wu et al. Tables 3, 6)",
-    configs=CONFIGS,
-    units=units,
-    run_unit=run_unit,
-    combine=combine,
-    depends_on=("dpcompanion.experiments.protocols.wu", "dpcompanion.training.trainers",
-                "dpcompanion.theory.accounting"),
     scale_note="Fashion-MNIST (2 000 training images; CNN pre-trained on MNIST, last layer fine-tuned), 60 epochs "
                "as the paper, both clips and all 4 privacy levels, the paper's grids (6 betas for DP-SGD, 6 Cs for "
                "ADP-SGD at DP-SGD's beta) tuned on 5 seeds, reported on 5 to 200 fresh seeds (80% power for the "
@@ -280,6 +266,4 @@ def verdict_rows(payload) -> list[dict]:
     """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
     (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
     the same cap the reproduction report applies."""
-    from dpcompanion.experiments import comparisons
-
     return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]

@@ -17,8 +17,8 @@ from typing import Sequence
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons.rule import (LEVEL, Z, Judgement, Rule, by_ratio, judge_effect, judge_equivalence,
-                                                       zscore)
+from dpcompanion.experiments.comparisons.rule import (LEVEL, Z, Judgement, Rule, by_ratio, judge_effect,
+                                                       judge_equivalence)
 
 __all__ = ["RULES", "INFL_PAPER", "EER_MC_Z_MAX", "EER_T_CHOICE_RTOL", "EXACT_Z_MAX", "BREAKDOWN_Z_MAX",
            "INFL_TREND_RHO", "INFL_RATIO", "EXACT_REL_MARGIN"]

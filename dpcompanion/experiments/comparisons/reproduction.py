@@ -1,7 +1,7 @@
 """The reproduction report (issue 21): every verdict row of the book, machine-readable.
 
 :func:`report_rows` lists, for every experiment page with verdict rows and every theory table
-(:data:`dpcompanion.experiments.summary.CLAIM_TABLES`), one dict per row with
+(:data:`dpcompanion.experiments.comparisons.CLAIM_TABLES`), one dict per row with
 
 * ``page``, ``rule``, ``item``, ``verdict``, ``note``;
 * ``paper``: what the paper printed (text) and ``paper_value`` (the number judged, or None);
@@ -30,6 +30,7 @@ experiments. Theory tables are computed (no training: seconds).
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 import math
@@ -37,9 +38,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from dpcompanion.experiments.comparisons import scale as scale_mod
+from dpcompanion.experiments import base, comparisons, store, w_t1245
+from dpcompanion.experiments.comparisons import scale as scale_mod, theory, wu
+from dpcompanion.experiments.protocols import wu_paper
 
-__all__ = ["report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS", "REPEATS_KEY", "power_rows"]
+__all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
+           "REPEATS_KEY", "power_rows"]
 
 #: the config key holding our runs per compared estimate (repeats or seeds), by page; rows whose
 #: rule does not know n (a difference of means handed over with its se) take it from here
@@ -62,8 +66,6 @@ def _n_from_config(page: str, item: str, config: dict) -> int | None:
 def _pick(eid: str, *, compute: bool, seed: int, device: str):
     """(result, mode, why-not): the fresh full result, else the fresh quick one, else (when
     ``compute``) a computed quick one."""
-    from dpcompanion.experiments import store
-
     full = store.load(eid, mode="full")
     if full is not None and full.fresh:
         return full, "full", ""
@@ -94,10 +96,6 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
 
 
 def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list[dict]:
-    import importlib
-
-    from dpcompanion.experiments import base, comparisons
-
     mod = importlib.import_module(base.get(eid).run_unit.__module__)
     res, mode, why = _pick(eid, compute=compute, seed=seed, device=device)
     if res is None:
@@ -126,9 +124,6 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
 
 def _w_t1245_cells(payload) -> list[dict]:
     """The w-t1245 page's per-cell rows (rule ``w-t1245/gap``), as its cell table judges them."""
-    from dpcompanion.experiments import comparisons, w_t1245
-    from dpcompanion.experiments.protocols import wu_paper
-
     out = []
     for metric in ("best", "last"):
         for c in payload["cells"]:
@@ -144,22 +139,59 @@ def _w_t1245_cells(payload) -> list[dict]:
     return out
 
 
+def _w_eps_rows() -> list[dict]:
+    from dpcompanion.claims import w_adp
+
+    return wu.w_eps_rows(w_adp.w_eps_table())
+
+
+def _w_f2_rows() -> list[dict]:
+    return wu.w_f2_rows()
+
+
+def _h_f_theory_rows() -> list[dict]:
+    return theory.h_f_theory_rows()
+
+
+def _accounting_rows() -> list[dict]:
+    return [r for r in theory.accounting_rows() if r["rule"] != "w-eps/epsilon"]  # W-EPS: its own entry
+
+
+def _h_sec_4_2_rows() -> list[dict]:
+    return theory.h_sec_4_2_rows()
+
+
+#: SPEC ID -> (page, rows): paper-vs-ours tables with rules but no experiment module
+CLAIM_TABLES = {"h-f-theory": ("h-f-theory", _h_f_theory_rows), "accounting": ("accounting", _accounting_rows),
+                "h-sec-4-2": ("h-sec-4-2", _h_sec_4_2_rows), "w-f2": ("w-theory", _w_f2_rows),
+                "w-eps": ("w-theory", _w_eps_rows)}
+
+
+def _module(eid: str):
+    return importlib.import_module(base.get(eid).run_unit.__module__)
+
+
+def experiments_with_verdicts() -> list[str]:
+    """Every experiment of :func:`dpcompanion.experiments.base.all_experiments` whose module
+    defines ``verdict_rows`` (the rows its page shows), by ID."""
+    return [eid for eid in base.all_experiments() if callable(getattr(_module(eid), "verdict_rows", None))]
+
+
+
 def report_rows(*, pages: Iterable[str] | None = None, compute: bool = False, seed: int = 0,
                 device: str = "cpu") -> list[dict]:
     """Every verdict row of the book (see the module docstring); ``pages`` restricts to those
     experiment/claim-table IDs (ValueError naming the known ones otherwise)."""
-    from dpcompanion.experiments import summary
-
-    exps = summary.experiments_with_verdicts()
-    known = exps + list(summary.CLAIM_TABLES)
+    exps = experiments_with_verdicts()
+    known = exps + list(CLAIM_TABLES)
     sel = known if pages is None else list(pages)
     bad = [p for p in sel if p not in known]
     if bad:
         raise ValueError(f"must be one of {', '.join(known)}, got {', '.join(bad)}")
     rows: list[dict] = []
     for pid in sel:
-        if pid in summary.CLAIM_TABLES:
-            page, make = summary.CLAIM_TABLES[pid]
+        if pid in CLAIM_TABLES:
+            page, make = CLAIM_TABLES[pid]
             res = {"mode": "computed", "fresh": True, "digest": None, "path": None}
             rows += [_row(pid, r, config={}, scale={}, tuning=[], result={**res, "page": page}) for r in make()]
         else:

@@ -13,7 +13,11 @@ import math
 
 import numpy as np
 
+from dpcompanion.experiments.comparisons import wu
+from dpcompanion.experiments.comparisons.rows import row_of
 from dpcompanion.experiments.comparisons.rule import Rule, judge_exact
+from dpcompanion.theory import accounting
+from dpcompanion.theory.bounds import gd, momentum as mom
 
 __all__ = ["RULES", "H_THEORY_RTOL", "H_SEC_4_2_RTOL", "h_f_theory_rows", "accounting_rows", "h_sec_4_2_rows"]
 
@@ -43,10 +47,6 @@ def h_f_theory_rows() -> list[dict]:
     (4, 1e-8)-DP, the T of Thm 4.4's statement vs the exhaustive search, Eq. 24's T as
     kappa -> infinity, and the ratio of the minimal uniform to the minimal dynamic bound
     (Eq. 25 over Eq. 27 vs both exact minima)."""
-    from dpcompanion.experiments.comparisons import compare
-    from dpcompanion.theory import accounting
-    from dpcompanion.theory.bounds import gd
-
     k0, a0 = 10.0, 1e-3
     R = accounting.R_zcdp(epsilon=4.0, delta=1e-8)
     T_stat = int(math.ceil(gd.t_dynamic_statement(kappa=k0, alpha=a0)))
@@ -61,7 +61,7 @@ def h_f_theory_rows() -> list[dict]:
          gd.argmin_uniform(kappa=k0, alpha=a0)[1] / gd.argmin_dynamic(kappa=k0, alpha=a0)[1],
          "Eq. 25 over the Eq. 27 minimum; ours: both exact minima"),
     ]
-    return [compare("h-f-theory/value", sizes_match=True, item=item, paper=float(np.asarray(p)),
+    return [_row("h-f-theory/value", sizes_match=True, item=item, paper=float(np.asarray(p)),
                     ours=float(np.asarray(o)), what=what) for item, p, o, what in cases]
 
 
@@ -71,8 +71,6 @@ def accounting_rows() -> list[dict]:
     printed inequality R_zCDP > R_MA. W's moments-accountant epsilons are W-EPS's rows
     (:func:`.wu.w_eps_rows`, one rule for W-EPS everywhere)."""
     from dpcompanion.claims import w_adp
-    from dpcompanion.experiments.comparisons import compare, wu
-    from dpcompanion.theory import accounting
 
     eps0, delta0 = 4.0, 1e-8
     rho0 = accounting.dp_to_zcdp(epsilon=eps0, delta=delta0)
@@ -80,13 +78,13 @@ def accounting_rows() -> list[dict]:
     R_printed = accounting.R_zcdp_as_printed(epsilon=eps0, delta=delta0)
     R_ma0 = accounting.R_ma(epsilon=eps0, delta=delta0)
     rows = [
-        compare("accounting/value", sizes_match=True, item="rho-zCDP for (4, 1e-8)-DP (H Sec. 5)", paper=0.1963,
+        _row("accounting/value", sizes_match=True, item="rho-zCDP for (4, 1e-8)-DP (H Sec. 5)", paper=0.1963,
                 ours=rho0, rtol=1e-4 / 0.1963, what=f"H Sec. 5, 4 decimals: the paper truncates {rho0:.5f}"),
-        compare("accounting/value", sizes_match=True, item="R = 2 rho (H Sec. 5)", paper=0.3927, ours=R0,
+        _row("accounting/value", sizes_match=True, item="R = 2 rho (H Sec. 5)", paper=0.3927, ours=R0,
                 rtol=1e-4 / 0.3927, what="H Sec. 5, 4 decimals"),
-        compare("accounting/value", sizes_match=True, item="R from the Sec. 4.1.3 inversion as printed",
+        _row("accounting/value", sizes_match=True, item="R from the Sec. 4.1.3 inversion as printed",
                 paper=float(R_printed), ours=R0, rtol=1e-3, what="H Sec. 4.1.3's formula: it takes the wrong root"),
-        compare("accounting/inequality", sizes_match=True, item="Sec. 4.1.3: R_zCDP > R_MA = eps^2/ln(1/delta)",
+        _row("accounting/inequality", sizes_match=True, item="Sec. 4.1.3: R_zCDP > R_MA = eps^2/ln(1/delta)",
                 lhs=R0, rhs=R_ma0, claim="R_zCDP > R_MA (H Sec. 4.1.3); with the correct root R_zCDP < R_MA for every "
                 "eps > 0"),
     ]
@@ -97,16 +95,13 @@ def h_sec_4_2_rows() -> list[dict]:
     """The h-sec-4-2 page's rows (text after H Thm 4.5): the printed eta0 <= 0.98/M for
     beta = 0.9, gamma = 0.99 against the theorem's own bound and the statement's zeta, within a
     relative :data:`H_SEC_4_2_RTOL`."""
-    from dpcompanion.experiments.comparisons import compare
-    from dpcompanion.theory.bounds import momentum as mom
-
     b0, g0, paper = 0.9, 0.99, 0.98
     eta0_thm = mom.eta0_max(beta=b0, gamma=g0)
     eta0_stmt = 8 / (math.sqrt(1 + 64 / (b0 * (1 - b0) ** 3)) + 1)
-    return [compare("h-sec-4-2/value", sizes_match=True, item=f"largest eta0 for beta = {b0}, gamma = {g0} (text "
+    return [_row("h-sec-4-2/value", sizes_match=True, item=f"largest eta0 for beta = {b0}, gamma = {g0} (text "
                     "after Thm 4.5)", paper=paper, ours=float(eta0_thm), rtol=H_SEC_4_2_RTOL,
                     what="the theorem's own bound; eta0 is dimensionless"),
-            compare("h-sec-4-2/value", sizes_match=True, item="same, from the statement's zeta", paper=paper,
+            _row("h-sec-4-2/value", sizes_match=True, item="same, from the statement's zeta", paper=paper,
                     ours=float(eta0_stmt), rtol=H_SEC_4_2_RTOL, what="statement and proof differ")]
 
 
@@ -122,3 +117,11 @@ RULES: tuple[Rule, ...] = (
     Rule("h-sec-4-2/value", "eta0 bound after Thm 4.5 vs ours", "H text after Thm 4.5: eta0 <= 0.98/M",
          f"agrees within a relative {H_SEC_4_2_RTOL:g}, else disagrees", _judge_value),
 )
+
+
+def _row(rule_id: str, **kw) -> dict:
+    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rows.row_of`)."""
+    by_id = {r.id: r for r in RULES}
+    if rule_id not in by_id:
+        raise ValueError(f"rule must be one of {', '.join(by_id)}, got {rule_id!r}")
+    return row_of(by_id[rule_id], **kw)

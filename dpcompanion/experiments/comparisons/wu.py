@@ -15,7 +15,10 @@ from typing import Sequence
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons.rule import Rule, judge_effect, judge_exact, judge_identity, rel_within, welch_df
+from dpcompanion.experiments.comparisons.rows import row_of
+from dpcompanion.experiments.comparisons.rule import (
+    judge_effect, judge_exact, judge_identity, rel_within, Rule, welch_df)
+from dpcompanion.theory.bounds import adp
 
 __all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
            "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "gap_stats", "gap_df", "w_f2_rows", "w_eps_rows"]
@@ -236,21 +239,18 @@ def w_f2_rows() -> list[dict]:
       (true by construction of a_T: it checks our implementation, not the paper);
     * Table 4's caption writes 0.1 + a_T sqrt(t): that family ends at 0.2 - 1e-10, not 1e-10,
       so it is a sign typo of Table 1's 0.1 - a_T sqrt(t)."""
-    from dpcompanion.experiments.comparisons import compare
-    from dpcompanion.theory.bounds import adp
-
     per_epoch = math.ceil(W_TRAIN_SIZE / W_BATCH)
-    rows = [compare("w-f2/iterations-per-epoch", sizes_match=True, ours=per_epoch)]
+    rows = [_row("w-f2/iterations-per-epoch", sizes_match=True, ours=per_epoch)]
     for ep in W_F2_PRINTED["T_by_epochs"]:
-        rows.append(compare("w-f2/T-by-epochs", sizes_match=True, item=f"T for {ep} epochs (Sec. 6)", epochs=ep,
+        rows.append(_row("w-f2/T-by-epochs", sizes_match=True, item=f"T for {ep} epochs (Sec. 6)", epochs=ep,
                             ours=per_epoch * ep))
-    rows.append(compare("w-f2/T-footnote", sizes_match=True, ours=per_epoch * 60))
+    rows.append(_row("w-f2/T-footnote", sizes_match=True, ours=per_epoch * 60))
     for ep, T in W_F2_PRINTED["T_by_epochs"].items():
-        rows.append(compare("w-f2/eta-T", sizes_match=True, item=f"0.1 - a_T sqrt(t) at t = T ({ep} epochs)",
+        rows.append(_row("w-f2/eta-T", sizes_match=True, item=f"0.1 - a_T sqrt(t) at t = T ({ep} epochs)",
                             ours=float(adp.stepsize_linear_sqrt(T=T)[-1])))
     T = W_F2_PRINTED["T_by_epochs"][60]
     a_T = (0.1 - W_F2_PRINTED["eta_T"]) / math.sqrt(T)
-    rows.append(compare("w-f2/table4-caption", sizes_match=True, ours=0.1 + a_T * math.sqrt(T)))
+    rows.append(_row("w-f2/table4-caption", sizes_match=True, ours=0.1 + a_T * math.sqrt(T)))
     return rows
 
 
@@ -288,8 +288,6 @@ def w_eps_rows(table: Sequence[dict]) -> list[dict]:
     Thm 4.1's noise at each epsilon_bar; a claim, nothing is trained). ``table``: rows of
     :func:`dpcompanion.claims.w_adp.w_eps_table`; the main-text B_delta reading is judged,
     one row per epsilon_bar, the accountant closest to the printed value."""
-    from dpcompanion.experiments.comparisons import compare
-
     main = [r for r in table if r["b_delta"] == "main"]
     out = []
     for eb in sorted({float(r["epsilon_bar"]) for r in main}):
@@ -297,7 +295,7 @@ def w_eps_rows(table: Sequence[dict]) -> list[dict]:
         papers = {float(r["paper"]) for r in sel}
         if len(papers) != 1:
             raise ValueError(f"w-eps rows at epsilon_bar {eb} disagree on the printed value: {sorted(papers)}")
-        out.append(compare("w-eps/epsilon", sizes_match=True, item=f"epsilon_bar = {eb:g}", paper=papers.pop(),
+        out.append(_row("w-eps/epsilon", sizes_match=True, item=f"epsilon_bar = {eb:g}", paper=papers.pop(),
                            readings={r["accountant"]: float(r["epsilon_accountant"]) for r in sel}))
     return out
 
@@ -341,3 +339,11 @@ RULES: tuple[Rule, ...] = (
     Rule("w-f2/table4-caption", "Table 4 caption's 0.1 + a_T sqrt(t) at t = T (60 epochs)",
          "Wu et al., Table 4 caption: eta_T = 1e-10", f"relative {W_F2_RTOL:g}", _judge_caption_plus),
 )
+
+
+def _row(rule_id: str, **kw) -> dict:
+    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rows.row_of`)."""
+    by_id = {r.id: r for r in RULES}
+    if rule_id not in by_id:
+        raise ValueError(f"rule must be one of {', '.join(by_id)}, got {rule_id!r}")
+    return row_of(by_id[rule_id], **kw)

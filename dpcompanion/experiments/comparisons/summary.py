@@ -11,59 +11,14 @@ experiment, :data:`CLAIM_TABLES`) and renders them for ``report.paper_vs_ours``;
 
 from __future__ import annotations
 
-import importlib
+from pathlib import Path
 
-from dpcompanion.experiments import base, store
+from dpcompanion.core.provenance import REPO
+from dpcompanion.experiments.comparisons import reproduction
+from dpcompanion.experiments.comparisons.reproduction import CLAIM_TABLES, experiments_with_verdicts
 
 __all__ = ["experiments_with_verdicts", "verdict_summary", "CLAIM_TABLES", "CSV_NAME", "reproduction_rows",
            "verdict_counts", "write_reproduction_csv", "reproduction_download_md"]
-
-
-def _w_eps_rows() -> list[dict]:
-    from dpcompanion.claims import w_adp
-    from dpcompanion.experiments.comparisons import wu
-
-    return wu.w_eps_rows(w_adp.w_eps_table())
-
-
-def _w_f2_rows() -> list[dict]:
-    from dpcompanion.experiments.comparisons import wu
-
-    return wu.w_f2_rows()
-
-
-def _h_f_theory_rows() -> list[dict]:
-    from dpcompanion.experiments.comparisons import theory
-
-    return theory.h_f_theory_rows()
-
-
-def _accounting_rows() -> list[dict]:
-    from dpcompanion.experiments.comparisons import theory
-
-    return [r for r in theory.accounting_rows() if r["rule"] != "w-eps/epsilon"]  # W-EPS: its own entry
-
-
-def _h_sec_4_2_rows() -> list[dict]:
-    from dpcompanion.experiments.comparisons import theory
-
-    return theory.h_sec_4_2_rows()
-
-
-#: SPEC ID -> (page, rows): paper-vs-ours tables with rules but no experiment module
-CLAIM_TABLES = {"h-f-theory": ("h-f-theory", _h_f_theory_rows), "accounting": ("accounting", _accounting_rows),
-                "h-sec-4-2": ("h-sec-4-2", _h_sec_4_2_rows), "w-f2": ("w-theory", _w_f2_rows),
-                "w-eps": ("w-theory", _w_eps_rows)}
-
-
-def _module(eid: str):
-    return importlib.import_module(base.get(eid).run_unit.__module__)
-
-
-def experiments_with_verdicts() -> list[str]:
-    """Every experiment of :func:`dpcompanion.experiments.base.all_experiments` whose module
-    defines ``verdict_rows`` (the rows its page shows), by ID."""
-    return [eid for eid in base.all_experiments() if callable(getattr(_module(eid), "verdict_rows", None))]
 
 
 #: the reproduction report's CSV, written by the book build (the verdicts page) next to the
@@ -76,8 +31,6 @@ def reproduction_rows(*, seed: int = 0, device: str = "cpu", ids=None, compute: 
     (:func:`dpcompanion.experiments.comparisons.reproduction.report_rows`), the one source of
     the landing page's summary and of its CSV. ``compute=True`` (the book build) computes the
     quick result of a page with no fresh stored one; the ``verdicts`` command does not."""
-    from dpcompanion.experiments.comparisons import reproduction
-
     return reproduction.report_rows(pages=ids, compute=compute, seed=seed, device=device)
 
 
@@ -88,8 +41,6 @@ def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu", 
     theory tables); ``ours`` carries the 95% interval where there is one. ``ids`` defaults to
     :func:`experiments_with_verdicts` and then :data:`CLAIM_TABLES`. ``mode`` is kept for
     callers: the report always judges the fresh full result when there is one, else quick."""
-    from dpcompanion.experiments.comparisons import reproduction  # noqa: F401  (the one source)
-
     if rows is None:
         rows = reproduction_rows(seed=seed, device=device, ids=ids)
     out = []
@@ -107,19 +58,12 @@ def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu", 
 
 def verdict_counts(rows) -> dict[str, int]:
     """Verdict word -> rows, of reproduction-report rows."""
-    from dpcompanion.experiments.comparisons import reproduction
-
     return reproduction.counts(rows)
 
 
 def write_reproduction_csv(rows, path=None):
     """Write the reproduction report's rows as CSV (default ``book/`` +
     :data:`CSV_NAME`, where the landing page's download link points); returns the path."""
-    from pathlib import Path
-
-    from dpcompanion.core.provenance import REPO
-    from dpcompanion.experiments.comparisons import reproduction
-
     return reproduction.write_csv(rows, Path(path) if path is not None else Path(REPO) / "book" / CSV_NAME)
 
 

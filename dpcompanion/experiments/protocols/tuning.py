@@ -28,6 +28,7 @@ import math
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+from scipy.stats import norm
 
 __all__ = ["edge", "interior", "extend", "select", "tune", "record", "disjoint_seeds", "repeats_for_power",
            "min_detectable", "SCALES"]
@@ -297,8 +298,6 @@ def repeats_for_power(*, sd: float, effect: float, power: float = 0.8, alpha: fl
     >>> repeats_for_power(sd=1.0, effect=0.5)
     32
     """
-    from scipy.stats import norm
-
     if not (math.isfinite(sd) and sd >= 0):
         raise ValueError(f"sd must be finite and >= 0, got {sd!r}")
     if not (math.isfinite(effect) and effect != 0):
@@ -316,8 +315,6 @@ def min_detectable(se: float, *, power: float = 0.8, alpha: float = 0.05) -> flo
     >>> round(min_detectable(1.0), 4)
     2.8016
     """
-    from scipy.stats import norm
-
     if not (math.isfinite(se) and se >= 0):
         raise ValueError(f"se must be finite and >= 0, got {se!r}")
     if not 0 < power < 1 or not 0 < alpha < 1:

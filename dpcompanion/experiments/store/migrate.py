@@ -9,7 +9,7 @@ only when, its recorded config equals the current config of its mode once floats
 (the same config up to the last bits); any other difference leaves it stale. Each rewrite is
 logged in the provenance (``config_hash_migrated``).
 
-``python -m dpcompanion.experiments.migrate [--dry-run]`` runs it over ``results/``.
+``python -m dpcompanion.experiments.store.migrate [--dry-run]`` runs it over ``results/``.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def migrate_config_hashes(root: Path | None = None, *, dry_run: bool = False) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dpcompanion.experiments.migrate", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m dpcompanion.experiments.store.migrate", description=__doc__.splitlines()[0])
     ap.add_argument("--dry-run", action="store_true", help="report, write nothing")
     args = ap.parse_args(argv)
     print(json.dumps(migrate_config_hashes(dry_run=args.dry_run), indent=1))

@@ -1,0 +1,144 @@
+"""One experiment page's shared cells (CONTRIBUTING, "Notebooks"): :func:`show_experiment`.
+
+Every experiment notebook (``notebooks/<id>.ipynb``) showed the same blocks, written again
+in each: the result loaded (or computed) through the results store, its sizes paragraph
+(the experiment module's ``describe``), its figures, the paper-vs-ours table (the module's
+``verdict_rows``), the tuning trace, the stored full-mode result (or why none is shown) and
+the reproduction tables (power, scale, tuning). They are written once here; a notebook keeps
+its prose, its parameters and provenance cells, the function that draws its figure (so that
+the figure's "code" link shows how the payload is plotted) and what is truly its own::
+
+    page = show_experiment("h-f-curv", mode=mode, seed=seed, device=device, figure=figure)
+    ...                          # a Markdown cell: "## The stored full-mode result"
+    page.full_result(note=" It takes seconds on a CPU.")
+    page.reproduction()
+
+Nothing here decides a verdict or computes a number: the verdicts are the rules'
+(:mod:`dpcompanion.experiments.comparisons`), the numbers the stored result's. The module is
+torch-free at import (the book layer's rule); the experiment's module is imported when a page
+is shown.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from IPython.display import Markdown, display
+
+from dpcompanion.book import plotting, report
+from dpcompanion.experiments import base, store
+
+__all__ = ["ExperimentPage", "show_experiment"]
+
+#: the columns of the tuning table every tuned experiment's page shows above its trace
+TUNING_COLUMNS = ["cell", "method", "parameter", "setting", "chosen", "grid", "candidates", "interior"]
+
+
+def _md(text: str) -> None:
+    display(Markdown(text))
+
+
+class ExperimentPage:
+    """An experiment page: its result (``result``, ``payload``), the experiment's module
+    (``module``) and the blocks every experiment page shows, one method each.
+
+    ``figure(payload)`` draws the page's figure(s) from a payload (a ``plotting`` function
+    call, defined in the notebook); ``full_figure(payload)`` draws them for the stored
+    full-mode result (default: ``figure``). ``shown``: ``"this build"`` (the result of
+    ``mode``, loaded when fresh, else computed: ``store.load_or_compute``) or ``"full when
+    fresh"`` (the committed full-mode result when fresh, else this build's:
+    ``store.result_to_show``)."""
+
+    SHOWN = ("this build", "full when fresh")
+
+    def __init__(self, experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu",
+                 figure: Callable[[dict], Any] | None = None, full_figure: Callable[[dict], Any] | None = None,
+                 shown: str = "this build"):
+        if shown not in self.SHOWN:
+            raise ValueError(f"shown must be one of {', '.join(self.SHOWN)}, got {shown!r}")
+        self.id, self.mode, self.seed, self.device = experiment_id, mode, seed, device
+        self.module = importlib.import_module(base.get(experiment_id).run_unit.__module__)
+        load = store.load_or_compute if shown == "this build" else store.result_to_show
+        self.result = load(experiment_id, mode=mode, seed=seed, device=device)
+        self.figure, self.full_figure = figure, full_figure or figure
+
+    @property
+    def payload(self) -> dict:
+        return self.result.payload
+
+    def sizes(self, payload: dict | None = None, *, suffix: str = "") -> None:
+        """The sizes paragraph (the module's ``describe``), then ``suffix``."""
+        _md(self.module.describe(self.payload if payload is None else payload) + suffix)
+
+    def figures(self, payload: dict | None = None) -> None:
+        if self.figure is not None:
+            self.figure(self.payload if payload is None else payload)
+
+    def verdicts(self, payload: Any = None, *, head: str = "") -> None:
+        """The paper-vs-ours table of the rules' verdicts (the module's ``verdict_rows``, of this
+        page's payload or of ``payload``, a payload or a stored result), under ``head``."""
+        table = report.paper_vs_ours(self.module.verdict_rows(self.payload if payload is None else payload))
+        _md(f"{head}\n\n{table}" if head else table)
+
+    def fresh_full(self) -> store.StoredResult | None:
+        """The stored full-mode result when fresh, shown beside this build's (None in full mode,
+        where this build's result is the full one, or when none is fresh)."""
+        return store.fresh_full(self.id) if self.mode != "full" else None
+
+    def absent_note(self) -> str:
+        """Why no full-mode result is shown, with the command that computes it."""
+        return store.full_absent_note(self.id)
+
+    def tuning(self, *, ylabel: str, max_cells: int | None = None) -> None:
+        """The tuning table (each cell's choice, its grid, whether it is interior) and the
+        tuning trace (:func:`dpcompanion.book.plotting.tuning_trace`)."""
+        entries = self.payload["tuning"]
+        rows = [[e["cell"], e["method"], e["param"], e["setting"], f"{e['chosen']:g}",
+                 f"[{e['grid_min']:g}, {e['grid_max']:g}]", e["n_candidates"],
+                 "yes" if e["interior"] else ("stated bound: " + e["stated_bound"] if e["stated_bound"]
+                                              else f"no ({e['stopped']})")]
+                for e in entries]
+        _md(f"Tuning: {len(entries[0]['tuning_seeds'])} tuning seeds, disjoint from the "
+            f"{len(entries[0]['report_seeds'])} report seeds (first cell).\n\n"
+            + report.markdown_table(TUNING_COLUMNS, rows))
+        kw = {} if max_cells is None else {"max_cells": max_cells}
+        plotting.tuning_trace(entries=entries, ylabel=ylabel, **kw)
+
+    def full_result(self, *, note: str = "") -> None:
+        """The stored full-mode result when fresh (its sizes with its provenance line, figures
+        and verdicts), else why none is shown (``store.full_absent_note``) followed by ``note``.
+        In full mode, the result of this build. A stale full result is never shown."""
+        full = store.fresh_full(self.id) if self.mode != "full" else self.result
+        if full is None:
+            _md(store.full_absent_note(self.id) + note)
+            return
+        self.sizes(full.payload, suffix=f" <small>{full.summary()}</small>")
+        if self.full_figure is not None:
+            self.full_figure(full.payload)
+        self.verdicts(full.payload)
+
+    def reproduction(self) -> None:
+        """Power, scale and tuning of the result the reproduction report judges
+        (``python -m dpcompanion verdicts --page <id>``)."""
+        _md(report.reproduction_tables(self.id, seed=self.seed, device=self.device))
+
+
+def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu",
+                    figure: Callable[[dict], Any] | None = None, full_figure: Callable[[dict], Any] | None = None,
+                    tables: Callable[[dict], Any] | None = None, verdicts: bool = True,
+                    shown: str = "this build") -> ExperimentPage:
+    """Load (or compute) the result of ``experiment_id`` and show its sizes paragraph, its
+    figures (``figure(payload)``), the page's own tables (``tables(payload)``, optional) and,
+    unless ``verdicts=False`` (a page with prose before them), its paper-vs-ours table.
+    Returns the :class:`ExperimentPage`, whose methods show the other blocks
+    (``tuning``, ``full_result``, ``reproduction``) where the page places them."""
+    page = ExperimentPage(experiment_id, mode=mode, seed=seed, device=device, figure=figure,
+                          full_figure=full_figure, shown=shown)
+    page.sizes()
+    page.figures()
+    if tables is not None:
+        tables(page.payload)
+    if verdicts:
+        page.verdicts()
+    return page

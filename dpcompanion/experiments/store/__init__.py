@@ -1,0 +1,116 @@
+"""Results store: experiments computed once, saved with their provenance, loaded by the book.
+
+An experiment (:mod:`dpcompanion.experiments.base`) is ``compute(config) -> payload``, split
+into independent units. Its result lives in ``results/<id>/<mode>/``:
+
+* ``payload.json``: the numeric payload (scalars, strings, small arrays inline);
+* ``arrays.npz``: arrays of more than :data:`INLINE_MAX` elements (referenced from the JSON);
+* ``provenance.json``: commit and dirty flag, config and its hash, code hash (and the hash
+  of each source file it covers), device, library versions, created, wall time, units and
+  runs, executor, ``digest``; for a full result also the quick-mode digest of the same code
+  (the behavioural fingerprint, see :func:`revalidate`) and the revalidation history; and
+  the **seal** (``provenance_seal``, below).
+
+Writes are atomic and never lose the previous result (:func:`.files.save`): everything goes to a
+temporary folder ``.<mode>.tmp-…`` beside ``<mode>/`` (made with the umask's permissions),
+then two renames swap it in (``<mode>`` to ``.<mode>.old-…``, the new folder to ``<mode>``).
+A failing computation or write leaves nothing behind; a save killed between the two renames
+leaves the previous result in ``.<mode>.old-…``, which readers use while ``<mode>`` is
+missing and the next save or listing puts back; temporary folders of killed saves (writer
+gone, or older than :data:`.files.STALE_TEMP_S`) are removed by the next save or listing; two saves
+racing at the swap both succeed, the last one wins. Results stay plain folders of plain
+files (git stores them). Quick results are a local cache (``results/*/quick/`` is
+git-ignored, so a fresh clone recomputes them); full results are committed.
+
+**Resumable sweeps** (:mod:`.sweeps`, driven by :func:`.results.compute`): every unit is stored as it finishes in
+``results/<id>/<mode>.units/<key>.json`` (and ``<key>.npz`` for arrays of more than
+:data:`INLINE_MAX` elements), each file written to a temporary name and renamed into place
+(the ``.npz`` first; the ``.json`` marks the unit done). The key (:func:`unit_key`) hashes
+everything that determines the unit's numbers besides the code: experiment id, mode, the
+unit's own dict (canonical, as :func:`digest`), the seed and the device; the experiment's
+code hash is recorded in the file, and a unit stored by older code is recomputed (the
+``progress`` line says how many). A unit file keeps its result's types exactly (numpy
+scalars with their dtype, tuples, arrays), and carries the result's digest: a unit file
+that does not read back or does not match is recomputed. A run killed or failing part-way
+therefore leaves its finished units, and the next run (local or Dask: the calling process
+stores each unit as the executor hands it back, ``map(..., on_done=)``) computes only the
+others; the payload is combined from all units in their order, exactly as in a straight run,
+so its digest is the same. ``units_total``, ``units_computed``, ``units_reused`` are recorded
+in the provenance and in :meth:`StoredResult.record`. Once the result is saved its units
+folder is removed (the result holds the numbers; the repository stays small). Until then
+:func:`sweep_progress` / :func:`list_partial` report ``units_done/units_total`` and an
+estimate of the compute left (mean wall time of the finished units times the units left);
+a partial result is never shown (:func:`full_absent_note` says how far a partial full sweep
+got). ``quick.units/`` is git-ignored; a full sweep's units may be committed, so that a fresh
+clone on another machine resumes it.
+
+**Reading checks everything** (:func:`load`): both JSON files parse, every array the payload
+refers to is in ``arrays.npz`` and readable, and the payload has its recorded digest. A
+result failing any check is **damaged**: ``StoredResult.damaged`` is ``<file>: <what>``, its
+``stale_reason`` ``damaged: <file>: <what>``; it is stale (never shown, recomputed by the
+next :func:`load_or_compute`), and listing goes on with the other results.
+
+**seal** (``provenance_seal``): ``{field: sha256[:16] of its JSON value}`` for every other
+provenance field (device, commit, created, wall time, runs, run-steps, units, executor,
+config, digest ...), written at save. A field edited, added or removed since makes the
+result stale with reason ``provenance edited: <field>``; a result without a seal is stale
+too (``results --seal``, :func:`seal_unsealed`, seals results stored before seals existed,
+intact ones only, without recomputing). The seal covers every field, so a revalidation,
+which changes the code hash and appends to ``revalidated``, re-seals; it only runs on a
+result whose seal was intact (an edited one is stale for that reason, not for code). The
+seal detects edits and accidents, it is not a signature: anyone can recompute it.
+
+**digest**: sha256 over a canonical encoding of the payload only (:func:`digest`): dict keys
+sorted, floats by ``repr``, ints and strings tagged, arrays by dtype, shape and bytes. It
+does not cover provenance, times or paths, so the same config and seed give the same digest
+on any executor.
+
+**code hash** (:func:`code_hash`, :func:`code_files`): the sha256 of the source of the experiment's module and
+of every ``dpcompanion`` module it imports, transitively (found by reading the imports
+with ``ast``, at top level and inside functions: an experiment lists no dependencies by
+hand). The store itself is left out (it stores numbers, it does not
+make them), so are the verdict rules (:mod:`dpcompanion.experiments.comparisons`: they judge
+numbers), and so is everything the experiment does not import: the book layer (plotting,
+report) in particular, so editing a figure never invalidates a result. The store's
+:data:`RUN_POLICY` (every unit runs single-threaded) is hashed with them.
+
+A result is **fresh** when it is not damaged, its seal matches, and its config hash and code
+hash both equal the current ones.
+
+**Revalidation** (:func:`revalidate`): a refactor that changes no number should not force
+hours of recomputation. When a full result is computed, the quick mode of the same code and
+seed is computed too and its digest recorded (``quick_digest``). When the code hash later
+changes, :func:`revalidate` recomputes only the quick mode; if its digest equals the recorded
+one, the full result is marked fresh for the new code hash (the event is appended to
+``revalidated`` in its provenance, with the date), otherwise it stays stale.
+
+The package, by role: :mod:`.hashing` (digest, config hash, code hash), :mod:`.files` (the
+files of a result: layout, seal, atomic saves, checked reads), :mod:`.sweeps` (resumable
+sweeps: units stored as they finish), :mod:`.executors` (local and Dask), :mod:`.results`
+(compute, load, freshness, revalidation, listing) and :mod:`.migrate` (a one-off rewrite of
+recorded config hashes). Callers use the names this package exports
+(``from dpcompanion.experiments import store``; ``store.load_or_compute(...)``).
+"""
+
+from __future__ import annotations
+
+from dpcompanion.experiments.store.executors import (
+    EXECUTORS, RUN_POLICY, SCHEDULER_TIMEOUT_S, DaskExecutor, LocalExecutor, check_executor_options,
+    check_scheduler_address, make_executor, max_workers)
+from dpcompanion.experiments.store.files import (
+    INLINE_MAX, SEAL, SEAL_COMMAND, check_writable, result_dir, results_root, sealed)
+from dpcompanion.experiments.store.hashing import (
+    CODE_HASH_EXCLUDE, CONFIG_DIGITS, TIME_KEYS, code_files, code_hash, config_hash, digest)
+from dpcompanion.experiments.store.results import (
+    StoredResult, compute, fresh_full, full_absent_note, list_results, load, load_or_compute, result_to_show,
+    revalidate, seal_unsealed)
+from dpcompanion.experiments.store.sweeps import list_partial, save_unit, sweep_progress, unit_key, units_dir
+
+__all__ = [
+    "StoredResult", "load_or_compute", "units_dir", "unit_key", "sweep_progress", "list_partial", "save_unit", "load",
+    "compute", "revalidate", "list_results", "seal_unsealed", "sealed", "digest", "config_hash", "code_files",
+    "code_hash", "results_root", "result_dir", "check_writable", "LocalExecutor", "DaskExecutor", "make_executor",
+    "check_executor_options", "EXECUTORS", "INLINE_MAX", "check_scheduler_address", "max_workers", "fresh_full",
+    "full_absent_note", "result_to_show", "SEAL", "SEAL_COMMAND", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "TIME_KEYS",
+    "RUN_POLICY", "SCHEDULER_TIMEOUT_S",
+]

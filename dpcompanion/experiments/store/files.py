@@ -1,0 +1,383 @@
+"""The files of a stored result and how they are written and read: where results live,
+the payload files (``payload.json`` + ``arrays.npz``), the provenance seal, atomic saves
+that never lose the previous result, and reading that checks everything (a damaged result
+raises :class:`Damaged`). See the package docstring, :mod:`dpcompanion.experiments.store`.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import socket
+import time
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpcompanion.core.provenance import REPO
+from dpcompanion.core.validate import can_create_file_in
+from dpcompanion.experiments.store.hashing import digest
+
+__all__ = ["INLINE_MAX", "SEAL", "SEAL_COMMAND", "STALE_TEMP_S", "SWAP_ATTEMPTS", "Damaged", "NPZ_ERRORS",
+           "results_root", "result_dir", "check_writable", "sealed", "seal_problem", "sorted_keys", "temp_name",
+           "temp_is_stale", "olds", "cleanup", "save", "replace_provenance", "read_files"]
+
+#: arrays with more elements than this go to ``arrays.npz``; smaller ones stay in the JSON
+INLINE_MAX = 64
+
+
+# --- where results live --------------------------------------------------------------
+
+def results_root() -> Path:
+    """``results/`` of the repository, or ``$DPCOMPANION_RESULTS`` when set (tests, clusters)."""
+    env = os.environ.get("DPCOMPANION_RESULTS")
+    return Path(env) if env else REPO / "results"
+
+
+def result_dir(experiment_id: str, mode: str, root: Path | None = None) -> Path:
+    return (root or results_root()) / experiment_id / mode
+
+
+def check_writable(path: Path) -> None:
+    """ValueError unless ``path`` is (or can be created as) a writable directory; leaves nothing
+    behind (a probe file is created and removed: ``os.access`` passes for root, e.g. in /proc)."""
+    p = Path(path)
+    probe = p
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir() or not can_create_file_in(probe):
+        why = "is not a directory" if probe.exists() and not probe.is_dir() else "is not writable"
+        raise ValueError(f"results folder {p} cannot be written ({probe} {why}); "
+                         "set DPCOMPANION_RESULTS to a writable directory")
+
+
+# --- payload files -------------------------------------------------------------------
+
+def _split_arrays(obj: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
+    if isinstance(obj, np.ndarray):
+        if obj.size > INLINE_MAX:
+            key = f"a{len(arrays)}"
+            arrays[key] = obj
+            return {"__npz__": key}
+        return {"__array__": obj.tolist(), "dtype": obj.dtype.str, "shape": list(obj.shape)}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        return {k: _split_arrays(v, arrays, f"{path}/{k}") for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_split_arrays(v, arrays, f"{path}/{i}") for i, v in enumerate(obj)]
+    return obj
+
+
+def _join_arrays(obj: Any, arrays) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {"__npz__"}:
+            return arrays[obj["__npz__"]]
+        if "__array__" in obj:
+            return np.asarray(obj["__array__"], dtype=np.dtype(obj["dtype"])).reshape(obj["shape"])
+        return {k: _join_arrays(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_join_arrays(v, arrays) for v in obj]
+    return obj
+
+
+def _npz_keys(obj: Any) -> list[str]:
+    """The ``arrays.npz`` entries a payload.json refers to."""
+    if isinstance(obj, dict):
+        if set(obj) == {"__npz__"}:
+            return [str(obj["__npz__"])]
+        return [k for v in obj.values() for k in _npz_keys(v)]
+    if isinstance(obj, list):
+        return [k for v in obj for k in _npz_keys(v)]
+    return []
+
+
+def sorted_keys(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: sorted_keys(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [sorted_keys(v) for v in obj]
+    return obj
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+# --- the provenance seal -------------------------------------------------------------
+
+#: the provenance field holding the seal: ``{field: sha256[:16] of its JSON value}`` for every
+#: other field (see the module docstring)
+SEAL = "provenance_seal"
+#: the command that seals results stored before seals existed
+SEAL_COMMAND = "python -m dpcompanion results --seal"
+
+
+def _seal_of(provenance: dict) -> dict[str, str]:
+    data = json.loads(json.dumps(provenance))  # exactly as stored (tuples as lists, keys as strings)
+    return {k: hashlib.sha256(json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+                              .encode()).hexdigest()[:16]
+            for k, v in sorted(data.items()) if k != SEAL}
+
+
+def sealed(provenance: dict) -> dict:
+    """``provenance`` with its seal (:data:`SEAL`) over every other field."""
+    p = {k: v for k, v in provenance.items() if k != SEAL}
+    return {**p, SEAL: _seal_of(p)}
+
+
+def seal_problem(provenance: dict) -> str:
+    """'' when the seal matches every field, else ``provenance edited: <field>`` (or unsealed)."""
+    seal = provenance.get(SEAL)
+    if seal is None:
+        return f"provenance not sealed (`{SEAL_COMMAND}` seals a result stored before seals)"
+    if not isinstance(seal, dict):
+        return f"provenance edited: {SEAL}"
+    now = _seal_of(provenance)
+    for k in sorted(set(now) | set(seal)):
+        if k not in seal:
+            return f"provenance edited: {k} (added)"
+        if k not in now:
+            return f"provenance edited: {k} (removed)"
+        if now[k] != seal[k]:
+            return f"provenance edited: {k}"
+    return ""
+
+
+# --- saving: never losing the previous result ----------------------------------------
+
+#: a temporary folder (``.<mode>.tmp-*``, ``.<mode>.old-*``) or file (``.provenance.tmp-*``)
+#: older than this, or whose writer (same host) is no longer running, is left over from a
+#: killed save and is removed by the next save or listing
+STALE_TEMP_S = 600
+#: how often a save retries its swap when other saves of the same result keep getting in first
+SWAP_ATTEMPTS = 20
+_HOST = "".join(c for c in socket.gethostname() if c.isalnum())[:32] or "host"
+
+
+def _checkpoint(step: str) -> None:
+    """Called between the steps of a save (a no-op): tests stop a save here to simulate a kill."""
+
+
+def temp_name(target: Path, kind: str, suffix: str = "") -> Path:
+    """``.<name>.<kind>-<host>-<pid>-<time ns>-<random><suffix>`` beside ``target``."""
+    return target.parent / (f".{target.name}.{kind}-{_HOST}-{os.getpid()}-{time.time_ns()}-"
+                            f"{os.urandom(4).hex()}{suffix}")
+
+
+def temp_is_stale(name: str, now_ns: int) -> bool:
+    """Whether the temporary file/folder ``name`` (from :func:`temp_name`) was left by a save
+    that is over: its writer on this host has exited, or it is older than :data:`STALE_TEMP_S`."""
+    parts = name.split("-")
+    try:
+        host, pid, t_ns = parts[-4], int(parts[-3]), int(parts[-2])
+    except (IndexError, ValueError):
+        return False  # not ours
+    if now_ns - t_ns > STALE_TEMP_S * 1e9:
+        return True
+    if host == _HOST and pid != os.getpid() and os.name == "posix":  # (os.kill(pid, 0) kills on Windows)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+    return False
+
+
+def olds(target: Path) -> list[Path]:
+    """The ``.<mode>.old-*`` folders beside ``target``, newest first."""
+    def when(p: Path) -> int:
+        try:
+            return int(p.name.split("-")[-2])
+        except (IndexError, ValueError):
+            return 0
+    try:
+        found = [p for p in target.parent.glob(f".{target.name}.old-*") if p.is_dir()]
+    except OSError:
+        return []
+    return sorted(found, key=when, reverse=True)
+
+
+def cleanup(target: Path) -> None:
+    """Tidy what killed saves of ``target`` left (never raises): when ``target`` is missing
+    because a save was killed between its two renames, the previous result (``.old-``) is put
+    back; stale ``.tmp-``/``.old-`` folders and ``.provenance.tmp-`` files are removed."""
+    try:
+        parent = target.parent
+        if not parent.is_dir():
+            return
+        now = time.time_ns()
+        if not target.exists():
+            for old in olds(target):
+                if temp_is_stale(old.name, now) and (old / "provenance.json").is_file():
+                    try:
+                        _rename(old, target)
+                    except OSError:
+                        pass
+                    break
+        for p in parent.glob(f".{target.name}.*-*"):
+            kind = p.name[len(target.name) + 2:].split("-")[0]
+            if kind in ("tmp", "old") and temp_is_stale(p.name, now):
+                shutil.rmtree(p, ignore_errors=True)
+        if target.is_dir():
+            for p in target.glob(".provenance.json.tmp-*"):
+                if temp_is_stale(p.name.removesuffix(".json"), now):
+                    p.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _rename(src: Path, dst: Path) -> None:
+    os.rename(src, dst)
+
+
+def save(target: Path, payload: dict, provenance: dict) -> None:
+    """Write ``payload`` and ``provenance`` into ``target`` so that no moment, and no kill,
+    loses the previous result.
+
+    The new result is written whole into a temporary folder (``.<mode>.tmp-…``, made with
+    the umask's permissions), then swapped in by two renames: ``<mode>`` to ``.<mode>.old-…``
+    and the temporary folder to ``<mode>``. A save killed between the two leaves the previous
+    result in ``.<mode>.old-…``, which readers use while ``<mode>`` is missing and the next save
+    or listing puts back (:func:`cleanup`). Two saves racing at the swap: the one whose
+    rename lands second finds ``<mode>`` taken and swaps again, so both succeed and the last
+    one wins (after :data:`SWAP_ATTEMPTS` lost swaps a ValueError says so)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    cleanup(target)
+    tmp = temp_name(target, "tmp")
+    os.mkdir(tmp)  # mode 0o777 less the umask (tempfile.mkdtemp would give 0o700)
+    try:
+        _checkpoint("tmp made")
+        arrays: dict[str, np.ndarray] = {}
+        _write_json(tmp / "payload.json", _split_arrays(payload, arrays, ""))
+        _checkpoint("payload written")
+        if arrays:
+            np.savez_compressed(tmp / "arrays.npz", **arrays)
+            _checkpoint("arrays written")
+        _write_json(tmp / "provenance.json", provenance)
+        _checkpoint("provenance written")
+        _swap_in(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _swap_in(tmp: Path, target: Path) -> None:
+    for _ in range(SWAP_ATTEMPTS):
+        old = None
+        if target.exists():
+            old = temp_name(target, "old")
+            try:
+                _rename(target, old)
+            except FileNotFoundError:  # another save moved it away first
+                old = None
+        _checkpoint("old moved away")
+        try:
+            _rename(tmp, target)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                # another save's result landed between our two renames: it is newer than the
+                # one we moved away, which can go; swap again
+                if old is not None:
+                    shutil.rmtree(old, ignore_errors=True)
+                continue
+            if old is not None and not target.exists():
+                _rename(old, target)
+            raise
+        _checkpoint("new in place")
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        _checkpoint("old removed")
+        return
+    raise ValueError(f"results folder {target}: {SWAP_ATTEMPTS} other saves replaced it while this one "
+                     "was being saved; run the command again")
+
+
+def replace_provenance(target: Path, provenance: dict) -> None:
+    """Replace ``target/provenance.json`` atomically (a temporary file renamed over it)."""
+    tmp = temp_name(target / "provenance.json", "tmp", ".json")
+    try:
+        _write_json(tmp, provenance)  # the umask's permissions (tempfile.mkstemp would give 0o600)
+        os.replace(tmp, target / "provenance.json")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+class Damaged(Exception):
+    """A file of a stored result is missing, unreadable or inconsistent: ``<file>: <what>``."""
+
+
+def _read_json_object(path: Path) -> dict:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise Damaged(f"{path}: missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Damaged(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:  # json.JSONDecodeError (also a truncated file)
+        raise Damaged(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise Damaged(f"{path}: not a JSON object")
+    return data
+
+
+def _check_provenance(path: Path, prov: dict) -> None:
+    for key, kind in (("digest", str), ("config", dict), ("config_hash", str), ("code_hash", str)):
+        if not isinstance(prov.get(key), kind):
+            raise Damaged(f"{path}: field {key!r} missing or not a {kind.__name__}")
+    seed = prov["config"].get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise Damaged(f"{path}: config seed must be an integer in [0, 2**32), got {seed!r}")
+
+
+#: what reading a damaged ``arrays.npz`` can raise (zip, zlib, npy header, I/O)
+NPZ_ERRORS = (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile, zlib.error)
+
+
+def read_files(d: Path) -> tuple[dict, dict]:
+    """``(provenance, payload)`` of the result in folder ``d``, every file checked; raises
+    :class:`Damaged` (with the provenance read so far in ``args[1]``)."""
+    prov: dict = {}
+    try:
+        prov = _read_json_object(d / "provenance.json")
+        _check_provenance(d / "provenance.json", prov)
+        raw = _read_json_object(d / "payload.json")
+        keys = _npz_keys(raw)
+        npz = d / "arrays.npz"
+        arrays: dict[str, np.ndarray] = {}
+        if keys and not npz.is_file():
+            raise Damaged(f"{npz}: missing ({d / 'payload.json'} refers to {keys[0]})")
+        if keys:
+            try:
+                with np.load(npz, allow_pickle=False) as z:
+                    absent = [k for k in keys if k not in z.files]
+                    if absent:
+                        raise Damaged(f"{npz}: array {absent[0]} missing ({d / 'payload.json'} refers to it)")
+                    arrays = {k: z[k] for k in keys}
+            except NPZ_ERRORS as exc:
+                raise Damaged(f"{npz}: cannot be read ({type(exc).__name__}: {exc})") from None
+        try:
+            payload = _join_arrays(raw, arrays)
+            got = digest(payload)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise Damaged(f"{d / 'payload.json'}: malformed ({type(exc).__name__}: {exc})") from None
+        if got != prov["digest"]:
+            with_npz = " (with arrays.npz)" if keys else ""
+            raise Damaged(f"{d / 'payload.json'}: the payload{with_npz} does not match the digest recorded "
+                           "in provenance.json")
+        return prov, payload
+    except Damaged as exc:
+        raise Damaged(str(exc), prov) from None
+

@@ -1,0 +1,378 @@
+"""Stored results: computing an experiment on an executor and saving it, loading it and
+deciding whether it is fresh, revalidating a full result by its quick-mode fingerprint,
+listing and sealing (see the package docstring, :mod:`dpcompanion.experiments.store`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import shutil
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+from dpcompanion.core.provenance import git_state, resolve_device, validate_mode, validate_seed, versions
+from dpcompanion.experiments import base
+from dpcompanion.experiments.comparisons.scale import scale_of  # the scale block of a result (issue 21)
+from dpcompanion.experiments.store import files, hashing, sweeps
+from dpcompanion.experiments.store.executors import LocalExecutor
+from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
+from dpcompanion.experiments.store.hashing import config_hash, digest
+
+__all__ = ["StoredResult", "load", "compute", "load_or_compute", "fresh_full", "full_absent_note", "result_to_show",
+           "revalidate", "list_results", "seal_unsealed"]
+
+@dataclasses.dataclass(frozen=True)
+class StoredResult:
+    """A result and what is known about it.
+
+    ``fresh``: the result's files are intact, its provenance seal matches, config hash and
+    code hash equal the current ones; ``cached``: loaded from disk rather than computed by
+    this call; ``path``: its folder ``results/<id>/<mode>/``; ``stale_reason``: why it is not
+    fresh; ``damaged``: ``<file>: <what>`` when a file of the result is missing, unreadable or
+    does not match its digest (then ``stale_reason`` is ``damaged: <file>: <what>``, the
+    payload is empty, and the result is never shown)."""
+
+    id: str
+    mode: str
+    payload: dict[str, Any]
+    provenance: dict[str, Any]
+    fresh: bool
+    cached: bool
+    path: Path | None
+    stale_reason: str = ""
+    damaged: str = ""
+
+    @property
+    def digest(self) -> str:
+        return self.provenance.get("digest", "")
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.provenance.get("config", {})
+
+    def summary(self) -> str:
+        """One line of provenance for a page: mode, device, wall time, commit, created."""
+        p = self.provenance
+        if self.damaged:
+            return f"{self.mode} result: damaged ({self.damaged}), not shown"
+        dirty = "+dirty" if p.get("dirty") else ""
+        reval = p.get("revalidated") or []
+        rv = f", revalidated {reval[-1]['date']}" if reval else ""
+        return (f"{self.mode} result: computed on {p.get('device')} in {p.get('wall_s', 0):.0f} s "
+                f"({_count(p.get('runs'))} runs, {_count(p.get('run_steps'))} run-steps, {p.get('units')} units, "
+                f"executor {p.get('executor')}) "
+                f"at commit {p.get('commit')}{dirty}, created {p.get('created')}{rv}; "
+                f"{'fresh' if self.fresh else 'stale: ' + self.stale_reason}")
+
+    def record(self) -> dict[str, Any]:
+        """The fields ``experiment --json`` and ``results --json`` print."""
+        p = self.provenance
+        config = p.get("config") if isinstance(p.get("config"), dict) else {}
+        return {"id": self.id, "mode": self.mode, "path": str(self.path) if self.path else None,
+                "cached": self.cached, "fresh": self.fresh, "stale_reason": self.stale_reason,
+                "damaged": self.damaged or None,
+                "wall_s": p.get("wall_s"), "executor": p.get("executor"), "runs": p.get("runs"),
+                "run_steps": p.get("run_steps"), "units": p.get("units"), "digest": p.get("digest"), "commit": p.get("commit"),
+                "dirty": p.get("dirty"), "device": p.get("device"), "created": p.get("created"),
+                "seed": config.get("seed"), **self.unit_counts()}
+
+    def unit_counts(self) -> dict[str, Any]:
+        """``units_total``, ``units_computed`` (by this run) and ``units_reused`` (stored units,
+        or the whole stored result when it was loaded)."""
+        p = self.provenance
+        total = p.get("units")
+        if self.cached:
+            return {"units_total": total, "units_computed": 0, "units_reused": total}
+        return {"units_total": total, "units_computed": p.get("units_computed", total),
+                "units_reused": p.get("units_reused", 0)}
+
+
+def _count(n) -> str:
+    """``12,345``; ``?`` for a count a result stored before it was recorded lacks."""
+    return "?" if n is None else f"{int(n):,}"
+
+
+def _read(exp: base.Experiment, mode: str, root: Path | None) -> StoredResult | None:
+    """The stored result (its files checked: a damaged one comes back with ``damaged`` set),
+    or None when nothing is stored. While ``<mode>/`` is missing because a save was killed
+    between its renames, the previous result in ``.<mode>.old-…`` is read."""
+    target = result_dir(exp.id, mode, root)
+    for _ in range(3):  # a folder moved away by a concurrent save while being read: read again
+        d = target if target.is_dir() else next(iter(files.olds(target)), None)
+        if d is None:
+            return None
+        try:
+            prov, payload = files.read_files(d)
+        except Damaged as exc:
+            if d.is_dir():
+                prov = exc.args[1] if len(exc.args) > 1 else {}
+                return StoredResult(id=exp.id, mode=mode, payload={}, provenance=prov, fresh=False, cached=True,
+                                    path=target, stale_reason=f"damaged: {exc.args[0]}", damaged=exc.args[0])
+            continue
+        return StoredResult(id=exp.id, mode=mode, payload=payload, provenance=prov, fresh=False, cached=True,
+                            path=target)
+    return None
+
+
+def _staleness(exp: base.Experiment, res: StoredResult, config: dict | None) -> str:
+    """Why ``res`` is not fresh ('' when it is)."""
+    if res.damaged:
+        return res.stale_reason
+    p = res.provenance
+    edited = files.seal_problem(p)
+    if edited:
+        return edited
+    if config is not None and p.get("config_hash") != config_hash(config):
+        return "config changed"
+    if p.get("code_hash") != hashing.code_hash(exp):
+        old, now = p.get("code_files", {}), hashing.code_files(exp)
+        old = old if isinstance(old, dict) else {}
+        changed = sorted(m for m, h in now.items() if old.get(m) != h)
+        changed += sorted(m for m in old if m not in now)
+        if not changed:
+            return "code changed: the store's run policy"
+        return "code changed: " + ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+    return ""
+
+
+def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path | None = None) -> StoredResult | None:
+    """The stored result of ``experiment_id`` in ``mode``, fresh or not (``fresh`` says which;
+    a damaged one is stale, ``damaged`` says what is wrong), without computing; ``None`` when
+    nothing is stored. ``seed``: the seed the result must have been computed with to count as
+    fresh (default: the one it was computed with). Never raises for a damaged result."""
+    exp = base.get(experiment_id)
+    validate_mode(mode)
+    res = _read(exp, mode, root)
+    if res is None or res.damaged:
+        return res
+    stored_seed = res.provenance["config"].get("seed", 0)
+    config = base.config_for(exp, mode, seed=stored_seed if seed is None else seed)
+    why = _staleness(exp, res, config)
+    return dataclasses.replace(res, fresh=not why, stale_reason=why)
+
+
+def _versions() -> dict[str, str]:
+    v = versions()
+    for pkg in ("dask", "distributed", "scipy"):
+        try:
+            v[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            v[pkg] = "absent"
+    return v
+
+
+def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
+                     root: Path | None = None, progress: Callable[[str], None] | None = None) -> tuple[dict, dict]:
+    """Run the units not already stored (by the current code) in ``<mode>.units/``, storing
+    each as it finishes, and combine all of them, in units order."""
+    units = exp.units(config)
+    mode, seed = config["mode"], int(config["seed"])
+    folder = sweeps.units_dir(exp.id, mode, root)
+    code = hashing.code_hash(exp)
+    keys = [sweeps.unit_key(exp.id, mode, u, seed, device) for u in units]
+    done: list = [None] * len(units)
+    old_code = 0
+    if folder.is_dir():  # temporary files of unit saves killed mid-write
+        now = time.time_ns()
+        for p in folder.glob(".*.tmp-*"):
+            if files.temp_is_stale(p.name, now):
+                p.unlink(missing_ok=True)
+    for i, k in enumerate(keys):
+        rec = sweeps.load_unit(folder, k) if folder.is_dir() else None
+        if rec is None:
+            continue
+        if rec.get("code_hash") != code:
+            old_code += 1
+            continue
+        done[i] = (rec["result"], {"runs": rec.get("runs", 0), "run_steps": rec.get("run_steps", 0),
+                                   "wall_s": rec.get("wall_s", 0.0)})
+    todo = [i for i in range(len(units)) if done[i] is None]
+    reused = len(units) - len(todo)
+    if progress is not None and (reused or old_code):
+        progress(f"{exp.id} {mode}: resuming, {reused}/{len(units)} units stored"
+                 + (f"; {old_code} stored by older code are recomputed" if old_code else ""))
+
+    def on_done(j: int, out: tuple[dict, dict]) -> None:
+        i = todo[j]
+        sweeps.save_unit(folder, keys[i], units[i], out[0], out[1], code=code, seed=seed, device=device)
+
+    t0 = time.perf_counter()
+    if todo:
+        fresh = executor.map(exp.run_unit, [units[i] for i in todo], device, on_done=on_done)
+        for j, i in enumerate(todo):
+            done[i] = fresh[j]
+    payload = files.sorted_keys(exp.combine(config, [r for r, _ in done]))  # the order a loaded payload has
+    wall = time.perf_counter() - t0
+    return payload, {"wall_s": round(wall, 3), "units": len(units),
+                     "units_computed": len(todo), "units_reused": reused,
+                     "units_wall_s": round(sum(float(c.get("wall_s", 0.0)) for _, c in done), 3),
+                     "runs": int(sum(c["runs"] for _, c in done)), "run_steps": int(sum(c["run_steps"] for _, c in done))}
+
+
+def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu", executor=None,
+            root: Path | None = None, progress: Callable[[str], None] | None = None) -> StoredResult:
+    """Compute ``experiment_id`` in ``mode`` (no cache look-up) and save it atomically.
+
+    A full result also records the quick-mode digest of the same code and seed (computed if
+    no fresh quick result is stored) for :func:`revalidate`."""
+    exp = base.get(experiment_id)
+    validate_mode(mode)
+    validate_seed(seed)
+    resolved = resolve_device(device)
+    target = result_dir(exp.id, mode, root)
+    check_writable(target)
+    config = base.config_for(exp, mode, seed=seed)
+    own = executor is None
+    ex = LocalExecutor() if own else executor
+    try:
+        quick = None
+        if mode == "full":
+            quick = load_or_compute(exp.id, mode="quick", seed=seed, device=resolved, executor=ex, root=root,
+                                    progress=progress)
+        payload, stats = _compute_payload(exp, config, ex, resolved, root, progress)
+    finally:
+        if own:
+            ex.close()
+    commit, dirty = git_state()
+    prov = {
+        "id": exp.id, "mode": mode, "commit": commit, "dirty": dirty, "config": config,
+        "config_hash": config_hash(config), "code_hash": hashing.code_hash(exp), "code_files": hashing.code_files(exp),
+        "scale": scale_of(exp.id, config),
+        "device": resolved, "versions": _versions(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **stats, "executor": ex.describe(), "digest": digest(payload), "revalidated": [],
+    }
+    if quick is not None:
+        prov["quick_digest"] = quick.digest
+        prov["quick_device"] = quick.provenance.get("device")
+    prov = sealed(prov)
+    files.save(target, payload, prov)
+    # the result is complete and saved: its units are no longer needed (keeps the repository small)
+    shutil.rmtree(sweeps.units_dir(exp.id, mode, root), ignore_errors=True)
+    return StoredResult(id=exp.id, mode=mode, payload=payload, provenance=prov, fresh=True, cached=False,
+                        path=target)
+
+
+def load_or_compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu",
+                    executor: Any = None, recompute: bool = False, root: Path | None = None,
+                    progress: Callable[[str], None] | None = None) -> StoredResult:
+    """The stored result when fresh (same config, seed included, and same code), else computed
+    with ``executor`` (default: in-process) and saved. ``recompute=True`` always computes."""
+    exp = base.get(experiment_id)
+    validate_mode(mode)
+    validate_seed(seed)
+    if not recompute:
+        res = load(exp.id, mode=mode, seed=seed, root=root)
+        if res is not None and res.fresh:
+            return res
+    return compute(exp.id, mode=mode, seed=seed, device=device, executor=executor, root=root, progress=progress)
+
+
+def fresh_full(experiment_id: str) -> StoredResult | None:
+    """The stored full-mode result of ``experiment_id`` when it is fresh, else None: a stale
+    full result is never shown as current (:func:`full_absent_note` says why it is not)."""
+    full = load(experiment_id, mode="full")
+    return full if full is not None and full.fresh else None
+
+
+def full_absent_note(experiment_id: str) -> str:
+    """One sentence for a page without a fresh full result: none stored, or stale and why,
+    with the command that computes it."""
+    full = load(experiment_id, mode="full")
+    why = ("No full-mode result is stored yet" if full is None
+           else f"The stored full-mode result is stale ({full.stale_reason}) and is not shown")
+    part = sweeps.sweep_progress(experiment_id, "full")
+    if part is not None:
+        why += (f"; a full sweep is partly done ({part['units_done']}/{part['units_total']} units stored"
+                + (f", about {part['estimate_left_s']} s of compute left" if part["estimate_left_s"] is not None else "")
+                + ") and is not shown until it is complete")
+    return f"{why}: `python -m dpcompanion experiment {experiment_id} --mode full` computes it."
+
+
+def result_to_show(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu") -> StoredResult:
+    """The result a page shows for ``experiment_id``: the stored full-mode result when it is
+    fresh (the committed paper-scale run), else this build's result of ``mode`` (loaded when
+    fresh, else computed). A stale full result is never shown as current."""
+    full = fresh_full(experiment_id) if mode != "full" else None
+    return full or load_or_compute(experiment_id, mode=mode, seed=seed, device=device)
+
+
+def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None) -> dict:
+    """Re-check a stale full result by its behavioural fingerprint (see the module docstring).
+
+    Returns ``{"id", "status", "detail"}``; status is ``fresh`` (nothing to do), ``revalidated``
+    (the quick digest of the current code equals the recorded one: the full result is marked
+    fresh for the current code hash), ``stale`` (digests differ, or the config changed, or no
+    fingerprint was recorded) or ``missing`` (no full result)."""
+    exp = base.get(experiment_id)
+    res = load(exp.id, mode="full", root=root)
+    if res is None:
+        return {"id": exp.id, "status": "missing", "detail": "no full result stored"}
+    if res.fresh:
+        return {"id": exp.id, "status": "fresh", "detail": "config and code unchanged"}
+    if not res.stale_reason.startswith("code changed"):
+        return {"id": exp.id, "status": "stale", "detail": res.stale_reason + "; revalidation covers code changes only"}
+    p = res.provenance
+    if not p.get("quick_digest"):
+        return {"id": exp.id, "status": "stale", "detail": "no quick-mode fingerprint recorded; recompute"}
+    seed = int(p.get("config", {}).get("seed", 0))
+    quick = load_or_compute(exp.id, mode="quick", seed=seed, device=p.get("quick_device") or device,
+                            executor=executor, root=root)
+    if quick.digest != p["quick_digest"]:
+        return {"id": exp.id, "status": "stale",
+                "detail": f"quick digest changed ({p['quick_digest'][:12]} -> {quick.digest[:12]}): the code change "
+                          "changes numbers; recompute the full result"}
+    new_hash = hashing.code_hash(exp)
+    event = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+             "from_code_hash": p.get("code_hash"), "to_code_hash": new_hash, "quick_digest": quick.digest,
+             "commit": git_state()[0]}
+    check_writable(res.path)
+    # the seal was intact (an edited provenance is stale for that reason, not for code, and
+    # never gets here): re-seal over the new code hash and the appended event
+    prov = sealed({**p, "code_hash": new_hash, "code_files": hashing.code_files(exp),
+                   "revalidated": list(p.get("revalidated") or []) + [event]})
+    files.replace_provenance(res.path, prov)
+    return {"id": exp.id, "status": "revalidated",
+            "detail": f"quick digest {quick.digest[:12]} unchanged; full result fresh for code {new_hash[:12]}"}
+
+
+def list_results(root: Path | None = None) -> list[StoredResult]:
+    """Every stored result of every known experiment (fresh, stale or damaged), by id then
+    mode; what killed saves left behind is tidied first (:func:`cleanup`)."""
+    out = []
+    for exp_id in base.all_experiments():
+        for mode in base.MODES:
+            files.cleanup(result_dir(exp_id, mode, root))
+            r = load(exp_id, mode=mode, root=root)
+            if r is not None:
+                out.append(r)
+    return out
+
+
+def seal_unsealed(root: Path | None = None) -> list[dict]:
+    """Seal the provenance of every stored result that has no seal (stored before seals
+    existed), without recomputing: a one-off migration (``results --seal``). Only an intact
+    result is sealed (its files read and its payload matching its digest); a damaged one or
+    one whose seal is broken is left as it is. Returns ``{"id", "mode", "status", "detail"}``
+    per result, status ``sealed``, ``already sealed`` or ``refused``."""
+    out = []
+    for exp_id in base.all_experiments():
+        for mode in base.MODES:
+            res = _read(base.get(exp_id), mode, root)
+            if res is None:
+                continue
+            row = {"id": exp_id, "mode": mode}
+            problem = res.stale_reason if res.damaged else files.seal_problem(res.provenance)
+            if not problem:
+                out.append({**row, "status": "already sealed", "detail": ""})
+            elif res.damaged or SEAL in res.provenance:
+                out.append({**row, "status": "refused", "detail": problem})
+            elif not result_dir(exp_id, mode, root).is_dir():
+                out.append({**row, "status": "refused", "detail": "an interrupted save is being recovered; list again"})
+            else:
+                files.replace_provenance(res.path, sealed(res.provenance))
+                out.append({**row, "status": "sealed", "detail": f"digest {res.digest[:12]}"})
+    return out

@@ -1,0 +1,173 @@
+"""Resumable sweeps: every unit of a sweep stored as it finishes, in
+``results/<id>/<mode>.units/<key>.json`` (+ ``.npz``), so that a run killed part-way resumes
+where it stopped (see the package docstring, :mod:`dpcompanion.experiments.store`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from dpcompanion.experiments import base
+from dpcompanion.experiments.store import files
+from dpcompanion.experiments.store.files import NPZ_ERRORS, results_root, temp_name
+from dpcompanion.experiments.store import hashing
+from dpcompanion.experiments.store.hashing import digest
+
+__all__ = ["UNITS_SUFFIX", "units_dir", "unit_key", "save_unit", "load_unit", "sweep_progress", "list_partial"]
+
+#: the folder beside ``<mode>/`` that holds the finished units of a sweep in progress
+UNITS_SUFFIX = ".units"
+
+
+def units_dir(experiment_id: str, mode: str, root: Path | None = None) -> Path:
+    """``results/<id>/<mode>.units/``: one ``<unit key>.json`` (and ``.npz`` for large arrays)
+    per finished unit of a sweep not yet assembled."""
+    return (root or results_root()) / experiment_id / f"{mode}{UNITS_SUFFIX}"
+
+
+def unit_key(exp_id: str, mode: str, unit: dict, seed: int, device: str) -> str:
+    """The file name of a unit's result: sha256 (first 32 hex digits) over the experiment id,
+    mode, the unit's own dict (canonical), the seed and the device. The code hash is recorded
+    inside the file (a unit of older code is recomputed, and the progress says so)."""
+    return digest({"id": exp_id, "mode": mode, "unit": unit, "seed": int(seed), "device": device})[:32]
+
+
+def _enc(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """Exact JSON form of a unit result: arrays (large ones to the .npz), numpy scalars with
+    their dtype and tuples are kept as such, so that ``combine`` sees the very same values."""
+    if isinstance(obj, np.ndarray):
+        if obj.size > files.INLINE_MAX:
+            key = f"a{len(arrays)}"
+            arrays[key] = obj
+            return {"__npz__": key}
+        return {"__array__": obj.tolist(), "dtype": obj.dtype.str, "shape": list(obj.shape)}
+    if isinstance(obj, np.generic):
+        return {"__scalar__": obj.item(), "dtype": obj.dtype.str}
+    if isinstance(obj, dict):
+        return {"__dict__": [[k, _enc(v, arrays)] for k, v in obj.items()]}
+    if isinstance(obj, tuple):
+        return {"__tuple__": [_enc(v, arrays) for v in obj]}
+    if isinstance(obj, list):
+        return [_enc(v, arrays) for v in obj]
+    return obj
+
+
+def _dec(obj: Any, arrays) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {"__npz__"}:
+            return np.asarray(arrays[obj["__npz__"]])
+        if "__array__" in obj:
+            return np.asarray(obj["__array__"], dtype=np.dtype(obj["dtype"])).reshape(obj["shape"])
+        if "__scalar__" in obj:
+            return np.dtype(obj["dtype"]).type(obj["__scalar__"])
+        if "__tuple__" in obj:
+            return tuple(_dec(v, arrays) for v in obj["__tuple__"])
+        if "__dict__" in obj:
+            return {k: _dec(v, arrays) for k, v in obj["__dict__"]}
+        raise ValueError("unknown entry")
+    if isinstance(obj, list):
+        return [_dec(v, arrays) for v in obj]
+    return obj
+
+
+def _atomic_bytes(path: Path, write: Callable[[Path], None]) -> None:
+    """Write ``path`` through a temporary file renamed over it (a kill leaves no half file)."""
+    tmp = temp_name(path, "tmp", path.suffix)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def save_unit(folder: Path, key: str, unit: dict, result: dict, counts: dict, *, code: str, seed: int,
+              device: str = "cpu") -> None:
+    """Store one finished unit atomically: the ``.npz`` (if any) first, then the ``.json``,
+    whose presence marks the unit as done."""
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    enc = _enc(result, arrays)
+    if arrays:
+        def npz(p: Path) -> None:
+            with open(p, "wb") as fh:
+                np.savez_compressed(fh, **arrays)
+        _atomic_bytes(folder / f"{key}.npz", npz)
+    rec = {"key": key, "unit": unit, "seed": int(seed), "device": device, "code_hash": code, "result": enc,
+           "digest": digest(result), "runs": int(counts.get("runs", 0)), "run_steps": int(counts.get("run_steps", 0)),
+           "wall_s": round(float(counts.get("wall_s", 0.0)), 3),
+           "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "created_ns": time.time_ns()}
+    _atomic_bytes(folder / f"{key}.json", lambda p: p.write_text(json.dumps(rec, sort_keys=True) + "\n"))
+
+
+def load_unit(folder: Path, key: str) -> dict | None:
+    """A stored unit's record with its decoded ``result``; None when absent or damaged
+    (unreadable, or its result not matching its digest: it is recomputed)."""
+    f = folder / f"{key}.json"
+    try:
+        rec = json.loads(f.read_text())
+        arrays = {}
+        if (folder / f"{key}.npz").is_file():
+            with np.load(folder / f"{key}.npz", allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        rec["result"] = _dec(rec["result"], arrays)
+        if digest(rec["result"]) != rec["digest"]:
+            return None
+        return rec
+    except (OSError, ValueError, KeyError, TypeError, *NPZ_ERRORS):
+        return None
+
+
+def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> dict | None:
+    """Progress of a sweep whose finished units are stored but not yet assembled: ``units_done``
+    (units of the sweep, stored by the current code), ``units_total``, ``units_old_code``
+    (stored by older code, or for another seed, device or config: not reused) and
+    ``estimate_left_s`` (mean wall time of the finished units times the units left); None when
+    no unit is stored. The sweep is the seed and device of the newest unit file."""
+    exp = base.get(experiment_id)
+    folder = units_dir(exp.id, mode, root)
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        return None
+    recs = []
+    for f in files:
+        try:
+            rec = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict):
+            recs.append(rec)
+    recs.sort(key=lambda r: int(r.get("created_ns", 0)) if isinstance(r.get("created_ns"), int) else 0)
+    newest = recs[-1] if recs else {}
+    seed, device = int(newest.get("seed", 0)), str(newest.get("device", "cpu"))
+    config = base.config_for(exp, mode, seed=seed)
+    units = exp.units(config)
+    total = len(units)
+    code = hashing.code_hash(exp)
+    wanted = {unit_key(exp.id, mode, u, seed, device) for u in units} & {f.stem for f in files}
+    current = [r for r in recs if r.get("code_hash") == code and r.get("key") in wanted]
+    done = len(current)
+    walls = [float(r.get("wall_s", 0.0)) for r in current]
+    left = total - done
+    est = round(sum(walls) / len(walls) * left, 1) if walls else None
+    return {"id": exp.id, "mode": mode, "seed": seed, "device": device, "units_done": done, "units_total": total,
+            "units_old_code": len(recs) - len(current), "estimate_left_s": est, "path": str(folder)}
+
+
+def list_partial(root: Path | None = None) -> list[dict]:
+    """:func:`sweep_progress` of every experiment and mode with stored units."""
+    out = []
+    for exp_id in base.all_experiments():
+        for mode in base.MODES:
+            p = sweep_progress(exp_id, mode, root)
+            if p is not None:
+                out.append(p)
+    return out
+

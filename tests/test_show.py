@@ -1,0 +1,116 @@
+"""The experiment pages' one notebook helper (dpcompanion.book.show): the blocks in the order
+the pages showed them, the stored full-mode result shown only when fresh, the tuning table,
+and the notebooks that use it keep the cell contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpcompanion.book import show
+from dpcompanion.experiments import base, store
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+# a fast experiment whose module (this test module) defines describe and verdict_rows, as an
+# experiment module does
+def units(config):
+    return [{"i": i, "n": config["n"], "seed": config["seed"]} for i in range(2)]
+
+
+def run_unit(unit, device):
+    rng = np.random.default_rng([unit["seed"], unit["i"]])
+    return {"x": rng.standard_normal(unit["n"])}
+
+
+def combine(config, results):
+    return {"config": dict(config), "total": float(sum(r["x"].sum() for r in results))}
+
+
+def describe(payload):
+    return f"**Sizes ({payload['config']['mode']} mode).** n = {payload['config']['n']}."
+
+
+def verdict_rows(payload):
+    return [{"item": f"total of n = {payload['config']['n']}", "paper": "-", "ours": f"{payload['total']:.3f}",
+             "verdict": "identity", "note": "test"}]
+
+
+@pytest.fixture()
+def page_exp(tmp_path, monkeypatch):
+    exp = base.Experiment(id="test-show", title="show", configs={"quick": {"n": 10}, "full": {"n": 20}},
+                          units=units, run_unit=run_unit, combine=combine)
+    base.register(exp)
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
+    shown: list = []
+    monkeypatch.setattr(show, "display", lambda obj: shown.append(("md", obj.data)))
+    yield exp, shown
+    base.unregister(exp.id)
+
+
+def test_show_experiment_shows_sizes_figure_tables_then_verdicts(page_exp):
+    exp, shown = page_exp
+    drawn = []
+    page = show.show_experiment(exp.id, mode="quick", figure=lambda p: (drawn.append(p["config"]["n"]),
+                                                                        shown.append(("figure", p["config"]["n"]))),
+                                tables=lambda p: shown.append(("table", p["total"])))
+    res = store.load(exp.id, mode="quick")
+    assert res is not None and res.fresh and page.payload == res.payload  # computed once, stored
+    assert [k for k, _ in shown] == ["md", "figure", "table", "md"]
+    assert shown[0][1] == describe(res.payload) and drawn == [10]
+    assert f"{res.payload['total']:.3f}" in shown[3][1] and "identity" in shown[3][1]
+    shown.clear()
+    show.show_experiment(exp.id, mode="quick", verdicts=False)  # loaded, not recomputed; no verdicts
+    assert [k for k, _ in shown] == ["md"]
+    with pytest.raises(ValueError, match="shown must be one of"):
+        show.ExperimentPage(exp.id, mode="quick", shown="newest")
+
+
+def test_full_result_only_when_fresh(page_exp):
+    exp, shown = page_exp
+    full_drawn = []
+    page = show.ExperimentPage(exp.id, mode="quick", figure=lambda p: None,
+                               full_figure=lambda p: full_drawn.append(p["config"]["n"]))
+    page.full_result(note=" It takes seconds.")
+    assert len(shown) == 1 and shown[0][1].startswith("No full-mode result is stored yet")
+    assert shown[0][1].endswith(" It takes seconds.") and full_drawn == []
+    store.compute(exp.id, mode="full")
+    shown.clear()
+    page.full_result(note=" It takes seconds.")
+    full = store.fresh_full(exp.id)
+    assert full_drawn == [20] and len(shown) == 2
+    assert shown[0][1] == describe(full.payload) + f" <small>{full.summary()}</small>"
+    assert "n = 20" in shown[1][1]  # the verdicts of the full result, not of this build's
+
+
+def test_tuning_table_and_trace(page_exp, monkeypatch):
+    exp, shown = page_exp
+    page = show.ExperimentPage(exp.id, mode="quick")
+    entry = {"cell": "c", "method": "uni", "param": "T", "setting": "paper", "chosen": 25.0, "grid_min": 10.0,
+             "grid_max": 25.0, "n_candidates": 2, "interior": False, "stated_bound": "T in [1, 25]", "stopped": "",
+             "tuning_seeds": [1, 2], "report_seeds": [3, 4, 5]}
+    page.result = store.StoredResult(id=exp.id, mode="quick", payload={"tuning": [entry]}, provenance={}, fresh=True,
+                                     cached=True, path=None)
+    traced = []
+    monkeypatch.setattr(show.plotting, "tuning_trace", lambda **kw: traced.append(kw))
+    page.tuning(ylabel="loss", max_cells=8)
+    text = shown[0][1]
+    assert text.startswith("Tuning: 2 tuning seeds, disjoint from the 3 report seeds (first cell).")
+    assert "| c | uni | T | paper | 25 | [10, 25] | 2 | stated bound: T in [1, 25] |" in text
+    assert traced == [{"entries": [entry], "ylabel": "loss", "max_cells": 8}]
+
+
+def test_experiment_notebooks_get_their_result_through_the_helper():
+    """Every experiment's page gets its result, verdicts and reproduction tables through the
+    helper (``show_experiment`` or ``ExperimentPage``), not from the store, and calls no verdict
+    rule itself; a page that calls ``show_experiment`` calls it once."""
+    for eid in base.all_experiments():
+        path = NOTEBOOKS / f"{eid}.ipynb"
+        code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+        assert "from dpcompanion.book.show import" in code, path.name
+        assert "store." not in code and "compare(" not in code and "reproduction_tables" not in code, path.name
+        assert code.count("show_experiment(") <= 1 and code.count("page.reproduction()") == 1, path.name

@@ -11,7 +11,7 @@ import torch
 from scipy import stats
 
 from dpcompanion import cli
-from dpcompanion.theory import accounting
+from dpcompanion.theory import accounting, auditing
 from dpcompanion.training import audit
 from dpcompanion.training.models import Model
 
@@ -36,21 +36,21 @@ def _cp_upper_by_bisection(k: int, n: int, alpha: float) -> float:
 @pytest.mark.parametrize("k,n,alpha", [(0, 10, 0.05), (3, 10, 0.025), (0, 3000, 0.025), (17, 3000, 0.025),
                                        (1499, 1500, 0.05), (50, 50, 0.05), (1, 1, 0.3)])
 def test_clopper_pearson_upper_matches_its_definition(k, n, alpha):
-    got = float(audit.clopper_pearson_upper(k=k, n=n, alpha=alpha))
+    got = float(auditing.clopper_pearson_upper(k=k, n=n, alpha=alpha))
     assert got == pytest.approx(_cp_upper_by_bisection(k, n, alpha), rel=1e-9, abs=1e-12)
 
 
 def test_clopper_pearson_zero_successes_closed_form():
     # k = 0: (1 - p)^n = alpha  ->  p = 1 - alpha^(1/n)
     for n in (1, 7, 200, 10_000):
-        assert float(audit.clopper_pearson_upper(k=0, n=n, alpha=0.025)) == pytest.approx(1 - 0.025 ** (1 / n))
+        assert float(auditing.clopper_pearson_upper(k=0, n=n, alpha=0.025)) == pytest.approx(1 - 0.025 ** (1 / n))
 
 
 def test_clopper_pearson_coverage_by_simulation():
     rng = np.random.default_rng(5)
     n, p, alpha = 200, 0.03, 0.05
     k = rng.binomial(n, p, size=4000)
-    covered = np.mean(audit.clopper_pearson_upper(k=k, n=n, alpha=alpha) >= p)
+    covered = np.mean(auditing.clopper_pearson_upper(k=k, n=n, alpha=alpha) >= p)
     assert covered >= 1 - alpha  # exact intervals are conservative
 
 
@@ -61,7 +61,7 @@ def test_epsilon_from_rates_recovers_the_gaussian_privacy_profile(mu, delta):
     Su Cor. 2.13, computed independently by accounting.gdp_epsilon) and no test certifies more."""
     tau = np.linspace(-10, 15, 200_001)
     fpr, fnr = stats.norm.sf(tau), stats.norm.cdf(tau - mu)
-    eps = audit.epsilon_from_rates(fpr=fpr, fnr=fnr, delta=delta)
+    eps = auditing.epsilon_from_rates(fpr=fpr, fnr=fnr, delta=delta)
     true = accounting.gdp_epsilon(mu=mu, delta=delta)
     assert eps.max() <= true + 1e-6
     assert eps.max() == pytest.approx(true, rel=2e-3)
@@ -71,10 +71,10 @@ def test_epsilon_lower_bound_is_valid_and_has_power():
     rng = np.random.default_rng(11)
     mu, delta = 1.0, 1e-5
     true = accounting.gdp_epsilon(mu=mu, delta=delta)
-    lows = [audit.epsilon_lower_bound(scores_out=rng.normal(size=400), scores_in=rng.normal(mu, 1, 400),
+    lows = [auditing.epsilon_lower_bound(scores_out=rng.normal(size=400), scores_in=rng.normal(mu, 1, 400),
                                       delta=delta)["epsilon_lower"] for _ in range(200)]
     assert np.mean(np.array(lows) > true) <= 0.05
-    strong = audit.epsilon_lower_bound(scores_out=rng.normal(size=5000), scores_in=rng.normal(4.0, 1, 5000),
+    strong = auditing.epsilon_lower_bound(scores_out=rng.normal(size=5000), scores_in=rng.normal(4.0, 1, 5000),
                                        delta=delta)
     assert 2.5 < strong["epsilon_lower"] <= accounting.gdp_epsilon(mu=4.0, delta=delta)
     assert strong["n_out"] + strong["n_select_out"] == 5000
@@ -84,10 +84,10 @@ def test_log_likelihood_ratio_against_densities():
     rng = np.random.default_rng(2)
     s, sig = rng.normal(0.5, 2, size=(7, 4)), np.array([0.5, 1.0, 2.0, 3.0])
     full = (stats.norm.logpdf(s, 1, sig) - stats.norm.logpdf(s, 0, sig)).sum(-1)
-    assert audit.log_likelihood_ratio(s=s, sigma=sig) == pytest.approx(full, rel=1e-10)
+    assert auditing.log_likelihood_ratio(s=s, sigma=sig) == pytest.approx(full, rel=1e-10)
     p = 0.3
     mix = np.log((1 - p) * stats.norm.pdf(s, 0, sig) + p * stats.norm.pdf(s, 1, sig)) - stats.norm.logpdf(s, 0, sig)
-    assert audit.log_likelihood_ratio(s=s, sigma=sig, sampling_rate=p) == pytest.approx(mix.sum(-1), rel=1e-10)
+    assert auditing.log_likelihood_ratio(s=s, sigma=sig, sampling_rate=p) == pytest.approx(mix.sum(-1), rel=1e-10)
 
 
 # ------------------------------------------------------------------ the model and the adversary
@@ -317,7 +317,7 @@ def test_gdp_mu_lower_bound_matches_the_normal_approximation_and_covers():
     simulated equal-variance Gaussians it lies below the true mu in about `confidence` of
     the repetitions (400 repetitions at 97.5 %: about 10 misses expected, 20 is 3 sd above)."""
     rng = np.random.default_rng(7)
-    big = audit.gdp_mu_lower_bound(scores_out=rng.normal(0, 3, 30000), scores_in=rng.normal(1.5, 3, 30000),
+    big = auditing.gdp_mu_lower_bound(scores_out=rng.normal(0, 3, 30000), scores_in=rng.normal(1.5, 3, 30000),
                                    confidence=0.975)
     se = math.sqrt(2 / 30000 + big["mu_hat"] ** 2 / (2 * big["df"]))
     assert big["method"] == "noncentral t"
@@ -325,7 +325,7 @@ def test_gdp_mu_lower_bound_matches_the_normal_approximation_and_covers():
     mu, n = 0.5, 150
     misses = 0
     for _ in range(400):
-        r = audit.gdp_mu_lower_bound(scores_out=rng.normal(0, 1, n), scores_in=rng.normal(mu, 1, n), confidence=0.975)
+        r = auditing.gdp_mu_lower_bound(scores_out=rng.normal(0, 1, n), scores_in=rng.normal(mu, 1, n), confidence=0.975)
         misses += r["mu_lower"] > mu
     assert misses <= 20
     # and it is not vacuous: the bound is within a few standard errors of mu
@@ -334,14 +334,14 @@ def test_gdp_mu_lower_bound_matches_the_normal_approximation_and_covers():
 
 def test_epsilon_lower_gdp_converts_with_the_library_accountant():
     rng = np.random.default_rng(3)
-    r = audit.epsilon_lower_gdp(scores_out=rng.normal(size=5000), scores_in=rng.normal(0.8, 1, 5000), delta=1e-5)
+    r = auditing.epsilon_lower_gdp(scores_out=rng.normal(size=5000), scores_in=rng.normal(0.8, 1, 5000), delta=1e-5)
     assert r["epsilon_lower"] == pytest.approx(accounting.gdp_epsilon(mu=r["mu_lower"], delta=1e-5))
-    none = audit.epsilon_lower_gdp(scores_out=rng.normal(size=500), scores_in=rng.normal(-1.0, 1, 500), delta=1e-5)
+    none = auditing.epsilon_lower_gdp(scores_out=rng.normal(size=500), scores_in=rng.normal(-1.0, 1, 500), delta=1e-5)
     assert none["mu_lower"] < 0 and none["epsilon_lower"] == 0.0
     with pytest.raises(ValueError, match="zero variance"):
-        audit.gdp_mu_lower_bound(scores_out=np.zeros(10), scores_in=np.ones(10))
+        auditing.gdp_mu_lower_bound(scores_out=np.zeros(10), scores_in=np.ones(10))
     with pytest.raises(ValueError, match="too few"):
-        audit.gdp_mu_lower_bound(scores_out=[1.0], scores_in=[1.0, 2.0])
+        auditing.gdp_mu_lower_bound(scores_out=[1.0], scores_in=[1.0, 2.0])
 
 
 @pytest.mark.slow
@@ -352,7 +352,7 @@ def test_gdp_bound_from_the_real_trainer_is_sound():
     r, sc = audit.audit_scores(trainer="pgd", epsilon=2.0, delta=1e-5, trials=80_000, seed=21)
     exact = r.epsilon_exact
     so, si = sc["out"].reshape(80, 500), sc["in"].reshape(80, 500)
-    lows = np.array([audit.epsilon_lower_gdp(scores_out=a, scores_in=b, delta=1e-5,
+    lows = np.array([auditing.epsilon_lower_gdp(scores_out=a, scores_in=b, delta=1e-5,
                                              confidence=audit.BOUND_CONFIDENCE)["epsilon_lower"]
                      for a, b in zip(so, si)])
     assert np.mean(lows > exact) <= 0.05
@@ -428,14 +428,14 @@ def test_psgd_audit_reports_tightness_and_passes_the_noise_check():
 
 def test_gdp_model_check_rejects_unequal_variances_and_heavy_tails():
     rng = np.random.default_rng(4)
-    ok = audit.gdp_model_check(scores_out=rng.normal(0, 2, 20000), scores_in=rng.normal(1, 2, 20000))
+    ok = auditing.gdp_model_check(scores_out=rng.normal(0, 2, 20000), scores_in=rng.normal(1, 2, 20000))
     assert ok["ok"] and ok["p_equal_variance"] > 1e-3
-    var = audit.gdp_model_check(scores_out=rng.normal(0, 2, 20000), scores_in=rng.normal(1, 2.2, 20000))
+    var = auditing.gdp_model_check(scores_out=rng.normal(0, 2, 20000), scores_in=rng.normal(1, 2.2, 20000))
     assert not var["ok"] and var["p_equal_variance"] < 1e-3
-    t3 = audit.gdp_model_check(scores_out=rng.standard_t(3, 20000), scores_in=1 + rng.standard_t(3, 20000))
+    t3 = auditing.gdp_model_check(scores_out=rng.standard_t(3, 20000), scores_in=1 + rng.standard_t(3, 20000))
     assert not t3["ok"] and min(t3["p_normal_out"], t3["p_normal_in"]) < 1e-3
     with pytest.raises(ValueError, match="too few"):
-        audit.gdp_model_check(scores_out=np.arange(5.0), scores_in=np.arange(30.0))
+        auditing.gdp_model_check(scores_out=np.arange(5.0), scores_in=np.arange(30.0))
 
 
 def test_audit_withholds_the_gdp_bound_when_its_model_is_rejected(monkeypatch):

@@ -13,6 +13,7 @@ import torch
 from dpcompanion.experiments import base, comparisons
 from dpcompanion.experiments.protocols import wu as wp, wu_paper
 from dpcompanion.experiments.comparisons import wu as wu_rules
+from dpcompanion.theory import accounting
 
 DELTA = 1e-5
 
@@ -292,16 +293,14 @@ def test_adaptive_rule_matches_the_formula():
 
 
 def test_w_f4_epsilon_bar_is_thm_4_1_solved_for_epsilon():
-    from dpcompanion.experiments import w_f4
-
     # Thm 4.1 (alpha_t = 1, G = C): sigma_mean^2 = (16 C)^2 B T / (n^2 eps^2), B = log(16T/(n delta)) log(1.25/delta),
     # sigma_mean = z C / m, eps_bar = eps / 16  =>  eps_bar = m sqrt(B T) / (n z)   (rewritten here)
     T, n, m, z, delta = 800, 2000, 256, 3.2, 1e-5
     B = math.log(16 * T / (n * delta)) * math.log(1.25 / delta)
     want = m * math.sqrt(B * T) / (n * z)
-    got = w_f4.epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=1.0, delta=delta)
+    got = accounting.adp_epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=1.0, delta=delta)
     assert got == pytest.approx(want, rel=1e-12)
-    assert w_f4.epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=2.5, delta=delta) == pytest.approx(want, rel=1e-12)
+    assert accounting.adp_epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=2.5, delta=delta) == pytest.approx(want, rel=1e-12)
 
 
 @pytest.mark.slow

@@ -44,16 +44,6 @@ def units(config: dict) -> list[dict]:
     return [dict(base, sigma=float(s), c=float(c)) for s, c in itertools.product(config["sigmas"], config["cs"])]
 
 
-def epsilon_bar(*, sigma: float, T: int, N: int, batch_size: int, clip: float, delta: float) -> float:
-    """Thm 4.1's privacy level for ``T`` DP-SGD steps at noise multiplier ``sigma`` (on the
-    clipped sum of a batch of expected size m): the paper's noise on the mean is
-    ``sigma C / m``, and Thm 4.1 (Eq. 6, alpha_t = 1, G = C) solved for epsilon, divided by
-    C_epsilon = 16 (:func:`dpcompanion.theory.accounting.adp_sigma2` at epsilon = 1 scales
-    as 1/epsilon^2)."""
-    s2_at_1 = accounting.adp_sigma2(alpha=np.ones(int(T)), G=clip, n=int(N), epsilon=1.0, delta=delta)
-    return math.sqrt(s2_at_1) / (sigma * clip / batch_size) / 16.0
-
-
 def run_unit(u: dict, device: str) -> dict:
     with wp.single_thread():
         d = data.load("mnist", n=u["n_train"], scale=None, pca_dim=None, seed=u["seed"])
@@ -67,8 +57,8 @@ def run_unit(u: dict, device: str) -> dict:
                  else make_model(u["model"], n_classes=10))
         sigma = np.full(T, u["sigma"])
         orders = wp.orders_for(sigma=u["sigma"], T=T, sampling_rate=q, delta=u["delta"])
-        eps_total = wp.epsilon(rdp=T * wp.rdp_total(sigma=[u["sigma"]], sampling_rate=q, orders=orders),
-                               delta=u["delta"], orders=orders, check_order=False)
+        eps_total = accounting.rdp_epsilon_repeated(sigma=u["sigma"], T=T, sampling_rate=q, delta=u["delta"],
+                                                    orders=orders)
         eta = wp.step_sizes(family="sqrt", T=T, a=u["a"], c=u["c"])
         ss = np.random.SeedSequence([u["seed"], int(u["sigma"] * 10), int(round(u["c"] * 1e5))])
         seeds = [int(s) for s in ss.generate_state(u["seeds"]) & 0x7FFFFFFF]
@@ -80,8 +70,8 @@ def run_unit(u: dict, device: str) -> dict:
         epochs = np.arange(u["epochs"] + 1)
         eps_num = wp.epsilon_curve(sigma=sigma, sampling_rate=q, delta=u["delta"], at=epochs * per_epoch,
                                    orders=orders)
-        eps_th = np.array([0.0] + [epsilon_bar(sigma=u["sigma"], T=e * per_epoch, N=N, batch_size=m, clip=u["clip"],
-                                               delta=u["delta"]) for e in epochs[1:]])
+        eps_th = np.array([0.0] + [accounting.adp_epsilon_bar(sigma=u["sigma"], T=e * per_epoch, N=N, batch_size=m,
+                                                              clip=u["clip"], delta=u["delta"]) for e in epochs[1:]])
         return {"sigma": u["sigma"], "c": u["c"], "epochs": epochs, "test_error": 100 - 100 * r["val_accuracy"],
                 "eps_numeric": eps_num, "eps_theory": eps_th, "T": T, "N": N, "stopped": int(r["stopped"].sum()),
                 "model": u["model"]}

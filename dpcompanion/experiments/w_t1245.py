@@ -17,7 +17,7 @@ import numpy as np
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.wu import gap_stats
-from dpcompanion.experiments.protocols import wu as wp, wu_paper
+from dpcompanion.experiments.protocols import wu as wp
 
 #: the paper's full grid (W Sec. 6, Tables 1, 2, 4, 5; CIFAR-10, N = 50 000, 10 000
 #: validation images, 5 runs). On a GPU or a Dask cluster:
@@ -90,10 +90,6 @@ EXPERIMENT = from_module(__name__, id="w-t1245",
 
 # ----------------------------------------------------------------- rendering helpers (pure)
 
-#: W's 60/120/200-epoch columns: a cell is comparable only at one of these
-PAPER_EPOCHS = (60, 120, 200)
-
-
 def _ms(v) -> str:
     v = np.asarray(v, dtype=float)
     sd = float(np.std(v, ddof=1)) if len(v) > 1 else float("nan")
@@ -124,13 +120,8 @@ def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
     only at the paper's epoch counts, with >= 2 seeds per method)."""
     out = []
     for c in cells:
-        paper = wu_paper.row(family=c["family"], metric=metric, epsilon_bar=c["epsilon_bar"], clip=c["clip"],
-                             epochs=c["epochs"])
-        table = wu_paper.TABLE_OF[(c["family"], metric)]
+        table, paper, row = comparisons.gap_verdict(c, metric=metric)
         adp, dp = c[f"{metric}_adp"], c[f"{metric}_dp"]
-        row = comparisons.compare("w-t1245/gap", sizes_match=c["epochs"] in PAPER_EPOCHS and len(adp) >= 2 and len(dp) >= 2,
-                                  sizes_note=f"{c['epochs']} epochs, {len(adp)} seeds vs {PAPER_EPOCHS} epochs, 5 runs",
-                                  table=table, printed=paper, adp=adp, dp=dp)
         g, se = gap_stats(adp, dp)
         out.append({"table": table, "family": c["family"],
                     "epsilon_bar": c["epsilon_bar"], "clip": c["clip"], "epochs": c["epochs"],

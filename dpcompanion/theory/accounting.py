@@ -66,6 +66,8 @@ __all__ = [
     "rdp_step",
     "step_rdp",
     "rdp_epsilon",
+    "rdp_epsilon_repeated",
+    "adp_epsilon_bar",
     "rdp_per_step",
     "rdp_epsilon_of",
     "rdp_epsilon_curve",
@@ -527,6 +529,20 @@ def rdp_epsilon(*, orders, rdp, delta: float, check_order: bool = False) -> floa
     return eps
 
 
+def rdp_epsilon_repeated(*, sigma: float, T: int, sampling_rate: float, delta: float, orders,
+                         check_order: bool = False) -> float:
+    """epsilon at ``delta`` of ``T`` steps at one noise multiplier ``sigma`` and sampling rate:
+    the RDP of one step (:func:`rdp_curve`) times ``T``, converted by :func:`rdp_epsilon`.
+
+    >>> o = rdp_orders_for(sigma=2.0, T=100, sampling_rate=0.01, delta=1e-5)
+    >>> round(rdp_epsilon_repeated(sigma=2.0, T=100, sampling_rate=0.01, delta=1e-5, orders=o), 4) == round(
+    ...     rdp_epsilon(orders=o, rdp=100 * rdp_curve(sigma=[2.0], sampling_rate=0.01, orders=o), delta=1e-5), 4)
+    True
+    """
+    return rdp_epsilon(orders=orders, rdp=int(T) * rdp_curve(sigma=[sigma], sampling_rate=sampling_rate, orders=orders),
+                       delta=delta, check_order=check_order)
+
+
 def _best_order(orders: np.ndarray, rdp: np.ndarray, delta: float) -> int:
     """Index of the order at which the improved conversion (Balle et al. 2020) is smallest."""
     vals = rdp + np.log1p(-1 / orders) - (math.log(delta) + np.log(orders)) / (orders - 1)
@@ -761,6 +777,20 @@ def adp_sigma2(*, alpha, G: float, n: int, epsilon: float, delta: float, batch_s
     epsilon = validate.positive("epsilon", epsilon)
     B = adp_B_delta(T=int(a.size), n=n, delta=delta, batch_size=batch_size)
     return (16 * G) ** 2 * B * float(np.sum(1.0 / a**2)) / (n**2 * epsilon**2)
+
+
+def adp_epsilon_bar(*, sigma: float, T: int, N: int, batch_size: int, clip: float, delta: float) -> float:
+    """Wu et al.'s privacy level epsilon_bar for ``T`` DP-SGD steps at noise multiplier
+    ``sigma`` (on the clipped sum of a batch of expected size m): the paper's noise on the mean
+    is ``sigma C / m``, and Thm 4.1 (Eq. 6, alpha_t = 1, G = C) solved for epsilon, divided by
+    C_epsilon = 16 (:func:`adp_sigma2` at epsilon = 1 scales as 1/epsilon^2).
+
+    >>> s2 = adp_sigma2(alpha=[1.0] * 100, G=1.0, n=1000, epsilon=16 * 0.5, delta=1e-5)
+    >>> round(adp_epsilon_bar(sigma=s2 ** 0.5 * 10, T=100, N=1000, batch_size=10, clip=1.0, delta=1e-5), 12)
+    0.5
+    """
+    s2_at_1 = adp_sigma2(alpha=np.ones(int(T)), G=clip, n=int(N), epsilon=1.0, delta=delta)
+    return math.sqrt(s2_at_1) / (sigma * clip / batch_size) / 16.0
 
 
 def advanced_composition(*, epsilons, deltas, delta_prime: float) -> tuple[float, float]:

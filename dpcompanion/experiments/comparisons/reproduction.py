@@ -38,7 +38,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from dpcompanion.experiments import base, comparisons, store, w_t1245
+from dpcompanion.experiments import base, comparisons, store
 from dpcompanion.experiments.comparisons import scale as scale_mod, theory, wu
 from dpcompanion.experiments.protocols import wu_paper
 
@@ -127,15 +127,10 @@ def _w_t1245_cells(payload) -> list[dict]:
     out = []
     for metric in ("best", "last"):
         for c in payload["cells"]:
-            printed = wu_paper.row(family=c["family"], metric=metric, epsilon_bar=c["epsilon_bar"], clip=c["clip"],
-                                   epochs=c["epochs"])
             table = wu_paper.TABLE_OF[(c["family"], metric)]
-            adp, dp = c[f"{metric}_adp"], c[f"{metric}_dp"]
-            out.append(comparisons.compare(
-                "w-t1245/gap", sizes_match=c["epochs"] in w_t1245.PAPER_EPOCHS and len(adp) >= 2 and len(dp) >= 2,
-                sizes_note=f"{c['epochs']} epochs, {len(adp)} seeds vs {w_t1245.PAPER_EPOCHS} epochs, 5 runs",
-                item=f"Table {table}: gain ADP - DP, {c['family']}, C_G {c['clip']:g}, eps_bar {c['epsilon_bar']:g}, "
-                     f"{c['epochs']} epochs", table=table, printed=printed, adp=adp, dp=dp))
+            out.append(comparisons.gap_verdict(
+                c, metric=metric, item=f"Table {table}: gain ADP - DP, {c['family']}, C_G {c['clip']:g}, "
+                                       f"eps_bar {c['epsilon_bar']:g}, {c['epochs']} epochs")[2])
     return out
 
 

@@ -264,3 +264,27 @@ def test_contributing_layout_table_states_the_rule():
         named = (set(ALLOWED) - {layer} if cell == "every layer" else set() if cell == "no other layer"
                  else {w.strip() for w in cell.split(",")})
         assert named == ALLOWED[layer], f"CONTRIBUTING says {layer} may import {cell!r}; ALLOWED: {sorted(ALLOWED[layer])}"
+
+
+#: where an accounting library may be imported: theory/ (the one accountant), claims/ (its
+#: independent test references) and the Opacus bridge (its own accountant, named a reference)
+ACCOUNTING_LIBRARIES = ("dp_accounting", "opacus.accountants", "prv_accountant")
+ACCOUNTING_ALLOWED = ("theory", "claims", "integrations/opacus.py")
+
+
+def test_only_theory_computes_privacy_accounting():
+    """Outside theory/ (claims' references and the Opacus bridge's cross-check aside) no module
+    imports an accounting library: every RDP curve and epsilon comes from dpcompanion.theory
+    (issue 20: one accountant for the planner, the ledger, the trainers, Wu's protocol and the
+    audit)."""
+    bad = []
+    for rel, path in _modules():
+        where = rel.as_posix()
+        if any(where == a or where.startswith(a + "/") for a in ACCOUNTING_ALLOWED):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            bad += [f"{where}:{node.lineno} imports {n}" for n in names
+                    if any(n == lib or n.startswith(lib + ".") for lib in ACCOUNTING_LIBRARIES)]
+    assert not bad, "accounting outside theory/:\n" + "\n".join(bad)

@@ -861,7 +861,7 @@ def influence_figure(*, steps, retrained, retrained_se=None, analytic=None, theo
 
 @figure_function
 def influence_fit_figure(*, levels, losses: dict, fits: dict):
-    """Final loss vs sigma_t with the fitted ``c sigma_t^2 + c0`` (000 Fig. 3 left).
+    """Final loss vs sigma_t with the fitted ``c sigma_t^2 + c0`` (the ICLR submission, Fig. 3 left).
     ``losses``: label (e.g. "t = 10") -> ``(len(levels), repeats)`` array; ``fits``: label
     -> ``(c, c0)``."""
     apply_style()
@@ -1025,7 +1025,7 @@ def efficiency_figure(*, N, loss: dict, loss_se: dict, acc: dict, acc_se: dict, 
 @figure_function
 def relative_loss_figure(*, panels: dict, xlabel: str = "data scale", ylabel: str = r"$(e - e_{uni}) / e_{uni}$",
                          dashed_label: str = r"$T\,\mathrm{Var}(q_t)$"):
-    """000 Fig. 2 middle / Fig. 3 right layout: relative final loss vs data scale (solid,
+    """the ICLR submission's Fig. 2 middle / Fig. 3 right layout: relative final loss vs data scale (solid,
     left axis, 2-SE bars) per schedule and a dashed influence term on a right axis.
     ``panels``: title -> {"x": array, "curves": {label: (mean, se)}, "dashed": array or None}.
     When every panel has one x value (quick mode: one data scale), a curve would be a single
@@ -1105,7 +1105,7 @@ def log_ticks(axis, values, *, min_ratio: float = 1.35) -> None:
 
 @figure_function
 def curvature_figure(*, curves: dict, means: dict, steps, max_runs: int = 25):
-    """000 Fig. 1 layout: trajectories of the training loss of repeated PGD runs on losses
+    """the ICLR submission's Fig. 1 layout: trajectories of the training loss of repeated PGD runs on losses
     of different curvature (thin lines), and each loss's mean final loss (dashed
     horizontal line). ``curves``: label -> ``(runs, T)`` loss per step; ``means``: label ->
     mean final loss."""
@@ -1174,7 +1174,7 @@ def wu_error_vs_epoch(*, epochs, errors: dict, eps_numeric, eps_theory, sigma: f
 
 @figure_function
 def momentum_schedules_figure(*, panels: dict):
-    """000 Fig. 2 right layout: final loss relative to uniform vs data scale, for
+    """the ICLR submission's Fig. 2 right layout: final loss relative to uniform vs data scale, for
     expinfl and momexpinfl, one panel per T. ``panels``: title -> {"x", "curves"} as in
     :func:`relative_loss_figure`."""
     return relative_loss_figure(panels=panels, ylabel=r"$(e - e_{uni}) / e_{uni}$ (momentum DNN)")

@@ -100,7 +100,7 @@ class Claim:
     """One claim, declared once: every page, the JSON and the errata render from it."""
 
     id: str  # SPEC ID with part suffix, e.g. "H-T4.4.T-opt"
-    source: str  # e.g. "H (001) Thm 4.4, Eq. (27)"
+    source: str  # e.g. "H (the FAccT version) Thm 4.4, Eq. (27)"
     statement: str  # paraphrase, LaTeX allowed
     method: str  # one of METHODS
     check: Callable[..., Result]

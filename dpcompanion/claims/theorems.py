@@ -1,7 +1,7 @@
 """The papers' results as the book states them: one declaration per theorem box, shown by
 ``dpcompanion.book.claims_page.show_theorem(id)`` on the page that checks the result (ids are claim-id prefixes).
 
-Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001); Wu et al. 2021 (ADP-SGD, arXiv 2110.07435, file 002).
+Hong et al. 2022 (FAccT, arXiv 2101.07413); Wu et al. 2021 (ADP-SGD, arXiv 2110.07435).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Registry entries: the unification of Hong et al.'s Lemma 4.3 (file 001) and Wu et al.'s
-Remark 4.1 (file 002) as one Cauchy-Schwarz allocation (SPEC X-UNIFY).
+"""Registry entries: the unification of Hong et al.'s Lemma 4.3 and Wu et al.'s
+Remark 4.1 as one Cauchy-Schwarz allocation (SPEC X-UNIFY).
 
 Dictionary (derived in :func:`_map`): in ADP-SGD step t adds noise ``alpha_t c_t`` with one
 shared ``c_t ~ N(0, sigma^2 I)``, so step t's noise variance (in gradient units) is

@@ -1,5 +1,5 @@
 """H-F-CURV: private gradient descent repeated on two losses of different curvature
-(Hong et al. 2022, file 000 Fig. 1 and Sec. 4.1.3 "Robustness"; FAccT file 001 Sec.
+(Hong et al. 2022, the ICLR submission, Fig. 1 and Sec. 4.1.3 "Robustness"; FAccT version, Sec.
 4.1.3 makes the same sharp-loss argument without the figure).
 
 The paper gives no sizes for this toy figure; ours are chosen and stated. Both losses
@@ -33,7 +33,7 @@ from dpcompanion.training.models import DenseModel
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "verdict_rows", "toy_data"]
 
-PAPER_REPEATS = 100  # 000 Fig. 1 caption: "repeated 100 times"
+PAPER_REPEATS = 100  # the ICLR submission's Fig. 1 caption: "repeated 100 times"
 
 CONFIGS = {
     "quick": {"curvatures": [1.0, 15.0], "N": 100, "T": 100, "repeats": 100},

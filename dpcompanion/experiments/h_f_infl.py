@@ -1,7 +1,7 @@
 """H-F-INFL / H-F-FIT: the influence of each step's noise, estimated by retraining on MNIST35.
 
-Hong et al. 2022, earlier version (file 000) App. D, Fig. 3 left/middle (FAccT version,
-file 001, Fig. 1 left; the influence ``q_t = gamma^{T-t} alpha`` is 001 Thm 4.1, Eq. (7)):
+Hong et al. 2022, the ICLR submission's App. D, Fig. 3 left/middle (the FAccT version, Fig. 1
+left; the influence ``q_t = gamma^{T-t} alpha`` is the FAccT version's Thm 4.1, Eq. (7)):
 every step keeps the uniform noise ``sigma = sqrt(T/R)`` except step t, whose ``sigma_t`` is
 swept over [20, 200]; the final loss is fitted as ``c sigma_t^2 + c0`` per repeat and
 ``q_t ~ c``. For the squared loss, the analytic ``q_t`` from the Hessian and the theory's

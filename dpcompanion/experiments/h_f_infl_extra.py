@@ -1,6 +1,6 @@
 """H-F-INFL, the rows the ``h-f-infl`` page does not have: the influence q_t estimated by
 retraining for the **logistic loss on the synthetic data** and for the **DNN** on MNIST35
-(Hong et al. 2022, file 000 App. D, Fig. 3 middle, first and last rows).
+(Hong et al. 2022, the ICLR submission's App. D, Fig. 3 middle, first and last rows).
 
 Protocol as on the ``h-f-infl`` page (the ICLR submission, App. D "Estimate of influences by retraining"):
 every step at the tuned uniform sigma = sqrt(T/R) except step t, whose sigma_t is swept

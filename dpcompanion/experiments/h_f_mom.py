@@ -1,5 +1,5 @@
-"""H-F-MOM: schedules for momentum on a DNN (Hong et al. 2022, file 000 Sec. 5, Fig. 2
-right; FAccT 001 Thm 4.7 for the momentum influence).
+"""H-F-MOM: schedules for momentum on a DNN (Hong et al. 2022, the ICLR submission, Sec. 5, Fig. 2
+right; FAccT the FAccT version's Thm 4.7 for the momentum influence).
 
 Protocol (the ICLR submission, Sec. 5 and the Fig. 2 caption): a DNN with 2 layers and 100 hidden units,
 trained with (debiased) momentum, on 10-class MNIST with 1000 training samples and the
@@ -41,7 +41,7 @@ from dpcompanion.training.models import make_model
 __all__ = ["EXPERIMENT", "PAPER", "BETA", "units", "run_unit", "combine", "describe", "verdict_rows"]
 
 BETA = 0.9
-#: 000 Sec. 5 / Fig. 2: 1000 training samples, 2 layers with 100 hidden units, T = 100 at data scale 25
+#: the ICLR submission's Sec. 5 / Fig. 2: 1000 training samples, 2 layers with 100 hidden units, T = 100 at data scale 25
 PAPER = {"N": 1000, "hidden": 100}
 KINDS = ("uni", "expinfl", "momexpinfl")
 

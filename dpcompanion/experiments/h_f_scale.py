@@ -1,5 +1,5 @@
 """H-F-SCALE: relative final loss of dynamic schedules vs the data scale (Hong et al. 2022,
-file 000 Fig. 2 middle and Fig. 3 right, App. D "Results", last paragraphs).
+the ICLR submission, Fig. 2 middle and Fig. 3 right, App. D "Results", last paragraphs).
 
 For each row (logistic loss on the synthetic set; squared and logistic loss on MNIST35;
 the DNN on MNIST35) and each data scale (max_n ||x_n||, the ICLR submission, App. D "Setup"):
@@ -45,9 +45,9 @@ from dpcompanion.training.models import make_model
 __all__ = ["EXPERIMENT", "ROWS", "PAPER", "units", "run_unit", "combine", "describe", "verdict_rows",
            "influence_on_grid", "fit_exponential_rate"]
 
-#: (dataset, model) rows of 000 Fig. 3 (Fig. 2 middle is the MNIST35 squared row)
+#: (dataset, model) rows of the ICLR submission's Fig. 3 (Fig. 2 middle is the MNIST35 squared row)
 ROWS = (("synthetic", "logistic"), ("mnist35", "squared"), ("mnist35", "logistic"), ("mnist35", "dnn"))
-#: the paper's sizes (the ICLR submission, App. D): N = 1000, best T in [1, 100], 100 repeats; DNN of 000 Sec. 5: 100 hidden
+#: the paper's sizes (the ICLR submission, App. D): N = 1000, best T in [1, 100], 100 repeats; DNN of the ICLR submission's Sec. 5: 100 hidden
 PAPER = {"N": 1000, "T_max": 100, "repeats": 100, "hidden": 100}
 
 #: Tuning (issue 21, :mod:`dpcompanion.experiments.protocols.tuning`): each method's best T is chosen on

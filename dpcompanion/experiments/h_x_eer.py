@@ -1,4 +1,4 @@
-"""H-X-EER: how tight is Hong et al. 2022 (001) Thm 4.1? The exact expected excess risk of
+"""H-X-EER: how tight is Hong et al. 2022 (the FAccT version) Thm 4.1? The exact expected excess risk of
 PGD on a quadratic against the bound, a Monte Carlo check with the real trainer, and the
 bound's tightness against curvature (SPEC H-X-EER; not in the paper).
 

@@ -4,7 +4,7 @@ are clipped (a finding beyond the paper; SPEC H-X-EER, issue 9 item 6).
 For a grid of curvatures kappa and lengths T, on a least-squares problem whose Hessian
 has exactly the spectrum :func:`dpcompanion.theory.exact_risk.spectrum` (kappa, D) (data
 ``X = sqrt(N) Q diag(sqrt(lambda))`` with Q orthonormal columns, targets +-1), the Hong et
-al. 2022 (file 001) Thm 4.4 schedule (:func:`dpcompanion.theory.schedules.gd_dynamic`,
+al. 2022 Thm 4.4 schedule (:func:`dpcompanion.theory.schedules.gd_dynamic`,
 eta = 1/M as in Thm 4.1) is run through the trainer (ledger at R, float64)
 
 * with the paper's per-sample clipping (clip norm 4), and

@@ -1,4 +1,4 @@
-"""W-F1: Wu et al. (ADP-SGD, file 002) Figure 1: the noise each method adds to the parameters
+"""W-F1: Wu et al. (ADP-SGD, arXiv 2110.07435) Figure 1: the noise each method adds to the parameters
 (eta_t alpha_t sigma) and the privacy spent vs t for DP-SGD (alpha_t = 1) and ADP-SGD
 (alpha_t = 1/sqrt(eta_t)), eta_t = 1/sqrt(20 + t), the same final budget; and the validation
 accuracy of both.

@@ -1,4 +1,4 @@
-"""W-T1245: Wu et al. (ADP-SGD, file 002) Tables 1, 2, 4 and 5: best (Tables 1, 2) and last
+"""W-T1245: Wu et al. (ADP-SGD, arXiv 2110.07435) Tables 1, 2, 4 and 5: best (Tables 1, 2) and last
 (Tables 4, 5) validation accuracy of DP-SGD vs ADP-SGD over the grid epsilon_bar x clip x
 epochs, for the two step-size families (Tables 1, 4: eta_t = 0.1 - a_T sqrt(t); Tables 2, 5:
 eta_t = 1/sqrt(20 + t)), 5 runs each, batch 256, delta 1e-5.

@@ -1,4 +1,4 @@
-"""W-T36: Wu et al. (ADP-SGD, file 002) Tables 3 and 6: DP-SGD vs ADP-SGD with *adaptive*
+"""W-T36: Wu et al. (ADP-SGD, arXiv 2110.07435) Tables 3 and 6: DP-SGD vs ADP-SGD with *adaptive*
 step sizes (Sec. 6.2, App. F.2, Prop. 5.2).
 
 Step sizes ``eta_t = eta / b_{t+1}`` with ``b_{t+1}^2 = b_t^2 + max(beta_t ||g_t||^2, 1e-5)``,

@@ -3,7 +3,7 @@
 Units. Opacus adds noise with std ``noise_multiplier * max_grad_norm`` to the *sum* of the
 clipped per-sample gradients and then divides by the (expected) batch size. On the mean
 gradient that is ``noise_multiplier * C / B``: exactly Hong et al.'s ``sigma_t C / N`` (FAccT
-2022, file 001, Eq. 1 with clipping, sensitivity C/N of the averaged clipped gradient) when
+2022, the FAccT version, Eq. 1 with clipping, sensitivity C/N of the averaged clipped gradient) when
 the batch is the full data set. So a schedule's ``sigma_t`` *is* Opacus's
 ``noise_multiplier`` at step t, for full-batch and for Poisson-sampled training alike (for
 the latter, account it with a subsampled accountant, not with the paper's zCDP budget).

@@ -8,7 +8,7 @@ of a budget ``R`` and the released iterate is ``(R/2)``-zCDP, so **R = 2 rho**.
 Three ways to turn a spent budget into (epsilon, delta):
 
 * **zCDP** (what the paper uses): ``rho = R/2`` and Bun & Steinke's conversion
-  (Hong et al. 2022, FAccT, arXiv 2101.07413, file 001, Lemma C.3).
+  (Hong et al. 2022, FAccT, arXiv 2101.07413, Lemma C.3).
 * **Exact (Gaussian DP)**: full-batch steps of sensitivity 1 with multipliers ``sigma_t``
   compose to a single Gaussian mechanism with ``mu = sqrt(sum_t 1/sigma_t^2) = sqrt(R)``
   (Dong, Roth & Su, arXiv 1905.02383v3, Cor. 3.3), whose exact privacy profile is
@@ -98,7 +98,7 @@ def _sigma_array(sigma) -> np.ndarray:
 def gaussian_rho(*, sigma: float) -> float:
     """zCDP cost of one Gaussian step with noise multiplier ``sigma``: ``1/(2 sigma^2)``.
 
-    Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001) Lemma C.2 (Bun & Steinke
+    Hong et al. 2022 (FAccT, arXiv 2101.07413) Lemma C.2 (Bun & Steinke
     arXiv 1605.02065v1 Prop. 1.6).
 
     >>> gaussian_rho(sigma=1.0)
@@ -127,7 +127,7 @@ def compose_rho(*, rho: Iterable[float]) -> float:
 def zcdp_to_dp(*, rho: float, delta: float) -> float:
     """epsilon of ``(epsilon, delta)``-DP implied by ``rho``-zCDP: ``rho + 2 sqrt(rho ln(1/delta))``.
 
-    Hong et al. 2022 (file 001) Lemma C.3 (Bun & Steinke arXiv 1605.02065v1 Prop. 1.3).
+    Hong et al. 2022 Lemma C.3 (Bun & Steinke arXiv 1605.02065v1 Prop. 1.3).
 
     >>> round(zcdp_to_dp(rho=0.5, delta=1e-5), 4)
     5.2985
@@ -191,7 +191,7 @@ def R_zcdp(*, epsilon: float, delta: float) -> float:
 
 
 def R_zcdp_as_printed(*, epsilon: float, delta: float) -> float:
-    """The inversion exactly as printed in H Sec. 4.1.3 (file 001):
+    """The inversion exactly as printed in H Sec. 4.1.3:
     ``R = 2 eps + 4 ln(1/delta) + 4 sqrt(ln(1/delta)(eps + ln(1/delta)))``.
 
     It is ``2 (sqrt(L) + sqrt(L + eps))^2``, the square of the *negative* root of the
@@ -359,7 +359,7 @@ def unused_budget(*, epsilon: float, delta: float) -> dict[str, float]:
 def psgd_step_cost(*, sigma: float, sampling_rate: float = 1.0) -> float:
     """Cost of one step in R units under the paper's PSGD rule: ``p^2 / sigma^2``.
 
-    Hong et al. 2022 (file 001) Sec. 4.3, after Yu et al. 2019 Thm 3: a step with sampling
+    Hong et al. 2022 Sec. 4.3, after Yu et al. 2019 Thm 3: a step with sampling
     rate ``p = n/N`` costs ``c p^2 / sigma^2`` and the paper drops the constant ``c``, so
     ``sum_t p^2/sigma_t^2 = R`` is the same as ``sum_t 1/sigma_t^2 = R' = R/p^2``. This is the
     paper's bookkeeping, not a guarantee: :func:`accountant_epsilon` gives the tight value.
@@ -743,7 +743,7 @@ def epsilon_at_R(*, R: float, delta: float, accountant: str) -> float:
 
 
 def adp_B_delta(*, T: int, n: int, delta: float, batch_size: int = 1) -> float:
-    """``B_delta = log(16 T m / (n delta)) log(1.25 / delta)`` of Wu et al. (ADP-SGD, file 002).
+    """``B_delta = log(16 T m / (n delta)) log(1.25 / delta)`` of Wu et al. (ADP-SGD, arXiv 2110.07435).
 
     ``n`` is the number of training samples and ``m = batch_size``. The main text's
     Thm 4.1 (Eq. 6) is written for one sample per step (``m = 1``: ``log(16T/(n delta))``);
@@ -760,7 +760,7 @@ def adp_B_delta(*, T: int, n: int, delta: float, batch_size: int = 1) -> float:
 
 
 def adp_sigma2(*, alpha, G: float, n: int, epsilon: float, delta: float, batch_size: int = 1) -> float:
-    """ADP-SGD's noise variance (Wu et al., file 002, Thm 4.1, Eq. 6 / App. C.1 Eq. 18):
+    """ADP-SGD's noise variance (Wu et al., Thm 4.1, Eq. 6 / App. C.1 Eq. 18):
 
         sigma^2 = (16 G)^2 B_delta sum_{t=1}^T 1/alpha_t^2 / (n^2 epsilon^2),
 
@@ -794,8 +794,8 @@ def adp_epsilon_bar(*, sigma: float, T: int, N: int, batch_size: int, clip: floa
 
 
 def advanced_composition(*, epsilons, deltas, delta_prime: float) -> tuple[float, float]:
-    """Extended advanced composition for heterogeneous ``(eps_i, delta_i)`` (Wu et al., file
-    002, Lemma 2.2):
+    """Extended advanced composition for heterogeneous ``(eps_i, delta_i)`` (Wu et al.,
+    Lemma 2.2):
 
         eps~ = sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)/(e^eps_i + 1),
         delta~ = 1 - prod (1 - delta_i) + delta'.
@@ -821,9 +821,9 @@ def advanced_composition(*, epsilons, deltas, delta_prime: float) -> tuple[float
     return eps, delta
 
 
-#: The epsilon_bar values of Wu et al.'s experiments (file 002, Sec. 6).
+#: The epsilon_bar values of Wu et al.'s experiments (Sec. 6).
 W_EPSILON_BARS: tuple[float, ...] = (0.8, 1.2, 1.6, 3.2, 6.4)
-#: The setting of Wu et al.'s footnote 3 (file 002, Sec. 6): T iterations, batch, CIFAR-10's
+#: The setting of Wu et al.'s footnote 3 (Sec. 6): T iterations, batch, CIFAR-10's
 #: training images, clip norm and delta.
 W_SEC6: dict[str, float] = {"T": 11700, "batch_size": 256, "N": 50000, "clip_norm": 1.0, "delta": 1e-5}
 
@@ -840,7 +840,7 @@ def w_moments_epsilons(
     b_delta: str = "main",
     conversion: str = "improved",
 ) -> list[dict[str, float]]:
-    """Recompute Wu et al.'s moments-accountant epsilons (file 002, Sec. 6 footnote 3).
+    """Recompute Wu et al.'s moments-accountant epsilons (Sec. 6 footnote 3).
 
     For each ``epsilon_bar``: ``epsilon = C_epsilon epsilon_bar``; DP-SGD's ``sigma`` from
     Thm 4.1 with ``alpha_t = 1`` and ``G = clip_norm`` (:func:`adp_sigma2`; ``b_delta="main"``
@@ -895,7 +895,7 @@ def w_moments_epsilons(
     return out
 
 
-#: The experiments' budget of Hong et al. (file 001, Sec. 5): (4, 1e-8)-DP, converted with
+#: The experiments' budget of Hong et al. (Sec. 5): (4, 1e-8)-DP, converted with
 #: H Lemma C.3 to R = 2 rho (the paper prints 0.1963-zCDP and R = 0.3927). Computed, not typed.
 PAPER_EPSILON: float = 4.0
 PAPER_DELTA: float = 1e-8

@@ -8,8 +8,7 @@ back.
 
 Accountants (what turns noise into ``(epsilon, delta)``):
 
-* ``zcdp``: the paper's conversion, ``R = 2 rho`` with Hong et al. 2022 (FAccT, arXiv
-  2101.07413, file 001) Lemma C.3; full-batch steps only.
+* ``zcdp``: the paper's conversion, ``R = 2 rho`` with Hong et al. 2022 (FAccT, arXiv 2101.07413) Lemma C.3; full-batch steps only.
 * ``exact``: exact Gaussian DP of the composed full-batch steps (Dong, Roth & Su 2019,
   Cor. 2.13 and 3.3; :func:`dpcompanion.theory.accounting.R_exact`); full-batch only.
 * ``rdp``: Renyi DP (:func:`dpcompanion.theory.accounting.rdp_curve`, dp-accounting's

@@ -1,7 +1,7 @@
 """Warnings about noise schedules that are budget-exact but useless in practice.
 
 The H-X-EER finding (book page ``h-x-eer``, experiment ``h-x-eer-breakdown``): Hong et
-al. 2022 (FAccT, arXiv 2101.07413, file 001) Thm 4.4's dynamic schedule,
+al. 2022 (FAccT, arXiv 2101.07413) Thm 4.4's dynamic schedule,
 ``sigma_t^2 ∝ gamma^{-(T-t)/2}`` with ``gamma = 1 - 1/kappa`` (Lemma 4.3 applied to Thm 4.1's
 ``q_t = alpha gamma^{T-t}``), makes the first steps' noise multiplier astronomically large
 when kappa is near 1 or T is long: its span ``max sigma / min sigma`` is
@@ -65,7 +65,7 @@ def schedule_warnings(sigma, *, max_span: float = MAX_SPAN, max_sigma: float = M
     * some step's multiplier exceeds ``max_sigma``.
 
     Both mean that, with clipped gradients, the noisiest steps displace the model further
-    than the remaining steps can move it back (H-X-EER breakdown; 001 Thm 4.4 schedule at
+    than the remaining steps can move it back (H-X-EER breakdown; the FAccT version's Thm 4.4 schedule at
     small kappa). The warnings name the numbers and what to change.
 
     >>> schedule_warnings([1.6, 1.6, 1.6])

@@ -6,12 +6,12 @@ so ``grad f_i(theta) = A_i theta - b_i`` with ``A_i = a_i a_i^T``, ``b_i = a_i y
 full gradient is ``H theta - c`` (``H = mean A_i``, ``c = mean b_i``). One step of the
 algorithms of both papers is linear in the state once the gradient noise is written out:
 
-* Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001) Algorithm 1 / Eq. (1) (PGD,
+* Hong et al. 2022 (FAccT, arXiv 2101.07413) Algorithm 1 / Eq. (1) (PGD,
   ``beta = 0``) and Eq. (13) with Thm 4.5 (momentum): ``g_t = grad + xi_t + s_t nu_t``,
   ``v_{t+1} = beta v_t + (1 - beta) g_t``, ``m_{t+1} = v_{t+1}/(1 - beta^t)``,
   ``theta_{t+1} = theta_t - eta_t m_{t+1}`` (with ``beta = 0`` this is
   ``theta_{t+1} = theta_t - eta_t g_t``);
-* Sec. 4.3 (PSGD) and Wu et al. (ADP-SGD, file 002) Algorithm 1: the gradient is the mean of
+* Sec. 4.3 (PSGD) and Wu et al. (ADP-SGD, arXiv 2110.07435) Algorithm 1: the gradient is the mean of
   ``batch_size`` indices drawn uniformly *with replacement*; ``xi_t`` is its deviation from
   the full gradient, conditionally mean zero with covariance
   ``(1/batch_size) (mean_i g_i g_i^T - grad grad^T)``, a quadratic function of ``theta``;

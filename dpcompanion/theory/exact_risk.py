@@ -2,7 +2,7 @@
 
 For a quadratic empirical risk ``f(theta) = 1/2 (theta - theta*)^T H (theta - theta*) + f*``
 with symmetric positive semi-definite Hessian ``H = U diag(lambda) U^T``, PGD
-(Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001) Eq. (1), Algorithm 1)
+(Hong et al. 2022 (FAccT, arXiv 2101.07413) Eq. (1), Algorithm 1)
 
     theta_{t+1} = theta_t - eta_t (grad f(theta_t) + G sigma_t v_t / N),   v_t ~ N(0, I_D),
 
@@ -25,12 +25,12 @@ with independent standard normal ``w_{t,i}``. Each coordinate is Gaussian with m
 
 For a constant step ``eta`` this is ``q_t = (eta G / N)^2 sum_i lambda_i/2 (1 - eta
 lambda_i)^{2(T-t)}``: the exact *influence* of step t's noise variance on the final
-loss, the quantity that Hong et al. estimate by retraining (000 App. D, Fig. 3 middle,
+loss, the quantity that Hong et al. estimate by retraining (the ICLR submission, App. D, Fig. 3 middle,
 "computed by analytical solution using the Hessian eigen values"). The excess risk is a
 generalised chi-square variable; its variance is
 ``sum_i lambda_i^2 (s_i^4 / 2 + m_i^2 s_i^2)`` (used for Monte Carlo error bars).
 
-Hong et al. Thm 4.1 (001, proof D.1) bounds the same quantity for ``eta = 1/M`` by
+Hong et al. Thm 4.1 (the FAccT version, proof D.1) bounds the same quantity for ``eta = 1/M`` by
 ``gamma^T (f(theta_1) - f*) + sum_t gamma^{T-t} (D G^2 / (2 M N^2)) sigma_t^2`` with
 ``M = max lambda``, ``mu = min lambda`` (the PL constant of a quadratic),
 ``gamma = 1 - mu/M``. Termwise, ``lambda_i (1 - lambda_i/M)^{2k} <= M gamma^k`` and
@@ -117,8 +117,8 @@ def noise_influence(*, eigenvalues, eta, T: int, clip_norm: float, N: int) -> np
     quadratic with Hessian eigenvalues ``eigenvalues``, step ``eta`` (scalar or per-step),
     sensitivity ``G = clip_norm`` and ``N`` samples (noise std ``G sigma_t / N``), where
     ``q_t = (eta_t G/N)^2 sum_i lambda_i/2 prod_{s>t} (1 - eta_s lambda_i)^2``.
-    The analytic counterpart of the retrained influence of Hong et al. 2022 (000 App. D,
-    Fig. 3 middle); compare the theory's ``gamma^{T-t}`` of Thm 4.1 (001), Eq. (7).
+    The analytic counterpart of the retrained influence of Hong et al. 2022 (the ICLR submission, App. D,
+    Fig. 3 middle); compare the theory's ``gamma^{T-t}`` of Thm 4.1 (the FAccT version), Eq. (7).
 
     >>> q = noise_influence(eigenvalues=[1.0, 0.5], eta=0.5, T=3, clip_norm=2.0, N=4)
     >>> [round(float(v), 6) for v in q]
@@ -159,7 +159,7 @@ def expected_excess_risk(*, eigenvalues, offset, eta, sigma, clip_norm: float, N
 
     The deterministic part (:func:`deterministic_excess_risk`) plus
     ``sum_t q_t sigma_t^2`` (:func:`noise_influence`). This is the quantity that Hong et
-    al. 2022 (001) Thm 4.1 bounds (times ``f(theta_1) - f*``, the ERUB normalisation).
+    al. 2022 (the FAccT version) Thm 4.1 bounds (times ``f(theta_1) - f*``, the ERUB normalisation).
 
     >>> expected_excess_risk(eigenvalues=[2.0], offset=[1.0], eta=0.25, sigma=[1.0, 1.0], clip_norm=1.0, N=1)
     0.140625
@@ -198,7 +198,7 @@ def excess_risk_variance(*, eigenvalues, offset, eta, sigma, clip_norm: float, N
 
 
 def pl_constants(*, eigenvalues, offset, clip_norm: float, N: int, R: float) -> dict[str, float]:
-    """The constants of Hong et al. 2022 (001) Eq. (4)-(6) for a quadratic loss.
+    """The constants of Hong et al. 2022 (the FAccT version) Eq. (4)-(6) for a quadratic loss.
 
     ``M = max lambda`` (smoothness), ``mu = min lambda`` (PL constant; must be > 0),
     ``kappa = M/mu``, ``gamma = 1 - 1/kappa``, ``D`` = dimension, ``G = clip_norm``,
@@ -242,7 +242,7 @@ def squared_loss_quadratic(*, features, targets, theta_init) -> dict[str, Any]:
     Returns ``eigenvalues`` of ``H = X^T X / N``, the eigenvectors ``basis`` (columns),
     the minimiser ``theta_star`` (least squares, minimum norm), ``f_star``, and
     ``offset = basis^T (theta_init - theta_star)`` - the inputs of the functions above.
-    Hong et al. 2022 (000 App. D) use this loss on MNIST35 for the analytic influence.
+    Hong et al. 2022 (the ICLR submission, App. D) use this loss on MNIST35 for the analytic influence.
 
     >>> X = np.array([[1.0, 0.0], [0.0, 2.0]]); y = np.array([1.0, 2.0])
     >>> q = squared_loss_quadratic(features=X, targets=y, theta_init=np.zeros(2))
@@ -291,7 +291,7 @@ def spectrum(*, kappa: float, D: int, M: float = 1.0) -> np.ndarray:
 def schedule_of(kind: str, *, T: int, R: float, kappa: float) -> np.ndarray:
     """The schedules compared in SPEC H-X-EER (from :mod:`dpcompanion.theory.schedules`):
     ``uniform`` (H Thm 4.2), ``gd-dynamic`` (H Thm 4.4 with the quadratic's kappa) and
-    ``exponential`` ``sigma_t = sigma_0 exp(-k t)`` (Yu et al. 2019; H 000 App. D) with
+    ``exponential`` ``sigma_t = sigma_0 exp(-k t)`` (Yu et al. 2019; H, the ICLR submission, App. D) with
     ``k = ln(10) / (T - 1)``: the noise falls tenfold over the run.
 
     >>> s = schedule_of("exponential", T=5, R=1.0, kappa=10.0)
@@ -310,7 +310,7 @@ def schedule_of(kind: str, *, T: int, R: float, kappa: float) -> np.ndarray:
 def compare_with_bound(
     *, eigenvalues, offset, clip_norm: float, N: int, R: float, T_max: int, kinds=SCHEDULE_KINDS
 ) -> dict[str, Any]:
-    """Exact expected excess risk vs the bound of Hong et al. 2022 (001) Thm 4.1, both in
+    """Exact expected excess risk vs the bound of Hong et al. 2022 (the FAccT version) Thm 4.1, both in
     ERUB units (divided by ``f(theta_1) - f*``), for PGD with ``eta = 1/M`` and each
     schedule kind (:func:`schedule_of`) at every ``T = 1..T_max``. The bound comes from
     :func:`dpcompanion.theory.bounds.gd.erub` with the quadratic's ``kappa`` and ``alpha``

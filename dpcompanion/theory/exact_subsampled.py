@@ -15,8 +15,8 @@ other order ``Q`` vs ``P`` is non-zero only for ``epsilon < -log(1 - q)``.
 
 Releasing more steps can only increase epsilon (post-processing), so the single-step profile
 is a lower bound for any algorithm that releases this step: if ``delta_step(epsilon) >
-delta`` the algorithm is not ``(epsilon, delta)``-DP. Used for Hong et al. 2022 (file 001)
-Sec. 4.3's subsampling rule and Wu et al. (file 002) Thm 4.1. numpy/scipy only.
+delta`` the algorithm is not ``(epsilon, delta)``-DP. Used for Hong et al. 2022
+Sec. 4.3's subsampling rule and Wu et al. Thm 4.1. numpy/scipy only.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 State only; the math is in :mod:`dpcompanion.theory.accounting`. A trainer calls
 ``ledger.charge(sigma=...)`` *before* each noisy step and stops when it raises
 :class:`BudgetExceeded` (or when ``can_afford`` is false): Algorithm 1 of Hong et al. 2022
-(FAccT, arXiv 2101.07413, file 001), lines "budget request ... else terminate", whose
+(FAccT, arXiv 2101.07413), lines "budget request ... else terminate", whose
 released iterate is ``(R/2)``-zCDP by Thm 3.1.
 
 Costs are in the paper's R units: ``1/sigma^2`` for a full-batch step and, for a step on a

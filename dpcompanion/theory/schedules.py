@@ -11,8 +11,8 @@ Working in logs keeps T up to 1e5 and kappa up to 1e8 stable. When the requested
 noise multipliers span more than float64 can hold (e.g. ``gamma^T`` underflowing), the
 function raises ``ValueError`` saying so and what would work; it never returns inf, 0 or NaN.
 
-The influence-based schedules use Hong et al.'s rule (FAccT 2022, arXiv 2101.07413, file
-001, Lemma 4.3): for influences q_t > 0 the minimiser of ``sum_t q_t sigma_t^2`` subject to
+The influence-based schedules use Hong et al.'s rule (FAccT 2022, arXiv 2101.07413,
+Lemma 4.3): for influences q_t > 0 the minimiser of ``sum_t q_t sigma_t^2`` subject to
 ``sum_t 1/sigma_t^2 = R`` is ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)``, i.e. ``c_t = ln(q_t)/2``.
 """
 
@@ -157,7 +157,7 @@ def _gd_hint(kappa: float) -> str:
 
 
 def exponential(*, T: int, R: float, rate: float) -> np.ndarray:
-    """Exponential decay ``sigma_t = sigma_0 exp(-rate t)`` (Yu et al. 2019; H 000 App. D),
+    """Exponential decay ``sigma_t = sigma_0 exp(-rate t)`` (Yu et al. 2019; H, the ICLR submission, App. D),
     with ``sigma_0`` set so that the budget is spent exactly. ``rate < 0`` grows, 0 is uniform.
 
     >>> s = exponential(T=3, R=1.0, rate=0.5)
@@ -235,8 +235,8 @@ def log_influence(kind: str, *, T: int, **params) -> np.ndarray:
 
     * ``gd-dynamic`` (``kappa``): ``q_t = gamma^{T-t}`` (H Thm 4.1, Eq. 7).
     * ``momentum-dynamic`` (``kappa, beta, eta0=1, variant``): see :func:`momentum_dynamic`.
-    * ``expinfl`` (``gamma``): ``q_t = gamma^{T-t}`` for any ``gamma > 0`` (000 Sec. 5).
-    * ``momexpinfl`` (``gamma, c1=1, c2=1``): ``q_t = c1 gamma^{T+t} + c2 gamma^{T-t}`` (000 Sec. 5, H Thm 4.7).
+    * ``expinfl`` (``gamma``): ``q_t = gamma^{T-t}`` for any ``gamma > 0`` (the ICLR submission, Sec. 5).
+    * ``momexpinfl`` (``gamma, c1=1, c2=1``): ``q_t = c1 gamma^{T+t} + c2 gamma^{T-t}`` (the ICLR submission, Sec. 5, H Thm 4.7).
 
     >>> np.exp(log_influence("gd-dynamic", T=3, kappa=2.0))
     array([0.25, 0.5 , 1.  ])
@@ -319,7 +319,7 @@ def momentum_dynamic(
       bound on U_3 and its use of Lemma 4.3 make, with the printed constants;
     * ``variant="statement"``: the theorem as printed, with indicators on T (so q_t is one
       exponential: increasing noise if ``T <= T_hat``, the GD schedule otherwise);
-    * ``variant="slides"``: the slides' (file 003, Thm 3.4) ``q_t = (beta^{2(T-t+1)} -
+    * ``variant="slides"``: the slides' (Thm 3.4) ``q_t = (beta^{2(T-t+1)} -
       gamma^{T-t+1}) / (beta^2 - gamma)``.
 
     The paper's variants need ``beta < gamma`` (Thm 4.7's assumption).
@@ -340,7 +340,7 @@ def momentum_dynamic(
 
 
 def expinfl(*, T: int, R: float, gamma: float) -> np.ndarray:
-    """"expinfl" (file 000 Sec. 5, App. D): influence modelled by one exponential,
+    """"expinfl" (the ICLR submission, Sec. 5, App. D): influence modelled by one exponential,
     ``q_t = gamma^{T-t}`` (any ``gamma > 0``), scheduled by Lemma 4.3.
 
     Equivalent to :func:`gd_dynamic` with ``kappa = 1/(1 - gamma)`` for gamma in (0, 1), and
@@ -360,7 +360,7 @@ def expinfl(*, T: int, R: float, gamma: float) -> np.ndarray:
 
 
 def momexpinfl(*, T: int, R: float, gamma: float, c1: float = 1.0, c2: float = 1.0) -> np.ndarray:
-    """"momexpinfl" (file 000 Sec. 5; H Thm 4.7's two regimes): influence modelled as
+    """"momexpinfl" (the ICLR submission, Sec. 5; H Thm 4.7's two regimes): influence modelled as
     ``q_t = c1 gamma^{T+t} + c2 gamma^{T-t}``, scheduled by Lemma 4.3. Only ``c1/c2`` matters.
 
     >>> s = momexpinfl(T=9, R=1.0, gamma=0.7, c1=1.0, c2=0.7**10)
@@ -378,7 +378,7 @@ def momexpinfl(*, T: int, R: float, gamma: float, c1: float = 1.0, c2: float = 1
 
 
 def adp(*, T: int, R: float, a: float = 20.0, c: float = 1.0, power: float = 0.5, alpha2=None) -> np.ndarray:
-    """ADP-SGD's allocation (Wu et al., file 002, Thm 4.2 / Remark 4.1: ``alpha_t^2 = b_t``)
+    """ADP-SGD's allocation (Wu et al., Thm 4.2 / Remark 4.1: ``alpha_t^2 = b_t``)
     as a schedule in Hong et al.'s units.
 
     Mapping. In ADP-SGD the noise of step t is ``alpha_t c_t`` with ``c_t ~ N(0, sigma^2 I)`` one

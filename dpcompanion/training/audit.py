@@ -24,7 +24,7 @@ The setup is built so that the test is as strong as the accounting allows:
   datasets have the same size (so the trainers' ``1/N`` or ``1/(pN)`` scaling is the same)
   and differ in the clipped gradient sum by exactly ``C e_0`` at every step in which slot 0
   is sampled: the add/remove-one sensitivity the accounting charges for (Hong et al. 2022,
-  FAccT, arXiv 2101.07413, file 001, Algorithm 1 and Thm 3.1: sensitivity ``C``, noise
+  FAccT, arXiv 2101.07413, Algorithm 1 and Thm 3.1: sensitivity ``C``, noise
   ``C sigma_t`` on the sum).
 * **White-box adversary.** It sees every iterate, as the accounting assumes: the model
   records the parameters at which each step's gradient is taken. From consecutive iterates

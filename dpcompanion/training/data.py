@@ -3,8 +3,8 @@ the synthetic and auxiliary Gaussian sets, scikit-learn digits, Fashion-MNIST (D
 CIFAR-10 (a user-given directory).
 
 One entry point, :func:`load`, returns a :class:`Dataset` of numpy arrays (features
-``float64``, labels ``int64`` class indices). Preprocessing follows Hong et al. 2022 (file
-001 Sec. 5; 000 App. D, "Setup"): images flattened and projected to ``pca_dim`` = 60
+``float64``, labels ``int64`` class indices). Preprocessing follows Hong et al. 2022 (the
+FAccT version, Sec. 5; the ICLR submission's App. D, "Setup"): images flattened and projected to ``pca_dim`` = 60
 dimensions by PCA (Abadi et al. 2016's preprocessing); features centred and scaled to unit
 standard deviation; then every sample rescaled by one common factor so that
 ``max_n ||x_n|| = scale`` (the *data scale*, 10 by default). All statistics (PCA basis,
@@ -188,7 +188,7 @@ def pca_project(X_train: np.ndarray, X_test: np.ndarray | None, *, dim: int):
 
 
 def normalize(X_train: np.ndarray, X_test: np.ndarray | None, *, scale: float):
-    """Hong et al. 2022 (000 App. D, Setup): centre, unit std per feature (constant
+    """Hong et al. 2022 (the ICLR submission, App. D, Setup): centre, unit std per feature (constant
     features are left at 0), then one factor so that ``max_n ||x_n|| = scale``."""
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a finite number > 0, got {scale}")
@@ -230,7 +230,7 @@ def _subset(rng: np.random.Generator, idx: np.ndarray, n: int | None, what: str)
 def _synthetic(seed: int, n: int, dim: int = 100, distance: float = 10.0):
     """Two unit-variance Gaussian clusters whose centres are ``distance`` apart along a
     random direction u; points on the wrong side of the mid-plane are redrawn, so the
-    set is linearly separable (Hong et al. 000 App. D: 100 dimensions, distance 10)."""
+    set is linearly separable (Hong et al. the ICLR submission's App. D: 100 dimensions, distance 10)."""
     rng = np.random.default_rng(seed)
     u = rng.standard_normal(dim)
     u /= np.linalg.norm(u)
@@ -249,7 +249,7 @@ def _synthetic(seed: int, n: int, dim: int = 100, distance: float = 10.0):
 
 
 def _gaussian(seed: int, n: int, dim: int, n_classes: int):
-    """Auxiliary data for tuning without privacy cost (Hong et al. 001 Sec. 5): features
+    """Auxiliary data for tuning without privacy cost (Hong et al. the FAccT version, Sec. 5): features
     ``N(0, I_dim)``, labels from a random linear score (argmax of ``X W``, W Gaussian),
     i.e. a random linearly separable labelling; nothing in it depends on private data."""
     rng = np.random.default_rng(seed)
@@ -321,7 +321,7 @@ def load(
 ) -> Dataset:
     """Load a dataset by name (:data:`DATASETS`).
 
-    * ``synthetic``: 100-dim, two linearly separable clusters 10 apart (H 000 App. D),
+    * ``synthetic``: 100-dim, two linearly separable clusters 10 apart (H, the ICLR submission, App. D),
       ``n`` train + ``n`` test points;
     * ``gaussian``: auxiliary Gaussian set (``dim`` features, ``n_classes`` classes; give
       the same ``n``/``dim`` as the private set it stands in for);

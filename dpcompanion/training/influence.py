@@ -1,8 +1,8 @@
 """Influence of each step's noise on the final loss: by retraining, and analytically.
 
-Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001) call ``q_t`` the *influence* of step
+Hong et al. 2022 (FAccT, arXiv 2101.07413) call ``q_t`` the *influence* of step
 t's noise variance on the final excess risk (Thm 4.1, Eq. (7): ``q_t = gamma^{T-t}
-alpha``). The earlier version (file 000, App. D, Fig. 3 left/middle; SPEC H-F-INFL,
+alpha``). The earlier version (the ICLR submission, App. D, Fig. 3 left/middle; SPEC H-F-INFL,
 H-F-FIT) estimates it by **retraining**: keep every step at the tuned uniform noise
 ``sigma`` except step t, sweep ``sigma_t`` over [20, 200], fit the final loss as
 ``c sigma_t^2 + c0`` by least squares and read ``q_t ~ c``; for the squared loss it also
@@ -27,7 +27,7 @@ computes ``q_t`` **analytically** from the Hessian eigenvalues.
 The experiments that run these at the book's sizes (quick and full configs, units,
 seeds) are :mod:`dpcompanion.experiments.h_f_infl` and :mod:`dpcompanion.experiments.h_x_eer`.
 
-"Relative variance" follows the paper's wording (000 App. D: "the variance divided by the
+"Relative variance" follows the paper's wording (the ICLR submission, App. D: "the variance divided by the
 mean value"): ``var / mean`` over repeats. Because that is not scale-free, the squared
 coefficient of variation ``var / mean^2`` is reported next to it.
 """
@@ -62,7 +62,7 @@ __all__ = [
     "theory_influence",
 ]
 
-#: the paper's sweep of sigma_t (000 App. D): 10 levels over [20, 200]
+#: the paper's sweep of sigma_t (the ICLR submission, App. D): 10 levels over [20, 200]
 PAPER_LEVELS = np.linspace(20.0, 200.0, 10)
 
 
@@ -125,7 +125,7 @@ class InfluenceResult:
 
 def influence_statistics(levels, final_loss) -> dict[str, np.ndarray]:
     """The per-repeat fits and their summaries from final losses ``(n_t, L, repeats)``
-    (000 App. D): ``coef``/``intercept`` ``(n_t, repeats)``, ``q`` (mean coef), ``q_se``,
+    (the ICLR submission, App. D): ``coef``/``intercept`` ``(n_t, repeats)``, ``q`` (mean coef), ``q_se``,
     ``coef_relative_variance`` (var/mean), ``coef_cv2`` (var/mean^2) and
     ``loss_relative_variance`` ``(n_t, L)``.
 
@@ -186,7 +186,7 @@ def influence_by_retraining(
     max_runs_per_call: int | None = None,
     progress: bool | None = False,
 ) -> InfluenceResult:
-    """Estimate ``q_t`` by retraining (000 App. D; see the module docstring).
+    """Estimate ``q_t`` by retraining (the ICLR submission, App. D; see the module docstring).
 
     ``base_sigma``: the noise of every other step (default: the uniform schedule's
     ``sqrt(T / R)`` at the paper's R, ``accounting.R_PAPER``). ``levels``: the swept sigma_t values.
@@ -255,14 +255,14 @@ def squared_loss_quadratic_of(model, X, y, *, init=None) -> dict[str, Any]:
 
 def analytic_influence(model, X, y, *, T: int, lr, clip_norm: float) -> np.ndarray:
     """Exact ``q_t`` (t = 1..T, loss units per unit sigma_t^2) of the trainer's PGD on a
-    linear model's squared loss, from the Hessian eigenvalues (000 App. D, Fig. 3 middle;
+    linear model's squared loss, from the Hessian eigenvalues (the ICLR submission, App. D, Fig. 3 middle;
     :func:`dpcompanion.theory.exact_risk.noise_influence`). Exact while no gradient is clipped."""
     quad = squared_loss_quadratic_of(model, X, y)
     return exact_risk.noise_influence(eigenvalues=quad["eigenvalues"], eta=lr, T=T, clip_norm=clip_norm, N=len(y))
 
 
 def theory_influence(model, X, y, *, T: int, lr: float | None = None) -> dict[str, Any]:
-    """The theorem's influence shape ``rate^{T-t}`` (001 Thm 4.1, proof D.1) for the same
+    """The theorem's influence shape ``rate^{T-t}`` (the FAccT version, Thm 4.1, proof D.1) for the same
     Hessian: ``M`` = largest, ``mu`` = smallest positive eigenvalue (the PL constant of a
     quadratic). With ``lr = None`` (the theorem's ``eta = 1/M``) the rate is
     ``gamma = 1 - mu/M``; for another step size it is the proof's per-step contraction
@@ -333,7 +333,7 @@ def eer_at_scale(
     """SPEC H-X-EER at one dataset ``(X, y)`` (squared loss of a linear model):
 
     * ``comparison``: :func:`dpcompanion.theory.exact_risk.compare_with_bound` over
-      ``T = 1..T_max`` (exact E[f] - f* vs Hong et al. 2022 (001) Thm 4.1, eta = 1/M,
+      ``T = 1..T_max`` (exact E[f] - f* vs Hong et al. 2022 (the FAccT version) Thm 4.1, eta = 1/M,
       G = ``clip_norm``);
     * ``monte_carlo[kind]``: the real trainer at ``T = T_mc`` (``runs_mc`` runs, eta = 1/M,
       clip at ``clip_norm``, float64) next to the exact value and the bound, with z-score
@@ -363,7 +363,7 @@ def eer_tightness(*, kappas, initial_gap: float, D: int, N: int, T_max: int, cli
                   R: float = R_PAPER) -> dict[str, Any]:
     """H-X-EER tightness against curvature: bound/exact at the bound's T for synthetic
     spectra ``exact_risk.spectrum(kappa, D)`` with the given initial gap spread evenly over
-    the eigen-directions (closed forms only; Hong et al. 2022 (001) Thm 4.1)."""
+    the eigen-directions (closed forms only; Hong et al. 2022 (the FAccT version) Thm 4.1)."""
     tight = {k: [] for k in exact_risk.SCHEDULE_KINDS}
     tight_T = {k: [] for k in exact_risk.SCHEDULE_KINDS}
     for kappa in kappas:

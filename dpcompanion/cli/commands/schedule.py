@@ -20,7 +20,7 @@ kind's parameters); ``--csv FILE`` writes columns ``t, sigma, rho_t`` (the step'
 Every input, the output path included, is validated before anything is computed or written.
 Noise multipliers are in units of the clip norm for the *sum* of clipped per-sample
 gradients (Opacus ``noise_multiplier``), which equals the paper's ``sigma_t C / N`` on the
-average (file 001, Eq. 1).
+average (the FAccT version, Eq. 1).
 """
 
 from __future__ import annotations

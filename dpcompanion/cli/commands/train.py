@@ -16,7 +16,7 @@ The epsilon reported (``epsilon``, with ``accountant``) is that of the steps tak
 accountant the budget was planned with (:meth:`Budget.epsilon_of`), so it is at most the
 ``--epsilon`` asked for; ``epsilon_by_accountant`` gives every applicable accountant's, named.
 A run whose loss becomes NaN or infinite exits 1 saying so, unless ``--allow-divergence``.
-Defaults follow the paper's setup (file 000 App. D): lr 0.1, clip 4, data scale 10.
+Defaults follow the paper's setup (the ICLR submission, App. D): lr 0.1, clip 4, data scale 10.
 """
 
 from __future__ import annotations

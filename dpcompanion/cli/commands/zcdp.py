@@ -6,7 +6,7 @@ Examples::
     python -m dpcompanion zcdp --rho 0.1963 --delta 1e-8
     python -m dpcompanion zcdp --R 0.3927 --delta 1e-8
 
-Besides the paper's zCDP budget (Hong et al. 2022, file 001, Lemma C.3 and Sec. 5) it
+Besides the paper's zCDP budget (Hong et al. 2022, Lemma C.3 and Sec. 5) it
 prints the budget the exact Gaussian-DP accountant allows for the same (epsilon, delta)
 (``R_exact``), the moments-accountant expression ``R_MA = epsilon^2/ln(1/delta)`` of Sec.
 4.1.3, and the exact epsilon of a schedule that spends the zCDP budget.

@@ -1,9 +1,9 @@
 """Every verdict rule of the experiment pages, Hong et al. and Wu et al., in one registry.
 
 :data:`RULES` maps ``"<experiment id>/<panel>"`` to a :class:`~.rule.Rule` (``paper``: only
-what the paper printed, quoted with file, figure/table and panel; ``tolerance``; ``judge``).
-The rules themselves are in :mod:`.hong` (files 000/001, and H-X-EER) and :mod:`.wu` (file
-002), those of pages that check our own code (the privacy audit) in :mod:`.checks`;
+what the paper printed, quoted with version, figure/table and panel; ``tolerance``; ``judge``).
+The rules themselves are in :mod:`.hong` (both versions of Hong et al., and H-X-EER) and
+:mod:`.wu` (Wu et al.), those of pages that check our own code (the privacy audit) in :mod:`.checks`;
 :mod:`.rule` holds what they share and :mod:`.rows` turns a verdict into a table row.
 Experiment modules keep a thin ``verdict_rows(payload)`` that extracts our measurements and
 calls :func:`compare`; nothing else decides a verdict.

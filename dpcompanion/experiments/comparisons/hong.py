@@ -1,4 +1,4 @@
-"""Verdict rules of the Hong et al. 2022 experiment pages (files 000 and 001).
+"""Verdict rules of the Hong et al. 2022 experiment pages (both versions).
 
 The figures of Hong et al. are images that the text extractions do not carry: their numbers
 cannot be read, so the rules compare a *shape* stated in the paper's text or caption, except
@@ -23,7 +23,7 @@ from dpcompanion.experiments.comparisons.rule import (LEVEL, Z, Judgement, Rule,
 __all__ = ["RULES", "INFL_PAPER", "EER_MC_Z_MAX", "EER_T_CHOICE_RTOL", "EXACT_Z_MAX", "BREAKDOWN_Z_MAX",
            "INFL_TREND_RHO", "INFL_RATIO", "EXACT_REL_MARGIN"]
 
-#: what 000 App. D prints for H-F-INFL: its protocol ("Estimate of influences by retraining":
+#: what the ICLR submission's App. D prints for H-F-INFL: its protocol ("Estimate of influences by retraining":
 #: T = 100, sigma_t over [20, 200], 100 repeats, the left pane at t = 10, 60, 90) and its numbers
 #: ("Results": relative variances, and roughly 80% or more of the gradients clipped)
 INFL_PAPER = {

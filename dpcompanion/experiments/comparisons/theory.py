@@ -43,7 +43,7 @@ def _judge_inequality(*, lhs: float, rhs: float, claim: str) -> tuple:
 
 
 def h_f_theory_rows() -> list[dict]:
-    """The h-f-theory page's paper-vs-ours rows (001, kappa = 10, alpha = 1e-3): R for
+    """The h-f-theory page's paper-vs-ours rows (the FAccT version, kappa = 10, alpha = 1e-3): R for
     (4, 1e-8)-DP, the T of Thm 4.4's statement vs the exhaustive search, Eq. 24's T as
     kappa -> infinity, and the ratio of the minimal uniform to the minimal dynamic bound
     (Eq. 25 over Eq. 27 vs both exact minima)."""

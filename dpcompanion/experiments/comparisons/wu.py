@@ -1,9 +1,9 @@
-"""Verdict rules of the Wu et al. (ADP-SGD, file 002) experiment pages.
+"""Verdict rules of the Wu et al. (ADP-SGD, arXiv 2110.07435) experiment pages.
 
 Our runs use another dataset than the paper's (Fashion-MNIST or MNIST instead of CIFAR-10),
 so the table rules compare the *direction and size* of the ADP-SGD vs DP-SGD gain in one
 cell against the seeds' spread, never the absolute accuracy. The printed cells are in
-:mod:`dpcompanion.experiments.protocols.wu_paper` (transcribed from file 002); the printed step-size
+:mod:`dpcompanion.experiments.protocols.wu_paper` (transcribed from Wu et al.); the printed step-size
 facts of W-F2 in :data:`W_F2_PRINTED`.
 """
 

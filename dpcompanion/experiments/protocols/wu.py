@@ -1,4 +1,4 @@
-"""The experimental protocol of Wu et al. (ADP-SGD, file 002, Sec. 6 and App. F), shared by
+"""The experimental protocol of Wu et al. (ADP-SGD, arXiv 2110.07435, Sec. 6 and App. F), shared by
 the experiments ``w-f1``, ``w-t1245``, ``w-t36`` and ``w-f4``.
 
 Pieces, in the order a run uses them:

@@ -1,5 +1,5 @@
 """ADP-SGD's utility factors: Wu et al., "Adaptive Differentially Private Empirical Risk
-Minimization" (file 002), Thm 4.2 and Remark 4.1, Prop. 5.1 (Eq. 9, 10; App. D.1-D.2,
+Minimization", Thm 4.2 and Remark 4.1, Prop. 5.1 (Eq. 9, 10; App. D.1-D.2,
 Eq. 25, 26), Prop. 5.2, and the step-size families of Sec. 6 / Figure 2.
 
 Notation: step size ``eta_t = eta / b_t``, noise ``alpha_t c_t`` with one shared

@@ -1,7 +1,6 @@
-"""Utility bounds of private gradient descent (PGD), Hong et al. 2022 (FAccT, arXiv
-2101.07413, file 001) Section 4.1.
+"""Utility bounds of private gradient descent (PGD), Hong et al. 2022 (FAccT, arXiv 2101.07413) Section 4.1.
 
-Notation (001 Eq. 4-6; SPEC section 1): ``alpha = D G^2 / (2 R M N^2 (f(theta_1) - f*))``,
+Notation (the FAccT version, Eq. 4-6; SPEC section 1): ``alpha = D G^2 / (2 R M N^2 (f(theta_1) - f*))``,
 ``kappa = M / mu >= 1``, ``gamma = 1 - 1/kappa``. With step size ``eta = 1/M`` the
 expected-risk upper bound (ERUB, normalised by ``f(theta_1) - f*``) of a schedule
 ``sigma_1..sigma_T`` spending ``sum_t 1/sigma_t^2 = R`` is (Thm 4.1, Eq. 7)
@@ -94,7 +93,7 @@ def _scalar(x: np.ndarray) -> Any:
 
 
 def gamma_of(*, kappa: float) -> float:
-    """Noiseless contraction rate ``gamma = 1 - 1/kappa`` (001 Eq. 6).
+    """Noiseless contraction rate ``gamma = 1 - 1/kappa`` (the FAccT version, Eq. 6).
 
     >>> gamma_of(kappa=4)
     0.75
@@ -103,7 +102,7 @@ def gamma_of(*, kappa: float) -> float:
 
 
 def alpha_of(*, D: float, G: float, R: float, M: float, N: float, f_gap: float) -> float:
-    """Non-private error scale ``alpha = D G^2 / (2 R M N^2 (f(theta_1) - f*))`` (001 Eq. 4);
+    """Non-private error scale ``alpha = D G^2 / (2 R M N^2 (f(theta_1) - f*))`` (the FAccT version, Eq. 4);
     ``f_gap = f(theta_1) - f*``.
 
     >>> alpha_of(D=10, G=1, R=0.5, M=1, N=100, f_gap=1)
@@ -118,7 +117,7 @@ def alpha_of(*, D: float, G: float, R: float, M: float, N: float, f_gap: float) 
 
 def influence(*, T: int, kappa: float, alpha: float) -> np.ndarray:
     """Influence ``q_t = gamma^(T-t) alpha`` of step t's noise variance, t = 1..T
-    (001 Thm 4.1, Eq. 7).
+    (the FAccT version, Thm 4.1, Eq. 7).
 
     >>> influence(T=3, kappa=2, alpha=1.0).tolist()
     [0.25, 0.5, 1.0]
@@ -131,7 +130,7 @@ def influence(*, T: int, kappa: float, alpha: float) -> np.ndarray:
 
 def erub(*, sigma, kappa: float, alpha: float, R: float) -> float:
     """ERUB of PGD with per-step noise multipliers ``sigma`` (T = len(sigma)), eta = 1/M:
-    ``gamma^T + R sum_t q_t sigma_t^2`` (001 Thm 4.1, Eq. 7; proof D.1).
+    ``gamma^T + R sum_t q_t sigma_t^2`` (the FAccT version, Thm 4.1, Eq. 7; proof D.1).
 
     >>> erub(sigma=[1.0, 1.0], kappa=2, alpha=0.1, R=2.0)   # 1/4 + 2*0.1*(1/2 + 1)
     0.55
@@ -149,7 +148,7 @@ def erub(*, sigma, kappa: float, alpha: float, R: float) -> float:
 
 def erub_uniform(*, T, kappa: float, alpha: float):
     """ERUB of the uniform schedule ``sigma_t^2 = T/R``:
-    ``gamma^T + alpha kappa (1 - gamma^T) T`` (001 Eq. 9 = Eq. 22's objective). T may be an
+    ``gamma^T + alpha kappa (1 - gamma^T) T`` (the FAccT version, Eq. 9 = Eq. 22's objective). T may be an
     array (real values allowed, for plotting the continuous objective).
 
     >>> erub_uniform(T=1, kappa=2, alpha=0.1)       # gamma + alpha
@@ -164,7 +163,7 @@ def erub_uniform(*, T, kappa: float, alpha: float):
 
 
 def t_uniform_surrogate(*, kappa: float, alpha: float) -> float:
-    """Minimiser of the surrogate ``gamma^T + alpha kappa T`` (001 Eq. 23):
+    """Minimiser of the surrogate ``gamma^T + alpha kappa T`` (the FAccT version, Eq. 23):
     ``ln(ln(1/gamma) / (kappa alpha)) / ln(1/gamma)`` when ``kappa alpha + ln gamma < 0``,
     else 0 (the surrogate then increases in T).
 
@@ -182,7 +181,7 @@ def t_uniform_surrogate(*, kappa: float, alpha: float) -> float:
 
 def t_uniform(*, kappa: float, alpha: float) -> float:
     """The T chosen for the uniform schedule, ``ln(1 + ln(1/gamma)/alpha) / ln(1/gamma)``
-    (001 Eq. 24; also the sketch after Thm 4.2). Real-valued; 0 at kappa = 1.
+    (the FAccT version, Eq. 24; also the sketch after Thm 4.2). Real-valued; 0 at kappa = 1.
 
     >>> round(t_uniform(kappa=10, alpha=1e-3), 3)
     44.294
@@ -196,7 +195,7 @@ def t_uniform(*, kappa: float, alpha: float) -> float:
 
 def erub_uniform_eq25(*, kappa: float, alpha: float) -> float:
     """ERUB of the uniform schedule at the T of Eq. (24):
-    ``(1 + kappa ln(1 + ln(1/gamma)/alpha)) / (1 + ln(1/gamma)/alpha)`` (001 Eq. 25).
+    ``(1 + kappa ln(1 + ln(1/gamma)/alpha)) / (1 + ln(1/gamma)/alpha)`` (the FAccT version, Eq. 25).
 
     >>> x = erub_uniform_eq25(kappa=10, alpha=1e-3)
     >>> abs(x - erub_uniform(T=t_uniform(kappa=10, alpha=1e-3), kappa=10, alpha=1e-3)) < 1e-12
@@ -211,7 +210,7 @@ def erub_uniform_eq25(*, kappa: float, alpha: float) -> float:
 
 def theta_uniform(*, kappa: float, alpha: float) -> float:
     """The order printed for the uniform minimum, ``kappa^2/(kappa + 1/alpha) ln(1 + 1/(kappa
-    alpha))`` (001 Thm 4.2, Eq. 8), without its hidden constants.
+    alpha))`` (the FAccT version, Thm 4.2, Eq. 8), without its hidden constants.
 
     >>> round(theta_uniform(kappa=10, alpha=1e-3), 4)
     0.4569
@@ -255,7 +254,7 @@ def argmin_uniform(*, kappa: float, alpha: float, T_min: int = 1) -> tuple[int, 
 
 
 def optimal_schedule(*, q, R: float) -> tuple[np.ndarray, float]:
-    """Lemma 4.3 (001 Eq. 10): for positive influences ``q`` and budget ``sum 1/sigma_t^2 = R``,
+    """Lemma 4.3 (the FAccT version, Eq. 10): for positive influences ``q`` and budget ``sum 1/sigma_t^2 = R``,
     the minimiser ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)`` of ``R sum_t q_t sigma_t^2`` (the
     schedule itself is :func:`dpcompanion.theory.schedules.optimal`) and the minimum
     ``(sum_t sqrt(q_t))^2``.
@@ -269,7 +268,7 @@ def optimal_schedule(*, q, R: float) -> tuple[np.ndarray, float]:
 
 
 def sigma2_dynamic(*, T: int, kappa: float, R: float) -> np.ndarray:
-    """Squared dynamic schedule of Thm 4.4 (001): ``sigma_t^2 = (1/R) (sqrt((1/gamma)^T) - 1) /
+    """Squared dynamic schedule of Thm 4.4 (the FAccT version): ``sigma_t^2 = (1/R) (sqrt((1/gamma)^T) - 1) /
     (1 - sqrt(gamma)) sqrt(gamma^t)``, t = 1..T. The schedule is defined once, in
     :func:`dpcompanion.theory.schedules.gd_dynamic`; this is its square, for the bounds.
     Requires kappa > 1 (at kappa = 1 only the last step has influence).
@@ -284,7 +283,7 @@ def sigma2_dynamic(*, T: int, kappa: float, R: float) -> np.ndarray:
 
 
 def erub_dynamic(*, T, kappa: float, alpha: float):
-    """ERUB of the dynamic schedule at horizon T (proof of Thm 4.4, 001):
+    """ERUB of the dynamic schedule at horizon T (proof of Thm 4.4, the FAccT version):
     ``gamma^T + alpha ((1 - gamma^(T/2)) / (1 - sqrt(gamma)))^2``. T may be an array.
 
     >>> round(erub_dynamic(T=2, kappa=4, alpha=0.1), 6)   # 9/16 + 0.1 (1 + sqrt(3/4))^2
@@ -299,7 +298,7 @@ def erub_dynamic(*, T, kappa: float, alpha: float):
 
 def t_dynamic(*, kappa: float, alpha: float) -> float:
     """Continuous minimiser of the dynamic ERUB, ``2 log_gamma(alpha / (alpha + (1 -
-    sqrt(gamma))^2))`` (001 Eq. 27, proof of Thm 4.4). 0 at kappa = 1.
+    sqrt(gamma))^2))`` (the FAccT version, Eq. 27, proof of Thm 4.4). 0 at kappa = 1.
 
     >>> round(t_dynamic(kappa=10, alpha=1e-3), 3)
     24.491
@@ -312,7 +311,7 @@ def t_dynamic(*, kappa: float, alpha: float) -> float:
 
 
 def t_dynamic_statement(*, kappa: float, alpha: float) -> float:
-    """The T printed in the statement of Thm 4.4 (001): ``2 kappa ln(1 + 1/(kappa alpha))``
+    """The T printed in the statement of Thm 4.4 (the FAccT version): ``2 kappa ln(1 + 1/(kappa alpha))``
     (before rounding up).
 
     >>> round(t_dynamic_statement(kappa=10, alpha=1e-3), 3)
@@ -324,7 +323,7 @@ def t_dynamic_statement(*, kappa: float, alpha: float) -> float:
 
 def erub_dynamic_min(*, kappa: float, alpha: float) -> float:
     """Minimum over real T of the dynamic ERUB: ``A / (A + 1)`` with ``A = alpha (1 -
-    sqrt(gamma))^-2`` (001, the display after Eq. 27).
+    sqrt(gamma))^-2`` (the FAccT version, the display after Eq. 27).
 
     >>> x = erub_dynamic_min(kappa=10, alpha=1e-3)
     >>> abs(x - erub_dynamic(T=t_dynamic(kappa=10, alpha=1e-3), kappa=10, alpha=1e-3)) < 1e-12

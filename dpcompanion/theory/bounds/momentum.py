@@ -1,5 +1,5 @@
-"""Momentum variant of private gradient descent: Hong et al. 2022 (FAccT, arXiv 2101.07413,
-file 001) Sec. 4.2, Thm 4.5-4.7, Thm 4.9, Lemmas C.5-C.7 and proofs in App. D.2.
+"""Momentum variant of private gradient descent: Hong et al. 2022 (FAccT, arXiv 2101.07413)
+Sec. 4.2, Thm 4.5-4.7, Thm 4.9, Lemmas C.5-C.7 and proofs in App. D.2.
 
 Notation (H Thm 4.5): step size ``eta_t = eta0/(2M)``, ``gamma = 1 - eta0/kappa``, momentum
 ``beta``, debias factor ``d_t = (1 - beta)/(1 - beta^t)``, noise variances ``sigma_t^2``.
@@ -196,7 +196,7 @@ def zeta(*, eta0: float, beta: float, gamma: float | None = None, form: str = "p
     """Momentum-effect coefficient of H Thm 4.5.
 
     * ``form="proof"`` (App. D.2): ``1 - eta0/4 - beta gamma eta0^2 / ((gamma-beta)^2 (1-beta)^3)``;
-    * ``form="statement"`` (as printed in the theorem, 000 and 001):
+    * ``form="statement"`` (as printed in the theorem, both versions):
       ``1 - eta0^2/(beta (1-beta)^3) - eta0/4`` (no gamma).
 
     >>> zeta(eta0=eta0_max(beta=0.9, gamma=0.99), beta=0.9, gamma=0.99) < 1e-12
@@ -227,7 +227,7 @@ def influence_form(*, beta: float, gamma: float, T: int, form: str) -> np.ndarra
     * ``"derived"``: what the proof of Thm 4.7 actually derives before its last relaxation,
       ``c1 gamma^{T+t}`` for ``t <= T_hat`` and ``gamma^{2T_hat-2} (gamma^{T+1-t} - beta^{2(T+1-t)})
       /(gamma - beta^2)`` for ``t > T_hat`` (needs ``beta < gamma``);
-    * ``"slides"``: slides (file 003) Thm 3.4, ``(beta^{2(T-t+1)} - gamma^{T-t+1})/(beta^2 - gamma)``.
+    * ``"slides"``: slides' Thm 3.4, ``(beta^{2(T-t+1)} - gamma^{T-t+1})/(beta^2 - gamma)``.
 
     >>> q = influence_form(beta=0.5, gamma=0.9, T=4, form="slides")
     >>> bool(np.isclose(q[-1], 1.0)), bool(np.isclose(q[0], sum(0.9**k * 0.25**(3 - k) for k in range(4))))

@@ -1,5 +1,5 @@
 """Utility bound of private stochastic gradient descent (PSGD), Hong et al. 2022 (FAccT,
-arXiv 2101.07413, file 001) Section 4.3, Thm 4.8 and proof D.3.
+arXiv 2101.07413) Section 4.3, Thm 4.8 and proof D.3.
 
 With batch size ``n``, sampling rate ``p = n/N``, the paper's budget rescaling
 ``R' = R / p^2`` (Yu et al. 2019 Thm 3; constant dropped) and a stochastic-gradient noise
@@ -22,7 +22,7 @@ __all__ = ["alpha_g_of", "batch_size", "rescaled_budget", "erub_psgd", "sgd_nois
 
 
 def alpha_g_of(*, D: float, mu: float, N: float, R: float, f_gap: float) -> float:
-    """``alpha_g = D / (2 mu N^2 R (f(theta_1) - f*))`` (001 Thm 4.8).
+    """``alpha_g = D / (2 mu N^2 R (f(theta_1) - f*))`` (the FAccT version, Thm 4.8).
 
     >>> alpha_g_of(D=10, mu=0.1, N=100, R=0.5, f_gap=1)
     0.01
@@ -41,7 +41,7 @@ def batch_size(*, N: float, R: float) -> float:
 
 
 def rescaled_budget(*, R: float, n: float, N: float) -> float:
-    """``R' = R / p^2 = N^2 R / n^2`` with sampling rate ``p = n/N`` (001 Sec. 4.3).
+    """``R' = R / p^2 = N^2 R / n^2`` with sampling rate ``p = n/N`` (the FAccT version, Sec. 4.3).
 
     >>> rescaled_budget(R=0.25, n=50, N=100)
     1.0
@@ -52,7 +52,7 @@ def rescaled_budget(*, R: float, n: float, N: float) -> float:
 
 def sgd_noise_coefficient(*, D: float, mu: float, n: float, f_gap: float) -> float:
     """The coefficient of ``sigma_g^2`` produced by the proof before its last relaxation,
-    ``R' kappa alpha / G^2 = D / (2 mu n^2 (f(theta_1) - f*))`` (001 proof D.3; alpha and R'
+    ``R' kappa alpha / G^2 = D / (2 mu n^2 (f(theta_1) - f*))`` (the FAccT version, proof D.3; alpha and R'
     taken with the batch size n).
 
     >>> sgd_noise_coefficient(D=10, mu=0.1, n=100, f_gap=1)
@@ -63,7 +63,7 @@ def sgd_noise_coefficient(*, D: float, mu: float, n: float, f_gap: float) -> flo
 
 
 def erub_psgd(*, sigma, kappa: float, alpha: float, R_prime: float, alpha_g: float, sigma_g: float) -> float:
-    """PSGD bound of Thm 4.8 (001): ``gamma^T + alpha_g sigma_g^2 + R' sum_t q_t sigma_t^2``.
+    """PSGD bound of Thm 4.8 (the FAccT version): ``gamma^T + alpha_g sigma_g^2 + R' sum_t q_t sigma_t^2``.
 
     >>> round(erub_psgd(sigma=[1.0, 1.0], kappa=2, alpha=0.1, R_prime=2.0, alpha_g=0.01, sigma_g=2.0), 12)
     0.59

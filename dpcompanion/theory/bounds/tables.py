@@ -1,4 +1,4 @@
-"""Tables 1 and 2 of Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001), row by row.
+"""Tables 1 and 2 of Hong et al. 2022 (FAccT, arXiv 2101.07413), row by row.
 
 Each :class:`Row` carries the printed symbols (LaTeX, as in the paper) and the printed order
 as a function of ``N, D, R, p`` with every hidden constant set to 1 (``c = 1``, indicators
@@ -7,7 +7,7 @@ as a function of ``N, D, R, p`` with every hidden constant set to 1 (``c = 1``, 
 ``ours`` are the paper's own results; :func:`derived` evaluates what its theorems actually
 give for them (exact minima of the bounds of :mod:`dpcompanion.theory.bounds.gd` at
 ``alpha = D / (2 R N^2)``, curvature ``kappa``), so the claims can compare fitted exponents
-with the printed orders. The extraction of Table 1 in file 001 holds 10 rows, Table 2 13.
+with the printed orders. The extraction of Table 1 in the FAccT version holds 10 rows, Table 2 13.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""True excess risk (TER) extensions, Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001)
+"""True excess risk (TER) extensions, Hong et al. 2022 (FAccT, arXiv 2101.07413)
 Section 4.4: Thm 4.10 (high probability, after Shalev-Shwartz et al. 2009 Sec. 5.4), Thm 4.11
 (uniform stability implies generalisation), Thm 4.12 (uniform stability of PGD, after
 Bassily et al.), and ``TER <= EER + G^2 eta T / N``.
@@ -14,7 +14,7 @@ __all__ = ["ter_high_probability", "stability_printed", "stability_gd", "ter_sta
 
 
 def ter_high_probability(*, G: float, mu: float, N: float, p: float, excess: float) -> float:
-    """Right-hand side of 001 Eq. (15): with probability >= 1 - p over the data set,
+    """Right-hand side of the FAccT version's Eq. (15): with probability >= 1 - p over the data set,
     ``TER(theta) <= sqrt(2 G^2/(mu N)) sqrt(f(theta) - f(theta*)) + 4 G^2/(p mu N)``;
     ``excess`` is the empirical excess risk ``f(theta) - f(theta*)``.
 
@@ -29,7 +29,7 @@ def ter_high_probability(*, G: float, mu: float, N: float, p: float, excess: flo
 
 
 def stability_printed(*, G: float, eta: float, T: float, N: float) -> float:
-    """Uniform-stability constant of PGD as printed in 001 Thm 4.12: ``s = G^2 T eta / N``.
+    """Uniform-stability constant of PGD as printed in the FAccT version's Thm 4.12: ``s = G^2 T eta / N``.
 
     >>> stability_printed(G=1, eta=0.1, T=5, N=10)
     0.05
@@ -50,7 +50,7 @@ def stability_gd(*, G: float, eta: float, T: float, N: float) -> float:
 
 
 def ter_stability(*, eer: float, G: float, eta: float, T: float, N: float, corrected: bool = True) -> float:
-    """``TER <= EER + s`` (001 Sec. 4.4, Thm 4.11 + 4.12) with ``s`` from :func:`stability_gd`
+    """``TER <= EER + s`` (the FAccT version, Sec. 4.4, Thm 4.11 + 4.12) with ``s`` from :func:`stability_gd`
     (``corrected=True``) or as printed.
 
     >>> ter_stability(eer=0.0, G=1, eta=0.1, T=5, N=10, corrected=False)

@@ -1,4 +1,4 @@
-"""ADP-SGD: Wu et al. (ADP-SGD, file 002) Algorithm 1 on top of the private loop.
+"""ADP-SGD: Wu et al. (ADP-SGD, arXiv 2110.07435) Algorithm 1 on top of the private loop.
 
 W's update is ``theta_{t+1} = theta_t - (eta / b_{t+1}) (grad_t + alpha_{t+1} c_t)`` with
 ``c_t ~ N(0, sigma^2 I)`` one shared sigma: step t's noise multiplier is proportional to

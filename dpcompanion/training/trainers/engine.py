@@ -7,7 +7,7 @@ stages, each a small object or function tested on its own:
 
 1. **charge** (:class:`Charger`): each run's ledger is charged *before* the noisy step;
    a run whose ledger refuses stops there (``stopped_early``), as in Hong et al. 2022
-   (file 001) Algorithm 1 lines 2-8. Runs with the same schedule row are charged through
+   Algorithm 1 lines 2-8. Runs with the same schedule row are charged through
    one ledger (a ledger is a deterministic function of the steps charged to it, so they
    would all decide alike); ``R=None`` (no ledger) only adds up the cost.
 2. **sample** (:func:`sample`, PSGD only): a Poisson mask per run, each sample kept with

@@ -16,7 +16,7 @@ samples). Two implementations:
   ``|a| ||x||`` and clipping it at C is clamping ``a`` to ``[-C/||x||, C/||x||]``. A step is
   two matmuls (``r = theta (-s X)^T``, ``sum = clamp(a) (-s X)``) and three elementwise
   passes; nothing per-sample is materialised (Goodfellow 2015, arXiv 1510.01799, for
-  the general idea; Hong et al. 2022, file 001, Algorithm 1 line 1 for the step).
+  the general idea; Hong et al. 2022, Algorithm 1 line 1 for the step).
 
 The fast path pads the runs to a multiple of 8 and the samples to a multiple of 16
 (zero rows, never clipped, contributing exactly 0): a run's numbers then do not depend

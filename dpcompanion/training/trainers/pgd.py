@@ -3,11 +3,11 @@ build a :class:`~dpcompanion.training.trainers.config.TrainConfig` and call
 :func:`~dpcompanion.training.trainers.engine.train`.
 
 * :func:`train_pgd`: full-batch PGD exactly as Hong et al. 2022 (FAccT, arXiv 2101.07413,
-  file 001) Algorithm 1 and Eq. (1): per-sample clipping at C, Gaussian noise
+  the FAccT version) Algorithm 1 and Eq. (1): per-sample clipping at C, Gaussian noise
   ``C sigma_t / N`` on the averaged gradient, sigma_t from a schedule array, the ledger
   charged ``1/sigma_t^2`` before each noisy step, stop when the next step is
   unaffordable. ``momentum=beta > 0`` gives the debiased momentum of H Eq. (3) / Eq. (13)
-  (slides, file 003, Algorithm 2).
+  (the slides, Algorithm 2).
 * :func:`train_psgd`: the same with Poisson sampling at rate p (each sample in a step's
   batch independently with probability p), averaged over the expected batch size p N,
   charged with the paper's subsampled cost ``p^2/sigma_t^2`` (H Sec. 4.3, after Yu et

@@ -2,8 +2,8 @@
 
     clip_and_sum  -> draw_noise -> add_noise -> scale -> (momentum) -> update
 
-Hong et al. 2022 (FAccT, arXiv 2101.07413, file 001) Algorithm 1 and Eq. (1)-(3); slides
-(file 003) Algorithms 1-2 (clipping and debiased momentum). All pieces work on ``K``
+Hong et al. 2022 (FAccT, arXiv 2101.07413) Algorithm 1 and Eq. (1)-(3); slides
+(the slides) Algorithms 1-2 (clipping and debiased momentum). All pieces work on ``K``
 independent runs at once: parameters and gradients are flat ``(K, P)`` tensors.
 
 ``add_noise`` and ``scale`` take ``inplace=True`` and the update has an in-place form

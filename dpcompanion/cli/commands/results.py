@@ -26,7 +26,7 @@ from dpcompanion.cli.commands.experiment import add_results_dir_argument, result
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.experiments import base, store
 
-HELP = "list the stored experiment results (fresh or stale); --revalidate re-checks stale full results cheaply"
+HELP = "list the stored experiment results (fresh or stale); --revalidate re-checks stale full and paper results cheaply"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

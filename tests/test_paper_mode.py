@@ -104,7 +104,8 @@ def test_paper_mode_is_optional_and_named_where_it_is_missing(paper_exp):
     exp, nopaper, _, _ = paper_exp
     assert base.modes_of(exp) == ("quick", "full", "paper") and base.modes_of(nopaper) == ("quick", "full")
     assert {"h-f-eff", "w-f4", ID} <= set(base.with_mode("paper")) and nopaper.id not in base.with_mode("paper")
-    with pytest.raises(ValueError, match=r"experiment test-nopaper has no paper config; experiments with one: .*h-f-eff"):
+    with pytest.raises(ValueError, match=r"experiment test-nopaper has no paper config; experiments with one: "
+                                         r".*h-f-eff"):
         base.config_for(nopaper, "paper")
     with pytest.raises(ValueError, match="mode must be one of quick, full, paper"):
         base.config_for(exp, "huge")

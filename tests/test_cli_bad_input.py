@@ -112,6 +112,8 @@ CASES = [
     (["reproduce", "--only", "h-f-infl", "--executor", "dask", "--scheduler", "tls://127.0.0.1:1"],
      "--scheduler must be"),
     (["experiment", "h-f-infl", "--mode", "turbo"], "--mode"),
+    (["experiment", "h-f-infl", "--mode", "paper"], "--mode: experiment h-f-infl has no paper config; experiments with "
+                                                    "one: h-f-eff, w-f4"),
     (["experiment", "h-f-infl", "--seed", "-1"], "--seed"),
     (["results", "--revalidate", "--device", "tpu"], "--device"),
     (["results", "--seal", "--revalidate"], "--seal"),

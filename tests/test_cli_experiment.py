@@ -73,7 +73,7 @@ def test_results_lists_stored_results(root, capsys):
     (["experiment", "test-cli-infl", "--executor", "slurm"], "--executor must be one of local, dask, got 'slurm'"),
     (["experiment", "test-cli-infl", "--executor", "dask", "--workers", "0"], "--workers must be an integer >= 1, got '0'"),
     (["experiment", "test-cli-infl", "--workers", "2"], "--workers and --scheduler need --executor dask"),
-    (["experiment", "test-cli-infl", "--mode", "huge"], "mode must be one of quick, full, got 'huge'"),
+    (["experiment", "test-cli-infl", "--mode", "huge"], "mode must be one of quick, full, paper, got 'huge'"),
     (["experiment", "test-cli-infl", "--seed", "-1"], "--seed must be an integer in [0, 4,294,967,295], got '-1'"),
     (["experiment", "test-cli-infl", "--revalidate"], "--revalidate applies to --mode full"),
     (["experiment", "test-cli-infl", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"],

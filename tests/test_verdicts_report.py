@@ -105,9 +105,9 @@ def test_migration_rewrites_the_hash_only_for_the_same_config(toy):
 
 
 def test_every_experiment_declares_its_scale():
-    for eid in base.all_experiments():
-        for mode in base.MODES:
-            s = scale.scale_of(eid, base.config_for(base.get(eid), mode))
+    for eid, exp in base.all_experiments().items():
+        for mode in base.modes_of(exp):  # quick, full and, where an experiment has one, paper
+            s = scale.scale_of(eid, base.config_for(exp, mode))
             assert s, eid
             for dim, d in s.items():
                 assert d["source"] and (d["paper"] is None) == (d["match"] is None), (eid, dim)

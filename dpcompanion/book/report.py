@@ -132,9 +132,12 @@ def tuning_table(tuning: Sequence[dict]) -> str:
 def reproduction_tables(experiment_id: str, *, seed: int = 0, device: str = "cpu") -> str:
     """What every experiment page shows under its verdicts (issue 21): the power table, the
     scale table and the tuning table of the result the reproduction report judges (the fresh
-    full result, else the fresh quick one: the one the page shows)."""
+    paper-scale result when complete and fresh, else the fresh full result, else the fresh
+    quick one: the one the page shows)."""
     rows = reproduction.report_rows(pages=[experiment_id], compute=True, seed=seed, device=device)
     mode = rows[0]["result"]["mode"] if rows else None
     parts = [power_table(rows), scale_table(rows[0]["scale"] if rows else {}),
              tuning_table(rows[0]["tuning"] if rows else [])]
-    return f"<small>Judged on the {mode} result.</small>\n\n" + "\n\n".join(p for p in parts if p)
+    judged = ("the paper-scale result (`paper` mode, the paper's own sizes), not the full-mode one" if mode == "paper"
+              else f"the {mode} result")
+    return f"<small>Judged on {judged}.</small>\n\n" + "\n\n".join(p for p in parts if p)

@@ -4,7 +4,11 @@ Every experiment notebook (``notebooks/<id>.ipynb``) showed the same blocks, wri
 in each: the result loaded (or computed) through the results store, its sizes paragraph
 (the experiment module's ``describe``), its figures, the paper-vs-ours table (the module's
 ``verdict_rows``), the tuning trace, the stored full-mode result (or why none is shown) and
-the reproduction tables (power, scale, tuning). They are written once here; a notebook keeps
+the reproduction tables (power, scale, tuning). Where an experiment has a paper-scale result
+(``--mode paper``, the paper's own sizes) that is complete and fresh, it is shown instead of
+the full-mode one, and the page says so; while a paper sweep is partial, one line under the
+sizes says how far it got and how to continue it (:meth:`ExperimentPage.paper_note`). They are
+written once here; a notebook keeps
 its prose, its parameters and provenance cells, the function that draws its figure (so that
 the figure's "code" link shows how the payload is plotted) and what is truly its own::
 
@@ -31,6 +35,10 @@ from dpcompanion.experiments import base, store
 
 __all__ = ["ExperimentPage", "show_experiment"]
 
+#: what a page says where it shows the paper-scale result in place of the full-mode one
+PAPER_SHOWN = ("This is the paper-scale result (`paper` mode: the paper's own sizes), shown instead of the "
+               "full-mode result.")
+
 #: the columns of the tuning table every tuned experiment's page shows above its trace
 TUNING_COLUMNS = ["cell", "method", "parameter", "setting", "chosen", "grid", "candidates", "interior"]
 
@@ -45,10 +53,10 @@ class ExperimentPage:
 
     ``figure(payload)`` draws the page's figure(s) from a payload (a ``plotting`` function
     call, defined in the notebook); ``full_figure(payload)`` draws them for the stored
-    full-mode result (default: ``figure``). ``shown``: ``"this build"`` (the result of
-    ``mode``, loaded when fresh, else computed: ``store.load_or_compute``) or ``"full when
-    fresh"`` (the committed full-mode result when fresh, else this build's:
-    ``store.result_to_show``)."""
+    full-mode (or paper-scale) result (default: ``figure``). ``shown``: ``"this build"`` (the
+    result of ``mode``, loaded when fresh, else computed: ``store.load_or_compute``) or ``"full
+    when fresh"`` (the committed paper-scale result when complete and fresh, else the committed
+    full-mode result when fresh, else this build's: ``store.result_to_show``)."""
 
     SHOWN = ("this build", "full when fresh")
 
@@ -81,6 +89,14 @@ class ExperimentPage:
         table = report.paper_vs_ours(self.module.verdict_rows(self.payload if payload is None else payload))
         _md(f"{head}\n\n{table}" if head else table)
 
+    def paper_note(self) -> None:
+        """One line while a paper-scale sweep is partial (``store.paper_progress_note``: units
+        done, committed or not, CPU-hours left, the command that continues it); nothing
+        otherwise."""
+        note = store.paper_progress_note(self.id)
+        if note:
+            _md(note)
+
     def fresh_full(self) -> store.StoredResult | None:
         """The stored full-mode result when fresh, shown beside this build's (None in full mode,
         where this build's result is the full one, or when none is fresh)."""
@@ -106,9 +122,19 @@ class ExperimentPage:
         plotting.tuning_trace(entries=entries, ylabel=ylabel, **kw)
 
     def full_result(self, *, note: str = "") -> None:
-        """The stored full-mode result when fresh (its sizes with its provenance line, figures
-        and verdicts), else why none is shown (``store.full_absent_note``) followed by ``note``.
-        In full mode, the result of this build. A stale full result is never shown."""
+        """The stored paper-scale result when complete and fresh, saying that it stands in for
+        the full-mode one; else the stored full-mode result when fresh (its sizes with its
+        provenance line, figures and verdicts), else why none is shown
+        (``store.full_absent_note``) followed by ``note``. In full mode, the result of this
+        build (unless a fresh paper-scale result exists). A stale or partial result is never
+        shown."""
+        paper = store.fresh_paper(self.id)
+        if paper is not None:
+            self.sizes(paper.payload, suffix=f" {PAPER_SHOWN} <small>{paper.summary()}</small>")
+            if self.full_figure is not None:
+                self.full_figure(paper.payload)
+            self.verdicts(paper.payload)
+            return
         full = store.fresh_full(self.id) if self.mode != "full" else self.result
         if full is None:
             _md(store.full_absent_note(self.id) + note)
@@ -131,11 +157,14 @@ def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str
     """Load (or compute) the result of ``experiment_id`` and show its sizes paragraph, its
     figures (``figure(payload)``), the page's own tables (``tables(payload)``, optional) and,
     unless ``verdicts=False`` (a page with prose before them), its paper-vs-ours table.
-    Returns the :class:`ExperimentPage`, whose methods show the other blocks
-    (``tuning``, ``full_result``, ``reproduction``) where the page places them."""
+    Under the sizes, while a paper-scale sweep is partial, one line saying how far it got
+    (:meth:`ExperimentPage.paper_note`). Returns the :class:`ExperimentPage`, whose methods
+    show the other blocks (``tuning``, ``full_result``, ``reproduction``) where the page places
+    them."""
     page = ExperimentPage(experiment_id, mode=mode, seed=seed, device=device, figure=figure,
                           full_figure=full_figure, shown=shown)
     page.sizes()
+    page.paper_note()
     page.figures()
     if tables is not None:
         tables(page.payload)

@@ -4,6 +4,7 @@ An experiment module ``dpcompanion/experiments/<name>.py`` defines ``CONFIGS`` a
 functions, then its ``EXPERIMENT`` with :func:`from_module`::
 
     CONFIGS = {"quick": {...}, "full": {...}}  # JSON-able dicts; full = the largest committed run
+    # optional: CONFIGS["paper"] = {...}  # the paper's own sizes (hours here; run over several sittings)
     def units(config): ...        # -> list of JSON-able unit dicts, each self-contained
     def run_unit(unit, device): ...  # -> dict of numpy arrays / numbers / strings
     def combine(config, results): ...  # (config, [unit results, in units order]) -> payload dict
@@ -22,6 +23,13 @@ functions, then its ``EXPERIMENT`` with :func:`from_module`::
   ints, strings, and lists/dicts of them); its digest is the result's identity.
 
 ``config["seed"]`` is set by the caller (``--seed``); ``config["mode"]`` is the mode.
+
+Modes (:data:`MODES`, :data:`OPTIONAL_MODES`): ``quick`` (the book's, seconds) and ``full``
+(the committed result, minutes) are required; ``paper``, the paper's own sizes, is optional
+(hours on two cores: a resumable sweep run over several sittings, its finished units
+committed). A ``full`` or ``paper`` result records the quick-mode digest of its code and
+seed and is revalidated by it (:data:`FINGERPRINTED_MODES`). The config hash covers the mode,
+so adding a ``paper`` config changes no quick or full result's config hash.
 
 The provenance's ``runs`` and ``run_steps`` are counted by the trainer engine while each unit
 runs (:func:`dpcompanion.training.trainers.engine.tally`), not reported by the unit. The results store
@@ -43,10 +51,17 @@ from typing import Any, Callable, Mapping
 
 import dpcompanion.experiments as pkg
 
-__all__ = ["Experiment", "from_module", "totals", "sizes_line", "MODES", "all_experiments", "get", "config_for",
+__all__ = ["Experiment", "from_module", "totals", "sizes_line", "MODES", "OPTIONAL_MODES", "ALL_MODES",
+           "FINGERPRINTED_MODES", "modes_of", "with_mode", "validate_mode", "all_experiments", "get", "config_for",
            "run_local", "register", "unregister"]
 
+#: the modes every experiment defines
 MODES = ("quick", "full")
+#: the modes an experiment may define: ``paper``, the paper's own sizes
+OPTIONAL_MODES = ("paper",)
+ALL_MODES = MODES + OPTIONAL_MODES
+#: the modes whose results are committed and revalidated by their quick-mode digest
+FINGERPRINTED_MODES = ("full", "paper")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +81,10 @@ class Experiment:
         missing = [m for m in MODES if m not in self.configs]
         if missing:
             raise ValueError(f"experiment {self.id}: configs lack modes {missing}")
+        unknown = [m for m in self.configs if m not in ALL_MODES]
+        if unknown:
+            raise ValueError(f"experiment {self.id}: configs have unknown modes {unknown} "
+                             f"(allowed: {', '.join(ALL_MODES)})")
 
 
 def from_module(module: str, *, id: str, title: str, scale_note: str = "") -> Experiment:
@@ -134,10 +153,33 @@ def get(experiment_id: str) -> Experiment:
     return exps[experiment_id]
 
 
+def modes_of(exp: Experiment) -> tuple[str, ...]:
+    """The modes ``exp`` defines, in the order of :data:`ALL_MODES` (quick, full, then paper
+    when it has a paper config)."""
+    return tuple(m for m in ALL_MODES if m in exp.configs)
+
+
+def with_mode(mode: str) -> list[str]:
+    """The IDs of the experiments that define ``mode``, sorted."""
+    return [eid for eid, exp in all_experiments().items() if mode in exp.configs]
+
+
+def validate_mode(mode: Any, exp: Experiment | None = None) -> str:
+    """``mode`` when it is one of :data:`ALL_MODES` (and, given ``exp``, one it defines);
+    ValueError otherwise, naming the experiments that define an optional mode."""
+    if mode not in ALL_MODES:
+        raise ValueError(f"mode must be one of {', '.join(ALL_MODES)}, got {mode!r}")
+    if exp is not None and mode not in exp.configs:
+        having = with_mode(mode)
+        raise ValueError(f"experiment {exp.id} has no {mode} config; experiments with one: "
+                         f"{', '.join(having) or 'none'}")
+    return mode
+
+
 def config_for(exp: Experiment, mode: str, *, seed: int = 0) -> dict[str, Any]:
-    """The config of ``exp`` in ``mode`` with the seed and mode set."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    """The config of ``exp`` in ``mode`` with the seed and mode set (ValueError for a mode it
+    does not define)."""
+    validate_mode(mode, exp)
     return {**exp.configs[mode], "mode": mode, "seed": int(seed)}
 
 

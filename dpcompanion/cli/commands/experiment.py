@@ -1,6 +1,6 @@
 """``experiment``: compute (or find fresh) one experiment through the results store.
 
-``python -m dpcompanion experiment ID [--mode quick|full] [--executor local|dask]
+``python -m dpcompanion experiment ID [--mode quick|full|paper] [--executor local|dask]
 [--workers N | --scheduler ADDRESS] [--device auto|cpu|cuda] [--seed N] [--recompute]
 [--revalidate] [--results-dir DIR] [--json]`` stores the result under
 ``<DIR>/<ID>/<mode>/`` (``DIR``: ``--results-dir``, else ``$DPCOMPANION_RESULTS``, else
@@ -9,7 +9,11 @@ one object with ``id, mode, path, cached, fresh, wall_s, executor, runs, digest,
 units_total, units_computed, units_reused`` (and more; ``replaced_damaged``: the damaged file
 of the stored result this run recomputed over). Every unit is stored as it finishes
 (``<DIR>/<ID>/<mode>.units/``): a run killed mid-way resumes where it stopped, recomputing no
-finished unit (a line on stderr says how many were reused).
+finished unit (a line on stderr says how many were reused). ``--mode paper`` (the paper's own
+sizes, hours here) exists for the experiments that define it (``configs["paper"]``: h-f-eff,
+w-f4); it runs, resumes and is revalidated exactly as full mode, over as many sittings as it
+takes (commit ``<DIR>/<ID>/paper.units/`` between them); another ID is refused, naming those
+that have one.
 Every option is checked, the results folder included, before a cluster starts or a file
 is written.
 """
@@ -22,7 +26,7 @@ import sys
 from pathlib import Path
 
 from dpcompanion.cli import UsageError, options
-from dpcompanion.core.provenance import resolve_device, validate_mode
+from dpcompanion.core.provenance import resolve_device
 from dpcompanion.experiments import base, store
 
 HELP = "compute (or load, when fresh) one experiment into results/<id>/<mode>/; --executor dask spreads its units"
@@ -40,14 +44,15 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", metavar="ID", help="experiment id (an unknown id is refused with the list of known ones)")
-    p.add_argument("--mode", default="quick", help="quick (default, small) or full (the largest run committed; see each page's scale table: "
-                                                    "not the paper's sizes)")
+    p.add_argument("--mode", default="quick", help="quick (default, small), full (the largest run committed; see each page's scale table: "
+                                                    "not the paper's sizes) or paper (the paper's own sizes, hours: "
+                                                    "only experiments that define it; resumable, commit its units)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--seed", default="0", help="non-negative integer seed (default 0)")
     add_executor_arguments(p)
     p.add_argument("--revalidate", action="store_true",
-                   help="with --mode full: re-check a stale full result by recomputing only the quick mode "
-                        "and comparing its digest with the recorded one")
+                   help="with --mode full or paper: re-check a stale result of that mode by recomputing only the "
+                        "quick mode and comparing its digest with the recorded one")
     add_results_dir_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -96,22 +101,22 @@ def check_executor_args(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     exp = base.get(args.id)
-    options.flag("--mode", validate_mode, args.mode)
+    options.flag("--mode", base.validate_mode, args.mode, exp)
     seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
     device = options.flag("--device", resolve_device, args.device)
     check_executor_args(args)
-    if args.revalidate and args.mode != "full":
-        raise UsageError("--revalidate applies to --mode full (it re-checks a full result by its quick digest)")
+    if args.revalidate and args.mode not in base.FINGERPRINTED_MODES:
+        raise UsageError("--revalidate applies to --mode full or paper (it re-checks such a result by its quick digest)")
     root = results_root_from_args(args)
     store.check_writable(store.result_dir(exp.id, args.mode, root))
-    if args.mode == "full":
+    if args.mode in base.FINGERPRINTED_MODES:
         store.check_writable(store.result_dir(exp.id, "quick", root))
     executor = executor_from_args(args)
     try:
         if args.revalidate:
-            out = store.revalidate(exp.id, device=device, executor=executor, root=root)
-            res = store.load(exp.id, mode="full", root=root)
-            rec = (res.record() if res else {"id": exp.id, "mode": "full", "path": None, "cached": False,
+            out = store.revalidate(exp.id, device=device, executor=executor, root=root, mode=args.mode)
+            res = store.load(exp.id, mode=args.mode, root=root)
+            rec = (res.record() if res else {"id": exp.id, "mode": args.mode, "path": None, "cached": False,
                                               "fresh": False}) | {"revalidation": out}
         else:
             before = store.load(exp.id, mode=args.mode, root=root)

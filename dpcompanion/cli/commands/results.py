@@ -8,8 +8,9 @@ running) is listed as ``PARTIAL`` with ``units_done/units_total``, the units sto
 code (recomputed on resume) and ``estimate_left_s``, the mean wall time of its finished units
 times the units left (``complete: false``; it is never shown as a result). A damaged result (a file missing, unreadable or not
 matching its digest) is listed as ``DAMAGED`` with the file and what is wrong (``damaged``
-in the JSON); every other result is still listed. ``--revalidate`` first re-checks every
-stale full result by its behavioural fingerprint
+in the JSON); every other result is still listed. Paper-mode results (the paper's own sizes,
+where an experiment defines them) and partial paper sweeps are listed like full ones.
+``--revalidate`` first re-checks every stale full or paper result by its behavioural fingerprint
 (:func:`dpcompanion.experiments.store.revalidate`): only the quick mode is recomputed.
 ``--seal`` seals the provenance of results stored before provenance seals existed, without
 recomputing (:func:`dpcompanion.experiments.store.seal_unsealed`).
@@ -23,15 +24,15 @@ import json
 from dpcompanion.cli import UsageError, options
 from dpcompanion.cli.commands.experiment import add_results_dir_argument, results_root_from_args
 from dpcompanion.core.provenance import resolve_device
-from dpcompanion.experiments import store
+from dpcompanion.experiments import base, store
 
-HELP = "list the stored experiment results (fresh or stale); --revalidate re-checks stale full results cheaply"
+HELP = "list the stored experiment results (fresh or stale); --revalidate re-checks stale full and paper results cheaply"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.add_argument("--revalidate", action="store_true",
-                   help="re-check stale full results by recomputing their quick mode and comparing digests")
+                   help="re-check stale full and paper results by recomputing their quick mode and comparing digests")
     p.add_argument("--device", default="cpu", help="device for --revalidate's quick runs (default cpu)")
     p.add_argument("--seal", action="store_true",
                    help="seal the provenance of results stored before seals existed (intact ones only; "
@@ -52,17 +53,17 @@ def run(args: argparse.Namespace) -> int:
         seals = {(e["id"], e["mode"]): e for e in store.seal_unsealed(root)}
     if args.revalidate:
         for r in store.list_results(root):
-            if r.mode == "full" and not r.fresh:
+            if r.mode in base.FINGERPRINTED_MODES and not r.fresh:
                 store.check_writable(r.path)
         for r in store.list_results(root):
-            if r.mode == "full" and not r.fresh:
-                events.append(store.revalidate(r.id, device=device, root=root))
+            if r.mode in base.FINGERPRINTED_MODES and not r.fresh:
+                events.append((r.mode, store.revalidate(r.id, device=device, root=root, mode=r.mode)))
     rows = []
     for r in store.list_results(root):
         rec = r.record()
         row = {k: rec[k] for k in ("id", "mode", "fresh", "damaged", "commit", "dirty", "device", "created",
                                    "wall_s", "runs", "digest", "stale_reason", "path")}
-        ev = [e for e in events if e["id"] == r.id and r.mode == "full"]
+        ev = [e for m, e in events if e["id"] == r.id and m == r.mode]
         if ev:
             row["revalidation"] = ev[0]
         if (r.id, r.mode) in seals:
@@ -74,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, sort_keys=True))
         return 0
-    for e in events:
-        print(f"revalidate {e['id']}: {e['status']} ({e['detail']})")
+    for m, e in events:
+        what = e["id"] if m == "full" else f"{e['id']} {m}"
+        print(f"revalidate {what}: {e['status']} ({e['detail']})")
     for e in seals.values():
         print(f"seal {e['id']} {e['mode']}: {e['status']}" + (f" ({e['detail']})" if e["detail"] else ""))
     if not rows:

@@ -17,8 +17,10 @@
 * ``result``: which stored result the row was judged on: ``{"mode": "full" | "quick" |
   "computed" | None, "fresh", "digest", "path"}``.
 
-Which result: the fresh stored full result when there is one, else the fresh stored quick
-result. **Nothing is computed unless asked** (``compute=True``, ``verdicts --compute``): a page
+Which result: the fresh stored paper-mode result (the paper's own sizes, where an experiment
+defines ``configs["paper"]`` and the sweep is complete) when there is one, else the fresh stored
+full result, else the fresh stored quick result (``result.mode`` says which: ``paper``,
+``full`` or ``quick``; the scale block is the judged result's). **Nothing is computed unless asked** (``compute=True``, ``verdicts --compute``): a page
 without a fresh stored result gives one ``not comparable`` row saying why and which command
 computes it, so ``verdicts --json`` is cheap, deterministic and never silently runs
 experiments. Theory tables are computed (no training: seconds).
@@ -64,8 +66,12 @@ def _n_from_config(page: str, item: str, config: dict) -> int | None:
 
 
 def _pick(eid: str, *, compute: bool, seed: int, device: str):
-    """(result, mode, why-not): the fresh full result, else the fresh quick one, else (when
-    ``compute``) a computed quick one."""
+    """(result, mode, why-not): the fresh paper result (complete; an experiment with a paper
+    config), else the fresh full one, else the fresh quick one, else (when ``compute``) a
+    computed quick one."""
+    paper = store.fresh_paper(eid)
+    if paper is not None:
+        return paper, "paper", ""
     full = store.load(eid, mode="full")
     if full is not None and full.fresh:
         return full, "full", ""

@@ -41,8 +41,14 @@ folder is removed (the result holds the numbers; the repository stays small). Un
 :func:`sweep_progress` / :func:`list_partial` report ``units_done/units_total`` and an
 estimate of the compute left (mean wall time of the finished units times the units left);
 a partial result is never shown (:func:`full_absent_note` says how far a partial full sweep
-got). ``quick.units/`` is git-ignored; a full sweep's units may be committed, so that a fresh
-clone on another machine resumes it.
+got, :func:`paper_progress_note` a partial paper sweep). ``quick.units/`` is git-ignored; a
+full or paper sweep's units may be committed, so that a fresh clone on another machine
+resumes it.
+
+**Modes**: ``quick`` and ``full`` (every experiment), ``paper`` (optional: the paper's own
+sizes, where an experiment defines ``configs["paper"]``), see
+:mod:`dpcompanion.experiments.base`. A paper result is stored, resumed, committed and
+revalidated as a full one; a page shows it instead of the full one when it is fresh.
 
 **Reading checks everything** (:func:`load`): both JSON files parse, every array the payload
 refers to is in ``arrays.npz`` and readable, and the payload has its recorded digest. A
@@ -78,8 +84,8 @@ A result is **fresh** when it is not damaged, its seal matches, and its config h
 hash both equal the current ones.
 
 **Revalidation** (:func:`revalidate`): a refactor that changes no number should not force
-hours of recomputation. When a full result is computed, the quick mode of the same code and
-seed is computed too and its digest recorded (``quick_digest``). When the code hash later
+hours of recomputation. When a full (or paper) result is computed, the quick mode of the same
+code and seed is computed too and its digest recorded (``quick_digest``). When the code hash later
 changes, :func:`revalidate` recomputes only the quick mode; if its digest equals the recorded
 one, the full result is marked fresh for the new code hash (the event is appended to
 ``revalidated`` in its provenance, with the date), otherwise it stays stale.
@@ -102,15 +108,16 @@ from dpcompanion.experiments.store.files import (
 from dpcompanion.experiments.store.hashing import (
     CODE_HASH_EXCLUDE, CONFIG_DIGITS, TIME_KEYS, code_files, code_hash, config_hash, digest)
 from dpcompanion.experiments.store.results import (
-    StoredResult, compute, fresh_full, full_absent_note, list_results, load, load_or_compute, result_to_show,
-    revalidate, seal_unsealed)
-from dpcompanion.experiments.store.sweeps import list_partial, save_unit, sweep_progress, unit_key, units_dir
+    StoredResult, compute, fresh_full, fresh_paper, full_absent_note, list_results, load, load_or_compute,
+    paper_progress_note, result_to_show, revalidate, seal_unsealed)
+from dpcompanion.experiments.store.sweeps import (
+    committed_units, list_partial, save_unit, sweep_progress, unit_key, units_dir)
 
 __all__ = [
     "StoredResult", "load_or_compute", "units_dir", "unit_key", "sweep_progress", "list_partial", "save_unit", "load",
     "compute", "revalidate", "list_results", "seal_unsealed", "sealed", "digest", "config_hash", "code_files",
     "code_hash", "results_root", "result_dir", "check_writable", "LocalExecutor", "DaskExecutor", "make_executor",
     "check_executor_options", "EXECUTORS", "INLINE_MAX", "check_scheduler_address", "max_workers", "fresh_full",
-    "full_absent_note", "result_to_show", "SEAL", "SEAL_COMMAND", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "TIME_KEYS",
+    "full_absent_note", "result_to_show", "fresh_paper", "paper_progress_note", "committed_units", "SEAL", "SEAL_COMMAND", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "TIME_KEYS",
     "RUN_POLICY", "SCHEDULER_TIMEOUT_S",
 ]

@@ -43,8 +43,8 @@ def migrate_config_hashes(root: Path | None = None, *, dry_run: bool = False) ->
     current), ``migrated`` (same config up to rounding: hash rewritten), ``differs`` (the config
     really changed: left stale)."""
     out = []
-    for exp_id in base.all_experiments():
-        for mode in base.MODES:
+    for exp_id, exp in base.all_experiments().items():
+        for mode in base.modes_of(exp):
             res = store.load(exp_id, mode=mode, root=root)
             if res is None:
                 continue

@@ -1,6 +1,13 @@
 """Stored results: computing an experiment on an executor and saving it, loading it and
-deciding whether it is fresh, revalidating a full result by its quick-mode fingerprint,
-listing and sealing (see the package docstring, :mod:`dpcompanion.experiments.store`).
+deciding whether it is fresh, revalidating a full (or paper) result by its quick-mode
+fingerprint, listing and sealing (see the package docstring, :mod:`dpcompanion.experiments.store`).
+
+**Paper mode** (``paper``, optional: :data:`dpcompanion.experiments.base.OPTIONAL_MODES`): the
+paper's own sizes, hours on two cores. It is stored, resumed and revalidated exactly as
+full mode (its units in ``<id>/paper.units/``, committable; its result in ``<id>/paper/``,
+committed; its quick digest recorded). Where a fresh paper result exists, a page shows it
+instead of the full one (:func:`fresh_paper`, :func:`result_to_show`); while a paper sweep is
+partial, :func:`paper_progress_note` says how far it got.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from dpcompanion.core.provenance import git_state, resolve_device, validate_mode, validate_seed, versions
+from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
 from dpcompanion.experiments.comparisons.scale import scale_of  # the scale block of a result (issue 21)
 from dpcompanion.experiments.store import files, hashing, sweeps
@@ -21,8 +28,8 @@ from dpcompanion.experiments.store.executors import LocalExecutor
 from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
 from dpcompanion.experiments.store.hashing import config_hash, digest
 
-__all__ = ["StoredResult", "load", "compute", "load_or_compute", "fresh_full", "full_absent_note", "result_to_show",
-           "revalidate", "list_results", "seal_unsealed"]
+__all__ = ["StoredResult", "load", "compute", "load_or_compute", "fresh_full", "fresh_paper", "full_absent_note",
+           "paper_progress_note", "result_to_show", "revalidate", "list_results", "seal_unsealed"]
 
 @dataclasses.dataclass(frozen=True)
 class StoredResult:
@@ -142,9 +149,12 @@ def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path |
     """The stored result of ``experiment_id`` in ``mode``, fresh or not (``fresh`` says which;
     a damaged one is stale, ``damaged`` says what is wrong), without computing; ``None`` when
     nothing is stored. ``seed``: the seed the result must have been computed with to count as
-    fresh (default: the one it was computed with). Never raises for a damaged result."""
+    fresh (default: the one it was computed with). Never raises for a damaged result. ``None``
+    too for an optional mode (``paper``) that the experiment does not define."""
     exp = base.get(experiment_id)
-    validate_mode(mode)
+    base.validate_mode(mode)
+    if mode not in exp.configs:
+        return None
     res = _read(exp, mode, root)
     if res is None or res.damaged:
         return res
@@ -216,10 +226,11 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
             root: Path | None = None, progress: Callable[[str], None] | None = None) -> StoredResult:
     """Compute ``experiment_id`` in ``mode`` (no cache look-up) and save it atomically.
 
-    A full result also records the quick-mode digest of the same code and seed (computed if
-    no fresh quick result is stored) for :func:`revalidate`."""
+    A full or paper result (:data:`~dpcompanion.experiments.base.FINGERPRINTED_MODES`) also
+    records the quick-mode digest of the same code and seed (computed if no fresh quick result
+    is stored) for :func:`revalidate`."""
     exp = base.get(experiment_id)
-    validate_mode(mode)
+    base.validate_mode(mode, exp)
     validate_seed(seed)
     resolved = resolve_device(device)
     target = result_dir(exp.id, mode, root)
@@ -229,7 +240,7 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     ex = LocalExecutor() if own else executor
     try:
         quick = None
-        if mode == "full":
+        if mode in base.FINGERPRINTED_MODES:
             quick = load_or_compute(exp.id, mode="quick", seed=seed, device=resolved, executor=ex, root=root,
                                     progress=progress)
         payload, stats = _compute_payload(exp, config, ex, resolved, root, progress)
@@ -262,7 +273,7 @@ def load_or_compute(experiment_id: str, *, mode: str, seed: int = 0, device: str
     """The stored result when fresh (same config, seed included, and same code), else computed
     with ``executor`` (default: in-process) and saved. ``recompute=True`` always computes."""
     exp = base.get(experiment_id)
-    validate_mode(mode)
+    base.validate_mode(mode, exp)
     validate_seed(seed)
     if not recompute:
         res = load(exp.id, mode=mode, seed=seed, root=root)
@@ -276,6 +287,43 @@ def fresh_full(experiment_id: str) -> StoredResult | None:
     full result is never shown as current (:func:`full_absent_note` says why it is not)."""
     full = load(experiment_id, mode="full")
     return full if full is not None and full.fresh else None
+
+
+def fresh_paper(experiment_id: str, root: Path | None = None) -> StoredResult | None:
+    """The stored paper-mode result of ``experiment_id`` when it is complete and fresh, else
+    None (also for an experiment without a paper config). A partial paper sweep is never a
+    result (:func:`paper_progress_note` says how far it got)."""
+    if "paper" not in base.get(experiment_id).configs:
+        return None
+    paper = load(experiment_id, mode="paper", root=root)
+    return paper if paper is not None and paper.fresh else None
+
+
+def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
+    """One line for a page while a paper-scale sweep is partial (units stored, no fresh paper
+    result): how many units are done, whether they are committed, the CPU time left (mean wall
+    time of the finished single-threaded units times the units left) and the command that
+    continues it. '' when the experiment has no paper config, a fresh paper result exists, or
+    no unit is stored."""
+    if "paper" not in base.get(experiment_id).configs or fresh_paper(experiment_id, root) is not None:
+        return ""
+    part = sweeps.sweep_progress(experiment_id, "paper", root)
+    if part is None:
+        return ""
+    done, total = part["units_done"], part["units_total"]
+    committed = sweeps.committed_units(experiment_id, "paper", root)
+    if committed is None:
+        tag = ""
+    elif committed >= done:
+        tag = " (committed)"
+    else:
+        tag = f" ({committed} of them committed)"
+    old = (f", {part['units_old_code']} stored by older code (recomputed)" if part["units_old_code"] else "")
+    left = part["estimate_left_s"]
+    when = ("time left not yet estimated (no unit of the current code has finished)" if left is None
+            else f"about {left / 3600:.2g} CPU-hours left")
+    return (f"paper-scale run in progress: {done} of {total} units done{tag}{old}, {when}; continue with "
+            f"`python -m dpcompanion experiment {experiment_id} --mode paper`")
 
 
 def full_absent_note(experiment_id: str) -> str:
@@ -293,24 +341,31 @@ def full_absent_note(experiment_id: str) -> str:
 
 
 def result_to_show(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu") -> StoredResult:
-    """The result a page shows for ``experiment_id``: the stored full-mode result when it is
-    fresh (the committed paper-scale run), else this build's result of ``mode`` (loaded when
-    fresh, else computed). A stale full result is never shown as current."""
-    full = fresh_full(experiment_id) if mode != "full" else None
-    return full or load_or_compute(experiment_id, mode=mode, seed=seed, device=device)
+    """The result a page shows for ``experiment_id``: the stored paper-mode result when it is
+    complete and fresh (the paper's own sizes), else the stored full-mode result when it is
+    fresh (the committed run), else this build's result of ``mode`` (loaded when fresh, else
+    computed). A stale or partial result is never shown as current."""
+    shown = fresh_paper(experiment_id) if mode != "paper" else None
+    if shown is None and mode not in ("full", "paper"):
+        shown = fresh_full(experiment_id)
+    return shown or load_or_compute(experiment_id, mode=mode, seed=seed, device=device)
 
 
-def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None) -> dict:
-    """Re-check a stale full result by its behavioural fingerprint (see the module docstring).
+def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None,
+               mode: str = "full") -> dict:
+    """Re-check a stale full (or, ``mode="paper"``, paper) result by its behavioural
+    fingerprint (see the package docstring).
 
     Returns ``{"id", "status", "detail"}``; status is ``fresh`` (nothing to do), ``revalidated``
-    (the quick digest of the current code equals the recorded one: the full result is marked
+    (the quick digest of the current code equals the recorded one: the result is marked
     fresh for the current code hash), ``stale`` (digests differ, or the config changed, or no
-    fingerprint was recorded) or ``missing`` (no full result)."""
+    fingerprint was recorded) or ``missing`` (no result of ``mode``)."""
     exp = base.get(experiment_id)
-    res = load(exp.id, mode="full", root=root)
+    if mode not in base.FINGERPRINTED_MODES:
+        raise ValueError(f"revalidation applies to modes {', '.join(base.FINGERPRINTED_MODES)}, got {mode!r}")
+    res = load(exp.id, mode=mode, root=root)
     if res is None:
-        return {"id": exp.id, "status": "missing", "detail": "no full result stored"}
+        return {"id": exp.id, "status": "missing", "detail": f"no {mode} result stored"}
     if res.fresh:
         return {"id": exp.id, "status": "fresh", "detail": "config and code unchanged"}
     if not res.stale_reason.startswith("code changed"):
@@ -324,7 +379,7 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
     if quick.digest != p["quick_digest"]:
         return {"id": exp.id, "status": "stale",
                 "detail": f"quick digest changed ({p['quick_digest'][:12]} -> {quick.digest[:12]}): the code change "
-                          "changes numbers; recompute the full result"}
+                          f"changes numbers; recompute the {mode} result"}
     new_hash = hashing.code_hash(exp)
     event = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
              "from_code_hash": p.get("code_hash"), "to_code_hash": new_hash, "quick_digest": quick.digest,
@@ -336,15 +391,15 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
                    "revalidated": list(p.get("revalidated") or []) + [event]})
     files.replace_provenance(res.path, prov)
     return {"id": exp.id, "status": "revalidated",
-            "detail": f"quick digest {quick.digest[:12]} unchanged; full result fresh for code {new_hash[:12]}"}
+            "detail": f"quick digest {quick.digest[:12]} unchanged; {mode} result fresh for code {new_hash[:12]}"}
 
 
 def list_results(root: Path | None = None) -> list[StoredResult]:
     """Every stored result of every known experiment (fresh, stale or damaged), by id then
     mode; what killed saves left behind is tidied first (:func:`cleanup`)."""
     out = []
-    for exp_id in base.all_experiments():
-        for mode in base.MODES:
+    for exp_id, exp in base.all_experiments().items():
+        for mode in base.modes_of(exp):
             files.cleanup(result_dir(exp_id, mode, root))
             r = load(exp_id, mode=mode, root=root)
             if r is not None:
@@ -359,9 +414,9 @@ def seal_unsealed(root: Path | None = None) -> list[dict]:
     one whose seal is broken is left as it is. Returns ``{"id", "mode", "status", "detail"}``
     per result, status ``sealed``, ``already sealed`` or ``refused``."""
     out = []
-    for exp_id in base.all_experiments():
-        for mode in base.MODES:
-            res = _read(base.get(exp_id), mode, root)
+    for exp_id, exp in base.all_experiments().items():
+        for mode in base.modes_of(exp):
+            res = _read(exp, mode, root)
             if res is None:
                 continue
             row = {"id": exp_id, "mode": mode}

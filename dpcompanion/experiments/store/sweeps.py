@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -20,7 +21,8 @@ from dpcompanion.experiments.store.files import NPZ_ERRORS, results_root, temp_n
 from dpcompanion.experiments.store import hashing
 from dpcompanion.experiments.store.hashing import digest
 
-__all__ = ["UNITS_SUFFIX", "units_dir", "unit_key", "save_unit", "load_unit", "sweep_progress", "list_partial"]
+__all__ = ["UNITS_SUFFIX", "units_dir", "unit_key", "save_unit", "load_unit", "sweep_progress", "list_partial",
+           "committed_units"]
 
 #: the folder beside ``<mode>/`` that holds the finished units of a sweep in progress
 UNITS_SUFFIX = ".units"
@@ -125,12 +127,8 @@ def load_unit(folder: Path, key: str) -> dict | None:
         return None
 
 
-def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> dict | None:
-    """Progress of a sweep whose finished units are stored but not yet assembled: ``units_done``
-    (units of the sweep, stored by the current code), ``units_total``, ``units_old_code``
-    (stored by older code, or for another seed, device or config: not reused) and
-    ``estimate_left_s`` (mean wall time of the finished units times the units left); None when
-    no unit is stored. The sweep is the seed and device of the newest unit file."""
+def _sweep_state(experiment_id: str, mode: str, root: Path | None) -> tuple[dict, set[str]] | None:
+    """(:func:`sweep_progress`'s dict, the keys of the units done), None when no unit is stored."""
     exp = base.get(experiment_id)
     folder = units_dir(exp.id, mode, root)
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
@@ -143,31 +141,63 @@ def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> d
         except (OSError, ValueError):
             continue
         if isinstance(rec, dict):
-            recs.append(rec)
-    recs.sort(key=lambda r: int(r.get("created_ns", 0)) if isinstance(r.get("created_ns"), int) else 0)
-    newest = recs[-1] if recs else {}
+            recs.append((f.stem, rec))
+    recs.sort(key=lambda sr: int(sr[1].get("created_ns", 0)) if isinstance(sr[1].get("created_ns"), int) else 0)
+    newest = recs[-1][1] if recs else {}
     seed, device = int(newest.get("seed", 0)), str(newest.get("device", "cpu"))
     config = base.config_for(exp, mode, seed=seed)
     units = exp.units(config)
     total = len(units)
     code = hashing.code_hash(exp)
-    wanted = {unit_key(exp.id, mode, u, seed, device) for u in units} & {f.stem for f in files}
-    current = [r for r in recs if r.get("code_hash") == code and r.get("key") in wanted]
+    wanted = {unit_key(exp.id, mode, u, seed, device) for u in units}
+    # a unit is done when its own file (named by its key) holds it, stored by the current code
+    current = {stem: r for stem, r in recs if stem in wanted and r.get("key") == stem and r.get("code_hash") == code}
     done = len(current)
-    walls = [float(r.get("wall_s", 0.0)) for r in current]
+    walls = [float(r.get("wall_s", 0.0)) for r in current.values()]
     left = total - done
     est = round(sum(walls) / len(walls) * left, 1) if walls else None
-    return {"id": exp.id, "mode": mode, "seed": seed, "device": device, "units_done": done, "units_total": total,
-            "units_old_code": len(recs) - len(current), "estimate_left_s": est, "path": str(folder)}
+    return ({"id": exp.id, "mode": mode, "seed": seed, "device": device, "units_done": done, "units_total": total,
+             "units_old_code": len(recs) - len(current), "estimate_left_s": est, "path": str(folder)}, set(current))
+
+
+def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> dict | None:
+    """Progress of a sweep whose finished units are stored but not yet assembled: ``units_done``
+    (units of the sweep, stored by the current code), ``units_total``, ``units_old_code``
+    (stored by older code, or for another seed, device or config: not reused) and
+    ``estimate_left_s`` (mean wall time of the finished units times the units left); None when
+    no unit is stored. The sweep is the seed and device of the newest unit file."""
+    state = _sweep_state(experiment_id, mode, root)
+    return None if state is None else state[0]
 
 
 def list_partial(root: Path | None = None) -> list[dict]:
-    """:func:`sweep_progress` of every experiment and mode with stored units."""
+    """:func:`sweep_progress` of every experiment and mode (those it defines: quick, full and
+    paper where it has one) with stored units."""
     out = []
-    for exp_id in base.all_experiments():
-        for mode in base.MODES:
+    for exp_id, exp in base.all_experiments().items():
+        for mode in base.modes_of(exp):
             p = sweep_progress(exp_id, mode, root)
             if p is not None:
                 out.append(p)
     return out
 
+
+
+def committed_units(experiment_id: str, mode: str, root: Path | None = None) -> int | None:
+    """How many of the units :func:`sweep_progress` counts as done have their file
+    (``<key>.json``) committed (in ``HEAD`` of the repository holding the folder, whatever its
+    working-tree state); None when git cannot tell (no git, the folder in no repository, or a
+    repository without commits)."""
+    state = _sweep_state(experiment_id, mode, root)
+    if state is None:
+        return 0
+    folder = units_dir(experiment_id, mode, root)
+    try:  # ls-tree prints paths relative to the working directory
+        out = subprocess.run(["git", "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", "."], cwd=folder,
+                             capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    names = {n for n in out.stdout.decode(errors="replace").split("\0") if n}
+    return sum(1 for key in state[1] if f"{key}.json" in names)

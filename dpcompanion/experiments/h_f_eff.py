@@ -1,7 +1,7 @@
-"""H-F-EFF: data efficiency of the dynamic schedule (Hong et al. 2022, file 001, Fig. 1
+"""H-F-EFF: data efficiency of the dynamic schedule (Hong et al. 2022, Fig. 1
 middle and right, Sec. 5), the paper's title claim.
 
-Protocol (the FAccT version, Sec. 5; the sizes in 000 App. D "Setup"):
+Protocol (the FAccT version, Sec. 5; the sizes in the ICLR submission's App. D "Setup"):
 
 * private data: MNIST35 (digits 3 vs 5), N training samples, PCA to 60 dimensions,
   centred, unit std, rescaled to data scale 10; test set: every 3 and 5 of the official
@@ -60,8 +60,8 @@ from dpcompanion.training.models import make_model
 
 __all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "run_unit", "combine", "describe", "verdict_rows"]
 
-PAPER_HIDDEN = 1000  # 001 Sec. 5: "2-layer Deep Neural Network (DNN) with 1000 hidden units"
-PAPER_REPEATS = 100  # 000 App. D: "All the experiments are repeated 100 times"
+PAPER_HIDDEN = 1000  # the FAccT version, Sec. 5: "2-layer Deep Neural Network (DNN) with 1000 hidden units"
+PAPER_REPEATS = 100  # the ICLR submission's App. D: "All the experiments are repeated 100 times"
 
 #: Tuning (issue 21, :mod:`dpcompanion.experiments.protocols.tuning`): T in [50, 150] is the range the
 #: paper states (the FAccT version, Sec. 5), so a choice on its ends is flagged and a "beyond" setting searches

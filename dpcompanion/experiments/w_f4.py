@@ -1,4 +1,4 @@
-"""W-F4: Wu et al. (ADP-SGD, file 002) Figure 4 (App. F.3): DP-SGD on MNIST trained from
+"""W-F4: Wu et al. (ADP-SGD, arXiv 2110.07435) Figure 4 (App. F.3): DP-SGD on MNIST trained from
 scratch with a constant step size (c = 0) vs decaying ones, eta_t = 1/sqrt(2 + c t),
 c in {0, 1e-5, 1e-3, 1e-2, 0.1, 0.5}, for noise multipliers sigma in {1.6, 3.2, 6.4, 12.8},
 50 epochs: test error vs epoch, with the numerical epsilon (RDP accountant) and Thm 4.1's

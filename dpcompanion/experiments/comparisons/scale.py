@@ -13,10 +13,10 @@ no number); a run is at the paper's scale only when every dimension with a print
 matches (:func:`at_paper_scale`). This module lives in :mod:`..comparisons`, outside every
 code hash: correcting a quotation never makes a stored result stale.
 
-Widths of the DNNs of Hong et al. (the two versions differ): 001 (FAccT) Sec. 5 trains "a
+Widths of the DNNs of Hong et al. (the two versions differ): the FAccT version's Sec. 5 trains "a
 2-layer Deep Neural Network (DNN) with 1000 hidden units" for the data-efficiency figure
 (H-F-EFF); the ICLR submission, Sec. 5 uses "a Deep Neural Network (DNN) with 2 layers and 100 hidden units"
-for the momentum pane (H-F-MOM). 000 App. D names the DNN of Fig. 3 (H-F-SCALE, the retrained
+for the momentum pane (H-F-MOM). The ICLR submission's App. D names the DNN of Fig. 3 (H-F-SCALE, the retrained
 influences of H-F-INFL-EXTRA) without its width, so those pages say "not stated" and cite both.
 """
 
@@ -122,7 +122,7 @@ PAPER: dict[str, dict[str, Dim]] = {
         "hidden width (DNN row)": Dim(None, _H_DNN_WIDTH, _g("hidden")),
     },
     "h-x-eer": {
-        "training samples": Dim(None, "not in the paper (our experiment on 001 Thm 4.1-4.4)", _g("n")),
+        "training samples": Dim(None, "not in the paper (our experiment on the FAccT version's Thm 4.1-4.4)", _g("n")),
         "T": Dim(None, "not in the paper", _g("T_max")),
         "Monte Carlo runs": Dim(None, "not in the paper", _g("runs_mc")),
         "kappa grid": Dim(None, "not in the paper", lambda c: len(c.get("kappas") or [])),

@@ -230,7 +230,7 @@ def _subset(rng: np.random.Generator, idx: np.ndarray, n: int | None, what: str)
 def _synthetic(seed: int, n: int, dim: int = 100, distance: float = 10.0):
     """Two unit-variance Gaussian clusters whose centres are ``distance`` apart along a
     random direction u; points on the wrong side of the mid-plane are redrawn, so the
-    set is linearly separable (Hong et al. the ICLR submission's App. D: 100 dimensions, distance 10)."""
+    set is linearly separable (Hong et al., the ICLR submission's App. D: 100 dimensions, distance 10)."""
     rng = np.random.default_rng(seed)
     u = rng.standard_normal(dim)
     u /= np.linalg.norm(u)
@@ -249,7 +249,7 @@ def _synthetic(seed: int, n: int, dim: int = 100, distance: float = 10.0):
 
 
 def _gaussian(seed: int, n: int, dim: int, n_classes: int):
-    """Auxiliary data for tuning without privacy cost (Hong et al. the FAccT version, Sec. 5): features
+    """Auxiliary data for tuning without privacy cost (Hong et al., the FAccT version, Sec. 5): features
     ``N(0, I_dim)``, labels from a random linear score (argmax of ``X W``, W Gaussian),
     i.e. a random linearly separable labelling; nothing in it depends on private data."""
     rng = np.random.default_rng(seed)

@@ -692,6 +692,23 @@ def _patches(a: torch.Tensor, conv: torch.nn.Conv2d) -> torch.Tensor:
     return v.reshape(N, Ho * Wo, kh * kw * C)
 
 
+def _sqnorms64(x: torch.Tensor, block: int = 1 << 17) -> torch.Tensor:
+    """Squared Euclidean norms of the rows of ``x`` ``(N, D)``: float64 norms of its values
+    (:func:`norms64`, torch's vectorised reduction, faster than squaring a float64 copy),
+    squared (a few float64 ulps, inside :data:`CLIP_SLACK_NORM`), taken in blocks of rows of
+    about ``block`` elements so that each block's float64 copy stays in cache (on the W-F4
+    CNN's second conv, 256 x 8192 values: 2.3 ms against 3.1 ms in one piece, one thread).
+
+    >>> x = torch.tensor([[3.0, 4.0], [6.0, 8.0], [0.0, 1.0]])
+    >>> _sqnorms64(x, block=2).tolist(), torch.equal(_sqnorms64(x, block=2), _sqnorms64(x))
+    ([25.0, 100.0, 1.0], True)
+    """
+    rows = max(1, block // max(1, x.shape[1]))
+    if rows >= x.shape[0]:
+        return norms64(x).square()
+    return torch.cat([norms64(x[i:i + rows]) for i in range(0, x.shape[0], rows)]).square()
+
+
 def _conv_ghost(L: int, d: int, c_out: int) -> bool:
     """Whether a conv layer's per-sample norms are taken as ghost norms (else the per-sample
     gradients are formed), by counted cost per sample: forming costs the batched product
@@ -760,7 +777,7 @@ class GhostConvModel(FuncModel):
             carry = ("ghost", A, G, gb)
         else:  # the per-sample gradients (N, C_out, d)
             psg = torch.bmm(G, A)
-            nsq = torch.linalg.vector_norm(psg.reshape(N, -1), dim=-1, dtype=torch.float64).square()
+            nsq = _sqnorms64(psg.reshape(N, -1))
             carry = ("formed", psg, None, gb)
         if gb is not None:
             nsq = nsq + gb.double().square().sum(-1)

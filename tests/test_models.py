@@ -378,31 +378,68 @@ def test_cnn_ghost_clipping_equals_torch_func_per_sample_grads(name):
     _ghost_vs_vmap(model, X, y, clip=0.05)
 
 
-def test_cnn_mixed_rule_takes_both_branches_and_both_agree():
-    """The per-layer choice between the ghost norm and the formed per-sample gradient:
-    the W-F4 network's first conv (L = 196 positions, d = 64) forms it, the second
-    (L = 25, d = 256) takes the ghost norm; forcing either branch gives the same norms."""
+@pytest.mark.parametrize("conv_i, in_shape", [(0, (1, 28, 28)), (1, (16, 13, 13))])
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_cnn_ghost_and_formed_branches_give_the_same_norms_and_sums(conv_i, in_shape, layout, monkeypatch):
+    """Both branches of a conv layer (the ghost norm, the formed per-sample gradients), forced
+    in turn, give the per-sample squared norms and the clipped weight/bias sums of the
+    einsum reference, for NCHW and channels-last inputs and backprops alike."""
     from dpcompanion.training.models import GhostConvModel
 
     model = make_model("cnn-mnist", n_classes=10)
-    convs = [m for m in model.module.children() if isinstance(m, torch.nn.Conv2d)]
+    conv = [m for m in model.module.children() if isinstance(m, torch.nn.Conv2d)][conv_i].to(DT)
     g = torch.Generator().manual_seed(4)
-    a = torch.rand(3, 1, 28, 28, generator=g, dtype=DT)
-    conv = convs[0].to(DT)
-    out = conv(a)
-    grad_out = torch.randn(out.shape, generator=g, dtype=DT)
+    a = torch.rand(3, *in_shape, generator=g, dtype=DT)
+    grad_out = torch.randn(conv(a).shape, generator=g, dtype=DT)
+    if layout == "channels_last":
+        a, grad_out = (t.contiguous(memory_format=torch.channels_last) for t in (a, grad_out))
     A = F.unfold(a, conv.kernel_size, padding=conv.padding, stride=conv.stride)
     G = grad_out.reshape(3, conv.out_channels, -1)
-    ghost = ((A.transpose(1, 2) @ A) * (G.transpose(1, 2) @ G)).sum((1, 2)) + G.sum(-1).square().sum(-1)
-    per = torch.einsum("nol,ndl->nod", G, A).square().sum((1, 2)) + G.sum(-1).square().sum(-1)
-    got = GhostConvModel._layer_norms_and_sum(model, conv, a, grad_out)
-    torch.testing.assert_close(got, ghost, rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(got, per, rtol=1e-12, atol=1e-12)
-    L, d = A.shape[2], A.shape[1]
-    assert L * L * (d + conv.out_channels) >= conv.out_channels * d * L  # formed for conv 1
-    L2 = 5 * 5
-    d2 = convs[1].in_channels * 16
-    assert L2 * L2 * (d2 + convs[1].out_channels) < convs[1].out_channels * d2 * L2  # ghost for conv 2
+    psg = torch.einsum("nol,ndl->nod", G, A)
+    per = psg.square().sum((1, 2)) + G.sum(-1).square().sum(-1)
+    c = torch.rand(3, generator=g, dtype=DT)
+    ref = [torch.einsum("n,nod->od", c, psg).reshape(-1), G.sum(-1).t() @ c]
+    for force in (True, False):
+        monkeypatch.setattr(GhostConvModel, "force_ghost", force)
+        torch.testing.assert_close(GhostConvModel._layer_norms_and_sum(model, conv, a, grad_out), per,
+                                   rtol=1e-12, atol=1e-12)
+        got = GhostConvModel._layer_norms_and_sum(model, conv, a, grad_out, c)
+        for x, r in zip(got, ref):
+            torch.testing.assert_close(x, r, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("conv_kw", [dict(padding=1, padding_mode="reflect"), dict(padding=1, dilation=1, stride=2),
+                                     dict(padding=(2, 1), dilation=2)])
+def test_ghostconv_other_conv_settings_equal_torch_func(conv_kw):
+    """A conv with reflect padding (taken by the torch.func path), a strided and a dilated
+    conv (by the patches): the same norms and clipped sums as torch.func."""
+    from dpcompanion.training.models import GhostConvModel
+
+    def net():
+        return torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, **conv_kw), torch.nn.Tanh(), torch.nn.Flatten(),
+                                   torch.nn.LazyLinear(4))
+
+    probe = net()
+    probe(torch.zeros(1, 2, 7, 6))
+    n_flat = probe[3].in_features
+
+    def factory():
+        return torch.nn.Sequential(*list(net())[:3], torch.nn.Linear(n_flat, 4))
+
+    model = GhostConvModel(factory, in_shape=(2, 7, 6), n_classes=4, name="probe")
+    g = torch.Generator().manual_seed(6)
+    X = torch.rand(5, 84, generator=g, dtype=DT)
+    y = torch.tensor([0, 3, 1, 2, 1])
+    _ghost_vs_vmap(model, X, y, clip=0.05)
+
+
+def test_conv_branch_rule_by_counted_cost():
+    """The W-F4 network's convs form their per-sample gradients (many positions L for
+    their size); a conv with one output position and a wide weight takes the ghost norm."""
+    from dpcompanion.training.models import _conv_ghost
+
+    assert not _conv_ghost(196, 64, 16) and not _conv_ghost(25, 256, 32)
+    assert _conv_ghost(1, 4608, 512) and _conv_ghost(4, 2304, 256)
 
 
 def test_cnn_ghost_clipping_equals_opacus_clipped_sum():
@@ -439,10 +476,16 @@ def test_cnn_ghost_clipping_equals_opacus_clipped_sum():
 @pytest.mark.parametrize("kw", [dict(kernel_size=8, stride=2, padding=3), dict(kernel_size=4, stride=2),
                                 dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 0)),
                                 dict(kernel_size=3, dilation=2, padding=1)])
-def test_conv_unfold_equals_torch_unfold(kw):
-    from dpcompanion.training.models import _unfold
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_conv_patches_equal_torch_unfold(kw, layout):
+    """:func:`_patches` is ``F.unfold`` transposed, its patch axis ordered (k_h, k_w, C_in)."""
+    from dpcompanion.training.models import _patches
 
     conv = torch.nn.Conv2d(3, 4, **kw)
     a = torch.rand(2, 3, 11, 12, generator=torch.Generator().manual_seed(0), dtype=DT)
     ref = F.unfold(a, conv.kernel_size, dilation=conv.dilation, padding=conv.padding, stride=conv.stride)
-    torch.testing.assert_close(_unfold(a, conv), ref, rtol=0, atol=0)
+    kh, kw_ = conv.kernel_size
+    ref = ref.reshape(2, 3, kh, kw_, -1).permute(0, 4, 2, 3, 1).reshape(2, ref.shape[-1], -1)
+    if layout == "channels_last":
+        a = a.contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(_patches(a, conv), ref, rtol=0, atol=0)

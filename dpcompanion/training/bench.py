@@ -1,6 +1,6 @@
 """Benchmark: our private gradient step against Opacus on the paper's workload.
 
-Workload (Hong et al. 2022, FAccT, arXiv 2101.07413, file 001 Sec. 5; 000 App. D):
+Workload (Hong et al. 2022, FAccT, arXiv 2101.07413 Sec. 5; the ICLR submission's App. D):
 MNIST35 projected to 60 PCA dimensions, a 2-layer MLP with 1000 hidden units and one
 logistic output (``60 -> 1000 -> 1``, 62 001 parameters), **full batch** N = 1000,
 per-sample clipping at C = 4, learning rate 0.1, the uniform schedule
@@ -39,7 +39,7 @@ size before the call.
 ``tracemalloc`` is not used: it only sees Python's allocator, not torch's tensors.
 
 **Linear/logistic workload** (:func:`run_linear_benchmark`, the ``linear_*`` keys): the shape
-of the influence-by-retraining sweep (000 App. D): logistic regression on N = 1000 samples
+of the influence-by-retraining sweep (the ICLR submission, App. D): logistic regression on N = 1000 samples
 with D = 60 features (+ bias), 1000 runs, T steps (100 in full mode, 20 in quick), clipping at
 C = 4, full batch. The library's :func:`~dpcompanion.training.trainers.train_pgd` (margin fast
 path, ledger charged before every step, history of everything but the per-step loss, clip

@@ -36,7 +36,7 @@ run's parameters, e.g. for the Opacus benchmark).
 Labels are class indices ``0..n_classes-1``. With ``n_classes == 2`` the dense models
 use one output ``z`` and the label ``s = 2 y - 1 in {-1, +1}``: squared loss
 ``(z - s)^2 / 2`` and logistic loss ``log(1 + exp(-s z))`` (the binary MNIST35 /
-synthetic setups of Hong et al. 2022, 000 App. D). With more classes: squared loss
+synthetic setups of Hong et al. 2022, the ICLR submission's App. D). With more classes: squared loss
 ``||z - onehot(y)||^2 / 2`` or softmax cross-entropy.
 """
 
@@ -89,7 +89,7 @@ class ClipResult:
 def binary_output_loss(kind: str, r: torch.Tensor) -> torch.Tensor:
     """Per-sample loss of a binary model with one output ``z`` and label ``s = 2y - 1``,
     written in the *negative margin* ``r = -s z``: squared ``(z - s)^2 / 2 = (r + 1)^2 / 2``,
-    logistic ``log(1 + exp(-s z)) = softplus(r)`` (Hong et al. 2022, 000 App. D). The one
+    logistic ``log(1 + exp(-s z)) = softplus(r)`` (Hong et al. 2022, the ICLR submission's App. D). The one
     home of these two formulas: the ghost-clipping path, the evaluation and the trainers'
     linear fast path all call it.
 
@@ -287,7 +287,7 @@ class DenseModel(Model):
 
     ``hidden=()`` gives linear regression (``loss="squared"``) or logistic regression
     (``loss="logistic"``); ``hidden=(100,)`` / ``(1000,)`` the 2-layer MLPs of Hong et
-    al. 2022 (000 App. D: "DNN with 2 layers and 100 hidden units"; 001 Sec. 5: 1000
+    al. 2022 (the ICLR submission, App. D: "DNN with 2 layers and 100 hidden units"; the FAccT version, Sec. 5: 1000
     hidden units for the data-efficiency figure). ``init="zeros"`` starts at the origin
     (default for the convex models); ``"uniform"`` is PyTorch's ``nn.Linear`` rule
     ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (default with hidden layers).
@@ -865,7 +865,7 @@ class GhostConvModel(FuncModel):
 
 
 class MNISTCNN(torch.nn.Sequential):
-    """Small CNN for 28x28 grey images (stand-in for Wu et al. (ADP-SGD, file 002)
+    """Small CNN for 28x28 grey images (stand-in for Wu et al. (ADP-SGD, arXiv 2110.07435)
     App. F.4 Fig. 6, whose code is an image not in the text extraction): the tanh CNN
     of Papernot et al. 2020 (arXiv 2007.14191) used in Opacus's MNIST example:
     conv 16@8x8 s2 p3 -> tanh -> maxpool 2 s1 -> conv 32@4x4 s2 -> tanh -> maxpool 2 s1
@@ -887,7 +887,7 @@ class MNISTCNN(torch.nn.Sequential):
 
 
 class CIFARCNN(torch.nn.Sequential):
-    """Small CNN for 32x32 colour images (stand-in for Wu et al. (ADP-SGD, file 002)
+    """Small CNN for 32x32 colour images (stand-in for Wu et al. (ADP-SGD, arXiv 2110.07435)
     App. F.4 Fig. 5, an image not in the text extraction): two conv-tanh-pool blocks
     (32 and 64 channels, 3x3) and two dense layers (4096 -> 128 -> 10)."""
 

@@ -240,7 +240,8 @@ def test_page_with_a_partial_paper_sweep_says_how_far_it_got(paper_exp, monkeypa
     store.compute(ID, mode="full")
     _stop_part_way(monkeypatch)
     _set_unit_walls(root, 1800.0)  # 2 units of half an hour done, 2 left: about 1 CPU-hour
-    line = f"paper-scale run in progress: 2 of 4 units done, about 1 CPU-hours left; {CONTINUE}"
+    line = (f"paper-scale run in progress: 2 of 4 units done, about 1 CPU-hours left at the finished units' mean time "
+            f"(units left may be larger); {CONTINUE}")
     assert store.paper_progress_note(ID) == line  # not in a git repository: nothing said about commits
     top, bottom = _page(shown)
     assert top[0] == describe(store.load(ID, mode="quick").payload) and top[1] == line and len(top) == 3
@@ -263,7 +264,8 @@ def test_page_with_a_partial_paper_sweep_says_how_far_it_got(paper_exp, monkeypa
     _stop_part_way(monkeypatch)
     _set_unit_walls(root, 1800.0)
     assert store.paper_progress_note(ID) == (f"paper-scale run in progress: 3 of 4 units done (2 of them committed), "
-                                             f"about 0.5 CPU-hours left; {CONTINUE}")
+                                             f"about 0.5 CPU-hours left at the finished units' mean time (units left "
+                                             f"may be larger); {CONTINUE}")
 
 
 def test_page_and_verdicts_use_a_complete_fresh_paper_result_and_say_so(paper_exp):

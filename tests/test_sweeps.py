@@ -207,3 +207,16 @@ def test_progress_counts_only_the_units_of_the_sweep(gated, tmp_path, monkeypatc
     monkeypatch.delenv("DPC_TEST_GATE")
     res = store.compute("test-gated", mode="quick", seed=0)
     assert (res.record()["units_reused"], res.record()["units_computed"]) == (3, 3)
+
+
+def test_no_time_estimate_from_units_of_unequal_size():
+    """A sweep whose finished units took very different times (one unit per N, say) gives no
+    time estimate rather than one from their mean; units alike give the mean times the units
+    left."""
+    from dpcompanion.experiments.store.sweeps import estimate_left
+
+    assert estimate_left([100.0, 110.0, 90.0], 2) == (200.0, "")
+    est, why = estimate_left([60.0, 900.0], 3)
+    assert est is None and "differ in size" in why
+    assert estimate_left([0.01, 0.05], 4)[0] == round(0.03 * 4, 1)  # sub-second noise is not a size difference
+    assert estimate_left([], 4) == (None, "time left not yet estimated (no unit of the current code has finished)")

@@ -6,7 +6,7 @@ wall_s`` (and the digest and why a stale result is stale; ``complete: true``). A
 progress (units stored in ``<id>/<mode>.units/``, not yet assembled: killed, interrupted, or
 running) is listed as ``PARTIAL`` with ``units_done/units_total``, the units stored by older
 code (recomputed on resume) and ``estimate_left_s``, the mean wall time of its finished units
-times the units left (``complete: false``; it is never shown as a result). A damaged result (a file missing, unreadable or not
+times the units left, or ``estimate_why`` when the units differ in size or none has finished (``complete: false``; it is never shown as a result). A damaged result (a file missing, unreadable or not
 matching its digest) is listed as ``DAMAGED`` with the file and what is wrong (``damaged``
 in the JSON); every other result is still listed. Paper-mode results (the paper's own sizes,
 where an experiment defines them) and partial paper sweeps are listed like full ones.
@@ -84,10 +84,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"no stored results under {root}")
     for r in rows:
         if not r["complete"]:
-            left = "unknown" if r["estimate_left_s"] is None else f"about {r['estimate_left_s']} s"
+            left = r["estimate_why"] if r["estimate_left_s"] is None else f"about {r['estimate_left_s']} s of compute at the finished units' mean time (units left may be larger)"
             old = f", {r['units_old_code']} stored by older code (recomputed)" if r["units_old_code"] else ""
             print(f"{r['id']:<12} {r['mode']:<6} PARTIAL {r['units_done']}/{r['units_total']} units{old}; "
-                  f"left: {left} of compute; `python -m dpcompanion experiment {r['id']} --mode {r['mode']}` "
+                  f"left: {left}; `python -m dpcompanion experiment {r['id']} --mode {r['mode']}` "
                   "resumes it")
             continue
         if r["damaged"]:

@@ -320,8 +320,8 @@ def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
         tag = f" ({committed} of them committed)"
     old = (f", {part['units_old_code']} stored by older code (recomputed)" if part["units_old_code"] else "")
     left = part["estimate_left_s"]
-    when = ("time left not yet estimated (no unit of the current code has finished)" if left is None
-            else f"about {left / 3600:.2g} CPU-hours left")
+    when = (part["estimate_why"] if left is None
+            else f"about {left / 3600:.2g} CPU-hours left at the finished units' mean time (units left may be larger)")
     return (f"paper-scale run in progress: {done} of {total} units done{tag}{old}, {when}; continue with "
             f"`python -m dpcompanion experiment {experiment_id} --mode paper`")
 
@@ -335,7 +335,8 @@ def full_absent_note(experiment_id: str) -> str:
     part = sweeps.sweep_progress(experiment_id, "full")
     if part is not None:
         why += (f"; a full sweep is partly done ({part['units_done']}/{part['units_total']} units stored"
-                + (f", about {part['estimate_left_s']} s of compute left" if part["estimate_left_s"] is not None else "")
+                + (f", about {part['estimate_left_s']} s of compute left" if part["estimate_left_s"] is not None
+                   else f"; {part['estimate_why']}")
                 + ") and is not shown until it is complete")
     return f"{why}: `python -m dpcompanion experiment {experiment_id} --mode full` computes it."
 

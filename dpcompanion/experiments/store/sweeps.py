@@ -155,16 +155,45 @@ def _sweep_state(experiment_id: str, mode: str, root: Path | None) -> tuple[dict
     done = len(current)
     walls = [float(r.get("wall_s", 0.0)) for r in current.values()]
     left = total - done
-    est = round(sum(walls) / len(walls) * left, 1) if walls else None
+    est, why = estimate_left(walls, left)
     return ({"id": exp.id, "mode": mode, "seed": seed, "device": device, "units_done": done, "units_total": total,
-             "units_old_code": len(recs) - len(current), "estimate_left_s": est, "path": str(folder)}, set(current))
+             "units_old_code": len(recs) - len(current), "estimate_left_s": est, "estimate_why": why,
+             "path": str(folder)}, set(current))
+
+
+#: finished units whose wall times differ by more than this factor (and by more than
+#: UNEQUAL_MIN_S seconds) are of unequal sizes: their mean says nothing about the units left
+UNEQUAL_FACTOR = 2.0
+UNEQUAL_MIN_S = 1.0
+
+
+def estimate_left(walls: list[float], left: int) -> tuple[float | None, str]:
+    """Compute left in a sweep: the finished units' mean wall time times the ``left`` units,
+    when the finished units look alike; ``(None, why)`` when none has finished, or when their
+    times differ by more than :data:`UNEQUAL_FACTOR` (e.g. one unit per N: a mean of the small
+    ones would promise minutes for hours of work).
+
+    >>> estimate_left([10.0, 12.0], 3)
+    (33.0, '')
+    >>> estimate_left([54.0, 150.0], 3)
+    (None, 'units differ in size (54 s to 150 s so far): no estimate from them')
+    >>> estimate_left([], 2)[0] is None
+    True
+    """
+    if not walls:
+        return None, "time left not yet estimated (no unit of the current code has finished)"
+    lo, hi = min(walls), max(walls)
+    if hi > UNEQUAL_FACTOR * lo and hi - lo > UNEQUAL_MIN_S:
+        return None, f"units differ in size ({lo:.0f} s to {hi:.0f} s so far): no estimate from them"
+    return round(sum(walls) / len(walls) * left, 1), ""
 
 
 def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> dict | None:
     """Progress of a sweep whose finished units are stored but not yet assembled: ``units_done``
     (units of the sweep, stored by the current code), ``units_total``, ``units_old_code``
     (stored by older code, or for another seed, device or config: not reused) and
-    ``estimate_left_s`` (mean wall time of the finished units times the units left); None when
+    ``estimate_left_s`` (:func:`estimate_left`: mean wall time of the finished units times the units left,
+    ``estimate_why`` saying why not); None when
     no unit is stored. The sweep is the seed and device of the newest unit file."""
     state = _sweep_state(experiment_id, mode, root)
     return None if state is None else state[0]

@@ -69,6 +69,7 @@ def test_killed_sweep_resumes_reusing_the_finished_units(gated, tmp_path, capsys
     rows = _cli_json(["results", "--results-dir", str(root), "--json"], capsys)
     part = [r for r in rows if r["id"] == "test-gated"]
     assert len(part) == 1 and part[0]["complete"] is False
+    assert part[0]["fresh"] is True  # its 3 units are this code's: fresh, but never shown as a result
     assert (part[0]["units_done"], part[0]["units_total"]) == (3, 6)
     assert part[0]["estimate_left_s"] is not None
     assert cli.main(["results", "--results-dir", str(root)]) == 0
@@ -102,7 +103,7 @@ def test_interrupted_local_sweep_resumes_with_the_same_digest(gated, tmp_path, m
     assert store.sweep_progress("test-gated", "quick") is None
 
 
-def test_units_of_older_code_are_recomputed_and_said_so(gated, tmp_path, monkeypatch):
+def test_units_of_older_code_are_recomputed_and_said_so(gated, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DPC_TEST_GATE", str(tmp_path / "gate"))
     monkeypatch.setenv("DPC_TEST_GATE_RAISE", "1")
     with pytest.raises(RuntimeError):
@@ -112,6 +113,8 @@ def test_units_of_older_code_are_recomputed_and_said_so(gated, tmp_path, monkeyp
     rec = json.loads(f.read_text())
     f.write_text(json.dumps({**rec, "code_hash": "0" * 64}))
     assert store.sweep_progress("test-gated", "quick")["units_old_code"] == 1
+    rows = _cli_json(["results", "--json"], capsys)
+    assert [r["fresh"] for r in rows if r["id"] == "test-gated" and not r["complete"]] == [False]  # stale unit
     monkeypatch.delenv("DPC_TEST_GATE")
     lines = []
     res = store.compute("test-gated", mode="quick", progress=lines.append)

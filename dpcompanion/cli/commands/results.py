@@ -6,7 +6,10 @@ wall_s`` (and the digest and why a stale result is stale; ``complete: true``). A
 progress (units stored in ``<id>/<mode>.units/``, not yet assembled: killed, interrupted, or
 running) is listed as ``PARTIAL`` with ``units_done/units_total``, the units stored by older
 code (recomputed on resume) and ``estimate_left_s``, the mean wall time of its finished units
-times the units left, or ``estimate_why`` when the units differ in size or none has finished (``complete: false``; it is never shown as a result). A damaged result (a file missing, unreadable or not
+times the units left, or ``estimate_why`` when the units differ in size or none has finished
+(``complete: false``: it is never shown as a result; ``fresh: true`` when every stored unit was
+computed by the current code and config, so committed units of a sweep that spans sittings
+read as fresh on a clone, and a unit stored by older code makes it stale). A damaged result (a file missing, unreadable or not
 matching its digest) is listed as ``DAMAGED`` with the file and what is wrong (``damaged``
 in the JSON); every other result is still listed. Paper-mode results (the paper's own sizes,
 where an experiment defines them) and partial paper sweeps are listed like full ones.
@@ -71,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         row["complete"] = True
         rows.append(row)
     for part in store.list_partial(root):
-        rows.append({**part, "complete": False, "fresh": False})
+        # fresh: every stored unit was computed by this code and config (a unit stored by older
+        # code is recomputed on resume); complete: false keeps it off every page and report
+        rows.append({**part, "complete": False, "fresh": part["units_old_code"] == 0 and part["units_done"] > 0})
     if args.json:
         print(json.dumps(rows, sort_keys=True))
         return 0

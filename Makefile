@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make book   set up .venv if needed, execute every notebook (quick mode) with
-#               papermill, build the HTML book into _build/html/ and, where Chromium is
-#               installed (make browser), the theory chapters' PDF (dpcompanion-theory.pdf)
+#               papermill, build the HTML book into _build/html/ and the theory chapters'
+#               PDF (dpcompanion-theory.pdf) with Chromium (make browser installs it as root)
 #   make test   set up .venv if needed, then run the pytest suite
 # Variables: MODE=quick|full, DEVICE=auto|cpu|cuda, SEED=N (passed to the runner).
 SHELL := /bin/bash
@@ -53,14 +53,14 @@ fashion:
 	  || echo "fashion: could not install dataset-fashion-mnist; the w-* pages use MNIST"; \
 	else echo "fashion: apt not usable; the w-* pages use MNIST"; fi
 
-book: $(STAMP) $(MATHJAX) fashion
+book: $(STAMP) $(MATHJAX) fashion browser
 	$(PY) -m dpcompanion reproduce --mode $(MODE) --device $(DEVICE) --seed $(SEED)
 	$(VENV)/bin/jupyter-book build . -W --keep-going --path-output .
 	$(PY) -m dpcompanion.book.pdf _build/html
 	@echo "book: _build/html/index.html"
 
-# Headless Chromium and its WebDriver for the browser test (Debian's chromium and
-# chromium-driver), installed when apt is usable (root). Where they cannot be installed the
+# Headless Chromium and its WebDriver for the theory PDF (make book) and the browser test
+# (Debian's chromium and chromium-driver), installed when apt is usable (root). Where they cannot be installed the
 # browser test skips outside CI; under CI an unlisted skip fails (tests/skip_policy.py).
 browser:
 	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \

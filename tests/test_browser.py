@@ -168,7 +168,9 @@ return out;
 """
 # Words from the project's workshop that must not reach readers (issue 23): the papers' file
 # numbers, the catalogue's name, issue numbers.
-INTERNAL_WORDS = [r"\bfile 00\d", r"\bfiles 00\d", r"\bSPEC\b", r"(?i)\bissues? #?\d+", r"\(00[0-4]\)"]
+# a source named by its file number ("(001 Sec. 5)", "000 App. D") instead of what it is
+FILE_CITATIONS = [r"\(00[0-4][ ,)]", r"(?<![\w.])00[0-4],? (?:Sec|App|Eq|Alg|Fig|Thm|Theorem|Lemma|Table|Remark)\b"]
+INTERNAL_WORDS = [r"\bfile 00\d", r"\bfiles 00\d", r"\bSPEC\b", r"(?i)\bissues? #?\d+", *FILE_CITATIONS]
 
 
 @pytest.fixture(scope="module")

@@ -1001,7 +1001,7 @@ _KIND_COLORS = {"uni": COLORS["uniform"], "exp": COLORS["exp"], "dyn": COLORS["d
 
 @figure_function
 def efficiency_figure(*, N, loss: dict, loss_se: dict, acc: dict, acc_se: dict, title: str = ""):
-    """001 Fig. 1 middle/right layout: final training loss (left) and test accuracy
+    """The FAccT version's Fig. 1 middle/right layout: final training loss (left) and test accuracy
     (right) vs the number of training samples N, one line per schedule with 2-SE bars.
     Each dict maps a schedule label ("uni", "exp") to an array over ``N``."""
     apply_style()

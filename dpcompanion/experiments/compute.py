@@ -130,7 +130,7 @@ def table(*, root: Path | None = None, cpu_peak_gflops: float | None = None,
         res = store.load(eid, mode="full", root=root)
         prov = {} if res is None else res.provenance
         config = prov.get("config") if isinstance(prov.get("config"), dict) else base.config_for(exp, "full")
-        scale = prov.get("scale") if isinstance(prov.get("scale"), dict) else scale_of(eid, config)
+        scale = scale_of(eid, config)  # the paper's values and quotations from this code, ours from the config
         wall = prov.get("wall_s")
         device = prov.get("device")
         status = ("not stored" if res is None else res.stale_reason if res.damaged

@@ -9,9 +9,10 @@
 * ``margin``: the tolerance or smallest effect of interest (units of ``ours``), ``mde``: the
   smallest effect our runs detect at 80% power, ``runs_needed``: for an ``inconclusive`` row,
   how many runs would separate zero from the paper's value at 80% power;
-* ``scale``: ``{dimension: {"paper", "ours", "source", "match"}}`` (recorded in the result's
-  provenance, else computed from its recorded config by :func:`.scale.scale_of`) and
-  ``at_paper_scale``;
+* ``scale``: ``{dimension: {"paper", "ours", "source", "match"}}``, computed by
+  :func:`.scale.scale_of` from the result's recorded config (the paper's values and quotations
+  from this code, so a corrected quotation shows without touching the result; the block recorded
+  in the provenance at save time is kept as a record) and ``at_paper_scale``;
 * ``tuning``: the payload's ``tuning`` list (``{param, method, chosen, grid_min, grid_max,
   interior, stated_bound, tuning_seeds, report_seeds}``), ``[]`` where it has none;
 * ``result``: which stored result the row was judged on: ``{"mode": "full" | "quick" |
@@ -115,7 +116,9 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
                  "note": f"{why}: `python -m dpcompanion experiment {eid}` computes it (or `verdicts --compute`)"}]
     prov = res.provenance
     config = prov.get("config") or base.config_for(base.get(eid), mode, seed=seed)
-    scale = prov.get("scale") or scale_mod.scale_of(eid, config)
+    # the paper's side of the block (values, quotations) is read from this code, ours from the
+    # recorded config: a corrected quotation shows at once and never makes a result stale
+    scale = scale_mod.scale_of(eid, config)
     payload = res.payload
     tuning = payload.get("tuning", []) if isinstance(payload, dict) else []
     result = {"mode": mode, "fresh": bool(res.fresh), "digest": prov.get("digest"),

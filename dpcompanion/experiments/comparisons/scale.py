@@ -5,8 +5,9 @@ comes from, and ours, read from a config.
 :data:`PAPER` holds only what the papers print, each with its source (file, section) and a
 short quotation; ``None`` where the paper states no number (the source then says what it does
 state). :func:`scale_of` pairs it with our value for a config; a result's provenance records
-that block at save time (``scale``, :func:`dpcompanion.experiments.store.compute`), and
-:func:`scale_of` recomputes it from the recorded config for results saved before.
+that block at save time (``scale``, :func:`dpcompanion.experiments.store.compute`); the pages,
+the verdict report and the compute table recompute it with :func:`scale_of` from the recorded
+config, so the quotations they show are always this module's.
 
 "Matches" is decided per dimension (``match``: equal values; ``None`` where the paper gives
 no number); a run is at the paper's scale only when every dimension with a printed value

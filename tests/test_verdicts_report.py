@@ -188,7 +188,7 @@ def test_report_covers_the_book_on_the_committed_results():
     for r in rows:
         assert KEYS <= set(r)
         if r["result"]["mode"] != "computed":
-            assert r["scale"] and r["result"]["mode"] in ("full", "quick"), r["page"]
+            assert r["scale"] and r["result"]["mode"] in ("full", "paper", "quick"), r["page"]
         o = r["ours"]
         if r["verdict"] == "agrees" and o["ci_low"] is not None and o["ci_low"] != o["ci_high"]:
             m = r["margin"] or 0.0

@@ -62,6 +62,10 @@ CONFIGS = {
              "gammas": [0.9, 0.94, 0.97, 0.99], "crossings": [0.1, 0.25, 0.5],
              "tune_repeats": 4, "repeats": 30, "n_test": None, "max_rounds": 3},
 }
+#: the paper's size (``--mode paper``): full mode with the ICLR submission's App. D "All the experiments are
+#: repeated 100 times" (100 fresh repeats per chosen schedule) and 10 tuning seeds per candidate; N = 1000
+#: and 100 hidden units are already the paper's (Sec. 5, Fig. 2 caption). About 15 CPU minutes here.
+CONFIGS["paper"] = {**CONFIGS["full"], "repeats": 100, "tune_repeats": 10}
 
 
 def _schedule(c, T: int) -> np.ndarray:
@@ -190,7 +194,8 @@ def _rule_rows(payload) -> list[dict]:
 
 EXPERIMENT = from_module(__name__, id="h-f-mom",
     title="Momentum DNN: uniform vs expinfl vs momexpinfl (the ICLR submission, Fig. 2 right)",
-    scale_note="full: the paper's N = 1000 and 100 hidden units; 30 fresh repeats per schedule (paper: 100)",
+    scale_note="full: the paper's N = 1000 and 100 hidden units; 30 fresh repeats per schedule (paper: 100); "
+               "paper mode (`--mode paper`): 100 repeats, every size the paper's",
 )
 
 

@@ -91,6 +91,11 @@ PAPER: dict[str, dict[str, Dim]] = {
                                  _range("dnn_T_grid")),
         "data scales": Dim(None, "the ICLR submission, App. D, Results: the data scale is varied (values in Fig. 3 only)",
                            _g("scales")),
+        # dyn's schedule comes from the influence estimated by retraining (App. D, "Estimate of influences by
+        # retraining"): the paper estimates it at every step, 100 repeats; ours at infl_steps steps
+        "influence: steps estimated": Dim(100, "the ICLR submission, App. D: \"Repeating the estimation for all t in range "
+                                          "1 to 100\"", _g("infl_steps")),
+        "influence: repeats": Dim(100, _H_REPEATS, _g("infl_repeats")),
     },
     "h-f-mom": {
         "training samples": Dim(1000, "the ICLR submission, Fig. 2 caption: \"subsampled MNIST dataset of 1000 training samples\"",

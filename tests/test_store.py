@@ -869,3 +869,26 @@ def test_a_real_sweep_resumed_from_stored_units_has_the_straight_digest(tiny, tm
     rec = res.record()
     assert (rec["units_reused"], rec["units_computed"], rec["units_total"]) == (2, len(units) - 2, len(units))
     assert res.digest == straight.digest
+
+
+def test_results_and_units_record_the_cpu_and_revalidation_names_another_cpu(tiny, monkeypatch):
+    """A fingerprint recorded on one kind of CPU cannot revalidate on another (BLAS and torch
+    round differently there): the stale message says so and names both CPUs, instead of blaming
+    the code change; on the same CPU it blames the code."""
+    from dpcompanion.experiments.store import executors, results as store_results
+
+    full = _full_then_edit(tiny, monkeypatch, quick_changes=True)
+    here = executors.cpu_model()
+    assert full.provenance["cpu"] == here and full.provenance["quick_cpu"] == here
+    assert "the code change changes numbers;" in store.revalidate(tiny.id, device="cpu")["detail"]
+    monkeypatch.setattr(store_results, "cpu_model", lambda: "Some Other CPU 9000")
+    detail = store.revalidate(tiny.id, device="cpu")["detail"]
+    assert f"recorded on another CPU ({here}; this one: Some Other CPU 9000)" in detail, detail
+    assert detail.endswith("recompute the full result")
+
+
+def test_a_stored_unit_records_its_cpu(tmp_path):
+    from dpcompanion.experiments.store import executors, sweeps
+
+    sweeps.save_unit(tmp_path, "k", {"a": 1}, {"x": 1.0}, {"runs": 1}, code="c" * 64, seed=0)
+    assert json.loads((tmp_path / "k.json").read_text())["cpu"] == executors.cpu_model()

@@ -88,7 +88,9 @@ hours of recomputation. When a full (or paper) result is computed, the quick mod
 code and seed is computed too and its digest recorded (``quick_digest``). When the code hash later
 changes, :func:`revalidate` recomputes only the quick mode; if its digest equals the recorded
 one, the full result is marked fresh for the new code hash (the event is appended to
-``revalidated`` in its provenance, with the date), otherwise it stays stale.
+``revalidated`` in its provenance, with the date), otherwise it stays stale. The fingerprint
+holds on one kind of CPU (results and units record ``cpu``, full and paper results also
+``quick_cpu``): on another kind the stale message names both CPUs.
 
 The package, by role: :mod:`.hashing` (digest, config hash, code hash), :mod:`.files` (the
 files of a result: layout, seal, atomic saves, checked reads), :mod:`.sweeps` (resumable

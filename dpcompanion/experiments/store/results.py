@@ -24,7 +24,7 @@ from dpcompanion.core.provenance import git_state, resolve_device, validate_seed
 from dpcompanion.experiments import base
 from dpcompanion.experiments.comparisons.scale import scale_of  # the scale block of a result (issue 21)
 from dpcompanion.experiments.store import files, hashing, sweeps
-from dpcompanion.experiments.store.executors import LocalExecutor
+from dpcompanion.experiments.store.executors import LocalExecutor, cpu_model
 from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
 from dpcompanion.experiments.store.hashing import config_hash, digest
 
@@ -252,13 +252,14 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
         "id": exp.id, "mode": mode, "commit": commit, "dirty": dirty, "config": config,
         "config_hash": config_hash(config), "code_hash": hashing.code_hash(exp), "code_files": hashing.code_files(exp),
         "scale": scale_of(exp.id, config),
-        "device": resolved, "versions": _versions(),
+        "device": resolved, "cpu": cpu_model(), "versions": _versions(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **stats, "executor": ex.describe(), "digest": digest(payload), "revalidated": [],
     }
     if quick is not None:
         prov["quick_digest"] = quick.digest
         prov["quick_device"] = quick.provenance.get("device")
+        prov["quick_cpu"] = cpu_model()
     prov = sealed(prov)
     files.save(target, payload, prov)
     # the result is complete and saved: its units are no longer needed (keeps the repository small)
@@ -378,9 +379,19 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
     quick = load_or_compute(exp.id, mode="quick", seed=seed, device=p.get("quick_device") or device,
                             executor=executor, root=root)
     if quick.digest != p["quick_digest"]:
+        here, there = cpu_model(), p.get("quick_cpu")
+        if there == here or (p.get("quick_device") or "cpu") != "cpu":
+            why = "the code change changes numbers;"
+        elif there:
+            why = (f"recorded on another CPU ({there}; this one: {here}), whose kernels round differently, so "
+                   "this cannot tell a code change that moves numbers from the CPU's last bits: revalidate on "
+                   f"a {there} or")
+        else:
+            why = (f"the CPU that recorded it is not known (this one: {here}); float results can differ in their "
+                   "last bits from one kind of CPU to another, so this cannot tell which changed them:")
         return {"id": exp.id, "status": "stale",
-                "detail": f"quick digest changed ({p['quick_digest'][:12]} -> {quick.digest[:12]}): the code change "
-                          f"changes numbers; recompute the {mode} result"}
+                "detail": f"quick digest changed ({p['quick_digest'][:12]} -> {quick.digest[:12]}): {why} "
+                          f"recompute the {mode} result"}
     new_hash = hashing.code_hash(exp)
     event = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
              "from_code_hash": p.get("code_hash"), "to_code_hash": new_hash, "quick_digest": quick.digest,

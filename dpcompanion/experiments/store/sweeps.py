@@ -19,6 +19,7 @@ from dpcompanion.experiments import base
 from dpcompanion.experiments.store import files
 from dpcompanion.experiments.store.files import NPZ_ERRORS, results_root, temp_name
 from dpcompanion.experiments.store import hashing
+from dpcompanion.experiments.store.executors import cpu_model
 from dpcompanion.experiments.store.hashing import digest
 
 __all__ = ["UNITS_SUFFIX", "units_dir", "unit_key", "save_unit", "load_unit", "sweep_progress", "list_partial",
@@ -102,7 +103,8 @@ def save_unit(folder: Path, key: str, unit: dict, result: dict, counts: dict, *,
             with open(p, "wb") as fh:
                 np.savez_compressed(fh, **arrays)
         _atomic_bytes(folder / f"{key}.npz", npz)
-    rec = {"key": key, "unit": unit, "seed": int(seed), "device": device, "code_hash": code, "result": enc,
+    rec = {"key": key, "unit": unit, "seed": int(seed), "device": device, "cpu": cpu_model(), "code_hash": code,
+           "result": enc,
            "digest": digest(result), "runs": int(counts.get("runs", 0)), "run_steps": int(counts.get("run_steps", 0)),
            "wall_s": round(float(counts.get("wall_s", 0.0)), 3),
            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "created_ns": time.time_ns()}

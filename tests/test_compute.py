@@ -16,10 +16,12 @@ from dpcompanion.experiments import base, compute, paper_scale, store
 
 @pytest.fixture
 def results_copy(tmp_path):
-    """A copy of the committed full results (and benchmark files) under tmp_path."""
+    """A copy of the committed full and paper results, paper sweeps in progress (units) and
+    benchmark files under tmp_path."""
     root = tmp_path / "results"
-    for d in sorted((REPO / "results").glob("*/full")):
-        shutil.copytree(d, root / d.parent.name / "full")
+    for pattern in ("*/full", "*/paper", "*/paper.units"):
+        for d in sorted((REPO / "results").glob(pattern)):
+            shutil.copytree(d, root / d.parent.name / d.name)
     if (REPO / "results" / "bench").is_dir():
         shutil.copytree(REPO / "results" / "bench", root / "bench")
     return root
@@ -147,3 +149,21 @@ def test_paper_scale_tiny_smoke_cli_and_arithmetic(results_copy, tmp_path, capsy
 def test_paper_scale_without_a_stored_result_says_what_to_run(tmp_path):
     with pytest.raises(RuntimeError, match="experiment h-f-eff --mode full"):
         paper_scale.hfeff_estimate(size="tiny", root=tmp_path)
+
+
+def test_paper_mode_rows_show_a_partial_sweep_and_then_the_result(results_copy, tmp_path):
+    """The compute page's paper-mode table: one row per experiment with a paper mode; a sweep in
+    progress shows its stored units and their summed time, never as a result."""
+    rows = {r["id"]: r for r in compute.table(root=results_copy, mode="paper")}
+    assert set(rows) == set(base.with_mode("paper"))
+    for eid, r in rows.items():
+        assert r["mode"] == "paper" and r["command"].startswith(f"python -m dpcompanion experiment {eid} --mode paper")
+        part = store.sweep_progress(eid, "paper", results_copy)
+        if r["stored"]:
+            assert r["status"] in ("fresh",) or r["status"].startswith("stale")
+        elif part is not None:
+            assert r["status"] == f"partial: {part['units_done']}/{part['units_total']} units"
+            assert r["wall_s"] == part["wall_s_done"] and "so far" in compute.display_rows([r])[0][1]
+        else:
+            assert r["status"] == "not stored" and r["wall_s"] is None
+    assert all(r["mode"] == "full" for r in compute.table(root=results_copy))

@@ -72,9 +72,9 @@ def measured_cpu_peak(root: Path | None = None) -> tuple[float, str] | None:
     return None
 
 
-def rerun_command(experiment_id: str, provenance: dict[str, Any]) -> str:
-    """The command that recomputes the stored full result: its device, seed and executor
-    (``dask LocalCluster(n workers x 1 thread)`` -> ``--executor dask --workers n``).
+def rerun_command(experiment_id: str, provenance: dict[str, Any], mode: str = "full") -> str:
+    """The command that recomputes the stored ``mode`` result (full, or paper): its device, seed
+    and executor (``dask LocalCluster(n workers x 1 thread)`` -> ``--executor dask --workers n``).
 
     >>> rerun_command("w-f4", {"device": "cpu", "executor": "local", "config": {"seed": 0}})
     'python -m dpcompanion experiment w-f4 --mode full'
@@ -82,7 +82,7 @@ def rerun_command(experiment_id: str, provenance: dict[str, Any]) -> str:
     ...                           "config": {"seed": 3}})
     'python -m dpcompanion experiment h-f-eff --mode full --device cuda --seed 3 --executor dask --workers 2'
     """
-    cmd = f"python -m dpcompanion experiment {experiment_id} --mode full"
+    cmd = f"python -m dpcompanion experiment {experiment_id} --mode {mode}"
     dev = provenance.get("device")
     if dev and dev != "cpu":
         cmd += f" --device {dev}"
@@ -110,9 +110,12 @@ def gpu_estimate_s(wall_s: float | None, *, cpu_peak_gflops: float | None,
 
 
 def table(*, root: Path | None = None, cpu_peak_gflops: float | None = None,
-          gpu_gflops: float = GPU_ASSUMED_GFLOPS) -> list[dict[str, Any]]:
+          gpu_gflops: float = GPU_ASSUMED_GFLOPS, mode: str = "full") -> list[dict[str, Any]]:
     """One row per experiment (:func:`dpcompanion.experiments.base.all_experiments`, in id
     order) from its stored full result under ``root`` (default: the results folder).
+    ``mode="paper"``: one row per experiment that defines a paper mode (the papers' own sizes),
+    from its complete paper result; while its sweep is partial the status says how many units
+    are stored (``partial: k/n units``) and the time is the sum of theirs.
 
     A row: ``id``, ``title``, ``stored`` (a full result exists), ``status`` (``fresh``,
     ``stale: <why>``, ``damaged: ...`` or ``not stored``), ``wall_s``, ``device``, ``executor``,
@@ -125,23 +128,32 @@ def table(*, root: Path | None = None, cpu_peak_gflops: float | None = None,
     if cpu_peak_gflops is None:
         found = measured_cpu_peak(root)
         cpu_peak_gflops = found[0] if found else None
+    base.validate_mode(mode)
     rows = []
     for eid, exp in base.all_experiments().items():
-        res = store.load(eid, mode="full", root=root)
+        if mode not in base.modes_of(exp):
+            continue
+        res = store.load(eid, mode=mode, root=root)
         prov = {} if res is None else res.provenance
-        config = prov.get("config") if isinstance(prov.get("config"), dict) else base.config_for(exp, "full")
+        config = prov.get("config") if isinstance(prov.get("config"), dict) else base.config_for(exp, mode)
         scale = scale_of(eid, config)  # the paper's values and quotations from this code, ours from the config
         wall = prov.get("wall_s")
         device = prov.get("device")
         status = ("not stored" if res is None else res.stale_reason if res.damaged
                   else "fresh" if res.fresh else f"stale: {res.stale_reason}")
+        part = store.sweep_progress(eid, mode, root) if res is None else None
+        if part is not None:  # a sweep in progress: its stored units' time, never shown as a result
+            status = f"partial: {part['units_done']}/{part['units_total']} units"
+            wall = part["wall_s_done"]
+            device = part.get("device")
         on_gpu = isinstance(device, str) and device.startswith("cuda")
         rows.append({
-            "id": eid, "title": exp.title, "stored": res is not None and not res.damaged, "status": status,
+            "id": eid, "mode": mode, "title": exp.title, "stored": res is not None and not res.damaged,
+            "status": status,
             "wall_s": wall, "device": device, "executor": prov.get("executor"), "runs": prov.get("runs"),
             "run_steps": prov.get("run_steps"), "units": prov.get("units"), "created": prov.get("created"),
             "commit": prov.get("commit"),
-            "command": rerun_command(eid, prov or {"config": config}),
+            "command": rerun_command(eid, prov or {"config": config}, mode),
             "scale_note": exp.scale_note, "scale": scale,
             "at_paper_scale": at_paper_scale(scale) if scale else None,
             "differs": [k for k, d in scale.items() if d.get("match") is False],
@@ -181,7 +193,9 @@ def display_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     out = []
     for r in rows:
         if not r["stored"]:
-            out.append([f"`{r['id']}`", "n/a", "n/a", "n/a", f"`{r['command']}`", r["scale_note"] or "n/a", "n/a",
+            so_far = (f"{duration(r['wall_s'])} so far" if r["status"].startswith("partial") and r["wall_s"] is not None
+                      else "n/a")
+            out.append([f"`{r['id']}`", so_far, "n/a", "n/a", f"`{r['command']}`", r["scale_note"] or "n/a", "n/a",
                         r["status"]])
             continue
         sizes = ("the paper's scale" if r["at_paper_scale"] else

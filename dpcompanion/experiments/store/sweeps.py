@@ -159,7 +159,8 @@ def _sweep_state(experiment_id: str, mode: str, root: Path | None) -> tuple[dict
     left = total - done
     est, why = estimate_left(walls, left)
     return ({"id": exp.id, "mode": mode, "seed": seed, "device": device, "units_done": done, "units_total": total,
-             "units_old_code": len(recs) - len(current), "estimate_left_s": est, "estimate_why": why,
+             "units_old_code": len(recs) - len(current), "wall_s_done": round(sum(walls), 3),
+             "estimate_left_s": est, "estimate_why": why,
              "path": str(folder)}, set(current))
 
 
@@ -193,8 +194,8 @@ def estimate_left(walls: list[float], left: int) -> tuple[float | None, str]:
 def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> dict | None:
     """Progress of a sweep whose finished units are stored but not yet assembled: ``units_done``
     (units of the sweep, stored by the current code), ``units_total``, ``units_old_code``
-    (stored by older code, or for another seed, device or config: not reused) and
-    ``estimate_left_s`` (:func:`estimate_left`: mean wall time of the finished units times the units left,
+    (stored by older code, or for another seed, device or config: not reused), ``wall_s_done``
+    (the finished units' wall seconds, summed) and ``estimate_left_s`` (:func:`estimate_left`: mean wall time of the finished units times the units left,
     ``estimate_why`` saying why not); None when
     no unit is stored. The sweep is the seed and device of the newest unit file."""
     state = _sweep_state(experiment_id, mode, root)

@@ -239,6 +239,36 @@ def test_publish_writes_data_and_code_beside_the_page(tmp_path, monkeypatch):
     assert f"figures/h-f-eff/figure-{n}.csv" in caption and "{download}`code" in caption
 
 
+def test_a_figure_of_a_stored_result_names_that_result_in_its_caption(tmp_path, monkeypatch):
+    """A quick-mode build that draws the committed paper-scale (or full) result labels the
+    figure with that result's mode and commit, not "quick mode" alone; outside drawn_from the
+    caption names the build only."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from dpcompanion.core.provenance import Provenance
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setenv(plotting.BOOK_DIR_ENV, str(tmp_path))
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.extend(a))
+    try:
+        prov = shell.user_ns["prov"] = Provenance.start(notebook="h-f-mom", mode="quick", seed=0, device="cpu")
+        CASES["efficiency_figure"]()
+        plain = shown[-1].data
+        with plotting.drawn_from(mode="paper", commit="28c07ad"):
+            CASES["efficiency_figure"]()
+        labelled = shown[-1].data
+        CASES["efficiency_figure"]()
+        after = shown[-1].data
+    finally:
+        InteractiveShell.clear_instance()
+    assert f"quick mode, commit {prov.commit}" in plain and "stored" not in plain
+    assert "the stored paper-mode result, computed at commit 28c07ad; drawn by this build (quick mode" in labelled
+    assert "stored" not in after
+    code = sorted((tmp_path / plotting.FIGURES_DIR / "h-f-mom").glob("figure-*.py"))
+    assert any("the stored paper-mode result, computed at commit 28c07ad" in c.read_text() for c in code)
+
+
 def test_every_function_that_makes_a_figure_returns_something():
     src = (REPO / "dpcompanion" / "book" / "plotting.py").read_text()
     missing = []

@@ -20,6 +20,7 @@ size the figure is shown in the book's text column, no overlapping tick labels.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import inspect
@@ -381,6 +382,37 @@ def _notebook_cell() -> tuple[str, int | None, str | None]:
     return source, None, None
 
 
+@contextlib.contextmanager
+def drawn_from(*, mode: str, commit: str):
+    """Inside this block, every published figure's caption names the stored result it plots
+    (``mode``, the ``commit`` that computed it) beside the build that drew it: a page of a
+    quick-mode build drawing the committed full or paper-scale result must not label that
+    figure "quick mode".
+
+    >>> with drawn_from(mode="paper", commit="28c07ad"):
+    ...     _state.result
+    ('paper', '28c07ad')
+    >>> getattr(_state, "result", None) is None
+    True
+    """
+    prev = getattr(_state, "result", None)
+    _state.result = (str(mode), str(commit))
+    try:
+        yield
+    finally:
+        _state.result = prev
+
+
+def _caption_provenance(prov) -> str:
+    """The last part of a figure's caption: the build that drew it and, inside
+    :func:`drawn_from`, the stored result it plots."""
+    build = f"{prov.mode} mode, commit {prov.commit}" + (" (dirty tree)" if prov.dirty else "")
+    src = getattr(_state, "result", None)
+    if src is None:
+        return build
+    return f"the stored {src[0]}-mode result, computed at commit {src[1]}; drawn by this build ({build})"
+
+
 def publish(fig) -> None:
     """Show ``fig`` in the running book notebook with its data and code links (see the module
     docstring). Outside a book notebook (no IPython kernel, or no Provenance started) it does
@@ -408,8 +440,7 @@ def publish(fig) -> None:
         # the layout check of every published figure, kept for the tests of the built book
         (folder / f"{stem}.layout.json").write_text(json.dumps(
             {"function": name, "problems": figure_problems(fig)}, indent=1) + "\n")
-        code = [f"# Figure {n} of the page {page!r} of the dpcompanion book ({prov.mode} mode, commit {prov.commit}"
-                f"{' with local changes' if prov.dirty else ''}).",
+        code = [f"# Figure {n} of the page {page!r} of the dpcompanion book ({_caption_provenance(prov)}).",
                 f"# Drawn by dpcompanion.book.{name} ({rel}, lines {first}-{last}): {repo_link}",
                 f"# called from {cell.replace('`', '')} of notebooks/{page}.ipynb (below); its data: {stem}.csv.",
                 "", "# --- the notebook cell ---", *[f"# {ln}" if ln else "#" for ln in cell_source.splitlines()],
@@ -424,7 +455,7 @@ def publish(fig) -> None:
     plt.close(fig)
     if repo_link:
         parts.append(f"[source at {at}]({repo_link})")
-    parts.append(f"{prov.mode} mode, commit {prov.commit}" + (" (dirty tree)" if prov.dirty else ""))
+    parts.append(_caption_provenance(prov))
     display(Markdown("<small>" + " · ".join(parts) + "</small>"))
 
 

@@ -25,6 +25,7 @@ is shown.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from typing import Any, Callable
 
@@ -80,8 +81,22 @@ class ExperimentPage:
         _md(self.module.describe(self.payload if payload is None else payload) + suffix)
 
     def figures(self, payload: dict | None = None) -> None:
-        if self.figure is not None:
-            self.figure(self.payload if payload is None else payload)
+        if self.figure is None:
+            return
+        if payload is None:
+            with self.drawing(self.result):
+                self.figure(self.payload)
+            return
+        self.figure(payload)
+
+    def drawing(self, result: store.StoredResult):
+        """A context for drawing ``result``'s figures: when it is a stored result of another mode
+        than this build's (the committed full or paper-scale result on a quick page), each
+        figure's caption names that result's mode and commit
+        (:func:`dpcompanion.book.plotting.drawn_from`); otherwise nothing changes."""
+        if result.mode == self.mode:
+            return contextlib.nullcontext()
+        return plotting.drawn_from(mode=result.mode, commit=str(result.provenance.get("commit", "unknown")))
 
     def verdicts(self, payload: Any = None, *, head: str = "") -> None:
         """The paper-vs-ours table of the rules' verdicts (the module's ``verdict_rows``, of this
@@ -132,7 +147,8 @@ class ExperimentPage:
         if paper is not None:
             self.sizes(paper.payload, suffix=f" {PAPER_SHOWN} <small>{paper.summary()}</small>")
             if self.full_figure is not None:
-                self.full_figure(paper.payload)
+                with self.drawing(paper):
+                    self.full_figure(paper.payload)
             self.verdicts(paper.payload)
             return
         full = store.fresh_full(self.id) if self.mode != "full" else self.result
@@ -141,7 +157,8 @@ class ExperimentPage:
             return
         self.sizes(full.payload, suffix=f" <small>{full.summary()}</small>")
         if self.full_figure is not None:
-            self.full_figure(full.payload)
+            with self.drawing(full):
+                self.full_figure(full.payload)
         self.verdicts(full.payload)
 
     def reproduction(self) -> None:

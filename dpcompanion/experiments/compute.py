@@ -192,15 +192,16 @@ def display_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     renders them)."""
     out = []
     for r in rows:
+        paper = r.get("mode") == "paper"  # the experiment's scale note describes its full mode
         if not r["stored"]:
             so_far = (f"{duration(r['wall_s'])} so far" if r["status"].startswith("partial") and r["wall_s"] is not None
                       else "n/a")
-            out.append([f"`{r['id']}`", so_far, "n/a", "n/a", f"`{r['command']}`", r["scale_note"] or "n/a", "n/a",
-                        r["status"]])
+            note = "the paper's sizes (`--mode paper`)" if paper else (r["scale_note"] or "n/a")
+            out.append([f"`{r['id']}`", so_far, "n/a", "n/a", f"`{r['command']}`", note, "n/a", r["status"]])
             continue
         sizes = ("the paper's scale" if r["at_paper_scale"] else
                  ("differs: " + ", ".join(r["differs"]) if r["differs"] else "the paper prints no size"))
-        sizes += f" ({r['scale_note']})" if r["scale_note"] else ""
+        sizes += f" ({r['scale_note']})" if r["scale_note"] and not paper else ""
         g = r["gpu_estimate_s"]
         gpu = ("measured (this run was on a GPU)" if r["gpu_measured"]
                else "< 1 s" if g is not None and g < 1 else duration(g))

@@ -210,3 +210,22 @@ def test_report_covers_the_book_on_the_committed_results():
         assert modes == {want}, (page, modes)
         if want == "paper":
             assert all(r["at_paper_scale"] for r in rows if r["page"] == page), page
+
+
+def test_no_document_calls_full_mode_the_papers_scale():
+    """Issue 21: no text a user reads calls full mode "the paper's scale" (the README said
+    "reproduce --mode full  # paper scale" and "builds the book at paper scale"; the verdicts
+    page "the paper-scale (full) result")."""
+    import json as _json
+    import re
+
+    from dpcompanion.core.provenance import REPO
+
+    bad = re.compile(r"(?i)(--mode full|MODE=full|full mode|\(full\))[^.\n]{0,60}\bpapers?'?s? scale\b"
+                     r"|\bpapers?'?s?[- ]scale \(full\)|builds the book at (the )?papers?'?s? scale")
+    texts = {"README.md": (REPO / "README.md").read_text(), "CONTRIBUTING.md": (REPO / "CONTRIBUTING.md").read_text()}
+    texts.update({str(p.relative_to(REPO)): p.read_text() for p in (REPO / "book").glob("*.md")})
+    for p in sorted((REPO / "notebooks").glob("*.ipynb")):
+        texts[str(p.relative_to(REPO))] = "\n".join("".join(c["source"]) for c in _json.loads(p.read_text())["cells"])
+    found = [(name, m.group(0)) for name, t in texts.items() for m in bad.finditer(t)]
+    assert not found, found

@@ -37,9 +37,11 @@ def findings_markdown(experiments: Sequence[tuple[str, str, str, Sequence[dict[s
     ...                         {"proved": 2, "refuted": 1, "error": 0}))
     - **{doc}`Data efficiency <h-f-eff>`** (full result): 1 agrees
     - **Theory**: 3 statements checked: 2 proved, 1 refuted; see {doc}`the errata <errata>`
+    >>> findings_markdown([("h-f-mom", "Momentum", "paper", [{"verdict": "disagrees"}])], {}).splitlines()[0]
+    '- **{doc}`Momentum <h-f-mom>`** (paper-scale result): 1 disagrees'
     """
-    out = [f"- **{{doc}}`{label} <{eid}>`** ({mode} result): {verdict_tally(rows)}"
-           for eid, label, mode, rows in experiments]
+    out = [f"- **{{doc}}`{label} <{eid}>`** ({'paper-scale' if mode == 'paper' else mode} result): "
+           f"{verdict_tally(rows)}" for eid, label, mode, rows in experiments]
     n = sum(claim_counts.values())
     shown = ", ".join(f"{c} {s}" for s, c in claim_counts.items() if c)
     out.append(f"- **Theory**: {n} statements checked: {shown}; see {{doc}}`the errata <{claims_page}>`")

@@ -686,7 +686,11 @@ def test_cleanup_removes_stale_temporaries_only(fast, monkeypatch):
 
 def test_two_saves_racing_at_the_swap_both_succeed(fast, monkeypatch):
     """Forced races (15): two threads save the same result and meet between their two
-    renames; both succeed, the last one wins, nothing is left over."""
+    renames; both succeed, the last one wins, nothing is left over. Each race is a real
+    collision (a rename refused because the other writer's result landed first); how many
+    renames fail beyond that depends on how the threads are scheduled (one may also find the
+    old result already moved away by the other, ENOENT, which the save handles), so the test
+    counts collisions per race, not an exact total (it failed 17 != 15 on a quiet machine)."""
     import threading
 
     store.load_or_compute(fast.id, mode="quick", device="cpu")
@@ -720,6 +724,7 @@ def test_two_saves_racing_at_the_swap_both_succeed(fast, monkeypatch):
                 errors.append(exc)
 
         threads = [threading.Thread(target=save, args=(a,)) for a in saves]
+        before = len(lost)
         for t in threads:
             t.start()
         for t in threads:
@@ -728,7 +733,9 @@ def test_two_saves_racing_at_the_swap_both_succeed(fast, monkeypatch):
         r = store.load(fast.id, mode="quick")
         assert r.fresh and r.provenance["created"] in {f"race {i} writer 0", f"race {i} writer 1"}
         assert _leftovers(r.path.parents[1]) == []
-    assert len(lost) == 15 and set(lost) <= {errno.ENOTEMPTY, errno.EEXIST}  # each race was a real collision
+        race = lost[before:]
+        assert {errno.ENOTEMPTY, errno.EEXIST} & set(race), race  # a real collision at the swap
+        assert set(race) <= {errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT}, race
 
 
 def test_a_save_losing_every_swap_fails_with_one_clean_message(fast, monkeypatch):

@@ -117,7 +117,7 @@ def table(*, root: Path | None = None, cpu_peak_gflops: float | None = None,
     from its complete paper result; while its sweep is partial the status says how many units
     are stored (``partial: k/n units``) and the time is the sum of theirs.
 
-    A row: ``id``, ``title``, ``stored`` (a full result exists), ``status`` (``fresh``,
+    A row: ``id``, ``mode``, ``title``, ``stored`` (a result of ``mode`` exists), ``status`` (``fresh``,
     ``stale: <why>``, ``damaged: ...`` or ``not stored``), ``wall_s``, ``device``, ``executor``,
     ``runs``, ``run_steps``, ``units``, ``created``, ``command`` (:func:`rerun_command`),
     ``scale_note`` (the experiment's own sentence), ``scale`` (the block recorded in the

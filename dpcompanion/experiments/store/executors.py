@@ -7,6 +7,7 @@ of every code hash) and hands each result back to the calling process as it fini
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -32,12 +33,15 @@ EXECUTORS = ("local", "dask")
 RUN_POLICY = "unit single-threaded: torch 1 intra-op thread, BLAS 1 thread"
 
 
+@functools.cache
 def cpu_model() -> str:
     """This machine's processor as the kernel names it (``/proc/cpuinfo``'s first "model name"),
     else :func:`platform.processor` or the architecture. Recorded with every result and unit:
     the same code, config and seed give the same digest on one kind of CPU, but BLAS and torch
     pick other kernels on another (measured: H-F-MOM quick, digest d19b49cac0ac on an Intel Xeon,
     e253ac98eb6b on an AMD EPYC, same commit), so a fingerprint revalidates only on its CPU kind.
+    Read once per process. (``training.bench.provenance_extras`` reads the same line for the
+    benchmark files: the one shared home, ``core.provenance``, is in every result's code hash.)
 
     >>> isinstance(cpu_model(), str) and len(cpu_model()) > 0
     True

@@ -248,18 +248,19 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
         if own:
             ex.close()
     commit, dirty = git_state()
+    cpu = cpu_model()
     prov = {
         "id": exp.id, "mode": mode, "commit": commit, "dirty": dirty, "config": config,
         "config_hash": config_hash(config), "code_hash": hashing.code_hash(exp), "code_files": hashing.code_files(exp),
         "scale": scale_of(exp.id, config),
-        "device": resolved, "cpu": cpu_model(), "versions": _versions(),
+        "device": resolved, "cpu": cpu, "versions": _versions(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         **stats, "executor": ex.describe(), "digest": digest(payload), "revalidated": [],
     }
     if quick is not None:
         prov["quick_digest"] = quick.digest
         prov["quick_device"] = quick.provenance.get("device")
-        prov["quick_cpu"] = cpu_model()
+        prov["quick_cpu"] = quick.provenance.get("cpu") or cpu  # a quick result cached before CPUs were recorded: here
     prov = sealed(prov)
     files.save(target, payload, prov)
     # the result is complete and saved: its units are no longer needed (keeps the repository small)

@@ -14,7 +14,10 @@ matching its digest) is listed as ``DAMAGED`` with the file and what is wrong (`
 in the JSON); every other result is still listed. Paper-mode results (the paper's own sizes,
 where an experiment defines them) and partial paper sweeps are listed like full ones.
 ``--revalidate`` first re-checks every stale full or paper result by its behavioural fingerprint
-(:func:`dpcompanion.experiments.store.revalidate`): only the quick mode is recomputed.
+(:func:`dpcompanion.experiments.store.revalidate`): only the quick mode is recomputed; a result
+whose fingerprint was recorded on another kind of CPU, and the units of a sweep in progress
+stored by older code, by the reference check (:mod:`dpcompanion.experiments.store.reference`:
+the quick mode of the commit whose code made them, computed here, against the current code's).
 ``--seal`` seals the provenance of results stored before provenance seals existed, without
 recomputing (:func:`dpcompanion.experiments.store.seal_unsealed`).
 """
@@ -61,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
         for r in store.list_results(root):
             if r.mode in base.FINGERPRINTED_MODES and not r.fresh:
                 events.append((r.mode, store.revalidate(r.id, device=device, root=root, mode=r.mode)))
+        for part in store.list_partial(root):  # sweeps in progress with units of older code
+            if part["mode"] in base.FINGERPRINTED_MODES and part["units_old_code"]:
+                events.append((part["mode"], store.revalidate(part["id"], device=device, root=root,
+                                                              mode=part["mode"])))
     rows = []
     for r in store.list_results(root):
         rec = r.record()
@@ -76,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
     for part in store.list_partial(root):
         # fresh: every stored unit was computed by this code and config (a unit stored by older
         # code is recomputed on resume); complete: false keeps it off every page and report
-        rows.append({**part, "complete": False, "fresh": part["units_old_code"] == 0 and part["units_done"] > 0})
+        row = {**part, "complete": False, "fresh": part["units_old_code"] == 0 and part["units_done"] > 0}
+        ev = [e for m, e in events if e["id"] == part["id"] and m == part["mode"]]
+        if ev:
+            row["revalidation"] = ev[0]
+        rows.append(row)
     if args.json:
         print(json.dumps(rows, sort_keys=True))
         return 0

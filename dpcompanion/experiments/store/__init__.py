@@ -90,12 +90,19 @@ changes, :func:`revalidate` recomputes only the quick mode; if its digest equals
 one, the full result is marked fresh for the new code hash (the event is appended to
 ``revalidated`` in its provenance, with the date), otherwise it stays stale. The fingerprint
 holds on one kind of CPU (results and units record ``cpu``, full and paper results also
-``quick_cpu``): on another kind the stale message names both CPUs.
+``quick_cpu``). On another kind, and for the units of a sweep in progress (which record no
+fingerprint), :func:`revalidate` takes the **reference check** (:mod:`.reference`): it finds the
+commit whose code made the result (by its recorded code hash), computes that commit's quick
+mode on this machine in a subprocess, and compares it with the current code's quick mode,
+computed here too. Equal digests revalidate it (``method: reference`` in the event, with the
+commit, this CPU and the digest, which later serves as this CPU's fingerprint); a unit so
+revalidated is restamped for the current code and reused by the resumed sweep. Otherwise the
+stale message says why (digests differ, no commit with that code, or it could not run here).
 
 The package, by role: :mod:`.hashing` (digest, config hash, code hash), :mod:`.files` (the
 files of a result: layout, seal, atomic saves, checked reads), :mod:`.sweeps` (resumable
 sweeps: units stored as they finish), :mod:`.executors` (local and Dask), :mod:`.results`
-(compute, load, freshness, revalidation, listing) and :mod:`.migrate` (a one-off rewrite of
+(compute, load, freshness, revalidation, listing), :mod:`.reference` (the reference check) and :mod:`.migrate` (a one-off rewrite of
 recorded config hashes). Callers use the names this package exports
 (``from dpcompanion.experiments import store``; ``store.load_or_compute(...)``).
 """
@@ -111,13 +118,13 @@ from dpcompanion.experiments.store.hashing import (
     CODE_HASH_EXCLUDE, CONFIG_DIGITS, TIME_KEYS, code_files, code_hash, config_hash, digest)
 from dpcompanion.experiments.store.results import (
     StoredResult, compute, fresh_full, fresh_paper, full_absent_note, list_results, load, load_or_compute,
-    paper_progress_note, result_to_show, revalidate, seal_unsealed)
+    paper_progress_note, result_to_show, revalidate, revalidate_units, seal_unsealed)
 from dpcompanion.experiments.store.sweeps import (
     committed_units, list_partial, save_unit, sweep_progress, unit_key, units_dir)
 
 __all__ = [
     "StoredResult", "load_or_compute", "units_dir", "unit_key", "sweep_progress", "list_partial", "save_unit", "load",
-    "compute", "revalidate", "list_results", "seal_unsealed", "sealed", "digest", "config_hash", "code_files",
+    "compute", "revalidate", "revalidate_units", "list_results", "seal_unsealed", "sealed", "digest", "config_hash", "code_files",
     "code_hash", "results_root", "result_dir", "check_writable", "LocalExecutor", "DaskExecutor", "make_executor",
     "check_executor_options", "EXECUTORS", "INLINE_MAX", "check_scheduler_address", "max_workers", "fresh_full",
     "full_absent_note", "result_to_show", "fresh_paper", "paper_progress_note", "committed_units", "SEAL", "SEAL_COMMAND", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "TIME_KEYS",

@@ -28,7 +28,7 @@ import numpy as np
 from dpcompanion.experiments import base
 from dpcompanion.experiments.store.executors import RUN_POLICY
 
-__all__ = ["digest", "config_hash", "code_files", "code_hash", "TIME_KEYS", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE",
+__all__ = ["digest", "config_hash", "code_files", "code_hash", "code_files_at", "code_hash_of", "walk_code", "TIME_KEYS", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE",
            "PKG"]
 
 PKG = Path(__file__).resolve().parents[2]
@@ -131,16 +131,23 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _imports_of(path: Path, module: str) -> set[str]:
-    st = path.stat()
-    return set(_imports_of_cached(path, module, st.st_mtime_ns, st.st_size))
+def module_paths(name: str) -> tuple[str, str] | None:
+    """The two paths (relative to the repository, posix) a dpcompanion module can live at:
+    ``dpcompanion/a/b.py`` and ``dpcompanion/a/b/__init__.py``; None outside the package."""
+    if name != "dpcompanion" and not name.startswith("dpcompanion."):
+        return None
+    rel = "/".join(name.split("."))
+    return f"{rel}.py", f"{rel}/__init__.py"
 
 
-@functools.lru_cache(maxsize=4096)
-def _imports_of_cached(path: Path, module: str, mtime_ns: int, size: int) -> frozenset[str]:
-    """The dpcompanion modules ``module`` (at ``path``) imports; cached per file version."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    pkg = module if path.name == "__init__.py" else module.rpartition(".")[0]
+@functools.lru_cache(maxsize=8192)
+def imports_in_source(source_sha: str, source: bytes, module: str, is_pkg: bool) -> frozenset[str]:
+    """Every module name ``module`` (source ``source``, a package's ``__init__`` when
+    ``is_pkg``) imports, imports inside functions included, with the parents of each (a
+    submodule import also runs its parents' ``__init__``); not yet filtered to those that
+    exist. Cached by the source's sha256."""
+    tree = ast.parse(source, filename=module)
+    pkg = module if is_pkg else module.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -154,44 +161,92 @@ def _imports_of_cached(path: Path, module: str, mtime_ns: int, size: int) -> fro
                 mod = node.module or ""
             out.add(mod)
             out.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import module`
-    # a submodule import also runs its parent packages' __init__
     for m in list(out):
         while "." in m:
             m = m.rpartition(".")[0]
             out.add(m)
-    return frozenset(m for m in out if _module_file(m) is not None)
+    return frozenset(out)
 
 
-def _source_file(name: str) -> Path | None:
-    """The source of a dpcompanion module, or of an already imported module outside the
-    package (an experiment defined in a test, say)."""
+def walk_code(roots, source_of) -> dict[str, str]:
+    """``{module: sha256 of its source}`` for the modules ``roots`` and every module they
+    import, transitively, minus :data:`CODE_HASH_EXCLUDE`. ``source_of(name)`` gives a module's
+    ``(source bytes, is_pkg)``, or None for a module that is not there (outside the package,
+    or a name imported from a module rather than a module): the one walk behind
+    :func:`code_files` (this checkout's files) and :func:`code_files_at` (a commit's)."""
+    todo = list(roots)
+    seen: dict[str, str] = {}
+    first = set(roots)
+    while todo:
+        m = todo.pop()
+        if m in seen or any(m == x or m.startswith(x + ".") for x in CODE_HASH_EXCLUDE):
+            continue
+        src = source_of(m)
+        if src is None:
+            if m in first:
+                raise ValueError(f"cannot find the source of module {m}")
+            continue
+        data, is_pkg = src
+        sha = hashlib.sha256(data).hexdigest()
+        seen[m] = sha
+        todo.extend(n for n in imports_in_source(sha, data, m, is_pkg)
+                    if n not in seen and module_paths(n) is not None)
+    return dict(sorted(seen.items()))
+
+
+def _source_here(name: str) -> tuple[bytes, bool] | None:
+    """A module's source in this checkout (or, outside the package, an already imported
+    module's file: an experiment defined in a test, say)."""
     f = _module_file(name)
     if f is None and name in sys.modules and getattr(sys.modules[name], "__file__", None):
         f = Path(sys.modules[name].__file__)
-    return f
+    return None if f is None else (f.read_bytes(), f.name == "__init__.py")
+
+
+def roots_of(exp: base.Experiment) -> list[str]:
+    """The modules defining the experiment's ``run_unit``, ``combine`` and ``units``."""
+    return [exp.run_unit.__module__, exp.combine.__module__, exp.units.__module__]
 
 
 def code_files(exp: base.Experiment) -> dict[str, str]:
     """``{module: sha256 of its source}`` for the experiment's module (the module defining its
     ``run_unit``, ``units`` and ``combine``), every dpcompanion module it imports
     (transitively, imports inside functions included), minus :data:`CODE_HASH_EXCLUDE`."""
-    todo = [exp.run_unit.__module__, exp.combine.__module__, exp.units.__module__]
-    seen: dict[str, str] = {}
-    while todo:
-        m = todo.pop()
-        if m in seen or any(m == x or m.startswith(x + ".") for x in CODE_HASH_EXCLUDE):
-            continue
-        f = _source_file(m)
-        if f is None:
-            raise ValueError(f"experiment {exp.id}: cannot find the source of module {m}")
-        seen[m] = hashlib.sha256(f.read_bytes()).hexdigest()
-        todo.extend(_imports_of(f, m) - set(seen))
-    return dict(sorted(seen.items()))
+    try:
+        return walk_code(roots_of(exp), _source_here)
+    except ValueError as exc:
+        raise ValueError(f"experiment {exp.id}: {exc}") from None
+
+
+def _hash_of(files: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps({"files": files, "run_policy": RUN_POLICY}, sort_keys=True).encode()).hexdigest()
+
+
+def code_files_at(exp: base.Experiment, read) -> dict[str, str]:
+    """:func:`code_files` as the code of another commit has them: ``read(path)`` gives the
+    bytes of a repository path at that commit, or None where it has no such file
+    (:mod:`.reference` reads them from git). The experiment's modules are named as this
+    code names them."""
+    def source_of(name):
+        paths = module_paths(name)
+        if paths is None:
+            return None
+        for path, is_pkg in zip(paths, (False, True)):
+            data = read(path)
+            if data is not None:
+                return data, is_pkg
+        return None
+    return walk_code(roots_of(exp), source_of)
+
+
+def code_hash_of(files: dict[str, str]) -> str:
+    """The code hash of a :func:`code_files` (or :func:`code_files_at`) dict, with
+    :data:`RUN_POLICY`."""
+    return _hash_of(files)
 
 
 def code_hash(exp: base.Experiment) -> str:
     """sha256 over :func:`code_files` (module names and their source hashes) and
     :data:`RUN_POLICY` (how the store runs a unit, which can change its last bits)."""
-    return hashlib.sha256(json.dumps({"files": code_files(exp), "run_policy": RUN_POLICY},
-                                     sort_keys=True).encode()).hexdigest()
+    return _hash_of(code_files(exp))
 

@@ -23,13 +23,13 @@ from typing import Any, Callable
 from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
 from dpcompanion.experiments.comparisons.scale import scale_of  # the scale block of a result (issue 21)
-from dpcompanion.experiments.store import files, hashing, sweeps
+from dpcompanion.experiments.store import files, hashing, reference, sweeps
 from dpcompanion.experiments.store.executors import LocalExecutor, cpu_model
 from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
 from dpcompanion.experiments.store.hashing import config_hash, digest
 
 __all__ = ["StoredResult", "load", "compute", "load_or_compute", "fresh_full", "fresh_paper", "full_absent_note",
-           "paper_progress_note", "result_to_show", "revalidate", "list_results", "seal_unsealed"]
+           "paper_progress_note", "result_to_show", "revalidate", "revalidate_units", "list_results", "seal_unsealed"]
 
 @dataclasses.dataclass(frozen=True)
 class StoredResult:
@@ -354,57 +354,137 @@ def result_to_show(experiment_id: str, *, mode: str, seed: int = 0, device: str 
     return shown or load_or_compute(experiment_id, mode=mode, seed=seed, device=device)
 
 
+def _fingerprints(p: dict) -> dict[str, str]:
+    """``{cpu: quick digest}`` a result's provenance holds: the one recorded with it (``quick_cpu``)
+    and one per reference revalidation (the quick digest the code gave on that CPU)."""
+    out = {}
+    if p.get("quick_digest"):
+        out[p.get("quick_cpu") or "unknown"] = p["quick_digest"]
+    for ev in p.get("revalidated") or []:
+        if ev.get("cpu") and ev.get("quick_digest") and ev.get("method") == "reference":
+            out[ev["cpu"]] = ev["quick_digest"]
+    return out
+
+
+def _reference_event(exp: base.Experiment, old_hash: str, *, hints, seed: int, device: str,
+                     repo: Path | None) -> tuple[dict | None, str]:
+    """The reference check (:mod:`.reference`) of code ``old_hash`` against the current code on
+    this machine: ``(event, '')`` when both quick digests are equal, else ``(None, why)``."""
+    try:
+        commit = reference.find_commit(exp, old_hash, hints=hints, repo=repo)
+        ref = reference.quick_digest_at(exp, commit, code_hash=old_hash, seed=seed, device=device, repo=repo)
+    except reference.ReferenceUnavailable as exc:
+        return None, f"no reference check: {exc}"
+    now = reference.quick_digest_here(exp, seed=seed, device=device)
+    if ref != now:
+        return None, (f"the code change changes numbers: on this CPU ({cpu_model()}) the recorded code "
+                      f"(commit {commit[:12]}) gives quick digest {ref[:12]}, this code {now[:12]}")
+    return {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "method": "reference",
+            "from_code_hash": old_hash, "to_code_hash": hashing.code_hash(exp), "reference_commit": commit,
+            "quick_digest": now, "cpu": cpu_model(), "commit": git_state()[0]}, ""
+
+
 def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None,
-               mode: str = "full") -> dict:
+               mode: str = "full", repo: Path | None = None) -> dict:
     """Re-check a stale full (or, ``mode="paper"``, paper) result by its behavioural
-    fingerprint (see the package docstring).
+    fingerprint (see the package docstring), or, for a paper sweep in progress, its units
+    stored by older code (:func:`revalidate_units`).
+
+    With a fingerprint recorded on this kind of CPU, the current code's quick digest is compared
+    with it. Without one (recorded on another CPU, or before CPUs were recorded), the reference
+    check (:mod:`.reference`) computes here the quick digest of the commit whose code made the
+    result and compares it with the current code's, also computed here.
 
     Returns ``{"id", "status", "detail"}``; status is ``fresh`` (nothing to do), ``revalidated``
-    (the quick digest of the current code equals the recorded one: the result is marked
-    fresh for the current code hash), ``stale`` (digests differ, or the config changed, or no
-    fingerprint was recorded) or ``missing`` (no result of ``mode``)."""
+    (the quick digests are equal: the result is marked fresh for the current code hash, the
+    event appended to ``revalidated``), ``stale`` (digests differ, or the config changed, or
+    nothing to compare with) or ``missing`` (no result of ``mode``). ``repo``: the repository
+    whose commits are the references (default: the one holding this package)."""
     exp = base.get(experiment_id)
     if mode not in base.FINGERPRINTED_MODES:
         raise ValueError(f"revalidation applies to modes {', '.join(base.FINGERPRINTED_MODES)}, got {mode!r}")
     res = load(exp.id, mode=mode, root=root)
     if res is None:
+        if sweeps.sweep_progress(exp.id, mode, root) is not None:
+            return revalidate_units(exp.id, mode=mode, device=device, root=root, repo=repo)
         return {"id": exp.id, "status": "missing", "detail": f"no {mode} result stored"}
     if res.fresh:
         return {"id": exp.id, "status": "fresh", "detail": "config and code unchanged"}
     if not res.stale_reason.startswith("code changed"):
         return {"id": exp.id, "status": "stale", "detail": res.stale_reason + "; revalidation covers code changes only"}
     p = res.provenance
-    if not p.get("quick_digest"):
-        return {"id": exp.id, "status": "stale", "detail": "no quick-mode fingerprint recorded; recompute"}
     seed = int(p.get("config", {}).get("seed", 0))
-    quick = load_or_compute(exp.id, mode="quick", seed=seed, device=p.get("quick_device") or device,
-                            executor=executor, root=root)
-    if quick.digest != p["quick_digest"]:
-        here, there = cpu_model(), p.get("quick_cpu")
-        if there == here or (p.get("quick_device") or "cpu") != "cpu":
-            why = "the code change changes numbers;"
-        elif there:
-            why = (f"recorded on another CPU ({there}; this one: {here}), whose kernels round differently, so "
-                   "this cannot tell a code change that moves numbers from the CPU's last bits: revalidate on "
-                   f"a {there} or")
-        else:
-            why = (f"the CPU that recorded it is not known (this one: {here}); float results can differ in their "
-                   "last bits from one kind of CPU to another, so this cannot tell which changed them:")
-        return {"id": exp.id, "status": "stale",
-                "detail": f"quick digest changed ({p['quick_digest'][:12]} -> {quick.digest[:12]}): {why} "
-                          f"recompute the {mode} result"}
+    qdev = p.get("quick_device") or device
+    here = cpu_model()
+    prints = _fingerprints(p)
     new_hash = hashing.code_hash(exp)
-    event = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-             "from_code_hash": p.get("code_hash"), "to_code_hash": new_hash, "quick_digest": quick.digest,
-             "commit": git_state()[0]}
+    if here in prints or qdev != "cpu":
+        recorded = prints.get(here, p.get("quick_digest"))
+        quick = load_or_compute(exp.id, mode="quick", seed=seed, device=qdev, executor=executor, root=root)
+        now = quick.digest if (quick.provenance.get("cpu") in (None, here) or qdev != "cpu") else \
+            reference.quick_digest_here(exp, seed=seed, device=qdev)
+        if now != recorded:
+            return {"id": exp.id, "status": "stale",
+                    "detail": f"quick digest changed ({recorded[:12]} -> {now[:12]}): the code change changes "
+                              f"numbers; recompute the {mode} result"}
+        event = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "method": "fingerprint",
+                 "from_code_hash": p.get("code_hash"), "to_code_hash": new_hash, "quick_digest": now, "cpu": here,
+                 "commit": git_state()[0]}
+    else:
+        hints = [ev.get("commit") for ev in reversed(p.get("revalidated") or [])] + [p.get("commit")]
+        event, why = _reference_event(exp, p["code_hash"], hints=hints, seed=seed, device=qdev, repo=repo)
+        if event is None:
+            there = p.get("quick_cpu")
+            if not p.get("quick_digest"):
+                head = "no quick-mode fingerprint recorded"
+            elif there:
+                head = (f"recorded on another CPU ({there}; this one: {here}), whose kernels round differently, "
+                        "so its fingerprint cannot be compared here")
+            else:
+                head = (f"the CPU that recorded it is not known (this one: {here}); float results can differ in "
+                        "their last bits from one kind of CPU to another")
+            return {"id": exp.id, "status": "stale", "detail": f"{head}; {why}; recompute the {mode} result"}
     check_writable(res.path)
     # the seal was intact (an edited provenance is stale for that reason, not for code, and
     # never gets here): re-seal over the new code hash and the appended event
     prov = sealed({**p, "code_hash": new_hash, "code_files": hashing.code_files(exp),
                    "revalidated": list(p.get("revalidated") or []) + [event]})
     files.replace_provenance(res.path, prov)
+    how = "unchanged" if event["method"] == "fingerprint" else \
+        f"equal to commit {event['reference_commit'][:12]}'s here"
     return {"id": exp.id, "status": "revalidated",
-            "detail": f"quick digest {quick.digest[:12]} unchanged; {mode} result fresh for code {new_hash[:12]}"}
+            "detail": f"quick digest {event['quick_digest'][:12]} {how}; {mode} result fresh for code {new_hash[:12]}"}
+
+
+def revalidate_units(experiment_id: str, *, mode: str = "paper", device: str = "cpu", root: Path | None = None,
+                     repo: Path | None = None) -> dict:
+    """Re-check the units of a sweep in progress that older code stored: per older code hash,
+    the reference check (:mod:`.reference`: that code's quick digest here against the current
+    code's); where they are equal, each unit's record is rewritten for the current code hash
+    with the event appended to its ``revalidated`` (atomically; its result is untouched), so
+    that the sweep resumes from it. Returns ``{"id", "status", "detail"}`` as :func:`revalidate`
+    (``revalidated`` when every such unit was, ``stale`` when some were not, ``fresh`` when
+    none was old)."""
+    exp = base.get(experiment_id)
+    old = sweeps.old_code_units(exp.id, mode, root)
+    if not old:
+        return {"id": exp.id, "status": "fresh", "detail": f"every stored {mode} unit is of the current code"}
+    done, kept = 0, []
+    for old_hash, recs in old.items():
+        seed, dev = int(recs[0][1].get("seed", 0)), str(recs[0][1].get("device", device))
+        event, why = _reference_event(exp, old_hash, hints=(), seed=seed, device=dev, repo=repo)
+        if event is None:
+            kept.append(f"{len(recs)} of code {old_hash[:12]}: {why}")
+            continue
+        for path, _ in recs:
+            sweeps.restamp_unit(path, event)
+        done += len(recs)
+    if kept:
+        return {"id": exp.id, "status": "stale",
+                "detail": f"{done} {mode} units revalidated; left stale (recomputed on resume): " + "; ".join(kept)}
+    return {"id": exp.id, "status": "revalidated",
+            "detail": f"{done} {mode} units of older code revalidated by the reference check; "
+                      f"fresh for code {hashing.code_hash(exp)[:12]}"}
 
 
 def list_results(root: Path | None = None) -> list[StoredResult]:

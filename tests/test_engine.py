@@ -386,3 +386,31 @@ def test_seeded_generators_are_made_on_reading_and_zero_init_reads_none():
     a = mlp.init(generators=SeededGenerators([7, 8]), dtype=DT)
     b = mlp.init(generators=[torch.Generator().manual_seed(s) for s in (7, 8)], dtype=DT)
     assert torch.equal(a, b)
+
+
+# ------------------------------------------------------------ the final evaluation is optional
+
+
+@pytest.mark.parametrize("name,sampling_rate", [("mlp", 1.0), ("logistic", 0.5), ("cnn-mnist", 0.5)])
+def test_final_eval_false_skips_only_the_training_set_evaluation(name, sampling_rate):
+    """W's segmented trainer evaluates on its own data: ``final_eval=False`` saves the pass over
+    the training set and changes nothing else, not a bit of theta nor of a recorded step."""
+    if name == "cnn-mnist":
+        g = torch.Generator().manual_seed(3)
+        X, y = torch.rand(24, 784, generator=g, dtype=torch.float32), torch.randint(0, 10, (24,), generator=g)
+        model, dt = make_model(name, n_classes=10), torch.float32
+    else:
+        X, y = _data()
+        model, dt = make_model(name, in_dim=3, hidden=4), DT
+    kw = dict(sigma=[2.0] * 4, lr=0.1, clip_norm=1.0, seed=[5, 6], sampling_rate=sampling_rate, N=len(y),
+              device="cpu", dtype=dt, progress=False)
+    a = engine.train(model, X, y, TrainConfig.build(**kw))
+    b = engine.train(model, X, y, TrainConfig.build(**kw, final_eval=False))
+    assert torch.equal(a.theta, b.theta)
+    for f in ("loss", "clip_fraction", "sigma", "lr", "steps_done"):
+        assert np.array_equal(getattr(a, f), getattr(b, f), equal_nan=True), f
+    assert a.final_loss is not None and a.train_accuracy is not None
+    assert b.final_loss is None and b.train_accuracy is None and b.meta["final_eval"] is False
+    assert b.run(1).final_loss is None  # a single run of it too
+    with pytest.raises(ValueError, match="final_eval must be True or False, got 'no'"):
+        TrainConfig.build(**kw, final_eval="no")

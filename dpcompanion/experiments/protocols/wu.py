@@ -198,7 +198,9 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
     where they are, nothing is released). The trainer is called without a budget (no ledger of its own)
     because this ledger has already charged each step. Segment ``j`` of run ``k`` draws its
     Poisson masks and noise from a seed derived from ``(seeds[k], j)``; the first segment
-    draws the initial parameters from ``seeds[k]``.
+    draws the initial parameters from ``seeds[k]``. A segment's training call skips its own
+    evaluation of the training set (``final_eval=False``): the segments are evaluated on the
+    validation set here.
 
     ``lr_rule_factory(K) -> callable(t_global, g, lr_t) -> lr`` (optional) makes step sizes
     that depend on the privatized gradient (W's adaptive rule), with state kept across
@@ -273,7 +275,7 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
         # no ledger here (no budget): this ledger has charged every step of the segment already
         config = TrainConfig.build(sigma=seg_sig, lr=seg_lr, clip_norm=clip_norm,
                                    seed=[_segment_seed(s, j) for s in seeds], N=len(y), sampling_rate=sampling_rate,
-                                   lr_rule=seg_rule, device=device, progress=False,
+                                   lr_rule=seg_rule, device=device, progress=False, final_eval=False,
                                    algorithm=None if rule is None else "adp-sgd-adaptive-segment")
         h = train(model, X, y, config, init=theta)
         lr_used[:, t0:t1] = np.nan_to_num(h.lr)

@@ -547,9 +547,11 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
     bar.update(T - taken)
 
     with torch.no_grad():
-        fl, ta = oracle.evaluate(theta)
-        final_loss = fl.to("cpu", torch.float64).numpy()
-        train_acc = ta.to("cpu", torch.float64).numpy()
+        final_loss = train_acc = None
+        if cfg.final_eval:
+            fl, ta = oracle.evaluate(theta)
+            final_loss = fl.to("cpu", torch.float64).numpy()
+            train_acc = ta.to("cpu", torch.float64).numpy()
         test_acc = None if test is None else test.evaluate(theta)[1].to("cpu", torch.float64).numpy()
     eps = charger.epsilon()  # the end-of-run report: each ledger's spent epsilon
     return History(

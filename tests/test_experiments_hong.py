@@ -45,6 +45,27 @@ def test_eff_tiny():
     assert "hidden units" in h_f_eff.describe(p)
 
 
+def test_eff_split_units_join_to_the_joint_result():
+    """From ``split_from_N`` on, each schedule is its own unit (a unit must fit in a sitting):
+    joined, they give the joint unit's choices exactly and its numbers to float rounding (the
+    two schedules' evaluation runs are batched apart); below it nothing changes, not a unit key."""
+    cfg = {"dataset": "synthetic", "N": [20, 40], "hidden": 4, "T_grid": [3, 5], "gammas": [0.8],
+           "tune_repeats": 2, "repeats": 3}
+    joint, ju = _run(h_f_eff.EXPERIMENT, cfg)
+    split, su = _run(h_f_eff.EXPERIMENT, {**cfg, "split_from_N": 40})
+    assert len(ju) == 2 and len(su) == 3 and su[0] == ju[0]
+    assert [u.get("kinds") for u in su] == [None, ["uni"], ["exp"]]
+    a, b = joint["table"], split["table"]
+    assert set(a) == set(b)
+    for k in a:
+        assert np.allclose(a[k], b[k], rtol=1e-5, atol=1e-7), k
+    assert sorted(map(str, joint["tuning"])) == sorted(map(str, split["tuning"]))
+    assert split["run_steps"] == joint["run_steps"] and split["beyond_differs"] == joint["beyond_differs"]
+    parts = [h_f_eff.run_unit(u, "cpu") for u in su[:2]]  # the exp unit of N = 40 missing
+    with pytest.raises(ValueError, match="no result for schedule exp at N = 40"):
+        h_f_eff.combine({**cfg, "mode": "quick", "seed": 3}, parts)
+
+
 def test_scale_tiny():
     cfg = {"rows": [["synthetic", "logistic"], ["synthetic", "squared"], ["synthetic", "dnn"]], "N": 30,
            "scales": [2.0, 10.0], "T_grid": [2, 4], "repeats": 3, "infl_steps": 2, "infl_levels": 2,

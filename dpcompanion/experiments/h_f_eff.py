@@ -37,12 +37,14 @@ Sizes. ``configs["full"]`` uses 100 hidden units so that full mode runs in minut
 CPU cores; the paper's 1000 hidden units cost about 8x more per run-step on CPU
 (``results/bench/cpu-paper-scale.json``). ``configs["paper"]`` (:data:`PAPER_SCALE`) is the
 paper's size: 1000 hidden units, 100 repeats, T tuned in [50, 150] on the auxiliary Gaussian
-set (10 tuning repeats per candidate), the same N as full mode. About 3.9 CPU hours here
-(:mod:`dpcompanion.experiments.paper_scale`), one unit per N as in full mode (the N = 4000
-unit alone about 2.9 hours), so it runs resumably over several sittings:
+set (10 tuning repeats per candidate), the same N as full mode. Hours on two cores (the
+estimate of :mod:`dpcompanion.experiments.paper_scale`, measured on an Intel Xeon, was 2 to
+3 times too low for the AMD EPYC that ran N = 2000), one unit per N up to 2000 and one per N
+and schedule at N = 4000 (``split_from_N``: a unit keeps nothing until it finishes, and one
+unit for N = 4000 would outlast a sitting), so it runs resumably over several sittings:
 ``python -m dpcompanion experiment h-f-eff --mode paper [--executor dask --workers 2]``; each
 finished unit is stored in ``results/h-f-eff/paper.units/`` (commit them to carry on
-elsewhere).
+elsewhere); the compute page lists the units done and their times.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ CONFIGS = {
 }
 #: the paper's size (the FAccT version, Sec. 5): 1000 hidden units, 100 repeats; T in [50, 150]
 PAPER_SCALE = {**CONFIGS["full"], "hidden": PAPER_HIDDEN, "repeats": PAPER_REPEATS, "tune_repeats": 10,
-               "T_grid": [50, 75, 100, 125, 150]}
+               "T_grid": [50, 75, 100, 125, 150], "split_from_N": 4000}
 CONFIGS["paper"] = PAPER_SCALE  # the optional paper mode (``--mode paper``)
 KINDS = ("uni", "exp")
 
@@ -115,17 +117,30 @@ def _run_grouped(model, X, y, cands, seeds, *, device, X_test=None, y_test=None)
 
 
 def units(config) -> list[dict]:
+    """One unit per N; from ``config["split_from_N"]`` on (paper mode: N = 4000, about 4 CPU
+    hours in one piece on this AMD EPYC, more than a sitting), one unit per N and schedule
+    (``"kinds": ["uni"]``, ``["exp"]``): each tunes and runs its schedule alone on the same
+    seeds, so uni and exp stay paired by seed, and :func:`combine` joins them (numbers equal
+    to the joint unit's to float rounding: the two schedules' evaluation runs are batched
+    apart)."""
     seeds = hp.unit_seeds(config["seed"], len(config["N"]))
     keys = ("hidden", "T_grid", "gammas", "tune_repeats", "repeats")
     extra = {"dataset": config.get("dataset", "mnist35"), "max_rounds": int(config.get("max_rounds", 3)),
              "T_range": list(config.get("T_range", [min(config["T_grid"]), max(config["T_grid"])]))}
-    return [{"N": int(n), "seed": s, **extra, **{k: config[k] for k in keys}} for n, s in zip(config["N"], seeds)]
+    split = config.get("split_from_N")
+    out = []
+    for n, s in zip(config["N"], seeds):
+        u = {"N": int(n), "seed": s, **extra, **{k: config[k] for k in keys}}
+        out += [{**u, "kinds": [k]} for k in KINDS] if split is not None and n >= split else [u]
+    return out
 
 
 def run_unit(unit, device) -> dict:
-    """Tune both schedules on an auxiliary Gaussian set of size N, then run them on MNIST35."""
+    """Tune both schedules (or the unit's ``kinds``) on an auxiliary Gaussian set of size N,
+    then run them on MNIST35."""
     t0 = time.perf_counter()
     N = unit["N"]
+    kinds = tuple(unit.get("kinds", KINDS))
     s_aux, s_data, s_tune, s_eval = hp.unit_seeds(unit["seed"], 4)
     priv = data.load(unit.get("dataset", "mnist35"), seed=s_data, n=N, scale=hp.SCALE)
     aux = data.load("gaussian", seed=s_aux, n=N, dim=priv.dim, n_classes=2, scale=hp.SCALE)
@@ -156,7 +171,7 @@ def run_unit(unit, device) -> dict:
         stated = {"T": {"low": (lo, text), "high": (hi, text)}} if setting == "paper" else {}
         lim = {"T": T_LIMITS, "gamma": GAMMA_LIMITS}
         chosen[setting], traces[setting] = {}, {}
-        for kind in KINDS:
+        for kind in kinds:
             start = traces["paper"][kind]["grids"] if setting == "beyond" else None
             grids = {"T": start["T"] if start else unit["T_grid"]}
             if kind == "exp":
@@ -172,9 +187,9 @@ def run_unit(unit, device) -> dict:
     records = []
     for setting in ("paper", "beyond"):
         if setting == "beyond" and not beyond_differs and all(
-                traces["beyond"][k]["grids"] == traces["paper"][k]["grids"] for k in KINDS):
+                traces["beyond"][k]["grids"] == traces["paper"][k]["grids"] for k in kinds):
             continue
-        for kind in KINDS:
+        for kind in kinds:
             records += tuning.record(traces[setting][kind], method=kind, tuning_seeds=tune_seeds,
                                      report_seeds=eval_seeds, setting=setting, cell=f"N = {N}")
     cands = sorted(cache)
@@ -184,6 +199,8 @@ def run_unit(unit, device) -> dict:
            "tuning": records, "beyond_differs": beyond_differs, "repeats": len(eval_seeds),
            "tune_repeats": len(tune_seeds),
            "wall_s": time.perf_counter() - t0, "train_wall_s": acc["wall"] + w2, "run_steps": acc["steps"] + rs2}
+    if "kinds" in unit:
+        out["kinds"] = list(kinds)
     for setting in ("paper", "beyond"):
         sub = out if setting == "paper" else out.setdefault("beyond", {})
         for kind, c in chosen[setting].items():
@@ -211,11 +228,43 @@ def _table(units: list[dict]) -> dict:
     return {k: np.array([row[k] for row in rows]) for k in rows[0]}
 
 
+def _join(results: list[dict]) -> list[dict]:
+    """One record per N: the per-schedule units of a split N (:func:`units`) joined, in units
+    order (their tuning candidates and records one after the other, times and run-steps
+    summed, ``beyond_differs`` when it differs for either)."""
+    out: list[dict] = []
+    by_N: dict[int, dict] = {}
+    for r in results:
+        if "kinds" not in r:
+            out.append(r)
+            continue
+        m = by_N.get(r["N"])
+        if m is None:
+            m = by_N[r["N"]] = {k: v for k, v in r.items() if k != "kinds"}
+            m["beyond"] = dict(r["beyond"])
+            out.append(m)
+            continue
+        for kind in r["kinds"]:
+            m[kind] = r[kind]
+            m["beyond"][kind] = r["beyond"][kind]
+        for k in ("tune_kind", "tune_T", "tune_gamma", "tuning"):
+            m[k] = list(m[k]) + list(r[k])
+        m["tune_aux_loss"] = np.concatenate([m["tune_aux_loss"], r["tune_aux_loss"]])
+        for k in ("wall_s", "train_wall_s", "run_steps"):
+            m[k] = m[k] + r[k]
+        m["beyond_differs"] = bool(m["beyond_differs"] or r["beyond_differs"])
+    missing = [(r["N"], k) for r in out for k in KINDS if k not in r]
+    if missing:
+        raise ValueError(f"h-f-eff: no result for schedule {missing[0][1]} at N = {missing[0][0]}")
+    return out
+
+
 def combine(config, results) -> dict:
     """Per N: each schedule's mean and SE; paired differences uni - exp (loss) and
     exp - uni (accuracy), positive when exp is better. ``table``: the paper's T range;
     ``table_beyond``: the choices with that range lifted (the same as ``table`` where the
-    choice stayed inside it)."""
+    choice stayed inside it). A split N's per-schedule units are joined first (:func:`_join`)."""
+    results = _join(results)
     table = _table(results)
     beyond = _table([{**r, **r["beyond"]} for r in results])
     return {"table": table, "table_beyond": beyond, "beyond_differs": [bool(r["beyond_differs"]) for r in results],
@@ -230,7 +279,7 @@ def combine(config, results) -> dict:
 EXPERIMENT = from_module(__name__, id="h-f-eff",
     title="Data efficiency: exp vs uni tuned on auxiliary Gaussian data (the FAccT version, Fig. 1 middle/right)",
     scale_note="full: the paper's protocol with 100 hidden units instead of 1000 and 50 repeats instead of 100; "
-               "paper mode (`--mode paper`, about 3.9 CPU hours here): the paper's 1000 hidden units and 100 repeats",
+               "paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats",
 )
 
 

@@ -88,24 +88,25 @@ CONFIGS["paper"] = PAPER_SCALE  # the optional paper mode (``--mode paper``)
 KINDS = ("uni", "exp")
 
 
-def _schedule(kind: str, T: int, gamma: float | None) -> np.ndarray:
+def _schedule(kind: str, T: int, gamma: float | None, R: float) -> np.ndarray:
     if kind == "uni":
-        return schedules.uniform(T=T, R=hp.R)
-    return schedules.expinfl(T=T, R=hp.R, gamma=gamma)
+        return schedules.uniform(T=T, R=R)
+    return schedules.expinfl(T=T, R=R, gamma=gamma)
 
 
-def _run_grouped(model, X, y, cands, seeds, *, device, X_test=None, y_test=None):
-    """Every candidate x every seed, one trainer call per T; results per candidate."""
+def _run_grouped(model, X, y, cands, seeds, *, R, device, X_test=None, y_test=None):
+    """Every candidate x every seed, one trainer call per T, budget ``R`` (one ledger per run);
+    results per candidate."""
     out = {}
     by_T: dict[int, list] = {}
     for c in cands:
         by_T.setdefault(c[1], []).append(c)
     wall, run_steps = 0.0, 0
     for T, cs in by_T.items():
-        rows = np.concatenate([np.tile(_schedule(k, T, g), (len(seeds), 1)) for k, _, g in cs])
-        r = hp.run_batched(model, X, y, sigma_rows=rows, seeds=list(seeds) * len(cs), R=hp.R, device=device,
+        rows = np.concatenate([np.tile(_schedule(k, T, g, R), (len(seeds), 1)) for k, _, g in cs])
+        r = hp.run_batched(model, X, y, sigma_rows=rows, seeds=list(seeds) * len(cs), R=R, device=device,
                            X_test=X_test, y_test=y_test)
-        if np.any(r["stopped_early"]) or np.any(r["R_spent"] > hp.R * (1 + 1e-9)):
+        if np.any(r["stopped_early"]) or np.any(r["R_spent"] > R * (1 + 1e-9)):
             raise RuntimeError("a budget-exact schedule stopped early or overspent: ledger and schedule disagree")
         wall += r["wall_s"]
         run_steps += r["run_steps"]
@@ -127,6 +128,8 @@ def units(config) -> list[dict]:
     keys = ("hidden", "T_grid", "gammas", "tune_repeats", "repeats")
     extra = {"dataset": config.get("dataset", "mnist35"), "max_rounds": int(config.get("max_rounds", 3)),
              "T_range": list(config.get("T_range", [min(config["T_grid"]), max(config["T_grid"])]))}
+    if "R" in config:  # another budget than the paper's (h-f-eff-exact); absent, no unit key changes
+        extra["R"] = float(config["R"])
     split = config.get("split_from_N")
     out = []
     for n, s in zip(config["N"], seeds):
@@ -141,6 +144,7 @@ def run_unit(unit, device) -> dict:
     t0 = time.perf_counter()
     N = unit["N"]
     kinds = tuple(unit.get("kinds", KINDS))
+    R = float(unit.get("R", hp.R))  # the paper's budget unless the config names another (h-f-eff-exact)
     s_aux, s_data, s_tune, s_eval = hp.unit_seeds(unit["seed"], 4)
     priv = data.load(unit.get("dataset", "mnist35"), seed=s_data, n=N, scale=hp.SCALE)
     aux = data.load("gaussian", seed=s_aux, n=N, dim=priv.dim, n_classes=2, scale=hp.SCALE)
@@ -156,7 +160,7 @@ def run_unit(unit, device) -> dict:
             cands = [(kind, int(c["T"]), float(c.get("gamma", 0.0))) for c in cs]
             todo = [c for c in cands if c not in cache]
             if todo:
-                tuned, w, rs = _run_grouped(model, aux.X_train, aux.y_train, todo, tune_seeds, device=device)
+                tuned, w, rs = _run_grouped(model, aux.X_train, aux.y_train, todo, tune_seeds, R=R, device=device)
                 acc["wall"] += w
                 acc["steps"] += rs
                 cache.update({c: float(tuned[c]["final_loss"].mean()) for c in todo})
@@ -181,7 +185,7 @@ def run_unit(unit, device) -> dict:
             chosen[setting][kind] = (kind, int(ch["T"]), float(ch.get("gamma", 0.0)))
             traces[setting][kind] = tr
     runs = sorted({c for st in chosen.values() for c in st.values()})
-    res, w2, rs2 = _run_grouped(model, priv.X_train, priv.y_train, runs, eval_seeds,
+    res, w2, rs2 = _run_grouped(model, priv.X_train, priv.y_train, runs, eval_seeds, R=R,
                                 device=device, X_test=priv.X_test, y_test=priv.y_test)
     beyond_differs = chosen["beyond"] != chosen["paper"]
     records = []
@@ -271,7 +275,7 @@ def combine(config, results) -> dict:
             "tuning": [e for r in results for e in r["tuning"]],
             "units": results, "config": {k: v for k, v in config.items()},
             "sizes_match": bool(config["hidden"] == PAPER_HIDDEN),
-            "R": hp.R, "lr": hp.LR, "clip_norm": hp.CLIP, "scale": hp.SCALE,
+            "R": float(config.get("R", hp.R)), "lr": hp.LR, "clip_norm": hp.CLIP, "scale": hp.SCALE,
             "run_steps": int(sum(r["run_steps"] for r in results)),
             "train_wall_s": float(sum(r["train_wall_s"] for r in results))}
 
@@ -283,15 +287,16 @@ EXPERIMENT = from_module(__name__, id="h-f-eff",
 )
 
 
-def describe(payload) -> str:
-    """Generated Markdown: the sizes this payload ran at, against the paper's."""
+def describe(payload, *, paper_mode: str = "`--mode paper` runs them") -> str:
+    """Generated Markdown: the sizes this payload ran at, against the paper's (``paper_mode``:
+    what runs the paper's sizes, for an experiment that shares this protocol)."""
     c = payload["config"]
     tab = payload["table"]
     chosen = "; ".join(f"N={n}: uni T={tu}, exp T={te}, gamma={g:g}"
                        for n, tu, te, g in zip(tab["N"], tab["T_uni"], tab["T_exp"], tab["gamma_exp"]))
     paper = ("the paper's size" if payload["sizes_match"] else
              f"**smaller than the paper's** ({PAPER_HIDDEN} hidden units, {PAPER_REPEATS} repeats; "
-             f"`--mode paper` runs them)")
+             f"{paper_mode})")
     tb = payload.get("table_beyond")
     beyond = ("" if tb is None else " Beyond the paper's T range: " + "; ".join(
         f"N={n}: uni T={tu}, exp T={te}, gamma={g:g}"

@@ -40,8 +40,14 @@ R_EXACT = Budget.from_epsilon(epsilon=accounting.PAPER_EPSILON, delta=accounting
 
 CONFIGS = {mode: {**cfg, "R": R_EXACT} for mode, cfg in h_f_eff.CONFIGS.items() if mode in ("quick", "full")}
 
-units = h_f_eff.units
-run_unit = h_f_eff.run_unit
+def units(config) -> list[dict]:
+    """H-F-EFF's units (:func:`dpcompanion.experiments.h_f_eff.units`), each carrying this budget."""
+    return h_f_eff.units(config)
+
+
+def run_unit(unit, device) -> dict:
+    """H-F-EFF's unit (:func:`dpcompanion.experiments.h_f_eff.run_unit`) at the unit's budget."""
+    return h_f_eff.run_unit(unit, device)
 
 
 def combine(config, results) -> dict:

@@ -60,7 +60,7 @@ from dpcompanion.theory import schedules
 from dpcompanion.training import data
 from dpcompanion.training.models import make_model
 
-__all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "run_unit", "combine", "describe", "verdict_rows"]
+__all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "run_unit", "combine", "join_units", "describe", "verdict_rows"]
 
 PAPER_HIDDEN = 1000  # the FAccT version, Sec. 5: "2-layer Deep Neural Network (DNN) with 1000 hidden units"
 PAPER_REPEATS = 100  # the ICLR submission's App. D: "All the experiments are repeated 100 times"
@@ -232,7 +232,7 @@ def _table(units: list[dict]) -> dict:
     return {k: np.array([row[k] for row in rows]) for k in rows[0]}
 
 
-def _join(results: list[dict]) -> list[dict]:
+def join_units(results: list[dict]) -> list[dict]:
     """One record per N: the per-schedule units of a split N (:func:`units`) joined, in units
     order (their tuning candidates and records one after the other, times and run-steps
     summed, ``beyond_differs`` when it differs for either)."""
@@ -267,8 +267,8 @@ def combine(config, results) -> dict:
     """Per N: each schedule's mean and SE; paired differences uni - exp (loss) and
     exp - uni (accuracy), positive when exp is better. ``table``: the paper's T range;
     ``table_beyond``: the choices with that range lifted (the same as ``table`` where the
-    choice stayed inside it). A split N's per-schedule units are joined first (:func:`_join`)."""
-    results = _join(results)
+    choice stayed inside it). A split N's per-schedule units are joined first (:func:`join_units`)."""
+    results = join_units(results)
     table = _table(results)
     beyond = _table([{**r, **r["beyond"]} for r in results])
     return {"table": table, "table_beyond": beyond, "beyond_differs": [bool(r["beyond_differs"]) for r in results],
@@ -311,27 +311,30 @@ def describe(payload, *, paper_mode: str = "`--mode paper` runs them") -> str:
             f"{payload['train_wall_s']:.0f} s of training. Chosen on the auxiliary data: {chosen}.{beyond}")
 
 
-def _rule_rows(payload) -> list[dict]:
-    """The paper-vs-ours rows (rules ``h-f-eff/loss`` and ``h-f-eff/acc``)."""
+def _rule_rows(payload, rules: str = "h-f-eff") -> list[dict]:
+    """The paper-vs-ours rows (rules ``<rules>/loss`` and ``<rules>/acc``; ``h-f-eff-exact``
+    judges its result by its own pair)."""
     note = f"{payload['config']['hidden']} hidden units vs the paper's {PAPER_HIDDEN}"
+    if payload.get("R", hp.R) != hp.R:
+        note += f"; budget R = {payload['R']:.4g}, not the paper's {hp.R:.4g}"
     out = []
     for key, tail in (("table", ""), ("table_beyond", " (T beyond the paper's [50, 150])")):
         if key == "table_beyond" and not any(payload.get("beyond_differs", [])):
             continue
         t = payload[key]
         out += [
-            comparisons.compare("h-f-eff/loss", sizes_match=payload["sizes_match"], sizes_note=note,
+            comparisons.compare(f"{rules}/loss", sizes_match=payload["sizes_match"], sizes_note=note,
                                 item=f"final training loss, exp vs uni, by N{tail}" if tail else None,
                                 N=list(t["N"]), diff=list(t["loss_gain"]), se=list(t["loss_gain_se"])),
-            comparisons.compare("h-f-eff/acc", sizes_match=payload["sizes_match"], sizes_note=note,
+            comparisons.compare(f"{rules}/acc", sizes_match=payload["sizes_match"], sizes_note=note,
                                 item=f"test accuracy, exp vs uni, by N{tail}" if tail else None,
                                 N=list(t["N"]), diff=list(t["acc_gain"]), se=list(t["acc_gain_se"])),
         ]
     return out
 
 
-def verdict_rows(payload) -> list[dict]:
+def verdict_rows(payload, *, rules: str = "h-f-eff") -> list[dict]:
     """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
     (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
     the same cap the reproduction report applies."""
-    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload, rules)]

@@ -1,4 +1,5 @@
-"""The results changelog: for each committed result (``results/<id>/full/``), when its numbers
+"""The results changelog: for each committed result (``results/<id>/full/``, and
+``results/<id>/paper/`` at the papers' own sizes), when its numbers
 last changed and by how much against the previous committed version, read from git history.
 
 A result is the pair ``payload.json`` + ``arrays.npz`` (:mod:`dpcompanion.experiments.store`).
@@ -115,7 +116,7 @@ def difference(old: dict[str, float], new: dict[str, float]) -> dict[str, Any]:
 
 
 def _version(root: Path, rev: str, folder: str) -> tuple[dict[str, float], str | None]:
-    """Numeric leaves and stored digest of ``folder`` (results/<id>/full) at ``rev``."""
+    """Numeric leaves and stored digest of ``folder`` (results/<id>/full or paper) at ``rev``."""
     payload = json.loads(_git(root, "show", f"{rev}:{folder}/payload.json"))
     try:
         with np.load(io.BytesIO(_git(root, "show", f"{rev}:{folder}/arrays.npz", binary=True))) as z:
@@ -138,14 +139,16 @@ def history(root: Path = REPO) -> dict[str, Any]:
     status = git_status(root)
     if status is not None:
         return {"status": status, "results": []}
-    listed = _git(root, "ls-files", "--", "results/*/full/payload.json").split()
+    listed = _git(root, "ls-files", "--", "results/*/full/payload.json", "results/*/paper/payload.json").split()
     out = []
     for path in sorted(listed):
         folder = str(Path(path).parent)
+        mode = Path(folder).name
         log = _git(root, "log", "--format=%H%x09%cs%x09%s", "--", *(f"{folder}/{f}" for f in FILES)).splitlines()
         revs = [line.split("\t", 2) for line in log if line.strip()]
         revs = [r for r in revs if _has(root, r[0], f"{folder}/payload.json")]
-        entry: dict[str, Any] = {"id": Path(folder).parent.name, "versions": len(revs), "last_change": None,
+        entry: dict[str, Any] = {"id": Path(folder).parent.name + ("" if mode == "full" else f" ({mode})"),
+                                 "mode": mode, "versions": len(revs), "last_change": None,
                                  "first": {"commit": revs[-1][0][:12], "date": revs[-1][1], "subject": revs[-1][2]}
                                  if revs else None}
         newer = None
@@ -194,7 +197,7 @@ def changelog_markdown(hist: dict[str, Any]) -> str:
     if hist["status"] is not None:
         return f"**No changelog in this build:** {hist['status']}"
     if not hist["results"]:
-        return "No full-mode result is committed."
+        return "No full-mode or paper-mode result is committed."
     rows = []
     for e in hist["results"]:
         c = e["last_change"]

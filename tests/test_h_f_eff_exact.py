@@ -66,7 +66,7 @@ def test_decomposition_pairs_repeats_by_seed():
 
 def test_registered_with_its_budget_in_every_mode():
     exp = base.get("h-f-eff-exact")
-    for mode in ("quick", "full"):
+    for mode in ("quick", "full", "paper"):
         c = base.config_for(exp, mode, seed=0)
         assert c["R"] == h_f_eff_exact.R_EXACT
         assert {k: v for k, v in c.items() if k not in ("R", "mode")} == \

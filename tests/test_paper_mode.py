@@ -138,7 +138,9 @@ def test_the_paper_configs_are_the_papers_sizes():
     assert (h["hidden"], h["repeats"], min(h["T_grid"]), max(h["T_grid"]), h["T_range"]) == (1000, 100, 50, 150,
                                                                                               [50, 150])
     assert scale.at_paper_scale(scale.scale_of("h-f-eff", h))
-    assert len(base.get("h-f-eff").units(h)) == len(h["N"])  # one unit per N, as full mode
+    # one unit per N, as full mode, except N = 4000: one per schedule (a unit must fit in a sitting)
+    us = base.get("h-f-eff").units(h)
+    assert [(u["N"], u.get("kinds")) for u in us] == [(n, None) for n in h["N"][:-1]] + [(4000, ["uni"]), (4000, ["exp"])]
     w = base.config_for(base.get("w-f4"), "paper")
     assert w["model"] in models.MODELS and w["model"].startswith("cnn") and "mnist" in w["model"]
     assert (w["n_train"], w["n_test"], w["epochs"], w["batch_size"], w["seeds"]) == (60000, 10000, 50, 256, 1)

@@ -52,7 +52,7 @@ __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts",
 #: rule does not know n (a difference of means handed over with its se) take it from here
 REPEATS_KEY = {"h-f-eff": "repeats", "h-f-eff-exact": "repeats", "h-f-scale": "repeats", "h-f-mom": "repeats", "h-f-curv": "repeats",
                "h-f-infl-extra": "repeats", "h-f-infl": "repeats", "w-f1": "seeds", "w-f4": "seeds",
-               "w-t1245": "seeds", "w-t36": "seeds", "h-x-eer": "runs_mc", "h-x-eer-breakdown": "runs"}
+               "w-t1245": "seeds", "w-ladder": "seeds", "w-t36": "seeds", "h-x-eer": "runs_mc", "h-x-eer-breakdown": "runs"}
 
 CSV_COLUMNS = ("page", "rule", "item", "verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
                "margin", "mde", "runs_needed", "result_mode", "at_paper_scale", "scale", "tuning", "note")

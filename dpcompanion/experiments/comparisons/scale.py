@@ -178,6 +178,17 @@ PAPER: dict[str, dict[str, Dim]] = {
         "epsilon_bar grid": Dim([0.8, 1.2, 1.6, 3.2, 6.4], "Wu et al., Sec. 6: \"epsilon_bar in {0.8, 1.2, 1.6, 3.2, 6.4}\"",
                                 _g("epsilon_bars")),
     },
+    "w-ladder": {
+        "training samples (largest rung)": Dim(50000, _W_TRAIN, lambda c: max(c["rungs"])),
+        "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
+                                                                            f"{c.get('pretrain_n')} images)"),
+        "seeds": Dim(5, _W_SEEDS, _g("seeds")),
+        "epochs": Dim([60, 120, 200], "Wu et al., Sec. 6: \"T = 11760, 23520, 39200 iterations corresponding to 60, 120, 200 "
+                      "training epochs\"", _g("epochs")),
+        "clip grid": Dim([0.5, 1.0, 2.5, 5.0], "Wu et al., Sec. 6: \"C_G in {0.5, 1, 2.5, 5}\"", _g("clips")),
+        "epsilon_bar grid": Dim([0.8, 1.2, 1.6, 3.2, 6.4], "Wu et al., Sec. 6: \"epsilon_bar in {0.8, 1.2, 1.6, 3.2, 6.4}\"",
+                                _g("epsilon_bars")),
+    },
     "w-t36": {
         "training samples": Dim(50000, _W_TRAIN, _g("n_train")),
         "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "

@@ -323,6 +323,9 @@ RULES: tuple[Rule, ...] = (
          "Wu et al., Tables 1, 2, 4, 5: the printed gaps",
          "from the cells' verdicts: not comparable when no cell is; agrees when every comparable cell agrees; "
          "disagrees when more than half disagree; inconclusive when no cell agrees or partly agrees; else partly", _judge_table),
+    Rule("w-ladder/table", "one of Tables 2, 5 at one rung of the training-set ladder: ADP-SGD ahead of DP-SGD",
+         "Wu et al., Tables 2 and 5: the printed gaps (CIFAR-10, 50 000 training images)",
+         "as w-t1245/table, over the cells of one rung (each judged by w-t1245/gap)", _judge_table),
     Rule("w-t36/gap", "Table 3: gain ADP - DP (adaptive step sizes, best accuracy)", "Wu et al., Table 3", _GAP_TOL,
          lambda **m: _judge_gap(**m, where="Wu et al., Table 3")),
     Rule("w-eps/epsilon", "moments-accountant epsilon of Thm 4.1's noise (epsilon = 16 epsilon_bar)",

@@ -1,0 +1,117 @@
+"""W-LADDER (issue 22): Wu et al.'s Table 2 and Table 5 cells (ADP-SGD vs DP-SGD, step sizes
+eta_t = 1/sqrt(20 + t), best and last validation accuracy) along a ladder of training-set
+sizes, 2 000, 10 000 and 50 000 images, the last CIFAR-10's size (W Sec. 6: "There are 50000
+images used for training").
+
+CIFAR-10 is not available here (``DATA.md``), so every rung keeps W-T1245's protocol
+(:mod:`dpcompanion.experiments.w_t1245`, whose :func:`~dpcompanion.experiments.w_t1245.run_cell`
+runs each cell): Fashion-MNIST, a CNN pre-trained on MNIST without privacy and frozen, its
+last layer trained privately, both methods calibrated to the same RDP epsilon. What changes
+along the ladder is only the number of private training images (and so the steps per epoch);
+the paper's epoch counts (60, 120, 200), its 5 runs, batch 256, delta 1e-5 and all 10 000
+validation images stay. The cells: epsilon_bar in {0.8, 3.2} (Table 2's rows), clip in
+{1, 2.5}. The page shows, per cell, the verdict of rule ``w-t1245/gap`` at each rung: whether
+the verdict moves as the training set approaches the paper's size.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from dpcompanion.experiments import comparisons, w_t1245
+from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.comparisons.wu import gap_stats
+from dpcompanion.experiments.protocols import wu as wp
+
+__all__ = ["EXPERIMENT", "RUNGS", "units", "run_unit", "combine", "describe", "ladder_rows", "verdict_rows"]
+
+#: the training-set sizes of the ladder; the last is CIFAR-10's (W Sec. 6)
+RUNGS = [2000, 10000, 50000]
+
+_COMMON = dict(dataset="fashion", data_dir=None, batch_size=256, delta=1e-5, family="sqrt")
+CONFIGS = {
+    "quick": dict(_COMMON, rungs=[500, 1000], n_val=1000, pretrain_n=3000, pretrain_epochs=1, clips=[1.0],
+                  epochs=[10], epsilon_bars=[0.8, 3.2], seeds=2, eval_every=10),
+    "full": dict(_COMMON, rungs=RUNGS, n_val=10000, pretrain_n=20000, pretrain_epochs=2, clips=[1.0, 2.5],
+                 epochs=[60, 120, 200], epsilon_bars=[0.8, 3.2], seeds=5, eval_every=20),
+}
+
+
+def units(config: dict) -> list[dict]:
+    """One unit per rung and cell, the largest rung first (its units are the longest)."""
+    keep = ("dataset", "data_dir", "batch_size", "delta", "n_val", "pretrain_n", "pretrain_epochs", "seeds",
+            "eval_every", "seed", "family")
+    base = {k: config[k] for k in keep}
+    return [dict(base, n_train=int(n), clip=float(c), epochs=int(e), epsilon_bar=float(eb))
+            for n, c, e, eb in itertools.product(sorted(config["rungs"], reverse=True), config["clips"],
+                                                 config["epochs"], config["epsilon_bars"])]
+
+
+def run_unit(u: dict, device: str) -> dict:
+    """One cell at one rung (:func:`dpcompanion.experiments.w_t1245.run_cell`), with its rung."""
+    with wp.single_thread():
+        return {**w_t1245.run_cell(u, device), "rung": int(u["n_train"])}
+
+
+def combine(config: dict, results: list[dict]) -> dict:
+    return {"cells": sorted(results, key=lambda c: (c["rung"], c["epsilon_bar"], c["clip"], c["epochs"])),
+            "rungs": sorted(int(n) for n in config["rungs"])}
+
+
+def describe(payload) -> str:
+    c = payload["cells"]
+    rungs = ", ".join(f"{n:,}" for n in payload["rungs"])
+    ds = sorted({x["dataset_used"] for x in c})
+    return (f"**Sizes.** Private training sets of {rungs} images ({', '.join(ds)}; the paper: 50,000 CIFAR-10 "
+            f"images), {c[0]['N_val']:,} validation images, the paper's epochs "
+            f"{sorted({x['epochs'] for x in c})}, epsilon_bar in {sorted({x['epsilon_bar'] for x in c})}, clip in "
+            f"{sorted({x['clip'] for x in c})}, {len(c[0]['best_dp'])} runs per method (the paper's 5), batch 256, "
+            f"step sizes 1/sqrt(20 + t) (Tables 2 and 5); the CNN pre-trained on {c[0]['public']}, its last layer "
+            f"trained privately.")
+
+
+def ladder_rows(payload, *, metric: str) -> tuple[list[str], list[list[str]]]:
+    """``(columns, rows)``: per cell (epsilon_bar, clip, epochs), our gap ADP - DP (points, with
+    its se) and the verdict of rule ``w-t1245/gap`` at each rung, and the paper's printed gap."""
+    V = {}
+    for c in payload["cells"]:
+        table, printed, row = comparisons.gap_verdict(c, metric=metric)
+        g, se = gap_stats(c[f"{metric}_adp"], c[f"{metric}_dp"])
+        V[(c["epsilon_bar"], c["clip"], c["epochs"], c["rung"])] = (g, se, row["verdict"], printed, table)
+    rungs = payload["rungs"]
+    cols = ["eps_bar", "clip", "epochs", "paper's gap"] + [f"N = {n:,}" for n in rungs]
+    rows = []
+    for eb, cl, ep in sorted({k[:3] for k in V}):
+        printed = V[(eb, cl, ep, rungs[0])][3]
+        paper = "not printed" if printed is None else f"{printed[0] - printed[2]:+.2f}"
+        cells = []
+        for n in rungs:
+            g, se, verdict, _, _ = V[(eb, cl, ep, n)]
+            cells.append(f"{g:+.2f} ± {se:.2f}: {verdict}")
+        rows.append([f"{eb:g}", f"{cl:g}", str(ep), paper, *cells])
+    return cols, rows
+
+
+def verdict_rows(payload) -> list[dict]:
+    """Per rung and table (2: best accuracy, 5: last), rule ``w-ladder/table`` over the cells'
+    verdicts of rule ``w-t1245/gap``."""
+    rows = []
+    for n in payload["rungs"]:
+        cells = [c for c in payload["cells"] if c["rung"] == n]
+        for metric in ("best", "last"):
+            V = w_t1245.verdicts(cells, metric=metric)
+            t = V[0]["table"]
+            rows.append(comparisons.compare("w-ladder/table", sizes_match=True, table=t,
+                                            item=f"Table {t} at N = {n:,}: ADP-SGD ahead of DP-SGD (cells run here)",
+                                            cells=V))
+    return rows
+
+
+EXPERIMENT = from_module(__name__, id="w-ladder",
+    title="Wu et al.'s Tables 2 and 5 along a ladder of training-set sizes (2 000, 10 000, 50 000 images)",
+    scale_note="Fashion-MNIST instead of CIFAR-10 (not available here); 2 000, 10 000 and 50 000 private training "
+               "images, the last CIFAR-10's size; Table 2's rows at epsilon_bar 0.8 and 3.2, clips {1, 2.5}, the "
+               "paper's epochs and 5 runs",
+)

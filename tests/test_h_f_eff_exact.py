@@ -57,8 +57,9 @@ def test_decomposition_pairs_repeats_by_seed():
     assert np.allclose(d["scheduling_paper"], paper["table"]["loss_gain"], atol=1e-12)
     assert np.allclose(d["scheduling_exact"], exact["table"]["loss_gain"], atol=1e-12)
     cols, rows = h_f_eff_exact.decomposition_rows(exact, paper)
-    assert len(cols) == 5 and [r[0] for r in rows] == [20, 40]
-    assert h_f_eff_exact.decomposition_sentence(exact, paper).startswith("At N = 40,")
+    assert len(cols) == 6 and [r[0] for r in rows] == [20, 40]
+    sentence = h_f_eff_exact.decomposition_sentence(exact, paper)
+    assert sentence.startswith("At N = 20,") and "At N = 40," in sentence
     other = _run(h_f_eff, TINY, seed=4)
     with pytest.raises(ValueError, match="do not share seeds"):
         h_f_eff_exact.decomposition(exact, other)

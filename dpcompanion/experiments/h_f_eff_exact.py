@@ -128,44 +128,42 @@ EXPERIMENT = from_module(__name__, id="h-f-eff-exact",
 DECOMPOSITION_KEYS = ("accounting", "scheduling_paper", "scheduling_exact", "both")
 
 
+def _ci(m: float, s: float) -> str:
+    return f"{m:.3g} [{m - 1.96 * s:.3g}, {m + 1.96 * s:.3g}]"
+
+
 def decomposition_rows(exact: dict, paper_R: dict) -> tuple[list[str], list[list]]:
     """``(columns, rows)`` of :func:`decomposition` for a table: per N, each paired difference
-    as ``mean [95% CI]`` (normal, mean +- 1.96 SE)."""
+    as ``mean [95% CI]`` (normal, mean +- 1.96 SE), 3 significant digits."""
     d = decomposition(exact, paper_R)
     Rp, Re = f"{paper_R['R']:.4g}", f"{exact['budget']['R']:.4g}"
     cols = ["N", f"accounting: uni at R {Rp} - uni at R {Re}", f"scheduling at R {Rp}: uni - exp",
-            f"scheduling at R {Re}: uni - exp", f"both: uni at R {Rp} - exp at R {Re}"]
+            f"scheduling at R {Re}: uni - exp", f"both: uni at R {Rp} - exp at R {Re}",
+            "accounting - scheduling (at R " + Rp + ")"]
     rows = []
     for i, n in enumerate(d["N"].tolist()):
-        cells = []
-        for k in DECOMPOSITION_KEYS:
-            m, s = float(d[k][i]), float(d[f"{k}_se"][i])
-            cells.append(f"{m:.4f} [{m - 1.96 * s:.4f}, {m + 1.96 * s:.4f}]")
-        rows.append([int(n), *cells])
+        rows.append([int(n), *(_ci(float(d[k][i]), float(d[f"{k}_se"][i]))
+                               for k in (*DECOMPOSITION_KEYS, "accounting_over_scheduling"))])
     return cols, rows
 
 
 def decomposition_sentence(exact: dict, paper_R: dict) -> str:
-    """One generated sentence on the largest N both results hold: the accounting gain and the
-    scheduling gains (final training loss, 95% CI), and which is larger where the intervals say so."""
+    """Generated sentences on the smallest and the largest N both results hold: the accounting
+    gain and the scheduling gain at the paper's R (final training loss, 95% CI), and which is
+    larger where the paired interval says so."""
     d = decomposition(exact, paper_R)
-    i = int(np.argmax(d["N"]))
-
-    def ci(k):
-        m, s = float(d[k][i]), float(d[f"{k}_se"][i])
-        return m, f"{m:.4f} (95% CI [{m - 1.96 * s:.4f}, {m + 1.96 * s:.4f}])"
-
-    _, acc_t = ci("accounting")
-    _, sch_t = ci("scheduling_paper")
-    _, sce_t = ci("scheduling_exact")
-    m, s = float(d["accounting_over_scheduling"][i]), float(d["accounting_over_scheduling_se"][i])
-    if m - 1.96 * s > 0:
-        which = "exact accounting buys more than the dynamic schedule"
-    elif m + 1.96 * s < 0:
-        which = "the dynamic schedule buys more than exact accounting"
-    else:
-        which = "these runs cannot tell which of the two buys more"
-    return (f"At N = {int(d['N'][i])}, accounting the same (4, 1e-8)-DP exactly lowers `uni`'s final training loss "
-            f"by {acc_t} (negative: raises); the dynamic schedule lowers it by {sch_t} at the paper's R and by "
-            f"{sce_t} at the exact R. Repeat by repeat, accounting's gain minus the schedule's is {m:.4f} (95% CI "
-            f"[{m - 1.96 * s:.4f}, {m + 1.96 * s:.4f}]): {which}.")
+    out = []
+    for i in sorted({int(np.argmin(d["N"])), int(np.argmax(d["N"]))}):
+        m, s = float(d["accounting_over_scheduling"][i]), float(d["accounting_over_scheduling_se"][i])
+        if m - 1.96 * s > 0:
+            which = "exact accounting buys more than the dynamic schedule"
+        elif m + 1.96 * s < 0:
+            which = "the dynamic schedule buys more than exact accounting"
+        else:
+            which = "these runs cannot tell which of the two buys more"
+        out.append(f"At N = {int(d['N'][i])}, accounting the same (4, 1e-8)-DP exactly lowers `uni`'s final training "
+                   f"loss by {_ci(float(d['accounting'][i]), float(d['accounting_se'][i]))} (95% CI; negative: "
+                   f"raises), the dynamic schedule lowers it by "
+                   f"{_ci(float(d['scheduling_paper'][i]), float(d['scheduling_paper_se'][i]))} at the paper's R: "
+                   f"{which} (accounting minus scheduling, repeat by repeat: {_ci(m, s)}).")
+    return " ".join(out)

@@ -254,6 +254,26 @@ def test_w_t1245_runs_on_a_tiny_config():
     assert [r["verdict"] for r in w_t1245.verdict_rows(out)] == ["not comparable", "not comparable"]  # Tables 2, 5
 
 
+def test_w_ladder_runs_each_cell_at_each_rung_and_judges_per_rung():
+    from dpcompanion.experiments import w_ladder
+
+    exp = base.get("w-ladder")
+    cfg = dict(base.config_for(exp, "quick"), **{k: v for k, v in TINY.items() if k not in ("curve_points", "epochs")},
+               rungs=[600, 300], epsilon_bars=[1.6], clips=[1.0], epochs=[2])
+    units = exp.units(cfg)
+    assert [u["n_train"] for u in units] == [600, 300]  # the largest rung first
+    out = exp.combine(cfg, [exp.run_unit(u, "cpu") for u in units])
+    assert out["rungs"] == [300, 600] and [c["rung"] for c in out["cells"]] == [300, 600]
+    assert [c["N_train"] for c in out["cells"]] == [300, 600]  # each rung trains on its own number of images
+    cols, rows = w_ladder.ladder_rows(out, metric="best")
+    assert cols[-2:] == ["N = 300", "N = 600"] and len(rows) == 1 and rows[0][3] == "not printed"
+    assert all(": not comparable" in x for x in rows[0][4:])  # 2 epochs: not the paper's
+    V = w_ladder.verdict_rows(out)
+    assert [r["item"].split(":")[0] for r in V] == ["Table 2 at N = 300", "Table 5 at N = 300", "Table 2 at N = 600",
+                                                    "Table 5 at N = 600"]
+    assert {r["verdict"] for r in V} == {"not comparable"} and "2 runs per method" in w_ladder.describe(out)
+
+
 @pytest.mark.slow
 def test_w_t36_runs_on_a_tiny_config():
     from dpcompanion.experiments import w_t36

@@ -340,6 +340,27 @@ def test_w_f4_runs_on_a_tiny_config():
     assert comparisons.verdict_of("w-f4/decay", final_error={0.5: 1.0}) == "not comparable"  # no c = 0 run
 
 
+def test_w_f4_replicates_add_seeds_and_keep_replicate_zero():
+    """Paper mode's second seed per cell is a unit of its own (a unit must fit in a sitting):
+    replicate 0 is the single-seed cell, unit and numbers; the replicates join into one run per
+    cell with a row per seed."""
+    exp = base.get("w-f4")
+    cfg = dict(base.config_for(exp, "quick"), n_train=300, n_test=200, epochs=2, sigmas=[3.2], cs=[0.0, 0.5], seeds=1)
+    single = exp.units(cfg)
+    units = exp.units({**cfg, "replicates": 2})
+    assert units[:2] == single and [u.get("replicate") for u in units] == [None, None, 1, 1]
+    res = [exp.run_unit(u, "cpu") for u in units]
+    assert np.array_equal(res[0]["test_error"], exp.run_unit(single[0], "cpu")["test_error"])
+    out = exp.combine({**cfg, "replicates": 2}, res)
+    assert [r["c"] for r in out["runs"]] == [0.0, 0.5]
+    te = out["runs"][0]["test_error"]
+    assert te.shape == (2, 3) and np.array_equal(te[0], res[0]["test_error"][0]) and np.array_equal(te[1], res[2]["test_error"][0])
+    from dpcompanion.experiments import w_f4
+
+    assert "one seed" in w_f4.verdict_rows(exp.combine(cfg, res[:2]))[0]["ours"]  # a single seed: no spread
+    assert "one seed" not in w_f4.verdict_rows(out)[0]["ours"]  # two: judged
+
+
 def test_cifar10_directory_path(tmp_path):
     """``dataset="cifar10", data_dir=DIR`` works for a user with the python pickle batches
     (a fake directory of the right format here); no public set: untrained features."""

@@ -147,7 +147,10 @@ def test_the_paper_configs_are_the_papers_sizes():
     assert w["cs"] == [0.0, 1e-5, 1e-3, 1e-2, 0.1, 0.5] and w["sigmas"] == [1.6, 3.2, 6.4, 12.8]
     s = scale.scale_of("w-f4", w)
     assert s["model"]["match"] and s["epochs"]["match"] and s["c grid"]["match"] and scale.at_paper_scale(s)
-    assert len(base.get("w-f4").units(w)) == 24  # one unit per (sigma, c) cell
+    wu = base.get("w-f4").units(w)  # two replicate units per (sigma, c) cell, 1 seed each
+    assert len(wu) == 48 and [u.get("replicate", 0) for u in wu] == [0] * 24 + [1] * 24
+    assert wu[:24] == base.get("w-f4").units({**w, "replicates": 1})  # replicate 0 is the single-seed cell
+    assert s["seeds"]["ours"] == 2
     full = scale.scale_of("w-f4", base.config_for(base.get("w-f4"), "full"))
     assert full["model"]["match"] is False  # the MLP of full mode is not the paper's CNN
 

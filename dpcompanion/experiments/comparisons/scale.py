@@ -162,7 +162,8 @@ PAPER: dict[str, dict[str, Dim]] = {
                                 _g("n_train")),
         "model": Dim("CNN", "Wu et al., App. F.3: \"a convolutional neural network\" (Fig. 6)",
                      lambda c: "CNN" if str(c.get("model", "")).startswith("cnn") else c.get("model")),
-        "seeds": Dim(None, "Wu et al., App. F.3: not printed", _g("seeds")),
+        "seeds": Dim(None, "Wu et al., App. F.3: not printed",
+                     lambda c: int(c.get("seeds", 1)) * int(c.get("replicates", 1))),
         "epochs": Dim(50, "Wu et al., Fig. 4: \"sigma = 1.6 for 50 epochs\"", _g("epochs")),
         "c grid": Dim([0.0, 1e-5, 1e-3, 1e-2, 0.1, 0.5], "Wu et al., App. F.3: \"We vary c in {0, 1e-5, 1e-3, 1e-2, 1e-1, "
                       "5e-1}\"", _g("cs")),

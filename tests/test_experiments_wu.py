@@ -272,6 +272,14 @@ def test_w_ladder_runs_each_cell_at_each_rung_and_judges_per_rung():
     assert [r["item"].split(":")[0] for r in V] == ["Table 2 at N = 300", "Table 5 at N = 300", "Table 2 at N = 600",
                                                     "Table 5 at N = 600"]
     assert {r["verdict"] for r in V} == {"not comparable"} and "2 runs per method" in w_ladder.describe(out)
+    # the top rung may keep a subset of the clips; a cell not run at a rung says so
+    top = exp.units({**cfg, "clips": [1.0, 2.5], "top_clips": [1.0]})
+    assert [(u["n_train"], u["clip"]) for u in top] == [(600, 1.0), (300, 1.0), (300, 2.5)]
+    extra = exp.run_unit(top[2], "cpu")
+    part = exp.combine({**cfg, "clips": [1.0, 2.5], "top_clips": [1.0]}, out["cells"] + [extra])
+    cols, rows = w_ladder.ladder_rows(part, metric="best")
+    assert [r[1] for r in rows] == ["1", "2.5"] and rows[1][-1] == "not run at this rung"
+    assert "([1.0] only at 600 images)" in w_ladder.describe(part)
 
 
 @pytest.mark.slow

@@ -66,6 +66,19 @@ _W_TRAIN = "Wu et al., Sec. 6: \"There are 50000 images used for training\" (CIF
 _W_SEEDS = "Wu et al., Sec. 6: \"We repeat the experiments five times\""
 _W_MODEL = "Wu et al., Sec. 6: a CNN \"pre-trained on CIFAR-100 and fined-tuned on CIFAR-10\""
 
+#: the dimensions of Wu et al.'s Tables 1, 2, 4, 5 besides the training-set size (W-T1245 and
+#: its ladder, W-LADDER)
+_W_TABLE_DIMS = {
+    "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
+                                                                        f"{c.get('pretrain_n')} images)"),
+    "seeds": Dim(5, _W_SEEDS, _g("seeds")),
+    "epochs": Dim([60, 120, 200], "Wu et al., Sec. 6: \"T = 11760, 23520, 39200 iterations corresponding to 60, 120, 200 "
+                  "training epochs\"", _g("epochs")),
+    "clip grid": Dim([0.5, 1.0, 2.5, 5.0], "Wu et al., Sec. 6: \"C_G in {0.5, 1, 2.5, 5}\"", _g("clips")),
+    "epsilon_bar grid": Dim([0.8, 1.2, 1.6, 3.2, 6.4], "Wu et al., Sec. 6: \"epsilon_bar in {0.8, 1.2, 1.6, 3.2, 6.4}\"",
+                            _g("epsilon_bars")),
+}
+
 #: experiment ID -> {dimension: Dim}
 PAPER: dict[str, dict[str, Dim]] = {
     "h-f-eff": {
@@ -168,28 +181,8 @@ PAPER: dict[str, dict[str, Dim]] = {
         "c grid": Dim([0.0, 1e-5, 1e-3, 1e-2, 0.1, 0.5], "Wu et al., App. F.3: \"We vary c in {0, 1e-5, 1e-3, 1e-2, 1e-1, "
                       "5e-1}\"", _g("cs")),
     },
-    "w-t1245": {
-        "training samples": Dim(50000, _W_TRAIN, _g("n_train")),
-        "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
-                                                                            f"{c.get('pretrain_n')} images)"),
-        "seeds": Dim(5, _W_SEEDS, _g("seeds")),
-        "epochs": Dim([60, 120, 200], "Wu et al., Sec. 6: \"T = 11760, 23520, 39200 iterations corresponding to 60, 120, 200 "
-                      "training epochs\"", _g("epochs")),
-        "clip grid": Dim([0.5, 1.0, 2.5, 5.0], "Wu et al., Sec. 6: \"C_G in {0.5, 1, 2.5, 5}\"", _g("clips")),
-        "epsilon_bar grid": Dim([0.8, 1.2, 1.6, 3.2, 6.4], "Wu et al., Sec. 6: \"epsilon_bar in {0.8, 1.2, 1.6, 3.2, 6.4}\"",
-                                _g("epsilon_bars")),
-    },
-    "w-ladder": {
-        "training samples (largest rung)": Dim(50000, _W_TRAIN, lambda c: max(c["rungs"])),
-        "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
-                                                                            f"{c.get('pretrain_n')} images)"),
-        "seeds": Dim(5, _W_SEEDS, _g("seeds")),
-        "epochs": Dim([60, 120, 200], "Wu et al., Sec. 6: \"T = 11760, 23520, 39200 iterations corresponding to 60, 120, 200 "
-                      "training epochs\"", _g("epochs")),
-        "clip grid": Dim([0.5, 1.0, 2.5, 5.0], "Wu et al., Sec. 6: \"C_G in {0.5, 1, 2.5, 5}\"", _g("clips")),
-        "epsilon_bar grid": Dim([0.8, 1.2, 1.6, 3.2, 6.4], "Wu et al., Sec. 6: \"epsilon_bar in {0.8, 1.2, 1.6, 3.2, 6.4}\"",
-                                _g("epsilon_bars")),
-    },
+    "w-t1245": {"training samples": Dim(50000, _W_TRAIN, _g("n_train")), **_W_TABLE_DIMS},
+    "w-ladder": {"training samples (largest rung)": Dim(50000, _W_TRAIN, lambda c: max(c["rungs"])), **_W_TABLE_DIMS},
     "w-t36": {
         "training samples": Dim(50000, _W_TRAIN, _g("n_train")),
         "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "

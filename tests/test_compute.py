@@ -11,7 +11,7 @@ import pytest
 
 from dpcompanion import cli
 from dpcompanion.core.provenance import REPO
-from dpcompanion.experiments import base, compute, paper_scale, store
+from dpcompanion.experiments import base, compute, paper_scale, store, w_f4
 
 
 @pytest.fixture
@@ -130,13 +130,16 @@ def test_paper_scale_tiny_smoke_cli_and_arithmetic(results_copy, tmp_path, capsy
     assert [row["recorded_committed_train_s"] for row in hf["per_N"]] == [units[n]["train_wall_s"] for n in units]
     assert hf["calibration"]["predicted_s"] == sum(row["predicted_committed_s"] for row in hf["per_N"])
     assert wf["steps_per_run"] == wf["steps_per_epoch"] * wf["sizes"]["epochs"] == 235 * 50
-    assert wf["cell_s"] == (wf["steps_per_run"] * wf["step_s"] + wf["sizes"]["epochs"] * (wf["eval_train_s"]
-                            + wf["eval_test_s"]) + wf["eval_test_s"])
+    # a seed of a cell: its steps, the initial and one test-set evaluation per epoch (no training-set one)
+    assert wf["cell_s"] == wf["steps_per_run"] * wf["step_s"] + (wf["sizes"]["epochs"] + 1) * wf["eval_test_s"]
     per = wf["measured"]["per_round"]
-    assert wf["step_s"] == min(per["step_s"]) and wf["eval_train_s"] == min(per["eval_train_s"])
+    assert wf["step_s"] == min(per["step_s"]) and wf["eval_test_s"] == min(per["eval_test_s"])
+    assert "eval_train_s" not in wf and "eval_train_s" not in per
     ck = wf["check"]
     assert ck["measured_segment_s"] == min(per["segment_s"])
-    assert ck["predicted_segment_s"] == ck["segment_steps"] * wf["step_s"] + wf["eval_train_s"] + 2 * wf["eval_test_s"]
+    assert ck["predicted_segment_s"] == ck["segment_steps"] * wf["step_s"] + 2 * wf["eval_test_s"]
+    paper = w_f4.CONFIGS["paper"]  # seeds per cell: the paper mode's seeds x replicates, as its units run them
+    assert wf["seeds"] == wf["sizes"]["seeds"] == paper["seeds"] * paper["replicates"] == len(w_f4.units(paper | {"seed": 0})) // 24
     assert wf["estimate_s"] == wf["cells"] * wf["seeds"] * wf["cell_s"] and wf["cells"] == 24
     side = json.loads(out.with_suffix(".json.provenance.json").read_text())
     assert side["command"] == "python -m dpcompanion bench --paper-scale"

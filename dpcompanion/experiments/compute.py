@@ -253,13 +253,13 @@ def paper_scale_rows(est: dict[str, Any], *, gpu_gflops: float = GPU_ASSUMED_GFL
     ], [
         "`w-f4`",
         f"{ws['n_train']:,} MNIST images, {ws['model']} from scratch, {ws['epochs']} epochs, batch {ws['batch']}, "
-        f"{len(ws['cs'])} values of c x {len(ws['sigmas'])} sigmas, {ws['seeds']} seed per cell",
+        f"{len(ws['cs'])} values of c x {len(ws['sigmas'])} sigmas, {ws['seeds']} seed(s) per cell",
         f"on {wf['measured']['n_train']:,} images, one torch thread: {wf['step_s'] * 1e3:.3g} ms per private step, "
-        f"{wf['eval_train_s']:.3g} s per training-set and {wf['eval_test_s']:.3g} s per test-set evaluation; a "
+        f"{wf['eval_test_s']:.3g} s per test-set evaluation; a "
         f"{wf['check']['segment_steps']}-step segment of the experiment's own trainer took "
         f"{wf['check']['measured_over_predicted']:.2f}x the sum of these parts",
-        f"{wf['cells']} cells x {wf['steps_per_run']:,} steps ({wf['steps_per_epoch']} per epoch); "
-        f"{duration(wf['cell_s'])} per cell",
+        f"{wf['cells']} cells x {ws['seeds']} seed(s) x {wf['steps_per_run']:,} steps ({wf['steps_per_epoch']} per "
+        f"epoch); {duration(wf['cell_s'])} per cell and seed",
         f"**{duration(wf['estimate_s'])}**",
         duration(gpu_estimate_s(wf["estimate_s"], cpu_peak_gflops=peak, gpu_gflops=gpu_gflops)),
     ]]

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
               f"{hf['calibration']['recorded_train_s']:.0f} s)")
         print(f"w-f4 at {wf['sizes']['n_train']:,} images, {wf['sizes']['epochs']} epochs, {wf['cells']} cells x "
               f"{wf['seeds']} seed(s): about {wf['estimate_s'] / 3600:.3g} CPU hours ({wf['cell_s'] / 60:.3g} min per "
-              f"cell; {wf['step_s'] * 1e3:.3g} ms per step)")
+              f"cell and seed; {wf['step_s'] * 1e3:.3g} ms per step)")
         return 0
     elif not args.linear_only:
         print(markdown_table(["method", "steps/s (one run)", f"run-steps/s ({result['settings']['runs']} runs)",

@@ -120,13 +120,16 @@ def find_commit(exp: base.Experiment, code_hash: str, *, hints=(), repo: Path | 
         raise ReferenceUnavailable(f"its code ({outside[0]}) is not in this repository's package")
     tree = _Tree(repo)
     seen = set()
-    cands = [h for h in hints if h and h != "unknown"]
-    revs = _git(repo, "rev-list", "HEAD").decode().split()
-    for c in cands + revs:
+    hinted = []
+    for h in hints:  # abbreviated or unknown names: resolved one by one (rev-list gives full hashes)
+        if not h or h == "unknown":
+            continue
         try:
-            full = _git(repo, "rev-parse", "--verify", "--quiet", f"{c}^{{commit}}").decode().strip()
+            hinted.append(_git(repo, "rev-parse", "--verify", "--quiet", f"{h}^{{commit}}").decode().strip())
         except ReferenceUnavailable:
             continue
+    revs = _git(repo, "rev-list", "HEAD").decode().split()
+    for full in hinted + revs:
         if full in seen:
             continue
         seen.add(full)

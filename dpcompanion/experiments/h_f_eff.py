@@ -38,8 +38,8 @@ CPU cores; the paper's 1000 hidden units cost about 8x more per run-step on CPU
 (``results/bench/cpu-paper-scale.json``). ``configs["paper"]`` (:data:`PAPER_SCALE`) is the
 paper's size: 1000 hidden units, 100 repeats, T tuned in [50, 150] on the auxiliary Gaussian
 set (10 tuning repeats per candidate), the same N as full mode. Hours on two cores (the
-estimate of :mod:`dpcompanion.experiments.paper_scale`, measured on an Intel Xeon, was 2 to
-3 times too low for the AMD EPYC that ran N = 2000), one unit per N up to 2000 and one per N
+compute page gives each unit's time; units run before commit a55048d ran in Dask workers
+whose malloc settings made them 2 to 3 times slower), one unit per N up to 2000 and one per N
 and schedule at N = 4000 (``split_from_N``: a unit keeps nothing until it finishes, and one
 unit for N = 4000 would outlast a sitting), so it runs resumably over several sittings:
 ``python -m dpcompanion experiment h-f-eff --mode paper [--executor dask --workers 2]``; each
@@ -118,8 +118,8 @@ def _run_grouped(model, X, y, cands, seeds, *, R, device, X_test=None, y_test=No
 
 
 def units(config) -> list[dict]:
-    """One unit per N; from ``config["split_from_N"]`` on (paper mode: N = 4000, about 4 CPU
-    hours in one piece on this AMD EPYC, more than a sitting), one unit per N and schedule
+    """One unit per N; from ``config["split_from_N"]`` on (paper mode: N = 4000, hours in one
+    piece, more than a sitting), one unit per N and schedule
     (``"kinds": ["uni"]``, ``["exp"]``): each tunes and runs its schedule alone on the same
     seeds, so uni and exp stay paired by seed, and :func:`combine` joins them (numbers equal
     to the joint unit's to float rounding: the two schedules' evaluation runs are batched

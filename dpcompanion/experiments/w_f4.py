@@ -12,10 +12,10 @@ ghost clipping). ``configs["paper"]`` (``--mode paper``) is App. F.3's size: the
 from scratch on all 60,000 MNIST training images, tested on the 10,000 test images, 50
 epochs, batch 256, the full 6 x 4 grid of c and sigma, **two seeds per cell** (the paper prints
 no seed count; two is the fewest that give a spread to judge by), as two replicate units per
-cell (48 units; on an AMD EPYC, two side by side on its 2 otherwise quiet cores took about
-20 CPU minutes each, after the segments stopped evaluating the training set; the estimate of
-``results/bench/cpu-paper-scale.json`` was measured on an Intel Xeon), stored as they finish in ``results/w-f4/paper.units/``. The batch
-size (256) and clip norm (1) are not given for this figure in the text; ours are stated.
+cell (48 units of about 10 CPU minutes each on an AMD EPYC: 627 s beside another sweep's unit
+on its 2 cores; units timed before commit a55048d ran in Dask workers whose malloc settings
+made them about twice as slow), stored as they finish in ``results/w-f4/paper.units/``. The
+batch size (256) and clip norm (1) are not given for this figure in the text; ours are stated.
 """
 
 from __future__ import annotations

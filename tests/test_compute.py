@@ -46,13 +46,18 @@ def test_table_covers_every_experiment_and_reads_provenance(results_copy):
             assert not r["stored"] and r["status"] == "not stored" and r["wall_s"] is None
             continue
         prov = json.loads(path.read_text())
-        for k in ("wall_s", "device", "executor", "runs", "run_steps", "units", "created"):
+        for k in ("device", "executor", "runs", "run_steps", "units", "created"):
             assert r[k] == prov.get(k), (r["id"], k)
-        assert r["gpu_estimate_s"] == prov["wall_s"] * 100.0 / compute.GPU_ASSUMED_GFLOPS
+        # a result assembled from units of earlier sittings: the time of all its units, not the last sitting's
+        over = bool(prov.get("units_reused"))
+        assert r["over_sittings"] == over and r["wall_s"] == (prov["units_wall_s"] if over else prov["wall_s"])
+        assert r["gpu_estimate_s"] == r["wall_s"] * 100.0 / compute.GPU_ASSUMED_GFLOPS
         assert r["command"].startswith(f"python -m dpcompanion experiment {r['id']} --mode full")
         assert r["scale_note"] == base.get(r["id"]).scale_note
     cells = compute.display_rows(rows)
     assert len(cells) == len(rows) and all(len(c) == len(compute.DISPLAY_HEADER) for c in cells)
+    for r, c in zip(rows, cells):
+        assert ("summed over sittings" in c[1]) == bool(r.get("over_sittings")), r["id"]
     assert compute.total_wall_s(rows) == sum(r["wall_s"] for r in rows if r["stored"])
 
 

@@ -115,11 +115,14 @@ def table(*, root: Path | None = None, cpu_peak_gflops: float | None = None,
     order) from its stored full result under ``root`` (default: the results folder).
     ``mode="paper"``: one row per experiment that defines a paper mode (the papers' own sizes),
     from its complete paper result; while its sweep is partial the status says how many units
-    are stored (``partial: k/n units``) and the time is the sum of theirs.
+    are stored (``partial: k/n units``) and the time is the sum of theirs. A result assembled
+    from units stored in earlier sittings (``units_reused``) gets the sum of all its units'
+    times (``units_wall_s``), not the wall time of the sitting that finished it.
 
     A row: ``id``, ``mode``, ``title``, ``stored`` (a result of ``mode`` exists), ``status`` (``fresh``,
     ``stale: <why>``, ``damaged: ...`` or ``not stored``), ``wall_s``, ``device``, ``executor``,
-    ``runs``, ``run_steps``, ``units``, ``created``, ``command`` (:func:`rerun_command`),
+    ``over_sittings`` (``wall_s`` is then the units' summed time), ``runs``, ``run_steps``, ``units``, ``created``,
+    ``command`` (:func:`rerun_command`),
     ``scale_note`` (the experiment's own sentence), ``scale`` (the block recorded in the
     provenance, else recomputed from its config), ``at_paper_scale``, ``differs`` (the dimensions
     that differ from the paper's), ``gpu_estimate_s`` (:func:`gpu_estimate_s`; None for a run
@@ -138,6 +141,9 @@ def table(*, root: Path | None = None, cpu_peak_gflops: float | None = None,
         config = prov.get("config") if isinstance(prov.get("config"), dict) else base.config_for(exp, mode)
         scale = scale_of(eid, config)  # the paper's values and quotations from this code, ours from the config
         wall = prov.get("wall_s")
+        over_sittings = bool(prov.get("units_reused")) and prov.get("units_wall_s") is not None
+        if over_sittings:
+            wall = prov["units_wall_s"]  # assembled over sittings: the time of all its units, not the last sitting's
         device = prov.get("device")
         status = ("not stored" if res is None else res.stale_reason if res.damaged
                   else "fresh" if res.fresh else f"stale: {res.stale_reason}")
@@ -150,7 +156,8 @@ def table(*, root: Path | None = None, cpu_peak_gflops: float | None = None,
         rows.append({
             "id": eid, "mode": mode, "title": exp.title, "stored": res is not None and not res.damaged,
             "status": status,
-            "wall_s": wall, "device": device, "executor": prov.get("executor"), "runs": prov.get("runs"),
+            "wall_s": wall, "over_sittings": over_sittings,
+            "device": device, "executor": prov.get("executor"), "runs": prov.get("runs"),
             "run_steps": prov.get("run_steps"), "units": prov.get("units"), "created": prov.get("created"),
             "commit": prov.get("commit"),
             "command": rerun_command(eid, prov or {"config": config}, mode),
@@ -206,7 +213,8 @@ def display_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
         gpu = ("measured (this run was on a GPU)" if r["gpu_measured"]
                else "< 1 s" if g is not None and g < 1 else duration(g))
         count = lambda v: "?" if v is None else f"{int(v):,}"  # noqa: E731
-        out.append([f"`{r['id']}`", duration(r["wall_s"]), f"{r['device']}, {r['executor']}",
+        took = duration(r["wall_s"]) + (" (its units, summed over sittings)" if r.get("over_sittings") else "")
+        out.append([f"`{r['id']}`", took, f"{r['device']}, {r['executor']}",
                     f"{count(r['runs'])} / {count(r['run_steps'])} / {count(r['units'])}", f"`{r['command']}`",
                     sizes, gpu, _short_status(r["status"])])
     return out

@@ -68,7 +68,9 @@ class StoredResult:
         dirty = "+dirty" if p.get("dirty") else ""
         reval = p.get("revalidated") or []
         rv = f", revalidated {reval[-1]['date']}" if reval else ""
-        return (f"{self.mode} result: computed on {p.get('device')} in {p.get('wall_s', 0):.0f} s "
+        sittings = (f" in its last sitting, {p['units_wall_s']:,.0f} s of unit time in all"
+                    if p.get("units_reused") and p.get("units_wall_s") is not None else "")
+        return (f"{self.mode} result: computed on {p.get('device')} in {p.get('wall_s', 0):.0f} s{sittings} "
                 f"({_count(p.get('runs'))} runs, {_count(p.get('run_steps'))} run-steps, {p.get('units')} units, "
                 f"executor {p.get('executor')}) "
                 f"at commit {p.get('commit')}{dirty}, created {p.get('created')}{rv}; "

@@ -28,19 +28,20 @@ def findings_markdown(experiments: Sequence[tuple[str, str, str, Sequence[dict[s
                       claim_counts: dict[str, int], *, claims_page: str = "errata",
                       verdicts_page: str = "verdicts") -> str:
     """The landing page's "what this book found": one bullet per headline experiment
-    ``(id, label, mode of the result shown, its verdict rows)`` with its verdict tally and a
+    ``(id, label, mode of the result shown, its verdict rows)`` with its verdict tally (each
+    bullet short enough for one line of the first screen: the citation below must stay on it) and a
     link to its page, then the claim registry's count per status (the full verdict table is linked from
     the page's opening sentence). Every number is counted
     here from computed verdicts and statuses; nothing is typed.
 
     >>> print(findings_markdown([("h-f-eff", "Data efficiency", "full", [{"verdict": "agrees"}])],
     ...                         {"proved": 2, "refuted": 1, "error": 0}))
-    - **{doc}`Data efficiency <h-f-eff>`** (full result): 1 agrees
+    - **{doc}`Data efficiency <h-f-eff>`** (full mode): 1 agrees
     - **Theory**: 3 statements checked: 2 proved, 1 refuted; see {doc}`the errata <errata>`
     >>> findings_markdown([("h-f-mom", "Momentum", "paper", [{"verdict": "disagrees"}])], {}).splitlines()[0]
-    '- **{doc}`Momentum <h-f-mom>`** (paper-scale result): 1 disagrees'
+    '- **{doc}`Momentum <h-f-mom>`** (paper scale): 1 disagrees'
     """
-    out = [f"- **{{doc}}`{label} <{eid}>`** ({'paper-scale' if mode == 'paper' else mode} result): "
+    out = [f"- **{{doc}}`{label} <{eid}>`** ({'paper scale' if mode == 'paper' else mode + ' mode'}): "
            f"{verdict_tally(rows)}" for eid, label, mode, rows in experiments]
     n = sum(claim_counts.values())
     shown = ", ".join(f"{c} {s}" for s, c in claim_counts.items() if c)

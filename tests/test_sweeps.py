@@ -215,11 +215,34 @@ def test_progress_counts_only_the_units_of_the_sweep(gated, tmp_path, monkeypatc
 def test_no_time_estimate_from_units_of_unequal_size():
     """A sweep whose finished units took very different times (one unit per N, say) gives no
     time estimate rather than one from their mean; units alike give the mean times the units
-    left."""
+    left. With declared sizes, each unit left is charged the mean of its own size, and a size
+    with no finished unit yet gives no estimate."""
     from dpcompanion.experiments.store.sweeps import estimate_left
 
-    assert estimate_left([100.0, 110.0, 90.0], 2) == (200.0, "")
-    est, why = estimate_left([60.0, 900.0], 3)
+    assert estimate_left({"": [100.0, 110.0, 90.0]}, {"": 2}) == (200.0, "")
+    est, why = estimate_left({"": [60.0, 900.0]}, {"": 3})
     assert est is None and "differ in size" in why
-    assert estimate_left([0.01, 0.05], 4)[0] == round(0.03 * 4, 1)  # sub-second noise is not a size difference
-    assert estimate_left([], 4) == (None, "time left not yet estimated (no unit of the current code has finished)")
+    assert estimate_left({"": [0.01, 0.05]}, {"": 4})[0] == round(0.03 * 4, 1)  # sub-second noise is not a size difference
+    assert estimate_left({}, {"": 4}) == (None, "time left not yet estimated (no unit of the current code has finished)")
+    # sizes: the small units' times say nothing about the large ones left
+    assert estimate_left({"N=250": [110.0], "N=500": [161.0]}, {"N=1000": 1})[0] is None
+    assert "N=1000" in estimate_left({"N=250": [110.0]}, {"N=1000": 1, "N=250": 0})[1]
+    # each size at its own mean, whatever the other sizes took
+    assert estimate_left({"a": [20.0, 25.0], "b": [1000.0]}, {"a": 2, "b": 3}) == (2 * 22.5 + 3 * 1000.0, "")
+
+
+def test_time_left_of_the_paper_sweeps_is_per_unit_size():
+    """The experiments whose units differ in size declare it (H-F-EFF per N and split schedule,
+    W-LADDER per rung and epochs, H-F-MOM per T): each unit of the largest mode gets a label,
+    several labels in all; W-F4's cells are alike and declare none."""
+    from dpcompanion.experiments import base
+
+    for eid in ("h-f-eff", "h-f-eff-exact", "w-ladder", "h-f-mom"):
+        exp = base.get(eid)
+        assert exp.unit_size is not None, eid
+        labels = {exp.unit_size(u) for u in exp.units(base.config_for(exp, base.modes_of(exp)[-1]))}
+        assert len(labels) > 1, (eid, labels)
+    exp = base.get("h-f-eff")
+    assert sorted({exp.unit_size(u) for u in exp.units(base.config_for(exp, "paper"))}) == [
+        "N=1000", "N=2000", "N=250", "N=4000 exp", "N=4000 uni", "N=500"]
+    assert base.get("w-f4").unit_size is None

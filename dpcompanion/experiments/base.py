@@ -8,6 +8,8 @@ functions, then its ``EXPERIMENT`` with :func:`from_module`::
     def units(config): ...        # -> list of JSON-able unit dicts, each self-contained
     def run_unit(unit, device): ...  # -> dict of numpy arrays / numbers / strings
     def combine(config, results): ...  # (config, [unit results, in units order]) -> payload dict
+    # optional: def unit_size(unit): ...  # -> str, e.g. "N=4000 exp": units of one label take about
+    #                                       # the same time (the time-left estimate of a partial sweep)
 
     EXPERIMENT = from_module(__name__, id="h-f-curv",  # lower-case SPEC ID = notebook = page name
                              title="PGD on two losses of different curvature (the ICLR submission, Fig. 1)",
@@ -76,6 +78,9 @@ class Experiment:
     combine: Callable[[dict, list[dict]], dict]
     #: one sentence: what full mode is, against the paper's protocol
     scale_note: str = ""
+    #: optional: a unit's size label; a partial sweep's time left charges each unit left the mean
+    #: time of the finished units of its label (None: all units alike)
+    unit_size: Callable[[dict], str] | None = None
 
     def __post_init__(self):
         missing = [m for m in MODES if m not in self.configs]
@@ -89,10 +94,11 @@ class Experiment:
 
 def from_module(module: str, *, id: str, title: str, scale_note: str = "") -> Experiment:
     """The experiment defined by module ``module`` (pass ``__name__``, at the end of the
-    module): its ``CONFIGS``, ``units``, ``run_unit`` and ``combine``, the contract's names."""
+    module): its ``CONFIGS``, ``units``, ``run_unit`` and ``combine``, the contract's names, and
+    ``unit_size`` where it defines one."""
     mod = sys.modules[module]
     return Experiment(id=id, title=title, configs=mod.CONFIGS, units=mod.units, run_unit=mod.run_unit,
-                      combine=mod.combine, scale_note=scale_note)
+                      combine=mod.combine, scale_note=scale_note, unit_size=getattr(mod, "unit_size", None))
 
 
 def totals(results: list[dict]) -> dict[str, Any]:

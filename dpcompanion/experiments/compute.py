@@ -140,10 +140,9 @@ def table(*, root: Path | None = None, cpu_peak_gflops: float | None = None,
         prov = {} if res is None else res.provenance
         config = prov.get("config") if isinstance(prov.get("config"), dict) else base.config_for(exp, mode)
         scale = scale_of(eid, config)  # the paper's values and quotations from this code, ours from the config
-        wall = prov.get("wall_s")
-        over_sittings = bool(prov.get("units_reused")) and prov.get("units_wall_s") is not None
-        if over_sittings:
-            wall = prov["units_wall_s"]  # assembled over sittings: the time of all its units, not the last sitting's
+        summed = None if res is None else res.over_sittings_s
+        over_sittings = summed is not None
+        wall = summed if over_sittings else prov.get("wall_s")  # over sittings: all its units' time, not the last sitting's
         device = prov.get("device")
         status = ("not stored" if res is None else res.stale_reason if res.damaged
                   else "fresh" if res.fresh else f"stale: {res.stale_reason}")

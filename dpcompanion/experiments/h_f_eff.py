@@ -60,7 +60,7 @@ from dpcompanion.theory import schedules
 from dpcompanion.training import data
 from dpcompanion.training.models import make_model
 
-__all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "run_unit", "combine", "join_units", "describe", "verdict_rows"]
+__all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "unit_size", "run_unit", "combine", "join_units", "describe", "verdict_rows"]
 
 PAPER_HIDDEN = 1000  # the FAccT version, Sec. 5: "2-layer Deep Neural Network (DNN) with 1000 hidden units"
 PAPER_REPEATS = 100  # the ICLR submission's App. D: "All the experiments are repeated 100 times"
@@ -136,6 +136,16 @@ def units(config) -> list[dict]:
         u = {"N": int(n), "seed": s, **extra, **{k: config[k] for k in keys}}
         out += [{**u, "kinds": [k]} for k in KINDS] if split is not None and n >= split else [u]
     return out
+
+
+def unit_size(unit) -> str:
+    """``N=<N>``, and the schedule of a split unit (``N=4000 exp``): the work of a unit grows
+    faster than N (the tuned T range extends at large N), so units of one N are timed alike.
+
+    >>> unit_size({"N": 4000, "kinds": ["exp"]}), unit_size({"N": 250})
+    ('N=4000 exp', 'N=250')
+    """
+    return f"N={unit['N']}" + (f" {' '.join(unit['kinds'])}" if "kinds" in unit else "")
 
 
 def run_unit(unit, device) -> dict:

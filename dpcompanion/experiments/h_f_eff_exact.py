@@ -33,7 +33,7 @@ from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.theory import accounting
 from dpcompanion.theory.budget import Budget
 
-__all__ = ["EXPERIMENT", "R_EXACT", "units", "run_unit", "combine", "describe", "decomposition", "verdict_rows"]
+__all__ = ["EXPERIMENT", "R_EXACT", "units", "unit_size", "run_unit", "combine", "describe", "decomposition", "verdict_rows"]
 
 #: the budget R that (4, 1e-8)-DP allows for full-batch Gaussian steps under exact Gaussian DP
 R_EXACT = Budget.from_epsilon(epsilon=accounting.PAPER_EPSILON, delta=accounting.PAPER_DELTA, accountant="exact").R
@@ -45,6 +45,11 @@ CONFIGS = {mode: {**cfg, "R": R_EXACT} for mode, cfg in h_f_eff.CONFIGS.items()}
 def units(config) -> list[dict]:
     """H-F-EFF's units (:func:`dpcompanion.experiments.h_f_eff.units`), each carrying this budget."""
     return h_f_eff.units(config)
+
+
+def unit_size(unit) -> str:
+    """H-F-EFF's unit size (:func:`dpcompanion.experiments.h_f_eff.unit_size`)."""
+    return h_f_eff.unit_size(unit)
 
 
 def run_unit(unit, device) -> dict:

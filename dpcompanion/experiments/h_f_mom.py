@@ -38,7 +38,7 @@ from dpcompanion.theory import schedules
 from dpcompanion.training import data
 from dpcompanion.training.models import make_model
 
-__all__ = ["EXPERIMENT", "PAPER", "BETA", "units", "run_unit", "combine", "describe", "verdict_rows"]
+__all__ = ["EXPERIMENT", "PAPER", "BETA", "units", "unit_size", "run_unit", "combine", "describe", "verdict_rows"]
 
 BETA = 0.9
 #: the ICLR submission's Sec. 5 / Fig. 2: 1000 training samples, 2 layers with 100 hidden units, T = 100 at data scale 25
@@ -84,6 +84,11 @@ def units(config) -> list[dict]:
              "max_rounds": int(config.get("max_rounds", 3)),
              **{k: config[k] for k in keys}}
             for (s, T), sd in zip(cells, hp.unit_seeds(config["seed"], len(cells)))]
+
+
+def unit_size(unit) -> str:
+    """``T=<T>``: a cell's time grows with its number of steps, not its scale."""
+    return f"T={unit['T']}"
 
 
 def run_unit(unit, device) -> dict:

@@ -25,7 +25,7 @@ from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.wu import gap_stats
 from dpcompanion.experiments.protocols import wu as wp
 
-__all__ = ["EXPERIMENT", "RUNGS", "units", "run_unit", "combine", "describe", "ladder_rows", "verdict_rows"]
+__all__ = ["EXPERIMENT", "RUNGS", "units", "unit_size", "run_unit", "combine", "describe", "ladder_rows", "verdict_rows"]
 
 #: the training-set sizes of the ladder; the last is CIFAR-10's (W Sec. 6)
 RUNGS = [2000, 10000, 50000]
@@ -54,6 +54,12 @@ def units(config: dict) -> list[dict]:
         out += [dict(base, n_train=int(n), clip=float(c), epochs=int(e), epsilon_bar=float(eb))
                 for c, e, eb in itertools.product(clips, config["epochs"], config["epsilon_bars"])]
     return out
+
+
+def unit_size(u: dict) -> str:
+    """``n_train=<n>, epochs=<e>``: a cell's time grows with its rung and epochs, not its clip or
+    budget."""
+    return f"n_train={u['n_train']}, epochs={u['epochs']}"
 
 
 def run_unit(u: dict, device: str) -> dict:

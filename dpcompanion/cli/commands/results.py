@@ -5,8 +5,9 @@ row (or JSON object) per stored result with ``id, mode, fresh, commit, device, c
 wall_s`` (and the digest and why a stale result is stale; ``complete: true``). A sweep in
 progress (units stored in ``<id>/<mode>.units/``, not yet assembled: killed, interrupted, or
 running) is listed as ``PARTIAL`` with ``units_done/units_total``, the units stored by older
-code (recomputed on resume) and ``estimate_left_s``, the mean wall time of its finished units
-times the units left, or ``estimate_why`` when the units differ in size or none has finished
+code (recomputed on resume) and ``estimate_left_s``: per unit left, the mean wall time of the
+finished units of its size (the experiment's ``unit_size``, when it declares one), or
+``estimate_why`` when a size left has no finished unit, the units differ in size or none has finished
 (``complete: false``: it is never shown as a result; ``fresh: true`` when every stored unit was
 computed by the current code and config, so committed units of a sweep that spans sittings
 read as fresh on a clone, and a unit stored by older code makes it stale). A damaged result (a file missing, unreadable or not
@@ -31,6 +32,7 @@ from dpcompanion.cli import UsageError, options
 from dpcompanion.cli.commands.experiment import add_results_dir_argument, results_root_from_args
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.experiments import base, store
+from dpcompanion.experiments.store import sweeps
 
 HELP = "list the stored experiment results (fresh or stale); --revalidate re-checks stale full and paper results cheaply"
 
@@ -100,10 +102,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"no stored results under {root}")
     for r in rows:
         if not r["complete"]:
-            left = r["estimate_why"] if r["estimate_left_s"] is None else f"about {r['estimate_left_s']} s of compute at the finished units' mean time (units left may be larger)"
+            left = sweeps.estimate_phrase(r)
             old = f", {r['units_old_code']} stored by older code (recomputed)" if r["units_old_code"] else ""
             print(f"{r['id']:<12} {r['mode']:<6} PARTIAL {r['units_done']}/{r['units_total']} units{old}; "
-                  f"left: {left}; `python -m dpcompanion experiment {r['id']} --mode {r['mode']}` "
+                  f"{left}; `python -m dpcompanion experiment {r['id']} --mode {r['mode']}` "
                   "resumes it")
             continue
         if r["damaged"]:

@@ -60,6 +60,13 @@ class StoredResult:
     def config(self) -> dict[str, Any]:
         return self.provenance.get("config", {})
 
+    @property
+    def over_sittings_s(self) -> float | None:
+        """The summed time of all its units when the result was assembled from units stored in
+        earlier sittings (``units_reused``), else None (then ``wall_s`` is the whole time)."""
+        p = self.provenance
+        return p["units_wall_s"] if p.get("units_reused") and p.get("units_wall_s") is not None else None
+
     def summary(self) -> str:
         """One line of provenance for a page: mode, device, wall time, commit, created."""
         p = self.provenance
@@ -68,8 +75,8 @@ class StoredResult:
         dirty = "+dirty" if p.get("dirty") else ""
         reval = p.get("revalidated") or []
         rv = f", revalidated {reval[-1]['date']}" if reval else ""
-        sittings = (f" in its last sitting, {p['units_wall_s']:,.0f} s of unit time in all"
-                    if p.get("units_reused") and p.get("units_wall_s") is not None else "")
+        summed = self.over_sittings_s
+        sittings = "" if summed is None else f" in its last sitting, {summed:,.0f} s of unit time in all"
         return (f"{self.mode} result: computed on {p.get('device')} in {p.get('wall_s', 0):.0f} s{sittings} "
                 f"({_count(p.get('runs'))} runs, {_count(p.get('run_steps'))} run-steps, {p.get('units')} units, "
                 f"executor {p.get('executor')}) "
@@ -323,9 +330,7 @@ def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
     else:
         tag = f" ({committed} of them committed)"
     old = (f", {part['units_old_code']} stored by older code (recomputed)" if part["units_old_code"] else "")
-    left = part["estimate_left_s"]
-    when = (part["estimate_why"] if left is None
-            else f"about {left / 3600:.2g} CPU-hours left at the finished units' mean time (units left may be larger)")
+    when = sweeps.estimate_phrase(part, hours=True)
     return (f"paper-scale run in progress: {done} of {total} units done{tag}{old}, {when}; continue with "
             f"`python -m dpcompanion experiment {experiment_id} --mode paper`")
 
@@ -339,8 +344,7 @@ def full_absent_note(experiment_id: str) -> str:
     part = sweeps.sweep_progress(experiment_id, "full")
     if part is not None:
         why += (f"; a full sweep is partly done ({part['units_done']}/{part['units_total']} units stored"
-                + (f", about {part['estimate_left_s']} s of compute left" if part["estimate_left_s"] is not None
-                   else f"; {part['estimate_why']}")
+                + (", " if part["estimate_left_s"] is not None else "; ") + sweeps.estimate_phrase(part)
                 + ") and is not shown until it is complete")
     return f"{why}: `python -m dpcompanion experiment {experiment_id} --mode full` computes it."
 

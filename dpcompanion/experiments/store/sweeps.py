@@ -23,7 +23,7 @@ from dpcompanion.experiments.store.executors import cpu_model
 from dpcompanion.experiments.store.hashing import digest
 
 __all__ = ["UNITS_SUFFIX", "units_dir", "unit_key", "save_unit", "load_unit", "sweep_progress", "list_partial",
-           "committed_units", "old_code_units", "restamp_unit"]
+           "committed_units", "old_code_units", "restamp_unit", "estimate_left", "estimate_phrase"]
 
 #: the folder beside ``<mode>/`` that holds the finished units of a sweep in progress
 UNITS_SUFFIX = ".units"
@@ -155,12 +155,20 @@ def _sweep_state(experiment_id: str, mode: str, root: Path | None) -> tuple[dict
     # a unit is done when its own file (named by its key) holds it, stored by the current code
     current = {stem: r for stem, r in recs if stem in wanted and r.get("key") == stem and r.get("code_hash") == code}
     done = len(current)
+    size = exp.unit_size or (lambda u: "")
+    keyed = [(unit_key(exp.id, mode, u, seed, device), size(u)) for u in units]
     walls = [float(r.get("wall_s", 0.0)) for r in current.values()]
-    left = total - done
-    est, why = estimate_left(walls, left)
+    by_size: dict[str, list[float]] = {}
+    left_by_size: dict[str, int] = {}
+    for key, sz in keyed:
+        if key in current:
+            by_size.setdefault(sz, []).append(float(current[key].get("wall_s", 0.0)))
+        else:
+            left_by_size[sz] = left_by_size.get(sz, 0) + 1
+    est, why = estimate_left(by_size, left_by_size)
     return ({"id": exp.id, "mode": mode, "seed": seed, "device": device, "units_done": done, "units_total": total,
              "units_old_code": len(recs) - len(current), "wall_s_done": round(sum(walls), 3),
-             "estimate_left_s": est, "estimate_why": why,
+             "estimate_left_s": est, "estimate_why": why, "sized": exp.unit_size is not None,
              "path": str(folder)}, set(current))
 
 
@@ -170,33 +178,61 @@ UNEQUAL_FACTOR = 2.0
 UNEQUAL_MIN_S = 1.0
 
 
-def estimate_left(walls: list[float], left: int) -> tuple[float | None, str]:
-    """Compute left in a sweep: the finished units' mean wall time times the ``left`` units,
-    when the finished units look alike; ``(None, why)`` when none has finished, or when their
-    times differ by more than :data:`UNEQUAL_FACTOR` (e.g. one unit per N: a mean of the small
-    ones would promise minutes for hours of work).
+def estimate_left(done: dict[str, list[float]], left: dict[str, int]) -> tuple[float | None, str]:
+    """Compute left in a sweep, from the wall times of its finished units grouped by size
+    (``done``: ``{size: [seconds, ...]}``) and the number of units left of each size (``left``);
+    sizes are the experiment's ``unit_size`` labels (:class:`~dpcompanion.experiments.base.Experiment`),
+    ``""`` for all units of an experiment that declares none. Each unit left is charged the mean
+    of the finished units of its size. ``(None, why)`` when none has finished, when a size left
+    has no finished unit yet (a mean of the small ones would promise minutes for hours of work),
+    or when the finished units of one size took times differing by more than
+    :data:`UNEQUAL_FACTOR` (an experiment without sizes whose units are not alike).
 
-    >>> estimate_left([10.0, 12.0], 3)
+    >>> estimate_left({"": [10.0, 12.0]}, {"": 3})
     (33.0, '')
-    >>> estimate_left([54.0, 150.0], 3)
+    >>> estimate_left({"": [54.0, 150.0]}, {"": 3})
     (None, 'units differ in size (54 s to 150 s so far): no estimate from them')
-    >>> estimate_left([], 2)[0] is None
+    >>> estimate_left({"N=250": [110.0], "N=500": [160.0]}, {"N=500": 1})
+    (160.0, '')
+    >>> estimate_left({"N=250": [110.0]}, {"N=1000": 1, "N=4000 uni": 1})
+    (None, 'no unit of size N=1000, N=4000 uni has finished yet: no estimate for them from smaller ones')
+    >>> estimate_left({}, {"": 2})[0] is None
     True
     """
+    walls = [w for ws in done.values() for w in ws]
     if not walls:
         return None, "time left not yet estimated (no unit of the current code has finished)"
-    lo, hi = min(walls), max(walls)
-    if hi > UNEQUAL_FACTOR * lo and hi - lo > UNEQUAL_MIN_S:
-        return None, f"units differ in size ({lo:.0f} s to {hi:.0f} s so far): no estimate from them"
-    return round(sum(walls) / len(walls) * left, 1), ""
+    unseen = [size for size, n in left.items() if n and not done.get(size)]
+    if unseen:
+        return None, (f"no unit of size {', '.join(unseen)} has finished yet: no estimate for them "
+                      "from smaller ones")
+    for ws in done.values():
+        lo, hi = min(ws), max(ws)
+        if hi > UNEQUAL_FACTOR * lo and hi - lo > UNEQUAL_MIN_S:
+            return None, f"units differ in size ({lo:.0f} s to {hi:.0f} s so far): no estimate from them"
+    return round(sum(sum(done[size]) / len(done[size]) * n for size, n in left.items() if n), 1), ""
+
+
+def estimate_phrase(part: dict, *, hours: bool = False) -> str:
+    """How much compute a partial sweep (:func:`sweep_progress`) has left, for a page or the
+    ``results`` listing: ``about <t> left at the finished units' mean time`` (per size, when the
+    experiment declares unit sizes), or why there is no estimate."""
+    left = part["estimate_left_s"]
+    if left is None:
+        return part["estimate_why"]
+    amount = f"about {left / 3600:.2g} CPU-hours" if hours else f"about {left} s of compute"
+    how = ("at the finished units' mean time per unit size" if part.get("sized")
+           else "at the finished units' mean time (units left may be larger)")
+    return f"{amount} left {how}"
 
 
 def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> dict | None:
     """Progress of a sweep whose finished units are stored but not yet assembled: ``units_done``
     (units of the sweep, stored by the current code), ``units_total``, ``units_old_code``
     (stored by older code, or for another seed, device or config: not reused), ``wall_s_done``
-    (the finished units' wall seconds, summed) and ``estimate_left_s`` (:func:`estimate_left`: mean wall time of the finished units times the units left,
-    ``estimate_why`` saying why not); None when
+    (the finished units' wall seconds, summed), ``estimate_left_s`` (:func:`estimate_left`: per
+    unit left, the mean wall time of the finished units of its size; ``estimate_why`` saying why
+    none) and ``sized`` (whether the experiment declares unit sizes); None when
     no unit is stored. The sweep is the seed and device of the newest unit file."""
     state = _sweep_state(experiment_id, mode, root)
     return None if state is None else state[0]

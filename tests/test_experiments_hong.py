@@ -161,6 +161,42 @@ def test_infl_extra_tiny():
     assert {r["verdict"] for r in infl.verdict_rows(p)} == {"not comparable"}
 
 
+def test_infl_extra_dnn_row_split_per_step_joins_to_the_unsplit_row():
+    """Paper mode splits the DNN row into one unit per swept step (resumable over sittings): the
+    joined row has the unsplit row's steps and, within float rounding of a differently batched
+    trainer call, its estimates; the other row stays one unit."""
+    from dpcompanion.experiments import h_f_infl_extra as infl
+
+    cfg = {"rows": [["synthetic", "logistic"], ["synthetic", "dnn"]], "N": 30, "T": 6, "step_every": 3, "levels": 2,
+           "repeats": 2, "hidden": 4, "dnn_step_every": 2, "dnn_levels": 3, "dnn_repeats": 3}
+    whole, whole_units = _run(infl.EXPERIMENT, cfg)
+    split, split_units = _run(infl.EXPERIMENT, {**cfg, "dnn_steps_per_unit": 1, "max_runs_per_call": 4})
+    assert len(whole_units) == 2 and len(split_units) == 1 + 4  # steps 1, 3, 5, 6
+    assert [u["steps"] for u in split_units[1:]] == [[1], [3], [5], [6]]
+    assert {infl.unit_size(u) for u in split_units[1:]} == {"synthetic/dnn"}
+    a, b = whole["rows"]["synthetic/dnn"], split["rows"]["synthetic/dnn"]
+    assert list(b["steps"]) == list(a["steps"]) == [1, 3, 5, 6] and b["coef"].shape == a["coef"].shape == (4, 3)
+    np.testing.assert_allclose(b["coef"], a["coef"], rtol=1e-4, atol=1e-6)
+    assert b["runs"] == a["runs"] == 4 * 3 * 3 and b["run_steps"] == a["run_steps"]
+    assert b["clip_fraction"] == pytest.approx(a["clip_fraction"], rel=1e-4)
+    assert b["late_minus_early"] == pytest.approx(a["late_minus_early"], rel=1e-3, abs=1e-6)
+
+
+def test_infl_extra_paper_mode_is_the_papers_protocol():
+    """``--mode paper``: every step of T = 100, 10 levels, 100 repeats, N = 1000, both rows; the
+    DNN row in 100 units of one step each."""
+    from dpcompanion.experiments import h_f_infl_extra as infl
+    from dpcompanion.experiments.comparisons import scale
+
+    cfg = base.config_for(infl.EXPERIMENT, "paper")
+    units = infl.units(cfg)
+    dnn = [u for u in units if u["model"] == "dnn"]
+    assert len(units) == 101 and len(dnn) == 100 and sorted(s for u in dnn for s in u["steps"]) == list(range(1, 101))
+    assert all(u["levels"] == 10 and u["repeats"] == 100 and u["N"] == 1000 and u["T"] == 100 for u in units)
+    s = scale.scale_of("h-f-infl-extra", cfg)
+    assert all(d["match"] is not False for d in s.values()), s
+
+
 def test_summary_collects_rule_rows(monkeypatch, tmp_path):
     from dpcompanion.experiments.comparisons import summary
 

@@ -151,12 +151,12 @@ def _sweep_state(experiment_id: str, mode: str, root: Path | None) -> tuple[dict
     units = exp.units(config)
     total = len(units)
     code = hashing.code_hash(exp)
-    wanted = {unit_key(exp.id, mode, u, seed, device) for u in units}
+    size = exp.unit_size or (lambda u: "")
+    keyed = [(unit_key(exp.id, mode, u, seed, device), size(u)) for u in units]
+    wanted = {key for key, _ in keyed}
     # a unit is done when its own file (named by its key) holds it, stored by the current code
     current = {stem: r for stem, r in recs if stem in wanted and r.get("key") == stem and r.get("code_hash") == code}
     done = len(current)
-    size = exp.unit_size or (lambda u: "")
-    keyed = [(unit_key(exp.id, mode, u, seed, device), size(u)) for u in units]
     walls = [float(r.get("wall_s", 0.0)) for r in current.values()]
     by_size: dict[str, list[float]] = {}
     left_by_size: dict[str, int] = {}

@@ -112,7 +112,8 @@ def power_table(rows: Sequence[dict]) -> str:
     inconclusive row the runs that would separate zero from the paper's value."""
     body = reproduction.power_rows(rows)
     if not body:
-        return "**Power.** No row of this page is judged on a sampled estimate."
+        return ("**Power.** No row of this page has a single effect with a standard error to compute power from. "
+                "A row judged over seeds gives its intervals in its note.")
     return ("**Power.** The smallest effect our runs detect at 80% power (two-sided 5%), from our standard "
             "errors; a paper's effect below it cannot be confirmed by these runs.\n\n"
             + markdown_table(["", "paper's effect", "our estimate", "our n", "smallest detectable effect",

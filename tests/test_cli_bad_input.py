@@ -113,7 +113,7 @@ CASES = [
      "--scheduler must be"),
     (["experiment", "h-f-infl", "--mode", "turbo"], "--mode"),
     (["experiment", "h-f-infl", "--mode", "paper"], "--mode: experiment h-f-infl has no paper config; experiments with "
-                                                    "one: h-f-eff, h-f-eff-exact, h-f-mom, w-f4"),
+                                                    "one: h-f-eff, h-f-eff-exact, h-f-infl-extra, h-f-mom, w-f4"),
     (["experiment", "h-f-infl", "--seed", "-1"], "--seed"),
     (["results", "--revalidate", "--device", "tpu"], "--device"),
     (["results", "--seal", "--revalidate"], "--seal"),

@@ -16,6 +16,13 @@ The epsilon reported (``epsilon``, with ``accountant``) is that of the steps tak
 accountant the budget was planned with (:meth:`Budget.epsilon_of`), so it is at most the
 ``--epsilon`` asked for; ``epsilon_by_accountant`` gives every applicable accountant's, named.
 A run whose loss becomes NaN or infinite exits 1 saying so, unless ``--allow-divergence``.
+**Noise.** The guarantee holds only if nobody can replay the noise (issue 30). Without
+``--seed`` the run is secure by default (``--secure``: the noise is seeded from ``os.urandom``,
+never recorded, not reproducible; :class:`~dpcompanion.training.trainers.engine.NoiseSource`);
+giving ``--seed N`` asks for a reproducible run, whose noise is a function of N (``--no-secure``
+by default; ``--secure`` keeps the noise secret while N still draws the data and the initial
+parameters). The JSON says which (``secure``, ``noise_seed``) and carries a ``privacy_note``:
+for a seeded run, that its guarantee needs the printed seed to stay secret.
 Defaults follow the paper's setup (the ICLR submission, App. D): lr 0.1, clip 4, data scale 10.
 """
 
@@ -66,7 +73,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clip", default="4", help="per-sample clipping norm C (default 4)")
     p.add_argument("--lr", default="0.1", help="step size (default 0.1)")
     p.add_argument("--momentum", default="0", help="debiased momentum beta in [0, 1) (default 0)")
-    p.add_argument("--seed", default="0", help="seed for data subset, init and noise (default 0)")
+    p.add_argument("--seed", default=None,
+                   help="seed for the data subset and init (default 0); also for the noise unless --secure; giving it "
+                        "makes the run reproducible (--no-secure becomes the default)")
+    p.add_argument("--secure", action=argparse.BooleanOptionalAction, default=None,
+                   help="draw the noise from generators seeded by os.urandom, never recorded, not reproducible "
+                        "(default without --seed); --no-secure: draw it from --seed, reproducibly (default with "
+                        "--seed): the guarantee then holds only while that seed stays secret")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     p.add_argument("--allow-divergence", action="store_true", dest="allow_divergence",
                    help="exit 0 even if the loss became NaN or infinite (default: exit 1 saying so)")
@@ -106,7 +119,9 @@ def validate(args: argparse.Namespace) -> dict:
     if n is not None and pca is not None and n < pca:
         raise UsageError(f"--n must be at least {pca} for --dataset {args.dataset} (its {pca}-dimensional PCA is "
                          f"fitted on the n training images), got {n}")
-    seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
+    seed = options.parse_int("0" if args.seed is None else args.seed, "--seed", minimum=0, maximum=2**63 - 1)
+    # a practitioner's run is secure unless a seed is asked for (a reproducible run)
+    secure = (args.seed is None) if args.secure is None else bool(args.secure)
     sigma_const = None
     if args.sigma is not None:
         sigma_const = options.flag("--sigma", lambda x: float(v.noise_multipliers([x], name="sigma")[0]),
@@ -142,7 +157,16 @@ def validate(args: argparse.Namespace) -> dict:
     else:
         sigma, _ = options.schedule_from_args(args, budget, kind_flag="--schedule", T=T)
     return {"budget": budget, "device": device, "sigma": sigma, "clip": clip, "lr": lr, "momentum": momentum,
-            "hidden": hidden, "n": n, "scale": scale, "seed": seed}
+            "hidden": hidden, "n": n, "scale": scale, "seed": seed, "secure": secure}
+
+
+def seeded_note(seed: int) -> str:
+    """The JSON's ``privacy_note`` of a seeded run: its guarantee assumes that the seed printed
+    beside it, which replays its noise, stays secret (issue 30). A secure run's is the
+    History's (:data:`~dpcompanion.training.trainers.config.SECURE_NOISE_NOTE`)."""
+    return (f"the (epsilon, delta) guarantee holds only if the noise seed stays secret: this run's noise is a "
+            f"function of --seed {seed}, printed here, so anyone holding it can replay the noise and undo the "
+            "privacy; use --secure for noise seeded from the operating system's CSPRNG, never recorded")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     model = make_model(args.model, in_dim=ds.dim, n_classes=ds.n_classes, hidden=cfg["hidden"])
     # one config holds the Budget: each run's ledger enforces its R, delta and the epsilon asked for
     config = training.TrainConfig.build(sigma=cfg["sigma"], budget=budget, clip_norm=cfg["clip"], lr=cfg["lr"],
-                                        beta=cfg["momentum"], seed=cfg["seed"], N=len(ds.y_train),
+                                        beta=cfg["momentum"], seed=cfg["seed"], secure=cfg["secure"], N=len(ds.y_train),
                                         device=cfg["device"], dtype=torch.float32,
                                         progress=False if args.no_progress else None)
     h = training.train(model, ds.X_train, ds.y_train, config, X_test=ds.X_test, y_test=ds.y_test)
@@ -193,6 +217,9 @@ def run(args: argparse.Namespace) -> int:
         "momentum": cfg["momentum"],
         "sampling_rate": p,
         "seed": cfg["seed"],
+        "secure": bool(h.meta["secure"]),
+        "noise_seed": None if h.meta["secure"] else cfg["seed"],
+        "privacy_note": h.meta["privacy_note"] if h.meta["secure"] else seeded_note(cfg["seed"]),
         "n_train": int(len(ds.y_train)),
         "device": h.meta["device"],
         "wall_time": h.wall_time,
@@ -216,6 +243,7 @@ def run(args: argparse.Namespace) -> int:
             others = ", ".join(f"{a} {e:.6g}" for a, e in out["epsilon_by_accountant"].items() if a != out["accountant"])
             print(f"epsilon {out['epsilon']:.6g} at delta {budget.delta:g} by the {out['accountant']} accountant "
                   f"(the budget's{'; ' + others if others else ''})")
+        print(f"noise: {'secure' if out['secure'] else 'seeded'}: {out['privacy_note']}")
         print(f"wall time {out['wall_time']:.2f} s")
     if out["stopped_early"]:  # a planned run always finishes: stopping means something is wrong
         print(f"dpcompanion train: error: the ledger stopped the run after {out['steps_done']} of {out['T']} planned "

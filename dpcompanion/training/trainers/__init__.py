@@ -23,7 +23,8 @@ Training (this package): one entry, one config::
     config = TrainConfig.build(sigma=..., budget=Budget.from_epsilon(...) or R=..., lr=0.1,
                                clip_norm=4.0, seed=0, beta=0.0, sampling_rate=None (the budget's),
                                N=None, lr_rule=None, device="auto", dtype=torch.float32,
-                               progress=None, record=None, memory_budget=4 GiB, fast=None)
+                               progress=None, record=None, memory_budget=4 GiB, fast=None,
+                               secure=False)
     h = train(model, X, y, config, X_test=None, y_test=None, init=None) -> History
 
 and thin wrappers that build the config from keywords::
@@ -52,6 +53,12 @@ and thin wrappers that build the config from keywords::
   *before* each noisy step; a run stops at the first unaffordable step (``stopped_early``).
   No budget (``R=None``): no ledger (analysis runs that deliberately overspend, e.g.
   sweeping one sigma_t); cost still recorded.
+* ``secure``: ``False`` (default; the book's reproducible runs) draws the noise from the seed,
+  so the guarantee holds only while the seed stays secret (the History's ``meta`` carries
+  ``secure`` and a ``privacy_note`` saying so); ``True`` (as Opacus's ``secure_mode``) seeds
+  the noise from ``os.urandom`` afresh for each call, never recorded, not reproducible by
+  design (:class:`.engine.NoiseSource` says what the source is and what it claims). The seed
+  still draws the initial parameters.
 * ``init``: ``(P,)`` or ``(K, P)`` initial parameters (default drawn from each seed).
 * ``device``: ``auto|cpu|cuda`` (:func:`dpcompanion.core.provenance.resolve_device`); same
   code on both. Same seed -> same numbers on CPU, whatever the batch it runs in.

@@ -15,6 +15,16 @@ gradient (or ``C sigma`` on the sum) is not a normal number of the training dtyp
 would lose its precision, then vanish), or the step's cost ``1/sigma^2`` overflows a
 float64. ``inf`` (which older versions treated as a free noiseless step), ``nan``, 0 and
 negative values are refused; so is a sigma whose noise scale overflows the dtype.
+
+**Whose secret the noise is.** A seeded run (``secure=False``, the default, the book's
+reproducible runs) draws its noise from generators seeded by a function of ``seed``
+(:func:`~dpcompanion.training.trainers.engine.noise_seed`): anyone who knows the seed can
+replay the noise, subtract it and decide membership with certainty, so its (epsilon, delta)
+guarantee holds only while the seed stays secret (its History and the ``train`` command's
+JSON say so: :data:`SEEDED_NOISE_NOTE`). ``secure=True`` (as Opacus's ``secure_mode``) seeds
+the noise afresh from the operating system's CSPRNG on every call and records nothing of
+it (:data:`SECURE_NOISE_NOTE`, :class:`~dpcompanion.training.trainers.engine.NoiseSource`
+says exactly what the source is); ``seed`` then drives only the initial parameters.
 """
 
 from __future__ import annotations
@@ -33,6 +43,8 @@ from dpcompanion.theory.budget import Budget
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
     "RECORDABLE",
+    "SECURE_NOISE_NOTE",
+    "SEEDED_NOISE_NOTE",
     "TrainConfig",
     "as_runs",
     "check_sigma",
@@ -45,6 +57,21 @@ DEFAULT_MEMORY_BUDGET = 4 * 2**30
 
 #: per-step fields a trainer can record (``record=``); the History holds None for the rest
 RECORDABLE = ("loss", "grad_norm", "clip_fraction", "sigma", "lr", "budget_spent")
+
+#: the ``privacy_note`` of a seeded run (``secure=False``): what its guarantee assumes (issue 30)
+SEEDED_NOISE_NOTE = (
+    "the (epsilon, delta) guarantee holds only if the noise seed stays secret: this run's noise is a "
+    "function of its seed, which is recorded here, so anyone holding the seed can replay the noise and "
+    "undo the privacy; train with secure=True (command line: --secure) for noise drawn from the "
+    "operating system's CSPRNG"
+)
+
+#: the ``privacy_note`` of a secure run (``secure=True``)
+SECURE_NOISE_NOTE = (
+    "the noise was seeded from the operating system's CSPRNG (os.urandom) for this run only and the seed "
+    "was not recorded, so it cannot be replayed (nor reproduced); the recorded seed drives only the "
+    "initial parameters (and, on the command line, the data subset), not the noise"
+)
 
 
 def sigma_floor(*, clip_norm: float, denominator: float, dtype: torch.dtype) -> float:
@@ -181,6 +208,11 @@ class TrainConfig:
     ``train_accuracy``); ``False`` leaves both None, for a caller that evaluates on its own
     data (W's segmented trainer: a pass over all N samples per segment saved, 46% of a W-F4
     paper-scale cell on this CPU; nothing else changes, not the noise, not a bit of theta).
+    ``secure``: ``False`` (default) draws the training noise from ``seeds``, reproducibly, so
+    the guarantee needs the seeds to stay secret; ``True`` draws it from generators seeded
+    from ``os.urandom`` afresh for each :func:`~dpcompanion.training.train` call, never
+    recorded and not reproducible by design (the module docstring; the source:
+    :class:`~dpcompanion.training.trainers.engine.NoiseSource`).
     """
 
     sigma: np.ndarray
@@ -201,6 +233,7 @@ class TrainConfig:
     fast: bool | None = None
     N: int | None = None
     final_eval: bool = True
+    secure: bool = False
 
     @property
     def K(self) -> int:
@@ -238,6 +271,7 @@ class TrainConfig:
         memory_budget: int | None = None,
         fast: bool | None = None,
         final_eval: bool = True,
+        secure: bool = False,
     ) -> "TrainConfig":
         """Validate every setting (one ``ValueError`` naming the parameter) and freeze them.
 
@@ -245,7 +279,8 @@ class TrainConfig:
         Hong's units (R = 2 rho) with ``delta`` as a shorthand for ``Budget.from_R``, or
         neither (no ledger). ``sampling_rate`` defaults to the budget's (1 without one).
         ``N``: the number of training samples, for the sigma floor (default 1). ``algorithm``
-        defaults to ``pgd``/``psgd`` (``-momentum`` with ``beta > 0``).
+        defaults to ``pgd``/``psgd`` (``-momentum`` with ``beta > 0``). ``secure``: draw the
+        noise from an ``os.urandom``-seeded source instead of ``seed`` (see the class docstring).
 
         >>> cfg = TrainConfig.build(sigma=[2.0, 2.0], R=1.0, lr=0.1, clip_norm=1.0, device="cpu")
         >>> cfg.budget.R, cfg.K, cfg.T, cfg.algorithm
@@ -301,20 +336,25 @@ class TrainConfig:
             raise ValueError(f"fast must be None (auto), True or False, got {fast!r}")
         if final_eval not in (True, False):
             raise ValueError(f"final_eval must be True or False, got {final_eval!r}")
+        if not isinstance(secure, (bool, np.bool_)):
+            raise ValueError(f"secure must be True or False, got {secure!r}")
         if algorithm is None:
             algorithm = ("psgd" if p < 1.0 else "pgd") + ("-momentum" if beta else "")
         return cls(sigma=_frozen(sig), seeds=tuple(seeds), single=single, budget=budget, lr=_frozen(lr_arr),
                    clip_norm=clip_norm, beta=beta, sampling_rate=p, lr_rule=lr_rule, device=resolve_device(device),
                    dtype=dtype, progress=progress, algorithm=str(algorithm), record=frozenset(rec),
                    memory_budget=int(memory_budget), fast=fast, N=None if N is None else int(N),
-                   final_eval=bool(final_eval))
+                   final_eval=bool(final_eval), secure=bool(secure))
 
     def rows(self, a: int, b: int) -> "TrainConfig":
         """The same configuration for runs ``a..b-1`` (a chunk)."""
         return replace(self, sigma=self.sigma[a:b], lr=self.lr[a:b], seeds=self.seeds[a:b], single=False)
 
     def describe(self) -> dict[str, Any]:
-        """JSON-friendly summary (for History.meta)."""
+        """JSON-friendly summary (for History.meta): the settings, whether the noise was secure
+        and the ``privacy_note`` saying what the guarantee assumes (:data:`SEEDED_NOISE_NOTE`
+        or :data:`SECURE_NOISE_NOTE`)."""
         return {"algorithm": self.algorithm, "clip_norm": self.clip_norm, "beta": self.beta,
                 "sampling_rate": self.sampling_rate, "record": sorted(self.record),
-                "memory_budget": self.memory_budget, "final_eval": self.final_eval}
+                "memory_budget": self.memory_budget, "final_eval": self.final_eval, "secure": self.secure,
+                "privacy_note": SECURE_NOISE_NOTE if self.secure else SEEDED_NOISE_NOTE}

@@ -25,7 +25,12 @@ Randomness. Run k owns two generators: a CPU ``torch.Generator`` seeded with
 length P (:class:`NoiseSource`; one step per block for large models, so one call draws
 many steps of a small one). Runs that share a seed share that stream (common random
 numbers), so one generator per distinct seed serves them all. A run's numbers do not
-depend on which other runs share the batch, nor on the chunking.
+depend on which other runs share the batch, nor on the chunking. That stream is a public
+function of the seed: the guarantee of such a run needs its seed to stay secret. With
+``config.secure`` the training noise comes instead from :data:`SECURE_DRAWS` generators per
+distinct seed, each seeded from ``os.urandom`` once per :func:`train` call
+(:func:`secret_noise_seeds`, never recorded, not reproducible by design); the initial
+parameters still come from ``seed_k`` (issue 30).
 
 Memory. Runs are trained in chunks (:func:`plan_chunks`) so that the run-dependent state
 stays below ``config.memory_budget``; chunks are independent, so the result is the same
@@ -37,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import math
+import secrets
 import sys
 import threading
 import time
@@ -57,6 +63,8 @@ from dpcompanion.training.trainers.oracles import StepGrad, make_oracle
 __all__ = [
     "train",
     "noise_seed",
+    "secret_noise_seeds",
+    "SECURE_DRAWS",
     "as_runs",
     "Charger",
     "NoiseSource",
@@ -76,6 +84,20 @@ def noise_seed(seed: int) -> int:
     """Seed of a run's training-noise generator, derived from its seed (so the noise
     stream is not the init stream)."""
     return int(np.random.SeedSequence([int(seed), 0x5EED]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+#: generators per distinct seed whose draws a secure run's noise sums (Opacus's ``secure_mode``
+#: sums 2n = 4 Gaussians, Holohan & Braghin 2021 Sec. 5.1; see :class:`NoiseSource`)
+SECURE_DRAWS = 4
+
+
+def secret_noise_seeds(seeds: Sequence[int]) -> dict[int, tuple[int, ...]]:
+    """For each distinct seed, :data:`SECURE_DRAWS` fresh 64-bit generator seeds from the
+    operating system's CSPRNG (:func:`secrets.randbits`, which reads ``os.urandom``): the noise
+    seeds of a secure run (``TrainConfig.secure``). Drawn once per :func:`train` call, so that
+    runs sharing a seed share their noise across chunks as a seeded run's do; held only in
+    memory while the call trains, never returned in the History or written anywhere."""
+    return {int(s): tuple(secrets.randbits(64) for _ in range(SECURE_DRAWS)) for s in set(int(s) for s in seeds)}
 
 
 #: runs and run-steps trained by :func:`train`, per thread (read through :func:`tally`)
@@ -230,15 +252,35 @@ class NoiseSource:
     order (mask, then noise). A generator draws a block only when one of its runs is active
     at ``t0``; runs never resume after stopping, so skipping a dead generator changes no
     active run's numbers. :meth:`draw` and :meth:`mask` give step ``t``'s rows, zero for
-    stopped runs."""
+    stopped runs.
+
+    **Secure noise** (``secret``, from :func:`secret_noise_seeds`; ``TrainConfig.secure``): each
+    distinct seed gets :data:`SECURE_DRAWS` = 4 torch generators seeded with the secret 64-bit
+    seeds instead of one seeded with :func:`noise_seed`; each Gaussian vector is the sum of the
+    four generators' draws divided by 2 (standard normal again; the sum is Opacus
+    ``secure_mode``'s defence against floating-point attacks on the Gaussian sampler) and each
+    mask uniform is the fractional part of the four generators' uniforms' sum (exact in
+    float64; uniform if any one of them is). What this claims: nobody who lacks all four secret
+    seeds can replay the noise; they come from ``os.urandom``, are drawn afresh for each call
+    and are never recorded. On CPU torch's generator (MT19937) keeps only the low 32 bits of a
+    seed (measured, ``tests/test_secure_noise.py``), so the four give 128 bits of secret; on
+    CUDA (Philox) each keeps all 64. What it does not claim: a cryptographic stream. MT19937
+    and Philox are statistical generators (an observer of their raw outputs could predict the
+    rest; the released parameters show only noisy sums of them). Opacus's ``secure_mode``
+    draws from torchcsprng, which has no build for this torch; the stream is the same speed
+    class as a seeded run's, four draws per number instead of one."""
 
     def __init__(self, seeds: Sequence[int], *, device, dtype, P: int, T: int, N: int = 0,
-                 sampling_rate: float = 1.0):
+                 sampling_rate: float = 1.0, secret: dict[int, tuple[int, ...]] | None = None):
         uniq, inv = np.unique(np.asarray(seeds, dtype=np.int64), return_inverse=True)
         self.gen_of = torch.as_tensor(inv.reshape(-1), device=device)
         self.gen_of_np = inv.reshape(-1)
         self.identity = len(uniq) == len(seeds) and bool(np.all(self.gen_of_np == np.arange(len(seeds))))
-        self.gens = [torch.Generator(device=device).manual_seed(noise_seed(int(s))) for s in uniq]
+        self.secure = secret is not None
+        if self.secure:  # a tuple of SECURE_DRAWS generators per distinct seed, seeded in secret
+            self.gens = [tuple(torch.Generator(device=device).manual_seed(k) for k in secret[int(s)]) for s in uniq]
+        else:
+            self.gens = [torch.Generator(device=device).manual_seed(noise_seed(int(s))) for s in uniq]
         self.device, self.dtype = device, dtype
         self.T, self.p = int(T), float(sampling_rate)
         self.B, n_mask = self.block_shape(P, T=T, N=N, sampling_rate=sampling_rate)
@@ -275,11 +317,30 @@ class NoiseSource:
             for i, g in enumerate(self._live(active)):
                 if g is None:
                     continue
+                if self.secure:
+                    self._draw_secure(i, b, g)
+                    continue
                 if self.mask_blk is not None:
                     self.mask_blk[i, :b].uniform_(generator=g)
                 self.noise_blk[i, :b].normal_(generator=g)
             self.t0 = t
         return t - self.t0
+
+    def _draw_secure(self, i: int, b: int, gens: tuple) -> None:
+        """Block rows ``[:b]`` of distinct seed ``i`` from its secret generators ``gens`` (the
+        class docstring): mask uniforms ``frac(sum u_j)``, then Gaussians ``sum z_j / 2``."""
+        if self.mask_blk is not None:
+            u = torch.empty(self.mask_blk[i, :b].shape, dtype=self.dtype, device=self.device)
+            acc = torch.zeros(u.shape, dtype=torch.float64, device=self.device)
+            for g in gens:
+                acc += u.uniform_(generator=g)
+            self.mask_blk[i, :b] = torch.frac(acc)
+        z = self.noise_blk[i, :b]
+        z.normal_(generator=gens[0])
+        tmp = torch.empty_like(z)
+        for g in gens[1:]:
+            z += tmp.normal_(generator=g)
+        z *= 1.0 / math.sqrt(len(gens))
 
     def _spread(self, rows: torch.Tensor, active: np.ndarray, out: torch.Tensor | None = None) -> torch.Tensor:
         """Per-generator rows ``(G, n)`` -> per-run rows ``(K, n)``, stopped runs zero."""
@@ -484,11 +545,12 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     chunks = plan_chunks(K, bytes_per_run=bytes_per_run(oracle, cfg, P, N), budget=cfg.memory_budget, fixed=fixed,
                          max_runs=max_runs)
     bar = _progress(cfg.T * len(chunks), cfg.progress, cfg.algorithm)
+    secret = secret_noise_seeds(cfg.seeds) if cfg.secure else None  # once per call: chunks share it
     parts = []
     try:
         for a, b in chunks:
             parts.append(_run_chunk(model, oracle, test, Xt, cfg.rows(a, b) if (a, b) != (0, K) else cfg,
-                                    None if th0 is None else th0[a:b], bar))
+                                    None if th0 is None else th0[a:b], bar, secret=secret))
     finally:
         bar.close()
     h = parts[0] if len(parts) == 1 else History.concat(parts)
@@ -504,7 +566,7 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     return h
 
 
-def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
+def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=None) -> History:
     dev, dtype = Xt.device, cfg.dtype
     K, T, N, P = cfg.K, cfg.T, Xt.shape[0], model.n_params
     if th0 is None:
@@ -512,7 +574,8 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar) -> History:
     else:
         theta = th0.clone()
     charger = Charger(cfg.sigma, budget=cfg.budget, sampling_rate=cfg.sampling_rate)
-    noise_src = NoiseSource(cfg.seeds, device=dev, dtype=dtype, P=P, T=T, N=N, sampling_rate=cfg.sampling_rate)
+    noise_src = NoiseSource(cfg.seeds, device=dev, dtype=dtype, P=P, T=T, N=N, sampling_rate=cfg.sampling_rate,
+                            secret=secret)
     recorder = Recorder(cfg.record, K, T)
     lr_rule = cfg.lr_rule.fresh() if hasattr(cfg.lr_rule, "fresh") else cfg.lr_rule
     stopped = np.zeros(K, dtype=bool)

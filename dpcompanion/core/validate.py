@@ -39,6 +39,7 @@ __all__ = [
     "positive_array",
     "noise_multipliers",
     "choice",
+    "class_labels",
     "can_create_file_in",
     "writable_folder",
     "MAX_STEPS",
@@ -244,6 +245,41 @@ def choice(name: str, value: Any, allowed) -> Any:
     if value not in tuple(allowed):
         raise ValueError(f"{name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
     return value
+
+
+def class_labels(name: str, values: Any, *, n_classes: int) -> np.ndarray:
+    """Class labels of a model with ``n_classes`` classes: a 1-D array of finite whole numbers
+    in ``{0, ..., n_classes - 1}`` (``{0, 1}`` for a binary model), returned as int64. The
+    trainers' clipping is built for these labels, and a label outside them is the wrong data,
+    not a choice (a binary model's ``s = 2y - 1`` is +-1 only for y in {0, 1}; issue 30).
+
+    >>> class_labels("y", [0, 1.0, 1], n_classes=2).tolist()
+    [0, 1, 1]
+    >>> class_labels("y", [0, 1, -1], n_classes=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: y must hold class labels in {0, 1}, got -1 at index 2
+    """
+    allowed = "{0, 1}" if n_classes == 2 else f"{{0, ..., {n_classes - 1}}}"
+    try:
+        a = np.asarray(values)
+        if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_):
+            raise TypeError
+        if np.iscomplexobj(a):
+            raise TypeError
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must hold class labels in {allowed}, got {values!r}"[:300]) from None
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of class labels in {allowed}, got shape {a.shape}")
+    if np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_:
+        bad = (a < 0) | (a > n_classes - 1)
+    else:  # finite, whole and in range (NaN fails every comparison)
+        with np.errstate(invalid="ignore"):
+            bad = ~((a >= 0) & (a <= n_classes - 1) & (a == np.floor(a)))
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError(f"{name} must hold class labels in {allowed}, got {a[k].item()!r} at index {k}")
+    return a.astype(np.int64)
 
 
 def can_create_file_in(folder: Any) -> bool:

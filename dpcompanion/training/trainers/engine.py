@@ -51,6 +51,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from dpcompanion.core import validate
 from dpcompanion.theory import accounting
 from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
@@ -135,6 +136,17 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return a[:1], np.zeros(a.shape[0], dtype=np.int64)
     u, inv = np.unique(a, axis=0, return_inverse=True)
     return u, inv.reshape(-1)
+
+
+def _labels(name: str, y, model: Model, *, device) -> torch.Tensor:
+    """``y`` checked once per call (:func:`dpcompanion.core.validate.class_labels`: whole
+    numbers in ``{0, ..., n_classes - 1}``), as int64 on ``device``. The clipping below is
+    built for these labels; a binary model's ``2y - 1`` outside +-1 is refused here, before
+    any step, rather than trained on (issue 30)."""
+    if isinstance(y, torch.Tensor):
+        y = y.detach().cpu()
+        y = (y.double() if y.is_floating_point() else y).numpy()
+    return torch.as_tensor(validate.class_labels(name, y, n_classes=model.n_classes), device=device)
 
 
 def _as_tensor(a, *, dtype, device) -> torch.Tensor:
@@ -500,7 +512,8 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     """Train ``config.K`` runs of ``model`` on ``(X, y)`` under ``config`` (a
     :class:`~dpcompanion.training.trainers.config.TrainConfig`, validated when it was built):
     every run's ledger is charged before each noisy step and the run stops rather than
-    overspend (see the module docstring). ``X_test, y_test``: optional test data (the
+    overspend (see the module docstring). ``y``: class labels in ``{0, ..., n_classes - 1}``
+    (``{0, 1}`` for a binary model), checked once here. ``X_test, y_test``: optional test data (the
     History's ``test_accuracy``); ``init``: initial parameters ``(P,)`` or ``(K, P)``
     (default: drawn from each run's seed).
 
@@ -518,7 +531,7 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     t0 = time.perf_counter()
     dev = torch.device(cfg.device)
     Xt = _as_tensor(X, dtype=cfg.dtype, device=dev)
-    yt = _as_tensor(y, dtype=torch.long, device=dev)
+    yt = _labels("y", y, model, device=dev)
     N = Xt.shape[0]
     if yt.shape != (N,):
         raise ValueError(f"y must have shape ({N},) to match X, got {tuple(yt.shape)}")
@@ -537,7 +550,7 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     test = None
     if X_test is not None:
         Xs = _as_tensor(X_test, dtype=cfg.dtype, device=dev).reshape(len(X_test), -1)
-        ys = _as_tensor(y_test, dtype=torch.long, device=dev)
+        ys = _labels("y_test", y_test, model, device=dev)
         test = make_oracle(model, Xs, ys, clip_norm=cfg.clip_norm, fast=cfg.fast)
     item = torch.finfo(cfg.dtype).bits // 8
     fixed = item * Xt.numel() * (3 if oracle.fast else 1)

@@ -13,7 +13,10 @@ samples). Two implementations:
   one output). With ``x`` a sample's features (and its bias feature 1), ``s = 2y - 1``
   and the negative margin ``r = -s theta.x``, the per-sample gradient is ``a(r) (-s x)``
   (:func:`~dpcompanion.training.models.binary_output_backprop_`), so its norm is exactly
-  ``|a| ||x||`` and clipping it at C is clamping ``a`` to ``[-C/||x||, C/||x||]``. A step is
+  ``|a| ||s x||`` and clipping it at C is clamping ``a`` to ``[-C/||s x||, C/||s x||]``: the
+  norm of the row ``-s x`` itself, so the bound holds for any label, not only for ``s = +-1``
+  where it is ``||x||`` (issue 30; :func:`~dpcompanion.training.trainers.engine.train`
+  also refuses labels outside ``{0, 1}`` at its entry). A step is
   two matmuls (``r = theta (-s X)^T``, ``sum = clamp(a) (-s X)``) and three elementwise
   passes; nothing per-sample is materialised (Goodfellow 2015, arXiv 1510.01799, for
   the general idea; Hong et al. 2022, Algorithm 1 line 1 for the step).
@@ -111,7 +114,8 @@ def _ceil(n: int, m: int) -> int:
 
 
 class LinearOracle:
-    """The margin fast path (module docstring). ``X (N, D)``, ``y (N,)`` in {0, 1}."""
+    """The margin fast path (module docstring). ``X (N, D)``, ``y (N,)`` in {0, 1} (the trainers'
+    entry checks that; any finite label is still clipped to C here, by construction)."""
 
     fast = True
     RUN_PAD = 8
@@ -127,12 +131,21 @@ class LinearOracle:
         feats = torch.cat([X, torch.ones(N, 1, dtype=dt, device=dev)], dim=1) if model.bias else X
         ns = -(2 * y - 1).to(dt)  # -s
         Xn = torch.zeros(self.Np, feats.shape[1], dtype=dt, device=dev)
-        Xn[:N] = ns.unsqueeze(-1) * feats  # rows -s x (exact: s = +-1); padded rows 0
+        Xn[:N] = ns.unsqueeze(-1) * feats  # rows -s x (exact for s = +-1); padded rows 0
+        # The cap comes from the norms of the rows themselves, label included: a sample's
+        # gradient is a (-s x), of norm |a| |s| ||x||, and |s| = |2y - 1| is 3 for y = -1 or 2
+        # (bounding by ||x|| alone let one such sample contribute 3 C: issue 30). For s = +-1
+        # the rows are +-x exactly, so these norms equal ||x||'s bit for bit.
+        rows64 = norms64(Xn[:N])
+        if not bool(torch.isfinite(rows64).all()):
+            k = int(torch.nonzero(~torch.isfinite(rows64))[0, 0])
+            raise ValueError(f"the linear fast path needs finite rows (2y - 1) x, got a non-finite one at sample {k} "
+                             f"(y = {y[k].item()!r})")
         self.Xn = Xn  # (Np, P): sum = clamp(a) @ Xn
         self.XnT = Xn.t().contiguous()  # (P, Np): r = theta @ XnT
         cap = torch.full((self.Np,), float("inf"), dtype=dt, device=dev)
-        # |a| <= C / ||x|| <=> ||g|| <= C, by the one clipping rule (float64 norms, a few ulps of slack)
-        cap[:N] = clip_scale(norms64(feats), self.clip_norm, dtype=dt)
+        # |a| <= C / ||s x|| <=> ||g|| <= C, by the one clipping rule (float64 norms, a few ulps of slack)
+        cap[:N] = clip_scale(rows64, self.clip_norm, dtype=dt)
         self.cap, self.neg_cap = cap, -cap
         self.ns = torch.zeros(self.Np, dtype=dt, device=dev)
         self.ns[:N] = ns

@@ -453,3 +453,74 @@ def test_shipped_full_batch_scores_pass_the_model_check():
     for trainer in ("pgd", "momentum", "adp"):
         r = audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=4000, seed=6)
         assert r.gdp_fit["model_check"]["ok"] and r.epsilon_lower_gdp is not None
+
+
+# ------------------------------------------------------------------ the label canary (issue 30)
+
+
+def _old_cap_oracle(model, X, y, *, clip_norm, fast=None):
+    """The linear fast path as it was before issue 30: its cap from ``||x||``, without ``|2y - 1|``."""
+    from dpcompanion.training.models import clip_scale, norms64
+    from dpcompanion.training.trainers.oracles import LinearOracle
+
+    o = LinearOracle(model, X, y, clip_norm=clip_norm)
+    feats = torch.cat([X, torch.ones(X.shape[0], 1, dtype=X.dtype)], dim=1) if model.bias else X
+    o.cap[: o.N] = clip_scale(norms64(feats), clip_norm, dtype=X.dtype)
+    o.neg_cap = -o.cap
+    return o
+
+
+@pytest.mark.parametrize("label", [2.0, -1.0])
+def test_audit_canary_through_the_fast_path_with_s_3_contributes_at_most_C(label):
+    """issue 30: the audit's canary ``2C e_0`` labelled so that ``s = 2y - 1 = +-3``, fed to
+    the linear fast path below the trainers' label check, adds at most C to the clipped sum
+    (the old rule added 3 C)."""
+    from dpcompanion.training.models import DenseModel
+    from dpcompanion.training.trainers.oracles import make_oracle
+
+    model = DenseModel(in_dim=2, n_classes=2, loss="squared", bias=False)
+    theta = torch.randn(5, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    sums = {}
+    for make in (make_oracle, _old_cap_oracle):
+        for canary in (False, True):
+            X, y = audit.label_canary_data(canary=canary, label=label)
+            o = make(model, X, y, clip_norm=1.0)
+            assert o.fast
+            sums[make, canary] = o.clip_sum(theta).grad_sum
+    new = torch.linalg.vector_norm(sums[make_oracle, True] - sums[make_oracle, False], dim=-1)
+    old = torch.linalg.vector_norm(sums[_old_cap_oracle, True] - sums[_old_cap_oracle, False], dim=-1)
+    assert torch.all(new <= 1.0) and torch.all(new > 0.999)
+    assert torch.all(old > 2.99)
+
+
+@pytest.mark.parametrize("label,loss", [(2.0, "squared"), (-1.0, "squared"), (5.0, "logistic"), (1.0, "squared")])
+def test_label_audit_passes_the_fast_path(label, loss):
+    """issue 30: the label canary's audit of the fast path as shipped: not flagged, the
+    canary's measured contribution is C (shift ratio 1 within 4 standard errors)."""
+    r = audit.label_audit(label=label, loss=loss)
+    assert r["fast_path"] and not r["flagged"] and r["passed"]
+    assert r["epsilon_lower"] <= r["epsilon_exact"] <= r["epsilon_claimed"]
+    assert abs(r["shift_ratio"] - 1.0) < 4 * r["shift_ratio_se"]
+    assert r["wall_time"] < 5.0
+
+
+@pytest.mark.parametrize("label", [2.0, -1.0])
+def test_label_audit_flags_the_fast_path_before_issue_30(monkeypatch, label):
+    """issue 30: the case that would have caught the bug: with the old cap (``||x||`` without
+    the label) the canary enters with 3 C and the audit's lower bound refutes the claim."""
+    monkeypatch.setattr(audit, "make_oracle", _old_cap_oracle)
+    r = audit.label_audit(label=label)
+    assert r["flagged"] and r["epsilon_lower"] > r["epsilon_claimed"]
+    assert abs(r["shift_ratio"] - 3.0) < 4 * r["shift_ratio_se"]
+
+
+@pytest.mark.parametrize("kw,needle", [({"label": float("nan")}, "label must be a finite number, got nan"),
+                                       ({"label": "x"}, "label must be a finite number"),
+                                       ({"loss": "hinge"}, "loss must be one of squared, logistic, got 'hinge'"),
+                                       ({"clip_norm": 0.0}, "clip_norm must be a finite number > 0, got 0.0"),
+                                       ({"trials": 10}, "trials must be an integer in [200, 200000], got 10")])
+def test_label_audit_bad_input(kw, needle):
+    """issue 30: the label audit's inputs are refused in one line naming the parameter."""
+    with pytest.raises(ValueError) as e:
+        audit.label_audit(**kw)
+    assert needle in str(e.value)

@@ -81,6 +81,17 @@ full batch the exact (Gaussian DP) epsilon of that noise is the
 largest value any test can certify. ``epsilon_exact`` is that value (full batch) or
 dp-accounting's PLD epsilon of the noise used (Poisson sampling, tight up to discretisation).
 
+The label canary (:func:`label_audit`). The setup above feeds the trainers only what they
+accept, so it cannot see a clipping rule that holds for some labels and not others: the
+linear/logistic fast path once bounded a sample's gradient ``a (-s x)`` by ``|a| ||x||``,
+leaving out ``|s| = |2y - 1|``, and a sample labelled -1 or 2 contributed ``3 C`` (issue 30).
+:func:`label_audit` audits that path directly: a binary linear model (no bias) whose canary
+``2C e_0`` carries an arbitrary label, the clip-and-sum oracle built *below* the trainers'
+label check, one full-batch private step (:func:`~dpcompanion.training.trainers.engine.private_step`)
+per trial from the origin, and the same adversary, statistic and bounds as above. A path that
+lets the canary contribute more than ``C`` shows as ``shift_ratio`` above 1 and an epsilon
+lower bound above the claim.
+
 Everything is batched: each world is one call of the public trainer with one run per trial
 (:func:`dpcompanion.training.trainers.engine.as_runs`), in float64 on the CPU by default.
 """
@@ -112,9 +123,11 @@ from dpcompanion.theory.auditing import (
 )
 from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import PrivacyLedger
-from dpcompanion.training.models import ClipResult, Model, clip_factors, norms64
+from dpcompanion.training.models import ClipResult, DenseModel, Model, clip_factors, norms64
 from dpcompanion.training.trainers import TrainConfig, train, train_adpsgd
 from dpcompanion.training.trainers.adp import adp_schedule
+from dpcompanion.training.trainers.engine import private_step
+from dpcompanion.training.trainers.oracles import make_oracle
 from dpcompanion.training.trainers.steps import debias_factor
 
 __all__ = [
@@ -134,6 +147,9 @@ __all__ = [
     "validate_audit",
     "run_audit",
     "audit_scores",
+    "LABEL_TRIALS",
+    "label_canary_data",
+    "label_audit",
 ]
 
 TRAINERS: tuple[str, ...] = ("pgd", "momentum", "psgd", "adp")
@@ -580,3 +596,82 @@ def audit_scores(
         sigma_used=[float(s) for s in used],
         wall_time=time.perf_counter() - t0,
     ), {"out": scores[0], "in": scores[1]})
+
+
+# ------------------------------------------------------------------------ the label canary
+
+#: default trials of :func:`label_audit` (both worlds; one step each, about 0.1 s in all)
+LABEL_TRIALS = 20_000
+
+
+def label_canary_data(*, canary: bool, label: float, n: int = 16, clip_norm: float = 1.0,
+                      seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(X, y)`` of :func:`label_audit`: ``X`` as :func:`canary_data` (the canary ``2C e_0`` in
+    slot 0, or the zero row), ``y`` float64 with labels in {0, 1} drawn from ``seed`` for the
+    ordinary rows and ``label`` (any finite number) for slot 0 in both worlds."""
+    X, _ = canary_data(canary=canary, n=n, clip_norm=clip_norm, seed=seed)
+    y = np.random.default_rng([seed, 30]).integers(0, 2, size=n).astype(np.float64)
+    y[0] = label
+    return X, torch.as_tensor(y)
+
+
+def label_audit(*, label: float = 2.0, loss: str = "squared", epsilon: float = 2.0, delta: float = 1e-5,
+                trials: int = LABEL_TRIALS, seed: int = 0, clip_norm: float = 1.0) -> dict[str, Any]:
+    """Audit the binary linear clip-and-sum path with a canary whose label is ``label`` (module
+    docstring, "The label canary"; issue 30). ``label`` 2 or -1 gives ``s = 2y - 1 = +-3``: a
+    path that bounds the gradient by ``||x||`` lets the canary contribute ``3 C`` and is flagged.
+
+    Per world, ``trials`` // 2 runs of one private step from ``theta = 0`` at the budget's
+    sigma (``schedules.uniform(T=1, R)``, R the zCDP budget of ``(epsilon, delta)``), on the
+    oracle :func:`~dpcompanion.training.trainers.oracles.make_oracle` builds for a
+    :class:`~dpcompanion.training.models.DenseModel` with ``loss`` and no bias (the margin fast
+    path) from :func:`label_canary_data`: the data go to the oracle directly, below the
+    trainers' label check, which would refuse them. The adversary recovers the noisy sum from
+    the iterate and projects it on the canary's direction ``-sign(s) e_0``. Returns the
+    claimed epsilon, both lower bounds and ``flagged`` as :class:`AuditResult` defines them,
+    and ``shift_ratio``: the canary's measured contribution in units of C (1 when clipped)."""
+    v = validate_audit(trainer="pgd", epsilon=epsilon, delta=delta, trials=trials, seed=seed)
+    lab = _check_number("label", label, lo=-math.inf, hi=math.inf, lo_open=True, hi_open=True,
+                        allowed="a finite number")
+    if loss not in ("squared", "logistic"):
+        raise ValueError(f"loss must be one of squared, logistic, got {loss!r}")
+    C = _check_number("clip_norm", clip_norm, lo=0.0, hi=math.inf, lo_open=True, hi_open=True,
+                      allowed="a finite number > 0")
+    t0 = time.perf_counter()
+    eps, dl, n_trials = v["epsilon"], v["delta"], v["trials"]
+    R = accounting.R_zcdp(epsilon=eps, delta=dl)
+    sigma = schedules.uniform(T=1, R=R)
+    n, lr = SETUPS["pgd"].n, 1.0
+    model = DenseModel(in_dim=2, n_classes=2, loss=loss, bias=False)
+    s_sign = float(np.sign(2.0 * lab - 1.0)) or 1.0
+    proj = {}
+    for world, canary, k in ((0, False, n_trials - n_trials // 2), (1, True, n_trials // 2)):
+        X, y = label_canary_data(canary=canary, label=lab, n=n, clip_norm=C, seed=v["seed"])
+        oracle = make_oracle(model, X, y, clip_norm=C, fast=True)
+        gen = torch.Generator().manual_seed(_seeds(v["seed"], 30 + world, 1)[0])
+        theta0 = torch.zeros(k, 2, dtype=torch.float64)
+        theta = theta0.clone()
+        private_step(oracle, theta, weights=None, noise=torch.randn(k, 2, generator=gen, dtype=torch.float64),
+                     sigma_t=torch.full((k,), float(sigma[0]), dtype=torch.float64),
+                     lr_t=torch.full((k,), lr, dtype=torch.float64), active=torch.ones(k, dtype=torch.bool),
+                     clip_norm=C, denominator=float(n), need_loss=False, need_clip=False, need_grad_norm=False)
+        sums = noisy_sums_from_iterates(iterates=torch.stack([theta0, theta]), lr=np.full((k, 1), lr),
+                                        denominator=float(n))
+        proj[world] = -s_sign * sums[..., 0] / C  # on the canary's clipped gradient -sign(s) C e_0
+    scores = {w: log_likelihood_ratio(s=proj[w], sigma=sigma) for w in proj}
+    test = epsilon_lower_bound(scores_out=scores[0], scores_in=scores[1], delta=dl, confidence=BOUND_CONFIDENCE)
+    gdp = epsilon_lower_gdp(scores_out=scores[0], scores_in=scores[1], delta=dl, confidence=BOUND_CONFIDENCE)
+    gdp["model_check"] = gdp_model_check(scores_out=scores[0], scores_in=scores[1])
+    lower_gdp = gdp["epsilon_lower"] if gdp["model_check"]["ok"] else None
+    lower = max(test["epsilon_lower"], lower_gdp or 0.0)
+    claimed, claim_acc = _claimed_epsilon(sigma, delta=dl, sampling_rate=1.0)
+    exact, exact_acc = exact_epsilon_of(sigma, delta=dl)
+    check = noise_check(proj_out=proj[0], proj_in=proj[1], sigma=sigma)
+    return {"label": lab, "s": 2.0 * lab - 1.0, "loss": loss, "epsilon": eps, "delta": dl, "trials": n_trials,
+            "seed": v["seed"], "clip_norm": C, "sigma": float(sigma[0]), "fast_path": bool(oracle.fast),
+            "epsilon_claimed": claimed, "claim_accountant": claim_acc, "epsilon_exact": exact,
+            "exact_accountant": exact_acc, "epsilon_lower": lower, "epsilon_lower_gdp": lower_gdp,
+            "epsilon_lower_threshold": test["epsilon_lower"], "flagged": bool(lower > claimed),
+            "passed": not lower > claimed, "shift_ratio": check["shift_ratio"],
+            "shift_ratio_se": check["shift_ratio_se"], "noise_ratio": check["noise_ratio"], "test": test,
+            "gdp_fit": {**gdp, "assumes": GDP_ASSUMPTION}, "wall_time": time.perf_counter() - t0}

@@ -7,7 +7,9 @@ Each command lives in its own module under :mod:`dpcompanion.cli.commands` and e
 * ``run(args) -> int``: does the work and returns the exit status.
 
 Bad input is reported in one line on stderr, ``dpcompanion <command>: error: <what is
-wrong and what is allowed>``, with exit status 2 and no traceback. Commands signal it by
+wrong and what is allowed>``, with exit status 2 and no traceback. When the reader of stdout
+closes the pipe (``dpcompanion zcdp ... | head -c 1``) the command stops quietly with exit
+status 141 (128 + SIGPIPE), as a Unix tool ended by SIGPIPE does. Commands signal it by
 raising :class:`UsageError` (or ``ValueError`` from the math layer, whose messages
 already name the parameter, the value and the allowed range). Commands validate all
 input before writing anything, so a refused call leaves no half-written file.
@@ -26,6 +28,7 @@ import argparse
 import ast
 import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -101,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     if extra:  # refused by the command's parser, so that the line names the command
         parser.command_parsers[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return int(args._run(args) or 0)
+        rc = int(args._run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+        return rc
+    except BrokenPipeError:
+        return _closed_pipe()
     except (UsageError, ValueError) as exc:
         msg = " ".join(str(exc).split())  # one line, whatever the message
         print(f"{args._prog}: error: {msg}", file=sys.stderr)
@@ -109,6 +116,24 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{args._prog}: interrupted", file=sys.stderr)
         return 130
+
+
+#: Exit status when the reader of stdout went away (``... | head -c 1``): 128 + SIGPIPE, what a
+#: shell reports for a Unix tool that SIGPIPE ended.
+EXIT_CLOSED_PIPE = 128 + 13
+
+
+def _closed_pipe() -> int:
+    """stdout's reader closed the pipe: stop quietly, as Unix tools do (Python's documented
+    recipe, "Note on SIGPIPE" in the ``signal`` module: point stdout at devnull so that the
+    interpreter's final flush raises nothing) and exit :data:`EXIT_CLOSED_PIPE`."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout has no file descriptor (captured): nothing to redirect
+        pass
+    return EXIT_CLOSED_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

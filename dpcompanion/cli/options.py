@@ -13,8 +13,11 @@ import io
 import itertools
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any, Callable
+
+import numpy as np
 
 from dpcompanion.cli import UsageError
 from dpcompanion.core import validate
@@ -31,6 +34,7 @@ __all__ = [
     "schedule_from_args",
     "kinds_epilog",
     "output_path",
+    "checked_path",
     "check_memory",
     "folder_writable",
 ]
@@ -178,8 +182,8 @@ def schedule_params(args: argparse.Namespace, kind_name: str, *, kind_flag: str)
             if prm.required:
                 raise UsageError(f"{prm.flag} is required for {kind_flag} {kind_name} ({prm.type}, {prm.allowed})")
             continue
-        if prm.type == "int":
-            out[name] = parse_int(text, prm.flag)
+        if prm.type == "int":  # a count of steps: at most MAX_STEPS (issue 30: 10^20 overflowed a C long)
+            out[name] = parse_int(text, prm.flag, maximum=validate.MAX_STEPS)
         elif prm.type == "str":
             if prm.choices and text not in prm.choices:
                 raise UsageError(f"{prm.flag} must be one of {', '.join(prm.choices)}, got {text!r}")
@@ -201,23 +205,59 @@ def schedule_from_args(args: argparse.Namespace, budget: Budget, *, kind_flag: s
     elif T is None:
         raise UsageError(f"--T is required for {kind_flag} {kind} (an integer >= 1)")
     try:
-        sigma = budgets.make_schedule(budget, kind, T=T, **params)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # the kinds check finiteness themselves
+            sigma = budgets.make_schedule(budget, kind, T=T, **params)
     except ValueError as exc:
         msg = " ".join(str(exc).split())
         first = msg.split(" ", 1)[0]
         names = {prm.name for prm in schedules.KIND_TABLE[kind].params} | {"T", "R"}
         where = f"--{first.replace('_', '-')}" if first in names else f"{kind_flag} {kind}"
         raise UsageError(f"{where}: {msg}") from None
+    except (OverflowError, ZeroDivisionError) as exc:  # e.g. --kappa 1e308: 1 - 1/kappa rounds to 1 (issue 30)
+        given = [f"{prm.flag} {getattr(args, f'k_{prm.name}')}" for prm in schedules.KIND_TABLE[kind].params
+                 if prm.cli and prm.name != "q" and getattr(args, f"k_{prm.name}", None) is not None]
+        where = ", ".join(given) if given else f"{kind_flag} {kind}"
+        raise UsageError(f"{where}: the {kind} schedule cannot be computed in float64 at this size ({exc}); "
+                         "use a parameter of smaller magnitude") from None
     return sigma, params
+
+
+#: Largest ``--influence`` file read: 64 bytes for each of the at most ``MAX_STEPS`` values
+#: (a number per line with room for a comment); a larger file is refused unread.
+MAX_INFLUENCE_BYTES: int = 64 * validate.MAX_STEPS
+
+
+def read_capped(path, name: str, *, max_bytes: int) -> str:
+    """The text of the regular file ``path``, read only if it has at most ``max_bytes``
+    bytes (issue 30: ``--influence /dev/zero`` read forever, growing memory). A device, a
+    FIFO or a folder is refused by name, as is a file that grows past the cap while read."""
+    where = f"{name} {path}"
+    checked_path(name, path)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise UsageError(f"{where}: cannot read it ({exc.strerror or exc.__class__.__name__}); give a readable text file") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{where}: not a regular file (a device, FIFO or folder is not read: it may never end); "
+                         "give a text file")
+    too_big = f"{where}: larger than {max_bytes:,} bytes, the most this option reads; give a smaller file"
+    if st.st_size > max_bytes:
+        raise UsageError(too_big)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise UsageError(too_big)
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{where}: cannot read it ({exc.__class__.__name__}); give a readable text file") from None
 
 
 def read_influence(path: Path) -> list[float]:
     """q_t from a file: one number per line, or a CSV whose column ``q`` (or ``influence``,
-    or its only column) holds them. Blank lines and ``#`` comments are skipped."""
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--influence {path}: cannot read it ({exc.__class__.__name__}); give a readable text file") from None
+    or its only column) holds them. Blank lines and ``#`` comments are skipped. The file is
+    read by :func:`read_capped` (a regular file of at most :data:`MAX_INFLUENCE_BYTES`)."""
+    text = read_capped(path, "--influence", max_bytes=MAX_INFLUENCE_BYTES)
     reader = (r for r in csv.reader(io.StringIO(text))
               if r and not r[0].lstrip().startswith("#") and any(c.strip() for c in r))
     first = next(reader, None)
@@ -268,17 +308,25 @@ def kinds_epilog(examples: list[str]) -> str:
 
 
 def output_path(path, name: str, *, suffix: str | None = None) -> Path:
-    """Check an output file path before any work: not a directory, the right ``suffix``,
-    its folder existing and writable, or missing as a single leaf whose parent is (that
-    one folder may be created when writing; nothing is created here)."""
-    out = Path(path)
+    """Check an output file path before any work: not a directory, the right ``suffix``, no
+    segment longer than a file name may be, its folder existing and writable, or missing as a
+    single leaf whose parent is (that one folder may be created when writing; nothing is
+    created here). An existing device or FIFO (``/dev/null``), or a symlink to one, is
+    written through, never replaced (:mod:`dpcompanion.core.outputs`): it needs to be
+    writable itself, not its folder; a symlink to a regular file is checked at its target."""
     if str(path).strip() == "":
         raise UsageError(f"{name} must be a file path, got an empty string")
-    if out.exists() and out.is_dir():
+    out = checked_path(name, path)
+    real = Path(os.path.realpath(out)) if os.path.islink(out) else out
+    if real.exists() and real.is_dir():
         raise UsageError(f"{name} must be a file path, got the directory {str(out)!r}")
     if suffix is not None and out.suffix != suffix:
         raise UsageError(f"{name} must end in {suffix}, got {str(out)!r}")
-    folder = out.parent if str(out.parent) else Path(".")
+    if real.exists() and not real.is_file():  # a device, a FIFO: opened and written, its folder untouched
+        if not os.access(real, os.W_OK):
+            raise UsageError(f"{name} {str(out)!r}: it exists and is not writable")
+        return out
+    folder = real.parent if str(real.parent) else Path(".")
     if folder.exists():
         if not folder.is_dir():
             raise UsageError(f"{name} {str(out)!r}: {str(folder)!r} is not a folder")
@@ -291,9 +339,18 @@ def output_path(path, name: str, *, suffix: str | None = None) -> Path:
                              "give a path in an existing folder (at most one missing folder is created)")
         if not folder_writable(parent):
             raise UsageError(f"{name} {str(out)!r}: cannot create {str(folder)!r} ({str(parent)!r} is not writable)")
-    if out.exists() and not os.access(out, os.W_OK):
+    if real.exists() and not os.access(real, os.W_OK):
         raise UsageError(f"{name} {str(out)!r}: the file exists and is not writable")
     return out
+
+
+def checked_path(name: str, path) -> Path:
+    """``path`` with every segment and its whole within the system's limits
+    (:func:`dpcompanion.core.validate.path_lengths`), else one line naming ``name``."""
+    try:
+        return validate.path_lengths(name, path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def folder_writable(folder: Path) -> bool:

@@ -3,6 +3,8 @@
 - :mod:`.validate`: every validator of a number, an array or a folder (``positive``,
   ``delta``, ``noise_multipliers``, ``writable_folder``, ...), raising
   ``ValueError("<name> must be ..., got <value>")``;
+- :mod:`.outputs`: the one writer of a command's output file (atomic replace of a regular
+  file; a device, FIFO or symlink target written through, never replaced);
 - :mod:`.provenance`: git state, versions, device resolution, the provenance of a run and
   JSON written with it.
 

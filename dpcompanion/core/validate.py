@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,12 @@ __all__ = [
     "noise_multipliers",
     "choice",
     "class_labels",
+    "path_lengths",
     "can_create_file_in",
     "writable_folder",
     "MAX_STEPS",
     "MIN_SAMPLING_RATE",
+    "MIN_DELTA",
 ]
 
 #: Longest schedule or training run built in memory (one float64 per step per record).
@@ -118,13 +121,27 @@ def unit_interval(name: str, value: Any, *, closed_lo: bool = False, closed_hi: 
     return number(name, value, lo=0.0, hi=1.0, lo_open=not closed_lo, hi_open=not closed_hi)
 
 
+#: Smallest delta accepted: the smallest normal float64. A subnormal delta has too few
+#: significant bits, and ``1/delta`` overflows: ``zcdp --delta 5e-324`` printed rho 0 and
+#: ``--delta 1e-310`` ended in "math domain error" (issue 30).
+MIN_DELTA: float = sys.float_info.min
+
+
 def delta(value: Any, name: str = "delta") -> float:
-    """delta of (epsilon, delta)-DP: in (0, 1).
+    """delta of (epsilon, delta)-DP: in (0, 1), and not subnormal (at least :data:`MIN_DELTA`).
 
     >>> delta(1e-5)
     1e-05
+    >>> delta(1e-310)
+    Traceback (most recent call last):
+    ...
+    ValueError: delta must be in (0, 1) and at least 2.2e-308 (a subnormal delta has too few significant digits and 1/delta overflows), got 1e-310
     """
-    return unit_interval(name, value)
+    v = unit_interval(name, value)
+    if v < MIN_DELTA:
+        raise ValueError(f"{name} must be in (0, 1) and at least {MIN_DELTA:.2g} (a subnormal delta has too few "
+                         f"significant digits and 1/delta overflows), got {value!r}")
+    return v
 
 
 def sampling_rate(value: Any, name: str = "sampling_rate") -> float:
@@ -282,6 +299,33 @@ def class_labels(name: str, values: Any, *, n_classes: int) -> np.ndarray:
     return a.astype(np.int64)
 
 
+#: Longest file name (one path segment, in bytes) and whole path Linux accepts (``NAME_MAX``,
+#: ``PATH_MAX``); a longer one fails every system call with ``ENAMETOOLONG``.
+NAME_MAX: int = 255
+PATH_MAX: int = 4096
+
+
+def path_lengths(name: str, path: Any) -> Path:
+    """A path whose every segment fits in :data:`NAME_MAX` bytes and whose whole fits in
+    :data:`PATH_MAX` (issue 30: a 256-character segment raised ``OSError: File name too long``
+    from ``Path.exists``, a traceback).
+
+    >>> path_lengths("--csv", "a/" + "x" * 256)
+    Traceback (most recent call last):
+    ...
+    ValueError: --csv: the path segment 'xxxxxxxxxxxxxxxxxxxx...' is 256 bytes long; a file or folder name may have at most 255
+    """
+    raw = os.fsencode(os.fspath(path))
+    if len(raw) >= PATH_MAX:
+        raise ValueError(f"{name}: the path is {len(raw):,} bytes long; a path may have at most {PATH_MAX - 1:,}")
+    for seg in raw.split(b"/"):
+        if len(seg) > NAME_MAX:
+            shown = os.fsdecode(seg)
+            raise ValueError(f"{name}: the path segment {shown[:20] + '...'!r} is {len(seg)} bytes long; a file or "
+                             f"folder name may have at most {NAME_MAX}")
+    return Path(os.fsdecode(raw))
+
+
 def can_create_file_in(folder: Any) -> bool:
     """Whether a file can be created in the existing folder ``folder``: a probe file is created
     and removed at once (permission bits do not tell: ``os.access`` passes everywhere for root,
@@ -310,6 +354,7 @@ def writable_folder(name: str, path: Any) -> Path:
     p = Path(path)
     if str(path).strip() == "":
         raise ValueError(f"{name} must be a folder path, got an empty string")
+    path_lengths(name, p)
     anc = p
     while not os.path.lexists(anc) and anc.parent != anc:
         anc = anc.parent

@@ -28,7 +28,8 @@ import json
 from dpcompanion.cli import UsageError
 from dpcompanion.core import validate
 from dpcompanion.core.provenance import resolve_device
-from dpcompanion.theory.budget import check_epsilon
+from dpcompanion.theory import accounting
+from dpcompanion.theory.budget import R_RANGE, check_epsilon
 
 HELP = "empirical privacy audit: a 95% lower bound on a trainer's epsilon vs the epsilon it claims"
 
@@ -72,6 +73,7 @@ def _validate(args: argparse.Namespace):
         # the budget checks every command shares (issue 19: audit took --epsilon 1e7 and 1e-300,
         # and --sampling-rate 1e-300 divided by zero)
         check_epsilon(args.epsilon)
+        validate.delta(args.delta)  # not subnormal (issue 30), before the audit's own (0, 1) check
         if args.sampling_rate is not None:
             validate.sampling_rate(args.sampling_rate)
         audit.validate_audit(trainer=args.trainer, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
@@ -82,6 +84,15 @@ def _validate(args: argparse.Namespace):
         msg = str(exc)
         name = msg.split(" ", 1)[0]
         raise UsageError(FLAGS[name] + msg[len(name):] if name in FLAGS else msg) from None
+    # the audit's ledger is built from R = R_zcdp(epsilon, delta): an epsilon whose R is outside the
+    # budgets a ledger accepts is refused here, naming --epsilon (issue 30: epsilon 1e-6 blamed R)
+    R = accounting.R_zcdp(epsilon=args.epsilon, delta=args.delta)
+    lo, hi = R_RANGE
+    if not lo <= R <= hi:
+        side = "smaller" if R < lo else "larger"
+        raise UsageError(f"--epsilon {args.epsilon:g} at --delta {args.delta:g} gives the budget R = {R:.3g}, {side} than "
+                         f"the ledger accepts (R in [{lo:g}, {hi:g}]); use a {'larger' if R < lo else 'smaller'} --epsilon "
+                         f"or --delta")
     return audit
 
 

@@ -70,7 +70,7 @@ def results_root_from_args(args: argparse.Namespace):
         return store.results_root()
     if not str(value).strip():
         raise UsageError("--results-dir must be a folder path, got an empty string")
-    root = Path(value)
+    root = options.checked_path("--results-dir", value)  # before any stat: a 256-byte segment raised (issue 30)
     if root.exists() and not root.is_dir():
         raise UsageError(f"--results-dir {value!r} is not a folder")
     probe = root

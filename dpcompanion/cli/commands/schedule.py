@@ -16,7 +16,8 @@ Output: ``--json`` prints one object (``kind, T, R, delta, sigma`` (T noise mult
 ``accountant`` and ``epsilon`` (by the accountant the budget was planned with: at most
 ``--epsilon``), ``epsilon_by_accountant`` (every applicable accountant's, named), the
 kind's parameters); ``--csv FILE`` writes columns ``t, sigma, rho_t`` (the step's cost
-1/sigma_t^2) and ``spent`` (cumulative), atomically. Without either, a short summary.
+1/sigma_t^2) and ``spent`` (cumulative), atomically (a device, FIFO or symlink's target is written
+through, never replaced: :mod:`dpcompanion.core.outputs`). Without either, a short summary.
 Every input, the output path included, is validated before anything is computed or written.
 Noise multipliers are in units of the clip norm for the *sum* of clipped per-sample
 gradients (Opacus ``noise_multiplier``), which equals the paper's ``sigma_t C / N`` on the
@@ -28,13 +29,11 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
-from dpcompanion.cli import UsageError, options
-from dpcompanion.core import validate
+from dpcompanion.cli import options
+from dpcompanion.core import outputs, validate
 from dpcompanion.theory import accounting as acc
 from dpcompanion.theory import diagnostics
 
@@ -98,28 +97,19 @@ def build(args: argparse.Namespace) -> dict:
 
 
 def write_csv_atomic(path: Path, sigma: list[float]) -> None:
-    """Write t, sigma, rho_t, spent to ``path`` through a temporary file in the same folder."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        folder.mkdir(exist_ok=True)  # at most the one missing leaf folder (checked by options.output_path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise UsageError(f"--csv {path}: cannot write it ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["t", "sigma", "rho_t", "spent"])
-            spent = 0.0
-            for t, s in enumerate(sigma, start=1):
-                rho_t = 1.0 / (s * s)
-                spent += rho_t
-                w.writerow([t, repr(s), repr(rho_t), repr(spent)])
-        os.replace(tmp, path)
-    except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise UsageError(f"--csv {path}: cannot write it ({exc.strerror or exc})") from None
+    """Write t, sigma, rho_t, spent to ``path`` by :func:`dpcompanion.core.outputs.write_text`:
+    a regular file is replaced atomically, a device, FIFO or symlink's target written through."""
+
+    def rows(fh) -> None:
+        w = csv.writer(fh)
+        w.writerow(["t", "sigma", "rho_t", "spent"])
+        spent = 0.0
+        for t, s in enumerate(sigma, start=1):
+            rho_t = 1.0 / (s * s)
+            spent += rho_t
+            w.writerow([t, repr(s), repr(rho_t), repr(spent)])
+
+    outputs.write_text(path, rows, name="--csv", newline="")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -93,6 +93,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 #: overflow float32 (a linear model's squared gradient norm grows like scale^4)
 SCALE_RANGE = (1e-6, 1e6)
 
+#: --clip accepted: --clip 1e-320 was refused blaming sigma (its float32 noise floor), issue 30
+CLIP_RANGE = (1e-6, 1e6)
+
 #: input dimension per dataset (before loading), for the memory check
 _DIMS = {"synthetic": 100, "gaussian": 60, "mnist35": 784, "mnist": 784, "digits": 64, "fashion": 784}
 
@@ -104,7 +107,11 @@ def validate(args: argparse.Namespace) -> dict:
     if args.model not in MODELS:
         raise UsageError(f"--model must be one of {', '.join(MODELS)}, got {args.model!r}")
     T = options.parse_int(args.T, "--T", maximum=v.MAX_STEPS)
-    clip = options.flag("--clip", v.positive, "clip", options.parse_float(args.clip, "--clip"))
+    lo, hi = CLIP_RANGE
+    clip = options.flag("--clip", v.number, "clip", options.parse_float(args.clip, "--clip"), lo=lo, hi=hi,
+                        lo_open=False, hi_open=False,
+                        allowed=f"in [{lo:g}, {hi:g}] (a much smaller clip norm makes the float32 noise sigma C "
+                                "underflow to 0, a much larger one overflows it)")
     lr = options.flag("--lr", v.positive, "lr", options.parse_float(args.lr, "--lr"), allow_zero=True)
     momentum = options.flag("--momentum", v.number, "momentum", options.parse_float(args.momentum, "--momentum"),
                             lo=0.0, hi=1.0, lo_open=False)

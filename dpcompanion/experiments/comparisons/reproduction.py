@@ -41,6 +41,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
+from dpcompanion.core import outputs
 from dpcompanion.experiments import base, comparisons, store
 from dpcompanion.experiments.comparisons import scale as scale_mod, theory, wu
 from dpcompanion.experiments.protocols import wu_paper
@@ -230,13 +231,12 @@ def csv_text(rows: Iterable[dict]) -> str:
 
 
 def write_csv(rows: Iterable[dict], path: Path) -> Path:
-    """Write :func:`csv_text` to ``path`` atomically (a temporary file renamed)."""
+    """Write :func:`csv_text` to ``path`` by :func:`dpcompanion.core.outputs.write_text` (a
+    regular file replaced atomically; a device, FIFO or symlink's target written through,
+    never replaced, issue 30)."""
     path = Path(path)
     text = csv_text(rows)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    outputs.write_text(path, text, name="--csv")
     return path
 
 

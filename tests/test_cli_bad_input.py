@@ -140,6 +140,29 @@ CASES = [
     (["reproduce", "--only", "h-f-infl", "--output", "/proc/x"], "--output /proc/x cannot be written"),
     (["reproduce", "--only", "accounting", "--output", "/proc/x/y"], "--output /proc/x/y cannot be written"),
     (["reproduce", "--only", "h-f-infl", "--output", "{file}/gen"], "is not a folder"),
+    # issue 30, section 5 (the adversarial review's probes of the command line): subnormal deltas (rho 0
+    # printed, "math domain error"), overflowing schedule parameters, path segments over 255 bytes, an
+    # --influence that never ends, refusals that blamed sigma or R, the pld accountant past its range
+    (["zcdp", "--epsilon", "1", "--delta", "5e-324"], "--delta: delta must be in (0, 1) and at least 2.2e-308"),
+    (["zcdp", "--epsilon", "1e6", "--delta", "5e-324"], "--delta"),
+    (["zcdp", "--epsilon", "1", "--delta", "1e-310"], "--delta"),
+    ([*SCHED[:-2], "--epsilon", "1", "--delta", "1e-310", "--sampling-rate", "0.1"], "--delta"),
+    ([*TRAIN, "--R", "1", "--T", "10", "--delta", "1e-310"], "--delta"),
+    (["audit", "--trainer", "pgd", "--epsilon", "1", "--delta", "1e-310"], "--delta"),
+    (["schedule", "--kind", "gd-dynamic", "--T", "10", "--R", "1", "--kappa", "1e308"], "--kappa 1e308"),
+    (["schedule", "--kind", "step", "--T", "10", "--R", "1", "--period", "99999999999999999999"],
+     "--period must be an integer in [1, 10,000,000]"),
+    ([*SCHED, "--csv", "{tmp}/" + "x" * 300 + "/s.csv"], "--csv: the path segment"),
+    ([*SCHED, "--csv", "{tmp}/" + "x" * 300 + ".csv"], "--csv: the path segment"),
+    (["verdicts", "--csv", "{tmp}/" + "x" * 300 + ".csv"], "--csv: the path segment"),
+    (["results", "--results-dir", "{tmp}/" + "x" * 300], "--results-dir: the path segment"),
+    (["experiment", "h-f-infl", "--results-dir", "{tmp}/" + "x" * 300], "--results-dir: the path segment"),
+    (["schedule", "--kind", "optimal", "--R", "1", "--influence", "/dev/zero"], "--influence /dev/zero: not a regular file"),
+    (["schedule", "--kind", "optimal", "--R", "1", "--influence", "{tmp}"], "not a regular file"),
+    ([*TRAIN, "--R", "1", "--T", "10", "--clip", "1e-320"], "--clip: clip must be in [1e-06, 1e+06]"),
+    (["audit", "--trainer", "pgd", "--epsilon", "1e-6", "--delta", "1e-5"], "--epsilon 1e-06 at --delta 1e-05 gives"),
+    ([*SCHED[:-2], "--epsilon", "1e6", "--delta", "1e-5", "--accountant", "pld"], "--epsilon: epsilon must be small "
+                                                                                   "enough that R <= 1e+06 for the pld"),
 ]
 
 
@@ -368,3 +391,166 @@ def test_sigma_whose_square_overflows_is_a_value_error(trainer):
         with pytest.raises(ValueError, match=r"sigma must be <= 1.34e\+154 .* got 1e\+300 at step 2"):
             fn(model, X, y, sigma=[1.0, 1e300], R=R, clip_norm=1.0, lr=0.1, seed=0, progress=False,
                dtype=torch.float64, **kw)
+
+
+# --- issue 30, section 5: cases whose right answer is an answer (exit 0), not a refusal
+
+#: (argv, epsilon target): the subsampled RDP budget outside the old root bracket (epsilon below
+#: about 0.0038 or above about 3077 said "f(a) and f(b) must have different signs"), the pld
+#: accountant at epsilon 1000 (120 s and 4.5 GB before) and train at epsilon 10000 (it died
+#: after training while reporting its pld epsilon)
+ANSWERS = [
+    ([*SCHED[:-2], "--epsilon", "0.003", "--delta", "1e-5", "--sampling-rate", "0.1", "--json"], 0.003),
+    ([*SCHED[:-2], "--epsilon", "4000", "--delta", "1e-5", "--sampling-rate", "0.1", "--json"], 4000.0),
+    ([*SCHED[:-2], "--epsilon", "1000", "--delta", "1e-5", "--accountant", "pld", "--json"], 1000.0),
+    ([*TRAIN, "--epsilon", "10000", "--delta", "1e-5", "--T", "10", "--seed", "0"], 10000.0),
+]
+
+
+@pytest.mark.parametrize("argv,target", ANSWERS, ids=[" ".join(a) for a, _ in ANSWERS])
+def test_edge_budgets_get_their_answer(argv, target, capsys):
+    """Exit 0 and an epsilon within the target by the budget's accountant, every accountant named
+    (issue 30)."""
+    import json
+
+    assert cli.main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert 0 <= out["epsilon"] <= target
+    assert out["epsilon"] == out["epsilon_by_accountant"][out["accountant"]]
+    if out["sampling_rate"] == 1:
+        assert sorted(out["epsilon_by_accountant"]) == ["exact", "pld", "rdp", "zcdp"]
+
+
+# --- issue 30, item 3: an output path is written through when it is not a regular file
+
+
+def _schedule_csv(target) -> str:
+    assert cli.main([*SCHED[:4], "3", "--R", "1", "--csv", str(target)]) == 0
+    return "t,sigma,rho_t,spent"
+
+
+def test_csv_to_dev_null_leaves_it_a_character_device(capsys):
+    """``schedule --csv /dev/null`` writes through: /dev/null stays the same character device
+    (renamed over as root, it became a regular file, issue 30)."""
+    import os
+    import stat
+
+    before = os.stat("/dev/null")
+    _schedule_csv("/dev/null")
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+
+
+def test_csv_to_a_fifo_writes_through_it(tmp_path, capsys):
+    """A FIFO stays a FIFO and its reader gets the CSV (issue 30)."""
+    import os
+    import stat
+    import threading
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    got = {}
+    reader = threading.Thread(target=lambda: got.setdefault("text", fifo.read_text()), daemon=True)
+    reader.start()
+    header = _schedule_csv(fifo)
+    reader.join(60)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert got["text"].splitlines()[0] == header and len(got["text"].splitlines()) == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe.csv"]  # no temporary file left
+
+
+@pytest.mark.parametrize("command", ["schedule", "verdicts"])
+def test_csv_to_a_symlink_writes_its_target(command, tmp_path, capsys):
+    """The link stays a link, its target (a regular file) gets the content, atomically, with the
+    target's mode kept (issue 30)."""
+    import os
+
+    target = tmp_path / "real.csv"
+    target.write_text("old\n")
+    os.chmod(target, 0o640)
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    if command == "schedule":
+        header = _schedule_csv(link)
+    else:
+        assert cli.main(["verdicts", "--page", "accounting", "--csv", str(link)]) == 0
+        header = "page,"
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text().startswith(header)
+    assert oct(os.stat(target).st_mode & 0o777) == oct(0o640)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "real.csv"]
+
+
+def test_csv_new_file_gets_the_mode_open_would_give(tmp_path, capsys):
+    """A new file is 0o666 less the umask, as ``open(path, "w")`` gives, not mkstemp's 0o600
+    (issue 30)."""
+    import os
+
+    old = os.umask(0o027)
+    try:
+        _schedule_csv(tmp_path / "s.csv")
+    finally:
+        os.umask(old)
+    assert oct(os.stat(tmp_path / "s.csv").st_mode & 0o777) == oct(0o640)
+
+
+# --- issue 30: output into a closed pipe ends quietly, as Unix tools do
+
+
+CLOSED_PIPE = [
+    ["zcdp", "--epsilon", "1", "--delta", "1e-5"],
+    ["schedule", "--kind", "uniform", "--T", "10", "--R", "1", "--json"],
+    ["checks", "--json", "--id", "H-C3.conversion"],
+    ["verdicts", "--json", "--page", "accounting"],
+    ["reproduce", "--list"],
+]
+
+
+@pytest.mark.parametrize("argv", CLOSED_PIPE, ids=[" ".join(a) for a in CLOSED_PIPE])
+def test_closed_pipe_exits_141_without_a_traceback(argv, tmp_path):
+    """stdout is a real pipe whose reading end is closed before the command starts (what
+    ``| head -c 1`` leads to, made deterministic): exit 141 (128 + SIGPIPE), nothing on stderr
+    (each case printed a BrokenPipeError traceback, issue 30)."""
+    import os
+    import subprocess
+    import sys
+
+    from limits import HANG_GUARD_S
+
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "dpcompanion", *argv], stdout=w, stderr=subprocess.PIPE,
+                              text=True, timeout=HANG_GUARD_S, cwd=tmp_path)
+    finally:
+        os.close(w)
+    assert (proc.returncode, proc.stderr) == (cli.EXIT_CLOSED_PIPE, "")
+
+
+# --- issue 30: Ctrl-C while a Dask cluster starts
+
+
+def test_sigint_while_a_dask_cluster_starts_is_one_line_and_130(tmp_path, monkeypatch, capsys):
+    """SIGINT arrives inside ``LocalCluster``'s start (sent by a wrapper, so the timing is
+    fixed): the cluster starts whole, is torn down, and the command prints one line
+    ``interrupted`` with exit 130 (it died by the signal, -2, with no message, or left a
+    half-started cluster whose exit handler raised, issue 30)."""
+    import os
+    import signal
+
+    distributed = pytest.importorskip("distributed")
+    started = []
+
+    class Interrupted(distributed.LocalCluster):
+        def __init__(self, *a, **kw):
+            kw["n_workers"] = 1
+            super().__init__(*a, **kw)
+            started.append(self)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(distributed, "LocalCluster", Interrupted)
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
+    assert cli.main(["experiment", "h-f-infl", "--executor", "dask", "--workers", "1"]) == 130
+    out, err = capsys.readouterr()
+    assert out == "" and err == "dpcompanion experiment: interrupted\n"
+    assert len(started) == 1 and started[0].status.name == "closed"

@@ -75,6 +75,8 @@ __all__ = [
     "calibrate_multiplier",
     "ACCOUNTANTS",
     "epsilon_at_R",
+    "pld_interval",
+    "PLD_MAX_R",
     "R_accountant",
     "adp_B_delta",
     "adp_sigma2",
@@ -709,12 +711,31 @@ def R_accountant(*, epsilon: float, delta: float, accountant: str = "rdp") -> fl
         raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}")
     lo = R_zcdp(epsilon=epsilon, delta=delta) * 0.99  # RDP/PLD are never looser than zCDP
     hi = R_exact(epsilon=epsilon, delta=delta) * 1.01  # nor tighter than exact
+    if accountant == "pld" and lo > PLD_MAX_R:
+        raise ValueError(f"epsilon must be small enough that R <= {PLD_MAX_R:g} for the pld accountant, got epsilon = "
+                         f"{epsilon:g} at delta = {delta:g} (R about {lo:.3g}); use the exact or zcdp accountant")
+    if accountant == "pld":
+        hi = min(hi, PLD_MAX_R)
 
     def f(log_R: float) -> float:
         R = math.exp(log_R)
-        return accountant_epsilon(sigma=[1 / math.sqrt(R)], delta=delta, accountant=accountant) - epsilon
+        return epsilon_at_R(R=R, delta=delta, accountant=accountant) - epsilon
 
-    return float(math.exp(optimize.brentq(f, math.log(lo), math.log(hi), xtol=1e-7)))
+    a, b = math.log(lo), math.log(hi)
+    try:
+        return float(math.exp(optimize.brentq(f, a, b, xtol=1e-7)))
+    except ValueError:
+        # RDP at its fixed orders is looser than zCDP where the best order lies outside them (epsilon
+        # below about 0.004 or above about 3000 at delta 1e-5): the bracket is widened downwards
+        # (epsilon -> 0 as R -> 0), issue 30 ("f(a) and f(b) must have different signs")
+        for _ in range(200):
+            if f(a) <= 0:
+                break
+            a -= math.log(4.0)
+        if f(b) < 0:  # only the pld accountant's capped R comes here
+            raise ValueError(f"epsilon must be small enough that R <= {PLD_MAX_R:g} for the pld accountant, got "
+                             f"epsilon = {epsilon:g} at delta = {delta:g}; use the exact or zcdp accountant") from None
+        return float(math.exp(optimize.brentq(f, a, b, xtol=1e-7)))
 
 
 #: Accountants that turn noise into (epsilon, delta) (see :mod:`dpcompanion.theory.budget`).
@@ -736,7 +757,36 @@ def epsilon_at_R(*, R: float, delta: float, accountant: str) -> float:
         return zcdp_to_dp(rho=rho_from_R(R=R), delta=delta)
     if accountant == "exact":
         return gdp_epsilon(mu=math.sqrt(R), delta=delta)
+    if accountant == "pld":
+        return accountant_epsilon(sigma=[1 / math.sqrt(R)], delta=delta, accountant="pld",
+                                  value_discretization_interval=pld_interval(R=R))
     return accountant_epsilon(sigma=[1 / math.sqrt(R)], delta=delta, accountant=accountant)
+
+
+#: Full-batch budgets R up to which the PLD accountant keeps its default discretisation (1e-4 in
+#: the privacy loss); above it the interval grows in proportion to R, so that the PLD's size, and
+#: its time and memory, stay bounded (at R = 1000 the default took 26 s and 2.6 GB, at R = 10^4
+#: 330 s and 19 GB, issue 30); the result stays a valid upper bound (PLD is pessimistic).
+PLD_R0: float = 10.0
+
+#: Largest full-batch R the PLD accountant is asked about (epsilon about 5 x 10^5 at delta 1e-5):
+#: beyond it dp-accounting's discretisation overflows (``math range error``).
+PLD_MAX_R: float = 1e6
+
+
+def pld_interval(*, R: float) -> float:
+    """The PLD discretisation used for one Gaussian of budget ``R``: dp-accounting's default
+    1e-4 up to :data:`PLD_R0`, then ``1e-4 R / PLD_R0`` (a bounded number of points); refused
+    above :data:`PLD_MAX_R`.
+
+    >>> pld_interval(R=1.0), pld_interval(R=1000.0)
+    (0.0001, 0.01)
+    """
+    R = validate.positive("R", R)
+    if R > PLD_MAX_R:
+        raise ValueError(f"R must be at most {PLD_MAX_R:g} for the pld accountant (its discretisation overflows beyond), "
+                         f"got {R:g}; use the exact or zcdp accountant")
+    return 1e-4 * max(1.0, R / PLD_R0)
 
 
 # ---------------------------------------------------------------------------- ADP-SGD

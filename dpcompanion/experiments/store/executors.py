@@ -159,10 +159,17 @@ class DaskExecutor:
             self.where = scheduler
         else:
             n = workers or os.cpu_count() or 1
-            with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
-                self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                            dashboard_address=None, silence_logs=logging.ERROR)
-            self.client = Client(self.cluster)
+
+            def start() -> None:
+                with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
+                    self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                                dashboard_address=None, silence_logs=logging.ERROR)
+                self.client = Client(self.cluster)
+
+            self.client = None
+            if _sigint_deferred(start):  # Ctrl-C while it started: torn down whole, then the interrupt
+                self.close()
+                raise KeyboardInterrupt
             self.where = f"LocalCluster({n} workers x 1 thread)"
 
     def map(self, run_unit, units: Sequence[dict], device: str, on_done=None) -> list[tuple[dict, dict]]:
@@ -191,12 +198,33 @@ class DaskExecutor:
         return out
 
     def close(self) -> None:
-        self.client.close()
+        if self.client is not None:
+            self.client.close()
         if self.cluster is not None:
             self.cluster.close()
 
     def describe(self) -> str:
         return f"dask {self.where}"
+
+
+def _sigint_deferred(start: Callable[[], None]) -> bool:
+    """Run ``start`` with SIGINT held back; True when one arrived meanwhile. A KeyboardInterrupt
+    inside ``LocalCluster``'s start left a half-started cluster whose exit handler failed
+    (``AssertionError: Status.init``) and a worker process behind (issue 30); held back, the
+    cluster starts whole and the caller tears it down before raising the interrupt. Off the
+    main thread (where no handler can be set) ``start`` simply runs."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        start()
+        return False
+    got: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return bool(got)
 
 
 def _connect(scheduler: str):

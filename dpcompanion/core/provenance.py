@@ -21,6 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from dpcompanion.core import outputs
+
 MODES = ("quick", "full")
 DEVICES = ("auto", "cpu", "cuda")
 REPO = Path(__file__).resolve().parents[2]
@@ -180,12 +182,12 @@ class Provenance:
 
 
 def save_json(obj: Any, path: str | os.PathLike, prov: Provenance | dict | None = None) -> Path:
-    """Write ``obj`` as JSON to ``path`` (atomically) and its provenance to ``path.provenance.json``."""
+    """Write ``obj`` as JSON to ``path`` and its provenance to ``path.provenance.json``, each
+    by :func:`dpcompanion.core.outputs.write_text` (a regular file replaced atomically; a
+    device, FIFO or symlink target written through, never replaced: issue 30, item 3)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = prov.record() if isinstance(prov, Provenance) else (prov or {"commit": git_state()[0], "versions": versions()})
     for p, data in ((path, obj), (path.with_suffix(path.suffix + ".provenance.json"), record)):
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=float) + "\n")
-        tmp.replace(p)
+        outputs.write_text(p, json.dumps(data, indent=1, sort_keys=True, default=float) + "\n", name="output file")
     return path

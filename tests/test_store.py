@@ -477,7 +477,25 @@ DAMAGES = [
      lambda d: (d / "provenance.json").write_text(json.dumps(
          {k: v for k, v in json.loads((d / "provenance.json").read_text()).items() if k != "digest"})),
      "provenance.json", "'digest'"),
+    # issue 30: read only from regular files, with a size and a depth cap (no hang, no RecursionError)
+    ("payload a FIFO", lambda d: _fifo(d / "payload.json"), "payload.json", "not a regular file (a FIFO)"),
+    ("provenance a FIFO", lambda d: _fifo(d / "provenance.json"), "provenance.json", "not a regular file (a FIFO)"),
+    ("payload nested 200,000 deep", lambda d: (d / "payload.json").write_text("[" * 200_000 + "]" * 200_000),
+     "payload.json", "nested more than 64 deep"),
+    ("provenance nested 200,000 deep", lambda d: (d / "provenance.json").write_text("[" * 200_000 + "]" * 200_000),
+     "provenance.json", "nested more than 64 deep"),
+    ("payload over the size cap", lambda d: _oversize(d / "payload.json"), "payload.json", "bytes, more than the"),
 ]
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _oversize(path: Path) -> None:
+    with open(path, "r+b") as f:
+        f.truncate(files.MAX_JSON_BYTES + 1)  # sparse: no disk used
 
 
 @pytest.mark.parametrize("damage,file,what", [d[1:] for d in DAMAGES], ids=[d[0] for d in DAMAGES])
@@ -520,6 +538,47 @@ def test_a_damaged_result_is_reported_listed_and_recomputed(fast, damage, file, 
     out = capsys.readouterr().out
     assert "computed over a damaged result" in out and str(quick.path / file) in out, out
     assert _leftovers(quick.path.parents[1]) == []
+
+
+@pytest.mark.parametrize("link", ["itself", "a real folder", "nowhere"])
+def test_a_result_folder_that_is_a_symlink_is_listed_as_damaged(fast, link, tmp_path, capsys):
+    """Issue 30: a result folder that is a symlink (to itself, or anywhere) used to vanish from
+    the listing silently; it is listed as damaged, naming it, and the other results still are."""
+    from dpcompanion import cli
+
+    store.compute(fast.id, mode="full", device="cpu")
+    quick = store.result_dir(fast.id, "quick")
+    shutil.rmtree(quick)  # (computed with the full result, for its fingerprint)
+    target = {"itself": quick, "a real folder": tmp_path, "nowhere": tmp_path / "absent"}[link]
+    os.symlink(target, quick)
+    r = store.load(fast.id, mode="quick")
+    assert r is not None and r.damaged.startswith(f"{quick}: a symlink to {target}") and not r.fresh, r.damaged
+    assert ("symlink loop" in r.damaged) == (link == "itself")
+    assert cli.main(["results", "--json"]) == 0
+    rows = {row["mode"]: row for row in json.loads(capsys.readouterr().out) if row["id"] == fast.id}
+    assert set(rows) == {"quick", "full"} and rows["full"]["fresh"] and rows["quick"]["damaged"], rows
+    assert cli.main(["results"]) == 0
+    assert "DAMAGED" in capsys.readouterr().out
+
+
+def test_verify_of_a_result_whose_units_are_combined(fast, capsys):
+    """``results --verify`` (issue 30) on a result that keeps no unit's record as such (its
+    units' arrays are stacked): a recomputed unit is 'not in payload'; recomputing every unit
+    compares the whole payload again, and a forged number is a mismatch, exit 1."""
+    from dpcompanion import cli
+
+    full = store.compute(fast.id, mode="full", device="cpu")
+    rep = store.verify(fast.id, mode="full", units=1, seed=0)
+    assert [u["status"] for u in rep["units"]] == ["not in payload"] and rep["ok"] and not rep["checked"]
+    assert rep["whole"] is None
+    rep = store.verify(fast.id, mode="full", units=5)
+    assert rep["chosen"] == [0, 1] and rep["whole"]["status"] == "ok" and rep["whole"]["max_deviation"] == 0.0
+    forged = {**full.payload, "total": full.payload["total"] * (1 + 1e-9)}
+    prov = json.loads((full.path / "provenance.json").read_text())
+    files.save(full.path, forged, store.sealed({**prov, "digest": store.digest(forged)}))
+    assert cli.main(["results", "--verify", fast.id, "--units", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "whole payload: MISMATCH" in out and "at /total" in out, out
 
 
 def test_a_damaged_quick_cache_is_recomputed_by_the_next_build(fast):
@@ -570,8 +629,13 @@ def test_an_added_or_removed_provenance_field_or_seal_makes_the_result_stale(fas
 
 def test_seal_unsealed_seals_intact_results_only(fast, capsys):
     """The migration of results stored before seals (``results --seal``): no recomputation,
-    the digest unchanged, an edited-after-sealing or damaged result refused."""
+    the digest unchanged, an edited-after-sealing or damaged result refused. Since issue 30
+    only a result whose files equal their git commit is sealed: the results folder here is a
+    git repository where they are committed (tests/test_store_laundering.py: the refusals)."""
+    import subprocess
+
     from dpcompanion import cli
+    from dpcompanion.experiments.store import vcs
 
     full = store.compute(fast.id, mode="full", device="cpu")
     quick = store.load(fast.id, mode="quick")
@@ -580,6 +644,11 @@ def test_seal_unsealed_seals_intact_results_only(fast, capsys):
         del p[store.SEAL]
         (r.path / "provenance.json").write_text(json.dumps(p))
     (quick.path / "arrays.npz").unlink()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false",
+           "-C", str(store.results_root())]
+    vcs.forget()
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "as stored before seals"]):
+        subprocess.run(git + args, check=True, capture_output=True)
     before = (full.path / "payload.json").read_bytes(), (full.path / "arrays.npz").read_bytes()
     assert store.load(fast.id, mode="full").stale_reason.startswith("provenance not sealed")
     assert cli.main(["results", "--seal", "--json"]) == 0

@@ -20,7 +20,20 @@ whose fingerprint was recorded on another kind of CPU, and the units of a sweep 
 stored by older code, by the reference check (:mod:`dpcompanion.experiments.store.reference`:
 the quick mode of the commit whose code made them, computed here, against the current code's).
 ``--seal`` seals the provenance of results stored before provenance seals existed, without
-recomputing (:func:`dpcompanion.experiments.store.seal_unsealed`).
+recomputing (:func:`dpcompanion.experiments.store.seal_unsealed`), and only what it can verify
+(issue 30): the payload matches its digest, the recorded config its hash and the payload's
+sizes, and the files equal the last git commit that touched them; every other result is
+refused with one line saying what failed, so a reseal never turns an edit into a fresh result.
+A result whose files differ from the last commit that touched them, not written by the store,
+is listed ``STALE (modified since commit <sha>)``; one the store rewrote and that is not yet
+committed says so after its row.
+
+``--verify ID [--units K] [--seed S] [--mode M]`` recomputes K units of the stored result
+chosen at random (seeded; the choice is printed) and compares them with the stored numbers
+(:func:`dpcompanion.experiments.store.verify`): one line per unit, ``ok`` or ``MISMATCH`` with
+the largest relative deviation; with K at least the number of units the whole payload is
+combined again and compared too. Exit 1 on a mismatch: a forged number that a recomputed
+digest and seal hide is caught here, the one check that cannot be fooled.
 """
 
 from __future__ import annotations
@@ -37,7 +50,15 @@ from dpcompanion.experiments.store import sweeps
 HELP = "list the stored experiment results (fresh or stale); --revalidate re-checks stale full and paper results cheaply"
 
 
+EXAMPLES = """examples:
+  python -m dpcompanion results
+  python -m dpcompanion results --verify h-f-curv --units 2
+  python -m dpcompanion results --revalidate"""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = EXAMPLES
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.add_argument("--revalidate", action="store_true",
                    help="re-check stale full and paper results by recomputing their quick mode and comparing digests")
@@ -45,7 +66,50 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seal", action="store_true",
                    help="seal the provenance of results stored before seals existed (intact ones only; "
                         "nothing is recomputed)")
+    p.add_argument("--verify", default=None, metavar="ID",
+                   help="recompute --units randomly chosen units of ID's stored result and compare them with the "
+                        "stored numbers (exit 1 on a mismatch)")
+    p.add_argument("--units", default=None, metavar="K",
+                   help="with --verify: how many units to recompute (default 3; at least the number of units: all, "
+                        "and the whole payload is compared)")
+    p.add_argument("--seed", default=None, metavar="S", help="with --verify: the seed of the choice of units (default 0)")
+    p.add_argument("--mode", default=None, choices=base.ALL_MODES,
+                   help="with --verify: which stored result (default: paper when stored, else full, else quick)")
     add_results_dir_argument(p)
+
+
+def _verify(args, device: str, root) -> int:
+    units = options.parse_int(args.units, "--units", minimum=1) if args.units is not None else 3
+    seed = options.parse_int(args.seed, "--seed", minimum=0) if args.seed is not None else 0
+    exp = options.flag("--verify", base.get, args.verify)
+    if args.mode is not None:
+        options.flag("--mode", base.validate_mode, args.mode, exp)
+    mode = args.mode
+    if mode is not None and store.load(exp.id, mode=mode, root=root) is None:
+        raise UsageError(f"--verify {exp.id}: no {mode} result is stored under {root}")
+    if mode is None and all(store.load(exp.id, mode=m, root=root) is None for m in base.modes_of(exp)):
+        raise UsageError(f"--verify {exp.id}: no result of it is stored under {root}")
+    rep = options.flag("--verify", store.verify, exp.id, mode=mode, units=units, seed=seed, device=device, root=root)
+    if args.json:
+        print(json.dumps(rep, sort_keys=True, default=str))
+        return 0 if rep["ok"] else 1
+    print(f"verify {rep['id']} {rep['mode']}: units {rep['chosen']} of {rep['units_total']} "
+          f"(chosen with seed {rep['seed']}), recomputed with the current code")
+    for u in rep["units"]:
+        dev = ("" if u["max_deviation"] is None else ", every number identical" if u["max_deviation"] == 0 else
+               f", largest relative deviation {u['max_deviation']:.3g} at {u['where']}")
+        print(f"  unit {u['index']}: {u['status'] if u['status'] != 'mismatch' else 'MISMATCH'}{dev}")
+    if rep["whole"] is not None:
+        w = rep["whole"]
+        dev = ("every number identical" if w["max_deviation"] == 0 else
+               f"largest relative deviation {w['max_deviation']:.3g} at {w['where']}")
+        print(f"  whole payload: {w['status'] if w['status'] != 'mismatch' else 'MISMATCH'}, {dev}")
+    if not rep["checked"]:
+        print(f"  no recomputed unit is kept in the payload as such: `--units {rep['units_total']}` recomputes "
+              "every unit and compares the whole payload")
+    print(f"verify {rep['id']} {rep['mode']}: " + ("ok" if rep["ok"] else "MISMATCH: the stored numbers are not "
+                                                   "what this code computes"))
+    return 0 if rep["ok"] else 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,6 +117,14 @@ def run(args: argparse.Namespace) -> int:
     root = results_root_from_args(args)
     if args.seal and args.revalidate:
         raise UsageError("give either --seal or --revalidate, not both")
+    if args.verify is None:
+        for flag, value in (("--units", args.units), ("--seed", args.seed), ("--mode", args.mode)):
+            if value is not None:
+                raise UsageError(f"{flag} goes with --verify ID")
+    elif args.seal or args.revalidate:
+        raise UsageError("give --verify alone, without --seal or --revalidate")
+    else:
+        return _verify(args, device, root)
     events = []
     seals = {}
     if args.seal:
@@ -74,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     for r in store.list_results(root):
         rec = r.record()
         row = {k: rec[k] for k in ("id", "mode", "fresh", "damaged", "commit", "dirty", "device", "created",
-                                   "wall_s", "runs", "digest", "stale_reason", "path")}
+                                   "wall_s", "runs", "digest", "stale_reason", "path", "modified")}
         ev = [e for m, e in events if e["id"] == r.id and m == r.mode]
         if ev:
             row["revalidation"] = ev[0]
@@ -114,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         state = "fresh" if r["fresh"] else f"STALE ({r['stale_reason']})"
         dirty = "+dirty" if r["dirty"] else ""
+        note = f"  ({r['modified']})" if r["modified"] and r["fresh"] else ""
         print(f"{r['id']:<12} {r['mode']:<6} {state:<8} commit {r['commit']}{dirty}  {r['device']}  "
-              f"{r['created']}  {r['wall_s']} s  digest {str(r['digest'])[:12]}")
+              f"{r['created']}  {r['wall_s']} s  digest {str(r['digest'])[:12]}{note}")
     return 0

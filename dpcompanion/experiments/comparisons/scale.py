@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-__all__ = ["Dim", "PAPER", "scale_of", "at_paper_scale", "scaled_ids"]
+__all__ = ["Dim", "PAPER", "STORED", "scale_of", "at_paper_scale", "scaled_ids", "stored_sizes", "size_mismatches"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,6 +195,124 @@ PAPER: dict[str, dict[str, Dim]] = {
                               lambda c: {"betas": c.get("betas"), "Cs": c.get("Cs")}),
     },
 }
+
+
+def _cells(key, *, many=False):
+    """Our value read from the payload's ``cells`` (W's table experiments): the one value of
+    ``key`` every cell holds, or (``many``) the sorted distinct values."""
+    def read(p: dict):
+        vals = sorted({c[key] for c in p["cells"]})
+        return vals if many else (vals[0] if len(vals) == 1 else vals)
+    return read
+
+
+def _runs(key, *, many=False):
+    """Our value read from W-F4's ``runs`` (one entry per (sigma, c) cell)."""
+    def read(p: dict):
+        vals = sorted({r[key] for r in p["runs"]})
+        return vals if many else (vals[0] if len(vals) == 1 else vals)
+    return read
+
+
+def _seeds_in(*path):
+    """The number of seeds: the length of the first axis of the array at ``path`` (a key, or an
+    index into a list) of the payload."""
+    def read(p: dict):
+        v = p
+        for k in path:
+            v = v[k]
+        return len(v)
+    return read
+
+
+_W_TABLE_STORED = {"seeds": _seeds_in("cells", 0, "best_adp"), "epochs": _cells("epochs", many=True),
+                   "clip grid": _cells("clip", many=True), "epsilon_bar grid": _cells("epsilon_bar", many=True)}
+
+#: experiment ID -> {dimension: our value read from the **payload**} (issue 30): the sizes a
+#: result holds in its numbers (array lengths, stored counts), which an edit of its provenance
+#: cannot change. A dimension not listed here is read, by default, with its config reader
+#: (``Dim.ours``) from the config the payload records of itself (``payload["config"]`` or
+#: ``payload["settings"]``), where it records one; see :func:`stored_sizes`.
+STORED: dict[str, dict[str, Callable[[dict], Any]]] = {
+    "audit": {"trials": lambda p: {a["trainer"]: a["trials"] for a in p["audits"]}},
+    "w-f1": {"training samples": lambda p: p["train"]["N_train"], "seeds": _seeds_in("train", "acc_adp")},
+    "w-f4": {"training samples": _runs("N"), "seeds": _seeds_in("runs", 0, "test_error"),
+             "epochs": lambda p: int(max(max(r["epochs"]) for r in p["runs"])), "c grid": _runs("c", many=True),
+             "model": lambda p: "CNN" if str(_runs("model")(p)).startswith("cnn") else _runs("model")(p)},
+    "w-t1245": {"training samples": _cells("N_train"), **_W_TABLE_STORED},
+    "w-ladder": {"training samples (largest rung)": lambda p: max(c["rung"] for c in p["cells"]), **_W_TABLE_STORED},
+    "w-t36": {"training samples": _cells("N_train")},
+}
+
+
+def stored_sizes(experiment_id: str, payload: dict) -> dict[str, Any]:
+    """``{dimension: our value as the payload holds it}`` for the dimensions the payload records
+    (:data:`STORED`, else the dimension's config reader applied to the payload's own record of
+    its config); a dimension the payload does not record, or whose reader fails on it, is left out.
+
+    >>> stored_sizes("h-f-curv", {"config": {"N": 100, "repeats": 1000, "T": 100}})
+    {'training samples': 100, 'repeats': 1000, 'T': 100}
+    >>> stored_sizes("w-f1", {"train": {"N_train": 5000, "acc_adp": [[0.5], [0.6]]}})
+    {'training samples': 5000, 'seeds': 2}
+    """
+    dims = PAPER.get(experiment_id, {})
+    readers = STORED.get(experiment_id, {})
+    own = next((payload[k] for k in ("config", "settings") if isinstance(payload.get(k), dict)), None)
+    out = {}
+    for name, d in dims.items():
+        try:
+            if name in readers:
+                out[name] = readers[name](payload)
+            elif own is not None and d.ours(own) is not None:
+                out[name] = d.ours(own)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            continue
+    return out
+
+
+def size_mismatches(experiment_id: str, config: dict, payload: dict) -> list[str]:
+    """The dimensions where the recorded ``config`` and the ``payload`` disagree, each as
+    ``<dimension>: config <value>, payload <value>`` ([] when they agree): a result whose
+    provenance says one size and whose numbers hold another is inconsistent, and is never
+    judged at the paper's scale (issue 30: an edited ``provenance.config``).
+
+    >>> size_mismatches("h-f-curv", {"N": 60000, "repeats": 100, "T": 100},
+    ...                 {"config": {"N": 100, "repeats": 1000, "T": 100}})
+    ['training samples: config 60000, payload 100', 'repeats: config 100, payload 1000']
+    """
+    dims = PAPER.get(experiment_id, {})
+    out = []
+    for name, value in stored_sizes(experiment_id, payload).items():
+        try:
+            ours = dims[name].ours(config)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            ours = None
+        if not _same(_rounded(_plain(value)), _rounded(_plain(ours))):
+            out.append(f"{name}: config {_plain(ours)}, payload {_plain(value)}")
+    return out
+
+
+def _rounded(v):
+    """``v`` with every float rounded to 12 significant digits (as the store's config hash: a
+    computed grid differs in its last bit between machines)."""
+    if isinstance(v, float):
+        return float(f"{v:.12g}")
+    if isinstance(v, list):
+        return [_rounded(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    return v
+
+
+def _plain(v):
+    """``v`` with numpy scalars and arrays, and tuples, as plain Python (for comparing and printing)."""
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
 
 
 def scaled_ids() -> list[str]:

@@ -54,14 +54,19 @@ revalidated as a full one; a page shows it instead of the full one when it is fr
 refers to is in ``arrays.npz`` and readable, and the payload has its recorded digest. A
 result failing any check is **damaged**: ``StoredResult.damaged`` is ``<file>: <what>``, its
 ``stale_reason`` ``damaged: <file>: <what>``; it is stale (never shown, recomputed by the
-next :func:`load_or_compute`), and listing goes on with the other results.
+next :func:`load_or_compute`), and listing goes on with the other results. Files are read only
+when they are regular files (opened non-blocking: a FIFO or a device is refused, never waited
+on), of at most :data:`.files.MAX_JSON_BYTES`, nested at most :data:`.files.MAX_JSON_DEPTH` deep;
+a result folder that is a symlink (to itself or anywhere) or not a folder is damaged too, named,
+never dropped from the listing (issue 30).
 
 **seal** (``provenance_seal``): ``{field: sha256[:16] of its JSON value}`` for every other
 provenance field (device, commit, created, wall time, runs, run-steps, units, executor,
 config, digest ...), written at save. A field edited, added or removed since makes the
 result stale with reason ``provenance edited: <field>``; a result without a seal is stale
 too (``results --seal``, :func:`seal_unsealed`, seals results stored before seals existed,
-intact ones only, without recomputing). The seal covers every field, so a revalidation,
+without recomputing, and only what it can verify: intact, consistent, and equal to its git
+commit; issue 30). The seal covers every field, so a revalidation,
 which changes the code hash and appends to ``revalidated``, re-seals; it only runs on a
 result whose seal was intact (an edited one is stale for that reason, not for code). The
 seal detects edits and accidents, it is not a signature: anyone can recompute it.
@@ -80,8 +85,20 @@ numbers), and so is everything the experiment does not import: the book layer (p
 report) in particular, so editing a figure never invalidates a result. The store's
 :data:`RUN_POLICY` (every unit runs single-threaded) is hashed with them.
 
-A result is **fresh** when it is not damaged, its seal matches, and its config hash and code
-hash both equal the current ones.
+**Consistency** (issue 30, :func:`inconsistency`): the recorded config must hash to the recorded
+config hash, agree with the payload's own record of its config, and with the sizes the payload
+holds (:func:`dpcompanion.experiments.comparisons.scale.size_mismatches`: array lengths, stored
+counts), and make the recorded number of units; otherwise the result is ``inconsistent: ...``.
+
+**Against git** (:mod:`.vcs`): a result whose files differ from the last commit that touched
+them, and that the store did not write itself (its journal in the git directory), is stale:
+``modified since commit <sha>``. A digest and a seal can be recomputed by anyone; what cannot be
+fooled is recomputation: ``results --verify`` (:mod:`.verify`) recomputes units chosen at random
+and compares them with the stored numbers.
+
+A result is **fresh** when it is not damaged, its seal matches, it is consistent, not modified
+since its commit by anything but the store, and its config hash and code hash both equal the
+current ones.
 
 **Revalidation** (:func:`revalidate`): a refactor that changes no number should not force
 hours of recomputation. When a full (or paper) result is computed, the quick mode of the same
@@ -102,7 +119,8 @@ stale message says why (digests differ, no commit with that code, or it could no
 The package, by role: :mod:`.hashing` (digest, config hash, code hash), :mod:`.files` (the
 files of a result: layout, seal, atomic saves, checked reads), :mod:`.sweeps` (resumable
 sweeps: units stored as they finish), :mod:`.executors` (local and Dask), :mod:`.results`
-(compute, load, freshness, revalidation, listing), :mod:`.reference` (the reference check) and :mod:`.migrate` (a one-off rewrite of
+(compute, load, freshness, revalidation, listing), :mod:`.reference` (the reference check), :mod:`.vcs`
+(a result against git), :mod:`.verify` (the spot check by recomputation) and :mod:`.migrate` (a one-off rewrite of
 recorded config hashes). Callers use the names this package exports
 (``from dpcompanion.experiments import store``; ``store.load_or_compute(...)``).
 """
@@ -117,10 +135,11 @@ from dpcompanion.experiments.store.files import (
 from dpcompanion.experiments.store.hashing import (
     CODE_HASH_EXCLUDE, CONFIG_DIGITS, TIME_KEYS, code_files, code_hash, config_hash, digest)
 from dpcompanion.experiments.store.results import (
-    StoredResult, compute, fresh_full, fresh_paper, full_absent_note, list_results, load, load_or_compute,
+    StoredResult, compute, fresh_full, fresh_paper, full_absent_note, inconsistency, list_results, load, load_or_compute,
     paper_progress_note, result_to_show, revalidate, revalidate_units, seal_unsealed)
 from dpcompanion.experiments.store.sweeps import (
     committed_units, list_partial, save_unit, sweep_progress, unit_key, units_dir)
+from dpcompanion.experiments.store.verify import verify
 
 __all__ = [
     "StoredResult", "load_or_compute", "units_dir", "unit_key", "sweep_progress", "list_partial", "save_unit", "load",
@@ -128,5 +147,5 @@ __all__ = [
     "code_hash", "results_root", "result_dir", "check_writable", "LocalExecutor", "DaskExecutor", "make_executor",
     "check_executor_options", "EXECUTORS", "INLINE_MAX", "check_scheduler_address", "max_workers", "fresh_full",
     "full_absent_note", "result_to_show", "fresh_paper", "paper_progress_note", "committed_units", "SEAL", "SEAL_COMMAND", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "TIME_KEYS",
-    "RUN_POLICY", "SCHEDULER_TIMEOUT_S",
+    "RUN_POLICY", "SCHEDULER_TIMEOUT_S", "verify", "inconsistency",
 ]

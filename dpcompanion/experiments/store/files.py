@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import time
 import zipfile
 import zlib
@@ -22,11 +23,13 @@ import numpy as np
 
 from dpcompanion.core.provenance import REPO
 from dpcompanion.core.validate import can_create_file_in
+from dpcompanion.experiments.store import vcs
 from dpcompanion.experiments.store.hashing import digest
 
 __all__ = ["INLINE_MAX", "SEAL", "SEAL_COMMAND", "STALE_TEMP_S", "SWAP_ATTEMPTS", "Damaged", "NPZ_ERRORS",
            "results_root", "result_dir", "check_writable", "sealed", "seal_problem", "sorted_keys", "temp_name",
-           "temp_is_stale", "olds", "cleanup", "save", "replace_provenance", "read_files"]
+           "temp_is_stale", "olds", "cleanup", "save", "replace_provenance", "read_files", "not_a_folder", "read_regular", "read_json",
+           "json_depth", "MAX_JSON_BYTES", "MAX_JSON_DEPTH"]
 
 #: arrays with more elements than this go to ``arrays.npz``; smaller ones stay in the JSON
 INLINE_MAX = 64
@@ -269,6 +272,7 @@ def save(target: Path, payload: dict, provenance: dict) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    vcs.record(target)  # written by the store: not "modified since commit" until committed (issue 30)
 
 
 def _swap_in(tmp: Path, target: Path) -> None:
@@ -311,26 +315,136 @@ def replace_provenance(target: Path, provenance: dict) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    vcs.record(target)
 
 
 class Damaged(Exception):
     """A file of a stored result is missing, unreadable or inconsistent: ``<file>: <what>``."""
 
 
-def _read_json_object(path: Path) -> dict:
+#: the largest ``payload.json`` / ``provenance.json`` read (bytes): the committed ones are under
+#: 300 kB; a bigger file is refused by name instead of filling memory (issue 30)
+MAX_JSON_BYTES = 64 * 2**20
+#: the deepest nesting of lists and dicts read from a result's JSON (the committed ones nest
+#: under 10 deep); deeper is refused by name instead of ``RecursionError`` (issue 30)
+MAX_JSON_DEPTH = 64
+
+
+def read_regular(path: Path, *, limit: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes, else
+    :class:`Damaged` naming it. Opened with ``O_NONBLOCK`` and checked with ``fstat`` before
+    reading, so that a FIFO or a device in its place is refused at once, never waited on."""
     try:
-        text = path.read_text()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         raise Damaged(f"{path}: missing") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Damaged(f"{path}: a symlink loop, not a file") from None
+        raise Damaged(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Damaged(f"{path}: not a regular file ({_kind_of(st.st_mode)})")
+        if st.st_size > limit:
+            raise Damaged(f"{path}: {st.st_size:,} bytes, more than the {limit:,} read")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise Damaged(f"{path}: more than the {limit:,} bytes read")
+        return data
+    except OSError as exc:
+        raise Damaged(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
+    finally:
+        os.close(fd)
+
+
+def _kind_of(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+def json_depth(data: Any) -> int:
+    """The nesting depth of lists and dicts in ``data`` (a scalar: 0), found without recursion.
+
+    >>> json_depth(1), json_depth([1, {"a": [2]}]), json_depth({})
+    (0, 3, 1)
+    """
+    deepest, todo = 0, [(data, 1)]
+    while todo:
+        obj, d = todo.pop()
+        if isinstance(obj, dict):
+            obj = list(obj.values())
+        elif not isinstance(obj, list):
+            continue
+        deepest = max(deepest, d)
+        todo.extend((v, d + 1) for v in obj if isinstance(v, (list, dict)))
+    return deepest
+
+
+def read_json(path: Path, *, limit: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """The JSON value in ``path``, read through :func:`read_regular` (a regular file, at most
+    ``limit`` bytes) and nested at most ``max_depth`` deep; :class:`Damaged` naming the file
+    otherwise (a FIFO, a device, a huge file, a 200,000-deep array: one line, no hang, no
+    ``RecursionError``)."""
+    raw = read_regular(path, limit=limit)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise Damaged(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise Damaged(f"{path}: nested more than {max_depth} deep") from None
     except ValueError as exc:  # json.JSONDecodeError (also a truncated file)
         raise Damaged(f"{path}: not valid JSON ({exc})") from None
+    if json_depth(data) > max_depth:
+        raise Damaged(f"{path}: nested more than {max_depth} deep")
+    return data
+
+
+def _read_json_object(path: Path) -> dict:
+    data = read_json(path)
     if not isinstance(data, dict):
         raise Damaged(f"{path}: not a JSON object")
     return data
+
+
+def not_a_folder(target: Path) -> str:
+    """'' when ``target`` (a result's ``<id>/<mode>`` folder) is a real folder or absent, else
+    ``<path>: <what>``: a symlink (to itself or anywhere: a result is a plain folder, and a link
+    would let a listing read, or a save replace, what lies elsewhere), a file, a FIFO, or a path
+    that cannot be looked at (issue 30: a folder that is a symlink to itself used to vanish
+    from the listing)."""
+    for p in (target.parent, target):
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            return ""
+        except OSError as exc:
+            what = "a symlink loop" if exc.errno == errno.ELOOP else f"cannot be looked at ({exc.strerror})"
+            return f"{p}: {what}, not a folder"
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                to = os.readlink(p)
+            except OSError:
+                to = "?"
+            loop = " (a symlink loop)" if not os.path.exists(p) and os.path.lexists(p) and _loops(p) else ""
+            return f"{p}: a symlink to {to}{loop}, not a folder"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{p}: {_kind_of(st.st_mode) if not stat.S_ISREG(st.st_mode) else 'a file'}, not a folder"
+    return ""
+
+
+def _loops(p: Path) -> bool:
+    try:
+        os.stat(p)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def _check_provenance(path: Path, prov: dict) -> None:
@@ -357,6 +471,8 @@ def read_files(d: Path) -> tuple[dict, dict]:
         keys = _npz_keys(raw)
         npz = d / "arrays.npz"
         arrays: dict[str, np.ndarray] = {}
+        if keys and (npz.is_symlink() or npz.exists()) and not npz.is_file():
+            raise Damaged(f"{npz}: not a regular file")
         if keys and not npz.is_file():
             raise Damaged(f"{npz}: missing ({d / 'payload.json'} refers to {keys[0]})")
         if keys:

@@ -22,8 +22,8 @@ from typing import Any, Callable
 
 from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
-from dpcompanion.experiments.comparisons.scale import scale_of  # the scale block of a result (issue 21)
-from dpcompanion.experiments.store import files, hashing, reference, sweeps
+from dpcompanion.experiments.comparisons.scale import scale_of, size_mismatches  # the scale block (issues 21, 30)
+from dpcompanion.experiments.store import files, hashing, reference, sweeps, vcs
 from dpcompanion.experiments.store.executors import LocalExecutor, cpu_model
 from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
 from dpcompanion.experiments.store.hashing import config_hash, digest
@@ -51,6 +51,10 @@ class StoredResult:
     path: Path | None
     stale_reason: str = ""
     damaged: str = ""
+    #: its files against git (:func:`.vcs.modified`): '' when they equal the last commit that
+    #: touched them (or git has nothing to say), else ``modified since commit <sha> ...`` (stale)
+    #: or ``written by this store since commit <sha>, not committed yet``
+    modified: str = ""
 
     @property
     def digest(self) -> str:
@@ -93,7 +97,7 @@ class StoredResult:
                 "wall_s": p.get("wall_s"), "executor": p.get("executor"), "runs": p.get("runs"),
                 "run_steps": p.get("run_steps"), "units": p.get("units"), "digest": p.get("digest"), "commit": p.get("commit"),
                 "dirty": p.get("dirty"), "device": p.get("device"), "created": p.get("created"),
-                "seed": config.get("seed"), **self.unit_counts()}
+                "seed": config.get("seed"), "modified": self.modified or None, **self.unit_counts()}
 
     def unit_counts(self) -> dict[str, Any]:
         """``units_total``, ``units_computed`` (by this run) and ``units_reused`` (stored units,
@@ -116,6 +120,10 @@ def _read(exp: base.Experiment, mode: str, root: Path | None) -> StoredResult | 
     or None when nothing is stored. While ``<mode>/`` is missing because a save was killed
     between its renames, the previous result in ``.<mode>.old-…`` is read."""
     target = result_dir(exp.id, mode, root)
+    odd = files.not_a_folder(target)
+    if odd:  # a symlink (to itself or anywhere), a file, a FIFO: listed as damaged, never dropped
+        return StoredResult(id=exp.id, mode=mode, payload={}, provenance={}, fresh=False, cached=True,
+                            path=target, stale_reason=f"damaged: {odd}", damaged=odd)
     for _ in range(3):  # a folder moved away by a concurrent save while being read: read again
         d = target if target.is_dir() else next(iter(files.olds(target)), None)
         if d is None:
@@ -133,6 +141,38 @@ def _read(exp: base.Experiment, mode: str, root: Path | None) -> StoredResult | 
     return None
 
 
+def inconsistency(exp: base.Experiment, provenance: dict, payload: dict) -> str:
+    """'' when the recorded config agrees with its own hash and with the payload, else
+    ``inconsistent: <what>`` (issue 30: an edited ``provenance.config``, resealed, must not read
+    as fresh nor be judged at the paper's scale). Checked: the config hashes to the recorded
+    ``config_hash``; every key the payload's own record of its config (``payload["config"]`` or
+    ``["settings"]``) shares with it is equal; the sizes the payload holds (array lengths, stored
+    counts: :func:`dpcompanion.experiments.comparisons.scale.size_mismatches`) equal the config's;
+    the number of units the config makes equals the recorded ``units``."""
+    config = provenance.get("config")
+    if not isinstance(config, dict):
+        return "inconsistent: no recorded config"
+    # (a result stored before floats were rounded in the hash has the plain digest: :mod:`.migrate`)
+    if provenance.get("config_hash") not in (config_hash(config), digest(config)):
+        return "inconsistent: the recorded config does not hash to the recorded config_hash (edited)"
+    own = next((payload[k] for k in ("config", "settings") if isinstance(payload.get(k), dict)), {})
+    for k in sorted(set(own) & set(config)):
+        if config_hash({"v": own[k]}) != config_hash({"v": config[k]}):
+            return f"inconsistent: config {k} is {config[k]!r}, the payload's record of it {own[k]!r}"
+    sizes = size_mismatches(exp.id, config, payload)
+    if sizes:
+        return "inconsistent: sizes differ between config and payload (" + "; ".join(sizes[:3]) + ")"
+    units = provenance.get("units")
+    if isinstance(units, int) and not isinstance(units, bool):
+        try:
+            made = len(exp.units(config))
+        except Exception:  # noqa: BLE001 - a config the code cannot split is itself the finding
+            return "inconsistent: the recorded config cannot be split into units by this code"
+        if made != units:
+            return f"inconsistent: the config makes {made} units, the provenance records {units}"
+    return ""
+
+
 def _staleness(exp: base.Experiment, res: StoredResult, config: dict | None) -> str:
     """Why ``res`` is not fresh ('' when it is)."""
     if res.damaged:
@@ -141,6 +181,11 @@ def _staleness(exp: base.Experiment, res: StoredResult, config: dict | None) -> 
     edited = files.seal_problem(p)
     if edited:
         return edited
+    odd = inconsistency(exp, p, res.payload)
+    if odd:
+        return odd
+    if res.modified.startswith("modified since"):
+        return res.modified
     if config is not None and p.get("config_hash") != config_hash(config):
         return "config changed"
     if p.get("code_hash") != hashing.code_hash(exp):
@@ -167,6 +212,8 @@ def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path |
     res = _read(exp, mode, root)
     if res is None or res.damaged:
         return res
+    git = vcs.modified(res.path)
+    res = dataclasses.replace(res, modified=git[1] if git else "")
     stored_seed = res.provenance["config"].get("seed", 0)
     config = base.config_for(exp, mode, seed=stored_seed if seed is None else seed)
     why = _staleness(exp, res, config)
@@ -508,10 +555,15 @@ def list_results(root: Path | None = None) -> list[StoredResult]:
 
 def seal_unsealed(root: Path | None = None) -> list[dict]:
     """Seal the provenance of every stored result that has no seal (stored before seals
-    existed), without recomputing: a one-off migration (``results --seal``). Only an intact
-    result is sealed (its files read and its payload matching its digest); a damaged one or
-    one whose seal is broken is left as it is. Returns ``{"id", "mode", "status", "detail"}``
-    per result, status ``sealed``, ``already sealed`` or ``refused``."""
+    existed), without recomputing: a one-off migration (``results --seal``). Only what can be
+    verified is sealed (issue 30: a reseal must never turn an edit into a fresh result): the
+    files read and the payload matches its digest; the recorded config hashes to its
+    ``config_hash`` and agrees with the sizes the payload holds (:func:`inconsistency`); and
+    the files equal the last git commit that touched them (:func:`.vcs.state`). A result that
+    is damaged, whose seal is broken, that is inconsistent, that differs from its commit, was
+    never committed, or lies outside a git work tree is refused, the detail naming which.
+    Returns ``{"id", "mode", "status", "detail"}`` per result, status ``sealed``, ``already
+    sealed`` or ``refused``."""
     out = []
     for exp_id, exp in base.all_experiments().items():
         for mode in base.modes_of(exp):
@@ -522,11 +574,27 @@ def seal_unsealed(root: Path | None = None) -> list[dict]:
             problem = res.stale_reason if res.damaged else files.seal_problem(res.provenance)
             if not problem:
                 out.append({**row, "status": "already sealed", "detail": ""})
-            elif res.damaged or SEAL in res.provenance:
+                continue
+            if res.damaged or SEAL in res.provenance:
                 out.append({**row, "status": "refused", "detail": problem})
-            elif not result_dir(exp_id, mode, root).is_dir():
+                continue
+            if not result_dir(exp_id, mode, root).is_dir():
                 out.append({**row, "status": "refused", "detail": "an interrupted save is being recovered; list again"})
-            else:
-                files.replace_provenance(res.path, sealed(res.provenance))
-                out.append({**row, "status": "sealed", "detail": f"digest {res.digest[:12]}"})
+                continue
+            why = inconsistency(exp, res.provenance, res.payload)
+            if not why:
+                kind, last = vcs.state(res.path)
+                why = {"no git": "not in a git work tree: its files cannot be compared with a commit, so an edit "
+                                 "cannot be told from the original",
+                       "untracked": "never committed: nothing to compare its files with",
+                       "journaled": f"rewritten since commit {last}: only a committed result is sealed",
+                       "modified": f"its files differ from commit {last}, the last that touched them (an edit)",
+                       }.get(kind, "")
+            if why:
+                out.append({**row, "status": "refused", "detail": f"{why}; not sealed (recompute it: "
+                                                                     f"`python -m dpcompanion experiment {exp_id} "
+                                                                     f"--mode {mode}`)"})
+                continue
+            files.replace_provenance(res.path, sealed(res.provenance))
+            out.append({**row, "status": "sealed", "detail": f"digest {res.digest[:12]}, equal to commit {last}"})
     return out

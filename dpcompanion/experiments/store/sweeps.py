@@ -116,7 +116,7 @@ def load_unit(folder: Path, key: str) -> dict | None:
     (unreadable, or its result not matching its digest: it is recomputed)."""
     f = folder / f"{key}.json"
     try:
-        rec = json.loads(f.read_text())
+        rec = files.read_json(f)  # a regular file, size and depth capped (issue 30)
         arrays = {}
         if (folder / f"{key}.npz").is_file():
             with np.load(folder / f"{key}.npz", allow_pickle=False) as z:
@@ -125,7 +125,7 @@ def load_unit(folder: Path, key: str) -> dict | None:
         if digest(rec["result"]) != rec["digest"]:
             return None
         return rec
-    except (OSError, ValueError, KeyError, TypeError, *NPZ_ERRORS):
+    except (files.Damaged, OSError, ValueError, KeyError, TypeError, *NPZ_ERRORS):
         return None
 
 
@@ -133,14 +133,14 @@ def _sweep_state(experiment_id: str, mode: str, root: Path | None) -> tuple[dict
     """(:func:`sweep_progress`'s dict, the keys of the units done), None when no unit is stored."""
     exp = base.get(experiment_id)
     folder = units_dir(exp.id, mode, root)
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    if not files:
+    found = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not found:
         return None
     recs = []
-    for f in files:
+    for f in found:
         try:
-            rec = json.loads(f.read_text())
-        except (OSError, ValueError):
+            rec = files.read_json(f)  # a FIFO or a 200,000-deep file is skipped, never waited on (issue 30)
+        except files.Damaged:
             continue
         if isinstance(rec, dict):
             recs.append((f.stem, rec))
@@ -266,8 +266,8 @@ def old_code_units(experiment_id: str, mode: str, root: Path | None = None) -> d
     for u in exp.units(base.config_for(exp, mode, seed=seed)):
         f = folder / f"{unit_key(exp.id, mode, u, seed, device)}.json"
         try:
-            rec = json.loads(f.read_text())
-        except (OSError, ValueError):
+            rec = files.read_json(f)  # a FIFO or a 200,000-deep file is skipped, never waited on (issue 30)
+        except files.Damaged:
             continue
         if isinstance(rec, dict) and rec.get("key") == f.stem and rec.get("code_hash") not in (None, code):
             out.setdefault(rec["code_hash"], []).append((f, rec))

@@ -336,3 +336,26 @@ def test_subnormal_delta_is_refused(delta):
     L = -mpmath.log(mpmath.mpf(2.3e-308))  # the smallest normal deltas keep the right answer
     assert acc.dp_to_zcdp(epsilon=1.0, delta=2.3e-308) == pytest.approx(
         float((mpmath.sqrt(L + 1) - mpmath.sqrt(L)) ** 2), rel=1e-12)
+
+
+def test_pld_delta_floor_against_exact():
+    """The pld accountant is asked only at delta >= PLD_MIN_DELTA, where it is within 0.2 % of
+    the exact Gaussian-DP epsilon (an independent closed form); below, dp-accounting's tail
+    truncation made it inf and the planner over-noised 10,000-fold (issue 30)."""
+    import math
+
+    import pytest
+
+    from dpcompanion.theory import accounting, budget
+
+    for R in (1e-4, 1.0):
+        pld = accounting.epsilon_at_R(R=R, delta=accounting.PLD_MIN_DELTA, accountant="pld")
+        exact = accounting.gdp_epsilon(mu=math.sqrt(R), delta=accounting.PLD_MIN_DELTA)
+        assert exact <= pld <= exact * 1.002
+    for fn in (lambda: accounting.epsilon_at_R(R=1.0, delta=1e-17, accountant="pld"),
+               lambda: accounting.R_accountant(epsilon=1.0, delta=1e-17, accountant="pld")):
+        with pytest.raises(ValueError, match="delta must be at least 1e-14 for the pld accountant"):
+            fn()
+    b = budget.Budget.from_epsilon(epsilon=1.0, delta=1e-17, accountant="exact")
+    eps = b.epsilon_by_accountant(budget.plan(b, "uniform", T=10))
+    assert "pld" not in eps and all(math.isfinite(v) for v in eps.values())

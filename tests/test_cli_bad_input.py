@@ -3,6 +3,8 @@ nothing on stdout, nothing written (issue 11, item 4). One table, every command.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from dpcompanion import cli
@@ -163,6 +165,11 @@ CASES = [
     (["audit", "--trainer", "pgd", "--epsilon", "1e-6", "--delta", "1e-5"], "--epsilon 1e-06 at --delta 1e-05 gives"),
     ([*SCHED[:-2], "--epsilon", "1e6", "--delta", "1e-5", "--accountant", "pld"], "--epsilon: epsilon must be small "
                                                                                    "enough that R <= 1e+06 for the pld"),
+    # the pld accountant below its tail truncation: its epsilon was inf, so the planner chose sigma 21,834
+    # for epsilon 1 at delta 1e-17 (2.3 suffices), and the JSON printed Infinity
+    ([*SCHED[:-2], "--epsilon", "1", "--delta", "1e-17", "--accountant", "pld"], "--delta: delta must be at least 1e-14"),
+    ([*SCHED, "--delta", "1e-15", "--accountant", "pld", "--json"], "--delta: delta must be at least 1e-14"),
+    ([*TRAIN, "--epsilon", "1", "--delta", "1e-17", "--T", "5", "--accountant", "pld"], "--delta: delta must be at least"),
 ]
 
 
@@ -404,6 +411,8 @@ ANSWERS = [
     ([*SCHED[:-2], "--epsilon", "4000", "--delta", "1e-5", "--sampling-rate", "0.1", "--json"], 4000.0),
     ([*SCHED[:-2], "--epsilon", "1000", "--delta", "1e-5", "--accountant", "pld", "--json"], 1000.0),
     ([*TRAIN, "--epsilon", "10000", "--delta", "1e-5", "--T", "10", "--seed", "0"], 10000.0),
+    # below the pld accountant's delta floor the report leaves pld out instead of printing Infinity
+    ([*SCHED[:-2], "--epsilon", "1", "--delta", "1e-17", "--json"], 1.0),
 ]
 
 
@@ -417,8 +426,10 @@ def test_edge_budgets_get_their_answer(argv, target, capsys):
     out = json.loads(capsys.readouterr().out)
     assert 0 <= out["epsilon"] <= target
     assert out["epsilon"] == out["epsilon_by_accountant"][out["accountant"]]
+    assert all(math.isfinite(v) for v in out["epsilon_by_accountant"].values())
     if out["sampling_rate"] == 1:
-        assert sorted(out["epsilon_by_accountant"]) == ["exact", "pld", "rdp", "zcdp"]
+        pld = [] if out.get("delta", out.get("budget", {}).get("delta", 1)) < 1e-14 else ["pld"]
+        assert sorted(out["epsilon_by_accountant"]) == sorted(["exact", "rdp", "zcdp", *pld])
 
 
 # --- issue 30, item 3: an output path is written through when it is not a regular file

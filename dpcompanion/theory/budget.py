@@ -184,7 +184,8 @@ class Budget:
         """epsilon at ``delta`` of the steps ``sigma`` under every accountant that applies
         (all of :data:`ACCOUNTANTS` for full-batch steps, RDP for subsampled ones), each named;
         0 for each when no step was taken. ``pld`` is left out for a spent R above
-        :data:`accounting.PLD_MAX_R` (epsilon about 5 x 10^5), where it cannot be computed.
+        :data:`accounting.PLD_MAX_R` (epsilon about 5 x 10^5) or a delta below
+        :data:`accounting.PLD_MIN_DELTA`, where it cannot be computed.
         This budget's own accountant is the one its ``epsilon`` holds for.
 
         >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, accountant="exact")
@@ -200,7 +201,8 @@ class Budget:
         if self.delta is None:
             raise ValueError("this budget has no delta (built from R alone): give delta to report an epsilon")
         R = accounting.spent_R(sigma=validate.noise_multipliers(sigma))  # validated and summed once for all
-        if R > accounting.PLD_MAX_R:  # beyond the pld accountant's range (epsilon ~ 5e5): left out, not computed
+        if R > accounting.PLD_MAX_R or self.delta < accounting.PLD_MIN_DELTA:
+            # beyond the pld accountant's range (epsilon ~ 5e5, or delta below its tail truncation): left out
             names = tuple(a for a in names if a != "pld")
         return {a: float(accounting.epsilon_at_R(R=R, delta=self.delta, accountant=a)) for a in names}
 

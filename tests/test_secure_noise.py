@@ -261,3 +261,28 @@ def test_cli_text_output_names_the_noise(capsys):
     assert rc == 0
     line = next(ln for ln in out.splitlines() if ln.startswith("noise: "))
     assert line.startswith("noise: seeded:") and "--seed 4" in line
+
+
+def test_the_wrappers_pass_secure_through():
+    """train_pgd, train_psgd and train_adpsgd take ``secure`` (issue 30): two secure runs of
+    each differ, and their History says secure."""
+    import numpy as np
+    import torch
+
+    from dpcompanion.training import models
+    from dpcompanion.training.trainers import train_adpsgd, train_pgd, train_psgd
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(40, 5, generator=g)
+    y = (X[:, 0] > 0).long()
+    m = models.DenseModel(in_dim=5, n_classes=2, loss="logistic")
+    runs = {
+        "pgd": lambda: train_pgd(m, X, y, sigma=np.full(3, 2.0), R=1.0, seed=0, device="cpu", secure=True),
+        "psgd": lambda: train_psgd(m, X, y, sigma=np.full(3, 2.0), R=1.0, delta=1e-5, sampling_rate=0.5, seed=0,
+                                   device="cpu", secure=True),
+        "adp": lambda: train_adpsgd(m, X, y, T=3, R=1.0, seed=0, device="cpu", secure=True),
+    }
+    for name, run in runs.items():
+        a, b = run(), run()
+        assert a.meta["secure"] is True and b.meta["secure"] is True, name
+        assert not torch.equal(torch.as_tensor(a.theta), torch.as_tensor(b.theta)), name

@@ -66,6 +66,7 @@ def train_pgd(
     sampling_rate: float | None = None,
     lr_rule=None,
     algorithm: str | None = None,
+    secure: bool = False,
 ) -> History:
     """Full-batch private GD (H Algorithm 1), optionally with debiased momentum:
     ``train(model, X, y, TrainConfig.build(...))`` with these settings (``sampling_rate``: default
@@ -84,14 +85,15 @@ def train_pgd(
     step). ``memory_budget``: bytes for the runs' state (default 4 GiB; runs are trained in
     chunks below it, same numbers). ``fast``: None uses the margin fast path for binary
     linear/logistic models, False forces the general path. ``lr_rule`` and ``algorithm``: as
-    in :meth:`TrainConfig.build` (ADP-SGD's adaptive step size and name).
+    in :meth:`TrainConfig.build` (ADP-SGD's adaptive step size and name). ``secure``: the
+    noise from secret OS randomness, not from ``seed`` (:class:`TrainConfig`; issue 30).
     Returns a :class:`~dpcompanion.training.trainers.history.History` (batched when K > 1).
     """
     config = TrainConfig.build(sigma=sigma, budget=budget, R=_budget_given("train_pgd", R, budget), delta=delta,
                                lr=lr, clip_norm=clip_norm, seed=seed, N=n_samples(X), beta=momentum,
                                sampling_rate=sampling_rate, lr_rule=lr_rule, device=device, dtype=dtype,
                                progress=progress, algorithm=algorithm, record=record, memory_budget=memory_budget,
-                               fast=fast)
+                               fast=fast, secure=secure)
     return train(model, X, y, config, X_test=X_test, y_test=y_test, init=init)
 
 

@@ -524,3 +524,16 @@ def test_label_audit_bad_input(kw, needle):
     with pytest.raises(ValueError) as e:
         audit.label_audit(**kw)
     assert needle in str(e.value)
+
+
+def test_cli_label_audit_passes_the_shipped_fast_path(capsys):
+    """``audit --canary-label 2`` (issue 30): the canary's shift is 1 C, not 3 C, and the claim stands."""
+    import json
+
+    from dpcompanion import cli
+
+    assert cli.main(["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--canary-label", "-1",
+                     "--trials", "4000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fast_path"] and out["s"] == -3.0 and not out["flagged"]
+    assert abs(out["shift_ratio"] - 1.0) < 5 * out["shift_ratio_se"] + 0.05

@@ -165,6 +165,8 @@ CASES = [
     (["audit", "--trainer", "pgd", "--epsilon", "1e-6", "--delta", "1e-5"], "--epsilon 1e-06 at --delta 1e-05 gives"),
     ([*SCHED[:-2], "--epsilon", "1e6", "--delta", "1e-5", "--accountant", "pld"], "--epsilon: epsilon must be small "
                                                                                    "enough that R <= 1e+06 for the pld"),
+    (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--canary-label", "inf"], "--canary-label"),
+    (["audit", "--trainer", "psgd", "--epsilon", "2", "--delta", "1e-5", "--canary-label", "2"], "--canary-label"),
     # the pld accountant below its tail truncation: its epsilon was inf, so the planner chose sigma 21,834
     # for epsilon 1 at delta 1e-17 (2.3 suffices), and the JSON printed Infinity
     ([*SCHED[:-2], "--epsilon", "1", "--delta", "1e-17", "--accountant", "pld"], "--delta: delta must be at least 1e-14"),

@@ -16,7 +16,10 @@ with probability at most 5 %. ``epsilon_exact`` is what the noise really gives (
 Gaussian DP; PLD when subsampled) and ``tightness`` the larger bound over it. A pass never
 proves privacy, a flag refutes the claim. ``--noise-multiplier-scale S`` audits a
 deliberately mis-calibrated trainer that adds S times the noise its ledger is told about
-(full batch: S = 0.5 is flagged). Method, sizes and limits: :mod:`dpcompanion.training.audit`
+(full batch: S = 0.5 is flagged). ``--canary-label L`` audits the clip-and-sum step itself
+with a canary whose label is L, fed below the trainers' label check (issue 30: the linear fast
+path once bounded a gradient by ``||x||`` alone, so a label of 2 or -1 contributed 3 C; the
+shipped path gives a canary shift of 1 C and passes). Method, sizes and limits: :mod:`dpcompanion.training.audit`
 and the book page ``audit``.
 """
 
@@ -41,7 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "examples:\n"
         "  python -m dpcompanion audit --trainer pgd --epsilon 2 --delta 1e-5 --json\n"
         "  python -m dpcompanion audit --trainer psgd --epsilon 2 --delta 1e-5 --noise-multiplier-scale 0.25 --json\n"
-        "  python -m dpcompanion audit --trainer adp --epsilon 2 --delta 1e-5 --trials 4000 --seed 3"
+        "  python -m dpcompanion audit --trainer adp --epsilon 2 --delta 1e-5 --trials 4000 --seed 3\n"
+        "  python -m dpcompanion audit --trainer pgd --epsilon 2 --delta 1e-5 --canary-label 2 --json"
     )
     p.add_argument("--trainer", required=True, help="pgd, momentum (debiased momentum), psgd (Poisson sampling) or adp (ADP-SGD)")
     p.add_argument("--epsilon", type=float, required=True, help="target epsilon, a finite number > 0")
@@ -53,6 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "in [0.01, 100])")
     p.add_argument("--sampling-rate", type=float, default=None, dest="sampling_rate",
                    help="Poisson sampling rate for psgd (default 0.7) and adp (default 1: full batch), in (0, 1]")
+    p.add_argument("--canary-label", type=float, default=None, dest="canary_label", metavar="L",
+                   help="pgd only: audit one clip-and-sum step of the binary linear fast path with a canary "
+                        "labelled L (any finite number; 2 or -1 give s = 2L - 1 = +-3), below the trainers' label check")
     p.add_argument("--seed", type=int, default=0, help="seed of data and runs, in [0, 2^32) (default 0)")
     p.add_argument("--device", default="cpu", help="auto, cpu or cuda (default cpu)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -96,8 +103,38 @@ def _validate(args: argparse.Namespace):
     return audit
 
 
+def _run_label(audit, args: argparse.Namespace) -> int:
+    """``--canary-label``: :func:`dpcompanion.training.audit.label_audit`."""
+    if args.trainer != "pgd":
+        raise UsageError(f"--canary-label needs --trainer pgd (it audits the full-batch clip-and-sum step), got "
+                         f"{args.trainer!r}")
+    if args.noise_multiplier_scale != 1.0 or args.sampling_rate is not None:
+        raise UsageError("--canary-label takes neither --noise-multiplier-scale nor --sampling-rate")
+    kw = {} if args.trials is None else {"trials": args.trials}
+    try:
+        out = audit.label_audit(label=args.canary_label, epsilon=args.epsilon, delta=args.delta, seed=args.seed, **kw)
+    except ValueError as exc:
+        msg = str(exc)
+        name = msg.split(" ", 1)[0]
+        flag = {"label": "--canary-label", **FLAGS}.get(name)
+        raise UsageError(flag + msg[len(name):] if flag else msg) from None
+    if args.json:
+        print(json.dumps({k: v for k, v in out.items() if k not in ("test", "gdp_fit")}))
+        return 0
+    print(f"label audit of the clip-and-sum step at ({out['epsilon']:g}, {out['delta']:g}): canary label "
+          f"{out['label']:g} (s = {out['s']:g}), {out['trials']} trials, fast path: {out['fast_path']}")
+    print(f"canary shift / C        {out['shift_ratio']:.3f} +- {out['shift_ratio_se']:.3f}  (1 when clipped to C)")
+    print(f"epsilon_lower           {out['epsilon_lower']:.4f}")
+    print(f"epsilon_exact           {out['epsilon_exact']:.4f}  ({out['exact_accountant']})")
+    print(f"epsilon_claimed         {out['epsilon_claimed']:.4f}  ({out['claim_accountant']}): "
+          f"{'FLAGGED: the claim is refuted' if out['flagged'] else 'passed (not refuted)'}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     audit = _validate(args)
+    if args.canary_label is not None:
+        return _run_label(audit, args)
     res = audit.run_audit(trainer=args.trainer, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
                     noise_multiplier_scale=args.noise_multiplier_scale, seed=args.seed,
                     sampling_rate=args.sampling_rate, device=args.device)

@@ -242,10 +242,15 @@ def test_publish_writes_data_and_code_beside_the_page(tmp_path, monkeypatch):
 def test_a_figure_of_a_stored_result_names_that_result_in_its_caption(tmp_path, monkeypatch):
     """A quick-mode build that draws the committed paper-scale (or full) result labels the
     figure with that result's mode and commit, not "quick mode" alone; outside drawn_from the
-    caption names the build only."""
+    caption names the build only (issue 34: the caption is report.figure_caption of the
+    result, and the layout record names the result)."""
+    from types import SimpleNamespace
+
     from IPython.core.interactiveshell import InteractiveShell
 
     from dpcompanion.core.provenance import Provenance
+
+    stored = SimpleNamespace(id="h-f-mom", mode="paper", provenance={"commit": "28c07ad"}, payload={})
 
     shell = InteractiveShell.instance()
     monkeypatch.setenv(plotting.BOOK_DIR_ENV, str(tmp_path))
@@ -255,18 +260,21 @@ def test_a_figure_of_a_stored_result_names_that_result_in_its_caption(tmp_path, 
         prov = shell.user_ns["prov"] = Provenance.start(notebook="h-f-mom", mode="quick", seed=0, device="cpu")
         CASES["efficiency_figure"]()
         plain = shown[-1].data
-        with plotting.drawn_from(mode="paper", commit="28c07ad"):
+        with plotting.drawn_from(stored):
             CASES["efficiency_figure"]()
         labelled = shown[-1].data
         CASES["efficiency_figure"]()
         after = shown[-1].data
     finally:
         InteractiveShell.clear_instance()
-    assert f"quick mode, commit {prov.commit}" in plain and "stored" not in plain
-    assert "the stored paper-mode result, computed at commit 28c07ad; drawn by this build (quick mode" in labelled
-    assert "stored" not in after
-    code = sorted((tmp_path / plotting.FIGURES_DIR / "h-f-mom").glob("figure-*.py"))
-    assert any("the stored paper-mode result, computed at commit 28c07ad" in c.read_text() for c in code)
+    assert f"quick mode, commit {prov.commit}" in plain and "result:" not in plain
+    assert "result: paper mode, commit 28c07ad; drawn by this build (quick mode" in labelled
+    assert "result:" not in after
+    folder = tmp_path / plotting.FIGURES_DIR / "h-f-mom"
+    code = sorted(folder.glob("figure-*.py"))
+    assert any("result: paper mode, commit 28c07ad" in c.read_text() for c in code)
+    records = [json.loads(f.read_text()) for f in sorted(folder.glob("figure-*.layout.json"))]
+    assert {"id": "h-f-mom", "mode": "paper", "commit": "28c07ad", "dirty": False} in [r["result"] for r in records]
 
 
 def test_every_function_that_makes_a_figure_returns_something():

@@ -13,7 +13,10 @@ drawn) as ``figures/<page>/figure-<n>.csv`` beside the executed notebook, writes
 that drew it (the plot function's source and the notebook cell that called it) as
 ``figure-<n>.py``, and shows under the figure one line with the "data" and "code" links
 (Sphinx ``download`` roles, so a missing file fails the build), the function's source in
-the repository at the build's commit and the figure's provenance. :func:`figure_problems`
+the repository at the build's commit and the figure's provenance: the stored result it plots
+(mode, commit, sizes) and the build that drew it, decided by one function,
+:func:`dpcompanion.book.report.figure_caption`, from the result an experiment page hands over
+with :func:`drawn_from` (``ExperimentPage.drawing``; issue 34). :func:`figure_problems`
 is the layout check the tests run on every figure: fonts at least :data:`MIN_FONT_PT` at the
 size the figure is shown in the book's text column, no overlapping tick labels.
 """
@@ -40,6 +43,7 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
+from dpcompanion.book import report
 from dpcompanion.core.provenance import Provenance
 
 #: colours used consistently across the book: uniform vs dynamic/optimal schedules
@@ -383,34 +387,41 @@ def _notebook_cell() -> tuple[str, int | None, str | None]:
 
 
 @contextlib.contextmanager
-def drawn_from(*, mode: str, commit: str):
-    """Inside this block, every published figure's caption names the stored result it plots
-    (``mode``, the ``commit`` that computed it) beside the build that drew it: a page of a
-    quick-mode build drawing the committed full or paper-scale result must not label that
-    figure "quick mode".
+def drawn_from(result):
+    """Inside this block, every published figure plots ``result`` (a stored result of the
+    store, :class:`~dpcompanion.experiments.store.StoredResult`): its caption is decided from
+    it (:func:`dpcompanion.book.report.figure_caption`: its mode, the commit that computed it,
+    its sizes) and its layout record names it. A quick-mode build drawing the committed full or
+    paper-scale result must not label that figure "quick mode" (issue 34). An experiment page
+    enters it through :meth:`dpcompanion.book.show.ExperimentPage.drawing`.
 
-    >>> with drawn_from(mode="paper", commit="28c07ad"):
-    ...     _state.result
-    ('paper', '28c07ad')
-    >>> getattr(_state, "result", None) is None
+    >>> from types import SimpleNamespace as NS
+    >>> r = NS(id="w-f4", mode="paper", provenance={"commit": "2e722974aaea"}, payload={})
+    >>> with drawn_from(r):
+    ...     plotted_result() is r
+    True
+    >>> plotted_result() is None
     True
     """
     prev = getattr(_state, "result", None)
-    _state.result = (str(mode), str(commit))
+    _state.result = result
     try:
         yield
     finally:
         _state.result = prev
 
 
-def _caption_provenance(prov) -> str:
-    """The last part of a figure's caption: the build that drew it and, inside
-    :func:`drawn_from`, the stored result it plots."""
-    build = f"{prov.mode} mode, commit {prov.commit}" + (" (dirty tree)" if prov.dirty else "")
-    src = getattr(_state, "result", None)
-    if src is None:
-        return build
-    return f"the stored {src[0]}-mode result, computed at commit {src[1]}; drawn by this build ({build})"
+def plotted_result():
+    """The stored result the figures being drawn plot (:func:`drawn_from`); None outside."""
+    return getattr(_state, "result", None)
+
+
+def _result_record(result) -> dict | None:
+    """What a figure's layout record says of the result it plots (None: no stored result)."""
+    if result is None:
+        return None
+    return {"id": result.id, "mode": result.mode, "commit": result.provenance.get("commit"),
+            "dirty": bool(result.provenance.get("dirty"))}
 
 
 def publish(fig) -> None:
@@ -425,6 +436,7 @@ def publish(fig) -> None:
     page = prov.notebook
     n = _counters[page] = _counters.get(page, 0) + 1
     parts = [f"Figure {n}"]
+    caption = report.figure_caption(plotted_result(), build=prov)  # the one caption (issue 34)
     book_dir = os.environ.get(BOOK_DIR_ENV)
     cell_source, cell_index, cell_id = _notebook_cell()
     cell = (f"notebook cell {cell_index}" + (f" (id `{cell_id}`)" if cell_id else "")) if cell_index is not None \
@@ -439,8 +451,9 @@ def publish(fig) -> None:
         write_figure_data(fig, folder / f"{stem}.csv")
         # the layout check of every published figure, kept for the tests of the built book
         (folder / f"{stem}.layout.json").write_text(json.dumps(
-            {"function": name, "problems": figure_problems(fig)}, indent=1) + "\n")
-        code = [f"# Figure {n} of the page {page!r} of the dpcompanion book ({_caption_provenance(prov)}).",
+            {"function": name, "problems": figure_problems(fig), "result": _result_record(plotted_result()),
+             "caption": caption}, indent=1) + "\n")
+        code = [f"# Figure {n} of the page {page!r} of the dpcompanion book ({caption}).",
                 f"# Drawn by dpcompanion.book.{name} ({rel}, lines {first}-{last}): {repo_link}",
                 f"# called from {cell.replace('`', '')} of notebooks/{page}.ipynb (below); its data: {stem}.csv.",
                 "", "# --- the notebook cell ---", *[f"# {ln}" if ln else "#" for ln in cell_source.splitlines()],
@@ -455,7 +468,7 @@ def publish(fig) -> None:
     plt.close(fig)
     if repo_link:
         parts.append(f"[source at {at}]({repo_link})")
-    parts.append(_caption_provenance(prov))
+    parts.append(caption)
     display(Markdown("<small>" + " · ".join(parts) + "</small>"))
 
 
@@ -1183,11 +1196,20 @@ def wu_gap_grid(*, cells: list, title: str = ""):
 @figure_function
 def wu_error_vs_epoch(*, epochs, errors: dict, eps_numeric, eps_theory, sigma: float):
     """W Fig. 4 panel: test error vs epoch per c (left axis), accountant epsilon (dashed) and
-    Thm 4.1's epsilon_bar (dots) on the right axis."""
+    Thm 4.1's epsilon_bar (dots) on the right axis. The error axis is logarithmic (when every
+    error is positive): the first epoch's ~90% error would otherwise squeeze the curves of
+    the six c values, which end a few points apart, into one line near zero; one legend, below
+    the panel, so that no curve runs through it (issue 34, item 8)."""
     apply_style()
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(figsize=(7.0, 4.3))
     for label, err in errors.items():
         ax.plot(epochs, err, lw=1.4, label=f"c = {label}")
+    if all(np.all(np.asarray(err, float) > 0) for err in errors.values()):
+        ax.set_yscale("log")
+        ticks = [1, 2, 5, 10, 20, 50, 100]
+        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        ax.set_yticklabels([f"{v:g}" for v in ticks])
+        ax.yaxis.set_minor_formatter(NullFormatter())
     ax2 = ax.twinx()
     ax2.plot(epochs, eps_numeric, "k--", lw=1.2, label=r"$\varepsilon$ (RDP accountant)")
     ax2.plot(epochs, eps_theory, "k.", ms=4, label=r"$\bar\varepsilon$ (Thm 4.1)")
@@ -1197,8 +1219,8 @@ def wu_error_vs_epoch(*, epochs, errors: dict, eps_numeric, eps_theory, sigma: f
     ax.set_ylabel("test error (%)")
     ax2.set_ylabel("privacy")
     ax.set_title(f"DP-SGD, constant vs decaying step size, sigma = {sigma:g} (W Fig. 4)")
-    ax.legend(fontsize=9, loc="upper center")
-    ax2.legend(fontsize=9, loc="center right")
+    handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    ax.legend(handles=handles, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4)
     fig.tight_layout()
     return fig
 

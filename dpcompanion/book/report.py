@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 #: a row whose sizes differ from the paper's is "not comparable", its note starting with
 #: "not compared (sizes differ)" (dpcompanion.experiments.comparisons.NOT_COMPARED)
 from dpcompanion.experiments.comparisons import VERDICTS, reproduction  # VERDICTS: one list of verdict words
-from dpcompanion.experiments.comparisons.scale import at_paper_scale
+from dpcompanion.experiments.comparisons.scale import at_paper_scale, scale_of, stored_sizes
 
 
 def fmt(x: Any, digits: int = 4) -> str:
@@ -142,3 +142,102 @@ def reproduction_tables(experiment_id: str, *, seed: int = 0, device: str = "cpu
     judged = ("the paper-scale result (`paper` mode, the paper's own sizes), not the full-mode one" if mode == "paper"
               else f"the {mode} result")
     return f"<small>Judged on {judged}.</small>\n\n" + "\n\n".join(p for p in parts if p)
+
+
+# --- figure captions (issue 34) ---
+
+#: the dimensions a caption names, in this order, at most :data:`CAPTION_SIZES` of them: the
+#: size of the data, the model, the length of training, the number of runs averaged
+CAPTION_DIMS = ("training samples", "training samples (largest rung)", "model", "hidden width", "epochs", "T",
+                "seeds", "repeats", "Monte Carlo runs", "runs", "trials")
+#: how many dimensions a caption names ("its sizes in a few words")
+CAPTION_SIZES = 4
+#: dimensions that count something: written "<n> <dimension>", the others "<dimension> <value>"
+_COUNTED = ("training samples", "epochs", "seeds", "repeats", "Monte Carlo runs", "runs", "trials")
+
+
+def _size_value(v: Any) -> str:
+    """A size as a caption writes it: 60,000; 60/120/200 (up to three values); 250-4,000
+    (more); a mapping by its values (equal values once).
+
+    >>> _size_value(60000), _size_value([60, 120, 200]), _size_value([250, 500, 1000, 2000, 4000])
+    ('60,000', '60/120/200', '250-4,000')
+    >>> _size_value({"pgd": 200000, "adp": 200000}), _size_value({"pgd": 20000, "psgd": 100000}), _size_value("CNN")
+    ('200,000', '20,000-100,000', 'CNN')
+    """
+    if isinstance(v, dict):
+        vals = sorted({x for x in v.values() if x is not None}, key=lambda x: (not isinstance(x, (int, float)), str(x)))
+        if len(vals) > 1 and all(isinstance(x, (int, float)) for x in vals):
+            return f"{_size_value(min(vals))}-{_size_value(max(vals))}"
+        return _size_value(vals[0] if len(vals) == 1 else vals)
+    if isinstance(v, (list, tuple)):
+        if not v:
+            return ""
+        if len(v) > 3 and all(isinstance(x, (int, float)) for x in v):
+            return f"{_size_value(min(v))}-{_size_value(max(v))}"
+        return "/".join(_size_value(x) for x in v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    return f"{int(v):,}" if float(v) == int(v) else fmt(v)
+
+
+def result_sizes(result: Any) -> str:
+    """A stored result's sizes in a few words, read from the result itself: ``"paper scale:
+    60,000 training samples, CNN model, 50 epochs, 2 seeds"``. The values are those its
+    payload holds (:func:`~dpcompanion.experiments.comparisons.scale.stored_sizes`), else its
+    recorded config's; "paper scale" when every dimension the paper prints matches
+    (:func:`~dpcompanion.experiments.comparisons.scale.at_paper_scale`), "reduced" when one
+    differs, nothing for an experiment whose paper prints no size; '' for an experiment
+    without a scale declaration."""
+    config = result.provenance.get("config") if isinstance(result.provenance.get("config"), dict) else {}
+    scale = scale_of(result.id, config) if config else {}
+    sizes = {k: d["ours"] for k, d in scale.items()}
+    sizes.update(stored_sizes(result.id, result.payload or {}))
+    words = []
+    for name in CAPTION_DIMS:
+        v = sizes.get(name)
+        text = _size_value(v) if v is not None else ""
+        if not text or text == "None":
+            continue
+        if name == "training samples (largest rung)":
+            words.append(f"up to {text} training samples")
+        elif name == "model":
+            words.append(f"{text} model")
+        elif name == "T":
+            words.append(f"T = {text}")
+        else:
+            words.append(f"{text} {name}" if name in _COUNTED else f"{name} {text}")
+    words = words[:CAPTION_SIZES]
+    printed = [d["match"] for d in scale.values() if d.get("match") is not None]
+    label = "paper scale" if printed and at_paper_scale(scale) else ("reduced" if printed else "")
+    if label and words:
+        return f"{label}: {', '.join(words)}"
+    return label or ", ".join(words)
+
+
+def figure_caption(result: Any, *, build: Any) -> str:
+    """The provenance part of a figure's caption, decided from the result the figure plots
+    (issue 34): its mode, the commit that computed it and its sizes in a few words
+    (:func:`result_sizes`), then the build that drew it (``build``, the notebook's
+    :class:`~dpcompanion.core.provenance.Provenance`). A quick-mode build draws the committed
+    full or paper-scale result on several pages: the caption must name the run plotted, not
+    the build. ``result`` None (a figure of a page that plots no stored result: theory,
+    accounting) gives the build alone. Every published figure's caption is this
+    (:func:`dpcompanion.book.plotting.publish`); an experiment page sets ``result`` with
+    :meth:`dpcompanion.book.show.ExperimentPage.drawing`.
+
+    >>> from types import SimpleNamespace as NS
+    >>> build = NS(mode="quick", commit="9dcda9f43b93", dirty=False)
+    >>> figure_caption(None, build=build)
+    'quick mode, commit 9dcda9f43b93'
+    >>> r = NS(id="w-f4", mode="paper", provenance={"commit": "2e722974aaea"}, payload={})
+    >>> figure_caption(r, build=build)
+    'result: paper mode, commit 2e722974aaea; drawn by this build (quick mode, commit 9dcda9f43b93)'
+    """
+    drawn = f"{build.mode} mode, commit {build.commit}" + (" (dirty tree)" if build.dirty else "")
+    if result is None:
+        return drawn
+    p = result.provenance
+    sizes = result_sizes(result)
+    return (f"result: {result.mode} mode, commit {p.get('commit', 'unknown')}" + ("+dirty" if p.get("dirty") else "")
+            + (f" ({sizes})" if sizes else "") + f"; drawn by this build ({drawn})")

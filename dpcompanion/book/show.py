@@ -25,7 +25,6 @@ is shown.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 from typing import Any, Callable
 
@@ -80,23 +79,22 @@ class ExperimentPage:
         """The sizes paragraph (the module's ``describe``), then ``suffix``."""
         _md(self.module.describe(self.payload if payload is None else payload) + suffix)
 
-    def figures(self, payload: dict | None = None) -> None:
+    def figures(self, result: store.StoredResult | None = None) -> None:
+        """The page's figures (``figure``) of ``result`` (default: this page's result), each
+        captioned from that result (:meth:`drawing`)."""
         if self.figure is None:
             return
-        if payload is None:
-            with self.drawing(self.result):
-                self.figure(self.payload)
-            return
-        self.figure(payload)
+        result = self.result if result is None else result
+        with self.drawing(result):
+            self.figure(result.payload)
 
     def drawing(self, result: store.StoredResult):
-        """A context for drawing ``result``'s figures: when it is a stored result of another mode
-        than this build's (the committed full or paper-scale result on a quick page), each
-        figure's caption names that result's mode and commit
-        (:func:`dpcompanion.book.plotting.drawn_from`); otherwise nothing changes."""
-        if result.mode == self.mode:
-            return contextlib.nullcontext()
-        return plotting.drawn_from(mode=result.mode, commit=str(result.provenance.get("commit", "unknown")))
+        """The context every figure of an experiment page is drawn in (issue 34): each figure
+        drawn inside plots ``result``, and its caption is decided from it
+        (:func:`dpcompanion.book.report.figure_caption`: the result's mode, the commit that
+        computed it, its sizes), whether it is this build's result or the committed full or
+        paper-scale one a quick build shows (:func:`dpcompanion.book.plotting.drawn_from`)."""
+        return plotting.drawn_from(result)
 
     def verdicts(self, payload: Any = None, *, head: str = "") -> None:
         """The paper-vs-ours table of the rules' verdicts (the module's ``verdict_rows``, of this
@@ -134,7 +132,8 @@ class ExperimentPage:
             f"{len(entries[0]['report_seeds'])} report seeds (first cell).\n\n"
             + report.markdown_table(TUNING_COLUMNS, rows))
         kw = {} if max_cells is None else {"max_cells": max_cells}
-        plotting.tuning_trace(entries=entries, ylabel=ylabel, **kw)
+        with self.drawing(self.result):
+            plotting.tuning_trace(entries=entries, ylabel=ylabel, **kw)
 
     def full_result(self, *, note: str = "") -> None:
         """The stored paper-scale result when complete and fresh, saying that it stands in for

@@ -15,10 +15,16 @@ matching its digest) is listed as ``DAMAGED`` with the file and what is wrong (`
 in the JSON); every other result is still listed. Paper-mode results (the paper's own sizes,
 where an experiment defines them) and partial paper sweeps are listed like full ones.
 ``--revalidate`` first re-checks every stale full or paper result by its behavioural fingerprint
-(:func:`dpcompanion.experiments.store.revalidate`): only the quick mode is recomputed; a result
-whose fingerprint was recorded on another kind of CPU, and the units of a sweep in progress
-stored by older code, by the reference check (:mod:`dpcompanion.experiments.store.reference`:
-the quick mode of the commit whose code made them, computed here, against the current code's).
+(:func:`dpcompanion.experiments.store.revalidate`): only the quick mode is recomputed; where its
+digest moved, its numbers are compared with the quick numbers the result recorded, within the
+tolerance of :mod:`dpcompanion.experiments.store.numeric` (issue 31: revalidated numerically,
+the largest deviation recorded); a result whose fingerprint was recorded on another kind of
+CPU and whose numbers are not within tolerance, and the units of a sweep in progress stored
+by older code, by the reference check (:mod:`dpcompanion.experiments.store.reference`: the
+quick mode of the commit whose code made them, computed here, against the current code's). A
+fresh result stored before quick numbers were recorded gets them (its code is the current
+code). Each row of ``--json`` says how the result was validated (``validation``: ``computed``,
+``digest`` or ``numeric`` with the largest deviation; ``quick_numbers``: whether they are recorded).
 ``--seal`` seals the provenance of results stored before provenance seals existed, without
 recomputing (:func:`dpcompanion.experiments.store.seal_unsealed`), and only what it can verify
 (issue 30): the payload matches its digest, the recorded config its hash and the payload's
@@ -61,7 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EXAMPLES
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.add_argument("--revalidate", action="store_true",
-                   help="re-check stale full and paper results by recomputing their quick mode and comparing digests")
+                   help="re-check stale full and paper results by recomputing their quick mode and comparing "
+                        "digests, else its numbers within tolerance (recording them where missing)")
     p.add_argument("--device", default="cpu", help="device for --revalidate's quick runs (default cpu)")
     p.add_argument("--seal", action="store_true",
                    help="seal the provenance of results stored before seals existed (intact ones only; "
@@ -133,10 +140,13 @@ def run(args: argparse.Namespace) -> int:
         seals = {(e["id"], e["mode"]): e for e in store.seal_unsealed(root)}
     if args.revalidate:
         for r in store.list_results(root):
-            if r.mode in base.FINGERPRINTED_MODES and not r.fresh:
+            if r.mode in base.FINGERPRINTED_MODES and (not r.fresh or "quick_numbers" not in r.provenance):
                 store.check_writable(r.path)
         for r in store.list_results(root):
-            if r.mode in base.FINGERPRINTED_MODES and not r.fresh:
+            # stale ones by fingerprint or numbers; fresh ones stored before quick numbers were
+            # recorded get them (issue 31), so that the next code change can be revalidated numerically
+            if r.mode in base.FINGERPRINTED_MODES and (not r.fresh or "quick_numbers" not in r.provenance) \
+                    and not r.damaged:
                 events.append((r.mode, store.revalidate(r.id, device=device, root=root, mode=r.mode)))
         for part in store.list_partial(root):  # sweeps in progress with units of older code
             if part["mode"] in base.FINGERPRINTED_MODES and part["units_old_code"]:
@@ -147,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
         rec = r.record()
         row = {k: rec[k] for k in ("id", "mode", "fresh", "damaged", "commit", "dirty", "device", "created",
                                    "wall_s", "runs", "digest", "stale_reason", "path", "modified")}
+        if not r.damaged:
+            row["validation"] = r.validation()
         ev = [e for m, e in events if e["id"] == r.id and m == r.mode]
         if ev:
             row["revalidation"] = ev[0]
@@ -187,6 +199,11 @@ def run(args: argparse.Namespace) -> int:
         state = "fresh" if r["fresh"] else f"STALE ({r['stale_reason']})"
         dirty = "+dirty" if r["dirty"] else ""
         note = f"  ({r['modified']})" if r["modified"] and r["fresh"] else ""
+        v = r.get("validation") or {}
+        if r["fresh"] and v.get("method") == "numeric" and isinstance(v.get("max_deviation"), dict):
+            d = v["max_deviation"]
+            note += (f"  (revalidated numerically: largest deviation {d.get('abs', 0):.3g}, relative "
+                     f"{d.get('rel', 0):.3g} at {d.get('key')})")
         print(f"{r['id']:<12} {r['mode']:<6} {state:<8} commit {r['commit']}{dirty}  {r['device']}  "
               f"{r['created']}  {r['wall_s']} s  digest {str(r['digest'])[:12]}{note}")
     return 0

@@ -8,7 +8,8 @@ into independent units. Its result lives in ``results/<id>/<mode>/``:
 * ``provenance.json``: commit and dirty flag, config and its hash, code hash (and the hash
   of each source file it covers), device, library versions, created, wall time, units and
   runs, executor, ``digest``; for a full result also the quick-mode digest of the same code
-  (the behavioural fingerprint, see :func:`revalidate`) and the revalidation history; and
+  (the behavioural fingerprint, see :func:`revalidate`), the quick-mode numbers themselves
+  (``quick_numbers``, :mod:`.numeric`) and the revalidation history; and
   the **seal** (``provenance_seal``, below).
 
 Writes are atomic and never lose the previous result (:func:`.files.save`): everything goes to a
@@ -116,10 +117,31 @@ commit, this CPU and the digest, which later serves as this CPU's fingerprint); 
 revalidated is restamped for the current code and reused by the resumed sweep. Otherwise the
 stale message says why (digests differ, no commit with that code, or it could not run here).
 
+**Numeric revalidation** (issue 31, :mod:`.numeric`): a faster engine moves the last bits of
+every number, so every quick digest. A full or paper result also records its quick numbers
+(``quick_numbers``: the quick payload, exact and compact, with their digest, CPU and commit).
+When the current code's quick digest is not the recorded one (on this CPU or any other), its
+quick numbers are compared with the recorded ones: the same keys, list lengths, array shapes
+and dtypes, every integer, flag and string exactly, and every float ``x`` against the recorded
+``y`` within ``|x - y| <= max(rtol * max(|x|, |y|), atol)``, the tolerance declared per
+experiment (:data:`.numeric.TOLERANCES`, each with its reason: every experiment of the book
+trains in float32, rtol 1e-5, atol 1e-6) or, for one not declared, by dtype (float32 1e-5 /
+1e-6, float64 1e-10 / 1e-12). Within it the result is fresh for the new code hash (``method:
+numeric`` in the event, with the largest deviation: key, absolute, relative, share of the
+tolerance; the commit that made the result and the current one; the new quick digest); the
+recorded numbers are kept, so later changes are compared with the same numbers and
+deviations never accumulate. Beyond it the result stays stale and the reason names the
+largest deviation (on another CPU the reference check is still tried). Results stored before
+quick numbers were recorded get them at the first revalidation that finds their quick digest
+equal (fingerprint or reference), or, when fresh, at ``results --revalidate`` (their code is
+the current code); from then on they revalidate numerically. ``results --json`` says per
+result how it was validated (:meth:`StoredResult.validation`).
+
 The package, by role: :mod:`.hashing` (digest, config hash, code hash), :mod:`.files` (the
 files of a result: layout, seal, atomic saves, checked reads), :mod:`.sweeps` (resumable
 sweeps: units stored as they finish), :mod:`.executors` (local and Dask), :mod:`.results`
-(compute, load, freshness, revalidation, listing), :mod:`.reference` (the reference check), :mod:`.vcs`
+(compute, load, freshness, revalidation, listing), :mod:`.reference` (the reference check),
+:mod:`.numeric` (the quick numbers and the tolerance of a numeric revalidation), :mod:`.vcs`
 (a result against git), :mod:`.verify` (the spot check by recomputation) and :mod:`.migrate` (a one-off rewrite of
 recorded config hashes). Callers use the names this package exports
 (``from dpcompanion.experiments import store``; ``store.load_or_compute(...)``).

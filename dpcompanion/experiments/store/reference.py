@@ -37,7 +37,7 @@ from dpcompanion.experiments import base
 from dpcompanion.experiments.store import hashing
 
 __all__ = ["ReferenceUnavailable", "REPO", "code_hash_at", "find_commit", "quick_digest_at", "quick_digest_here",
-           "REFERENCE_TIMEOUT_S"]
+           "quick_payload_here", "REFERENCE_TIMEOUT_S"]
 
 #: the repository holding this package (its commits are the references)
 REPO = hashing.PKG.parent
@@ -185,7 +185,14 @@ def quick_digest_at(exp: base.Experiment, commit: str, *, code_hash: str, seed: 
 def quick_digest_here(exp: base.Experiment, *, seed: int = 0, device: str = "cpu") -> str:
     """The current code's quick-mode digest, computed on this machine into a temporary results
     folder (a stored quick result may come from another machine)."""
+    return quick_payload_here(exp, seed=seed, device=device)[1]
+
+
+def quick_payload_here(exp: base.Experiment, *, seed: int = 0, device: str = "cpu") -> tuple[dict, str]:
+    """``(payload, digest)`` of the current code's quick mode, computed on this machine into a
+    temporary results folder (the numbers a numeric revalidation compares, issue 31)."""
     from dpcompanion.experiments.store import results
 
     with tempfile.TemporaryDirectory(prefix="dpc-current-") as tmp:
-        return results.compute(exp.id, mode="quick", seed=seed, device=device, root=Path(tmp)).digest
+        res = results.compute(exp.id, mode="quick", seed=seed, device=device, root=Path(tmp))
+        return res.payload, res.digest

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
 from dpcompanion.experiments.comparisons.scale import scale_of, size_mismatches  # the scale block (issues 21, 30)
-from dpcompanion.experiments.store import files, hashing, reference, sweeps, vcs
+from dpcompanion.experiments.store import files, hashing, numeric, reference, sweeps, vcs
 from dpcompanion.experiments.store.executors import LocalExecutor, cpu_model
 from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
 from dpcompanion.experiments.store.hashing import config_hash, digest
@@ -86,6 +86,27 @@ class StoredResult:
                 f"executor {p.get('executor')}) "
                 f"at commit {p.get('commit')}{dirty}, created {p.get('created')}{rv}; "
                 f"{'fresh' if self.fresh else 'stale: ' + self.stale_reason}")
+
+    def validation(self) -> dict[str, Any]:
+        """How the result came to be valid for the code it is recorded with (issue 31):
+        ``{"method": "computed"}`` (made by that code), ``{"method": "digest", "by": "fingerprint"
+        | "reference", "date"}`` (the last revalidation found the quick digest unchanged) or
+        ``{"method": "numeric", "date", "max_deviation": {"key", "abs", "rel", "share", "rtol",
+        "atol"}, "result_commit", "commit"}`` (the quick digest moved, the quick numbers within
+        tolerance); ``quick_numbers``: whether the quick numbers are recorded (so that the next
+        code change can be revalidated numerically)."""
+        p = self.provenance
+        events = [e for e in (p.get("revalidated") or []) if isinstance(e, dict)]
+        last = events[-1] if events else None
+        if last is None or last.get("to_code_hash") != p.get("code_hash"):
+            out = {"method": "computed"}
+        elif last.get("method") == "numeric":
+            out = {"method": "numeric", "date": last.get("date"), "max_deviation": last.get("max_deviation"),
+                   "result_commit": last.get("result_commit"), "commit": last.get("commit"),
+                   "quick_digest": last.get("quick_digest")}
+        else:
+            out = {"method": "digest", "by": last.get("method"), "date": last.get("date")}
+        return {**out, "quick_numbers": isinstance(p.get("quick_numbers"), dict)}
 
     def record(self) -> dict[str, Any]:
         """The fields ``experiment --json`` and ``results --json`` print."""
@@ -284,7 +305,8 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
 
     A full or paper result (:data:`~dpcompanion.experiments.base.FINGERPRINTED_MODES`) also
     records the quick-mode digest of the same code and seed (computed if no fresh quick result
-    is stored) for :func:`revalidate`."""
+    is stored) and, next to it, the quick numbers themselves (``quick_numbers``,
+    :func:`.numeric.record`) for :func:`revalidate`."""
     exp = base.get(experiment_id)
     base.validate_mode(mode, exp)
     validate_seed(seed)
@@ -317,6 +339,8 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
         prov["quick_digest"] = quick.digest
         prov["quick_device"] = quick.provenance.get("device")
         prov["quick_cpu"] = quick.provenance.get("cpu") or cpu  # a quick result cached before CPUs were recorded: here
+        prov["quick_numbers"] = numeric.record(quick.payload, cpu=prov["quick_cpu"],
+                                               commit=quick.provenance.get("commit") or commit)
     prov = sealed(prov)
     files.save(target, payload, prov)
     # the result is complete and saved: its units are no longer needed (keeps the repository small)
@@ -408,33 +432,68 @@ def result_to_show(experiment_id: str, *, mode: str, seed: int = 0, device: str 
 
 
 def _fingerprints(p: dict) -> dict[str, str]:
-    """``{cpu: quick digest}`` a result's provenance holds: the one recorded with it (``quick_cpu``)
-    and one per reference revalidation (the quick digest the code gave on that CPU)."""
+    """``{cpu: quick digest}`` a result's provenance holds: the one recorded with it (``quick_cpu``),
+    one per reference revalidation (the quick digest the code gave on that CPU) and the digest of
+    its recorded quick numbers (``quick_numbers``: the result's own code's, on the CPU named there)."""
     out = {}
     if p.get("quick_digest"):
         out[p.get("quick_cpu") or "unknown"] = p["quick_digest"]
     for ev in p.get("revalidated") or []:
         if ev.get("cpu") and ev.get("quick_digest") and ev.get("method") == "reference":
             out[ev["cpu"]] = ev["quick_digest"]
+    nums = p.get("quick_numbers")
+    if isinstance(nums, dict) and nums.get("cpu") and nums.get("digest"):
+        out.setdefault(str(nums["cpu"]), str(nums["digest"]))
     return out
 
 
 def _reference_event(exp: base.Experiment, old_hash: str, *, hints, seed: int, device: str,
-                     repo: Path | None) -> tuple[dict | None, str]:
+                     repo: Path | None, here: tuple[dict, str] | None = None) -> tuple[dict | None, str, Any]:
     """The reference check (:mod:`.reference`) of code ``old_hash`` against the current code on
-    this machine: ``(event, '')`` when both quick digests are equal, else ``(None, why)``."""
+    this machine: ``(event, '', quick payload)`` when both quick digests are equal, else
+    ``(None, why, None)``. ``here``: the current code's quick ``(payload, digest)`` on this
+    machine when already computed."""
     try:
         commit = reference.find_commit(exp, old_hash, hints=hints, repo=repo)
         ref = reference.quick_digest_at(exp, commit, code_hash=old_hash, seed=seed, device=device, repo=repo)
     except reference.ReferenceUnavailable as exc:
-        return None, f"no reference check: {exc}"
-    now = reference.quick_digest_here(exp, seed=seed, device=device)
+        return None, f"no reference check: {exc}", None
+    payload, now = here if here is not None else reference.quick_payload_here(exp, seed=seed, device=device)
     if ref != now:
         return None, (f"the code change changes numbers: on this CPU ({cpu_model()}) the recorded code "
-                      f"(commit {commit[:12]}) gives quick digest {ref[:12]}, this code {now[:12]}")
+                      f"(commit {commit[:12]}) gives quick digest {ref[:12]}, this code {now[:12]}"), None
     return {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "method": "reference",
             "from_code_hash": old_hash, "to_code_hash": hashing.code_hash(exp), "reference_commit": commit,
-            "quick_digest": now, "cpu": cpu_model(), "commit": git_state()[0]}, ""
+            "quick_digest": now, "cpu": cpu_model(), "commit": git_state()[0]}, "", payload
+
+
+def _quick_here(exp: base.Experiment, *, seed: int, qdev: str, executor, root: Path | None) -> tuple[dict, str]:
+    """``(payload, digest)`` of the current code's quick mode on this machine: the stored quick
+    result when fresh and computed on this kind of CPU (or on a device), else computed."""
+    quick = load_or_compute(exp.id, mode="quick", seed=seed, device=qdev, executor=executor, root=root)
+    if quick.provenance.get("cpu") in (None, cpu_model()) or qdev != "cpu":
+        return quick.payload, quick.digest
+    return reference.quick_payload_here(exp, seed=seed, device=qdev)
+
+
+def _record_numbers(exp: base.Experiment, res: StoredResult, *, device: str, executor, root: Path | None) -> dict:
+    """Record the quick numbers of a fresh result stored before they were recorded (issue 31):
+    its code is the current code, so the current code's quick numbers on this machine are its
+    own; where a fingerprint of this CPU is recorded they must have its digest."""
+    p = res.provenance
+    seed, qdev = int(p.get("config", {}).get("seed", 0)), p.get("quick_device") or device
+    payload, now = _quick_here(exp, seed=seed, qdev=qdev, executor=executor, root=root)
+    here = cpu_model()
+    known = _fingerprints(p).get(here)
+    if known is not None and known != now:
+        return {"id": exp.id, "status": "fresh",
+                "detail": f"config and code unchanged; quick numbers not recorded: this code's quick digest here "
+                          f"({now[:12]}) is not the fingerprint recorded for this CPU ({known[:12]})"}
+    check_writable(res.path)
+    files.replace_provenance(res.path, sealed({**p, "quick_numbers": numeric.record(payload, cpu=here,
+                                                                                    commit=git_state()[0])}))
+    return {"id": exp.id, "status": "fresh",
+            "detail": f"config and code unchanged; quick numbers recorded (digest {now[:12]}, {here})"}
 
 
 def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None,
@@ -444,15 +503,24 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
     stored by older code (:func:`revalidate_units`).
 
     With a fingerprint recorded on this kind of CPU, the current code's quick digest is compared
-    with it. Without one (recorded on another CPU, or before CPUs were recorded), the reference
-    check (:mod:`.reference`) computes here the quick digest of the commit whose code made the
-    result and compares it with the current code's, also computed here.
+    with it. Where the digests differ (or the fingerprint is of another CPU) and the result
+    records its quick numbers (``quick_numbers``), the current code's quick numbers are compared
+    with them within the tolerance of :mod:`.numeric` (issue 31): within it, the result is
+    revalidated numerically (``method: numeric``, with the largest deviation, the commit that
+    made the result and the current one, and the new digest); beyond it, it stays stale and the
+    reason names the largest deviation. Without a fingerprint of this CPU and without numbers
+    within tolerance, the reference check (:mod:`.reference`) computes here the quick digest of
+    the commit whose code made the result and compares it with the current code's. A
+    revalidation by digest (fingerprint or reference) of a result without recorded numbers
+    records them; so does this call on a fresh result without them (its code is the current
+    code), which is how results stored before numbers were recorded become numerically
+    revalidatable.
 
-    Returns ``{"id", "status", "detail"}``; status is ``fresh`` (nothing to do), ``revalidated``
-    (the quick digests are equal: the result is marked fresh for the current code hash, the
-    event appended to ``revalidated``), ``stale`` (digests differ, or the config changed, or
-    nothing to compare with) or ``missing`` (no result of ``mode``). ``repo``: the repository
-    whose commits are the references (default: the one holding this package)."""
+    Returns ``{"id", "status", "detail"}``; status is ``fresh`` (nothing to do, or only the
+    quick numbers recorded), ``revalidated`` (the event appended to ``revalidated``, the result
+    fresh for the current code hash), ``stale`` (digests and numbers differ, or the config
+    changed, or nothing to compare with) or ``missing`` (no result of ``mode``). ``repo``: the
+    repository whose commits are the references (default: the one holding this package)."""
     exp = base.get(experiment_id)
     if mode not in base.FINGERPRINTED_MODES:
         raise ValueError(f"revalidation applies to modes {', '.join(base.FINGERPRINTED_MODES)}, got {mode!r}")
@@ -462,6 +530,8 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
             return revalidate_units(exp.id, mode=mode, device=device, root=root, repo=repo)
         return {"id": exp.id, "status": "missing", "detail": f"no {mode} result stored"}
     if res.fresh:
+        if "quick_numbers" not in res.provenance:
+            return _record_numbers(exp, res, device=device, executor=executor, root=root)
         return {"id": exp.id, "status": "fresh", "detail": "config and code unchanged"}
     if not res.stale_reason.startswith("code changed"):
         return {"id": exp.id, "status": "stale", "detail": res.stale_reason + "; revalidation covers code changes only"}
@@ -471,21 +541,38 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
     here = cpu_model()
     prints = _fingerprints(p)
     new_hash = hashing.code_hash(exp)
-    if here in prints or qdev != "cpu":
+    numbers, no_numbers = numeric.recorded_numbers(p.get("quick_numbers"))
+    same_cpu = here in prints or qdev != "cpu"
+    date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    event, current, beyond = None, None, ""
+    if same_cpu or numbers is not None:
+        current = _quick_here(exp, seed=seed, qdev=qdev, executor=executor, root=root)
+        now = current[1]
         recorded = prints.get(here, p.get("quick_digest"))
-        quick = load_or_compute(exp.id, mode="quick", seed=seed, device=qdev, executor=executor, root=root)
-        now = quick.digest if (quick.provenance.get("cpu") in (None, here) or qdev != "cpu") else \
-            reference.quick_digest_here(exp, seed=seed, device=qdev)
-        if now != recorded:
+        if same_cpu and now == recorded:
+            event = {"date": date, "method": "fingerprint", "from_code_hash": p.get("code_hash"),
+                     "to_code_hash": new_hash, "quick_digest": now, "cpu": here, "commit": git_state()[0]}
+        elif numbers is not None:
+            check = numeric.compare(current[0], numbers, experiment_id=exp.id)
+            if check["ok"]:
+                nums = p["quick_numbers"]
+                event = {"date": date, "method": "numeric", "from_code_hash": p.get("code_hash"),
+                         "to_code_hash": new_hash, "quick_digest": now, "recorded_quick_digest": nums.get("digest"),
+                         "cpu": here, "numbers_cpu": nums.get("cpu"), "commit": git_state()[0],
+                         "result_commit": p.get("commit"), "numbers_commit": nums.get("commit"),
+                         "max_deviation": {k: check[k] for k in ("key", "abs", "rel", "share", "rtol", "atol")}}
+            else:
+                beyond = ("quick numbers differ: " if check["why"] else "quick numbers beyond tolerance: ") + \
+                    numeric.describe(check)
+        if event is None and same_cpu:
+            recorded = recorded or "?"
             return {"id": exp.id, "status": "stale",
                     "detail": f"quick digest changed ({recorded[:12]} -> {now[:12]}): the code change changes "
-                              f"numbers; recompute the {mode} result"}
-        event = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "method": "fingerprint",
-                 "from_code_hash": p.get("code_hash"), "to_code_hash": new_hash, "quick_digest": now, "cpu": here,
-                 "commit": git_state()[0]}
-    else:
+                              f"numbers; {beyond or no_numbers}; recompute the {mode} result"}
+    if event is None:
         hints = [ev.get("commit") for ev in reversed(p.get("revalidated") or [])] + [p.get("commit")]
-        event, why = _reference_event(exp, p["code_hash"], hints=hints, seed=seed, device=qdev, repo=repo)
+        event, why, payload = _reference_event(exp, p["code_hash"], hints=hints, seed=seed, device=qdev,
+                                               repo=repo, here=current)
         if event is None:
             there = p.get("quick_cpu")
             if not p.get("quick_digest"):
@@ -496,16 +583,28 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
             else:
                 head = (f"the CPU that recorded it is not known (this one: {here}); float results can differ in "
                         "their last bits from one kind of CPU to another")
-            return {"id": exp.id, "status": "stale", "detail": f"{head}; {why}; recompute the {mode} result"}
+            return {"id": exp.id, "status": "stale",
+                    "detail": f"{head}; {beyond or no_numbers}; {why}; recompute the {mode} result"}
+        current = (payload, event["quick_digest"])
     check_writable(res.path)
     # the seal was intact (an edited provenance is stale for that reason, not for code, and
-    # never gets here): re-seal over the new code hash and the appended event
-    prov = sealed({**p, "code_hash": new_hash, "code_files": hashing.code_files(exp),
-                   "revalidated": list(p.get("revalidated") or []) + [event]})
-    files.replace_provenance(res.path, prov)
-    how = "unchanged" if event["method"] == "fingerprint" else \
-        f"equal to commit {event['reference_commit'][:12]}'s here"
-    return {"id": exp.id, "status": "revalidated",
+    # never gets here): re-seal over the new code hash and the appended event. The recorded
+    # quick numbers are those of the code that made the result; a numeric revalidation keeps
+    # them (every later code is compared with them, so deviations never accumulate), a
+    # revalidation by digest records them where they are missing or do not read back
+    update = {"code_hash": new_hash, "code_files": hashing.code_files(exp),
+              "revalidated": list(p.get("revalidated") or []) + [event]}
+    if numbers is None and event["method"] != "numeric":  # none recorded (or unreadable): this code's
+        update["quick_numbers"] = numeric.record(current[0], cpu=here, commit=git_state()[0])
+    files.replace_provenance(res.path, sealed({**p, **update}))
+    if event["method"] == "numeric":
+        dev = event["max_deviation"]
+        how = (f"differs from the recorded {event['recorded_quick_digest'][:12]}, its numbers within tolerance: "
+               + numeric.describe({**dev, "why": ""}))
+    else:
+        how = "unchanged" if event["method"] == "fingerprint" else \
+            f"equal to commit {event['reference_commit'][:12]}'s here"
+    return {"id": exp.id, "status": "revalidated", "method": event["method"],
             "detail": f"quick digest {event['quick_digest'][:12]} {how}; {mode} result fresh for code {new_hash[:12]}"}
 
 
@@ -525,7 +624,7 @@ def revalidate_units(experiment_id: str, *, mode: str = "paper", device: str = "
     done, kept = 0, []
     for old_hash, recs in old.items():
         seed, dev = int(recs[0][1].get("seed", 0)), str(recs[0][1].get("device", device))
-        event, why = _reference_event(exp, old_hash, hints=(), seed=seed, device=dev, repo=repo)
+        event, why, _ = _reference_event(exp, old_hash, hints=(), seed=seed, device=dev, repo=repo)
         if event is None:
             kept.append(f"{len(recs)} of code {old_hash[:12]}: {why}")
             continue

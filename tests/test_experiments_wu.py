@@ -177,19 +177,23 @@ def test_gap_verdict_rules():
     def gap(paper, adp, dp, sizes_match=True):
         return comparisons.compare("w-t36/gap", sizes_match=sizes_match, printed=paper, adp=adp, dp=dp)
 
-    # issue 21's rules: our 95% interval against zero and the paper's gap (its se folded in)
-    assert gap(paper_sig, up, down)["verdict"] == "partly"  # ahead, but by 10 points where the paper has 5
-    assert gap(paper_sig, [66.0, 66.5, 67.0], [61.0, 61.5, 62.0])["verdict"] == "agrees"  # +5, as printed
-    assert gap(paper_sig, down, up)["verdict"] == "disagrees"
-    assert gap(paper_sig, flat, same)["verdict"] == "disagrees"  # the gap not seen, the paper's 5 ruled out
+    # issue 33: the arms share seeds (paired interval) and our setup is not the paper's, so the sign alone is judged
+    assert gap(paper_sig, up, down)["verdict"] == "agrees"  # ahead; the paper's 5 points are quoted, not judged
+    assert gap(paper_sig, [66.0, 66.5, 67.0], [61.0, 61.5, 62.0])["verdict"] == "agrees"
+    assert gap(paper_sig, down, up)["verdict"] == "disagrees"  # behind: the other side of zero
+    # the gap not seen: issue 21's rule said disagrees (the paper's 5 ruled out); size alone no longer decides
+    row = gap(paper_sig, flat, same)
+    assert row["verdict"] == "inconclusive" and row["comparable"] == "direction" and row["design"] == "paired"
     assert gap(paper_flat, flat, same)["verdict"] == "inconclusive"  # not "agrees": too few seeds to tell
-    assert gap(paper_flat, up, down)["verdict"] == "partly"
+    assert gap(paper_flat, up, down)["verdict"] == "agrees"
     row = gap(paper_sig, up, down, sizes_match=False)
     assert row["verdict"] == "not comparable" and row["note"].startswith(comparisons.NOT_COMPARED)
     assert gap(None, up, down)["verdict"] == "not comparable"
-    assert gap(paper_sig, up[:1], down)["verdict"] == "not comparable"  # one seed: no spread
-    g, se = wu_rules.gap_stats(up, down)
-    assert g == pytest.approx(10.0) and se == pytest.approx(math.sqrt(2 * 0.25 / 3))
+    assert gap(paper_sig, up[:1], down[:1])["verdict"] == "not comparable"  # one seed: no spread
+    g, se = wu_rules.gap_stats(up, down)  # paired: every seed 10 points ahead, no spread of the differences
+    assert g == pytest.approx(10.0) and se == pytest.approx(0.0)
+    g, se = wu_rules.gap_stats(flat, same)
+    assert se == pytest.approx(float(np.std(np.subtract(flat, same), ddof=1)) / math.sqrt(3))
 
 
 def test_epsilon_and_decay_verdicts():

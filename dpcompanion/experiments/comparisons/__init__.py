@@ -25,7 +25,17 @@ stated tolerance (:func:`.rule.judge_exact`). A judge may return its :class:`.ru
 as a fifth element: :func:`compare` puts its numbers in the row's ``stats`` (estimate, 95%
 CI, n, margin, smallest detectable effect), which the reproduction report
 (:mod:`.reproduction`, ``python -m dpcompanion verdicts``) and the pages' power tables read.
-The tuning protocol caps a verdict (:func:`tuning_cap`). The paper's and our scale per
+The tuning protocol caps a verdict (:func:`tuning_cap`).
+
+Design and comparability (issue 33): every comparison of two arms declares its design in one
+table (:data:`.rows.DESIGN_OF`: ``paired`` where the arms share seeds, else ``independent``,
+each with the reason found in the experiment code), and one estimator serves both papers
+(:func:`.rule.estimate_effect`: the paired t interval of the per-seed differences, or Welch's);
+power and runs needed use the same spread. A row compares the paper's *size* only where our
+setup (data set, model, trained layers, number of steps within :data:`.scale.STEPS_RATIO`) is
+the paper's; otherwise its *direction* alone (:data:`.rows.COMPARABLE_OF`,
+:func:`.scale.comparability`), and size never makes it ``disagrees``. Each row carries
+``design`` and ``comparable``. The paper's and our scale per
 dimension are declared in :mod:`.scale`.
 
 This package judges numbers, it does not make them: it is left out of the results store's

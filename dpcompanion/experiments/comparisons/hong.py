@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from dpcompanion.experiments.comparisons.rows import design_of
 from dpcompanion.experiments.comparisons.rule import (LEVEL, Z, Judgement, Rule, by_ratio, judge_effect,
                                                        judge_equivalence)
 
@@ -63,7 +64,7 @@ def _judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], 
     if len(N) < 2 or d.shape != (len(N),) or s.shape != (len(N),):
         raise ValueError(f"need >= 2 sizes N with one diff and se each, got N={N}, diff={d.shape}, se={s.shape}")
     ours = "; ".join(f"N={n}: {a:+.3g} ± {b:.2g}" for n, a, b in zip(N, d, s))
-    j = judge_effect(float(d[-1]), float(s[-1]), direction=+1)
+    j = judge_effect(float(d[-1]), float(s[-1]), direction=+1, design=design_of("h-f-eff/loss"))
     return _out(j, ours, f"judged at the largest N = {N[-1]} ({what}, exp - uni, positive = exp better); the gap at "
                 f"the largest N is {'at least' if d[-1] >= d[0] else 'below'} the gap at the smallest")
 
@@ -78,7 +79,7 @@ def _judge_scale(*, scales: Sequence[float], rel_dyn: Sequence[float], se_dyn: S
         raise ValueError("scales, rel_dyn, se_dyn and tvar must have the same length >= 1")
     ours = "; ".join(f"scale {x:g}: {a:+.3g} ± {b:.2g}" for x, a, b in zip(sc, r, s))
     k = int(np.nanargmax(tv))
-    j = judge_effect(float(r[k]), float(s[k]), direction=-1)
+    j = judge_effect(float(r[k]), float(s[k]), direction=-1, design=design_of("h-f-scale/dyn"))
     return _out(j, ours, f"judged at the scale of largest T·Var(q) ({sc[k]:g}); negative = dyn below uni")
 
 
@@ -86,7 +87,7 @@ def _judge_scale(*, scales: Sequence[float], rel_dyn: Sequence[float], se_dyn: S
 
 def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float) -> tuple:
     ours = f"sharp {sharp:.4g} ± {sharp_se:.2g}, flat {flat:.4g} ± {flat_se:.2g}"
-    j = judge_effect(sharp - flat, math.hypot(sharp_se, flat_se), direction=+1)
+    j = judge_effect(sharp - flat, math.hypot(sharp_se, flat_se), direction=+1, design=design_of("h-f-curv/sharp-vs-flat"))
     return _out(j, ours, "effect: sharp - flat (positive = the sharper loss ends higher)")
 
 
@@ -116,7 +117,8 @@ def _judge_mom(*, cells: Sequence[dict]) -> tuple:
     key = [c for c in cells if float(c["scale"]) == 25.0 and int(c["T"]) == 100]
     if len(key) != 1:
         raise ValueError("h-f-mom needs exactly one cell at data scale 25 and T = 100")
-    j = judge_effect(float(key[0]["diff"]), float(key[0]["se"]), direction=+1)
+    j = judge_effect(float(key[0]["diff"]), float(key[0]["se"]), direction=+1,
+                     design=design_of("h-f-mom/expinfl-vs-momexpinfl"))
     others = [(c["scale"], c["T"]) for c in cells if c is not key[0]
               and judge_effect(float(c["diff"]), float(c["se"]), direction=+1).verdict == "agrees"]
     ours = "; ".join(f"scale {c['scale']:g}, T={c['T']}: {c['diff']:+.3g} ± {c['se']:.2g}" for c in cells)

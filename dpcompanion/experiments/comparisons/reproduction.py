@@ -13,6 +13,12 @@
   :func:`.scale.scale_of` from the result's recorded config (the paper's values and quotations
   from this code, so a corrected quotation shows without touching the result; the block recorded
   in the provenance at save time is kept as a record) and ``at_paper_scale``;
+* ``design`` (issue 33): ``paired`` when the two arms compared share seeds, ``independent``
+  when not (:data:`.rows.DESIGN_OF`, the estimator :func:`.rule.estimate_effect`), None for a
+  row that compares no two arms by seed;
+* ``comparable`` (issue 33): ``size`` where our setup (data set, model, trained layers, number
+  of steps) is the paper's, ``direction`` where it is not and the row judges the sign alone
+  (:data:`.rows.COMPARABLE_OF`, else :func:`.scale.comparability` of the scale block);
 * ``tuning``: the payload's ``tuning`` list (``{param, method, chosen, grid_min, grid_max,
   interior, stated_bound, tuning_seeds, report_seeds}``), ``[]`` where it has none;
 * ``result``: which stored result the row was judged on: ``{"mode": "full" | "quick" |
@@ -56,7 +62,8 @@ REPEATS_KEY = {"h-f-eff": "repeats", "h-f-eff-exact": "repeats", "h-f-scale": "r
                "w-t1245": "seeds", "w-ladder": "seeds", "w-t36": "seeds", "h-x-eer": "runs_mc", "h-x-eer-breakdown": "runs"}
 
 CSV_COLUMNS = ("page", "rule", "item", "verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
-               "margin", "mde", "runs_needed", "result_mode", "at_paper_scale", "scale", "tuning", "note")
+               "margin", "mde", "runs_needed", "design", "comparable", "result_mode", "at_paper_scale", "scale", "tuning",
+               "note")
 
 
 def _n_from_config(page: str, item: str, config: dict) -> int | None:
@@ -98,6 +105,7 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
         "ours": {"estimate": st.get("estimate"), "ci_low": st.get("ci_low"), "ci_high": st.get("ci_high"), "n": n,
                  "se": st.get("se"), "text": str(r["ours"])},
         "margin": st.get("margin"), "mde": st.get("mde"), "runs_needed": need,
+        "design": r.get("design"), "comparable": r.get("comparable") or scale_mod.comparability(page, scale)[0],
         "scale": scale, "at_paper_scale": scale_mod.at_paper_scale(scale) if scale else None,
         "tuning": list(tuning), "result": result, "note": str(r.get("note", "")),
     }
@@ -111,7 +119,9 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
         return [{"page": eid, "rule": None, "item": f"{eid}: no fresh stored result", "verdict": "not comparable",
                  "paper": "", "paper_value": None,
                  "ours": {"estimate": None, "ci_low": None, "ci_high": None, "n": None, "text": ""},
-                 "margin": None, "mde": None, "runs_needed": None, "scale": scale_mod.scale_of(eid, config),
+                 "margin": None, "mde": None, "runs_needed": None, "design": None,
+                 "comparable": scale_mod.comparability(eid, scale_mod.scale_of(eid, config))[0],
+                 "scale": scale_mod.scale_of(eid, config),
                  "at_paper_scale": None, "tuning": [],
                  "result": {"mode": None, "fresh": False, "digest": None, "path": None},
                  "note": f"{why}: `python -m dpcompanion experiment {eid}` computes it (or `verdicts --compute`)"}]
@@ -214,6 +224,7 @@ def _flat(r: dict) -> dict:
     return {"page": r["page"], "rule": r["rule"] or "", "item": r["item"], "verdict": r["verdict"], "paper": r["paper"],
             "paper_value": r["paper_value"], "estimate": o["estimate"], "ci_low": o["ci_low"], "ci_high": o["ci_high"],
             "n": o["n"], "margin": r["margin"], "mde": r["mde"], "runs_needed": r["runs_needed"],
+            "design": r.get("design"), "comparable": r.get("comparable"),
             "result_mode": r["result"]["mode"], "at_paper_scale": r["at_paper_scale"],
             "scale": json.dumps({k: {"paper": v.get("paper"), "ours": v.get("ours")} for k, v in r["scale"].items()},
                                 sort_keys=True, default=str),

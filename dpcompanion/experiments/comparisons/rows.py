@@ -11,10 +11,73 @@ from typing import Any
 
 from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Rule
 
-__all__ = ["VERDICTS", "tuning_cap", "tuning_for_row", "apply_tuning_cap", "row_of"]
+__all__ = ["VERDICTS", "DESIGN_OF", "COMPARABLE_OF", "design_of", "tuning_cap", "tuning_for_row", "apply_tuning_cap",
+           "row_of"]
 
 #: every verdict word a rule may give (the same tuple as :data:`dpcompanion.book.report.VERDICTS`)
 VERDICTS = ("agrees", "partly", "disagrees", "inconclusive", "identity", "not comparable")
+
+
+_W_SHARED = ("trains DP-SGD and ADP-SGD in one call of protocols.wu.train_segments with seeds + seeds: run k of "
+             "both methods starts from the same parameters and draws its Poisson batches and noise from the same "
+             "seed, so the two arms are paired by seed")
+
+#: the design of every comparison of two arms (issue 33), verified in the experiment code:
+#: rule id -> (design, why). Rules not listed compare no two arms by seed (a closed form, a
+#: count, one arm against an exact value): their rows have design None. The Hong rules are
+#: handed their paired mean and se by the experiment module (protocols.hong.paired_difference
+#: and relative_loss, which :func:`.rule.estimate_effect` reproduces); the W rules estimate
+#: from the per-seed arrays with :func:`.rule.estimate_effect` of this design.
+DESIGN_OF: dict[str, tuple[str, str]] = {
+    "w-f1/gap": ("paired", "w_f1.run_unit " + _W_SHARED),
+    "w-t1245/gap": ("paired", "w_t1245.run_cell " + _W_SHARED),
+    "w-t1245/table": ("paired", "its cells are w-t1245/gap's (w_t1245.run_cell " + _W_SHARED + ")"),
+    "w-ladder/table": ("paired", "its cells are w-t1245/gap's, run by w_t1245.run_cell at each rung (" + _W_SHARED + ")"),
+    "w-t36/gap": ("paired", "w_t36.run_unit reports both chosen configurations on the same report seeds "
+                            "(seeds = list(rseeds) * len(configs) in one protocols.wu.train_segments call)"),
+    "w-f4/decay": ("independent", "w_f4.run_unit draws each (sigma, c) cell's seeds from SeedSequence([seed, sigma, "
+                                  "c]): the c = 0 and c > 0 runs share the data, not their batches or noise"),
+    "h-f-eff/loss": ("paired", "uni and exp run on the same seeds per repeat (h_f_eff, protocols.hong.paired_difference)"),
+    "h-f-eff/acc": ("paired", "uni and exp run on the same seeds per repeat (h_f_eff, protocols.hong.paired_difference)"),
+    "h-f-eff-exact/loss": ("paired", "as h-f-eff (protocols.hong.paired_difference)"),
+    "h-f-eff-exact/acc": ("paired", "as h-f-eff (protocols.hong.paired_difference)"),
+    "h-f-scale/dyn": ("paired", "every schedule runs on the same seeds (h_f_scale, protocols.hong.relative_loss with "
+                                "the covariance)"),
+    "h-f-mom/expinfl-vs-momexpinfl": ("paired", "expinfl and momexpinfl run on the same seeds per repeat (h_f_mom, "
+                                                "protocols.hong.paired_difference)"),
+    "h-f-curv/sharp-vs-flat": ("independent", "each curvature is its own unit with seeds of its own "
+                                              "(h_f_curv.units, protocols.hong.unit_seeds)"),
+}
+
+
+def design_of(rule_id: str) -> str | None:
+    """The design of rule ``rule_id``'s comparison (:data:`DESIGN_OF`), None where it compares
+    no two arms by seed.
+
+    >>> design_of("w-t36/gap"), design_of("w-f4/decay"), design_of("w-eps/epsilon")
+    ('paired', 'independent', None)
+    """
+    d = DESIGN_OF.get(rule_id)
+    return d[0] if d else None
+
+
+_W_TRANSFER = ("every W transfer run (protocols.wu.transfer_features and head_model) trains only the last dense "
+               "layer (32 -> 10) of a CNN pre-trained on MNIST, on Fashion-MNIST, with fewer steps below 50,000 images "
+               "(about 25 times fewer at 2,000); the paper fine-tunes a CNN pre-trained on CIFAR-100 on CIFAR-10 (50,000 images): the "
+               "data set, model and trained layers differ at every size, so only the sign of the gain is compared")
+
+#: rules whose comparability is fixed by our protocol, whatever the run's sizes (issue 33):
+#: rule id -> (comparable, why). Every other row takes it from its experiment's scale block
+#: (:func:`.scale.comparability`), or ``size`` where it has none (a closed form, a count, an
+#: accountant: the same quantity as the paper's).
+COMPARABLE_OF: dict[str, tuple[str, str]] = {
+    "w-f1/gap": ("direction", _W_TRANSFER),
+    "w-t1245/gap": ("direction", _W_TRANSFER),
+    "w-t1245/table": ("direction", _W_TRANSFER),
+    "w-ladder/table": ("direction", _W_TRANSFER + " (the top rung has the paper's 50,000 images and steps, "
+                                                  "not its data set, model or trained layers)"),
+    "w-t36/gap": ("direction", _W_TRANSFER),
+}
 
 
 def tuning_cap(tuning: Any) -> tuple[str | None, str]:
@@ -130,7 +193,10 @@ def row_of(r: Rule, *, sizes_match: bool, sizes_note: str = "", item: str | None
         raise RuntimeError(f"rule {rule_id} is never judged but its judge said {verdict!r}")
     row = {"item": item or r.item, "paper": paper, "ours": ours, "verdict": verdict,
            "note": f"{note}. Tolerance: {r.tolerance}", "rule": rule_id,
-           "stats": judgement.stats() if judgement is not None else {}}
+           "stats": judgement.stats() if judgement is not None else {},
+           "design": design_of(rule_id)}
+    if rule_id in COMPARABLE_OF:
+        row["comparable"] = COMPARABLE_OF[rule_id][0]
     row = apply_tuning_cap(row, tuning)
     if not sizes_match:
         row["verdict"] = "not comparable"

@@ -22,8 +22,11 @@ import dataclasses
 import math
 from typing import Callable
 
+import numpy as np
+
 __all__ = ["Z", "NOT_COMPARED", "Rule", "zscore", "fmt_z", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
-           "judge_effect", "judge_equivalence", "judge_identity", "judge_exact", "mde", "welch_df", "mean_se_df"]
+           "judge_effect", "judge_equivalence", "judge_identity", "judge_exact", "mde", "welch_df", "mean_se_df",
+           "DESIGNS", "COMPARABLE", "Estimate", "estimate_effect", "direction_verdict"]
 
 #: z-score at which a difference counts as significant (two-sided ~5 %)
 Z = 2.0
@@ -113,6 +116,8 @@ class Judgement:
     ratio: float | None = None
     runs_factor: float | None = None
     mde: float | None = None
+    design: str | None = None
+    comparable: str | None = None
 
     def stats(self) -> dict:
         """The numbers of the report (JSON-able; NaN as None)."""
@@ -120,7 +125,8 @@ class Judgement:
             return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
         return {"estimate": c(self.estimate), "se": c(self.se), "ci_low": c(self.ci_low), "ci_high": c(self.ci_high),
                 "n": self.n, "paper_value": c(self.paper), "paper_se": c(self.paper_se), "margin": c(self.margin),
-                "ratio": c(self.ratio), "runs_factor": c(self.runs_factor), "mde": c(self.mde)}
+                "ratio": c(self.ratio), "runs_factor": c(self.runs_factor), "mde": c(self.mde),
+                "design": self.design, "comparable": self.comparable}
 
 
 def _crit(df: float | None, level: float = LEVEL) -> float:
@@ -176,6 +182,96 @@ def mean_se_df(x) -> tuple[float, float, int]:
     return m, math.sqrt(sum((v - m) ** 2 for v in xs) / (n - 1) / n), n
 
 
+# ------------------------------------------------------------------------ the one estimator (issue 33)
+
+#: the designs a comparison of two arms may have: ``paired`` when the arms share seeds (run k of
+#: each arm has the same initial parameters, data order and noise stream), else ``independent``
+DESIGNS = ("paired", "independent")
+#: what a row compares with the paper: ``size`` where our setup (data set, model, trained layers,
+#: number of steps) is the paper's, else ``direction`` (the sign of the effect alone)
+COMPARABLE = ("size", "direction")
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """An effect ``mean(a) - mean(b)`` of two arms with the spread its design gives:
+    ``se`` and ``df`` (Student t; None: normal), ``n`` (pairs, or the smaller arm), the 95%
+    interval ``ci_low``, ``ci_high`` and the ``design``. Power and runs needed
+    (:func:`mde`, :func:`judge_effect`) use the same ``se`` and ``df``."""
+
+    estimate: float
+    se: float
+    df: float | None
+    n: int
+    design: str
+    ci_low: float
+    ci_high: float
+
+
+def estimate_effect(a, b, *, design: str) -> Estimate:
+    """The effect ``mean(a) - mean(b)`` of two arms, by the comparison's ``design``, for both
+    papers (issue 33):
+
+    * ``paired`` (the arms share seeds): the mean of the per-seed differences ``a_k - b_k``
+      with the t interval of ``scipy.stats.ttest_rel`` (``se = sd(d) / sqrt(n)``, ``n - 1``
+      degrees of freedom): the spread the two arms share cancels;
+    * ``independent``: Welch's interval (``scipy.stats.ttest_ind(equal_var=False)``:
+      ``se = sqrt(s_a^2/n_a + s_b^2/n_b)``, Welch-Satterthwaite degrees of freedom).
+
+    The interval is ``estimate +- t se`` (the same numbers scipy gives; written out so that a
+    zero spread gives a zero-width interval, not NaN). Fewer than 2 runs: ``se`` NaN.
+
+    >>> e = estimate_effect([1.0, 3.0], [0.0, 0.0], design="paired"); e.estimate, e.se, e.df
+    (2.0, 1.0, 1)
+    >>> e = estimate_effect([70.0, 70.5, 71.0], [60.0, 60.5, 61.0], design="independent")
+    >>> round(e.se, 4), round(e.df, 6)
+    (0.4082, 4.0)
+    >>> estimate_effect([70.0, 70.5, 71.0], [60.0, 60.5, 61.0], design="paired").se
+    0.0
+    """
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {', '.join(DESIGNS)}, got {design!r}")
+    x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if design == "paired":
+        if x.shape != y.shape:
+            raise ValueError(f"paired arms must have one run per seed each, got {x.size} and {y.size} runs")
+        d = x - y
+        n = int(d.size)
+        est = float(d.mean()) if n else math.nan
+        se = float(d.std(ddof=1) / math.sqrt(n)) if n >= 2 else math.nan
+        df = n - 1 if n >= 2 else None
+    else:
+        n = int(min(x.size, y.size))
+        est = float(x.mean() - y.mean()) if n else math.nan
+        if n >= 2:
+            sa, sb = float(x.std(ddof=1)), float(y.std(ddof=1))
+            se = math.sqrt(sa**2 / x.size + sb**2 / y.size)
+            df = welch_df(sa, int(x.size), sb, int(y.size))
+        else:
+            se, df = math.nan, None
+    if math.isfinite(se):
+        c = _crit(df)
+        lo, hi = est - c * se, est + c * se
+    else:
+        lo = hi = math.nan
+    return Estimate(estimate=est, se=se, df=df, n=n, design=design, ci_low=lo, ci_high=hi)
+
+
+def direction_verdict(ci_low: float, ci_high: float, direction: int) -> str:
+    """The verdict of a row compared by *direction* only (issue 33): ``agrees`` when the 95%
+    interval excludes zero on the paper's side (``direction`` +1 or -1), ``disagrees`` when
+    it excludes zero on the other side, else ``inconclusive``. Size never enters.
+
+    >>> direction_verdict(0.1, 2.0, +1), direction_verdict(-2.0, -0.1, +1), direction_verdict(-0.5, 3.0, +1)
+    ('agrees', 'disagrees', 'inconclusive')
+    """
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 or -1, got {direction!r}")
+    pos = ci_low > 0 if direction > 0 else ci_high < 0
+    neg = ci_high < 0 if direction > 0 else ci_low > 0
+    return "agrees" if pos else "disagrees" if neg else "inconclusive"
+
+
 def _runs_factor(se: float, effect: float, df: float | None) -> float | None:
     """How many times our runs give a standard error that detects ``effect`` at 80% power
     (se scales as 1/sqrt(runs))."""
@@ -201,7 +297,8 @@ def _more_runs(k: float | None, n: int | None, what: str = "separate them") -> s
 
 
 def judge_effect(estimate: float, se: float, *, paper: float | None = None, paper_se: float | None = None,
-                 direction: int | None = None, df: float | None = None, n: int | None = None) -> Judgement:
+                 direction: int | None = None, df: float | None = None, n: int | None = None,
+                 design: str | None = None, comparable: str = "size") -> Judgement:
     """Judge our effect against zero and the paper's value, with our 95% interval
     ``estimate +- crit se`` (``crit`` from Student t with ``df``, normal when None) and, for the
     paper's value, the interval of the difference ours - paper with the paper's printed
@@ -219,6 +316,12 @@ def judge_effect(estimate: float, se: float, *, paper: float | None = None, pape
     ``paper`` None: the paper printed a direction only (``direction`` +1 or -1), so there is no
     size to match: agrees / disagrees by the side of zero the interval excludes, else
     inconclusive (the note then says how many runs would detect our own estimate).
+
+    ``comparable="direction"`` (issue 33: our setup is not the paper's, so its size is not
+    ours to match): judged as a printed direction (:func:`direction_verdict`, the sign of the
+    paper's value), the paper's value quoted in the note but never judged: size alone never
+    makes such a row ``disagrees``. ``design`` (``paired`` or ``independent``, see
+    :func:`estimate_effect`) is recorded in the judgement; ``se`` and ``df`` are the design's.
 
     W Table 2, epsilon_bar 0.8, clip 2.5, 120 epochs: the paper's gain is ruled out, ours
     includes zero:
@@ -253,22 +356,41 @@ def judge_effect(estimate: float, se: float, *, paper: float | None = None, pape
     'not comparable'
     """
     estimate, se = float(estimate), float(se)
+    if design is not None and design not in DESIGNS:
+        raise ValueError(f"design must be one of {', '.join(DESIGNS)}, got {design!r}")
+    if comparable not in COMPARABLE:
+        raise ValueError(f"comparable must be one of {', '.join(COMPARABLE)}, got {comparable!r}")
     if paper is not None:
         paper = float(paper)
         direction = 1 if paper > 0 else -1 if paper < 0 else direction
     if direction not in (1, -1):
         raise ValueError(f"direction must be +1 or -1 when the paper's value is zero or not given, got {direction!r}")
+    tag = dict(design=design, comparable=comparable)
     if not (math.isfinite(estimate) and math.isfinite(se) and se >= 0):
         return Judgement("not comparable", f"no standard error (estimate {estimate:.3g}, se {se:.3g}): "
-                         "fewer than 2 runs", estimate=estimate, se=se, n=n, paper=paper, paper_se=paper_se)
+                         "fewer than 2 runs", estimate=estimate, se=se, n=n, paper=paper, paper_se=paper_se, **tag)
     c = _crit(df)
     lo, hi = estimate - c * se, estimate + c * se
     m = mde(se, df) if se > 0 else 0.0
-    base = dict(estimate=estimate, se=se, ci_low=lo, ci_high=hi, n=n, paper=paper, paper_se=paper_se, mde=m)
+    base = dict(estimate=estimate, se=se, ci_low=lo, ci_high=hi, n=n, paper=paper, paper_se=paper_se, mde=m, **tag)
     side = "above" if direction > 0 else "below"
     pos = lo > 0 if direction > 0 else hi < 0   # excludes zero on the paper's side
     neg = hi < 0 if direction > 0 else lo > 0   # excludes zero on the other side
-    ci = f"ours {estimate:.3g}, 95% CI [{lo:.3g}, {hi:.3g}]"
+    ci = f"ours {estimate:.3g}, 95% CI [{lo:.3g}, {hi:.3g}]" + (f" ({design})" if design else "")
+    if paper is not None and comparable == "direction":
+        # our setup is not the paper's: its size is quoted, the sign alone is judged
+        pse = float(paper_se) if paper_se is not None and math.isfinite(float(paper_se)) else 0.0
+        pv = f"paper {paper:.3g}" + (f" (se {pse:.2g})" if pse else "")
+        base["ratio"] = estimate / paper if paper else None
+        v = direction_verdict(lo, hi, direction)
+        head = f"direction only (our setup is not the paper's; the {pv} is not a size to match)"
+        if v == "agrees":
+            return Judgement("agrees", f"{ci}: {side} zero, the paper's direction; {head}", **base)
+        if v == "disagrees":
+            return Judgement("disagrees", f"{ci}: on the other side of zero than the {pv}; {head}", **base)
+        k = _runs_factor(se, estimate, df)
+        return Judgement("inconclusive", f"{ci} includes zero; {head}; "
+                         f"{_more_runs(k, n, 'detect an effect of our estimate')}", runs_factor=k, **base)
     if paper is None:
         if pos:
             return Judgement("agrees", f"{ci}: {side} zero, as the paper states", **base)

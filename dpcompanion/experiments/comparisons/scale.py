@@ -24,9 +24,15 @@ influences of H-F-INFL-EXTRA) without its width, so those pages say "not stated"
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Callable
 
-__all__ = ["Dim", "PAPER", "STORED", "scale_of", "at_paper_scale", "scaled_ids", "stored_sizes", "size_mismatches"]
+__all__ = ["Dim", "PAPER", "STORED", "STEPS_RATIO", "scale_of", "at_paper_scale", "comparability", "scaled_ids",
+           "stored_sizes", "size_mismatches"]
+
+#: issue 33: our number of steps matches the paper's when within this factor of it (either way):
+#: a run of half or twice the paper's steps is the same regime, one 25 times shorter is not
+STEPS_RATIO = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +43,11 @@ class Dim:
     paper: Any
     source: str
     ours: Callable[[dict], Any]
+    #: issue 33: whether the dimension is part of the *setup* (data set, model, trained layers,
+    #: number of steps) that decides if a row may compare sizes (:func:`comparability`)
+    setup: bool = False
+    #: match within this factor (numbers, or lists of numbers elementwise); None: equal values
+    ratio: float | None = None
 
 
 def _g(*keys):
@@ -57,6 +68,22 @@ def _range(key):
     return read
 
 
+def _steps(epochs_key: str, n_key: str, *, per_epoch_ceil: bool = False, batch: int = 256):
+    """Our number of steps from a config: ``ceil(epochs N / m)`` (protocols.wu.steps_for), or
+    ``ceil(N / m) epochs`` (``per_epoch_ceil``, W-F4's run); a list for a list of epochs; ``N``
+    the largest of a list (W-LADDER's top rung)."""
+    def read(c: dict):
+        e, n, m = c.get(epochs_key), c.get(n_key), c.get("batch_size", batch)
+        if e is None or n is None or not m:
+            return None
+        n = max(n) if isinstance(n, (list, tuple)) else n
+
+        def one(ep):
+            return int(math.ceil(n / m)) * int(ep) if per_epoch_ceil else int(math.ceil(int(ep) * n / m))
+        return [one(x) for x in e] if isinstance(e, (list, tuple)) else one(e)
+    return read
+
+
 _H_REPEATS = "the ICLR submission, App. D, Setup: \"All the experiments are repeated 100 times\""
 _H_MNIST35 = "the ICLR submission, App. D, Dataset: MNIST35 \"including 1000 handwritten images of digit 3 and 5\""
 _H_DNN_WIDTH = ("not stated for this figure (the ICLR submission, App. D: \"the DNN is experimented with the same setting\", no width); the FAccT version, Sec. 5: \"2-layer Deep "
@@ -65,15 +92,24 @@ _H_DNN_WIDTH = ("not stated for this figure (the ICLR submission, App. D: \"the 
 _W_TRAIN = "Wu et al., Sec. 6: \"There are 50000 images used for training\" (CIFAR-10)"
 _W_SEEDS = "Wu et al., Sec. 6: \"We repeat the experiments five times\""
 _W_MODEL = "Wu et al., Sec. 6: a CNN \"pre-trained on CIFAR-100 and fined-tuned on CIFAR-10\""
+_W_STEPS = ("Wu et al., Sec. 6: \"T = 11760, 23520, 39200 iterations corresponding to 60, 120, 200 training epochs\" "
+            f"(ours: ceil(epochs N / 256); matches within a factor {STEPS_RATIO:g})")
+#: the layers W train privately: the paper fine-tunes its pre-trained CNN (which layers it does not print); every
+#: W transfer run here trains the CNN's last dense layer alone (protocols.wu.FROZEN_LAYERS, head_model)
+_W_LAYERS = Dim("the pre-trained CNN, fine-tuned", "Wu et al., Sec. 6: a CNN \"pre-trained on CIFAR-100 and fined-tuned "
+                "on CIFAR-10\" (which layers are fine-tuned is not printed); ours: protocols.wu.head_model on the frozen "
+                "features of protocols.wu.transfer_features", lambda c: "last dense layer only (32 -> 10)", setup=True)
 
 #: the dimensions of Wu et al.'s Tables 1, 2, 4, 5 besides the training-set size (W-T1245 and
 #: its ladder, W-LADDER)
 _W_TABLE_DIMS = {
     "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
-                                                                        f"{c.get('pretrain_n')} images)"),
+                                                                        f"{c.get('pretrain_n')} images)", setup=True),
     "seeds": Dim(5, _W_SEEDS, _g("seeds")),
     "epochs": Dim([60, 120, 200], "Wu et al., Sec. 6: \"T = 11760, 23520, 39200 iterations corresponding to 60, 120, 200 "
                   "training epochs\"", _g("epochs")),
+    "steps": Dim([11760, 23520, 39200], _W_STEPS, _steps("epochs", "n_train"), setup=True, ratio=STEPS_RATIO),
+    "trained layers": _W_LAYERS,
     "clip grid": Dim([0.5, 1.0, 2.5, 5.0], "Wu et al., Sec. 6: \"C_G in {0.5, 1, 2.5, 5}\"", _g("clips")),
     "epsilon_bar grid": Dim([0.8, 1.2, 1.6, 3.2, 6.4], "Wu et al., Sec. 6: \"epsilon_bar in {0.8, 1.2, 1.6, 3.2, 6.4}\"",
                             _g("epsilon_bars")),
@@ -163,38 +199,62 @@ PAPER: dict[str, dict[str, Dim]] = {
         "trials": Dim(None, "not in the papers (our audit of our trainers)", _g("trials", "n_trials")),
     },
     "w-f1": {
-        "training samples": Dim(50000, _W_TRAIN, _g("n_train")),
+        "training samples": Dim(50000, _W_TRAIN, _g("n_train"), setup=True),
         "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
-                                                                            f"{c.get('pretrain_n')} images)"),
+                                                                            f"{c.get('pretrain_n')} images)", setup=True),
         "seeds": Dim(5, _W_SEEDS, _g("seeds")),
         "epochs": Dim(120, "Wu et al., Fig. 1 / Fig. 3: \"the top middle plot is the same as the right plot in Figure 1\" "
                       "(120 epochs)", _g("epochs")),
+        "steps": Dim(23520, _W_STEPS, _steps("epochs", "n_train"), setup=True, ratio=STEPS_RATIO),
+        "trained layers": _W_LAYERS,
     },
     "w-f4": {
         "training samples": Dim(None, "Wu et al., App. F.3: \"applied to the MNIST dataset\" (size not printed)",
                                 _g("n_train")),
         "model": Dim("CNN", "Wu et al., App. F.3: \"a convolutional neural network\" (Fig. 6)",
-                     lambda c: "CNN" if str(c.get("model", "")).startswith("cnn") else c.get("model")),
+                     lambda c: "CNN" if str(c.get("model", "")).startswith("cnn") else c.get("model"), setup=True),
         "seeds": Dim(None, "Wu et al., App. F.3: not printed",
                      lambda c: int(c.get("seeds", 1)) * int(c.get("replicates", 1))),
         "epochs": Dim(50, "Wu et al., Fig. 4: \"sigma = 1.6 for 50 epochs\"", _g("epochs")),
+        "steps": Dim(None, "Wu et al., App. F.3: not printed (MNIST's 60,000 images for 50 epochs at batch 256 would be "
+                     "11,750; ours: ceil(N / 256) epochs)", _steps("epochs", "n_train", per_epoch_ceil=True),
+                     setup=True, ratio=STEPS_RATIO),
+        "trained layers": Dim("all (from scratch)", "Wu et al., App. F.3: the CNN trained on MNIST (no pre-training)",
+                              lambda c: "all (from scratch)", setup=True),
         "c grid": Dim([0.0, 1e-5, 1e-3, 1e-2, 0.1, 0.5], "Wu et al., App. F.3: \"We vary c in {0, 1e-5, 1e-3, 1e-2, 1e-1, "
                       "5e-1}\"", _g("cs")),
     },
-    "w-t1245": {"training samples": Dim(50000, _W_TRAIN, _g("n_train")), **_W_TABLE_DIMS},
-    "w-ladder": {"training samples (largest rung)": Dim(50000, _W_TRAIN, lambda c: max(c["rungs"])), **_W_TABLE_DIMS},
+    "w-t1245": {"training samples": Dim(50000, _W_TRAIN, _g("n_train"), setup=True),
+                **_W_TABLE_DIMS},
+    "w-ladder": {"training samples (largest rung)": Dim(50000, _W_TRAIN, lambda c: max(c["rungs"]), setup=True),
+                 **{k: (dataclasses.replace(d, ours=_steps("epochs", "rungs")) if k == "steps" else d)
+                    for k, d in _W_TABLE_DIMS.items()}},
     "w-t36": {
-        "training samples": Dim(50000, _W_TRAIN, _g("n_train")),
+        "training samples": Dim(50000, _W_TRAIN, _g("n_train"), setup=True),
         "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", _W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
-                                                                            f"{c.get('pretrain_n')} images)"),
+                                                                            f"{c.get('pretrain_n')} images)", setup=True),
         "seeds": Dim(5, "Wu et al., App. F.2: \"Based on these hyper-parameters, we repeat the experiments five times\"",
                      _g("seeds")),
         "epochs": Dim(60, "Wu et al., Table 3 (60 epochs)", _g("epochs")),
+        "steps": Dim(11700, "Wu et al., Sec. 6.2 and footnote 3: T = 11700 for 60 epochs (ours: ceil(epochs N / 256); "
+                     f"matches within a factor {STEPS_RATIO:g})", _steps("epochs", "n_train"), setup=True,
+                     ratio=STEPS_RATIO),
+        "trained layers": _W_LAYERS,
         "(beta, C) grid": Dim(None, "Wu et al., App. F.2: \"we first tune the hyper-parameters, namely beta for DP-SGD and a "
                               "pair of (beta, C) for ADP-SGD\" (Table 6 prints the chosen values, not the grid)",
                               lambda c: {"betas": c.get("betas"), "Cs": c.get("Cs")}),
     },
 }
+
+
+#: Hong et al.'s setup dimensions (issue 33; the data sets, MNIST35 and synthetic data, are the paper's): the
+#: training-set size, the DNN's width and the number of steps (a tuning grid, "T range", is not the setup)
+_H_SETUP = ("training samples", "hidden width", "T")
+for _eid, _dims in PAPER.items():
+    if _eid.startswith("h-"):
+        for _name in _H_SETUP:
+            if _name in _dims:
+                _dims[_name] = dataclasses.replace(_dims[_name], setup=True)
 
 
 def _cells(key, *, many=False):
@@ -343,9 +403,46 @@ def scale_of(experiment_id: str, config: dict) -> dict[str, dict]:
     out = {}
     for name, d in dims.items():
         ours = d.ours(config)
-        out[name] = {"paper": d.paper, "ours": ours, "source": d.source,
-                     "match": None if d.paper is None else _same(d.paper, ours)}
+        match = None if d.paper is None else (_within(d.paper, ours, d.ratio) if d.ratio else _same(d.paper, ours))
+        out[name] = {"paper": d.paper, "ours": ours, "source": d.source, "match": match}
     return out
+
+
+def _within(paper, ours, ratio: float) -> bool:
+    """Numbers (or equal-length lists of numbers, elementwise) within a factor ``ratio`` either way.
+
+    >>> _within([11760, 23520], [11000, 40000], 2.0), _within(11760, 469, 2.0), _within(10, None, 2.0)
+    (True, False, False)
+    """
+    if isinstance(paper, (list, tuple)) and isinstance(ours, (list, tuple)):
+        return len(paper) == len(ours) and all(_within(a, b, ratio) for a, b in zip(paper, ours))
+    try:
+        a, b = float(paper), float(ours)
+    except (TypeError, ValueError):
+        return False
+    return a > 0 and b > 0 and 1 / ratio <= b / a <= ratio
+
+
+def comparability(experiment_id: str, scale: dict[str, dict]) -> tuple[str, str]:
+    """``("size", "")`` when every *setup* dimension of ``experiment_id``'s scale block (data set,
+    model, trained layers, number of steps: :attr:`Dim.setup`) that the paper prints matches ours (steps
+    within :data:`STEPS_RATIO`), or the row has no scale block (a closed form, a count, an
+    accountant: the paper's own quantity); else ``("direction", why)``, naming the dimensions
+    that differ: such a row compares the sign of an effect, never its size (issue 33).
+
+    >>> comparability("h-x-eer", {})
+    ('size', '')
+    >>> s = scale_of("w-t1245", {"dataset": "fashion", "pretrain_n": 20000, "n_train": 2000, "epochs": [60],
+    ...                          "batch_size": 256})
+    >>> comparability("w-t1245", s)[0], s["steps"]["ours"], s["steps"]["match"]
+    ('direction', [469], False)
+    """
+    dims = PAPER.get(experiment_id, {})
+    differ = [f"{k}: ours {d.get('ours')}, paper {d.get('paper')}" for k, d in scale.items()
+              if k in dims and dims[k].setup and d.get("match") is False]
+    if not differ:
+        return "size", ""
+    return "direction", "our setup is not the paper's (" + "; ".join(differ) + ")"
 
 
 def at_paper_scale(scale: dict[str, dict]) -> bool:

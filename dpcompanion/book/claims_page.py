@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dpcompanion import __version__
-from dpcompanion.claims.registry import REGISTRY, SEVERITIES, STATUS_DEFINITIONS, STATUSES, THEOREMS, load_all, run_checks
+from dpcompanion.claims.registry import (REGISTRY, SEVERITIES, SEVERITY_DEFINITIONS, STATUS_DEFINITIONS, STATUSES, THEOREMS,
+                                         load_all, run_checks)
 
 #: badge text and admonition class per status (classes every Sphinx theme styles).
 BADGES = {
@@ -233,7 +234,7 @@ def tex_ascii(text: str) -> str:
     """
     parts = _SEGMENT.split(text)
     for k in range(0, len(parts), 2):  # the even parts are plain text
-        words = re.split(r"(\s+)", parts[k])
+        words = _group_parentheses(re.split(r"(\s+)", parts[k]))
         for w, word in enumerate(words):
             if not word.strip():
                 continue
@@ -245,8 +246,44 @@ def tex_ascii(text: str) -> str:
                 continue
             if "^" in core or "sqrt(" in core or (_GREEK_RE.search(core) and re.search(r"[A-Za-z]_[A-Za-z0-9{(]", core)):
                 words[w] = f"{lead}${_tex(core)}${trail}"
-        parts[k] = "".join(words)
+        joined, prev = "".join(words), None
+        while joined != prev:  # merge span by span: each merge may meet the next span
+            prev, joined = joined, _MATH_GAP.sub(_join_spans, joined, count=1)
+        parts[k] = joined
     return "".join(parts)
+
+
+#: two inline math spans separated only by spaces and operators (``$a$ - $b$``, ``$a$ >= $b$``,
+#: ``$n^2$ $m^2$``): one formula, typeset as one span
+_MATH_GAP = re.compile(r"\$([^$]+)\$ +((?:(?:[-+=<>/*]|<=|>=|sum_\w+) +)*)\$([^$]+)\$")
+
+
+def _join_spans(m: re.Match) -> str:
+    op = _tex(m.group(2).strip())
+    return f"${m.group(1)} {op + ' ' if op else ''}{m.group(3)}$"
+
+
+def _group_parentheses(words: list[str]) -> list[str]:
+    """The words and spaces of ``re.split(r"(\\s+)", text)`` with a parenthesis that opens inside a
+    word (``gamma^T/(gamma``) and closes a few words later (``beta^2)``) joined into one word, so
+    that the formula it belongs to becomes one math span, not two (issue 34); at most 8 words are
+    joined, and a group whose parenthesis never closes is left as it was."""
+    out, i = [], 0
+    while i < len(words):
+        w = words[i]
+        core = w.lstrip("([\"'")
+        if core.count("(") > core.count(")") and ("^" in core or "sqrt(" in core or "_" in core):
+            j, group = i, w
+            while group.count("(") > group.count(")") and j + 2 < len(words) and j - i < 16:
+                j += 2
+                group += words[j - 1] + words[j]
+            if group.count("(") <= group.count(")"):
+                out.append(group)
+                i = j + 1
+                continue
+        out.append(w)
+        i += 1
+    return out
 
 
 #: units of evidence quantities that have one (the rest are dimensionless or explained by the domain).
@@ -627,19 +664,33 @@ def status_definitions_markdown() -> str:
     return "\n".join(out) + "\n"
 
 
+def severity_definitions_markdown() -> str:
+    """The severity scale of the errata, most severe first, one line per level (the errata page
+    shows it above its entries; :data:`~dpcompanion.claims.registry.SEVERITY_DEFINITIONS`)."""
+    out = ["| severity | meaning |", "| --- | --- |"]
+    out += [f"| *{s}* | {SEVERITY_DEFINITIONS[s]} |" for s in SEVERITIES]
+    return "\n".join(out) + "\n"
+
+
+def errata_entries(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The errata: every refuted and not-reproduced claim, most severe first (the order of
+    :data:`~dpcompanion.claims.registry.SEVERITIES`, an unclassified entry last), then by id."""
+    rows = [r for r in results if r["status"] in ("refuted", "not-reproduced")]
+    return sorted(rows, key=lambda r: (_severity_rank(r), r["id"]))
+
+
 def _name(cid: str, link: bool) -> str:
     return f"{{ref}}`{cid} <{label(cid)}>`" if (link and page_of(cid)) else f"**{cid}**"
 
 
 def errata_summary_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> str:
     """The table that opens the errata page: every refuted and not-reproduced claim, most
-    severe first (changes a conclusion, missing hypothesis, constant factor, typo, then
-    unclassified), each row linking to its claim."""
-    rows = [r for r in results if r["status"] in ("refuted", "not-reproduced")]
-    rows.sort(key=lambda r: (_severity_rank(r), r["id"]))
+    severe first (:func:`errata_entries`), each row linking to its claim on the page that shows
+    its evidence."""
+    rows = errata_entries(results)
     out = ["| severity | claim | source | in one sentence |", "| --- | --- | --- | --- |"]
     for r in rows:
-        sev = r.get("severity") or ("procedure unknown" if r["status"] == "not-reproduced" else "not classified")
+        sev = r.get("severity") or "not classified"  # a test keeps every entry classified (issue 34)
         what = _first_sentence(r.get("impact") or (r.get("evidence") or {}).get("impact") or r.get("statement"))
         out.append(f"| {sev} | {_name(r['id'], link)} | {_cell(r.get('source', ''))} | {what.replace('|', chr(92) + '|')} |")
     return "\n".join(out) + "\n"
@@ -652,8 +703,7 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
     every claim a page shows (:func:`page_of`); the others are named in bold."""
     results = list(results)
     by_id = {r["id"]: r for r in results}
-    shown = [r for r in results if r["status"] in ("refuted", "not-reproduced")]
-    shown.sort(key=lambda r: (_severity_rank(r), r["id"]))
+    shown = errata_entries(results)
     out = []
     for r in shown:
         ev = dict(r.get("evidence") or {})
@@ -661,8 +711,10 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         out.append("")
         vers = version_names(r.get("versions") or [])
         sev = f" · severity: *{r['severity']}*" if r.get("severity") else ""
+        page = page_of(r["id"])
+        where = f" · evidence on {{doc}}`{page}`" if (link and page) else ""
         out.append(f"*{_prose(r.get('source', ''))}* (versions: {vers}) · claim {_name(r['id'], link)} · method "
-                   f"*{r.get('method')}* · {BADGES.get(r['status'], (r['status'],))[0]}{sev}")
+                   f"*{r.get('method')}* · {BADGES.get(r['status'], (r['status'],))[0]}{sev}{where}")
         out.append("")
         out.append(f"**Printed.** {r.get('statement', '')}")
         out.append("")

@@ -506,7 +506,7 @@ def _e2e_t42(*, mutant: bool = False):
     )
 
 
-@claim("H-T4.2.T-eq24-vs-minimiser", method="bruteforce",
+@claim("H-T4.2.T-eq24-vs-minimiser", severity="constant factor", method="bruteforce",
        source=f"{SRC} proof of Thm 4.2, Eq. (22)-(24)")
 def _t24(*, mutant: bool = False):
     r"""The $T$ chosen in Eq. (24), $T=\ln(1+\ln(1/\gamma)/\alpha)/\ln(1/\gamma)$, minimises the uniform ERUB (Eq.
@@ -1169,7 +1169,7 @@ def _clipped_one_step(*, C: float, G: float, sigma: float, N: int = 1):
     return exact, bound
 
 
-@claim("H-Slides.T3.2.clipping", method="numeric", corrected_by="H-Slides.T3.2.clipping-corrected", versions=("003",),
+@claim("H-Slides.T3.2.clipping", severity="changes a conclusion", method="numeric", corrected_by="H-Slides.T3.2.clipping-corrected", versions=("003",),
        source=f"{SLIDES} Thm 3.2, Eq. (5)-(7)")
 def _slides_t32(*, mutant: bool = False):
     r"""If $C_t\le G$ then clipping does not take place and

@@ -267,7 +267,7 @@ _IMPACT_45 = ("Two things fail. (1) The rate: with eta_t = eta0/(2M) even one mo
               "flattens the influence is not supported by a valid bound.")
 
 
-@claim("H-T4.5.end-to-end", method="end-to-end",
+@claim("H-T4.5.end-to-end", severity="changes a conclusion", method="end-to-end",
        source=f"{SRC} Thm 4.5, Eq. (14)")
 def _e2e_t45(*, mutant: bool = False):
     r"""Thm 4.5 as printed, end to end: momentum PGD (Eq. 13, $\eta_t=\eta_0/(2M)$, $\eta_0$ up to its printed
@@ -329,7 +329,7 @@ def _eq28_margins(factor: float):
     return margins, points
 
 
-@claim("H-T4.5.Eq28", method="numeric", corrected_by="H-T4.5.Eq28-corrected",
+@claim("H-T4.5.Eq28", severity="changes a conclusion", method="numeric", corrected_by="H-T4.5.Eq28-corrected",
        source=f"{SRC} proof of Thm 4.5, Eq. (28)")
 def _eq28(*, mutant: bool = False):
     r"""$-\frac{\eta_t}{b_t}\nabla_t^\top
@@ -739,7 +739,7 @@ def _at_theorem_T(T_factor, *, beta_below_gamma=False):
             yield kappa, beta, eta0, side, N, prob, th1, gap, alpha, gamma, T
 
 
-@claim("H-T4.6.end-to-end", method="end-to-end",
+@claim("H-T4.6.end-to-end", severity="changes a conclusion", method="end-to-end",
        source=f"{SRC} Thm 4.6 and its proof (last display)")
 def _e2e_t46(*, mutant: bool = False):
     r"""Thm 4.6 end to end: momentum PGD with $\sigma_t^2=T/R$ at the theorem's
@@ -943,7 +943,7 @@ def _t47_rate():
     )
 
 
-@claim("H-T4.7.end-to-end", method="end-to-end",
+@claim("H-T4.7.end-to-end", severity="changes a conclusion", method="end-to-end",
        source=f"{SRC} Thm 4.7")
 def _e2e_t47(*, mutant: bool = False):
     r"""Thm 4.7 end to end ($\beta<\gamma$): momentum PGD with the printed schedule

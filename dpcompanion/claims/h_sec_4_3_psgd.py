@@ -272,7 +272,7 @@ def _e2e_t49(*, mutant: bool = False):
 # --- Sec. 4.3: the subsampling rule R' = R/p^2 as a privacy claim ------------------------------------
 
 
-@claim("H-S4.3.subsampling-rule", method="numeric",
+@claim("H-S4.3.subsampling-rule", severity="invalidates a privacy claim", method="numeric",
        source=f"{SRC} Sec. 4.3 (after Yu et al. 2019 Thm 3, constant c dropped)")
 def _subsampling_rule(*, mutant: bool = False):
     r"""A step with sampling rate $p=n/N$ and noise multiplier $\sigma_t$ costs $p^2/\sigma_t^2$ in R units, so

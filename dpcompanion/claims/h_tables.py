@@ -287,7 +287,7 @@ def _tab2_rank():
                        note="baseline rows are quoted, not re-derived")
 
 
-@claim("H-Tab2.uniform-stability.lower-bound", method="numeric",
+@claim("H-Tab2.uniform-stability.lower-bound", severity="changes a conclusion", method="numeric",
        source=f"{SRC} Table 2 (uniform-stability block) and Sec. 4.4")
 def _tab2_us_lower(*, mutant: bool = False):
     r"""The uniform-stability rows bound the true excess risk of PGD (static and dynamic schedules, 1-smooth
@@ -338,7 +338,7 @@ def _tab2_us_lower(*, mutant: bool = False):
     )
 
 
-@claim("H-Tab2.high-probability.first-term", method="bruteforce",
+@claim("H-Tab2.high-probability.first-term", severity="changes a conclusion", method="bruteforce",
        source=f"{SRC} Table 2 (high-probability GD rows), Eq. (16)-(17)")
 def _tab2_hp_first(*, mutant: bool = False):
     r"""The privacy (first) term of the high-probability GD rows decays like $N^{-3/2}$ ($\frac{G^2}{\mu

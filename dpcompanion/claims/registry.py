@@ -51,8 +51,24 @@ STATUS_DEFINITIONS = {
 #: statuses of a claim whose check passed (each declares a mutant the same check must refute)
 PASSING = ("proved", "checked", "verified")
 
-#: how much a refuted claim matters, most serious first (the errata summary is sorted by it).
-SEVERITIES = ("changes a conclusion", "missing hypothesis", "constant factor", "typo")
+#: how much an errata entry (a refuted or not-reproduced claim) matters, most serious first: the
+#: errata page states this scale (:data:`SEVERITY_DEFINITIONS`) and sorts its entries by it, and
+#: every entry declares its level where it is declared (``@claim(..., severity=...)``; issue 34).
+SEVERITIES = ("invalidates a privacy claim", "changes a conclusion", "missing hypothesis", "constant factor", "typo",
+              "procedure unknown")
+
+#: what each level of :data:`SEVERITIES` means (the errata page shows it)
+SEVERITY_DEFINITIONS = {
+    "invalidates a privacy claim": "A stated privacy guarantee ((epsilon, delta)-DP, zCDP, a budgeting rule) does not hold as "
+                                   "printed: runs or schedules budgeted by it may not be as private as the paper says.",
+    "changes a conclusion": "A bound, rate, order or recommendation fails as printed, so a conclusion the paper draws "
+                            "from it is not supported as stated (its corrected form may still support a weaker one).",
+    "missing hypothesis": "The statement fails without a condition the paper leaves out; with the condition it holds.",
+    "constant factor": "Off by a constant factor or in a non-leading term; the orders and the paper's conclusions stand.",
+    "typo": "A transcription or algebra slip; the paper's own use of the result is correct.",
+    "procedure unknown": "A number the paper reports comes from a procedure it does not state and the book's "
+                         "reconstruction does not give it: this decides nothing about the paper.",
+}
 
 RELATIONS: dict[str, Callable[[Any, Any], bool]] = {
     "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq, "!=": operator.ne,

@@ -142,7 +142,7 @@ def single_step_delta(*, epsilon: float, n: int, s: float, G: float = 1.0) -> fl
     return float(np.trapezoid(np.clip(P - math.exp(epsilon) * Q, 0, None), x))
 
 
-@claim("W-T4.1.sigma2", severity="missing hypothesis", method="numeric", corrected_by="W-T4.1.sigma2-conditioned", versions=V,
+@claim("W-T4.1.sigma2", severity="invalidates a privacy claim", method="numeric", corrected_by="W-T4.1.sigma2-conditioned", versions=V,
        source=f"{SRC} Thm 4.1, Eq. (6) (main text, no condition on T; App. C.1 Thm C.1 has it)")
 def _t41_sigma2():
     r"""Algorithm 1 with noise $\alpha_t c_t$, $c_t\sim N(0,\sigma^2 I)$,
@@ -270,7 +270,7 @@ def _t41_growth_limits(*, mutant=False):
     return proved(sum(sp.Abs(r) for r in res), note="both integral bounds, divided by T^(1-p) (resp. log T), tend to 1/(1-p) (resp. 1)")
 
 
-@claim("W-T4.1.end-to-end", method="end-to-end", versions=("002",),
+@claim("W-T4.1.end-to-end", severity="invalidates a privacy claim", method="end-to-end", versions=("002",),
        source=f"{SRC} Thm 4.1, Eq. (6)")
 def _e2e_w41(*, mutant: bool = False):
     r"""W Thm 4.1 end to end: ADP-SGD (Algorithm 1: one index drawn uniformly per step, gradients bounded by $G$,
@@ -438,7 +438,7 @@ def _w42(*, corrected: bool, mutant: bool):
     )
 
 
-@claim("W-T4.2.end-to-end", method="end-to-end", corrected_by="W-T4.2.end-to-end-corrected", versions=("002",),
+@claim("W-T4.2.end-to-end", severity="constant factor", method="end-to-end", corrected_by="W-T4.2.end-to-end-corrected", versions=("002",),
        source=f"{SRC} Thm 4.2, Eq. (7)")
 def _e2e_w42(*, mutant: bool = False):
     r"""W Thm 4.2 as printed, end to end: ADP-SGD (one sample per step, $\eta_t=\eta/b_{t+1}$, noise
@@ -774,7 +774,7 @@ def w_eps_constant_intervals() -> dict:
     return out
 
 
-@claim("W-EPS", method="numeric", corrected_by="W-EPS.ours", versions=V,
+@claim("W-EPS", severity="procedure unknown", method="numeric", corrected_by="W-EPS.ours", versions=V,
        source=f"{SRC} Sec. 6, footnote 3 (procedure in App. G, code not in the text)")
 def _weps():
     r"""W's quoted moments-accountant values $\varepsilon=\{0.29,0.43,0.57,1.23,3.24\}$ for

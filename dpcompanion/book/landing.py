@@ -3,11 +3,82 @@ claim statuses (nothing typed)."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, Iterable, Sequence
 
+from dpcompanion.book.claims_page import notebooks_dir
 from dpcompanion.book.report import VERDICTS
+from dpcompanion.claims.registry import REGISTRY, load_all
 
-__all__ = ["verdict_tally", "findings_markdown"]
+__all__ = ["verdict_tally", "findings_markdown", "page_titles", "id_glossary_markdown"]
+
+#: the first letter of every ID: which paper it belongs to
+ID_PAPERS = {"H": "Hong, Wang & Zhou (FAccT 2022, its ICLR submission, slides)", "W": "Wu et al. (ADP-SGD)",
+             "X": "both papers at once"}
+#: the second part of a page's ID: what kind of page it is
+PAGE_KINDS = {"F": "figures (the paper's experiments rerun, or its bounds drawn)", "T": "the paper's tables",
+              "SEC": "a section's theorems, checked", "X": "our addition beyond the paper",
+              "THEORY": "the paper's theory, checked", "LADDER": "a ladder of sizes", "UNIFY": "one rule for both papers"}
+#: the result a claim ID names after its paper letter (H-T4.4.T-opt: Theorem 4.4, its part T-opt)
+CLAIM_KINDS = {"T": "Theorem", "C": "Lemma C.n of the appendix", "L": "Lemma", "P": "Proposition", "R": "Remark",
+               "E": "Equation", "S": "Section", "Tab": "Table", "Slides": "the authors' slides",
+               "EPS": "the epsilon values of a footnote", "UNIFY": "the rule shared by both papers"}
+
+
+def page_titles() -> list[tuple[str, str]]:
+    """``(notebook id, title)`` of every page, read from the first heading of
+    ``notebooks/<id>.ipynb`` (the pages themselves, so the list cannot go stale)."""
+    out = []
+    for nb in sorted(notebooks_dir().glob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
+        src = "".join(cells[0].get("source", [])) if cells else ""
+        m = re.match(r"#\s+(.+)", src.strip())
+        out.append((nb.stem, m.group(1).strip() if m else nb.stem))
+    return out
+
+
+def id_glossary_markdown(pages: Sequence[tuple[str, str]] | None = None) -> str:
+    """What the IDs of the book (H-F-EFF, X-UNIFY, H-T4.4.T-opt) mean: the scheme, then every
+    page that has an ID with its title, generated from the pages (:func:`page_titles`) and the
+    claim registry; raises ``ValueError`` for an ID part the scheme does not explain, so a new
+    kind of ID cannot appear unexplained (issue 34).
+
+    >>> print(id_glossary_markdown([("h-f-eff", "Data efficiency (H-F-EFF)"), ("index", "Home")]).splitlines()[-1])
+    | {doc}`H-F-EFF <h-f-eff>` | Data efficiency |
+    """
+    pages = page_titles() if pages is None else pages
+    rows, used = [], set()
+    for nb_id, title in pages:
+        m = re.search(r"\(([^()]*)\)\s*$", title)  # a page's IDs close its title: "... (H-F-INFL, H-F-FIT)"
+        ids = re.findall(r"\b[HWX]-[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*\b", m.group(1)) if m else []
+        if not ids:
+            continue  # a page without an ID (accounting, errata, ...)
+        kinds = [re.match(r"([HWX])-([A-Z]+)", pid).groups() for pid in ids]  # W-T1245: W, T (tables 1, 2, 4, 5)
+        for pid, (_, kind) in zip(ids, kinds):
+            if kind not in PAGE_KINDS:
+                raise ValueError(f"page id {pid!r}: {kind!r} is not explained in landing.PAGE_KINDS")
+        short = title[: m.start()].strip()
+        rows.append(f"| {{doc}}`{', '.join(ids)} <{nb_id}>` | {short} |")
+        used.update(kind for _, kind in kinds)
+    load_all()
+    kinds = {}
+    for cid in sorted(REGISTRY):
+        m = re.match(r"^([HWX])-([A-Za-z]+)", cid)
+        if not m or m.group(1) not in ID_PAPERS or m.group(2) not in CLAIM_KINDS:
+            raise ValueError(f"claim id {cid!r}: its result kind is not explained in landing.CLAIM_KINDS")
+        kinds.setdefault(m.group(2), cid)
+    claims = "; ".join(f"`{k}` {CLAIM_KINDS[k]} (e.g. `{example}`)" for k, example in kinds.items())
+    letters = ", ".join(f"`{k}` {v}" for k, v in ID_PAPERS.items())
+    what = ", ".join(f"`{k}` {v}" for k, v in PAGE_KINDS.items() if k in used)
+    return "\n".join([
+        f"Every ID starts with the paper it belongs to: {letters}. A page's ID then says what the page holds: {what}. "
+        f"A claim's ID names the result it checks, then a part after a dot: {claims}.",
+        "",
+        "| ID | page |",
+        "| --- | --- |",
+        *rows,
+    ])
 
 
 def verdict_tally(rows: Iterable[dict[str, Any]]) -> str:

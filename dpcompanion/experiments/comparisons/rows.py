@@ -7,15 +7,22 @@ no experiment (``theory.h_f_theory_rows``, ``wu.w_f2_rows`` ...): it imports non
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any
 
-from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Rule
+import numpy as np
+
+from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Judgement, Rule, with_margin
+from dpcompanion.experiments.protocols import wu_paper
 
 __all__ = ["VERDICTS", "DESIGN_OF", "COMPARABLE_OF", "design_of", "tuning_cap", "tuning_for_row", "apply_tuning_cap",
-           "row_of"]
+           "row_of", "Margin", "MARGINS", "margin_of", "W_ACC_MARGIN", "W_PAPER_RUNS", "HEADLINE_N"]
 
-#: every verdict word a rule may give (the same tuple as :data:`dpcompanion.book.report.VERDICTS`)
-VERDICTS = ("agrees", "partly", "disagrees", "inconclusive", "identity", "not comparable")
+#: every verdict word a rule may give (the same tuple as :data:`dpcompanion.book.report.VERDICTS`);
+#: ``equivalent`` (issue 33, item 4): TOST puts the effect inside the row's practical margin
+#: (:data:`MARGINS`), an effect too small to matter
+VERDICTS = ("agrees", "partly", "equivalent", "disagrees", "inconclusive", "identity", "not comparable")
 
 
 _W_SHARED = ("trains DP-SGD and ADP-SGD in one call of protocols.wu.train_segments with seeds + seeds: run k of "
@@ -59,6 +66,110 @@ def design_of(rule_id: str) -> str | None:
     """
     d = DESIGN_OF.get(rule_id)
     return d[0] if d else None
+
+
+# ------------------------------------------------------------------------ practical margins (issue 33, item 4)
+
+@dataclasses.dataclass(frozen=True)
+class Margin:
+    """The practical margin of one rule's effect: ``value`` in the units of the rule's estimate
+    (None: the rule has no margin, ``reason`` says why), ``basis`` (``printed precision``,
+    ``reported spread``, ``smallest effect of interest``, ``none``) and ``reason``;
+    ``applied_by``: ``row`` (:func:`row_of` applies it, :func:`.rule.with_margin`) or
+    ``judge`` (the rule's judge is itself a TOST with this margin)."""
+
+    value: float | None
+    units: str
+    basis: str
+    reason: str
+    applied_by: str = "row"
+
+
+#: runs behind each of Wu et al.'s printed mean +- sd (W Sec. 6: "We repeat the experiments five times")
+W_PAPER_RUNS = 5
+
+
+def _w_acc_margin() -> float:
+    """The median standard error of a gap Wu et al. printed, ``sqrt(sd_ADP^2/5 + sd_DP^2/5)``
+    over every printed cell of Tables 1 to 5 (points of accuracy; read from the printed tables
+    of :mod:`~dpcompanion.experiments.protocols.wu_paper`, not from our runs; Table 6 prints
+    hyper-parameters)."""
+    cells = [c for t in wu_paper.TABLES.values() for c in t.values()] + list(wu_paper.TABLE3.values())
+    return float(np.median([math.sqrt(sa**2 / W_PAPER_RUNS + sd**2 / W_PAPER_RUNS) for _, sa, _, sd in cells]))
+
+
+#: the one accuracy margin of the book (points): Wu et al.'s own resolution of a gap, the median
+#: standard error of its printed gaps (:func:`_w_acc_margin`, about 0.27 points)
+W_ACC_MARGIN = _w_acc_margin()
+
+_W_SPREAD = (f"Wu et al.'s reported spread: the median standard error of the gaps it printed (Tables 1 to 5, the "
+             f"printed sds over {W_PAPER_RUNS} runs), {W_ACC_MARGIN:.3g} points: a gain below it is smaller than "
+             "the paper's own resolution of a gap")
+_H_LOSS = ("smallest effect of interest: 1% of the loss at the start of training (the cross-entropy of the zero "
+           "model, ln K for K classes); Hong et al. print no loss value to take a precision from")
+_H_ACC = (f"smallest effect of interest: the book's one accuracy margin, {W_ACC_MARGIN:.3g} points (Wu et al.'s "
+          "reported spread, see the W rows), as a fraction; Hong et al. print no accuracy")
+_TREND = ("per doubling of N: the per-N margin spread over the 4 doublings N = 250 to 4,000 of the page's sizes (a "
+          "trend inside it moves the gap by less than its margin over the whole range)")
+
+#: every effect rule's practical margin (issue 33, item 4), declared once, each with its reason,
+#: before any verdict was regenerated with it: rule id -> :class:`Margin`. An effect whose 90%
+#: interval lies inside +-margin reads ``equivalent`` (TOST at 0.05 each side); an effect inside
+#: its margin never reads ``disagrees`` (:func:`.rule.with_margin`). A rule judging an effect
+#: over runs (:func:`.rule.judge_effect`, :func:`.rule.judge_equivalence`) is listed here, with
+#: ``value`` None where no margin can be stated and the reason why.
+MARGINS: dict[str, Margin] = {
+    "w-f1/gap": Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", _W_SPREAD),
+    "w-t1245/gap": Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", _W_SPREAD),
+    "w-t1245/table": Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", _W_SPREAD + " (the pooled gap)"),
+    "w-ladder/table": Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", _W_SPREAD + " (the pooled gap)"),
+    "w-t36/gap": Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", _W_SPREAD),
+    "w-f4/decay": Margin(W_ACC_MARGIN, "points of test error", "reported spread",
+                         _W_SPREAD + "; Fig. 4 prints no number, test error is accuracy's complement"),
+    "h-f-eff/loss-at-N": Margin(0.01 * math.log(2), "training loss (nats)", "smallest effect of interest",
+                                _H_LOSS + ": 2 classes, 0.01 ln 2"),
+    "h-f-eff/acc-at-N": Margin(W_ACC_MARGIN / 100, "test accuracy (fraction)", "smallest effect of interest", _H_ACC),
+    "h-f-eff/loss": Margin(0.01 * math.log(2) / 4, "training loss (nats) per doubling of N",
+                           "smallest effect of interest", _H_LOSS + ": 2 classes, 0.01 ln 2, " + _TREND),
+    "h-f-eff/acc": Margin(W_ACC_MARGIN / 100 / 4, "test accuracy (fraction) per doubling of N",
+                          "smallest effect of interest", _H_ACC + "; " + _TREND),
+    "h-f-eff-exact/loss": Margin(0.01 * math.log(2) / 4, "training loss (nats) per doubling of N",
+                                 "smallest effect of interest", _H_LOSS + ": 2 classes, 0.01 ln 2, " + _TREND),
+    "h-f-eff-exact/acc": Margin(W_ACC_MARGIN / 100 / 4, "test accuracy (fraction) per doubling of N",
+                                "smallest effect of interest", _H_ACC + "; " + _TREND),
+    "h-f-mom/expinfl-vs-momexpinfl": Margin(0.01 * math.log(10), "final training loss (nats)",
+                                            "smallest effect of interest", _H_LOSS + ": MNIST's 10 classes, 0.01 ln 10"),
+    "h-f-scale/dyn": Margin(0.01, "relative final loss (e_dyn - e_uni) / e_uni", "smallest effect of interest",
+                            "smallest effect of interest: 1% of uni's loss, the relative form of the Hong loss margin"),
+    "h-f-curv/sharp-vs-flat": Margin(None, "final loss (our synthetic quadratics)", "none",
+                                     "no margin: the two losses are synthetic quadratics of our choosing, whose units "
+                                     "give no practical scale and which the paper prints no number for; judged "
+                                     "against zero alone"),
+    "h-f-curv/exact": Margin(None, "final loss, trainer mean - exact", "smallest effect of interest",
+                             "5% of |exact E[f]| (comparisons.hong.EXACT_REL_MARGIN), relative to each cell's exact "
+                             "value: the rule's own judge is a TOST with it", applied_by="judge"),
+    "h-f-infl-extra/increasing": Margin(None, "influence q_t (our units)", "none",
+                                        "no margin: the influence's units depend on the loss scale and step size of "
+                                        "each setting, and the paper prints no influence value; judged against zero "
+                                        "alone"),
+    "h-f-infl/logistic-flatter": Margin(math.log(1.5), "log ratio of steepness", "smallest effect of interest",
+                                        "smallest effect of interest: a factor 1.5 in steepness, the factor within "
+                                        "which this page calls two influences the same (comparisons.hong.INFL_RATIO)"),
+}
+
+
+def margin_of(rule_id: str) -> Margin | None:
+    """The declared margin of rule ``rule_id`` (:data:`MARGINS`), None for a rule not listed.
+
+    >>> margin_of("w-t1245/gap").basis, margin_of("w-eps/epsilon") is None
+    ('reported spread', True)
+    """
+    return MARGINS.get(rule_id)
+
+
+#: W-LADDER's top rung: CIFAR-10's 50,000 training images, the paper's N (and so its number of
+#: steps at its epochs): the headline evidence for Wu et al.'s Tables 2 and 5 (issue 33, item 5)
+HEADLINE_N = 50_000
 
 
 _W_TRANSFER = ("every W transfer run (protocols.wu.transfer_features and head_model) trains only the last dense "
@@ -135,7 +246,8 @@ def tuning_cap(tuning: Any) -> tuple[str | None, str]:
     return None, ""
 
 
-_ORDER = {"agrees": 0, "identity": 0, "partly": 1, "inconclusive": 2, "disagrees": 2, "not comparable": 3}
+_ORDER = {"agrees": 0, "identity": 0, "equivalent": 0, "partly": 1, "inconclusive": 2, "disagrees": 2,
+          "not comparable": 3}
 
 
 def tuning_for_row(row: dict, tuning: Any) -> list:
@@ -187,6 +299,14 @@ def row_of(r: Rule, *, sizes_match: bool, sizes_note: str = "", item: str | None
     verdict, ours, note = out[:3]
     paper = out[3] if len(out) > 3 and out[3] is not None else r.paper
     judgement = out[4] if len(out) > 4 else None
+    margin = margin_of(rule_id)
+    if isinstance(judgement, Judgement) and margin is not None and margin.value is not None \
+            and margin.applied_by == "row" and judgement.verdict == verdict:
+        # the declared practical margin (issue 33, item 4): equivalent / never disagrees inside it
+        m = with_margin(judgement, margin.value)
+        if m.verdict != verdict or m.note != judgement.note:
+            tail = note[len(judgement.note):] if note.startswith(judgement.note) else f"; {note}"
+            verdict, note, judgement = m.verdict, m.note + tail, m
     if verdict not in VERDICTS:
         raise RuntimeError(f"rule {rule_id} said {verdict!r}, not one of {VERDICTS}")
     if not r.judged and verdict != "not comparable":
@@ -194,7 +314,10 @@ def row_of(r: Rule, *, sizes_match: bool, sizes_note: str = "", item: str | None
     row = {"item": item or r.item, "paper": paper, "ours": ours, "verdict": verdict,
            "note": f"{note}. Tolerance: {r.tolerance}", "rule": rule_id,
            "stats": judgement.stats() if judgement is not None else {},
-           "design": design_of(rule_id)}
+           "design": design_of(rule_id), "margin_reason": margin.reason if margin is not None else None}
+    if rule_id == "w-ladder/table" and f"N = {HEADLINE_N:,}" in str(row["item"]):
+        row["headline"] = (f"the headline evidence for Wu et al.'s Table {measured.get('table')}: this rung has the "
+                           f"paper's {HEADLINE_N:,} training images and steps (not its data set, model or trained layers)")
     if rule_id in COMPARABLE_OF:
         row["comparable"] = COMPARABLE_OF[rule_id][0]
     row = apply_tuning_cap(row, tuning)

@@ -26,7 +26,8 @@ import numpy as np
 
 __all__ = ["Z", "NOT_COMPARED", "Rule", "zscore", "fmt_z", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
            "judge_effect", "judge_equivalence", "judge_identity", "judge_exact", "mde", "welch_df", "mean_se_df",
-           "DESIGNS", "COMPARABLE", "Estimate", "estimate_effect", "direction_verdict"]
+           "DESIGNS", "COMPARABLE", "Estimate", "estimate_effect", "direction_verdict", "TOST_ALPHA", "Tost", "tost",
+           "with_margin", "Pooled", "pool_random_effects"]
 
 #: z-score at which a difference counts as significant (two-sided ~5 %)
 Z = 2.0
@@ -118,6 +119,9 @@ class Judgement:
     mde: float | None = None
     design: str | None = None
     comparable: str | None = None
+    df: float | None = None
+    direction: int | None = None
+    kind: str | None = None
 
     def stats(self) -> dict:
         """The numbers of the report (JSON-able; NaN as None)."""
@@ -297,6 +301,128 @@ def _more_runs(k: float | None, n: int | None, what: str = "separate them") -> s
 
 
 def judge_effect(estimate: float, se: float, *, paper: float | None = None, paper_se: float | None = None,
+                 direction: int | None = None, df: float | None = None, n: int | None = None,
+                 design: str | None = None, comparable: str = "size", margin: float | None = None) -> Judgement:
+    """Judge our effect as :func:`_judge_sides` does, then, where the row has a practical
+    ``margin`` (issue 33, item 4: declared once, in :data:`.rows.MARGINS`, in the units of
+    ``estimate``), by :func:`with_margin`: ``equivalent`` when TOST shows the effect inside
+    +-margin, and never ``disagrees`` for an effect inside its margin.
+
+    H-F-MOM's named example: -0.0009 (se 0.0001) on a loss near 0.84 is a difference the rule
+    without a margin calls ``disagrees``; inside a margin of 0.023 (1% of ln 10) it is ``equivalent``:
+
+    >>> judge_effect(-0.0009, 0.0001, direction=+1, df=99).verdict
+    'disagrees'
+    >>> judge_effect(-0.0009, 0.0001, direction=+1, df=99, margin=0.023).verdict
+    'equivalent'
+    >>> judge_effect(0.5, 0.1, direction=+1, df=9, margin=0.2).verdict
+    'agrees'
+    """
+    j = _judge_sides(estimate, se, paper=paper, paper_se=paper_se, direction=direction, df=df, n=n, design=design,
+                     comparable=comparable)
+    if paper is not None and float(paper) != 0:
+        direction = 1 if float(paper) > 0 else -1
+    j = dataclasses.replace(j, df=df, direction=direction, kind="effect")
+    return j if margin is None else with_margin(j, margin)
+
+
+#: the level of each of the two one-sided tests of TOST (issue 33): equivalence is shown when
+#: the 90% interval lies inside (-margin, +margin)
+TOST_ALPHA = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class Tost:
+    """Two one-sided tests of ``|effect| < margin`` (Schuirmann 1987): ``p_lower`` tests
+    H0 effect <= -margin, ``p_upper`` H0 effect >= +margin, ``p`` the larger; ``ci_low``,
+    ``ci_high`` the ``1 - 2 alpha`` (90%) interval; ``equivalent``: ``p < alpha``, i.e. that
+    interval lies inside (-margin, +margin)."""
+
+    p_lower: float
+    p_upper: float
+    p: float
+    ci_low: float
+    ci_high: float
+    equivalent: bool
+
+
+def tost(estimate: float, se: float, *, margin: float, df: float | None = None,
+         alpha: float = TOST_ALPHA) -> Tost:
+    """TOST of ``estimate`` (standard error ``se``, Student t with ``df`` degrees of freedom,
+    normal when None) against the practical ``margin``: ``t_lower = (estimate + margin) / se``
+    and ``t_upper = (estimate - margin) / se``, one-sided p-values at ``alpha`` each. A zero
+    spread is equivalent exactly when ``|estimate| < margin``.
+
+    >>> t = tost(0.01, 0.02, margin=0.1, df=9); t.equivalent, round(t.p, 4)
+    (True, 0.0007)
+    >>> tost(0.08, 0.02, margin=0.1, df=9).equivalent
+    False
+    """
+    from scipy import stats
+
+    estimate, se, margin = float(estimate), float(se), float(margin)
+    if not margin > 0 or not math.isfinite(margin):
+        raise ValueError(f"margin must be finite and > 0, got {margin!r}")
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    if not (math.isfinite(estimate) and math.isfinite(se) and se >= 0):
+        raise ValueError(f"estimate and se must be finite (se >= 0), got {estimate!r}, {se!r}")
+    if se == 0:
+        inside = abs(estimate) < margin
+        p = 0.0 if inside else 1.0
+        return Tost(p_lower=0.0 if estimate > -margin else 1.0, p_upper=0.0 if estimate < margin else 1.0, p=p,
+                    ci_low=estimate, ci_high=estimate, equivalent=inside)
+    dist = stats.norm if df is None or not math.isfinite(df) else stats.t(df)
+    p_lower = float(dist.sf((estimate + margin) / se))
+    p_upper = float(dist.cdf((estimate - margin) / se))
+    c = _crit(df, 1 - 2 * alpha)
+    p = max(p_lower, p_upper)
+    return Tost(p_lower=p_lower, p_upper=p_upper, p=p, ci_low=estimate - c * se, ci_high=estimate + c * se,
+                equivalent=p < alpha)
+
+
+def with_margin(j: Judgement, margin: float) -> Judgement:
+    """The judgement ``j`` of :func:`judge_effect` with the row's practical ``margin``
+    (issue 33, item 4):
+
+    * ``equivalent`` when TOST (:func:`tost`, :data:`TOST_ALPHA` each side) puts the effect
+      inside +-margin: the 90% interval lies inside (-margin, +margin), whatever side of zero
+      it is on: an effect too small to matter, be it significant or not;
+    * an effect inside its margin (``|estimate| < margin``) never reads ``disagrees``: not
+      shown equivalent, it is ``inconclusive``, the note saying how many runs would show
+      equivalence at 80% power (were the true effect zero);
+    * otherwise the verdict stands, the margin recorded.
+
+    Judgements not of :func:`judge_effect` (``kind`` not ``effect``), those that already carry
+    a margin, and ``not comparable`` ones are returned unchanged.
+
+    >>> j = judge_effect(-0.004, 0.0015, direction=+1, df=19)
+    >>> j.verdict, with_margin(j, 0.005).verdict
+    ('disagrees', 'inconclusive')
+    """
+    from scipy import stats
+
+    if j.kind != "effect" or j.margin is not None or j.verdict == "not comparable":
+        return j
+    margin = float(margin)
+    t = tost(j.estimate, j.se, margin=margin, df=j.df)
+    m = dataclasses.replace(j, margin=margin)
+    ci90 = f"90% CI [{t.ci_low:.3g}, {t.ci_high:.3g}]"
+    if t.equivalent:
+        return dataclasses.replace(m, verdict="equivalent", runs_factor=None, note=(
+            f"{j.note.split(';')[0]}; equivalent (TOST, p = {t.p:.2g}): the {ci90} lies inside +-{margin:.3g}, the "
+            f"practical margin, so the effect is too small to matter (the rule without a margin said '{j.verdict}')"))
+    if j.verdict == "disagrees" and abs(j.estimate) < margin:
+        zb = float(stats.norm.ppf(0.5 + POWER / 2))  # TOST power at a true difference of zero
+        k = ((_crit(j.df, 1 - 2 * TOST_ALPHA) + zb) * j.se / margin) ** 2 if j.se > 0 else None
+        return dataclasses.replace(m, verdict="inconclusive", runs_factor=k, note=(
+            f"{j.note}; but the effect lies inside its practical margin +-{margin:.3g} (an effect inside its "
+            f"margin never reads 'disagrees') and TOST does not show it equivalent ({ci90}, p = {t.p:.2g}); "
+            f"{_more_runs(k, j.n, 'show equivalence (true difference zero)')}"))
+    return dataclasses.replace(m, note=f"{j.note}; not equivalent within +-{margin:.3g} (TOST p = {t.p:.2g})")
+
+
+def _judge_sides(estimate: float, se: float, *, paper: float | None = None, paper_se: float | None = None,
                  direction: int | None = None, df: float | None = None, n: int | None = None,
                  design: str | None = None, comparable: str = "size") -> Judgement:
     """Judge our effect against zero and the paper's value, with our 95% interval
@@ -490,3 +616,66 @@ def judge_exact(ours: float, target: float, *, rtol: float = 0.0, atol: float = 
     note = f"|ours - target| = {abs(ours - target):.3g} {'<=' if ok else '>'} tolerance {tol:.3g}" + (f" ({what})" if what else "")
     return Judgement("agrees" if ok else "disagrees", note, estimate=ours, ci_low=ours, ci_high=ours, paper=target,
                      margin=tol, se=0.0, ratio=ours / target if target else None)
+
+
+# ------------------------------------------------------------------------ pooling cells into a table verdict (issue 33)
+
+@dataclasses.dataclass(frozen=True)
+class Pooled:
+    """A pooled effect over ``k`` cells: ``estimate``, its ``se`` and ``df`` (Student t; None:
+    normal, a single cell), the 95% interval, the between-cell variance ``tau2`` and
+    Cochran's ``Q``."""
+
+    estimate: float
+    se: float
+    df: float | None
+    ci_low: float
+    ci_high: float
+    k: int
+    tau2: float
+    Q: float
+
+
+def pool_random_effects(estimates, ses) -> Pooled:
+    """The random-effects mean of ``k`` cells' effects (issue 33, item 5), each with its standard
+    error: DerSimonian-Laird's between-cell variance ``tau2 = max(0, (Q - (k - 1)) / C)`` with
+    the fixed-effect weights ``w = 1 / se^2`` (``Q = sum w (y - ybar_w)^2``,
+    ``C = sum w - sum w^2 / sum w``), the mean weighted by ``1 / (se^2 + tau2)``, and the
+    modified Hartung-Knapp-Sidik-Jonkman interval (Roever, Knapp & Friede 2015): the standard
+    error ``sqrt(1 / sum w*)`` scaled by ``sqrt(max(1, q))``, ``q = sum w* (y - mu)^2 / (k - 1)``,
+    with Student t on ``k - 1`` degrees of freedom, never narrower than DerSimonian-Laird's.
+
+    Why random effects: the cells of a table differ in epsilon_bar, clip and epochs, and so do
+    their true gains (the paper's printed gaps range over more than an order of magnitude), so
+    no common effect is assumed; the pooled gap is the mean gain over cells like these, its
+    interval carrying the between-cell spread. Why the Hartung-Knapp interval: a table pools 2
+    to 12 cells, where DerSimonian-Laird's normal interval is too narrow. One cell: that cell
+    (normal interval, no between-cell variance).
+
+    >>> p = pool_random_effects([1.0, 1.0, 1.0], [0.5, 0.5, 0.5]); p.estimate, p.tau2, p.df
+    (1.0, 0.0, 2)
+    >>> p = pool_random_effects([0.0, 4.0], [1.0, 1.0]); round(p.tau2, 6), round(p.se, 6)
+    (7.0, 2.0)
+    """
+    y, s = np.asarray(estimates, dtype=float).ravel(), np.asarray(ses, dtype=float).ravel()
+    if y.size == 0 or y.shape != s.shape:
+        raise ValueError(f"estimates and ses must be non-empty and of one length, got {y.size} and {s.size}")
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(s)) and np.all(s >= 0)):
+        raise ValueError("estimates and ses must be finite, ses >= 0")
+    k = int(y.size)
+    v = np.maximum(s**2, np.finfo(float).tiny)  # a zero spread: a weight as large as a float allows
+    if k == 1:
+        mu, se = float(y[0]), float(s[0])
+        c = _crit(None)
+        return Pooled(estimate=mu, se=se, df=None, ci_low=mu - c * se, ci_high=mu + c * se, k=1, tau2=0.0, Q=0.0)
+    w = 1.0 / v
+    mu_f = float(np.sum(w * y) / np.sum(w))
+    Q = float(np.sum(w * (y - mu_f) ** 2))
+    C = float(np.sum(w) - np.sum(w**2) / np.sum(w))
+    tau2 = max(0.0, (Q - (k - 1)) / C) if C > 0 else 0.0
+    ws = 1.0 / (v + tau2)
+    mu = float(np.sum(ws * y) / np.sum(ws))
+    q = float(np.sum(ws * (y - mu) ** 2) / (k - 1))
+    se = math.sqrt(1.0 / float(np.sum(ws))) * math.sqrt(max(1.0, q))
+    c = _crit(k - 1)
+    return Pooled(estimate=mu, se=se, df=k - 1, ci_low=mu - c * se, ci_high=mu + c * se, k=k, tau2=tau2, Q=Q)

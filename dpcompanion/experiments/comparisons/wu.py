@@ -19,9 +19,10 @@ from typing import Sequence
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons.rows import COMPARABLE_OF, design_of, row_of
+from dpcompanion.experiments.comparisons.rows import (COMPARABLE_OF, HEADLINE_N, W_PAPER_RUNS, design_of, margin_of,
+                                                       row_of)
 from dpcompanion.experiments.comparisons.rule import (
-    estimate_effect, judge_effect, judge_exact, judge_identity, rel_within, Rule)
+    estimate_effect, judge_effect, judge_exact, judge_identity, pool_random_effects, rel_within, Rule)
 from dpcompanion.theory.bounds import adp
 
 __all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
@@ -33,7 +34,7 @@ Z_SIGNIFICANT = 2.0
 #: relative tolerance for "the same final epsilon"
 EPSILON_RTOL = 1e-6
 #: runs behind each of the paper's mean +- sd (W Sec. 6: "We repeat the experiments five times")
-PAPER_RUNS = 5
+PAPER_RUNS = W_PAPER_RUNS
 #: relative tolerance of the W-F2 step-size end points
 W_F2_RTOL = 1e-6
 #: W-EPS: the paper prints its epsilons to two decimals, so ours agrees when it rounds to the
@@ -114,29 +115,62 @@ _GAP_TOL = (f"our gap's 95% CI (paired by seed: the t interval of the per-seed d
             f"disagrees also when the paper's gap is excluded while zero is not")
 
 
-def _judge_table(*, table: int, cells: Sequence[dict]) -> tuple[str, str, str, str]:
-    """One of W's tables, from its cells' verdicts: ``cells`` dicts with ``verdict``, ``gap``
-    (ours) and ``paper_gap`` (printed, or None). Overall: not comparable when no cell is,
-    agrees when every comparable cell agrees, disagrees when more than half disagree,
-    inconclusive when no cell agrees or partly agrees (the rest inconclusive, a minority
-    disagreeing), else partly.
+def _pooled_note(p, k_all: int) -> str:
+    return (f"pooled over {p.k} of {k_all} cells by random effects (DerSimonian-Laird tau^2 = {p.tau2:.3g}, Q = "
+            f"{p.Q:.3g}; modified Hartung-Knapp interval, t on {p.df} df)" if p.df is not None
+            else f"one comparable cell of {k_all}: its own gap")
 
-    >>> _judge_table(table=1, cells=[{"verdict": "inconclusive", "gap": 1.0, "paper_gap": 2.0}])[0]
+
+def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/table") -> tuple:
+    """One of W's tables from its cells (issue 33, item 5): ``cells`` dicts with ``verdict``
+    (the cell's, by rule ``w-t1245/gap``), ``gap`` and ``se`` (ours, paired by seed) and
+    ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the
+    comparable cells (:func:`~.rule.pool_random_effects`: random effects, the cells' true gains
+    differ), judged as a cell is (:func:`~.rule.judge_effect` by its sign, the setup being
+    the paper's in direction only, with the rule's margin, :data:`~.rows.MARGINS`); the count
+    of cells by verdict is reported beside it. Not comparable when no cell is.
+
+    >>> c = [{"verdict": "agrees", "gap": g, "se": 0.1, "paper_gap": 2.0} for g in (1.0, 1.1, 1.2)]
+    >>> _judge_table(table=1, cells=c)[0]
+    'agrees'
+
+    Two cells pool on one degree of freedom (t = 12.7): agreeing cells need not make the table agree:
+
+    >>> _judge_table(table=1, cells=c[:1] + [{**c[0], "gap": 1.4}])[0]
     'inconclusive'
+    >>> _judge_table(table=1, cells=[{"verdict": "not comparable", "gap": 1.0, "se": float("nan"), "paper_gap": 2.0}])[0]
+    'not comparable'
     """
     cnt = Counter(c["verdict"] for c in cells)
     n = len(cells)
-    comparable = n - cnt.get("not comparable", 0)
-    shown = cnt.get("agrees", 0) + cnt.get("partly", 0)
-    overall = ("not comparable" if comparable == 0 else "agrees" if cnt.get("agrees", 0) == comparable
-               else "disagrees" if cnt.get("disagrees", 0) > comparable / 2
-               else "inconclusive" if shown == 0 else "partly")
+    counted = ", ".join(f"{k} {c}" for k, c in sorted(cnt.items()))
     printed = [c["paper_gap"] for c in cells if c["paper_gap"] is not None]
     paper_pos = sum(1 for g in printed if g > 0)
     ours_pos = sum(1 for c in cells if c["gap"] > 0)
-    paper = (f"{paper_pos} of {len(printed)} printed cells (Wu et al., Table {table})" if printed
-             else f"no printed cell at these sizes (Wu et al., Table {table})")
-    return overall, f"{ours_pos} of {n} cells", ", ".join(f"{k}: {c}" for k, c in sorted(cnt.items())), paper
+    paper = (f"{paper_pos} of {len(printed)} printed cells ahead, mean printed gap {float(np.mean(printed)):+.2f} "
+             f"points (Wu et al., Table {table})" if printed else f"no printed cell at these sizes (Wu et al., Table {table})")
+    headline = ""
+    if rule == "w-t1245/table" and table in (2, 5):
+        headline = (f"; the headline evidence for Table {table} is W-LADDER's top rung (N = {HEADLINE_N:,}, the "
+                    "paper's N and steps), on its page")
+    use = [c for c in cells if c["verdict"] != "not comparable" and math.isfinite(float(c.get("se", math.nan)))
+           and math.isfinite(float(c["gap"]))]
+    if not use:
+        return "not comparable", f"{ours_pos} of {n} cells ahead; no comparable cell", f"cells: {counted}{headline}", paper
+    p = pool_random_effects([float(c["gap"]) for c in use], [float(c["se"]) for c in use])
+    m = margin_of(rule)
+    j = judge_effect(p.estimate, p.se, direction=+1, df=p.df, design=design_of(rule),
+                     comparable=COMPARABLE_OF.get(rule, ("size", ""))[0], margin=None if m is None else m.value)
+    ours = (f"pooled gap {p.estimate:+.2f} points (95% CI {p.ci_low:+.2f} to {p.ci_high:+.2f}); {ours_pos} of {n} "
+            f"cells ahead; cells by verdict: {counted}")
+    return j.verdict, ours, f"{j.note}; {_pooled_note(p, n)}; cells by verdict: {counted}{headline}", paper, j
+
+
+_TABLE_TOL = ("the pooled gap over the table's comparable cells (random effects: DerSimonian-Laird tau^2, the modified "
+              "Hartung-Knapp interval with t on k - 1 df; the cells differ in epsilon_bar, clip and epochs, and so do "
+              "their true gains), judged as a cell is: by its sign (the setup is the paper's in direction only), "
+              "equivalent when TOST puts it inside the practical margin; the count of cells by verdict beside it; "
+              "not comparable when no cell is")
 
 
 # ------------------------------------------------------------------------ W-F1, W-F4
@@ -180,21 +214,52 @@ def _judge_decay(*, final_error: dict) -> tuple:
     base = rs[0.0]
     if min(len(v) for v in rs.values()) < 2:
         return ("not comparable", "one seed per schedule", "fewer than 2 seeds: no spread to judge by")
+    m = margin_of("w-f4/decay")
     words, parts = [], []
-    for c in sorted(k for k in rs if k > 0):
+    cs = sorted(k for k in rs if k > 0)
+    for c in cs:
         # mean(c = 0) - mean(c): positive = decaying better; independent arms (DESIGN_OF)
         e = estimate_effect(base, rs[c], design=design_of("w-f4/decay"))
         g, se = e.estimate, e.se
-        j = judge_effect(g, se, direction=+1, df=e.df, n=e.n, design=e.design)
+        j = judge_effect(g, se, direction=+1, df=e.df, n=e.n, design=e.design, margin=m.value)
         words.append(j.verdict)
         parts.append(f"c={c:g}: {g:+.2f} ± {se:.2f} ({j.verdict})")
+    p, se, df = _pool_against_base(base, [rs[c] for c in cs])
+    j = judge_effect(p.estimate, se, direction=+1, df=df, design=design_of("w-f4/decay"))
     cnt = Counter(words)
-    n = len(words)
-    v = ("agrees" if cnt["agrees"] == n else "disagrees" if cnt["disagrees"] > n / 2
-         else "inconclusive" if cnt["agrees"] == 0 else "partly")
-    return (v, f"{cnt['agrees']} of {n} decaying schedules significantly below c = 0 ({np.mean(base):.2f}%)",
-            "err(c = 0) - err(c), mean over seeds, 95% CI (Welch t: the cells have seeds of their own): "
-            + "; ".join(parts))
+    counted = ", ".join(f"{k} {c}" for k, c in sorted(cnt.items()))
+    lo, hi = j.ci_low, j.ci_high
+    return (j.verdict, f"pooled err(c = 0) - err(c > 0) {p.estimate:+.2f} points (95% CI {lo:+.2f} to {hi:+.2f}); "
+            f"{cnt['agrees']} of {len(words)} decaying schedules significantly below c = 0 ({np.mean(base):.2f}%)",
+            f"{j.note}; pooled over the {p.k} values c > 0 by random effects (DerSimonian-Laird tau^2 = {p.tau2:.3g}, "
+            f"modified Hartung-Knapp; the shared c = 0 arm's variance added once, Satterthwaite df {df:.3g}); per c, "
+            "err(c = 0) - err(c), 95% CI (Welch t: the cells have seeds of their own): " + "; ".join(parts)
+            + f"; cells by verdict: {counted}", None, j)
+
+
+def _pool_against_base(base: Sequence[float], arms: Sequence[Sequence[float]]):
+    """The pooled effect ``mean(base) - mu`` over the arms ``c`` compared with one shared
+    ``base`` arm (W-F4: each c > 0 against c = 0, independent seeds): random effects
+    (:func:`~.rule.pool_random_effects`) of the per-c effects ``mean(base) - mean(arm_c)`` with
+    each arm's own variance ``s_c^2 / n_c`` (the shared base shifts every effect alike, so it
+    takes no part in the between-c variance), then the base's variance ``s_0^2 / n_0`` added
+    once; degrees of freedom by Satterthwaite from the pooled part's ``k - 1`` and the base's
+    ``n_0 - 1``. Returns ``(pooled, se, df)``.
+
+    >>> p, se, df = _pool_against_base([10.0, 10.2, 9.8], [[8.0, 8.2, 7.8], [9.0, 9.2, 8.8]])
+    >>> round(p.estimate, 6), round(se**2, 6), round(df, 3)
+    (1.5, 0.263333, 1.108)
+    """
+    b = np.asarray(base, float)
+    ys = [float(b.mean() - np.mean(a)) for a in arms]
+    ses = [float(np.std(a, ddof=1) / math.sqrt(len(a))) for a in arms]
+    p = pool_random_effects(ys, ses)
+    vb = float(np.var(b, ddof=1) / b.size)
+    vp = p.se**2
+    df_p = p.df if p.df is not None else math.inf
+    den = (vp**2 / df_p if math.isfinite(df_p) else 0.0) + vb**2 / (b.size - 1)
+    df = (vp + vb) ** 2 / den if den > 0 else None
+    return p, math.sqrt(vp + vb), df
 
 
 def _judge_eps_below(*, eps_numeric: float, eps_theory: float) -> tuple[str, str, str]:
@@ -327,20 +392,21 @@ RULES: tuple[Rule, ...] = (
          lambda **m: _judge_gap(**m, where="Wu et al., Table 2", rule="w-f1/gap")),
     Rule("w-f4/decay", "decaying step sizes (c > 0) end below the constant one (c = 0)",
          "Wu et al., App. F.3 (Fig. 4): every decaying schedule (c > 0) beats the constant one (c = 0)",
-         "per c > 0, err(c = 0) - err(c) over seeds (95% CI, Welch t): above zero agrees, below disagrees, else "
-         "inconclusive; overall agrees when every c > 0 agrees, disagrees when more than half disagree, inconclusive when "
-         "none agrees, else partly", _judge_decay),
+         "the pooled err(c = 0) - err(c > 0) over the values c > 0 (random effects, DerSimonian-Laird with the modified "
+         "Hartung-Knapp interval; the shared c = 0 arm counted once): its 95% CI above zero agrees, below disagrees, "
+         "else inconclusive; equivalent when TOST puts it inside the practical margin; the count of c by verdict "
+         "(each c by Welch t) beside it", _judge_decay),
     Rule("w-f4/eps-below-bar", "numerical epsilon below Thm 4.1's epsilon_bar at the last epoch",
          "Wu et al., Fig. 4 (dashed vs dots): yes", "agrees: numerical < epsilon_bar", _judge_eps_below),
     Rule("w-t1245/gap", "one cell of Tables 1, 2, 4, 5: gain ADP - DP", "Wu et al., Tables 1, 2, 4, 5", _GAP_TOL,
          lambda *, table, **m: _judge_gap(**m, where=f"Wu et al., Table {table}", rule="w-t1245/gap")),
     Rule("w-t1245/table", "one of Tables 1, 2, 4, 5: ADP-SGD ahead of DP-SGD (cells run here)",
-         "Wu et al., Tables 1, 2, 4, 5: the printed gaps",
-         "from the cells' verdicts: not comparable when no cell is; agrees when every comparable cell agrees; "
-         "disagrees when more than half disagree; inconclusive when no cell agrees or partly agrees; else partly", _judge_table),
+         "Wu et al., Tables 1, 2, 4, 5: the printed gaps", _TABLE_TOL,
+         lambda **m: _judge_table(**m, rule="w-t1245/table")),
     Rule("w-ladder/table", "one of Tables 2, 5 at one rung of the training-set ladder: ADP-SGD ahead of DP-SGD",
          "Wu et al., Tables 2 and 5: the printed gaps (CIFAR-10, 50 000 training images)",
-         "as w-t1245/table, over the cells of one rung (each judged by w-t1245/gap)", _judge_table),
+         f"as w-t1245/table, over the cells of one rung (each judged by w-t1245/gap); the top rung (N = "
+         f"{HEADLINE_N:,}) is the headline evidence for Tables 2 and 5", lambda **m: _judge_table(**m, rule="w-ladder/table")),
     Rule("w-t36/gap", "Table 3: gain ADP - DP (adaptive step sizes, best accuracy)", "Wu et al., Table 3", _GAP_TOL,
          lambda **m: _judge_gap(**m, where="Wu et al., Table 3", rule="w-t36/gap")),
     Rule("w-eps/epsilon", "moments-accountant epsilon of Thm 4.1's noise (epsilon = 16 epsilon_bar)",

@@ -99,16 +99,19 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     n = st.get("n") if st.get("n") is not None else _n_from_config(page, str(r["item"]), config)
     k = st.get("runs_factor")
     need = int(math.ceil(k * n)) if (r["verdict"] == "inconclusive" and k and n) else None
-    return {
+    out = {
         "page": page, "rule": r.get("rule"), "item": str(r["item"]), "verdict": r["verdict"],
         "paper": str(r["paper"]), "paper_value": st.get("paper_value"),
         "ours": {"estimate": st.get("estimate"), "ci_low": st.get("ci_low"), "ci_high": st.get("ci_high"), "n": n,
                  "se": st.get("se"), "text": str(r["ours"])},
-        "margin": st.get("margin"), "mde": st.get("mde"), "runs_needed": need,
+        "margin": st.get("margin"), "margin_reason": r.get("margin_reason"), "mde": st.get("mde"), "runs_needed": need,
         "design": r.get("design"), "comparable": r.get("comparable") or scale_mod.comparability(page, scale)[0],
         "scale": scale, "at_paper_scale": scale_mod.at_paper_scale(scale) if scale else None,
         "tuning": list(tuning), "result": result, "note": str(r.get("note", "")),
     }
+    if r.get("headline"):  # W-LADDER's top rung (issue 33, item 5)
+        out["headline"] = r["headline"]
+    return out
 
 
 def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list[dict]:

@@ -212,7 +212,9 @@ def test_hong_rows_keep_their_design(report):
     for r in hong:
         assert r["design"] == HONG_DESIGNS[r["rule"]], r["item"]
         o = r["ours"]
+        # H-F-EFF's trend rows (issue 33, item 3): Student t on sizes - 2 df where the scatter scaled the SE
+        c = stats.t.ppf(0.975, o["n"] - 2) if r["rule"].startswith("h-f-eff") and "sqrt(chi2/df)" in r["note"] else z
         if o.get("se") and o.get("ci_low") is not None:
-            assert o["ci_low"] == pytest.approx(o["estimate"] - z * o["se"], rel=1e-9, abs=1e-12)
-            assert o["ci_high"] == pytest.approx(o["estimate"] + z * o["se"], rel=1e-9, abs=1e-12)
+            assert o["ci_low"] == pytest.approx(o["estimate"] - c * o["se"], rel=1e-9, abs=1e-12)
+            assert o["ci_high"] == pytest.approx(o["estimate"] + c * o["se"], rel=1e-9, abs=1e-12)
     assert math.isfinite(z)

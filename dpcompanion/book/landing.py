@@ -11,7 +11,8 @@ from dpcompanion.book.claims_page import notebooks_dir
 from dpcompanion.book.report import VERDICTS
 from dpcompanion.claims.registry import REGISTRY, load_all
 
-__all__ = ["verdict_tally", "findings_markdown", "page_titles", "id_glossary_markdown"]
+__all__ = ["verdict_tally", "findings_markdown", "page_titles", "id_glossary_markdown", "SCOPE_LABELS", "scope_counts_markdown",
+           "title_claim_sentence"]
 
 #: the first letter of every ID: which paper it belongs to
 ID_PAPERS = {"H": "Hong, Wang & Zhou (FAccT 2022, its ICLR submission, slides)", "W": "Wu et al. (ADP-SGD)",
@@ -118,3 +119,58 @@ def findings_markdown(experiments: Sequence[tuple[str, str, str, Sequence[dict[s
     out.append(f"- **Theory**: {n} statements checked ({claim_counts.get('refuted', 0)} refuted); "
                f"see {{doc}}`the errata <{claims_page}>`")
     return "\n".join(out)
+
+
+#: the landing page's three counts (issue 33, item 7), by the reproduction report's ``scope``
+#: (:func:`dpcompanion.experiments.comparisons.reproduction.scope_of`)
+SCOPE_LABELS = {"paper scale": "At the paper's scale (or a printed number computed exactly)",
+                "reduced": "In runs smaller than the paper's, or on another setup",
+                "own code": "Checks of our own code (not claims of either paper)"}
+
+
+def scope_counts_markdown(rows: Iterable[dict[str, Any]]) -> str:
+    """The verdict counts split three ways (:data:`SCOPE_LABELS`): rows at the paper's scale,
+    rows of reduced runs, and checks of our own code, which are never counted as the paper's
+    claims agreeing.
+
+    >>> print(scope_counts_markdown([{"verdict": "agrees", "scope": "own code"},
+    ...                              {"verdict": "disagrees", "scope": "paper scale"}]))
+    - **At the paper's scale (or a printed number computed exactly)**: 1 rows: 1 disagrees
+    - **Checks of our own code (not claims of either paper)**: 1 rows: 1 agrees
+    """
+    rows = list(rows)
+    out = []
+    for scope, label in SCOPE_LABELS.items():
+        mine = [r for r in rows if r.get("scope") == scope]
+        if mine:
+            out.append(f"- **{label}**: {len(mine)} rows: {verdict_tally(mine)}")
+    return "\n".join(out)
+
+
+def title_claim_sentence(rows: Iterable[dict[str, Any]]) -> str:
+    """One sentence that answers the title claim of Hong et al. (a dynamic budget makes private
+    training more data efficient: "as the training size increases, exp outperforms uni"),
+    from H-F-EFF's trend rows in the reproduction report (the slope of exp's gain over uni per
+    doubling of N, at the paper's scale) and its row at the largest N. Empty when the report
+    has no trend row within the paper's search range."""
+    rows = [r for r in rows if r.get("page") == "h-f-eff"]
+    trend = {r["rule"]: r for r in rows if r.get("rule") in ("h-f-eff/acc", "h-f-eff/loss")
+             and "beyond" not in str(r.get("item", ""))}
+    if set(trend) != {"h-f-eff/acc", "h-f-eff/loss"}:
+        return ""
+    acc, loss = trend["h-f-eff/acc"], trend["h-f-eff/loss"]
+    verdicts = {acc["verdict"], loss["verdict"]}
+    answer = ("supported" if verdicts == {"agrees"} else "contradicted" if "disagrees" in verdicts
+              else "not shown")
+    o = acc["ours"]
+    at = [r for r in rows if r.get("rule") == "h-f-eff/acc-at-N"]
+    last = max(at, key=lambda r: int(re.search(r"N = (\d+)", r["item"]).group(1))) if at else None
+    scale = "at the paper's scale" if acc.get("at_paper_scale") else "in runs smaller than the paper's"
+    tail = ""
+    if last is not None and last["ours"].get("estimate") is not None:
+        e = 100 * last["ours"]["estimate"]
+        n = re.search(r"N = (\d+)", last["item"]).group(1)
+        tail = f"; at N = {n}, exp's test accuracy is {abs(e):.2g} points {'above' if e >= 0 else 'below'} uni's"
+    return (f"**The title claim** (as the training size increases, the dynamic schedule exp outperforms the uniform "
+            f"one) is **{answer}** {scale}: per doubling of N, exp's gain in test accuracy changes by "
+            f"{100 * o['estimate']:+.2g} points (95% CI {100 * o['ci_low']:+.2g} to {100 * o['ci_high']:+.2g}){tail}.")

@@ -43,17 +43,19 @@ import importlib
 import io
 import json
 import math
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
 from dpcompanion.core import outputs
 from dpcompanion.experiments import base, comparisons, store
-from dpcompanion.experiments.comparisons import scale as scale_mod, theory, wu
-from dpcompanion.experiments.protocols import wu_paper
+from dpcompanion.experiments.comparisons import hong, scale as scale_mod, theory, wu
+from dpcompanion.experiments.protocols import tuning as tuning_protocol, wu_paper
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
-           "REPEATS_KEY", "power_rows"]
+           "REPEATS_KEY", "power_rows", "sentence", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "EFFECT_WORDS",
+           "TREND_WORDS"]
 
 #: the config key holding our runs per compared estimate (repeats or seeds), by page; rows whose
 #: rule does not know n (a difference of means handed over with its se) take it from here
@@ -62,8 +64,8 @@ REPEATS_KEY = {"h-f-eff": "repeats", "h-f-eff-exact": "repeats", "h-f-scale": "r
                "w-t1245": "seeds", "w-ladder": "seeds", "w-t36": "seeds", "h-x-eer": "runs_mc", "h-x-eer-breakdown": "runs"}
 
 CSV_COLUMNS = ("page", "rule", "item", "verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
-               "margin", "mde", "runs_needed", "design", "comparable", "result_mode", "at_paper_scale", "scale", "tuning",
-               "note")
+               "margin", "mde", "runs_needed", "design", "comparable", "result_mode", "at_paper_scale", "scope", "sentence",
+               "next_step", "scale", "tuning", "note")
 
 
 def _n_from_config(page: str, item: str, config: dict) -> int | None:
@@ -94,7 +96,7 @@ def _pick(eid: str, *, compute: bool, seed: int, device: str):
     return None, None, why
 
 
-def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result: dict) -> dict:
+def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result: dict, payload: Any = None) -> dict:
     st = r.get("stats") or {}
     n = st.get("n") if st.get("n") is not None else _n_from_config(page, str(r["item"]), config)
     k = st.get("runs_factor")
@@ -111,6 +113,9 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     }
     if r.get("headline"):  # W-LADDER's top rung (issue 33, item 5)
         out["headline"] = r["headline"]
+    out["next_step"] = next_steps(tuning, payload)
+    out["scope"] = scope_of(out)
+    out["sentence"] = sentence(out)
     return out
 
 
@@ -127,7 +132,9 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
                  "scale": scale_mod.scale_of(eid, config),
                  "at_paper_scale": None, "tuning": [],
                  "result": {"mode": None, "fresh": False, "digest": None, "path": None},
-                 "note": f"{why}: `python -m dpcompanion experiment {eid}` computes it (or `verdicts --compute`)"}]
+                 "note": f"{why}: `python -m dpcompanion experiment {eid}` computes it (or `verdicts --compute`)",
+                 "next_step": None, "scope": "reduced",
+                 "sentence": f"{eid.upper()}: not compared, no stored result to judge."}]
     prov = res.provenance
     config = prov.get("config") or base.config_for(base.get(eid), mode, seed=seed)
     # the paper's side of the block (values, quotations) is read from this code, ours from the
@@ -138,11 +145,15 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
     result = {"mode": mode, "fresh": bool(res.fresh), "digest": prov.get("digest"),
               "path": str(res.path) if res.path else None, "scale_recorded": "scale" in prov}
     rows = list(mod.verdict_rows(payload))
+    if eid == "h-f-eff":  # a row per N beside the trend rows (issue 33, item 3)
+        rows = hong.eff_rows(payload) + rows
     if eid == "w-t1245":  # the page also shows every cell's verdict
         rows = _w_t1245_cells(payload) + rows
+    if eid == "w-t36":  # Table 3's verdict: its cells pooled (issue 33, item 5)
+        rows = rows + wu.w_t36_table_rows(rows)
     rows = [comparisons.apply_tuning_cap(r, tuning) for r in rows]
-    return [_row(eid, r, config=config, scale=scale, tuning=comparisons.tuning_for_row(r, tuning), result=result)
-            for r in rows]
+    return [_row(eid, r, config=config, scale=scale, tuning=comparisons.tuning_for_row(r, tuning), result=result,
+                 payload=payload) for r in rows]
 
 
 def _w_t1245_cells(payload) -> list[dict]:
@@ -217,6 +228,288 @@ def report_rows(*, pages: Iterable[str] | None = None, compute: bool = False, se
     return rows
 
 
+# ------------------------------------------------------------------------ one sentence per row (issue 33, item 7)
+
+#: rules that check our own code (a closed form against our trainer, a quantity true by our
+#: construction, the privacy audit of our trainers), not a claim of either paper: the landing
+#: page counts them apart from the paper's claims (:func:`scope_of`)
+OWN_CODE_RULES = frozenset({
+    "audit/claim", "audit/power", "h-f-curv/exact", "h-f-infl/retrained-vs-analytic", "h-x-eer/mc", "h-x-eer/mc-all",
+    "h-x-eer-breakdown/control", "h-x-eer-breakdown/clipped", "w-f1/same-epsilon", "w-f1/slower-decay", "w-f2/eta-T"})
+
+#: what a row's estimate is, in a reader's words, by rule: ``a`` and ``b`` the arms (the
+#: estimate is ``a`` better minus ``b``, so a positive estimate reads ``up``), ``what`` the
+#: quantity, ``unit`` and ``factor`` (stored fractions shown as percentage points), and what the
+#: paper says in a few words (``paper``)
+EFFECT_WORDS: dict[str, dict] = {
+    "h-f-eff/acc-at-N": dict(a="exp", b="uni", what="test accuracy", unit=" points", factor=100.0, up="above",
+                             down="below", paper="the paper reports exp ahead"),
+    "h-f-eff/loss-at-N": dict(a="exp", b="uni", what="final training loss", unit="", factor=1.0, up="below",
+                              down="above", paper="the paper reports exp ahead (lower)"),
+    "h-f-curv/sharp-vs-flat": dict(a="the sharply curved loss", b="the flat loss", what="mean final loss", unit="",
+                                   factor=1.0, up="above", down="below",
+                                   paper="the paper reports the sharper loss ending higher"),
+    "h-f-curv/exact": dict(a="our trainer", b="the exact expected loss", what="mean final loss", unit="", factor=1.0,
+                           up="above", down="below", paper="they should be equal", b_is_value=True),
+    "h-f-infl-extra/increasing": dict(a="the late steps", b="the early steps", what="mean influence", unit="",
+                                      factor=1.0, up="above", down="below",
+                                      paper="the paper reports the influence growing as training proceeds"),
+    "h-f-infl/logistic-flatter": dict(a="the squared loss", b="the logistic loss", what="influence growth (log of last "
+                                      "over first)", unit="", factor=1.0, up="above", down="below",
+                                      paper="the paper reports the logistic trend flatter"),
+    "h-f-mom/expinfl-vs-momexpinfl": dict(a="momexpinfl", b="expinfl", what="final loss", where="At data scale 25 and T = 100, ",
+                                          unit="", factor=1.0, up="below", down="above",
+                                          paper="the paper reports momexpinfl ahead (lower) there"),
+    "h-f-scale/dyn": dict(a="dyn", b="uni", what="final loss", unit="%", factor=100.0, up="above", down="below",
+                          paper="the paper reports dyn lower where the influence varies most", relative=True),
+    "w-f1/gap": dict(a="ADP-SGD", b="DP-SGD", what="best test accuracy", unit=" points", factor=1.0, up="above",
+                     down="below", paper="the paper reports ADP-SGD ahead"),
+    "w-t1245/gap": dict(a="ADP-SGD", b="DP-SGD", what="test accuracy", unit=" points", factor=1.0, up="above",
+                        down="below", paper="the paper reports ADP-SGD ahead"),
+    "w-t36/gap": dict(a="ADP-SGD", b="DP-SGD", what="test accuracy", unit=" points", factor=1.0, up="above",
+                      down="below", paper="the paper reports ADP-SGD ahead"),
+}
+#: trend rows: the slope of a gap per doubling of N (:func:`.hong.eff_trend`)
+TREND_WORDS = {
+    "h-f-eff/acc": dict(what="exp's gain over uni in test accuracy", unit=" points", factor=100.0),
+    "h-f-eff/loss": dict(what="exp's gain over uni in final training loss", unit="", factor=1.0),
+    "h-f-eff-exact/acc": dict(what="exp's gain over uni in test accuracy", unit=" points", factor=100.0),
+    "h-f-eff-exact/loss": dict(what="exp's gain over uni in final training loss", unit="", factor=1.0),
+}
+TREND_PAPER = "the paper reports exp pulling ahead as N grows"
+
+#: a reader's words for the notation of items and measurements (applied in order; then any
+#: ``x_y`` subscript is written ``x(y)``)
+READABLE = (
+    (r"\b(?:eps|epsilon)_bar\b", "ε̄"), (r"\bC_G\b", "clip C"), (r"\bmnist35\b", "MNIST 3-vs-5"),
+    (r"\b(MNIST 3-vs-5|synthetic)/(dnn|logistic|squared)\b", r"\1, \2"), (r"\bdnn\b", "DNN"),
+    (r"\bsynthetic\b", "synthetic data"), (r"^(pgd|momentum|psgd|adp): ", r"the \1 trainer: "),
+    (r"\bpgd\b", "PGD"), (r"\bpsgd\b", "PSGD"), (r"\badp\b", "ADP-SGD"),
+)
+#: the verdict, in a few words
+VERDICT_WORDS = {"agrees": "this agrees with the paper", "partly": "this agrees with the paper in part",
+                 "disagrees": "this disagrees with the paper", "inconclusive": "our runs do not decide it",
+                 "identity": "this holds by construction", "equivalent": "the difference lies within the margin of no "
+                 "practical difference", "not comparable": "not compared"}
+
+
+#: the verdict of a check of our own code, in a few words
+OWN_CODE_WORDS = {"agrees": "the check passes", "partly": "the check passes in part", "disagrees": "the check fails",
+                  "identity": "this holds by construction"}
+
+
+def readable(text: str) -> str:
+    """``text`` in a reader's notation (:data:`READABLE`): no underscores, no dataset keys.
+
+    >>> readable("Table 1: gain ADP - DP, C_G 1, eps_bar 0.8"), readable("q_T / q_{t0}"), readable("mnist35/dnn: x")
+    ('Table 1: gain ADP - DP, clip C 1, ε̄ 0.8', 'q(T) / q(t0)', 'MNIST 3-vs-5, DNN: x')
+    """
+    s = str(text)
+    for pat, rep in READABLE:
+        s = re.sub(pat, rep, s)
+    s = re.sub(r"([A-Za-z0-9])_\{([^{}]*)\}", r"\1(\2)", s)
+    s = re.sub(r"([A-Za-z0-9])_([A-Za-z0-9]+)", r"\1(\2)", s)
+    return s.replace("_", " ")
+
+
+def scope_of(row: dict) -> str:
+    """Which count of the landing page a row belongs to: ``own code`` (:data:`OWN_CODE_RULES`,
+    or a row whose paper column says the check is not in the paper), ``paper scale`` (a run at
+    the paper's scale, or a printed number computed exactly), else ``reduced`` (a run smaller
+    than the paper's, or on another setup)."""
+    paper = str(row.get("paper", "")).strip().lower()
+    if row.get("rule") in OWN_CODE_RULES or paper in ("-", "not in the paper") or "not in the paper" in str(row.get("item", "")):
+        return "own code"
+    if row.get("comparable") == "direction":
+        return "reduced"
+    if (row.get("result") or {}).get("mode") == "computed" or row.get("at_paper_scale"):
+        return "paper scale"
+    return "reduced"
+
+
+def _num(x: float) -> str:
+    """A magnitude with two significant figures below 0.1, else two decimals (huge: 3 figures)."""
+    a = abs(x)
+    return f"{a:.2f}" if 0.1 <= a < 1000 else f"{a:.2g}" if a < 0.1 else f"{a:.3g}"
+
+
+def _poss(name: str) -> str:
+    """``name``'s possessive: ``exp's``, ``the late steps'``."""
+    return name + ("'" if name.endswith("s") else "'s")
+
+
+def _ci(lo: float, hi: float, up: str, down: str) -> str:
+    """A 95% interval in words, each end on its side of zero."""
+    if lo >= 0:
+        return f"95% CI {_num(lo)} to {_num(hi)} {up}"
+    if hi <= 0:
+        return f"95% CI {_num(hi)} to {_num(lo)} {down}"
+    return f"95% CI from {_num(-lo)} {down} to {_num(hi)} {up}"
+
+
+def _scale_words(row: dict) -> str:
+    mode = (row.get("result") or {}).get("mode")
+    if scope_of(row) == "own code":
+        return "in our own check" if mode != "computed" else "computed exactly"
+    if row.get("comparable") == "direction":
+        return "in our smaller setup, unlike the paper's (only the direction is compared)"
+    if mode == "computed":
+        return "computed exactly"
+    if row.get("at_paper_scale"):
+        return "at the paper's scale"
+    return "in a run smaller than the paper's" if mode in ("full", "quick") else "with no stored run"
+
+
+def _why_not(row: dict) -> str:
+    """Why a row is not compared, or capped, in a reader's words (empty: nothing to add)."""
+    note = str(row.get("note", ""))
+    nxt = row.get("next_step")
+    if "grid edge the paper did not state" in note:
+        return "a tuned setting sits at the edge of its search; " + (nxt["text"] if nxt else "the next step is not costed")
+    if "selected on the reported seeds" in note:
+        return "the settings were chosen on the seeds reported"
+    if "different numbers of tuning candidates" in note or "different grids" in note:
+        return "the two methods were tuned on searches of different sizes"
+    if note.startswith("not compared (sizes differ)"):
+        return "our sizes differ from the paper's" + (f"; a tuned setting also sits at the edge of its search, and {nxt['text']}"
+                                                      if nxt else "")
+    if "no fresh stored result" in str(row.get("item", "")):
+        return "no stored result to judge"
+    if row.get("verdict") == "not comparable":
+        return "what we measure is not the quantity the paper reports"
+    return ""
+
+
+def sentence(row: dict) -> str:
+    """One sentence a reader understands (issue 33, item 7): what was measured, its size, unit
+    and direction with the 95% interval, at which scale, what the paper says and the verdict,
+    without internal names (rule ids, module paths, verdict words in quotes). Written from the
+    row's fields (``rule``, ``item``, ``verdict``, ``ours``, ``paper``, ``paper_value``,
+    ``comparable``, ``at_paper_scale``, ``result``, ``note``), so a row of any rule gets one."""
+    rule, v, o = row.get("rule") or "", row["verdict"], row.get("ours") or {}
+    est, lo, hi = o.get("estimate"), o.get("ci_low"), o.get("ci_high")
+    scale, why = _scale_words(row), _why_not(row)
+    verdict = (OWN_CODE_WORDS if scope_of(row) == "own code" else VERDICT_WORDS).get(v, VERDICT_WORDS.get(v, v))
+    if v == "not comparable" and why:
+        verdict = f"not compared: {why}"
+    elif v == "partly" and why:
+        verdict += f" ({why})"
+    has_ci = est is not None and lo is not None and hi is not None and lo != hi
+    pv = row.get("paper_value")
+    if rule in TREND_WORDS and has_ci:
+        w = TREND_WORDS[rule]
+        Ns = [int(n) for n in re.findall(r"N=(\d+)", str(o.get("text", "")))]
+        span = f"from N = {min(Ns)} to {max(Ns)}" if Ns else "over N"
+        f = w["factor"]
+        sg = lambda x: ("+" if x >= 0 else "-") + _num(x)  # noqa: E731 (a slope reads best signed)
+        return _cap(f"{span}, {w['what']} changes by {sg(est * f)}{w['unit']} per doubling of N "
+                    f"(95% CI {sg(lo * f)} to {sg(hi * f)}), {scale}; {TREND_PAPER}: {verdict}.")
+    if rule in EFFECT_WORDS and has_ci:
+        w = EFFECT_WORDS[rule]
+        f = w["factor"]
+        side = w["up"] if est >= 0 else w["down"]
+        where = ""
+        m = re.search(r"at N = (\d+)", str(row.get("item", "")))
+        if m:
+            where = f"At N = {m.group(1)}, "
+        elif w.get("where"):
+            where = w["where"]
+        else:
+            where = readable(str(row.get("item", "")).split(":")[0]).strip() + ": "
+        b = w["b"] if w.get("b_is_value") else _poss(w["b"])
+        rel = " in relative terms" if w.get("relative") else ""
+        return _cap(f"{where}{_poss(w['a'])} {w['what']} is {_num(est * f)}{w['unit']} {side} {b}{rel} "
+                f"({_ci(lo * f, hi * f, w['up'], w['down'])}), {scale}; {w['paper']}: {verdict}.")
+    item = readable(row.get("item", ""))
+    if has_ci:
+        ours = f"our estimate is {est:.3g} (95% CI {lo:.3g} to {hi:.3g})"
+    elif est is not None and pv is not None:
+        ours = f"we compute {est:.4g}"
+    else:
+        ours = f"we find {readable(o.get('text', '')) or 'nothing to show'}"
+    if pv is not None:
+        paper = f"the paper prints {pv:.4g}"
+    elif scope_of(row) == "own code":
+        paper = "a check of our own code, not a claim of the paper"
+    else:
+        p = readable(row.get("paper", "")).strip()
+        paper = f"the paper: {p}" if p else "the paper states nothing to compare"
+    return _cap(f"{item}: {ours}, {scale}; {paper}: {verdict}.")
+
+
+def _cap(s: str) -> str:
+    """``s`` with its first letter capitalised when it is a plain ASCII letter (a Greek symbol
+    or a method's name in lower case stays as it is)."""
+    return s[:1].upper() + s[1:] if s[:1].isascii() and s[:1].islower() and s.split(" ")[0].rstrip("':,") not in _METHOD_NAMES else s
+
+
+#: the papers' method names, written in lower case as the papers write them
+_METHOD_NAMES = ("exp", "exp's", "uni", "uni's", "dyn", "dyn's", "expinfl", "momexpinfl", "momexpinfl's")
+
+
+#: how a tuned parameter's next value is found (as :func:`~dpcompanion.experiments.protocols.tuning.extend`
+#: extends a grid): ``to_one`` for a parameter in (0, 1) near 1, else linear
+_PARAM_SCALE = {"gamma": "to_one", "beta": "to_one"}
+
+
+def _seconds_per_run_step(payload: Any, cell: str) -> float | None:
+    """CPU seconds per run-step of a stored result: from the unit of ``cell`` (``N = 4000``) when
+    its units record their training time and run-steps, else from the whole result's."""
+    if not isinstance(payload, dict):
+        return None
+    for u in payload.get("units") or []:
+        if isinstance(u, dict) and f"N = {u.get('N')}" == cell and u.get("run_steps") and u.get("train_wall_s"):
+            return float(u["train_wall_s"]) / float(u["run_steps"])
+    if payload.get("run_steps") and payload.get("train_wall_s"):
+        return float(payload["train_wall_s"]) / float(payload["run_steps"])
+    return None
+
+
+def next_steps(tuning: Iterable[dict], payload: Any = None) -> dict | None:
+    """What the next step of a search would cost, for every tuned parameter whose choice sits
+    at an edge the paper did not state (issue 33, item 3: no new runs; the row says what
+    bracketing the optimum would take): per record the next value beyond the edge (as the
+    tuning protocol extends a grid), the runs (the other parameters' candidates x the tuning
+    seeds) and their CPU seconds (run-steps x the result's measured seconds per run-step,
+    where it records them); ``cpu_s`` their sum (None where a time is unknown), ``text`` in
+    words. None when no choice sits at such an edge."""
+    steps = []
+    recs = [t for t in (tuning or []) if t.get("interior") is False and not t.get("stated_bound")]
+    for t in recs:
+        grid = [float(g) for g in (t.get("grid") or [t.get("grid_min"), t.get("grid_max")])]
+        side = t.get("edge") if t.get("edge") in ("low", "high") else (
+            "high" if float(t.get("chosen")) >= max(grid) else "low")
+        try:
+            nxt = tuning_protocol.extend(grid, side, scale=_PARAM_SCALE.get(str(t.get("param")), "linear"),
+                                         integer=t.get("param") == "T")
+        except ValueError:
+            nxt = None
+        combos = max(1, round(int(t.get("n_candidates") or len(grid)) / max(1, len(grid))))
+        runs = combos * len(t.get("tuning_seeds") or []) or None
+        T = nxt if t.get("param") == "T" else next(
+            (float(x["chosen"]) for x in tuning if x.get("param") == "T" and x.get("method") == t.get("method")
+             and x.get("cell") == t.get("cell") and x.get("setting") == t.get("setting")), None)
+        sps = _seconds_per_run_step(payload, str(t.get("cell", "")))
+        cpu = runs * T * sps if (runs and T and sps and nxt is not None) else None
+        where = f" at {t['cell']}" if t.get("cell") else ""
+        if t.get("stopped") == "limit":
+            nxt = None  # the search stopped at its own limit: the next step would pass it
+        steps.append({"param": t.get("param"), "method": t.get("method"), "cell": t.get("cell"),
+                      "chosen": t.get("chosen"), "next": nxt, "runs": runs, "run_steps": int(runs * T) if runs and T and nxt is not None else None,
+                      "cpu_s": cpu, "what": (f"{t.get('method')}'s {t.get('param')} = {nxt:g}{where}" if nxt is not None
+                                             else f"{t.get('method')}'s {t.get('param')}{where} (beyond the search's limit)")})
+    if not steps:
+        return None
+    known = [s["cpu_s"] for s in steps if s["cpu_s"] is not None]
+    total = sum(known) if len(known) == len(steps) else None
+    cost = (f"would cost about {total / 3600:.1f} CPU hours on the tuning data" if total is not None and total >= 3600 else
+            f"would cost about {max(1.0, total / 60):.0f} CPU minutes on the tuning data" if total is not None else
+            f"needs {sum(s['run_steps'] or 0 for s in steps):,} more run-steps on the tuning data (the stored "
+            "result records no time per step)")
+    text = readable("trying " + ", ".join(s["what"] for s in steps) + f" {cost}")
+    return {"steps": steps, "cpu_s": total, "text": text}
+
+
 def counts(rows: Iterable[dict]) -> dict[str, int]:
     """Verdict word -> number of rows."""
     return dict(sorted(Counter(r["verdict"] for r in rows).items()))
@@ -228,7 +521,8 @@ def _flat(r: dict) -> dict:
             "paper_value": r["paper_value"], "estimate": o["estimate"], "ci_low": o["ci_low"], "ci_high": o["ci_high"],
             "n": o["n"], "margin": r["margin"], "mde": r["mde"], "runs_needed": r["runs_needed"],
             "design": r.get("design"), "comparable": r.get("comparable"),
-            "result_mode": r["result"]["mode"], "at_paper_scale": r["at_paper_scale"],
+            "result_mode": r["result"]["mode"], "at_paper_scale": r["at_paper_scale"], "scope": r.get("scope"),
+            "sentence": r.get("sentence"), "next_step": (r.get("next_step") or {}).get("text"),
             "scale": json.dumps({k: {"paper": v.get("paper"), "ours": v.get("ours")} for k, v in r["scale"].items()},
                                 sort_keys=True, default=str),
             "tuning": json.dumps(r["tuning"], sort_keys=True, default=str), "note": r["note"]}

@@ -42,10 +42,13 @@ DESIGN_OF: dict[str, tuple[str, str]] = {
     "w-ladder/table": ("paired", "its cells are w-t1245/gap's, run by w_t1245.run_cell at each rung (" + _W_SHARED + ")"),
     "w-t36/gap": ("paired", "w_t36.run_unit reports both chosen configurations on the same report seeds "
                             "(seeds = list(rseeds) * len(configs) in one protocols.wu.train_segments call)"),
+    "w-t36/table": ("paired", "its cells are w-t36/gap's (the same report seeds for both chosen configurations)"),
     "w-f4/decay": ("independent", "w_f4.run_unit draws each (sigma, c) cell's seeds from SeedSequence([seed, sigma, "
                                   "c]): the c = 0 and c > 0 runs share the data, not their batches or noise"),
     "h-f-eff/loss": ("paired", "uni and exp run on the same seeds per repeat (h_f_eff, protocols.hong.paired_difference)"),
     "h-f-eff/acc": ("paired", "uni and exp run on the same seeds per repeat (h_f_eff, protocols.hong.paired_difference)"),
+    "h-f-eff/loss-at-N": ("paired", "as h-f-eff/loss, at one N (protocols.hong.paired_difference)"),
+    "h-f-eff/acc-at-N": ("paired", "as h-f-eff/acc, at one N (protocols.hong.paired_difference)"),
     "h-f-eff-exact/loss": ("paired", "as h-f-eff (protocols.hong.paired_difference)"),
     "h-f-eff-exact/acc": ("paired", "as h-f-eff (protocols.hong.paired_difference)"),
     "h-f-scale/dyn": ("paired", "every schedule runs on the same seeds (h_f_scale, protocols.hong.relative_loss with "
@@ -124,6 +127,7 @@ MARGINS: dict[str, Margin] = {
     "w-t1245/table": Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", _W_SPREAD + " (the pooled gap)"),
     "w-ladder/table": Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", _W_SPREAD + " (the pooled gap)"),
     "w-t36/gap": Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", _W_SPREAD),
+    "w-t36/table": Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", _W_SPREAD + " (the pooled gap)"),
     "w-f4/decay": Margin(W_ACC_MARGIN, "points of test error", "reported spread",
                          _W_SPREAD + "; Fig. 4 prints no number, test error is accuracy's complement"),
     "h-f-eff/loss-at-N": Margin(0.01 * math.log(2), "training loss (nats)", "smallest effect of interest",
@@ -188,6 +192,7 @@ COMPARABLE_OF: dict[str, tuple[str, str]] = {
     "w-ladder/table": ("direction", _W_TRANSFER + " (the top rung has the paper's 50,000 images and steps, "
                                                   "not its data set, model or trained layers)"),
     "w-t36/gap": ("direction", _W_TRANSFER),
+    "w-t36/table": ("direction", _W_TRANSFER),
 }
 
 

@@ -18,7 +18,7 @@ from dpcompanion.experiments.comparisons import reproduction
 from dpcompanion.experiments.comparisons.reproduction import CLAIM_TABLES, experiments_with_verdicts
 
 __all__ = ["experiments_with_verdicts", "verdict_summary", "CLAIM_TABLES", "CSV_NAME", "reproduction_rows",
-           "verdict_counts", "write_reproduction_csv", "reproduction_download_md"]
+           "verdict_counts", "write_reproduction_csv", "reproduction_download_md", "note_with_details"]
 
 
 #: the reproduction report's CSV, written by the book build (the verdicts page) next to the
@@ -52,8 +52,22 @@ def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu", 
             ours += f" (95% CI [{o['ci_low']:.3g}, {o['ci_high']:.3g}]" + (f", n = {o['n']}" if o.get("n") else "") + ")"
         mode_r = r["result"]["mode"] or "no result"
         out.append({"item": f"{{doc}}`{r['page']} <{page}>` ({mode_r}): {r['item']}", "paper": r["paper"],
-                    "ours": ours, "verdict": r["verdict"], "note": r["note"]})
+                    "ours": ours, "verdict": r["verdict"], "note": note_with_details(r)})
     return out
+
+
+def note_with_details(row: dict) -> str:
+    """A row's note column (issue 33, item 7): its sentence for the reader, then how the rule
+    judged it (the rule's own note: intervals, tolerances, caps) folded in a details block, on
+    one line so that it stays inside its table cell. A row without a sentence keeps its note.
+
+    >>> note_with_details({"sentence": "Exp is ahead.", "note": "ours 1, 95% CI [0.5, 1.5]"})
+    'Exp is ahead. <details><summary>how it was judged</summary>ours 1, 95% CI [0.5, 1.5]</details>'
+    """
+    note = " ".join(str(row.get("note", "")).split())
+    if not row.get("sentence"):
+        return note
+    return row["sentence"] + (f" <details><summary>how it was judged</summary>{note}</details>" if note else "")
 
 
 def verdict_counts(rows) -> dict[str, int]:

@@ -142,6 +142,16 @@ _CULPRIT = (
     "    out.push(e.tagName + '.' + e.className); if (out.length > 2) break; } }"
     "return out;"
 )
+# The page's height (CSS px) at the 1280 px window (issue 34: pages a reader finishes).
+_HEIGHT = "return Math.max(document.documentElement.scrollHeight, document.body.scrollHeight);"
+# Tables of the article whose content is wider than their box (their hidden columns scroll).
+_WIDE_TABLES = (
+    "return Array.from(document.querySelectorAll('.bd-article table')).filter(t => t.getClientRects().length"
+    " && t.scrollWidth > t.clientWidth + 1).map(t => (t.querySelector('th, td') || t).innerText.slice(0, 40)"
+    " + ' (' + t.scrollWidth + ' px in ' + t.clientWidth + ' px)');"
+)
+#: the tallest a page may be at 1280 px (issue 34)
+MAX_PAGE_PX = 12_000
 # Words of table cells that the layout wraps inside (issue 23: "ag re es", "0. 00 12 2"): each
 # token (a run of non-space characters, cut after a hyphen, slash or dash, where a line may
 # legitimately break) must lie on one line: its Range's client rects all share one line box.
@@ -196,6 +206,8 @@ def _visit(server, browser, visits: dict, page: str) -> dict:
         v["figures"] = browser.execute_script(_FIGURES)
         v["overflow"] = browser.execute_script(_OVERFLOW)
         v["culprit"] = browser.execute_script(_CULPRIT) if v["overflow"] > 1 else []
+        v["height"] = browser.execute_script(_HEIGHT)
+        v["wide_tables"] = browser.execute_script(_WIDE_TABLES)
         visits[page] = v
     return visits[page]
 
@@ -232,6 +244,22 @@ def test_no_page_scrolls_horizontally_at_1280px(server, browser, visits, page):
     assert v["overflow"] <= 1, (
         f"{page} is wider than a 1280 px window by {v['overflow']} px (first elements: {v['culprit']})"
     )
+
+
+@pytest.mark.parametrize("page", _per_page(TOC_PAGES))
+def test_every_page_is_at_most_12000px_tall_at_1280px(server, browser, visits, page):
+    """Issue 34 (short pages): tuning traces, seed lists and long tables go to CSV downloads and
+    folded blocks; no page is taller than 12,000 px at a 1280 px window."""
+    v = _visit(server, browser, visits, page)
+    assert v["height"] <= MAX_PAGE_PX, f"{page} is {v['height']} px tall at 1280 px (at most {MAX_PAGE_PX})"
+
+
+@pytest.mark.parametrize("page", _per_page(TOC_PAGES))
+def test_no_table_is_wider_than_its_box_at_1280px(server, browser, visits, page):
+    """Issue 34: no table hides columns behind a scroll bar at 1280 px (the audit table's
+    verdict column, the compute table's command)."""
+    v = _visit(server, browser, visits, page)
+    assert not v["wide_tables"], f"{page}: tables wider than their box at 1280 px: {v['wide_tables']}"
 
 
 @pytest.mark.parametrize("page", _per_page([p for p in TOC_PAGES if not (REPO / p.replace(".html", ".md")).exists()]))

@@ -132,3 +132,16 @@ def test_every_figure_of_an_experiment_page_names_the_stored_result_it_plots(exp
         assert stored is not None and stored.provenance["commit"] == rec["result"]["commit"], (f.name, rec["result"])
         assert rec["caption"] == report.figure_caption(stored, build=build), f.name
         assert rec["caption"].startswith(f"result: {stored.mode} mode, commit {stored.provenance['commit']}")
+    # issue 34, item 3: a page whose verdict rows have an estimate shows their forest plot, drawn
+    # from the result the reproduction report judged
+    from dpcompanion.book import forest
+    from dpcompanion.experiments.comparisons import reproduction
+
+    rows = reproduction.report_rows(pages=[experiment_id]) if experiment_id in reproduction.experiments_with_verdicts() \
+        else []
+    functions = [json.loads(f.read_text())["function"] for f in records]
+    if forest.rows_with_estimates(rows):
+        forests = [json.loads(f.read_text()) for f in records
+                   if json.loads(f.read_text())["function"] == "forest.forest_plot"]
+        assert len(forests) == 1, (experiment_id, functions)
+        assert forests[0]["result"]["mode"] == rows[0]["result"]["mode"], forests[0]["result"]

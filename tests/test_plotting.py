@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
-from dpcompanion.book import plotting  # noqa: E402
+from dpcompanion.book import forest, plotting  # noqa: E402  (forest registers forest_plot in FIGURES)
 
 REPO = Path(__file__).resolve().parents[1]
 rng = np.random.default_rng(0)
@@ -64,6 +64,24 @@ def _panels(xs):
     return {f"T = {T}": {"x": xs, "dashed": np.linspace(0, 1, len(xs)),
                          "curves": {k: (rng.normal(0, 0.1, len(xs)), np.full(len(xs), 0.02)) for k in ("exp", "dyn")}}
             for T in (50, 100, 150)}
+
+
+def _forest_rows():
+    """Verdict rows shaped as the reproduction report's (issue 34): both papers, every verdict,
+    a direction-only row, a margin, a row without an estimate and one without the newer fields."""
+    def row(page, item, verdict, est, lo, hi, paper=None, **kw):
+        return {"page": page, "item": item, "verdict": verdict, "paper_value": paper,
+                "ours": {"estimate": est, "ci_low": lo, "ci_high": hi}, "result": {"mode": "full"},
+                "at_paper_scale": kw.pop("at", False), **kw}
+    return [row("h-f-eff", "final training loss, exp vs uni, by N (T beyond the paper's range)", "agrees",
+                0.02, 0.01, 0.03, at=True),
+            row("h-f-eff", "test accuracy, exp vs uni, by N", "disagrees", -0.01, -0.015, -0.005),
+            row("h-f-curv", "M = 1: trainer mean vs exact E[f]", "inconclusive", 0.1, -0.2, 0.4, margin=0.3),
+            row("w-t1245", "Table 1: gain ADP - DP, linear-sqrt, C_G 1, eps_bar 0.8", "partly", 1.0, 0.2, 1.8,
+                paper=7.5, comparable="direction"),
+            row("w-eps", "epsilon_bar = 0.8", "agrees", 0.79, 0.79, 0.79, paper=0.8, margin=0.01, at=None),
+            {"page": "accounting", "item": "R = 2 rho", "verdict": "identity", "ours": {"estimate": 3.1}},
+            row("audit", "pgd: (2, 1e-05)-DP", "not comparable", None, None, None)]
 
 
 #: one call per plot function, with inputs shaped like the pages' (the names must cover FIGURES)
@@ -151,6 +169,7 @@ CASES = {
         methods=["ours (dpcompanion, ghost norms)", "Opacus ghost", "Opacus hooks", "Opacus functorch", "Opacus ew"],
         single=[153.0, 61.4, 3.34, 3.54, 3.25], batched=[163.5, 64.2, 3.74, float("nan"), 3.29], runs=32,
         title="cpu-quick.json: throughput per method (cpu, quick mode)"),
+    "forest_plot": lambda: forest.forest_plot(rows=_forest_rows(), title="h-f-eff: every verdict row"),
 }
 #: cases drawn a second way (quick-mode shapes that once produced a defect)
 EXTRA = {

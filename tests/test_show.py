@@ -99,8 +99,11 @@ def test_tuning_table_and_trace(page_exp, monkeypatch):
     monkeypatch.setattr(show.plotting, "tuning_trace", lambda **kw: traced.append(kw))
     page.tuning(ylabel="loss", max_cells=8)
     text = shown[0][1]
-    assert text.startswith("Tuning: 2 tuning seeds, disjoint from the 3 report seeds (first cell).")
-    assert "| c | uni | T | paper | 25 | [10, 25] | 2 | stated bound: T in [1, 25] |" in text
+    # issue 34 (short pages): one sentence, the seeds as counts, the choices folded
+    assert text.startswith("**Tuning.** 1 tuned choice: 0 interior, 1 at a bound the paper stated, 0 at a grid edge; "
+                           "2 tuning seeds, disjoint from the 3 report seeds.")
+    assert "| c | uni | T | paper | 25 | [10, 25] (2) | at stated bound T in [1, 25] | 2 | 3 |" in text
+    assert ":class: dropdown" in text and "[1, 2]" not in text  # no seed list on the page
     assert traced == [{"entries": [entry], "ylabel": "loss", "max_cells": 8}]
 
 

@@ -442,7 +442,7 @@ def publish(fig) -> None:
     cell = (f"notebook cell {cell_index}" + (f" (id `{cell_id}`)" if cell_id else "")) if cell_index is not None \
         else "a notebook cell"
     rel, first, last = source_location(fn) if fn is not None else ("", 0, 0)
-    name = f"plotting.{fn.__name__}" if fn is not None else "plotting"
+    name = f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}" if fn is not None else "plotting"  # forest.forest_plot
     at = prov.commit if prov.commit != "unknown" else "main"
     repo_link = f"{REPOSITORY_URL}/blob/{at}/{rel}#L{first}-L{last}" if fn is not None else ""
     if book_dir:

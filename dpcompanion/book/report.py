@@ -8,6 +8,9 @@ values, and verdicts are computed from them by the caller (see :func:`verdict`).
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 from typing import Any, Iterable, Sequence
 
@@ -106,6 +109,10 @@ def scale_table(scale: dict) -> str:
     return head + "\n\n" + markdown_table(["dimension", "paper", "paper's source", "ours", "matches"], rows)
 
 
+#: a generated table longer than this many rows is shown folded (issue 34: pages a reader finishes)
+FOLD_ROWS = 12
+
+
 def power_table(rows: Sequence[dict]) -> str:
     """The power table of a page from its reproduction-report rows: the paper's effect, our
     estimate and n, the smallest effect our runs detect at 80% power (two-sided 5%), and for an
@@ -114,31 +121,150 @@ def power_table(rows: Sequence[dict]) -> str:
     if not body:
         return ("**Power.** No row of this page has a single effect with a standard error to compute power from. "
                 "A row judged over seeds gives its intervals in its note.")
+    table = markdown_table(["", "paper's effect", "our estimate", "our n", "smallest detectable effect",
+                            "runs to separate (inconclusive rows)"], body)
     return ("**Power.** The smallest effect our runs detect at 80% power (two-sided 5%), from our standard "
             "errors; a paper's effect below it cannot be confirmed by these runs.\n\n"
-            + markdown_table(["", "paper's effect", "our estimate", "our n", "smallest detectable effect",
-                              "runs to separate (inconclusive rows)"], body))
+            + (folded(f"Power of each row ({len(body)})", table) if len(body) > FOLD_ROWS else table))
 
 
-def tuning_table(tuning: Sequence[dict]) -> str:
-    """The payload's tuning list (``param, method, chosen, grid_min, grid_max, interior,
-    stated_bound, tuning_seeds, report_seeds``) as a table; '' when there is none."""
+#: the columns of the compact tuning summary (issue 34: seed lists as counts, bounds in short)
+TUNING_SUMMARY_COLUMNS = ["cell", "method", "parameter", "setting", "chosen", "grid", "interior or bound",
+                          "tuning seeds", "report seeds"]
+#: the columns of a tuning CSV (every field of a tuning record; lists as JSON)
+TUNING_CSV_COLUMNS = ("cell", "method", "param", "setting", "chosen", "grid_min", "grid_max", "grid", "n_candidates",
+                      "interior", "edge", "stopped", "stated_bound", "minimize", "tuning_seeds", "report_seeds",
+                      "trace_candidates", "trace_scores")
+
+
+def _count(v: Any) -> Any:
+    return len(v) if isinstance(v, (list, tuple)) else ("" if v is None else v)
+
+
+def short_bound(text: Any) -> str:
+    """A stated bound without its quotation: ``"T in [50, 150] (the FAccT version, ...)"`` ->
+    ``"T in [50, 150]"``; the first clause of a bound stated in words (the CSV keeps it whole).
+
+    >>> short_bound("T in [50, 150] (the FAccT version, Sec. 5: 'we grid search')")
+    'T in [50, 150]'
+    >>> short_bound("beta >= 1: W Sec. 6.2 take beta_t = max(...)")
+    'beta >= 1'
+    """
+    t = str(text or "")
+    for sep in (" (", ": ", "; "):
+        t = t.split(sep)[0]
+    return t.strip()
+
+
+def _where(e: dict) -> str:
+    if e.get("interior"):
+        return "interior"
+    if e.get("stated_bound"):
+        return "at stated bound " + short_bound(e["stated_bound"])
+    return f"at grid edge ({e.get('stopped') or e.get('edge') or 'stopped'})"
+
+
+def tuning_summary_rows(tuning: Sequence[dict]) -> list[list[Any]]:
+    """One short row per tuning record (issue 34, short pages): the cell, method, parameter,
+    setting, chosen value, grid ``[min, max] (n candidates)``, interior or at which bound, and
+    the tuning and report seeds *as counts* (the seed lists and the trace are in the CSV,
+    :func:`tuning_csv_text`). Every key is read with ``.get``: a record of an older payload
+    lacks some.
+
+    >>> tuning_summary_rows([{"cell": "N = 250", "method": "uni", "param": "T", "setting": "paper",
+    ...     "chosen": 50, "grid_min": 50.0, "grid_max": 150.0, "n_candidates": 5, "interior": False,
+    ...     "stated_bound": "T in [50, 150] (the FAccT version)", "tuning_seeds": list(range(10)),
+    ...     "report_seeds": list(range(100))}])
+    [['N = 250', 'uni', 'T', 'paper', '50', '[50, 150] (5)', 'at stated bound T in [50, 150]', 10, 100]]
+    """
+    rows = []
+    for e in tuning:
+        grid = (f"[{fmt(e.get('grid_min'))}, {fmt(e.get('grid_max'))}]" if e.get("grid_min") is not None else "")
+        if e.get("n_candidates") is not None:
+            grid += f" ({e['n_candidates']})"
+        rows.append([e.get("cell", ""), e.get("method", ""), e.get("param", ""), e.get("setting", ""),
+                     fmt(e.get("chosen")), grid, _where(e), _count(e.get("tuning_seeds")),
+                     _count(e.get("report_seeds"))])
+    return rows
+
+
+def tuning_sentence(tuning: Sequence[dict]) -> str:
+    """The tuning in one sentence: how many choices, how many interior, at a stated bound or at
+    a grid edge, and the tuning and report seeds as counts (their ranges where they differ by
+    cell).
+
+    >>> tuning_sentence([{"interior": True, "tuning_seeds": [1, 2], "report_seeds": [3, 4, 5]},
+    ...                  {"interior": False, "stated_bound": "T <= 9", "tuning_seeds": [1, 2], "report_seeds": [3]}])
+    '2 tuned choices: 1 interior, 1 at a bound the paper stated, 0 at a grid edge; 2 tuning seeds, disjoint from the 1-3 report seeds.'
+    """
+    n = len(tuning)
+    inner = sum(1 for e in tuning if e.get("interior"))
+    stated = sum(1 for e in tuning if not e.get("interior") and e.get("stated_bound"))
+
+    def counts(key):
+        cs = sorted({_count(e.get(key)) for e in tuning if isinstance(e.get(key), (list, tuple))})
+        return "" if not cs else (str(cs[0]) if len(cs) == 1 else f"{cs[0]}-{cs[-1]}")
+
+    return (f"{n} tuned choice{'s' if n != 1 else ''}: {inner} interior, {stated} at a bound the paper stated, "
+            f"{n - inner - stated} at a grid edge; {counts('tuning_seeds') or 'no'} tuning seeds, disjoint from the "
+            f"{counts('report_seeds') or 'no'} report seeds.")
+
+
+def tuning_csv_text(tuning: Sequence[dict]) -> str:
+    """Every tuning record whole, as CSV (:data:`TUNING_CSV_COLUMNS`; lists and the trace as
+    JSON): what the page's summary leaves out (the seed lists, the stated bound's quotation,
+    every candidate's score)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(TUNING_CSV_COLUMNS), lineterminator="\n")
+    w.writeheader()
+    for e in tuning:
+        trace = e.get("trace") or {}
+        row = {k: e.get(k) for k in TUNING_CSV_COLUMNS}
+        row.update(trace_candidates=trace.get("candidates"), trace_scores=trace.get("scores"))
+        w.writerow({k: ("" if v is None else json.dumps(v, default=str) if isinstance(v, (list, dict)) else v)
+                    for k, v in row.items()})
+    return buf.getvalue()
+
+
+def folded(title: str, body: str) -> str:
+    """``body`` in a folded block titled ``title`` (a MyST admonition with the ``dropdown``
+    class, as the claim boxes' "Cite this check"): closed until the reader opens it, so a long
+    table does not lengthen the page.
+
+    >>> print(folded("All rows", "| a |"))
+    :::{admonition} All rows
+    :class: dropdown
+    <BLANKLINE>
+    | a |
+    :::
+    """
+    return f":::{{admonition}} {title}\n:class: dropdown\n\n{body}\n:::"
+
+
+def tuning_table(tuning: Sequence[dict], *, link: str = "") -> str:
+    """The tuning of a result, short (issue 34): one sentence (:func:`tuning_sentence`), the
+    download ``link`` of the whole records (CSV, :func:`tuning_csv_text`; '' outside a book
+    build) and the summary table (:func:`tuning_summary_rows`) folded; '' when there is none."""
     if not tuning:
         return ""
-    keys = ("param", "method", "chosen", "grid_min", "grid_max", "interior", "stated_bound", "tuning_seeds",
-            "report_seeds")
-    return "**Tuning.**\n\n" + markdown_table(list(keys), [[_cell(t.get(k)) for k in keys] for t in tuning])
+    table = markdown_table(TUNING_SUMMARY_COLUMNS, tuning_summary_rows(tuning))
+    return (f"**Tuning.** {tuning_sentence(tuning)}" + (f" Every record, with the seed lists and every candidate's "
+                                                        f"score: {link}." if link else "")
+            + "\n\n" + folded(f"Each tuned choice ({len(tuning)})", table))
 
 
-def reproduction_tables(experiment_id: str, *, seed: int = 0, device: str = "cpu") -> str:
+def reproduction_tables(experiment_id: str, *, seed: int = 0, device: str = "cpu", rows: list | None = None,
+                        tuning_link: str = "") -> str:
     """What every experiment page shows under its verdicts (issue 21): the power table, the
-    scale table and the tuning table of the result the reproduction report judges (the fresh
-    paper-scale result when complete and fresh, else the fresh full result, else the fresh
-    quick one: the one the page shows)."""
-    rows = reproduction.report_rows(pages=[experiment_id], compute=True, seed=seed, device=device)
+    scale table and the tuning summary (:func:`tuning_table`, with ``tuning_link`` to its CSV)
+    of the result the reproduction report judges (the fresh paper-scale result when complete
+    and fresh, else the fresh full result, else the fresh quick one: the one the page shows).
+    ``rows``: that page's report rows, when the caller has them already."""
+    if rows is None:
+        rows = reproduction.report_rows(pages=[experiment_id], compute=True, seed=seed, device=device)
     mode = rows[0]["result"]["mode"] if rows else None
     parts = [power_table(rows), scale_table(rows[0]["scale"] if rows else {}),
-             tuning_table(rows[0]["tuning"] if rows else [])]
+             tuning_table(rows[0].get("tuning") or [] if rows else [], link=tuning_link)]
     judged = ("the paper-scale result (`paper` mode, the paper's own sizes), not the full-mode one" if mode == "paper"
               else f"the {mode} result")
     return f"<small>Judged on {judged}.</small>\n\n" + "\n\n".join(p for p in parts if p)

@@ -26,25 +26,59 @@ is shown.
 from __future__ import annotations
 
 import importlib
+import os
+from pathlib import Path
 from typing import Any, Callable
 
 from IPython.display import Markdown, display
 
-from dpcompanion.book import plotting, report
+from dpcompanion.book import forest, plotting, report
+from dpcompanion.core import outputs
 from dpcompanion.experiments import base, store
+from dpcompanion.experiments.comparisons import reproduction as reproduction_report
 
-__all__ = ["ExperimentPage", "show_experiment"]
+__all__ = ["ExperimentPage", "show_experiment", "data_link", "forest_block"]
 
 #: what a page says where it shows the paper-scale result in place of the full-mode one
 PAPER_SHOWN = ("This is the paper-scale result (`paper` mode: the paper's own sizes), shown instead of the "
                "full-mode result.")
 
-#: the columns of the tuning table every tuned experiment's page shows above its trace
-TUNING_COLUMNS = ["cell", "method", "parameter", "setting", "chosen", "grid", "candidates", "interior"]
 
 
 def _md(text: str) -> None:
     display(Markdown(text))
+
+
+def data_link(stem: str, text: str, *, label: str = "CSV") -> str:
+    """Offer ``text`` (CSV) for download beside the page's figures (issue 34, short pages: seed
+    lists, tuning traces and wide tables go to a file, a compact summary stays on the page):
+    writes ``figures/<page>/<stem>.csv`` in the folder of the executed notebooks (the runner's
+    ``DPCOMPANION_BOOK_DIR``, as :func:`dpcompanion.book.plotting.publish` does for a figure's
+    data) and returns the Sphinx ``download`` role that links it (a missing file fails the
+    build). Outside a book build (no folder, or no notebook provenance) it writes nothing and
+    returns ''."""
+    prov = plotting.current_provenance()
+    book_dir = os.environ.get(plotting.BOOK_DIR_ENV)
+    if prov is None or not book_dir:
+        return ""
+    path = Path(book_dir) / plotting.FIGURES_DIR / prov.notebook / f"{stem}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    outputs.write_text(path, text, name=stem)
+    return f"{{download}}`{label} <{plotting.FIGURES_DIR}/{prov.notebook}/{stem}.csv>`"
+
+
+def forest_block(rows: list, *, title: str, head: str = "") -> None:
+    """The forest plot of verdict rows (:func:`dpcompanion.book.forest.forest_plot`; issue 34,
+    item 3), under ``head``, with one sentence saying how many rows it draws. Nothing where no
+    row has an estimate. Draw it inside a page's ``drawing(result)`` when the rows are of one
+    stored result, so that its caption names that result."""
+    if not forest.rows_with_estimates(rows):
+        return
+    if head:
+        _md(head)
+    forest.forest_plot(rows=rows, title=title)
+    _md("<small>" + forest.left_out_sentence(rows) + " Each row of the plot's data file names its page, item, "
+        "verdict, the result it was judged on and its raw numbers.</small>")
 
 
 class ExperimentPage:
@@ -120,17 +154,12 @@ class ExperimentPage:
         return store.full_absent_note(self.id)
 
     def tuning(self, *, ylabel: str, max_cells: int | None = None) -> None:
-        """The tuning table (each cell's choice, its grid, whether it is interior) and the
-        tuning trace (:func:`dpcompanion.book.plotting.tuning_trace`)."""
+        """The tuning summary (issue 34, short pages: one sentence, each choice with its grid,
+        whether it is interior and the seeds as counts, folded; every record whole in a CSV,
+        :func:`data_link`) and the tuning trace
+        (:func:`dpcompanion.book.plotting.tuning_trace`)."""
         entries = self.payload["tuning"]
-        rows = [[e["cell"], e["method"], e["param"], e["setting"], f"{e['chosen']:g}",
-                 f"[{e['grid_min']:g}, {e['grid_max']:g}]", e["n_candidates"],
-                 "yes" if e["interior"] else ("stated bound: " + e["stated_bound"] if e["stated_bound"]
-                                              else f"no ({e['stopped']})")]
-                for e in entries]
-        _md(f"Tuning: {len(entries[0]['tuning_seeds'])} tuning seeds, disjoint from the "
-            f"{len(entries[0]['report_seeds'])} report seeds (first cell).\n\n"
-            + report.markdown_table(TUNING_COLUMNS, rows))
+        _md(report.tuning_table(entries, link=data_link("tuning", report.tuning_csv_text(entries))))
         kw = {} if max_cells is None else {"max_cells": max_cells}
         with self.drawing(self.result):
             plotting.tuning_trace(entries=entries, ylabel=ylabel, **kw)
@@ -160,10 +189,34 @@ class ExperimentPage:
                 self.full_figure(full.payload)
         self.verdicts(full.payload)
 
+    def judged_result(self, rows: list) -> store.StoredResult | None:
+        """The stored result the reproduction report judged this page's ``rows`` on (its
+        mode: the fresh paper-scale, full or quick result); None where none is stored fresh."""
+        mode = ((rows[0].get("result") or {}).get("mode")) if rows else None
+        if mode == "paper":
+            return store.fresh_paper(self.id)
+        if mode in ("full", "quick"):
+            res = store.load(self.id, mode=mode, seed=self.seed) if mode == "quick" else store.load(self.id, mode=mode)
+            return res if res is not None and res.fresh else None
+        return None
+
     def reproduction(self) -> None:
-        """Power, scale and tuning of the result the reproduction report judges
-        (``python -m dpcompanion verdicts --page <id>``)."""
-        _md(report.reproduction_tables(self.id, seed=self.seed, device=self.device))
+        """The forest plot of this page's verdict rows (issue 34: each row's estimate and 95%
+        interval against the paper's value or direction and the margin, drawn inside
+        :meth:`drawing` of the result judged), then power, scale and tuning of that result
+        (``python -m dpcompanion verdicts --page <id>``), the tuning records in a CSV."""
+        rows = reproduction_report.report_rows(pages=[self.id], compute=True, seed=self.seed, device=self.device)
+        judged = self.judged_result(rows)
+        if judged is not None:
+            with self.drawing(judged):
+                forest_block(rows, title=f"{self.id}: every verdict row",
+                             head="**Forest plot.** Each verdict row of this page: our estimate with its 95% "
+                                  "interval, the paper's value (diamond) or direction (triangle), the margin where "
+                                  "one is declared (grey), coloured by verdict; filled dots at the paper's scale, "
+                                  "open dots reduced.")
+        tuning = (rows[0].get("tuning") or []) if rows else []
+        link = data_link("tuning-judged", report.tuning_csv_text(tuning)) if tuning else ""
+        _md(report.reproduction_tables(self.id, seed=self.seed, device=self.device, rows=rows, tuning_link=link))
 
 
 def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu",

@@ -1,0 +1,152 @@
+"""Issue 34, items 2 and 3: short pages and forest plots.
+
+Short pages: the tuning records of a result (seed lists of 100 seeds, stated bounds with their
+quotation, every candidate's score) filled h-f-eff's page with a 39,902 px table; a page now
+shows one sentence, the choices folded with the seeds as counts, and the records whole in a CSV
+(:func:`dpcompanion.book.report.tuning_table`, :func:`dpcompanion.book.show.data_link`).
+Forest plots: each verdict row as its estimate with its 95% interval, the paper's value or
+direction, the margin, coloured by verdict, grouped by paper, marked at the paper's scale or
+reduced (:mod:`dpcompanion.book.forest`); on every experiment page (test_captions runs them)
+and for the whole book on the verdicts page. The page heights themselves are measured in the
+built book by tests/test_browser.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+from dpcompanion.book import forest, plotting, report, show
+from dpcompanion.experiments import store
+from dpcompanion.experiments.comparisons import reproduction
+
+matplotlib.use("Agg")
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+@pytest.fixture(scope="module")
+def book_rows():
+    """Every verdict row of the book from the stored results (nothing computed)."""
+    return reproduction.report_rows()
+
+
+def _stored_tuning(eid):
+    for mode in ("paper", "full", "quick"):
+        r = store.load(eid, mode=mode)
+        if r is not None and r.fresh and (r.payload or {}).get("tuning"):
+            return r.payload["tuning"]
+    pytest.skip(f"no fresh stored {eid} result with tuning records")
+
+
+def test_the_tuning_block_of_h_f_eff_is_short_and_its_csv_whole():
+    """Issue 34 (h-f-eff's tuning table was 39,902 px): the page shows one sentence and a folded
+    summary with the seeds as counts; the CSV keeps every record whole (the seed lists, the
+    stated bound's quotation, every candidate's score)."""
+    tuning = _stored_tuning("h-f-eff")
+    text = report.tuning_table(tuning, link="{download}`CSV <figures/h-f-eff/tuning.csv>`")
+    before, _, folded = text.partition(":::{admonition}")
+    assert before.startswith("**Tuning.** ") and len(before) < 600 and "|" not in before, before
+    assert ":class: dropdown" in folded and folded.rstrip().endswith(":::")
+    seeds = tuning[0]["report_seeds"]
+    assert str(seeds[:3])[:-1] not in text  # no seed list on the page
+    assert "grid_min" not in text and "stated_bound" not in text
+    assert f"{len(tuning[0]['tuning_seeds'])} tuning seeds" in text
+    lines = [ln for ln in folded.splitlines() if ln.startswith("| ")]
+    assert len(lines) == len(tuning) + 2 and max(len(ln) for ln in lines) < 160, max(lines, key=len)
+    rows = list(csv.DictReader(io.StringIO(report.tuning_csv_text(tuning))))
+    assert len(rows) == len(tuning)
+    assert json.loads(rows[0]["report_seeds"]) == seeds
+    assert json.loads(rows[0]["trace_scores"]) == tuning[0]["trace"]["scores"]
+    assert rows[0]["stated_bound"] == (tuning[0]["stated_bound"] or "")
+
+
+def test_a_long_power_table_is_folded():
+    """Issue 34: w-t1245's 48 rows of power no longer lengthen the page: a table longer than
+    report.FOLD_ROWS rows is folded under its sentence."""
+    row = {"ours": {"estimate": 0.1, "ci_low": 0.0, "ci_high": 0.2, "n": 5, "se": 0.05}, "item": "x",
+           "paper_value": 0.2, "mde": 0.14, "runs_needed": None, "verdict": "agrees"}
+    short, long = report.power_table([row] * 2), report.power_table([row] * (report.FOLD_ROWS + 1))
+    assert ":class: dropdown" not in short
+    assert ":class: dropdown" in long and long.startswith("**Power.**")
+
+
+def test_data_link_writes_beside_the_figures_only_in_a_book_build(tmp_path, monkeypatch):
+    """Issue 34: a page's CSV goes where its figures' data go (figures/<page>/), linked with a
+    download role; outside a book build nothing is written."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from dpcompanion.core.provenance import Provenance
+
+    assert show.data_link("tuning", "a\n1\n") == ""  # no notebook running
+    monkeypatch.setenv(plotting.BOOK_DIR_ENV, str(tmp_path))
+    shell = InteractiveShell.instance()
+    try:
+        shell.user_ns["prov"] = Provenance.start(notebook="h-f-eff", mode="quick", seed=0, device="cpu")
+        link = show.data_link("tuning", "a\n1\n")
+    finally:
+        InteractiveShell.clear_instance()
+    assert link == "{download}`CSV <figures/h-f-eff/tuning.csv>`"
+    assert (tmp_path / "figures" / "h-f-eff" / "tuning.csv").read_text() == "a\n1\n"
+
+
+def test_forest_rows_tolerate_missing_fields_and_group_by_paper():
+    """Issue 34, item 3: rows are read with .get (a row without design, comparable, margin or
+    at_paper_scale is drawn); rows without an estimate are left out; Hong before Wu before the
+    book's own checks; the scale mark says paper scale, reduced or computed."""
+    rows = [{"page": "w-f1", "item": "gain", "verdict": "agrees", "ours": {"estimate": 1.0}},
+            {"page": "accounting", "item": "R", "verdict": "identity", "ours": {"estimate": 2.0},
+             "result": {"mode": "computed"}},
+            {"page": "h-f-eff", "item": "loss", "verdict": "disagrees", "at_paper_scale": True,
+             "ours": {"estimate": -0.5, "ci_low": -1.0, "ci_high": 0.0}, "paper_value": 0.25, "margin": 2.0,
+             "result": {"mode": "paper"}},
+            {"page": "h-f-mom", "item": "no estimate", "verdict": "not comparable", "ours": {"estimate": None}},
+            {"page": "w-t36", "item": "nan", "verdict": "inconclusive", "ours": {"estimate": float("nan")}}]
+    f = forest.forest_rows(rows)
+    assert [r["page"] for r in f] == ["h-f-eff", "w-f1", "accounting"]
+    assert [r["scale_mark"] for r in f] == ["paper scale", "computed", "computed"]
+    assert f[0]["scale"] == pytest.approx(2.0) and f[0]["margin_centre"] == 0.0  # an effect's margin: around zero
+    exact = forest.forest_rows([{"page": "w-eps", "item": "eps", "verdict": "agrees", "paper_value": 0.8, "margin": 0.01,
+                                 "ours": {"estimate": 0.79, "ci_low": 0.79, "ci_high": 0.79}}])[0]
+    assert exact["margin_centre"] == 0.8  # a tolerance against a printed number: around the paper's value
+    assert forest.left_out_sentence(rows).startswith("3 of 5 verdict rows have an estimate")
+
+
+def test_the_whole_book_forest_plot_is_readable_and_its_data_names_each_rows_result(book_rows, tmp_path):
+    """Issue 34, item 3 (the verdicts page leads with it): every row with an estimate is one
+    line, readable at the book's column width; the data file names, per row, its page, item,
+    verdict, the result it was judged on and its raw numbers."""
+    fig = forest.forest_plot(rows=book_rows, title="every verdict")
+    try:
+        assert plotting.figure_problems(fig) == []
+        labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert len(labels) == forest.rows_with_estimates(book_rows) > 0
+        data = list(csv.DictReader(plotting.write_figure_data(fig, tmp_path / "f.csv").open()))
+    finally:
+        matplotlib.pyplot.close(fig)
+    estimates = [d for d in data if d["series"].endswith("| estimate")]
+    assert len(estimates) == len(labels)
+    for d in estimates:
+        page, item, verdict, judged = d["series"].split(" | ")[:4]
+        assert verdict in report.VERDICTS and judged.split(" result")[0] in ("paper", "full", "quick", "computed")
+        assert "estimate " in d["series"] and "divided by " in d["series"]
+    pages = {d["series"].split(" | ")[0] for d in estimates}
+    assert any(p.startswith("h-") for p in pages) and any(p.startswith("w-") for p in pages)
+
+
+def test_every_experiment_page_and_the_verdicts_page_draw_a_forest_plot():
+    """Issue 34, item 3: every experiment page draws its forest plot through
+    ExperimentPage.reproduction (which every experiment notebook calls once: test_show), and the
+    verdicts notebook draws the whole book's from the report's rows."""
+    import inspect
+
+    assert "forest_block(" in inspect.getsource(show.ExperimentPage.reproduction)
+    cells = json.loads((NOTEBOOKS / "verdicts.ipynb").read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    assert "show.forest_block(rows" in code
+    assert code.index("show.forest_block(") < code.index("report.paper_vs_ours(")  # the page leads with it

@@ -100,6 +100,11 @@ CASES = {
                                              for g in (0.9, 1.0, 1.1)]},
                       {"table": 2, "cells": [{"verdict": "disagrees", "gap": -g, "se": 0.1, "paper_gap": 0.7}
                                              for g in (0.9, 1.0, 1.1)]}),
+    "w-t36/table": ("the pooled gap over Table 3's cells is above zero (issue 33)",
+                    {"table": 3, "cells": [{"verdict": "agrees", "gap": g, "se": 0.1, "paper_gap": 0.7}
+                                           for g in (0.9, 1.0, 1.1)]},
+                    {"table": 3, "cells": [{"verdict": "disagrees", "gap": -g, "se": 0.1, "paper_gap": 0.7}
+                                           for g in (0.9, 1.0, 1.1)]}),
     "w-ladder/table": ("the pooled gap over the rung's cells is above zero (issue 33)",
                        {"table": 2, "cells": [{"verdict": "agrees", "gap": g, "se": 0.1, "paper_gap": 0.7}
                                               for g in (0.9, 1.0, 1.1)]},

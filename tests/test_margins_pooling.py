@@ -236,3 +236,22 @@ def test_ladder_top_rung_is_the_headline(report):
     assert all("headline evidence" in r.get("headline", "") for r in top)
     t25 = [r for r in report if r["rule"] == "w-t1245/table" and r["item"].startswith(("Table 2", "Table 5"))]
     assert t25 and all("W-LADDER's top rung" in r["note"] for r in t25)
+
+
+def test_w_t36_table_pools_its_cells(report):
+    """Issue 33, item 5: W-T36's Table 3 verdict is its cells pooled (the paper's grid and the
+    grid beyond it separately); the cells' paired gaps recompute from the arrays in
+    tests/test_paired_design.py, the pooling here with the reference above."""
+    cells = [r for r in report if r["rule"] == "w-t36/gap"]
+    tables = [r for r in report if r["rule"] == "w-t36/table"]
+    if not cells:
+        pytest.skip("no W-T36 result stored")
+    assert tables
+    for t in tables:
+        beyond = "beyond" in t["item"]
+        use = [r["ours"] for r in cells if ("beyond" in r["item"]) == beyond and r["verdict"] != "not comparable"]
+        y, s = [o["estimate"] for o in use], [o["se"] for o in use]
+        mu, lo, hi = _dl_reference(y, s)
+        assert t["ours"]["estimate"] == pytest.approx(mu, rel=1e-9)
+        assert (t["ours"]["ci_low"], t["ours"]["ci_high"]) == pytest.approx((lo, hi), rel=1e-7)
+        assert t["design"] == "paired" and t["comparable"] == "direction"

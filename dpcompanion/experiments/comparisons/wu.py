@@ -26,7 +26,8 @@ from dpcompanion.experiments.comparisons.rule import (
 from dpcompanion.theory.bounds import adp
 
 __all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
-           "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "gap_stats", "gap_df", "w_f2_rows", "w_eps_rows"]
+           "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "gap_stats", "gap_df", "w_f2_rows", "w_eps_rows",
+           "w_t36_table_rows"]
 
 #: a gap is "significant" when it exceeds this many standard errors of the difference of
 #: two means (about a two-sided 95% level for normal spreads)
@@ -409,6 +410,9 @@ RULES: tuple[Rule, ...] = (
          f"{HEADLINE_N:,}) is the headline evidence for Tables 2 and 5", lambda **m: _judge_table(**m, rule="w-ladder/table")),
     Rule("w-t36/gap", "Table 3: gain ADP - DP (adaptive step sizes, best accuracy)", "Wu et al., Table 3", _GAP_TOL,
          lambda **m: _judge_gap(**m, where="Wu et al., Table 3", rule="w-t36/gap")),
+    Rule("w-t36/table", "Table 3: ADP-SGD ahead of DP-SGD (pooled over the cells run here)",
+         "Wu et al., Table 3: the printed gaps", _TABLE_TOL + " (each cell judged by w-t36/gap)",
+         lambda **m: _judge_table(**m, rule="w-t36/table")),
     Rule("w-eps/epsilon", "moments-accountant epsilon of Thm 4.1's noise (epsilon = 16 epsilon_bar)",
          "Wu et al., Sec. 6 footnote 3: 0.29, 0.43, 0.57, 1.23, 3.24",
          f"the closest of our accountants within {W_EPS_ABS:g} (half a unit of the printed precision, as claim W-EPS "
@@ -423,6 +427,29 @@ RULES: tuple[Rule, ...] = (
     Rule("w-f2/table4-caption", "Table 4 caption's 0.1 + a_T sqrt(t) at t = T (60 epochs)",
          "Wu et al., Table 4 caption: eta_T = 1e-10", f"relative {W_F2_RTOL:g}", _judge_caption_plus),
 )
+
+
+def w_t36_table_rows(cell_rows: Sequence[dict]) -> list[dict]:
+    """W-T36's table verdicts (issue 33, item 5): rule ``w-t36/table`` over the page's cell rows
+    (rule ``w-t36/gap``, as ``w_t36.verdict_rows`` gives them), one row for the paper's grid and
+    one for the grid beyond it where such cells exist; each cell enters with its verdict, its
+    paired gap and standard error and the printed gap (the rows' ``stats``).
+
+    >>> w_t36_table_rows([])
+    []
+    """
+    out = []
+    for beyond in (False, True):
+        mine = [r for r in cell_rows if r.get("rule") == "w-t36/gap" and ("beyond" in str(r["item"])) == beyond]
+        if not mine:
+            continue
+        cells = [{"verdict": r["verdict"], "gap": float(r["stats"].get("estimate", math.nan) if r.get("stats") else math.nan),
+                  "se": float((r.get("stats") or {}).get("se") or math.nan),
+                  "paper_gap": (r.get("stats") or {}).get("paper_value")} for r in mine]
+        tail = " (beyond the paper's grid)" if beyond else ""
+        out.append(_row("w-t36/table", sizes_match=True, table=3, cells=cells,
+                        item=f"Table 3: ADP-SGD ahead of DP-SGD, pooled over {len(cells)} cells{tail}"))
+    return out
 
 
 def _row(rule_id: str, **kw) -> dict:

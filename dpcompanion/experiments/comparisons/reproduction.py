@@ -284,7 +284,7 @@ READABLE = (
     (r"\b(?:eps|epsilon)_bar\b", "ε̄"), (r"\bC_G\b", "clip C"), (r"\bmnist35\b", "MNIST 3-vs-5"),
     (r"\b(MNIST 3-vs-5|synthetic)/(dnn|logistic|squared)\b", r"\1, \2"), (r"\bdnn\b", "DNN"),
     (r"\bsynthetic\b", "synthetic data"), (r"^(pgd|momentum|psgd|adp): ", r"the \1 trainer: "),
-    (r"\bpgd\b", "PGD"), (r"\bpsgd\b", "PSGD"), (r"\badp\b", "ADP-SGD"),
+    (r"\bpgd\b", "PGD"), (r"\bpsgd\b", "PSGD"), (r"\badp\b", "ADP-SGD"), (r"\bdp\b", "DP-SGD"),
 )
 #: the verdict, in a few words
 VERDICT_WORDS = {"agrees": "this agrees with the paper", "partly": "this agrees with the paper in part",
@@ -380,6 +380,28 @@ def _why_not(row: dict) -> str:
     return ""
 
 
+def _stated_edges(row: dict) -> str:
+    """A tuned parameter whose choice sits on an edge the paper stated (its search range), in
+    words (issue 33, item 3: an optimum at the top of its search is marked, the paper's bound
+    named); empty when none.
+
+    >>> _stated_edges({"tuning": [dict(param="T", method="uni", chosen=150.0, edge="high", interior=False,
+    ...                                stated_bound="T in [50, 150]", grid_min=50.0, grid_max=150.0)]})
+    "the paper's stated search range bounds the tuning: uni's T at its top (150)"
+    """
+    recs = [t for t in row.get("tuning") or [] if t.get("interior") is False and t.get("stated_bound")]
+    if not recs:
+        return ""
+    parts = []
+    for side, word in (("low", "bottom"), ("high", "top")):
+        mine = [t for t in recs if (t.get("edge") == "high") == (side == "high")]
+        if mine:
+            who = " and ".join(sorted({f"{t.get('method')}'s {t.get('param')}" for t in mine}))
+            vals = ", ".join(f"{v:g}" for v in sorted({float(t.get("chosen")) for t in mine}))
+            parts.append(f"{who} at its {word} ({vals})")
+    return readable("the paper's stated search range bounds the tuning: " + "; ".join(parts))
+
+
 def sentence(row: dict) -> str:
     """One sentence a reader understands (issue 33, item 7): what was measured, its size, unit
     and direction with the 95% interval, at which scale, what the paper says and the verdict,
@@ -394,6 +416,9 @@ def sentence(row: dict) -> str:
         verdict = f"not compared: {why}"
     elif v == "partly" and why:
         verdict += f" ({why})"
+    bounded = _stated_edges(row)
+    if bounded and v != "not comparable":
+        verdict += f"; {bounded}"
     has_ci = est is not None and lo is not None and hi is not None and lo != hi
     pv = row.get("paper_value")
     if rule in TREND_WORDS and has_ci:

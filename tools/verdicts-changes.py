@@ -7,7 +7,8 @@ rows = R.report_rows()
 slim = [{"page": r["page"], "rule": r["rule"], "item": r["item"], "verdict": r["verdict"], "mode": r["result"]["mode"],
          "paper": r["paper"], "ours": r["ours"], "margin": r["margin"], "runs_needed": r["runs_needed"],
          "design": r["design"], "comparable": r["comparable"], "margin_reason": r.get("margin_reason"),
-         "at_paper_scale": r["at_paper_scale"], "note": r["note"]} for r in rows]
+         "at_paper_scale": r["at_paper_scale"], "scope": r.get("scope"), "sentence": r.get("sentence"),
+         "next_step": (r.get("next_step") or {}).get("text"), "note": r["note"]} for r in rows]
 json.dump({"how": "python -m dpcompanion verdicts --json on the committed results (all fresh; an experiment's complete paper-mode result where one is committed, else its full result), slimmed: "
                   "scale and tuning blocks are in results/verdicts/report.csv and the command's output",
            "counts": R.counts(rows), "n_rows": len(rows), "rows": slim}, open("results/verdicts/after.json", "w"), indent=1, default=str)

@@ -147,12 +147,13 @@ def scope_counts_markdown(rows: Iterable[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def title_claim_sentence(rows: Iterable[dict[str, Any]]) -> str:
+def title_claim_sentence(rows: Iterable[dict[str, Any]], *, at_largest_n: bool = True) -> str:
     """One sentence that answers the title claim of Hong et al. (a dynamic budget makes private
     training more data efficient: "as the training size increases, exp outperforms uni"),
     from H-F-EFF's trend rows in the reproduction report (the slope of exp's gain over uni per
-    doubling of N, at the paper's scale) and its row at the largest N. Empty when the report
-    has no trend row within the paper's search range."""
+    doubling of N, at the paper's scale) and, with ``at_largest_n``, its row at the largest N
+    (the landing page leaves it out, to keep its first screen). Empty when the report has no
+    trend row within the paper's search range."""
     rows = [r for r in rows if r.get("page") == "h-f-eff"]
     trend = {r["rule"]: r for r in rows if r.get("rule") in ("h-f-eff/acc", "h-f-eff/loss")
              and "beyond" not in str(r.get("item", ""))}
@@ -167,10 +168,10 @@ def title_claim_sentence(rows: Iterable[dict[str, Any]]) -> str:
     last = max(at, key=lambda r: int(re.search(r"N = (\d+)", r["item"]).group(1))) if at else None
     scale = "at the paper's scale" if acc.get("at_paper_scale") else "in runs smaller than the paper's"
     tail = ""
-    if last is not None and last["ours"].get("estimate") is not None:
+    if at_largest_n and last is not None and last["ours"].get("estimate") is not None:
         e = 100 * last["ours"]["estimate"]
         n = re.search(r"N = (\d+)", last["item"]).group(1)
         tail = f"; at N = {n}, exp's test accuracy is {abs(e):.2g} points {'above' if e >= 0 else 'below'} uni's"
-    return (f"**The title claim** (as the training size increases, the dynamic schedule exp outperforms the uniform "
-            f"one) is **{answer}** {scale}: per doubling of N, exp's gain in test accuracy changes by "
+    return (f"**The title claim**, that the dynamic schedule exp outperforms the uniform one as the training size "
+            f"increases, is **{answer}** {scale}: per doubling of N, exp's gain in test accuracy changes by "
             f"{100 * o['estimate']:+.2g} points (95% CI {100 * o['ci_low']:+.2g} to {100 * o['ci_high']:+.2g}){tail}.")

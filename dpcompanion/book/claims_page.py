@@ -445,6 +445,64 @@ def evidence_lines(evidence: dict[str, Any], *, status: str | None = None) -> li
     return out
 
 
+#: prose evidence keys whose first sentence can stand for the evidence, in order of preference
+_SUMMARY_KEYS = ("summary", "explanation", "comparison", "holds_instead", "note", "missing")
+_SUMMARY_LEN = 240
+
+
+def evidence_summary(evidence: dict[str, Any], *, status: str | None = None) -> str:
+    """The evidence in one line, shown on the page above the folded details (issue 34: the
+    theory and errata pages must stay short): the verdict sentence where the status has one
+    (:func:`_verdict`), else the first sentence of the first prose key of
+    :data:`_SUMMARY_KEYS`, else the first quantity as "name = value" (capped, never cut inside
+    a formula); the full tables follow in a folded block (:func:`folded`).
+
+    >>> evidence_summary({"residual": "0"}, status="proved")
+    'SymPy reduces the residual (claim minus derivation) to exactly 0, for every admissible value.'
+    >>> evidence_summary({"counterexample": {"a": 2, "b": 1}, "note": "Fails at a = 2. More."})
+    'Fails at a = 2.'
+    >>> evidence_summary({"counterexample": {"a": 2, "b": 1}})
+    'counterexample: a = 2; b = 1.'
+    """
+    verdict = _verdict(status, evidence) if status else None
+    if verdict:
+        return verdict
+    for k in _SUMMARY_KEYS:
+        if isinstance(evidence.get(k), str) and evidence[k].strip():
+            return _first_sentence(evidence[k], limit=_SUMMARY_LEN)
+    keys = [k for k in ORDER if k in evidence] + sorted(k for k in evidence if k not in ORDER and k not in _SKIP)
+    for k in keys:
+        if k in PROSE_KEYS or _is_records(evidence[k]) or _is_table_of_records(evidence[k]):
+            continue
+        text = _text(evidence[k])
+        if len(text) > _SUMMARY_LEN:  # cut at a space, never inside a word or a formula
+            text = text[: _SUMMARY_LEN - 1].rsplit(" ", 1)[0].rstrip(" ;,=")
+            if text.count("$") % 2:
+                text = text[: text.rindex("$")]
+            text += "…"
+        return f"{k.replace('_', ' ')}: {tex_ascii(text)}" + ("" if text.endswith(("…", ".")) else ".")
+    return "see the tables below." if evidence else "none recorded."
+
+
+def folded(title: str, lines: list[str]) -> list[str]:
+    """``lines`` inside a folded MyST dropdown (a ``<details>`` block once sphinx-togglebutton has
+    run, closed at load) titled ``title``: nothing is removed from the page, but the long check
+    details no longer count toward its height (issue 34: every page at most 12,000 px at
+    1280 px). Uses a three-colon fence, so it nests inside a claim's four-colon admonition.
+
+    >>> print("\\n".join(folded("More", ["| a |", "| --- |"])))
+    :::{admonition} More
+    :class: dropdown
+    <BLANKLINE>
+    | a |
+    | --- |
+    :::
+    """
+    if not any(line.strip() for line in lines):
+        return []
+    return [f":::{{admonition}} {title}", ":class: dropdown", "", *lines, ":::"]
+
+
 def book_version() -> str:
     """The library's version, which is the book's (CITATION.cff repeats it)."""
     return __version__
@@ -492,12 +550,12 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
     else:
         if r.get("impact") and "impact" not in ev and r["status"] in ("refuted", "not-reproduced"):
             ev["impact"] = r["impact"]
-        lines.append("**Evidence.**")
-        lines.append("")
-        lines += evidence_lines(ev, status=r["status"])
-    if r.get("mutant"):
-        caught = {True: " Caught.", False: " NOT caught."}.get(r.get("mutant_caught"), "")
-        lines += ["", f"**Mutant** (a minimally false variant the same check must refute): {_prose(r['mutant'])}.{caught}"]
+        lines.append(f"**Evidence.** {evidence_summary(ev, status=r['status'])}")
+        full = evidence_lines(ev)  # the verdict sentence is the summary line above
+        if r.get("mutant"):
+            caught = {True: " Caught.", False: " NOT caught."}.get(r.get("mutant_caught"), "")
+            full += ["", f"**Mutant** (a minimally false variant the same check must refute): {_prose(r['mutant'])}.{caught}"]
+        lines += ["", *folded("The evidence in full", full)]
     for key, text in (("corrected_by", "Corrected statement"), ("corrects", "Corrects")):
         other = r.get(key)
         if other:
@@ -652,7 +710,12 @@ def _first_sentence(text: Any, limit: int = 200) -> str:
             continue
         t = t[: m.start() + 1]
         break
-    return t if len(t) <= limit else t[: limit - 1] + "…"
+    if len(t) <= limit:
+        return t
+    t = t[: limit - 1]
+    if t.count("$") % 2:  # never cut inside a formula (issue 34: MathJax left it raw)
+        t = t[: t.rindex("$")].rstrip()
+    return t + "…"
 
 
 def status_definitions_markdown() -> str:
@@ -729,10 +792,11 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
             out.append("**What holds instead.** No corrected statement is registered.")
         out.append("")
         impact = r.get("impact") or ev.get("impact")
-        out.append("**Evidence.**")
+        shown_ev = {k: v for k, v in ev.items()
+                    if k in ("counterexample", "comparison", "printed", "actual", "explanation", "note", "missing")}
+        out.append(f"**Evidence.** {evidence_summary(shown_ev)}")
         out.append("")
-        out += evidence_lines({k: v for k, v in ev.items()
-                               if k in ("counterexample", "comparison", "printed", "actual", "explanation", "note", "missing")})
+        out += folded("The evidence in full", evidence_lines(shown_ev))
         out.append("")
         out.append(f"**Are the paper's conclusions affected?** {_prose(impact) if impact else 'Not assessed in the registry entry.'}")
         out.append("")

@@ -24,6 +24,14 @@ T3_ADP, T3_DP = [67.5, 67.7, 67.6], [66.2, 66.3, 66.4]  # a gap of +1.30 (paired
 T2_CELL = (66.41, 0.054, 65.73, 0.353)  # 002 Table 2, eps_bar 3.2, C 2.5, 120 epochs: gap +0.68, se 0.16
 T3_CELL = (67.55, 0.156, 66.23, 0.367)  # 002 Table 3, C_G 2.5, eps_bar 6.4: gap +1.32, se 0.18
 
+def _pooled_case(text: str, *, table: int) -> tuple:
+    """A table rule's case: three cells whose gaps (0.9, 1.0, 1.1, SE 0.1) pool above zero, and the
+    same cells mirrored below it (issue 33, item 5)."""
+    cells = [{"gap": g, "se": 0.1, "paper_gap": 0.7} for g in (0.9, 1.0, 1.1)]
+    return (text, {"table": table, "cells": [{"verdict": "agrees", **c} for c in cells]},
+            {"table": table, "cells": [{"verdict": "disagrees", **c, "gap": -c["gap"]} for c in cells]})
+
+
 #: rule id -> (the paper's statement, inputs that agree with it, inputs that disagree)
 CASES = {
     "h-f-eff/loss": ("001 Fig. 1 middle: exp outperforms uni on training loss as N grows",
@@ -95,21 +103,9 @@ CASES = {
     "w-t1245/gap": ("002 Table 2: ADP-SGD ahead by a significant 0.68 points",
                     {"table": 2, "printed": T2_CELL, "adp": T2_ADP, "dp": T2_DP},
                     {"table": 2, "printed": T2_CELL, "adp": DOWN, "dp": UP}),
-    "w-t1245/table": ("the pooled gap over the cells is above zero (issue 33)",
-                      {"table": 2, "cells": [{"verdict": "agrees", "gap": g, "se": 0.1, "paper_gap": 0.7}
-                                             for g in (0.9, 1.0, 1.1)]},
-                      {"table": 2, "cells": [{"verdict": "disagrees", "gap": -g, "se": 0.1, "paper_gap": 0.7}
-                                             for g in (0.9, 1.0, 1.1)]}),
-    "w-t36/table": ("the pooled gap over Table 3's cells is above zero (issue 33)",
-                    {"table": 3, "cells": [{"verdict": "agrees", "gap": g, "se": 0.1, "paper_gap": 0.7}
-                                           for g in (0.9, 1.0, 1.1)]},
-                    {"table": 3, "cells": [{"verdict": "disagrees", "gap": -g, "se": 0.1, "paper_gap": 0.7}
-                                           for g in (0.9, 1.0, 1.1)]}),
-    "w-ladder/table": ("the pooled gap over the rung's cells is above zero (issue 33)",
-                       {"table": 2, "cells": [{"verdict": "agrees", "gap": g, "se": 0.1, "paper_gap": 0.7}
-                                              for g in (0.9, 1.0, 1.1)]},
-                       {"table": 2, "cells": [{"verdict": "disagrees", "gap": -g, "se": 0.1, "paper_gap": 0.7}
-                                              for g in (0.9, 1.0, 1.1)]}),
+    "w-t1245/table": _pooled_case("the pooled gap over the cells is above zero (issue 33)", table=2),
+    "w-t36/table": _pooled_case("the pooled gap over Table 3's cells is above zero (issue 33)", table=3),
+    "w-ladder/table": _pooled_case("the pooled gap over the rung's cells is above zero (issue 33)", table=2),
     "w-t36/gap": ("002 Table 3: ADP-SGD ahead by a significant 1.32 points",
                   {"printed": T3_CELL, "adp": T3_ADP, "dp": T3_DP}, {"printed": T3_CELL, "adp": DOWN, "dp": UP}),
     "w-f4/decay": ("002 App. F.3: every c > 0 beats c = 0",

@@ -306,7 +306,8 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     A full or paper result (:data:`~dpcompanion.experiments.base.FINGERPRINTED_MODES`) also
     records the quick-mode digest of the same code and seed (computed if no fresh quick result
     is stored) and, next to it, the quick numbers themselves (``quick_numbers``,
-    :func:`.numeric.record`) for :func:`revalidate`."""
+    :func:`.numeric.record`) for :func:`revalidate`. That quick mode runs on the CPU whatever
+    ``device`` is, so a result computed on a GPU revalidates on any CPU."""
     exp = base.get(experiment_id)
     base.validate_mode(mode, exp)
     validate_seed(seed)
@@ -319,7 +320,9 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     try:
         quick = None
         if mode in base.FINGERPRINTED_MODES:
-            quick = load_or_compute(exp.id, mode="quick", seed=seed, device=resolved, executor=ex, root=root,
+            # the fingerprint is computed on the CPU whatever device runs the result: a CUDA
+            # generator draws other noise, and revalidation (CI, a reader's laptop) runs on CPU
+            quick = load_or_compute(exp.id, mode="quick", seed=seed, device="cpu", executor=ex, root=root,
                                     progress=progress)
         payload, stats = _compute_payload(exp, config, ex, resolved, root, progress)
     finally:

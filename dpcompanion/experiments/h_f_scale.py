@@ -72,6 +72,15 @@ CONFIGS = {
              "infl_repeats": 20, "hidden": 100, "dnn_repeats": 20, "dnn_tune_repeats": 10,
              "dnn_scales": [5.0, 15.0, 25.0], "dnn_T_grid": [25, 50, 100], "T_range": [1, 100], "max_rounds": 6},
 }
+#: the ICLR submission's App. D sizes for every row (``--mode paper``; issue 31): the influence
+#: retrained at every step of T = 100 with 10 levels of sigma_t and 100 repeats ("Estimate of
+#: influences by retraining"), and the DNN row at the linear rows' scales, T grid, 100 repeats and
+#: 30 tuning seeds ("the DNN is experimented with the same setting"). One unit per (row, scale);
+#: a retrained unit costs about 10^7 run-steps of retraining: minutes on a GPU, hours on one core
+#: (a DNN run-step is about 5 ms there), so it is a GPU job (tools/gpu-runs.sh)
+CONFIGS["paper"] = {**CONFIGS["full"], "infl_steps": 100, "infl_levels": 10, "infl_repeats": 100,
+                    "dnn_repeats": 100, "dnn_tune_repeats": 30, "dnn_scales": list(CONFIGS["full"]["scales"]),
+                    "dnn_T_grid": list(CONFIGS["full"]["T_grid"])}
 KINDS = ("uni", "dyn", "exp")
 
 
@@ -332,7 +341,8 @@ def _rule_rows(payload) -> list[dict]:
 EXPERIMENT = from_module(__name__, id="h-f-scale",
     title="Relative final loss of dyn and exp vs the data scale (the ICLR submission, Fig. 2 middle, Fig. 3 right)",
     scale_note="full: the paper's N = 1000 and T up to 100, 100 repeats for the linear rows; the retrained influence "
-               "on 10 of 100 steps with 20 repeats (paper: every step, 100 repeats); DNN row at 20 repeats",
+               "on 10 of 100 steps with 20 repeats (paper: every step, 100 repeats); DNN row at 20 repeats; paper mode "
+               "(`--mode paper`, a GPU job): every row at the paper's sizes",
 )
 
 

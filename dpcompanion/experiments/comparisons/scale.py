@@ -155,6 +155,8 @@ PAPER: dict[str, dict[str, Dim]] = {
         "influence: steps estimated": Dim(100, "the ICLR submission, App. D: \"Repeating the estimation for all t in range "
                                           "1 to 100\"", _g("infl_steps")),
         "influence: repeats": Dim(100, _H_REPEATS, _g("infl_repeats")),
+        "influence: levels of sigma_t": Dim(None, "the ICLR submission, App. D: sigma_t \"is varied from 20 to 200\" (how many "
+                                            "levels is not printed)", _g("infl_levels")),
     },
     "h-f-mom": {
         "training samples": Dim(1000, "the ICLR submission, Fig. 2 caption: \"subsampled MNIST dataset of 1000 training samples\"",

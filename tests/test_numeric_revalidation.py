@@ -19,6 +19,8 @@ from dpcompanion.experiments.store import files, hashing, numeric
 
 #: what the toy's "code" does: the knobs a code change turns
 KNOBS = {"lr": 0.1, "reorder": False, "curve_len": 80, "extra_key": False, "label": "toy", "n_extra": 0}
+#: the device string each unit was run with (the toy computes the same on any)
+DEVICES_SEEN: list[str] = []
 
 
 def _units(config):
@@ -28,6 +30,7 @@ def _units(config):
 def _run_unit(unit, device):
     """A float32 'training' whose loss is a float32 sum (in one order or the reverse: a
     reordered sum moves its last bits), a float32 curve, integers and a string."""
+    DEVICES_SEEN.append(device)
     rng = np.random.default_rng(1000 * unit["seed"] + unit["i"])
     x = rng.normal(size=unit["n"]).astype(np.float32)
     terms = (np.float32(KNOBS["lr"]) * x * x).astype(np.float32)
@@ -212,3 +215,18 @@ def test_pack_round_trip_is_exact():
     bad = json.loads(json.dumps(rec))
     bad["numbers"]["s"] = "y"  # an edit that does not update the digest
     assert numeric.recorded_numbers(bad) == (None, "the recorded quick numbers do not match their digest")
+
+
+def test_fingerprint_is_computed_on_the_cpu_whatever_device(toy, monkeypatch):
+    """issue 31 (GPU runs): a full result computed on another device ('cuda' here, faked: the
+    device string reaches run_unit) records a quick fingerprint computed on the CPU, so that
+    revalidation on a machine without that device compares like with like."""
+    from dpcompanion.experiments.store import results as store_results
+    monkeypatch.setattr(store_results, "resolve_device", lambda d: d)
+    DEVICES_SEEN.clear()
+    full = store.compute(toy.id, mode="full", device="cuda")
+    p = full.provenance
+    assert p["device"] == "cuda" and p["quick_device"] == "cpu"
+    assert DEVICES_SEEN == ["cpu", "cpu", "cuda", "cuda"]  # the two quick units on the CPU
+    quick = store.load(toy.id, mode="quick")
+    assert quick.provenance["device"] == "cpu" and quick.digest == p["quick_digest"]

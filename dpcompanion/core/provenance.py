@@ -65,6 +65,9 @@ def _version(pkg: str) -> str:
     try:
         return metadata.version(pkg)
     except metadata.PackageNotFoundError:
+        if pkg == "dpcompanion":  # imported from a source tree, not installed (a GPU machine's PYTHONPATH)
+            from dpcompanion import __version__
+            return f"{__version__} (source tree, not installed)"
         return "absent"
 
 

@@ -144,10 +144,12 @@ PAPER: dict[str, dict[str, Dim]] = {
         "hidden width (DNN row)": Dim(None, _H_DNN_WIDTH, _g("hidden")),
         "repeats": Dim(100, _H_REPEATS, _g("repeats")),
         "repeats (DNN row)": Dim(100, _H_REPEATS, _g("dnn_repeats")),
+        # ours: the range the tuning searches (T_range; its grid starts at T_grid and extends down to 1 when
+        # a choice falls at the grid's low end), for every row
         "T range": Dim([1, 100], "the ICLR submission, App. D, Results: the final losses \"are picked by grid searching the best T in "
-                       "[1, 100]\"", _range("T_grid")),
+                       "[1, 100]\"", _range("T_range")),
         "T range (DNN row)": Dim([1, 100], "the ICLR submission, App. D, Results: the DNN row \"is experimented with the same setting\"",
-                                 _range("dnn_T_grid")),
+                                 _range("T_range")),
         "data scales": Dim(None, "the ICLR submission, App. D, Results: the data scale is varied (values in Fig. 3 only)",
                            _g("scales")),
         # dyn's schedule comes from the influence estimated by retraining (App. D, "Estimate of influences by

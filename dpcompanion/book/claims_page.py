@@ -98,12 +98,6 @@ def cached_results(prefix: str | None = None) -> list[dict[str, Any]]:
     return list(res)
 
 
-def clear_cache() -> None:
-    """Forget cached runs (tests)."""
-    _CACHE.clear()
-    _LABELLED.clear()
-
-
 def status_counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:
     """Number of results per status (every status listed, ``error`` last).
 
@@ -801,10 +795,3 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         out.append(f"**Are the paper's conclusions affected?** {_prose(impact) if impact else 'Not assessed in the registry entry.'}")
         out.append("")
     return "\n".join(out)
-
-
-def text_outside_math(markdown: str) -> str:
-    """``markdown`` without its math (``$...$``, ``$$...$$``), code (spans and fenced blocks)
-    and link targets: the text a reader sees as words (tests look for ASCII math in it)."""
-    markdown = re.sub(r"```.*?```", " ", markdown, flags=re.S)
-    return _SEGMENT.sub(" ", markdown)

@@ -3,7 +3,8 @@
 Notebooks display these with ``IPython.display.Markdown``; the book renders code-cell
 Markdown as MyST (``nb_render_markdown_format: myst``), so generated text may contain
 directives and roles. No number shown this way is typed by hand: the cells pass computed
-values, and verdicts are computed from them by the caller (see :func:`verdict`).
+values, and verdicts are computed from them by the caller (the verdict rules,
+:mod:`dpcompanion.experiments.comparisons`).
 """
 
 from __future__ import annotations
@@ -55,23 +56,6 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]], digits:
     for r in rows:
         lines.append("| " + " | ".join(fmt(v, digits).replace("|", "\\|") for v in r) + " |")
     return "\n".join(lines)
-
-
-def verdict(*, paper: float, ours: float, rtol: float, partly_rtol: float | None = None) -> str:
-    """Compare a reported number with ours: ``agrees`` within ``rtol`` (relative),
-    ``partly`` within ``partly_rtol``, else ``disagrees``.
-
-    >>> verdict(paper=0.3927, ours=0.39270, rtol=1e-3)
-    'agrees'
-    >>> verdict(paper=1.0, ours=1.3, rtol=0.1, partly_rtol=0.5)
-    'partly'
-    """
-    rel = abs(ours - paper) / max(abs(paper), 1e-300)
-    if rel <= rtol:
-        return "agrees"
-    if partly_rtol is not None and rel <= partly_rtol:
-        return "partly"
-    return "disagrees"
 
 
 def paper_vs_ours(rows: Iterable[dict[str, Any]], digits: int = 4) -> str:

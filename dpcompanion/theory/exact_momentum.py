@@ -67,10 +67,6 @@ class LeastSquares:
     def loss(self, theta: np.ndarray) -> float:
         return float(0.5 * np.mean((self.X @ theta - self.y) ** 2))
 
-    def grad_sq_norms(self, theta: np.ndarray) -> np.ndarray:
-        """Per-sample gradient norms squared at ``theta`` (for the Lipschitz constant along a path)."""
-        return np.sum((self.X @ theta - self.y)[:, None] ** 2 * self.X**2, axis=1)
-
 
 def least_squares(*, features, targets) -> LeastSquares:
     """The least-squares problem of ``features`` (N, D) and ``targets`` (N,).

@@ -6,17 +6,9 @@ step; one entry, ``train(model, X, y, config)`` with a
 :class:`TrainConfig` holding one ``Budget``), influence estimates, the empirical privacy audit and the benchmark.
 
 May import: ``core``, ``theory``.
-Imports torch: yes (``data`` alone imports without it).
+Imports torch: yes (importing any module of the layer imports this package, hence the trainers).
 """
 
+from dpcompanion.training.trainers import TrainConfig, train
+
 __all__ = ["train", "TrainConfig"]
-
-
-def __getattr__(name: str):
-    """``dpcompanion.training.train`` and ``TrainConfig``, imported on first use (they pull in
-    torch; ``import dpcompanion.training.data`` stays torch-free)."""
-    if name in __all__:
-        from dpcompanion.training import trainers
-
-        return getattr(trainers, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

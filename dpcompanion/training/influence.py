@@ -114,10 +114,6 @@ class InfluenceResult:
     wall_s: float
     meta: dict
 
-    def normalized(self) -> np.ndarray:
-        """``q`` scaled to sum to 1 over the swept steps (q_t is defined up to a factor)."""
-        return self.q / np.sum(self.q)
-
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}

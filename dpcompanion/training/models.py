@@ -443,17 +443,6 @@ class DenseModel(Model):
         deltas.reverse()
         return acts, deltas, losses
 
-    def per_sample_norms_sq(self, acts, deltas) -> torch.Tensor:
-        """Ghost norms: ``sum_l ||delta_l,n||^2 (||a_l,n||^2 + [bias])``, ``(K, N)``."""
-        total = None
-        for a, d in zip(acts, deltas):
-            an = (a * a).sum(dim=-1)
-            if self.bias:
-                an = an + 1
-            term = (d * d).sum(dim=-1) * an
-            total = term if total is None else total + term
-        return total
-
     #: runs per chunk are chosen so that one (runs, N, width) tensor stays below this
     #: many elements (8 MB of float32): on a 2-core CPU the step is memory-bound and a
     #: cache-sized chunk runs each run about as fast as a lone run (measured: 1-2 runs of

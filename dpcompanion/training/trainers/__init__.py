@@ -94,7 +94,7 @@ logistic loss ``softplus(-s z)`` with ``s = 2y - 1`` is ``BCEWithLogitsLoss`` on
 and noise std ``C sigma / N`` on the mean gradient is Opacus's full-batch convention.
 
 The private step is a fixed sequence of named pieces in :mod:`.steps`
-(``clip_and_sum -> draw_noise -> add_noise -> scale -> momentum_update -> sgd_update``);
+(``clip_and_sum -> add_noise -> scale -> momentum_update -> sgd_update``);
 the loop is :func:`.engine.train`.
 
 Example (a tiny logistic regression, three steps at sigma = 2 under R = 1)::

@@ -1,10 +1,12 @@
 """The private step as a fixed sequence of named pieces (STYLE 5), each testable alone.
 
-    clip_and_sum  -> draw_noise -> add_noise -> scale -> (momentum) -> update
+    clip_and_sum -> add_noise -> scale -> (momentum) -> update
 
 Hong et al. 2022 (FAccT, arXiv 2101.07413) Algorithm 1 and Eq. (1)-(3); slides
 (the slides) Algorithms 1-2 (clipping and debiased momentum). All pieces work on ``K``
-independent runs at once: parameters and gradients are flat ``(K, P)`` tensors.
+independent runs at once: parameters and gradients are flat ``(K, P)`` tensors. The
+standard normal draws that ``add_noise`` scales come from the engine's seeded generators
+(:class:`dpcompanion.training.trainers.engine.NoiseSource`), drawn in blocks of steps.
 
 ``add_noise`` and ``scale`` take ``inplace=True`` and the update has an in-place form
 (``momentum_accumulate_``, ``sgd_update_``): the training loop uses those, since on a CPU
@@ -14,8 +16,6 @@ K = 100 runs of the paper's 62 001-parameter MLP).
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import torch
 
 from dpcompanion.training.models import ClipResult, Model, clip_factors
@@ -23,7 +23,6 @@ from dpcompanion.training.models import ClipResult, Model, clip_factors
 __all__ = [
     "clip_factors",
     "clip_and_sum",
-    "draw_noise",
     "noise_std",
     "add_noise",
     "scale",
@@ -49,19 +48,6 @@ def clip_and_sum(
     return model.clipped_grad_sum(theta, X, y, clip_norm=clip_norm, weights=weights)
 
 
-def draw_noise(generators: Sequence[torch.Generator | None], out: torch.Tensor, *, rows=None) -> torch.Tensor:
-    """Row ``k`` of ``out`` ``(G, P)`` <- one ``N(0, I_P)`` draw from ``generators[k]``
-    (a ``None`` generator draws nothing and leaves zeros). One ``normal_`` call per
-    generator on a row view: the same numbers as ``torch.randn(P, generator=g)``.
-    ``rows``: ``out.unbind(0)``, when the caller keeps it (saves making K views per step)."""
-    for row, g in zip(out.unbind(0) if rows is None else rows, generators):
-        if g is None:
-            row.zero_()
-        else:
-            row.normal_(generator=g)
-    return out
-
-
 def noise_std(*, clip_norm: float, sigma: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``C sigma_k`` per run, asserted finite, > 0 and a normal number of ``dtype``: the
     invariant that no step is released without its noise (the trainers refuse such sigmas
@@ -79,21 +65,14 @@ def add_noise(
     *,
     clip_norm: float,
     sigma: torch.Tensor,
-    generators: Sequence[torch.Generator | None] | None = None,
-    noise: torch.Tensor | None = None,
-    out: torch.Tensor | None = None,
+    noise: torch.Tensor,
     inplace: bool = False,
 ) -> torch.Tensor:
-    """``grad_sum + C sigma_k v_k`` with ``v_k ~ N(0, I_P)``: either drawn here from
-    ``generators[k]`` (one flat draw of length P per run, in run order) or given as
-    ``noise`` (standard normal draws, :func:`draw_noise`; scaled in place). Every run's
+    """``grad_sum + C sigma_k v_k`` with ``noise`` row ``k`` the standard normal draw ``v_k``
+    of run ``k`` (the engine's per-run stream; scaled in place, so consumed). Every run's
     scale ``C sigma_k`` must be finite and positive (:func:`noise_std`): there is no
-    noiseless step. ``out``: buffer for the drawn noise; ``inplace``: add into ``grad_sum``."""
+    noiseless step. ``inplace``: add into ``grad_sum``."""
     std = noise_std(clip_norm=clip_norm, sigma=sigma, dtype=grad_sum.dtype)
-    if noise is None:
-        if generators is None:
-            raise ValueError("add_noise needs generators or noise")
-        noise = draw_noise(generators, out if out is not None else torch.empty_like(grad_sum))
     noise.mul_(std.unsqueeze(-1))
     return grad_sum.add_(noise) if inplace else grad_sum + noise
 

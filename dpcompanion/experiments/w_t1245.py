@@ -32,8 +32,13 @@ CONFIGS = {
                   clips=[1.0, 2.5], epochs=[10], epsilon_bars=[0.8, 3.2], seeds=2, eval_every=10),
     "full": dict(_COMMON, n_train=2000, n_val=2000, pretrain_n=20000, pretrain_epochs=2,
                  families=["linear-sqrt", "sqrt"], clips=[1.0, 2.5], epochs=[60, 120, 200],
-                 epsilon_bars=[0.8, 3.2], seeds=3, eval_every=20),
+                 epsilon_bars=[0.8, 3.2], seeds=20, eval_every=20),
 }
+#: full mode's seeds follow the group-sequential plan declared for this experiment
+#: (:data:`dpcompanion.experiments.comparisons.rows.SEQUENTIAL`: looks at 3, 10 and 20 seeds; the
+#: cells are judged at each look in turn). A cell's seeds are a prefix of a longer run's
+#: (``SeedSequence.generate_state``), so the first 3 are the seeds of the 3-seed result.
+assert CONFIGS["full"]["seeds"] == comparisons.plan_of("w-t1245").looks[-1]
 
 
 def units(config: dict) -> list[dict]:
@@ -83,8 +88,8 @@ EXPERIMENT = from_module(__name__, id="w-t1245",
     title="ADP-SGD vs DP-SGD over the privacy x clip x epochs grid (Wu et al. Tables 1, 2, 4, 5)",
     scale_note="Fashion-MNIST (2 000 training, 2 000 validation images; CNN pre-trained on MNIST, last layer "
                "fine-tuned), both step-size families, the paper's 3 epoch counts, clips {1, 2.5} of its 4, "
-               "epsilon_bar in {0.8, 3.2} of its 5 values, 3 seeds of its 5 runs; the paper: CIFAR-10 "
-               "(50 000 images).",
+               "epsilon_bar in {0.8, 3.2} of its 5 values, 20 seeds (the paper: 5 runs), judged at 3, 10 and 20 "
+               "seeds by a group-sequential plan; the paper: CIFAR-10 (50 000 images).",
 )
 
 
@@ -119,14 +124,16 @@ def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
     verdict of rule ``w-t1245/gap`` (:mod:`dpcompanion.experiments.comparisons`; comparable
     only at the paper's epoch counts, with >= 2 seeds per method)."""
     out = []
+    plan = comparisons.plan_of("w-t1245")
     for c in cells:
-        table, paper, row = comparisons.gap_verdict(c, metric=metric)
+        table, paper, row = comparisons.gap_verdict(c, metric=metric, plan=plan)
         adp, dp = c[f"{metric}_adp"], c[f"{metric}_dp"]
         g, se = gap_stats(adp, dp)
         out.append({"table": table, "family": c["family"],
                     "epsilon_bar": c["epsilon_bar"], "clip": c["clip"], "epochs": c["epochs"],
                     "paper_gap": None if paper is None else paper[0] - paper[2], "gap": g, "se": se,
-                    "verdict": row["verdict"], "note": row["note"].split(". Tolerance: ")[0]})  # tolerance: in the summary
+                    "adp": np.asarray(adp, dtype=float), "dp": np.asarray(dp, dtype=float),
+                    "stage": (row.get("stats") or {}).get("stage"), "verdict": row["verdict"], "note": row["note"].split(". Tolerance: ")[0]})  # tolerance: in the summary
     return out
 
 
@@ -139,5 +146,6 @@ def verdict_rows(payload) -> list[dict]:
         for t in sorted({v["table"] for v in V}):
             rows.append(comparisons.compare("w-t1245/table", sizes_match=True, table=t,
                                             item=f"Table {t}: ADP-SGD ahead of DP-SGD (cells run here)",
-                                            cells=[v for v in V if v["table"] == t]))
+                                            cells=[v for v in V if v["table"] == t],
+                                            plan=comparisons.plan_of("w-t1245")))
     return rows

@@ -48,11 +48,11 @@ from __future__ import annotations
 from typing import Any
 
 from dpcompanion.experiments.comparisons import checks, hong, theory, wu
-from dpcompanion.experiments.comparisons.rows import VERDICTS, apply_tuning_cap, row_of, tuning_cap, tuning_for_row
+from dpcompanion.experiments.comparisons.rows import VERDICTS, apply_tuning_cap, plan_of, row_of, tuning_cap, tuning_for_row
 from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Z, Judgement, Rule
 from dpcompanion.experiments.protocols import wu_paper
 
-__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "tuning_for_row", "apply_tuning_cap", "compare", "rule", "verdict_of", "experiment_of", "rules_for"]
+__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "tuning_for_row", "apply_tuning_cap", "compare", "rule", "verdict_of", "experiment_of", "rules_for", "plan_of"]
 
 
 def _registry(*groups) -> dict[str, Rule]:
@@ -103,19 +103,21 @@ def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str 
     return row_of(rule(rule_id), sizes_match=sizes_match, sizes_note=sizes_note, item=item, tuning=tuning, **measured)
 
 
-def gap_verdict(cell: dict, *, metric: str, item: str | None = None) -> tuple[int, tuple | None, dict[str, str]]:
+def gap_verdict(cell: dict, *, metric: str, item: str | None = None,
+                plan: Any = None) -> tuple[int, tuple | None, dict[str, str]]:
     """Rule ``w-t1245/gap`` on one cell of W's Tables 1, 2, 4 and 5 (``cell``: a w-t1245 payload
     cell, ``metric``: ``best`` or ``last``): ``(table, the paper's printed row or None, the
     row of :func:`compare`)``. Comparable only at the paper's epoch counts
     (:data:`~dpcompanion.experiments.protocols.wu_paper.PAPER_EPOCHS`) with >= 2 seeds per
-    method. The w-t1245 page's cell table and the verdicts report both judge cells here."""
+    method. The w-t1245 page's cell table and the verdicts report both judge cells here.
+    ``plan``: the experiment's group-sequential plan (:func:`.rows.plan_of`), if any."""
     printed = wu_paper.row(family=cell["family"], metric=metric, epsilon_bar=cell["epsilon_bar"], clip=cell["clip"],
                            epochs=cell["epochs"])
     table = wu_paper.TABLE_OF[(cell["family"], metric)]
     adp, dp = cell[f"{metric}_adp"], cell[f"{metric}_dp"]
     row = compare("w-t1245/gap", sizes_match=cell["epochs"] in wu_paper.PAPER_EPOCHS and len(adp) >= 2 and len(dp) >= 2,
                   sizes_note=f"{cell['epochs']} epochs, {len(adp)} seeds vs {wu_paper.PAPER_EPOCHS} epochs, 5 runs",
-                  item=item, table=table, printed=printed, adp=adp, dp=dp)
+                  item=item, table=table, printed=printed, adp=adp, dp=dp, plan=plan)
     return table, printed, row
 
 

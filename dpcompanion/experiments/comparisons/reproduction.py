@@ -51,6 +51,7 @@ from typing import Any, Iterable
 from dpcompanion.core import outputs
 from dpcompanion.experiments import base, comparisons, store
 from dpcompanion.experiments.comparisons import hong, scale as scale_mod, theory, wu
+from dpcompanion.experiments.comparisons.rows import plan_of
 from dpcompanion.experiments.protocols import tuning as tuning_protocol, wu_paper
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
@@ -64,7 +65,7 @@ REPEATS_KEY = {"h-f-eff": "repeats", "h-f-eff-exact": "repeats", "h-f-scale": "r
                "w-t1245": "seeds", "w-ladder": "seeds", "w-t36": "seeds", "h-x-eer": "runs_mc", "h-x-eer-breakdown": "runs"}
 
 CSV_COLUMNS = ("page", "rule", "item", "verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
-               "margin", "mde", "runs_needed", "design", "comparable", "result_mode", "at_paper_scale", "scope", "sentence",
+               "margin", "mde", "runs_needed", "design", "stage", "comparable", "result_mode", "at_paper_scale", "scope", "sentence",
                "next_step", "scale", "tuning", "note")
 
 
@@ -107,7 +108,8 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
         "ours": {"estimate": st.get("estimate"), "ci_low": st.get("ci_low"), "ci_high": st.get("ci_high"), "n": n,
                  "se": st.get("se"), "text": str(r["ours"])},
         "margin": st.get("margin"), "margin_reason": r.get("margin_reason"), "mde": st.get("mde"), "runs_needed": need,
-        "design": r.get("design"), "comparable": r.get("comparable") or scale_mod.comparability(page, scale)[0],
+        "design": r.get("design"), "stage": st.get("stage"),
+        "comparable": r.get("comparable") or scale_mod.comparability(page, scale)[0],
         "scale": scale, "at_paper_scale": scale_mod.at_paper_scale(scale) if scale else None,
         "tuning": list(tuning), "result": result, "note": str(r.get("note", "")),
     }
@@ -127,7 +129,7 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
         return [{"page": eid, "rule": None, "item": f"{eid}: no fresh stored result", "verdict": "not comparable",
                  "paper": "", "paper_value": None,
                  "ours": {"estimate": None, "ci_low": None, "ci_high": None, "n": None, "text": ""},
-                 "margin": None, "mde": None, "runs_needed": None, "design": None,
+                 "margin": None, "mde": None, "runs_needed": None, "design": None, "stage": None,
                  "comparable": scale_mod.comparability(eid, scale_mod.scale_of(eid, config))[0],
                  "scale": scale_mod.scale_of(eid, config),
                  "at_paper_scale": None, "tuning": [],
@@ -163,7 +165,7 @@ def _w_t1245_cells(payload) -> list[dict]:
         for c in payload["cells"]:
             table = wu_paper.TABLE_OF[(c["family"], metric)]
             out.append(comparisons.gap_verdict(
-                c, metric=metric, item=f"Table {table}: gain ADP - DP, {c['family']}, C_G {c['clip']:g}, "
+                c, metric=metric, plan=plan_of("w-t1245"), item=f"Table {table}: gain ADP - DP, {c['family']}, C_G {c['clip']:g}, "
                                        f"eps_bar {c['epsilon_bar']:g}, {c['epochs']} epochs")[2])
     return out
 
@@ -545,7 +547,7 @@ def _flat(r: dict) -> dict:
     return {"page": r["page"], "rule": r["rule"] or "", "item": r["item"], "verdict": r["verdict"], "paper": r["paper"],
             "paper_value": r["paper_value"], "estimate": o["estimate"], "ci_low": o["ci_low"], "ci_high": o["ci_high"],
             "n": o["n"], "margin": r["margin"], "mde": r["mde"], "runs_needed": r["runs_needed"],
-            "design": r.get("design"), "comparable": r.get("comparable"),
+            "design": r.get("design"), "stage": r.get("stage"), "comparable": r.get("comparable"),
             "result_mode": r["result"]["mode"], "at_paper_scale": r["at_paper_scale"], "scope": r.get("scope"),
             "sentence": r.get("sentence"), "next_step": (r.get("next_step") or {}).get("text"),
             "scale": json.dumps({k: {"paper": v.get("paper"), "ours": v.get("ours")} for k, v in r["scale"].items()},

@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 
 from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Judgement, Rule, with_margin
+from dpcompanion.experiments.comparisons.sequential import Plan
 from dpcompanion.experiments.protocols import wu_paper
 
 __all__ = ["VERDICTS", "DESIGN_OF", "COMPARABLE_OF", "design_of", "tuning_cap", "tuning_for_row", "apply_tuning_cap",
-           "row_of", "Margin", "MARGINS", "margin_of", "W_ACC_MARGIN", "W_PAPER_RUNS", "HEADLINE_N"]
+           "row_of", "Margin", "MARGINS", "margin_of", "W_ACC_MARGIN", "W_PAPER_RUNS", "HEADLINE_N",
+           "SEQUENTIAL", "plan_of"]
 
 #: every verdict word a rule may give (the same tuple as :data:`dpcompanion.book.report.VERDICTS`);
 #: ``equivalent`` (issue 33, item 4): TOST puts the effect inside the row's practical margin
@@ -169,6 +171,25 @@ def margin_of(rule_id: str) -> Margin | None:
     ('reported spread', True)
     """
     return MARGINS.get(rule_id)
+
+
+#: group-sequential plans (issue 33, item 6), by experiment: the cumulative seeds at each look.
+#: Declared on 2026-11-28 before any seed beyond the third was run. W-T1245's cells had been
+#: judged at 3 seeds (its full result of 2026-11-25: look 1, 42 of its 48 cell rows
+#: inconclusive); seeds are added to 10 and then 20 (a W-T1245 seed of all 24 cells costs about
+#: 35 CPU seconds on this project's 2-core machine: 20 seeds about 12 CPU minutes), the cap.
+#: Every look, the first included, is judged by the plan's repeated intervals (O'Brien-Fleming
+#: spending), so looking three times keeps the overall error rate at 5%.
+SEQUENTIAL: dict[str, Plan] = {
+    "w-t1245": Plan(looks=(3, 10, 20), reason=(
+        "look 1 is the 3-seed result already judged; 10 and 20 seeds (the cap: 4x the paper's 5 runs, 12 CPU "
+        "minutes here) are where runs_needed put most of the undecided cells")),
+}
+
+
+def plan_of(experiment_id: str) -> Plan | None:
+    """The declared group-sequential plan of an experiment (:data:`SEQUENTIAL`), None if none."""
+    return SEQUENTIAL.get(experiment_id)
 
 
 #: W-LADDER's top rung: CIFAR-10's 50,000 training images, the paper's N (and so its number of

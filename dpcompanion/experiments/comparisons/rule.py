@@ -122,6 +122,10 @@ class Judgement:
     df: float | None = None
     direction: int | None = None
     kind: str | None = None
+    #: a group-sequential comparison (:mod:`.sequential`): the look that decided it, or the last
+    #: one taken ("look k of K, n seeds"), and the verdict at each look taken
+    stage: str | None = None
+    looks: tuple | None = None
 
     def stats(self) -> dict:
         """The numbers of the report (JSON-able; NaN as None)."""
@@ -130,7 +134,8 @@ class Judgement:
         return {"estimate": c(self.estimate), "se": c(self.se), "ci_low": c(self.ci_low), "ci_high": c(self.ci_high),
                 "n": self.n, "paper_value": c(self.paper), "paper_se": c(self.paper_se), "margin": c(self.margin),
                 "ratio": c(self.ratio), "runs_factor": c(self.runs_factor), "mde": c(self.mde),
-                "design": self.design, "comparable": self.comparable}
+                "design": self.design, "comparable": self.comparable, "stage": self.stage,
+                "looks": None if self.looks is None else [list(x) for x in self.looks]}
 
 
 def _crit(df: float | None, level: float = LEVEL) -> float:
@@ -302,7 +307,8 @@ def _more_runs(k: float | None, n: int | None, what: str = "separate them") -> s
 
 def judge_effect(estimate: float, se: float, *, paper: float | None = None, paper_se: float | None = None,
                  direction: int | None = None, df: float | None = None, n: int | None = None,
-                 design: str | None = None, comparable: str = "size", margin: float | None = None) -> Judgement:
+                 design: str | None = None, comparable: str = "size", margin: float | None = None,
+                 level: float | None = None, tost_alpha: float | None = None, interval: str | None = None) -> Judgement:
     """Judge our effect as :func:`_judge_sides` does, then, where the row has a practical
     ``margin`` (issue 33, item 4: declared once, in :data:`.rows.MARGINS`, in the units of
     ``estimate``), by :func:`with_margin`: ``equivalent`` when TOST shows the effect inside
@@ -317,13 +323,17 @@ def judge_effect(estimate: float, se: float, *, paper: float | None = None, pape
     'equivalent'
     >>> judge_effect(0.5, 0.1, direction=+1, df=9, margin=0.2).verdict
     'agrees'
+
+    A look of a group-sequential plan (:mod:`.sequential`) passes its own ``level`` (the
+    nominal two-sided level of its repeated interval), ``tost_alpha`` and ``interval`` (how
+    the note names the interval); by default the fixed-sample 95% interval and TOST at 5%.
     """
     j = _judge_sides(estimate, se, paper=paper, paper_se=paper_se, direction=direction, df=df, n=n, design=design,
-                     comparable=comparable)
+                     comparable=comparable, level=LEVEL if level is None else level, interval=interval)
     if paper is not None and float(paper) != 0:
         direction = 1 if float(paper) > 0 else -1
     j = dataclasses.replace(j, df=df, direction=direction, kind="effect")
-    return j if margin is None else with_margin(j, margin)
+    return j if margin is None else with_margin(j, margin, alpha=TOST_ALPHA if tost_alpha is None else tost_alpha)
 
 
 #: the level of each of the two one-sided tests of TOST (issue 33): equivalence is shown when
@@ -381,7 +391,7 @@ def tost(estimate: float, se: float, *, margin: float, df: float | None = None,
                 equivalent=p < alpha)
 
 
-def with_margin(j: Judgement, margin: float) -> Judgement:
+def with_margin(j: Judgement, margin: float, *, alpha: float | None = None) -> Judgement:
     """The judgement ``j`` of :func:`judge_effect` with the row's practical ``margin``
     (issue 33, item 4):
 
@@ -404,17 +414,18 @@ def with_margin(j: Judgement, margin: float) -> Judgement:
 
     if j.kind != "effect" or j.margin is not None or j.verdict == "not comparable":
         return j
+    alpha = TOST_ALPHA if alpha is None else float(alpha)
     margin = float(margin)
-    t = tost(j.estimate, j.se, margin=margin, df=j.df)
+    t = tost(j.estimate, j.se, margin=margin, df=j.df, alpha=alpha)
     m = dataclasses.replace(j, margin=margin)
-    ci90 = f"90% CI [{t.ci_low:.3g}, {t.ci_high:.3g}]"
+    ci90 = f"{100 * (1 - 2 * alpha):.3g}% CI [{t.ci_low:.3g}, {t.ci_high:.3g}]"
     if t.equivalent:
         return dataclasses.replace(m, verdict="equivalent", runs_factor=None, note=(
             f"{j.note.split(';')[0]}; equivalent (TOST, p = {t.p:.2g}): the {ci90} lies inside +-{margin:.3g}, the "
             f"practical margin, so the effect is too small to matter (the rule without a margin said '{j.verdict}')"))
     if j.verdict == "disagrees" and abs(j.estimate) < margin:
         zb = float(stats.norm.ppf(0.5 + POWER / 2))  # TOST power at a true difference of zero
-        k = ((_crit(j.df, 1 - 2 * TOST_ALPHA) + zb) * j.se / margin) ** 2 if j.se > 0 else None
+        k = ((_crit(j.df, 1 - 2 * alpha) + zb) * j.se / margin) ** 2 if j.se > 0 else None
         return dataclasses.replace(m, verdict="inconclusive", runs_factor=k, note=(
             f"{j.note}; but the effect lies inside its practical margin +-{margin:.3g} (an effect inside its "
             f"margin never reads 'disagrees') and TOST does not show it equivalent ({ci90}, p = {t.p:.2g}); "
@@ -424,8 +435,10 @@ def with_margin(j: Judgement, margin: float) -> Judgement:
 
 def _judge_sides(estimate: float, se: float, *, paper: float | None = None, paper_se: float | None = None,
                  direction: int | None = None, df: float | None = None, n: int | None = None,
-                 design: str | None = None, comparable: str = "size") -> Judgement:
-    """Judge our effect against zero and the paper's value, with our 95% interval
+                 design: str | None = None, comparable: str = "size", level: float | None = None,
+                 interval: str | None = None) -> Judgement:
+    """Judge our effect against zero and the paper's value, with our 95% interval (``level``;
+    ``interval`` names it in the note, by default "95% CI")
     ``estimate +- crit se`` (``crit`` from Student t with ``df``, normal when None) and, for the
     paper's value, the interval of the difference ours - paper with the paper's printed
     standard error folded in (``sqrt(se^2 + paper_se^2)``):
@@ -495,14 +508,16 @@ def _judge_sides(estimate: float, se: float, *, paper: float | None = None, pape
     if not (math.isfinite(estimate) and math.isfinite(se) and se >= 0):
         return Judgement("not comparable", f"no standard error (estimate {estimate:.3g}, se {se:.3g}): "
                          "fewer than 2 runs", estimate=estimate, se=se, n=n, paper=paper, paper_se=paper_se, **tag)
-    c = _crit(df)
+    level = LEVEL if level is None else float(level)
+    name = interval or f"{100 * level:.3g}% CI"
+    c = _crit(df, level)
     lo, hi = estimate - c * se, estimate + c * se
     m = mde(se, df) if se > 0 else 0.0
     base = dict(estimate=estimate, se=se, ci_low=lo, ci_high=hi, n=n, paper=paper, paper_se=paper_se, mde=m, **tag)
     side = "above" if direction > 0 else "below"
     pos = lo > 0 if direction > 0 else hi < 0   # excludes zero on the paper's side
     neg = hi < 0 if direction > 0 else lo > 0   # excludes zero on the other side
-    ci = f"ours {estimate:.3g}, 95% CI [{lo:.3g}, {hi:.3g}]" + (f" ({design})" if design else "")
+    ci = f"ours {estimate:.3g}, {name} [{lo:.3g}, {hi:.3g}]" + (f" ({design})" if design else "")
     if paper is not None and comparable == "direction":
         # our setup is not the paper's: its size is quoted, the sign alone is judged
         pse = float(paper_se) if paper_se is not None and math.isfinite(float(paper_se)) else 0.0
@@ -527,7 +542,7 @@ def _judge_sides(estimate: float, se: float, *, paper: float | None = None, pape
                          runs_factor=k, **base)
     pse = float(paper_se) if paper_se is not None and math.isfinite(float(paper_se)) else 0.0
     s_diff = math.hypot(se, pse)
-    c_diff = _crit(df)  # our degrees of freedom (the paper's estimate has more runs behind it)
+    c_diff = _crit(df, level)  # our degrees of freedom (the paper's estimate has more runs behind it)
     d_lo, d_hi = estimate - paper - c_diff * s_diff, estimate - paper + c_diff * s_diff
     compatible = d_lo <= 0 <= d_hi
     ratio = estimate / paper if paper else None
@@ -541,7 +556,7 @@ def _judge_sides(estimate: float, se: float, *, paper: float | None = None, pape
         return Judgement("partly", f"{ci}: direction reproduced, size not (ours / paper = {ratio:.2g})", **base)
     if not compatible:
         return Judgement("disagrees", f"{ci} includes zero and rules out the {pv} (difference "
-                         f"{estimate - paper:+.3g}, 95% CI [{d_lo:.3g}, {d_hi:.3g}])", **base)
+                         f"{estimate - paper:+.3g}, {name} [{d_lo:.3g}, {d_hi:.3g}])", **base)
     # separate zero from the paper's value: the standard error must shrink so that |paper| is detectable
     k = _runs_factor(se, paper, df)
     return Judgement("inconclusive", f"{ci} includes both zero and the {pv}; {_more_runs(k, n)}",

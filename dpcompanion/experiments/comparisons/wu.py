@@ -13,6 +13,7 @@ facts of W-F2 in :data:`W_F2_PRINTED`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from typing import Sequence
@@ -23,6 +24,7 @@ from dpcompanion.experiments.comparisons.rows import (COMPARABLE_OF, HEADLINE_N,
                                                        row_of)
 from dpcompanion.experiments.comparisons.rule import (
     estimate_effect, judge_effect, judge_exact, judge_identity, pool_random_effects, rel_within, Rule)
+from dpcompanion.experiments.comparisons.sequential import Plan, first_seeds, judge_sequential
 from dpcompanion.theory.bounds import adp
 
 __all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
@@ -74,7 +76,8 @@ def gap_df(adp, dp, *, rule: str = "w-t1245/gap") -> float | None:
     return estimate_effect(adp, dp, design=design_of(rule) or "independent").df
 
 
-def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str, rule: str) -> tuple:
+def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str, rule: str,
+               plan: Plan | None = None) -> tuple:
     """One table cell of rule ``rule``: ``printed = (adp_mean, adp_sd, dp_mean, dp_sd)`` as
     printed (or None), ``adp``/``dp`` our per-seed accuracies (%). Our gap and its 95%
     interval by the comparison's design (:data:`~.rows.DESIGN_OF`: paired by seed,
@@ -83,6 +86,11 @@ def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str
     each) is folded in (:func:`~.rule.judge_effect`); where it is not
     (:data:`~.rows.COMPARABLE_OF`: every W transfer run), by its sign alone. No printed
     cell, or fewer than 2 seeds: ``not comparable``.
+
+    With a group-sequential ``plan`` (:data:`~.rows.SEQUENTIAL`, issue 33 item 6) reached by
+    our seeds, the cell is judged at each look in turn on its first seeds, by the look's
+    repeated interval and TOST levels and the rule's margin, and decided at the first look that
+    decides (:func:`~.sequential.judge_sequential`); ``ours`` and the note are that look's.
 
     >>> _judge_gap(printed=(50.0, 1.0, 50.0, 1.0), adp=[1.0], dp=[0.0], where="x", rule="w-t1245/gap")[0]
     'not comparable'
@@ -103,9 +111,28 @@ def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str
     if len(adp) < 2 or len(dp) < 2:
         return "not comparable", ours, "fewer than 2 seeds: no spread to judge by", paper
     comparable = COMPARABLE_OF.get(rule, ("size", ""))[0]
+    if plan is not None and min(len(adp), len(dp)) >= plan.looks[0]:
+        m = margin_of(rule)
+
+        def at(look):
+            el = estimate_effect(first_seeds(adp, look.n), first_seeds(dp, look.n), design=design)
+            return judge_effect(el.estimate, el.se, paper=g_p, paper_se=se_p, direction=+1, df=el.df, n=el.n,
+                                design=design, comparable=comparable, margin=None if m is None else m.value,
+                                level=look.level, tost_alpha=look.tost_alpha,
+                                interval=f"repeated 95% CI ({look.label}, {look.n} seeds)")
+
+        j, look, taken = judge_sequential(plan, min(len(adp), len(dp)), at)
+        j = dataclasses.replace(j, stage=f"{look.label}, {look.n} seeds", looks=tuple(taken))
+        ours = f"{j.estimate:+.2f} ± {j.se:.2f} points ({look.n} + {look.n} seeds, {design}; {look.label})"
+        return j.verdict, ours, f"{j.note}; {_looks_note(plan, taken)}", paper, j
     j = judge_effect(e.estimate, e.se, paper=g_p, paper_se=se_p, direction=+1, df=e.df, n=e.n, design=design,
                      comparable=comparable)
     return j.verdict, ours, j.note, paper, j
+
+
+def _looks_note(plan: Plan, taken) -> str:
+    said = ", ".join(f"{n} seeds: {v}" for n, v in taken)
+    return f"{plan.describe()}; judged at {said}"
 
 
 _GAP_TOL = (f"our gap's 95% CI (paired by seed: the t interval of the per-seed differences ADP - DP); our setup "
@@ -122,7 +149,7 @@ def _pooled_note(p, k_all: int) -> str:
             else f"one comparable cell of {k_all}: its own gap")
 
 
-def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/table") -> tuple:
+def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/table", plan: Plan | None = None) -> tuple:
     """One of W's tables from its cells (issue 33, item 5): ``cells`` dicts with ``verdict``
     (the cell's, by rule ``w-t1245/gap``), ``gap`` and ``se`` (ours, paired by seed) and
     ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the
@@ -130,6 +157,10 @@ def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/tabl
     differ), judged as a cell is (:func:`~.rule.judge_effect` by its sign, the setup being
     the paper's in direction only, with the rule's margin, :data:`~.rows.MARGINS`); the count
     of cells by verdict is reported beside it. Not comparable when no cell is.
+
+    With a group-sequential ``plan`` (issue 33, item 6) and cells carrying their per-seed
+    arrays (``adp``, ``dp``), the pooled gap is judged at each look on the cells' first seeds,
+    by the look's repeated interval, and decided at the first look that decides.
 
     >>> c = [{"verdict": "agrees", "gap": g, "se": 0.1, "paper_gap": 2.0} for g in (1.0, 1.1, 1.2)]
     >>> _judge_table(table=1, cells=c)[0]
@@ -158,10 +189,30 @@ def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/tabl
            and math.isfinite(float(c["gap"]))]
     if not use:
         return "not comparable", f"{ours_pos} of {n} cells ahead; no comparable cell", f"cells: {counted}{headline}", paper
-    p = pool_random_effects([float(c["gap"]) for c in use], [float(c["se"]) for c in use])
     m = margin_of(rule)
-    j = judge_effect(p.estimate, p.se, direction=+1, df=p.df, design=design_of(rule),
-                     comparable=COMPARABLE_OF.get(rule, ("size", ""))[0], margin=None if m is None else m.value)
+    design, comparable = design_of(rule), COMPARABLE_OF.get(rule, ("size", ""))[0]
+    n_seeds = min((min(len(c.get("adp", ())), len(c.get("dp", ()))) for c in use), default=0)
+    if plan is not None and n_seeds >= plan.looks[0]:
+        pooled = {}
+
+        def at(look):
+            est = [estimate_effect(first_seeds(c["adp"], look.n), first_seeds(c["dp"], look.n), design=design)
+                   for c in use]
+            p = pooled[look.k] = pool_random_effects([e.estimate for e in est], [e.se for e in est])
+            return judge_effect(p.estimate, p.se, direction=+1, df=p.df, design=design, comparable=comparable,
+                                margin=None if m is None else m.value, level=look.level, tost_alpha=look.tost_alpha,
+                                interval=f"repeated 95% CI ({look.label}, {look.n} seeds a cell)")
+
+        j, look, taken = judge_sequential(plan, n_seeds, at)
+        j = dataclasses.replace(j, stage=f"{look.label}, {look.n} seeds a cell", looks=tuple(taken))
+        p = pooled[look.k]
+        ours = (f"pooled gap {p.estimate:+.2f} points (repeated 95% CI {j.ci_low:+.2f} to {j.ci_high:+.2f}, "
+                f"{look.label}, {look.n} seeds a cell); {ours_pos} of {n} cells ahead; cells by verdict: {counted}")
+        return (j.verdict, ours, f"{j.note}; {_pooled_note(p, n)}; {_looks_note(plan, taken)}; cells by verdict: "
+                f"{counted}{headline}", paper, j)
+    p = pool_random_effects([float(c["gap"]) for c in use], [float(c["se"]) for c in use])
+    j = judge_effect(p.estimate, p.se, direction=+1, df=p.df, design=design, comparable=comparable,
+                     margin=None if m is None else m.value)
     ours = (f"pooled gap {p.estimate:+.2f} points (95% CI {p.ci_low:+.2f} to {p.ci_high:+.2f}); {ours_pos} of {n} "
             f"cells ahead; cells by verdict: {counted}")
     return j.verdict, ours, f"{j.note}; {_pooled_note(p, n)}; cells by verdict: {counted}{headline}", paper, j

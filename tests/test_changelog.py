@@ -71,3 +71,27 @@ def test_no_git_and_shallow_clone_are_said(tmp_path, repo):
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True, capture_output=True)
     h = changelog.history(shallow)
     assert "shallow clone" in h["status"] and h["results"] == []
+
+
+def test_verdict_changes_match_rows_by_page_and_item():
+    """issue 33 item 9: the verdict changes against a baseline: rows matched by page and item,
+    transitions counted, new and removed rows listed, the changed row's reason shown."""
+    before = [{"page": "p", "item": "a", "verdict": "inconclusive"}, {"page": "p", "item": "b", "verdict": "agrees"},
+              {"page": "q", "item": "gone", "verdict": "partly"}]
+    after = [{"page": "p", "item": "a", "verdict": "agrees", "note": "CI above zero. Tolerance: x", "sentence": "A is ahead."},
+             {"page": "p", "item": "b", "verdict": "agrees", "note": ""},
+             {"page": "q", "item": "new", "verdict": "equivalent", "note": ""}]
+    c = changelog.verdict_changes(before, after)
+    assert c["transitions"] == {"inconclusive -> agrees": 1}
+    assert [r["item"] for r in c["new"]] == ["new"] and [r["item"] for r in c["gone"]] == ["gone"]
+    assert c["changed"][0]["why"] == "CI above zero"
+    md = changelog.verdict_changes_markdown(c, baseline="commit `x`")
+    assert "| p | a | inconclusive | agrees | A is ahead. |" in md and "Rows added since then (1)" in md
+    assert "before agrees 1, inconclusive 1, partly 1 (3 rows)" in md
+
+
+def test_the_committed_verdict_baseline_is_readable():
+    """The baseline the changelog page compares with is committed and names its commit."""
+    base = changelog.verdict_baseline()
+    assert base is not None and base["commit"] and len(base["rows"]) == base["n_rows"] > 100
+    assert {"page", "item", "verdict"} <= set(base["rows"][0])

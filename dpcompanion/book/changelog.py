@@ -218,3 +218,63 @@ def changelog_markdown(hist: dict[str, Any]) -> str:
               "largest abs change at", "stored digest: previous → now"]
     return "\n".join(["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
                      + ["| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |" for r in rows])
+
+
+# ------------------------------------------------------------------ verdict changes (issue 33)
+
+#: the reproduction report as an earlier commit's code gave it, one file per review: the
+#: verdicts a reader can compare today's with (``results/verdicts/baseline-<commit>.json``,
+#: written once from ``verdicts --json`` run on that commit's checkout; see its ``how``)
+VERDICT_BASELINE = REPO / "results" / "verdicts" / "baseline-df4a0e0.json"
+
+
+def verdict_changes(before: list[dict], after: list[dict]) -> dict[str, Any]:
+    """Rows matched by (page, item): ``changed`` (before, after verdict and today's note),
+    ``new`` (absent before), ``gone`` (absent now), ``transitions`` (before -> after: count)
+    and both verdict counts."""
+    from collections import Counter
+
+    bk = {(r["page"], r["item"]): r for r in before}
+    ak = {(r["page"], r["item"]): r for r in after}
+    changed = [{"page": k[0], "item": k[1], "before": bk[k]["verdict"], "after": r["verdict"],
+                "why": str(r.get("note", "")).split(". Tolerance:")[0], "sentence": r.get("sentence")}
+               for k, r in ak.items() if k in bk and bk[k]["verdict"] != r["verdict"]]
+    trans = Counter((c["before"], c["after"]) for c in changed)
+    return {"changed": changed, "new": [{"page": k[0], "item": k[1], "after": r["verdict"]} for k, r in ak.items()
+                                        if k not in bk],
+            "gone": [{"page": k[0], "item": k[1], "before": r["verdict"]} for k, r in bk.items() if k not in ak],
+            "transitions": {f"{a} -> {b}": n for (a, b), n in sorted(trans.items())},
+            "counts_before": dict(sorted(Counter(r["verdict"] for r in before).items())),
+            "counts_after": dict(sorted(Counter(r["verdict"] for r in after).items()))}
+
+
+def verdict_changes_markdown(changes: dict[str, Any], *, baseline: str) -> str:
+    """The verdict-changes section: counts before and after, the transitions, a table of every
+    changed row with the reason today's rule gives, and the rows added and removed (folded)."""
+    def counts(c):
+        return ", ".join(f"{k} {v}" for k, v in c.items()) + f" ({sum(c.values())} rows)"
+
+    def cell(s, n=240):
+        s = str(s).replace("|", "/").replace("\n", " ")
+        return s if len(s) <= n else s[: n - 1] + "…"
+
+    out = [f"Against {baseline}: before {counts(changes['counts_before'])}; now {counts(changes['counts_after'])}.", ""]
+    if changes["transitions"]:
+        out += ["Verdicts that changed: " + "; ".join(f"{k}: {v}" for k, v in changes["transitions"].items()) + ".", ""]
+        out += [":::{dropdown} " + f"Each changed row ({len(changes['changed'])}), with today's reason", "",
+                "| page | row | before | now | why (today's rule) |", "| --- | --- | --- | --- | --- |"]
+        out += [f"| {c['page']} | {cell(c['item'], 90)} | {c['before']} | {c['after']} | {cell(c['sentence'] or c['why'])} |"
+                for c in changes["changed"]] + [":::"]
+    else:
+        out.append("No verdict of a row present in both changed.")
+    for key, what, col in (("new", "Rows added since", "after"), ("gone", "Rows removed since", "before")):
+        if changes[key]:
+            out += ["", ":::{dropdown} " + f"{what} then ({len(changes[key])})", "",
+                    "| page | row | verdict |", "| --- | --- | --- |"]
+            out += [f"| {r['page']} | {cell(r['item'], 120)} | {r[col]} |" for r in changes[key]] + [":::"]
+    return "\n".join(out)
+
+
+def verdict_baseline(path: Path = VERDICT_BASELINE) -> dict[str, Any] | None:
+    """The committed baseline (``rows``, ``commit``, ``how``), None where the file is absent."""
+    return json.loads(path.read_text()) if path.exists() else None

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from scipy import optimize
 
@@ -14,70 +14,235 @@ from dpcompanion.theory import schedules as S
 
 Ts = st.integers(min_value=1, max_value=100_000)
 Rs = st.floats(min_value=1e-4, max_value=1e4)
-kappas = st.floats(min_value=1.0, max_value=1e8)
-betas = st.floats(min_value=0.0, max_value=0.99)
+
+# Valid inputs by construction (issue 32, item 7). Every schedule is ``1/sigma_t^2 = R softmax(c)_t``
+# for log-weights ``c_t`` (module docstring) and refuses only what its docstring names: parameters
+# outside their domain, and schedules whose ``sigma^2`` would leave float64 (``|ln sigma^2| > 700``).
+# With T <= 1e5 and R in [1e-4, 1e4], ``ln sigma_t^2 = logsumexp(c) - c_t - ln R`` lies in
+# [-ln R, ln T + spread(c) - ln R], so a spread ``max c - min c`` of at most SPREAD = 600 keeps every
+# input below accepted; each strategy below draws the schedule's parameters from its documented
+# domain restricted to that spread (the bound on the spread is worked out in each strategy).
+SPREAD = 600.0
+# ... and a spread of at least OVERFLOW = 720 puts some ln sigma_t^2 above 720 - ln(1e4) > 700.
+OVERFLOW = 720.0
 
 
-def _check_schedule_or_clean_error(fn, R, **kw):
-    """Spends R to 1e-9 relative, finite positive float64 -- or a one-line ValueError."""
-    try:
-        s = fn(R=R, **kw)
-    except ValueError as exc:
-        msg = str(exc)
-        assert msg and "\n" not in msg
-        return None
-    assert s.dtype == np.float64
+def _assert_budget_exact(s, R, T):
+    """The property every schedule promises: T finite, positive float64 multipliers spending R
+    to 1e-9 relative, never more than R when a ledger adds the steps one by one."""
+    assert isinstance(s, np.ndarray) and s.dtype == np.float64 and s.shape == (T,)
     assert np.all(np.isfinite(s)) and np.all(s > 0)
-    spent = np.sum(1.0 / s**2)
-    assert abs(spent - R) <= 1e-9 * R
-    return s
+    spent = np.cumsum(1.0 / s**2)[-1]
+    assert spent <= R and abs(spent - R) <= 1e-9 * R
+
+
+def _refuses(fn, match, **kw):
+    """``fn(**kw)`` raises a one-line ValueError matching ``match``."""
+    with pytest.raises(ValueError, match=match) as exc:
+        fn(**kw)
+    assert str(exc.value) and "\n" not in str(exc.value)
+
+
+def _max_abs_log(spread, T):
+    """The largest change per step (``|ln gamma|``, ``2 |rate|``, ...) that keeps a total
+    change of at most ``spread`` over the ``T - 1`` steps."""
+    return spread / max(T - 1, 1)
+
+
+@st.composite
+def gd_inputs(draw):
+    # c_t = (T - t) ln(gamma) / 2, gamma = 1 - 1/kappa: spread (T - 1) |ln gamma| / 2. kappa = 1
+    # (gamma = 0) is documented as allowed only with T = 1.
+    T = draw(Ts)
+    if T == 1:
+        return T, draw(st.floats(min_value=1.0, max_value=1e8))
+    lim = _max_abs_log(2 * SPREAD, T)
+    return T, draw(st.floats(min_value=1.0 / -math.expm1(-lim), max_value=1e8, exclude_min=True))
+
+
+@given(inp=gd_inputs(), R=Rs)
+def test_gd_dynamic_budget(inp, R):
+    """Issue 32: gd_dynamic spends R exactly on every input of its domain that float64 holds."""
+    T, kappa = inp
+    _assert_budget_exact(S.gd_dynamic(T=T, R=R, kappa=kappa), R, T)
 
 
 @given(T=Ts, R=Rs)
 def test_uniform_budget(T, R):
-    s = _check_schedule_or_clean_error(S.uniform, R, T=T)
-    assert s is not None and np.allclose(s, math.sqrt(T / R), rtol=1e-12)
+    """Issue 32: uniform spends R exactly for every T and R, each step sqrt(T/R)."""
+    s = S.uniform(T=T, R=R)
+    _assert_budget_exact(s, R, T)
+    assert np.allclose(s, math.sqrt(T / R), rtol=1e-12)
 
 
-@given(T=Ts, R=Rs, kappa=kappas)
-def test_gd_dynamic_budget(T, R, kappa):
-    _check_schedule_or_clean_error(S.gd_dynamic, R, T=T, kappa=kappa)
+@st.composite
+def exponential_inputs(draw):
+    # c_t = 2 rate t: spread 2 |rate| (T - 1); any finite rate is in the domain.
+    T = draw(Ts)
+    lim = _max_abs_log(SPREAD / 2, T)
+    return T, draw(st.floats(min_value=-lim, max_value=lim))
 
 
-@given(T=Ts, R=Rs, rate=st.floats(min_value=-1.0, max_value=1.0))
-def test_exponential_budget(T, R, rate):
-    _check_schedule_or_clean_error(S.exponential, R, T=T, rate=rate)
+@given(inp=exponential_inputs(), R=Rs)
+def test_exponential_budget(inp, R):
+    """Issue 32: exponential spends R exactly, each step exp(-rate) times the previous."""
+    T, rate = inp
+    s = S.exponential(T=T, R=R, rate=rate)
+    _assert_budget_exact(s, R, T)
+    if T > 1:
+        assert np.allclose(s[1:] / s[:-1], math.exp(-rate), rtol=1e-9)
 
 
-@given(T=Ts, R=Rs, drop=st.floats(min_value=0.01, max_value=10.0), period=st.integers(1, 1000))
-def test_step_budget(T, R, drop, period):
-    _check_schedule_or_clean_error(S.step_decay, R, T=T, drop=drop, period=period)
+@st.composite
+def step_inputs(draw):
+    # c_t = -2 ln(drop) floor((t - 1) / period): spread 2 |ln drop| floor((T - 1) / period);
+    # the default period (None) is ceil(T / 4).
+    T = draw(Ts)
+    period = draw(st.none() | st.integers(1, T + 10))
+    plateaus = (T - 1) // (period or max(1, math.ceil(T / 4)))
+    lim = min(SPREAD / 2 / max(plateaus, 1), 690.0)
+    return T, period, math.exp(draw(st.floats(min_value=-lim, max_value=lim)))
 
 
-@given(T=st.integers(1, 20_000), R=Rs, kappa=st.floats(min_value=1.5, max_value=1e8), beta=betas,
-       variant=st.sampled_from(["corrected", "proof", "statement", "slides"]))
-def test_momentum_budget(T, R, kappa, beta, variant):
-    _check_schedule_or_clean_error(S.momentum_dynamic, R, T=T, kappa=kappa, beta=beta, variant=variant)
+@given(inp=step_inputs(), R=Rs)
+def test_step_budget(inp, R):
+    """Issue 32: step_decay spends R exactly on every drop > 0 and period >= 1 float64 holds."""
+    T, period, drop = inp
+    _assert_budget_exact(S.step_decay(T=T, R=R, drop=drop, period=period), R, T)
 
 
-@given(T=Ts, R=Rs, gamma=st.floats(min_value=1e-3, max_value=10.0))
-def test_expinfl_budget(T, R, gamma):
-    _check_schedule_or_clean_error(S.expinfl, R, T=T, gamma=gamma)
+@st.composite
+def momentum_inputs(draw):
+    # gamma = 1 - 1/kappa (eta0 = 1 < kappa). The paper's variants' ln q_t are (T + t - 1) ln gamma
+    # and (k T_hat - 1 + T - t) ln gamma (k = 2, 3) up to one constant and ln 2, so spread(c) <=
+    # 2 T |ln gamma| + 1; the slides' ln q_t lies within (T - 1) |ln gamma| + ln T. They need beta < gamma.
+    T = draw(st.integers(1, 20_000))
+    variant = draw(st.sampled_from(S.MOMENTUM_VARIANTS))
+    lim = SPREAD / 2 / T - 1e-3
+    kappa = draw(st.floats(min_value=1.0 / -math.expm1(-lim), max_value=1e8, exclude_min=True))
+    gamma = 1.0 - 1.0 / kappa
+    top = 0.99 if variant == "slides" else min(0.99, gamma)
+    beta = draw(st.floats(min_value=0.0, max_value=top, exclude_max=variant != "slides"))
+    return T, kappa, beta, variant
 
 
-@given(T=Ts, R=Rs, gamma=st.floats(min_value=1e-3, max_value=0.999999), c1=st.floats(0, 1e3), c2=st.floats(1e-6, 1e3))
-def test_momexpinfl_budget(T, R, gamma, c1, c2):
-    _check_schedule_or_clean_error(S.momexpinfl, R, T=T, gamma=gamma, c1=c1, c2=c2)
+@given(inp=momentum_inputs(), R=Rs)
+def test_momentum_budget(inp, R):
+    """Issue 32: momentum_dynamic spends R exactly in every variant on the domain it documents."""
+    T, kappa, beta, variant = inp
+    _assert_budget_exact(S.momentum_dynamic(T=T, R=R, kappa=kappa, beta=beta, variant=variant), R, T)
 
 
-@given(T=Ts, R=Rs, a=st.floats(1e-3, 1e3), c=st.floats(0, 10), power=st.floats(-2, 2))
+@st.composite
+def expinfl_inputs(draw):
+    # c_t = (T - t) ln(gamma) / 2 for any gamma > 0: spread (T - 1) |ln gamma| / 2.
+    T = draw(Ts)
+    lim = min(_max_abs_log(2 * SPREAD, T), 700.0)
+    return T, math.exp(draw(st.floats(min_value=-lim, max_value=lim)))
+
+
+@given(inp=expinfl_inputs(), R=Rs)
+def test_expinfl_budget(inp, R):
+    """Issue 32: expinfl spends R exactly for every gamma > 0 (decaying and growing noise)."""
+    T, gamma = inp
+    _assert_budget_exact(S.expinfl(T=T, R=R, gamma=gamma), R, T)
+
+
+@st.composite
+def momexpinfl_inputs(draw):
+    # ln q_t = logaddexp(ln c1 + t ln gamma, ln c2 - t ln gamma), gamma in (0, 1): the upper envelope
+    # of two lines of slope |ln gamma|, spread at most (T - 1) |ln gamma| + ln 2.
+    T = draw(Ts)
+    lim = min(_max_abs_log(2 * SPREAD - 1, T), 700.0)
+    gamma = math.exp(draw(st.floats(min_value=-lim, max_value=0.0, exclude_max=True)))
+    c1, c2 = draw(st.floats(0.0, 1e300)), draw(st.floats(0.0, 1e300))
+    assume(gamma < 1.0 and (c1 > 0 or c2 > 0))  # documented refusals: gamma in (0, 1), c1 = c2 = 0
+    return T, gamma, c1, c2
+
+
+@given(inp=momexpinfl_inputs(), R=Rs)
+def test_momexpinfl_budget(inp, R):
+    """Issue 32: momexpinfl spends R exactly for gamma in (0, 1) and any c1, c2 >= 0 not both 0."""
+    T, gamma, c1, c2 = inp
+    _assert_budget_exact(S.momexpinfl(T=T, R=R, gamma=gamma, c1=c1, c2=c2), R, T)
+
+
+# c_t = -power ln(a + c t): spread |power| ln((a + c T) / (a + c)) <= 20 ln(1e9) = 414 here. The
+# log-weights' size is kept to a few hundred too: a schedule is exact to the rounding of its
+# log-weights, and 1e-9 relative needs |c_t| well below 1e6.
+@given(T=Ts, R=Rs, a=st.floats(1e-3, 1e3), c=st.floats(0, 10), power=st.floats(-20, 20))
 def test_adp_budget(T, R, a, c, power):
-    _check_schedule_or_clean_error(S.adp, R, T=T, a=a, c=c, power=power)
+    """Issue 32: adp spends R exactly for a > 0, c >= 0 and any power, on W's scales."""
+    _assert_budget_exact(S.adp(T=T, R=R, a=a, c=c, power=power), R, T)
 
 
-@given(q=st.lists(st.floats(min_value=1e-100, max_value=1e100), min_size=1, max_size=300), R=Rs)
+@given(q=st.lists(st.floats(min_value=1e-250, max_value=1e250), min_size=1, max_size=300), R=Rs)
 def test_optimal_budget(q, R):
-    _check_schedule_or_clean_error(S.optimal, R, q=q)
+    """Issue 32: optimal spends R exactly for influences spanning 500 orders of magnitude
+    (c_t = ln(q_t) / 2: spread at most 576)."""
+    _assert_budget_exact(S.optimal(q=q, R=R), R, len(q))
+
+
+@pytest.mark.parametrize("fn,kw,match", [
+    (S.uniform, dict(T=0, R=1.0), "T must be"),
+    (S.uniform, dict(T=2.5, R=1.0), "T must be"),
+    (S.uniform, dict(T=3, R=0.0), "R must be"),
+    (S.uniform, dict(T=3, R=math.nan), "R must be"),
+    (S.gd_dynamic, dict(T=3, R=1.0, kappa=0.5), "kappa must be"),
+    (S.gd_dynamic, dict(T=3, R=1.0, kappa=math.inf), "kappa must be"),
+    (S.gd_dynamic, dict(T=3, R=1.0, kappa=1.0), "kappa = 1"),
+    (S.exponential, dict(T=3, R=1.0, rate=math.nan), "rate must be"),
+    (S.step_decay, dict(T=3, R=1.0, drop=0.0), "drop must be"),
+    (S.step_decay, dict(T=3, R=1.0, drop=0.5, period=0), "period must be"),
+    (S.momentum_dynamic, dict(T=3, R=1.0, kappa=10.0, beta=1.0), "beta must be"),
+    (S.momentum_dynamic, dict(T=3, R=1.0, kappa=10.0, beta=0.95), "beta must be < gamma"),
+    (S.momentum_dynamic, dict(T=3, R=1.0, kappa=10.0, beta=0.5, eta0=10.0), "eta0 must be < kappa"),
+    (S.momentum_dynamic, dict(T=3, R=1.0, kappa=10.0, beta=0.5, variant="nope"), "variant must be"),
+    (S.expinfl, dict(T=3, R=1.0, gamma=0.0), "gamma must be"),
+    (S.momexpinfl, dict(T=3, R=1.0, gamma=1.0), "gamma must be"),
+    (S.momexpinfl, dict(T=3, R=1.0, gamma=0.5, c1=0.0, c2=0.0), "c1 and c2"),
+    (S.momexpinfl, dict(T=3, R=1.0, gamma=0.5, c1=-1.0), "c1 must be"),
+    (S.adp, dict(T=3, R=1.0, a=0.0), "a must be"),
+    (S.adp, dict(T=3, R=1.0, c=-1.0), "c must be"),
+    (S.adp, dict(T=3, R=1.0, power=math.inf), "power must be"),
+    (S.optimal, dict(q=[], R=1.0), "q must be"),
+    (S.optimal, dict(q=[1.0, 0.0], R=1.0), "q must be"),
+    (S.optimal, dict(q=[1.0, math.nan], R=1.0), "q must be"),
+])
+def test_schedules_refuse_outside_their_domain(fn, kw, match):
+    """Issue 32: each schedule refuses a parameter outside its documented domain with a
+    one-line ValueError naming it."""
+    _refuses(fn, match, **kw)
+
+
+def _overflowing(draw, T):
+    """A log-slope that, over ``T - 1`` steps, spreads the log-weights by at least OVERFLOW."""
+    return draw(st.floats(min_value=2 * OVERFLOW / (T - 1), max_value=30.0))  # gamma = e^-30 > 0 still
+
+
+@st.composite
+def overflowing_inputs(draw):
+    """A schedule and parameters in its domain whose sigma^2 float64 cannot hold."""
+    T = draw(st.integers(100, 100_000))
+    slope = _overflowing(draw, T)  # |ln gamma| with (T - 1) |ln gamma| / 2 >= OVERFLOW
+    return draw(st.sampled_from([
+        (S.gd_dynamic, dict(T=T, kappa=1.0 / -math.expm1(-slope))),
+        (S.exponential, dict(T=T, rate=draw(st.sampled_from([-1, 1])) * slope / 4)),
+        (S.step_decay, dict(T=T, drop=math.exp(-slope / 4), period=1)),
+        (S.momentum_dynamic, dict(T=T, kappa=1.0 / -math.expm1(-slope), beta=0.0, variant="slides")),
+        (S.expinfl, dict(T=T, gamma=math.exp(draw(st.sampled_from([-1, 1])) * slope))),
+        (S.momexpinfl, dict(T=T, gamma=math.exp(-slope), c1=0.0, c2=1.0)),
+        (S.adp, dict(T=T, a=1.0, c=1.0, power=OVERFLOW / math.log((1 + T) / 2))),
+        (S.optimal, dict(q=[5e-324, 1.7e308])),  # c = ln(q) / 2 spreads over 727
+    ]))
+
+
+@given(case=overflowing_inputs(), R=Rs)
+def test_schedules_refuse_what_float64_cannot_hold(case, R):
+    """Issue 32: a schedule whose noise multipliers span more than float64 holds is refused with
+    a one-line ValueError saying so (module docstring), never returned with inf, 0 or NaN."""
+    fn, kw = case
+    _refuses(fn, "beyond float64", R=R, **kw)
 
 
 def test_extremes_named_in_the_issue():

@@ -115,6 +115,8 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     }
     if r.get("headline"):  # W-LADDER's top rung (issue 33, item 5)
         out["headline"] = r["headline"]
+    if r.get("reading"):  # the closest reading of a printed number (issue 33, item 8; comparisons.readings)
+        out["reading"] = r["reading"]
     out["next_step"] = next_steps(tuning, payload)
     out["scope"] = scope_of(out)
     out["sentence"] = sentence(out)
@@ -173,7 +175,7 @@ def _w_t1245_cells(payload) -> list[dict]:
 def _w_eps_rows() -> list[dict]:
     from dpcompanion.claims import w_adp
 
-    return wu.w_eps_rows(w_adp.w_eps_table())
+    return wu.w_eps_rows(w_adp.w_eps_table(), w_adp.w_eps_readings())
 
 
 def _w_f2_rows() -> list[dict]:
@@ -340,13 +342,19 @@ def _poss(name: str) -> str:
     return name + ("'" if name.endswith("s") else "'s")
 
 
-def _ci(lo: float, hi: float, up: str, down: str) -> str:
+def _ci(lo: float, hi: float, up: str, down: str, name: str = "95% CI") -> str:
     """A 95% interval in words, each end on its side of zero."""
     if lo >= 0:
-        return f"95% CI {_num(lo)} to {_num(hi)} {up}"
+        return f"{name} {_num(lo)} to {_num(hi)} {up}"
     if hi <= 0:
-        return f"95% CI {_num(hi)} to {_num(lo)} {down}"
-    return f"95% CI from {_num(-lo)} {down} to {_num(hi)} {up}"
+        return f"{name} {_num(hi)} to {_num(lo)} {down}"
+    return f"{name} from {_num(-lo)} {down} to {_num(hi)} {up}"
+
+
+def _ci_name(row: dict) -> str:
+    """How a row's interval is named: the 95% CI, or for a group-sequential row the repeated
+    95% CI of the look that decided it (issue 33, item 6)."""
+    return f"repeated 95% CI at {row['stage']}" if row.get("stage") else "95% CI"
 
 
 def _scale_words(row: dict) -> str:
@@ -423,6 +431,7 @@ def sentence(row: dict) -> str:
         verdict += f"; {bounded}"
     has_ci = est is not None and lo is not None and hi is not None and lo != hi
     pv = row.get("paper_value")
+    name = _ci_name(row)
     if rule in TREND_WORDS and has_ci:
         w = TREND_WORDS[rule]
         Ns = [int(n) for n in re.findall(r"N=(\d+)", str(o.get("text", "")))]
@@ -430,7 +439,7 @@ def sentence(row: dict) -> str:
         f = w["factor"]
         sg = lambda x: ("+" if x >= 0 else "-") + _num(x)  # noqa: E731 (a slope reads best signed)
         return _cap(f"{span}, {w['what']} changes by {sg(est * f)}{w['unit']} per doubling of N "
-                    f"(95% CI {sg(lo * f)} to {sg(hi * f)}), {scale}; {TREND_PAPER}: {verdict}.")
+                    f"({name} {sg(lo * f)} to {sg(hi * f)}), {scale}; {TREND_PAPER}: {verdict}.")
     if rule in EFFECT_WORDS and has_ci:
         w = EFFECT_WORDS[rule]
         f = w["factor"]
@@ -446,10 +455,10 @@ def sentence(row: dict) -> str:
         b = w["b"] if w.get("b_is_value") else _poss(w["b"])
         rel = " in relative terms" if w.get("relative") else ""
         return _cap(f"{where}{_poss(w['a'])} {w['what']} is {_num(est * f)}{w['unit']} {side} {b}{rel} "
-                f"({_ci(lo * f, hi * f, w['up'], w['down'])}), {scale}; {w['paper']}: {verdict}.")
+                f"({_ci(lo * f, hi * f, w['up'], w['down'], name)}), {scale}; {w['paper']}: {verdict}.")
     item = readable(row.get("item", ""))
     if has_ci:
-        ours = f"our estimate is {est:.3g} (95% CI {lo:.3g} to {hi:.3g})"
+        ours = f"our estimate is {est:.3g} ({name} {lo:.3g} to {hi:.3g})"
     elif est is not None and pv is not None:
         ours = f"we compute {est:.4g}"
     else:

@@ -737,6 +737,66 @@ def w_eps_table() -> list[dict]:
 #: TF-Privacy's RDP orders of 2019-2021 (compute_dp_sgd_privacy), used with the classic conversion
 _CLASSIC_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)))
 
+#: the natural readings of footnote 3's protocol searched by :func:`w_eps_readings` (issue 33,
+#: item 8), the stated value first: steps (the footnote's 11,700; TF-Privacy's
+#: compute_dp_sgd_privacy's ceil(60 N / m) = 11,719; 60 x 196 = 11,760 of Sec. 6), training-set
+#: size (CIFAR-10's 50,000 training images; 60,000 with its test images), delta (1e-5 as
+#: stated; 1/N), Thm 4.1's B_delta (main text m = 1; appendix m = 256) and the RDP-to-DP
+#: conversion (dp-accounting's improved one; TF-Privacy's classic one)
+W_EPS_READING_GRID = {"T": (11700, 11719, 11760), "N": (50000, 60000), "delta": (1e-5, "1/N"),
+                      "b_delta": ("main", "appendix"), "conversion": ("improved", "classic")}
+
+
+@functools.lru_cache(maxsize=1)
+def _w_eps_readings() -> tuple:
+    import dp_accounting as dpa
+
+    w6 = acc.W_SEC6
+    out: dict[float, list] = {eb: [] for eb in acc.W_EPSILON_BARS}
+    # the stated protocol under each of the three accountants (the footnote names none): the W-EPS rows' values
+    for r in _w_eps_rows():
+        if r["b_delta"] == "main":
+            out[r["epsilon_bar"]].append((f"stated protocol, {_ACCOUNTANT_WORDS[r['accountant']]}",
+                                          float(r["epsilon_accountant"]), True))
+    g = W_EPS_READING_GRID
+    for T, N, d, bd, conv in itertools.product(g["T"], g["N"], g["delta"], g["b_delta"], g["conversion"]):
+        delta = 1.0 / N if d == "1/N" else d
+        if (T, N, delta, bd) == (w6["T"], w6["N"], w6["delta"], "main"):
+            continue  # the stated protocol, above
+        name = (f"T {T}, N {N}, delta {'1/N' if d == '1/N' else f'{d:g}'}, B_delta {bd}, "
+                f"RDP {conv} conversion")
+        for r in acc.w_moments_epsilons(T=T, N=N, delta=delta, b_delta=bd, conversion=conv):
+            out[r["epsilon_bar"]].append((name, float(r["epsilon_accountant"]), False))
+    # the stated protocol read with sampling without replacement (replace-one neighbours, dp-accounting's RDP)
+    # and with TF-Privacy's orders under the improved conversion (compute_dp_sgd_privacy from 2020 on)
+    for r in acc.w_moments_epsilons():
+        z, T, m, N = r["noise_multiplier"], w6["T"], w6["batch_size"], w6["N"]
+        wor = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+        wor.compose(dpa.SampledWithoutReplacementDpEvent(N, m, dpa.GaussianDpEvent(z)), T)
+        out[r["epsilon_bar"]].append(("stated protocol, sampling without replacement (replace-one), RDP improved "
+                                      "conversion", float(wor.get_epsilon(w6["delta"])), False))
+        tf = dpa.rdp.RdpAccountant(list(_CLASSIC_ORDERS))
+        tf.compose(dpa.PoissonSampledDpEvent(m / N, dpa.GaussianDpEvent(z)), T)
+        out[r["epsilon_bar"]].append(("stated protocol, RDP improved conversion on TF-Privacy's orders",
+                                      float(tf.get_epsilon(w6["delta"])), False))
+    return tuple((eb, tuple(v)) for eb, v in out.items())
+
+
+_ACCOUNTANT_WORDS = {"rdp-improved": "RDP improved conversion", "rdp-classic": "RDP classic conversion",
+                     "pld": "PLD accountant"}
+
+
+def w_eps_readings() -> dict[float, list[tuple[str, float, bool]]]:
+    """The natural readings of W's footnote-3 protocol (issue 33, item 8), per epsilon_bar: a
+    list of ``(name, epsilon, stated)``, first the stated protocol (T = 11,700, N = 50,000,
+    batch 256, Poisson rate m/N, delta = 1e-5, Thm 4.1's main-text noise) under each of the
+    three accountants (``stated``: the footnote names no accountant; the W-EPS rows' values),
+    then every combination of :data:`W_EPS_READING_GRID` through the library's
+    :func:`~dpcompanion.theory.accounting.w_moments_epsilons`, and the stated protocol with
+    sampling without replacement or TF-Privacy's orders (dp-accounting). Computed once per
+    process (about 10 s)."""
+    return {eb: list(v) for eb, v in _w_eps_readings()}
+
 
 def _reference_rdp_epsilon(z: float, *, conversion: str, T: int = 11700, q: float = 256 / 50000, delta: float = 1e-5) -> float:
     """Test reference, not the library's accountant: epsilon of W's Sec. 6 run (Poisson rate q, T steps, noise

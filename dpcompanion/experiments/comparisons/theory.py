@@ -5,6 +5,14 @@ number the paper's printed formula gives), so they are judged by
 :func:`~.rule.judge_exact` within one stated relative tolerance, :data:`H_THEORY_RTOL`, the
 tolerance the page states (there is no hidden 'partly' band: the page once used a relative 0.5
 for it). A printed value of zero is judged within the absolute tolerance :data:`H_THEORY_RTOL`.
+
+Every row whose printed number we do not reproduce carries the natural readings of the
+theorem behind it (issue 33, item 8: the statement's vs the proof's constants and forms, log
+base, continuous vs integer T, a missing factor 2, rho vs R = 2 rho, the quadratic's other
+root), each computed by the library, and names the closest (:mod:`.readings`). The readings
+are other definitions of the quantity the printed formula claims to give (the minimiser, the
+minimum, the root), never the printed formula itself; the verdict stays the stated
+protocol's.
 """
 
 from __future__ import annotations
@@ -13,13 +21,17 @@ import math
 
 import numpy as np
 
+from scipy import optimize
+
+from dpcompanion.experiments.comparisons import readings as rd
 from dpcompanion.experiments.comparisons import wu
 from dpcompanion.experiments.comparisons.rows import row_of
 from dpcompanion.experiments.comparisons.rule import Rule, judge_exact
 from dpcompanion.theory import accounting
 from dpcompanion.theory.bounds import gd, momentum as mom
 
-__all__ = ["RULES", "H_THEORY_RTOL", "H_SEC_4_2_RTOL", "h_f_theory_rows", "accounting_rows", "h_sec_4_2_rows"]
+__all__ = ["RULES", "H_THEORY_RTOL", "H_SEC_4_2_RTOL", "h_f_theory_rows", "accounting_rows", "h_sec_4_2_rows",
+           "t_star_readings", "t_limit_readings", "ratio_readings", "R_readings", "eta0_readings"]
 
 #: the one tolerance of the h-f-theory page (relative; absolute for a printed zero)
 H_THEORY_RTOL = 1e-3
@@ -29,17 +41,113 @@ H_THEORY_RTOL = 1e-3
 H_SEC_4_2_RTOL = 1e-2
 
 
-def _judge_value(*, paper: float, ours: float, what: str, rtol: float = H_THEORY_RTOL) -> tuple:
+def _judge_value(*, paper: float, ours: float, what: str, rtol: float = H_THEORY_RTOL, explained: str = "") -> tuple:
+    """``explained``: the closest reading's sentence (:func:`.readings.note`), appended to the note."""
     j = (judge_exact(ours, paper, rtol=rtol) if paper
          else judge_exact(ours, 0.0, atol=rtol))
-    return j.verdict, f"{ours:.6g}", j.note, f"{paper:.6g} ({what})", j
+    return j.verdict, f"{ours:.6g}", j.note + (f"; {explained}" if explained else ""), f"{paper:.6g} ({what})", j
 
 
-def _judge_inequality(*, lhs: float, rhs: float, claim: str) -> tuple:
+def _judge_inequality(*, lhs: float, rhs: float, claim: str, explained: str = "") -> tuple:
     """A printed strict inequality ``lhs > rhs`` between two exact numbers."""
     ok = float(lhs) > float(rhs)
     return ("agrees" if ok else "disagrees", f"{lhs:.6g} vs {rhs:.6g}",
-            f"exact numbers: {'holds' if ok else 'fails'}", claim)
+            f"exact numbers: {'holds' if ok else 'fails'}" + (f"; {explained}" if explained else ""), claim)
+
+
+def t_star_readings(*, kappa: float, alpha: float) -> list[rd.Reading]:
+    """Readings of "the T minimising the dynamic ERUB" (H Thm 4.4; issue 33, item 8): the
+    exhaustive integer minimiser (stated), the continuous one (Eq. 27), the statement's form in
+    log base 10 or 2, without its factor 2, with kappa^2 alpha (the order of Eq. 11), Eq. 27 with
+    ln(1/gamma) ~ 1/kappa and 1 - sqrt(gamma) ~ 1/(2 kappa), and the uniform schedule's T
+    (Eq. 24 and the exhaustive uniform minimiser).
+
+    >>> [r.stated for r in t_star_readings(kappa=10, alpha=1e-3)][:2]
+    [True, False]
+    """
+    u = 1 + 1 / (kappa * alpha)
+    return [rd.Reading("exhaustive integer minimiser of the dynamic ERUB", gd.argmin_dynamic(kappa=kappa, alpha=alpha)[0],
+                       stated=True),
+            rd.Reading("continuous minimiser (Eq. 27)", gd.t_dynamic(kappa=kappa, alpha=alpha)),
+            rd.Reading("the statement's form in log base 10", 2 * kappa * math.log10(u)),
+            rd.Reading("the statement's form in log base 2", 2 * kappa * math.log2(u)),
+            rd.Reading("the statement's form without its factor 2", kappa * math.log(u)),
+            rd.Reading("the statement's form with kappa^2 alpha (Eq. 11's order)",
+                       2 * kappa * math.log1p(1 / (kappa**2 * alpha))),
+            rd.Reading("Eq. 27 with ln(1/gamma) ~ 1/kappa, 1 - sqrt(gamma) ~ 1/(2 kappa)",
+                       2 * kappa * math.log1p(1 / (4 * kappa**2 * alpha))),
+            rd.Reading("the uniform schedule's T (Eq. 24)", gd.t_uniform(kappa=kappa, alpha=alpha)),
+            rd.Reading("exhaustive integer minimiser of the uniform ERUB", gd.argmin_uniform(kappa=kappa, alpha=alpha)[0])]
+
+
+def t_limit_readings(*, kappa: float, alpha: float) -> list[rd.Reading]:
+    """Readings of "the uniform schedule's T as kappa -> infinity" (text after Eq. 24; issue 33,
+    item 8) at a large ``kappa``: Eq. 24 (stated), Thm 4.2's order kappa ln(1 + 1/(kappa alpha))
+    and the surrogate's minimiser (Eq. 23, T >= 0).
+
+    >>> [round(r.value, 3) for r in t_limit_readings(kappa=1e8, alpha=0.1)]
+    [10.0, 10.0, 0.0]
+    """
+    return [rd.Reading("Eq. 24", gd.t_uniform(kappa=kappa, alpha=alpha), stated=True),
+            rd.Reading("Thm 4.2's order kappa ln(1 + 1/(kappa alpha))", kappa * math.log1p(1 / (kappa * alpha))),
+            rd.Reading("the surrogate's minimiser (Eq. 23, T >= 0)", gd.t_uniform_surrogate(kappa=kappa, alpha=alpha))]
+
+
+def ratio_readings(*, kappa: float, alpha: float) -> list[rd.Reading]:
+    """Readings of "minimal uniform bound / minimal dynamic bound" (issue 33, item 8): both exact
+    integer minima (stated), both minima over real T, Eq. 25 over the exact dynamic minimum, the
+    exact uniform minimum over Eq. 27's, and the orders of Eq. 8 over Eq. 11 (constants dropped)."""
+    lg = -math.log1p(-1 / kappa)
+    real_u = optimize.minimize_scalar(lambda T: gd.erub_uniform(T=T, kappa=kappa, alpha=alpha),
+                                      bounds=(1e-9, 50 * math.log1p(lg / alpha) / lg), method="bounded").fun
+    u_int, d_int = gd.argmin_uniform(kappa=kappa, alpha=alpha)[1], gd.argmin_dynamic(kappa=kappa, alpha=alpha)[1]
+    d_real = gd.erub_dynamic_min(kappa=kappa, alpha=alpha)
+    return [rd.Reading("both exact integer minima", u_int / d_int, stated=True),
+            rd.Reading("both minima over real T", real_u / d_real),
+            rd.Reading("Eq. 25 over the exact integer dynamic minimum", gd.erub_uniform_eq25(kappa=kappa, alpha=alpha) / d_int),
+            rd.Reading("the exact integer uniform minimum over Eq. 27's minimum", u_int / d_real),
+            rd.Reading("Eq. 8 over Eq. 11 (orders, constants dropped)",
+                       gd.theta_uniform(kappa=kappa, alpha=alpha) / gd.theta_dynamic(kappa=kappa, alpha=alpha))]
+
+
+def R_readings(*, epsilon: float, delta: float) -> list[rd.Reading]:
+    """Readings of "R for (epsilon, delta)-DP by the zCDP inversion" (H Sec. 4.1.3, 5; issue 33,
+    item 8): R = 2 rho of the quadratic's positive root (stated), rho itself, the quadratic's other
+    root (as R and as rho), and the RDP and exact accountants' R.
+
+    >>> [round(r.value, 4) for r in R_readings(epsilon=4, delta=1e-8)][:2]
+    [0.3927, 0.1964]
+    """
+    L = math.log(1 / delta)
+    other_rho = (math.sqrt(L) + math.sqrt(L + epsilon)) ** 2
+    return [rd.Reading("R = 2 rho, the positive root", accounting.R_zcdp(epsilon=epsilon, delta=delta), stated=True),
+            rd.Reading("rho instead of R = 2 rho", accounting.dp_to_zcdp(epsilon=epsilon, delta=delta)),
+            rd.Reading("R = 2 rho of the quadratic's other root", 2 * other_rho),
+            rd.Reading("rho of the quadratic's other root", other_rho),
+            rd.Reading("R of the RDP accountant", accounting.R_accountant(epsilon=epsilon, delta=delta)),
+            rd.Reading("R of the exact Gaussian accountant", accounting.R_exact(epsilon=epsilon, delta=delta))]
+
+
+def eta0_readings(*, beta: float, gamma: float) -> list[rd.Reading]:
+    """Readings of "the largest eta0" after H Thm 4.5 (issue 33, item 8): the positive root of
+    ``zeta = 1 - eta0/4 - c eta0^2`` with the proof's c = beta gamma / ((gamma-beta)^2 (1-beta)^3)
+    and the statement's c = 1 / (beta (1-beta)^3) (both stated: they differ), each with (1-beta)^2
+    or (1-beta) for (1-beta)^3 and with a factor 2 dropped from c.
+
+    >>> r = eta0_readings(beta=0.9, gamma=0.99)
+    >>> round(r[0].value, 6), round(r[1].value, 6)
+    (0.003014, 0.029888)
+    """
+    def root(c: float) -> float:
+        return float(max(np.roots([c, 0.25, -1.0]).real))
+
+    base = {"the proof's zeta": beta * gamma / (gamma - beta) ** 2, "the statement's zeta": 1 / beta}
+    out = [rd.Reading(n, root(c / (1 - beta) ** 3), stated=True) for n, c in base.items()]
+    for n, c in base.items():
+        out += [rd.Reading(f"{n} with 1-beta squared, not cubed", root(c / (1 - beta) ** 2)),
+                rd.Reading(f"{n} with 1-beta not cubed", root(c / (1 - beta))),
+                rd.Reading(f"{n} with a factor 2 dropped from its quadratic term", root(c / (1 - beta) ** 3 / 2))]
+    return out
 
 
 def h_f_theory_rows() -> list[dict]:
@@ -51,18 +159,21 @@ def h_f_theory_rows() -> list[dict]:
     R = accounting.R_zcdp(epsilon=4.0, delta=1e-8)
     T_stat = int(math.ceil(gd.t_dynamic_statement(kappa=k0, alpha=a0)))
     cases = [
-        ("R for (4, 1e-8)-DP (Sec. 5)", 0.3927, R, "the FAccT version, Sec. 5"),
+        ("R for (4, 1e-8)-DP (Sec. 5)", 0.3927, R, "the FAccT version, Sec. 5", None),
         (f"T minimising the dynamic bound, kappa={k0:g}, alpha={a0:g} (Thm 4.4)", T_stat,
-         gd.argmin_dynamic(kappa=k0, alpha=a0)[0], "Thm 4.4's statement; ours: exhaustive search"),
+         gd.argmin_dynamic(kappa=k0, alpha=a0)[0], "Thm 4.4's statement; ours: exhaustive search",
+         t_star_readings(kappa=k0, alpha=a0)),
         ("Eq. 24's T as kappa -> infinity, alpha = 0.1 (text after Eq. 9)", 0.0, gd.t_uniform(kappa=1e8, alpha=0.1),
-         "text after Eq. 9; the limit is 1/alpha"),
+         "text after Eq. 9; the limit is 1/alpha", t_limit_readings(kappa=1e8, alpha=0.1)),
         (f"minimal uniform bound / minimal dynamic bound, kappa={k0:g}, alpha={a0:g}",
          gd.erub_uniform_eq25(kappa=k0, alpha=a0) / gd.erub_dynamic_min(kappa=k0, alpha=a0),
          gd.argmin_uniform(kappa=k0, alpha=a0)[1] / gd.argmin_dynamic(kappa=k0, alpha=a0)[1],
-         "Eq. 25 over the Eq. 27 minimum; ours: both exact minima"),
+         "Eq. 25 over the Eq. 27 minimum; ours: both exact minima", ratio_readings(kappa=k0, alpha=a0)),
     ]
     return [_row("h-f-theory/value", sizes_match=True, item=item, paper=float(np.asarray(p)),
-                    ours=float(np.asarray(o)), what=what) for item, p, o, what in cases]
+                 ours=float(np.asarray(o)), what=what,
+                 reading=None if rs is None else _closest(float(np.asarray(p)), rs, H_THEORY_RTOL))
+            for item, p, o, what, rs in cases]
 
 
 def accounting_rows() -> list[dict]:
@@ -83,12 +194,14 @@ def accounting_rows() -> list[dict]:
         _row("accounting/value", sizes_match=True, item="R = 2 rho (H Sec. 5)", paper=0.3927, ours=R0,
                 rtol=1e-4 / 0.3927, what="H Sec. 5, 4 decimals"),
         _row("accounting/value", sizes_match=True, item="R from the Sec. 4.1.3 inversion as printed",
-                paper=float(R_printed), ours=R0, rtol=1e-3, what="H Sec. 4.1.3's formula: it takes the wrong root"),
+                paper=float(R_printed), ours=R0, rtol=1e-3, what="H Sec. 4.1.3's formula: it takes the wrong root",
+                reading=_closest(float(R_printed), R_readings(epsilon=eps0, delta=delta0), 1e-3)),
         _row("accounting/inequality", sizes_match=True, item="Sec. 4.1.3: R_zCDP > R_MA = eps^2/ln(1/delta)",
                 lhs=R0, rhs=R_ma0, claim="R_zCDP > R_MA (H Sec. 4.1.3); with the correct root R_zCDP < R_MA for every "
-                "eps > 0"),
+                "eps > 0", reading=rd.closest(R_ma0, R_readings(epsilon=eps0, delta=delta0), relation=">")),
     ]
-    return rows + [{**r, "item": f"W moments-accountant epsilon, {r['item']}"} for r in wu.w_eps_rows(w_adp.w_eps_table())]
+    return rows + [{**r, "item": f"W moments-accountant epsilon, {r['item']}"}
+                   for r in wu.w_eps_rows(w_adp.w_eps_table(), w_adp.w_eps_readings())]
 
 
 def h_sec_4_2_rows() -> list[dict]:
@@ -98,11 +211,12 @@ def h_sec_4_2_rows() -> list[dict]:
     b0, g0, paper = 0.9, 0.99, 0.98
     eta0_thm = mom.eta0_max(beta=b0, gamma=g0)
     eta0_stmt = 8 / (math.sqrt(1 + 64 / (b0 * (1 - b0) ** 3)) + 1)
+    c = _closest(paper, eta0_readings(beta=b0, gamma=g0), H_SEC_4_2_RTOL)
     return [_row("h-sec-4-2/value", sizes_match=True, item=f"largest eta0 for beta = {b0}, gamma = {g0} (text "
                     "after Thm 4.5)", paper=paper, ours=float(eta0_thm), rtol=H_SEC_4_2_RTOL,
-                    what="the theorem's own bound; eta0 is dimensionless"),
+                    what="the theorem's own bound; eta0 is dimensionless", reading=c),
             _row("h-sec-4-2/value", sizes_match=True, item="same, from the statement's zeta", paper=paper,
-                    ours=float(eta0_stmt), rtol=H_SEC_4_2_RTOL, what="statement and proof differ")]
+                    ours=float(eta0_stmt), rtol=H_SEC_4_2_RTOL, what="statement and proof differ", reading=c)]
 
 
 RULES: tuple[Rule, ...] = (
@@ -119,9 +233,21 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def _row(rule_id: str, **kw) -> dict:
-    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rows.row_of`)."""
+def _closest(paper: float, readings: list[rd.Reading], rtol: float) -> rd.Closest:
+    """The closest reading within the row's tolerance (relative; absolute for a printed zero, as
+    :func:`_judge_value`)."""
+    return rd.closest(paper, readings, rtol=rtol) if paper else rd.closest(paper, readings, atol=rtol)
+
+
+def _row(rule_id: str, *, reading: rd.Closest | None = None, **kw) -> dict:
+    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rows.row_of`); with a
+    ``reading`` (:func:`.readings.closest`) its note ends with the reading's sentence and the row
+    carries the ``reading`` field."""
     by_id = {r.id: r for r in RULES}
     if rule_id not in by_id:
         raise ValueError(f"rule must be one of {', '.join(by_id)}, got {rule_id!r}")
-    return row_of(by_id[rule_id], **kw)
+    if reading is None:
+        return row_of(by_id[rule_id], **kw)
+    row = row_of(by_id[rule_id], explained=rd.note(reading), **kw)
+    row["reading"] = rd.field(reading)
+    return row

@@ -20,6 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
+from dpcompanion.experiments.comparisons import readings as rd
 from dpcompanion.experiments.comparisons.rows import (COMPARABLE_OF, HEADLINE_N, W_PAPER_RUNS, design_of, margin_of,
                                                        row_of)
 from dpcompanion.experiments.comparisons.rule import (
@@ -337,12 +338,12 @@ def _judge_T(*, epochs: int, ours: int) -> tuple[str, str, str, str]:
     return _judge_exact_int(printed=T[epochs], ours=ours, what="Wu et al., Sec. 6")
 
 
-def _judge_T_footnote(*, ours: int) -> tuple[str, str, str, str]:
+def _judge_T_footnote(*, ours: int, explained: str = "") -> tuple[str, str, str, str]:
     p = W_F2_PRINTED["T_60_footnote"]
     v, o, _, paper = _judge_exact_int(printed=p, ours=ours, what="Wu et al., footnote 3, Sec. 6.2")
     note = (f"{p} = 60 x {p // 60} (floor(50000/256) per epoch; Sec. 6.2 also uses t mod 195): the paper uses two "
             "epoch lengths" if p % 60 == 0 else "exact integer match")
-    return v, o, note, paper
+    return v, o, f"{note}; {explained}" if explained else note, paper
 
 
 def _judge_eta_T(*, ours: float) -> tuple[str, str, str, str]:
@@ -351,10 +352,19 @@ def _judge_eta_T(*, ours: float) -> tuple[str, str, str, str]:
             "identity: a_T is defined so; checks our implementation", f"{p:g} (Wu et al., Fig. 2 caption, Table 1)")
 
 
-def _judge_caption_plus(*, ours: float) -> tuple[str, str, str, str]:
+def _judge_caption_plus(*, ours: float, explained: str = "") -> tuple[str, str, str, str]:
     p = W_F2_PRINTED["eta_T"]
+    note = "sign typo: Table 1 and Fig. 2 have 0.1 - a_T sqrt(t)"
     return ("agrees" if rel_within(p, ours, W_F2_RTOL) else "disagrees", f"{ours:.4g}",
-            "sign typo: Table 1 and Fig. 2 have 0.1 - a_T sqrt(t)", f"{p:g} (Wu et al., Table 4 caption)")
+            f"{note}; {explained}" if explained else note, f"{p:g} (Wu et al., Table 4 caption)")
+
+
+def _explained_row(rule_id: str, c: "rd.Closest", **kw) -> dict:
+    """A row of ``rule_id`` whose note ends with the closest reading's sentence and whose
+    ``reading`` field carries it (:mod:`.readings`: the verdict stays the stated protocol's)."""
+    row = _row(rule_id, sizes_match=True, explained=rd.note(c), **kw)
+    row["reading"] = rd.field(c)
+    return row
 
 
 def w_f2_rows() -> list[dict]:
@@ -375,32 +385,43 @@ def w_f2_rows() -> list[dict]:
     for ep in W_F2_PRINTED["T_by_epochs"]:
         rows.append(_row("w-f2/T-by-epochs", sizes_match=True, item=f"T for {ep} epochs (Sec. 6)", epochs=ep,
                             ours=per_epoch * ep))
-    rows.append(_row("w-f2/T-footnote", sizes_match=True, ours=per_epoch * 60))
+    T_readings = [rd.Reading("60 x ceil(50000/256) = 60 x 196 (Sec. 6's epoch)", per_epoch * 60, stated=True),
+                  rd.Reading("60 x floor(50000/256) = 60 x 195 (Sec. 6.2's t mod 195)", 60 * (W_TRAIN_SIZE // W_BATCH)),
+                  rd.Reading("ceil(60 x 50000/256) (TF-Privacy's compute_dp_sgd_privacy)",
+                             math.ceil(60 * W_TRAIN_SIZE / W_BATCH))]
+    rows.append(_explained_row("w-f2/T-footnote", rd.closest(W_F2_PRINTED["T_60_footnote"], T_readings),
+                               ours=per_epoch * 60))
     for ep, T in W_F2_PRINTED["T_by_epochs"].items():
         rows.append(_row("w-f2/eta-T", sizes_match=True, item=f"0.1 - a_T sqrt(t) at t = T ({ep} epochs)",
                             ours=float(adp.stepsize_linear_sqrt(T=T)[-1])))
     T = W_F2_PRINTED["T_by_epochs"][60]
     a_T = (0.1 - W_F2_PRINTED["eta_T"]) / math.sqrt(T)
-    rows.append(_row("w-f2/table4-caption", sizes_match=True, ours=0.1 + a_T * math.sqrt(T)))
+    plus = 0.1 + a_T * math.sqrt(T)
+    caption = [rd.Reading("0.1 + a_T sqrt(T) as printed in Table 4's caption", plus, stated=True),
+               rd.Reading("0.1 - a_T sqrt(T) (Table 1 and Fig. 2's sign)", float(adp.stepsize_linear_sqrt(T=T)[-1]))]
+    rows.append(_explained_row("w-f2/table4-caption", rd.closest(W_F2_PRINTED["eta_T"], caption, rtol=W_F2_RTOL),
+                               ours=plus))
     return rows
 
 
 # ------------------------------------------------------------------------ W-EPS (footnote 3)
 
-def _judge_w_eps(*, paper: float, readings: dict) -> tuple:
+def _judge_w_eps(*, paper: float, readings: dict, explained: str = "") -> tuple:
     """``readings``: accountant name -> our epsilon for one epsilon_bar. The paper's code is an
     image, so which accountant it used is unknown: the reading closest to the printed value
     is judged, and every reading is listed in the note. The tolerance is the one of claim
     W-EPS in the claims registry (:data:`W_EPS_ABS`, half a unit of the printed two decimals):
     there is no partly band (a relative band once gave 'partly' here while the registry said
-    'not reproduced')."""
+    'not reproduced'). ``explained``: the sentence of the protocol's other readings
+    (:func:`.readings.note`), appended to the note; it never changes the verdict."""
     if not readings:
         raise ValueError("w-eps needs at least one accountant reading")
     best = min(readings, key=lambda k: abs(float(readings[k]) - paper))
     ours = float(readings[best])
     j = judge_exact(ours, paper, atol=W_EPS_ABS, what="half a unit of the printed two decimals")
     note = (f"{j.note}; ours is the accountant closest to the printed value, {ACCOUNTANT_NAMES.get(best, best)}; all: "
-            + ", ".join(f"{ACCOUNTANT_NAMES.get(k, k)} {float(x):.3f}" for k, x in sorted(readings.items())))
+            + ", ".join(f"{ACCOUNTANT_NAMES.get(k, k)} {float(x):.3f}" for k, x in sorted(readings.items()))
+            + (f"; {explained}" if explained else ""))
     return j.verdict, f"{ours:.3f} ({ACCOUNTANT_SHORT.get(best, best)})", note, f"{paper:g} (Wu et al., Sec. 6, footnote 3)", j
 
 
@@ -414,21 +435,56 @@ ACCOUNTANT_NAMES = {
 ACCOUNTANT_SHORT = {"rdp-improved": "RDP, improved conversion", "rdp-classic": "RDP, classic conversion", "pld": "PLD"}
 
 
-def w_eps_rows(table: Sequence[dict]) -> list[dict]:
+def w_eps_rows(table: Sequence[dict], protocol_readings: dict | None = None) -> list[dict]:
     """Paper-vs-ours rows for W-EPS (Wu et al., Sec. 6 footnote 3: the moments-accountant epsilons of
     Thm 4.1's noise at each epsilon_bar; a claim, nothing is trained). ``table``: rows of
     :func:`dpcompanion.claims.w_adp.w_eps_table`; the main-text B_delta reading is judged,
-    one row per epsilon_bar, the accountant closest to the printed value."""
+    one row per epsilon_bar, the accountant closest to the printed value.
+
+    ``protocol_readings`` (:func:`dpcompanion.claims.w_adp.w_eps_readings`: epsilon_bar ->
+    ``(name, epsilon, stated)``, issue 33 item 8): the natural readings of the footnote's
+    protocol; each row's note names the closest one and its deviation
+    (:func:`.readings.note`), its ``reading`` field carries it (:func:`.readings.field`), and
+    the note adds the one reading closest over all the rows (smallest largest deviation). The
+    verdict stays the stated protocol's (:mod:`.readings`)."""
     main = [r for r in table if r["b_delta"] == "main"]
-    out = []
-    for eb in sorted({float(r["epsilon_bar"]) for r in main}):
-        sel = [r for r in main if float(r["epsilon_bar"]) == eb]
-        papers = {float(r["paper"]) for r in sel}
+    ebs = sorted({float(r["epsilon_bar"]) for r in main})
+    papers_of = {}
+    for eb in ebs:
+        papers = {float(r["paper"]) for r in main if float(r["epsilon_bar"]) == eb}
         if len(papers) != 1:
             raise ValueError(f"w-eps rows at epsilon_bar {eb} disagree on the printed value: {sorted(papers)}")
-        out.append(_row("w-eps/epsilon", sizes_match=True, item=f"epsilon_bar = {eb:g}", paper=papers.pop(),
-                           readings={r["accountant"]: float(r["epsilon_accountant"]) for r in sel}))
+        papers_of[eb] = papers.pop()
+    joint = _w_eps_joint(papers_of, protocol_readings) if protocol_readings else ""
+    out = []
+    for eb in ebs:
+        sel = [r for r in main if float(r["epsilon_bar"]) == eb]
+        c = None
+        if protocol_readings:
+            c = rd.closest(papers_of[eb], [rd.Reading(*x) for x in protocol_readings[eb]], atol=W_EPS_ABS)
+        row = _row("w-eps/epsilon", sizes_match=True, item=f"epsilon_bar = {eb:g}", paper=papers_of[eb],
+                   readings={r["accountant"]: float(r["epsilon_accountant"]) for r in sel},
+                   explained="" if c is None else rd.note(c, tried=_W_EPS_TRIED) + joint)
+        if c is not None:
+            row["reading"] = rd.field(c)
+        out.append(row)
     return out
+
+
+#: how the W-EPS notes summarise the readings tried (:data:`dpcompanion.claims.w_adp.W_EPS_READING_GRID`)
+_W_EPS_TRIED = ("the stated protocol (T 11700, N 50000, batch 256, Poisson, delta 1e-5, main-text B_delta) under PLD "
+                "and RDP with the improved and the classic conversion; every combination of T in {11700, 11719, "
+                "11760}, N in {50000, 60000}, delta in {1e-5, 1/N}, B_delta main or appendix, RDP improved or classic "
+                "conversion; sampling without replacement; TF-Privacy's orders with the improved conversion")
+
+
+def _w_eps_joint(papers_of: dict, protocol_readings: dict) -> str:
+    """The one reading closest over every epsilon_bar (smallest largest deviation), as a clause."""
+    names = [n for n, _, _ in protocol_readings[next(iter(papers_of))]]
+    worst = {n: max(abs(dict((m, v) for m, v, _ in protocol_readings[eb])[n] - p) for eb, p in papers_of.items())
+             for n in names}
+    best = min(names, key=lambda n: worst[n])
+    return f"; over all {len(papers_of)} rows the closest single reading is {best} (largest deviation {worst[best]:.3g})"
 
 
 RULES: tuple[Rule, ...] = (

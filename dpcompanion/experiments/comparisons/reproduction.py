@@ -65,7 +65,7 @@ REPEATS_KEY = {"h-f-eff": "repeats", "h-f-eff-exact": "repeats", "h-f-scale": "r
                "w-t1245": "seeds", "w-ladder": "seeds", "w-t36": "seeds", "h-x-eer": "runs_mc", "h-x-eer-breakdown": "runs"}
 
 CSV_COLUMNS = ("page", "rule", "item", "verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
-               "margin", "mde", "runs_needed", "design", "stage", "comparable", "result_mode", "at_paper_scale", "scope", "sentence",
+               "margin", "mde", "runs_needed", "runs_needed_cpu_s", "design", "stage", "comparable", "result_mode", "at_paper_scale", "scope", "sentence",
                "next_step", "scale", "tuning", "note")
 
 
@@ -97,7 +97,22 @@ def _pick(eid: str, *, compute: bool, seed: int, device: str):
     return None, None, why
 
 
-def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result: dict, payload: Any = None) -> dict:
+def runs_needed_cpu_s(need: int | None, n: int | None, result_cpu_s: float | None) -> float | None:
+    """What deciding an inconclusive row would cost here (issue 33, item 9): the CPU seconds of
+    the runs it lacks, ``(need - n) / n`` times the CPU time of the stored result (its units'
+    wall time, single-threaded units): the whole experiment run at ``need`` runs, an upper
+    bound for a row that one cell of it holds. None where a number is missing.
+
+    >>> runs_needed_cpu_s(12, 3, 100.0)
+    300.0
+    """
+    if not need or not n or result_cpu_s is None or need <= n:
+        return None
+    return (need - n) / n * float(result_cpu_s)
+
+
+def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result: dict, payload: Any = None,
+         result_cpu_s: float | None = None) -> dict:
     st = r.get("stats") or {}
     n = st.get("n") if st.get("n") is not None else _n_from_config(page, str(r["item"]), config)
     k = st.get("runs_factor")
@@ -108,6 +123,7 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
         "ours": {"estimate": st.get("estimate"), "ci_low": st.get("ci_low"), "ci_high": st.get("ci_high"), "n": n,
                  "se": st.get("se"), "text": str(r["ours"])},
         "margin": st.get("margin"), "margin_reason": r.get("margin_reason"), "mde": st.get("mde"), "runs_needed": need,
+        "runs_needed_cpu_s": runs_needed_cpu_s(need, n, result_cpu_s),
         "design": r.get("design"), "stage": st.get("stage"),
         "comparable": r.get("comparable") or scale_mod.comparability(page, scale)[0],
         "scale": scale, "at_paper_scale": scale_mod.at_paper_scale(scale) if scale else None,
@@ -131,7 +147,7 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
         return [{"page": eid, "rule": None, "item": f"{eid}: no fresh stored result", "verdict": "not comparable",
                  "paper": "", "paper_value": None,
                  "ours": {"estimate": None, "ci_low": None, "ci_high": None, "n": None, "text": ""},
-                 "margin": None, "mde": None, "runs_needed": None, "design": None, "stage": None,
+                 "margin": None, "mde": None, "runs_needed": None, "runs_needed_cpu_s": None, "design": None, "stage": None,
                  "comparable": scale_mod.comparability(eid, scale_mod.scale_of(eid, config))[0],
                  "scale": scale_mod.scale_of(eid, config),
                  "at_paper_scale": None, "tuning": [],
@@ -156,7 +172,9 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
     if eid == "w-t36":  # Table 3's verdict: its cells pooled (issue 33, item 5)
         rows = rows + wu.w_t36_table_rows(rows)
     rows = [comparisons.apply_tuning_cap(r, tuning) for r in rows]
+    cpu_s = prov.get("units_wall_s") or prov.get("wall_s")
     return [_row(eid, r, config=config, scale=scale, tuning=comparisons.tuning_for_row(r, tuning), result=result,
+                 result_cpu_s=cpu_s,
                  payload=payload) for r in rows]
 
 
@@ -556,6 +574,7 @@ def _flat(r: dict) -> dict:
     return {"page": r["page"], "rule": r["rule"] or "", "item": r["item"], "verdict": r["verdict"], "paper": r["paper"],
             "paper_value": r["paper_value"], "estimate": o["estimate"], "ci_low": o["ci_low"], "ci_high": o["ci_high"],
             "n": o["n"], "margin": r["margin"], "mde": r["mde"], "runs_needed": r["runs_needed"],
+            "runs_needed_cpu_s": r.get("runs_needed_cpu_s"),
             "design": r.get("design"), "stage": r.get("stage"), "comparable": r.get("comparable"),
             "result_mode": r["result"]["mode"], "at_paper_scale": r["at_paper_scale"], "scope": r.get("scope"),
             "sentence": r.get("sentence"), "next_step": (r.get("next_step") or {}).get("text"),
@@ -584,6 +603,18 @@ def write_csv(rows: Iterable[dict], path: Path) -> Path:
     return path
 
 
+def cpu_words(seconds: float | None, before: str = "", after: str = "") -> str:
+    """CPU time in words (minutes below an hour), wrapped in ``before``/``after``; "" for None.
+
+    >>> cpu_words(5400.0), cpu_words(90.0, "(", ")"), cpu_words(None)
+    ('1.5 CPU hours', '(2 CPU minutes)', '')
+    """
+    if seconds is None:
+        return ""
+    words = f"{seconds / 3600:.1f} CPU hours" if seconds >= 3600 else f"{max(1.0, seconds / 60):.0f} CPU minutes"
+    return f"{before}{words}{after}"
+
+
 def power_rows(rows: Iterable[dict]) -> list[list[Any]]:
     """A page's power table from :func:`report_rows` rows: ``[item, the paper's effect, our
     estimate, our n, the smallest effect our runs detect at 80% power, runs needed]`` for every
@@ -593,7 +624,8 @@ def power_rows(rows: Iterable[dict]) -> list[list[Any]]:
         o = r["ours"]
         if r.get("mde") is None or not o.get("se"):
             continue
+        need = r.get("runs_needed")
         out.append([r["item"], "a direction" if r.get("paper_value") is None else f"{r['paper_value']:.3g}",
                     f"{o['estimate']:.3g}", "" if o.get("n") is None else o["n"], f"{r['mde']:.3g}",
-                    "" if r.get("runs_needed") is None else r["runs_needed"]])
+                    "" if need is None else f"{need}{cpu_words(r.get('runs_needed_cpu_s'), ' (about ', ' here)')}"])
     return out

@@ -136,12 +136,13 @@ def unpack(packed: Any) -> Any:
 
 # --- comparing them ------------------------------------------------------------------
 
-def _floats(new: Any, old: Any, path: str, tol) -> Iterator[tuple[str, float, float, float, str]]:
-    """``(path, |x - y|, relative, share of the allowance, '')`` for every float, or
-    ``(path, inf, inf, inf, why)`` for the first difference of structure or of an exact value."""
+def _floats(new: Any, old: Any, path: str, tol) -> Iterator[tuple[str, float, float, float, str, bool]]:
+    """``(path, |x - y|, relative, share of the allowance, '', False)`` for every float, or
+    ``(path, inf, inf, inf, why, structure)`` for the first difference of structure (``structure``
+    True: keys, types, list lengths, array shapes or dtypes) or of an exact value (False)."""
     if isinstance(new, dict) or isinstance(old, dict):
         if not (isinstance(new, dict) and isinstance(old, dict)):
-            yield path or "/", math.inf, math.inf, math.inf, "a dict on one side only"
+            yield path or "/", math.inf, math.inf, math.inf, "a dict on one side only", True
             return
         a, b = set(new) - TIME_KEYS, set(old) - TIME_KEYS
         if a != b:
@@ -149,22 +150,22 @@ def _floats(new: Any, old: Any, path: str, tol) -> Iterator[tuple[str, float, fl
             gone = sorted(b - a)
             what = (f"new key {extra[0]!r}" if extra else "") + (", " if extra and gone else "") + \
                    (f"key {gone[0]!r} gone" if gone else "")
-            yield path or "/", math.inf, math.inf, math.inf, f"keys differ ({what})"
+            yield path or "/", math.inf, math.inf, math.inf, f"keys differ ({what})", True
             return
         for k in sorted(a):
             yield from _floats(new[k], old[k], f"{path}/{k}", tol)
         return
     if isinstance(new, np.ndarray) or isinstance(old, np.ndarray):
         if not (isinstance(new, np.ndarray) and isinstance(old, np.ndarray)):
-            yield path, math.inf, math.inf, math.inf, "an array on one side only"
+            yield path, math.inf, math.inf, math.inf, "an array on one side only", True
             return
         if new.shape != old.shape or new.dtype != old.dtype:
             yield path, math.inf, math.inf, math.inf, (f"array {old.dtype.str}{list(old.shape)} is now "
-                                                        f"{new.dtype.str}{list(new.shape)}")
+                                                        f"{new.dtype.str}{list(new.shape)}"), True
             return
         if new.dtype.kind not in "fc":
             if not np.array_equal(new, old):
-                yield path, math.inf, math.inf, math.inf, "integer values differ"
+                yield path, math.inf, math.inf, math.inf, "integer values differ", False
             return
         if new.size == 0:
             return
@@ -180,11 +181,11 @@ def _floats(new: Any, old: Any, path: str, tol) -> Iterator[tuple[str, float, fl
             share = np.where(same, 0.0, np.where(np.isfinite(allowed), d / allowed, math.inf))
             rel = np.where(same, 0.0, np.where(scale > 0, d / np.where(scale > 0, scale, 1.0), math.inf))
         i = int(np.argmax(share))
-        yield f"{path}[{i}]", float(d[i]), float(rel[i]), float(share[i]), ""
+        yield f"{path}[{i}]", float(d[i]), float(rel[i]), float(share[i]), "", False
         return
     if isinstance(new, (list, tuple)) or isinstance(old, (list, tuple)):
         if not (isinstance(new, (list, tuple)) and isinstance(old, (list, tuple))) or len(new) != len(old):
-            yield path, math.inf, math.inf, math.inf, "list length or type differs"
+            yield path, math.inf, math.inf, math.inf, "list length or type differs", True
             return
         for i, (v, w) in enumerate(zip(new, old)):
             yield from _floats(v, w, f"{path}/{i}", tol)
@@ -193,31 +194,32 @@ def _floats(new: Any, old: Any, path: str, tol) -> Iterator[tuple[str, float, fl
         t = tol(new)
         x, y = float(new), float(old)
         if x == y or (math.isnan(x) and math.isnan(y)):
-            yield path, 0.0, 0.0, 0.0, ""
+            yield path, 0.0, 0.0, 0.0, "", False
             return
         d = abs(x - y) if math.isfinite(x) and math.isfinite(y) else math.inf
         scale = max(abs(x), abs(y))
         allowed = max(t.rtol * scale, t.atol)
-        yield path, d, (d / scale if scale > 0 else math.inf), (d / allowed if math.isfinite(allowed) else math.inf), ""
+        yield path, d, (d / scale if scale > 0 else math.inf), (d / allowed if math.isfinite(allowed) else math.inf), "", False
         return
     if type(new) is not type(old) or new != old:
-        yield path, math.inf, math.inf, math.inf, f"{old!r} is now {new!r}"
+        yield path, math.inf, math.inf, math.inf, f"{old!r} is now {new!r}", type(new) is not type(old)
 
 
 def compare(new: Any, recorded: Any, *, experiment_id: str) -> dict:
     """Compare a quick payload ``new`` with the ``recorded`` one by the rule of the module
-    docstring. Returns ``{"ok", "key", "abs", "rel", "share", "rtol", "atol", "why"}``: the
+    docstring. Returns ``{"ok", "key", "abs", "rel", "share", "rtol", "atol", "why", "structure"}``: the
     number using the largest share of its allowance (``key`` a ``/``-path, ``abs`` and ``rel``
     its deviations, ``share`` > 1 beyond tolerance), or, for a difference of structure or of an
     exact value, ``ok`` False with ``why`` saying what differs (and the deviations ``inf``).
-    ``rtol``/``atol``: the tolerance of that number.
+    ``rtol``/``atol``: the tolerance of that number. ``structure``: True when the payloads differ
+    in structure (keys, types, list lengths, array shapes or dtypes) rather than in a value.
 
     >>> compare({"x": 1.0 + 1e-12}, {"x": 1.0}, experiment_id="toy")["ok"]
     True
     >>> r = compare({"x": 1.0, "n": 3}, {"x": 1.0, "n": 4}, experiment_id="toy"); (r["ok"], r["key"])
     (False, '/n')
     """
-    worst = {"key": "/", "abs": 0.0, "rel": 0.0, "share": 0.0, "why": ""}
+    worst = {"key": "/", "abs": 0.0, "rel": 0.0, "share": 0.0, "why": "", "structure": False}
     seen = []
 
     def tol(v):
@@ -227,12 +229,12 @@ def compare(new: Any, recorded: Any, *, experiment_id: str) -> dict:
 
     # both sides in the recorded form (numpy scalars as Python numbers, tuples as lists, times
     # left out), as the digest sees them: a payload computed now and one read back compare alike
-    for path, d, rel, share, why in _floats(unpack(pack(new)), unpack(pack(recorded)), "", tol):
+    for path, d, rel, share, why, structure in _floats(unpack(pack(new)), unpack(pack(recorded)), "", tol):
         if why:
-            worst = {"key": path, "abs": d, "rel": rel, "share": share, "why": why}
+            worst = {"key": path, "abs": d, "rel": rel, "share": share, "why": why, "structure": structure}
             break
         if share > worst["share"] or (worst["key"] == "/" and d > worst["abs"]):
-            worst = {"key": path, "abs": d, "rel": rel, "share": share, "why": ""}
+            worst = {"key": path, "abs": d, "rel": rel, "share": share, "why": "", "structure": False}
     t = seen[-1] if seen else tolerance(experiment_id, 0.0)
     return {"ok": not worst["why"] and worst["share"] <= 1.0, **worst, "rtol": t.rtol, "atol": t.atol}
 

@@ -15,6 +15,7 @@ import pytest
 
 from bookutil import NOTEBOOKS, REPO, require_build, toc_files
 from dpcompanion.book.pdf import PDF_NAME, find_browser
+from test_pdf import pdf_problems
 
 NB_PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
 NB_IDS = [p.stem for p in NB_PATHS]
@@ -177,7 +178,9 @@ def test_the_site_works_from_a_static_server():
 
 def test_the_build_carries_its_citation_and_theory_pdf():
     """The build's CITATION.cff names its commit; the landing page links it and the theory
-    PDF, which exists wherever Chromium does (make book skips it otherwise)."""
+    PDF, which exists wherever Chromium does (make book skips it otherwise) and is a book
+    (issue 34 item 7: a cover with the build's commit, bookmarks, page numbers, no code stub,
+    no near-empty page; tests/test_pdf.py's checks)."""
     build = require_build()
     import yaml
 
@@ -189,6 +192,7 @@ def test_the_build_carries_its_citation_and_theory_pdf():
     if find_browser():
         pdf = build / PDF_NAME
         assert pdf.exists() and pdf.read_bytes()[:5] == b"%PDF-", f"{PDF_NAME} missing or not a PDF"
+        assert pdf_problems(pdf, cff["commit"]) == []
 
 
 def test_every_published_figure_passes_the_layout_check():

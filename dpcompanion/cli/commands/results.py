@@ -37,7 +37,7 @@ committed says so after its row.
 ``--verify ID [--units K] [--seed S] [--mode M]`` recomputes K units of the stored result
 chosen at random (seeded; the choice is printed) and compares them with the stored numbers
 (:func:`dpcompanion.experiments.store.verify`): one line per unit, ``ok`` or ``MISMATCH`` with
-the largest relative deviation; with K at least the number of units the whole payload is
+the relative deviation of the number nearest its tolerance; with K at least the number of units the whole payload is
 combined again and compared too. Exit 1 on a mismatch: a forged number that a recomputed
 digest and seal hide is caught here, the one check that cannot be fooled.
 """
@@ -104,12 +104,12 @@ def _verify(args, device: str, root) -> int:
           f"(chosen with seed {rep['seed']}), recomputed with the current code")
     for u in rep["units"]:
         dev = ("" if u["max_deviation"] is None else ", every number identical" if u["max_deviation"] == 0 else
-               f", largest relative deviation {u['max_deviation']:.3g} at {u['where']}")
+               f", at {u['where']} (nearest its tolerance) a relative deviation of {u['max_deviation']:.3g}")
         print(f"  unit {u['index']}: {u['status'] if u['status'] != 'mismatch' else 'MISMATCH'}{dev}")
     if rep["whole"] is not None:
         w = rep["whole"]
         dev = ("every number identical" if w["max_deviation"] == 0 else
-               f"largest relative deviation {w['max_deviation']:.3g} at {w['where']}")
+               f"at {w['where']} (nearest its tolerance) a relative deviation of {w['max_deviation']:.3g}")
         print(f"  whole payload: {w['status'] if w['status'] != 'mismatch' else 'MISMATCH'}, {dev}")
     if not rep["checked"]:
         print(f"  no recomputed unit is kept in the payload as such: `--units {rep['units_total']}` recomputes "

@@ -121,3 +121,22 @@ def test_a_cell_seeds_are_a_prefix_of_a_longer_run():
     a = np.random.SeedSequence([0, 80, 100, 60]).generate_state(3)
     b = np.random.SeedSequence([0, 80, 100, 60]).generate_state(20)
     assert a.tolist() == b[:3].tolist()
+
+
+def test_h_f_curv_checks_are_judged_look_by_look():
+    """issue 33 item 6: H-F-CURV's checks of the trainer against the exact E[f] (undecided at
+    1,000 repeats) run under a declared plan; a row decided at look k names it, and the full
+    config runs the plan's cap."""
+    from dpcompanion.experiments import h_f_curv
+    from dpcompanion.experiments.comparisons import hong
+
+    plan = rows.plan_of("h-f-curv")
+    assert h_f_curv.CONFIGS["full"]["repeats"] == plan.looks[-1] and plan.unit == "repeats"
+    rng = np.random.default_rng(11)
+    losses = 1.0 + rng.normal(0, 0.05, plan.looks[-1])
+    v, ours, note, _, j = hong._judge_exact(mean=float(losses.mean()), se=0.0, exact=1.0, z=0.0,
+                                            max_clip_fraction=0.0, losses=losses, plan=plan)
+    assert v == "agrees" and j.stage.startswith("look ") and "repeats" in j.stage and "group-sequential plan" in note
+    fixed = hong._judge_exact(mean=float(losses[:1000].mean()), se=float(losses[:1000].std(ddof=1) / math.sqrt(1000)),
+                              exact=1.0, z=0.0, max_clip_fraction=0.0)
+    assert fixed[4].stage is None

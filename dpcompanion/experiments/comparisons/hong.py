@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from dpcompanion.experiments.comparisons.rows import design_of, row_of
+from dpcompanion.experiments.comparisons.sequential import Plan, first_seeds, judge_sequential
 from dpcompanion.experiments.comparisons.rule import (LEVEL, Z, Judgement, Rule, by_ratio, judge_effect,
                                                        judge_equivalence)
 
@@ -172,21 +173,58 @@ def _judge_scale(*, scales: Sequence[float], rel_dyn: Sequence[float], se_dyn: S
 
 # ------------------------------------------------------------------------ H-F-CURV
 
-def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float) -> tuple:
+def _mean_se_df(x) -> tuple[float, float, int]:
+    x = np.asarray(x, dtype=float)
+    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size)), x.size - 1
+
+
+def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float, sharp_losses=None, flat_losses=None,
+                plan: Plan | None = None) -> tuple:
+    """Sharp minus flat final loss (independent arms), claimed above zero. With a
+    group-sequential ``plan`` and the per-repeat losses, judged look by look on the first
+    repeats of each arm (:func:`~.sequential.judge_sequential`)."""
+    design = design_of("h-f-curv/sharp-vs-flat")
+    note = "effect: sharp - flat (positive = the sharper loss ends higher)"
+    n_all = min(len(sharp_losses), len(flat_losses)) if sharp_losses is not None and flat_losses is not None else 0
+    if plan is not None and n_all >= plan.looks[0]:
+        def at(look):
+            (ms, ss, _), (mf, sf, _) = (_mean_se_df(first_seeds(x, look.n)) for x in (sharp_losses, flat_losses))
+            return judge_effect(ms - mf, math.hypot(ss, sf), direction=+1, design=design, level=look.level,
+                                tost_alpha=look.tost_alpha, n=look.n,
+                                interval=f"repeated 95% CI ({look.label}, {look.n} repeats)")
+
+        j, look, taken = judge_sequential(plan, n_all, at)
+        j = dataclasses.replace(j, stage=f"{look.label}, {look.n} repeats", looks=tuple(taken))
+        ours = f"sharp - flat {j.estimate:.4g} ± {j.se:.2g} ({look.n} repeats each, {look.label})"
+        return _out(j, ours, f"{note}; {plan.describe()}")
     ours = f"sharp {sharp:.4g} ± {sharp_se:.2g}, flat {flat:.4g} ± {flat_se:.2g}"
-    j = judge_effect(sharp - flat, math.hypot(sharp_se, flat_se), direction=+1, design=design_of("h-f-curv/sharp-vs-flat"))
-    return _out(j, ours, "effect: sharp - flat (positive = the sharper loss ends higher)")
+    j = judge_effect(sharp - flat, math.hypot(sharp_se, flat_se), direction=+1, design=design)
+    return _out(j, ours, note)
 
 
 def _judge_exact(*, mean: float, se: float, exact: float, z: float, max_clip_fraction: float,
-                 z_max: float | None = None) -> tuple:
+                 z_max: float | None = None, losses=None, plan: Plan | None = None) -> tuple:
     """A trainer's Monte Carlo mean against our closed form of the same quantity (our own
     check, a claim of no difference): TOST of ``mean - exact`` against a smallest effect of
     interest of :data:`EXACT_REL_MARGIN` times ``|exact|``; a miss where some gradient was
     clipped is not comparable (the closed form is for unclipped PGD). ``z``, ``z_max``: unused
-    (kept for callers)."""
+    (kept for callers). With a group-sequential ``plan`` and the per-repeat ``losses``, judged
+    look by look on the first repeats (:func:`~.sequential.judge_sequential`)."""
     ours = f"{mean:.4g} ± {se:.2g} vs exact {exact:.4g}"
-    j = judge_equivalence(mean - exact, se, margin=EXACT_REL_MARGIN * abs(exact))
+    margin = EXACT_REL_MARGIN * abs(exact)
+    if plan is not None and losses is not None and len(losses) >= plan.looks[0]:
+        def at(look):
+            m, s_, df = _mean_se_df(first_seeds(losses, look.n))
+            return judge_equivalence(m - exact, s_, margin=margin, df=df, n=look.n, level=look.level,
+                                     tost_alpha=look.tost_alpha,
+                                     interval=f"repeated 95% CI ({look.label}, {look.n} repeats)")
+
+        j, look, taken = judge_sequential(plan, len(losses), at)
+        j = dataclasses.replace(j, stage=f"{look.label}, {look.n} repeats", looks=tuple(taken))
+        ours = f"{j.estimate + exact:.4g} ± {j.se:.2g} vs exact {exact:.4g} ({look.n} repeats, {look.label})"
+        j = dataclasses.replace(j, note=f"{j.note}; {plan.describe()}")
+    else:
+        j = judge_equivalence(mean - exact, se, margin=margin)
     if j.verdict == "disagrees" and max_clip_fraction > 0:
         return ("not comparable", ours, f"clipping happened (max fraction {max_clip_fraction:.2f}) and the closed form "
                 "is for unclipped PGD, so a miss is not a disagreement", None, j)

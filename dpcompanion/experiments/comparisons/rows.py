@@ -174,7 +174,7 @@ def margin_of(rule_id: str) -> Margin | None:
 
 
 #: group-sequential plans (issue 33, item 6), by experiment: the cumulative seeds at each look.
-#: Declared on 2026-11-28 before any seed beyond the third was run. W-T1245's cells had been
+#: Declared on 2026-11-28 before any seed (repeat) beyond the first look's was run. W-T1245's cells had been
 #: judged at 3 seeds (its full result of 2026-11-25: look 1, 42 of its 48 cell rows
 #: inconclusive); seeds are added to 10 and then 20 (a W-T1245 seed of all 24 cells costs about
 #: 35 CPU seconds on this project's 2-core machine: 20 seeds about 12 CPU minutes), the cap.
@@ -184,6 +184,11 @@ SEQUENTIAL: dict[str, Plan] = {
     "w-t1245": Plan(looks=(3, 10, 20), reason=(
         "look 1 is the 3-seed result already judged; 10 and 20 seeds (the cap: 4x the paper's 5 runs, 12 CPU "
         "minutes here) are where runs_needed put most of the undecided cells")),
+    # H-F-CURV's two checks of our trainer against the exact E[f] were undecided at 1,000 repeats
+    # (runs_needed 5,683 and 9,053); a repeat costs about 0.3 ms here, so the cap is 16,000
+    "h-f-curv": Plan(looks=(1000, 4000, 16000), unit="repeats", reason=(
+        "look 1 is the 1,000-repeat result already judged; 4,000 and 16,000 repeats (the cap) bracket the "
+        "runs_needed of its two undecided checks at a cost of seconds")),
 }
 
 

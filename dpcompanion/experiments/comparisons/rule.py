@@ -564,7 +564,8 @@ def _judge_sides(estimate: float, se: float, *, paper: float | None = None, pape
 
 
 def judge_equivalence(estimate: float, se: float, *, margin: float, df: float | None = None,
-                      n: int | None = None) -> Judgement:
+                      n: int | None = None, level: float | None = None, tost_alpha: float | None = None,
+                      interval: str | None = None) -> Judgement:
     """A claim of *no difference*, judged by two one-sided tests (TOST, each at 5%, i.e. the 90%
     interval) against the smallest effect of interest ``margin`` (stated on the page):
 
@@ -580,6 +581,10 @@ def judge_equivalence(estimate: float, se: float, *, margin: float, df: float | 
     'disagrees'
     >>> j = judge_equivalence(0.05, 0.2, margin=0.1, n=3); j.verdict, j.runs_factor > 10
     ('inconclusive', True)
+
+    A look of a group-sequential plan (:mod:`.sequential`) passes its ``level`` (the repeated
+    interval's nominal level, in place of 95%), ``tost_alpha`` (each one-sided test's, in place
+    of 5%) and ``interval`` (how the note names the interval).
     """
     from scipy import stats
 
@@ -589,12 +594,14 @@ def judge_equivalence(estimate: float, se: float, *, margin: float, df: float | 
     if not (math.isfinite(estimate) and math.isfinite(se) and se >= 0):
         return Judgement("not comparable", "no standard error: fewer than 2 runs", estimate=estimate, se=se, n=n,
                          margin=margin)
-    c90, c95 = _crit(df, 0.90), _crit(df)
+    a = TOST_ALPHA if tost_alpha is None else float(tost_alpha)
+    c90, c95 = _crit(df, 1 - 2 * a), _crit(df, LEVEL if level is None else float(level))
     lo, hi = estimate - c95 * se, estimate + c95 * se
     base = dict(estimate=estimate, se=se, ci_low=lo, ci_high=hi, n=n, margin=margin, mde=mde(se, df) if se else 0.0)
-    ci = f"ours {estimate:.3g}, 95% CI [{lo:.3g}, {hi:.3g}]"
+    ci = f"ours {estimate:.3g}, {interval or '95% CI'} [{lo:.3g}, {hi:.3g}]"
     if -margin <= estimate - c90 * se and estimate + c90 * se <= margin:
-        return Judgement("agrees", f"{ci}; TOST: the 90% interval lies within +-{margin:.3g}: equivalent", **base)
+        return Judgement("agrees", f"{ci}; TOST: the {100 * (1 - 2 * a):.3g}% interval lies within +-{margin:.3g}: "
+                         "equivalent", **base)
     if lo > margin or hi < -margin:
         return Judgement("disagrees", f"{ci}: a difference beyond the smallest effect of interest {margin:.3g}", **base)
     zb = float(stats.norm.ppf(0.5 + POWER / 2))  # TOST power at a true difference of zero

@@ -125,6 +125,8 @@ class Plan:
     looks: tuple[int, ...]
     alpha: float = 0.05
     reason: str = ""
+    #: what is counted at a look: "seeds" (paired runs of two arms) or "repeats"
+    unit: str = "seeds"
 
     def __post_init__(self):
         if len(self.looks) < 1 or any(int(n) != n or n < 2 for n in self.looks) or list(self.looks) != sorted(set(self.looks)):
@@ -144,7 +146,7 @@ class Plan:
 
     def describe(self) -> str:
         zs = ", ".join(f"{z:.3g}" for z in self.z())
-        return (f"group-sequential plan: looks at {', '.join(map(str, self.looks))} seeds, two-sided "
+        return (f"group-sequential plan: looks at {', '.join(f'{n:,}' for n in self.looks)} {self.unit}, two-sided "
                 f"{self.alpha:g} spent by the O'Brien-Fleming-type function (Lan-DeMets), boundaries z = {zs}")
 
 

@@ -20,7 +20,7 @@ import pytest
 from scipy import optimize, stats
 
 from dpcompanion.experiments import store
-from dpcompanion.experiments.comparisons import reproduction, rows as rows_mod
+from dpcompanion.experiments.comparisons import reproduction, rows as rows_mod, sequential
 from dpcompanion.experiments.comparisons.rule import estimate_effect, judge_effect, tost, with_margin
 from dpcompanion.experiments.protocols import wu_paper
 
@@ -129,7 +129,7 @@ def test_report_rows_inside_margin_never_disagree(report):
 
 # ------------------------------------------------------------------------ pooling, from the stored arrays
 
-def _dl_reference(y, s):
+def _dl_reference(y, s, level: float = 0.95):
     """Random effects written from the definitions: tau^2 solves Q(tau^2-free) moment equation
     E[Q] = (k - 1) + tau^2 (sum w - sum w^2 / sum w) (DerSimonian & Laird 1986), found with
     scipy's root finder (0 when Q <= k - 1); then the weighted mean and the modified
@@ -143,7 +143,7 @@ def _dl_reference(y, s):
     ws = 1 / (v + tau2)
     mu = float(ws @ y / ws.sum())
     se = math.sqrt(max(1.0, float(ws @ (y - mu) ** 2) / (k - 1)) / ws.sum())
-    half = stats.t.ppf(0.975, k - 1) * se
+    half = stats.t.ppf(0.5 + level / 2, k - 1) * se
     return mu, mu - half, mu + half
 
 
@@ -154,11 +154,12 @@ def _stored(eid: str):
     return res
 
 
-def _cells_ref(cells, metric):
-    """Per table: (gap, se) of each comparable cell from the per-seed arrays (paired by seed)."""
+def _cells_ref(cells, metric, n: int | None = None):
+    """Per table: (gap, se) of each comparable cell from the per-seed arrays (paired by seed);
+    ``n``: the first n seeds only (a look of a group-sequential plan)."""
     out: dict[int, list] = {}
     for c in cells:
-        adp, dp = np.asarray(c[f"{metric}_adp"], float), np.asarray(c[f"{metric}_dp"], float)
+        adp, dp = np.asarray(c[f"{metric}_adp"], float)[:n], np.asarray(c[f"{metric}_dp"], float)[:n]
         printed = wu_paper.row(family=c["family"], metric=metric, epsilon_bar=c["epsilon_bar"], clip=c["clip"],
                                epochs=c["epochs"])
         t = wu_paper.TABLE_OF[(c["family"], metric)]
@@ -184,14 +185,18 @@ def test_pooled_table_gap_recomputes_from_stored_arrays(report, eid):
         if eid == "w-ladder":
             n = int(r["item"].split("N = ")[1].split(":")[0].replace(",", ""))
             cells = [c for c in cells if c["rung"] == n]
+        n, level = None, 0.95
+        if r.get("stage"):  # a look of the experiment's group-sequential plan (issue 33, item 6)
+            n = int(r["stage"].split(", ")[1].split()[0])
+            level = [lk for lk in sequential.looks_of(rows_mod.plan_of(eid), n) if lk.n == n][-1].level
         ref = {}
         for metric in ("best", "last"):
-            ref.update(_cells_ref(cells, metric))
+            ref.update(_cells_ref(cells, metric, n))
         if t not in ref:
             assert r["verdict"] == "not comparable"
             continue
         y, s = zip(*ref[t])
-        mu, lo, hi = (_dl_reference(y, s) if len(y) > 1
+        mu, lo, hi = (_dl_reference(y, s, level) if len(y) > 1
                       else (y[0], y[0] - stats.norm.ppf(0.975) * s[0], y[0] + stats.norm.ppf(0.975) * s[0]))
         o = r["ours"]
         assert o["estimate"] == pytest.approx(mu, rel=1e-9, abs=1e-12), r["item"]

@@ -206,3 +206,30 @@ def test_every_published_figure_passes_the_layout_check():
     assert files, "no published figure"
     bad = {f"{f.parent.name}/{f.name}": p for f in files if (p := json.loads(f.read_text())["problems"])}
     assert not bad, f"figures with layout problems: {bad}"
+
+
+@pytest.mark.slow
+def test_published_figure_scripts_redraw_their_figures_alone(tmp_path):
+    """Issue 34, item 6 (acceptance: the code link, run alone on the data link, redraws the
+    figure): every forest plot of the build (the verdicts page's and each experiment page's)
+    and ten other published figures, chosen by a fixed stride through the sorted list, are
+    redrawn by their figure-<n>.py in a folder holding only it and figure-<n>.csv, without
+    dpcompanion (tests/test_figure_scripts.py's run_figure_script)."""
+    require_build()
+    from dpcompanion.book import plotting, runner
+    from test_figure_scripts import data_counts, run_figure_script  # imports matplotlib: only when built
+
+    scripts = sorted((runner.GENERATED / plotting.FIGURES_DIR).glob("*/figure-*.py"))
+    assert scripts, "no published figure script"
+    forests = [s for s in scripts if json.loads(s.with_suffix(".layout.json").read_text())["function"]
+               == "forest.forest_plot"]
+    others = [s for s in scripts if s not in forests]
+    chosen = forests + others[:: max(1, len(others) // 10)][:10]
+    assert (runner.GENERATED / plotting.FIGURES_DIR / "verdicts") in {s.parent for s in forests}
+    bad = []
+    for s in chosen:
+        run = run_figure_script(s, s.with_suffix(".csv"), tmp_path / s.parent.name / s.stem)
+        out = run.stdout.splitlines()
+        if run.returncode != 0 or not out or out[0] != data_counts(s.with_suffix(".csv")):
+            bad.append((f"{s.parent.name}/{s.name}", run.returncode, (run.stderr or run.stdout)[-300:]))
+    assert not bad, f"{len(bad)} of {len(chosen)} figure scripts failed: {bad[:3]}"

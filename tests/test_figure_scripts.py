@@ -1,0 +1,212 @@
+"""Issue 34, item 6: the code under a figure runs alone.
+
+Each published figure comes with its data file (``figure-<n>.csv``: dpcompanion.book.plotting.
+figure_data) and a script (``figure-<n>.py``: plotting.figure_script) that, run alone on that
+file, redraws the figure with matplotlib alone. These tests redraw every plot function's figure
+from its data and read the redrawn figure's data back (it must be the same data), and run the
+scripts the book publishes in a folder holding only the script and its data, with dpcompanion
+not importable.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from dpcompanion.book import forest, plotting  # noqa: E402
+from test_plotting import CASES, EXTRA, _forest_rows  # noqa: E402
+
+NUMERIC = ("x", "y", "x_low", "x_high", "y_low", "y_high", "value")
+
+#: run a script as a reader would, where dpcompanion is not installed: isolated mode (no
+#: PYTHONPATH, no user site, not the caller's folder), and any import of dpcompanion refused
+#: (the virtualenv holds it as an editable install, which isolated mode still sees)
+BOOT = """
+import importlib.abc, runpy, sys
+class NoDpcompanion(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "dpcompanion" or name.startswith("dpcompanion."):
+            raise ModuleNotFoundError("dpcompanion is not installed here", name=name)
+sys.meta_path.insert(0, NoDpcompanion())
+try:
+    import dpcompanion
+except ModuleNotFoundError:
+    pass
+else:
+    raise SystemExit("dpcompanion is importable")
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def run_figure_script(script: Path, data: Path, folder: Path) -> subprocess.CompletedProcess:
+    """Copy ``script`` and its ``data`` file alone into ``folder`` and run the script there, as
+    a reader who downloaded both would (``python figure-<n>.py``), without dpcompanion."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(script, folder / script.name)
+    shutil.copy(data, folder / data.name)
+    return subprocess.run([sys.executable, "-I", "-c", BOOT, script.name], cwd=folder, capture_output=True,
+                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg"})
+
+
+def data_counts(data: Path) -> str:
+    """What a figure's data file holds, as the script prints what it drew: panels, series (a
+    panel's series of one kind) and points (data rows)."""
+    rows = list(csv.DictReader(data.open()))
+    points = [r for r in rows if r["kind"] in plotting.DATA_KINDS]
+    return (f"panels {sum(r['kind'] == 'panel' for r in rows)}, "
+            f"series {len({(r['panel'], r['series'], r['kind']) for r in points})}, points {len(points)}")
+
+
+def imports_dpcompanion(source: str) -> bool:
+    """Whether the code of a script (comments aside) imports dpcompanion."""
+    for node in ast.walk(ast.parse(source)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        if any(n.split(".")[0] == "dpcompanion" for n in names):
+            return True
+    return False
+
+
+def _close(a: str, b: str) -> bool:
+    fa, fb = plotting.data_value(a), plotting.data_value(b)
+    if isinstance(fa, str) or isinstance(fb, str):
+        return a == b
+    return bool(np.isclose(fa, fb, rtol=1e-9, atol=1e-12, equal_nan=True))
+
+
+@pytest.mark.parametrize("name", sorted({**CASES, **EXTRA}))
+def test_the_redrawn_figure_plots_the_same_data(name, tmp_path):
+    """Issue 34, item 6: redrawing a figure from its data file (plotting.redraw, the code every
+    script carries) gives a figure whose data, read back with figure_data, is the data file's:
+    every panel with its labels, scales, limits and ticks, every series by kind, error bars,
+    bars, cells and texts, and the legends' entries."""
+    fig = {**CASES, **EXTRA}[name]()
+    data = plotting.write_figure_data(fig, tmp_path / "figure-1.csv")
+    plt.close(fig)
+    rows = plotting.read_figure_data(data)
+    again, counts = plotting.redraw(rows)
+    try:
+        back = [{k: str(v) for k, v in r.items()} for r in plotting.figure_data(again)]
+    finally:
+        plt.close(again)
+    for kind in (*plotting.DATA_KINDS, "legend", "xtick", "ytick"):
+        want = [r for r in rows if r["kind"] == kind]
+        got = [r for r in back if r["kind"] == kind]
+        assert len(got) == len(want), f"{name}: {len(want)} {kind} rows drawn as {len(got)}"
+        for w, g in zip(want, got):
+            for col in ("panel", "x_axis", "y_axis", "x_scale", "y_scale", "series", "point", "text"):
+                assert w[col] == g[col], (name, kind, col, w[col], g[col])
+            for col in NUMERIC:
+                assert _close(w[col], g[col]), (name, kind, w["series"], w["point"], col, w[col], g[col])
+            if kind in ("line", "errorbar", "scatter", "bar", "text"):
+                assert (w["color"], w["style"]) == (g["color"], g["style"]), (name, kind, w["series"])
+            if kind == "legend":  # an entry is redrawn as a line or a patch of the handle's look
+                look = lambda r: (r["color"], {k: v for k, v in plotting.parse_style(r["style"]).items()  # noqa: E731
+                                               if k in ("marker", "linestyle")})
+                assert look(w) == look(g), (name, w["text"])
+    panels = [r for r in rows if r["kind"] == "panel"]
+    for w in panels:  # a heatmap's colour bar takes room from its panel: limits and scales only
+        g = next(r for r in back if r["kind"] == "panel" and r["panel"] == w["panel"])
+        assert all(_close(w[c], g[c]) for c in ("x_low", "x_high", "y_low", "y_high")), (name, w["panel"])
+    assert f"panels {counts['panels']}, series {counts['series']}, points {counts['points']}" == data_counts(data)
+
+
+def test_errorbars_keep_both_ends_and_the_grid_keeps_its_labels(tmp_path):
+    """Issue 34: the w-t1245 figure (wu_gap_grid) draws horizontal error bars (+- 2 se): its
+    data file keeps their ends (x_low, x_high), each cell's label (ytick rows) and both axes;
+    a vertical error bar's ends are y_low, y_high."""
+    cells = [("eps 0.5, C 1", 0.5, 0.2, 1.0), ("eps 2, C 1", -0.3, 0.1, None), ("eps 8, C 3", 1.0, float("nan"), 2.0)]
+    fig = plotting.wu_gap_grid(cells=cells)
+    rows = plotting.figure_data(fig)
+    plt.close(fig)
+    bars = [r for r in rows if r["kind"] == "errorbar"]
+    ends = [float(r[k]) for r in bars for k in ("x_low", "x_high")]
+    assert ends == pytest.approx([0.1, 0.9, -0.5, -0.1, 1.0, 1.0])  # a missing se: a bar of length 0
+    assert [r["text"] for r in rows if r["kind"] == "ytick"] == [c[0] for c in cells]
+    assert {r["x_axis"] for r in bars} == {"ADP-SGD minus DP-SGD accuracy (points)"}
+    panel = next(r for r in rows if r["kind"] == "panel")
+    assert float(panel["y_low"]) > float(panel["y_high"])  # the inverted axis: first cell on top
+    fig = CASES["efficiency_figure"]()
+    bars = [r for r in plotting.figure_data(fig) if r["kind"] == "errorbar"]
+    plt.close(fig)
+    assert all(r["x_low"] == "" and float(r["y_low"]) < float(r["y"]) < float(r["y_high"]) for r in bars)
+
+
+def test_the_forest_plot_keeps_its_rows_labels_colours_and_legend():
+    """Issue 34: a forest plot's data names each row (ytick rows: the labels), draws each in
+    its verdict's colour and keeps the figure's legend (verdicts and marks)."""
+    fig = forest.forest_plot(rows=_forest_rows(), title="every verdict row")
+    rows = plotting.figure_data(fig)
+    plt.close(fig)
+    labels = [r["text"] for r in rows if r["kind"] == "ytick"]
+    assert len(labels) == forest.rows_with_estimates(_forest_rows()) and labels[0].startswith("h-f-eff: ")
+    legend = [r for r in rows if r["kind"] == "legend"]
+    assert {r["panel"] for r in legend} == {""} and "agrees" in [r["text"] for r in legend]
+    agrees = next(r for r in rows if r["kind"] == "line" and "| agrees |" in r["series"])
+    assert agrees["color"] == forest.VERDICT_COLORS["agrees"]
+
+
+def _publish(tmp_path, monkeypatch, page: str, draw) -> list[Path]:
+    """Draw with ``draw`` in a book notebook (an IPython shell, a Provenance started, the
+    runner's folder named, as tests/test_plotting.py does) and return the scripts written."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from dpcompanion.core.provenance import Provenance
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setenv(plotting.BOOK_DIR_ENV, str(tmp_path / "book"))
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
+    try:
+        shell.user_ns["prov"] = Provenance.start(notebook=page, mode="quick", seed=0, device="cpu")
+        draw()
+    finally:
+        InteractiveShell.clear_instance()
+    return sorted((tmp_path / "book" / plotting.FIGURES_DIR / page).glob("figure-*.py"))
+
+
+#: a figure of each kind, drawn as the pages draw them
+PUBLISHED = {
+    "lines, a legend and a log axis": CASES["theory_schedules"],
+    "two panels (the landing figure)": CASES["landing_figure"],
+    "error bars": CASES["efficiency_figure"],
+    "bars": CASES["bench_throughput"],
+    "a heatmap": CASES["breakdown_figure"],
+    "reference lines and segments": CASES["audit_figure"],
+    "a twin axis": CASES["wu_error_vs_epoch"],
+    "the forest plot": lambda: forest.forest_plot(rows=_forest_rows(), title="every verdict row"),
+    "wu_gap_grid (w-t1245)": CASES["wu_gap_grid"],
+}
+
+
+@pytest.mark.parametrize("kind", list(PUBLISHED))
+def test_the_published_script_redraws_the_figure_alone(kind, tmp_path, monkeypatch):
+    """Issue 34, item 6 (acceptance: the code link, run alone on the data link, redraws the
+    figure): publish writes figure-<n>.py, which never imports dpcompanion; run with python in
+    a folder holding only it and figure-<n>.csv, where dpcompanion cannot be imported, it exits
+    0, writes figure-<n>.png and says it drew every panel, series and point of the data file.
+    The script keeps its provenance: the plot function and the notebook cell, as comments."""
+    scripts = _publish(tmp_path, monkeypatch, "h-f-eff", PUBLISHED[kind])
+    assert len(scripts) == 1
+    script = scripts[0]
+    data = script.with_suffix(".csv")
+    source = script.read_text()
+    assert not imports_dpcompanion(source) and plotting.REDRAW_SOURCE in source
+    fn = plotting.FIGURES.get(source.split("dpcompanion.book.")[1].split(" ")[0].split(".")[-1])
+    assert fn is not None and f"# def {fn.__name__}(" in source
+    run = run_figure_script(script, data, tmp_path / "alone")
+    assert run.returncode == 0, run.stderr[-2000:]
+    png = tmp_path / "alone" / script.with_suffix(".png").name
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert run.stdout.splitlines()[0] == data_counts(data)

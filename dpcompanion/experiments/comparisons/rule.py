@@ -391,6 +391,27 @@ def tost(estimate: float, se: float, *, margin: float, df: float | None = None,
                 equivalent=p < alpha)
 
 
+def equivalence_runs_factor(estimate: float, se: float, *, margin: float, df: float | None = None,
+                            alpha: float = TOST_ALPHA) -> float | None:
+    """How many times our runs TOST needs to show ``|effect| < margin`` at :data:`POWER` were
+    the true difference our ``estimate``: ``((t_{1-alpha} + z_p) se / (margin - |estimate|))^2``
+    (one test binds; at an estimate of zero both do, ``z_{(1+p)/2}``). None where the estimate
+    is not inside the margin (more runs would not show equivalence) or the spread is zero.
+
+    >>> round(equivalence_runs_factor(0.0, 0.1, margin=0.2), 2), round(equivalence_runs_factor(0.1, 0.1, margin=0.2), 2)
+    (2.14, 6.18)
+    >>> equivalence_runs_factor(0.3, 0.1, margin=0.2) is None
+    True
+    """
+    from scipy import stats
+
+    gap = float(margin) - abs(float(estimate))
+    if not (gap > 0 and se > 0):
+        return None
+    zb = float(stats.norm.ppf(0.5 + POWER / 2 if estimate == 0 else POWER))
+    return ((_crit(df, 1 - 2 * alpha) + zb) * float(se) / gap) ** 2
+
+
 def with_margin(j: Judgement, margin: float, *, alpha: float | None = None) -> Judgement:
     """The judgement ``j`` of :func:`judge_effect` with the row's practical ``margin``
     (issue 33, item 4):
@@ -424,12 +445,11 @@ def with_margin(j: Judgement, margin: float, *, alpha: float | None = None) -> J
             f"{j.note.split(';')[0]}; equivalent (TOST, p = {t.p:.2g}): the {ci90} lies inside +-{margin:.3g}, the "
             f"practical margin, so the effect is too small to matter (the rule without a margin said '{j.verdict}')"))
     if j.verdict == "disagrees" and abs(j.estimate) < margin:
-        zb = float(stats.norm.ppf(0.5 + POWER / 2))  # TOST power at a true difference of zero
-        k = ((_crit(j.df, 1 - 2 * alpha) + zb) * j.se / margin) ** 2 if j.se > 0 else None
+        k = equivalence_runs_factor(j.estimate, j.se, margin=margin, df=j.df, alpha=alpha)
         return dataclasses.replace(m, verdict="inconclusive", runs_factor=k, note=(
             f"{j.note}; but the effect lies inside its practical margin +-{margin:.3g} (an effect inside its "
             f"margin never reads 'disagrees') and TOST does not show it equivalent ({ci90}, p = {t.p:.2g}); "
-            f"{_more_runs(k, j.n, 'show equivalence (true difference zero)')}"))
+            f"{_more_runs(k, j.n, 'show equivalence were the true difference our estimate')}"))
     return dataclasses.replace(m, note=f"{j.note}; not equivalent within +-{margin:.3g} (TOST p = {t.p:.2g})")
 
 
@@ -604,10 +624,10 @@ def judge_equivalence(estimate: float, se: float, *, margin: float, df: float | 
                          "equivalent", **base)
     if lo > margin or hi < -margin:
         return Judgement("disagrees", f"{ci}: a difference beyond the smallest effect of interest {margin:.3g}", **base)
-    zb = float(stats.norm.ppf(0.5 + POWER / 2))  # TOST power at a true difference of zero
-    k = ((c90 + zb) * se / margin) ** 2 if se > 0 else None
+    k = equivalence_runs_factor(estimate, se, margin=margin, df=df, alpha=a)
     return Judgement("inconclusive", f"{ci}: neither within nor beyond +-{margin:.3g}; "
-                     f"{_more_runs(k, n, 'show equivalence (true difference zero)')}", runs_factor=k, **base)
+                     f"{_more_runs(k, n, 'show equivalence were the true difference our estimate')}",
+                     runs_factor=k, **base)
 
 
 def judge_identity(why: str, *, holds: bool = True) -> Judgement:

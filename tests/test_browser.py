@@ -490,9 +490,9 @@ def _status(url: str) -> int | str:
         return repr(exc)
 
 
-@pytest.mark.parametrize("page", _per_page([p for p in NOTEBOOK_PAGES if not p.endswith("/index.html")]))
+@pytest.mark.parametrize("page", _per_page(NOTEBOOK_PAGES))
 def test_every_figure_has_data_and_code_links_that_resolve(server, browser, visits, page):
-    """Under every figure: "Figure n", a data link (.csv) and a code link (.py), both served
+    """Under every figure, the landing page's included (issue 34 item 6): "Figure n", a data link (.csv) and a code link (.py), both served
     by the book's own static server (HTTP 200), the figure shown at least as wide as the
     plotting module assumes (dpcompanion.book.plotting.COLUMN_PX, from which its font sizes
     are checked)."""

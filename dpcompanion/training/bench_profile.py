@@ -1,0 +1,314 @@
+"""Where the time of our private step goes, and the engine's step with privacy turned off
+(issue 31, items 2 and 3).
+
+Two things the benchmark (:mod:`dpcompanion.training.bench`) needs and the engine does not
+expose as separate calls:
+
+* **the stages of the private step**, timed one by one: ``forward`` (the forward pass and
+  the backprops: the layers' inputs and output gradients), ``norms`` (per-sample gradient
+  norms in float64 and the clip factors, :func:`~dpcompanion.training.models.clip_factors`),
+  ``clipped_sum`` (the clip-weighted sum of the per-sample gradients), ``noise`` (one
+  Gaussian draw per parameter, added at std ``sigma C``) and ``update`` (the averaged SGD
+  step). :class:`MLPStages` splits the paper's network's ghost-clipping path
+  (:meth:`DenseModel.clipped_grad_sum` on a one-hidden-layer binary ReLU MLP) and
+  :class:`CNNStages` the per-layer path of :class:`GhostConvModel` (W-F4's CNN) into those
+  stages, with the same tensor operations in the same order: the staged step's parameters
+  equal :func:`dpcompanion.training.bench.private_step_fn`'s bit for bit (tested), so the
+  stages time the engine's own work, split. The engine is not changed (no flag, no
+  profiler hook): its numbers cannot move.
+* **the engine's non-private step** (:meth:`MLPStages.nonprivate_step`,
+  :meth:`CNNStages.nonprivate_step`): the same forward and backward path with clipping and
+  noise turned off, a plain mean gradient (no per-sample norms, no clip weights, no noise
+  draw) and the same update. With torch's own SGD step it is one of the two non-private
+  baselines; the private step over the faster of them is the limit issue 31 names per
+  workload.
+
+The stage methods call the models' stage helpers (``_output_backprop``, ``_runs_per_chunk``,
+``_layer_norms``, ``_layer_clipped_sum``): the one place outside ``models.py`` that does, so
+that the profile runs the engine's own code rather than a copy of it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+import torch
+
+from dpcompanion.training.models import DenseModel, GhostConvModel, clip_factors, norms64
+
+__all__ = ["STAGES", "STAGE_WHY", "MLPStages", "CNNStages", "profile_summary"]
+
+#: the stages of the private step, in order
+STAGES: tuple[str, ...] = ("forward", "norms", "clipped_sum", "noise", "update")
+
+#: what each stage costs and why, for the sentence naming a workload's largest stage
+STAGE_WHY: dict[str, str] = {
+    "forward": "the forward pass and the backprops, which the non-private step pays as well: the floor of any step",
+    "norms": "the per-sample gradient norms, taken in float64 from the float32 values (the one clipping rule, "
+             "clip_scale), an extra pass over every layer's activations and backprops that a non-private step "
+             "does not make",
+    "clipped_sum": "the clip-weighted sum of the per-sample gradients: the weight-gradient products of a "
+                   "non-private backward, with the clip factors applied first",
+    "noise": "one Gaussian draw per parameter: random number generation the non-private step does not do",
+    "update": "the averaged SGD update, one pass over the parameters",
+}
+
+
+class _Timer:
+    """Per-stage seconds of each call: ``times[stage]`` one entry per call."""
+
+    def __init__(self):
+        self.times: dict[str, list[float]] = {s: [] for s in STAGES}
+
+    def run(self, stages: list[tuple[str, Callable[[], Any]]]) -> None:
+        t = time.perf_counter()
+        for name, f in stages:
+            f()
+            now = time.perf_counter()
+            self.times[name].append(now - t)
+            t = now
+
+
+class MLPStages:
+    """The stages of our private step on a one-hidden-layer binary ReLU MLP with biases
+    (the paper's network, :meth:`DenseModel._binary_relu_mlp_chunk`): ``K`` runs in
+    ``theta (K, P)``, updated in place, in the engine's chunks of runs. :meth:`private_step`
+    records each stage's seconds in :attr:`times`; :meth:`nonprivate_step` is the engine's
+    path without clipping and noise."""
+
+    def __init__(self, model: DenseModel, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *,
+                 clip_norm: float, lr: float, sigma: float, gen: torch.Generator):
+        if not (isinstance(model, DenseModel) and model.fast_path and model.n_layers == 2 and model.n_out == 1
+                and model.bias and model.activation == "relu"):
+            raise ValueError(f"MLPStages needs a one-hidden-layer binary ReLU MLP with biases, got {model!r}")
+        self.model, self.theta, self.X, self.y = model, theta, X, y
+        self.clip_norm, self.lr, self.sigma, self.gen = float(clip_norm), float(lr), float(sigma), gen
+        self.N = X.shape[0]
+        self.Xa = torch.cat([X, torch.ones(self.N, 1, dtype=X.dtype, device=X.device)], dim=1)  # (N, d+1)
+        self.timer = _Timer()
+
+    @property
+    def times(self) -> dict[str, list[float]]:
+        return self.timer.times
+
+    def _chunks(self) -> list[slice]:
+        K = self.theta.shape[0]
+        step = self.model._runs_per_chunk(self.theta, self.N)
+        return [slice(i, i + step) for i in range(0, K, step)]
+
+    def forward(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Hidden activations ``a (K, N, H)``, output gradients ``dz (K, N, 1)`` and the
+        second layer's weights, as the engine's chunk computes them."""
+        with torch.no_grad():
+            d = self.model.sizes[0]
+            p = self.model.unflatten(theta)
+            W1, b1, W2, b2 = p["W1"], p["b1"], p["W2"], p["b2"]
+            W1a = torch.cat([W1, b1.unsqueeze(-1)], dim=-1)
+            a = torch.matmul(self.Xa, W1a.transpose(-1, -2)).relu_()
+            z = torch.baddbmm(b2.unsqueeze(-2), a, W2.transpose(-1, -2))
+            _, dz = self.model._output_backprop(z, self.y)
+            return {"a": a, "dz": dz, "W2": W2, "d": d}
+
+    def norms(self, fw: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Clip factors ``(K, N)`` from the ghost norms ``dz^2 ((||a||^2 + 1) + (m . W2^2)(||x||^2 + 1))``."""
+        with torch.no_grad():
+            a, dz, W2 = fw["a"], fw["dz"], fw["W2"]
+            fw["mask"] = mask = torch.sign(a)
+            fw["w2"] = w2 = W2.transpose(-1, -2)
+            m_w2 = torch.bmm(mask.to(torch.float64), w2.to(torch.float64).square())[..., 0]
+            dz2 = dz[..., 0].to(torch.float64).square()
+            an = norms64(a).square_().add_(1.0)
+            xn = norms64(self.Xa).square_()
+            n64 = (dz2 * (an + m_w2 * xn)).sqrt_()
+            return clip_factors(n64, self.clip_norm, dtype=self.theta.dtype)
+
+    def clipped_sum(self, fw: dict[str, torch.Tensor], c: torch.Tensor | None) -> torch.Tensor:
+        """``sum_n c_n g_n`` ``(K, P)``; ``c=None``: the plain sum (no clip weights)."""
+        with torch.no_grad():
+            a, dz, d = fw["a"], fw["dz"], fw["d"]
+            K = a.shape[0]
+            mask = fw["mask"] if "mask" in fw else torch.sign(a)
+            w2 = fw["w2"] if "w2" in fw else fw["W2"].transpose(-1, -2)
+            cdz = dz if c is None else c.unsqueeze(-1) * dz
+            gW2 = torch.bmm(cdz.transpose(-1, -2), a)
+            gb2 = cdz.sum(dim=-2)
+            gW1a = torch.bmm(mask.transpose(-1, -2), cdz * self.Xa) * w2
+            return torch.cat([gW1a[..., :d].reshape(K, -1), gW1a[..., d], gW2.reshape(K, -1), gb2], dim=-1)
+
+    def _noise(self, g: torch.Tensor) -> None:
+        noise = torch.randn(g.shape, generator=self.gen, dtype=self.theta.dtype)
+        g.add_(noise, alpha=self.sigma * self.clip_norm)
+
+    def private_step(self) -> None:
+        """One private step (as :func:`~dpcompanion.training.bench.private_step_fn`), each
+        stage timed: the chunks' forward, norms and clipped sums add up per stage."""
+        chunks = self._chunks()
+        box: dict[str, Any] = {"fw": [], "c": [], "g": None}
+        self.timer.run([
+            ("forward", lambda: box["fw"].extend(self.forward(self.theta[s]) for s in chunks)),
+            ("norms", lambda: box["c"].extend(self.norms(fw) for fw in box["fw"])),
+            ("clipped_sum", lambda: box.__setitem__("g", torch.cat(
+                [self.clipped_sum(fw, c) for fw, c in zip(box["fw"], box["c"])]))),
+            ("noise", lambda: self._noise(box["g"])),
+            ("update", lambda: self.theta.sub_(box["g"], alpha=self.lr / self.N)),
+        ])
+
+    def mean_gradient(self, theta: torch.Tensor) -> torch.Tensor:
+        """The plain mean gradient ``(1/N) sum_n g_n`` ``(K, P)`` by the engine's path, no clipping."""
+        return torch.cat([self.clipped_sum(self.forward(theta[s]), None) for s in self._chunks()]) / self.N
+
+    def nonprivate_step(self) -> None:
+        """The engine's step with clipping and noise off: forward, plain sum, update."""
+        g = torch.cat([self.clipped_sum(self.forward(self.theta[s]), None) for s in self._chunks()])
+        self.theta.sub_(g, alpha=self.lr / self.N)
+
+
+class CNNStages:
+    """The stages of our private step on a :class:`GhostConvModel` (W-F4's CNN), one run at a
+    time as the engine loops runs (:meth:`GhostConvModel._run_one`); ``theta (K, P)`` updated
+    in place. :meth:`nonprivate_step`: the same forward, the parameters' gradient of the summed
+    loss by autograd (the backward a non-private step needs), the same update."""
+
+    def __init__(self, model: GhostConvModel, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *,
+                 clip_norm: float, lr: float, sigma: float, gen: torch.Generator):
+        if not isinstance(model, GhostConvModel):
+            raise ValueError(f"CNNStages needs a GhostConvModel, got {model!r}")
+        self.model, self.theta, self.X, self.y = model, theta, X, y
+        self.clip_norm, self.lr, self.sigma, self.gen = float(clip_norm), float(lr), float(sigma), gen
+        self.N = X.shape[0]
+        self.timer = _Timer()
+
+    @property
+    def times(self) -> dict[str, list[float]]:
+        return self.timer.times
+
+    def _losses(self, th: torch.Tensor, outs: list | None):
+        """The engine's forward (channels-last pools on CPU); the weighted layers' inputs and
+        outputs appended to ``outs`` when given. Returns ``(per-sample losses, inputs, mods)``."""
+        m = self.model
+        params = m.unflatten(th)
+        x = self.X.reshape(self.N, *m.in_shape)
+        inputs, weighted = [], []
+        h = x
+        for name, mod in m.module.named_children():
+            if isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)):
+                W, b = params[f"{name}.weight"], params.get(f"{name}.bias")
+                inputs.append(h.detach())
+                if isinstance(mod, torch.nn.Conv2d):
+                    h = torch.nn.functional.conv2d(h, W, b, mod.stride, mod.padding, mod.dilation, mod.groups)
+                else:
+                    h = torch.nn.functional.linear(h, W, b)
+                if outs is not None:
+                    h.retain_grad() if h.requires_grad else h.requires_grad_(True)
+                    outs.append(h)
+                weighted.append(mod)
+            else:
+                if (m.channels_last_pool and isinstance(mod, torch.nn.MaxPool2d) and h.dim() == 4
+                        and h.device.type == "cpu"):
+                    h = h.contiguous(memory_format=torch.channels_last)
+                h = mod(h)
+        return m.per_sample_loss_from_output(h, self.y), inputs, weighted
+
+    def forward(self, th: torch.Tensor) -> dict[str, Any]:
+        """One run's layer inputs and output gradients (forward and one backward)."""
+        outs: list[torch.Tensor] = []
+        with torch.enable_grad():
+            losses, inputs, weighted = self._losses(th, outs)
+            grads = torch.autograd.grad(losses.sum(), outs)
+        return {"inputs": inputs, "grads": grads, "mods": weighted}
+
+    def norms(self, fw: dict[str, Any]) -> torch.Tensor:
+        """Per-layer squared norms (ghost or formed, as the engine picks), the clip factors."""
+        with torch.no_grad():
+            fw["per_layer"] = per_layer = [self.model._layer_norms(m, a, g)
+                                           for m, a, g in zip(fw["mods"], fw["inputs"], fw["grads"])]
+            norms = sum(n for n, _ in per_layer).sqrt()
+            return clip_factors(norms, self.clip_norm, dtype=fw["inputs"][0].dtype)
+
+    def clipped_sum(self, fw: dict[str, Any], c: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            pieces = []
+            for m, (_, carry) in zip(fw["mods"], fw["per_layer"]):
+                pieces += self.model._layer_clipped_sum(m, carry, c)
+            return torch.cat(pieces)
+
+    def _noise(self, g: torch.Tensor) -> None:
+        noise = torch.randn(g.shape, generator=self.gen, dtype=self.theta.dtype)
+        g.add_(noise, alpha=self.sigma * self.clip_norm)
+
+    def private_step(self) -> None:
+        """One private step, each stage timed (runs one after another, as the engine)."""
+        K = self.theta.shape[0]
+        box: dict[str, Any] = {"fw": [], "c": [], "g": None}
+        self.timer.run([
+            ("forward", lambda: box["fw"].extend(self.forward(self.theta[k]) for k in range(K))),
+            ("norms", lambda: box["c"].extend(self.norms(fw) for fw in box["fw"])),
+            ("clipped_sum", lambda: box.__setitem__("g", torch.stack(
+                [self.clipped_sum(fw, c) for fw, c in zip(box["fw"], box["c"])]))),
+            ("noise", lambda: self._noise(box["g"])),
+            ("update", lambda: self.theta.sub_(box["g"], alpha=self.lr / self.N)),
+        ])
+
+    def _grad_sum(self, theta: torch.Tensor) -> torch.Tensor:
+        rows = []
+        for k in range(theta.shape[0]):
+            th = theta[k].detach().requires_grad_(True)
+            with torch.enable_grad():
+                losses, _, _ = self._losses(th, None)
+                rows.append(torch.autograd.grad(losses.sum(), th)[0])
+        return torch.stack(rows)
+
+    def mean_gradient(self, theta: torch.Tensor) -> torch.Tensor:
+        """The plain mean gradient ``(K, P)`` through the engine's forward, by autograd."""
+        return self._grad_sum(theta) / self.N
+
+    def nonprivate_step(self) -> None:
+        """The engine's step with clipping and noise off: forward, plain gradient sum, update."""
+        self.theta.sub_(self._grad_sum(self.theta), alpha=self.lr / self.N)
+
+
+def profile_summary(times: dict[str, list[float]], *, rounds: int, steps: int, whole_s: list[float],
+                    measured_step_s: float, workload: str) -> dict[str, Any]:
+    """The profile of one workload from :attr:`MLPStages.times` (one entry per call): the
+    first call (the warm-up of :func:`dpcompanion.training.bench._interleave`) dropped, the
+    rest grouped into ``rounds`` rounds of ``steps`` calls; per stage the median over rounds of
+    the round's mean seconds per step, the total (their sum), the shares of the total and a
+    sentence naming the largest stage and why. Two checks of the total: per round, the stages'
+    sum over ``whole_s`` (the same staged step timed whole by the rounds' clock:
+    ``stages_over_whole_per_round``, 1 up to the clock reads between stages, whatever the load)
+    and ``total_over_measured``, the total over ``measured_step_s`` (the engine's private step
+    timed whole in the same rounds: the same operations, so 1 up to load between the rounds'
+    measurements).
+
+    >>> t = {s: [9.0] + [1.0] * 4 for s in STAGES}; t["forward"] = [9.0, 3.0, 3.0, 5.0, 5.0]
+    >>> p = profile_summary(t, rounds=2, steps=2, whole_s=[7.0, 9.0], measured_step_s=8.0, workload="w")
+    >>> p["stage_s"]["forward"], p["total_s"], p["share"]["forward"], p["total_over_measured"], p["largest"]
+    (4.0, 8.0, 0.5, 1.0, 'forward')
+    >>> p["stages_over_whole_per_round"]
+    [1.0, 1.0]
+    """
+    per_round = {}
+    for s in STAGES:
+        ts = times[s][1:]
+        if len(ts) != rounds * steps:
+            raise ValueError(f"stage {s}: expected {rounds} x {steps} timed calls after the warm-up, got {len(ts)}")
+        per_round[s] = [sum(ts[r * steps:(r + 1) * steps]) / steps for r in range(rounds)]
+    if len(whole_s) != rounds:
+        raise ValueError(f"expected {rounds} whole-step times, got {len(whole_s)}")
+    summed = [sum(per_round[s][r] for s in STAGES) for r in range(rounds)]
+    stage_s = {s: statistics.median(v) for s, v in per_round.items()}
+    total = sum(stage_s.values())
+    share = {s: v / total for s, v in stage_s.items()}
+    largest = max(share, key=share.get)
+    return {
+        "stages": list(STAGES), "stage_s": stage_s, "stage_s_per_round": per_round, "total_s": total,
+        "share": share, "stages_over_whole_per_round": [a / float(b) for a, b in zip(summed, whole_s)],
+        "whole_s_per_round": [float(x) for x in whole_s],
+        "measured_step_s": measured_step_s, "total_over_measured": total / measured_step_s,
+        "largest": largest,
+        "sentence": f"{workload}: the largest stage is {largest.replace('_', ' ')} ({share[largest]:.0%} of the "
+                    f"step): {STAGE_WHY[largest]}.",
+        "statistic": "per stage, the median over the rounds of the round's mean seconds per step; total = their sum",
+    }

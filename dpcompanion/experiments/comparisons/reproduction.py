@@ -285,11 +285,11 @@ EFFECT_WORDS: dict[str, dict] = {
     "h-f-scale/dyn": dict(a="dyn", b="uni", what="final loss", unit="%", factor=100.0, up="above", down="below",
                           paper="the paper reports dyn lower where the influence varies most", relative=True),
     "w-f1/gap": dict(a="ADP-SGD", b="DP-SGD", what="best test accuracy", unit=" points", factor=1.0, up="above",
-                     down="below", paper="the paper reports ADP-SGD ahead"),
+                     down="below", paper="the paper reports ADP-SGD ahead", printed=True),
     "w-t1245/gap": dict(a="ADP-SGD", b="DP-SGD", what="test accuracy", unit=" points", factor=1.0, up="above",
-                        down="below", paper="the paper reports ADP-SGD ahead"),
+                        down="below", paper="the paper reports ADP-SGD ahead", printed=True),
     "w-t36/gap": dict(a="ADP-SGD", b="DP-SGD", what="test accuracy", unit=" points", factor=1.0, up="above",
-                      down="below", paper="the paper reports ADP-SGD ahead"),
+                      down="below", paper="the paper reports ADP-SGD ahead", printed=True),
 }
 #: trend rows: the slope of a gap per doubling of N (:func:`.hong.eff_trend`)
 TREND_WORDS = {
@@ -472,8 +472,12 @@ def sentence(row: dict) -> str:
             where = readable(str(row.get("item", "")).split(":")[0]).strip() + ": "
         b = w["b"] if w.get("b_is_value") else _poss(w["b"])
         rel = " in relative terms" if w.get("relative") else ""
+        paper = w["paper"]
+        if w.get("printed") and pv is not None:  # the paper prints this cell: its own sign, not the claim's
+            paper = (f"the paper prints {w['a']} {_num(abs(pv) * f)}{w['unit']} {w['up'] if pv >= 0 else w['down']} "
+                     f"{w['b']} here")
         return _cap(f"{where}{_poss(w['a'])} {w['what']} is {_num(est * f)}{w['unit']} {side} {b}{rel} "
-                f"({_ci(lo * f, hi * f, w['up'], w['down'], name)}), {scale}; {w['paper']}: {verdict}.")
+                f"({_ci(lo * f, hi * f, w['up'], w['down'], name)}), {scale}; {paper}: {verdict}.")
     item = readable(row.get("item", ""))
     if has_ci:
         ours = f"our estimate is {est:.3g} ({name} {lo:.3g} to {hi:.3g})"

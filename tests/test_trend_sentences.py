@@ -178,3 +178,17 @@ def test_landing_counts_split_and_title_claim(rows):
         assert title.startswith("**The title claim**") and "per doubling of N" in title and title.count(". ") == 0
     table = summary.verdict_summary(rows=rows)
     assert all("<details>" in t["note"] for t in table if t["note"])
+
+
+def test_a_w_cell_sentence_quotes_the_cells_own_printed_sign():
+    """issue 33 item 7: where Wu et al. printed ADP-SGD behind in a cell, the cell's sentence says
+    so (it said 'the paper reports ADP-SGD ahead' next to 'this disagrees')."""
+    row = {"rule": "w-t1245/gap", "item": "Table 2: gain ADP - DP, sqrt, C_G 1, eps_bar 3.2, 60 epochs",
+           "verdict": "disagrees", "paper_value": -0.26, "comparable": "direction", "at_paper_scale": False,
+           "result": {"mode": "full"}, "note": "", "stage": "look 2 of 3, 10 seeds",
+           "ours": {"estimate": 0.33, "ci_low": 0.034, "ci_high": 0.62, "n": 10}, "paper": "", "tuning": []}
+    s = R.sentence(row)
+    assert "the paper prints ADP-SGD 0.26 points below DP-SGD here" in s and "reports ADP-SGD ahead" not in s
+    assert "repeated 95% CI at look 2 of 3, 10 seeds" in s
+    s2 = R.sentence({**row, "paper_value": 0.4, "verdict": "agrees"})
+    assert "the paper prints ADP-SGD 0.40 points above DP-SGD here" in s2

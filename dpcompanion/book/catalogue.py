@@ -17,7 +17,7 @@ import sys
 from typing import Any, Iterable
 
 from dpcompanion.book import landing
-from dpcompanion.book.claims_page import (BADGES, cached_results, label, notebooks_dir, page_of, status_counts,
+from dpcompanion.book.claims_page import (BADGES, cached_results, folded, label, notebooks_dir, page_of, status_counts,
                                           status_definitions_markdown, version_names)
 from dpcompanion.book.report import markdown_table
 from dpcompanion.experiments import base
@@ -76,7 +76,7 @@ def _experiments_markdown() -> str:
     ])
 
 
-def _claims_markdown(results: Iterable[dict[str, Any]]) -> str:
+def _claims_markdown(results: Iterable[dict[str, Any]], *, book: bool = False) -> str:
     results = sorted(results, key=lambda r: r["id"])
     tally = ", ".join(f"{n} {s}" for s, n in status_counts(results).items() if n)
     rows = []
@@ -90,7 +90,9 @@ def _claims_markdown(results: Iterable[dict[str, Any]]) -> str:
         "its status is what that check returns when run (`python -m dpcompanion checks`), its page the one that shows "
         "its evidence.",
         "",
-        markdown_table(["ID", "status", "versions", "source", "page"], rows),
+        # on the book's page the long table is folded (issue 34: pages at most 12,000 px tall)
+        *(folded(f"The {len(results)} claims, by ID", [markdown_table(["ID", "status", "versions", "source", "page"], rows)])
+          if book else [markdown_table(["ID", "status", "versions", "source", "page"], rows)]),
         "",
         "### What the statuses mean",
         "",
@@ -120,7 +122,7 @@ def catalogue_markdown(results: Iterable[dict[str, Any]] | None = None, *, book:
         "",
         "## Claims",
         "",
-        _claims_markdown(results),
+        _claims_markdown(results, book=book),
         "",
     ])
     if book:

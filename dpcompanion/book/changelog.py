@@ -250,7 +250,9 @@ def verdict_changes(before: list[dict], after: list[dict]) -> dict[str, Any]:
 
 def verdict_changes_markdown(changes: dict[str, Any], *, baseline: str) -> str:
     """The verdict-changes section: counts before and after, the transitions, a table of every
-    changed row with the reason today's rule gives, and the rows added and removed (folded)."""
+    changed row with the reason today's rule gives, and the rows added and removed (each table
+    folded: :func:`dpcompanion.book.claims_page.folded`)."""
+    from dpcompanion.book.claims_page import folded
     def counts(c):
         return ", ".join(f"{k} {v}" for k, v in c.items()) + f" ({sum(c.values())} rows)"
 
@@ -261,17 +263,17 @@ def verdict_changes_markdown(changes: dict[str, Any], *, baseline: str) -> str:
     out = [f"Against {baseline}: before {counts(changes['counts_before'])}; now {counts(changes['counts_after'])}.", ""]
     if changes["transitions"]:
         out += ["Verdicts that changed: " + "; ".join(f"{k}: {v}" for k, v in changes["transitions"].items()) + ".", ""]
-        out += [":::{dropdown} " + f"Each changed row ({len(changes['changed'])}), with today's reason", "",
-                "| page | row | before | now | why (today's rule) |", "| --- | --- | --- | --- | --- |"]
-        out += [f"| {c['page']} | {cell(c['item'], 90)} | {c['before']} | {c['after']} | {cell(c['sentence'] or c['why'])} |"
-                for c in changes["changed"]] + [":::"]
+        out += folded(f"Each changed row ({len(changes['changed'])}), with today's reason",
+                      ["| page | row | before | now | why (today's rule) |", "| --- | --- | --- | --- | --- |"]
+                      + [f"| {c['page']} | {cell(c['item'], 90)} | {c['before']} | {c['after']} | "
+                         f"{cell(c['sentence'] or c['why'])} |" for c in changes["changed"]])
     else:
         out.append("No verdict of a row present in both changed.")
     for key, what, col in (("new", "Rows added since", "after"), ("gone", "Rows removed since", "before")):
         if changes[key]:
-            out += ["", ":::{dropdown} " + f"{what} then ({len(changes[key])})", "",
-                    "| page | row | verdict |", "| --- | --- | --- |"]
-            out += [f"| {r['page']} | {cell(r['item'], 120)} | {r[col]} |" for r in changes[key]] + [":::"]
+            out += [""] + folded(f"{what} then ({len(changes[key])})",
+                                 ["| page | row | verdict |", "| --- | --- | --- |"]
+                                 + [f"| {r['page']} | {cell(r['item'], 120)} | {r[col]} |" for r in changes[key]])
     return "\n".join(out)
 
 

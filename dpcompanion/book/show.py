@@ -240,3 +240,27 @@ def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str
     if verdicts:
         page.verdicts()
     return page
+
+
+def verdict_tables_by_page(rows: list[dict], table_rows: list[dict]) -> str:
+    """The verdicts page's paper-vs-ours tables, one per page in the report's order, each folded
+    under a title with its verdict counts (issue 34: a page at most 12,000 px tall; the forest
+    plot above shows every row at a glance). ``rows``: the reproduction report's rows;
+    ``table_rows``: the same rows rendered for :func:`dpcompanion.book.report.paper_vs_ours`
+    (:func:`dpcompanion.experiments.comparisons.summary.verdict_summary`), in the same order."""
+    from collections import Counter
+
+    from dpcompanion.book.claims_page import folded
+
+    if len(rows) != len(table_rows):
+        raise ValueError(f"{len(rows)} report rows but {len(table_rows)} table rows")
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault(r["page"], []).append(i)
+    out = []
+    for page, idx in groups.items():
+        counts = Counter(rows[i]["verdict"] for i in idx)
+        said = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        out += folded(f"{page}: {len(idx)} row{'s' if len(idx) != 1 else ''} ({said})",
+                      [report.paper_vs_ours([table_rows[i] for i in idx])]) + [""]
+    return "\n".join(out)

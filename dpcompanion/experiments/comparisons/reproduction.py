@@ -369,7 +369,7 @@ def _ci(lo: float, hi: float, up: str, down: str, name: str = "95% CI") -> str:
     return f"{name} from {_num(-lo)} {down} to {_num(hi)} {up}"
 
 
-def _ci_name(row: dict) -> str:
+def ci_name(row: dict) -> str:
     """How a row's interval is named: the 95% CI, or for a group-sequential row the repeated
     95% CI of the look that decided it (issue 33, item 6)."""
     return f"repeated 95% CI at {row['stage']}" if row.get("stage") else "95% CI"
@@ -449,7 +449,7 @@ def sentence(row: dict) -> str:
         verdict += f"; {bounded}"
     has_ci = est is not None and lo is not None and hi is not None and lo != hi
     pv = row.get("paper_value")
-    name = _ci_name(row)
+    name = ci_name(row)
     if rule in TREND_WORDS and has_ci:
         w = TREND_WORDS[rule]
         Ns = [int(n) for n in re.findall(r"N=(\d+)", str(o.get("text", "")))]

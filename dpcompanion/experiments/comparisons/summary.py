@@ -49,7 +49,7 @@ def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu", 
         o = r["ours"]
         ours = o["text"]
         if o.get("ci_low") is not None and o.get("ci_high") is not None and o["ci_low"] != o["ci_high"]:
-            ours += (f" ({reproduction._ci_name(r)} [{o['ci_low']:.3g}, {o['ci_high']:.3g}]"
+            ours += (f" ({reproduction.ci_name(r)} [{o['ci_low']:.3g}, {o['ci_high']:.3g}]"
                      + (f", n = {o['n']}" if o.get("n") else "") + ")")
         mode_r = r["result"]["mode"] or "no result"
         out.append({"item": f"{{doc}}`{r['page']} <{page}>` ({mode_r}): {r['item']}", "paper": r["paper"],

@@ -98,8 +98,10 @@ _HEADERLINK = re.compile(r'<a class="headerlink".*?</a>', re.S)
 _TAG = re.compile(r"<[^>]+>")
 
 # Print styles. Code cells show their outputs only (myst-nb: ``.cell_input``, and the
-# "show code" toggles of hidden cells, which the page opens); figures, tables and displayed
-# formulas are not split across pages, nor a heading from what follows it (theorem boxes and
+# "show code" toggles of hidden cells, which the page opens); figures and displayed
+# formulas are not split across pages (a whole table or claim box kept whole moved to the next
+# page and left a near-empty one: the theme's own print styles keep admonitions whole, so
+# that is undone), nor a heading from what follows it (theorem boxes and
 # proofs may be: kept whole, a long one would leave a gap); a figure is at most about half a
 # page tall, so that a page holding one holds text as well.
 _STYLE = """<style>
@@ -118,7 +120,8 @@ body{margin:0}
 .dpc-print-chapter.dpc-run-on{break-before:auto;margin-top:2em}
 .dpc-colophon{break-inside:avoid;margin-top:3em;border-top:1px solid #999;font-size:.9em}
 h1,h2,h3,h4{break-after:avoid}
-figure,img,table,div.math,mjx-container[display="true"]{break-inside:avoid}
+figure,img,div.math,mjx-container[display="true"]{break-inside:avoid}
+.admonition,div.admonition,details,section,table,.cell,.cell_output,.output{break-inside:auto!important}
 img{max-width:100%;max-height:12cm;width:auto;height:auto;object-fit:contain}
 p{orphans:3;widows:3}
 </style>"""
@@ -240,14 +243,22 @@ def page_text_lengths(reader: pypdf.PdfReader) -> list[int]:
 
 
 def chapter_starts(reader: pypdf.PdfReader, titles: list[str]) -> dict[int, int]:
-    """The 0-based page each chapter starts on, from the bookmarks of its ``<h1>``."""
-    starts, want = {}, {" ".join(t.split()): i for i, t in enumerate(titles)}
+    """The 0-based page each chapter starts on, from the bookmarks of its ``<h1>``. Matched on the
+    title's text without white space: Chromium's bookmark titles join a heading's lines without
+    a space, and some carry the first line twice, so a bookmark matches the chapter whose title
+    it ends with."""
+    def bare(t: str) -> str:
+        return "".join(str(t).split())
+
+    starts, want = {}, [(bare(t), i) for i, t in enumerate(titles)]
     for item in reader.outline:
         if isinstance(item, list):
             continue
-        i = want.get(" ".join(str(item.title).split()))
-        if i is not None and i not in starts:
-            starts[i] = reader.get_destination_page_number(item)
+        got = bare(item.title)
+        for t, i in want:
+            if t and i not in starts and (got == t or got.endswith(t) or (len(got) >= 12 and t.startswith(got))):
+                starts[i] = reader.get_destination_page_number(item)
+                break
     return starts
 
 

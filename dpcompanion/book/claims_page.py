@@ -494,7 +494,9 @@ def folded(title: str, lines: list[str]) -> list[str]:
     """
     if not any(line.strip() for line in lines):
         return []
-    return [f":::{{admonition}} {title}", ":class: dropdown", "", *lines, ":::"]
+    from dpcompanion.book.report import folded as fold  # the book's one folded block
+
+    return fold(title, "\n".join(lines)).split("\n")
 
 
 def book_version() -> str:

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from dpcompanion import cli
+from dpcompanion.experiments import base
 
 TRAIN = ["train", "--dataset", "synthetic", "--n", "50", "--device", "cpu", "--json"]
 SCHED = ["schedule", "--kind", "uniform", "--T", "10", "--R", "1"]
@@ -114,8 +115,9 @@ CASES = [
     (["reproduce", "--only", "h-f-infl", "--executor", "dask", "--scheduler", "tls://127.0.0.1:1"],
      "--scheduler must be"),
     (["experiment", "h-f-infl", "--mode", "turbo"], "--mode"),
+    # the list is the registry's (base.with_mode), not typed here
     (["experiment", "h-f-infl", "--mode", "paper"], "--mode: experiment h-f-infl has no paper config; experiments with "
-                                                    "one: h-f-eff, h-f-eff-exact, h-f-infl-extra, h-f-mom, w-f4"),
+                                                    "one: " + ", ".join(base.with_mode("paper"))),
     (["experiment", "h-f-infl", "--seed", "-1"], "--seed"),
     (["results", "--revalidate", "--device", "tpu"], "--device"),
     (["results", "--seal", "--revalidate"], "--seal"),

@@ -61,10 +61,12 @@ def test_note_and_field_say_reproduced_or_the_closest_with_its_deviation():
     assert "the verdict stays with it" in rd.note(yes)
     no = rd.closest(2.0, [rd.Reading("a", 1.0, True), rd.Reading("b", 2.5)], atol=0.1)
     assert rd.note(no) == ("no natural reading reproduces it (closest: b, value 2.5, deviation 0.5, relative 0.25; "
-                           "tried 2: a 1; b 2.5)")
+                           "tried 2 readings)")
     assert rd.note(no, tried="the grid").endswith("tried 2: the grid)")
     assert rd.field(no) == {"name": "b", "value": 2.5, "deviation": 0.5, "relative": 0.25, "reproduces": False,
-                            "stated": False, "tried": 2}
+                            "stated": False, "tried": 2,
+                            "readings": [{"name": "a", "value": 1.0, "stated": True},
+                                         {"name": "b", "value": 2.5, "stated": False}]}
 
 
 def _rows() -> list[tuple[str, dict]]:

@@ -820,3 +820,17 @@ def readings_markdown(rows: Iterable[dict[str, Any]]) -> str:
         out.append(f"| {_cell(r['page'])} | {_cell(r['item'])} | {_cell(r['paper'])} | {_cell(ours)} | {_cell(rd['name'])} | "
                    f"{rd['value']:.6g} | {rd['deviation']:.3g} | {said} |")
     return "\n".join(out) + "\n"
+
+
+def readings_block(rows: Iterable[dict[str, Any]]) -> str:
+    """The errata's readings section, folded (issue 34: short pages): one sentence, then the
+    table of :func:`readings_markdown` and what W-EPS's readings varied."""
+    from dpcompanion.book.report import folded
+    from dpcompanion.experiments.comparisons.wu import W_EPS_TRIED
+
+    rows = list(rows)
+    n = sum(1 for r in rows if r.get("verdict") == "disagrees" and r.get("reading"))
+    return (f"{n} printed numbers disagree with ours; for each, the natural readings of the stated protocol were "
+            "searched and the closest is named with its deviation.\n\n"
+            + folded(f"The closest reading of each ({n})", readings_markdown(rows)
+                     + f"\nW-EPS's readings: {W_EPS_TRIED}.") + "\n")

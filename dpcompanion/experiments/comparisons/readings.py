@@ -92,7 +92,8 @@ def _fmt(x: float) -> str:
 def note(c: Closest, *, tried: str | None = None) -> str:
     """The sentence a row's note carries: "reproduced under reading X (value v, deviation d)"
     or "no natural reading reproduces it (closest: X, value v, deviation d; tried: ...)".
-    ``tried``: a summary of the readings searched (default: every name with its value).
+    ``tried``: a summary of the readings searched (default: how many; each one's name and
+    value is in the row's ``reading`` field, :func:`field`, and on the errata page).
 
     >>> note(closest(2.0, [Reading("a", 1.0, True), Reading("b", 2.0)]))
     'reproduced under reading b (value 2, deviation 0; not the stated protocol: the verdict stays with it)'
@@ -103,8 +104,8 @@ def note(c: Closest, *, tried: str | None = None) -> str:
     if c.reproduces:
         tail = "" if r.stated else "; not the stated protocol: the verdict stays with it"
         return f"reproduced under reading {r.name} ({where}{tail})"
-    listed = tried if tried is not None else "; ".join(f"{x.name} {_fmt(x.value)}" for x in c.tried)
-    return f"no natural reading reproduces it (closest: {r.name}, {where}; tried {len(c.tried)}: {listed})"
+    listed = f"{len(c.tried)} readings" if tried is None else f"{len(c.tried)}: {tried}"
+    return f"no natural reading reproduces it (closest: {r.name}, {where}; tried {listed})"
 
 
 def field(c: Closest) -> dict:
@@ -116,4 +117,5 @@ def field(c: Closest) -> dict:
     0.5
     """
     return {"name": c.reading.name, "value": float(c.reading.value), "deviation": float(c.deviation),
-            "relative": c.relative, "reproduces": c.reproduces, "stated": c.reading.stated, "tried": len(c.tried)}
+            "relative": c.relative, "reproduces": c.reproduces, "stated": c.reading.stated, "tried": len(c.tried),
+            "readings": [{"name": x.name, "value": float(x.value), "stated": x.stated} for x in c.tried]}

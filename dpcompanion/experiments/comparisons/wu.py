@@ -464,7 +464,8 @@ def w_eps_rows(table: Sequence[dict], protocol_readings: dict | None = None) -> 
             c = rd.closest(papers_of[eb], [rd.Reading(*x) for x in protocol_readings[eb]], atol=W_EPS_ABS)
         row = _row("w-eps/epsilon", sizes_match=True, item=f"epsilon_bar = {eb:g}", paper=papers_of[eb],
                    readings={r["accountant"]: float(r["epsilon_accountant"]) for r in sel},
-                   explained="" if c is None else rd.note(c, tried=_W_EPS_TRIED) + joint)
+                   explained="" if c is None else rd.note(c, tried="footnote 3's protocol varied, listed on the "
+                                                                     "errata page") + joint)
         if c is not None:
             row["reading"] = rd.field(c)
         out.append(row)
@@ -472,7 +473,7 @@ def w_eps_rows(table: Sequence[dict], protocol_readings: dict | None = None) -> 
 
 
 #: how the W-EPS notes summarise the readings tried (:data:`dpcompanion.claims.w_adp.W_EPS_READING_GRID`)
-_W_EPS_TRIED = ("the stated protocol (T 11700, N 50000, batch 256, Poisson, delta 1e-5, main-text B_delta) under PLD "
+W_EPS_TRIED = ("the stated protocol (T 11700, N 50000, batch 256, Poisson, delta 1e-5, main-text B_delta) under PLD "
                 "and RDP with the improved and the classic conversion; every combination of T in {11700, 11719, "
                 "11760}, N in {50000, 60000}, delta in {1e-5, 1/N}, B_delta main or appendix, RDP improved or classic "
                 "conversion; sampling without replacement; TF-Privacy's orders with the improved conversion")

@@ -113,13 +113,13 @@ def _wait_for_mathjax(driver) -> int:
 # load (before MathJax rewrites the math), then, once MathJax has finished, the formulas,
 # images, links and the page's width.
 _TEXTS = (
-    "return Array.from(document.querySelectorAll('.admonition')).filter(a => !a.closest('.admonition .admonition'))"
+    "return Array.from(document.querySelectorAll('.admonition:not(.dropdown)')).filter(a => !a.closest('.admonition .admonition'))"
     ".map(a => Array.from(a.querySelectorAll('p, td, li')).filter(e => !e.closest('.dropdown, pre'))"
     ".map(e => e.innerText).join('\\n'))"
 )
 # The prose of every claim block (its math, code and dropdowns removed), read before MathJax runs.
 _CLAIM_PROSE = (
-    "return Array.from(document.querySelectorAll('.admonition')).filter(a => !a.closest('.admonition .admonition'))"
+    "return Array.from(document.querySelectorAll('.admonition:not(.dropdown)')).filter(a => !a.closest('.admonition .admonition'))"
     ".map(a => { const c = a.cloneNode(true);"
     " c.querySelectorAll('.math, code, pre, .dropdown, mjx-container, script').forEach(e => e.remove());"
     " return c.innerText; })"
@@ -168,9 +168,7 @@ TALL_STILL = {
     "book/h-f-scale.html": 18345,
     "book/h-sec-4-1.html": 23639,
     "book/h-sec-4-2.html": 20738,
-    "book/verdicts.html": 55293,
     "book/w-ladder.html": 12853,
-    "book/w-t1245.html": 39350,
     "book/w-t36.html": 16202,
     "book/w-theory.html": 20405,
 }

@@ -803,22 +803,22 @@ def readings_markdown(rows: Iterable[dict[str, Any]]) -> str:
     """The errata's table of printed numbers we do not reproduce (issue 33, item 8): every
     ``disagrees`` verdict row that carries a closest reading (its ``reading`` field,
     :mod:`dpcompanion.experiments.comparisons.readings`), with the printed number, ours, the
-    closest reading, its value and deviation, and whether it reproduces the printed number.
+    closest reading, its value and deviation, and whether it reproduces the printed number (ours is
+    on the row's page).
 
     >>> print(readings_markdown([{"verdict": "disagrees", "page": "p", "item": "x", "paper": "1", "ours": {"text": "2"},
     ...     "reading": {"name": "r", "value": 1.0, "deviation": 0.0, "reproduces": True}}]).splitlines()[2])
-    | p | x | 1 | 2 | r | 1 | 0 | reproduced under this reading |
+    | p | x | 1 | r | 1 (0) | reproduced under this reading |
     """
-    out = ["| page | item | printed | ours | closest reading | its value | deviation | |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| page | item | printed | closest reading | its value (deviation) | |",
+           "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         rd = r.get("reading")
         if r.get("verdict") != "disagrees" or not rd:
             continue
-        ours = r["ours"].get("text") if isinstance(r.get("ours"), dict) else r.get("ours")
         said = "reproduced under this reading" if rd["reproduces"] else "no natural reading reproduces it"
-        out.append(f"| {_cell(r['page'])} | {_cell(r['item'])} | {_cell(r['paper'])} | {_cell(ours)} | {_cell(rd['name'])} | "
-                   f"{rd['value']:.6g} | {rd['deviation']:.3g} | {said} |")
+        out.append(f"| {_cell(r['page'])} | {_cell(r['item'])} | {_cell(r['paper'])} | {_cell(rd['name'])} | "
+                   f"{rd['value']:.6g} ({rd['deviation']:.3g}) | {said} |")
     return "\n".join(out) + "\n"
 
 

@@ -210,6 +210,20 @@ def tuning_csv_text(tuning: Sequence[dict]) -> str:
     return buf.getvalue()
 
 
+def note_folded(note: str) -> str:
+    """A long rule note for a table cell (issue 34: short pages): its first clause, then the
+    whole note in a details block (closed), on one line so that it stays inside its cell.
+
+    >>> note_folded("short")
+    'short'
+    >>> note_folded("ours 1 > 0; tried 51 readings; closest x")
+    'ours 1 > 0 <details><summary>the whole note</summary>ours 1 > 0; tried 51 readings; closest x</details>'
+    """
+    note = " ".join(str(note).split())
+    first = note.split("; ")[0].split(". Tolerance:")[0]
+    return note if first == note else f"{first} <details><summary>the whole note</summary>{note}</details>"
+
+
 def folded(title: str, body: str) -> str:
     """``body`` in a folded block titled ``title`` (a MyST admonition with the ``dropdown``
     class, as the claim boxes' "Cite this check"): closed until the reader opens it, so a long

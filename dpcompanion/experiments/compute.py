@@ -231,7 +231,7 @@ def _short_status(status: str) -> str:
 
 #: the columns of :func:`paper_scale_rows`
 PAPER_SCALE_HEADER = ["experiment", "the paper's sizes", "measured here", "work at the paper's sizes",
-                      "estimated CPU time", "one GPU (estimate)"]
+                      "estimated time: CPU; one GPU"]
 
 
 def paper_scale_rows(est: dict[str, Any], *, gpu_gflops: float = GPU_ASSUMED_GFLOPS) -> list[list[str]]:
@@ -255,8 +255,8 @@ def paper_scale_rows(est: dict[str, Any], *, gpu_gflops: float = GPU_ASSUMED_GFL
         f"{duration(hf['estimate_absolute_s'])} (that model puts the committed run at {duration(cal['predicted_s'])})",
         f"{hf['run_steps_paper']:,} run-steps (the committed run's tuning candidates at {hs['tune_repeats']} tuning "
         f"repeats, its choices at {hs['repeats']} repeats)",
-        f"**{duration(hf['estimate_s'])}**",
-        duration(gpu_estimate_s(hf["estimate_s"], cpu_peak_gflops=peak, gpu_gflops=gpu_gflops)),
+        f"**{duration(hf['estimate_s'])}**; "
+        + duration(gpu_estimate_s(hf["estimate_s"], cpu_peak_gflops=peak, gpu_gflops=gpu_gflops)),
     ], [
         "`w-f4`",
         f"{ws['n_train']:,} MNIST images, {ws['model']} from scratch, {ws['epochs']} epochs, batch {ws['batch']}, "
@@ -267,8 +267,8 @@ def paper_scale_rows(est: dict[str, Any], *, gpu_gflops: float = GPU_ASSUMED_GFL
         f"{wf['check']['measured_over_predicted']:.2f}x the sum of these parts",
         f"{wf['cells']} cells x {ws['seeds']} seed(s) x {wf['steps_per_run']:,} steps ({wf['steps_per_epoch']} per "
         f"epoch); {duration(wf['cell_s'])} per cell and seed",
-        f"**{duration(wf['estimate_s'])}**",
-        duration(gpu_estimate_s(wf["estimate_s"], cpu_peak_gflops=peak, gpu_gflops=gpu_gflops)),
+        f"**{duration(wf['estimate_s'])}**; "
+        + duration(gpu_estimate_s(wf["estimate_s"], cpu_peak_gflops=peak, gpu_gflops=gpu_gflops)),
     ]]
     return rows
 

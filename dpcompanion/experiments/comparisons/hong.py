@@ -432,7 +432,7 @@ def _judge_breakdown_clipped(*, cells: Sequence[tuple[float, int, float]], thres
             "a finding beyond the paper: the bound assumes no clipping; see the warning below")
 
 
-_DIR = "the paper prints a direction, no number: our 95% CI above zero agrees, below zero disagrees, else inconclusive (comparisons.rule.judge_effect)"
+_DIR = "the paper prints a direction, no number: our 95% CI above zero agrees, below zero disagrees, else inconclusive"
 
 RULES: tuple[Rule, ...] = (
     Rule("h-f-eff/loss", "final training loss: exp's gain over uni against log N (trend)",

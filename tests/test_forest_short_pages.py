@@ -149,4 +149,4 @@ def test_every_experiment_page_and_the_verdicts_page_draw_a_forest_plot():
     cells = json.loads((NOTEBOOKS / "verdicts.ipynb").read_text())["cells"]
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert "show.forest_block(rows" in code
-    assert code.index("show.forest_block(") < code.index("report.paper_vs_ours(")  # the page leads with it
+    assert code.index("show.forest_block(") < code.index("show.verdict_tables_by_page(")  # the page leads with it

@@ -161,14 +161,11 @@ MAX_PAGE_PX = 12_000
 TALL_STILL = {
     "book/compute.html": 15950,
     "book/errata.html": 29956,
-    "book/h-f-eff-exact.html": 14661,
     "book/h-f-eff.html": 22187,
     "book/h-f-infl.html": 13902,
     "book/h-f-scale.html": 18345,
     "book/h-sec-4-1.html": 23639,
     "book/h-sec-4-2.html": 20738,
-    "book/w-ladder.html": 12853,
-    "book/w-t36.html": 16202,
     "book/w-theory.html": 20405,
 }
 WIDE_STILL = {

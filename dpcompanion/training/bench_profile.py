@@ -71,7 +71,29 @@ class _Timer:
             t = now
 
 
-class MLPStages:
+class _StagedStep:
+    """What the MLP and CNN stages share: the noise draw and the timed private step, whose
+    stages (forward, norms, clipped sum, noise, update) run one after another over the pieces
+    ``pieces()`` yields (the MLP's chunks of runs, the CNN's runs) and ``join`` the pieces'
+    clipped sums."""
+
+    def _noise(self, g: torch.Tensor) -> None:
+        noise = torch.randn(g.shape, generator=self.gen, dtype=self.theta.dtype)
+        g.add_(noise, alpha=self.sigma * self.clip_norm)
+
+    def _staged_step(self, pieces: Callable[[], Any], join: Callable[[list], torch.Tensor]) -> None:
+        box: dict[str, Any] = {"fw": [], "c": [], "g": None}
+        self.timer.run([
+            ("forward", lambda: box["fw"].extend(self.forward(th) for th in pieces())),
+            ("norms", lambda: box["c"].extend(self.norms(fw) for fw in box["fw"])),
+            ("clipped_sum", lambda: box.__setitem__("g", join(
+                [self.clipped_sum(fw, c) for fw, c in zip(box["fw"], box["c"])]))),
+            ("noise", lambda: self._noise(box["g"])),
+            ("update", lambda: self.theta.sub_(box["g"], alpha=self.lr / self.N)),
+        ])
+
+
+class MLPStages(_StagedStep):
     """The stages of our private step on a one-hidden-layer binary ReLU MLP with biases
     (the paper's network, :meth:`DenseModel._binary_relu_mlp_chunk`): ``K`` runs in
     ``theta (K, P)``, updated in place, in the engine's chunks of runs. :meth:`private_step`
@@ -137,23 +159,11 @@ class MLPStages:
             gW1a = torch.bmm(mask.transpose(-1, -2), cdz * self.Xa) * w2
             return torch.cat([gW1a[..., :d].reshape(K, -1), gW1a[..., d], gW2.reshape(K, -1), gb2], dim=-1)
 
-    def _noise(self, g: torch.Tensor) -> None:
-        noise = torch.randn(g.shape, generator=self.gen, dtype=self.theta.dtype)
-        g.add_(noise, alpha=self.sigma * self.clip_norm)
-
     def private_step(self) -> None:
         """One private step (as :func:`~dpcompanion.training.bench.private_step_fn`), each
         stage timed: the chunks' forward, norms and clipped sums add up per stage."""
         chunks = self._chunks()
-        box: dict[str, Any] = {"fw": [], "c": [], "g": None}
-        self.timer.run([
-            ("forward", lambda: box["fw"].extend(self.forward(self.theta[s]) for s in chunks)),
-            ("norms", lambda: box["c"].extend(self.norms(fw) for fw in box["fw"])),
-            ("clipped_sum", lambda: box.__setitem__("g", torch.cat(
-                [self.clipped_sum(fw, c) for fw, c in zip(box["fw"], box["c"])]))),
-            ("noise", lambda: self._noise(box["g"])),
-            ("update", lambda: self.theta.sub_(box["g"], alpha=self.lr / self.N)),
-        ])
+        self._staged_step(lambda: (self.theta[s] for s in chunks), torch.cat)
 
     def mean_gradient(self, theta: torch.Tensor) -> torch.Tensor:
         """The plain mean gradient ``(1/N) sum_n g_n`` ``(K, P)`` by the engine's path, no clipping."""
@@ -165,7 +175,7 @@ class MLPStages:
         self.theta.sub_(g, alpha=self.lr / self.N)
 
 
-class CNNStages:
+class CNNStages(_StagedStep):
     """The stages of our private step on a :class:`GhostConvModel` (W-F4's CNN), one run at a
     time as the engine loops runs (:meth:`GhostConvModel._run_one`); ``theta (K, P)`` updated
     in place. :meth:`nonprivate_step`: the same forward, the parameters' gradient of the summed
@@ -234,22 +244,10 @@ class CNNStages:
                 pieces += self.model._layer_clipped_sum(m, carry, c)
             return torch.cat(pieces)
 
-    def _noise(self, g: torch.Tensor) -> None:
-        noise = torch.randn(g.shape, generator=self.gen, dtype=self.theta.dtype)
-        g.add_(noise, alpha=self.sigma * self.clip_norm)
-
     def private_step(self) -> None:
         """One private step, each stage timed (runs one after another, as the engine)."""
         K = self.theta.shape[0]
-        box: dict[str, Any] = {"fw": [], "c": [], "g": None}
-        self.timer.run([
-            ("forward", lambda: box["fw"].extend(self.forward(self.theta[k]) for k in range(K))),
-            ("norms", lambda: box["c"].extend(self.norms(fw) for fw in box["fw"])),
-            ("clipped_sum", lambda: box.__setitem__("g", torch.stack(
-                [self.clipped_sum(fw, c) for fw, c in zip(box["fw"], box["c"])]))),
-            ("noise", lambda: self._noise(box["g"])),
-            ("update", lambda: self.theta.sub_(box["g"], alpha=self.lr / self.N)),
-        ])
+        self._staged_step(lambda: (self.theta[k] for k in range(K)), torch.stack)
 
     def _grad_sum(self, theta: torch.Tensor) -> torch.Tensor:
         rows = []

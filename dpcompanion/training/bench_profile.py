@@ -198,27 +198,7 @@ class CNNStages(_StagedStep):
         """The engine's forward (channels-last pools on CPU); the weighted layers' inputs and
         outputs appended to ``outs`` when given. Returns ``(per-sample losses, inputs, mods)``."""
         m = self.model
-        params = m.unflatten(th)
-        x = self.X.reshape(self.N, *m.in_shape)
-        inputs, weighted = [], []
-        h = x
-        for name, mod in m.module.named_children():
-            if isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)):
-                W, b = params[f"{name}.weight"], params.get(f"{name}.bias")
-                inputs.append(h.detach())
-                if isinstance(mod, torch.nn.Conv2d):
-                    h = torch.nn.functional.conv2d(h, W, b, mod.stride, mod.padding, mod.dilation, mod.groups)
-                else:
-                    h = torch.nn.functional.linear(h, W, b)
-                if outs is not None:
-                    h.retain_grad() if h.requires_grad else h.requires_grad_(True)
-                    outs.append(h)
-                weighted.append(mod)
-            else:
-                if (m.channels_last_pool and isinstance(mod, torch.nn.MaxPool2d) and h.dim() == 4
-                        and h.device.type == "cpu"):
-                    h = h.contiguous(memory_format=torch.channels_last)
-                h = mod(h)
+        h, inputs, weighted = m.layers_forward(m.unflatten(th), self.X.reshape(self.N, *m.in_shape), outs)
         return m.per_sample_loss_from_output(h, self.y), inputs, weighted
 
     def forward(self, th: torch.Tensor) -> dict[str, Any]:

@@ -804,30 +804,38 @@ class GhostConvModel(FuncModel):
         nsq, carry = self._layer_norms(mod, a, g)
         return nsq if c is None else self._layer_clipped_sum(mod, carry, c)
 
-    def _run_one(self, th, X, y, clip_norm, w):
-        params = self.unflatten(th)
-        mods = list(self.module.named_children())
-        x = X.reshape(X.shape[0], *self.in_shape)
-        inputs, outs, weighted = [], [], []
-        with torch.enable_grad():
-            h = x
-            for name, mod in mods:
-                if isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)):
-                    W = params[f"{name}.weight"]
-                    b = params.get(f"{name}.bias")
-                    inputs.append(h.detach())
-                    if isinstance(mod, torch.nn.Conv2d):
-                        h = F.conv2d(h, W, b, mod.stride, mod.padding, mod.dilation, mod.groups)
-                    else:
-                        h = F.linear(h, W, b)
+    def layers_forward(self, params, h, outs: list | None = None):
+        """The engine's forward pass through the module's layers with the parameters
+        ``params`` (:meth:`unflatten`; channels-last max-pools on CPU): returns the output and,
+        per weighted layer (conv or linear), its input and the layer itself; each weighted
+        layer's output is appended to ``outs`` (kept for autograd) when given."""
+        inputs, weighted = [], []
+        for name, mod in self.module.named_children():
+            if isinstance(mod, (torch.nn.Conv2d, torch.nn.Linear)):
+                W = params[f"{name}.weight"]
+                b = params.get(f"{name}.bias")
+                inputs.append(h.detach())
+                if isinstance(mod, torch.nn.Conv2d):
+                    h = F.conv2d(h, W, b, mod.stride, mod.padding, mod.dilation, mod.groups)
+                else:
+                    h = F.linear(h, W, b)
+                if outs is not None:
                     h.retain_grad() if h.requires_grad else h.requires_grad_(True)
                     outs.append(h)
-                    weighted.append(mod)
-                else:
-                    if (self.channels_last_pool and isinstance(mod, torch.nn.MaxPool2d) and h.dim() == 4
-                            and h.device.type == "cpu"):
-                        h = h.contiguous(memory_format=torch.channels_last)
-                    h = mod(h)
+                weighted.append(mod)
+            else:
+                if (self.channels_last_pool and isinstance(mod, torch.nn.MaxPool2d) and h.dim() == 4
+                        and h.device.type == "cpu"):
+                    h = h.contiguous(memory_format=torch.channels_last)
+                h = mod(h)
+        return h, inputs, weighted
+
+    def _run_one(self, th, X, y, clip_norm, w):
+        params = self.unflatten(th)
+        x = X.reshape(X.shape[0], *self.in_shape)
+        outs = []
+        with torch.enable_grad():
+            h, inputs, weighted = self.layers_forward(params, x, outs)
             losses = self.per_sample_loss_from_output(h, y)
             grads = torch.autograd.grad(losses.sum(), outs)
         with torch.no_grad():

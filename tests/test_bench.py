@@ -83,18 +83,11 @@ def _check_fastest_nonprivate(section, step_s, private, baselines):
                                                              section["private_over_engine_nonprivate"])
 
 
-#: how far, per round, the sum of the separately timed stages may be from the same staged step
-#: timed whole by the rounds' clock (a fraction of the latter): the difference is the clock reads
-#: between the stages, whatever the machine's load. The profile's total over the engine's private
-#: step timed whole (the same operations, ``total_over_measured``) is reported, not asserted: it
-#: moves with the load between measurements (CONTRIBUTING: durations are never asserted).
-PROFILE_TOLERANCE = 0.1
-
-
 def _check_profile(prof, record=None):
     """Issue 31 item 3: every stage's time is positive, the shares add up to 1, the total is
-    the sum of the stages, and per round the stages add up to the staged step timed whole
-    within PROFILE_TOLERANCE."""
+    the sum of the stages; the stages' sum over the staged step timed whole, per round, and the
+    total over the engine's step timed whole are recorded, not asserted: under load a
+    preemption between two clock reads moves them (CONTRIBUTING: durations are never asserted)."""
     from dpcompanion.training.bench_profile import STAGES
 
     assert prof["stages"] == list(STAGES)
@@ -107,8 +100,8 @@ def _check_profile(prof, record=None):
     if record is not None:
         record("total_over_measured", prof["total_over_measured"])
         record("stages_over_whole_per_round", prof["stages_over_whole_per_round"])
-    for q in prof["stages_over_whole_per_round"]:
-        assert abs(q - 1) <= PROFILE_TOLERANCE, prof["stages_over_whole_per_round"]
+    assert len(prof["stages_over_whole_per_round"]) == len(prof["whole_s_per_round"])
+    assert all(q > 0 for q in prof["stages_over_whole_per_round"]), prof["stages_over_whole_per_round"]
 
 
 def _run_cli(argv, capsys):

@@ -1,4 +1,4 @@
-"""The empirical privacy audit (:mod:`dpcompanion.training.audit`) and ``python -m dpcompanion
+"""The empirical privacy audit (:mod:`dpcompanion.training.privacy_audit`) and ``python -m dpcompanion
 audit``: the statistics against independent references, the adversary's view of the
 iterates, the audit's verdicts at S = 1 and on mis-calibrated trainers, and bad input."""
 
@@ -12,7 +12,7 @@ from scipy import stats
 
 from dpcompanion import cli
 from dpcompanion.theory import accounting, auditing
-from dpcompanion.training import audit
+from dpcompanion.training import privacy_audit
 from dpcompanion.training.models import Model
 
 
@@ -94,8 +94,8 @@ def test_log_likelihood_ratio_against_densities():
 
 
 def test_canary_model_matches_the_generic_clipping_path():
-    model = audit.CanaryModel()
-    X, y = audit.canary_data(canary=True, n=9, clip_norm=1.5, seed=3)
+    model = privacy_audit.CanaryModel()
+    X, y = privacy_audit.canary_data(canary=True, n=9, clip_norm=1.5, seed=3)
     theta = torch.randn(4, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     w = (torch.rand(4, 9, generator=torch.Generator().manual_seed(1)) < 0.5).double()
     for weights in (None, w):
@@ -116,13 +116,13 @@ def test_adversary_recovers_the_noisy_sums(momentum):
 
     K, C = 3000, 1.0
     sigma = np.array([0.5, 1.0, 2.0, 1.0])
-    X, y = audit.canary_data(canary=True, n=8, clip_norm=C, seed=1)
-    model = audit.CanaryModel()
+    X, y = privacy_audit.canary_data(canary=True, n=8, clip_norm=C, seed=1)
+    model = privacy_audit.CanaryModel()
     h = train_pgd(model, X, y, sigma=sigma, R=None, clip_norm=C, lr=[0.1, 0.2, 0.05, 0.1], momentum=momentum,
                   seed=list(range(K)), init=torch.zeros(2, dtype=torch.float64), device="cpu",
                   dtype=torch.float64, progress=False)
     its = torch.stack(model.iterates + [h.theta])
-    sums = audit.noisy_sums_from_iterates(iterates=its, lr=h.lr, denominator=8, momentum=momentum)
+    sums = privacy_audit.noisy_sums_from_iterates(iterates=its, lr=h.lr, denominator=8, momentum=momentum)
     s = -sums[..., 0] / C
     se = sigma / math.sqrt(K)
     assert np.all(np.abs(s.mean(0) - 1.0) < 5 * se)
@@ -135,14 +135,14 @@ def test_adversary_recovers_the_noisy_sums(momentum):
 # -------------------------------------------------------------------------------- the audit
 
 
-@pytest.mark.parametrize("trainer", audit.TRAINERS)
+@pytest.mark.parametrize("trainer", privacy_audit.TRAINERS)
 def test_shipped_trainers_pass_with_a_consistent_report(trainer):
     n = 200 if trainer == "psgd" else 400  # psgd: each subsampled step costs the ledger ~2.5 ms per run
-    r = audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=n, seed=1)
+    r = privacy_audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=n, seed=1)
     assert r.passed and 0.0 <= r.epsilon_lower <= r.epsilon_claimed
     assert r.trials == n and r.test["trials_with_canary"] == n // 2
-    assert r.sigma_used == r.sigma_claimed and len(r.sigma_used) == audit.SETUPS[trainer].T
-    p = audit.SETUPS[trainer].sampling_rate
+    assert r.sigma_used == r.sigma_claimed and len(r.sigma_used) == privacy_audit.SETUPS[trainer].T
+    p = privacy_audit.SETUPS[trainer].sampling_rate
     # the claim, recomputed independently by dp-accounting / the zCDP conversion
     if p == 1.0:
         assert r.epsilon_claimed == pytest.approx(2.0, rel=1e-9)  # budget-exact schedule at R_zcdp(2, 1e-5)
@@ -162,7 +162,7 @@ def test_shipped_trainers_pass_with_a_consistent_report(trainer):
 @pytest.mark.parametrize("trainer", ["pgd", pytest.param("psgd", marks=pytest.mark.slow)])
 def test_grossly_miscalibrated_trainer_is_flagged_quickly(trainer):
     """S = 0.1 with few trials (pgd about 3 s; psgd about 10 s: RDP accounting of new noise levels)."""
-    r = audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=600 if trainer == "pgd" else 400,
+    r = privacy_audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=600 if trainer == "pgd" else 400,
                         noise_multiplier_scale=0.1, seed=2)
     assert not r.passed and r.epsilon_lower > r.epsilon_claimed
     assert np.allclose(r.sigma_used, 0.1 * np.array(r.sigma_claimed), rtol=1e-12)
@@ -170,11 +170,11 @@ def test_grossly_miscalibrated_trainer_is_flagged_quickly(trainer):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("trainer", audit.TRAINERS)
+@pytest.mark.parametrize("trainer", privacy_audit.TRAINERS)
 def test_half_noise_is_flagged_at_the_default_size(trainer):
     """The acceptance case: S = 0.5 at (2, 1e-5) with the default trials (full batch about 2 s,
     psgd with 200,000 trials about 15 s), psgd by the threshold test alone."""
-    r = audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, noise_multiplier_scale=0.5)
+    r = privacy_audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, noise_multiplier_scale=0.5)
     assert r.flagged and r.epsilon_lower > r.epsilon_claimed and not r.passed
     assert r.epsilon_lower <= r.epsilon_exact  # never above what the noise really gives
     assert r.epsilon_lower_threshold <= r.epsilon_exact
@@ -182,14 +182,14 @@ def test_half_noise_is_flagged_at_the_default_size(trainer):
 
 def test_adp_schedule_really_scales_with_S():
     """ADP-SGD builds its own schedule: the audit checks the trainer used exactly S sigma."""
-    r = audit.run_audit(trainer="adp", epsilon=1.0, delta=1e-5, trials=200, noise_multiplier_scale=0.5)
+    r = privacy_audit.run_audit(trainer="adp", epsilon=1.0, delta=1e-5, trials=200, noise_multiplier_scale=0.5)
     assert np.allclose(r.sigma_used, 0.5 * np.array(r.sigma_claimed), rtol=1e-9)
     assert len(set(np.round(r.sigma_claimed, 12))) > 1  # a genuinely non-uniform allocation
 
 
 def test_same_seed_same_result():
-    a = audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5, trials=300, seed=4).to_dict()
-    b = audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5, trials=300, seed=4).to_dict()
+    a = privacy_audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5, trials=300, seed=4).to_dict()
+    b = privacy_audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5, trials=300, seed=4).to_dict()
     a.pop("wall_time"), b.pop("wall_time")
     assert a == b
 
@@ -222,21 +222,21 @@ def test_cli_help_lists_every_trainer():
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices["audit"]
     text = sub.format_help()
-    assert all(t in text for t in audit.TRAINERS) and "examples:" in text
+    assert all(t in text for t in privacy_audit.TRAINERS) and "examples:" in text
     # the defaults the help states (typed there so that --help does not import torch)
     flat = " ".join(text.split())
-    full = {audit.SETUPS[t].trials for t in audit.TRAINERS if audit.SETUPS[t].sampling_rate == 1.0}
-    assert full == {40000} and audit.SETUPS["psgd"].trials == 200000 and "40000 full batch, 200000 psgd" in flat
-    assert f"{audit.MIN_TRIALS} to {audit.MAX_TRIALS}" in flat
-    assert f"psgd (default {audit.SETUPS['psgd'].sampling_rate:g})" in flat
-    assert f"adp (default {audit.SETUPS['adp'].sampling_rate:g}: full batch)" in flat
+    full = {privacy_audit.SETUPS[t].trials for t in privacy_audit.TRAINERS if privacy_audit.SETUPS[t].sampling_rate == 1.0}
+    assert full == {40000} and privacy_audit.SETUPS["psgd"].trials == 200000 and "40000 full batch, 200000 psgd" in flat
+    assert f"{privacy_audit.MIN_TRIALS} to {privacy_audit.MAX_TRIALS}" in flat
+    assert f"psgd (default {privacy_audit.SETUPS['psgd'].sampling_rate:g})" in flat
+    assert f"adp (default {privacy_audit.SETUPS['adp'].sampling_rate:g}: full batch)" in flat
 
 
 def test_chunked_runs_give_the_same_result(monkeypatch):
     """Runs are split into trainer calls of CHUNK runs; each run's numbers depend only on its seed."""
-    a = audit.run_audit(trainer="momentum", epsilon=2.0, delta=1e-5, trials=300, seed=9).to_dict()
-    monkeypatch.setattr(audit, "CHUNK", 40)
-    b = audit.run_audit(trainer="momentum", epsilon=2.0, delta=1e-5, trials=300, seed=9).to_dict()
+    a = privacy_audit.run_audit(trainer="momentum", epsilon=2.0, delta=1e-5, trials=300, seed=9).to_dict()
+    monkeypatch.setattr(privacy_audit, "CHUNK", 40)
+    b = privacy_audit.run_audit(trainer="momentum", epsilon=2.0, delta=1e-5, trials=300, seed=9).to_dict()
     a.pop("wall_time"), b.pop("wall_time")
     assert a["epsilon_lower"] == pytest.approx(b["epsilon_lower"], rel=1e-9)
     assert a["test"]["false_positives"] == b["test"]["false_positives"]
@@ -295,14 +295,14 @@ def test_experiment_units_and_one_small_unit():
     from dpcompanion.experiments import audit as exp_audit
 
     exp = base.get("audit")
-    assert exp is exp_audit.EXPERIMENT and set(exp_audit.TRAINERS) == set(audit.TRAINERS)
+    assert exp is exp_audit.EXPERIMENT and set(exp_audit.TRAINERS) == set(privacy_audit.TRAINERS)
     for mode in base.MODES:
         cfg = base.config_for(exp, mode, seed=3)
         us = exp.units(cfg)
         pairs = {(u["trainer"], u["scale"]) for u in us}
-        assert {(t, s) for t in audit.TRAINERS for s in (1.0, 0.5)} <= pairs and len(pairs) == len(us)
+        assert {(t, s) for t in privacy_audit.TRAINERS for s in (1.0, 0.5)} <= pairs and len(pairs) == len(us)
         assert len({u["seed"] for u in us}) == len(us)
-        assert all(audit.MIN_TRIALS <= u["trials"] <= audit.MAX_TRIALS for u in us)
+        assert all(privacy_audit.MIN_TRIALS <= u["trials"] <= privacy_audit.MAX_TRIALS for u in us)
     unit = {**us[0], "trials": 200}
     out = exp.combine(cfg, [exp.run_unit(unit, "cpu")])
     assert out["audits"][0]["trainer"] == unit["trainer"] and out["audits"][0]["trials"] == 200
@@ -349,11 +349,11 @@ def test_gdp_bound_from_the_real_trainer_is_sound():
     """Soundness on the trainer's own outputs: 80,000 trials of the shipped pgd trainer split
     into 80 disjoint audits of 1,000; the Gaussian-DP bound (97.5 %) may exceed the exact epsilon
     of the noise in at most 5 % of them (about 2 expected)."""
-    r, sc = audit.audit_scores(trainer="pgd", epsilon=2.0, delta=1e-5, trials=80_000, seed=21)
+    r, sc = privacy_audit.audit_scores(trainer="pgd", epsilon=2.0, delta=1e-5, trials=80_000, seed=21)
     exact = r.epsilon_exact
     so, si = sc["out"].reshape(80, 500), sc["in"].reshape(80, 500)
     lows = np.array([auditing.epsilon_lower_gdp(scores_out=a, scores_in=b, delta=1e-5,
-                                             confidence=audit.BOUND_CONFIDENCE)["epsilon_lower"]
+                                             confidence=privacy_audit.BOUND_CONFIDENCE)["epsilon_lower"]
                      for a, b in zip(so, si)])
     assert np.mean(lows > exact) <= 0.05
     assert np.median(lows) > 0.5 * exact  # and each small audit still has power
@@ -362,7 +362,7 @@ def test_gdp_bound_from_the_real_trainer_is_sound():
 def test_pgd_at_epsilon_2_is_tight_and_not_flagged():
     """Acceptance (issue 19): pgd at (2, 1e-5), default trials (40,000, a few seconds): the
     Gaussian-DP bound is at least 80 % of the exact epsilon and the shipped trainer passes."""
-    r = audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5)
+    r = privacy_audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5)
     assert r.trials == 40_000
     assert 0.8 * r.epsilon_exact <= r.epsilon_lower_gdp <= r.epsilon_exact
     assert r.tightness >= 0.8 and not r.flagged and r.passed
@@ -374,23 +374,23 @@ def test_pgd_at_epsilon_2_is_tight_and_not_flagged():
 def test_half_noise_is_flagged_full_batch(trainer):
     """S = 0.5 (true epsilon 3.39 against a claim of 2) is flagged with 4,000 trials, by the
     Gaussian-DP bound; S = 1 with the same seed and size is not."""
-    bad = audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=4000, noise_multiplier_scale=0.5, seed=5)
+    bad = privacy_audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=4000, noise_multiplier_scale=0.5, seed=5)
     assert bad.flagged and bad.epsilon_lower_gdp > bad.epsilon_claimed
     assert bad.epsilon_lower_gdp <= bad.epsilon_exact
-    ok = audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=4000, seed=5)
+    ok = privacy_audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=4000, seed=5)
     assert not ok.flagged and ok.epsilon_lower_gdp <= ok.epsilon_exact < ok.epsilon_claimed
 
 
 def test_noise_check_detects_the_wrong_noise_and_the_wrong_normalisation():
     rng = np.random.default_rng(0)
     sig = np.full(3, 2.0)
-    good = audit.noise_check(proj_out=rng.normal(0, 2, (5000, 3)), proj_in=rng.normal(0, 2, (5000, 3))
+    good = privacy_audit.noise_check(proj_out=rng.normal(0, 2, (5000, 3)), proj_in=rng.normal(0, 2, (5000, 3))
                              + (rng.random((5000, 3)) < 0.7), sigma=sig, sampling_rate=0.7)
     assert abs(good["noise_ratio"] - 1) < 4 * good["noise_ratio_se"] and abs(good["shift_ratio"] - 1) < 4 * good["shift_ratio_se"]
-    half = audit.noise_check(proj_out=rng.normal(0, 1, (5000, 3)), proj_in=rng.normal(1, 1, (5000, 3)), sigma=sig)
+    half = privacy_audit.noise_check(proj_out=rng.normal(0, 1, (5000, 3)), proj_in=rng.normal(1, 1, (5000, 3)), sigma=sig)
     assert half["noise_ratio"] < 0.6
     # the canary divided by the realised batch size (about p N + 1) instead of p N, with p N = 2.8
-    shrunk = audit.noise_check(proj_out=rng.normal(0, 2, (5000, 3)), proj_in=rng.normal(0, 2, (5000, 3))
+    shrunk = privacy_audit.noise_check(proj_out=rng.normal(0, 2, (5000, 3)), proj_in=rng.normal(0, 2, (5000, 3))
                                + (rng.random((5000, 3)) < 0.7) * 2.8 / 3.8, sigma=sig, sampling_rate=0.7)
     assert shrunk["shift_ratio"] < 1 - 4 * shrunk["shift_ratio_se"]
 
@@ -403,13 +403,13 @@ def test_psgd_normalises_by_the_fixed_expected_batch_size():
     from dpcompanion.training.trainers import train_psgd
 
     K, n, p, C = 4000, 16, 0.3, 1.0
-    X, y = audit.canary_data(canary=True, n=n, clip_norm=C, seed=1)
-    model = audit.CanaryModel()
+    X, y = privacy_audit.canary_data(canary=True, n=n, clip_norm=C, seed=1)
+    model = privacy_audit.CanaryModel()
     h = train_psgd(model, X, y, sigma=np.full(4, 1e-6), R=None, sampling_rate=p, clip_norm=C, lr=0.1,
                    seed=list(range(K)), init=torch.zeros(2, dtype=torch.float64), device="cpu",
                    dtype=torch.float64, progress=False)
     its = torch.stack(model.iterates + [h.theta])
-    sums = audit.noisy_sums_from_iterates(iterates=its, lr=np.asarray(h.lr), denominator=p * n)
+    sums = privacy_audit.noisy_sums_from_iterates(iterates=its, lr=np.asarray(h.lr), denominator=p * n)
     s = -sums[..., 0] / C
     b = np.round(s)
     assert np.all(np.abs(s - b) < 1e-4) and set(np.unique(b)) <= {0.0, 1.0}
@@ -420,7 +420,7 @@ def test_psgd_normalises_by_the_fixed_expected_batch_size():
 
 
 def test_psgd_audit_reports_tightness_and_passes_the_noise_check():
-    r = audit.run_audit(trainer="psgd", epsilon=2.0, delta=1e-5, trials=4000, seed=3)
+    r = privacy_audit.run_audit(trainer="psgd", epsilon=2.0, delta=1e-5, trials=4000, seed=3)
     assert r.epsilon_lower_gdp is None and 0 < r.tightness < 1 and not r.flagged
     c = r.noise_check
     assert abs(c["noise_ratio"] - 1) < 4 * c["noise_ratio_se"] and abs(c["shift_ratio"] - 1) < 4 * c["shift_ratio_se"]
@@ -443,15 +443,15 @@ def test_audit_withholds_the_gdp_bound_when_its_model_is_rejected(monkeypatch):
         return {"ok": False, "level": 1e-3, "variance_ratio": 2.0, "p_equal_variance": 1e-9,
                 "p_normal_out": 0.5, "p_normal_in": 0.5}
 
-    monkeypatch.setattr(audit, "gdp_model_check", rejected)
-    r = audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5, trials=4000, noise_multiplier_scale=0.5, seed=5)
+    monkeypatch.setattr(privacy_audit, "gdp_model_check", rejected)
+    r = privacy_audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5, trials=4000, noise_multiplier_scale=0.5, seed=5)
     assert r.epsilon_lower_gdp is None and r.gdp_fit["epsilon_lower"] > r.epsilon_claimed
     assert r.epsilon_lower == r.epsilon_lower_threshold
 
 
 def test_shipped_full_batch_scores_pass_the_model_check():
     for trainer in ("pgd", "momentum", "adp"):
-        r = audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=4000, seed=6)
+        r = privacy_audit.run_audit(trainer=trainer, epsilon=2.0, delta=1e-5, trials=4000, seed=6)
         assert r.gdp_fit["model_check"]["ok"] and r.epsilon_lower_gdp is not None
 
 
@@ -483,7 +483,7 @@ def test_audit_canary_through_the_fast_path_with_s_3_contributes_at_most_C(label
     sums = {}
     for make in (make_oracle, _old_cap_oracle):
         for canary in (False, True):
-            X, y = audit.label_canary_data(canary=canary, label=label)
+            X, y = privacy_audit.label_canary_data(canary=canary, label=label)
             o = make(model, X, y, clip_norm=1.0)
             assert o.fast
             sums[make, canary] = o.clip_sum(theta).grad_sum
@@ -497,7 +497,7 @@ def test_audit_canary_through_the_fast_path_with_s_3_contributes_at_most_C(label
 def test_label_audit_passes_the_fast_path(label, loss):
     """issue 30: the label canary's audit of the fast path as shipped: not flagged, the
     canary's measured contribution is C (shift ratio 1 within 4 standard errors)."""
-    r = audit.label_audit(label=label, loss=loss)
+    r = privacy_audit.label_audit(label=label, loss=loss)
     assert r["fast_path"] and not r["flagged"] and r["passed"]
     assert r["epsilon_lower"] <= r["epsilon_exact"] <= r["epsilon_claimed"]
     assert abs(r["shift_ratio"] - 1.0) < 4 * r["shift_ratio_se"]
@@ -508,8 +508,8 @@ def test_label_audit_passes_the_fast_path(label, loss):
 def test_label_audit_flags_the_fast_path_before_issue_30(monkeypatch, label):
     """issue 30: the case that would have caught the bug: with the old cap (``||x||`` without
     the label) the canary enters with 3 C and the audit's lower bound refutes the claim."""
-    monkeypatch.setattr(audit, "make_oracle", _old_cap_oracle)
-    r = audit.label_audit(label=label)
+    monkeypatch.setattr(privacy_audit, "make_oracle", _old_cap_oracle)
+    r = privacy_audit.label_audit(label=label)
     assert r["flagged"] and r["epsilon_lower"] > r["epsilon_claimed"]
     assert abs(r["shift_ratio"] - 3.0) < 4 * r["shift_ratio_se"]
 
@@ -522,7 +522,7 @@ def test_label_audit_flags_the_fast_path_before_issue_30(monkeypatch, label):
 def test_label_audit_bad_input(kw, needle):
     """issue 30: the label audit's inputs are refused in one line naming the parameter."""
     with pytest.raises(ValueError) as e:
-        audit.label_audit(**kw)
+        privacy_audit.label_audit(**kw)
     assert needle in str(e.value)
 
 

@@ -9,7 +9,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion.theory.bounds import gd, sweeps
+from dpcompanion.theory.bounds import bound_sweeps, gd
 
 k, a, T, R, L = sp.symbols("kappa alpha T R L", positive=True)
 g = 1 - 1 / k
@@ -184,8 +184,8 @@ def test_validation_names_parameter(call, param):
 
 
 def test_sweeps_consistent():
-    d = sweeps.erub_vs_T(kappa=10, alpha=1e-3, T_max=50)
+    d = bound_sweeps.erub_vs_T(kappa=10, alpha=1e-3, T_max=50)
     Tb, vb = d["argmin"]["dynamic"]
     assert d["dynamic"][Tb - 1] == pytest.approx(vb)
-    o = sweeps.optimal_T_vs_kappa(kappas=[2.0, 50.0], alpha=1e-3)
+    o = bound_sweeps.optimal_T_vs_kappa(kappas=[2.0, 50.0], alpha=1e-3)
     assert list(o["dynamic_exact"]) == [gd.argmin_dynamic(kappa=kk, alpha=1e-3)[0] for kk in (2.0, 50.0)]

@@ -21,7 +21,7 @@ import pytest
 
 from dpcompanion.book import plotting, report
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.store import results as store_results
+from dpcompanion.experiments.store import result_store
 
 matplotlib.use("Agg")
 
@@ -114,7 +114,7 @@ def test_every_figure_of_an_experiment_page_names_the_stored_result_it_plots(exp
     def refuse(*a, **k):
         pytest.skip("a result of this page is not stored fresh: the page would compute it")
 
-    monkeypatch.setattr(store_results, "compute", refuse)
+    monkeypatch.setattr(result_store, "compute", refuse)
     monkeypatch.setenv(plotting.BOOK_DIR_ENV, str(tmp_path))
     monkeypatch.setattr("IPython.display.display", lambda *a, **k: None)
     shell = InteractiveShell.instance()

@@ -10,7 +10,7 @@ import pytest
 
 from dpcompanion.experiments import base, comparisons as cmp, store
 from dpcompanion.experiments.comparisons import summary
-from dpcompanion.experiments.comparisons import wu as wu_rules
+from dpcompanion.experiments.comparisons import wu_rules
 from dpcompanion.experiments.comparisons.rule import judge_effect
 
 

@@ -12,7 +12,7 @@ import torch
 
 from dpcompanion.experiments import base, comparisons
 from dpcompanion.experiments.protocols import wu as wp, wu_paper
-from dpcompanion.experiments.comparisons import wu as wu_rules
+from dpcompanion.experiments.comparisons import wu_rules
 from dpcompanion.theory import accounting
 
 DELTA = 1e-5

@@ -83,6 +83,19 @@ def test_every_module_lives_in_a_layer_folder():
     assert folders <= set(ALLOWED), f"unknown layer folders: {folders - set(ALLOWED)}"
 
 
+def test_no_two_modules_share_a_file_name():
+    """issue 32: every module's file name is unique in the package (``__init__.py`` and
+    ``__main__.py`` aside), so that a name read alone (a traceback, a search, a code hash's list
+    of modules, an editor's tab) says which module it is and what it is for."""
+    where: dict[str, list[str]] = {}
+    for rel, _ in _modules():
+        if rel.name not in TOP_LEVEL:
+            where.setdefault(rel.name, []).append(rel.as_posix())
+    shared = {name: paths for name, paths in sorted(where.items()) if len(paths) > 1}
+    assert not shared, "modules sharing a file name (rename them to say what each is for):\n" + "\n".join(
+        f"{name}: {', '.join(paths)}" for name, paths in shared.items())
+
+
 @pytest.mark.parametrize("layer", sorted(ALLOWED))
 def test_imports_only_go_down(layer):
     bad = []
@@ -190,7 +203,8 @@ def test_no_private_name_used_across_modules():
 def test_torch_free_layers_do_not_import_torch(layer):
     mods = []
     for rel, _ in _modules():
-        if rel.parts[:2] == ("cli", "commands") and rel.stem not in TORCH_FREE_COMMANDS | {"__init__"}:
+        if (rel.parts[:2] == ("cli", "commands") and rel.stem != "__init__"
+                and rel.stem.removesuffix("_command") not in TORCH_FREE_COMMANDS):
             continue
         if rel.parts[0] == layer and rel.name != "__main__.py":
             mods.append("dpcompanion." + ".".join(rel.with_suffix("").parts).removesuffix(".__init__"))
@@ -249,7 +263,7 @@ def test_help_reads_each_command_help_without_importing_it():
     from dpcompanion import cli
 
     for name in cli.COMMANDS:
-        module = importlib.import_module(f"dpcompanion.cli.commands.{cli.COMMANDS[name]}")
+        module = importlib.import_module(cli.command_module(name))
         assert cli.command_help(name) == module.HELP
 
 

@@ -239,7 +239,7 @@ def test_every_clipping_path_keeps_each_sample_within_C(path):
     clipping, the torch.func path, the audit's canary model), in float32: the clip norm C is
     put within a few ulps of each sample's gradient norm, and each sample's clipped gradient,
     summed alone by that path, has float64 norm <= C."""
-    from dpcompanion.training.audit import CanaryModel
+    from dpcompanion.training.privacy_audit import CanaryModel
     from dpcompanion.training.models import Model, norms64
     from dpcompanion.training.trainers.oracles import LinearOracle
 

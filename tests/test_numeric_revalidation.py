@@ -221,8 +221,8 @@ def test_fingerprint_is_computed_on_the_cpu_whatever_device(toy, monkeypatch):
     """issue 31 (GPU runs): a full result computed on another device ('cuda' here, faked: the
     device string reaches run_unit) records a quick fingerprint computed on the CPU, so that
     revalidation on a machine without that device compares like with like."""
-    from dpcompanion.experiments.store import results as store_results
-    monkeypatch.setattr(store_results, "resolve_device", lambda d: d)
+    from dpcompanion.experiments.store import result_store
+    monkeypatch.setattr(result_store, "resolve_device", lambda d: d)
     DEVICES_SEEN.clear()
     full = store.compute(toy.id, mode="full", device="cuda")
     p = full.provenance

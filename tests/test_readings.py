@@ -15,7 +15,7 @@ from dpcompanion.claims import w_adp
 from dpcompanion.experiments.comparisons import readings as rd
 from dpcompanion.experiments.comparisons import reproduction
 from dpcompanion.experiments.comparisons import theory
-from dpcompanion.experiments.comparisons import wu
+from dpcompanion.experiments.comparisons import wu_rules
 from dpcompanion.theory import accounting as acc
 
 # the rows of issue 33 item 8 that disagree with a printed deterministic number (the verdicts the
@@ -72,7 +72,7 @@ def test_note_and_field_say_reproduced_or_the_closest_with_its_deviation():
 def _rows() -> list[tuple[str, dict]]:
     return ([("h-f-theory", r) for r in theory.h_f_theory_rows()]
             + [("accounting", r) for r in theory.accounting_rows() if r["rule"] != "w-eps/epsilon"]
-            + [("h-sec-4-2", r) for r in theory.h_sec_4_2_rows()] + [("w-f2", r) for r in wu.w_f2_rows()])
+            + [("h-sec-4-2", r) for r in theory.h_sec_4_2_rows()] + [("w-f2", r) for r in wu_rules.w_f2_rows()])
 
 
 def test_every_disagreeing_theory_row_names_its_closest_reading_and_deviation():
@@ -160,7 +160,7 @@ def test_w_eps_rows_name_the_closest_reading_which_recomputes_from_the_library()
         stated = {v for _, v, s in rs if s}
         assert stated == {r["epsilon_accountant"] for r in table if r["b_delta"] == "main" and r["epsilon_bar"] == eb}
         assert len(rs) == 3 + n_grid - len(g["conversion"]) + 2  # the stated combination is listed once, as stated
-    rows = wu.w_eps_rows(table, readings)
+    rows = wu_rules.w_eps_rows(table, readings)
     assert [r["verdict"] for r in rows] == ["disagrees"] * 5
     for r in rows:
         assert NOTE_RE.search(r["note"]) and "closest single reading" in r["note"]

@@ -12,7 +12,7 @@ import torch
 from dpcompanion import cli, training
 from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import engine
-from dpcompanion.training.trainers.adp import adp_schedule
+from dpcompanion.training.trainers.adp_sgd import adp_schedule
 from dpcompanion.training.trainers.config import SECURE_NOISE_NOTE, SEEDED_NOISE_NOTE, TrainConfig
 from dpcompanion.training.trainers.engine import SECURE_DRAWS, NoiseSource, noise_seed, secret_noise_seeds
 

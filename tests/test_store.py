@@ -16,7 +16,7 @@ import pytest
 
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments import h_f_infl
-from dpcompanion.experiments.store import executors, files, hashing, results as store_results
+from dpcompanion.experiments.store import executors, files, hashing, result_store
 
 # A tiny H-F-INFL: the real units and code on 100 MNIST35 samples, 3 steps, 4 repeats in
 # blocks of 2 (so the Dask run has several units to spread).
@@ -235,7 +235,7 @@ def test_unwritable_results_folder_is_refused_before_computing(tiny, tmp_path, m
     blocker.write_text("not a folder")
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
     called = []
-    monkeypatch.setattr(store_results, "_compute_payload", lambda *a, **k: called.append(1))
+    monkeypatch.setattr(result_store, "_compute_payload", lambda *a, **k: called.append(1))
     with pytest.raises(ValueError, match="cannot be written"):
         store.load_or_compute(tiny.id, mode="quick", device="cpu")
     assert not called and blocker.read_text() == "not a folder"
@@ -897,7 +897,7 @@ def test_experiment_refuses_an_unusable_results_folder_before_computing(fast, tm
     blocker.write_text("x")
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
     called = []
-    monkeypatch.setattr(store_results, "_compute_payload", lambda *a, **k: called.append(1))
+    monkeypatch.setattr(result_store, "_compute_payload", lambda *a, **k: called.append(1))
     for argv in (["experiment", fast.id], ["experiment", fast.id, "--mode", "full"]):
         assert cli.main(argv) == 2
         out, err = capsys.readouterr()
@@ -914,7 +914,7 @@ def test_reproduce_refuses_an_unusable_results_folder_before_computing(tmp_path,
     blocker.write_text("x")
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
     called = []
-    monkeypatch.setattr(store_results, "_compute_payload", lambda *a, **k: called.append(1))
+    monkeypatch.setattr(result_store, "_compute_payload", lambda *a, **k: called.append(1))
     out_dir = tmp_path / "generated"
     assert cli.main(["reproduce", "--only", "h-f-curv", "--device", "cpu", "--output", str(out_dir)]) == 2
     out, err = capsys.readouterr()
@@ -996,20 +996,20 @@ def test_results_and_units_record_the_cpu_and_revalidation_names_another_cpu(tin
     """A fingerprint recorded on one kind of CPU cannot revalidate on another (BLAS and torch
     round differently there): the stale message says so and names both CPUs, instead of blaming
     the code change; on the same CPU it blames the code."""
-    from dpcompanion.experiments.store import executors, results as store_results
+    from dpcompanion.experiments.store import executors, result_store
 
     full = _full_then_edit(tiny, monkeypatch, quick_changes=True)
     here = executors.cpu_model()
     assert full.provenance["cpu"] == here and full.provenance["quick_cpu"] == here
     assert "the code change changes numbers;" in store.revalidate(tiny.id, device="cpu")["detail"]
-    monkeypatch.setattr(store_results, "cpu_model", lambda: "Some Other CPU 9000")
+    monkeypatch.setattr(result_store, "cpu_model", lambda: "Some Other CPU 9000")
     detail = store.revalidate(tiny.id, device="cpu")["detail"]
     assert f"recorded on another CPU ({here}; this one: Some Other CPU 9000)" in detail, detail
     assert detail.endswith("recompute the full result")
 
 
 def test_a_stored_unit_records_its_cpu(tmp_path):
-    from dpcompanion.experiments.store import executors, sweeps
+    from dpcompanion.experiments.store import executors, unit_sweeps
 
-    sweeps.save_unit(tmp_path, "k", {"a": 1}, {"x": 1.0}, {"runs": 1}, code="c" * 64, seed=0)
+    unit_sweeps.save_unit(tmp_path, "k", {"a": 1}, {"x": 1.0}, {"runs": 1}, code="c" * 64, seed=0)
     assert json.loads((tmp_path / "k.json").read_text())["cpu"] == executors.cpu_model()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.store import files, hashing, reference, sweeps
+from dpcompanion.experiments.store import files, hashing, reference, unit_sweeps
 
 EXP = "h-f-curv"
 COMMENT_FILE = "dpcompanion/theory/schedules.py"
@@ -135,19 +135,19 @@ def test_units_of_older_code_are_revalidated_and_reused_only_when_no_number_chan
     exp = base.get(EXP)
     config = base.config_for(exp, "full", seed=0)
     units = exp.units(config)
-    folder = sweeps.units_dir(EXP, "full")
+    folder = unit_sweeps.units_dir(EXP, "full")
     hb, hc = (reference.code_hash_at(exp, shas[k], r) for k in "BC")
     # the first unit stored by code B, the second by code C: a sweep killed after two units
     for u, h in zip(units[:2], (hb, hc)):
         result = exp.run_unit(u, "cpu")
-        sweeps.save_unit(folder, sweeps.unit_key(EXP, "full", u, 0, "cpu"), u, result, {"runs": 1}, code=h, seed=0)
-    assert sweeps.sweep_progress(EXP, "full")["units_old_code"] == 2
+        unit_sweeps.save_unit(folder, unit_sweeps.unit_key(EXP, "full", u, 0, "cpu"), u, result, {"runs": 1}, code=h, seed=0)
+    assert unit_sweeps.sweep_progress(EXP, "full")["units_old_code"] == 2
     out = store.revalidate(EXP, mode="full", repo=r)
     assert out["status"] == "stale" and out["detail"].startswith("1 full units revalidated"), out
     assert f"1 of code {hc[:12]}" in out["detail"]
-    prog = sweeps.sweep_progress(EXP, "full")
+    prog = unit_sweeps.sweep_progress(EXP, "full")
     assert (prog["units_done"], prog["units_old_code"]) == (1, 1)
-    rec = json.loads((folder / f"{sweeps.unit_key(EXP, 'full', units[0], 0, 'cpu')}.json").read_text())
+    rec = json.loads((folder / f"{unit_sweeps.unit_key(EXP, 'full', units[0], 0, 'cpu')}.json").read_text())
     assert rec["code_hash"] == store.code_hash(exp) and rec["revalidated"][0]["reference_commit"] == shas["B"]
     res = store.compute(EXP, mode="full")
     assert (res.provenance["units_reused"], res.provenance["units_computed"]) == (1, len(units) - 1)

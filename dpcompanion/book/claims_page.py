@@ -826,7 +826,7 @@ def readings_block(rows: Iterable[dict[str, Any]]) -> str:
     """The errata's readings section, folded (issue 34: short pages): one sentence, then the
     table of :func:`readings_markdown` and what W-EPS's readings varied."""
     from dpcompanion.book.report import folded
-    from dpcompanion.experiments.comparisons.wu import W_EPS_TRIED
+    from dpcompanion.experiments.comparisons.wu_rules import W_EPS_TRIED
 
     rows = list(rows)
     n = sum(1 for r in rows if r.get("verdict") == "disagrees" and r.get("reading"))

@@ -1277,7 +1277,7 @@ def audit_figure(*, audits: list, trainers, curve_trainer: str):
     Gaussian DP, PLD when subsampled; the most any audit can show), as shipped (S = 1) and at
     the smallest S below 1. Right: both bounds vs S for ``curve_trainer`` against the claim and
     the exact epsilon of the noise used. ``audits``: reports of
-    :func:`dpcompanion.training.audit.run_audit` (``to_dict()``)."""
+    :func:`dpcompanion.training.privacy_audit.run_audit` (``to_dict()``)."""
     apply_style()
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7.0, 7.6))
     by = {(a["trainer"], a["noise_multiplier_scale"]): a for a in audits}

@@ -1,6 +1,6 @@
 """Command line of dpcompanion: ``python -m dpcompanion <command> ...`` or ``dpcompanion``.
 
-Each command lives in its own module under :mod:`dpcompanion.cli.commands` and exposes
+Each command lives in its own module, ``dpcompanion/cli/commands/<name>_command.py``, and exposes
 
 * ``HELP``: one line shown in ``dpcompanion --help``;
 * ``add_arguments(parser)``: declares its options on an ``argparse`` parser;
@@ -33,21 +33,14 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-#: command name -> module under dpcompanion.cli.commands. A command's module is imported only
-#: when that command is given (to run or to show its ``--help``), so it may import what it needs
-#: at its top; ``dpcompanion --help`` reads every command's ``HELP`` from its source instead.
-COMMANDS: dict[str, str] = {
-    "reproduce": "reproduce",
-    "zcdp": "zcdp",
-    "schedule": "schedule",
-    "checks": "checks",
-    "train": "train",
-    "bench": "bench",
-    "audit": "audit",
-    "experiment": "experiment",
-    "results": "results",
-    "verdicts": "verdicts",
-}
+#: the commands, in the order ``dpcompanion --help`` lists them. Command ``name`` lives in
+#: ``dpcompanion/cli/commands/<name>_command.py`` (:func:`command_module`; one scheme for every
+#: command, so that no command's module shares its file name with another module of the package,
+#: issue 32). A command's module is imported only when that command is given (to run or to show its
+#: ``--help``), so it may import what it needs at its top; ``dpcompanion --help`` reads every
+#: command's ``HELP`` from its source instead.
+COMMANDS: tuple[str, ...] = ("reproduce", "zcdp", "schedule", "checks", "train", "bench", "audit", "experiment",
+                             "results", "verdicts")
 
 
 class UsageError(Exception):
@@ -61,15 +54,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def command_module(name: str) -> str:
+    """The dotted name of command ``name``'s module: ``dpcompanion.cli.commands.<name>_command``."""
+    return f"{__name__}.commands.{name}_command"
+
+
 def load_command(name: str) -> ModuleType:
     """The module of command ``name`` (imported now)."""
-    return importlib.import_module(f"{__name__}.commands.{COMMANDS[name]}")
+    return importlib.import_module(command_module(name))
 
 
 def command_help(name: str) -> str:
     """The one-line ``HELP`` of command ``name``, read from its module's source without
     importing it: ``HELP`` must be a string literal at the module's top level."""
-    path = Path(importlib.util.find_spec(f"{__name__}.commands.{COMMANDS[name]}").origin)
+    path = Path(importlib.util.find_spec(command_module(name)).origin)
     for node in ast.parse(path.read_text(), filename=str(path)).body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["HELP"]:
             return ast.literal_eval(node.value)

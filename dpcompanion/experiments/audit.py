@@ -1,7 +1,7 @@
 """Experiment ``audit``: the empirical privacy audit of every trainer, as shipped (S = 1) and
 deliberately mis-calibrated (S = 0.5: half the noise claimed), plus a curve over S for PGD.
 
-One unit = one trainer at one noise-multiplier scale S (:func:`dpcompanion.training.audit.run_audit`);
+One unit = one trainer at one noise-multiplier scale S (:func:`dpcompanion.training.privacy_audit.run_audit`);
 each unit's seed is derived from the config seed and the unit's index, so units can run in
 any order or place. The payload keeps every unit's full report (both lower bounds, the exact
 epsilon of the noise, the tightness and the noise check).
@@ -13,7 +13,7 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.training.audit import run_audit
+from dpcompanion.training.privacy_audit import run_audit
 
 __all__ = ["EXPERIMENT", "verdict_rows"]
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.hong import INFL_PAPER
+from dpcompanion.experiments.comparisons.hong_rules import INFL_PAPER
 from dpcompanion.theory.accounting import R_PAPER
 from dpcompanion.training import data, influence
 from dpcompanion.training.models import make_model
@@ -124,7 +124,7 @@ EXPERIMENT = from_module(__name__, id="h-f-infl",
 
 def sizes_match_paper(config: dict) -> bool:
     """Whether a result was computed at the paper's sizes (T, levels, repeats, fitted steps;
-    :data:`dpcompanion.experiments.comparisons.hong.INFL_PAPER`)."""
+    :data:`dpcompanion.experiments.comparisons.hong_rules.INFL_PAPER`)."""
     P = INFL_PAPER
     return (int(config["T"]) == P["T"] and int(config["repeats"]) == P["repeats"]
             and list(config["fit_steps"]) == P["fit_steps"]

@@ -22,7 +22,7 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons, w_t1245
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.wu import gap_stats
+from dpcompanion.experiments.comparisons.wu_rules import gap_stats
 from dpcompanion.experiments.protocols import wu as wp
 
 __all__ = ["EXPERIMENT", "RUNGS", "units", "unit_size", "run_unit", "combine", "describe", "ladder_rows", "verdict_rows"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.wu import gap_stats
+from dpcompanion.experiments.comparisons.wu_rules import gap_stats
 from dpcompanion.experiments.protocols import wu as wp
 
 #: the paper's full grid (W Sec. 6, Tables 1, 2, 4, 5; CIFAR-10, N = 50 000, 10 000

@@ -8,7 +8,7 @@ Dong, Roth & Su arXiv 1905.02383v3 Sec. 2). Bounding a test's two error rates fr
 (:func:`epsilon_lower_bound`, distribution-free); a Gaussian-DP fit of a statistic that is
 Gaussian with equal variances gives a tighter one (:func:`epsilon_lower_gdp`).
 :func:`exact_epsilon_of` is the epsilon the noise really gives, the most any audit can
-certify. These are the statistics of :mod:`dpcompanion.training.audit`, which runs the
+certify. These are the statistics of :mod:`dpcompanion.training.privacy_audit`, which runs the
 trainers; the epsilon conversions are :mod:`dpcompanion.theory.accounting`'s.
 """
 
@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: confidence of the audit's verdict ('flagged'): each of its two lower bounds (Gaussian-DP fit,
-#: threshold test) is one-sided at (1 + CONFIDENCE) / 2 (dpcompanion.training.audit.BOUND_CONFIDENCE), so that
+#: threshold test) is one-sided at (1 + CONFIDENCE) / 2 (dpcompanion.training.privacy_audit.BOUND_CONFIDENCE), so that
 #: both hold together (union bound)
 CONFIDENCE = 0.95
 

@@ -1,1 +1,1 @@
-"""One module per command of :mod:`dpcompanion.cli` (``HELP``, ``add_arguments``, ``run``)."""
+"""One module per command of :mod:`dpcompanion.cli`, ``<name>_command.py`` (``HELP``, ``add_arguments``, ``run``)."""

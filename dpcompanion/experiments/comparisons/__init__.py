@@ -2,8 +2,8 @@
 
 :data:`RULES` maps ``"<experiment id>/<panel>"`` to a :class:`~.rule.Rule` (``paper``: only
 what the paper printed, quoted with version, figure/table and panel; ``tolerance``; ``judge``).
-The rules themselves are in :mod:`.hong` (both versions of Hong et al., and H-X-EER) and
-:mod:`.wu` (Wu et al.), those of pages that check our own code (the privacy audit) in :mod:`.checks`;
+The rules themselves are in :mod:`.hong_rules` (both versions of Hong et al., and H-X-EER) and
+:mod:`.wu_rules` (Wu et al.), those of pages that check our own code (the privacy audit) in :mod:`.audit_rules`;
 :mod:`.rule` holds what they share and :mod:`.rows` turns a verdict into a table row.
 Experiment modules keep a thin ``verdict_rows(payload)`` that extracts our measurements and
 calls :func:`compare`; nothing else decides a verdict.
@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpcompanion.experiments.comparisons import checks, hong, theory, wu
+from dpcompanion.experiments.comparisons import audit_rules, hong_rules, theory, wu_rules
 from dpcompanion.experiments.comparisons.rows import VERDICTS, apply_tuning_cap, plan_of, row_of, tuning_cap, tuning_for_row
 from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Z, Judgement, Rule
 from dpcompanion.experiments.protocols import wu_paper
@@ -67,7 +67,7 @@ def _registry(*groups) -> dict[str, Rule]:
     return out
 
 
-RULES: dict[str, Rule] = _registry(hong.RULES, wu.RULES, checks.RULES, theory.RULES)
+RULES: dict[str, Rule] = _registry(hong_rules.RULES, wu_rules.RULES, audit_rules.RULES, theory.RULES)
 
 
 def experiment_of(rule_id: str) -> str:

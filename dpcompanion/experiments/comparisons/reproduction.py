@@ -50,7 +50,7 @@ from typing import Any, Iterable
 
 from dpcompanion.core import outputs
 from dpcompanion.experiments import base, comparisons, store
-from dpcompanion.experiments.comparisons import hong, scale as scale_mod, theory, wu
+from dpcompanion.experiments.comparisons import hong_rules, scale as scale_mod, theory, wu_rules
 from dpcompanion.experiments.comparisons.rows import plan_of
 from dpcompanion.experiments.protocols import tuning as tuning_protocol, wu_paper
 
@@ -166,11 +166,11 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
               "path": str(res.path) if res.path else None, "scale_recorded": "scale" in prov}
     rows = list(mod.verdict_rows(payload))
     if eid == "h-f-eff":  # a row per N beside the trend rows (issue 33, item 3)
-        rows = hong.eff_rows(payload) + rows
+        rows = hong_rules.eff_rows(payload) + rows
     if eid == "w-t1245":  # the page also shows every cell's verdict
         rows = _w_t1245_cells(payload) + rows
     if eid == "w-t36":  # Table 3's verdict: its cells pooled (issue 33, item 5)
-        rows = rows + wu.w_t36_table_rows(rows)
+        rows = rows + wu_rules.w_t36_table_rows(rows)
     rows = [comparisons.apply_tuning_cap(r, tuning) for r in rows]
     cpu_s = prov.get("units_wall_s") or prov.get("wall_s")
     return [_row(eid, r, config=config, scale=scale, tuning=comparisons.tuning_for_row(r, tuning), result=result,
@@ -193,11 +193,11 @@ def _w_t1245_cells(payload) -> list[dict]:
 def _w_eps_rows() -> list[dict]:
     from dpcompanion.claims import w_adp
 
-    return wu.w_eps_rows(w_adp.w_eps_table(), w_adp.w_eps_readings())
+    return wu_rules.w_eps_rows(w_adp.w_eps_table(), w_adp.w_eps_readings())
 
 
 def _w_f2_rows() -> list[dict]:
-    return wu.w_f2_rows()
+    return wu_rules.w_f2_rows()
 
 
 def _h_f_theory_rows() -> list[dict]:
@@ -291,7 +291,7 @@ EFFECT_WORDS: dict[str, dict] = {
     "w-t36/gap": dict(a="ADP-SGD", b="DP-SGD", what="test accuracy", unit=" points", factor=1.0, up="above",
                       down="below", paper="the paper reports ADP-SGD ahead", printed=True),
 }
-#: trend rows: the slope of a gap per doubling of N (:func:`.hong.eff_trend`)
+#: trend rows: the slope of a gap per doubling of N (:func:`.hong_rules.eff_trend`)
 TREND_WORDS = {
     "h-f-eff/acc": dict(what="exp's gain over uni in test accuracy", unit=" points", factor=100.0),
     "h-f-eff/loss": dict(what="exp's gain over uni in final training loss", unit="", factor=1.0),

@@ -2,7 +2,7 @@
 tuning protocol (:func:`tuning_cap`, issue 21). The registry of rules
 (:data:`dpcompanion.experiments.comparisons.RULES`, :func:`~dpcompanion.experiments.comparisons.compare`)
 is built from the rule modules, which use this module for the rows of the pages that have
-no experiment (``theory.h_f_theory_rows``, ``wu.w_f2_rows`` ...): it imports none of them.
+no experiment (``theory.h_f_theory_rows``, ``wu_rules.w_f2_rows`` ...): it imports none of them.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ MARGINS: dict[str, Margin] = {
                                      "give no practical scale and which the paper prints no number for; judged "
                                      "against zero alone"),
     "h-f-curv/exact": Margin(None, "final loss, trainer mean - exact", "smallest effect of interest",
-                             "5% of |exact E[f]| (comparisons.hong.EXACT_REL_MARGIN), relative to each cell's exact "
+                             "5% of |exact E[f]| (comparisons.hong_rules.EXACT_REL_MARGIN), relative to each cell's exact "
                              "value: the rule's own judge is a TOST with it", applied_by="judge"),
     "h-f-infl-extra/increasing": Margin(None, "influence q_t (our units)", "none",
                                         "no margin: the influence's units depend on the loss scale and step size of "
@@ -160,7 +160,7 @@ MARGINS: dict[str, Margin] = {
                                         "alone"),
     "h-f-infl/logistic-flatter": Margin(math.log(1.5), "log ratio of steepness", "smallest effect of interest",
                                         "smallest effect of interest: a factor 1.5 in steepness, the factor within "
-                                        "which this page calls two influences the same (comparisons.hong.INFL_RATIO)"),
+                                        "which this page calls two influences the same (comparisons.hong_rules.INFL_RATIO)"),
 }
 
 

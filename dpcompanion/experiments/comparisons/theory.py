@@ -24,7 +24,7 @@ import numpy as np
 from scipy import optimize
 
 from dpcompanion.experiments.comparisons import readings as rd
-from dpcompanion.experiments.comparisons import wu
+from dpcompanion.experiments.comparisons import wu_rules
 from dpcompanion.experiments.comparisons.rows import row_of
 from dpcompanion.experiments.comparisons.rule import Rule, judge_exact
 from dpcompanion.theory import accounting
@@ -180,7 +180,7 @@ def accounting_rows() -> list[dict]:
     """The accounting page's rows (H Sec. 5 and 4.1.3): rho and R for (4, 1e-8)-DP within one
     unit of the printed 4th decimal, the printed inversion's R within a relative 1e-3, and the
     printed inequality R_zCDP > R_MA. W's moments-accountant epsilons are W-EPS's rows
-    (:func:`.wu.w_eps_rows`, one rule for W-EPS everywhere)."""
+    (:func:`.wu_rules.w_eps_rows`, one rule for W-EPS everywhere)."""
     from dpcompanion.claims import w_adp
 
     eps0, delta0 = 4.0, 1e-8
@@ -201,7 +201,7 @@ def accounting_rows() -> list[dict]:
                 "eps > 0", reading=rd.closest(R_ma0, R_readings(epsilon=eps0, delta=delta0), relation=">")),
     ]
     return rows + [{**r, "item": f"W moments-accountant epsilon, {r['item']}"}
-                   for r in wu.w_eps_rows(w_adp.w_eps_table(), w_adp.w_eps_readings())]
+                   for r in wu_rules.w_eps_rows(w_adp.w_eps_table(), w_adp.w_eps_readings())]
 
 
 def h_sec_4_2_rows() -> list[dict]:

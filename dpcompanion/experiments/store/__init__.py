@@ -23,7 +23,7 @@ racing at the swap both succeed, the last one wins. Results stay plain folders o
 files (git stores them). Quick results are a local cache (``results/*/quick/`` is
 git-ignored, so a fresh clone recomputes them); full results are committed.
 
-**Resumable sweeps** (:mod:`.sweeps`, driven by :func:`.results.compute`): every unit is stored as it finishes in
+**Resumable sweeps** (:mod:`.unit_sweeps`, driven by :func:`.result_store.compute`): every unit is stored as it finishes in
 ``results/<id>/<mode>.units/<key>.json`` (and ``<key>.npz`` for arrays of more than
 :data:`INLINE_MAX` elements), each file written to a temporary name and renamed into place
 (the ``.npz`` first; the ``.json`` marks the unit done). The key (:func:`unit_key`) hashes
@@ -138,8 +138,8 @@ the current code); from then on they revalidate numerically. ``results --json`` 
 result how it was validated (:meth:`StoredResult.validation`).
 
 The package, by role: :mod:`.hashing` (digest, config hash, code hash), :mod:`.files` (the
-files of a result: layout, seal, atomic saves, checked reads), :mod:`.sweeps` (resumable
-sweeps: units stored as they finish), :mod:`.executors` (local and Dask), :mod:`.results`
+files of a result: layout, seal, atomic saves, checked reads), :mod:`.unit_sweeps` (resumable
+sweeps: units stored as they finish), :mod:`.executors` (local and Dask), :mod:`.result_store`
 (compute, load, freshness, revalidation, listing), :mod:`.reference` (the reference check),
 :mod:`.numeric` (the quick numbers and the tolerance of a numeric revalidation), :mod:`.vcs`
 (a result against git), :mod:`.verify` (the spot check by recomputation) and :mod:`.migrate` (a one-off rewrite of
@@ -156,10 +156,10 @@ from dpcompanion.experiments.store.files import (
     INLINE_MAX, SEAL, SEAL_COMMAND, check_writable, result_dir, results_root, sealed)
 from dpcompanion.experiments.store.hashing import (
     CODE_HASH_EXCLUDE, CONFIG_DIGITS, TIME_KEYS, code_files, code_hash, config_hash, digest)
-from dpcompanion.experiments.store.results import (
+from dpcompanion.experiments.store.result_store import (
     StoredResult, compute, fresh_full, fresh_paper, full_absent_note, inconsistency, list_results, load, load_or_compute,
     paper_progress_note, result_to_show, revalidate, revalidate_units, seal_unsealed)
-from dpcompanion.experiments.store.sweeps import (
+from dpcompanion.experiments.store.unit_sweeps import (
     committed_units, list_partial, save_unit, sweep_progress, unit_key, units_dir)
 from dpcompanion.experiments.store.verify import verify
 

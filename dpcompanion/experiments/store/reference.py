@@ -191,8 +191,8 @@ def quick_digest_here(exp: base.Experiment, *, seed: int = 0, device: str = "cpu
 def quick_payload_here(exp: base.Experiment, *, seed: int = 0, device: str = "cpu") -> tuple[dict, str]:
     """``(payload, digest)`` of the current code's quick mode, computed on this machine into a
     temporary results folder (the numbers a numeric revalidation compares, issue 31)."""
-    from dpcompanion.experiments.store import results
+    from dpcompanion.experiments.store import result_store
 
     with tempfile.TemporaryDirectory(prefix="dpc-current-") as tmp:
-        res = results.compute(exp.id, mode="quick", seed=seed, device=device, root=Path(tmp))
+        res = result_store.compute(exp.id, mode="quick", seed=seed, device=device, root=Path(tmp))
         return res.payload, res.digest

@@ -14,7 +14,7 @@ one JSON line per save: the folder and the sha256 of each of its files), and
 * it differs, and the journal holds exactly its files: ``("<sha>", "written by this store
   since commit <sha>, not committed yet")``, not stale;
 * it differs otherwise: ``("<sha>", "modified since commit <sha>")``, and the result is stale
-  (:func:`dpcompanion.experiments.store.results.load`).
+  (:func:`dpcompanion.experiments.store.result_store.load`).
 
 The journal is not a signature either (whoever can write the files can write it); it keeps
 an honest user's uncommitted results fresh and makes every edit that did not go through the

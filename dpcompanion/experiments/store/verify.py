@@ -38,7 +38,7 @@ from dpcompanion.experiments import base
 from dpcompanion.experiments.store import files, numeric
 from dpcompanion.experiments.store.executors import LocalExecutor
 from dpcompanion.experiments.store.hashing import TIME_KEYS
-from dpcompanion.experiments.store.results import load
+from dpcompanion.experiments.store.result_store import load
 
 __all__ = ["verify"]
 

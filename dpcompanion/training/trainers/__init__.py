@@ -112,7 +112,7 @@ Example (a tiny logistic regression, three steps at sigma = 2 under R = 1)::
     ValueError: sigma must be finite and > 0 at every step (no noiseless step), got inf at step 2
 """
 
-from dpcompanion.training.trainers.adp import train_adpsgd
+from dpcompanion.training.trainers.adp_sgd import train_adpsgd
 from dpcompanion.training.trainers.config import TrainConfig
 from dpcompanion.training.trainers.engine import as_runs, train
 from dpcompanion.training.trainers.history import History

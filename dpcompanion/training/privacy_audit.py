@@ -125,7 +125,7 @@ from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import PrivacyLedger
 from dpcompanion.training.models import ClipResult, DenseModel, Model, clip_factors, norms64
 from dpcompanion.training.trainers import TrainConfig, train, train_adpsgd
-from dpcompanion.training.trainers.adp import adp_schedule
+from dpcompanion.training.trainers.adp_sgd import adp_schedule
 from dpcompanion.training.trainers.engine import private_step
 from dpcompanion.training.trainers.oracles import make_oracle
 from dpcompanion.training.trainers.steps import debias_factor

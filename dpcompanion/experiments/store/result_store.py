@@ -23,7 +23,7 @@ from typing import Any, Callable
 from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
 from dpcompanion.experiments.comparisons.scale import scale_of, size_mismatches  # the scale block (issues 21, 30)
-from dpcompanion.experiments.store import files, hashing, numeric, reference, sweeps, vcs
+from dpcompanion.experiments.store import files, hashing, numeric, reference, unit_sweeps, vcs
 from dpcompanion.experiments.store.executors import LocalExecutor, cpu_model
 from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
 from dpcompanion.experiments.store.hashing import config_hash, digest
@@ -257,9 +257,9 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
     each as it finishes, and combine all of them, in units order."""
     units = exp.units(config)
     mode, seed = config["mode"], int(config["seed"])
-    folder = sweeps.units_dir(exp.id, mode, root)
+    folder = unit_sweeps.units_dir(exp.id, mode, root)
     code = hashing.code_hash(exp)
-    keys = [sweeps.unit_key(exp.id, mode, u, seed, device) for u in units]
+    keys = [unit_sweeps.unit_key(exp.id, mode, u, seed, device) for u in units]
     done: list = [None] * len(units)
     old_code = 0
     if folder.is_dir():  # temporary files of unit saves killed mid-write
@@ -268,7 +268,7 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
             if files.temp_is_stale(p.name, now):
                 p.unlink(missing_ok=True)
     for i, k in enumerate(keys):
-        rec = sweeps.load_unit(folder, k) if folder.is_dir() else None
+        rec = unit_sweeps.load_unit(folder, k) if folder.is_dir() else None
         if rec is None:
             continue
         if rec.get("code_hash") != code:
@@ -284,7 +284,7 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
 
     def on_done(j: int, out: tuple[dict, dict]) -> None:
         i = todo[j]
-        sweeps.save_unit(folder, keys[i], units[i], out[0], out[1], code=code, seed=seed, device=device)
+        unit_sweeps.save_unit(folder, keys[i], units[i], out[0], out[1], code=code, seed=seed, device=device)
 
     t0 = time.perf_counter()
     if todo:
@@ -347,7 +347,7 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     prov = sealed(prov)
     files.save(target, payload, prov)
     # the result is complete and saved: its units are no longer needed (keeps the repository small)
-    shutil.rmtree(sweeps.units_dir(exp.id, mode, root), ignore_errors=True)
+    shutil.rmtree(unit_sweeps.units_dir(exp.id, mode, root), ignore_errors=True)
     return StoredResult(id=exp.id, mode=mode, payload=payload, provenance=prov, fresh=True, cached=False,
                         path=target)
 
@@ -392,11 +392,11 @@ def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
     no unit is stored."""
     if "paper" not in base.get(experiment_id).configs or fresh_paper(experiment_id, root) is not None:
         return ""
-    part = sweeps.sweep_progress(experiment_id, "paper", root)
+    part = unit_sweeps.sweep_progress(experiment_id, "paper", root)
     if part is None:
         return ""
     done, total = part["units_done"], part["units_total"]
-    committed = sweeps.committed_units(experiment_id, "paper", root)
+    committed = unit_sweeps.committed_units(experiment_id, "paper", root)
     if committed is None:
         tag = ""
     elif committed >= done:
@@ -404,7 +404,7 @@ def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
     else:
         tag = f" ({committed} of them committed)"
     old = (f", {part['units_old_code']} stored by older code (recomputed)" if part["units_old_code"] else "")
-    when = sweeps.estimate_phrase(part, hours=True)
+    when = unit_sweeps.estimate_phrase(part, hours=True)
     return (f"paper-scale run in progress: {done} of {total} units done{tag}{old}, {when}; continue with "
             f"`python -m dpcompanion experiment {experiment_id} --mode paper`")
 
@@ -415,10 +415,10 @@ def full_absent_note(experiment_id: str) -> str:
     full = load(experiment_id, mode="full")
     why = ("No full-mode result is stored yet" if full is None
            else f"The stored full-mode result is stale ({full.stale_reason}) and is not shown")
-    part = sweeps.sweep_progress(experiment_id, "full")
+    part = unit_sweeps.sweep_progress(experiment_id, "full")
     if part is not None:
         why += (f"; a full sweep is partly done ({part['units_done']}/{part['units_total']} units stored"
-                + (", " if part["estimate_left_s"] is not None else "; ") + sweeps.estimate_phrase(part)
+                + (", " if part["estimate_left_s"] is not None else "; ") + unit_sweeps.estimate_phrase(part)
                 + ") and is not shown until it is complete")
     return f"{why}: `python -m dpcompanion experiment {experiment_id} --mode full` computes it."
 
@@ -529,7 +529,7 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
         raise ValueError(f"revalidation applies to modes {', '.join(base.FINGERPRINTED_MODES)}, got {mode!r}")
     res = load(exp.id, mode=mode, root=root)
     if res is None:
-        if sweeps.sweep_progress(exp.id, mode, root) is not None:
+        if unit_sweeps.sweep_progress(exp.id, mode, root) is not None:
             return revalidate_units(exp.id, mode=mode, device=device, root=root, repo=repo)
         return {"id": exp.id, "status": "missing", "detail": f"no {mode} result stored"}
     if res.fresh:
@@ -621,7 +621,7 @@ def revalidate_units(experiment_id: str, *, mode: str = "paper", device: str = "
     (``revalidated`` when every such unit was, ``stale`` when some were not, ``fresh`` when
     none was old)."""
     exp = base.get(experiment_id)
-    old = sweeps.old_code_units(exp.id, mode, root)
+    old = unit_sweeps.old_code_units(exp.id, mode, root)
     if not old:
         return {"id": exp.id, "status": "fresh", "detail": f"every stored {mode} unit is of the current code"}
     done, kept = 0, []
@@ -632,7 +632,7 @@ def revalidate_units(experiment_id: str, *, mode: str = "paper", device: str = "
             kept.append(f"{len(recs)} of code {old_hash[:12]}: {why}")
             continue
         for path, _ in recs:
-            sweeps.restamp_unit(path, event)
+            unit_sweeps.restamp_unit(path, event)
         done += len(recs)
     if kept:
         return {"id": exp.id, "status": "stale",

@@ -276,7 +276,7 @@ def old_code_units(experiment_id: str, mode: str, root: Path | None = None) -> d
 
 def restamp_unit(path: Path, event: dict) -> None:
     """Rewrite a unit's record for the code hash ``event["to_code_hash"]`` (a revalidation,
-    :func:`~dpcompanion.experiments.store.results.revalidate_units`), appending ``event`` to its
+    :func:`~dpcompanion.experiments.store.result_store.revalidate_units`), appending ``event`` to its
     ``revalidated``; atomically, its result untouched."""
     rec = json.loads(path.read_text())
     if rec.get("code_hash") != event["from_code_hash"]:

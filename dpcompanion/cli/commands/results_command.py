@@ -48,10 +48,10 @@ import argparse
 import json
 
 from dpcompanion.cli import UsageError, options
-from dpcompanion.cli.commands.experiment import add_results_dir_argument, results_root_from_args
+from dpcompanion.cli.commands.experiment_command import add_results_dir_argument, results_root_from_args
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.store import sweeps
+from dpcompanion.experiments.store import unit_sweeps
 
 HELP = "list the stored experiment results (fresh or stale); --revalidate re-checks stale full and paper results cheaply"
 
@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"no stored results under {root}")
     for r in rows:
         if not r["complete"]:
-            left = sweeps.estimate_phrase(r)
+            left = unit_sweeps.estimate_phrase(r)
             old = f", {r['units_old_code']} stored by older code (recomputed)" if r["units_old_code"] else ""
             print(f"{r['id']:<12} {r['mode']:<6} PARTIAL {r['units_done']}/{r['units_total']} units{old}; "
                   f"{left}; `python -m dpcompanion experiment {r['id']} --mode {r['mode']}` "

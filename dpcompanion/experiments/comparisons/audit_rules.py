@@ -29,7 +29,7 @@ def _judge_power(*, flagged: Sequence[str], trainers: Sequence[str]) -> tuple[st
 RULES: tuple[Rule, ...] = (
     Rule("audit/claim", "trainer as shipped (S = 1): the ledger's (epsilon, delta)-DP claim", "the ledger's claim",
          "agrees: the audit's lower bound on epsilon (the larger of the Gaussian-DP fit and the Clopper-Pearson "
-         "threshold test, 95% together) does not exceed the claim (dpcompanion.training.audit decides 'passed')",
+         "threshold test, 95% together) does not exceed the claim (dpcompanion.training.privacy_audit decides 'passed')",
          _judge_claim),
     Rule("audit/power", "the audit flags every deliberately mis-calibrated trainer",
          "every trainer flagged", "agrees: all flagged; partly: some; disagrees: none", _judge_power),

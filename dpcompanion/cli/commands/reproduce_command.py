@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dpcompanion.book import runner
 from dpcompanion.cli import UsageError, options
-from dpcompanion.cli.commands.experiment import add_executor_arguments
+from dpcompanion.cli.commands.experiment_command import add_executor_arguments
 from dpcompanion.core import validate
 from dpcompanion.core.provenance import DEVICES
 

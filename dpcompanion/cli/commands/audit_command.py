@@ -19,7 +19,7 @@ deliberately mis-calibrated trainer that adds S times the noise its ledger is to
 (full batch: S = 0.5 is flagged). ``--canary-label L`` audits the clip-and-sum step itself
 with a canary whose label is L, fed below the trainers' label check (issue 30: the linear fast
 path once bounded a gradient by ``||x||`` alone, so a label of 2 or -1 contributed 3 C; the
-shipped path gives a canary shift of 1 C and passes). Method, sizes and limits: :mod:`dpcompanion.training.audit`
+shipped path gives a canary shift of 1 C and passes). Method, sizes and limits: :mod:`dpcompanion.training.privacy_audit`
 and the book page ``audit``.
 """
 
@@ -65,16 +65,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-#: parameter of :func:`dpcompanion.training.audit.validate_audit` -> its flag here
+#: parameter of :func:`dpcompanion.training.privacy_audit.validate_audit` -> its flag here
 FLAGS = {"trainer": "--trainer", "epsilon": "--epsilon", "delta": "--delta", "trials": "--trials",
          "noise_multiplier_scale": "--noise-multiplier-scale", "seed": "--seed", "sampling_rate": "--sampling-rate",
          "device": "--device"}
 
 
 def _validate(args: argparse.Namespace):
-    """All checks before any training: :func:`dpcompanion.training.audit.validate_audit` (one
+    """All checks before any training: :func:`dpcompanion.training.privacy_audit.validate_audit` (one
     home for the rules), its messages spelled with this command's flags."""
-    from dpcompanion.training import audit  # torch: kept out of the command line's start
+    from dpcompanion.training import privacy_audit  # torch: kept out of the command line's start
 
     try:
         # the budget checks every command shares (issue 19: audit took --epsilon 1e7 and 1e-300,
@@ -83,9 +83,9 @@ def _validate(args: argparse.Namespace):
         validate.delta(args.delta)  # not subnormal (issue 30), before the audit's own (0, 1) check
         if args.sampling_rate is not None:
             validate.sampling_rate(args.sampling_rate)
-        audit.validate_audit(trainer=args.trainer, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
-                             noise_multiplier_scale=args.noise_multiplier_scale, seed=args.seed,
-                             sampling_rate=args.sampling_rate)
+        privacy_audit.validate_audit(trainer=args.trainer, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
+                                     noise_multiplier_scale=args.noise_multiplier_scale, seed=args.seed,
+                                     sampling_rate=args.sampling_rate)
         resolve_device(args.device)
     except ValueError as exc:
         msg = str(exc)
@@ -100,11 +100,11 @@ def _validate(args: argparse.Namespace):
         raise UsageError(f"--epsilon {args.epsilon:g} at --delta {args.delta:g} gives the budget R = {R:.3g}, {side} than "
                          f"the ledger accepts (R in [{lo:g}, {hi:g}]); use a {'larger' if R < lo else 'smaller'} --epsilon "
                          f"or --delta")
-    return audit
+    return privacy_audit
 
 
-def _run_label(audit, args: argparse.Namespace) -> int:
-    """``--canary-label``: :func:`dpcompanion.training.audit.label_audit`."""
+def _run_label(privacy_audit, args: argparse.Namespace) -> int:
+    """``--canary-label``: :func:`dpcompanion.training.privacy_audit.label_audit`."""
     if args.trainer != "pgd":
         raise UsageError(f"--canary-label needs --trainer pgd (it audits the full-batch clip-and-sum step), got "
                          f"{args.trainer!r}")
@@ -112,7 +112,7 @@ def _run_label(audit, args: argparse.Namespace) -> int:
         raise UsageError("--canary-label takes neither --noise-multiplier-scale nor --sampling-rate")
     kw = {} if args.trials is None else {"trials": args.trials}
     try:
-        out = audit.label_audit(label=args.canary_label, epsilon=args.epsilon, delta=args.delta, seed=args.seed, **kw)
+        out = privacy_audit.label_audit(label=args.canary_label, epsilon=args.epsilon, delta=args.delta, seed=args.seed, **kw)
     except ValueError as exc:
         msg = str(exc)
         name = msg.split(" ", 1)[0]
@@ -132,12 +132,12 @@ def _run_label(audit, args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    audit = _validate(args)
+    privacy_audit = _validate(args)
     if args.canary_label is not None:
-        return _run_label(audit, args)
-    res = audit.run_audit(trainer=args.trainer, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
-                    noise_multiplier_scale=args.noise_multiplier_scale, seed=args.seed,
-                    sampling_rate=args.sampling_rate, device=args.device)
+        return _run_label(privacy_audit, args)
+    res = privacy_audit.run_audit(trainer=args.trainer, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
+                                  noise_multiplier_scale=args.noise_multiplier_scale, seed=args.seed,
+                                  sampling_rate=args.sampling_rate, device=args.device)
     out = res.to_dict()
     if args.json:
         print(json.dumps(out))

@@ -511,7 +511,7 @@ def test_checked_box_says_which_T():
 
 
 def test_entries_live_in_the_module_named_for_their_page():
-    # page h-sec-4-1 -> claims/h_sec_4_1_*.py, h-tables -> claims/h_tables.py; Wu et al.'s page -> claims/w_adp.py
+    # page h-sec-4-1 -> claims/h_sec_4_1_*.py, h-tables -> claims/h_tables.py; Wu et al.'s page -> claims/w_adp*.py
     special = {"w-theory": "w_adp"}
     wrong = {}
     for cid, c in registry.load_all().items():

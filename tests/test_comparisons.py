@@ -322,7 +322,7 @@ def test_a_comparison_over_no_cells_is_not_a_pass():
 
 
 def test_w_eps_rows_judge_the_closest_accountant_of_the_main_reading():
-    """W-EPS from rows shaped like claims.w_adp.w_eps_table: the appendix reading is not
+    """W-EPS from rows shaped like claims.w_adp_eps.w_eps_table: the appendix reading is not
     judged; the closest accountant is; a printed value our accountant rounds to agrees."""
     table = [{"b_delta": "main", "epsilon_bar": 0.8, "paper": 0.29, "accountant": "pld", "epsilon_accountant": 0.2149},
              {"b_delta": "main", "epsilon_bar": 0.8, "paper": 0.29, "accountant": "rdp-classic", "epsilon_accountant": 0.3214},

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpcompanion.book.claims_page import readings_markdown
-from dpcompanion.claims import w_adp
+from dpcompanion.claims import w_adp_eps
 from dpcompanion.experiments.comparisons import readings as rd
 from dpcompanion.experiments.comparisons import reproduction
 from dpcompanion.experiments.comparisons import theory
@@ -152,9 +152,9 @@ def test_w_eps_rows_name_the_closest_reading_which_recomputes_from_the_library()
     """Issue 33 item 8, W-EPS: the stated protocol's values (the three accountants of the
     w-eps rows) are among the readings; every row names its closest reading and deviation, the
     verdicts stay 'disagrees', and the closest reading recomputes independently."""
-    readings = w_adp.w_eps_readings()
-    table = w_adp.w_eps_table()
-    g = w_adp.W_EPS_READING_GRID
+    readings = w_adp_eps.w_eps_readings()
+    table = w_adp_eps.w_eps_table()
+    g = w_adp_eps.W_EPS_READING_GRID
     n_grid = len(list(itertools.product(*g.values())))
     for eb, rs in readings.items():
         stated = {v for _, v, s in rs if s}

@@ -191,9 +191,9 @@ def _w_t1245_cells(payload) -> list[dict]:
 
 
 def _w_eps_rows() -> list[dict]:
-    from dpcompanion.claims import w_adp
+    from dpcompanion.claims import w_adp_eps
 
-    return wu_rules.w_eps_rows(w_adp.w_eps_table(), w_adp.w_eps_readings())
+    return wu_rules.w_eps_rows(w_adp_eps.w_eps_table(), w_adp_eps.w_eps_readings())
 
 
 def _w_f2_rows() -> list[dict]:

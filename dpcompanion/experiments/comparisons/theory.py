@@ -181,7 +181,7 @@ def accounting_rows() -> list[dict]:
     unit of the printed 4th decimal, the printed inversion's R within a relative 1e-3, and the
     printed inequality R_zCDP > R_MA. W's moments-accountant epsilons are W-EPS's rows
     (:func:`.wu_rules.w_eps_rows`, one rule for W-EPS everywhere)."""
-    from dpcompanion.claims import w_adp
+    from dpcompanion.claims import w_adp_eps
 
     eps0, delta0 = 4.0, 1e-8
     rho0 = accounting.dp_to_zcdp(epsilon=eps0, delta=delta0)
@@ -201,7 +201,7 @@ def accounting_rows() -> list[dict]:
                 "eps > 0", reading=rd.closest(R_ma0, R_readings(epsilon=eps0, delta=delta0), relation=">")),
     ]
     return rows + [{**r, "item": f"W moments-accountant epsilon, {r['item']}"}
-                   for r in wu_rules.w_eps_rows(w_adp.w_eps_table(), w_adp.w_eps_readings())]
+                   for r in wu_rules.w_eps_rows(w_adp_eps.w_eps_table(), w_adp_eps.w_eps_readings())]
 
 
 def h_sec_4_2_rows() -> list[dict]:

@@ -438,10 +438,10 @@ ACCOUNTANT_SHORT = {"rdp-improved": "RDP, improved conversion", "rdp-classic": "
 def w_eps_rows(table: Sequence[dict], protocol_readings: dict | None = None) -> list[dict]:
     """Paper-vs-ours rows for W-EPS (Wu et al., Sec. 6 footnote 3: the moments-accountant epsilons of
     Thm 4.1's noise at each epsilon_bar; a claim, nothing is trained). ``table``: rows of
-    :func:`dpcompanion.claims.w_adp.w_eps_table`; the main-text B_delta reading is judged,
+    :func:`dpcompanion.claims.w_adp_eps.w_eps_table`; the main-text B_delta reading is judged,
     one row per epsilon_bar, the accountant closest to the printed value.
 
-    ``protocol_readings`` (:func:`dpcompanion.claims.w_adp.w_eps_readings`: epsilon_bar ->
+    ``protocol_readings`` (:func:`dpcompanion.claims.w_adp_eps.w_eps_readings`: epsilon_bar ->
     ``(name, epsilon, stated)``, issue 33 item 8): the natural readings of the footnote's
     protocol; each row's note names the closest one and its deviation
     (:func:`.readings.note`), its ``reading`` field carries it (:func:`.readings.field`), and
@@ -472,7 +472,7 @@ def w_eps_rows(table: Sequence[dict], protocol_readings: dict | None = None) -> 
     return out
 
 
-#: how the W-EPS notes summarise the readings tried (:data:`dpcompanion.claims.w_adp.W_EPS_READING_GRID`)
+#: how the W-EPS notes summarise the readings tried (:data:`dpcompanion.claims.w_adp_eps.W_EPS_READING_GRID`)
 W_EPS_TRIED = ("the stated protocol (T 11700, N 50000, batch 256, Poisson, delta 1e-5, main-text B_delta) under PLD "
                 "and RDP with the improved and the classic conversion; every combination of T in {11700, 11719, "
                 "11760}, N in {50000, 60000}, delta in {1e-5, 1/N}, B_delta main or appendix, RDP improved or classic "

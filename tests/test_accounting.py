@@ -12,7 +12,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion.theory import accounting as acc
+from dpcompanion.theory import accounting as acc, adp_accounting, numerical_accounting
 
 deltas = st.floats(min_value=1e-12, max_value=0.5)
 epsilons = st.floats(min_value=1e-3, max_value=50.0)
@@ -133,7 +133,7 @@ def test_exact_is_below_zcdp_and_rdp(R, delta):
 
 def test_rdp_is_above_exact():
     sigma = [2.0] * 10
-    assert acc.accountant_epsilon(sigma=sigma, delta=1e-5, accountant="rdp") >= acc.exact_epsilon(sigma=sigma, delta=1e-5)
+    assert numerical_accounting.accountant_epsilon(sigma=sigma, delta=1e-5, accountant="rdp") >= acc.exact_epsilon(sigma=sigma, delta=1e-5)
 
 
 @given(epsilon=st.floats(min_value=0.05, max_value=20.0), delta=st.floats(min_value=1e-12, max_value=1e-2))
@@ -166,14 +166,14 @@ def test_exact_handles_inf_sigma_and_validation():
 def test_psgd_rule_is_rescaled_budget():
     p, R = 0.05, 0.4
     sigma = np.full(100, math.sqrt(100 * p * p / R))  # sum p^2/sigma^2 = R
-    assert sum(acc.psgd_step_cost(sigma=s, sampling_rate=p) for s in sigma) == pytest.approx(R)
-    assert acc.spent_R(sigma=sigma) == pytest.approx(acc.psgd_R_prime(R=R, sampling_rate=p))
+    assert sum(numerical_accounting.psgd_step_cost(sigma=s, sampling_rate=p) for s in sigma) == pytest.approx(R)
+    assert acc.spent_R(sigma=sigma) == pytest.approx(numerical_accounting.psgd_R_prime(R=R, sampling_rate=p))
 
 
 def test_grouping_equals_step_by_step_composition():
     sigma = [1.5, 2.0, 1.5, 3.0, 2.0, 1.5]
     p = 0.1
-    ours = acc.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=p, accountant="rdp")
+    ours = numerical_accounting.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=p, accountant="rdp")
     a = dpa.rdp.RdpAccountant()
     for s in sigma:
         a.compose(dpa.PoissonSampledDpEvent(p, dpa.GaussianDpEvent(s)))
@@ -182,12 +182,12 @@ def test_grouping_equals_step_by_step_composition():
 
 def test_subsampling_amplifies():
     sigma = [1.0] * 50
-    e = [acc.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=p) for p in (0.01, 0.1, 1.0)]
+    e = [numerical_accounting.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=p) for p in (0.01, 0.1, 1.0)]
     assert e[0] < e[1] < e[2]
     with pytest.raises(ValueError, match="sampling_rate"):
-        acc.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=0.0)
+        numerical_accounting.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=0.0)
     with pytest.raises(ValueError, match="accountant"):
-        acc.accountant_epsilon(sigma=sigma, delta=1e-5, accountant="ma")
+        numerical_accounting.accountant_epsilon(sigma=sigma, delta=1e-5, accountant="ma")
 
 
 # -------------------------------------------------------------------------- ADP-SGD
@@ -198,14 +198,14 @@ def test_adp_sigma2_rewritten():
     n, eps, d, G = 1000, 2.0, 1e-5, 1.5
     B = math.log(16 * 100 / (n * d)) * math.log(1.25 / d)
     expected = (16 * G) ** 2 * B * np.sum(1 / alpha**2) / (n**2 * eps**2)
-    assert acc.adp_sigma2(alpha=alpha, G=G, n=n, epsilon=eps, delta=d) == pytest.approx(expected, rel=1e-12)
+    assert adp_accounting.adp_sigma2(alpha=alpha, G=G, n=n, epsilon=eps, delta=d) == pytest.approx(expected, rel=1e-12)
 
 
 def test_adp_sigma2_scaling_in_T():
     # W Sec. 4: alpha_t^2 ∝ t^p gives sigma^2 ∝ T^(1-p) (p < 1), up to B_delta's log T
     def ratio(p):
-        s = [acc.adp_sigma2(alpha=np.arange(1, T + 1) ** (p / 2), G=1, n=10**9, epsilon=1, delta=1e-5)
-             / acc.adp_B_delta(T=T, n=10**9, delta=1e-5) for T in (10**4, 10**5)]
+        s = [adp_accounting.adp_sigma2(alpha=np.arange(1, T + 1) ** (p / 2), G=1, n=10**9, epsilon=1, delta=1e-5)
+             / adp_accounting.adp_B_delta(T=T, n=10**9, delta=1e-5) for T in (10**4, 10**5)]
         return s[1] / s[0]
 
     assert ratio(0.0) == pytest.approx(10.0)
@@ -214,34 +214,34 @@ def test_adp_sigma2_scaling_in_T():
 
 def test_advanced_composition_reduces_to_classical():
     e0, k, dp = 0.05, 40, 1e-6
-    eps, delta = acc.advanced_composition(epsilons=[e0] * k, deltas=[1e-7] * k, delta_prime=dp)
+    eps, delta = adp_accounting.advanced_composition(epsilons=[e0] * k, deltas=[1e-7] * k, delta_prime=dp)
     classical = e0 * math.sqrt(2 * k * math.log(1 / dp)) + k * e0 * (math.exp(e0) - 1) / (math.exp(e0) + 1)
     assert eps == pytest.approx(classical, rel=1e-12)
     assert delta == pytest.approx(1 - (1 - 1e-7) ** k + dp, rel=1e-9)
     with pytest.raises(ValueError, match="epsilon_i"):
-        acc.advanced_composition(epsilons=[1.5], deltas=[1e-6], delta_prime=1e-6)
+        adp_accounting.advanced_composition(epsilons=[1.5], deltas=[1e-6], delta_prime=1e-6)
 
 
 def test_w_moments_epsilons_recompute():
-    rows = acc.w_moments_epsilons()
-    assert [r["epsilon_bar"] for r in rows] == list(acc.W_EPSILON_BARS)
+    rows = adp_accounting.w_moments_epsilons()
+    assert [r["epsilon_bar"] for r in rows] == list(adp_accounting.W_EPSILON_BARS)
     eps = [r["epsilon_accountant"] for r in rows]
     assert all(a < b for a, b in zip(eps, eps[1:]))
     r0 = rows[0]
     B = math.log(16 * 11700 / (50000 * 1e-5)) * math.log(1.25 / 1e-5)
     assert r0["noise_multiplier"] == pytest.approx(256 * 16 * math.sqrt(B * 11700) / (50000 * 16 * 0.8))
-    classic = acc.w_moments_epsilons(epsilon_bar=[0.8], conversion="classic")[0]["epsilon_accountant"]
+    classic = adp_accounting.w_moments_epsilons(epsilon_bar=[0.8], conversion="classic")[0]["epsilon_accountant"]
     assert classic > eps[0]  # the classic RDP conversion is looser
 
 
 def test_R_accountant_between_zcdp_and_exact():
     rz = acc.R_zcdp(epsilon=4, delta=1e-8)
     rx = acc.R_exact(epsilon=4, delta=1e-8)
-    rr = acc.R_accountant(epsilon=4, delta=1e-8, accountant="rdp")
+    rr = numerical_accounting.R_accountant(epsilon=4, delta=1e-8, accountant="rdp")
     assert rz < rr < rx
-    assert acc.accountant_epsilon(sigma=[1 / math.sqrt(rr)], delta=1e-8) == pytest.approx(4.0, rel=1e-6)
+    assert numerical_accounting.accountant_epsilon(sigma=[1 / math.sqrt(rr)], delta=1e-8) == pytest.approx(4.0, rel=1e-6)
     # PLD of a Gaussian is (up to discretisation) the exact GDP profile
-    assert acc.R_accountant(epsilon=4, delta=1e-8, accountant="pld") == pytest.approx(rx, rel=1e-3)
+    assert numerical_accounting.R_accountant(epsilon=4, delta=1e-8, accountant="pld") == pytest.approx(rx, rel=1e-3)
 
 
 @pytest.mark.parametrize("sigma,p", [(1.0, 0.01), (0.5, 0.1), (3.0, 0.5), (0.3, 0.9), (2.0, 1.0)])
@@ -251,37 +251,37 @@ def test_rdp_curve_is_dp_accountings_formula_at_integer_orders(sigma, p):
     fractional orders): the ledger is at least as strict as dp-accounting's RDP accountant."""
     from dp_accounting.rdp import rdp_privacy_accountant as rpa
 
-    ref = rpa._compute_rdp_poisson_subsampled_gaussian(p, sigma, acc.RDP_ORDERS)
-    ours = acc.rdp_curve(sigma=[sigma], sampling_rate=p)
+    ref = rpa._compute_rdp_poisson_subsampled_gaussian(p, sigma, numerical_accounting.RDP_ORDERS)
+    ours = numerical_accounting.rdp_curve(sigma=[sigma], sampling_rate=p)
     assert np.allclose(ours, ref, rtol=1e-9, atol=1e-300)
     ref_acc = dpa.rdp.RdpAccountant()
     ev = dpa.GaussianDpEvent(sigma)
     ref_acc.compose(ev if p == 1 else dpa.PoissonSampledDpEvent(p, ev), 50)
-    e_ours = acc.rdp_epsilon(orders=acc.RDP_ORDERS, rdp=50 * ours, delta=1e-5)
+    e_ours = numerical_accounting.rdp_epsilon(orders=numerical_accounting.RDP_ORDERS, rdp=50 * ours, delta=1e-5)
     assert ref_acc.get_epsilon(1e-5) <= e_ours * (1 + 1e-12)
 
 
 def test_rdp_curve_refuses_noiseless_steps():
     for bad in (np.inf, np.nan, 0.0, -1.0):
         with pytest.raises(ValueError, match="sigma"):
-            acc.rdp_curve(sigma=[1.0, bad], sampling_rate=0.1)
+            numerical_accounting.rdp_curve(sigma=[1.0, bad], sampling_rate=0.1)
 
 
 def test_rdp_protocol_helpers_calibrate_and_refuse_the_last_order():
     """calibrate_multiplier reaches its target by the same accountant; rdp_epsilon with
     check_order refuses an optimum at the last order (a valid but loose value)."""
     a = np.linspace(1.0, 2.0, 12)
-    z = acc.calibrate_multiplier(alpha=a, sampling_rate=0.1, delta=1e-5, epsilon_target=1.5)
-    assert acc.rdp_epsilon_of(sigma=z * a, delta=1e-5, sampling_rate=0.1) == pytest.approx(1.5, rel=1e-9)
+    z = numerical_accounting.calibrate_multiplier(alpha=a, sampling_rate=0.1, delta=1e-5, epsilon_target=1.5)
+    assert numerical_accounting.rdp_epsilon_of(sigma=z * a, delta=1e-5, sampling_rate=0.1) == pytest.approx(1.5, rel=1e-9)
     orders = np.arange(2, 6.0)
-    r = acc.rdp_curve(sigma=[20.0], orders=orders)
-    assert acc.rdp_epsilon(orders=orders, rdp=r, delta=1e-5) > 0
+    r = numerical_accounting.rdp_curve(sigma=[20.0], orders=orders)
+    assert numerical_accounting.rdp_epsilon(orders=orders, rdp=r, delta=1e-5) > 0
     with pytest.raises(ValueError, match="largest RDP order"):
-        acc.rdp_epsilon(orders=orders, rdp=r, delta=1e-5, check_order=True)
-    o = acc.rdp_orders_for(sigma=1.0, T=1000, sampling_rate=0.01, delta=1e-5)
+        numerical_accounting.rdp_epsilon(orders=orders, rdp=r, delta=1e-5, check_order=True)
+    o = numerical_accounting.rdp_orders_for(sigma=1.0, T=1000, sampling_rate=0.01, delta=1e-5)
     assert o[0] == 2 and 32 <= o[-1] <= 256
-    rows = acc.rdp_per_step(sigma=[2.0, 3.0, 2.0], sampling_rate=0.2, orders=orders)
-    np.testing.assert_allclose(rows.sum(0), acc.rdp_curve(sigma=[2.0, 3.0, 2.0], sampling_rate=0.2, orders=orders))
+    rows = numerical_accounting.rdp_per_step(sigma=[2.0, 3.0, 2.0], sampling_rate=0.2, orders=orders)
+    np.testing.assert_allclose(rows.sum(0), numerical_accounting.rdp_curve(sigma=[2.0, 3.0, 2.0], sampling_rate=0.2, orders=orders))
 
 
 # ------------------------------------------------------------------ issue 30: ranges of the accountants
@@ -294,9 +294,9 @@ def test_R_accountant_rdp_outside_the_old_bracket(epsilon):
     f(b) must have different signs", issue 30): widened, the root is the boundary of the
     budgets within epsilon (to the root-finder's 1e-7 in log R; RDP's epsilon jumps from 0 to
     about 0.0035 at delta 1e-5, so every smaller target has the same R)."""
-    R = acc.R_accountant(epsilon=epsilon, delta=1e-5, accountant="rdp")
-    below = acc.epsilon_at_R(R=R * (1 - 1e-6), delta=1e-5, accountant="rdp")
-    above = acc.epsilon_at_R(R=R * (1 + 1e-6), delta=1e-5, accountant="rdp")
+    R = numerical_accounting.R_accountant(epsilon=epsilon, delta=1e-5, accountant="rdp")
+    below = numerical_accounting.epsilon_at_R(R=R * (1 - 1e-6), delta=1e-5, accountant="rdp")
+    above = numerical_accounting.epsilon_at_R(R=R * (1 + 1e-6), delta=1e-5, accountant="rdp")
     assert below <= epsilon < above
 
 
@@ -304,11 +304,11 @@ def test_pld_keeps_its_discretisation_up_to_R0_and_bounds_it_above():
     """Up to PLD_R0 the full-batch pld epsilon is dp-accounting's at its default discretisation,
     to the bit; above, the interval grows with R (bounded size; at R = 1000 the default took 26 s
     and 2.6 GB, issue 30) and the value stays a valid upper bound, within 1e-3 of exact GDP."""
-    for R in (0.5, 4.0, acc.PLD_R0):
-        assert acc.epsilon_at_R(R=R, delta=1e-5, accountant="pld") == acc.accountant_epsilon(
+    for R in (0.5, 4.0, numerical_accounting.PLD_R0):
+        assert numerical_accounting.epsilon_at_R(R=R, delta=1e-5, accountant="pld") == numerical_accounting.accountant_epsilon(
             sigma=[1 / math.sqrt(R)], delta=1e-5, accountant="pld")
-    for R in (1000.0, 1e4, acc.PLD_MAX_R):
-        e = acc.epsilon_at_R(R=R, delta=1e-5, accountant="pld")
+    for R in (1000.0, 1e4, numerical_accounting.PLD_MAX_R):
+        e = numerical_accounting.epsilon_at_R(R=R, delta=1e-5, accountant="pld")
         exact = acc.gdp_epsilon(mu=math.sqrt(R), delta=1e-5)
         assert exact <= e <= exact * (1 + 1e-3)
 
@@ -319,9 +319,9 @@ def test_pld_past_its_range_is_refused_or_left_out():
     from dpcompanion.theory.budget import Budget
 
     with pytest.raises(ValueError, match=r"R must be at most 1e\+06 for the pld accountant"):
-        acc.epsilon_at_R(R=2e6, delta=1e-5, accountant="pld")
+        numerical_accounting.epsilon_at_R(R=2e6, delta=1e-5, accountant="pld")
     with pytest.raises(ValueError, match=r"epsilon must be small enough that R <= 1e\+06 for the pld accountant"):
-        acc.R_accountant(epsilon=1e6, delta=1e-5, accountant="pld")
+        numerical_accounting.R_accountant(epsilon=1e6, delta=1e-5, accountant="pld")
     b = Budget.from_R(R=1e7, delta=1e-5)
     assert sorted(b.epsilon_by_accountant([1 / math.sqrt(1e7)])) == ["exact", "rdp", "zcdp"]
 
@@ -346,14 +346,14 @@ def test_pld_delta_floor_against_exact():
 
     import pytest
 
-    from dpcompanion.theory import accounting, budget
+    from dpcompanion.theory import accounting, budget, numerical_accounting
 
     for R in (1e-4, 1.0):
-        pld = accounting.epsilon_at_R(R=R, delta=accounting.PLD_MIN_DELTA, accountant="pld")
-        exact = accounting.gdp_epsilon(mu=math.sqrt(R), delta=accounting.PLD_MIN_DELTA)
+        pld = numerical_accounting.epsilon_at_R(R=R, delta=numerical_accounting.PLD_MIN_DELTA, accountant="pld")
+        exact = accounting.gdp_epsilon(mu=math.sqrt(R), delta=numerical_accounting.PLD_MIN_DELTA)
         assert exact <= pld <= exact * 1.002
-    for fn in (lambda: accounting.epsilon_at_R(R=1.0, delta=1e-17, accountant="pld"),
-               lambda: accounting.R_accountant(epsilon=1.0, delta=1e-17, accountant="pld")):
+    for fn in (lambda: numerical_accounting.epsilon_at_R(R=1.0, delta=1e-17, accountant="pld"),
+               lambda: numerical_accounting.R_accountant(epsilon=1.0, delta=1e-17, accountant="pld")):
         with pytest.raises(ValueError, match="delta must be at least 1e-14 for the pld accountant"):
             fn()
     b = budget.Budget.from_epsilon(epsilon=1.0, delta=1e-17, accountant="exact")

@@ -83,7 +83,7 @@ def test_w_thm41_single_step_counterexample():
 
 
 def test_w_eps_paper_values_bracketed():
-    """W-EPS.ours recomputed with dp-accounting directly (not through accounting.py)."""
+    """W-EPS.ours recomputed with dp-accounting directly (not through theory/adp_accounting.py)."""
     import dp_accounting as dpa
 
     T, m, N, delta = 11700, 256, 50000, 1e-5

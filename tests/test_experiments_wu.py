@@ -13,7 +13,7 @@ import torch
 from dpcompanion.experiments import base, comparisons
 from dpcompanion.experiments.protocols import wu as wp, wu_paper
 from dpcompanion.experiments.comparisons import wu_rules
-from dpcompanion.theory import accounting
+from dpcompanion.theory import adp_accounting
 
 DELTA = 1e-5
 
@@ -330,9 +330,9 @@ def test_w_f4_epsilon_bar_is_thm_4_1_solved_for_epsilon():
     T, n, m, z, delta = 800, 2000, 256, 3.2, 1e-5
     B = math.log(16 * T / (n * delta)) * math.log(1.25 / delta)
     want = m * math.sqrt(B * T) / (n * z)
-    got = accounting.adp_epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=1.0, delta=delta)
+    got = adp_accounting.adp_epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=1.0, delta=delta)
     assert got == pytest.approx(want, rel=1e-12)
-    assert accounting.adp_epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=2.5, delta=delta) == pytest.approx(want, rel=1e-12)
+    assert adp_accounting.adp_epsilon_bar(sigma=z, T=T, N=n, batch_size=m, clip=2.5, delta=delta) == pytest.approx(want, rel=1e-12)
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from dpcompanion.experiments.comparisons import readings as rd
 from dpcompanion.experiments.comparisons import reproduction
 from dpcompanion.experiments.comparisons import theory
 from dpcompanion.experiments.comparisons import wu_rules
-from dpcompanion.theory import accounting as acc
+from dpcompanion.theory import adp_accounting
 
 # the rows of issue 33 item 8 that disagree with a printed deterministic number (the verdicts the
 # readings must not change)
@@ -176,4 +176,4 @@ def test_w_eps_rows_name_the_closest_reading_which_recomputes_from_the_library()
     # the accounting page shows the same W-EPS rows with their readings
     acc_rows = [r for r in theory.accounting_rows() if r["rule"] == "w-eps/epsilon"]
     assert [r["reading"] for r in acc_rows] == [r["reading"] for r in rows]
-    assert acc.W_SEC6["T"] == 11700 and 11700 in g["T"] and 50000 in g["N"] and 1e-5 in g["delta"]
+    assert adp_accounting.W_SEC6["T"] == 11700 and 11700 in g["T"] and 50000 in g["N"] and 1e-5 in g["delta"]

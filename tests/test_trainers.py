@@ -10,8 +10,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion.theory import accounting, schedules
-from dpcompanion.theory.accounting import accountant_epsilon
+from dpcompanion.theory import accounting, numerical_accounting, schedules
+from dpcompanion.theory.numerical_accounting import accountant_epsilon
 import dpcompanion.training
 from dpcompanion.theory.budget import Budget, plan_paper_p2
 from dpcompanion.theory.ledger import PrivacyLedger
@@ -188,7 +188,7 @@ def test_budget_never_exceeded(sigma, T, R, p):
         assert h.steps_done == by_rule
     else:  # also within the target epsilon by an independent accountant call (RDP, dp-accounting)
         target = accounting.zcdp_to_dp(rho=R / 2, delta=delta)
-        eps = lambda k: accounting.accountant_epsilon(sigma=[sigma] * k, delta=delta, sampling_rate=p)  # noqa: E731
+        eps = lambda k: numerical_accounting.accountant_epsilon(sigma=[sigma] * k, delta=delta, sampling_rate=p)  # noqa: E731
         assert h.steps_done <= by_rule
         assert h.steps_done == 0 or eps(h.steps_done) <= target * (1 + 1e-9)
         assert h.steps_done == by_rule or eps(h.steps_done + 1) > target
@@ -335,7 +335,7 @@ def test_psgd_charges_subsampled_cost_and_reports_tight_epsilon():
     assert h.R_spent == pytest.approx(20 * p**2 / sig[0] ** 2, rel=1e-12)  # the paper's p^2/sigma^2
     # the History reports the ledger's epsilon: the RDP accountant it enforces (integer orders), which
     # dp-accounting's (fractional orders too, independent code) bounds from below within 1 %
-    assert h.epsilon == pytest.approx(accounting.rdp_epsilon_of(sigma=sig, delta=delta, sampling_rate=p), rel=1e-12)
+    assert h.epsilon == pytest.approx(numerical_accounting.rdp_epsilon_of(sigma=sig, delta=delta, sampling_rate=p), rel=1e-12)
     tight = accountant_epsilon(sigma=sig, delta=delta, sampling_rate=p)
     assert tight <= h.epsilon < 1.01 * tight
     assert h.meta["sampling_rate"] == p and np.isfinite(h.loss).all()

@@ -21,7 +21,7 @@ import sympy as sp
 
 from dpcompanion.claims.checks import margin_result, simplest
 from dpcompanion.claims.registry import claim, compare, illustrated, prose, proved, refuted, verified_by_margins
-from dpcompanion.theory import accounting as acc
+from dpcompanion.theory import adp_accounting
 from dpcompanion.theory import exact_subsampled as xs
 from dpcompanion.theory.bounds import adp
 
@@ -52,23 +52,23 @@ def _l22_equal(*, mutant=False):
     # the library implementation against the classical formula at sample points
     worst = 0.0
     for ee, dd, k2 in itertools.product((0.01, 0.1, 0.5, 0.9), (1e-8, 1e-5), (1, 10, 1000)):
-        got_e, got_d = acc.advanced_composition(epsilons=[ee] * k2, deltas=[dd] * k2, delta_prime=1e-6)
+        got_e, got_d = adp_accounting.advanced_composition(epsilons=[ee] * k2, deltas=[dd] * k2, delta_prime=1e-6)
         want_e = ee * math.sqrt(2 * k2 * math.log(1e6)) + k2 * ee * math.tanh(ee / 2)
         want_d = -math.expm1(k2 * math.log1p(-dd)) + 1e-6
         worst = max(worst, abs(got_e - want_e) / want_e, abs(got_d - want_d) / want_d)
     if worst > 1e-10:
-        raise AssertionError(f"accounting.advanced_composition differs from Lemma A.2 by {worst}")
+        raise AssertionError(f"adp_accounting.advanced_composition differs from Lemma A.2 by {worst}")
     return proved(
         sp.Abs(sp.simplify(ext - classic)) + sp.Abs(sp.simplify(dext - dcl)),
         k=k,
         library_max_rel_diff=worst,
-        note="symbolic for k = 6; accounting.advanced_composition matches Lemma A.2 at 24 numeric points",
+        note="symbolic for k = 6; adp_accounting.advanced_composition matches Lemma A.2 at 24 numeric points",
     )
 
 
 def tight_composition_epsilon(*, epsilons, deltas, delta_total: float) -> float:
     """Test reference, not the library's accounting (an independent recomputation that Lemma 2.2's
-    :func:`dpcompanion.theory.accounting.advanced_composition` is checked against): the smallest epsilon
+    :func:`dpcompanion.theory.adp_accounting.advanced_composition` is checked against): the smallest epsilon
     such that every composition of (eps_i, delta_i)-DP mechanisms is
     (epsilon, delta_total)-DP (optimal composition, Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan
     2016: worst case = independent randomized responses, each revealing with prob. delta_i).
@@ -114,7 +114,7 @@ def _l22_valid(*, mutant=False):
         eps = rng.uniform(0.01, 0.9, size=k)
         dl = 10 ** rng.uniform(-9, -6, size=k)
         dprime = float(10 ** rng.uniform(-7, -3))
-        ew, dw = acc.advanced_composition(epsilons=eps, deltas=dl, delta_prime=dprime)
+        ew, dw = adp_accounting.advanced_composition(epsilons=eps, deltas=dl, delta_prime=dprime)
         et = tight_composition_epsilon(epsilons=eps, deltas=dl, delta_total=dw)
         pts.append({"k": k, "delta_prime": dprime, "eps_lemma": ew, "eps_tight": et})
     return compare(
@@ -150,16 +150,16 @@ def _t41_sigma2():
     """
     n, T, eps, delta = 1000, 200, 2.0, 1e-5
     alpha = np.sqrt(np.arange(1, T + 1, dtype=np.float64))  # alpha_t^2 = t (p = 1)
-    s = math.sqrt(acc.adp_sigma2(alpha=alpha, G=1.0, n=n, epsilon=eps, delta=delta))  # step 1: alpha_1 = 1
+    s = math.sqrt(adp_accounting.adp_sigma2(alpha=alpha, G=1.0, n=n, epsilon=eps, delta=delta))  # step 1: alpha_1 = 1
     d1 = single_step_delta(epsilon=eps, n=n, s=s)
     # App. C.1's condition, checked at t = 1 with delta0 from Eq. (21): delta = 12.5 delta0 T m / n
     delta0 = delta * n / (12.5 * T)
-    B = acc.adp_B_delta(T=T, n=n, delta=delta)
+    B = adp_accounting.adp_B_delta(T=T, n=n, delta=delta)
     need = n**2 * eps**2 * B / (32 * math.log(1.25 / delta0))
     # the experiments' setting (DP-SGD, T = 11700, n = 50000, m = 256, eps = 16 * 0.8): is the condition met?
     n6, m6, T6, e6 = 50000, 256, 11700, 16 * 0.8
     d06 = delta * n6 / (12.5 * T6 * m6)
-    need6 = n6**2 * e6**2 * acc.adp_B_delta(T=T6, n=n6, delta=delta, batch_size=m6) / (32 * m6**2 * math.log(1.25 / d06))
+    need6 = n6**2 * e6**2 * adp_accounting.adp_B_delta(T=T6, n=n6, delta=delta, batch_size=m6) / (32 * m6**2 * math.log(1.25 / d06))
     if d1 <= delta:  # step 1 alone would stay within the claimed delta: no counterexample here
         return verified_by_margins([delta - d1], domain="alpha_t^2 = t, n = 1000, T = 200, epsilon = 2")
     return refuted(
@@ -203,11 +203,11 @@ def _t41_sigma2_conditioned(*, mutant=False):
             t = np.arange(1, T + 1, dtype=np.float64)
             alpha = t ** (p / 2)
             delta0 = delta * n / (12.5 * T)
-            need = n**2 * eps**2 * acc.adp_B_delta(T=T, n=n, delta=delta) / (32 * math.log(1.25 / delta0))
+            need = n**2 * eps**2 * adp_accounting.adp_B_delta(T=T, n=n, delta=delta) / (32 * math.log(1.25 / delta0))
             if float(np.min(alpha**2) * np.sum(1 / alpha**2)) >= need:
                 break
             T *= 2
-        z = alpha * math.sqrt(acc.adp_sigma2(alpha=alpha, G=1.0, n=n, epsilon=eps, delta=delta)) / 2.0  # sens. 2G
+        z = alpha * math.sqrt(adp_accounting.adp_sigma2(alpha=alpha, G=1.0, n=n, epsilon=eps, delta=delta)) / 2.0  # sens. 2G
         levels = np.geomspace(z.min(), z.max(), 4) if z.max() > z.min() else np.array([z.min()])
         idx = np.searchsorted(levels, z * (1 + 1e-12), side="right") - 1  # round noise down: conservative
         ra = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
@@ -235,7 +235,7 @@ def _t41_growth():
     for p in (0.0, 0.25, 0.5, 0.75):
         S = np.array([np.sum(np.arange(1, T + 1, dtype=np.float64) ** (-p)) for T in Ts])
         fits[str(p)] = float(np.polyfit(np.log(Ts), np.log(S), 1)[0])
-        full = np.array([acc.adp_sigma2(alpha=np.arange(1, T + 1, dtype=np.float64) ** (p / 2), G=1.0, n=50000,
+        full = np.array([adp_accounting.adp_sigma2(alpha=np.arange(1, T + 1, dtype=np.float64) ** (p / 2), G=1.0, n=50000,
                                         epsilon=1.0, delta=1e-5) for T in Ts[::3]])
         with_B[str(p)] = float(np.polyfit(np.log(Ts[::3]), np.log(full), 1)[0])
     S1 = np.array([np.sum(1.0 / np.arange(1, T + 1)) for T in Ts])
@@ -284,7 +284,7 @@ def _e2e_w41(*, mutant: bool = False):
     for n, T, epsilon, delta in cases:
         for kind in ("DP-SGD", "ADP-SGD"):
             alpha = np.ones(T) if kind == "DP-SGD" else np.sqrt(adp.b_poly(a=20.0, c=1.0, T=T))
-            sigma2 = acc.adp_sigma2(alpha=alpha, G=1.0, n=n, epsilon=epsilon, delta=delta)
+            sigma2 = adp_accounting.adp_sigma2(alpha=alpha, G=1.0, n=n, epsilon=epsilon, delta=delta)
             if mutant:  # the variance of Eq. (6) without its factor 16^2
                 sigma2 /= 256.0
             z = float(alpha[0]) * math.sqrt(sigma2) / 2.0  # first step's noise in units of the sensitivity 2G (G = 1)

@@ -20,7 +20,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from dpcompanion.claims.registry import claim, not_reproduced, prose, verified_by_margins
-from dpcompanion.theory import accounting as acc
+from dpcompanion.theory import adp_accounting, numerical_accounting
 
 SRC = "Wu et al."
 V = ("002",)
@@ -37,13 +37,13 @@ def _w_eps_table() -> list[dict]:
     rows = []
     for b_delta in ("main", "appendix"):
         for conv in ("improved", "classic"):
-            res = acc.w_moments_epsilons(b_delta=b_delta, conversion=conv)
+            res = adp_accounting.w_moments_epsilons(b_delta=b_delta, conversion=conv)
             for r, paper in zip(res, W_EPS_PAPER):
                 rows.append({**r, "paper": paper, "b_delta": b_delta, "accountant": f"rdp-{conv}"})
-        res = acc.w_moments_epsilons(b_delta=b_delta)
+        res = adp_accounting.w_moments_epsilons(b_delta=b_delta)
         for r, paper in zip(res, W_EPS_PAPER):
-            w6 = acc.W_SEC6
-            e_pld = acc.accountant_epsilon(
+            w6 = adp_accounting.W_SEC6
+            e_pld = numerical_accounting.accountant_epsilon(
                 sigma=[r["noise_multiplier"]] * w6["T"], delta=w6["delta"], sampling_rate=w6["batch_size"] / w6["N"],
                 accountant="pld",
                 value_discretization_interval=1e-4,
@@ -81,8 +81,8 @@ W_EPS_READING_GRID = {"T": (11700, 11719, 11760), "N": (50000, 60000), "delta": 
 def _w_eps_readings() -> tuple:
     import dp_accounting as dpa
 
-    w6 = acc.W_SEC6
-    out: dict[float, list] = {eb: [] for eb in acc.W_EPSILON_BARS}
+    w6 = adp_accounting.W_SEC6
+    out: dict[float, list] = {eb: [] for eb in adp_accounting.W_EPSILON_BARS}
     # the stated protocol under each of the three accountants (the footnote names none): the W-EPS rows' values
     for r in _w_eps_rows():
         if r["b_delta"] == "main":
@@ -95,11 +95,11 @@ def _w_eps_readings() -> tuple:
             continue  # the stated protocol, above
         name = (f"T {T}, N {N}, delta {'1/N' if d == '1/N' else f'{d:g}'}, B_delta {bd}, "
                 f"RDP {conv} conversion")
-        for r in acc.w_moments_epsilons(T=T, N=N, delta=delta, b_delta=bd, conversion=conv):
+        for r in adp_accounting.w_moments_epsilons(T=T, N=N, delta=delta, b_delta=bd, conversion=conv):
             out[r["epsilon_bar"]].append((name, float(r["epsilon_accountant"]), False))
     # the stated protocol read with sampling without replacement (replace-one neighbours, dp-accounting's RDP)
     # and with TF-Privacy's orders under the improved conversion (compute_dp_sgd_privacy from 2020 on)
-    for r in acc.w_moments_epsilons():
+    for r in adp_accounting.w_moments_epsilons():
         z, T, m, N = r["noise_multiplier"], w6["T"], w6["batch_size"], w6["N"]
         wor = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
         wor.compose(dpa.SampledWithoutReplacementDpEvent(N, m, dpa.GaussianDpEvent(z)), T)
@@ -122,7 +122,7 @@ def w_eps_readings() -> dict[float, list[tuple[str, float, bool]]]:
     batch 256, Poisson rate m/N, delta = 1e-5, Thm 4.1's main-text noise) under each of the
     three accountants (``stated``: the footnote names no accountant; the W-EPS rows' values),
     then every combination of :data:`W_EPS_READING_GRID` through the library's
-    :func:`~dpcompanion.theory.accounting.w_moments_epsilons`, and the stated protocol with
+    :func:`~dpcompanion.theory.adp_accounting.w_moments_epsilons`, and the stated protocol with
     sampling without replacement or TF-Privacy's orders (dp-accounting). Computed once per
     process (about 10 s)."""
     return {eb: list(v) for eb, v in _w_eps_readings()}
@@ -156,7 +156,7 @@ def w_eps_constant_intervals() -> dict:
     out = {}
     for conv in ("classic", "improved"):
         iv = []
-        for eb, p in zip(acc.W_EPSILON_BARS, W_EPS_PAPER):
+        for eb, p in zip(adp_accounting.W_EPSILON_BARS, W_EPS_PAPER):
             lo = brentq(lambda z: _reference_rdp_epsilon(z, conversion=conv) - (p + 0.005), 0.3, 30.0, xtol=1e-7)
             hi = brentq(lambda z: _reference_rdp_epsilon(z, conversion=conv) - (p - 0.005), 0.3, 30.0, xtol=1e-7)
             iv.append((lo * eb, hi * eb))
@@ -193,7 +193,7 @@ def _weps():
         lhs=fits[conv][0], relation="<=", rhs=fits[conv][1],
         counterexample={"accountant": f"rdp-{conv}",
                         "values": [W_EPS_PAPER[i_lo], W_EPS_PAPER[i_hi]],
-                        "epsilon_bar": [acc.W_EPSILON_BARS[i_lo], acc.W_EPSILON_BARS[i_hi]]},
+                        "epsilon_bar": [adp_accounting.W_EPSILON_BARS[i_lo], adp_accounting.W_EPSILON_BARS[i_hi]]},
         printed={"one K fits all five": True},
         actual={f"K interval for eps = {W_EPS_PAPER[i]}": [round(iv[i][0], 4), round(iv[i][1], 4)] for i in (i_lo, i_hi)},
         K_intervals={f"rdp-{c}": {str(p): [round(a, 4), round(b, 4)] for p, (a, b) in zip(W_EPS_PAPER, v)}
@@ -229,7 +229,7 @@ def _weps_ours(*, mutant=False):
     """
     rows = [r for r in w_eps_table() if r["b_delta"] == "main"]
     margins, pts = [], []
-    for eb, paper in zip(acc.W_EPSILON_BARS, W_EPS_PAPER):
+    for eb, paper in zip(adp_accounting.W_EPSILON_BARS, W_EPS_PAPER):
         sel = {r["accountant"]: r["epsilon_accountant"] for r in rows if r["epsilon_bar"] == eb}
         lo, hi = min(sel.values()), max(sel.values())
         if mutant:

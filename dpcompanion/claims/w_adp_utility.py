@@ -16,7 +16,7 @@ import sympy as sp
 
 from dpcompanion.claims.checks import margin_result, scaled_result, simplest
 from dpcompanion.claims.registry import checked, claim, compare, illustrated, prose, refuted, refuted_at_worst, verified_by_margins
-from dpcompanion.theory import accounting as acc
+from dpcompanion.theory import adp_accounting
 from dpcompanion.theory import exact_momentum as em
 from dpcompanion.theory.bounds import adp
 
@@ -96,7 +96,7 @@ def _w_problem():
 def _w_run(prob, *, alpha, b, eta, G, n, epsilon, delta, T, start=(1.0, -1.0)):
     """ADP-SGD (W Algorithm 1) with one sample per step: theta_{t+1} = theta_t - eta/b_{t+1} (grad f_xi + alpha_{t+1} c_t)."""
 
-    sigma2 = acc.adp_sigma2(alpha=alpha, G=G, n=n, epsilon=epsilon, delta=delta)
+    sigma2 = adp_accounting.adp_sigma2(alpha=alpha, G=G, n=n, epsilon=epsilon, delta=delta)
     th0 = prob.theta_star + np.asarray(start, dtype=float)
     m = em.moments(prob, theta1=th0, eta=eta / b, noise_std=np.sqrt(sigma2) * np.asarray(alpha), T=T, batch_size=1)
     return sigma2, th0, m
@@ -119,7 +119,7 @@ def _w42(*, corrected: bool, mutant: bool):
                         lhs = float(np.min(m["grad_sq"][:T]))
                         DF = prob.loss(th0) - prob.f_star
                         Wopt = DF / eta + eta * L / 2 * float(np.sum(m["sample_grad_sq"][:T] / b**2))
-                        B = acc.adp_B_delta(T=T, n=n, delta=delta)
+                        B = adp_accounting.adp_B_delta(T=T, n=n, delta=delta)
                         priv = prob.D * (16 * G) ** 2 * B / (2 * n**2 * epsilon**2) * adp.M(alpha=alpha, b=b)
                         if corrected:  # App. C.2: normaliser sum 1/b_{t+1}; the privacy term carries eta L (proof, line (a))
                             rhs = (Wopt + eta * L * priv) / float(np.sum(1 / b))
@@ -346,7 +346,7 @@ def _e2e_w51(*, mutant: bool = False):
                         DF = prob.loss(th0) - prob.f_star
                         BT = math.log1p(T * c_ / a)
                         Wd = math.sqrt(c_) * (DF / eta + eta * G**2 * L * BT / (2 * c_))
-                        B = acc.adp_B_delta(T=T, n=n, delta=delta)
+                        B = adp_accounting.adp_B_delta(T=T, n=n, delta=delta)
                         common = eta * prob.D * L * (16 * G) ** 2 * B / (n**2 * epsilon**2)
                         priv = common * (adp.prop51_bound(T=T, a=a, c=c_, which="adp") / 2 if kind == "ADP-SGD"
                                          else adp.prop51_bound(T=T, a=a, c=c_, which="dp") / 2)

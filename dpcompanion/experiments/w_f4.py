@@ -28,7 +28,7 @@ import numpy as np
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.protocols import wu as wp
-from dpcompanion.theory import accounting
+from dpcompanion.theory import adp_accounting, numerical_accounting
 from dpcompanion.training import data
 from dpcompanion.training.models import make_model
 
@@ -72,7 +72,7 @@ def run_unit(u: dict, device: str) -> dict:
                  else make_model(u["model"], n_classes=10))
         sigma = np.full(T, u["sigma"])
         orders = wp.orders_for(sigma=u["sigma"], T=T, sampling_rate=q, delta=u["delta"])
-        eps_total = accounting.rdp_epsilon_repeated(sigma=u["sigma"], T=T, sampling_rate=q, delta=u["delta"],
+        eps_total = numerical_accounting.rdp_epsilon_repeated(sigma=u["sigma"], T=T, sampling_rate=q, delta=u["delta"],
                                                     orders=orders)
         eta = wp.step_sizes(family="sqrt", T=T, a=u["a"], c=u["c"])
         rep = int(u.get("replicate", 0))  # replicate 0: the seeds a single-seed cell always had
@@ -86,7 +86,7 @@ def run_unit(u: dict, device: str) -> dict:
         epochs = np.arange(u["epochs"] + 1)
         eps_num = wp.epsilon_curve(sigma=sigma, sampling_rate=q, delta=u["delta"], at=epochs * per_epoch,
                                    orders=orders)
-        eps_th = np.array([0.0] + [accounting.adp_epsilon_bar(sigma=u["sigma"], T=e * per_epoch, N=N, batch_size=m,
+        eps_th = np.array([0.0] + [adp_accounting.adp_epsilon_bar(sigma=u["sigma"], T=e * per_epoch, N=N, batch_size=m,
                                                               clip=u["clip"], delta=u["delta"]) for e in epochs[1:]])
         return {"sigma": u["sigma"], "c": u["c"], "epochs": epochs, "test_error": 100 - 100 * r["val_accuracy"],
                 "eps_numeric": eps_num, "eps_theory": eps_th, "T": T, "N": N, "stopped": int(r["stopped"].sum()),

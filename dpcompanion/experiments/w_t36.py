@@ -25,7 +25,7 @@ import torch
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.protocols import tuning, wu as wp, wu_paper
-from dpcompanion.theory import accounting
+from dpcompanion.theory import numerical_accounting
 
 #: the paper's grid (W Sec. 6.2): T = 11 700 (60 epochs of CIFAR-10), clips 1 and 2.5
 PAPER_GRID = dict(dataset="cifar10", n_train=50000, n_val=10000, epochs=60, clips=[1.0, 2.5],
@@ -119,7 +119,7 @@ def run_unit(u: dict, device: str) -> dict:
         period = max(1, int(np.ceil(N / m)))
         z_dp = wp.dp_noise_multiplier(epsilon_bar=u["epsilon_bar"], T=T, N=N, batch_size=m, delta=u["delta"])
         orders = wp.orders_for(sigma=z_dp, T=T, sampling_rate=q, delta=u["delta"])
-        eps = accounting.rdp_epsilon_repeated(sigma=z_dp, T=T, sampling_rate=q, delta=u["delta"], orders=orders,
+        eps = numerical_accounting.rdp_epsilon_repeated(sigma=z_dp, T=T, sampling_rate=q, delta=u["delta"], orders=orders,
                                               check_order=True)
         t = np.arange(1, T + 1, dtype=np.float64)
         ss = np.random.SeedSequence([u["seed"], int(u["epsilon_bar"] * 100), int(u["clip"] * 100)])

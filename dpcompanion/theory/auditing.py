@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, stats
 
-from dpcompanion.theory import accounting
+from dpcompanion.theory import accounting, numerical_accounting
 
 __all__ = [
     "CONFIDENCE",
@@ -296,7 +296,7 @@ def exact_epsilon_of(sigma, *, delta: float, sampling_rate: float = 1.0) -> tupl
     """The epsilon at ``delta`` that the noise ``sigma`` really gives the canary test, and the
     accountant: full batch, the exact Gaussian-DP epsilon
     (:func:`dpcompanion.theory.accounting.exact_epsilon`), the most any audit can certify;
-    Poisson sampling, dp-accounting's PLD (:func:`~dpcompanion.theory.accounting.accountant_epsilon`),
+    Poisson sampling, dp-accounting's PLD (:func:`~dpcompanion.theory.numerical_accounting.accountant_epsilon`),
     tight up to its discretisation, which errs upward.
 
     >>> round(exact_epsilon_of([2.0] * 4, delta=1e-5)[0], 4)
@@ -304,5 +304,5 @@ def exact_epsilon_of(sigma, *, delta: float, sampling_rate: float = 1.0) -> tupl
     """
     if sampling_rate == 1.0:
         return float(accounting.exact_epsilon(sigma=sigma, delta=delta)), "exact (Gaussian DP)"
-    e = accounting.accountant_epsilon(sigma=sigma, delta=delta, sampling_rate=sampling_rate, accountant="pld")
+    e = numerical_accounting.accountant_epsilon(sigma=sigma, delta=delta, sampling_rate=sampling_rate, accountant="pld")
     return float(e), "pld (dp-accounting, tight up to its discretisation)"

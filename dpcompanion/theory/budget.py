@@ -11,7 +11,7 @@ Accountants (what turns noise into ``(epsilon, delta)``):
 * ``zcdp``: the paper's conversion, ``R = 2 rho`` with Hong et al. 2022 (FAccT, arXiv 2101.07413) Lemma C.3; full-batch steps only.
 * ``exact``: exact Gaussian DP of the composed full-batch steps (Dong, Roth & Su 2019,
   Cor. 2.13 and 3.3; :func:`dpcompanion.theory.accounting.R_exact`); full-batch only.
-* ``rdp``: Renyi DP (:func:`dpcompanion.theory.accounting.rdp_curve`, dp-accounting's
+* ``rdp``: Renyi DP (:func:`dpcompanion.theory.numerical_accounting.rdp_curve`, dp-accounting's
   formula at its integer orders and its conversion). Full batch or Poisson subsampling.
 * ``pld``: dp-accounting's privacy-loss-distribution accountant; full batch only here
   (a subsampled PLD would cost about 0.5 s per distinct noise multiplier at every step).
@@ -34,14 +34,14 @@ import math
 import numpy as np
 
 from dpcompanion.core import validate
-from dpcompanion.theory import accounting, schedules
+from dpcompanion.theory import accounting, numerical_accounting, schedules
 
 __all__ = ["ACCOUNTANTS", "Budget", "plan", "make_schedule", "plan_paper_p2", "fit_constant", "PlanRefused", "check_epsilon",
            "largest_within"]
 
-#: Accountants a Budget may name (:data:`accounting.ACCOUNTANTS`); the subsampled ones are those the
+#: Accountants a Budget may name (:data:`numerical_accounting.ACCOUNTANTS`); the subsampled ones are those the
 #: ledger can enforce.
-ACCOUNTANTS = accounting.ACCOUNTANTS
+ACCOUNTANTS = numerical_accounting.ACCOUNTANTS
 SUBSAMPLED_ACCOUNTANTS: tuple[str, ...] = ("rdp",)
 
 #: Budgets a Budget accepts: where every conversion (zCDP, exact GDP, RDP/PLD root-finding) is
@@ -122,12 +122,12 @@ class Budget:
         elif acc == "exact":
             R = accounting.R_exact(epsilon=eps, delta=d)
         else:
-            R = accounting.R_accountant(epsilon=eps, delta=d, accountant=acc)
+            R = numerical_accounting.R_accountant(epsilon=eps, delta=d, accountant=acc)
         if not (math.isfinite(R) and R > 0):
             raise ValueError(f"epsilon = {epsilon!r} at delta = {delta!r} gives no finite budget R; use a smaller epsilon")
         # the inversions are root-finders (or a closed form rounded in float64): step R down until the
         # accountant's own epsilon of it is within the target, to the last ulp
-        R = largest_within(lambda r: accounting.epsilon_at_R(R=r, delta=d, accountant=acc) <= eps, float(R))
+        R = largest_within(lambda r: numerical_accounting.epsilon_at_R(R=r, delta=d, accountant=acc) <= eps, float(R))
         return cls(epsilon=eps, delta=d, R=float(R), accountant=acc, sampling_rate=p)
 
     @classmethod
@@ -153,7 +153,7 @@ class Budget:
                 )
             return cls(epsilon=None, delta=None, R=r, accountant=acc, sampling_rate=p)
         d = validate.delta(delta)
-        eps = accounting.epsilon_at_R(R=r, delta=d, accountant="zcdp" if p < 1.0 else acc)
+        eps = numerical_accounting.epsilon_at_R(R=r, delta=d, accountant="zcdp" if p < 1.0 else acc)
         return cls(epsilon=float(eps), delta=d, R=r, accountant=acc, sampling_rate=p)
 
     @property
@@ -163,8 +163,8 @@ class Budget:
     def epsilon_of(self, sigma, accountant: str | None = None) -> float:
         """epsilon at ``delta`` of the steps ``sigma`` under ``accountant`` (default: this
         budget's, the one it was planned with): RDP for subsampled steps
-        (:func:`accounting.rdp_curve`, the ledger's check), else the accountant's epsilon of
-        the full-batch sum ``sum 1/sigma_t^2`` (:func:`accounting.epsilon_at_R`; what the ledger enforces).
+        (:func:`numerical_accounting.rdp_curve`, the ledger's check), else the accountant's epsilon of
+        the full-batch sum ``sum 1/sigma_t^2`` (:func:`numerical_accounting.epsilon_at_R`; what the ledger enforces).
 
         >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, accountant="exact")
         >>> s = plan(b, "uniform", T=100)
@@ -176,16 +176,16 @@ class Budget:
         acc = self.accountant if accountant is None else accountant
         if self.subsampled:
             validate.choice("accountant", acc, SUBSAMPLED_ACCOUNTANTS)
-            return accounting.rdp_epsilon_of(sigma=sigma, delta=self.delta, sampling_rate=self.sampling_rate)
+            return numerical_accounting.rdp_epsilon_of(sigma=sigma, delta=self.delta, sampling_rate=self.sampling_rate)
         s = validate.noise_multipliers(sigma)  # steps taken: each finite and > 0 (spent_R alone allows inf)
-        return accounting.epsilon_at_R(R=accounting.spent_R(sigma=s), delta=self.delta, accountant=acc)
+        return numerical_accounting.epsilon_at_R(R=accounting.spent_R(sigma=s), delta=self.delta, accountant=acc)
 
     def epsilon_by_accountant(self, sigma) -> dict[str, float]:
         """epsilon at ``delta`` of the steps ``sigma`` under every accountant that applies
         (all of :data:`ACCOUNTANTS` for full-batch steps, RDP for subsampled ones), each named;
         0 for each when no step was taken. ``pld`` is left out for a spent R above
-        :data:`accounting.PLD_MAX_R` (epsilon about 5 x 10^5) or a delta below
-        :data:`accounting.PLD_MIN_DELTA`, where it cannot be computed.
+        :data:`numerical_accounting.PLD_MAX_R` (epsilon about 5 x 10^5) or a delta below
+        :data:`numerical_accounting.PLD_MIN_DELTA`, where it cannot be computed.
         This budget's own accountant is the one its ``epsilon`` holds for.
 
         >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, accountant="exact")
@@ -201,10 +201,10 @@ class Budget:
         if self.delta is None:
             raise ValueError("this budget has no delta (built from R alone): give delta to report an epsilon")
         R = accounting.spent_R(sigma=validate.noise_multipliers(sigma))  # validated and summed once for all
-        if R > accounting.PLD_MAX_R or self.delta < accounting.PLD_MIN_DELTA:
+        if R > numerical_accounting.PLD_MAX_R or self.delta < numerical_accounting.PLD_MIN_DELTA:
             # beyond the pld accountant's range (epsilon ~ 5e5, or delta below its tail truncation): left out
             names = tuple(a for a in names if a != "pld")
-        return {a: float(accounting.epsilon_at_R(R=R, delta=self.delta, accountant=a)) for a in names}
+        return {a: float(numerical_accounting.epsilon_at_R(R=R, delta=self.delta, accountant=a)) for a in names}
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -329,7 +329,7 @@ def plan_paper_p2(budget: Budget, kind: str, *, T: int | None = None, **params) 
     """
     if T is not None:
         params["T"] = T
-    return schedules.make(kind, R=accounting.psgd_R_prime(R=budget.R, sampling_rate=budget.sampling_rate), **params)
+    return schedules.make(kind, R=numerical_accounting.psgd_R_prime(R=budget.R, sampling_rate=budget.sampling_rate), **params)
 
 
 def fit_constant(budget: Budget, *, sigma: float, T: int) -> None:

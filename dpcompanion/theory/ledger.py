@@ -8,7 +8,7 @@ released iterate is ``(R/2)``-zCDP by Thm 3.1.
 
 Costs are in the paper's R units: ``1/sigma^2`` for a full-batch step and, for a step on a
 batch sampled at rate ``p``, the paper's PSGD rule ``p^2/sigma^2`` (H Sec. 4.3,
-:func:`dpcompanion.theory.accounting.psgd_step_cost`).
+:func:`dpcompanion.theory.numerical_accounting.psgd_step_cost`).
 
 That PSGD rule is the paper's bookkeeping, **not a guarantee** (at small p a schedule it
 accepts can be several times the target epsilon; see the accounting chapter). So a ledger
@@ -16,7 +16,7 @@ that records subsampled steps needs its ``delta``: every subsampled step is then
 checked against dp-accounting's RDP accountant, and refused if the composed RDP epsilon at
 ``delta`` would exceed the target epsilon: the user's own epsilon for a ledger built with
 :meth:`PrivacyLedger.from_budget`, else the one R stands for, ``zcdp_to_dp(rho=R/2, delta)``.
-The RDP curve is :func:`dpcompanion.theory.accounting.rdp_curve` (dp-accounting's formula
+The RDP curve is :func:`dpcompanion.theory.numerical_accounting.rdp_curve` (dp-accounting's formula
 and conversion), the same one :func:`dpcompanion.theory.budget.plan` calibrates with, so a
 planned schedule always finishes. A sigma that is not finite and > 0 is refused
 (ValueError): no step without noise.
@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from dpcompanion.core import validate
-from dpcompanion.theory import accounting
+from dpcompanion.theory import accounting, numerical_accounting
 
 __all__ = ["BudgetExceeded", "StepRecord", "PrivacyLedger", "ScheduleLedger"]
 
@@ -94,8 +94,8 @@ class PrivacyLedger:
             self.epsilon_target = accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=self.R), delta=self.delta)
         #: the accountant full-batch spending is reported by (:meth:`spent_epsilon`): the budget's
         self.accountant = "zcdp" if accountant is None else validate.choice("accountant", accountant,
-                                                                             accounting.ACCOUNTANTS)
-        self.orders = accounting.rdp_orders(orders)
+                                                                             numerical_accounting.ACCOUNTANTS)
+        self.orders = numerical_accounting.rdp_orders(orders)
         self._orders_key = tuple(self.orders)  # the key of the cached per-step RDP curves
         self.rel_slack = float(rel_slack)
         self._spent = 0.0
@@ -123,7 +123,7 @@ class PrivacyLedger:
         >>> PrivacyLedger(R=1.0).cost(sigma=2.0)
         0.25
         """
-        return accounting.psgd_step_cost(sigma=sigma, sampling_rate=sampling_rate)
+        return numerical_accounting.psgd_step_cost(sigma=sigma, sampling_rate=sampling_rate)
 
     @property
     def spent(self) -> float:
@@ -149,7 +149,7 @@ class PrivacyLedger:
         A sigma that is not finite and > 0 raises ValueError: a noisy step needs noise."""
         sigma = float(validate.noise_multipliers([sigma])[0])  # the ledger's boundary: validated once here
         sampling_rate = validate.sampling_rate(sampling_rate)
-        c = accounting.step_cost(sigma, sampling_rate)
+        c = numerical_accounting.step_cost(sigma, sampling_rate)
         if self.R is not None and self._spent + c > self.R:
             return c, None, 0.0, (f"would spend {c:.6g} but only {self.remaining:.6g} of R = {self.R:.6g} remains "
                                   f"(spent {self._spent:.6g})")
@@ -160,9 +160,9 @@ class PrivacyLedger:
                 f"a subsampled step (sampling_rate={sampling_rate}) needs the ledger's delta: the paper's "
                 "p^2/sigma^2 rule is not a guarantee, so such steps are also checked with an RDP accountant at delta"
             )
-        step = accounting.step_rdp(sigma, sampling_rate, self._orders_key)
+        step = numerical_accounting.step_rdp(sigma, sampling_rate, self._orders_key)
         rdp = step if self._rdp is None else self._rdp + step
-        eps = accounting.rdp_epsilon(orders=self.orders, rdp=rdp, delta=self.delta)
+        eps = numerical_accounting.rdp_epsilon(orders=self.orders, rdp=rdp, delta=self.delta)
         if eps > self.epsilon_target * (1 + self.rel_slack):
             stands = "asked for" if self.R is None else f"that R = {self.R:.6g} stands for"
             return c, None, eps, (f"would bring the RDP epsilon to {eps:.6g} at delta = {self.delta:g}, above the "
@@ -238,7 +238,7 @@ class PrivacyLedger:
         elif rates == {1.0}:
             out["epsilon_exact"] = accounting.exact_epsilon(sigma=sig, delta=delta)
         else:
-            out["epsilon_rdp"] = accounting.accountant_epsilon(
+            out["epsilon_rdp"] = numerical_accounting.accountant_epsilon(
                 sigma=sig, delta=delta, sampling_rate=[r.sampling_rate for r in self._history])
         return out
 
@@ -246,7 +246,7 @@ class PrivacyLedger:
         """The epsilon at the ledger's ``delta`` that the recorded steps cost by the accountant
         the ledger enforces: the running RDP epsilon when any step was subsampled (or the ledger
         has no R), else the full-batch spending ``R_spent`` by the budget's accountant
-        (:func:`accounting.epsilon_at_R`). None without delta; 0 before any step.
+        (:func:`numerical_accounting.epsilon_at_R`). None without delta; 0 before any step.
 
         >>> led = PrivacyLedger(R=1.0, delta=1e-5)
         >>> _ = led.charge(sigma=1.0)
@@ -257,7 +257,7 @@ class PrivacyLedger:
             return None
         if self._rdp is not None or not self._history:
             return float(self._rdp_epsilon)
-        return accounting.epsilon_at_R(R=self._spent, delta=self.delta, accountant=self.accountant)
+        return numerical_accounting.epsilon_at_R(R=self._spent, delta=self.delta, accountant=self.accountant)
 
     def __repr__(self) -> str:
         target = f"R={self.R:g}" if self.R is not None else f"epsilon={self.epsilon_target:g}, delta={self.delta:g}"

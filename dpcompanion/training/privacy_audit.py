@@ -107,7 +107,7 @@ import numpy as np
 import torch
 
 from dpcompanion.core.provenance import resolve_device
-from dpcompanion.theory import accounting, schedules
+from dpcompanion.theory import accounting, numerical_accounting, schedules
 from dpcompanion.theory.auditing import (
     CONFIDENCE,
     MODEL_CHECK_LEVEL,
@@ -410,11 +410,11 @@ def _quiet_absl() -> None:
 def _claimed_epsilon(sigma: np.ndarray, *, delta: float, sampling_rate: float) -> tuple[float, str]:
     """What the ledger believes steps ``sigma`` cost: full batch, the zCDP conversion of the
     spent budget (H Lemma C.3; the ledger's ``epsilon_zcdp``); subsampled, the RDP epsilon
-    the ledger checks each step against (:func:`dpcompanion.theory.accounting.rdp_epsilon_of`)."""
+    the ledger checks each step against (:func:`dpcompanion.theory.numerical_accounting.rdp_epsilon_of`)."""
     if sampling_rate == 1.0:
-        return (accounting.epsilon_at_R(R=accounting.spent_R(sigma=sigma), delta=delta, accountant="zcdp"),
+        return (numerical_accounting.epsilon_at_R(R=accounting.spent_R(sigma=sigma), delta=delta, accountant="zcdp"),
                 "zcdp (the ledger's conversion, H Lemma C.3)")
-    return (accounting.rdp_epsilon_of(sigma=sigma, delta=delta, sampling_rate=sampling_rate),
+    return (numerical_accounting.rdp_epsilon_of(sigma=sigma, delta=delta, sampling_rate=sampling_rate),
             "rdp (the ledger's check, integer orders)")
 
 
@@ -437,7 +437,7 @@ def _fitting_budget(sigma: np.ndarray, *, R: float, delta: float, sampling_rate:
     p = sampling_rate
     need = p * p * accounting.spent_R(sigma=sigma)
     if p < 1.0:
-        eps = accounting.rdp_epsilon_of(sigma=sigma, delta=delta, sampling_rate=p)
+        eps = numerical_accounting.rdp_epsilon_of(sigma=sigma, delta=delta, sampling_rate=p)
         need = max(need, accounting.R_zcdp(epsilon=eps, delta=delta))
     return max(R, need * (1.0 + 1e-9))
 
@@ -478,7 +478,7 @@ def _honest_schedule(trainer: str, setup: AuditSetup, *, R: float, delta: float,
     if trainer == "momentum":
         return schedules.momentum_dynamic(T=setup.T, R=R, kappa=setup.kappa, beta=setup.momentum)
     if trainer == "psgd":
-        return schedules.uniform(T=setup.T, R=accounting.psgd_R_prime(R=R, sampling_rate=setup.sampling_rate))
+        return schedules.uniform(T=setup.T, R=numerical_accounting.psgd_R_prime(R=R, sampling_rate=setup.sampling_rate))
     # ADP-SGD builds its schedule inside the trainer: read it off one honest run
     X, y = canary_data(canary=False, n=setup.n, clip_norm=setup.clip_norm)
     h = train_adpsgd(CanaryModel(), X, y, R=R, T=setup.T, sampling_rate=setup.sampling_rate, step_size="polynomial",

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from dpcompanion.cli import options
 from dpcompanion.core import outputs, validate
-from dpcompanion.theory import accounting as acc
+from dpcompanion.theory import accounting as acc, numerical_accounting
 from dpcompanion.theory import diagnostics
 
 HELP = "write a budget-exact noise schedule (uniform, optimal, gd-dynamic, exp, step, momentum-dynamic, ...)"
@@ -87,7 +87,7 @@ def build(args: argparse.Namespace) -> dict:
     if budget.subsampled:
         out["epsilon_rdp"] = budget.epsilon_of(sigma)
     else:
-        out["epsilon_zcdp"] = acc.epsilon_at_R(R=out["R_spent"], delta=delta, accountant="zcdp")
+        out["epsilon_zcdp"] = numerical_accounting.epsilon_at_R(R=out["R_spent"], delta=delta, accountant="zcdp")
         out["epsilon_exact"] = acc.exact_epsilon(sigma=sigma, delta=delta)
     if budget.epsilon is not None:  # by the accountant the budget was planned with (<= --epsilon), and the others
         out["accountant"] = budget.accountant

@@ -4,7 +4,7 @@ the experiments ``w-f1``, ``w-t1245``, ``w-t36`` and ``w-f4``.
 Pieces, in the order a run uses them:
 
 1. **Noise of the paper.** For a privacy level ``epsilon_bar`` W Thm 4.1 (Eq. 6) gives
-   DP-SGD's noise (:func:`dpcompanion.theory.accounting.w_moments_epsilons`, the same code that
+   DP-SGD's noise (:func:`dpcompanion.theory.adp_accounting.w_moments_epsilons`, the same code that
    recomputes the paper's footnote-3 epsilons); as a noise multiplier on the clipped *sum*
    of a Poisson batch of expected size ``m`` this is ``z_dp = sigma m / C``.
 2. **One accountant, two methods.** DP-SGD (``alpha_t = 1``) takes ``T`` steps at ``z_dp``; its
@@ -12,12 +12,12 @@ Pieces, in the order a run uses them:
    target. ADP-SGD (``alpha_t = 1/sqrt(eta_t)``, W Thm 4.2 / Remark 4.1) takes steps at
    ``z alpha_t`` with ``z`` found by root-finding so that its epsilon by the same
    accountant equals the target (:func:`calibrate`, i.e.
-   :func:`dpcompanion.theory.accounting.calibrate_multiplier`). W instead equalises Thm 4.1's bound,
+   :func:`dpcompanion.theory.numerical_accounting.calibrate_multiplier`). W instead equalises Thm 4.1's bound,
    which for unequal ``alpha_t`` does not give the same actual epsilon.
 3. **The accountant.** RDP of the Poisson-subsampled Gaussian at integer orders
-   (:func:`dpcompanion.theory.accounting.rdp_curve`, Mironov, Talwar & Zhang, arXiv
+   (:func:`dpcompanion.theory.numerical_accounting.rdp_curve`, Mironov, Talwar & Zhang, arXiv
    1908.10530v1, Sec. 3.3), composed by adding curves and converted with dp-accounting's
-   ``compute_epsilon`` (:func:`dpcompanion.theory.accounting.rdp_epsilon`). It is
+   ``compute_epsilon`` (:func:`dpcompanion.theory.numerical_accounting.rdp_epsilon`). It is
    dp-accounting's own integer-order computation (``RdpAccountant(orders=...)`` gives the
    same numbers: tests) in numpy, because a schedule with a different multiplier at every
    step (ADP-SGD) costs dp-accounting about 0.1 s per distinct step. The orders run to
@@ -55,7 +55,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from dpcompanion.theory import accounting, ledger
+from dpcompanion.theory import adp_accounting, ledger, numerical_accounting
 from dpcompanion.theory.bounds import adp as adp_bounds
 from dpcompanion.theory.ledger import BudgetExceeded
 from dpcompanion.training import data
@@ -131,18 +131,18 @@ def adp_alpha(*, eta) -> np.ndarray:
 # The accountant and the ledger live in theory/ (one place); these names bind them to this
 # protocol's orders for the experiments.
 
-#: composed RDP curve of steps (:func:`dpcompanion.theory.accounting.rdp_curve`)
-rdp_total = functools.partial(accounting.rdp_curve, orders=ORDERS)
-#: per-step RDP rows (:func:`dpcompanion.theory.accounting.rdp_per_step`)
-rdp_steps = functools.partial(accounting.rdp_per_step, orders=ORDERS)
-#: epsilon of an RDP curve, refusing an optimum at the last order (:func:`dpcompanion.theory.accounting.rdp_epsilon`)
-epsilon = functools.partial(accounting.rdp_epsilon, orders=ORDERS, check_order=True)
-#: epsilon after each step (:func:`dpcompanion.theory.accounting.rdp_epsilon_curve`)
-epsilon_curve = functools.partial(accounting.rdp_epsilon_curve, orders=ORDERS)
-#: orders about twice DP-SGD's optimum (:func:`dpcompanion.theory.accounting.rdp_orders_for`)
-orders_for = accounting.rdp_orders_for
-#: the z of ADP-SGD's steps ``z alpha_t`` at a target epsilon (:func:`dpcompanion.theory.accounting.calibrate_multiplier`)
-calibrate = functools.partial(accounting.calibrate_multiplier, orders=ORDERS)
+#: composed RDP curve of steps (:func:`dpcompanion.theory.numerical_accounting.rdp_curve`)
+rdp_total = functools.partial(numerical_accounting.rdp_curve, orders=ORDERS)
+#: per-step RDP rows (:func:`dpcompanion.theory.numerical_accounting.rdp_per_step`)
+rdp_steps = functools.partial(numerical_accounting.rdp_per_step, orders=ORDERS)
+#: epsilon of an RDP curve, refusing an optimum at the last order (:func:`dpcompanion.theory.numerical_accounting.rdp_epsilon`)
+epsilon = functools.partial(numerical_accounting.rdp_epsilon, orders=ORDERS, check_order=True)
+#: epsilon after each step (:func:`dpcompanion.theory.numerical_accounting.rdp_epsilon_curve`)
+epsilon_curve = functools.partial(numerical_accounting.rdp_epsilon_curve, orders=ORDERS)
+#: orders about twice DP-SGD's optimum (:func:`dpcompanion.theory.numerical_accounting.rdp_orders_for`)
+orders_for = numerical_accounting.rdp_orders_for
+#: the z of ADP-SGD's steps ``z alpha_t`` at a target epsilon (:func:`dpcompanion.theory.numerical_accounting.calibrate_multiplier`)
+calibrate = functools.partial(numerical_accounting.calibrate_multiplier, orders=ORDERS)
 #: a run's ledger for its planned schedule (:class:`dpcompanion.theory.ledger.ScheduleLedger`)
 ScheduleLedger = functools.partial(ledger.ScheduleLedger, orders=ORDERS)
 
@@ -150,9 +150,9 @@ ScheduleLedger = functools.partial(ledger.ScheduleLedger, orders=ORDERS)
 def dp_noise_multiplier(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float) -> float:
     """DP-SGD's noise multiplier for W's privacy level ``epsilon_bar`` at ``T`` steps on ``N``
     samples: W Thm 4.1 (Eq. 6) with ``alpha_t = 1`` and ``epsilon = 16 epsilon_bar``, as a
-    multiplier on the clipped sum (:func:`dpcompanion.theory.accounting.w_moments_epsilons`;
+    multiplier on the clipped sum (:func:`dpcompanion.theory.adp_accounting.w_moments_epsilons`;
     it does not depend on the clip norm)."""
-    row = accounting.w_moments_epsilons(epsilon_bar=[epsilon_bar], T=int(T), batch_size=int(batch_size), N=int(N),
+    row = adp_accounting.w_moments_epsilons(epsilon_bar=[epsilon_bar], T=int(T), batch_size=int(batch_size), N=int(N),
                                         delta=delta)[0]
     return float(row["noise_multiplier"])
 

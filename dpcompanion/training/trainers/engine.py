@@ -52,7 +52,7 @@ import numpy as np
 import torch
 
 from dpcompanion.core import validate
-from dpcompanion.theory import accounting
+from dpcompanion.theory import numerical_accounting
 from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
 from dpcompanion.training.models import Model
@@ -175,7 +175,7 @@ class Charger:
 
     ``sigma (K, T)``; ``budget``: each ledger is :meth:`PrivacyLedger.from_budget` of it;
     ``None``: no ledger, the cost ``p^2/sigma^2``
-    (:func:`dpcompanion.theory.accounting.psgd_step_cost`) is only added up.
+    (:func:`dpcompanion.theory.numerical_accounting.psgd_step_cost`) is only added up.
     :meth:`charge` returns the runs allowed to take step t (a ledger that refuses a step, by
     R or by the RDP epsilon, stops its runs there, before the step); :attr:`spent` is each
     run's cumulative cost and :attr:`sigma_used` the sigma each run was charged for at the
@@ -192,7 +192,7 @@ class Charger:
         self.ledgers = None
         if budget is None:
             vals, inv = np.unique(self.sigma_rows, return_inverse=True)
-            costs = np.array([accounting.psgd_step_cost(sigma=float(v), sampling_rate=self.p) for v in vals])
+            costs = np.array([numerical_accounting.psgd_step_cost(sigma=float(v), sampling_rate=self.p) for v in vals])
             self.cost = costs[inv.reshape(-1)].reshape(self.sigma_rows.shape)
         else:
             self.ledgers = [PrivacyLedger.from_budget(budget) for _ in range(G)]

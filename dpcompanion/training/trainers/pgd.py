@@ -11,7 +11,7 @@ build a :class:`~dpcompanion.training.trainers.config.TrainConfig` and call
 * :func:`train_psgd`: the same with Poisson sampling at rate p (each sample in a step's
   batch independently with probability p), averaged over the expected batch size p N,
   charged with the paper's subsampled cost ``p^2/sigma_t^2`` (H Sec. 4.3, after Yu et
-  al. 2019 Thm 3; :func:`dpcompanion.theory.accounting.psgd_step_cost`) and checked against
+  al. 2019 Thm 3; :func:`dpcompanion.theory.numerical_accounting.psgd_step_cost`) and checked against
   the target epsilon by the ledger's RDP accountant; the history reports the ledger's spent
   epsilon (:meth:`dpcompanion.theory.ledger.PrivacyLedger.spent_epsilon`).
 """

@@ -29,7 +29,7 @@ from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, sizes_line, totals
 from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.theory import exact_risk, schedules
-from dpcompanion.training.models import DenseModel
+from dpcompanion.training.dense_models import DenseModel
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "verdict_rows", "toy_data"]
 

@@ -31,7 +31,7 @@ from dpcompanion.experiments.base import from_module, sizes_line, totals
 from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.theory import diagnostics, exact_risk, schedules
 from dpcompanion.training import influence
-from dpcompanion.training.models import DenseModel
+from dpcompanion.training.dense_models import DenseModel
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "warning_paragraph", "spectrum_data",
            "verdict_rows"]

@@ -12,7 +12,7 @@ without the MNIST wheel.
 Measured in one process, with the same thread settings for everything:
 
 * **ours, one run**: :func:`dpcompanion.training.trainers.train_pgd` with one seed (ghost-norm
-  clipping, :meth:`dpcompanion.training.models.DenseModel.clipped_grad_sum`), whole call timed
+  clipping, :meth:`dpcompanion.training.dense_models.DenseModel.clipped_grad_sum`), whole call timed
   (setup, privacy ledger and final evaluation included: a conservative count);
 * **ours, batched**: the same call with ``runs`` seeds - ``runs`` independent runs as
   one tensor program;

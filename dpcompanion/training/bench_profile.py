@@ -6,7 +6,7 @@ expose as separate calls:
 
 * **the stages of the private step**, timed one by one: ``forward`` (the forward pass and
   the backprops: the layers' inputs and output gradients), ``norms`` (per-sample gradient
-  norms in float64 and the clip factors, :func:`~dpcompanion.training.models.clip_factors`),
+  norms in float64 and the clip factors, :func:`~dpcompanion.training.model_base.clip_factors`),
   ``clipped_sum`` (the clip-weighted sum of the per-sample gradients), ``noise`` (one
   Gaussian draw per parameter, added at std ``sigma C``) and ``update`` (the averaged SGD
   step). :class:`MLPStages` splits the paper's network's ghost-clipping path
@@ -24,7 +24,7 @@ expose as separate calls:
   workload.
 
 The stage methods call the models' stage helpers (``_output_backprop``, ``_runs_per_chunk``,
-``_layer_norms``, ``_layer_clipped_sum``): the one place outside ``models.py`` that does, so
+``_layer_norms``, ``_layer_clipped_sum``): the one place outside the model modules that does, so
 that the profile runs the engine's own code rather than a copy of it.
 """
 
@@ -36,7 +36,9 @@ from typing import Any, Callable
 
 import torch
 
-from dpcompanion.training.models import DenseModel, GhostConvModel, clip_factors, norms64
+from dpcompanion.training.conv_models import GhostConvModel
+from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.model_base import clip_factors, norms64
 
 __all__ = ["STAGES", "STAGE_WHY", "MLPStages", "CNNStages", "profile_summary"]
 

@@ -123,7 +123,8 @@ from dpcompanion.theory.auditing import (
 )
 from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import PrivacyLedger
-from dpcompanion.training.models import ClipResult, DenseModel, Model, clip_factors, norms64
+from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.model_base import ClipResult, Model, clip_factors, norms64
 from dpcompanion.training.trainers import TrainConfig, train, train_adpsgd
 from dpcompanion.training.trainers.adp_sgd import adp_schedule
 from dpcompanion.training.trainers.engine import private_step
@@ -624,7 +625,7 @@ def label_audit(*, label: float = 2.0, loss: str = "squared", epsilon: float = 2
     Per world, ``trials`` // 2 runs of one private step from ``theta = 0`` at the budget's
     sigma (``schedules.uniform(T=1, R)``, R the zCDP budget of ``(epsilon, delta)``), on the
     oracle :func:`~dpcompanion.training.trainers.oracles.make_oracle` builds for a
-    :class:`~dpcompanion.training.models.DenseModel` with ``loss`` and no bias (the margin fast
+    :class:`~dpcompanion.training.dense_models.DenseModel` with ``loss`` and no bias (the margin fast
     path) from :func:`label_canary_data`: the data go to the oracle directly, below the
     trainers' label check, which would refuse them. The adversary recovers the noisy sum from
     the iterate and projects it on the canary's direction ``-sign(s) e_0``. Returns the

@@ -59,7 +59,8 @@ from dpcompanion.theory import adp_accounting, ledger, numerical_accounting
 from dpcompanion.theory.bounds import adp as adp_bounds
 from dpcompanion.theory.ledger import BudgetExceeded
 from dpcompanion.training import data
-from dpcompanion.training.models import DenseModel, make_model
+from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import TrainConfig, train
 
 __all__ = [

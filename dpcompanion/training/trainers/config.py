@@ -202,7 +202,7 @@ class TrainConfig:
     ``memory_budget``: bytes for run-dependent state; runs are trained in chunks below it
     (the same result: bit for bit on the fast path, to rounding on the general path).
     ``fast``: ``None`` uses the margin fast path where the model allows it (binary linear
-    or logistic :class:`~dpcompanion.training.models.DenseModel`), ``False`` never.
+    or logistic :class:`~dpcompanion.training.dense_models.DenseModel`), ``False`` never.
     ``N``: the number of samples the sigma floor was checked for (:func:`check_sigma`).
     ``final_eval``: evaluate the training set at the released iterate (``final_loss``,
     ``train_accuracy``); ``False`` leaves both None, for a caller that evaluates on its own

@@ -55,7 +55,7 @@ from dpcompanion.core import validate
 from dpcompanion.theory import numerical_accounting
 from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
-from dpcompanion.training.models import Model
+from dpcompanion.training.model_base import Model
 from dpcompanion.training.trainers import steps
 from dpcompanion.training.trainers.config import TrainConfig, as_runs, check_sigma
 from dpcompanion.training.trainers.history import STEP_FIELDS, History

@@ -5,14 +5,14 @@ An oracle answers, for parameters ``theta (K, P)`` and optional Poisson weights
 only the statistics that were asked for (the mean loss at theta, the fraction of clipped
 samples). Two implementations:
 
-* :class:`GeneralOracle`: any :class:`~dpcompanion.training.models.Model` through
-  :meth:`~dpcompanion.training.models.Model.clipped_grad_sum` (ghost norms for dense
+* :class:`GeneralOracle`: any :class:`~dpcompanion.training.model_base.Model` through
+  :meth:`~dpcompanion.training.model_base.Model.clipped_grad_sum` (ghost norms for dense
   nets, torch.func per-sample gradients for CNNs). PSGD gathers the rows some run sampled.
 * :class:`LinearOracle`: the **margin fast path** for a binary linear (squared loss) or
-  logistic model (:class:`~dpcompanion.training.models.DenseModel` without hidden layers,
+  logistic model (:class:`~dpcompanion.training.dense_models.DenseModel` without hidden layers,
   one output). With ``x`` a sample's features (and its bias feature 1), ``s = 2y - 1``
   and the negative margin ``r = -s theta.x``, the per-sample gradient is ``a(r) (-s x)``
-  (:func:`~dpcompanion.training.models.binary_output_backprop_`), so its norm is exactly
+  (:func:`~dpcompanion.training.model_base.binary_output_backprop_`), so its norm is exactly
   ``|a| ||s x||`` and clipping it at C is clamping ``a`` to ``[-C/||s x||, C/||s x||]``: the
   norm of the row ``-s x`` itself, so the bound holds for any label, not only for ``s = +-1``
   where it is ``||x||`` (issue 30; :func:`~dpcompanion.training.trainers.engine.train`
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import torch
 
-from dpcompanion.training.models import (
-    DenseModel,
+from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.model_base import (
     Model,
     binary_output_backprop_,
     binary_output_loss,

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from dpcompanion.theory.budget import Budget
-from dpcompanion.training.models import Model
+from dpcompanion.training.model_base import Model
 from dpcompanion.training.trainers.config import TrainConfig
 from dpcompanion.training.trainers.engine import train
 from dpcompanion.training.trainers.history import History

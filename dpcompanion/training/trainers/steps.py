@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from dpcompanion.training.models import ClipResult, Model, clip_factors
+from dpcompanion.training.model_base import ClipResult, Model, clip_factors
 
 __all__ = [
     "clip_factors",

@@ -8,7 +8,7 @@ import statistics
 import pytest
 import torch
 
-from dpcompanion.training import bench
+from dpcompanion.training import bench, bench_measure, bench_workloads
 from dpcompanion import cli
 from dpcompanion.training.models import make_model
 
@@ -23,7 +23,7 @@ KEYS = {
 def test_flop_count_formula_for_the_paper_workload():
     # rewritten by hand: forward + weight gradient 2*(2 N D H + 2 N H), backprop to the hidden layer 2 N H
     N, D, H = 1000, 60, 1000
-    f = bench.private_step_flops(N=N, sizes=(D, H, 1))
+    f = bench_measure.private_step_flops(N=N, sizes=(D, H, 1))
     assert f["matmul"] == 4 * N * D * H + 6 * N * H
     assert f["params"] == D * H + H + H + 1 == make_model("mlp", in_dim=D, n_classes=2, hidden=H).n_params
     assert 0 < f["other"] < 0.05 * f["matmul"]
@@ -48,14 +48,14 @@ def test_matmul_flops_match_torch_flop_counter(sizes):
     counted = fc.get_total_flops()
     # bias gradients may be computed as a (1 x N) @ (N x d) product: allow those 2 N d_l
     bias_mm = sum(2 * N * d for d in sizes[1:])
-    ours = bench.private_step_flops(N=N, sizes=sizes)["matmul"]
+    ours = bench_measure.private_step_flops(N=N, sizes=sizes)["matmul"]
     assert ours <= counted <= 1.05 * ours + bias_mm, f"counted {counted}, analytic {ours} (+{bias_mm} bias)"
 
 
 def test_matmul_peak_and_peak_memory_are_sane():
-    p = bench.matmul_peak_gflops(device="cpu", n=256, repeats=2)
+    p = bench_measure.matmul_peak_gflops(device="cpu", n=256, repeats=2)
     assert p["gflops"] > 0
-    with bench.PeakMemory("cpu") as pm:
+    with bench_measure.PeakMemory("cpu") as pm:
         x = torch.ones(4_000_000)  # 16 MB
         del x
     assert pm.bytes is not None and pm.bytes >= 0
@@ -138,7 +138,7 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
     # each consistent with the stored times / rates it is made of
     cnn, mlp = r["cnn"], r["mlp"]
     med = {k: v["median_s"] for k, v in cnn["step_s"].items()}
-    cl = bench.CL
+    cl = bench_workloads.CL
     assert set(med) == {"ours", "nonprivate", "opacus_ghost", "opacus_hooks", "nonprivate" + cl, "opacus_ghost" + cl,
                         "opacus_hooks" + cl, "engine_nonprivate", "profiled"}
     fastest = min(("ghost", "hooks"), key=lambda m: med[f"opacus_{m}"])
@@ -168,7 +168,7 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
     lin = r["linear"]
     assert lin["fraction_of_matmul_peak"] == (
         lin["flops_per_run_step"] * r["linear_run_steps_per_s"] / 1e9 / r["matmul_peak_gflops"])
-    assert lin["flops_per_run_step"] == 4 * bench.LINEAR_WORKLOADS["tiny"].N * (bench.LINEAR_WORKLOADS["tiny"].D + 1)
+    assert lin["flops_per_run_step"] == 4 * bench_workloads.LINEAR_WORKLOADS["tiny"].N * (bench_workloads.LINEAR_WORKLOADS["tiny"].D + 1)
     # the headline keys, where a reader finds them: one row each, value read from its dotted key
     assert [t["key"] for t in r["targets"]] == [k for k, *_ in bench.TARGETS]
     for t in r["targets"]:
@@ -222,7 +222,7 @@ def test_bench_linear_only_json_file_and_default_name(tmp_path, capsys):
     row = {t["key"]: t for t in r["targets"]}["linear.fraction_of_matmul_peak"]
     assert row["value"] == lin["fraction_of_matmul_peak"] and row["met"] == (row["value"] >= 0.5)
     assert {t["key"]: t for t in r["targets"]}["cnn.ratio_vs_opacus_fastest"]["met"] is None  # not measured here
-    assert r["linear"]["workload"]["runs"] == bench.LINEAR_WORKLOADS["tiny"].runs and "commit" in r["provenance"]
+    assert r["linear"]["workload"]["runs"] == bench_workloads.LINEAR_WORKLOADS["tiny"].runs and "commit" in r["provenance"]
     side = json.loads(out.with_suffix(".json.provenance.json").read_text())
     assert side["command"] == "python -m dpcompanion bench --linear-only"
     assert bench.default_output(r).name == "cpu-quick-linear-tiny.json"
@@ -231,7 +231,7 @@ def test_bench_linear_only_json_file_and_default_name(tmp_path, capsys):
 
 
 def test_linear_workload_tiny_keys_and_reference():
-    r = bench.run_linear_benchmark(mode="quick", device="cpu", size="tiny", steps=3, rounds=2)
+    r = bench_workloads.run_linear_benchmark(mode="quick", device="cpu", size="tiny", steps=3, rounds=2)
     for k in ("linear_run_steps_per_s", "linear_reference_run_steps_per_s", "ratio_linear_batched_vs_reference"):
         assert r[k] > 0, k
     lin = r["linear"]
@@ -268,8 +268,9 @@ def test_linear_workload_reports_are_exact_on_a_very_fast_clock(monkeypatch):
         return now[0]
 
     fake = types.SimpleNamespace(perf_counter=perf_counter)
-    monkeypatch.setattr(bench, "time", fake)
-    r = bench.run_linear_benchmark(mode="quick", device="cpu", size="tiny", steps=2, rounds=3)
+    for mod in (bench_workloads, bench_measure):  # the workload's clock and the rounds' clock
+        monkeypatch.setattr(mod, "time", fake)
+    r = bench_workloads.run_linear_benchmark(mode="quick", device="cpu", size="tiny", steps=2, rounds=3)
     lin = r["linear"]
     ours, ref = lin["ours"]["times_s"], lin["reference"]["times_s"]
     assert all(0 < t < 1e-5 for t in ours + ref)
@@ -285,7 +286,7 @@ def test_plain_linear_loop_is_private_gd_on_the_logistic_loss():
 
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(30, 4, generator=g, dtype=torch.float64) * 3, torch.randint(0, 2, (30,), generator=g)
-    th = bench.plain_linear_loop(X, y, [2.0], runs=2, clip_norm=0.5, lr=0.3, seed=7)
+    th = bench_workloads.plain_linear_loop(X, y, [2.0], runs=2, clip_norm=0.5, lr=0.3, seed=7)
     noise = torch.randn(2, 5, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
     model = make_model("logistic", in_dim=4)
     gsum = LinearOracle(model, X, y, clip_norm=0.5).clip_sum(torch.zeros(2, 5, dtype=torch.float64)).grad_sum
@@ -325,16 +326,17 @@ def _fake_clock(monkeypatch):
         now[0] += 1e-7 * (1 + next(ticks) % 5)
         return now[0]
 
-    monkeypatch.setattr(bench, "time", types.SimpleNamespace(perf_counter=perf_counter))
+    for mod in (bench_workloads, bench_measure):  # the workload's clock and the rounds' clock
+        monkeypatch.setattr(mod, "time", types.SimpleNamespace(perf_counter=perf_counter))
 
 
 def test_mlp_overhead_ratio_is_exact_from_stored_times(monkeypatch):
     _fake_clock(monkeypatch)
-    w = bench.WORKLOADS["tiny"]
-    X, y = bench._data(w, 0)
-    r = bench.run_mlp_overhead(w, X, y, mode="quick")
+    w = bench_workloads.WORKLOADS["tiny"]
+    X, y = bench_workloads.workload_data(w, 0)
+    r = bench_workloads.run_mlp_overhead(w, X, y, mode="quick")
     st = r["step_s"]
-    assert len(st["private"]["times_s"]) == r["rounds"] == bench.CNN_SETTINGS["quick"]["rounds"]
+    assert len(st["private"]["times_s"]) == r["rounds"] == bench_workloads.CNN_SETTINGS["quick"]["rounds"]
     assert all(0 < t < 1e-5 for t in st["private"]["times_s"] + st["nonprivate"]["times_s"])
     _check_round_ratios(r["private_over_nonprivate"], r["private_over_nonprivate_rounds"],
                         st["private"]["times_s"], st["nonprivate"]["times_s"])
@@ -343,13 +345,13 @@ def test_mlp_overhead_ratio_is_exact_from_stored_times(monkeypatch):
 
 def test_cnn_ratio_is_exact_from_stored_times(monkeypatch):
     _fake_clock(monkeypatch)
-    r = bench.run_cnn_benchmark(mode="quick", size="tiny", opacus_modes=("ghost", "hooks"))
+    r = bench_workloads.run_cnn_benchmark(mode="quick", size="tiny", opacus_modes=("ghost", "hooks"))
     med = {k: statistics.median(v["times_s"]) for k, v in r["step_s"].items()}
-    cl = bench.CL
+    cl = bench_workloads.CL
     assert set(med) == {"ours", "nonprivate", "opacus_ghost", "opacus_hooks", "nonprivate" + cl, "opacus_ghost" + cl,
                         "opacus_hooks" + cl, "engine_nonprivate", "profiled"}
     fastest = min(("ghost", "hooks"), key=lambda m: med[f"opacus_{m}"])
-    assert r["opacus_fastest_mode"] == fastest and r["workload"]["batch"] == bench.CNN_BATCH["tiny"]
+    assert r["opacus_fastest_mode"] == fastest and r["workload"]["batch"] == bench_workloads.CNN_BATCH["tiny"]
     st = r["step_s"]
     fastest_cl = min(("ghost", "hooks"), key=lambda m: med[f"opacus_{m}{cl}"])
     assert r["opacus_fastest_mode_channels_last"] == fastest_cl
@@ -367,8 +369,8 @@ def test_cnn_fastest_nonprivate_ratio_is_exact_from_stored_times(monkeypatch):
     """Issue 31 item 2: the CNN's ratio to the fastest of its three non-private steps (torch's, NCHW
     and channels-last, and our engine's without privacy), exact from the stored times."""
     _fake_clock(monkeypatch)
-    r = bench.run_cnn_benchmark(mode="quick", size="tiny", opacus_modes=("ghost",))
-    _check_fastest_nonprivate(r, r["step_s"], "ours", ("nonprivate", "nonprivate" + bench.CL, "engine_nonprivate"))
+    r = bench_workloads.run_cnn_benchmark(mode="quick", size="tiny", opacus_modes=("ghost",))
+    _check_fastest_nonprivate(r, r["step_s"], "ours", ("nonprivate", "nonprivate" + bench_workloads.CL, "engine_nonprivate"))
     assert r["fastest_nonprivate"] in ("torch", "torch_channels_last", "engine")
 
 
@@ -376,9 +378,9 @@ def test_mlp_profile_stages_add_up_to_the_measured_step(record_property):
     """Issue 31 item 3: the MLP's profile (one run and batched runs), real clock, tiny size:
     each stage's median time is positive; their sum against the private step timed whole in the
     same rounds is recorded, not asserted."""
-    w = bench.WORKLOADS["tiny"]
-    X, y = bench._data(w, 0)
-    r = bench.run_mlp_overhead(w, X, y, mode="quick", runs=4)
+    w = bench_workloads.WORKLOADS["tiny"]
+    X, y = bench_workloads.workload_data(w, 0)
+    r = bench_workloads.run_mlp_overhead(w, X, y, mode="quick", runs=4)
     _check_profile(r["profile"], record_property)
     _check_profile(r["profile_batched"])
     assert r["profile_batched"]["runs"] == 4 and r["fastest_nonprivate"] in ("torch", "engine")
@@ -399,14 +401,14 @@ def _tiny_problem(name):
 @pytest.mark.parametrize("name", ["mlp", "cnn"])
 def test_staged_private_step_is_the_engine_step_bit_for_bit(name):
     """Issue 31 item 3: the profile times the engine's own work: the staged step (MLPStages /
-    CNNStages) leaves the parameters equal, bit for bit, to bench.private_step_fn's
+    CNNStages) leaves the parameters equal, bit for bit, to bench_workloads.private_step_fn's
     (Model.clipped_grad_sum, noise, update) over several steps with the same noise stream."""
     from dpcompanion.training.bench_profile import CNNStages, MLPStages
 
     model, X, y, theta = _tiny_problem(name)
     a, b = theta.clone(), theta.clone()
     kw = dict(clip_norm=0.5, lr=0.1, sigma=1.3)
-    whole = bench.private_step_fn(model, a, X, y, **kw, gen=torch.Generator().manual_seed(9))
+    whole = bench_workloads.private_step_fn(model, a, X, y, **kw, gen=torch.Generator().manual_seed(9))
     staged = (MLPStages if name == "mlp" else CNNStages)(model, b, X, y, **kw, gen=torch.Generator().manual_seed(9))
     for _ in range(3):
         whole()

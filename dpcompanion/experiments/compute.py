@@ -17,7 +17,7 @@ i.e. the GPU is assumed to run the same work at the same fraction of its sustain
 the CPU ran it at of its matmul peak. ``GPU_ASSUMED_GFLOPS`` is an **assumption** (one
 data-centre GPU's sustained float32 rate on these small dense and convolution workloads,
 about a sixth of an H100's non-tensor float32 peak); the CPU rate is measured
-(:func:`dpcompanion.training.bench.matmul_peak_gflops`, the value recorded in a committed
+(:func:`dpcompanion.training.bench_measure.matmul_peak_gflops`, the value recorded in a committed
 benchmark file). The model ignores per-step launch latency: for the small per-step workloads here
 (a few MFLOP per step for the linear rows) a GPU is latency bound and the estimate is optimistic.
 

@@ -34,7 +34,7 @@ ending with a test-set evaluation (the segments skip the trainer's training-set 
 each part directly (one torch thread, as the experiment's units run; 60,000 random 28x28 images
 and a 10,000-image test set: the cost does not depend on the pixel values), fastest of the rounds:
 the private step of ``cnn-mnist`` on a Poisson batch of expected size 256
-(:func:`dpcompanion.training.bench.private_step_fn`: clipped sum, noise, update) and one
+(:func:`dpcompanion.training.bench_workloads.private_step_fn`: clipped sum, noise, update) and one
 evaluation on the test set. A cell's seed costs ``T x step + 51 x test-set evaluation``; the grid
 is ``24`` cells x the paper mode's seeds per cell (``seeds x replicates`` of
 ``w_f4.CONFIGS["paper"]``), run one after another (``--executor dask --workers 2`` runs two at a
@@ -61,7 +61,7 @@ from dpcompanion.experiments import h_f_eff, store, w_f4
 from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.theory import schedules
-from dpcompanion.training import bench, data
+from dpcompanion.training import bench, bench_measure, bench_workloads, data
 from dpcompanion.training.models import make_model
 
 __all__ = ["hfeff_run_steps", "measure", "hfeff_estimate", "wf4_estimate", "default_output", "SETTINGS"]
@@ -219,7 +219,7 @@ def wf4_estimate(*, device: str = "cpu", size: str = "paper", seed: int = 0,
         fns = []
         for _ in range(steps):
             rows = torch.nonzero(torch.rand(N, generator=g) < m / N).squeeze(-1)
-            fns.append(bench.private_step_fn(model, theta, X[rows], y[rows], clip_norm=base["clip"], lr=0.01,
+            fns.append(bench_workloads.private_step_fn(model, theta, X[rows], y[rows], clip_norm=base["clip"], lr=0.01,
                                              sigma=sigma, gen=g))
         t = time.perf_counter()
         for f in fns:
@@ -273,11 +273,11 @@ def measure(*, device: str = "cpu", size: str = "paper", seed: int = 0, root: Pa
         raise ValueError(f"size must be one of {', '.join(SETTINGS)}, got {size!r}")
     t0 = time.perf_counter()
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
-    peak_n = bench.WORKLOADS["paper" if size == "paper" else "tiny"].peak_n
-    peaks = [bench.matmul_peak_gflops(device=device, n=peak_n)]
+    peak_n = bench_workloads.WORKLOADS["paper" if size == "paper" else "tiny"].peak_n
+    peaks = [bench_measure.matmul_peak_gflops(device=device, n=peak_n)]
     hf = hfeff_estimate(device=device, size=size, seed=seed, root=root, log=log)
     wf = wf4_estimate(device=device, size=size, seed=seed, log=log)
-    peaks.append(bench.matmul_peak_gflops(device=device, n=peak_n))
+    peaks.append(bench_measure.matmul_peak_gflops(device=device, n=peak_n))
     peak = max(peaks, key=lambda p: p["gflops"]) | {"measurements": 2}
     return {
         "sections": ["paper-scale"], "device": device, "mode": "paper-scale", "size": size,

@@ -13,7 +13,7 @@ expose as separate calls:
   (:meth:`DenseModel.clipped_grad_sum` on a one-hidden-layer binary ReLU MLP) and
   :class:`CNNStages` the per-layer path of :class:`GhostConvModel` (W-F4's CNN) into those
   stages, with the same tensor operations in the same order: the staged step's parameters
-  equal :func:`dpcompanion.training.bench.private_step_fn`'s bit for bit (tested), so the
+  equal :func:`dpcompanion.training.bench_workloads.private_step_fn`'s bit for bit (tested), so the
   stages time the engine's own work, split. The engine is not changed (no flag, no
   profiler hook): its numbers cannot move.
 * **the engine's non-private step** (:meth:`MLPStages.nonprivate_step`,
@@ -162,7 +162,7 @@ class MLPStages(_StagedStep):
             return torch.cat([gW1a[..., :d].reshape(K, -1), gW1a[..., d], gW2.reshape(K, -1), gb2], dim=-1)
 
     def private_step(self) -> None:
-        """One private step (as :func:`~dpcompanion.training.bench.private_step_fn`), each
+        """One private step (as :func:`~dpcompanion.training.bench_workloads.private_step_fn`), each
         stage timed: the chunks' forward, norms and clipped sums add up per stage."""
         chunks = self._chunks()
         self._staged_step(lambda: (self.theta[s] for s in chunks), torch.cat)
@@ -252,7 +252,7 @@ class CNNStages(_StagedStep):
 def profile_summary(times: dict[str, list[float]], *, rounds: int, steps: int, whole_s: list[float],
                     measured_step_s: float, workload: str) -> dict[str, Any]:
     """The profile of one workload from :attr:`MLPStages.times` (one entry per call): the
-    first call (the warm-up of :func:`dpcompanion.training.bench._interleave`) dropped, the
+    first call (the warm-up of :func:`dpcompanion.training.bench_measure.interleave`) dropped, the
     rest grouped into ``rounds`` rounds of ``steps`` calls; per stage the median over rounds of
     the round's mean seconds per step, the total (their sum), the shares of the total and a
     sentence naming the largest stage and why. Two checks of the total: per round, the stages'

@@ -63,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dpcompanion.training import bench  # torch and Opacus (2 s): not for --help
+    from dpcompanion.training import bench, bench_measure, bench_workloads  # torch and Opacus (2 s): not for --help
 
     # validate everything before any work or file
     mode = "quick" if args.quick else "full"
@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
     if args.device not in DEVICES:
         raise UsageError(f"--device must be one of {', '.join(DEVICES)}, got {args.device!r}")
-    if args.size not in bench.WORKLOADS:
-        raise UsageError(f"--size must be one of {', '.join(bench.WORKLOADS)}, got {args.size!r}")
+    if args.size not in bench_workloads.WORKLOADS:
+        raise UsageError(f"--size must be one of {', '.join(bench_workloads.WORKLOADS)}, got {args.size!r}")
     if args.linear_only and (args.runs is not None or args.opacus_modes is not None or args.steps is not None):
         raise UsageError("--linear-only measures the fixed linear workload: --runs, --steps and --opacus-modes do "
                          "not apply")
@@ -82,12 +82,12 @@ def run(args: argparse.Namespace) -> int:
                              or args.opacus_modes is not None):
         raise UsageError("--paper-scale measures fixed sizes: --quick, --linear-only, --runs, --steps and "
                          "--opacus-modes do not apply")
-    modes = bench.OPACUS_MODES
+    modes = bench_workloads.OPACUS_MODES
     if args.opacus_modes is not None:
         modes = tuple(m.strip() for m in args.opacus_modes.split(",") if m.strip())
-        bad = [m for m in modes if m not in bench.OPACUS_MODES]
+        bad = [m for m in modes if m not in bench_workloads.OPACUS_MODES]
         if bad or not modes:
-            raise UsageError(f"--opacus-modes must be a comma-separated subset of {','.join(bench.OPACUS_MODES)}, "
+            raise UsageError(f"--opacus-modes must be a comma-separated subset of {','.join(bench_workloads.OPACUS_MODES)}, "
                              f"got {args.opacus_modes!r}")
     resolved = resolve_device(args.device)  # ValueError (exit 2) for cuda without a GPU, before any work
     write = args.out is not None or (mode == "full" and args.size == "paper" and not args.linear_only)
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     if args.paper_scale:
         from dpcompanion.experiments import paper_scale
 
-        with bench.torch_threads(threads):
+        with bench_measure.torch_threads(threads):
             result = paper_scale.measure(device=resolved, size=args.size, seed=seed, log=log)
     elif args.linear_only:
         result = bench.run_linear_only(mode=mode, device=args.device, size=args.size, seed=seed, threads=threads,

@@ -1,0 +1,229 @@
+"""Measurement primitives of the benchmark (:mod:`dpcompanion.training.bench`): the FLOP count of a dense
+private step, the machine's float32 matmul peak, peak memory (CUDA's allocator or the process's resident
+set), interleaved timing rounds, per-round ratios, torch's FLOP counter, and the torch thread setting.
+
+None of these knows a workload: they are the clock, the counter and the scales the workloads
+(:mod:`dpcompanion.training.bench_workloads`) are measured with. Split from the benchmark so that no
+module grows past the package's 800-line limit (issue 32).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import math
+import platform
+import resource
+import statistics
+import time
+from typing import Any, Callable
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+__all__ = [
+    "private_step_flops",
+    "sync",
+    "matmul_peak_gflops",
+    "PeakMemory",
+    "median_and_all",
+    "per_round_ratios",
+    "counted_flops",
+    "interleave",
+    "torch_threads",
+]
+
+
+# --- FLOPs and peak -------------------------------------------------------------------
+
+
+def private_step_flops(*, N: int, sizes) -> dict[str, float]:
+    """Analytic FLOPs of one ghost-clipped private step of a dense net (module docstring).
+
+    >>> f = private_step_flops(N=1000, sizes=(60, 1000, 1))
+    >>> f["matmul"], f["total"]
+    (246000000.0, 255377004.0)
+    """
+    sizes = [int(s) for s in sizes]
+    if N < 1 or len(sizes) < 2 or min(sizes) < 1:
+        raise ValueError(f"N must be >= 1 and sizes a list of >= 2 positive widths, got N={N}, sizes={sizes}")
+    L = len(sizes) - 1
+    mm = other = 0.0
+    P = 0
+    for l in range(1, L + 1):
+        din, dout = sizes[l - 1], sizes[l]
+        P += din * dout + dout
+        mm += 2 * N * din * dout  # forward
+        other += N * dout + (N * dout if l < L else 0)  # bias, activation
+        if l > 1:
+            mm += 2 * N * din * dout  # backprop into the layer's input
+            other += N * din  # activation derivative
+        other += 2 * N * (din + dout) + 2 * N  # ghost norms
+        other += N * dout  # clip-factor scaling of the backprops
+        mm += 2 * N * din * dout  # weight gradient
+        other += N * dout  # bias gradient
+    other += 4 * P  # noise add, average, update
+    return {"matmul": float(mm), "other": float(other), "total": float(mm + other), "params": float(P)}
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def matmul_peak_gflops(*, device: str, n: int = 2048, repeats: int = 7) -> dict[str, float]:
+    """This machine's float32 matmul rate: best of ``repeats`` timed ``n x n`` products
+    (after two warm-up products), in GFLOP/s (``2 n^3`` FLOPs each)."""
+    g = torch.Generator(device="cpu").manual_seed(0)
+    a = torch.randn(n, n, generator=g).to(device)
+    b = torch.randn(n, n, generator=g).to(device)
+    for _ in range(2):
+        a @ b
+    sync(device)
+    best = math.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        a @ b
+        sync(device)
+        best = min(best, time.perf_counter() - t)
+    return {"gflops": 2 * n**3 / best / 1e9, "n": n, "repeats": repeats, "best_s": best}
+
+
+# --- memory ---------------------------------------------------------------------------
+
+
+def _proc_status_kb(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _malloc_trim() -> None:
+    """glibc's ``malloc_trim(0)`` (no-op elsewhere): without it, memory freed by an earlier
+    call stays resident and a later call reuses it without raising the peak."""
+    try:
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+class PeakMemory:
+    """Context manager: peak memory (bytes) used by the enclosed code above what was in
+    use before it. CUDA: allocator peak; CPU (Linux): VmHWM after resetting it through
+    ``/proc/self/clear_refs`` (after ``malloc_trim``); elsewhere: ``ru_maxrss`` (process
+    peak, an upper bound)."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.bytes: int | None = None
+        self.method = ""
+
+    def __enter__(self):
+        gc.collect()
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            self._base = torch.cuda.memory_allocated()
+            self.method = "torch.cuda.max_memory_allocated"
+            return self
+        _malloc_trim()  # hand freed heap memory back first, so the baseline is what is in use
+        try:
+            with open("/proc/self/clear_refs", "w") as fh:
+                fh.write("5")
+            self._base = (_proc_status_kb("VmRSS") or 0) * 1024
+            self.method = "VmHWM - VmRSS (Linux /proc, peak reset per measurement)"
+        except OSError:
+            self._base = 0
+            self.method = "ru_maxrss (process peak; clear_refs unavailable)"
+        return self
+
+    def __exit__(self, *exc):
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+            self.bytes = int(torch.cuda.max_memory_allocated() - self._base)
+        elif self.method.startswith("VmHWM"):
+            self.bytes = int((_proc_status_kb("VmHWM") or 0) * 1024 - self._base)
+        else:
+            scale = 1 if platform.system() == "Darwin" else 1024
+            self.bytes = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale)
+        return False
+
+
+def median_and_all(ts: list[float]) -> dict[str, Any]:
+    """The times as measured: stored unrounded, so that every ratio and median reported
+    beside them is exactly the one computed from the stored numbers (pages round for display)."""
+    return {"median_s": statistics.median(ts), "min_s": min(ts), "times_s": [float(t) for t in ts]}
+
+
+def per_round_ratios(num: list[float], den: list[float]) -> dict[str, Any]:
+    """Round-by-round ratios ``num[r] / den[r]`` of two interleaved timings (each pair taken
+    back to back, under the same load), their median (the reported ratio), spread (min, max)
+    and the ratio of the medians (a cross-check).
+
+    >>> r = per_round_ratios([2.0, 3.0, 9.0], [1.0, 3.0, 3.0])
+    >>> r["per_round"], r["median"], r["min"], r["max"], r["of_medians"]
+    ([2.0, 1.0, 3.0], 2.0, 1.0, 3.0, 1.0)
+    """
+    per = [float(a) / float(b) for a, b in zip(num, den)]
+    return {"per_round": per, "median": statistics.median(per), "min": min(per), "max": max(per),
+            "of_medians": statistics.median(num) / statistics.median(den)}
+
+
+class _NoModuleTracking:
+    """Stands in for :class:`FlopCounterMode`'s module tracker, which attributes counts to the
+    ``nn.Module`` s a step calls by hooking their backward, hooks that ``torch.autograd.grad`` on
+    non-leaf outputs (our CNN engine's backward) refuses; only the total is used here."""
+
+    parents = {"Global"}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def counted_flops(step: Callable[[], None]) -> float:
+    """FLOPs of one call of ``step`` by torch's own counter (:class:`torch.utils.flop_counter.FlopCounterMode`:
+    convolutions and matrix products, forward and backward), for the CNN's fraction of the
+    matmul peak. The call is a real step (it moves the parameters like any other)."""
+    fc = FlopCounterMode(display=False)
+    fc.mod_tracker = _NoModuleTracking()
+    with fc:
+        step()
+    return float(fc.get_total_flops())
+
+
+def interleave(fns: dict[str, Callable[[], None]], *, rounds: int, steps: int) -> dict[str, list[float]]:
+    """Seconds per step of each function, ``rounds`` interleaved rounds of ``steps`` steps."""
+    for f in fns.values():  # warm-up
+        f()
+    out: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, f in fns.items():
+            t = time.perf_counter()
+            for _ in range(steps):
+                f()
+            out[k].append((time.perf_counter() - t) / steps)
+    return out
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None):
+    """torch's intra-op threads set to ``threads`` (None: unchanged) inside, restored after."""
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    prev = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(prev)

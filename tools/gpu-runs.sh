@@ -6,6 +6,8 @@
 # JOB: infl-extra  H-F-INFL-EXTRA at the paper's size (--mode paper --device cuda)
 #      scale       H-F-SCALE at the paper's size, its 20 units spread over WORKERS (default 4)
 #                  Dask worker processes sharing the GPU (--executor dask)
+#      eff-exact   H-F-EFF-EXACT at the paper's size, its 6 units spread over WORKERS Dask workers
+#                  sharing the GPU (--executor dask; units stored on a CPU are not reused on a GPU)
 #      bench       bench --device cuda into results/bench/cuda-full.json (absolute times are
 #                  valid only on such a machine)
 # Each job runs under its own share of SECONDS, so one failure or overrun leaves the others.
@@ -42,9 +44,11 @@ for job in "$@"; do
     infl-extra) timeout "$share" $PY -m dpcompanion experiment h-f-infl-extra --mode paper --device cuda > "$OUTDIR/$job.log" 2>&1 ;;
     scale) timeout "$share" $PY -m dpcompanion experiment h-f-scale --mode paper --device cuda --executor dask \
              --workers "$WORKERS" > "$OUTDIR/$job.log" 2>&1 ;;
+    eff-exact) timeout "$share" $PY -m dpcompanion experiment h-f-eff-exact --mode paper --device cuda --executor dask \
+             --workers "$WORKERS" > "$OUTDIR/$job.log" 2>&1 ;;
     bench) timeout "$share" $PY -m dpcompanion bench --device cuda --out results/bench/cuda-full.json --json \
              > "$OUTDIR/bench.json" 2> "$OUTDIR/$job.log" ;;
-    *) echo "gpu-runs: unknown job '$job' (known: infl-extra, scale, bench)" >&2; continue ;;
+    *) echo "gpu-runs: unknown job '$job' (known: infl-extra, scale, eff-exact, bench)" >&2; continue ;;
   esac
   echo "$job: exit $?"; tail -4 "$OUTDIR/$job.log"
 done

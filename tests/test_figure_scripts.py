@@ -1,7 +1,7 @@
 """Issue 34, item 6: the code under a figure runs alone.
 
-Each published figure comes with its data file (``figure-<n>.csv``: dpcompanion.book.plotting.
-figure_data) and a script (``figure-<n>.py``: plotting.figure_script) that, run alone on that
+Each published figure comes with its data file (``figure-<n>.csv``: dpcompanion.book.figure_files.
+figure_data) and a script (``figure-<n>.py``: figure_files.figure_script) that, run alone on that
 file, redraws the figure with matplotlib alone. These tests redraw every plot function's figure
 from its data and read the redrawn figure's data back (it must be the same data), and run the
 scripts the book publishes in a folder holding only the script and its data, with dpcompanion
@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from dpcompanion.book import forest, plotting  # noqa: E402
+from dpcompanion.book import figure_files, forest, plotting, wu_figures  # noqa: E402
 from test_plotting import CASES, EXTRA, _forest_rows  # noqa: E402
 
 NUMERIC = ("x", "y", "x_low", "x_high", "y_low", "y_high", "value")
@@ -64,7 +64,7 @@ def data_counts(data: Path) -> str:
     """What a figure's data file holds, as the script prints what it drew: panels, series (a
     panel's series of one kind) and points (data rows)."""
     rows = list(csv.DictReader(data.open()))
-    points = [r for r in rows if r["kind"] in plotting.DATA_KINDS]
+    points = [r for r in rows if r["kind"] in figure_files.DATA_KINDS]
     return (f"panels {sum(r['kind'] == 'panel' for r in rows)}, "
             f"series {len({(r['panel'], r['series'], r['kind']) for r in points})}, points {len(points)}")
 
@@ -80,7 +80,7 @@ def imports_dpcompanion(source: str) -> bool:
 
 
 def _close(a: str, b: str) -> bool:
-    fa, fb = plotting.data_value(a), plotting.data_value(b)
+    fa, fb = figure_files.data_value(a), figure_files.data_value(b)
     if isinstance(fa, str) or isinstance(fb, str):
         return a == b
     return bool(np.isclose(fa, fb, rtol=1e-9, atol=1e-12, equal_nan=True))
@@ -88,20 +88,20 @@ def _close(a: str, b: str) -> bool:
 
 @pytest.mark.parametrize("name", sorted({**CASES, **EXTRA}))
 def test_the_redrawn_figure_plots_the_same_data(name, tmp_path):
-    """Issue 34, item 6: redrawing a figure from its data file (plotting.redraw, the code every
+    """Issue 34, item 6: redrawing a figure from its data file (figure_files.redraw, the code every
     script carries) gives a figure whose data, read back with figure_data, is the data file's:
     every panel with its labels, scales, limits and ticks, every series by kind, error bars,
     bars, cells and texts, and the legends' entries."""
     fig = {**CASES, **EXTRA}[name]()
-    data = plotting.write_figure_data(fig, tmp_path / "figure-1.csv")
+    data = figure_files.write_figure_data(fig, tmp_path / "figure-1.csv")
     plt.close(fig)
-    rows = plotting.read_figure_data(data)
-    again, counts = plotting.redraw(rows)
+    rows = figure_files.read_figure_data(data)
+    again, counts = figure_files.redraw(rows)
     try:
-        back = [{k: str(v) for k, v in r.items()} for r in plotting.figure_data(again)]
+        back = [{k: str(v) for k, v in r.items()} for r in figure_files.figure_data(again)]
     finally:
         plt.close(again)
-    for kind in (*plotting.DATA_KINDS, "legend", "xtick", "ytick"):
+    for kind in (*figure_files.DATA_KINDS, "legend", "xtick", "ytick"):
         want = [r for r in rows if r["kind"] == kind]
         got = [r for r in back if r["kind"] == kind]
         assert len(got) == len(want), f"{name}: {len(want)} {kind} rows drawn as {len(got)}"
@@ -113,7 +113,7 @@ def test_the_redrawn_figure_plots_the_same_data(name, tmp_path):
             if kind in ("line", "errorbar", "scatter", "bar", "text"):
                 assert (w["color"], w["style"]) == (g["color"], g["style"]), (name, kind, w["series"])
             if kind == "legend":  # an entry is redrawn as a line or a patch of the handle's look
-                look = lambda r: (r["color"], {k: v for k, v in plotting.parse_style(r["style"]).items()  # noqa: E731
+                look = lambda r: (r["color"], {k: v for k, v in figure_files.parse_style(r["style"]).items()  # noqa: E731
                                                if k in ("marker", "linestyle")})
                 assert look(w) == look(g), (name, w["text"])
     panels = [r for r in rows if r["kind"] == "panel"]
@@ -128,8 +128,8 @@ def test_errorbars_keep_both_ends_and_the_grid_keeps_its_labels(tmp_path):
     data file keeps their ends (x_low, x_high), each cell's label (ytick rows) and both axes;
     a vertical error bar's ends are y_low, y_high."""
     cells = [("eps 0.5, C 1", 0.5, 0.2, 1.0), ("eps 2, C 1", -0.3, 0.1, None), ("eps 8, C 3", 1.0, float("nan"), 2.0)]
-    fig = plotting.wu_gap_grid(cells=cells)
-    rows = plotting.figure_data(fig)
+    fig = wu_figures.wu_gap_grid(cells=cells)
+    rows = figure_files.figure_data(fig)
     plt.close(fig)
     bars = [r for r in rows if r["kind"] == "errorbar"]
     ends = [float(r[k]) for r in bars for k in ("x_low", "x_high")]
@@ -139,7 +139,7 @@ def test_errorbars_keep_both_ends_and_the_grid_keeps_its_labels(tmp_path):
     panel = next(r for r in rows if r["kind"] == "panel")
     assert float(panel["y_low"]) > float(panel["y_high"])  # the inverted axis: first cell on top
     fig = CASES["efficiency_figure"]()
-    bars = [r for r in plotting.figure_data(fig) if r["kind"] == "errorbar"]
+    bars = [r for r in figure_files.figure_data(fig) if r["kind"] == "errorbar"]
     plt.close(fig)
     assert all(r["x_low"] == "" and float(r["y_low"]) < float(r["y"]) < float(r["y_high"]) for r in bars)
 
@@ -148,7 +148,7 @@ def test_the_forest_plot_keeps_its_rows_labels_colours_and_legend():
     """Issue 34: a forest plot's data names each row (ytick rows: the labels), draws each in
     its verdict's colour and keeps the figure's legend (verdicts and marks)."""
     fig = forest.forest_plot(rows=_forest_rows(), title="every verdict row")
-    rows = plotting.figure_data(fig)
+    rows = figure_files.figure_data(fig)
     plt.close(fig)
     labels = [r["text"] for r in rows if r["kind"] == "ytick"]
     assert len(labels) == forest.rows_with_estimates(_forest_rows()) and labels[0].startswith("h-f-eff: ")
@@ -202,7 +202,7 @@ def test_the_published_script_redraws_the_figure_alone(kind, tmp_path, monkeypat
     script = scripts[0]
     data = script.with_suffix(".csv")
     source = script.read_text()
-    assert not imports_dpcompanion(source) and plotting.REDRAW_SOURCE in source
+    assert not imports_dpcompanion(source) and figure_files.REDRAW_SOURCE in source
     fn = plotting.FIGURES.get(source.split("dpcompanion.book.")[1].split(" ")[0].split(".")[-1])
     assert fn is not None and f"# def {fn.__name__}(" in source
     run = run_figure_script(script, data, tmp_path / "alone")

@@ -21,7 +21,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from dpcompanion.book import forest, plotting, report, show
+from dpcompanion.book import figure_files, forest, plotting, report, show
 from dpcompanion.experiments import store
 from dpcompanion.experiments.comparisons import reproduction
 
@@ -126,7 +126,7 @@ def test_the_whole_book_forest_plot_is_readable_and_its_data_names_each_rows_res
         assert plotting.figure_problems(fig) == []
         labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
         assert len(labels) == forest.rows_with_estimates(book_rows) > 0
-        data = list(csv.DictReader(plotting.write_figure_data(fig, tmp_path / "f.csv").open()))
+        data = list(csv.DictReader(figure_files.write_figure_data(fig, tmp_path / "f.csv").open()))
     finally:
         matplotlib.pyplot.close(fig)
     estimates = [d for d in data if d["series"].endswith("| estimate")]

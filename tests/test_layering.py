@@ -311,7 +311,6 @@ MAX_MODULE_LINES = 800
 #: listed): a ratchet. A listed module may not grow, and one back at or under the limit fails
 #: until its entry is deleted, so the list only shrinks.
 OVER_800_STILL: dict[str, int] = {
-    "book/plotting.py": 1698,
     "book/claims_page.py": 836,
 }
 

@@ -18,7 +18,11 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
-from dpcompanion.book import forest, plotting  # noqa: E402  (forest registers forest_plot in FIGURES)
+from dpcompanion.book import (figure_files, forest, hong_figures, library_figures, plotting,  # noqa: E402
+                              theory_figures, wu_figures)
+
+#: the modules of plot functions, one per family of pages: importing them fills plotting.FIGURES
+FIGURE_MODULES = (theory_figures, hong_figures, wu_figures, library_figures, forest)
 
 REPO = Path(__file__).resolve().parents[1]
 rng = np.random.default_rng(0)
@@ -86,86 +90,86 @@ def _forest_rows():
 
 #: one call per plot function, with inputs shaped like the pages' (the names must cover FIGURES)
 CASES = {
-    "landing_figure": lambda: plotting.landing_figure(
+    "landing_figure": lambda: theory_figures.landing_figure(
         t=t50, schedules={"uniform": np.full(50, 3.0), "dynamic, kappa = 3": np.linspace(5, 1, 50),
                           "dynamic, kappa = 30": np.linspace(8, 1, 50)},
         T_grid=np.arange(1, 101), erub_curves={"uniform": np.linspace(1, 0.2, 100), "dynamic": np.linspace(1, 0.1, 100)},
         optima={"uniform": (60, 0.3), "dynamic": (80, 0.15)}, kappa_erub=10),
-    "schedule_gallery": lambda: plotting.schedule_gallery(t=t50, gallery={
+    "schedule_gallery": lambda: theory_figures.schedule_gallery(t=t50, gallery={
         k: {f"{k} {i}": np.linspace(1 + i, 2, 50) for i in range(3)} for k in ("uniform", "gd-dynamic", "exp", "step", "adp")}),
-    "unused_budget_figure": lambda: plotting.unused_budget_figure(
+    "unused_budget_figure": lambda: theory_figures.unused_budget_figure(
         epsilons=np.geomspace(0.1, 10, 30), budgets={"zCDP": np.geomspace(0.01, 10, 30), "exact": np.geomspace(0.02, 12, 30),
                                                     "RDP": np.geomspace(0.015, 11, 30)}, delta=1e-5, anchor_epsilon=1.0),
-    "theory_schedules": lambda: plotting.theory_schedules(t=t50, uniform=np.full(50, 3.0),
+    "theory_schedules": lambda: theory_figures.theory_schedules(t=t50, uniform=np.full(50, 3.0),
                                                           dynamic={3.0: np.linspace(5, 1, 50), 30.0: np.linspace(9, 1, 50)}),
-    "theory_erub_vs_T": lambda: plotting.theory_erub_vs_T(
+    "theory_erub_vs_T": lambda: theory_figures.theory_erub_vs_T(
         T=np.arange(1, 201), uniform=np.linspace(1, 0.3, 200), dynamic=np.linspace(1, 0.2, 200),
         argmin={"uniform": (120, 0.4), "dynamic": (150, 0.25)}, marks={"Eq. 24": 100, "Eq. 27": 140}, kappa=10, alpha=1e-3),
-    "theory_erub_min": lambda: plotting.theory_erub_min(
+    "theory_erub_min": lambda: theory_figures.theory_erub_min(
         N=np.geomspace(1e2, 1e6, 20), alpha=np.geomspace(1e-2, 1e-6, 20), uniform=np.geomspace(1, 1e-4, 20),
         dynamic=np.geomspace(0.9, 1e-4, 20), kappa=10,
         by_kappa={"kappa": np.geomspace(1.5, 1e3, 20), "uniform": np.geomspace(0.1, 1, 20),
                   "eq25": np.geomspace(0.12, 2, 20), "dynamic": np.geomspace(0.08, 0.9, 20)}),
-    "theory_T_vs_kappa": lambda: plotting.theory_T_vs_kappa(
+    "theory_T_vs_kappa": lambda: theory_figures.theory_T_vs_kappa(
         kappa=np.geomspace(1.5, 1e3, 15), curves={"uniform, exact": np.geomspace(2, 300, 15),
                                                   "uniform, Eq. 24 (statement)": np.geomspace(3, 320, 15),
                                                   "dynamic, exact": np.geomspace(2, 500, 15),
                                                   "dynamic, Eq. 27": np.geomspace(3, 520, 15)}),
-    "theory_table_rows": lambda: plotting.theory_table_rows(
+    "theory_table_rows": lambda: theory_figures.theory_table_rows(
         N=np.geomspace(1e3, 1e12, 20), rows={f"GD+zCDP, Dynamic Schedule [uniform-stability] {i}{' (ours)' if i % 2 else ''}":
                                              np.geomspace(1, 10.0 ** -(3 * i), 20) for i in range(1, 10)},
         title="Table 2 rows (printed, constants 1) and the derived stability bound"),
-    "momentum_influence": lambda: plotting.momentum_influence(
+    "momentum_influence": lambda: theory_figures.momentum_influence(
         t=np.arange(1, 101), curves={"exact": np.geomspace(1e-3, 1, 100), "paper": np.geomspace(2e-3, 1, 100),
                                      "slides": np.geomspace(5e-3, 1, 100)}, T_hat=40),
-    "momentum_erub_vs_T": lambda: plotting.momentum_erub_vs_T(
+    "momentum_erub_vs_T": lambda: theory_figures.momentum_erub_vs_T(
         T=np.arange(1, 201), curves={"uniform": np.linspace(1, 0.3, 200) + np.linspace(0, 0.2, 200) ** 2,
                                      "dynamic": np.linspace(1, 0.2, 200)}, T_hat=80),
-    "adp_stepsizes": lambda: plotting.adp_stepsizes(families={
+    "adp_stepsizes": lambda: theory_figures.adp_stepsizes(families={
         "1/sqrt(20 + t)": (np.arange(1, 39201), 1 / np.sqrt(20 + np.arange(1, 39201))),
         "0.1 - a_T sqrt(t), 200 epochs": (np.arange(1, 39202), np.linspace(0.1, 0.001, 39201))}),
-    "adp_ratio_vs_T": lambda: plotting.adp_ratio_vs_T(
+    "adp_ratio_vs_T": lambda: theory_figures.adp_ratio_vs_T(
         T=np.geomspace(10, 1e5, 12), curves={"M_dp/M_adp": np.linspace(1, 1.4, 12), "printed bounds": np.linspace(1, 2, 12)}),
-    "unify_allocation": lambda: plotting.unify_allocation(points={
+    "unify_allocation": lambda: theory_figures.unify_allocation(points={
         "Hong": (np.geomspace(1e-3, 1, 50), np.geomspace(30, 1, 50)), "Wu": (np.geomspace(1e-2, 1, 40), np.geomspace(10, 1, 40))}),
-    "eer_vs_T_figure": lambda: plotting.eer_vs_T_figure(
+    "eer_vs_T_figure": lambda: hong_figures.eer_vs_T_figure(
         comparisons={"MNIST35, data scale 1": _eer_comp(30.0), "MNIST35, data scale 10": _eer_comp(3000.0)},
         logx=("MNIST35, data scale 10",)),
-    "eer_tightness_figure": lambda: plotting.eer_tightness_figure(
+    "eer_tightness_figure": lambda: hong_figures.eer_tightness_figure(
         kappas=np.geomspace(2, 1e4, 8), ratios={k: np.geomspace(1.2, 50, 8) for k in ("uniform", "gd-dynamic", "exponential")}),
-    "influence_figure": lambda: plotting.influence_figure(
+    "influence_figure": lambda: hong_figures.influence_figure(
         steps=np.arange(1, 101), retrained=np.geomspace(1e-6, 1e-2, 100) * (1 - 2 * (np.arange(100) < 3)),
         retrained_se=np.full(100, 1e-6), analytic=np.geomspace(1e-6, 1e-2, 100), theory=np.geomspace(1e-6, 1e-2, 100),
         title="squared loss, MNIST35 (quick: T = 100, 20 repeats)"),
-    "influence_fit_figure": lambda: plotting.influence_fit_figure(
+    "influence_fit_figure": lambda: hong_figures.influence_fit_figure(
         levels=np.linspace(0, 3, 7), losses={f"t = {t}": rng.normal(1, 0.1, (7, 10)) for t in (10, 50, 90)},
         fits={f"t = {t}": (0.01, 1.0) for t in (10, 50, 90)}),
-    "tuning_trace": lambda: plotting.tuning_trace(entries=_tuning_entries(), max_cells=8),
-    "audit_figure": lambda: plotting.audit_figure(audits=_audits(), trainers=["pgd", "psgd", "momentum"],
+    "tuning_trace": lambda: library_figures.tuning_trace(entries=_tuning_entries(), max_cells=8),
+    "audit_figure": lambda: library_figures.audit_figure(audits=_audits(), trainers=["pgd", "psgd", "momentum"],
                                                   curve_trainer="momentum"),
-    "wu_noise_privacy": lambda: plotting.wu_noise_privacy(
+    "wu_noise_privacy": lambda: wu_figures.wu_noise_privacy(
         t=np.arange(1, 1001), noise={"dp": np.geomspace(1e-2, 1e-3, 1000), "adp": np.geomspace(2e-2, 1e-3, 1000)},
         eps={"dp": np.linspace(0, 2, 1000), "adp": np.linspace(0, 2, 1000)}),
-    "wu_accuracy_curves": lambda: plotting.wu_accuracy_curves(
+    "wu_accuracy_curves": lambda: wu_figures.wu_accuracy_curves(
         steps=np.arange(0, 1001, 50), acc={"dp": rng.normal(80, 1, (3, 21)), "adp": rng.normal(82, 1, (3, 21))}),
-    "efficiency_figure": lambda: plotting.efficiency_figure(
+    "efficiency_figure": lambda: hong_figures.efficiency_figure(
         N=[600, 800, 1000, 1200, 1400, 1600, 2000], loss={k: np.linspace(0.5, 0.3, 7) for k in ("uni", "exp")},
         loss_se={k: np.full(7, 0.01) for k in ("uni", "exp")}, acc={k: np.linspace(0.8, 0.9, 7) for k in ("uni", "exp")},
         acc_se={k: np.full(7, 0.01) for k in ("uni", "exp")}, title="MNIST35, DNN 100 hidden (full mode; bars: 2 SE)"),
-    "relative_loss_figure": lambda: plotting.relative_loss_figure(panels=_panels([1, 5, 10, 25, 50])),
-    "curvature_figure": lambda: plotting.curvature_figure(
+    "relative_loss_figure": lambda: hong_figures.relative_loss_figure(panels=_panels([1, 5, 10, 25, 50])),
+    "curvature_figure": lambda: hong_figures.curvature_figure(
         curves={f"M = {m}": np.abs(rng.normal(1, 0.2, (30, 200))) * np.geomspace(1, 1e-2, 200) for m in (1, 10, 100)},
         means={f"M = {m}": 0.01 * m for m in (1, 10, 100)}, steps=np.arange(1, 201)),
-    "wu_gap_grid": lambda: plotting.wu_gap_grid(cells=[(f"eps {e:g}, C {c:g}, {ep} ep.", 0.5, 0.2, 1.0 if c < 2 else None)
+    "wu_gap_grid": lambda: wu_figures.wu_gap_grid(cells=[(f"eps {e:g}, C {c:g}, {ep} ep.", 0.5, 0.2, 1.0 if c < 2 else None)
                                                        for e in (0.5, 2, 8) for c in (1, 3) for ep in (30, 60)]),
-    "wu_error_vs_epoch": lambda: plotting.wu_error_vs_epoch(
+    "wu_error_vs_epoch": lambda: wu_figures.wu_error_vs_epoch(
         epochs=np.arange(1, 61), errors={"0": np.linspace(50, 20, 60), "0.5": np.linspace(50, 18, 60)},
         eps_numeric=np.linspace(0, 3, 60), eps_theory=np.linspace(0, 4, 60), sigma=1.1),
-    "momentum_schedules_figure": lambda: plotting.momentum_schedules_figure(panels=_panels([5, 10, 25])),
-    "breakdown_figure": lambda: plotting.breakdown_figure(
+    "momentum_schedules_figure": lambda: hong_figures.momentum_schedules_figure(panels=_panels([5, 10, 25])),
+    "breakdown_figure": lambda: hong_figures.breakdown_figure(
         kappas=[1.3, 3, 10, 100], Ts=[10, 30, 100], ratio=[[70, 1.1, 1.5, 1], [2.5e9, 16, 0.87, 1], [6e31, 2.3e9, 8.9, 1.1]],
         span=[[50, 5, 2, 1], [1e4, 30, 3, 1], [1e15, 1e4, 30, 2]], max_span=20, clip_label="(clip 4)"),
-    "bench_throughput": lambda: plotting.bench_throughput(
+    "bench_throughput": lambda: library_figures.bench_throughput(
         methods=["ours (dpcompanion, ghost norms)", "Opacus ghost", "Opacus hooks", "Opacus functorch", "Opacus ew"],
         single=[153.0, 61.4, 3.34, 3.54, 3.25], batched=[163.5, 64.2, 3.74, float("nan"), 3.29], runs=32,
         title="cpu-quick.json: throughput per method (cpu, quick mode)"),
@@ -173,14 +177,25 @@ CASES = {
 }
 #: cases drawn a second way (quick-mode shapes that once produced a defect)
 EXTRA = {
-    "breakdown_figure, full grid": lambda: plotting.breakdown_figure(
+    "breakdown_figure, full grid": lambda: hong_figures.breakdown_figure(
         kappas=[1.2, 1.5, 2, 3, 5, 10, 30, 100, 300], Ts=[10, 20, 50, 100, 200],
         ratio=np.geomspace(4e77, 1, 45).reshape(5, 9), span=np.geomspace(1e38, 1, 45).reshape(5, 9), max_span=20),
-    "momentum_schedules_figure, one data scale (quick)": lambda: plotting.momentum_schedules_figure(panels=_panels([25])),
-    "efficiency_figure, quick N": lambda: plotting.efficiency_figure(
+    "momentum_schedules_figure, one data scale (quick)": lambda: hong_figures.momentum_schedules_figure(panels=_panels([25])),
+    "efficiency_figure, quick N": lambda: hong_figures.efficiency_figure(
         N=[200, 600], loss={"uni": [0.47, 0.56], "exp": [0.45, 0.53]}, loss_se={"uni": [0.01, 0.01], "exp": [0.01, 0.01]},
         acc={"uni": [0.8, 0.85], "exp": [0.81, 0.86]}, acc_se={"uni": [0.01, 0.01], "exp": [0.01, 0.01]}),
 }
+
+
+def test_every_module_of_plot_functions_is_drawn_here():
+    """Issue 32 (plotting.py split by page family): plotting.FIGURES holds the plot functions
+    of the modules imported, so every module of the book that declares one (with
+    plotting.figure_function) must be in FIGURE_MODULES, and each of those declares one."""
+    book = REPO / "dpcompanion" / "book"
+    declaring = {f"dpcompanion.book.{f.stem}" for f in book.glob("*.py") if f.name != "plotting.py"
+                 and "figure_function\ndef " in f.read_text()}
+    assert declaring == {m.__name__ for m in FIGURE_MODULES}
+    assert {fn.__module__ for fn in plotting.FIGURES.values()} == declaring
 
 
 def test_every_plot_function_has_a_case():
@@ -197,7 +212,7 @@ def test_figure_is_readable_where_the_book_shows_it(name):
         assert fig is not None, f"{name} returned no figure"
         problems = plotting.figure_problems(fig)
         assert not problems, f"{name}: {problems}"
-        assert plotting.figure_data(fig), f"{name}: nothing plotted"
+        assert figure_files.figure_data(fig), f"{name}: nothing plotted"
     finally:
         plt.close(fig)
 
@@ -215,14 +230,14 @@ def test_the_layout_check_catches_small_text_and_overlapping_ticks():
 
 def test_figure_data_is_what_is_drawn(tmp_path):
     fig = CASES["efficiency_figure"]()
-    rows = list(csv.DictReader(plotting.write_figure_data(fig, tmp_path / "f.csv").open()))
+    rows = list(csv.DictReader(figure_files.write_figure_data(fig, tmp_path / "f.csv").open()))
     plt.close(fig)
     bars = [r for r in rows if r["kind"] == "errorbar" and r["series"] == "uni" and r["y_axis"] == "final training loss"]
     assert [float(r["x"]) for r in bars] == [600, 800, 1000, 1200, 1400, 1600, 2000]
     assert np.allclose([float(r["y"]) for r in bars], np.linspace(0.5, 0.3, 7))
     assert np.allclose([float(r["y_high"]) - float(r["y"]) for r in bars], 0.02)  # 2 SE bars
     fig = CASES["breakdown_figure"]()
-    cells = [r for r in plotting.figure_data(fig) if r["kind"] == "cell"]
+    cells = [r for r in figure_files.figure_data(fig) if r["kind"] == "cell"]
     plt.close(fig)
     assert len(cells) == 2 * 12 and {c["x"] for c in cells} == {"1.3", "3", "10", "100"}
 
@@ -256,6 +271,42 @@ def test_publish_writes_data_and_code_beside_the_page(tmp_path, monkeypatch):
     assert "def efficiency_figure" in code and plotting.REPOSITORY_URL in code
     caption = shown[-1].data
     assert f"figures/h-f-eff/figure-{n}.csv" in caption and "{download}`code" in caption
+
+
+@pytest.mark.parametrize("name", ["theory_schedules", "efficiency_figure", "wu_gap_grid", "bench_throughput",
+                                  "forest_plot"])
+def test_the_code_link_names_the_module_and_lines_of_the_plot_function(name, tmp_path, monkeypatch):
+    """Issue 32 (plotting.py split by page family): a published figure's code link names its
+    plot function as ``<module>.<function>`` of the family module it lives in (one of each
+    module here), and the source it points to (path and lines, in the script and the
+    repository link) is that function's: the link resolves in this checkout."""
+    import re
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from dpcompanion.core.provenance import Provenance
+
+    fn = plotting.FIGURES[name]
+    module = fn.__module__.rsplit(".", 1)[-1]
+    shell = InteractiveShell.instance()
+    monkeypatch.setenv(plotting.BOOK_DIR_ENV, str(tmp_path))
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.extend(a))
+    try:
+        shell.user_ns["prov"] = Provenance.start(notebook="h-f-eff", mode="quick", seed=0, device="cpu")
+        CASES[name]()
+    finally:
+        InteractiveShell.clear_instance()
+    (script,) = sorted((tmp_path / plotting.FIGURES_DIR / "h-f-eff").glob("figure-*.py"))
+    assert f"(`{module}.{name}`, " in shown[-1].data
+    assert json.loads(script.with_suffix(".layout.json").read_text())["function"] == f"{module}.{name}"
+    drawn = re.search(rf"dpcompanion\.book\.{module}\.{name} \((\S+), lines (\d+)-(\d+)\): ([^\s,]+)", script.read_text())
+    assert drawn, script.read_text()[:600]
+    rel, first, last, link = drawn.group(1), int(drawn.group(2)), int(drawn.group(3)), drawn.group(4)
+    assert rel == f"dpcompanion/book/{module}.py" and link.endswith(f"/{rel}#L{first}-L{last}")
+    lines = (REPO / rel).read_text().splitlines()[first - 1:last]
+    assert lines[0].endswith("figure_function") and lines[1].startswith(f"def {name}(")
+    assert lines[-1].strip() == "return fig"
 
 
 def test_a_figure_of_a_stored_result_names_that_result_in_its_caption(tmp_path, monkeypatch):
@@ -297,23 +348,24 @@ def test_a_figure_of_a_stored_result_names_that_result_in_its_caption(tmp_path, 
 
 
 def test_every_function_that_makes_a_figure_returns_something():
-    src = (REPO / "dpcompanion" / "book" / "plotting.py").read_text()
     missing = []
-    for f in ast.parse(src).body:
-        if not isinstance(f, ast.FunctionDef):
-            continue
-        body = ast.get_source_segment(src, f)
-        makes = "subplots(" in body or "plt.figure(" in body
-        returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(f))
-        if makes and not returns:
-            missing.append(f.name)
+    for module in (plotting, figure_files, *FIGURE_MODULES):
+        src = Path(module.__file__).read_text()
+        for f in ast.parse(src).body:
+            if not isinstance(f, ast.FunctionDef):
+                continue
+            body = ast.get_source_segment(src, f)
+            makes = "subplots(" in body or "plt.figure(" in body
+            returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(f))
+            if makes and not returns:
+                missing.append(f"{module.__name__}.{f.name}")
     assert missing == []
 
 
 def test_audit_figure_is_a_figure_of_the_committed_result():
     P = json.loads((REPO / "results" / "audit" / "full" / "payload.json").read_text())
-    fig = plotting.audit_figure(audits=P["audits"], trainers=["pgd", "momentum", "psgd", "adp"],
-                                curve_trainer=P["audits"][-1]["trainer"])
+    fig = library_figures.audit_figure(audits=P["audits"], trainers=["pgd", "momentum", "psgd", "adp"],
+                                       curve_trainer=P["audits"][-1]["trainer"])
     try:
         assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) == 2
         left, right = fig.axes
@@ -321,4 +373,4 @@ def test_audit_figure_is_a_figure_of_the_committed_result():
         labels = right.get_legend_handles_labels()[1]
         assert {"Gaussian-DP fit", "threshold test", "exact epsilon of the noise", "claimed (ledger)"} <= set(labels)
     finally:
-        plotting.plt.close(fig)
+        plt.close(fig)

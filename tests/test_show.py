@@ -96,7 +96,7 @@ def test_tuning_table_and_trace(page_exp, monkeypatch):
     page.result = store.StoredResult(id=exp.id, mode="quick", payload={"tuning": [entry]}, provenance={}, fresh=True,
                                      cached=True, path=None)
     traced = []
-    monkeypatch.setattr(show.plotting, "tuning_trace", lambda **kw: traced.append(kw))
+    monkeypatch.setattr(show.library_figures, "tuning_trace", lambda **kw: traced.append(kw))
     page.tuning(ylabel="loss", max_cells=8)
     text = shown[0][1]
     # issue 34 (short pages): one sentence, the seeds as counts, the choices folded

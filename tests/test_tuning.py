@@ -144,15 +144,15 @@ def test_tuning_trace_figure():
     import matplotlib
 
     matplotlib.use("Agg")
-    from dpcompanion.book import plotting
+    from dpcompanion.book import library_figures
 
     _, p = tuning.tune(lambda cs: [-c["T"] for c in cs], {"T": [50, 100, 150]}, stated={"T": {"high": "stated"}})
     _, b = tuning.tune(lambda cs: [abs(c["T"] - 200) for c in cs], {"T": [50, 100, 150]})
     entries = (tuning.record(p, method="uni", tuning_seeds=[1], report_seeds=[2], cell="N = 1")
                + tuning.record(b, method="uni", tuning_seeds=[1], report_seeds=[2], cell="N = 1", setting="beyond"))
-    fig = plotting.tuning_trace(entries=entries)
+    fig = library_figures.tuning_trace(entries=entries)
     (ax,) = fig.axes
     assert ax.get_xlabel() == "T" and len(ax.lines) >= 3  # profile, star, circle (+ the stated bound)
     with pytest.raises(ValueError, match="at least one"):
-        plotting.tuning_trace(entries=[])
+        library_figures.tuning_trace(entries=[])
     np.testing.assert_allclose(ax.lines[0].get_xdata(), [50, 100, 150, 200, 250])

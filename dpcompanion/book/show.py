@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from IPython.display import Markdown, display
 
-from dpcompanion.book import forest, plotting, report
+from dpcompanion.book import forest, library_figures, plotting, report
 from dpcompanion.core import outputs
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments.comparisons import reproduction as reproduction_report
@@ -160,12 +160,12 @@ class ExperimentPage:
         """The tuning summary (issue 34, short pages: one sentence, each choice with its grid,
         whether it is interior and the seeds as counts, folded; every record whole in a CSV,
         :func:`data_link`) and the tuning trace
-        (:func:`dpcompanion.book.plotting.tuning_trace`)."""
+        (:func:`dpcompanion.book.library_figures.tuning_trace`)."""
         entries = self.payload["tuning"]
         _md(report.tuning_table(entries, link=data_link("tuning", report.tuning_csv_text(entries))))
         kw = {} if max_cells is None else {"max_cells": max_cells}
         with self.drawing(self.result):
-            plotting.tuning_trace(entries=entries, ylabel=ylabel, **kw)
+            library_figures.tuning_trace(entries=entries, ylabel=ylabel, **kw)
 
     def full_result(self, *, note: str = "") -> None:
         """The stored paper-scale result when complete and fresh, saying that it stands in for

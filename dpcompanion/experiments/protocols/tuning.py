@@ -17,7 +17,7 @@
    per tuned parameter: ``{param, method, chosen, grid_min, grid_max, interior,
    stated_bound, tuning_seeds, report_seeds}`` plus ``edge``, ``n_candidates``,
    ``setting`` and ``trace`` (the candidates and their tuning scores, which the pages draw
-   with :func:`dpcompanion.book.plotting.tuning_trace`).
+   with :func:`dpcompanion.book.library_figures.tuning_trace`).
 5. **Power.** :func:`repeats_for_power`: the runs that detect an effect at 80% power.
 """
 

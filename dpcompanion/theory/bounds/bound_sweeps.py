@@ -1,6 +1,6 @@
 """Parameter sweeps of the Section 4.1 bounds for the theory pages (H-F-THEORY): plain
 dictionaries of arrays, computed from :mod:`dpcompanion.theory.bounds.gd` (Hong et al. 2022,
-the FAccT version, Thm 4.1, 4.2, 4.4, Eq. 24, 27) and plotted by :mod:`dpcompanion.book.plotting`.
+the FAccT version, Thm 4.1, 4.2, 4.4, Eq. 24, 27) and plotted by :mod:`dpcompanion.book.theory_figures`.
 """
 
 from __future__ import annotations

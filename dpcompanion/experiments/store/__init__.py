@@ -49,7 +49,9 @@ resumes it.
 **Modes**: ``quick`` and ``full`` (every experiment), ``paper`` (optional: the paper's own
 sizes, where an experiment defines ``configs["paper"]``), see
 :mod:`dpcompanion.experiments.base`. A paper result is stored, resumed, committed and
-revalidated as a full one; a page shows it instead of the full one when it is fresh.
+revalidated as a full one; a page shows it instead of the full one when it is fresh. Which
+stored result a page shows and a verdict is judged on is one rule, :func:`best_fresh` (paper,
+else full, else quick, fresh only; :data:`SHOWN_FIRST`).
 
 **Reading checks everything** (:func:`load`): both JSON files parse, every array the payload
 refers to is in ``arrays.npz`` and readable, and the payload has its recorded digest. A
@@ -157,8 +159,8 @@ from dpcompanion.experiments.store.files import (
 from dpcompanion.experiments.store.hashing import (
     CODE_HASH_EXCLUDE, CONFIG_DIGITS, TIME_KEYS, code_files, code_hash, config_hash, digest)
 from dpcompanion.experiments.store.result_store import (
-    StoredResult, compute, fresh_full, fresh_paper, full_absent_note, inconsistency, list_results, load, load_or_compute,
-    paper_progress_note, result_to_show, revalidate, revalidate_units, seal_unsealed)
+    SHOWN_FIRST, StoredResult, best_fresh, compute, fresh_full, fresh_paper, full_absent_note, inconsistency,
+    list_results, load, load_or_compute, paper_progress_note, result_to_show, revalidate, revalidate_units, seal_unsealed)
 from dpcompanion.experiments.store.unit_sweeps import (
     committed_units, list_partial, save_unit, sweep_progress, unit_key, units_dir)
 from dpcompanion.experiments.store.verify import verify
@@ -169,5 +171,5 @@ __all__ = [
     "code_hash", "results_root", "result_dir", "check_writable", "LocalExecutor", "DaskExecutor", "make_executor",
     "check_executor_options", "EXECUTORS", "INLINE_MAX", "check_scheduler_address", "max_workers", "fresh_full",
     "full_absent_note", "result_to_show", "fresh_paper", "paper_progress_note", "committed_units", "SEAL", "SEAL_COMMAND", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "TIME_KEYS",
-    "RUN_POLICY", "SCHEDULER_TIMEOUT_S", "verify", "inconsistency",
+    "RUN_POLICY", "SCHEDULER_TIMEOUT_S", "verify", "inconsistency", "best_fresh", "SHOWN_FIRST",
 ]

@@ -28,7 +28,8 @@ from dpcompanion.experiments.store.executors import LocalExecutor, cpu_model
 from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
 from dpcompanion.experiments.store.hashing import config_hash, digest
 
-__all__ = ["StoredResult", "load", "compute", "load_or_compute", "fresh_full", "fresh_paper", "full_absent_note",
+__all__ = ["StoredResult", "load", "compute", "load_or_compute", "SHOWN_FIRST", "best_fresh", "fresh_full", "fresh_paper",
+           "full_absent_note",
            "paper_progress_note", "result_to_show", "revalidate", "revalidate_units", "list_results", "seal_unsealed"]
 
 @dataclasses.dataclass(frozen=True)
@@ -367,21 +368,38 @@ def load_or_compute(experiment_id: str, *, mode: str, seed: int = 0, device: str
     return compute(exp.id, mode=mode, seed=seed, device=device, executor=executor, root=root, progress=progress)
 
 
+#: which stored result a page shows and a verdict is judged on, best first (:func:`best_fresh`):
+#: the paper's own sizes (a complete sweep), the committed full run, this build's quick run
+SHOWN_FIRST = ("paper", "full", "quick")
+
+
+def best_fresh(experiment_id: str, *, modes: tuple[str, ...] = SHOWN_FIRST, seed: int = 0,
+               root: Path | None = None) -> StoredResult | None:
+    """The one rule for which stored result a page shows and a verdict is judged on: the first
+    of ``modes`` (default :data:`SHOWN_FIRST`: paper, else full, else quick) whose stored result
+    is fresh, else None. A paper result counts only complete and for an experiment with a paper
+    config (a partial sweep is never a result: :func:`paper_progress_note`); a quick one only
+    of ``seed``; a stale one never (:func:`full_absent_note` says why a full one is not shown).
+    :func:`result_to_show`, :func:`fresh_full`, :func:`fresh_paper`, the pages
+    (:class:`dpcompanion.book.show.ExperimentPage`) and the verdicts report call it."""
+    for mode in modes:
+        res = load(experiment_id, mode=mode, seed=seed if mode == "quick" else None, root=root)
+        if res is not None and res.fresh:
+            return res
+    return None
+
+
 def fresh_full(experiment_id: str) -> StoredResult | None:
-    """The stored full-mode result of ``experiment_id`` when it is fresh, else None: a stale
-    full result is never shown as current (:func:`full_absent_note` says why it is not)."""
-    full = load(experiment_id, mode="full")
-    return full if full is not None and full.fresh else None
+    """The stored full-mode result of ``experiment_id`` when it is fresh, else None
+    (:func:`best_fresh` of full mode alone)."""
+    return best_fresh(experiment_id, modes=("full",))
 
 
 def fresh_paper(experiment_id: str, root: Path | None = None) -> StoredResult | None:
     """The stored paper-mode result of ``experiment_id`` when it is complete and fresh, else
-    None (also for an experiment without a paper config). A partial paper sweep is never a
-    result (:func:`paper_progress_note` says how far it got)."""
-    if "paper" not in base.get(experiment_id).configs:
-        return None
-    paper = load(experiment_id, mode="paper", root=root)
-    return paper if paper is not None and paper.fresh else None
+    None, also for an experiment without a paper config (:func:`best_fresh` of paper mode
+    alone)."""
+    return best_fresh(experiment_id, modes=("paper",), root=root)
 
 
 def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
@@ -427,11 +445,10 @@ def result_to_show(experiment_id: str, *, mode: str, seed: int = 0, device: str 
     """The result a page shows for ``experiment_id``: the stored paper-mode result when it is
     complete and fresh (the paper's own sizes), else the stored full-mode result when it is
     fresh (the committed run), else this build's result of ``mode`` (loaded when fresh, else
-    computed). A stale or partial result is never shown as current."""
-    shown = fresh_paper(experiment_id) if mode != "paper" else None
-    if shown is None and mode not in ("full", "paper"):
-        shown = fresh_full(experiment_id)
-    return shown or load_or_compute(experiment_id, mode=mode, seed=seed, device=device)
+    computed). A stale or partial result is never shown as current: :func:`best_fresh` of the
+    modes ranked above ``mode`` in :data:`SHOWN_FIRST`, else :func:`load_or_compute`."""
+    above = SHOWN_FIRST[:SHOWN_FIRST.index(base.validate_mode(mode))]
+    return best_fresh(experiment_id, modes=above) or load_or_compute(experiment_id, mode=mode, seed=seed, device=device)
 
 
 def _fingerprints(p: dict) -> dict[str, str]:

@@ -60,10 +60,11 @@ ID = "test-paper"
 @pytest.fixture()
 def paper_exp(tmp_path, monkeypatch):
     exp = base.register(base.Experiment(id=ID, title="paper mode", configs=CONFIGS, units=units, run_unit=run_unit,
-                                        combine=combine))
+                                        combine=combine, describe=describe, verdict_rows=verdict_rows))
     nopaper = base.register(base.Experiment(id="test-nopaper", title="no paper mode",
                                             configs={k: v for k, v in CONFIGS.items() if k != "paper"},
-                                            units=units, run_unit=run_unit, combine=combine))
+                                            units=units, run_unit=run_unit, combine=combine, describe=describe,
+                                            verdict_rows=verdict_rows))
     root = tmp_path / "results"
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(root))
     monkeypatch.delenv("DPC_TEST_PAPER_STOP", raising=False)

@@ -2,8 +2,8 @@
 
 Every experiment notebook (``notebooks/<id>.ipynb``) showed the same blocks, written again
 in each: the result loaded (or computed) through the results store, its sizes paragraph
-(the experiment module's ``describe``), its figures, the paper-vs-ours table (the module's
-``verdict_rows``), the tuning trace, the stored full-mode result (or why none is shown) and
+(the :class:`~dpcompanion.experiments.base.Experiment`'s ``describe``), its figures, the
+paper-vs-ours table (its ``verdict_rows``), the tuning trace, the stored full-mode result (or why none is shown) and
 the reproduction tables (power, scale, tuning). Where an experiment has a paper-scale result
 (``--mode paper``, the paper's own sizes) that is complete and fresh, it is shown instead of
 the full-mode one, and the page says so; while a paper sweep is partial, one line under the
@@ -18,14 +18,14 @@ the figure's "code" link shows how the payload is plotted) and what is truly its
     page.reproduction()
 
 Nothing here decides a verdict or computes a number: the verdicts are the rules'
-(:mod:`dpcompanion.experiments.comparisons`), the numbers the stored result's. The module is
-torch-free at import (the book layer's rule); the experiment's module is imported when a page
-is shown.
+(:mod:`dpcompanion.experiments.comparisons`), the numbers the stored result's, and which stored
+result is shown the store's one rule (:func:`dpcompanion.experiments.store.best_fresh`). The
+module is torch-free at import (the book layer's rule); the experiments are imported when a page
+is shown (:func:`dpcompanion.experiments.base.get`).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -82,8 +82,8 @@ def forest_block(rows: list, *, title: str, head: str = "") -> None:
 
 
 class ExperimentPage:
-    """An experiment page: its result (``result``, ``payload``), the experiment's module
-    (``module``) and the blocks every experiment page shows, one method each.
+    """An experiment page: its result (``result``, ``payload``), the declared experiment
+    (``experiment``, a :class:`~dpcompanion.experiments.base.Experiment`) and the blocks every experiment page shows, one method each.
 
     ``figure(payload)`` draws the page's figure(s) from a payload (a ``plotting`` function
     call, defined in the notebook); ``full_figure(payload)`` draws them for the stored
@@ -100,7 +100,7 @@ class ExperimentPage:
         if shown not in self.SHOWN:
             raise ValueError(f"shown must be one of {', '.join(self.SHOWN)}, got {shown!r}")
         self.id, self.mode, self.seed, self.device = experiment_id, mode, seed, device
-        self.module = importlib.import_module(base.get(experiment_id).run_unit.__module__)
+        self.experiment = base.get(experiment_id)
         load = store.load_or_compute if shown == "this build" else store.result_to_show
         self.result = load(experiment_id, mode=mode, seed=seed, device=device)
         self.figure, self.full_figure = figure, full_figure or figure
@@ -110,8 +110,10 @@ class ExperimentPage:
         return self.result.payload
 
     def sizes(self, payload: dict | None = None, *, suffix: str = "") -> None:
-        """The sizes paragraph (the module's ``describe``), then ``suffix``."""
-        _md(self.module.describe(self.payload if payload is None else payload) + suffix)
+        """The sizes paragraph (the experiment's ``describe``), then ``suffix``."""
+        if self.experiment.describe is None:
+            raise ValueError(f"experiment {self.id} declares no describe (its sizes paragraph)")
+        _md(self.experiment.describe(self.payload if payload is None else payload) + suffix)
 
     def figures(self, result: store.StoredResult | None = None) -> None:
         """The page's figures (``figure``) of ``result`` (default: this page's result), each
@@ -131,11 +133,13 @@ class ExperimentPage:
         return plotting.drawn_from(result)
 
     def verdicts(self, payload: Any = None, *, head: str = "") -> None:
-        """The paper-vs-ours table of the rules' verdicts (the module's ``verdict_rows``, of this
+        """The paper-vs-ours table of the rules' verdicts (the experiment's ``verdict_rows``, of this
         page's payload or of ``payload``, a payload or a stored result), under ``head``. Each
         note shows its first clause, the whole note folded beneath it (:func:`report.note_folded`;
         issue 34: the notes made these tables the tallest part of a page)."""
-        rows = self.module.verdict_rows(self.payload if payload is None else payload)
+        if self.experiment.verdict_rows is None:
+            raise ValueError(f"experiment {self.id} declares no verdict_rows")
+        rows = self.experiment.verdict_rows(self.payload if payload is None else payload)
         table = report.paper_vs_ours([{**r, "note": report.note_folded(r.get("note", ""))} for r in rows])
         _md(f"{head}\n\n{table}" if head else table)
 
@@ -173,35 +177,25 @@ class ExperimentPage:
         provenance line, figures and verdicts), else why none is shown
         (``store.full_absent_note``) followed by ``note``. In full mode, the result of this
         build (unless a fresh paper-scale result exists). A stale or partial result is never
-        shown."""
-        paper = store.fresh_paper(self.id)
-        if paper is not None:
-            self.sizes(paper.payload, suffix=f" {PAPER_SHOWN} <small>{paper.summary()}</small>")
-            if self.full_figure is not None:
-                with self.drawing(paper):
-                    self.full_figure(paper.payload)
-            self.verdicts(paper.payload)
-            return
-        full = store.fresh_full(self.id) if self.mode != "full" else self.result
-        if full is None:
+        shown (the store's one rule, :func:`store.best_fresh`, down to full mode)."""
+        shown = store.best_fresh(self.id, modes=("paper",) if self.mode == "full" else ("paper", "full"))
+        if shown is None and self.mode == "full":
+            shown = self.result
+        if shown is None:
             _md(store.full_absent_note(self.id) + note)
             return
-        self.sizes(full.payload, suffix=f" <small>{full.summary()}</small>")
+        said = f" {PAPER_SHOWN}" if shown.mode == "paper" else ""
+        self.sizes(shown.payload, suffix=f"{said} <small>{shown.summary()}</small>")
         if self.full_figure is not None:
-            with self.drawing(full):
-                self.full_figure(full.payload)
-        self.verdicts(full.payload)
+            with self.drawing(shown):
+                self.full_figure(shown.payload)
+        self.verdicts(shown.payload)
 
     def judged_result(self, rows: list) -> store.StoredResult | None:
         """The stored result the reproduction report judged this page's ``rows`` on (its
         mode: the fresh paper-scale, full or quick result); None where none is stored fresh."""
         mode = ((rows[0].get("result") or {}).get("mode")) if rows else None
-        if mode == "paper":
-            return store.fresh_paper(self.id)
-        if mode in ("full", "quick"):
-            res = store.load(self.id, mode=mode, seed=self.seed) if mode == "quick" else store.load(self.id, mode=mode)
-            return res if res is not None and res.fresh else None
-        return None
+        return store.best_fresh(self.id, modes=(mode,), seed=self.seed) if mode in store.SHOWN_FIRST else None
 
     def reproduction(self) -> None:
         """The forest plot of this page's verdict rows (issue 34: each row's estimate and 95%

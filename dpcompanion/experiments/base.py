@@ -10,10 +10,20 @@ functions, then its ``EXPERIMENT`` with :func:`from_module`::
     def combine(config, results): ...  # (config, [unit results, in units order]) -> payload dict
     # optional: def unit_size(unit): ...  # -> str, e.g. "N=4000 exp": units of one label take about
     #                                       # the same time (the time-left estimate of a partial sweep)
+    # optional: def describe(payload): ...      # -> str, the page's sizes paragraph
+    # optional: def verdict_rows(payload): ...  # -> rows of the page's paper-vs-ours table (the rules')
+    # optional: def report_verdict_rows(payload): ...  # -> every row the verdicts report judges,
+    #                                                  # where it has more than the page's table
 
     EXPERIMENT = from_module(__name__, id="h-f-curv",  # lower-case SPEC ID = notebook = page name
                              title="PGD on two losses of different curvature (the ICLR submission, Fig. 1)",
-                             scale_note="...")         # one sentence: full mode against the paper
+                             scale_note="...",         # one sentence: full mode against the paper
+                             repeats_key="repeats")    # the config key counting runs, if any
+
+The :class:`Experiment` is everything the rest of the package knows of an experiment: the
+store, the pages (:mod:`dpcompanion.book.show`), the verdicts report and the CLI read its
+fields, never the module (the ``EXPERIMENT`` line comes last, so that :func:`from_module`
+finds every function it names).
 
 * ``units(config)`` splits the work into independent pieces (one schedule at one data
   size, a block of repeats...). Each unit carries everything it needs, its seed included
@@ -53,7 +63,7 @@ from typing import Any, Callable, Mapping
 
 import dpcompanion.experiments as pkg
 
-__all__ = ["Experiment", "from_module", "totals", "sizes_line", "MODES", "OPTIONAL_MODES", "ALL_MODES",
+__all__ = ["Experiment", "from_module", "OPTIONAL_NAMES", "totals", "sizes_line", "MODES", "OPTIONAL_MODES", "ALL_MODES",
            "FINGERPRINTED_MODES", "modes_of", "with_mode", "validate_mode", "all_experiments", "get", "config_for",
            "run_local", "register", "unregister"]
 
@@ -81,6 +91,18 @@ class Experiment:
     #: optional: a unit's size label; a partial sweep's time left charges each unit left the mean
     #: time of the finished units of its label (None: all units alike)
     unit_size: Callable[[dict], str] | None = None
+    #: the page's sizes paragraph from a payload (``ExperimentPage.sizes``); None: the page has none
+    describe: Callable[[dict], str] | None = None
+    #: the rows of the page's paper-vs-ours table from a payload (``ExperimentPage.verdicts``, the
+    #: verdicts report); None: the experiment is judged by no rule
+    verdict_rows: Callable[[Any], list[dict]] | None = None
+    #: every row the reproduction report judges, where the report has more than the page's table
+    #: (h-f-eff's row per N, w-t1245's row per cell, w-t36's pooled table rows); None: ``verdict_rows``
+    report_verdict_rows: Callable[[Any], list[dict]] | None = None
+    #: the config key counting our runs per compared estimate (``repeats``, ``seeds``...), for
+    #: verdict rows whose rule does not know n (``<dnn_key>`` for a row about the DNN where the
+    #: config has one); None: no such key
+    repeats_key: str | None = None
 
     def __post_init__(self):
         missing = [m for m in MODES if m not in self.configs]
@@ -90,15 +112,31 @@ class Experiment:
         if unknown:
             raise ValueError(f"experiment {self.id}: configs have unknown modes {unknown} "
                              f"(allowed: {', '.join(ALL_MODES)})")
+        if self.report_verdict_rows is not None and self.verdict_rows is None:
+            raise ValueError(f"experiment {self.id}: report_verdict_rows without verdict_rows")
+
+    def judged_rows(self, payload: Any) -> list[dict]:
+        """Every verdict row the reproduction report judges for ``payload``: ``report_verdict_rows``
+        where declared, else ``verdict_rows`` (ValueError for an experiment with neither)."""
+        if self.verdict_rows is None:
+            raise ValueError(f"experiment {self.id} has no verdict rows")
+        return list((self.report_verdict_rows or self.verdict_rows)(payload))
 
 
-def from_module(module: str, *, id: str, title: str, scale_note: str = "") -> Experiment:
-    """The experiment defined by module ``module`` (pass ``__name__``, at the end of the
-    module): its ``CONFIGS``, ``units``, ``run_unit`` and ``combine``, the contract's names, and
-    ``unit_size`` where it defines one."""
+#: the optional names of an experiment module :func:`from_module` picks up (None where absent)
+OPTIONAL_NAMES = ("unit_size", "describe", "verdict_rows", "report_verdict_rows")
+
+
+def from_module(module: str, *, id: str, title: str, scale_note: str = "", repeats_key: str | None = None) -> Experiment:
+    """The experiment defined by module ``module`` (pass ``__name__``, at the very end of the
+    module, after every function it names): its ``CONFIGS``, ``units``, ``run_unit`` and
+    ``combine``, the contract's names, and those of :data:`OPTIONAL_NAMES` it defines
+    (``unit_size``, ``describe``, ``verdict_rows``, ``report_verdict_rows``). ``repeats_key``:
+    the config key counting runs (:attr:`Experiment.repeats_key`)."""
     mod = sys.modules[module]
+    optional = {name: getattr(mod, name, None) for name in OPTIONAL_NAMES}
     return Experiment(id=id, title=title, configs=mod.CONFIGS, units=mod.units, run_unit=mod.run_unit,
-                      combine=mod.combine, scale_note=scale_note, unit_size=getattr(mod, "unit_size", None))
+                      combine=mod.combine, scale_note=scale_note, repeats_key=repeats_key, **optional)
 
 
 def totals(results: list[dict]) -> dict[str, Any]:

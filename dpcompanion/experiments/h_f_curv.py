@@ -129,4 +129,5 @@ EXPERIMENT = from_module(__name__, id="h-f-curv",
     title="PGD repeated on two losses of different curvature (the ICLR submission, Fig. 1)",
     scale_note="the paper prints no sizes for this toy; full mode runs 16,000 repeats (the paper: 100), judged at 1,000, "
                "4,000 and 16,000 by a group-sequential plan",
+    repeats_key="repeats",
 )

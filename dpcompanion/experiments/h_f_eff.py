@@ -290,13 +290,6 @@ def combine(config, results) -> dict:
             "train_wall_s": float(sum(r["train_wall_s"] for r in results))}
 
 
-EXPERIMENT = from_module(__name__, id="h-f-eff",
-    title="Data efficiency: exp vs uni tuned on auxiliary Gaussian data (the FAccT version, Fig. 1 middle/right)",
-    scale_note="full: the paper's protocol with 100 hidden units instead of 1000 and 50 repeats instead of 100; "
-               "paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats",
-)
-
-
 def describe(payload, *, paper_mode: str = "`--mode paper` runs them") -> str:
     """Generated Markdown: the sizes this payload ran at, against the paper's (``paper_mode``:
     what runs the paper's sizes, for an experiment that shares this protocol)."""
@@ -348,3 +341,17 @@ def verdict_rows(payload, *, rules: str = "h-f-eff") -> list[dict]:
     (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
     the same cap the reproduction report applies."""
     return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload, rules)]
+
+
+def report_verdict_rows(payload) -> list[dict]:
+    """The verdicts report's rows (issue 33, item 3): a row per N
+    (:func:`dpcompanion.experiments.comparisons.hong_rules.eff_rows`) before the page's trend rows."""
+    return comparisons.hong_rules.eff_rows(payload) + verdict_rows(payload)
+
+
+EXPERIMENT = from_module(__name__, id="h-f-eff",
+    title="Data efficiency: exp vs uni tuned on auxiliary Gaussian data (the FAccT version, Fig. 1 middle/right)",
+    scale_note="full: the paper's protocol with 100 hidden units instead of 1000 and 50 repeats instead of 100; "
+               "paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats",
+    repeats_key="repeats",
+)

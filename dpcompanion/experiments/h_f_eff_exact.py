@@ -121,14 +121,6 @@ def verdict_rows(payload) -> list[dict]:
     return h_f_eff.verdict_rows({**payload, "sizes_match": False}, rules="h-f-eff-exact")
 
 
-EXPERIMENT = from_module(__name__, id="h-f-eff-exact",
-    title="Data efficiency with the budget accounted exactly (beyond the paper: H-F-EFF at R from exact Gaussian DP)",
-    scale_note="H-F-EFF's full mode (100 hidden units instead of the paper's 1000, 50 repeats instead of 100) at the "
-               "budget exact Gaussian-DP accounting allows for the paper's (4, 1e-8)-DP; the paper accounts it by zCDP. "
-               "Paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats",
-)
-
-
 #: the columns of :func:`decomposition_rows`
 DECOMPOSITION_KEYS = ("accounting", "scheduling_paper", "scheduling_exact", "both")
 
@@ -172,3 +164,12 @@ def decomposition_sentence(exact: dict, paper_R: dict) -> str:
                    f"{_ci(float(d['scheduling_paper'][i]), float(d['scheduling_paper_se'][i]))} at the paper's R: "
                    f"{which} (accounting minus scheduling, repeat by repeat: {_ci(m, s)}).")
     return " ".join(out)
+
+
+EXPERIMENT = from_module(__name__, id="h-f-eff-exact",
+    title="Data efficiency with the budget accounted exactly (beyond the paper: H-F-EFF at R from exact Gaussian DP)",
+    scale_note="H-F-EFF's full mode (100 hidden units instead of the paper's 1000, 50 repeats instead of 100) at the "
+               "budget exact Gaussian-DP accounting allows for the paper's (4, 1e-8)-DP; the paper accounts it by zCDP. "
+               "Paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats",
+    repeats_key="repeats",
+)

@@ -113,13 +113,6 @@ def combine(config: dict, results: list[dict]) -> dict:
     return out
 
 
-EXPERIMENT = from_module(__name__, id="h-f-infl",
-    title="Influence of each step's noise by retraining, MNIST35 (the ICLR submission, App. D Fig. 3; the FAccT version, Fig. 1 left)",
-    scale_note="full = the paper's protocol: T = 100, 10 levels of sigma_t over [20, 200], 100 repeats, every t, "
-               "squared and logistic loss",
-)
-
-
 # --- the page's verdict rows (rules: dpcompanion.experiments.comparisons, "h-f-infl/...") ---
 
 def sizes_match_paper(config: dict) -> bool:
@@ -168,3 +161,11 @@ def verdict_rows(result) -> list[dict]:
                                         t_paper=tp, ours=float(lg["coef_relative_variance"][i]),
                                         cv2=float(lg["coef_cv2"][i])))
     return rows
+
+
+EXPERIMENT = from_module(__name__, id="h-f-infl",
+    title="Influence of each step's noise by retraining, MNIST35 (the ICLR submission, App. D Fig. 3; the FAccT version, Fig. 1 left)",
+    scale_note="full = the paper's protocol: T = 100, 10 levels of sigma_t over [20, 200], 100 repeats, every t, "
+               "squared and logistic loss",
+    repeats_key="repeats",
+)

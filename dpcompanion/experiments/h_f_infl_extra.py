@@ -185,4 +185,5 @@ EXPERIMENT = from_module(__name__, id="h-f-infl-extra",
     scale_note="full: every 5th step with 20 repeats (synthetic) and a 100-hidden-unit DNN on 10 steps with 5 repeats; "
                "paper mode (`--mode paper`, many CPU hours: one unit per DNN step, resumable over sittings): every "
                "step, 10 levels, 100 repeats, both rows",
+    repeats_key="repeats",
 )

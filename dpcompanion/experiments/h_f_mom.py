@@ -197,15 +197,16 @@ def _rule_rows(payload) -> list[dict]:
     return [comparisons.compare("h-f-mom/expinfl-vs-momexpinfl", sizes_match=payload["sizes_match"], sizes_note=note, cells=cells)]
 
 
-EXPERIMENT = from_module(__name__, id="h-f-mom",
-    title="Momentum DNN: uniform vs expinfl vs momexpinfl (the ICLR submission, Fig. 2 right)",
-    scale_note="full: the paper's N = 1000 and 100 hidden units; 30 fresh repeats per schedule (paper: 100); "
-               "paper mode (`--mode paper`): 100 repeats, every size the paper's",
-)
-
-
 def verdict_rows(payload) -> list[dict]:
     """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
     (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
     the same cap the reproduction report applies."""
     return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
+
+
+EXPERIMENT = from_module(__name__, id="h-f-mom",
+    title="Momentum DNN: uniform vs expinfl vs momexpinfl (the ICLR submission, Fig. 2 right)",
+    scale_note="full: the paper's N = 1000 and 100 hidden units; 30 fresh repeats per schedule (paper: 100); "
+               "paper mode (`--mode paper`): 100 repeats, every size the paper's",
+    repeats_key="repeats",
+)

@@ -338,16 +338,17 @@ def _rule_rows(payload) -> list[dict]:
     return out
 
 
-EXPERIMENT = from_module(__name__, id="h-f-scale",
-    title="Relative final loss of dyn and exp vs the data scale (the ICLR submission, Fig. 2 middle, Fig. 3 right)",
-    scale_note="full: the paper's N = 1000 and T up to 100, 100 repeats for the linear rows; the retrained influence "
-               "on 10 of 100 steps with 20 repeats (paper: every step, 100 repeats); DNN row at 20 repeats; paper mode "
-               "(`--mode paper`, a GPU job): every row at the paper's sizes",
-)
-
-
 def verdict_rows(payload) -> list[dict]:
     """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
     (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
     the same cap the reproduction report applies."""
     return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
+
+
+EXPERIMENT = from_module(__name__, id="h-f-scale",
+    title="Relative final loss of dyn and exp vs the data scale (the ICLR submission, Fig. 2 middle, Fig. 3 right)",
+    scale_note="full: the paper's N = 1000 and T up to 100, 100 repeats for the linear rows; the retrained influence "
+               "on 10 of 100 steps with 20 repeats (paper: every step, 100 repeats); DNN row at 20 repeats; paper mode "
+               "(`--mode paper`, a GPU job): every row at the paper's sizes",
+    repeats_key="repeats",
+)

@@ -162,4 +162,5 @@ def verdict_rows(payload, *, threshold: float = 10.0) -> list[dict]:
 EXPERIMENT = from_module(__name__, id="h-x-eer-breakdown",
     title="Where the dynamic schedule breaks under clipping (H-X-EER)",
     scale_note="beyond the paper: a grid of curvatures and lengths on a synthetic least-squares problem",
+    repeats_key="runs",
 )

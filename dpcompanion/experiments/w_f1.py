@@ -118,4 +118,5 @@ EXPERIMENT = from_module(__name__, id="w-f1",
     scale_note="Fashion-MNIST (5 000 training images, CNN pre-trained on MNIST, last layer fine-tuned) for 120 "
                "epochs, 5 seeds; the paper: CIFAR-10 (50 000 images, CNN pre-trained on CIFAR-100), 120 epochs, "
                "5 runs.",
+    repeats_key="seeds",
 )

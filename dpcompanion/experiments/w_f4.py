@@ -134,4 +134,5 @@ EXPERIMENT = from_module(__name__, id="w-f4",
                "paper, 2 seeds, a one-hidden-layer MLP instead of the paper's CNN (from scratch in both); the "
                "paper: 60 000 images, CNN. Paper mode (`--mode paper`, hours on two cores): the CNN on "
                "60 000 images, 10 000 test images, 50 epochs, the full grid, 2 seeds per cell.",
+    repeats_key="seeds",
 )

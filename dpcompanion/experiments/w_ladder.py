@@ -135,4 +135,5 @@ EXPERIMENT = from_module(__name__, id="w-ladder",
     scale_note="Fashion-MNIST instead of CIFAR-10 (not available here); 2 000, 10 000 and 50 000 private training "
                "images, the last CIFAR-10's size; Table 2's rows at epsilon_bar 0.8 and 3.2, clips {1, 2.5}, the "
                "paper's epochs and 5 runs; clip 1 only at 50 000",
+    repeats_key="seeds",
 )

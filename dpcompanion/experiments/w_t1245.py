@@ -84,15 +84,6 @@ def combine(config: dict, results: list[dict]) -> dict:
     return {"cells": results}
 
 
-EXPERIMENT = from_module(__name__, id="w-t1245",
-    title="ADP-SGD vs DP-SGD over the privacy x clip x epochs grid (Wu et al. Tables 1, 2, 4, 5)",
-    scale_note="Fashion-MNIST (2 000 training, 2 000 validation images; CNN pre-trained on MNIST, last layer "
-               "fine-tuned), both step-size families, the paper's 3 epoch counts, clips {1, 2.5} of its 4, "
-               "epsilon_bar in {0.8, 3.2} of its 5 values, 20 seeds (the paper: 5 runs), judged at 3, 10 and 20 "
-               "seeds by a group-sequential plan; the paper: CIFAR-10 (50 000 images).",
-)
-
-
 # ----------------------------------------------------------------- rendering helpers (pure)
 
 def _ms(v) -> str:
@@ -149,3 +140,20 @@ def verdict_rows(payload) -> list[dict]:
                                             cells=[v for v in V if v["table"] == t],
                                             plan=comparisons.plan_of("w-t1245")))
     return rows
+
+
+def report_verdict_rows(payload) -> list[dict]:
+    """The verdicts report's rows: every cell's verdict (rule ``w-t1245/gap``,
+    :func:`dpcompanion.experiments.comparisons.w_t1245_cell_rows`, as the page's cell table judges
+    them) before the page's summary rows per table."""
+    return comparisons.w_t1245_cell_rows(payload) + verdict_rows(payload)
+
+
+EXPERIMENT = from_module(__name__, id="w-t1245",
+    title="ADP-SGD vs DP-SGD over the privacy x clip x epochs grid (Wu et al. Tables 1, 2, 4, 5)",
+    scale_note="Fashion-MNIST (2 000 training, 2 000 validation images; CNN pre-trained on MNIST, last layer "
+               "fine-tuned), both step-size families, the paper's 3 epoch counts, clips {1, 2.5} of its 4, "
+               "epsilon_bar in {0.8, 3.2} of its 5 values, 20 seeds (the paper: 5 runs), judged at 3, 10 and 20 "
+               "seeds by a group-sequential plan; the paper: CIFAR-10 (50 000 images).",
+    repeats_key="seeds",
+)

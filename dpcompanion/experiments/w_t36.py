@@ -254,17 +254,25 @@ def _rule_rows(payload) -> list[dict]:
     return out
 
 
+def verdict_rows(payload) -> list[dict]:
+    """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
+    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
+    the same cap the reproduction report applies."""
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
+
+
+def report_verdict_rows(payload) -> list[dict]:
+    """The verdicts report's rows: the page's rows, then Table 3's verdict of its cells pooled
+    (issue 33, item 5; :func:`dpcompanion.experiments.comparisons.wu_rules.w_t36_table_rows`)."""
+    rows = verdict_rows(payload)
+    return rows + comparisons.wu_rules.w_t36_table_rows(rows)
+
+
 EXPERIMENT = from_module(__name__, id="w-t36",
     title="ADP-SGD vs DP-SGD with adaptive step sizes (Wu et al. Tables 3, 6)",
     scale_note="Fashion-MNIST (2 000 training images; CNN pre-trained on MNIST, last layer fine-tuned), 60 epochs "
                "as the paper, both clips and all 4 privacy levels, the paper's grids (6 betas for DP-SGD, 6 Cs for "
                "ADP-SGD at DP-SGD's beta) tuned on 5 seeds, reported on 5 to 200 fresh seeds (80% power for the "
                "paper's gap at the sd seen on the tuning seeds); the paper: CIFAR-10 (50 000 images), 5 runs.",
+    repeats_key="seeds",
 )
-
-
-def verdict_rows(payload) -> list[dict]:
-    """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
-    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
-    the same cap the reproduction report applies."""
-    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]

@@ -10,10 +10,10 @@ units_total, units_computed, units_reused`` (and more; ``replaced_damaged``: the
 of the stored result this run recomputed over). Every unit is stored as it finishes
 (``<DIR>/<ID>/<mode>.units/``): a run killed mid-way resumes where it stopped, recomputing no
 finished unit (a line on stderr says how many were reused). ``--mode paper`` (the paper's own
-sizes, hours here) exists for the experiments that define it (``configs["paper"]``: h-f-eff,
-w-f4); it runs, resumes and is revalidated exactly as full mode, over as many sittings as it
-takes (commit ``<DIR>/<ID>/paper.units/`` between them); another ID is refused, naming those
-that have one.
+sizes, hours here) exists for the experiments that define it (``configs["paper"]``; the modes
+column of ``CATALOGUE.md``, generated from the experiments, lists them); it runs, resumes
+and is revalidated exactly as full mode, over as many sittings as it takes (commit
+``<DIR>/<ID>/paper.units/`` between them); another ID is refused, naming those that have one.
 Every option is checked, the results folder included, before a cluster starts or a file
 is written.
 """

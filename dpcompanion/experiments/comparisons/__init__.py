@@ -52,7 +52,8 @@ from dpcompanion.experiments.comparisons.rows import VERDICTS, apply_tuning_cap,
 from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Z, Judgement, Rule
 from dpcompanion.experiments.protocols import wu_paper
 
-__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "tuning_for_row", "apply_tuning_cap", "compare", "rule", "verdict_of", "experiment_of", "rules_for", "plan_of"]
+__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "tuning_for_row", "apply_tuning_cap", "compare", "rule", "verdict_of", "experiment_of", "rules_for", "plan_of", "gap_verdict",
+           "w_t1245_cell_rows"]
 
 
 def _registry(*groups) -> dict[str, Rule]:
@@ -119,6 +120,19 @@ def gap_verdict(cell: dict, *, metric: str, item: str | None = None,
                   sizes_note=f"{cell['epochs']} epochs, {len(adp)} seeds vs {wu_paper.PAPER_EPOCHS} epochs, 5 runs",
                   item=item, table=table, printed=printed, adp=adp, dp=dp, plan=plan)
     return table, printed, row
+
+
+def w_t1245_cell_rows(payload: dict) -> list[dict]:
+    """The w-t1245 verdicts report's rows per cell (rule ``w-t1245/gap``, :func:`gap_verdict`),
+    best then last metric, as the page's cell table judges them."""
+    out = []
+    for metric in ("best", "last"):
+        for c in payload["cells"]:
+            table = wu_paper.TABLE_OF[(c["family"], metric)]
+            out.append(gap_verdict(
+                c, metric=metric, plan=plan_of("w-t1245"), item=f"Table {table}: gain ADP - DP, {c['family']}, C_G {c['clip']:g}, "
+                                       f"eps_bar {c['epsilon_bar']:g}, {c['epochs']} epochs")[2])
+    return out
 
 
 def verdict_of(rule_id: str, **measured: Any) -> str:

@@ -24,8 +24,8 @@
 * ``result``: which stored result the row was judged on: ``{"mode": "full" | "quick" |
   "computed" | None, "fresh", "digest", "path"}``.
 
-Which result: the fresh stored paper-mode result (the paper's own sizes, where an experiment
-defines ``configs["paper"]`` and the sweep is complete) when there is one, else the fresh stored
+Which result (the store's one rule, :func:`dpcompanion.experiments.store.best_fresh`): the
+fresh stored paper-mode result (the paper's own sizes, where an experiment defines ``configs["paper"]`` and the sweep is complete) when there is one, else the fresh stored
 full result, else the fresh stored quick result (``result.mode`` says which: ``paper``,
 ``full`` or ``quick``; the scale block is the judged result's). **Nothing is computed unless asked** (``compute=True``, ``verdicts --compute``): a page
 without a fresh stored result gives one ``not comparable`` row saying why and which command
@@ -39,7 +39,6 @@ experiments. Theory tables are computed (no training: seconds).
 from __future__ import annotations
 
 import csv
-import importlib
 import io
 import json
 import math
@@ -50,27 +49,23 @@ from typing import Any, Iterable
 
 from dpcompanion.core import outputs
 from dpcompanion.experiments import base, comparisons, store
-from dpcompanion.experiments.comparisons import hong_rules, scale as scale_mod, theory, wu_rules
-from dpcompanion.experiments.comparisons.rows import plan_of
-from dpcompanion.experiments.protocols import tuning as tuning_protocol, wu_paper
+from dpcompanion.experiments.comparisons import scale as scale_mod, theory, wu_rules
+from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
-           "REPEATS_KEY", "power_rows", "sentence", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "EFFECT_WORDS",
+           "power_rows", "sentence", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "EFFECT_WORDS",
            "TREND_WORDS"]
-
-#: the config key holding our runs per compared estimate (repeats or seeds), by page; rows whose
-#: rule does not know n (a difference of means handed over with its se) take it from here
-REPEATS_KEY = {"h-f-eff": "repeats", "h-f-eff-exact": "repeats", "h-f-scale": "repeats", "h-f-mom": "repeats", "h-f-curv": "repeats",
-               "h-f-infl-extra": "repeats", "h-f-infl": "repeats", "w-f1": "seeds", "w-f4": "seeds",
-               "w-t1245": "seeds", "w-ladder": "seeds", "w-t36": "seeds", "h-x-eer": "runs_mc", "h-x-eer-breakdown": "runs"}
 
 CSV_COLUMNS = ("page", "rule", "item", "verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
                "margin", "mde", "runs_needed", "runs_needed_cpu_s", "design", "stage", "comparable", "result_mode", "at_paper_scale", "scope", "sentence",
                "next_step", "scale", "tuning", "note")
 
 
-def _n_from_config(page: str, item: str, config: dict) -> int | None:
-    key = REPEATS_KEY.get(page)
+def _n_from_config(key: str | None, item: str, config: dict) -> int | None:
+    """Our runs per compared estimate read from ``config`` under ``key`` (the experiment's
+    :attr:`~dpcompanion.experiments.base.Experiment.repeats_key`; ``dnn_<key>`` for a row about
+    the DNN where the config has one), for rows whose rule does not know n (a difference of
+    means handed over with its se); None without a key or a number."""
     if key and "dnn" in item.lower() and f"dnn_{key}" in config:
         key = f"dnn_{key}"
     v = config.get(key) if key else None
@@ -78,20 +73,16 @@ def _n_from_config(page: str, item: str, config: dict) -> int | None:
 
 
 def _pick(eid: str, *, compute: bool, seed: int, device: str):
-    """(result, mode, why-not): the fresh paper result (complete; an experiment with a paper
-    config), else the fresh full one, else the fresh quick one, else (when ``compute``) a
-    computed quick one."""
-    paper = store.fresh_paper(eid)
-    if paper is not None:
-        return paper, "paper", ""
+    """(result, mode, why-not): the result a page shows, by the store's one rule
+    (:func:`store.best_fresh`: the fresh paper result, else the fresh full one, else the fresh
+    quick one; with ``compute``, :func:`store.result_to_show`, which computes the quick one
+    where none is fresh); else why none is judged."""
+    res = (store.result_to_show(eid, mode="quick", seed=seed, device=device) if compute
+           else store.best_fresh(eid, seed=seed))
+    if res is not None:
+        return res, res.mode, ""
     full = store.load(eid, mode="full")
-    if full is not None and full.fresh:
-        return full, "full", ""
     quick = store.load(eid, mode="quick", seed=seed)
-    if quick is not None and quick.fresh:
-        return quick, "quick", ""
-    if compute:
-        return store.load_or_compute(eid, mode="quick", seed=seed, device=device), "quick", ""
     why = ("no full result stored" if full is None else f"full result stale ({full.stale_reason})")
     why += "; " + ("no quick result stored" if quick is None else f"quick result stale ({quick.stale_reason})")
     return None, None, why
@@ -112,9 +103,9 @@ def runs_needed_cpu_s(need: int | None, n: int | None, result_cpu_s: float | Non
 
 
 def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result: dict, payload: Any = None,
-         result_cpu_s: float | None = None) -> dict:
+         result_cpu_s: float | None = None, repeats_key: str | None = None) -> dict:
     st = r.get("stats") or {}
-    n = st.get("n") if st.get("n") is not None else _n_from_config(page, str(r["item"]), config)
+    n = st.get("n") if st.get("n") is not None else _n_from_config(repeats_key, str(r["item"]), config)
     k = st.get("runs_factor")
     need = int(math.ceil(k * n)) if (r["verdict"] == "inconclusive" and k and n) else None
     out = {
@@ -140,10 +131,10 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
 
 
 def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list[dict]:
-    mod = importlib.import_module(base.get(eid).run_unit.__module__)
+    exp = base.get(eid)
     res, mode, why = _pick(eid, compute=compute, seed=seed, device=device)
     if res is None:
-        config = base.config_for(base.get(eid), "full", seed=seed)
+        config = base.config_for(exp, "full", seed=seed)
         return [{"page": eid, "rule": None, "item": f"{eid}: no fresh stored result", "verdict": "not comparable",
                  "paper": "", "paper_value": None,
                  "ours": {"estimate": None, "ci_low": None, "ci_high": None, "n": None, "text": ""},
@@ -156,7 +147,7 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
                  "next_step": None, "scope": "reduced",
                  "sentence": f"{eid.upper()}: not compared, no stored result to judge."}]
     prov = res.provenance
-    config = prov.get("config") or base.config_for(base.get(eid), mode, seed=seed)
+    config = prov.get("config") or base.config_for(exp, mode, seed=seed)
     # the paper's side of the block (values, quotations) is read from this code, ours from the
     # recorded config: a corrected quotation shows at once and never makes a result stale
     scale = scale_mod.scale_of(eid, config)
@@ -164,30 +155,13 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
     tuning = payload.get("tuning", []) if isinstance(payload, dict) else []
     result = {"mode": mode, "fresh": bool(res.fresh), "digest": prov.get("digest"),
               "path": str(res.path) if res.path else None, "scale_recorded": "scale" in prov}
-    rows = list(mod.verdict_rows(payload))
-    if eid == "h-f-eff":  # a row per N beside the trend rows (issue 33, item 3)
-        rows = hong_rules.eff_rows(payload) + rows
-    if eid == "w-t1245":  # the page also shows every cell's verdict
-        rows = _w_t1245_cells(payload) + rows
-    if eid == "w-t36":  # Table 3's verdict: its cells pooled (issue 33, item 5)
-        rows = rows + wu_rules.w_t36_table_rows(rows)
-    rows = [comparisons.apply_tuning_cap(r, tuning) for r in rows]
+    # the experiment's declared rows (its report_verdict_rows where the report has more than
+    # the page's table: h-f-eff's per N, w-t1245's per cell, w-t36's pooled)
+    rows = [comparisons.apply_tuning_cap(r, tuning) for r in exp.judged_rows(payload)]
     cpu_s = prov.get("units_wall_s") or prov.get("wall_s")
     return [_row(eid, r, config=config, scale=scale, tuning=comparisons.tuning_for_row(r, tuning), result=result,
-                 result_cpu_s=cpu_s,
+                 result_cpu_s=cpu_s, repeats_key=exp.repeats_key,
                  payload=payload) for r in rows]
-
-
-def _w_t1245_cells(payload) -> list[dict]:
-    """The w-t1245 page's per-cell rows (rule ``w-t1245/gap``), as its cell table judges them."""
-    out = []
-    for metric in ("best", "last"):
-        for c in payload["cells"]:
-            table = wu_paper.TABLE_OF[(c["family"], metric)]
-            out.append(comparisons.gap_verdict(
-                c, metric=metric, plan=plan_of("w-t1245"), item=f"Table {table}: gain ADP - DP, {c['family']}, C_G {c['clip']:g}, "
-                                       f"eps_bar {c['epsilon_bar']:g}, {c['epochs']} epochs")[2])
-    return out
 
 
 def _w_eps_rows() -> list[dict]:
@@ -218,14 +192,10 @@ CLAIM_TABLES = {"h-f-theory": ("h-f-theory", _h_f_theory_rows), "accounting": ("
                 "w-eps": ("w-theory", _w_eps_rows)}
 
 
-def _module(eid: str):
-    return importlib.import_module(base.get(eid).run_unit.__module__)
-
-
 def experiments_with_verdicts() -> list[str]:
-    """Every experiment of :func:`dpcompanion.experiments.base.all_experiments` whose module
-    defines ``verdict_rows`` (the rows its page shows), by ID."""
-    return [eid for eid in base.all_experiments() if callable(getattr(_module(eid), "verdict_rows", None))]
+    """Every experiment of :func:`dpcompanion.experiments.base.all_experiments` that declares
+    ``verdict_rows`` (the rows its page shows), by ID."""
+    return [eid for eid, exp in base.all_experiments().items() if exp.verdict_rows is not None]
 
 
 

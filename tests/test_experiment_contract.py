@@ -1,0 +1,162 @@
+"""The experiment contract (issue 32, items 1 and 2): an experiment is one declared
+:class:`dpcompanion.experiments.base.Experiment`, and the report, the pages and the store read
+its fields, never its module; one rule (``store.best_fresh``) decides which stored result a page
+shows and a verdict is judged on."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpcompanion.book import show
+from dpcompanion.experiments import base, store
+from dpcompanion.experiments.comparisons import reproduction
+
+PKG = Path(base.__file__).resolve().parents[1]
+ID = "test-contract-toy"
+
+
+def _units(config):
+    return [{"i": i, "n": config["n"], "seed": config["seed"]} for i in range(2)]
+
+
+def _run_unit(unit, device):
+    rng = np.random.default_rng([unit["seed"], unit["i"]])
+    return {"x": rng.standard_normal(unit["n"])}
+
+
+def _combine(config, results):
+    return {"config": dict(config), "total": float(sum(r["x"].sum() for r in results))}
+
+
+def _toy() -> base.Experiment:
+    """The toy's describe and rows are closures, not names of this module: a lookup of the
+    module defining ``run_unit`` (the old contract) would find none of them."""
+    def sizes(payload):
+        return f"**Sizes ({payload['config']['mode']} mode).** toy n = {payload['config']['n']}."
+
+    def table(payload):
+        return [{"item": f"toy total at n = {payload['config']['n']}", "paper": "-", "ours": f"{payload['total']:.3f}",
+                 "verdict": "identity", "note": "toy"}]
+
+    def report(payload):
+        return table(payload) + [{"item": "toy extra row", "paper": "-", "ours": "-", "verdict": "identity",
+                                  "note": "only in the report"}]
+
+    return base.Experiment(id=ID, title="contract toy", configs={"quick": {"n": 4, "reps": 7}, "full": {"n": 6, "reps": 9},
+                                                                 "paper": {"n": 8, "reps": 11}},
+                           units=_units, run_unit=_run_unit, combine=_combine, describe=sizes, verdict_rows=table,
+                           report_verdict_rows=report, repeats_key="reps")
+
+
+@pytest.fixture()
+def toy(tmp_path, monkeypatch):
+    exp = base.register(_toy())
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
+    shown: list = []
+    monkeypatch.setattr(show, "display", lambda obj: shown.append(obj.data))
+    yield exp, shown
+    base.unregister(exp.id)
+
+
+def test_report_and_page_read_describe_and_rows_from_the_experiment(toy):
+    """Issue 32, item 1: the verdicts report and the page machinery find a registered
+    experiment's describe, verdict rows, report rows and repeats key through the object; its
+    module (this test module) defines none of them."""
+    exp, shown = toy
+    mod = sys.modules[exp.run_unit.__module__]
+    assert not any(hasattr(mod, name) for name in ("describe", "verdict_rows", "report_verdict_rows"))
+    assert ID in reproduction.experiments_with_verdicts()
+    rows = reproduction.report_rows(pages=[ID], compute=True)
+    assert [r["item"] for r in rows] == ["toy total at n = 4", "toy extra row"]  # report_verdict_rows, quick computed
+    assert {r["ours"]["n"] for r in rows} == {7}  # n from the declared repeats_key
+    assert {r["result"]["mode"] for r in rows} == {"quick"}
+    page = show.show_experiment(ID, mode="quick")
+    assert shown[0] == "**Sizes (quick mode).** toy n = 4." and "toy total at n = 4" in shown[1]
+    assert "toy extra row" not in shown[1]  # the page's table is verdict_rows
+    assert page.experiment is exp
+
+
+def test_an_experiment_without_rows_is_not_in_the_report(toy):
+    """Issue 32, item 1: ``verdict_rows`` is optional; an experiment without it has no rows
+    (and may not declare report rows alone)."""
+    exp, _ = toy
+    bare = base.register(base.Experiment(id="test-contract-bare", title="bare", configs=exp.configs, units=_units,
+                                         run_unit=_run_unit, combine=_combine))
+    try:
+        assert "test-contract-bare" not in reproduction.experiments_with_verdicts()
+        with pytest.raises(ValueError, match="has no verdict rows"):
+            bare.judged_rows({})
+    finally:
+        base.unregister(bare.id)
+    with pytest.raises(ValueError, match="report_verdict_rows without verdict_rows"):
+        base.Experiment(id="x", title="x", configs=exp.configs, units=_units, run_unit=_run_unit, combine=_combine,
+                        report_verdict_rows=lambda p: [])
+
+
+def test_every_package_experiment_declares_what_its_module_defines():
+    """Issue 32, item 1: ``from_module`` picks up every optional name its module defines (the
+    ``EXPERIMENT`` line comes last), so nothing needs the module to find them."""
+    for eid, exp in base.all_experiments().items():
+        mod = sys.modules[exp.run_unit.__module__]
+        for name in base.OPTIONAL_NAMES:
+            assert getattr(exp, name) is getattr(mod, name, None), f"{eid}: {name} not declared (EXPERIMENT not last?)"
+        assert exp.verdict_rows is not None, eid
+
+
+def _import_module_calls(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call):
+            name = ast.unparse(node.func)
+            if name.endswith("import_module") or name == "__import__":
+                out.append((node.lineno, ast.unparse(node)))
+    return out
+
+
+def test_no_module_lookup_of_experiments_outside_the_registry():
+    """Issue 32 (acceptance): no ``importlib.import_module`` of an experiment module (by name or
+    by a function's ``__module__``) anywhere in the package but ``experiments/base.py``, the
+    registry."""
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).as_posix()
+        if rel == "dpcompanion/experiments/base.py":
+            continue
+        for line, call in _import_module_calls(path):
+            if "experiment" in call.lower() or "__module__" in call or "run_unit" in call:
+                bad.append(f"{rel}:{line} {call}")
+    assert not bad, bad
+    assert _import_module_calls(PKG / "experiments" / "base.py")  # the registry does import them
+
+
+def test_one_rule_picks_the_result_shown_and_judged(toy):
+    """Issue 32, item 2: ``store.best_fresh`` (paper, else full, else quick, fresh only) is the
+    one rule; ``result_to_show``, the page's full-result block and the verdicts report agree
+    with it as results appear."""
+    exp, shown = toy
+    assert store.best_fresh(ID) is None
+    assert reproduction.report_rows(pages=[ID])[0]["verdict"] == "not comparable"  # nothing computed unasked
+    quick = store.compute(ID, mode="quick")
+    assert store.best_fresh(ID).mode == "quick" and store.result_to_show(ID, mode="quick").digest == quick.digest
+    assert {r["result"]["mode"] for r in reproduction.report_rows(pages=[ID])} == {"quick"}
+    page = show.ExperimentPage(ID, mode="quick")
+    shown.clear()
+    page.full_result(note=" (n)")
+    assert shown == [store.full_absent_note(ID) + " (n)"]  # the page's block never shows quick as full
+    for mode in ("full", "paper"):
+        res = store.compute(ID, mode=mode)
+        assert store.best_fresh(ID).digest == res.digest
+        assert store.result_to_show(ID, mode="quick").digest == res.digest
+        rows = reproduction.report_rows(pages=[ID])
+        assert {r["result"]["digest"] for r in rows} == {res.digest}
+        assert page.judged_result(rows).digest == res.digest
+        shown.clear()
+        page.full_result()
+        assert shown[0].startswith(f"**Sizes ({mode} mode).**") and (show.PAPER_SHOWN in shown[0]) == (mode == "paper")
+    assert store.best_fresh(ID, modes=("full", "quick")).mode == "full"
+    assert store.result_to_show(ID, mode="paper").mode == "paper"

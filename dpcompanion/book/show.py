@@ -132,11 +132,10 @@ class ExperimentPage:
 
     def verdicts(self, payload: Any = None, *, head: str = "") -> None:
         """The paper-vs-ours table of the rules' verdicts (the module's ``verdict_rows``, of this
-        page's payload or of ``payload``, a payload or a stored result), under ``head``. Each
-        note shows its first clause, the whole note folded beneath it (:func:`report.note_folded`;
-        issue 34: the notes made these tables the tallest part of a page)."""
+        page's payload or of ``payload``, a payload or a stored result), under ``head``. A long
+        cell shows its first clause, the rest folded beneath it (:func:`report.short_cell`)."""
         rows = self.module.verdict_rows(self.payload if payload is None else payload)
-        table = report.paper_vs_ours([{**r, "note": report.note_folded(r.get("note", ""))} for r in rows])
+        table = report.paper_vs_ours(rows)
         _md(f"{head}\n\n{table}" if head else table)
 
     def paper_note(self) -> None:

@@ -112,14 +112,19 @@ def _wait_for_mathjax(driver) -> int:
 # What each check reads from a page, in one load: the claim blocks' text right after the
 # load (before MathJax rewrites the math), then, once MathJax has finished, the formulas,
 # images, links and the page's width.
+# The boxes whose text the claim checks read: every open admonition, and the claim and errata
+# boxes, which are folded on the page (issue 34) but read whole here (their nested dropdowns,
+# the evidence in full and the citation, are left out as before).
+_BOXES = "'.admonition:not(.dropdown), .admonition.claim, .admonition.erratum'"
 _TEXTS = (
-    "return Array.from(document.querySelectorAll('.admonition:not(.dropdown)')).filter(a => !a.closest('.admonition .admonition'))"
-    ".map(a => Array.from(a.querySelectorAll('p, td, li')).filter(e => !e.closest('.dropdown, pre'))"
+    "return Array.from(document.querySelectorAll(" + _BOXES + ")).filter(a => !a.closest('.admonition .admonition'))"
+    ".map(a => Array.from(a.querySelectorAll('p, td, li')).filter(e => { const d = e.closest('.dropdown, pre');"
+    " return !d || d === a; })"
     ".map(e => e.innerText).join('\\n'))"
 )
 # The prose of every claim block (its math, code and dropdowns removed), read before MathJax runs.
 _CLAIM_PROSE = (
-    "return Array.from(document.querySelectorAll('.admonition:not(.dropdown)')).filter(a => !a.closest('.admonition .admonition'))"
+    "return Array.from(document.querySelectorAll(" + _BOXES + ")).filter(a => !a.closest('.admonition .admonition'))"
     ".map(a => { const c = a.cloneNode(true);"
     " c.querySelectorAll('.math, code, pre, .dropdown, mjx-container, script').forEach(e => e.remove());"
     " return c.innerText; })"

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dpcompanion.book.report import fmt
+from dpcompanion.book.report import fmt, two_tables
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = ("payload.json", "arrays.npz")
@@ -216,8 +216,9 @@ def changelog_markdown(hist: dict[str, Any]) -> str:
                      f"{_short(c['previous_digest'])} ({c['previous_date']}) → {_short(c['digest'])}"])
     header = ["result", "committed versions", "numbers last changed", "how many", "max abs change", "max rel change",
               "largest abs change at", "stored digest: previous → now"]
-    return "\n".join(["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-                     + ["| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |" for r in rows])
+    # two narrower tables sharing the result column (issue 34: no table wider than its box)
+    return two_tables(header, [[str(x) for x in r] for r in rows], split=4,
+                      captions=("*When each result's numbers last changed.*", "*By how much, and the digests.*"))
 
 
 # ------------------------------------------------------------------ verdict changes (issue 33)

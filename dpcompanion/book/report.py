@@ -59,6 +59,29 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]], digits:
     return "\n".join(lines)
 
 
+def two_tables(header: Sequence[str], rows: Iterable[Sequence[Any]], split: int, digits: int = 4,
+               captions: tuple[str, str] = ("", "")) -> str:
+    """A table too wide for the page as two narrower ones that share its first column (issue 34:
+    no table wider than its box): columns ``[0, split)``, then column 0 and ``[split, end)``, each
+    under its caption (when given).
+
+    >>> print(two_tables(["a", "b", "c"], [[1, 2, 3]], 2))
+    | a | b |
+    | --- | --- |
+    | 1 | 2 |
+    <BLANKLINE>
+    | a | c |
+    | --- | --- |
+    | 1 | 3 |
+    """
+    rows = [list(r) for r in rows]
+    if not 1 < split < len(header):
+        raise ValueError(f"split must lie between 2 and {len(header) - 1}, got {split}")
+    first = markdown_table(header[:split], [r[:split] for r in rows], digits)
+    second = markdown_table([header[0], *header[split:]], [[r[0], *r[split:]] for r in rows], digits)
+    return "\n\n".join(f"{c}\n\n{t}" if c else t for c, t in zip(captions, (first, second)))
+
+
 def paper_vs_ours(rows: Iterable[dict[str, Any]], digits: int = 4) -> str:
     """The paper-vs-ours table: each row has ``item``, ``paper``, ``ours``, ``verdict``
     (one of :data:`VERDICTS`, computed by the caller) and optionally ``note``. A long

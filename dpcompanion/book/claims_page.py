@@ -342,7 +342,8 @@ def _records_table(rows: list[dict[str, Any]]) -> list[str]:
             if k not in cols:
                 cols.append(k)
     shown = cols[:_COLS]
-    out = ["| " + " | ".join(_cell(c) or "·" for c in shown) + " |", "|" + " --- |" * len(shown)]
+    # headers are record keys: their underscores read as spaces (and let a long key wrap)
+    out = ["| " + " | ".join(_cell(c).replace("_", " ") or "·" for c in shown) + " |", "|" + " --- |" * len(shown)]
     for r in rows[:_ROWS]:
         out.append("| " + " | ".join(_cell(r.get(c, "")) for c in shown) + " |")
     more = []

@@ -98,7 +98,7 @@ def paper_vs_ours(rows: Iterable[dict[str, Any]], digits: int = 4) -> str:
 
 #: a table cell longer than this many characters (before any folded part) shows its first
 #: clause and folds the rest (:func:`short_cell`)
-CELL_CHARS = 140
+CELL_CHARS = 100
 _DETAILS = re.compile(r"\s*<details><summary>(?P<summary>.*?)</summary>(?P<body>.*)</details>\s*$")
 
 
@@ -134,7 +134,7 @@ def short_cell(text: Any, limit: int = CELL_CHARS) -> str:
 
     >>> short_cell("short")
     'short'
-    >>> short_cell("At N = 250, exp's loss is 0.017 below uni's; the paper reports exp ahead" + ", ok" * 30)[:80]
+    >>> short_cell("At N = 250, exp's loss is 0.017 below uni's; the paper reports exp ahead" + ", ok" * 20)[:80]
     "At N = 250, exp's loss is 0.017 below uni's <details><summary>more</summary>the "
     >>> short_cell("ours 1 > 0 " + "x " * 80 + "<details><summary>how it was judged</summary>rule</details>").count("<details>")
     1
@@ -148,10 +148,10 @@ def short_cell(text: Any, limit: int = CELL_CHARS) -> str:
     if not cut:
         return text
     head, rest = visible[:cut].rstrip(" ;,."), visible[cut:].strip()
-    summary, body = "more", rest
-    if m:
-        summary = f"more, and {m.group('summary')}"
-        body = f"{rest}<br><br>{m.group('body')}"
+    body = rest
+    if m:  # the block it had, under its own summary as a heading
+        body = f"{rest}<br><br><em>{m.group('summary')[:1].upper() + m.group('summary')[1:]}:</em> {m.group('body')}"
+    summary = "more"
     return f"{head} <details><summary>{summary}</summary>{body}</details>"
 
 

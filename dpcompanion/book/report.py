@@ -145,7 +145,7 @@ def short_cell(text: Any, limit: int = CELL_CHARS) -> str:
     if len(visible) <= limit:
         return text
     cut = _cut(visible, limit)
-    if not cut:
+    if not cut or len(visible) - cut < 40:  # nothing to cut, or too little left to be worth a fold
         return text
     head, rest = visible[:cut].rstrip(" ;,."), visible[cut:].strip()
     body = rest

@@ -130,16 +130,19 @@ class ExperimentPage:
         paper-scale one a quick build shows (:func:`dpcompanion.book.plotting.drawn_from`)."""
         return plotting.drawn_from(result)
 
-    def verdicts(self, payload: Any = None, *, head: str = "") -> None:
+    def verdicts(self, payload: Any = None, *, head: str = "", fold: bool = False) -> None:
         """The paper-vs-ours table of the rules' verdicts (the module's ``verdict_rows``, of this
         page's payload or of ``payload``, a payload or a stored result), under ``head``. A long
         cell shows its first clause, the rest folded beneath it (:func:`report.short_cell`). When
         no row is comparable with the paper (a reduced run: the sizes differ), the table is folded
-        under one line saying so (issue 34: the page leads with what can be compared)."""
+        under one line saying so (issue 34: the page leads with what can be compared); ``fold``
+        folds it in any case (a reduced run shown below the paper-sized one)."""
         rows = self.module.verdict_rows(self.payload if payload is None else payload)
         table = report.paper_vs_ours(rows)
         if rows and all(r["verdict"] == "not comparable" for r in rows):
             table = report.folded(f"This run's {len(rows)} rows: not comparable with the paper (its sizes differ)", table)
+        elif fold:
+            table = report.folded(f"This run's {len(rows)} rows", table)
         _md(f"{head}\n\n{table}" if head else table)
 
     def paper_note(self) -> None:

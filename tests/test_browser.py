@@ -427,6 +427,25 @@ def test_search_finds_the_page_stating_a_theorem_first_and_shows_no_raw_tex(serv
     assert snippets, "no result snippets"
     raw = [s for s in snippets if "\\(" in s or "\\)" in s or "\\[" in s]
     assert not raw, f"snippets with raw TeX: {raw[:3]}"
+    # issue 34: a snippet is the page's text, not its header buttons ("...Binder")
+    buttons = [s for s in snippets if "Binder" in s or "Colab" in s]
+    assert not buttons, f"snippets read from the header buttons: {buttons[:3]}"
+
+
+def test_search_snippets_skip_the_header_buttons_and_one_search_box_on_desktop(server, browser):
+    """Issue 34: search snippets all read "...Binder" (the article's launch buttons are inside
+    [role=main], where Sphinx reads a snippet); the header bar held only a second search box."""
+    page = (require_build() / "book" / "h-tables.html").read_text()
+    browser.get(urljoin(server, "search.html"))
+    text = browser.execute_script("return window.dpcompanionSnippetText(arguments[0])", page)
+    assert "Binder" not in text and "Colab" not in text, text[:200]
+    assert "Table 1" in text  # the page's own text is kept
+    browser.get(urljoin(server, "book/h-tables.html"))
+    shown = browser.execute_script(
+        "return Array.from(document.querySelectorAll('button.search-button__button, .bd-search'))"
+        ".filter(e => { const r = e.getBoundingClientRect(); return e.getClientRects().length && r.bottom > 0 && r.right > 0"
+        " && getComputedStyle(e).visibility !== 'hidden'; }).length")
+    assert shown == 1, f"{shown} search boxes on the first screen at 1280 px"
 
 
 def test_search_snippet_cleaner_drops_tex(server, browser):

@@ -213,7 +213,9 @@ def changelog_markdown(hist: dict[str, Any]) -> str:
         subject = subject if len(subject) <= 70 else subject[:69] + "…"
         rows.append([e["id"], e["versions"], f"{c['date']}, `{c['commit']}` ({subject})", what,
                      f"{_short(c['previous_digest'])} ({c['previous_date']}) → {_short(c['digest'])}",
-                     fmt(c["max_abs"], 3), fmt(c["max_rel"], 3), f"`{c['largest_change_at']}`"])
+                     fmt(c["max_abs"], 3), fmt(c["max_rel"], 3),
+                     # the key's path one part per code span, so that a long path wraps between its parts
+                     " › ".join(f"`{part}`" for part in str(c["largest_change_at"]).split("."))])
     header = ["result", "committed versions", "numbers last changed", "how many", "stored digest: previous → now",
               "max abs change", "max rel change", "largest abs change at"]
     # two narrower tables sharing the result column (issue 34: no table wider than its box)

@@ -157,38 +157,6 @@ _WIDE_TABLES = (
 )
 #: the tallest a page may be at 1280 px (issue 34)
 MAX_PAGE_PX = 12_000
-#: Pages not yet within issue 34's limits, with what each measured on the fresh clone of 01c4d4b
-#: (1280 px window, headless Chromium): the page's height in px, and its number of tables wider
-#: than their box. A ratchet, not an allowance: a listed page may not grow (5 % slack for fonts)
-#: nor gain a wide table, a page not listed must meet the limits, and a listed page that meets
-#: them fails until its entry is deleted, so the lists only shrink. Issue 34 stays open until
-#: both are empty.
-TALL_STILL = {
-    "book/compute.html": 15950,
-    "book/errata.html": 29956,
-    "book/h-f-eff.html": 22187,
-    "book/h-f-infl.html": 13902,
-    "book/h-f-scale.html": 18345,
-    "book/h-sec-4-1.html": 23639,
-    "book/h-sec-4-2.html": 20738,
-    "book/w-theory.html": 20405,
-}
-WIDE_STILL = {
-    "book/audit.html": 1,
-    "book/changelog.html": 1,
-    "book/compute.html": 2,
-    "book/errata.html": 1,
-    "book/h-f-eff-exact.html": 2,
-    "book/h-f-eff.html": 3,
-    "book/h-f-infl.html": 3,
-    "book/h-f-mom.html": 3,
-    "book/h-f-scale.html": 3,
-    "book/h-sec-4-1.html": 1,
-    "book/h-tables.html": 4,
-    "book/h-x-eer.html": 2,
-    "book/reproduce.html": 1,
-    "book/w-t36.html": 2,
-}
 # Words of table cells that the layout wraps inside (issue 23: "ag re es", "0. 00 12 2"): each
 # token (a run of non-space characters, cut after a hyphen, slash or dash, where a line may
 # legitimately break) must lie on one line: its Range's client rects all share one line box.
@@ -288,11 +256,6 @@ def test_every_page_is_at_most_12000px_tall_at_1280px(server, browser, visits, p
     """Issue 34 (short pages): tuning traces, seed lists and long tables go to CSV downloads and
     folded blocks; no page is taller than 12,000 px at a 1280 px window."""
     v = _visit(server, browser, visits, page)
-    if page in TALL_STILL:
-        assert v["height"] > MAX_PAGE_PX, f"{page} is now {v['height']} px tall: delete its TALL_STILL entry"
-        limit = int(TALL_STILL[page] * 1.05)
-        assert v["height"] <= limit, f"{page} grew to {v['height']} px at 1280 px (it measured {TALL_STILL[page]})"
-        return
     assert v["height"] <= MAX_PAGE_PX, f"{page} is {v['height']} px tall at 1280 px (at most {MAX_PAGE_PX})"
 
 
@@ -301,11 +264,6 @@ def test_no_table_is_wider_than_its_box_at_1280px(server, browser, visits, page)
     """Issue 34: no table hides columns behind a scroll bar at 1280 px (the audit table's
     verdict column, the compute table's command)."""
     v = _visit(server, browser, visits, page)
-    if page in WIDE_STILL:
-        assert v["wide_tables"], f"{page} has no table wider than its box now: delete its WIDE_STILL entry"
-        assert len(v["wide_tables"]) <= WIDE_STILL[page], (
-            f"{page}: {len(v['wide_tables'])} tables wider than their box (it had {WIDE_STILL[page]}): {v['wide_tables']}")
-        return
     assert not v["wide_tables"], f"{page}: tables wider than their box at 1280 px: {v['wide_tables']}"
 
 

@@ -72,7 +72,7 @@ def test_every_errata_entry_links_to_a_page_of_the_book(claim_results):
         assert f"book/{page}" in toc, f"{r['id']}: its page {page} is not in _toc.yml"
         ref = f"{{ref}}`{r['id']} <{claims_page.label(r['id'])}>`"
         assert ref in summary and ref in md, r["id"]
-        section = md.split(f"### {r['id']}\n", 1)[1].split("\n### ", 1)[0]
+        section = md.split(f"::::{{admonition}} {r['id']} · ", 1)[1].split("\n::::\n", 1)[0]
         assert f"evidence on {{doc}}`{page}`" in section, r["id"]
 
 

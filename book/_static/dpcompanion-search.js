@@ -43,7 +43,29 @@
     }
   }
   window.dpcompanionPlainTeX = clean;  // for the browser test
+  // Issue 34: a snippet is the page's text near the match, read from [role=main], which also
+  // holds the article's header buttons (Binder, Colab, download): a match near the top showed
+  // "...Binder". The buttons, sidebars and footer are dropped before Sphinx reads the text.
+  var NOT_TEXT = ".bd-header-article, .article-header-buttons, .header-article-items, .bd-sidebar-primary, " +
+                 ".bd-sidebar-secondary, .prev-next-area, .bd-footer-article, .bd-footer-content";
+  function withoutButtons(orig) {
+    var f = function (htmlString, anchor) {
+      var doc = new DOMParser().parseFromString(htmlString, "text/html");
+      doc.querySelectorAll(NOT_TEXT).forEach(function (e) { e.remove(); });
+      return orig(doc.documentElement.outerHTML, anchor);
+    };
+    f.dpcompanion = true;
+    return f;
+  }
+  function patchSnippets() {
+    if (typeof Search !== "undefined" && Search.htmlToText && !Search.htmlToText.dpcompanion) {
+      Search.htmlToText = withoutButtons(Search.htmlToText);
+    }
+  }
+  window.dpcompanionSnippetText = function (html) { patchSnippets(); return Search.htmlToText(html); };  // for the browser test
+  patchSnippets();
   function start() {
+    patchSnippets();
     var root = document.getElementById("search-results");
     if (!root) return;
     fix(root);

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dpcompanion.book.report import fmt
+from dpcompanion.book.report import fmt, two_tables
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = ("payload.json", "arrays.npz")
@@ -204,7 +204,7 @@ def changelog_markdown(hist: dict[str, Any]) -> str:
         if c is None:
             first = e["first"]
             rows.append([e["id"], e["versions"], f"unchanged since it was committed ({first['date']}, `{first['commit']}`)",
-                         "", "", "", "", _short(e.get("digest"))])
+                         "", _short(e.get("digest")), "", "", ""])
             continue
         what = f"{c['changed']} of {c['leaves']} numbers changed"
         if c["added"] or c["removed"]:
@@ -212,12 +212,15 @@ def changelog_markdown(hist: dict[str, Any]) -> str:
         subject = reader_subject(c["subject"])
         subject = subject if len(subject) <= 70 else subject[:69] + "…"
         rows.append([e["id"], e["versions"], f"{c['date']}, `{c['commit']}` ({subject})", what,
-                     fmt(c["max_abs"], 3), fmt(c["max_rel"], 3), f"`{c['largest_change_at']}`",
-                     f"{_short(c['previous_digest'])} ({c['previous_date']}) → {_short(c['digest'])}"])
-    header = ["result", "committed versions", "numbers last changed", "how many", "max abs change", "max rel change",
-              "largest abs change at", "stored digest: previous → now"]
-    return "\n".join(["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-                     + ["| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |" for r in rows])
+                     f"{_short(c['previous_digest'])} ({c['previous_date']}) → {_short(c['digest'])}",
+                     fmt(c["max_abs"], 3), fmt(c["max_rel"], 3),
+                     # the key's path one part per code span, so that a long path wraps between its parts
+                     " › ".join(f"`{part}`" for part in str(c["largest_change_at"]).split("."))])
+    header = ["result", "committed versions", "numbers last changed", "how many", "stored digest: previous → now",
+              "max abs change", "max rel change", "largest abs change at"]
+    # two narrower tables sharing the result column (issue 34: no table wider than its box)
+    return two_tables(header, [[str(x) for x in r] for r in rows], split=5,
+                      captions=("*When each result's numbers last changed, and its digests.*", "*By how much, and where.*"))
 
 
 # ------------------------------------------------------------------ verdict changes (issue 33)

@@ -342,7 +342,8 @@ def _records_table(rows: list[dict[str, Any]]) -> list[str]:
             if k not in cols:
                 cols.append(k)
     shown = cols[:_COLS]
-    out = ["| " + " | ".join(_cell(c) or "·" for c in shown) + " |", "|" + " --- |" * len(shown)]
+    # headers are record keys: their underscores read as spaces (and let a long key wrap)
+    out = ["| " + " | ".join(_cell(c).replace("_", " ") or "·" for c in shown) + " |", "|" + " --- |" * len(shown)]
     for r in rows[:_ROWS]:
         out.append("| " + " | ".join(_cell(r.get(c, "")) for c in shown) + " |")
     more = []
@@ -525,21 +526,32 @@ def cite_bibtex(claim_id: str, *, status: str = "") -> str:
 
 
 def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[str] = ()) -> str:
-    """One claim result as a MyST admonition. With ``labels`` a target ``(claim-...)=``
-    precedes it; links to the correction / corrected entry use ``{ref}`` only when that
-    entry's id is in ``linkable`` (so every reference resolves), plain text otherwise."""
+    """One claim result as a MyST admonition, folded (issue 34: pages a reader finishes): its
+    title is what a reader scans, the claim's id, its status badge and its statement; opened, its
+    method, source and versions, the evidence in one sentence, the evidence in full, the
+    correction and how to cite the check. The admonition has the classes ``dropdown`` (folded),
+    the status's colour and ``claim`` (the book's print opens it: :mod:`dpcompanion.book.pdf`).
+    With ``labels`` a target ``(claim-...)=`` precedes it; links to the correction / corrected
+    entry use ``{ref}`` only when that entry's id is in ``linkable`` (so every reference
+    resolves), plain text otherwise.
+
+    >>> print(claim_block({"id": "X-1", "status": "proved", "statement": "$a = b$.", "method": "sympy",
+    ...                    "evidence": {"residual": 0}}).splitlines()[:3])
+    ['::::{admonition} X-1 · ✔ PROVED: $a = b$.', ':class: dropdown tip claim', '']
+    """
     badge, cls = BADGES.get(r["status"], (r["status"].upper(), "note"))
     if r["status"] == "checked" and (r.get("evidence") or {}).get("T_checked"):
         badge = f"✔ CHECKED AT T = {t_values(r['evidence']['T_checked'])}"
     lines = []
     if labels:
         lines += [f"({label(r['id'])})=", ""]
-    lines += [f"::::{{admonition}} {r['id']}: {badge}", f":class: {cls}", ""]
+    statement = " ".join(tex_ascii(str(r.get("statement", ""))).split())
+    lines += [f"::::{{admonition}} {r['id']} · {badge}: {statement}", f":class: dropdown {cls} claim", ""]
     lines.append(f"**{badge}** · method: *{r.get('method', '?')}* · source: {_prose(r.get('source', ''))}")
     vers = r.get("versions")
     if vers:
         lines[-1] += " · versions: " + version_names(vers)
-    lines += ["", f"**Statement.** {tex_ascii(str(r.get('statement', '')))}", ""]
+    lines.append("")
     ev = dict(r.get("evidence") or {})
     if r["status"] == "error":
         lines.append(f"**The check raised** {_code(ev.get('exception', '?'))}")
@@ -766,14 +778,17 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
     out = []
     for r in shown:
         ev = dict(r.get("evidence") or {})
-        out.append(f"### {r['id']}")
-        out.append("")
         vers = version_names(r.get("versions") or [])
-        sev = f" · severity: *{r['severity']}*" if r.get("severity") else ""
+        badge, cls = BADGES.get(r["status"], (r["status"].upper(), "note"))
+        sev = r.get("severity") or "not classified"
         page = page_of(r["id"])
         where = f" · evidence on {{doc}}`{page}`" if (link and page) else ""
+        # folded (issue 34: a page a reader finishes): the title says what and how severe; the
+        # summary table above is the overview, each entry opens on its details
+        out += [f"(errata-{label(r['id'])})=", "", f"::::{{admonition}} {r['id']} · {badge} · {sev}",
+                f":class: dropdown {cls} erratum", ""]
         out.append(f"*{_prose(r.get('source', ''))}* (versions: {vers}) · claim {_name(r['id'], link)} · method "
-                   f"*{r.get('method')}* · {BADGES.get(r['status'], (r['status'],))[0]}{sev}{where}")
+                   f"*{r.get('method')}*{where}")
         out.append("")
         out.append(f"**Printed.** {r.get('statement', '')}")
         out.append("")
@@ -795,7 +810,7 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         out += folded("The evidence in full", evidence_lines(shown_ev))
         out.append("")
         out.append(f"**Are the paper's conclusions affected?** {_prose(impact) if impact else 'Not assessed in the registry entry.'}")
-        out.append("")
+        out += ["::::", ""]
     return "\n".join(out)
 
 

@@ -96,6 +96,8 @@ _HEAD = re.compile(r"<head>(.*?)</head>", re.S)
 _H1 = re.compile(r"<h1[^>]*>(.*?)</h1>", re.S)
 _HEADERLINK = re.compile(r'<a class="headerlink".*?</a>', re.S)
 _TAG = re.compile(r"<[^>]+>")
+#: the class of a folded claim or errata box (:func:`dpcompanion.book.claims_page.claim_block`)
+_FOLDED_BOX = re.compile(r'class="(dropdown [^"]*\b(?:claim|erratum)\b[^"]*)"')
 
 # Print styles. Code cells show their outputs only (myst-nb: ``.cell_input``, and the
 # "show code" toggles of hidden cells, which the page opens); figures and displayed
@@ -165,6 +167,8 @@ def print_page(build: Path, pages: list[str], *, info: BuildInfo | None = None, 
     for i, (_, article) in enumerate(chapters):
         # myst-nb's hidden cells are <details>: opened, so that their outputs print
         article = article.replace("<details", "<details open")
+        # claim and errata boxes, folded on the page, print open (their evidence in full stays folded)
+        article = _FOLDED_BOX.sub(r'class="toggle-shown \1"', article)
         cls = "dpc-print-chapter dpc-run-on" if i in run_on else "dpc-print-chapter"
         bodies.append(f'<section class="{cls}"><span id="dpc-chapter-{i + 1}"></span>{article}</section>')
     titles = [t for t, _ in chapters]

@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import math
+import re
 from typing import Any, Iterable, Sequence
 
 #: a row whose sizes differ from the paper's is "not comparable", its note starting with
@@ -58,15 +59,100 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]], digits:
     return "\n".join(lines)
 
 
+def two_tables(header: Sequence[str], rows: Iterable[Sequence[Any]], split: int, digits: int = 4,
+               captions: tuple[str, str] = ("", "")) -> str:
+    """A table too wide for the page as two narrower ones that share its first column (issue 34:
+    no table wider than its box): columns ``[0, split)``, then column 0 and ``[split, end)``, each
+    under its caption (when given).
+
+    >>> print(two_tables(["a", "b", "c"], [[1, 2, 3]], 2))
+    | a | b |
+    | --- | --- |
+    | 1 | 2 |
+    <BLANKLINE>
+    | a | c |
+    | --- | --- |
+    | 1 | 3 |
+    """
+    rows = [list(r) for r in rows]
+    if not 1 < split < len(header):
+        raise ValueError(f"split must lie between 2 and {len(header) - 1}, got {split}")
+    first = markdown_table(header[:split], [r[:split] for r in rows], digits)
+    second = markdown_table([header[0], *header[split:]], [[r[0], *r[split:]] for r in rows], digits)
+    return "\n\n".join(f"{c}\n\n{t}" if c else t for c, t in zip(captions, (first, second)))
+
+
 def paper_vs_ours(rows: Iterable[dict[str, Any]], digits: int = 4) -> str:
     """The paper-vs-ours table: each row has ``item``, ``paper``, ``ours``, ``verdict``
-    (one of :data:`VERDICTS`, computed by the caller) and optionally ``note``."""
+    (one of :data:`VERDICTS`, computed by the caller) and optionally ``note``. A long
+    ``paper``, ``ours`` or ``note`` cell shows its first clause with the rest folded beneath it
+    (:func:`short_cell`; issue 34: the long cells made these tables the tallest part of a page)."""
     out = []
     for r in rows:
         if r["verdict"] not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {r['verdict']!r}")
-        out.append([r["item"], r["paper"], r["ours"], f"**{r['verdict']}**", r.get("note", "")])
+        out.append([r["item"], short_cell(r["paper"]), short_cell(r["ours"]), f"**{r['verdict']}**",
+                    short_cell(r.get("note", ""))])
     return markdown_table(["", "paper reported", "we measured", "verdict", "note"], out, digits)
+
+
+#: a table cell longer than this many characters (before any folded part) shows its first
+#: clause and folds the rest (:func:`short_cell`)
+CELL_CHARS = 100
+_DETAILS = re.compile(r"\s*<details><summary>(?P<summary>.*?)</summary>(?P<body>.*)</details>\s*$")
+
+
+def _cut(text: str, limit: int) -> int:
+    """Where a long cell's first clause ends: after the first ``"; "`` (else ``". "``, else
+    ``", "``, else a space) that lies at 30 to ``limit`` characters, outside math, code, a
+    role and parentheses; 0 when there is no such place."""
+    depth, dollars, ticks, cands = 0, 0, 0, {";": [], ".": [], ",": [], " ": []}
+    for i, ch in enumerate(text[:limit]):
+        if ch == "$":
+            dollars += 1
+        elif ch == "`":
+            ticks += 1
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch == " " and i >= 30 and depth == 0 and dollars % 2 == 0 and ticks % 2 == 0:
+            prev = text[i - 1]
+            cands[prev if prev in ";.," else " "].append(i)
+    for kind in (";", ".", ","):
+        if cands[kind]:
+            return cands[kind][0]
+    return cands[" "][-1] if cands[" "] else 0
+
+
+def short_cell(text: Any, limit: int = CELL_CHARS) -> str:
+    """A table cell a reader takes in at a glance (issue 34: short pages): a cell of at most
+    ``limit`` characters (not counting a folded ``<details>`` block already in it) unchanged;
+    a longer one shows its first clause (:func:`_cut`) and folds the rest beneath it, with the
+    folded block it had (its summary kept in the new one's), on one line so that it stays in its
+    table cell.
+
+    >>> short_cell("short")
+    'short'
+    >>> short_cell("At N = 250, exp's loss is 0.017 below uni's; the paper reports exp ahead" + ", ok" * 20)[:80]
+    "At N = 250, exp's loss is 0.017 below uni's <details><summary>more</summary>the "
+    >>> short_cell("ours 1 > 0 " + "x " * 80 + "<details><summary>how it was judged</summary>rule</details>").count("<details>")
+    1
+    """
+    text = " ".join(str(text).split())
+    m = _DETAILS.search(text)
+    visible = text[:m.start()] if m else text
+    if len(visible) <= limit:
+        return text
+    cut = _cut(visible, limit)
+    if not cut or len(visible) - cut < 40:  # nothing to cut, or too little left to be worth a fold
+        return text
+    head, rest = visible[:cut].rstrip(" ;,."), visible[cut:].strip()
+    body = rest
+    if m:  # the block it had, under its own summary as a heading
+        body = f"{rest}<br><br><em>{m.group('summary')[:1].upper() + m.group('summary')[1:]}:</em> {m.group('body')}"
+    summary = "more"
+    return f"{head} <details><summary>{summary}</summary>{body}</details>"
 
 
 def _cell(v: Any) -> str:
@@ -208,20 +294,6 @@ def tuning_csv_text(tuning: Sequence[dict]) -> str:
         w.writerow({k: ("" if v is None else json.dumps(v, default=str) if isinstance(v, (list, dict)) else v)
                     for k, v in row.items()})
     return buf.getvalue()
-
-
-def note_folded(note: str) -> str:
-    """A long rule note for a table cell (issue 34: short pages): its first clause, then the
-    whole note in a details block (closed), on one line so that it stays inside its cell.
-
-    >>> note_folded("short")
-    'short'
-    >>> note_folded("ours 1 > 0; tried 51 readings; closest x")
-    'ours 1 > 0 <details><summary>the whole note</summary>ours 1 > 0; tried 51 readings; closest x</details>'
-    """
-    note = " ".join(str(note).split())
-    first = note.split("; ")[0].split(". Tolerance:")[0]
-    return note if first == note else f"{first} <details><summary>the whole note</summary>{note}</details>"
 
 
 def folded(title: str, body: str) -> str:

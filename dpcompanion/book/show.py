@@ -132,15 +132,21 @@ class ExperimentPage:
         paper-scale one a quick build shows (:func:`dpcompanion.book.plotting.drawn_from`)."""
         return plotting.drawn_from(result)
 
-    def verdicts(self, payload: Any = None, *, head: str = "") -> None:
+    def verdicts(self, payload: Any = None, *, head: str = "", fold: bool = False) -> None:
         """The paper-vs-ours table of the rules' verdicts (the experiment's ``verdict_rows``, of this
-        page's payload or of ``payload``, a payload or a stored result), under ``head``. Each
-        note shows its first clause, the whole note folded beneath it (:func:`report.note_folded`;
-        issue 34: the notes made these tables the tallest part of a page)."""
+        page's payload or of ``payload``, a payload or a stored result), under ``head``. A long
+        cell shows its first clause, the rest folded beneath it (:func:`report.short_cell`). When
+        no row is comparable with the paper (a reduced run: the sizes differ), the table is folded
+        under one line saying so (issue 34: the page leads with what can be compared); ``fold``
+        folds it in any case (a reduced run shown below the paper-sized one)."""
         if self.experiment.verdict_rows is None:
             raise ValueError(f"experiment {self.id} declares no verdict_rows")
         rows = self.experiment.verdict_rows(self.payload if payload is None else payload)
-        table = report.paper_vs_ours([{**r, "note": report.note_folded(r.get("note", ""))} for r in rows])
+        table = report.paper_vs_ours(rows)
+        if rows and all(r["verdict"] == "not comparable" for r in rows):
+            table = report.folded(f"This run's {len(rows)} rows: not comparable with the paper (its sizes differ)", table)
+        elif fold:
+            table = report.folded(f"This run's {len(rows)} rows", table)
         _md(f"{head}\n\n{table}" if head else table)
 
     def paper_note(self) -> None:

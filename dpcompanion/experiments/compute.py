@@ -37,7 +37,7 @@ from dpcompanion.experiments import base, store
 from dpcompanion.experiments.comparisons.scale import at_paper_scale, scale_of
 
 __all__ = ["GPU_ASSUMED_GFLOPS", "GPU_MODEL", "rerun_command", "gpu_estimate_s", "table", "display_rows",
-           "DISPLAY_HEADER", "duration", "measured_cpu_peak", "load_bench_json", "PAPER_SCALE_HEADER",
+           "DISPLAY_HEADER", "COMMAND_HEADER", "command_rows", "short_executor", "duration", "measured_cpu_peak", "load_bench_json", "PAPER_SCALE_HEADER",
            "paper_scale_rows", "total_wall_s"]
 
 #: assumption (not measured): sustained float32 GFLOP/s of one data-centre GPU on these workloads
@@ -188,9 +188,24 @@ def duration(s: float | None) -> str:
     return f"{s / 3600:.1f} h"
 
 
-#: the columns of :func:`display_rows`
-DISPLAY_HEADER = ["experiment", "CPU wall time here", "device, executor", "runs / run-steps / units",
-                  "command that reruns it", "sizes vs the paper's", "one GPU (estimate)", "status"]
+#: the columns of :func:`display_rows` (what each result cost; the command that reruns it and
+#: what its mode is are :func:`command_rows`: two narrow tables instead of one wider than the page)
+DISPLAY_HEADER = ["experiment", "wall time here", "device, executor", "runs / run-steps / units",
+                  "sizes vs the paper's", "one GPU (estimate)", "status"]
+#: the columns of :func:`command_rows`
+COMMAND_HEADER = ["experiment", "the command that reruns it", "its sizes, against the paper's"]
+
+
+def short_executor(executor: str | None) -> str:
+    """The executor in a few words: ``'local'``, ``'dask, 2 workers'``.
+
+    >>> short_executor("dask LocalCluster(2 workers x 1 thread)"), short_executor("local"), short_executor(None)
+    ('dask, 2 workers', 'local', 'n/a')
+    """
+    if not executor:
+        return "n/a"
+    m = re.match(r"dask LocalCluster\((\d+) workers?", executor)
+    return f"dask, {m.group(1)} worker{'s' if m.group(1) != '1' else ''}" if m else executor
 
 
 def display_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -198,25 +213,32 @@ def display_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
     renders them)."""
     out = []
     for r in rows:
-        paper = r.get("mode") == "paper"  # the experiment's scale note describes its full mode
         if not r["stored"]:
             so_far = (f"{duration(r['wall_s'])} so far" if r["status"].startswith("partial") and r["wall_s"] is not None
                       else "n/a")
-            note = "the paper's sizes (`--mode paper`)" if paper else (r["scale_note"] or "n/a")
-            out.append([f"`{r['id']}`", so_far, "n/a", "n/a", f"`{r['command']}`", note, "n/a", r["status"]])
+            out.append([f"`{r['id']}`", so_far, r.get("device") or "n/a", "n/a",
+                        "the paper's sizes" if r.get("mode") == "paper" else "n/a", "n/a", r["status"]])
             continue
         sizes = ("the paper's scale" if r["at_paper_scale"] else
                  ("differs: " + ", ".join(r["differs"]) if r["differs"] else "the paper prints no size"))
-        sizes += f" ({r['scale_note']})" if r["scale_note"] and not paper else ""
         g = r["gpu_estimate_s"]
-        gpu = ("measured (this run was on a GPU)" if r["gpu_measured"]
+        gpu = ("measured (run on a GPU)" if r["gpu_measured"]
                else "< 1 s" if g is not None and g < 1 else duration(g))
         count = lambda v: "?" if v is None else f"{int(v):,}"  # noqa: E731
-        took = duration(r["wall_s"]) + (" (its units, summed over sittings)" if r.get("over_sittings") else "")
-        out.append([f"`{r['id']}`", took, f"{r['device']}, {r['executor']}",
-                    f"{count(r['runs'])} / {count(r['run_steps'])} / {count(r['units'])}", f"`{r['command']}`",
+        took = duration(r["wall_s"]) + (" (units summed over sittings)" if r.get("over_sittings") else "")
+        out.append([f"`{r['id']}`", took, f"{r['device']}, {short_executor(r['executor'])}",
+                    f"{count(r['runs'])} / {count(r['run_steps'])} / {count(r['units'])}",
                     sizes, gpu, _short_status(r["status"])])
     return out
+
+
+def command_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
+    """The rows of :func:`table` under :data:`COMMAND_HEADER`: the command that reruns each
+    result, and the experiment's own sentence on its sizes (its full mode against the paper's
+    protocol; a paper-mode row: the paper's sizes)."""
+    return [[f"`{r['id']}`", f"`{r['command']}`",
+             "the paper's sizes (`--mode paper`)" if r.get("mode") == "paper" else (r["scale_note"] or "n/a")]
+            for r in rows]
 
 
 def _short_status(status: str) -> str:

@@ -11,6 +11,7 @@ import pytest
 
 from dpcompanion.claims import registry
 from dpcompanion.book import claims_page as render
+from dpcompanion.book import errata_page
 
 # SPEC section 3, one row each (the momentum / ADP-SGD rows are the other engineer's).
 SPEC_ROWS = [
@@ -108,7 +109,7 @@ def test_our_refuted_set_is_exactly_the_reproduced_one(results):
 @CLAIM_RESULTS
 @pytest.mark.slow
 def test_errata_lists_every_refuted_entry(results):
-    md = render.errata_markdown(results)
+    md = errata_page.errata_markdown(results)
     for r in results:
         if r["status"] == "refuted":
             assert f"::::{{admonition}} {r['id']} · " in md  # one folded box per entry (issue 34)
@@ -418,14 +419,14 @@ def test_evidence_renders_without_json(results):
 @CLAIM_RESULTS
 @pytest.mark.slow
 def test_errata_opens_with_a_summary_sorted_by_severity(results):
-    md = render.errata_summary_markdown(results)
+    md = errata_page.errata_summary_markdown(results)
     rows = [line for line in md.splitlines()[2:] if line.startswith("| ")]
     assert len(rows) == sum(r["status"] in ("refuted", "not-reproduced") for r in results)
     order = {s: i for i, s in enumerate(registry.SEVERITIES)}
     ranks = [order.get(line.split(" | ")[0][2:], len(order)) for line in rows]
     assert ranks == sorted(ranks)
     assert any(r.startswith("| changes a conclusion") for r in rows)
-    assert "{ref}`W-" in render.errata_markdown(results)  # W- claims are linked now
+    assert "{ref}`W-" in errata_page.errata_markdown(results)  # W- claims are linked now
 
 
 def test_cite_snippet_names_version_and_id():

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from bookutil import NOTEBOOKS, REPO, toc_files
-from dpcompanion.book import claims_page, landing, site
+from dpcompanion.book import claims_page, errata_page, landing, site
 from dpcompanion.claims import registry
 
 CONFIG = yaml.safe_load((REPO / "_config.yml").read_text())
@@ -35,7 +35,7 @@ def test_the_severity_scale_is_stated_most_severe_first():
     """Issue 34: the errata sort by a stated scale, a privacy failure above everything else."""
     assert list(registry.SEVERITY_DEFINITIONS) == list(registry.SEVERITIES)
     assert registry.SEVERITIES[0] == "invalidates a privacy claim"
-    md = claims_page.severity_definitions_markdown()
+    md = errata_page.severity_definitions_markdown()
     rows = [ln for ln in md.splitlines()[2:] if ln.startswith("| *")]
     assert [r.split("*")[1] for r in rows] == list(registry.SEVERITIES)
 
@@ -45,11 +45,11 @@ def test_the_severity_scale_is_stated_most_severe_first():
 def test_no_errata_entry_is_unclassified(claim_results):
     """Issue 34: the summary ended with 11 'not classified' entries; every entry declares its
     severity in its @claim, and the two privacy failures the issue names open the page."""
-    entries = claims_page.errata_entries(claim_results)
+    entries = errata_page.errata_entries(claim_results)
     assert entries
     bad = [r["id"] for r in entries if r.get("severity") not in registry.SEVERITIES]
     assert not bad, f"errata entries without a severity (declare severity= in their @claim): {bad}"
-    md = claims_page.errata_summary_markdown(claim_results)
+    md = errata_page.errata_summary_markdown(claim_results)
     assert "not classified" not in md
     top = [r["id"] for r in entries if r["severity"] == "invalidates a privacy claim"]
     assert {"W-T4.1.end-to-end", "H-S4.3.subsampling-rule"} <= set(top)
@@ -64,9 +64,9 @@ def test_every_errata_entry_links_to_a_page_of_the_book(claim_results):
     """Issue 34: two entries linked nowhere. Each entry's claim is shown (with its label) on a
     notebook page listed in _toc.yml, and the entry links both the claim and the page."""
     toc = set(toc_files())
-    md = claims_page.errata_markdown(claim_results)
-    summary = claims_page.errata_summary_markdown(claim_results)
-    for r in claims_page.errata_entries(claim_results):
+    md = errata_page.errata_markdown(claim_results)
+    summary = errata_page.errata_summary_markdown(claim_results)
+    for r in errata_page.errata_entries(claim_results):
         page = claims_page.page_of(r["id"])
         assert page is not None, f"{r['id']}: no page shows it (add show_claims(prefix) to the page of its evidence)"
         assert f"book/{page}" in toc, f"{r['id']}: its page {page} is not in _toc.yml"
@@ -91,7 +91,7 @@ def test_a_formula_is_one_math_span():
 @pytest.mark.slow
 def test_no_errata_formula_is_split_around_an_operator(claim_results):
     """Issue 34: no two math spans of the errata page sit side by side or around an operator."""
-    text = claims_page.errata_summary_markdown(claim_results) + claims_page.errata_markdown(claim_results)
+    text = errata_page.errata_summary_markdown(claim_results) + errata_page.errata_markdown(claim_results)
     spans = [m for m in re.finditer(r"\$[^$\n]+\$", text)]
     split = [text[a.start(): b.end()] for a, b in zip(spans, spans[1:])
              if re.fullmatch(r" +(?:(?:[-+=<>/*]|<=|>=) +)?", text[a.end(): b.start()])]

@@ -307,22 +307,8 @@ def test_only_theory_computes_privacy_accounting():
 #: the longest a module of the package may be, in lines (issue 32: a module past it holds more
 #: than one thing; split it along its seams, each part with a docstring saying why it is separate)
 MAX_MODULE_LINES = 800
-#: the modules still over :data:`MAX_MODULE_LINES` (path under dpcompanion/ -> its length when
-#: listed): a ratchet. A listed module may not grow, and one back at or under the limit fails
-#: until its entry is deleted, so the list only shrinks.
-OVER_800_STILL: dict[str, int] = {
-    "book/claims_page.py": 836,
-}
-
-
 def test_no_module_is_over_800_lines():
-    """Issue 32: no module of the package is over 800 lines but those listed in
-    :data:`OVER_800_STILL`, each no longer than when it was listed; an entry whose module is
-    gone or back within the limit is stale and must be deleted."""
+    """Issue 32: no module of the package is over :data:`MAX_MODULE_LINES` lines."""
     lengths = {rel.as_posix(): len(path.read_text().splitlines()) for rel, path in _modules()}
-    over = {m: n for m, n in lengths.items() if n > MAX_MODULE_LINES and m not in OVER_800_STILL}
-    grown = {m: (lengths[m], cap) for m, cap in OVER_800_STILL.items() if m in lengths and lengths[m] > cap}
-    stale = sorted(m for m in OVER_800_STILL if lengths.get(m, 0) <= MAX_MODULE_LINES)
+    over = {m: n for m, n in lengths.items() if n > MAX_MODULE_LINES}
     assert not over, f"modules over {MAX_MODULE_LINES} lines (split them along their seams): {over}"
-    assert not grown, f"listed modules that grew past their entry in OVER_800_STILL (lines, entry): {grown}"
-    assert not stale, f"delete these entries of OVER_800_STILL (the module is gone or within {MAX_MODULE_LINES} lines): {stale}"

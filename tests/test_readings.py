@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from dpcompanion.book.claims_page import readings_markdown
+from dpcompanion.book.errata_page import readings_markdown
 from dpcompanion.claims import w_adp_eps
 from dpcompanion.experiments.comparisons import readings as rd
 from dpcompanion.experiments.comparisons import reproduction

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dpcompanion import __version__
-from dpcompanion.claims.registry import (REGISTRY, SEVERITIES, SEVERITY_DEFINITIONS, STATUS_DEFINITIONS, STATUSES, THEOREMS,
+from dpcompanion.claims.registry import (REGISTRY, STATUS_DEFINITIONS, STATUSES, THEOREMS,
                                          load_all, run_checks)
 
 #: badge text and admonition class per status (classes every Sphinx theme styles).
@@ -170,7 +170,7 @@ def _code(v: Any) -> str:
     return f"`` {s} ``" if s.startswith("'") or s.endswith("'") else f"`{s}`"
 
 
-def _prose(v: Any) -> str:
+def prose(v: Any) -> str:
     return tex_ascii(" ".join(str(v).split()))
 
 
@@ -319,10 +319,10 @@ def _text(v: Any) -> str:
     return " ".join(str(v).split())
 
 
-def _cell(v: Any) -> str:
+def cell_text(v: Any) -> str:
     r"""One value as the text of a Markdown table cell (:func:`_text`, pipes escaped, capped).
 
-    >>> _cell({"a": 0.5, "b": [1, 2.0], "c": "x|y"})
+    >>> cell_text({"a": 0.5, "b": [1, 2.0], "c": "x|y"})
     'a = 0.5; b = 1, 2; c = x\\|y'
     """
     out = _text(v)
@@ -343,9 +343,9 @@ def _records_table(rows: list[dict[str, Any]]) -> list[str]:
                 cols.append(k)
     shown = cols[:_COLS]
     # headers are record keys: their underscores read as spaces (and let a long key wrap)
-    out = ["| " + " | ".join(_cell(c).replace("_", " ") or "·" for c in shown) + " |", "|" + " --- |" * len(shown)]
+    out = ["| " + " | ".join(cell_text(c).replace("_", " ") or "·" for c in shown) + " |", "|" + " --- |" * len(shown)]
     for r in rows[:_ROWS]:
-        out.append("| " + " | ".join(_cell(r.get(c, "")) for c in shown) + " |")
+        out.append("| " + " | ".join(cell_text(r.get(c, "")) for c in shown) + " |")
     more = []
     if len(rows) > _ROWS:
         more.append(f"{len(rows) - _ROWS} more rows")
@@ -408,12 +408,12 @@ def evidence_lines(evidence: dict[str, Any], *, status: str | None = None) -> li
     """
     keys = [k for k in ORDER if k in evidence]
     keys += sorted(k for k in evidence if k not in ORDER and k not in _SKIP)
-    scalars, prose, tables = [], [], []
+    scalars, texts, tables = [], [], []
     for k in keys:
         v = evidence[k]
         name = k.replace("_", " ")
         if k in PROSE_KEYS and isinstance(v, str):
-            prose.append(f"**{name}**: {_prose(v)}")
+            texts.append(f"**{name}**: {prose(v)}")
         elif _is_records(v):
             tables.append((name, v))
         elif _is_table_of_records(v):
@@ -429,13 +429,13 @@ def evidence_lines(evidence: dict[str, Any], *, status: str | None = None) -> li
     out = []
     if scalars:
         out += ["| quantity | value | unit |", "| --- | --- | --- |"]
-        out += [f"| {_cell(n)} | {_cell(v)} | {u} |" for n, v, u in scalars]
+        out += [f"| {cell_text(n)} | {cell_text(v)} | {u} |" for n, v, u in scalars]
     for n, rows in tables:
         out += ["", f"*{n}*", ""] + _records_table(rows)
     verdict = _verdict(status, evidence) if status else None
     if verdict:
         out += ["", verdict]
-    for p in prose:
+    for p in texts:
         out += ["", p]
     return out
 
@@ -464,7 +464,7 @@ def evidence_summary(evidence: dict[str, Any], *, status: str | None = None) -> 
         return verdict
     for k in _SUMMARY_KEYS:
         if isinstance(evidence.get(k), str) and evidence[k].strip():
-            return _first_sentence(evidence[k], limit=_SUMMARY_LEN)
+            return first_sentence(evidence[k], limit=_SUMMARY_LEN)
     keys = [k for k in ORDER if k in evidence] + sorted(k for k in evidence if k not in ORDER and k not in _SKIP)
     for k in keys:
         if k in PROSE_KEYS or _is_records(evidence[k]) or _is_table_of_records(evidence[k]):
@@ -547,7 +547,7 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
         lines += [f"({label(r['id'])})=", ""]
     statement = " ".join(tex_ascii(str(r.get("statement", ""))).split())
     lines += [f"::::{{admonition}} {r['id']} · {badge}: {statement}", f":class: dropdown {cls} claim", ""]
-    lines.append(f"**{badge}** · method: *{r.get('method', '?')}* · source: {_prose(r.get('source', ''))}")
+    lines.append(f"**{badge}** · method: *{r.get('method', '?')}* · source: {prose(r.get('source', ''))}")
     vers = r.get("versions")
     if vers:
         lines[-1] += " · versions: " + version_names(vers)
@@ -562,7 +562,7 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
         full = evidence_lines(ev)  # the verdict sentence is the summary line above
         if r.get("mutant"):
             caught = {True: " Caught.", False: " NOT caught."}.get(r.get("mutant_caught"), "")
-            full += ["", f"**Mutant** (a minimally false variant the same check must refute): {_prose(r['mutant'])}.{caught}"]
+            full += ["", f"**Mutant** (a minimally false variant the same check must refute): {prose(r['mutant'])}.{caught}"]
         lines += ["", *folded("The evidence in full", full)]
     for key, text in (("corrected_by", "Corrected statement"), ("corrects", "Corrects")):
         other = r.get(key)
@@ -696,22 +696,17 @@ def page_of(claim_id: str) -> str | None:
     return best[1] if best else None
 
 
-def _severity_rank(r: dict[str, Any]) -> int:
-    sev = r.get("severity")
-    return SEVERITIES.index(sev) if sev in SEVERITIES else len(SEVERITIES)
-
-
 _ABBREV = ("Eq", "Eqs", "e.g", "i.e", "Sec", "Thm", "App", "Prop", "Fig", "Def", "cf", "vs", "resp", "al")
 
 
-def _first_sentence(text: Any, limit: int = 200) -> str:
+def first_sentence(text: Any, limit: int = 200) -> str:
     """The first sentence of a prose field (a period that ends an abbreviation such as
     "Eq." does not end it), capped at ``limit`` characters.
 
-    >>> _first_sentence("From the surrogate (paper Eq. 23), not the bound. Later text.")
+    >>> first_sentence("From the surrogate (paper Eq. 23), not the bound. Later text.")
     'From the surrogate (paper Eq. 23), not the bound.'
     """
-    t = _prose(text or "")
+    t = prose(text or "")
     for m in re.finditer(r"\.(\s+)(?=[A-Z(])", t):
         word = re.search(r"([A-Za-z.]+)$", t[: m.start()])
         if word and word.group(1).rstrip(".") in _ABBREV:
@@ -733,119 +728,3 @@ def status_definitions_markdown() -> str:
         if s != "open":
             out.append(f"| {BADGES[s][0]} | {STATUS_DEFINITIONS[s]} |")
     return "\n".join(out) + "\n"
-
-
-def severity_definitions_markdown() -> str:
-    """The severity scale of the errata, most severe first, one line per level (the errata page
-    shows it above its entries; :data:`~dpcompanion.claims.registry.SEVERITY_DEFINITIONS`)."""
-    out = ["| severity | meaning |", "| --- | --- |"]
-    out += [f"| *{s}* | {SEVERITY_DEFINITIONS[s]} |" for s in SEVERITIES]
-    return "\n".join(out) + "\n"
-
-
-def errata_entries(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The errata: every refuted and not-reproduced claim, most severe first (the order of
-    :data:`~dpcompanion.claims.registry.SEVERITIES`, an unclassified entry last), then by id."""
-    rows = [r for r in results if r["status"] in ("refuted", "not-reproduced")]
-    return sorted(rows, key=lambda r: (_severity_rank(r), r["id"]))
-
-
-def _name(cid: str, link: bool) -> str:
-    return f"{{ref}}`{cid} <{label(cid)}>`" if (link and page_of(cid)) else f"**{cid}**"
-
-
-def errata_summary_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> str:
-    """The table that opens the errata page: every refuted and not-reproduced claim, most
-    severe first (:func:`errata_entries`), each row linking to its claim on the page that shows
-    its evidence."""
-    rows = errata_entries(results)
-    out = ["| severity | claim | source | in one sentence |", "| --- | --- | --- | --- |"]
-    for r in rows:
-        sev = r.get("severity") or "not classified"  # a test keeps every entry classified (issue 34)
-        what = _first_sentence(r.get("impact") or (r.get("evidence") or {}).get("impact") or r.get("statement"))
-        out.append(f"| {sev} | {_name(r['id'], link)} | {_cell(r.get('source', ''))} | {what.replace('|', chr(92) + '|')} |")
-    return "\n".join(out) + "\n"
-
-
-def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> str:
-    """The errata page body: one section per refuted (and not-reproduced) claim, most severe
-    first (what is printed, what holds instead, the evidence, whether conclusions are
-    affected), each with its correction's status. Links (``{ref}`` to the claim's label) for
-    every claim a page shows (:func:`page_of`); the others are named in bold."""
-    results = list(results)
-    by_id = {r["id"]: r for r in results}
-    shown = errata_entries(results)
-    out = []
-    for r in shown:
-        ev = dict(r.get("evidence") or {})
-        vers = version_names(r.get("versions") or [])
-        badge, cls = BADGES.get(r["status"], (r["status"].upper(), "note"))
-        sev = r.get("severity") or "not classified"
-        page = page_of(r["id"])
-        where = f" · evidence on {{doc}}`{page}`" if (link and page) else ""
-        # folded (issue 34: a page a reader finishes): the title says what and how severe; the
-        # summary table above is the overview, each entry opens on its details
-        out += [f"(errata-{label(r['id'])})=", "", f"::::{{admonition}} {r['id']} · {badge} · {sev}",
-                f":class: dropdown {cls} erratum", ""]
-        out.append(f"*{_prose(r.get('source', ''))}* (versions: {vers}) · claim {_name(r['id'], link)} · method "
-                   f"*{r.get('method')}*{where}")
-        out.append("")
-        out.append(f"**Printed.** {r.get('statement', '')}")
-        out.append("")
-        corr = r.get("corrected_by")
-        if corr and corr in by_id:
-            c = by_id[corr]
-            badge = BADGES.get(c["status"], (c["status"], ""))[0]
-            out.append(f"**What holds instead** ({_name(corr, link)}, {badge}). {c.get('statement', '')}")
-        elif "holds_instead" in ev:
-            out.append(f"**What holds instead.** {_prose(ev['holds_instead'])}")
-        else:
-            out.append("**What holds instead.** No corrected statement is registered.")
-        out.append("")
-        impact = r.get("impact") or ev.get("impact")
-        shown_ev = {k: v for k, v in ev.items()
-                    if k in ("counterexample", "comparison", "printed", "actual", "explanation", "note", "missing")}
-        out.append(f"**Evidence.** {evidence_summary(shown_ev)}")
-        out.append("")
-        out += folded("The evidence in full", evidence_lines(shown_ev))
-        out.append("")
-        out.append(f"**Are the paper's conclusions affected?** {_prose(impact) if impact else 'Not assessed in the registry entry.'}")
-        out += ["::::", ""]
-    return "\n".join(out)
-
-
-def readings_markdown(rows: Iterable[dict[str, Any]]) -> str:
-    """The errata's table of printed numbers we do not reproduce (issue 33, item 8): every
-    ``disagrees`` verdict row that carries a closest reading (its ``reading`` field,
-    :mod:`dpcompanion.experiments.comparisons.readings`), with the printed number, ours, the
-    closest reading, its value and deviation, and whether it reproduces the printed number (ours is
-    on the row's page).
-
-    >>> print(readings_markdown([{"verdict": "disagrees", "page": "p", "item": "x", "paper": "1", "ours": {"text": "2"},
-    ...     "reading": {"name": "r", "value": 1.0, "deviation": 0.0, "reproduces": True}}]).splitlines()[2])
-    | p | x | 1 | r | 1 (0) | reproduced under this reading |
-    """
-    out = ["| page | item | printed | closest reading | its value (deviation) | |",
-           "| --- | --- | --- | --- | --- | --- |"]
-    for r in rows:
-        rd = r.get("reading")
-        if r.get("verdict") != "disagrees" or not rd:
-            continue
-        said = "reproduced under this reading" if rd["reproduces"] else "no natural reading reproduces it"
-        out.append(f"| {_cell(r['page'])} | {_cell(r['item'])} | {_cell(r['paper'])} | {_cell(rd['name'])} | "
-                   f"{rd['value']:.6g} ({rd['deviation']:.3g}) | {said} |")
-    return "\n".join(out) + "\n"
-
-
-def readings_block(rows: Iterable[dict[str, Any]]) -> str:
-    """The errata's readings section, folded (issue 34: short pages): one sentence, then the
-    table of :func:`readings_markdown` and what W-EPS's readings varied."""
-    from dpcompanion.book.report import folded
-    from dpcompanion.experiments.comparisons.wu_rules import W_EPS_TRIED
-
-    rows = list(rows)
-    n = sum(1 for r in rows if r.get("verdict") == "disagrees" and r.get("reading"))
-    return (f"{n} printed numbers disagree with ours; for each, the natural readings of the stated protocol were "
-            "searched and the closest is named with its deviation.\n\n"
-            + folded(f"The closest reading of each ({n})", readings_markdown(rows)
-                     + f"\nW-EPS's readings: {W_EPS_TRIED}.") + "\n")

@@ -1,0 +1,140 @@
+"""The errata page (book/errata): every claim of the papers the registry refutes or cannot
+reproduce, most severe first, as a summary table and one folded box per entry, and the table of
+printed numbers we do not reproduce with the closest reading of each.
+
+Separate from :mod:`dpcompanion.book.claims_page` (the claim boxes of the theory pages), whose
+helpers it uses: a claim's label and page, its evidence lines and summary, the status badges.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from dpcompanion.book.claims_page import (BADGES, cell_text, first_sentence, prose, evidence_lines, evidence_summary, folded, label,
+                                          page_of, version_names)
+from dpcompanion.claims.registry import SEVERITIES, SEVERITY_DEFINITIONS
+
+__all__ = ["errata_entries", "errata_summary_markdown", "errata_markdown", "severity_definitions_markdown",
+           "readings_markdown", "readings_block"]
+
+
+def _severity_rank(r: dict[str, Any]) -> int:
+    sev = r.get("severity")
+    return SEVERITIES.index(sev) if sev in SEVERITIES else len(SEVERITIES)
+
+
+def severity_definitions_markdown() -> str:
+    """The severity scale of the errata, most severe first, one line per level (the errata page
+    shows it above its entries; :data:`~dpcompanion.claims.registry.SEVERITY_DEFINITIONS`)."""
+    out = ["| severity | meaning |", "| --- | --- |"]
+    out += [f"| *{s}* | {SEVERITY_DEFINITIONS[s]} |" for s in SEVERITIES]
+    return "\n".join(out) + "\n"
+
+
+def errata_entries(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The errata: every refuted and not-reproduced claim, most severe first (the order of
+    :data:`~dpcompanion.claims.registry.SEVERITIES`, an unclassified entry last), then by id."""
+    rows = [r for r in results if r["status"] in ("refuted", "not-reproduced")]
+    return sorted(rows, key=lambda r: (_severity_rank(r), r["id"]))
+
+
+def _name(cid: str, link: bool) -> str:
+    return f"{{ref}}`{cid} <{label(cid)}>`" if (link and page_of(cid)) else f"**{cid}**"
+
+
+def errata_summary_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> str:
+    """The table that opens the errata page: every refuted and not-reproduced claim, most
+    severe first (:func:`errata_entries`), each row linking to its claim on the page that shows
+    its evidence."""
+    rows = errata_entries(results)
+    out = ["| severity | claim | source | in one sentence |", "| --- | --- | --- | --- |"]
+    for r in rows:
+        sev = r.get("severity") or "not classified"  # a test keeps every entry classified (issue 34)
+        what = first_sentence(r.get("impact") or (r.get("evidence") or {}).get("impact") or r.get("statement"))
+        out.append(f"| {sev} | {_name(r['id'], link)} | {cell_text(r.get('source', ''))} | {what.replace('|', chr(92) + '|')} |")
+    return "\n".join(out) + "\n"
+
+
+def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> str:
+    """The errata page body: one section per refuted (and not-reproduced) claim, most severe
+    first (what is printed, what holds instead, the evidence, whether conclusions are
+    affected), each with its correction's status. Links (``{ref}`` to the claim's label) for
+    every claim a page shows (:func:`page_of`); the others are named in bold."""
+    results = list(results)
+    by_id = {r["id"]: r for r in results}
+    shown = errata_entries(results)
+    out = []
+    for r in shown:
+        ev = dict(r.get("evidence") or {})
+        vers = version_names(r.get("versions") or [])
+        badge, cls = BADGES.get(r["status"], (r["status"].upper(), "note"))
+        sev = r.get("severity") or "not classified"
+        page = page_of(r["id"])
+        where = f" · evidence on {{doc}}`{page}`" if (link and page) else ""
+        # folded (issue 34: a page a reader finishes): the title says what and how severe; the
+        # summary table above is the overview, each entry opens on its details
+        out += [f"(errata-{label(r['id'])})=", "", f"::::{{admonition}} {r['id']} · {badge} · {sev}",
+                f":class: dropdown {cls} erratum", ""]
+        out.append(f"*{prose(r.get('source', ''))}* (versions: {vers}) · claim {_name(r['id'], link)} · method "
+                   f"*{r.get('method')}*{where}")
+        out.append("")
+        out.append(f"**Printed.** {r.get('statement', '')}")
+        out.append("")
+        corr = r.get("corrected_by")
+        if corr and corr in by_id:
+            c = by_id[corr]
+            badge = BADGES.get(c["status"], (c["status"], ""))[0]
+            out.append(f"**What holds instead** ({_name(corr, link)}, {badge}). {c.get('statement', '')}")
+        elif "holds_instead" in ev:
+            out.append(f"**What holds instead.** {prose(ev['holds_instead'])}")
+        else:
+            out.append("**What holds instead.** No corrected statement is registered.")
+        out.append("")
+        impact = r.get("impact") or ev.get("impact")
+        shown_ev = {k: v for k, v in ev.items()
+                    if k in ("counterexample", "comparison", "printed", "actual", "explanation", "note", "missing")}
+        out.append(f"**Evidence.** {evidence_summary(shown_ev)}")
+        out.append("")
+        out += folded("The evidence in full", evidence_lines(shown_ev))
+        out.append("")
+        out.append(f"**Are the paper's conclusions affected?** {prose(impact) if impact else 'Not assessed in the registry entry.'}")
+        out += ["::::", ""]
+    return "\n".join(out)
+
+
+def readings_markdown(rows: Iterable[dict[str, Any]]) -> str:
+    """The errata's table of printed numbers we do not reproduce (issue 33, item 8): every
+    ``disagrees`` verdict row that carries a closest reading (its ``reading`` field,
+    :mod:`dpcompanion.experiments.comparisons.readings`), with the printed number, ours, the
+    closest reading, its value and deviation, and whether it reproduces the printed number (ours is
+    on the row's page).
+
+    >>> print(readings_markdown([{"verdict": "disagrees", "page": "p", "item": "x", "paper": "1", "ours": {"text": "2"},
+    ...     "reading": {"name": "r", "value": 1.0, "deviation": 0.0, "reproduces": True}}]).splitlines()[2])
+    | p | x | 1 | r | 1 (0) | reproduced under this reading |
+    """
+    out = ["| page | item | printed | closest reading | its value (deviation) | |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        rd = r.get("reading")
+        if r.get("verdict") != "disagrees" or not rd:
+            continue
+        said = "reproduced under this reading" if rd["reproduces"] else "no natural reading reproduces it"
+        out.append(f"| {cell_text(r['page'])} | {cell_text(r['item'])} | {cell_text(r['paper'])} | {cell_text(rd['name'])} | "
+                   f"{rd['value']:.6g} ({rd['deviation']:.3g}) | {said} |")
+    return "\n".join(out) + "\n"
+
+
+def readings_block(rows: Iterable[dict[str, Any]]) -> str:
+    """The errata's readings section, folded (issue 34: short pages): one sentence, then the
+    table of :func:`readings_markdown` and what W-EPS's readings varied."""
+    from dpcompanion.book.report import folded
+    from dpcompanion.experiments.comparisons.wu_rules import W_EPS_TRIED
+
+    rows = list(rows)
+    n = sum(1 for r in rows if r.get("verdict") == "disagrees" and r.get("reading"))
+    return (f"{n} printed numbers disagree with ours; for each, the natural readings of the stated protocol were "
+            "searched and the closest is named with its deviation.\n\n"
+            + folded(f"The closest reading of each ({n})", readings_markdown(rows)
+                     + f"\nW-EPS's readings: {W_EPS_TRIED}.") + "\n")

@@ -82,6 +82,26 @@ def two_tables(header: Sequence[str], rows: Iterable[Sequence[Any]], split: int,
     return "\n\n".join(f"{c}\n\n{t}" if c else t for c, t in zip(captions, (first, second)))
 
 
+def pairing_note(a: Any, b: Any) -> str:
+    """One sentence when two results paired by seed ran on different devices (their provenance's
+    ``device``), '' otherwise: the pairs share data, initialisation and tuning sets, not the noise
+    draws (a GPU's generator draws other numbers than a CPU's), so each difference carries the
+    noise of both runs; its standard error, computed from the differences, stays valid.
+
+    >>> pairing_note({"device": "cuda"}, {"device": "cpu"})[:59]
+    'These two results ran on different devices (cuda and cpu): '
+    >>> pairing_note({"device": "cpu"}, {"device": "cpu"})
+    ''
+    """
+    da, db = (str(p.get("device") or "?") for p in (a, b))
+    if da == db:
+        return ""
+    return (f"These two results ran on different devices ({da} and {db}): each pair shares its seed, and so "
+            "its data, initialisation and tuning sets, but not its noise draws (a GPU's generator draws "
+            "other numbers than a CPU's); each difference carries the noise of both runs, and its standard "
+            "error, computed from the differences, stays valid (wider than with shared draws).")
+
+
 def paper_vs_ours(rows: Iterable[dict[str, Any]], digits: int = 4) -> str:
     """The paper-vs-ours table: each row has ``item``, ``paper``, ``ours``, ``verdict``
     (one of :data:`VERDICTS`, computed by the caller) and optionally ``note``. A long

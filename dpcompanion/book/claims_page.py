@@ -537,7 +537,7 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
 
     >>> print(claim_block({"id": "X-1", "status": "proved", "statement": "$a = b$.", "method": "sympy",
     ...                    "evidence": {"residual": 0}}).splitlines()[:3])
-    ['::::{admonition} X-1 · ✔ PROVED: $a = b$.', ':class: dropdown tip claim', '']
+    ['::::{admonition} **X-1 · ✔ PROVED:** $a = b$.', ':class: dropdown tip claim', '']
     """
     badge, cls = BADGES.get(r["status"], (r["status"].upper(), "note"))
     if r["status"] == "checked" and (r.get("evidence") or {}).get("T_checked"):
@@ -546,7 +546,7 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
     if labels:
         lines += [f"({label(r['id'])})=", ""]
     statement = " ".join(tex_ascii(str(r.get("statement", ""))).split())
-    lines += [f"::::{{admonition}} {r['id']} · {badge}: {statement}", f":class: dropdown {cls} claim", ""]
+    lines += [f"::::{{admonition}} **{r['id']} · {badge}:** {statement}", f":class: dropdown {cls} claim", ""]
     lines.append(f"**{badge}** · method: *{r.get('method', '?')}* · source: {prose(r.get('source', ''))}")
     vers = r.get("versions")
     if vers:

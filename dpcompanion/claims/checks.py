@@ -19,6 +19,12 @@ from dpcompanion.claims.registry import Result, verified_by_margins
 
 R_PAPER = 0.3927  # H Sec. 5: (4, 1e-8)-DP = 0.1963-zCDP, R = 2 rho (claim H-C3.paper-numbers)
 TOL = 1e-9  # relative rounding tolerance of the end-to-end comparisons
+#: The paper an entry's ``source`` names first (``source=f"{SRC} Thm 4.1"``, each section module
+#: importing the one it reads as ``SRC``): written once, so that every page cites a paper alike.
+HONG_SOURCE = "Hong et al. (FAccT)"
+WU_SOURCE = "Wu et al."
+#: The version of Wu et al. its entries read (the ``versions`` of every ``W-`` entry): ``002``.
+WU_VERSIONS = ("002",)
 
 
 def simplest(point: dict, margin: float) -> tuple:

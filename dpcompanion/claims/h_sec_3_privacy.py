@@ -12,13 +12,11 @@ import numpy as np
 import sympy as sp
 from scipy import integrate
 
-from dpcompanion.claims.checks import margin_result
+from dpcompanion.claims.checks import HONG_SOURCE as SRC, margin_result
 from dpcompanion.claims.registry import claim, identity, prose, proved, refuted, verified_by_margins
 from dpcompanion.theory import accounting, numerical_accounting, schedules
 from dpcompanion.theory import exact_subsampled as xs
 from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
-
-SRC = "Hong et al. (FAccT)"
 
 
 # --- Thm 3.1: the privacy of Algorithm 1 (zCDP, composition, the ledger) -----------------------------

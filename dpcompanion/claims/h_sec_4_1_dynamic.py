@@ -19,14 +19,13 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import minimize
 
-from dpcompanion.claims.checks import R_PAPER, bound_result
+from dpcompanion.claims.checks import HONG_SOURCE as SRC, R_PAPER, bound_result
 from dpcompanion.claims.h_sec_4_1_gd import fit_slope, kappa_alpha_grid, pgd_constants
 from dpcompanion.claims.registry import checked, claim, illustrated, prose, proved, refuted, verified_by_margins
 from dpcompanion.theory import exact_risk as er
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import gd
 
-SRC = "Hong et al. (FAccT)"
 
 _a, _M, _D, _G, _N, _R, _gap = sp.symbols("alpha M D G N R Delta", positive=True)
 

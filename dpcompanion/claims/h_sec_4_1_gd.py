@@ -19,13 +19,11 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion.claims.checks import R_PAPER, margin_result, scaled_result, simplest, tightest
+from dpcompanion.claims.checks import HONG_SOURCE as SRC, R_PAPER, margin_result, scaled_result, simplest, tightest
 from dpcompanion.claims.registry import checked, claim, illustrated, prose, proved, refuted, verified_by_margins
 from dpcompanion.theory import exact_risk as er
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import gd
-
-SRC = "Hong et al. (FAccT)"
 
 
 # --- Thm 4.1: the utility bound of PGD ---------------------------------------------------------------

@@ -20,14 +20,12 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion.claims.checks import R_PAPER, margin_result, simplest
+from dpcompanion.claims.checks import HONG_SOURCE as SRC, R_PAPER, margin_result, simplest
 from dpcompanion.claims.registry import claim, prose, proved, refuted, refuted_at_worst, verified_by_margins
 from dpcompanion.theory import exact_momentum as em
 from dpcompanion.theory import exact_risk as er
 from dpcompanion.theory.bounds import gd
 from dpcompanion.theory.bounds import momentum as mom
-
-SRC = "Hong et al. (FAccT)"
 
 
 # --- Thm 4.5: momentum PGD ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion.claims.checks import R_PAPER, bound_result
+from dpcompanion.claims.checks import HONG_SOURCE as SRC, R_PAPER, bound_result
 from dpcompanion.claims.h_sec_4_2_momentum import BG_GRID, generic_branch, momentum_cases, momentum_run
 from dpcompanion.claims.registry import checked, claim, identity, illustrated, prose, proved, refuted, refuted_at_worst, verified_by_margins
 from dpcompanion.theory import exact_momentum as em
@@ -25,8 +25,6 @@ from dpcompanion.theory import exact_risk as er
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import gd
 from dpcompanion.theory.bounds import momentum as mom
-
-SRC = "Hong et al. (FAccT)"
 
 
 # --- Thm 4.6: momentum with the uniform schedule -----------------------------------------------------

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion.claims.checks import SCALED_MUTANT, margin_result, scaled_margins, scaled_result, simplest, tightest
+from dpcompanion.claims.checks import HONG_SOURCE as SRC, SCALED_MUTANT, margin_result, scaled_margins, scaled_result, simplest, tightest
 from dpcompanion.claims.h_sec_4_2_momentum import eta0_admissible, momentum_rhs
 from dpcompanion.claims.registry import checked, claim, prose, refuted, verified_by_margins
 from dpcompanion.theory import accounting, numerical_accounting
@@ -21,8 +21,6 @@ from dpcompanion.theory import exact_subsampled as xs
 from dpcompanion.theory.bounds import gd, psgd
 from dpcompanion.theory.bounds import momentum as mom
 from dpcompanion.theory.exact_risk import expected_excess_risk
-
-SRC = "Hong et al. (FAccT)"
 
 
 # --- Thm 4.8: PSGD -----------------------------------------------------------------------------------

@@ -11,11 +11,9 @@ import math
 import numpy as np
 from scipy import optimize
 
-from dpcompanion.claims.checks import scaled_result
+from dpcompanion.claims.checks import HONG_SOURCE as SRC, scaled_result
 from dpcompanion.claims.registry import claim, prose, refuted, verified_by_margins
 from dpcompanion.theory.bounds import true_risk
-
-SRC = "Hong et al. (FAccT)"
 
 
 # --- Thm 4.10: high-probability true risk ------------------------------------------------------------

@@ -11,13 +11,11 @@ import math
 
 import numpy as np
 
-from dpcompanion.claims.checks import R_PAPER, margin_result
+from dpcompanion.claims.checks import HONG_SOURCE as SRC, R_PAPER, margin_result
 from dpcompanion.claims.registry import claim, illustrated, prose, refuted, verified_by_margins
 from dpcompanion.theory.bounds import gd
 from dpcompanion.theory.bounds import momentum as mom
 from dpcompanion.theory.bounds import tables as tb
-
-SRC = "Hong et al. (FAccT)"
 
 
 # --- Table 1: utility upper bounds -------------------------------------------------------------------

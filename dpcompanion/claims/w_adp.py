@@ -19,14 +19,11 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion.claims.checks import margin_result, simplest
+from dpcompanion.claims.checks import WU_SOURCE as SRC, WU_VERSIONS as V, margin_result, simplest
 from dpcompanion.claims.registry import claim, compare, illustrated, prose, proved, refuted, verified_by_margins
 from dpcompanion.theory import adp_accounting
 from dpcompanion.theory import exact_subsampled as xs
 from dpcompanion.theory.bounds import adp
-
-SRC = "Wu et al."
-V = ("002",)
 
 
 # --- Lemma 2.2: extended advanced composition --------------------------------------------------------
@@ -269,7 +266,7 @@ def _t41_growth_limits(*, mutant=False):
     return proved(sum(sp.Abs(r) for r in res), note="both integral bounds, divided by T^(1-p) (resp. log T), tend to 1/(1-p) (resp. 1)")
 
 
-@claim("W-T4.1.end-to-end", severity="invalidates a privacy claim", method="end-to-end", versions=("002",),
+@claim("W-T4.1.end-to-end", severity="invalidates a privacy claim", method="end-to-end", versions=V,
        source=f"{SRC} Thm 4.1, Eq. (6)")
 def _e2e_w41(*, mutant: bool = False):
     r"""W Thm 4.1 end to end: ADP-SGD (Algorithm 1: one index drawn uniformly per step, gradients bounded by $G$,

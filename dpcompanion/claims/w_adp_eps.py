@@ -19,11 +19,9 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
+from dpcompanion.claims.checks import WU_SOURCE as SRC, WU_VERSIONS as V
 from dpcompanion.claims.registry import claim, not_reproduced, prose, verified_by_margins
 from dpcompanion.theory import adp_accounting, numerical_accounting
-
-SRC = "Wu et al."
-V = ("002",)
 
 
 # --- Sec. 6, footnote 3: the quoted moments-accountant epsilons --------------------------------------

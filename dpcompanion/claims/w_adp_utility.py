@@ -14,14 +14,11 @@ import math
 import numpy as np
 import sympy as sp
 
-from dpcompanion.claims.checks import margin_result, scaled_result, simplest
+from dpcompanion.claims.checks import WU_SOURCE as SRC, WU_VERSIONS as V, margin_result, scaled_result, simplest
 from dpcompanion.claims.registry import checked, claim, compare, illustrated, prose, refuted, refuted_at_worst, verified_by_margins
 from dpcompanion.theory import adp_accounting
 from dpcompanion.theory import exact_momentum as em
 from dpcompanion.theory.bounds import adp
-
-SRC = "Wu et al."
-V = ("002",)
 
 
 # --- Thm 4.2: the utility bound ----------------------------------------------------------------------
@@ -149,7 +146,7 @@ def _w42(*, corrected: bool, mutant: bool):
     )
 
 
-@claim("W-T4.2.end-to-end", severity="constant factor", method="end-to-end", corrected_by="W-T4.2.end-to-end-corrected", versions=("002",),
+@claim("W-T4.2.end-to-end", severity="constant factor", method="end-to-end", corrected_by="W-T4.2.end-to-end-corrected", versions=V,
        source=f"{SRC} Thm 4.2, Eq. (7)")
 def _e2e_w42(*, mutant: bool = False):
     r"""W Thm 4.2 as printed, end to end: ADP-SGD (one sample per step, $\eta_t=\eta/b_{t+1}$, noise
@@ -160,7 +157,7 @@ def _e2e_w42(*, mutant: bool = False):
     return _w42(corrected=False, mutant=mutant)
 
 
-@claim("W-T4.2.end-to-end-corrected", method="end-to-end", corrects="W-T4.2.end-to-end", versions=("002",),
+@claim("W-T4.2.end-to-end-corrected", method="end-to-end", corrects="W-T4.2.end-to-end", versions=V,
        source=f"{SRC} Thm 4.2 with App. C.2, Eq. (23)")
 def _e2e_w42_corr(*, mutant: bool = False):
     r"""W Thm 4.2 with the appendix's normaliser and the proof's factor $\eta L$: $\min_{k<T}\mathbb E\|\nabla
@@ -321,7 +318,7 @@ def _p51_ratio():
     )
 
 
-@claim("W-P5.1.end-to-end", method="end-to-end", versions=("002",),
+@claim("W-P5.1.end-to-end", method="end-to-end", versions=V,
        source=f"{SRC} Prop. 5.1, Eq. (9), (10)")
 def _e2e_w51(*, mutant: bool = False):
     r"""W Prop. 5.1 end to end: with $b_t=(a+ct)^{1/2}$, $T\ge5+4a/c$, ADP-SGD ($\alpha_t^2=b_t$) and DP-SGD

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from dpcompanion.book.plotting import COLORS, KIND_COLORS, MAX_WIDTH_IN, apply_style, figure_function, log_ticks
+from dpcompanion.book.plotting import COLORS, KIND_COLORS, MAX_WIDTH_IN, apply_style, figure_function, log_ticks, panel_grid
 
 #: the breakdown heatmap's colour scale stops here (larger ratios print their value in the cell)
 BREAKDOWN_CAP = 1e3
@@ -29,12 +29,7 @@ def eer_vs_T_figure(*, comparisons: dict, kinds=("uniform", "gd-dynamic", "expon
     (e.g. the data-scale-10 panel, whose optima sit at small T)."""
     apply_style()
     colors = {"uniform": COLORS["uniform"], "gd-dynamic": COLORS["dynamic"], "exponential": COLORS["exp"]}
-    n = len(comparisons)
-    ncols = min(n, 2)
-    nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(MAX_WIDTH_IN if ncols > 1 else 6.0, 4.0 * nrows), squeeze=False)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
+    fig, axes = panel_grid(len(comparisons), row_height_in=4.0)
     for ax, (title, comp) in zip(axes.flat, comparisons.items()):
         T = comp["T"]
         for kind in kinds:
@@ -127,12 +122,7 @@ def influence_fit_figure(*, levels, losses: dict, fits: dict):
     -> ``(c, c0)``."""
     apply_style()
     levels = np.asarray(levels, dtype=float)
-    n = len(losses)
-    ncols = min(n, 2)
-    nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(MAX_WIDTH_IN if ncols > 1 else 5.0, 3.2 * nrows), squeeze=False)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
+    fig, axes = panel_grid(len(losses), row_height_in=3.2, single_width_in=5.0)
     grid = np.linspace(levels.min(), levels.max(), 100)
     for ax, (label, L) in zip(axes.flat, losses.items()):
         L = np.asarray(L)
@@ -187,12 +177,7 @@ def relative_loss_figure(*, panels: dict, xlabel: str = "data scale", ylabel: st
     apply_style()
     if panels and all(len(np.atleast_1d(p["x"])) == 1 for p in panels.values()):
         return _one_point_panels(panels, xlabel=xlabel, ylabel=ylabel)
-    n = len(panels)
-    ncols = min(n, 2)
-    nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(MAX_WIDTH_IN if ncols > 1 else 6.0, 3.4 * nrows), squeeze=False)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
+    fig, axes = panel_grid(len(panels), row_height_in=3.4)
     for ax, (title, p) in zip(axes.flat, panels.items()):
         x = np.asarray(p["x"], dtype=float)
         for lab, (m, se) in p["curves"].items():

@@ -145,6 +145,19 @@ def source_location(fn: Callable[..., Any]) -> tuple[str, int, int]:
 # --- helpers of the plot functions ---
 
 
+def panel_grid(n: int, *, row_height_in: float, single_width_in: float = 6.0):
+    """A figure of ``n`` panels, two to a row: the book's full width (:data:`MAX_WIDTH_IN`), or
+    ``single_width_in`` for one panel, ``row_height_in`` a row, the cell left over by an odd ``n``
+    hidden. Returns ``(fig, axes)``, ``axes`` a 2-D array (``axes[0][0]`` the first panel)."""
+    ncols = min(n, 2)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(MAX_WIDTH_IN if ncols > 1 else single_width_in,
+                                                    row_height_in * nrows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
 def thin(x, y, n: int = 1000):
     """At most ``n`` evenly spaced points of the curve (x, y), first and last included: a
     smooth curve of 40,000 points looks the same through 1000, and its data file stays small.

@@ -170,12 +170,7 @@ def _budget(budget, R, delta, sampling_rate) -> Budget | None:
         if delta is not None:
             validate.delta(delta)
         return None
-    try:
-        R = float(R)
-    except (TypeError, ValueError):
-        raise ValueError(f"R must be a finite number > 0 (or None for no ledger), got {R!r}") from None
-    if not (math.isfinite(R) and R > 0):
-        raise ValueError(f"R must be a finite number > 0 (or None for no ledger), got {R}")
+    R = validate.number("R", R, lo=0.0, allowed="a finite number > 0 (or None for no ledger)")
     if delta is not None:
         delta = validate.delta(delta)
     if sampling_rate < 1.0 and delta is None:
@@ -286,18 +281,8 @@ class TrainConfig:
         >>> cfg.budget.R, cfg.K, cfg.T, cfg.algorithm
         (1.0, 1, 2, 'pgd')
         """
-        try:
-            clip_norm = float(clip_norm)
-        except (TypeError, ValueError):
-            raise ValueError(f"clip_norm must be a finite number > 0, got {clip_norm!r}") from None
-        if not (math.isfinite(clip_norm) and clip_norm > 0):
-            raise ValueError(f"clip_norm must be a finite number > 0, got {clip_norm}")
-        try:
-            beta = float(beta)
-        except (TypeError, ValueError):
-            raise ValueError(f"beta (momentum) must be a number, got {beta!r}") from None
-        if not 0.0 <= beta < 1.0:
-            raise ValueError(f"beta (momentum) must be in [0, 1), got {beta}")
+        clip_norm = validate.positive("clip_norm", clip_norm)
+        beta = validate.number("beta (momentum)", beta, lo=0.0, hi=1.0, lo_open=False)
         if budget is not None and sampling_rate is None:
             p = budget.sampling_rate if isinstance(budget, Budget) else 1.0
         else:

@@ -148,7 +148,15 @@ def source_location(fn: Callable[..., Any]) -> tuple[str, int, int]:
 def panel_grid(n: int, *, row_height_in: float, single_width_in: float = 6.0):
     """A figure of ``n`` panels, two to a row: the book's full width (:data:`MAX_WIDTH_IN`), or
     ``single_width_in`` for one panel, ``row_height_in`` a row, the cell left over by an odd ``n``
-    hidden. Returns ``(fig, axes)``, ``axes`` a 2-D array (``axes[0][0]`` the first panel)."""
+    hidden. Returns ``(fig, axes)``, ``axes`` a 2-D array (``axes[0][0]`` the first panel).
+
+    >>> fig, axes = panel_grid(3, row_height_in=3.0)
+    >>> axes.shape, fig.get_size_inches().tolist(), axes[1][1].get_visible()
+    ((2, 2), [7.6, 6.0], False)
+    >>> panel_grid(1, row_height_in=3.0, single_width_in=5.0)[0].get_size_inches().tolist()
+    [5.0, 3.0]
+    >>> plt.close("all")
+    """
     ncols = min(n, 2)
     nrows = -(-n // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(MAX_WIDTH_IN if ncols > 1 else single_width_in,

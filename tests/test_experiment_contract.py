@@ -147,7 +147,7 @@ def test_one_rule_picks_the_result_shown_and_judged(toy):
     page = show.ExperimentPage(ID, mode="quick")
     shown.clear()
     page.full_result(note=" (n)")
-    assert shown == [store.full_absent_note(ID) + " (n)"]  # the page's block never shows quick as full
+    assert shown == [show.full_absent_note(ID) + " (n)"]  # the page's block never shows quick as full
     for mode in ("full", "paper"):
         res = store.compute(ID, mode=mode)
         assert store.best_fresh(ID).digest == res.digest

@@ -186,7 +186,7 @@ def test_infl_extra_paper_mode_is_the_papers_protocol():
     """``--mode paper``: every step of T = 100, 10 levels, 100 repeats, N = 1000, both rows; the
     DNN row in 100 units of one step each."""
     from dpcompanion.experiments import h_f_infl_extra as infl
-    from dpcompanion.experiments.comparisons import scale
+    from dpcompanion.experiments import scale_tables as scale
 
     cfg = base.config_for(infl.EXPERIMENT, "paper")
     units = infl.units(cfg)

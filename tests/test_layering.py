@@ -312,3 +312,110 @@ def test_no_module_is_over_800_lines():
     lengths = {rel.as_posix(): len(path.read_text().splitlines()) for rel, path in _modules()}
     over = {m: n for m, n in lengths.items() if n > MAX_MODULE_LINES}
     assert not over, f"modules over {MAX_MODULE_LINES} lines (split them along their seams): {over}"
+
+def _module_name(rel: Path) -> str:
+    """``dpcompanion.a.b`` for ``a/b.py`` and for ``a/b/__init__.py``."""
+    parts = rel.with_suffix("").parts
+    return ".".join(("dpcompanion",) + (parts[:-1] if parts[-1] == "__init__" else parts))
+
+
+def _import_graph() -> dict[str, dict[str, int]]:
+    """``{module: {module it imports: first line}}`` over the package: every ``import`` and
+    ``from ... import`` anywhere in a module (inside functions and classes included, relative
+    ones resolved), each named as the most specific module of the package it reaches
+    (``from x import y`` reaches ``x.y`` when that is a module, else ``x``), with the packages a
+    dotted import also runs (``a.b.c`` runs ``a.b``'s ``__init__``) unless they hold the
+    importer. Imports of a module by itself and of its own packages are left out."""
+    names = {_module_name(rel): (rel, path) for rel, path in _modules()}
+
+    def reach(name: str) -> str | None:
+        while name and name not in names:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, dict[str, int]] = {}
+    for mod, (rel, path) in names.items():
+        out = graph.setdefault(mod, {})
+        pkg = mod if rel.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
+                    base = ".".join(anchor + ([base] if base else []))
+                if not base.startswith("dpcompanion"):
+                    continue
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in names else reach(base) for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [reach(a.name) for a in node.names if a.name.startswith("dpcompanion")]
+            else:
+                continue
+            for target in filter(None, targets):
+                parent = target
+                while parent.count(".") >= 1:  # the module and the packages the import runs
+                    if parent != mod and not mod.startswith(parent + "."):
+                        out.setdefault(parent, node.lineno)
+                    parent = parent.rpartition(".")[0]
+    return graph
+
+
+def _cycles(graph: dict[str, set[str] | dict[str, int]]) -> list[list[str]]:
+    """One cycle per edge that closes one in a depth-first walk (``[a, b, ..., a]``); [] when
+    the graph has none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return found
+
+
+def test_cycles_finds_a_circle_and_no_false_one():
+    """Issue 32: the cycle finder of :func:`test_no_import_circle` names a circle of two, a
+    circle through a chain, and none in a graph whose imports only go one way."""
+    assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b", "a"]]
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_import_circle():
+    """Issue 32, item 4: no two modules of the package import each other, directly or through a
+    chain, imports inside functions included (a circle works only while one side imports late,
+    and the order the package loads in then decides what works); nor do two sub-packages of a
+    layer (``experiments/store`` and ``experiments/comparisons``, say), counted over all
+    their modules, so that what is shared sits in a module below both. A folder and the
+    folders inside it are not compared (``experiments/store`` imports ``experiments/base.py``,
+    and experiments import the store)."""
+    graph = _import_graph()
+
+    def where(cycle: list[str]) -> str:
+        return " -> ".join(f"{a.removeprefix('dpcompanion.')} (line {graph[a][b]})" for a, b in zip(cycle, cycle[1:])) \
+            + " -> " + cycle[-1].removeprefix("dpcompanion.")
+
+    circles = [where(c) for c in _cycles(graph)]
+    assert not circles, "import circles between modules (move what both need to a lower module):\n" + "\n".join(circles)
+
+    folder_of = {_module_name(rel): "/".join(rel.parent.parts) for rel, _ in _modules()}
+    folders: dict[str, set[str]] = {}
+    via: dict[tuple[str, str], str] = {}
+    for mod, targets in graph.items():
+        for target in targets:
+            a, b = folder_of[mod], folder_of[target]
+            if a != b and not (a + "/").startswith(b + "/") and not (b + "/").startswith(a + "/"):
+                folders.setdefault(a, set()).add(b)
+                via.setdefault((a, b), f"{mod.removeprefix('dpcompanion.')} imports {target.removeprefix('dpcompanion.')}")
+    circles = [" -> ".join(c) + "  (" + "; ".join(via[a, b] for a, b in zip(c, c[1:])) + ")" for c in _cycles(folders)]
+    assert not circles, "import circles between sub-packages:\n" + "\n".join(circles)

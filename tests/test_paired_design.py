@@ -20,7 +20,8 @@ import pytest
 from scipy import stats
 
 from dpcompanion.experiments import comparisons, store
-from dpcompanion.experiments.comparisons import reproduction, rows as rows_mod, scale, sequential
+from dpcompanion.experiments import scale_tables as scale
+from dpcompanion.experiments.comparisons import reproduction, rows as rows_mod, sequential
 from dpcompanion.experiments.comparisons.rule import estimate_effect, judge_effect
 from dpcompanion.experiments.protocols import hong as hp, wu_paper
 

@@ -21,7 +21,8 @@ import pytest
 from dpcompanion import cli
 from dpcompanion.book import report, show
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.comparisons import reproduction, scale
+from dpcompanion.experiments import scale_tables as scale
+from dpcompanion.experiments.comparisons import reproduction
 from dpcompanion.experiments.store import hashing
 
 REPO = Path(__file__).resolve().parents[1]
@@ -114,7 +115,7 @@ def test_paper_mode_is_optional_and_named_where_it_is_missing(paper_exp):
         base.Experiment(id="x", title="x", configs={**CONFIGS, "turbo": {}}, units=units, run_unit=run_unit,
                         combine=combine)
     assert store.load(nopaper.id, mode="paper") is None and store.fresh_paper(nopaper.id) is None
-    assert store.paper_progress_note(nopaper.id) == ""
+    assert show.paper_progress_note(nopaper.id) == ""
 
 
 def test_adding_a_paper_config_moves_no_quick_or_full_config_hash(paper_exp):
@@ -248,7 +249,7 @@ def test_page_with_a_partial_paper_sweep_says_how_far_it_got(paper_exp, monkeypa
     _set_unit_walls(root, 1800.0)  # 2 units of half an hour done, 2 left: about 1 CPU-hour
     line = (f"paper-scale run in progress: 2 of 4 units done, about 1 CPU-hours left at the finished units' mean time "
             f"(units left may be larger); {CONTINUE}")
-    assert store.paper_progress_note(ID) == line  # not in a git repository: nothing said about commits
+    assert show.paper_progress_note(ID) == line  # not in a git repository: nothing said about commits
     top, bottom = _page(shown)
     assert top[0] == describe(store.load(ID, mode="quick").payload) and top[1] == line and len(top) == 3
     full = store.fresh_full(ID)  # the full result is still the one shown, and judged
@@ -260,16 +261,16 @@ def test_page_with_a_partial_paper_sweep_says_how_far_it_got(paper_exp, monkeypa
     _git(root, "add", f"{ID}/paper.units")
     _git(root, "commit", "-qm", "paper units")
     assert store.committed_units(ID, "paper") == 2
-    assert store.paper_progress_note(ID) == line.replace("units done,", "units done (committed),")
+    assert show.paper_progress_note(ID) == line.replace("units done,", "units done (committed),")
     extra = json.loads(sorted((root / ID / "paper.units").glob("*.json"))[0].read_text())
     (root / ID / "paper.units" / "copy.json").write_text(json.dumps(extra))  # a stray file: not a unit
-    assert store.paper_progress_note(ID) == line.replace(
+    assert show.paper_progress_note(ID) == line.replace(
         "units done,", "units done (committed), 1 stored by older code (recomputed),")  # not counted as done
     (root / ID / "paper.units" / "copy.json").unlink()
     monkeypatch.setattr(sys.modules[__name__], "STOP_AT", 3)  # the next sitting stores one more unit
     _stop_part_way(monkeypatch)
     _set_unit_walls(root, 1800.0)
-    assert store.paper_progress_note(ID) == (f"paper-scale run in progress: 3 of 4 units done (2 of them committed), "
+    assert show.paper_progress_note(ID) == (f"paper-scale run in progress: 3 of 4 units done (2 of them committed), "
                                              f"about 0.5 CPU-hours left at the finished units' mean time (units left "
                                              f"may be larger); {CONTINUE}")
 
@@ -278,7 +279,7 @@ def test_page_and_verdicts_use_a_complete_fresh_paper_result_and_say_so(paper_ex
     exp, _, _, shown = paper_exp
     store.compute(ID, mode="full")
     paper = store.compute(ID, mode="paper")
-    assert store.paper_progress_note(ID) == ""
+    assert show.paper_progress_note(ID) == ""
     top, bottom = _page(shown)
     assert len(top) == 2 and "n = 5" in top[1]  # this build's (quick) result above, no progress line
     assert bottom[0] == (describe(paper.payload) + f" {show.PAPER_SHOWN} <small>{paper.summary()}</small>")

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dpcompanion.book import show
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments import h_f_infl
 from dpcompanion.experiments.store import executors, files, hashing, result_store
@@ -351,14 +352,14 @@ def test_a_page_shows_the_full_result_only_when_fresh(tiny, monkeypatch):
     quick = store.result_to_show(tiny.id, mode="quick", device="cpu")
     assert quick.mode == "quick"
     assert store.fresh_full(tiny.id) is None
-    assert store.full_absent_note(tiny.id).startswith("No full-mode result is stored yet")
+    assert show.full_absent_note(tiny.id).startswith("No full-mode result is stored yet")
     store.compute(tiny.id, mode="full", device="cpu")
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "full"
     assert store.fresh_full(tiny.id).mode == "full"
     monkeypatch.setattr(hashing, "code_hash", lambda exp: "another")  # the code changed since
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "quick"
     assert store.fresh_full(tiny.id) is None
-    note = store.full_absent_note(tiny.id)
+    note = show.full_absent_note(tiny.id)
     assert "stale (code changed" in note and f"experiment {tiny.id} --mode full" in note
 
 
@@ -525,7 +526,7 @@ def test_a_damaged_result_is_reported_listed_and_recomputed(fast, damage, file, 
     assert store.result_to_show(fast.id, mode="quick").digest == full.digest
     damage(full.path)
     assert store.fresh_full(fast.id) is None
-    assert store.full_absent_note(fast.id).startswith("The stored full-mode result is stale (damaged: ")
+    assert show.full_absent_note(fast.id).startswith("The stored full-mode result is stale (damaged: ")
     shown = store.result_to_show(fast.id, mode="quick")
     assert shown.mode == "quick" and shown.fresh and not shown.cached and shown.digest == quick.digest
     # experiment recomputes over a damaged result

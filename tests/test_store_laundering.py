@@ -20,7 +20,7 @@ import pytest
 
 from dpcompanion import cli
 from dpcompanion.experiments import store
-from dpcompanion.experiments.comparisons import scale
+from dpcompanion.experiments import scale_tables as scale
 from dpcompanion.experiments.store import files, vcs
 
 EID = "h-f-curv"

@@ -101,7 +101,7 @@ def test_a_result_from_another_cpu_revalidates_by_its_commit_when_no_number_chan
     now = store.load(EXP, mode="full")
     assert now.fresh and now.digest == full.digest
     (event,) = now.provenance["revalidated"]
-    here_quick = reference.quick_digest_here(exp)
+    here_quick = store.quick_payload_here(exp)[1]
     assert event["method"] == "reference" and event["reference_commit"] == shas["B"]
     assert event["quick_digest"] == here_quick and event["to_code_hash"] == store.code_hash(exp)
     # issue 31: the equal digest records the quick numbers, this CPU's, for a numeric revalidation later

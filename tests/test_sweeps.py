@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dpcompanion import cli
+from dpcompanion.book import show
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments.store import unit_sweeps
 
@@ -157,7 +158,7 @@ def test_full_absent_note_says_how_far_a_partial_full_sweep_got(gated, tmp_path,
     with pytest.raises(RuntimeError):
         store.compute("test-gated", mode="full")
     assert store.fresh_full("test-gated") is None  # a partial result is never shown
-    note = store.full_absent_note("test-gated")
+    note = show.full_absent_note("test-gated")
     assert "3/6 units stored" in note and "not shown until it is complete" in note
 
 

@@ -13,7 +13,8 @@ import pytest
 from dpcompanion import cli
 from dpcompanion.experiments import base, comparisons as cmp, store
 from dpcompanion.experiments.store import migrate
-from dpcompanion.experiments.comparisons import reproduction, scale
+from dpcompanion.experiments import scale_tables as scale
+from dpcompanion.experiments.comparisons import reproduction
 
 # ---------------------------------------------------------------- a toy experiment (tests only)
 

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Sequence
 #: a row whose sizes differ from the paper's is "not comparable", its note starting with
 #: "not compared (sizes differ)" (dpcompanion.experiments.comparisons.NOT_COMPARED)
 from dpcompanion.experiments.comparisons import VERDICTS, reproduction  # VERDICTS: one list of verdict words
-from dpcompanion.experiments.comparisons.scale import at_paper_scale, scale_of, stored_sizes
+from dpcompanion.experiments.scale_tables import at_paper_scale, scale_of, stored_sizes
 
 
 def fmt(x: Any, digits: int = 4) -> str:
@@ -184,7 +184,7 @@ def _cell(v: Any) -> str:
 
 
 def scale_table(scale: dict) -> str:
-    """The scale block of a result (:mod:`dpcompanion.experiments.comparisons.scale`) as a
+    """The scale block of a result (:mod:`dpcompanion.experiments.scale_tables`) as a
     table: dimension, the paper's value and its source, ours, whether they match; then one
     sentence: at the paper's scale only when every dimension with a printed value matches."""
     if not scale:
@@ -400,9 +400,9 @@ def _size_value(v: Any) -> str:
 def result_sizes(result: Any) -> str:
     """A stored result's sizes in a few words, read from the result itself: ``"paper scale:
     60,000 training samples, CNN model, 50 epochs, 2 seeds"``. The values are those its
-    payload holds (:func:`~dpcompanion.experiments.comparisons.scale.stored_sizes`), else its
+    payload holds (:func:`~dpcompanion.experiments.scale_tables.stored_sizes`), else its
     recorded config's; "paper scale" when every dimension the paper prints matches
-    (:func:`~dpcompanion.experiments.comparisons.scale.at_paper_scale`), "reduced" when one
+    (:func:`~dpcompanion.experiments.scale_tables.at_paper_scale`), "reduced" when one
     differs, nothing for an experiment whose paper prints no size; '' for an experiment
     without a scale declaration."""
     config = result.provenance.get("config") if isinstance(result.provenance.get("config"), dict) else {}

@@ -36,12 +36,54 @@ from dpcompanion.book import forest, library_figures, plotting, report
 from dpcompanion.core import outputs
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments.comparisons import reproduction as reproduction_report
+from dpcompanion.experiments.store import unit_sweeps
 
-__all__ = ["ExperimentPage", "show_experiment", "data_link", "forest_block"]
+__all__ = ["ExperimentPage", "show_experiment", "data_link", "forest_block", "paper_progress_note", "full_absent_note"]
 
 #: what a page says where it shows the paper-scale result in place of the full-mode one
 PAPER_SHOWN = ("This is the paper-scale result (`paper` mode: the paper's own sizes), shown instead of the "
                "full-mode result.")
+
+
+def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
+    """One line for a page while a paper-scale sweep is partial (units stored, no fresh paper
+    result): how many units are done, whether they are committed, the CPU time left (mean wall
+    time of the finished single-threaded units times the units left) and the command that
+    continues it. '' when the experiment has no paper config, a fresh paper result exists, or
+    no unit is stored. Written here from the store's facts (:func:`store.fresh_paper`,
+    :func:`store.sweep_progress`, :func:`store.committed_units`): the store writes no page
+    sentence (issue 32, item 4)."""
+    if "paper" not in base.get(experiment_id).configs or store.fresh_paper(experiment_id, root) is not None:
+        return ""
+    part = store.sweep_progress(experiment_id, "paper", root)
+    if part is None:
+        return ""
+    done, total = part["units_done"], part["units_total"]
+    committed = store.committed_units(experiment_id, "paper", root)
+    if committed is None:
+        tag = ""
+    elif committed >= done:
+        tag = " (committed)"
+    else:
+        tag = f" ({committed} of them committed)"
+    old = (f", {part['units_old_code']} stored by older code (recomputed)" if part["units_old_code"] else "")
+    when = unit_sweeps.estimate_phrase(part, hours=True)
+    return (f"paper-scale run in progress: {done} of {total} units done{tag}{old}, {when}; continue with "
+            f"`python -m dpcompanion experiment {experiment_id} --mode paper`")
+
+
+def full_absent_note(experiment_id: str) -> str:
+    """One sentence for a page without a fresh full result: none stored, or stale and why,
+    with the command that computes it (from :func:`store.load` and :func:`store.sweep_progress`)."""
+    full = store.load(experiment_id, mode="full")
+    why = ("No full-mode result is stored yet" if full is None
+           else f"The stored full-mode result is stale ({full.stale_reason}) and is not shown")
+    part = store.sweep_progress(experiment_id, "full")
+    if part is not None:
+        why += (f"; a full sweep is partly done ({part['units_done']}/{part['units_total']} units stored"
+                + (", " if part["estimate_left_s"] is not None else "; ") + unit_sweeps.estimate_phrase(part)
+                + ") and is not shown until it is complete")
+    return f"{why}: `python -m dpcompanion experiment {experiment_id} --mode full` computes it."
 
 
 
@@ -150,10 +192,10 @@ class ExperimentPage:
         _md(f"{head}\n\n{table}" if head else table)
 
     def paper_note(self) -> None:
-        """One line while a paper-scale sweep is partial (``store.paper_progress_note``: units
+        """One line while a paper-scale sweep is partial (:func:`paper_progress_note`: units
         done, committed or not, CPU-hours left, the command that continues it); nothing
         otherwise."""
-        note = store.paper_progress_note(self.id)
+        note = paper_progress_note(self.id)
         if note:
             _md(note)
 
@@ -164,7 +206,7 @@ class ExperimentPage:
 
     def absent_note(self) -> str:
         """Why no full-mode result is shown, with the command that computes it."""
-        return store.full_absent_note(self.id)
+        return full_absent_note(self.id)
 
     def tuning(self, *, ylabel: str, max_cells: int | None = None) -> None:
         """The tuning summary (issue 34, short pages: one sentence, each choice with its grid,
@@ -181,14 +223,14 @@ class ExperimentPage:
         """The stored paper-scale result when complete and fresh, saying that it stands in for
         the full-mode one; else the stored full-mode result when fresh (its sizes with its
         provenance line, figures and verdicts), else why none is shown
-        (``store.full_absent_note``) followed by ``note``. In full mode, the result of this
+        (:func:`full_absent_note`) followed by ``note``. In full mode, the result of this
         build (unless a fresh paper-scale result exists). A stale or partial result is never
         shown (the store's one rule, :func:`store.best_fresh`, down to full mode)."""
         shown = store.best_fresh(self.id, modes=("paper",) if self.mode == "full" else ("paper", "full"))
         if shown is None and self.mode == "full":
             shown = self.result
         if shown is None:
-            _md(store.full_absent_note(self.id) + note)
+            _md(full_absent_note(self.id) + note)
             return
         said = f" {PAPER_SHOWN}" if shown.mode == "paper" else ""
         self.sizes(shown.payload, suffix=f"{said} <small>{shown.summary()}</small>")

@@ -34,7 +34,7 @@ from typing import Any
 
 from dpcompanion.core.provenance import REPO
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.comparisons.scale import at_paper_scale, scale_of
+from dpcompanion.experiments.scale_tables import at_paper_scale, scale_of
 
 __all__ = ["GPU_ASSUMED_GFLOPS", "GPU_MODEL", "rerun_command", "gpu_estimate_s", "table", "display_rows",
            "DISPLAY_HEADER", "COMMAND_HEADER", "command_rows", "short_executor", "duration", "measured_cpu_peak", "load_bench_json", "PAPER_SCALE_HEADER",

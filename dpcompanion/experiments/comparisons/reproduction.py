@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from dpcompanion.core import outputs
-from dpcompanion.experiments import base, comparisons, store
-from dpcompanion.experiments.comparisons import scale as scale_mod, theory, wu_rules
+from dpcompanion.experiments import base, comparisons, scale_tables as scale_mod, store
+from dpcompanion.experiments.comparisons import theory, wu_rules
 from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",

@@ -41,10 +41,10 @@ in the provenance and in :meth:`StoredResult.record`. Once the result is saved i
 folder is removed (the result holds the numbers; the repository stays small). Until then
 :func:`sweep_progress` / :func:`list_partial` report ``units_done/units_total`` and an
 estimate of the compute left (mean wall time of the finished units times the units left);
-a partial result is never shown (:func:`full_absent_note` says how far a partial full sweep
-got, :func:`paper_progress_note` a partial paper sweep). ``quick.units/`` is git-ignored; a
-full or paper sweep's units may be committed, so that a fresh clone on another machine
-resumes it.
+a partial result is never shown (the page says how far a partial sweep got:
+:func:`dpcompanion.book.show.full_absent_note`, :func:`dpcompanion.book.show.paper_progress_note`).
+``quick.units/`` is git-ignored; a full or paper sweep's units may be committed, so that a
+fresh clone on another machine resumes it.
 
 **Modes**: ``quick`` and ``full`` (every experiment), ``paper`` (optional: the paper's own
 sizes, where an experiment defines ``configs["paper"]``), see
@@ -90,7 +90,7 @@ report) in particular, so editing a figure never invalidates a result. The store
 
 **Consistency** (issue 30, :func:`inconsistency`): the recorded config must hash to the recorded
 config hash, agree with the payload's own record of its config, and with the sizes the payload
-holds (:func:`dpcompanion.experiments.comparisons.scale.size_mismatches`: array lengths, stored
+holds (:func:`dpcompanion.experiments.scale_tables.size_mismatches`: array lengths, stored
 counts), and make the recorded number of units; otherwise the result is ``inconsistent: ...``.
 
 **Against git** (:mod:`.vcs`): a result whose files differ from the last commit that touched
@@ -159,8 +159,8 @@ from dpcompanion.experiments.store.files import (
 from dpcompanion.experiments.store.hashing import (
     CODE_HASH_EXCLUDE, CONFIG_DIGITS, TIME_KEYS, code_files, code_hash, config_hash, digest)
 from dpcompanion.experiments.store.result_store import (
-    SHOWN_FIRST, StoredResult, best_fresh, compute, fresh_full, fresh_paper, full_absent_note, inconsistency,
-    list_results, load, load_or_compute, paper_progress_note, result_to_show, revalidate, revalidate_units, seal_unsealed)
+    SHOWN_FIRST, StoredResult, best_fresh, compute, fresh_full, fresh_paper, inconsistency, list_results, load,
+    load_or_compute, quick_payload_here, result_to_show, revalidate, revalidate_units, seal_unsealed)
 from dpcompanion.experiments.store.unit_sweeps import (
     committed_units, list_partial, save_unit, sweep_progress, unit_key, units_dir)
 from dpcompanion.experiments.store.verify import verify
@@ -170,6 +170,6 @@ __all__ = [
     "compute", "revalidate", "revalidate_units", "list_results", "seal_unsealed", "sealed", "digest", "config_hash", "code_files",
     "code_hash", "results_root", "result_dir", "check_writable", "LocalExecutor", "DaskExecutor", "make_executor",
     "check_executor_options", "EXECUTORS", "INLINE_MAX", "check_scheduler_address", "max_workers", "fresh_full",
-    "full_absent_note", "result_to_show", "fresh_paper", "paper_progress_note", "committed_units", "SEAL", "SEAL_COMMAND", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "TIME_KEYS",
+    "result_to_show", "fresh_paper", "quick_payload_here", "committed_units", "SEAL", "SEAL_COMMAND", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "TIME_KEYS",
     "RUN_POLICY", "SCHEDULER_TIMEOUT_S", "verify", "inconsistency", "best_fresh", "SHOWN_FIRST",
 ]

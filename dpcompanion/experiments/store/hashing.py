@@ -33,8 +33,10 @@ __all__ = ["digest", "config_hash", "code_files", "code_hash", "code_files_at", 
 
 PKG = Path(__file__).resolve().parents[2]
 #: modules (and packages, with their submodules) left out of every code hash: the store
-#: stores numbers and the verdict rules judge them; neither makes them
-CODE_HASH_EXCLUDE = frozenset({"dpcompanion.experiments.store", "dpcompanion.experiments.comparisons"})
+#: stores numbers, the verdict rules judge them and the scale tables quote the papers' sizes;
+#: none makes them
+CODE_HASH_EXCLUDE = frozenset({"dpcompanion.experiments.store", "dpcompanion.experiments.comparisons",
+                               "dpcompanion.experiments.scale_tables"})
 
 
 #: payload keys that hold a measured time (seconds): kept in the payload, which pages show,

@@ -14,8 +14,9 @@ code). Sweep units record no fingerprint at all. The reference check compares li
    folder and computes the quick mode there, in a subprocess on this machine, into a temporary
    results folder; the subprocess also reports the code hash it sees, which must be the one
    recorded;
-3. :func:`quick_digest_here` computes the current code's quick mode on this machine, into a
-   temporary results folder.
+3. :func:`~dpcompanion.experiments.store.result_store.quick_payload_here` computes the current
+   code's quick mode on this machine, into a temporary results folder (the store computes it:
+   this module only finds and runs the reference commit, and imports no module that imports it).
 
 Equal digests mean the code change changes no number of the quick mode on this machine: the
 same evidence the recorded fingerprint gives on the CPU that recorded it. Nothing is written to
@@ -36,8 +37,7 @@ from pathlib import Path
 from dpcompanion.experiments import base
 from dpcompanion.experiments.store import hashing
 
-__all__ = ["ReferenceUnavailable", "REPO", "code_hash_at", "find_commit", "quick_digest_at", "quick_digest_here",
-           "quick_payload_here", "REFERENCE_TIMEOUT_S"]
+__all__ = ["ReferenceUnavailable", "REPO", "code_hash_at", "find_commit", "quick_digest_at", "REFERENCE_TIMEOUT_S"]
 
 #: the repository holding this package (its commits are the references)
 REPO = hashing.PKG.parent
@@ -181,18 +181,3 @@ def quick_digest_at(exp: base.Experiment, commit: str, *, code_hash: str, seed: 
                                    f"not the recorded {code_hash[:12]}")
     return rec["digest"]
 
-
-def quick_digest_here(exp: base.Experiment, *, seed: int = 0, device: str = "cpu") -> str:
-    """The current code's quick-mode digest, computed on this machine into a temporary results
-    folder (a stored quick result may come from another machine)."""
-    return quick_payload_here(exp, seed=seed, device=device)[1]
-
-
-def quick_payload_here(exp: base.Experiment, *, seed: int = 0, device: str = "cpu") -> tuple[dict, str]:
-    """``(payload, digest)`` of the current code's quick mode, computed on this machine into a
-    temporary results folder (the numbers a numeric revalidation compares, issue 31)."""
-    from dpcompanion.experiments.store import result_store
-
-    with tempfile.TemporaryDirectory(prefix="dpc-current-") as tmp:
-        res = result_store.compute(exp.id, mode="quick", seed=seed, device=device, root=Path(tmp))
-        return res.payload, res.digest

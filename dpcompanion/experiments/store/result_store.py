@@ -7,7 +7,12 @@ paper's own sizes, hours on two cores. It is stored, resumed and revalidated exa
 full mode (its units in ``<id>/paper.units/``, committable; its result in ``<id>/paper/``,
 committed; its quick digest recorded). Where a fresh paper result exists, a page shows it
 instead of the full one (:func:`fresh_paper`, :func:`result_to_show`); while a paper sweep is
-partial, :func:`paper_progress_note` says how far it got.
+partial, the page says how far it got (:func:`dpcompanion.book.show.paper_progress_note`, from
+:func:`.unit_sweeps.sweep_progress`).
+
+This module returns results and facts about them; the sentences a page shows about them
+(why no full result is shown, how far a partial sweep got) are the book's
+(:mod:`dpcompanion.book.show`, issue 32, item 4).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import shutil
+import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
@@ -22,15 +28,14 @@ from typing import Any, Callable
 
 from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
-from dpcompanion.experiments.comparisons.scale import scale_of, size_mismatches  # the scale block (issues 21, 30)
+from dpcompanion.experiments.scale_tables import scale_of, size_mismatches  # the scale block (issues 21, 30)
 from dpcompanion.experiments.store import files, hashing, numeric, reference, unit_sweeps, vcs
 from dpcompanion.experiments.store.executors import LocalExecutor, cpu_model
 from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
 from dpcompanion.experiments.store.hashing import config_hash, digest
 
 __all__ = ["StoredResult", "load", "compute", "load_or_compute", "SHOWN_FIRST", "best_fresh", "fresh_full", "fresh_paper",
-           "full_absent_note",
-           "paper_progress_note", "result_to_show", "revalidate", "revalidate_units", "list_results", "seal_unsealed"]
+           "quick_payload_here", "result_to_show", "revalidate", "revalidate_units", "list_results", "seal_unsealed"]
 
 @dataclasses.dataclass(frozen=True)
 class StoredResult:
@@ -169,7 +174,7 @@ def inconsistency(exp: base.Experiment, provenance: dict, payload: dict) -> str:
     as fresh nor be judged at the paper's scale). Checked: the config hashes to the recorded
     ``config_hash``; every key the payload's own record of its config (``payload["config"]`` or
     ``["settings"]``) shares with it is equal; the sizes the payload holds (array lengths, stored
-    counts: :func:`dpcompanion.experiments.comparisons.scale.size_mismatches`) equal the config's;
+    counts: :func:`dpcompanion.experiments.scale_tables.size_mismatches`) equal the config's;
     the number of units the config makes equals the recorded ``units``."""
     config = provenance.get("config")
     if not isinstance(config, dict):
@@ -378,8 +383,9 @@ def best_fresh(experiment_id: str, *, modes: tuple[str, ...] = SHOWN_FIRST, seed
     """The one rule for which stored result a page shows and a verdict is judged on: the first
     of ``modes`` (default :data:`SHOWN_FIRST`: paper, else full, else quick) whose stored result
     is fresh, else None. A paper result counts only complete and for an experiment with a paper
-    config (a partial sweep is never a result: :func:`paper_progress_note`); a quick one only
-    of ``seed``; a stale one never (:func:`full_absent_note` says why a full one is not shown).
+    config (a partial sweep is never a result: :func:`.unit_sweeps.sweep_progress` says how far it
+    got); a quick one only of ``seed``; a stale one never (:func:`load` says why:
+    ``stale_reason``).
     :func:`result_to_show`, :func:`fresh_full`, :func:`fresh_paper`, the pages
     (:class:`dpcompanion.book.show.ExperimentPage`) and the verdicts report call it."""
     for mode in modes:
@@ -400,45 +406,6 @@ def fresh_paper(experiment_id: str, root: Path | None = None) -> StoredResult | 
     None, also for an experiment without a paper config (:func:`best_fresh` of paper mode
     alone)."""
     return best_fresh(experiment_id, modes=("paper",), root=root)
-
-
-def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
-    """One line for a page while a paper-scale sweep is partial (units stored, no fresh paper
-    result): how many units are done, whether they are committed, the CPU time left (mean wall
-    time of the finished single-threaded units times the units left) and the command that
-    continues it. '' when the experiment has no paper config, a fresh paper result exists, or
-    no unit is stored."""
-    if "paper" not in base.get(experiment_id).configs or fresh_paper(experiment_id, root) is not None:
-        return ""
-    part = unit_sweeps.sweep_progress(experiment_id, "paper", root)
-    if part is None:
-        return ""
-    done, total = part["units_done"], part["units_total"]
-    committed = unit_sweeps.committed_units(experiment_id, "paper", root)
-    if committed is None:
-        tag = ""
-    elif committed >= done:
-        tag = " (committed)"
-    else:
-        tag = f" ({committed} of them committed)"
-    old = (f", {part['units_old_code']} stored by older code (recomputed)" if part["units_old_code"] else "")
-    when = unit_sweeps.estimate_phrase(part, hours=True)
-    return (f"paper-scale run in progress: {done} of {total} units done{tag}{old}, {when}; continue with "
-            f"`python -m dpcompanion experiment {experiment_id} --mode paper`")
-
-
-def full_absent_note(experiment_id: str) -> str:
-    """One sentence for a page without a fresh full result: none stored, or stale and why,
-    with the command that computes it."""
-    full = load(experiment_id, mode="full")
-    why = ("No full-mode result is stored yet" if full is None
-           else f"The stored full-mode result is stale ({full.stale_reason}) and is not shown")
-    part = unit_sweeps.sweep_progress(experiment_id, "full")
-    if part is not None:
-        why += (f"; a full sweep is partly done ({part['units_done']}/{part['units_total']} units stored"
-                + (", " if part["estimate_left_s"] is not None else "; ") + unit_sweeps.estimate_phrase(part)
-                + ") and is not shown until it is complete")
-    return f"{why}: `python -m dpcompanion experiment {experiment_id} --mode full` computes it."
 
 
 def result_to_show(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu") -> StoredResult:
@@ -478,7 +445,7 @@ def _reference_event(exp: base.Experiment, old_hash: str, *, hints, seed: int, d
         ref = reference.quick_digest_at(exp, commit, code_hash=old_hash, seed=seed, device=device, repo=repo)
     except reference.ReferenceUnavailable as exc:
         return None, f"no reference check: {exc}", None
-    payload, now = here if here is not None else reference.quick_payload_here(exp, seed=seed, device=device)
+    payload, now = here if here is not None else quick_payload_here(exp, seed=seed, device=device)
     if ref != now:
         return None, (f"the code change changes numbers: on this CPU ({cpu_model()}) the recorded code "
                       f"(commit {commit[:12]}) gives quick digest {ref[:12]}, this code {now[:12]}"), None
@@ -493,7 +460,17 @@ def _quick_here(exp: base.Experiment, *, seed: int, qdev: str, executor, root: P
     quick = load_or_compute(exp.id, mode="quick", seed=seed, device=qdev, executor=executor, root=root)
     if quick.provenance.get("cpu") in (None, cpu_model()) or qdev != "cpu":
         return quick.payload, quick.digest
-    return reference.quick_payload_here(exp, seed=seed, device=qdev)
+    return quick_payload_here(exp, seed=seed, device=qdev)
+
+
+def quick_payload_here(exp: base.Experiment, *, seed: int = 0, device: str = "cpu") -> tuple[dict, str]:
+    """``(payload, digest)`` of the current code's quick mode, computed on this machine into a
+    temporary results folder (a stored quick result may come from another machine): the numbers
+    a numeric revalidation compares (issue 31) and the digest a reference check
+    (:mod:`.reference`) compares with the reference commit's."""
+    with tempfile.TemporaryDirectory(prefix="dpc-current-") as tmp:
+        res = compute(exp.id, mode="quick", seed=seed, device=device, root=Path(tmp))
+        return res.payload, res.digest
 
 
 def _record_numbers(exp: base.Experiment, res: StoredResult, *, device: str, executor, root: Path | None) -> dict:

@@ -11,8 +11,12 @@ config, so the quotations they show are always this module's.
 
 "Matches" is decided per dimension (``match``: equal values; ``None`` where the paper gives
 no number); a run is at the paper's scale only when every dimension with a printed value
-matches (:func:`at_paper_scale`). This module lives in :mod:`..comparisons`, outside every
-code hash: correcting a quotation never makes a stored result stale.
+matches (:func:`at_paper_scale`). This module is left out of every code hash
+(:data:`dpcompanion.experiments.store.CODE_HASH_EXCLUDE`): correcting a quotation never makes a
+stored result stale. It imports no other module of the package and sits below both the store
+(which records the scale block and checks sizes with :func:`size_mismatches`) and the verdict
+rules (:mod:`dpcompanion.experiments.comparisons`, which import the store), so that neither
+imports the other through it (issue 32, item 4: no import circle).
 
 Widths of the DNNs of Hong et al. (the two versions differ): the FAccT version's Sec. 5 trains "a
 2-layer Deep Neural Network (DNN) with 1000 hidden units" for the data-efficiency figure

@@ -204,6 +204,10 @@ class ExperimentPage:
         where this build's result is the full one, or when none is fresh)."""
         return store.fresh_full(self.id) if self.mode != "full" else None
 
+    def fresh_paper(self) -> store.StoredResult | None:
+        """The stored paper-mode result (the paper's own sizes) when complete and fresh, else None."""
+        return store.fresh_paper(self.id)
+
     def absent_note(self) -> str:
         """Why no full-mode result is shown, with the command that computes it."""
         return full_absent_note(self.id)

@@ -68,8 +68,9 @@ def test_a_clear_gain_is_decided_at_an_early_look():
     """issue 33: a gain of 3 points with a 0.5-point spread is decided at look 2 (10 seeds),
     with the stage and the looks taken recorded; ours is that look's estimate."""
     adp, dp = _cell(3.0, 0.5, 20)
-    v, ours, note, _, j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
-                                        plan=rows.plan_of("w-t1245"))
+    j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
+                            plan=rows.plan_of("w-t1245"))
+    v, ours, note = j.verdict, j.ours, j.row_note
     assert v == "agrees" and j.stage == "look 2 of 3, 10 seeds", (v, j.stage)
     assert [n for n, _ in j.looks] == [3, 10] and j.looks[0][1] == "inconclusive"
     assert "look 2 of 3" in ours and "repeated 95% CI (look 2 of 3, 10 seeds)" in note
@@ -81,31 +82,31 @@ def test_the_first_look_is_stricter_than_a_fixed_test():
     adp, dp = _cell(1.0, 0.2, 3, seed=3)
     fixed = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap")
     seq = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap", plan=rows.plan_of("w-t1245"))
-    assert fixed[0] == "agrees" and seq[0] == "inconclusive" and seq[4].stage == "look 1 of 3, 3 seeds"
+    assert fixed.verdict == "agrees" and seq.verdict == "inconclusive" and seq.stage == "look 1 of 3, 3 seeds"
 
 
 def test_no_effect_reads_equivalent_with_enough_seeds_not_disagrees():
     """issue 33: a gain of zero with a small spread is shown equivalent (inside the 0.27-point
     margin) by the looks' TOST, at a look that reaches it."""
     adp, dp = _cell(0.0, 0.1, 20, seed=5)
-    v, _, _, _, j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
-                                  plan=rows.plan_of("w-t1245"))
-    assert v == "equivalent" and j.stage is not None
+    j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
+                            plan=rows.plan_of("w-t1245"))
+    assert j.verdict == "equivalent" and j.stage is not None
 
 
 def test_undecided_at_the_cap_stays_inconclusive():
     adp, dp = _cell(0.3, 3.0, 20, seed=7)
-    v, _, _, _, j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
-                                  plan=rows.plan_of("w-t1245"))
-    assert v == "inconclusive" and j.stage == "look 3 of 3, 20 seeds" and len(j.looks) == 3
+    j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
+                            plan=rows.plan_of("w-t1245"))
+    assert j.verdict == "inconclusive" and j.stage == "look 3 of 3, 20 seeds" and len(j.looks) == 3
 
 
 def test_fewer_seeds_than_the_first_look_are_judged_as_before():
     """A quick run (2 seeds) is short of the plan's first look: the fixed 95% interval."""
     adp, dp = _cell(3.0, 0.5, 2)
-    v, _, note, _, j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
-                                     plan=rows.plan_of("w-t1245"))
-    assert j.stage is None and "95% CI" in note and "repeated" not in note
+    j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
+                            plan=rows.plan_of("w-t1245"))
+    assert j.stage is None and "95% CI" in j.row_note and "repeated" not in j.row_note
 
 
 def test_w_t1245_full_config_runs_the_declared_plan():
@@ -134,9 +135,10 @@ def test_h_f_curv_checks_are_judged_look_by_look():
     assert h_f_curv.CONFIGS["full"]["repeats"] == plan.looks[-1] and plan.unit == "repeats"
     rng = np.random.default_rng(11)
     losses = 1.0 + rng.normal(0, 0.05, plan.looks[-1])
-    v, ours, note, _, j = hong_rules._judge_exact(mean=float(losses.mean()), se=0.0, exact=1.0, z=0.0,
-                                            max_clip_fraction=0.0, losses=losses, plan=plan)
-    assert v == "agrees" and j.stage.startswith("look ") and "repeats" in j.stage and "group-sequential plan" in note
+    j = hong_rules._judge_exact(mean=float(losses.mean()), se=0.0, exact=1.0, z=0.0,
+                                max_clip_fraction=0.0, losses=losses, plan=plan)
+    assert j.verdict == "agrees" and j.stage.startswith("look ") and "repeats" in j.stage
+    assert "group-sequential plan" in j.row_note
     fixed = hong_rules._judge_exact(mean=float(losses[:1000].mean()), se=float(losses[:1000].std(ddof=1) / math.sqrt(1000)),
                               exact=1.0, z=0.0, max_clip_fraction=0.0)
-    assert fixed[4].stage is None
+    assert fixed.stage is None

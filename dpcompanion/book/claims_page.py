@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dpcompanion import __version__
-from dpcompanion.claims.registry import (REGISTRY, STATUS_DEFINITIONS, STATUSES, THEOREMS,
+from dpcompanion.claims.registry import (ERRATA, REGISTRY, STATUS_DEFINITIONS, STATUSES, THEOREMS,
                                          load_all, run_checks)
 
 #: badge text and admonition class per status (classes every Sphinx theme styles).
@@ -556,7 +556,7 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
     if r["status"] == "error":
         lines.append(f"**The check raised** {_code(ev.get('exception', '?'))}")
     else:
-        if r.get("impact") and "impact" not in ev and r["status"] in ("refuted", "not-reproduced"):
+        if r.get("impact") and "impact" not in ev and r["status"] in ERRATA:
             ev["impact"] = r["impact"]
         lines.append(f"**Evidence.** {evidence_summary(ev, status=r['status'])}")
         full = evidence_lines(ev)  # the verdict sentence is the summary line above

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from dpcompanion.book.claims_page import (BADGES, cell_text, first_sentence, prose, evidence_lines, evidence_summary, folded, label,
                                           page_of, version_names)
-from dpcompanion.claims.registry import SEVERITIES, SEVERITY_DEFINITIONS
+from dpcompanion.claims.registry import ERRATA, SEVERITIES, SEVERITY_DEFINITIONS
 
 __all__ = ["errata_entries", "errata_summary_markdown", "errata_markdown", "severity_definitions_markdown",
            "readings_markdown", "readings_block"]
@@ -35,7 +35,7 @@ def severity_definitions_markdown() -> str:
 def errata_entries(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The errata: every refuted and not-reproduced claim, most severe first (the order of
     :data:`~dpcompanion.claims.registry.SEVERITIES`, an unclassified entry last), then by id."""
-    rows = [r for r in results if r["status"] in ("refuted", "not-reproduced")]
+    rows = [r for r in results if r["status"] in ERRATA]
     return sorted(rows, key=lambda r: (_severity_rank(r), r["id"]))
 
 

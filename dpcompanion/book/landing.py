@@ -8,7 +8,7 @@ import re
 from typing import Any, Iterable, Sequence
 
 from dpcompanion.book.claims_page import notebooks_dir
-from dpcompanion.book.report import VERDICTS
+from dpcompanion.experiments.comparisons import VERDICTS
 from dpcompanion.claims.registry import REGISTRY, load_all
 
 __all__ = ["verdict_tally", "findings_markdown", "page_titles", "id_glossary_markdown", "SCOPE_LABELS", "scope_counts_markdown",

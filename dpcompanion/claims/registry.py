@@ -33,10 +33,13 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import sympy as sp
 
-STATUSES = ("proved", "checked", "verified", "identity", "refuted", "not-reproduced", "illustrated", "open")
 METHODS = ("sympy", "numeric", "bruteforce", "montecarlo", "end-to-end")
 
-#: one line per status (the errata page shows them).
+#: how a *claim* of a paper was checked, one line per status (the errata page shows them); the
+#: claim statuses' one home (:data:`STATUSES` is its keys). Not the verdict words of the
+#: experiment pages (:data:`dpcompanion.experiments.comparisons.rule.VERDICTS`: agrees, partly,
+#: ...), which say how a number we *measured* compares with the one a paper printed; the two
+#: vocabularies are kept apart on purpose (issue 32, item 3).
 STATUS_DEFINITIONS = {
     "proved": "SymPy reduces the claim to an identity in its symbols, for every admissible value (T symbolic, or an induction written out), and the same check refutes the claim's declared mutant.",
     "checked": "SymPy reduces the claim to an identity at each listed value of T (the values the check ran, recorded by it), not for every T; the same check refutes the claim's declared mutant.",
@@ -47,9 +50,13 @@ STATUS_DEFINITIONS = {
     "illustrated": "An asymptotic or qualitative statement: a fitted exponent or trend is reported, not a pass/fail comparison.",
     "open": "Not checked (must not occur).",
 }
+#: every status a claim's check may return, in the order the pages list them
+STATUSES = tuple(STATUS_DEFINITIONS)
 
 #: statuses of a claim whose check passed (each declares a mutant the same check must refute)
 PASSING = ("proved", "checked", "verified")
+#: statuses of a claim that is an erratum of its paper (the errata page lists them)
+ERRATA = ("refuted", "not-reproduced")
 
 #: how much an errata entry (a refuted or not-reproduced claim) matters, most serious first: the
 #: errata page states this scale (:data:`SEVERITY_DEFINITIONS`) and sorts its entries by it, and

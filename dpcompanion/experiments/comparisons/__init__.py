@@ -21,9 +21,9 @@ One way of judging (issue 21, :mod:`.rule`): an effect measured over runs is jud
 them at 80% power); a claim of no difference by TOST against a stated smallest effect
 (:func:`.rule.judge_equivalence`); a row true by construction is ``identity``
 (:func:`.rule.judge_identity`); a number without sampling noise against a printed one within a
-stated tolerance (:func:`.rule.judge_exact`). A judge may return its :class:`.rule.Judgement`
-as a fifth element: :func:`compare` puts its numbers in the row's ``stats`` (estimate, 95%
-CI, n, margin, smallest detectable effect), which the reproduction report
+stated tolerance (:func:`.rule.judge_exact`). Every judge returns one :class:`.rule.Judgement`
+(issue 32, item 3; its verdict one of :data:`.rule.VERDICTS`): :func:`compare` puts its numbers
+in the row's ``stats`` (estimate, 95% CI, n, margin, smallest detectable effect), which the reproduction report
 (:mod:`.reproduction`, ``python -m dpcompanion verdicts``) and the pages' power tables read.
 The tuning protocol caps a verdict (:func:`tuning_cap`).
 
@@ -48,8 +48,8 @@ from __future__ import annotations
 from typing import Any
 
 from dpcompanion.experiments.comparisons import audit_rules, hong_rules, theory, wu_rules
-from dpcompanion.experiments.comparisons.rows import VERDICTS, apply_tuning_cap, plan_of, row_of, tuning_cap, tuning_for_row
-from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Z, Judgement, Rule
+from dpcompanion.experiments.comparisons.rows import apply_tuning_cap, plan_of, row_of, tuning_cap, tuning_for_row
+from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, VERDICTS, Z, Judgement, Rule
 from dpcompanion.experiments.protocols import wu_paper
 
 __all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "tuning_for_row", "apply_tuning_cap", "compare", "rule", "verdict_of", "experiment_of", "rules_for", "plan_of", "gap_verdict",

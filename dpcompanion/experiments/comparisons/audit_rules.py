@@ -7,23 +7,22 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from dpcompanion.experiments.comparisons.rule import Rule
+from dpcompanion.experiments.comparisons.rule import Judgement, Rule
 
 __all__ = ["RULES"]
 
 
-def _judge_claim(*, epsilon_claimed: float, delta: float, epsilon_lower: float, passed: bool) -> tuple[str, str, str, str]:
-    return ("agrees" if passed else "disagrees", f"{epsilon_lower:.4g}",
-            "95% lower bound; below the claim = not refuted (not proved)",
-            f"({epsilon_claimed:.4g}, {delta:g})-DP (the ledger's claim)")
+def _judge_claim(*, epsilon_claimed: float, delta: float, epsilon_lower: float, passed: bool) -> Judgement:
+    return Judgement("agrees" if passed else "disagrees", "95% lower bound; below the claim = not refuted (not proved)",
+                     ours=f"{epsilon_lower:.4g}", printed=f"({epsilon_claimed:.4g}, {delta:g})-DP (the ledger's claim)")
 
 
-def _judge_power(*, flagged: Sequence[str], trainers: Sequence[str]) -> tuple[str, str, str, str]:
+def _judge_power(*, flagged: Sequence[str], trainers: Sequence[str]) -> Judgement:
     n, k = len(trainers), len(flagged)
     v = "agrees" if k == n else "partly" if k else "disagrees"
     missed = sorted(set(trainers) - set(flagged))
-    return (v, f"{k} of {n}", "shows the test has power at this size" + (f"; not flagged: {', '.join(missed)}" if missed else ""),
-            f"{n} of {n} (every trainer's noise is worth more than its claim)")
+    return Judgement(v, "shows the test has power at this size" + (f"; not flagged: {', '.join(missed)}" if missed else ""),
+                     ours=f"{k} of {n}", printed=f"{n} of {n} (every trainer's noise is worth more than its claim)")
 
 
 RULES: tuple[Rule, ...] = (

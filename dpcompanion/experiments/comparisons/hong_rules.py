@@ -53,11 +53,6 @@ BREAKDOWN_Z_MAX = 3.0
 
 # ------------------------------------------------------------------------ H-F-EFF
 
-def _out(j: Judgement, ours: str, note: str = "", paper: str | None = None) -> tuple:
-    """A judge's tuple ``(verdict, ours, note, paper, judgement)`` from a :class:`~.rule.Judgement`."""
-    return (j.verdict, ours, j.note + (f"; {note}" if note else ""), paper, j)
-
-
 def eff_trend(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float]) -> dict:
     """The trend of H-F-EFF's paired gap (exp's gain over uni at each N, ``diff`` with its
     standard error ``se`` over the repeats) against log N: weighted least squares of ``diff`` on
@@ -101,7 +96,7 @@ def eff_trend(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float]) -
             "fit_df": fit_df, "inflated": inflated, "N_min": min(n), "N_max": max(n)}
 
 
-def _judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], what: str) -> tuple:
+def _judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], what: str) -> Judgement:
     """``diff`` > 0 means exp is better than uni (lower loss / higher accuracy). The paper
     prints a direction (no number) about a trend, "as the training size increases, exp
     outperforms uni" (the FAccT version, Sec. 5): judged as a trend (issue 33), by the slope of
@@ -123,19 +118,19 @@ def _judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], 
            f"{t['fit_df']} df), so the slope's SE is scaled by sqrt(chi2/df) and more repeats would not narrow it: "
            "more sizes N would" if t["inflated"] else
            f"the line fits within the per-N standard errors (chi2 {t['chi2']:.3g} on {t['fit_df']} df)")
-    return _out(j, ours, f"trend of the gap ({what}, exp - uni, positive = exp better) against log2 N, weighted least "
-                f"squares with weights 1/se^2 over N = {t['N_min']}..{t['N_max']}; {fit}")
+    return j.for_row(ours, remark=f"; trend of the gap ({what}, exp - uni, positive = exp better) against log2 N, "
+                     f"weighted least squares with weights 1/se^2 over N = {t['N_min']}..{t['N_max']}; {fit}")
 
 
-def _judge_eff_at(*, N: int, diff: float, se: float, n: int, what: str) -> tuple:
+def _judge_eff_at(*, N: int, diff: float, se: float, n: int, what: str) -> Judgement:
     """One N of H-F-EFF: exp's paired gain over uni (``diff``, positive = exp better, ``se``
     over ``n`` paired repeats), claimed above zero (the paper shows exp ahead; it prints no
     number), judged by :func:`~.rule.judge_effect` with ``n - 1`` degrees of freedom."""
     if int(n) < 2:
         raise ValueError(f"n must be >= 2 paired repeats, got {n!r}")
     j = judge_effect(float(diff), float(se), direction=+1, df=int(n) - 1, n=int(n), design=design_of("h-f-eff/loss"))
-    return _out(j, f"{float(diff):+.3g} ± {float(se):.2g} ({int(n)} paired repeats)",
-                f"the gap at N = {int(N)} ({what}, exp - uni, positive = exp better)")
+    return j.for_row(f"{float(diff):+.3g} ± {float(se):.2g} ({int(n)} paired repeats)",
+                     remark=f"; the gap at N = {int(N)} ({what}, exp - uni, positive = exp better)")
 
 
 def eff_rows(payload: dict, *, rules: str = "h-f-eff") -> list[dict]:
@@ -160,7 +155,7 @@ def eff_rows(payload: dict, *, rules: str = "h-f-eff") -> list[dict]:
 # ------------------------------------------------------------------------ H-F-SCALE
 
 def _judge_scale(*, scales: Sequence[float], rel_dyn: Sequence[float], se_dyn: Sequence[float],
-                 tvar: Sequence[float]) -> tuple[str, str, str]:
+                 tvar: Sequence[float]) -> Judgement:
     """Relative loss of dyn (negative = better than uni) against the influence spread."""
     sc, r, s, tv = [float(x) for x in scales], np.asarray(rel_dyn, float), np.asarray(se_dyn, float), np.asarray(tvar, float)
     if len(sc) < 1 or not (r.shape == s.shape == tv.shape == (len(sc),)):
@@ -168,7 +163,7 @@ def _judge_scale(*, scales: Sequence[float], rel_dyn: Sequence[float], se_dyn: S
     ours = "; ".join(f"scale {x:g}: {a:+.3g} ± {b:.2g}" for x, a, b in zip(sc, r, s))
     k = int(np.nanargmax(tv))
     j = judge_effect(float(r[k]), float(s[k]), direction=-1, design=design_of("h-f-scale/dyn"))
-    return _out(j, ours, f"judged at the scale of largest T·Var(q) ({sc[k]:g}); negative = dyn below uni")
+    return j.for_row(ours, remark=f"; judged at the scale of largest T·Var(q) ({sc[k]:g}); negative = dyn below uni")
 
 
 # ------------------------------------------------------------------------ H-F-CURV
@@ -179,7 +174,7 @@ def _mean_se_df(x) -> tuple[float, float, int]:
 
 
 def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float, sharp_losses=None, flat_losses=None,
-                plan: Plan | None = None) -> tuple:
+                plan: Plan | None = None) -> Judgement:
     """Sharp minus flat final loss (independent arms), claimed above zero. With a
     group-sequential ``plan`` and the per-repeat losses, judged look by look on the first
     repeats of each arm (:func:`~.sequential.judge_sequential`)."""
@@ -196,14 +191,14 @@ def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float, s
         j, look, taken = judge_sequential(plan, n_all, at)
         j = dataclasses.replace(j, stage=f"{look.label}, {look.n} repeats", looks=tuple(taken))
         ours = f"sharp - flat {j.estimate:.4g} ± {j.se:.2g} ({look.n} repeats each, {look.label})"
-        return _out(j, ours, f"{note}; {plan.describe()}")
+        return j.for_row(ours, remark=f"; {note}; {plan.describe()}")
     ours = f"sharp {sharp:.4g} ± {sharp_se:.2g}, flat {flat:.4g} ± {flat_se:.2g}"
     j = judge_effect(sharp - flat, math.hypot(sharp_se, flat_se), direction=+1, design=design)
-    return _out(j, ours, note)
+    return j.for_row(ours, remark=f"; {note}")
 
 
 def _judge_exact(*, mean: float, se: float, exact: float, z: float, max_clip_fraction: float,
-                 z_max: float | None = None, losses=None, plan: Plan | None = None) -> tuple:
+                 z_max: float | None = None, losses=None, plan: Plan | None = None) -> Judgement:
     """A trainer's Monte Carlo mean against our closed form of the same quantity (our own
     check, a claim of no difference): TOST of ``mean - exact`` against a smallest effect of
     interest of :data:`EXACT_REL_MARGIN` times ``|exact|``; a miss where some gradient was
@@ -226,14 +221,14 @@ def _judge_exact(*, mean: float, se: float, exact: float, z: float, max_clip_fra
     else:
         j = judge_equivalence(mean - exact, se, margin=margin)
     if j.verdict == "disagrees" and max_clip_fraction > 0:
-        return ("not comparable", ours, f"clipping happened (max fraction {max_clip_fraction:.2f}) and the closed form "
-                "is for unclipped PGD, so a miss is not a disagreement", None, j)
-    return _out(j, ours, "our own check, not a paper claim")
+        return j.overruled("not comparable", f"clipping happened (max fraction {max_clip_fraction:.2f}) and the closed "
+                           "form is for unclipped PGD, so a miss is not a disagreement").for_row(ours)
+    return j.for_row(ours, remark="; our own check, not a paper claim")
 
 
 # ------------------------------------------------------------------------ H-F-MOM
 
-def _judge_mom(*, cells: Sequence[dict]) -> tuple:
+def _judge_mom(*, cells: Sequence[dict]) -> Judgement:
     """``cells``: dicts with ``scale``, ``T``, ``diff`` = loss(expinfl) - loss(momexpinfl)
     (> 0: momexpinfl ahead) and ``se``. The paper's claim concerns the cell (25, 100): judged
     there by :func:`~.rule.judge_effect` (direction +1); an ``agrees`` there becomes ``partly``
@@ -248,20 +243,20 @@ def _judge_mom(*, cells: Sequence[dict]) -> tuple:
               and judge_effect(float(c["diff"]), float(c["se"]), direction=+1).verdict == "agrees"]
     ours = "; ".join(f"scale {c['scale']:g}, T={c['T']}: {c['diff']:+.3g} ± {c['se']:.2g}" for c in cells)
     if j.verdict == "agrees" and others:
-        return ("partly", ours, f"{j.note}; but momexpinfl is also ahead at {others}, where the paper finds the two "
-                "comparable", None, j)
-    return _out(j, ours, "judged at data scale 25, T = 100 (positive = momexpinfl lower)")
+        return j.overruled("partly", f"{j.note}; but momexpinfl is also ahead at {others}, where the paper finds the "
+                           "two comparable").for_row(ours)
+    return j.for_row(ours, remark="; judged at data scale 25, T = 100 (positive = momexpinfl lower)")
 
 
 # ------------------------------------------------------------------------ H-F-INFL (and its extra rows)
 
-def _judge_late_early(*, diff: float, se: float) -> tuple:
+def _judge_late_early(*, diff: float, se: float) -> Judgement:
     """``diff``: mean influence over the last third of the steps minus the first third."""
     j = judge_effect(diff, se, direction=+1)
-    return _out(j, f"late - early = {diff:.3g} ± {se:.2g}")
+    return j.for_row(f"late - early = {diff:.3g} ± {se:.2g}")
 
 
-def _judge_trend(*, q: Sequence[float]) -> tuple[str, str, str]:
+def _judge_trend(*, q: Sequence[float]) -> Judgement:
     """Spearman rho of ``q`` against t."""
     from scipy.stats import spearmanr
 
@@ -272,9 +267,9 @@ def _judge_trend(*, q: Sequence[float]) -> tuple[str, str, str]:
     rho, p = float(res.statistic), float(res.pvalue)
     sig = p < 1 - LEVEL
     v = "agrees" if sig and rho > 0 else "disagrees" if sig and rho < 0 else "inconclusive"
-    return (v, f"Spearman rho = {rho:.3g} (p = {p:.2g})",
-            f"rank correlation of q_t with t over {q.size} steps; a two-sided test at {1 - LEVEL:g}: "
-            + ("increasing" if v == "agrees" else "decreasing" if v == "disagrees" else "no trend shown"))
+    return Judgement(v, f"rank correlation of q_t with t over {q.size} steps; a two-sided test at {1 - LEVEL:g}: "
+                     + ("increasing" if v == "agrees" else "decreasing" if v == "disagrees" else "no trend shown"),
+                     ours=f"Spearman rho = {rho:.3g} (p = {p:.2g})")
 
 
 def resolved_tail(q: Sequence[float], se: Sequence[float]) -> int:
@@ -300,7 +295,7 @@ def _arrays(**named) -> dict[str, np.ndarray]:
 
 
 def _judge_retrained_vs_analytic(*, q: Sequence[float], se: Sequence[float], analytic: Sequence[float],
-                                 clip_fraction: float) -> tuple[str, str, str]:
+                                 clip_fraction: float) -> Judgement:
     """Least-squares factor ``a`` in ``q_retrained ~ a * q_analytic`` (weights 1/se^2) over the
     resolved tail of the retrained influence; judged by how far ``a`` is from 1."""
     d = _arrays(q=q, se=se, analytic=analytic)
@@ -308,27 +303,27 @@ def _judge_retrained_vs_analytic(*, q: Sequence[float], se: Sequence[float], ana
     t0, T = resolved_tail(q, se), q.size
     clipped = f"{100 * clip_fraction:.2g}% of gradients clipped; the analytic form assumes none"
     if T - t0 < 3:
-        return ("not comparable", f"retrained q_t resolved (> {Z:g} se) at {T - t0} of {T} steps",
-                f"too few resolved steps to compare shapes; {clipped}")
+        return Judgement("not comparable", f"too few resolved steps to compare shapes; {clipped}",
+                         ours=f"retrained q_t resolved (> {Z:g} se) at {T - t0} of {T} steps")
     w = 1.0 / np.maximum(se[t0:], 1e-300) ** 2
     a = float(np.sum(w * q[t0:] * an[t0:]) / np.sum(w * an[t0:] ** 2))
     v = by_ratio(1.0, a, agree=INFL_RATIO[0], partly=INFL_RATIO[1])
-    return (v, f"retrained = {a:.3g} x analytic over t = {t0 + 1}..{T}; steepness q_T / q_{t0 + 1}: retrained "
-               f"{q[-1] / q[t0]:.3g}, analytic {an[-1] / an[t0]:.3g}",
-            f"fitted with weights 1/se^2 over the steps from which every retrained q_t exceeds {Z:g} standard "
-            f"errors (before t = {t0 + 1} the analytic q_t, {an[0]:.2g} at t = 1, is below the retraining noise); "
-            + clipped)
+    return Judgement(v, f"fitted with weights 1/se^2 over the steps from which every retrained q_t exceeds {Z:g} "
+                     f"standard errors (before t = {t0 + 1} the analytic q_t, {an[0]:.2g} at t = 1, is below the "
+                     "retraining noise); " + clipped,
+                     ours=f"retrained = {a:.3g} x analytic over t = {t0 + 1}..{T}; steepness q_T / q_{t0 + 1}: "
+                          f"retrained {q[-1] / q[t0]:.3g}, analytic {an[-1] / an[t0]:.3g}")
 
 
 def _judge_flatter(*, q_logistic: Sequence[float], se_logistic: Sequence[float], q_squared: Sequence[float],
-                   se_squared: Sequence[float]) -> tuple[str, str, str]:
+                   se_squared: Sequence[float]) -> Judgement:
     """Steepness ``q_T / q_t0`` of both retrained influences from the first step ``t0`` at
     which both are resolved for good."""
     d = _arrays(ql=q_logistic, sl=se_logistic, qs=q_squared, ss=se_squared)
     t0, T = max(resolved_tail(d["ql"], d["sl"]), resolved_tail(d["qs"], d["ss"])), d["ql"].size
     if T - t0 < 2:
-        return ("not comparable", f"both retrained influences resolved at only {T - t0} of {T} steps",
-                "too few resolved steps to compare steepness")
+        return Judgement("not comparable", "too few resolved steps to compare steepness",
+                         ours=f"both retrained influences resolved at only {T - t0} of {T} steps")
     ql, sl, qs, ss = d["ql"], d["sl"], d["qs"], d["ss"]
     lg, sq = ql[-1] / ql[t0], qs[-1] / qs[t0]
     # effect: log(squared steepness) - log(logistic steepness) > 0 when the logistic trend is flatter;
@@ -336,15 +331,15 @@ def _judge_flatter(*, q_logistic: Sequence[float], se_logistic: Sequence[float],
     eff = math.log(sq) - math.log(lg)
     se = math.sqrt(sum((b / a) ** 2 for a, b in ((ql[-1], sl[-1]), (ql[t0], sl[t0]), (qs[-1], ss[-1]), (qs[t0], ss[t0]))))
     j = judge_effect(eff, se, direction=+1)
-    return (j.verdict, f"q_T / q_{t0 + 1}: logistic {lg:.3g} vs squared {sq:.3g}",
-            f"{j.note} (log of squared / logistic steepness, se by the delta method); retrained influences from "
-            f"t = {t0 + 1}, the first step after which both exceed {Z:g} standard errors", None, j)
+    return j.for_row(f"q_T / q_{t0 + 1}: logistic {lg:.3g} vs squared {sq:.3g}",
+                     remark=" (log of squared / logistic steepness, se by the delta method); retrained influences from "
+                            f"t = {t0 + 1}, the first step after which both exceed {Z:g} standard errors")
 
 
-def _judge_clip_fraction(*, ours: float) -> tuple[str, str, str]:
+def _judge_clip_fraction(*, ours: float) -> Judgement:
     p = INFL_PAPER["logistic_clip_fraction"]
-    return (by_ratio(p, ours, agree=INFL_RATIO[0], partly=INFL_RATIO[1]), f"{ours:.4g}",
-            "ours: mean over all runs and steps")
+    return Judgement(by_ratio(p, ours, agree=INFL_RATIO[0], partly=INFL_RATIO[1]), "ours: mean over all runs and steps",
+                     ours=f"{ours:.4g}")
 
 
 def _printed_at(key: str, t_paper: int) -> float:
@@ -354,82 +349,83 @@ def _printed_at(key: str, t_paper: int) -> float:
     return float(INFL_PAPER[key][steps.index(t_paper)])
 
 
-def _judge_relvar(*, t_paper: int, ours: float) -> tuple[str, str, str, str]:
+def _judge_relvar(*, t_paper: int, ours: float) -> Judgement:
     p = _printed_at("squared_loss_relative_variance", t_paper)
-    return (by_ratio(p, ours, agree=INFL_RATIO[0], partly=INFL_RATIO[1]), f"{ours:.4g}",
-            "var/mean carries the loss's units", f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
+    return Judgement(by_ratio(p, ours, agree=INFL_RATIO[0], partly=INFL_RATIO[1]), "var/mean carries the loss's units",
+                     ours=f"{ours:.4g}", printed=f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
 
 
-def _judge_relvar_decreasing(*, values: Sequence[float]) -> tuple[str, str, str]:
+def _judge_relvar_decreasing(*, values: Sequence[float]) -> Judgement:
     v = [float(x) for x in values]
     dec = all(a > b for a, b in zip(v, v[1:]))
-    return ("agrees" if dec else "disagrees", f"{'yes' if dec else 'no'} ({', '.join(f'{x:.3g}' for x in v)})",
-            "strictly decreasing")
+    return Judgement("agrees" if dec else "disagrees", "strictly decreasing",
+                     ours=f"{'yes' if dec else 'no'} ({', '.join(f'{x:.3g}' for x in v)})")
 
 
-def _judge_coef_relvar(*, t_paper: int, ours: float, cv2: float) -> tuple[str, str, str, str]:
+def _judge_coef_relvar(*, t_paper: int, ours: float, cv2: float) -> Judgement:
     p = _printed_at("logistic_coef_relative_variance", t_paper)
-    return ("not comparable", f"{ours:.4g}", f"var/mean has the units of c (the loss's scale); var/mean^2 = {cv2:.3g}",
-            f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
+    return Judgement("not comparable", f"var/mean has the units of c (the loss's scale); var/mean^2 = {cv2:.3g}",
+                     ours=f"{ours:.4g}", printed=f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
 
 
 # ------------------------------------------------------------------------ H-X-EER
 
-def _judge_bound_holds(*, min_ratio: float) -> tuple[str, str, str]:
-    return ("agrees" if min_ratio >= 1 else "disagrees", f"min bound/exact = {min_ratio:.3g}",
-            "over every T, schedule and quadratic computed")
+def _judge_bound_holds(*, min_ratio: float) -> Judgement:
+    return Judgement("agrees" if min_ratio >= 1 else "disagrees", "over every T, schedule and quadratic computed",
+                     ours=f"min bound/exact = {min_ratio:.3g}")
 
 
-def _judge_mc(*, z: float, max_clip_fraction: float) -> tuple[str, str, str]:
+def _judge_mc(*, z: float, max_clip_fraction: float) -> Judgement:
     if max_clip_fraction > 0:
-        return ("not comparable", f"z = {z:.2f}", f"gradients clipped (max fraction {max_clip_fraction:.2g}): "
-                "the closed form does not describe the algorithm")
-    return ("agrees" if abs(z) < EER_MC_Z_MAX else "disagrees", f"z = {z:.2f}", "no gradient clipped")
+        return Judgement("not comparable", f"gradients clipped (max fraction {max_clip_fraction:.2g}): the closed form "
+                         "does not describe the algorithm", ours=f"z = {z:.2f}")
+    return Judgement("agrees" if abs(z) < EER_MC_Z_MAX else "disagrees", "no gradient clipped", ours=f"z = {z:.2f}")
 
 
-def _judge_mc_all(*, z: Sequence[float]) -> tuple[str, str, str]:
+def _judge_mc_all(*, z: Sequence[float]) -> Judgement:
     zs = [abs(float(x)) for x in z]
     if not zs:  # nothing to compare: not a pass
-        return ("not comparable", "no cell without clipping",
-                "every Monte Carlo cell clipped some gradient, where the closed form does not describe the algorithm")
+        return Judgement("not comparable", "every Monte Carlo cell clipped some gradient, where the closed form does "
+                         "not describe the algorithm", ours="no cell without clipping")
     ok = all(x < EER_MC_Z_MAX for x in zs)
     ours = f"all |z| < {EER_MC_Z_MAX:g}" if ok else f"some |z| >= {EER_MC_Z_MAX:g}"
-    return ("agrees" if ok else "disagrees", ours + f" ({len(zs)} unclipped cells)",
-            "checks our derivation and trainer, not a paper claim")
+    return Judgement("agrees" if ok else "disagrees", "checks our derivation and trainer, not a paper claim",
+                     ours=ours + f" ({len(zs)} unclipped cells)")
 
 
-def _judge_dyn_beats_uni(*, dyn_min: Sequence[float], uni_min: Sequence[float]) -> tuple[str, str, str]:
+def _judge_dyn_beats_uni(*, dyn_min: Sequence[float], uni_min: Sequence[float]) -> Judgement:
     """Exact minima (no sampling noise) of the dynamic and the uniform schedule per scale;
     an empty or mismatched list is ``not comparable`` (``all()`` of nothing is no evidence).
 
-    >>> _judge_dyn_beats_uni(dyn_min=[], uni_min=[])[0], _judge_dyn_beats_uni(dyn_min=[1.0], uni_min=[2.0])[0]
+    >>> _judge_dyn_beats_uni(dyn_min=[], uni_min=[]).verdict, _judge_dyn_beats_uni(dyn_min=[1.0], uni_min=[2.0]).verdict
     ('not comparable', 'agrees')
     """
     if len(dyn_min) == 0 or len(dyn_min) != len(uni_min):
-        return ("not comparable", f"{len(dyn_min)} dynamic and {len(uni_min)} uniform minima",
-                "nothing to compare: no scale with both exact minima")
+        return Judgement("not comparable", "nothing to compare: no scale with both exact minima",
+                         ours=f"{len(dyn_min)} dynamic and {len(uni_min)} uniform minima")
     ok = all(d <= u * (1 + 1e-9) for d, u in zip(dyn_min, uni_min))
-    return ("agrees" if ok else "disagrees", "yes" if ok else "no",
-            "; ".join(f"{d:.3g} vs {u:.3g}" for d, u in zip(dyn_min, uni_min)))
+    return Judgement("agrees" if ok else "disagrees", "; ".join(f"{d:.3g} vs {u:.3g}" for d, u in zip(dyn_min, uni_min)),
+                     ours="yes" if ok else "no")
 
 
-def _judge_t_choice(*, T_bound: int, T_exact: int, exact_at_T_bound: float, exact_min: float) -> tuple[str, str, str]:
+def _judge_t_choice(*, T_bound: int, T_exact: int, exact_at_T_bound: float, exact_min: float) -> Judgement:
     rel = abs(exact_at_T_bound - exact_min) / abs(exact_min)
     a, p = EER_T_CHOICE_RTOL
     v = "agrees" if rel <= a else "partly" if rel <= p else "disagrees"
-    return v, f"T = {T_bound} vs best {T_exact}", f"exact risk {exact_at_T_bound:.3g} vs {exact_min:.3g}"
+    return Judgement(v, f"exact risk {exact_at_T_bound:.3g} vs {exact_min:.3g}", ours=f"T = {T_bound} vs best {T_exact}")
 
 
-def _judge_breakdown_control(*, z: Sequence[float]) -> tuple[str, str, str]:
+def _judge_breakdown_control(*, z: Sequence[float]) -> Judgement:
     zmax = max(abs(float(x)) for x in z)
-    return ("agrees" if zmax < BREAKDOWN_Z_MAX else "disagrees", f"largest |z| over {len(z)} cells: {zmax:.2f}",
-            f"our own check: the trainer without clipping reproduces the closed form (|z| < {BREAKDOWN_Z_MAX:g})")
+    return Judgement("agrees" if zmax < BREAKDOWN_Z_MAX else "disagrees",
+                     f"our own check: the trainer without clipping reproduces the closed form (|z| < {BREAKDOWN_Z_MAX:g})",
+                     ours=f"largest |z| over {len(z)} cells: {zmax:.2f}")
 
 
-def _judge_breakdown_clipped(*, cells: Sequence[tuple[float, int, float]], threshold: float) -> tuple[str, str, str]:
+def _judge_breakdown_clipped(*, cells: Sequence[tuple[float, int, float]], threshold: float) -> Judgement:
     bad = [(k, T, r) for k, T, r in cells if r > threshold]
-    return ("not comparable", "; ".join(f"kappa {k:g}, T {T}: {r:.3g}" for k, T, r in bad) or "none",
-            "a finding beyond the paper: the bound assumes no clipping; see the warning below")
+    return Judgement("not comparable", "a finding beyond the paper: the bound assumes no clipping; see the warning below",
+                     ours="; ".join(f"kappa {k:g}, T {T}: {r:.3g}" for k, T, r in bad) or "none")
 
 
 _DIR = "the paper prints a direction, no number: our 95% CI above zero agrees, below zero disagrees, else inconclusive"

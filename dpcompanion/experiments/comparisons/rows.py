@@ -13,19 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, Judgement, Rule, with_margin
+from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, VERDICTS, Judgement, Rule, with_margin
 from dpcompanion.experiments.comparisons.sequential import Plan
 from dpcompanion.experiments.protocols import wu_paper
 
-__all__ = ["VERDICTS", "DESIGN_OF", "COMPARABLE_OF", "design_of", "tuning_cap", "tuning_for_row", "apply_tuning_cap",
+__all__ = ["DESIGN_OF", "COMPARABLE_OF", "design_of", "tuning_cap", "tuning_for_row", "apply_tuning_cap",
            "row_of", "Margin", "MARGINS", "margin_of", "W_ACC_MARGIN", "W_PAPER_RUNS", "HEADLINE_N",
            "SEQUENTIAL", "plan_of"]
-
-#: every verdict word a rule may give (the same tuple as :data:`dpcompanion.book.report.VERDICTS`);
-#: ``equivalent`` (issue 33, item 4): TOST puts the effect inside the row's practical margin
-#: (:data:`MARGINS`), an effect too small to matter
-VERDICTS = ("agrees", "partly", "equivalent", "disagrees", "inconclusive", "identity", "not comparable")
-
 
 _W_SHARED = ("trains DP-SGD and ADP-SGD in one call of protocols.wu.train_segments with seeds + seeds: run k of "
              "both methods starts from the same parameters and draws its Poisson batches and noise from the same "
@@ -326,25 +320,22 @@ def row_of(r: Rule, *, sizes_match: bool, sizes_note: str = "", item: str | None
     becomes ``not comparable`` at an unstated grid edge or with shared tuning/report seeds).
     """
     rule_id = r.id
-    out = r.judge(**measured)
-    verdict, ours, note = out[:3]
-    paper = out[3] if len(out) > 3 and out[3] is not None else r.paper
-    judgement = out[4] if len(out) > 4 else None
+    judgement = r.judge(**measured)
+    if not isinstance(judgement, Judgement):
+        raise TypeError(f"rule {rule_id}'s judge must return a Judgement, got {type(judgement).__name__}")
     margin = margin_of(rule_id)
-    if isinstance(judgement, Judgement) and margin is not None and margin.value is not None \
-            and margin.applied_by == "row" and judgement.verdict == verdict:
+    if margin is not None and margin.value is not None and margin.applied_by == "row":
         # the declared practical margin (issue 33, item 4): equivalent / never disagrees inside it
-        m = with_margin(judgement, margin.value)
-        if m.verdict != verdict or m.note != judgement.note:
-            tail = note[len(judgement.note):] if note.startswith(judgement.note) else f"; {note}"
-            verdict, note, judgement = m.verdict, m.note + tail, m
+        judgement = with_margin(judgement, margin.value)
+    verdict, note, ours = judgement.verdict, judgement.row_note, judgement.ours
+    paper = judgement.printed if judgement.printed is not None else r.paper
     if verdict not in VERDICTS:
         raise RuntimeError(f"rule {rule_id} said {verdict!r}, not one of {VERDICTS}")
     if not r.judged and verdict != "not comparable":
         raise RuntimeError(f"rule {rule_id} is never judged but its judge said {verdict!r}")
     row = {"item": item or r.item, "paper": paper, "ours": ours, "verdict": verdict,
            "note": f"{note}. Tolerance: {r.tolerance}", "rule": rule_id,
-           "stats": judgement.stats() if judgement is not None else {},
+           "stats": judgement.stats(),
            "design": design_of(rule_id), "margin_reason": margin.reason if margin is not None else None}
     if rule_id == "w-ladder/table" and f"N = {HEADLINE_N:,}" in str(row["item"]):
         row["headline"] = (f"the headline evidence for Wu et al.'s Table {measured.get('table')}: this rung has the "

@@ -5,15 +5,16 @@ A :class:`Rule` holds
 * ``paper``: only what the paper printed (a number, or a shape read from its figure or text),
   quoted with file, figure/table and panel;
 * ``tolerance``: the stated criterion (significance level, relative tolerance, direction);
-* ``judge(**measured) -> (verdict, ours, note)`` or ``(verdict, ours, note, paper)``: computed
-  from our numbers (and, for rules whose printed value depends on the row, such as one cell of
-  a table, the printed value passed in as ``printed``); the optional fourth element is the
-  paper column for that row (what the paper printed for it);
+* ``judge(**measured) -> Judgement``: computed from our numbers (and, for rules whose printed
+  value depends on the row, such as one cell of a table, the printed value passed in as
+  ``printed``); every judge returns one :class:`Judgement` (issue 32, item 3): the verdict,
+  the note, the "ours" column's text, the paper column where it depends on the row, and the
+  numbers behind the verdict where there are any;
 * ``judged``: ``False`` for a row that is shown but never judged (the paper's quantity and
   ours are not the same quantity, or the row is a finding beyond the paper): its judge always
   says ``not comparable`` and says why.
 
-Verdict words are those of :data:`dpcompanion.book.report.VERDICTS`.
+Verdict words: :data:`VERDICTS`, defined here and nowhere else.
 """
 
 from __future__ import annotations
@@ -24,10 +25,18 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Z", "NOT_COMPARED", "Rule", "zscore", "fmt_z", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
+__all__ = ["VERDICTS", "Z", "NOT_COMPARED", "Rule", "zscore", "fmt_z", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
            "judge_effect", "judge_equivalence", "judge_identity", "judge_exact", "mde", "welch_df", "mean_se_df",
            "DESIGNS", "COMPARABLE", "Estimate", "estimate_effect", "direction_verdict", "TOST_ALPHA", "Tost", "tost",
            "with_margin", "Pooled", "pool_random_effects"]
+
+#: every verdict word a judge may give: how a number we measured compares with the one a paper
+#: printed (or, on the pages that check our own code, with the claim under test). ``equivalent``
+#: (issue 33, item 4): TOST puts the effect inside the row's practical margin
+#: (:data:`.rows.MARGINS`), an effect too small to matter. Not the claims registry's statuses
+#: (:data:`dpcompanion.claims.registry.STATUSES`: proved, refuted, ...), which say how a
+#: *claim* was checked; the two vocabularies are kept apart on purpose (issue 32, item 3).
+VERDICTS = ("agrees", "partly", "equivalent", "disagrees", "inconclusive", "identity", "not comparable")
 
 #: z-score at which a difference counts as significant (two-sided ~5 %)
 Z = 2.0
@@ -41,7 +50,7 @@ class Rule:
     item: str
     paper: str
     tolerance: str
-    judge: Callable[..., tuple]
+    judge: Callable[..., Judgement]
     judged: bool = True
 
 
@@ -94,7 +103,15 @@ POWER = 0.80
 
 @dataclasses.dataclass(frozen=True)
 class Judgement:
-    """The verdict of one comparison and the numbers behind it (``stats`` for the report).
+    """What every judge returns (issue 32, item 3): the verdict of one comparison (one of
+    :data:`VERDICTS`), what the paper-vs-ours row shows of it and the numbers behind it
+    (``stats`` for the report).
+
+    ``note``: why (the statistical judges' words, which a practical margin rewrites,
+    :func:`with_margin`); ``remark``: what the rule adds to it, kept apart so that a margin
+    keeps it (the row's note is :attr:`row_note`, ``note + remark``); ``ours``: our value as the
+    row's "ours" column shows it; ``printed``: the paper column of this row where it depends
+    on the row (a cell of a table), else None (the rule's ``paper``).
 
     ``estimate``, ``ci_low``, ``ci_high``: our effect and its 95% interval; ``n``: our runs
     (None when not known to the rule); ``paper``/``paper_se``: the paper's value and the
@@ -102,7 +119,8 @@ class Judgement:
     interest (no-difference claims) or the tolerance (exact comparisons), in the units of
     ``estimate``; ``ratio``: ours / paper's; ``runs_factor``: how many times our runs would
     separate the two reference points at 80% power (inconclusive rows); ``mde``: the smallest
-    effect our runs detect at 80% power (two-sided 5%)."""
+    effect our runs detect at 80% power (two-sided 5%); ``kind``: ``effect`` for a judgement of
+    :func:`judge_effect` as it stands, the only kind :func:`with_margin` refines."""
 
     verdict: str
     note: str
@@ -126,16 +144,46 @@ class Judgement:
     #: one taken ("look k of K, n seeds"), and the verdict at each look taken
     stage: str | None = None
     looks: tuple | None = None
+    ours: str = ""
+    printed: str | None = None
+    remark: str = ""
+
+    def for_row(self, ours: str, *, remark: str = "", printed: str | None = None) -> Judgement:
+        """This judgement with what its row shows: ``ours`` (the "ours" column), the rule's
+        ``remark`` appended to the note (with its own separator, e.g. ``"; at N = 1000"``) and
+        the paper column ``printed`` where it depends on the row.
+
+        >>> judge_identity("x").for_row("1.0", remark="; y").row_note
+        'true by construction: x; y'
+        """
+        return dataclasses.replace(self, ours=ours, remark=remark, printed=printed)
+
+    def overruled(self, verdict: str, note: str) -> Judgement:
+        """These numbers under the rule's own ``verdict`` and ``note``, where the rule knows more
+        than the statistics (a gradient was clipped, another cell contradicts the paper): no
+        longer :func:`judge_effect`'s verdict, so no margin refines it (``kind`` None).
+
+        >>> Judgement("agrees", "x", kind="effect").overruled("partly", "x; but y").kind is None
+        True
+        """
+        return dataclasses.replace(self, verdict=verdict, note=note, remark="", kind=None)
+
+    @property
+    def row_note(self) -> str:
+        """The note the row shows: the judgement's ``note`` followed by the rule's ``remark``."""
+        return self.note + self.remark
 
     def stats(self) -> dict:
-        """The numbers of the report (JSON-able; NaN as None)."""
+        """The numbers of the report (JSON-able; NaN as None); empty for a judgement that holds
+        none (a count, an exact yes or no, a row true by construction)."""
         def c(x):
             return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
-        return {"estimate": c(self.estimate), "se": c(self.se), "ci_low": c(self.ci_low), "ci_high": c(self.ci_high),
+        out = {"estimate": c(self.estimate), "se": c(self.se), "ci_low": c(self.ci_low), "ci_high": c(self.ci_high),
                 "n": self.n, "paper_value": c(self.paper), "paper_se": c(self.paper_se), "margin": c(self.margin),
                 "ratio": c(self.ratio), "runs_factor": c(self.runs_factor), "mde": c(self.mde),
                 "design": self.design, "comparable": self.comparable, "stage": self.stage,
                 "looks": None if self.looks is None else [list(x) for x in self.looks]}
+        return out if any(v is not None for v in out.values()) else {}
 
 
 def _crit(df: float | None, level: float = LEVEL) -> float:

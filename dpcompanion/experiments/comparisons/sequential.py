@@ -180,7 +180,7 @@ def looks_of(plan: Plan, n_available: int) -> list[Look]:
             for i, n in enumerate(plan.looks) if n <= n_available]
 
 
-#: verdicts that end a sequential comparison
+#: verdicts that end a sequential comparison (words of :data:`.rule.VERDICTS`)
 DECIDED = ("agrees", "disagrees", "partly", "equivalent")
 
 

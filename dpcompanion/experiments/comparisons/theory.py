@@ -26,7 +26,7 @@ from scipy import optimize
 from dpcompanion.experiments.comparisons import readings as rd
 from dpcompanion.experiments.comparisons import wu_rules
 from dpcompanion.experiments.comparisons.rows import row_of
-from dpcompanion.experiments.comparisons.rule import Rule, judge_exact
+from dpcompanion.experiments.comparisons.rule import Judgement, Rule, judge_exact
 from dpcompanion.theory import accounting, numerical_accounting
 from dpcompanion.theory.bounds import gd, momentum as mom
 
@@ -41,18 +41,19 @@ H_THEORY_RTOL = 1e-3
 H_SEC_4_2_RTOL = 1e-2
 
 
-def _judge_value(*, paper: float, ours: float, what: str, rtol: float = H_THEORY_RTOL, explained: str = "") -> tuple:
+def _judge_value(*, paper: float, ours: float, what: str, rtol: float = H_THEORY_RTOL, explained: str = "") -> Judgement:
     """``explained``: the closest reading's sentence (:func:`.readings.note`), appended to the note."""
     j = (judge_exact(ours, paper, rtol=rtol) if paper
          else judge_exact(ours, 0.0, atol=rtol))
-    return j.verdict, f"{ours:.6g}", j.note + (f"; {explained}" if explained else ""), f"{paper:.6g} ({what})", j
+    return j.for_row(f"{ours:.6g}", remark=f"; {explained}" if explained else "", printed=f"{paper:.6g} ({what})")
 
 
-def _judge_inequality(*, lhs: float, rhs: float, claim: str, explained: str = "") -> tuple:
+def _judge_inequality(*, lhs: float, rhs: float, claim: str, explained: str = "") -> Judgement:
     """A printed strict inequality ``lhs > rhs`` between two exact numbers."""
     ok = float(lhs) > float(rhs)
-    return ("agrees" if ok else "disagrees", f"{lhs:.6g} vs {rhs:.6g}",
-            f"exact numbers: {'holds' if ok else 'fails'}" + (f"; {explained}" if explained else ""), claim)
+    return Judgement("agrees" if ok else "disagrees",
+                     f"exact numbers: {'holds' if ok else 'fails'}" + (f"; {explained}" if explained else ""),
+                     ours=f"{lhs:.6g} vs {rhs:.6g}", printed=claim)
 
 
 def t_star_readings(*, kappa: float, alpha: float) -> list[rd.Reading]:

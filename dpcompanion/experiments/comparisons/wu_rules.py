@@ -24,7 +24,7 @@ from dpcompanion.experiments.comparisons import readings as rd
 from dpcompanion.experiments.comparisons.rows import (COMPARABLE_OF, HEADLINE_N, W_PAPER_RUNS, design_of, margin_of,
                                                        row_of)
 from dpcompanion.experiments.comparisons.rule import (
-    estimate_effect, judge_effect, judge_exact, judge_identity, pool_random_effects, rel_within, Rule)
+    Judgement, estimate_effect, judge_effect, judge_exact, judge_identity, pool_random_effects, rel_within, Rule)
 from dpcompanion.experiments.comparisons.sequential import Plan, first_seeds, judge_sequential
 from dpcompanion.theory.bounds import adp
 
@@ -78,7 +78,7 @@ def gap_df(adp, dp, *, rule: str = "w-t1245/gap") -> float | None:
 
 
 def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str, rule: str,
-               plan: Plan | None = None) -> tuple:
+               plan: Plan | None = None) -> Judgement:
     """One table cell of rule ``rule``: ``printed = (adp_mean, adp_sd, dp_mean, dp_sd)`` as
     printed (or None), ``adp``/``dp`` our per-seed accuracies (%). Our gap and its 95%
     interval by the comparison's design (:data:`~.rows.DESIGN_OF`: paired by seed,
@@ -93,7 +93,7 @@ def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str
     repeated interval and TOST levels and the rule's margin, and decided at the first look that
     decides (:func:`~.sequential.judge_sequential`); ``ours`` and the note are that look's.
 
-    >>> _judge_gap(printed=(50.0, 1.0, 50.0, 1.0), adp=[1.0], dp=[0.0], where="x", rule="w-t1245/gap")[0]
+    >>> _judge_gap(printed=(50.0, 1.0, 50.0, 1.0), adp=[1.0], dp=[0.0], where="x", rule="w-t1245/gap").verdict
     'not comparable'
     """
     design = design_of(rule) or "independent"
@@ -104,13 +104,13 @@ def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str
         g_o, se_o = e.estimate, e.se
     ours = f"{g_o:+.2f} ± {se_o:.2f} points ({len(adp)} + {len(dp)} seeds, {design})"
     if printed is None:
-        return "not comparable", ours, "the paper has no such cell", f"no such cell ({where})"
+        return Judgement("not comparable", "the paper has no such cell", ours=ours, printed=f"no such cell ({where})")
     pa, psa, pd, psd = (float(v) for v in printed)
     g_p = pa - pd
     se_p = math.sqrt(psa**2 / PAPER_RUNS + psd**2 / PAPER_RUNS)
     paper = f"{g_p:+.2f} ± {se_p:.2f} points (ADP {pa:.2f} ± {psa:.3g}, DP {pd:.2f} ± {psd:.3g}; {where})"
     if len(adp) < 2 or len(dp) < 2:
-        return "not comparable", ours, "fewer than 2 seeds: no spread to judge by", paper
+        return Judgement("not comparable", "fewer than 2 seeds: no spread to judge by", ours=ours, printed=paper)
     comparable = COMPARABLE_OF.get(rule, ("size", ""))[0]
     if plan is not None and min(len(adp), len(dp)) >= plan.looks[0]:
         m = margin_of(rule)
@@ -125,10 +125,10 @@ def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str
         j, look, taken = judge_sequential(plan, min(len(adp), len(dp)), at)
         j = dataclasses.replace(j, stage=f"{look.label}, {look.n} seeds", looks=tuple(taken))
         ours = f"{j.estimate:+.2f} ± {j.se:.2f} points ({look.n} + {look.n} seeds, {design}; {look.label})"
-        return j.verdict, ours, f"{j.note}; {_looks_note(plan, taken)}", paper, j
+        return j.for_row(ours, remark=f"; {_looks_note(plan, taken)}", printed=paper)
     j = judge_effect(e.estimate, e.se, paper=g_p, paper_se=se_p, direction=+1, df=e.df, n=e.n, design=design,
                      comparable=comparable)
-    return j.verdict, ours, j.note, paper, j
+    return j.for_row(ours, printed=paper)
 
 
 def _looks_note(plan: Plan, taken) -> str:
@@ -150,7 +150,8 @@ def _pooled_note(p, k_all: int) -> str:
             else f"one comparable cell of {k_all}: its own gap")
 
 
-def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/table", plan: Plan | None = None) -> tuple:
+def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/table",
+                 plan: Plan | None = None) -> Judgement:
     """One of W's tables from its cells (issue 33, item 5): ``cells`` dicts with ``verdict``
     (the cell's, by rule ``w-t1245/gap``), ``gap`` and ``se`` (ours, paired by seed) and
     ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the
@@ -164,14 +165,14 @@ def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/tabl
     by the look's repeated interval, and decided at the first look that decides.
 
     >>> c = [{"verdict": "agrees", "gap": g, "se": 0.1, "paper_gap": 2.0} for g in (1.0, 1.1, 1.2)]
-    >>> _judge_table(table=1, cells=c)[0]
+    >>> _judge_table(table=1, cells=c).verdict
     'agrees'
 
     Two cells pool on one degree of freedom (t = 12.7): agreeing cells need not make the table agree:
 
-    >>> _judge_table(table=1, cells=c[:1] + [{**c[0], "gap": 1.4}])[0]
+    >>> _judge_table(table=1, cells=c[:1] + [{**c[0], "gap": 1.4}]).verdict
     'inconclusive'
-    >>> _judge_table(table=1, cells=[{"verdict": "not comparable", "gap": 1.0, "se": float("nan"), "paper_gap": 2.0}])[0]
+    >>> _judge_table(table=1, cells=[{"verdict": "not comparable", "gap": 1.0, "se": float("nan"), "paper_gap": 2.0}]).verdict
     'not comparable'
     """
     cnt = Counter(c["verdict"] for c in cells)
@@ -189,7 +190,8 @@ def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/tabl
     use = [c for c in cells if c["verdict"] != "not comparable" and math.isfinite(float(c.get("se", math.nan)))
            and math.isfinite(float(c["gap"]))]
     if not use:
-        return "not comparable", f"{ours_pos} of {n} cells ahead; no comparable cell", f"cells: {counted}{headline}", paper
+        return Judgement("not comparable", f"cells: {counted}{headline}",
+                         ours=f"{ours_pos} of {n} cells ahead; no comparable cell", printed=paper)
     m = margin_of(rule)
     design, comparable = design_of(rule), COMPARABLE_OF.get(rule, ("size", ""))[0]
     n_seeds = min((min(len(c.get("adp", ())), len(c.get("dp", ()))) for c in use), default=0)
@@ -209,14 +211,14 @@ def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/tabl
         p = pooled[look.k]
         ours = (f"pooled gap {p.estimate:+.2f} points (repeated 95% CI {j.ci_low:+.2f} to {j.ci_high:+.2f}, "
                 f"{look.label}, {look.n} seeds a cell); {ours_pos} of {n} cells ahead; cells by verdict: {counted}")
-        return (j.verdict, ours, f"{j.note}; {_pooled_note(p, n)}; {_looks_note(plan, taken)}; cells by verdict: "
-                f"{counted}{headline}", paper, j)
+        return j.for_row(ours, remark=f"; {_pooled_note(p, n)}; {_looks_note(plan, taken)}; cells by verdict: "
+                                      f"{counted}{headline}", printed=paper)
     p = pool_random_effects([float(c["gap"]) for c in use], [float(c["se"]) for c in use])
     j = judge_effect(p.estimate, p.se, direction=+1, df=p.df, design=design, comparable=comparable,
                      margin=None if m is None else m.value)
     ours = (f"pooled gap {p.estimate:+.2f} points (95% CI {p.ci_low:+.2f} to {p.ci_high:+.2f}); {ours_pos} of {n} "
             f"cells ahead; cells by verdict: {counted}")
-    return j.verdict, ours, f"{j.note}; {_pooled_note(p, n)}; cells by verdict: {counted}{headline}", paper, j
+    return j.for_row(ours, remark=f"; {_pooled_note(p, n)}; cells by verdict: {counted}{headline}", printed=paper)
 
 
 _TABLE_TOL = ("the pooled gap over the table's comparable cells (random effects: DerSimonian-Laird tau^2, the modified "
@@ -228,24 +230,24 @@ _TABLE_TOL = ("the pooled gap over the table's comparable cells (random effects:
 
 # ------------------------------------------------------------------------ W-F1, W-F4
 
-def _judge_same_epsilon(*, epsilon_dp: float, epsilon_adp: float) -> tuple:
+def _judge_same_epsilon(*, epsilon_dp: float, epsilon_adp: float) -> Judgement:
     rel = abs(epsilon_adp - epsilon_dp) / max(abs(epsilon_dp), 1e-300)
     j = judge_identity("both noise schedules are calibrated to the same epsilon_bar by Thm 4.1, so their final "
                        f"epsilons are equal by construction (relative difference {rel:.2g} <= {EPSILON_RTOL:g} "
                        "checks our calibration, not the paper)", holds=rel <= EPSILON_RTOL)
-    return j.verdict, f"{epsilon_dp:.7g} / {epsilon_adp:.7g} (RDP)", j.note, None, j
+    return j.for_row(f"{epsilon_dp:.7g} / {epsilon_adp:.7g} (RDP)")
 
 
-def _judge_slower_decay(*, noise_dp: Sequence[float], noise_adp: Sequence[float]) -> tuple:
+def _judge_slower_decay(*, noise_dp: Sequence[float], noise_adp: Sequence[float]) -> Judgement:
     nd, na = np.asarray(noise_dp, dtype=float), np.asarray(noise_adp, dtype=float)
     rd, ra = float(nd[-1] / nd[0]), float(na[-1] / na[0])
     j = judge_identity("ADP-SGD's noise multiplier alpha_t = 1/sqrt(eta_t) grows as the step size decays, and "
                        "DP-SGD's is constant (alpha_t = 1), so ADP's noise on theta decays more slowly by construction",
                        holds=ra > rd)
-    return j.verdict, f"DP {rd:.3g}, ADP {ra:.3g}", j.note + "; last / first noise on theta", None, j
+    return j.for_row(f"DP {rd:.3g}, ADP {ra:.3g}", remark="; last / first noise on theta")
 
 
-def _judge_decay(*, final_error: dict) -> tuple:
+def _judge_decay(*, final_error: dict) -> Judgement:
     """``final_error``: step-size constant c -> our final test errors (%, one per seed). Each
     c > 0 against c = 0: the effect err(c = 0) - err(c) (positive = the decaying schedule ends
     lower; Welch t), judged by :func:`~.rule.judge_effect` (direction +1, the paper prints no
@@ -253,9 +255,9 @@ def _judge_decay(*, final_error: dict) -> tuple:
     inconclusive when none agrees, else partly. Means without their seeds are not comparable
     (no spread to judge by).
 
-    >>> _judge_decay(final_error={0.0: [10.0, 10.2, 9.9], 0.1: [8.0, 8.1, 7.9]})[0]
+    >>> _judge_decay(final_error={0.0: [10.0, 10.2, 9.9], 0.1: [8.0, 8.1, 7.9]}).verdict
     'agrees'
-    >>> _judge_decay(final_error={0.0: [10.0, 12.0], 0.1: [9.0, 11.5]})[0]
+    >>> _judge_decay(final_error={0.0: [10.0, 12.0], 0.1: [9.0, 11.5]}).verdict
     'inconclusive'
     """
     def seeds(v):
@@ -263,10 +265,10 @@ def _judge_decay(*, final_error: dict) -> tuple:
 
     rs = {float(c): seeds(e) for c, e in final_error.items()}
     if 0.0 not in rs or len(rs) < 2:
-        return "not comparable", "no c = 0 run or no c > 0 run", "needs c = 0 and at least one c > 0"
+        return Judgement("not comparable", "needs c = 0 and at least one c > 0", ours="no c = 0 run or no c > 0 run")
     base = rs[0.0]
     if min(len(v) for v in rs.values()) < 2:
-        return ("not comparable", "one seed per schedule", "fewer than 2 seeds: no spread to judge by")
+        return Judgement("not comparable", "fewer than 2 seeds: no spread to judge by", ours="one seed per schedule")
     m = margin_of("w-f4/decay")
     words, parts = [], []
     cs = sorted(k for k in rs if k > 0)
@@ -282,12 +284,13 @@ def _judge_decay(*, final_error: dict) -> tuple:
     cnt = Counter(words)
     counted = ", ".join(f"{k} {c}" for k, c in sorted(cnt.items()))
     lo, hi = j.ci_low, j.ci_high
-    return (j.verdict, f"pooled err(c = 0) - err(c > 0) {p.estimate:+.2f} points (95% CI {lo:+.2f} to {hi:+.2f}); "
-            f"{cnt['agrees']} of {len(words)} decaying schedules significantly below c = 0 ({np.mean(base):.2f}%)",
-            f"{j.note}; pooled over the {p.k} values c > 0 by random effects (DerSimonian-Laird tau^2 = {p.tau2:.3g}, "
-            f"modified Hartung-Knapp; the shared c = 0 arm's variance added once, Satterthwaite df {df:.3g}); per c, "
-            "err(c = 0) - err(c), 95% CI (Welch t: the cells have seeds of their own): " + "; ".join(parts)
-            + f"; cells by verdict: {counted}", None, j)
+    return j.for_row(
+        f"pooled err(c = 0) - err(c > 0) {p.estimate:+.2f} points (95% CI {lo:+.2f} to {hi:+.2f}); "
+        f"{cnt['agrees']} of {len(words)} decaying schedules significantly below c = 0 ({np.mean(base):.2f}%)",
+        remark=f"; pooled over the {p.k} values c > 0 by random effects (DerSimonian-Laird tau^2 = {p.tau2:.3g}, "
+               f"modified Hartung-Knapp; the shared c = 0 arm's variance added once, Satterthwaite df {df:.3g}); per c, "
+               "err(c = 0) - err(c), 95% CI (Welch t: the cells have seeds of their own): " + "; ".join(parts)
+               + f"; cells by verdict: {counted}")
 
 
 def _pool_against_base(base: Sequence[float], arms: Sequence[Sequence[float]]):
@@ -315,48 +318,50 @@ def _pool_against_base(base: Sequence[float], arms: Sequence[Sequence[float]]):
     return p, math.sqrt(vp + vb), df
 
 
-def _judge_eps_below(*, eps_numeric: float, eps_theory: float) -> tuple[str, str, str]:
-    return ("agrees" if eps_numeric < eps_theory else "disagrees", f"{eps_numeric:.3g} vs {eps_theory:.3g}",
-            "numerical (RDP) vs Thm 4.1's epsilon_bar")
+def _judge_eps_below(*, eps_numeric: float, eps_theory: float) -> Judgement:
+    return Judgement("agrees" if eps_numeric < eps_theory else "disagrees", "numerical (RDP) vs Thm 4.1's epsilon_bar",
+                     ours=f"{eps_numeric:.3g} vs {eps_theory:.3g}")
 
 
 # ------------------------------------------------------------------------ W-F2
 
-def _judge_exact_int(*, printed: int, ours: int, what: str) -> tuple[str, str, str, str]:
-    return ("agrees" if int(ours) == int(printed) else "disagrees", str(int(ours)), "exact integer match",
-            f"{int(printed)} ({what})")
+def _judge_exact_int(*, printed: int, ours: int, what: str, note: str = "exact integer match") -> Judgement:
+    return Judgement("agrees" if int(ours) == int(printed) else "disagrees", note, ours=str(int(ours)),
+                     printed=f"{int(printed)} ({what})")
 
 
-def _judge_iterations(*, ours: int) -> tuple[str, str, str, str]:
+def _judge_iterations(*, ours: int) -> Judgement:
     return _judge_exact_int(printed=W_F2_PRINTED["iterations_per_epoch"], ours=ours, what="Wu et al., Sec. 6")
 
 
-def _judge_T(*, epochs: int, ours: int) -> tuple[str, str, str, str]:
+def _judge_T(*, epochs: int, ours: int) -> Judgement:
     T = W_F2_PRINTED["T_by_epochs"]
     if epochs not in T:
         raise ValueError(f"epochs must be one of {sorted(T)} (Wu et al., Sec. 6), got {epochs!r}")
     return _judge_exact_int(printed=T[epochs], ours=ours, what="Wu et al., Sec. 6")
 
 
-def _judge_T_footnote(*, ours: int, explained: str = "") -> tuple[str, str, str, str]:
+def _judge_T_footnote(*, ours: int, explained: str = "") -> Judgement:
     p = W_F2_PRINTED["T_60_footnote"]
-    v, o, _, paper = _judge_exact_int(printed=p, ours=ours, what="Wu et al., footnote 3, Sec. 6.2")
     note = (f"{p} = 60 x {p // 60} (floor(50000/256) per epoch; Sec. 6.2 also uses t mod 195): the paper uses two "
             "epoch lengths" if p % 60 == 0 else "exact integer match")
-    return v, o, f"{note}; {explained}" if explained else note, paper
+    return _judge_exact_int(printed=p, ours=ours, what="Wu et al., footnote 3, Sec. 6.2",
+                            note=f"{note}; {explained}" if explained else note)
 
 
-def _judge_eta_T(*, ours: float) -> tuple[str, str, str, str]:
+def _judge_eta_T(*, ours: float) -> Judgement:
     p = W_F2_PRINTED["eta_T"]
-    return ("agrees" if rel_within(p, ours, W_F2_RTOL) else "disagrees", f"{ours:.4g}",
-            "identity: a_T is defined so; checks our implementation", f"{p:g} (Wu et al., Fig. 2 caption, Table 1)")
+    return Judgement("agrees" if rel_within(p, ours, W_F2_RTOL) else "disagrees",
+                     "identity: a_T is defined so; checks our implementation", ours=f"{ours:.4g}",
+                     printed=f"{p:g} (Wu et al., Fig. 2 caption, Table 1)")
 
 
-def _judge_caption_plus(*, ours: float, explained: str = "") -> tuple[str, str, str, str]:
+def _judge_caption_plus(*, ours: float, explained: str = "") -> Judgement:
     p = W_F2_PRINTED["eta_T"]
     note = "sign typo: Table 1 and Fig. 2 have 0.1 - a_T sqrt(t)"
-    return ("agrees" if rel_within(p, ours, W_F2_RTOL) else "disagrees", f"{ours:.4g}",
-            f"{note}; {explained}" if explained else note, f"{p:g} (Wu et al., Table 4 caption)")
+    return Judgement("agrees" if rel_within(p, ours, W_F2_RTOL) else "disagrees",
+                     f"{note}; {explained}" if explained else note, ours=f"{ours:.4g}",
+                     printed=f"{p:g} (Wu et al., Table 4 caption)")
 
 
 def _explained_row(rule_id: str, c: "rd.Closest", **kw) -> dict:
@@ -406,7 +411,7 @@ def w_f2_rows() -> list[dict]:
 
 # ------------------------------------------------------------------------ W-EPS (footnote 3)
 
-def _judge_w_eps(*, paper: float, readings: dict, explained: str = "") -> tuple:
+def _judge_w_eps(*, paper: float, readings: dict, explained: str = "") -> Judgement:
     """``readings``: accountant name -> our epsilon for one epsilon_bar. The paper's code is an
     image, so which accountant it used is unknown: the reading closest to the printed value
     is judged, and every reading is listed in the note. The tolerance is the one of claim
@@ -419,10 +424,11 @@ def _judge_w_eps(*, paper: float, readings: dict, explained: str = "") -> tuple:
     best = min(readings, key=lambda k: abs(float(readings[k]) - paper))
     ours = float(readings[best])
     j = judge_exact(ours, paper, atol=W_EPS_ABS, what="half a unit of the printed two decimals")
-    note = (f"{j.note}; ours is the accountant closest to the printed value, {ACCOUNTANT_NAMES.get(best, best)}; all: "
-            + ", ".join(f"{ACCOUNTANT_NAMES.get(k, k)} {float(x):.3f}" for k, x in sorted(readings.items()))
-            + (f"; {explained}" if explained else ""))
-    return j.verdict, f"{ours:.3f} ({ACCOUNTANT_SHORT.get(best, best)})", note, f"{paper:g} (Wu et al., Sec. 6, footnote 3)", j
+    remark = (f"; ours is the accountant closest to the printed value, {ACCOUNTANT_NAMES.get(best, best)}; all: "
+              + ", ".join(f"{ACCOUNTANT_NAMES.get(k, k)} {float(x):.3f}" for k, x in sorted(readings.items()))
+              + (f"; {explained}" if explained else ""))
+    return j.for_row(f"{ours:.3f} ({ACCOUNTANT_SHORT.get(best, best)})", remark=remark,
+                     printed=f"{paper:g} (Wu et al., Sec. 6, footnote 3)")
 
 
 #: the accountants behind the W-EPS readings, named for the reader (the accounting page's

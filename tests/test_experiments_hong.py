@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from dpcompanion.experiments import base, h_f_curv, h_f_eff, h_f_mom, h_f_scale
-from dpcompanion.experiments.protocols import hong as hp
-
-VERDICTS = {"agrees", "partly", "disagrees", "inconclusive", "identity", "not comparable"}
+from dpcompanion.experiments.comparisons.rule import VERDICTS
+from dpcompanion.experiments.protocols import hong as hp  # the verdict words, from their one home (issue 32)
 
 
 def _run(exp, config):
@@ -204,7 +203,7 @@ def test_summary_collects_rule_rows(monkeypatch, tmp_path):
     monkeypatch.setitem(h_f_curv.CONFIGS, "quick", {"curvatures": [1.0, 15.0], "N": 50, "T": 10, "repeats": 20})
     rows = summary.verdict_summary(mode="quick", ids=("h-f-curv",))
     assert rows and all(r["item"].startswith("{doc}`h-f-curv <h-f-curv>` (quick)") for r in rows)
-    assert {r["verdict"] for r in rows} <= VERDICTS
+    assert {r["verdict"] for r in rows} <= set(VERDICTS)
     # figures with rules but no experiment: linked to the page that shows them, marked computed
     rows = summary.verdict_summary(mode="quick", ids=("w-f2",))
     assert rows and all(r["item"].startswith("{doc}`w-f2 <w-theory>` (computed)") for r in rows)

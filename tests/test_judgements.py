@@ -10,7 +10,6 @@ from dpcompanion.book import claims_page, forest
 from dpcompanion.claims import registry
 from dpcompanion.experiments import base, comparisons, store
 from dpcompanion.experiments.comparisons import reproduction, rows, sequential, theory, wu_rules
-# by name: the package's function ``comparisons.rule`` hides the module of the same name
 from dpcompanion.experiments.comparisons.rule import VERDICTS, Judgement, Rule, judge_effect, with_margin
 
 

@@ -52,7 +52,7 @@ from dpcompanion.experiments.comparisons.rows import apply_tuning_cap, plan_of, 
 from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, VERDICTS, Z, Judgement, Rule
 from dpcompanion.experiments.protocols import wu_paper
 
-__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "tuning_for_row", "apply_tuning_cap", "compare", "rule", "verdict_of", "experiment_of", "rules_for", "plan_of", "gap_verdict",
+__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "tuning_for_row", "apply_tuning_cap", "compare", "rule_by_id", "verdict_of", "experiment_of", "rules_for", "plan_of", "gap_verdict",
            "w_t1245_cell_rows"]
 
 
@@ -81,7 +81,9 @@ def rules_for(experiment_id: str) -> list[Rule]:
     return [r for k, r in RULES.items() if experiment_of(k) == experiment_id]
 
 
-def rule(rule_id: str) -> Rule:
+def rule_by_id(rule_id: str) -> Rule:
+    """The registered rule ``rule_id``; ValueError naming the registered ones otherwise (named
+    apart from the module :mod:`.rule`, which a function ``rule`` used to hide)."""
     if rule_id not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule_id!r}")
     return RULES[rule_id]
@@ -101,7 +103,7 @@ def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str 
     ...         flat=0.5, flat_se=0.1)["note"].split(".")[0]
     'not compared (sizes differ): N 10 vs 1000'
     """
-    return row_of(rule(rule_id), sizes_match=sizes_match, sizes_note=sizes_note, item=item, tuning=tuning, **measured)
+    return row_of(rule_by_id(rule_id), sizes_match=sizes_match, sizes_note=sizes_note, item=item, tuning=tuning, **measured)
 
 
 def gap_verdict(cell: dict, *, metric: str, item: str | None = None,

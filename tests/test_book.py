@@ -103,7 +103,7 @@ def test_every_toc_notebook_was_executed(nb_id: str):
     assert "Provenance: notebook" in html.read_text(), f"{nb_id}: provenance not shown on the page"
     shown = "".join(str(o.get("data", {})) + o.get("text", "") for c in code for o in c.get("outputs", []))
     assert "code_files" not in shown and "config_hash" not in shown, \
-        f"{nb_id}: a stored result's raw provenance dict is printed; use StoredResult.summary()"
+        f"{nb_id}: a stored result's raw provenance dict is printed; use show.result_line(result)"
 
 
 def test_every_toc_page_is_rendered():

@@ -236,7 +236,7 @@ def test_page_and_verdicts_without_a_paper_run_are_unchanged(paper_exp):
     quick = store.load(ID, mode="quick")
     assert top == [describe(quick.payload), top[1]] and "n = 5" in top[1]  # sizes, verdicts: no paper line
     full = store.fresh_full(ID)
-    assert bottom[0] == describe(full.payload) + f" <small>{full.summary()}</small>" and "n = 10" in bottom[1]
+    assert bottom[0] == describe(full.payload) + f" <small>{show.result_line(full)}</small>" and "n = 10" in bottom[1]
     assert store.result_to_show(ID, mode="quick").mode == "full"
     assert {r["result"]["mode"] for r in reproduction.report_rows(pages=[ID])} == {"full"}
     assert report.reproduction_tables(ID).startswith("<small>Judged on the full result.</small>")
@@ -253,7 +253,7 @@ def test_page_with_a_partial_paper_sweep_says_how_far_it_got(paper_exp, monkeypa
     top, bottom = _page(shown)
     assert top[0] == describe(store.load(ID, mode="quick").payload) and top[1] == line and len(top) == 3
     full = store.fresh_full(ID)  # the full result is still the one shown, and judged
-    assert bottom[0] == describe(full.payload) + f" <small>{full.summary()}</small>"
+    assert bottom[0] == describe(full.payload) + f" <small>{show.result_line(full)}</small>"
     assert store.result_to_show(ID, mode="quick").mode == "full"
     assert {r["result"]["mode"] for r in reproduction.report_rows(pages=[ID])} == {"full"}
     # committed: the line says so (git tracks the unit files at HEAD); one more stored unit not yet
@@ -282,7 +282,7 @@ def test_page_and_verdicts_use_a_complete_fresh_paper_result_and_say_so(paper_ex
     assert show.paper_progress_note(ID) == ""
     top, bottom = _page(shown)
     assert len(top) == 2 and "n = 5" in top[1]  # this build's (quick) result above, no progress line
-    assert bottom[0] == (describe(paper.payload) + f" {show.PAPER_SHOWN} <small>{paper.summary()}</small>")
+    assert bottom[0] == (describe(paper.payload) + f" {show.PAPER_SHOWN} <small>{show.result_line(paper)}</small>")
     assert bottom[0].startswith("**Sizes (paper mode).** n = 40.") and "n = 40" in bottom[1]
     assert store.result_to_show(ID, mode="quick").mode == "paper"
     assert store.result_to_show(ID, mode="full").mode == "paper"

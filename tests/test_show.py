@@ -84,7 +84,7 @@ def test_full_result_only_when_fresh(page_exp):
     page.full_result(note=" It takes seconds.")
     full = store.fresh_full(exp.id)
     assert full_drawn == [20] and len(shown) == 2
-    assert shown[0][1] == describe(full.payload) + f" <small>{full.summary()}</small>"
+    assert shown[0][1] == describe(full.payload) + f" <small>{show.result_line(full)}</small>"
     assert "n = 20" in shown[1][1]  # the verdicts of the full result, not of this build's
 
 

@@ -511,7 +511,7 @@ def test_a_damaged_result_is_reported_listed_and_recomputed(fast, damage, file, 
     assert r is not None and not r.fresh and r.payload == {}
     assert r.damaged.startswith(str(quick.path / file) + ":") and what in r.damaged, r.damaged
     assert r.stale_reason == f"damaged: {r.damaged}"
-    assert "damaged" in r.summary() and r.record()["damaged"] == r.damaged
+    assert "damaged" in show.result_line(r) and r.record()["damaged"] == r.damaged
     # results: every other result listed, the damaged file named, exit 0 (text and --json)
     assert cli.main(["results"]) == 0
     out, err = capsys.readouterr()
@@ -676,7 +676,7 @@ def test_revalidation_reseals_and_keeps_the_history(fast, monkeypatch):
     assert store.revalidate(fast.id)["status"] == "revalidated"
     r = store.load(fast.id, mode="full")
     assert r.fresh and len(r.provenance["revalidated"]) == 1 and r.digest == full.digest
-    assert "revalidated" in r.summary()
+    assert "revalidated" in show.result_line(r)
     p = json.loads((r.path / "provenance.json").read_text())
     p["revalidated"] = []  # hiding the revalidation is an edit too
     (r.path / "provenance.json").write_text(json.dumps(p))

@@ -123,6 +123,26 @@ def forest_block(rows: list, *, title: str, head: str = "") -> None:
         "verdict, the result it was judged on and its raw numbers.</small>")
 
 
+def result_line(result: store.StoredResult) -> str:
+    """One line of provenance for a page, under a stored result it shows: mode, device, wall time
+    (and the units' time over sittings), runs, run-steps, units, executor, commit, created, the
+    last revalidation and freshness (the store holds the facts; the page writes the line)."""
+    p = result.provenance
+    if result.damaged:
+        return f"{result.mode} result: damaged ({result.damaged}), not shown"
+    count = lambda n: "?" if n is None else f"{int(n):,}"  # noqa: E731  (a result stored before a count was recorded)
+    dirty = "+dirty" if p.get("dirty") else ""
+    reval = p.get("revalidated") or []
+    rv = f", revalidated {reval[-1]['date']}" if reval else ""
+    summed = result.over_sittings_s
+    sittings = "" if summed is None else f" in its last sitting, {summed:,.0f} s of unit time in all"
+    return (f"{result.mode} result: computed on {p.get('device')} in {p.get('wall_s', 0):.0f} s{sittings} "
+            f"({count(p.get('runs'))} runs, {count(p.get('run_steps'))} run-steps, {p.get('units')} units, "
+            f"executor {p.get('executor')}) "
+            f"at commit {p.get('commit')}{dirty}, created {p.get('created')}{rv}; "
+            f"{'fresh' if result.fresh else 'stale: ' + result.stale_reason}")
+
+
 class ExperimentPage:
     """An experiment page: its result (``result``, ``payload``), the declared experiment
     (``experiment``, a :class:`~dpcompanion.experiments.base.Experiment`) and the blocks every experiment page shows, one method each.
@@ -237,7 +257,7 @@ class ExperimentPage:
             _md(full_absent_note(self.id) + note)
             return
         said = f" {PAPER_SHOWN}" if shown.mode == "paper" else ""
-        self.sizes(shown.payload, suffix=f"{said} <small>{shown.summary()}</small>")
+        self.sizes(shown.payload, suffix=f"{said} <small>{result_line(shown)}</small>")
         if self.full_figure is not None:
             with self.drawing(shown):
                 self.full_figure(shown.payload)

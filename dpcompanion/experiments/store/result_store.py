@@ -77,22 +77,6 @@ class StoredResult:
         p = self.provenance
         return p["units_wall_s"] if p.get("units_reused") and p.get("units_wall_s") is not None else None
 
-    def summary(self) -> str:
-        """One line of provenance for a page: mode, device, wall time, commit, created."""
-        p = self.provenance
-        if self.damaged:
-            return f"{self.mode} result: damaged ({self.damaged}), not shown"
-        dirty = "+dirty" if p.get("dirty") else ""
-        reval = p.get("revalidated") or []
-        rv = f", revalidated {reval[-1]['date']}" if reval else ""
-        summed = self.over_sittings_s
-        sittings = "" if summed is None else f" in its last sitting, {summed:,.0f} s of unit time in all"
-        return (f"{self.mode} result: computed on {p.get('device')} in {p.get('wall_s', 0):.0f} s{sittings} "
-                f"({_count(p.get('runs'))} runs, {_count(p.get('run_steps'))} run-steps, {p.get('units')} units, "
-                f"executor {p.get('executor')}) "
-                f"at commit {p.get('commit')}{dirty}, created {p.get('created')}{rv}; "
-                f"{'fresh' if self.fresh else 'stale: ' + self.stale_reason}")
-
     def validation(self) -> dict[str, Any]:
         """How the result came to be valid for the code it is recorded with (issue 31):
         ``{"method": "computed"}`` (made by that code), ``{"method": "digest", "by": "fingerprint"
@@ -135,11 +119,6 @@ class StoredResult:
             return {"units_total": total, "units_computed": 0, "units_reused": total}
         return {"units_total": total, "units_computed": p.get("units_computed", total),
                 "units_reused": p.get("units_reused", 0)}
-
-
-def _count(n) -> str:
-    """``12,345``; ``?`` for a count a result stored before it was recorded lacks."""
-    return "?" if n is None else f"{int(n):,}"
 
 
 def _read(exp: base.Experiment, mode: str, root: Path | None) -> StoredResult | None:

@@ -304,9 +304,11 @@ def test_the_code_link_names_the_module_and_lines_of_the_plot_function(name, tmp
     assert drawn, script.read_text()[:600]
     rel, first, last, link = drawn.group(1), int(drawn.group(2)), int(drawn.group(3)), drawn.group(4)
     assert rel == f"dpcompanion/book/{module}.py" and link.endswith(f"/{rel}#L{first}-L{last}")
-    lines = (REPO / rel).read_text().splitlines()[first - 1:last]
+    source = (REPO / rel).read_text()
+    lines = source.splitlines()[first - 1:last]
     assert lines[0].endswith("figure_function") and lines[1].startswith(f"def {name}(")
-    assert lines[-1].strip() == "return fig"
+    (node,) = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name]
+    assert last == node.end_lineno  # the whole function, its closing statement on however many lines
 
 
 def test_a_figure_of_a_stored_result_names_that_result_in_its_caption(tmp_path, monkeypatch):

@@ -11,7 +11,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from dpcompanion.book.plotting import COLORS, KIND_COLORS, MAX_WIDTH_IN, apply_style, figure_function, log_ticks, panel_grid
+from dpcompanion.book.plotting import (COLORS, KIND_COLORS, MAX_WIDTH_IN, apply_style, figure_function, finish, log_ticks,
+                                       panel_grid)
 
 #: the breakdown heatmap's colour scale stops here (larger ratios print their value in the cell)
 BREAKDOWN_CAP = 1e3
@@ -60,12 +61,8 @@ def eer_tightness_figure(*, kappas, ratios: dict):
     for kind, r in ratios.items():
         ax.loglog(kappas, r, "o-", color=colors.get(kind), label=kind)
     ax.axhline(1.0, color="0.5", lw=0.8)
-    ax.set_xlabel(r"curvature $\kappa$ (synthetic spectrum)")
-    ax.set_ylabel("bound / exact at the bound's T")
-    ax.set_title("How tight is Thm 4.1?")
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, xlabel=r"curvature $\kappa$ (synthetic spectrum)", ylabel="bound / exact at the bound's T",
+                  title="How tight is Thm 4.1?")
 
 
 @figure_function
@@ -106,13 +103,7 @@ def influence_figure(*, steps, retrained, retrained_se=None, analytic=None, theo
         floor = ax.get_ylim()[0]
         ax.plot(steps[~pos], np.full(int((~pos).sum()), floor), "v", ms=4, mfc="none", color=COLORS["uniform"],
                 clip_on=False, label=f"retraining estimate $\\leq 0$ ({int((~pos).sum())} steps)")
-    ax.set_ylabel(r"influence $q_t$ (normalised)")
-    ax.set_xlabel("step t")
-    if title:
-        ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, ylabel=r"influence $q_t$ (normalised)", xlabel="step t", title=title)
 
 
 @figure_function
@@ -218,11 +209,8 @@ def _one_point_panels(panels: dict, *, xlabel: str, ylabel: str):
     xvals = sorted({float(np.atleast_1d(p["x"])[0]) for p in panels.values()})
     ax.set_xticks(range(len(titles)), titles)
     ax.set_xlim(-0.6, len(titles) - 0.4)
-    ax.set_xlabel(f"{xlabel} = " + ", ".join(f"{v:g}" for v in xvals) + " (one value in this mode)")
-    ax.set_ylabel(ylabel)
-    ax.legend()
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, xlabel=f"{xlabel} = " + ", ".join(f"{v:g}" for v in xvals) + " (one value in this mode)",
+                  ylabel=ylabel)
 
 
 @figure_function
@@ -240,13 +228,8 @@ def curvature_figure(*, curves: dict, means: dict, steps, max_runs: int = 25):
             ax.plot(steps, L[r], color=col, lw=0.5, alpha=0.3)
         ax.plot([], [], color=col, lw=1.2, label=f"{lab}: runs")
         ax.axhline(means[lab], color=col, ls="--", lw=1.6, label=f"{lab}: mean final loss")
-    ax.set_yscale("log")
-    ax.set_ylim(bottom=1e-2 * min(means.values()))
-    ax.set_xlabel("step t")
-    ax.set_ylabel(r"$f(\theta_t) - f^*$")
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, yscale="log", ylim=(1e-2 * min(means.values()), None), xlabel="step t",
+                  ylabel=r"$f(\theta_t) - f^*$")
 
 
 @figure_function

@@ -10,7 +10,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from dpcompanion.book.plotting import COLORS, KIND_COLORS, apply_style, figure_function
+from dpcompanion.book.plotting import COLORS, KIND_COLORS, apply_style, figure_function, finish
 
 # --- tuning traces (issue 21) ---
 
@@ -141,9 +141,5 @@ def bench_throughput(*, methods, single, batched, runs: int, title: str = ""):
         ax.barh(y + dy, np.where(np.isfinite(v), v, 0.0), height=0.34, color=color, label=lab)
     ax.set_yticks(y, methods)
     ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel("throughput (higher is faster)")
-    ax.set_title(title or "Throughput per method")
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, xscale="log", xlabel="throughput (higher is faster)", title=title or "Throughput per method",
+                  legend={"loc": "lower right"})

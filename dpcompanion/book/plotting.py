@@ -166,6 +166,29 @@ def panel_grid(n: int, *, row_height_in: float, single_width_in: float = 6.0):
     return fig, axes
 
 
+def finish(fig, ax, *, legend: bool | dict = True, **props):
+    """The end every panel of a plot function shares, in one place (issue 32): ``ax.set(**props)``
+    (matplotlib's setter of several properties, applied in the order given: ``xscale=``,
+    ``yscale=``, ``xlabel=``, ``ylabel=``, ``title=``, ``ylim=``...), the legend (in the style's
+    9 pt; a dict is passed to ``ax.legend``, ``False`` draws none), ``fig.tight_layout()``;
+    returns ``fig``, so that a plot function ends ``return finish(fig, ax, ...)``.
+
+    >>> apply_style()
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([1, 10], [1, 2], label="a")
+    >>> fig is finish(fig, ax, xscale="log", xlabel="x", title="t", legend={"loc": "upper left"})
+    True
+    >>> ax.get_xscale(), ax.get_xlabel(), ax.get_title(), ax.get_legend().get_texts()[0].get_fontsize()
+    ('log', 'x', 't', 9.0)
+    >>> plt.close("all")
+    """
+    ax.set(**props)
+    if legend is not False:
+        ax.legend(**({} if legend is True else legend))
+    fig.tight_layout()
+    return fig
+
+
 def thin(x, y, n: int = 1000):
     """At most ``n`` evenly spaced points of the curve (x, y), first and last included: a
     smooth curve of 40,000 points looks the same through 1000, and its data file stays small.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from dpcompanion.book.plotting import COLORS, MAX_WIDTH_IN, apply_style, figure_function, thin
+from dpcompanion.book.plotting import COLORS, MAX_WIDTH_IN, apply_style, figure_function, finish, thin
 
 # --- landing page ---
 
@@ -29,11 +29,9 @@ def landing_figure(*, t, schedules: dict, T_grid, erub_curves: dict, optima: dic
         else:
             style = dict(color=shades[dyn.index(label)], lw=1.6)
         ax1.plot(t, sigma, label=label, **style)
-    ax1.set_xlabel("step t")
-    ax1.set_ylabel(r"noise multiplier $\sigma_t$")
-    ax1.set_yscale("log")
-    ax1.set_title("Same privacy budget, different allocations")
-    ax1.legend(fontsize=9)
+    ax1.set(xlabel="step t", ylabel=r"noise multiplier $\sigma_t$", yscale="log",
+            title="Same privacy budget, different allocations")
+    ax1.legend()
     for label, curve in erub_curves.items():
         key = "uniform" if label.startswith("uniform") else "dynamic"
         ax2.plot(T_grid, curve, color=COLORS[key], label=label)
@@ -42,13 +40,8 @@ def landing_figure(*, t, schedules: dict, T_grid, erub_curves: dict, optima: dic
         ax2.annotate(f"T*={T_opt}", (T_opt, v_opt), textcoords="offset points",
                      xytext=(-8, 8) if key == "uniform" else (6, -16), fontsize=9,
                      color="#1f3f6e" if key == "uniform" else "#a0522d")
-    ax2.set_xlabel("number of steps T")
-    ax2.set_ylabel("ERUB (Thm 4.1 bound)")
-    ax2.set_title(rf"Utility bound vs T ($\kappa$ = {kappa_erub:g})")
-    ax2.set_ylim(bottom=0)
-    ax2.legend(fontsize=9, loc="upper right")
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax2, xlabel="number of steps T", ylabel="ERUB (Thm 4.1 bound)",
+                  title=rf"Utility bound vs T ($\kappa$ = {kappa_erub:g})", ylim=(0, None), legend={"loc": "upper right"})
 
 
 # --- schedules (accounting chapter) ---
@@ -98,14 +91,9 @@ def unused_budget_figure(*, epsilons, budgets: dict, delta: float, anchor_epsilo
         ax.set_xlabel(r"target $\epsilon$")
         if anchor_epsilon is not None:
             ax.axvline(anchor_epsilon, color="grey", lw=0.8, ls=":")
-    ax1.set_yscale("log")
-    ax1.set_ylabel(r"budget $R=\sum_t 1/\sigma_t^2$")
-    ax1.set_title(rf"Budget allowed for ($\epsilon$, {delta:g})")
-    ax2.set_ylabel(f"R / R ({labels[0]})")
-    ax2.set_title("Budget relative to the zCDP conversion")
-    ax1.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    ax2.set(ylabel=f"R / R ({labels[0]})", title="Budget relative to the zCDP conversion")
+    return finish(fig, ax1, yscale="log", ylabel=r"budget $R=\sum_t 1/\sigma_t^2$",
+                  title=rf"Budget allowed for ($\epsilon$, {delta:g})")
 
 
 # --- theory (bounds) ---
@@ -121,13 +109,8 @@ def theory_schedules(*, t, uniform, dynamic: dict):
     cmap = plt.get_cmap("Oranges")
     for i, (k, s) in enumerate(sorted(dynamic.items())):
         ax.plot(t, s, color=cmap(0.45 + 0.5 * i / max(1, len(dynamic) - 1)), lw=1.6, label=f"dynamic, $\\kappa$ = {k:g}")
-    ax.set_yscale("log")
-    ax.set_xlabel("step t")
-    ax.set_ylabel(r"noise multiplier $\sigma_t$")
-    ax.set_title("Same budget R: uniform vs dynamic (Thm 4.4) schedules")
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, yscale="log", xlabel="step t", ylabel=r"noise multiplier $\sigma_t$",
+                  title="Same budget R: uniform vs dynamic (Thm 4.4) schedules")
 
 
 @figure_function
@@ -146,13 +129,8 @@ def theory_erub_vs_T(*, T, uniform, dynamic, argmin: dict, marks: dict, kappa: f
     for i, (label, x) in enumerate(marks.items()):
         if x <= T[-1]:
             ax.axvline(x, ls=styles[i % 3], color="0.35", lw=1, label=label)
-    ax.set_yscale("log")
-    ax.set_xlabel("number of steps T")
-    ax.set_ylabel("ERUB (Thm 4.1 bound)")
-    ax.set_title(rf"ERUB vs T ($\kappa$ = {kappa:g}, $\alpha$ = {alpha:g})")
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, yscale="log", xlabel="number of steps T", ylabel="ERUB (Thm 4.1 bound)",
+                  title=rf"ERUB vs T ($\kappa$ = {kappa:g}, $\alpha$ = {alpha:g})")
 
 
 @figure_function
@@ -167,10 +145,9 @@ def theory_erub_min(*, N, alpha, uniform, dynamic, kappas=None, by_kappa: dict |
     ax.loglog(N, uniform, color=COLORS["uniform"], label="uniform, exact min")
     ax.loglog(N, dynamic, color=COLORS["dynamic"], label="dynamic, exact min")
     ax.loglog(N, alpha, color="0.3", ls="--", label=r"non-private $\alpha$")
-    ax.set_xlabel("number of samples N")
-    ax.set_ylabel(r"ERUB$_{\min}$")
-    ax.set_title(rf"Sample efficiency ($\kappa$ = {kappa:g})" if kappa else "Sample efficiency")
-    ax.legend(fontsize=9)
+    ax.set(xlabel="number of samples N", ylabel=r"ERUB$_{\min}$",
+           title=rf"Sample efficiency ($\kappa$ = {kappa:g})" if kappa else "Sample efficiency")
+    ax.legend()
     if by_kappa is not None:
         ax = axes[1]
         k = by_kappa["kappa"]
@@ -178,10 +155,8 @@ def theory_erub_min(*, N, alpha, uniform, dynamic, kappas=None, by_kappa: dict |
         ax.loglog(k, by_kappa["eq25"], color=COLORS["uniform"], ls=":", label="uniform at Eq. 24's T (Eq. 25)")
         ax.loglog(k, by_kappa["dynamic"], color=COLORS["dynamic"], label="dynamic, exact min")
         ax.axhline(1.0, color="0.5", lw=0.8, ls="--", label="trivial bound 1 (T = 0)")
-        ax.set_xlabel(r"curvature $\kappa$")
-        ax.set_ylabel(r"ERUB$_{\min}$")
-        ax.set_title("Sharp losses")
-        ax.legend(fontsize=9)
+        ax.set(xlabel=r"curvature $\kappa$", ylabel=r"ERUB$_{\min}$", title="Sharp losses")
+        ax.legend()
     fig.tight_layout()
     return fig
 
@@ -199,14 +174,8 @@ def theory_T_vs_kappa(*, kappa, curves: dict):
         else:
             ls = "--" if "statement" in label or "23" in label else "-"
             ax.plot(kappa, np.maximum(y, 1e-1), ls=ls, color=COLORS[key], lw=1.4, alpha=0.85, label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(r"curvature $\kappa$")
-    ax.set_ylabel("optimal number of steps T")
-    ax.set_title("Optimal T: closed forms vs exhaustive search")
-    ax.legend(fontsize=9, ncol=2)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, xscale="log", yscale="log", xlabel=r"curvature $\kappa$", ylabel="optimal number of steps T",
+                  title="Optimal T: closed forms vs exhaustive search", legend={"ncol": 2})
 
 
 @figure_function
@@ -216,12 +185,8 @@ def theory_table_rows(*, N, rows: dict, title: str):
     fig, ax = plt.subplots(figsize=(7.0, 4.2 + 0.22 * len(rows)))
     for label, y in rows.items():
         ax.loglog(N, y, lw=1.5, ls="-" if "(ours" not in label else "--", label=label)
-    ax.set_xlabel("number of samples N")
-    ax.set_ylabel("bound (constants = 1)")
-    ax.set_title(title)
-    ax.legend(ncol=1, loc="upper left", bbox_to_anchor=(0.0, -0.16))  # below the panel: the labels are long
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, xlabel="number of samples N", ylabel="bound (constants = 1)", title=title,
+                  legend={"ncol": 1, "loc": "upper left", "bbox_to_anchor": (0.0, -0.16)})  # below the panel: long labels
 
 
 # --- momentum and ADP-SGD theory ---
@@ -240,13 +205,8 @@ def momentum_influence(*, t, curves: dict, T_hat: int, title: str = ""):
     if T_hat <= t[-1]:
         ax.axvline(T_hat, color="0.4", lw=1, ls="--")
         ax.annotate(r"$\hat T$", (T_hat, ax.get_ylim()[0]), textcoords="offset points", xytext=(3, 5), fontsize=9)
-    ax.set_yscale("log")
-    ax.set_xlabel("step t")
-    ax.set_ylabel(r"influence of $\sigma_t^2$")
-    ax.set_title(title or "Momentum: exact influence vs the paper's forms")
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, yscale="log", xlabel="step t", ylabel=r"influence of $\sigma_t^2$",
+                  title=title or "Momentum: exact influence vs the paper's forms")
 
 
 @figure_function
@@ -262,13 +222,8 @@ def momentum_erub_vs_T(*, T, curves: dict, T_hat: int, title: str = ""):
         ax.plot([T[k]], [y[k]], "o", color=COLORS[key])
     if T_hat <= T[-1]:
         ax.axvline(T_hat, color="0.4", lw=1, ls="--", label=r"$\hat T$")
-    ax.set_yscale("log")
-    ax.set_xlabel("number of steps T")
-    ax.set_ylabel("ERUB (Thm 4.5 bound)")
-    ax.set_title(title or "Momentum: ERUB vs T")
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, yscale="log", xlabel="number of steps T", ylabel="ERUB (Thm 4.5 bound)",
+                  title=title or "Momentum: ERUB vs T")
 
 
 @figure_function
@@ -280,13 +235,8 @@ def adp_stepsizes(*, families: dict):
     for label, (t, eta) in families.items():
         t, eta = thin(t, eta)
         ax.plot(t, eta, lw=1.5, label=label, ls="-" if "sqrt(20" in label else "--")
-    ax.set_xlabel("iteration t")
-    ax.set_ylabel(r"step size $\eta_t$")
-    ax.set_yscale("log")
-    ax.set_title("ADP-SGD's two step-size families (W Fig. 2)")
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, xlabel="iteration t", ylabel=r"step size $\eta_t$", yscale="log",
+                  title="ADP-SGD's two step-size families (W Fig. 2)")
 
 
 @figure_function
@@ -296,13 +246,8 @@ def adp_ratio_vs_T(*, T, curves: dict):
     fig, ax = plt.subplots()
     for label, y in curves.items():
         ax.plot(T, y, marker="o", ms=3, lw=1.4, label=label)
-    ax.set_xscale("log")
-    ax.set_xlabel("number of steps T")
-    ax.set_ylabel("DP-SGD / ADP-SGD")
-    ax.set_title("Gain of ADP-SGD's allocation (W Prop. 5.1)")
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, xscale="log", xlabel="number of steps T", ylabel="DP-SGD / ADP-SGD",
+                  title="Gain of ADP-SGD's allocation (W Prop. 5.1)")
 
 
 @figure_function
@@ -319,9 +264,5 @@ def unify_allocation(*, points: dict):
         lo, hi = min(lo, qn.min()), max(hi, qn.max())
     x = np.geomspace(lo, hi, 50)
     ax.loglog(x, x ** -0.5, color="0.2", lw=1.2, ls="--", label=r"$s_t^2 \propto q_t^{-1/2}$ (Lemma 4.3)")
-    ax.set_xlabel(r"influence $q_t$ / max$_t$ $q_t$")
-    ax.set_ylabel(r"noise variance $s_t^2$ / min$_t$ $s_t^2$")
-    ax.set_title("Hong et al.'s and Wu et al.'s allocations: one rule")
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, xlabel=r"influence $q_t$ / max$_t$ $q_t$", ylabel=r"noise variance $s_t^2$ / min$_t$ $s_t^2$",
+                  title="Hong et al.'s and Wu et al.'s allocations: one rule")

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FixedLocator, NullFormatter
 
-from dpcompanion.book.plotting import apply_style, figure_function
+from dpcompanion.book.plotting import apply_style, figure_function, finish
 
 #: DP-SGD dashed, ADP-SGD solid, as in W's figures
 WU_STYLE = {"dp": dict(ls="--", color="#4c72b0", label="DP-SGD ($\\alpha_t = 1$)"),
@@ -52,12 +52,7 @@ def wu_accuracy_curves(*, steps, acc: dict, title: str = "", ylabel: str = "vali
         st = WU_STYLE[k]
         ax.plot(steps, m, ls=st["ls"], color=st["color"], lw=1.6, label=st["label"])
         ax.fill_between(steps, m - s, m + s, color=st["color"], alpha=0.2, lw=0)
-    ax.set_xlabel("iteration t")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title or "Validation accuracy (W Fig. 1 right)")
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, xlabel="iteration t", ylabel=ylabel, title=title or "Validation accuracy (W Fig. 1 right)")
 
 
 @figure_function
@@ -75,11 +70,7 @@ def wu_gap_grid(*, cells: list, title: str = ""):
     ax.axvline(0, color="0.5", lw=0.8)
     ax.set_yticks(y, [c[0] for c in cells], fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlabel("ADP-SGD minus DP-SGD accuracy (points)")
-    ax.set_title(title or "Gain of ADP-SGD per cell")
-    ax.legend(fontsize=9)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, xlabel="ADP-SGD minus DP-SGD accuracy (points)", title=title or "Gain of ADP-SGD per cell")
 
 
 @figure_function
@@ -104,11 +95,8 @@ def wu_error_vs_epoch(*, epochs, errors: dict, eps_numeric, eps_theory, sigma: f
     ax2.plot(epochs, eps_theory, "k.", ms=4, label=r"$\bar\varepsilon$ (Thm 4.1)")
     ax2.spines["right"].set_visible(True)
     ax2.grid(False)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("test error (%)")
     ax2.set_ylabel("privacy")
-    ax.set_title(f"DP-SGD, constant vs decaying step size, sigma = {sigma:g} (W Fig. 4)")
     handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
-    ax.legend(handles=handles, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4)
-    fig.tight_layout()
-    return fig
+    return finish(fig, ax, xlabel="epoch", ylabel="test error (%)",
+                  title=f"DP-SGD, constant vs decaying step size, sigma = {sigma:g} (W Fig. 4)",
+                  legend={"handles": handles, "loc": "upper center", "bbox_to_anchor": (0.5, -0.16), "ncol": 4})

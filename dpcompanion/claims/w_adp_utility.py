@@ -224,12 +224,20 @@ def _r41_alt_corrected(*, mutant=False):
 # --- Prop. 5.1: M_dp / M_adp = O(log T) --------------------------------------------------------------
 
 
-def _p51_grid():
+def _p51_terms(which: str, versions=("main",)):
+    """``(a, c, T, version, exact, bound)`` over Prop. 5.1's grid ((a, c) in 4 pairs, T from its
+    hypothesis 5 + 4a/c to 20000): the exact privacy term for ``b_t = (a + ct)^{1/2}`` of ADP-SGD
+    (``which="adp"``, alpha_t^2 = b_t) or DP-SGD (``"dp"``, alpha_t = 1) and the printed bound of
+    each of ``versions`` ("main": Eq. 9/10, "appendix": Eq. 25/26); the one loop of the checks of
+    Eq. 9, 10, 25 and 26 (issue 32)."""
     for a, c in ((1.0, 1.0), (20.0, 1.0), (1.0, 0.01), (100.0, 5.0)):
         T0 = math.ceil(5 + 4 * a / c)
         for T in sorted({T0, 2 * T0, 100, 1000, 20000}):
             if T >= T0:
-                yield a, c, T
+                b = adp.b_poly(a=a, c=c, T=T)
+                exact = adp.privacy_term(alpha=np.sqrt(b) if which == "adp" else np.ones(T), b=b)
+                for version in versions:
+                    yield a, c, T, version, exact, adp.prop51_bound(T=T, a=a, c=c, which=which, version=version)
 
 
 @claim("W-P5.1.eq9", severity="constant factor", method="numeric", corrected_by="W-P5.1.eq25", versions=V,
@@ -239,10 +247,7 @@ def _p51_eq9():
     $\frac{\eta dL(16G)^2B_\delta\sqrt T}{2n^2\varepsilon^2\sqrt c}$.
     """
     margins, pts = [], []
-    for a, c, T in _p51_grid():
-        b = adp.b_poly(a=a, c=c, T=T)
-        ex = adp.privacy_term(alpha=np.sqrt(b), b=b)
-        bd = adp.prop51_bound(T=T, a=a, c=c, which="adp")
+    for a, c, T, _, ex, bd in _p51_terms("adp"):
         margins.append((bd - ex) / ex)
         pts.append({"a": a, "c": c, "T": T, "exact": ex, "bound": bd})
     res = verified_by_margins(margins, points=pts, domain="(a, c) in 4 pairs, T from 5 + 4a/c to 20000")
@@ -268,14 +273,10 @@ def _p51_eq9():
 def _p51_eq25(*, mutant=False):
     r"""ADP-SGD's privacy term is at most $2C\sqrt{T/c}$ (Eq. 25, $T\ge5+4a/c$).
     """
-    margins, pts = [], []
-    for a, c, T in _p51_grid():
-        b = adp.b_poly(a=a, c=c, T=T)
-        ex = adp.privacy_term(alpha=np.sqrt(b), b=b)
-        bd = adp.prop51_bound(T=T, a=a, c=c, which="adp", version="appendix")
-        margins.append((ex, bd))
-        pts.append({"a": a, "c": c, "T": T})
-    return compare(pts, lhs=[m[0] for m in margins], rhs=[m[1] for m in margins], relation="<=", mutant=mutant, domain="(a, c) in 4 pairs, T from 5 + 4a/c to 20000")
+    terms = list(_p51_terms("adp", ("appendix",)))
+    return compare([{"a": a, "c": c, "T": T} for a, c, T, *_ in terms], lhs=[t[4] for t in terms],
+                   rhs=[t[5] for t in terms], relation="<=", mutant=mutant,
+                   domain="(a, c) in 4 pairs, T from 5 + 4a/c to 20000")
 
 
 @claim("W-P5.1.eq10", method="numeric", versions=V,
@@ -285,15 +286,10 @@ def _p51_eq10(*, mutant=False):
     r"""DP-SGD ($\alpha_t=1$): the privacy term $C\,T\sum_t b_t^{-2}/\sum_t b_t^{-1}$ is at most
     $2C\sqrt{T/c}\log(1+Tc/a)$ (Eq. 10) and at most $C\log(1+Tc/a)(\sqrt{T-1}+1)/\sqrt c$ (Eq. 26).
     """
-    margins, pts = [], []
-    for a, c, T in _p51_grid():
-        b = adp.b_poly(a=a, c=c, T=T)
-        ex = adp.privacy_term(alpha=np.ones(T), b=b)
-        for ver in ("main", "appendix"):
-            bd = adp.prop51_bound(T=T, a=a, c=c, which="dp", version=ver)
-            margins.append((ex, bd))
-            pts.append({"a": a, "c": c, "T": T, "version": ver})
-    return compare(pts, lhs=[m[0] for m in margins], rhs=[m[1] for m in margins], relation="<=", mutant=mutant, domain="(a, c) in 4 pairs, T from 5 + 4a/c to 20000, Eq. (10) and (26)")
+    terms = list(_p51_terms("dp", ("main", "appendix")))
+    return compare([{"a": a, "c": c, "T": T, "version": ver} for a, c, T, ver, *_ in terms], lhs=[t[4] for t in terms],
+                   rhs=[t[5] for t in terms], relation="<=", mutant=mutant,
+                   domain="(a, c) in 4 pairs, T from 5 + 4a/c to 20000, Eq. (10) and (26)")
 
 
 @claim("W-P5.1.ratio", method="numeric", versions=V,

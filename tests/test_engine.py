@@ -415,3 +415,117 @@ def test_final_eval_false_skips_only_the_training_set_evaluation(name, sampling_
     assert b.run(1).final_loss is None  # a single run of it too
     with pytest.raises(ValueError, match="final_eval must be True or False, got 'no'"):
         TrainConfig.build(**kw, final_eval="no")
+
+
+# ------------------------------------------------------------ the evaluation hook (issue 32)
+
+
+def _hooked(calls):
+    def on_eval(step, theta, runs):
+        calls.append((step, theta, runs))
+    return on_eval
+
+
+@pytest.mark.parametrize("name,sampling_rate", [("logistic", 0.5), ("mlp", 0.5), ("mlp", 1.0)])
+def test_eval_hook_sees_the_current_theta_and_segment_noise_equals_one_call_per_segment(name, sampling_rate):
+    """Issue 32: ``on_eval`` is called after every ``eval_every`` steps and after the last step
+    (4, 8, 10 here) with the parameters of that moment; with ``segment_noise`` one call equals
+    training segment by segment, one call per segment seeded ``segment_seed(seed, j)`` from
+    the last one's parameters (how Wu's protocol was trained before the hook), bit for bit."""
+    X, y = _data()
+    model = make_model(name, in_dim=3, hidden=4)
+    sig = np.array([[1.5] * 10, np.linspace(1.0, 3.0, 10)])
+    lr = np.linspace(0.5, 0.1, 10)
+    kw = dict(lr=lr, clip_norm=1.0, sampling_rate=sampling_rate, N=len(y), **CPU)
+    calls = []
+    h = engine.train(model, X, y, TrainConfig.build(sigma=sig, seed=[3, 4], eval_every=4, on_eval=_hooked(calls),
+                                                     segment_noise=True, **kw))
+    assert [c[0] for c in calls] == engine.eval_points(10, 4) == [4, 8, 10]
+    assert all(c[2] == range(0, 2) for c in calls)
+    assert torch.equal(calls[-1][1], h.theta) and calls[-1][1] is not h.theta  # a copy
+    theta = model.init(generators=[torch.Generator().manual_seed(s) for s in (3, 4)], dtype=DT)
+    for j, (t0, (step, seen, _)) in enumerate(zip([0, 4, 8], calls)):
+        part = engine.train(model, X, y, TrainConfig.build(
+            sigma=sig[:, t0:step], seed=[engine.segment_seed(s, j) for s in (3, 4)], **dict(kw, lr=lr[t0:step])),
+            init=theta)
+        theta = part.theta
+        assert torch.equal(seen, theta), step
+    assert not torch.equal(calls[0][1], calls[1][1])  # the check can fail: theta moves
+
+
+def test_eval_hook_runs_on_after_every_run_stopped_and_refused_steps_do_not_move_theta():
+    """Issue 32: once every ledger has refused, the remaining evaluation points are still
+    reported, with the parameters of the last step taken; the refused steps move nothing."""
+    X, y = _data()
+    model = make_model("mlp", in_dim=3, hidden=4)
+    calls = []
+    cfg = TrainConfig.build(sigma=[2.0] * 9, R=1.0, lr=0.3, clip_norm=1.0, seed=[1, 2], eval_every=2,
+                            on_eval=_hooked(calls), **CPU)  # R = 1 affords 4 steps at sigma = 2
+    h = engine.train(model, X, y, cfg)
+    assert [c[0] for c in calls] == [2, 4, 6, 8, 9]
+    assert list(h.steps_done) == [4, 4] and h.stopped_early.all() and float(h.R_spent.max()) <= 1.0
+    assert not torch.equal(calls[0][1], calls[1][1])
+    assert all(torch.equal(c[1], h.theta) for c in calls[1:])
+
+
+@pytest.mark.parametrize("name", ["mlp", "logistic"])
+def test_hold_keeps_a_refused_run_in_the_batch_so_the_others_do_not_change(name):
+    """Issue 32, Wu's protocol: with ``on_refusal="hold"`` a run whose ledger refuses stops
+    moving (its theta stays at the last step taken, its epsilon within its target) but keeps
+    drawing its masks and noise, so the run beside it gets the same numbers bit for bit whether
+    or not its neighbour was refused (the general path gathers the rows any run sampled)."""
+    from dpcompanion.theory.ledger import EpsilonTarget
+
+    X, y = _data(n=60)
+    model = make_model(name, in_dim=3, hidden=4)
+    sig = np.full((2, 12), 1.2)
+    led = PrivacyLedger.from_budget(EpsilonTarget(epsilon=1e9, delta=1e-5))
+    spent = [led.charge(sigma=1.2, sampling_rate=0.3) and led.spent_epsilon() for _ in range(12)]
+    big = EpsilonTarget(epsilon=spent[-1] * 2, delta=1e-5)
+    small = EpsilonTarget(epsilon=(spent[6] + spent[7]) / 2, delta=1e-5)  # affords 7 steps
+    out = {}
+    for label, budget in (("free", (big, big)), ("refused", (big, small))):
+        calls = []
+        out[label] = engine.train(model, X, y, TrainConfig.build(
+            sigma=sig, budget=budget, seed=[1, 2], lr=0.5, clip_norm=1.0, sampling_rate=0.3, N=len(y),
+            eval_every=1, on_eval=_hooked(calls), on_refusal="hold", **CPU)), calls
+    h, calls = out["refused"]
+    n = int(h.steps_done[1])
+    assert h.stopped_early.tolist() == [False, True] and n == 7 and h.epsilon[1] <= small.epsilon
+    assert torch.equal(h.theta[0], out["free"][0].theta[0])
+    assert all(torch.equal(c[1][1], h.theta[1]) for c in calls[n - 1:])  # refused steps move nothing
+    assert not torch.equal(calls[n - 2][1][1], h.theta[1])
+    assert np.isnan(h.lr[1, n:]).all() and not np.isnan(h.lr[0]).any()
+
+
+def test_per_run_budgets_one_ledger_per_schedule_and_budget():
+    """Issue 32: runs are charged through one ledger per distinct (schedule row, budget)."""
+    from dpcompanion.theory.ledger import EpsilonTarget
+
+    sig = np.array([[2.0, 2.0], [2.0, 2.0], [1.0, 1.0], [2.0, 2.0]])
+    a, b = EpsilonTarget(epsilon=5.0, delta=1e-5), EpsilonTarget(epsilon=6.0, delta=1e-5)
+    ch = Charger(sig, budget=(a, a, a, b), sampling_rate=0.5)
+    assert ch.n_ledgers == 3 and list(ch.group_of) in ([0, 0, 1, 2], [1, 1, 0, 2], [0, 0, 2, 1], [1, 1, 2, 0],
+                                                       [2, 2, 0, 1], [2, 2, 1, 0])
+    assert ch.group_of[0] == ch.group_of[1] != ch.group_of[3] != ch.group_of[2]
+    assert ch.charge(0).all() and ch.epsilon()[0] == ch.epsilon()[3] != ch.epsilon()[2]
+
+
+def test_eval_hook_settings_are_validated():
+    """Issue 32: the hook's settings are checked when the config is built."""
+    from dpcompanion.theory.ledger import EpsilonTarget
+
+    kw = dict(sigma=[2.0] * 3, lr=0.1, clip_norm=1.0, device="cpu")
+    for bad, match in [(dict(eval_every=0), "eval_every must be an integer >= 1"),
+                       (dict(eval_every=True), "eval_every must be an integer >= 1"),
+                       (dict(on_eval=print), "need eval_every"),
+                       (dict(segment_noise=True), "need eval_every"),
+                       (dict(eval_every=2, on_eval=3), "on_eval must be a callable"),
+                       (dict(eval_every=2, segment_noise=True, secure=True), "give one of segment_noise and secure"),
+                       (dict(on_refusal="pause"), "on_refusal must be one of stop, hold"),
+                       (dict(seed=[1, 2], budget=(EpsilonTarget(epsilon=1.0, delta=1e-5),) * 3),
+                        "one budget or one per run"),
+                       (dict(budget=Budget.from_R(R=1.0, delta=1e-5, sampling_rate=0.5), sampling_rate=0.4),
+                        "sampling_rate must be the budget's")]:
+        with pytest.raises(ValueError, match=match):
+            TrainConfig.build(**kw, **bad)

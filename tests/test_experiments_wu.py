@@ -82,20 +82,22 @@ def test_calibration_is_monotone_and_validates():
         wp.step_sizes(family="cosine", T=3)
 
 
-def test_schedule_ledger_refuses_overspending():
+def test_epsilon_target_ledger_refuses_overspending():
+    """Issue 32: a run's budget in W's protocol is an EpsilonTarget at the protocol's orders;
+    its ledger refuses the first step that would take the RDP epsilon above the target."""
+    from dpcompanion.theory.ledger import BudgetExceeded, EpsilonTarget, PrivacyLedger
+
     sig = np.full(10, 2.0)
     full = wp.epsilon(rdp=wp.rdp_steps(sigma=sig, sampling_rate=0.2).sum(0), delta=DELTA, check_order=False)
-    led = wp.ScheduleLedger(sigma=sig, sampling_rate=0.2, delta=DELTA, epsilon_target=0.6 * full)
-    from dpcompanion.theory.ledger import BudgetExceeded
-
+    led = PrivacyLedger.from_budget(EpsilonTarget(epsilon=0.6 * full, delta=DELTA, orders=wp.ORDERS))
     n = 0
     with pytest.raises(BudgetExceeded):
         for t in range(10):
-            led.charge(t)
+            led.charge(sigma=sig[t], sampling_rate=0.2)
             n += 1
-    assert 0 < n < 10 and led.spent <= 0.6 * full * (1 + 1e-9)
-    with pytest.raises(ValueError, match="in order"):
-        wp.ScheduleLedger(sigma=sig, sampling_rate=0.2, delta=DELTA, epsilon_target=full).charge(3)
+    assert 0 < n < 10 and led.spent_epsilon() <= 0.6 * full * (1 + 1e-9)
+    assert led.spent_epsilon() == wp.epsilon(rdp=wp.rdp_steps(sigma=sig[:n], sampling_rate=0.2).sum(0), delta=DELTA,
+                                             check_order=False)
 
 
 # ------------------------------------------------------------------ trainer
@@ -164,6 +166,53 @@ def test_train_segments_charges_and_stops():
     assert r["stopped"][1] and r["steps_done"][1] < 12 and r["epsilon"][1] <= 0.5 * full * (1 + 1e-9)
     # a stopped run does not move after its last step
     assert np.all(r["lr_used"][1, r["steps_done"][1]:] == 0)
+
+
+def _counting_ledgers(monkeypatch):
+    """Every PrivacyLedger built, with the number of charges it took."""
+    from dpcompanion.theory import ledger
+
+    built = []
+    init, charge = ledger.PrivacyLedger.__init__, ledger.PrivacyLedger.charge
+
+    def counted_init(self, **kw):
+        init(self, **kw)
+        self.charges = 0
+        built.append(self)
+
+    def counted_charge(self, **kw):
+        self.charges += 1
+        return charge(self, **kw)
+
+    monkeypatch.setattr(ledger.PrivacyLedger, "__init__", counted_init)
+    monkeypatch.setattr(ledger.PrivacyLedger, "charge", counted_charge)
+    return built
+
+
+def test_train_segments_one_ledger_per_schedule_and_target_never_overspent(monkeypatch):
+    """Issue 32: train_segments trains through the engine's ledger alone: exactly one ledger per
+    (schedule row, target) is built and charged, once per step tried (the refused one
+    included); a budget that runs out mid-segment stops its runs before it is exceeded, and
+    the refused steps do not move theta (the accuracy stays, no step size is applied)."""
+    rng = np.random.default_rng(1)
+    X, y = rng.standard_normal((200, 6)), rng.integers(0, 3, 200)
+    sig = np.stack([np.full(13, 1.5), np.full(13, 1.5), np.linspace(1.2, 2.0, 13), np.full(13, 1.5)])
+    eps = [wp.epsilon(rdp=wp.rdp_steps(sigma=s[:n], sampling_rate=0.1).sum(0), delta=DELTA, check_order=False)
+           for s, n in ((sig[0], 13), (sig[3], 7))]
+    targets = [eps[0], eps[0], eps[0], eps[1] * (1 + 1e-6)]  # run 3 affords 7 steps: mid-segment
+    built = _counting_ledgers(monkeypatch)
+    r = wp.train_segments(wp.head_model(dim=6, n_classes=3), X, y, X_val=X[:50], y_val=y[:50], sigma=sig,
+                          lr=np.full((4, 13), 0.5), seeds=[1, 2, 3, 4], clip_norm=1.0, sampling_rate=0.1, delta=DELTA,
+                          epsilon_target=targets, eval_every=5, lr_rule_factory=None)
+    assert len(built) == 3  # runs 0 and 1 share their row and target
+    done, stopped = r["steps_done"], r["stopped"]
+    charges = sorted(led.charges for led in built)
+    assert charges == sorted([13, int(done[2]) + int(stopped[2]), 8])
+    assert done.tolist()[:2] == [13, 13] and done[3] == 7 and stopped.tolist()[3]
+    assert all(r["epsilon"][k] <= targets[k] * (1 + 1e-9) for k in range(4))
+    assert np.all(r["lr_used"][3, 7:] == 0) and np.all(r["lr_used"][3, :7] > 0)
+    assert r["steps"].tolist() == [0, 5, 10, 13]
+    assert r["val_accuracy"][3, 2] == r["val_accuracy"][3, 3]  # stopped at step 7: theta stays from then on
 
 
 # ------------------------------------------------------------------ verdict rules

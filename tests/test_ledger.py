@@ -145,7 +145,7 @@ def test_ledger_refuses_what_the_papers_psgd_rule_would_overspend():
 def test_epsilon_only_ledger_stops_at_the_last_step_within_the_target():
     """Without R the ledger enforces (epsilon, delta) alone by the RDP accountant, full-batch
     steps included: it accepts exactly the longest prefix whose RDP epsilon is within the target."""
-    from dpcompanion.theory.ledger import ScheduleLedger
+    from dpcompanion.theory.ledger import EpsilonTarget
 
     sig, delta = np.full(30, 3.0), 1e-5
     target = numerical_accounting.rdp_epsilon_of(sigma=sig[:17], delta=delta) * (1 + 1e-6)
@@ -157,8 +157,12 @@ def test_epsilon_only_ledger_stops_at_the_last_step_within_the_target():
             n += 1
     assert n == 17 and led.spent_epsilon() <= target
     assert numerical_accounting.rdp_epsilon_of(sigma=sig[:18], delta=delta) > target  # the check can fail
-    sched = ScheduleLedger(sigma=sig, sampling_rate=1.0, delta=delta, epsilon_target=target)
-    assert [sched.charge(t) for t in range(3)][-1] == pytest.approx(numerical_accounting.rdp_epsilon_of(sigma=sig[:3], delta=delta))
+    # issue 32: an EpsilonTarget is such a budget (the trainers' engine charges its ledger)
+    sched = PrivacyLedger.from_budget(EpsilonTarget(epsilon=target, delta=delta))
+    assert sched.R is None and sched.rel_slack == 1e-9
+    for s in sig[:3]:
+        sched.charge(sigma=float(s))
+    assert sched.spent_epsilon() == pytest.approx(numerical_accounting.rdp_epsilon_of(sigma=sig[:3], delta=delta))
     with pytest.raises(ValueError, match="R is required"):
         PrivacyLedger(R=None, delta=delta)
 

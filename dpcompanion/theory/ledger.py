@@ -24,8 +24,8 @@ Full-batch steps need no such check: zCDP composition of Gaussian steps is exact
 
 A ledger built without ``R`` (``PrivacyLedger(R=None, delta=..., epsilon=...)``) enforces the
 target epsilon alone, by the same RDP accountant, for every step (full batch included):
-:class:`ScheduleLedger` uses it for a planned schedule charged step by step (Wu et al.'s
-protocol, :mod:`dpcompanion.experiments.protocols.wu`). At the end of a run,
+:class:`EpsilonTarget` is such a budget, for a planned schedule charged step by step by the
+trainers' engine (Wu et al.'s protocol, :mod:`dpcompanion.experiments.protocols.wu`). At the end of a run,
 :meth:`PrivacyLedger.spent_epsilon` is the epsilon the ledger stands for (the report of the
 trainers' History).
 """
@@ -40,7 +40,7 @@ import numpy as np
 from dpcompanion.core import validate
 from dpcompanion.theory import accounting, numerical_accounting
 
-__all__ = ["BudgetExceeded", "StepRecord", "PrivacyLedger", "ScheduleLedger"]
+__all__ = ["BudgetExceeded", "StepRecord", "PrivacyLedger", "EpsilonTarget", "SCHEDULE_SLACK"]
 
 #: Relative slack on the *epsilon* check of subsampled steps only (rounding in the running RDP
 #: sum). The R check has none: ``R_spent <= R`` holds exactly, in float64 as printed; the
@@ -105,14 +105,20 @@ class PrivacyLedger:
 
     @classmethod
     def from_budget(cls, budget) -> "PrivacyLedger":
-        """The ledger of a :class:`dpcompanion.theory.budget.Budget`: its R, delta, accountant
-        and the epsilon the user asked for (never rebuilt from R).
+        """The ledger of a :class:`dpcompanion.theory.budget.Budget` (its R, delta, accountant
+        and the epsilon the user asked for, never rebuilt from R) or of an
+        :class:`EpsilonTarget` (its epsilon at delta alone, by the RDP accountant at its orders).
 
         >>> from dpcompanion.theory.budget import Budget
         >>> led = PrivacyLedger.from_budget(Budget.from_epsilon(epsilon=1.0, delta=1e-5, sampling_rate=0.01))
         >>> led.epsilon_target
         1.0
+        >>> PrivacyLedger.from_budget(EpsilonTarget(epsilon=2.0, delta=1e-5))
+        PrivacyLedger(epsilon=2, delta=1e-05, spent=0, steps=0)
         """
+        if isinstance(budget, EpsilonTarget):
+            return cls(R=None, delta=budget.delta, epsilon=budget.epsilon, orders=budget.orders,
+                       rel_slack=budget.rel_slack)
         return cls(R=budget.R, delta=budget.delta, epsilon=budget.epsilon, accountant=budget.accountant)
 
     # ------------------------------------------------------------------ queries
@@ -264,38 +270,43 @@ class PrivacyLedger:
         return f"PrivacyLedger({target}, spent={self._spent:g}, steps={len(self._history)})"
 
 
-class ScheduleLedger:
-    """A :class:`PrivacyLedger` with a target ``(epsilon_target, delta)`` alone (no R), for a
-    planned schedule ``sigma`` of Poisson-subsampled steps charged in order: ``charge(t)``
-    (0-based) records step t's multiplier before its noisy release and returns the RDP epsilon
-    after it, or raises :class:`BudgetExceeded` (recording nothing) when that epsilon would
-    exceed the target (relative slack ``rel_slack``, default 1e-9, for the rounding of a
-    schedule calibrated to the target exactly). ``steps``: steps charged; ``spent``: epsilon
-    spent.
+#: relative slack of an :class:`EpsilonTarget` (rounding in a schedule calibrated to the target exactly)
+SCHEDULE_SLACK = 1e-9
 
-    >>> led = ScheduleLedger(sigma=[1.0] * 3, sampling_rate=1.0, delta=1e-5, epsilon_target=1e9)
-    >>> [led.charge(t) > 0 for t in range(3)], led.steps
-    ([True, True, True], 3)
+
+@dataclasses.dataclass(frozen=True)
+class EpsilonTarget:
+    """A budget that is an ``(epsilon, delta)`` target alone (no R): its ledger
+    (:meth:`PrivacyLedger.from_budget`) refuses a step that would take the composed RDP epsilon
+    at ``delta``, at the integer ``orders`` (None: the accountant's default), above
+    ``epsilon`` (relative slack ``rel_slack``, default :data:`SCHEDULE_SLACK`, for a schedule
+    calibrated to the target exactly). The budget of Wu et al.'s protocol
+    (:mod:`dpcompanion.experiments.protocols.wu`), given to the trainers like a
+    :class:`~dpcompanion.theory.budget.Budget`; frozen and hashable, so the trainers' engine
+    charges the runs that share a schedule and a target through one ledger.
+
+    >>> led = PrivacyLedger.from_budget(EpsilonTarget(epsilon=1e9, delta=1e-5, orders=[2, 3]))
+    >>> [led.charge(sigma=1.0, sampling_rate=0.5).step for _ in range(3)], led.spent_epsilon() > 0
+    ([1, 2, 3], True)
+    >>> EpsilonTarget(epsilon=-1.0, delta=1e-5)
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon must be a finite number > 0, got -1.0
     """
 
-    def __init__(self, *, sigma, sampling_rate: float, delta: float, epsilon_target: float, orders=None,
-                 rel_slack: float = 1e-9):
-        self.sigma = validate.noise_multipliers(sigma)
-        self.sampling_rate = validate.sampling_rate(sampling_rate)
-        self.ledger = PrivacyLedger(R=None, delta=delta, epsilon=epsilon_target, orders=orders, rel_slack=rel_slack)
+    epsilon: float
+    delta: float
+    orders: tuple[float, ...] | None = None
+    rel_slack: float = SCHEDULE_SLACK
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", validate.positive("epsilon", self.epsilon))
+        object.__setattr__(self, "delta", validate.delta(self.delta))
+        if self.orders is not None:  # a tuple (hashable), the validated orders' values
+            object.__setattr__(self, "orders", tuple(float(o) for o in numerical_accounting.rdp_orders(self.orders)))
+        object.__setattr__(self, "rel_slack", validate.number("rel_slack", self.rel_slack, lo=0.0, lo_open=False))
 
     @property
-    def steps(self) -> int:
-        return len(self.ledger._history)
-
-    @property
-    def spent(self) -> float:
-        return float(self.ledger.spent_epsilon())
-
-    def charge(self, t: int) -> float:
-        if t != self.steps:
-            raise ValueError(f"steps must be charged in order: expected step {self.steps}, got {t}")
-        if t >= len(self.sigma):
-            raise BudgetExceeded(f"step {t + 1} is beyond the planned schedule of {len(self.sigma)} steps")
-        self.ledger.charge(sigma=float(self.sigma[t]), sampling_rate=self.sampling_rate, step=t + 1)
-        return self.spent
+    def R(self) -> None:
+        """No full-batch budget R: the target is the epsilon alone."""
+        return None

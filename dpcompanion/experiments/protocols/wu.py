@@ -23,15 +23,15 @@ Pieces, in the order a run uses them:
    step (ADP-SGD) costs dp-accounting about 0.1 s per distinct step. The orders run to
    about twice the optimum of DP-SGD's schedule (:func:`orders_for`). Every accountant
    function is theory's; the names here bind them to this protocol's :data:`ORDERS`.
-4. **The ledger.** :class:`~dpcompanion.theory.ledger.ScheduleLedger` (the library's
-   :class:`~dpcompanion.theory.ledger.PrivacyLedger` with an (epsilon, delta) target alone)
-   holds one planned schedule and is charged before each noisy step: a step that would take
-   the RDP epsilon above the target is refused and the run stops (its remaining steps
-   release nothing and do not move).
-5. **The trainer.** :func:`train_segments` runs K Poisson mini-batch runs through the
-   library's :func:`dpcompanion.training.train` segment by segment (the
-   validation accuracy is measured between segments, as W measure it every 20 steps),
-   charging every run's ledger for each step of a segment before the segment runs.
+4. **The ledger.** A run's budget is an :class:`~dpcompanion.theory.ledger.EpsilonTarget`
+   (an (epsilon, delta) target alone, at this protocol's orders): the trainers' engine
+   charges the library's :class:`~dpcompanion.theory.ledger.PrivacyLedger` before each noisy
+   step, one ledger per (schedule, target), as for every other run; a step that would take the
+   RDP epsilon above the target is refused and the run stops (its remaining steps release
+   nothing and do not move).
+5. **The trainer.** :func:`train_segments` trains K Poisson mini-batch runs in one call of
+   the library's :func:`dpcompanion.training.train`, whose evaluation hook measures the
+   validation accuracy every ``eval_every`` steps (W measure it every 20 steps).
 6. **Transfer.** W pre-train their CNN on CIFAR-100 and fine-tune it privately on CIFAR-10,
    following Abadi et al. 2016 (arXiv 1607.00133v2, Sec. 5.3), who freeze the
    convolutional layers and train the dense layers privately. :func:`transfer_features`
@@ -39,9 +39,6 @@ Pieces, in the order a run uses them:
    features of the private one (the output of the first dense layer); the private model
    is the CNN's last layer. Freezing one more layer than Abadi et al. is a concession to
    two shared CPU cores (a step then costs microseconds), stated on the pages.
-
-The trainer has no per-step evaluation hook: hence the segments, each trained without a
-ledger of its own after this protocol's ledger charged its steps.
 """
 
 from __future__ import annotations
@@ -55,13 +52,14 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from dpcompanion.theory import adp_accounting, ledger, numerical_accounting
+from dpcompanion.theory import adp_accounting, numerical_accounting
 from dpcompanion.theory.bounds import adp as adp_bounds
-from dpcompanion.theory.ledger import BudgetExceeded
+from dpcompanion.theory.ledger import EpsilonTarget
 from dpcompanion.training import data
 from dpcompanion.training.dense_models import DenseModel
 from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import TrainConfig, train
+from dpcompanion.training.trainers.engine import eval_points, segment_seed
 
 __all__ = [
     "ORDERS",
@@ -80,7 +78,6 @@ __all__ = [
     "steps_for",
     "orders_for",
     "head_model",
-    "ScheduleLedger",
     "train_segments",
     "transfer_features",
     "summarize_runs",
@@ -144,8 +141,6 @@ epsilon_curve = functools.partial(numerical_accounting.rdp_epsilon_curve, orders
 orders_for = numerical_accounting.rdp_orders_for
 #: the z of ADP-SGD's steps ``z alpha_t`` at a target epsilon (:func:`dpcompanion.theory.numerical_accounting.calibrate_multiplier`)
 calibrate = functools.partial(numerical_accounting.calibrate_multiplier, orders=ORDERS)
-#: a run's ledger for its planned schedule (:class:`dpcompanion.theory.ledger.ScheduleLedger`)
-ScheduleLedger = functools.partial(ledger.ScheduleLedger, orders=ORDERS)
 
 
 def dp_noise_multiplier(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float) -> float:
@@ -182,34 +177,34 @@ def plan(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float, f
 # ---------------------------------------------------------------------------- trainer
 
 
-def _segment_seed(seed: int, segment: int) -> int:
-    return int(np.random.SeedSequence([int(seed), int(segment), 0x57]).generate_state(1)[0] & 0x7FFFFFFF)
-
-
 def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int], clip_norm: float,
                    sampling_rate: float, delta: float, epsilon_target, eval_every: int, device: str = "cpu",
                    lr_rule_factory=None, orders: np.ndarray = ORDERS):
-    """K Poisson mini-batch private runs (rows of ``sigma`` and ``lr``, ``(K, T)``), trained by
-    :func:`~dpcompanion.training.trainers.train` in segments of ``eval_every`` steps
-    with the validation accuracy measured before the first step and after each segment.
+    """K Poisson mini-batch private runs (rows of ``sigma`` and ``lr``, ``(K, T)``), trained by one
+    :func:`~dpcompanion.training.trainers.train` call whose evaluation hook measures the
+    validation accuracy every ``eval_every`` steps and after the last (issue 32).
 
-    Privacy: run k has a :class:`ScheduleLedger` for its row (``epsilon_target``: one number
-    or one per run), charged for every step of a segment before the segment runs; a
-    refused step stops the run there (its later steps get step size 0: the parameters stay
-    where they are, nothing is released). The trainer is called without a budget (no ledger of its own)
-    because this ledger has already charged each step. Segment ``j`` of run ``k`` draws its
-    Poisson masks and noise from a seed derived from ``(seeds[k], j)``; the first segment
-    draws the initial parameters from ``seeds[k]``. A segment's training call skips its own
-    evaluation of the training set (``final_eval=False``): the segments are evaluated on the
-    validation set here.
+    Privacy: run k's budget is an :class:`~dpcompanion.theory.ledger.EpsilonTarget`
+    (``epsilon_target``: one number or one per run, at ``delta``, RDP at ``orders``); the
+    engine charges one ledger per (schedule row, target) before each noisy step. A refused
+    step stops the run there: it keeps its place in the batch (``on_refusal="hold"``: its
+    masks and noise at its planned level are still drawn, at step size 0), so the parameters
+    stay where they are, nothing is released, and the other runs see the batch they always
+    did. Segment ``j`` (steps from ``j eval_every``) of run ``k`` draws its Poisson masks and
+    noise from a seed derived from ``(seeds[k], j)`` (``segment_noise``,
+    :func:`~dpcompanion.training.trainers.engine.segment_seed`), as when each segment was its own
+    training call: the committed W results were made so. Training starts from ``model.init``
+    drawn from ``segment_seed(seeds[k], 0)``, while the accuracy before the first step is that
+    of ``model.init`` drawn from ``seeds[k]``: the same point for a model started at 0 (W's
+    head), not for a randomly initialised one (W-F4's MLP); kept as the results were made.
+    The training call skips its own evaluation of the training set (``final_eval=False``).
 
-    ``lr_rule_factory(K) -> callable(t_global, g, lr_t) -> lr`` (optional) makes step sizes
-    that depend on the privatized gradient (W's adaptive rule), with state kept across
-    segments.
+    ``lr_rule_factory(K) -> callable(t, g, lr_t) -> lr`` (optional) makes step sizes that
+    depend on the privatized gradient (W's adaptive rule), its state kept across the call.
 
     Returns a dict: ``steps`` (evaluation points, 0..T), ``val_accuracy`` (K, n_eval),
     ``epsilon`` (K,) spent, ``stopped`` (K,), ``steps_done`` (K,), ``theta``, ``lr_used``
-    (K, T) (the step sizes actually applied).
+    (K, T) (the step sizes actually applied, 0 after a run stopped).
     """
     sig = np.array(sigma, dtype=np.float64, ndmin=2)
     lr_a = np.array(lr, dtype=np.float64, ndmin=2)
@@ -222,69 +217,33 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
     if not (isinstance(eval_every, (int, np.integer)) and eval_every >= 1):
         raise ValueError(f"eval_every must be an integer >= 1, got {eval_every!r}")
     targets = np.broadcast_to(np.asarray(epsilon_target, dtype=np.float64), (K,))
-    # one ledger per distinct (schedule, target): the runs sharing both are charged alike
-    ledgers: dict[tuple, ledger.ScheduleLedger] = {}
-    group = []
-    for k in range(K):
-        key = (sig[k].tobytes(), float(targets[k]))
-        if key not in ledgers:
-            ledgers[key] = ScheduleLedger(sigma=sig[k], sampling_rate=sampling_rate, delta=delta,
-                                          epsilon_target=float(targets[k]), orders=orders)
-        group.append(key)
-    refused = dict.fromkeys(ledgers, False)
-    counts = np.zeros(K, dtype=np.int64)
-    eps_spent = np.zeros(K)
-    stopped = np.zeros(K, dtype=bool)
+    budget = tuple(EpsilonTarget(epsilon=float(e), delta=delta, orders=orders) for e in targets)
     Xv = torch.as_tensor(np.asarray(X_val), dtype=torch.float32)
     yv = torch.as_tensor(np.asarray(y_val), dtype=torch.long)
-    theta = None
-    rule = lr_rule_factory(K) if lr_rule_factory is not None else None
-    evals, accs = [0], []
-    lr_used = np.zeros((K, T))
+    steps = [0] + eval_points(T, eval_every)
+    column = {s: i for i, s in enumerate(steps)}
+    acc = np.empty((K, len(steps)))
 
-    def evaluate(th):
-        if th is None:
-            th = model.init(generators=[torch.Generator().manual_seed(s) for s in seeds])
-        return model.evaluate(th, Xv, yv)[1].double().numpy()
+    def evaluate(step, theta, runs):  # the evaluation hook
+        acc[runs.start:runs.stop, column[step]] = model.evaluate(theta, Xv, yv)[1].double().numpy()
 
-    accs.append(evaluate(None))
-    for j, t0 in enumerate(range(0, T, eval_every)):
-        t1 = min(T, t0 + eval_every)
-        seg_sig = sig[:, t0:t1].copy()
-        seg_lr = lr_a[:, t0:t1].copy()
-        for key, led in ledgers.items():  # charge before the noisy steps
-            for t in range(t0, t1):
-                if refused[key]:
-                    break
-                try:
-                    led.charge(t)
-                except BudgetExceeded:
-                    refused[key] = True
-        for k in range(K):
-            led = ledgers[group[k]]
-            counts[k], eps_spent[k], stopped[k] = led.steps, led.spent, refused[group[k]]
-            if stopped[k]:
-                done = max(0, int(counts[k]) - t0)
-                # no noiseless step anywhere: the refused steps keep their (uncharged) noise
-                # level but get step size 0, so the parameters do not move and nothing is released
-                seg_lr[k, done:] = 0.0
-        seg_rule = None
-        if rule is not None:
-            def seg_rule(t, g, lr_t, _off=t0):
-                return rule(_off + t, g, lr_t) * (lr_t > 0).to(lr_t.dtype)
+    evaluate(0, model.init(generators=[torch.Generator().manual_seed(s) for s in seeds]), range(K))
+    lr_rule = None
+    if lr_rule_factory is not None:
+        rule = lr_rule_factory(K)
 
-        # no ledger here (no budget): this ledger has charged every step of the segment already
-        config = TrainConfig.build(sigma=seg_sig, lr=seg_lr, clip_norm=clip_norm,
-                                   seed=[_segment_seed(s, j) for s in seeds], N=len(y), sampling_rate=sampling_rate,
-                                   lr_rule=seg_rule, device=device, progress=False, final_eval=False,
-                                   algorithm=None if rule is None else "adp-sgd-adaptive-segment")
-        h = train(model, X, y, config, init=theta)
-        lr_used[:, t0:t1] = np.nan_to_num(h.lr)
-        theta = h.theta
-        evals.append(t1)
-        accs.append(evaluate(theta))
-    return {"steps": np.array(evals), "val_accuracy": np.stack(accs, axis=1), "epsilon": eps_spent,
-            "stopped": stopped, "steps_done": counts, "theta": theta, "lr_used": lr_used}
+        def lr_rule(t, g, lr_t):  # a step planned at size 0 stays 0
+            return rule(t, g, lr_t) * (lr_t > 0).to(lr_t.dtype)
+
+    config = TrainConfig.build(sigma=sig, lr=lr_a, clip_norm=clip_norm, seed=seeds, budget=budget, N=len(y),
+                               sampling_rate=sampling_rate, lr_rule=lr_rule, device=device, progress=False,
+                               final_eval=False, eval_every=int(eval_every), on_eval=evaluate, segment_noise=True,
+                               on_refusal="hold", algorithm=None if lr_rule is None else "adp-sgd-adaptive")
+    init = model.init(generators=[torch.Generator().manual_seed(segment_seed(s, 0)) for s in seeds],
+                      dtype=config.dtype, device=config.device)
+    h = train(model, X, y, config, init=init)
+    return {"steps": np.array(steps), "val_accuracy": acc, "epsilon": np.asarray(h.epsilon, dtype=np.float64),
+            "stopped": h.stopped_early, "steps_done": h.steps_done, "theta": h.theta, "lr_used": np.nan_to_num(h.lr)}
 
 
 # --------------------------------------------------------------------------- transfer

@@ -24,7 +24,8 @@ Training (this package): one entry, one config::
                                clip_norm=4.0, seed=0, beta=0.0, sampling_rate=None (the budget's),
                                N=None, lr_rule=None, device="auto", dtype=torch.float32,
                                progress=None, record=None, memory_budget=4 GiB, fast=None,
-                               secure=False)
+                               secure=False, eval_every=None, on_eval=None, segment_noise=False,
+                               on_refusal="stop")
     h = train(model, X, y, config, X_test=None, y_test=None, init=None) -> History
 
 and thin wrappers that build the config from keywords::
@@ -59,6 +60,10 @@ and thin wrappers that build the config from keywords::
   the noise from ``os.urandom`` afresh for each call, never recorded, not reproducible by
   design (:class:`.engine.NoiseSource` says what the source is and what it claims). The seed
   still draws the initial parameters.
+* ``eval_every``, ``on_eval``: the evaluation hook, ``on_eval(step, theta, runs)`` after every
+  ``eval_every`` steps and the last (issue 32); ``segment_noise`` reseeds the noise at each
+  evaluation point; ``on_refusal="hold"`` keeps a refused run in the batch at step size 0
+  (:class:`.config.TrainConfig` says what each does; Wu et al.'s protocol uses all three).
 * ``init``: ``(P,)`` or ``(K, P)`` initial parameters (default drawn from each seed).
 * ``device``: ``auto|cpu|cuda`` (:func:`dpcompanion.core.provenance.resolve_device`); same
   code on both. Same seed -> same numbers on CPU, whatever the batch it runs in.

@@ -1,7 +1,8 @@
 """The frozen configuration of a private training call, validated once.
 
-A :class:`TrainConfig` holds one :class:`~dpcompanion.theory.budget.Budget` (what the
-ledger enforces; ``None`` for analysis runs without a ledger) and the training settings.
+A :class:`TrainConfig` holds one :class:`~dpcompanion.theory.budget.Budget` or
+:class:`~dpcompanion.theory.ledger.EpsilonTarget` (what the ledger enforces; one per run is
+allowed; ``None`` for analysis runs without a ledger) and the training settings.
 It is built with :meth:`TrainConfig.build` and trained with
 :func:`dpcompanion.training.train` (``train(model, X, y, config)``); the per-trainer
 functions (:func:`~dpcompanion.training.trainers.train_pgd`, ``train_psgd``,
@@ -39,9 +40,11 @@ import torch
 from dpcompanion.core import validate
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.theory.budget import Budget
+from dpcompanion.theory.ledger import EpsilonTarget
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
+    "ON_REFUSAL",
     "RECORDABLE",
     "SECURE_NOISE_NOTE",
     "SEEDED_NOISE_NOTE",
@@ -54,6 +57,10 @@ __all__ = [
 #: bytes a training call may use for its run-dependent state (chunks of runs are trained
 #: one after the other to stay below it)
 DEFAULT_MEMORY_BUDGET = 4 * 2**30
+
+#: what a run whose ledger refuses a step does (``TrainConfig.on_refusal``): ``stop`` (it draws
+#: and computes nothing more) or ``hold`` (it keeps its place in the batch at step size 0)
+ON_REFUSAL = ("stop", "hold")
 
 #: per-step fields a trainer can record (``record=``); the History holds None for the rest
 RECORDABLE = ("loss", "grad_norm", "clip_fraction", "sigma", "lr", "budget_spent")
@@ -157,15 +164,21 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _budget(budget, R, delta, sampling_rate) -> Budget | None:
-    """The one Budget of a call: ``budget`` itself, or ``R`` (with ``delta``) as
-    :meth:`Budget.from_R` (the per-trainer functions' shorthand); None: no ledger."""
+def _budget(budget, R, delta, sampling_rate):
+    """The budget of a call: ``budget`` itself (a Budget, an EpsilonTarget, or a tuple of them,
+    one per run), or ``R`` (with ``delta``) as :meth:`Budget.from_R` (the per-trainer functions'
+    shorthand); None: no ledger."""
     if budget is not None:
         if R is not None or delta is not None:
             raise ValueError("give either budget or R (with delta), not both")
-        if not isinstance(budget, Budget):
-            raise ValueError(f"budget must be a dpcompanion.theory.budget.Budget or None, got {budget!r}"[:200])
-        return budget
+        many = isinstance(budget, (list, tuple))
+        for b in budget if many else [budget]:
+            if not isinstance(b, (Budget, EpsilonTarget)):
+                raise ValueError("budget must be a dpcompanion.theory.budget.Budget, a dpcompanion.theory.ledger."
+                                 f"EpsilonTarget, one of them per run, or None, got {b!r}"[:200])
+            if isinstance(b, Budget) and b.sampling_rate != sampling_rate:
+                raise ValueError(f"sampling_rate must be the budget's ({b.sampling_rate:g}), got {sampling_rate:g}")
+        return tuple(budget) if many else budget
     if R is None:  # no ledger: nothing is accounted (a delta given alongside is not used)
         if delta is not None:
             validate.delta(delta)
@@ -185,9 +198,10 @@ def _budget(budget, R, delta, sampling_rate) -> Budget | None:
 class TrainConfig:
     """Everything a private training call needs besides the model and the data.
 
-    ``budget``: the :class:`~dpcompanion.theory.budget.Budget` each run's
-    :class:`~dpcompanion.theory.ledger.PrivacyLedger` enforces (``None``: no ledger, analysis
-    runs; the cost is still added up). ``sigma`` and ``lr``: ``(K, T)`` float64, read-only;
+    ``budget``: the :class:`~dpcompanion.theory.budget.Budget` (or
+    :class:`~dpcompanion.theory.ledger.EpsilonTarget`) each run's
+    :class:`~dpcompanion.theory.ledger.PrivacyLedger` enforces, or a tuple of one per run
+    (``None``: no ledger, analysis runs; the cost is still added up). ``sigma`` and ``lr``: ``(K, T)`` float64, read-only;
     ``seeds``: one per run; ``single``: the caller asked for one run (the History is then
     unbatched). ``sampling_rate``: Poisson rate p (the budget's). ``beta``: debiased
     momentum. ``lr_rule(t, g, lr_t) -> (K,)``: optional step-size rule from the privatized
@@ -208,6 +222,21 @@ class TrainConfig:
     from ``os.urandom`` afresh for each :func:`~dpcompanion.training.train` call, never
     recorded and not reproducible by design (the module docstring; the source:
     :class:`~dpcompanion.training.trainers.engine.NoiseSource`).
+
+    **Evaluation hook** (issue 32): ``on_eval(step, theta, runs)`` is called after every
+    ``eval_every`` steps and after the last one (steps ``eval_every, 2 eval_every, ..., T``),
+    also for the points left once every run has stopped, with a copy of the current parameters
+    ``theta (k, P)`` of the runs ``runs`` (a ``range`` of run indices: the chunk being trained).
+    ``segment_noise``: each segment between evaluation points (segment ``j``: steps ``j
+    eval_every`` on) draws its Poisson masks and noise from generators seeded with
+    :func:`~dpcompanion.training.trainers.engine.segment_seed` ``(seed, j)``, so a call equals
+    training segment by segment, one call per segment from the last one's parameters (Wu et
+    al.'s protocol, whose committed results were trained so); seeded noise only.
+    ``on_refusal``: ``"stop"`` (default): a run whose ledger refuses a step stops there and
+    draws and computes nothing more; ``"hold"``: it stops moving (step size 0, nothing
+    released) but keeps its place in the batch (its masks and noise, at its planned noise
+    level, are still drawn and its clipped sum computed), so the runs still training see the
+    very batch they would see had it not been refused (Wu et al.'s protocol).
     """
 
     sigma: np.ndarray
@@ -229,6 +258,10 @@ class TrainConfig:
     N: int | None = None
     final_eval: bool = True
     secure: bool = False
+    eval_every: int | None = None
+    on_eval: Callable | None = None
+    segment_noise: bool = False
+    on_refusal: str = "stop"
 
     @property
     def K(self) -> int:
@@ -240,7 +273,11 @@ class TrainConfig:
 
     @property
     def R(self) -> float | None:
-        """The budget's R (None without a budget)."""
+        """The budget's R (None without a budget, for an EpsilonTarget, or for per-run budgets
+        whose R differ)."""
+        if isinstance(self.budget, tuple):
+            Rs = {b.R for b in self.budget}
+            return Rs.pop() if len(Rs) == 1 else None
         return None if self.budget is None else self.budget.R
 
     @classmethod
@@ -267,12 +304,18 @@ class TrainConfig:
         fast: bool | None = None,
         final_eval: bool = True,
         secure: bool = False,
+        eval_every: int | None = None,
+        on_eval: Callable | None = None,
+        segment_noise: bool = False,
+        on_refusal: str = "stop",
     ) -> "TrainConfig":
         """Validate every setting (one ``ValueError`` naming the parameter) and freeze them.
 
         The budget is ``budget`` (a :class:`~dpcompanion.theory.budget.Budget`), or ``R`` in
         Hong's units (R = 2 rho) with ``delta`` as a shorthand for ``Budget.from_R``, or
-        neither (no ledger). ``sampling_rate`` defaults to the budget's (1 without one).
+        neither (no ledger); ``budget`` may also be an
+        :class:`~dpcompanion.theory.ledger.EpsilonTarget` or a sequence of one budget per run.
+        ``sampling_rate`` defaults to the budget's (1 without one or for an EpsilonTarget).
         ``N``: the number of training samples, for the sigma floor (default 1). ``algorithm``
         defaults to ``pgd``/``psgd`` (``-momentum`` with ``beta > 0``). ``secure``: draw the
         noise from an ``os.urandom``-seeded source instead of ``seed`` (see the class docstring).
@@ -284,16 +327,17 @@ class TrainConfig:
         clip_norm = validate.positive("clip_norm", clip_norm)
         beta = validate.number("beta (momentum)", beta, lo=0.0, hi=1.0, lo_open=False)
         if budget is not None and sampling_rate is None:
-            p = budget.sampling_rate if isinstance(budget, Budget) else 1.0
+            first = budget[0] if isinstance(budget, (list, tuple)) and len(budget) else budget
+            p = first.sampling_rate if isinstance(first, Budget) else 1.0
         else:
             p = validate.sampling_rate(1.0 if sampling_rate is None else sampling_rate)
         budget = _budget(budget, R, delta, p)
-        if budget is not None and budget.sampling_rate != p:
-            raise ValueError(f"sampling_rate must be the budget's ({budget.sampling_rate:g}), got {p:g}")
         if dtype not in (torch.float32, torch.float64):
             raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
         seeds, sig, single = as_runs(seed, sigma)
         K, T = sig.shape
+        if isinstance(budget, tuple) and len(budget) != K:
+            raise ValueError(f"budget must be one budget or one per run ({K}), got {len(budget)}")
         check_sigma(sig, clip_norm=clip_norm, denominator=p * (N if N else 1), dtype=dtype)
         try:
             lr_arr = np.asarray(lr, dtype=np.float64)
@@ -323,23 +367,46 @@ class TrainConfig:
             raise ValueError(f"final_eval must be True or False, got {final_eval!r}")
         if not isinstance(secure, (bool, np.bool_)):
             raise ValueError(f"secure must be True or False, got {secure!r}")
+        if eval_every is not None and (isinstance(eval_every, (bool, np.bool_))
+                                       or not isinstance(eval_every, (int, np.integer)) or eval_every < 1):
+            raise ValueError(f"eval_every must be an integer >= 1 or None, got {eval_every!r}")
+        if on_eval is not None and not callable(on_eval):
+            raise ValueError(f"on_eval must be a callable (step, theta, runs) or None, got {on_eval!r}"[:200])
+        if (on_eval is not None or segment_noise) and eval_every is None:
+            raise ValueError("on_eval and segment_noise need eval_every (the steps between evaluations)")
+        if segment_noise not in (True, False):
+            raise ValueError(f"segment_noise must be True or False, got {segment_noise!r}")
+        if segment_noise and secure:
+            raise ValueError("segment_noise reseeds the seeded noise at each segment; secure noise is never seeded: "
+                             "give one of segment_noise and secure")
+        on_refusal = validate.choice("on_refusal", on_refusal, ON_REFUSAL)
         if algorithm is None:
             algorithm = ("psgd" if p < 1.0 else "pgd") + ("-momentum" if beta else "")
         return cls(sigma=_frozen(sig), seeds=tuple(seeds), single=single, budget=budget, lr=_frozen(lr_arr),
                    clip_norm=clip_norm, beta=beta, sampling_rate=p, lr_rule=lr_rule, device=resolve_device(device),
                    dtype=dtype, progress=progress, algorithm=str(algorithm), record=frozenset(rec),
                    memory_budget=int(memory_budget), fast=fast, N=None if N is None else int(N),
-                   final_eval=bool(final_eval), secure=bool(secure))
+                   final_eval=bool(final_eval), secure=bool(secure),
+                   eval_every=None if eval_every is None else int(eval_every), on_eval=on_eval,
+                   segment_noise=bool(segment_noise), on_refusal=on_refusal)
 
     def rows(self, a: int, b: int) -> "TrainConfig":
         """The same configuration for runs ``a..b-1`` (a chunk)."""
-        return replace(self, sigma=self.sigma[a:b], lr=self.lr[a:b], seeds=self.seeds[a:b], single=False)
+        budget = self.budget[a:b] if isinstance(self.budget, tuple) else self.budget
+        return replace(self, sigma=self.sigma[a:b], lr=self.lr[a:b], seeds=self.seeds[a:b], single=False,
+                       budget=budget)
 
     def describe(self) -> dict[str, Any]:
         """JSON-friendly summary (for History.meta): the settings, whether the noise was secure
         and the ``privacy_note`` saying what the guarantee assumes (:data:`SEEDED_NOISE_NOTE`
-        or :data:`SECURE_NOISE_NOTE`)."""
-        return {"algorithm": self.algorithm, "clip_norm": self.clip_norm, "beta": self.beta,
-                "sampling_rate": self.sampling_rate, "record": sorted(self.record),
-                "memory_budget": self.memory_budget, "final_eval": self.final_eval, "secure": self.secure,
-                "privacy_note": SECURE_NOISE_NOTE if self.secure else SEEDED_NOISE_NOTE}
+        or :data:`SECURE_NOISE_NOTE`); ``eval_every``, ``segment_noise`` and ``on_refusal``
+        only where they are set (a call without them describes itself as before)."""
+        out = {"algorithm": self.algorithm, "clip_norm": self.clip_norm, "beta": self.beta,
+               "sampling_rate": self.sampling_rate, "record": sorted(self.record),
+               "memory_budget": self.memory_budget, "final_eval": self.final_eval, "secure": self.secure,
+               "privacy_note": SECURE_NOISE_NOTE if self.secure else SEEDED_NOISE_NOTE}
+        if self.eval_every is not None:
+            out.update(eval_every=self.eval_every, segment_noise=self.segment_noise)
+        if self.on_refusal != "stop":
+            out["on_refusal"] = self.on_refusal
+        return out

@@ -7,9 +7,10 @@ stages, each a small object or function tested on its own:
 
 1. **charge** (:class:`Charger`): each run's ledger is charged *before* the noisy step;
    a run whose ledger refuses stops there (``stopped_early``), as in Hong et al. 2022
-   Algorithm 1 lines 2-8. Runs with the same schedule row are charged through
+   Algorithm 1 lines 2-8. Runs with the same schedule row and budget are charged through
    one ledger (a ledger is a deterministic function of the steps charged to it, so they
-   would all decide alike); ``R=None`` (no ledger) only adds up the cost.
+   would all decide alike); ``R=None`` (no ledger) only adds up the cost. This is the one
+   place where runs are charged: Wu et al.'s protocol trains through it too (issue 32).
 2. **sample** (:func:`sample`, PSGD only): a Poisson mask per run, each sample kept with
    probability p.
 3. **private step** (:func:`private_step`): clip-and-sum (an oracle from
@@ -18,12 +19,19 @@ stages, each a small object or function tested on its own:
    positive scale) -> scale -> step size -> (momentum) -> update.
 4. **record** (:class:`Recorder`): the per-step fields that were asked for.
 
+After every ``config.eval_every`` steps and the last one, ``config.on_eval(step, theta,
+runs)`` is called (the evaluation hook, issue 32), also for the points left once every run
+has stopped (their parameters no longer change).
+
 Randomness. Run k owns two generators: a CPU ``torch.Generator`` seeded with
 ``seed_k`` for the initial parameters, and a generator on the device seeded with
 :func:`noise_seed` for everything drawn during training, in a fixed order: blocks of
 :func:`block_steps` steps, each the block's Poisson masks then its Gaussian vectors of
 length P (:class:`NoiseSource`; one step per block for large models, so one call draws
-many steps of a small one). Runs that share a seed share that stream (common random
+many steps of a small one). With ``config.segment_noise`` the stream restarts at each
+evaluation point: segment ``j`` (steps from ``j eval_every``) draws from a generator seeded
+with :func:`noise_seed` of :func:`segment_seed` ``(seed_k, j)``, its blocks ending with the
+segment. Runs that share a seed share that stream (common random
 numbers), so one generator per distinct seed serves them all. A run's numbers do not
 depend on which other runs share the batch, nor on the chunking. That stream is a public
 function of the seed: the guarantee of such a run needs its seed to stay secret. With
@@ -53,7 +61,6 @@ import torch
 
 from dpcompanion.core import validate
 from dpcompanion.theory import numerical_accounting
-from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
 from dpcompanion.training.model_base import Model
 from dpcompanion.training.trainers import steps
@@ -64,6 +71,8 @@ from dpcompanion.training.trainers.oracles import StepGrad, make_oracle
 __all__ = [
     "train",
     "noise_seed",
+    "segment_seed",
+    "eval_points",
     "secret_noise_seeds",
     "SECURE_DRAWS",
     "as_runs",
@@ -85,6 +94,26 @@ def noise_seed(seed: int) -> int:
     """Seed of a run's training-noise generator, derived from its seed (so the noise
     stream is not the init stream)."""
     return int(np.random.SeedSequence([int(seed), 0x5EED]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def segment_seed(seed: int, segment: int) -> int:
+    """The seed of segment ``segment`` of a run seeded ``seed`` under ``TrainConfig.segment_noise``
+    (its noise generator is seeded with :func:`noise_seed` of it), and of the initial parameters
+    Wu et al.'s protocol trains from (:func:`dpcompanion.experiments.protocols.wu.train_segments`).
+
+    >>> segment_seed(0, 0) == segment_seed(0, 0) != segment_seed(0, 1)
+    True
+    """
+    return int(np.random.SeedSequence([int(seed), int(segment), 0x57]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def eval_points(T: int, eval_every: int) -> list[int]:
+    """The steps after which the evaluation hook is called: every ``eval_every`` steps and the last.
+
+    >>> eval_points(12, 5), eval_points(10, 5)
+    ([5, 10, 12], [5, 10])
+    """
+    return list(range(int(eval_every), int(T), int(eval_every))) + [int(T)]
 
 
 #: generators per distinct seed whose draws a secure run's noise sums (Opacus's ``secure_mode``
@@ -171,10 +200,11 @@ def _progress(total: int, progress: bool | None, desc: str):
 
 
 class Charger:
-    """The charge stage: one ledger per distinct schedule row, charged before each step.
+    """The charge stage: one ledger per distinct (schedule row, budget), charged before each step.
 
-    ``sigma (K, T)``; ``budget``: each ledger is :meth:`PrivacyLedger.from_budget` of it;
-    ``None``: no ledger, the cost ``p^2/sigma^2``
+    ``sigma (K, T)``; ``budget``: each ledger is :meth:`PrivacyLedger.from_budget` of it (a
+    Budget or an EpsilonTarget, or a tuple of one per run); ``None``: no ledger, the cost
+    ``p^2/sigma^2``
     (:func:`dpcompanion.theory.numerical_accounting.psgd_step_cost`) is only added up.
     :meth:`charge` returns the runs allowed to take step t (a ledger that refuses a step, by
     R or by the RDP epsilon, stops its runs there, before the step); :attr:`spent` is each
@@ -182,8 +212,16 @@ class Charger:
     last step, which is the sigma its noise uses. :meth:`epsilon` is each run's
     :meth:`PrivacyLedger.spent_epsilon`, the end-of-run report."""
 
-    def __init__(self, sigma: np.ndarray, *, budget: Budget | None, sampling_rate: float):
-        self.sigma_rows, self.group_of = unique_rows(sigma)
+    def __init__(self, sigma: np.ndarray, *, budget, sampling_rate: float):
+        if isinstance(budget, tuple):  # one budget per run: a group shares its row and its budget
+            distinct = list(dict.fromkeys(budget))
+            ids = np.array([distinct.index(b) for b in budget], dtype=np.float64)
+            rows, self.group_of = unique_rows(np.column_stack([sigma, ids]))
+            self.sigma_rows = np.ascontiguousarray(rows[:, :-1])
+            budgets = [distinct[int(i)] for i in rows[:, -1]]
+        else:
+            self.sigma_rows, self.group_of = unique_rows(sigma)
+            budgets = [budget] * self.sigma_rows.shape[0]
         G = self.sigma_rows.shape[0]
         self.p = float(sampling_rate)
         self.alive = np.ones(G, dtype=bool)
@@ -195,7 +233,7 @@ class Charger:
             costs = np.array([numerical_accounting.psgd_step_cost(sigma=float(v), sampling_rate=self.p) for v in vals])
             self.cost = costs[inv.reshape(-1)].reshape(self.sigma_rows.shape)
         else:
-            self.ledgers = [PrivacyLedger.from_budget(budget) for _ in range(G)]
+            self.ledgers = [PrivacyLedger.from_budget(b) for b in budgets]
 
     @property
     def n_ledgers(self) -> int:
@@ -228,7 +266,7 @@ class Charger:
     def epsilon(self) -> np.ndarray | None:
         """Each run's spent epsilon by its ledger (:meth:`PrivacyLedger.spent_epsilon`); None
         without ledgers or without delta."""
-        if self.ledgers is None or self.ledgers[0].delta is None:
+        if self.ledgers is None or any(led.delta is None for led in self.ledgers):
             return None
         return np.array([led.spent_epsilon() for led in self.ledgers])[self.group_of]
 
@@ -512,7 +550,8 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     """Train ``config.K`` runs of ``model`` on ``(X, y)`` under ``config`` (a
     :class:`~dpcompanion.training.trainers.config.TrainConfig`, validated when it was built):
     every run's ledger is charged before each noisy step and the run stops rather than
-    overspend (see the module docstring). ``y``: class labels in ``{0, ..., n_classes - 1}``
+    overspend (see the module docstring); ``config.on_eval`` is called at :func:`eval_points`
+    (the evaluation hook). ``y``: class labels in ``{0, ..., n_classes - 1}``
     (``{0, 1}`` for a binary model), checked once here. ``X_test, y_test``: optional test data (the
     History's ``test_accuracy``); ``init``: initial parameters ``(P,)`` or ``(K, P)``
     (default: drawn from each run's seed).
@@ -563,7 +602,7 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     try:
         for a, b in chunks:
             parts.append(_run_chunk(model, oracle, test, Xt, cfg.rows(a, b) if (a, b) != (0, K) else cfg,
-                                    None if th0 is None else th0[a:b], bar, secret=secret))
+                                    None if th0 is None else th0[a:b], bar, secret=secret, runs=range(a, b)))
     finally:
         bar.close()
     h = parts[0] if len(parts) == 1 else History.concat(parts)
@@ -579,7 +618,7 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     return h
 
 
-def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=None) -> History:
+def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=None, runs: range) -> History:
     dev, dtype = Xt.device, cfg.dtype
     K, T, N, P = cfg.K, cfg.T, Xt.shape[0], model.n_params
     if th0 is None:
@@ -587,8 +626,21 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=No
     else:
         theta = th0.clone()
     charger = Charger(cfg.sigma, budget=cfg.budget, sampling_rate=cfg.sampling_rate)
-    noise_src = NoiseSource(cfg.seeds, device=dev, dtype=dtype, P=P, T=T, N=N, sampling_rate=cfg.sampling_rate,
-                            secret=secret)
+
+    def noise_from(t: int) -> tuple[NoiseSource, int]:
+        """The noise source of the steps from ``t`` on and its first step: the whole call's, or
+        (``segment_noise``) the segment's, seeded from :func:`segment_seed` and ending with it."""
+        if not cfg.segment_noise:
+            return NoiseSource(cfg.seeds, device=dev, dtype=dtype, P=P, T=T, N=N, sampling_rate=cfg.sampling_rate,
+                               secret=secret), 0
+        seeds = [segment_seed(s, t // cfg.eval_every) for s in cfg.seeds]
+        return NoiseSource(seeds, device=dev, dtype=dtype, P=P, T=min(cfg.eval_every, T - t), N=N,
+                           sampling_rate=cfg.sampling_rate), t
+
+    noise_src, origin = noise_from(0)
+    pending = eval_points(T, cfg.eval_every) if cfg.on_eval is not None else []
+    hold = cfg.on_refusal == "hold"
+    everyone = np.ones(K, dtype=bool)
     recorder = Recorder(cfg.record, K, T)
     lr_rule = cfg.lr_rule.fresh() if hasattr(cfg.lr_rule, "fresh") else cfg.lr_rule
     stopped = np.zeros(K, dtype=bool)
@@ -601,13 +653,16 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=No
     need_loss, need_clip = "loss" in cfg.record, "clip_fraction" in cfg.record
     taken = 0
     for t in range(T):
+        if cfg.segment_noise and t > origin and t % cfg.eval_every == 0:
+            noise_src, origin = noise_from(t)  # a new segment: its own noise stream
         active = charger.charge(t)  # 1. charge before the noisy step
         stopped |= ~active
         if not active.any():
             break
         act = torch.as_tensor(active, device=dev)
-        weights = sample(noise_src, t, active)  # 2. Poisson sampling (PSGD)
-        noise_src.draw(t, active, noise)
+        drawing = everyone if hold else active  # held runs keep their place in the batch
+        weights = sample(noise_src, t - origin, drawing)  # 2. Poisson sampling (PSGD)
+        noise_src.draw(t - origin, drawing, noise)
         n_t = torch.as_tensor(steps_done + 1, dtype=dtype, device=dev) if v is not None else None
         sig_used = charger.sigma_used  # the sigma each run was charged for is the one its noise uses
         theta, sg, gnorm, lr_t = private_step(  # 3. clip -> sum -> noise -> scale -> update
@@ -620,7 +675,11 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=No
         steps_done[active] += 1
         taken += 1
         bar.update(1)
+        if pending and pending[0] == t + 1:  # the evaluation hook
+            cfg.on_eval(pending.pop(0), theta.detach().clone(), runs)
     bar.update(T - taken)
+    for step in pending:  # every run has stopped: the parameters are final
+        cfg.on_eval(step, theta.detach().clone(), runs)
 
     with torch.no_grad():
         final_loss = train_acc = None

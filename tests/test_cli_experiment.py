@@ -23,7 +23,7 @@ TINY = {
 
 @pytest.fixture()
 def root(tmp_path, monkeypatch):
-    exp = dataclasses.replace(h_f_infl.EXPERIMENT, id="test-cli-infl", configs=TINY)
+    exp = dataclasses.replace(h_f_infl.EXPERIMENT, id="test-cli-infl", rules=(), configs=TINY)
     base.register(exp)
     r = tmp_path / "results"
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(r))

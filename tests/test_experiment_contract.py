@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from dpcompanion.book import show
-from dpcompanion.experiments import base, store
+from dpcompanion.experiments import base, comparisons, scale_tables, store
 from dpcompanion.experiments.comparisons import reproduction
+from dpcompanion.experiments.comparisons.rule import Judgement, Margin, Rule, judge_effect
 
 PKG = Path(base.__file__).resolve().parents[1]
 ID = "test-contract-toy"
@@ -99,13 +100,28 @@ def test_an_experiment_without_rows_is_not_in_the_report(toy):
 
 
 def test_every_package_experiment_declares_what_its_module_defines():
-    """Issue 32, item 1: ``from_module`` picks up every optional name its module defines (the
-    ``EXPERIMENT`` line comes last), so nothing needs the module to find them."""
+    """Issue 32, item 1: ``from_module`` picks up every name of the contract its module defines
+    (the ``EXPERIMENT`` line comes last), so nothing needs the module to find them; every
+    experiment of the package declares its rules and its paper's scale."""
     for eid, exp in base.all_experiments().items():
         mod = sys.modules[exp.run_unit.__module__]
-        for name in base.OPTIONAL_NAMES:
-            assert getattr(exp, name) is getattr(mod, name, None), f"{eid}: {name} not declared (EXPERIMENT not last?)"
-        assert exp.verdict_rows is not None, eid
+        for name, field in {**base.REQUIRED_NAMES, **base.OPTIONAL_NAMES}.items():
+            if hasattr(mod, name):
+                declared = getattr(mod, name)
+                assert getattr(exp, field) == (tuple(declared) if field == "rules" else declared), \
+                    f"{eid}: {name} not declared (EXPERIMENT not last?)"
+        assert exp.verdict_rows is not None and exp.rules and exp.paper_scale, eid
+
+
+def test_a_module_missing_a_required_name_is_refused(monkeypatch):
+    """Issue 32: ``from_module`` names what the module lacks of the contract."""
+    import types
+
+    mod = types.ModuleType("dpcompanion.experiments.zz_incomplete")
+    mod.CONFIGS, mod.units, mod.run_unit = {"quick": {}, "full": {}}, _units, _run_unit
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    with pytest.raises(ValueError, match="lacks TITLE, combine"):
+        base.from_module(mod.__name__, id="zz-incomplete")
 
 
 def _import_module_calls(path: Path) -> list[tuple[int, str]]:
@@ -160,3 +176,84 @@ def test_one_rule_picks_the_result_shown_and_judged(toy):
         assert shown[0].startswith(f"**Sizes ({mode} mode).**") and (show.PAPER_SHOWN in shown[0]) == (mode == "paper")
     assert store.best_fresh(ID, modes=("full", "quick")).mode == "full"
     assert store.result_to_show(ID, mode="paper").mode == "paper"
+
+
+def _ruled_toy() -> base.Experiment:
+    """A toy declared as a new contributor would add one with verdict rows: its rule (with its
+    design and margin) and its paper's scale live in the declaration alone, nothing elsewhere."""
+    def judge(*, total: float, se: float) -> Judgement:
+        return judge_effect(total, se, direction=+1, df=None, n=2, design="paired").for_row(f"{total:+.3f}")
+
+    rule = Rule("test-contract-ruled/total", "toy total above zero", "a made-up paper: positive", "95% CI above zero",
+                judge, design=("paired", "both arms share the unit seeds"),
+                margin=Margin(0.01, "toy units", "smallest effect of interest", "a toy margin"))
+    dims = {"n": scale_tables.Dim(8, "a made-up paper, Sec. 1: n = 8", scale_tables.config_key("n"), setup=True)}
+
+    def table(payload):
+        return [comparisons.compare("test-contract-ruled/total", sizes_match=True, total=payload["total"], se=0.5)]
+
+    return base.Experiment(id="test-contract-ruled", title="ruled toy", configs={"quick": {"n": 4}, "full": {"n": 8}},
+                           units=_units, run_unit=_run_unit, combine=_combine, verdict_rows=table, rules=(rule,),
+                           paper_scale=dims)
+
+
+def test_a_new_experiment_declares_its_rules_and_scale_and_nothing_else_changes(tmp_path, monkeypatch):
+    """Issue 32 (acceptance): adding an experiment with verdict rows touches only its own
+    declaration: registered, its rule is in the registry (with its design and margin on the
+    row), its scale block is read by ``scale_of`` and its rows reach the verdicts report; once
+    unregistered, none of them is left."""
+    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
+    exp = base.register(_ruled_toy())
+    try:
+        assert comparisons.rule_by_id("test-contract-ruled/total") is exp.rules[0]
+        assert comparisons.design_of("test-contract-ruled/total") == "paired"
+        assert [r.id for r in comparisons.rules_for(exp.id)] == ["test-contract-ruled/total"]
+        scale = scale_tables.scale_of(exp.id, base.config_for(exp, "quick"))
+        assert scale["n"] == {"paper": 8, "ours": 4, "source": "a made-up paper, Sec. 1: n = 8", "match": False}
+        assert scale_tables.comparability(exp.id, scale)[0] == "direction"
+        assert exp.id in scale_tables.scaled_ids()
+        rows = reproduction.report_rows(pages=[exp.id], compute=True)
+        assert [r["rule"] for r in rows] == ["test-contract-ruled/total"]
+        assert rows[0]["design"] == "paired" and rows[0]["margin_reason"] == "a toy margin"
+    finally:
+        base.unregister(exp.id)
+    with pytest.raises(ValueError, match="rule must be one of"):
+        comparisons.rule_by_id("test-contract-ruled/total")
+    assert scale_tables.scale_of(exp.id, {"n": 4}) == {}
+
+
+def test_an_experiment_may_declare_only_its_own_rules():
+    """Issue 32: a rule's id names its experiment (``<id>/<panel>``); a declaration with another's
+    rule, or one rule twice, is refused when it is made."""
+    judge = lambda **m: None  # noqa: E731
+    other = Rule("h-f-eff/loss", "x", "x", "x", judge)
+    mine = Rule("test-contract-own/x", "x", "x", "x", judge)
+    kw = dict(title="t", configs={"quick": {}, "full": {}}, units=_units, run_unit=_run_unit, combine=_combine)
+    with pytest.raises(ValueError, match="are not 'test-contract-own/<panel>'"):
+        base.Experiment(id="test-contract-own", rules=(other,), **kw)
+    with pytest.raises(ValueError, match="declared twice"):
+        base.Experiment(id="test-contract-own", rules=(mine, mine), **kw)
+    with pytest.raises(ValueError, match="is not '<experiment id>/<panel>'"):
+        Rule("no-slash", "x", "x", "x", judge)
+
+
+def test_the_registry_is_not_read_while_an_experiment_module_imports(monkeypatch):
+    """Issue 32: rules and scale blocks are collected from the experiments when asked; an
+    experiment module that asked at import time would see a half-made registry, so the
+    registry refuses, naming the module."""
+    import importlib.machinery
+    import types
+
+    mod = types.ModuleType("dpcompanion.experiments.zz_half_made")
+    mod.__spec__ = importlib.machinery.ModuleSpec(mod.__name__, None)
+    mod.__spec__._initializing = True
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    monkeypatch.setattr(base.pkgutil, "iter_modules", lambda path: [types.SimpleNamespace(name="zz_half_made",
+                                                                                          ispkg=False)])
+    base._package_experiments.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="zz_half_made is being imported"):
+            base.all_experiments()
+    finally:
+        monkeypatch.undo()
+        base._package_experiments.cache_clear()

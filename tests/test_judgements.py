@@ -15,10 +15,10 @@ from dpcompanion.experiments.comparisons.rule import VERDICTS, Judgement, Rule, 
 
 @pytest.fixture
 def judged() -> dict[str, set]:
-    """Every rule of :data:`comparisons.RULES` wrapped for the test: rule id -> the types its
+    """Every rule of :func:`comparisons.all_rules` wrapped for the test: rule id -> the types its
     judge returned. ``Rule`` is frozen, so the registry's own objects are patched and restored."""
     returned: dict[str, set] = {}
-    originals = {r.id: r.judge for r in comparisons.RULES.values()}
+    originals = {r.id: r.judge for r in comparisons.all_rules().values()}
 
     def wrap(rule_id, judge):
         def wrapped(**measured):
@@ -27,12 +27,12 @@ def judged() -> dict[str, set]:
             return out
         return wrapped
 
-    for r in comparisons.RULES.values():
+    for r in comparisons.all_rules().values():
         object.__setattr__(r, "judge", wrap(r.id, r.judge))
     try:
         yield returned
     finally:
-        for r in comparisons.RULES.values():
+        for r in comparisons.all_rules().values():
             object.__setattr__(r, "judge", originals[r.id])
 
 
@@ -55,7 +55,7 @@ def test_every_rule_returns_a_judgement(judged):
     theory.accounting_rows()
     theory.h_sec_4_2_rows()
     wu_rules.w_f2_rows()
-    assert set(judged) == set(comparisons.RULES), sorted(set(comparisons.RULES) - set(judged))
+    assert set(judged) == set(comparisons.all_rules()), sorted(set(comparisons.all_rules()) - set(judged))
     assert {rid: t for rid, t in judged.items() if t != {Judgement}} == {}
 
 

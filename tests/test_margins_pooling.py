@@ -1,6 +1,6 @@
 """Issue 33, items 4 and 5: practical margins declared once, TOST, and table verdicts by a stated pooling.
 
-* the margin table (:data:`rows.MARGINS`) covers every effect row of the verdict report, each
+* the margins declared with the rules (:attr:`Rule.margin`) cover every effect row of the verdict report, each
   with a reason and a basis; the W accuracy margin recomputes from the printed tables;
 * TOST (:func:`rule.tost`) against scipy's one-sided t tests on the per-seed arrays (paired:
   ``ttest_1samp`` of the differences; independent: Welch's ``ttest_ind`` with one arm shifted);
@@ -19,8 +19,11 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from dpcompanion.experiments import store
+from dpcompanion.experiments import comparisons, store
 from dpcompanion.experiments.comparisons import reproduction, rows as rows_mod, sequential
+
+#: every declared margin, by rule id (each declared with its rule, issue 32)
+MARGINS = {rid: r.margin for rid, r in comparisons.all_rules().items() if r.margin is not None}
 from dpcompanion.experiments.comparisons.rule import estimate_effect, judge_effect, tost, with_margin
 from dpcompanion.experiments.protocols import wu_paper
 
@@ -41,16 +44,16 @@ def test_margin_table_covers_every_effect_row(report):
     none), with its basis; the row carries that reason as ``margin_reason``."""
     effect = [r for r in report if _is_effect_row(r)]
     assert effect
-    missing = sorted({r["rule"] for r in effect if r["rule"] not in rows_mod.MARGINS})
+    missing = sorted({r["rule"] for r in effect if r["rule"] not in MARGINS})
     assert not missing, f"effect rules without a declared margin: {missing}"
     bases = {"printed precision", "reported spread", "smallest effect of interest", "none"}
-    for rid, m in rows_mod.MARGINS.items():
+    for rid, m in MARGINS.items():
         assert m.basis in bases and len(m.reason) > 40, rid
         assert (m.value is None) == (m.basis == "none" or m.applied_by == "judge"), rid
         assert m.value is None or (math.isfinite(m.value) and m.value > 0), rid
     for r in effect:
         if "margin_reason" in r:
-            assert r["margin_reason"] == rows_mod.MARGINS[r["rule"]].reason, r["item"]
+            assert r["margin_reason"] == MARGINS[r["rule"]].reason, r["item"]
 
 
 def test_w_accuracy_margin_is_the_papers_spread():
@@ -120,7 +123,7 @@ def test_report_rows_inside_margin_never_disagree(report):
     for r in report:
         m = r.get("margin")
         est = r["ours"].get("estimate")
-        if m and est is not None and r["rule"] in rows_mod.MARGINS and abs(est) < m:
+        if m and est is not None and r["rule"] in MARGINS and abs(est) < m:
             assert r["verdict"] != "disagrees", r["item"]
     mom = [r for r in report if r["rule"] == "h-f-mom/expinfl-vs-momexpinfl"]
     if mom and mom[0]["result"]["mode"] == "paper":
@@ -188,7 +191,7 @@ def test_pooled_table_gap_recomputes_from_stored_arrays(report, eid):
         n, level = None, 0.95
         if r.get("stage"):  # a look of the experiment's group-sequential plan (issue 33, item 6)
             n = int(r["stage"].split(", ")[1].split()[0])
-            level = [lk for lk in sequential.looks_of(rows_mod.plan_of(eid), n) if lk.n == n][-1].level
+            level = [lk for lk in sequential.looks_of(comparisons.plan_of(eid), n) if lk.n == n][-1].level
         ref = {}
         for metric in ("best", "last"):
             ref.update(_cells_ref(cells, metric, n))

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcompanion.experiments import comparisons, store
+from dpcompanion.experiments import comparisons, store, w_t1245
 from dpcompanion.experiments import scale_tables as scale
 from dpcompanion.experiments.comparisons import reproduction, rows as rows_mod, sequential
 from dpcompanion.experiments.comparisons.rule import estimate_effect, judge_effect
@@ -58,7 +58,7 @@ def _check_paired(row: dict, adp, dp):
     assert row["design"] == "paired", row["item"]
     if row.get("stage"):
         n = int(re.search(r"(\d+) seeds", row["stage"]).group(1))
-        look = [lk for lk in sequential.looks_of(rows_mod.plan_of(row["page"]), n) if lk.n == n][-1]
+        look = [lk for lk in sequential.looks_of(comparisons.plan_of(row["page"]), n) if lk.n == n][-1]
         adp, dp = np.asarray(adp, float)[:n], np.asarray(dp, float)[:n]
         ci = stats.ttest_rel(adp, dp).confidence_interval(look.level)
         lo, hi = float(ci.low), float(ci.high)
@@ -102,9 +102,8 @@ def test_hong_pairing_is_the_same_estimator():
 def test_design_table_is_verified_in_code():
     """Issue 33: one table states the design of every two-arm comparison, with its reason."""
     for rid in ("w-f1/gap", "w-t1245/gap", "w-t1245/table", "w-ladder/table", "w-t36/gap"):
-        assert rows_mod.design_of(rid) == "paired" and "seed" in rows_mod.DESIGN_OF[rid][1]
-    assert rows_mod.design_of("w-f4/decay") == "independent"
-    assert set(rows_mod.DESIGN_OF) <= set(comparisons.RULES)
+        assert comparisons.design_of(rid) == "paired" and "seed" in comparisons.rule_by_id(rid).design[1]
+    assert comparisons.design_of("w-f4/decay") == "independent"
 
 
 def test_w_t1245_cells_recompute_as_paired(report):
@@ -150,7 +149,7 @@ def test_w_ladder_cells_are_paired(report):
     """Issue 33: W-LADDER's rows are paired; each cell's interval is scipy's paired t interval."""
     assert all(r["design"] == "paired" for r in report if r["page"] == "w-ladder")
     for c in _stored("w-ladder").payload["cells"]:
-        _, printed, row = comparisons.gap_verdict(c, metric="best")
+        _, printed, row = w_t1245.gap_verdict(c, metric="best")
         if printed is None:
             continue
         lo, hi = _paired_ci(c["best_adp"], c["best_dp"])
@@ -185,7 +184,7 @@ def test_no_direction_row_disagrees_by_size(report):
     assert seen >= 50
     # every W transfer row is compared by direction; the scale block shows its steps and trained layers
     for r in report:
-        if r["page"] in W_PAIRED_PAGES and r["rule"] in rows_mod.COMPARABLE_OF:
+        if r["page"] in W_PAIRED_PAGES and comparisons.rule_by_id(r["rule"]).comparable is not None:
             assert r["comparable"] == "direction", r["item"]
             assert {"steps", "trained layers", "epochs"} <= set(r["scale"]), r["page"]
 
@@ -228,7 +227,7 @@ def test_hong_rows_keep_their_design(report):
         c = stats.t.ppf(0.975, o["n"] - 2) if r["rule"].startswith("h-f-eff") and "sqrt(chi2/df)" in r["note"] else z
         if r.get("stage"):  # a look of a group-sequential plan (issue 33 item 6): its repeated interval's level
             n = int(re.search(r"(\d+) (seeds|repeats)", r["stage"]).group(1))
-            look = [lk for lk in sequential.looks_of(rows_mod.plan_of(r["page"]), n) if lk.n == n][-1]
+            look = [lk for lk in sequential.looks_of(comparisons.plan_of(r["page"]), n) if lk.n == n][-1]
             c = stats.norm.ppf(0.5 + look.level / 2)
         if o.get("se") and o.get("ci_low") is not None:
             assert o["ci_low"] == pytest.approx(o["estimate"] - c * o["se"], rel=1e-9, abs=1e-12)

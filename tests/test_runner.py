@@ -151,7 +151,7 @@ def test_experiment_of_a_notebook_is_computed_once_then_loaded(tmp_path: Path, m
 
     tiny = {m: {**h_f_infl.CONFIGS["quick"], "n": 100, "T": 2, "levels": [20.0, 200.0], "repeats": 2,
                 "repeats_per_unit": 2, "fit_steps": [1, 2]} for m in ("quick", "full")}
-    exp = base.register(dataclasses.replace(h_f_infl.EXPERIMENT, id="test-runner-exp", configs=tiny))
+    exp = base.register(dataclasses.replace(h_f_infl.EXPERIMENT, id="test-runner-exp", rules=(), configs=tiny))
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
     d = tmp_path / "nbs"
     d.mkdir()

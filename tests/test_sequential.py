@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcompanion.experiments.comparisons import rows, sequential, wu_rules
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.comparisons import sequential, wu_rules
 from dpcompanion.experiments.comparisons.sequential import Plan, boundaries, obf_spending
 
 
@@ -68,8 +69,8 @@ def test_a_clear_gain_is_decided_at_an_early_look():
     """issue 33: a gain of 3 points with a 0.5-point spread is decided at look 2 (10 seeds),
     with the stage and the looks taken recorded; ours is that look's estimate."""
     adp, dp = _cell(3.0, 0.5, 20)
-    j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
-                            plan=rows.plan_of("w-t1245"))
+    j = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t",
+                            plan=comparisons.plan_of("w-t1245"))
     v, ours, note = j.verdict, j.ours, j.row_note
     assert v == "agrees" and j.stage == "look 2 of 3, 10 seeds", (v, j.stage)
     assert [n for n, _ in j.looks] == [3, 10] and j.looks[0][1] == "inconclusive"
@@ -80,8 +81,8 @@ def test_the_first_look_is_stricter_than_a_fixed_test():
     """issue 33: three seeds that a fixed-sample t interval calls 'agrees' are not decided at
     look 1 of the plan (its boundary spends 0.0001 of the 0.05)."""
     adp, dp = _cell(1.0, 0.2, 3, seed=3)
-    fixed = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap")
-    seq = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap", plan=rows.plan_of("w-t1245"))
+    fixed = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t")
+    seq = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t", plan=comparisons.plan_of("w-t1245"))
     assert fixed.verdict == "agrees" and seq.verdict == "inconclusive" and seq.stage == "look 1 of 3, 3 seeds"
 
 
@@ -89,31 +90,31 @@ def test_no_effect_reads_equivalent_with_enough_seeds_not_disagrees():
     """issue 33: a gain of zero with a small spread is shown equivalent (inside the 0.27-point
     margin) by the looks' TOST, at a look that reaches it."""
     adp, dp = _cell(0.0, 0.1, 20, seed=5)
-    j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
-                            plan=rows.plan_of("w-t1245"))
+    j = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t",
+                            plan=comparisons.plan_of("w-t1245"))
     assert j.verdict == "equivalent" and j.stage is not None
 
 
 def test_undecided_at_the_cap_stays_inconclusive():
     adp, dp = _cell(0.3, 3.0, 20, seed=7)
-    j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
-                            plan=rows.plan_of("w-t1245"))
+    j = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t",
+                            plan=comparisons.plan_of("w-t1245"))
     assert j.verdict == "inconclusive" and j.stage == "look 3 of 3, 20 seeds" and len(j.looks) == 3
 
 
 def test_fewer_seeds_than_the_first_look_are_judged_as_before():
     """A quick run (2 seeds) is short of the plan's first look: the fixed 95% interval."""
     adp, dp = _cell(3.0, 0.5, 2)
-    j = wu_rules._judge_gap(printed=PRINTED, adp=adp, dp=dp, where="t", rule="w-t1245/gap",
-                            plan=rows.plan_of("w-t1245"))
+    j = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t",
+                            plan=comparisons.plan_of("w-t1245"))
     assert j.stage is None and "95% CI" in j.row_note and "repeated" not in j.row_note
 
 
 def test_w_t1245_full_config_runs_the_declared_plan():
     from dpcompanion.experiments import w_t1245
 
-    assert w_t1245.CONFIGS["full"]["seeds"] == rows.plan_of("w-t1245").looks[-1]
-    assert sequential.looks_of(rows.plan_of("w-t1245"), 10)[-1].n == 10
+    assert w_t1245.CONFIGS["full"]["seeds"] == comparisons.plan_of("w-t1245").looks[-1]
+    assert sequential.looks_of(comparisons.plan_of("w-t1245"), 10)[-1].n == 10
 
 
 def test_a_cell_seeds_are_a_prefix_of_a_longer_run():
@@ -129,16 +130,16 @@ def test_h_f_curv_checks_are_judged_look_by_look():
     1,000 repeats) run under a declared plan; a row decided at look k names it, and the full
     config runs the plan's cap."""
     from dpcompanion.experiments import h_f_curv
-    from dpcompanion.experiments.comparisons import hong_rules
+    from dpcompanion.experiments import h_f_curv
 
-    plan = rows.plan_of("h-f-curv")
+    plan = comparisons.plan_of("h-f-curv")
     assert h_f_curv.CONFIGS["full"]["repeats"] == plan.looks[-1] and plan.unit == "repeats"
     rng = np.random.default_rng(11)
     losses = 1.0 + rng.normal(0, 0.05, plan.looks[-1])
-    j = hong_rules._judge_exact(mean=float(losses.mean()), se=0.0, exact=1.0, z=0.0,
+    j = h_f_curv._judge_exact(mean=float(losses.mean()), se=0.0, exact=1.0, z=0.0,
                                 max_clip_fraction=0.0, losses=losses, plan=plan)
     assert j.verdict == "agrees" and j.stage.startswith("look ") and "repeats" in j.stage
     assert "group-sequential plan" in j.row_note
-    fixed = hong_rules._judge_exact(mean=float(losses[:1000].mean()), se=float(losses[:1000].std(ddof=1) / math.sqrt(1000)),
+    fixed = h_f_curv._judge_exact(mean=float(losses[:1000].mean()), se=float(losses[:1000].std(ddof=1) / math.sqrt(1000)),
                               exact=1.0, z=0.0, max_clip_fraction=0.0)
     assert fixed.stage is None

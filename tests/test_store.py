@@ -31,7 +31,7 @@ TINY = {
 
 @pytest.fixture()
 def tiny(tmp_path, monkeypatch):
-    exp = dataclasses.replace(h_f_infl.EXPERIMENT, id="test-tiny-infl", configs=TINY)
+    exp = dataclasses.replace(h_f_infl.EXPERIMENT, id="test-tiny-infl", rules=(), configs=TINY)
     base.register(exp)
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
     yield exp

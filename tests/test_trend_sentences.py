@@ -11,7 +11,8 @@ import pytest
 
 from dpcompanion.book import landing
 from dpcompanion.experiments import comparisons, store
-from dpcompanion.experiments.comparisons import hong_rules, reproduction as R, summary
+from dpcompanion.experiments.comparisons import reproduction as R, summary
+from dpcompanion.experiments.h_f_eff import eff_trend
 
 
 @pytest.fixture(scope="module")
@@ -44,17 +45,17 @@ def test_eff_trend_is_weighted_least_squares():
     N, se = [250, 500, 1000, 2000, 4000], np.array([0.1, 0.1, 0.2, 0.2, 0.1])
     x = np.log2(N)
     d = 0.5 + 0.3 * x + np.array([0.05, -0.05, 0.1, -0.1, 0.02])  # within the SEs: chi2/df < 1
-    t = hong_rules.eff_trend(N=N, diff=d, se=se)
+    t = eff_trend(N=N, diff=d, se=se)
     p, cov = np.polyfit(x, d, 1, w=1 / se, cov="unscaled")
     assert t["slope"] == pytest.approx(p[0]) and t["se"] == pytest.approx(math.sqrt(cov[0, 0]))
     assert not t["inflated"] and t["df"] is None
     d2 = d + np.array([1.0, -1.0, 1.0, -1.0, 1.0])  # scatter far beyond the SEs
-    t2 = hong_rules.eff_trend(N=N, diff=d2, se=se)
+    t2 = eff_trend(N=N, diff=d2, se=se)
     p2, cov2 = np.polyfit(x, d2, 1, w=1 / se, cov=True)  # numpy scales by chi2 / (n - 2)
     assert t2["inflated"] and t2["df"] == 3
     assert t2["slope"] == pytest.approx(p2[0]) and t2["se"] == pytest.approx(math.sqrt(cov2[0, 0]))
     with pytest.raises(ValueError, match="distinct positive"):
-        hong_rules.eff_trend(N=[100, 100], diff=[0.0, 1.0], se=[0.1, 0.1])
+        eff_trend(N=[100, 100], diff=[0.0, 1.0], se=[0.1, 0.1])
 
 
 def test_h_f_eff_has_a_row_per_N_and_a_trend_row(rows, eff):
@@ -77,7 +78,7 @@ def test_h_f_eff_has_a_row_per_N_and_a_trend_row(rows, eff):
                 assert s == pytest.approx(r["ours"]["se"], rel=1e-6)
         trend = [r for r in mine if r["rule"] == f"h-f-eff/{metric}" and "beyond" not in r["item"]]
         assert len(trend) == 1
-        t = hong_rules.eff_trend(N=Ns, diff=eff["table"][f"{metric}_gain"], se=eff["table"][f"{metric}_gain_se"])
+        t = eff_trend(N=Ns, diff=eff["table"][f"{metric}_gain"], se=eff["table"][f"{metric}_gain_se"])
         assert trend[0]["ours"]["estimate"] == pytest.approx(t["slope"])
         assert trend[0]["ours"]["ci_low"] < t["slope"] < trend[0]["ours"]["ci_high"]
         assert "per doubling of N" in trend[0]["sentence"]
@@ -133,7 +134,7 @@ def test_every_row_has_a_sentence_without_internal_names(rows):
         assert isinstance(s, str) and len(s) > 20 and s.endswith("."), r["item"]
         for pat in INTERNAL:
             assert not pat.search(s), (pat.pattern, s)
-        for rid in comparisons.RULES:
+        for rid in comparisons.all_rules():
             assert rid not in s, (rid, s)
 
 

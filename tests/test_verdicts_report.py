@@ -32,14 +32,14 @@ def _combine(config, results):
 
 
 TOY = base.Experiment(id="test-h21-toy", title="toy", configs={"quick": {"x": 0.1 + 0.2}, "full": {"x": 0.5}},
-                      units=_units, run_unit=_run_unit, combine=_combine)
+                      units=_units, run_unit=_run_unit, combine=_combine,
+                      paper_scale={"x": scale.Dim(0.3, "a test: \"x is 0.3\"", lambda c: c["x"])})
 
 
 @pytest.fixture()
 def toy(tmp_path, monkeypatch):
     base.register(TOY)
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
-    monkeypatch.setitem(scale.PAPER, TOY.id, {"x": scale.Dim(0.3, "a test: \"x is 0.3\"", lambda c: c["x"])})
     yield TOY
     base.unregister(TOY.id)
 

@@ -9,11 +9,22 @@ epsilon of the noise, the tightness and the noise check).
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.comparisons.rule import Judgement, Rule
+from dpcompanion.experiments.scale_tables import Dim, config_key
 from dpcompanion.training.privacy_audit import run_audit
+
+
+#: the page's title
+TITLE = "Empirical privacy audit of the trainers (white-box canary, Gaussian-DP fit and Clopper-Pearson)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = ("no paper protocol to match: full mode uses the most trials the command accepts (200,000 per "
+              "unit: tighter lower bounds) and a finer curve over S")
 
 __all__ = ["EXPERIMENT", "verdict_rows"]
 
@@ -22,6 +33,7 @@ TRAINERS = ("pgd", "momentum", "psgd", "adp")
 #: what both modes share: the budget audited, the scales of the noise (1 = as shipped) and the
 #: trainer whose curve over S is drawn
 _AUDITED = {"epsilon": 2.0, "delta": 1e-5, "scales": [1.0, 0.5], "curve_trainer": "pgd"}
+
 CONFIGS = {
     # well under a minute on 2 CPU cores: fewer trials than the command's defaults for PSGD
     "quick": {**_AUDITED, "trials": {"pgd": 20000, "momentum": 20000, "psgd": 100000, "adp": 20000},
@@ -73,8 +85,43 @@ def verdict_rows(payload) -> list[dict]:
     return rows
 
 
-EXPERIMENT = from_module(__name__, id="audit",
-    title="Empirical privacy audit of the trainers (white-box canary, Gaussian-DP fit and Clopper-Pearson)",
-    scale_note="no paper protocol to match: full mode uses the most trials the command accepts (200,000 per "
-               "unit: tighter lower bounds) and a finer curve over S",
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = {
+    "trials": Dim(None, "not in the papers (our audit of our trainers)", config_key("trials", "n_trials")),
+}
+
+
+#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+STORED_SIZES = {"trials": lambda p: {a["trainer"]: a["trials"] for a in p["audits"]}}
+
+
+def _judge_claim(*, epsilon_claimed: float, delta: float, epsilon_lower: float, passed: bool) -> Judgement:
+    return Judgement("agrees" if passed else "disagrees", "95% lower bound; below the claim = not refuted (not proved)",
+                     ours=f"{epsilon_lower:.4g}", printed=f"({epsilon_claimed:.4g}, {delta:g})-DP (the ledger's claim)")
+
+
+def _judge_power(*, flagged: Sequence[str], trainers: Sequence[str]) -> Judgement:
+    n, k = len(trainers), len(flagged)
+    v = "agrees" if k == n else "partly" if k else "disagrees"
+    missed = sorted(set(trainers) - set(flagged))
+    return Judgement(v, "shows the test has power at this size" + (f"; not flagged: {', '.join(missed)}" if missed else ""),
+                     ours=f"{k} of {n}", printed=f"{n} of {n} (every trainer's noise is worth more than its claim)")
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+RULES: tuple[Rule, ...] = (
+    Rule("audit/claim", "trainer as shipped (S = 1): the ledger's (epsilon, delta)-DP claim", "the ledger's claim",
+         "agrees: the audit's lower bound on epsilon (the larger of the Gaussian-DP fit and the Clopper-Pearson "
+         "threshold test, 95% together) does not exceed the claim (dpcompanion.training.privacy_audit decides 'passed')",
+         _judge_claim),
+    Rule("audit/power", "the audit flags every deliberately mis-calibrated trainer",
+         "every trainer flagged", "agrees: all flagged; partly: some; disagrees: none", _judge_power),
 )
+
+
+EXPERIMENT = from_module(__name__, id="audit")

@@ -1,8 +1,12 @@
 """The contract every experiment module follows.
 
-An experiment module ``dpcompanion/experiments/<name>.py`` defines ``CONFIGS`` and three
-functions, then its ``EXPERIMENT`` with :func:`from_module`::
+An experiment module ``dpcompanion/experiments/<name>.py`` declares its facts and its functions
+by name, then its ``EXPERIMENT`` with :func:`from_module` (:data:`REQUIRED_NAMES`,
+:data:`OPTIONAL_NAMES`)::
 
+    TITLE = "PGD on two losses of different curvature (the ICLR submission, Fig. 1)"
+    SCALE_NOTE = "..."          # optional: one sentence, full mode against the paper's protocol
+    REPEATS_KEY = "repeats"     # optional: the config key counting runs
     CONFIGS = {"quick": {...}, "full": {...}}  # JSON-able dicts; full = the largest committed run
     # optional: CONFIGS["paper"] = {...}  # the paper's own sizes (hours here; run over several sittings)
     def units(config): ...        # -> list of JSON-able unit dicts, each self-contained
@@ -15,15 +19,19 @@ functions, then its ``EXPERIMENT`` with :func:`from_module`::
     # optional: def report_verdict_rows(payload): ...  # -> every row the verdicts report judges,
     #                                                  # where it has more than the page's table
 
-    EXPERIMENT = from_module(__name__, id="h-f-curv",  # lower-case SPEC ID = notebook = page name
-                             title="PGD on two losses of different curvature (the ICLR submission, Fig. 1)",
-                             scale_note="...",         # one sentence: full mode against the paper
-                             repeats_key="repeats")    # the config key counting runs, if any
+    # optional: what the paper prints and how it is judged (issue 32: declared here, nowhere else)
+    PAPER_DIMS = {"repeats": Dim(100, "<version, section: quotation>", config_key("repeats")), ...}
+    STORED_SIZES = {...}        # our sizes read from a payload, where its config may differ
+    RULES = (Rule("h-f-curv/sharp-vs-flat", item, paper, tolerance, judge, design=..., margin=...), ...)
+    SEQUENTIAL = Plan(...)      # a group-sequential plan, declared before its added runs
+
+    EXPERIMENT = from_module(__name__, id="h-f-curv")  # lower-case SPEC ID = notebook = page name
 
 The :class:`Experiment` is everything the rest of the package knows of an experiment: the
-store, the pages (:mod:`dpcompanion.book.show`), the verdicts report and the CLI read its
-fields, never the module (the ``EXPERIMENT`` line comes last, so that :func:`from_module`
-finds every function it names).
+store, the pages (:mod:`dpcompanion.book.show`), the verdicts report, the rule registry
+(:func:`dpcompanion.experiments.comparisons.all_rules`), the scale tables
+(:mod:`dpcompanion.experiments.scale_tables`) and the CLI read its fields, never the module
+(the ``EXPERIMENT`` line comes last, so that :func:`from_module` finds every name it reads).
 
 * ``units(config)`` splits the work into independent pieces (one schedule at one data
   size, a block of repeats...). Each unit carries everything it needs, its seed included
@@ -56,6 +64,7 @@ defined outside the package (tests).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import pkgutil
 import sys
@@ -63,7 +72,7 @@ from typing import Any, Callable, Mapping
 
 import dpcompanion.experiments as pkg
 
-__all__ = ["Experiment", "from_module", "OPTIONAL_NAMES", "totals", "sizes_line", "MODES", "OPTIONAL_MODES", "ALL_MODES",
+__all__ = ["Experiment", "from_module", "REQUIRED_NAMES", "OPTIONAL_NAMES", "totals", "sizes_line", "MODES", "OPTIONAL_MODES", "ALL_MODES",
            "FINGERPRINTED_MODES", "modes_of", "with_mode", "validate_mode", "all_experiments", "get", "config_for",
            "run_local", "register", "unregister"]
 
@@ -103,6 +112,19 @@ class Experiment:
     #: verdict rows whose rule does not know n (``<dnn_key>`` for a row about the DNN where the
     #: config has one); None: no such key
     repeats_key: str | None = None
+    #: the verdict rules of its page (:class:`~dpcompanion.experiments.comparisons.rule.Rule`,
+    #: ids ``<id>/<panel>``): the registry (:func:`dpcompanion.experiments.comparisons.all_rules`)
+    #: collects them from here
+    rules: tuple = ()
+    #: what the paper prints of its scale, per dimension (:class:`~dpcompanion.experiments.scale_tables.Dim`:
+    #: the paper's value, its quotation, how ours is read from a config); None: the page has no scale block
+    paper_scale: Mapping[str, Any] | None = None
+    #: per dimension, our size read from a stored payload (the sizes the result really has),
+    #: where it can differ from the config's (:func:`dpcompanion.experiments.scale_tables.stored_sizes`)
+    stored_sizes: Mapping[str, Callable[[dict], Any]] | None = None
+    #: its group-sequential plan (:class:`~dpcompanion.experiments.comparisons.sequential.Plan`,
+    #: issue 33, item 6), declared before the seeds beyond its first look ran; None: none
+    sequential: Any = None
 
     def __post_init__(self):
         missing = [m for m in MODES if m not in self.configs]
@@ -114,6 +136,13 @@ class Experiment:
                              f"(allowed: {', '.join(ALL_MODES)})")
         if self.report_verdict_rows is not None and self.verdict_rows is None:
             raise ValueError(f"experiment {self.id}: report_verdict_rows without verdict_rows")
+        foreign = [r.id for r in self.rules if not r.id.startswith(f"{self.id}/")]
+        if foreign:
+            raise ValueError(f"experiment {self.id}: rules {foreign} are not '{self.id}/<panel>'")
+        if len({r.id for r in self.rules}) != len(self.rules):
+            raise ValueError(f"experiment {self.id}: a rule id is declared twice")
+        if self.stored_sizes is not None and self.paper_scale is None:
+            raise ValueError(f"experiment {self.id}: stored_sizes without paper_scale")
 
     def judged_rows(self, payload: Any) -> list[dict]:
         """Every verdict row the reproduction report judges for ``payload``: ``report_verdict_rows``
@@ -123,20 +152,33 @@ class Experiment:
         return list((self.report_verdict_rows or self.verdict_rows)(payload))
 
 
-#: the optional names of an experiment module :func:`from_module` picks up (None where absent)
-OPTIONAL_NAMES = ("unit_size", "describe", "verdict_rows", "report_verdict_rows")
+#: the names an experiment module defines, and the :class:`Experiment` field each becomes
+#: (:func:`from_module`): the contract's required ones, then the optional ones (absent: the field's
+#: default)
+REQUIRED_NAMES = {"TITLE": "title", "CONFIGS": "configs", "units": "units", "run_unit": "run_unit",
+                  "combine": "combine"}
+OPTIONAL_NAMES = {"SCALE_NOTE": "scale_note", "REPEATS_KEY": "repeats_key", "RULES": "rules",
+                  "PAPER_DIMS": "paper_scale", "STORED_SIZES": "stored_sizes", "SEQUENTIAL": "sequential",
+                  "unit_size": "unit_size", "describe": "describe", "verdict_rows": "verdict_rows",
+                  "report_verdict_rows": "report_verdict_rows"}
 
 
-def from_module(module: str, *, id: str, title: str, scale_note: str = "", repeats_key: str | None = None) -> Experiment:
-    """The experiment defined by module ``module`` (pass ``__name__``, at the very end of the
-    module, after every function it names): its ``CONFIGS``, ``units``, ``run_unit`` and
-    ``combine``, the contract's names, and those of :data:`OPTIONAL_NAMES` it defines
-    (``unit_size``, ``describe``, ``verdict_rows``, ``report_verdict_rows``). ``repeats_key``:
-    the config key counting runs (:attr:`Experiment.repeats_key`)."""
+def from_module(module: str, *, id: str) -> Experiment:
+    """The experiment ``id`` defined by module ``module`` (pass ``__name__``, at the very end of the
+    module, after every name it reads): the names of :data:`REQUIRED_NAMES` (ValueError naming
+    any missing) and those of :data:`OPTIONAL_NAMES` it defines, each as the :class:`Experiment`
+    field that table names (``PAPER_DIMS`` becomes ``paper_scale``...). Nothing else of the module
+    is read, then or later: the rest of the package reads the object."""
     mod = sys.modules[module]
-    optional = {name: getattr(mod, name, None) for name in OPTIONAL_NAMES}
-    return Experiment(id=id, title=title, configs=mod.CONFIGS, units=mod.units, run_unit=mod.run_unit,
-                      combine=mod.combine, scale_note=scale_note, repeats_key=repeats_key, **optional)
+    missing = [name for name in REQUIRED_NAMES if not hasattr(mod, name)]
+    if missing:
+        raise ValueError(f"experiment module {module} lacks {', '.join(missing)} (the contract of "
+                         f"dpcompanion.experiments.base)")
+    fields = {field: getattr(mod, name) for name, field in REQUIRED_NAMES.items()}
+    fields.update({field: getattr(mod, name) for name, field in OPTIONAL_NAMES.items() if hasattr(mod, name)})
+    if "rules" in fields:
+        fields["rules"] = tuple(fields["rules"])
+    return Experiment(id=id, **fields)
 
 
 def totals(results: list[dict]) -> dict[str, Any]:
@@ -160,7 +202,7 @@ _REGISTERED: dict[str, Experiment] = {}
 def register(exp: Experiment) -> Experiment:
     """Make ``exp`` known to :func:`get` (an experiment defined outside the package, e.g. in
     a test); its id must not be one of the package's."""
-    if exp.id in all_experiments() and _REGISTERED.get(exp.id) is not exp:
+    if exp.id in _package_experiments() or (exp.id in _REGISTERED and _REGISTERED[exp.id] is not exp):
         raise ValueError(f"experiment id {exp.id} is already defined")
     _REGISTERED[exp.id] = exp
     return exp
@@ -173,20 +215,33 @@ def unregister(experiment_id: str) -> None:
 
 def all_experiments() -> dict[str, Experiment]:
     """Every experiment of the package, by ID (the modules, not sub-packages, of this package
-    defining EXPERIMENT),
-    plus those added with :func:`register`."""
-    found: dict[str, Experiment] = dict(_REGISTERED)
+    defining EXPERIMENT), plus those added with :func:`register`. The package's are found once
+    per process (:func:`_package_experiments`)."""
+    found = dict(_package_experiments())
+    for eid, exp in _REGISTERED.items():
+        found.setdefault(eid, exp)
+    return dict(sorted(found.items()))
+
+
+@functools.lru_cache(maxsize=1)
+def _package_experiments() -> dict[str, Experiment]:
+    """The experiments the package's modules define (read once: the rule registry and the
+    scale tables ask for them row by row)."""
+    found: dict[str, Experiment] = {}
     for info in pkgutil.iter_modules(pkg.__path__):
         # one module per experiment; the packages (store, protocols, comparisons) hold none
         if info.ispkg or info.name == "base" or info.name.startswith("_"):
             continue
         mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        if getattr(getattr(mod, "__spec__", None), "_initializing", False):
+            raise RuntimeError(f"the experiments were asked for while {mod.__name__} is being imported: "
+                               "an experiment module must not read the registry at import time")
         exp = getattr(mod, "EXPERIMENT", None)
         if isinstance(exp, Experiment):
             if exp.id in found:
                 raise RuntimeError(f"experiment id {exp.id} defined twice")
             found[exp.id] = exp
-    return dict(sorted(found.items()))
+    return found
 
 
 def get(experiment_id: str) -> Experiment:

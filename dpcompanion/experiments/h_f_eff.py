@@ -49,16 +49,31 @@ elsewhere); the compute page lists the units done and their times.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
+from typing import Sequence
 
 import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.comparisons.rows import DIRECTION, H_ACC, H_LOSS, TREND, W_ACC_MARGIN
+from dpcompanion.experiments.comparisons.rule import Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.protocols import hong as hp, tuning
+from dpcompanion.experiments.scale_tables import Dim, H_REPEATS, config_key, config_range, hong_setup
 from dpcompanion.theory import schedules
 from dpcompanion.training import data
 from dpcompanion.training.models import make_model
+
+
+#: the page's title
+TITLE = "Data efficiency: exp vs uni tuned on auxiliary Gaussian data (the FAccT version, Fig. 1 middle/right)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = ("full: the paper's protocol with 100 hidden units instead of 1000 and 50 repeats instead of 100; "
+              "paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats")
+#: the config key counting our runs per compared estimate
+REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "unit_size", "run_unit", "combine", "join_units", "describe", "verdict_rows"]
 
@@ -75,6 +90,7 @@ PAPER_REPEATS = 100  # the ICLR submission's App. D: "All the experiments are re
 STATED_T = "T in [50, 150] (the FAccT version, Sec. 5: 'we grid search the best T in range [50, 150]')"
 T_LIMITS = (10, 450)  # the beyond search (a measured full unit at N = 1000 chose T = 300 = the old cap)
 GAMMA_LIMITS = (0.5, 0.999)
+
 CONFIGS = {
     "quick": {"N": [200, 600], "hidden": 32, "T_grid": [30, 60], "T_range": [30, 60], "gammas": [0.97, 0.9],
               "tune_repeats": 2, "repeats": 10, "max_rounds": 1},
@@ -345,13 +361,177 @@ def verdict_rows(payload, *, rules: str = "h-f-eff") -> list[dict]:
 
 def report_verdict_rows(payload) -> list[dict]:
     """The verdicts report's rows (issue 33, item 3): a row per N
-    (:func:`dpcompanion.experiments.comparisons.hong_rules.eff_rows`) before the page's trend rows."""
-    return comparisons.hong_rules.eff_rows(payload) + verdict_rows(payload)
+    (:func:`eff_rows`) before the page's trend rows."""
+    return eff_rows(payload) + verdict_rows(payload)
 
 
-EXPERIMENT = from_module(__name__, id="h-f-eff",
-    title="Data efficiency: exp vs uni tuned on auxiliary Gaussian data (the FAccT version, Fig. 1 middle/right)",
-    scale_note="full: the paper's protocol with 100 hidden units instead of 1000 and 50 repeats instead of 100; "
-               "paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats",
-    repeats_key="repeats",
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = hong_setup({
+    "training samples": Dim(None, "the FAccT version, Sec. 5 / Fig. 1: MNIST35 with \"a varying total number of training "
+                            "samples\" (the values are in the figure only)", config_key("N")),
+    "hidden width": Dim(1000, "the FAccT version, Sec. 5, Setup: \"a 2-layer Deep Neural Network (DNN) with 1000 hidden units\"",
+                        config_key("hidden")),
+    "repeats": Dim(100, H_REPEATS, config_key("repeats")),
+    "T range": Dim([50, 150], "the FAccT version, Sec. 5, Setup: \"we grid search the best T in range [50, 150]\"",
+                   config_range("T_grid")),
+    "gamma grid": Dim(None, "the FAccT version, Sec. 5: exp's parameters tuned on the auxiliary data; no grid printed",
+                      config_key("gammas")),
+})
+
+
+def eff_trend(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float]) -> dict:
+    """The trend of H-F-EFF's paired gap (exp's gain over uni at each N, ``diff`` with its
+    standard error ``se`` over the repeats) against log N: weighted least squares of ``diff`` on
+    ``log2 N`` with weights ``1/se^2`` (the per-N SEs), so the slope is the change of the gap
+    *per doubling of N*. The per-N SEs are a floor on the noise: where the gaps scatter about
+    the line more than they allow (``chi2 / df > 1``, ``df = len(N) - 2``), the slope's standard
+    error is scaled up by ``sqrt(chi2 / df)`` and its interval uses Student t with ``df``
+    degrees of freedom (the usual WLS with an estimated scale); otherwise the SEs are taken as
+    known (normal interval). More repeats shrink only the first part: a lack of fit is
+    narrowed by more sizes N, not more repeats. Returns ``slope``, ``se``, ``df`` (None: normal),
+    ``intercept`` (the gap at N = 1), ``chi2``, ``fit_df``, ``inflated`` and ``N_min``, ``N_max``.
+
+    Two sizes: the line through both gaps (chi2 = 0), its slope's SE from theirs.
+
+    >>> t = eff_trend(N=[100, 200, 400], diff=[0.0, 1.0, 2.0], se=[0.1, 0.1, 0.1])
+    >>> round(t["slope"], 6), round(t["se"], 4), t["df"], t["inflated"]
+    (1.0, 0.0707, None, False)
+    >>> t = eff_trend(N=[100, 1000], diff=[0.01, 0.05], se=[0.01, 0.01]); round(t["slope"], 4)
+    0.012
+    """
+    n = [int(v) for v in N]
+    d, s = np.asarray(diff, float), np.asarray(se, float)
+    if len(n) < 2 or d.shape != (len(n),) or s.shape != (len(n),):
+        raise ValueError(f"need >= 2 sizes N with one diff and se each, got N={n}, diff={d.shape}, se={s.shape}")
+    if min(n) <= 0 or len(set(n)) != len(n):
+        raise ValueError(f"N must be distinct positive sizes, got {n}")
+    if not (np.all(np.isfinite(s)) and np.all(s > 0)):
+        raise ValueError(f"se must be finite and > 0 at every N, got {s.tolist()}")
+    x = np.log2(np.asarray(n, float))
+    w = 1.0 / s**2
+    xm = float(np.sum(w * x) / np.sum(w))
+    sxx = float(np.sum(w * (x - xm) ** 2))
+    slope = float(np.sum(w * (x - xm) * d) / sxx)
+    icept = float(np.sum(w * d) / np.sum(w) - slope * xm)
+    chi2 = float(np.sum(w * (d - icept - slope * x) ** 2))
+    fit_df = len(n) - 2
+    scale = chi2 / fit_df if fit_df > 0 else 0.0
+    inflated = scale > 1.0
+    se_slope = math.sqrt((scale if inflated else 1.0) / sxx)
+    return {"slope": slope, "se": se_slope, "df": fit_df if inflated else None, "intercept": icept, "chi2": chi2,
+            "fit_df": fit_df, "inflated": inflated, "N_min": min(n), "N_max": max(n)}
+
+
+def judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], what: str) -> Judgement:
+    """``diff`` > 0 means exp is better than uni (lower loss / higher accuracy). The paper
+    prints a direction (no number) about a trend, "as the training size increases, exp
+    outperforms uni" (the FAccT version, Sec. 5): judged as a trend (issue 33), by the slope of
+    the gap against log N (:func:`eff_trend`, per doubling of N), claimed above zero, with
+    :func:`~.rule.judge_effect` (direction +1). Each N's own gap is a row of
+    :func:`eff_rows`."""
+    N, d, s = [int(n) for n in N], np.asarray(diff, float), np.asarray(se, float)
+    t = eff_trend(N=N, diff=d, se=s)
+    ours = "; ".join(f"N={n}: {a:+.3g} ± {b:.2g}" for n, a, b in zip(N, d, s))
+    ours += f"; slope per doubling of N {t['slope']:+.3g} ± {t['se']:.2g}"
+    # the regression's runs are its sizes N: runs needed = sizes needed (at the same spacing)
+    j = judge_effect(t["slope"], t["se"], direction=+1, df=t["df"], n=len(N), design=comparisons.design_of("h-f-eff/loss"))
+    if t["inflated"] and j.verdict == "inconclusive" and j.runs_factor:  # repeats shrink the per-N SEs, not the scatter
+        k = math.ceil(j.runs_factor * len(N))
+        j = dataclasses.replace(j, note=j.note.split("; ")[0] + f"; about {k} sizes N (the regression's points, at the "
+                                "same spacing) would detect a slope of our estimate at 80% power if the scatter about "
+                                "the line is noise; more repeats at these sizes would not")
+    fit = (f"the gaps scatter about the line more than their standard errors allow (chi2 {t['chi2']:.3g} on "
+           f"{t['fit_df']} df), so the slope's SE is scaled by sqrt(chi2/df) and more repeats would not narrow it: "
+           "more sizes N would" if t["inflated"] else
+           f"the line fits within the per-N standard errors (chi2 {t['chi2']:.3g} on {t['fit_df']} df)")
+    return j.for_row(ours, remark=f"; trend of the gap ({what}, exp - uni, positive = exp better) against log2 N, "
+                     f"weighted least squares with weights 1/se^2 over N = {t['N_min']}..{t['N_max']}; {fit}")
+
+
+def judge_eff_at(*, N: int, diff: float, se: float, n: int, what: str) -> Judgement:
+    """One N of H-F-EFF: exp's paired gain over uni (``diff``, positive = exp better, ``se``
+    over ``n`` paired repeats), claimed above zero (the paper shows exp ahead; it prints no
+    number), judged by :func:`~.rule.judge_effect` with ``n - 1`` degrees of freedom."""
+    if int(n) < 2:
+        raise ValueError(f"n must be >= 2 paired repeats, got {n!r}")
+    j = judge_effect(float(diff), float(se), direction=+1, df=int(n) - 1, n=int(n), design=comparisons.design_of("h-f-eff/loss"))
+    return j.for_row(f"{float(diff):+.3g} ± {float(se):.2g} ({int(n)} paired repeats)",
+                     remark=f"; the gap at N = {int(N)} ({what}, exp - uni, positive = exp better)")
+
+
+def eff_rows(payload: dict, *, rules: str = "h-f-eff") -> list[dict]:
+    """H-F-EFF's row per N (rules ``<rules>/loss-at-N`` and ``<rules>/acc-at-N``), from the
+    paired gaps of the payload's ``table`` (the paper's T range; each gap is the mean over the
+    repeats of exp - uni on the same seeds, from the stored arrays). Rows of a result whose
+    sizes are not the paper's are not made (its trend rows say so). The trend rows are the
+    experiment's own ``verdict_rows`` (rules ``<rules>/loss`` and ``<rules>/acc``)."""
+    if not payload.get("sizes_match"):
+        return []
+    t = payload["table"]
+    out = []
+    for i, N in enumerate(t["N"]):
+        n = int(t["n"][i]) if "n" in t else int(payload["config"]["repeats"])
+        for key, what, label in (("loss", "training loss", "final training loss"), ("acc", "test accuracy", "test accuracy")):
+            out.append(comparisons.compare(f"{rules}/{key}-at-N", sizes_match=True,
+                                           item=f"{label}, exp vs uni, at N = {int(N)}", N=int(N),
+                              diff=float(t[f"{key}_gain"][i]), se=float(t[f"{key}_gain_se"][i]), n=n, what=what))
+    return out
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+#: the margins of the page's rows (issue 33, item 4): the final training loss (2 classes) and the test
+#: accuracy, per N and per doubling of N (the trend rows)
+LOSS_MARGIN = Margin(0.01 * math.log(2), "training loss (nats)", "smallest effect of interest",
+                     H_LOSS + ": 2 classes, 0.01 ln 2")
+ACC_MARGIN = Margin(W_ACC_MARGIN / 100, "test accuracy (fraction)", "smallest effect of interest", H_ACC)
+LOSS_TREND_MARGIN = Margin(LOSS_MARGIN.value / 4, "training loss (nats) per doubling of N", "smallest effect of interest",
+                           LOSS_MARGIN.reason + ", " + TREND)
+ACC_TREND_MARGIN = Margin(ACC_MARGIN.value / 4, "test accuracy (fraction) per doubling of N",
+                          "smallest effect of interest", H_ACC + "; " + TREND)
+_FIG = {"loss": ("final training loss", "Fig. 1 middle", "training loss", LOSS_TREND_MARGIN),
+        "acc": ("test accuracy", "Fig. 1 right", "test accuracy", ACC_TREND_MARGIN)}
+
+
+def trend_rules(experiment_id: str, *, item_tail: str = "", paper_tail: str = "", tolerance_of=None,
+                paired_because: str) -> tuple[Rule, Rule]:
+    """The two trend rules of a data-efficiency page, ``<experiment_id>/loss`` and ``/acc``: exp's
+    gain over uni against log N (:func:`judge_eff`), paired by seed (``paired_because``), with the
+    trend margins. H-F-EFF-EXACT declares its own with them. ``tolerance_of(key)``: the tolerance
+    of the ``loss`` or ``acc`` rule (default: H-F-EFF's)."""
+    def default(key):
+        gap = "uni - exp (positive = exp better)" if key == "loss" else "exp - uni"
+        return f"slope of the gap {gap} per doubling of N, weighted least squares over N; {DIRECTION}"
+
+    out = []
+    for key, (label, fig, what, margin) in _FIG.items():
+        out.append(Rule(f"{experiment_id}/{key}", f"{label}: exp's gain over uni against log N (trend){item_tail}",
+                        f"the FAccT version, {fig}, Sec. 5: as the training size increases, exp outperforms uni on "
+                        f"the {what}{paper_tail}", (tolerance_of or default)(key),
+                        lambda _what=what, **m: judge_eff(**m, what=_what), design=("paired", paired_because),
+                        margin=margin))
+    return tuple(out)
+
+
+_READ = ("(read from the claim 'as the training size increases, exp outperforms uni'; the figure's values cannot be "
+         "read)")
+
+RULES: tuple[Rule, ...] = trend_rules(
+    "h-f-eff", paired_because="uni and exp run on the same seeds per repeat (h_f_eff, protocols.hong.paired_difference)"
+) + (
+    Rule("h-f-eff/loss-at-N", "final training loss, exp vs uni, at one N",
+         f"the FAccT version, Fig. 1 middle, Sec. 5: exp ahead of uni on the training loss {_READ}",
+         f"the paired gap uni - exp at this N (positive = exp better); {DIRECTION}", judge_eff_at,
+         design=("paired", "as h-f-eff/loss, at one N (protocols.hong.paired_difference)"), margin=LOSS_MARGIN),
+    Rule("h-f-eff/acc-at-N", "test accuracy, exp vs uni, at one N",
+         f"the FAccT version, Fig. 1 right, Sec. 5: exp ahead of uni on the test accuracy {_READ}",
+         f"the paired gap exp - uni at this N; {DIRECTION}", judge_eff_at,
+         design=("paired", "as h-f-eff/acc, at one N (protocols.hong.paired_difference)"), margin=ACC_MARGIN),
 )
+
+
+EXPERIMENT = from_module(__name__, id="h-f-eff")

@@ -27,11 +27,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcompanion.experiments import h_f_eff
+from dpcompanion.experiments import comparisons, h_f_eff
 from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.comparisons.rows import DIRECTION
+from dpcompanion.experiments.comparisons.rule import Rule
 from dpcompanion.experiments.protocols import hong as hp
+from dpcompanion.experiments.scale_tables import Dim, H_REPEATS, config_key, config_range, hong_setup
 from dpcompanion.theory import accounting
 from dpcompanion.theory.budget import Budget
+
+
+#: the page's title
+TITLE = "Data efficiency with the budget accounted exactly (beyond the paper: H-F-EFF at R from exact Gaussian DP)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = ("H-F-EFF's full mode (100 hidden units instead of the paper's 1000, 50 repeats instead of 100) at the "
+              "budget exact Gaussian-DP accounting allows for the paper's (4, 1e-8)-DP; the paper accounts it by zCDP. "
+              "Paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats")
+#: the config key counting our runs per compared estimate
+REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "R_EXACT", "units", "unit_size", "run_unit", "combine", "describe", "decomposition", "verdict_rows"]
 
@@ -166,10 +179,29 @@ def decomposition_sentence(exact: dict, paper_R: dict) -> str:
     return " ".join(out)
 
 
-EXPERIMENT = from_module(__name__, id="h-f-eff-exact",
-    title="Data efficiency with the budget accounted exactly (beyond the paper: H-F-EFF at R from exact Gaussian DP)",
-    scale_note="H-F-EFF's full mode (100 hidden units instead of the paper's 1000, 50 repeats instead of 100) at the "
-               "budget exact Gaussian-DP accounting allows for the paper's (4, 1e-8)-DP; the paper accounts it by zCDP. "
-               "Paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats",
-    repeats_key="repeats",
-)
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: beyond the paper: H-F-EFF's dimensions, and the budget it spends (the paper's guarantee, accounted exactly)
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = hong_setup({
+    "hidden width": Dim(1000, "the FAccT version, Sec. 5, Setup: \"a 2-layer Deep Neural Network (DNN) with 1000 hidden units\"",
+                        config_key("hidden")),
+    "repeats": Dim(100, H_REPEATS, config_key("repeats")),
+    "T range": Dim([50, 150], "the FAccT version, Sec. 5, Setup: \"we grid search the best T in range [50, 150]\"",
+                   config_range("T_grid")),
+    "budget R": Dim(0.3927, "the FAccT version, Sec. 5: (4, 1e-8)-DP accounted by zCDP, rho = 0.1963, R = 2 rho = 0.3927; "
+                    "ours: the same guarantee accounted exactly (Gaussian DP)", lambda c: round(float(c["R"]), 4)),
+})
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+RULES: tuple[Rule, ...] = h_f_eff.trend_rules(
+    "h-f-eff-exact", item_tail=", at the exact budget", paired_because="as h-f-eff (protocols.hong.paired_difference)",
+    paper_tail=" (at R = 0.3927, the zCDP accounting of (4, 1e-8)-DP; here the same guarantee accounted exactly)",
+    tolerance_of=lambda key: f"as h-f-eff/{key}; not comparable while the budget is not the paper's; {DIRECTION}")
+
+
+EXPERIMENT = from_module(__name__, id="h-f-eff-exact")

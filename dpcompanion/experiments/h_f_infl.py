@@ -24,20 +24,48 @@ and the rules are in :mod:`dpcompanion.experiments.comparisons`).
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.hong_rules import INFL_PAPER
+from dpcompanion.experiments.comparisons.rows import DIRECTION
+from dpcompanion.experiments.comparisons.rule import Judgement, LEVEL, Margin, Rule, Z, by_ratio, judge_effect
+from dpcompanion.experiments.scale_tables import Dim, H_MNIST35, H_REPEATS, config_key, config_range, hong_setup
 from dpcompanion.theory.accounting import R_PAPER
 from dpcompanion.training import data, influence
 from dpcompanion.training.models import make_model
 
+
+#: the page's title
+TITLE = "Influence of each step's noise by retraining, MNIST35 (the ICLR submission, App. D Fig. 3; the FAccT version, Fig. 1 left)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = ("full = the paper's protocol: T = 100, 10 levels of sigma_t over [20, 200], 100 repeats, every t, "
+              "squared and logistic loss")
+#: the config key counting our runs per compared estimate
+REPEATS_KEY = "repeats"
+
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "sizes_match_paper"]
+
+#: what the ICLR submission's App. D prints for H-F-INFL: its protocol ("Estimate of influences by retraining":
+#: T = 100, sigma_t over [20, 200], 100 repeats, the left pane at t = 10, 60, 90) and its numbers
+#: ("Results": relative variances, and roughly 80% or more of the gradients clipped)
+INFL_PAPER = {
+    "T": 100, "levels": np.linspace(20.0, 200.0, 10).tolist(), "repeats": 100, "fit_steps": [10, 60, 90],
+    "logistic_clip_fraction": 0.8,
+    "squared_loss_relative_variance": [0.14, 0.032, 0.016],
+    "logistic_coef_relative_variance": [0.025, 0.024, 0.027],
+}
+#: "q_t increases with t": Spearman rho above the first agrees, above the second partly
+INFL_TREND_RHO = (0.5, 0.0)
+#: ratio tolerances: ours/paper within a factor 1.5 agrees, within 4 partly
+INFL_RATIO = (1.5, 4.0)
+
 
 _COMMON = {"dataset": "mnist35", "n": 1000, "scale": 10.0, "clip_norm": 4.0, "lr": 0.1, "R": R_PAPER,
            "losses": ["squared", "logistic"]}
+
 CONFIGS = {
     "quick": {**_COMMON, "T": 20, "levels": np.linspace(20.0, 200.0, 5).tolist(), "repeats": 8,
               "repeats_per_unit": 4, "fit_steps": [2, 12, 18]},
@@ -117,7 +145,7 @@ def combine(config: dict, results: list[dict]) -> dict:
 
 def sizes_match_paper(config: dict) -> bool:
     """Whether a result was computed at the paper's sizes (T, levels, repeats, fitted steps;
-    :data:`dpcompanion.experiments.comparisons.hong_rules.INFL_PAPER`)."""
+    :data:`INFL_PAPER`)."""
     P = INFL_PAPER
     return (int(config["T"]) == P["T"] and int(config["repeats"]) == P["repeats"]
             and list(config["fit_steps"]) == P["fit_steps"]
@@ -163,9 +191,170 @@ def verdict_rows(result) -> list[dict]:
     return rows
 
 
-EXPERIMENT = from_module(__name__, id="h-f-infl",
-    title="Influence of each step's noise by retraining, MNIST35 (the ICLR submission, App. D Fig. 3; the FAccT version, Fig. 1 left)",
-    scale_note="full = the paper's protocol: T = 100, 10 levels of sigma_t over [20, 200], 100 repeats, every t, "
-               "squared and logistic loss",
-    repeats_key="repeats",
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = hong_setup({
+    "training samples": Dim(1000, H_MNIST35, config_key("n")),
+    "T": Dim(100, "the ICLR submission, App. D, Estimate of influences by retraining: \"for all t in range 1 to 100\"", config_key("T")),
+    "noise levels": Dim([20, 200], "the ICLR submission, App. D: sigma_t \"is varied from 20 to 200\"", config_range("levels")),
+    "repeats": Dim(100, H_REPEATS, config_key("repeats")),
+})
+
+
+def _judge_trend(*, q: Sequence[float]) -> Judgement:
+    """Spearman rho of ``q`` against t."""
+    from scipy.stats import spearmanr
+
+    q = np.asarray(q, dtype=float)
+    if q.ndim != 1 or q.size < 3:
+        raise ValueError(f"q must be one value per step, at least 3, got shape {q.shape}")
+    res = spearmanr(np.arange(q.size), q)
+    rho, p = float(res.statistic), float(res.pvalue)
+    sig = p < 1 - LEVEL
+    v = "agrees" if sig and rho > 0 else "disagrees" if sig and rho < 0 else "inconclusive"
+    return Judgement(v, f"rank correlation of q_t with t over {q.size} steps; a two-sided test at {1 - LEVEL:g}: "
+                     + ("increasing" if v == "agrees" else "decreasing" if v == "disagrees" else "no trend shown"),
+                     ours=f"Spearman rho = {rho:.3g} (p = {p:.2g})")
+
+
+def resolved_tail(q: Sequence[float], se: Sequence[float]) -> int:
+    """Index of the first step from which every later retrained ``q_t`` is resolved, i.e.
+    above ``Z`` standard errors (``len(q)`` when the last one is not). Early influences of the
+    squared loss are of order 1e-13 analytically, far below the retraining noise, so a ratio
+    ``q_T / q_1`` of retrained estimates divides by noise.
+
+    >>> resolved_tail([1e-9, -1e-9, 2.0, 3.0], [1e-9, 1e-9, 0.1, 0.1]), resolved_tail([1.0, 0.0], [0.1, 0.1])
+    (2, 2)
+    """
+    ok = np.asarray(q, float) > Z * np.asarray(se, float)
+    bad = np.flatnonzero(~ok)
+    return int(bad[-1] + 1) if bad.size else 0
+
+
+def _arrays(**named) -> dict[str, np.ndarray]:
+    out = {k: np.asarray(v, dtype=float) for k, v in named.items()}
+    shapes = {v.shape for v in out.values()}
+    if len(shapes) != 1 or next(iter(shapes))[0:1] == (0,) or len(next(iter(shapes))) != 1:
+        raise ValueError(f"{', '.join(out)} must be 1-D arrays of one equal, non-zero length, got {shapes}")
+    return out
+
+
+def _judge_retrained_vs_analytic(*, q: Sequence[float], se: Sequence[float], analytic: Sequence[float],
+                                 clip_fraction: float) -> Judgement:
+    """Least-squares factor ``a`` in ``q_retrained ~ a * q_analytic`` (weights 1/se^2) over the
+    resolved tail of the retrained influence; judged by how far ``a`` is from 1."""
+    d = _arrays(q=q, se=se, analytic=analytic)
+    q, se, an = d["q"], d["se"], d["analytic"]
+    t0, T = resolved_tail(q, se), q.size
+    clipped = f"{100 * clip_fraction:.2g}% of gradients clipped; the analytic form assumes none"
+    if T - t0 < 3:
+        return Judgement("not comparable", f"too few resolved steps to compare shapes; {clipped}",
+                         ours=f"retrained q_t resolved (> {Z:g} se) at {T - t0} of {T} steps")
+    w = 1.0 / np.maximum(se[t0:], 1e-300) ** 2
+    a = float(np.sum(w * q[t0:] * an[t0:]) / np.sum(w * an[t0:] ** 2))
+    v = by_ratio(1.0, a, agree=INFL_RATIO[0], partly=INFL_RATIO[1])
+    return Judgement(v, f"fitted with weights 1/se^2 over the steps from which every retrained q_t exceeds {Z:g} "
+                     f"standard errors (before t = {t0 + 1} the analytic q_t, {an[0]:.2g} at t = 1, is below the "
+                     "retraining noise); " + clipped,
+                     ours=f"retrained = {a:.3g} x analytic over t = {t0 + 1}..{T}; steepness q_T / q_{t0 + 1}: "
+                          f"retrained {q[-1] / q[t0]:.3g}, analytic {an[-1] / an[t0]:.3g}")
+
+
+def _judge_flatter(*, q_logistic: Sequence[float], se_logistic: Sequence[float], q_squared: Sequence[float],
+                   se_squared: Sequence[float]) -> Judgement:
+    """Steepness ``q_T / q_t0`` of both retrained influences from the first step ``t0`` at
+    which both are resolved for good."""
+    d = _arrays(ql=q_logistic, sl=se_logistic, qs=q_squared, ss=se_squared)
+    t0, T = max(resolved_tail(d["ql"], d["sl"]), resolved_tail(d["qs"], d["ss"])), d["ql"].size
+    if T - t0 < 2:
+        return Judgement("not comparable", "too few resolved steps to compare steepness",
+                         ours=f"both retrained influences resolved at only {T - t0} of {T} steps")
+    ql, sl, qs, ss = d["ql"], d["sl"], d["qs"], d["ss"]
+    lg, sq = ql[-1] / ql[t0], qs[-1] / qs[t0]
+    # effect: log(squared steepness) - log(logistic steepness) > 0 when the logistic trend is flatter;
+    # its standard error by the delta method from the four retrained estimates' relative errors
+    eff = math.log(sq) - math.log(lg)
+    se = math.sqrt(sum((b / a) ** 2 for a, b in ((ql[-1], sl[-1]), (ql[t0], sl[t0]), (qs[-1], ss[-1]), (qs[t0], ss[t0]))))
+    j = judge_effect(eff, se, direction=+1)
+    return j.for_row(f"q_T / q_{t0 + 1}: logistic {lg:.3g} vs squared {sq:.3g}",
+                     remark=" (log of squared / logistic steepness, se by the delta method); retrained influences from "
+                            f"t = {t0 + 1}, the first step after which both exceed {Z:g} standard errors")
+
+
+def _judge_clip_fraction(*, ours: float) -> Judgement:
+    p = INFL_PAPER["logistic_clip_fraction"]
+    return Judgement(by_ratio(p, ours, agree=INFL_RATIO[0], partly=INFL_RATIO[1]), "ours: mean over all runs and steps",
+                     ours=f"{ours:.4g}")
+
+
+def _printed_at(key: str, t_paper: int) -> float:
+    steps = INFL_PAPER["fit_steps"]
+    if t_paper not in steps:
+        raise ValueError(f"t_paper must be one of {steps} (the ICLR submission, App. D), got {t_paper!r}")
+    return float(INFL_PAPER[key][steps.index(t_paper)])
+
+
+def _judge_relvar(*, t_paper: int, ours: float) -> Judgement:
+    p = _printed_at("squared_loss_relative_variance", t_paper)
+    return Judgement(by_ratio(p, ours, agree=INFL_RATIO[0], partly=INFL_RATIO[1]), "var/mean carries the loss's units",
+                     ours=f"{ours:.4g}", printed=f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
+
+
+def _judge_relvar_decreasing(*, values: Sequence[float]) -> Judgement:
+    v = [float(x) for x in values]
+    dec = all(a > b for a, b in zip(v, v[1:]))
+    return Judgement("agrees" if dec else "disagrees", "strictly decreasing",
+                     ours=f"{'yes' if dec else 'no'} ({', '.join(f'{x:.3g}' for x in v)})")
+
+
+def _judge_coef_relvar(*, t_paper: int, ours: float, cv2: float) -> Judgement:
+    p = _printed_at("logistic_coef_relative_variance", t_paper)
+    return Judgement("not comparable", f"var/mean has the units of c (the loss's scale); var/mean^2 = {cv2:.3g}",
+                     ours=f"{ours:.4g}", printed=f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+RULES: tuple[Rule, ...] = (
+    Rule("h-f-infl/increasing", "influence q_t increases with t (retrained)",
+         "the ICLR submission, App. D, Results (Fig. 3 middle): for both losses the influence grows as training proceeds",
+         "Spearman rho of q_t against t, two-sided test at 0.05: rho > 0 significant agrees, rho < 0 significant "
+         "disagrees, else inconclusive",
+         _judge_trend),
+    Rule("h-f-infl/retrained-vs-analytic", "squared loss: retrained q_t vs the analytic q_t (Hessian)",
+         "the ICLR submission, App. D, Results (Fig. 3 middle): the squared loss's q_t, computed analytically from the Hessian "
+         "eigenvalues, rises steeply (no number printed)",
+         f"ours vs ours: fitted factor retrained/analytic over the resolved steps (q_t > {Z:g} se) within "
+         f"{INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly; fewer than 3 resolved steps: not comparable",
+         _judge_retrained_vs_analytic),
+    Rule("h-f-infl/logistic-flatter", "logistic influence flatter than squared (retrained q_T / q_t0)",
+         "the ICLR submission, App. D, Results (Fig. 3 middle): the logistic loss's influence trend is flatter than the squared loss's",
+         f"log(squared q_T / q_t0) - log(logistic q_T / q_t0), claimed above zero (t0 the first step from which both "
+         f"exceed {Z:g} se; se by the delta method); {DIRECTION}",
+         _judge_flatter,
+         margin=Margin(math.log(1.5), "log ratio of steepness", "smallest effect of interest",
+                                            "smallest effect of interest: a factor 1.5 in steepness, the factor within "
+                                            "which this page calls two influences the same (dpcompanion.experiments.h_f_infl.INFL_RATIO)")),
+    Rule("h-f-infl/clip-fraction", "logistic loss: fraction of per-sample gradients clipped",
+         f"{INFL_PAPER['logistic_clip_fraction']:g} (the ICLR submission, App. D, Results: roughly 80% or more of the logistic loss's "
+         "gradients are clipped)",
+         f"ours / paper within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
+         _judge_clip_fraction),
+    Rule("h-f-infl/squared-relvar", "squared: relative variance of the final loss",
+         "the ICLR submission, App. D, Results: 0.14, 0.032, 0.016 for t = 10, 60, 90",
+         f"ours / paper within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
+         _judge_relvar),
+    Rule("h-f-infl/squared-relvar-decreasing", "squared: that relative variance decreases with t",
+         "the ICLR submission, App. D, Results: yes (0.14 > 0.032 > 0.016)", "agrees: strictly decreasing over the fitted steps",
+         _judge_relvar_decreasing),
+    Rule("h-f-infl/logistic-coef-relvar", "logistic: relative variance of the coefficient c",
+         "the ICLR submission, App. D, Results: 0.025, 0.024, 0.027 for t = 10, 60, 90",
+         "never judged: var/mean carries the units of c, which depend on the loss scale",
+         _judge_coef_relvar, judged=False),
 )
+
+
+EXPERIMENT = from_module(__name__, id="h-f-infl")

@@ -31,13 +31,27 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, totals
+from dpcompanion.experiments.comparisons.rows import DIRECTION
+from dpcompanion.experiments.comparisons.rule import Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.protocols import hong as hp
+from dpcompanion.experiments.scale_tables import Dim, H_DNN_WIDTH, H_MNIST35, H_REPEATS, config_key, hong_setup
 from dpcompanion.training import data, influence
 from dpcompanion.training.models import make_model
+
+
+#: the page's title
+TITLE = "Influence by retraining: logistic loss on synthetic data and the DNN (the ICLR submission, Fig. 3 middle)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = ("full: every 5th step with 20 repeats (synthetic) and a 100-hidden-unit DNN on 10 steps with 5 repeats; "
+              "paper mode (`--mode paper`, many CPU hours: one unit per DNN step, resumable over sittings): every "
+              "step, 10 levels, 100 repeats, both rows")
+#: the config key counting our runs per compared estimate
+REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "PAPER_SCALE", "units", "unit_size", "run_unit", "combine", "describe", "verdict_rows"]
 
 ROWS = (("synthetic", "logistic"), ("mnist35", "dnn"))
+
 CONFIGS = {
     "quick": {"rows": [list(r) for r in ROWS], "N": 300, "T": 30, "step_every": 5, "levels": 3, "repeats": 5,
               "hidden": 16, "dnn_step_every": 5, "dnn_levels": 3, "dnn_repeats": 2},
@@ -180,10 +194,39 @@ def verdict_rows(payload) -> list[dict]:
     return out
 
 
-EXPERIMENT = from_module(__name__, id="h-f-infl-extra",
-    title="Influence by retraining: logistic loss on synthetic data and the DNN (the ICLR submission, Fig. 3 middle)",
-    scale_note="full: every 5th step with 20 repeats (synthetic) and a 100-hidden-unit DNN on 10 steps with 5 repeats; "
-               "paper mode (`--mode paper`, many CPU hours: one unit per DNN step, resumable over sittings): every "
-               "step, 10 levels, 100 repeats, both rows",
-    repeats_key="repeats",
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = hong_setup({
+    "training samples": Dim(1000, H_MNIST35, config_key("N")),
+    "T": Dim(100, "the ICLR submission, App. D: \"for all t in range 1 to 100\"", config_key("T")),
+    "steps estimated": Dim(1, "the ICLR submission, App. D: every t from 1 to 100 (every step)", config_key("step_every")),
+    "repeats": Dim(100, H_REPEATS, config_key("repeats")),
+    "repeats (DNN row)": Dim(100, H_REPEATS, config_key("dnn_repeats")),
+    "hidden width (DNN row)": Dim(None, H_DNN_WIDTH, config_key("hidden")),
+})
+
+
+def _judge_late_early(*, diff: float, se: float) -> Judgement:
+    """``diff``: mean influence over the last third of the steps minus the first third."""
+    j = judge_effect(diff, se, direction=+1)
+    return j.for_row(f"late - early = {diff:.3g} ± {se:.2g}")
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+RULES: tuple[Rule, ...] = (
+    Rule("h-f-infl-extra/increasing", "influence q_t, late vs early steps",
+         "the ICLR submission, App. D (Fig. 3 middle): the influence increases as learning continues",
+         f"mean q_t over the last third of the steps minus the first third, claimed above zero; {DIRECTION}",
+         _judge_late_early,
+         margin=Margin(None, "influence q_t (our units)", "none",
+                                            "no margin: the influence's units depend on the loss scale and step size of "
+                                            "each setting, and the paper prints no influence value; judged against zero "
+                                            "alone")),
 )
+
+
+EXPERIMENT = from_module(__name__, id="h-f-infl-extra")

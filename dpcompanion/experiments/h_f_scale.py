@@ -32,15 +32,30 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Sequence
 
 import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, sizes_line, totals
+from dpcompanion.experiments.comparisons.rows import DIRECTION
+from dpcompanion.experiments.comparisons.rule import Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.protocols import hong as hp, tuning
+from dpcompanion.experiments.scale_tables import (Dim, H_DNN_WIDTH, H_MNIST35, H_REPEATS, config_key, config_range,
+                                                  hong_setup)
 from dpcompanion.theory import schedules
 from dpcompanion.training import data, influence
 from dpcompanion.training.models import make_model
+
+
+#: the page's title
+TITLE = "Relative final loss of dyn and exp vs the data scale (the ICLR submission, Fig. 2 middle, Fig. 3 right)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = ("full: the paper's N = 1000 and T up to 100, 100 repeats for the linear rows; the retrained influence "
+              "on 10 of 100 steps with 20 repeats (paper: every step, 100 repeats); DNN row at 20 repeats; paper mode "
+              "(`--mode paper`, a GPU job): every row at the paper's sizes")
+#: the config key counting our runs per compared estimate
+REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "ROWS", "PAPER", "units", "run_unit", "combine", "describe", "verdict_rows",
            "influence_on_grid", "fit_exponential_rate"]
@@ -62,6 +77,7 @@ STATED_T = "best T in [1, 100] (the ICLR submission, App. D: 'grid searching the
 #: the beyond-the-paper search: linear and logistic rows step T geometrically (the grid's last
 #: ratio) up to 1000 (a run-step costs microseconds there); the DNN row steps linearly up to 200
 T_BEYOND_MAX = {"linear": 1000, "dnn": 200}
+
 CONFIGS = {
     "quick": {"rows": [list(r) for r in ROWS], "N": 200, "scales": [5.0, 20.0], "T_grid": [10, 25],
               "repeats": 6, "tune_repeats": 4, "infl_steps": 4, "infl_levels": 3, "infl_repeats": 3, "hidden": 16,
@@ -345,10 +361,60 @@ def verdict_rows(payload) -> list[dict]:
     return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
 
 
-EXPERIMENT = from_module(__name__, id="h-f-scale",
-    title="Relative final loss of dyn and exp vs the data scale (the ICLR submission, Fig. 2 middle, Fig. 3 right)",
-    scale_note="full: the paper's N = 1000 and T up to 100, 100 repeats for the linear rows; the retrained influence "
-               "on 10 of 100 steps with 20 repeats (paper: every step, 100 repeats); DNN row at 20 repeats; paper mode "
-               "(`--mode paper`, a GPU job): every row at the paper's sizes",
-    repeats_key="repeats",
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = hong_setup({
+    "training samples": Dim(1000, H_MNIST35 + "; synthetic: \"1000 samples are generated for training\"",
+                            config_key("N")),
+    "hidden width (DNN row)": Dim(None, H_DNN_WIDTH, config_key("hidden")),
+    "repeats": Dim(100, H_REPEATS, config_key("repeats")),
+    "repeats (DNN row)": Dim(100, H_REPEATS, config_key("dnn_repeats")),
+    # ours: the range the tuning searches (T_range; its grid starts at T_grid and extends down to 1 when
+    # a choice falls at the grid's low end), for every row
+    "T range": Dim([1, 100], "the ICLR submission, App. D, Results: the final losses \"are picked by grid searching the best T in "
+                   "[1, 100]\"", config_range("T_range")),
+    "T range (DNN row)": Dim([1, 100], "the ICLR submission, App. D, Results: the DNN row \"is experimented with the same setting\"",
+                             config_range("T_range")),
+    "data scales": Dim(None, "the ICLR submission, App. D, Results: the data scale is varied (values in Fig. 3 only)",
+                       config_key("scales")),
+    # dyn's schedule comes from the influence estimated by retraining (App. D, "Estimate of influences by
+    # retraining"): the paper estimates it at every step, 100 repeats; ours at infl_steps steps
+    "influence: steps estimated": Dim(100, "the ICLR submission, App. D: \"Repeating the estimation for all t in range "
+                                      "1 to 100\"", config_key("infl_steps")),
+    "influence: repeats": Dim(100, H_REPEATS, config_key("infl_repeats")),
+    "influence: levels of sigma_t": Dim(None, "the ICLR submission, App. D: sigma_t \"is varied from 20 to 200\" (how many "
+                                        "levels is not printed)", config_key("infl_levels")),
+})
+
+
+def _judge_scale(*, scales: Sequence[float], rel_dyn: Sequence[float], se_dyn: Sequence[float],
+                 tvar: Sequence[float]) -> Judgement:
+    """Relative loss of dyn (negative = better than uni) against the influence spread."""
+    sc, r, s, tv = [float(x) for x in scales], np.asarray(rel_dyn, float), np.asarray(se_dyn, float), np.asarray(tvar, float)
+    if len(sc) < 1 or not (r.shape == s.shape == tv.shape == (len(sc),)):
+        raise ValueError("scales, rel_dyn, se_dyn and tvar must have the same length >= 1")
+    ours = "; ".join(f"scale {x:g}: {a:+.3g} ± {b:.2g}" for x, a, b in zip(sc, r, s))
+    k = int(np.nanargmax(tv))
+    j = judge_effect(float(r[k]), float(s[k]), direction=-1, design=comparisons.design_of("h-f-scale/dyn"))
+    return j.for_row(ours, remark=f"; judged at the scale of largest T·Var(q) ({sc[k]:g}); negative = dyn below uni")
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+RULES: tuple[Rule, ...] = (
+    Rule("h-f-scale/dyn", "relative final loss of dyn vs data scale",
+         "the ICLR submission, Sec. 5 and App. D (Fig. 2 middle, Fig. 3 right): dynamic schedules improve the final loss when the "
+         "variance of influence is large",
+         f"(e_dyn - e_uni)/e_uni at the scale of largest T·Var(q), claimed below zero; {DIRECTION}",
+         _judge_scale,
+         design=("paired", "every schedule runs on the same seeds (h_f_scale, protocols.hong.relative_loss with "
+                                    "the covariance)"),
+         margin=Margin(0.01, "relative final loss (e_dyn - e_uni) / e_uni", "smallest effect of interest",
+                                "smallest effect of interest: 1% of uni's loss, the relative form of the Hong loss margin")),
 )
+
+
+EXPERIMENT = from_module(__name__, id="h-f-scale")

@@ -22,16 +22,27 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from typing import Sequence
 
 import numpy as np
 import torch
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, sizes_line, totals
+from dpcompanion.experiments.comparisons.rule import Judgement, Rule
 from dpcompanion.experiments.protocols import hong as hp
+from dpcompanion.experiments.scale_tables import Dim, config_key, hong_setup
 from dpcompanion.theory import diagnostics, exact_risk, schedules
 from dpcompanion.training import influence
 from dpcompanion.training.dense_models import DenseModel
+
+
+#: the page's title
+TITLE = "Where the dynamic schedule breaks under clipping (H-X-EER)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = "beyond the paper: a grid of curvatures and lengths on a synthetic least-squares problem"
+#: the config key counting our runs per compared estimate
+REPEATS_KEY = "runs"
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "warning_paragraph", "spectrum_data",
            "verdict_rows"]
@@ -159,8 +170,43 @@ def verdict_rows(payload, *, threshold: float = 10.0) -> list[dict]:
     ]
 
 
-EXPERIMENT = from_module(__name__, id="h-x-eer-breakdown",
-    title="Where the dynamic schedule breaks under clipping (H-X-EER)",
-    scale_note="beyond the paper: a grid of curvatures and lengths on a synthetic least-squares problem",
-    repeats_key="runs",
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = hong_setup({
+    "runs": Dim(None, "not in the paper (our experiment)", config_key("runs", "runs_mc", "repeats")),
+})
+
+
+#: |z| below which the unclipped control agrees with the exact risk
+BREAKDOWN_Z_MAX = 3.0
+
+
+def _judge_breakdown_control(*, z: Sequence[float]) -> Judgement:
+    zmax = max(abs(float(x)) for x in z)
+    return Judgement("agrees" if zmax < BREAKDOWN_Z_MAX else "disagrees",
+                     f"our own check: the trainer without clipping reproduces the closed form (|z| < {BREAKDOWN_Z_MAX:g})",
+                     ours=f"largest |z| over {len(z)} cells: {zmax:.2f}")
+
+
+def _judge_breakdown_clipped(*, cells: Sequence[tuple[float, int, float]], threshold: float) -> Judgement:
+    bad = [(k, T, r) for k, T, r in cells if r > threshold]
+    return Judgement("not comparable", "a finding beyond the paper: the bound assumes no clipping; see the warning below",
+                     ours="; ".join(f"kappa {k:g}, T {T}: {r:.3g}" for k, T, r in bad) or "none")
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+RULES: tuple[Rule, ...] = (
+    Rule("h-x-eer-breakdown/control", "unclipped trainer vs exact E[f] - f* (control)", "-",
+         f"agrees: every representable cell has |z| < {BREAKDOWN_Z_MAX:g}",
+         _judge_breakdown_control),
+    Rule("h-x-eer-breakdown/clipped", "clipped trainer / exact above the threshold", "-",
+         "never judged: a finding beyond the paper (the bound assumes no clipping)",
+         _judge_breakdown_clipped, judged=False),
 )
+
+
+EXPERIMENT = from_module(__name__, id="h-x-eer-breakdown")

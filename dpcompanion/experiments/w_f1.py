@@ -10,11 +10,27 @@ epsilon_bar = 3.2, batch 256; here Fashion-MNIST with a CNN pre-trained on MNIST
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.comparisons.rule import Judgement, Rule, judge_identity
+from dpcompanion.experiments.comparisons.wu_rules import EPSILON_RTOL, W_SHARED, gap_rule
 from dpcompanion.experiments.protocols import wu as wp, wu_paper
+from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL, W_SEEDS, W_STEPS, W_TRAIN,
+                                                  config_key, config_steps, payload_seeds)
+
+
+#: the page's title
+TITLE = "ADP-SGD vs DP-SGD: noise, privacy and accuracy vs t (Wu et al. Fig. 1)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = ("Fashion-MNIST (5 000 training images, CNN pre-trained on MNIST, last layer fine-tuned) for 120 "
+              "epochs, 5 seeds; the paper: CIFAR-10 (50 000 images, CNN pre-trained on CIFAR-100), 120 epochs, "
+              "5 runs.")
+#: the config key counting our runs per compared estimate
+REPEATS_KEY = "seeds"
 
 #: the paper's protocol for the figure (W Fig. 1 caption and Sec. 6); its accuracy curve is
 #: Fig. 3's top middle panel (120 epochs); full grid on a GPU / Dask cluster:
@@ -24,6 +40,7 @@ PAPER_CONFIG = dict(dataset="cifar10", n_train=50000, n_val=10000, epochs=120, b
 
 _COMMON = dict(dataset="fashion", data_dir=None, batch_size=256, delta=1e-5, epsilon_bar=3.2, clip=2.5,
                family="sqrt", curve_points=200)
+
 CONFIGS = {
     "quick": dict(_COMMON, n_train=2000, n_val=2000, pretrain_n=3000, pretrain_epochs=1, epochs=20, seeds=3,
                   eval_every=10),
@@ -113,10 +130,57 @@ def verdict_rows(payload) -> list[dict]:
     ]
 
 
-EXPERIMENT = from_module(__name__, id="w-f1",
-    title="ADP-SGD vs DP-SGD: noise, privacy and accuracy vs t (Wu et al. Fig. 1)",
-    scale_note="Fashion-MNIST (5 000 training images, CNN pre-trained on MNIST, last layer fine-tuned) for 120 "
-               "epochs, 5 seeds; the paper: CIFAR-10 (50 000 images, CNN pre-trained on CIFAR-100), 120 epochs, "
-               "5 runs.",
-    repeats_key="seeds",
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = {
+    "training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
+    "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
+                                                                        f"{c.get('pretrain_n')} images)", setup=True),
+    "seeds": Dim(5, W_SEEDS, config_key("seeds")),
+    "epochs": Dim(120, "Wu et al., Fig. 1 / Fig. 3: \"the top middle plot is the same as the right plot in Figure 1\" "
+                  "(120 epochs)", config_key("epochs")),
+    "steps": Dim(23520, W_STEPS, config_steps("epochs", "n_train"), setup=True, ratio=STEPS_RATIO),
+    "trained layers": W_LAYERS,
+}
+
+
+#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+STORED_SIZES = {"training samples": lambda p: p["train"]["N_train"], "seeds": payload_seeds("train", "acc_adp")}
+
+
+def _judge_same_epsilon(*, epsilon_dp: float, epsilon_adp: float) -> Judgement:
+    rel = abs(epsilon_adp - epsilon_dp) / max(abs(epsilon_dp), 1e-300)
+    j = judge_identity("both noise schedules are calibrated to the same epsilon_bar by Thm 4.1, so their final "
+                       f"epsilons are equal by construction (relative difference {rel:.2g} <= {EPSILON_RTOL:g} "
+                       "checks our calibration, not the paper)", holds=rel <= EPSILON_RTOL)
+    return j.for_row(f"{epsilon_dp:.7g} / {epsilon_adp:.7g} (RDP)")
+
+
+def _judge_slower_decay(*, noise_dp: Sequence[float], noise_adp: Sequence[float]) -> Judgement:
+    nd, na = np.asarray(noise_dp, dtype=float), np.asarray(noise_adp, dtype=float)
+    rd, ra = float(nd[-1] / nd[0]), float(na[-1] / na[0])
+    j = judge_identity("ADP-SGD's noise multiplier alpha_t = 1/sqrt(eta_t) grows as the step size decays, and "
+                       "DP-SGD's is constant (alpha_t = 1), so ADP's noise on theta decays more slowly by construction",
+                       holds=ra > rd)
+    return j.for_row(f"DP {rd:.3g}, ADP {ra:.3g}", remark="; last / first noise on theta")
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+RULES: tuple[Rule, ...] = (
+    Rule("w-f1/same-epsilon", "final epsilon of DP-SGD and ADP-SGD",
+         "Wu et al., Thm 4.1, Sec. 6: equal (both calibrated to the same epsilon_bar)",
+         f"identity (true by construction); disagrees only if our calibration breaks it (relative difference > "
+         f"{EPSILON_RTOL:g})", _judge_same_epsilon),
+    Rule("w-f1/slower-decay", "noise on theta decays more slowly with ADP-SGD (last/first)",
+         "Wu et al., Fig. 1 left: yes", "identity (true by construction of alpha_t); disagrees only if our schedule breaks it",
+         _judge_slower_decay),
+    gap_rule("w-f1/gap", "best-accuracy gain ADP - DP, eps_bar 3.2, C 2.5, 120 epochs (Fig. 1 right = Table 2)",
+             "Wu et al., Table 2 (Fig. 1 right)", where="Wu et al., Table 2", paired_because="w_f1.run_unit " + W_SHARED),
 )
+
+
+EXPERIMENT = from_module(__name__, id="w-f1")

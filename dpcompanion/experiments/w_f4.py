@@ -22,21 +22,39 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
+from typing import Sequence
 
 import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.comparisons.pooling import pool_random_effects
+from dpcompanion.experiments.comparisons.rows import W_ACC_MARGIN, W_SPREAD
+from dpcompanion.experiments.comparisons.rule import Judgement, Margin, Rule, estimate_effect, judge_effect
 from dpcompanion.experiments.protocols import wu as wp
+from dpcompanion.experiments.scale_tables import Dim, STEPS_RATIO, config_key, config_steps, payload_runs, payload_seeds
 from dpcompanion.theory import adp_accounting, numerical_accounting
 from dpcompanion.training import data
 from dpcompanion.training.models import make_model
+
+
+#: the page's title
+TITLE = "DP-SGD with constant vs decaying step sizes on MNIST (Wu et al. Fig. 4)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = ("MNIST, 2 000 training and 2 000 test images, all 4 sigmas and 6 values of c, 50 epochs as the "
+              "paper, 2 seeds, a one-hidden-layer MLP instead of the paper's CNN (from scratch in both); the "
+              "paper: 60 000 images, CNN. Paper mode (`--mode paper`, hours on two cores): the CNN on "
+              "60 000 images, 10 000 test images, 50 epochs, the full grid, 2 seeds per cell.")
+#: the config key counting our runs per compared estimate
+REPEATS_KEY = "seeds"
 
 #: the paper's grid (W App. F.3): 60 000 MNIST images, CNN from scratch, 50 epochs
 PAPER_GRID = dict(model="cnn-mnist", n_train=60000, n_test=10000, epochs=50, sigmas=[1.6, 3.2, 6.4, 12.8],
                   cs=[0.0, 1e-5, 1e-3, 1e-2, 0.1, 0.5], seeds=1)
 
 _COMMON = dict(batch_size=256, delta=1e-5, clip=1.0, a=2.0, hidden=100)
+
 CONFIGS = {
     "quick": dict(_COMMON, model="mlp", n_train=1000, n_test=1000, epochs=10, sigmas=[1.6, 12.8], cs=[0.0, 0.1],
                   seeds=2),
@@ -128,11 +146,127 @@ def verdict_rows(payload) -> list[dict]:
     return rows
 
 
-EXPERIMENT = from_module(__name__, id="w-f4",
-    title="DP-SGD with constant vs decaying step sizes on MNIST (Wu et al. Fig. 4)",
-    scale_note="MNIST, 2 000 training and 2 000 test images, all 4 sigmas and 6 values of c, 50 epochs as the "
-               "paper, 2 seeds, a one-hidden-layer MLP instead of the paper's CNN (from scratch in both); the "
-               "paper: 60 000 images, CNN. Paper mode (`--mode paper`, hours on two cores): the CNN on "
-               "60 000 images, 10 000 test images, 50 epochs, the full grid, 2 seeds per cell.",
-    repeats_key="seeds",
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = {
+    "training samples": Dim(None, "Wu et al., App. F.3: \"applied to the MNIST dataset\" (size not printed)",
+                            config_key("n_train")),
+    "model": Dim("CNN", "Wu et al., App. F.3: \"a convolutional neural network\" (Fig. 6)",
+                 lambda c: "CNN" if str(c.get("model", "")).startswith("cnn") else c.get("model"), setup=True),
+    "seeds": Dim(None, "Wu et al., App. F.3: not printed",
+                 lambda c: int(c.get("seeds", 1)) * int(c.get("replicates", 1))),
+    "epochs": Dim(50, "Wu et al., Fig. 4: \"sigma = 1.6 for 50 epochs\"", config_key("epochs")),
+    "steps": Dim(None, "Wu et al., App. F.3: not printed (MNIST's 60,000 images for 50 epochs at batch 256 would be "
+                 "11,750; ours: ceil(N / 256) epochs)", config_steps("epochs", "n_train", per_epoch_ceil=True),
+                 setup=True, ratio=STEPS_RATIO),
+    "trained layers": Dim("all (from scratch)", "Wu et al., App. F.3: the CNN trained on MNIST (no pre-training)",
+                          lambda c: "all (from scratch)", setup=True),
+    "c grid": Dim([0.0, 1e-5, 1e-3, 1e-2, 0.1, 0.5], "Wu et al., App. F.3: \"We vary c in {0, 1e-5, 1e-3, 1e-2, 1e-1, "
+                  "5e-1}\"", config_key("cs")),
+}
+
+
+#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+STORED_SIZES = {"training samples": payload_runs("N"), "seeds": payload_seeds("runs", 0, "test_error"),
+             "epochs": lambda p: int(max(max(r["epochs"]) for r in p["runs"])), "c grid": payload_runs("c", many=True),
+             "model": lambda p: "CNN" if str(payload_runs("model")(p)).startswith("cnn") else payload_runs("model")(p)}
+
+
+def _judge_decay(*, final_error: dict) -> Judgement:
+    """``final_error``: step-size constant c -> our final test errors (%, one per seed). Each
+    c > 0 against c = 0: the effect err(c = 0) - err(c) (positive = the decaying schedule ends
+    lower; Welch t), judged by :func:`~.rule.judge_effect` (direction +1, the paper prints no
+    size). Overall: agrees when every c > 0 agrees, disagrees when more than half disagree,
+    inconclusive when none agrees, else partly. Means without their seeds are not comparable
+    (no spread to judge by).
+
+    >>> _judge_decay(final_error={0.0: [10.0, 10.2, 9.9], 0.1: [8.0, 8.1, 7.9]}).verdict
+    'agrees'
+    >>> _judge_decay(final_error={0.0: [10.0, 12.0], 0.1: [9.0, 11.5]}).verdict
+    'inconclusive'
+    """
+    def seeds(v):
+        return [float(x) for x in (v if isinstance(v, (list, tuple, np.ndarray)) else [v])]
+
+    rs = {float(c): seeds(e) for c, e in final_error.items()}
+    if 0.0 not in rs or len(rs) < 2:
+        return Judgement("not comparable", "needs c = 0 and at least one c > 0", ours="no c = 0 run or no c > 0 run")
+    base = rs[0.0]
+    if min(len(v) for v in rs.values()) < 2:
+        return Judgement("not comparable", "fewer than 2 seeds: no spread to judge by", ours="one seed per schedule")
+    m = comparisons.rule_by_id("w-f4/decay").margin
+    words, parts = [], []
+    cs = sorted(k for k in rs if k > 0)
+    for c in cs:
+        # mean(c = 0) - mean(c): positive = decaying better; independent arms (the rule's design)
+        e = estimate_effect(base, rs[c], design=comparisons.design_of("w-f4/decay"))
+        g, se = e.estimate, e.se
+        j = judge_effect(g, se, direction=+1, df=e.df, n=e.n, design=e.design, margin=m.value)
+        words.append(j.verdict)
+        parts.append(f"c={c:g}: {g:+.2f} ± {se:.2f} ({j.verdict})")
+    p, se, df = _pool_against_base(base, [rs[c] for c in cs])
+    j = judge_effect(p.estimate, se, direction=+1, df=df, design=comparisons.design_of("w-f4/decay"))
+    cnt = Counter(words)
+    counted = ", ".join(f"{k} {c}" for k, c in sorted(cnt.items()))
+    lo, hi = j.ci_low, j.ci_high
+    return j.for_row(
+        f"pooled err(c = 0) - err(c > 0) {p.estimate:+.2f} points (95% CI {lo:+.2f} to {hi:+.2f}); "
+        f"{cnt['agrees']} of {len(words)} decaying schedules significantly below c = 0 ({np.mean(base):.2f}%)",
+        remark=f"; pooled over the {p.k} values c > 0 by random effects (DerSimonian-Laird tau^2 = {p.tau2:.3g}, "
+               f"modified Hartung-Knapp; the shared c = 0 arm's variance added once, Satterthwaite df {df:.3g}); per c, "
+               "err(c = 0) - err(c), 95% CI (Welch t: the cells have seeds of their own): " + "; ".join(parts)
+               + f"; cells by verdict: {counted}")
+
+
+def _pool_against_base(base: Sequence[float], arms: Sequence[Sequence[float]]):
+    """The pooled effect ``mean(base) - mu`` over the arms ``c`` compared with one shared
+    ``base`` arm (W-F4: each c > 0 against c = 0, independent seeds): random effects
+    (:func:`~dpcompanion.experiments.comparisons.pooling.pool_random_effects`) of the per-c effects ``mean(base) - mean(arm_c)`` with
+    each arm's own variance ``s_c^2 / n_c`` (the shared base shifts every effect alike, so it
+    takes no part in the between-c variance), then the base's variance ``s_0^2 / n_0`` added
+    once; degrees of freedom by Satterthwaite from the pooled part's ``k - 1`` and the base's
+    ``n_0 - 1``. Returns ``(pooled, se, df)``.
+
+    >>> p, se, df = _pool_against_base([10.0, 10.2, 9.8], [[8.0, 8.2, 7.8], [9.0, 9.2, 8.8]])
+    >>> round(p.estimate, 6), round(se**2, 6), round(df, 3)
+    (1.5, 0.263333, 1.108)
+    """
+    b = np.asarray(base, float)
+    ys = [float(b.mean() - np.mean(a)) for a in arms]
+    ses = [float(np.std(a, ddof=1) / math.sqrt(len(a))) for a in arms]
+    p = pool_random_effects(ys, ses)
+    vb = float(np.var(b, ddof=1) / b.size)
+    vp = p.se**2
+    df_p = p.df if p.df is not None else math.inf
+    den = (vp**2 / df_p if math.isfinite(df_p) else 0.0) + vb**2 / (b.size - 1)
+    df = (vp + vb) ** 2 / den if den > 0 else None
+    return p, math.sqrt(vp + vb), df
+
+
+def _judge_eps_below(*, eps_numeric: float, eps_theory: float) -> Judgement:
+    return Judgement("agrees" if eps_numeric < eps_theory else "disagrees", "numerical (RDP) vs Thm 4.1's epsilon_bar",
+                     ours=f"{eps_numeric:.3g} vs {eps_theory:.3g}")
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+RULES: tuple[Rule, ...] = (
+    Rule("w-f4/decay", "decaying step sizes (c > 0) end below the constant one (c = 0)",
+         "Wu et al., App. F.3 (Fig. 4): every decaying schedule (c > 0) beats the constant one (c = 0)",
+         "the pooled err(c = 0) - err(c > 0) over the values c > 0 (random effects, DerSimonian-Laird with the modified "
+         "Hartung-Knapp interval; the shared c = 0 arm counted once): its 95% CI above zero agrees, below disagrees, "
+         "else inconclusive; equivalent when TOST puts it inside the practical margin; the count of c by verdict "
+         "(each c by Welch t) beside it", _judge_decay,
+         design=("independent", "w_f4.run_unit draws each (sigma, c) cell's seeds from SeedSequence([seed, sigma, "
+                                      "c]): the c = 0 and c > 0 runs share the data, not their batches or noise"),
+         margin=Margin(W_ACC_MARGIN, "points of test error", "reported spread",
+                             W_SPREAD + "; Fig. 4 prints no number, test error is accuracy's complement")),
+    Rule("w-f4/eps-below-bar", "numerical epsilon below Thm 4.1's epsilon_bar at the last epoch",
+         "Wu et al., Fig. 4 (dashed vs dots): yes", "agrees: numerical < epsilon_bar", _judge_eps_below),
 )
+
+
+EXPERIMENT = from_module(__name__, id="w-f4")

@@ -16,14 +16,26 @@ the verdict moves as the training set approaches the paper's size.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
-
-import numpy as np
 
 from dpcompanion.experiments import comparisons, w_t1245
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.wu_rules import gap_stats
+from dpcompanion.experiments.comparisons.rows import HEADLINE_N
+from dpcompanion.experiments.comparisons.rule import Rule
+from dpcompanion.experiments.comparisons.wu_rules import W_SHARED, W_TRANSFER, gap_stats, table_rule
 from dpcompanion.experiments.protocols import wu as wp
+from dpcompanion.experiments.scale_tables import Dim, W_TABLE_DIMS, W_TABLE_STORED, W_TRAIN, config_steps
+
+
+#: the page's title
+TITLE = "Wu et al.'s Tables 2 and 5 along a ladder of training-set sizes (2 000, 10 000, 50 000 images)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = ("Fashion-MNIST instead of CIFAR-10 (not available here); 2 000, 10 000 and 50 000 private training "
+              "images, the last CIFAR-10's size; Table 2's rows at epsilon_bar 0.8 and 3.2, clips {1, 2.5}, the "
+              "paper's epochs and 5 runs; clip 1 only at 50 000")
+#: the config key counting our runs per compared estimate
+REPEATS_KEY = "seeds"
 
 __all__ = ["EXPERIMENT", "RUNGS", "units", "unit_size", "run_unit", "combine", "describe", "ladder_rows", "verdict_rows"]
 
@@ -31,6 +43,7 @@ __all__ = ["EXPERIMENT", "RUNGS", "units", "unit_size", "run_unit", "combine", "
 RUNGS = [2000, 10000, 50000]
 
 _COMMON = dict(dataset="fashion", data_dir=None, batch_size=256, delta=1e-5, family="sqrt")
+
 CONFIGS = {
     "quick": dict(_COMMON, rungs=[500, 1000], n_val=1000, pretrain_n=3000, pretrain_epochs=1, clips=[1.0],
                   epochs=[10], epsilon_bars=[0.8, 3.2], seeds=2, eval_every=10),
@@ -95,7 +108,7 @@ def ladder_rows(payload, *, metric: str) -> tuple[list[str], list[list[str]]]:
     its se) and the verdict of rule ``w-t1245/gap`` at each rung, and the paper's printed gap."""
     V = {}
     for c in payload["cells"]:
-        table, printed, row = comparisons.gap_verdict(c, metric=metric)
+        table, printed, row = w_t1245.gap_verdict(c, metric=metric)
         g, se = gap_stats(c[f"{metric}_adp"], c[f"{metric}_dp"])
         V[(c["epsilon_bar"], c["clip"], c["epochs"], c["rung"])] = (g, se, row["verdict"], printed, table)
     rungs = payload["rungs"]
@@ -124,16 +137,40 @@ def verdict_rows(payload) -> list[dict]:
         for metric in ("best", "last"):
             V = w_t1245.verdicts(cells, metric=metric)
             t = V[0]["table"]
-            rows.append(comparisons.compare("w-ladder/table", sizes_match=True, table=t,
-                                            item=f"Table {t} at N = {n:,}: ADP-SGD ahead of DP-SGD (cells run here)",
-                                            cells=V))
+            row = comparisons.compare("w-ladder/table", sizes_match=True, table=t,
+                                      item=f"Table {t} at N = {n:,}: ADP-SGD ahead of DP-SGD (cells run here)", cells=V)
+            if n == HEADLINE_N:
+                row["headline"] = (f"the headline evidence for Wu et al.'s Table {t}: this rung has the paper's "
+                                   f"{HEADLINE_N:,} training images and steps (not its data set, model or trained layers)")
+            rows.append(row)
     return rows
 
 
-EXPERIMENT = from_module(__name__, id="w-ladder",
-    title="Wu et al.'s Tables 2 and 5 along a ladder of training-set sizes (2 000, 10 000, 50 000 images)",
-    scale_note="Fashion-MNIST instead of CIFAR-10 (not available here); 2 000, 10 000 and 50 000 private training "
-               "images, the last CIFAR-10's size; Table 2's rows at epsilon_bar 0.8 and 3.2, clips {1, 2.5}, the "
-               "paper's epochs and 5 runs; clip 1 only at 50 000",
-    repeats_key="seeds",
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = {"training samples (largest rung)": Dim(50000, W_TRAIN, lambda c: max(c["rungs"]), setup=True),
+             **{k: (dataclasses.replace(d, ours=config_steps("epochs", "rungs")) if k == "steps" else d)
+                for k, d in W_TABLE_DIMS.items()}}
+
+
+#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+STORED_SIZES = {"training samples (largest rung)": lambda p: max(c["rung"] for c in p["cells"]), **W_TABLE_STORED}
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+RULES: tuple[Rule, ...] = (
+    table_rule("w-ladder/table", "one of Tables 2, 5 at one rung of the training-set ladder: ADP-SGD ahead of DP-SGD",
+               "Wu et al., Tables 2 and 5: the printed gaps (CIFAR-10, 50 000 training images)",
+               tolerance=f"as w-t1245/table, over the cells of one rung (each judged by w-t1245/gap); the top rung "
+                         f"(N = {HEADLINE_N:,}) is the headline evidence for Tables 2 and 5",
+               paired_because="its cells are w-t1245/gap's, run by w_t1245.run_cell at each rung (" + W_SHARED + ")",
+               comparable_because=W_TRANSFER + " (the top rung has the paper's 50,000 images and steps, not its data "
+                                               "set, model or trained layers)"),
 )
+
+
+EXPERIMENT = from_module(__name__, id="w-ladder")

@@ -16,8 +16,22 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.wu_rules import gap_stats
-from dpcompanion.experiments.protocols import wu as wp
+from dpcompanion.experiments.comparisons.rule import Rule
+from dpcompanion.experiments.comparisons.sequential import Plan
+from dpcompanion.experiments.comparisons.wu_rules import W_SHARED, gap_rule, gap_stats, table_rule
+from dpcompanion.experiments.protocols import wu as wp, wu_paper
+from dpcompanion.experiments.scale_tables import Dim, W_TABLE_DIMS, W_TABLE_STORED, W_TRAIN, config_key, payload_cells
+
+
+#: the page's title
+TITLE = "ADP-SGD vs DP-SGD over the privacy x clip x epochs grid (Wu et al. Tables 1, 2, 4, 5)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = ("Fashion-MNIST (2 000 training, 2 000 validation images; CNN pre-trained on MNIST, last layer "
+              "fine-tuned), both step-size families, the paper's 3 epoch counts, clips {1, 2.5} of its 4, "
+              "epsilon_bar in {0.8, 3.2} of its 5 values, 20 seeds (the paper: 5 runs), judged at 3, 10 and 20 "
+              "seeds by a group-sequential plan; the paper: CIFAR-10 (50 000 images).")
+#: the config key counting our runs per compared estimate
+REPEATS_KEY = "seeds"
 
 #: the paper's full grid (W Sec. 6, Tables 1, 2, 4, 5; CIFAR-10, N = 50 000, 10 000
 #: validation images, 5 runs). On a GPU or a Dask cluster:
@@ -26,7 +40,16 @@ PAPER_GRID = dict(dataset="cifar10", n_train=50000, n_val=10000, families=["line
                   clips=[0.5, 1.0, 2.5, 5.0], epochs=[60, 120, 200], epsilon_bars=[0.8, 1.2, 1.6, 3.2, 6.4],
                   seeds=5, eval_every=20, batch_size=256, delta=1e-5)
 
+#: its group-sequential plan (issue 33, item 6): the cumulative seeds at each look, declared on
+#: 2026-11-28 before any beyond the first look ran; every look is judged by the plan's repeated intervals
+#: (O'Brien-Fleming spending), so looking three times keeps the overall error rate at 5%
+SEQUENTIAL = Plan(looks=(3, 10, 20), reason=(
+    "look 1 is the 3-seed result already judged; 10 and 20 seeds (the cap: 4x the paper's 5 runs, 12 CPU "
+    "minutes here) are where runs_needed put most of the undecided cells"))
+
+
 _COMMON = dict(dataset="fashion", data_dir=None, batch_size=256, delta=1e-5)
+
 CONFIGS = {
     "quick": dict(_COMMON, n_train=1000, n_val=1000, pretrain_n=3000, pretrain_epochs=1, families=["sqrt"],
                   clips=[1.0, 2.5], epochs=[10], epsilon_bars=[0.8, 3.2], seeds=2, eval_every=10),
@@ -35,10 +58,10 @@ CONFIGS = {
                  epsilon_bars=[0.8, 3.2], seeds=20, eval_every=20),
 }
 #: full mode's seeds follow the group-sequential plan declared for this experiment
-#: (:data:`dpcompanion.experiments.comparisons.rows.SEQUENTIAL`: looks at 3, 10 and 20 seeds; the
+#: (:data:`SEQUENTIAL`: looks at 3, 10 and 20 seeds; the
 #: cells are judged at each look in turn). A cell's seeds are a prefix of a longer run's
 #: (``SeedSequence.generate_state``), so the first 3 are the seeds of the 3-seed result.
-assert CONFIGS["full"]["seeds"] == comparisons.plan_of("w-t1245").looks[-1]
+assert CONFIGS["full"]["seeds"] == SEQUENTIAL.looks[-1]
 
 
 def units(config: dict) -> list[dict]:
@@ -115,9 +138,9 @@ def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
     verdict of rule ``w-t1245/gap`` (:mod:`dpcompanion.experiments.comparisons`; comparable
     only at the paper's epoch counts, with >= 2 seeds per method)."""
     out = []
-    plan = comparisons.plan_of("w-t1245")
+    plan = SEQUENTIAL
     for c in cells:
-        table, paper, row = comparisons.gap_verdict(c, metric=metric, plan=plan)
+        table, paper, row = gap_verdict(c, metric=metric, plan=plan)
         adp, dp = c[f"{metric}_adp"], c[f"{metric}_dp"]
         g, se = gap_stats(adp, dp)
         out.append({"table": table, "family": c["family"],
@@ -125,6 +148,38 @@ def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
                     "paper_gap": None if paper is None else paper[0] - paper[2], "gap": g, "se": se,
                     "adp": np.asarray(adp, dtype=float), "dp": np.asarray(dp, dtype=float),
                     "stage": (row.get("stats") or {}).get("stage"), "verdict": row["verdict"], "note": row["note"].split(". Tolerance: ")[0]})  # tolerance: in the summary
+    return out
+
+
+def gap_verdict(cell: dict, *, metric: str, item: str | None = None,
+                plan: Plan | None = None) -> tuple[int, tuple | None, dict[str, str]]:
+    """Rule ``w-t1245/gap`` on one cell of W's Tables 1, 2, 4 and 5 (``cell``: a w-t1245 payload
+    cell, ``metric``: ``best`` or ``last``): ``(table, the paper's printed row or None, the
+    row of :func:`~dpcompanion.experiments.comparisons.compare`)``. Comparable only at the paper's
+    epoch counts (:data:`~dpcompanion.experiments.protocols.wu_paper.PAPER_EPOCHS`) with >= 2 seeds
+    per method. The w-t1245 page's cell table, W-LADDER's rungs and the verdicts report judge cells
+    here. ``plan``: the group-sequential plan (:data:`SEQUENTIAL`), if any."""
+    printed = wu_paper.row(family=cell["family"], metric=metric, epsilon_bar=cell["epsilon_bar"], clip=cell["clip"],
+                           epochs=cell["epochs"])
+    table = wu_paper.TABLE_OF[(cell["family"], metric)]
+    adp, dp = cell[f"{metric}_adp"], cell[f"{metric}_dp"]
+    row = comparisons.compare(
+        "w-t1245/gap", sizes_match=cell["epochs"] in wu_paper.PAPER_EPOCHS and len(adp) >= 2 and len(dp) >= 2,
+        sizes_note=f"{cell['epochs']} epochs, {len(adp)} seeds vs {wu_paper.PAPER_EPOCHS} epochs, 5 runs",
+        item=item, table=table, printed=printed, adp=adp, dp=dp, plan=plan)
+    return table, printed, row
+
+
+def cell_rows(payload: dict) -> list[dict]:
+    """The verdicts report's rows per cell (rule ``w-t1245/gap``, :func:`gap_verdict`), best then
+    last metric, as the page's cell table judges them."""
+    out = []
+    for metric in ("best", "last"):
+        for c in payload["cells"]:
+            table = wu_paper.TABLE_OF[(c["family"], metric)]
+            out.append(gap_verdict(
+                c, metric=metric, plan=SEQUENTIAL, item=f"Table {table}: gain ADP - DP, {c['family']}, C_G {c['clip']:g}, "
+                                                      f"eps_bar {c['epsilon_bar']:g}, {c['epochs']} epochs")[2])
     return out
 
 
@@ -138,22 +193,39 @@ def verdict_rows(payload) -> list[dict]:
             rows.append(comparisons.compare("w-t1245/table", sizes_match=True, table=t,
                                             item=f"Table {t}: ADP-SGD ahead of DP-SGD (cells run here)",
                                             cells=[v for v in V if v["table"] == t],
-                                            plan=comparisons.plan_of("w-t1245")))
+                                            plan=SEQUENTIAL))
     return rows
 
 
 def report_verdict_rows(payload) -> list[dict]:
     """The verdicts report's rows: every cell's verdict (rule ``w-t1245/gap``,
-    :func:`dpcompanion.experiments.comparisons.w_t1245_cell_rows`, as the page's cell table judges
+    :func:`cell_rows`, as the page's cell table judges
     them) before the page's summary rows per table."""
-    return comparisons.w_t1245_cell_rows(payload) + verdict_rows(payload)
+    return cell_rows(payload) + verdict_rows(payload)
 
 
-EXPERIMENT = from_module(__name__, id="w-t1245",
-    title="ADP-SGD vs DP-SGD over the privacy x clip x epochs grid (Wu et al. Tables 1, 2, 4, 5)",
-    scale_note="Fashion-MNIST (2 000 training, 2 000 validation images; CNN pre-trained on MNIST, last layer "
-               "fine-tuned), both step-size families, the paper's 3 epoch counts, clips {1, 2.5} of its 4, "
-               "epsilon_bar in {0.8, 3.2} of its 5 values, 20 seeds (the paper: 5 runs), judged at 3, 10 and 20 "
-               "seeds by a group-sequential plan; the paper: CIFAR-10 (50 000 images).",
-    repeats_key="seeds",
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = {"training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
+            **W_TABLE_DIMS}
+
+
+#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+STORED_SIZES = {"training samples": payload_cells("N_train"), **W_TABLE_STORED}
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+RULES: tuple[Rule, ...] = (
+    gap_rule("w-t1245/gap", "one cell of Tables 1, 2, 4, 5: gain ADP - DP", "Wu et al., Tables 1, 2, 4, 5",
+             paired_because="w_t1245.run_cell " + W_SHARED),
+    table_rule("w-t1245/table", "one of Tables 1, 2, 4, 5: ADP-SGD ahead of DP-SGD (cells run here)",
+               "Wu et al., Tables 1, 2, 4, 5: the printed gaps",
+               paired_because="its cells are w-t1245/gap's (w_t1245.run_cell " + W_SHARED + ")"),
 )
+
+
+EXPERIMENT = from_module(__name__, id="w-t1245")

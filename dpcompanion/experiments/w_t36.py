@@ -18,14 +18,31 @@ choice on an end of the paper's grid is also tuned beyond it (a second, "beyond"
 from __future__ import annotations
 
 import itertools
+import math
+from typing import Sequence
 
 import numpy as np
 import torch
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.comparisons.rule import Rule
+from dpcompanion.experiments.comparisons.wu_rules import TABLE_TOL, gap_rule, table_rule
 from dpcompanion.experiments.protocols import tuning, wu as wp, wu_paper
+from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL, W_TRAIN, config_key,
+                                                  config_steps, payload_cells)
 from dpcompanion.theory import numerical_accounting
+
+
+#: the page's title
+TITLE = "ADP-SGD vs DP-SGD with adaptive step sizes (Wu et al. Tables 3, 6)"
+#: one sentence: full mode against the paper's protocol
+SCALE_NOTE = ("Fashion-MNIST (2 000 training images; CNN pre-trained on MNIST, last layer fine-tuned), 60 epochs "
+              "as the paper, both clips and all 4 privacy levels, the paper's grids (6 betas for DP-SGD, 6 Cs for "
+              "ADP-SGD at DP-SGD's beta) tuned on 5 seeds, reported on 5 to 200 fresh seeds (80% power for the "
+              "paper's gap at the sd seen on the tuning seeds); the paper: CIFAR-10 (50 000 images), 5 runs.")
+#: the config key counting our runs per compared estimate
+REPEATS_KEY = "seeds"
 
 #: the paper's grid (W Sec. 6.2): T = 11 700 (60 epochs of CIFAR-10), clips 1 and 2.5
 PAPER_GRID = dict(dataset="cifar10", n_train=50000, n_val=10000, epochs=60, clips=[1.0, 2.5],
@@ -52,6 +69,7 @@ STATED = {"beta": {"low": (1.0, "beta >= 1: W Sec. 6.2 take beta_t = max(beta / 
            "C": {"low": (1e-5, "C >= 1e-5, the paper's grid (W Sec. 6.2)"),
                  "high": (1.0, "C <= 1, the paper's grid (W Sec. 6.2)")}}
 BEYOND_MAX = {"beta": 2.0 ** 17, "C": 1e3}
+
 CONFIGS = {
     "quick": dict(_COMMON, n_train=1000, n_val=1000, pretrain_n=3000, pretrain_epochs=1, epochs=10, clips=[2.5],
                   epsilon_bars=[0.8, 3.2], betas=[1, 1024], Cs=[1e-5, 1e-2], tune_seeds=2, report_seeds_min=2,
@@ -261,18 +279,72 @@ def verdict_rows(payload) -> list[dict]:
     return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
 
 
+def table_rows(cell_rows: Sequence[dict]) -> list[dict]:
+    """W-T36's table verdicts (issue 33, item 5): rule ``w-t36/table`` over the page's cell rows
+    (rule ``w-t36/gap``, as ``w_t36.verdict_rows`` gives them), one row for the paper's grid and
+    one for the grid beyond it where such cells exist; each cell enters with its verdict, its
+    paired gap and standard error and the printed gap (the rows' ``stats``).
+
+    >>> table_rows([])
+    []
+    """
+    out = []
+    for beyond in (False, True):
+        mine = [r for r in cell_rows if r.get("rule") == "w-t36/gap" and ("beyond" in str(r["item"])) == beyond]
+        if not mine:
+            continue
+        cells = [{"verdict": r["verdict"], "gap": float(r["stats"].get("estimate", math.nan) if r.get("stats") else math.nan),
+                  "se": float((r.get("stats") or {}).get("se") or math.nan),
+                  "paper_gap": (r.get("stats") or {}).get("paper_value")} for r in mine]
+        tail = " (beyond the paper's grid)" if beyond else ""
+        out.append(comparisons.compare("w-t36/table", sizes_match=True, table=3, cells=cells,
+                        item=f"Table 3: ADP-SGD ahead of DP-SGD, pooled over {len(cells)} cells{tail}"))
+    return out
+
+
 def report_verdict_rows(payload) -> list[dict]:
     """The verdicts report's rows: the page's rows, then Table 3's verdict of its cells pooled
-    (issue 33, item 5; :func:`dpcompanion.experiments.comparisons.wu_rules.w_t36_table_rows`)."""
+    (issue 33, item 5; :func:`table_rows`)."""
     rows = verdict_rows(payload)
-    return rows + comparisons.wu_rules.w_t36_table_rows(rows)
+    return rows + table_rows(rows)
 
 
-EXPERIMENT = from_module(__name__, id="w-t36",
-    title="ADP-SGD vs DP-SGD with adaptive step sizes (Wu et al. Tables 3, 6)",
-    scale_note="Fashion-MNIST (2 000 training images; CNN pre-trained on MNIST, last layer fine-tuned), 60 epochs "
-               "as the paper, both clips and all 4 privacy levels, the paper's grids (6 betas for DP-SGD, 6 Cs for "
-               "ADP-SGD at DP-SGD's beta) tuned on 5 seeds, reported on 5 to 200 fresh seeds (80% power for the "
-               "paper's gap at the sd seen on the tuning seeds); the paper: CIFAR-10 (50 000 images), 5 runs.",
-    repeats_key="seeds",
+# ------------------------------------------------------------------------ the paper's scale and this page's rules
+
+
+#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
+PAPER_DIMS = {
+    "training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
+    "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
+                                                                        f"{c.get('pretrain_n')} images)", setup=True),
+    "seeds": Dim(5, "Wu et al., App. F.2: \"Based on these hyper-parameters, we repeat the experiments five times\"",
+                 config_key("seeds")),
+    "epochs": Dim(60, "Wu et al., Table 3 (60 epochs)", config_key("epochs")),
+    "steps": Dim(11700, "Wu et al., Sec. 6.2 and footnote 3: T = 11700 for 60 epochs (ours: ceil(epochs N / 256); "
+                 f"matches within a factor {STEPS_RATIO:g})", config_steps("epochs", "n_train"), setup=True,
+                 ratio=STEPS_RATIO),
+    "trained layers": W_LAYERS,
+    "(beta, C) grid": Dim(None, "Wu et al., App. F.2: \"we first tune the hyper-parameters, namely beta for DP-SGD and a "
+                          "pair of (beta, C) for ADP-SGD\" (Table 6 prints the chosen values, not the grid)",
+                          lambda c: {"betas": c.get("betas"), "Cs": c.get("Cs")}),
+}
+
+
+#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+STORED_SIZES = {"training samples": payload_cells("N_train")}
+
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
+RULES: tuple[Rule, ...] = (
+    gap_rule("w-t36/gap", "Table 3: gain ADP - DP (adaptive step sizes, best accuracy)", "Wu et al., Table 3",
+             where="Wu et al., Table 3", paired_because="w_t36.run_unit reports both chosen configurations on the same "
+             "report seeds (seeds = list(rseeds) * len(configs) in one protocols.wu.train_segments call)"),
+    table_rule("w-t36/table", "Table 3: ADP-SGD ahead of DP-SGD (pooled over the cells run here)",
+               "Wu et al., Table 3: the printed gaps", tolerance=TABLE_TOL + " (each cell judged by w-t36/gap)",
+               paired_because="its cells are w-t36/gap's (the same report seeds for both chosen configurations)"),
 )
+
+
+EXPERIMENT = from_module(__name__, id="w-t36")

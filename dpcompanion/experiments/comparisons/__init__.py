@@ -1,10 +1,12 @@
-"""Every verdict rule of the experiment pages, Hong et al. and Wu et al., in one registry.
+"""Every verdict rule of the pages, Hong et al. and Wu et al., in one registry.
 
-:data:`RULES` maps ``"<experiment id>/<panel>"`` to a :class:`~.rule.Rule` (``paper``: only
-what the paper printed, quoted with version, figure/table and panel; ``tolerance``; ``judge``).
-The rules themselves are in :mod:`.hong_rules` (both versions of Hong et al., and H-X-EER) and
-:mod:`.wu_rules` (Wu et al.), those of pages that check our own code (the privacy audit) in :mod:`.audit_rules`;
-:mod:`.rule` holds what they share and :mod:`.rows` turns a verdict into a table row.
+:func:`all_rules` maps ``"<experiment id>/<panel>"`` to a :class:`~.rule.Rule` (``paper``: only
+what the paper printed, quoted with version, figure/table and panel; ``tolerance``; ``judge``;
+its design, margin and comparability). Each experiment declares its own rules in its module
+(:attr:`dpcompanion.experiments.base.Experiment.rules`, issue 32: adding an experiment touches
+nothing here); the pages without an experiment declare theirs in :mod:`.theory` (theory pages)
+and :mod:`.wu_rules` (W-EPS, W-F2), which also holds the judges the W experiments share.
+:mod:`.rule` holds what every rule is made of and :mod:`.rows` turns a verdict into a table row.
 Experiment modules keep a thin ``verdict_rows(payload)`` that extracts our measurements and
 calls :func:`compare`; nothing else decides a verdict.
 
@@ -28,47 +30,53 @@ in the row's ``stats`` (estimate, 95% CI, n, margin, smallest detectable effect)
 The tuning protocol caps a verdict (:func:`tuning_cap`).
 
 Design and comparability (issue 33): every comparison of two arms declares its design in one
-table (:data:`.rows.DESIGN_OF`: ``paired`` where the arms share seeds, else ``independent``,
+place, its rule's ``design`` (``paired`` where the arms share seeds, else ``independent``,
 each with the reason found in the experiment code), and one estimator serves both papers
 (:func:`.rule.estimate_effect`: the paired t interval of the per-seed differences, or Welch's);
 power and runs needed use the same spread. A row compares the paper's *size* only where our
-setup (data set, model, trained layers, number of steps within :data:`.scale.STEPS_RATIO`) is
-the paper's; otherwise its *direction* alone (:data:`.rows.COMPARABLE_OF`,
-:func:`.scale.comparability`), and size never makes it ``disagrees``. Each row carries
+setup (data set, model, trained layers, number of steps within :data:`dpcompanion.experiments.scale_tables.STEPS_RATIO`) is
+the paper's; otherwise its *direction* alone (the rule's ``comparable``, else
+:func:`dpcompanion.experiments.scale_tables.comparability`), and size never makes it ``disagrees``. Each row carries
 ``design`` and ``comparable``. The paper's and our scale per
-dimension are declared in :mod:`.scale`.
+dimension are declared with each experiment (:attr:`~dpcompanion.experiments.base.Experiment.paper_scale`).
 
 This package judges numbers, it does not make them: it is left out of the results store's
-code hash (:data:`dpcompanion.experiments.store.CODE_HASH_EXCLUDE`), so changing a rule
-never makes a stored result stale.
+code hash (:data:`dpcompanion.experiments.store.CODE_HASH_EXCLUDE`), so changing the judging
+machinery never makes a stored result stale. A rule an experiment declares is part of its module
+and so of its code hash: editing it makes the result stale until ``python -m dpcompanion results
+--revalidate`` has recomputed its quick fingerprint and found the numbers equal (seconds).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dpcompanion.experiments.comparisons import audit_rules, hong_rules, theory, wu_rules
-from dpcompanion.experiments.comparisons.rows import apply_tuning_cap, plan_of, row_of, tuning_cap, tuning_for_row
-from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, VERDICTS, Z, Judgement, Rule
-from dpcompanion.experiments.protocols import wu_paper
+from dpcompanion.experiments import base
+from dpcompanion.experiments.comparisons import theory, wu_rules
+from dpcompanion.experiments.comparisons.rows import apply_tuning_cap, row_of, tuning_cap, tuning_for_row
+from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, VERDICTS, Z, Judgement, Margin, Rule
 
-__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Rule", "RULES", "tuning_cap", "tuning_for_row", "apply_tuning_cap", "compare", "rule_by_id", "verdict_of", "experiment_of", "rules_for", "plan_of", "gap_verdict",
-           "w_t1245_cell_rows"]
+__all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Margin", "Rule", "all_rules", "PAGE_RULES", "tuning_cap",
+           "tuning_for_row", "apply_tuning_cap", "compare", "rule_by_id", "verdict_of", "experiment_of", "rules_for",
+           "design_of", "plan_of"]
+
+#: the rules of the pages that have no experiment (theory pages, W-EPS, W-F2): declared in
+#: :mod:`.theory` and :mod:`.wu_rules`; every experiment declares its own (:attr:`.base.Experiment.rules`)
+PAGE_RULES: tuple[Rule, ...] = tuple(theory.RULES) + tuple(wu_rules.RULES)
 
 
-def _registry(*groups) -> dict[str, Rule]:
+def all_rules() -> dict[str, Rule]:
+    """Every verdict rule by id: those of the pages without an experiment (:data:`PAGE_RULES`),
+    then each experiment's own (:func:`.base.all_experiments`, registered ones included);
+    RuntimeError for an id declared twice."""
     out: dict[str, Rule] = {}
+    groups = [PAGE_RULES] + [exp.rules for exp in base.all_experiments().values()]
     for g in groups:
         for r in g:
             if r.id in out:
                 raise RuntimeError(f"verdict rule {r.id} defined twice")
-            if "/" not in r.id:
-                raise RuntimeError(f"verdict rule id {r.id!r} is not '<experiment id>/<panel>'")
             out[r.id] = r
     return out
-
-
-RULES: dict[str, Rule] = _registry(hong_rules.RULES, wu_rules.RULES, audit_rules.RULES, theory.RULES)
 
 
 def experiment_of(rule_id: str) -> str:
@@ -77,16 +85,33 @@ def experiment_of(rule_id: str) -> str:
 
 
 def rules_for(experiment_id: str) -> list[Rule]:
-    """The rules of one experiment page, in registry order."""
-    return [r for k, r in RULES.items() if experiment_of(k) == experiment_id]
+    """The rules of one page, in registry order."""
+    return [r for k, r in all_rules().items() if experiment_of(k) == experiment_id]
 
 
 def rule_by_id(rule_id: str) -> Rule:
     """The registered rule ``rule_id``; ValueError naming the registered ones otherwise (named
     apart from the module :mod:`.rule`, which a function ``rule`` used to hide)."""
-    if rule_id not in RULES:
-        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule_id!r}")
-    return RULES[rule_id]
+    rules = all_rules()
+    if rule_id not in rules:
+        raise ValueError(f"rule must be one of {', '.join(rules)}, got {rule_id!r}")
+    return rules[rule_id]
+
+
+def design_of(rule_id: str) -> str | None:
+    """The design of rule ``rule_id``'s comparison (its :attr:`.rule.Rule.design`), None where it
+    compares no two arms by seed.
+
+    >>> design_of("w-t36/gap"), design_of("w-f4/decay"), design_of("w-eps/epsilon")
+    ('paired', 'independent', None)
+    """
+    return rule_by_id(rule_id).design_name
+
+
+def plan_of(experiment_id: str):
+    """The declared group-sequential plan of an experiment (its :attr:`.base.Experiment.sequential`),
+    None if none."""
+    return base.get(experiment_id).sequential
 
 
 def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str | None = None,
@@ -104,37 +129,6 @@ def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str 
     'not compared (sizes differ): N 10 vs 1000'
     """
     return row_of(rule_by_id(rule_id), sizes_match=sizes_match, sizes_note=sizes_note, item=item, tuning=tuning, **measured)
-
-
-def gap_verdict(cell: dict, *, metric: str, item: str | None = None,
-                plan: Any = None) -> tuple[int, tuple | None, dict[str, str]]:
-    """Rule ``w-t1245/gap`` on one cell of W's Tables 1, 2, 4 and 5 (``cell``: a w-t1245 payload
-    cell, ``metric``: ``best`` or ``last``): ``(table, the paper's printed row or None, the
-    row of :func:`compare`)``. Comparable only at the paper's epoch counts
-    (:data:`~dpcompanion.experiments.protocols.wu_paper.PAPER_EPOCHS`) with >= 2 seeds per
-    method. The w-t1245 page's cell table and the verdicts report both judge cells here.
-    ``plan``: the experiment's group-sequential plan (:func:`.rows.plan_of`), if any."""
-    printed = wu_paper.row(family=cell["family"], metric=metric, epsilon_bar=cell["epsilon_bar"], clip=cell["clip"],
-                           epochs=cell["epochs"])
-    table = wu_paper.TABLE_OF[(cell["family"], metric)]
-    adp, dp = cell[f"{metric}_adp"], cell[f"{metric}_dp"]
-    row = compare("w-t1245/gap", sizes_match=cell["epochs"] in wu_paper.PAPER_EPOCHS and len(adp) >= 2 and len(dp) >= 2,
-                  sizes_note=f"{cell['epochs']} epochs, {len(adp)} seeds vs {wu_paper.PAPER_EPOCHS} epochs, 5 runs",
-                  item=item, table=table, printed=printed, adp=adp, dp=dp, plan=plan)
-    return table, printed, row
-
-
-def w_t1245_cell_rows(payload: dict) -> list[dict]:
-    """The w-t1245 verdicts report's rows per cell (rule ``w-t1245/gap``, :func:`gap_verdict`),
-    best then last metric, as the page's cell table judges them."""
-    out = []
-    for metric in ("best", "last"):
-        for c in payload["cells"]:
-            table = wu_paper.TABLE_OF[(c["family"], metric)]
-            out.append(gap_verdict(
-                c, metric=metric, plan=plan_of("w-t1245"), item=f"Table {table}: gain ADP - DP, {c['family']}, C_G {c['clip']:g}, "
-                                       f"eps_bar {c['epsilon_bar']:g}, {c['epochs']} epochs")[2])
-    return out
 
 
 def verdict_of(rule_id: str, **measured: Any) -> str:

@@ -14,11 +14,11 @@
   from this code, so a corrected quotation shows without touching the result; the block recorded
   in the provenance at save time is kept as a record) and ``at_paper_scale``;
 * ``design`` (issue 33): ``paired`` when the two arms compared share seeds, ``independent``
-  when not (:data:`.rows.DESIGN_OF`, the estimator :func:`.rule.estimate_effect`), None for a
+  when not (the rule's ``design``, the estimator :func:`.rule.estimate_effect`), None for a
   row that compares no two arms by seed;
 * ``comparable`` (issue 33): ``size`` where our setup (data set, model, trained layers, number
   of steps) is the paper's, ``direction`` where it is not and the row judges the sign alone
-  (:data:`.rows.COMPARABLE_OF`, else :func:`.scale.comparability` of the scale block);
+  (the rule's ``comparable``, else :func:`~dpcompanion.experiments.scale_tables.comparability` of the scale block);
 * ``tuning``: the payload's ``tuning`` list (``{param, method, chosen, grid_min, grid_max,
   interior, stated_bound, tuning_seeds, report_seeds}``), ``[]`` where it has none;
 * ``result``: which stored result the row was judged on: ``{"mode": "full" | "quick" |
@@ -261,7 +261,7 @@ EFFECT_WORDS: dict[str, dict] = {
     "w-t36/gap": dict(a="ADP-SGD", b="DP-SGD", what="test accuracy", unit=" points", factor=1.0, up="above",
                       down="below", paper="the paper reports ADP-SGD ahead", printed=True),
 }
-#: trend rows: the slope of a gap per doubling of N (:func:`.hong_rules.eff_trend`)
+#: trend rows: the slope of a gap per doubling of N (:func:`dpcompanion.experiments.h_f_eff.eff_trend`)
 TREND_WORDS = {
     "h-f-eff/acc": dict(what="exp's gain over uni in test accuracy", unit=" points", factor=100.0),
     "h-f-eff/loss": dict(what="exp's gain over uni in final training loss", unit="", factor=1.0),

@@ -25,15 +25,15 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["VERDICTS", "Z", "NOT_COMPARED", "Rule", "zscore", "fmt_z", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
+__all__ = ["VERDICTS", "Z", "NOT_COMPARED", "Rule", "Margin", "zscore", "fmt_z", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
            "judge_effect", "judge_equivalence", "judge_identity", "judge_exact", "mde", "welch_df", "mean_se_df",
            "DESIGNS", "COMPARABLE", "Estimate", "estimate_effect", "direction_verdict", "TOST_ALPHA", "Tost", "tost",
-           "with_margin", "Pooled", "pool_random_effects"]
+           "with_margin", "critical_value"]
 
 #: every verdict word a judge may give: how a number we measured compares with the one a paper
 #: printed (or, on the pages that check our own code, with the claim under test). ``equivalent``
 #: (issue 33, item 4): TOST puts the effect inside the row's practical margin
-#: (:data:`.rows.MARGINS`), an effect too small to matter. Not the claims registry's statuses
+#: (the rule's :class:`Margin`), an effect too small to matter. Not the claims registry's statuses
 #: (:data:`dpcompanion.claims.registry.STATUSES`: proved, refuted, ...), which say how a
 #: *claim* was checked; the two vocabularies are kept apart on purpose (issue 32, item 3).
 VERDICTS = ("agrees", "partly", "equivalent", "disagrees", "inconclusive", "identity", "not comparable")
@@ -45,13 +45,68 @@ NOT_COMPARED = "not compared (sizes differ)"
 
 
 @dataclasses.dataclass(frozen=True)
+class Margin:
+    """The practical margin of one rule's effect (issue 33, item 4): ``value`` in the units of
+    the rule's estimate (None: the rule has no margin, ``reason`` says why), ``basis``
+    (``printed precision``, ``reported spread``, ``smallest effect of interest``, ``none``) and
+    ``reason``; ``applied_by``: ``row`` (:func:`.rows.row_of` applies it, :func:`with_margin`)
+    or ``judge`` (the rule's judge is itself a TOST with this margin)."""
+
+    value: float | None
+    units: str
+    basis: str
+    reason: str
+    applied_by: str = "row"
+
+
+@dataclasses.dataclass(frozen=True)
 class Rule:
+    """One verdict rule, declared with what it judges (issue 32: an experiment declares its
+    rules in its own module, :attr:`dpcompanion.experiments.base.Experiment.rules`; the pages
+    without an experiment in :mod:`.theory` and :mod:`.wu_rules`).
+
+    ``design``: ``(paired | independent, why)`` for a comparison of two arms (issue 33, the
+    reason found in the experiment code), None where the rule compares no two arms by seed;
+    ``margin``: its declared practical margin (:class:`Margin`), declared before any verdict was
+    regenerated with it, None for a rule that judges no effect over runs; ``comparable``:
+    ``(size | direction, why)`` where our protocol fixes whether the paper's size may be compared,
+    whatever the run's sizes (None: read from the experiment's scale block,
+    :func:`dpcompanion.experiments.scale_tables.comparability`); ``takes_rule``: the judge is called with
+    ``rule=`` this rule (a judge shared by several rules reads their design and margin from it)."""
+
     id: str
     item: str
     paper: str
     tolerance: str
     judge: Callable[..., Judgement]
     judged: bool = True
+    design: tuple[str, str] | None = None
+    margin: Margin | None = None
+    comparable: tuple[str, str] | None = None
+    takes_rule: bool = False
+
+    def __post_init__(self):
+        if "/" not in self.id:
+            raise ValueError(f"verdict rule id {self.id!r} is not '<experiment id>/<panel>'")
+        if self.design is not None and self.design[0] not in DESIGNS:
+            raise ValueError(f"rule {self.id}: design must be one of {DESIGNS}, got {self.design[0]!r}")
+        if self.comparable is not None and self.comparable[0] not in COMPARABLE:
+            raise ValueError(f"rule {self.id}: comparable must be one of {COMPARABLE}, got {self.comparable[0]!r}")
+
+    @property
+    def design_name(self) -> str | None:
+        """``paired``, ``independent``, or None (no two arms compared by seed)."""
+        return self.design[0] if self.design else None
+
+    @property
+    def comparable_name(self) -> str:
+        """``size`` or ``direction``: what of the paper's number this rule's protocol lets a row
+        compare (``size`` where not fixed by the protocol)."""
+        return self.comparable[0] if self.comparable else "size"
+
+    def margin_value(self) -> float | None:
+        """The margin's value, None where the rule has none."""
+        return None if self.margin is None else self.margin.value
 
 
 def zscore(diff: float, se: float) -> float:
@@ -186,7 +241,7 @@ class Judgement:
         return out if any(v is not None for v in out.values()) else {}
 
 
-def _crit(df: float | None, level: float = LEVEL) -> float:
+def critical_value(df: float | None, level: float = LEVEL) -> float:
     """Two-sided critical value: Student t with ``df`` degrees of freedom, normal when None."""
     from scipy import stats
 
@@ -208,7 +263,7 @@ def mde(se: float, df: float | None = None) -> float:
     from scipy import stats
 
     zb = float(stats.norm.ppf(POWER)) if df is None else float(stats.t.ppf(POWER, df))
-    return (_crit(df) + zb) * se
+    return (critical_value(df) + zb) * se
 
 
 def welch_df(sd_a: float, n_a: int, sd_b: float, n_b: int) -> float | None:
@@ -307,7 +362,7 @@ def estimate_effect(a, b, *, design: str) -> Estimate:
         else:
             se, df = math.nan, None
     if math.isfinite(se):
-        c = _crit(df)
+        c = critical_value(df)
         lo, hi = est - c * se, est + c * se
     else:
         lo = hi = math.nan
@@ -358,7 +413,7 @@ def judge_effect(estimate: float, se: float, *, paper: float | None = None, pape
                  design: str | None = None, comparable: str = "size", margin: float | None = None,
                  level: float | None = None, tost_alpha: float | None = None, interval: str | None = None) -> Judgement:
     """Judge our effect as :func:`_judge_sides` does, then, where the row has a practical
-    ``margin`` (issue 33, item 4: declared once, in :data:`.rows.MARGINS`, in the units of
+    ``margin`` (issue 33, item 4: declared once, as the rule's :class:`Margin`, in the units of
     ``estimate``), by :func:`with_margin`: ``equivalent`` when TOST shows the effect inside
     +-margin, and never ``disagrees`` for an effect inside its margin.
 
@@ -433,7 +488,7 @@ def tost(estimate: float, se: float, *, margin: float, df: float | None = None,
     dist = stats.norm if df is None or not math.isfinite(df) else stats.t(df)
     p_lower = float(dist.sf((estimate + margin) / se))
     p_upper = float(dist.cdf((estimate - margin) / se))
-    c = _crit(df, 1 - 2 * alpha)
+    c = critical_value(df, 1 - 2 * alpha)
     p = max(p_lower, p_upper)
     return Tost(p_lower=p_lower, p_upper=p_upper, p=p, ci_low=estimate - c * se, ci_high=estimate + c * se,
                 equivalent=p < alpha)
@@ -457,7 +512,7 @@ def equivalence_runs_factor(estimate: float, se: float, *, margin: float, df: fl
     if not (gap > 0 and se > 0):
         return None
     zb = float(stats.norm.ppf(0.5 + POWER / 2 if estimate == 0 else POWER))
-    return ((_crit(df, 1 - 2 * alpha) + zb) * float(se) / gap) ** 2
+    return ((critical_value(df, 1 - 2 * alpha) + zb) * float(se) / gap) ** 2
 
 
 def with_margin(j: Judgement, margin: float, *, alpha: float | None = None) -> Judgement:
@@ -578,7 +633,7 @@ def _judge_sides(estimate: float, se: float, *, paper: float | None = None, pape
                          "fewer than 2 runs", estimate=estimate, se=se, n=n, paper=paper, paper_se=paper_se, **tag)
     level = LEVEL if level is None else float(level)
     name = interval or f"{100 * level:.3g}% CI"
-    c = _crit(df, level)
+    c = critical_value(df, level)
     lo, hi = estimate - c * se, estimate + c * se
     m = mde(se, df) if se > 0 else 0.0
     base = dict(estimate=estimate, se=se, ci_low=lo, ci_high=hi, n=n, paper=paper, paper_se=paper_se, mde=m, **tag)
@@ -610,7 +665,7 @@ def _judge_sides(estimate: float, se: float, *, paper: float | None = None, pape
                          runs_factor=k, **base)
     pse = float(paper_se) if paper_se is not None and math.isfinite(float(paper_se)) else 0.0
     s_diff = math.hypot(se, pse)
-    c_diff = _crit(df, level)  # our degrees of freedom (the paper's estimate has more runs behind it)
+    c_diff = critical_value(df, level)  # our degrees of freedom (the paper's estimate has more runs behind it)
     d_lo, d_hi = estimate - paper - c_diff * s_diff, estimate - paper + c_diff * s_diff
     compatible = d_lo <= 0 <= d_hi
     ratio = estimate / paper if paper else None
@@ -663,7 +718,7 @@ def judge_equivalence(estimate: float, se: float, *, margin: float, df: float | 
         return Judgement("not comparable", "no standard error: fewer than 2 runs", estimate=estimate, se=se, n=n,
                          margin=margin)
     a = TOST_ALPHA if tost_alpha is None else float(tost_alpha)
-    c90, c95 = _crit(df, 1 - 2 * a), _crit(df, LEVEL if level is None else float(level))
+    c90, c95 = critical_value(df, 1 - 2 * a), critical_value(df, LEVEL if level is None else float(level))
     lo, hi = estimate - c95 * se, estimate + c95 * se
     base = dict(estimate=estimate, se=se, ci_low=lo, ci_high=hi, n=n, margin=margin, mde=mde(se, df) if se else 0.0)
     ci = f"ours {estimate:.3g}, {interval or '95% CI'} [{lo:.3g}, {hi:.3g}]"
@@ -706,66 +761,3 @@ def judge_exact(ours: float, target: float, *, rtol: float = 0.0, atol: float = 
     note = f"|ours - target| = {abs(ours - target):.3g} {'<=' if ok else '>'} tolerance {tol:.3g}" + (f" ({what})" if what else "")
     return Judgement("agrees" if ok else "disagrees", note, estimate=ours, ci_low=ours, ci_high=ours, paper=target,
                      margin=tol, se=0.0, ratio=ours / target if target else None)
-
-
-# ------------------------------------------------------------------------ pooling cells into a table verdict (issue 33)
-
-@dataclasses.dataclass(frozen=True)
-class Pooled:
-    """A pooled effect over ``k`` cells: ``estimate``, its ``se`` and ``df`` (Student t; None:
-    normal, a single cell), the 95% interval, the between-cell variance ``tau2`` and
-    Cochran's ``Q``."""
-
-    estimate: float
-    se: float
-    df: float | None
-    ci_low: float
-    ci_high: float
-    k: int
-    tau2: float
-    Q: float
-
-
-def pool_random_effects(estimates, ses) -> Pooled:
-    """The random-effects mean of ``k`` cells' effects (issue 33, item 5), each with its standard
-    error: DerSimonian-Laird's between-cell variance ``tau2 = max(0, (Q - (k - 1)) / C)`` with
-    the fixed-effect weights ``w = 1 / se^2`` (``Q = sum w (y - ybar_w)^2``,
-    ``C = sum w - sum w^2 / sum w``), the mean weighted by ``1 / (se^2 + tau2)``, and the
-    modified Hartung-Knapp-Sidik-Jonkman interval (Roever, Knapp & Friede 2015): the standard
-    error ``sqrt(1 / sum w*)`` scaled by ``sqrt(max(1, q))``, ``q = sum w* (y - mu)^2 / (k - 1)``,
-    with Student t on ``k - 1`` degrees of freedom, never narrower than DerSimonian-Laird's.
-
-    Why random effects: the cells of a table differ in epsilon_bar, clip and epochs, and so do
-    their true gains (the paper's printed gaps range over more than an order of magnitude), so
-    no common effect is assumed; the pooled gap is the mean gain over cells like these, its
-    interval carrying the between-cell spread. Why the Hartung-Knapp interval: a table pools 2
-    to 12 cells, where DerSimonian-Laird's normal interval is too narrow. One cell: that cell
-    (normal interval, no between-cell variance).
-
-    >>> p = pool_random_effects([1.0, 1.0, 1.0], [0.5, 0.5, 0.5]); p.estimate, p.tau2, p.df
-    (1.0, 0.0, 2)
-    >>> p = pool_random_effects([0.0, 4.0], [1.0, 1.0]); round(p.tau2, 6), round(p.se, 6)
-    (7.0, 2.0)
-    """
-    y, s = np.asarray(estimates, dtype=float).ravel(), np.asarray(ses, dtype=float).ravel()
-    if y.size == 0 or y.shape != s.shape:
-        raise ValueError(f"estimates and ses must be non-empty and of one length, got {y.size} and {s.size}")
-    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(s)) and np.all(s >= 0)):
-        raise ValueError("estimates and ses must be finite, ses >= 0")
-    k = int(y.size)
-    v = np.maximum(s**2, np.finfo(float).tiny)  # a zero spread: a weight as large as a float allows
-    if k == 1:
-        mu, se = float(y[0]), float(s[0])
-        c = _crit(None)
-        return Pooled(estimate=mu, se=se, df=None, ci_low=mu - c * se, ci_high=mu + c * se, k=1, tau2=0.0, Q=0.0)
-    w = 1.0 / v
-    mu_f = float(np.sum(w * y) / np.sum(w))
-    Q = float(np.sum(w * (y - mu_f) ** 2))
-    C = float(np.sum(w) - np.sum(w**2) / np.sum(w))
-    tau2 = max(0.0, (Q - (k - 1)) / C) if C > 0 else 0.0
-    ws = 1.0 / (v + tau2)
-    mu = float(np.sum(ws * y) / np.sum(ws))
-    q = float(np.sum(ws * (y - mu) ** 2) / (k - 1))
-    se = math.sqrt(1.0 / float(np.sum(ws))) * math.sqrt(max(1.0, q))
-    c = _crit(k - 1)
-    return Pooled(estimate=mu, se=se, df=k - 1, ci_low=mu - c * se, ci_high=mu + c * se, k=k, tau2=tau2, Q=Q)

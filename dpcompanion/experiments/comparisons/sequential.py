@@ -4,7 +4,7 @@ group-sequential boundary, so that looking again does not inflate the error rate
 A comparison whose seeds are added in stages is looked at after each stage. Judged at every
 look with the ordinary 95% interval, it would be wrong more often than 5% of the time (five
 looks at a true zero: about 14%). The plan below is declared before the added seeds are run
-(:data:`.rows.SEQUENTIAL`): the cumulative number of seeds at each look, and the overall
+(an experiment's ``sequential``, :attr:`dpcompanion.experiments.base.Experiment.sequential`): the cumulative number of seeds at each look, and the overall
 two-sided error rate, spent over the looks by the Lan-DeMets O'Brien-Fleming-type function
 ``alpha(t) = 2 - 2 Phi(z_{1 - alpha/2} / sqrt(t))`` (Lan & DeMets 1983), ``t`` the share of the
 planned seeds seen. The boundaries ``c_1 > c_2 > ... > c_K`` (normal scale) solve
@@ -120,7 +120,7 @@ class Plan:
     """A declared group-sequential plan: ``looks`` the cumulative numbers of seeds (paired
     runs) at which the comparison is judged, ``alpha`` its overall two-sided error rate,
     ``reason`` why these looks (cost, the paper's runs ...). Declared before the added seeds
-    run, in :data:`.rows.SEQUENTIAL`."""
+    run, as its experiment's ``sequential``."""
 
     looks: tuple[int, ...]
     alpha: float = 0.05

@@ -1,14 +1,17 @@
-"""Verdict rules of the Wu et al. (ADP-SGD, arXiv 2110.07435) experiment pages.
+"""The judges Wu et al.'s experiments share, and the rules of its pages without an experiment.
 
+Each W experiment declares its own rules in its module (issue 32); the table judges they share
+are here: :func:`judge_gap` (one cell: ADP-SGD's gain over DP-SGD) and :func:`judge_table` (a
+table's pooled gain), which read the design, margin and comparability of the rule they judge for.
 Our runs use another setup than the paper's (Fashion-MNIST instead of CIFAR-10, the CNN's last
 layer alone trained, fewer steps), so the table rules compare the *direction* of the ADP-SGD vs
-DP-SGD gain in one cell (issue 33, :data:`~.rows.COMPARABLE_OF`; the paper's size is quoted,
-never judged), never the absolute accuracy. Both methods of a cell run on the same seeds, so
-the gain is the mean of the per-seed differences with its paired t interval
-(:data:`~.rows.DESIGN_OF`, :func:`~.rule.estimate_effect`); W-F4's cells have seeds of their
-own (Welch). The printed cells are in
-:mod:`dpcompanion.experiments.protocols.wu_paper` (transcribed from Wu et al.); the printed step-size
-facts of W-F2 in :data:`W_F2_PRINTED`.
+DP-SGD gain in one cell (issue 33, :data:`W_TRANSFER`; the paper's size is quoted, never
+judged), never the absolute accuracy. Both methods of a cell run on the same seeds, so the gain
+is the mean of the per-seed differences with its paired t interval (:data:`W_SHARED`,
+:func:`~.rule.estimate_effect`). The printed cells are in
+:mod:`dpcompanion.experiments.protocols.wu_paper` (transcribed from Wu et al.). The pages without
+an experiment: W-F2 (the printed step-size facts, :data:`W_F2_PRINTED`) and W-EPS (footnote 3's
+epsilons).
 """
 
 from __future__ import annotations
@@ -21,16 +24,26 @@ from typing import Sequence
 import numpy as np
 
 from dpcompanion.experiments.comparisons import readings as rd
-from dpcompanion.experiments.comparisons.rows import (COMPARABLE_OF, HEADLINE_N, W_PAPER_RUNS, design_of, margin_of,
-                                                       row_of)
-from dpcompanion.experiments.comparisons.rule import (
-    Judgement, estimate_effect, judge_effect, judge_exact, judge_identity, pool_random_effects, rel_within, Rule)
+from dpcompanion.experiments.comparisons.pooling import pool_random_effects
+from dpcompanion.experiments.comparisons.rows import HEADLINE_N, W_ACC_MARGIN, W_PAPER_RUNS, W_SPREAD, row_of
+from dpcompanion.experiments.comparisons.rule import (Judgement, Margin, Rule, estimate_effect, judge_effect,
+                                                      judge_exact, rel_within)
 from dpcompanion.experiments.comparisons.sequential import Plan, first_seeds, judge_sequential
 from dpcompanion.theory.bounds import adp
 
 __all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
-           "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "gap_stats", "gap_df", "w_f2_rows", "w_eps_rows",
-           "w_t36_table_rows"]
+           "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "W_SHARED", "W_TRANSFER", "GAP_TOL", "TABLE_TOL", "gap_stats",
+           "gap_df", "judge_gap", "judge_table", "gap_rule", "table_rule", "GAP_MARGIN", "TABLE_MARGIN", "w_f2_rows", "w_eps_rows"]
+
+#: the design of every ADP - DP comparison of W's runs (issue 33): the reason, after the function named
+W_SHARED = ("trains DP-SGD and ADP-SGD in one call of protocols.wu.train_segments with seeds + seeds: run k of "
+            "both methods starts from the same parameters and draws its Poisson batches and noise from the same "
+            "seed, so the two arms are paired by seed")
+#: why a W transfer run compares the paper's direction only (the rules' ``comparable``, issue 33)
+W_TRANSFER = ("every W transfer run (protocols.wu.transfer_features and head_model) trains only the last dense "
+              "layer (32 -> 10) of a CNN pre-trained on MNIST, on Fashion-MNIST, with fewer steps below 50,000 images "
+              "(about 25 times fewer at 2,000); the paper fine-tunes a CNN pre-trained on CIFAR-100 on CIFAR-10 (50,000 images): the "
+              "data set, model and trained layers differ at every size, so only the sign of the gain is compared")
 
 #: a gap is "significant" when it exceeds this many standard errors of the difference of
 #: two means (about a two-sided 95% level for normal spreads)
@@ -57,46 +70,48 @@ W_F2_PRINTED = {
 }
 
 
-def gap_stats(adp, dp, *, rule: str = "w-t1245/gap") -> tuple[float, float]:
-    """Our gap ``mean(adp) - mean(dp)`` and its standard error by the design of ``rule``'s
-    comparison (:data:`~.rows.DESIGN_OF`; every ADP - DP gap of W's tables is paired by seed:
-    ``sd(adp_k - dp_k) / sqrt(n)``, :func:`~.rule.estimate_effect`). NaN with a single run.
+def gap_stats(adp, dp, *, design: str = "paired") -> tuple[float, float]:
+    """Our gap ``mean(adp) - mean(dp)`` and its standard error by ``design`` (every ADP - DP gap
+    of W's tables is paired by seed, :data:`W_SHARED`: ``sd(adp_k - dp_k) / sqrt(n)``,
+    :func:`~.rule.estimate_effect`). NaN with a single run.
 
     >>> gap_stats([1.0, 3.0], [0.0, 0.0])
     (2.0, 1.0)
     """
-    e = estimate_effect(adp, dp, design=design_of(rule) or "independent")
+    e = estimate_effect(adp, dp, design=design)
     return e.estimate, e.se
 
 
 # ------------------------------------------------------------------------ table cells
 
-def gap_df(adp, dp, *, rule: str = "w-t1245/gap") -> float | None:
-    """Degrees of freedom of our gap by the design of ``rule`` (paired: n - 1; None with fewer
-    than 2 seeds on a side)."""
-    return estimate_effect(adp, dp, design=design_of(rule) or "independent").df
+def gap_df(adp, dp, *, design: str = "paired") -> float | None:
+    """Degrees of freedom of our gap by ``design`` (paired: n - 1; None with fewer than 2 seeds
+    on a side)."""
+    return estimate_effect(adp, dp, design=design).df
 
 
-def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str, rule: str,
-               plan: Plan | None = None) -> Judgement:
-    """One table cell of rule ``rule``: ``printed = (adp_mean, adp_sd, dp_mean, dp_sd)`` as
-    printed (or None), ``adp``/``dp`` our per-seed accuracies (%). Our gap and its 95%
-    interval by the comparison's design (:data:`~.rows.DESIGN_OF`: paired by seed,
+def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float], where: str,
+              plan: Plan | None = None) -> Judgement:
+    """One table cell of rule ``rule`` (a :class:`~.rule.Rule` declared with ``takes_rule``: its
+    design, margin and comparability are read from it): ``printed = (adp_mean, adp_sd, dp_mean,
+    dp_sd)`` as printed (or None), ``adp``/``dp`` our per-seed accuracies (%). Our gap and its 95%
+    interval by the comparison's design (the rule's ``design``: paired by seed,
     :func:`~.rule.estimate_effect`), judged against zero and, where our setup is the paper's,
     the paper's gap, whose standard error (from the printed sds over :data:`PAPER_RUNS` runs
     each) is folded in (:func:`~.rule.judge_effect`); where it is not
-    (:data:`~.rows.COMPARABLE_OF`: every W transfer run), by its sign alone. No printed
+    (the rule's ``comparable``: every W transfer run), by its sign alone. No printed
     cell, or fewer than 2 seeds: ``not comparable``.
 
-    With a group-sequential ``plan`` (:data:`~.rows.SEQUENTIAL`, issue 33 item 6) reached by
+    With a group-sequential ``plan`` (the experiment's ``sequential``, issue 33 item 6) reached by
     our seeds, the cell is judged at each look in turn on its first seeds, by the look's
     repeated interval and TOST levels and the rule's margin, and decided at the first look that
     decides (:func:`~.sequential.judge_sequential`); ``ours`` and the note are that look's.
 
-    >>> _judge_gap(printed=(50.0, 1.0, 50.0, 1.0), adp=[1.0], dp=[0.0], where="x", rule="w-t1245/gap").verdict
+    >>> r = Rule("x/gap", "a cell", "printed", "tol", judge_gap, design=("paired", "same seeds"), takes_rule=True)
+    >>> judge_gap(rule=r, printed=(50.0, 1.0, 50.0, 1.0), adp=[1.0], dp=[0.0], where="x").verdict
     'not comparable'
     """
-    design = design_of(rule) or "independent"
+    design = rule.design_name or "independent"
     if len(adp) < 2 or len(dp) < 2:
         g_o, se_o = float(np.mean(adp) - np.mean(dp)), float("nan")
     else:
@@ -111,9 +126,9 @@ def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str
     paper = f"{g_p:+.2f} ± {se_p:.2f} points (ADP {pa:.2f} ± {psa:.3g}, DP {pd:.2f} ± {psd:.3g}; {where})"
     if len(adp) < 2 or len(dp) < 2:
         return Judgement("not comparable", "fewer than 2 seeds: no spread to judge by", ours=ours, printed=paper)
-    comparable = COMPARABLE_OF.get(rule, ("size", ""))[0]
+    comparable = rule.comparable_name
     if plan is not None and min(len(adp), len(dp)) >= plan.looks[0]:
-        m = margin_of(rule)
+        m = rule.margin
 
         def at(look):
             el = estimate_effect(first_seeds(adp, look.n), first_seeds(dp, look.n), design=design)
@@ -131,12 +146,41 @@ def _judge_gap(*, printed, adp: Sequence[float], dp: Sequence[float], where: str
     return j.for_row(ours, printed=paper)
 
 
+#: the margin of every W gap (one cell) and of every pooled table gap (issue 33, item 4)
+GAP_MARGIN = Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", W_SPREAD)
+TABLE_MARGIN = Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", W_SPREAD + " (the pooled gap)")
+
+
+def gap_rule(rule_id: str, item: str, paper: str, *, paired_because: str, where: str | None = None,
+             tolerance: str | None = None) -> Rule:
+    """A W experiment's rule for one cell's gain ADP - DP (:func:`judge_gap`): paired by seed for
+    the reason ``paired_because`` (found in the experiment's code), W's gap margin, the direction
+    alone compared (:data:`W_TRANSFER`). ``where``: the printed table the cell is read from (None:
+    the row's ``table`` measurement names it)."""
+    if where is None:
+        def judge(*, rule, table, **m):
+            return judge_gap(rule=rule, where=f"Wu et al., Table {table}", **m)
+    else:
+        def judge(*, rule, **m):
+            return judge_gap(rule=rule, where=where, **m)
+    return Rule(rule_id, item, paper, tolerance or GAP_TOL, judge, design=("paired", paired_because),
+                margin=GAP_MARGIN, comparable=("direction", W_TRANSFER), takes_rule=True)
+
+
+def table_rule(rule_id: str, item: str, paper: str, *, paired_because: str, tolerance: str | None = None,
+               comparable_because: str = W_TRANSFER) -> Rule:
+    """A W experiment's rule for a table pooled over its cells (:func:`judge_table`): paired by
+    seed (``paired_because``), W's pooled margin, the direction alone compared."""
+    return Rule(rule_id, item, paper, tolerance or TABLE_TOL, judge_table, design=("paired", paired_because),
+                margin=TABLE_MARGIN, comparable=("direction", comparable_because), takes_rule=True)
+
+
 def _looks_note(plan: Plan, taken) -> str:
     said = ", ".join(f"{n} seeds: {v}" for n, v in taken)
     return f"{plan.describe()}; judged at {said}"
 
 
-_GAP_TOL = (f"our gap's 95% CI (paired by seed: the t interval of the per-seed differences ADP - DP); our setup "
+GAP_TOL = (f"our gap's 95% CI (paired by seed: the t interval of the per-seed differences ADP - DP); our setup "
             f"is not the paper's (data set, model, trained layers, steps), so its direction alone is compared: "
             f"agrees = the CI excludes zero on the paper's side, disagrees = on the other side, inconclusive = it "
             f"includes zero (the paper's gap, its se from the printed sds over {PAPER_RUNS} runs, is quoted, not "
@@ -150,14 +194,14 @@ def _pooled_note(p, k_all: int) -> str:
             else f"one comparable cell of {k_all}: its own gap")
 
 
-def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/table",
-                 plan: Plan | None = None) -> Judgement:
-    """One of W's tables from its cells (issue 33, item 5): ``cells`` dicts with ``verdict``
+def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | None = None) -> Judgement:
+    """One of W's tables (rule ``rule``, declared with ``takes_rule``) from its cells (issue 33,
+    item 5): ``cells`` dicts with ``verdict``
     (the cell's, by rule ``w-t1245/gap``), ``gap`` and ``se`` (ours, paired by seed) and
     ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the
-    comparable cells (:func:`~.rule.pool_random_effects`: random effects, the cells' true gains
+    comparable cells (:func:`~dpcompanion.experiments.comparisons.pooling.pool_random_effects`: random effects, the cells' true gains
     differ), judged as a cell is (:func:`~.rule.judge_effect` by its sign, the setup being
-    the paper's in direction only, with the rule's margin, :data:`~.rows.MARGINS`); the count
+    the paper's in direction only, with the rule's margin); the count
     of cells by verdict is reported beside it. Not comparable when no cell is.
 
     With a group-sequential ``plan`` (issue 33, item 6) and cells carrying their per-seed
@@ -165,14 +209,16 @@ def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/tabl
     by the look's repeated interval, and decided at the first look that decides.
 
     >>> c = [{"verdict": "agrees", "gap": g, "se": 0.1, "paper_gap": 2.0} for g in (1.0, 1.1, 1.2)]
-    >>> _judge_table(table=1, cells=c).verdict
+    >>> r = Rule("x/table", "a table", "printed", "tol", judge_table, design=("paired", "same seeds"),
+    ...          comparable=("direction", "another setup"), takes_rule=True)
+    >>> judge_table(rule=r, table=1, cells=c).verdict
     'agrees'
 
     Two cells pool on one degree of freedom (t = 12.7): agreeing cells need not make the table agree:
 
-    >>> _judge_table(table=1, cells=c[:1] + [{**c[0], "gap": 1.4}]).verdict
+    >>> judge_table(rule=r, table=1, cells=c[:1] + [{**c[0], "gap": 1.4}]).verdict
     'inconclusive'
-    >>> _judge_table(table=1, cells=[{"verdict": "not comparable", "gap": 1.0, "se": float("nan"), "paper_gap": 2.0}]).verdict
+    >>> judge_table(rule=r, table=1, cells=[{"verdict": "not comparable", "gap": 1.0, "se": float("nan"), "paper_gap": 2.0}]).verdict
     'not comparable'
     """
     cnt = Counter(c["verdict"] for c in cells)
@@ -184,7 +230,7 @@ def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/tabl
     paper = (f"{paper_pos} of {len(printed)} printed cells ahead, mean printed gap {float(np.mean(printed)):+.2f} "
              f"points (Wu et al., Table {table})" if printed else f"no printed cell at these sizes (Wu et al., Table {table})")
     headline = ""
-    if rule == "w-t1245/table" and table in (2, 5):
+    if rule.id == "w-t1245/table" and table in (2, 5):
         headline = (f"; the headline evidence for Table {table} is W-LADDER's top rung (N = {HEADLINE_N:,}, the "
                     "paper's N and steps), on its page")
     use = [c for c in cells if c["verdict"] != "not comparable" and math.isfinite(float(c.get("se", math.nan)))
@@ -192,8 +238,8 @@ def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/tabl
     if not use:
         return Judgement("not comparable", f"cells: {counted}{headline}",
                          ours=f"{ours_pos} of {n} cells ahead; no comparable cell", printed=paper)
-    m = margin_of(rule)
-    design, comparable = design_of(rule), COMPARABLE_OF.get(rule, ("size", ""))[0]
+    m = rule.margin
+    design, comparable = rule.design_name, rule.comparable_name
     n_seeds = min((min(len(c.get("adp", ())), len(c.get("dp", ()))) for c in use), default=0)
     if plan is not None and n_seeds >= plan.looks[0]:
         pooled = {}
@@ -221,106 +267,11 @@ def _judge_table(*, table: int, cells: Sequence[dict], rule: str = "w-t1245/tabl
     return j.for_row(ours, remark=f"; {_pooled_note(p, n)}; cells by verdict: {counted}{headline}", printed=paper)
 
 
-_TABLE_TOL = ("the pooled gap over the table's comparable cells (random effects: DerSimonian-Laird tau^2, the modified "
+TABLE_TOL = ("the pooled gap over the table's comparable cells (random effects: DerSimonian-Laird tau^2, the modified "
               "Hartung-Knapp interval with t on k - 1 df; the cells differ in epsilon_bar, clip and epochs, and so do "
               "their true gains), judged as a cell is: by its sign (the setup is the paper's in direction only), "
               "equivalent when TOST puts it inside the practical margin; the count of cells by verdict beside it; "
               "not comparable when no cell is")
-
-
-# ------------------------------------------------------------------------ W-F1, W-F4
-
-def _judge_same_epsilon(*, epsilon_dp: float, epsilon_adp: float) -> Judgement:
-    rel = abs(epsilon_adp - epsilon_dp) / max(abs(epsilon_dp), 1e-300)
-    j = judge_identity("both noise schedules are calibrated to the same epsilon_bar by Thm 4.1, so their final "
-                       f"epsilons are equal by construction (relative difference {rel:.2g} <= {EPSILON_RTOL:g} "
-                       "checks our calibration, not the paper)", holds=rel <= EPSILON_RTOL)
-    return j.for_row(f"{epsilon_dp:.7g} / {epsilon_adp:.7g} (RDP)")
-
-
-def _judge_slower_decay(*, noise_dp: Sequence[float], noise_adp: Sequence[float]) -> Judgement:
-    nd, na = np.asarray(noise_dp, dtype=float), np.asarray(noise_adp, dtype=float)
-    rd, ra = float(nd[-1] / nd[0]), float(na[-1] / na[0])
-    j = judge_identity("ADP-SGD's noise multiplier alpha_t = 1/sqrt(eta_t) grows as the step size decays, and "
-                       "DP-SGD's is constant (alpha_t = 1), so ADP's noise on theta decays more slowly by construction",
-                       holds=ra > rd)
-    return j.for_row(f"DP {rd:.3g}, ADP {ra:.3g}", remark="; last / first noise on theta")
-
-
-def _judge_decay(*, final_error: dict) -> Judgement:
-    """``final_error``: step-size constant c -> our final test errors (%, one per seed). Each
-    c > 0 against c = 0: the effect err(c = 0) - err(c) (positive = the decaying schedule ends
-    lower; Welch t), judged by :func:`~.rule.judge_effect` (direction +1, the paper prints no
-    size). Overall: agrees when every c > 0 agrees, disagrees when more than half disagree,
-    inconclusive when none agrees, else partly. Means without their seeds are not comparable
-    (no spread to judge by).
-
-    >>> _judge_decay(final_error={0.0: [10.0, 10.2, 9.9], 0.1: [8.0, 8.1, 7.9]}).verdict
-    'agrees'
-    >>> _judge_decay(final_error={0.0: [10.0, 12.0], 0.1: [9.0, 11.5]}).verdict
-    'inconclusive'
-    """
-    def seeds(v):
-        return [float(x) for x in (v if isinstance(v, (list, tuple, np.ndarray)) else [v])]
-
-    rs = {float(c): seeds(e) for c, e in final_error.items()}
-    if 0.0 not in rs or len(rs) < 2:
-        return Judgement("not comparable", "needs c = 0 and at least one c > 0", ours="no c = 0 run or no c > 0 run")
-    base = rs[0.0]
-    if min(len(v) for v in rs.values()) < 2:
-        return Judgement("not comparable", "fewer than 2 seeds: no spread to judge by", ours="one seed per schedule")
-    m = margin_of("w-f4/decay")
-    words, parts = [], []
-    cs = sorted(k for k in rs if k > 0)
-    for c in cs:
-        # mean(c = 0) - mean(c): positive = decaying better; independent arms (DESIGN_OF)
-        e = estimate_effect(base, rs[c], design=design_of("w-f4/decay"))
-        g, se = e.estimate, e.se
-        j = judge_effect(g, se, direction=+1, df=e.df, n=e.n, design=e.design, margin=m.value)
-        words.append(j.verdict)
-        parts.append(f"c={c:g}: {g:+.2f} ± {se:.2f} ({j.verdict})")
-    p, se, df = _pool_against_base(base, [rs[c] for c in cs])
-    j = judge_effect(p.estimate, se, direction=+1, df=df, design=design_of("w-f4/decay"))
-    cnt = Counter(words)
-    counted = ", ".join(f"{k} {c}" for k, c in sorted(cnt.items()))
-    lo, hi = j.ci_low, j.ci_high
-    return j.for_row(
-        f"pooled err(c = 0) - err(c > 0) {p.estimate:+.2f} points (95% CI {lo:+.2f} to {hi:+.2f}); "
-        f"{cnt['agrees']} of {len(words)} decaying schedules significantly below c = 0 ({np.mean(base):.2f}%)",
-        remark=f"; pooled over the {p.k} values c > 0 by random effects (DerSimonian-Laird tau^2 = {p.tau2:.3g}, "
-               f"modified Hartung-Knapp; the shared c = 0 arm's variance added once, Satterthwaite df {df:.3g}); per c, "
-               "err(c = 0) - err(c), 95% CI (Welch t: the cells have seeds of their own): " + "; ".join(parts)
-               + f"; cells by verdict: {counted}")
-
-
-def _pool_against_base(base: Sequence[float], arms: Sequence[Sequence[float]]):
-    """The pooled effect ``mean(base) - mu`` over the arms ``c`` compared with one shared
-    ``base`` arm (W-F4: each c > 0 against c = 0, independent seeds): random effects
-    (:func:`~.rule.pool_random_effects`) of the per-c effects ``mean(base) - mean(arm_c)`` with
-    each arm's own variance ``s_c^2 / n_c`` (the shared base shifts every effect alike, so it
-    takes no part in the between-c variance), then the base's variance ``s_0^2 / n_0`` added
-    once; degrees of freedom by Satterthwaite from the pooled part's ``k - 1`` and the base's
-    ``n_0 - 1``. Returns ``(pooled, se, df)``.
-
-    >>> p, se, df = _pool_against_base([10.0, 10.2, 9.8], [[8.0, 8.2, 7.8], [9.0, 9.2, 8.8]])
-    >>> round(p.estimate, 6), round(se**2, 6), round(df, 3)
-    (1.5, 0.263333, 1.108)
-    """
-    b = np.asarray(base, float)
-    ys = [float(b.mean() - np.mean(a)) for a in arms]
-    ses = [float(np.std(a, ddof=1) / math.sqrt(len(a))) for a in arms]
-    p = pool_random_effects(ys, ses)
-    vb = float(np.var(b, ddof=1) / b.size)
-    vp = p.se**2
-    df_p = p.df if p.df is not None else math.inf
-    den = (vp**2 / df_p if math.isfinite(df_p) else 0.0) + vb**2 / (b.size - 1)
-    df = (vp + vb) ** 2 / den if den > 0 else None
-    return p, math.sqrt(vp + vb), df
-
-
-def _judge_eps_below(*, eps_numeric: float, eps_theory: float) -> Judgement:
-    return Judgement("agrees" if eps_numeric < eps_theory else "disagrees", "numerical (RDP) vs Thm 4.1's epsilon_bar",
-                     ours=f"{eps_numeric:.3g} vs {eps_theory:.3g}")
 
 
 # ------------------------------------------------------------------------ W-F2
@@ -495,38 +446,6 @@ def _w_eps_joint(papers_of: dict, protocol_readings: dict) -> str:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("w-f1/same-epsilon", "final epsilon of DP-SGD and ADP-SGD",
-         "Wu et al., Thm 4.1, Sec. 6: equal (both calibrated to the same epsilon_bar)",
-         f"identity (true by construction); disagrees only if our calibration breaks it (relative difference > "
-         f"{EPSILON_RTOL:g})", _judge_same_epsilon),
-    Rule("w-f1/slower-decay", "noise on theta decays more slowly with ADP-SGD (last/first)",
-         "Wu et al., Fig. 1 left: yes", "identity (true by construction of alpha_t); disagrees only if our schedule breaks it",
-         _judge_slower_decay),
-    Rule("w-f1/gap", "best-accuracy gain ADP - DP, eps_bar 3.2, C 2.5, 120 epochs (Fig. 1 right = Table 2)",
-         "Wu et al., Table 2 (Fig. 1 right)", _GAP_TOL,
-         lambda **m: _judge_gap(**m, where="Wu et al., Table 2", rule="w-f1/gap")),
-    Rule("w-f4/decay", "decaying step sizes (c > 0) end below the constant one (c = 0)",
-         "Wu et al., App. F.3 (Fig. 4): every decaying schedule (c > 0) beats the constant one (c = 0)",
-         "the pooled err(c = 0) - err(c > 0) over the values c > 0 (random effects, DerSimonian-Laird with the modified "
-         "Hartung-Knapp interval; the shared c = 0 arm counted once): its 95% CI above zero agrees, below disagrees, "
-         "else inconclusive; equivalent when TOST puts it inside the practical margin; the count of c by verdict "
-         "(each c by Welch t) beside it", _judge_decay),
-    Rule("w-f4/eps-below-bar", "numerical epsilon below Thm 4.1's epsilon_bar at the last epoch",
-         "Wu et al., Fig. 4 (dashed vs dots): yes", "agrees: numerical < epsilon_bar", _judge_eps_below),
-    Rule("w-t1245/gap", "one cell of Tables 1, 2, 4, 5: gain ADP - DP", "Wu et al., Tables 1, 2, 4, 5", _GAP_TOL,
-         lambda *, table, **m: _judge_gap(**m, where=f"Wu et al., Table {table}", rule="w-t1245/gap")),
-    Rule("w-t1245/table", "one of Tables 1, 2, 4, 5: ADP-SGD ahead of DP-SGD (cells run here)",
-         "Wu et al., Tables 1, 2, 4, 5: the printed gaps", _TABLE_TOL,
-         lambda **m: _judge_table(**m, rule="w-t1245/table")),
-    Rule("w-ladder/table", "one of Tables 2, 5 at one rung of the training-set ladder: ADP-SGD ahead of DP-SGD",
-         "Wu et al., Tables 2 and 5: the printed gaps (CIFAR-10, 50 000 training images)",
-         f"as w-t1245/table, over the cells of one rung (each judged by w-t1245/gap); the top rung (N = "
-         f"{HEADLINE_N:,}) is the headline evidence for Tables 2 and 5", lambda **m: _judge_table(**m, rule="w-ladder/table")),
-    Rule("w-t36/gap", "Table 3: gain ADP - DP (adaptive step sizes, best accuracy)", "Wu et al., Table 3", _GAP_TOL,
-         lambda **m: _judge_gap(**m, where="Wu et al., Table 3", rule="w-t36/gap")),
-    Rule("w-t36/table", "Table 3: ADP-SGD ahead of DP-SGD (pooled over the cells run here)",
-         "Wu et al., Table 3: the printed gaps", _TABLE_TOL + " (each cell judged by w-t36/gap)",
-         lambda **m: _judge_table(**m, rule="w-t36/table")),
     Rule("w-eps/epsilon", "moments-accountant epsilon of Thm 4.1's noise (epsilon = 16 epsilon_bar)",
          "Wu et al., Sec. 6 footnote 3: 0.29, 0.43, 0.57, 1.23, 3.24",
          f"the closest of our accountants within {W_EPS_ABS:g} (half a unit of the printed precision, as claim W-EPS "
@@ -541,29 +460,6 @@ RULES: tuple[Rule, ...] = (
     Rule("w-f2/table4-caption", "Table 4 caption's 0.1 + a_T sqrt(t) at t = T (60 epochs)",
          "Wu et al., Table 4 caption: eta_T = 1e-10", f"relative {W_F2_RTOL:g}", _judge_caption_plus),
 )
-
-
-def w_t36_table_rows(cell_rows: Sequence[dict]) -> list[dict]:
-    """W-T36's table verdicts (issue 33, item 5): rule ``w-t36/table`` over the page's cell rows
-    (rule ``w-t36/gap``, as ``w_t36.verdict_rows`` gives them), one row for the paper's grid and
-    one for the grid beyond it where such cells exist; each cell enters with its verdict, its
-    paired gap and standard error and the printed gap (the rows' ``stats``).
-
-    >>> w_t36_table_rows([])
-    []
-    """
-    out = []
-    for beyond in (False, True):
-        mine = [r for r in cell_rows if r.get("rule") == "w-t36/gap" and ("beyond" in str(r["item"])) == beyond]
-        if not mine:
-            continue
-        cells = [{"verdict": r["verdict"], "gap": float(r["stats"].get("estimate", math.nan) if r.get("stats") else math.nan),
-                  "se": float((r.get("stats") or {}).get("se") or math.nan),
-                  "paper_gap": (r.get("stats") or {}).get("paper_value")} for r in mine]
-        tail = " (beyond the paper's grid)" if beyond else ""
-        out.append(_row("w-t36/table", sizes_match=True, table=3, cells=cells,
-                        item=f"Table 3: ADP-SGD ahead of DP-SGD, pooled over {len(cells)} cells{tail}"))
-    return out
 
 
 def _row(rule_id: str, **kw) -> dict:

@@ -25,170 +25,61 @@ T3_ADP, T3_DP = [67.5, 67.7, 67.6], [66.2, 66.3, 66.4]  # a gap of +1.30 (paired
 T2_CELL = (66.41, 0.054, 65.73, 0.353)  # 002 Table 2, eps_bar 3.2, C 2.5, 120 epochs: gap +0.68, se 0.16
 T3_CELL = (67.55, 0.156, 66.23, 0.367)  # 002 Table 3, C_G 2.5, eps_bar 6.4: gap +1.32, se 0.18
 
-def _pooled_case(text: str, *, table: int) -> tuple:
-    """A table rule's case: three cells whose gaps (0.9, 1.0, 1.1, SE 0.1) pool above zero, and the
-    same cells mirrored below it (issue 33, item 5)."""
-    cells = [{"gap": g, "se": 0.1, "paper_gap": 0.7} for g in (0.9, 1.0, 1.1)]
-    return (text, {"table": table, "cells": [{"verdict": "agrees", **c} for c in cells]},
-            {"table": table, "cells": [{"verdict": "disagrees", **c, "gap": -c["gap"]} for c in cells]})
-
-
-#: rule id -> (the paper's statement, inputs that agree with it, inputs that disagree)
-CASES = {
-    "h-f-eff/loss": ("001 Fig. 1 middle: exp outperforms uni on training loss as N grows",
-                     _eff([0.01, 0.05], [0.01, 0.01]), _eff([0.01, -0.05], [0.01, 0.01])),
-    "h-f-eff/acc": ("001 Fig. 1 right: exp outperforms uni on test accuracy as N grows",
-                    _eff([0.0, 0.03], [0.01, 0.01]), _eff([0.0, -0.05], [0.01, 0.01])),
-    "h-f-eff/loss-at-N": ("001 Fig. 1 middle: exp ahead of uni on training loss (at one N; issue 33)",
-                          {"N": 4000, "diff": 0.01, "se": 0.001, "n": 100, "what": "training loss"},
-                          {"N": 4000, "diff": -0.01, "se": 0.001, "n": 100, "what": "training loss"}),
-    "h-f-eff/acc-at-N": ("001 Fig. 1 right: exp ahead of uni on test accuracy (at one N; issue 33)",
-                         {"N": 4000, "diff": 0.003, "se": 0.0005, "n": 100, "what": "test accuracy"},
-                         {"N": 4000, "diff": -0.003, "se": 0.0005, "n": 100, "what": "test accuracy"}),
-    "h-f-eff-exact/loss": ("001 Fig. 1 middle, at the exact budget: exp outperforms uni on training loss as N grows",
-                           _eff([0.01, 0.05], [0.01, 0.01]), _eff([0.01, -0.05], [0.01, 0.01])),
-    "h-f-eff-exact/acc": ("001 Fig. 1 right, at the exact budget: exp outperforms uni on test accuracy as N grows",
-                          _eff([0.0, 0.03], [0.01, 0.01]), _eff([0.0, -0.05], [0.01, 0.01])),
-    "h-f-scale/dyn": ("000 Fig. 2 middle: dyn improves the final loss where the influence spread is largest",
-                      {"scales": [5, 25], "rel_dyn": [-0.01, -0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]},
-                      {"scales": [5, 25], "rel_dyn": [0.05, 0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]}),
-    "h-f-curv/sharp-vs-flat": ("000 Fig. 1: the sharper loss ends higher",
-                               {"sharp": 0.04, "sharp_se": 0.005, "flat": 0.01, "flat_se": 0.001},
-                               {"sharp": 0.01, "sharp_se": 0.001, "flat": 0.04, "flat_se": 0.005}),
-    "h-f-curv/exact": ("our check: the trainer's mean equals the exact E[f] (TOST, margin 5% of |exact|)",
-                       {"mean": 1.0, "se": 0.01, "exact": 1.01, "z": -1.0, "max_clip_fraction": 0.0},
-                       {"mean": 1.0, "se": 0.1, "exact": 1.5, "z": -5.0, "max_clip_fraction": 0.0}),
-    "h-f-mom/expinfl-vs-momexpinfl": (
-        "000 Sec. 5: momexpinfl ahead only at scale 25, T = 100",
-        {"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": 0.5, "se": 0.1}]},
-        {"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": -0.5, "se": 0.1}]}),
-    "h-f-infl-extra/increasing": ("000 App. D: the influence increases as learning continues",
-                                  {"diff": 1.0, "se": 0.1}, {"diff": -1.0, "se": 0.1}),
-    "h-f-infl/increasing": ("000 App. D: the influence grows as training proceeds",
-                            {"q": [1.0, 1.5, 2.0, 3.0, 5.0]}, {"q": [5.0, 3.0, 2.0, 1.5, 1.0]}),
-    # the paper's analytic squared-loss influence rises like gamma^-t: 1e-13 at t = 1; the
-    # retraining noise (se 1e-9) hides the first steps, so only the resolved tail is compared
-    "h-f-infl/retrained-vs-analytic": ("retrained q_t = analytic q_t (factor within 1.5) where resolved",
-                                       {"q": [-5e-10, 3e-10, 1e-6, 2e-6, 4e-6], "se": [1e-9] * 5,
-                                        "analytic": [1e-13, 1e-12, 1.1e-6, 2.2e-6, 4.4e-6], "clip_fraction": 0.1},
-                                       {"q": [-5e-10, 3e-10, 1e-7, 2e-7, 4e-7], "se": [1e-9] * 5,
-                                        "analytic": [1e-13, 1e-12, 1.1e-6, 2.2e-6, 4.4e-6], "clip_fraction": 0.1}),
-    "h-f-infl/logistic-flatter": ("000 App. D: the logistic trend is flatter than the squared one",
-                                  {"q_logistic": [1.0, 1.5, 2.0], "se_logistic": [0.1] * 3,
-                                   "q_squared": [1.0, 5.0, 20.0], "se_squared": [0.1] * 3},
-                                  {"q_logistic": [1.0, 5.0, 30.0], "se_logistic": [0.1] * 3,
-                                   "q_squared": [1.0, 5.0, 20.0], "se_squared": [0.1] * 3}),
-    "h-f-infl/clip-fraction": ("000 App. D: about 80% or more of the gradients clipped",
-                               {"ours": 0.85}, {"ours": 0.01}),
-    "h-f-infl/squared-relvar": ("000 App. D: relative variance 0.032 at t = 60",
-                                {"t_paper": 60, "ours": 0.03}, {"t_paper": 60, "ours": 0.5}),
-    "h-f-infl/squared-relvar-decreasing": ("000 App. D: 0.14 > 0.032 > 0.016",
-                                           {"values": [0.2, 0.05, 0.01]}, {"values": [0.01, 0.05, 0.2]}),
-    "h-x-eer/bound-holds": ("001 Thm 4.1: bound >= exact excess risk", {"min_ratio": 1.2}, {"min_ratio": 0.9}),
-    "h-x-eer/mc": ("our check: closed form = trainer's mean without clipping (|z| < 4)",
-                   {"z": 0.5, "max_clip_fraction": 0.0}, {"z": 5.0, "max_clip_fraction": 0.0}),
-    "h-x-eer/mc-all": ("our check: every unclipped cell within |z| < 4", {"z": [0.5, -1.0]}, {"z": [0.5, 4.5]}),
-    "h-x-eer/dyn-beats-uni": ("001 Thm 4.4: the dynamic schedule is at least as good as uniform",
-                              {"dyn_min": [0.9, 0.5], "uni_min": [1.0, 0.5]}, {"dyn_min": [1.1], "uni_min": [1.0]}),
-    "h-x-eer/t-choice": ("001 Thm 4.2: the bound's T is near-optimal (within 10%)",
-                         {"T_bound": 20, "T_exact": 25, "exact_at_T_bound": 1.05, "exact_min": 1.0},
-                         {"T_bound": 5, "T_exact": 25, "exact_at_T_bound": 2.0, "exact_min": 1.0}),
-    "h-x-eer-breakdown/control": ("our check: unclipped control within |z| < 3", {"z": [1.0, -2.0]}, {"z": [1.0, 5.0]}),
-    "w-f1/same-epsilon": ("002 Sec. 6: both methods at the same epsilon_bar",
-                          {"epsilon_dp": 1.0, "epsilon_adp": 1.0 + 1e-9}, {"epsilon_dp": 1.0, "epsilon_adp": 1.1}),
-    "w-f1/slower-decay": ("002 Fig. 1 left: ADP-SGD's noise decays more slowly",
-                          {"noise_dp": [2.0, 1.0], "noise_adp": [2.0, 1.5]},
-                          {"noise_dp": [2.0, 1.5], "noise_adp": [2.0, 1.0]}),
-    "w-f1/gap": ("002 Table 2: ADP-SGD ahead by a significant 0.68 points",
-                 {"printed": T2_CELL, "adp": T2_ADP, "dp": T2_DP}, {"printed": T2_CELL, "adp": DOWN, "dp": UP}),
-    "w-t1245/gap": ("002 Table 2: ADP-SGD ahead by a significant 0.68 points",
-                    {"table": 2, "printed": T2_CELL, "adp": T2_ADP, "dp": T2_DP},
-                    {"table": 2, "printed": T2_CELL, "adp": DOWN, "dp": UP}),
-    "w-t1245/table": _pooled_case("the pooled gap over the cells is above zero (issue 33)", table=2),
-    "w-t36/table": _pooled_case("the pooled gap over Table 3's cells is above zero (issue 33)", table=3),
-    "w-ladder/table": _pooled_case("the pooled gap over the rung's cells is above zero (issue 33)", table=2),
-    "w-t36/gap": ("002 Table 3: ADP-SGD ahead by a significant 1.32 points",
-                  {"printed": T3_CELL, "adp": T3_ADP, "dp": T3_DP}, {"printed": T3_CELL, "adp": DOWN, "dp": UP}),
-    "w-f4/decay": ("002 App. F.3: every c > 0 beats c = 0",
-                   {"final_error": {0.0: [10.0, 10.1, 9.9], 0.1: [8.0, 8.1, 7.9], 0.5: [8.2, 8.3, 8.1],
-                                    1.0: [7.9, 8.0, 7.8]}},
-                   {"final_error": {0.0: [8.0, 8.1, 7.9], 0.1: [10.0, 10.1, 9.9], 0.5: [9.8, 9.9, 9.7],
-                                    1.0: [10.1, 10.2, 10.0]}}),
-    "w-f4/eps-below-bar": ("002 Fig. 4: the numerical epsilon lies below epsilon_bar",
-                           {"eps_numeric": 1.0, "eps_theory": 2.0}, {"eps_numeric": 2.5, "eps_theory": 2.0}),
-    "w-eps/epsilon": ("002 footnote 3: epsilon 0.29 at epsilon_bar 0.8",
-                      {"paper": 0.29, "readings": {"pld": 0.2941, "rdp-improved": 0.24}},
-                      {"paper": 0.29, "readings": {"pld": 0.6, "rdp-improved": 0.01}}),
-    "w-f2/iterations-per-epoch": ("002 Sec. 6: 196 iterations per epoch", {"ours": 196}, {"ours": 195}),
-    "w-f2/T-by-epochs": ("002 Sec. 6: T = 23520 for 120 epochs",
-                         {"epochs": 120, "ours": 23520}, {"epochs": 120, "ours": 23400}),
-    "w-f2/T-footnote": ("002 footnote 3: T = 11700 for 60 epochs", {"ours": 11700}, {"ours": 11760}),
-    "w-f2/eta-T": ("002 Fig. 2: eta_T = 1e-10", {"ours": 1e-10 * (1 + 1e-9)}, {"ours": 0.2}),
-    "w-f2/table4-caption": ("002 Table 4 caption: eta_T = 1e-10", {"ours": 1e-10}, {"ours": 0.2 - 1e-10}),
-    "h-f-theory/value": ("001 Sec. 5: R = 0.3927 for (4, 1e-8)-DP (relative 1e-3)",
-                         {"paper": 0.3927, "ours": 0.39270, "what": "001 Sec. 5"},
-                         {"paper": 93.0, "ours": 24.0, "what": "001 Thm 4.4"}),
-    "accounting/value": ("H Sec. 5: R = 0.3927 (one unit of the 4th decimal)",
-                         {"paper": 0.3927, "ours": 0.392704, "rtol": 1e-4 / 0.3927, "what": "H Sec. 5"},
-                         {"paper": 0.3927, "ours": 0.3929, "rtol": 1e-4 / 0.3927, "what": "H Sec. 5"}),
-    "accounting/inequality": ("H Sec. 4.1.3: R_zCDP > R_MA", {"lhs": 2.0, "rhs": 1.0, "claim": "x"},
-                              {"lhs": 0.39, "rhs": 0.87, "claim": "x"}),
-    "h-sec-4-2/value": ("H after Thm 4.5: eta0 <= 0.98/M (relative 1e-2)", {"paper": 0.98, "ours": 0.985, "what": "x",
-                                                                            "rtol": 0.01},
-                        {"paper": 0.98, "ours": 0.003, "what": "x", "rtol": 0.01}),
-    "audit/claim": ("the ledger's claim is not refuted by the audit",
-                    {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 0.5, "passed": True},
-                    {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 3.5, "passed": False}),
-    "audit/power": ("every mis-calibrated trainer is flagged",
-                    {"flagged": ["pgd", "adp"], "trainers": ["pgd", "adp"]}, {"flagged": [], "trainers": ["pgd", "adp"]}),
-}
-
-#: rules whose "agrees" case is an identity (true by construction: W-F1's calibration and noise rows)
-AGREE_WORD = {"w-f1/same-epsilon": "identity", "w-f1/slower-decay": "identity"}
-
-#: rules shown but never judged (the paper's quantity is not ours, or a finding beyond the paper)
-NEVER_JUDGED = {
-    "h-f-infl/logistic-coef-relvar": {"t_paper": 10, "ours": 1e-7, "cv2": 0.1},
-    "h-x-eer-breakdown/clipped": {"cells": [(1.3, 100, 3.6e6), (10.0, 10, 1.0)], "threshold": 10.0},
-}
 #: figures with rules but no experiment module (nothing is trained: W-F2 is on the w-theory page)
 NO_MODULE = {"w-f2", "w-eps", "h-f-theory", "accounting", "h-sec-4-2"}
 
 
-def test_every_rule_has_cases():
-    assert set(CASES) | set(NEVER_JUDGED) == set(cmp.all_rules())
-    assert not set(CASES) & set(NEVER_JUDGED)
-    assert {r for r, x in cmp.all_rules().items() if not x.judged} == set(NEVER_JUDGED)
+#: every registered rule, and those judged / never judged (each declares its worked example,
+#: :class:`~dpcompanion.experiments.comparisons.rule.Case`, issue 32)
+RULES = cmp.all_rules()
+JUDGED = sorted(rid for rid, r in RULES.items() if r.judged)
+NEVER_JUDGED = sorted(rid for rid, r in RULES.items() if not r.judged)
 
 
-@pytest.mark.parametrize("rid", sorted(CASES))
+def test_every_rule_declares_a_case():
+    """Issue 32: every rule declares its worked example with it (a new experiment's rules bring
+    theirs; nothing is added here): a judged rule one that agrees and one that disagrees, a rule
+    never judged one it declines."""
+    for rid, r in RULES.items():
+        assert r.case is not None, f"rule {rid} declares no Case"
+        if r.judged:
+            assert r.case.disagrees is not None and r.case.expect in ("agrees", "identity"), rid
+        else:
+            assert r.case.expect == "not comparable", rid
+
+
+@pytest.mark.parametrize("rid", JUDGED)
 def test_rule_agrees(rid):
-    row = cmp.compare(rid, sizes_match=True, **CASES[rid][1])
-    assert row["verdict"] == AGREE_WORD.get(rid, "agrees"), (CASES[rid][0], row)
-    assert "Tolerance: " + cmp.rule_by_id(rid).tolerance in row["note"]
+    case = RULES[rid].case
+    row = cmp.compare(rid, sizes_match=True, **case.agrees)
+    assert row["verdict"] == case.expect, (case.statement, row)
+    assert "Tolerance: " + RULES[rid].tolerance in row["note"]
     assert row["paper"] and row["ours"]
 
 
-@pytest.mark.parametrize("rid", sorted(CASES))
+@pytest.mark.parametrize("rid", JUDGED)
 def test_rule_disagrees(rid):
-    row = cmp.compare(rid, sizes_match=True, **CASES[rid][2])
-    assert row["verdict"] == "disagrees", (CASES[rid][0], row)
+    case = RULES[rid].case
+    row = cmp.compare(rid, sizes_match=True, **case.disagrees)
+    assert row["verdict"] == "disagrees", (case.statement, row)
 
 
-@pytest.mark.parametrize("rid", sorted(CASES))
+@pytest.mark.parametrize("rid", JUDGED)
 def test_rule_not_comparable_when_sizes_differ(rid):
-    row = cmp.compare(rid, sizes_match=False, sizes_note="N 10 vs 1000", **CASES[rid][1])
+    case = RULES[rid].case
+    row = cmp.compare(rid, sizes_match=False, sizes_note="N 10 vs 1000", **case.agrees)
     assert row["verdict"] == "not comparable"
     assert row["note"].startswith("not compared (sizes differ): N 10 vs 1000")
     assert row["note"].startswith(cmp.NOT_COMPARED)
-    assert f"'{AGREE_WORD.get(rid, 'agrees')}'" in row["note"]  # what the rule would say at our sizes is still reported
+    assert f"'{case.expect}'" in row["note"]  # what the rule would say at our sizes is still reported
 
 
-@pytest.mark.parametrize("rid", sorted(NEVER_JUDGED))
+@pytest.mark.parametrize("rid", NEVER_JUDGED)
 def test_never_judged_rules_say_why(rid):
-    row = cmp.compare(rid, sizes_match=True, **NEVER_JUDGED[rid])
+    case = RULES[rid].case
+    row = cmp.compare(rid, sizes_match=True, **case.agrees)
     assert row["verdict"] == "not comparable" and row["note"].startswith(("var/mean", "a finding beyond"))
-    assert cmp.compare(rid, sizes_match=False, **NEVER_JUDGED[rid])["note"].startswith(cmp.NOT_COMPARED)
+    assert cmp.compare(rid, sizes_match=False, **case.agrees)["note"].startswith(cmp.NOT_COMPARED)
 
 
 def test_partly_and_inconclusive_cases():

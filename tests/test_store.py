@@ -151,7 +151,9 @@ def test_code_files_cover_every_module_the_experiment_loads(exp_id):
     excluded = [m for m in got["loaded"] if any(m == x or m.startswith(x + ".") for x in store.CODE_HASH_EXCLUDE)]
     missing = sorted(set(got["loaded"]) - set(got["files"]) - set(excluded))
     assert not missing, f"{exp_id}: modules loaded but not in the code hash: {missing}"
-    assert mod in got["files"] and "dpcompanion.training.trainers.engine" in got["files"]
+    assert mod in got["files"]
+    if exp_id == "h-f-eff":  # the walk is transitive: h_f_eff -> protocols.hong -> the trainers' engine
+        assert "dpcompanion.training.trainers.engine" in got["files"]
     assert not hasattr(base.Experiment, "depends_on") and "depends_on" not in {
         f.name for f in dataclasses.fields(base.Experiment)}
 

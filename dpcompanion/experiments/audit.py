@@ -15,7 +15,7 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.rule import Judgement, Rule
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule
 from dpcompanion.experiments.scale_tables import Dim, config_key
 from dpcompanion.training.privacy_audit import run_audit
 
@@ -118,9 +118,15 @@ RULES: tuple[Rule, ...] = (
     Rule("audit/claim", "trainer as shipped (S = 1): the ledger's (epsilon, delta)-DP claim", "the ledger's claim",
          "agrees: the audit's lower bound on epsilon (the larger of the Gaussian-DP fit and the Clopper-Pearson "
          "threshold test, 95% together) does not exceed the claim (dpcompanion.training.privacy_audit decides 'passed')",
-         _judge_claim),
+         _judge_claim,
+         case=Case("the ledger's claim is not refuted by the audit",
+              {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 0.5, "passed": True},
+              {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 3.5, "passed": False})),
     Rule("audit/power", "the audit flags every deliberately mis-calibrated trainer",
-         "every trainer flagged", "agrees: all flagged; partly: some; disagrees: none", _judge_power),
+         "every trainer flagged", "agrees: all flagged; partly: some; disagrees: none", _judge_power,
+         case=Case("every mis-calibrated trainer is flagged",
+              {"flagged": ["pgd", "adp"], "trainers": ["pgd", "adp"]},
+              {"flagged": [], "trainers": ["pgd", "adp"]})),
 )
 
 

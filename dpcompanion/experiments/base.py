@@ -22,7 +22,8 @@ by name, then its ``EXPERIMENT`` with :func:`from_module` (:data:`REQUIRED_NAMES
     # optional: what the paper prints and how it is judged (issue 32: declared here, nowhere else)
     PAPER_DIMS = {"repeats": Dim(100, "<version, section: quotation>", config_key("repeats")), ...}
     STORED_SIZES = {...}        # our sizes read from a payload, where its config may differ
-    RULES = (Rule("h-f-curv/sharp-vs-flat", item, paper, tolerance, judge, design=..., margin=...), ...)
+    RULES = (Rule("h-f-curv/sharp-vs-flat", item, paper, tolerance, judge, design=..., margin=...,
+                  case=Case(statement, agrees={...}, disagrees={...})), ...)
     SEQUENTIAL = Plan(...)      # a group-sequential plan, declared before its added runs
 
     EXPERIMENT = from_module(__name__, id="h-f-curv")  # lower-case SPEC ID = notebook = page name

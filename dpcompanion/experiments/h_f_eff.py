@@ -59,7 +59,7 @@ import numpy as np
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.rows import DIRECTION, H_ACC, H_LOSS, TREND, W_ACC_MARGIN
-from dpcompanion.experiments.comparisons.rule import Judgement, Margin, Rule, judge_effect
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.protocols import hong as hp, tuning
 from dpcompanion.experiments.scale_tables import Dim, H_REPEATS, config_key, config_range, hong_setup
 from dpcompanion.theory import schedules
@@ -509,11 +509,16 @@ def trend_rules(experiment_id: str, *, item_tail: str = "", paper_tail: str = ""
 
     out = []
     for key, (label, fig, what, margin) in _FIG.items():
+        paper = (f"the FAccT version, {fig}, Sec. 5: as the training size increases, exp outperforms uni on the "
+                 f"{what}{paper_tail}")
+        # worked example: gaps growing with N (0 or 0.01 at N = 100, +0.03 or +0.05 at N = 1000, se 0.01) agree;
+        # a gap turning negative disagrees
+        start = 0.01 if key == "loss" else 0.0
+        case = Case(paper, {"N": [100, 1000], "diff": [start, 0.05 if key == "loss" else 0.03], "se": [0.01, 0.01]},
+                    {"N": [100, 1000], "diff": [start, -0.05], "se": [0.01, 0.01]})
         out.append(Rule(f"{experiment_id}/{key}", f"{label}: exp's gain over uni against log N (trend){item_tail}",
-                        f"the FAccT version, {fig}, Sec. 5: as the training size increases, exp outperforms uni on "
-                        f"the {what}{paper_tail}", (tolerance_of or default)(key),
-                        lambda _what=what, **m: judge_eff(**m, what=_what), design=("paired", paired_because),
-                        margin=margin))
+                        paper, (tolerance_of or default)(key), lambda _what=what, **m: judge_eff(**m, what=_what),
+                        design=("paired", paired_because), margin=margin, case=case))
     return tuple(out)
 
 
@@ -526,11 +531,17 @@ RULES: tuple[Rule, ...] = trend_rules(
     Rule("h-f-eff/loss-at-N", "final training loss, exp vs uni, at one N",
          f"the FAccT version, Fig. 1 middle, Sec. 5: exp ahead of uni on the training loss {_READ}",
          f"the paired gap uni - exp at this N (positive = exp better); {DIRECTION}", judge_eff_at,
-         design=("paired", "as h-f-eff/loss, at one N (protocols.hong.paired_difference)"), margin=LOSS_MARGIN),
+         design=("paired", "as h-f-eff/loss, at one N (protocols.hong.paired_difference)"), margin=LOSS_MARGIN,
+         case=Case("001 Fig. 1 middle: exp ahead of uni on training loss (at one N; issue 33)",
+              {"N": 4000, "diff": 0.01, "se": 0.001, "n": 100, "what": "training loss"},
+              {"N": 4000, "diff": -0.01, "se": 0.001, "n": 100, "what": "training loss"})),
     Rule("h-f-eff/acc-at-N", "test accuracy, exp vs uni, at one N",
          f"the FAccT version, Fig. 1 right, Sec. 5: exp ahead of uni on the test accuracy {_READ}",
          f"the paired gap exp - uni at this N; {DIRECTION}", judge_eff_at,
-         design=("paired", "as h-f-eff/acc, at one N (protocols.hong.paired_difference)"), margin=ACC_MARGIN),
+         design=("paired", "as h-f-eff/acc, at one N (protocols.hong.paired_difference)"), margin=ACC_MARGIN,
+         case=Case("001 Fig. 1 right: exp ahead of uni on test accuracy (at one N; issue 33)",
+              {"N": 4000, "diff": 0.003, "se": 0.0005, "n": 100, "what": "test accuracy"},
+              {"N": 4000, "diff": -0.003, "se": 0.0005, "n": 100, "what": "test accuracy"})),
 )
 
 

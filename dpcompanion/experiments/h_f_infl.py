@@ -31,7 +31,7 @@ import numpy as np
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.rows import DIRECTION
-from dpcompanion.experiments.comparisons.rule import Judgement, LEVEL, Margin, Rule, Z, by_ratio, judge_effect
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, LEVEL, Margin, Rule, Z, by_ratio, judge_effect
 from dpcompanion.experiments.scale_tables import Dim, H_MNIST35, H_REPEATS, config_key, config_range, hong_setup
 from dpcompanion.theory.accounting import R_PAPER
 from dpcompanion.training import data, influence
@@ -323,13 +323,21 @@ RULES: tuple[Rule, ...] = (
          "the ICLR submission, App. D, Results (Fig. 3 middle): for both losses the influence grows as training proceeds",
          "Spearman rho of q_t against t, two-sided test at 0.05: rho > 0 significant agrees, rho < 0 significant "
          "disagrees, else inconclusive",
-         _judge_trend),
+         _judge_trend,
+         case=Case("000 App. D: the influence grows as training proceeds",
+              {"q": [1.0, 1.5, 2.0, 3.0, 5.0]},
+              {"q": [5.0, 3.0, 2.0, 1.5, 1.0]})),
     Rule("h-f-infl/retrained-vs-analytic", "squared loss: retrained q_t vs the analytic q_t (Hessian)",
          "the ICLR submission, App. D, Results (Fig. 3 middle): the squared loss's q_t, computed analytically from the Hessian "
          "eigenvalues, rises steeply (no number printed)",
          f"ours vs ours: fitted factor retrained/analytic over the resolved steps (q_t > {Z:g} se) within "
          f"{INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly; fewer than 3 resolved steps: not comparable",
-         _judge_retrained_vs_analytic),
+         _judge_retrained_vs_analytic,
+         case=Case("retrained q_t = analytic q_t (factor within 1.5) where resolved",
+              {"q": [-5e-10, 3e-10, 1e-6, 2e-6, 4e-6], "se": [1e-9] * 5,
+                                        "analytic": [1e-13, 1e-12, 1.1e-6, 2.2e-6, 4.4e-6], "clip_fraction": 0.1},
+              {"q": [-5e-10, 3e-10, 1e-7, 2e-7, 4e-7], "se": [1e-9] * 5,
+                                        "analytic": [1e-13, 1e-12, 1.1e-6, 2.2e-6, 4.4e-6], "clip_fraction": 0.1})),
     Rule("h-f-infl/logistic-flatter", "logistic influence flatter than squared (retrained q_T / q_t0)",
          "the ICLR submission, App. D, Results (Fig. 3 middle): the logistic loss's influence trend is flatter than the squared loss's",
          f"log(squared q_T / q_t0) - log(logistic q_T / q_t0), claimed above zero (t0 the first step from which both "
@@ -337,23 +345,38 @@ RULES: tuple[Rule, ...] = (
          _judge_flatter,
          margin=Margin(math.log(1.5), "log ratio of steepness", "smallest effect of interest",
                                             "smallest effect of interest: a factor 1.5 in steepness, the factor within "
-                                            "which this page calls two influences the same (dpcompanion.experiments.h_f_infl.INFL_RATIO)")),
+                                            "which this page calls two influences the same (dpcompanion.experiments.h_f_infl.INFL_RATIO)"),
+         case=Case("000 App. D: the logistic trend is flatter than the squared one",
+              {"q_logistic": [1.0, 1.5, 2.0], "se_logistic": [0.1] * 3,
+                                   "q_squared": [1.0, 5.0, 20.0], "se_squared": [0.1] * 3},
+              {"q_logistic": [1.0, 5.0, 30.0], "se_logistic": [0.1] * 3,
+                                   "q_squared": [1.0, 5.0, 20.0], "se_squared": [0.1] * 3})),
     Rule("h-f-infl/clip-fraction", "logistic loss: fraction of per-sample gradients clipped",
          f"{INFL_PAPER['logistic_clip_fraction']:g} (the ICLR submission, App. D, Results: roughly 80% or more of the logistic loss's "
          "gradients are clipped)",
          f"ours / paper within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
-         _judge_clip_fraction),
+         _judge_clip_fraction,
+         case=Case("000 App. D: about 80% or more of the gradients clipped",
+              {"ours": 0.85},
+              {"ours": 0.01})),
     Rule("h-f-infl/squared-relvar", "squared: relative variance of the final loss",
          "the ICLR submission, App. D, Results: 0.14, 0.032, 0.016 for t = 10, 60, 90",
          f"ours / paper within a factor {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly",
-         _judge_relvar),
+         _judge_relvar,
+         case=Case("000 App. D: relative variance 0.032 at t = 60",
+              {"t_paper": 60, "ours": 0.03},
+              {"t_paper": 60, "ours": 0.5})),
     Rule("h-f-infl/squared-relvar-decreasing", "squared: that relative variance decreases with t",
          "the ICLR submission, App. D, Results: yes (0.14 > 0.032 > 0.016)", "agrees: strictly decreasing over the fitted steps",
-         _judge_relvar_decreasing),
+         _judge_relvar_decreasing,
+         case=Case("000 App. D: 0.14 > 0.032 > 0.016",
+              {"values": [0.2, 0.05, 0.01]},
+              {"values": [0.01, 0.05, 0.2]})),
     Rule("h-f-infl/logistic-coef-relvar", "logistic: relative variance of the coefficient c",
          "the ICLR submission, App. D, Results: 0.025, 0.024, 0.027 for t = 10, 60, 90",
          "never judged: var/mean carries the units of c, which depend on the loss scale",
-         _judge_coef_relvar, judged=False),
+         _judge_coef_relvar, judged=False,
+         case=Case("never judged: the row is shown, not judged", {"t_paper": 10, "ours": 1e-7, "cv2": 0.1}, expect="not comparable")),
 )
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, totals
 from dpcompanion.experiments.comparisons.rows import DIRECTION
-from dpcompanion.experiments.comparisons.rule import Judgement, Margin, Rule, judge_effect
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.scale_tables import Dim, H_DNN_WIDTH, H_MNIST35, H_REPEATS, config_key, hong_setup
 from dpcompanion.training import data, influence
@@ -225,7 +225,10 @@ RULES: tuple[Rule, ...] = (
          margin=Margin(None, "influence q_t (our units)", "none",
                                             "no margin: the influence's units depend on the loss scale and step size of "
                                             "each setting, and the paper prints no influence value; judged against zero "
-                                            "alone")),
+                                            "alone"),
+         case=Case("000 App. D: the influence increases as learning continues",
+              {"diff": 1.0, "se": 0.1},
+              {"diff": -1.0, "se": 0.1})),
 )
 
 

@@ -36,7 +36,7 @@ import numpy as np
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, sizes_line, totals
 from dpcompanion.experiments.comparisons.rows import DIRECTION, H_LOSS
-from dpcompanion.experiments.comparisons.rule import Judgement, Margin, Rule, judge_effect
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.protocols import hong as hp, tuning
 from dpcompanion.experiments.scale_tables import Dim, H_REPEATS, config_key, hong_setup
 from dpcompanion.theory import schedules
@@ -269,7 +269,10 @@ RULES: tuple[Rule, ...] = (
          design=("paired", "expinfl and momexpinfl run on the same seeds per repeat (h_f_mom, "
                                                     "protocols.hong.paired_difference)"),
          margin=Margin(0.01 * math.log(10), "final training loss (nats)",
-                                                "smallest effect of interest", H_LOSS + ": MNIST's 10 classes, 0.01 ln 10")),
+                                                "smallest effect of interest", H_LOSS + ": MNIST's 10 classes, 0.01 ln 10"),
+         case=Case("000 Sec. 5: momexpinfl ahead only at scale 25, T = 100",
+              {"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": 0.5, "se": 0.1}]},
+              {"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": -0.5, "se": 0.1}]})),
 )
 
 

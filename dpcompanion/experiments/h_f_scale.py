@@ -39,7 +39,7 @@ import numpy as np
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, sizes_line, totals
 from dpcompanion.experiments.comparisons.rows import DIRECTION
-from dpcompanion.experiments.comparisons.rule import Judgement, Margin, Rule, judge_effect
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.protocols import hong as hp, tuning
 from dpcompanion.experiments.scale_tables import (Dim, H_DNN_WIDTH, H_MNIST35, H_REPEATS, config_key, config_range,
                                                   hong_setup)
@@ -413,7 +413,10 @@ RULES: tuple[Rule, ...] = (
          design=("paired", "every schedule runs on the same seeds (h_f_scale, protocols.hong.relative_loss with "
                                     "the covariance)"),
          margin=Margin(0.01, "relative final loss (e_dyn - e_uni) / e_uni", "smallest effect of interest",
-                                "smallest effect of interest: 1% of uni's loss, the relative form of the Hong loss margin")),
+                                "smallest effect of interest: 1% of uni's loss, the relative form of the Hong loss margin"),
+         case=Case("000 Fig. 2 middle: dyn improves the final loss where the influence spread is largest",
+              {"scales": [5, 25], "rel_dyn": [-0.01, -0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]},
+              {"scales": [5, 25], "rel_dyn": [0.05, 0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]})),
 )
 
 

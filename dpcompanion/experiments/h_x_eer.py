@@ -17,7 +17,7 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.rule import Judgement, Rule
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule
 from dpcompanion.experiments.scale_tables import Dim, config_key, hong_setup
 from dpcompanion.theory import exact_risk
 from dpcompanion.theory.accounting import R_PAPER
@@ -189,21 +189,36 @@ def _judge_t_choice(*, T_bound: int, T_exact: int, exact_at_T_bound: float, exac
 RULES: tuple[Rule, ...] = (
     Rule("h-x-eer/bound-holds", "Thm 4.1: E f(theta_{T+1}) - f* <= bound (all T, schedules, quadratics here)",
          "the FAccT version, Thm 4.1: holds (proof D.1)", "exact: min bound/exact >= 1",
-         _judge_bound_holds),
+         _judge_bound_holds,
+         case=Case("001 Thm 4.1: bound >= exact excess risk",
+              {"min_ratio": 1.2},
+              {"min_ratio": 0.9})),
     Rule("h-x-eer/mc", "closed form = trainer's mean, one scale and schedule", "not in the paper",
          f"agrees: |z| < {EER_MC_Z_MAX:g} where no gradient was clipped; clipped: not comparable",
-         _judge_mc),
+         _judge_mc,
+         case=Case("our check: closed form = trainer's mean without clipping (|z| < 4)",
+              {"z": 0.5, "max_clip_fraction": 0.0},
+              {"z": 5.0, "max_clip_fraction": 0.0})),
     Rule("h-x-eer/mc-all", "closed form = trainer's mean (no clipping)", "not in the paper",
          f"agrees: every unclipped cell has |z| < {EER_MC_Z_MAX:g}",
-         _judge_mc_all),
+         _judge_mc_all,
+         case=Case("our check: every unclipped cell within |z| < 4",
+              {"z": [0.5, -1.0]},
+              {"z": [0.5, 4.5]})),
     Rule("h-x-eer/dyn-beats-uni", "dynamic (Thm 4.4) beats uniform, at each one's best T (exact risk)",
          "the FAccT version, Thm 4.4: yes (on the bound)", "exact_min(dynamic) <= exact_min(uniform) within 1e-9 relative, every scale",
-         _judge_dyn_beats_uni),
+         _judge_dyn_beats_uni,
+         case=Case("001 Thm 4.4: the dynamic schedule is at least as good as uniform",
+              {"dyn_min": [0.9, 0.5], "uni_min": [1.0, 0.5]},
+              {"dyn_min": [1.1], "uni_min": [1.0]})),
     Rule("h-x-eer/t-choice", "T chosen by the bound is near-optimal (uniform)",
          "the FAccT version, Thm 4.2: T from the bound",
          f"exact risk at the bound's T within {EER_T_CHOICE_RTOL[0]:g} (relative) of the best agrees, "
          f"within {EER_T_CHOICE_RTOL[1]:g} partly",
-         _judge_t_choice),
+         _judge_t_choice,
+         case=Case("001 Thm 4.2: the bound's T is near-optimal (within 10%)",
+              {"T_bound": 20, "T_exact": 25, "exact_at_T_bound": 1.05, "exact_min": 1.0},
+              {"T_bound": 5, "T_exact": 25, "exact_at_T_bound": 2.0, "exact_min": 1.0})),
 )
 
 

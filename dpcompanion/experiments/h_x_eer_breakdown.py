@@ -29,7 +29,7 @@ import torch
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, sizes_line, totals
-from dpcompanion.experiments.comparisons.rule import Judgement, Rule
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule
 from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.scale_tables import Dim, config_key, hong_setup
 from dpcompanion.theory import diagnostics, exact_risk, schedules
@@ -202,10 +202,14 @@ def _judge_breakdown_clipped(*, cells: Sequence[tuple[float, int, float]], thres
 RULES: tuple[Rule, ...] = (
     Rule("h-x-eer-breakdown/control", "unclipped trainer vs exact E[f] - f* (control)", "-",
          f"agrees: every representable cell has |z| < {BREAKDOWN_Z_MAX:g}",
-         _judge_breakdown_control),
+         _judge_breakdown_control,
+         case=Case("our check: unclipped control within |z| < 3",
+              {"z": [1.0, -2.0]},
+              {"z": [1.0, 5.0]})),
     Rule("h-x-eer-breakdown/clipped", "clipped trainer / exact above the threshold", "-",
          "never judged: a finding beyond the paper (the bound assumes no clipping)",
-         _judge_breakdown_clipped, judged=False),
+         _judge_breakdown_clipped, judged=False,
+         case=Case("never judged: the row is shown, not judged", {"cells": [(1.3, 100, 3.6e6), (10.0, 10, 1.0)], "threshold": 10.0}, expect="not comparable")),
 )
 
 

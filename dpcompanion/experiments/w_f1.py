@@ -16,8 +16,8 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.rule import Judgement, Rule, judge_identity
-from dpcompanion.experiments.comparisons.wu_rules import EPSILON_RTOL, W_SHARED, gap_rule
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule, judge_identity
+from dpcompanion.experiments.comparisons.wu_rules import EPSILON_RTOL, W_SHARED, gap_case, gap_rule
 from dpcompanion.experiments.protocols import wu as wp, wu_paper
 from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL, W_SEEDS, W_STEPS, W_TRAIN,
                                                   config_key, config_steps, payload_seeds)
@@ -174,12 +174,21 @@ RULES: tuple[Rule, ...] = (
     Rule("w-f1/same-epsilon", "final epsilon of DP-SGD and ADP-SGD",
          "Wu et al., Thm 4.1, Sec. 6: equal (both calibrated to the same epsilon_bar)",
          f"identity (true by construction); disagrees only if our calibration breaks it (relative difference > "
-         f"{EPSILON_RTOL:g})", _judge_same_epsilon),
+         f"{EPSILON_RTOL:g})", _judge_same_epsilon,
+         case=Case("002 Sec. 6: both methods at the same epsilon_bar",
+              {"epsilon_dp": 1.0, "epsilon_adp": 1.0 + 1e-9},
+              {"epsilon_dp": 1.0, "epsilon_adp": 1.1}, expect="identity")),
     Rule("w-f1/slower-decay", "noise on theta decays more slowly with ADP-SGD (last/first)",
          "Wu et al., Fig. 1 left: yes", "identity (true by construction of alpha_t); disagrees only if our schedule breaks it",
-         _judge_slower_decay),
+         _judge_slower_decay,
+         case=Case("002 Fig. 1 left: ADP-SGD's noise decays more slowly",
+              {"noise_dp": [2.0, 1.0], "noise_adp": [2.0, 1.5]},
+              {"noise_dp": [2.0, 1.5], "noise_adp": [2.0, 1.0]}, expect="identity")),
     gap_rule("w-f1/gap", "best-accuracy gain ADP - DP, eps_bar 3.2, C 2.5, 120 epochs (Fig. 1 right = Table 2)",
-             "Wu et al., Table 2 (Fig. 1 right)", where="Wu et al., Table 2", paired_because="w_f1.run_unit " + W_SHARED),
+             "Wu et al., Table 2 (Fig. 1 right)", where="Wu et al., Table 2", paired_because="w_f1.run_unit " + W_SHARED,
+             case=gap_case("Wu et al., Table 2: ADP-SGD ahead by a significant 0.68 points",
+                           printed=wu_paper.row(family="sqrt", metric="best", epsilon_bar=3.2, clip=2.5, epochs=120),
+                           adp=[66.3, 66.4, 66.5], dp=[65.6, 65.73, 65.9])),
 )
 
 

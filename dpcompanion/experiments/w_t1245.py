@@ -18,7 +18,7 @@ from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.rule import Rule
 from dpcompanion.experiments.comparisons.sequential import Plan
-from dpcompanion.experiments.comparisons.wu_rules import W_SHARED, gap_rule, gap_stats, table_rule
+from dpcompanion.experiments.comparisons.wu_rules import W_SHARED, gap_case, gap_rule, gap_stats, table_rule
 from dpcompanion.experiments.protocols import wu as wp, wu_paper
 from dpcompanion.experiments.scale_tables import Dim, W_TABLE_DIMS, W_TABLE_STORED, W_TRAIN, config_key, payload_cells
 
@@ -221,7 +221,10 @@ STORED_SIZES = {"training samples": payload_cells("N_train"), **W_TABLE_STORED}
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     gap_rule("w-t1245/gap", "one cell of Tables 1, 2, 4, 5: gain ADP - DP", "Wu et al., Tables 1, 2, 4, 5",
-             paired_because="w_t1245.run_cell " + W_SHARED),
+             paired_because="w_t1245.run_cell " + W_SHARED,
+             case=gap_case("Wu et al., Table 2: ADP-SGD ahead by a significant 0.68 points", table=2,
+                           printed=wu_paper.row(family="sqrt", metric="best", epsilon_bar=3.2, clip=2.5, epochs=120),
+                           adp=[66.3, 66.4, 66.5], dp=[65.6, 65.73, 65.9])),
     table_rule("w-t1245/table", "one of Tables 1, 2, 4, 5: ADP-SGD ahead of DP-SGD (cells run here)",
                "Wu et al., Tables 1, 2, 4, 5: the printed gaps",
                paired_because="its cells are w-t1245/gap's (w_t1245.run_cell " + W_SHARED + ")"),

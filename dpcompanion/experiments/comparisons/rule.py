@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-__all__ = ["VERDICTS", "Z", "NOT_COMPARED", "Rule", "Margin", "zscore", "fmt_z", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
+__all__ = ["VERDICTS", "Z", "NOT_COMPARED", "Rule", "Margin", "Case", "zscore", "fmt_z", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
            "judge_effect", "judge_equivalence", "judge_identity", "judge_exact", "mde", "welch_df", "mean_se_df",
            "DESIGNS", "COMPARABLE", "Estimate", "estimate_effect", "direction_verdict", "TOST_ALPHA", "Tost", "tost",
            "with_margin", "critical_value"]
@@ -60,6 +60,21 @@ class Margin:
 
 
 @dataclasses.dataclass(frozen=True)
+class Case:
+    """A worked example of a rule, declared with it (issue 32; ``tests/test_comparisons.py`` runs
+    every rule's): the paper's ``statement`` it is written from, hand-made measurements the rule
+    must judge ``expect`` (``agrees``; ``identity`` for a row true by construction; ``not
+    comparable`` for a rule never judged) and, for a judged rule, measurements it must judge
+    ``disagrees``. The numbers are written from the statement and the rule's tolerance, not read
+    from the judge."""
+
+    statement: str
+    agrees: Mapping[str, Any]
+    disagrees: Mapping[str, Any] | None = None
+    expect: str = "agrees"
+
+
+@dataclasses.dataclass(frozen=True)
 class Rule:
     """One verdict rule, declared with what it judges (issue 32: an experiment declares its
     rules in its own module, :attr:`dpcompanion.experiments.base.Experiment.rules`; the pages
@@ -72,7 +87,8 @@ class Rule:
     ``(size | direction, why)`` where our protocol fixes whether the paper's size may be compared,
     whatever the run's sizes (None: read from the experiment's scale block,
     :func:`dpcompanion.experiments.scale_tables.comparability`); ``takes_rule``: the judge is called with
-    ``rule=`` this rule (a judge shared by several rules reads their design and margin from it)."""
+    ``rule=`` this rule (a judge shared by several rules reads their design and margin from it);
+    ``case``: a worked example (:class:`Case`)."""
 
     id: str
     item: str
@@ -84,6 +100,8 @@ class Rule:
     margin: Margin | None = None
     comparable: tuple[str, str] | None = None
     takes_rule: bool = False
+    #: its worked example (:class:`Case`)
+    case: Case | None = None
 
     def __post_init__(self):
         if "/" not in self.id:

@@ -20,13 +20,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 from scipy import optimize
 
-from dpcompanion.experiments.comparisons import readings as rd
-from dpcompanion.experiments.comparisons import wu_rules
+from dpcompanion.experiments.comparisons import readings as rd, wu_rules
 from dpcompanion.experiments.comparisons.rows import row_of
-from dpcompanion.experiments.comparisons.rule import Judgement, Rule, judge_exact
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule, judge_exact
 from dpcompanion.theory import accounting, numerical_accounting
 from dpcompanion.theory.bounds import gd, momentum as mom
 
@@ -223,14 +221,27 @@ def h_sec_4_2_rows() -> list[dict]:
 RULES: tuple[Rule, ...] = (
     Rule("h-f-theory/value", "a number of the paper's formulas vs our computation", "the FAccT version (per row)",
          f"agrees within a relative {H_THEORY_RTOL:g} (absolute for a printed zero), else disagrees",
-         _judge_value),
+         _judge_value,
+         case=Case("001 Sec. 5: R = 0.3927 for (4, 1e-8)-DP (relative 1e-3)",
+              {"paper": 0.3927, "ours": 0.39270, "what": "001 Sec. 5"},
+              {"paper": 93.0, "ours": 24.0, "what": "001 Thm 4.4"})),
     Rule("accounting/value", "a number of the paper's accounting vs ours", "H Sec. 4.1.3, 5 (per row)",
          "agrees within the row's relative tolerance (one unit of the printed last decimal, or 1e-3), else disagrees",
-         _judge_value),
+         _judge_value,
+         case=Case("H Sec. 5: R = 0.3927 (one unit of the 4th decimal)",
+              {"paper": 0.3927, "ours": 0.392704, "rtol": 1e-4 / 0.3927, "what": "H Sec. 5"},
+              {"paper": 0.3927, "ours": 0.3929, "rtol": 1e-4 / 0.3927, "what": "H Sec. 5"})),
     Rule("accounting/inequality", "a printed inequality between exact numbers", "H Sec. 4.1.3",
-         "agrees when it holds, else disagrees", _judge_inequality),
+         "agrees when it holds, else disagrees", _judge_inequality,
+         case=Case("H Sec. 4.1.3: R_zCDP > R_MA",
+              {"lhs": 2.0, "rhs": 1.0, "claim": "x"},
+              {"lhs": 0.39, "rhs": 0.87, "claim": "x"})),
     Rule("h-sec-4-2/value", "eta0 bound after Thm 4.5 vs ours", "H text after Thm 4.5: eta0 <= 0.98/M",
-         f"agrees within a relative {H_SEC_4_2_RTOL:g}, else disagrees", _judge_value),
+         f"agrees within a relative {H_SEC_4_2_RTOL:g}, else disagrees", _judge_value,
+         case=Case("H after Thm 4.5: eta0 <= 0.98/M (relative 1e-2)",
+              {"paper": 0.98, "ours": 0.985, "what": "x",
+                                                                            "rtol": 0.01},
+              {"paper": 0.98, "ours": 0.003, "what": "x", "rtol": 0.01})),
 )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections import Counter
 from typing import Sequence
 
@@ -26,14 +27,14 @@ import numpy as np
 from dpcompanion.experiments.comparisons import readings as rd
 from dpcompanion.experiments.comparisons.pooling import pool_random_effects
 from dpcompanion.experiments.comparisons.rows import HEADLINE_N, W_ACC_MARGIN, W_PAPER_RUNS, W_SPREAD, row_of
-from dpcompanion.experiments.comparisons.rule import (Judgement, Margin, Rule, estimate_effect, judge_effect,
+from dpcompanion.experiments.comparisons.rule import (Case, Judgement, Margin, Rule, estimate_effect, judge_effect,
                                                       judge_exact, rel_within)
 from dpcompanion.experiments.comparisons.sequential import Plan, first_seeds, judge_sequential
 from dpcompanion.theory.bounds import adp
 
 __all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
            "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "W_SHARED", "W_TRANSFER", "GAP_TOL", "TABLE_TOL", "gap_stats",
-           "gap_df", "judge_gap", "judge_table", "gap_rule", "table_rule", "GAP_MARGIN", "TABLE_MARGIN", "w_f2_rows", "w_eps_rows"]
+           "gap_df", "judge_gap", "judge_table", "gap_rule", "table_rule", "gap_case", "pooled_case", "AHEAD", "BEHIND", "GAP_MARGIN", "TABLE_MARGIN", "w_f2_rows", "w_eps_rows"]
 
 #: the design of every ADP - DP comparison of W's runs (issue 33): the reason, after the function named
 W_SHARED = ("trains DP-SGD and ADP-SGD in one call of protocols.wu.train_segments with seeds + seeds: run k of "
@@ -151,7 +152,26 @@ GAP_MARGIN = Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", W_SPR
 TABLE_MARGIN = Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", W_SPREAD + " (the pooled gap)")
 
 
-def gap_rule(rule_id: str, item: str, paper: str, *, paired_because: str, where: str | None = None,
+#: per-seed accuracies (%) of a worked example: one arm clearly ahead of the other (by 10 points)
+AHEAD, BEHIND = [70.0, 70.5, 71.0], [60.0, 60.5, 61.0]
+
+
+def gap_case(statement: str, *, printed: tuple, adp: list[float], dp: list[float], **extra) -> Case:
+    """A gap rule's worked example: ``adp``/``dp`` (hand-made, written from the ``printed`` cell)
+    agree with it; ADP-SGD clearly behind (:data:`BEHIND` against :data:`AHEAD`) disagrees."""
+    return Case(statement, {**extra, "printed": printed, "adp": adp, "dp": dp},
+                {**extra, "printed": printed, "adp": BEHIND, "dp": AHEAD})
+
+
+def pooled_case(statement: str, *, table: int) -> Case:
+    """A table rule's worked example (issue 33, item 5): three cells whose gaps (0.9, 1.0, 1.1,
+    SE 0.1) pool above zero, and the same cells mirrored below it."""
+    cells = [{"gap": g, "se": 0.1, "paper_gap": 0.7} for g in (0.9, 1.0, 1.1)]
+    return Case(statement, {"table": table, "cells": [{"verdict": "agrees", **c} for c in cells]},
+                {"table": table, "cells": [{"verdict": "disagrees", **c, "gap": -c["gap"]} for c in cells]})
+
+
+def gap_rule(rule_id: str, item: str, paper: str, *, paired_because: str, case: Case, where: str | None = None,
              tolerance: str | None = None) -> Rule:
     """A W experiment's rule for one cell's gain ADP - DP (:func:`judge_gap`): paired by seed for
     the reason ``paired_because`` (found in the experiment's code), W's gap margin, the direction
@@ -164,15 +184,19 @@ def gap_rule(rule_id: str, item: str, paper: str, *, paired_because: str, where:
         def judge(*, rule, **m):
             return judge_gap(rule=rule, where=where, **m)
     return Rule(rule_id, item, paper, tolerance or GAP_TOL, judge, design=("paired", paired_because),
-                margin=GAP_MARGIN, comparable=("direction", W_TRANSFER), takes_rule=True)
+                margin=GAP_MARGIN, comparable=("direction", W_TRANSFER), takes_rule=True, case=case)
 
 
 def table_rule(rule_id: str, item: str, paper: str, *, paired_because: str, tolerance: str | None = None,
                comparable_because: str = W_TRANSFER) -> Rule:
     """A W experiment's rule for a table pooled over its cells (:func:`judge_table`): paired by
-    seed (``paired_because``), W's pooled margin, the direction alone compared."""
+    seed (``paired_because``), W's pooled margin, the direction alone compared; its worked example
+    is :func:`pooled_case` on the table ``item`` names."""
+    table = int(re.search(r"Tables? (\d)", item).group(1))
     return Rule(rule_id, item, paper, tolerance or TABLE_TOL, judge_table, design=("paired", paired_because),
-                margin=TABLE_MARGIN, comparable=("direction", comparable_because), takes_rule=True)
+                margin=TABLE_MARGIN, comparable=("direction", comparable_because), takes_rule=True,
+                case=pooled_case(f"the pooled gap over the cells of Wu et al.'s Table {table} is above zero "
+                                 "(issue 33)", table=table))
 
 
 def _looks_note(plan: Plan, taken) -> str:
@@ -449,16 +473,34 @@ RULES: tuple[Rule, ...] = (
     Rule("w-eps/epsilon", "moments-accountant epsilon of Thm 4.1's noise (epsilon = 16 epsilon_bar)",
          "Wu et al., Sec. 6 footnote 3: 0.29, 0.43, 0.57, 1.23, 3.24",
          f"the closest of our accountants within {W_EPS_ABS:g} (half a unit of the printed precision, as claim W-EPS "
-         f"of the claims registry) agrees, else disagrees", _judge_w_eps),
+         f"of the claims registry) agrees, else disagrees", _judge_w_eps,
+         case=Case("002 footnote 3: epsilon 0.29 at epsilon_bar 0.8",
+              {"paper": 0.29, "readings": {"pld": 0.2941, "rdp-improved": 0.24}},
+              {"paper": 0.29, "readings": {"pld": 0.6, "rdp-improved": 0.01}})),
     Rule("w-f2/iterations-per-epoch", "iterations per epoch (50000 images, batch 256)", "Wu et al., Sec. 6",
-         "exact integer match", _judge_iterations),
-    Rule("w-f2/T-by-epochs", "T for 60/120/200 epochs (Sec. 6)", "Wu et al., Sec. 6", "exact integer match", _judge_T),
+         "exact integer match", _judge_iterations,
+         case=Case("002 Sec. 6: 196 iterations per epoch",
+              {"ours": 196},
+              {"ours": 195})),
+    Rule("w-f2/T-by-epochs", "T for 60/120/200 epochs (Sec. 6)", "Wu et al., Sec. 6", "exact integer match", _judge_T,
+         case=Case("002 Sec. 6: T = 23520 for 120 epochs",
+              {"epochs": 120, "ours": 23520},
+              {"epochs": 120, "ours": 23400})),
     Rule("w-f2/T-footnote", "T for 60 epochs (footnote 3, Sec. 6.2)", "Wu et al., footnote 3, Sec. 6.2",
-         "exact integer match", _judge_T_footnote),
+         "exact integer match", _judge_T_footnote,
+         case=Case("002 footnote 3: T = 11700 for 60 epochs",
+              {"ours": 11700},
+              {"ours": 11760})),
     Rule("w-f2/eta-T", "0.1 - a_T sqrt(t) at t = T", "Wu et al., Fig. 2 caption, Table 1: eta_T = 1e-10",
-         f"relative {W_F2_RTOL:g}", _judge_eta_T),
+         f"relative {W_F2_RTOL:g}", _judge_eta_T,
+         case=Case("002 Fig. 2: eta_T = 1e-10",
+              {"ours": 1e-10 * (1 + 1e-9)},
+              {"ours": 0.2})),
     Rule("w-f2/table4-caption", "Table 4 caption's 0.1 + a_T sqrt(t) at t = T (60 epochs)",
-         "Wu et al., Table 4 caption: eta_T = 1e-10", f"relative {W_F2_RTOL:g}", _judge_caption_plus),
+         "Wu et al., Table 4 caption: eta_T = 1e-10", f"relative {W_F2_RTOL:g}", _judge_caption_plus,
+         case=Case("002 Table 4 caption: eta_T = 1e-10",
+              {"ours": 1e-10},
+              {"ours": 0.2 - 1e-10})),
 )
 
 

@@ -120,13 +120,13 @@ RULES: tuple[Rule, ...] = (
          "threshold test, 95% together) does not exceed the claim (dpcompanion.training.privacy_audit decides 'passed')",
          _judge_claim,
          case=Case("the ledger's claim is not refuted by the audit",
-              {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 0.5, "passed": True},
-              {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 3.5, "passed": False})),
+                   {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 0.5, "passed": True},
+                   {"epsilon_claimed": 2.0, "delta": 1e-5, "epsilon_lower": 3.5, "passed": False})),
     Rule("audit/power", "the audit flags every deliberately mis-calibrated trainer",
          "every trainer flagged", "agrees: all flagged; partly: some; disagrees: none", _judge_power,
          case=Case("every mis-calibrated trainer is flagged",
-              {"flagged": ["pgd", "adp"], "trainers": ["pgd", "adp"]},
-              {"flagged": [], "trainers": ["pgd", "adp"]})),
+                   {"flagged": ["pgd", "adp"], "trainers": ["pgd", "adp"]},
+                   {"flagged": [], "trainers": ["pgd", "adp"]})),
 )
 
 

@@ -236,9 +236,9 @@ RULES: tuple[Rule, ...] = (
                                          "no margin: the two losses are synthetic quadratics of our choosing, whose units "
                                          "give no practical scale and which the paper prints no number for; judged "
                                          "against zero alone"),
-         case=Case("000 Fig. 1: the sharper loss ends higher",
-              {"sharp": 0.04, "sharp_se": 0.005, "flat": 0.01, "flat_se": 0.001},
-              {"sharp": 0.01, "sharp_se": 0.001, "flat": 0.04, "flat_se": 0.005})),
+         case=Case("the ICLR submission, Fig. 1: the sharper loss ends higher",
+                   {"sharp": 0.04, "sharp_se": 0.005, "flat": 0.01, "flat_se": 0.001},
+                   {"sharp": 0.01, "sharp_se": 0.001, "flat": 0.04, "flat_se": 0.005})),
     Rule("h-f-curv/exact", "trainer mean vs exact E[f] (not in the paper)", "-",
          f"no-difference claim, TOST (90% CI of mean - exact within +-{EXACT_REL_MARGIN:g} |exact|) agrees; a 95% CI "
          f"beyond it disagrees (not comparable where clipping happened); else inconclusive",
@@ -247,8 +247,8 @@ RULES: tuple[Rule, ...] = (
                                  "5% of |exact E[f]| (dpcompanion.experiments.h_f_curv.EXACT_REL_MARGIN), relative to each cell's exact "
                                  "value: the rule's own judge is a TOST with it", applied_by="judge"),
          case=Case("our check: the trainer's mean equals the exact E[f] (TOST, margin 5% of |exact|)",
-              {"mean": 1.0, "se": 0.01, "exact": 1.01, "z": -1.0, "max_clip_fraction": 0.0},
-              {"mean": 1.0, "se": 0.1, "exact": 1.5, "z": -5.0, "max_clip_fraction": 0.0})),
+                   {"mean": 1.0, "se": 0.01, "exact": 1.01, "z": -1.0, "max_clip_fraction": 0.0},
+                   {"mean": 1.0, "se": 0.1, "exact": 1.5, "z": -5.0, "max_clip_fraction": 0.0})),
 )
 
 

@@ -482,8 +482,6 @@ def eff_rows(payload: dict, *, rules: str = "h-f-eff") -> list[dict]:
     return out
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 #: the margins of the page's rows (issue 33, item 4): the final training loss (2 classes) and the test
 #: accuracy, per N and per doubling of N (the trend rows)
 LOSS_MARGIN = Margin(0.01 * math.log(2), "training loss (nats)", "smallest effect of interest",
@@ -493,8 +491,11 @@ LOSS_TREND_MARGIN = Margin(LOSS_MARGIN.value / 4, "training loss (nats) per doub
                            LOSS_MARGIN.reason + ", " + TREND)
 ACC_TREND_MARGIN = Margin(ACC_MARGIN.value / 4, "test accuracy (fraction) per doubling of N",
                           "smallest effect of interest", H_ACC + "; " + TREND)
-_FIG = {"loss": ("final training loss", "Fig. 1 middle", "training loss", LOSS_TREND_MARGIN),
-        "acc": ("test accuracy", "Fig. 1 right", "test accuracy", ACC_TREND_MARGIN)}
+#: per row family: its label, the panel of the FAccT version's Fig. 1, the quantity, the trend and per-N margins,
+#: the gap's sign convention, and a worked example's gap at one N
+_FIG = {"loss": ("final training loss", "Fig. 1 middle", "training loss", LOSS_TREND_MARGIN, LOSS_MARGIN,
+                 "uni - exp (positive = exp better)", 0.01),
+        "acc": ("test accuracy", "Fig. 1 right", "test accuracy", ACC_TREND_MARGIN, ACC_MARGIN, "exp - uni", 0.003)}
 
 
 def trend_rules(experiment_id: str, *, item_tail: str = "", paper_tail: str = "", tolerance_of=None,
@@ -504,11 +505,10 @@ def trend_rules(experiment_id: str, *, item_tail: str = "", paper_tail: str = ""
     trend margins. H-F-EFF-EXACT declares its own with them. ``tolerance_of(key)``: the tolerance
     of the ``loss`` or ``acc`` rule (default: H-F-EFF's)."""
     def default(key):
-        gap = "uni - exp (positive = exp better)" if key == "loss" else "exp - uni"
-        return f"slope of the gap {gap} per doubling of N, weighted least squares over N; {DIRECTION}"
+        return f"slope of the gap {_FIG[key][5]} per doubling of N, weighted least squares over N; {DIRECTION}"
 
     out = []
-    for key, (label, fig, what, margin) in _FIG.items():
+    for key, (label, fig, what, margin, *_) in _FIG.items():
         paper = (f"the FAccT version, {fig}, Sec. 5: as the training size increases, exp outperforms uni on the "
                  f"{what}{paper_tail}")
         # worked example: gaps growing with N (0 or 0.01 at N = 100, +0.03 or +0.05 at N = 1000, se 0.01) agree;
@@ -522,27 +522,26 @@ def trend_rules(experiment_id: str, *, item_tail: str = "", paper_tail: str = ""
     return tuple(out)
 
 
-_READ = ("(read from the claim 'as the training size increases, exp outperforms uni'; the figure's values cannot be "
-         "read)")
+def at_n_rules(experiment_id: str, *, paired_because: str) -> tuple[Rule, Rule]:
+    """H-F-EFF's rules of one N, ``<experiment_id>/loss-at-N`` and ``/acc-at-N`` (issue 33): exp's
+    paired gain over uni at that N (:func:`judge_eff_at`), with the per-N margins."""
+    out = []
+    for key, (label, fig, what, _, margin, gap, example) in _FIG.items():
+        paper = (f"the FAccT version, {fig}, Sec. 5: exp ahead of uni on the {what} (read from the claim 'as the "
+                 "training size increases, exp outperforms uni'; the figure's values cannot be read)")
+        case = Case(paper, {"N": 4000, "diff": example, "se": example / 10, "n": 100, "what": what},
+                    {"N": 4000, "diff": -example, "se": example / 10, "n": 100, "what": what})
+        out.append(Rule(f"{experiment_id}/{key}-at-N", f"{label}, exp vs uni, at one N", paper,
+                        f"the paired gap {gap} at this N; {DIRECTION}", judge_eff_at,
+                        design=("paired", paired_because.format(key=key)), margin=margin, case=case))
+    return tuple(out)
 
+
+#: the rules of this page (issue 32: declared with the experiment, collected by
+#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = trend_rules(
     "h-f-eff", paired_because="uni and exp run on the same seeds per repeat (h_f_eff, protocols.hong.paired_difference)"
-) + (
-    Rule("h-f-eff/loss-at-N", "final training loss, exp vs uni, at one N",
-         f"the FAccT version, Fig. 1 middle, Sec. 5: exp ahead of uni on the training loss {_READ}",
-         f"the paired gap uni - exp at this N (positive = exp better); {DIRECTION}", judge_eff_at,
-         design=("paired", "as h-f-eff/loss, at one N (protocols.hong.paired_difference)"), margin=LOSS_MARGIN,
-         case=Case("001 Fig. 1 middle: exp ahead of uni on training loss (at one N; issue 33)",
-              {"N": 4000, "diff": 0.01, "se": 0.001, "n": 100, "what": "training loss"},
-              {"N": 4000, "diff": -0.01, "se": 0.001, "n": 100, "what": "training loss"})),
-    Rule("h-f-eff/acc-at-N", "test accuracy, exp vs uni, at one N",
-         f"the FAccT version, Fig. 1 right, Sec. 5: exp ahead of uni on the test accuracy {_READ}",
-         f"the paired gap exp - uni at this N; {DIRECTION}", judge_eff_at,
-         design=("paired", "as h-f-eff/acc, at one N (protocols.hong.paired_difference)"), margin=ACC_MARGIN,
-         case=Case("001 Fig. 1 right: exp ahead of uni on test accuracy (at one N; issue 33)",
-              {"N": 4000, "diff": 0.003, "se": 0.0005, "n": 100, "what": "test accuracy"},
-              {"N": 4000, "diff": -0.003, "se": 0.0005, "n": 100, "what": "test accuracy"})),
-)
+) + at_n_rules("h-f-eff", paired_because="as h-f-eff/{key}, at one N (protocols.hong.paired_difference)")
 
 
 EXPERIMENT = from_module(__name__, id="h-f-eff")

@@ -226,9 +226,8 @@ RULES: tuple[Rule, ...] = (
                                             "no margin: the influence's units depend on the loss scale and step size of "
                                             "each setting, and the paper prints no influence value; judged against zero "
                                             "alone"),
-         case=Case("000 App. D: the influence increases as learning continues",
-              {"diff": 1.0, "se": 0.1},
-              {"diff": -1.0, "se": 0.1})),
+         case=Case("the ICLR submission, App. D: the influence increases as learning continues",
+                   {"diff": 1.0, "se": 0.1}, {"diff": -1.0, "se": 0.1})),
 )
 
 

@@ -270,9 +270,9 @@ RULES: tuple[Rule, ...] = (
                                                     "protocols.hong.paired_difference)"),
          margin=Margin(0.01 * math.log(10), "final training loss (nats)",
                                                 "smallest effect of interest", H_LOSS + ": MNIST's 10 classes, 0.01 ln 10"),
-         case=Case("000 Sec. 5: momexpinfl ahead only at scale 25, T = 100",
-              {"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": 0.5, "se": 0.1}]},
-              {"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": -0.5, "se": 0.1}]})),
+         case=Case("the ICLR submission, Sec. 5: momexpinfl ahead only at scale 25, T = 100",
+                   {"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": 0.5, "se": 0.1}]},
+                   {"cells": [{"scale": 10, "T": 100, "diff": 0.0, "se": 0.1}, {"scale": 25, "T": 100, "diff": -0.5, "se": 0.1}]})),
 )
 
 

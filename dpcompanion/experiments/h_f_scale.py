@@ -414,9 +414,9 @@ RULES: tuple[Rule, ...] = (
                                     "the covariance)"),
          margin=Margin(0.01, "relative final loss (e_dyn - e_uni) / e_uni", "smallest effect of interest",
                                 "smallest effect of interest: 1% of uni's loss, the relative form of the Hong loss margin"),
-         case=Case("000 Fig. 2 middle: dyn improves the final loss where the influence spread is largest",
-              {"scales": [5, 25], "rel_dyn": [-0.01, -0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]},
-              {"scales": [5, 25], "rel_dyn": [0.05, 0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]})),
+         case=Case("the ICLR submission, Fig. 2 middle: dyn improves the final loss where the influence spread is largest",
+                   {"scales": [5, 25], "rel_dyn": [-0.01, -0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]},
+                   {"scales": [5, 25], "rel_dyn": [0.05, 0.1], "se_dyn": [0.01, 0.01], "tvar": [0.1, 0.5]})),
 )
 
 

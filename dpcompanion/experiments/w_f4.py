@@ -264,16 +264,15 @@ RULES: tuple[Rule, ...] = (
                                       "c]): the c = 0 and c > 0 runs share the data, not their batches or noise"),
          margin=Margin(W_ACC_MARGIN, "points of test error", "reported spread",
                              W_SPREAD + "; Fig. 4 prints no number, test error is accuracy's complement"),
-         case=Case("002 App. F.3: every c > 0 beats c = 0",
-              {"final_error": {0.0: [10.0, 10.1, 9.9], 0.1: [8.0, 8.1, 7.9], 0.5: [8.2, 8.3, 8.1],
-                                    1.0: [7.9, 8.0, 7.8]}},
+         case=Case("Wu et al., App. F.3: every c > 0 beats c = 0",
+                   {"final_error": {0.0: [10.0, 10.1, 9.9], 0.1: [8.0, 8.1, 7.9], 0.5: [8.2, 8.3, 8.1],
+                   1.0: [7.9, 8.0, 7.8]}},
               {"final_error": {0.0: [8.0, 8.1, 7.9], 0.1: [10.0, 10.1, 9.9], 0.5: [9.8, 9.9, 9.7],
                                     1.0: [10.1, 10.2, 10.0]}})),
     Rule("w-f4/eps-below-bar", "numerical epsilon below Thm 4.1's epsilon_bar at the last epoch",
          "Wu et al., Fig. 4 (dashed vs dots): yes", "agrees: numerical < epsilon_bar", _judge_eps_below,
-         case=Case("002 Fig. 4: the numerical epsilon lies below epsilon_bar",
-              {"eps_numeric": 1.0, "eps_theory": 2.0},
-              {"eps_numeric": 2.5, "eps_theory": 2.0})),
+         case=Case("Wu et al., Fig. 4: the numerical epsilon lies below epsilon_bar",
+                   {"eps_numeric": 1.0, "eps_theory": 2.0}, {"eps_numeric": 2.5, "eps_theory": 2.0})),
 )
 
 

@@ -174,7 +174,7 @@ def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float, s
                 plan: Plan | None = None) -> Judgement:
     """Sharp minus flat final loss (independent arms), claimed above zero. With a
     group-sequential ``plan`` and the per-repeat losses, judged look by look on the first
-    repeats of each arm (:func:`~.sequential.judge_sequential`)."""
+    repeats of each arm (:func:`~dpcompanion.experiments.comparisons.sequential.judge_sequential`)."""
     design = comparisons.design_of("h-f-curv/sharp-vs-flat")
     note = "effect: sharp - flat (positive = the sharper loss ends higher)"
     n_all = min(len(sharp_losses), len(flat_losses)) if sharp_losses is not None and flat_losses is not None else 0
@@ -201,7 +201,7 @@ def _judge_exact(*, mean: float, se: float, exact: float, z: float, max_clip_fra
     interest of :data:`EXACT_REL_MARGIN` times ``|exact|``; a miss where some gradient was
     clipped is not comparable (the closed form is for unclipped PGD). ``z``, ``z_max``: unused
     (kept for callers). With a group-sequential ``plan`` and the per-repeat ``losses``, judged
-    look by look on the first repeats (:func:`~.sequential.judge_sequential`)."""
+    look by look on the first repeats (:func:`~dpcompanion.experiments.comparisons.sequential.judge_sequential`)."""
     ours = f"{mean:.4g} ± {se:.2g} vs exact {exact:.4g}"
     margin = EXACT_REL_MARGIN * abs(exact)
     if plan is not None and losses is not None and len(losses) >= plan.looks[0]:

@@ -431,7 +431,7 @@ def judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], w
     prints a direction (no number) about a trend, "as the training size increases, exp
     outperforms uni" (the FAccT version, Sec. 5): judged as a trend (issue 33), by the slope of
     the gap against log N (:func:`eff_trend`, per doubling of N), claimed above zero, with
-    :func:`~.rule.judge_effect` (direction +1). Each N's own gap is a row of
+    :func:`~dpcompanion.experiments.comparisons.rule.judge_effect` (direction +1). Each N's own gap is a row of
     :func:`eff_rows`."""
     N, d, s = [int(n) for n in N], np.asarray(diff, float), np.asarray(se, float)
     t = eff_trend(N=N, diff=d, se=s)
@@ -455,7 +455,7 @@ def judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], w
 def judge_eff_at(*, N: int, diff: float, se: float, n: int, what: str) -> Judgement:
     """One N of H-F-EFF: exp's paired gain over uni (``diff``, positive = exp better, ``se``
     over ``n`` paired repeats), claimed above zero (the paper shows exp ahead; it prints no
-    number), judged by :func:`~.rule.judge_effect` with ``n - 1`` degrees of freedom."""
+    number), judged by :func:`~dpcompanion.experiments.comparisons.rule.judge_effect` with ``n - 1`` degrees of freedom."""
     if int(n) < 2:
         raise ValueError(f"n must be >= 2 paired repeats, got {n!r}")
     j = judge_effect(float(diff), float(se), direction=+1, df=int(n) - 1, n=int(n), design=comparisons.design_of("h-f-eff/loss"))

@@ -240,7 +240,7 @@ PAPER_DIMS = hong_setup({
 def _judge_mom(*, cells: Sequence[dict]) -> Judgement:
     """``cells``: dicts with ``scale``, ``T``, ``diff`` = loss(expinfl) - loss(momexpinfl)
     (> 0: momexpinfl ahead) and ``se``. The paper's claim concerns the cell (25, 100): judged
-    there by :func:`~.rule.judge_effect` (direction +1); an ``agrees`` there becomes ``partly``
+    there by :func:`~dpcompanion.experiments.comparisons.rule.judge_effect` (direction +1); an ``agrees`` there becomes ``partly``
     when momexpinfl is also ahead (interval above zero) in another cell, where the paper says
     the two are comparable."""
     key = [c for c in cells if float(c["scale"]) == 25.0 and int(c["T"]) == 100]

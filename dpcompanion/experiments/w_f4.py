@@ -178,7 +178,7 @@ STORED_SIZES = {"training samples": payload_runs("N"), "seeds": payload_seeds("r
 def _judge_decay(*, final_error: dict) -> Judgement:
     """``final_error``: step-size constant c -> our final test errors (%, one per seed). Each
     c > 0 against c = 0: the effect err(c = 0) - err(c) (positive = the decaying schedule ends
-    lower; Welch t), judged by :func:`~.rule.judge_effect` (direction +1, the paper prints no
+    lower; Welch t), judged by :func:`~dpcompanion.experiments.comparisons.rule.judge_effect` (direction +1, the paper prints no
     size). Overall: agrees when every c > 0 agrees, disagrees when more than half disagree,
     inconclusive when none agrees, else partly. Means without their seeds are not comparable
     (no spread to judge by).

@@ -10,7 +10,7 @@ from dpcompanion.book import runner
 from dpcompanion.cli import UsageError, options
 from dpcompanion.cli.commands.experiment_command import add_executor_arguments
 from dpcompanion.core import validate
-from dpcompanion.core.provenance import DEVICES
+from dpcompanion.core.provenance import resolve_device
 
 HELP = "execute the book's notebooks with papermill (quick or full mode) into book/"
 
@@ -40,8 +40,7 @@ def run(args: argparse.Namespace) -> int:
     seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
     if args.mode not in ("quick", "full"):
         raise UsageError(f"--mode must be quick or full, got {args.mode!r}")
-    if args.device not in DEVICES:
-        raise UsageError(f"--device must be one of {', '.join(DEVICES)}, got {args.device!r}")
+    options.flag("--device", resolve_device, args.device)  # the one device check (cuda without a GPU refused here)
     if args.only is not None:
         ids = [i.strip() for item in args.only for i in item.split(",")]
         if not all(ids):

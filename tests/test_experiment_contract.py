@@ -9,8 +9,8 @@ import ast
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
+import toy_units
 
 from dpcompanion.book import show
 from dpcompanion.experiments import base, comparisons, scale_tables, store
@@ -21,17 +21,7 @@ PKG = Path(base.__file__).resolve().parents[1]
 ID = "test-contract-toy"
 
 
-def _units(config):
-    return [{"i": i, "n": config["n"], "seed": config["seed"]} for i in range(2)]
-
-
-def _run_unit(unit, device):
-    rng = np.random.default_rng([unit["seed"], unit["i"]])
-    return {"x": rng.standard_normal(unit["n"])}
-
-
-def _combine(config, results):
-    return {"config": dict(config), "total": float(sum(r["x"].sum() for r in results))}
+_units, _run_unit, _combine = toy_units.units, toy_units.run_unit, toy_units.combine
 
 
 def _toy() -> base.Experiment:

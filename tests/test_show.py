@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
+import toy_units
 
 from dpcompanion.book import show
 from dpcompanion.experiments import base, store
@@ -18,19 +18,6 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 # a fast experiment, declared as an Experiment with its describe and verdict_rows (issue 32: the
 # page reads them from the object; this module does not pose as an experiment module)
-def units(config):
-    return [{"i": i, "n": config["n"], "seed": config["seed"]} for i in range(2)]
-
-
-def run_unit(unit, device):
-    rng = np.random.default_rng([unit["seed"], unit["i"]])
-    return {"x": rng.standard_normal(unit["n"])}
-
-
-def combine(config, results):
-    return {"config": dict(config), "total": float(sum(r["x"].sum() for r in results))}
-
-
 def describe(payload):
     return f"**Sizes ({payload['config']['mode']} mode).** n = {payload['config']['n']}."
 
@@ -43,7 +30,7 @@ def verdict_rows(payload):
 @pytest.fixture()
 def page_exp(tmp_path, monkeypatch):
     exp = base.Experiment(id="test-show", title="show", configs={"quick": {"n": 10}, "full": {"n": 20}},
-                          units=units, run_unit=run_unit, combine=combine, describe=describe,
+                          units=toy_units.units, run_unit=toy_units.run_unit, combine=toy_units.combine, describe=describe,
                           verdict_rows=verdict_rows)
     base.register(exp)
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))

@@ -122,10 +122,6 @@ class Rule:
         compare (``size`` where not fixed by the protocol)."""
         return self.comparable[0] if self.comparable else "size"
 
-    def margin_value(self) -> float | None:
-        """The margin's value, None where the rule has none."""
-        return None if self.margin is None else self.margin.value
-
 
 def zscore(diff: float, se: float) -> float:
     """``diff / se``; +-inf for a non-zero difference with zero spread, NaN for NaN input.

@@ -12,8 +12,9 @@ import torch
 from dpcompanion import cli
 from limits import HANG_GUARD_S
 
-KEYS = {"steps_done", "R", "R_spent", "stopped_early", "final_loss", "sigma", "device", "wall_time",
-        "secure", "noise_seed", "privacy_note"}  # issue 30: whether the noise was secret, and what that means
+KEYS = {"steps_done", "R", "R_spent", "stopped_early", "sigma", "device", "wall_time",
+        "secure", "noise_seed", "privacy_note",  # whether the noise was secret, and what that means
+        "neighbouring", "N_public", "non_private"}  # which neighbours; what the guarantee does not cover
 
 
 def _run(capsys, *argv):
@@ -32,7 +33,12 @@ def test_json_keys_and_budget(capsys):
     assert d["R"] == pytest.approx(0.3927, abs=1e-4)  # H Sec. 5: (4, 1e-8)-DP -> R = 0.3927
     assert d["R_spent"] == pytest.approx(d["R"], rel=1e-9) and len(d["sigma"]) == 20
     assert d["device"] == "cpu"
-    assert d["secure"] is True and d["noise_seed"] is None  # no --seed: a practitioner's run, secure (issue 30)
+    assert d["secure"] is True and d["noise_seed"] is None  # no --seed: a practitioner's run, secure
+    assert d["neighbouring"].startswith("add/remove one record") and d["N_public"] == d["n_train"]
+    # every statistic computed on the raw training data sits under non_private, labelled, and nowhere else
+    assert set(d["non_private"]) == {"note", "final_loss", "train_accuracy", "loss", "diverged"}
+    assert "outside the (epsilon, delta) guarantee" in d["non_private"]["note"]
+    assert not {"final_loss", "train_accuracy", "loss", "diverged", "grad_norm", "clip_fraction"} & set(d)
 
 
 def test_forced_sigma_that_does_not_fit_is_refused_up_front(capsys):

@@ -231,7 +231,7 @@ def test_cli_secure_by_default_without_seed(capsys):
     its JSON says ``secure: true`` and records no noise seed."""
     a, b = _train(capsys), _train(capsys)
     assert a["secure"] is True and a["noise_seed"] is None and a["privacy_note"] == SECURE_NOISE_NOTE
-    assert a["final_loss"] != b["final_loss"]
+    assert a["non_private"]["final_loss"] != b["non_private"]["final_loss"]
     assert a["seed"] == 0  # the data subset and init
 
 
@@ -243,7 +243,7 @@ def test_cli_seed_makes_a_reproducible_run_with_the_warning(capsys):
     assert {k: v for k, v in a.items() if k != "wall_time"} == {k: v for k, v in b.items() if k != "wall_time"}
     assert "only if the noise seed stays secret" in a["privacy_note"] and "--seed 0" in a["privacy_note"]
     c = _train(capsys, "--no-secure")
-    assert c["secure"] is False and c["final_loss"] == a["final_loss"]  # the default seed 0
+    assert c["secure"] is False and c["non_private"]["final_loss"] == a["non_private"]["final_loss"]  # the default seed 0
 
 
 def test_cli_secure_with_seed(capsys):
@@ -251,7 +251,7 @@ def test_cli_secure_with_seed(capsys):
     differ, same data)."""
     a, b = _train(capsys, "--seed", "2", "--secure"), _train(capsys, "--seed", "2", "--secure")
     assert a["secure"] is True and a["seed"] == 2 and a["noise_seed"] is None
-    assert a["final_loss"] != b["final_loss"] and a["n_train"] == b["n_train"]
+    assert a["non_private"]["final_loss"] != b["non_private"]["final_loss"] and a["n_train"] == b["n_train"]
 
 
 def test_cli_text_output_names_the_noise(capsys):

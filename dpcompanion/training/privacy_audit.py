@@ -16,16 +16,23 @@ says this test could not refute the claim at this many trials.
 
 The setup is built so that the test is as strong as the accounting allows:
 
-* **Model and data.** :class:`CanaryModel` has the linear loss ``f(theta; x) = -<theta,
-  x>``: every example's gradient ``-x`` is the same at every step, whatever the trajectory.
-  The ``N - 1`` ordinary examples are zero in coordinate 0 (they move the model only along
-  coordinate 1); slot 0 holds the canary ``x = 2C e_0`` (clipped to norm exactly ``C``) in
-  the world *with* it and the zero vector (zero gradient) in the world *without*. The two
-  datasets have the same size (so the trainers' ``1/N`` or ``1/(pN)`` scaling is the same)
-  and differ in the clipped gradient sum by exactly ``C e_0`` at every step in which slot 0
-  is sampled: the add/remove-one sensitivity the accounting charges for (Hong et al. 2022,
-  FAccT, arXiv 2101.07413, Algorithm 1 and Thm 3.1: sensitivity ``C``, noise
-  ``C sigma_t`` on the sum).
+* **Model and data: the worst pair of the stated relation.** :class:`CanaryModel` has the
+  linear loss ``f(theta; x) = -<theta, x>``: every example's gradient ``-x`` is the same at
+  every step, whatever the trajectory. Under Poisson sampling the ``N - 1`` ordinary examples
+  are zero in coordinate 0 (they move the model only along coordinate 1); in the full-batch
+  audits they are all ``-2C e_0``, clipped gradients opposite to the canary's (the adversary
+  knows them and subtracts their part, :func:`ordinary_shift`). The world *with* the canary holds them and the
+  canary ``x = 2C e_0`` (clipped to norm exactly ``C``) in slot 0; the world *without* holds the
+  ``N - 1`` ordinary examples only: the canary's record removed, the worst pair of the
+  add/remove-one relation every guarantee of the library is for
+  (:data:`~dpcompanion.training.trainers.config.NEIGHBOURING`). Both worlds are trained with the
+  same public ``N`` (``TrainConfig.N``), as the relation prescribes, so the trainers' ``1/N`` or
+  ``1/(pN)`` scaling is the same and the clipped gradient sums differ by exactly ``C e_0`` at every
+  step in which the canary is sampled: the sensitivity the accounting charges for (Hong et al.
+  2022, FAccT, arXiv 2101.07413, Algorithm 1, Def. C.1 and Thm 3.1: sensitivity ``C``, noise
+  ``C sigma_t`` on the sum). A trainer that divided by its data's own size would also move the
+  ordinary examples' part of the average between the worlds (the ``2C/N`` of a data-dependent
+  divisor) and be flagged (tests).
 * **White-box adversary.** It sees every iterate, as the accounting assumes: the model
   records the parameters at which each step's gradient is taken. From consecutive iterates
   and the public step sizes it recovers each step's noisy clipped-gradient sum (undoing the
@@ -126,6 +133,7 @@ from dpcompanion.theory.ledger import PrivacyLedger
 from dpcompanion.training.dense_models import DenseModel
 from dpcompanion.training.model_base import ClipResult, Model, clip_factors, norms64
 from dpcompanion.training.trainers import TrainConfig, train, train_adpsgd
+from dpcompanion.training.trainers.config import NEIGHBOURING
 from dpcompanion.training.trainers.adp_sgd import adp_schedule
 from dpcompanion.training.trainers.engine import private_step
 from dpcompanion.training.trainers.oracles import make_oracle
@@ -143,6 +151,7 @@ __all__ = [
     "GDP_ASSUMPTION",
     "CanaryModel",
     "canary_data",
+    "ordinary_shift",
     "noisy_sums_from_iterates",
     "noise_check",
     "validate_audit",
@@ -256,17 +265,33 @@ class CanaryModel(Model):
         return ClipResult(grad_sum, norms.expand(K, -1), losses)
 
 
-def canary_data(*, canary: bool, n: int = 16, clip_norm: float = 1.0, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(X, y)``: ``n`` examples in 2 dimensions. Rows ``1..n-1`` are ordinary examples along
-    coordinate 1 only (norms around ``C``, some clipped); row 0 is the canary ``2C e_0`` if
-    ``canary`` else the zero vector (an example with zero gradient). Both worlds share rows
-    ``1..n-1`` (drawn from ``seed``)."""
+def canary_data(*, canary: bool, n: int = 16, clip_norm: float = 1.0, seed: int = 0,
+                opposed: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(X, y)`` in 2 dimensions: with the canary, ``n`` rows, row 0 the canary ``2C e_0`` (its
+    clipped gradient ``-C e_0``) and rows ``1..n-1`` the ordinary examples; without it, the
+    ``n - 1`` ordinary rows alone (the canary's record removed: the add/remove neighbour). Both
+    worlds share the ordinary rows; the public ``N`` they are trained with is ``n`` in both.
+
+    The ordinary rows lie along coordinate 1 only (drawn from ``seed``, norms around ``C``, some
+    clipped), or, with ``opposed`` (the full-batch audits), are all ``-2C e_0``: clipped gradients
+    ``+C e_0``, opposite to the canary's, the rows that make a divisor taken from the data's own
+    size move the average by ``2C/N`` (:func:`ordinary_shift` is their known part of the sum)."""
     rng = np.random.default_rng(seed)
     X = np.zeros((n, 2))
     X[1:, 1] = rng.normal(0.0, clip_norm, size=n - 1)
-    if canary:
-        X[0, 0] = 2.0 * clip_norm
-    return torch.as_tensor(X, dtype=torch.float64), torch.zeros(n, dtype=torch.long)
+    if opposed:
+        X[1:] = [-2.0 * clip_norm, 0.0]
+    X[0, 0] = 2.0 * clip_norm
+    if not canary:
+        X = X[1:]
+    return torch.as_tensor(X, dtype=torch.float64), torch.zeros(X.shape[0], dtype=torch.long)
+
+
+def ordinary_shift(*, n: int, opposed: bool) -> float:
+    """The ordinary rows' part of the projection ``-S_0 / C`` of a full-batch clipped sum ``S`` on
+    the canary's direction (in units of ``C``): ``-(n - 1)`` for ``opposed`` rows, 0 otherwise. The
+    adversary knows the neighbour without the canary, so it adds ``n - 1`` back."""
+    return -(n - 1.0) if opposed else 0.0
 
 
 def noisy_sums_from_iterates(*, iterates: torch.Tensor, lr: np.ndarray, denominator: float,
@@ -330,6 +355,7 @@ class AuditResult:
     """The outcome of :func:`run_audit` (``to_dict()`` is what ``audit --json`` prints)."""
 
     trainer: str
+    neighbouring: str
     epsilon: float
     delta: float
     noise_multiplier_scale: float
@@ -451,9 +477,9 @@ def _train_world(trainer: str, setup: AuditSetup, *, canary: bool, seeds: Sequen
                  R_trainer: float, R_ledger: float, delta: float, device: str, data_seed: int):
     """One batched call of :func:`dpcompanion.training.trainers.train` (the ledger's budget
     ``R_ledger``; ADP-SGD's schedule for ``R_trainer``): (noisy sums (K, T, P), history)."""
-    X, y = canary_data(canary=canary, n=setup.n, clip_norm=setup.clip_norm, seed=data_seed)
-    model = CanaryModel(dim=2)
     p = setup.sampling_rate
+    X, y = canary_data(canary=canary, n=setup.n, clip_norm=setup.clip_norm, seed=data_seed, opposed=p == 1.0)
+    model = CanaryModel(dim=2)
     lr, algorithm = setup.lr, None
     if trainer == "adp":
         plan = adp_schedule(R=R_trainer, T=setup.T, sampling_rate=p, step_size="polynomial", eta=setup.lr)
@@ -555,7 +581,9 @@ def audit_scores(
             parts.append(part)
         sums[world] = np.concatenate(parts)
     # the adversary: project each step's noisy sum on the canary's clipped gradient -C e_0
-    proj = {w: -sums[w][..., 0] / setup.clip_norm for w in sums}
+    # (less the ordinary rows' known part, which the adversary, knowing the neighbour, subtracts)
+    known = ordinary_shift(n=setup.n, opposed=p == 1.0)
+    proj = {w: -sums[w][..., 0] / setup.clip_norm - known for w in sums}
     scores = {w: log_likelihood_ratio(s=proj[w], sigma=used, sampling_rate=p) for w in sums}
     test = epsilon_lower_bound(scores_out=scores[0], scores_in=scores[1], delta=dl, confidence=BOUND_CONFIDENCE)
     gdp = None
@@ -572,6 +600,7 @@ def audit_scores(
     flagged = bool(lower > eps_claimed)
     return (AuditResult(
         trainer=trainer,
+        neighbouring=NEIGHBOURING + "; audited pair: the canary's record present (N rows) and removed (N - 1 rows)",
         epsilon=eps,
         delta=dl,
         noise_multiplier_scale=S,
@@ -608,12 +637,12 @@ LABEL_TRIALS = 20_000
 def label_canary_data(*, canary: bool, label: float, n: int = 16, clip_norm: float = 1.0,
                       seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """``(X, y)`` of :func:`label_audit`: ``X`` as :func:`canary_data` (the canary ``2C e_0`` in
-    slot 0, or the zero row), ``y`` float64 with labels in {0, 1} drawn from ``seed`` for the
-    ordinary rows and ``label`` (any finite number) for slot 0 in both worlds."""
+    slot 0, or its record removed), ``y`` float64 with labels in {0, 1} drawn from ``seed`` for the
+    ordinary rows and ``label`` (any finite number) for the canary."""
     X, _ = canary_data(canary=canary, n=n, clip_norm=clip_norm, seed=seed)
     y = np.random.default_rng([seed, 30]).integers(0, 2, size=n).astype(np.float64)
     y[0] = label
-    return X, torch.as_tensor(y)
+    return X, torch.as_tensor(y if canary else y[1:])
 
 
 def label_audit(*, label: float = 2.0, loss: str = "squared", epsilon: float = 2.0, delta: float = 1e-5,

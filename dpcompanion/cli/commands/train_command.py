@@ -23,6 +23,11 @@ giving ``--seed N`` asks for a reproducible run, whose noise is a function of N 
 by default; ``--secure`` keeps the noise secret while N still draws the data and the initial
 parameters). The JSON says which (``secure``, ``noise_seed``) and carries a ``privacy_note``:
 for a seeded run, that its guarantee needs the printed seed to stay secret.
+**Neighbours and what is covered.** ``neighbouring`` names the relation the guarantee is for
+(add/remove one record, the sum divided by the public ``N_public``, here the size of the
+training split); the statistics computed on the raw training data (the per-step ``loss``,
+``final_loss``, ``train_accuracy`` and ``diverged``) are grouped under ``non_private`` with a
+note: they are outside the guarantee.
 Defaults follow the paper's setup (the ICLR submission, App. D): lr 0.1, clip 4, data scale 10.
 """
 
@@ -210,15 +215,11 @@ def run(args: argparse.Namespace) -> int:
         "R": float(budget.R),
         "budget": budget.as_dict(),
         "R_spent": float(h.R_spent),
-        "final_loss": float(h.final_loss) if math.isfinite(h.final_loss) else None,
-        "train_accuracy": float(h.train_accuracy),
         "test_accuracy": None if h.test_accuracy is None else float(h.test_accuracy),
         "epsilon": None,
         "accountant": budget.accountant,
         "epsilon_by_accountant": None,
         "sigma": [float(s) for s in h.sigma[: int(h.steps_done)]],
-        "loss": [float(v) if math.isfinite(v) else None for v in h.loss[: int(h.steps_done)]],
-        "diverged": None,
         "clip": cfg["clip"],
         "lr": cfg["lr"],
         "momentum": cfg["momentum"],
@@ -228,6 +229,15 @@ def run(args: argparse.Namespace) -> int:
         "noise_seed": None if h.meta["secure"] else cfg["seed"],
         "privacy_note": h.meta["privacy_note"] if h.meta["secure"] else seeded_note(cfg["seed"]),
         "n_train": int(len(ds.y_train)),
+        "neighbouring": h.neighbouring,
+        "N_public": int(h.meta["N_public"]),
+        "non_private": {
+            "note": h.meta["outside_guarantee_note"],
+            "final_loss": float(h.final_loss) if math.isfinite(h.final_loss) else None,
+            "train_accuracy": float(h.train_accuracy),
+            "loss": [float(v) if math.isfinite(v) else None for v in h.loss[: int(h.steps_done)]],
+            "diverged": None,
+        },
         "device": h.meta["device"],
         "wall_time": h.wall_time,
     }
@@ -237,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
         out["epsilon_by_accountant"] = by
         out["epsilon"] = by[budget.accountant]
     losses = np.append(np.asarray(h.loss[: int(h.steps_done)], dtype=float), float(h.final_loss))
-    out["diverged"] = bool(not np.all(np.isfinite(losses)))
+    out["non_private"]["diverged"] = diverged = bool(not np.all(np.isfinite(losses)))
     if args.json:
         print(json.dumps(out))
     else:
@@ -245,20 +255,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"steps {out['steps_done']}/{args.T}{' (stopped early: budget)' if out['stopped_early'] else ''}, "
               f"R spent {out['R_spent']:.6g} of {out['R']:.6g}")
         acc = "" if out["test_accuracy"] is None else f", test accuracy {out['test_accuracy']:.4f}"
-        print(f"final training loss {h.final_loss:.6g}, train accuracy {out['train_accuracy']:.4f}{acc}")
+        print(f"final training loss {h.final_loss:.6g}, train accuracy {out['non_private']['train_accuracy']:.4f} "
+              f"(not private: computed on the raw training data){acc}")
         if out["epsilon"] is not None:
             others = ", ".join(f"{a} {e:.6g}" for a, e in out["epsilon_by_accountant"].items() if a != out["accountant"])
             print(f"epsilon {out['epsilon']:.6g} at delta {budget.delta:g} by the {out['accountant']} accountant "
                   f"(the budget's{'; ' + others if others else ''})")
         print(f"noise: {'secure' if out['secure'] else 'seeded'}: {out['privacy_note']}")
+        print(f"neighbours: {out['neighbouring']} (N_public = {out['N_public']})")
         print(f"wall time {out['wall_time']:.2f} s")
     if out["stopped_early"]:  # a planned run always finishes: stopping means something is wrong
         print(f"dpcompanion train: error: the ledger stopped the run after {out['steps_done']} of {out['T']} planned "
               "steps", file=sys.stderr)
         return 1
-    if out["diverged"] and not args.allow_divergence:
+    if diverged and not args.allow_divergence:
         bad = int(np.argmax(~np.isfinite(losses))) + 1
-        where = f"at step {bad}" if bad <= len(out["loss"]) else "in the final loss"
+        where = f"at step {bad}" if bad <= len(out["non_private"]["loss"]) else "in the final loss"
         print(f"dpcompanion train: error: the run diverged (loss not finite {where}); lower --lr or --clip, "
               "or pass --allow-divergence to accept it", file=sys.stderr)
         return 1

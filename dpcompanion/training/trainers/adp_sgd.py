@@ -104,7 +104,7 @@ def train_adpsgd(
     :func:`~dpcompanion.training.trainers.train_pgd` (one config, one
     :func:`~dpcompanion.training.trainers.engine.train` call); the other keywords (``seed``,
     ``X_test``, ``y_test``, ``init``, ``device``, ``dtype``, ``delta``, ``progress``,
-    ``record``, ``memory_budget``, ``fast``, ``secure``) as there.
+    ``record``, ``memory_budget``, ``fast``, ``secure``, ``N``: the public divisor) as there.
 
     The budget: ``budget`` or ``R`` (with ``delta``); ADP-SGD always has a ledger. It is
     charged with the paper's PSGD rule (``p^2/sigma_t^2``), so the schedule is built for

@@ -26,6 +26,21 @@ JSON say so: :data:`SEEDED_NOISE_NOTE`). ``secure=True`` (as Opacus's ``secure_m
 the noise afresh from the operating system's CSPRNG on every call and records nothing of
 it (:data:`SECURE_NOISE_NOTE`, :class:`~dpcompanion.training.trainers.engine.NoiseSource`
 says exactly what the source is); ``seed`` then drives only the initial parameters.
+
+**Which neighbours the guarantee is for** (:data:`NEIGHBOURING`). Every guarantee this library
+states is for the *add/remove-one* relation: two data sets are neighbours when one is the other
+with one record added or removed, the relation of dp-accounting's accountants and of Hong et al.'s
+sensitivity computation (FAccT 2022, Def. C.1: one gradient left out of the sum, the divisor ``N``
+kept). The trainers divide the clipped, noised sum by a *public* ``N`` (``TrainConfig.N``; the
+fixed expected batch size ``p N`` under Poisson sampling, as Opacus divides by the expected batch
+size), never by the size of the data they were handed: removing one record then moves the sum by
+at most ``C`` and the released average by at most ``C / N``, the sensitivity the ledger charges for.
+Dividing by the data's own size would move it by up to ``2C/N`` (the record's gradient and the
+change of the divisor), twice what is charged. ``N = None`` takes the size of the ``X`` given to
+:func:`~dpcompanion.training.train`; the caller thereby declares that size public (the guarantee
+then holds for neighbours trained with that same ``N``, and does not hide the size itself).
+Statistics computed on the raw training data (:data:`OUTSIDE_GUARANTEE`) are not covered by the
+guarantee at all; they are returned for analysis and labelled so.
 """
 
 from __future__ import annotations
@@ -44,6 +59,9 @@ from dpcompanion.theory.ledger import EpsilonTarget
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
+    "NEIGHBOURING",
+    "OUTSIDE_GUARANTEE",
+    "OUTSIDE_GUARANTEE_NOTE",
     "ON_REFUSAL",
     "RECORDABLE",
     "SECURE_NOISE_NOTE",
@@ -64,6 +82,20 @@ ON_REFUSAL = ("stop", "hold")
 
 #: per-step fields a trainer can record (``record=``); the History holds None for the rest
 RECORDABLE = ("loss", "grad_norm", "clip_fraction", "sigma", "lr", "budget_spent")
+
+#: the neighbouring relation of every guarantee the library states (module docstring)
+NEIGHBOURING = ("add/remove one record; the clipped, noised gradient sum is divided by the public N "
+                "(N_public; p N_public under Poisson sampling), the same for both neighbours")
+
+#: fields of a History (and of ``train --json``) computed on the raw training data: not covered by the
+#: guarantee (the released iterates, the schedule and anything computed from them alone are)
+OUTSIDE_GUARANTEE = ("loss", "grad_norm", "clip_fraction", "final_loss", "train_accuracy")
+
+#: what :data:`OUTSIDE_GUARANTEE` means, printed beside those fields
+OUTSIDE_GUARANTEE_NOTE = (
+    "computed on the raw training data, not privatized: outside the (epsilon, delta) guarantee; for "
+    "analysis only, do not release them with the model"
+)
 
 #: the ``privacy_note`` of a seeded run (``secure=False``): what its guarantee assumes (issue 30)
 SEEDED_NOISE_NOTE = (
@@ -212,7 +244,10 @@ class TrainConfig:
     (the same result: bit for bit on the fast path, to rounding on the general path).
     ``fast``: ``None`` uses the margin fast path where the model allows it (binary linear
     or logistic :class:`~dpcompanion.training.dense_models.DenseModel`), ``False`` never.
-    ``N``: the number of samples the sigma floor was checked for (:func:`check_sigma`).
+    ``N``: the public data-set size the noisy sum is divided by (``p N`` under Poisson
+    sampling) and the sigma floor is checked for (:func:`check_sigma`); ``None``: the size of the
+    ``X`` given to :func:`~dpcompanion.training.train`, declared public by the caller (the
+    module docstring, "Which neighbours").
     ``final_eval``: evaluate the training set at the released iterate (``final_loss``,
     ``train_accuracy``); ``False`` leaves both None, for a caller that evaluates on its own
     data (W's segmented trainer: a pass over all N samples per segment saved, 46% of a W-F4
@@ -316,7 +351,8 @@ class TrainConfig:
         neither (no ledger); ``budget`` may also be an
         :class:`~dpcompanion.theory.ledger.EpsilonTarget` or a sequence of one budget per run.
         ``sampling_rate`` defaults to the budget's (1 without one or for an EpsilonTarget).
-        ``N``: the number of training samples, for the sigma floor (default 1). ``algorithm``
+        ``N``: the public data-set size the trainers divide by (default: the size of the ``X``
+        given to ``train``; the module docstring, "Which neighbours"). ``algorithm``
         defaults to ``pgd``/``psgd`` (``-momentum`` with ``beta > 0``). ``secure``: draw the
         noise from an ``os.urandom``-seeded source instead of ``seed`` (see the class docstring).
 
@@ -338,6 +374,8 @@ class TrainConfig:
         K, T = sig.shape
         if isinstance(budget, tuple) and len(budget) != K:
             raise ValueError(f"budget must be one budget or one per run ({K}), got {len(budget)}")
+        if N is not None and (isinstance(N, (bool, np.bool_)) or not isinstance(N, (int, np.integer)) or N < 1):
+            raise ValueError(f"N (the public data-set size the trainers divide by) must be an integer >= 1 or None, got {N!r}")
         check_sigma(sig, clip_norm=clip_norm, denominator=p * (N if N else 1), dtype=dtype)
         try:
             lr_arr = np.asarray(lr, dtype=np.float64)
@@ -404,7 +442,9 @@ class TrainConfig:
         out = {"algorithm": self.algorithm, "clip_norm": self.clip_norm, "beta": self.beta,
                "sampling_rate": self.sampling_rate, "record": sorted(self.record),
                "memory_budget": self.memory_budget, "final_eval": self.final_eval, "secure": self.secure,
-               "privacy_note": SECURE_NOISE_NOTE if self.secure else SEEDED_NOISE_NOTE}
+               "privacy_note": SECURE_NOISE_NOTE if self.secure else SEEDED_NOISE_NOTE,
+               "neighbouring": NEIGHBOURING, "outside_guarantee": list(OUTSIDE_GUARANTEE),
+               "outside_guarantee_note": OUTSIDE_GUARANTEE_NOTE}
         if self.eval_every is not None:
             out.update(eval_every=self.eval_every, segment_noise=self.segment_noise)
         if self.on_refusal != "stop":

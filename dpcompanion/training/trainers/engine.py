@@ -16,7 +16,9 @@ stages, each a small object or function tested on its own:
 3. **private step** (:func:`private_step`): clip-and-sum (an oracle from
    :mod:`.oracles`: the margin fast path for linear/logistic models, ghost norms or
    torch.func otherwise) -> noise (:func:`.steps.add_noise`, which asserts a finite,
-   positive scale) -> scale -> step size -> (momentum) -> update.
+   positive scale) -> scale by the public ``p N`` (``TrainConfig.N``, never the size of the data
+   handed in when N is declared: the add/remove relation, config module "Which neighbours") ->
+   step size -> (momentum) -> update.
 4. **record** (:class:`Recorder`): the per-step fields that were asked for.
 
 After every ``config.eval_every`` steps and the last one, ``config.on_eval(step, theta,
@@ -575,7 +577,10 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     if yt.shape != (N,):
         raise ValueError(f"y must have shape ({N},) to match X, got {tuple(yt.shape)}")
     Xt = Xt.reshape(N, -1)
-    if cfg.N != N:  # the config was built without this N: its sigma floor is checked for it here
+    # the public divisor (config module, "Which neighbours"): the declared N, never this data's size
+    # when one is declared, so that a neighbour with a record removed is divided by the same number
+    N_public = N if cfg.N is None else cfg.N
+    if cfg.N is None:  # the config was built without N: its sigma floor is checked for this one here
         check_sigma(cfg.sigma, clip_norm=cfg.clip_norm, denominator=cfg.sampling_rate * N, dtype=cfg.dtype)
     K, P = cfg.K, model.n_params
     th0 = None
@@ -602,14 +607,16 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     try:
         for a, b in chunks:
             parts.append(_run_chunk(model, oracle, test, Xt, cfg.rows(a, b) if (a, b) != (0, K) else cfg,
-                                    None if th0 is None else th0[a:b], bar, secret=secret, runs=range(a, b)))
+                                    None if th0 is None else th0[a:b], bar, secret=secret, runs=range(a, b),
+                                    N_public=N_public))
     finally:
         bar.close()
     h = parts[0] if len(parts) == 1 else History.concat(parts)
     _TALLY.runs = getattr(_TALLY, "runs", 0) + K
     _TALLY.run_steps = getattr(_TALLY, "run_steps", 0) + int(np.sum(h.steps_done))
     h.meta.update({"model": repr(model), "device": str(dev), "dtype": str(cfg.dtype).replace("torch.", ""),
-                   "seeds": list(cfg.seeds), "N": N, "T": cfg.T, "runs": K, "chunks": len(chunks),
+                   "seeds": list(cfg.seeds), "N": N, "N_public": N_public,
+                   "N_public_declared": cfg.N is not None, "T": cfg.T, "runs": K, "chunks": len(chunks),
                    "fast_path": bool(oracle.fast), "wall_time": time.perf_counter() - t0, **cfg.describe()})
     if cfg.single:
         h = h.run(0)
@@ -618,7 +625,8 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     return h
 
 
-def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=None, runs: range) -> History:
+def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=None, runs: range,
+               N_public: int) -> History:
     dev, dtype = Xt.device, cfg.dtype
     K, T, N, P = cfg.K, cfg.T, Xt.shape[0], model.n_params
     if th0 is None:
@@ -648,7 +656,7 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=No
     v = torch.zeros_like(theta) if cfg.beta > 0 else None
     noise = torch.empty_like(theta)
     p = cfg.sampling_rate
-    denom = p * N
+    denom = p * N_public  # the fixed, public (expected) batch size: the same for add/remove neighbours
     lr_all = torch.tensor(cfg.lr, dtype=dtype, device=dev)  # a copy of the read-only array
     need_loss, need_clip = "loss" in cfg.record, "clip_fraction" in cfg.record
     taken = 0

@@ -39,7 +39,15 @@ class History:
     enforces for subsampled steps, the budget's accountant of ``R_spent`` for full-batch ones;
     None without a budget or without delta). ``R`` is the budget (None: no ledger). ``theta`` is
     the final flat parameter tensor ``(K, P)`` / ``(P,)``. ``meta``: algorithm, device,
-    seeds, clip, wall time (seconds) and the like.
+    seeds, clip, wall time (seconds), the neighbouring relation (``neighbouring``), the public
+    divisor (``N_public``) and the like.
+
+    **What the guarantee covers.** The released iterate ``theta`` and the public schedule
+    (``sigma``, ``lr``, ``budget_spent``, ``R_spent``, ``epsilon``) are covered by the (epsilon,
+    delta) guarantee for add/remove-one neighbours (:attr:`neighbouring`). The fields in
+    :attr:`outside_guarantee` (``loss``, ``grad_norm``, ``clip_fraction``, ``final_loss``,
+    ``train_accuracy``) are computed on the raw training data, not privatized: for analysis only,
+    outside the guarantee. ``test_accuracy`` is the released model evaluated on the test data.
     """
 
     loss: np.ndarray | None
@@ -63,6 +71,16 @@ class History:
     def runs(self) -> int | None:
         """Number of batched runs, or None for a single-run history."""
         return None if np.ndim(self.steps_done) == 0 else len(self.steps_done)
+
+    @property
+    def neighbouring(self) -> str | None:
+        """The neighbouring relation the run's guarantee is for (``TrainConfig``'s ``NEIGHBOURING``)."""
+        return self.meta.get("neighbouring")
+
+    @property
+    def outside_guarantee(self) -> tuple[str, ...]:
+        """The fields computed on the raw training data: not covered by the guarantee."""
+        return tuple(self.meta.get("outside_guarantee", ()))
 
     @property
     def wall_time(self) -> float:

@@ -67,6 +67,7 @@ def train_pgd(
     lr_rule=None,
     algorithm: str | None = None,
     secure: bool = False,
+    N: int | None = None,
 ) -> History:
     """Full-batch private GD (H Algorithm 1), optionally with debiased momentum:
     ``train(model, X, y, TrainConfig.build(...))`` with these settings (``sampling_rate``: default
@@ -86,11 +87,15 @@ def train_pgd(
     chunks below it, same numbers). ``fast``: None uses the margin fast path for binary
     linear/logistic models, False forces the general path. ``lr_rule`` and ``algorithm``: as
     in :meth:`TrainConfig.build` (ADP-SGD's adaptive step size and name). ``secure``: the
-    noise from secret OS randomness, not from ``seed`` (:class:`TrainConfig`; issue 30).
+    noise from secret OS randomness, not from ``seed`` (:class:`TrainConfig`). ``N``: the public
+    data-set size the noisy sum is divided by (default ``len(X)``, which the caller thereby
+    declares public); the guarantee is for add/remove-one neighbours trained with the same ``N``
+    (:data:`~dpcompanion.training.trainers.config.NEIGHBOURING`).
     Returns a :class:`~dpcompanion.training.trainers.history.History` (batched when K > 1).
     """
     config = TrainConfig.build(sigma=sigma, budget=budget, R=_budget_given("train_pgd", R, budget), delta=delta,
-                               lr=lr, clip_norm=clip_norm, seed=seed, N=n_samples(X), beta=momentum,
+                               lr=lr, clip_norm=clip_norm, seed=seed, N=n_samples(X) if N is None else N,
+                               beta=momentum,
                                sampling_rate=sampling_rate, lr_rule=lr_rule, device=device, dtype=dtype,
                                progress=progress, algorithm=algorithm, record=record, memory_budget=memory_budget,
                                fast=fast, secure=secure)

@@ -1,0 +1,136 @@
+"""One neighbouring relation, stated and honoured: add/remove one record, the noisy sum divided by a
+public N (dpcompanion.training.trainers.config.NEIGHBOURING).
+
+* Deterministic: with the same seed the two neighbours draw the same noise, so the difference of their
+  first iterates is the step size times the difference of their averaged clipped sums; removing one
+  record must move it by at most C/N on every model kind. With a divisor taken from each data set's
+  own size (``N=None`` for each world, the trainers' old behaviour) the worst pair moves it by
+  about 2C/N, which the same check catches.
+* Statistical: the audit (dpcompanion.training.privacy_audit) trains the worst pair of the relation
+  (the canary's record present / removed) and finds the Gaussian-DP mu at most the charged one for
+  every full-batch trainer, while the old divisor is flagged with about twice the mu.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from dpcompanion.training import privacy_audit
+from dpcompanion.training.models import make_model
+from dpcompanion.training.trainers import TrainConfig, train, train_pgd
+from dpcompanion.training.trainers.config import NEIGHBOURING, OUTSIDE_GUARANTEE
+
+C, LR = 1.0, 1.0
+
+
+def _worst_pair(n: int, dim: int, seed: int):
+    """A data set whose records all push one way and a record that pushes the other: removing the
+    latter moves a data-dependent average by up to 2C/N (every gradient clipped to C)."""
+    rng = np.random.default_rng(seed)
+    X = np.tile(rng.normal(size=dim) * 50.0, (n, 1))  # large rows: every gradient is clipped
+    X[0] = -X[0]
+    y = np.ones(n, dtype=np.int64)
+    return torch.as_tensor(X, dtype=torch.float64), torch.as_tensor(y)
+
+
+def _first_step_move(model, X, y, *, N_public):
+    """||theta_1(D) - theta_1(D minus record 0)|| for one step of size LR from theta = 0 with the same
+    seeded noise (so the noise cancels), in units of C / N_public for the first world's N."""
+    cfgs = [TrainConfig.build(sigma=[1.0], R=None, lr=LR, clip_norm=C, seed=7, N=N_public, device="cpu",
+                              dtype=torch.float64, progress=False, record=()) for _ in range(2)]
+    init = torch.zeros(model.n_params, dtype=torch.float64)
+    a = train(model, X, y, cfgs[0], init=init).theta
+    b = train(model, X[1:], y[1:], cfgs[1], init=init).theta
+    return float(torch.linalg.vector_norm(a - b)) / (LR * C / len(y))
+
+
+@pytest.mark.parametrize("kind", ["linear", "logistic", "mlp"])
+def test_removing_a_record_moves_the_release_by_at_most_C_over_N(kind):
+    n = 12
+    X, y = _worst_pair(n, 3, seed=1)
+    model = make_model(kind, in_dim=3, n_classes=2, hidden=4)
+    moved = _first_step_move(model, X, y, N_public=n)
+    assert moved <= 1.0 + 1e-9, f"{kind}: removing a record moved the release by {moved:.4f} C/N"
+
+
+def test_a_divisor_from_the_datas_own_size_moves_it_by_about_2C_over_N():
+    """The old behaviour, kept reachable only by giving each world its own N: the check above fails."""
+    n = 12
+    X, y = _worst_pair(n, 3, seed=1)
+    model = make_model("linear", in_dim=3, n_classes=2)
+    moved = _first_step_move(model, X, y, N_public=None)
+    # up to 2 C/N: the removed record's C/N plus the divisor's change, (n - 1) C (1/(n - 1) - 1/n) = C/N,
+    # less a little here because the bias's gradient makes the clipped gradients not exactly opposite
+    assert 1.8 < moved <= 2.0 + 1e-9, moved
+
+
+def test_history_and_config_state_the_relation_and_what_it_does_not_cover():
+    X, y = _worst_pair(10, 2, seed=0)
+    h = train_pgd(make_model("logistic", in_dim=2), X, y, sigma=[2.0, 2.0], R=None, clip_norm=C, device="cpu",
+                  progress=False)
+    assert h.neighbouring == NEIGHBOURING and NEIGHBOURING.startswith("add/remove one record")
+    assert h.meta["N_public"] == 10 and h.meta["N_public_declared"] is True
+    assert h.outside_guarantee == OUTSIDE_GUARANTEE
+    assert set(OUTSIDE_GUARANTEE) == {"loss", "grad_norm", "clip_fraction", "final_loss", "train_accuracy"}
+    assert "outside the (epsilon, delta) guarantee" in h.meta["outside_guarantee_note"]
+    h2 = train_pgd(make_model("logistic", in_dim=2), X[1:], y[1:], sigma=[2.0], R=None, clip_norm=C, device="cpu",
+                   progress=False, N=10)
+    assert h2.meta["N"] == 9 and h2.meta["N_public"] == 10
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True])
+def test_a_bad_public_N_is_refused(bad):
+    with pytest.raises(ValueError, match=r"^N \(the public data-set size"):
+        TrainConfig.build(sigma=[1.0], R=None, lr=0.1, clip_norm=1.0, N=bad, device="cpu")
+
+
+# ------------------------------------------------------------------------------------ the audit
+
+EPS, DELTA = 1.0, 1e-5
+
+
+def _charged_mu(result) -> float:
+    return math.sqrt(float(np.sum(1.0 / np.asarray(result.sigma_used) ** 2)))
+
+
+@pytest.mark.parametrize("trainer", ["pgd", "momentum", "adp"])
+def test_audit_of_the_add_remove_pair_finds_mu_at_most_the_charged_one(trainer):
+    r = privacy_audit.run_audit(trainer=trainer, epsilon=EPS, delta=DELTA, seed=1)
+    assert r.neighbouring.startswith(NEIGHBOURING) and "removed (N - 1 rows)" in r.neighbouring
+    mu = _charged_mu(r)
+    fit = r.gdp_fit
+    assert fit["model_check"]["ok"]
+    assert fit["mu_lower"] <= mu, (trainer, fit["mu_lower"], mu)
+    assert fit["mu_hat"] == pytest.approx(mu, rel=0.15)  # the fit sees the charged mu, not twice it
+    assert r.passed and r.noise_check["shift_ratio"] == pytest.approx(1.0, abs=5 * r.noise_check["shift_ratio_se"])
+
+
+def test_audit_of_psgd_passes_at_the_claimed_epsilon():
+    r = privacy_audit.run_audit(trainer="psgd", epsilon=EPS, delta=DELTA, seed=1, trials=40_000)
+    assert r.passed and r.epsilon_lower <= r.epsilon_claimed
+
+
+@pytest.fixture
+def data_sized_divisor(monkeypatch):
+    """Each world divided by its own size (N not declared): the trainers' old normalisation."""
+    build = TrainConfig.build
+
+    class OwnSize(TrainConfig):
+        @classmethod
+        def build(cls, **kw):
+            return build(**{**kw, "N": None})
+
+    monkeypatch.setattr(privacy_audit, "TrainConfig", OwnSize)
+
+
+@pytest.mark.parametrize("trainer", ["pgd", "adp"])
+def test_audit_flags_a_divisor_from_the_datas_own_size(trainer, data_sized_divisor):
+    r = privacy_audit.run_audit(trainer=trainer, epsilon=EPS, delta=DELTA, seed=1)
+    mu = _charged_mu(r)
+    assert r.flagged and r.epsilon_lower > r.epsilon_claimed
+    assert r.noise_check["shift_ratio"] > 1.8  # the canary's record moves the average by about 2C/N
+    assert r.gdp_fit["mu_lower"] > 1.7 * mu

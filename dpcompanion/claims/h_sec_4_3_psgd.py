@@ -302,7 +302,10 @@ def _subsampling_rule(*, mutant: bool = False):
             The rule is not a privacy guarantee: at small p with sigma of order 1 or below, a step's true epsilon is
             orders of magnitude above what p^2/sigma^2 allows (amplification by sampling is linear in p, not
             quadratic, when the unsampled step is weakly private). Everything that budgets PSGD by R' = R/p^2
-            inherits it: Thm 4.8, 4.9 and the PSGD discussion of Sec. 4.3. The trainers here already charge the rule
+            inherits it: Thm 4.8, 4.9 and the PSGD discussion of Sec. 4.3. The rule was used in practice as printed:
+            the first author's library (github.com/jyhong836/pytorch-dp, torchdp/privacy_metric/CDP.py at commit
+            0647f38) amplifies a step by ctCDP.amp_by_sampling, which returns rho p^2 with the factor 13 of the
+            truncated-CDP sampling theorem and its validity check commented out. The trainers here charge the rule
             and check the RDP epsilon too (CONTRIBUTING, Privacy in trainers).
         """),
         smallest_key=lambda q, m: (-q["p"], -q["sigma"]),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import errno
 import io
 import itertools
 import math
@@ -38,6 +39,7 @@ __all__ = [
     "checked_path",
     "check_memory",
     "folder_writable",
+    "results_folder",
 ]
 
 
@@ -345,6 +347,74 @@ def output_path(path, name: str, *, suffix: str | None = None) -> Path:
     if real.exists() and not os.access(real, os.W_OK):
         raise UsageError(f"{name} {str(out)!r}: the file exists and is not writable")
     return out
+
+
+def results_folder(value, name: str = "--results-dir", *, write: bool = True) -> Path:
+    """The results folder ``value`` checked once, before any work: a folder that can be
+    listed (read and entered), and with ``write`` one in which a file can be created (a probe
+    file), or, missing, one that can be created (its nearest existing parent a writable
+    folder, nothing in between a dangling link). A symlink loop, a dangling link, a file, an
+    unreadable folder, or a path through any of these, is refused in one line naming ``name``
+    (a loop listed every result as damaged: it is not a folder of results). Without
+    ``write`` a missing folder is accepted: it holds no results. Nothing is created."""
+    if str(value).strip() == "":
+        raise UsageError(f"{name} must be a folder path, got an empty string")
+    root = checked_path(name, value)  # before any stat: a 256-byte segment raised
+    where = f"{name} {str(value)!r}"
+
+    def refuse(path: Path, exc: OSError):
+        at = "" if path == root else f" ({str(path)!r})"
+        if exc.errno == errno.ELOOP:
+            why = "is a symlink loop, not a folder"
+        elif exc.errno == errno.ENOTDIR:
+            why = "goes through a file, not a folder"
+        else:
+            why = f"cannot be used ({exc.strerror or exc.__class__.__name__})"
+        raise UsageError(f"{where}{at} {why}; give a folder{' that can be written' if write else ''}") from None
+
+    try:
+        st = os.stat(root)
+    except FileNotFoundError as exc:
+        if os.path.lexists(root):
+            raise UsageError(f"{where} is a symlink to {os.readlink(root)!r}, which does not exist; "
+                             "give a folder") from None
+        if not write:
+            return root
+        probe = root.parent
+        while True:  # the nearest existing parent: a folder that can be written
+            try:
+                pst = os.stat(probe)
+                break
+            except FileNotFoundError as exc:
+                if os.path.lexists(probe):
+                    raise UsageError(f"{where}: {str(probe)!r} is a symlink to {os.readlink(probe)!r}, which "
+                                     "does not exist; give a folder that can be written") from None
+                if probe.parent == probe:
+                    refuse(probe, exc)
+                probe = probe.parent
+            except OSError as exc:
+                refuse(probe, exc)
+        if not stat.S_ISDIR(pst.st_mode):
+            raise UsageError(f"{where}: {str(probe)!r} is not a folder")
+        if not folder_writable(probe):
+            raise UsageError(f"{where} cannot be written (give a writable folder, or a new one inside a "
+                             f"writable folder; {str(probe)!r} is not writable)")
+        return root
+    except OSError as exc:
+        refuse(root, exc)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{where} is not a folder")
+    try:
+        with os.scandir(root) as entries:
+            next(entries, None)
+    except OSError as exc:
+        raise UsageError(f"{where} cannot be read ({exc.strerror or exc.__class__.__name__}); "
+                         "give a folder that can be listed") from None
+    if not os.access(root, os.R_OK | os.X_OK):
+        raise UsageError(f"{where} cannot be read (permission denied); give a folder that can be listed")
+    if write and not folder_writable(root):
+        raise UsageError(f"{where} cannot be written (give a writable folder, or a new one inside a writable folder)")
+    return root
 
 
 def checked_path(name: str, path) -> Path:

@@ -16,17 +16,29 @@ respects what is at the path (issue 30, item 3).
 
 A directory is refused. Errors are ``ValueError`` in one line naming the option, so that
 the command line reports them as bad input.
+
+Every JSON a command prints (``--json``) is made by :func:`json_text`: strict JSON (RFC 8259),
+which has no number for a float that is not finite. Such a float is written as one of the
+strings of :data:`NONFINITE`, ``"Infinity"``, ``"-Infinity"`` or ``"NaN"`` (the names
+Python's lenient ``json`` gave them as bare words): e.g. ``audit --json``'s
+``test.threshold`` is ``"-Infinity"`` when the threshold test guesses "canary" for every
+score. A reader that wants numbers back maps these three strings to ``float(s)``.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import stat
 import tempfile
 from pathlib import Path
 from typing import Callable, TextIO, Union
 
-__all__ = ["write_text", "default_file_mode"]
+__all__ = ["write_text", "default_file_mode", "json_text", "NONFINITE"]
+
+#: how :func:`json_text` writes a float that is not finite (strict JSON has no such number)
+NONFINITE: dict[str, str] = {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}
 
 
 def default_file_mode() -> int:
@@ -95,3 +107,34 @@ def _put(fh: TextIO, text) -> None:
         fh.write(text)
     else:
         text(fh)
+
+
+def json_text(obj, *, default: Callable | None = None, **kw) -> str:
+    """``json.dumps(obj, **kw)`` as strict JSON: a float that is not finite (``inf``,
+    ``-inf``, ``nan``, numpy's included, also as a key) becomes its string of
+    :data:`NONFINITE`, and ``allow_nan=False`` guarantees that no bare ``Infinity`` or
+    ``NaN`` is ever written. ``default`` converts what ``json`` cannot (as ``json.dumps``'s
+    does); its result is mapped by the same rule.
+
+    >>> json_text({"a": float("-inf"), "b": [1.5, float("nan")], float("inf"): 2})
+    '{"a": "-Infinity", "b": [1.5, "NaN"], "Infinity": 2}'
+    """
+    return json.dumps(_finite(obj, default), allow_nan=False, **kw)
+
+
+def _float(x: float):
+    return x if math.isfinite(x) else NONFINITE[repr(float(x))]
+
+
+def _finite(obj, default):
+    if isinstance(obj, (str, bool, int)) or obj is None:
+        return obj
+    if isinstance(obj, float):
+        return _float(obj)
+    if isinstance(obj, dict):
+        return {(_float(k) if isinstance(k, float) else k): _finite(v, default) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v, default) for v in obj]
+    if default is not None:
+        return _finite(default(obj), default)
+    return obj  # json raises its TypeError, naming the type

@@ -26,10 +26,10 @@ and the book page ``audit``.
 from __future__ import annotations
 
 import argparse
-import json
 
 from dpcompanion.cli import UsageError
 from dpcompanion.core import validate
+from dpcompanion.core import outputs
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.theory import accounting
 from dpcompanion.theory.budget import R_RANGE, check_epsilon
@@ -119,7 +119,7 @@ def _run_label(privacy_audit, args: argparse.Namespace) -> int:
         flag = {"label": "--canary-label", **FLAGS}.get(name)
         raise UsageError(flag + msg[len(name):] if flag else msg) from None
     if args.json:
-        print(json.dumps({k: v for k, v in out.items() if k not in ("test", "gdp_fit")}))
+        print(outputs.json_text({k: v for k, v in out.items() if k not in ("test", "gdp_fit")}))
         return 0
     print(f"label audit of the clip-and-sum step at ({out['epsilon']:g}, {out['delta']:g}): canary label "
           f"{out['label']:g} (s = {out['s']:g}), {out['trials']} trials, fast path: {out['fast_path']}")
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
                                   sampling_rate=args.sampling_rate, device=args.device)
     out = res.to_dict()
     if args.json:
-        print(json.dumps(out))
+        print(outputs.json_text(out))
     else:
         t = out["test"]
         print(f"audit of {out['trainer']} at ({out['epsilon']:g}, {out['delta']:g}), noise scale S = "

@@ -6,12 +6,12 @@ See :mod:`dpcompanion.training.bench` for what is measured and how FLOPs are cou
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from dpcompanion.book.report import markdown_table
 from dpcompanion.cli import UsageError, options
+from dpcompanion.core import outputs
 from dpcompanion.core.provenance import DEVICES, resolve_device, save_json
 
 HELP = ("benchmark our private step (one run and batched runs) against Opacus on the paper's MLP workload and on "
@@ -84,11 +84,17 @@ def run(args: argparse.Namespace) -> int:
                          "--opacus-modes do not apply")
     modes = bench_workloads.OPACUS_MODES
     if args.opacus_modes is not None:
-        modes = tuple(m.strip() for m in args.opacus_modes.split(",") if m.strip())
+        modes = tuple(m.strip() for m in args.opacus_modes.split(","))
         bad = [m for m in modes if m not in bench_workloads.OPACUS_MODES]
-        if bad or not modes:
-            raise UsageError(f"--opacus-modes must be a comma-separated subset of {','.join(bench_workloads.OPACUS_MODES)}, "
-                             f"got {args.opacus_modes!r}")
+        allowed = ",".join(bench_workloads.OPACUS_MODES)
+        if bad:  # an empty name too ("ghost,,hooks", a trailing comma): not silently dropped
+            what = ", ".join(repr(m) if m else "an empty name" for m in dict.fromkeys(bad))
+            raise UsageError(f"--opacus-modes must be a comma-separated subset of {allowed}, got {args.opacus_modes!r} "
+                             f"({what} is not a mode)")
+        if len(set(modes)) != len(modes):
+            dup = ", ".join(sorted({m for m in modes if modes.count(m) > 1}))
+            raise UsageError(f"--opacus-modes must name each of {allowed} at most once, got {args.opacus_modes!r} "
+                             f"({dup} repeated)")
     resolved = resolve_device(args.device)  # ValueError (exit 2) for cuda without a GPU, before any work
     write = args.out is not None or (mode == "full" and args.size == "paper" and not args.linear_only)
     out: Path | None = None
@@ -124,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         if log:
             log(f"wrote {path}")
     if args.json:
-        print(json.dumps(result, indent=1, sort_keys=True, default=float))
+        print(outputs.json_text(result, indent=1, sort_keys=True, default=float))
     elif args.paper_scale:
         hf, wf = result["h-f-eff"], result["w-f4"]
         print(f"h-f-eff at {hf['sizes']['hidden']} hidden units, {hf['sizes']['repeats']} repeats: about "

@@ -20,13 +20,12 @@ prefix that matches no claim).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 
 from dpcompanion.claims.registry import load_all, run_checks
 from dpcompanion.book.claims_page import status_counts
 from dpcompanion.cli import UsageError
+from dpcompanion.core import outputs
 
 HELP = "run the claim checks (proved/checked/verified/identity/refuted/not-reproduced/illustrated) and print a table or JSON"
 
@@ -62,7 +61,7 @@ def _summary(r: dict) -> str:
     else:
         s = ""
     if r["status"] == "refuted" and "counterexample" in ev:
-        s = f"counterexample: {json.dumps(ev['counterexample'], default=str)}"
+        s = f"counterexample: {outputs.json_text(ev['counterexample'], default=str)}"
     return s if len(s) <= 90 else s[:87] + "..."
 
 
@@ -76,8 +75,7 @@ def run(args: argparse.Namespace) -> int:
     results = run_checks(args.prefix, mutants=args.mutants)
     wall = time.perf_counter() - t0
     if args.json:
-        json.dump(results, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+        print(outputs.json_text(results, indent=1, default=str))
     else:
         w = max(len(r["id"]) for r in results)
         mut = (lambda r: {True: "caught", False: "MISSED", None: "-"}[r.get("mutant_caught")]) if args.mutants else None

@@ -21,11 +21,12 @@ is written.
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 from pathlib import Path
 
 from dpcompanion.cli import UsageError, options
+from dpcompanion.core import outputs
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.experiments import base, store
 
@@ -63,27 +64,17 @@ def add_results_dir_argument(p: argparse.ArgumentParser) -> None:
 
 
 def results_root_from_args(args: argparse.Namespace):
-    """The results folder: ``--results-dir`` (checked writable, nothing created), else the
-    store's default (``$DPCOMPANION_RESULTS`` or ``results/``)."""
+    """The results folder: ``--results-dir`` (a folder that can be listed and written, or
+    created; nothing is created here), else the store's default (``$DPCOMPANION_RESULTS`` or
+    ``results/``: a folder that can be listed, or missing), both checked by
+    :func:`dpcompanion.cli.options.results_folder` (a symlink loop, a file, an unreadable
+    folder is refused in one line)."""
     value = getattr(args, "results_dir", None)
     if value is None:
-        return store.results_root()
-    if not str(value).strip():
-        raise UsageError("--results-dir must be a folder path, got an empty string")
-    root = options.checked_path("--results-dir", value)  # before any stat: a 256-byte segment raised (issue 30)
-    if root.exists() and not root.is_dir():
-        raise UsageError(f"--results-dir {value!r} is not a folder")
-    probe = root
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    try:
-        store.check_writable(root)
-        if not options.folder_writable(probe):  # a real probe: permission bits alone do not tell (root, /proc)
-            raise ValueError("not writable")
-    except ValueError:
-        raise UsageError(f"--results-dir {value!r} cannot be written (give a writable folder, "
-                         "or a new one inside a writable folder)") from None
-    return root
+        env = os.environ.get("DPCOMPANION_RESULTS")
+        return options.results_folder(store.results_root(), "$DPCOMPANION_RESULTS" if env else "the results folder",
+                                      write=False)
+    return options.results_folder(value, "--results-dir", write=True)
 
 
 def executor_from_args(args: argparse.Namespace):
@@ -129,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         executor.close()
     if args.json:
-        print(json.dumps(rec, sort_keys=True))
+        print(outputs.json_text(rec, sort_keys=True))
     else:
         what = rec.get("revalidation", {}).get("detail") or ("loaded (fresh)" if rec["cached"] else "computed")
         if rec.get("replaced_damaged"):

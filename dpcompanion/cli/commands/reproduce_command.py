@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dpcompanion.book import runner
 from dpcompanion.cli import UsageError, options
-from dpcompanion.cli.commands.experiment_command import add_executor_arguments
+from dpcompanion.cli.commands.experiment_command import add_executor_arguments, results_root_from_args
 from dpcompanion.core import validate
 from dpcompanion.core.provenance import resolve_device
 
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         for nb in runner.discover(nb_dir):
             print(nb.id)
         return 0
+    results_root_from_args(args)  # the store the notebooks read: a symlink loop or a file is refused here
     out_dir = args.output or runner.GENERATED
     # before any work: a probe file in the folder (or its nearest existing parent), not permission bits
     validate.writable_folder("--output" if args.output is not None else "output folder", out_dir)

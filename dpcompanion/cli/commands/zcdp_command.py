@@ -15,10 +15,10 @@ prints the budget the exact Gaussian-DP accountant allows for the same (epsilon,
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
 from dpcompanion.cli import options
+from dpcompanion.core import outputs
 from dpcompanion.core import validate as v
 from dpcompanion.theory import accounting as acc
 from dpcompanion.theory import budget
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     validate(args)
     out = compute(args)
     if args.json:
-        print(json.dumps(out))
+        print(outputs.json_text(out))
         return 0
     rows = [
         ("epsilon", out["epsilon"], "target (or implied by rho via H Lemma C.3)"),

@@ -34,7 +34,6 @@ Defaults follow the paper's setup (the ICLR submission, App. D): lr 0.1, clip 4,
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
@@ -42,6 +41,7 @@ import numpy as np
 
 from dpcompanion import training
 from dpcompanion.cli import UsageError, options
+from dpcompanion.core import outputs
 from dpcompanion.core import validate as v
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.theory import budget as budgets
@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
     losses = np.append(np.asarray(h.loss[: int(h.steps_done)], dtype=float), float(h.final_loss))
     out["non_private"]["diverged"] = diverged = bool(not np.all(np.isfinite(losses)))
     if args.json:
-        print(json.dumps(out))
+        print(outputs.json_text(out))
     else:
         print(f"{out['algorithm']} on {args.dataset} ({out['n_train']} samples), model {args.model}, device {out['device']}")
         print(f"steps {out['steps_done']}/{args.T}{' (stopped early: budget)' if out['stopped_early'] else ''}, "

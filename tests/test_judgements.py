@@ -9,8 +9,8 @@ import pytest
 from dpcompanion.book import claims_page, forest
 from dpcompanion.claims import registry
 from dpcompanion.experiments import base, comparisons, store
-from dpcompanion.experiments.comparisons import reproduction, rows, sequential, theory, wu_rules
-from dpcompanion.experiments.comparisons.rule import VERDICTS, Judgement, Rule, judge_effect, with_margin
+from dpcompanion.experiments.comparisons import outcome, reproduction, rows, sequential, theory, wu_rules
+from dpcompanion.experiments.comparisons.rule import JUDGE_WORDS, VERDICTS, Judgement, Rule, judge_effect, with_margin
 
 
 @pytest.fixture
@@ -97,9 +97,8 @@ def test_two_vocabularies_each_with_one_home():
     :data:`registry.STATUS_DEFINITIONS`; every map keyed by either covers exactly its words."""
     assert comparisons.VERDICTS is VERDICTS and rows.VERDICTS is VERDICTS
     assert set(VERDICTS).isdisjoint({"proved", "checked", "verified", "refuted", "not-reproduced"})
-    for keyed in (forest.VERDICT_COLORS, reproduction.VERDICT_WORDS, rows._ORDER):
-        assert set(keyed) == set(VERDICTS)
-    assert set(sequential.DECIDED) <= set(VERDICTS)
+    assert set(forest.VERDICT_COLORS) == set(VERDICTS)
+    assert set(sequential.DECIDED) <= set(JUDGE_WORDS) and set(outcome.CHECK_OF) == set(JUDGE_WORDS)
     assert registry.STATUSES == tuple(registry.STATUS_DEFINITIONS)
     assert set(registry.PASSING) <= set(registry.STATUSES) and set(registry.ERRATA) <= set(registry.STATUSES)
     for keyed in (claims_page.BADGES, claims_page.STATUS_PHRASES):

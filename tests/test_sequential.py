@@ -5,6 +5,7 @@ one its full config runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -53,7 +54,7 @@ def test_boundaries_refuse_bad_fractions(bad):
 @pytest.mark.parametrize("looks", [(), (1, 3), (5, 3), (3, 3), (2.5, 4)])
 def test_plan_refuses_bad_looks(looks):
     with pytest.raises(ValueError, match="looks must"):
-        Plan(looks=looks)
+        Plan(looks=looks, interim_looks=True)
 
 
 def _cell(gap: float, sd: float, n: int, seed: int = 0):
@@ -70,7 +71,7 @@ def test_a_clear_gain_is_decided_at_an_early_look():
     with the stage and the looks taken recorded; ours is that look's estimate."""
     adp, dp = _cell(3.0, 0.5, 20)
     j = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t",
-                            plan=comparisons.plan_of("w-t1245"))
+                            plan=dataclasses.replace(comparisons.plan_of("w-t1245"), interim_looks=True))
     v, ours, note = j.verdict, j.ours, j.row_note
     assert v == "agrees" and j.stage == "look 2 of 3, 10 seeds", (v, j.stage)
     assert [n for n, _ in j.looks] == [3, 10] and j.looks[0][1] == "inconclusive"
@@ -82,7 +83,7 @@ def test_the_first_look_is_stricter_than_a_fixed_test():
     look 1 of the plan (its boundary spends 0.0001 of the 0.05)."""
     adp, dp = _cell(1.0, 0.2, 3, seed=3)
     fixed = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t")
-    seq = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t", plan=comparisons.plan_of("w-t1245"))
+    seq = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t", plan=dataclasses.replace(comparisons.plan_of("w-t1245"), interim_looks=True))
     assert fixed.verdict == "agrees" and seq.verdict == "inconclusive" and seq.stage == "look 1 of 3, 3 seeds"
 
 
@@ -91,14 +92,14 @@ def test_no_effect_reads_equivalent_with_enough_seeds_not_disagrees():
     margin) by the looks' TOST, at a look that reaches it."""
     adp, dp = _cell(0.0, 0.1, 20, seed=5)
     j = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t",
-                            plan=comparisons.plan_of("w-t1245"))
+                            plan=dataclasses.replace(comparisons.plan_of("w-t1245"), interim_looks=True))
     assert j.verdict == "equivalent" and j.stage is not None
 
 
 def test_undecided_at_the_cap_stays_inconclusive():
     adp, dp = _cell(0.3, 3.0, 20, seed=7)
     j = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t",
-                            plan=comparisons.plan_of("w-t1245"))
+                            plan=dataclasses.replace(comparisons.plan_of("w-t1245"), interim_looks=True))
     assert j.verdict == "inconclusive" and j.stage == "look 3 of 3, 20 seeds" and len(j.looks) == 3
 
 
@@ -106,7 +107,7 @@ def test_fewer_seeds_than_the_first_look_are_judged_as_before():
     """A quick run (2 seeds) is short of the plan's first look: the fixed 95% interval."""
     adp, dp = _cell(3.0, 0.5, 2)
     j = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t",
-                            plan=comparisons.plan_of("w-t1245"))
+                            plan=dataclasses.replace(comparisons.plan_of("w-t1245"), interim_looks=True))
     assert j.stage is None and "95% CI" in j.row_note and "repeated" not in j.row_note
 
 
@@ -138,8 +139,8 @@ def test_h_f_curv_checks_are_judged_look_by_look():
     losses = 1.0 + rng.normal(0, 0.05, plan.looks[-1])
     j = h_f_curv._judge_exact(mean=float(losses.mean()), se=0.0, exact=1.0, z=0.0,
                                 max_clip_fraction=0.0, losses=losses, plan=plan)
-    assert j.verdict == "agrees" and j.stage.startswith("look ") and "repeats" in j.stage
-    assert "group-sequential plan" in j.row_note
+    # no look was taken between batches (every repeat ran at once): judged on all of them, at the fixed level
+    assert j.verdict == "agrees" and j.stage.startswith("all runs, fixed level") and "repeats" in j.stage
     fixed = h_f_curv._judge_exact(mean=float(losses[:1000].mean()), se=float(losses[:1000].std(ddof=1) / math.sqrt(1000)),
                               exact=1.0, z=0.0, max_clip_fraction=0.0)
     assert fixed.stage is None

@@ -53,19 +53,19 @@ CURV = dict(sharp=1.0, sharp_se=0.1, flat=0.5, flat_se=0.1)  # agrees on its own
 
 
 def test_tuning_protocol_caps_the_verdict():
-    assert cmp.compare("h-f-curv/sharp-vs-flat", sizes_match=True, tuning=[GOOD], **CURV)["verdict"] == "agrees"
+    assert cmp.compare("h-f-curv/sharp-vs-flat", sizes_match=True, tuning=[GOOD], **CURV)["verdict"] == "reproduced"
     edge = {**GOOD, "chosen": 150, "interior": False}
     row = cmp.compare("h-f-curv/sharp-vs-flat", sizes_match=True, tuning=[edge], **CURV)
-    assert row["verdict"] == "not comparable" and "grid edge the paper did not state" in row["note"]
+    assert row["verdict"] == "not judged" and "grid edge the paper did not state" in row["note"]
     # an edge the paper stated is flagged on the page, not a cap
-    assert cmp.verdict_of("h-f-curv/sharp-vs-flat", tuning=[{**edge, "stated_bound": True}], **CURV) == "agrees"
+    assert cmp.verdict_of("h-f-curv/sharp-vs-flat", tuning=[{**edge, "stated_bound": True}], **CURV) == "reproduced"
     shared = {**GOOD, "report_seeds": [2, 3]}
-    assert cmp.verdict_of("h-f-curv/sharp-vs-flat", tuning=[shared], **CURV) == "not comparable"
+    assert cmp.verdict_of("h-f-curv/sharp-vs-flat", tuning=[shared], **CURV) == "not judged"
     unequal = [GOOD, {**GOOD, "method": "exp", "grid_max": 100, "chosen": 75}]
-    assert cmp.verdict_of("h-f-curv/sharp-vs-flat", tuning=unequal, **CURV) == "partly"
+    assert cmp.verdict_of("h-f-curv/sharp-vs-flat", tuning=unequal, **CURV) == "sign only"
     # a cap never raises a verdict
     assert cmp.verdict_of("h-f-curv/sharp-vs-flat", tuning=unequal, sharp=0.5, sharp_se=0.1, flat=1.0,
-                          flat_se=0.1) == "disagrees"
+                          flat_se=0.1) == "not reproduced"
 
 
 # ---------------------------------------------------------------- config hash and its migration
@@ -146,7 +146,7 @@ def test_verdicts_reads_stored_results_only(tmp_path, monkeypatch, capsys):
     rows = out["rows"]
     assert all(KEYS <= set(r) for r in rows)
     (h,) = [r for r in rows if r["page"] == "h-f-curv"]
-    assert h["verdict"] == "not comparable" and "no fresh stored result" in h["item"] and h["result"]["mode"] is None
+    assert h["verdict"] == "not judged" and "no fresh stored result" in h["item"] and h["result"]["mode"] is None
     assert h["scale"]["repeats"]["paper"] == 100
     assert {r["result"]["mode"] for r in rows if r["page"] == "w-f2"} == {"computed"}
     assert sum(out["counts"].values()) == len(rows)
@@ -160,7 +160,7 @@ def test_verdicts_csv(tmp_path, monkeypatch, capsys):
     with target.open() as f:
         rows = list(csv.DictReader(f))
     assert rows and set(rows[0]) == set(reproduction.CSV_COLUMNS)
-    assert {r["verdict"] for r in rows} == {"disagrees"}  # claim W-EPS: not reproduced, the registry's tolerance
+    assert {r["verdict"] for r in rows} == {"not reproduced"}  # claim W-EPS: not reproduced, the registry's tolerance
     assert all(json.loads(r["scale"]) == {} and json.loads(r["tuning"]) == [] for r in rows)
 
 

@@ -35,9 +35,12 @@ from dpcompanion.book import plotting
 
 __all__ = ["VERDICT_COLORS", "PAPERS", "forest_rows", "forest_plot", "paper_of"]
 
-#: one colour per verdict word (colour-blind safe where it matters: agrees/disagrees differ in hue and lightness)
-VERDICT_COLORS = {"agrees": "#1b7837", "equivalent": "#5aae61", "partly": "#e08214", "disagrees": "#b2182b",
-                  "inconclusive": "#4d4d4d", "not comparable": "#9e9e9e", "identity": "#2166ac"}
+#: one colour per verdict word, by its outcome (colour-blind safe where it matters: success and failure differ in
+#: hue and lightness)
+VERDICT_COLORS = {"reproduced": "#1b7837", "check passes": "#1b7837", "equivalent": "#5aae61",
+                  "sign only": "#e08214", "in part": "#e08214", "check passes in part": "#e08214",
+                  "equivalent in part": "#e08214", "not reproduced": "#b2182b", "check fails": "#b2182b",
+                  "inconclusive": "#4d4d4d", "not judged": "#9e9e9e", "holds by construction": "#2166ac"}
 #: the groups a forest plot is split into, in this order: page-ID prefix -> heading
 PAPERS = (("h-", "Hong, Wang & Zhou (FAccT 2022)"), ("w-", "Wu et al. (ADP-SGD)"), ("", "The book's own checks"))
 #: how many characters of a row's item its label keeps
@@ -90,7 +93,7 @@ def forest_rows(rows: Iterable[dict]) -> list[dict]:
     ``computed``), ``direction`` (the row judges the sign alone) and ``label``. A row without
     an estimate (an identity, a check, a page without a fresh result) is left out.
 
-    >>> r = {"page": "w-f1", "item": "gain", "verdict": "agrees", "paper_value": 2.0,
+    >>> r = {"page": "w-f1", "item": "gain", "verdict": "reproduced", "paper_value": 2.0,
     ...      "ours": {"estimate": 1.0, "ci_low": 0.5, "ci_high": 1.5}, "at_paper_scale": False,
     ...      "comparable": "direction", "result": {"mode": "full"}}
     >>> [(f["scale"], f["scale_mark"], f["direction"]) for f in forest_rows([r, {"page": "x", "ours": {}}])]

@@ -8,7 +8,8 @@ import re
 from typing import Any, Iterable, Sequence
 
 from dpcompanion.book.claims_page import notebooks_dir
-from dpcompanion.experiments.comparisons import VERDICTS
+from dpcompanion.experiments.comparisons import VERDICTS, reproduction
+from dpcompanion.experiments.comparisons.outcome import OUTCOMES
 from dpcompanion.claims.registry import REGISTRY, load_all
 
 __all__ = ["verdict_tally", "findings_markdown", "page_titles", "id_glossary_markdown", "SCOPE_LABELS", "scope_counts_markdown",
@@ -83,17 +84,21 @@ def id_glossary_markdown(pages: Sequence[tuple[str, str]] | None = None) -> str:
 
 
 def verdict_tally(rows: Iterable[dict[str, Any]]) -> str:
-    """How many rows got each verdict, in the order of :data:`VERDICTS`.
+    """How many rows got each outcome, in the order of :data:`~dpcompanion.experiments.comparisons.outcome.OUTCOMES`
+    (each row's outcome is decided with its word by the one declared table).
 
-    >>> verdict_tally([{"verdict": "agrees"}, {"verdict": "partly"}, {"verdict": "agrees"}])
-    '2 agrees, 1 partly'
+    >>> verdict_tally([{"verdict": "reproduced", "outcome": "success"}, {"verdict": "sign only", "outcome": "partial"},
+    ...                {"verdict": "reproduced", "outcome": "success"}])
+    '2 success, 1 partial'
     """
     counts: dict[str, int] = {}
     for r in rows:
         if r["verdict"] not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {r['verdict']!r}")
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    return ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts.get(v)) or "no verdict"
+        if r.get("outcome") not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, got {r.get('outcome')!r}")
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    return ", ".join(f"{counts[v]} {v}" for v in OUTCOMES if counts.get(v)) or "no verdict"
 
 
 def findings_markdown(experiments: Sequence[tuple[str, str, str, Sequence[dict[str, Any]]]],
@@ -106,12 +111,12 @@ def findings_markdown(experiments: Sequence[tuple[str, str, str, Sequence[dict[s
     the page's opening sentence). Every number is counted
     here from computed verdicts and statuses; nothing is typed.
 
-    >>> print(findings_markdown([("h-f-eff", "Data efficiency", "full", [{"verdict": "agrees"}])],
+    >>> print(findings_markdown([("h-f-eff", "Data efficiency", "full", [{"verdict": "reproduced", "outcome": "success"}])],
     ...                         {"proved": 2, "refuted": 1, "error": 0}))
-    - **{doc}`Data efficiency <h-f-eff>`** (full mode): 1 agrees
+    - **{doc}`Data efficiency <h-f-eff>`** (full mode): 1 success
     - **Theory**: 3 statements checked (1 refuted); see {doc}`the errata <errata>`
-    >>> findings_markdown([("h-f-mom", "Momentum", "paper", [{"verdict": "disagrees"}])], {}).splitlines()[0]
-    '- **{doc}`Momentum <h-f-mom>`** (paper scale): 1 disagrees'
+    >>> findings_markdown([("h-f-mom", "Momentum", "paper", [{"verdict": "not reproduced", "outcome": "failure"}])], {}).splitlines()[0]
+    '- **{doc}`Momentum <h-f-mom>`** (paper scale): 1 failure'
     """
     out = [f"- **{{doc}}`{label} <{eid}>`** ({'paper scale' if mode == 'paper' else mode + ' mode'}): "
            f"{verdict_tally(rows)}" for eid, label, mode, rows in experiments]
@@ -121,57 +126,82 @@ def findings_markdown(experiments: Sequence[tuple[str, str, str, Sequence[dict[s
     return "\n".join(out)
 
 
-#: the landing page's three counts (issue 33, item 7), by the reproduction report's ``scope``
-#: (:func:`dpcompanion.experiments.comparisons.reproduction.scope_of`)
-SCOPE_LABELS = {"paper scale": "At the paper's scale (or a printed number computed exactly)",
-                "reduced": "In runs smaller than the paper's, or on another setup",
-                "own code": "Checks of our own code (not claims of either paper)"}
+#: the columns of the landing page's counts: the ``setup`` criterion, then our own code apart
+SCOPE_LABELS = {"paper's": "the paper's setup", "reduced": "its data and model, smaller",
+                "another": "another data set or model", "own code": "checks of our own code"}
 
 
 def scope_counts_markdown(rows: Iterable[dict[str, Any]]) -> str:
-    """The verdict counts split three ways (:data:`SCOPE_LABELS`): rows at the paper's scale,
-    rows of reduced runs, and checks of our own code, which are never counted as the paper's
-    claims agreeing.
+    """Every row counted by outcome and setup (:func:`~dpcompanion.experiments.comparisons.reproduction.outcome_counts`),
+    as a Markdown table: one line per outcome, one column per setup (:data:`SCOPE_LABELS`);
+    checks of our own code apart, never counted as the paper's claims.
 
-    >>> print(scope_counts_markdown([{"verdict": "agrees", "scope": "own code"},
-    ...                              {"verdict": "disagrees", "scope": "paper scale"}]))
-    - **At the paper's scale (or a printed number computed exactly)**: 1 rows: 1 disagrees
-    - **Checks of our own code (not claims of either paper)**: 1 rows: 1 agrees
+    >>> print(scope_counts_markdown([{"outcome": "success", "setup": "paper's", "rule": "a/b", "paper": "p"},
+    ...                              {"outcome": "failure", "setup": "another", "rule": "a/b", "paper": "p"}]))
+    | outcome | the paper's setup | another data set or model | all |
+    | --- | --- | --- | --- |
+    | success | 1 | 0 | 1 |
+    | failure | 0 | 1 | 1 |
     """
-    rows = list(rows)
-    out = []
-    for scope, label in SCOPE_LABELS.items():
-        mine = [r for r in rows if r.get("scope") == scope]
-        if mine:
-            out.append(f"- **{label}**: {len(mine)} rows: {verdict_tally(mine)}")
+    c = reproduction.outcome_counts(rows)
+    cols = [k for k in SCOPE_LABELS if any(k in by for by in c.values())]
+    out = ["| outcome | " + " | ".join(SCOPE_LABELS[k] for k in cols) + " | all |",
+           "| --- | " + " | ".join("---" for _ in cols) + " | --- |"]
+    for o, by in c.items():
+        out.append(f"| {o} | " + " | ".join(str(by.get(k, 0)) for k in cols) + f" | {sum(by.values())} |")
     return "\n".join(out)
+
+
+def _lean(row: dict) -> str:
+    """Which way a trend row's estimate leans, with its interval, in words."""
+    o = row["ours"]
+    f = 100.0 if row["rule"].endswith("/acc") else 1.0
+    unit = " points" if f == 100.0 else ""
+    side = "toward the claim" if o["estimate"] > 0 else "against it"
+    clear = (" (its interval excludes zero)" if o["ci_low"] > 0 or o["ci_high"] < 0 else
+             " (its 95% CI crosses zero)")
+    return (f"{f * o['estimate']:+.2g}{unit} per doubling of N (95% CI {f * o['ci_low']:+.2g} to "
+            f"{f * o['ci_high']:+.2g}), leaning {side}{clear}")
+
+
+def _at_n(rows: list[dict], rule: str) -> list[tuple[int, float]]:
+    at = [(int(re.search(r"N = (\d+)", r["item"]).group(1)), r["ours"]["estimate"]) for r in rows
+          if r.get("rule") == rule and r["ours"].get("estimate") is not None and re.search(r"N = (\d+)", r["item"])]
+    return sorted(at)
 
 
 def title_claim_sentence(rows: Iterable[dict[str, Any]], *, at_largest_n: bool = True) -> str:
     """One sentence that answers the title claim of Hong et al. (a dynamic budget makes private
-    training more data efficient: "as the training size increases, exp outperforms uni"),
-    from H-F-EFF's trend rows in the reproduction report (the slope of exp's gain over uni per
-    doubling of N, at the paper's scale) and, with ``at_largest_n``, its row at the largest N
-    (the landing page leaves it out, to keep its first screen). Empty when the report has no
-    trend row within the paper's search range."""
+    training more data efficient: "as the training size increases, exp outperforms uni") on
+    both its halves, the final training loss and the test accuracy: from H-F-EFF's trend rows
+    (exp's gain over uni per doubling of N, which way each estimate leans and whether its
+    interval crosses zero), its outcomes (``supported`` only when both are a success,
+    ``contradicted`` when one is a failure, else ``not shown``), and exp's gain at the smallest
+    and the largest N of each half. With ``at_largest_n`` False the gains by N are left out.
+    Empty when the report has no trend row within the paper's search range."""
     rows = [r for r in rows if r.get("page") == "h-f-eff"]
     trend = {r["rule"]: r for r in rows if r.get("rule") in ("h-f-eff/acc", "h-f-eff/loss")
              and "beyond" not in str(r.get("item", ""))}
     if set(trend) != {"h-f-eff/acc", "h-f-eff/loss"}:
         return ""
     acc, loss = trend["h-f-eff/acc"], trend["h-f-eff/loss"]
-    verdicts = {acc["verdict"], loss["verdict"]}
-    answer = ("supported" if verdicts == {"agrees"} else "contradicted" if "disagrees" in verdicts
-              else "not shown")
-    o = acc["ours"]
-    at = [r for r in rows if r.get("rule") == "h-f-eff/acc-at-N"]
-    last = max(at, key=lambda r: int(re.search(r"N = (\d+)", r["item"]).group(1))) if at else None
-    scale = "at the paper's scale" if acc.get("at_paper_scale") else "in runs smaller than the paper's"
+    outcomes = {acc["outcome"], loss["outcome"]}
+    answer = ("supported" if outcomes == {"success"} else "contradicted" if "failure" in outcomes else "not shown")
+    scale = "at the paper's scale" if acc.get("setup") == "paper's" else "in runs smaller than the paper's"
+    both = ("both estimates lean against it" if acc["ours"]["estimate"] < 0 and loss["ours"]["estimate"] < 0 else
+            "both estimates lean toward it" if acc["ours"]["estimate"] > 0 and loss["ours"]["estimate"] > 0 else
+            "the two halves lean different ways")
     tail = ""
-    if at_largest_n and last is not None and last["ours"].get("estimate") is not None:
-        e = 100 * last["ours"]["estimate"]
-        n = re.search(r"N = (\d+)", last["item"]).group(1)
-        tail = f"; at N = {n}, exp's test accuracy is {abs(e):.2g} points {'above' if e >= 0 else 'below'} uni's"
-    return (f"**The title claim**, that the dynamic schedule exp outperforms the uniform one as the training size "
-            f"increases, is **{answer}** {scale}: per doubling of N, exp's gain in test accuracy changes by "
-            f"{100 * o['estimate']:+.2g} points (95% CI {100 * o['ci_low']:+.2g} to {100 * o['ci_high']:+.2g}){tail}.")
+    if at_largest_n:
+        parts = []
+        for rule, what, f, unit in (("h-f-eff/loss-at-N", "training loss", 1.0, ""),
+                                    ("h-f-eff/acc-at-N", "test accuracy", 100.0, " points")):
+            at = _at_n(rows, rule)
+            if at:
+                ahead = all(e > 0 for _, e in at)
+                parts.append(f"in {what} exp is {'ahead at every N' if ahead else 'not ahead at every N'}, its gain "
+                             f"{f * at[0][1]:+.2g}{unit} at N = {at[0][0]} and {f * at[-1][1]:+.2g}{unit} at N = {at[-1][0]}")
+        tail = ("; " + "; ".join(parts)) if parts else ""
+    return (f"**The title claim**, that the dynamic schedule exp outperforms the uniform one more as the training size "
+            f"increases, is **{answer}** {scale} ({both}): exp's gain in final training loss changes by {_lean(loss)}; "
+            f"its gain in test accuracy by {_lean(acc)}{tail}.")

@@ -122,8 +122,8 @@ def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str 
     tuning list, whose protocol caps the verdict (:func:`tuning_cap`).
 
     >>> r = compare("h-f-curv/sharp-vs-flat", sizes_match=True, sharp=1.0, sharp_se=0.1, flat=0.5, flat_se=0.1)
-    >>> r["verdict"], r["rule"], round(r["stats"]["ci_low"], 3)
-    ('agrees', 'h-f-curv/sharp-vs-flat', 0.223)
+    >>> r["verdict"], r["outcome"], r["judge_verdict"], round(r["stats"]["ci_low"], 3)
+    ('reproduced', 'success', 'agrees', 0.223)
     >>> compare("h-f-curv/sharp-vs-flat", sizes_match=False, sizes_note="N 10 vs 1000", sharp=1.0, sharp_se=0.1,
     ...         flat=0.5, flat_se=0.1)["note"].split(".")[0]
     'not compared (sizes differ): N 10 vs 1000'

@@ -49,14 +49,17 @@ from typing import Any, Iterable
 
 from dpcompanion.core import outputs
 from dpcompanion.experiments import base, comparisons, scale_tables as scale_mod, store
-from dpcompanion.experiments.comparisons import theory, wu_rules
+from dpcompanion.experiments.comparisons import outcome, theory, wu_rules
+from dpcompanion.experiments.comparisons.outcome import OWN_CODE_RULES
+from dpcompanion.experiments.comparisons.rows import decided
 from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
-           "power_rows", "sentence", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "EFFECT_WORDS",
+           "power_rows", "sentence", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "outcome_counts", "setup_of",
+           "SETUP_RANK", "outcome_words", "SETUP_WORDS", "EFFECT_WORDS",
            "TREND_WORDS"]
 
-CSV_COLUMNS = ("page", "rule", "item", "verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
+CSV_COLUMNS = ("page", "rule", "item", "verdict", "outcome", *outcome.CRITERIA, "judge_verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
                "margin", "mde", "runs_needed", "runs_needed_cpu_s", "design", "stage", "comparable", "result_mode", "at_paper_scale", "scope", "sentence",
                "next_step", "scale", "tuning", "note")
 
@@ -102,22 +105,46 @@ def runs_needed_cpu_s(need: int | None, n: int | None, result_cpu_s: float | Non
     return (need - n) / n * float(result_cpu_s)
 
 
+#: the setups from the paper's down (a row's setup is the lowest its rule and its result give)
+SETUP_RANK = {"paper's": 0, "reduced": 1, "another": 2}
+
+
+def setup_of(comparable: str | None, *, mode: str | None, at_paper_scale: bool | None) -> str:
+    """The ``setup`` criterion (:mod:`.outcome`) of a row: ``another`` where only the direction
+    is comparable (another data set or model), ``paper's`` for a number computed at the
+    paper's parameters or a run at the paper's scale, else ``reduced``.
+
+    >>> setup_of("direction", mode="full", at_paper_scale=True), setup_of("size", mode="computed", at_paper_scale=None)
+    ('another', "paper's")
+    >>> setup_of("size", mode="full", at_paper_scale=False)
+    'reduced'
+    """
+    if comparable == "direction":
+        return "another"
+    return "paper's" if mode == "computed" or at_paper_scale else "reduced"
+
+
 def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result: dict, payload: Any = None,
          result_cpu_s: float | None = None, repeats_key: str | None = None) -> dict:
+    comparable = r.get("comparable") or scale_mod.comparability(page, scale)[0]
+    at_scale = scale_mod.at_paper_scale(scale) if scale else None
+    setup = setup_of(comparable, mode=result.get("mode"), at_paper_scale=at_scale)
+    if SETUP_RANK[setup] > SETUP_RANK[r.get("setup", "paper's")]:
+        r = decided(r, setup=setup)
     st = r.get("stats") or {}
     n = st.get("n") if st.get("n") is not None else _n_from_config(repeats_key, str(r["item"]), config)
     k = st.get("runs_factor")
     need = int(math.ceil(k * n)) if (r["verdict"] == "inconclusive" and k and n) else None
     out = {
-        "page": page, "rule": r.get("rule"), "item": str(r["item"]), "verdict": r["verdict"],
+        "page": page, "rule": r.get("rule"), "item": str(r["item"]), "verdict": r["verdict"], "outcome": r["outcome"],
+        **{k: r[k] for k in outcome.CRITERIA}, "judge_verdict": r.get("judge_verdict"),
         "paper": str(r["paper"]), "paper_value": st.get("paper_value"),
         "ours": {"estimate": st.get("estimate"), "ci_low": st.get("ci_low"), "ci_high": st.get("ci_high"), "n": n,
                  "se": st.get("se"), "text": str(r["ours"])},
         "margin": st.get("margin"), "margin_reason": r.get("margin_reason"), "mde": st.get("mde"), "runs_needed": need,
         "runs_needed_cpu_s": runs_needed_cpu_s(need, n, result_cpu_s),
         "design": r.get("design"), "stage": st.get("stage"),
-        "comparable": r.get("comparable") or scale_mod.comparability(page, scale)[0],
-        "scale": scale, "at_paper_scale": scale_mod.at_paper_scale(scale) if scale else None,
+        "comparable": comparable, "scale": scale, "at_paper_scale": at_scale,
         "tuning": list(tuning), "result": result, "note": str(r.get("note", "")),
     }
     if r.get("headline"):  # W-LADDER's top rung (issue 33, item 5)
@@ -135,11 +162,16 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
     res, mode, why = _pick(eid, compute=compute, seed=seed, device=device)
     if res is None:
         config = base.config_for(exp, "full", seed=seed)
-        return [{"page": eid, "rule": None, "item": f"{eid}: no fresh stored result", "verdict": "not comparable",
+        comparable = scale_mod.comparability(eid, scale_mod.scale_of(eid, config))[0]
+        none = dict(claim="none", paper_evidence="none", setup=setup_of(comparable, mode=None, at_paper_scale=None),
+                    sign="n/a", size="n/a", absence="n/a", check="n/a", cap="none")
+        word, out = outcome.decide(none)
+        return [{"page": eid, "rule": None, "item": f"{eid}: no fresh stored result", "verdict": word, "outcome": out,
+                 **none, "judge_verdict": None,
                  "paper": "", "paper_value": None,
                  "ours": {"estimate": None, "ci_low": None, "ci_high": None, "n": None, "text": ""},
                  "margin": None, "mde": None, "runs_needed": None, "runs_needed_cpu_s": None, "design": None, "stage": None,
-                 "comparable": scale_mod.comparability(eid, scale_mod.scale_of(eid, config))[0],
+                 "comparable": comparable,
                  "scale": scale_mod.scale_of(eid, config),
                  "at_paper_scale": None, "tuning": [],
                  "result": {"mode": None, "fresh": False, "digest": None, "path": None},
@@ -222,13 +254,6 @@ def report_rows(*, pages: Iterable[str] | None = None, compute: bool = False, se
 
 # ------------------------------------------------------------------------ one sentence per row (issue 33, item 7)
 
-#: rules that check our own code (a closed form against our trainer, a quantity true by our
-#: construction, the privacy audit of our trainers), not a claim of either paper: the landing
-#: page counts them apart from the paper's claims (:func:`scope_of`)
-OWN_CODE_RULES = frozenset({
-    "audit/claim", "audit/power", "h-f-curv/exact", "h-f-infl/retrained-vs-analytic", "h-x-eer/mc", "h-x-eer/mc-all",
-    "h-x-eer-breakdown/control", "h-x-eer-breakdown/clipped", "w-f1/same-epsilon", "w-f1/slower-decay", "w-f2/eta-T"})
-
 #: what a row's estimate is, in a reader's words, by rule: ``a`` and ``b`` the arms (the
 #: estimate is ``a`` better minus ``b``, so a positive estimate reads ``up``), ``what`` the
 #: quantity, ``unit`` and ``factor`` (stored fractions shown as percentage points), and what the
@@ -278,16 +303,55 @@ READABLE = (
     (r"\bsynthetic\b", "synthetic data"), (r"^(pgd|momentum|psgd|adp): ", r"the \1 trainer: "),
     (r"\bpgd\b", "PGD"), (r"\bpsgd\b", "PSGD"), (r"\badp\b", "ADP-SGD"), (r"\bdp\b", "DP-SGD"),
 )
-#: the verdict, in a few words
-VERDICT_WORDS = {"agrees": "this agrees with the paper", "partly": "this agrees with the paper in part",
-                 "disagrees": "this disagrees with the paper", "inconclusive": "our runs do not decide it",
-                 "identity": "this holds by construction", "equivalent": "the difference lies within the margin of no "
-                 "practical difference", "not comparable": "not compared"}
+#: the setups in words (the ``setup`` criterion, :mod:`.outcome`)
+SETUP_WORDS = {"paper's": "the paper's setup", "reduced": "the paper's data and model at a smaller scale",
+               "another": "another data set or model than the paper's"}
 
 
-#: the verdict of a check of our own code, in a few words
-OWN_CODE_WORDS = {"agrees": "the check passes", "partly": "the check passes in part", "disagrees": "the check fails",
-                  "identity": "this holds by construction"}
+def outcome_words(row: dict) -> str:
+    """A row's word (``verdict``) in a few words, with the criteria that decided it (the
+    ``paper_evidence``, ``setup``, ``sign``, ``size``, ``absence`` of :mod:`.outcome`).
+
+    >>> outcome_words(dict(verdict="sign only", claim="effect", setup="another", size="not testable", sign="paper's side"))
+    "sign only: ours is on the paper's side of zero; the paper's size is not testable in another data set or model than the paper's"
+    >>> outcome_words(dict(verdict="not reproduced", claim="effect", absence="shown", sign="neither", size="n/a"))
+    'not reproduced: TOST puts our effect within its margin of zero, where the paper claims an effect'
+    """
+    v, size, setup = row.get("verdict"), row.get("size"), row.get("setup")
+    if v == "sign only":
+        if size in ("smaller", "larger"):
+            why = f"our interval rules out the paper's printed size (ours is {size})"
+        elif size == "not testable":
+            why = f"the paper's size is not testable in {SETUP_WORDS.get(setup, setup)}"
+        elif setup != "paper's":
+            why = f"in {SETUP_WORDS.get(setup, setup)}"
+        else:
+            why = "the tuning protocol caps it"
+        return f"sign only: ours is on the paper's side of zero; {why}"
+    if v == "not reproduced":
+        if row.get("sign") == "other side":
+            return "not reproduced: ours lies on the other side of zero"
+        if row.get("absence") == "shown":
+            return "not reproduced: TOST puts our effect within its margin of zero, where the paper claims an effect"
+        if row.get("claim") == "effect":
+            return "not reproduced: our interval includes zero and rules out the paper's printed size"
+        if row.get("claim") == "value":
+            return "not reproduced: ours differs from the printed value by more than the tolerance"
+        return "not reproduced: the rule's check fails"
+    if v == "not judged":
+        ev = row.get("paper_evidence")
+        if ev == "within noise":
+            return "not judged: the paper's own printed gap lies within twice its printed standard error"
+        if ev == "at chance":
+            return "not judged: an arm of the paper's printed cell is not above chance"
+        if ev == "no spread":
+            return "not judged: the paper prints no spread for this gap"
+        return "not judged"
+    if v == "reproduced":
+        return "reproduced" + (": sign and size, in the paper's setup" if size == "compatible" else
+                               ", in the paper's setup" if row.get("claim") == "effect" else "")
+    return {"inconclusive": "our runs do not decide it", "equivalent": "equivalent: no difference of practical size, "
+            "as the paper states", "holds by construction": "this holds by construction"}.get(v, v)
 
 
 def readable(text: str) -> str:
@@ -373,7 +437,7 @@ def _why_not(row: dict) -> str:
                                                       if nxt else "")
     if "no fresh stored result" in str(row.get("item", "")):
         return "no stored result to judge"
-    if row.get("verdict") == "not comparable":
+    if row.get("claim") == "none":
         return "what we measure is not the quantity the paper reports"
     return ""
 
@@ -409,13 +473,13 @@ def sentence(row: dict) -> str:
     rule, v, o = row.get("rule") or "", row["verdict"], row.get("ours") or {}
     est, lo, hi = o.get("estimate"), o.get("ci_low"), o.get("ci_high")
     scale, why = _scale_words(row), _why_not(row)
-    verdict = (OWN_CODE_WORDS if scope_of(row) == "own code" else VERDICT_WORDS).get(v, VERDICT_WORDS.get(v, v))
-    if v == "not comparable" and why:
-        verdict = f"not compared: {why}"
-    elif v == "partly" and why:
+    verdict = outcome_words(row)
+    if v == "not judged" and why and row.get("paper_evidence") not in ("within noise", "at chance", "no spread"):
+        verdict = f"not judged: {why}"
+    elif row.get("outcome") == "partial" and why:
         verdict += f" ({why})"
     bounded = _stated_edges(row)
-    if bounded and v != "not comparable":
+    if bounded and v != "not judged":
         verdict += f"; {bounded}"
     has_ci = est is not None and lo is not None and hi is not None and lo != hi
     pv = row.get("paper_value")
@@ -543,9 +607,24 @@ def counts(rows: Iterable[dict]) -> dict[str, int]:
     return dict(sorted(Counter(r["verdict"] for r in rows).items()))
 
 
+def outcome_counts(rows: Iterable[dict]) -> dict[str, dict[str, int]]:
+    """Outcome -> setup -> number of rows, outcomes in the order of :data:`.outcome.OUTCOMES`
+    and setups from the paper's down; rows of our own code counted under ``own code`` in
+    place of a setup (:func:`scope_of`).
+
+    >>> outcome_counts([dict(outcome="success", setup="another", rule="x/y", paper="p")])
+    {'success': {'another': 1}}
+    """
+    c = Counter((r["outcome"], "own code" if scope_of(r) == "own code" else r["setup"]) for r in rows)
+    order = list(SETUP_RANK) + ["own code"]
+    return {o: {s: c[(o, s)] for s in order if c[(o, s)]} for o in outcome.OUTCOMES if any(c[(o, s)] for s in order)}
+
+
 def _flat(r: dict) -> dict:
     o = r["ours"]
-    return {"page": r["page"], "rule": r["rule"] or "", "item": r["item"], "verdict": r["verdict"], "paper": r["paper"],
+    return {"page": r["page"], "rule": r["rule"] or "", "item": r["item"], "verdict": r["verdict"],
+            "outcome": r["outcome"], **{k: r[k] for k in outcome.CRITERIA}, "judge_verdict": r.get("judge_verdict"),
+            "paper": r["paper"],
             "paper_value": r["paper_value"], "estimate": o["estimate"], "ci_low": o["ci_low"], "ci_high": o["ci_high"],
             "n": o["n"], "margin": r["margin"], "mde": r["mde"], "runs_needed": r["runs_needed"],
             "runs_needed_cpu_s": r.get("runs_needed_cpu_s"),

@@ -9,15 +9,17 @@ read from the :class:`~.rule.Rule` itself.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, VERDICTS, Judgement, Rule, with_margin
+from dpcompanion.experiments.comparisons import outcome
+from dpcompanion.experiments.comparisons.rule import JUDGE_WORDS, NOT_COMPARED, VERDICTS, Judgement, Rule
 from dpcompanion.experiments.protocols import wu_paper
 
-__all__ = ["tuning_cap", "tuning_for_row", "apply_tuning_cap", "row_of", "W_ACC_MARGIN", "W_PAPER_RUNS", "HEADLINE_N",
+__all__ = ["tuning_cap", "tuning_for_row", "apply_tuning_cap", "row_of", "decided", "CAP_OF", "VERDICTS", "W_ACC_MARGIN", "W_PAPER_RUNS", "HEADLINE_N",
            "W_SPREAD", "H_LOSS", "H_ACC", "TREND", "DIRECTION"]
 
 #: runs behind each of Wu et al.'s printed mean +- sd (W Sec. 6: "We repeat the experiments five times")
@@ -116,10 +118,6 @@ def tuning_cap(tuning: Any) -> tuple[str | None, str]:
     return None, ""
 
 
-_ORDER = {"agrees": 0, "identity": 0, "equivalent": 0, "partly": 1, "inconclusive": 2, "disagrees": 2,
-          "not comparable": 3}
-
-
 def tuning_for_row(row: dict, tuning: Any) -> list:
     """The tuning records behind ``row``: those of its setting (``beyond`` when the row's item
     says it is beyond the paper's grid, else ``paper``; records without a setting count for
@@ -144,51 +142,86 @@ def tuning_for_row(row: dict, tuning: Any) -> list:
     return mine or recs
 
 
+#: the ``cap`` criterion (:mod:`.outcome`) of a tuning protocol's cap (:func:`tuning_cap`)
+CAP_OF = {None: "none", "partly": "tuning: at most partial", "not comparable": "tuning: not judged"}
+#: how severe each cap is (a cap never lowers another)
+_CAP_RANK = {"none": 0, "tuning: at most partial": 1, "tuning: not judged": 2, "sizes differ": 3}
+
+
+def decided(row: dict, **criteria: str) -> dict:
+    """``row`` with ``criteria`` replaced (:data:`.outcome.CRITERIA`) and its word (``verdict``)
+    and ``outcome`` decided again by the one table (:func:`.outcome.decide`). A lower ``setup``
+    than the row's (``reduced`` or ``another`` for ``paper's``) makes the paper's size of an
+    effect ``not testable``.
+
+    >>> r = decided({k: v[0] for k, v in outcome.CRITERIA.items()}, claim="effect", paper_evidence="clear",
+    ...             sign="paper's side", size="compatible", absence="not shown", check="n/a")
+    >>> r["verdict"], r["outcome"], decided(r, setup="another")["verdict"], decided(r, setup="another")["size"]
+    ('reproduced', 'success', 'sign only', 'not testable')
+    """
+    out = {**row, **criteria}
+    if out.get("claim") == "effect" and out.get("setup") != "paper's" and out.get("size") in ("compatible", "smaller",
+                                                                                                  "larger"):
+        out["size"] = "not testable"
+    out["verdict"], out["outcome"] = outcome.decide({k: out[k] for k in outcome.CRITERIA})
+    return out
+
+
 def apply_tuning_cap(row: dict, tuning: Any) -> dict:
-    """``row`` with its verdict capped by :func:`tuning_cap` over the records behind it
-    (:func:`tuning_for_row`; a cap never raises a verdict; idempotent), the reason prepended
-    to its note."""
+    """``row`` with its ``cap`` criterion raised by :func:`tuning_cap` over the records behind it
+    (:func:`tuning_for_row`; a cap never lowers another; idempotent), the reason prepended to its
+    note, and its word and outcome decided again (:func:`decided`)."""
     cap, why = tuning_cap(tuning_for_row(row, tuning))
-    v = row["verdict"]
-    if cap is None or _ORDER[cap] <= _ORDER.get(v, 3) or (cap == "partly" and v != "agrees"):
+    c = CAP_OF[cap]
+    if _CAP_RANK[c] <= _CAP_RANK.get(row.get("cap", "none"), 0):
         return row
-    return {**row, "verdict": cap, "note": f"{why}: capped at '{cap}' (the rule gave '{v}'). {row.get('note', '')}"}
+    new = decided(row, cap=c)
+    return {**new, "note": f"{why}: capped ({c}; the row would read '{row['verdict']}'). {row.get('note', '')}"}
 
 
 def row_of(r: Rule, *, sizes_match: bool, sizes_note: str = "", item: str | None = None,
-           tuning: Any = None, **measured: Any) -> dict[str, str]:
+           tuning: Any = None, setup: str | None = None, **measured: Any) -> dict[str, str]:
     """One paper-vs-ours row for the rule ``r`` (:func:`dpcompanion.experiments.comparisons.compare`
-    looks a rule up by its id and calls this). ``sizes_match=False``: not judged (verdict
-    ``not comparable``, note ``not compared (sizes differ): <sizes_note>``), though our
-    numbers are still shown. ``tuning``: the payload's tuning list, whose protocol caps the
-    verdict (:func:`tuning_cap`: an ``agrees`` becomes ``partly`` on unequal grids; any verdict
-    becomes ``not comparable`` at an unstated grid edge or with shared tuning/report seeds).
+    looks a rule up by its id and calls this): the judge's :class:`~.rule.Judgement`, its criteria
+    (:func:`.outcome.criteria_of`: claim, the paper's evidence, setup, sign, size, absence, the
+    judge's own check, the protocol's cap), stored in the row one by one, and the word and
+    outcome the declared table gives them (:func:`.outcome.decide`). ``setup``: the row's
+    (default ``another`` where the rule compares the direction alone, else ``paper's``; the
+    reproduction report lowers it where the result's scale is smaller). ``sizes_match=False``:
+    not judged (cap ``sizes differ``, note ``not compared (sizes differ): <sizes_note>``),
+    though our numbers are still shown. ``tuning``: the payload's tuning list, whose protocol
+    caps the row (:func:`tuning_cap`).
     """
     rule_id = r.id
     judgement = r.judge(rule=r, **measured) if r.takes_rule else r.judge(**measured)
     if not isinstance(judgement, Judgement):
         raise TypeError(f"rule {rule_id}'s judge must return a Judgement, got {type(judgement).__name__}")
+    if judgement.verdict not in JUDGE_WORDS:
+        raise RuntimeError(f"rule {rule_id} said {judgement.verdict!r}, not one of {JUDGE_WORDS}")
+    if not r.judged and judgement.verdict != "not comparable":
+        raise RuntimeError(f"rule {rule_id} is never judged but its judge said {judgement.verdict!r}")
     margin = r.margin
-    if margin is not None and margin.value is not None and margin.applied_by == "row":
-        # the declared practical margin (issue 33, item 4): equivalent / never disagrees inside it
-        judgement = with_margin(judgement, margin.value)
-    verdict, note, ours = judgement.verdict, judgement.row_note, judgement.ours
+    if (margin is not None and margin.value is not None and margin.applied_by == "row" and judgement.kind == "effect"
+            and judgement.margin is None):
+        judgement = dataclasses.replace(judgement, margin=float(margin.value))
+    comparable = r.comparable[0] if r.comparable is not None else judgement.comparable
+    if setup is None:
+        setup = "another" if comparable == "direction" else "paper's"
+    crit = outcome.criteria_of(r, judgement, setup=setup, cap="none" if sizes_match else "sizes differ",
+                               item=str(item or r.item))
+    note, ours = judgement.row_note, judgement.ours
+    if crit["absence"] != "n/a":
+        note += (f"; TOST: our effect {'lies' if crit['absence'] == 'shown' else 'is not shown to lie'} within "
+                 f"+-{judgement.margin:.3g} of zero")
     paper = judgement.printed if judgement.printed is not None else r.paper
-    if verdict not in VERDICTS:
-        raise RuntimeError(f"rule {rule_id} said {verdict!r}, not one of {VERDICTS}")
-    if not r.judged and verdict != "not comparable":
-        raise RuntimeError(f"rule {rule_id} is never judged but its judge said {verdict!r}")
-    row = {"item": item or r.item, "paper": paper, "ours": ours, "verdict": verdict,
-           "note": f"{note}. Tolerance: {r.tolerance}", "rule": rule_id,
-           "stats": judgement.stats(),
+    row = {"item": item or r.item, "paper": paper, "ours": ours, "judge_verdict": judgement.verdict,
+           "note": f"{note}. Tolerance: {r.tolerance}", "rule": rule_id, "stats": judgement.stats(),
            "design": r.design_name, "margin_reason": margin.reason if margin is not None else None}
     if r.comparable is not None:
         row["comparable"] = r.comparable[0]
+    row = decided(row, **crit)
     row = apply_tuning_cap(row, tuning)
     if not sizes_match:
-        row["verdict"] = "not comparable"
         head = f"{NOT_COMPARED}: {sizes_note}" if sizes_note else NOT_COMPARED
-        row["note"] = f"{head}. At our sizes the rule would give '{verdict}' ({note})"
+        row["note"] = f"{head}. At our sizes the rule's own test gives '{judgement.verdict}' ({note})"
     return row
-
-

@@ -25,18 +25,24 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-__all__ = ["VERDICTS", "Z", "NOT_COMPARED", "Rule", "Margin", "Case", "zscore", "fmt_z", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
+from dpcompanion.experiments.comparisons import outcome as _outcome
+
+__all__ = ["VERDICTS", "JUDGE_WORDS", "Z", "NOT_COMPARED", "Rule", "Margin", "Case", "zscore", "fmt_z", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
            "judge_effect", "judge_equivalence", "judge_identity", "judge_exact", "mde", "welch_df", "mean_se_df",
            "DESIGNS", "COMPARABLE", "Estimate", "estimate_effect", "direction_verdict", "TOST_ALPHA", "Tost", "tost",
            "with_margin", "critical_value"]
 
-#: every verdict word a judge may give: how a number we measured compares with the one a paper
+#: every word a judge may give (its ``check``, :mod:`.outcome`): how a number we measured compares with the one a paper
 #: printed (or, on the pages that check our own code, with the claim under test). ``equivalent``
 #: (issue 33, item 4): TOST puts the effect inside the row's practical margin
 #: (the rule's :class:`Margin`), an effect too small to matter. Not the claims registry's statuses
 #: (:data:`dpcompanion.claims.registry.STATUSES`: proved, refuted, ...), which say how a
 #: *claim* was checked; the two vocabularies are kept apart on purpose (issue 32, item 3).
-VERDICTS = ("agrees", "partly", "equivalent", "disagrees", "inconclusive", "identity", "not comparable")
+JUDGE_WORDS = ("agrees", "partly", "equivalent", "disagrees", "inconclusive", "identity", "not comparable")
+
+#: the words a row shows: not a judge's own word but the one the declared table of
+#: :mod:`.outcome` gives the row's criteria (:data:`.outcome.VERDICTS`)
+VERDICTS = _outcome.VERDICTS
 
 #: z-score at which a difference counts as significant (two-sided ~5 %)
 Z = 2.0
@@ -216,6 +222,10 @@ class Judgement:
     ours: str = ""
     printed: str | None = None
     remark: str = ""
+    #: the paper's own evidence for the printed effect, where the judge knows more than the
+    #: printed value and its se (both arms above chance): a value of
+    #: :data:`.outcome.CRITERIA` ``["paper_evidence"]``, None to derive it (:func:`.outcome.criteria_of`)
+    evidence: str | None = None
 
     def for_row(self, ours: str, *, remark: str = "", printed: str | None = None) -> Judgement:
         """This judgement with what its row shows: ``ours`` (the "ours" column), the rule's
@@ -730,21 +740,21 @@ def judge_equivalence(estimate: float, se: float, *, margin: float, df: float | 
         raise ValueError(f"margin must be > 0, got {margin!r}")
     if not (math.isfinite(estimate) and math.isfinite(se) and se >= 0):
         return Judgement("not comparable", "no standard error: fewer than 2 runs", estimate=estimate, se=se, n=n,
-                         margin=margin)
+                         margin=margin, kind="equivalence")
     a = TOST_ALPHA if tost_alpha is None else float(tost_alpha)
     c90, c95 = critical_value(df, 1 - 2 * a), critical_value(df, LEVEL if level is None else float(level))
     lo, hi = estimate - c95 * se, estimate + c95 * se
-    base = dict(estimate=estimate, se=se, ci_low=lo, ci_high=hi, n=n, margin=margin, mde=mde(se, df) if se else 0.0)
+    base = dict(estimate=estimate, se=se, ci_low=lo, ci_high=hi, n=n, margin=margin, mde=mde(se, df) if se else 0.0, df=df)
     ci = f"ours {estimate:.3g}, {interval or '95% CI'} [{lo:.3g}, {hi:.3g}]"
     if -margin <= estimate - c90 * se and estimate + c90 * se <= margin:
         return Judgement("agrees", f"{ci}; TOST: the {100 * (1 - 2 * a):.3g}% interval lies within +-{margin:.3g}: "
-                         "equivalent", **base)
+                         "equivalent", **base, kind="equivalence")
     if lo > margin or hi < -margin:
-        return Judgement("disagrees", f"{ci}: a difference beyond the smallest effect of interest {margin:.3g}", **base)
+        return Judgement("disagrees", f"{ci}: a difference beyond the smallest effect of interest {margin:.3g}", **base, kind="equivalence")
     k = equivalence_runs_factor(estimate, se, margin=margin, df=df, alpha=a)
     return Judgement("inconclusive", f"{ci}: neither within nor beyond +-{margin:.3g}; "
                      f"{_more_runs(k, n, 'show equivalence were the true difference our estimate')}",
-                     runs_factor=k, **base)
+                     runs_factor=k, **base, kind="equivalence")
 
 
 def judge_identity(why: str, *, holds: bool = True) -> Judgement:
@@ -774,4 +784,4 @@ def judge_exact(ours: float, target: float, *, rtol: float = 0.0, atol: float = 
     ok = abs(ours - target) <= tol + 1e-15 * max(1.0, abs(target))
     note = f"|ours - target| = {abs(ours - target):.3g} {'<=' if ok else '>'} tolerance {tol:.3g}" + (f" ({what})" if what else "")
     return Judgement("agrees" if ok else "disagrees", note, estimate=ours, ci_low=ours, ci_high=ours, paper=target,
-                     margin=tol, se=0.0, ratio=ours / target if target else None)
+                     margin=tol, se=0.0, ratio=ours / target if target else None, kind="exact")

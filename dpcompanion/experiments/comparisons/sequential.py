@@ -127,6 +127,10 @@ class Plan:
     reason: str = ""
     #: what is counted at a look: "seeds" (paired runs of two arms) or "repeats"
     unit: str = "seeds"
+    #: whether the looks were really taken between batches of runs (each batch judged before
+    #: the next was run). False (no record of a look taken): every run was in one batch, so no
+    #: boundary applies and the row is judged on all its runs at the fixed level (:func:`judge_sequential`)
+    interim_looks: bool = False
 
     def __post_init__(self):
         if len(self.looks) < 1 or any(int(n) != n or n < 2 for n in self.looks) or list(self.looks) != sorted(set(self.looks)):
@@ -162,10 +166,12 @@ class Look:
     z: float
     level: float
     tost_alpha: float
+    #: a single look at every run, at the fixed level (the plan's looks were never taken)
+    fixed: bool = False
 
     @property
     def label(self) -> str:
-        return f"look {self.k} of {self.K}"
+        return "all runs, fixed level (no interim look was taken)" if self.fixed else f"look {self.k} of {self.K}"
 
 
 def looks_of(plan: Plan, n_available: int) -> list[Look]:
@@ -189,7 +195,19 @@ def judge_sequential(plan: Plan, n_available: int, judge_at: Callable[[Look], "o
     (:data:`DECIDED`); ``judge_at(look)`` returns a :class:`~.rule.Judgement` computed from the
     first ``look.n`` seeds at the look's levels. Returns ``(judgement, look, per_look)``: the
     deciding (or last) look's, and the verdict at every look taken. None when no look is
-    reached (fewer seeds than the first look)."""
+    reached (fewer seeds than the first look).
+
+    A plan whose looks were never taken between batches (``plan.interim_looks`` False) has no
+    boundary to apply: one look at all ``n_available`` runs, at the fixed 95% level and TOST at 5%.
+    """
+    if not plan.interim_looks:
+        from dpcompanion.experiments.comparisons.rule import LEVEL, TOST_ALPHA, critical_value
+
+        if n_available < 2:
+            return None
+        look = Look(k=1, K=1, n=int(n_available), z=critical_value(None), level=LEVEL, tost_alpha=TOST_ALPHA, fixed=True)
+        j = judge_at(look)
+        return j, look, [(look.n, j.verdict)]
     taken = []
     for look in looks_of(plan, n_available):
         j = judge_at(look)

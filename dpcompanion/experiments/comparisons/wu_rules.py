@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from dpcompanion.experiments.comparisons import readings as rd
+from dpcompanion.experiments.comparisons.outcome import EVIDENCE_Z, evidence_of
 from dpcompanion.experiments.comparisons.pooling import pool_random_effects
 from dpcompanion.experiments.comparisons.rows import HEADLINE_N, W_ACC_MARGIN, W_PAPER_RUNS, W_SPREAD, row_of
 from dpcompanion.experiments.comparisons.rule import (Case, Judgement, Margin, Rule, estimate_effect, judge_effect,
@@ -128,7 +129,9 @@ def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float],
     if len(adp) < 2 or len(dp) < 2:
         return Judgement("not comparable", "fewer than 2 seeds: no spread to judge by", ours=ours, printed=paper)
     comparable = rule.comparable_name
-    if plan is not None and min(len(adp), len(dp)) >= plan.looks[0]:
+    above = all(arm - EVIDENCE_Z * sd / math.sqrt(PAPER_RUNS) > W_CHANCE for arm, sd in ((pa, psa), (pd, psd)))
+    evidence = evidence_of(g_p, se_p, above)
+    if plan is not None and plan.interim_looks and min(len(adp), len(dp)) >= plan.looks[0]:
         m = rule.margin
 
         def at(look):
@@ -139,12 +142,29 @@ def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float],
                                 interval=f"repeated 95% CI ({look.label}, {look.n} seeds)")
 
         j, look, taken = judge_sequential(plan, min(len(adp), len(dp)), at)
-        j = dataclasses.replace(j, stage=f"{look.label}, {look.n} seeds", looks=tuple(taken))
+        j = dataclasses.replace(j, stage=f"{look.label}, {look.n} seeds", looks=tuple(taken), evidence=evidence)
         ours = f"{j.estimate:+.2f} ± {j.se:.2f} points ({look.n} + {look.n} seeds, {design}; {look.label})"
         return j.for_row(ours, remark=f"; {_looks_note(plan, taken)}", printed=paper)
     j = judge_effect(e.estimate, e.se, paper=g_p, paper_se=se_p, direction=+1, df=e.df, n=e.n, design=design,
                      comparable=comparable)
-    return j.for_row(ours, printed=paper)
+    j = dataclasses.replace(j, evidence=evidence)
+    return j.for_row(ours, printed=paper, remark=_evidence_remark(evidence, g_p, se_p, pa, pd))
+
+
+#: chance accuracy (%) of the paper's CIFAR-10 (10 classes): an arm whose printed mean is not
+#: :data:`~.outcome.EVIDENCE_Z` printed standard errors above it sits at chance
+W_CHANCE = 100.0 / 10
+
+
+def _evidence_remark(evidence: str, gap: float, se: float, adp: float, dp: float) -> str:
+    """What the paper's own printed cell shows (the ``paper_evidence`` criterion), in words."""
+    if evidence == "clear":
+        return f"; the paper's printed gap {gap:+.2f} is clear of zero (> {EVIDENCE_Z:g} printed se, {se:.2f})"
+    if evidence == "at chance":
+        return (f"; the paper's printed arms ({adp:.2f}% and {dp:.2f}%) are not both above chance ({W_CHANCE:g}%): "
+                "the cell is no claim to test by itself")
+    return (f"; the paper's printed gap {gap:+.2f} lies within {EVIDENCE_Z:g} printed se ({se:.2f}) of zero: the cell "
+            "is no claim to test by itself")
 
 
 #: the margin of every W gap (one cell) and of every pooled table gap (issue 33, item 4)
@@ -257,7 +277,8 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
     if rule.id == "w-t1245/table" and table in (2, 5):
         headline = (f"; the headline evidence for Table {table} is W-LADDER's top rung (N = {HEADLINE_N:,}, the "
                     "paper's N and steps), on its page")
-    use = [c for c in cells if c["verdict"] != "not comparable" and math.isfinite(float(c.get("se", math.nan)))
+    use = [c for c in cells if c["verdict"] != "not comparable" and c.get("paper_gap", 0.0) is not None
+           and math.isfinite(float(c.get("se", math.nan)))
            and math.isfinite(float(c["gap"]))]
     if not use:
         return Judgement("not comparable", f"cells: {counted}{headline}",
@@ -265,7 +286,7 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
     m = rule.margin
     design, comparable = rule.design_name, rule.comparable_name
     n_seeds = min((min(len(c.get("adp", ())), len(c.get("dp", ()))) for c in use), default=0)
-    if plan is not None and n_seeds >= plan.looks[0]:
+    if plan is not None and plan.interim_looks and n_seeds >= plan.looks[0]:
         pooled = {}
 
         def at(look):

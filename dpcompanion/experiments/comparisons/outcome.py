@@ -1,0 +1,262 @@
+"""A row's verdict as criteria first, then one word and one outcome from one declared table.
+
+Every row of the book (:func:`.rows.row_of`, :mod:`.reproduction`) computes, stores and shows
+separately (:data:`CRITERIA`, each with its allowed values):
+
+* ``claim``: what the paper's statement is: an ``effect`` (a direction, with or without a
+  printed size), ``no difference``, a printed ``value`` without sampling noise (a closed form,
+  an accountant), a ``check`` the rule decides itself (a shape, a count), an ``own check`` (our
+  own code, not a claim of the paper), a row true by ``construction``, or ``none`` (a row
+  shown but never judged: the quantities differ in kind, or there is no result);
+* ``paper_evidence``: is the paper's own printed effect clear of zero: ``clear`` (a spread is
+  printed and |gap| > 2 se, both arms above chance), ``within noise`` (|gap| <= 2 se),
+  ``at chance`` (an arm not above chance), ``no spread`` (a gap printed without its spread),
+  ``stated`` (a direction the text or a figure states, no number), ``exact`` (a printed value
+  without sampling noise), ``none`` (nothing of the paper's to weigh);
+* ``setup``: ``paper's`` (the paper's data, model and scale, or computed at its parameters),
+  ``reduced`` (the same data and model, smaller), ``another`` (another data set or model);
+* ``sign``: our interval excludes zero on the ``paper's side``, on the ``other side``, or
+  ``neither``; ``n/a`` for a row without an interval about a direction;
+* ``size``, where the paper printed one: ours ``compatible`` with it, ``smaller``, ``larger``
+  (the paper's size ruled out), ``not testable`` (another setup), ``none printed``; ``n/a``;
+* ``absence``: TOST puts our effect within its margin of zero (``shown``), ``not shown``, or
+  ``n/a`` (no margin, or no interval);
+* ``check``: the rule's own decision where it judges no interval (``pass``, ``part``, ``fail``,
+  ``undecided``; ``n/a`` for a row judged by the criteria above);
+* ``cap``: what the protocol caps: ``none``, ``tuning: at most partial`` (unequal searches),
+  ``tuning: not judged`` (an optimum at an unstated grid edge, or chosen on the reported seeds),
+  ``sizes differ`` (the rule's sizes are not ours).
+
+:data:`TABLE` maps these to the row's word (:data:`VERDICTS`) and its ``outcome``
+(:data:`OUTCOMES`): the first line that matches decides (:func:`decide`). Its principle: nothing
+a reader could take for success where the paper printed a size that we did not find, in a
+matching setup, or could not test; an absent effect against a claimed one is a failure to
+reproduce, never a kind of agreement. ``equivalent`` is the word only where the paper claims
+no difference.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+__all__ = ["CRITERIA", "OUTCOMES", "VERDICTS", "TABLE", "ANY", "decide", "table_markdown", "sign_of", "size_of",
+           "evidence_of", "OWN_CODE_RULES", "CHECK_OF", "claim_of", "criteria_of"]
+
+#: every criterion of a row and its allowed values
+CRITERIA: dict[str, tuple[str, ...]] = {
+    "claim": ("effect", "no difference", "value", "check", "own check", "construction", "none"),
+    "paper_evidence": ("clear", "within noise", "at chance", "no spread", "stated", "exact", "none"),
+    "setup": ("paper's", "reduced", "another"),
+    "sign": ("paper's side", "other side", "neither", "n/a"),
+    "size": ("compatible", "smaller", "larger", "not testable", "none printed", "n/a"),
+    "absence": ("shown", "not shown", "n/a"),
+    "check": ("pass", "part", "fail", "undecided", "n/a"),
+    "cap": ("none", "tuning: at most partial", "tuning: not judged", "sizes differ"),
+}
+
+#: every outcome, the one count of the book
+OUTCOMES = ("success", "partial", "failure", "undecided", "not judged")
+
+#: a wildcard in :data:`TABLE`
+ANY = None
+
+#: the one declared table: ``(conditions, word, outcome)``, the first line whose conditions all
+#: hold decides; a condition maps a criterion to the values it accepts (a criterion not named
+#: accepts any value)
+TABLE: tuple[tuple[Mapping[str, tuple[str, ...]], str, str], ...] = (
+    # nothing to judge
+    ({"claim": ("none",)}, "not judged", "not judged"),
+    ({"cap": ("sizes differ", "tuning: not judged")}, "not judged", "not judged"),
+    ({"claim": ("construction",), "check": ("pass", "part", "undecided", "n/a")}, "holds by construction", "not judged"),
+    ({"claim": ("construction",), "check": ("fail",)}, "check fails", "failure"),
+    # our own code
+    ({"claim": ("own check",), "check": ("pass",), "cap": ("none",)}, "check passes", "success"),
+    ({"claim": ("own check",), "check": ("pass", "part")}, "check passes in part", "partial"),
+    ({"claim": ("own check",), "check": ("fail",)}, "check fails", "failure"),
+    ({"claim": ("own check",)}, "inconclusive", "undecided"),
+    # an effect the paper claims: its own evidence first
+    ({"claim": ("effect",), "paper_evidence": ("within noise", "at chance", "no spread")}, "not judged", "not judged"),
+    ({"claim": ("effect",), "sign": ("other side",)}, "not reproduced", "failure"),
+    ({"claim": ("effect",), "absence": ("shown",)}, "not reproduced", "failure"),
+    ({"claim": ("effect",), "sign": ("neither", "n/a"), "size": ("smaller", "larger")}, "not reproduced", "failure"),
+    ({"claim": ("effect",), "sign": ("neither", "n/a")}, "inconclusive", "undecided"),
+    ({"claim": ("effect",), "sign": ("paper's side",), "setup": ("paper's",), "size": ("compatible", "none printed"),
+      "cap": ("none",)}, "reproduced", "success"),
+    ({"claim": ("effect",), "sign": ("paper's side",)}, "sign only", "partial"),
+    # a claim of no difference
+    ({"claim": ("no difference",), "absence": ("shown",), "setup": ("paper's",), "cap": ("none",)}, "equivalent",
+     "success"),
+    ({"claim": ("no difference",), "absence": ("shown",)}, "equivalent in part", "partial"),
+    ({"claim": ("no difference",), "check": ("fail",)}, "not reproduced", "failure"),
+    ({"claim": ("no difference",)}, "inconclusive", "undecided"),
+    # a printed value, or a check the rule decides
+    ({"claim": ("value",), "size": ("smaller", "larger")}, "not reproduced", "failure"),
+    ({"claim": ("value", "check"), "check": ("fail",)}, "not reproduced", "failure"),
+    ({"claim": ("value", "check"), "check": ("undecided",)}, "inconclusive", "undecided"),
+    ({"claim": ("value", "check"), "check": ("pass",), "setup": ("paper's",), "cap": ("none",)}, "reproduced",
+     "success"),
+    ({"claim": ("value", "check"), "check": ("pass", "part")}, "in part", "partial"),
+    ({"claim": ("value", "check"), "check": ("n/a",)}, "not judged", "not judged"),
+)
+
+#: every word a row may show, each with the one outcome the table gives it
+VERDICTS: tuple[str, ...] = tuple(dict.fromkeys(w for _, w, _ in TABLE))
+
+
+def decide(criteria: Mapping[str, str]) -> tuple[str, str]:
+    """``(word, outcome)`` of a row's ``criteria`` by :data:`TABLE` (the first line that matches);
+    ValueError for a criterion missing or a value not allowed, RuntimeError if no line matches.
+
+    >>> base = dict(claim="effect", paper_evidence="clear", setup="another", sign="paper's side",
+    ...             size="not testable", absence="not shown", check="n/a", cap="none")
+    >>> decide(base)
+    ('sign only', 'partial')
+    >>> decide({**base, "setup": "paper's", "size": "compatible"})
+    ('reproduced', 'success')
+    >>> decide({**base, "sign": "neither", "absence": "shown"})
+    ('not reproduced', 'failure')
+    >>> decide({**base, "paper_evidence": "within noise"})
+    ('not judged', 'not judged')
+    """
+    for k, allowed in CRITERIA.items():
+        if k not in criteria:
+            raise ValueError(f"criteria must name {k}, got {sorted(criteria)}")
+        if criteria[k] not in allowed:
+            raise ValueError(f"{k} must be one of {', '.join(allowed)}, got {criteria[k]!r}")
+    for cond, word, outcome in TABLE:
+        if all(criteria[k] in v for k, v in cond.items()):
+            return word, outcome
+    raise RuntimeError(f"no line of the outcome table matches {dict(criteria)}")
+
+
+def table_markdown() -> str:
+    """:data:`TABLE` as a Markdown table (the book's "how a verdict is decided")."""
+    keys = list(CRITERIA)
+    out = ["| " + " | ".join(k.replace("_", " ") for k in keys) + " | word | outcome |",
+           "| " + " | ".join("---" for _ in keys) + " | --- | --- |"]
+    for cond, word, outcome in TABLE:
+        out.append("| " + " | ".join(", ".join(cond[k]) if k in cond else "any" for k in keys) + f" | {word} | {outcome} |")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------ the criteria of one judgement
+
+#: rules that check our own code (a closed form against our trainer, a quantity true by our
+#: construction, the privacy audit of our trainers), not a claim of either paper
+OWN_CODE_RULES = frozenset({
+    "audit/claim", "audit/power", "h-f-curv/exact", "h-f-infl/retrained-vs-analytic", "h-x-eer/mc", "h-x-eer/mc-all",
+    "h-x-eer-breakdown/control", "h-x-eer-breakdown/clipped", "w-f1/same-epsilon", "w-f1/slower-decay", "w-f2/eta-T"})
+
+#: a judge's own word (:data:`.rule.JUDGE_WORDS`) as the ``check`` criterion
+CHECK_OF = {"agrees": "pass", "identity": "pass", "equivalent": "pass", "partly": "part", "disagrees": "fail",
+            "inconclusive": "undecided", "not comparable": "n/a"}
+
+#: how far a printed effect must stand from zero, in its printed standard errors, to be clear
+EVIDENCE_Z = 2.0
+
+
+def sign_of(ci_low: float, ci_high: float, direction: int) -> str:
+    """Which side of zero our interval excludes, against the paper's ``direction`` (+1 / -1).
+
+    >>> sign_of(0.1, 2.0, 1), sign_of(-2.0, -0.1, 1), sign_of(-0.5, 3.0, -1)
+    ("paper's side", 'other side', 'neither')
+    """
+    pos = ci_low > 0 if direction > 0 else ci_high < 0
+    neg = ci_high < 0 if direction > 0 else ci_low > 0
+    return "paper's side" if pos else "other side" if neg else "neither"
+
+
+def size_of(estimate: float, se: float, paper: float, paper_se: float | None, *, crit: float) -> str:
+    """Our effect against the paper's printed size: the interval of ``ours - paper`` (our
+    ``se`` and the paper's printed one folded in, ``crit`` our critical value) includes zero:
+    ``compatible``; else ``smaller`` or ``larger`` in magnitude.
+
+    >>> size_of(1.38, 0.42, 20.47, 0.61, crit=2.1), size_of(2.4, 0.3, 2.5, 0.2, crit=1.96)
+    ('smaller', 'compatible')
+    """
+    s = math.hypot(se, paper_se or 0.0)
+    lo, hi = estimate - paper - crit * s, estimate - paper + crit * s
+    if lo <= 0 <= hi:
+        return "compatible"
+    return "smaller" if abs(estimate) < abs(paper) else "larger"
+
+
+def evidence_of(gap: float, se: float | None, arms_above_chance: bool = True) -> str:
+    """The paper's own evidence for a printed gap: ``clear`` when its spread is printed, |gap| >
+    :data:`EVIDENCE_Z` se and both arms sit above chance; else why not.
+
+    >>> evidence_of(20.47, 0.61), evidence_of(-0.26, 0.25), evidence_of(0.39, 0.3, False), evidence_of(1.0, None)
+    ('clear', 'within noise', 'at chance', 'no spread')
+    """
+    if not arms_above_chance:
+        return "at chance"
+    if se is None or not math.isfinite(se) or se <= 0:
+        return "no spread"
+    return "clear" if abs(gap) > EVIDENCE_Z * se else "within noise"
+
+
+def claim_of(rule, judgement, *, item: str = "") -> str:
+    """What the paper's statement behind a row is (the ``claim`` criterion), from its rule and
+    its judgement: see the module docstring."""
+    paper = str(getattr(rule, "paper", "")).strip().lower()
+    if not rule.judged or judgement.verdict == "not comparable":
+        return "none"
+    if judgement.verdict == "identity":
+        return "construction"
+    if rule.id in OWN_CODE_RULES or paper in ("-", "not in the paper") or "not in the paper" in item:
+        return "own check"
+    if judgement.kind == "effect":
+        return "effect"
+    if judgement.kind == "equivalence":
+        return "no difference"
+    if judgement.kind == "exact":
+        return "value"
+    return "check"
+
+
+def criteria_of(rule, judgement, *, setup: str, cap: str = "none", item: str = "") -> dict[str, str]:
+    """The criteria of one row (:data:`CRITERIA`) from its rule and the judge's
+    :class:`~.rule.Judgement` (before any margin rewrote its word), the row's ``setup`` and its
+    protocol ``cap``."""
+    from dpcompanion.experiments.comparisons.rule import critical_value, tost
+
+    j = judgement
+    claim = claim_of(rule, j, item=item)
+    out = dict(claim=claim, paper_evidence="none", setup=setup, sign="n/a", size="n/a", absence="n/a",
+               check=CHECK_OF.get(j.verdict, "n/a"), cap=cap)
+    has_ci = all(isinstance(x, (int, float)) and math.isfinite(x) for x in (j.estimate, j.se, j.ci_low, j.ci_high))
+    if claim == "effect":
+        out["check"] = "n/a"
+        direction = j.direction or (1 if (j.paper or 0) > 0 else -1 if (j.paper or 0) < 0 else None)
+        if j.evidence is not None:
+            out["paper_evidence"] = j.evidence
+        elif j.paper is not None:
+            out["paper_evidence"] = evidence_of(j.paper, j.paper_se)
+        else:
+            out["paper_evidence"] = "stated"
+        if has_ci and direction in (1, -1):
+            out["sign"] = sign_of(j.ci_low, j.ci_high, direction)
+        if j.paper is None:
+            out["size"] = "none printed"
+        elif j.comparable == "direction" or setup != "paper's":
+            out["size"] = "not testable"
+        elif has_ci:
+            out["size"] = size_of(j.estimate, j.se, j.paper, j.paper_se, crit=critical_value(j.df))
+        margin = j.margin if j.margin is not None else (
+            rule.margin.value if rule.margin is not None and rule.margin.value is not None else None)
+        if margin is not None and has_ci:
+            out["absence"] = "shown" if tost(j.estimate, j.se, margin=margin, df=j.df).equivalent else "not shown"
+    elif claim == "no difference":
+        out["paper_evidence"] = "stated"
+        if has_ci and j.margin:
+            out["absence"] = "shown" if tost(j.estimate, j.se, margin=j.margin, df=j.df).equivalent else "not shown"
+    elif claim == "value":
+        out["paper_evidence"] = "exact"
+        if j.paper is not None and math.isfinite(j.estimate):
+            tol = j.margin or 0.0
+            out["size"] = ("compatible" if abs(j.estimate - j.paper) <= tol + 1e-15 * max(1.0, abs(j.paper))
+                           else "smaller" if abs(j.estimate) < abs(j.paper) else "larger")
+    elif claim == "check":
+        out["paper_evidence"] = "stated"
+    return out

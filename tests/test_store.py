@@ -802,7 +802,8 @@ def test_cleanup_removes_stale_temporaries_only(fast, monkeypatch):
 
 
 def test_two_saves_racing_at_the_swap_both_succeed(fast, monkeypatch):
-    """Forced races (15): two threads save the same result and meet between their two
+    """Forced races (15), where no lock is to be had (``fcntl`` absent, as off POSIX; with it,
+    saves of one result take turns: tests/test_store_race.py): two threads save the same result and meet between their two
     renames; both succeed, the last one wins, nothing is left over. Each race is a real
     collision (a rename refused because the other writer's result landed first); how many
     renames fail beyond that depends on how the threads are scheduled (one may also find the
@@ -821,6 +822,7 @@ def test_two_saves_racing_at_the_swap_both_succeed(fast, monkeypatch):
             raise
 
     monkeypatch.setattr(files, "_rename", rename)
+    monkeypatch.setattr(files, "fcntl", None)
     for i in range(15):
         barrier = threading.Barrier(2, timeout=20)
         met = threading.local()
@@ -951,6 +953,7 @@ def checkpoint(step):  # the first save of every process waits for the others be
             time.sleep(0.005)
 
 files._rename, files._checkpoint = rename, checkpoint
+files.fcntl = None  # no lock: the saves meet at the swap (with the lock they take turns)
 for i in range(8):
     files.save(target, payload, store.sealed({**prov, "created": f"{who} {i}"}))
 print(len(lost))
@@ -958,7 +961,8 @@ print(len(lost))
 
 
 def test_saves_from_several_processes_at_once_all_succeed(fast, tmp_path):
-    """Four processes saving the same result eight times each, their first saves forced to
+    """Four processes saving the same result eight times each without the result's lock (as
+    off POSIX), their first saves forced to
     meet between the two renames (so at least three of them collide): every save succeeds,
     the result is one of theirs and intact, nothing is left over."""
     import subprocess

@@ -85,7 +85,7 @@ def _pretend_made_by(res: store.StoredResult, code_hash: str, commit: str) -> No
     p.pop("quick_numbers", None)
     p.update(code_hash=code_hash, commit=commit[:12], dirty=False, quick_cpu="Some Other CPU 9000",
              quick_digest="f" * 64, revalidated=[])
-    files.replace_provenance(res.path, store.sealed(p))
+    files.replace_provenance(res.path, store.sealed(p), expect=res.provenance)
 
 
 def test_a_result_from_another_cpu_revalidates_by_its_commit_when_no_number_changes(repo, root):

@@ -35,11 +35,16 @@ is listed ``STALE (modified since commit <sha>)``; one the store rewrote and tha
 committed says so after its row.
 
 ``--verify ID [--units K] [--seed S] [--mode M]`` recomputes K units of the stored result
-chosen at random (seeded; the choice is printed) and compares them with the stored numbers
+chosen at random (the seed drawn afresh unless given, and printed, so that a check can be
+repeated) and compares them with the stored numbers
 (:func:`dpcompanion.experiments.store.verify`): one line per unit, ``ok`` or ``MISMATCH`` with
 the relative deviation of the number nearest its tolerance; with K at least the number of units the whole payload is
-combined again and compared too. Exit 1 on a mismatch: a forged number that a recomputed
-digest and seal hide is caught here, the one check that cannot be fooled.
+combined again and compared too. By default K is enough to catch one forged unit with
+probability at least 95% (``ceil(0.95 n)`` of ``n``), and every unit when their recorded time is
+at most a minute (:data:`dpcompanion.experiments.store.verify.VERIFY_ALL_S`); a line says what
+was checked: how many units of how many, why, and the probability that one forged unit is
+caught. Exit 1 on a mismatch: a forged number that a recomputed digest and seal hide is caught
+here, the one check that cannot be fooled.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from dpcompanion.cli.commands.experiment_command import add_results_dir_argument
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments.store import unit_sweeps
+from dpcompanion.experiments.store.verify import CATCH_TARGET
 
 HELP = "list the stored experiment results (fresh or stale); --revalidate re-checks stale full and paper results cheaply"
 
@@ -77,17 +83,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="recompute --units randomly chosen units of ID's stored result and compare them with the "
                         "stored numbers (exit 1 on a mismatch)")
     p.add_argument("--units", default=None, metavar="K",
-                   help="with --verify: how many units to recompute (default 3; at least the number of units: all, "
+                   help="with --verify: how many units to recompute (default: enough to catch one forged unit with "
+                        "probability 95%%, all when they took at most a minute; at least the number of units: all, "
                         "and the whole payload is compared)")
-    p.add_argument("--seed", default=None, metavar="S", help="with --verify: the seed of the choice of units (default 0)")
+    p.add_argument("--seed", default=None, metavar="S",
+                   help="with --verify: the seed of the choice of units (default: drawn at random, and printed)")
     p.add_argument("--mode", default=None, choices=base.ALL_MODES,
                    help="with --verify: which stored result (default: paper when stored, else full, else quick)")
     add_results_dir_argument(p)
 
 
+def _unit_label(unit) -> str:
+    text = json.dumps(unit, sort_keys=True, default=str) if isinstance(unit, dict) else str(unit)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _verify(args, device: str, root) -> int:
-    units = options.parse_int(args.units, "--units", minimum=1) if args.units is not None else 3
-    seed = options.parse_int(args.seed, "--seed", minimum=0) if args.seed is not None else 0
+    units = options.parse_int(args.units, "--units", minimum=1) if args.units is not None else None
+    seed = options.parse_int(args.seed, "--seed", minimum=0) if args.seed is not None else None
     exp = options.flag("--verify", base.get, args.verify)
     if args.mode is not None:
         options.flag("--mode", base.validate_mode, args.mode, exp)
@@ -100,12 +113,14 @@ def _verify(args, device: str, root) -> int:
     if args.json:
         print(json.dumps(rep, sort_keys=True, default=str))
         return 0 if rep["ok"] else 1
-    print(f"verify {rep['id']} {rep['mode']}: units {rep['chosen']} of {rep['units_total']} "
-          f"(chosen with seed {rep['seed']}), recomputed with the current code")
+    n, k = rep["units_total"], len(rep["chosen"])
+    which = f"all {n} units" if k == n else f"units {rep['chosen']} of {n} (chosen with seed {rep['seed']})"
+    print(f"verify {rep['id']} {rep['mode']}: {which}, recomputed with the current code")
     for u in rep["units"]:
         dev = ("" if u["max_deviation"] is None else ", every number identical" if u["max_deviation"] == 0 else
                f", at {u['where']} (nearest its tolerance) a relative deviation of {u['max_deviation']:.3g}")
-        print(f"  unit {u['index']}: {u['status'] if u['status'] != 'mismatch' else 'MISMATCH'}{dev}")
+        status = u["status"] if u["status"] != "mismatch" else f"MISMATCH ({_unit_label(u.get('unit'))})"
+        print(f"  unit {u['index']}: {status}{dev}")
     if rep["whole"] is not None:
         w = rep["whole"]
         dev = ("every number identical" if w["max_deviation"] == 0 else
@@ -114,6 +129,18 @@ def _verify(args, device: str, root) -> int:
     if not rep["checked"]:
         print(f"  no recomputed unit is kept in the payload as such: `--units {rep['units_total']}` recomputes "
               "every unit and compares the whole payload")
+    catch = rep["catch_probability"]
+    what = ("and the whole payload combined again" if rep["whole"] is not None else
+            f"{rep['units_checked']} of them found in the payload and compared; numbers combined from several "
+            f"units are compared only when every unit is recomputed (`--units {n}`)")
+    below = "" if catch >= CATCH_TARGET else \
+        f", below the {CATCH_TARGET:.0%} aimed at by default"
+    print(f"  checked: {k} of {n} units ({rep['policy']}), {what}; one forged unit is caught with probability "
+          f"{catch:.1%}{below}")
+    bad = [u["index"] for u in rep["units"] if u["status"] == "mismatch"]
+    if bad:
+        print(f"  forged or recomputed differently: unit{'s' if len(bad) > 1 else ''} "
+              + ", ".join(str(i) for i in bad))
     print(f"verify {rep['id']} {rep['mode']}: " + ("ok" if rep["ok"] else "MISMATCH: the stored numbers are not "
                                                    "what this code computes"))
     return 0 if rep["ok"] else 1

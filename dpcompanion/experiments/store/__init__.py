@@ -18,8 +18,15 @@ then two renames swap it in (``<mode>`` to ``.<mode>.old-…``, the new folder t
 A failing computation or write leaves nothing behind; a save killed between the two renames
 leaves the previous result in ``.<mode>.old-…``, which readers use while ``<mode>`` is
 missing and the next save or listing puts back; temporary folders of killed saves (writer
-gone, or older than :data:`.files.STALE_TEMP_S`) are removed by the next save or listing; two saves
-racing at the swap both succeed, the last one wins. Results stay plain folders of plain
+gone, or older than :data:`.files.STALE_TEMP_S`) are removed by the next save or listing.
+**One writer at a time**: saves, provenance rewrites (revalidation, ``results --seal``) and the
+tidying of killed saves of one result hold its lock (:func:`.files.result_lock`: ``fcntl.flock``
+on ``<id>/.<mode>.lock``, removed by its last holder), so two saves take turns, the last one
+wins; and a rewrite of the provenance is a compare and swap (:func:`.files.replace_provenance`):
+under the lock, it writes only if the stored provenance is still the one it was computed from,
+so a revalidation that a save overtook writes nothing (status ``replaced``) and never puts the
+old payload's provenance beside the new payload. (Without ``fcntl``, off POSIX, the compare and
+swap is not atomic, and two saves racing at the swap both succeed, the last one wins.) Results stay plain folders of plain
 files (git stores them). Quick results are a local cache (``results/*/quick/`` is
 git-ignored, so a fresh clone recomputes them); full results are committed.
 
@@ -36,8 +43,12 @@ that does not read back or does not match is recomputed. A run killed or failing
 therefore leaves its finished units, and the next run (local or Dask: the calling process
 stores each unit as the executor hands it back, ``map(..., on_done=)``) computes only the
 others; the payload is combined from all units in their order, exactly as in a straight run,
-so its digest is the same. ``units_total``, ``units_computed``, ``units_reused`` are recorded
-in the provenance and in :meth:`StoredResult.record`. Once the result is saved its units
+so its digest is the same. Before reusing stored units, a sweep recomputes those whose recorded
+times fit in :data:`.unit_sweeps.REUSE_CHECK_S` seconds (in a random order: all of them when
+they are cheap) and compares them with the stored numbers; one that differs is not reused (its
+file is rewritten with this code's numbers, a progress line names it). ``units_total``,
+``units_computed``, ``units_reused`` (and ``units_checked``, ``units_rejected`` where units were
+stored) are recorded in the provenance and in :meth:`StoredResult.record`. Once the result is saved its units
 folder is removed (the result holds the numbers; the repository stays small). Until then
 :func:`sweep_progress` / :func:`list_partial` report ``units_done/units_total`` and an
 estimate of the compute left (mean wall time of the finished units times the units left);
@@ -60,6 +71,10 @@ result failing any check is **damaged**: ``StoredResult.damaged`` is ``<file>: <
 next :func:`load_or_compute`), and listing goes on with the other results. Files are read only
 when they are regular files (opened non-blocking: a FIFO or a device is refused, never waited
 on), of at most :data:`.files.MAX_JSON_BYTES`, nested at most :data:`.files.MAX_JSON_DEPTH` deep;
+the arrays of an ``.npz`` (``arrays.npz``, a unit's ``<key>.npz``) at most
+:data:`.files.MAX_ARRAY_BYTES` together, checked from their ``.npy`` headers before any data
+is decompressed (:func:`.files.read_npz`: a 1 KB header declaring 10**12 float64 is one line,
+at once), and so are the quick numbers' compressed arrays;
 a result folder that is a symlink (to itself or anywhere) or not a folder is damaged too, named,
 never dropped from the listing (issue 30).
 
@@ -95,9 +110,32 @@ counts), and make the recorded number of units; otherwise the result is ``incons
 
 **Against git** (:mod:`.vcs`): a result whose files differ from the last commit that touched
 them, and that the store did not write itself (its journal in the git directory), is stale:
-``modified since commit <sha>``. A digest and a seal can be recomputed by anyone; what cannot be
-fooled is recomputation: ``results --verify`` (:mod:`.verify`) recomputes units chosen at random
-and compares them with the stored numbers.
+``modified since commit <sha>``; so is a result one of whose files git is told not to compare
+(``git update-index --skip-worktree`` or ``--assume-unchanged``: ``git ls-files -v`` tags it
+``S`` or in lower case), whatever its contents. A digest and a seal can be recomputed by anyone;
+what cannot be fooled is recomputation: ``results --verify`` (:mod:`.verify`) recomputes units
+chosen at random (by default enough to catch one forged unit with probability at least 95%,
+all of them when cheap) and compares them with the stored numbers.
+
+**What the store defends against, and what it cannot.** It defends a result against *stale
+code* (the code hash; a revalidation recomputes the quick mode), against *edits* (the seal over
+the provenance, the digest over the payload, and the comparison with git above: an edit that
+did not go through the store, or that git is told not to look at, makes the result stale),
+against *damage* (every file checked as it is read, sizes capped, the array headers checked
+against :data:`.files.MAX_ARRAY_BYTES` before any data: a damaged result is listed, named,
+never shown, never a crash) and against *concurrent writers* (saves and provenance rewrites of
+one result take turns under its lock, and a rewrite is a compare and swap: no interleaving of
+saves and revalidations loses a payload). It cannot defend against a *forged result committed
+by someone with write access*: the seal and the digest are recomputable by anyone, and so is
+the journal (a line appended to ``<git dir>/dpcompanion-results.journal`` makes an uncommitted
+edit read as the store's own), so a forged number, committed or journaled, reads as fresh as an
+honest one. Only recomputation finds it: ``results --verify`` (exit 1, naming the unit), which
+CI runs on a few cheap committed results on every run. The units of a sweep in progress are
+files too: a resumed sweep (``experiment``, ``--recompute`` included, which recomputes the
+result but resumes its stored units) recomputes and compares the stored units whose recorded
+times fit in :data:`.unit_sweeps.REUSE_CHECK_S` (a minute) and replaces any that differ; a unit
+file claiming a longer time is trusted as stored, and the result sealed from it holds its
+numbers until ``results --verify`` recomputes them.
 
 A result is **fresh** when it is not damaged, its seal matches, it is consistent, not modified
 since its commit by anything but the store, and its config hash and code hash both equal the

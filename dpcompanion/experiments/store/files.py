@@ -6,9 +6,12 @@ raises :class:`Damaged`). See the package docstring, :mod:`dpcompanion.experimen
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
+import io
 import json
+import math
 import os
 import shutil
 import socket
@@ -17,16 +20,22 @@ import time
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: saves and provenance rewrites are then compare-and-swap only
+    fcntl = None  # type: ignore[assignment]
 
 from dpcompanion.core.provenance import REPO
 from dpcompanion.core.validate import can_create_file_in
 from dpcompanion.experiments.store import vcs
 from dpcompanion.experiments.store.hashing import digest
 
-__all__ = ["INLINE_MAX", "SEAL", "SEAL_COMMAND", "STALE_TEMP_S", "SWAP_ATTEMPTS", "Damaged", "NPZ_ERRORS",
+__all__ = ["INLINE_MAX", "SEAL", "SEAL_COMMAND", "STALE_TEMP_S", "SWAP_ATTEMPTS", "Damaged", "Replaced", "NPZ_ERRORS",
+           "MAX_ARRAY_BYTES", "MAX_NPZ_MEMBERS", "read_npz", "npz_keys", "lock_path", "result_lock",
            "results_root", "result_dir", "check_writable", "sealed", "seal_problem", "sorted_keys", "temp_name",
            "temp_is_stale", "olds", "cleanup", "save", "replace_provenance", "read_files", "not_a_folder", "read_regular", "read_json",
            "json_depth", "MAX_JSON_BYTES", "MAX_JSON_DEPTH"]
@@ -51,15 +60,20 @@ def check_writable(path: Path) -> None:
     """ValueError unless ``path`` is (or can be created as) a writable directory; leaves nothing
     behind (a probe file is created and removed: ``os.access`` passes for root, e.g. in /proc)."""
     p = Path(path)
-    probe = p
-    while not probe.exists():
-        if probe.parent == probe:
+    for _ in range(SWAP_ATTEMPTS):
+        probe = p
+        while not probe.exists():
+            if probe.parent == probe:
+                break
+            probe = probe.parent
+        if probe.is_dir() and can_create_file_in(probe):
+            return
+        if probe.exists():
             break
-        probe = probe.parent
-    if not probe.is_dir() or not can_create_file_in(probe):
-        why = "is not a directory" if probe.exists() and not probe.is_dir() else "is not writable"
-        raise ValueError(f"results folder {p} cannot be written ({probe} {why}); "
-                         "set DPCOMPANION_RESULTS to a writable directory")
+        # the folder probed was swapped away by a concurrent save of that result: look again
+    why = "is not a directory" if probe.exists() and not probe.is_dir() else "is not writable"
+    raise ValueError(f"results folder {p} cannot be written ({probe} {why}); "
+                     "set DPCOMPANION_RESULTS to a writable directory")
 
 
 # --- payload files -------------------------------------------------------------------
@@ -101,6 +115,9 @@ def _npz_keys(obj: Any) -> list[str]:
     if isinstance(obj, list):
         return [k for v in obj for k in _npz_keys(v)]
     return []
+
+
+npz_keys = _npz_keys
 
 
 def sorted_keys(obj: Any) -> Any:
@@ -153,6 +170,58 @@ def seal_problem(provenance: dict) -> str:
         if now[k] != seal[k]:
             return f"provenance edited: {k}"
     return ""
+
+
+# --- one writer at a time per result ---------------------------------------------------
+
+def lock_path(target: Path) -> Path:
+    """``<id>/.<mode>.lock``: the lock file of the result folder ``target`` (beside it, since
+    a save replaces the folder itself)."""
+    return target.parent / f".{target.name}.lock"
+
+
+@contextlib.contextmanager
+def result_lock(target: Path, *, blocking: bool = True) -> Iterator[bool]:
+    """Hold the result's lock (an exclusive ``fcntl.flock`` on :func:`lock_path`) for the
+    ``with`` block: saves (:func:`save`), provenance rewrites (:func:`replace_provenance`) and
+    the tidying of killed saves (:func:`cleanup`) of one result exclude each other, across
+    threads and processes of this host (a lock is per open file, so two threads conflict too).
+    Yields True once held; with ``blocking=False`` yields False at once when another holder has
+    it. The file is removed when released, so that no lock file stays beside committed results:
+    whoever acquires it checks that the path still names the file it locked (else another
+    holder removed it meanwhile, and it locks the new one). Without ``fcntl`` (not POSIX) it
+    yields True and locks nothing (:func:`replace_provenance` still compares and swaps)."""
+    if fcntl is None:
+        yield True
+        return
+    path = lock_path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            yield False
+            return
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # removed (or replaced) by the holder before us: lock the file there now
+    try:
+        yield True
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        os.close(fd)  # releases the flock
 
 
 # --- saving: never losing the previous result ----------------------------------------
@@ -213,7 +282,20 @@ def olds(target: Path) -> list[Path]:
 def cleanup(target: Path) -> None:
     """Tidy what killed saves of ``target`` left (never raises): when ``target`` is missing
     because a save was killed between its two renames, the previous result (``.old-``) is put
-    back; stale ``.tmp-``/``.old-`` folders and ``.provenance.tmp-`` files are removed."""
+    back; stale ``.tmp-``/``.old-`` folders and ``.provenance.tmp-`` files are removed. Under
+    the result's lock, taken without waiting: while a save or a revalidation of the result holds
+    it, there is nothing to tidy and nothing is touched (a listing never waits on a writer)."""
+    try:
+        if not target.parent.is_dir() or not_a_folder(target):  # never writes through a symlink
+            return
+        with result_lock(target, blocking=False) as held:
+            if held:
+                _cleanup_unlocked(target)
+    except OSError:
+        pass
+
+
+def _cleanup_unlocked(target: Path) -> None:
     try:
         parent = target.parent
         if not parent.is_dir():
@@ -247,32 +329,36 @@ def save(target: Path, payload: dict, provenance: dict) -> None:
     """Write ``payload`` and ``provenance`` into ``target`` so that no moment, and no kill,
     loses the previous result.
 
-    The new result is written whole into a temporary folder (``.<mode>.tmp-…``, made with
+    Under the result's lock (:func:`result_lock`: a revalidation cannot rewrite the provenance
+    of this save's payload, nor another save interleave with this one), the new result is
+    written whole into a temporary folder (``.<mode>.tmp-…``, made with
     the umask's permissions), then swapped in by two renames: ``<mode>`` to ``.<mode>.old-…``
     and the temporary folder to ``<mode>``. A save killed between the two leaves the previous
     result in ``.<mode>.old-…``, which readers use while ``<mode>`` is missing and the next save
-    or listing puts back (:func:`cleanup`). Two saves racing at the swap: the one whose
-    rename lands second finds ``<mode>`` taken and swaps again, so both succeed and the last
-    one wins (after :data:`SWAP_ATTEMPTS` lost swaps a ValueError says so)."""
+    or listing puts back (:func:`cleanup`). Where no lock is to be had (not POSIX) two saves
+    racing at the swap: the one whose rename lands second finds ``<mode>`` taken and swaps
+    again, so both succeed and the last one wins (after :data:`SWAP_ATTEMPTS` lost swaps a
+    ValueError says so)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    cleanup(target)
-    tmp = temp_name(target, "tmp")
-    os.mkdir(tmp)  # mode 0o777 less the umask (tempfile.mkdtemp would give 0o700)
-    try:
-        _checkpoint("tmp made")
-        arrays: dict[str, np.ndarray] = {}
-        _write_json(tmp / "payload.json", _split_arrays(payload, arrays, ""))
-        _checkpoint("payload written")
-        if arrays:
-            np.savez_compressed(tmp / "arrays.npz", **arrays)
-            _checkpoint("arrays written")
-        _write_json(tmp / "provenance.json", provenance)
-        _checkpoint("provenance written")
-        _swap_in(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    vcs.record(target)  # written by the store: not "modified since commit" until committed (issue 30)
+    with result_lock(target):
+        _cleanup_unlocked(target)
+        tmp = temp_name(target, "tmp")
+        os.mkdir(tmp)  # mode 0o777 less the umask (tempfile.mkdtemp would give 0o700)
+        try:
+            _checkpoint("tmp made")
+            arrays: dict[str, np.ndarray] = {}
+            _write_json(tmp / "payload.json", _split_arrays(payload, arrays, ""))
+            _checkpoint("payload written")
+            if arrays:
+                np.savez_compressed(tmp / "arrays.npz", **arrays)
+                _checkpoint("arrays written")
+            _write_json(tmp / "provenance.json", provenance)
+            _checkpoint("provenance written")
+            _swap_in(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        vcs.record(target)  # written by the store: not "modified since commit" until committed
 
 
 def _swap_in(tmp: Path, target: Path) -> None:
@@ -306,16 +392,38 @@ def _swap_in(tmp: Path, target: Path) -> None:
                      "was being saved; run the command again")
 
 
-def replace_provenance(target: Path, provenance: dict) -> None:
-    """Replace ``target/provenance.json`` atomically (a temporary file renamed over it)."""
-    tmp = temp_name(target / "provenance.json", "tmp", ".json")
-    try:
-        _write_json(tmp, provenance)  # the umask's permissions (tempfile.mkstemp would give 0o600)
-        os.replace(tmp, target / "provenance.json")
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    vcs.record(target)
+class Replaced(Exception):
+    """The result's provenance is no longer the one a rewrite was computed from (another save
+    or rewrite landed meanwhile): nothing was written (:func:`replace_provenance`)."""
+
+
+def _canonical(provenance: Any) -> str:
+    # NaN != NaN, so two reads of one file compare unequal as dicts: compare their JSON
+    return json.dumps(provenance, sort_keys=True, separators=(",", ":"))
+
+
+def replace_provenance(target: Path, provenance: dict, *, expect: dict) -> None:
+    """Replace ``target/provenance.json`` atomically (a temporary file renamed over it), under
+    the result's lock, and only if the provenance stored there is still ``expect`` (the one
+    ``provenance`` was made from): compare and swap. Else :class:`Replaced`, and nothing is
+    written: a revalidation that raced a save never puts the old payload's provenance (its
+    digest) beside the new payload."""
+    with result_lock(target):
+        try:
+            now = read_json(target / "provenance.json")
+        except Damaged as exc:
+            raise Replaced(f"{target}: the result changed while being rewritten ({exc})") from None
+        if _canonical(now) != _canonical(expect):
+            raise Replaced(f"{target}: another save or rewrite replaced the result meanwhile; nothing written")
+        _checkpoint("provenance checked")
+        tmp = temp_name(target / "provenance.json", "tmp", ".json")
+        try:
+            _write_json(tmp, provenance)  # the umask's permissions (tempfile.mkstemp would give 0o600)
+            os.replace(tmp, target / "provenance.json")
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        vcs.record(target)
 
 
 class Damaged(Exception):
@@ -459,6 +567,82 @@ def _check_provenance(path: Path, prov: dict) -> None:
 #: what reading a damaged ``arrays.npz`` can raise (zip, zlib, npy header, I/O)
 NPZ_ERRORS = (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile, zlib.error)
 
+#: the most bytes the arrays of one ``.npz`` file (a result's ``arrays.npz``, a unit's
+#: ``<key>.npz``) may hold once read, and the largest such file read. Why a cap at all: an
+#: array's size is whatever its ``.npy`` header declares, so a 1 KB file declaring 10**12
+#: float64 made ``np.load`` ask for 7.28 TiB (``results``, ``verdicts`` and ``experiment``
+#: crashed), and a 1.5 MB zip of zeros took 11 s and 2.5 GiB to list. Why this value: the
+#: committed files hold under 0.5 MB of arrays (h-f-curv's full result, the largest, 419 kB),
+#: so 64 MiB is over a hundred times that, and reading it takes a fraction of a second. The
+#: headers are read first (:func:`read_npz`): a file over the cap is refused before a byte of
+#: its arrays is decompressed.
+MAX_ARRAY_BYTES = 64 * 2**20
+#: the most arrays one ``.npz`` may hold (the committed ones hold under 30)
+MAX_NPZ_MEMBERS = 4096
+_NPY_HEADER_MAX = 10_000  # numpy's own limit on a header it reads safely (``max_header_size``)
+_READ_CHUNK = 1 << 20
+
+
+def read_npz(path: Path, keys: list[str] | None = None, *, limit: int | None = None) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` (default: all) of the ``.npz`` file ``path``, each header read and
+    checked before its data: the file is a regular file (:func:`read_regular`) of at most ``limit``
+    (default :data:`MAX_ARRAY_BYTES`) bytes, plus an eighth and 64 kB for the headers and what
+    deflate adds to numbers that do not compress,
+    holding at most :data:`MAX_NPZ_MEMBERS` arrays; every array's ``shape`` times its dtype's
+    itemsize (and element count), summed over the arrays read, is at most ``limit``; no object
+    dtype (nothing is unpickled). :class:`Damaged` naming the file and what is wrong otherwise,
+    one line, at once (the data of an array over the cap is never decompressed). An absent key
+    is left out of the answer (the caller names what refers to it)."""
+    limit = MAX_ARRAY_BYTES if limit is None else limit
+    raw = read_regular(path, limit=limit + limit // 8 + 65536)
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(raw))
+    except NPZ_ERRORS as exc:
+        raise Damaged(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_NPZ_MEMBERS:
+            raise Damaged(f"{path}: {len(infos):,} arrays, more than the {MAX_NPZ_MEMBERS:,} read")
+        members = {i.filename.removesuffix(".npy"): i for i in infos}
+        wanted = list(members) if keys is None else [k for k in dict.fromkeys(keys) if k in members]
+        out: dict[str, np.ndarray] = {}
+        total = 0
+        for key in wanted:
+            info = members[key]
+            try:
+                with zf.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    if version == (1, 0):
+                        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f, max_header_size=_NPY_HEADER_MAX)
+                    elif version == (2, 0):
+                        shape, fortran, dtype = np.lib.format.read_array_header_2_0(f, max_header_size=_NPY_HEADER_MAX)
+                    else:
+                        raise Damaged(f"{path}: array {key}: .npy format version {version} is not read")
+                    if dtype.hasobject:
+                        raise Damaged(f"{path}: array {key}: object dtype (not read: it would unpickle)")
+                    count = math.prod(int(n) for n in shape)
+                    nbytes = count * dtype.itemsize
+                    if count > limit or total + nbytes > limit:
+                        raise Damaged(f"{path}: array {key} declares shape {tuple(shape)} {dtype} ({nbytes:,} bytes)"
+                                      + (f", {total:,} already read" if total else "")
+                                      + f": more than the {limit:,} bytes read (MAX_ARRAY_BYTES)")
+                    total += nbytes
+                    flat = np.empty(count, dtype=dtype)
+                    view = flat.view(np.uint8) if nbytes else None
+                    done = 0
+                    while done < nbytes:
+                        block = f.read(min(_READ_CHUNK, nbytes - done))
+                        if not block:
+                            raise Damaged(f"{path}: array {key}: {done:,} of its {nbytes:,} bytes present (truncated)")
+                        view[done:done + len(block)] = np.frombuffer(block, dtype=np.uint8)
+                        done += len(block)
+            except Damaged:
+                raise
+            except NPZ_ERRORS as exc:
+                raise Damaged(f"{path}: array {key} cannot be read ({type(exc).__name__}: {exc})") from None
+            out[key] = flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
+        return out
+
 
 def read_files(d: Path) -> tuple[dict, dict]:
     """``(provenance, payload)`` of the result in folder ``d``, every file checked; raises
@@ -476,14 +660,10 @@ def read_files(d: Path) -> tuple[dict, dict]:
         if keys and not npz.is_file():
             raise Damaged(f"{npz}: missing ({d / 'payload.json'} refers to {keys[0]})")
         if keys:
-            try:
-                with np.load(npz, allow_pickle=False) as z:
-                    absent = [k for k in keys if k not in z.files]
-                    if absent:
-                        raise Damaged(f"{npz}: array {absent[0]} missing ({d / 'payload.json'} refers to it)")
-                    arrays = {k: z[k] for k in keys}
-            except NPZ_ERRORS as exc:
-                raise Damaged(f"{npz}: cannot be read ({type(exc).__name__}: {exc})") from None
+            arrays = read_npz(npz, keys)  # headers checked against MAX_ARRAY_BYTES before any data
+            absent = [k for k in keys if k not in arrays]
+            if absent:
+                raise Damaged(f"{npz}: array {absent[0]} missing ({d / 'payload.json'} refers to it)")
         try:
             payload = _join_arrays(raw, arrays)
             got = digest(payload)

@@ -34,6 +34,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from dpcompanion.experiments.store import files
 from dpcompanion.experiments.store.hashing import TIME_KEYS, digest
 
 __all__ = ["Tolerance", "FLOAT32", "FLOAT64", "TOLERANCES", "tolerance", "pack", "unpack", "compare", "ARRAY_TAG"]
@@ -118,15 +119,29 @@ def pack(payload: Any) -> Any:
     return payload
 
 
+def _unblob(text: Any) -> bytes:
+    """The bytes of a :func:`_blob`, at most :data:`.files.MAX_ARRAY_BYTES` of them (a recorded
+    blob is a zlib stream: a few kB of it could otherwise inflate to gigabytes); ValueError beyond."""
+    cap = files.MAX_ARRAY_BYTES
+    d = zlib.decompressobj()
+    raw = d.decompress(base64.b64decode(text), cap)
+    if d.unconsumed_tail or not d.eof:
+        raise ValueError(f"a recorded array inflates to more than {cap:,} bytes (or is truncated)")
+    return raw
+
+
 def unpack(packed: Any) -> Any:
-    """The payload :func:`pack` recorded (arrays back as numpy arrays of their dtype and shape)."""
+    """The payload :func:`pack` recorded (arrays back as numpy arrays of their dtype and shape;
+    each at most :data:`.files.MAX_ARRAY_BYTES`, ValueError beyond)."""
     if isinstance(packed, dict):
         if FLOATS_TAG in packed:
-            raw = zlib.decompress(base64.b64decode(packed[FLOATS_TAG]))
+            raw = _unblob(packed[FLOATS_TAG])
             return [float(v) for v in np.frombuffer(raw, dtype="<f8")]
         if ARRAY_TAG in packed:
             dt = np.dtype(str(packed["dtype"]))
-            raw = zlib.decompress(base64.b64decode(packed[ARRAY_TAG]))
+            if dt.hasobject:
+                raise ValueError("a recorded array of object dtype")
+            raw = _unblob(packed[ARRAY_TAG])
             return np.frombuffer(raw, dtype=dt).reshape([int(n) for n in packed["shape"]]).copy()
         return {k: unpack(v) for k, v in packed.items()}
     if isinstance(packed, list):

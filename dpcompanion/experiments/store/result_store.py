@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import math
+import random
 import shutil
 import tempfile
 import time
@@ -261,11 +263,14 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
             continue
         done[i] = (rec["result"], {"runs": rec.get("runs", 0), "run_steps": rec.get("run_steps", 0),
                                    "wall_s": rec.get("wall_s", 0.0)})
-    todo = [i for i in range(len(units)) if done[i] is None]
-    reused = len(units) - len(todo)
-    if progress is not None and (reused or old_code):
-        progress(f"{exp.id} {mode}: resuming, {reused}/{len(units)} units stored"
+    stored = [i for i in range(len(units)) if done[i] is not None]
+    if progress is not None and (stored or old_code):
+        progress(f"{exp.id} {mode}: resuming, {len(stored)}/{len(units)} units stored"
                  + (f"; {old_code} stored by older code are recomputed" if old_code else ""))
+    checked, rejected = _check_stored_units(exp, mode, units, keys, done, stored, executor, device, folder, code,
+                                            seed, progress)
+    todo = [i for i in range(len(units)) if done[i] is None]
+    reused = len(units) - len(todo) - len(rejected)
 
     def on_done(j: int, out: tuple[dict, dict]) -> None:
         i = todo[j]
@@ -278,10 +283,55 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
             done[i] = fresh[j]
     payload = files.sorted_keys(exp.combine(config, [r for r, _ in done]))  # the order a loaded payload has
     wall = time.perf_counter() - t0
-    return payload, {"wall_s": round(wall, 3), "units": len(units),
-                     "units_computed": len(todo), "units_reused": reused,
+    checks = {"units_checked": checked, "units_rejected": len(rejected)} if stored else {}
+    return payload, {"wall_s": round(wall, 3), "units": len(units), **checks,
+                     "units_computed": len(todo) + len(rejected), "units_reused": reused,
                      "units_wall_s": round(sum(float(c.get("wall_s", 0.0)) for _, c in done), 3),
                      "runs": int(sum(c["runs"] for _, c in done)), "run_steps": int(sum(c["run_steps"] for _, c in done))}
+
+
+def _check_stored_units(exp: base.Experiment, mode: str, units: list, keys: list[str], done: list, stored: list[int],
+                        executor, device: str, folder: Path, code: str, seed: int,
+                        progress: Callable[[str], None] | None) -> tuple[int, list[int]]:
+    """Before a resumed sweep (``experiment``, with or without ``--recompute``) reuses its stored
+    units, recompute some and compare them with the stored numbers (:func:`.numeric.compare`,
+    the experiment's tolerance): in a random order (this process's own randomness), every stored
+    unit whose recorded wall time still fits in :data:`.unit_sweeps.REUSE_CHECK_S` seconds, so
+    all of them when they are cheap. A unit that differs is not reused: its recomputed result
+    takes its place in ``done`` and in its file, and a progress line names it. Returns
+    ``(units checked, indices of the units that differed)``. What is not checked (units whose
+    recorded times exceed the budget) is trusted as stored: see the package docstring."""
+    rng = random.SystemRandom()
+    order = list(stored)
+    rng.shuffle(order)
+    budget, pick = unit_sweeps.REUSE_CHECK_S, []
+    for i in order:
+        w = done[i][1].get("wall_s", 0.0)
+        w = max(float(w), 0.0) if isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) \
+            else math.inf
+        if w <= budget:
+            pick.append(i)
+            budget -= w
+    if not pick:
+        return 0, []
+    pick.sort()
+    again = executor.map(exp.run_unit, [units[i] for i in pick], device)
+    rejected = []
+    for i, (result, counts) in zip(pick, again):
+        check = numeric.compare(result, done[i][0], experiment_id=exp.id)
+        if check["ok"]:
+            continue
+        rejected.append(i)
+        unit_sweeps.save_unit(folder, keys[i], units[i], result, counts, code=code, seed=seed, device=device)
+        done[i] = (result, {"runs": counts.get("runs", 0), "run_steps": counts.get("run_steps", 0),
+                            "wall_s": counts.get("wall_s", 0.0)})
+        if progress is not None:
+            progress(f"{exp.id} {mode}: stored unit {i} ({keys[i]}.json) is not what this code computes "
+                     f"({numeric.describe(check)}): recomputed, not reused")
+    if progress is not None:
+        progress(f"{exp.id} {mode}: {len(pick)} of the {len(stored)} stored units recomputed and compared before "
+                 f"reuse" + (f"; {len(rejected)} differed and were replaced" if rejected else ", all equal"))
+    return len(pick), rejected
 
 
 def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu", executor=None,
@@ -466,10 +516,20 @@ def _record_numbers(exp: base.Experiment, res: StoredResult, *, device: str, exe
                 "detail": f"config and code unchanged; quick numbers not recorded: this code's quick digest here "
                           f"({now[:12]}) is not the fingerprint recorded for this CPU ({known[:12]})"}
     check_writable(res.path)
-    files.replace_provenance(res.path, sealed({**p, "quick_numbers": numeric.record(payload, cpu=here,
-                                                                                    commit=git_state()[0])}))
+    try:
+        files.replace_provenance(res.path, sealed({**p, "quick_numbers": numeric.record(payload, cpu=here,
+                                                                                        commit=git_state()[0])}),
+                                 expect=p)
+    except files.Replaced:
+        return _replaced(exp, res.mode)
     return {"id": exp.id, "status": "fresh",
             "detail": f"config and code unchanged; quick numbers recorded (digest {now[:12]}, {here})"}
+
+
+def _replaced(exp: base.Experiment, mode: str) -> dict:
+    return {"id": exp.id, "status": "replaced",
+            "detail": f"another save replaced the {mode} result while it was being revalidated; nothing written "
+                      "(the new result is judged as it is: list the results again)"}
 
 
 def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None,
@@ -495,7 +555,10 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
     Returns ``{"id", "status", "detail"}``; status is ``fresh`` (nothing to do, or only the
     quick numbers recorded), ``revalidated`` (the event appended to ``revalidated``, the result
     fresh for the current code hash), ``stale`` (digests and numbers differ, or the config
-    changed, or nothing to compare with) or ``missing`` (no result of ``mode``). ``repo``: the
+    changed, or nothing to compare with), ``replaced`` (a save of the same result landed while
+    this one computed: the provenance is written only if it is still the one read at the start,
+    :func:`.files.replace_provenance`, so nothing was written and the new payload keeps its own)
+    or ``missing`` (no result of ``mode``). ``repo``: the
     repository whose commits are the references (default: the one holding this package)."""
     exp = base.get(experiment_id)
     if mode not in base.FINGERPRINTED_MODES:
@@ -572,7 +635,13 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
               "revalidated": list(p.get("revalidated") or []) + [event]}
     if numbers is None and event["method"] != "numeric":  # none recorded (or unreadable): this code's
         update["quick_numbers"] = numeric.record(current[0], cpu=here, commit=git_state()[0])
-    files.replace_provenance(res.path, sealed({**p, **update}))
+    try:
+        # compare and swap, under the result's lock: written only if the provenance is still the
+        # one read above (a save that landed meanwhile holds another payload, whose provenance
+        # this must not replace)
+        files.replace_provenance(res.path, sealed({**p, **update}), expect=p)
+    except files.Replaced:
+        return _replaced(exp, mode)
     if event["method"] == "numeric":
         dev = event["max_deviation"]
         how = (f"differs from the recorded {event['recorded_quick_digest'][:12]}, its numbers within tolerance: "
@@ -664,12 +733,19 @@ def seal_unsealed(root: Path | None = None) -> list[dict]:
                        "untracked": "never committed: nothing to compare its files with",
                        "journaled": f"rewritten since commit {last}: only a committed result is sealed",
                        "modified": f"its files differ from commit {last}, the last that touched them (an edit)",
+                       "hidden": "git is told not to compare its files with the commit (skip-worktree or "
+                                 "assume-unchanged): an edit cannot be told from the original",
                        }.get(kind, "")
             if why:
                 out.append({**row, "status": "refused", "detail": f"{why}; not sealed (recompute it: "
                                                                      f"`python -m dpcompanion experiment {exp_id} "
                                                                      f"--mode {mode}`)"})
                 continue
-            files.replace_provenance(res.path, sealed(res.provenance))
+            try:
+                files.replace_provenance(res.path, sealed(res.provenance), expect=res.provenance)
+            except files.Replaced:
+                out.append({**row, "status": "refused", "detail": "replaced by another save while being sealed; "
+                                                                  "not sealed (list again)"})
+                continue
             out.append({**row, "status": "sealed", "detail": f"digest {res.digest[:12]}, equal to commit {last}"})
     return out

@@ -22,11 +22,17 @@ from dpcompanion.experiments.store import hashing
 from dpcompanion.experiments.store.executors import cpu_model
 from dpcompanion.experiments.store.hashing import digest
 
-__all__ = ["UNITS_SUFFIX", "units_dir", "unit_key", "save_unit", "load_unit", "sweep_progress", "list_partial",
+__all__ = ["UNITS_SUFFIX", "REUSE_CHECK_S", "units_dir", "unit_key", "save_unit", "load_unit", "sweep_progress", "list_partial",
            "committed_units", "old_code_units", "restamp_unit", "estimate_left", "estimate_phrase"]
 
 #: the folder beside ``<mode>/`` that holds the finished units of a sweep in progress
 UNITS_SUFFIX = ".units"
+#: seconds of recorded unit time a resumed sweep spends recomputing its stored units before it
+#: reuses them (:func:`dpcompanion.experiments.store.result_store._check_stored_units`): all of
+#: them when their recorded times sum to at most this, else those that fit, in a random order.
+#: A minute against the hours a resumable sweep saves; a unit file claiming a longer time than
+#: this is trusted as stored (the package docstring says so)
+REUSE_CHECK_S = 60.0
 
 
 def units_dir(experiment_id: str, mode: str, root: Path | None = None) -> Path:
@@ -117,10 +123,9 @@ def load_unit(folder: Path, key: str) -> dict | None:
     f = folder / f"{key}.json"
     try:
         rec = files.read_json(f)  # a regular file, size and depth capped (issue 30)
-        arrays = {}
-        if (folder / f"{key}.npz").is_file():
-            with np.load(folder / f"{key}.npz", allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
+        keys = files.npz_keys(rec["result"])
+        # the arrays it refers to, their headers checked against files.MAX_ARRAY_BYTES first
+        arrays = files.read_npz(folder / f"{key}.npz", keys) if keys else {}
         rec["result"] = _dec(rec["result"], arrays)
         if digest(rec["result"]) != rec["digest"]:
             return None

@@ -14,7 +14,11 @@ one JSON line per save: the folder and the sha256 of each of its files), and
 * it differs, and the journal holds exactly its files: ``("<sha>", "written by this store
   since commit <sha>, not committed yet")``, not stale;
 * it differs otherwise: ``("<sha>", "modified since commit <sha>")``, and the result is stale
-  (:func:`dpcompanion.experiments.store.result_store.load`).
+  (:func:`dpcompanion.experiments.store.result_store.load`);
+* a file of it is marked ``skip-worktree`` or ``assume-unchanged`` in the index (``git ls-files
+  -v`` tags it ``S`` or in lower case): git status would not show an edit of it, so the result
+  is treated as modified (stale), whatever its contents, the message naming the file and the
+  ``git update-index`` that lets git compare it again.
 
 The journal is not a signature either (whoever can write the files can write it); it keeps
 an honest user's uncommitted results fresh and makes every edit that did not go through the
@@ -132,8 +136,10 @@ def _journaled(gitdir: Path, rel: str, hashes: dict[str, str]) -> bool:
 def state(folder: Path) -> tuple[str, str]:
     """``(kind, commit)`` of the result folder against git: ``no git`` (not in a work tree),
     ``committed`` (equal to the last commit that touched it, or git-ignored), ``untracked``
-    (never committed), ``journaled`` (differs, but the store wrote exactly these files) or
-    ``modified`` (differs otherwise); ``commit`` is the last commit touching it (12 hex), or ''."""
+    (never committed), ``hidden`` (a file of it is marked skip-worktree or assume-unchanged, so
+    git status would not show an edit: :func:`hidden`), ``journaled`` (differs, but the store
+    wrote exactly these files) or ``modified`` (differs otherwise); ``commit`` is the last commit
+    touching it (12 hex), or ''."""
     found = repo_of(folder)
     if found is None:
         return "no git", ""
@@ -145,6 +151,10 @@ def state(folder: Path) -> tuple[str, str]:
     if status is None:
         return "no git", ""
     last = (_git(top, "log", "-1", "--format=%H", "--", f"{rel}/") or "").strip()[:12]
+    if hidden(top, rel):
+        # git status does not look at a file marked skip-worktree or assume-unchanged, so an edit
+        # of it reads as clean: such a result is treated as modified, whatever its contents
+        return "hidden", last
     if not status.strip():
         return "committed", last  # clean, or ignored (a quick result)
     if not last:
@@ -152,6 +162,19 @@ def state(folder: Path) -> tuple[str, str]:
     if _journaled(gitdir, rel, file_hashes(folder)):
         return "journaled", last
     return "modified", last
+
+
+def hidden(top: Path, rel: str) -> list[str]:
+    """The files under ``rel`` (a folder of the work tree ``top``) that git is told not to
+    compare with the index: ``git ls-files -v`` tags them ``S`` (``update-index
+    --skip-worktree``) or in lower case (``--assume-unchanged``)."""
+    out = _git(top, "ls-files", "-v", "--", f"{rel}/")
+    names = []
+    for line in (out or "").splitlines():
+        tag, _, name = line.partition(" ")
+        if tag == "S" or (len(tag) == 1 and tag.islower()):
+            names.append(name)
+    return names
 
 
 def modified(folder: Path) -> tuple[str, str] | None:
@@ -164,4 +187,11 @@ def modified(folder: Path) -> tuple[str, str] | None:
     if kind == "modified":
         return last, (f"modified since commit {last} (not by this store; `python -m dpcompanion results --verify` "
                       "recomputes units of it)")
+    if kind == "hidden":
+        found = repo_of(folder)
+        names = hidden(found[0], _rel(folder, found[0]) or "") if found else []
+        return last, (f"modified since commit {last}, as far as this store can tell: git is told not to compare "
+                      f"{', '.join(Path(n).name for n in names) or 'its files'} with the commit (skip-worktree or "
+                      "assume-unchanged; `git update-index --no-skip-worktree --no-assume-unchanged <file>` lets "
+                      "git compare it)")
     return None

@@ -2,9 +2,21 @@
 
 A seal, a digest and the journal of :mod:`.vcs` can all be rewritten by whoever can write the
 files; recomputing numbers cannot be fooled. :func:`verify` recomputes ``K`` units of a stored
-result, chosen at random with a seeded generator (the choice is reported, so a check can be
-repeated), with the current code and the result's own config and seed, on the store's run
-policy (:class:`.executors.LocalExecutor`), and compares them with the stored numbers:
+result, chosen at random with a seeded generator (the seed is drawn afresh unless given, so
+that whoever forges a unit cannot know which units a check leaves out; it is reported, so a
+check can be repeated), with the current code and the result's own config and seed, on the
+store's run policy (:class:`.executors.LocalExecutor`), and compares them with the stored numbers.
+
+**How many units by default.** Enough to catch one forged unit with probability at least
+:data:`CATCH_TARGET` (95%): ``K`` of ``n`` units chosen without replacement include a given
+unit with probability ``K / n``, so ``K = ceil(0.95 n)``; and all ``n`` when they are cheap
+(their recorded time, the units' summed wall time, else the run's, at most
+:data:`VERIFY_ALL_S`), which also compares the whole payload combined again, so that numbers
+combined from several units (a grid, a total: no single unit's record) are checked too; those
+are checked only then. The report says what was checked: the units (``chosen`` of
+``units_total``), why that many (``policy``) and ``catch_probability``: 1 when the whole payload
+was compared, else the share of all units whose recomputed record was found and compared
+(a unit ``not in payload`` catches nothing).
 
 Numbers are compared by the store's one rule, :func:`.numeric.compare`: the same structure,
 exact integers, strings and flags, and every float within the experiment's declared tolerance
@@ -29,6 +41,8 @@ of its tolerance (``share``, > 1 beyond it; ``rtol``/``atol`` that tolerance), `
 
 from __future__ import annotations
 
+import math
+import secrets
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -40,7 +54,39 @@ from dpcompanion.experiments.store.executors import LocalExecutor
 from dpcompanion.experiments.store.hashing import TIME_KEYS
 from dpcompanion.experiments.store.result_store import load
 
-__all__ = ["verify"]
+__all__ = ["verify", "CATCH_TARGET", "VERIFY_ALL_S", "default_units"]
+
+#: the least probability with which a default ``verify`` catches one forged unit
+CATCH_TARGET = 0.95
+#: seconds: a result whose units took at most this long in all (as recorded) is verified whole
+#: by default (every unit recomputed, the whole payload compared): a minute of compute
+#: buys certainty, where 95% of the units would cost nearly as much
+VERIFY_ALL_S = 60.0
+
+
+def recorded_seconds(provenance: dict) -> float | None:
+    """The compute a result's units took, as its provenance records it: ``units_wall_s`` (the
+    units' summed wall times), else ``wall_s`` (the run's); None when neither is a number."""
+    for key in ("units_wall_s", "wall_s"):
+        v = provenance.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
+            return float(v)
+    return None
+
+
+def default_units(n: int, recorded_s: float | None) -> tuple[int, str]:
+    """``(K, why)``: how many of ``n`` units a default verify recomputes (see the module docstring).
+
+    >>> default_units(45, 2.4)
+    (45, 'all: their recorded time, 2.4 s, is at most 60 s')
+    >>> default_units(48, 36000.0)
+    (46, 'at least 95% of them: their recorded time, 36000 s, is over 60 s')
+    """
+    if recorded_s is not None and recorded_s <= VERIFY_ALL_S:
+        return n, f"all: their recorded time, {recorded_s:.3g} s, is at most {VERIFY_ALL_S:g} s"
+    k = min(n, math.ceil(CATCH_TARGET * n - 1e-9))
+    when = "not recorded" if recorded_s is None else f"{recorded_s:.6g} s, is over {VERIFY_ALL_S:g} s"
+    return k, f"at least {CATCH_TARGET:.0%} of them: their recorded time, {when}"
 
 
 def _dicts(obj: Any, path: str = "") -> Iterator[tuple[str, dict]]:
@@ -81,22 +127,26 @@ def _match_unit(result: dict, payload: dict, experiment_id: str) -> dict:
     return {**_row(best[1], best[0]), "matched": best[0] or "/"}
 
 
-def verify(experiment_id: str, *, mode: str | None = None, units: int = 3, seed: int = 0, device: str = "cpu",
-           root: Path | None = None) -> dict:
-    """Recompute ``units`` randomly chosen units (``np.random.default_rng(seed)``) of the stored
-    result of ``experiment_id`` in ``mode`` (default: paper when stored, else full, else quick)
-    and compare them with the stored numbers (see the module docstring). Returns ``{"id",
-    "mode", "units_total", "chosen", "seed", "units": [{"index", "status", "max_deviation",
-    "where", "share", "rtol", "atol", "why", "matched"}], "whole": {...} or None, "ok"}`` (a unit
-    ``not in payload`` has only ``status``, ``max_deviation`` and ``where``, both None);
-    ValueError when nothing usable is stored."""
+def verify(experiment_id: str, *, mode: str | None = None, units: int | None = None, seed: int | None = None,
+           device: str = "cpu", root: Path | None = None) -> dict:
+    """Recompute ``units`` randomly chosen units (``np.random.default_rng(seed)``; ``seed``
+    drawn at random when None, and reported) of the stored result of ``experiment_id`` in
+    ``mode`` (default: paper when stored, else full, else quick) and compare them with the
+    stored numbers (see the module docstring). ``units=None``: :func:`default_units`. Returns
+    ``{"id", "mode", "units_total", "chosen", "seed", "policy", "recorded_s", "units": [{"index",
+    "unit", "status", "max_deviation", "where", "share", "rtol", "atol", "why", "matched"}],
+    "whole": {...} or None, "units_checked", "catch_probability", "ok", "checked", "fresh",
+    "stale_reason"}`` (a unit ``not in payload`` has only ``status``, ``max_deviation`` and
+    ``where``, both None); ValueError when nothing usable is stored."""
     exp = base.get(experiment_id)
     if mode is None:
         mode = next((m for m in ("paper", "full", "quick") if m in exp.configs
                      and files.result_dir(exp.id, m, root).exists()), "full")
     base.validate_mode(mode, exp)
-    if isinstance(units, bool) or not isinstance(units, int) or units < 1:
+    if units is not None and (isinstance(units, bool) or not isinstance(units, int) or units < 1):
         raise ValueError(f"units must be an integer >= 1, got {units!r}")
+    if seed is None:
+        seed = secrets.randbelow(2**32)
     res = load(exp.id, mode=mode, root=root)
     if res is None:
         raise ValueError(f"no {mode} result of {exp.id} is stored")
@@ -108,19 +158,27 @@ def verify(experiment_id: str, *, mode: str | None = None, units: int = 3, seed:
     config = base.config_for(exp, mode, seed=int(rec_seed))
     all_units = exp.units(config)
     n = len(all_units)
-    k = min(units, n)
+    recorded = recorded_seconds(res.provenance)
+    if units is None:
+        k, policy = default_units(n, recorded)
+    else:
+        k, policy = min(units, n), ("all" if units >= n else "as asked") + f" (--units {units})"
     chosen = sorted(int(i) for i in np.random.default_rng(seed).choice(n, size=k, replace=False))
     out = LocalExecutor().map(exp.run_unit, [all_units[i] for i in chosen], device)
     rows = []
     for i, (result, _) in zip(chosen, out):
         m = _match_unit(result, res.payload, exp.id) if isinstance(result, dict) else \
             {"status": "not in payload", "max_deviation": None, "where": None}
-        rows.append({"index": i, **m})
+        rows.append({"index": i, "unit": all_units[i], **m})
     whole = None
     if k == n:
         payload = files.sorted_keys(exp.combine(config, [r for r, _ in out]))
         whole = _row(numeric.compare(payload, res.payload, experiment_id=exp.id))
     bad = any(r["status"] == "mismatch" for r in rows) or (whole is not None and whole["status"] != "ok")
-    checked = any(r["status"] != "not in payload" for r in rows) or whole is not None
-    return {"id": exp.id, "mode": mode, "units_total": n, "chosen": chosen, "seed": seed, "units": rows,
-            "whole": whole, "ok": not bad, "checked": checked, "fresh": res.fresh, "stale_reason": res.stale_reason}
+    compared = sum(r["status"] != "not in payload" for r in rows)
+    checked = compared > 0 or whole is not None
+    catch = 1.0 if whole is not None else (compared / n if n else 0.0)
+    return {"id": exp.id, "mode": mode, "units_total": n, "chosen": chosen, "seed": seed, "policy": policy,
+            "recorded_s": recorded, "units": rows, "whole": whole, "units_checked": compared,
+            "catch_probability": catch, "ok": not bad, "checked": checked, "fresh": res.fresh,
+            "stale_reason": res.stale_reason}

@@ -34,20 +34,24 @@ def _by_item(rows):
 def test_paper_sizes_give_verdicts():
     rows = h_f_infl.verdict_rows(_infl_payload(paper_sizes=True))
     v = _by_item(rows)
-    assert v["logistic loss: fraction of per-sample gradients clipped"] == "agrees"  # 0.85 vs 0.8
-    assert v["squared: relative variance of the final loss at t = 10"] == "agrees"
-    assert v["squared: that relative variance decreases with t"] == "agrees"
-    assert v["influence q_t increases with t (squared loss, retrained)"] == "agrees"
-    assert v["logistic influence flatter than squared (retrained q_T / q_t0)"] == "agrees"
-    assert v["squared loss: retrained q_t vs the analytic q_t (Hessian)"] == "agrees"  # 20 vs 22
+    assert v["logistic loss: fraction of per-sample gradients clipped"] == "reproduced"  # 0.85 vs 0.8
+    assert v["squared: relative variance of the final loss at t = 10"] == "reproduced"
+    assert v["squared: that relative variance decreases with t"] == "reproduced"
+    assert v["influence q_t increases with t (squared loss, retrained)"] == "reproduced"
+    assert v["logistic influence flatter than squared (retrained q_T / q_t0)"] == "reproduced"
+    # our retraining against our own Hessian: a check of our code, not a claim of the paper
+    assert v["squared loss: retrained q_t vs the analytic q_t (Hessian)"] == "check passes"  # 20 vs 22
+    assert {r["outcome"] for r in rows if r["item"] in v and v[r["item"]] in ("reproduced", "check passes")} == {"success"}
     report.paper_vs_ours(rows)  # every verdict is a known one
 
 
 def test_paper_sizes_can_disagree():
-    v = _by_item(h_f_infl.verdict_rows(_infl_payload(paper_sizes=True, clip_lg=0.01, lrv=(0.001, 0.01, 0.1))))
-    assert v["logistic loss: fraction of per-sample gradients clipped"] == "disagrees"
-    assert v["squared: relative variance of the final loss at t = 10"] == "disagrees"
-    assert v["squared: that relative variance decreases with t"] == "disagrees"
+    rows = h_f_infl.verdict_rows(_infl_payload(paper_sizes=True, clip_lg=0.01, lrv=(0.001, 0.01, 0.1)))
+    v = {r["item"]: (r["verdict"], r["outcome"]) for r in rows}
+    fail = ("not reproduced", "failure")
+    assert v["logistic loss: fraction of per-sample gradients clipped"] == fail
+    assert v["squared: relative variance of the final loss at t = 10"] == fail
+    assert v["squared: that relative variance decreases with t"] == fail
 
 
 def test_quick_sizes_do_not_compare_with_the_paper_numbers():
@@ -55,11 +59,12 @@ def test_quick_sizes_do_not_compare_with_the_paper_numbers():
     paper_numbers = [r for r in rows if "clipped" in r["item"] or "relative variance of the final" in r["item"]
                      or "decreases with t" in r["item"]]
     assert len(paper_numbers) == 5
-    assert all(r["verdict"] == "not comparable" for r in paper_numbers)
+    assert all((r["verdict"], r["outcome"], r["cap"]) == ("not judged", "not judged", "sizes differ")
+               for r in paper_numbers)
     assert all(r["note"].startswith(comparisons.NOT_COMPARED + ": T = 20") for r in paper_numbers)
-    assert not any(r["verdict"] == "disagrees" for r in paper_numbers)
+    assert not any(r["outcome"] == "failure" for r in paper_numbers)
     trend = _by_item(rows)["influence q_t increases with t (squared loss, retrained)"]
-    assert trend == "agrees"  # qualitative rows keep their verdicts
+    assert trend == "reproduced"  # qualitative rows keep their verdicts
     report.paper_vs_ours(rows)
 
 
@@ -88,7 +93,8 @@ def _eer_payload(*, z=1.0, clip=0.0, ratio_min=1.2, t_bound_risk=1.05):
 
 def test_eer_rules():
     v = list(_by_item(h_x_eer.verdict_rows(_eer_payload())).values())
-    assert v == ["agrees", "agrees", "agrees", "agrees"]
+    # the closed form against our trainer (second row) checks our own code, not a claim of the paper
+    assert v == ["reproduced", "check passes", "reproduced", "reproduced"]
     v = list(_by_item(h_x_eer.verdict_rows(_eer_payload(z=5.0, ratio_min=0.9, t_bound_risk=1.3))).values())
-    assert v == ["disagrees", "disagrees", "agrees", "partly"]
-    assert [x[-1] for x in h_x_eer.mc_verdicts(_eer_payload(z=9.0, clip=0.2))] == ["not comparable"] * 3
+    assert v == ["not reproduced", "check fails", "reproduced", "in part"]
+    assert [x[-1] for x in h_x_eer.mc_verdicts(_eer_payload(z=9.0, clip=0.2))] == ["not judged"] * 3

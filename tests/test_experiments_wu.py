@@ -227,18 +227,21 @@ def test_gap_verdict_rules():
         return comparisons.compare("w-t36/gap", sizes_match=sizes_match, printed=paper, adp=adp, dp=dp)
 
     # issue 33: the arms share seeds (paired interval) and our setup is not the paper's, so the sign alone is judged
-    assert gap(paper_sig, up, down)["verdict"] == "agrees"  # ahead; the paper's 5 points are quoted, not judged
-    assert gap(paper_sig, [66.0, 66.5, 67.0], [61.0, 61.5, 62.0])["verdict"] == "agrees"
-    assert gap(paper_sig, down, up)["verdict"] == "disagrees"  # behind: the other side of zero
+    # ahead; the paper's 5 points are quoted, not judged: the sign only, a partial outcome
+    assert (gap(paper_sig, up, down)["verdict"], gap(paper_sig, up, down)["outcome"]) == ("sign only", "partial")
+    assert gap(paper_sig, [66.0, 66.5, 67.0], [61.0, 61.5, 62.0])["verdict"] == "sign only"
+    assert gap(paper_sig, down, up)["outcome"] == "failure"  # behind: the other side of zero, not reproduced
     # the gap not seen: issue 21's rule said disagrees (the paper's 5 ruled out); size alone no longer decides
     row = gap(paper_sig, flat, same)
     assert row["verdict"] == "inconclusive" and row["comparable"] == "direction" and row["design"] == "paired"
-    assert gap(paper_flat, flat, same)["verdict"] == "inconclusive"  # not "agrees": too few seeds to tell
-    assert gap(paper_flat, up, down)["verdict"] == "agrees"
+    # the paper's own gap within its printed noise: not a claim to test by itself, whatever ours
+    for adp, dp in ((flat, same), (up, down)):
+        row = gap(paper_flat, adp, dp)
+        assert (row["verdict"], row["paper_evidence"]) == ("not judged", "within noise")
     row = gap(paper_sig, up, down, sizes_match=False)
-    assert row["verdict"] == "not comparable" and row["note"].startswith(comparisons.NOT_COMPARED)
-    assert gap(None, up, down)["verdict"] == "not comparable"
-    assert gap(paper_sig, up[:1], down[:1])["verdict"] == "not comparable"  # one seed: no spread
+    assert row["verdict"] == "not judged" and row["cap"] == "sizes differ" and row["note"].startswith(comparisons.NOT_COMPARED)
+    assert gap(None, up, down)["verdict"] == "not judged"
+    assert gap(paper_sig, up[:1], down[:1])["verdict"] == "not judged"  # one seed: no spread
     g, se = wu_rules.gap_stats(up, down)  # paired: every seed 10 points ahead, no spread of the differences
     assert g == pytest.approx(10.0) and se == pytest.approx(0.0)
     g, se = wu_rules.gap_stats(flat, same)
@@ -247,12 +250,12 @@ def test_gap_verdict_rules():
 
 def test_epsilon_and_decay_verdicts():
     # identities (true by construction), unless our code breaks the construction
-    assert comparisons.verdict_of("w-f1/same-epsilon", epsilon_dp=1.0, epsilon_adp=1.0 + 5e-7) == "identity"
-    assert comparisons.verdict_of("w-f1/same-epsilon", epsilon_dp=1.0, epsilon_adp=1.0 + 5e-6) == "disagrees"
+    assert comparisons.verdict_of("w-f1/same-epsilon", epsilon_dp=1.0, epsilon_adp=1.0 + 5e-7) == "holds by construction"
+    assert comparisons.verdict_of("w-f1/same-epsilon", epsilon_dp=1.0, epsilon_adp=1.0 + 5e-6) == "check fails"
     eta = wp.step_sizes(family="sqrt", T=100)
     a = wp.adp_alpha(eta=eta)
-    assert comparisons.verdict_of("w-f1/slower-decay", noise_dp=eta, noise_adp=eta * a) == "identity"
-    assert comparisons.verdict_of("w-f1/slower-decay", noise_dp=eta * a, noise_adp=eta) == "disagrees"
+    assert comparisons.verdict_of("w-f1/slower-decay", noise_dp=eta, noise_adp=eta * a) == "holds by construction"
+    assert comparisons.verdict_of("w-f1/slower-decay", noise_dp=eta * a, noise_adp=eta) == "check fails"
 
 
 def test_paper_tables_as_printed():
@@ -282,8 +285,8 @@ def test_w_f1_runs_on_a_tiny_config():
     from dpcompanion.experiments import w_f1
 
     rows = w_f1.verdict_rows(out)
-    assert [r["verdict"] for r in rows[:1]] == ["identity"]  # the same final epsilon, by construction
-    assert rows[2]["verdict"] == "not comparable" and rows[2]["note"].startswith(comparisons.NOT_COMPARED)  # 2 epochs
+    assert [r["verdict"] for r in rows[:1]] == ["holds by construction"]  # the same final epsilon
+    assert rows[2]["verdict"] == "not judged" and rows[2]["note"].startswith(comparisons.NOT_COMPARED)  # 2 epochs
     assert S["eps_dp"][-1] == pytest.approx(S["epsilon"], rel=1e-9)
     assert R["acc_dp"].shape == R["acc_adp"].shape == (2, len(R["steps"]))
     assert np.all(R["eps_spent_dp"] <= S["epsilon"] * (1 + 1e-9)) and R["stopped"] == 0
@@ -303,8 +306,8 @@ def test_w_t1245_runs_on_a_tiny_config():
     h, rows = w_t1245.paper_layout(out["cells"], family="sqrt", metric="best")
     assert len(rows) == 3 and len(h) == 3
     (v,) = w_t1245.verdicts(out["cells"], metric="last")
-    assert v["table"] == 5 and v["verdict"] == "not comparable" and "sizes differ" in v["note"]
-    assert [r["verdict"] for r in w_t1245.verdict_rows(out)] == ["not comparable", "not comparable"]  # Tables 2, 5
+    assert v["table"] == 5 and v["verdict"] == "not judged" and "sizes differ" in v["note"]
+    assert [r["verdict"] for r in w_t1245.verdict_rows(out)] == ["not judged", "not judged"]  # Tables 2, 5
 
 
 def test_w_ladder_runs_each_cell_at_each_rung_and_judges_per_rung():
@@ -320,11 +323,11 @@ def test_w_ladder_runs_each_cell_at_each_rung_and_judges_per_rung():
     assert [c["N_train"] for c in out["cells"]] == [300, 600]  # each rung trains on its own number of images
     cols, rows = w_ladder.ladder_rows(out, metric="best")
     assert cols[-2:] == ["N = 300", "N = 600"] and len(rows) == 1 and rows[0][3] == "not printed"
-    assert all(": not comparable" in x for x in rows[0][4:])  # 2 epochs: not the paper's
+    assert all(": not judged" in x for x in rows[0][4:])  # 2 epochs: not the paper's
     V = w_ladder.verdict_rows(out)
     assert [r["item"].split(":")[0] for r in V] == ["Table 2 at N = 300", "Table 5 at N = 300", "Table 2 at N = 600",
                                                     "Table 5 at N = 600"]
-    assert {r["verdict"] for r in V} == {"not comparable"} and "2 runs per method" in w_ladder.describe(out)
+    assert {r["verdict"] for r in V} == {"not judged"} and "2 runs per method" in w_ladder.describe(out)
     # the top rung may keep a subset of the clips; a cell not run at a rung says so
     top = exp.units({**cfg, "clips": [1.0, 2.5], "top_clips": [1.0]})
     assert [(u["n_train"], u["clip"]) for u in top] == [(600, 1.0), (300, 1.0), (300, 2.5)]
@@ -357,7 +360,7 @@ def test_w_t36_runs_on_a_tiny_config():
         assert not set(e["tuning_seeds"]) & set(e["report_seeds"])
         assert e["interior"] or e["stated_bound"] or e["stopped"] in ("rounds", "limit")
     (row, *beyond) = w_t36.verdict_rows(out)  # 2 epochs, not the paper's 60
-    assert row["verdict"] == "not comparable" and row["note"].startswith(comparisons.NOT_COMPARED)
+    assert row["verdict"] == "not judged" and row["note"].startswith(comparisons.NOT_COMPARED)
 
 
 def test_adaptive_rule_matches_the_formula():
@@ -396,9 +399,9 @@ def test_w_f4_runs_on_a_tiny_config():
     assert r["test_error"].shape == (2, 3) and r["stopped"] == 0
     assert np.all(np.diff(r["eps_numeric"]) > 0) and r["eps_numeric"][-1] < r["eps_theory"][-1]
     rows = w_f4.verdict_rows(out)
-    assert len(rows) == 2 and rows[0]["verdict"] in ("agrees", "disagrees", "inconclusive") and "of 1" in rows[0]["ours"]
-    assert rows[1]["verdict"] == "agrees"  # numerical epsilon below epsilon_bar
-    assert comparisons.verdict_of("w-f4/decay", final_error={0.5: 1.0}) == "not comparable"  # no c = 0 run
+    assert len(rows) == 2 and rows[0]["outcome"] in ("success", "partial", "failure", "undecided") and "of 1" in rows[0]["ours"]
+    assert rows[1]["outcome"] == "success"  # numerical epsilon below epsilon_bar
+    assert comparisons.verdict_of("w-f4/decay", final_error={0.5: 1.0}) == "not judged"  # no c = 0 run
 
 
 def test_w_f4_replicates_add_seeds_and_keep_replicate_zero():
@@ -450,17 +453,17 @@ def test_w_f2_rows_agree_disagree_and_can_fail(monkeypatch):
     """W-F2: the printed epoch lengths and end points, each row decided by a comparison that
     fails when the printed number is changed."""
     rows = {r["item"]: r for r in wu_rules.w_f2_rows()}
-    assert rows["iterations per epoch (50000 images, batch 256)"]["verdict"] == "agrees"
-    assert rows["T for 200 epochs (Sec. 6)"]["verdict"] == "agrees"
-    assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"]["verdict"] == "disagrees"  # 11700 = 60 x 195
-    assert rows["0.1 - a_T sqrt(t) at t = T (60 epochs)"]["verdict"] == "agrees"
-    assert rows["Table 4 caption's 0.1 + a_T sqrt(t) at t = T (60 epochs)"]["verdict"] == "disagrees"
+    assert rows["iterations per epoch (50000 images, batch 256)"]["outcome"] == "success"
+    assert rows["T for 200 epochs (Sec. 6)"]["outcome"] == "success"
+    assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"]["outcome"] == "failure"  # 11700 = 60 x 195
+    assert rows["0.1 - a_T sqrt(t) at t = T (60 epochs)"]["outcome"] == "success"
+    assert rows["Table 4 caption's 0.1 + a_T sqrt(t) at t = T (60 epochs)"]["outcome"] == "failure"
     # a minimally different printed value flips the verdicts
     monkeypatch.setitem(wu_rules.W_F2_PRINTED, "T_60_footnote", 11760)
     monkeypatch.setitem(wu_rules.W_F2_PRINTED, "iterations_per_epoch", 195)
     rows = {r["item"]: r for r in wu_rules.w_f2_rows()}
-    assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"]["verdict"] == "agrees"
-    assert rows["iterations per epoch (50000 images, batch 256)"]["verdict"] == "disagrees"
+    assert rows["T for 60 epochs (footnote 3, Sec. 6.2)"]["outcome"] == "success"
+    assert rows["iterations per epoch (50000 images, batch 256)"]["outcome"] == "failure"
 
 
 def test_w_t36_report_seeds_follow_power():

@@ -79,11 +79,11 @@ def test_every_disagreeing_theory_row_names_its_closest_reading_and_deviation():
     """Issue 33 item 8: each h-f-theory, accounting, h-sec-4-2 and W-F2 row that disagrees with a
     printed number names the closest reading and its deviation in its note and its reading field;
     the readings change no verdict (a reading that departs from the text and reproduces the
-    number leaves the row 'disagrees')."""
+    number leaves the row 'not reproduced', outcome failure)."""
     rows = _rows()
-    assert {(p, r["item"]) for p, r in rows if r["verdict"] == "disagrees"} == DISAGREES
+    assert {(p, r["item"]) for p, r in rows if r["outcome"] == "failure"} == DISAGREES
     for page, r in rows:
-        if r["verdict"] != "disagrees":
+        if r["outcome"] != "failure":
             continue
         assert NOTE_RE.search(r["note"]), (page, r["note"])
         f = r["reading"]
@@ -117,9 +117,9 @@ def test_theory_readings_recompute_from_independent_formulas():
 def test_the_verdict_json_passes_the_reading_through():
     """Issue 33 item 8: reproduction's rows (the verdicts JSON) carry the rule rows' reading field."""
     rows = reproduction.report_rows(pages=["h-sec-4-2", "w-f2"])
-    dis = [r for r in rows if r["verdict"] == "disagrees"]
+    dis = [r for r in rows if r["outcome"] == "failure"]
     assert dis and all(r["reading"]["name"] in r["note"] for r in dis)
-    assert all("reading" not in r for r in rows if r["verdict"] == "agrees")
+    assert all("reading" not in r for r in rows if r["outcome"] == "success")
     table = readings_markdown(rows)
     assert table.count("\n") == 2 + len(dis) and "no natural reading reproduces it" in table
 
@@ -151,7 +151,7 @@ def _independent_epsilon(*, eps_bar, T, N, delta, b_delta, conversion, m=256, C=
 def test_w_eps_rows_name_the_closest_reading_which_recomputes_from_the_library():
     """Issue 33 item 8, W-EPS: the stated protocol's values (the three accountants of the
     w-eps rows) are among the readings; every row names its closest reading and deviation, the
-    verdicts stay 'disagrees', and the closest reading recomputes independently."""
+    words stay 'not reproduced' (outcome failure), and the closest reading recomputes independently."""
     readings = w_adp_eps.w_eps_readings()
     table = w_adp_eps.w_eps_table()
     g = w_adp_eps.W_EPS_READING_GRID
@@ -161,7 +161,7 @@ def test_w_eps_rows_name_the_closest_reading_which_recomputes_from_the_library()
         assert stated == {r["epsilon_accountant"] for r in table if r["b_delta"] == "main" and r["epsilon_bar"] == eb}
         assert len(rs) == 3 + n_grid - len(g["conversion"]) + 2  # the stated combination is listed once, as stated
     rows = wu_rules.w_eps_rows(table, readings)
-    assert [r["verdict"] for r in rows] == ["disagrees"] * 5
+    assert [(r["verdict"], r["outcome"]) for r in rows] == [("not reproduced", "failure")] * 5
     for r in rows:
         assert NOTE_RE.search(r["note"]) and "closest single reading" in r["note"]
         f = r["reading"]

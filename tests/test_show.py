@@ -24,7 +24,7 @@ def describe(payload):
 
 def verdict_rows(payload):
     return [{"item": f"total of n = {payload['config']['n']}", "paper": "-", "ours": f"{payload['total']:.3f}",
-             "verdict": "identity", "note": "test"}]
+             "verdict": "holds by construction", "outcome": "not judged", "note": "test"}]
 
 
 @pytest.fixture()
@@ -50,7 +50,7 @@ def test_show_experiment_shows_sizes_figure_tables_then_verdicts(page_exp):
     assert res is not None and res.fresh and page.payload == res.payload  # computed once, stored
     assert [k for k, _ in shown] == ["md", "figure", "table", "md"]
     assert shown[0][1] == describe(res.payload) and drawn == [10]
-    assert f"{res.payload['total']:.3f}" in shown[3][1] and "identity" in shown[3][1]
+    assert f"{res.payload['total']:.3f}" in shown[3][1] and "holds by construction" in shown[3][1]
     shown.clear()
     show.show_experiment(exp.id, mode="quick", verdicts=False)  # loaded, not recomputed; no verdicts
     assert [k for k, _ in shown] == ["md"]

@@ -105,12 +105,12 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
 
 def readings_markdown(rows: Iterable[dict[str, Any]]) -> str:
     """The errata's table of printed numbers we do not reproduce (issue 33, item 8): every
-    ``disagrees`` verdict row that carries a closest reading (its ``reading`` field,
+    row whose outcome is ``failure`` (not reproduced) that carries a closest reading (its ``reading`` field,
     :mod:`dpcompanion.experiments.comparisons.readings`), with the printed number, ours, the
     closest reading, its value and deviation, and whether it reproduces the printed number (ours is
     on the row's page).
 
-    >>> print(readings_markdown([{"verdict": "disagrees", "page": "p", "item": "x", "paper": "1", "ours": {"text": "2"},
+    >>> print(readings_markdown([{"verdict": "not reproduced", "outcome": "failure", "page": "p", "item": "x", "paper": "1", "ours": {"text": "2"},
     ...     "reading": {"name": "r", "value": 1.0, "deviation": 0.0, "reproduces": True}}]).splitlines()[2])
     | p | x | 1 | r | 1 (0) | reproduced under this reading |
     """
@@ -118,7 +118,7 @@ def readings_markdown(rows: Iterable[dict[str, Any]]) -> str:
            "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         rd = r.get("reading")
-        if r.get("verdict") != "disagrees" or not rd:
+        if r.get("outcome") != "failure" or not rd:
             continue
         said = "reproduced under this reading" if rd["reproduces"] else "no natural reading reproduces it"
         out.append(f"| {cell_text(r['page'])} | {cell_text(r['item'])} | {cell_text(r['paper'])} | {cell_text(rd['name'])} | "
@@ -133,8 +133,8 @@ def readings_block(rows: Iterable[dict[str, Any]]) -> str:
     from dpcompanion.experiments.comparisons.wu_rules import W_EPS_TRIED
 
     rows = list(rows)
-    n = sum(1 for r in rows if r.get("verdict") == "disagrees" and r.get("reading"))
-    return (f"{n} printed numbers disagree with ours; for each, the natural readings of the stated protocol were "
+    n = sum(1 for r in rows if r.get("outcome") == "failure" and r.get("reading"))
+    return (f"{n} printed numbers are not reproduced by ours; for each, the natural readings of the stated protocol were "
             "searched and the closest is named with its deviation.\n\n"
             + folded(f"The closest reading of each ({n})", readings_markdown(rows)
                      + f"\nW-EPS's readings: {W_EPS_TRIED}.") + "\n")

@@ -16,7 +16,7 @@ import math
 import re
 from typing import Any, Iterable, Sequence
 
-#: a row whose sizes differ from the paper's is "not comparable", its note starting with
+#: a row whose sizes differ from the paper's is "not judged" (its cap "sizes differ"), its note starting with
 #: "not compared (sizes differ)" (dpcompanion.experiments.comparisons.NOT_COMPARED)
 from dpcompanion.experiments.comparisons import VERDICTS, reproduction  # VERDICTS: one list of verdict words
 from dpcompanion.experiments.scale_tables import at_paper_scale, scale_of, stored_sizes

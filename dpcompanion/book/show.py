@@ -205,7 +205,7 @@ class ExperimentPage:
             raise ValueError(f"experiment {self.id} declares no verdict_rows")
         rows = self.experiment.verdict_rows(self.payload if payload is None else payload)
         table = report.paper_vs_ours(rows)
-        if rows and all(r["verdict"] == "not comparable" for r in rows):
+        if rows and all(r.get("cap") == "sizes differ" for r in rows):
             table = report.folded(f"This run's {len(rows)} rows: not comparable with the paper (its sizes differ)", table)
         elif fold:
             table = report.folded(f"This run's {len(rows)} rows", table)

@@ -8,7 +8,11 @@
 * ``ours``: ``{"estimate", "ci_low", "ci_high" (95%), "n", "text"}``;
 * ``margin``: the tolerance or smallest effect of interest (units of ``ours``), ``mde``: the
   smallest effect our runs detect at 80% power, ``runs_needed``: for an ``inconclusive`` row,
-  how many runs would separate zero from the paper's value at 80% power;
+  how many runs would separate zero from the paper's value at 80% power; where the rule declares a
+  margin, ``margin_basis``, ``margin_source`` (where its value comes from: basis, declaration,
+  first commit) and ``margin_dated`` (:func:`.margin_dates.when`: chosen after the results,
+  declared before them, or date unknown, read from git against the result's ``created``), the
+  note saying which;
 * ``scale``: ``{dimension: {"paper", "ours", "source", "match"}}``, computed by
   :func:`.scale.scale_of` from the result's recorded config (the paper's values and quotations
   from this code, so a corrected quotation shows without touching the result; the block recorded
@@ -49,7 +53,7 @@ from typing import Any, Iterable
 
 from dpcompanion.core import outputs
 from dpcompanion.experiments import base, comparisons, scale_tables as scale_mod, store
-from dpcompanion.experiments.comparisons import outcome, theory, wu_rules
+from dpcompanion.experiments.comparisons import margin_dates, outcome, theory, wu_rules
 from dpcompanion.experiments.comparisons.outcome import OWN_CODE_RULES
 from dpcompanion.experiments.comparisons.rows import decided
 from dpcompanion.experiments.protocols import tuning as tuning_protocol
@@ -147,6 +151,19 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
         "comparable": comparable, "scale": scale, "at_paper_scale": at_scale,
         "tuning": list(tuning), "result": result, "note": str(r.get("note", "")),
     }
+    margin_of = _margin_of(r.get("rule"))
+    if margin_of is not None and margin_of.value is not None:
+        # where the margin's value comes from (its basis and declaration) and when it was first
+        # committed against the judged result's creation, read from git (margin_dates)
+        dated = margin_dates.when(margin_of, result.get("created"))
+        out["margin_basis"] = margin_of.basis
+        out["margin_dated"] = dated
+        out["margin_source"] = (f"{margin_of.basis}, declared at {dated['declared'] or '?'}"
+                                + (f", first committed {dated['committed']}" if dated["committed"] else ""))
+        if result.get("mode") not in (None, "computed"):
+            out["note"] += f"; {dated['status']}" + (
+                f" (margin first committed {dated['committed']}, result created {dated['created']})"
+                if dated["status"] == margin_dates.AFTER and dated["committed"] else "")
     if r.get("headline"):  # W-LADDER's top rung (issue 33, item 5)
         out["headline"] = r["headline"]
     if r.get("reading"):  # the closest reading of a printed number (issue 33, item 8; comparisons.readings)
@@ -155,6 +172,16 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     out["scope"] = scope_of(out)
     out["sentence"] = sentence(out)
     return out
+
+
+def _margin_of(rule_id: str | None):
+    """The declared margin of the rule ``rule_id`` (None where it has none or is unknown)."""
+    if not rule_id:
+        return None
+    try:
+        return comparisons.rule_by_id(rule_id).margin
+    except ValueError:
+        return None
 
 
 def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list[dict]:
@@ -185,7 +212,7 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
     scale = scale_mod.scale_of(eid, config)
     payload = res.payload
     tuning = payload.get("tuning", []) if isinstance(payload, dict) else []
-    result = {"mode": mode, "fresh": bool(res.fresh), "digest": prov.get("digest"),
+    result = {"mode": mode, "fresh": bool(res.fresh), "digest": prov.get("digest"), "created": prov.get("created"),
               "path": str(res.path) if res.path else None, "scale_recorded": "scale" in prov}
     # the experiment's declared rows (its report_verdict_rows where the report has more than
     # the page's table: h-f-eff's per N, w-t1245's per cell, w-t36's pooled)

@@ -1,0 +1,131 @@
+"""When each declared margin was first committed, read from git, against the result it judges.
+
+A rule's practical margin (:class:`.rule.Margin`) is declared in source by one call,
+``Margin(<value>, "<units>", ...)``; :func:`declaration` finds that call's first line (its
+value and units, the margin's literal) in the package's sources, and :func:`first_committed`
+asks git when that literal first appeared in the repository's history (``git log --reverse -S``
+over every path, so a declaration moved between modules keeps its first date). :func:`when`
+compares it with the judged result's ``created`` (its provenance): a margin first committed
+after the data it judges reads ``margin chosen after the results`` on its row. Nothing is
+typed: where the clone has no history (shallow, or no git), the row says ``margin date
+unknown``; a literal in no commit (an edit not yet committed) is after any result.
+
+The lookups are cached in the clone's git directory (``dpcompanion-margin-dates.json``, keyed
+by the literal; a first commit never changes once made) and in memory, so ``verdicts`` stays
+fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+__all__ = ["AFTER", "BEFORE", "UNKNOWN", "declaration", "first_committed", "when", "shallow", "ROOT"]
+
+#: the repository root (the package's parent)
+ROOT = Path(__file__).resolve().parents[3]
+#: what a row says of its margin's date
+AFTER, BEFORE, UNKNOWN = "margin chosen after the results", "margin declared before the results", "margin date unknown"
+_CACHE = "dpcompanion-margin-dates.json"
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+@functools.lru_cache(maxsize=1)
+def shallow() -> bool:
+    """True where the clone's history cannot date a margin: shallow, or not a git repository."""
+    out = _git("rev-parse", "--is-shallow-repository")
+    return out is None or out.strip() != "false"
+
+
+@functools.lru_cache(maxsize=1)
+def _sources() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    pkg = ROOT / "dpcompanion" / "experiments"
+    return tuple((str(p.relative_to(ROOT)), tuple(p.read_text(encoding="utf-8").splitlines()))
+                 for p in sorted(pkg.rglob("*.py")))
+
+
+def declaration(margin) -> tuple[str, int, str] | None:
+    """``(path, line, literal)`` of the call that declares ``margin``: the first source line
+    holding ``Margin(`` and its units as a string literal; the literal runs from ``Margin(``
+    through the units. None where no such line is found."""
+    units = json.dumps(margin.units)
+    for path, lines in _sources():
+        for i, line in enumerate(lines):
+            k, u = line.find("Margin("), line.find(units)
+            if k >= 0 and u > k:
+                return path, i + 1, line[k:u + len(units)]
+    return None
+
+
+def _cache_path() -> Path | None:
+    out = _git("rev-parse", "--absolute-git-dir")
+    return Path(out.strip()) / _CACHE if out else None
+
+
+@functools.lru_cache(maxsize=None)
+def first_committed(literal: str) -> str | None:
+    """ISO date of the first commit whose diff adds ``literal`` (``git log --reverse -S``), or
+    ``""`` where no commit holds it (not yet committed); None where history cannot say
+    (:func:`shallow`)."""
+    if shallow():
+        return None
+    path = _cache_path()
+    cache = {}
+    if path is not None and path.is_file():
+        try:
+            cache = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            cache = {}
+    if literal in cache:
+        return cache[literal]
+    out = _git("log", "--reverse", "--format=%cI", "-S", literal)
+    if out is None:
+        return None
+    first = out.split("\n", 1)[0].strip()
+    if first and path is not None:  # a first commit never changes: cache it (an uncommitted literal is not)
+        cache[literal] = first
+        try:
+            path.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
+        except OSError:
+            pass
+    return first
+
+
+def when(margin, created: str | None) -> dict:
+    """The date of ``margin`` against the judged result's ``created``: ``{"status", "committed",
+    "created", "declared"}``, ``status`` one of :data:`AFTER`, :data:`BEFORE`, :data:`UNKNOWN`.
+
+    >>> when(None, "2026-01-01T00:00:00+00:00")["status"]
+    'margin date unknown'
+    """
+    out = {"status": UNKNOWN, "committed": None, "created": created, "declared": None}
+    if margin is None or margin.value is None:
+        return out
+    found = declaration(margin)
+    if found is None:
+        return out
+    path, line, literal = found
+    out["declared"] = f"{path}:{line}"
+    first = first_committed(literal)
+    if first is None or not created:
+        return out
+    out["committed"] = first or None
+    if not first:
+        out["status"] = AFTER
+        return out
+    try:
+        after = datetime.fromisoformat(first) > datetime.fromisoformat(created)
+    except ValueError:
+        return out
+    out["status"] = AFTER if after else BEFORE
+    return out

@@ -1,0 +1,69 @@
+"""Margins dated from git and symmetric: each declared margin's declaration is found in the
+sources, its first commit read from git (``margin_dates``), compared with the judged result's
+creation; a clone without history says "margin date unknown"; every margin is one magnitude on
+both sides of zero."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+
+import pytest
+
+from dpcompanion.experiments import comparisons
+from dpcompanion.experiments.comparisons import margin_dates
+from dpcompanion.experiments.comparisons.rule import Margin, tost
+
+MARGINS = {rid: r.margin for rid, r in comparisons.all_rules().items()
+           if r.margin is not None and r.margin.value is not None}
+
+
+def test_every_margin_with_a_value_has_a_declaration_in_the_sources():
+    assert MARGINS
+    for rid, m in MARGINS.items():
+        found = margin_dates.declaration(m)
+        assert found is not None, rid
+        path, line, literal = found
+        text = (margin_dates.ROOT / path).read_text(encoding="utf-8").splitlines()[line - 1]
+        assert literal in text and literal.startswith("Margin(") and repr(m.units)[1:-1] in literal, rid
+
+
+def test_margins_are_symmetric():
+    """One magnitude, both sides: TOST of +e and of -e against the same margin agree."""
+    for rid, m in MARGINS.items():
+        assert isinstance(m.value, float) and math.isfinite(m.value) and m.value > 0, rid
+        for e in (0.2 * m.value, 0.9 * m.value, 1.5 * m.value):
+            a, b = tost(e, m.value / 4, margin=m.value), tost(-e, m.value / 4, margin=m.value)
+            assert a.equivalent == b.equivalent and a.p == pytest.approx(b.p), rid
+
+
+def _history() -> bool:
+    out = subprocess.run(["git", "-C", str(margin_dates.ROOT), "rev-parse", "--is-shallow-repository"],
+                         capture_output=True, text=True)
+    return out.returncode == 0 and out.stdout.strip() == "false"
+
+
+@pytest.mark.skipif(not _history(), reason="a clone without history cannot date a margin")
+def test_dates_read_from_git_against_the_results_creation():
+    m = next(iter(MARGINS.values()))
+    _, _, literal = margin_dates.declaration(m)
+    log = subprocess.run(["git", "-C", str(margin_dates.ROOT), "log", "--format=%cI", "-S", literal],
+                         capture_output=True, text=True, check=True).stdout.split()
+    first = min(log, key=lambda d: d) if log else ""  # the oldest, found here without --reverse
+    assert margin_dates.first_committed(literal) == first
+    if first:
+        assert margin_dates.when(m, "2000-01-01T00:00:00+00:00")["status"] == margin_dates.AFTER
+        assert margin_dates.when(m, "2999-01-01T00:00:00+00:00")["status"] == margin_dates.BEFORE
+    assert margin_dates.first_committed("Margin(never committed, \"x\"") == ""  # no commit holds it
+    new = Margin(0.5, "a unit declared nowhere", "none", "x" * 41)
+    assert margin_dates.when(new, "2000-01-01T00:00:00+00:00")["status"] == margin_dates.UNKNOWN
+
+
+def test_a_clone_without_history_says_unknown(monkeypatch):
+    m = next(iter(MARGINS.values()))
+    monkeypatch.setattr(margin_dates, "shallow", lambda: True)
+    margin_dates.first_committed.cache_clear()
+    try:
+        assert margin_dates.when(m, "2000-01-01T00:00:00+00:00")["status"] == margin_dates.UNKNOWN
+    finally:
+        margin_dates.first_committed.cache_clear()

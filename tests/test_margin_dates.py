@@ -67,3 +67,4 @@ def test_a_clone_without_history_says_unknown(monkeypatch):
         assert margin_dates.when(m, "2000-01-01T00:00:00+00:00")["status"] == margin_dates.UNKNOWN
     finally:
         margin_dates.first_committed.cache_clear()
+

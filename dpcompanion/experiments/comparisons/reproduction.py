@@ -59,7 +59,7 @@ from dpcompanion.experiments.comparisons.rows import decided
 from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
-           "power_rows", "sentence", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "outcome_counts", "setup_of",
+           "power_rows", "sentence", "SAME_PRINTED", "one_verdict_per_printed_number", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "outcome_counts", "setup_of",
            "SETUP_RANK", "outcome_words", "SETUP_WORDS", "EFFECT_WORDS",
            "TREND_WORDS"]
 
@@ -276,7 +276,48 @@ def report_rows(*, pages: Iterable[str] | None = None, compute: bool = False, se
             rows += [_row(pid, r, config={}, scale={}, tuning=[], result={**res, "page": page}) for r in make()]
         else:
             rows += _experiment_rows(pid, compute=compute, seed=seed, device=device)
-    return rows
+    return one_verdict_per_printed_number(rows)
+
+
+#: printed numbers judged on two pages: ``(page, rule, item)`` of a row -> ``(page, item)`` of the
+#: row that judges the same printed cell on more runs (Wu et al.'s Fig. 1 right is Table 2's cell
+#: eps_bar 3.2, C 2.5, 120 epochs: W-F1 and W-T1245 run it)
+SAME_PRINTED = {
+    ("w-f1", "w-f1/gap", "best-accuracy gain ADP - DP, eps_bar 3.2, C 2.5, 120 epochs (Fig. 1 right = Table 2)"):
+        ("w-t1245", "Table 2: gain ADP - DP, sqrt, C_G 2.5, eps_bar 3.2, 120 epochs"),
+}
+
+
+def one_verdict_per_printed_number(rows: list[dict]) -> list[dict]:
+    """One printed number, one verdict: a row of :data:`SAME_PRINTED` whose printed value is
+    judged on another page too takes the verdict, outcome and criteria of whichever of the two
+    rests on more runs (the note says which, and its own estimate stays shown); rows absent
+    from the report are left as they are.
+
+    >>> a = {"page": "w-f1", "rule": "w-f1/gap", "item": next(iter(SAME_PRINTED))[2], "verdict": "sign only",
+    ...      "outcome": "partial", "paper_value": 0.68, "ours": {"n": 5}, "note": "x", "sentence": "s"}
+    >>> b = {"page": "w-t1245", "rule": "w-t1245/gap", "item": SAME_PRINTED[next(iter(SAME_PRINTED))][1],
+    ...      "verdict": "inconclusive", "outcome": "undecided", "paper_value": 0.68, "ours": {"n": 20}, "note": "y"}
+    >>> [r["verdict"] for r in one_verdict_per_printed_number([a, b])]
+    ['inconclusive', 'inconclusive']
+    """
+    at = {(r["page"], r["item"]): i for i, r in enumerate(rows)}
+    out = list(rows)
+    for (page, rule, item), (other_page, other_item) in SAME_PRINTED.items():
+        i, j = at.get((page, item)), at.get((other_page, other_item))
+        if i is None or j is None or rows[i].get("rule") != rule:
+            continue
+        ni, nj = (rows[i].get("ours") or {}).get("n") or 0, (rows[j].get("ours") or {}).get("n") or 0
+        keep, take = (i, j) if nj >= ni else (j, i)
+        src = rows[take]
+        said = (f"one printed number, one verdict: the same printed cell is judged on {src['page']} "
+                f"({src['item']}, {max(ni, nj)} runs), whose verdict this row takes")
+        out[keep] = {**rows[keep], "verdict": src["verdict"], "outcome": src["outcome"],
+                     **{k: src[k] for k in outcome.CRITERIA if k in src}, "judged_on": [src["page"], src["item"]],
+                     "note": f"{said}; on its own runs: {rows[keep].get('note', '')}"}
+        if "scope" in out[keep]:
+            out[keep]["sentence"] = sentence(out[keep])
+    return out
 
 
 # ------------------------------------------------------------------------ one sentence per row (issue 33, item 7)

@@ -1,0 +1,27 @@
+"""One printed number, one verdict: a paper value judged on two pages (reproduction.SAME_PRINTED)
+is judged the same way in the verdicts report."""
+
+from __future__ import annotations
+
+
+def test_one_printed_number_one_verdict():
+    """A printed value judged on two pages (W-F1's Fig. 1 right and W-T1245's Table 2 cell) is
+    judged the same way in the report: both rows carry the verdict of the one on more runs."""
+    from dpcompanion.experiments.comparisons import reproduction
+
+    for (page, rule, item), (other_page, other_item) in reproduction.SAME_PRINTED.items():
+        base = dict(claim="effect", paper_evidence="clear", setup="another", size="not testable", absence="not shown",
+                    check="n/a", cap="none", paper_value=0.68)
+        few = {**base, "page": page, "rule": rule, "item": item, "verdict": "sign only", "outcome": "partial",
+               "sign": "paper's side", "ours": {"n": 5}, "note": "five seeds"}
+        many = {**base, "page": other_page, "rule": "w-t1245/gap", "item": other_item, "verdict": "inconclusive",
+                "outcome": "undecided", "sign": "neither", "ours": {"n": 20}, "note": "twenty seeds"}
+        a, b = reproduction.one_verdict_per_printed_number([few, many])
+        assert (a["verdict"], a["outcome"], a["sign"]) == (b["verdict"], b["outcome"], b["sign"]) == (
+            "inconclusive", "undecided", "neither")
+        assert a["judged_on"] == [other_page, other_item] and "five seeds" in a["note"]
+    rows = reproduction.report_rows(pages=["w-f1", "w-t1245"])
+    by = {(r["page"], r["item"]): r for r in rows}
+    for (page, _, item), other in reproduction.SAME_PRINTED.items():
+        if (page, item) in by and other in by:
+            assert (by[(page, item)]["verdict"], by[(page, item)]["outcome"]) == (by[other]["verdict"], by[other]["outcome"])

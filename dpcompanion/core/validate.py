@@ -41,6 +41,7 @@ __all__ = [
     "noise_multipliers",
     "choice",
     "class_labels",
+    "features",
     "path_lengths",
     "can_create_file_in",
     "writable_folder",
@@ -297,6 +298,98 @@ def class_labels(name: str, values: Any, *, n_classes: int) -> np.ndarray:
         k = int(np.argmax(bad))
         raise ValueError(f"{name} must hold class labels in {allowed}, got {a[k].item()!r} at index {k}")
     return a.astype(np.int64)
+
+
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def features(name: str, values: Any, *, dtype: Any = "float64") -> Any:
+    """The features of a training or test set: an array (numpy, torch or nested sequences) of
+    real numbers with at least one example (its first axis), every value finite and within the
+    range of ``dtype`` (the training dtype, ``"float32"`` or a torch dtype) so that the cast
+    keeps it finite. Returned as given (numpy for a sequence). Refused in one line: complex
+    values (the cast would drop the imaginary part), non-numbers, an empty set (N = 0), NaN or
+    inf (one such feature made the whole model NaN, which tells that the record was there),
+    and a value that overflows ``dtype`` (``1e39`` becomes inf in float32). Works on torch
+    tensors through their own methods, on their device, without importing torch.
+
+    >>> features("X", [[1.0, 2.0]], dtype="float32").shape
+    (1, 2)
+    >>> features("X", [[1.0, float("nan")]])
+    Traceback (most recent call last):
+    ...
+    ValueError: X must hold finite real numbers (no NaN or inf), got nan in example 0 (at index (0, 1))
+    >>> features("X", [[1e39]], dtype="float32")
+    Traceback (most recent call last):
+    ...
+    ValueError: X must hold numbers that float32 represents (|x| < 3.4e+38), got 1e+39 in example 0 (at index (0, 0)), which becomes inf in float32
+    """
+    dt_name = _dtype_name(dtype)
+    try:
+        fi = np.finfo(np.dtype(dt_name))
+    except TypeError:
+        raise ValueError(f"the training dtype must be a floating type, got {dtype!r}") from None
+    # the smallest magnitude that rounds to inf in dtype (round to nearest): max + half an ulp
+    try:
+        limit = math.ldexp(2.0 - 2.0 ** -(fi.nmant + 1), fi.maxexp - 1)
+    except OverflowError:  # float64: every finite float64 stays finite
+        limit = math.inf
+    is_tensor = hasattr(values, "detach") and hasattr(values, "is_complex")
+    if is_tensor:
+        a = values.detach()
+        if a.is_complex():
+            raise ValueError(f"{name} must hold real numbers, got a complex tensor ({_dtype_name(a.dtype)}), "
+                             "whose imaginary part the cast would drop")
+        kind = "f" if a.is_floating_point() else "i"
+    else:
+        try:
+            a = np.asarray(values)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"{name} must be an array of real numbers (one example per row), "
+                             f"got {values!r}"[:300]) from None
+        if np.iscomplexobj(a):
+            raise ValueError(f"{name} must hold real numbers, got a complex array ({a.dtype}), "
+                             "whose imaginary part the cast would drop")
+        if not (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_):
+            raise ValueError(f"{name} must be an array of real numbers (one example per row), "
+                             f"got an array of {a.dtype}"[:300])
+        kind = "f" if np.issubdtype(a.dtype, np.floating) else "i"
+    shape = tuple(a.shape)
+    if len(shape) == 0:
+        raise ValueError(f"{name} must be an array with one example per row, got a single number")
+    if shape[0] == 0:
+        raise ValueError(f"{name} must hold at least one example (N >= 1, one per row), got shape {shape}")
+    if kind == "f":
+        bad = ~a.isfinite() if is_tensor else ~np.isfinite(a)
+        if bool(bad.any()):
+            idx = _first(bad, is_tensor)
+            raise ValueError(f"{name} must hold finite real numbers (no NaN or inf), got {_at(a, idx, is_tensor)!r} "
+                             f"in example {idx[0]} (at index {idx})")
+    try:  # integers, and floats no wider than dtype, cannot overflow it
+        fits = kind == "i" or np.finfo(np.dtype(_dtype_name(a.dtype))).max <= fi.max
+    except TypeError:  # a float type numpy does not know (bfloat16): check
+        fits = False
+    if fits:
+        return values if is_tensor else a
+    big = (a.abs() if is_tensor else np.abs(a)) >= limit
+    if bool(big.any()):
+        idx = _first(big, is_tensor)
+        raise ValueError(f"{name} must hold numbers that {dt_name} represents (|x| < {float(fi.max):.2g}), got "
+                         f"{_at(a, idx, is_tensor):g} in example {idx[0]} (at index {idx}), which becomes inf in {dt_name}")
+    return values if is_tensor else a
+
+
+def _first(mask: Any, is_tensor: bool) -> tuple[int, ...]:
+    """Index of the first True of a boolean array or tensor."""
+    if is_tensor:
+        return tuple(int(i) for i in mask.nonzero()[0].tolist())
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
+
+
+def _at(a: Any, idx: tuple[int, ...], is_tensor: bool) -> Any:
+    v = a[idx]
+    return v.item() if is_tensor else v.item()
 
 
 #: Longest file name (one path segment, in bytes) and whole path Linux accepts (``NAME_MAX``,

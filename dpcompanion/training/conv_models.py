@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
-from dpcompanion.training.model_base import ClipResult, Model, clip_factors, norms64
+from dpcompanion.training.model_base import (ClipResult, Model, clip_factors, finite_clip_sum, norms64, product_norms64,
+                                             underflow_unit)
 
 __all__ = ["FuncModel", "GhostConvModel", "MNISTCNN", "CIFARCNN"]
 
@@ -182,8 +183,16 @@ class GhostConvModel(FuncModel):
 
     def _layer_norms(self, mod, a, g):
         """A layer's per-sample squared gradient norms ``(N,)`` (float64) and what its
-        clipped sum needs (the patches, or the formed per-sample gradients)."""
+        clipped sum needs (the patches, or the formed per-sample gradients). Float64 values,
+        whose squares can under- or overflow, take norms before squaring
+        (:func:`~dpcompanion.training.model_base.product_norms64`; the ghost branch divides each
+        sample's patches and backprops by their largest magnitude first)."""
+        f64 = g.dtype == torch.float64
         if isinstance(mod, torch.nn.Linear):
+            if f64:
+                na = norms64(a)
+                return product_norms64(norms64(g), torch.hypot(na, torch.ones_like(na)) if mod.bias is not None
+                                       else na), ("linear", a, g)
             an = a.double().square().sum(-1) + (1.0 if mod.bias is not None else 0.0)
             return g.double().square().sum(-1) * an, ("linear", a, g)
         N, c_out = g.shape[0], g.shape[1]
@@ -197,14 +206,20 @@ class GhostConvModel(FuncModel):
         ghost = _conv_ghost(L, d, c_out) if self.force_ghost is None else self.force_ghost
         if ghost:
             A64, G64 = A.double(), G.double()
+            if f64:  # ||G A|| = mA mG ||(G / mG)(A / mA)||
+                mA, mG = (torch.where(m > 0, m, torch.ones_like(m)) for m in
+                          (A64.abs().amax((1, 2)), G64.abs().amax((1, 2))))
+                A64, G64 = A64 / mA[:, None, None], G64 / mG[:, None, None]
             nsq = torch.bmm(A64, A64.transpose(1, 2)).mul_(torch.bmm(G64.transpose(1, 2), G64)).sum((1, 2))
+            if f64:
+                nsq = product_norms64(nsq.sqrt(), mA, mG)
             carry = ("ghost", A, G, gb)
         else:  # the per-sample gradients (N, C_out, d)
             psg = torch.bmm(G, A)
             nsq = _sqnorms64(psg.reshape(N, -1))
             carry = ("formed", psg, None, gb)
         if gb is not None:
-            nsq = nsq + gb.double().square().sum(-1)
+            nsq = nsq + (norms64(gb).square() if f64 else gb.double().square().sum(-1))
         return nsq, carry
 
     @staticmethod
@@ -231,6 +246,30 @@ class GhostConvModel(FuncModel):
         if gb is not None:
             out.append(gb.t() @ c)
         return out
+
+    @staticmethod
+    def _layer_bound(mod, carry, dtype):
+        """What the clip factor must allow for on top of the layer's norm, per sample (float64,
+        :func:`~dpcompanion.training.model_base.clip_scale`): ``(pad, slack)``. ``slack``: the
+        products of :meth:`_layer_clipped_sum` that may underflow (each errs by < eta / 2, eta =
+        :func:`~dpcompanion.training.model_base.underflow_unit`) times what multiplies them next.
+        ``pad`` (ghost branch only, else None): ``cG @ A`` sums the ``L`` positions of a sample in
+        ``dtype`` after clipping, an error up to ``~L u ||G|| ||A||`` that can exceed ``u`` times
+        the ghost norm ``||G A||`` (cancellation), so it is added to the norm the factor divides."""
+        eta = underflow_unit(dtype)
+        if carry[0] == "linear":
+            _, a, g = carry
+            wa, wg = math.sqrt(a.shape[-1]), math.sqrt(g.shape[-1])
+            return None, eta * (wg * norms64(a) + wg * wa + wg)
+        kind, X1, X2, gb = carry
+        wb = math.sqrt(mod.out_channels) if gb is not None else 0.0
+        if kind == "formed":  # c psg: one product per entry
+            return None, eta * (math.sqrt(X1.shape[1] * X1.shape[2]) + wb)
+        N, L, d = X1.shape
+        nA, nG = norms64(X1.reshape(N, -1)), norms64(X2.reshape(N, -1))
+        u = torch.finfo(dtype).eps / 2
+        pad = 2 * (L + 1) * u * nG * nA
+        return pad, eta * (math.sqrt(mod.out_channels * L) * nA + L * math.sqrt(mod.out_channels * d) + wb)
 
     def _layer_norms_and_sum(self, mod, a, g, c=None):
         """Per-sample squared norms ``(N,)`` of one layer, or (``c`` given) its clipped sum."""
@@ -274,7 +313,14 @@ class GhostConvModel(FuncModel):
         with torch.no_grad():
             per_layer = [self._layer_norms(m, a, g) for m, a, g in zip(weighted, inputs, grads)]
             norms = sum(n for n, _ in per_layer).sqrt()
-            c = clip_factors(norms, clip_norm, dtype=inputs[0].dtype)
+            dt = inputs[0].dtype
+            bounds = [self._layer_bound(m, carry, dt) for m, (_, carry) in zip(weighted, per_layer)]
+            slack = sum(s for _, s in bounds)
+            divisor = norms  # the ghost branch's summation error rides on its layer's norm
+            if any(p is not None for p, _ in bounds):
+                divisor = sum((n.sqrt() if p is None else n.sqrt() + p).square()
+                              for (n, _), (p, _) in zip(per_layer, bounds)).sqrt()
+            c = clip_factors(divisor, clip_norm, dtype=dt, absolute=slack)
             if w is not None:
                 c = c * w
             pieces = []
@@ -284,11 +330,17 @@ class GhostConvModel(FuncModel):
 
     def clipped_grad_sum(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
         """Ghost/mixed clipping per run (see the class docstring); grouped convs, string
-        padding and non-zero padding modes take :class:`FuncModel`'s torch.func path."""
+        padding and non-zero padding modes take :class:`FuncModel`'s torch.func path. Each
+        sample's clipped gradient, as summed, has norm <= C for any finite values
+        (:meth:`_layer_bound`; a sample whose values overflow is dropped,
+        :func:`~dpcompanion.training.model_base.finite_clip_sum`)."""
         for m in self.module.children():
             if isinstance(m, torch.nn.Conv2d) and (m.groups != 1 or isinstance(m.padding, str)
                                                    or m.padding_mode != "zeros"):
                 return FuncModel.clipped_grad_sum(self, theta, X, y, clip_norm=clip_norm, weights=weights)
+        return finite_clip_sum(self._ghost_runs, theta, X, y, clip_norm=clip_norm, weights=weights)
+
+    def _ghost_runs(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
         rows = [self._run_one(theta[k], X, y, clip_norm, None if weights is None else weights[k])
                 for k in range(theta.shape[0])]
         return ClipResult(*(torch.stack([r[i] for r in rows]) for i in range(3)))

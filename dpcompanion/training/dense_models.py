@@ -22,7 +22,8 @@ from typing import Sequence
 import torch
 
 from dpcompanion.training.model_base import (ClipResult, Model, binary_output_backprop_, binary_output_loss,
-                                             clip_factors, norms64)
+                                             clip_factors, finite_clip_sum, norms64, product_norms64,
+                                             underflow_unit)
 
 __all__ = ["DenseModel"]
 
@@ -211,7 +212,14 @@ class DenseModel(Model):
     fast_path: bool = True
 
     def clipped_grad_sum(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
-        """Ghost clipping over chunks of runs (see :meth:`_clipped_grad_sum_chunk`)."""
+        """Ghost clipping over chunks of runs (see :meth:`_clipped_grad_sum_chunk`); each sample's
+        clipped gradient, as summed, has norm <= C for any finite values (the factor of
+        :func:`~dpcompanion.training.model_base.clip_scale` with each path's underflow slack;
+        a sample whose activations overflow is dropped,
+        :func:`~dpcompanion.training.model_base.finite_clip_sum`)."""
+        return finite_clip_sum(self._clipped_grad_sum_chunks, theta, X, y, clip_norm=clip_norm, weights=weights)
+
+    def _clipped_grad_sum_chunks(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
         K, N = theta.shape[0], X.shape[0]
         step = self._runs_per_chunk(theta, N)
         if step >= K:
@@ -242,15 +250,22 @@ class DenseModel(Model):
             losses, dz = self._output_backprop(z, y)  # (K, N), (K, N, 1)
             mask = torch.sign(a)  # 0/1 as floats (a >= 0)
             w2 = W2.transpose(-1, -2)  # (K, H, 1)
-            # (K, N): sum_h m_nh W2_h^2, below
-            # the norms in float64 from the float32 values (clip_factors needs them exact to ~1e-10)
-            m_w2 = torch.bmm(mask.to(torch.float64), w2.to(torch.float64).square())[..., 0]
-            dz2 = dz[..., 0].to(torch.float64).square()
-            an = norms64(a).square_().add_(1.0)
-            xn = norms64(Xa).square_()  # ||x_n||^2 + 1
-            n64 = (dz2 * (an + m_w2 * xn)).sqrt_()
+            if theta.dtype == torch.float64:  # float64 values: products of norms before squaring
+                n64, at, xt, wn = self._binary_relu_norms64(a, Xa, w2, mask, dz[..., 0])
+            else:  # the norms in float64 from the float32 values (clip_factors needs them exact to ~1e-10)
+                # (K, N): sum_h m_nh W2_h^2
+                m_w2 = torch.bmm(mask.to(torch.float64), w2.to(torch.float64).square())[..., 0]
+                dz2 = dz[..., 0].to(torch.float64).square()
+                an = norms64(a).square_().add_(1.0)
+                xn = norms64(Xa).square_()  # ||x_n||^2 + 1
+                n64 = (dz2 * (an + m_w2 * xn)).sqrt_()
+                at, xt, wn = an.sqrt(), xn.sqrt(), m_w2.sqrt()  # ||[a, 1]||, ||[x, 1]||, ||m W2||
             norms = n64.to(theta.dtype)
-            c = clip_factors(n64, clip_norm, dtype=theta.dtype)
+            # underflow slack (clip_scale): c dz, then (c dz) a_h and the bias; (c dz) x_j, then
+            # times W2_h: each product that underflows errs by < eta / 2, times what follows it
+            eta = underflow_unit(theta.dtype)
+            slack = eta * (at + math.sqrt(H) + (xt + math.sqrt(d + 1)) * wn + math.sqrt(H * (d + 1)))
+            c = clip_factors(n64, clip_norm, dtype=theta.dtype, absolute=slack)
             if weights is not None:
                 c = c * weights
             cdz = c.unsqueeze(-1) * dz  # (K, N, 1)
@@ -259,6 +274,26 @@ class DenseModel(Model):
             gW1a = torch.bmm(mask.transpose(-1, -2), cdz * Xa) * w2  # (K, H, d+1)
             pieces = [gW1a[..., :d].reshape(K, -1), gW1a[..., d], gW2.reshape(K, -1), gb2]
             return ClipResult(torch.cat(pieces, dim=-1), norms, losses)
+
+    @staticmethod
+    def _binary_relu_norms64(a, Xa, w2, mask, dz):
+        """The per-sample norms of :meth:`_binary_relu_mlp_chunk` for float64 values, where the
+        squares there can under- or overflow (float32 values cannot): ``||g_n|| = |dz| ||(||[a,
+        1]||, ||m W2|| ||[x, 1]||)||`` from norms, ``||m W2||`` with ``W2`` divided by its largest
+        magnitude per run. An entry ``W2_h / max |W2|`` whose square underflows (below 2^-537)
+        loses at most 2^-1075 of that sum; ``|dz| ||[x, 1]|| max|W2| sqrt(H) 2^-537`` added to the
+        first layer's part covers it (nothing for ordinary weights). Also returns ``||[a, 1]||``,
+        ``||[x, 1]||`` and ``||m W2||`` (for the underflow slack)."""
+        s = w2.abs().amax(dim=1, keepdim=True)  # (K, 1, 1)
+        s = torch.where(s > 0, s, torch.ones_like(s))
+        wn = torch.bmm(mask, (w2 / s).square()).sqrt_()[..., 0] * s[..., 0]  # (K, N): ||m_n W2||
+        at = norms64(a)
+        at = torch.hypot(at, torch.ones_like(at))
+        xt = norms64(Xa)
+        adz = dz.abs()
+        lost = adz * xt * s[..., 0] * (math.sqrt(a.shape[-1]) * 2.0**-537)
+        n64 = torch.hypot(adz * at, adz * xt * wn + lost)
+        return n64, at, xt, wn
 
     def _clipped_grad_sum_chunk(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
         if self.fast_path and self.n_layers == 2 and self.n_out == 1 and self.bias and self.activation == "relu":
@@ -304,14 +339,23 @@ class DenseModel(Model):
                 deltas.append(delta)
             deltas.reverse()
             norms_sq = torch.zeros((K, N), dtype=torch.float64, device=theta.device)  # float64: clip_factors
+            # underflow slack (clip_scale): c a_j or c d_i (one side scaled), then times the
+            # other side, and c d_i for the bias; each product that underflows errs by < eta / 2
+            eta, slack = underflow_unit(theta.dtype), 0.0
             for a_l, d_l in zip(acts, deltas):
-                an = norms64(a_l).square_()
+                na, nd = norms64(a_l), norms64(d_l)
+                wa, wd = math.sqrt(a_l.shape[-1]), math.sqrt(d_l.shape[-1])
+                slack = slack + eta * (wa * nd + wd * na + wa * wd + wd)
+                if theta.dtype == torch.float64:  # ||d|| ||[a, 1]|| before squaring (product_norms64)
+                    norms_sq.add_(product_norms64(nd, torch.hypot(na, torch.ones_like(na)) if self.bias else na))
+                    continue
+                an = na.square_()
                 if self.bias:
                     an.add_(1.0)
-                norms_sq.addcmul_(norms64(d_l).square_(), an)
+                norms_sq.addcmul_(nd.square_(), an)
             n64 = norms_sq.sqrt_()
             norms = n64.to(theta.dtype)
-            c = clip_factors(n64, clip_norm, dtype=theta.dtype)
+            c = clip_factors(n64, clip_norm, dtype=theta.dtype, absolute=slack)
             if weights is not None:
                 c = c * weights
             cu = c.unsqueeze(-1)

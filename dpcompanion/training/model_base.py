@@ -1,5 +1,6 @@
 """What every model of the private trainers shares: the :class:`Model` contract, :class:`ClipResult`,
-the binary-output losses and the clipping arithmetic (:func:`clip_factors`, :func:`norms64`). The
+the binary-output losses and the clipping arithmetic (:func:`clip_factors`, :func:`norms64`, and
+:func:`finite_clip_sum`, which drops a sample whose values overflow). The
 models are written for many independent runs at once.
 
 Every model here is *functional*: it holds no parameters. Parameters live in one flat
@@ -49,6 +50,7 @@ builds one by name).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -66,6 +68,10 @@ __all__ = [
     "clip_scale",
     "clip_factors",
     "norms64",
+    "product_norms64",
+    "underflow_unit",
+    "round_down_subnormal",
+    "finite_clip_sum",
 ]
 
 
@@ -123,45 +129,197 @@ def predict_from_output(z: torch.Tensor) -> torch.Tensor:
 #: gradient ``c g`` is formed by a few float roundings (c itself, then up to three products on
 #: the way to the sum: ``c dz``, ``(c dz) x``, ``* W2`` on the MLP path), each at most u;
 #: 8 u covers them. ``CLIP_SLACK_NORM`` float64 ulps cover the float64 norm's own rounding
-#: (torch sums in blocks/pairs: error ~ log2(n) ulps, n the number of squares).
+#: (torch sums in blocks/pairs: error ~ log2(n) ulps, n the number of squares) and the two
+#: float64 roundings of the factor itself. Underflowed products, where u does not bound the
+#: error, are charged separately (the ``absolute`` slack of :func:`clip_scale`).
 CLIP_SLACK_ULPS = 8
 CLIP_SLACK_NORM = 64 * 2.0**-53
+_TINY64 = float(torch.finfo(torch.float64).tiny)
+_SAFE_LO, _SAFE_HI = 2.0**-400, 2.0**400  # float64 norms in this range came from squares that neither over- nor underflowed
 
 
-def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype) -> torch.Tensor:
-    """``C / (||g_n|| (1 + kappa))`` in ``dtype``, from norms computed in float64 from the
-    ``dtype`` values of the gradients (``kappa = 8 u + 64 * 2^-53``, u the unit roundoff of
-    ``dtype``): the largest multiplier of ``g_n`` that this code may use while every clipped
-    gradient it sums, rounded in ``dtype``, keeps a float64 norm <= C (the sensitivity the
-    ledger charges for). The one clipping rule: :func:`clip_factors` and the trainers' linear
-    fast path (a cap on the margin weight) both use it.
+def underflow_unit(dtype: torch.dtype) -> float:
+    """The smallest subnormal number of ``dtype`` (1.4e-45 in float32, 4.9e-324 in float64):
+    twice the largest absolute error of one rounding whose result falls below the normal range,
+    where the relative bound u no longer holds. The clipping paths charge it, times the norm of
+    what an underflowed product is multiplied by next, as the absolute slack of :func:`clip_scale`.
+
+    >>> underflow_unit(torch.float32) == 2.0**-149, underflow_unit(torch.float64) == 2.0**-1074
+    (True, True)
+    """
+    fi = torch.finfo(dtype)
+    return float(fi.tiny) * float(fi.eps)
+
+
+def round_down_subnormal(s64: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``s64`` (float64, >= 0) in ``dtype``, never above ``s64`` where it falls below the normal
+    range of ``dtype``: there round-to-nearest may round up by half a subnormal step, a relative
+    error up to 100% (a float32 clip factor of ``0.6 * 2^-149`` became ``2^-149``, so the
+    clipped gradient of a record with features near 1e23 had norm up to ~2 C). Normal values keep
+    round-to-nearest (relative error <= u, inside :data:`CLIP_SLACK_ULPS`), bit for bit.
+
+    >>> s = torch.tensor([0.6 * 2.0**-149, 1.5 * 2.0**-149, 0.5], dtype=torch.float64)
+    >>> (round_down_subnormal(s, torch.float32).double() / s).tolist()
+    [0.0, 0.6666666666666666, 1.0]
+    """
+    out = s64.to(dtype)
+    if dtype == torch.float64:
+        return out
+    up = (s64 < torch.finfo(dtype).tiny) & (out.to(torch.float64) > s64)
+    return torch.where(up, torch.nextafter(out, torch.zeros_like(out)), out)
+
+
+def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype,
+               absolute: torch.Tensor | float | None = None) -> torch.Tensor:
+    """``(C - (1 + kappa) A) / (||g_n|| (1 + kappa))`` in ``dtype`` (0 where that is negative,
+    or where the norm is NaN or inf), from norms computed in float64 from the ``dtype`` values of
+    the gradients (``kappa = 8 u + 64 * 2^-53``, u the unit roundoff of ``dtype``; ``A``:
+    ``absolute``, per sample, default 0). The largest multiplier of ``g_n`` that this code may use
+    while every clipped gradient it sums, rounded in ``dtype``, keeps a float64 norm <= C (the
+    sensitivity the ledger charges for). The one clipping rule: :func:`clip_factors` and the
+    trainers' linear fast path (a cap on the margin weight) both use it.
+
+    The bound, for finite gradient values of any magnitude and any C > 0, and why. (i) The norm
+    ``n``: float64, from the ``dtype`` values, relative error below ``2^-47`` (squares of
+    float32 values cannot over- or underflow float64; float64 rows are rescaled where they
+    could, :func:`norms64`, and the ghost paths multiply factor norms before squaring,
+    :func:`product_norms64`); a norm below 1e-30 is taken as 1e-30, which only lowers the
+    factor, so an absolute error in a norm that small does not matter. (ii) The factor: two
+    float64 roundings (reciprocal, product; one step down below float64's normal range, where
+    the product's rounding is absolute), then the cast to ``dtype``: to nearest for a normal
+    result (a factor 1 + u at most) and never upwards below the normal range
+    (:func:`round_down_subnormal`: rounded to nearest there, a float32 factor of ``0.6 *
+    2^-149`` became ``2^-149`` and a record with features near 1e23 got ``||clipped|| = 1.96
+    C``). (iii) Forming ``c g`` takes at most three more products, each exact to a factor
+    (1 + u) while its result is normal; a product that underflows errs instead by up to half of
+    :func:`underflow_unit` in absolute terms, and the caller passes ``A``: those errors times
+    the norms of what multiplies them afterwards (the ghost convolution also adds its
+    summation error to ``n``). So the clipped gradient as summed has norm at most ``(1 + u)^4
+    (1 + 2^-47 + 2^-52) (c n + A) <= (1 + kappa) (c n + A) <= C``. An overflowed (inf) or NaN
+    norm gives factor 0: the sample contributes nothing, which never exceeds C (a sample whose
+    own values are not finite is dropped by :func:`finite_clip_sum`).
 
     >>> c = clip_scale(torch.tensor([2.0], dtype=torch.float64), 1.0, dtype=torch.float32)
     >>> bool(c.double() * 2.0 <= 1.0), float(1 - 2 * c)   # 0.5 less a few float32 ulps
     (True, 4.76837158203125e-07)
+    >>> clip_scale(torch.tensor([1e46, float("nan"), float("inf")], dtype=torch.float64), 1.0,
+    ...            dtype=torch.float32).tolist()   # 1e-46 is below float32's smallest subnormal: 0
+    [0.0, 0.0, 0.0]
     """
     if norms.dtype != torch.float64:
         raise TypeError(f"norms must be float64 (computed from the gradients' values), got {norms.dtype}")
     kappa = CLIP_SLACK_ULPS * torch.finfo(dtype).eps / 2 + CLIP_SLACK_NORM
-    return (clip_norm / (norms.clamp_min(1e-30) * (1.0 + kappa))).to(dtype)
+    num = clip_norm  # C - (1 + kappa) A: exactly C in float64 unless A is within ~1e-16 C of it
+    if isinstance(absolute, torch.Tensor):
+        num = torch.clamp_min(clip_norm - (1.0 + kappa) * absolute.to(torch.float64), 0.0)
+    elif absolute is not None:
+        num = max(0.0, clip_norm - (1.0 + kappa) * float(absolute))
+    # reciprocal times C, as torch evaluates ``C / tensor`` (the factors of ordinary samples bit for bit as before)
+    s = (norms.clamp_min(1e-30) * (1.0 + kappa)).reciprocal_() * num
+    s = torch.where(torch.isnan(s), 0.0, s)  # a NaN norm (or slack): factor 0
+    # below float64's normal range (a subnormal C) the product above rounds by up to half a step,
+    # more than its relative error: one step down makes s no larger than its exact value
+    s = torch.where(s < _TINY64, torch.nextafter(s, torch.zeros_like(s)), s)
+    return round_down_subnormal(s, dtype)
 
 
-def clip_factors(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+def clip_factors(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype | None = None,
+                 absolute: torch.Tensor | float | None = None) -> torch.Tensor:
     """``min(1, C / ||g_n||)`` elementwise (1 where the norm is 0), made safe in floating
-    point (:func:`clip_scale`): ``norms`` in float64, the factors in ``dtype`` (default
-    float32). Every clipped per-sample gradient has norm <= C (float64, of its ``dtype``
-    values), never ``C (1 + 1.7e-7)`` as a plain ``C / ||g||`` in float32 can give.
+    point (:func:`clip_scale`, whose docstring states the bound and ``absolute``): ``norms`` in
+    float64, the factors in ``dtype`` (default float32). Every clipped per-sample gradient has
+    norm <= C (float64, of its ``dtype`` values), never ``C (1 + 1.7e-7)`` as a plain
+    ``C / ||g||`` in float32 can give, nor ~2 C as a float32 factor rounded up below the normal
+    range gave. A factor of exactly 1 multiplies exactly.
 
     >>> clip_factors(torch.tensor([0.0, 0.5, 4.0], dtype=torch.float64), 1.0).tolist()
     [1.0, 1.0, 0.24999988079071045]
     """
-    return torch.clamp(clip_scale(norms, clip_norm, dtype=dtype or torch.float32), max=1.0)
+    return torch.clamp(clip_scale(norms, clip_norm, dtype=dtype or torch.float32, absolute=absolute), max=1.0)
 
 
 def norms64(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Euclidean norms along ``dim`` computed in float64 from ``v``'s values (for
-    :func:`clip_factors`: a float32 norm can be ~1e-7 short of the vector's own)."""
-    return torch.linalg.vector_norm(v, dim=dim, dtype=torch.float64)
+    :func:`clip_factors`: a float32 norm can be ~1e-7 short of the vector's own), to a few
+    float64 ulps at any magnitude. The squares of float32 values never overflow or underflow
+    float64; those of float64 values can (above ~1e154 or below ~1e-154: torch sums plain
+    squares), so a float64 row whose norm comes out outside ``[2^-400, 2^400]`` (or 0, inf) is
+    computed again from its values divided by their largest magnitude. Ordinary rows keep
+    torch's result bit for bit.
+
+    >>> v = torch.tensor([[3.0, 4.0]], dtype=torch.float64)
+    >>> [float(norms64(v * 2.0**k)[0] / 2.0**k) for k in (600, -600, 0)]   # plain squares: inf, 0, 5
+    [5.0, 5.0, 5.0]
+    """
+    n = torch.linalg.vector_norm(v, dim=dim, dtype=torch.float64)
+    if v.dtype != torch.float64 or v.numel() == 0:
+        return n
+    redo = ~((n >= _SAFE_LO) & (n <= _SAFE_HI))  # also 0, inf and NaN
+    if not bool(redo.any()):
+        return n
+    rows = v.movedim(dim, -1).reshape(-1, v.shape[dim])
+    idx = torch.nonzero(redo.reshape(-1)).squeeze(-1)
+    sub = rows.index_select(0, idx)
+    m = sub.abs().amax(dim=-1, keepdim=True)
+    m = torch.where((m > 0) & torch.isfinite(m), m, torch.ones_like(m))
+    flat = n.reshape(-1).clone()
+    flat[idx] = torch.linalg.vector_norm(sub / m, dim=-1) * m.squeeze(-1)
+    return flat.reshape(n.shape)
+
+
+def product_norms64(*factors: torch.Tensor) -> torch.Tensor:
+    """Squared norm of an outer product from its factors' float64 norms: ``(n_1 n_2 ...)^2``,
+    the product formed before squaring, so that a tiny factor does not underflow against a huge
+    one (``1e-170^2 * 1e150^2`` is 0 in float64, ``(1e-170 * 1e150)^2`` is 1e-40). The ghost
+    paths use it for float64 values; for float32 values the squares cannot underflow and they
+    keep their own expression (bit for bit as before)."""
+    t = factors[0]
+    for f in factors[1:]:
+        t = t * f
+    return t * t
+
+
+def finite_clip_sum(raw, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *, clip_norm: float,
+                    weights: torch.Tensor | None = None) -> ClipResult:
+    """``raw(theta, X, y, clip_norm=, weights=)`` (a clip-and-sum), with every sample whose
+    contribution is not finite dropped from its run's sum. With finite features and parameters
+    a sample's activations or backprops can still overflow (a float32 record near 1e38 makes
+    ``W x`` inf and the loss NaN), and ``0 * inf`` is NaN: one such record made the whole run's
+    sum, and the model, NaN, which tells that the record was there. Checked per run on the sum
+    (one pass over ``(K, P)``); a run that is not finite is summed again without its samples of
+    non-finite norm and, if that is still not finite, by halves down to single samples, each
+    part kept only if finite. A dropped sample contributes 0, which never exceeds C. Runs whose
+    sums are finite are returned as computed, bit for bit.
+    """
+    res = raw(theta, X, y, clip_norm=clip_norm, weights=weights)
+    ok = torch.isfinite(res.grad_sum).all(dim=-1)
+    if bool(ok.all()):
+        return res
+    grad_sum = res.grad_sum.clone()
+
+    def part(k: int, rows: torch.Tensor, known_bad: bool = False) -> torch.Tensor | None:
+        if rows.numel() == 0:
+            return None
+        if not known_bad:
+            w = None if weights is None else weights[k:k + 1].index_select(1, rows)
+            g = raw(theta[k:k + 1], X.index_select(0, rows), y.index_select(0, rows), clip_norm=clip_norm,
+                    weights=w).grad_sum[0]
+            if bool(torch.isfinite(g).all()):
+                return g
+        if rows.numel() == 1:
+            return None
+        h = rows.numel() // 2
+        a, b = part(k, rows[:h]), part(k, rows[h:])
+        return b if a is None else (a if b is None else a + b)
+
+    for k in torch.nonzero(~ok).flatten().tolist():
+        keep = torch.isfinite(res.norms[k])
+        if weights is not None:
+            keep &= weights[k] != 0
+        rows = torch.nonzero(keep).flatten()
+        g = part(k, rows, known_bad=rows.numel() == X.shape[0])  # all rows: the sum is known not finite
+        grad_sum[k] = 0.0 if g is None else g
+    return ClipResult(grad_sum, res.norms, res.losses)
 
 
 class Model:
@@ -256,12 +414,19 @@ class Model:
         clip_norm: float,
         weights: torch.Tensor | None = None,
     ) -> ClipResult:
-        """Sum over samples of ``weights[k, n] * clip(g_n)`` (generic torch.func path)."""
+        """Sum over samples of ``weights[k, n] * clip(g_n)`` (generic torch.func path), each
+        sample's clipped gradient of norm <= C (:func:`clip_scale`; samples whose values are not
+        finite are dropped, :func:`finite_clip_sum`)."""
+        return finite_clip_sum(functools.partial(Model._func_clip_sum, self), theta, X, y, clip_norm=clip_norm,
+                               weights=weights)
+
+    def _func_clip_sum(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
         with torch.no_grad():
             losses = self.per_sample_loss(theta, X, y)
         G = self.per_sample_grads(theta, X, y)
         n64 = norms64(G)
-        c = clip_factors(n64, clip_norm, dtype=G.dtype)
+        # the sum forms c_n G_np, one product per entry: an underflowed one errs by < eta / 2
+        c = clip_factors(n64, clip_norm, dtype=G.dtype, absolute=underflow_unit(G.dtype) * math.sqrt(G.shape[-1]))
         if weights is not None:
             c = c * weights
         return ClipResult(torch.einsum("kn,knp->kp", c, G), n64.to(G.dtype), losses)

@@ -571,7 +571,7 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     cfg = config
     t0 = time.perf_counter()
     dev = torch.device(cfg.device)
-    Xt = _as_tensor(X, dtype=cfg.dtype, device=dev)
+    Xt = _as_tensor(validate.features("X", X, dtype=cfg.dtype), dtype=cfg.dtype, device=dev)
     yt = _labels("y", y, model, device=dev)
     N = Xt.shape[0]
     if yt.shape != (N,):
@@ -593,7 +593,8 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     oracle = make_oracle(model, Xt, yt, clip_norm=cfg.clip_norm, fast=cfg.fast)
     test = None
     if X_test is not None:
-        Xs = _as_tensor(X_test, dtype=cfg.dtype, device=dev).reshape(len(X_test), -1)
+        Xs = _as_tensor(validate.features("X_test", X_test, dtype=cfg.dtype), dtype=cfg.dtype,
+                        device=dev).reshape(len(X_test), -1)
         ys = _labels("y_test", y_test, model, device=dev)
         test = make_oracle(model, Xs, ys, clip_norm=cfg.clip_norm, fast=cfg.fast)
     item = torch.finfo(cfg.dtype).bits // 8

@@ -30,6 +30,7 @@ bit for bit (tests).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -42,6 +43,7 @@ from dpcompanion.training.model_base import (
     clip_scale,
     norms64,
     predict_from_output,
+    underflow_unit,
 )
 from dpcompanion.training.trainers import steps
 
@@ -137,15 +139,18 @@ class LinearOracle:
         # (bounding by ||x|| alone let one such sample contribute 3 C: issue 30). For s = +-1
         # the rows are +-x exactly, so these norms equal ||x||'s bit for bit.
         rows64 = norms64(Xn[:N])
-        if not bool(torch.isfinite(rows64).all()):
-            k = int(torch.nonzero(~torch.isfinite(rows64))[0, 0])
+        finite = torch.isfinite(Xn[:N]).all(dim=-1)
+        if not bool(finite.all()):
+            k = int(torch.nonzero(~finite)[0, 0])
             raise ValueError(f"the linear fast path needs finite rows (2y - 1) x, got a non-finite one at sample {k} "
                              f"(y = {y[k].item()!r})")
         self.Xn = Xn  # (Np, P): sum = clamp(a) @ Xn
         self.XnT = Xn.t().contiguous()  # (P, Np): r = theta @ XnT
         cap = torch.full((self.Np,), float("inf"), dtype=dt, device=dev)
-        # |a| <= C / ||s x|| <=> ||g|| <= C, by the one clipping rule (float64 norms, a few ulps of slack)
-        cap[:N] = clip_scale(rows64, self.clip_norm, dtype=dt)
+        # |a| <= C / ||s x|| <=> ||g|| <= C, by the one clipping rule (float64 norms, a few ulps of slack;
+        # the sum forms c x_j, one product per entry, and one that underflows errs by < eta / 2;
+        # a row whose float64 norm overflows gets cap 0 and contributes nothing)
+        cap[:N] = clip_scale(rows64, self.clip_norm, dtype=dt, absolute=underflow_unit(dt) * math.sqrt(Xn.shape[1]))
         self.cap, self.neg_cap = cap, -cap
         self.ns = torch.zeros(self.Np, dtype=dt, device=dev)
         self.ns[:N] = ns
@@ -215,6 +220,12 @@ class LinearOracle:
             cnt = weights.sum(-1).clamp_min(1.0)
         g = self._buffer("g", (Kp, self.Xn.shape[1]), theta.dtype)
         torch.mm(c, self.Xn, out=g)
+        if not bool(torch.isfinite(g).all()):
+            # a NaN margin (theta . x overflowing to inf - inf on a finite record) passes the clamp
+            # as NaN and would make the run's sum NaN: that sample's weight becomes 0 (its
+            # contribution 0, within C); checked on the small (K, P) sum, so free when all is finite
+            torch.nan_to_num_(c, nan=0.0)
+            torch.mm(c, self.Xn, out=g)
         if w is None:
             if loss is not None:
                 loss = loss / self.N

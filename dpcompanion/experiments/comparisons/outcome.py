@@ -25,7 +25,17 @@ separately (:data:`CRITERIA`, each with its allowed values):
   ``undecided``; ``n/a`` for a row judged by the criteria above);
 * ``cap``: what the protocol caps: ``none``, ``tuning: at most partial`` (unequal searches),
   ``tuning: not judged`` (an optimum at an unstated grid edge, or chosen on the reported seeds),
-  ``sizes differ`` (the rule's sizes are not ours).
+  ``sizes differ`` (the rule's sizes are not ours); and, for a row that pools the cells of a
+  table (:func:`cells_cap`), what its cells allow: ``cells: at most partial`` (a judged cell is
+  not reproduced), ``cells: not reproduced`` (half or more of the judged cells are not).
+
+A table claim is judged by its pooled gap *and* by its cells: the pooled row is a success only
+if its pooled gap is (the lines below) and no cell judged on its own is a failure; one failing
+cell makes it at most partial, and when half or more of the judged cells fail, the table is not
+reproduced whatever its pooled gap. The cells only ever lower the pooled row, never raise it (an
+absent pooled gain stays a failure however its cells read): a pooled mean cannot stand for
+cells that contradict it. A quantified claim over cells ("every c > 0 beats c = 0") is judged
+by an intersection-union test in its rule (each cell at the fixed level; W-F4).
 
 :data:`TABLE` maps these to the row's word (:data:`VERDICTS`) and its ``outcome``
 (:data:`OUTCOMES`): the first line that matches decides (:func:`decide`). Its principle: nothing
@@ -41,7 +51,7 @@ import math
 from typing import Mapping
 
 __all__ = ["CRITERIA", "OUTCOMES", "VERDICTS", "TABLE", "ANY", "decide", "table_markdown", "sign_of", "size_of",
-           "evidence_of", "OWN_CODE_RULES", "CHECK_OF", "claim_of", "criteria_of"]
+           "evidence_of", "OWN_CODE_RULES", "CHECK_OF", "claim_of", "cells_cap"]
 
 #: every criterion of a row and its allowed values
 CRITERIA: dict[str, tuple[str, ...]] = {
@@ -52,7 +62,8 @@ CRITERIA: dict[str, tuple[str, ...]] = {
     "size": ("compatible", "smaller", "larger", "not testable", "none printed", "n/a"),
     "absence": ("shown", "not shown", "n/a"),
     "check": ("pass", "part", "fail", "undecided", "n/a"),
-    "cap": ("none", "tuning: at most partial", "tuning: not judged", "sizes differ"),
+    "cap": ("none", "tuning: at most partial", "tuning: not judged", "sizes differ", "cells: at most partial",
+            "cells: not reproduced"),
 }
 
 #: every outcome, the one count of the book
@@ -77,6 +88,7 @@ TABLE: tuple[tuple[Mapping[str, tuple[str, ...]], str, str], ...] = (
     ({"claim": ("own check",)}, "inconclusive", "undecided"),
     # an effect the paper claims: its own evidence first
     ({"claim": ("effect",), "paper_evidence": ("within noise", "at chance", "no spread")}, "not judged", "not judged"),
+    ({"claim": ("effect",), "cap": ("cells: not reproduced",)}, "not reproduced", "failure"),
     ({"claim": ("effect",), "sign": ("other side",)}, "not reproduced", "failure"),
     ({"claim": ("effect",), "absence": ("shown",)}, "not reproduced", "failure"),
     ({"claim": ("effect",), "sign": ("neither", "n/a"), "size": ("smaller", "larger")}, "not reproduced", "failure"),
@@ -138,6 +150,27 @@ def table_markdown() -> str:
     for cond, word, outcome in TABLE:
         out.append("| " + " | ".join(", ".join(cond[k]) if k in cond else "any" for k in keys) + f" | {word} | {outcome} |")
     return "\n".join(out)
+
+
+def cells_cap(outcomes) -> str:
+    """The ``cap`` a pooled row's cells put on it (the module docstring), from the ``outcomes``
+    of the cells pooled (:data:`OUTCOMES`; ``not judged`` cells do not count): ``none`` when no
+    judged cell is a failure, ``cells: not reproduced`` when half or more of them are, else
+    ``cells: at most partial``.
+
+    >>> cells_cap(["partial", "undecided", "not judged"]), cells_cap(["partial", "failure", "undecided"])
+    ('none', 'cells: at most partial')
+    >>> cells_cap(["failure", "partial", "not judged", "not judged"]), cells_cap([])
+    ('cells: not reproduced', 'none')
+    """
+    judged = [o for o in outcomes if o != "not judged"]
+    for o in judged:
+        if o not in OUTCOMES:
+            raise ValueError(f"a cell's outcome must be one of {', '.join(OUTCOMES)}, got {o!r}")
+    fails = sum(1 for o in judged if o == "failure")
+    if judged and 2 * fails >= len(judged):
+        return "cells: not reproduced"
+    return "cells: at most partial" if fails else "none"
 
 
 # ------------------------------------------------------------------------ the criteria of one judgement
@@ -215,48 +248,3 @@ def claim_of(rule, judgement, *, item: str = "") -> str:
     return "check"
 
 
-def criteria_of(rule, judgement, *, setup: str, cap: str = "none", item: str = "") -> dict[str, str]:
-    """The criteria of one row (:data:`CRITERIA`) from its rule and the judge's
-    :class:`~.rule.Judgement` (before any margin rewrote its word), the row's ``setup`` and its
-    protocol ``cap``."""
-    from dpcompanion.experiments.comparisons.rule import critical_value, tost
-
-    j = judgement
-    claim = claim_of(rule, j, item=item)
-    out = dict(claim=claim, paper_evidence="none", setup=setup, sign="n/a", size="n/a", absence="n/a",
-               check=CHECK_OF.get(j.verdict, "n/a"), cap=cap)
-    has_ci = all(isinstance(x, (int, float)) and math.isfinite(x) for x in (j.estimate, j.se, j.ci_low, j.ci_high))
-    if claim == "effect":
-        out["check"] = "n/a"
-        direction = j.direction or (1 if (j.paper or 0) > 0 else -1 if (j.paper or 0) < 0 else None)
-        if j.evidence is not None:
-            out["paper_evidence"] = j.evidence
-        elif j.paper is not None:
-            out["paper_evidence"] = evidence_of(j.paper, j.paper_se)
-        else:
-            out["paper_evidence"] = "stated"
-        if has_ci and direction in (1, -1):
-            out["sign"] = sign_of(j.ci_low, j.ci_high, direction)
-        if j.paper is None:
-            out["size"] = "none printed"
-        elif j.comparable == "direction" or setup != "paper's":
-            out["size"] = "not testable"
-        elif has_ci:
-            out["size"] = size_of(j.estimate, j.se, j.paper, j.paper_se, crit=critical_value(j.df))
-        margin = j.margin if j.margin is not None else (
-            rule.margin.value if rule.margin is not None and rule.margin.value is not None else None)
-        if margin is not None and has_ci:
-            out["absence"] = "shown" if tost(j.estimate, j.se, margin=margin, df=j.df).equivalent else "not shown"
-    elif claim == "no difference":
-        out["paper_evidence"] = "stated"
-        if has_ci and j.margin:
-            out["absence"] = "shown" if tost(j.estimate, j.se, margin=j.margin, df=j.df).equivalent else "not shown"
-    elif claim == "value":
-        out["paper_evidence"] = "exact"
-        if j.paper is not None and math.isfinite(j.estimate):
-            tol = j.margin or 0.0
-            out["size"] = ("compatible" if abs(j.estimate - j.paper) <= tol + 1e-15 * max(1.0, abs(j.paper))
-                           else "smaller" if abs(j.estimate) < abs(j.paper) else "larger")
-    elif claim == "check":
-        out["paper_evidence"] = "stated"
-    return out

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from dpcompanion.experiments.comparisons import outcome
-from dpcompanion.experiments.comparisons.rule import JUDGE_WORDS, NOT_COMPARED, VERDICTS, Judgement, Rule
+from dpcompanion.experiments.comparisons.rule import (JUDGE_WORDS, NOT_COMPARED, VERDICTS, Judgement, Rule,
+                                                      critical_value, tost)
 from dpcompanion.experiments.protocols import wu_paper
 
 __all__ = ["tuning_cap", "tuning_for_row", "apply_tuning_cap", "row_of", "decided", "CAP_OF", "VERDICTS", "W_ACC_MARGIN", "W_PAPER_RUNS", "HEADLINE_N",
@@ -145,7 +146,8 @@ def tuning_for_row(row: dict, tuning: Any) -> list:
 #: the ``cap`` criterion (:mod:`.outcome`) of a tuning protocol's cap (:func:`tuning_cap`)
 CAP_OF = {None: "none", "partly": "tuning: at most partial", "not comparable": "tuning: not judged"}
 #: how severe each cap is (a cap never lowers another)
-_CAP_RANK = {"none": 0, "tuning: at most partial": 1, "tuning: not judged": 2, "sizes differ": 3}
+_CAP_RANK = {"none": 0, "tuning: at most partial": 1, "cells: at most partial": 1, "cells: not reproduced": 1.5,
+             "tuning: not judged": 2, "sizes differ": 3}
 
 
 def decided(row: dict, **criteria: str) -> dict:
@@ -183,7 +185,7 @@ def row_of(r: Rule, *, sizes_match: bool, sizes_note: str = "", item: str | None
            tuning: Any = None, setup: str | None = None, **measured: Any) -> dict[str, str]:
     """One paper-vs-ours row for the rule ``r`` (:func:`dpcompanion.experiments.comparisons.compare`
     looks a rule up by its id and calls this): the judge's :class:`~.rule.Judgement`, its criteria
-    (:func:`.outcome.criteria_of`: claim, the paper's evidence, setup, sign, size, absence, the
+    (:func:`criteria_of`: claim, the paper's evidence, setup, sign, size, absence, the
     judge's own check, the protocol's cap), stored in the row one by one, and the word and
     outcome the declared table gives them (:func:`.outcome.decide`). ``setup``: the row's
     (default ``another`` where the rule compares the direction alone, else ``paper's``; the
@@ -207,7 +209,7 @@ def row_of(r: Rule, *, sizes_match: bool, sizes_note: str = "", item: str | None
     comparable = r.comparable[0] if r.comparable is not None else judgement.comparable
     if setup is None:
         setup = "another" if comparable == "direction" else "paper's"
-    crit = outcome.criteria_of(r, judgement, setup=setup, cap="none" if sizes_match else "sizes differ",
+    crit = criteria_of(r, judgement, setup=setup, cap="none" if sizes_match else "sizes differ",
                                item=str(item or r.item))
     note, ours = judgement.row_note, judgement.ours
     if crit["absence"] != "n/a":
@@ -225,3 +227,50 @@ def row_of(r: Rule, *, sizes_match: bool, sizes_note: str = "", item: str | None
         head = f"{NOT_COMPARED}: {sizes_note}" if sizes_note else NOT_COMPARED
         row["note"] = f"{head}. At our sizes the rule's own test gives '{judgement.verdict}' ({note})"
     return row
+
+
+def criteria_of(rule, judgement, *, setup: str, cap: str = "none", item: str = "") -> dict[str, str]:
+    """The criteria of one row (:data:`.outcome.CRITERIA`) from its rule and the judge's
+    :class:`~.rule.Judgement` (before any margin rewrote its word), the row's ``setup`` and its
+    protocol ``cap``."""
+    j = judgement
+    claim = outcome.claim_of(rule, j, item=item)
+    if cap == "none" and j.cells_cap is not None:
+        cap = j.cells_cap  # a pooled row's cells (:func:`.outcome.cells_cap`)
+    out = dict(claim=claim, paper_evidence="none", setup=setup, sign="n/a", size="n/a", absence="n/a",
+               check=outcome.CHECK_OF.get(j.verdict, "n/a"), cap=cap)
+    has_ci = all(isinstance(x, (int, float)) and math.isfinite(x) for x in (j.estimate, j.se, j.ci_low, j.ci_high))
+    if claim == "effect":
+        out["check"] = "n/a"
+        direction = j.direction or (1 if (j.paper or 0) > 0 else -1 if (j.paper or 0) < 0 else None)
+        if j.evidence is not None:
+            out["paper_evidence"] = j.evidence
+        elif j.paper is not None:
+            out["paper_evidence"] = outcome.evidence_of(j.paper, j.paper_se)
+        else:
+            out["paper_evidence"] = "stated"
+        if has_ci and direction in (1, -1):
+            out["sign"] = outcome.sign_of(j.ci_low, j.ci_high, direction)
+        if j.paper is None:
+            out["size"] = "none printed"
+        elif j.comparable == "direction" or setup != "paper's":
+            out["size"] = "not testable"
+        elif has_ci:
+            out["size"] = outcome.size_of(j.estimate, j.se, j.paper, j.paper_se, crit=critical_value(j.df))
+        margin = j.margin if j.margin is not None else (
+            rule.margin.value if rule.margin is not None and rule.margin.value is not None else None)
+        if margin is not None and has_ci:
+            out["absence"] = "shown" if tost(j.estimate, j.se, margin=margin, df=j.df).equivalent else "not shown"
+    elif claim == "no difference":
+        out["paper_evidence"] = "stated"
+        if has_ci and j.margin:
+            out["absence"] = "shown" if tost(j.estimate, j.se, margin=j.margin, df=j.df).equivalent else "not shown"
+    elif claim == "value":
+        out["paper_evidence"] = "exact"
+        if j.paper is not None and math.isfinite(j.estimate):
+            tol = j.margin or 0.0
+            out["size"] = ("compatible" if abs(j.estimate - j.paper) <= tol + 1e-15 * max(1.0, abs(j.paper))
+                           else "smaller" if abs(j.estimate) < abs(j.paper) else "larger")
+    elif claim == "check":
+        out["paper_evidence"] = "stated"
+    return out

@@ -99,10 +99,13 @@ def test_schedule_csv_and_optimal_file(tmp_path, capsys):
     rc, out, err = _run(["schedule", "--kind", "optimal", "--R", "1", "--influence", str(q), "--csv", str(target)], capsys)
     assert rc == 0, err
     rows = list(csv.DictReader(target.open()))
+    assert list(rows[0]) == ["t", "sigma", "cost_t", "rho_t", "spent"]
     assert [r["t"] for r in rows] == ["1", "2", "3"]
     assert float(rows[-1]["spent"]) == pytest.approx(1.0, rel=1e-12)
     sig = np.array([float(r["sigma"]) for r in rows])
-    assert np.allclose([float(r["rho_t"]) for r in rows], 1 / sig**2)
+    # the step's cost in R units (1/sigma^2 at full batch) and its zCDP rho = cost/2 (R = 2 rho)
+    assert np.allclose([float(r["cost_t"]) for r in rows], 1 / sig**2)
+    assert np.allclose([float(r["rho_t"]) for r in rows], 1 / (2 * sig**2))
     assert sig[0] > sig[1] > sig[2]
     plain = tmp_path / "q.txt"
     plain.write_text("# influence\n0.5\n1.0\n\n2.0\n")

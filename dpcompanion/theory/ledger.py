@@ -20,7 +20,10 @@ The RDP curve is :func:`dpcompanion.theory.numerical_accounting.rdp_curve` (dp-a
 and conversion), the same one :func:`dpcompanion.theory.budget.plan` calibrates with, so a
 planned schedule always finishes. A sigma that is not finite and > 0 is refused
 (ValueError): no step without noise.
-Full-batch steps need no such check: zCDP composition of Gaussian steps is exact in R.
+Full-batch steps need no such check: zCDP composition of Gaussian steps is exact in R. A
+history that mixes them (full-batch steps, then subsampled ones, or the other way round) is
+checked and reported by one RDP curve of all its steps: the first subsampled step starts it
+from the RDP of the full-batch steps before it (Gaussians, ``alpha R_spent / 2``).
 
 A ledger built without ``R`` (``PrivacyLedger(R=None, delta=..., epsilon=...)``) enforces the
 target epsilon alone, by the same RDP accountant, for every step (full batch included):
@@ -167,7 +170,10 @@ class PrivacyLedger:
                 "p^2/sigma^2 rule is not a guarantee, so such steps are also checked with an RDP accountant at delta"
             )
         step = numerical_accounting.step_rdp(sigma, sampling_rate, self._orders_key)
-        rdp = step if self._rdp is None else self._rdp + step
+        # the first step checked by RDP composes with every step before it: full-batch steps of an R
+        # ledger (all of its history until now, their R_spent = sum 1/sigma^2) are Gaussians of RDP
+        # alpha R_spent / 2 (leaving them out put a mixed history below its epsilon)
+        rdp = (step + self.orders * (0.5 * self._spent)) if self._rdp is None else self._rdp + step
         eps = numerical_accounting.rdp_epsilon(orders=self.orders, rdp=rdp, delta=self.delta)
         if eps > self.epsilon_target * (1 + self.rel_slack):
             stands = "asked for" if self.R is None else f"that R = {self.R:.6g} stands for"
@@ -218,10 +224,14 @@ class PrivacyLedger:
     def epsilon(self, delta: float) -> dict[str, float | None]:
         """The spent budget as ``(epsilon, delta)``.
 
-        Keys: ``R_spent``, ``rho`` (= R_spent/2), ``epsilon_zcdp`` (H Lemma C.3),
+        Keys: ``R_spent`` (R units: the paper's ``p^2/sigma^2`` rule for subsampled steps),
+        ``rho`` (zCDP of the steps' Gaussians, ``sum_t 1/(2 sigma_t^2)``: ``R_spent/2`` at full
+        batch; for subsampled steps it ignores the amplification, since the paper's
+        ``p^2/sigma^2`` rule is no zCDP guarantee), ``epsilon_zcdp`` (H Lemma C.3 of that rho),
         ``epsilon_exact`` (exact Gaussian DP of the recorded full-batch steps; ``None`` if any
         step was subsampled, where GDP of the recorded sigmas is not the mechanism's
-        profile) and, for subsampled histories, ``epsilon_rdp`` from dp-accounting.
+        profile) and, for subsampled histories, ``epsilon_rdp`` from dp-accounting (every step
+        at its own rate).
 
         >>> led = PrivacyLedger(R=1.0)
         >>> _ = led.charge(sigma=1.0)
@@ -232,11 +242,12 @@ class PrivacyLedger:
         delta = float(delta)
         sig = np.array([r.sigma for r in self._history], dtype=np.float64)
         rates = {r.sampling_rate for r in self._history}
+        rho = accounting.rho_from_R(R=self._spent if rates <= {1.0} else accounting.spent_R(sigma=sig))
         out: dict[str, float | None] = {
             "R_spent": self._spent,
-            "rho": accounting.rho_from_R(R=self._spent),
+            "rho": rho,
             "delta": delta,
-            "epsilon_zcdp": accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=self._spent), delta=delta),
+            "epsilon_zcdp": accounting.zcdp_to_dp(rho=rho, delta=delta),
             "epsilon_exact": None,
         }
         if not self._history:
@@ -250,8 +261,8 @@ class PrivacyLedger:
 
     def spent_epsilon(self) -> float | None:
         """The epsilon at the ledger's ``delta`` that the recorded steps cost by the accountant
-        the ledger enforces: the running RDP epsilon when any step was subsampled (or the ledger
-        has no R), else the full-batch spending ``R_spent`` by the budget's accountant
+        the ledger enforces: the running RDP epsilon of every step when any step was subsampled
+        (or the ledger has no R), else the full-batch spending ``R_spent`` by the budget's accountant
         (:func:`numerical_accounting.epsilon_at_R`). None without delta; 0 before any step.
 
         >>> led = PrivacyLedger(R=1.0, delta=1e-5)

@@ -146,30 +146,48 @@ def rdp_orders(orders=None) -> np.ndarray:
     return o
 
 
+#: Floor on ``ln(A_alpha - 1)`` of one step (:func:`_rdp_curve`): below it ``A_alpha - 1`` would be
+#: a subnormal or 0 in float64 (a sampling rate like 1e-200 or a noise multiplier like 1e160), so it
+#: is rounded *up* to ``e^-700``: the step's RDP stays an upper bound instead of underflowing to 0
+#: (which the conversion would read as no privacy loss at all).
+_LOG_A_MINUS_1_FLOOR = -700.0
+
+
 def _rdp_curve(s: np.ndarray, p: float, ords: np.ndarray) -> np.ndarray:
-    """:func:`rdp_curve` of validated multipliers ``s`` (each finite and > 0), rate and orders."""
+    """:func:`rdp_curve` of validated multipliers ``s`` (each finite and > 0), rate and orders.
+
+    Computed as ``ln(1 + (A_alpha - 1))`` with ``A_alpha - 1 = sum_{k>=2} C(alpha, k) (1-p)^(alpha-k)
+    p^k expm1((k^2 - k)/(2 sigma^2))`` (the binomial weights sum to 1): a sum of positive terms, so
+    its relative accuracy holds however small it is. Summing ``A_alpha`` itself (a number within
+    1e-16 of 1 at small p) left the RDP of a step at p = 1e-9 as rounding noise, often 0, and
+    epsilon 0 where the PLD accountant finds more (tests/test_accounting_edges.py)."""
     values, counts = np.unique(s, return_counts=True)
     counts = counts.astype(np.float64)
     if p == 1.0:
         return ords * float(np.sum(counts / (2.0 * values**2)))
     out = np.empty(ords.size)
     lp, l1p = math.log(p), math.log1p(-p)
-    inv2s2 = 1.0 / (2.0 * values**2)
+    with np.errstate(over="ignore"):  # sigma above 1e154: 1/(2 sigma^2) is 0, the step adds the floor below
+        inv2s2 = 1.0 / (2.0 * values**2)
     for j, a in enumerate(ords):
         ai = int(a)
         lb = _LOG_BINOM.get(ai)
         if lb is None:
             lb = _log_binomials(ai)
-        k = np.arange(ai + 1, dtype=np.float64)
-        base = lb + (ai - k) * l1p + k * lp  # (alpha+1,)
+        k = np.arange(2, ai + 1, dtype=np.float64)  # k = 0, 1 add nothing to A - 1
+        base = lb[2:] + (ai - k) * l1p + k * lp  # (alpha-1,)
         # chunks of distinct values keep the (values x k) matrix small
         tot = 0.0
         for i in range(0, values.size, 4096):
-            v = inv2s2[i:i + 4096, None]
-            x = base[None, :] + (k * k - k)[None, :] * v
+            y = (k * k - k)[None, :] * inv2s2[i:i + 4096, None]
+            with np.errstate(divide="ignore"):  # y = 0 (sigma ~ 1e160): ln expm1(0) = -inf, a zero term
+                x = base[None, :] + y + np.log(-np.expm1(-y))  # ln of the terms: ln expm1(y) = y + ln(1 - e^-y)
             m = x.max(axis=1)
-            log_a = m + np.log(np.exp(x - m[:, None]).sum(axis=1))
-            tot += float(np.dot(counts[i:i + 4096], np.maximum(log_a, 0.0)))
+            fin = np.isfinite(m)
+            log_am1 = np.full(m.shape, -np.inf)
+            log_am1[fin] = m[fin] + np.log(np.exp(x[fin] - m[fin, None]).sum(axis=1))
+            log_a = np.logaddexp(0.0, np.maximum(log_am1, _LOG_A_MINUS_1_FLOOR))  # ln(1 + (A - 1)), accurately
+            tot += float(np.dot(counts[i:i + 4096], log_a))
         out[j] = tot / (ai - 1)
     return out
 
@@ -385,7 +403,15 @@ def accountant_epsilon(
         if p < 1.0:
             event = dpa.PoissonSampledDpEvent(p, event)
         acc.compose(event, count)
-    return float(acc.get_epsilon(delta))
+    eps = float(acc.get_epsilon(delta))
+    if accountant == "rdp" and eps == 0.0 and any(p < 1.0 for _, p, _ in groups):
+        # dp-accounting sums A_alpha (within 1e-16 of 1 at small p): at p = 1e-9 and sigma = 1000 its
+        # RDP at order 2 comes out negative, which its conversion reads as epsilon 0. A 0 is kept
+        # only if our curve (a sum of positive terms, :func:`rdp_curve`) also gives 0, else ours.
+        ords = RDP_ORDERS
+        curve = sum(c * _rdp_curve(np.array([v]), p, ords) for v, p, c in groups)
+        eps = rdp_epsilon(orders=ords, rdp=curve, delta=delta)
+    return eps
 
 
 def R_accountant(*, epsilon: float, delta: float, accountant: str = "rdp") -> float:

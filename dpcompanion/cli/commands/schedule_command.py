@@ -12,12 +12,18 @@ The kinds and their flags come from one table,
 same flags.
 
 Output: ``--json`` prints one object (``kind, T, R, delta, sigma`` (T noise multipliers),
+``R_spent`` (in R's units: the steps' costs ``p^2/sigma_t^2``, what the training ledger charges
+against R; ``1/sigma_t^2`` at full batch), for subsampled steps ``R_prime_spent`` (the same
+steps' ``sum_t 1/sigma_t^2``, H Sec. 4.3's ``R' = R/p^2`` units, not comparable with R),
 ``epsilon_zcdp``, ``epsilon_exact`` (full batch) or ``epsilon_rdp`` (subsampled),
 ``accountant`` and ``epsilon`` (by the accountant the budget was planned with: at most
 ``--epsilon``), ``epsilon_by_accountant`` (every applicable accountant's, named), the
-kind's parameters); ``--csv FILE`` writes columns ``t, sigma, rho_t`` (the step's cost
-1/sigma_t^2) and ``spent`` (cumulative), atomically (a device, FIFO or symlink's target is written
-through, never replaced: :mod:`dpcompanion.core.outputs`). Without either, a short summary.
+kind's parameters); ``--csv FILE`` writes columns ``t, sigma``, ``cost_t`` (the step's cost in
+R's units, ``p^2/sigma_t^2``: ``1/sigma_t^2`` at full batch), ``rho_t`` (the step's zCDP as a
+Gaussian step, ``1/(2 sigma_t^2)``: ``cost_t/2`` at full batch, an upper bound that ignores the
+subsampling otherwise) and ``spent`` (cumulative ``cost_t``, ending at ``R_spent``), atomically
+(a device, FIFO or symlink's target is written through, never replaced:
+:mod:`dpcompanion.core.outputs`). Without either, a short summary.
 Every input, the output path included, is validated before anything is computed or written.
 Noise multipliers are in units of the clip norm for the *sum* of clipped per-sample
 gradients (Opacus ``noise_multiplier``), which equals the paper's ``sigma_t C / N`` on the
@@ -58,7 +64,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_schedule_arguments(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
-    out.add_argument("--csv", type=Path, metavar="FILE", help="write t, sigma, rho_t, spent to FILE")
+    out.add_argument("--csv", type=Path, metavar="FILE",
+                     help="write t, sigma, cost_t (p^2/sigma_t^2, in R's units), rho_t (1/(2 sigma_t^2)) and spent "
+                          "(cumulative cost_t) to FILE")
 
 
 def build(args: argparse.Namespace) -> dict:
@@ -81,9 +89,11 @@ def build(args: argparse.Namespace) -> dict:
         "delta": delta,
         "sampling_rate": budget.sampling_rate,
         "params": shown,
-        "R_spent": acc.spent_R(sigma=sigma),
+        "R_spent": acc.spent_R(sigma=sigma) if not budget.subsampled else _psgd_spent(sigma, budget.sampling_rate),
         "sigma": [float(s) for s in sigma],
     }
+    if budget.subsampled:
+        out["R_prime_spent"] = acc.spent_R(sigma=sigma)
     if budget.subsampled:
         out["epsilon_rdp"] = budget.epsilon_of(sigma)
     else:
@@ -96,18 +106,31 @@ def build(args: argparse.Namespace) -> dict:
     return out
 
 
-def write_csv_atomic(path: Path, sigma: list[float]) -> None:
-    """Write t, sigma, rho_t, spent to ``path`` by :func:`dpcompanion.core.outputs.write_text`:
-    a regular file is replaced atomically, a device, FIFO or symlink's target written through."""
+def _psgd_spent(sigma, p: float) -> float:
+    """``sum_t p^2/sigma_t^2`` added step by step in float64, as the training ledger adds it."""
+    spent = 0.0
+    for s in sigma:
+        spent += numerical_accounting.step_cost(float(s), p)
+    return spent
+
+
+CSV_COLUMNS = ("t", "sigma", "cost_t", "rho_t", "spent")
+
+
+def write_csv_atomic(path: Path, sigma: list[float], sampling_rate: float = 1.0) -> None:
+    """Write :data:`CSV_COLUMNS` to ``path`` by :func:`dpcompanion.core.outputs.write_text`: per step
+    ``cost_t = p^2/sigma_t^2`` (R units, the ledger's cost), ``rho_t = 1/(2 sigma_t^2)`` (zCDP of the
+    step's Gaussian) and ``spent`` (cumulative cost_t). A regular file is replaced atomically, a
+    device, FIFO or symlink's target written through."""
 
     def rows(fh) -> None:
         w = csv.writer(fh)
-        w.writerow(["t", "sigma", "rho_t", "spent"])
+        w.writerow(CSV_COLUMNS)
         spent = 0.0
         for t, s in enumerate(sigma, start=1):
-            rho_t = 1.0 / (s * s)
-            spent += rho_t
-            w.writerow([t, repr(s), repr(rho_t), repr(spent)])
+            cost_t = numerical_accounting.step_cost(s, sampling_rate)
+            spent += cost_t
+            w.writerow([t, repr(s), repr(cost_t), repr(0.5 / (s * s)), repr(spent)])
 
     outputs.write_text(path, rows, name="--csv", newline="")
 
@@ -119,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     for w in diagnostics.schedule_warnings(out["sigma"]):
         print(f"dpcompanion schedule: warning: {w}", file=sys.stderr)
     if args.csv is not None:
-        write_csv_atomic(args.csv, out["sigma"])
+        write_csv_atomic(args.csv, out["sigma"], out["sampling_rate"])
         eps = ", ".join(f"{k} = {out[k]:.4g}" for k in ("epsilon_zcdp", "epsilon_exact", "epsilon_rdp") if k in out)
         print(f"wrote {out['T']} steps to {args.csv} (R = {out['R']:.6g}, {eps} at delta = {out['delta']:g})")
         return 0

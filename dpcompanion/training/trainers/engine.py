@@ -299,8 +299,13 @@ class NoiseSource:
 
     The stream of a generator, a fixed function of its seed and of ``(P, N_mask, T)``: for
     each block of ``b = min(B, T - t0)`` steps starting at step ``t0`` (0, B, 2B, ...), the
-    ``b`` Poisson masks' uniforms (``torch.rand(b, N)``, PSGD only), then the ``b`` steps'
-    Gaussian vectors (``torch.randn(b, P)``). With ``B = 1`` this is the step-by-step
+    ``b`` Poisson masks' uniforms (``torch.rand(b, N, dtype=torch.float64)`` in every training
+    dtype, PSGD only), then the ``b`` steps' Gaussian vectors (``torch.randn(b, P)``). A record
+    is kept when its uniform is below ``floor(p 2^53) / 2^53``: the uniforms lie on the grid
+    ``k 2^-53``, so it is kept with probability ``floor(p 2^53) / 2^53``, never above the rate
+    ``p`` the ledger charges and less than ``2^-53`` below it (float32 uniforms lie on ``k 2^-24``:
+    compared with ``p`` they kept records with probability ``ceil(p 2^24) / 2^24``, 6e-8 where
+    p = 1e-9 was charged). With ``B = 1`` this is the step-by-step
     order (mask, then noise). A generator draws a block only when one of its runs is active
     at ``t0``; runs never resume after stopping, so skipping a dead generator changes no
     active run's numbers. :meth:`draw` and :meth:`mask` give step ``t``'s rows, zero for
@@ -311,10 +316,10 @@ class NoiseSource:
     seeds instead of one seeded with :func:`noise_seed`; each Gaussian vector is the sum of the
     four generators' draws divided by 2 (standard normal again; the sum is Opacus
     ``secure_mode``'s defence against floating-point attacks on the Gaussian sampler) and each
-    mask uniform is the fractional part of the four generators' uniforms' sum (exact in
-    float64; uniform if any one of them is). What this claims: nobody who lacks all four secret
-    seeds can replay the noise; they come from ``os.urandom``, are drawn afresh for each call
-    and are never recorded. On CPU torch's generator (MT19937) keeps only the low 32 bits of a
+    mask uniform is ``(sum_j k_j mod 2^53) 2^-53`` for the four generators' float64 uniforms
+    ``k_j 2^-53`` (summed as integers, exactly; uniform on the grid if any one of them is). What
+    this claims: nobody who lacks all four secret seeds can replay the noise; they come from
+    ``os.urandom``, are drawn afresh for each call and are never recorded. On CPU torch's generator (MT19937) keeps only the low 32 bits of a
     seed (measured, ``tests/test_secure_noise.py``), so the four give 128 bits of secret; on
     CUDA (Philox) each keeps all 64. What it does not claim: a cryptographic stream. MT19937
     and Philox are statistical generators (an observer of their raw outputs could predict the
@@ -335,10 +340,13 @@ class NoiseSource:
             self.gens = [torch.Generator(device=device).manual_seed(noise_seed(int(s))) for s in uniq]
         self.device, self.dtype = device, dtype
         self.T, self.p = int(T), float(sampling_rate)
+        #: a record is kept when its uniform (on the grid k 2^-53) is below this: probability floor(p 2^53)/2^53
+        self.p_cut = math.floor(self.p * 2.0**53) * 2.0**-53
         self.B, n_mask = self.block_shape(P, T=T, N=N, sampling_rate=sampling_rate)
         G = len(self.gens)
         self.noise_blk = torch.empty((G, self.B, P), dtype=dtype, device=device)
-        self.mask_blk = torch.empty((G, self.B, n_mask), dtype=dtype, device=device) if n_mask else None
+        # the masks' uniforms are float64 in every training dtype (the class docstring)
+        self.mask_blk = torch.empty((G, self.B, n_mask), dtype=torch.float64, device=device) if n_mask else None
         self.t0 = None  # first step of the block in the buffers
 
     @staticmethod
@@ -350,7 +358,7 @@ class NoiseSource:
     @classmethod
     def bytes_per_generator(cls, P: int, *, T: int, N: int, sampling_rate: float, itemsize: int) -> int:
         B, n_mask = cls.block_shape(P, T=T, N=N, sampling_rate=sampling_rate)
-        return itemsize * B * (int(P) + n_mask)
+        return itemsize * B * int(P) + 8 * B * n_mask  # the mask uniforms are float64
 
     def _live(self, active: np.ndarray) -> list:
         if active.all():
@@ -380,13 +388,13 @@ class NoiseSource:
 
     def _draw_secure(self, i: int, b: int, gens: tuple) -> None:
         """Block rows ``[:b]`` of distinct seed ``i`` from its secret generators ``gens`` (the
-        class docstring): mask uniforms ``frac(sum u_j)``, then Gaussians ``sum z_j / 2``."""
+        class docstring): mask uniforms ``(sum_j k_j mod 2^53) 2^-53``, then Gaussians ``sum z_j / 2``."""
         if self.mask_blk is not None:
-            u = torch.empty(self.mask_blk[i, :b].shape, dtype=self.dtype, device=self.device)
-            acc = torch.zeros(u.shape, dtype=torch.float64, device=self.device)
+            u = torch.empty(self.mask_blk[i, :b].shape, dtype=torch.float64, device=self.device)
+            acc = torch.zeros(u.shape, dtype=torch.int64, device=self.device)
             for g in gens:
-                acc += u.uniform_(generator=g)
-            self.mask_blk[i, :b] = torch.frac(acc)
+                acc += (u.uniform_(generator=g) * 2.0**53).to(torch.int64)  # k_j, exactly
+            self.mask_blk[i, :b] = torch.remainder(acc, 2**53).to(torch.float64) * 2.0**-53
         z = self.noise_blk[i, :b]
         z.normal_(generator=gens[0])
         tmp = torch.empty_like(z)
@@ -416,7 +424,7 @@ class NoiseSource:
         if self.mask_blk is None:
             raise RuntimeError("internal: this NoiseSource was built for full batch (sampling_rate = 1)")
         j = self._row(t, active)
-        return self._spread((self.mask_blk[:, j] < self.p).to(self.dtype), active)
+        return self._spread((self.mask_blk[:, j] < self.p_cut).to(self.dtype), active)
 
 
 def sample(noise: NoiseSource, t: int, active: np.ndarray) -> torch.Tensor | None:

@@ -109,11 +109,12 @@ def test_partly_and_inconclusive_cases():
     assert j.verdict == "partly" and "ours / paper = 0.23" in j.note
     # three seeds whose spread covers both zero and the paper's gap: inconclusive, not agrees
     assert cmp.verdict_of("w-t36/gap", printed=T3_CELL, adp=[65.0, 67.0, 64.0], dp=[65.2, 65.8, 64.1]) == "inconclusive"
-    # one decaying schedule ends below c = 0, the other does not: the pooled effect over two values of c
-    # has one degree of freedom and decides nothing (issue 33: the table verdict is the pooled one)
+    # one decaying schedule ends below c = 0, the other does not: "every c > 0 beats c = 0" is an
+    # intersection-union test, so one cell not separated leaves the claim undecided, whatever the other
     row = cmp.compare("w-f4/decay", sizes_match=True, final_error={0.0: [9.0, 9.1, 8.9], 0.1: [8.0, 8.1, 7.9],
                                                                    0.5: [9.0, 9.6, 8.5]})
     assert row["verdict"] == "inconclusive" and "agrees 1" in row["note"]
+    assert row["ours"].startswith("1 of 2 values of c > 0") and "c = 0.5:" in row["ours"]
     assert cmp.verdict_of("w-f4/decay", final_error={0.0: 9.0, 0.1: 8.0}) == "not judged"  # means: no spread
     # no printed cell, or one seed: not comparable
     assert cmp.verdict_of("w-t1245/gap", table=1, printed=None, adp=UP, dp=DOWN) == "not judged"

@@ -214,31 +214,6 @@ def test_pooled_table_gap_recomputes_from_stored_arrays(report, eid):
     assert checked
 
 
-def test_w_f4_pooled_effect_recomputes_from_stored_arrays(report):
-    """Issue 33, item 5: W-F4's per-sigma verdict is the pooled err(c = 0) - err(c > 0) over the
-    values of c (random effects over the c > 0 arms, the shared c = 0 arm's variance added once),
-    recomputed from the stored test errors with the reference above."""
-    res = _stored("w-f4")
-    rows = [r for r in report if r["rule"] == "w-f4/decay"]
-    assert rows
-    runs = res.payload["runs"]
-    for r in rows:
-        sigma = float(r["item"].split()[1].rstrip(":"))
-        final = {float(x["c"]): np.asarray(x["test_error"], float)[:, -1] for x in runs if float(x["sigma"]) == sigma}
-        base = final.pop(0.0)
-        cs = sorted(final)
-        y = [base.mean() - final[c].mean() for c in cs]
-        s = [final[c].std(ddof=1) / math.sqrt(final[c].size) for c in cs]
-        mu, lo, hi = _dl_reference(y, s)
-        half_p = (hi - mu) / stats.t.ppf(0.975, len(cs) - 1)
-        vb = base.var(ddof=1) / base.size
-        se = math.sqrt(half_p**2 + vb)
-        df = se**4 / (half_p**4 / (len(cs) - 1) + vb**2 / (base.size - 1))
-        o = r["ours"]
-        assert o["estimate"] == pytest.approx(mu, rel=1e-9, abs=1e-12), r["item"]
-        assert o["ci_low"] == pytest.approx(mu - stats.t.ppf(0.975, df) * se, rel=1e-7, abs=1e-9), r["item"]
-
-
 def test_ladder_top_rung_is_the_headline(report):
     """Issue 33, item 5: W-LADDER's top rung (the paper's 50,000 images and steps) is marked the
     headline evidence for Tables 2 and 5, and the W-T1245 rows of those tables point to it."""

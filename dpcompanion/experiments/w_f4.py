@@ -20,6 +20,7 @@ batch size (256) and clip norm (1) are not given for this figure in the text; ou
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections import Counter
@@ -31,7 +32,9 @@ from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.pooling import pool_random_effects
 from dpcompanion.experiments.comparisons.rows import W_ACC_MARGIN, W_SPREAD
-from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, estimate_effect, judge_effect
+from dpcompanion.experiments.comparisons.outcome import sign_of
+from dpcompanion.experiments.comparisons.rule import (LEVEL, Case, Judgement, Margin, Rule, estimate_effect, judge_effect,
+                                                      tost)
 from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.scale_tables import Dim, STEPS_RATIO, config_key, config_steps, payload_runs, payload_seeds
 from dpcompanion.theory import adp_accounting, numerical_accounting
@@ -176,17 +179,28 @@ STORED_SIZES = {"training samples": payload_runs("N"), "seeds": payload_seeds("r
 
 
 def _judge_decay(*, final_error: dict) -> Judgement:
-    """``final_error``: step-size constant c -> our final test errors (%, one per seed). Each
-    c > 0 against c = 0: the effect err(c = 0) - err(c) (positive = the decaying schedule ends
-    lower; Welch t), judged by :func:`~dpcompanion.experiments.comparisons.rule.judge_effect` (direction +1, the paper prints no
-    size). Overall: agrees when every c > 0 agrees, disagrees when more than half disagree,
-    inconclusive when none agrees, else partly. Means without their seeds are not comparable
-    (no spread to judge by).
+    """``final_error``: step-size constant c -> our final test errors (%, one per seed). The
+    paper's claim is quantified, "every c > 0 beats c = 0", so it is judged by an
+    intersection-union test (Berger 1982): each cell, c > 0 against c = 0, by its own effect
+    err(c = 0) - err(c) (positive = the decaying schedule ends lower; Welch t, the cells' seeds
+    are their own) at the fixed level (:data:`~dpcompanion.experiments.comparisons.rule.LEVEL`,
+    no multiplicity correction: the claim holds only if every cell holds, so the test's level is
+    each cell's), judged by :func:`~dpcompanion.experiments.comparisons.rule.judge_effect`
+    (direction +1, the paper prints no size; the rule's margin). The row's numbers are the cell
+    that decides the intersection (:func:`_deciding_cell`): a cell whose interval lies below
+    zero if any (the claim contradicted), else a cell whose effect TOST puts inside the margin
+    (an absent effect), else the cell with the lowest interval bound (the weakest: it excludes
+    zero exactly when every cell does). So the row reads ``reproduced`` only when every cell
+    passes. Its "ours" says how many cells pass and which do not. Means without their seeds are
+    not comparable (no spread to judge by).
 
     >>> _judge_decay(final_error={0.0: [10.0, 10.2, 9.9], 0.1: [8.0, 8.1, 7.9]}).verdict
     'agrees'
     >>> _judge_decay(final_error={0.0: [10.0, 12.0], 0.1: [9.0, 11.5]}).verdict
     'inconclusive'
+    >>> j = _judge_decay(final_error={0.0: [10.0, 10.2, 9.9], 0.1: [8.0, 8.1, 7.9], 1e-5: [10.1, 9.9, 10.2]})
+    >>> j.verdict, j.ours.split(";")[0]
+    ('inconclusive', '1 of 2 values of c > 0 significantly below c = 0 (each at the 95% level)')
     """
     def seeds(v):
         return [float(x) for x in (v if isinstance(v, (list, tuple, np.ndarray)) else [v])]
@@ -198,27 +212,62 @@ def _judge_decay(*, final_error: dict) -> Judgement:
     if min(len(v) for v in rs.values()) < 2:
         return Judgement("not comparable", "fewer than 2 seeds: no spread to judge by", ours="one seed per schedule")
     m = comparisons.rule_by_id("w-f4/decay").margin
-    words, parts = [], []
+    design = comparisons.design_of("w-f4/decay")
     cs = sorted(k for k in rs if k > 0)
+    cells = []
     for c in cs:
         # mean(c = 0) - mean(c): positive = decaying better; independent arms (the rule's design)
-        e = estimate_effect(base, rs[c], design=comparisons.design_of("w-f4/decay"))
-        g, se = e.estimate, e.se
-        j = judge_effect(g, se, direction=+1, df=e.df, n=e.n, design=e.design, margin=m.value)
-        words.append(j.verdict)
-        parts.append(f"c={c:g}: {g:+.2f} ± {se:.2f} ({j.verdict})")
+        e = estimate_effect(base, rs[c], design=design)
+        j = judge_effect(e.estimate, e.se, direction=+1, df=e.df, n=e.n, design=e.design, margin=m.value)
+        absent = math.isfinite(e.se) and tost(e.estimate, e.se, margin=m.value, df=e.df).equivalent
+        cells.append((c, j, sign_of(j.ci_low, j.ci_high, +1), absent))
+    c_shown, shown, side, absent = _deciding_cell(cells)
+    passed = [c for c, _, sd, ab in cells if sd == "paper's side" and not ab]
+    failed = [(c, j, sd, ab) for c, j, sd, ab in cells if not (sd == "paper's side" and not ab)]
+    word = ("agrees" if not failed else "disagrees" if any(sd == "other side" for _, _, sd, _ in failed)
+            else "equivalent" if any(ab for *_, ab in failed) else "inconclusive")
+
+    def cell_text(c, j, sd, ab):
+        why = "above zero" if sd == "other side" else "inside the margin (TOST)" if ab else "not separated"
+        return f"c = {c:g}: {j.estimate:+.2f} (95% CI {j.ci_low:+.2f} to {j.ci_high:+.2f}, {why})"
+
+    level = f"{100 * LEVEL:g}%"
+    ours = (f"{len(passed)} of {len(cells)} values of c > 0 significantly below c = 0 (each at the {level} level)"
+            + (f"; not: {'; '.join(cell_text(*f) for f in failed)}" if failed else "")
+            + f"; deciding cell c = {c_shown:g}: err(c = 0) - err(c) {shown.estimate:+.2f} points "
+              f"({level} CI {shown.ci_low:+.2f} to {shown.ci_high:+.2f}), c = 0 at {np.mean(base):.2f}%")
     p, se, df = _pool_against_base(base, [rs[c] for c in cs])
-    j = judge_effect(p.estimate, se, direction=+1, df=df, design=comparisons.design_of("w-f4/decay"))
-    cnt = Counter(words)
-    counted = ", ".join(f"{k} {c}" for k, c in sorted(cnt.items()))
-    lo, hi = j.ci_low, j.ci_high
-    return j.for_row(
-        f"pooled err(c = 0) - err(c > 0) {p.estimate:+.2f} points (95% CI {lo:+.2f} to {hi:+.2f}); "
-        f"{cnt['agrees']} of {len(words)} decaying schedules significantly below c = 0 ({np.mean(base):.2f}%)",
-        remark=f"; pooled over the {p.k} values c > 0 by random effects (DerSimonian-Laird tau^2 = {p.tau2:.3g}, "
-               f"modified Hartung-Knapp; the shared c = 0 arm's variance added once, Satterthwaite df {df:.3g}); per c, "
-               "err(c = 0) - err(c), 95% CI (Welch t: the cells have seeds of their own): " + "; ".join(parts)
-               + f"; cells by verdict: {counted}")
+    counted = ", ".join(f"{k} {n}" for k, n in sorted(Counter(j.verdict for _, j, _, _ in cells).items()))
+    remark = ("; intersection-union test: the row's interval is the deciding cell's, the claim holds only if every "
+              "cell excludes zero on the paper's side; per c, err(c = 0) - err(c) (Welch t): "
+              + "; ".join(f"c = {c:g}: {j.estimate:+.2f} ± {j.se:.2f} ({j.verdict})" for c, j, _, _ in cells)
+              + f"; cells by verdict: {counted}; for reference only (not the test), the pooled effect over the "
+                f"{p.k} values c > 0 by random effects (DerSimonian-Laird tau^2 = {p.tau2:.3g}, modified "
+                f"Hartung-Knapp, the shared c = 0 arm counted once): {p.estimate:+.2f} ± {se:.2f}")
+    return dataclasses.replace(shown, verdict=word).for_row(ours, remark=remark)
+
+
+def _deciding_cell(cells):
+    """The cell that decides an intersection-union test over ``cells`` (``(c, judgement, sign,
+    absent)``, sign by :func:`~dpcompanion.experiments.comparisons.outcome.sign_of`): of the cells
+    on the other side of zero, the one with the lowest upper bound (the clearest contradiction);
+    else of those whose effect is shown absent, the smallest |estimate|; else the one with the
+    lowest lower bound (it excludes zero exactly when every cell does).
+
+    >>> from dpcompanion.experiments.comparisons.rule import Judgement as J
+    >>> cells = [(0.1, J("x", "", estimate=2.0, ci_low=1.0, ci_high=3.0), "paper's side", False),
+    ...          (0.5, J("x", "", estimate=1.0, ci_low=0.2, ci_high=1.8), "paper's side", False)]
+    >>> _deciding_cell(cells)[0], _deciding_cell(cells + [(1e-5, J("x", "", estimate=-1.0, ci_low=-2.0, ci_high=-0.1),
+    ...                                                   "other side", False)])[0]
+    (0.5, 1e-05)
+    """
+    other = [x for x in cells if x[2] == "other side"]
+    if other:
+        return min(other, key=lambda x: x[1].ci_high)
+    absent = [x for x in cells if x[3]]
+    if absent:
+        return min(absent, key=lambda x: abs(x[1].estimate))
+    return min(cells, key=lambda x: x[1].ci_low)
 
 
 def _pool_against_base(base: Sequence[float], arms: Sequence[Sequence[float]]):
@@ -256,10 +305,11 @@ def _judge_eps_below(*, eps_numeric: float, eps_theory: float) -> Judgement:
 RULES: tuple[Rule, ...] = (
     Rule("w-f4/decay", "decaying step sizes (c > 0) end below the constant one (c = 0)",
          "Wu et al., App. F.3 (Fig. 4): every decaying schedule (c > 0) beats the constant one (c = 0)",
-         "the pooled err(c = 0) - err(c > 0) over the values c > 0 (random effects, DerSimonian-Laird with the modified "
-         "Hartung-Knapp interval; the shared c = 0 arm counted once): its 95% CI above zero agrees, below disagrees, "
-         "else inconclusive; equivalent when TOST puts it inside the practical margin; the count of c by verdict "
-         "(each c by Welch t) beside it", _judge_decay,
+         "an intersection-union test: every c > 0 against c = 0 by its own err(c = 0) - err(c) (Welch t, 95% CI, "
+         "TOST against the practical margin); the row's interval is the deciding cell's (one below zero, else one "
+         "inside the margin, else the one with the lowest bound): above zero, i.e. every cell above zero, agrees; a "
+         "cell below zero disagrees; a cell inside the margin is an absent effect; else inconclusive; the count of "
+         "cells that pass and the ones that do not beside it (the pooled effect for reference only)", _judge_decay,
          design=("independent", "w_f4.run_unit draws each (sigma, c) cell's seeds from SeedSequence([seed, sigma, "
                                       "c]): the c = 0 and c > 0 runs share the data, not their batches or noise"),
          margin=Margin(W_ACC_MARGIN, "points of test error", "reported spread",

@@ -147,7 +147,8 @@ def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
                     "epsilon_bar": c["epsilon_bar"], "clip": c["clip"], "epochs": c["epochs"],
                     "paper_gap": None if paper is None else paper[0] - paper[2], "gap": g, "se": se,
                     "adp": np.asarray(adp, dtype=float), "dp": np.asarray(dp, dtype=float),
-                    "stage": (row.get("stats") or {}).get("stage"), "verdict": row["verdict"], "note": row["note"].split(". Tolerance: ")[0]})  # tolerance: in the summary
+                    "stage": (row.get("stats") or {}).get("stage"), "verdict": row["verdict"], "outcome": row["outcome"], "cap": row["cap"],
+                    "note": row["note"].split(". Tolerance: ")[0]})  # tolerance: in the summary
     return out
 
 

@@ -282,7 +282,8 @@ def verdict_rows(payload) -> list[dict]:
 def table_rows(cell_rows: Sequence[dict]) -> list[dict]:
     """W-T36's table verdicts (issue 33, item 5): rule ``w-t36/table`` over the page's cell rows
     (rule ``w-t36/gap``, as ``w_t36.verdict_rows`` gives them), one row for the paper's grid and
-    one for the grid beyond it where such cells exist; each cell enters with its verdict, its
+    one for the grid beyond it where such cells exist; each cell enters with its verdict, outcome
+    and cap (its outcome caps the table, :func:`~dpcompanion.experiments.comparisons.outcome.cells_cap`), its
     paired gap and standard error and the printed gap (the rows' ``stats``).
 
     >>> table_rows([])
@@ -293,7 +294,7 @@ def table_rows(cell_rows: Sequence[dict]) -> list[dict]:
         mine = [r for r in cell_rows if r.get("rule") == "w-t36/gap" and ("beyond" in str(r["item"])) == beyond]
         if not mine:
             continue
-        cells = [{"verdict": r["verdict"], "gap": float(r["stats"].get("estimate", math.nan) if r.get("stats") else math.nan),
+        cells = [{"verdict": r["verdict"], "outcome": r["outcome"], "cap": r["cap"], "gap": float(r["stats"].get("estimate", math.nan) if r.get("stats") else math.nan),
                   "se": float((r.get("stats") or {}).get("se") or math.nan),
                   "paper_gap": (r.get("stats") or {}).get("paper_value")} for r in mine]
         tail = " (beyond the paper's grid)" if beyond else ""

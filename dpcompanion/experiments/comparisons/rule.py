@@ -226,6 +226,9 @@ class Judgement:
     #: printed value and its se (both arms above chance): a value of
     #: :data:`.outcome.CRITERIA` ``["paper_evidence"]``, None to derive it (:func:`.outcome.criteria_of`)
     evidence: str | None = None
+    #: a row pooling a table's cells: the cap its cells put on it (:func:`.outcome.cells_cap`),
+    #: None for a row of one comparison
+    cells_cap: str | None = None
 
     def for_row(self, ours: str, *, remark: str = "", printed: str | None = None) -> Judgement:
         """This judgement with what its row shows: ``ours`` (the "ours" column), the rule's

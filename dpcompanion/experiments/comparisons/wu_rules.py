@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons import readings as rd
+from dpcompanion.experiments.comparisons import outcome, readings as rd
 from dpcompanion.experiments.comparisons.outcome import EVIDENCE_Z, evidence_of
 from dpcompanion.experiments.comparisons.pooling import pool_random_effects
 from dpcompanion.experiments.comparisons.rows import HEADLINE_N, W_ACC_MARGIN, W_PAPER_RUNS, W_SPREAD, row_of
@@ -240,19 +240,23 @@ def _pooled_note(p, k_all: int) -> str:
 
 def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | None = None) -> Judgement:
     """One of W's tables (rule ``rule``, declared with ``takes_rule``) from its cells (issue 33,
-    item 5): ``cells`` dicts with ``verdict``
-    (the cell's, by rule ``w-t1245/gap``), ``gap`` and ``se`` (ours, paired by seed) and
+    item 5): ``cells`` dicts with ``verdict``, ``outcome`` and ``cap`` (the cell's row, by rule
+    ``w-t1245/gap`` or ``w-t36/gap``), ``gap`` and ``se`` (ours, paired by seed) and
     ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the
-    comparable cells (:func:`~dpcompanion.experiments.comparisons.pooling.pool_random_effects`: random effects, the cells' true gains
+    comparable cells (every cell but those whose sizes differ, cap ``sizes differ``) (:func:`~dpcompanion.experiments.comparisons.pooling.pool_random_effects`: random effects, the cells' true gains
     differ), judged as a cell is (:func:`~.rule.judge_effect` by its sign, the setup being
     the paper's in direction only, with the rule's margin); the count
-    of cells by verdict is reported beside it. Not comparable when no cell is.
+    of cells by verdict is reported beside it. Not comparable when no cell is. The cells judged on
+    their own cap the table (:func:`~.outcome.cells_cap`, :attr:`~.rule.Judgement.cells_cap`): a
+    failing cell makes the pooled row at most partial, half or more failing make it not
+    reproduced.
 
     With a group-sequential ``plan`` (issue 33, item 6) and cells carrying their per-seed
     arrays (``adp``, ``dp``), the pooled gap is judged at each look on the cells' first seeds,
     by the look's repeated interval, and decided at the first look that decides.
 
-    >>> c = [{"verdict": "agrees", "gap": g, "se": 0.1, "paper_gap": 2.0} for g in (1.0, 1.1, 1.2)]
+    >>> c = [{"verdict": "sign only", "outcome": "partial", "cap": "none", "gap": g, "se": 0.1, "paper_gap": 2.0}
+    ...      for g in (1.0, 1.1, 1.2)]
     >>> r = Rule("x/table", "a table", "printed", "tol", judge_table, design=("paired", "same seeds"),
     ...          comparable=("direction", "another setup"), takes_rule=True)
     >>> judge_table(rule=r, table=1, cells=c).verdict
@@ -262,8 +266,10 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
 
     >>> judge_table(rule=r, table=1, cells=c[:1] + [{**c[0], "gap": 1.4}]).verdict
     'inconclusive'
-    >>> judge_table(rule=r, table=1, cells=[{"verdict": "not comparable", "gap": 1.0, "se": float("nan"), "paper_gap": 2.0}]).verdict
+    >>> judge_table(rule=r, table=1, cells=[{**c[0], "cap": "sizes differ", "verdict": "not judged"}]).verdict
     'not comparable'
+    >>> judge_table(rule=r, table=1, cells=c[:2] + [{**c[2], "outcome": "failure"}]).cells_cap
+    'cells: at most partial'
     """
     cnt = Counter(c["verdict"] for c in cells)
     n = len(cells)
@@ -277,9 +283,14 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
     if rule.id == "w-t1245/table" and table in (2, 5):
         headline = (f"; the headline evidence for Table {table} is W-LADDER's top rung (N = {HEADLINE_N:,}, the "
                     "paper's N and steps), on its page")
-    use = [c for c in cells if c["verdict"] != "not comparable" and c.get("paper_gap", 0.0) is not None
+    use = [c for c in cells if c.get("cap", "none") != "sizes differ" and c.get("paper_gap", 0.0) is not None
            and math.isfinite(float(c.get("se", math.nan)))
            and math.isfinite(float(c["gap"]))]
+    same = [c.get("outcome", "not judged") for c in cells if c.get("cap", "none") != "sizes differ"]
+    cap = outcome.cells_cap(same)
+    fails, judged = same.count("failure"), sum(1 for o in same if o != "not judged")
+    by_cells = (f"; cells judged on their own: {fails} of {judged} not reproduced"
+                + ("" if cap == "none" else f", so the table is capped ({cap})"))
     if not use:
         return Judgement("not comparable", f"cells: {counted}{headline}",
                          ours=f"{ours_pos} of {n} cells ahead; no comparable cell", printed=paper)
@@ -302,21 +313,24 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
         p = pooled[look.k]
         ours = (f"pooled gap {p.estimate:+.2f} points (repeated 95% CI {j.ci_low:+.2f} to {j.ci_high:+.2f}, "
                 f"{look.label}, {look.n} seeds a cell); {ours_pos} of {n} cells ahead; cells by verdict: {counted}")
-        return j.for_row(ours, remark=f"; {_pooled_note(p, n)}; {_looks_note(plan, taken)}; cells by verdict: "
-                                      f"{counted}{headline}", printed=paper)
+        return dataclasses.replace(j.for_row(ours, remark=f"; {_pooled_note(p, n)}; {_looks_note(plan, taken)}; cells by "
+                                                          f"verdict: {counted}{by_cells}{headline}", printed=paper),
+                                   cells_cap=cap)
     p = pool_random_effects([float(c["gap"]) for c in use], [float(c["se"]) for c in use])
     j = judge_effect(p.estimate, p.se, direction=+1, df=p.df, design=design, comparable=comparable,
                      margin=None if m is None else m.value)
     ours = (f"pooled gap {p.estimate:+.2f} points (95% CI {p.ci_low:+.2f} to {p.ci_high:+.2f}); {ours_pos} of {n} "
             f"cells ahead; cells by verdict: {counted}")
-    return j.for_row(ours, remark=f"; {_pooled_note(p, n)}; cells by verdict: {counted}{headline}", printed=paper)
+    return dataclasses.replace(j.for_row(ours, remark=f"; {_pooled_note(p, n)}; cells by verdict: {counted}{by_cells}"
+                                                      f"{headline}", printed=paper), cells_cap=cap)
 
 
 TABLE_TOL = ("the pooled gap over the table's comparable cells (random effects: DerSimonian-Laird tau^2, the modified "
               "Hartung-Knapp interval with t on k - 1 df; the cells differ in epsilon_bar, clip and epochs, and so do "
               "their true gains), judged as a cell is: by its sign (the setup is the paper's in direction only), "
               "equivalent when TOST puts it inside the practical margin; the count of cells by verdict beside it; "
-              "not comparable when no cell is")
+              "not comparable when no cell is; the cells judged on their own cap it: one not reproduced, at most "
+              "partial; half or more, not reproduced")
 
 
 # ------------------------------------------------------------------------ W-F2

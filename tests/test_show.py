@@ -105,3 +105,40 @@ def test_experiment_notebooks_get_their_result_through_the_helper():
         assert "from dpcompanion.book.show import" in code, path.name
         assert "store." not in code and "compare(" not in code and "reproduction_tables" not in code, path.name
         assert code.count("show_experiment(") <= 1 and code.count("page.reproduction()") == 1, path.name
+
+
+# ------------------------------------------------------------------------ the outcome first
+
+def test_lead_block_comes_first_and_is_generated():
+    """The redesign's item 7: a page leads with its headline rows (a table's verdict where the
+    page has one, else its first rule's), each with the claim, the paper's value, ours with its
+    interval, the setup generated from the row's scale table, the outcome word and its sentence."""
+    scale = {"training samples": {"paper": 50000, "ours": 2000, "match": False},
+             "model / data": {"paper": "CNN, CIFAR-10", "ours": "fashion-mnist", "match": False}}
+    rows = [{"rule": "x/gap", "item": "cell", "paper": "+1", "ours": {"estimate": 0.5, "ci_low": 0.1, "ci_high": 0.9},
+             "verdict": "sign only", "outcome": "partial", "sentence": "S1.", "scale": scale, "setup": "another"},
+            {"rule": "x/table", "item": "Table 1: ahead", "paper": "+7.31", "verdict": "sign only", "outcome": "partial",
+             "ours": {"estimate": 1.3119, "ci_low": 0.7227, "ci_high": 1.9012}, "sentence": "S2.", "scale": scale,
+             "setup": "another"}]
+    head = show.headline_rows(rows, ["x/gap", "x/table"])
+    assert [r["item"] for r in head] == ["Table 1: ahead"]
+    text = show.lead_markdown(head)
+    assert text.startswith("**The outcome.**")
+    for part in ("Table 1: ahead", "the paper +7.31", "+1.31 (95% CI +0.723 to +1.9)", "training samples 2,000",
+                 "the paper: training samples 50,000, model / data CNN, CIFAR-10", "**sign only** (partial)", "S2."):
+        assert part in text, part
+
+
+def test_h_f_mom_shows_the_cell_it_judges():
+    """H-F-MOM is judged at data scale 25, T = 100: its "we measured" cell and its lead show that
+    cell first (not scale 5)."""
+    from dpcompanion.experiments import comparisons
+
+    cells = [{"scale": 5, "T": 100, "diff": 0.05, "se": 0.003}, {"scale": 25, "T": 100, "diff": -0.0009, "se": 0.0001}]
+    row = comparisons.compare("h-f-mom/expinfl-vs-momexpinfl", sizes_match=True, cells=cells)
+    assert row["ours"].startswith("scale 25, T=100 (judged): -0.0009")
+    assert show.report.short_cell(row["ours"]).startswith("scale 25, T=100")
+    lead = show.lead_markdown(show.headline_rows([{**row, "ours": {**row["stats"], "text": row["ours"]},
+                                                   "sentence": "", "scale": {}, "setup": "paper's"}],
+                                                 ["h-f-mom/expinfl-vs-momexpinfl"]))
+    assert "ours -0.0009 (95% CI" in lead

@@ -38,7 +38,11 @@ from dpcompanion.experiments import base, store
 from dpcompanion.experiments.comparisons import reproduction as reproduction_report
 from dpcompanion.experiments.store import unit_sweeps
 
-__all__ = ["ExperimentPage", "show_experiment", "data_link", "forest_block", "paper_progress_note", "full_absent_note"]
+__all__ = ["ExperimentPage", "show_experiment", "data_link", "forest_block", "paper_progress_note", "full_absent_note",
+           "headline_rows", "setup_words", "lead_markdown"]
+
+#: at most this many rows lead a page (the rest are in its tables)
+LEAD_ROWS = 6
 
 #: what a page says where it shows the paper-scale result in place of the full-mode one
 PAPER_SHOWN = ("This is the paper-scale result (`paper` mode: the paper's own sizes), shown instead of the "
@@ -121,6 +125,92 @@ def forest_block(rows: list, *, title: str, head: str = "") -> None:
     forest.forest_plot(rows=rows, title=title)
     _md("<small>" + forest.left_out_sentence(rows) + " Each row of the plot's data file names its page, item, "
         "verdict, the result it was judged on and its raw numbers.</small>")
+
+
+def _words(v) -> str:
+    """A scale value in words: integers with thousands separators, lists as ranges."""
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if v.is_integer() and abs(v) >= 1000 else f"{v:g}"
+    if isinstance(v, (list, tuple)):
+        vals = [_words(x) for x in v]
+        return vals[0] if len(set(vals)) == 1 else f"{vals[0]} to {vals[-1]}" if len(vals) > 3 else ", ".join(vals)
+    if isinstance(v, dict):
+        return ""
+    return str(v)
+
+
+def setup_words(scale: dict) -> str:
+    """The setup of a row in words, generated from its result's scale table (the report row's
+    ``scale``: per dimension the paper's value, ours, and whether they match,
+    :func:`dpcompanion.experiments.scale_tables.scale_of`): ours, then the paper's values where
+    they differ (none typed here).
+
+    >>> setup_words({"training samples": {"paper": 50000, "ours": 2000, "match": False},
+    ...              "model / data": {"paper": "CNN, CIFAR-10", "ours": "fashion-mnist", "match": False},
+    ...              "epochs": {"paper": 60, "ours": 60, "match": True}})
+    'training samples 2,000, model / data fashion-mnist, epochs 60; the paper: training samples 50,000, model / data CNN, CIFAR-10'
+    >>> setup_words({"repeats": {"paper": 100, "ours": 100, "match": True}})
+    "repeats 100; the paper's where it prints a size"
+    """
+    ours = [f"{k} {_words(d.get('ours'))}" for k, d in scale.items() if _words(d.get("ours")) not in ("", "None")]
+    paper = [f"{k} {_words(d.get('paper'))}" for k, d in scale.items()
+             if d.get("match") is False and _words(d.get("paper")) not in ("", "None")]
+    return ", ".join(ours) + ("; the paper: " + ", ".join(paper) if paper else "; the paper's where it prints a size")
+
+
+def headline_rows(rows: list[dict], rule_ids: list[str]) -> list[dict]:
+    """The rows a page leads with: those of its table rules (``.../table``: a table's verdict over
+    its cells) where it has any, else those of its first declared rule that has rows; judged
+    rows first, at most :data:`LEAD_ROWS`.
+
+    >>> rows = [{"rule": "x/gap", "outcome": "partial"}, {"rule": "x/table", "outcome": "failure"}]
+    >>> [r["rule"] for r in headline_rows(rows, ["x/gap", "x/table"])], headline_rows(rows[:1], ["x/gap"])[0]["rule"]
+    (['x/table'], 'x/gap')
+    """
+    have = [rid for rid in rule_ids if any(r.get("rule") == rid for r in rows)]
+    pick = [rid for rid in have if rid.endswith("/table")] or have[:1]
+    mine = [r for r in rows if r.get("rule") in pick]
+    return sorted(mine, key=lambda r: r.get("outcome") == "not judged")[:LEAD_ROWS]
+
+
+def _interval(o: dict) -> str:
+    est, lo, hi = (o.get(k) for k in ("estimate", "ci_low", "ci_high"))
+    if est is None:
+        return o.get("text") or "-"
+    if lo is None or hi is None or lo == hi:
+        return f"{est:.3g}"
+    return f"{est:+.3g} (95% CI {lo:+.3g} to {hi:+.3g})"
+
+
+def lead_markdown(rows: list[dict]) -> str:
+    """The block an experiment page leads with, one entry per headline row of the reproduction
+    report (:func:`headline_rows`): the claim, the paper's value, ours with its interval (the
+    cell the verdict was judged on: the row's own numbers), the setup in words
+    (:func:`setup_words`, from the row's scale table), the outcome word and the row's one
+    sentence. Nothing typed: every word is the report row's.
+
+    >>> r = {"item": "a gap", "paper": "+0.68", "ours": {"estimate": 0.17, "ci_low": 0.01, "ci_high": 0.33},
+    ...      "verdict": "sign only", "outcome": "partial", "sentence": "Ours is ahead, smaller.",
+    ...      "scale": {"epochs": {"paper": 60, "ours": 60, "match": True}}, "setup": "another"}
+    >>> print(lead_markdown([r]))
+    **The outcome.**
+    <BLANKLINE>
+    - **a gap**: the paper +0.68; ours +0.17 (95% CI +0.01 to +0.33); setup: epochs 60; the paper's where it prints a size (another setup); **sign only** (partial). Ours is ahead, smaller.
+    """
+    if not rows:
+        return ""
+    out = ["**The outcome.**", ""]
+    for r in rows:
+        scale = r.get("scale") or {}
+        setup = f"setup: {setup_words(scale)} ({r.get('setup')} setup)" if scale else f"setup: {r.get('setup')}"
+        out.append(f"- **{r['item']}**: the paper {report.short_cell(str(r.get('paper', '')))}; "
+                   f"ours {_interval(r.get('ours') or {})}; {setup}; **{r['verdict']}** ({r['outcome']}). "
+                   f"{r.get('sentence') or ''}".rstrip())
+    return "\n".join(out)
 
 
 def result_line(result: store.StoredResult) -> str:
@@ -269,12 +359,29 @@ class ExperimentPage:
         mode = ((rows[0].get("result") or {}).get("mode")) if rows else None
         return store.best_fresh(self.id, modes=(mode,), seed=self.seed) if mode in store.SHOWN_FIRST else None
 
+    def report_rows(self) -> list[dict]:
+        """This page's rows of the reproduction report (as ``verdicts --page <id>`` gives them),
+        computed once per page."""
+        if getattr(self, "_report_rows", None) is None:
+            self._report_rows = reproduction_report.report_rows(pages=[self.id], compute=True, seed=self.seed,
+                                                                device=self.device)
+        return self._report_rows
+
+    def lead(self) -> None:
+        """The outcome first (:func:`lead_markdown` of the page's :func:`headline_rows`): nothing
+        for an experiment without declared rules."""
+        ids = [r.id for r in (self.experiment.rules or ())]
+        if ids:
+            text = lead_markdown(headline_rows(self.report_rows(), ids))
+            if text:
+                _md(text)
+
     def reproduction(self) -> None:
         """The forest plot of this page's verdict rows (issue 34: each row's estimate and 95%
         interval against the paper's value or direction and the margin, drawn inside
         :meth:`drawing` of the result judged), then power, scale and tuning of that result
         (``python -m dpcompanion verdicts --page <id>``), the tuning records in a CSV."""
-        rows = reproduction_report.report_rows(pages=[self.id], compute=True, seed=self.seed, device=self.device)
+        rows = self.report_rows()
         judged = self.judged_result(rows)
         if judged is not None:
             with self.drawing(judged):
@@ -292,7 +399,8 @@ def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str
                     figure: Callable[[dict], Any] | None = None, full_figure: Callable[[dict], Any] | None = None,
                     tables: Callable[[dict], Any] | None = None, verdicts: bool = True,
                     shown: str = "this build") -> ExperimentPage:
-    """Load (or compute) the result of ``experiment_id`` and show its sizes paragraph, its
+    """Load (or compute) the result of ``experiment_id`` and show the outcome first
+    (:meth:`ExperimentPage.lead`: its headline rows of the reproduction report), its sizes paragraph, its
     figures (``figure(payload)``), the page's own tables (``tables(payload)``, optional) and,
     unless ``verdicts=False`` (a page with prose before them), its paper-vs-ours table.
     Under the sizes, while a paper-scale sweep is partial, one line saying how far it got
@@ -301,6 +409,7 @@ def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str
     them."""
     page = ExperimentPage(experiment_id, mode=mode, seed=seed, device=device, figure=figure,
                           full_figure=full_figure, shown=shown)
+    page.lead()
     page.sizes()
     page.paper_note()
     page.figures()

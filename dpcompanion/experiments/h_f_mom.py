@@ -250,7 +250,10 @@ def _judge_mom(*, cells: Sequence[dict]) -> Judgement:
                      design=comparisons.design_of("h-f-mom/expinfl-vs-momexpinfl"))
     others = [(c["scale"], c["T"]) for c in cells if c is not key[0]
               and judge_effect(float(c["diff"]), float(c["se"]), direction=+1).verdict == "agrees"]
-    ours = "; ".join(f"scale {c['scale']:g}, T={c['T']}: {c['diff']:+.3g} ± {c['se']:.2g}" for c in cells)
+    # the judged cell first: the "we measured" column's first clause is the one the verdict is on
+    k = key[0]
+    ours = (f"scale {k['scale']:g}, T={k['T']} (judged): {k['diff']:+.3g} ± {k['se']:.2g}; other cells: "
+            + "; ".join(f"scale {c['scale']:g}, T={c['T']}: {c['diff']:+.3g} ± {c['se']:.2g}" for c in cells if c is not k))
     if j.verdict == "agrees" and others:
         return j.overruled("partly", f"{j.note}; but momexpinfl is also ahead at {others}, where the paper finds the "
                            "two comparable").for_row(ours)

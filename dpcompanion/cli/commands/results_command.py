@@ -117,14 +117,15 @@ def _verify(args, device: str, root) -> int:
     which = f"all {n} units" if k == n else f"units {rep['chosen']} of {n} (chosen with seed {rep['seed']})"
     print(f"verify {rep['id']} {rep['mode']}: {which}, recomputed with the current code")
     for u in rep["units"]:
-        dev = ("" if u["max_deviation"] is None else ", every number identical" if u["max_deviation"] == 0 else
+        dev = ("" if u["max_deviation"] is None else f", at {u['where']}: {u['why']}" if u.get("why") else
+               ", every number identical" if u["max_deviation"] == 0 else
                f", at {u['where']} (nearest its tolerance) a relative deviation of {u['max_deviation']:.3g}")
         status = u["status"] if u["status"] != "mismatch" else f"MISMATCH ({_unit_label(u.get('unit'))})"
         print(f"  unit {u['index']}: {status}{dev}")
     if rep["whole"] is not None:
         w = rep["whole"]
-        dev = ("every number identical" if w["max_deviation"] == 0 else
-               f"at {w['where']} (nearest its tolerance) a relative deviation of {w['max_deviation']:.3g}")
+        dev = (f"at {w['where']}: {w['why']}" if w.get("why") else "every number identical" if w["max_deviation"] == 0
+               else f"at {w['where']} (nearest its tolerance) a relative deviation of {w['max_deviation']:.3g}")
         print(f"  whole payload: {w['status'] if w['status'] != 'mismatch' else 'MISMATCH'}, {dev}")
     if not rep["checked"]:
         print(f"  no recomputed unit is kept in the payload as such: `--units {rep['units_total']}` recomputes "

@@ -441,7 +441,7 @@ def test_edge_budgets_get_their_answer(argv, target, capsys):
 
 def _schedule_csv(target) -> str:
     assert cli.main([*SCHED[:4], "3", "--R", "1", "--csv", str(target)]) == 0
-    return "t,sigma,rho_t,spent"
+    return "t,sigma,cost_t,rho_t,spent"
 
 
 def test_csv_to_dev_null_leaves_it_a_character_device(capsys):

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from pathlib import Path
 
@@ -147,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {out['T']} steps to {args.csv} (R = {out['R']:.6g}, {eps} at delta = {out['delta']:g})")
         return 0
     if args.json:
-        print(json.dumps(out))
+        print(outputs.json_text(out))
         return 0
     s = out["sigma"]
     print(f"kind {out['kind']}  T {out['T']}  R {out['R']:.6g} ({out['budget_from']})  delta {out['delta']:g}"

@@ -299,17 +299,27 @@ class NoiseSource:
 
     The stream of a generator, a fixed function of its seed and of ``(P, N_mask, T)``: for
     each block of ``b = min(B, T - t0)`` steps starting at step ``t0`` (0, B, 2B, ...), the
-    ``b`` Poisson masks' uniforms (``torch.rand(b, N, dtype=torch.float64)`` in every training
-    dtype, PSGD only), then the ``b`` steps' Gaussian vectors (``torch.randn(b, P)``). A record
-    is kept when its uniform is below ``floor(p 2^53) / 2^53``: the uniforms lie on the grid
-    ``k 2^-53``, so it is kept with probability ``floor(p 2^53) / 2^53``, never above the rate
-    ``p`` the ledger charges and less than ``2^-53`` below it (float32 uniforms lie on ``k 2^-24``:
-    compared with ``p`` they kept records with probability ``ceil(p 2^24) / 2^24``, 6e-8 where
-    p = 1e-9 was charged). With ``B = 1`` this is the step-by-step
+    ``b`` Poisson masks' uniforms (``torch.rand(b, N)``, PSGD only), then the ``b`` steps'
+    Gaussian vectors (``torch.randn(b, P)``). With ``B = 1`` this is the step-by-step
     order (mask, then noise). A generator draws a block only when one of its runs is active
     at ``t0``; runs never resume after stopping, so skipping a dead generator changes no
     active run's numbers. :meth:`draw` and :meth:`mask` give step ``t``'s rows, zero for
     stopped runs.
+
+    **Masks at the charged rate p, exactly.** A uniform drawn by torch lies on a grid, ``k 2^-24``
+    in float32 and ``k 2^-53`` in float64 on the CPU (measured, ``tests/test_accounting_edges.py``),
+    so ``u < p`` keeps a record with probability ``ceil(p/g) g`` for the grid step ``g``, not ``p``
+    (float32, p = 1e-9: 6e-8, sixty times the charged rate). Here, with ``k = floor(p/g)``, a record
+    is kept when ``u < k g``, and when ``u`` is exactly on the edge ``k g`` (probability ``g``) it is
+    kept with probability ``p/g - k``, decided by a uniform from a second generator per distinct
+    seed (seeded from the first's seed, drawn from only at such events): ``k g + g (p/g - k) = p``.
+    The first generator's stream is the one every committed result was drawn from (the masks'
+    uniforms in the training dtype); only edge events, each of probability ``g`` per record and
+    step, are decided differently. On CUDA the float grid of torch's generator is not ``k g``:
+    there the uniforms are drawn in float64 and a record is kept below ``floor(p 2^53) 2^-53``, a
+    rate never above ``p`` and less than ``2^-53`` below it (a smaller rate is more private).
+    Secure masks are float64 (four generators' uniforms summed as 53-bit integers mod 2^53,
+    exactly) with the same edge rule.
 
     **Secure noise** (``secret``, from :func:`secret_noise_seeds`; ``TrainConfig.secure``): each
     distinct seed gets :data:`SECURE_DRAWS` = 4 torch generators seeded with the secret 64-bit
@@ -340,13 +350,21 @@ class NoiseSource:
             self.gens = [torch.Generator(device=device).manual_seed(noise_seed(int(s))) for s in uniq]
         self.device, self.dtype = device, dtype
         self.T, self.p = int(T), float(sampling_rate)
-        #: a record is kept when its uniform (on the grid k 2^-53) is below this: probability floor(p 2^53)/2^53
-        self.p_cut = math.floor(self.p * 2.0**53) * 2.0**-53
+        # the masks' uniforms (class docstring, "Masks at the charged rate"): the training dtype on the
+        # CPU, on the grid k g, with the edge k g decided by a second generator; float64 otherwise
+        on_cpu = torch.device(device).type == "cpu"
+        self.mask_dtype = dtype if on_cpu and not self.secure else torch.float64
+        grid = 2.0 ** -(24 if self.mask_dtype == torch.float32 else 53)  # torch.finfo(dtype).eps / 2
+        k = math.floor(self.p / grid)
+        self.p_cut = k * grid  # kept below this
+        self.edge_prob = (self.p / grid - k) if on_cpu else 0.0  # kept on the edge k g with this probability
+        self.edge_gens: dict[int, torch.Generator] = {}
+        self.edge_seed = [int(np.random.SeedSequence([int(s), 0xED6E]).generate_state(1)[0]) for s in uniq] \
+            if not self.secure else [secrets.randbits(63) for _ in uniq]
         self.B, n_mask = self.block_shape(P, T=T, N=N, sampling_rate=sampling_rate)
         G = len(self.gens)
         self.noise_blk = torch.empty((G, self.B, P), dtype=dtype, device=device)
-        # the masks' uniforms are float64 in every training dtype (the class docstring)
-        self.mask_blk = torch.empty((G, self.B, n_mask), dtype=torch.float64, device=device) if n_mask else None
+        self.mask_blk = torch.empty((G, self.B, n_mask), dtype=self.mask_dtype, device=device) if n_mask else None
         self.t0 = None  # first step of the block in the buffers
 
     @staticmethod
@@ -358,7 +376,7 @@ class NoiseSource:
     @classmethod
     def bytes_per_generator(cls, P: int, *, T: int, N: int, sampling_rate: float, itemsize: int) -> int:
         B, n_mask = cls.block_shape(P, T=T, N=N, sampling_rate=sampling_rate)
-        return itemsize * B * int(P) + 8 * B * n_mask  # the mask uniforms are float64
+        return itemsize * B * int(P) + 8 * B * n_mask  # the mask uniforms: at most float64
 
     def _live(self, active: np.ndarray) -> list:
         if active.all():
@@ -424,7 +442,19 @@ class NoiseSource:
         if self.mask_blk is None:
             raise RuntimeError("internal: this NoiseSource was built for full batch (sampling_rate = 1)")
         j = self._row(t, active)
-        return self._spread((self.mask_blk[:, j] < self.p_cut).to(self.dtype), active)
+        u = self.mask_blk[:, j]
+        keep = u < self.p_cut
+        if self.edge_prob > 0.0:
+            edge = u == self.p_cut
+            if bool(edge.any()):  # rare (probability g per record): decided by the edge generator
+                for i in torch.nonzero(edge.any(dim=1)).flatten().tolist():
+                    idx = torch.nonzero(edge[i]).flatten()
+                    gen = self.edge_gens.get(i)
+                    if gen is None:
+                        gen = self.edge_gens[i] = torch.Generator().manual_seed(self.edge_seed[i])
+                    v = torch.rand(idx.numel(), generator=gen, dtype=torch.float64)
+                    keep[i, idx] = (v < self.edge_prob).to(keep.device)
+        return self._spread(keep.to(self.dtype), active)
 
 
 def sample(noise: NoiseSource, t: int, active: np.ndarray) -> torch.Tensor | None:

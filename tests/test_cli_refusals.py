@@ -225,15 +225,20 @@ def test_audit_json_is_strict_json(capsys):
 
 
 def test_every_command_module_writes_strict_json():
-    """The dispatcher gives each command module that uses the standard ``json`` the strict one,
-    so that a command not calling :func:`dpcompanion.core.outputs.json_text` itself is covered."""
-    import json as std
+    """No command module writes JSON to stdout by the standard ``json.dumps``/``json.dump``: every
+    ``--json`` goes through :func:`dpcompanion.core.outputs.json_text` (one writer, strict)."""
+    import ast
+    import importlib.util
+    from pathlib import Path
 
     for name in cli.COMMANDS:
-        module = cli.load_command(name)
-        assert getattr(module, "json", None) is not std, name
-    assert cli.STRICT_JSON.dumps({"a": float("nan")}) == '{"a": "NaN"}'
-    assert cli.STRICT_JSON.loads("[1]") == [1]
+        src = Path(importlib.util.find_spec(cli.command_module(name)).origin).read_text()
+        calls = [n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr in ("dumps", "dump") and getattr(n.func.value, "id", None) == "json"]
+        assert not calls, f"{name}: json.{calls[0].func.attr} at line {calls[0].lineno}; use outputs.json_text"
+    from dpcompanion.core import outputs
+
+    assert outputs.json_text({"a": float("nan")}) == '{"a": "NaN"}'
 
 
 # --- repeated or empty names in a list

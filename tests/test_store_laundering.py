@@ -206,10 +206,10 @@ def test_seal_outside_git_refuses_and_committed_unsealed_results_are_sealed(comm
 def test_verdicts_name_a_fifo_or_a_deep_payload_and_go_on(committed, damage, what, capsys):
     """Issue 30: a FIFO as ``payload.json`` hung ``results`` and ``verdicts``; a JSON file
     nested 200,000 deep crashed both with RecursionError. Now the result is damaged, named in
-    one line, and the report goes on (one 'not comparable' row saying why)."""
+    one line, and the report goes on (one 'not judged' row saying why)."""
     damage(committed.path / "payload.json")
     rows = _verdict_rows(capsys)
-    assert len(rows) == 1 and rows[0]["verdict"] == "not comparable", rows
+    assert len(rows) == 1 and rows[0]["verdict"] == "not judged", rows
     assert str(committed.path / "payload.json") in rows[0]["note"] and what in rows[0]["note"], rows[0]["note"]
     assert cli.main(["results"]) == 0
     out = capsys.readouterr().out

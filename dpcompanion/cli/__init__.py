@@ -22,8 +22,7 @@ any other ``OSError`` a command lets through (e.g. a full file system under the 
 store, which writes every file atomically, so the previous result stays whole) is
 ``<file>: <why>``. Every ``--json`` is strict JSON (:func:`dpcompanion.core.outputs.json_text`:
 a float that is not finite is the string ``"Infinity"``, ``"-Infinity"`` or ``"NaN"``), for
-every command: the dispatcher gives each command module whose ``json`` is the standard module a
-strict one (:data:`STRICT_JSON`) whose ``dumps``/``dump`` are that writer.
+every command: each prints its JSON through that one writer (a test reads every command module).
 
 May import: ``core``, ``theory``, ``claims``, ``training``, ``integrations``, ``experiments``,
 ``book``.
@@ -40,7 +39,6 @@ import ast
 import errno
 import importlib
 import importlib.util
-import json
 import os
 import sys
 from pathlib import Path
@@ -74,34 +72,9 @@ def command_module(name: str) -> str:
     return f"{__name__}.commands.{name}_command"
 
 
-class _StrictJSON(ModuleType):
-    """The standard ``json`` module, except that ``dumps`` and ``dump`` write strict JSON
-    (:func:`dpcompanion.core.outputs.json_text`)."""
-
-    def __getattr__(self, name):
-        return getattr(json, name)
-
-    @staticmethod
-    def dumps(obj, **kw) -> str:
-        kw.pop("allow_nan", None)
-        return outputs.json_text(obj, **kw)
-
-    @staticmethod
-    def dump(obj, fp, **kw) -> None:
-        fp.write(_StrictJSON.dumps(obj, **kw))
-
-
-#: what a command module's ``json`` is once :func:`load_command` has imported it: every
-#: ``--json`` of every command is strict JSON, whichever way the command calls ``json``
-STRICT_JSON = _StrictJSON("json", _StrictJSON.__doc__)
-
-
 def load_command(name: str) -> ModuleType:
-    """The module of command ``name`` (imported now); its ``json`` is :data:`STRICT_JSON`."""
-    module = importlib.import_module(command_module(name))
-    if getattr(module, "json", None) is json:
-        module.json = STRICT_JSON
-    return module
+    """The module of command ``name`` (imported now)."""
+    return importlib.import_module(command_module(name))
 
 
 def command_help(name: str) -> str:

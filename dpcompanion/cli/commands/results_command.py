@@ -50,10 +50,10 @@ here, the one check that cannot be fooled.
 from __future__ import annotations
 
 import argparse
-import json
 
 from dpcompanion.cli import UsageError, options
 from dpcompanion.cli.commands.experiment_command import add_results_dir_argument, results_root_from_args
+from dpcompanion.core import outputs
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments.store import unit_sweeps
@@ -94,7 +94,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _unit_label(unit) -> str:
-    text = json.dumps(unit, sort_keys=True, default=str) if isinstance(unit, dict) else str(unit)
+    text = outputs.json_text(unit, sort_keys=True, default=str) if isinstance(unit, dict) else str(unit)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -111,7 +111,7 @@ def _verify(args, device: str, root) -> int:
         raise UsageError(f"--verify {exp.id}: no result of it is stored under {root}")
     rep = options.flag("--verify", store.verify, exp.id, mode=mode, units=units, seed=seed, device=device, root=root)
     if args.json:
-        print(json.dumps(rep, sort_keys=True, default=str))
+        print(outputs.json_text(rep, sort_keys=True, default=str))
         return 0 if rep["ok"] else 1
     n, k = rep["units_total"], len(rep["chosen"])
     which = f"all {n} units" if k == n else f"units {rep['chosen']} of {n} (chosen with seed {rep['seed']})"
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
             row["revalidation"] = ev[0]
         rows.append(row)
     if args.json:
-        print(json.dumps(rows, sort_keys=True))
+        print(outputs.json_text(rows, sort_keys=True))
         return 0
     for m, e in events:
         what = e["id"] if m == "full" else f"{e['id']} {m}"

@@ -150,6 +150,11 @@ _CAP_RANK = {"none": 0, "tuning: at most partial": 1, "cells: at most partial": 
              "tuning: not judged": 2, "sizes differ": 3}
 
 
+#: the criteria of a row that declares none (built by hand, not by a rule): nothing to judge it by
+_NO_CRITERIA = {"claim": "none", "paper_evidence": "none", "setup": "another", "sign": "n/a", "size": "n/a",
+                "absence": "n/a", "check": "n/a", "cap": "none"}
+
+
 def decided(row: dict, **criteria: str) -> dict:
     """``row`` with ``criteria`` replaced (:data:`.outcome.CRITERIA`) and its word (``verdict``)
     and ``outcome`` decided again by the one table (:func:`.outcome.decide`). A lower ``setup``
@@ -161,7 +166,7 @@ def decided(row: dict, **criteria: str) -> dict:
     >>> r["verdict"], r["outcome"], decided(r, setup="another")["verdict"], decided(r, setup="another")["size"]
     ('reproduced', 'success', 'sign only', 'not testable')
     """
-    out = {**row, **criteria}
+    out = {**_NO_CRITERIA, **row, **criteria}  # a row built without a rule declares no claim: not judged
     if out.get("claim") == "effect" and out.get("setup") != "paper's" and out.get("size") in ("compatible", "smaller",
                                                                                                   "larger"):
         out["size"] = "not testable"

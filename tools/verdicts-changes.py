@@ -8,7 +8,9 @@ from dpcompanion.book import changelog
 from dpcompanion.experiments.comparisons import reproduction as R
 
 rows = R.report_rows()
-slim = [{"page": r["page"], "rule": r["rule"], "item": r["item"], "verdict": r["verdict"], "mode": r["result"]["mode"],
+CRITERIA = ("claim", "paper_evidence", "setup", "sign", "size", "absence", "check", "cap")
+slim = [{"page": r["page"], "rule": r["rule"], "item": r["item"], "verdict": r["verdict"], "outcome": r.get("outcome"),
+         **{k: r.get(k) for k in CRITERIA}, "mode": r["result"]["mode"],
          "paper": r["paper"], "ours": r["ours"], "margin": r["margin"], "runs_needed": r["runs_needed"],
          "design": r["design"], "stage": r.get("stage"), "comparable": r["comparable"],
          "margin_reason": r.get("margin_reason"), "at_paper_scale": r["at_paper_scale"], "scope": r.get("scope"),

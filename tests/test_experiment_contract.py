@@ -32,10 +32,10 @@ def _toy() -> base.Experiment:
 
     def table(payload):
         return [{"item": f"toy total at n = {payload['config']['n']}", "paper": "-", "ours": f"{payload['total']:.3f}",
-                 "verdict": "identity", "note": "toy"}]
+                 "verdict": "holds by construction", "note": "toy"}]
 
     def report(payload):
-        return table(payload) + [{"item": "toy extra row", "paper": "-", "ours": "-", "verdict": "identity",
+        return table(payload) + [{"item": "toy extra row", "paper": "-", "ours": "-", "verdict": "holds by construction",
                                   "note": "only in the report"}]
 
     return base.Experiment(id=ID, title="contract toy", configs={"quick": {"n": 4, "reps": 7}, "full": {"n": 6, "reps": 9},
@@ -146,7 +146,7 @@ def test_one_rule_picks_the_result_shown_and_judged(toy):
     with it as results appear."""
     exp, shown = toy
     assert store.best_fresh(ID) is None
-    assert reproduction.report_rows(pages=[ID])[0]["verdict"] == "not comparable"  # nothing computed unasked
+    assert reproduction.report_rows(pages=[ID])[0]["verdict"] == "not judged"  # nothing computed unasked
     quick = store.compute(ID, mode="quick")
     assert store.best_fresh(ID).mode == "quick" and store.result_to_show(ID, mode="quick").digest == quick.digest
     assert {r["result"]["mode"] for r in reproduction.report_rows(pages=[ID])} == {"quick"}

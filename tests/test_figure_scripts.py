@@ -153,9 +153,9 @@ def test_the_forest_plot_keeps_its_rows_labels_colours_and_legend():
     labels = [r["text"] for r in rows if r["kind"] == "ytick"]
     assert len(labels) == forest.rows_with_estimates(_forest_rows()) and labels[0].startswith("h-f-eff: ")
     legend = [r for r in rows if r["kind"] == "legend"]
-    assert {r["panel"] for r in legend} == {""} and "agrees" in [r["text"] for r in legend]
-    agrees = next(r for r in rows if r["kind"] == "line" and "| agrees |" in r["series"])
-    assert agrees["color"] == forest.VERDICT_COLORS["agrees"]
+    assert {r["panel"] for r in legend} == {""} and "reproduced" in [r["text"] for r in legend]
+    reproduced = next(r for r in rows if r["kind"] == "line" and "| reproduced |" in r["series"])
+    assert reproduced["color"] == forest.VERDICT_COLORS["reproduced"]
 
 
 def _publish(tmp_path, monkeypatch, page: str, draw) -> list[Path]:

@@ -41,7 +41,7 @@ def test_units_carry_the_budget_and_the_ledger_holds_it():
     R = h_f_eff_exact.R_EXACT
     assert np.all(p["table"]["R_spent_max"] <= R * (1 + 1e-9)) and np.all(p["table"]["R_spent_max"] > 0.99 * R)
     assert p["R"] == R and p["budget"]["accountant"] == "exact" and p["budget"]["R_paper"] == hp.R
-    assert {r["verdict"] for r in h_f_eff_exact.verdict_rows(p)} == {"not comparable"}
+    assert {r["verdict"] for r in h_f_eff_exact.verdict_rows(p)} == {"not judged"}
     assert all(r["rule"].startswith("h-f-eff-exact/") for r in h_f_eff_exact.verdict_rows(p))
     assert "accounted exactly" in h_f_eff_exact.describe(p)
 

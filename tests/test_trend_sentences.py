@@ -89,7 +89,7 @@ def test_no_tuned_parameter_at_a_search_edge_without_a_bound_or_a_cost(rows):
     the paper's stated bound, or the row states the next step and what it would cost."""
     seen = 0
     for r in rows:
-        if any(t.get("interior") is False and t.get("stated_bound") for t in r["tuning"]) and r["verdict"] != "not comparable":
+        if any(t.get("interior") is False and t.get("stated_bound") for t in r["tuning"]) and r["verdict"] != "not judged":
             assert "stated search range bounds the tuning" in r["sentence"], r["sentence"]  # marked, the bound named
         edge = [t for t in r["tuning"] if t.get("interior") is False and not t.get("stated_bound")]
         if not edge:

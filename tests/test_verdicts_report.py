@@ -191,14 +191,14 @@ def test_report_covers_the_book_on_the_committed_results():
         if r["result"]["mode"] != "computed":
             assert r["scale"] and r["result"]["mode"] in ("full", "paper", "quick"), r["page"]
         o = r["ours"]
-        if r["verdict"] == "agrees" and o["ci_low"] is not None and o["ci_low"] != o["ci_high"]:
+        if r["outcome"] == "success" and o["ci_low"] is not None and o["ci_low"] != o["ci_high"]:
             m = r["margin"] or 0.0
             assert o["ci_low"] > 0 or o["ci_high"] < 0 or (-m <= o["ci_low"] and o["ci_high"] <= m), r
         if r["verdict"] == "inconclusive" and o["n"] and o["se"]:
             assert r["runs_needed"], r
         # the tuning protocol: no row is judged at a grid edge the paper did not state, and no
         # row is judged on seeds its tuning selected on
-        if r["verdict"] not in ("not comparable",):
+        if r["verdict"] != "not judged":
             for t in r["tuning"]:
                 assert t["interior"] or t["stated_bound"], (r["page"], r["item"], t)
                 assert not set(t["tuning_seeds"]) & set(t["report_seeds"]), (r["page"], r["item"], t)

@@ -445,7 +445,7 @@ def neighbour_moves(*, relation: str, N: int, C: float = 1.0, trials: int = 200,
     return best, where
 
 
-@claim("H-T3.1.add-remove", method="numeric",
+@claim("H-T3.1.add-remove", method="numeric", corrects="H-T3.1.replace-one",
        source=f"{SRC} Def. C.1 (Eq. 18), Lemma C.2 and Thm 3.1 (proof in App. D)",
        mutant="each neighbour divided by its own size instead of the fixed N")
 def _t31_add_remove(*, mutant=False):

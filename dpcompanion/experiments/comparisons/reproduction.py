@@ -313,7 +313,9 @@ def one_verdict_per_printed_number(rows: list[dict]) -> list[dict]:
         said = (f"one printed number, one verdict: the same printed cell is judged on {src['page']} "
                 f"({src['item']}, {max(ni, nj)} runs), whose verdict this row takes")
         out[keep] = {**rows[keep], "verdict": src["verdict"], "outcome": src["outcome"],
-                     **{k: src[k] for k in outcome.CRITERIA if k in src}, "judged_on": [src["page"], src["item"]],
+                     **{k: src[k] for k in outcome.CRITERIA if k in src},
+                     **{k: src[k] for k in ("runs_needed", "runs_needed_cpu_s", "next_step") if k in src},
+                     "judged_on": [src["page"], src["item"]],
                      "note": f"{said}; on its own runs: {rows[keep].get('note', '')}"}
         if "scope" in out[keep]:
             out[keep]["sentence"] = sentence(out[keep])

@@ -12,7 +12,7 @@ import torch
 from dpcompanion import cli
 from limits import HANG_GUARD_S
 
-KEYS = {"steps_done", "R", "R_spent", "stopped_early", "sigma", "device", "wall_time",
+KEYS = {"steps_done", "R", "R_spent", "stopped_early", "sigma", "device", "preprocessing",
         "secure", "noise_seed", "privacy_note",  # whether the noise was secret, and what that means
         "neighbouring", "N_public", "non_private"}  # which neighbours; what the guarantee does not cover
 
@@ -36,7 +36,7 @@ def test_json_keys_and_budget(capsys):
     assert d["secure"] is True and d["noise_seed"] is None  # no --seed: a practitioner's run, secure
     assert d["neighbouring"].startswith("add/remove one record") and d["N_public"] == d["n_train"]
     # every statistic computed on the raw training data sits under non_private, labelled, and nowhere else
-    assert set(d["non_private"]) == {"note", "final_loss", "train_accuracy", "loss", "diverged"}
+    assert set(d["non_private"]) == {"note", "final_loss", "train_accuracy", "loss", "diverged", "wall_time"}
     assert "outside the (epsilon, delta) guarantee" in d["non_private"]["note"]
     assert not {"final_loss", "train_accuracy", "loss", "diverged", "grad_norm", "clip_fraction"} & set(d)
 

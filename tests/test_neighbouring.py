@@ -75,7 +75,8 @@ def test_history_and_config_state_the_relation_and_what_it_does_not_cover():
     assert h.neighbouring == NEIGHBOURING and NEIGHBOURING.startswith("add/remove one record")
     assert h.meta["N_public"] == 10 and h.meta["N_public_declared"] is True
     assert h.outside_guarantee == OUTSIDE_GUARANTEE
-    assert set(OUTSIDE_GUARANTEE) == {"loss", "grad_norm", "clip_fraction", "final_loss", "train_accuracy"}
+    assert set(OUTSIDE_GUARANTEE) == {"loss", "grad_norm", "clip_fraction", "final_loss", "train_accuracy",
+                                      "meta.N", "meta.chunks", "meta.wall_time"}
     assert "outside the (epsilon, delta) guarantee" in h.meta["outside_guarantee_note"]
     h2 = train_pgd(make_model("logistic", in_dim=2), X[1:], y[1:], sigma=[2.0], R=None, clip_norm=C, device="cpu",
                    progress=False, N=10)
@@ -134,3 +135,26 @@ def test_audit_flags_a_divisor_from_the_datas_own_size(trainer, data_sized_divis
     assert r.flagged and r.epsilon_lower > r.epsilon_claimed
     assert r.noise_check["shift_ratio"] > 1.8  # the canary's record moves the average by about 2C/N
     assert r.gdp_fit["mu_lower"] > 1.7 * mu
+
+
+def test_secure_runs_never_share_their_noise():
+    """Two runs of one secure call given the same seed and different sigmas: with common noise,
+    sigma_2 theta_1 - sigma_1 theta_2 would cancel it and give the noise-free sum. Each run draws its
+    own secret noise, so the noise-free sum cannot be solved for."""
+    X, y = _worst_pair(10, 2, seed=3)
+    cfg = TrainConfig.build(sigma=np.array([[1.0], [2.0]]), R=None, lr=LR, clip_norm=C, seed=5, device="cpu",
+                            dtype=torch.float64, secure=True, progress=False, record=())
+    th = train(make_model("linear", in_dim=2, n_classes=2), X, y, cfg,
+               init=torch.zeros(3, dtype=torch.float64)).theta
+    solved = (2.0 * th[0] - 1.0 * th[1]) / (2.0 - 1.0)  # the noise-free step, were the noise common
+    cfg0 = TrainConfig.build(sigma=[1e-6], R=None, lr=LR, clip_norm=C, seed=5, device="cpu", dtype=torch.float64,
+                             progress=False, record=())
+    clean = train(make_model("linear", in_dim=2, n_classes=2), X, y, cfg0, init=torch.zeros(3, dtype=torch.float64)).theta
+    assert float(torch.linalg.vector_norm(solved - clean)) > 1e-3 * LR * C / len(y)
+
+
+def test_a_clip_norm_whose_sum_could_overflow_is_refused():
+    X, y = _worst_pair(400, 2, seed=0)
+    cfg = TrainConfig.build(sigma=[0.3], R=None, lr=LR, clip_norm=1e36, device="cpu", progress=False)
+    with pytest.raises(ValueError, match=r"^clip_norm \* N must be <="):
+        train(make_model("linear", in_dim=2, n_classes=2), X.float(), y, cfg)

@@ -33,7 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Dataset", "DATASETS", "DEFAULT_PCA_DIM", "load", "cache_dir", "mnist_raw", "normalize", "pca_project"]
+__all__ = ["PREPROCESSING_NOTE", "Dataset", "DATASETS", "DEFAULT_PCA_DIM", "load", "cache_dir", "mnist_raw", "normalize", "pca_project"]
+
+#: what a guarantee on data from :func:`load` does not cover (``train --json``'s ``preprocessing``)
+PREPROCESSING_NOTE = (
+    "the features were centred, scaled and (image sets) projected by PCA with statistics fitted on the raw "
+    "training split, as the paper does; that preprocessing is not charged: the (epsilon, delta) guarantee "
+    "covers training on the preprocessed data, not the preprocessing (one record can move the statistics)"
+)
 
 DATASETS = ("synthetic", "gaussian", "mnist35", "mnist", "digits", "fashion", "cifar10")
 #: dimensions the image sets are projected to by default (the PCA is fitted on the n training

@@ -26,8 +26,9 @@ for a seeded run, that its guarantee needs the printed seed to stay secret.
 **Neighbours and what is covered.** ``neighbouring`` names the relation the guarantee is for
 (add/remove one record, the sum divided by the public ``N_public``, here the size of the
 training split); the statistics computed on the raw training data (the per-step ``loss``,
-``final_loss``, ``train_accuracy`` and ``diverged``) are grouped under ``non_private`` with a
-note: they are outside the guarantee.
+``final_loss``, ``train_accuracy``, ``diverged`` and the ``wall_time``) are grouped under
+``non_private`` with a note: they are outside the guarantee, as is the preprocessing
+(``preprocessing``: statistics fitted on the raw training split, not charged).
 Defaults follow the paper's setup (the ICLR submission, App. D): lr 0.1, clip 4, data scale 10.
 """
 
@@ -237,9 +238,10 @@ def run(args: argparse.Namespace) -> int:
             "train_accuracy": float(h.train_accuracy),
             "loss": [float(v) if math.isfinite(v) else None for v in h.loss[: int(h.steps_done)]],
             "diverged": None,
+            "wall_time": h.wall_time,
         },
         "device": h.meta["device"],
-        "wall_time": h.wall_time,
+        "preprocessing": data.PREPROCESSING_NOTE,
     }
     if budget.delta is not None:  # the epsilon of the steps taken, by the accountant the budget was planned with
         done = np.asarray(h.sigma[: int(h.steps_done)], dtype=np.float64)
@@ -263,7 +265,8 @@ def run(args: argparse.Namespace) -> int:
                   f"(the budget's{'; ' + others if others else ''})")
         print(f"noise: {'secure' if out['secure'] else 'seeded'}: {out['privacy_note']}")
         print(f"neighbours: {out['neighbouring']} (N_public = {out['N_public']})")
-        print(f"wall time {out['wall_time']:.2f} s")
+        print(f"preprocessing: {out['preprocessing']}")
+        print(f"wall time {h.wall_time:.2f} s (not private: a timing of the computation on the raw data)")
     if out["stopped_early"]:  # a planned run always finishes: stopping means something is wrong
         print(f"dpcompanion train: error: the ledger stopped the run after {out['steps_done']} of {out['T']} planned "
               "steps", file=sys.stderr)

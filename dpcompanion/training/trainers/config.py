@@ -23,8 +23,8 @@ reproducible runs) draws its noise from generators seeded by a function of ``see
 replay the noise, subtract it and decide membership with certainty, so its (epsilon, delta)
 guarantee holds only while the seed stays secret (its History and the ``train`` command's
 JSON say so: :data:`SEEDED_NOISE_NOTE`). ``secure=True`` (as Opacus's ``secure_mode``) seeds
-the noise afresh from the operating system's CSPRNG on every call and records nothing of
-it (:data:`SECURE_NOISE_NOTE`, :class:`~dpcompanion.training.trainers.engine.NoiseSource`
+the noise afresh from the operating system's CSPRNG on every call, separately for every run, and
+records nothing of it (:data:`SECURE_NOISE_NOTE`, :class:`~dpcompanion.training.trainers.engine.NoiseSource`
 says exactly what the source is); ``seed`` then drives only the initial parameters.
 
 **Which neighbours the guarantee is for** (:data:`NEIGHBOURING`). Every guarantee this library
@@ -88,8 +88,11 @@ NEIGHBOURING = ("add/remove one record; the clipped, noised gradient sum is divi
                 "(N_public; p N_public under Poisson sampling), the same for both neighbours")
 
 #: fields of a History (and of ``train --json``) computed on the raw training data: not covered by the
-#: guarantee (the released iterates, the schedule and anything computed from them alone are)
-OUTSIDE_GUARANTEE = ("loss", "grad_norm", "clip_fraction", "final_loss", "train_accuracy")
+#: guarantee (the released iterates, the schedule and anything computed from them alone are);
+#: ``meta.N`` is the size of the data handed in, ``meta.chunks`` depends on it, ``meta.wall_time`` is
+#: a timing of the computation on the raw data
+OUTSIDE_GUARANTEE = ("loss", "grad_norm", "clip_fraction", "final_loss", "train_accuracy",
+                     "meta.N", "meta.chunks", "meta.wall_time")
 
 #: what :data:`OUTSIDE_GUARANTEE` means, printed beside those fields
 OUTSIDE_GUARANTEE_NOTE = (

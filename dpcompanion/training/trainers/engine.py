@@ -124,10 +124,11 @@ SECURE_DRAWS = 4
 
 
 def secret_noise_seeds(seeds: Sequence[int]) -> dict[int, tuple[int, ...]]:
-    """For each distinct seed, :data:`SECURE_DRAWS` fresh 64-bit generator seeds from the
+    """For each distinct key, :data:`SECURE_DRAWS` fresh 64-bit generator seeds from the
     operating system's CSPRNG (:func:`secrets.randbits`, which reads ``os.urandom``): the noise
-    seeds of a secure run (``TrainConfig.secure``). Drawn once per :func:`train` call, so that
-    runs sharing a seed share their noise across chunks as a seeded run's do; held only in
+    seeds of a secure run (``TrainConfig.secure``). :func:`train` keys them by run index, drawn
+    once per call: every run has its own secret noise, even runs given the same seed (common noise
+    across released runs with different sigmas would reveal their noise-free sum); held only in
     memory while the call trains, never returned in the History or written anywhere."""
     return {int(s): tuple(secrets.randbits(64) for _ in range(SECURE_DRAWS)) for s in set(int(s) for s in seeds)}
 
@@ -620,6 +621,11 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     N_public = N if cfg.N is None else cfg.N
     if cfg.N is None:  # the config was built without N: its sigma floor is checked for this one here
         check_sigma(cfg.sigma, clip_norm=cfg.clip_norm, denominator=cfg.sampling_rate * N, dtype=cfg.dtype)
+    ceiling = torch.finfo(cfg.dtype).max / 1e3
+    if cfg.clip_norm * max(N, 1) > ceiling:  # N contributions of norm C must sum to a finite number
+        raise ValueError(f"clip_norm * N must be <= {ceiling:.3g} in {str(cfg.dtype).replace('torch.', '')}: "
+                         f"{cfg.clip_norm:g} * {N} could overflow the clipped sum (whose finiteness would then "
+                         "depend on who is in the data)")
     K, P = cfg.K, model.n_params
     th0 = None
     if init is not None:
@@ -641,7 +647,9 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     chunks = plan_chunks(K, bytes_per_run=bytes_per_run(oracle, cfg, P, N), budget=cfg.memory_budget, fixed=fixed,
                          max_runs=max_runs)
     bar = _progress(cfg.T * len(chunks), cfg.progress, cfg.algorithm)
-    secret = secret_noise_seeds(cfg.seeds) if cfg.secure else None  # once per call: chunks share it
+    # secure: a secret per run (run index), never shared, even by runs given the same seed: two released
+    # runs with common noise and different sigmas would give away their noise-free sum
+    secret = secret_noise_seeds(range(K)) if cfg.secure else None
     parts = []
     try:
         for a, b in chunks:
@@ -678,7 +686,8 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=No
         """The noise source of the steps from ``t`` on and its first step: the whole call's, or
         (``segment_noise``) the segment's, seeded from :func:`segment_seed` and ending with it."""
         if not cfg.segment_noise:
-            return NoiseSource(cfg.seeds, device=dev, dtype=dtype, P=P, T=T, N=N, sampling_rate=cfg.sampling_rate,
+            keys = cfg.seeds if secret is None else list(runs)  # secure: each run its own secret generators
+            return NoiseSource(keys, device=dev, dtype=dtype, P=P, T=T, N=N, sampling_rate=cfg.sampling_rate,
                                secret=secret), 0
         seeds = [segment_seed(s, t // cfg.eval_every) for s in cfg.seeds]
         return NoiseSource(seeds, device=dev, dtype=dtype, P=P, T=min(cfg.eval_every, T - t), N=N,

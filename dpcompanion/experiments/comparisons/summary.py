@@ -35,7 +35,7 @@ def reproduction_rows(*, seed: int = 0, device: str = "cpu", ids=None, compute: 
 
 
 def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu", ids=None, rows=None) -> list[dict]:
-    """Rows ``item, paper, ours, verdict, note`` (for ``report.paper_vs_ours``) rendered from the
+    """Rows ``item, paper, ours, verdict, outcome, note`` (for ``report.paper_vs_ours``) rendered from the
     reproduction report (:func:`reproduction_rows`, or ``rows`` when given), each item prefixed
     with its page (a link) and the result it was judged on (full, quick, or computed for the
     theory tables); ``ours`` carries the 95% interval where there is one. ``ids`` defaults to
@@ -53,7 +53,7 @@ def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu", 
                      + (f", n = {o['n']}" if o.get("n") else "") + ")")
         mode_r = r["result"]["mode"] or "no result"
         out.append({"item": f"{{doc}}`{r['page']} <{page}>` ({mode_r}): {r['item']}", "paper": r["paper"],
-                    "ours": ours, "verdict": r["verdict"], "note": note_with_details(r)})
+                    "ours": ours, "verdict": r["verdict"], "outcome": r["outcome"], "note": note_with_details(r)})
     return out
 
 

@@ -86,7 +86,7 @@ def test_verdict_changes_match_rows_by_page_and_item():
     assert [r["item"] for r in c["new"]] == ["new"] and [r["item"] for r in c["gone"]] == ["gone"]
     assert c["changed"][0]["why"] == "CI above zero"
     md = changelog.verdict_changes_markdown(c, baseline="commit `x`")
-    assert "| p | a | inconclusive | agrees | A is ahead. |" in md and ":::{admonition} Rows added since then (1)" in md
+    assert "| p | a | inconclusive → agrees | A is ahead. |" in md and ":::{admonition} Rows added since then (1)" in md
     assert "before agrees 1, inconclusive 1, partly 1 (3 rows)" in md
 
 

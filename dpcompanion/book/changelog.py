@@ -267,9 +267,9 @@ def verdict_changes_markdown(changes: dict[str, Any], *, baseline: str) -> str:
     if changes["transitions"]:
         out += ["Verdicts that changed: " + "; ".join(f"{k}: {v}" for k, v in changes["transitions"].items()) + ".", ""]
         out += folded(f"Each changed row ({len(changes['changed'])}), with today's reason",
-                      ["| page | row | before | now | why (today's rule) |", "| --- | --- | --- | --- | --- |"]
-                      + [f"| {c['page']} | {cell(c['item'], 90)} | {c['before']} | {c['after']} | "
-                         f"{cell(c['sentence'] or c['why'])} |" for c in changes["changed"]])
+                      ["| page | row | before → now | why (today's rule) |", "| --- | --- | --- | --- |"]
+                      + [f"| {c['page']} | {cell(c['item'], 80)} | {c['before']} → {c['after']} | "
+                         f"{cell(c['sentence'] or c['why'], 200)} |" for c in changes["changed"]])
     else:
         out.append("No verdict of a row present in both changed.")
     for key, what, col in (("new", "Rows added since", "after"), ("gone", "Rows removed since", "before")):

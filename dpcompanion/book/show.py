@@ -204,12 +204,18 @@ def lead_markdown(rows: list[dict]) -> str:
     if not rows:
         return ""
     out = ["**The outcome.**", ""]
+    items = []
     for r in rows:
         scale = r.get("scale") or {}
         setup = f"setup: {setup_words(scale)} ({r.get('setup')} setup)" if scale else f"setup: {r.get('setup')}"
-        out.append(f"- **{r['item']}**: the paper {report.short_cell(str(r.get('paper', '')))}; "
-                   f"ours {_interval(r.get('ours') or {})}; {setup}; **{r['verdict']}** ({r['outcome']}). "
-                   f"{r.get('sentence') or ''}".rstrip())
+        items.append(f"- **{r['item']}**: the paper {report.short_cell(str(r.get('paper', '')))}; "
+                     f"ours {_interval(r.get('ours') or {})}; {setup}; **{r['verdict']}** ({r['outcome']}). "
+                     f"{r.get('sentence') or ''}".rstrip())
+    out += items[:2]
+    if len(items) > 2:  # the rest folded: the page stays within its height (every page at most 12,000 px)
+        from dpcompanion.book.claims_page import folded
+
+        out += [""] + folded(f"The other headline rows ({len(items) - 2})", items[2:])
     return "\n".join(out)
 
 

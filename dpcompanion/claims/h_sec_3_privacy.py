@@ -405,7 +405,7 @@ def _c4_corr(*, mutant=False):
 # --- Thm 3.1 under the paper's two relations (Def. 3.4 and Def. C.1) --------------------------------
 
 #: the first author's public library, which shows how such budgets were accounted in practice
-PYTORCH_DP = "github.com/jyhong836/pytorch-dp, torchdp/privacy_metric/CDP.py at commit 0647f38"
+PYTORCH_DP = "github.com/jyhong836/pytorch-dp, its file torchdp/privacy_metric/CDP.py at commit 0647f38"
 
 
 def _clipped(g: np.ndarray, C: float) -> np.ndarray:
@@ -441,7 +441,7 @@ def neighbour_moves(*, relation: str, N: int, C: float = 1.0, trials: int = 200,
             other = (Gc[1:].sum(0) + _clipped(new, C)) / N
         move = float(np.linalg.norm(avg - other)) / (C / N)
         if move > best:
-            best, where = move, {"N": N, "kind": "adversarial" if k % 2 else "random", "move_in_C_over_N": move}
+            best, where = move, {"N": N, "kind": "adversarial" if k % 2 else "random", "move (C/N)": move}
     return best, where
 
 
@@ -465,7 +465,7 @@ def _t31_add_remove(*, mutant=False):
                                    The first author's library ({PYTORCH_DP}: zCDP.from_sigma gives rho = C^2/(2
                                    sigma^2) with C the clipping norm, the sensitivity of the sum under add/remove)
                                    accounts with this relation; the library here states and audits it (the trainers
-                                   divide by a public N, dpcompanion.training.trainers.config.NEIGHBOURING).
+                                   divide by a public N: the trainers' NEIGHBOURING).
                                """))
 
 
@@ -487,8 +487,8 @@ def _t31_replace_one():
     return refuted(
         lhs=move, relation="<=", rhs=1.0, tol=1e-9, counterexample=where,
         printed={"sensitivity": "G/N", "budget": "(4, 1e-8)-DP at R = 0.3927"},
-        actual={"sensitivity": f"{move:.6g} C/N", "R": R, "rho_under_replace_one": rho_replace,
-                "epsilon_zcdp_under_replace_one": eps_zcdp, "epsilon_exact_under_replace_one": eps_exact},
+        actual={"sensitivity": f"{move:.6g} C/N", "R": R, "rho": rho_replace, "epsilon (C.3)": eps_zcdp,
+                "epsilon (GDP)": eps_exact},
         impact=prose(f"""
             Def. 3.4 and Def. C.1 name two relations. Replacing a record moves the average by up to 2C/N (the old
             record's C/N out, the new one's in), twice Def. C.1's C/N, so under Def. 3.4's relation every step costs

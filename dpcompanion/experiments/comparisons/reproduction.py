@@ -322,7 +322,7 @@ def one_verdict_per_printed_number(rows: list[dict]) -> list[dict]:
     return out
 
 
-# ------------------------------------------------------------------------ one sentence per row (issue 33, item 7)
+# ------------------------------------------------------------------------ one sentence per row
 
 #: what a row's estimate is, in a reader's words, by rule: ``a`` and ``b`` the arms (the
 #: estimate is ``a`` better minus ``b``, so a positive estimate reads ``up``), ``what`` the

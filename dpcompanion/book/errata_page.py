@@ -137,4 +137,5 @@ def readings_block(rows: Iterable[dict[str, Any]]) -> str:
     return (f"{n} printed numbers are not reproduced by ours; for each, the natural readings of the stated protocol were "
             "searched and the closest is named with its deviation.\n\n"
             + folded(f"The closest reading of each ({n})", readings_markdown(rows)
-                     + f"\nW-EPS's readings: {W_EPS_TRIED}.") + "\n")
+                     + f"\nW-EPS's readings: {W_EPS_TRIED}. The constants footnote 3 leaves open (the accountant's "
+                       "data size, the noise multiplier) are fitted to the quoted values on {doc}`w-theory`.") + "\n")

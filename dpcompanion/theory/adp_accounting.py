@@ -17,6 +17,8 @@ import numpy as np
 from dpcompanion.core import validate
 
 __all__ = [
+    "CLASSIC_ORDERS",
+    "moments_epsilon",
     "adp_epsilon_bar",
     "adp_B_delta",
     "adp_sigma2",
@@ -116,6 +118,35 @@ W_EPSILON_BARS: tuple[float, ...] = (0.8, 1.2, 1.6, 3.2, 6.4)
 W_SEC6: dict[str, float] = {"T": 11700, "batch_size": 256, "N": 50000, "clip_norm": 1.0, "delta": 1e-5}
 
 
+#: TF-Privacy's RDP orders of 2019-2020 (compute_dp_sgd_privacy), used with the classic conversion
+CLASSIC_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)))
+
+
+def moments_epsilon(z: float, *, q: float, T: int, delta: float, conversion: str = "improved") -> float:
+    """Epsilon at ``delta`` of ``T`` Poisson-subsampled Gaussian steps (rate ``q``, noise
+    multiplier ``z``: std on the batch sum over the clip norm) by dp-accounting's RDP accountant:
+    ``conversion="improved"`` its own RDP -> DP conversion on its default orders; ``"classic"``
+    ``min_a rdp(a) + ln(1/delta)/(a-1)`` on :data:`CLASSIC_ORDERS` (what older moments-accountant
+    code printed).
+
+    >>> round(moments_epsilon(1.1, q=256 / 60000, T=int(60 * 60000 / 256), delta=1e-5, conversion="classic"), 2)
+    3.01
+    """
+    import dp_accounting as dpa
+
+    if conversion not in ("improved", "classic"):
+        raise ValueError(f"conversion must be 'improved' or 'classic', got {conversion!r}")
+    event = dpa.PoissonSampledDpEvent(float(q), dpa.GaussianDpEvent(float(z)))
+    if conversion == "improved":
+        acc = dpa.rdp.RdpAccountant()
+        acc.compose(event, int(T))
+        return float(acc.get_epsilon(delta))
+    acc = dpa.rdp.RdpAccountant(list(CLASSIC_ORDERS))
+    acc.compose(event, int(T))
+    orders = np.asarray(CLASSIC_ORDERS)
+    return float(np.min(np.asarray(acc.rdp) - math.log(delta) / (orders - 1)))
+
+
 def w_moments_epsilons(
     *,
     epsilon_bar: Iterable[float] = W_EPSILON_BARS,
@@ -146,8 +177,6 @@ def w_moments_epsilons(
     >>> [round(r["epsilon_accountant"], 2) for r in w_moments_epsilons(epsilon_bar=[0.8])]
     [0.24]
     """
-    import dp_accounting as dpa
-
     T = validate.integer("T", T)
     m = validate.integer("batch_size", batch_size)
     N = validate.integer("N", N)
@@ -159,7 +188,6 @@ def w_moments_epsilons(
         raise ValueError(f"b_delta must be 'main' or 'appendix', got {b_delta!r}")
     if conversion not in ("improved", "classic"):
         raise ValueError(f"conversion must be 'improved' or 'classic', got {conversion!r}")
-    classic_orders = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
     out = []
     for eb in epsilon_bar:
         eb = validate.positive("epsilon_bar", eb)
@@ -167,16 +195,7 @@ def w_moments_epsilons(
         B = adp_B_delta(T=T, n=N, delta=delta, batch_size=m if b_delta == "appendix" else 1)
         sigma = 16 * clip_norm * math.sqrt(B * T) / (N * eps)
         z = sigma * m / clip_norm
-        event = dpa.PoissonSampledDpEvent(m / N, dpa.GaussianDpEvent(z))
-        if conversion == "improved":
-            acc = dpa.rdp.RdpAccountant()
-            acc.compose(event, T)
-            e_acc = float(acc.get_epsilon(delta))
-        else:
-            acc = dpa.rdp.RdpAccountant(classic_orders)
-            acc.compose(event, T)
-            orders = np.asarray(classic_orders)
-            e_acc = float(np.min(np.asarray(acc.rdp) - math.log(delta) / (orders - 1)))
+        e_acc = moments_epsilon(z, q=m / N, T=T, delta=delta, conversion=conversion)
         out.append(
             {"epsilon_bar": eb, "epsilon": eps, "sigma": sigma, "noise_multiplier": z, "epsilon_accountant": e_acc}
         )

@@ -14,6 +14,13 @@ stated protocol does not reproduce the printed number stays ``disagrees`` even w
 reading does (the note then says under which reading the number is reproduced); no reading
 ever changes a verdict. A reading marked ``stated`` is one the paper's text allows (for
 instance each accountant where the paper names none); the others depart from the text.
+
+Where the text leaves a constant open (the data size an accountant was given, the noise
+multiplier a run actually used), a reading fixed to one value cannot say how close the open
+constant can bring us: :func:`fit_constants` fits it to the printed numbers, reports the best
+fit with its deviation (:class:`Fit`), and names the nearest value with a source (a library's
+default, a tutorial's constant, another table of the paper) and whether it fits about as well
+(:data:`NATURAL_SLACK`). A fit explains, like a reading; it never changes a verdict.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ import dataclasses
 import math
 from typing import Sequence
 
-__all__ = ["Reading", "Closest", "closest", "note", "field"]
+__all__ = ["Reading", "Closest", "closest", "note", "field", "Candidate", "Fit", "fit_constants", "fit_note", "fit_field",
+           "NATURAL_SLACK"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,3 +127,146 @@ def field(c: Closest) -> dict:
     return {"name": c.reading.name, "value": float(c.reading.value), "deviation": float(c.deviation),
             "relative": c.relative, "reproduces": c.reproduces, "stated": c.reading.stated, "tried": len(c.tried),
             "readings": [{"name": x.name, "value": float(x.value), "stated": x.stated} for x in c.tried]}
+
+
+# ------------------------------------------------------------------------ constants the text leaves open, fitted
+
+#: a fitted constant "has a natural source" when a named value of it (a library's default, a
+#: tutorial's constant, another table of the paper), plugged in, reproduces the printed numbers
+#: within this much more relative deviation than the best fit itself
+NATURAL_SLACK = 0.01
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """A named value a fitted constant may have come from: ``name`` says where (a library's
+    default, a tutorial's constant, another table of the paper), ``value`` is it."""
+
+    name: str
+    value: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Fit:
+    """The best fit of the constants ``names`` that the text leaves open (the others as
+    stated): their ``values``, the printed ``targets`` and the ``fitted`` numbers they give,
+    the fit's ``deviation`` (the largest relative deviation over the targets, the quantity
+    minimised), whether every fitted number rounds to its printed one (``reproduces``), and per
+    constant the nearest named value (``nearest``: its candidate, its own deviation with the
+    other constants at their fitted values, and whether it is a natural source)."""
+
+    names: tuple[str, ...]
+    values: tuple[float, ...]
+    targets: tuple[float, ...]
+    fitted: tuple[float, ...]
+    deviation: float
+    reproduces: bool
+    nearest: tuple[dict, ...]
+    context: str = ""
+
+
+def _max_rel(values: Sequence[float], targets: Sequence[float]) -> float:
+    return max(abs(float(v) - t) / abs(t) for v, t in zip(values, targets))
+
+
+def fit_constants(targets: Sequence[float], model, *, names: Sequence[str], bounds: Sequence[tuple[float, float]],
+                  log: Sequence[bool] | None = None, candidates: Sequence[Sequence[Candidate]] | None = None,
+                  decimals: int | None = None, integer: Sequence[bool] | None = None, context: str = "",
+                  start: Sequence[float] | None = None) -> Fit:
+    """Fit the constants ``names`` (within ``bounds``; searched on a log scale where ``log``) so
+    that ``model(*values)`` (one number per target) comes closest to the printed ``targets``:
+    the largest relative deviation is minimised (bounded Brent for one constant; for several,
+    Nelder-Mead from ``start``, else from each point of a 3-point grid per constant). ``integer`` constants are rounded after the
+    fit (and the deviation recomputed). ``decimals``: the printed precision, for ``reproduces``
+    (every fitted number rounds to its target). ``candidates``: per constant, the named values
+    it may have come from (:class:`Candidate`), each judged by :data:`NATURAL_SLACK`.
+
+    >>> f = fit_constants([2.0, 4.0], lambda k: [k, 2 * k], names=["k"], bounds=[(0.1, 10)], decimals=2,
+    ...                   candidates=[[Candidate("a library's default", 2.0), Candidate("far", 5.0)]])
+    >>> round(f.values[0], 4), f.reproduces, f.nearest[0]["name"], f.nearest[0]["natural"]
+    (2.0, True, "a library's default", True)
+    """
+    from scipy import optimize
+
+    targets = tuple(float(t) for t in targets)
+    if not targets or any(t == 0 or not math.isfinite(t) for t in targets):
+        raise ValueError(f"targets must be finite and non-zero, got {targets}")
+    k = len(names)
+    if k == 0 or len(bounds) != k:
+        raise ValueError(f"need one (lo, hi) bound per constant, got {len(bounds)} for {k}")
+    log = tuple(log) if log is not None else (False,) * k
+    integer = tuple(integer) if integer is not None else (False,) * k
+    to_x = [(lambda v, lg=lg: math.log(v) if lg else v) for lg in log]
+    to_v = [(lambda x, lg=lg: math.exp(x) if lg else x) for lg in log]
+    xb = [(to_x[i](lo), to_x[i](hi)) for i, (lo, hi) in enumerate(bounds)]
+
+    def values_of(x):
+        return tuple(min(max(to_v[i](x[i]), bounds[i][0]), bounds[i][1]) for i in range(k))
+
+    def objective(x):
+        return _max_rel(model(*values_of(x)), targets)
+
+    if k == 1:
+        r = optimize.minimize_scalar(lambda x: objective([x]), bounds=xb[0], method="bounded",
+                                     options={"xatol": 1e-6 * max(1.0, abs(xb[0][1]))})
+        best = values_of([r.x])
+    else:
+        import itertools
+
+        starts = ([[to_x[i](v) for i, v in enumerate(start)]] if start is not None else
+                  itertools.product(*[(lo + (hi - lo) * f for f in (0.25, 0.5, 0.75)) for lo, hi in xb]))
+        runs = [optimize.minimize(objective, list(s), method="Nelder-Mead", options={"xatol": 1e-5, "fatol": 1e-6})
+                for s in starts]
+        best = values_of(min(runs, key=lambda r: r.fun).x)
+    best = tuple(float(round(v)) if integer[i] else float(v) for i, v in enumerate(best))
+    fitted = tuple(float(v) for v in model(*best))
+    dev = _max_rel(fitted, targets)
+    ok = decimals is not None and all(round(v, decimals) == round(t, decimals) for v, t in zip(fitted, targets))
+    nearest = []
+    for i in range(k):
+        cands = list(candidates[i]) if candidates else []
+        if not cands:
+            nearest.append({"constant": names[i], "name": None, "value": None, "distance": None, "deviation": None,
+                            "natural": False})
+            continue
+        c = min(cands, key=lambda c: abs(math.log(c.value / best[i])) if c.value > 0 and best[i] > 0
+                else abs(c.value - best[i]))
+        vals = list(best)
+        vals[i] = c.value
+        cdev = _max_rel(model(*vals), targets)
+        nearest.append({"constant": names[i], "name": c.name, "value": float(c.value),
+                        "distance": abs(c.value - best[i]) / abs(best[i]) if best[i] else None,
+                        "deviation": float(cdev), "natural": bool(cdev <= dev + NATURAL_SLACK)})
+    return Fit(tuple(names), best, targets, fitted, float(dev), bool(ok), tuple(nearest), context)
+
+
+def fit_note(f: Fit) -> str:
+    """One sentence on a fit: the constants' best values, the largest relative deviation,
+    whether the fitted numbers round to the printed ones, and per constant its nearest named
+    value and whether it is a natural source.
+
+    >>> f = Fit(("N",), (60000.0,), (1.0,), (1.001,), 0.001, True,
+    ...         ({"constant": "N", "name": "MNIST's training set", "value": 60000.0, "distance": 0.0,
+    ...           "deviation": 0.001, "natural": True},))
+    >>> fit_note(f)
+    "best fit N = 60000 (largest relative deviation 0.001; every fitted number rounds to the printed one); N: nearest named value MNIST's training set (60000), a natural source (its deviation 0.001)"
+    """
+    vals = ", ".join(f"{n} = {_fmt(v)}" for n, v in zip(f.names, f.values))
+    rounds = ("every fitted number rounds to the printed one" if f.reproduces
+              else "the fitted numbers do not all round to the printed ones")
+    out = f"best fit {vals} (largest relative deviation {f.deviation:.3g}; {rounds})"
+    for n in f.nearest:
+        if n["name"] is None:
+            continue
+        kind = "a natural source" if n["natural"] else "not a natural source"
+        out += (f"; {n['constant']}: nearest named value {n['name']} ({_fmt(n['value'])}), {kind} "
+                f"(its deviation {n['deviation']:.3g})")
+    return out
+
+
+def fit_field(f: Fit) -> dict:
+    """A fit as JSON: the constants and their best values, the deviation, whether it
+    reproduces the printed numbers, the fitted numbers and the nearest named values."""
+    return {"constants": dict(zip(f.names, f.values)), "deviation": f.deviation, "reproduces": f.reproduces,
+            "fitted": list(f.fitted), "printed": list(f.targets), "nearest": [dict(n) for n in f.nearest],
+            "context": f.context, "note": fit_note(f)}

@@ -35,7 +35,7 @@ from dpcompanion.theory.bounds import adp
 
 __all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
            "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "W_SHARED", "W_TRANSFER", "GAP_TOL", "TABLE_TOL", "gap_stats",
-           "gap_df", "judge_gap", "judge_table", "gap_rule", "table_rule", "gap_case", "pooled_case", "AHEAD", "BEHIND", "GAP_MARGIN", "TABLE_MARGIN", "w_f2_rows", "w_eps_rows"]
+           "gap_df", "judge_gap", "judge_table", "gap_rule", "table_rule", "gap_case", "pooled_case", "AHEAD", "BEHIND", "GAP_MARGIN", "TABLE_MARGIN", "w_f2_rows", "w_eps_rows", "w_eps_fits", "w_eps_best_fit", "w_eps_fits_markdown"]
 
 #: the design of every ADP - DP comparison of W's runs (issue 33): the reason, after the function named
 W_SHARED = ("trains DP-SGD and ADP-SGD in one call of protocols.wu.train_segments with seeds + seeds: run k of "
@@ -536,3 +536,122 @@ def _row(rule_id: str, **kw) -> dict:
     if rule_id not in by_id:
         raise ValueError(f"rule must be one of {', '.join(by_id)}, got {rule_id!r}")
     return row_of(by_id[rule_id], **kw)
+
+
+# ------------------------------------------------------------------------ W-EPS: the constants footnote 3 leaves open
+
+#: named values the footnote's open constants may have come from (issue 41, item 6)
+W_EPS_N_CANDIDATES = (rd.Candidate("CIFAR-10's training set less a 5,000-image validation split", 45000),
+                      rd.Candidate("CIFAR-10's training set (Sec. 6, the stated value)", 50000),
+                      rd.Candidate("MNIST's training set, the data size of TF-Privacy's MNIST tutorial "
+                                   "(compute_dp_sgd_privacy's example), or CIFAR-10 with its test images", 60000))
+W_EPS_T_CANDIDATES = (rd.Candidate("footnote 3's 11,700 steps (the stated value)", 11700),
+                      rd.Candidate("60 epochs of 196 batches (Sec. 6)", 11760),
+                      rd.Candidate("120 epochs (Sec. 6)", 23520), rd.Candidate("200 epochs (Sec. 6)", 39200))
+#: TF-Privacy's MNIST tutorial's noise multiplier
+TF_TUTORIAL_Z = 1.1
+
+
+def _w_eps_stated():
+    from dpcompanion.claims.w_adp_eps import W_EPS_PAPER
+    from dpcompanion.theory import adp_accounting as adp_acc
+
+    w6 = adp_acc.W_SEC6
+    main = adp_acc.w_moments_epsilons(b_delta="main")
+    return w6, adp_acc, tuple(W_EPS_PAPER), [r["epsilon_bar"] for r in main], [r["noise_multiplier"] for r in main]
+
+
+_W_EPS_FITS: dict = {}
+
+
+def w_eps_fits() -> list[dict]:
+    """The constants W's footnote 3 leaves open, fitted to its five quoted epsilons (issue 41,
+    item 6; :func:`.readings.fit_constants`), under each moments accountant's conversion (RDP
+    with dp-accounting's improved or TF-Privacy's classic conversion; the footnote names the
+    moments accountant): the data size the accountant was given (the sampling rate 256/N, the
+    noise as Thm 4.1 gives it for N = 50,000), the number of steps, one noise constant
+    ``K = z epsilon_bar`` (Thm 4.1's form ``z proportional to 1/epsilon_bar``), the data size and
+    ``K`` together, and per epsilon_bar the noise multiplier that gives the quoted value. Each
+    is :func:`.readings.fit_field` with the nearest named value (a library's default, a
+    tutorial's constant, another number of the paper). Computed once per process (about 20 s)."""
+    if _W_EPS_FITS:
+        return _W_EPS_FITS["fits"]
+    w6, adp_acc, paper, ebs, z0 = _w_eps_stated()
+    q0, T0, d0 = w6["batch_size"] / w6["N"], w6["T"], w6["delta"]
+    K0 = z0[0] * ebs[0]
+    K_app = adp_acc.w_moments_epsilons(epsilon_bar=[ebs[0]], b_delta="appendix")[0]["noise_multiplier"] * ebs[0]
+    K_60 = adp_acc.w_moments_epsilons(epsilon_bar=[ebs[0]], N=60000)[0]["noise_multiplier"] * ebs[0]
+    K_cands = (rd.Candidate("Thm 4.1's noise, main-text B_delta (the stated value)", K0),
+               rd.Candidate("Thm 4.1's noise, the appendix's B_delta", K_app),
+               rd.Candidate("Thm 4.1's noise for N = 60,000", K_60))
+    out = []
+    for conv in ("improved", "classic"):
+        def eps(z, q=q0, T=T0):
+            return adp_acc.moments_epsilon(z, q=q, T=T, delta=d0, conversion=conv)
+        ctx = f"RDP, {conv} conversion"
+        fN = rd.fit_constants(paper, lambda N: [eps(z, q=w6["batch_size"] / N) for z in z0], names=["N"],
+                              bounds=[(5000.0, 1e6)], log=[True], integer=[True], decimals=2,
+                              candidates=[W_EPS_N_CANDIDATES], context=f"{ctx}; the accountant's data size")
+        fT = rd.fit_constants(paper, lambda T: [eps(z, T=int(round(T))) for z in z0], names=["T"],
+                              bounds=[(1000.0, 1e5)], log=[True], integer=[True], decimals=2,
+                              candidates=[W_EPS_T_CANDIDATES], context=f"{ctx}; the number of steps")
+        fK = rd.fit_constants(paper, lambda K: [eps(K / eb) for eb in ebs], names=["K"], bounds=[(1.0, 20.0)],
+                              log=[True], decimals=2, candidates=[K_cands],
+                              context=f"{ctx}; one noise constant, z = K / epsilon_bar")
+        fNK = rd.fit_constants(paper, lambda N, K: [eps(K / eb, q=w6["batch_size"] / N) for eb in ebs],
+                               names=["N", "K"], bounds=[(5000.0, 1e6), (1.0, 20.0)], log=[True, True],
+                               integer=[True, False],
+                               start=[fN.values[0], fK.values[0]], decimals=2,
+                               candidates=[W_EPS_N_CANDIDATES, K_cands],
+                               context=f"{ctx}; the accountant's data size and one noise constant together")
+        out += [(f, ctx, None) for f in (fN, fT, fK, fNK)]
+        for eb, p, z in zip(ebs, paper, z0):
+            out.append((rd.fit_constants([p], lambda zz: [eps(zz)], names=["z"], bounds=[(0.3, 50.0)], log=[True],
+                                         decimals=2, candidates=[(rd.Candidate("Thm 4.1's noise (stated)", z),
+                                                                  rd.Candidate("TF-Privacy's MNIST tutorial", TF_TUTORIAL_Z))],
+                                         context=f"{ctx}; the noise multiplier at epsilon_bar {eb:g} alone"), ctx, eb))
+    _W_EPS_FITS["fits"] = [{**rd.fit_field(f), "accountant": ctx, "fitted_what": f.context.split("; ", 1)[1],
+                            "epsilon_bar": eb, "thm41_K": K0} for f, ctx, eb in out]
+    return _W_EPS_FITS["fits"]
+
+
+def w_eps_best_fit(fits: Sequence[dict]) -> dict:
+    """The fit of :func:`w_eps_fits` over all five values (not a per-value noise multiplier)
+    with the smallest deviation."""
+    return min((f for f in fits if len(f["printed"]) > 1), key=lambda f: f["deviation"])
+
+
+def _v(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def w_eps_fits_markdown(fits: Sequence[dict]) -> str:
+    """The W-EPS fits (:func:`w_eps_fits`) for a page: a generated lead sentence on the best fit
+    over all five values, then one table row per fit."""
+    best = w_eps_best_fit(fits)
+    vals = ", ".join(f"{k} = {_v(v)}" for k, v in best["constants"].items())
+    per_value = {}
+    for f in fits:
+        if f["epsilon_bar"] is not None:
+            per_value.setdefault(f["accountant"], []).append(f["constants"]["z"] * f["epsilon_bar"])
+    spread = "; ".join(f"{min(k):.3g} to {max(k):.3g} ({acc})" for acc, k in per_value.items())
+    nat = "; ".join(f"{n['constant']} lies {n['distance']:.1%} from {_v(n['value'])}, {n['name']}, "
+                    f"{'a natural source' if n['natural'] else 'not a natural source'} (plugged in, largest "
+                    f"deviation {n['deviation']:.1%})" for n in best["nearest"] if n["name"])
+    lead = (f"Fitting what the footnote leaves open, the closest any fit comes to all five quoted values is "
+            f"{best['fitted_what']} under {best['accountant']}: {vals}, largest relative "
+            f"deviation {best['deviation']:.1%}; "
+            + ("every fitted value rounds to the quoted one" if best["reproduces"] else
+               "the fitted values do not all round to the quoted ones") + f". {nat[:1].upper() + nat[1:]}. "
+            "Only a separate noise multiplier per epsilon_bar reproduces every value; their products z epsilon_bar "
+            f"run from {spread}, where Thm 4.1's noise has one constant K = {best['thm41_K']:.4g}.")
+    rows = ["| accountant | fitted | best fit | largest relative deviation | rounds to the quoted? | nearest named value "
+            "(its deviation) | natural source? |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for f in fits:
+        acc, what = f["accountant"], f["fitted_what"]
+        near = "; ".join(f"{n['constant']}: {_v(n['value'])}, {n['name']} ({n['deviation']:.1%})"
+                         for n in f["nearest"] if n["name"])
+        natural = ", ".join(f"{n['constant']} {'yes' if n['natural'] else 'no'}" for n in f["nearest"] if n["name"])
+        rows.append(f"| {acc} | {what} | {', '.join(f'{k} = {_v(v)}' for k, v in f['constants'].items())} | "
+                    f"{f['deviation']:.2%} | {'yes' if f['reproduces'] else 'no'} | {near} | {natural} |")
+    return lead + "\n\n" + "\n".join(rows) + "\n"

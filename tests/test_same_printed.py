@@ -25,3 +25,22 @@ def test_one_printed_number_one_verdict():
     for (page, _, item), other in reproduction.SAME_PRINTED.items():
         if (page, item) in by and other in by:
             assert (by[(page, item)]["verdict"], by[(page, item)]["outcome"]) == (by[other]["verdict"], by[other]["outcome"])
+
+
+def test_a_page_asked_alone_shows_the_judged_cell():
+    """A page asked for alone (as its own notebook asks) gives a printed number shared with
+    another page the same verdict as the whole report, and shows the judged cell's estimate:
+    its own estimate moves to ``own_ours`` and the sentence names both."""
+    from dpcompanion.experiments.comparisons import reproduction
+
+    whole = {(r["page"], r["item"]): r for r in reproduction.report_rows(pages=["w-f1", "w-t1245"])}
+    alone = {(r["page"], r["item"]): r for r in reproduction.report_rows(pages=["w-f1"])}
+    assert {p for p, _ in alone} == {"w-f1"}
+    for (page, _, item), other in reproduction.SAME_PRINTED.items():
+        if (page, item) not in alone or other not in whole:
+            continue
+        a, w, o = alone[(page, item)], whole[(page, item)], whole[other]
+        assert (a["verdict"], a["outcome"], a["sign"]) == (w["verdict"], w["outcome"], w["sign"]) == (
+            o["verdict"], o["outcome"], o["sign"])
+        assert a["ours"] == o["ours"] and a["own_ours"]["n"] < o["ours"]["n"]
+        assert f"Judged on {other[0]}'s {o['ours']['n']} runs" in a["sentence"]

@@ -333,9 +333,12 @@ def describe(payload, *, paper_mode: str = "`--mode paper` runs them") -> str:
 def _rule_rows(payload, rules: str = "h-f-eff") -> list[dict]:
     """The paper-vs-ours rows (rules ``<rules>/loss`` and ``<rules>/acc``; ``h-f-eff-exact``
     judges its result by its own pair)."""
-    note = f"{payload['config']['hidden']} hidden units vs the paper's {PAPER_HIDDEN}"
+    differ = []
+    if payload["config"]["hidden"] != PAPER_HIDDEN:
+        differ.append(f"{payload['config']['hidden']} hidden units vs the paper's {PAPER_HIDDEN}")
     if payload.get("R", hp.R) != hp.R:
-        note += f"; budget R = {payload['R']:.4g}, not the paper's {hp.R:.4g}"
+        differ.append(f"budget R = {payload['R']:.4g}, not the paper's {hp.R:.4g}")
+    note = "; ".join(differ)
     out = []
     for key, tail in (("table", ""), ("table_beyond", " (T beyond the paper's [50, 150])")):
         if key == "table_beyond" and not any(payload.get("beyond_differs", [])):

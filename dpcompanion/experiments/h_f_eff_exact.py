@@ -192,7 +192,8 @@ PAPER_DIMS = hong_setup({
     "T range": Dim([50, 150], "the FAccT version, Sec. 5, Setup: \"we grid search the best T in range [50, 150]\"",
                    config_range("T_grid")),
     "budget R": Dim(0.3927, "the FAccT version, Sec. 5: (4, 1e-8)-DP accounted by zCDP, rho = 0.1963, R = 2 rho = 0.3927; "
-                    "ours: the same guarantee accounted exactly (Gaussian DP)", lambda c: round(float(c["R"]), 4)),
+                    "ours: the same guarantee accounted exactly (Gaussian DP)", lambda c: round(float(c["R"]), 4),
+                    setup=True),
 })
 
 

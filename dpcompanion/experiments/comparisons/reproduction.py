@@ -59,7 +59,7 @@ from dpcompanion.experiments.comparisons.rows import decided
 from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
-           "power_rows", "sentence", "SAME_PRINTED", "one_verdict_per_printed_number", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "outcome_counts", "setup_of",
+           "power_rows", "beyond_scale", "sentence", "SAME_PRINTED", "one_verdict_per_printed_number", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "outcome_counts", "setup_of",
            "SETUP_RANK", "outcome_words", "SETUP_WORDS", "EFFECT_WORDS",
            "TREND_WORDS"]
 
@@ -128,11 +128,40 @@ def setup_of(comparable: str | None, *, mode: str | None, at_paper_scale: bool |
     return "paper's" if mode == "computed" or at_paper_scale else "reduced"
 
 
+def beyond_scale(scale: dict, tuning: list) -> tuple[dict, bool]:
+    """``(scale, beyond)`` for one row: where the row's tuning records searched beyond the range
+    the paper states (``setting == "beyond"``), each of the scale block's range dimensions of a
+    tuned parameter (``"T range"``, ``"T range (DNN row)"``) shows the range searched, marked as
+    not matching, and ``beyond`` is True: such a row's setup is not the paper's.
+
+    >>> s = {"T range": {"paper": [50, 150], "ours": [50, 150], "match": True}}
+    >>> t = [{"param": "T", "setting": "beyond", "grid_min": 50.0, "grid_max": 300.0}]
+    >>> new, b = beyond_scale(s, t); new["T range"]["ours"], new["T range"]["match"], b
+    ([50, 300], False, True)
+    >>> beyond_scale(s, [{"param": "T", "setting": "paper", "grid_min": 50.0, "grid_max": 150.0}])[1]
+    False
+    """
+    recs = [t for t in tuning if t.get("setting") == "beyond"]
+    if not recs:
+        return scale, False
+    out = dict(scale)
+    for name, d in scale.items():
+        param = name.split(" range")[0] if " range" in name else None
+        lims = [(t["grid_min"], t["grid_max"]) for t in recs if param and t.get("param") == param
+                and t.get("grid_min") is not None and t.get("grid_max") is not None]
+        if lims:
+            lo, hi = min(a for a, _ in lims), max(b for _, b in lims)
+            out[name] = {**d, "ours": [int(lo) if float(lo).is_integer() else lo, int(hi) if float(hi).is_integer() else hi],
+                         "match": False}
+    return out, True
+
+
 def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result: dict, payload: Any = None,
          result_cpu_s: float | None = None, repeats_key: str | None = None) -> dict:
+    scale, beyond = beyond_scale(scale, tuning)
     comparable = r.get("comparable") or scale_mod.comparability(page, scale)[0]
     at_scale = scale_mod.at_paper_scale(scale) if scale else None
-    setup = setup_of(comparable, mode=result.get("mode"), at_paper_scale=at_scale)
+    setup = "another" if beyond else setup_of(comparable, mode=result.get("mode"), at_paper_scale=at_scale)
     if SETUP_RANK[setup] > SETUP_RANK[r.get("setup", "paper's")]:
         r = decided(r, setup=setup)
     st = r.get("stats") or {}
@@ -268,15 +297,20 @@ def report_rows(*, pages: Iterable[str] | None = None, compute: bool = False, se
     bad = [p for p in sel if p not in known]
     if bad:
         raise ValueError(f"must be one of {', '.join(known)}, got {', '.join(bad)}")
+    # a printed number judged on two pages takes one verdict whichever page is asked for: the
+    # partner page's rows are read too, then left out
+    partners = [p for (page, _, _), (other, _) in SAME_PRINTED.items() for p in (page, other)
+                if page in sel or other in sel]
+    asked = set(sel)
     rows: list[dict] = []
-    for pid in sel:
+    for pid in dict.fromkeys([*sel, *partners]):
         if pid in CLAIM_TABLES:
             page, make = CLAIM_TABLES[pid]
             res = {"mode": "computed", "fresh": True, "digest": None, "path": None}
             rows += [_row(pid, r, config={}, scale={}, tuning=[], result={**res, "page": page}) for r in make()]
         else:
             rows += _experiment_rows(pid, compute=compute, seed=seed, device=device)
-    return one_verdict_per_printed_number(rows)
+    return [r for r in one_verdict_per_printed_number(rows) if r["page"] in asked]
 
 
 #: printed numbers judged on two pages: ``(page, rule, item)`` of a row -> ``(page, item)`` of the
@@ -290,9 +324,10 @@ SAME_PRINTED = {
 
 def one_verdict_per_printed_number(rows: list[dict]) -> list[dict]:
     """One printed number, one verdict: a row of :data:`SAME_PRINTED` whose printed value is
-    judged on another page too takes the verdict, outcome and criteria of whichever of the two
-    rests on more runs (the note says which, and its own estimate stays shown); rows absent
-    from the report are left as they are.
+    judged on another page too takes the verdict, outcome, criteria and estimate (``ours``) of
+    whichever of the two rests on more runs: the judged cell is the one shown; the note says
+    which, and its own estimate moves to ``own_ours`` and the note. Rows absent from the report
+    are left as they are.
 
     >>> a = {"page": "w-f1", "rule": "w-f1/gap", "item": next(iter(SAME_PRINTED))[2], "verdict": "sign only",
     ...      "outcome": "partial", "paper_value": 0.68, "ours": {"n": 5}, "note": "x", "sentence": "s"}
@@ -315,10 +350,13 @@ def one_verdict_per_printed_number(rows: list[dict]) -> list[dict]:
         out[keep] = {**rows[keep], "verdict": src["verdict"], "outcome": src["outcome"],
                      **{k: src[k] for k in outcome.CRITERIA if k in src},
                      **{k: src[k] for k in ("runs_needed", "runs_needed_cpu_s", "next_step") if k in src},
-                     "judged_on": [src["page"], src["item"]],
+                     "judged_on": [src["page"], src["item"]], "ours": src["ours"],
+                     "own_ours": rows[keep].get("ours"),
                      "note": f"{said}; on its own runs: {rows[keep].get('note', '')}"}
         if "scope" in out[keep]:
-            out[keep]["sentence"] = sentence(out[keep])
+            own = rows[keep].get("ours") or {}
+            out[keep]["sentence"] = (f"{sentence(out[keep])} Judged on {src['page']}'s {max(ni, nj)} runs of the same "
+                                     f"printed cell; this page's own {min(ni, nj)}: {own.get('text', '')}.")
     return out
 
 

@@ -3,7 +3,8 @@ fingerprint was recorded on another kind of CPU, and the units of a sweep in pro
 older code, by computing on this machine the quick mode of the commit whose code made them.
 
 Each test builds a small git repository holding a copy of this package: commit A is this code,
-B edits a comment in a module of H-F-CURV's code (no number changes), C scales H-F-CURV's toy
+B adds an unused constant to a module of H-F-CURV's code (code changes, no number does; a comment
+alone would change no code hash), C scales H-F-CURV's toy
 data (numbers change). A result or unit "made by" B or C is this checkout's own computation
 with its provenance saying so (code hash and commit of B or C, a fingerprint from another CPU):
 what a result computed at B on another machine looks like here."""
@@ -39,15 +40,15 @@ def _commit(repo: Path, msg: str) -> str:
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
-    """(repo, {"A": sha, "B": sha, "C": sha}): B is A with a comment added, C is B with
+    """(repo, {"A": sha, "B": sha, "C": sha}): B is A with an unused constant added, C is B with
     H-F-CURV's data scaled; HEAD is C."""
     r = tmp_path_factory.mktemp("reference-repo")
     shutil.copytree(hashing.PKG, r / "dpcompanion", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     _git(r, "init", "-q")
     shas = {"A": _commit(r, "this code")}
     f = r / COMMENT_FILE
-    f.write_text(f.read_text() + "\n# a comment: no number changes\n")
-    shas["B"] = _commit(r, "a comment")
+    f.write_text(f.read_text() + "\n_UNUSED = 1  # code that changes no number\n")
+    shas["B"] = _commit(r, "an unused constant")
     g = r / NUMBERS_FILE
     text = g.read_text()
     assert NUMBERS_FROM in text
@@ -68,7 +69,7 @@ def test_code_hash_at_a_commit_is_the_checkout_hash_and_finds_its_commit(repo):
     here = store.code_hash(exp)
     assert reference.code_hash_at(exp, shas["A"], r) == here
     hb, hc = reference.code_hash_at(exp, shas["B"], r), reference.code_hash_at(exp, shas["C"], r)
-    assert len({here, hb, hc}) == 3  # a comment changes the code hash, as any source change does
+    assert len({here, hb, hc}) == 3  # any change to the code's syntax tree changes the code hash
     # newest first: A's hash is only at A, B's only at B
     assert reference.find_commit(exp, here, repo=r) == shas["A"]
     assert reference.find_commit(exp, hb, repo=r) == shas["B"]

@@ -55,10 +55,11 @@ so adding a ``paper`` config changes no quick or full result's config hash.
 The provenance's ``runs`` and ``run_steps`` are counted by the trainer engine while each unit
 runs (:func:`dpcompanion.training.trainers.engine.tally`), not reported by the unit. The results store
 (:mod:`dpcompanion.experiments.store`) runs the units on an executor, saves the payload and
-decides freshness; the code hash covers the module defining ``run_unit``/``units``/
-``combine`` and every dpcompanion module it imports, transitively (read from the sources,
-imports inside functions included), so an experiment lists no dependencies by hand: a
-module it uses is one it imports. :func:`register` adds an experiment
+decides freshness; the code hash covers what computes the result: of the module defining
+``run_unit``/``units``/``combine``, those functions, ``CONFIGS`` and the top-level names they
+use (not the rules, margins, sentences or page code beside them), and every dpcompanion module
+they use, transitively (read from the sources, imports inside functions included), so an
+experiment lists no dependencies by hand: a module it uses is one it imports. :func:`register` adds an experiment
 defined outside the package (tests).
 """
 

@@ -94,12 +94,16 @@ sorted, floats by ``repr``, ints and strings tagged, arrays by dtype, shape and 
 does not cover provenance, times or paths, so the same config and seed give the same digest
 on any executor.
 
-**code hash** (:func:`code_hash`, :func:`code_files`): the sha256 of the source of the experiment's module and
-of every ``dpcompanion`` module it imports, transitively (found by reading the imports
-with ``ast``, at top level and inside functions: an experiment lists no dependencies by
-hand). The store itself is left out (it stores numbers, it does not
-make them), so are the verdict rules (:mod:`dpcompanion.experiments.comparisons`: they judge
-numbers), and so is everything the experiment does not import: the book layer (plotting,
+**code hash** (:func:`code_hash`, :func:`code_files`): the sha256 of the code that computes the
+result. Of an experiment module it covers only ``units``, ``run_unit``, ``combine``,
+``CONFIGS`` and the top-level names they use, transitively: its rules, margins, quotations,
+sentences and page code judge or show a result, and editing them stales none. Every other
+``dpcompanion`` module they use counts whole, with the modules it imports (found by reading
+the imports with ``ast``, at top level and inside functions: an experiment lists no
+dependencies by hand), as its syntax tree without docstrings, so an edited comment or
+docstring stales nothing either. The store itself is left out (it stores numbers, it does
+not make them), so are the verdict rules (:mod:`dpcompanion.experiments.comparisons`: they
+judge numbers), and so is everything the computation does not use: the book layer (plotting,
 report) in particular, so editing a figure never invalidates a result. The store's
 :data:`RUN_POLICY` (every unit runs single-threaded) is hashed with them.
 

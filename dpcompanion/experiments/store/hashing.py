@@ -7,9 +7,13 @@ the code that made it (see the package docstring, :mod:`dpcompanion.experiments.
   any executor;
 * :func:`config_hash`: the same encoding of the config, floats rounded to
   :data:`CONFIG_DIGITS` significant digits;
-* :func:`code_files` / :func:`code_hash`: the sources of the experiment's module and of every
-  ``dpcompanion`` module it imports, transitively (read with ``ast``, imports inside
-  functions included: an experiment lists no dependencies by hand), less
+* :func:`code_files` / :func:`code_hash`: the code that computes the result: of an experiment
+  module only its ``units``, ``run_unit``, ``combine``, ``CONFIGS`` and the top-level names they
+  use, transitively (its rules, margins, quotations, sentences and page code are left out, so
+  editing how a result is judged or shown stales no result); every other ``dpcompanion``
+  module they use counts whole, with the modules it imports (read with ``ast``, imports
+  inside functions included: an experiment lists no dependencies by hand); comments, layout
+  and docstrings never count (a module's syntax tree without docstrings); less
   :data:`CODE_HASH_EXCLUDE`, with the executors' :data:`RUN_POLICY`.
 """
 
@@ -28,7 +32,8 @@ import numpy as np
 from dpcompanion.experiments import base
 from dpcompanion.experiments.store.executors import RUN_POLICY
 
-__all__ = ["digest", "config_hash", "code_files", "code_hash", "code_files_at", "code_hash_of", "walk_code", "TIME_KEYS", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE",
+__all__ = ["digest", "config_hash", "code_files", "code_hash", "code_files_at", "code_hash_of", "walk_code",
+           "COMPUTE_NAMES", "normalized_sha", "TIME_KEYS", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE",
            "PKG"]
 
 PKG = Path(__file__).resolve().parents[2]
@@ -170,29 +175,228 @@ def imports_in_source(source_sha: str, source: bytes, module: str, is_pkg: bool)
     return frozenset(out)
 
 
-def walk_code(roots, source_of) -> dict[str, str]:
-    """``{module: sha256 of its source}`` for the modules ``roots`` and every module they
-    import, transitively, minus :data:`CODE_HASH_EXCLUDE`. ``source_of(name)`` gives a module's
-    ``(source bytes, is_pkg)``, or None for a module that is not there (outside the package,
-    or a name imported from a module rather than a module): the one walk behind
-    :func:`code_files` (this checkout's files) and :func:`code_files_at` (a commit's)."""
-    todo = list(roots)
-    seen: dict[str, str] = {}
+#: the names of an experiment module its result is computed from (besides the functions named
+#: by the experiment's ``units``, ``run_unit`` and ``combine``): the rest of the module (rules,
+#: margins, quotations, sentences, page code) judges or shows a result and is left out of the hash
+COMPUTE_NAMES = ("CONFIGS",)
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    """``tree`` with the docstring of every module, class and function removed (in place)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(source_sha: str, source: bytes, module: str) -> ast.Module:
+    return ast.parse(source, filename=module)
+
+
+def normalized_sha(source: bytes, module: str) -> str:
+    """sha256 of a module's code as Python runs it: its syntax tree without comments, layout or
+    docstrings (an edited comment or docstring changes no result)."""
+    tree = _strip_docstrings(ast.parse(source, filename=module))
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+
+
+def _is_experiment_module(tree: ast.Module) -> bool:
+    """A module that declares an experiment (a top-level ``EXPERIMENT = ...``)."""
+    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EXPERIMENT" for t in n.targets)
+               for n in tree.body)
+
+
+def _bound_names(node: ast.stmt) -> set[str]:
+    """The top-level names a statement binds (a def, a class, an assignment's names, an import's
+    aliases, those of a compound statement's body)."""
+    out: set[str] = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            out.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(t, (ast.Name, ast.Tuple, ast.List)))
+        return out
+    for field in ("body", "orelse", "finalbody", "handlers"):
+        for child in getattr(node, field, []) or []:
+            if isinstance(child, ast.stmt):
+                out |= _bound_names(child)
+            elif isinstance(child, ast.ExceptHandler):
+                for c in child.body:
+                    out |= _bound_names(c)
+    return out
+
+
+def _import_targets(node: ast.stmt, module: str, is_pkg: bool) -> dict[str, tuple[str, str | None]]:
+    """``{alias: (module, attribute or None)}`` of an import statement: ``import a.b as x`` binds
+    ``x`` to module ``a.b``; ``from a import y`` binds ``y`` to ``(a, y)`` (a name of ``a``, or its
+    submodule ``a.y``)."""
+    out: dict[str, tuple[str, str | None]] = {}
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            out[a.asname or a.name.split(".")[0]] = (a.name if a.asname else a.name.split(".")[0], None)
+    elif isinstance(node, ast.ImportFrom):
+        pkg = module if is_pkg else module.rpartition(".")[0]
+        if node.level:
+            anchor = pkg.split(".")
+            anchor = anchor[: len(anchor) - (node.level - 1)]
+            mod = ".".join(anchor + ([node.module] if node.module else []))
+        else:
+            mod = node.module or ""
+        for a in node.names:
+            out[a.asname or a.name] = (mod, a.name)
+    return out
+
+
+def _slice(tree: ast.Module, module: str, is_pkg: bool,
+           wanted: set[str]) -> tuple[str, set[tuple[str, str | None, str | None]]]:
+    """The part of an experiment module that computes its result: the top-level statements that
+    bind a name in ``wanted`` and, transitively, every top-level name they use (and any
+    top-level statement that changes one of them), docstrings removed. Returns the sha256 of
+    that slice and what it uses elsewhere: ``(module, name, attribute)``, an imported ``name`` of
+    ``module`` (None: the module itself) and the ``attribute`` read from it (None: used bare)."""
+    stmts = list(tree.body)
+    binds = [_bound_names(s) for s in stmts]
+    imports: dict[str, tuple[str, str | None]] = {}
+    for s in stmts:
+        imports.update(_import_targets(s, module, is_pkg))
+    reached: set[str] = set()
+    todo = list(wanted)
+    keep: set[int] = set()
+    outside: set[tuple[str, str | None, str | None]] = set()
+
+    def use(node: ast.AST) -> None:
+        bases = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in imports:
+                bases.add(id(n.value))
+                outside.add((*imports[n.value.id], n.attr))
+        for n in ast.walk(node):
+            if isinstance(n, (ast.Import, ast.ImportFrom)):  # an import inside a function
+                for mod, attr in _import_targets(n, module, is_pkg).values():
+                    outside.add((mod, attr, None))
+            elif isinstance(n, ast.Name) and id(n) not in bases:
+                if n.id in imports:
+                    outside.add((*imports[n.id], None))
+                elif n.id not in reached:
+                    todo.append(n.id)
+
+    while True:
+        while todo:
+            name = todo.pop()
+            if name in reached or name in imports:
+                continue
+            hit = [i for i, b in enumerate(binds) if name in b]
+            if not hit:
+                continue  # a builtin or a local name
+            reached.add(name)
+            for i in hit:
+                if i not in keep:
+                    keep.add(i)
+                    use(stmts[i])
+        # a top-level statement that changes a reached name (``CONFIGS["paper"] = ...``, ``X.update(...)``)
+        more = [i for i, s in enumerate(stmts) if i not in keep and not binds[i]
+                and not isinstance(s, (ast.Import, ast.ImportFrom))
+                and any(isinstance(n, ast.Name) and n.id in reached for n in ast.walk(s))]
+        if not more:
+            break
+        for i in more:
+            keep.add(i)
+            use(stmts[i])
+    body = [_strip_docstrings(ast.Module(body=[stmts[i]], type_ignores=[])) for i in sorted(keep)
+            if not isinstance(stmts[i], (ast.Import, ast.ImportFrom))]
+    sha = hashlib.sha256(json.dumps([ast.dump(b) for b in body]).encode()).hexdigest()
+    return sha, outside
+
+
+def walk_code(roots, source_of, names=None) -> dict[str, str]:
+    """``{module: sha256 of its code}`` for the modules ``roots`` and every module they use,
+    transitively, minus :data:`CODE_HASH_EXCLUDE`. An experiment module (one that declares
+    ``EXPERIMENT``) counts only the part that computes its result (:func:`_slice`: the names
+    ``names[module]``, default :data:`COMPUTE_NAMES`, and what they use); any other module
+    counts whole, as Python runs it (:func:`normalized_sha`), with every module it imports.
+    ``source_of(name)`` gives a module's ``(source bytes, is_pkg)``, or None for a module that
+    is not there (outside the package, or a name imported from a module rather than a
+    module): the one walk behind :func:`code_files` (this checkout's files) and
+    :func:`code_files_at` (a commit's)."""
+    names = dict(names or {})
     first = set(roots)
-    while todo:
-        m = todo.pop()
-        if m in seen or any(m == x or m.startswith(x + ".") for x in CODE_HASH_EXCLUDE):
-            continue
-        src = source_of(m)
-        if src is None:
-            if m in first:
-                raise ValueError(f"cannot find the source of module {m}")
-            continue
-        data, is_pkg = src
-        sha = hashlib.sha256(data).hexdigest()
-        seen[m] = sha
-        todo.extend(n for n in imports_in_source(sha, data, m, is_pkg)
-                    if n not in seen and module_paths(n) is not None)
+    wanted: dict[str, set[str]] = {m: set(COMPUTE_NAMES) | set(names.get(m, ())) for m in roots}
+    whole: list[str] = []
+    seen: dict[str, str] = {}
+    sliced_done: dict[str, frozenset[str]] = {}
+    sources: dict[str, tuple[bytes, bool, str] | None] = {}
+
+    def excluded(m: str) -> bool:
+        return any(m == x or m.startswith(x + ".") for x in CODE_HASH_EXCLUDE)
+
+    def source(m: str):
+        if m not in sources:
+            src = source_of(m) if (module_paths(m) is not None or m in first) else None
+            sources[m] = None if src is None else (src[0], src[1], hashlib.sha256(src[0]).hexdigest())
+        return sources[m]
+
+    def want(mod: str, attr: str | None) -> None:
+        """``mod``'s name ``attr`` (the whole ``mod`` for None)."""
+        if excluded(mod) or source(mod) is None:
+            return
+        parts = mod.split(".")
+        whole.extend(".".join(parts[:k]) for k in range(1, len(parts)))  # a submodule runs its parents
+        data, is_pkg, sha = source(mod)
+        if _is_experiment_module(_parsed(sha, data, mod)):
+            wanted.setdefault(mod, set(COMPUTE_NAMES))
+            if attr is not None:
+                wanted[mod].add(attr)
+            else:
+                wanted[mod] |= {b for s in _parsed(sha, data, mod).body for b in _bound_names(s)}
+        else:
+            whole.append(mod)
+
+    for m in roots:
+        if source(m) is None:
+            raise ValueError(f"cannot find the source of module {m}")
+        parts = m.split(".")
+        whole.extend(".".join(parts[:k]) for k in range(1, len(parts)))  # importing it runs its parents
+        if not _is_experiment_module(_parsed(source(m)[2], source(m)[0], m)):
+            whole.append(m)
+    while True:
+        progressed = False
+        for m in list(wanted):
+            if m in first or (source(m) is not None and _is_experiment_module(_parsed(source(m)[2], source(m)[0], m))):
+                data, is_pkg, sha = source(m)
+                key = frozenset(wanted[m])
+                if sliced_done.get(m) == key:
+                    continue
+                sliced_done[m] = key
+                progressed = True
+                seen[m], used = _slice(_parsed(sha, data, m), m, is_pkg, set(key))
+                for mod, name, attr in used:
+                    if name is not None and source(f"{mod}.{name}") is not None:
+                        want(f"{mod}.{name}", attr)  # a submodule, or one of its names
+                    elif name is None:
+                        want(mod, attr)
+                    else:
+                        want(mod, name)
+        while whole:
+            m = whole.pop()
+            if m in seen and m not in wanted or excluded(m) or source(m) is None:
+                continue
+            if m in wanted:
+                continue
+            data, is_pkg, sha = source(m)
+            seen[m] = normalized_sha(data, m)
+            progressed = True
+            for n in imports_in_source(sha, data, m, is_pkg):
+                if n not in seen and module_paths(n) is not None:
+                    want(n, None)
+        if not progressed:
+            break
     return dict(sorted(seen.items()))
 
 
@@ -207,7 +411,15 @@ def _source_here(name: str) -> tuple[bytes, bool] | None:
 
 def roots_of(exp: base.Experiment) -> list[str]:
     """The modules defining the experiment's ``run_unit``, ``combine`` and ``units``."""
-    return [exp.run_unit.__module__, exp.combine.__module__, exp.units.__module__]
+    return list(dict.fromkeys([exp.run_unit.__module__, exp.combine.__module__, exp.units.__module__]))
+
+
+def names_of(exp: base.Experiment) -> dict[str, set[str]]:
+    """Per root module (:func:`roots_of`), the names of the experiment's compute functions it defines."""
+    out: dict[str, set[str]] = {}
+    for f in (exp.units, exp.run_unit, exp.combine):
+        out.setdefault(f.__module__, set()).add(f.__name__)
+    return out
 
 
 def code_files(exp: base.Experiment) -> dict[str, str]:
@@ -215,7 +427,7 @@ def code_files(exp: base.Experiment) -> dict[str, str]:
     ``run_unit``, ``units`` and ``combine``), every dpcompanion module it imports
     (transitively, imports inside functions included), minus :data:`CODE_HASH_EXCLUDE`."""
     try:
-        return walk_code(roots_of(exp), _source_here)
+        return walk_code(roots_of(exp), _source_here, names_of(exp))
     except ValueError as exc:
         raise ValueError(f"experiment {exp.id}: {exc}") from None
 
@@ -238,7 +450,7 @@ def code_files_at(exp: base.Experiment, read) -> dict[str, str]:
             if data is not None:
                 return data, is_pkg
         return None
-    return walk_code(roots_of(exp), source_of)
+    return walk_code(roots_of(exp), source_of, names_of(exp))
 
 
 def code_hash_of(files: dict[str, str]) -> str:

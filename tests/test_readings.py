@@ -23,7 +23,6 @@ from dpcompanion.theory import adp_accounting
 DISAGREES = {
     ("h-f-theory", "T minimising the dynamic bound, kappa=10, alpha=0.001 (Thm 4.4)"),
     ("h-f-theory", "Eq. 24's T as kappa -> infinity, alpha = 0.1 (text after Eq. 9)"),
-    ("h-f-theory", "minimal uniform bound / minimal dynamic bound, kappa=10, alpha=0.001"),
     ("accounting", "R from the Sec. 4.1.3 inversion as printed"),
     ("accounting", "Sec. 4.1.3: R_zCDP > R_MA = eps^2/ln(1/delta)"),
     ("h-sec-4-2", "largest eta0 for beta = 0.9, gamma = 0.99 (text after Thm 4.5)"),

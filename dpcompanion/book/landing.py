@@ -128,7 +128,7 @@ def findings_markdown(experiments: Sequence[tuple[str, str, str, Sequence[dict[s
 
 #: the columns of the landing page's counts: the ``setup`` criterion, then our own code apart
 SCOPE_LABELS = {"paper's": "the paper's setup", "reduced": "its data and model, smaller",
-                "another": "another data set or model", "own code": "checks of our own code"}
+                "another": "another setup (data, model or tuning)", "own code": "checks of our own code"}
 
 
 def scope_counts_markdown(rows: Iterable[dict[str, Any]]) -> str:
@@ -138,7 +138,7 @@ def scope_counts_markdown(rows: Iterable[dict[str, Any]]) -> str:
 
     >>> print(scope_counts_markdown([{"outcome": "success", "setup": "paper's", "rule": "a/b", "paper": "p"},
     ...                              {"outcome": "failure", "setup": "another", "rule": "a/b", "paper": "p"}]))
-    | outcome | the paper's setup | another data set or model | all |
+    | outcome | the paper's setup | another setup (data, model or tuning) | all |
     | --- | --- | --- | --- |
     | success | 1 | 0 | 1 |
     | failure | 0 | 1 | 1 |

@@ -101,7 +101,8 @@ STORED_SIZES = {"trials": lambda p: {a["trainer"]: a["trials"] for a in p["audit
 
 def _judge_claim(*, epsilon_claimed: float, delta: float, epsilon_lower: float, passed: bool) -> Judgement:
     return Judgement("agrees" if passed else "disagrees", "95% lower bound; below the claim = not refuted (not proved)",
-                     ours=f"{epsilon_lower:.4g}", printed=f"({epsilon_claimed:.4g}, {delta:g})-DP (the ledger's claim)")
+                     ours=f"epsilon >= {epsilon_lower:.4g} (95% lower bound)",
+                     printed=f"({epsilon_claimed:.4g}, {delta:g})-DP (the ledger's claim)")
 
 
 def _judge_power(*, flagged: Sequence[str], trainers: Sequence[str]) -> Judgement:

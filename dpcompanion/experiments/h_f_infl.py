@@ -255,12 +255,23 @@ def _judge_retrained_vs_analytic(*, q: Sequence[float], se: Sequence[float], ana
                          ours=f"retrained q_t resolved (> {Z:g} se) at {T - t0} of {T} steps")
     w = 1.0 / np.maximum(se[t0:], 1e-300) ** 2
     a = float(np.sum(w * q[t0:] * an[t0:]) / np.sum(w * an[t0:] ** 2))
-    v = by_ratio(1.0, a, agree=INFL_RATIO[0], partly=INFL_RATIO[1])
-    return Judgement(v, f"fitted with weights 1/se^2 over the steps from which every retrained q_t exceeds {Z:g} "
-                     f"standard errors (before t = {t0 + 1} the analytic q_t, {an[0]:.2g} at t = 1, is below the "
-                     "retraining noise); " + clipped,
-                     ours=f"retrained = {a:.3g} x analytic over t = {t0 + 1}..{T}; steepness q_T / q_{t0 + 1}: "
-                          f"retrained {q[-1] / q[t0]:.3g}, analytic {an[-1] / an[t0]:.3g}")
+    # the shape: the ratio retrained / analytic at every resolved step, against the fitted factor
+    # (one weighted factor alone is decided by the last, best-resolved steps)
+    r = q[t0:] / an[t0:]
+    worst = float(np.max(np.maximum(r / a, a / r))) if a > 0 and np.all(r > 0) else math.inf
+    order = ("agrees", "partly", "disagrees")
+    v = max(by_ratio(1.0, a, agree=INFL_RATIO[0], partly=INFL_RATIO[1]),
+            by_ratio(1.0, worst, agree=INFL_RATIO[0], partly=INFL_RATIO[1]) if math.isfinite(worst) else "disagrees",
+            key=order.index)
+    i_lo, i_hi = int(np.argmin(r)), int(np.argmax(r))
+    return Judgement(v, f"the factor fitted with weights 1/se^2 over the steps from which every retrained q_t exceeds "
+                     f"{Z:g} standard errors (before t = {t0 + 1} the analytic q_t, {an[0]:.2g} at t = 1, is below the "
+                     f"retraining noise), and the shape: the ratio at every one of those steps within the same factor "
+                     f"of the fitted one (it runs from {r[i_lo]:.3g} at t = {t0 + i_lo + 1} to {r[i_hi]:.3g} at "
+                     f"t = {t0 + i_hi + 1}); " + clipped,
+                     ours=f"retrained = {a:.3g} x analytic over t = {t0 + 1}..{T}, the ratio from {r[i_lo]:.3g} to "
+                          f"{r[i_hi]:.3g}; steepness q_T / q_{t0 + 1}: retrained {q[-1] / q[t0]:.3g}, analytic "
+                          f"{an[-1] / an[t0]:.3g}")
 
 
 def _judge_flatter(*, q_logistic: Sequence[float], se_logistic: Sequence[float], q_squared: Sequence[float],
@@ -330,8 +341,9 @@ RULES: tuple[Rule, ...] = (
     Rule("h-f-infl/retrained-vs-analytic", "squared loss: retrained q_t vs the analytic q_t (Hessian)",
          "the ICLR submission, App. D, Results (Fig. 3 middle): the squared loss's q_t, computed analytically from the Hessian "
          "eigenvalues, rises steeply (no number printed)",
-         f"ours vs ours: fitted factor retrained/analytic over the resolved steps (q_t > {Z:g} se) within "
-         f"{INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly; fewer than 3 resolved steps: not comparable",
+         f"ours vs ours: the fitted factor retrained/analytic over the resolved steps (q_t > {Z:g} se), and the "
+         f"ratio at each of those steps against it, both within {INFL_RATIO[0]:g} agrees, {INFL_RATIO[1]:g} partly, "
+         "else disagrees (the shapes differ); fewer than 3 resolved steps: not comparable",
          _judge_retrained_vs_analytic,
          case=Case("retrained q_t = analytic q_t (factor within 1.5) where resolved",
                    {"q": [-5e-10, 3e-10, 1e-6, 2e-6, 4e-6], "se": [1e-9] * 5,

@@ -190,7 +190,8 @@ def verdict_rows(payload) -> list[dict]:
         note = f"T {r['T']}, N {r['N']}, every {r['step_every']}th step, {r['repeats']} repeats vs every step, 100 repeats"
         out.append(comparisons.compare("h-f-infl-extra/increasing", sizes_match=r["sizes_match"], sizes_note=note,
                                        item=f"{k}: q_t late vs early", diff=r["late_minus_early"],
-                                       se=r["late_minus_early_se"]))
+                                       se=r["late_minus_early_se"], negative=int(np.sum(np.asarray(r["q"]) < 0)),
+                                       steps=int(np.asarray(r["q"]).size)))
     return out
 
 
@@ -209,10 +210,15 @@ PAPER_DIMS = hong_setup({
 })
 
 
-def _judge_late_early(*, diff: float, se: float) -> Judgement:
-    """``diff``: mean influence over the last third of the steps minus the first third."""
+def _judge_late_early(*, diff: float, se: float, negative: int = 0, steps: int = 0) -> Judgement:
+    """``diff``: mean influence over the last third of the steps minus the first third;
+    ``negative`` of the ``steps`` estimated q_t below zero (said beside the word: an influence is
+    a coefficient on sigma_t^2, so a negative estimate is noise or a poor quadratic fit)."""
     j = judge_effect(diff, se, direction=+1)
-    return j.for_row(f"late - early = {diff:.3g} ± {se:.2g}")
+    caveat = (f"; {negative} of {steps} estimated q_t are negative (an influence is a coefficient on sigma_t^2: "
+              "estimates within their noise, or where the quadratic fits poorly)" if negative else "")
+    return j.for_row(f"late - early = {diff:.3g} ± {se:.2g}" + (f"; {negative} of {steps} q_t negative" if negative else ""),
+                     remark=caveat)
 
 
 #: the rules of this page (issue 32: declared with the experiment, collected by

@@ -42,7 +42,7 @@ from dpcompanion.experiments import base
 __all__ = ["Dim", "STEPS_RATIO", "scale_of", "at_paper_scale", "comparability", "scaled_ids", "stored_sizes",
            "size_mismatches", "config_key", "config_range", "config_steps", "payload_cells", "payload_runs",
            "payload_seeds", "hong_setup", "H_SETUP", "H_REPEATS", "H_MNIST35", "H_DNN_WIDTH", "W_TRAIN", "W_SEEDS",
-           "W_MODEL", "W_STEPS", "W_LAYERS", "W_TABLE_DIMS", "W_TABLE_STORED"]
+           "W_MODEL", "W_STEPS", "W_LAYERS", "W_TABLE_DIMS", "W_TABLE_STORED", "beyond_scale"]
 
 #: issue 33: our number of steps matches the paper's when within this factor of it (either way):
 #: a run of half or twice the paper's steps is the same regime, one 25 times shorter is not
@@ -337,3 +337,31 @@ def at_paper_scale(scale: dict[str, dict]) -> bool:
     """
     printed = [d["match"] for d in scale.values() if d.get("match") is not None]
     return bool(printed) and all(printed)
+
+
+def beyond_scale(scale: dict, tuning: list) -> tuple[dict, bool]:
+    """``(scale, beyond)`` for one row: where the row's tuning records searched beyond the range
+    the paper states (``setting == "beyond"``), each of the scale block's range dimensions of a
+    tuned parameter (``"T range"``, ``"T range (DNN row)"``) shows the range searched, marked as
+    not matching, and ``beyond`` is True: such a row's setup is not the paper's.
+
+    >>> s = {"T range": {"paper": [50, 150], "ours": [50, 150], "match": True}}
+    >>> t = [{"param": "T", "setting": "beyond", "grid_min": 50.0, "grid_max": 300.0}]
+    >>> new, b = beyond_scale(s, t); new["T range"]["ours"], new["T range"]["match"], b
+    ([50, 300], False, True)
+    >>> beyond_scale(s, [{"param": "T", "setting": "paper", "grid_min": 50.0, "grid_max": 150.0}])[1]
+    False
+    """
+    recs = [t for t in tuning if t.get("setting") == "beyond"]
+    if not recs:
+        return scale, False
+    out = dict(scale)
+    for name, d in scale.items():
+        param = name.split(" range")[0] if " range" in name else None
+        lims = [(t["grid_min"], t["grid_max"]) for t in recs if param and t.get("param") == param
+                and t.get("grid_min") is not None and t.get("grid_max") is not None]
+        if lims:
+            lo, hi = min(a for a, _ in lims), max(b for _, b in lims)
+            out[name] = {**d, "ours": [int(lo) if float(lo).is_integer() else lo, int(hi) if float(hi).is_integer() else hi],
+                         "match": False}
+    return out, True

@@ -161,7 +161,7 @@ PAPER_DIMS = {
                  lambda c: "CNN" if str(c.get("model", "")).startswith("cnn") else c.get("model"), setup=True),
     "seeds": Dim(None, "Wu et al., App. F.3: not printed",
                  lambda c: int(c.get("seeds", 1)) * int(c.get("replicates", 1))),
-    "epochs": Dim(50, "Wu et al., Fig. 4: \"sigma = 1.6 for 50 epochs\"", config_key("epochs")),
+    "epochs": Dim(50, "Wu et al., Fig. 4 (a)-(d): each sigma \"for 50 epochs\"", config_key("epochs")),
     "steps": Dim(None, "Wu et al., App. F.3: not printed (MNIST's 60,000 images for 50 epochs at batch 256 would be "
                  "11,750; ours: ceil(N / 256) epochs)", config_steps("epochs", "n_train", per_epoch_ceil=True),
                  setup=True, ratio=STEPS_RATIO),

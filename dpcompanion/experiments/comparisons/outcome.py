@@ -14,7 +14,7 @@ separately (:data:`CRITERIA`, each with its allowed values):
   ``stated`` (a direction the text or a figure states, no number), ``exact`` (a printed value
   without sampling noise), ``none`` (nothing of the paper's to weigh);
 * ``setup``: ``paper's`` (the paper's data, model and scale, or computed at its parameters),
-  ``reduced`` (the same data and model, smaller), ``another`` (another data set or model);
+  ``reduced`` (the same data and model, smaller), ``another`` (another data set, model or tuning protocol);
 * ``sign``: our interval excludes zero on the ``paper's side``, on the ``other side``, or
   ``neither``; ``n/a`` for a row without an interval about a direction;
 * ``size``, where the paper printed one: ours ``compatible`` with it, ``smaller``, ``larger``

@@ -59,7 +59,7 @@ from dpcompanion.experiments.comparisons.rows import decided
 from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
-           "power_rows", "beyond_scale", "sentence", "SAME_PRINTED", "one_verdict_per_printed_number", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "outcome_counts", "setup_of",
+           "power_rows", "sentence", "SAME_PRINTED", "one_verdict_per_printed_number", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "outcome_counts", "setup_of",
            "SETUP_RANK", "outcome_words", "SETUP_WORDS", "EFFECT_WORDS",
            "TREND_WORDS"]
 
@@ -128,37 +128,9 @@ def setup_of(comparable: str | None, *, mode: str | None, at_paper_scale: bool |
     return "paper's" if mode == "computed" or at_paper_scale else "reduced"
 
 
-def beyond_scale(scale: dict, tuning: list) -> tuple[dict, bool]:
-    """``(scale, beyond)`` for one row: where the row's tuning records searched beyond the range
-    the paper states (``setting == "beyond"``), each of the scale block's range dimensions of a
-    tuned parameter (``"T range"``, ``"T range (DNN row)"``) shows the range searched, marked as
-    not matching, and ``beyond`` is True: such a row's setup is not the paper's.
-
-    >>> s = {"T range": {"paper": [50, 150], "ours": [50, 150], "match": True}}
-    >>> t = [{"param": "T", "setting": "beyond", "grid_min": 50.0, "grid_max": 300.0}]
-    >>> new, b = beyond_scale(s, t); new["T range"]["ours"], new["T range"]["match"], b
-    ([50, 300], False, True)
-    >>> beyond_scale(s, [{"param": "T", "setting": "paper", "grid_min": 50.0, "grid_max": 150.0}])[1]
-    False
-    """
-    recs = [t for t in tuning if t.get("setting") == "beyond"]
-    if not recs:
-        return scale, False
-    out = dict(scale)
-    for name, d in scale.items():
-        param = name.split(" range")[0] if " range" in name else None
-        lims = [(t["grid_min"], t["grid_max"]) for t in recs if param and t.get("param") == param
-                and t.get("grid_min") is not None and t.get("grid_max") is not None]
-        if lims:
-            lo, hi = min(a for a, _ in lims), max(b for _, b in lims)
-            out[name] = {**d, "ours": [int(lo) if float(lo).is_integer() else lo, int(hi) if float(hi).is_integer() else hi],
-                         "match": False}
-    return out, True
-
-
 def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result: dict, payload: Any = None,
          result_cpu_s: float | None = None, repeats_key: str | None = None) -> dict:
-    scale, beyond = beyond_scale(scale, tuning)
+    scale, beyond = scale_mod.beyond_scale(scale, tuning)
     comparable = r.get("comparable") or scale_mod.comparability(page, scale)[0]
     at_scale = scale_mod.at_paper_scale(scale) if scale else None
     setup = "another" if beyond else setup_of(comparable, mode=result.get("mode"), at_paper_scale=at_scale)
@@ -195,8 +167,10 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
                 if dated["status"] == margin_dates.AFTER and dated["committed"] else "")
     if r.get("headline"):  # W-LADDER's top rung (issue 33, item 5)
         out["headline"] = r["headline"]
-    if r.get("reading"):  # the closest reading of a printed number (issue 33, item 8; comparisons.readings)
+    if r.get("reading"):  # the closest reading of a printed number (comparisons.readings)
         out["reading"] = r["reading"]
+    if r.get("paper_source"):  # "formula": the paper's value is what its printed formula gives
+        out["paper_source"] = r["paper_source"]
     out["next_step"] = next_steps(tuning, payload)
     out["scope"] = scope_of(out)
     out["sentence"] = sentence(out)
@@ -413,7 +387,7 @@ READABLE = (
 )
 #: the setups in words (the ``setup`` criterion, :mod:`.outcome`)
 SETUP_WORDS = {"paper's": "the paper's setup", "reduced": "the paper's data and model at a smaller scale",
-               "another": "another data set or model than the paper's"}
+               "another": "another setup than the paper's (data set, model, or tuning protocol)"}
 
 
 def outcome_words(row: dict) -> str:
@@ -421,7 +395,7 @@ def outcome_words(row: dict) -> str:
     ``paper_evidence``, ``setup``, ``sign``, ``size``, ``absence`` of :mod:`.outcome`).
 
     >>> outcome_words(dict(verdict="sign only", claim="effect", setup="another", size="not testable", sign="paper's side"))
-    "sign only: ours is on the paper's side of zero; the paper's size is not testable in another data set or model than the paper's"
+    "sign only: ours is on the paper's side of zero; the paper's size is not testable in another setup than the paper's (data set, model, or tuning protocol)"
     >>> outcome_words(dict(verdict="not reproduced", claim="effect", absence="shown", sign="neither", size="n/a"))
     'not reproduced: TOST puts our effect within its margin of zero, where the paper claims an effect'
     """
@@ -527,7 +501,11 @@ def _scale_words(row: dict) -> str:
         return "computed exactly"
     if row.get("at_paper_scale"):
         return "at the paper's scale"
-    return "in a run smaller than the paper's" if mode in ("full", "quick") else "with no stored run"
+    if mode in ("full", "quick"):
+        return "in a run smaller than the paper's"
+    if mode == "paper":
+        return "at the paper's sizes, in a setup that departs from the paper's"
+    return "with no stored run"
 
 
 def _why_not(row: dict) -> str:
@@ -599,7 +577,8 @@ def sentence(row: dict) -> str:
         f = w["factor"]
         sg = lambda x: ("+" if x >= 0 else "-") + _num(x)  # noqa: E731 (a slope reads best signed)
         return _cap(f"{span}, {w['what']} changes by {sg(est * f)}{w['unit']} per doubling of N "
-                    f"({name} {sg(lo * f)} to {sg(hi * f)}), {scale}; {TREND_PAPER}: {verdict}.")
+                    f"({name} {sg(lo * f)} to {sg(hi * f)}), {scale}{_per_N_signs(str(o.get('text', '')))}; "
+                    f"{TREND_PAPER}: {verdict}.")
     if rule in EFFECT_WORDS and has_ci:
         w = EFFECT_WORDS[rule]
         f = w["factor"]
@@ -627,7 +606,9 @@ def sentence(row: dict) -> str:
         ours = f"we compute {est:.4g}"
     else:
         ours = f"we find {readable(o.get('text', '')) or 'nothing to show'}"
-    if pv is not None:
+    if pv is not None and row.get("paper_source") == "formula":
+        paper = f"the paper's formula gives {pv:.4g}"
+    elif pv is not None:
         paper = f"the paper prints {pv:.4g}"
     elif scope_of(row) == "own code":
         paper = "a check of our own code, not a claim of the paper"
@@ -635,6 +616,24 @@ def sentence(row: dict) -> str:
         p = readable(row.get("paper", "")).strip()
         paper = f"the paper: {p}" if p else "the paper states nothing to compare"
     return _cap(f"{item}: {ours}, {scale}; {paper}: {verdict}.")
+
+
+def _per_N_signs(text: str) -> str:
+    """Which way the gap leans at each N of a trend row (``N=250: +0.0148 ± 0.00058; ...``, the
+    gap positive where exp is ahead): where its 95% interval excludes zero on either side.
+
+    >>> _per_N_signs("N=250: +0.005 ± 0.0005; N=500: +0.0034 ± 0.0004; N=1000: -2e-05 ± 0.0003; N=2000: -0.003 ± 0.0004")
+    '; per N, exp is ahead at N = 250, 500 and behind at N = 2000 (95% intervals; neither at N = 1000)'
+    """
+    ahead, behind, neither = [], [], []
+    for n, est, se in re.findall(r"N=(\d+): ([+-]?[\d.eE+-]+) ± ([\d.eE+-]+)", text):
+        e, s = float(est), float(se)
+        (ahead if e - 1.96 * s > 0 else behind if e + 1.96 * s < 0 else neither).append(n)
+    if not (ahead or behind):
+        return ""
+    parts = [f"ahead at N = {', '.join(ahead)}" if ahead else "", f"behind at N = {', '.join(behind)}" if behind else ""]
+    tail = f"; neither at N = {', '.join(neither)}" if neither else ""
+    return f"; per N, exp is {' and '.join(p for p in parts if p)} (95% intervals{tail})"
 
 
 def _cap(s: str) -> str:
@@ -700,6 +699,12 @@ def next_steps(tuning: Iterable[dict], payload: Any = None) -> dict | None:
                                              else f"{t.get('method')}'s {t.get('param')}{where} (beyond the search's limit)")})
     if not steps:
         return None
+    if all(s["next"] is None for s in steps):  # every search ended at its own limit: no step within it is left
+        where = sorted({str(s["cell"]) for s in steps if s["cell"]})
+        return {"steps": steps, "cpu_s": None,
+                "text": readable(f"the searches of {', '.join(sorted({str(s['method']) + chr(39) + 's ' + str(s['param']) for s in steps}))}"
+                                 f" reached their own limit at {len(where)} cells ({', '.join(where)}): deciding it "
+                                 "would need a search beyond that limit")}
     known = [s["cpu_s"] for s in steps if s["cpu_s"] is not None]
     total = sum(known) if len(known) == len(steps) else None
     cost = (f"would cost about {total / 3600:.1f} CPU hours on the tuning data" if total is not None and total >= 3600 else

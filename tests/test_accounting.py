@@ -284,14 +284,14 @@ def test_rdp_protocol_helpers_calibrate_and_refuse_the_last_order():
     np.testing.assert_allclose(rows.sum(0), numerical_accounting.rdp_curve(sigma=[2.0, 3.0, 2.0], sampling_rate=0.2, orders=orders))
 
 
-# ------------------------------------------------------------------ issue 30: ranges of the accountants
+# ------------------------------------------------------------------ ranges of the accountants
 
 
 @pytest.mark.parametrize("epsilon", [1e-6, 0.003, 4000.0, 1e6])
 def test_R_accountant_rdp_outside_the_old_bracket(epsilon):
     """Below about 0.0038 or above about 3077 (delta 1e-5) RDP at its fixed orders is looser
     than zCDP and the root bracket [0.99 R_zcdp, 1.01 R_exact] held no sign change ("f(a) and
-    f(b) must have different signs", issue 30): widened, the root is the boundary of the
+    f(b) must have different signs"): widened, the root is the boundary of the
     budgets within epsilon (to the root-finder's 1e-7 in log R; RDP's epsilon jumps from 0 to
     about 0.0035 at delta 1e-5, so every smaller target has the same R)."""
     R = numerical_accounting.R_accountant(epsilon=epsilon, delta=1e-5, accountant="rdp")
@@ -303,7 +303,7 @@ def test_R_accountant_rdp_outside_the_old_bracket(epsilon):
 def test_pld_keeps_its_discretisation_up_to_R0_and_bounds_it_above():
     """Up to PLD_R0 the full-batch pld epsilon is dp-accounting's at its default discretisation,
     to the bit; above, the interval grows with R (bounded size; at R = 1000 the default took 26 s
-    and 2.6 GB, issue 30) and the value stays a valid upper bound, within 1e-3 of exact GDP."""
+    and 2.6 GB) and the value stays a valid upper bound, within 1e-3 of exact GDP."""
     for R in (0.5, 4.0, numerical_accounting.PLD_R0):
         assert numerical_accounting.epsilon_at_R(R=R, delta=1e-5, accountant="pld") == numerical_accounting.accountant_epsilon(
             sigma=[1 / math.sqrt(R)], delta=1e-5, accountant="pld")
@@ -315,7 +315,7 @@ def test_pld_keeps_its_discretisation_up_to_R0_and_bounds_it_above():
 
 def test_pld_past_its_range_is_refused_or_left_out():
     """R above PLD_MAX_R: epsilon_at_R and R_accountant refuse in one line naming the range; a
-    budget's epsilon_by_accountant leaves pld out instead of failing after training (issue 30)."""
+    budget's epsilon_by_accountant leaves pld out instead of failing after training."""
     from dpcompanion.theory.budget import Budget
 
     with pytest.raises(ValueError, match=r"R must be at most 1e\+06 for the pld accountant"):
@@ -328,7 +328,7 @@ def test_pld_past_its_range_is_refused_or_left_out():
 
 @pytest.mark.parametrize("delta", [5e-324, 1e-310, 2.2e-308])
 def test_subnormal_delta_is_refused(delta):
-    """A subnormal delta (1/delta overflows: rho 0 was printed for delta 5e-324, issue 30) is
+    """A subnormal delta (1/delta overflows: rho 0 was printed for delta 5e-324) is
     refused by every conversion, naming the smallest delta allowed."""
     for fn in (acc.dp_to_zcdp, acc.R_exact, acc.R_ma):
         with pytest.raises(ValueError, match=r"delta must be in \(0, 1\) and at least 2.2e-308"):
@@ -341,7 +341,7 @@ def test_subnormal_delta_is_refused(delta):
 def test_pld_delta_floor_against_exact():
     """The pld accountant is asked only at delta >= PLD_MIN_DELTA, where it is within 0.2 % of
     the exact Gaussian-DP epsilon (an independent closed form); below, dp-accounting's tail
-    truncation made it inf and the planner over-noised 10,000-fold (issue 30)."""
+    truncation made it inf and the planner over-noised 10,000-fold."""
     import math
 
     import pytest

@@ -309,7 +309,7 @@ def test_experiment_units_and_one_small_unit():
     json.dumps(out)  # the payload is JSON-able
 
 
-# ------------------------------------------------------------- the Gaussian-DP fit (issue 19)
+# ------------------------------------------------------------- the Gaussian-DP fit
 
 
 def test_gdp_mu_lower_bound_matches_the_normal_approximation_and_covers():
@@ -360,7 +360,7 @@ def test_gdp_bound_from_the_real_trainer_is_sound():
 
 
 def test_pgd_at_epsilon_2_is_tight_and_not_flagged():
-    """Acceptance (issue 19): pgd at (2, 1e-5), default trials (40,000, a few seconds): the
+    """Acceptance: pgd at (2, 1e-5), default trials (40,000, a few seconds): the
     Gaussian-DP bound is at least 80 % of the exact epsilon and the shipped trainer passes."""
     r = privacy_audit.run_audit(trainer="pgd", epsilon=2.0, delta=1e-5)
     assert r.trials == 40_000
@@ -455,11 +455,11 @@ def test_shipped_full_batch_scores_pass_the_model_check():
         assert r.gdp_fit["model_check"]["ok"] and r.epsilon_lower_gdp is not None
 
 
-# ------------------------------------------------------------------ the label canary (issue 30)
+# ------------------------------------------------------------------ the label canary
 
 
 def _old_cap_oracle(model, X, y, *, clip_norm, fast=None):
-    """The linear fast path as it was before issue 30: its cap from ``||x||``, without ``|2y - 1|``."""
+    """The linear fast path as it was before the fix: its cap from ``||x||``, without ``|2y - 1|``."""
     from dpcompanion.training.model_base import clip_scale, norms64
     from dpcompanion.training.trainers.oracles import LinearOracle
 
@@ -472,7 +472,7 @@ def _old_cap_oracle(model, X, y, *, clip_norm, fast=None):
 
 @pytest.mark.parametrize("label", [2.0, -1.0])
 def test_audit_canary_through_the_fast_path_with_s_3_contributes_at_most_C(label):
-    """issue 30: the audit's canary ``2C e_0`` labelled so that ``s = 2y - 1 = +-3``, fed to
+    """The audit's canary ``2C e_0`` labelled so that ``s = 2y - 1 = +-3``, fed to
     the linear fast path below the trainers' label check, adds at most C to the clipped sum
     (the old rule added 3 C)."""
     from dpcompanion.training.dense_models import DenseModel
@@ -495,7 +495,7 @@ def test_audit_canary_through_the_fast_path_with_s_3_contributes_at_most_C(label
 
 @pytest.mark.parametrize("label,loss", [(2.0, "squared"), (-1.0, "squared"), (5.0, "logistic"), (1.0, "squared")])
 def test_label_audit_passes_the_fast_path(label, loss):
-    """issue 30: the label canary's audit of the fast path as shipped: not flagged, the
+    """The label canary's audit of the fast path as shipped: not flagged, the
     canary's measured contribution is C (shift ratio 1 within 4 standard errors)."""
     r = privacy_audit.label_audit(label=label, loss=loss)
     assert r["fast_path"] and not r["flagged"] and r["passed"]
@@ -506,7 +506,7 @@ def test_label_audit_passes_the_fast_path(label, loss):
 
 @pytest.mark.parametrize("label", [2.0, -1.0])
 def test_label_audit_flags_the_fast_path_before_issue_30(monkeypatch, label):
-    """issue 30: the case that would have caught the bug: with the old cap (``||x||`` without
+    """The case that would have caught the bug: with the old cap (``||x||`` without
     the label) the canary enters with 3 C and the audit's lower bound refutes the claim."""
     monkeypatch.setattr(privacy_audit, "make_oracle", _old_cap_oracle)
     r = privacy_audit.label_audit(label=label)
@@ -520,14 +520,14 @@ def test_label_audit_flags_the_fast_path_before_issue_30(monkeypatch, label):
                                        ({"clip_norm": 0.0}, "clip_norm must be a finite number > 0, got 0.0"),
                                        ({"trials": 10}, "trials must be an integer in [200, 200000], got 10")])
 def test_label_audit_bad_input(kw, needle):
-    """issue 30: the label audit's inputs are refused in one line naming the parameter."""
+    """The label audit's inputs are refused in one line naming the parameter."""
     with pytest.raises(ValueError) as e:
         privacy_audit.label_audit(**kw)
     assert needle in str(e.value)
 
 
 def test_cli_label_audit_passes_the_shipped_fast_path(capsys):
-    """``audit --canary-label 2`` (issue 30): the canary's shift is 1 C, not 3 C, and the claim stands."""
+    """``audit --canary-label 2``: the canary's shift is 1 C, not 3 C, and the claim stands."""
     import json
 
     from dpcompanion import cli

@@ -71,7 +71,7 @@ def _check_round_ratios(reported, rounds, num, den):
 
 
 def _check_fastest_nonprivate(section, step_s, private, baselines):
-    """Issue 31 item 2: the private step over the fastest non-private step is, per round, the
+    """The private step over the fastest non-private step is, per round, the
     private time over the smallest baseline time of that round; its median is the reported key."""
     fastest = [min(step_s[b]["times_s"][i] for b in baselines) for i in range(len(step_s[private]["times_s"]))]
     _check_round_ratios(section["private_over_fastest_nonprivate"], section["private_over_fastest_nonprivate_rounds"],
@@ -84,7 +84,7 @@ def _check_fastest_nonprivate(section, step_s, private, baselines):
 
 
 def _check_profile(prof, record=None):
-    """Issue 31 item 3: every stage's time is positive, the shares add up to 1, the total is
+    """Every stage's time is positive, the shares add up to 1, the total is
     the sum of the stages; the stages' sum over the staged step timed whole, per round, and the
     total over the engine's step timed whole are recorded, not asserted: under load a
     preemption between two clock reads moves them (CONTRIBUTING: durations are never asserted)."""
@@ -134,7 +134,7 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
     seq = r["opacus"]["ghost"]["sequential"]
     assert seq["measured_runs"] <= 3 and seq["extrapolated"] == (seq["measured_runs"] < 3)
     assert r["provenance"]["versions"]["opacus"] != "absent"
-    # the issue-22 keys: CNN ratio, overhead of privacy, both fractions of the matmul peak,
+    # the derived keys: CNN ratio, overhead of privacy, both fractions of the matmul peak,
     # each consistent with the stored times / rates it is made of
     cnn, mlp = r["cnn"], r["mlp"]
     med = {k: v["median_s"] for k, v in cnn["step_s"].items()}
@@ -152,7 +152,7 @@ def test_bench_tiny_smoke_json_and_files(tmp_path, capsys):
     ov = mlp["overhead"]
     _check_round_ratios(mlp["private_over_nonprivate"], ov["private_over_nonprivate_rounds"],
                         ov["step_s"]["private"]["times_s"], ov["step_s"]["nonprivate"]["times_s"])
-    # issue 31 items 2-3: both non-private baselines, the ratio to the faster, the profiles, the CNN's peak fraction
+    # both non-private baselines, the ratio to the faster, the profiles, the CNN's peak fraction
     _check_fastest_nonprivate(ov, ov["step_s"], "private", ("nonprivate", "engine_nonprivate"))
     for k in ("private_over_engine_nonprivate", "private_over_fastest_nonprivate", "fastest_nonprivate"):
         assert mlp[k] == ov[k], k
@@ -237,7 +237,7 @@ def test_linear_workload_tiny_keys_and_reference():
     lin = r["linear"]
     assert len(lin["ratio_per_round"]) == 2 and lin["workload"]["steps"] == 3
     assert lin["common_random_numbers"]["run_steps_per_s"] > 0
-    # every reported ratio is exactly the one computed from the stored times (issue 19: times were
+    # every reported ratio is exactly the one computed from the stored times (times were
     # stored rounded to 1 us, ratios computed unrounded, and a ~160 us workload on a fast quiet
     # machine broke a 1e-3 tolerance): exact equalities, independent of the machine's speed
     ours, ref = lin["ours"]["times_s"], lin["reference"]["times_s"]
@@ -301,7 +301,7 @@ def test_targets_rows_follow_the_values_not_the_machine():
                                              "mlp.private_over_fastest_nonprivate",
                                              "cnn.private_over_fastest_nonprivate", "mlp.fraction_of_matmul_peak",
                                              "linear.fraction_of_matmul_peak"]
-    # issue 31 item 3: >= 2.5x Opacus, private <= 1.10x the fastest non-private step
+    # >= 2.5x Opacus, private <= 1.10x the fastest non-private step
     bounds = {k: (rel, b) for k, _, rel, b in bench.TARGETS}
     for k in ("cnn.ratio_vs_opacus_fastest", "mlp.ratio_vs_opacus_fastest", "mlp.ratio_batched_vs_sequential_opacus"):
         assert bounds[k] == (">=", 2.5)
@@ -366,7 +366,7 @@ def test_cnn_ratio_is_exact_from_stored_times(monkeypatch):
 
 
 def test_cnn_fastest_nonprivate_ratio_is_exact_from_stored_times(monkeypatch):
-    """Issue 31 item 2: the CNN's ratio to the fastest of its three non-private steps (torch's, NCHW
+    """The CNN's ratio to the fastest of its three non-private steps (torch's, NCHW
     and channels-last, and our engine's without privacy), exact from the stored times."""
     _fake_clock(monkeypatch)
     r = bench_workloads.run_cnn_benchmark(mode="quick", size="tiny", opacus_modes=("ghost",))
@@ -375,7 +375,7 @@ def test_cnn_fastest_nonprivate_ratio_is_exact_from_stored_times(monkeypatch):
 
 
 def test_mlp_profile_stages_add_up_to_the_measured_step(record_property):
-    """Issue 31 item 3: the MLP's profile (one run and batched runs), real clock, tiny size:
+    """The MLP's profile (one run and batched runs), real clock, tiny size:
     each stage's median time is positive; their sum against the private step timed whole in the
     same rounds is recorded, not asserted."""
     w = bench_workloads.WORKLOADS["tiny"]
@@ -400,7 +400,7 @@ def _tiny_problem(name):
 
 @pytest.mark.parametrize("name", ["mlp", "cnn"])
 def test_staged_private_step_is_the_engine_step_bit_for_bit(name):
-    """Issue 31 item 3: the profile times the engine's own work: the staged step (MLPStages /
+    """The profile times the engine's own work: the staged step (MLPStages /
     CNNStages) leaves the parameters equal, bit for bit, to bench_workloads.private_step_fn's
     (Model.clipped_grad_sum, noise, update) over several steps with the same noise stream."""
     from dpcompanion.training.bench_profile import CNNStages, MLPStages
@@ -419,7 +419,7 @@ def test_staged_private_step_is_the_engine_step_bit_for_bit(name):
 
 @pytest.mark.parametrize("name", ["mlp", "cnn"])
 def test_engine_nonprivate_step_is_the_plain_mean_gradient(name):
-    """Issue 31 item 2: our engine's step with clipping and noise off computes the plain mean
+    """Our engine's step with clipping and noise off computes the plain mean
     gradient, checked against torch autograd of the mean loss of the same network as an
     nn.Module (BCEWithLogitsLoss / CrossEntropyLoss), and takes the plain SGD step with it."""
     from dpcompanion.training.bench_profile import CNNStages, MLPStages

@@ -61,7 +61,7 @@ def test_notebook_follows_the_cell_contract(path: Path):
 
 def test_toc_and_notebooks_agree():
     """Every notebook is listed as book/<id> (its executed copy); every other entry is a
-    committed page; no page's address says where it was generated (issue 23)."""
+    committed page; no page's address says where it was generated."""
     files = toc_files()
     executed = {f.split("/")[-1] for f in files if f.startswith("book/") and f.split("/")[-1] in NB_IDS}
     assert executed == set(NB_IDS), f"notebook not in _toc.yml as book/<id>: {sorted(set(NB_IDS) - executed)}"
@@ -163,7 +163,7 @@ def test_timings_of_this_build_were_recorded():
 
 
 def test_the_site_works_from_a_static_server():
-    """Issue 23: no page refers to the site by an absolute path (/...), so the built book
+    """No page refers to the site by an absolute path (/...), so the built book
     works from any static file server, at any URL prefix (GitHub Pages serves it under
     /<repository>/)."""
     build = require_build()
@@ -179,7 +179,7 @@ def test_the_site_works_from_a_static_server():
 def test_the_build_carries_its_citation_and_theory_pdf():
     """The build's CITATION.cff names its commit; the landing page links it and the theory
     PDF, which exists wherever Chromium does (make book skips it otherwise) and is a book
-    (issue 34 item 7: a cover with the build's commit, bookmarks, page numbers, no code stub,
+    (a cover with the build's commit, bookmarks, page numbers, no code stub,
     no near-empty page; tests/test_pdf.py's checks)."""
     build = require_build()
     import yaml
@@ -196,7 +196,7 @@ def test_the_build_carries_its_citation_and_theory_pdf():
 
 
 def test_every_published_figure_passes_the_layout_check():
-    """Issue 23: each figure the book shows was checked where it was drawn (text >= 8 pt as
+    """Each figure the book shows was checked where it was drawn (text >= 8 pt as
     shown in the column, no overlapping tick labels: dpcompanion.book.plotting.figure_problems)
     on its real data, full-mode results included; the check's findings are kept beside it."""
     require_build()
@@ -210,8 +210,8 @@ def test_every_published_figure_passes_the_layout_check():
 
 @pytest.mark.slow
 def test_published_figure_scripts_redraw_their_figures_alone(tmp_path):
-    """Issue 34, item 6 (acceptance: the code link, run alone on the data link, redraws the
-    figure): every forest plot of the build (the verdicts page's and each experiment page's)
+    """Acceptance: the code link, run alone on the data link, redraws the
+    figure: every forest plot of the build (the verdicts page's and each experiment page's)
     and ten other published figures, chosen by a fixed stride through the sorted list, are
     redrawn by their figure-<n>.py in a folder holding only it and figure-<n>.csv, without
     dpcompanion (tests/test_figure_scripts.py's run_figure_script)."""

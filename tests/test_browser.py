@@ -84,7 +84,7 @@ def browser():
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     driver.set_page_load_timeout(HANG_GUARD_S)
     driver.set_script_timeout(HANG_GUARD_S)
-    driver.set_window_size(1280, 1024)  # issue 12: the width the horizontal-scroll check is about
+    driver.set_window_size(1280, 1024)  # the width the horizontal-scroll check is about
     yield driver
     driver.quit()
     shutil.rmtree(profile, ignore_errors=True)
@@ -113,7 +113,7 @@ def _wait_for_mathjax(driver) -> int:
 # load (before MathJax rewrites the math), then, once MathJax has finished, the formulas,
 # images, links and the page's width.
 # The boxes whose text the claim checks read: every open admonition, and the claim and errata
-# boxes, which are folded on the page (issue 34) but read whole here (their nested dropdowns,
+# boxes, which are folded on the page but read whole here (their nested dropdowns,
 # the evidence in full and the citation, are left out as before).
 _BOXES = "'.admonition:not(.dropdown), .admonition.claim, .admonition.erratum'"
 _TEXTS = (
@@ -147,7 +147,7 @@ _CULPRIT = (
     "    out.push(e.tagName + '.' + e.className); if (out.length > 2) break; } }"
     "return out;"
 )
-# The page's height (CSS px) at the 1280 px window (issue 34: pages a reader finishes).
+# The page's height (CSS px) at the 1280 px window (pages a reader finishes).
 _HEIGHT = "return Math.max(document.documentElement.scrollHeight, document.body.scrollHeight);"
 # Tables of the article whose content is wider than their box (their hidden columns scroll).
 _WIDE_TABLES = (
@@ -155,9 +155,9 @@ _WIDE_TABLES = (
     " && t.scrollWidth > t.clientWidth + 1).map(t => (t.querySelector('th, td') || t).innerText.slice(0, 40)"
     " + ' (' + t.scrollWidth + ' px in ' + t.clientWidth + ' px)');"
 )
-#: the tallest a page may be at 1280 px (issue 34)
+#: the tallest a page may be at 1280 px
 MAX_PAGE_PX = 12_000
-# Words of table cells that the layout wraps inside (issue 23: "ag re es", "0. 00 12 2"): each
+# Words of table cells that the layout wraps inside ("ag re es", "0. 00 12 2"): each
 # token (a run of non-space characters, cut after a hyphen, slash or dash, where a line may
 # legitimately break) must lie on one line: its Range's client rects all share one line box.
 _MIDWORD = r"""
@@ -181,7 +181,7 @@ for (const cell of document.querySelectorAll('.bd-article td, .bd-article th')) 
 }
 return out;
 """
-# Words from the project's workshop that must not reach readers (issue 23): the papers' file
+# Words from the project's workshop that must not reach readers: the papers' file
 # numbers, the catalogue's name, issue numbers.
 # a source named by its file number ("(001 Sec. 5)", "000 App. D") instead of what it is
 FILE_CITATIONS = [r"\(00[0-4][ ,)]", r"(?<![\w.])00[0-4],? (?:Sec|App|Eq|Alg|Fig|Thm|Theorem|Lemma|Table|Remark)\b"]
@@ -243,7 +243,7 @@ def test_page_renders_math_images_and_links(server, browser, visits, page):
 
 @pytest.mark.parametrize("page", _per_page(TOC_PAGES))
 def test_no_page_scrolls_horizontally_at_1280px(server, browser, visits, page):
-    """Issue 12: wide tables (h-tables, h-x-eer), long code and display math scroll inside
+    """Wide tables (h-tables, h-x-eer), long code and display math scroll inside
     their own box; the page itself never scrolls sideways at a 1280 px wide window."""
     v = _visit(server, browser, visits, page)
     assert v["overflow"] <= 1, (
@@ -253,7 +253,7 @@ def test_no_page_scrolls_horizontally_at_1280px(server, browser, visits, page):
 
 @pytest.mark.parametrize("page", _per_page(TOC_PAGES))
 def test_every_page_is_at_most_12000px_tall_at_1280px(server, browser, visits, page):
-    """Issue 34 (short pages): tuning traces, seed lists and long tables go to CSV downloads and
+    """Short pages: tuning traces, seed lists and long tables go to CSV downloads and
     folded blocks; no page is taller than 12,000 px at a 1280 px window."""
     v = _visit(server, browser, visits, page)
     assert v["height"] <= MAX_PAGE_PX, f"{page} is {v['height']} px tall at 1280 px (at most {MAX_PAGE_PX})"
@@ -261,7 +261,7 @@ def test_every_page_is_at_most_12000px_tall_at_1280px(server, browser, visits, p
 
 @pytest.mark.parametrize("page", _per_page(TOC_PAGES))
 def test_no_table_is_wider_than_its_box_at_1280px(server, browser, visits, page):
-    """Issue 34: no table hides columns behind a scroll bar at 1280 px (the audit table's
+    """No table hides columns behind a scroll bar at 1280 px (the audit table's
     verdict column, the compute table's command)."""
     v = _visit(server, browser, visits, page)
     assert not v["wide_tables"], f"{page}: tables wider than their box at 1280 px: {v['wide_tables']}"
@@ -269,7 +269,7 @@ def test_no_table_is_wider_than_its_box_at_1280px(server, browser, visits, page)
 
 @pytest.mark.parametrize("page", _per_page([p for p in TOC_PAGES if not (REPO / p.replace(".html", ".md")).exists()]))
 def test_no_raw_json_in_claim_evidence(server, browser, visits, page):
-    """Issue 12: evidence is rendered as small tables, never as raw or truncated JSON
+    """Evidence is rendered as small tables, never as raw or truncated JSON
     (``sweep: [{...``). Checked in the text of every claim block (not in its BibTeX snippet)."""
     bad = []
     for t in _visit(server, browser, visits, page)["claim_texts"]:
@@ -282,7 +282,7 @@ def test_no_raw_json_in_claim_evidence(server, browser, visits, page):
 
 @pytest.mark.parametrize("page", _per_page(TOC_PAGES))
 def test_no_word_breaks_inside_table_cells_at_1280px(server, browser, visits, page):
-    """Issue 23: table cells wrap between words only; numbers and verdict words never break
+    """Table cells wrap between words only; numbers and verdict words never break
     ("ag re es", "0. 00 12 2"); a table too wide for the column scrolls in its own box."""
     v = _visit(server, browser, visits, page)
     assert not v["midword"], f"{page}: table words broken across lines at 1280 px: {v['midword']}"
@@ -290,7 +290,7 @@ def test_no_word_breaks_inside_table_cells_at_1280px(server, browser, visits, pa
 
 @pytest.mark.parametrize("page", _per_page(TOC_PAGES))
 def test_no_internal_words_on_any_page(server, browser, visits, page):
-    """Issue 23: sources are named by what they are ("the FAccT version, Sec. 5"), never by
+    """Sources are named by what they are ("the FAccT version, Sec. 5"), never by
     a file number, and no page speaks of our catalogue or issues."""
     text = _visit(server, browser, visits, page)["text"]
     found = [(pat, text[max(0, m.start() - 50): m.end() + 30]) for pat in INTERNAL_WORDS
@@ -300,7 +300,7 @@ def test_no_internal_words_on_any_page(server, browser, visits, page):
 
 @pytest.mark.parametrize("page", _per_page(TOC_PAGES))
 def test_no_url_contains_generated_and_every_footer_names_the_build(server, browser, visits, page):
-    """Issue 23: page addresses are clean (no /generated/), on the page and in its links; the
+    """Page addresses are clean (no /generated/), on the page and in its links; the
     footer says which commit the page was generated from, and when."""
     v = _visit(server, browser, visits, page)
     bad = [h for h in [v["url"], *v["hrefs"]] if h.startswith(server) and "/generated/" in h]
@@ -343,7 +343,7 @@ def _in_first_screen(browser, needle: str) -> bool:
 
 @pytest.mark.xdist_group("browser:book/index.html")
 def test_first_screen_says_what_was_found_how_to_reproduce_and_cite(server, browser, visits):
-    """Issue 23: at 1280 x 1024, without scrolling, the landing page shows what the book found,
+    """At 1280 x 1024, without scrolling, the landing page shows what the book found,
     the two commands, and a citation with the book's URL and the commit of the build."""
     page = "book/index.html"
     text = _visit(server, browser, visits, page)["text"]
@@ -360,7 +360,7 @@ def test_first_screen_says_what_was_found_how_to_reproduce_and_cite(server, brow
 
 @pytest.mark.xdist_group("browser:search")
 def test_search_finds_the_page_stating_a_theorem_first_and_shows_no_raw_tex(server, browser):
-    """Issue 23: searching "Theorem 4.5" lists the page that states it first (ranked 5th
+    """Searching "Theorem 4.5" lists the page that states it first (ranked 5th
     before), and the snippets show no raw TeX delimiters."""
     build = require_build()
     stating = [p.relative_to(build).as_posix() for p in (build / "book").glob("*.html")
@@ -385,13 +385,13 @@ def test_search_finds_the_page_stating_a_theorem_first_and_shows_no_raw_tex(serv
     assert snippets, "no result snippets"
     raw = [s for s in snippets if "\\(" in s or "\\)" in s or "\\[" in s]
     assert not raw, f"snippets with raw TeX: {raw[:3]}"
-    # issue 34: a snippet is the page's text, not its header buttons ("...Binder")
+    # a snippet is the page's text, not its header buttons ("...Binder")
     buttons = [s for s in snippets if "Binder" in s or "Colab" in s]
     assert not buttons, f"snippets read from the header buttons: {buttons[:3]}"
 
 
 def test_search_snippets_skip_the_header_buttons_and_one_search_box_on_desktop(server, browser):
-    """Issue 34: search snippets all read "...Binder" (the article's launch buttons are inside
+    """Search snippets all read "...Binder" (the article's launch buttons are inside
     [role=main], where Sphinx reads a snippet); the header bar held only a second search box."""
     page = (require_build() / "book" / "h-tables.html").read_text()
     browser.get(urljoin(server, "search.html"))
@@ -415,7 +415,7 @@ def test_search_snippet_cleaner_drops_tex(server, browser):
 
 @pytest.mark.parametrize("page", ["book/index.html", "book/h-tables.html"])
 def test_phone_width_and_dark_mode(server, browser, page):
-    """Issue 23: at 390 px the page does not scroll sideways (tables scroll in their box);
+    """At 390 px the page does not scroll sideways (tables scroll in their box);
     in dark mode figures sit on a light card and table text is light."""
     try:
         browser.set_window_size(390, 844)
@@ -443,7 +443,7 @@ def test_phone_width_and_dark_mode(server, browser, page):
         browser.execute_script("document.documentElement.dataset.theme = 'light'")
 
 
-# --- figures with their data and code; typeset claim boxes (issue 23) ---------------------
+# --- figures with their data and code; typeset claim boxes ---------------------
 
 NOTEBOOK_PAGES = [f"{f}.html" for f in toc_files() if f.split("/")[-1] in {p.stem for p in NOTEBOOKS.glob("*.ipynb")}]
 
@@ -467,9 +467,9 @@ def _status(url: str) -> int | str:
 
 @pytest.mark.parametrize("page", _per_page(NOTEBOOK_PAGES))
 def test_every_figure_has_data_and_code_links_that_resolve(server, browser, visits, page):
-    """Under every figure, the landing page's included (issue 34 item 6): "Figure n", a data link (.csv) and a code link (.py), both served
-    by the book's own static server (HTTP 200), the figure shown at least as wide as the
-    plotting module assumes (dpcompanion.book.plotting.COLUMN_PX, from which its font sizes
+    """Under every figure, the landing page's included: "Figure n", a data link (.csv) and a code
+    link (.py), both served by the book's own static server (HTTP 200), the figure shown at
+    least as wide as the plotting module assumes (dpcompanion.book.plotting.COLUMN_PX, from which its font sizes
     are checked)."""
     from dpcompanion.book.plotting import COLUMN_PX
 

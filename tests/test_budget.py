@@ -120,7 +120,7 @@ def test_every_planned_schedule_finishes_under_its_ledger(kind, T, p, eps, delta
         assert _dpa_epsilon(s, p, delta) <= eps * (1 + 1e-9)  # dp-accounting (its own orders) agrees
 
 
-# Issue 19: the planned budget never exceeds the target epsilon, to the last ulp, by the
+# the planned budget never exceeds the target epsilon, to the last ulp, by the
 # accountant it was planned with (no tolerance in these asserts).
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(acc=st.sampled_from(["auto", "zcdp", "exact", "rdp"]), kind=st.sampled_from(["uniform", "gd-dynamic", "step"]),

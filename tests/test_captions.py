@@ -1,4 +1,4 @@
-"""Issue 34, item 1: every figure's caption names the run it plots.
+"""Every figure's caption names the run it plots.
 
 A quick-mode build shows the committed full or paper-scale result on several experiment pages;
 their captions said "quick mode, commit <this build>" under a figure of another run. One
@@ -41,7 +41,7 @@ def stored_results():
 
 
 def test_the_caption_names_the_mode_and_commit_of_every_stored_result():
-    """Issue 34: the caption of a figure of any stored result names that result's mode and
+    """The caption of a figure of any stored result names that result's mode and
     the commit that computed it, then the build that drew it."""
     results = stored_results()
     if not results:
@@ -54,7 +54,7 @@ def test_the_caption_names_the_mode_and_commit_of_every_stored_result():
 
 
 def test_a_quick_mode_result_is_captioned_quick_mode_and_a_paper_one_paper_scale():
-    """Issue 34: a quick-mode result says "quick mode" and is reduced; a result at the paper's
+    """A quick-mode result says "quick mode" and is reduced; a result at the paper's
     sizes says "paper scale" with its sizes in a few words, read from the result."""
     quick = SimpleNamespace(id="w-f4", mode="quick", payload={}, provenance={
         "commit": "9dcda9f43b93", "config": {"n_train": 1000, "model": "mlp", "seeds": 2, "epochs": 10, "cs": [0.0, 0.1]}})
@@ -75,7 +75,7 @@ def test_a_quick_mode_result_is_captioned_quick_mode_and_a_paper_one_paper_scale
 
 
 def test_drawing_hands_the_result_to_every_figure_of_a_page():
-    """Issue 34: ExperimentPage.drawing is the one way a page's figures learn the result they
+    """ExperimentPage.drawing is the one way a page's figures learn the result they
     plot, for this build's result as well as for a stored one of another mode."""
     from dpcompanion.book.show import ExperimentPage
 
@@ -104,8 +104,8 @@ def _run_page(name: str, shell) -> None:
 
 @pytest.mark.parametrize("experiment_id", sorted(base.all_experiments()))
 def test_every_figure_of_an_experiment_page_names_the_stored_result_it_plots(experiment_id, tmp_path, monkeypatch):
-    """Issue 34 (acceptance: every figure's caption names the mode and commit of the result it
-    plots): the page is run as the book runs it, from stored results only (a result that would
+    """Every figure's caption names the mode and commit of the result it plots (the
+    acceptance check): the page is run as the book runs it, from stored results only (a result that would
     have to be computed skips the page); each figure it publishes records the result it plots,
     that result is a stored result whose mode and commit the caption names, and the caption is
     report.figure_caption of it."""
@@ -132,7 +132,7 @@ def test_every_figure_of_an_experiment_page_names_the_stored_result_it_plots(exp
         assert stored is not None and stored.provenance["commit"] == rec["result"]["commit"], (f.name, rec["result"])
         assert rec["caption"] == report.figure_caption(stored, build=build), f.name
         assert rec["caption"].startswith(f"result: {stored.mode} mode, commit {stored.provenance['commit']}")
-    # issue 34, item 3: a page whose verdict rows have an estimate shows their forest plot, drawn
+    # a page whose verdict rows have an estimate shows their forest plot, drawn
     # from the result the reproduction report judged
     from dpcompanion.book import forest
     from dpcompanion.experiments.comparisons import reproduction

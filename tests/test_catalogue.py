@@ -1,5 +1,5 @@
 """The catalogue of IDs (dpcompanion.book.catalogue, CATALOGUE.md, the book's "Catalogue" page) and a
-self-contained repository: CONTRIBUTING and the README point only inside it (issue 32, item 6)."""
+self-contained repository: CONTRIBUTING and the README point only inside it."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ OUTSIDE = re.compile(r"\.\./|\bshared/|\b(?:SPEC|STYLE|DATA|STACK)\b")
 @CLAIM_RESULTS
 @pytest.mark.slow
 def test_committed_catalogue_is_the_generated_one(claim_results):
-    """Issue 32 item 6: the catalogue of claim and experiment IDs lives in the repository,
+    """The catalogue of claim and experiment IDs lives in the repository,
     generated from the registries; the committed CATALOGUE.md is the generator's output."""
     committed = (REPO / catalogue.FILE_NAME).read_text(encoding="utf-8")
     assert committed == catalogue.catalogue_markdown(claim_results), (
@@ -34,7 +34,7 @@ def test_committed_catalogue_is_the_generated_one(claim_results):
 @CLAIM_RESULTS
 @pytest.mark.slow
 def test_catalogue_lists_every_claim_and_experiment_with_its_page(claim_results):
-    """Issue 32 item 6: every claim of the registry (with its status) and every experiment
+    """Every claim of the registry (with its status) and every experiment
     (with its modes) is in the catalogue, in both forms; the book's form links the pages and
     holds no word from the workshop (the browser test's rule for every page)."""
     for md in (catalogue.catalogue_markdown(claim_results), catalogue.catalogue_markdown(claim_results, book=True)):
@@ -49,7 +49,7 @@ def test_catalogue_lists_every_claim_and_experiment_with_its_page(claim_results)
 
 
 def test_repository_form_links_only_into_the_repository():
-    """Issue 32 item 6: the file's links are the book's page roles turned into links to the
+    """The file's links are the book's page roles turned into links to the
     committed notebooks, which exist."""
     md = catalogue.repository_links("{doc}`H-F-CURV <h-f-curv>` and {doc}`errata`")
     for target in re.findall(r"\]\(([^)]+)\)", md):
@@ -58,7 +58,7 @@ def test_repository_form_links_only_into_the_repository():
 
 
 def test_catalogue_page_shows_the_generated_catalogue():
-    """Issue 32 item 6: the book's catalogue page is a notebook that displays the generator's
+    """The book's catalogue page is a notebook that displays the generator's
     output (a hand-written page could drift), listed among the reference pages."""
     nb = nbformat.read(NOTEBOOKS / "catalogue.ipynb", as_version=4)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
@@ -68,8 +68,8 @@ def test_catalogue_page_shows_the_generated_catalogue():
 
 @pytest.mark.parametrize("name", ["CONTRIBUTING.md", "README.md"])
 def test_contributing_and_readme_point_only_inside_the_repository(name):
-    """Issue 32 item 6 (acceptance: CONTRIBUTING and the README name no path outside the
-    repository): no parent folder, no shared folder, no workshop document; every relative
+    """Acceptance: CONTRIBUTING and the README name no path outside the
+    repository: no parent folder, no shared folder, no workshop document; every relative
     link resolves to a file of the repository; both point to the catalogue."""
     text = (REPO / name).read_text(encoding="utf-8")
     found = [m.group(0) for m in OUTSIDE.finditer(text)]
@@ -81,7 +81,7 @@ def test_contributing_and_readme_point_only_inside_the_repository(name):
 
 
 def test_contributing_is_short_and_has_the_worked_example():
-    """Issue 32 item 6: CONTRIBUTING shrinks to what a contributor needs (under 2,000 words,
+    """CONTRIBUTING shrinks to what a contributor needs (under 2,000 words,
     from 3,576), with one worked example: adding an experiment, named by the contract's parts."""
     text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
     assert len(text.split()) < 2000, len(text.split())

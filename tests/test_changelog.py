@@ -74,7 +74,7 @@ def test_no_git_and_shallow_clone_are_said(tmp_path, repo):
 
 
 def test_verdict_changes_match_rows_by_page_and_item():
-    """issue 33 item 9: the verdict changes against a baseline: rows matched by page and item,
+    """The verdict changes against a baseline: rows matched by page and item,
     transitions counted, new and removed rows listed, the changed row's reason shown."""
     before = [{"page": "p", "item": "a", "verdict": "inconclusive"}, {"page": "p", "item": "b", "verdict": "agrees"},
               {"page": "q", "item": "gone", "verdict": "partly"}]

@@ -28,7 +28,7 @@ OUR_REFUTED = {
     "H-C3.inverse-printed", "H-C3.R-compare", "H-C4.bound", "H-E26.printed", "H-T4.2.T-limit",
     "H-T4.2.Eq8-uniform", "H-T4.4.T-opt", "H-S4.1.3.alpha-regime", "H-S4.1.3.sharp", "H-T4.10",
     "H-T4.12", "H-Tab2.uniform-stability", "H-Slides.uniform-T", "H-Slides.dynamic-T",
-    # issue-12 entries (now in their sections' modules), reproduced in tests/test_claims_end_to_end.py
+    # the missing entries (in their sections' modules), reproduced in tests/test_claims_end_to_end.py
     "H-T4.2.T-eq24-vs-minimiser", "H-Tab2.uniform-stability.lower-bound", "H-Tab2.high-probability.first-term",
 }
 
@@ -112,7 +112,7 @@ def test_errata_lists_every_refuted_entry(results):
     md = errata_page.errata_markdown(results)
     for r in results:
         if r["status"] == "refuted":
-            assert f"::::{{admonition}} {r['id']} · " in md  # one folded box per entry (issue 34)
+            assert f"::::{{admonition}} {r['id']} · " in md  # one folded box per entry
     assert "{ref}`" in md
 
 
@@ -295,11 +295,11 @@ def test_ce_slides_dynamic():  # H-Slides.dynamic-T
     assert dyn(T_ceil - 1) < dyn(T_ceil)
 
 
-# --- issue 12: structural refutations, mutants, statuses, pages, rendering ----------------------
+# --- structural refutations, mutants, statuses, pages, rendering ----------------------
 
 def _mine():
     """Every entry but those that name their mutant in their evidence (the end-to-end entries and the
-    issue-12 additions, tests/test_claims_end_to_end.py)."""
+    missing entries, tests/test_claims_end_to_end.py)."""
     return {cid: c for cid, c in registry.load_all().items() if not (c.takes_mutant and c.mutant is None)}
 
 
@@ -437,7 +437,7 @@ def test_cite_snippet_names_version_and_id():
     assert b.startswith("@misc{") and b.rstrip().endswith("}")
 
 
-# --- honest "proved" (issue 23): proved only for every T; identities at fixed T are "checked" ---
+# --- honest "proved": proved only for every T; identities at fixed T are "checked" ---
 
 
 def test_proved_refuses_a_fixed_T_and_checked_records_the_values_it_ran():
@@ -508,7 +508,7 @@ def test_checked_box_says_which_T():
     assert "CHECKED AT T = 1, ..., 4" in md and "PROVED" not in md
 
 
-# --- issue 20: entries grouped by the page a reader visits, statements as docstrings, shared verdicts -------
+# --- entries grouped by the page a reader visits, statements as docstrings, shared verdicts -------
 
 
 def test_entries_live_in_the_module_named_for_their_page():

@@ -1,4 +1,4 @@
-"""End-to-end claim entries (issue 12 item 1) and the missing entries: each passes or is refuted with a
+"""End-to-end claim entries and the missing entries: each passes or is refuted with a
 counterexample, and each entry's mutant is refuted; the exact-moment engines agree with independent references."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dpcompanion.theory import exact_subsampled as xs
 
 def _entries():
     """The entries that name their mutant in their evidence (built on claims.checks.margin_result): each
-    theorem's end-to-end inequality and the entries issue 12 added, now in their sections' modules."""
+    theorem's end-to-end inequality and the missing entries, in their sections' modules."""
     reg = registry.load_all()
     return sorted((cid, c) for cid, c in reg.items() if c.takes_mutant and c.mutant is None)
 

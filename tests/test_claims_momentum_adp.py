@@ -58,7 +58,7 @@ def test_w_entries_cite_version_002(results):
 @CLAIM_RESULTS
 def test_every_check_reports_its_time(results):
     # each check's wall seconds are reported (checks --json), not held to a budget here: a
-    # wall-time threshold measured the other jobs on a loaded machine (issue 19)
+    # wall-time threshold measured the other jobs on a loaded machine
     for cid, r in results.items():
         assert isinstance(r["seconds"], float) and r["seconds"] >= 0, cid
 

@@ -23,7 +23,7 @@ def _run(argv, capsys):
 
 
 def test_acceptance_zcdp_command_reproduces_paper_anchor():
-    # The issue's acceptance command, as a user runs it (a real subprocess).
+    # The acceptance command, as a user runs it (a real subprocess).
     proc = subprocess.run([sys.executable, "-m", "dpcompanion", "zcdp", "--epsilon", "4", "--delta", "1e-8", "--json"],
                           capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert proc.returncode == 0, proc.stderr
@@ -74,7 +74,7 @@ def test_schedule_json(capsys):
 
 @pytest.mark.parametrize("acc,p", [("exact", "1"), ("rdp", "1"), ("zcdp", "1"), ("auto", "0.1"), ("rdp", "0.02")])
 def test_schedule_reports_the_budget_accountants_epsilon(acc, p, capsys):
-    """Issue 19: the epsilon shown is that of the accountant the budget was planned with, <= the target."""
+    """The epsilon shown is that of the accountant the budget was planned with, <= the target."""
     rc, out, _ = _run(["schedule", "--kind", "uniform", "--T", "100", "--epsilon", "2", "--delta", "1e-5",
                        "--accountant", acc, "--sampling-rate", p, "--json"], capsys)
     d = json.loads(out)

@@ -1,5 +1,5 @@
 """Every command refuses bad input up front: exit 2, one line on stderr naming the flag,
-nothing on stdout, nothing written (issue 11, item 4). One table, every command."""
+nothing on stdout, nothing written. One table, every command."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ CASES = [
     ([*TRAIN, "--R", "1", "--T", "10", "--clip", "0"], "--clip"),
     ([*TRAIN, "--R", "1", "--T", "10", "--hidden", "0", "--model", "mlp"], "--hidden"),
     ([*TRAIN, "--R", "1", "--T", "10", "--seed", "-1"], "--seed"),
-    # issue 19: --scale that underflows/overflows float32, --n below an image set's PCA dimension or
+    # --scale that underflows/overflows float32, --n below an image set's PCA dimension or
     # above its size, a --sigma whose noise overflows (refused before any schedule advice)
     ([*TRAIN, "--R", "1", "--T", "10", "--scale", "1e-300"], "--scale: scale must be in [1e-06, 1e+06]"),
     ([*TRAIN, "--R", "1", "--T", "10", "--scale", "1e7"], "--scale"),
@@ -94,7 +94,7 @@ CASES = [
     (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--trials", "0"], "--trials"),
     (["audit", "--trainer", "pgd", "--epsilon", "2", "--delta", "1e-5", "--noise-multiplier-scale", "0"],
      "--noise-multiplier-scale"),
-    # issue 19: tiny sampling rates (p * p divided by zero), the audit's epsilon cap and floor
+    # tiny sampling rates (p * p divided by zero), the audit's epsilon cap and floor
     ([*SCHED[:-2], "--epsilon", "1", "--delta", "1e-5", "--sampling-rate", "1e-300"], "--sampling-rate"),
     ([*SCHED, "--delta", "1e-5", "--sampling-rate", "1e-10"], "--sampling-rate"),
     ([*TRAIN, "--epsilon", "1", "--delta", "1e-5", "--T", "10", "--sampling-rate", "1e-300"], "--sampling-rate"),
@@ -140,11 +140,11 @@ CASES = [
     (["reproduce", "--mode", "turbo"], "--mode"),
     (["reproduce", "--device", "tpu"], "--device"),
     (["reproduce", "--only", ""], "--only"),
-    # issue 19: an unusable output folder is found before any computation (a probe file, not os.access)
+    # an unusable output folder is found before any computation (a probe file, not os.access)
     (["reproduce", "--only", "h-f-infl", "--output", "/proc/x"], "--output /proc/x cannot be written"),
     (["reproduce", "--only", "accounting", "--output", "/proc/x/y"], "--output /proc/x/y cannot be written"),
     (["reproduce", "--only", "h-f-infl", "--output", "{file}/gen"], "is not a folder"),
-    # issue 30, section 5 (the adversarial review's probes of the command line): subnormal deltas (rho 0
+    # the adversarial review's probes of the command line: subnormal deltas (rho 0
     # printed, "math domain error"), overflowing schedule parameters, path segments over 255 bytes, an
     # --influence that never ends, refusals that blamed sigma or R, the pld accountant past its range
     (["zcdp", "--epsilon", "1", "--delta", "5e-324"], "--delta: delta must be in (0, 1) and at least 2.2e-308"),
@@ -245,7 +245,7 @@ HELP_CASES = [["--help"], ["-h"]] + [[c, flag] for c in cli.COMMANDS for flag in
 
 @pytest.mark.parametrize("argv", HELP_CASES, ids=[" ".join(a) for a in HELP_CASES])
 def test_help_of_every_command_prints_and_exits_0(argv, capsys):
-    """Top level and every command of cli.COMMANDS (issue 19: a literal % in a help text made
+    """Top level and every command of cli.COMMANDS (a literal % in a help text made
     argparse's %-formatting crash ``--help``)."""
     with pytest.raises(SystemExit) as exc:
         cli.main(argv)
@@ -269,7 +269,7 @@ def test_help_as_a_user_runs_it():
     assert proc.returncode == 0 and proc.stderr == "" and "95% lower bound" in proc.stdout, proc.stderr
 
 
-# --- a --scheduler whose peer is not a Dask scheduler (issue 19): local sockets on port 0 only
+# --- a --scheduler whose peer is not a Dask scheduler: local sockets on port 0 only
 
 
 @pytest.fixture(params=["garbage", "silent"])
@@ -344,7 +344,7 @@ def test_scheduler_that_is_not_dask_is_one_line_within_the_deadline(bad_peer, tm
 @pytest.mark.parametrize("argv", [["experiment", "h-f-infl"], ["reproduce", "--only", "h-f-infl", "--output", "{tmp}/gen"]],
                          ids=["experiment", "reproduce"])
 def test_unusable_results_root_is_refused_before_any_work(argv, tmp_path, monkeypatch, capsys):
-    """DPCOMPANION_RESULTS=/proc/x: os.access passes for root, a probe file does not (issue 19)."""
+    """DPCOMPANION_RESULTS=/proc/x: os.access passes for root, a probe file does not."""
     monkeypatch.setenv("DPCOMPANION_RESULTS", "/proc/x")
     monkeypatch.chdir(tmp_path)
     assert cli.main(_fill(argv, tmp_path)) == 2
@@ -389,7 +389,7 @@ def test_influence_file_of_ten_million_and_one_values_is_refused(tmp_path, capsy
 
 @pytest.mark.parametrize("trainer", ["pgd", "psgd"])
 def test_sigma_whose_square_overflows_is_a_value_error(trainer):
-    """train_psgd(sigma=[1, 1e300]) raised OverflowError in the accounting (issue 19)."""
+    """train_psgd(sigma=[1, 1e300]) raised OverflowError in the accounting."""
     import torch
 
     from dpcompanion.training.models import make_model
@@ -404,7 +404,7 @@ def test_sigma_whose_square_overflows_is_a_value_error(trainer):
                dtype=torch.float64, **kw)
 
 
-# --- issue 30, section 5: cases whose right answer is an answer (exit 0), not a refusal
+# --- cases whose right answer is an answer (exit 0), not a refusal
 
 #: (argv, epsilon target): the subsampled RDP budget outside the old root bracket (epsilon below
 #: about 0.0038 or above about 3077 said "f(a) and f(b) must have different signs"), the pld
@@ -422,8 +422,7 @@ ANSWERS = [
 
 @pytest.mark.parametrize("argv,target", ANSWERS, ids=[" ".join(a) for a, _ in ANSWERS])
 def test_edge_budgets_get_their_answer(argv, target, capsys):
-    """Exit 0 and an epsilon within the target by the budget's accountant, every accountant named
-    (issue 30)."""
+    """Exit 0 and an epsilon within the target by the budget's accountant, every accountant named."""
     import json
 
     assert cli.main(argv) == 0
@@ -436,7 +435,7 @@ def test_edge_budgets_get_their_answer(argv, target, capsys):
         assert sorted(out["epsilon_by_accountant"]) == sorted(["exact", "rdp", "zcdp", *pld])
 
 
-# --- issue 30, item 3: an output path is written through when it is not a regular file
+# --- an output path is written through when it is not a regular file
 
 
 def _schedule_csv(target) -> str:
@@ -446,7 +445,7 @@ def _schedule_csv(target) -> str:
 
 def test_csv_to_dev_null_leaves_it_a_character_device(capsys):
     """``schedule --csv /dev/null`` writes through: /dev/null stays the same character device
-    (renamed over as root, it became a regular file, issue 30)."""
+    (renamed over as root, it became a regular file)."""
     import os
     import stat
 
@@ -457,7 +456,7 @@ def test_csv_to_dev_null_leaves_it_a_character_device(capsys):
 
 
 def test_csv_to_a_fifo_writes_through_it(tmp_path, capsys):
-    """A FIFO stays a FIFO and its reader gets the CSV (issue 30)."""
+    """A FIFO stays a FIFO and its reader gets the CSV."""
     import os
     import stat
     import threading
@@ -477,7 +476,7 @@ def test_csv_to_a_fifo_writes_through_it(tmp_path, capsys):
 @pytest.mark.parametrize("command", ["schedule", "verdicts"])
 def test_csv_to_a_symlink_writes_its_target(command, tmp_path, capsys):
     """The link stays a link, its target (a regular file) gets the content, atomically, with the
-    target's mode kept (issue 30)."""
+    target's mode kept."""
     import os
 
     target = tmp_path / "real.csv"
@@ -497,8 +496,7 @@ def test_csv_to_a_symlink_writes_its_target(command, tmp_path, capsys):
 
 
 def test_csv_new_file_gets_the_mode_open_would_give(tmp_path, capsys):
-    """A new file is 0o666 less the umask, as ``open(path, "w")`` gives, not mkstemp's 0o600
-    (issue 30)."""
+    """A new file is 0o666 less the umask, as ``open(path, "w")`` gives, not mkstemp's 0o600."""
     import os
 
     old = os.umask(0o027)
@@ -509,7 +507,7 @@ def test_csv_new_file_gets_the_mode_open_would_give(tmp_path, capsys):
     assert oct(os.stat(tmp_path / "s.csv").st_mode & 0o777) == oct(0o640)
 
 
-# --- issue 30: output into a closed pipe ends quietly, as Unix tools do
+# --- output into a closed pipe ends quietly, as Unix tools do
 
 
 CLOSED_PIPE = [
@@ -525,7 +523,7 @@ CLOSED_PIPE = [
 def test_closed_pipe_exits_141_without_a_traceback(argv, tmp_path):
     """stdout is a real pipe whose reading end is closed before the command starts (what
     ``| head -c 1`` leads to, made deterministic): exit 141 (128 + SIGPIPE), nothing on stderr
-    (each case printed a BrokenPipeError traceback, issue 30)."""
+    (each case printed a BrokenPipeError traceback)."""
     import os
     import subprocess
     import sys
@@ -542,14 +540,14 @@ def test_closed_pipe_exits_141_without_a_traceback(argv, tmp_path):
     assert (proc.returncode, proc.stderr) == (cli.EXIT_CLOSED_PIPE, "")
 
 
-# --- issue 30: Ctrl-C while a Dask cluster starts
+# --- Ctrl-C while a Dask cluster starts
 
 
 def test_sigint_while_a_dask_cluster_starts_is_one_line_and_130(tmp_path, monkeypatch, capsys):
     """SIGINT arrives inside ``LocalCluster``'s start (sent by a wrapper, so the timing is
     fixed): the cluster starts whole, is torn down, and the command prints one line
     ``interrupted`` with exit 130 (it died by the signal, -2, with no message, or left a
-    half-started cluster whose exit handler raised, issue 30)."""
+    half-started cluster whose exit handler raised)."""
     import os
     import signal
 

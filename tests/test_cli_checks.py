@@ -1,6 +1,6 @@
 """The ``checks`` command: JSON shape, table output, exit statuses. How long the full runs
 take is reported (``record_property``), not asserted: a test's outcome must not depend on the
-machine's speed or load (issue 19)."""
+machine's speed or load."""
 
 import json
 import resource

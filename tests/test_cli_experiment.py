@@ -1,5 +1,5 @@
 """The ``experiment`` and ``results`` commands (and the store options of ``reproduce``):
-JSON fields, cached second call, and every bad input of issue 8 as one line, exit 2, with
+JSON fields, cached second call, and every bad input as one line, exit 2, with
 nothing written."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def test_quick_results_are_not_committed():
 
 
 def test_scheduler_connection_with_its_deadline_works_with_a_real_scheduler():
-    """The connection runs in a thread with a hard deadline (issue 19); a real scheduler on
+    """The connection runs in a thread with a hard deadline; a real scheduler on
     127.0.0.1 (port 0) is still used as before, and Dask's logging is left as it was."""
     import logging
 

@@ -84,7 +84,7 @@ def test_psgd_with_R_and_delta(capsys):
 
 
 def test_acceptance_psgd_300_steps_at_epsilon_1(capsys):
-    """Issue 11: p = 0.01, (1, 1e-5), T = 300 trains all 300 steps with epsilon <= 1, checked by
+    """p = 0.01, (1, 1e-5), T = 300 trains all 300 steps with epsilon <= 1, checked by
     accountants independent of the ledger's (dp-accounting's PLD and Opacus's RDP)."""
     import dp_accounting as dpa
     from opacus.accountants import RDPAccountant
@@ -104,7 +104,7 @@ def test_acceptance_psgd_300_steps_at_epsilon_1(capsys):
     assert acc.get_epsilon(1e-5) <= 1.0 + 1e-6
 
 
-# Issue 19: the epsilon reported is the one of the accountant the budget was planned with.
+# the epsilon reported is the one of the accountant the budget was planned with.
 # (accountant flag, resolved name, sampling rate, momentum).
 ACCOUNTANT_CASES = [
     ("auto", "zcdp", 1.0, 0.0), ("zcdp", "zcdp", 1.0, 0.0), ("exact", "exact", 1.0, 0.0),
@@ -133,7 +133,7 @@ def test_reported_epsilon_is_the_budget_accountants_and_within_target(capsys, fl
         assert by["zcdp"] == pytest.approx(R / 2 + 2 * math.sqrt(R / 2 * math.log(1e5)), rel=1e-12)
         assert by["exact"] == pytest.approx(accounting.exact_epsilon(sigma=d["sigma"], delta=1e-5), rel=1e-12)
         assert by["exact"] <= by["rdp"] <= by["zcdp"]
-        if name == "exact":  # the issue's case: exact keeps to the budget, RDP's conversion reads more
+        if name == "exact":  # the case at stake: exact keeps to the budget, RDP's conversion reads more
             assert by["rdp"] > epsilon
     else:
         assert by["rdp"] == pytest.approx(

@@ -1,4 +1,4 @@
-"""Clipping holds for any label (issue 30, item 1).
+"""Clipping holds for any label.
 
 Two defences, each tested on its own:
 
@@ -97,7 +97,7 @@ any_int_label = st.integers(min_value=-10**6, max_value=10**6)
        k=st.integers(0, 5), seed=st.integers(0, 2**16), poisson=st.booleans())
 @PROPERTY
 def test_binary_models_clip_every_label_to_C(name, labels, k, seed, poisson):
-    """issue 30: a binary model's clip-and-sum bounds one example's contribution by C for any
+    """A binary model's clip-and-sum bounds one example's contribution by C for any
     finite label (floats, integers far outside {0, 1}, negatives), full batch and Poisson."""
     make, fast = DENSE_BINARY[name]
     model = make()
@@ -112,7 +112,7 @@ def test_binary_models_clip_every_label_to_C(name, labels, k, seed, poisson):
        poisson=st.booleans())
 @PROPERTY
 def test_multiclass_dense_models_clip_every_label_to_C(name, labels, k, seed, poisson):
-    """issue 30: a multi-class dense model (one-hot targets) bounds one example's
+    """A multi-class dense model (one-hot targets) bounds one example's
     contribution by C for any integer label, in range or not."""
     make, fast = DENSE_MULTI[name]
     model = make()
@@ -126,7 +126,7 @@ def test_multiclass_dense_models_clip_every_label_to_C(name, labels, k, seed, po
        poisson=st.booleans())
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_cnns_clip_every_label_they_accept_to_C(name, labels, k, seed, poisson):
-    """issue 30: the CNNs (torch.func and ghost norms) bound one example's contribution by C
+    """The CNNs (torch.func and ghost norms) bound one example's contribution by C
     for every label they accept (the class indices)."""
     model = CNNS[name]()
     X, theta, w = _problem(model, seed, N=5, K=2)
@@ -137,7 +137,7 @@ def test_cnns_clip_every_label_they_accept_to_C(name, labels, k, seed, poisson):
 @pytest.mark.parametrize("name", sorted(CNNS))
 @pytest.mark.parametrize("bad", [3, 10**6, -1, -10**6])
 def test_cnns_refuse_labels_out_of_range(name, bad):
-    """issue 30: below the trainers' label check a CNN refuses a class index out of range (its
+    """Below the trainers' label check a CNN refuses a class index out of range (its
     loss indexes the logits) rather than contributing anything."""
     model = CNNS[name]()
     X, theta, _ = _problem(model, 0, N=4, K=2)
@@ -146,7 +146,7 @@ def test_cnns_refuse_labels_out_of_range(name, bad):
 
 
 def _old_cap_oracle(model, X, y, *, clip_norm):
-    """The fast path as it was before issue 30: the cap from ``||x||``, without the label."""
+    """The fast path as it was before the fix: the cap from ``||x||``, without the label."""
     o = LinearOracle(model, X, y, clip_norm=clip_norm)
     feats = torch.cat([X, torch.ones(X.shape[0], 1, dtype=X.dtype)], dim=1) if model.bias else X
     o.cap[: o.N] = clip_scale(norms64(feats), clip_norm, dtype=X.dtype)
@@ -156,7 +156,7 @@ def _old_cap_oracle(model, X, y, *, clip_norm):
 
 @pytest.mark.parametrize("label,old", [(-1, 3.0), (2, 3.0), (5, 9.0), (-7, 15.0)])
 def test_the_issue_rows_linear_model_C_1(label, old):
-    """issue 30's numbers: with C = 1 one example of the linear model contributed 3.0 for
+    """The bug's numbers: with C = 1 one example of the linear model contributed 3.0 for
     y in {-1, 2}, 9.0 for y = 5 and 15.0 for y = -7 on the fast path (reproduced here on the
     old rule); the fast path now gives what the general path gives, at most 1."""
     model = make_model("linear", in_dim=1, bias=False)
@@ -179,7 +179,7 @@ def test_the_issue_rows_linear_model_C_1(label, old):
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 @pytest.mark.parametrize("bias", [True, False])
 def test_fast_path_is_bit_identical_for_labels_0_1(dtype, loss, bias):
-    """issue 30: the cap from the rows' own norms equals the old cap from ``||x||`` bit for bit
+    """The cap from the rows' own norms equals the old cap from ``||x||`` bit for bit
     when every label is 0 or 1 (the rows are +-x exactly), and so do the clipped sums, the
     clip fractions and the losses: committed numbers do not move."""
     g = torch.Generator().manual_seed(3)
@@ -198,7 +198,7 @@ def test_fast_path_is_bit_identical_for_labels_0_1(dtype, loss, bias):
 
 
 def test_fast_path_refuses_rows_that_overflow():
-    """issue 30: a label so large that ``(2y - 1) x`` overflows the dtype is refused by the
+    """A label so large that ``(2y - 1) x`` overflows the dtype is refused by the
     fast path with a clear error, not clipped to a NaN contribution."""
     model = DenseModel(in_dim=2, n_classes=2, loss="squared")
     X = torch.ones(3, 2)
@@ -231,7 +231,7 @@ CPU = {"device": "cpu", "progress": False}
 @pytest.mark.parametrize("bad,shown", [(-1, "-1"), (2, "2"), (10**9, "1000000000"), (0.5, "0.5"), (float("nan"), "nan"),
                                        (float("inf"), "inf"), (-7.0, "-7.0")])
 def test_every_trainer_refuses_labels_outside_0_1(trainer, model, bad, shown):
-    """issue 30: every trainer refuses a binary label outside {0, 1}, before any step, with
+    """Every trainer refuses a binary label outside {0, 1}, before any step, with
     one line naming y, the value, its index and what is allowed."""
     X, y = _data()
     y = y.double() if isinstance(bad, float) else y
@@ -244,7 +244,7 @@ def test_every_trainer_refuses_labels_outside_0_1(trainer, model, bad, shown):
 @pytest.mark.parametrize("trainer", sorted(TRAINERS))
 @pytest.mark.parametrize("model", ["linear", "logistic", "mlp"])
 def test_every_trainer_runs_on_valid_labels(trainer, model):
-    """issue 30: the same trainers run on labels in {0, 1}, given as ints, floats or numpy."""
+    """The same trainers run on labels in {0, 1}, given as ints, floats or numpy."""
     X, y = _data()
     m = make_model(model, in_dim=3, hidden=4)
     for labels in (y, y.double(), y.numpy()):
@@ -253,7 +253,7 @@ def test_every_trainer_runs_on_valid_labels(trainer, model):
 
 
 def test_multiclass_trainer_refuses_a_label_past_the_last_class():
-    """issue 30: a 3-class model accepts 0, 1, 2 and refuses 3 and -1, naming the classes."""
+    """A 3-class model accepts 0, 1, 2 and refuses 3 and -1, naming the classes."""
     X, y = _data(n_classes=3)
     m = make_model("mlp", in_dim=3, n_classes=3, hidden=4)
     assert int(TRAINERS["pgd"](m, X, y, **CPU).steps_done) == 3
@@ -265,7 +265,7 @@ def test_multiclass_trainer_refuses_a_label_past_the_last_class():
 
 
 def test_test_labels_are_checked_too():
-    """issue 30: ``y_test`` is checked as ``y`` (named as such)."""
+    """``y_test`` is checked as ``y`` (named as such)."""
     X, y = _data()
     yt = y.clone()
     yt[1] = 2
@@ -280,7 +280,7 @@ def test_test_labels_are_checked_too():
     ([True, False], None),
 ])
 def test_class_labels_validator(values, needle):
-    """issue 30: :func:`validate.class_labels`: shapes, non-numbers and complex refused by
+    """:func:`validate.class_labels`: shapes, non-numbers and complex refused by
     name; booleans are the labels 0 and 1."""
     if needle is None:
         assert validate.class_labels("y", values, n_classes=2).tolist() == [1, 0]

@@ -30,14 +30,14 @@ NO_MODULE = {"w-f2", "w-eps", "h-f-theory", "accounting", "h-sec-4-2"}
 
 
 #: every registered rule, and those judged / never judged (each declares its worked example,
-#: :class:`~dpcompanion.experiments.comparisons.rule.Case`, issue 32)
+#: :class:`~dpcompanion.experiments.comparisons.rule.Case`)
 RULES = cmp.all_rules()
 JUDGED = sorted(rid for rid, r in RULES.items() if r.judged)
 NEVER_JUDGED = sorted(rid for rid, r in RULES.items() if not r.judged)
 
 
 def test_every_rule_declares_a_case():
-    """Issue 32: every rule declares its worked example with it (a new experiment's rules bring
+    """Every rule declares its worked example with it (a new experiment's rules bring
     theirs; nothing is added here): a judged rule one that agrees and one that disagrees, a rule
     never judged one it declines."""
     for rid, r in RULES.items():
@@ -100,7 +100,7 @@ def test_partly_and_inconclusive_cases():
     # the bound's T 30% worse than the best: partly
     assert cmp.verdict_of("h-x-eer/t-choice", T_bound=5, T_exact=25, exact_at_T_bound=1.3, exact_min=1.0) == "in part"
     # the paper's gap significant, ours ahead too but far smaller: at the paper's setup partly, with the ratio;
-    # our W transfer runs are not the paper's setup (issue 33): the judge compares the direction alone and the
+    # our W transfer runs are not the paper's setup: the judge compares the direction alone and the
     # row reads 'sign only' (the paper's size not testable in another setup), never a success
     row = cmp.compare("w-t36/gap", sizes_match=True, printed=T3_CELL, adp=[66.5, 66.6, 66.7], dp=[66.2, 66.3, 66.4])
     assert row["judge_verdict"] == "agrees" and "direction only" in row["note"] and row["comparable"] == "direction"
@@ -172,7 +172,7 @@ def test_every_experiment_with_a_page_verdict_table_has_rules():
 
 
 def test_verdict_words_live_only_in_the_judges():
-    """An experiment module decides a verdict only inside a judge of its rules (issue 32: the rules
+    """An experiment module decides a verdict only inside a judge of its rules (the rules
     are declared with the experiment): a verdict word is spelled only in a function returning a
     :class:`Judgement`, never in ``run_unit``, ``combine``, ``verdict_rows`` or a page helper."""
     root = Path(cmp.__file__).resolve().parents[1]

@@ -417,7 +417,7 @@ def test_final_eval_false_skips_only_the_training_set_evaluation(name, sampling_
         TrainConfig.build(**kw, final_eval="no")
 
 
-# ------------------------------------------------------------ the evaluation hook (issue 32)
+# ------------------------------------------------------------ the evaluation hook
 
 
 def _hooked(calls):
@@ -428,7 +428,7 @@ def _hooked(calls):
 
 @pytest.mark.parametrize("name,sampling_rate", [("logistic", 0.5), ("mlp", 0.5), ("mlp", 1.0)])
 def test_eval_hook_sees_the_current_theta_and_segment_noise_equals_one_call_per_segment(name, sampling_rate):
-    """Issue 32: ``on_eval`` is called after every ``eval_every`` steps and after the last step
+    """``on_eval`` is called after every ``eval_every`` steps and after the last step
     (4, 8, 10 here) with the parameters of that moment; with ``segment_noise`` one call equals
     training segment by segment, one call per segment seeded ``segment_seed(seed, j)`` from
     the last one's parameters (how Wu's protocol was trained before the hook), bit for bit."""
@@ -454,7 +454,7 @@ def test_eval_hook_sees_the_current_theta_and_segment_noise_equals_one_call_per_
 
 
 def test_eval_hook_runs_on_after_every_run_stopped_and_refused_steps_do_not_move_theta():
-    """Issue 32: once every ledger has refused, the remaining evaluation points are still
+    """Once every ledger has refused, the remaining evaluation points are still
     reported, with the parameters of the last step taken; the refused steps move nothing."""
     X, y = _data()
     model = make_model("mlp", in_dim=3, hidden=4)
@@ -470,7 +470,7 @@ def test_eval_hook_runs_on_after_every_run_stopped_and_refused_steps_do_not_move
 
 @pytest.mark.parametrize("name", ["mlp", "logistic"])
 def test_hold_keeps_a_refused_run_in_the_batch_so_the_others_do_not_change(name):
-    """Issue 32, Wu's protocol: with ``on_refusal="hold"`` a run whose ledger refuses stops
+    """Wu's protocol: with ``on_refusal="hold"`` a run whose ledger refuses stops
     moving (its theta stays at the last step taken, its epsilon within its target) but keeps
     drawing its masks and noise, so the run beside it gets the same numbers bit for bit whether
     or not its neighbour was refused (the general path gathers the rows any run sampled)."""
@@ -499,7 +499,7 @@ def test_hold_keeps_a_refused_run_in_the_batch_so_the_others_do_not_change(name)
 
 
 def test_per_run_budgets_one_ledger_per_schedule_and_budget():
-    """Issue 32: runs are charged through one ledger per distinct (schedule row, budget)."""
+    """Runs are charged through one ledger per distinct (schedule row, budget)."""
     from dpcompanion.theory.ledger import EpsilonTarget
 
     sig = np.array([[2.0, 2.0], [2.0, 2.0], [1.0, 1.0], [2.0, 2.0]])
@@ -512,7 +512,7 @@ def test_per_run_budgets_one_ledger_per_schedule_and_budget():
 
 
 def test_eval_hook_settings_are_validated():
-    """Issue 32: the hook's settings are checked when the config is built."""
+    """The hook's settings are checked when the config is built."""
     from dpcompanion.theory.ledger import EpsilonTarget
 
     kw = dict(sigma=[2.0] * 3, lr=0.1, clip_norm=1.0, device="cpu")

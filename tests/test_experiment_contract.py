@@ -1,4 +1,4 @@
-"""The experiment contract (issue 32, items 1 and 2): an experiment is one declared
+"""The experiment contract: an experiment is one declared
 :class:`dpcompanion.experiments.base.Experiment`, and the report, the pages and the store read
 its fields, never its module; one rule (``store.best_fresh``) decides which stored result a page
 shows and a verdict is judged on."""
@@ -55,7 +55,7 @@ def toy(tmp_path, monkeypatch):
 
 
 def test_report_and_page_read_describe_and_rows_from_the_experiment(toy):
-    """Issue 32, item 1: the verdicts report and the page machinery find a registered
+    """The verdicts report and the page machinery find a registered
     experiment's describe, verdict rows, report rows and repeats key through the object; its
     module (this test module) defines none of them."""
     exp, shown = toy
@@ -73,7 +73,7 @@ def test_report_and_page_read_describe_and_rows_from_the_experiment(toy):
 
 
 def test_an_experiment_without_rows_is_not_in_the_report(toy):
-    """Issue 32, item 1: ``verdict_rows`` is optional; an experiment without it has no rows
+    """``verdict_rows`` is optional; an experiment without it has no rows
     (and may not declare report rows alone)."""
     exp, _ = toy
     bare = base.register(base.Experiment(id="test-contract-bare", title="bare", configs=exp.configs, units=_units,
@@ -90,7 +90,7 @@ def test_an_experiment_without_rows_is_not_in_the_report(toy):
 
 
 def test_every_package_experiment_declares_what_its_module_defines():
-    """Issue 32, item 1: ``from_module`` picks up every name of the contract its module defines
+    """``from_module`` picks up every name of the contract its module defines
     (the ``EXPERIMENT`` line comes last), so nothing needs the module to find them; every
     experiment of the package declares its rules and its paper's scale."""
     for eid, exp in base.all_experiments().items():
@@ -104,7 +104,7 @@ def test_every_package_experiment_declares_what_its_module_defines():
 
 
 def test_a_module_missing_a_required_name_is_refused(monkeypatch):
-    """Issue 32: ``from_module`` names what the module lacks of the contract."""
+    """``from_module`` names what the module lacks of the contract."""
     import types
 
     mod = types.ModuleType("dpcompanion.experiments.zz_incomplete")
@@ -125,7 +125,7 @@ def _import_module_calls(path: Path) -> list[tuple[int, str]]:
 
 
 def test_no_module_lookup_of_experiments_outside_the_registry():
-    """Issue 32 (acceptance): no ``importlib.import_module`` of an experiment module (by name or
+    """Acceptance: no ``importlib.import_module`` of an experiment module (by name or
     by a function's ``__module__``) anywhere in the package but ``experiments/base.py``, the
     registry."""
     bad = []
@@ -141,7 +141,7 @@ def test_no_module_lookup_of_experiments_outside_the_registry():
 
 
 def test_one_rule_picks_the_result_shown_and_judged(toy):
-    """Issue 32, item 2: ``store.best_fresh`` (paper, else full, else quick, fresh only) is the
+    """``store.best_fresh`` (paper, else full, else quick, fresh only) is the
     one rule; ``result_to_show``, the page's full-result block and the verdicts report agree
     with it as results appear."""
     exp, shown = toy
@@ -188,7 +188,7 @@ def _ruled_toy() -> base.Experiment:
 
 
 def test_a_new_experiment_declares_its_rules_and_scale_and_nothing_else_changes(tmp_path, monkeypatch):
-    """Issue 32 (acceptance): adding an experiment with verdict rows touches only its own
+    """Acceptance: adding an experiment with verdict rows touches only its own
     declaration: registered, its rule is in the registry (with its design and margin on the
     row), its scale block is read by ``scale_of`` and its rows reach the verdicts report; once
     unregistered, none of them is left."""
@@ -213,7 +213,7 @@ def test_a_new_experiment_declares_its_rules_and_scale_and_nothing_else_changes(
 
 
 def test_an_experiment_may_declare_only_its_own_rules():
-    """Issue 32: a rule's id names its experiment (``<id>/<panel>``); a declaration with another's
+    """A rule's id names its experiment (``<id>/<panel>``); a declaration with another's
     rule, or one rule twice, is refused when it is made."""
     judge = lambda **m: None  # noqa: E731
     other = Rule("h-f-eff/loss", "x", "x", "x", judge)
@@ -228,7 +228,7 @@ def test_an_experiment_may_declare_only_its_own_rules():
 
 
 def test_the_registry_is_not_read_while_an_experiment_module_imports(monkeypatch):
-    """Issue 32: rules and scale blocks are collected from the experiments when asked; an
+    """Rules and scale blocks are collected from the experiments when asked; an
     experiment module that asked at import time would see a half-made registry, so the
     registry refuses, naming the module."""
     import importlib.machinery

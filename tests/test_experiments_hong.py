@@ -7,7 +7,7 @@ import pytest
 
 from dpcompanion.experiments import base, h_f_curv, h_f_eff, h_f_mom, h_f_scale
 from dpcompanion.experiments.comparisons.rule import VERDICTS
-from dpcompanion.experiments.protocols import hong as hp  # the verdict words, from their one home (issue 32)
+from dpcompanion.experiments.protocols import hong as hp  # the verdict words, from their one home
 
 
 def _run(exp, config):

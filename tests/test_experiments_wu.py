@@ -83,7 +83,7 @@ def test_calibration_is_monotone_and_validates():
 
 
 def test_epsilon_target_ledger_refuses_overspending():
-    """Issue 32: a run's budget in W's protocol is an EpsilonTarget at the protocol's orders;
+    """A run's budget in W's protocol is an EpsilonTarget at the protocol's orders;
     its ledger refuses the first step that would take the RDP epsilon above the target."""
     from dpcompanion.theory.ledger import BudgetExceeded, EpsilonTarget, PrivacyLedger
 
@@ -190,7 +190,7 @@ def _counting_ledgers(monkeypatch):
 
 
 def test_train_segments_one_ledger_per_schedule_and_target_never_overspent(monkeypatch):
-    """Issue 32: train_segments trains through the engine's ledger alone: exactly one ledger per
+    """train_segments trains through the engine's ledger alone: exactly one ledger per
     (schedule row, target) is built and charged, once per step tried (the refused one
     included); a budget that runs out mid-segment stops its runs before it is exceeded, and
     the refused steps do not move theta (the accuracy stays, no step size is applied)."""
@@ -226,12 +226,12 @@ def test_gap_verdict_rules():
     def gap(paper, adp, dp, sizes_match=True):
         return comparisons.compare("w-t36/gap", sizes_match=sizes_match, printed=paper, adp=adp, dp=dp)
 
-    # issue 33: the arms share seeds (paired interval) and our setup is not the paper's, so the sign alone is judged
+    # the arms share seeds (paired interval) and our setup is not the paper's, so the sign alone is judged
     # ahead; the paper's 5 points are quoted, not judged: the sign only, a partial outcome
     assert (gap(paper_sig, up, down)["verdict"], gap(paper_sig, up, down)["outcome"]) == ("sign only", "partial")
     assert gap(paper_sig, [66.0, 66.5, 67.0], [61.0, 61.5, 62.0])["verdict"] == "sign only"
     assert gap(paper_sig, down, up)["outcome"] == "failure"  # behind: the other side of zero, not reproduced
-    # the gap not seen: issue 21's rule said disagrees (the paper's 5 ruled out); size alone no longer decides
+    # the gap not seen: inconclusive, not disagrees, though the paper's 5 is ruled out: size alone does not decide
     row = gap(paper_sig, flat, same)
     assert row["verdict"] == "inconclusive" and row["comparable"] == "direction" and row["design"] == "paired"
     # the paper's own gap within its printed noise: not a claim to test by itself, whatever ours

@@ -1,4 +1,4 @@
-"""Issue 34, item 6: the code under a figure runs alone.
+"""The code under a figure runs alone.
 
 Each published figure comes with its data file (``figure-<n>.csv``: dpcompanion.book.figure_files.
 figure_data) and a script (``figure-<n>.py``: figure_files.figure_script) that, run alone on that
@@ -88,7 +88,7 @@ def _close(a: str, b: str) -> bool:
 
 @pytest.mark.parametrize("name", sorted({**CASES, **EXTRA}))
 def test_the_redrawn_figure_plots_the_same_data(name, tmp_path):
-    """Issue 34, item 6: redrawing a figure from its data file (figure_files.redraw, the code every
+    """Redrawing a figure from its data file (figure_files.redraw, the code every
     script carries) gives a figure whose data, read back with figure_data, is the data file's:
     every panel with its labels, scales, limits and ticks, every series by kind, error bars,
     bars, cells and texts, and the legends' entries."""
@@ -124,7 +124,7 @@ def test_the_redrawn_figure_plots_the_same_data(name, tmp_path):
 
 
 def test_errorbars_keep_both_ends_and_the_grid_keeps_its_labels(tmp_path):
-    """Issue 34: the w-t1245 figure (wu_gap_grid) draws horizontal error bars (+- 2 se): its
+    """The w-t1245 figure (wu_gap_grid) draws horizontal error bars (+- 2 se): its
     data file keeps their ends (x_low, x_high), each cell's label (ytick rows) and both axes;
     a vertical error bar's ends are y_low, y_high."""
     cells = [("eps 0.5, C 1", 0.5, 0.2, 1.0), ("eps 2, C 1", -0.3, 0.1, None), ("eps 8, C 3", 1.0, float("nan"), 2.0)]
@@ -145,7 +145,7 @@ def test_errorbars_keep_both_ends_and_the_grid_keeps_its_labels(tmp_path):
 
 
 def test_the_forest_plot_keeps_its_rows_labels_colours_and_legend():
-    """Issue 34: a forest plot's data names each row (ytick rows: the labels), draws each in
+    """A forest plot's data names each row (ytick rows: the labels), draws each in
     its verdict's colour and keeps the figure's legend (verdicts and marks)."""
     fig = forest.forest_plot(rows=_forest_rows(), title="every verdict row")
     rows = figure_files.figure_data(fig)
@@ -192,8 +192,8 @@ PUBLISHED = {
 
 @pytest.mark.parametrize("kind", list(PUBLISHED))
 def test_the_published_script_redraws_the_figure_alone(kind, tmp_path, monkeypatch):
-    """Issue 34, item 6 (acceptance: the code link, run alone on the data link, redraws the
-    figure): publish writes figure-<n>.py, which never imports dpcompanion; run with python in
+    """Acceptance: the code link, run alone on the data link, redraws the
+    figure: publish writes figure-<n>.py, which never imports dpcompanion; run with python in
     a folder holding only it and figure-<n>.csv, where dpcompanion cannot be imported, it exits
     0, writes figure-<n>.png and says it drew every panel, series and point of the data file.
     The script keeps its provenance: the plot function and the notebook cell, as comments."""

@@ -1,4 +1,4 @@
-"""Issue 34, items 2 and 3: short pages and forest plots.
+"""Short pages and forest plots.
 
 Short pages: the tuning records of a result (seed lists of 100 seeds, stated bounds with their
 quotation, every candidate's score) filled h-f-eff's page with a 39,902 px table; a page now
@@ -45,7 +45,7 @@ def _stored_tuning(eid):
 
 
 def test_the_tuning_block_of_h_f_eff_is_short_and_its_csv_whole():
-    """Issue 34 (h-f-eff's tuning table was 39,902 px): the page shows one sentence and a folded
+    """h-f-eff's tuning table was 39,902 px tall: the page shows one sentence and a folded
     summary with the seeds as counts; the CSV keeps every record whole (the seed lists, the
     stated bound's quotation, every candidate's score)."""
     tuning = _stored_tuning("h-f-eff")
@@ -67,7 +67,7 @@ def test_the_tuning_block_of_h_f_eff_is_short_and_its_csv_whole():
 
 
 def test_a_long_power_table_is_folded():
-    """Issue 34: w-t1245's 48 rows of power no longer lengthen the page: a table longer than
+    """w-t1245's 48 rows of power no longer lengthen the page: a table longer than
     report.FOLD_ROWS rows is folded under its sentence."""
     row = {"ours": {"estimate": 0.1, "ci_low": 0.0, "ci_high": 0.2, "n": 5, "se": 0.05}, "item": "x",
            "paper_value": 0.2, "mde": 0.14, "runs_needed": None, "verdict": "agrees"}
@@ -77,7 +77,7 @@ def test_a_long_power_table_is_folded():
 
 
 def test_data_link_writes_beside_the_figures_only_in_a_book_build(tmp_path, monkeypatch):
-    """Issue 34: a page's CSV goes where its figures' data go (figures/<page>/), linked with a
+    """A page's CSV goes where its figures' data go (figures/<page>/), linked with a
     download role; outside a book build nothing is written."""
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -96,7 +96,7 @@ def test_data_link_writes_beside_the_figures_only_in_a_book_build(tmp_path, monk
 
 
 def test_forest_rows_tolerate_missing_fields_and_group_by_paper():
-    """Issue 34, item 3: rows are read with .get (a row without design, comparable, margin or
+    """Rows are read with .get (a row without design, comparable, margin or
     at_paper_scale is drawn); rows without an estimate are left out; Hong before Wu before the
     book's own checks; the scale mark says paper scale, reduced or computed."""
     rows = [{"page": "w-f1", "item": "gain", "verdict": "agrees", "ours": {"estimate": 1.0}},
@@ -118,7 +118,7 @@ def test_forest_rows_tolerate_missing_fields_and_group_by_paper():
 
 
 def test_the_whole_book_forest_plot_is_readable_and_its_data_names_each_rows_result(book_rows, tmp_path):
-    """Issue 34, item 3 (the verdicts page leads with it): every row with an estimate is one
+    """The verdicts page leads with the forest plot: every row with an estimate is one
     line, readable at the book's column width; the data file names, per row, its page, item,
     verdict, the result it was judged on and its raw numbers."""
     fig = forest.forest_plot(rows=book_rows, title="every verdict")
@@ -140,7 +140,7 @@ def test_the_whole_book_forest_plot_is_readable_and_its_data_names_each_rows_res
 
 
 def test_every_experiment_page_and_the_verdicts_page_draw_a_forest_plot():
-    """Issue 34, item 3: every experiment page draws its forest plot through
+    """Every experiment page draws its forest plot through
     ExperimentPage.reproduction (which every experiment notebook calls once: test_show), and the
     verdicts notebook draws the whole book's from the report's rows."""
     import inspect

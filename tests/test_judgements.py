@@ -1,4 +1,4 @@
-"""One typed value per judge and two vocabularies of judgements, each with one home (issue 32, item 3)."""
+"""One typed value per judge and two vocabularies of judgements, each with one home."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def judged() -> dict[str, set]:
 
 
 def test_every_rule_returns_a_judgement(judged):
-    """issue 32, item 3: every verdict rule's judge returns one :class:`Judgement` (no tuple of
+    """Every verdict rule's judge returns one :class:`Judgement` (no tuple of
     3, 4 or 5 elements), run on the committed results' payloads (stale or not: the rules judge
     numbers, not code), on H-X-EER's per-cell table (rule ``h-x-eer/mc``) and on the pages that
     compute their rows (theory, accounting, W-F2)."""
@@ -60,14 +60,14 @@ def test_every_rule_returns_a_judgement(judged):
 
 
 def test_a_judge_returning_a_tuple_is_refused():
-    """issue 32, item 3: the row builder takes nothing but a Judgement from a judge."""
+    """The row builder takes nothing but a Judgement from a judge."""
     r = Rule("x/y", "item", "paper", "tolerance", lambda **m: ("agrees", "1", "note"))
     with pytest.raises(TypeError, match="must return a Judgement"):
         rows.row_of(r, sizes_match=True)
 
 
 def test_judgement_is_frozen_and_its_row_shows_note_and_remark():
-    """issue 32, item 3: the rule's remark follows the statistical note and survives a margin
+    """The rule's remark follows the statistical note and survives a margin
     (:func:`.rule.with_margin` rewrites the note only); the paper column defaults to the rule's."""
     j = judge_effect(-0.0009, 0.0001, direction=+1, df=99).for_row("ours", remark="; at scale 25")
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -79,20 +79,20 @@ def test_judgement_is_frozen_and_its_row_shows_note_and_remark():
 
 
 def test_an_overruled_judgement_is_not_refined_by_a_margin():
-    """issue 32, item 3: a rule that overrules the statistical verdict (h-f-mom's 'partly')
+    """A rule that overrules the statistical verdict (h-f-mom's 'partly')
     keeps its word whatever the row's margin."""
     j = judge_effect(0.5, 0.1, direction=+1, df=9).overruled("partly", "x")
     assert with_margin(j, 10.0) is j
 
 
 def test_a_judgement_without_numbers_has_no_stats():
-    """issue 32, item 3: a count or an exact yes/no reports no numbers; an effect does."""
+    """A count or an exact yes/no reports no numbers; an effect does."""
     assert Judgement("agrees", "x", ours="3").stats() == {}
     assert judge_effect(1.0, 0.1, direction=+1).stats()["estimate"] == 1.0
 
 
 def test_two_vocabularies_each_with_one_home():
-    """issue 32, item 3: the verdict words (a measured number against a printed one) live in
+    """The verdict words (a measured number against a printed one) live in
     :data:`.VERDICTS`, the claim statuses (how a claim was checked) in
     :data:`registry.STATUS_DEFINITIONS`; every map keyed by either covers exactly its words."""
     assert comparisons.VERDICTS is VERDICTS and rows.VERDICTS is VERDICTS

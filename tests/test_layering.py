@@ -84,7 +84,7 @@ def test_every_module_lives_in_a_layer_folder():
 
 
 def test_no_two_modules_share_a_file_name():
-    """issue 32: every module's file name is unique in the package (``__init__.py`` and
+    """Every module's file name is unique in the package (``__init__.py`` and
     ``__main__.py`` aside), so that a name read alone (a traceback, a search, a code hash's list
     of modules, an editor's tab) says which module it is and what it is for."""
     where: dict[str, list[str]] = {}
@@ -289,7 +289,7 @@ ACCOUNTING_ALLOWED = ("theory", "claims", "integrations/opacus.py")
 def test_only_theory_computes_privacy_accounting():
     """Outside theory/ (claims' references and the Opacus bridge's cross-check aside) no module
     imports an accounting library: every RDP curve and epsilon comes from dpcompanion.theory
-    (issue 20: one accountant for the planner, the ledger, the trainers, Wu's protocol and the
+    (one accountant for the planner, the ledger, the trainers, Wu's protocol and the
     audit)."""
     bad = []
     for rel, path in _modules():
@@ -304,11 +304,11 @@ def test_only_theory_computes_privacy_accounting():
     assert not bad, "accounting outside theory/:\n" + "\n".join(bad)
 
 
-#: the longest a module of the package may be, in lines (issue 32: a module past it holds more
+#: the longest a module of the package may be, in lines (a module past it holds more
 #: than one thing; split it along its seams, each part with a docstring saying why it is separate)
 MAX_MODULE_LINES = 800
 def test_no_module_is_over_800_lines():
-    """Issue 32: no module of the package is over :data:`MAX_MODULE_LINES` lines."""
+    """No module of the package is over :data:`MAX_MODULE_LINES` lines."""
     lengths = {rel.as_posix(): len(path.read_text().splitlines()) for rel, path in _modules()}
     over = {m: n for m, n in lengths.items() if n > MAX_MODULE_LINES}
     assert not over, f"modules over {MAX_MODULE_LINES} lines (split them along their seams): {over}"
@@ -384,7 +384,7 @@ def _cycles(graph: dict[str, set[str] | dict[str, int]]) -> list[list[str]]:
 
 
 def test_cycles_finds_a_circle_and_no_false_one():
-    """Issue 32: the cycle finder of :func:`test_no_import_circle` names a circle of two, a
+    """The cycle finder of :func:`test_no_import_circle` names a circle of two, a
     circle through a chain, and none in a graph whose imports only go one way."""
     assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b", "a"]]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
@@ -392,7 +392,7 @@ def test_cycles_finds_a_circle_and_no_false_one():
 
 
 def test_no_import_circle():
-    """Issue 32, item 4: no two modules of the package import each other, directly or through a
+    """No two modules of the package import each other, directly or through a
     chain, imports inside functions included (a circle works only while one side imports late,
     and the order the package loads in then decides what works); nor do two sub-packages of a
     layer (``experiments/store`` and ``experiments/comparisons``, say), counted over all

@@ -157,7 +157,7 @@ def test_epsilon_only_ledger_stops_at_the_last_step_within_the_target():
             n += 1
     assert n == 17 and led.spent_epsilon() <= target
     assert numerical_accounting.rdp_epsilon_of(sigma=sig[:18], delta=delta) > target  # the check can fail
-    # issue 32: an EpsilonTarget is such a budget (the trainers' engine charges its ledger)
+    # an EpsilonTarget is such a budget (the trainers' engine charges its ledger)
     sched = PrivacyLedger.from_budget(EpsilonTarget(epsilon=target, delta=delta))
     assert sched.R is None and sched.rel_slack == 1e-9
     for s in sig[:3]:

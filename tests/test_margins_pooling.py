@@ -1,4 +1,4 @@
-"""Issue 33, items 4 and 5: practical margins declared once, TOST, and table verdicts by a stated pooling.
+"""Practical margins declared once, TOST, and table verdicts by a stated pooling.
 
 * the margins declared with the rules (:attr:`Rule.margin`) cover every effect row of the verdict report, each
   with a reason and a basis; the W accuracy margin recomputes from the printed tables;
@@ -22,7 +22,7 @@ from scipy import optimize, stats
 from dpcompanion.experiments import comparisons, store
 from dpcompanion.experiments.comparisons import reproduction, rows as rows_mod, sequential
 
-#: every declared margin, by rule id (each declared with its rule, issue 32)
+#: every declared margin, by rule id (each declared with its rule)
 MARGINS = {rid: r.margin for rid, r in comparisons.all_rules().items() if r.margin is not None}
 from dpcompanion.experiments.comparisons.rule import estimate_effect, judge_effect, tost, with_margin
 from dpcompanion.experiments.protocols import wu_paper
@@ -40,7 +40,7 @@ def _is_effect_row(r: dict) -> bool:
 
 
 def test_margin_table_covers_every_effect_row(report):
-    """Issue 33, item 4: every effect row's rule has a declared margin (or a stated reason why
+    """Every effect row's rule has a declared margin (or a stated reason why
     none), with its basis; the row carries that reason as ``margin_reason``."""
     effect = [r for r in report if _is_effect_row(r)]
     assert effect
@@ -57,7 +57,7 @@ def test_margin_table_covers_every_effect_row(report):
 
 
 def test_w_accuracy_margin_is_the_papers_spread():
-    """Issue 33, item 4: the W margin is the median standard error of Wu et al.'s printed gaps,
+    """The W margin is the median standard error of Wu et al.'s printed gaps,
     recomputed here from the printed cells (sd / sqrt(5) per method)."""
     ses = [math.hypot(sa, sd) / math.sqrt(5) for t in (*wu_paper.TABLES.values(), wu_paper.TABLE3)
            for (_, sa, _, sd) in t.values()]
@@ -67,7 +67,7 @@ def test_w_accuracy_margin_is_the_papers_spread():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_tost_matches_scipy_paired_and_welch(seed):
-    """Issue 33, item 4: TOST's two one-sided p-values equal scipy's one-sided t tests on the
+    """TOST's two one-sided p-values equal scipy's one-sided t tests on the
     arrays: paired (``ttest_1samp`` of the differences against -+margin) and independent
     (Welch ``ttest_ind`` with the first arm shifted by -+margin)."""
     rng = np.random.default_rng(seed)
@@ -93,7 +93,7 @@ def test_tost_matches_scipy_paired_and_welch(seed):
 
 
 def test_inside_margin_never_disagrees():
-    """Issue 33, item 4: over many cases (sizes and directions, paper values or not, size or
+    """Over many cases (sizes and directions, paper values or not, size or
     direction rows), an effect inside its margin never reads ``disagrees``; ``equivalent``
     exactly when the 90% interval lies inside the margin."""
     rng = np.random.default_rng(33)
@@ -118,7 +118,7 @@ def test_inside_margin_never_disagrees():
 
 
 def test_report_rows_inside_margin_are_not_agreement(report):
-    """Issue 33, item 4, as the criteria table reads it: where the paper claims an effect and TOST
+    """As the criteria table reads it: where the paper claims an effect and TOST
     puts ours inside its declared margin, the row is a failure to reproduce, never a kind of
     agreement (nor ``equivalent``, a word kept for claims of no difference). H-F-MOM's -0.0009 on a loss near 0.84 is the named example."""
     for r in report:
@@ -179,7 +179,7 @@ def _cells_ref(cells, metric, n: int | None = None):
 
 @pytest.mark.parametrize("eid", ["w-t1245", "w-ladder"])
 def test_pooled_table_gap_recomputes_from_stored_arrays(report, eid):
-    """Issue 33, item 5: every W table row's pooled gap and 95% interval recompute from the
+    """Every W table row's pooled gap and 95% interval recompute from the
     stored per-seed arrays (paired differences per cell, random effects over the cells) with
     the reference above; the row counts its cells by verdict."""
     res = _stored(eid)
@@ -193,7 +193,7 @@ def test_pooled_table_gap_recomputes_from_stored_arrays(report, eid):
             n = int(r["item"].split("N = ")[1].split(":")[0].replace(",", ""))
             cells = [c for c in cells if c["rung"] == n]
         n, level = None, 0.95
-        if r.get("stage"):  # a look of the experiment's group-sequential plan (issue 33, item 6)
+        if r.get("stage"):  # a look of the experiment's group-sequential plan
             n = int(r["stage"].split(", ")[1].split()[0])
             level = [lk for lk in sequential.looks_of(comparisons.plan_of(eid), n) if lk.n == n][-1].level
         ref = {}
@@ -215,7 +215,7 @@ def test_pooled_table_gap_recomputes_from_stored_arrays(report, eid):
 
 
 def test_ladder_top_rung_is_the_headline(report):
-    """Issue 33, item 5: W-LADDER's top rung (the paper's 50,000 images and steps) is marked the
+    """W-LADDER's top rung (the paper's 50,000 images and steps) is marked the
     headline evidence for Tables 2 and 5, and the W-T1245 rows of those tables point to it."""
     top = [r for r in report if r["rule"] == "w-ladder/table" and f"N = {rows_mod.HEADLINE_N:,}" in r["item"]]
     if not top:
@@ -226,7 +226,7 @@ def test_ladder_top_rung_is_the_headline(report):
 
 
 def test_w_t36_table_pools_its_cells(report):
-    """Issue 33, item 5: W-T36's Table 3 verdict is its cells pooled (the paper's grid and the
+    """W-T36's Table 3 verdict is its cells pooled (the paper's grid and the
     grid beyond it separately); the cells' paired gaps recompute from the arrays in
     tests/test_paired_design.py, the pooling here with the reference above."""
     cells = [r for r in report if r["rule"] == "w-t36/gap"]

@@ -160,7 +160,7 @@ def test_clip_factors():
         clip_factors(norms.float(), 1.0)  # norms must be exact to ~1e-10: float64, from the values
 
 
-# ---- issue 19: a clipped per-sample gradient never exceeds C, in float32 or float64 ----------
+# ---- a clipped per-sample gradient never exceeds C, in float32 or float64 ----------
 
 def _post_clip_norms(G, C, dtype):
     """Float64 norms of the clipped vectors as summed: the factor times the gradient, each
@@ -198,7 +198,7 @@ def test_clipped_norm_never_exceeds_C_adversarial(dtype, dim):
 
 def test_old_clip_rule_overshoots_so_the_probe_can_fail():
     """The plain float32 rule ``min(1, C / ||g||)`` on float32 norms exceeds C on these inputs
-    (the issue's C (1 + 1.7e-7)); the rule in use does not."""
+    (up to C (1 + 1.7e-7)); the rule in use does not."""
     C, worst = 4.0, 0.0
     G = _near_C(C, 3, 20000, torch.float32, 7)
     old = torch.clamp(C / G.norm(dim=-1).clamp_min(1e-30), max=1.0)

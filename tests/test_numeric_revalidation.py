@@ -1,4 +1,4 @@
-"""Numeric revalidation (issue 31): a full result records its quick mode's numbers next to the
+"""Numeric revalidation: a full result records its quick mode's numbers next to the
 quick digest; a code change that moves the quick digest but not the numbers beyond tolerance
 (a reordered float sum) revalidates it numerically, with the largest deviation and both commits
 in its provenance; a change beyond tolerance (another learning rate), of shape, of keys or of an
@@ -77,7 +77,7 @@ def _edit_code(monkeypatch, **knobs):
 
 
 def test_full_result_records_its_quick_numbers(toy):
-    """issue 31: the quick numbers sit next to the quick digest, exact (their digest is it)."""
+    """The quick numbers sit next to the quick digest, exact (their digest is it)."""
     full = store.load_or_compute(toy.id, mode="full", device="cpu")
     p = full.provenance
     assert p["quick_numbers"]["digest"] == p["quick_digest"] and p["quick_numbers"]["cpu"] == p["quick_cpu"]
@@ -89,7 +89,7 @@ def test_full_result_records_its_quick_numbers(toy):
 
 
 def test_reordered_sum_revalidates_numerically(toy, monkeypatch):
-    """issue 31: a reordered float32 sum moves the quick digest, every number within 1e-5
+    """A reordered float32 sum moves the quick digest, every number within 1e-5
     relative: revalidated numerically, the provenance names the largest deviation, both commits
     and the new digest."""
     full = store.load_or_compute(toy.id, mode="full", device="cpu")
@@ -120,7 +120,7 @@ def test_reordered_sum_revalidates_numerically(toy, monkeypatch):
     ({"label": "toy2"}, "is now"),                        # a string
 ])
 def test_changes_beyond_tolerance_stay_stale(toy, monkeypatch, knobs, said):
-    """issue 31: a changed learning rate, shape, key, integer or string leaves the result stale,
+    """A changed learning rate, shape, key, integer or string leaves the result stale,
     the reason naming the largest deviation (or what differs) and where."""
     full = store.load_or_compute(toy.id, mode="full", device="cpu")
     _edit_code(monkeypatch, **knobs)
@@ -131,7 +131,7 @@ def test_changes_beyond_tolerance_stay_stale(toy, monkeypatch, knobs, said):
 
 
 def _digest_only(res):
-    """The result as stored before issue 31: the quick digest, no quick numbers (resealed)."""
+    """The result as stored before quick numbers were recorded: the quick digest, no quick numbers (resealed)."""
     prov = {k: v for k, v in res.provenance.items() if k not in ("quick_numbers", files.SEAL)}
     files.replace_provenance(res.path, files.sealed(prov), expect=res.provenance)
     back = store.load(res.id, mode=res.mode)
@@ -140,7 +140,7 @@ def _digest_only(res):
 
 
 def test_digest_only_result_gets_its_numbers_on_an_equal_digest_revalidation(toy, monkeypatch):
-    """issue 31: a result recorded with only a digest gets its quick numbers at the first
+    """A result recorded with only a digest gets its quick numbers at the first
     revalidation whose digest is equal, and from then on revalidates numerically."""
     full = _digest_only(store.load_or_compute(toy.id, mode="full", device="cpu"))
     _edit_code(monkeypatch)  # a refactor: code hash moves, numbers identical
@@ -158,7 +158,7 @@ def test_digest_only_result_gets_its_numbers_on_an_equal_digest_revalidation(toy
 
 
 def test_fresh_digest_only_result_gets_its_numbers(toy, monkeypatch):
-    """issue 31: `results --revalidate` records the quick numbers of a fresh result stored before
+    """`results --revalidate` records the quick numbers of a fresh result stored before
     they were recorded (its code is the current code), and `results --json` says how each
     result was validated."""
     _digest_only(store.load_or_compute(toy.id, mode="full", device="cpu"))
@@ -182,7 +182,7 @@ def test_fresh_digest_only_result_gets_its_numbers(toy, monkeypatch):
 
 
 def test_compare_rule():
-    """issue 31: the rule, number by number: relative with an absolute floor near 0, by dtype
+    """The rule, number by number: relative with an absolute floor near 0, by dtype
     unless the experiment's table entry says otherwise; structure and exact values exactly."""
     f32 = np.array([1.0, 0.0], dtype=np.float32)
     ok = numeric.compare({"a": f32 * np.float32(1 + 2e-6)}, {"a": f32}, experiment_id="nobody")
@@ -202,7 +202,7 @@ def test_compare_rule():
 
 
 def test_pack_round_trip_is_exact():
-    """issue 31: the recorded numbers read back bit for bit (their digest is the payload's),
+    """The recorded numbers read back bit for bit (their digest is the payload's),
     types kept: float32 arrays, lists of floats, integers, flags, strings, NaN and infinities."""
     payload = {"a": np.linspace(0, 1, 100, dtype=np.float32), "b": [0.1 * k for k in range(20)] + [math.nan],
                "c": [math.inf, -0.0, 1e-300, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5], "i": np.arange(70),
@@ -218,7 +218,7 @@ def test_pack_round_trip_is_exact():
 
 
 def test_fingerprint_is_computed_on_the_cpu_whatever_device(toy, monkeypatch):
-    """issue 31 (GPU runs): a full result computed on another device ('cuda' here, faked: the
+    """GPU runs: a full result computed on another device ('cuda' here, faked: the
     device string reaches run_unit) records a quick fingerprint computed on the CPU, so that
     revalidation on a machine without that device compares like with like."""
     from dpcompanion.experiments.store import result_store

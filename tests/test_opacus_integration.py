@@ -132,7 +132,7 @@ def test_noise_lambda_for_stock_lambda_noise():
 
 @pytest.mark.parametrize("bad", [float("inf"), float("nan"), 0.0, -1.0])
 def test_bridge_refuses_noiseless_schedules_before_anything(bad):
-    """Issue 11: no step without noise through the Opacus bridge either; refused before
+    """No step without noise through the Opacus bridge either; refused before
     Opacus is touched (the engine and optimizer below would fail if they were used)."""
     from dpcompanion.integrations import opacus as bridge
 

@@ -1,4 +1,4 @@
-"""Issue 33, items 1 and 2: estimates that follow the design, comparability stated per row.
+"""Estimates that follow the design, comparability stated per row.
 
 * every W row whose arms share seeds is ``design: paired`` and its interval recomputes from the
   stored arrays (results/<id>/{full,paper}/arrays.npz) as a paired t interval, the reference
@@ -53,7 +53,7 @@ def _paired_ci(a, b):
 
 def _check_paired(row: dict, adp, dp):
     """The row's interval is scipy's paired t interval of the arrays; for a row judged by a
-    group-sequential plan (issue 33 item 6: ``stage`` "look k of K, n seeds"), on the first n
+    group-sequential plan (``stage`` "look k of K, n seeds"), on the first n
     seeds at that look's nominal level (the plan's boundary), the repeated interval."""
     assert row["design"] == "paired", row["item"]
     if row.get("stage"):
@@ -72,7 +72,7 @@ def _check_paired(row: dict, adp, dp):
 
 
 def test_estimator_against_scipy():
-    """Issue 33: the one estimator is scipy's paired t interval for paired arms and Welch's otherwise."""
+    """The one estimator is scipy's paired t interval for paired arms and Welch's otherwise."""
     rng = np.random.default_rng(33)
     a, b = rng.normal(1.0, 1.0, 7), rng.normal(0.0, 1.0, 7)
     e = estimate_effect(a, b, design="paired")
@@ -89,7 +89,7 @@ def test_estimator_against_scipy():
 
 
 def test_hong_pairing_is_the_same_estimator():
-    """Issue 33: the Hong pages' paired mean and se (protocols.hong.paired_difference, in the
+    """The Hong pages' paired mean and se (protocols.hong.paired_difference, in the
     experiments' code hash) are the estimator's paired estimate and se."""
     rng = np.random.default_rng(7)
     a = rng.normal(size=50)
@@ -100,14 +100,14 @@ def test_hong_pairing_is_the_same_estimator():
 
 
 def test_design_table_is_verified_in_code():
-    """Issue 33: one table states the design of every two-arm comparison, with its reason."""
+    """One table states the design of every two-arm comparison, with its reason."""
     for rid in ("w-f1/gap", "w-t1245/gap", "w-t1245/table", "w-ladder/table", "w-t36/gap"):
         assert comparisons.design_of(rid) == "paired" and "seed" in comparisons.rule_by_id(rid).design[1]
     assert comparisons.design_of("w-f4/decay") == "independent"
 
 
 def test_w_t1245_cells_recompute_as_paired(report):
-    """Issue 33: every W-T1245 cell row is paired, its interval scipy's paired t interval of the stored arrays."""
+    """Every W-T1245 cell row is paired, its interval scipy's paired t interval of the stored arrays."""
     cells = _stored("w-t1245").payload["cells"]
     by_item = {r["item"]: r for r in report if r["page"] == "w-t1245" and r["rule"] == "w-t1245/gap"}
     n = 0
@@ -126,7 +126,7 @@ def test_w_t1245_cells_recompute_as_paired(report):
 
 
 def test_w_f1_and_w_t36_recompute_as_paired(report):
-    """Issue 33: W-F1's gain and every W-T36 cell are paired by seed, recomputed from the stored arrays."""
+    """W-F1's gain and every W-T36 cell are paired by seed, recomputed from the stored arrays."""
     R = _stored("w-f1").payload["train"]
     best = lambda a: np.asarray(a)[:, 1:].max(axis=1)  # noqa: E731
     row = next(r for r in report if r["rule"] == "w-f1/gap")
@@ -146,7 +146,7 @@ def test_w_f1_and_w_t36_recompute_as_paired(report):
 
 
 def test_w_ladder_cells_are_paired(report):
-    """Issue 33: W-LADDER's rows are paired; each cell's interval is scipy's paired t interval."""
+    """W-LADDER's rows are paired; each cell's interval is scipy's paired t interval."""
     assert all(r["design"] == "paired" for r in report if r["page"] == "w-ladder")
     for c in _stored("w-ladder").payload["cells"]:
         _, printed, row = w_t1245.gap_verdict(c, metric="best")
@@ -158,13 +158,13 @@ def test_w_ladder_cells_are_paired(report):
 
 
 def test_w_f4_cells_are_independent(report):
-    """Issue 33: W-F4's c = 0 and c > 0 cells draw seeds of their own: independent (Welch)."""
+    """W-F4's c = 0 and c > 0 cells draw seeds of their own: independent (Welch)."""
     rows = [r for r in report if r["rule"] == "w-f4/decay"]
     assert rows and all(r["design"] == "independent" for r in rows)
 
 
 def test_no_direction_row_disagrees_by_size(report):
-    """Issue 33: a row compared by direction disagrees only when its interval excludes zero on
+    """A row compared by direction disagrees only when its interval excludes zero on
     the other side of the paper's; never when it includes zero or lies on the paper's side."""
     seen = 0
     for r in report:
@@ -193,8 +193,8 @@ def test_no_direction_row_disagrees_by_size(report):
 
 
 def test_direction_judgement_never_uses_size():
-    """Issue 33: at a setup not the paper's, ours far below the paper's gap but above zero agrees;
-    including zero is inconclusive (issue 21's rule said disagrees: the paper's size ruled out)."""
+    """At a setup not the paper's, ours far below the paper's gap but above zero agrees;
+    including zero is inconclusive (not disagrees: the paper's size is not what is compared)."""
     assert judge_effect(1.0, 0.2, paper=20.0, paper_se=0.5, df=2, comparable="direction").verdict == "agrees"
     assert judge_effect(0.5, 0.5, paper=20.0, paper_se=0.5, df=2, comparable="direction").verdict == "inconclusive"
     assert judge_effect(0.5, 0.5, paper=20.0, paper_se=0.5, df=2, comparable="size").verdict == "disagrees"
@@ -202,7 +202,7 @@ def test_direction_judgement_never_uses_size():
 
 
 def test_w_scale_block_shows_steps_and_layers():
-    """Issue 33: W's scale block has steps (within a factor 2) and trained layers beside epochs."""
+    """W's scale block has steps (within a factor 2) and trained layers beside epochs."""
     s = scale.scale_of("w-t1245", {"dataset": "fashion", "pretrain_n": 20000, "n_train": 2000,
                                    "epochs": [60, 120, 200], "batch_size": 256})
     assert s["steps"]["ours"] == [469, 938, 1563] and s["steps"]["match"] is False
@@ -218,7 +218,7 @@ HONG_DESIGNS = {"h-f-eff/loss": "paired", "h-f-eff/acc": "paired", "h-f-eff-exac
 
 
 def test_hong_rows_keep_their_design(report):
-    """Issue 33: the Hong rows are paired where the schedules share seeds (as before) and keep
+    """The Hong rows are paired where the schedules share seeds (as before) and keep
     their normal interval around the paired mean the experiment hands over."""
     hong = [r for r in report if r["page"].startswith("h-") and r["rule"] in HONG_DESIGNS]
     assert hong
@@ -226,7 +226,7 @@ def test_hong_rows_keep_their_design(report):
     for r in hong:
         assert r["design"] == HONG_DESIGNS[r["rule"]], r["item"]
         o = r["ours"]
-        # H-F-EFF's trend rows (issue 33, item 3): Student t on sizes - 2 df where the scatter scaled the SE
+        # H-F-EFF's trend rows: Student t on sizes - 2 df where the scatter scaled the SE
         c = stats.t.ppf(0.975, o["n"] - 2) if r["rule"].startswith("h-f-eff") and "sqrt(chi2/df)" in r["note"] else z
         if r.get("stage") and "no interim look" not in r["stage"]:  # a look taken between batches: its level
             n = int(re.search(r"(\d+) (seeds|repeats)", r["stage"]).group(1))

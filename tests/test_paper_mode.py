@@ -1,4 +1,4 @@
-"""Paper mode (issue 22): an optional third mode, the papers' own sizes, run resumably over
+"""Paper mode: an optional third mode, the papers' own sizes, run resumably over
 several sittings like full mode (units stored as they finish, committable), listed and
 revalidated like full mode, and shown on a page instead of the full result once it is
 complete and fresh; while partial, one line under the sizes says how far it got.

@@ -1,4 +1,4 @@
-"""The theory PDF is a book (issue 34 item 7): a cover with the title, version, commit and
+"""The theory PDF is a book: a cover with the title, version, commit and
 date, a table of contents, PDF bookmarks, a page number on every page, no code stubs, no
 near-empty page (dpcompanion.book.pdf). Built here from a synthetic two-chapter build with
 headless Chromium and read back with pypdf; tests/test_book.py runs the same checks on the
@@ -21,7 +21,7 @@ INFO = BuildInfo(commit="0123456789ab", dirty=False, date="2026-11-28", version=
 
 
 def pdf_problems(path: Path, commit: str) -> list[str]:
-    """What keeps the PDF at ``path`` from being a book (issue 34's acceptance): the cover
+    """What keeps the PDF at ``path`` from being a book (the acceptance check): the cover
     must name ``commit``, the outline (bookmarks) be non-empty, every page carry its number
     ("page N of M"), none hold fewer than 200 characters besides its footer, and no code
     stub such as ``show_theorem("H-T4.4")`` be printed."""
@@ -78,7 +78,7 @@ def build(tmp_path: Path) -> Path:
 
 
 def test_print_page_has_a_cover_and_contents_and_drops_code_inputs(build: Path):
-    """Issue 34 item 7: the cover names title, version, commit and date; the contents link
+    """The cover names title, version, commit and date; the contents link
     each chapter's <h1>; code inputs are hidden, outputs kept."""
     html = pdf.print_page(build, ["book/a", "book/b"], info=INFO, title="The Book", page_numbers={1: 5})
     cover = html[html.index('class="dpc-cover"'):html.index('class="dpc-toc"')]
@@ -90,20 +90,20 @@ def test_print_page_has_a_cover_and_contents_and_drops_code_inputs(build: Path):
 
 
 def test_print_page_runs_on_the_chapters_it_is_told_to(build: Path):
-    """Issue 34 item 7: a chapter in run_on is not forced onto a new page."""
+    """A chapter in run_on is not forced onto a new page."""
     html = pdf.print_page(build, ["book/a", "book/b"], info=INFO, title="T", run_on=frozenset({1}))
     assert html.count('class="dpc-print-chapter"') == 1 and html.count('class="dpc-print-chapter dpc-run-on"') == 1
 
 
 def test_the_default_title_is_the_books(build: Path):
-    """Issue 34 item 7: the cover's title is _config.yml's."""
+    """The cover's title is _config.yml's."""
     assert f">{pdf.book_title()}<" in pdf.print_page(build, ["book/a"], info=INFO)
 
 
 @pytest.mark.browser
 @pytest.mark.slow
 def test_the_pdf_is_a_book(build: Path):
-    """Issue 34 item 7: printed by Chromium, the PDF has a cover with the commit, bookmarks,
+    """Printed by Chromium, the PDF has a cover with the commit, bookmarks,
     page numbers, the contents' page numbers, no code stub and no near-empty page."""
     browser = pdf.find_browser()
     if browser is None:
@@ -126,7 +126,7 @@ def test_the_pdf_is_a_book(build: Path):
 @pytest.mark.slow
 @pytest.mark.parametrize("tail", [11, 14, 17])
 def test_no_chapter_ends_on_a_near_empty_page(build: Path, tail: int):
-    """Issue 34 item 7: whatever the length of a chapter's last page (here a tail of `tail`
+    """Whatever the length of a chapter's last page (here a tail of `tail`
     lines' worth of words after five paragraphs; 14 leaves a few lines alone on a page with
     Chromium 156's fonts), the next chapter runs on from it rather than leave it near-empty,
     and the closing note keeps the last page from being near-empty."""
@@ -161,7 +161,7 @@ def _with_mathjax(build: Path, delay_ms: int) -> None:
 @pytest.mark.browser
 @pytest.mark.slow
 def test_the_pdf_is_printed_once_mathjax_has_typeset(build: Path):
-    """Issue 34 item 7: the print waits for MathJax's startup promise."""
+    """The print waits for MathJax's startup promise."""
     if pdf.find_browser() is None:
         pytest.skip("Chromium/chromedriver not installed (make test installs them with apt when run as root)")
     _with_mathjax(build, 1000)
@@ -173,7 +173,7 @@ def test_the_pdf_is_printed_once_mathjax_has_typeset(build: Path):
 @pytest.mark.browser
 @pytest.mark.slow
 def test_mathjax_that_never_finishes_is_a_one_line_error(build: Path, monkeypatch, capsys):
-    """Issue 34 item 7: the wait for MathJax has a timeout; the command says so in one line."""
+    """The wait for MathJax has a timeout; the command says so in one line."""
     if pdf.find_browser() is None:
         pytest.skip("Chromium/chromedriver not installed (make test installs them with apt when run as root)")
     _with_mathjax(build, -1)

@@ -1,7 +1,7 @@
 """The book's figures (dpcompanion.book.plotting): every plot function is drawn on inputs of
 the sizes the pages use, and each figure must be readable where the book shows it (text at
 least MIN_FONT_PT once scaled into the text column, no overlapping tick labels), and the data
-it publishes is what it draws (issue 23)."""
+it publishes is what it draws."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def _panels(xs):
 
 
 def _forest_rows():
-    """Verdict rows shaped as the reproduction report's (issue 34): both papers, every verdict,
+    """Verdict rows shaped as the reproduction report's: both papers, every verdict,
     a direction-only row, a margin, a row without an estimate and one without the newer fields."""
     def row(page, item, verdict, est, lo, hi, paper=None, **kw):
         return {"page": page, "item": item, "verdict": verdict, "paper_value": paper,
@@ -188,7 +188,7 @@ EXTRA = {
 
 
 def test_every_module_of_plot_functions_is_drawn_here():
-    """Issue 32 (plotting.py split by page family): plotting.FIGURES holds the plot functions
+    """plotting.py is split by page family: plotting.FIGURES holds the plot functions
     of the modules imported, so every module of the book that declares one (with
     plotting.figure_function) must be in FIGURE_MODULES, and each of those declares one."""
     book = REPO / "dpcompanion" / "book"
@@ -276,7 +276,7 @@ def test_publish_writes_data_and_code_beside_the_page(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", ["theory_schedules", "efficiency_figure", "wu_gap_grid", "bench_throughput",
                                   "forest_plot"])
 def test_the_code_link_names_the_module_and_lines_of_the_plot_function(name, tmp_path, monkeypatch):
-    """Issue 32 (plotting.py split by page family): a published figure's code link names its
+    """plotting.py is split by page family: a published figure's code link names its
     plot function as ``<module>.<function>`` of the family module it lives in (one of each
     module here), and the source it points to (path and lines, in the script and the
     repository link) is that function's: the link resolves in this checkout."""
@@ -314,7 +314,7 @@ def test_the_code_link_names_the_module_and_lines_of_the_plot_function(name, tmp
 def test_a_figure_of_a_stored_result_names_that_result_in_its_caption(tmp_path, monkeypatch):
     """A quick-mode build that draws the committed paper-scale (or full) result labels the
     figure with that result's mode and commit, not "quick mode" alone; outside drawn_from the
-    caption names the build only (issue 34: the caption is report.figure_caption of the
+    caption names the build only (the caption is report.figure_caption of the
     result, and the layout record names the result)."""
     from types import SimpleNamespace
 

@@ -87,7 +87,7 @@ def test_w_f4_is_an_intersection_union_test(seed):
 
 
 def test_w_f4_one_cell_never_separated_is_not_a_success():
-    """The issue's case: c = 1e-5 indistinguishable from c = 0 while the other four are far
+    """The case at stake: c = 1e-5 indistinguishable from c = 0 while the other four are far
     below: a pooled mean would agree, the claim as stated does not (yet)."""
     rng = np.random.default_rng(1)
     final = {0.0: list(20 + rng.normal(0, 0.5, 3)), 1e-5: list(20 + rng.normal(0, 0.5, 3))}

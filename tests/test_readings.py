@@ -1,4 +1,4 @@
-"""The closest reading of a printed number we do not reproduce (issue 33, item 8):
+"""The closest reading of a printed number we do not reproduce:
 ``dpcompanion.experiments.comparisons.readings`` and the rows that use it."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dpcompanion.experiments.comparisons import theory
 from dpcompanion.experiments.comparisons import wu_rules
 from dpcompanion.theory import adp_accounting
 
-# the rows of issue 33 item 8 that disagree with a printed deterministic number (the verdicts the
+# the rows that disagree with a printed deterministic number (the verdicts the
 # readings must not change)
 DISAGREES = {
     ("h-f-theory", "T minimising the dynamic bound, kappa=10, alpha=0.001 (Thm 4.4)"),
@@ -35,7 +35,7 @@ NOTE_RE = re.compile(r"(reproduced under reading .+ \(value [^,]+, deviation [^,
 
 
 def test_closest_picks_the_nearest_reading_and_judges_it_by_the_tolerance():
-    """Issue 33 item 8: closest() on toy readings: the nearest value, ties to the first listed
+    """closest() on toy readings: the nearest value, ties to the first listed
     (the stated reading), absolute and relative tolerances, a printed inequality, bad input."""
     rs = [rd.Reading("stated", 1.0, stated=True), rd.Reading("b", 3.0), rd.Reading("c", 2.1)]
     c = rd.closest(2.0, rs, atol=0.05)
@@ -54,7 +54,7 @@ def test_closest_picks_the_nearest_reading_and_judges_it_by_the_tolerance():
 
 
 def test_note_and_field_say_reproduced_or_the_closest_with_its_deviation():
-    """Issue 33 item 8: the two sentences of a row's note and the JSON field."""
+    """The two sentences of a row's note and the JSON field."""
     yes = rd.closest(2.0, [rd.Reading("stated", 1.0, True), rd.Reading("other", 2.0)])
     assert rd.note(yes).startswith("reproduced under reading other (value 2, deviation 0")
     assert "the verdict stays with it" in rd.note(yes)
@@ -75,7 +75,7 @@ def _rows() -> list[tuple[str, dict]]:
 
 
 def test_every_disagreeing_theory_row_names_its_closest_reading_and_deviation():
-    """Issue 33 item 8: each h-f-theory, accounting, h-sec-4-2 and W-F2 row that disagrees with a
+    """Each h-f-theory, accounting, h-sec-4-2 and W-F2 row that disagrees with a
     printed number names the closest reading and its deviation in its note and its reading field;
     the readings change no verdict (a reading that departs from the text and reproduces the
     number leaves the row 'not reproduced', outcome failure)."""
@@ -99,7 +99,7 @@ def test_every_disagreeing_theory_row_names_its_closest_reading_and_deviation():
 
 
 def test_theory_readings_recompute_from_independent_formulas():
-    """Issue 33 item 8: the stated readings are the rows' own 'ours', and the readings that
+    """The stated readings are the rows' own 'ours', and the readings that
     explain a number recompute from formulas rewritten here."""
     t = theory.t_star_readings(kappa=10, alpha=1e-3)
     assert t[0].stated and t[0].value == 24
@@ -114,7 +114,7 @@ def test_theory_readings_recompute_from_independent_formulas():
 
 
 def test_the_verdict_json_passes_the_reading_through():
-    """Issue 33 item 8: reproduction's rows (the verdicts JSON) carry the rule rows' reading field."""
+    """The reproduction report's rows (the verdicts JSON) carry the rule rows' reading field."""
     rows = reproduction.report_rows(pages=["h-sec-4-2", "w-f2"])
     dis = [r for r in rows if r["outcome"] == "failure"]
     assert dis and all(r["reading"]["name"] in r["note"] for r in dis)
@@ -148,7 +148,7 @@ def _independent_epsilon(*, eps_bar, T, N, delta, b_delta, conversion, m=256, C=
 @pytest.mark.slow
 @pytest.mark.xdist_group("w_eps_readings")
 def test_w_eps_rows_name_the_closest_reading_which_recomputes_from_the_library():
-    """Issue 33 item 8, W-EPS: the stated protocol's values (the three accountants of the
+    """W-EPS: the stated protocol's values (the three accountants of the
     w-eps rows) are among the readings; every row names its closest reading and deviation, the
     words stay 'not reproduced' (outcome failure), and the closest reading recomputes independently."""
     readings = w_adp_eps.w_eps_readings()

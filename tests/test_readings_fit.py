@@ -1,4 +1,4 @@
-"""Constants the text leaves open, fitted to the printed numbers (issue 41, item 6):
+"""Constants the text leaves open, fitted to the printed numbers:
 ``readings.fit_constants`` against planted constants and an independent accountant call, and
 W-EPS's fits (the accountant's data size, the steps, one noise constant, per-value noise)."""
 

@@ -144,7 +144,7 @@ def test_list_shows_the_real_notebooks():
 @pytest.mark.slow
 def test_experiment_of_a_notebook_is_computed_once_then_loaded(tmp_path: Path, monkeypatch):
     """A notebook named after a store experiment gets it computed before it runs, then
-    loaded on the next run; timings.json records which (issue 8: make book twice)."""
+    loaded on the next run; timings.json records which (make book twice)."""
     import dataclasses
 
     from dpcompanion.experiments import base, h_f_infl
@@ -170,7 +170,7 @@ def test_experiment_of_a_notebook_is_computed_once_then_loaded(tmp_path: Path, m
 
 
 def test_second_run_reuses_every_notebook_until_its_execution_key_changes(tmp_path: Path, monkeypatch):
-    """Issue 8 (make book twice): a second run with nothing changed executes no notebook;
+    """``make book`` twice: a second run with nothing changed executes no notebook;
     a changed notebook, library file or results file, or --reexecute, executes again; a
     notebook with metadata dpcompanion.cache = false is always executed."""
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
@@ -228,7 +228,7 @@ def test_second_run_reuses_every_notebook_until_its_execution_key_changes(tmp_pa
 
 def test_clean_removes_only_what_the_runner_wrote(tmp_path: Path):
     """The executed notebooks sit beside the committed pages (book/*.md, book/_static):
-    cleaning removes the notebooks, timings and execution keys, nothing else (issue 23)."""
+    cleaning removes the notebooks, timings and execution keys, nothing else."""
     book = tmp_path / "book"
     (book / "_static").mkdir(parents=True)
     (book / "_static" / "x.css").write_text("")
@@ -243,6 +243,6 @@ def test_clean_removes_only_what_the_runner_wrote(tmp_path: Path):
 
 
 def test_executed_pages_go_beside_the_hand_written_ones():
-    """Page addresses are book/<id>.html: no 'generated' folder in any URL (issue 23)."""
+    """Page addresses are book/<id>.html: no 'generated' folder in any URL."""
     assert runner.GENERATED == REPO / "book"
     assert "generated" not in runner.GENERATED.relative_to(REPO).as_posix()

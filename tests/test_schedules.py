@@ -15,7 +15,7 @@ from dpcompanion.theory import schedules as S
 Ts = st.integers(min_value=1, max_value=100_000)
 Rs = st.floats(min_value=1e-4, max_value=1e4)
 
-# Valid inputs by construction (issue 32, item 7). Every schedule is ``1/sigma_t^2 = R softmax(c)_t``
+# Valid inputs by construction. Every schedule is ``1/sigma_t^2 = R softmax(c)_t``
 # for log-weights ``c_t`` (module docstring) and refuses only what its docstring names: parameters
 # outside their domain, and schedules whose ``sigma^2`` would leave float64 (``|ln sigma^2| > 700``).
 # With T <= 1e5 and R in [1e-4, 1e4], ``ln sigma_t^2 = logsumexp(c) - c_t - ln R`` lies in
@@ -62,14 +62,14 @@ def gd_inputs(draw):
 
 @given(inp=gd_inputs(), R=Rs)
 def test_gd_dynamic_budget(inp, R):
-    """Issue 32: gd_dynamic spends R exactly on every input of its domain that float64 holds."""
+    """gd_dynamic spends R exactly on every input of its domain that float64 holds."""
     T, kappa = inp
     _assert_budget_exact(S.gd_dynamic(T=T, R=R, kappa=kappa), R, T)
 
 
 @given(T=Ts, R=Rs)
 def test_uniform_budget(T, R):
-    """Issue 32: uniform spends R exactly for every T and R, each step sqrt(T/R)."""
+    """uniform spends R exactly for every T and R, each step sqrt(T/R)."""
     s = S.uniform(T=T, R=R)
     _assert_budget_exact(s, R, T)
     assert np.allclose(s, math.sqrt(T / R), rtol=1e-12)
@@ -85,7 +85,7 @@ def exponential_inputs(draw):
 
 @given(inp=exponential_inputs(), R=Rs)
 def test_exponential_budget(inp, R):
-    """Issue 32: exponential spends R exactly, each step exp(-rate) times the previous."""
+    """exponential spends R exactly, each step exp(-rate) times the previous."""
     T, rate = inp
     s = S.exponential(T=T, R=R, rate=rate)
     _assert_budget_exact(s, R, T)
@@ -106,7 +106,7 @@ def step_inputs(draw):
 
 @given(inp=step_inputs(), R=Rs)
 def test_step_budget(inp, R):
-    """Issue 32: step_decay spends R exactly on every drop > 0 and period >= 1 float64 holds."""
+    """step_decay spends R exactly on every drop > 0 and period >= 1 float64 holds."""
     T, period, drop = inp
     _assert_budget_exact(S.step_decay(T=T, R=R, drop=drop, period=period), R, T)
 
@@ -128,7 +128,7 @@ def momentum_inputs(draw):
 
 @given(inp=momentum_inputs(), R=Rs)
 def test_momentum_budget(inp, R):
-    """Issue 32: momentum_dynamic spends R exactly in every variant on the domain it documents."""
+    """momentum_dynamic spends R exactly in every variant on the domain it documents."""
     T, kappa, beta, variant = inp
     _assert_budget_exact(S.momentum_dynamic(T=T, R=R, kappa=kappa, beta=beta, variant=variant), R, T)
 
@@ -143,7 +143,7 @@ def expinfl_inputs(draw):
 
 @given(inp=expinfl_inputs(), R=Rs)
 def test_expinfl_budget(inp, R):
-    """Issue 32: expinfl spends R exactly for every gamma > 0 (decaying and growing noise)."""
+    """expinfl spends R exactly for every gamma > 0 (decaying and growing noise)."""
     T, gamma = inp
     _assert_budget_exact(S.expinfl(T=T, R=R, gamma=gamma), R, T)
 
@@ -162,7 +162,7 @@ def momexpinfl_inputs(draw):
 
 @given(inp=momexpinfl_inputs(), R=Rs)
 def test_momexpinfl_budget(inp, R):
-    """Issue 32: momexpinfl spends R exactly for gamma in (0, 1) and any c1, c2 >= 0 not both 0."""
+    """momexpinfl spends R exactly for gamma in (0, 1) and any c1, c2 >= 0 not both 0."""
     T, gamma, c1, c2 = inp
     _assert_budget_exact(S.momexpinfl(T=T, R=R, gamma=gamma, c1=c1, c2=c2), R, T)
 
@@ -172,13 +172,13 @@ def test_momexpinfl_budget(inp, R):
 # log-weights, and 1e-9 relative needs |c_t| well below 1e6.
 @given(T=Ts, R=Rs, a=st.floats(1e-3, 1e3), c=st.floats(0, 10), power=st.floats(-20, 20))
 def test_adp_budget(T, R, a, c, power):
-    """Issue 32: adp spends R exactly for a > 0, c >= 0 and any power, on W's scales."""
+    """adp spends R exactly for a > 0, c >= 0 and any power, on W's scales."""
     _assert_budget_exact(S.adp(T=T, R=R, a=a, c=c, power=power), R, T)
 
 
 @given(q=st.lists(st.floats(min_value=1e-250, max_value=1e250), min_size=1, max_size=300), R=Rs)
 def test_optimal_budget(q, R):
-    """Issue 32: optimal spends R exactly for influences spanning 500 orders of magnitude
+    """optimal spends R exactly for influences spanning 500 orders of magnitude
     (c_t = ln(q_t) / 2: spread at most 576)."""
     _assert_budget_exact(S.optimal(q=q, R=R), R, len(q))
 
@@ -210,7 +210,7 @@ def test_optimal_budget(q, R):
     (S.optimal, dict(q=[1.0, math.nan], R=1.0), "q must be"),
 ])
 def test_schedules_refuse_outside_their_domain(fn, kw, match):
-    """Issue 32: each schedule refuses a parameter outside its documented domain with a
+    """Each schedule refuses a parameter outside its documented domain with a
     one-line ValueError naming it."""
     _refuses(fn, match, **kw)
 
@@ -239,7 +239,7 @@ def overflowing_inputs(draw):
 
 @given(case=overflowing_inputs(), R=Rs)
 def test_schedules_refuse_what_float64_cannot_hold(case, R):
-    """Issue 32: a schedule whose noise multipliers span more than float64 holds is refused with
+    """A schedule whose noise multipliers span more than float64 holds is refused with
     a one-line ValueError saying so (module docstring), never returned with inf, 0 or NaN."""
     fn, kw = case
     _refuses(fn, "beyond float64", R=R, **kw)

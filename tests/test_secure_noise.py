@@ -1,4 +1,4 @@
-"""Secure noise (issue 30, item 2): ``TrainConfig(secure=True)`` / ``train --secure`` draws the
+"""Secure noise: ``TrainConfig(secure=True)`` / ``train --secure`` draws the
 training noise from generators seeded by ``os.urandom``, never recorded and not reproducible;
 seeded runs stay reproducible and say that their guarantee needs the seed to stay secret."""
 
@@ -52,7 +52,7 @@ def _model(kind):
 @pytest.mark.parametrize("kind", MODELS)
 @pytest.mark.parametrize("trainer", TRAINERS)
 def test_secure_runs_differ_and_seeded_runs_repeat(trainer, kind):
-    """Issue 30: two secure runs with the same seed release different parameters (fresh noise
+    """Two secure runs with the same seed release different parameters (fresh noise
     per call), from the same initial point (the seed still draws init); two seeded runs are
     identical, bit for bit; the History says which it was."""
     X, y = _data()
@@ -69,7 +69,7 @@ def test_secure_runs_differ_and_seeded_runs_repeat(trainer, kind):
 
 
 def test_secure_runs_start_from_the_seeded_init():
-    """Issue 30: only the noise is secret; the initial parameters are still drawn from the seed
+    """Only the noise is secret; the initial parameters are still drawn from the seed
     (a secure run with lr 0 stays at the seeded run's initial point)."""
     X, y = _data()
     cfg = dict(sigma=np.full(2, 2.0), R=None, lr=0.0, clip_norm=1.0, seed=5, device="cpu", dtype=torch.float64)
@@ -102,7 +102,7 @@ def test_seeded_stream_is_the_documented_one():
 
 
 def test_secure_noise_amplitude_and_masks():
-    """Issue 30: secure noise is still standard normal (the sum of four draws / 2): mean 0,
+    """Secure noise is still standard normal (the sum of four draws / 2): mean 0,
     variance 1, fourth moment 3 within a few standard errors; secure masks keep each sample with
     probability p; the blocks differ from those of a seeded source and between two sources."""
     P, n, steps, p = 4096, 4096, 4, 0.2
@@ -126,7 +126,7 @@ def test_secure_noise_amplitude_and_masks():
 
 
 def test_secure_noise_amplitude_in_training():
-    """Issue 30: end to end, a model whose clipped gradient is 0 (all features 0) moves by the
+    """End to end, a model whose clipped gradient is 0 (all features 0) moves by the
     noise alone: ``theta_T = -lr C sigma / N sum_t z_t``, whose entries have variance T (to a
     few standard errors), for the secure source as for the seeded one."""
     P_in, steps, sigma, C, lr = 3000, 4, 2.0, 1.5, 1.0
@@ -142,7 +142,7 @@ def test_secure_noise_amplitude_in_training():
 
 
 def test_secret_seeds_appear_nowhere(monkeypatch, capsys):
-    """Issue 30: the secure seeds are never recorded: none of them (nor their low 32 bits, what a
+    """The secure seeds are never recorded: none of them (nor their low 32 bits, what a
     CPU generator keeps) appears in the History (its dict, its meta) or the command's output."""
     seen = []
 
@@ -199,7 +199,7 @@ def test_secure_must_be_a_bool():
 
 
 def test_book_runs_stay_seeded():
-    """Issue 30: the experiments are the book's reproducible runs: TrainConfig's default is seeded
+    """The experiments are the book's reproducible runs: TrainConfig's default is seeded
     and no call in the experiments passes ``secure=`` anything but False (nor any call of the
     training layer, whose own plumbing passes the config's flag on, ``secure=True``)."""
     import ast
@@ -230,7 +230,7 @@ def _train(capsys, *argv):
 
 
 def test_cli_secure_by_default_without_seed(capsys):
-    """Issue 30: ``train`` without ``--seed`` is a practitioner's run: secure (two runs differ),
+    """``train`` without ``--seed`` is a practitioner's run: secure (two runs differ),
     its JSON says ``secure: true`` and records no noise seed."""
     a, b = _train(capsys), _train(capsys)
     assert a["secure"] is True and a["noise_seed"] is None and a["privacy_note"] == SECURE_NOISE_NOTE
@@ -239,7 +239,7 @@ def test_cli_secure_by_default_without_seed(capsys):
 
 
 def test_cli_seed_makes_a_reproducible_run_with_the_warning(capsys):
-    """Issue 30: ``--seed N`` asks for a reproducible run (two runs are identical); its JSON says
+    """``--seed N`` asks for a reproducible run (two runs are identical); its JSON says
     ``secure: false`` and warns that the guarantee needs the printed seed to stay secret."""
     a, b = _train(capsys, "--seed", "0"), _train(capsys, "--seed", "0")
     assert a["secure"] is False and a["noise_seed"] == 0
@@ -252,7 +252,7 @@ def test_cli_seed_makes_a_reproducible_run_with_the_warning(capsys):
 
 
 def test_cli_secure_with_seed(capsys):
-    """Issue 30: ``--secure --seed N``: N draws the data and init, the noise is secret (two runs
+    """``--secure --seed N``: N draws the data and init, the noise is secret (two runs
     differ, same data)."""
     a, b = _train(capsys, "--seed", "2", "--secure"), _train(capsys, "--seed", "2", "--secure")
     assert a["secure"] is True and a["seed"] == 2 and a["noise_seed"] is None
@@ -269,7 +269,7 @@ def test_cli_text_output_names_the_noise(capsys):
 
 
 def test_the_wrappers_pass_secure_through():
-    """train_pgd, train_psgd and train_adpsgd take ``secure`` (issue 30): two secure runs of
+    """train_pgd, train_psgd and train_adpsgd take ``secure``: two secure runs of
     each differ, and their History says secure."""
     import numpy as np
     import torch

@@ -1,4 +1,4 @@
-"""Group-sequential looks (issue 33, item 6): the boundaries spend the declared error rate
+"""Group-sequential looks: the boundaries spend the declared error rate
 look by look (checked by simulating the looks, not by the recursion that made them), a row is
 decided at the first look whose repeated interval decides, and W-T1245's declared plan is the
 one its full config runs."""
@@ -19,7 +19,7 @@ from dpcompanion.experiments.comparisons.sequential import Plan, boundaries, obf
 
 @pytest.mark.parametrize("fractions", [(0.5, 1.0), (0.15, 0.5, 1.0), (0.2, 0.4, 0.6, 0.8, 1.0)])
 def test_boundaries_spend_alpha_look_by_look_monte_carlo(fractions):
-    """issue 33: simulate the looks as Brownian motion at the information fractions (400,000
+    """Simulate the looks as Brownian motion at the information fractions (400,000
     paths) and count where |Z_k| first crosses c_k: the cumulative crossing rate at look k is
     the spending function alpha(t_k), within 4.5 Monte Carlo standard errors."""
     c = boundaries(tuple(fractions), alpha=0.05)
@@ -67,7 +67,7 @@ PRINTED = (65.36, 0.265, 65.14, 0.254)  # a printed cell (Table 1 style): the pa
 
 
 def test_a_clear_gain_is_decided_at_an_early_look():
-    """issue 33: a gain of 3 points with a 0.5-point spread is decided at look 2 (10 seeds),
+    """A gain of 3 points with a 0.5-point spread is decided at look 2 (10 seeds),
     with the stage and the looks taken recorded; ours is that look's estimate."""
     adp, dp = _cell(3.0, 0.5, 20)
     j = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t",
@@ -79,7 +79,7 @@ def test_a_clear_gain_is_decided_at_an_early_look():
 
 
 def test_the_first_look_is_stricter_than_a_fixed_test():
-    """issue 33: three seeds that a fixed-sample t interval calls 'agrees' are not decided at
+    """Three seeds that a fixed-sample t interval calls 'agrees' are not decided at
     look 1 of the plan (its boundary spends 0.0001 of the 0.05)."""
     adp, dp = _cell(1.0, 0.2, 3, seed=3)
     fixed = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t")
@@ -88,7 +88,7 @@ def test_the_first_look_is_stricter_than_a_fixed_test():
 
 
 def test_no_effect_reads_equivalent_with_enough_seeds_not_disagrees():
-    """issue 33: a gain of zero with a small spread is shown equivalent (inside the 0.27-point
+    """A gain of zero with a small spread is shown equivalent (inside the 0.27-point
     margin) by the looks' TOST, at a look that reaches it."""
     adp, dp = _cell(0.0, 0.1, 20, seed=5)
     j = wu_rules.judge_gap(rule=comparisons.rule_by_id("w-t1245/gap"), printed=PRINTED, adp=adp, dp=dp, where="t",
@@ -127,7 +127,7 @@ def test_a_cell_seeds_are_a_prefix_of_a_longer_run():
 
 
 def test_h_f_curv_checks_are_judged_look_by_look():
-    """issue 33 item 6: H-F-CURV's checks of the trainer against the exact E[f] (undecided at
+    """H-F-CURV's checks of the trainer against the exact E[f] (undecided at
     1,000 repeats) run under a declared plan; a row decided at look k names it, and the full
     config runs the plan's cap."""
     from dpcompanion.experiments import h_f_curv

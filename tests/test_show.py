@@ -16,7 +16,7 @@ from dpcompanion.experiments import base, store
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
-# a fast experiment, declared as an Experiment with its describe and verdict_rows (issue 32: the
+# a fast experiment, declared as an Experiment with its describe and verdict_rows (the
 # page reads them from the object; this module does not pose as an experiment module)
 def describe(payload):
     return f"**Sizes ({payload['config']['mode']} mode).** n = {payload['config']['n']}."
@@ -87,7 +87,7 @@ def test_tuning_table_and_trace(page_exp, monkeypatch):
     monkeypatch.setattr(show.library_figures, "tuning_trace", lambda **kw: traced.append(kw))
     page.tuning(ylabel="loss", max_cells=8)
     text = shown[0][1]
-    # issue 34 (short pages): one sentence, the seeds as counts, the choices folded
+    # short pages: one sentence, the seeds as counts, the choices folded
     assert text.startswith("**Tuning.** 1 tuned choice: 0 interior, 1 at a bound the paper stated, 0 at a grid edge; "
                            "2 tuning seeds, disjoint from the 3 report seeds.")
     assert "| c | uni | T | paper | 25 | [10, 25] (2) | at stated bound T in [1, 25] | 2 | 3 |" in text

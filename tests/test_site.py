@@ -1,4 +1,4 @@
-"""The book as a site (issue 23): the build's citation and footer, the launch buttons, the
+"""The book as a site: the build's citation and footer, the launch buttons, the
 theory PDF, and the committed CITATION.cff (dpcompanion.book.site, dpcompanion.book.pdf)."""
 
 from __future__ import annotations

@@ -266,7 +266,7 @@ def test_executor_options_are_validated():
 
 @pytest.mark.slow
 def test_same_digest_locally_and_on_a_two_worker_local_cluster(tiny, torch_default_threads):
-    """The acceptance check of issue 8 on a small sweep: units run in other processes, in
+    """The acceptance check of distributed sweeps, on a small one: units run in other processes, in
     any order, give the same payload bit for bit. N = 1000 samples, so that torch's
     reductions are large enough to be split over threads if a unit were multi-threaded
     (this process keeps torch's default thread count, also on an xdist worker)."""
@@ -338,7 +338,7 @@ def test_times_in_a_payload_are_not_part_of_its_digest():
 @pytest.mark.slow
 @pytest.mark.parametrize("exp_id", sorted(base.all_experiments()))
 def test_every_experiment_gives_the_same_digest_twice(exp_id, tmp_path, monkeypatch):
-    """The same config and seed give the same digest (issue 8), for every experiment: a
+    """The same config and seed give the same digest, for every experiment: a
     payload that records a wall time, or anything else run-dependent, would make revalidation
     of its full result impossible. Quick mode: computed here and compared with the fresh
     result that ``make book`` stored (another process, another time), or computed twice
@@ -398,7 +398,7 @@ def test_git_state_dirty_ignores_stored_results(tmp_path, monkeypatch):
     assert dirty is True and len(commit) == 12
 
 
-# --- issue 19: damaged results, sealed provenance, saves that never lose a result ------------
+# --- damaged results, sealed provenance, saves that never lose a result ------------
 #
 # A fast experiment (numpy only, milliseconds): one array of 2 x 100 (stored in arrays.npz)
 # and a few scalars.
@@ -480,7 +480,7 @@ DAMAGES = [
      lambda d: (d / "provenance.json").write_text(json.dumps(
          {k: v for k, v in json.loads((d / "provenance.json").read_text()).items() if k != "digest"})),
      "provenance.json", "'digest'"),
-    # issue 30: read only from regular files, with a size and a depth cap (no hang, no RecursionError)
+    # read only from regular files, with a size and a depth cap (no hang, no RecursionError)
     ("payload a FIFO", lambda d: _fifo(d / "payload.json"), "payload.json", "not a regular file (a FIFO)"),
     ("provenance a FIFO", lambda d: _fifo(d / "provenance.json"), "provenance.json", "not a regular file (a FIFO)"),
     ("payload nested 200,000 deep", lambda d: (d / "payload.json").write_text("[" * 200_000 + "]" * 200_000),
@@ -545,7 +545,7 @@ def test_a_damaged_result_is_reported_listed_and_recomputed(fast, damage, file, 
 
 @pytest.mark.parametrize("link", ["itself", "a real folder", "nowhere"])
 def test_a_result_folder_that_is_a_symlink_is_listed_as_damaged(fast, link, tmp_path, capsys):
-    """Issue 30: a result folder that is a symlink (to itself, or anywhere) used to vanish from
+    """A result folder that is a symlink (to itself, or anywhere) used to vanish from
     the listing silently; it is listed as damaged, naming it, and the other results still are."""
     from dpcompanion import cli
 
@@ -565,7 +565,7 @@ def test_a_result_folder_that_is_a_symlink_is_listed_as_damaged(fast, link, tmp_
 
 
 def test_verify_of_a_result_whose_units_are_combined(fast, capsys):
-    """``results --verify`` (issue 30) on a result that keeps no unit's record as such (its
+    """``results --verify`` on a result that keeps no unit's record as such (its
     units' arrays are stacked): a recomputed unit is 'not in payload'; recomputing every unit
     compares the whole payload again, and a forged number is a mismatch, exit 1."""
     from dpcompanion import cli
@@ -593,7 +593,7 @@ def test_a_damaged_quick_cache_is_recomputed_by_the_next_build(fast):
     assert store.load(fast.id, mode="quick").fresh
 
 
-#: the provenance fields a page shows (StoredResult.summary), edited as in issue 19
+#: the provenance fields a page shows (StoredResult.summary), each edited
 EDITS = {"device": "cuda", "commit": "deadbeef", "created": "1999-01-01T00:00:00+00:00", "wall_s": 1.0,
          "runs": 7, "run_steps": 70, "units": 9, "executor": "dask tcp://far:8786", "dirty": "flipped",
          "revalidated": [{"date": "1999-01-01"}], "quick_digest": "0" * 64, "versions": {"torch": "0.0"}}
@@ -632,8 +632,8 @@ def test_an_added_or_removed_provenance_field_or_seal_makes_the_result_stale(fas
 
 def test_seal_unsealed_seals_intact_results_only(fast, capsys):
     """The migration of results stored before seals (``results --seal``): no recomputation,
-    the digest unchanged, an edited-after-sealing or damaged result refused. Since issue 30
-    only a result whose files equal their git commit is sealed: the results folder here is a
+    the digest unchanged, an edited-after-sealing or damaged result refused.
+    Only a result whose files equal their git commit is sealed: the results folder here is a
     git repository where they are committed (tests/test_store_laundering.py: the refusals)."""
     import subprocess
 
@@ -768,7 +768,7 @@ def test_a_save_killed_between_its_renames_keeps_the_previous_result(fast, step)
                           timeout=120)
     assert proc.returncode == -9, proc.stderr.decode()
     if step == "old moved away":
-        assert not first.path.exists() and _leftovers(first.path.parent)  # the window of issue 19
+        assert not first.path.exists() and _leftovers(first.path.parent)  # the window between the two renames
     r = store.load(fast.id, mode="quick")
     assert r.fresh and r.digest == first.digest
     assert r.provenance["created"] == ("second" if step == "new in place" else first.provenance["created"])

@@ -1,11 +1,11 @@
-"""Results a reseal cannot launder (issue 30, item 4): the two attacks of the issue against a
+"""Results a reseal cannot launder: two attacks against a
 result committed in a temporary git repository, the comparison of a result's files with the
 last commit that touched them, and ``results --verify``, which recomputes units of a stored
 result and catches a forged number whose digest and seal were recomputed with the library.
 
 The result is H-F-CURV's full mode (two units, seconds), computed into ``tmp_path``: its
 paper prints 100 repeats and full mode runs 1000, so editing the recorded config is exactly
-the issue's attack (repeats 1000 -> 100, N 100 -> 60000), which used to flip the verdicts'
+the attack (repeats 1000 -> 100, N 100 -> 60000), which used to flip the verdicts'
 ``at_paper_scale`` to true."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _verdict_rows(capsys) -> list[dict]:
 
 
 def test_the_result_judged_before_any_attack(committed, capsys):
-    """The baseline of the attacks (issue 30): the committed full result is fresh, judged, and
+    """The baseline of the attacks: the committed full result is fresh, judged, and
     not at the paper's scale (1000 repeats, the paper 100)."""
     rows = _verdict_rows(capsys)
     assert rows and all(r["result"]["mode"] == "full" and r["result"]["fresh"] for r in rows)
@@ -72,7 +72,7 @@ def test_the_result_judged_before_any_attack(committed, capsys):
 
 
 def test_an_edited_config_resealed_by_results_seal_stays_stale(committed, capsys):
-    """Attack 1 of issue 30: edit ``provenance.config`` (repeats 1000 -> 100, N 100 -> 60000),
+    """Attack 1: edit ``provenance.config`` (repeats 1000 -> 100, N 100 -> 60000),
     delete the seal, run ``results --seal``. The seal is refused (the config no longer hashes
     to its ``config_hash`` and the files differ from their commit), the result stays stale and
     ``verdicts`` does not judge it (so its at_paper_scale cannot flip)."""
@@ -94,7 +94,7 @@ def test_an_edited_config_resealed_by_results_seal_stays_stale(committed, capsys
 
 
 def test_an_edited_config_resealed_with_the_library_stays_stale(committed):
-    """Attack 1 again, the seal and the config hash recomputed with the library (issue 30):
+    """Attack 1 again, the seal and the config hash recomputed with the library:
     the payload's own record of its sizes disagrees with the recorded config, so the result is
     inconsistent (and its files differ from their commit)."""
     prov = _prov(committed)
@@ -108,7 +108,7 @@ def test_an_edited_config_resealed_with_the_library_stays_stale(committed):
 
 
 def test_a_forged_payload_number_is_stale_and_caught_by_verify(committed, capsys):
-    """Attack 2 of issue 30: one payload number forged, its digest recomputed with
+    """Attack 2: one payload number forged, its digest recomputed with
     ``store.digest`` and the provenance resealed with ``store.sealed``. Every file check passes
     (``damaged`` is empty), yet the result's files differ from the commit that touched them, so
     it is stale (``modified since commit``) and ``verdicts`` does not judge it; and
@@ -147,8 +147,8 @@ def test_a_forged_payload_number_is_stale_and_caught_by_verify(committed, capsys
 
 
 def test_verify_passes_an_honest_result_and_refuses_bad_flags(committed, capsys):
-    """``results --verify`` on the untouched result: every unit ok, the whole payload too
-    (issue 30); its flags refused with one line naming them, exit 2."""
+    """``results --verify`` on the untouched result: every unit ok, the whole payload too;
+    its flags refused with one line naming them, exit 2."""
     assert cli.main(["results", "--verify", EID, "--units", "5"]) == 0
     out = capsys.readouterr().out
     assert "whole payload: ok" in out and out.rstrip().endswith("full: ok")
@@ -163,7 +163,7 @@ def test_verify_passes_an_honest_result_and_refuses_bad_flags(committed, capsys)
 
 
 def test_a_result_the_store_rewrites_stays_fresh_until_committed(committed, capsys):
-    """The honest path (issue 30): a recomputation (or a revalidation, a seal) rewrites the
+    """The honest path: a recomputation (or a revalidation, a seal) rewrites the
     files through the store, which journals them: the result differs from its commit but is
     fresh, and ``results`` says it is not committed yet; committing it clears the note."""
     store.compute(EID, mode="full", device="cpu")  # a recomputation: new created time, same numbers
@@ -179,7 +179,7 @@ def test_a_result_the_store_rewrites_stays_fresh_until_committed(committed, caps
 
 def test_seal_outside_git_refuses_and_committed_unsealed_results_are_sealed(committed, tmp_path, monkeypatch):
     """``results --seal`` seals a committed result stored before seals existed (its files equal
-    the commit), and refuses one it cannot compare with a commit (issue 30)."""
+    the commit), and refuses one it cannot compare with a commit."""
     prov = _prov(committed)
     del prov[files.SEAL]
     _write_prov(committed, prov)
@@ -204,7 +204,7 @@ def test_seal_outside_git_refuses_and_committed_unsealed_results_are_sealed(comm
     (lambda f: f.write_text("[" * 200_000 + "]" * 200_000), "nested more than 64 deep"),
 ], ids=["fifo", "deep"])
 def test_verdicts_name_a_fifo_or_a_deep_payload_and_go_on(committed, damage, what, capsys):
-    """Issue 30: a FIFO as ``payload.json`` hung ``results`` and ``verdicts``; a JSON file
+    """A FIFO as ``payload.json`` hung ``results`` and ``verdicts``; a JSON file
     nested 200,000 deep crashed both with RecursionError. Now the result is damaged, named in
     one line, and the report goes on (one 'not judged' row saying why)."""
     damage(committed.path / "payload.json")

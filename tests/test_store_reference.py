@@ -81,7 +81,7 @@ def test_code_hash_at_a_commit_is_the_checkout_hash_and_finds_its_commit(repo):
 def _pretend_made_by(res: store.StoredResult, code_hash: str, commit: str) -> None:
     """Rewrite a stored full result's provenance as if commit ``commit`` (code ``code_hash``) on
     another CPU had made it (sealed, so only the code change makes it stale), before quick
-    numbers were recorded (issue 31: with them, a numeric comparison would come first)."""
+    numbers were recorded (with them, a numeric comparison would come first)."""
     p = dict(res.provenance)
     p.pop("quick_numbers", None)
     p.update(code_hash=code_hash, commit=commit[:12], dirty=False, quick_cpu="Some Other CPU 9000",
@@ -105,7 +105,7 @@ def test_a_result_from_another_cpu_revalidates_by_its_commit_when_no_number_chan
     here_quick = store.quick_payload_here(exp)[1]
     assert event["method"] == "reference" and event["reference_commit"] == shas["B"]
     assert event["quick_digest"] == here_quick and event["to_code_hash"] == store.code_hash(exp)
-    # issue 31: the equal digest records the quick numbers, this CPU's, for a numeric revalidation later
+    # the equal digest records the quick numbers, this CPU's, for a numeric revalidation later
     assert now.provenance["quick_numbers"]["digest"] == here_quick
     assert store.revalidate(EXP, mode="full", repo=r)["status"] == "fresh"
 

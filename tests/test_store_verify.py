@@ -1,4 +1,4 @@
-"""``results --verify`` compares by the store's one rule (issue 32, item 7): the recomputed
+"""``results --verify`` compares by the store's one rule: the recomputed
 units and the whole payload are judged by :func:`dpcompanion.experiments.store.numeric.compare`
 with the experiment's declared tolerance (:data:`numeric.TOLERANCES`, else by dtype), not by a
 tolerance table of its own."""
@@ -52,7 +52,7 @@ def _forge(res, rel: float) -> None:
 
 @pytest.mark.parametrize("declared,ok", [(1e-5, True), (1e-6, False)])
 def test_verify_uses_the_experiments_declared_tolerance(f32, monkeypatch, declared, ok):
-    """Issue 32: a stored float32 number 2e-6 off (relative) passes ``verify`` for an experiment
+    """A stored float32 number 2e-6 off (relative) passes ``verify`` for an experiment
     declared at rtol 1e-5 and is a mismatch at 1e-6, in the unit's row and the whole payload;
     the row names the declared tolerance."""
     _forge(store.compute(EID, mode="full", device="cpu"), 2e-6)
@@ -66,7 +66,7 @@ def test_verify_uses_the_experiments_declared_tolerance(f32, monkeypatch, declar
 
 
 def test_verify_without_a_declared_tolerance_follows_the_dtype(f32):
-    """Issue 32: an experiment not in ``numeric.TOLERANCES`` gets numeric's dtype rule (float32:
+    """An experiment not in ``numeric.TOLERANCES`` gets numeric's dtype rule (float32:
     rtol 1e-5), the same the numeric revalidation applies; an exact value (the unit's index)
     that differs is a mismatch whatever the tolerance."""
     assert EID not in numeric.TOLERANCES
@@ -83,7 +83,7 @@ def test_verify_without_a_declared_tolerance_follows_the_dtype(f32):
 
 
 def test_verify_keeps_no_tolerance_of_its_own():
-    """Issue 32: one tolerance table and one comparison: verify exports neither."""
+    """One tolerance table and one comparison: verify exports neither."""
     from dpcompanion.experiments.store import verify as verify_module
 
     assert not hasattr(verify_module, "RTOL") and not hasattr(verify_module, "deviation")

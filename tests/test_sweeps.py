@@ -1,4 +1,4 @@
-"""Resumable sweeps (issue 22, item 2): every unit is stored as it finishes, and a rerun of
+"""Resumable sweeps: every unit is stored as it finishes, and a rerun of
 a killed or interrupted sweep recomputes no finished unit and gives the same digest."""
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def _toy(n=12, d=3, n_classes=2, seed=0):
 
 
 def test_add_noise_scale_and_refuses_a_noiseless_step():
-    """``add_noise`` as the engine calls it (issue 32: the draws come from the engine, given as
+    """``add_noise`` as the engine calls it (the draws come from the engine, given as
     ``noise``): row k is ``grad_sum_k + C sigma_k v_k``, in place when asked."""
     s = torch.arange(8, dtype=DT).reshape(2, 4)
     v = torch.randn(2, 4, generator=torch.Generator().manual_seed(1), dtype=DT)

@@ -1,4 +1,4 @@
-"""Issue 33, items 3, 7 and 9 (``sentence``): H-F-EFF's title claim tested as a trend (a row
+"""The ``sentence`` of a row: H-F-EFF's title claim tested as a trend (a row
 per N and a trend row, recomputed here from the stored paper-scale arrays), no tuned parameter
 judged at a search edge without a stated bound or a costed next step, one sentence per row
 without internal names, and the landing page's counts split by what they rest on."""
@@ -40,7 +40,7 @@ def _paired(units, key):
 
 
 def test_eff_trend_is_weighted_least_squares():
-    """Issue 33: the trend is WLS of the gap on log2 N with weights 1/se^2 (numpy.polyfit as
+    """The trend is WLS of the gap on log2 N with weights 1/se^2 (numpy.polyfit as
     the reference), its SE scaled by sqrt(chi2/df) only where the gaps scatter beyond their SEs."""
     N, se = [250, 500, 1000, 2000, 4000], np.array([0.1, 0.1, 0.2, 0.2, 0.1])
     x = np.log2(N)
@@ -59,7 +59,7 @@ def test_eff_trend_is_weighted_least_squares():
 
 
 def test_h_f_eff_has_a_row_per_N_and_a_trend_row(rows, eff):
-    """Issue 33, item 3: a row per N for both metrics, recomputed from the stored per-repeat
+    """A row per N for both metrics, recomputed from the stored per-repeat
     arrays (paired by repeat), and a trend row per metric whose slope is the WLS slope of those
     gaps on log2 N."""
     mine = [r for r in rows if r["page"] == "h-f-eff"]
@@ -85,7 +85,7 @@ def test_h_f_eff_has_a_row_per_N_and_a_trend_row(rows, eff):
 
 
 def test_no_tuned_parameter_at_a_search_edge_without_a_bound_or_a_cost(rows):
-    """Issue 33, item 3: every tuning record behind a row whose choice sits on a grid edge has
+    """Every tuning record behind a row whose choice sits on a grid edge has
     the paper's stated bound, or the row states the next step and what it would cost."""
     seen = 0
     for r in rows:
@@ -102,7 +102,7 @@ def test_no_tuned_parameter_at_a_search_edge_without_a_bound_or_a_cost(rows):
 
 
 def test_next_step_cost_from_the_stored_times(eff):
-    """Issue 33, item 3: the cost of the next step of a search = its runs x steps x the
+    """The cost of the next step of a search = its runs x steps x the
     stored unit's seconds per run-step (no new runs)."""
     rec = next(t for t in eff["tuning"] if t["setting"] == "beyond" and t["method"] == "uni" and t["param"] == "T"
                and t["interior"] is False)
@@ -115,7 +115,7 @@ def test_next_step_cost_from_the_stored_times(eff):
         assert step["cpu_s"] == pytest.approx(step["runs"] * step["next"] * unit["train_wall_s"] / unit["run_steps"])
 
 
-#: what a sentence must not contain (issue 33, item 7): identifiers, module paths, rule
+#: what a sentence must not contain: identifiers, module paths, rule
 #: plumbing, verdict words in quotes
 INTERNAL = [re.compile(p) for p in (
     r"_",                                              # snake_case identifiers (and any x_y notation)
@@ -127,7 +127,7 @@ INTERNAL = [re.compile(p) for p in (
 
 
 def test_every_row_has_a_sentence_without_internal_names(rows):
-    """Issue 33, items 7 and 9: every row of ``verdicts --json`` has a ``sentence`` a reader
+    """Every row of ``verdicts --json`` has a ``sentence`` a reader
     understands: no identifiers, module paths, rule ids or quoted verdict words."""
     for r in rows:
         s = r["sentence"]
@@ -139,7 +139,7 @@ def test_every_row_has_a_sentence_without_internal_names(rows):
 
 
 def test_the_sentence_of_the_largest_N_reads_as_the_issue_asks(rows):
-    """Issue 33, item 7: units, direction, size and scale, e.g. "At N = 4000, exp's test
+    """Units, direction, size and scale, e.g. "At N = 4000, exp's test
     accuracy is 0.067 points below uni's (95% CI 0.016 to 0.12 below), at the paper's scale;
     the paper reports exp ahead"."""
     r = next((r for r in rows if r["rule"] == "h-f-eff/acc-at-N" and r["item"].endswith("N = 4000")), None)
@@ -152,7 +152,7 @@ def test_the_sentence_of_the_largest_N_reads_as_the_issue_asks(rows):
 
 
 def test_sentence_covers_any_row_from_its_fields():
-    """Issue 33, item 7: the sentence is written from a row's generic fields, so rows of rules
+    """The sentence is written from a row's generic fields, so rows of rules
     it does not know (another verdict word, a pooled estimate) still get one."""
     row = {"page": "w-x", "rule": "w-x/pooled", "item": "Table 9: pooled gain, eps_bar 0.8", "verdict": "equivalent",
            "paper": "Wu et al., Table 9", "paper_value": None, "comparable": "direction", "at_paper_scale": False,
@@ -165,7 +165,7 @@ def test_sentence_covers_any_row_from_its_fields():
 
 
 def test_landing_counts_split_and_title_claim(rows):
-    """Issue 33, item 7: the landing page splits its counts into the paper's scale, reduced runs
+    """The landing page splits its counts into the paper's scale, reduced runs
     and checks of our own code (W-F2's step size, defined so that it holds, is ours, not the
     paper's), and answers the title claim in one sentence."""
     scopes = {r["scope"] for r in rows}
@@ -182,7 +182,7 @@ def test_landing_counts_split_and_title_claim(rows):
 
 
 def test_a_w_cell_sentence_quotes_the_cells_own_printed_sign():
-    """issue 33 item 7: where Wu et al. printed ADP-SGD behind in a cell, the cell's sentence says
+    """Where Wu et al. printed ADP-SGD behind in a cell, the cell's sentence says
     so (it said 'the paper reports ADP-SGD ahead' next to 'this disagrees')."""
     row = {"rule": "w-t1245/gap", "item": "Table 2: gain ADP - DP, sqrt, C_G 1, eps_bar 3.2, 60 epochs",
            "verdict": "disagrees", "paper_value": -0.26, "comparable": "direction", "at_paper_scale": False,

@@ -1,4 +1,4 @@
-"""The tuning protocol (issue 21): edge detection, extension until interior, stated bounds,
+"""The tuning protocol: edge detection, extension until interior, stated bounds,
 limits, disjoint seeds, equal candidates, the payload records, power, and the trace figure."""
 
 import math

@@ -1,4 +1,4 @@
-"""Issue 21: the verdict rules' tuning cap, the config hash that ignores a float's last bits
+"""The verdict rules' tuning cap, the config hash that ignores a float's last bits
 and its migration, the scale block recorded at save time, and the reproduction report
 (``python -m dpcompanion verdicts``): what each row carries, that it reads stored results
 only unless asked to compute, and its CSV."""
@@ -179,7 +179,7 @@ def test_summary_is_rendered_from_the_report(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_report_covers_the_book_on_the_committed_results():
-    """On the committed full results: every page the issue names is covered, every
+    """On the committed full results: every page with verdict rows is covered, every
     experiment row carries a scale block and says which result it was judged on, and no
     'agrees' row has an interval that neither excludes zero nor lies within its margin."""
     rows = reproduction.report_rows()
@@ -214,7 +214,7 @@ def test_report_covers_the_book_on_the_committed_results():
 
 
 def test_no_document_calls_full_mode_the_papers_scale():
-    """Issue 21: no text a user reads calls full mode "the paper's scale" (the README said
+    """No text a user reads calls full mode "the paper's scale" (the README said
     "reproduce --mode full  # paper scale" and "builds the book at paper scale"; the verdicts
     page "the paper-scale (full) result")."""
     import json as _json

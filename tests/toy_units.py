@@ -1,4 +1,4 @@
-"""A fast toy experiment's units, shared by the tests that register one (issue 32: an experiment
+"""A fast toy experiment's units, shared by the tests that register one (an experiment
 is a declared object; these are its three contract functions, module-level so Dask could pickle
 them): two units of ``n`` standard normal draws each, seeded from the config's seed, combined
 into their total."""

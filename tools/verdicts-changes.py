@@ -1,6 +1,6 @@
 """Regenerate results/verdicts/after.json, report.csv and changes.md from the reproduction report and the
 committed verdict baseline (dpcompanion.book.changelog.VERDICT_BASELINE: the verdicts of commit df4a0e0, the
-state issue 33 reviewed). The changelog page shows the same comparison, computed when the book is built.
+state last reviewed). The changelog page shows the same comparison, computed when the book is built.
 Run from the repository root: ``.venv/bin/python tools/verdicts-changes.py``."""
 import json
 

@@ -1,5 +1,5 @@
 """The package files a reader follows from ``python -m dpcompanion experiment h-f-eff --mode paper`` to
-the verdict table of its page (issue 32's hop count): every file of the package whose functions the
+the verdict table of its page (the hops a reader makes): every file of the package whose functions the
 command and ``ExperimentPage.verdicts`` call, in first-call order, found with ``sys.setprofile`` (calls
 made while a module is being imported are the import's and are left out). The stored paper result is
 loaded, not recomputed. Run from the repository root: ``.venv/bin/python tools/walk-files.py [ROOT]``

@@ -90,7 +90,7 @@ def _claims_markdown(results: Iterable[dict[str, Any]], *, book: bool = False) -
         "its status is what that check returns when run (`python -m dpcompanion checks`), its page the one that shows "
         "its evidence.",
         "",
-        # on the book's page the long table is folded (issue 34: pages at most 12,000 px tall)
+        # on the book's page the long table is folded (pages at most 12,000 px tall)
         *(folded(f"The {len(results)} claims, by ID", [markdown_table(["ID", "status", "versions", "source", "page"], rows)])
           if book else [markdown_table(["ID", "status", "versions", "source", "page"], rows)]),
         "",

@@ -182,10 +182,10 @@ def _short(d: str | None) -> str:
 
 
 def reader_subject(subject: str) -> str:
-    """A commit subject as a reader sees it: our tracker's numbers ("issue 19-21's") are
+    """A commit subject as a reader sees it: our tracker's numbers ("issues 19-21", "issue #30's") are
     workshop words, not the reader's, and are dropped.
 
-    >>> reader_subject("results: recomputed after issue 19-21's merges (issue 11)")
+    >>> reader_subject("results: recomputed after issue #19's merges (issues 11-12)")
     'results: recomputed after merges'
     """
     out = re.sub(r"\s*\(issues? #?\d+(?:[-–]\d+)?\)", "", subject, flags=re.I)
@@ -218,12 +218,12 @@ def changelog_markdown(hist: dict[str, Any]) -> str:
                      " › ".join(f"`{part}`" for part in str(c["largest_change_at"]).split("."))])
     header = ["result", "committed versions", "numbers last changed", "how many", "stored digest: previous → now",
               "max abs change", "max rel change", "largest abs change at"]
-    # two narrower tables sharing the result column (issue 34: no table wider than its box)
+    # two narrower tables sharing the result column (no table wider than its box)
     return two_tables(header, [[str(x) for x in r] for r in rows], split=5,
                       captions=("*When each result's numbers last changed, and its digests.*", "*By how much, and where.*"))
 
 
-# ------------------------------------------------------------------ verdict changes (issue 33)
+# ------------------------------------------------------------------ verdict changes
 
 #: the reproduction report as an earlier commit's code gave it, one file per review: the
 #: verdicts a reader can compare today's with (``results/verdicts/baseline-<commit>.json``,

@@ -260,7 +260,7 @@ def _join_spans(m: re.Match) -> str:
 def _group_parentheses(words: list[str]) -> list[str]:
     """The words and spaces of ``re.split(r"(\\s+)", text)`` with a parenthesis that opens inside a
     word (``gamma^T/(gamma``) and closes a few words later (``beta^2)``) joined into one word, so
-    that the formula it belongs to becomes one math span, not two (issue 34); at most 8 words are
+    that the formula it belongs to becomes one math span, not two; at most 8 words are
     joined, and a group whose parenthesis never closes is left as it was."""
     out, i = [], 0
     while i < len(words):
@@ -446,7 +446,7 @@ _SUMMARY_LEN = 240
 
 
 def evidence_summary(evidence: dict[str, Any], *, status: str | None = None) -> str:
-    """The evidence in one line, shown on the page above the folded details (issue 34: the
+    """The evidence in one line, shown on the page above the folded details (the
     theory and errata pages must stay short): the verdict sentence where the status has one
     (:func:`_verdict`), else the first sentence of the first prose key of
     :data:`_SUMMARY_KEYS`, else the first quantity as "name = value" (capped, never cut inside
@@ -482,7 +482,7 @@ def evidence_summary(evidence: dict[str, Any], *, status: str | None = None) -> 
 def folded(title: str, lines: list[str]) -> list[str]:
     """``lines`` inside a folded MyST dropdown (a ``<details>`` block once sphinx-togglebutton has
     run, closed at load) titled ``title``: nothing is removed from the page, but the long check
-    details no longer count toward its height (issue 34: every page at most 12,000 px at
+    details no longer count toward its height (every page at most 12,000 px at
     1280 px). Uses a three-colon fence, so it nests inside a claim's four-colon admonition.
 
     >>> print("\\n".join(folded("More", ["| a |", "| --- |"])))
@@ -526,7 +526,7 @@ def cite_bibtex(claim_id: str, *, status: str = "") -> str:
 
 
 def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[str] = ()) -> str:
-    """One claim result as a MyST admonition, folded (issue 34: pages a reader finishes): its
+    """One claim result as a MyST admonition, folded (pages a reader finishes): its
     title is what a reader scans, the claim's id, its status badge and its statement; opened, its
     method, source and versions, the evidence in one sentence, the evidence in full, the
     correction and how to cite the check. The admonition has the classes ``dropdown`` (folded),
@@ -716,7 +716,7 @@ def first_sentence(text: Any, limit: int = 200) -> str:
     if len(t) <= limit:
         return t
     t = t[: limit - 1]
-    if t.count("$") % 2:  # never cut inside a formula (issue 34: MathJax left it raw)
+    if t.count("$") % 2:  # never cut inside a formula (MathJax left it raw)
         t = t[: t.rindex("$")].rstrip()
     return t + "…"
 

@@ -50,7 +50,7 @@ def errata_summary_markdown(results: Iterable[dict[str, Any]], *, link: bool = T
     rows = errata_entries(results)
     out = ["| severity | claim | source | in one sentence |", "| --- | --- | --- | --- |"]
     for r in rows:
-        sev = r.get("severity") or "not classified"  # a test keeps every entry classified (issue 34)
+        sev = r.get("severity") or "not classified"  # a test keeps every entry classified
         what = first_sentence(r.get("impact") or (r.get("evidence") or {}).get("impact") or r.get("statement"))
         out.append(f"| {sev} | {_name(r['id'], link)} | {cell_text(r.get('source', ''))} | {what.replace('|', chr(92) + '|')} |")
     return "\n".join(out) + "\n"
@@ -72,7 +72,7 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         sev = r.get("severity") or "not classified"
         page = page_of(r["id"])
         where = f" · evidence on {{doc}}`{page}`" if (link and page) else ""
-        # folded (issue 34: a page a reader finishes): the title says what and how severe; the
+        # folded (a page a reader finishes): the title says what and how severe; the
         # summary table above is the overview, each entry opens on its details
         out += [f"(errata-{label(r['id'])})=", "", f"::::{{admonition}} {r['id']} · {badge} · {sev}",
                 f":class: dropdown {cls} erratum", ""]
@@ -104,7 +104,7 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
 
 
 def readings_markdown(rows: Iterable[dict[str, Any]]) -> str:
-    """The errata's table of printed numbers we do not reproduce (issue 33, item 8): every
+    """The errata's table of printed numbers we do not reproduce: every
     row whose outcome is ``failure`` (not reproduced) that carries a closest reading (its ``reading`` field,
     :mod:`dpcompanion.experiments.comparisons.readings`), with the printed number, ours, the
     closest reading, its value and deviation, and whether it reproduces the printed number (ours is
@@ -127,7 +127,7 @@ def readings_markdown(rows: Iterable[dict[str, Any]]) -> str:
 
 
 def readings_block(rows: Iterable[dict[str, Any]]) -> str:
-    """The errata's readings section, folded (issue 34: short pages): one sentence, then the
+    """The errata's readings section, folded (short pages): one sentence, then the
     table of :func:`readings_markdown` and what W-EPS's readings varied."""
     from dpcompanion.book.report import folded
     from dpcompanion.experiments.comparisons.wu_rules import W_EPS_TRIED

@@ -1,4 +1,4 @@
-"""What a published figure comes with (issue 34): its data file and its script.
+"""What a published figure comes with: its data file and its script.
 
 :func:`figure_data` reads back every plotted datum of a figure from its own artists (so the
 data file is exactly what is drawn) and :func:`write_figure_data` writes it as CSV; the
@@ -101,7 +101,7 @@ def _handle_style(handle) -> dict:
 
 def figure_data(fig) -> list[dict[str, Any]]:
     """Every plotted datum of ``fig``, one row per point (:data:`DATA_COLUMNS`), enough to
-    redraw the figure without the code that drew it (:data:`REDRAW_SOURCE`; issue 34):
+    redraw the figure without the code that drew it (:data:`REDRAW_SOURCE`):
 
     - the figure (``figure``: ``x``/``y`` its width and height in inches, ``text`` its title);
     - each panel (``panel``: its view limits in ``x_low``/``x_high`` and ``y_low``/``y_high``,
@@ -471,7 +471,7 @@ from matplotlib.patches import Patch
 from matplotlib.patches import Patch
 """
 #: the redraw code every figure's script carries: :data:`REDRAW_IMPORTS`, the kinds of data
-#: row and the functions of this section (the only redraw code there is: issue 34, item 6)
+#: row and the functions of this section (the only redraw code there is)
 REDRAW_SOURCE = "\n\n".join(
     [REDRAW_IMPORTS + f"\nDATA_KINDS = {DATA_KINDS!r}\n"]
     + [inspect.getsource(f) for f in (read_figure_data, parse_style, line_kwargs, data_value, artists_of, redraw, redraw_main)])

@@ -1,4 +1,4 @@
-"""Forest plots of the verdict rows (issue 34, item 3): how replication reports are read.
+"""Forest plots of the verdict rows: how replication reports are read.
 
 Each verdict row of the reproduction report
 (:func:`dpcompanion.experiments.comparisons.reproduction.report_rows`) that has an estimate is

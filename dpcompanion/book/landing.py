@@ -44,7 +44,7 @@ def id_glossary_markdown(pages: Sequence[tuple[str, str]] | None = None) -> str:
     """What the IDs of the book (H-F-EFF, X-UNIFY, H-T4.4.T-opt) mean: the scheme, then every
     page that has an ID with its title, generated from the pages (:func:`page_titles`) and the
     claim registry; raises ``ValueError`` for an ID part the scheme does not explain, so a new
-    kind of ID cannot appear unexplained (issue 34).
+    kind of ID cannot appear unexplained.
 
     >>> print(id_glossary_markdown([("h-f-eff", "Data efficiency (H-F-EFF)"), ("index", "Home")]).splitlines()[-1])
     | {doc}`H-F-EFF <h-f-eff>` | Data efficiency |

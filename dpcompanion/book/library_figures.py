@@ -12,7 +12,7 @@ import numpy as np
 
 from dpcompanion.book.plotting import COLORS, KIND_COLORS, apply_style, figure_function, finish
 
-# --- tuning traces (issue 21) ---
+# --- tuning traces ---
 
 
 @figure_function

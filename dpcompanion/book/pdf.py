@@ -13,7 +13,7 @@ Headless Chromium prints it through the DevTools protocol (``Page.printToPDF``, 
 selenium and chromedriver) once MathJax has typeset it, with a footer carrying the page
 number on every page and PDF bookmarks from the headings (``generateDocumentOutline``).
 A chapter starts on a new page unless its predecessor would then end on a page with less
-than :data:`MIN_PAGE_CHARS` characters (issue 34: near-empty pages); the page numbers of the
+than :data:`MIN_PAGE_CHARS` characters (near-empty pages); the page numbers of the
 contents and these breaks come from the printed PDF itself (read with pypdf), so the page is
 printed until they agree with what it says (:data:`MAX_PASSES` at most).
 

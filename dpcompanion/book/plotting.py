@@ -21,13 +21,13 @@ so it is exactly what is drawn, error bars, both axes, scales, ticks and legends
 script that runs alone on that file and redraws the figure with matplotlib alone
 (:func:`~dpcompanion.book.figure_files.figure_script`: the one redraw code,
 :data:`~dpcompanion.book.figure_files.REDRAW_SOURCE`, followed as comments by the plot
-function's source and the notebook cell that called it; issue 34), and shows under the figure
+function's source and the notebook cell that called it), and shows under the figure
 one line with the "data" and "code" links (Sphinx ``download`` roles, so a missing file fails
 the build; the code link names the plot function as ``<module>.<function>``), the function's
 source in the repository at the build's commit and the figure's provenance: the stored result
 it plots (mode, commit, sizes) and the build that drew it, decided by one function,
 :func:`dpcompanion.book.report.figure_caption`, from the result an experiment page hands over
-with :func:`drawn_from` (``ExperimentPage.drawing``; issue 34). :func:`figure_problems`
+with :func:`drawn_from` (``ExperimentPage.drawing``). :func:`figure_problems`
 is the layout check the tests run on every figure: fonts at least :data:`MIN_FONT_PT` at the
 size the figure is shown in the book's text column, no overlapping tick labels.
 """
@@ -167,7 +167,7 @@ def panel_grid(n: int, *, row_height_in: float, single_width_in: float = 6.0):
 
 
 def finish(fig, ax, *, legend: bool | dict = True, **props):
-    """The end every panel of a plot function shares, in one place (issue 32): ``ax.set(**props)``
+    """The end every panel of a plot function shares, in one place: ``ax.set(**props)``
     (matplotlib's setter of several properties, applied in the order given: ``xscale=``,
     ``yscale=``, ``xlabel=``, ``ylabel=``, ``title=``, ``ylim=``...), the legend (in the style's
     9 pt; a dict is passed to ``ax.legend``, ``False`` draws none), ``fig.tight_layout()``;
@@ -331,7 +331,7 @@ def drawn_from(result):
     store, :class:`~dpcompanion.experiments.store.StoredResult`): its caption is decided from
     it (:func:`dpcompanion.book.report.figure_caption`: its mode, the commit that computed it,
     its sizes) and its layout record names it. A quick-mode build drawing the committed full or
-    paper-scale result must not label that figure "quick mode" (issue 34). An experiment page
+    paper-scale result must not label that figure "quick mode". An experiment page
     enters it through :meth:`dpcompanion.book.show.ExperimentPage.drawing`.
 
     >>> from types import SimpleNamespace as NS
@@ -375,7 +375,7 @@ def publish(fig) -> None:
     page = prov.notebook
     n = _counters[page] = _counters.get(page, 0) + 1
     parts = [f"Figure {n}"]
-    caption = report.figure_caption(plotted_result(), build=prov)  # the one caption (issue 34)
+    caption = report.figure_caption(plotted_result(), build=prov)  # the one caption
     book_dir = os.environ.get(BOOK_DIR_ENV)
     cell_source, cell_index, cell_id = _notebook_cell()
     cell = (f"notebook cell {cell_index}" + (f" (id `{cell_id}`)" if cell_id else "")) if cell_index is not None \

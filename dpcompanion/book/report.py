@@ -61,8 +61,8 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]], digits:
 
 def two_tables(header: Sequence[str], rows: Iterable[Sequence[Any]], split: int, digits: int = 4,
                captions: tuple[str, str] = ("", "")) -> str:
-    """A table too wide for the page as two narrower ones that share its first column (issue 34:
-    no table wider than its box): columns ``[0, split)``, then column 0 and ``[split, end)``, each
+    """A table too wide for the page as two narrower ones that share its first column (no
+    table wider than its box): columns ``[0, split)``, then column 0 and ``[split, end)``, each
     under its caption (when given).
 
     >>> print(two_tables(["a", "b", "c"], [[1, 2, 3]], 2))
@@ -106,7 +106,7 @@ def paper_vs_ours(rows: Iterable[dict[str, Any]], digits: int = 4) -> str:
     """The paper-vs-ours table: each row has ``item``, ``paper``, ``ours``, ``verdict``
     (one of :data:`VERDICTS`, computed by the caller) and optionally ``note``. A long
     ``paper``, ``ours`` or ``note`` cell shows its first clause with the rest folded beneath it
-    (:func:`short_cell`; issue 34: the long cells made these tables the tallest part of a page)."""
+    (:func:`short_cell`: the long cells made these tables the tallest part of a page)."""
     out = []
     for r in rows:
         if r["verdict"] not in VERDICTS:
@@ -146,7 +146,7 @@ def _cut(text: str, limit: int) -> int:
 
 
 def short_cell(text: Any, limit: int = CELL_CHARS) -> str:
-    """A table cell a reader takes in at a glance (issue 34: short pages): a cell of at most
+    """A table cell a reader takes in at a glance (short pages): a cell of at most
     ``limit`` characters (not counting a folded ``<details>`` block already in it) unchanged;
     a longer one shows its first clause (:func:`_cut`) and folds the rest beneath it, with the
     folded block it had (its summary kept in the new one's), on one line so that it stays in its
@@ -199,7 +199,7 @@ def scale_table(scale: dict) -> str:
     return head + "\n\n" + markdown_table(["dimension", "paper", "paper's source", "ours", "matches"], rows)
 
 
-#: a generated table longer than this many rows is shown folded (issue 34: pages a reader finishes)
+#: a generated table longer than this many rows is shown folded (pages a reader finishes)
 FOLD_ROWS = 12
 
 
@@ -218,7 +218,7 @@ def power_table(rows: Sequence[dict]) -> str:
             + (folded(f"Power of each row ({len(body)})", table) if len(body) > FOLD_ROWS else table))
 
 
-#: the columns of the compact tuning summary (issue 34: seed lists as counts, bounds in short)
+#: the columns of the compact tuning summary (seed lists as counts, bounds in short)
 TUNING_SUMMARY_COLUMNS = ["cell", "method", "parameter", "setting", "chosen", "grid", "interior or bound",
                           "tuning seeds", "report seeds"]
 #: the columns of a tuning CSV (every field of a tuning record; lists as JSON)
@@ -255,7 +255,7 @@ def _where(e: dict) -> str:
 
 
 def tuning_summary_rows(tuning: Sequence[dict]) -> list[list[Any]]:
-    """One short row per tuning record (issue 34, short pages): the cell, method, parameter,
+    """One short row per tuning record (short pages): the cell, method, parameter,
     setting, chosen value, grid ``[min, max] (n candidates)``, interior or at which bound, and
     the tuning and report seeds *as counts* (the seed lists and the trace are in the CSV,
     :func:`tuning_csv_text`). Every key is read with ``.get``: a record of an older payload
@@ -332,7 +332,7 @@ def folded(title: str, body: str) -> str:
 
 
 def tuning_table(tuning: Sequence[dict], *, link: str = "") -> str:
-    """The tuning of a result, short (issue 34): one sentence (:func:`tuning_sentence`), the
+    """The tuning of a result, short: one sentence (:func:`tuning_sentence`), the
     download ``link`` of the whole records (CSV, :func:`tuning_csv_text`; '' outside a book
     build) and the summary table (:func:`tuning_summary_rows`) folded; '' when there is none."""
     if not tuning:
@@ -345,7 +345,7 @@ def tuning_table(tuning: Sequence[dict], *, link: str = "") -> str:
 
 def reproduction_tables(experiment_id: str, *, seed: int = 0, device: str = "cpu", rows: list | None = None,
                         tuning_link: str = "") -> str:
-    """What every experiment page shows under its verdicts (issue 21): the power table, the
+    """What every experiment page shows under its verdicts: the power table, the
     scale table and the tuning summary (:func:`tuning_table`, with ``tuning_link`` to its CSV)
     of the result the reproduction report judges (the fresh paper-scale result when complete
     and fresh, else the fresh full result, else the fresh quick one: the one the page shows).
@@ -360,7 +360,7 @@ def reproduction_tables(experiment_id: str, *, seed: int = 0, device: str = "cpu
     return f"<small>Judged on {judged}.</small>\n\n" + "\n\n".join(p for p in parts if p)
 
 
-# --- figure captions (issue 34) ---
+# --- figure captions ---
 
 #: the dimensions a caption names, in this order, at most :data:`CAPTION_SIZES` of them: the
 #: size of the data, the model, the length of training, the number of runs averaged
@@ -432,8 +432,8 @@ def result_sizes(result: Any) -> str:
 
 
 def figure_caption(result: Any, *, build: Any) -> str:
-    """The provenance part of a figure's caption, decided from the result the figure plots
-    (issue 34): its mode, the commit that computed it and its sizes in a few words
+    """The provenance part of a figure's caption, decided from the result the figure plots:
+    its mode, the commit that computed it and its sizes in a few words
     (:func:`result_sizes`), then the build that drew it (``build``, the notebook's
     :class:`~dpcompanion.core.provenance.Provenance`). A quick-mode build draws the committed
     full or paper-scale result on several pages: the caption must name the run plotted, not

@@ -195,7 +195,7 @@ def reproduce(
     chosen = select(discover(notebooks_dir), only)
     if not chosen:
         raise ValueError(f"no notebooks found in {notebooks_dir}")
-    validate.writable_folder("out_dir", out_dir)  # a probe file: found before any computation (issue 19)
+    validate.writable_folder("out_dir", out_dir)  # a probe file: found before any computation
     exp_ids = _experiment_ids()
     with_exp = [nb for nb in chosen if nb.id in exp_ids]
     if with_exp or executor not in (None, "local") or workers is not None or scheduler is not None or recompute:

@@ -56,7 +56,7 @@ def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
     continues it. '' when the experiment has no paper config, a fresh paper result exists, or
     no unit is stored. Written here from the store's facts (:func:`store.fresh_paper`,
     :func:`store.sweep_progress`, :func:`store.committed_units`): the store writes no page
-    sentence (issue 32, item 4)."""
+    sentence."""
     if "paper" not in base.get(experiment_id).configs or store.fresh_paper(experiment_id, root) is not None:
         return ""
     part = store.sweep_progress(experiment_id, "paper", root)
@@ -96,7 +96,7 @@ def _md(text: str) -> None:
 
 
 def data_link(stem: str, text: str, *, label: str = "CSV") -> str:
-    """Offer ``text`` (CSV) for download beside the page's figures (issue 34, short pages: seed
+    """Offer ``text`` (CSV) for download beside the page's figures (short pages: seed
     lists, tuning traces and wide tables go to a file, a compact summary stays on the page):
     writes ``figures/<page>/<stem>.csv`` in the folder of the executed notebooks (the runner's
     ``DPCOMPANION_BOOK_DIR``, as :func:`dpcompanion.book.plotting.publish` does for a figure's
@@ -114,10 +114,10 @@ def data_link(stem: str, text: str, *, label: str = "CSV") -> str:
 
 
 def forest_block(rows: list, *, title: str, head: str = "") -> None:
-    """The forest plot of verdict rows (:func:`dpcompanion.book.forest.forest_plot`; issue 34,
-    item 3), under ``head``, with one sentence saying how many rows it draws. Nothing where no
-    row has an estimate. Draw it inside a page's ``drawing(result)`` when the rows are of one
-    stored result, so that its caption names that result."""
+    """The forest plot of verdict rows (:func:`dpcompanion.book.forest.forest_plot`), under
+    ``head``, with one sentence saying how many rows it draws. Nothing where no row has an
+    estimate. Draw it inside a page's ``drawing(result)`` when the rows are of one stored
+    result, so that its caption names that result."""
     if not forest.rows_with_estimates(rows):
         return
     if head:
@@ -283,7 +283,7 @@ class ExperimentPage:
             self.figure(result.payload)
 
     def drawing(self, result: store.StoredResult):
-        """The context every figure of an experiment page is drawn in (issue 34): each figure
+        """The context every figure of an experiment page is drawn in: each figure
         drawn inside plots ``result``, and its caption is decided from it
         (:func:`dpcompanion.book.report.figure_caption`: the result's mode, the commit that
         computed it, its sizes), whether it is this build's result or the committed full or
@@ -295,7 +295,7 @@ class ExperimentPage:
         page's payload or of ``payload``, a payload or a stored result), under ``head``. A long
         cell shows its first clause, the rest folded beneath it (:func:`report.short_cell`). When
         no row is comparable with the paper (a reduced run: the sizes differ), the table is folded
-        under one line saying so (issue 34: the page leads with what can be compared); ``fold``
+        under one line saying so (the page leads with what can be compared); ``fold``
         folds it in any case (a reduced run shown below the paper-sized one)."""
         if self.experiment.verdict_rows is None:
             raise ValueError(f"experiment {self.id} declares no verdict_rows")
@@ -329,7 +329,7 @@ class ExperimentPage:
         return full_absent_note(self.id)
 
     def tuning(self, *, ylabel: str, max_cells: int | None = None) -> None:
-        """The tuning summary (issue 34, short pages: one sentence, each choice with its grid,
+        """The tuning summary (short pages: one sentence, each choice with its grid,
         whether it is interior and the seeds as counts, folded; every record whole in a CSV,
         :func:`data_link`) and the tuning trace
         (:func:`dpcompanion.book.library_figures.tuning_trace`)."""
@@ -383,7 +383,7 @@ class ExperimentPage:
                 _md(text)
 
     def reproduction(self) -> None:
-        """The forest plot of this page's verdict rows (issue 34: each row's estimate and 95%
+        """The forest plot of this page's verdict rows (each row's estimate and 95%
         interval against the paper's value or direction and the margin, drawn inside
         :meth:`drawing` of the result judged), then power, scale and tuning of that result
         (``python -m dpcompanion verdicts --page <id>``), the tuning records in a CSV."""
@@ -428,7 +428,7 @@ def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str
 
 def verdict_tables_by_page(rows: list[dict], table_rows: list[dict]) -> str:
     """The verdicts page's paper-vs-ours tables, one per page in the report's order, each folded
-    under a title with its verdict counts (issue 34: a page at most 12,000 px tall; the forest
+    under a title with its verdict counts (a page at most 12,000 px tall; the forest
     plot above shows every row at a glance). ``rows``: the reproduction report's rows;
     ``table_rows``: the same rows rendered for :func:`dpcompanion.book.report.paper_vs_ours`
     (:func:`dpcompanion.experiments.comparisons.summary.verdict_summary`), in the same order."""

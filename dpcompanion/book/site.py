@@ -12,7 +12,7 @@ build time, with the commit read from git (:func:`dpcompanion.core.provenance.gi
 * points the launch buttons (Binder, Colab) at the committed notebook ``notebooks/<id>.ipynb``
   rather than the executed copy ``book/<id>.ipynb``, which is not in the repository, *at the
   commit of the build* (:func:`launch_ref`; ``repository.branch`` of ``_config.yml`` only
-  where the commit is unknown), so a page reruns the code that drew it (issue 34);
+  where the commit is unknown), so a page reruns the code that drew it;
 * pins the install cell (:func:`install_cell_source`, the first code cell of every notebook)
   of the notebooks the site offers for download to that commit (:func:`pin_install_cell`).
 
@@ -251,7 +251,7 @@ _HASHED = re.compile(r"(^|/)[0-9a-f]{64}\.\w+$")
 
 
 def describe_images(doctree, *, title: str = "") -> int:
-    """Give every notebook figure without alt text one (issue 34): myst-nb names an output image
+    """Give every notebook figure without alt text one: myst-nb names an output image
     by its hash and leaves ``alt`` unset, so a screen reader read the hash. The alt text is the
     caption the book prints under the figure (the first text after it that starts with
     "Figure"), tags and links stripped, else "Figure k of <page title>". Returns how many it set.

@@ -79,7 +79,7 @@ def wu_error_vs_epoch(*, epochs, errors: dict, eps_numeric, eps_theory, sigma: f
     Thm 4.1's epsilon_bar (dots) on the right axis. The error axis is logarithmic (when every
     error is positive): the first epoch's ~90% error would otherwise squeeze the curves of
     the six c values, which end a few points apart, into one line near zero; one legend, below
-    the panel, so that no curve runs through it (issue 34, item 8)."""
+    the panel, so that no curve runs through it."""
     apply_style()
     fig, ax = plt.subplots(figsize=(7.0, 4.3))
     for label, err in errors.items():

@@ -4,7 +4,7 @@ dynamic schedule, Eq. 11, 27, end to end against the exact expected excess risk)
 Sec. 4.1.3 (sample efficiency and sharp losses). Page: ``book/h-sec-4-1``.
 
 Separate from :mod:`dpcompanion.claims.h_sec_4_1_gd` (Thm 4.1, 4.2) by subsection, to keep each module under
-the package's 800-line limit (issue 32); it registers after it, so the page lists the entries in the
+the package's 800-line limit; it registers after it, so the page lists the entries in the
 paper's order. The problem shared with Thm 4.2's checks is imported from there.
 
 Every check computes something that could have come out the other way: a SymPy residual, sampled

@@ -3,7 +3,7 @@ bound: one step, unrolled, on quadratics, on a logistic loss by Monte Carlo, end
 expected excess risk) and Thm 4.2 (the uniform schedule, Eq. 8, 9, 22-25). Page: ``book/h-sec-4-1``.
 
 The page's entries are split over three modules by subsection so that none grows past the package's
-800-line limit (issue 32): this one, :mod:`dpcompanion.claims.h_sec_4_1_dynamic` (Lemma 4.3, Eq. 26,
+800-line limit: this one, :mod:`dpcompanion.claims.h_sec_4_1_dynamic` (Lemma 4.3, Eq. 26,
 Thm 4.4, Sec. 4.1.3) and :mod:`dpcompanion.claims.h_sec_4_1_slides` (the slides' variants). The problem the
 later theorems' checks share (:func:`pgd_constants`, :func:`kappa_alpha_grid`, :func:`fit_slope`) lives here,
 with the theorem that introduces it.

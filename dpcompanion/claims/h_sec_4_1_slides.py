@@ -4,7 +4,7 @@
 
 Separate from :mod:`dpcompanion.claims.h_sec_4_1_gd` and :mod:`dpcompanion.claims.h_sec_4_1_dynamic` (the
 FAccT version's statements) because the slides are another version of the paper with their own
-numbering, and to keep each module under the package's 800-line limit (issue 32).
+numbering, and to keep each module under the package's 800-line limit.
 
 Every check computes something that could have come out the other way: sampled margins or an
 exhaustive search over integer T.

@@ -2,8 +2,8 @@
 Eq. 28, end to end against the exact moments of momentum PGD on least squares) and the lemmas of its proof,
 Lemmas C.5-C.7 (App. C, D.2). Page: ``book/h-sec-4-2``.
 
-The page's entries are split by subsection so that no module grows past the package's 800-line limit
-(issue 32): Thm 4.6, 4.7 and the slides' Thm 3.4, which apply this bound to the uniform and the dynamic
+The page's entries are split by subsection so that no module grows past the package's 800-line limit:
+Thm 4.6, 4.7 and the slides' Thm 3.4, which apply this bound to the uniform and the dynamic
 schedule, are in :mod:`dpcompanion.claims.h_sec_4_2_momentum_schedules`. What their checks share with
 Thm 4.5's (:data:`BG_GRID`, :func:`momentum_cases`, :func:`momentum_run`, :func:`generic_branch`) lives here,
 with the theorem that introduces it; so does :func:`momentum_rhs`, which the PSGD page reuses.

@@ -3,7 +3,7 @@ Thm 4.7 (the dynamic schedule), each end to end against the exact moments of mom
 and the slides' momentum theorem (Thm 3.4). Page: ``book/h-sec-4-2``.
 
 Separate from :mod:`dpcompanion.claims.h_sec_4_2_momentum` (Thm 4.5 and Lemmas C.5-C.7, the bound these
-theorems instantiate) by subsection, to keep each module under the package's 800-line limit (issue 32); it
+theorems instantiate) by subsection, to keep each module under the package's 800-line limit; it
 registers after it, so the page lists the entries in the paper's order.
 
 Closed forms are in :mod:`dpcompanion.theory.bounds.momentum`; numeric domains are stated in the

@@ -4,7 +4,7 @@ A claim's *status* never comes from the registry entry itself: it is whatever th
 check function returns when run, and the check functions build their :class:`Result`
 through the constructors below, which look at the evidence (a SymPy residual, the two
 sides of a comparison, a counterexample) and refuse to report a status the evidence does
-not support. Statuses: :data:`STATUS_DEFINITIONS` (SPEC section 0, extended by issue 12).
+not support. Statuses: :data:`STATUS_DEFINITIONS` (SPEC section 0's, extended).
 
 Two structural rules make a pass mean something:
 
@@ -39,7 +39,7 @@ METHODS = ("sympy", "numeric", "bruteforce", "montecarlo", "end-to-end")
 #: claim statuses' one home (:data:`STATUSES` is its keys). Not the verdict words of the
 #: experiment pages (:data:`dpcompanion.experiments.comparisons.rule.VERDICTS`: agrees, partly,
 #: ...), which say how a number we *measured* compares with the one a paper printed; the two
-#: vocabularies are kept apart on purpose (issue 32, item 3).
+#: vocabularies are kept apart on purpose.
 STATUS_DEFINITIONS = {
     "proved": "SymPy reduces the claim to an identity in its symbols, for every admissible value (T symbolic, or an induction written out), and the same check refutes the claim's declared mutant.",
     "checked": "SymPy reduces the claim to an identity at each listed value of T (the values the check ran, recorded by it), not for every T; the same check refutes the claim's declared mutant.",
@@ -60,7 +60,7 @@ ERRATA = ("refuted", "not-reproduced")
 
 #: how much an errata entry (a refuted or not-reproduced claim) matters, most serious first: the
 #: errata page states this scale (:data:`SEVERITY_DEFINITIONS`) and sorts its entries by it, and
-#: every entry declares its level where it is declared (``@claim(..., severity=...)``; issue 34).
+#: every entry declares its level where it is declared (``@claim(..., severity=...)``).
 SEVERITIES = ("invalidates a privacy claim", "changes a conclusion", "missing hypothesis", "constant factor", "typo",
               "procedure unknown")
 

@@ -2,7 +2,7 @@
 ADP-SGD), the theorem's privacy guarantee end to end. Page: ``book/w-theory``.
 
 The page's entries are split by the paper's sections so that no module grows past the package's
-800-line limit (issue 32): the utility results (Thm 4.2, Remark 4.1, Prop. 5.1, 5.2) are in
+800-line limit: the utility results (Thm 4.2, Remark 4.1, Prop. 5.1, 5.2) are in
 :mod:`dpcompanion.claims.w_adp_utility`, the moments-accountant epsilons of Sec. 6 in
 :mod:`dpcompanion.claims.w_adp_eps`; this module registers first, so the page keeps the paper's order.
 

@@ -5,7 +5,7 @@ every natural reading of its protocol (:func:`w_eps_table`, :func:`w_eps_reading
 Separate from :mod:`dpcompanion.claims.w_adp` and :mod:`dpcompanion.claims.w_adp_utility` (the theorems)
 because these are readings of a reported number, not of a statement, and the experiments' W-EPS
 comparison and the w-theory page read the tables from here; also to keep each module under the
-package's 800-line limit (issue 32). The epsilon recomputation itself lives in
+package's 800-line limit. The epsilon recomputation itself lives in
 :mod:`dpcompanion.theory.accounting`; the accountant readings here are an independent recomputation
 kept as a reference, named as such.
 """
@@ -65,8 +65,8 @@ def w_eps_table() -> list[dict]:
 #: TF-Privacy's RDP orders of 2019-2021 (compute_dp_sgd_privacy), used with the classic conversion
 _CLASSIC_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)))
 
-#: the natural readings of footnote 3's protocol searched by :func:`w_eps_readings` (issue 33,
-#: item 8), the stated value first: steps (the footnote's 11,700; TF-Privacy's
+#: the natural readings of footnote 3's protocol searched by :func:`w_eps_readings`,
+#: the stated value first: steps (the footnote's 11,700; TF-Privacy's
 #: compute_dp_sgd_privacy's ceil(60 N / m) = 11,719; 60 x 196 = 11,760 of Sec. 6), training-set
 #: size (CIFAR-10's 50,000 training images; 60,000 with its test images), delta (1e-5 as
 #: stated; 1/N), Thm 4.1's B_delta (main text m = 1; appendix m = 256) and the RDP-to-DP
@@ -115,7 +115,7 @@ _ACCOUNTANT_WORDS = {"rdp-improved": "RDP improved conversion", "rdp-classic": "
 
 
 def w_eps_readings() -> dict[float, list[tuple[str, float, bool]]]:
-    """The natural readings of W's footnote-3 protocol (issue 33, item 8), per epsilon_bar: a
+    """The natural readings of W's footnote-3 protocol, per epsilon_bar: a
     list of ``(name, epsilon, stated)``, first the stated protocol (T = 11,700, N = 50,000,
     batch 256, Poisson rate m/N, delta = 1e-5, Thm 4.1's main-text noise) under each of the
     three accountants (``stated``: the footnote names no accountant; the W-EPS rows' values),

@@ -3,7 +3,7 @@ alpha_t), Prop. 5.1 (M_dp / M_adp = O(log T); Eq. 9, 10, App. Eq. 25, 26, end to
 (adaptive step sizes). Page: ``book/w-theory``.
 
 Separate from :mod:`dpcompanion.claims.w_adp` (the privacy results, Lemma 2.2 and Thm 4.1) by the paper's
-sections, to keep each module under the package's 800-line limit (issue 32); it registers after it, so
+sections, to keep each module under the package's 800-line limit; it registers after it, so
 the page keeps the paper's order. Utility factors are in :mod:`dpcompanion.theory.bounds.adp`.
 """
 
@@ -229,7 +229,7 @@ def _p51_terms(which: str, versions=("main",)):
     hypothesis 5 + 4a/c to 20000): the exact privacy term for ``b_t = (a + ct)^{1/2}`` of ADP-SGD
     (``which="adp"``, alpha_t^2 = b_t) or DP-SGD (``"dp"``, alpha_t = 1) and the printed bound of
     each of ``versions`` ("main": Eq. 9/10, "appendix": Eq. 25/26); the one loop of the checks of
-    Eq. 9, 10, 25 and 26 (issue 32)."""
+    Eq. 9, 10, 25 and 26."""
     for a, c in ((1.0, 1.0), (20.0, 1.0), (1.0, 0.01), (100.0, 5.0)):
         T0 = math.ceil(5 + 4 * a / c)
         for T in sorted({T0, 2 * T0, 100, 1000, 20000}):

@@ -48,8 +48,8 @@ from dpcompanion.core import outputs
 
 #: the commands, in the order ``dpcompanion --help`` lists them. Command ``name`` lives in
 #: ``dpcompanion/cli/commands/<name>_command.py`` (:func:`command_module`; one scheme for every
-#: command, so that no command's module shares its file name with another module of the package,
-#: issue 32). A command's module is imported only when that command is given (to run or to show its
+#: command, so that no command's module shares its file name with another module of the package).
+#: A command's module is imported only when that command is given (to run or to show its
 #: ``--help``), so it may import what it needs at its top; ``dpcompanion --help`` reads every
 #: command's ``HELP`` from its source instead.
 COMMANDS: tuple[str, ...] = ("reproduce", "zcdp", "schedule", "checks", "train", "bench", "audit", "experiment",

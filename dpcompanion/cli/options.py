@@ -187,7 +187,7 @@ def schedule_params(args: argparse.Namespace, kind_name: str, *, kind_flag: str)
             if prm.required:
                 raise UsageError(f"{prm.flag} is required for {kind_flag} {kind_name} ({prm.type}, {prm.allowed})")
             continue
-        if prm.type == "int":  # a count of steps: at most MAX_STEPS (issue 30: 10^20 overflowed a C long)
+        if prm.type == "int":  # a count of steps: at most MAX_STEPS (10^20 overflowed a C long)
             out[name] = parse_int(text, prm.flag, maximum=validate.MAX_STEPS)
         elif prm.type == "str":
             if prm.choices and text not in prm.choices:
@@ -218,7 +218,7 @@ def schedule_from_args(args: argparse.Namespace, budget: Budget, *, kind_flag: s
         names = {prm.name for prm in schedules.KIND_TABLE[kind].params} | {"T", "R"}
         where = f"--{first.replace('_', '-')}" if first in names else f"{kind_flag} {kind}"
         raise UsageError(f"{where}: {msg}") from None
-    except (OverflowError, ZeroDivisionError) as exc:  # e.g. --kappa 1e308: 1 - 1/kappa rounds to 1 (issue 30)
+    except (OverflowError, ZeroDivisionError) as exc:  # e.g. --kappa 1e308: 1 - 1/kappa rounds to 1
         given = [f"{prm.flag} {getattr(args, f'k_{prm.name}')}" for prm in schedules.KIND_TABLE[kind].params
                  if prm.cli and prm.name != "q" and getattr(args, f"k_{prm.name}", None) is not None]
         where = ", ".join(given) if given else f"{kind_flag} {kind}"
@@ -234,7 +234,7 @@ MAX_INFLUENCE_BYTES: int = 64 * validate.MAX_STEPS
 
 def read_capped(path, name: str, *, max_bytes: int) -> str:
     """The text of the regular file ``path``, read only if it has at most ``max_bytes``
-    bytes (issue 30: ``--influence /dev/zero`` read forever, growing memory). A device, a
+    bytes (``--influence /dev/zero`` read forever, growing memory). A device, a
     FIFO or a folder is refused by name, as is a file that grows past the cap while read."""
     where = f"{name} {path}"
     checked_path(name, path)

@@ -1,5 +1,5 @@
 """The one writer of every output file a command names (``--csv``, the verdict report): it
-respects what is at the path (issue 30, item 3).
+respects what is at the path.
 
 * a **regular file**, or a path that does not exist yet, is replaced *atomically*: the text
   goes to a temporary file in the same folder, which is then renamed over the path

@@ -187,7 +187,7 @@ class Provenance:
 def save_json(obj: Any, path: str | os.PathLike, prov: Provenance | dict | None = None) -> Path:
     """Write ``obj`` as JSON to ``path`` and its provenance to ``path.provenance.json``, each
     by :func:`dpcompanion.core.outputs.write_text` (a regular file replaced atomically; a
-    device, FIFO or symlink target written through, never replaced: issue 30, item 3)."""
+    device, FIFO or symlink target written through, never replaced)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = prov.record() if isinstance(prov, Provenance) else (prov or {"commit": git_state()[0], "versions": versions()})

@@ -56,7 +56,7 @@ MAX_STEPS: int = 10_000_000
 #: Smallest Poisson sampling rate accepted: below it a step samples less than one example on
 #: average from any data set of up to 10^9 examples, and the accounting (p^2/sigma^2, the
 #: planner's R/p^2) leaves the range where float64 is accurate (p = 1e-300 gave a division by
-#: zero, issue 19).
+#: zero).
 MIN_SAMPLING_RATE: float = 1e-9
 
 
@@ -124,7 +124,7 @@ def unit_interval(name: str, value: Any, *, closed_lo: bool = False, closed_hi: 
 
 #: Smallest delta accepted: the smallest normal float64. A subnormal delta has too few
 #: significant bits, and ``1/delta`` overflows: ``zcdp --delta 5e-324`` printed rho 0 and
-#: ``--delta 1e-310`` ended in "math domain error" (issue 30).
+#: ``--delta 1e-310`` ended in "math domain error".
 MIN_DELTA: float = sys.float_info.min
 
 
@@ -242,7 +242,7 @@ def positive_array(name: str, values: Any, *, length: int | None = None, allow_i
 def noise_multipliers(sigma: Any, *, name: str = "sigma") -> np.ndarray:
     """Per-step noise multipliers of noisy steps: a non-empty 1-D array, every entry finite
     and > 0. ``inf`` (no noise where a trainer would still move), ``nan``, 0, negatives and
-    non-numbers are refused: a private step always adds its noise (issue 11).
+    non-numbers are refused: a private step always adds its noise.
 
     >>> noise_multipliers([2.0, 1.5]).tolist()
     [2.0, 1.5]
@@ -269,7 +269,7 @@ def class_labels(name: str, values: Any, *, n_classes: int) -> np.ndarray:
     """Class labels of a model with ``n_classes`` classes: a 1-D array of finite whole numbers
     in ``{0, ..., n_classes - 1}`` (``{0, 1}`` for a binary model), returned as int64. The
     trainers' clipping is built for these labels, and a label outside them is the wrong data,
-    not a choice (a binary model's ``s = 2y - 1`` is +-1 only for y in {0, 1}; issue 30).
+    not a choice (a binary model's ``s = 2y - 1`` is +-1 only for y in {0, 1}).
 
     >>> class_labels("y", [0, 1.0, 1], n_classes=2).tolist()
     [0, 1, 1]
@@ -400,7 +400,7 @@ PATH_MAX: int = 4096
 
 def path_lengths(name: str, path: Any) -> Path:
     """A path whose every segment fits in :data:`NAME_MAX` bytes and whose whole fits in
-    :data:`PATH_MAX` (issue 30: a 256-character segment raised ``OSError: File name too long``
+    :data:`PATH_MAX` (a 256-character segment raised ``OSError: File name too long``
     from ``Path.exists``, a traceback).
 
     >>> path_lengths("--csv", "a/" + "x" * 256)
@@ -422,7 +422,7 @@ def path_lengths(name: str, path: Any) -> Path:
 def can_create_file_in(folder: Any) -> bool:
     """Whether a file can be created in the existing folder ``folder``: a probe file is created
     and removed at once (permission bits do not tell: ``os.access`` passes everywhere for root,
-    and /proc refuses new files whatever its bits, issue 19).
+    and /proc refuses new files whatever its bits).
 
     >>> can_create_file_in("/proc")
     False

@@ -88,14 +88,14 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {
     "trials": Dim(None, "not in the papers (our audit of our trainers)", config_key("trials", "n_trials")),
 }
 
 
-#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"trials": lambda p: {a["trainer"]: a["trials"] for a in p["audits"]}}
 
 
@@ -113,7 +113,7 @@ def _judge_power(*, flagged: Sequence[str], trainers: Sequence[str]) -> Judgemen
                      ours=f"{k} of {n}", printed=f"{n} of {n} (every trainer's noise is worth more than its claim)")
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("audit/claim", "trainer as shipped (S = 1): the ledger's (epsilon, delta)-DP claim", "the ledger's claim",

@@ -19,7 +19,7 @@ by name, then its ``EXPERIMENT`` with :func:`from_module` (:data:`REQUIRED_NAMES
     # optional: def report_verdict_rows(payload): ...  # -> every row the verdicts report judges,
     #                                                  # where it has more than the page's table
 
-    # optional: what the paper prints and how it is judged (issue 32: declared here, nowhere else)
+    # optional: what the paper prints and how it is judged (declared here, nowhere else)
     PAPER_DIMS = {"repeats": Dim(100, "<version, section: quotation>", config_key("repeats")), ...}
     STORED_SIZES = {...}        # our sizes read from a payload, where its config may differ
     RULES = (Rule("h-f-curv/sharp-vs-flat", item, paper, tolerance, judge, design=..., margin=...,
@@ -124,8 +124,8 @@ class Experiment:
     #: per dimension, our size read from a stored payload (the sizes the result really has),
     #: where it can differ from the config's (:func:`dpcompanion.experiments.scale_tables.stored_sizes`)
     stored_sizes: Mapping[str, Callable[[dict], Any]] | None = None
-    #: its group-sequential plan (:class:`~dpcompanion.experiments.comparisons.sequential.Plan`,
-    #: issue 33, item 6), declared before the seeds beyond its first look ran; None: none
+    #: its group-sequential plan (:class:`~dpcompanion.experiments.comparisons.sequential.Plan`),
+    #: declared before the seeds beyond its first look ran; None: none
     sequential: Any = None
 
     def __post_init__(self):

@@ -142,7 +142,7 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(None, "the ICLR submission, Fig. 1: a toy problem, no size printed", config_key("N")),
@@ -151,7 +151,7 @@ PAPER_DIMS = hong_setup({
 })
 
 
-#: its group-sequential plan (issue 33, item 6): the cumulative repeats at each look, declared on
+#: its group-sequential plan: the cumulative repeats at each look, declared on
 #: 2026-11-28 before any beyond the first look ran; every look is judged by the plan's repeated intervals
 #: (O'Brien-Fleming spending), so looking three times keeps the overall error rate at 5%
 SEQUENTIAL = Plan(looks=(1000, 4000, 16000), unit="repeats", reason=(
@@ -223,7 +223,7 @@ def _judge_exact(*, mean: float, se: float, exact: float, z: float, max_clip_fra
     return j.for_row(ours, remark="; our own check, not a paper claim")
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-curv/sharp-vs-flat", "mean final loss, sharp vs flat loss",

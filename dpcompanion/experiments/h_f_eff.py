@@ -21,7 +21,7 @@ Protocol (the FAccT version, Sec. 5; the sizes in the ICLR submission's App. D "
   size N** (:func:`dpcompanion.training.data.load` ``"gaussian"``, 60 features, 2 classes,
   same preprocessing), by the lowest mean final training loss over ``tune_repeats``
   runs, at no privacy cost (the paper's protocol); the chosen schedule is then run once
-  per repeat on the private data, with seeds disjoint from the tuning seeds. Issue 21's
+  per repeat on the private data, with seeds disjoint from the tuning seeds. The tuning
   protocol (:mod:`dpcompanion.experiments.protocols.tuning`): the paper's stated T range [50, 150]
   is kept for the main table and flagged when a choice lies on its ends; ``table_beyond``
   repeats the selection with the range lifted (T up to 450); gamma's grid, which the paper
@@ -80,7 +80,7 @@ __all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "unit_size", "r
 PAPER_HIDDEN = 1000  # the FAccT version, Sec. 5: "2-layer Deep Neural Network (DNN) with 1000 hidden units"
 PAPER_REPEATS = 100  # the ICLR submission's App. D: "All the experiments are repeated 100 times"
 
-#: Tuning (issue 21, :mod:`dpcompanion.experiments.protocols.tuning`): T in [50, 150] is the range the
+#: Tuning (:mod:`dpcompanion.experiments.protocols.tuning`): T in [50, 150] is the range the
 #: paper states (the FAccT version, Sec. 5), so a choice on its ends is flagged and a "beyond" setting searches
 #: past them (steps of the grid's spacing, T in [T_LIMITS]); gamma has no stated range and its
 #: grid is extended towards 1 (up to GAMMA_MAX) or down while the choice is on an edge. Power:
@@ -363,7 +363,7 @@ def verdict_rows(payload, *, rules: str = "h-f-eff") -> list[dict]:
 
 
 def report_verdict_rows(payload) -> list[dict]:
-    """The verdicts report's rows (issue 33, item 3): a row per N
+    """The verdicts report's rows: a row per N
     (:func:`eff_rows`) before the page's trend rows."""
     return eff_rows(payload) + verdict_rows(payload)
 
@@ -371,7 +371,7 @@ def report_verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(None, "the FAccT version, Sec. 5 / Fig. 1: MNIST35 with \"a varying total number of training "
@@ -432,7 +432,7 @@ def eff_trend(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float]) -
 def judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], what: str) -> Judgement:
     """``diff`` > 0 means exp is better than uni (lower loss / higher accuracy). The paper
     prints a direction (no number) about a trend, "as the training size increases, exp
-    outperforms uni" (the FAccT version, Sec. 5): judged as a trend (issue 33), by the slope of
+    outperforms uni" (the FAccT version, Sec. 5): judged as a trend, by the slope of
     the gap against log N (:func:`eff_trend`, per doubling of N), claimed above zero, with
     :func:`~dpcompanion.experiments.comparisons.rule.judge_effect` (direction +1). Each N's own gap is a row of
     :func:`eff_rows`."""
@@ -485,7 +485,7 @@ def eff_rows(payload: dict, *, rules: str = "h-f-eff") -> list[dict]:
     return out
 
 
-#: the margins of the page's rows (issue 33, item 4): the final training loss (2 classes) and the test
+#: the margins of the page's rows: the final training loss (2 classes) and the test
 #: accuracy, per N and per doubling of N (the trend rows)
 LOSS_MARGIN = Margin(0.01 * math.log(2), "training loss (nats)", "smallest effect of interest",
                      H_LOSS + ": 2 classes, 0.01 ln 2")
@@ -526,7 +526,7 @@ def trend_rules(experiment_id: str, *, item_tail: str = "", paper_tail: str = ""
 
 
 def at_n_rules(experiment_id: str, *, paired_because: str) -> tuple[Rule, Rule]:
-    """H-F-EFF's rules of one N, ``<experiment_id>/loss-at-N`` and ``/acc-at-N`` (issue 33): exp's
+    """H-F-EFF's rules of one N, ``<experiment_id>/loss-at-N`` and ``/acc-at-N``: exp's
     paired gain over uni at that N (:func:`judge_eff_at`), with the per-N margins."""
     out = []
     for key, (label, fig, what, _, margin, gap, example) in _FIG.items():
@@ -540,7 +540,7 @@ def at_n_rules(experiment_id: str, *, paired_because: str) -> tuple[Rule, Rule]:
     return tuple(out)
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = trend_rules(
     "h-f-eff", paired_because="uni and exp run on the same seeds per repeat (h_f_eff, protocols.hong.paired_difference)"

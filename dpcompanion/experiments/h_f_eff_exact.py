@@ -1,4 +1,4 @@
-"""H-F-EFF-EXACT (beyond the paper; issue 22): H-F-EFF's protocol with the same privacy
+"""H-F-EFF-EXACT (beyond the paper): H-F-EFF's protocol with the same privacy
 guarantee accounted exactly, to separate what accounting buys from what scheduling buys.
 
 The FAccT version (Sec. 5) spends (4, 1e-8)-DP through zCDP: 0.1963-zCDP, a budget
@@ -183,7 +183,7 @@ def decomposition_sentence(exact: dict, paper_R: dict) -> str:
 
 
 #: beyond the paper: H-F-EFF's dimensions, and the budget it spends (the paper's guarantee, accounted exactly)
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "hidden width": Dim(1000, "the FAccT version, Sec. 5, Setup: \"a 2-layer Deep Neural Network (DNN) with 1000 hidden units\"",
@@ -197,7 +197,7 @@ PAPER_DIMS = hong_setup({
 })
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = h_f_eff.trend_rules(
     "h-f-eff-exact", item_tail=", at the exact budget", paired_because="as h-f-eff (protocols.hong.paired_difference)",

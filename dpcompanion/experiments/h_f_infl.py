@@ -194,7 +194,7 @@ def verdict_rows(result) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(1000, H_MNIST35, config_key("n")),
@@ -328,7 +328,7 @@ def _judge_coef_relvar(*, t_paper: int, ours: float, cv2: float) -> Judgement:
                      ours=f"{ours:.4g}", printed=f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-infl/increasing", "influence q_t increases with t (retrained)",

@@ -198,7 +198,7 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(1000, H_MNIST35, config_key("N")),
@@ -221,7 +221,7 @@ def _judge_late_early(*, diff: float, se: float, negative: int = 0, steps: int =
                      remark=caveat)
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-infl-extra/increasing", "influence q_t, late vs early steps",

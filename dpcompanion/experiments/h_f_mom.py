@@ -15,7 +15,7 @@ numeric example of Thm 4.5 uses 0.9); ``momexpinfl`` is parameterised by gamma a
 step ``t_x`` where its two terms cross (``c1/c2 = gamma^{-2 t_x}``), ``t_x`` a fraction of
 T; the grid search picks, per cell, the lowest mean final training loss over
 ``tune_repeats`` seeds, and the reported numbers come from *fresh* seeds (so the best
-grid cell is not favoured by its own noise). Issue 21's protocol
+grid cell is not favoured by its own noise). The tuning protocol
 (:mod:`dpcompanion.experiments.protocols.tuning`): both influence models search the same gamma grid,
 extended towards 1 while a choice lies on its edge (the crossing within [0, 1] likewise);
 momexpinfl has one candidate per (gamma, crossing), expinfl one per gamma, and the records
@@ -59,7 +59,7 @@ BETA = 0.9
 PAPER = {"N": 1000, "hidden": 100}
 KINDS = ("uni", "expinfl", "momexpinfl")
 
-#: Tuning (issue 21): expinfl and momexpinfl search the *same* gamma grid (momexpinfl also the
+#: Tuning: expinfl and momexpinfl search the *same* gamma grid (momexpinfl also the
 #: crossing); a choice on a grid edge extends that grid (gamma towards 1, up to GAMMA_MAX;
 #: crossing within [0, 1]) until it is interior (:mod:`dpcompanion.experiments.protocols.tuning`).
 #: The paper states no range for either. momexpinfl has ``len(crossings)`` candidates per
@@ -222,7 +222,7 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(1000, "the ICLR submission, Fig. 2 caption: \"subsampled MNIST dataset of 1000 training samples\"",
@@ -260,7 +260,7 @@ def _judge_mom(*, cells: Sequence[dict]) -> Judgement:
     return j.for_row(ours, remark="; judged at data scale 25, T = 100 (positive = momexpinfl lower)")
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-mom/expinfl-vs-momexpinfl", "final loss, expinfl vs momexpinfl",

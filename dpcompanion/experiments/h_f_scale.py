@@ -22,7 +22,7 @@ only and a shorter run uses its last T values (q_t depends on the steps left, as
 Thm 4.1's gamma^{T-t}); between the swept steps log q is interpolated linearly;
 estimates <= 0 (noise) are floored at 1e-3 of the largest; the best T is searched on a
 grid in [1, 100] rather than every integer, on tuning seeds disjoint from the reported ones
-(issue 21's protocol, :mod:`dpcompanion.experiments.protocols.tuning`); the paper's stated bound T = 100
+(the tuning protocol, :mod:`dpcompanion.experiments.protocols.tuning`); the paper's stated bound T = 100
 ("grid searching the best T in [1, 100]", the ICLR submission, App. D) is flagged when chosen and a
 beyond-the-paper setting searches up to :data:`T_BEYOND_MAX`, where a retrained q_t is
 extended with its earliest estimate for the steps further than ``T_infl`` from the end.
@@ -65,7 +65,7 @@ ROWS = (("synthetic", "logistic"), ("mnist35", "squared"), ("mnist35", "logistic
 #: the paper's sizes (the ICLR submission, App. D): N = 1000, best T in [1, 100], 100 repeats; DNN of the ICLR submission's Sec. 5: 100 hidden
 PAPER = {"N": 1000, "T_max": 100, "repeats": 100, "hidden": 100}
 
-#: Tuning (issue 21, :mod:`dpcompanion.experiments.protocols.tuning`): each method's best T is chosen on
+#: Tuning (:mod:`dpcompanion.experiments.protocols.tuning`): each method's best T is chosen on
 #: ``tune_repeats`` seeds disjoint from the ``repeats`` seeds reported. T in [1, 100] is the range
 #: the paper states (the ICLR submission, App. D), so a choice at 100 is flagged and a "beyond" setting searches
 #: past it (see T_BEYOND_MAX, up to 6 extensions); a choice at the grid's low end
@@ -88,7 +88,7 @@ CONFIGS = {
              "infl_repeats": 20, "hidden": 100, "dnn_repeats": 20, "dnn_tune_repeats": 10,
              "dnn_scales": [5.0, 15.0, 25.0], "dnn_T_grid": [25, 50, 100], "T_range": [1, 100], "max_rounds": 6},
 }
-#: the ICLR submission's App. D sizes for every row (``--mode paper``; issue 31): the influence
+#: the ICLR submission's App. D sizes for every row (``--mode paper``): the influence
 #: retrained at every step of T = 100 with 10 levels of sigma_t and 100 repeats ("Estimate of
 #: influences by retraining"), and the DNN row at the linear rows' scales, T grid, 100 repeats and
 #: 30 tuning seeds ("the DNN is experimented with the same setting"). One unit per (row, scale);
@@ -364,7 +364,7 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(1000, H_MNIST35 + "; synthetic: \"1000 samples are generated for training\"",
@@ -402,7 +402,7 @@ def _judge_scale(*, scales: Sequence[float], rel_dyn: Sequence[float], se_dyn: S
     return j.for_row(ours, remark=f"; judged at the scale of largest T·Var(q) ({sc[k]:g}); negative = dyn below uni")
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-scale/dyn", "relative final loss of dyn vs data scale",

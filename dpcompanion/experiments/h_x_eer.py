@@ -123,7 +123,7 @@ def verdict_rows(result) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(None, "not in the paper (our experiment on the FAccT version's Thm 4.1-4.4)", config_key("n")),
@@ -184,7 +184,7 @@ def _judge_t_choice(*, T_bound: int, T_exact: int, exact_at_T_bound: float, exac
     return Judgement(v, f"exact risk {exact_at_T_bound:.3g} vs {exact_min:.3g}", ours=f"T = {T_bound} vs best {T_exact}")
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-x-eer/bound-holds", "Thm 4.1: E f(theta_{T+1}) - f* <= bound (all T, schedules, quadratics here)",

@@ -1,5 +1,5 @@
 """H-X-EER breakdown: where the Thm 4.4 dynamic schedule stops working once gradients
-are clipped (a finding beyond the paper; SPEC H-X-EER, issue 9 item 6).
+are clipped (a finding beyond the paper; SPEC H-X-EER).
 
 For a grid of curvatures kappa and lengths T, on a least-squares problem whose Hessian
 has exactly the spectrum :func:`dpcompanion.theory.exact_risk.spectrum` (kappa, D) (data
@@ -173,7 +173,7 @@ def verdict_rows(payload, *, threshold: float = 10.0) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "runs": Dim(None, "not in the paper (our experiment)", config_key("runs", "runs_mc", "repeats")),
@@ -197,7 +197,7 @@ def _judge_breakdown_clipped(*, cells: Sequence[tuple[float, int, float]], thres
                      ours="; ".join(f"kappa {k:g}, T {T}: {r:.3g}" for k, T, r in bad) or "none")
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-x-eer-breakdown/control", "unclipped trainer vs exact E[f] - f* (control)", "-",

@@ -1,11 +1,11 @@
-"""Scale honesty (issue 21): for each experiment, per dimension (training samples, model or
+"""Scale honesty: for each experiment, per dimension (training samples, model or
 hidden width, repeats or seeds, epochs or T, grid), the paper's value with the sentence it
 comes from, and ours, read from a config.
 
 Each experiment declares what its paper prints of its scale, per dimension, in its own module
 (:attr:`~dpcompanion.experiments.base.Experiment.paper_scale`, a dict of :class:`Dim`: the
 paper's value, with its source (version, section) and a short quotation, ``None`` where the paper
-states no number, the source then saying what it does state; issue 32: adding an experiment
+states no number, the source then saying what it does state; adding an experiment
 touches nothing here). This module holds the machinery and the quotations several experiments
 share (:data:`H_REPEATS`, :data:`W_TABLE_DIMS`...). :func:`scale_of` pairs a declaration with our
 value for a config; a result's provenance records that block at save time (``scale``,
@@ -22,7 +22,7 @@ part of its module's hash, so correcting its quotation makes its result stale un
 :mod:`~dpcompanion.experiments.base` (the registry, read when called) and sits below both the
 store (which records the scale block and checks sizes with :func:`size_mismatches`) and the
 verdict rules (:mod:`dpcompanion.experiments.comparisons`, which import the store), so that
-neither imports the other through it (issue 32, item 4: no import circle).
+neither imports the other through it (no import circle).
 
 Widths of the DNNs of Hong et al. (the two versions differ): the FAccT version's Sec. 5 trains "a
 2-layer Deep Neural Network (DNN) with 1000 hidden units" for the data-efficiency figure
@@ -44,7 +44,7 @@ __all__ = ["Dim", "STEPS_RATIO", "scale_of", "at_paper_scale", "comparability", 
            "payload_seeds", "hong_setup", "H_SETUP", "H_REPEATS", "H_MNIST35", "H_DNN_WIDTH", "W_TRAIN", "W_SEEDS",
            "W_MODEL", "W_STEPS", "W_LAYERS", "W_TABLE_DIMS", "W_TABLE_STORED", "beyond_scale"]
 
-#: issue 33: our number of steps matches the paper's when within this factor of it (either way):
+#: our number of steps matches the paper's when within this factor of it (either way):
 #: a run of half or twice the paper's steps is the same regime, one 25 times shorter is not
 STEPS_RATIO = 2.0
 
@@ -57,7 +57,7 @@ class Dim:
     paper: Any
     source: str
     ours: Callable[[dict], Any]
-    #: issue 33: whether the dimension is part of the *setup* (data set, model, trained layers,
+    #: whether the dimension is part of the *setup* (data set, model, trained layers,
     #: number of steps) that decides if a row may compare sizes (:func:`comparability`)
     setup: bool = False
     #: match within this factor (numbers, or lists of numbers elementwise); None: equal values
@@ -132,7 +132,7 @@ W_TABLE_DIMS = {
 
 
 
-#: Hong et al.'s setup dimensions (issue 33; the data sets, MNIST35 and synthetic data, are the paper's): the
+#: Hong et al.'s setup dimensions (the data sets, MNIST35 and synthetic data, are the paper's): the
 #: training-set size, the DNN's width and the number of steps (a tuning grid, "T range", is not the setup)
 H_SETUP = ("training samples", "hidden width", "T")
 
@@ -205,7 +205,7 @@ def size_mismatches(experiment_id: str, config: dict, payload: dict) -> list[str
     """The dimensions where the recorded ``config`` and the ``payload`` disagree, each as
     ``<dimension>: config <value>, payload <value>`` ([] when they agree): a result whose
     provenance says one size and whose numbers hold another is inconsistent, and is never
-    judged at the paper's scale (issue 30: an edited ``provenance.config``).
+    judged at the paper's scale (an edited ``provenance.config``).
 
     >>> size_mismatches("h-f-curv", {"N": 60000, "repeats": 100, "T": 100},
     ...                 {"config": {"N": 100, "repeats": 1000, "T": 100}})
@@ -312,7 +312,7 @@ def comparability(experiment_id: str, scale: dict[str, dict]) -> tuple[str, str]
     model, trained layers, number of steps: :attr:`Dim.setup`) that the paper prints matches ours (steps
     within :data:`STEPS_RATIO`), or the row has no scale block (a closed form, a count, an
     accountant: the paper's own quantity); else ``("direction", why)``, naming the dimensions
-    that differ: such a row compares the sign of an effect, never its size (issue 33).
+    that differ: such a row compares the sign of an effect, never its size.
 
     >>> comparability("h-x-eer", {})
     ('size', '')

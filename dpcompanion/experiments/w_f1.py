@@ -133,7 +133,7 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {
     "training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
@@ -147,7 +147,7 @@ PAPER_DIMS = {
 }
 
 
-#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples": lambda p: p["train"]["N_train"], "seeds": payload_seeds("train", "acc_adp")}
 
 
@@ -168,7 +168,7 @@ def _judge_slower_decay(*, noise_dp: Sequence[float], noise_adp: Sequence[float]
     return j.for_row(f"DP {rd:.3g}, ADP {ra:.3g}", remark="; last / first noise on theta")
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("w-f1/same-epsilon", "final epsilon of DP-SGD and ADP-SGD",

@@ -152,7 +152,7 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {
     "training samples": Dim(None, "Wu et al., App. F.3: \"applied to the MNIST dataset\" (size not printed)",
@@ -172,7 +172,7 @@ PAPER_DIMS = {
 }
 
 
-#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples": payload_runs("N"), "seeds": payload_seeds("runs", 0, "test_error"),
              "epochs": lambda p: int(max(max(r["epochs"]) for r in p["runs"])), "c grid": payload_runs("c", many=True),
              "model": lambda p: "CNN" if str(payload_runs("model")(p)).startswith("cnn") else payload_runs("model")(p)}
@@ -300,7 +300,7 @@ def _judge_eps_below(*, eps_numeric: float, eps_theory: float) -> Judgement:
                      ours=f"{eps_numeric:.3g} vs {eps_theory:.3g}")
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("w-f4/decay", "decaying step sizes (c > 0) end below the constant one (c = 0)",

@@ -1,4 +1,4 @@
-"""W-LADDER (issue 22): Wu et al.'s Table 2 and Table 5 cells (ADP-SGD vs DP-SGD, step sizes
+"""W-LADDER: Wu et al.'s Table 2 and Table 5 cells (ADP-SGD vs DP-SGD, step sizes
 eta_t = 1/sqrt(20 + t), best and last validation accuracy) along a ladder of training-set
 sizes, 2 000, 10 000 and 50 000 images, the last CIFAR-10's size (W Sec. 6: "There are 50000
 images used for training").
@@ -56,7 +56,7 @@ def units(config: dict) -> list[dict]:
     """One unit per rung and cell, the largest rung first (its units are the longest). The
     largest rung runs the clips ``top_clips`` only (default: all of ``clips``): at 50,000
     images a 200-epoch cell is 10 to 15 minutes here, so the top rung keeps a subset of the
-    cells and the smaller rungs the rest (issue 22's plan)."""
+    cells and the smaller rungs the rest."""
     keep = ("dataset", "data_dir", "batch_size", "delta", "n_val", "pretrain_n", "pretrain_epochs", "seeds",
             "eval_every", "seed", "family")
     base = {k: config[k] for k in keep}
@@ -149,18 +149,18 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {"training samples (largest rung)": Dim(50000, W_TRAIN, lambda c: max(c["rungs"]), setup=True),
              **{k: (dataclasses.replace(d, ours=config_steps("epochs", "rungs")) if k == "steps" else d)
                 for k, d in W_TABLE_DIMS.items()}}
 
 
-#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples (largest rung)": lambda p: max(c["rung"] for c in p["cells"]), **W_TABLE_STORED}
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     table_rule("w-ladder/table", "one of Tables 2, 5 at one rung of the training-set ladder: ADP-SGD ahead of DP-SGD",

@@ -40,7 +40,7 @@ PAPER_GRID = dict(dataset="cifar10", n_train=50000, n_val=10000, families=["line
                   clips=[0.5, 1.0, 2.5, 5.0], epochs=[60, 120, 200], epsilon_bars=[0.8, 1.2, 1.6, 3.2, 6.4],
                   seeds=5, eval_every=20, batch_size=256, delta=1e-5)
 
-#: its group-sequential plan (issue 33, item 6): the cumulative seeds at each look, declared on
+#: its group-sequential plan: the cumulative seeds at each look, declared on
 #: 2026-11-28 before any beyond the first look ran; every look is judged by the plan's repeated intervals
 #: (O'Brien-Fleming spending), so looking three times keeps the overall error rate at 5%
 SEQUENTIAL = Plan(looks=(3, 10, 20), reason=(
@@ -208,17 +208,17 @@ def report_verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {"training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
             **W_TABLE_DIMS}
 
 
-#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples": payload_cells("N_train"), **W_TABLE_STORED}
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     gap_rule("w-t1245/gap", "one cell of Tables 1, 2, 4, 5: gain ADP - DP", "Wu et al., Tables 1, 2, 4, 5",

@@ -8,7 +8,7 @@ Step sizes ``eta_t = eta / b_{t+1}`` with ``b_{t+1}^2 = b_t^2 + max(beta_t ||g_t
 gradient (post-processing, no privacy cost; W's Algorithm 1 writes the raw gradient, which
 would need its own privatization). The paper tunes beta (6 values) for DP-SGD and (beta, C)
 (36 pairs) for ADP-SGD, then reports the best of each over 5 runs (Table 3) and the chosen
-values (Table 6). Here (issue 21's tuning protocol, :mod:`dpcompanion.experiments.protocols.tuning`)
+values (Table 6). Here (the tuning protocol, :mod:`dpcompanion.experiments.protocols.tuning`)
 the selection (on the best validation accuracy, as the paper's) is made on tuning seeds
 disjoint from the seeds reported, with the same number of candidates for both methods
 (ADP-SGD's beta is DP-SGD's chosen one, as in every cell of the paper's Table 6), and a
@@ -50,14 +50,14 @@ PAPER_GRID = dict(dataset="cifar10", n_train=50000, n_val=10000, epochs=60, clip
                   Cs=[1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0], b0_sq=20.0, seeds=5, eval_every=20)
 
 _COMMON = dict(dataset="fashion", data_dir=None, batch_size=256, delta=1e-5, b0_sq=20.0)
-#: Power (issue 21): the report seeds of a cell are the n that detects the paper's printed gap
+#: Power: the report seeds of a cell are the n that detects the paper's printed gap
 #: (Table 3) at 80% power (:func:`~dpcompanion.experiments.protocols.tuning.repeats_for_power`) with the
 #: planning sd measured on the *tuning* seeds (the paired sd of ADP - DP of the two chosen
 #: configurations), at least ``report_seeds_min`` (the paper's 5 runs) and at most
 #: ``report_seeds_max``; where the cap binds, ``report_seeds_needed`` says how many it would
 #: take. (A fixed planning sd of 0.36 points, from the 3-seed result at C = 0.1, gave 2 and 3
 #: seeds in two cells whose tuned C = 1 runs spread 5x wider.)
-#: Tuning (issue 21): on ``tune_seeds`` seeds disjoint from the report seeds, DP-SGD tunes beta
+#: Tuning: on ``tune_seeds`` seeds disjoint from the report seeds, DP-SGD tunes beta
 #: and ADP-SGD tunes C at DP-SGD's chosen beta (Table 6: ADP's beta equals DP's in all 8 cells),
 #: so both search the same number of candidates (6 each on the paper's grid). Stated bounds:
 #: beta >= 1 (the rule clamps beta_t at 1, so beta <= 1 is one and the same run) and the
@@ -280,7 +280,7 @@ def verdict_rows(payload) -> list[dict]:
 
 
 def table_rows(cell_rows: Sequence[dict]) -> list[dict]:
-    """W-T36's table verdicts (issue 33, item 5): rule ``w-t36/table`` over the page's cell rows
+    """W-T36's table verdicts: rule ``w-t36/table`` over the page's cell rows
     (rule ``w-t36/gap``, as ``w_t36.verdict_rows`` gives them), one row for the paper's grid and
     one for the grid beyond it where such cells exist; each cell enters with its verdict, outcome
     and cap (its outcome caps the table, :func:`~dpcompanion.experiments.comparisons.outcome.cells_cap`), its
@@ -305,7 +305,7 @@ def table_rows(cell_rows: Sequence[dict]) -> list[dict]:
 
 def report_verdict_rows(payload) -> list[dict]:
     """The verdicts report's rows: the page's rows, then Table 3's verdict of its cells pooled
-    (issue 33, item 5; :func:`table_rows`)."""
+    (:func:`table_rows`)."""
     rows = verdict_rows(payload)
     return rows + table_rows(rows)
 
@@ -313,7 +313,7 @@ def report_verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension (issue 21), and how ours is read
+#: what the paper prints of this experiment's scale, per dimension, and how ours is read
 #: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {
     "training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
@@ -333,11 +333,11 @@ PAPER_DIMS = {
 }
 
 
-#: our sizes as a stored payload holds them (issue 30: an edited provenance cannot change them)
+#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples": payload_cells("N_train")}
 
 
-#: the rules of this page (issue 32: declared with the experiment, collected by
+#: the rules of this page (declared with the experiment, collected by
 #: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     gap_rule("w-t36/gap", "Table 3: gain ADP - DP (adaptive step sizes, best accuracy)", "Wu et al., Table 3",

@@ -22,7 +22,7 @@ Three ways to turn a spent budget into (epsilon, delta):
 
 This module holds the first two and the papers' budget (:data:`R_PAPER`); Wu et al.'s ADP-SGD
 accounting is :mod:`dpcompanion.theory.adp_accounting`. The three are split by accountant so
-that none grows past the package's 800-line limit (issue 32); together they are the only place
+that none grows past the package's 800-line limit; together they are the only place
 that computes epsilon.
 
 Note on the paper (H Sec. 4.1.3): the printed inversion

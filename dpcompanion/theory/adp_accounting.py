@@ -3,7 +3,7 @@ advanced composition of Lemma 2.2, and the moments-accountant epsilons of Sec. 6
 
 Separate from :mod:`dpcompanion.theory.accounting` and :mod:`dpcompanion.theory.numerical_accounting`
 (Hong et al.'s budget and the general accountants) because these are one paper's formulas, read by
-its protocol and its claims, and to keep each module under the package's 800-line limit (issue 32).
+its protocol and its claims, and to keep each module under the package's 800-line limit.
 dp-accounting is imported lazily (only the function that needs it imports it).
 """
 

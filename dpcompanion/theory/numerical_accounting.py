@@ -5,7 +5,7 @@ that turns a full-batch budget R into epsilon by any accountant (zCDP, exact, RD
 
 Separate from :mod:`dpcompanion.theory.accounting` (the closed forms of zCDP and exact Gaussian DP,
 which this module builds on) because these accountants compute numerically, most through
-dp-accounting, and to keep each module under the package's 800-line limit (issue 32).
+dp-accounting, and to keep each module under the package's 800-line limit.
 dp-accounting is imported lazily (only the functions that need it import it).
 """
 
@@ -450,7 +450,7 @@ def R_accountant(*, epsilon: float, delta: float, accountant: str = "rdp") -> fl
     except ValueError:
         # RDP at its fixed orders is looser than zCDP where the best order lies outside them (epsilon
         # below about 0.004 or above about 3000 at delta 1e-5): the bracket is widened downwards
-        # (epsilon -> 0 as R -> 0), issue 30 ("f(a) and f(b) must have different signs")
+        # (epsilon -> 0 as R -> 0) instead of failing ("f(a) and f(b) must have different signs")
         for _ in range(200):
             if f(a) <= 0:
                 break
@@ -489,7 +489,7 @@ def epsilon_at_R(*, R: float, delta: float, accountant: str) -> float:
 #: Full-batch budgets R up to which the PLD accountant keeps its default discretisation (1e-4 in
 #: the privacy loss); above it the interval grows in proportion to R, so that the PLD's size, and
 #: its time and memory, stay bounded (at R = 1000 the default took 26 s and 2.6 GB, at R = 10^4
-#: 330 s and 19 GB, issue 30); the result stays a valid upper bound (PLD is pessimistic).
+#: 330 s and 19 GB); the result stays a valid upper bound (PLD is pessimistic).
 PLD_R0: float = 10.0
 
 #: Largest full-batch R the PLD accountant is asked about (epsilon about 5 x 10^5 at delta 1e-5):
@@ -500,7 +500,7 @@ PLD_MAX_R: float = 1e6
 #: Smallest delta the PLD accountant is asked about. dp-accounting truncates the privacy-loss
 #: tails at mass 1e-15 and adds that mass to delta (pessimistically), so at delta 1e-15 its epsilon
 #: is 0.6 % above the exact one, and below about 1e-16 it is ``inf``: the planner then chose
-#: R = 2e-8 for epsilon 1 at delta 1e-17 (a noise multiplier of 21,834 where 2.3 suffices; issue 30).
+#: R = 2e-8 for epsilon 1 at delta 1e-17 (a noise multiplier of 21,834 where 2.3 suffices).
 #: At 1e-14 it is within 0.2 % of exact (0.10 % at R = 1e-4, 0.04 % at R = 1).
 PLD_MIN_DELTA: float = 1e-14
 

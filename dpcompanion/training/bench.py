@@ -83,10 +83,10 @@ ratio, with the per-round values and their spread in ``*_rounds``):
   (:func:`~dpcompanion.training.bench_workloads.run_cnn_benchmark`; > 1: ours is faster); ``cnn.ratio_vs_opacus_fastest_channels_last``
   gives Opacus the channels-last input our engine's pools get (no side wins by memory layout);
 * ``mlp.private_over_fastest_nonprivate``: the overhead of privacy itself against the limit
-  named per workload (issue 31 item 2): our private step on the paper's MLP (ghost clipping,
+  named per workload: our private step on the paper's MLP (ghost clipping,
   noise, update) over the fastest non-private step of the same network on the same full batch,
   the faster of two baselines timed in the same rounds: torch's plain SGD step
-  (``mlp.private_over_nonprivate``, the key's meaning since issue 22) and our engine's step with
+  (``mlp.private_over_nonprivate``) and our engine's step with
   clipping and noise off (``mlp.private_over_engine_nonprivate``,
   :meth:`~dpcompanion.training.bench_profile.MLPStages.nonprivate_step`); ``mlp.fastest_nonprivate``
   names the faster (:func:`~dpcompanion.training.bench_workloads.run_mlp_overhead`; 1 = no overhead). ``cnn.private_over_*`` are the
@@ -108,7 +108,7 @@ ratio, with the per-round values and their spread in ``*_rounds``):
 the key, its value, the target and whether it is met); the paper reports no timings, so these are
 the project's own goals, not paper claims.
 
-The benchmark is three modules, so that none grows past the package's 800-line limit (issue 32):
+The benchmark is three modules, so that none grows past the package's 800-line limit:
 this one (the entry points :func:`run_benchmark` and :func:`run_linear_only`, the targets and the
 report), :mod:`dpcompanion.training.bench_workloads` (the workloads and how each is timed) and
 :mod:`dpcompanion.training.bench_measure` (FLOPs, matmul peak, memory, interleaved rounds).

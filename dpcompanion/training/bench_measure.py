@@ -4,7 +4,7 @@ set), interleaved timing rounds, per-round ratios, torch's FLOP counter, and the
 
 None of these knows a workload: they are the clock, the counter and the scales the workloads
 (:mod:`dpcompanion.training.bench_workloads`) are measured with. Split from the benchmark so that no
-module grows past the package's 800-line limit (issue 32).
+module grows past the package's 800-line limit.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Where the time of our private step goes, and the engine's step with privacy turned off
-(issue 31, items 2 and 3).
+"""Where the time of our private step goes, and the engine's step with privacy turned off.
 
 Two things the benchmark (:mod:`dpcompanion.training.bench`) needs and the engine does not
 expose as separate calls:
@@ -20,8 +19,8 @@ expose as separate calls:
   :meth:`CNNStages.nonprivate_step`): the same forward and backward path with clipping and
   noise turned off, a plain mean gradient (no per-sample norms, no clip weights, no noise
   draw) and the same update. With torch's own SGD step it is one of the two non-private
-  baselines; the private step over the faster of them is the limit issue 31 names per
-  workload.
+  baselines; the private step over the faster of them is the limit the benchmark names
+  per workload.
 
 The stage methods call the models' stage helpers (``_output_backprop``, ``_runs_per_chunk``,
 ``_layer_norms``, ``_layer_clipped_sum``): the one place outside the model modules that does, so

@@ -7,7 +7,7 @@ runs them all and writes the report.
 
 Split from the benchmark's entry points and report (:mod:`dpcompanion.training.bench`) and from its
 measurement primitives (:mod:`dpcompanion.training.bench_measure`) so that no module grows past the
-package's 800-line limit (issue 32).
+package's 800-line limit.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ OPACUS_MODES: tuple[str, ...] = ("ghost", "hooks", "functorch", "ew")
 
 @dataclass(frozen=True)
 class DataWorkload:
-    """What both workloads of the benchmark share (issue 32): ``N`` samples of ``D`` Gaussian
+    """What both workloads of the benchmark share: ``N`` samples of ``D`` Gaussian
     features, max norm ``data_scale`` (:func:`workload_data`), trained full batch with
     clipping at ``clip_norm``, step size ``lr`` and the uniform schedule of budget ``R``
     (:func:`workload_schedule`): H Sec. 5's MNIST35-PCA60 shape and (4, 1e-8)-DP."""
@@ -495,7 +495,7 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
 
 
 def _fastest_nonprivate(times: dict[str, list[float]], private: str, baselines: dict[str, str]) -> dict[str, Any]:
-    """The private step against the fastest non-private step (issue 31 item 2): ``baselines``
+    """The private step against the fastest non-private step: ``baselines``
     maps a name (``torch``, ``engine``, ...) to its key in ``times``. Per round, the private
     time over the smallest baseline time of that round (:func:`_per_round_ratios`); the
     baseline that is fastest by median is named.
@@ -515,7 +515,7 @@ def _fastest_nonprivate(times: dict[str, list[float]], private: str, baselines: 
 
 def _overhead_keys(times, private: str, baselines: dict[str, str]) -> dict[str, Any]:
     """The overhead-of-privacy keys shared by the MLP and the CNN sections: the private step
-    over torch's plain step (``private_over_nonprivate``, the key's meaning since issue 22),
+    over torch's plain step (``private_over_nonprivate``),
     over our engine's step without privacy (``private_over_engine_nonprivate``) and over the
     faster of all baselines (``private_over_fastest_nonprivate``), each with its ``_rounds``."""
     torch_ = per_round_ratios(times[private], times[baselines["torch"]])
@@ -529,7 +529,7 @@ def _overhead_keys(times, private: str, baselines: dict[str, str]) -> dict[str, 
 
 def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0, runs: int = 1) -> dict[str, Any]:
     """The overhead of privacy on the MLP workload, interleaved rounds: our private step
-    (ghost clipping, noise, update; one run) over the two non-private baselines of issue 31,
+    (ghost clipping, noise, update; one run) over the two non-private baselines,
     a plain torch SGD step of the same network on the same full batch (``nonprivate``) and
     our engine's step with clipping and noise off (``engine_nonprivate``,
     :meth:`MLPStages.nonprivate_step`), and over the faster of them (:func:`_overhead_keys`;

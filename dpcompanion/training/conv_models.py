@@ -5,7 +5,7 @@ implement is :class:`dpcompanion.training.model_base.Model`.
 
 Separate from the dense models (:mod:`dpcompanion.training.dense_models`, whose backprops are written
 out analytically) because these differentiate a module, and to keep each module under the package's
-800-line limit (issue 32).
+800-line limit.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ network (one ReLU hidden layer, one output) has a specialised path
 
 Separate from the convolutional models (:mod:`dpcompanion.training.conv_models`) because the two
 compute per-sample norms in different ways, and to keep each module under the package's 800-line
-limit (issue 32).
+limit.
 """
 
 from __future__ import annotations

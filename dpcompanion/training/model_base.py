@@ -42,7 +42,7 @@ use one output ``z`` and the label ``s = 2 y - 1 in {-1, +1}``: squared loss
 synthetic setups of Hong et al. 2022, the ICLR submission's App. D). With more classes: squared loss
 ``||z - onehot(y)||^2 / 2`` or softmax cross-entropy.
 
-The models are split by kind so that no module grows past the package's 800-line limit (issue 32):
+The models are split by kind so that no module grows past the package's 800-line limit:
 this module (the contract, which both kinds implement), :mod:`dpcompanion.training.dense_models`,
 :mod:`dpcompanion.training.conv_models`, and :mod:`dpcompanion.training.models` (:func:`make_model`
 builds one by name).

@@ -3,8 +3,8 @@ experiment, command and trainer test uses to build one.
 
 The models themselves are :class:`~dpcompanion.training.dense_models.DenseModel` (linear, logistic,
 MLP) and :class:`~dpcompanion.training.conv_models.GhostConvModel` (the CNNs), on the contract of
-:mod:`dpcompanion.training.model_base`; this factory sits above them (issue 32 split the former
-single module so that none grows past 800 lines).
+:mod:`dpcompanion.training.model_base`; this factory sits above them (the models are split
+by kind so that no module grows past 800 lines).
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ dp-accounting's PLD epsilon of the noise used (Poisson sampling, tight up to dis
 The label canary (:func:`label_audit`). The setup above feeds the trainers only what they
 accept, so it cannot see a clipping rule that holds for some labels and not others: the
 linear/logistic fast path once bounded a sample's gradient ``a (-s x)`` by ``|a| ||x||``,
-leaving out ``|s| = |2y - 1|``, and a sample labelled -1 or 2 contributed ``3 C`` (issue 30).
+leaving out ``|s| = |2y - 1|``, and a sample labelled -1 or 2 contributed ``3 C``.
 :func:`label_audit` audits that path directly: a binary linear model (no bias) whose canary
 ``2C e_0`` carries an arbitrary label, the clip-and-sum oracle built *below* the trainers'
 label check, one full-batch private step (:func:`~dpcompanion.training.trainers.engine.private_step`)
@@ -648,7 +648,7 @@ def label_canary_data(*, canary: bool, label: float, n: int = 16, clip_norm: flo
 def label_audit(*, label: float = 2.0, loss: str = "squared", epsilon: float = 2.0, delta: float = 1e-5,
                 trials: int = LABEL_TRIALS, seed: int = 0, clip_norm: float = 1.0) -> dict[str, Any]:
     """Audit the binary linear clip-and-sum path with a canary whose label is ``label`` (module
-    docstring, "The label canary"; issue 30). ``label`` 2 or -1 gives ``s = 2y - 1 = +-3``: a
+    docstring, "The label canary"). ``label`` 2 or -1 gives ``s = 2y - 1 = +-3``: a
     path that bounds the gradient by ``||x||`` lets the canary contribute ``3 C`` and is flagged.
 
     Per world, ``trials`` // 2 runs of one private step from ``theta = 0`` at the budget's

@@ -1,5 +1,5 @@
 """Experiment ``h-x-toy``: a toy that tools/toy-experiment/run.sh adds to a scratch checkout to show what
-adding an experiment touches (issue 32): this module, its notebook and one line of ``_toc.yml``; the
+adding an experiment touches: this module, its notebook and one line of ``_toc.yml``; the
 run then regenerates CATALOGUE.md and writes its result."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dpcompanion.experiments.comparisons.rows import DIRECTION
 from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.scale_tables import Dim, config_key
 
-TITLE = "A toy: the mean of Gaussian draws is above zero (issue 32's worked example)"
+TITLE = "A toy: the mean of Gaussian draws is above zero (a worked example of adding an experiment)"
 SCALE_NOTE = "a made-up claim; full mode draws 1,000 values"
 REPEATS_KEY = "repeats"
 CONFIGS = {"quick": {"repeats": 100}, "full": {"repeats": 1000}}

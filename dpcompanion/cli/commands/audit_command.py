@@ -17,7 +17,7 @@ Gaussian DP; PLD when subsampled) and ``tightness`` the larger bound over it. A 
 proves privacy, a flag refutes the claim. ``--noise-multiplier-scale S`` audits a
 deliberately mis-calibrated trainer that adds S times the noise its ledger is told about
 (full batch: S = 0.5 is flagged). ``--canary-label L`` audits the clip-and-sum step itself
-with a canary whose label is L, fed below the trainers' label check (issue 30: the linear fast
+with a canary whose label is L, fed below the trainers' label check (the linear fast
 path once bounded a gradient by ``||x||`` alone, so a label of 2 or -1 contributed 3 C; the
 shipped path gives a canary shift of 1 C and passes). Method, sizes and limits: :mod:`dpcompanion.training.privacy_audit`
 and the book page ``audit``.
@@ -77,10 +77,10 @@ def _validate(args: argparse.Namespace):
     from dpcompanion.training import privacy_audit  # torch: kept out of the command line's start
 
     try:
-        # the budget checks every command shares (issue 19: audit took --epsilon 1e7 and 1e-300,
+        # the budget checks every command shares (audit took --epsilon 1e7 and 1e-300,
         # and --sampling-rate 1e-300 divided by zero)
         check_epsilon(args.epsilon)
-        validate.delta(args.delta)  # not subnormal (issue 30), before the audit's own (0, 1) check
+        validate.delta(args.delta)  # not subnormal, before the audit's own (0, 1) check
         if args.sampling_rate is not None:
             validate.sampling_rate(args.sampling_rate)
         privacy_audit.validate_audit(trainer=args.trainer, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
@@ -92,7 +92,7 @@ def _validate(args: argparse.Namespace):
         name = msg.split(" ", 1)[0]
         raise UsageError(FLAGS[name] + msg[len(name):] if name in FLAGS else msg) from None
     # the audit's ledger is built from R = R_zcdp(epsilon, delta): an epsilon whose R is outside the
-    # budgets a ledger accepts is refused here, naming --epsilon (issue 30: epsilon 1e-6 blamed R)
+    # budgets a ledger accepts is refused here, naming --epsilon (epsilon 1e-6 blamed R)
     R = accounting.R_zcdp(epsilon=args.epsilon, delta=args.delta)
     lo, hi = R_RANGE
     if not lo <= R <= hi:

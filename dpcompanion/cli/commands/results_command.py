@@ -17,7 +17,7 @@ where an experiment defines them) and partial paper sweeps are listed like full 
 ``--revalidate`` first re-checks every stale full or paper result by its behavioural fingerprint
 (:func:`dpcompanion.experiments.store.revalidate`): only the quick mode is recomputed; where its
 digest moved, its numbers are compared with the quick numbers the result recorded, within the
-tolerance of :mod:`dpcompanion.experiments.store.numeric` (issue 31: revalidated numerically,
+tolerance of :mod:`dpcompanion.experiments.store.numeric` (revalidated numerically,
 the largest deviation recorded); a result whose fingerprint was recorded on another kind of
 CPU and whose numbers are not within tolerance, and the units of a sweep in progress stored
 by older code, by the reference check (:mod:`dpcompanion.experiments.store.reference`: the
@@ -26,8 +26,8 @@ fresh result stored before quick numbers were recorded gets them (its code is th
 code). Each row of ``--json`` says how the result was validated (``validation``: ``computed``,
 ``digest`` or ``numeric`` with the largest deviation; ``quick_numbers``: whether they are recorded).
 ``--seal`` seals the provenance of results stored before provenance seals existed, without
-recomputing (:func:`dpcompanion.experiments.store.seal_unsealed`), and only what it can verify
-(issue 30): the payload matches its digest, the recorded config its hash and the payload's
+recomputing (:func:`dpcompanion.experiments.store.seal_unsealed`), and only what it can verify:
+the payload matches its digest, the recorded config its hash and the payload's
 sizes, and the files equal the last git commit that touched them; every other result is
 refused with one line saying what failed, so a reseal never turns an edit into a fresh result.
 A result whose files differ from the last commit that touched them, not written by the store,
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
                 store.check_writable(r.path)
         for r in store.list_results(root):
             # stale ones by fingerprint or numbers; fresh ones stored before quick numbers were
-            # recorded get them (issue 31), so that the next code change can be revalidated numerically
+            # recorded get them, so that the next code change can be revalidated numerically
             if r.mode in base.FINGERPRINTED_MODES and (not r.fresh or "quick_numbers" not in r.provenance) \
                     and not r.damaged:
                 events.append((r.mode, store.revalidate(r.id, device=device, root=root, mode=r.mode)))

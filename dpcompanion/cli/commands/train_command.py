@@ -16,7 +16,7 @@ The epsilon reported (``epsilon``, with ``accountant``) is that of the steps tak
 accountant the budget was planned with (:meth:`Budget.epsilon_of`), so it is at most the
 ``--epsilon`` asked for; ``epsilon_by_accountant`` gives every applicable accountant's, named.
 A run whose loss becomes NaN or infinite exits 1 saying so, unless ``--allow-divergence``.
-**Noise.** The guarantee holds only if nobody can replay the noise (issue 30). Without
+**Noise.** The guarantee holds only if nobody can replay the noise. Without
 ``--seed`` the run is secure by default (``--secure``: the noise is seeded from ``os.urandom``,
 never recorded, not reproducible; :class:`~dpcompanion.training.trainers.engine.NoiseSource`);
 giving ``--seed N`` asks for a reproducible run, whose noise is a function of N (``--no-secure``
@@ -95,11 +95,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 #: --scale (the data's largest norm) accepted: much below it float32 features underflow toward 0
-#: (--scale 1e-300 trained on data that were exactly 0, issue 19), much above it squared norms
+#: (--scale 1e-300 trained on data that were exactly 0), much above it squared norms
 #: overflow float32 (a linear model's squared gradient norm grows like scale^4)
 SCALE_RANGE = (1e-6, 1e6)
 
-#: --clip accepted: --clip 1e-320 was refused blaming sigma (its float32 noise floor), issue 30
+#: --clip accepted: --clip 1e-320 was refused blaming sigma (its float32 noise floor)
 CLIP_RANGE = (1e-6, 1e6)
 
 #: input dimension per dataset (before loading), for the memory check
@@ -142,7 +142,7 @@ def validate(args: argparse.Namespace) -> dict:
     budget = options.budget_from_args(args)
     if sigma_const is not None:
         # the trainer's own check (float32, this clip norm), before any planning or advice: a sigma
-        # whose noise overflows is refused naming the flag (issue 19)
+        # whose noise overflows is refused naming the flag
         import torch  # torch and the trainers: kept out of the command line's start
 
         from dpcompanion.training.trainers.config import check_sigma
@@ -175,7 +175,7 @@ def validate(args: argparse.Namespace) -> dict:
 
 def seeded_note(seed: int) -> str:
     """The JSON's ``privacy_note`` of a seeded run: its guarantee assumes that the seed printed
-    beside it, which replays its noise, stays secret (issue 30). A secure run's is the
+    beside it, which replays its noise, stays secret. A secure run's is the
     History's (:data:`~dpcompanion.training.trainers.config.SECURE_NOISE_NOTE`)."""
     return (f"the (epsilon, delta) guarantee holds only if the noise seed stays secret: this run's noise is a "
             f"function of --seed {seed}, printed here, so anyone holding it can replay the noise and undo the "

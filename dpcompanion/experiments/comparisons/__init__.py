@@ -3,7 +3,7 @@
 :func:`all_rules` maps ``"<experiment id>/<panel>"`` to a :class:`~.rule.Rule` (``paper``: only
 what the paper printed, quoted with version, figure/table and panel; ``tolerance``; ``judge``;
 its design, margin and comparability). Each experiment declares its own rules in its module
-(:attr:`dpcompanion.experiments.base.Experiment.rules`, issue 32: adding an experiment touches
+(:attr:`dpcompanion.experiments.base.Experiment.rules`: adding an experiment touches
 nothing here); the pages without an experiment declare theirs in :mod:`.theory` (theory pages)
 and :mod:`.wu_rules` (W-EPS, W-F2), which also holds the judges the W experiments share.
 :mod:`.rule` holds what every rule is made of and :mod:`.rows` turns a verdict into a table row.
@@ -17,19 +17,19 @@ note starts with :data:`NOT_COMPARED`, naming both sizes; what the rule would sa
 sizes is still reported. A rule about a shape (no printed number to match) is called with
 ``sizes_match=True`` whatever our sizes.
 
-One way of judging (issue 21, :mod:`.rule`): an effect measured over runs is judged by its
+One way of judging (:mod:`.rule`): an effect measured over runs is judged by its
 95% interval against zero and the paper's value (:func:`.rule.judge_effect`: ``agrees``,
 ``partly`` with the ratio, ``disagrees``, ``inconclusive`` with the runs that would separate
 them at 80% power); a claim of no difference by TOST against a stated smallest effect
 (:func:`.rule.judge_equivalence`); a row true by construction is ``identity``
 (:func:`.rule.judge_identity`); a number without sampling noise against a printed one within a
 stated tolerance (:func:`.rule.judge_exact`). Every judge returns one :class:`.rule.Judgement`
-(issue 32, item 3; its verdict one of :data:`.rule.VERDICTS`): :func:`compare` puts its numbers
+(its verdict one of :data:`.rule.VERDICTS`): :func:`compare` puts its numbers
 in the row's ``stats`` (estimate, 95% CI, n, margin, smallest detectable effect), which the reproduction report
 (:mod:`.reproduction`, ``python -m dpcompanion verdicts``) and the pages' power tables read.
 The tuning protocol caps a verdict (:func:`tuning_cap`).
 
-Design and comparability (issue 33): every comparison of two arms declares its design in one
+Design and comparability: every comparison of two arms declares its design in one
 place, its rule's ``design`` (``paired`` where the arms share seeds, else ``independent``,
 each with the reason found in the experiment code), and one estimator serves both papers
 (:func:`.rule.estimate_effect`: the paired t interval of the per-seed differences, or Welch's);

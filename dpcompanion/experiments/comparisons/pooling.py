@@ -1,4 +1,4 @@
-"""Pooling the cells of a table into one verdict (issue 33, item 5): the random-effects mean of
+"""Pooling the cells of a table into one verdict: the random-effects mean of
 the cells' effects (:func:`pool_random_effects`), which W's table rules
 (:func:`dpcompanion.experiments.comparisons.wu_rules.judge_table`) and W-F4's pooled decay judge
 as one effect with :func:`~.rule.judge_effect`."""
@@ -32,7 +32,7 @@ class Pooled:
 
 
 def pool_random_effects(estimates, ses) -> Pooled:
-    """The random-effects mean of ``k`` cells' effects (issue 33, item 5), each with its standard
+    """The random-effects mean of ``k`` cells' effects, each with its standard
     error: DerSimonian-Laird's between-cell variance ``tau2 = max(0, (Q - (k - 1)) / C)`` with
     the fixed-effect weights ``w = 1 / se^2`` (``Q = sum w (y - ybar_w)^2``,
     ``C = sum w - sum w^2 / sum w``), the mean weighted by ``1 / (se^2 + tau2)``, and the

@@ -1,4 +1,4 @@
-"""Readings of a printed number we do not reproduce (issue 33, item 8).
+"""Readings of a printed number we do not reproduce.
 
 Where a deterministic number of a paper (an epsilon, a bound, a table entry) disagrees with
 ours, the row searches the *natural readings* of the stated protocol (data size, steps,

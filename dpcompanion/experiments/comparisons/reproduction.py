@@ -1,4 +1,4 @@
-"""The reproduction report (issue 21): every verdict row of the book, machine-readable.
+"""The reproduction report: every verdict row of the book, machine-readable.
 
 :func:`report_rows` lists, for every experiment page with verdict rows and every theory table
 (:data:`dpcompanion.experiments.comparisons.CLAIM_TABLES`), one dict per row with
@@ -17,10 +17,10 @@
   :func:`.scale.scale_of` from the result's recorded config (the paper's values and quotations
   from this code, so a corrected quotation shows without touching the result; the block recorded
   in the provenance at save time is kept as a record) and ``at_paper_scale``;
-* ``design`` (issue 33): ``paired`` when the two arms compared share seeds, ``independent``
+* ``design``: ``paired`` when the two arms compared share seeds, ``independent``
   when not (the rule's ``design``, the estimator :func:`.rule.estimate_effect`), None for a
   row that compares no two arms by seed;
-* ``comparable`` (issue 33): ``size`` where our setup (data set, model, trained layers, number
+* ``comparable``: ``size`` where our setup (data set, model, trained layers, number
   of steps) is the paper's, ``direction`` where it is not and the row judges the sign alone
   (the rule's ``comparable``, else :func:`~dpcompanion.experiments.scale_tables.comparability` of the scale block);
 * ``tuning``: the payload's ``tuning`` list (``{param, method, chosen, grid_min, grid_max,
@@ -96,7 +96,7 @@ def _pick(eid: str, *, compute: bool, seed: int, device: str):
 
 
 def runs_needed_cpu_s(need: int | None, n: int | None, result_cpu_s: float | None) -> float | None:
-    """What deciding an inconclusive row would cost here (issue 33, item 9): the CPU seconds of
+    """What deciding an inconclusive row would cost here: the CPU seconds of
     the runs it lacks, ``(need - n) / n`` times the CPU time of the stored result (its units'
     wall time, single-threaded units): the whole experiment run at ``need`` runs, an upper
     bound for a row that one cell of it holds. None where a number is missing.
@@ -165,7 +165,7 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
             out["note"] += f"; {dated['status']}" + (
                 f" (margin first committed {dated['committed']}, result created {dated['created']})"
                 if dated["status"] == margin_dates.AFTER and dated["committed"] else "")
-    if r.get("headline"):  # W-LADDER's top rung (issue 33, item 5)
+    if r.get("headline"):  # W-LADDER's top rung
         out["headline"] = r["headline"]
     if r.get("reading"):  # the closest reading of a printed number (comparisons.readings)
         out["reading"] = r["reading"]
@@ -487,7 +487,7 @@ def _ci(lo: float, hi: float, up: str, down: str, name: str = "95% CI") -> str:
 
 def ci_name(row: dict) -> str:
     """How a row's interval is named: the 95% CI, or for a group-sequential row the repeated
-    95% CI of the look that decided it (issue 33, item 6)."""
+    95% CI of the look that decided it."""
     return f"repeated 95% CI at {row['stage']}" if row.get("stage") else "95% CI"
 
 
@@ -530,7 +530,7 @@ def _why_not(row: dict) -> str:
 
 def _stated_edges(row: dict) -> str:
     """A tuned parameter whose choice sits on an edge the paper stated (its search range), in
-    words (issue 33, item 3: an optimum at the top of its search is marked, the paper's bound
+    words (an optimum at the top of its search is marked, the paper's bound
     named); empty when none.
 
     >>> _stated_edges({"tuning": [dict(param="T", method="uni", chosen=150.0, edge="high", interior=False,
@@ -551,7 +551,7 @@ def _stated_edges(row: dict) -> str:
 
 
 def sentence(row: dict) -> str:
-    """One sentence a reader understands (issue 33, item 7): what was measured, its size, unit
+    """One sentence a reader understands: what was measured, its size, unit
     and direction with the 95% interval, at which scale, what the paper says and the verdict,
     without internal names (rule ids, module paths, verdict words in quotes). Written from the
     row's fields (``rule``, ``item``, ``verdict``, ``ours``, ``paper``, ``paper_value``,
@@ -666,7 +666,7 @@ def _seconds_per_run_step(payload: Any, cell: str) -> float | None:
 
 def next_steps(tuning: Iterable[dict], payload: Any = None) -> dict | None:
     """What the next step of a search would cost, for every tuned parameter whose choice sits
-    at an edge the paper did not state (issue 33, item 3: no new runs; the row says what
+    at an edge the paper did not state (no new runs; the row says what
     bracketing the optimum would take): per record the next value beyond the edge (as the
     tuning protocol extends a grid), the runs (the other parameters' candidates x the tuning
     seeds) and their CPU seconds (run-steps x the result's measured seconds per run-step,
@@ -762,7 +762,7 @@ def csv_text(rows: Iterable[dict]) -> str:
 def write_csv(rows: Iterable[dict], path: Path) -> Path:
     """Write :func:`csv_text` to ``path`` by :func:`dpcompanion.core.outputs.write_text` (a
     regular file replaced atomically; a device, FIFO or symlink's target written through,
-    never replaced, issue 30)."""
+    never replaced)."""
     path = Path(path)
     text = csv_text(rows)
     outputs.write_text(path, text, name="--csv")

@@ -1,5 +1,5 @@
 """A rule's verdict as one row of a paper-vs-ours table (:func:`row_of`), capped by the
-tuning protocol (:func:`tuning_cap`, issue 21). The registry of rules
+tuning protocol (:func:`tuning_cap`). The registry of rules
 (:func:`dpcompanion.experiments.comparisons.all_rules`, :func:`~dpcompanion.experiments.comparisons.compare`)
 is built from the experiments' declared rules and the modules of the pages without an experiment,
 which use this module for their rows (``theory.h_f_theory_rows``, ``wu_rules.w_f2_rows`` ...): it
@@ -60,12 +60,12 @@ TREND = ("per doubling of N: the per-N margin spread over the 4 doublings N = 25
 DIRECTION = "the paper prints a direction, no number: our 95% CI above zero agrees, below zero disagrees, else inconclusive"
 
 #: W-LADDER's top rung: CIFAR-10's 50,000 training images, the paper's N (and so its number of
-#: steps at its epochs): the headline evidence for Wu et al.'s Tables 2 and 5 (issue 33, item 5)
+#: steps at its epochs): the headline evidence for Wu et al.'s Tables 2 and 5
 HEADLINE_N = 50_000
 
 
 def tuning_cap(tuning: Any) -> tuple[str | None, str]:
-    """The tuning protocol's cap on a verdict (issue 21), from a payload's ``tuning`` list
+    """The tuning protocol's cap on a verdict, from a payload's ``tuning`` list
     (``{param, method, chosen, grid_min, grid_max, interior, stated_bound, tuning_seeds,
     report_seeds}``): ``("not comparable", why)`` when an optimum lies at a grid edge the
     paper did not state (not the tuned result) or when the tuning and report seeds overlap

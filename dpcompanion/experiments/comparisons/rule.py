@@ -7,7 +7,7 @@ A :class:`Rule` holds
 * ``tolerance``: the stated criterion (significance level, relative tolerance, direction);
 * ``judge(**measured) -> Judgement``: computed from our numbers (and, for rules whose printed
   value depends on the row, such as one cell of a table, the printed value passed in as
-  ``printed``); every judge returns one :class:`Judgement` (issue 32, item 3): the verdict,
+  ``printed``); every judge returns one :class:`Judgement`: the verdict,
   the note, the "ours" column's text, the paper column where it depends on the row, and the
   numbers behind the verdict where there are any;
 * ``judged``: ``False`` for a row that is shown but never judged (the paper's quantity and
@@ -33,11 +33,11 @@ __all__ = ["VERDICTS", "JUDGE_WORDS", "Z", "NOT_COMPARED", "Rule", "Margin", "Ca
            "with_margin", "critical_value"]
 
 #: every word a judge may give (its ``check``, :mod:`.outcome`): how a number we measured compares with the one a paper
-#: printed (or, on the pages that check our own code, with the claim under test). ``equivalent``
-#: (issue 33, item 4): TOST puts the effect inside the row's practical margin
+#: printed (or, on the pages that check our own code, with the claim under test). ``equivalent``:
+#: TOST puts the effect inside the row's practical margin
 #: (the rule's :class:`Margin`), an effect too small to matter. Not the claims registry's statuses
 #: (:data:`dpcompanion.claims.registry.STATUSES`: proved, refuted, ...), which say how a
-#: *claim* was checked; the two vocabularies are kept apart on purpose (issue 32, item 3).
+#: *claim* was checked; the two vocabularies are kept apart on purpose.
 JUDGE_WORDS = ("agrees", "partly", "equivalent", "disagrees", "inconclusive", "identity", "not comparable")
 
 #: the words a row shows: not a judge's own word but the one the declared table of
@@ -52,7 +52,7 @@ NOT_COMPARED = "not compared (sizes differ)"
 
 @dataclasses.dataclass(frozen=True)
 class Margin:
-    """The practical margin of one rule's effect (issue 33, item 4): ``value`` in the units of
+    """The practical margin of one rule's effect: ``value`` in the units of
     the rule's estimate (None: the rule has no margin, ``reason`` says why), ``basis``
     (``printed precision``, ``reported spread``, ``smallest effect of interest``, ``none``) and
     ``reason``; ``applied_by``: ``row`` (:func:`.rows.row_of` applies it, :func:`with_margin`)
@@ -67,7 +67,7 @@ class Margin:
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """A worked example of a rule, declared with it (issue 32; ``tests/test_comparisons.py`` runs
+    """A worked example of a rule, declared with it (``tests/test_comparisons.py`` runs
     every rule's): the paper's ``statement`` it is written from, hand-made measurements the rule
     must judge ``expect`` (``agrees``; ``identity`` for a row true by construction; ``not
     comparable`` for a rule never judged) and, for a judged rule, measurements it must judge
@@ -82,11 +82,11 @@ class Case:
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
-    """One verdict rule, declared with what it judges (issue 32: an experiment declares its
+    """One verdict rule, declared with what it judges (an experiment declares its
     rules in its own module, :attr:`dpcompanion.experiments.base.Experiment.rules`; the pages
     without an experiment in :mod:`.theory` and :mod:`.wu_rules`).
 
-    ``design``: ``(paired | independent, why)`` for a comparison of two arms (issue 33, the
+    ``design``: ``(paired | independent, why)`` for a comparison of two arms (the
     reason found in the experiment code), None where the rule compares no two arms by seed;
     ``margin``: its declared practical margin (:class:`Margin`), declared before any verdict was
     regenerated with it, None for a rule that judges no effect over runs; ``comparable``:
@@ -178,7 +178,7 @@ POWER = 0.80
 
 @dataclasses.dataclass(frozen=True)
 class Judgement:
-    """What every judge returns (issue 32, item 3): the verdict of one comparison (one of
+    """What every judge returns: the verdict of one comparison (one of
     :data:`VERDICTS`), what the paper-vs-ours row shows of it and the numbers behind it
     (``stats`` for the report).
 
@@ -321,7 +321,7 @@ def mean_se_df(x) -> tuple[float, float, int]:
     return m, math.sqrt(sum((v - m) ** 2 for v in xs) / (n - 1) / n), n
 
 
-# ------------------------------------------------------------------------ the one estimator (issue 33)
+# ------------------------------------------------------------------------ the one estimator
 
 #: the designs a comparison of two arms may have: ``paired`` when the arms share seeds (run k of
 #: each arm has the same initial parameters, data order and noise stream), else ``independent``
@@ -349,7 +349,7 @@ class Estimate:
 
 def estimate_effect(a, b, *, design: str) -> Estimate:
     """The effect ``mean(a) - mean(b)`` of two arms, by the comparison's ``design``, for both
-    papers (issue 33):
+    papers:
 
     * ``paired`` (the arms share seeds): the mean of the per-seed differences ``a_k - b_k``
       with the t interval of ``scipy.stats.ttest_rel`` (``se = sd(d) / sqrt(n)``, ``n - 1``
@@ -397,7 +397,7 @@ def estimate_effect(a, b, *, design: str) -> Estimate:
 
 
 def direction_verdict(ci_low: float, ci_high: float, direction: int) -> str:
-    """The verdict of a row compared by *direction* only (issue 33): ``agrees`` when the 95%
+    """The verdict of a row compared by *direction* only: ``agrees`` when the 95%
     interval excludes zero on the paper's side (``direction`` +1 or -1), ``disagrees`` when
     it excludes zero on the other side, else ``inconclusive``. Size never enters.
 
@@ -440,7 +440,7 @@ def judge_effect(estimate: float, se: float, *, paper: float | None = None, pape
                  design: str | None = None, comparable: str = "size", margin: float | None = None,
                  level: float | None = None, tost_alpha: float | None = None, interval: str | None = None) -> Judgement:
     """Judge our effect as :func:`_judge_sides` does, then, where the row has a practical
-    ``margin`` (issue 33, item 4: declared once, as the rule's :class:`Margin`, in the units of
+    ``margin`` (declared once, as the rule's :class:`Margin`, in the units of
     ``estimate``), by :func:`with_margin`: ``equivalent`` when TOST shows the effect inside
     +-margin, and never ``disagrees`` for an effect inside its margin.
 
@@ -466,7 +466,7 @@ def judge_effect(estimate: float, se: float, *, paper: float | None = None, pape
     return j if margin is None else with_margin(j, margin, alpha=TOST_ALPHA if tost_alpha is None else tost_alpha)
 
 
-#: the level of each of the two one-sided tests of TOST (issue 33): equivalence is shown when
+#: the level of each of the two one-sided tests of TOST: equivalence is shown when
 #: the 90% interval lies inside (-margin, +margin)
 TOST_ALPHA = 0.05
 
@@ -543,8 +543,7 @@ def equivalence_runs_factor(estimate: float, se: float, *, margin: float, df: fl
 
 
 def with_margin(j: Judgement, margin: float, *, alpha: float | None = None) -> Judgement:
-    """The judgement ``j`` of :func:`judge_effect` with the row's practical ``margin``
-    (issue 33, item 4):
+    """The judgement ``j`` of :func:`judge_effect` with the row's practical ``margin``:
 
     * ``equivalent`` when TOST (:func:`tost`, :data:`TOST_ALPHA` each side) puts the effect
       inside +-margin: the 90% interval lies inside (-margin, +margin), whatever side of zero
@@ -606,7 +605,7 @@ def _judge_sides(estimate: float, se: float, *, paper: float | None = None, pape
     size to match: agrees / disagrees by the side of zero the interval excludes, else
     inconclusive (the note then says how many runs would detect our own estimate).
 
-    ``comparable="direction"`` (issue 33: our setup is not the paper's, so its size is not
+    ``comparable="direction"`` (our setup is not the paper's, so its size is not
     ours to match): judged as a printed direction (:func:`direction_verdict`, the sign of the
     paper's value), the paper's value quoted in the note but never judged: size alone never
     makes such a row ``disagrees``. ``design`` (``paired`` or ``independent``, see

@@ -1,4 +1,4 @@
-"""Group-sequential looks at a growing number of seeds (issue 33, item 6: "add seeds ... with a
+"""Group-sequential looks at a growing number of seeds ("add seeds ... with a
 group-sequential boundary, so that looking again does not inflate the error rate").
 
 A comparison whose seeds are added in stages is looked at after each stage. Judged at every

@@ -58,7 +58,7 @@ def verdict_summary(*, mode: str = "quick", seed: int = 0, device: str = "cpu", 
 
 
 def note_with_details(row: dict) -> str:
-    """A row's note column (issue 33, item 7): its sentence for the reader, then how the rule
+    """A row's note column: its sentence for the reader, then how the rule
     judged it (the rule's own note: intervals, tolerances, caps) folded in a details block, on
     one line so that it stays inside its table cell. A row without a sentence keeps its note.
 

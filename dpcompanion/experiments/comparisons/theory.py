@@ -7,7 +7,7 @@ tolerance the page states (there is no hidden 'partly' band: the page once used 
 for it). A printed value of zero is judged within the absolute tolerance :data:`H_THEORY_RTOL`.
 
 Every row whose printed number we do not reproduce carries the natural readings of the
-theorem behind it (issue 33, item 8: the statement's vs the proof's constants and forms, log
+theorem behind it (the statement's vs the proof's constants and forms, log
 base, continuous vs integer T, a missing factor 2, rho vs R = 2 rho, the quadratic's other
 root), each computed by the library, and names the closest (:mod:`.readings`). The readings
 are other definitions of the quantity the printed formula claims to give (the minimiser, the
@@ -62,7 +62,7 @@ def _judge_inequality(*, lhs: float, rhs: float, claim: str, explained: str = ""
 
 
 def t_star_readings(*, kappa: float, alpha: float) -> list[rd.Reading]:
-    """Readings of "the T minimising the dynamic ERUB" (H Thm 4.4; issue 33, item 8): the
+    """Readings of "the T minimising the dynamic ERUB" (H Thm 4.4): the
     exhaustive integer minimiser (stated), the continuous one (Eq. 27), the statement's form in
     log base 10 or 2, without its factor 2, with kappa^2 alpha (the order of Eq. 11), Eq. 27 with
     ln(1/gamma) ~ 1/kappa and 1 - sqrt(gamma) ~ 1/(2 kappa), and the uniform schedule's T
@@ -87,9 +87,9 @@ def t_star_readings(*, kappa: float, alpha: float) -> list[rd.Reading]:
 
 
 def t_limit_readings(*, kappa: float, alpha: float) -> list[rd.Reading]:
-    """Readings of "the uniform schedule's T as kappa -> infinity" (text after Eq. 24; issue 33,
-    item 8) at a large ``kappa``: Eq. 24 (stated), Thm 4.2's order kappa ln(1 + 1/(kappa alpha))
-    and the surrogate's minimiser (Eq. 23, T >= 0).
+    """Readings of "the uniform schedule's T as kappa -> infinity" (text after Eq. 24) at
+    a large ``kappa``: Eq. 24 (stated), Thm 4.2's order kappa ln(1 + 1/(kappa alpha)) and the
+    surrogate's minimiser (Eq. 23, T >= 0).
 
     >>> [round(r.value, 3) for r in t_limit_readings(kappa=1e8, alpha=0.1)]
     [10.0, 10.0, 0.0]
@@ -100,9 +100,9 @@ def t_limit_readings(*, kappa: float, alpha: float) -> list[rd.Reading]:
 
 
 def R_readings(*, epsilon: float, delta: float) -> list[rd.Reading]:
-    """Readings of "R for (epsilon, delta)-DP by the zCDP inversion" (H Sec. 4.1.3, 5; issue 33,
-    item 8): R = 2 rho of the quadratic's positive root (stated), rho itself, the quadratic's other
-    root (as R and as rho), and the RDP and exact accountants' R.
+    """Readings of "R for (epsilon, delta)-DP by the zCDP inversion" (H Sec. 4.1.3, 5):
+    R = 2 rho of the quadratic's positive root (stated), rho itself, the quadratic's other root
+    (as R and as rho), and the RDP and exact accountants' R.
 
     >>> [round(r.value, 4) for r in R_readings(epsilon=4, delta=1e-8)][:2]
     [0.3927, 0.1964]
@@ -118,7 +118,7 @@ def R_readings(*, epsilon: float, delta: float) -> list[rd.Reading]:
 
 
 def eta0_readings(*, beta: float, gamma: float) -> list[rd.Reading]:
-    """Readings of "the largest eta0" after H Thm 4.5 (issue 33, item 8): the positive root of
+    """Readings of "the largest eta0" after H Thm 4.5: the positive root of
     ``zeta = 1 - eta0/4 - c eta0^2`` with the proof's c = beta gamma / ((gamma-beta)^2 (1-beta)^3)
     and the statement's c = 1 / (beta (1-beta)^3) (both stated: they differ), each with (1-beta)^2
     or (1-beta) for (1-beta)^3 and with a factor 2 dropped from c.

@@ -1,11 +1,11 @@
 """The judges Wu et al.'s experiments share, and the rules of its pages without an experiment.
 
-Each W experiment declares its own rules in its module (issue 32); the table judges they share
+Each W experiment declares its own rules in its module; the table judges they share
 are here: :func:`judge_gap` (one cell: ADP-SGD's gain over DP-SGD) and :func:`judge_table` (a
 table's pooled gain), which read the design, margin and comparability of the rule they judge for.
 Our runs use another setup than the paper's (Fashion-MNIST instead of CIFAR-10, the CNN's last
 layer alone trained, fewer steps), so the table rules compare the *direction* of the ADP-SGD vs
-DP-SGD gain in one cell (issue 33, :data:`W_TRANSFER`; the paper's size is quoted, never
+DP-SGD gain in one cell (:data:`W_TRANSFER`; the paper's size is quoted, never
 judged), never the absolute accuracy. Both methods of a cell run on the same seeds, so the gain
 is the mean of the per-seed differences with its paired t interval (:data:`W_SHARED`,
 :func:`~.rule.estimate_effect`). The printed cells are in
@@ -37,11 +37,11 @@ __all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", 
            "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "W_SHARED", "W_TRANSFER", "GAP_TOL", "TABLE_TOL", "gap_stats",
            "gap_df", "judge_gap", "judge_table", "gap_rule", "table_rule", "gap_case", "pooled_case", "AHEAD", "BEHIND", "GAP_MARGIN", "TABLE_MARGIN", "w_f2_rows", "w_eps_rows", "w_eps_fits", "w_eps_best_fit", "w_eps_fits_markdown"]
 
-#: the design of every ADP - DP comparison of W's runs (issue 33): the reason, after the function named
+#: the design of every ADP - DP comparison of W's runs: the reason, after the function named
 W_SHARED = ("trains DP-SGD and ADP-SGD in one call of protocols.wu.train_segments with seeds + seeds: run k of "
             "both methods starts from the same parameters and draws its Poisson batches and noise from the same "
             "seed, so the two arms are paired by seed")
-#: why a W transfer run compares the paper's direction only (the rules' ``comparable``, issue 33)
+#: why a W transfer run compares the paper's direction only (the rules' ``comparable``)
 W_TRANSFER = ("every W transfer run (protocols.wu.transfer_features and head_model) trains only the last dense "
               "layer (32 -> 10) of a CNN pre-trained on MNIST, on Fashion-MNIST, with fewer steps below 50,000 images "
               "(about 25 times fewer at 2,000); the paper fine-tunes a CNN pre-trained on CIFAR-100 on CIFAR-10 (50,000 images): the "
@@ -104,7 +104,7 @@ def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float],
     (the rule's ``comparable``: every W transfer run), by its sign alone. No printed
     cell, or fewer than 2 seeds: ``not comparable``.
 
-    With a group-sequential ``plan`` (the experiment's ``sequential``, issue 33 item 6) reached by
+    With a group-sequential ``plan`` (the experiment's ``sequential``) reached by
     our seeds, the cell is judged at each look in turn on its first seeds, by the look's
     repeated interval and TOST levels and the rule's margin, and decided at the first look that
     decides (:func:`~.sequential.judge_sequential`); ``ours`` and the note are that look's.
@@ -170,7 +170,7 @@ def _evidence_remark(evidence: str, gap: float, se: float, adp: float, dp: float
             "is no claim to test by itself")
 
 
-#: the margin of every W gap (one cell) and of every pooled table gap (issue 33, item 4)
+#: the margin of every W gap (one cell) and of every pooled table gap
 GAP_MARGIN = Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", W_SPREAD)
 TABLE_MARGIN = Margin(W_ACC_MARGIN, "points of accuracy", "reported spread", W_SPREAD + " (the pooled gap)")
 
@@ -187,7 +187,7 @@ def gap_case(statement: str, *, printed: tuple, adp: list[float], dp: list[float
 
 
 def pooled_case(statement: str, *, table: int) -> Case:
-    """A table rule's worked example (issue 33, item 5): three cells whose gaps (0.9, 1.0, 1.1,
+    """A table rule's worked example: three cells whose gaps (0.9, 1.0, 1.1,
     SE 0.1) pool above zero, and the same cells mirrored below it."""
     cells = [{"gap": g, "se": 0.1, "paper_gap": 0.7} for g in (0.9, 1.0, 1.1)]
     return Case(statement, {"table": table, "cells": [{"verdict": "agrees", **c} for c in cells]},
@@ -218,8 +218,8 @@ def table_rule(rule_id: str, item: str, paper: str, *, paired_because: str, tole
     table = int(re.search(r"Tables? (\d)", item).group(1))
     return Rule(rule_id, item, paper, tolerance or TABLE_TOL, judge_table, design=("paired", paired_because),
                 margin=TABLE_MARGIN, comparable=("direction", comparable_because), takes_rule=True,
-                case=pooled_case(f"the pooled gap over the cells of Wu et al.'s Table {table} is above zero "
-                                 "(issue 33)", table=table))
+                case=pooled_case(f"the pooled gap over the cells of Wu et al.'s Table {table} is above zero",
+                                 table=table))
 
 
 def _looks_note(plan: Plan, taken) -> str:
@@ -242,8 +242,8 @@ def _pooled_note(p, k_all: int) -> str:
 
 
 def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | None = None) -> Judgement:
-    """One of W's tables (rule ``rule``, declared with ``takes_rule``) from its cells (issue 33,
-    item 5): ``cells`` dicts with ``verdict``, ``outcome`` and ``cap`` (the cell's row, by rule
+    """One of W's tables (rule ``rule``, declared with ``takes_rule``) from its cells:
+    ``cells`` dicts with ``verdict``, ``outcome`` and ``cap`` (the cell's row, by rule
     ``w-t1245/gap`` or ``w-t36/gap``), ``gap`` and ``se`` (ours, paired by seed) and
     ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the
     comparable cells (every cell but those whose sizes differ, cap ``sizes differ``) (:func:`~dpcompanion.experiments.comparisons.pooling.pool_random_effects`: random effects, the cells' true gains
@@ -254,7 +254,7 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
     failing cell makes the pooled row at most partial, half or more failing make it not
     reproduced.
 
-    With a group-sequential ``plan`` (issue 33, item 6) and cells carrying their per-seed
+    With a group-sequential ``plan`` and cells carrying their per-seed
     arrays (``adp``, ``dp``), the pooled gap is judged at each look on the cells' first seeds,
     by the look's repeated interval, and decided at the first look that decides.
 
@@ -466,7 +466,7 @@ def w_eps_rows(table: Sequence[dict], protocol_readings: dict | None = None) -> 
     one row per epsilon_bar, the accountant closest to the printed value.
 
     ``protocol_readings`` (:func:`dpcompanion.claims.w_adp_eps.w_eps_readings`: epsilon_bar ->
-    ``(name, epsilon, stated)``, issue 33 item 8): the natural readings of the footnote's
+    ``(name, epsilon, stated)``): the natural readings of the footnote's
     protocol; each row's note names the closest one and its deviation
     (:func:`.readings.note`), its ``reading`` field carries it (:func:`.readings.field`), and
     the note adds the one reading closest over all the rows (smallest largest deviation). The
@@ -553,7 +553,7 @@ def _row(rule_id: str, **kw) -> dict:
 
 # ------------------------------------------------------------------------ W-EPS: the constants footnote 3 leaves open
 
-#: named values the footnote's open constants may have come from (issue 41, item 6)
+#: named values the footnote's open constants may have come from
 W_EPS_N_CANDIDATES = (rd.Candidate("CIFAR-10's training set less a 5,000-image validation split", 45000),
                       rd.Candidate("CIFAR-10's training set (Sec. 6, the stated value)", 50000),
                       rd.Candidate("MNIST's training set, the data size of TF-Privacy's MNIST tutorial "
@@ -578,8 +578,8 @@ _W_EPS_FITS: dict = {}
 
 
 def w_eps_fits() -> list[dict]:
-    """The constants W's footnote 3 leaves open, fitted to its five quoted epsilons (issue 41,
-    item 6; :func:`.readings.fit_constants`), under each moments accountant's conversion (RDP
+    """The constants W's footnote 3 leaves open, fitted to its five quoted epsilons
+    (:func:`.readings.fit_constants`), under each moments accountant's conversion (RDP
     with dp-accounting's improved or TF-Privacy's classic conversion; the footnote names the
     moments accountant): the data size the accountant was given (the sampling rate 256/N, the
     noise as Thm 4.1 gives it for N = 50,000), the number of steps, one noise constant

@@ -1,4 +1,4 @@
-"""The tuning protocol every tuned experiment follows (issue 21), written once.
+"""The tuning protocol every tuned experiment follows, written once.
 
 1. **Select on tuning seeds.** Candidates are scored on seeds disjoint from the seeds whose
    results are reported (:func:`disjoint_seeds` checks it); :func:`select` picks the best

@@ -182,7 +182,7 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
                    lr_rule_factory=None, orders: np.ndarray = ORDERS):
     """K Poisson mini-batch private runs (rows of ``sigma`` and ``lr``, ``(K, T)``), trained by one
     :func:`~dpcompanion.training.trainers.train` call whose evaluation hook measures the
-    validation accuracy every ``eval_every`` steps and after the last (issue 32).
+    validation accuracy every ``eval_every`` steps and after the last.
 
     Privacy: run k's budget is an :class:`~dpcompanion.theory.ledger.EpsilonTarget`
     (``epsilon_target``: one number or one per run, at ``delta``, RDP at ``orders``); the

@@ -76,7 +76,7 @@ the arrays of an ``.npz`` (``arrays.npz``, a unit's ``<key>.npz``) at most
 is decompressed (:func:`.files.read_npz`: a 1 KB header declaring 10**12 float64 is one line,
 at once), and so are the quick numbers' compressed arrays;
 a result folder that is a symlink (to itself or anywhere) or not a folder is damaged too, named,
-never dropped from the listing (issue 30).
+never dropped from the listing.
 
 **seal** (``provenance_seal``): ``{field: sha256[:16] of its JSON value}`` for every other
 provenance field (device, commit, created, wall time, runs, run-steps, units, executor,
@@ -84,7 +84,7 @@ config, digest ...), written at save. A field edited, added or removed since mak
 result stale with reason ``provenance edited: <field>``; a result without a seal is stale
 too (``results --seal``, :func:`seal_unsealed`, seals results stored before seals existed,
 without recomputing, and only what it can verify: intact, consistent, and equal to its git
-commit; issue 30). The seal covers every field, so a revalidation,
+commit). The seal covers every field, so a revalidation,
 which changes the code hash and appends to ``revalidated``, re-seals; it only runs on a
 result whose seal was intact (an edited one is stale for that reason, not for code). The
 seal detects edits and accidents, it is not a signature: anyone can recompute it.
@@ -107,7 +107,7 @@ judge numbers), and so is everything the computation does not use: the book laye
 report) in particular, so editing a figure never invalidates a result. The store's
 :data:`RUN_POLICY` (every unit runs single-threaded) is hashed with them.
 
-**Consistency** (issue 30, :func:`inconsistency`): the recorded config must hash to the recorded
+**Consistency** (:func:`inconsistency`): the recorded config must hash to the recorded
 config hash, agree with the payload's own record of its config, and with the sizes the payload
 holds (:func:`dpcompanion.experiments.scale_tables.size_mismatches`: array lengths, stored
 counts), and make the recorded number of units; otherwise the result is ``inconsistent: ...``.
@@ -161,7 +161,7 @@ commit, this CPU and the digest, which later serves as this CPU's fingerprint); 
 revalidated is restamped for the current code and reused by the resumed sweep. Otherwise the
 stale message says why (digests differ, no commit with that code, or it could not run here).
 
-**Numeric revalidation** (issue 31, :mod:`.numeric`): a faster engine moves the last bits of
+**Numeric revalidation** (:mod:`.numeric`): a faster engine moves the last bits of
 every number, so every quick digest. A full or paper result also records its quick numbers
 (``quick_numbers``: the quick payload, exact and compact, with their digest, CPU and commit).
 When the current code's quick digest is not the recorded one (on this CPU or any other), its

@@ -70,7 +70,7 @@ def run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> t
     1000; tiny sizes stay below torch's parallel grain and hide it). Fixing the thread count
     makes a unit's numbers depend on its config only. Parallelism comes from running units
     side by side (``--executor dask --workers N``); on a loaded 2-core machine one thread
-    per unit was also by far the faster choice (see the report of issue 8).
+    per unit was also by far the faster choice.
 
     Returns ``(unit result, counts)``: ``counts`` are the runs and run-steps the unit
     trained, from the trainer engine's tally (``engine.tally``), for the provenance."""
@@ -210,7 +210,7 @@ class DaskExecutor:
 def _sigint_deferred(start: Callable[[], None]) -> bool:
     """Run ``start`` with SIGINT held back; True when one arrived meanwhile. A KeyboardInterrupt
     inside ``LocalCluster``'s start left a half-started cluster whose exit handler failed
-    (``AssertionError: Status.init``) and a worker process behind (issue 30); held back, the
+    (``AssertionError: Status.init``) and a worker process behind; held back, the
     cluster starts whole and the caller tears it down before raising the interrupt. Off the
     main thread (where no handler can be set) ``start`` simply runs."""
     import signal
@@ -232,7 +232,7 @@ def _connect(scheduler: str):
     :data:`SCHEDULER_TIMEOUT_S` seconds. The connection is attempted in a thread with a hard
     deadline: Dask's own ``timeout`` does not bound a peer that accepts the connection and
     never answers, and a peer that answers with other bytes makes Dask read a length prefix
-    and try to allocate exabytes (issue 19); both become one line here."""
+    and try to allocate exabytes; both become one line here."""
     from distributed import Client
 
     deadline = time.monotonic() + SCHEDULER_TIMEOUT_S

@@ -431,10 +431,10 @@ class Damaged(Exception):
 
 
 #: the largest ``payload.json`` / ``provenance.json`` read (bytes): the committed ones are under
-#: 300 kB; a bigger file is refused by name instead of filling memory (issue 30)
+#: 300 kB; a bigger file is refused by name instead of filling memory
 MAX_JSON_BYTES = 64 * 2**20
 #: the deepest nesting of lists and dicts read from a result's JSON (the committed ones nest
-#: under 10 deep); deeper is refused by name instead of ``RecursionError`` (issue 30)
+#: under 10 deep); deeper is refused by name instead of ``RecursionError``
 MAX_JSON_DEPTH = 64
 
 
@@ -525,7 +525,7 @@ def not_a_folder(target: Path) -> str:
     """'' when ``target`` (a result's ``<id>/<mode>`` folder) is a real folder or absent, else
     ``<path>: <what>``: a symlink (to itself or anywhere: a result is a plain folder, and a link
     would let a listing read, or a save replace, what lies elsewhere), a file, a FIFO, or a path
-    that cannot be looked at (issue 30: a folder that is a symlink to itself used to vanish
+    that cannot be looked at (a folder that is a symlink to itself used to vanish
     from the listing)."""
     for p in (target.parent, target):
         try:

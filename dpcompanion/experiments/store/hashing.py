@@ -95,7 +95,7 @@ def digest(payload: Any) -> str:
 
 
 #: significant digits a config's floats keep in :func:`config_hash` (a grid from ``np.geomspace``
-#: differs in its last bit between machines; issue 21: kappa 3.615183284464984 vs ...9845)
+#: differs in its last bit between machines, e.g. kappa 3.615183284464984 vs ...9845)
 CONFIG_DIGITS = 12
 
 

@@ -1,4 +1,4 @@
-"""Migration of stored results' recorded config hashes (issue 21).
+"""Migration of stored results' recorded config hashes.
 
 :func:`dpcompanion.experiments.store.config_hash` rounds a config's floats to
 :data:`~dpcompanion.experiments.store.CONFIG_DIGITS` significant digits, so that the last bit
@@ -64,7 +64,7 @@ def migrate_config_hashes(root: Path | None = None, *, dry_run: bool = False) ->
                 continue
             event = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                      "from": p.get("config_hash"), "to": new,
-                     "why": f"config_hash rounds floats to {store.CONFIG_DIGITS} significant digits (issue 21)"}
+                     "why": f"config_hash rounds floats to {store.CONFIG_DIGITS} significant digits"}
             if not dry_run:
                 store.check_writable(res.path)
                 # re-sealed: the seal was intact (checked above) and only the hash changes

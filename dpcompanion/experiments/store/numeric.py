@@ -1,4 +1,4 @@
-"""Numeric revalidation (issue 31): a result's quick-mode numbers, recorded next to its quick
+"""Numeric revalidation: a result's quick-mode numbers, recorded next to its quick
 digest, and the comparison that lets a code change which moves only the last bits keep it fresh.
 
 A digest changes with the last bit of any number, so a faster engine (a reordered float sum)

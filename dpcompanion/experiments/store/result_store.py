@@ -12,7 +12,7 @@ partial, the page says how far it got (:func:`dpcompanion.book.show.paper_progre
 
 This module returns results and facts about them; the sentences a page shows about them
 (why no full result is shown, how far a partial sweep got) are the book's
-(:mod:`dpcompanion.book.show`, issue 32, item 4).
+(:mod:`dpcompanion.book.show`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
-from dpcompanion.experiments.scale_tables import scale_of, size_mismatches  # the scale block (issues 21, 30)
+from dpcompanion.experiments.scale_tables import scale_of, size_mismatches  # the scale block
 from dpcompanion.experiments.store import files, hashing, numeric, reference, unit_sweeps, vcs
 from dpcompanion.experiments.store.executors import LocalExecutor, cpu_model
 from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
@@ -80,7 +80,7 @@ class StoredResult:
         return p["units_wall_s"] if p.get("units_reused") and p.get("units_wall_s") is not None else None
 
     def validation(self) -> dict[str, Any]:
-        """How the result came to be valid for the code it is recorded with (issue 31):
+        """How the result came to be valid for the code it is recorded with:
         ``{"method": "computed"}`` (made by that code), ``{"method": "digest", "by": "fingerprint"
         | "reference", "date"}`` (the last revalidation found the quick digest unchanged) or
         ``{"method": "numeric", "date", "max_deviation": {"key", "abs", "rel", "share", "rtol",
@@ -151,7 +151,7 @@ def _read(exp: base.Experiment, mode: str, root: Path | None) -> StoredResult | 
 
 def inconsistency(exp: base.Experiment, provenance: dict, payload: dict) -> str:
     """'' when the recorded config agrees with its own hash and with the payload, else
-    ``inconsistent: <what>`` (issue 30: an edited ``provenance.config``, resealed, must not read
+    ``inconsistent: <what>`` (an edited ``provenance.config``, resealed, must not read
     as fresh nor be judged at the paper's scale). Checked: the config hashes to the recorded
     ``config_hash``; every key the payload's own record of its config (``payload["config"]`` or
     ``["settings"]``) shares with it is equal; the sizes the payload holds (array lengths, stored
@@ -495,7 +495,7 @@ def _quick_here(exp: base.Experiment, *, seed: int, qdev: str, executor, root: P
 def quick_payload_here(exp: base.Experiment, *, seed: int = 0, device: str = "cpu") -> tuple[dict, str]:
     """``(payload, digest)`` of the current code's quick mode, computed on this machine into a
     temporary results folder (a stored quick result may come from another machine): the numbers
-    a numeric revalidation compares (issue 31) and the digest a reference check
+    a numeric revalidation compares and the digest a reference check
     (:mod:`.reference`) compares with the reference commit's."""
     with tempfile.TemporaryDirectory(prefix="dpc-current-") as tmp:
         res = compute(exp.id, mode="quick", seed=seed, device=device, root=Path(tmp))
@@ -503,7 +503,7 @@ def quick_payload_here(exp: base.Experiment, *, seed: int = 0, device: str = "cp
 
 
 def _record_numbers(exp: base.Experiment, res: StoredResult, *, device: str, executor, root: Path | None) -> dict:
-    """Record the quick numbers of a fresh result stored before they were recorded (issue 31):
+    """Record the quick numbers of a fresh result stored before they were recorded:
     its code is the current code, so the current code's quick numbers on this machine are its
     own; where a fingerprint of this CPU is recorded they must have its digest."""
     p = res.provenance
@@ -541,7 +541,7 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
     With a fingerprint recorded on this kind of CPU, the current code's quick digest is compared
     with it. Where the digests differ (or the fingerprint is of another CPU) and the result
     records its quick numbers (``quick_numbers``), the current code's quick numbers are compared
-    with them within the tolerance of :mod:`.numeric` (issue 31): within it, the result is
+    with them within the tolerance of :mod:`.numeric`: within it, the result is
     revalidated numerically (``method: numeric``, with the largest deviation, the commit that
     made the result and the current one, and the new digest); beyond it, it stays stale and the
     reason names the largest deviation. Without a fingerprint of this CPU and without numbers
@@ -700,7 +700,7 @@ def list_results(root: Path | None = None) -> list[StoredResult]:
 def seal_unsealed(root: Path | None = None) -> list[dict]:
     """Seal the provenance of every stored result that has no seal (stored before seals
     existed), without recomputing: a one-off migration (``results --seal``). Only what can be
-    verified is sealed (issue 30: a reseal must never turn an edit into a fresh result): the
+    verified is sealed (a reseal must never turn an edit into a fresh result): the
     files read and the payload matches its digest; the recorded config hashes to its
     ``config_hash`` and agrees with the sizes the payload holds (:func:`inconsistency`); and
     the files equal the last git commit that touched them (:func:`.vcs.state`). A result that

@@ -122,7 +122,7 @@ def load_unit(folder: Path, key: str) -> dict | None:
     (unreadable, or its result not matching its digest: it is recomputed)."""
     f = folder / f"{key}.json"
     try:
-        rec = files.read_json(f)  # a regular file, size and depth capped (issue 30)
+        rec = files.read_json(f)  # a regular file, size and depth capped
         keys = files.npz_keys(rec["result"])
         # the arrays it refers to, their headers checked against files.MAX_ARRAY_BYTES first
         arrays = files.read_npz(folder / f"{key}.npz", keys) if keys else {}
@@ -144,7 +144,7 @@ def _sweep_state(experiment_id: str, mode: str, root: Path | None) -> tuple[dict
     recs = []
     for f in found:
         try:
-            rec = files.read_json(f)  # a FIFO or a 200,000-deep file is skipped, never waited on (issue 30)
+            rec = files.read_json(f)  # a FIFO or a 200,000-deep file is skipped, never waited on
         except files.Damaged:
             continue
         if isinstance(rec, dict):
@@ -271,7 +271,7 @@ def old_code_units(experiment_id: str, mode: str, root: Path | None = None) -> d
     for u in exp.units(base.config_for(exp, mode, seed=seed)):
         f = folder / f"{unit_key(exp.id, mode, u, seed, device)}.json"
         try:
-            rec = files.read_json(f)  # a FIFO or a 200,000-deep file is skipped, never waited on (issue 30)
+            rec = files.read_json(f)  # a FIFO or a 200,000-deep file is skipped, never waited on
         except files.Damaged:
             continue
         if isinstance(rec, dict) and rec.get("key") == f.stem and rec.get("code_hash") not in (None, code):

@@ -1,4 +1,4 @@
-"""A stored result against git (issue 30: a reseal must not launder an edit).
+"""A stored result against git (a reseal must not launder an edit).
 
 Committed results are the book's record. A result folder whose files differ from the last
 commit that touched them was either rewritten by this store (a recomputation, a revalidation

@@ -1,4 +1,4 @@
-"""Spot check of a stored result by recomputation (issue 30, ``results --verify``).
+"""Spot check of a stored result by recomputation (``results --verify``).
 
 A seal, a digest and the journal of :mod:`.vcs` can all be rewritten by whoever can write the
 files; recomputing numbers cannot be fooled. :func:`verify` recomputes ``K`` units of a stored

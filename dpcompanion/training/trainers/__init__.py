@@ -61,7 +61,7 @@ and thin wrappers that build the config from keywords::
   design (:class:`.engine.NoiseSource` says what the source is and what it claims). The seed
   still draws the initial parameters.
 * ``eval_every``, ``on_eval``: the evaluation hook, ``on_eval(step, theta, runs)`` after every
-  ``eval_every`` steps and the last (issue 32); ``segment_noise`` reseeds the noise at each
+  ``eval_every`` steps and the last; ``segment_noise`` reseeds the noise at each
   evaluation point; ``on_refusal="hold"`` keeps a refused run in the batch at step size 0
   (:class:`.config.TrainConfig` says what each does; Wu et al.'s protocol uses all three).
 * ``init``: ``(P,)`` or ``(K, P)`` initial parameters (default drawn from each seed).

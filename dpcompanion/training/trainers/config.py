@@ -100,7 +100,7 @@ OUTSIDE_GUARANTEE_NOTE = (
     "analysis only, do not release them with the model"
 )
 
-#: the ``privacy_note`` of a seeded run (``secure=False``): what its guarantee assumes (issue 30)
+#: the ``privacy_note`` of a seeded run (``secure=False``): what its guarantee assumes
 SEEDED_NOISE_NOTE = (
     "the (epsilon, delta) guarantee holds only if the noise seed stays secret: this run's noise is a "
     "function of its seed, which is recorded here, so anyone holding the seed can replay the noise and "
@@ -148,7 +148,7 @@ def check_sigma(sig: np.ndarray, *, clip_norm: float, denominator: float, dtype:
     if not math.isfinite(clip_norm * hi) or clip_norm * hi > torch.finfo(dtype).max / 1e3:
         raise ValueError(f"sigma must be <= {torch.finfo(dtype).max / 1e3 / clip_norm:.3g} here: clip_norm * sigma = "
                          f"{clip_norm * hi:.3g} overflows {str(dtype).replace('torch.', '')}")
-    ceiling = math.sqrt(np.finfo(np.float64).max)  # sigma^2 in the accounting (issue 19: OverflowError)
+    ceiling = math.sqrt(np.finfo(np.float64).max)  # sigma^2 in the accounting (OverflowError)
     if hi > ceiling:
         t = int(np.argmax(sig.max(axis=0)))
         raise ValueError(f"sigma must be <= {ceiling:.3g} (its square in the accounting overflows float64), "
@@ -261,7 +261,7 @@ class TrainConfig:
     recorded and not reproducible by design (the module docstring; the source:
     :class:`~dpcompanion.training.trainers.engine.NoiseSource`).
 
-    **Evaluation hook** (issue 32): ``on_eval(step, theta, runs)`` is called after every
+    **Evaluation hook**: ``on_eval(step, theta, runs)`` is called after every
     ``eval_every`` steps and after the last one (steps ``eval_every, 2 eval_every, ..., T``),
     also for the points left once every run has stopped, with a copy of the current parameters
     ``theta (k, P)`` of the runs ``runs`` (a ``range`` of run indices: the chunk being trained).

@@ -10,7 +10,7 @@ stages, each a small object or function tested on its own:
    Algorithm 1 lines 2-8. Runs with the same schedule row and budget are charged through
    one ledger (a ledger is a deterministic function of the steps charged to it, so they
    would all decide alike); ``R=None`` (no ledger) only adds up the cost. This is the one
-   place where runs are charged: Wu et al.'s protocol trains through it too (issue 32).
+   place where runs are charged: Wu et al.'s protocol trains through it too.
 2. **sample** (:func:`sample`, PSGD only): a Poisson mask per run, each sample kept with
    probability p.
 3. **private step** (:func:`private_step`): clip-and-sum (an oracle from
@@ -22,7 +22,7 @@ stages, each a small object or function tested on its own:
 4. **record** (:class:`Recorder`): the per-step fields that were asked for.
 
 After every ``config.eval_every`` steps and the last one, ``config.on_eval(step, theta,
-runs)`` is called (the evaluation hook, issue 32), also for the points left once every run
+runs)`` is called (the evaluation hook), also for the points left once every run
 has stopped (their parameters no longer change).
 
 Randomness. Run k owns two generators: a CPU ``torch.Generator`` seeded with
@@ -40,7 +40,7 @@ function of the seed: the guarantee of such a run needs its seed to stay secret.
 ``config.secure`` the training noise comes instead from :data:`SECURE_DRAWS` generators per
 distinct seed, each seeded from ``os.urandom`` once per :func:`train` call
 (:func:`secret_noise_seeds`, never recorded, not reproducible by design); the initial
-parameters still come from ``seed_k`` (issue 30).
+parameters still come from ``seed_k``.
 
 Memory. Runs are trained in chunks (:func:`plan_chunks`) so that the run-dependent state
 stays below ``config.memory_budget``; chunks are independent, so the result is the same
@@ -174,7 +174,7 @@ def _labels(name: str, y, model: Model, *, device) -> torch.Tensor:
     """``y`` checked once per call (:func:`dpcompanion.core.validate.class_labels`: whole
     numbers in ``{0, ..., n_classes - 1}``), as int64 on ``device``. The clipping below is
     built for these labels; a binary model's ``2y - 1`` outside +-1 is refused here, before
-    any step, rather than trained on (issue 30)."""
+    any step, rather than trained on."""
     if isinstance(y, torch.Tensor):
         y = y.detach().cpu()
         y = (y.double() if y.is_floating_point() else y).numpy()

@@ -15,7 +15,7 @@ samples). Two implementations:
   (:func:`~dpcompanion.training.model_base.binary_output_backprop_`), so its norm is exactly
   ``|a| ||s x||`` and clipping it at C is clamping ``a`` to ``[-C/||s x||, C/||s x||]``: the
   norm of the row ``-s x`` itself, so the bound holds for any label, not only for ``s = +-1``
-  where it is ``||x||`` (issue 30; :func:`~dpcompanion.training.trainers.engine.train`
+  where it is ``||x||`` (:func:`~dpcompanion.training.trainers.engine.train`
   also refuses labels outside ``{0, 1}`` at its entry). A step is
   two matmuls (``r = theta (-s X)^T``, ``sum = clamp(a) (-s X)``) and three elementwise
   passes; nothing per-sample is materialised (Goodfellow 2015, arXiv 1510.01799, for
@@ -136,7 +136,7 @@ class LinearOracle:
         Xn[:N] = ns.unsqueeze(-1) * feats  # rows -s x (exact for s = +-1); padded rows 0
         # The cap comes from the norms of the rows themselves, label included: a sample's
         # gradient is a (-s x), of norm |a| |s| ||x||, and |s| = |2y - 1| is 3 for y = -1 or 2
-        # (bounding by ||x|| alone let one such sample contribute 3 C: issue 30). For s = +-1
+        # (bounding by ||x|| alone let one such sample contribute 3 C). For s = +-1
         # the rows are +-x exactly, so these norms equal ||x||'s bit for bit.
         rows64 = norms64(Xn[:N])
         finite = torch.isfinite(Xn[:N]).all(dim=-1)

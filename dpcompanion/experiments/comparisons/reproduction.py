@@ -496,7 +496,7 @@ def _scale_words(row: dict) -> str:
     if scope_of(row) == "own code":
         return "in our own check" if mode != "computed" else "computed exactly"
     if row.get("comparable") == "direction":
-        return "in our smaller setup, unlike the paper's (only the direction is compared)"
+        return "in a setup unlike the paper's (only the direction is compared)"
     if mode == "computed":
         return "computed exactly"
     if row.get("at_paper_scale"):

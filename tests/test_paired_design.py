@@ -130,6 +130,8 @@ def test_w_f1_and_w_t36_recompute_as_paired(report):
     R = _stored("w-f1").payload["train"]
     best = lambda a: np.asarray(a)[:, 1:].max(axis=1)  # noqa: E731
     row = next(r for r in report if r["rule"] == "w-f1/gap")
+    if row.get("judged_on"):  # its printed cell is judged on W-T1245's runs: its own runs are own_ours
+        row = {**row, "ours": row["own_ours"]}
     _check_paired(row, best(R["acc_adp"]), best(R["acc_dp"]))
     rows = {r["item"]: r for r in report if r["rule"] == "w-t36/gap"}
     n = 0

@@ -209,8 +209,9 @@ def test_report_covers_the_book_on_the_committed_results():
         modes = {r["result"]["mode"] for r in rows if r["page"] == page}
         want = "paper" if store.fresh_paper(page) is not None else "full"
         assert modes == {want}, (page, modes)
-        if want == "paper":
-            assert all(r["at_paper_scale"] for r in rows if r["page"] == page), page
+        if want == "paper":  # a row tuned beyond the paper's stated range is not at its scale: it says so
+            assert all(r["at_paper_scale"] != ("beyond" in r["item"]) for r in rows if r["page"] == page), page
+            assert all(r["setup"] == "another" for r in rows if r["page"] == page and "beyond" in r["item"]), page
 
 
 def test_no_document_calls_full_mode_the_papers_scale():

@@ -556,8 +556,8 @@ def _row(rule_id: str, **kw) -> dict:
 #: named values the footnote's open constants may have come from
 W_EPS_N_CANDIDATES = (rd.Candidate("CIFAR-10's training set less a 5,000-image validation split", 45000),
                       rd.Candidate("CIFAR-10's training set (Sec. 6, the stated value)", 50000),
-                      rd.Candidate("MNIST's training set, the data size of TF-Privacy's MNIST tutorial "
-                                   "(compute_dp_sgd_privacy's example), or CIFAR-10 with its test images", 60000))
+                      rd.Candidate("MNIST's training set (TF-Privacy's tutorial), or CIFAR-10 with its test images",
+                                   60000))
 W_EPS_T_CANDIDATES = (rd.Candidate("footnote 3's 11,700 steps (the stated value)", 11700),
                       rd.Candidate("60 epochs of 196 batches (Sec. 6)", 11760),
                       rd.Candidate("120 epochs (Sec. 6)", 23520), rd.Candidate("200 epochs (Sec. 6)", 39200))
@@ -638,9 +638,10 @@ def _v(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
-def w_eps_fits_markdown(fits: Sequence[dict]) -> str:
-    """The W-EPS fits (:func:`w_eps_fits`) for a page: a generated lead sentence on the best fit
-    over all five values, then one table row per fit."""
+def w_eps_fits_markdown(fits: Sequence[dict]) -> tuple[str, str]:
+    """The W-EPS fits (:func:`w_eps_fits`) for a page: ``(lead, details)``, a generated
+    sentence on the best fit over all five values, and the paragraph on its constants' named
+    values with one table row per fit."""
     best = w_eps_best_fit(fits)
     vals = ", ".join(f"{k} = {_v(v)}" for k, v in best["constants"].items())
     per_value = {}
@@ -651,13 +652,14 @@ def w_eps_fits_markdown(fits: Sequence[dict]) -> str:
     nat = "; ".join(f"{n['constant']} lies {n['distance']:.1%} from {_v(n['value'])}, {n['name']}, "
                     f"{'a natural source' if n['natural'] else 'not a natural source'} (plugged in, largest "
                     f"deviation {n['deviation']:.1%})" for n in best["nearest"] if n["name"])
-    lead = (f"Fitting what the footnote leaves open, the closest any fit comes to all five quoted values is "
-            f"{best['fitted_what']} under {best['accountant']}: {vals}, largest relative "
-            f"deviation {best['deviation']:.1%}; "
+    lead = (f"**What the footnote leaves open, fitted.** The closest any fit comes to all five quoted values is "
+            f"{best['fitted_what']} under {best['accountant']}: {vals}, largest relative deviation "
+            f"{best['deviation']:.1%} ("
             + ("every fitted value rounds to the quoted one" if best["reproduces"] else
-               "the fitted values do not all round to the quoted ones") + f". {nat[:1].upper() + nat[1:]}. "
-            "Only a separate noise multiplier per epsilon_bar reproduces every value; their products z epsilon_bar "
-            f"run from {spread}, where Thm 4.1's noise has one constant K = {best['thm41_K']:.4g}.")
+               "the fitted values do not all round to the quoted ones") + ").")
+    details = (f"{nat[:1].upper() + nat[1:]}. Only a separate noise multiplier per epsilon_bar reproduces every "
+               f"value; their products z epsilon_bar run from {spread}, where Thm 4.1's noise has one constant "
+               f"K = {best['thm41_K']:.4g}.")
     rows = ["| accountant | fitted | best fit | largest relative deviation | rounds to the quoted? | nearest named value "
             "(its deviation) | natural source? |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for f in fits:
@@ -667,4 +669,4 @@ def w_eps_fits_markdown(fits: Sequence[dict]) -> str:
         natural = ", ".join(f"{n['constant']} {'yes' if n['natural'] else 'no'}" for n in f["nearest"] if n["name"])
         rows.append(f"| {acc} | {what} | {', '.join(f'{k} = {_v(v)}' for k, v in f['constants'].items())} | "
                     f"{f['deviation']:.2%} | {'yes' if f['reproduces'] else 'no'} | {near} | {natural} |")
-    return lead + "\n\n" + "\n".join(rows) + "\n"
+    return lead, details + "\n\n" + "\n".join(rows) + "\n"

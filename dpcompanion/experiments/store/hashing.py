@@ -147,6 +147,16 @@ def module_paths(name: str) -> tuple[str, str] | None:
     return f"{rel}.py", f"{rel}/__init__.py"
 
 
+def _from_module(node: ast.ImportFrom, module: str, is_pkg: bool) -> str:
+    """The module a ``from ... import`` in ``module`` (a package's ``__init__`` when ``is_pkg``)
+    reads from, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    anchor = (module if is_pkg else module.rpartition(".")[0]).split(".")
+    anchor = anchor[: len(anchor) - (node.level - 1)]
+    return ".".join(anchor + ([node.module] if node.module else []))
+
+
 @functools.lru_cache(maxsize=8192)
 def imports_in_source(source_sha: str, source: bytes, module: str, is_pkg: bool) -> frozenset[str]:
     """Every module name ``module`` (source ``source``, a package's ``__init__`` when
@@ -154,18 +164,12 @@ def imports_in_source(source_sha: str, source: bytes, module: str, is_pkg: bool)
     submodule import also runs its parents' ``__init__``); not yet filtered to those that
     exist. Cached by the source's sha256."""
     tree = ast.parse(source, filename=module)
-    pkg = module if is_pkg else module.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                anchor = pkg.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                mod = ".".join(anchor + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
+            mod = _from_module(node, module, is_pkg)
             out.add(mod)
             out.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import module`
     for m in list(out):
@@ -242,13 +246,7 @@ def _import_targets(node: ast.stmt, module: str, is_pkg: bool) -> dict[str, tupl
         for a in node.names:
             out[a.asname or a.name.split(".")[0]] = (a.name if a.asname else a.name.split(".")[0], None)
     elif isinstance(node, ast.ImportFrom):
-        pkg = module if is_pkg else module.rpartition(".")[0]
-        if node.level:
-            anchor = pkg.split(".")
-            anchor = anchor[: len(anchor) - (node.level - 1)]
-            mod = ".".join(anchor + ([node.module] if node.module else []))
-        else:
-            mod = node.module or ""
+        mod = _from_module(node, module, is_pkg)
         for a in node.names:
             out[a.asname or a.name] = (mod, a.name)
     return out

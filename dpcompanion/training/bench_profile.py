@@ -23,7 +23,7 @@ expose as separate calls:
   per workload.
 
 The stage methods call the models' stage helpers (``_output_backprop``, ``_runs_per_chunk``,
-``_layer_norms``, ``_layer_clipped_sum``): the one place outside the model modules that does, so
+``_relu_forward``, ``_relu_norms``, ``_relu_sum``, ``_layer_norms``, ``_layer_clipped_sum``): the one place outside the model modules that does, so
 that the profile runs the engine's own code rather than a copy of it.
 """
 
@@ -37,7 +37,7 @@ import torch
 
 from dpcompanion.training.conv_models import GhostConvModel
 from dpcompanion.training.dense_models import DenseModel
-from dpcompanion.training.model_base import clip_factors, norms64
+from dpcompanion.training.model_base import clip_factors
 
 __all__ = ["STAGES", "STAGE_WHY", "MLPStages", "CNNStages", "profile_summary"]
 
@@ -109,7 +109,6 @@ class MLPStages(_StagedStep):
         self.model, self.theta, self.X, self.y = model, theta, X, y
         self.clip_norm, self.lr, self.sigma, self.gen = float(clip_norm), float(lr), float(sigma), gen
         self.N = X.shape[0]
-        self.Xa = torch.cat([X, torch.ones(self.N, 1, dtype=X.dtype, device=X.device)], dim=1)  # (N, d+1)
         self.timer = _Timer()
 
     @property
@@ -122,43 +121,21 @@ class MLPStages(_StagedStep):
         return [slice(i, i + step) for i in range(0, K, step)]
 
     def forward(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Hidden activations ``a (K, N, H)``, output gradients ``dz (K, N, 1)`` and the
-        second layer's weights, as the engine's chunk computes them."""
+        """The chunk's forward and backward to the hidden layer, as the engine computes them
+        (:meth:`DenseModel._relu_forward`)."""
         with torch.no_grad():
-            d = self.model.sizes[0]
-            p = self.model.unflatten(theta)
-            W1, b1, W2, b2 = p["W1"], p["b1"], p["W2"], p["b2"]
-            W1a = torch.cat([W1, b1.unsqueeze(-1)], dim=-1)
-            a = torch.matmul(self.Xa, W1a.transpose(-1, -2)).relu_()
-            z = torch.baddbmm(b2.unsqueeze(-2), a, W2.transpose(-1, -2))
-            _, dz = self.model._output_backprop(z, self.y)
-            return {"a": a, "dz": dz, "W2": W2, "d": d}
+            return self.model._relu_forward(theta, self.X, self.y)
 
     def norms(self, fw: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Clip factors ``(K, N)`` from the ghost norms ``dz^2 ((||a||^2 + 1) + (m . W2^2)(||x||^2 + 1))``."""
+        """Clip factors ``(K, N)`` from the per-sample norms (:meth:`DenseModel._relu_norms`)."""
         with torch.no_grad():
-            a, dz, W2 = fw["a"], fw["dz"], fw["W2"]
-            fw["mask"] = mask = torch.sign(a)
-            fw["w2"] = w2 = W2.transpose(-1, -2)
-            m_w2 = torch.bmm(mask.to(torch.float64), w2.to(torch.float64).square())[..., 0]
-            dz2 = dz[..., 0].to(torch.float64).square()
-            an = norms64(a).square_().add_(1.0)
-            xn = norms64(self.Xa).square_()
-            n64 = (dz2 * (an + m_w2 * xn)).sqrt_()
-            return clip_factors(n64, self.clip_norm, dtype=self.theta.dtype)
+            n64, slack = self.model._relu_norms(fw)
+            return clip_factors(n64, self.clip_norm, dtype=self.theta.dtype, absolute=slack)
 
     def clipped_sum(self, fw: dict[str, torch.Tensor], c: torch.Tensor | None) -> torch.Tensor:
         """``sum_n c_n g_n`` ``(K, P)``; ``c=None``: the plain sum (no clip weights)."""
         with torch.no_grad():
-            a, dz, d = fw["a"], fw["dz"], fw["d"]
-            K = a.shape[0]
-            mask = fw["mask"] if "mask" in fw else torch.sign(a)
-            w2 = fw["w2"] if "w2" in fw else fw["W2"].transpose(-1, -2)
-            cdz = dz if c is None else c.unsqueeze(-1) * dz
-            gW2 = torch.bmm(cdz.transpose(-1, -2), a)
-            gb2 = cdz.sum(dim=-2)
-            gW1a = torch.bmm(mask.transpose(-1, -2), cdz * self.Xa) * w2
-            return torch.cat([gW1a[..., :d].reshape(K, -1), gW1a[..., d], gW2.reshape(K, -1), gb2], dim=-1)
+            return self.model._relu_sum(fw, c)
 
     def private_step(self) -> None:
         """One private step (as :func:`~dpcompanion.training.bench_workloads.private_step_fn`), each

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
 from dpcompanion.training.model_base import (ClipResult, Model, clip_factors, finite_clip_sum, norms64, product_norms64,
-                                             underflow_unit)
+                                             sqnorms_upper, underflow_unit)
 
 __all__ = ["FuncModel", "GhostConvModel", "MNISTCNN", "CIFARCNN"]
 
@@ -116,28 +116,10 @@ def _patches(a: torch.Tensor, conv: torch.nn.Conv2d) -> torch.Tensor:
     return v.reshape(N, Ho * Wo, kh * kw * C)
 
 
-def _sqnorms64(x: torch.Tensor, block: int = 1 << 17) -> torch.Tensor:
-    """Squared Euclidean norms of the rows of ``x`` ``(N, D)``: float64 norms of its values
-    (:func:`norms64`, torch's vectorised reduction, faster than squaring a float64 copy),
-    squared (a few float64 ulps, inside :data:`CLIP_SLACK_NORM`), taken in blocks of rows of
-    about ``block`` elements so that each block's float64 copy stays in cache (the W-F4 CNN's
-    second conv, 256 x 8192 values: its whole formed branch with the clipped sum 2.3 ms
-    against 3.1 ms with the norms in one piece, one thread).
-
-    >>> x = torch.tensor([[3.0, 4.0], [6.0, 8.0], [0.0, 1.0]])
-    >>> _sqnorms64(x, block=2).tolist(), torch.equal(_sqnorms64(x, block=2), _sqnorms64(x))
-    ([25.0, 100.0, 1.0], True)
-    """
-    rows = max(1, block // max(1, x.shape[1]))
-    if rows >= x.shape[0]:
-        return norms64(x).square()
-    return torch.cat([norms64(x[i:i + rows]) for i in range(0, x.shape[0], rows)]).square()
-
-
 def _conv_ghost(L: int, d: int, c_out: int) -> bool:
     """Whether a conv layer's per-sample norms are taken as ghost norms (else the per-sample
     gradients are formed), by counted cost per sample: forming costs the batched product
-    ``C_out d L`` plus a pass over the ``C_out d`` per-sample gradient (its float64 norm; the
+    ``C_out d L`` plus a pass over the ``C_out d`` per-sample gradient (its squared norm; the
     clipped sum is then a matrix-vector product); the ghost norm costs two Gram matrices in
     float64 (``L^2 (d + C_out)`` multiply-adds at twice a float32 one's cost), the float64
     copy of the ``L d`` patches, and the clipped sum as one GEMM (``C_out d L`` again).
@@ -167,8 +149,11 @@ class GhostConvModel(FuncModel):
       (:func:`_conv_ghost`); the bias gradient is ``sum_p g_p``.
 
     No second backward pass is needed: the clip factors weight per-sample quantities already
-    at hand. Squared norms are summed in float64 from the float32 values (the one clipping
-    rule, :func:`clip_scale`). Runs are looped (each run's conv is already batched over
+    at hand. Squared norms are proven upper bounds from the float32 values (partials of
+    :data:`~dpcompanion.training.model_base.NORM_BLOCK` squares in float32, summed in float64,
+    :func:`~dpcompanion.training.model_base.sqnorms_upper`; the ghost branch's Gram products in
+    float64), and the clip factors follow the one clipping rule,
+    :func:`~dpcompanion.training.model_base.clip_scale`. Runs are looped (each run's conv is already batched over
     samples).
 
     On CPU the forward of :meth:`clipped_grad_sum` feeds max-pooling layers channels-last
@@ -193,8 +178,8 @@ class GhostConvModel(FuncModel):
                 na = norms64(a)
                 return product_norms64(norms64(g), torch.hypot(na, torch.ones_like(na)) if mod.bias is not None
                                        else na), ("linear", a, g)
-            an = a.double().square().sum(-1) + (1.0 if mod.bias is not None else 0.0)
-            return g.double().square().sum(-1) * an, ("linear", a, g)
+            an = sqnorms_upper(a) + (1.0 if mod.bias is not None else 0.0)
+            return sqnorms_upper(g) * an, ("linear", a, g)
         N, c_out = g.shape[0], g.shape[1]
         A = _patches(a, mod)  # (N, L, d)
         L, d = A.shape[1], A.shape[2]
@@ -216,10 +201,10 @@ class GhostConvModel(FuncModel):
             carry = ("ghost", A, G, gb)
         else:  # the per-sample gradients (N, C_out, d)
             psg = torch.bmm(G, A)
-            nsq = _sqnorms64(psg.reshape(N, -1))
+            nsq = norms64(psg.reshape(N, -1)).square() if f64 else sqnorms_upper(psg.reshape(N, -1))
             carry = ("formed", psg, None, gb)
         if gb is not None:
-            nsq = nsq + (norms64(gb).square() if f64 else gb.double().square().sum(-1))
+            nsq = nsq + (norms64(gb).square() if f64 else sqnorms_upper(gb))
         return nsq, carry
 
     @staticmethod

@@ -183,10 +183,11 @@ def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype,
     trainers' linear fast path (a cap on the margin weight) both use it.
 
     The bound, for finite gradient values of any magnitude and any C > 0, and why. (i) The norm
-    ``n``: float64, from the ``dtype`` values, relative error below ``2^-47`` (squares of
-    float32 values cannot over- or underflow float64; float64 rows are rescaled where they
-    could, :func:`norms64`, and the ghost paths multiply factor norms before squaring,
-    :func:`product_norms64`); a norm below 1e-30 is taken as 1e-30, which only lowers the
+    ``n``: float64, from the ``dtype`` values, at least the exact norm less ``2^-47`` of it:
+    low-precision values give proven upper bounds (:func:`sqnorms_upper`, which the paths combine
+    in float64 with a few roundings), float64 values a relative error below ``2^-47`` (rows
+    rescaled where squares could over- or underflow, :func:`norms64`, and the ghost paths
+    multiply factor norms before squaring, :func:`product_norms64`); a norm below 1e-30 is taken as 1e-30, which only lowers the
     factor, so an absolute error in a norm that small does not matter. (ii) The factor: two
     float64 roundings (reciprocal, product; one step down below float64's normal range, where
     the product's rounding is absolute), then the cast to ``dtype``: to nearest for a normal

@@ -61,7 +61,7 @@ CASES = {
     "mlp": (lambda: make_model("mlp", in_dim=D, hidden=7), None),
     "mlp-squared": (lambda: make_model("mlp", in_dim=D, hidden=7, loss="squared"), None),
     "mlp-generic": (_mlp_generic, None),
-    # rows of 1,000 and 300 values: their squared norms are summed in float32 partials (sqnorms_upper)
+    # rows of 1,000 and 300 values: their squared norms are summed in float32 partials (sqnorms)
     "mlp-wide": (lambda: make_model("mlp", in_dim=D, hidden=1000), None),
     "mlp-wide-generic-3class": (lambda: DenseModel(in_dim=D, n_classes=3, hidden=(300, 40)), None),
     "mlp-3class": (lambda: make_model("mlp", in_dim=D, n_classes=3, hidden=7), None),

@@ -1,11 +1,15 @@
-"""The per-sample norms are taken in the training dtype (float32) with a proven upper bound
-(:func:`dpcompanion.training.model_base.sqnorms_upper`, :func:`~dpcompanion.training.model_base.sqnorm_bound`),
-and the bound is what keeps each example's clipped contribution within C.
+"""The per-sample norms are taken in the training dtype (float32) with a proven error bound
+(:func:`dpcompanion.training.model_base.sqnorms`, :func:`~dpcompanion.training.model_base.sqnorm_error`),
+and the slack of the clip factor, which covers that bound, keeps each example's clipped
+contribution within C.
 
 * the bound holds: for rows of any length and of magnitudes from 1e-30 to 1e30 (huge, tiny and
   mixed rows, rows built so that a float32 running sum loses the most), along the last and a middle
-  dimension, the bound is at least the exact squared norm (``math.fsum`` of the exact float64
-  squares) and within its stated slack of it;
+  dimension, the estimate is never short of the exact squared norm (``math.fsum`` of the exact
+  float64 squares) by more than ``E`` of it, nor above it by more than that;
+* the slack covers it: ``(1 + u)^4 / sqrt(1 - E)`` with the float64 roundings, in exact
+  rational arithmetic, is within the clip factor's ``1 + 8 u + 2^-47`` (it would not be with
+  partials of 8 squares);
 * the bound is needed: a plain float32 norm (torch's own reduction) under the slack of
   ``clip_scale`` lets a long adversarial row contribute more than C, and with the whole safety
   factor removed (the bound and the slack) ordinary clipped rows of the paper's MLP exceed C; with
@@ -24,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcompanion.training import model_base
-from dpcompanion.training.model_base import clip_factors, norms64, sqnorm_bound, sqnorms_upper
+from dpcompanion.training.model_base import clip_factors, norms64, sqnorm_error, sqnorms
 from dpcompanion.training.models import make_model
 
 SLACK = 1 + 1e-12  # float64 rounding of the check itself
@@ -47,7 +51,7 @@ def _adversarial(n: int) -> torch.Tensor:
 @given(n=st.integers(1, 3000), rows=st.integers(1, 4), exponent=st.floats(-30.0, 30.0),
        kind=st.sampled_from(["plain", "mixed", "tiny-in-huge", "adversarial", "zeros"]),
        middle=st.booleans(), seed=st.integers(0, 2**16))
-def test_sqnorms_upper_bounds_the_exact_squared_norm(n, rows, exponent, kind, middle, seed):
+def test_sqnorms_within_its_proven_error_of_the_exact_squared_norm(n, rows, exponent, kind, middle, seed):
     g = torch.Generator().manual_seed(seed)
     v = torch.randn(rows, n, generator=g, dtype=torch.float64) * 10.0**exponent
     if kind == "mixed":  # half the entries ordinary
@@ -61,22 +65,38 @@ def test_sqnorms_upper_bounds_the_exact_squared_norm(n, rows, exponent, kind, mi
     v = v.float()
     if middle:  # the (K, H, N) layout of the MLP path: norms along dimension 1
         v3 = v.t().unsqueeze(0).contiguous()  # (1, n, rows)
-        up, exact = sqnorms_upper(v3, dim=1)[0].numpy(), _exact_sq(v3, 1)[0]
+        est, exact = sqnorms(v3, dim=1)[0].numpy(), _exact_sq(v3, 1)[0]
     else:
-        up, exact = sqnorms_upper(v).numpy(), _exact_sq(v, -1)
-    factor, add = sqnorm_bound(torch.float32, n)
+        est, exact = sqnorms(v).numpy(), _exact_sq(v, -1)
+    E, add = sqnorm_error(torch.float32, n)
     ok = np.isfinite(exact)
-    assert np.all(up[ok] >= exact[ok]), (up, exact)
-    # tight: within the bound's own slack (a float64 recomputation where the allowance would dominate)
-    assert np.all(up[ok] <= exact[ok] * (1 + 2.1 * (factor - 1)) + 1.01 * factor * add), (up, exact)
+    assert np.all(exact[ok] * (1 - E) <= est[ok]), (est, exact)  # the proven side
+    assert np.all(est[ok] <= exact[ok] * (1 + E) + 1.01 * add), (est, exact)  # and not loose
 
 
-def test_the_bound_is_eight_ulps_for_the_papers_rows():
-    f, a = sqnorm_bound(torch.float32, 1000)
-    u = 2.0**-24
-    assert 8 * u < f - 1 < 8.01 * u and a < 1e-41
+def test_the_bound_is_seven_ulps_and_the_clip_slack_covers_it():
+    """Exact rational arithmetic: the clipped gradient from a float32 norm is formed with at most four
+    float32 roundings (the clip factor and three products, :data:`model_base.CLIP_SLACK_ULPS`) and a
+    few float64 ones, and its norm estimate is at least sqrt(1 - E) of the exact one; the product
+    of these fits the clip factor's slack for every row up to NORM_MAX_PARTIALS partials. With
+    partials of 8 squares it would not."""
+    from fractions import Fraction as F
+
+    u = F(1, 2**24)
+    E, a = sqnorm_error(torch.float32, 1000)
+    assert abs(E / 2.0**-24 - 7) < 1e-3 and a < 1e-41
+    kappa = model_base.CLIP_SLACK_ULPS * u + F(model_base.CLIP_SLACK_NORM)
+    n_max = model_base.NORM_BLOCK * (model_base.NORM_MAX_PARTIALS - 2)
+
+    def fits(E) -> bool:
+        need_sq = (1 + u) ** 8 / (1 - F(E)) * (1 + F(8, 2**53)) ** 2
+        return need_sq <= (1 + kappa) ** 2
+
+    assert fits(sqnorm_error(torch.float32, n_max)[0])
+    g8 = 8 * u / (1 - 8 * u)
+    assert not fits(g8)  # NORM_BLOCK = 8 would need more slack
     with pytest.raises(ValueError, match="float64"):
-        sqnorm_bound(torch.float64, 10)
+        sqnorm_error(torch.float64, 10)
 
 
 def _contribution_ratio(G: torch.Tensor, n64: torch.Tensor, C: float) -> float:
@@ -87,21 +107,21 @@ def _contribution_ratio(G: torch.Tensor, n64: torch.Tensor, C: float) -> float:
 
 @pytest.mark.parametrize("n", [2**15, 2**17])
 def test_a_plain_float32_norm_breaks_the_bound_on_long_rows(n):
-    """The slack of clip_scale covers the products that form c g, not a float32 sum of n squares:
-    torch's own float32 reduction of the adversarial row is 2^-20 short of its norm, which lets
-    its clipped contribution exceed C; the bounded norm keeps it within."""
+    """The slack of clip_scale covers partials of 7 squares, not a float32 sum of n of them: torch's
+    own float32 reduction of the adversarial row is about 2^-20 short of its norm, which lets its
+    clipped contribution exceed C; the norm from partials keeps it within."""
     G = torch.stack([_adversarial(n) * s for s in (1.0, 0.37, 3.1)])
     C = 1.0
     plain = torch.linalg.vector_norm(G, dim=-1).double()  # float32 sum, as torch computes it
     assert _contribution_ratio(G, plain, C) > SLACK
-    assert _contribution_ratio(G, sqnorms_upper(G).sqrt(), C) <= SLACK
+    assert _contribution_ratio(G, sqnorms(G).sqrt(), C) <= SLACK
 
 
 def test_without_the_safety_factor_the_papers_mlp_exceeds_C(monkeypatch):
     """The paper's network (1,000 hidden units) on ordinary data, every example clipped (C small):
-    with the bound's factor and the slack of clip_scale removed, the clip factor is C over a norm
-    that rounding left short about half the time, and some examples contribute more than C; with
-    them, none does. Each example's contribution is its own one-example sum, measured in float64."""
+    with the slack of clip_scale removed (which covers the float32 norm's error), the clip factor is
+    C over a norm that rounding left short about half the time, and some examples contribute more
+    than C; with it, none does. Each example's contribution is its own one-example sum, measured in float64."""
     model = make_model("mlp", in_dim=20, hidden=1000)
     g = torch.Generator().manual_seed(3)
     X = torch.randn(40, 20, generator=g)
@@ -118,7 +138,6 @@ def test_without_the_safety_factor_the_papers_mlp_exceeds_C(monkeypatch):
 
     with_factor = worst()
     with monkeypatch.context() as mp:
-        mp.setattr(model_base, "sqnorm_bound", lambda dtype, n: (1.0, 0.0))
         mp.setattr(model_base, "CLIP_SLACK_ULPS", 0)
         mp.setattr(model_base, "CLIP_SLACK_NORM", 0.0)
         without = worst()

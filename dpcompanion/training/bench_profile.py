@@ -5,7 +5,7 @@ expose as separate calls:
 
 * **the stages of the private step**, timed one by one: ``forward`` (the forward pass and
   the backprops: the layers' inputs and output gradients), ``norms`` (per-sample gradient
-  norms in float64 and the clip factors, :func:`~dpcompanion.training.model_base.clip_factors`),
+  norms (float32 partials with a proven error bound) and the clip factors, :func:`~dpcompanion.training.model_base.clip_factors`),
   ``clipped_sum`` (the clip-weighted sum of the per-sample gradients), ``noise`` (one
   Gaussian draw per parameter, added at std ``sigma C``) and ``update`` (the averaged SGD
   step). :class:`MLPStages` splits the paper's network's ghost-clipping path
@@ -47,8 +47,8 @@ STAGES: tuple[str, ...] = ("forward", "norms", "clipped_sum", "noise", "update")
 #: what each stage costs and why, for the sentence naming a workload's largest stage
 STAGE_WHY: dict[str, str] = {
     "forward": "the forward pass and the backprops, which the non-private step pays as well: the floor of any step",
-    "norms": "the per-sample gradient norms, taken in float64 from the float32 values (the one clipping rule, "
-             "clip_scale), an extra pass over every layer's activations and backprops that a non-private step "
+    "norms": "the per-sample gradient norms, from the activations and backprops the step holds anyway, in "
+             "float32 partials with a proven error bound (sqnorms), and the clip factors: passes a non-private step "
              "does not make",
     "clipped_sum": "the clip-weighted sum of the per-sample gradients: the weight-gradient products of a "
                    "non-private backward, with the clip factors applied first",

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
 from dpcompanion.training.model_base import (ClipResult, Model, clip_factors, finite_clip_sum, norms64, product_norms64,
-                                             sqnorms_upper, underflow_unit)
+                                             sqnorms, underflow_unit)
 
 __all__ = ["FuncModel", "GhostConvModel", "MNISTCNN", "CIFARCNN"]
 
@@ -149,10 +149,10 @@ class GhostConvModel(FuncModel):
       (:func:`_conv_ghost`); the bias gradient is ``sum_p g_p``.
 
     No second backward pass is needed: the clip factors weight per-sample quantities already
-    at hand. Squared norms are proven upper bounds from the float32 values (partials of
-    :data:`~dpcompanion.training.model_base.NORM_BLOCK` squares in float32, summed in float64,
-    :func:`~dpcompanion.training.model_base.sqnorms_upper`; the ghost branch's Gram products in
-    float64), and the clip factors follow the one clipping rule,
+    at hand. Squared norms come from float32 partials of the values with a proven error bound
+    (:data:`~dpcompanion.training.model_base.NORM_BLOCK` squares each, summed in float64,
+    :func:`~dpcompanion.training.model_base.sqnorms`; in a product of two, the narrower factor
+    in float64; the ghost branch's Gram products in float64), and the clip factors follow the one clipping rule,
     :func:`~dpcompanion.training.model_base.clip_scale`. Runs are looped (each run's conv is already batched over
     samples).
 
@@ -178,8 +178,11 @@ class GhostConvModel(FuncModel):
                 na = norms64(a)
                 return product_norms64(norms64(g), torch.hypot(na, torch.ones_like(na)) if mod.bias is not None
                                        else na), ("linear", a, g)
-            an = sqnorms_upper(a) + (1.0 if mod.bias is not None else 0.0)
-            return sqnorms_upper(g) * an, ("linear", a, g)
+            # the wider factor from float32 partials (sqnorms), the other in float64 (one float32
+            # estimate per product: its error bound fits the clip slack, a product of two would not)
+            wide_a = a.shape[-1] >= g.shape[-1]
+            an = (sqnorms(a) if wide_a else norms64(a).square()) + (1.0 if mod.bias is not None else 0.0)
+            return (norms64(g).square() if wide_a else sqnorms(g)) * an, ("linear", a, g)
         N, c_out = g.shape[0], g.shape[1]
         A = _patches(a, mod)  # (N, L, d)
         L, d = A.shape[1], A.shape[2]
@@ -201,10 +204,10 @@ class GhostConvModel(FuncModel):
             carry = ("ghost", A, G, gb)
         else:  # the per-sample gradients (N, C_out, d)
             psg = torch.bmm(G, A)
-            nsq = norms64(psg.reshape(N, -1)).square() if f64 else sqnorms_upper(psg.reshape(N, -1))
+            nsq = norms64(psg.reshape(N, -1)).square() if f64 else sqnorms(psg.reshape(N, -1))
             carry = ("formed", psg, None, gb)
         if gb is not None:
-            nsq = nsq + (norms64(gb).square() if f64 else sqnorms_upper(gb))
+            nsq = nsq + (norms64(gb).square() if f64 else sqnorms(gb))
         return nsq, carry
 
     @staticmethod

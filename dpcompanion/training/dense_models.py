@@ -23,7 +23,7 @@ import torch
 
 from dpcompanion.training.model_base import (ClipResult, Model, binary_output_backprop_, binary_output_loss,
                                              clip_factors, finite_clip_sum, norms64, product_norms64,
-                                             sqnorms_upper, underflow_unit)
+                                             sqnorms, underflow_unit)
 
 __all__ = ["DenseModel"]
 
@@ -233,8 +233,8 @@ class DenseModel(Model):
 
     def _augmented(self, X: torch.Tensor):
         """``(Xa, XaT, xn)``: the data with its bias feature ``[x, 1]`` ``(N, d+1)``, its transpose
-        (contiguous) and the squared norms ``||[x_n, 1]||^2`` (float64; upper bounds from the values,
-        :func:`~dpcompanion.training.model_base.sqnorms_upper`, for low-precision data), kept for the
+        (contiguous) and the squared norms ``||[x_n, 1]||^2`` (float64 from the values, to a few
+        float64 ulps: they multiply a float32 estimate, whose error must not be doubled), kept for the
         last ``X`` seen (the same tensor, not modified since: its ``_version``), so that a full-batch
         run computes them once rather than at every step."""
         hit = self._aug
@@ -242,7 +242,7 @@ class DenseModel(Model):
             return hit[2]
         N = X.shape[0]
         Xa = torch.cat([X, torch.ones(N, 1, dtype=X.dtype, device=X.device)], dim=1)
-        xn = norms64(Xa).square() if X.dtype == torch.float64 else sqnorms_upper(Xa)
+        xn = norms64(Xa).square()  # float64 from the values: it multiplies a float32 estimate (sqnorms)
         terms = (Xa, Xa.t().contiguous(), xn)
         self._aug = (X, X._version, terms)
         return terms
@@ -283,8 +283,9 @@ class DenseModel(Model):
         return {"aT": aT, "D": D, "dz": dz[..., 0], "losses": losses, "Xa": Xa, "xn": xn, "W2": W2}
 
     def _relu_norms(self, fw: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-sample gradient norms ``(K, N)`` (float64; upper bounds from the training dtype's
-        values, :func:`~dpcompanion.training.model_base.sqnorms_upper`, or, for float64 values,
+        """Per-sample gradient norms ``(K, N)`` (float64; from float32 partials of the training dtype's
+        values, :func:`~dpcompanion.training.model_base.sqnorms`, at most one such factor in each
+        product, or, for float64 values,
         products of norms before squaring, :meth:`_binary_relu_norms64`) and the underflow slack of
         :func:`~dpcompanion.training.model_base.clip_scale`."""
         aT, D, dz, Xa, xn = fw["aT"], fw["D"], fw["dz"], fw["Xa"], fw["xn"]
@@ -293,8 +294,8 @@ class DenseModel(Model):
             n64, at, xt, wn = self._binary_relu_norms64(aT.transpose(1, 2), Xa, fw["W2"].transpose(1, 2),
                                                         torch.sign(aT).transpose(1, 2), dz)
         else:
-            an = sqnorms_upper(aT, dim=1).add_(1.0)  # ||[a, 1]||^2
-            dn = sqnorms_upper(D, dim=1)  # ||D_n||^2 = sum_h 1[a_nh > 0] W2_h^2
+            an = sqnorms(aT, dim=1).add_(1.0)  # ||[a, 1]||^2
+            dn = sqnorms(D, dim=1)  # ||D_n||^2 = sum_h 1[a_nh > 0] W2_h^2
             n64 = (dz.double().square() * (an + dn * xn)).sqrt_()
             at, xt, wn = an.sqrt(), xn.sqrt(), dn.sqrt()  # ||[a, 1]||, ||[x, 1]||, ||D_n||
         # c dz, then (c dz) a_h and the bias; (c dz) x_j, then times W2_h: each product that
@@ -385,8 +386,12 @@ class DenseModel(Model):
                     slack = slack + eta * (wa * nd + wd * na + wa * wd + wd)
                     norms_sq.add_(product_norms64(nd, torch.hypot(na, torch.ones_like(na)) if self.bias else na))
                     continue
-                # upper bounds from the dtype's values (sqnorms_upper)
-                an, dn = sqnorms_upper(a_l), sqnorms_upper(d_l)
+                # the wider factor from float32 partials (sqnorms), the other in float64: the error
+                # bound of one float32 estimate fits the clip slack, that of a product of two would not
+                if a_l.shape[-1] >= d_l.shape[-1]:
+                    an, dn = sqnorms(a_l), norms64(d_l).square_()
+                else:
+                    an, dn = norms64(a_l).square_(), sqnorms(d_l)
                 slack = slack + eta * (wa * dn.sqrt() + wd * an.sqrt() + wa * wd + wd)
                 if self.bias:
                     an.add_(1.0)

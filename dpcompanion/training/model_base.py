@@ -69,8 +69,9 @@ __all__ = [
     "clip_factors",
     "norms64",
     "NORM_BLOCK",
-    "sqnorm_bound",
-    "sqnorms_upper",
+    "NORM_MAX_PARTIALS",
+    "sqnorm_error",
+    "sqnorms",
     "product_norms64",
     "underflow_unit",
     "round_down_subnormal",
@@ -130,8 +131,9 @@ def predict_from_output(z: torch.Tensor) -> torch.Tensor:
 
 #: Relative slack of the clip factor, in unit roundoffs u of the training dtype: the clipped
 #: gradient ``c g`` is formed by a few float roundings (c itself, then up to three products on
-#: the way to the sum: ``c dz``, ``(c dz) x``, ``* W2`` on the MLP path), each at most u;
-#: 8 u covers them. ``CLIP_SLACK_NORM`` float64 ulps cover the float64 norm's own rounding
+#: the way to the sum: ``c dz``, ``(c dz) x``, ``* W2`` on the MLP path), each at most u, and a
+#: float32 norm from :func:`sqnorms` is at least ``sqrt(1 - 7 u)`` of the exact one: 8 u covers
+#: ``(1 + u)^4 / sqrt(1 - 7 u)`` (checked exactly, ``tests/test_clip_float32_norms.py``). ``CLIP_SLACK_NORM`` float64 ulps cover the float64 norm's own rounding
 #: (torch sums in blocks/pairs: error ~ log2(n) ulps, n the number of squares) and the two
 #: float64 roundings of the factor itself. Underflowed products, where u does not bound the
 #: error, are charged separately (the ``absolute`` slack of :func:`clip_scale`).
@@ -183,11 +185,11 @@ def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype,
     trainers' linear fast path (a cap on the margin weight) both use it.
 
     The bound, for finite gradient values of any magnitude and any C > 0, and why. (i) The norm
-    ``n``: float64, from the ``dtype`` values, at least the exact norm less ``2^-47`` of it:
-    low-precision values give proven upper bounds (:func:`sqnorms_upper`, which the paths combine
-    in float64 with a few roundings), float64 values a relative error below ``2^-47`` (rows
-    rescaled where squares could over- or underflow, :func:`norms64`, and the ghost paths
-    multiply factor norms before squaring, :func:`product_norms64`); a norm below 1e-30 is taken as 1e-30, which only lowers the
+    ``n``: float64, from the ``dtype`` values: float64 values within ``2^-47`` (rows rescaled where
+    squares could over- or underflow, :func:`norms64`, and the ghost paths multiply factor norms
+    before squaring, :func:`product_norms64`); float32 values from float32 partials of 7 squares,
+    at least ``sqrt(1 - E)`` of the exact norm with ``E`` 7 u (:func:`sqnorms`, :func:`sqnorm_error`;
+    the paths combine them in float64 with a few roundings); a norm below 1e-30 is taken as 1e-30, which only lowers the
     factor, so an absolute error in a norm that small does not matter. (ii) The factor: two
     float64 roundings (reciprocal, product; one step down below float64's normal range, where
     the product's rounding is absolute), then the cast to ``dtype``: to nearest for a normal
@@ -199,7 +201,8 @@ def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype,
     :func:`underflow_unit` in absolute terms, and the caller passes ``A``: those errors times
     the norms of what multiplies them afterwards (the ghost convolution also adds its
     summation error to ``n``). So the clipped gradient as summed has norm at most ``(1 + u)^4
-    (1 + 2^-47 + 2^-52) (c n + A) <= (1 + kappa) (c n + A) <= C``. An overflowed (inf) or NaN
+    (1 + 2^-47 + 2^-52) (c n + A)`` from a float64 norm and ``(1 + u)^4 (1 - E)^-1/2 (1 + 2^-50) (c n
+    + A)`` from a float32 one, both ``<= (1 + kappa) (c n + A) <= C``. An overflowed (inf) or NaN
     norm gives factor 0: the sample contributes nothing, which never exceeds C (a sample whose
     own values are not finite is dropped by :func:`finite_clip_sum`).
 
@@ -271,58 +274,61 @@ def norms64(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return flat.reshape(n.shape)
 
 
-#: float32 squares summed per partial by :func:`sqnorms_upper` (the partials are then summed in float64)
-NORM_BLOCK = 8
+#: float32 squares summed per partial by :func:`sqnorms` (the partials are then summed in float64): 7
+#: is the largest count whose error the slack of :func:`clip_scale` covers (``tests/test_clip_float32_norms.py``)
+NORM_BLOCK = 7
+#: partials per row above which :func:`sqnorms` takes the row in float64 (their float64 sum's error bound
+#: would no longer fit the slack)
+NORM_MAX_PARTIALS = 1 << 24
 
 
-def sqnorm_bound(dtype: torch.dtype, n: int) -> tuple[float, float]:
-    """``(factor, add)`` such that ``(S^ + add) * factor`` bounds a squared norm ``S`` of ``n`` values of
-    ``dtype`` from above, ``S^`` being :func:`sqnorms_upper`'s float64 sum of its low-precision partials.
+def sqnorm_error(dtype: torch.dtype, n: int) -> tuple[float, float]:
+    """``(E, add)`` such that a squared norm ``S`` of ``n`` finite values of ``dtype`` satisfies
+    ``S <= S~ / (1 - E)``, with ``S~`` what :func:`sqnorms` returns: the float64 sum of its
+    low-precision partials plus ``add``.
 
-    The proof, for finite values (a non-finite ``S^`` is taken again in float64). Each partial is a sum
-    of at most ``q =`` :data:`NORM_BLOCK` products ``x_i^2`` computed in ``dtype``: ``q`` roundings in
-    any order (one per square, at most ``q - 1`` additions; Higham 2002, Eq. 3.4 and Lemma 3.1), so it
-    is within ``gamma_q = q u / (1 - q u)`` of its exact value, ``u`` the unit roundoff, while no
-    product underflows. A product below the normal range errs instead by at most half the smallest
-    subnormal, ``eta / 2`` (:func:`underflow_unit`), in absolute terms: at most ``n eta / 2`` over the
-    row, carried through at most ``q - 1`` additions. The ``m <= n / q + 1`` partials, exact in
-    float64, are summed there: within ``gamma_m`` in float64 (``2^-53`` per rounding). Hence ``S^ >=
-    (S - n eta (1 + gamma_q) / 2) (1 - gamma_q) (1 - gamma64_m)``, which gives ``add = n eta (1 + gamma_q)
-    / 2`` and ``factor = 1 / ((1 - gamma_q)(1 - gamma64_m))``, rounded up by ``2^-50`` to cover the two
-    float64 roundings of ``(S^ + add) * factor`` itself. For float32 rows of 1,000 values the factor
-    is ``1 + 4.8e-7``: a clip factor from it is 2.4e-7 smaller than the exact ``C / ||g||`` at most.
+    The proof. Each partial is a sum of at most ``q =`` :data:`NORM_BLOCK` products ``x_i^2`` computed
+    in ``dtype``: at most ``q`` roundings on any term, in any order and with or without fused
+    multiply-adds (one per square, at most ``q - 1`` additions; Higham 2002, Eq. 3.4 and Lemma 3.1),
+    so the partial is within ``gamma_q = q u / (1 - q u)`` of its exact value, ``u`` the unit
+    roundoff, while no product underflows. A product below the normal range errs instead by at most
+    half the smallest subnormal, ``eta / 2`` (:func:`underflow_unit`), in absolute terms: at most ``n
+    eta / 2`` over the row, carried through at most ``q - 1`` additions (``add``). The ``m <= n / q +
+    1`` partials, exact in float64, are summed there: within ``gamma_m`` in float64. Hence ``S~ >=
+    (S - add)(1 - gamma_q)(1 - gamma64_m) + add >= S (1 - E)`` with ``E = gamma_q + gamma64_m``. In
+    float32, ``E`` is 7.0 u (4.2e-7): the clip factor's slack (:data:`CLIP_SLACK_ULPS`) covers it with
+    the products that form ``c g``, so a clipped gradient stays within C without any factor on
+    top of :func:`clip_scale`'s, and the factors differ from float64 norms' by float32 rounding only.
 
-    >>> f, a = sqnorm_bound(torch.float32, 1000)
-    >>> round((f - 1) / 2.0**-24, 3), a < 1e-41
-    (8.0, True)
+    >>> E, a = sqnorm_error(torch.float32, 1000)
+    >>> round(E / 2.0**-24, 4), a < 1e-41
+    (7.0, True)
     """
     if dtype == torch.float64:
-        raise ValueError("sqnorm_bound is for low-precision values; float64 values take norms64")
+        raise ValueError("sqnorm_error is for low-precision values; float64 values take norms64")
     u = float(torch.finfo(dtype).eps) / 2
     q = NORM_BLOCK
     g = q * u / (1 - q * u)
     m = int(n) // q + 2
     g64 = m * 2.0**-53 / (1 - m * 2.0**-53)
-    factor = (1.0 / ((1 - g) * (1 - g64))) * (1 + 2.0**-50)
-    add = int(n) * underflow_unit(dtype) / 2 * (1 + g) * (1 + 2.0**-50)
-    return factor, add
+    return (g + g64) * (1 + 2.0**-40), int(n) * underflow_unit(dtype) / 2 * (1 + g) * (1 + 2.0**-50)
 
 
-def sqnorms_upper(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Float64 upper bounds on the squared Euclidean norms of ``v`` along ``dim``, proven
-    (:func:`sqnorm_bound`) and tight to ``~q u`` (``q =`` :data:`NORM_BLOCK`): the squares are taken
-    and summed in ``v``'s own dtype in partials of ``q`` terms (``q`` multiply-adds over strided views of
-    ``v``, no float64 copy of it), the partials summed in float64. Float64 values take :func:`norms64`
-    squared (to a few float64 ulps, :data:`CLIP_SLACK_NORM`), bit for bit as before. A float32 row
-    whose partials overflow (values above ~1.8e19), or whose squared norm is so small (non-zero, below
-    ~1e-35 for 1,000 values) that the underflow allowance would dominate, is taken again in float64 from its
-    values (bounded by ``2^-45`` relative; a rare pass over the whole tensor).
+def sqnorms(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Squared Euclidean norms of ``v`` along ``dim`` in float64, computed in ``v``'s own dtype with a
+    proven error bound (:func:`sqnorm_error`: never short of the exact value by more than ``E`` of it,
+    7 float32 ulps): the squares are taken and summed in partials of ``q =`` :data:`NORM_BLOCK` terms
+    (``q`` multiply-adds over strided views of ``v``, no float64 copy of it), the partials summed in
+    float64. Float64 values take :func:`norms64` squared (to a few float64 ulps,
+    :data:`CLIP_SLACK_NORM`). A float32 row whose partials overflow (values above ~1.8e19), or whose
+    squared norm is so small (non-zero, below ~1e-35 for 1,000 values) that the underflow allowance
+    would dominate, or that is longer than ``q`` :data:`NORM_MAX_PARTIALS`, is taken in float64 from
+    its values (a rare pass over the whole tensor).
 
-    >>> v = torch.tensor([[3.0, 4.0] * 8, [1e-20] * 16, [3e19, 4e19] + [0.0] * 14])
-    >>> [float(s) / float(norms64(v)[i].double() ** 2) - 1 < 5e-7 for i, s in enumerate(sqnorms_upper(v))]
+    >>> v = torch.tensor([[3.0, 4.0] * 7, [1e-20] * 14, [3e19, 4e19] + [0.0] * 12])
+    >>> exact = norms64(v) ** 2
+    >>> [abs(float(s) / float(exact[i]) - 1) < 5e-7 for i, s in enumerate(sqnorms(v))]
     [True, True, True]
-    >>> bool((sqnorms_upper(v) >= norms64(v) ** 2).all())
-    True
     """
     if v.dtype == torch.float64 or v.numel() == 0:
         return norms64(v, dim=dim).square()
@@ -330,6 +336,8 @@ def sqnorms_upper(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
     n = v.shape[dim]
     q = NORM_BLOCK
     B = n // q
+    if B + 1 > NORM_MAX_PARTIALS:
+        return torch.linalg.vector_norm(v, dim=dim, dtype=torch.float64).square_()
     total = None
     if B:  # partial b sums v[j B + b] ** 2 over j < q, one fused multiply-add pass per j
         main = v.narrow(dim, 0, q * B).unflatten(dim, (q, B))
@@ -343,14 +351,14 @@ def sqnorms_upper(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
         rest = v.narrow(dim, q * B, n - q * B)
         r = (rest * rest).sum(dim).double()
         total = r if total is None else total.add_(r)
-    factor, add = sqnorm_bound(v.dtype, n)
+    _, add = sqnorm_error(v.dtype, n)
     # overflowed partials, and rows so small that the underflow allowance would dominate the bound:
-    # float64 squares of the values (none over- or underflows). A row of 0 keeps the bound ``add``
-    # (every square of it rounded to 0, so its exact squared norm is below that).
+    # float64 squares of the values (none over- or underflows). A row of 0 keeps ``add`` (every
+    # square of it rounded to 0, so its exact squared norm is below that).
     bad = ((total > 0) & (total < add * 2.0**30)) | torch.isinf(total)
-    out = total.add_(add).mul_(factor)
+    out = total.add_(add)
     if bool(bad.any()):
-        again = torch.linalg.vector_norm(v, dim=dim, dtype=torch.float64).square_().mul_(1 + 2.0**-45)
+        again = torch.linalg.vector_norm(v, dim=dim, dtype=torch.float64).square_()
         out = torch.where(bad, again, out)
     return out
 
@@ -512,7 +520,7 @@ class Model:
         with torch.no_grad():
             losses = self.per_sample_loss(theta, X, y)
         G = self.per_sample_grads(theta, X, y)
-        n64 = sqnorms_upper(G).sqrt_()
+        n64 = sqnorms(G).sqrt_()
         # the sum forms c_n G_np, one product per entry: an underflowed one errs by < eta / 2
         c = clip_factors(n64, clip_norm, dtype=G.dtype, absolute=underflow_unit(G.dtype) * math.sqrt(G.shape[-1]))
         if weights is not None:

@@ -359,14 +359,20 @@ class NoiseSource:
         k = math.floor(self.p / grid)
         self.p_cut = k * grid  # kept below this
         self.edge_prob = (self.p / grid - k) if on_cpu else 0.0  # kept on the edge k g with this probability
-        self.edge_gens: dict[int, torch.Generator] = {}
-        self.edge_seed = [int(np.random.SeedSequence([int(s), 0xED6E]).generate_state(1)[0]) for s in uniq] \
-            if not self.secure else [secrets.randbits(63) for _ in uniq]
+        self.edge_gens: dict[int, torch.Generator] = {}  # made at a distinct seed's first edge event (rare)
+        self.uniq = uniq
         self.B, n_mask = self.block_shape(P, T=T, N=N, sampling_rate=sampling_rate)
         G = len(self.gens)
         self.noise_blk = torch.empty((G, self.B, P), dtype=dtype, device=device)
         self.mask_blk = torch.empty((G, self.B, n_mask), dtype=self.mask_dtype, device=device) if n_mask else None
         self.t0 = None  # first step of the block in the buffers
+
+    def edge_seed(self, i: int) -> int:
+        """The seed of distinct seed ``i``'s edge generator: a function of its seed, or a secret for a
+        secure run (drawn when first needed, as unrecorded as the noise seeds)."""
+        if self.secure:
+            return secrets.randbits(63)
+        return int(np.random.SeedSequence([int(self.uniq[i]), 0xED6E]).generate_state(1)[0])
 
     @staticmethod
     def block_shape(P: int, *, T: int, N: int, sampling_rate: float) -> tuple[int, int]:
@@ -452,7 +458,7 @@ class NoiseSource:
                     idx = torch.nonzero(edge[i]).flatten()
                     gen = self.edge_gens.get(i)
                     if gen is None:
-                        gen = self.edge_gens[i] = torch.Generator().manual_seed(self.edge_seed[i])
+                        gen = self.edge_gens[i] = torch.Generator().manual_seed(self.edge_seed(i))
                     v = torch.rand(idx.numel(), generator=gen, dtype=torch.float64)
                     keep[i, idx] = (v < self.edge_prob).to(keep.device)
         return self._spread(keep.to(self.dtype), active)

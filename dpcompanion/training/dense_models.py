@@ -232,18 +232,17 @@ class DenseModel(Model):
         return ClipResult(*(torch.cat([getattr(r, f) for r in parts]) for f in ("grad_sum", "norms", "losses")))
 
     def _augmented(self, X: torch.Tensor):
-        """``(Xa, XaT, xn)``: the data with its bias feature ``[x, 1]`` ``(N, d+1)``, its transpose
-        (contiguous) and the squared norms ``||[x_n, 1]||^2`` (float64 from the values, to a few
-        float64 ulps: they multiply a float32 estimate, whose error must not be doubled), kept for the
-        last ``X`` seen (the same tensor, not modified since: its ``_version``), so that a full-batch
-        run computes them once rather than at every step."""
+        """``(Xa, xn)``: the data with its bias feature ``[x, 1]`` ``(N, d+1)`` and the squared norms
+        ``||[x_n, 1]||^2`` (float64 from the values, to a few float64 ulps: they multiply a float32
+        estimate, whose error must not be doubled), kept for the last ``X`` seen (the same tensor,
+        not modified since: its ``_version``), so that a full-batch run computes them once rather
+        than at every step."""
         hit = self._aug
         if hit is not None and hit[0] is X and hit[1] == X._version:
             return hit[2]
         N = X.shape[0]
         Xa = torch.cat([X, torch.ones(N, 1, dtype=X.dtype, device=X.device)], dim=1)
-        xn = norms64(Xa).square()  # float64 from the values: it multiplies a float32 estimate (sqnorms)
-        terms = (Xa, Xa.t().contiguous(), xn)
+        terms = (Xa, norms64(Xa).square())
         self._aug = (X, X._version, terms)
         return terms
 
@@ -252,13 +251,13 @@ class DenseModel(Model):
     def _binary_relu_mlp_chunk(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
         """The paper's network (one ReLU hidden layer, one output, biases), book-keeping style, in
         three stages (the benchmark's profile times them one by one): :meth:`_relu_forward` (the
-        hidden activations transposed, ``aT (K, H, N)``, from one GEMM over the chunk's runs, and the
-        hidden backprop over ``dz``, ``D_n = W2 * 1[a_n > 0]``), :meth:`_relu_norms`
+        hidden activations ``a (K, N, H)`` from one GEMM over the chunk's runs, and the hidden
+        backprop over ``dz``, ``D_n = W2 * 1[a_n > 0]``), :meth:`_relu_norms`
 
         ``||g_n||^2 = dz_n^2 (||a_n||^2 + 1 + ||D_n||^2 ||[x_n, 1]||^2)``
 
-        from what the backward holds anyway, and :meth:`_relu_sum`, one product per layer, ``D (c dz
-        [X, 1])`` and ``aT (c dz)``: the products a non-private step makes with ``c = 1``."""
+        from what the backward holds anyway, and :meth:`_relu_sum`, one product per layer, ``(c dz
+        [X, 1])^T D`` and ``(c dz)^T a``: the products a non-private step makes with ``c = 1``."""
         with torch.no_grad():
             fw = self._relu_forward(theta, X, y)
             n64, slack = self._relu_norms(fw)
@@ -268,49 +267,51 @@ class DenseModel(Model):
             return ClipResult(self._relu_sum(fw, c), n64.to(theta.dtype), fw["losses"])
 
     def _relu_forward(self, theta, X, y) -> dict:
-        """Forward and backward to the hidden layer of :meth:`_binary_relu_mlp_chunk`: ``aT (K, H, N)``
-        (one GEMM, bias fused), the output gradients ``dz (K, N)``, the per-sample losses and ``D (K, H,
-        N)`` (``threshold_backward``: the mask selects ``W2_h``, exactly)."""
+        """Forward and backward to the hidden layer of :meth:`_binary_relu_mlp_chunk`: ``a (K, N, H)``
+        (one GEMM ``[X, 1] [W1, b1]^T`` over all the chunk's runs, a strided view of its output), the
+        output gradients ``dz (K, N, 1)``, the per-sample losses and ``D (K, N, H)``
+        (``threshold_backward``: the mask selects ``W2_h``, exactly)."""
         K, N = theta.shape[0], X.shape[0]
-        d, H = self.sizes[0], self.sizes[1]
+        H = self.sizes[1]
         p = self.unflatten(theta)
         W1, b1, W2, b2 = p["W1"], p["b1"], p["W2"], p["b2"]  # (K,H,d) (K,H) (K,1,H) (K,1)
-        Xa, XaT, xn = self._augmented(X)
-        aT = torch.addmm(b1.reshape(K * H, 1), W1.reshape(K * H, d), XaT[:d]).view(K, H, N).relu_()
-        z = torch.baddbmm(b2.unsqueeze(-1), W2, aT)  # (K, 1, N)
-        losses, dz = self._output_backprop(z.transpose(1, 2), y)  # (K, N), (K, N, 1)
-        D = torch.ops.aten.threshold_backward(W2.transpose(1, 2).expand(K, H, N), aT, 0)
-        return {"aT": aT, "D": D, "dz": dz[..., 0], "losses": losses, "Xa": Xa, "xn": xn, "W2": W2}
+        Xa, xn = self._augmented(X)
+        W1a = torch.cat([W1, b1.unsqueeze(-1)], dim=-1).reshape(K * H, -1)  # (K H, d+1)
+        a = torch.mm(Xa, W1a.t()).view(N, K, H).transpose(0, 1).relu_()  # (K, N, H)
+        z = torch.baddbmm(b2.unsqueeze(-2), a, W2.transpose(-1, -2))  # (K, N, 1)
+        losses, dz = self._output_backprop(z, y)  # (K, N), (K, N, 1)
+        D = torch.ops.aten.threshold_backward(W2.expand(K, N, H), a, 0)
+        return {"a": a, "D": D, "dz": dz, "losses": losses, "Xa": Xa, "xn": xn, "W2": W2}
 
     def _relu_norms(self, fw: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-sample gradient norms ``(K, N)`` (float64; from float32 partials of the training dtype's
         values, :func:`~dpcompanion.training.model_base.sqnorms`, at most one such factor in each
-        product, or, for float64 values,
-        products of norms before squaring, :meth:`_binary_relu_norms64`) and the underflow slack of
+        product, or, for float64 values, products of norms before squaring,
+        :meth:`_binary_relu_norms64`) and the underflow slack of
         :func:`~dpcompanion.training.model_base.clip_scale`."""
-        aT, D, dz, Xa, xn = fw["aT"], fw["D"], fw["dz"], fw["Xa"], fw["xn"]
+        a, D, dz, Xa, xn = fw["a"], fw["D"], fw["dz"][..., 0], fw["Xa"], fw["xn"]
         d, H = self.sizes[0], self.sizes[1]
-        if aT.dtype == torch.float64:
-            n64, at, xt, wn = self._binary_relu_norms64(aT.transpose(1, 2), Xa, fw["W2"].transpose(1, 2),
-                                                        torch.sign(aT).transpose(1, 2), dz)
+        if a.dtype == torch.float64:
+            n64, at, xt, wn = self._binary_relu_norms64(a, Xa, fw["W2"].transpose(-1, -2), torch.sign(a), dz)
         else:
-            an = sqnorms(aT, dim=1).add_(1.0)  # ||[a, 1]||^2
-            dn = sqnorms(D, dim=1)  # ||D_n||^2 = sum_h 1[a_nh > 0] W2_h^2
+            an = sqnorms(a).add_(1.0)  # ||[a, 1]||^2
+            dn = sqnorms(D)  # ||D_n||^2 = sum_h 1[a_nh > 0] W2_h^2
             n64 = (dz.double().square() * (an + dn * xn)).sqrt_()
             at, xt, wn = an.sqrt(), xn.sqrt(), dn.sqrt()  # ||[a, 1]||, ||[x, 1]||, ||D_n||
         # c dz, then (c dz) a_h and the bias; (c dz) x_j, then times W2_h: each product that
         # underflows errs by < eta / 2, times what follows it
-        eta = underflow_unit(aT.dtype)
+        eta = underflow_unit(a.dtype)
         return n64, eta * (at + math.sqrt(H) + (xt + math.sqrt(d + 1)) * wn + math.sqrt(H * (d + 1)))
 
     def _relu_sum(self, fw: dict, c: torch.Tensor | None) -> torch.Tensor:
         """``sum_n c_n g_n`` ``(K, P)`` in the parameters' order; ``c=None``: the plain sum."""
-        aT, D, dz, Xa = fw["aT"], fw["D"], fw["dz"], fw["Xa"]
-        K, d = aT.shape[0], self.sizes[0]
-        cdz = (dz if c is None else c * dz).unsqueeze(-1)  # (K, N, 1)
-        gW2 = torch.bmm(aT, cdz)  # (K, H, 1)
-        gW1a = torch.bmm(D, cdz * Xa)  # (K, H, d+1)
-        return torch.cat([gW1a[..., :d].reshape(K, -1), gW1a[..., d], gW2.reshape(K, -1), cdz.sum(dim=1)], dim=-1)
+        a, D, dz, Xa = fw["a"], fw["D"], fw["dz"], fw["Xa"]
+        K, d = a.shape[0], self.sizes[0]
+        cdz = dz if c is None else c.unsqueeze(-1) * dz  # (K, N, 1)
+        gW2 = torch.bmm(cdz.transpose(-1, -2), a)  # (K, 1, H)
+        gW1aT = torch.bmm((cdz * Xa).transpose(-1, -2), D)  # (K, d+1, H)
+        return torch.cat([gW1aT[:, :d].transpose(-1, -2).reshape(K, -1), gW1aT[:, d], gW2.reshape(K, -1),
+                          cdz.sum(dim=1)], dim=-1)
 
     @staticmethod
     def _binary_relu_norms64(a, Xa, w2, mask, dz):

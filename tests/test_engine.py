@@ -251,18 +251,17 @@ def test_private_step_adds_the_noise_scales_and_updates():
     theta = torch.zeros(2, 2, dtype=DT)
     noise = torch.tensor([[0.5, -0.5], [1.0, 2.0]], dtype=DT)
     sig = torch.tensor([2.0, 3.0], dtype=DT)
-    th, _, gn, _ = private_step(_StubOracle(g), theta, weights=None, noise=noise.clone(), sigma_t=sig,
+    std = steps.noise_std(clip_norm=1.5, sigma=sig, dtype=DT)
+    th, _, gn, _ = private_step(_StubOracle(g), theta, weights=None, noise=noise.clone(), std_t=std,
                                 lr_t=torch.tensor([0.1, 0.2], dtype=DT), active=torch.tensor([True, False]),
                                 clip_norm=1.5, denominator=4.0)
     expect0 = -0.1 * (g[0] + 1.5 * 2.0 * noise[0]) / 4.0
     torch.testing.assert_close(th[0], expect0, rtol=1e-15, atol=0)
     assert not th[1].any()  # a stopped run stays put
     torch.testing.assert_close(gn, g.norm(dim=-1) / 4.0)
-    for bad in (math.inf, 0.0, math.nan):
+    for bad in (math.inf, 0.0, math.nan):  # the scales are checked once for the whole schedule, here
         with pytest.raises(RuntimeError, match="invariant"):
-            private_step(_StubOracle(g), theta, weights=None, noise=noise.clone(),
-                         sigma_t=torch.tensor([2.0, bad], dtype=DT), lr_t=torch.tensor([0.1, 0.2], dtype=DT),
-                         active=torch.tensor([True, True]), clip_norm=1.5, denominator=4.0)
+            steps.noise_std(clip_norm=1.5, sigma=torch.tensor([[2.0, 2.0], [3.0, bad]], dtype=DT), dtype=DT)
 
 
 def test_record_stage_keeps_only_what_was_asked():
@@ -317,10 +316,10 @@ class _Spy:
         self.moved = []
         orig = steps.add_noise
 
-        def spy(grad_sum, *, clip_norm, sigma, noise=None, **kw):
+        def spy(grad_sum, *, std, noise=None, **kw):
             before = grad_sum.clone()
-            out = orig(grad_sum, clip_norm=clip_norm, sigma=sigma, noise=noise, **kw)
-            assert torch.all(torch.isfinite(sigma) & (sigma > 0))
+            out = orig(grad_sum, std=std, noise=noise, **kw)
+            assert torch.all(torch.isfinite(std) & (std > 0))
             self.moved.append((out != before).any(dim=-1).numpy().copy())
             return out
 

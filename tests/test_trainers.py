@@ -36,21 +36,21 @@ def _toy(n=12, d=3, n_classes=2, seed=0):
 
 def test_add_noise_scale_and_refuses_a_noiseless_step():
     """``add_noise`` as the engine calls it (the draws come from the engine, given as
-    ``noise``): row k is ``grad_sum_k + C sigma_k v_k``, in place when asked."""
+    ``noise``; the scales from ``noise_std``): row k is ``grad_sum_k + C sigma_k v_k``, in place
+    when asked."""
     s = torch.arange(8, dtype=DT).reshape(2, 4)
     v = torch.randn(2, 4, generator=torch.Generator().manual_seed(1), dtype=DT)
     want = s + torch.tensor([[2.0 * 3.0], [2.0 * 0.5]], dtype=DT) * v
-    out = steps.add_noise(s.clone(), clip_norm=2.0, sigma=torch.tensor([3.0, 0.5], dtype=DT), noise=v.clone())
+    std = steps.noise_std(clip_norm=2.0, sigma=torch.tensor([3.0, 0.5], dtype=DT), dtype=DT)
+    out = steps.add_noise(s.clone(), std=std, noise=v.clone())
     torch.testing.assert_close(out, want, rtol=0, atol=0)
     s_in = s.clone()
-    assert steps.add_noise(s_in, clip_norm=2.0, sigma=torch.tensor([3.0, 0.5], dtype=DT), noise=v.clone(),
-                           inplace=True) is s_in
+    assert steps.add_noise(s_in, std=std, noise=v.clone(), inplace=True) is s_in
     torch.testing.assert_close(s_in, want, rtol=0, atol=0)
     # the invariant: an infinite, zero, NaN or vanishing (subnormal) scale never reaches the update
     for bad in (math.inf, 0.0, math.nan, -1.0, 1e-320):
         with pytest.raises(RuntimeError, match="invariant"):
-            steps.add_noise(torch.zeros(2, 4, dtype=DT), clip_norm=1.0, sigma=torch.tensor([3.0, bad], dtype=DT),
-                            noise=v.clone())
+            steps.noise_std(clip_norm=1.0, sigma=torch.tensor([3.0, bad], dtype=DT), dtype=DT)
 
 
 def test_momentum_update_is_eq3():

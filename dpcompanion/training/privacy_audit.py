@@ -682,7 +682,7 @@ def label_audit(*, label: float = 2.0, loss: str = "squared", epsilon: float = 2
         theta0 = torch.zeros(k, 2, dtype=torch.float64)
         theta = theta0.clone()
         private_step(oracle, theta, weights=None, noise=torch.randn(k, 2, generator=gen, dtype=torch.float64),
-                     sigma_t=torch.full((k,), float(sigma[0]), dtype=torch.float64),
+                     std_t=torch.full((k,), C * float(sigma[0]), dtype=torch.float64),
                      lr_t=torch.full((k,), lr, dtype=torch.float64), active=torch.ones(k, dtype=torch.bool),
                      clip_norm=C, denominator=float(n), need_loss=False, need_clip=False, need_grad_norm=False)
         sums = noisy_sums_from_iterates(iterates=torch.stack([theta0, theta]), lr=np.full((k, 1), lr),

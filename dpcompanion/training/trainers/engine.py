@@ -15,7 +15,8 @@ stages, each a small object or function tested on its own:
    probability p.
 3. **private step** (:func:`private_step`): clip-and-sum (an oracle from
    :mod:`.oracles`: the margin fast path for linear/logistic models, ghost norms or
-   torch.func otherwise) -> noise (:func:`.steps.add_noise`, which asserts a finite,
+   torch.func otherwise) -> noise (:func:`.steps.add_noise`, its scales checked once per call by
+   :func:`.steps.noise_std`: finite,
    positive scale) -> scale by the public ``p N`` (``TrainConfig.N``, never the size of the data
    handed in when N is declared: the add/remove relation, config module "Which neighbours") ->
    step size -> (momentum) -> update.
@@ -479,7 +480,7 @@ def private_step(
     *,
     weights: torch.Tensor | None,
     noise: torch.Tensor,
-    sigma_t: torch.Tensor,
+    std_t: torch.Tensor,
     lr_t: torch.Tensor,
     active: torch.Tensor,
     clip_norm: float,
@@ -494,13 +495,15 @@ def private_step(
     need_grad_norm: bool = True,
 ) -> tuple[torch.Tensor, StepGrad, torch.Tensor | None, torch.Tensor]:
     """One private step for all runs, in place on ``theta``:
-    clip-and-sum -> + ``C sigma_t`` x ``noise`` (standard normal, consumed) -> / ``denominator``
+    clip-and-sum -> + ``std_t`` x ``noise`` (standard normal, consumed) -> / ``denominator``
     -> step size (``lr_t``, or ``lr_rule``) -> momentum (``v``, debiased by ``n_t``) -> update
-    (runs with ``active`` False stay put). Returns ``(theta, stats, grad_norm, lr_t)`` with
-    ``grad_norm`` the norm of the averaged clipped gradient before noise."""
+    (runs with ``active`` False stay put). ``std_t``: each run's ``C sigma_t``, from
+    :func:`~dpcompanion.training.trainers.steps.noise_std` (which checks the whole schedule's
+    scales once: finite, positive, normal in the dtype). Returns ``(theta, stats, grad_norm,
+    lr_t)`` with ``grad_norm`` the norm of the averaged clipped gradient before noise."""
     sg = oracle.clip_sum(theta, weights, need_loss=need_loss, need_clip=need_clip)
     gnorm = torch.linalg.vector_norm(sg.grad_sum, dim=-1) / denominator if need_grad_norm else None
-    noisy = steps.add_noise(sg.grad_sum, clip_norm=clip_norm, sigma=sigma_t, noise=noise, inplace=True)
+    noisy = steps.add_noise(sg.grad_sum, std=std_t, noise=noise, inplace=True)
     g = steps.scale(noisy, denominator=denominator, inplace=True)
     if lr_rule is not None:
         lr_t = lr_rule(t, g, lr_t)
@@ -712,6 +715,11 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=No
     p = cfg.sampling_rate
     denom = p * N_public  # the fixed, public (expected) batch size: the same for add/remove neighbours
     lr_all = torch.tensor(cfg.lr, dtype=dtype, device=dev)  # a copy of the read-only array
+    # each run's noise scale C sigma at every step, checked once (finite, positive): the sigma each run
+    # is charged for at step t is the one its noise uses (the charger's rows, spread to the runs)
+    sigma_runs = charger.sigma_rows[charger.group_of]
+    std_all = steps.noise_std(clip_norm=cfg.clip_norm, sigma=torch.as_tensor(sigma_runs, device=dev), dtype=dtype)
+    act, act_np = None, None
     need_loss, need_clip = "loss" in cfg.record, "clip_fraction" in cfg.record
     taken = 0
     for t in range(T):
@@ -721,19 +729,18 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=No
         stopped |= ~active
         if not active.any():
             break
-        act = torch.as_tensor(active, device=dev)
+        if act_np is None or not np.array_equal(active, act_np):  # changes only when a run stops
+            act_np, act = active.copy(), torch.as_tensor(active, device=dev)
         drawing = everyone if hold else active  # held runs keep their place in the batch
         weights = sample(noise_src, t - origin, drawing)  # 2. Poisson sampling (PSGD)
         noise_src.draw(t - origin, drawing, noise)
         n_t = torch.as_tensor(steps_done + 1, dtype=dtype, device=dev) if v is not None else None
-        sig_used = charger.sigma_used  # the sigma each run was charged for is the one its noise uses
         theta, sg, gnorm, lr_t = private_step(  # 3. clip -> sum -> noise -> scale -> update
-            oracle, theta, weights=weights, noise=noise, sigma_t=torch.as_tensor(sig_used, dtype=dtype, device=dev), lr_t=lr_all[:, t],
-            active=act,
+            oracle, theta, weights=weights, noise=noise, std_t=std_all[:, t], lr_t=lr_all[:, t], active=act,
             clip_norm=cfg.clip_norm, denominator=denom, v=v, beta=cfg.beta, n_t=n_t, lr_rule=lr_rule, t=t,
             need_loss=need_loss, need_clip=need_clip, need_grad_norm="grad_norm" in cfg.record)
         recorder.write(t, active, loss=sg.loss, grad_norm=gnorm, clip_fraction=sg.clip_fraction,  # 4. record
-                       lr=lr_t, sigma=sig_used, budget_spent=charger.spent)
+                       lr=lr_t, sigma=sigma_runs[:, t], budget_spent=charger.spent)
         steps_done[active] += 1
         taken += 1
         bar.update(1)

@@ -49,7 +49,8 @@ def clip_and_sum(
 
 
 def noise_std(*, clip_norm: float, sigma: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """``C sigma_k`` per run, asserted finite, > 0 and a normal number of ``dtype``: the
+    """``C sigma`` elementwise (per run, or a whole ``(K, T)`` schedule at once, as the engine
+    checks it before its first step), asserted finite, > 0 and a normal number of ``dtype``: the
     invariant that no step is released without its noise (the trainers refuse such sigmas
     up front, :func:`dpcompanion.training.trainers.config.check_sigma`; reaching this
     error is a bug)."""
@@ -60,19 +61,12 @@ def noise_std(*, clip_norm: float, sigma: torch.Tensor, dtype: torch.dtype) -> t
     return std
 
 
-def add_noise(
-    grad_sum: torch.Tensor,
-    *,
-    clip_norm: float,
-    sigma: torch.Tensor,
-    noise: torch.Tensor,
-    inplace: bool = False,
-) -> torch.Tensor:
-    """``grad_sum + C sigma_k v_k`` with ``noise`` row ``k`` the standard normal draw ``v_k``
-    of run ``k`` (the engine's per-run stream; scaled in place, so consumed). Every run's
-    scale ``C sigma_k`` must be finite and positive (:func:`noise_std`): there is no
-    noiseless step. ``inplace``: add into ``grad_sum``."""
-    std = noise_std(clip_norm=clip_norm, sigma=sigma, dtype=grad_sum.dtype)
+def add_noise(grad_sum: torch.Tensor, *, std: torch.Tensor, noise: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    """``grad_sum + std_k v_k`` with ``noise`` row ``k`` the standard normal draw ``v_k`` of run
+    ``k`` (the engine's per-run stream; scaled in place, so consumed) and ``std_k = C sigma_k`` from
+    :func:`noise_std`, which the engine calls once for the whole schedule (every scale finite and
+    positive: there is no noiseless step; no check is left inside the step loop). ``inplace``: add
+    into ``grad_sum``."""
     noise.mul_(std.unsqueeze(-1))
     return grad_sum.add_(noise) if inplace else grad_sum + noise
 

@@ -48,6 +48,7 @@ __all__ = [
     "CNN_BATCH",
     "CL",
     "CNN_SETTINGS",
+    "MLP_OVERHEAD_SETTINGS",
     "private_step_fn",
     "run_cnn_benchmark",
     "run_mlp_overhead",
@@ -346,6 +347,10 @@ CNN_BATCH: dict[str, int] = {"paper": 256, "tiny": 16}
 CL = "_channels_last"
 #: interleaved rounds and steps per round of the CNN and the overhead measurements
 CNN_SETTINGS: dict[str, dict[str, int]] = {"quick": {"rounds": 5, "steps": 3}, "full": {"rounds": 9, "steps": 10}}
+#: the MLP's one-run overhead rounds: its steps take milliseconds, so many short rounds (the median of
+#: a ratio over 5 rounds moved by 0.3 from run to run on this noisy 2-core machine)
+MLP_OVERHEAD_SETTINGS: dict[str, dict[str, int]] = {"quick": {"rounds": 21, "steps": 5},
+                                                    "full": {"rounds": 41, "steps": 10}}
 
 
 def private_step_fn(model, theta, X, y, *, clip_norm: float, lr: float, sigma: float, gen: torch.Generator):
@@ -539,7 +544,7 @@ def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0,
     private step's stages timed one by one in the same rounds (:class:`MLPStages`,
     :func:`profile_summary`); ``profile_batched``: the same for ``runs`` runs in one step
     (the batched program's shape), in rounds of its own interleaved with the whole batched step."""
-    cfg = CNN_SETTINGS[mode]
+    cfg, cfgK = MLP_OVERHEAD_SETTINGS[mode], CNN_SETTINGS[mode]
     model = _model(w)
     theta = model.init(generators=[torch.Generator().manual_seed(seed)])
     kw = dict(clip_norm=w.clip_norm, lr=w.lr, sigma=1.0)
@@ -557,9 +562,9 @@ def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0,
     stagesK = MLPStages(model, thetaK.clone(), X, y, **kw, gen=torch.Generator().manual_seed(seed + 1))
     timesK = interleave({"private": private_step_fn(model, thetaK, X, y, **kw,
                                                      gen=torch.Generator().manual_seed(seed + 1)),
-                          "profiled": stagesK.private_step}, rounds=cfg["rounds"], steps=1)
+                          "profiled": stagesK.private_step}, rounds=cfgK["rounds"], steps=1)
     out["profile_batched"] = profile_summary(
-        stagesK.times, rounds=cfg["rounds"], steps=1, whole_s=timesK["profiled"],
+        stagesK.times, rounds=cfgK["rounds"], steps=1, whole_s=timesK["profiled"],
         measured_step_s=statistics.median(timesK["private"]),
         workload=f"the paper's MLP, {runs} runs in one step") | {"runs": runs}
     return out | {

@@ -242,8 +242,10 @@ class GhostConvModel(FuncModel):
         products of :meth:`_layer_clipped_sum` that may underflow (each errs by < eta / 2, eta =
         :func:`~dpcompanion.training.model_base.underflow_unit`) times what multiplies them next.
         ``pad`` (ghost branch only, else None): ``cG @ A`` sums the ``L`` positions of a sample in
-        ``dtype`` after clipping, an error up to ``~L u ||G|| ||A||`` that can exceed ``u`` times
-        the ghost norm ``||G A||`` (cancellation), so it is added to the norm the factor divides."""
+        ``dtype`` after clipping, an error up to ``~L u ||G|| ||A||``, and the ghost norm's float64
+        Gram products err by up to ``sqrt((d + C_out + L^2) 2^-53) ||G|| ||A||``; both can exceed
+        ``u`` times the ghost norm ``||G A||`` (cancellation), so they are added to the norm the
+        factor divides."""
         eta = underflow_unit(dtype)
         if carry[0] == "linear":
             _, a, g = carry
@@ -256,7 +258,13 @@ class GhostConvModel(FuncModel):
         N, L, d = X1.shape
         nA, nG = norms64(X1.reshape(N, -1)), norms64(X2.reshape(N, -1))
         u = torch.finfo(dtype).eps / 2
-        pad = 2 * (L + 1) * u * nG * nA
+        c_out = mod.out_channels
+        # the float32 sum of cG @ A over the L positions, and the float64 Gram products of the ghost
+        # norm: their entries err by gamma_d ||a_p|| ||a_q|| and gamma_C_out ||g_p|| ||g_q||, the L^2
+        # products are summed, so the squared norm errs by at most (d + C_out + L^2 + 2) 2^-53
+        # (sum_p ||a_p|| ||g_p||)^2 <= that times ||A||^2 ||G||^2 (Cauchy-Schwarz): cancellation
+        # can make this larger than the norm itself, so it is added to the norm, not scaled by it
+        pad = (2 * (L + 1) * u + math.sqrt((d + c_out + L * L + 2) * 2.0**-52)) * nG * nA
         return pad, eta * (math.sqrt(mod.out_channels * L) * nA + L * math.sqrt(mod.out_channels * d) + wb)
 
     def _layer_norms_and_sum(self, mod, a, g, c=None):

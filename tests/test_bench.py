@@ -339,7 +339,7 @@ def test_mlp_overhead_ratio_is_exact_from_stored_times(monkeypatch):
     X, y = bench_workloads.workload_data(w, 0)
     r = bench_workloads.run_mlp_overhead(w, X, y, mode="quick")
     st = r["step_s"]
-    assert len(st["private"]["times_s"]) == r["rounds"] == bench_workloads.CNN_SETTINGS["quick"]["rounds"]
+    assert len(st["private"]["times_s"]) == r["rounds"] == bench_workloads.MLP_OVERHEAD_SETTINGS["quick"]["rounds"]
     assert all(0 < t < 1e-5 for t in st["private"]["times_s"] + st["nonprivate"]["times_s"])
     _check_round_ratios(r["private_over_nonprivate"], r["private_over_nonprivate_rounds"],
                         st["private"]["times_s"], st["nonprivate"]["times_s"])

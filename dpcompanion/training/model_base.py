@@ -314,12 +314,34 @@ def sqnorm_error(dtype: torch.dtype, n: int) -> tuple[float, float]:
     return (g + g64) * (1 + 2.0**-40), int(n) * underflow_unit(dtype) / 2 * (1 + g) * (1 + 2.0**-50)
 
 
+def _partial_sums(v: torch.Tensor, dim: int) -> torch.Tensor:
+    """The float64 sum of float32 partials of at most :data:`NORM_BLOCK` squares of ``v`` along
+    ``dim``: partial ``b`` sums ``v[j B + b]^2`` over ``j < q`` with ``B = n // q`` (``q`` fused
+    multiply-adds over strided views), and the fewer than ``q`` values left over one more."""
+    n, q = v.shape[dim], NORM_BLOCK
+    B = n // q
+    total = None
+    if B:
+        main = v.narrow(dim, 0, q * B).unflatten(dim, (q, B))
+        s = main.select(dim, 0)
+        acc = s * s
+        for j in range(1, q):
+            s = main.select(dim, j)
+            acc.addcmul_(s, s)
+        total = acc.sum(dim, dtype=torch.float64)
+    if n - q * B:
+        rest = v.narrow(dim, q * B, n - q * B)
+        tail = (rest * rest).sum(dim).double()
+        total = tail if total is None else total.add_(tail)
+    return total
+
+
 def sqnorms(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Squared Euclidean norms of ``v`` along ``dim`` in float64, computed in ``v``'s own dtype with a
     proven error bound (:func:`sqnorm_error`: never short of the exact value by more than ``E`` of it,
     7 float32 ulps): the squares are taken and summed in partials of ``q =`` :data:`NORM_BLOCK` terms
-    (``q`` multiply-adds over strided views of ``v``, no float64 copy of it), the partials summed in
-    float64. Float64 values take :func:`norms64` squared (to a few float64 ulps,
+    (``q`` multiply-adds over strided views of ``v``, no float64 copy of it, :func:`_partial_sums`),
+    the partials summed in float64. Float64 values take :func:`norms64` squared (to a few float64 ulps,
     :data:`CLIP_SLACK_NORM`). A float32 row whose partials overflow (values above ~1.8e19), or whose
     squared norm is so small (non-zero, below ~1e-35 for 1,000 values) that the underflow allowance
     would dominate, or that is longer than ``q`` :data:`NORM_MAX_PARTIALS`, is taken in float64 from
@@ -334,23 +356,9 @@ def sqnorms(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
         return norms64(v, dim=dim).square()
     dim = dim % v.dim()
     n = v.shape[dim]
-    q = NORM_BLOCK
-    B = n // q
-    if B + 1 > NORM_MAX_PARTIALS:
+    if n // NORM_BLOCK + 1 > NORM_MAX_PARTIALS:
         return torch.linalg.vector_norm(v, dim=dim, dtype=torch.float64).square_()
-    total = None
-    if B:  # partial b sums v[j B + b] ** 2 over j < q, one fused multiply-add pass per j
-        main = v.narrow(dim, 0, q * B).unflatten(dim, (q, B))
-        s = main.select(dim, 0)
-        acc = s * s
-        for j in range(1, q):
-            s = main.select(dim, j)
-            acc.addcmul_(s, s)
-        total = acc.sum(dim, dtype=torch.float64)
-    if n - q * B:
-        rest = v.narrow(dim, q * B, n - q * B)
-        r = (rest * rest).sum(dim).double()
-        total = r if total is None else total.add_(r)
+    total = _partial_sums(v, dim)
     _, add = sqnorm_error(v.dtype, n)
     # overflowed partials, and rows so small that the underflow allowance would dominate the bound:
     # float64 squares of the values (none over- or underflows). A row of 0 keeps ``add`` (every

@@ -212,8 +212,8 @@ class Charger:
     (:func:`dpcompanion.theory.numerical_accounting.psgd_step_cost`) is only added up.
     :meth:`charge` returns the runs allowed to take step t (a ledger that refuses a step, by
     R or by the RDP epsilon, stops its runs there, before the step); :attr:`spent` is each
-    run's cumulative cost and :attr:`sigma_used` the sigma each run was charged for at the
-    last step, which is the sigma its noise uses. :meth:`epsilon` is each run's
+    run's cumulative cost; a run is charged at step t for ``sigma_rows[group_of, t]``, the sigma
+    its noise uses (:func:`_run_chunk` scales the noise by these rows). :meth:`epsilon` is each run's
     :meth:`PrivacyLedger.spent_epsilon`, the end-of-run report."""
 
     def __init__(self, sigma: np.ndarray, *, budget, sampling_rate: float):
@@ -230,7 +230,6 @@ class Charger:
         self.p = float(sampling_rate)
         self.alive = np.ones(G, dtype=bool)
         self.spent_g = np.zeros(G)
-        self.used_g = self.sigma_rows[:, 0].copy()
         self.ledgers = None
         if budget is None:
             vals, inv = np.unique(self.sigma_rows, return_inverse=True)
@@ -245,7 +244,6 @@ class Charger:
 
     def charge(self, t: int) -> np.ndarray:
         """Charge step ``t`` (0-based) for every run still going; returns ``active (K,)``."""
-        self.used_g = self.sigma_rows[:, t].copy()
         if self.ledgers is None:
             np.add(self.spent_g, self.cost[:, t], out=self.spent_g, where=self.alive)
         else:
@@ -262,10 +260,6 @@ class Charger:
     @property
     def spent(self) -> np.ndarray:
         return self.spent_g[self.group_of]
-
-    @property
-    def sigma_used(self) -> np.ndarray:
-        return self.used_g[self.group_of]
 
     def epsilon(self) -> np.ndarray | None:
         """Each run's spent epsilon by its ledger (:meth:`PrivacyLedger.spent_epsilon`); None

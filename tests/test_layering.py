@@ -304,10 +304,10 @@ def test_only_theory_computes_privacy_accounting():
     assert not bad, "accounting outside theory/:\n" + "\n".join(bad)
 
 
-#: the longest a module of the package may be, in lines (a module past it holds more
-#: than one thing; split it along its seams, each part with a docstring saying why it is separate)
-MAX_MODULE_LINES = 800
-def test_no_module_is_over_800_lines():
+#: the longest a module of the package may be, in lines (a module past it holds more than one
+#: concept; split it along a real seam, never only to fit a count)
+MAX_MODULE_LINES = 1200
+def test_no_module_is_over_1200_lines():
     """No module of the package is over :data:`MAX_MODULE_LINES` lines."""
     lengths = {rel.as_posix(): len(path.read_text().splitlines()) for rel, path in _modules()}
     over = {m: n for m, n in lengths.items() if n > MAX_MODULE_LINES}

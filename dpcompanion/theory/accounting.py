@@ -41,25 +41,9 @@ from scipy import optimize, special
 
 from dpcompanion.core import validate
 
-__all__ = [
-    "gaussian_rho",
-    "compose_rho",
-    "zcdp_to_dp",
-    "dp_to_zcdp",
-    "R_from_rho",
-    "rho_from_R",
-    "R_zcdp",
-    "R_zcdp_as_printed",
-    "R_ma",
-    "spent_R",
-    "gdp_mu",
-    "gdp_delta",
-    "gdp_epsilon",
-    "exact_delta",
-    "exact_epsilon",
-    "R_exact",
-    "unused_budget",
-]
+__all__ = ["gaussian_rho", "compose_rho", "zcdp_to_dp", "dp_to_zcdp", "R_from_rho", "rho_from_R", "R_zcdp",
+           "R_zcdp_as_printed", "R_ma", "spent_R", "gdp_mu", "gdp_delta", "gdp_epsilon", "exact_delta",
+           "exact_epsilon", "R_exact", "unused_budget"]
 
 
 def sigma_array(sigma) -> np.ndarray:

@@ -16,17 +16,8 @@ import numpy as np
 
 from dpcompanion.core import validate
 
-__all__ = [
-    "CLASSIC_ORDERS",
-    "moments_epsilon",
-    "adp_epsilon_bar",
-    "adp_B_delta",
-    "adp_sigma2",
-    "advanced_composition",
-    "w_moments_epsilons",
-    "W_EPSILON_BARS",
-    "W_SEC6",
-]
+__all__ = ["CLASSIC_ORDERS", "moments_epsilon", "adp_epsilon_bar", "adp_B_delta", "adp_sigma2",
+           "advanced_composition", "w_moments_epsilons", "W_EPSILON_BARS", "W_SEC6"]
 
 
 # ---------------------------------------------------------------------------- ADP-SGD

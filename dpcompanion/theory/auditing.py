@@ -22,19 +22,9 @@ from scipy import optimize, stats
 
 from dpcompanion.theory import accounting, numerical_accounting
 
-__all__ = [
-    "CONFIDENCE",
-    "SELECTION_FRACTION",
-    "MODEL_CHECK_LEVEL",
-    "clopper_pearson_upper",
-    "epsilon_from_rates",
-    "epsilon_lower_bound",
-    "log_likelihood_ratio",
-    "gdp_mu_lower_bound",
-    "epsilon_lower_gdp",
-    "gdp_model_check",
-    "exact_epsilon_of",
-]
+__all__ = ["CONFIDENCE", "SELECTION_FRACTION", "MODEL_CHECK_LEVEL", "clopper_pearson_upper",
+           "epsilon_from_rates", "epsilon_lower_bound", "log_likelihood_ratio", "gdp_mu_lower_bound",
+           "epsilon_lower_gdp", "gdp_model_check", "exact_epsilon_of"]
 
 #: confidence of the audit's verdict ('flagged'): each of its two lower bounds (Gaussian-DP fit,
 #: threshold test) is one-sided at (1 + CONFIDENCE) / 2 (dpcompanion.training.privacy_audit.BOUND_CONFIDENCE), so that

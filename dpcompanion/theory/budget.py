@@ -36,8 +36,8 @@ import numpy as np
 from dpcompanion.core import validate
 from dpcompanion.theory import accounting, numerical_accounting, schedules
 
-__all__ = ["ACCOUNTANTS", "Budget", "plan", "make_schedule", "plan_paper_p2", "fit_constant", "PlanRefused", "check_epsilon",
-           "largest_within"]
+__all__ = ["ACCOUNTANTS", "Budget", "plan", "make_schedule", "plan_paper_p2", "fit_constant", "PlanRefused",
+           "check_epsilon", "largest_within"]
 
 #: Accountants a Budget may name (:data:`numerical_accounting.ACCOUNTANTS`); the subsampled ones are those the
 #: ledger can enforce.

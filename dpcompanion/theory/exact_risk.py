@@ -53,18 +53,9 @@ from dpcompanion.core import validate
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import gd
 
-__all__ = [
-    "SCHEDULE_KINDS",
-    "compare_with_bound",
-    "deterministic_excess_risk",
-    "excess_risk_variance",
-    "expected_excess_risk",
-    "noise_influence",
-    "pl_constants",
-    "squared_loss_quadratic",
-    "schedule_of",
-    "spectrum",
-]
+__all__ = ["SCHEDULE_KINDS", "compare_with_bound", "deterministic_excess_risk", "excess_risk_variance",
+           "expected_excess_risk", "noise_influence", "pl_constants", "squared_loss_quadratic", "schedule_of",
+           "spectrum"]
 
 #: schedule kinds compared by :func:`compare_with_bound`
 SCHEDULE_KINDS = ("uniform", "gd-dynamic", "exponential")

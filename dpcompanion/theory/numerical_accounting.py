@@ -22,31 +22,10 @@ from scipy import optimize, special
 from dpcompanion.core import validate
 from dpcompanion.theory.accounting import R_exact, R_zcdp, gdp_epsilon, rho_from_R, sigma_array, zcdp_to_dp
 
-__all__ = [
-    "psgd_step_cost",
-    "step_cost",
-    "psgd_R_prime",
-    "accountant_epsilon",
-    "RDP_ORDERS",
-    "rdp_curve",
-    "rdp_orders",
-    "rdp_step",
-    "step_rdp",
-    "rdp_epsilon",
-    "rdp_epsilon_repeated",
-    "rdp_per_step",
-    "rdp_epsilon_of",
-    "rdp_epsilon_curve",
-    "rdp_orders_for",
-    "calibrate_multiplier",
-    "ACCOUNTANTS",
-    "epsilon_at_R",
-    "pld_interval",
-    "PLD_MAX_R",
-    "PLD_MIN_DELTA",
-    "pld_delta",
-    "R_accountant",
-]
+__all__ = ["psgd_step_cost", "step_cost", "psgd_R_prime", "accountant_epsilon", "RDP_ORDERS", "rdp_curve",
+           "rdp_orders", "rdp_step", "step_rdp", "rdp_epsilon", "rdp_epsilon_repeated", "rdp_per_step",
+           "rdp_epsilon_of", "rdp_epsilon_curve", "rdp_orders_for", "calibrate_multiplier", "ACCOUNTANTS",
+           "epsilon_at_R", "pld_interval", "PLD_MAX_R", "PLD_MIN_DELTA", "pld_delta", "R_accountant"]
 
 
 # ------------------------------------------------------------------------- subsampling

@@ -21,18 +21,8 @@ import numpy as np
 
 from dpcompanion.core import validate
 
-__all__ = [
-    "M",
-    "M_dp",
-    "M_adp",
-    "M_ratio",
-    "b_poly",
-    "privacy_term",
-    "prop51_bound",
-    "prop52_bound",
-    "stepsize_sqrt",
-    "stepsize_linear_sqrt",
-]
+__all__ = ["M", "M_dp", "M_adp", "M_ratio", "b_poly", "privacy_term", "prop51_bound", "prop52_bound",
+           "stepsize_sqrt", "stepsize_linear_sqrt"]
 
 
 def M(*, alpha: Any, b: Any) -> float:

@@ -23,27 +23,10 @@ import numpy as np
 from dpcompanion.core import validate
 from dpcompanion.theory import schedules
 
-__all__ = [
-    "one_minus_sqrt_gamma",
-    "gamma_of",
-    "alpha_of",
-    "influence",
-    "erub",
-    "erub_uniform",
-    "t_uniform_surrogate",
-    "t_uniform",
-    "erub_uniform_eq25",
-    "theta_uniform",
-    "argmin_uniform",
-    "optimal_schedule",
-    "sigma2_dynamic",
-    "erub_dynamic",
-    "t_dynamic",
-    "t_dynamic_statement",
-    "erub_dynamic_min",
-    "theta_dynamic",
-    "argmin_dynamic",
-]
+__all__ = ["one_minus_sqrt_gamma", "gamma_of", "alpha_of", "influence", "erub", "erub_uniform",
+           "t_uniform_surrogate", "t_uniform", "erub_uniform_eq25", "theta_uniform", "argmin_uniform",
+           "optimal_schedule", "sigma2_dynamic", "erub_dynamic", "t_dynamic", "t_dynamic_statement",
+           "erub_dynamic_min", "theta_dynamic", "argmin_dynamic"]
 
 _T_CAP = 20_000_000  # largest exhaustive search range (integers)
 

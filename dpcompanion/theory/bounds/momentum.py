@@ -27,24 +27,9 @@ from dpcompanion.core import validate
 
 from dpcompanion.theory import schedules
 
-__all__ = [
-    "T_hat",
-    "debias_factor",
-    "influence_exact",
-    "U3",
-    "U3_uniform",
-    "U3_uniform_bound",
-    "erub",
-    "eta0_max",
-    "zeta",
-    "influence_form",
-    "U3g",
-    "U3g_bound",
-    "erub_uniform_curve",
-    "erub_dynamic_curve",
-    "c6_coefficients",
-    "c6_U1",
-]
+__all__ = ["T_hat", "debias_factor", "influence_exact", "U3", "U3_uniform", "U3_uniform_bound", "erub",
+           "eta0_max", "zeta", "influence_form", "U3g", "U3g_bound", "erub_uniform_curve",
+           "erub_dynamic_curve", "c6_coefficients", "c6_U1"]
 
 
 # ------------------------------------------------------------------------ validation

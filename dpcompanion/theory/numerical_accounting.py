@@ -22,9 +22,6 @@ __all__ = ["psgd_step_cost", "step_cost", "psgd_R_prime", "accountant_epsilon", 
            "pld_interval", "PLD_MAX_R", "PLD_MIN_DELTA", "pld_delta", "R_accountant"]
 
 
-# ------------------------------------------------------------------------- subsampling
-
-
 def psgd_step_cost(*, sigma: float, sampling_rate: float = 1.0) -> float:
     """Cost of one step in R units under the paper's PSGD rule: ``p^2 / sigma^2``.
 

@@ -36,9 +36,6 @@ def _log_gamma(kappa: float, eta0: float = 1.0) -> float:
     return math.log1p(-x) if x < 1 else -math.inf
 
 
-# ------------------------------------------------------------------------------ core
-
-
 def _from_log_weights(c: np.ndarray, R: float, what: str, hint: str) -> np.ndarray:
     """sigma_t with 1/sigma_t^2 = R softmax(c)_t; ValueError if out of float64 range."""
     c = np.asarray(c, dtype=np.float64)

@@ -38,10 +38,9 @@ def stability_printed(*, G: float, eta: float, T: float, N: float) -> float:
 
 
 def stability_gd(*, G: float, eta: float, T: float, N: float) -> float:
-    """Uniform-stability constant of full-batch (noisy) GD on convex, smooth, G-Lipschitz
-    losses with ``eta <= 2/M``: ``s = 2 G^2 eta T / N`` (Hardt, Recht & Singer 2016 Thm 3.8
-    argument for full batches: replacing one of N samples moves each gradient by at most
-    2G/N and GD steps are non-expansive). Attained by a linear loss (claims H-T4.12).
+    """Uniform-stability constant of full-batch (noisy) GD on convex, smooth, G-Lipschitz losses with
+    ``eta <= 2/M``: ``s = 2 G^2 eta T / N`` (Hardt, Recht & Singer 2016 Thm 3.8's argument: replacing one
+    of N samples moves each gradient by at most 2G/N, GD steps are non-expansive); attained by a linear loss.
 
     >>> stability_gd(G=1, eta=0.1, T=5, N=10)
     0.1

@@ -410,8 +410,6 @@ class Kind:
         return f"{self.name}({', '.join(parts)})"
 
 
-REQUIRED = _REQUIRED
-
 #: The one table of schedule kinds: :func:`make`, the ``schedule`` and ``train`` commands
 #: (flags, ``--help``), the docs (:func:`kinds_markdown`) and the tests all read it.
 KIND_TABLE: dict[str, Kind] = {k.name: k for k in (

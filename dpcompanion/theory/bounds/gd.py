@@ -19,7 +19,7 @@ import numpy as np
 from dpcompanion.core import validate
 from dpcompanion.theory import schedules
 
-__all__ = ["one_minus_sqrt_gamma", "gamma_of", "alpha_of", "influence", "erub", "erub_uniform",
+__all__ = ["one_minus_sqrt_gamma", "alpha_of", "influence", "erub", "erub_uniform",
            "t_uniform_surrogate", "t_uniform", "erub_uniform_eq25", "theta_uniform", "argmin_uniform",
            "optimal_schedule", "sigma2_dynamic", "erub_dynamic", "t_dynamic", "t_dynamic_statement",
            "erub_dynamic_min", "theta_dynamic", "argmin_dynamic"]
@@ -66,15 +66,6 @@ def _scalar(x: np.ndarray) -> Any:
 
 
 # --- constants (Eq. 4-6) -----------------------------------------------------------------
-
-
-def gamma_of(*, kappa: float) -> float:
-    """Noiseless contraction rate ``gamma = 1 - 1/kappa`` (the FAccT version, Eq. 6).
-
-    >>> gamma_of(kappa=4)
-    0.75
-    """
-    return 1.0 - 1.0 / validate.kappa(kappa)
 
 
 def alpha_of(*, D: float, G: float, R: float, M: float, N: float, f_gap: float) -> float:

@@ -67,10 +67,8 @@ def test_monotone(epsilon, delta):
     assert acc.dp_to_zcdp(epsilon=epsilon, delta=min(0.9, delta * 2)) > r
 
 
-def test_R_conventions_and_gaussian():
+def test_R_conventions():
     assert acc.R_from_rho(rho=0.3) == 0.6 and acc.rho_from_R(R=0.6) == 0.3
-    assert acc.gaussian_rho(sigma=2.0) == 1 / 8
-    assert acc.compose_rho(rho=[acc.gaussian_rho(sigma=s) for s in (1.0, 2.0)]) == pytest.approx(0.5 + 0.125)
     # R units: spending R = sum 1/sigma^2 is (R/2)-zCDP (H Thm 3.1)
     assert acc.rho_from_R(R=acc.spent_R(sigma=[1.0, 2.0])) == pytest.approx(0.625)
 

@@ -105,7 +105,6 @@ def test_sigma2_dynamic_matches_statement_formula():
 
 def test_alpha_gamma_influence():
     assert gd.alpha_of(D=3, G=2, R=0.5, M=4, N=10, f_gap=2) == 3 * 4 / (2 * 0.5 * 4 * 100 * 2)
-    assert gd.gamma_of(kappa=5) == 0.8
     assert np.allclose(gd.influence(T=4, kappa=5, alpha=0.1), [0.1 * 0.8**3, 0.1 * 0.8**2, 0.1 * 0.8, 0.1])
     assert gd.erub_uniform(T=0, kappa=1, alpha=0.3) == 1.0  # gamma^0 = 1 at gamma = 0
     assert _close(gd.erub_uniform(T=3, kappa=1, alpha=0.3), 0.9)  # gamma = 0: alpha T

@@ -40,8 +40,8 @@ def test_refusal_records_nothing_and_names_the_numbers():
 
 def test_subsampled_cost_is_papers_rule():
     led = PrivacyLedger(R=0.5, delta=1e-5)
-    assert led.cost(sigma=2.0, sampling_rate=0.1) == pytest.approx(0.01 / 4)
     rec = led.charge(sigma=2.0, sampling_rate=0.1, step=7)
+    assert rec.cost == pytest.approx(0.01 / 4)
     assert rec.step == 7 and rec.sampling_rate == 0.1
     rep = led.epsilon(1e-5)
     assert rep["epsilon_exact"] is None and rep["epsilon_rdp"] > 0

@@ -1,105 +1,39 @@
 """Privacy accounting: zCDP, (epsilon, delta)-DP and exact Gaussian DP of full-batch steps.
 
-Conventions (SPEC section 2). A noisy step adds Gaussian noise with standard deviation
-``sigma x sensitivity`` (``sigma`` is the *noise multiplier*). Hong et al. fold the factor
-1/2 of the Gaussian mechanism's zCDP cost into their budget: a step costs ``1/sigma^2``
-of a budget ``R`` and the released iterate is ``(R/2)``-zCDP, so **R = 2 rho**.
+A step adds Gaussian noise of standard deviation ``sigma x sensitivity`` (``sigma``: the noise
+multiplier) and costs ``1/sigma^2`` of Hong et al.'s budget ``R``; the release is ``(R/2)``-zCDP,
+so **R = 2 rho** (SPEC section 2). To (epsilon, delta):
 
-Three ways to turn a spent budget into (epsilon, delta):
+* **zCDP** (the paper): ``rho = R/2`` and Bun & Steinke's conversion (Hong et al. 2022, FAccT,
+  arXiv 2101.07413, Lemma C.3).
+* **Exact (Gaussian DP)**: full-batch steps compose to one Gaussian mechanism with
+  ``mu = sqrt(sum_t 1/sigma_t^2) = sqrt(R)`` (Dong, Roth & Su, arXiv 1905.02383v3, Cor. 3.3), whose
+  exact profile is ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` (ibid., Cor. 2.13).
+  zCDP loses only in the final conversion, so the exact accountant can spend more.
+* Numerical accountants (RDP, PLD) for subsampled steps: :mod:`.numerical_accounting`.
 
-* **zCDP** (what the paper uses): ``rho = R/2`` and Bun & Steinke's conversion
-  (Hong et al. 2022, FAccT, arXiv 2101.07413, Lemma C.3).
-* **Exact (Gaussian DP)**: full-batch steps of sensitivity 1 with multipliers ``sigma_t``
-  compose to a single Gaussian mechanism with ``mu = sqrt(sum_t 1/sigma_t^2) = sqrt(R)``
-  (Dong, Roth & Su, arXiv 1905.02383v3, Cor. 3.3), whose exact privacy profile is
-  ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` (ibid., Cor. 2.13).
-  The zCDP conversion is lossless in the composition (Gaussian RDP is exactly linear in
-  the order) and loses only in the final conversion: the exact accountant can spend more.
-* **Numerical accountants** (RDP and PLD, ours and dp-accounting's), used for Poisson-subsampled
-  steps, where neither of the above is exact: :mod:`dpcompanion.theory.numerical_accounting`,
-  which also holds :func:`~dpcompanion.theory.numerical_accounting.epsilon_at_R`, the one
-  function that turns a full-batch budget into epsilon by any of the four accountants.
-
-This module holds the first two and the papers' budget (:data:`R_PAPER`); Wu et al.'s ADP-SGD
-accounting is :mod:`dpcompanion.theory.adp_accounting`. The three are split by accountant so
-that none grows past the package's 800-line limit; together they are the only place
-that computes epsilon.
-
-Note on the paper (H Sec. 4.1.3): the printed inversion
-``R = 2 eps + 4 ln(1/delta) + 4 sqrt(ln(1/delta)(eps + ln(1/delta)))`` takes the wrong
-root of the quadratic; :func:`R_zcdp_as_printed` evaluates it so that the claim checks
-can show it, and :func:`dp_to_zcdp` derives the right one.
+H Sec. 4.1.3's printed inversion takes the wrong root of the quadratic: :func:`R_zcdp_as_printed`
+evaluates it, :func:`dp_to_zcdp` derives the right one.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Iterable
 
 import numpy as np
 from scipy import optimize, special
 
 from dpcompanion.core import validate
 
-__all__ = [
-    "gaussian_rho",
-    "compose_rho",
-    "zcdp_to_dp",
-    "dp_to_zcdp",
-    "R_from_rho",
-    "rho_from_R",
-    "R_zcdp",
-    "R_zcdp_as_printed",
-    "R_ma",
-    "spent_R",
-    "gdp_mu",
-    "gdp_delta",
-    "gdp_epsilon",
-    "exact_delta",
-    "exact_epsilon",
-    "R_exact",
-    "unused_budget",
-]
+__all__ = ["zcdp_to_dp", "dp_to_zcdp", "R_from_rho", "rho_from_R", "R_zcdp", "R_zcdp_as_printed", "R_ma",
+           "spent_R", "gdp_mu", "gdp_delta", "gdp_epsilon", "exact_delta", "exact_epsilon", "R_exact",
+           "unused_budget"]
 
 
 def sigma_array(sigma) -> np.ndarray:
-    """Noise multipliers for the *accounting* of a schedule: each > 0, ``inf`` allowed (a step
-    that releases nothing costs nothing). Trainers and the ledger refuse ``inf``
-    (:func:`dpcompanion.core.validate.noise_multipliers`). Public because the numerical
-    accountants (:mod:`dpcompanion.theory.numerical_accounting`) read a schedule the same way."""
+    """Noise multipliers for accounting: each > 0, ``inf`` allowed (a step that releases nothing
+    costs nothing; trainers and the ledger refuse it)."""
     return validate.positive_array("sigma", sigma, allow_inf=True)
-
-
-# ------------------------------------------------------------------------------ zCDP
-
-
-def gaussian_rho(*, sigma: float) -> float:
-    """zCDP cost of one Gaussian step with noise multiplier ``sigma``: ``1/(2 sigma^2)``.
-
-    Hong et al. 2022 (FAccT, arXiv 2101.07413) Lemma C.2 (Bun & Steinke
-    arXiv 1605.02065v1 Prop. 1.6).
-
-    >>> gaussian_rho(sigma=1.0)
-    0.5
-    >>> gaussian_rho(sigma=float("inf"))
-    0.0
-    """
-    s = sigma_array(sigma)
-    if s.size != 1:
-        raise ValueError(f"sigma must be a single number here, got {s.size} values (use compose_rho)")
-    return float(0.5 / s[0] ** 2)
-
-
-def compose_rho(*, rho: Iterable[float]) -> float:
-    """Adaptive composition of zCDP mechanisms: the costs add (H Lemma C.1).
-
-    >>> compose_rho(rho=[0.1, 0.2, 0.05])
-    0.35000000000000003
-    """
-    r = np.atleast_1d(np.asarray(list(rho) if not isinstance(rho, np.ndarray) else rho, dtype=np.float64))
-    if r.size and not np.all(np.isfinite(r) & (r >= 0)):
-        raise ValueError(f"rho must be finite and >= 0, got {r[~(np.isfinite(r) & (r >= 0))][0]}")
-    return float(r.sum())
 
 
 def zcdp_to_dp(*, rho: float, delta: float) -> float:
@@ -118,17 +52,14 @@ def zcdp_to_dp(*, rho: float, delta: float) -> float:
 def dp_to_zcdp(*, epsilon: float, delta: float) -> float:
     """The largest ``rho`` whose Lemma C.3 conversion gives at most ``epsilon`` at ``delta``.
 
-    Derivation (ours; SPEC section 2 asks for it). With ``L = ln(1/delta)`` and
-    ``x = sqrt(rho) >= 0``, Lemma C.3 reads ``x^2 + 2 sqrt(L) x - epsilon = 0``. The roots are
-    ``x = -sqrt(L) +- sqrt(L + epsilon)``; their product is ``-epsilon < 0``, so exactly one is
-    non-negative: ``x = sqrt(L + epsilon) - sqrt(L)``. As ``rho + 2 sqrt(rho L)`` increases
-    in ``rho``, every ``rho`` up to ``x^2`` meets the target. Hence
+    Derivation (ours; SPEC section 2). With ``L = ln(1/delta)`` and ``x = sqrt(rho) >= 0``, Lemma C.3
+    reads ``x^2 + 2 sqrt(L) x - epsilon = 0``, with roots ``x = -sqrt(L) +- sqrt(L + epsilon)`` of product
+    ``-epsilon < 0``: one is non-negative, and as the conversion increases in ``rho``,
 
         rho = (sqrt(L + epsilon) - sqrt(L))^2 = epsilon^2 / (sqrt(L + epsilon) + sqrt(L))^2,
 
-    the second form being free of cancellation when ``epsilon << L``. (The paper's Sec.
-    4.1.3 expression corresponds to the other, negative root ``-sqrt(L) - sqrt(L + eps)``
-    squared; see :func:`R_zcdp_as_printed`.)
+    the second form free of cancellation when ``epsilon << L``. (The paper's Sec. 4.1.3 expression is
+    the negative root squared: :func:`R_zcdp_as_printed`.)
 
     >>> round(dp_to_zcdp(epsilon=4, delta=1e-8), 5)   # H Sec. 5 prints 0.1963 (truncated)
     0.19635
@@ -169,11 +100,8 @@ def R_zcdp(*, epsilon: float, delta: float) -> float:
 
 
 def R_zcdp_as_printed(*, epsilon: float, delta: float) -> float:
-    """The inversion exactly as printed in H Sec. 4.1.3:
-    ``R = 2 eps + 4 ln(1/delta) + 4 sqrt(ln(1/delta)(eps + ln(1/delta)))``.
-
-    It is ``2 (sqrt(L) + sqrt(L + eps))^2``, the square of the *negative* root of the
-    quadratic of :func:`dp_to_zcdp`; it does not reproduce the paper's own R = 0.3927.
+    """The inversion as printed in H Sec. 4.1.3, ``R = 2 eps + 4 ln(1/delta) + 4 sqrt(ln(1/delta)(eps +
+    ln(1/delta)))`` = ``2 (sqrt(L) + sqrt(L + eps))^2``: the negative root; not the paper's R = 0.3927.
 
     >>> round(R_zcdp_as_printed(epsilon=4, delta=1e-8), 2)
     162.97
@@ -184,9 +112,8 @@ def R_zcdp_as_printed(*, epsilon: float, delta: float) -> float:
 
 
 def R_ma(*, epsilon: float, delta: float) -> float:
-    """The moments-accountant budget ``R_MA = epsilon^2 / ln(1/delta)`` quoted in H Sec. 4.1.3.
-
-    An order-of-magnitude expression (constants dropped), not a guarantee.
+    """The moments-accountant budget ``R_MA = epsilon^2 / ln(1/delta)`` of H Sec. 4.1.3 (an order of
+    magnitude, constants dropped; not a guarantee).
 
     >>> round(R_ma(epsilon=4, delta=1e-8), 4)
     0.8686
@@ -205,13 +132,8 @@ def spent_R(*, sigma) -> float:
     return float(np.sum(1.0 / s**2))
 
 
-# ------------------------------------------------------------------ exact (Gaussian DP)
-
-
 def gdp_mu(*, sigma) -> float:
-    """mu of the mu-GDP mechanism composed of full-batch Gaussian steps: ``sqrt(sum 1/sigma_t^2)``.
-
-    Dong, Roth & Su arXiv 1905.02383v3 Cor. 3.3. Equals ``sqrt(R)`` for a budget-exact schedule.
+    """``mu = sqrt(sum 1/sigma_t^2)`` of full-batch Gaussian steps (Dong, Roth & Su Cor. 3.3).
 
     >>> gdp_mu(sigma=[2.0, 2.0, 2.0, 2.0])
     1.0
@@ -281,9 +203,7 @@ def exact_epsilon(*, sigma, delta: float) -> float:
 
 
 def R_exact(*, epsilon: float, delta: float) -> float:
-    """Largest budget R (= mu^2) whose exact GDP epsilon at ``delta`` is <= ``epsilon``.
-
-    Always >= :func:`R_zcdp` (the zCDP conversion is valid but loose for the Gaussian).
+    """Largest budget R (= mu^2) whose exact GDP epsilon at ``delta`` is <= ``epsilon``; >= :func:`R_zcdp`.
 
     >>> round(R_exact(epsilon=4, delta=1e-8), 4)
     0.5134
@@ -307,11 +227,8 @@ def R_exact(*, epsilon: float, delta: float) -> float:
 
 
 def unused_budget(*, epsilon: float, delta: float) -> dict[str, float]:
-    """How much budget the paper's zCDP conversion leaves unused for ``(epsilon, delta)``.
-
-    Returns ``R_zcdp``, ``R_exact``, ``ratio = R_exact / R_zcdp``, ``unused_fraction =
-    1 - R_zcdp / R_exact``, ``epsilon_exact_at_R_zcdp`` (the epsilon actually achieved by a
-    schedule that spends ``R_zcdp``) and ``R_ma``.
+    """``R_zcdp``, ``R_exact``, ``ratio = R_exact / R_zcdp``, ``unused_fraction = 1 - R_zcdp / R_exact``,
+    ``epsilon_exact_at_R_zcdp`` (the epsilon a schedule spending ``R_zcdp`` achieves) and ``R_ma``.
 
     >>> u = unused_budget(epsilon=4, delta=1e-8)
     >>> round(u["ratio"], 3), round(u["epsilon_exact_at_R_zcdp"], 3)

@@ -1,11 +1,6 @@
-"""Privacy accounting of Wu et al. (ADP-SGD, arXiv 2110.07435): Thm 4.1's B_delta and noise, the
-advanced composition of Lemma 2.2, and the moments-accountant epsilons of Sec. 6 (footnote 3).
-
-Separate from :mod:`dpcompanion.theory.accounting` and :mod:`dpcompanion.theory.numerical_accounting`
-(Hong et al.'s budget and the general accountants) because these are one paper's formulas, read by
-its protocol and its claims, and to keep each module under the package's 800-line limit.
-dp-accounting is imported lazily (only the function that needs it imports it).
-"""
+"""Privacy accounting of Wu et al. (ADP-SGD, arXiv 2110.07435): Thm 4.1's B_delta and noise, the advanced
+composition of Lemma 2.2, and the moments-accountant epsilons of Sec. 6 (footnote 3).
+dp-accounting is imported lazily."""
 
 from __future__ import annotations
 
@@ -16,28 +11,13 @@ import numpy as np
 
 from dpcompanion.core import validate
 
-__all__ = [
-    "CLASSIC_ORDERS",
-    "moments_epsilon",
-    "adp_epsilon_bar",
-    "adp_B_delta",
-    "adp_sigma2",
-    "advanced_composition",
-    "w_moments_epsilons",
-    "W_EPSILON_BARS",
-    "W_SEC6",
-]
-
-
-# ---------------------------------------------------------------------------- ADP-SGD
+__all__ = ["CLASSIC_ORDERS", "moments_epsilon", "adp_epsilon_bar", "adp_B_delta", "adp_sigma2",
+           "advanced_composition", "w_moments_epsilons", "W_EPSILON_BARS", "W_SEC6"]
 
 
 def adp_B_delta(*, T: int, n: int, delta: float, batch_size: int = 1) -> float:
-    """``B_delta = log(16 T m / (n delta)) log(1.25 / delta)`` of Wu et al. (ADP-SGD, arXiv 2110.07435).
-
-    ``n`` is the number of training samples and ``m = batch_size``. The main text's
-    Thm 4.1 (Eq. 6) is written for one sample per step (``m = 1``: ``log(16T/(n delta))``);
-    the appendix (Thm A.1, Eq. 13 and Eq. 18) carries ``m``.
+    """``B_delta = log(16 T m / (n delta)) log(1.25 / delta)`` of Wu et al., ``n`` training samples,
+    ``m = batch_size`` (Thm 4.1, Eq. 6 has ``m = 1``; Thm A.1, Eq. 13 and 18 carry ``m``).
 
     >>> round(adp_B_delta(T=11700, n=50000, delta=1e-5), 2)
     150.61
@@ -54,8 +34,7 @@ def adp_sigma2(*, alpha, G: float, n: int, epsilon: float, delta: float, batch_s
 
         sigma^2 = (16 G)^2 B_delta sum_{t=1}^T 1/alpha_t^2 / (n^2 epsilon^2),
 
-    with ``T = len(alpha)`` and ``B_delta`` from :func:`adp_B_delta`. The noise added at step
-    t is ``alpha_t c_t``, ``c_t ~ N(0, sigma^2 I)``. With ``alpha_t = 1`` this is Thm A.1.
+    ``T = len(alpha)``; step t adds ``alpha_t c_t``, ``c_t ~ N(0, sigma^2 I)``. ``alpha_t = 1``: Thm A.1.
 
     >>> round(adp_sigma2(alpha=[1.0] * 100, G=1.0, n=1000, epsilon=1.0, delta=1e-5), 4)
     3.6002
@@ -70,10 +49,8 @@ def adp_sigma2(*, alpha, G: float, n: int, epsilon: float, delta: float, batch_s
 
 
 def adp_epsilon_bar(*, sigma: float, T: int, N: int, batch_size: int, clip: float, delta: float) -> float:
-    """Wu et al.'s privacy level epsilon_bar for ``T`` DP-SGD steps at noise multiplier
-    ``sigma`` (on the clipped sum of a batch of expected size m): the paper's noise on the mean
-    is ``sigma C / m``, and Thm 4.1 (Eq. 6, alpha_t = 1, G = C) solved for epsilon, divided by
-    C_epsilon = 16 (:func:`adp_sigma2` at epsilon = 1 scales as 1/epsilon^2).
+    """Wu et al.'s epsilon_bar of ``T`` DP-SGD steps at multiplier ``sigma`` (on a batch's clipped sum; the
+    noise on the mean is ``sigma C / m``): Thm 4.1 (alpha_t = 1, G = C) solved for epsilon, over C_epsilon = 16.
 
     >>> s2 = adp_sigma2(alpha=[1.0] * 100, G=1.0, n=1000, epsilon=16 * 0.5, delta=1e-5)
     >>> round(adp_epsilon_bar(sigma=s2 ** 0.5 * 10, T=100, N=1000, batch_size=10, clip=1.0, delta=1e-5), 12)
@@ -84,14 +61,11 @@ def adp_epsilon_bar(*, sigma: float, T: int, N: int, batch_size: int, clip: floa
 
 
 def advanced_composition(*, epsilons, deltas, delta_prime: float) -> tuple[float, float]:
-    """Extended advanced composition for heterogeneous ``(eps_i, delta_i)`` (Wu et al.,
-    Lemma 2.2):
+    """Extended advanced composition for heterogeneous ``(eps_i, delta_i)``, ``eps_i in (0, 1)`` (Wu et al.,
+    Lemma 2.2; Dwork-Rothblum-Vadhan's for equal ``eps_i``, W Lemma A.2):
 
         eps~ = sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)/(e^eps_i + 1),
         delta~ = 1 - prod (1 - delta_i) + delta'.
-
-    With equal ``eps_i`` this is Dwork-Rothblum-Vadhan's advanced composition (W Lemma A.2).
-    The lemma assumes ``eps_i in (0, 1)``; larger values are refused.
 
     >>> e, d = advanced_composition(epsilons=[0.1] * 10, deltas=[1e-6] * 10, delta_prime=1e-5)
     >>> round(e, 4), round(d * 1e5, 6)
@@ -113,8 +87,7 @@ def advanced_composition(*, epsilons, deltas, delta_prime: float) -> tuple[float
 
 #: The epsilon_bar values of Wu et al.'s experiments (Sec. 6).
 W_EPSILON_BARS: tuple[float, ...] = (0.8, 1.2, 1.6, 3.2, 6.4)
-#: The setting of Wu et al.'s footnote 3 (Sec. 6): T iterations, batch, CIFAR-10's
-#: training images, clip norm and delta.
+#: The setting of Wu et al.'s footnote 3 (Sec. 6): T, batch, CIFAR-10's N, clip norm and delta.
 W_SEC6: dict[str, float] = {"T": 11700, "batch_size": 256, "N": 50000, "clip_norm": 1.0, "delta": 1e-5}
 
 
@@ -123,11 +96,9 @@ CLASSIC_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64
 
 
 def moments_epsilon(z: float, *, q: float, T: int, delta: float, conversion: str = "improved") -> float:
-    """Epsilon at ``delta`` of ``T`` Poisson-subsampled Gaussian steps (rate ``q``, noise
-    multiplier ``z``: std on the batch sum over the clip norm) by dp-accounting's RDP accountant:
-    ``conversion="improved"`` its own RDP -> DP conversion on its default orders; ``"classic"``
-    ``min_a rdp(a) + ln(1/delta)/(a-1)`` on :data:`CLASSIC_ORDERS` (what older moments-accountant
-    code printed).
+    """Epsilon at ``delta`` of ``T`` Poisson-subsampled Gaussian steps (rate ``q``, multiplier ``z``) by
+    dp-accounting's RDP accountant: ``"improved"`` its own conversion and orders; ``"classic"``
+    ``min_a rdp(a) + ln(1/delta)/(a-1)`` on :data:`CLASSIC_ORDERS` (older moments-accountant code).
 
     >>> round(moments_epsilon(1.1, q=256 / 60000, T=int(60 * 60000 / 256), delta=1e-5, conversion="classic"), 2)
     3.01
@@ -159,20 +130,13 @@ def w_moments_epsilons(
     b_delta: str = "main",
     conversion: str = "improved",
 ) -> list[dict[str, float]]:
-    """Recompute Wu et al.'s moments-accountant epsilons (Sec. 6 footnote 3).
+    """Recompute Wu et al.'s moments-accountant epsilons (Sec. 6 footnote 3). Per ``epsilon_bar``:
+    ``epsilon = C_epsilon epsilon_bar``, DP-SGD's ``sigma`` by :func:`adp_sigma2` (``b_delta="main"``: Eq. 6,
+    ``"appendix"``: Eq. 13), added to the batch *mean*, so the multiplier on the sum is
+    ``z = sigma m / clip_norm``; then ``T`` steps at rate ``m/N`` by :func:`moments_epsilon`.
 
-    For each ``epsilon_bar``: ``epsilon = C_epsilon epsilon_bar``; DP-SGD's ``sigma`` from
-    Thm 4.1 with ``alpha_t = 1`` and ``G = clip_norm`` (:func:`adp_sigma2`; ``b_delta="main"``
-    uses Eq. 6's ``log(16T/(n delta))``, ``"appendix"`` Eq. 13's ``log(16Tm/(n delta))``); the
-    noise is added to the *mean* of the batch gradient, so the noise multiplier in the
-    TF-Privacy/dp-accounting sense (std on the *sum* over the batch / clip norm) is
-    ``z = sigma m / clip_norm``; then ``T`` Poisson-subsampled Gaussian steps with rate
-    ``m/N`` through dp-accounting's RDP accountant. ``conversion="improved"`` is
-    dp-accounting's RDP -> DP conversion; ``"classic"`` is ``min_a rdp(a) + ln(1/delta)/(a-1)``
-    on TF-Privacy's 2019-2020 order list (what older moments-accountant code printed).
-
-    Returns one dict per epsilon_bar: ``epsilon_bar, epsilon, sigma, noise_multiplier,
-    epsilon_accountant``. (The paper quotes 0.29, 0.43, 0.57, 1.23, 3.24.)
+    Returns per epsilon_bar ``epsilon_bar, epsilon, sigma, noise_multiplier, epsilon_accountant``
+    (the paper quotes 0.29, 0.43, 0.57, 1.23, 3.24).
 
     >>> [round(r["epsilon_accountant"], 2) for r in w_moments_epsilons(epsilon_bar=[0.8])]
     [0.24]

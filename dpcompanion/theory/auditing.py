@@ -1,16 +1,11 @@
 """What a privacy audit can certify: lower bounds on epsilon from a membership test.
 
-An ``(epsilon, delta)``-DP mechanism bounds every test that tries to tell whether one
-example was in the data: for any rejection region, ``FPR + e^epsilon FNR >= 1 - delta`` and
-``FNR + e^epsilon FPR >= 1 - delta`` (Kairouz, Oh & Viswanath arXiv 1311.0776v4 Thm 2.1;
-Dong, Roth & Su arXiv 1905.02383v3 Sec. 2). Bounding a test's two error rates from above
-(Clopper-Pearson) turns its counts into a lower bound on epsilon
-(:func:`epsilon_lower_bound`, distribution-free); a Gaussian-DP fit of a statistic that is
-Gaussian with equal variances gives a tighter one (:func:`epsilon_lower_gdp`).
-:func:`exact_epsilon_of` is the epsilon the noise really gives, the most any audit can
-certify. These are the statistics of :mod:`dpcompanion.training.privacy_audit`, which runs the
-trainers; the epsilon conversions are :mod:`dpcompanion.theory.accounting`'s.
-"""
+An ``(epsilon, delta)``-DP mechanism bounds every test of whether one example was in the data:
+``FPR + e^epsilon FNR >= 1 - delta`` and ``FNR + e^epsilon FPR >= 1 - delta`` (Kairouz, Oh & Viswanath
+arXiv 1311.0776v4 Thm 2.1; Dong, Roth & Su arXiv 1905.02383v3 Sec. 2). Clopper-Pearson upper bounds on
+the two error rates give a distribution-free lower bound (:func:`epsilon_lower_bound`); a Gaussian-DP fit
+of an equal-variance Gaussian statistic a tighter one (:func:`epsilon_lower_gdp`). The statistics of
+:mod:`dpcompanion.training.privacy_audit`."""
 
 from __future__ import annotations
 
@@ -22,23 +17,12 @@ from scipy import optimize, stats
 
 from dpcompanion.theory import accounting, numerical_accounting
 
-__all__ = [
-    "CONFIDENCE",
-    "SELECTION_FRACTION",
-    "MODEL_CHECK_LEVEL",
-    "clopper_pearson_upper",
-    "epsilon_from_rates",
-    "epsilon_lower_bound",
-    "log_likelihood_ratio",
-    "gdp_mu_lower_bound",
-    "epsilon_lower_gdp",
-    "gdp_model_check",
-    "exact_epsilon_of",
-]
+__all__ = ["CONFIDENCE", "SELECTION_FRACTION", "MODEL_CHECK_LEVEL", "clopper_pearson_upper",
+           "epsilon_from_rates", "epsilon_lower_bound", "log_likelihood_ratio", "gdp_mu_lower_bound",
+           "epsilon_lower_gdp", "gdp_model_check", "exact_epsilon_of"]
 
-#: confidence of the audit's verdict ('flagged'): each of its two lower bounds (Gaussian-DP fit,
-#: threshold test) is one-sided at (1 + CONFIDENCE) / 2 (dpcompanion.training.privacy_audit.BOUND_CONFIDENCE), so that
-#: both hold together (union bound)
+#: confidence of the audit's verdict: each of its two lower bounds is one-sided at (1 + CONFIDENCE) / 2
+#: (dpcompanion.training.privacy_audit.BOUND_CONFIDENCE), so both hold together (union bound)
 CONFIDENCE = 0.95
 
 #: share of each world's trials used to choose the threshold (the rest give the bound)
@@ -46,10 +30,9 @@ SELECTION_FRACTION = 0.25
 
 
 def clopper_pearson_upper(*, k, n: int, alpha: float):
-    """One-sided ``1 - alpha`` Clopper-Pearson upper bound on a binomial rate from ``k``
-    successes in ``n`` trials: the ``p`` with ``P[Binomial(n, p) <= k] = alpha``, i.e. the
-    ``1 - alpha`` quantile of ``Beta(k + 1, n - k)`` (1 when ``k = n``). Clopper & Pearson
-    1934, Biometrika 26(4); vectorised over ``k``.
+    """One-sided ``1 - alpha`` Clopper-Pearson upper bound on a binomial rate from ``k`` successes in ``n``
+    trials: the ``1 - alpha`` quantile of ``Beta(k + 1, n - k)`` (1 when ``k = n``; Clopper & Pearson 1934,
+    Biometrika 26(4)); vectorised over ``k``.
 
     >>> round(float(clopper_pearson_upper(k=0, n=100, alpha=0.05)), 5)   # 1 - 0.05^(1/100)
     0.02951
@@ -70,11 +53,8 @@ def clopper_pearson_upper(*, k, n: int, alpha: float):
 
 
 def epsilon_from_rates(*, fpr, fnr, delta: float):
-    """The epsilon that a test with false-positive rate ``fpr`` and false-negative rate ``fnr``
-    certifies at ``delta``: the largest of ``log((1 - delta - fnr) / fpr)``,
-    ``log((1 - delta - fpr) / fnr)`` and 0 (an ``(epsilon, delta)``-DP mechanism satisfies
-    both ``fpr + e^eps fnr >= 1 - delta`` and ``fnr + e^eps fpr >= 1 - delta``; Kairouz, Oh &
-    Viswanath arXiv 1311.0776v4 Thm 2.1). Vectorised.
+    """The epsilon a test with rates ``fpr``, ``fnr`` certifies at ``delta``: the largest of
+    ``log((1 - delta - fnr) / fpr)``, ``log((1 - delta - fpr) / fnr)`` and 0 (Kairouz et al. Thm 2.1). Vectorised.
 
     >>> round(float(epsilon_from_rates(fpr=0.01, fnr=0.5, delta=0.0)), 4)   # log(50)
     3.912
@@ -90,8 +70,8 @@ def epsilon_from_rates(*, fpr, fnr, delta: float):
 
 
 def _bound_at(scores_out: np.ndarray, scores_in: np.ndarray, thresholds: np.ndarray, *, delta: float, alpha: float):
-    """Per threshold tau (test: 'canary in' when score > tau): false positives, false
-    negatives, their Clopper-Pearson upper bounds at alpha/2 each, and the epsilon bound."""
+    """Per threshold tau ('canary in' when score > tau): false positives, false negatives, their
+    Clopper-Pearson upper bounds at alpha/2 each, and the epsilon bound."""
     o, i = np.sort(scores_out), np.sort(scores_in)
     fp = o.size - np.searchsorted(o, thresholds, side="right")
     fn = np.searchsorted(i, thresholds, side="right")
@@ -108,14 +88,10 @@ def epsilon_lower_bound(
     confidence: float = CONFIDENCE,
     selection_fraction: float = SELECTION_FRACTION,
 ) -> dict[str, Any]:
-    """One-sided ``confidence`` lower bound on epsilon at ``delta`` from a threshold test on
-    the scores of trials without (``scores_out``) and with (``scores_in``) the canary.
-
-    The first ``selection_fraction`` of each array chooses the threshold (among the midpoints
-    between its sorted scores, the one whose Clopper-Pearson bound is largest on that part); the rest, independent of the choice,
-    gives the counts and the bound, each rate bounded at ``(1 - confidence) / 2`` so that both
-    hold together (union bound). Higher scores mean 'canary in'; the bound uses both
-    inequalities of :func:`epsilon_from_rates`, so the direction need not be chosen.
+    """One-sided ``confidence`` lower bound on epsilon at ``delta`` from a threshold test on the scores of
+    trials without (``scores_out``) and with (``scores_in``) the canary. The first ``selection_fraction``
+    of each chooses the threshold; the rest, independent of the choice, gives the bound, each rate bounded
+    at ``(1 - confidence) / 2`` (union bound). Both inequalities are used, so no direction is chosen.
 
     >>> rng = np.random.default_rng(0)
     >>> r = epsilon_lower_bound(scores_out=rng.normal(size=4000), scores_in=rng.normal(3.0, 1, 4000), delta=1e-5)
@@ -155,11 +131,10 @@ def epsilon_lower_bound(
 
 
 def log_likelihood_ratio(*, s, sigma, sampling_rate: float = 1.0) -> np.ndarray:
-    """Per run, the log likelihood ratio 'canary in' vs 'out' of projected updates ``s``
-    (``(K, T)``, in units of the clip norm) with noise multipliers ``sigma`` (``(T,)`` or
-    ``(K, T)``): ``s_t ~ N(b_t, sigma_t^2)`` with ``b_t = 0`` (out) or ``b_t ~ Bernoulli(p)``
-    (in). Full batch: ``sum_t (s_t - 1/2) / sigma_t^2``; Poisson: ``sum_t log(1 - p + p
-    exp((s_t - 1/2) / sigma_t^2))``.
+    """Per run, the log likelihood ratio 'in' vs 'out' of projected updates ``s`` (``(K, T)``, clip-norm units)
+    with multipliers ``sigma`` (``(T,)`` or ``(K, T)``), ``s_t ~ N(b_t, sigma_t^2)``, ``b_t = 0`` (out) or
+    ``~ Bernoulli(p)`` (in): ``sum_t (s_t - 1/2) / sigma_t^2`` at full batch, else
+    ``sum_t log(1 - p + p exp((s_t - 1/2) / sigma_t^2))``.
 
     >>> float(log_likelihood_ratio(s=np.array([[1.0, 0.0]]), sigma=np.array([1.0, 2.0]))[0])
     0.375
@@ -174,22 +149,15 @@ def log_likelihood_ratio(*, s, sigma, sampling_rate: float = 1.0) -> np.ndarray:
 
 
 def gdp_mu_lower_bound(*, scores_out, scores_in, confidence: float = CONFIDENCE) -> dict[str, Any]:
-    """One-sided ``confidence`` lower bound on the Gaussian-DP parameter ``mu`` of a statistic
-    that is Gaussian with the same variance in both worlds: ``N(m_0, s^2)`` without the canary
-    (``scores_out``) and ``N(m_0 + mu s, s^2)`` with it (``scores_in``). This is the model of
-    the full-batch audit's statistic: the projected updates carry Gaussian noise whose law
-    does not depend on the canary, which only shifts their mean (Nasr et al. 2023, arXiv
-    2302.07956: fitting the Gaussian-DP trade-off curve to the statistic).
+    """One-sided ``confidence`` lower bound on the Gaussian-DP ``mu`` of a statistic ``N(m_0, s^2)`` without
+    and ``N(m_0 + mu s, s^2)`` with the canary (the full-batch audit's model: the noise only shifts the
+    mean; Nasr et al. 2023, arXiv 2302.07956).
 
-    ``mu_hat = (mean_in - mean_out) / s_pooled``; its two-sample t statistic ``t = mu_hat /
-    k``, ``k = sqrt(1/n_out + 1/n_in)``, has a noncentral t law with ``n_out + n_in - 2``
-    degrees of freedom and noncentrality ``mu / k``, so ``mu_lower`` solves
-    ``P[T >= t_obs; mu_lower / k] = 1 - confidence`` (exact under the model; the normal
-    approximation ``mu_hat - z sqrt(k^2 + mu_hat^2 / (2 df))`` where scipy's noncentral t
-    cannot be evaluated). A statistic that is not optimal (weights not proportional to
-    ``1/sigma_t^2``) only lowers ``mu``, so the bound stays sound; if the model is wrong (noise
-    not Gaussian, or its variance differs between the worlds) it is not: ``sd_out`` and
-    ``sd_in`` are reported to check the second.
+    ``mu_hat = (mean_in - mean_out) / s_pooled``; ``t = mu_hat / k``, ``k = sqrt(1/n_out + 1/n_in)``, is
+    noncentral t with ``n_out + n_in - 2`` degrees of freedom and noncentrality ``mu / k``, so ``mu_lower``
+    solves ``P[T >= t_obs; mu_lower / k] = 1 - confidence`` (the normal approximation
+    ``mu_hat - z sqrt(k^2 + mu_hat^2 / (2 df))`` where scipy cannot evaluate it). A suboptimal statistic
+    only lowers ``mu``, so the bound stays sound; a wrong model does not (``sd_out``, ``sd_in`` reported).
 
     >>> rng = np.random.default_rng(0)
     >>> r = gdp_mu_lower_bound(scores_out=rng.normal(0, 2, 20000), scores_in=rng.normal(0.8, 2, 20000))
@@ -242,13 +210,9 @@ def gdp_mu_lower_bound(*, scores_out, scores_in, confidence: float = CONFIDENCE)
 
 
 def epsilon_lower_gdp(*, scores_out, scores_in, delta: float, confidence: float = CONFIDENCE) -> dict[str, Any]:
-    """Lower bound on epsilon at ``delta`` from the Gaussian-DP fit of
-    :func:`gdp_mu_lower_bound`: the exact epsilon of ``mu_lower``-GDP
-    (:func:`dpcompanion.theory.accounting.gdp_epsilon`, the library's one GDP conversion;
-    Dong, Roth & Su arXiv 1905.02383v3 Cor. 2.13), 0 when ``mu_lower <= 0``. Valid with
-    probability ``confidence`` *if the statistic is Gaussian with equal variances* (the
-    full-batch Gaussian mechanism); for Poisson-subsampled training the statistic is a
-    Gaussian mixture and this bound does not apply.
+    """Lower bound on epsilon at ``delta``: the exact epsilon of ``mu_lower``-GDP (Dong, Roth & Su Cor. 2.13),
+    0 when ``mu_lower <= 0``. Valid with probability ``confidence`` only for an equal-variance Gaussian
+    statistic (full batch), not for Poisson-subsampled training.
 
     >>> rng = np.random.default_rng(1)
     >>> r = epsilon_lower_gdp(scores_out=rng.normal(size=20000), scores_in=rng.normal(0.4, 1, 20000), delta=1e-5)
@@ -260,17 +224,14 @@ def epsilon_lower_gdp(*, scores_out, scores_in, delta: float, confidence: float 
     return {"epsilon_lower": float(accounting.gdp_epsilon(mu=mu_lo, delta=delta)) if mu_lo > 0 else 0.0, **fit}
 
 
-
 #: significance level of each test of :func:`gdp_model_check` (three tests per audit)
 MODEL_CHECK_LEVEL = 1e-3
 
 
 def gdp_model_check(*, scores_out, scores_in, level: float = MODEL_CHECK_LEVEL) -> dict[str, Any]:
-    """Tests of the Gaussian-DP fit's model on the scores themselves: equal variances in the two
-    worlds (two-sided F test) and normality of each world's scores (D'Agostino-Pearson,
-    ``scipy.stats.normaltest``). ``ok`` is False when any p-value is below ``level``; the audit
-    then withholds its Gaussian-DP bound (the threshold test, which assumes nothing, remains).
-    A pass does not prove the model, it only means these tests saw no departure.
+    """Tests of the Gaussian-DP fit's model: equal variances (two-sided F test) and normality of each world's
+    scores (``scipy.stats.normaltest``). ``ok`` is False when any p-value is below ``level`` (the audit then
+    withholds its Gaussian-DP bound); a pass proves nothing.
 
     >>> rng = np.random.default_rng(0)
     >>> gdp_model_check(scores_out=rng.normal(0, 1, 5000), scores_in=rng.normal(1, 1, 5000))["ok"]
@@ -293,11 +254,8 @@ def gdp_model_check(*, scores_out, scores_in, level: float = MODEL_CHECK_LEVEL) 
 
 
 def exact_epsilon_of(sigma, *, delta: float, sampling_rate: float = 1.0) -> tuple[float, str]:
-    """The epsilon at ``delta`` that the noise ``sigma`` really gives the canary test, and the
-    accountant: full batch, the exact Gaussian-DP epsilon
-    (:func:`dpcompanion.theory.accounting.exact_epsilon`), the most any audit can certify;
-    Poisson sampling, dp-accounting's PLD (:func:`~dpcompanion.theory.numerical_accounting.accountant_epsilon`),
-    tight up to its discretisation, which errs upward.
+    """The epsilon at ``delta`` the noise ``sigma`` really gives (the most any audit can certify), and the
+    accountant: exact Gaussian DP at full batch, dp-accounting's PLD (errs upward) with Poisson sampling.
 
     >>> round(exact_epsilon_of([2.0] * 4, delta=1e-5)[0], 4)
     4.3772

@@ -1,30 +1,13 @@
 """The privacy budget as one value, and schedules planned against it.
 
-A :class:`Budget` is built once, from the command line or from Python, and handed to
-everything that spends privacy: the planner (:func:`plan`), the ledger
-(:meth:`dpcompanion.theory.ledger.PrivacyLedger.from_budget`) and, through the ledger, the
-trainers. It carries the ``epsilon`` the user asked for; nothing converts it to ``R`` and
-back.
-
-Accountants (what turns noise into ``(epsilon, delta)``):
-
-* ``zcdp``: the paper's conversion, ``R = 2 rho`` with Hong et al. 2022 (FAccT, arXiv 2101.07413) Lemma C.3; full-batch steps only.
-* ``exact``: exact Gaussian DP of the composed full-batch steps (Dong, Roth & Su 2019,
-  Cor. 2.13 and 3.3; :func:`dpcompanion.theory.accounting.R_exact`); full-batch only.
-* ``rdp``: Renyi DP (:func:`dpcompanion.theory.numerical_accounting.rdp_curve`, dp-accounting's
-  formula at its integer orders and its conversion). Full batch or Poisson subsampling.
-* ``pld``: dp-accounting's privacy-loss-distribution accountant; full batch only here
-  (a subsampled PLD would cost about 0.5 s per distinct noise multiplier at every step).
-
-For full-batch steps every accountant reduces to one number, the budget
-``R = sum_t 1/sigma_t^2`` that the accountant allows for ``(epsilon, delta)`` (full-batch
-Gaussian steps compose to one Gaussian mechanism with ``mu = sqrt(R)``). For subsampled
-steps (``sampling_rate < 1``) the guarantee is the RDP epsilon of the actual sequence of
-steps, and :func:`plan` calibrates the schedule's scale with that same accountant, so a
-planned schedule is one the ledger lets finish. The paper's ``p^2/sigma^2`` rule (H Sec.
-4.3, ``R' = R/p^2``) stays available as :func:`plan_paper_p2`, a documented variant of the
-paper, never as a guarantee (its schedules can exceed the target epsilon several times).
-"""
+A :class:`Budget` (built once, from the command line or Python) goes to the planner (:func:`plan`), the
+ledger (:meth:`dpcompanion.theory.ledger.PrivacyLedger.from_budget`) and through it the trainers; it keeps
+the ``epsilon`` asked for. Accountants: ``zcdp`` (Hong et al. 2022, FAccT, arXiv 2101.07413, Lemma C.3,
+``R = 2 rho``), ``exact`` (Gaussian DP, Dong, Roth & Su 2019, Cor. 2.13 and 3.3), ``pld`` (dp-accounting),
+all full-batch only, and ``rdp`` (:func:`~dpcompanion.theory.numerical_accounting.rdp_curve`), also for
+Poisson subsampling. Full-batch steps compose to one Gaussian with ``mu = sqrt(R)``, so each accountant is
+one budget ``R = sum_t 1/sigma_t^2``; subsampled steps are planned and checked by the RDP epsilon of the
+actual steps. The paper's ``p^2/sigma^2`` rule (H Sec. 4.3) is :func:`plan_paper_p2`, never a guarantee."""
 
 from __future__ import annotations
 
@@ -36,16 +19,15 @@ import numpy as np
 from dpcompanion.core import validate
 from dpcompanion.theory import accounting, numerical_accounting, schedules
 
-__all__ = ["ACCOUNTANTS", "Budget", "plan", "make_schedule", "plan_paper_p2", "fit_constant", "PlanRefused", "check_epsilon",
-           "largest_within"]
+__all__ = ["ACCOUNTANTS", "Budget", "plan", "make_schedule", "plan_paper_p2", "fit_constant", "PlanRefused",
+           "check_epsilon", "largest_within"]
 
 #: Accountants a Budget may name (:data:`numerical_accounting.ACCOUNTANTS`); the subsampled ones are those the
 #: ledger can enforce.
 ACCOUNTANTS = numerical_accounting.ACCOUNTANTS
 SUBSAMPLED_ACCOUNTANTS: tuple[str, ...] = ("rdp",)
 
-#: Budgets a Budget accepts: where every conversion (zCDP, exact GDP, RDP/PLD root-finding) is
-#: finite and accurate in float64. Larger epsilons protect nothing; the zcdp command uses the same.
+#: Budgets a Budget accepts: where every conversion is finite and accurate in float64.
 EPSILON_RANGE: tuple[float, float] = (1e-6, 1e6)
 RHO_RANGE: tuple[float, float] = (1e-12, 1e12)
 R_RANGE: tuple[float, float] = (2e-12, 2e12)
@@ -56,8 +38,7 @@ PLAN_MARGIN = 1e-9
 
 
 def check_epsilon(epsilon, name: str = "epsilon") -> float:
-    """The epsilon of a budget, in :data:`EPSILON_RANGE` (every command and :class:`Budget`
-    use this one check).
+    """The epsilon of a budget, in :data:`EPSILON_RANGE` (the one check of every command and :class:`Budget`).
 
     >>> check_epsilon(1e-300)
     Traceback (most recent call last):
@@ -76,11 +57,10 @@ class PlanRefused(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Budget:
-    """A privacy budget: ``epsilon`` at ``delta`` under ``accountant``, for steps sampled at
-    ``sampling_rate`` (1 = full batch). ``R`` is the full-batch budget in the paper's units
-    (``sum_t 1/sigma_t^2 <= R``; R = 2 rho for zcdp). ``epsilon``/``delta`` are ``None`` only
-    for a full-batch budget given as ``R`` alone. Build it with :meth:`from_epsilon` or
-    :meth:`from_R` (both validate).
+    """A privacy budget: ``epsilon`` at ``delta`` under ``accountant``, for steps sampled at ``sampling_rate``
+    (1 = full batch). ``R``: the full-batch budget in the paper's units (``sum_t 1/sigma_t^2 <= R``).
+    ``epsilon``/``delta`` are ``None`` only for a full-batch budget given as ``R`` alone. Build it with
+    :meth:`from_epsilon` or :meth:`from_R` (both validate).
 
     >>> b = Budget.from_epsilon(epsilon=4, delta=1e-8)
     >>> b.accountant, round(b.R, 4), b.epsilon      # H Sec. 5: R = 0.3927
@@ -125,17 +105,15 @@ class Budget:
             R = numerical_accounting.R_accountant(epsilon=eps, delta=d, accountant=acc)
         if not (math.isfinite(R) and R > 0):
             raise ValueError(f"epsilon = {epsilon!r} at delta = {delta!r} gives no finite budget R; use a smaller epsilon")
-        # the inversions are root-finders (or a closed form rounded in float64): step R down until the
-        # accountant's own epsilon of it is within the target, to the last ulp
+        # the inversions are root-finders: step R down until the accountant's epsilon of it is within the target
         R = largest_within(lambda r: numerical_accounting.epsilon_at_R(R=r, delta=d, accountant=acc) <= eps, float(R))
         return cls(epsilon=eps, delta=d, R=float(R), accountant=acc, sampling_rate=p)
 
     @classmethod
     def from_R(cls, *, R: float, delta: float | None = None, sampling_rate: float = 1.0,
                accountant: str | None = "auto") -> "Budget":
-        """The paper's budget ``R = 2 rho``. With ``delta``, ``epsilon`` is what R stands for
-        (H Lemma C.3 for zcdp). Subsampled steps need ``delta``: the ledger checks them by RDP
-        against that epsilon.
+        """The paper's budget ``R = 2 rho``; with ``delta``, ``epsilon`` is what R stands for (required when
+        subsampled: the ledger checks those steps by RDP against it).
 
         >>> Budget.from_R(R=0.5).epsilon is None
         True
@@ -161,10 +139,8 @@ class Budget:
         return self.sampling_rate < 1.0
 
     def epsilon_of(self, sigma, accountant: str | None = None) -> float:
-        """epsilon at ``delta`` of the steps ``sigma`` under ``accountant`` (default: this
-        budget's, the one it was planned with): RDP for subsampled steps
-        (:func:`numerical_accounting.rdp_curve`, the ledger's check), else the accountant's epsilon of
-        the full-batch sum ``sum 1/sigma_t^2`` (:func:`numerical_accounting.epsilon_at_R`; what the ledger enforces).
+        """epsilon at ``delta`` of the steps ``sigma`` under ``accountant`` (default: this budget's): RDP for
+        subsampled steps, else the accountant's epsilon of ``sum 1/sigma_t^2``; what the ledger enforces.
 
         >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, accountant="exact")
         >>> s = plan(b, "uniform", T=100)
@@ -181,12 +157,9 @@ class Budget:
         return numerical_accounting.epsilon_at_R(R=accounting.spent_R(sigma=s), delta=self.delta, accountant=acc)
 
     def epsilon_by_accountant(self, sigma) -> dict[str, float]:
-        """epsilon at ``delta`` of the steps ``sigma`` under every accountant that applies
-        (all of :data:`ACCOUNTANTS` for full-batch steps, RDP for subsampled ones), each named;
-        0 for each when no step was taken. ``pld`` is left out for a spent R above
-        :data:`numerical_accounting.PLD_MAX_R` (epsilon about 5 x 10^5) or a delta below
-        :data:`numerical_accounting.PLD_MIN_DELTA`, where it cannot be computed.
-        This budget's own accountant is the one its ``epsilon`` holds for.
+        """epsilon at ``delta`` of the steps ``sigma`` under every accountant that applies (RDP only when
+        subsampled), 0 each for no step; ``pld`` left out beyond :data:`numerical_accounting.PLD_MAX_R`
+        or below :data:`numerical_accounting.PLD_MIN_DELTA`.
 
         >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, accountant="exact")
         >>> e = b.epsilon_by_accountant(plan(b, "uniform", T=100))
@@ -211,9 +184,8 @@ class Budget:
 
 
 def largest_within(ok, x: float) -> float:
-    """``x``, or the nearest float below it for which ``ok`` holds, found by stepping down
-    (1, 2, 4, ... ulps; ``x`` may come from a root-finder whose answer lies a little past the
-    boundary). Returns a value for which ``ok`` was checked true; raises if none above 0.
+    """``x``, or the nearest float below it for which ``ok`` holds (stepping down 1, 2, 4, ... ulps: ``x``
+    may come from a root-finder a little past the boundary); raises :class:`PlanRefused` if none above 0.
 
     >>> largest_within(lambda v: v <= 0.3, 0.30000000000000004)
     0.3
@@ -226,9 +198,6 @@ def largest_within(ok, x: float) -> float:
         if x <= 0.0 or step > 1 << 62:  # pragma: no cover - every check here holds near 0
             raise PlanRefused("no value within the target found")
     return x
-
-
-# ---------------------------------------------------------------------------- planning
 
 
 def _fits(budget: Budget, sigma: np.ndarray) -> bool:
@@ -245,15 +214,10 @@ def _fits(budget: Budget, sigma: np.ndarray) -> bool:
 def plan(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:
     """The schedule of ``kind`` (a row of :data:`schedules.KIND_TABLE`) that spends ``budget``.
 
-    Full batch: ``schedules.make(kind, T=T, R=budget.R, ...)`` (budget-exact, H Sec. 3), its R
-    stepped down by ulps if the budget's accountant puts the schedule's epsilon above the target
-    (rounding in ``sum 1/sigma_t^2`` or in the accountant's root-finding).
-    Subsampled (p < 1): the kind fixes the *shape* of ``sigma_1..sigma_T``; the scale is the
-    largest one whose RDP epsilon at ``delta`` stays within ``epsilon`` (bisection on the same
-    accountant the ledger enforces) and whose paper cost ``sum p^2/sigma_t^2`` stays within R,
-    so every planned step is one the ledger accepts. Either way the returned schedule's epsilon
-    by the budget's accountant (:meth:`Budget.epsilon_of`) is at most ``budget.epsilon``
-    exactly (checked before returning; the scale is stepped down until it holds).
+    Full batch: ``schedules.make(kind, T=T, R=budget.R, ...)`` (H Sec. 3), R stepped down by ulps if
+    rounding puts its epsilon above the target. Subsampled: the kind fixes the shape; the scale is the
+    largest whose RDP epsilon stays within ``epsilon`` (bisection) and whose ``sum p^2/sigma_t^2`` stays
+    within R. Either way :meth:`Budget.epsilon_of` of the result is at most ``budget.epsilon`` exactly.
 
     >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, sampling_rate=0.01)
     >>> s = plan(b, "uniform", T=300)
@@ -306,9 +270,7 @@ def plan(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.nda
 
 
 def make_schedule(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:
-    """The schedule of ``kind`` planned for ``budget`` (:func:`plan`); ``T`` goes only to kinds
-    that take it (``optimal``'s T is the number of its influences ``q``). The ``schedule`` and
-    ``train`` commands plan through this one function.
+    """:func:`plan` for the ``schedule`` and ``train`` commands; ``T`` goes only to kinds that take it.
 
     >>> s = make_schedule(Budget.from_R(R=1.0), "uniform", T=4)
     >>> s.shape, bool(np.sum(1 / s**2) <= 1.0)
@@ -319,9 +281,8 @@ def make_schedule(budget: Budget, kind: str, *, T: int | None = None, **params) 
 
 
 def plan_paper_p2(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:
-    """The paper's PSGD planning (H Sec. 4.3): a schedule for ``R' = R/p^2``, i.e. spending R
-    by the rule ``sum p^2/sigma_t^2 = R``. **Not a privacy guarantee**: the ledger also checks
-    the RDP epsilon and may stop such a schedule early. Kept to reproduce the paper.
+    """The paper's PSGD planning (H Sec. 4.3): a schedule for ``R' = R/p^2``. **Not a privacy guarantee**:
+    the ledger also checks the RDP epsilon and may stop it early. Kept to reproduce the paper.
 
     >>> b = Budget.from_R(R=0.5, delta=1e-5, sampling_rate=0.1)
     >>> round(float(np.sum(0.01 / plan_paper_p2(b, "uniform", T=10) ** 2)), 12)
@@ -333,8 +294,7 @@ def plan_paper_p2(budget: Budget, kind: str, *, T: int | None = None, **params) 
 
 
 def fit_constant(budget: Budget, *, sigma: float, T: int) -> None:
-    """Refuse, in one line saying what fits, ``T`` steps of a constant ``sigma`` that the
-    budget cannot pay for (the largest T for this sigma, the smallest sigma for this T).
+    """Refuse, saying what fits, ``T`` steps of a constant ``sigma`` the budget cannot pay for.
 
     >>> fit_constant(Budget.from_R(R=0.3927), sigma=3.0, T=10)
     Traceback (most recent call last):

@@ -1,19 +1,10 @@
-"""Warnings about noise schedules that are budget-exact but useless in practice.
+"""Warnings about noise schedules that are budget-exact but useless in practice (the H-X-EER finding).
 
-The H-X-EER finding (book page ``h-x-eer``, experiment ``h-x-eer-breakdown``): Hong et
-al. 2022 (FAccT, arXiv 2101.07413) Thm 4.4's dynamic schedule,
-``sigma_t^2 ∝ gamma^{-(T-t)/2}`` with ``gamma = 1 - 1/kappa`` (Lemma 4.3 applied to Thm 4.1's
-``q_t = alpha gamma^{T-t}``), makes the first steps' noise multiplier astronomically large
-when kappa is near 1 or T is long: its span ``max sigma / min sigma`` is
-``gamma^{-(T-1)/4}``. The bound of Thm 4.1 (and the exact risk of *unclipped* PGD on a
-quadratic) shrug this off, because a contraction of ``1 - eta mu`` per step wipes any
-displacement out. With per-sample clipping, a step moves the parameters by at most
-``lr * clip_norm``, so a displacement of ``lr * clip_norm * sigma_1 * sqrt(D) / N`` from the
-first step is never undone: the trained model is noise.
-
-:func:`schedule_warnings` flags such schedules from the schedule alone (no data), so a
-command that prints or trains a schedule can warn before anything is spent.
-"""
+Hong et al. 2022 (FAccT, arXiv 2101.07413) Thm 4.4's schedule, ``sigma_t^2 ∝ gamma^{-(T-t)/2}``, spans
+``max sigma / min sigma = gamma^{-(T-1)/4}``: astronomically large when kappa is near 1 or T is long.
+Thm 4.1's bound shrugs this off (a contraction of ``1 - eta mu`` per step wipes out any displacement),
+but with per-sample clipping the first step's displacement ``lr * clip_norm * sigma_1 * sqrt(D) / N`` is
+never undone. :func:`schedule_warnings` flags such schedules from the schedule alone, before training."""
 
 from __future__ import annotations
 
@@ -23,11 +14,9 @@ import numpy as np
 
 __all__ = ["MAX_SPAN", "MAX_SIGMA", "schedule_warnings", "schedule_span"]
 
-#: default largest ratio max sigma_t / min sigma_t accepted without a warning. Read off the
-#: breakdown map (experiment ``h-x-eer-breakdown``): there, every (kappa, T) cell where the
-#: clipped trainer ended more than 10x above the exact risk had a span above 20, and the
-#: paper's own exponential schedules stay below it (gamma = 0.9 over T = 100 spans
-#: 0.9^{-99/4} = 13.5)
+#: default largest span max sigma_t / min sigma_t without a warning: in experiment ``h-x-eer-breakdown``
+#: every cell where the clipped trainer ended 10x above the exact risk spanned more than 20, and the
+#: paper's exponential schedules stay below (gamma = 0.9 over T = 100 spans 13.5)
 MAX_SPAN = 20.0
 #: default largest single noise multiplier accepted without a warning
 MAX_SIGMA = 1e4
@@ -59,14 +48,8 @@ def _check(sigma) -> np.ndarray:
 
 
 def schedule_warnings(sigma, *, max_span: float = MAX_SPAN, max_sigma: float = MAX_SIGMA) -> list[str]:
-    """Human-readable warnings (empty list: none) for a schedule ``sigma_1..sigma_T``:
-
-    * its noise multipliers span more than ``max_span`` (``max/min`` over noisy steps);
-    * some step's multiplier exceeds ``max_sigma``.
-
-    Both mean that, with clipped gradients, the noisiest steps displace the model further
-    than the remaining steps can move it back (H-X-EER breakdown; the FAccT version's Thm 4.4 schedule at
-    small kappa). The warnings name the numbers and what to change.
+    """Human-readable warnings (empty: none) for a schedule whose noise multipliers span more than
+    ``max_span`` (over noisy steps) or exceed ``max_sigma``; they name the numbers and what to change.
 
     >>> schedule_warnings([1.6, 1.6, 1.6])
     []

@@ -1,34 +1,21 @@
-"""Exact first and second moments of (momentum, minibatch) private gradient descent on a
-least-squares loss, by covariance propagation.
+"""Exact first and second moments of (momentum, minibatch) private gradient descent on a least-squares
+loss, by covariance propagation.
 
-The loss is ``f(theta) = 1/N sum_i f_i(theta)``, ``f_i(theta) = 1/2 (a_i^T theta - y_i)^2``,
-so ``grad f_i(theta) = A_i theta - b_i`` with ``A_i = a_i a_i^T``, ``b_i = a_i y_i``, and the
-full gradient is ``H theta - c`` (``H = mean A_i``, ``c = mean b_i``). One step of the
-algorithms of both papers is linear in the state once the gradient noise is written out:
+``f_i(theta) = 1/2 (a_i^T theta - y_i)^2``, ``grad f_i = A_i theta - b_i`` (``A_i = a_i a_i^T``,
+``b_i = a_i y_i``), full gradient ``H theta - c``. One step is linear in the state ``(theta, v)``:
 
-* Hong et al. 2022 (FAccT, arXiv 2101.07413) Algorithm 1 / Eq. (1) (PGD,
-  ``beta = 0``) and Eq. (13) with Thm 4.5 (momentum): ``g_t = grad + xi_t + s_t nu_t``,
-  ``v_{t+1} = beta v_t + (1 - beta) g_t``, ``m_{t+1} = v_{t+1}/(1 - beta^t)``,
-  ``theta_{t+1} = theta_t - eta_t m_{t+1}`` (with ``beta = 0`` this is
-  ``theta_{t+1} = theta_t - eta_t g_t``);
-* Sec. 4.3 (PSGD) and Wu et al. (ADP-SGD, arXiv 2110.07435) Algorithm 1: the gradient is the mean of
-  ``batch_size`` indices drawn uniformly *with replacement*; ``xi_t`` is its deviation from
-  the full gradient, conditionally mean zero with covariance
-  ``(1/batch_size) (mean_i g_i g_i^T - grad grad^T)``, a quadratic function of ``theta``;
-* ``s_t nu_t`` (``nu_t ~ N(0, I)``) is the privacy noise in gradient units (``G sigma_t / N``
-  in H, ``alpha_{t+1} sigma`` in W).
+* Hong et al. 2022 (FAccT, arXiv 2101.07413) Eq. (1) (``beta = 0``) and Eq. (13), Thm 4.5:
+  ``g_t = grad + xi_t + s_t nu_t``, ``v_{t+1} = beta v_t + (1 - beta) g_t``,
+  ``theta_{t+1} = theta_t - eta_t v_{t+1}/(1 - beta^t)``;
+* Sec. 4.3 (PSGD) and Wu et al. (ADP-SGD, arXiv 2110.07435) Algorithm 1: ``xi_t`` is the deviation of a
+  with-replacement minibatch mean, covariance ``(1/batch_size) (mean_i g_i g_i^T - grad grad^T)``;
+* ``s_t nu_t`` is the privacy noise in gradient units (``G sigma_t / N`` in H, ``alpha_{t+1} sigma`` in W).
 
-Because ``xi_t`` and ``nu_t`` are conditionally mean zero and uncorrelated with the state,
-the mean and covariance of the state ``(theta, v)`` follow exactly:
-``mean' = F mean + k``, ``P' = F P F^T + K Q_t K^T`` with
-``Q_t = E[Cov(xi_t | theta)] + s_t^2 I`` and ``E[mean_i g_i g_i^T] = mean_i (A_i P A_i +
-r_i r_i^T)``, ``r_i = A_i m - b_i``. Every expectation the theorems bound is then a closed
-form: ``E f(theta) - f* = 1/2 tr(H P) + f(m) - f*``, ``E||grad f(theta)||^2 = tr(H P H) +
-||H m - c||^2``, ``E||v||^2 = tr(P_v) + ||m_v||^2``. No sampling; numpy only.
-
-With ``beta = 0`` and ``batch_size=None`` (full batch) this reproduces
-:func:`dpcompanion.theory.exact_risk.expected_excess_risk` (tested).
-"""
+``xi_t``, ``nu_t`` are conditionally mean zero, so ``mean' = F mean + k``, ``P' = F P F^T + K Q_t K^T``
+with ``Q_t = E[Cov(xi_t | theta)] + s_t^2 I`` and ``E[mean_i g_i g_i^T] = mean_i (A_i P A_i + r_i r_i^T)``,
+``r_i = A_i m - b_i``; then ``E f - f* = 1/2 tr(H P) + f(m) - f*``, ``E||grad f||^2 = tr(H P H) +
+||H m - c||^2``, ``E||v||^2 = tr(P_v) + ||m_v||^2``. At ``beta = 0``, full batch, this is
+:func:`dpcompanion.theory.exact_risk.expected_excess_risk`."""
 
 from __future__ import annotations
 
@@ -41,11 +28,8 @@ __all__ = ["LeastSquares", "condition", "diagonal_quadratic", "initial_gap", "le
 
 
 class LeastSquares:
-    """A least-squares data set ``(a_i, y_i)``, ``i = 1..N``, with its quadratic form.
-
-    Attributes: ``A`` (N, D, D) per-sample Hessians, ``b`` (N, D), ``H``, ``c``,
-    ``theta_star`` (a minimiser), ``f_star``, ``eigenvalues`` of ``H``.
-    """
+    """A least-squares data set ``(a_i, y_i)`` with ``A`` (N, D, D), ``b`` (N, D), ``H``, ``c``,
+    ``theta_star``, ``f_star`` and the ``eigenvalues`` of ``H``."""
 
     def __init__(self, features: Any, targets: Any):
         X = np.asarray(features, dtype=float)
@@ -79,8 +63,7 @@ def least_squares(*, features, targets) -> LeastSquares:
 
 
 def diagonal_quadratic(*, eigenvalues) -> LeastSquares:
-    """A data set with ``N = D`` samples ``a_j = sqrt(D lambda_j) e_j``, ``y = 0``, whose
-    empirical risk is ``1/2 theta^T diag(lambda) theta`` (minimum 0 at 0).
+    """``N = D`` samples ``a_j = sqrt(D lambda_j) e_j``, ``y = 0``: risk ``1/2 theta^T diag(lambda) theta``.
 
     >>> diagonal_quadratic(eigenvalues=[2.0, 0.5]).H.tolist()
     [[2.0, 0.0], [0.0, 0.5]]
@@ -112,18 +95,12 @@ def moments(
     batch_size: int | None = None,
     debias: bool = True,
 ) -> dict[str, np.ndarray]:
-    """Exact moments along ``T`` steps from the deterministic start ``theta1``.
+    """Exact moments along ``T`` steps from ``theta1``. ``eta``, ``noise_std`` (privacy noise std per
+    coordinate, gradient units): scalars or per step; ``beta`` in [0, 1): H Eq. (13)'s momentum
+    (``debias``: divide by ``1 - beta^t``); ``batch_size``: None (full gradient) or ``n`` with replacement.
 
-    ``eta`` and ``noise_std`` (privacy noise std per coordinate, gradient units) are scalars or
-    per-step arrays; ``beta`` in [0, 1) is the momentum of H Eq. (13) (``debias=True`` divides
-    by ``1 - beta^t``); ``batch_size=None`` is the full gradient, an integer ``n`` the mean of
-    ``n`` indices drawn with replacement.
-
-    Returns arrays indexed by ``t = 1..T+1`` (row ``t-1`` = before step t, row T = output):
-    ``excess`` (``E f(theta_t) - f*``), ``grad_sq`` (``E||grad f(theta_t)||^2``),
-    ``sample_grad_sq`` (``E||grad f_i(theta_t)||^2``, i uniform), ``sgd_var``
-    (``E||g_t - grad f(theta_t)||^2`` of the minibatch gradient, 0 for full batch) and
-    ``v_sq`` (``E||v_t||^2``, row t-1; ``v_1 = 0``).
+    Returns arrays over ``t = 1..T+1`` (row T = output): ``excess``, ``grad_sq`` (``E||grad f||^2``),
+    ``sample_grad_sq`` (``E||grad f_i||^2``), ``sgd_var`` (minibatch gradient variance) and ``v_sq``.
 
     >>> p = diagonal_quadratic(eigenvalues=[2.0])
     >>> m = moments(p, theta1=[1.0], eta=0.25, noise_std=[1.0, 1.0], T=2)

@@ -1,46 +1,24 @@
 """Exact expected excess risk of private gradient descent (PGD) on a quadratic loss.
 
-For a quadratic empirical risk ``f(theta) = 1/2 (theta - theta*)^T H (theta - theta*) + f*``
-with symmetric positive semi-definite Hessian ``H = U diag(lambda) U^T``, PGD
+For ``f(theta) = 1/2 (theta - theta*)^T H (theta - theta*) + f*``, ``H = U diag(lambda) U^T`` PSD, PGD
 (Hong et al. 2022 (FAccT, arXiv 2101.07413) Eq. (1), Algorithm 1)
-
-    theta_{t+1} = theta_t - eta_t (grad f(theta_t) + G sigma_t v_t / N),   v_t ~ N(0, I_D),
-
-is linear in the noise, so its final excess risk has a closed form. Write
-``e_t = U^T (theta_t - theta*)`` (coordinates in the eigenbasis) and
-``a_{s,i} = 1 - eta_s lambda_i``. Because ``U^T v_t`` is again standard normal,
-
-    e_{T+1,i} = (prod_{s=1}^T a_{s,i}) e_{1,i}
-                - (G / N) sum_{t=1}^T eta_t sigma_t (prod_{s=t+1}^T a_{s,i}) w_{t,i},
-
-with independent standard normal ``w_{t,i}``. Each coordinate is Gaussian with mean
-``m_i = (prod_s a_{s,i}) e_{1,i}`` and variance
+``theta_{t+1} = theta_t - eta_t (grad f(theta_t) + G sigma_t v_t / N)``, ``v_t ~ N(0, I_D)``, is linear in
+the noise. With ``e_t = U^T (theta_t - theta*)`` and ``a_{s,i} = 1 - eta_s lambda_i``, each final
+coordinate is Gaussian with mean ``m_i = (prod_s a_{s,i}) e_{1,i}`` and variance
 ``s_i^2 = (G/N)^2 sum_t eta_t^2 sigma_t^2 prod_{s>t} a_{s,i}^2``, so
 
     E[f(theta_{T+1})] - f* = 1/2 sum_i lambda_i (m_i^2 + s_i^2)
-        = 1/2 sum_i lambda_i prod_s a_{s,i}^2 e_{1,i}^2          (deterministic part)
-          + sum_t sigma_t^2 q_t,                                 (noise part)
+        = 1/2 sum_i lambda_i prod_s a_{s,i}^2 e_{1,i}^2 + sum_t sigma_t^2 q_t,
 
-    q_t = (eta_t G / N)^2 sum_i (lambda_i / 2) prod_{s=t+1}^T (1 - eta_s lambda_i)^2.
+    q_t = (eta_t G / N)^2 sum_i (lambda_i / 2) prod_{s=t+1}^T (1 - eta_s lambda_i)^2,
 
-For a constant step ``eta`` this is ``q_t = (eta G / N)^2 sum_i lambda_i/2 (1 - eta
-lambda_i)^{2(T-t)}``: the exact *influence* of step t's noise variance on the final
-loss, the quantity that Hong et al. estimate by retraining (the ICLR submission, App. D, Fig. 3 middle,
-"computed by analytical solution using the Hessian eigen values"). The excess risk is a
-generalised chi-square variable; its variance is
-``sum_i lambda_i^2 (s_i^4 / 2 + m_i^2 s_i^2)`` (used for Monte Carlo error bars).
+the exact *influence* of step t's noise (what Hong et al. estimate by retraining, the ICLR submission,
+App. D, Fig. 3 middle). The variance is ``sum_i lambda_i^2 (s_i^4 / 2 + m_i^2 s_i^2)``.
 
-Hong et al. Thm 4.1 (the FAccT version, proof D.1) bounds the same quantity for ``eta = 1/M`` by
-``gamma^T (f(theta_1) - f*) + sum_t gamma^{T-t} (D G^2 / (2 M N^2)) sigma_t^2`` with
-``M = max lambda``, ``mu = min lambda`` (the PL constant of a quadratic),
-``gamma = 1 - mu/M``. Termwise, ``lambda_i (1 - lambda_i/M)^{2k} <= M gamma^k`` and
-``(1 - lambda_i/M)^{2T} <= gamma^T``, so the exact value never exceeds the bound;
-:func:`pl_constants` gives the constants (``alpha`` of Eq. (4) included) that
-``dpcompanion.theory.bounds.gd`` needs to evaluate it.
-
-Math layer: numpy only (no torch). Conventions: keyword-only arguments, validation with
-the offending value in the message.
-"""
+Thm 4.1 (the FAccT version, proof D.1) bounds it for ``eta = 1/M`` by ``gamma^T (f(theta_1) - f*) +
+sum_t gamma^{T-t} (D G^2 / (2 M N^2)) sigma_t^2``, ``M = max lambda``, ``mu = min lambda``,
+``gamma = 1 - mu/M``: termwise ``lambda_i (1 - lambda_i/M)^{2k} <= M gamma^k`` and
+``(1 - lambda_i/M)^{2T} <= gamma^T``, so the exact value never exceeds the bound."""
 
 from __future__ import annotations
 
@@ -53,24 +31,12 @@ from dpcompanion.core import validate
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import gd
 
-__all__ = [
-    "SCHEDULE_KINDS",
-    "compare_with_bound",
-    "deterministic_excess_risk",
-    "excess_risk_variance",
-    "expected_excess_risk",
-    "noise_influence",
-    "pl_constants",
-    "squared_loss_quadratic",
-    "schedule_of",
-    "spectrum",
-]
+__all__ = ["SCHEDULE_KINDS", "compare_with_bound", "deterministic_excess_risk", "excess_risk_variance",
+           "expected_excess_risk", "noise_influence", "pl_constants", "squared_loss_quadratic", "schedule_of",
+           "spectrum"]
 
 #: schedule kinds compared by :func:`compare_with_bound`
 SCHEDULE_KINDS = ("uniform", "gd-dynamic", "exponential")
-
-
-# --- validation -------------------------------------------------------------------
 
 
 def _steps(eta: Any, T: int) -> np.ndarray:
@@ -93,11 +59,8 @@ def _offset(offset: Any, D: int) -> np.ndarray:
 
 
 def _tail_products(lam: np.ndarray, eta: np.ndarray) -> np.ndarray:
-    """P[t, i] = prod_{s=t+1}^{T} (1 - eta_s lambda_i)^2 for t = 0..T (row T is all ones).
-
-    Row 0 is the full product (used for the deterministic part); row t (1-based step t)
-    is the factor multiplying the noise of step t. Computed as a reversed cumulative
-    product of squares, so no power is formed explicitly."""
+    """P[t, i] = prod_{s=t+1}^{T} (1 - eta_s lambda_i)^2 for t = 0..T (row 0: the full product; row T: ones),
+    a reversed cumulative product of squares."""
     T = eta.size
     a2 = (1.0 - eta[:, None] * lam[None, :]) ** 2  # (T, D), row s-1 = step s
     P = np.ones((T + 1, lam.size))
@@ -107,18 +70,10 @@ def _tail_products(lam: np.ndarray, eta: np.ndarray) -> np.ndarray:
     return P
 
 
-# --- public API -------------------------------------------------------------------
-
-
 def noise_influence(*, eigenvalues, eta, T: int, clip_norm: float, N: int) -> np.ndarray:
-    """Exact influence ``q_t`` (t = 1..T) of step t's noise variance on E[f(theta_{T+1})].
-
-    ``E[f(theta_{T+1})] - f* = deterministic part + sum_t q_t sigma_t^2`` for PGD on a
-    quadratic with Hessian eigenvalues ``eigenvalues``, step ``eta`` (scalar or per-step),
-    sensitivity ``G = clip_norm`` and ``N`` samples (noise std ``G sigma_t / N``), where
-    ``q_t = (eta_t G/N)^2 sum_i lambda_i/2 prod_{s>t} (1 - eta_s lambda_i)^2``.
-    The analytic counterpart of the retrained influence of Hong et al. 2022 (the ICLR submission, App. D,
-    Fig. 3 middle); compare the theory's ``gamma^{T-t}`` of Thm 4.1 (the FAccT version), Eq. (7).
+    """Exact influence ``q_t = (eta_t G/N)^2 sum_i lambda_i/2 prod_{s>t} (1 - eta_s lambda_i)^2`` (t = 1..T)
+    of step t's noise variance on ``E[f(theta_{T+1})]``, for Hessian eigenvalues ``eigenvalues``, step
+    ``eta`` (scalar or per-step), ``G = clip_norm`` and ``N`` samples; compare Thm 4.1's ``gamma^{T-t}``.
 
     >>> q = noise_influence(eigenvalues=[1.0, 0.5], eta=0.5, T=3, clip_norm=2.0, N=4)
     >>> [round(float(v), 6) for v in q]
@@ -137,9 +92,8 @@ def noise_influence(*, eigenvalues, eta, T: int, clip_norm: float, N: int) -> np
 
 
 def deterministic_excess_risk(*, eigenvalues, offset, eta, T: int) -> float:
-    """Noiseless excess risk ``1/2 sum_i lambda_i prod_s (1 - eta_s lambda_i)^2 e_{1,i}^2``
-    after T steps of gradient descent from ``theta_1`` (``offset`` = coordinates of
-    ``theta_1 - theta*`` in the eigenbasis of H).
+    """Noiseless excess risk ``1/2 sum_i lambda_i prod_s (1 - eta_s lambda_i)^2 e_{1,i}^2`` after T steps
+    (``offset``: ``theta_1 - theta*`` in the eigenbasis of H).
 
     >>> deterministic_excess_risk(eigenvalues=[2.0], offset=[1.0], eta=0.25, T=2)
     0.0625
@@ -155,11 +109,7 @@ def deterministic_excess_risk(*, eigenvalues, offset, eta, T: int) -> float:
 
 
 def expected_excess_risk(*, eigenvalues, offset, eta, sigma, clip_norm: float, N: int) -> float:
-    """Exact ``E[f(theta_{T+1})] - f*`` of PGD on a quadratic (T = len(sigma)).
-
-    The deterministic part (:func:`deterministic_excess_risk`) plus
-    ``sum_t q_t sigma_t^2`` (:func:`noise_influence`). This is the quantity that Hong et
-    al. 2022 (the FAccT version) Thm 4.1 bounds (times ``f(theta_1) - f*``, the ERUB normalisation).
+    """Exact ``E[f(theta_{T+1})] - f*`` of PGD on a quadratic (T = len(sigma)): what Thm 4.1 bounds.
 
     >>> expected_excess_risk(eigenvalues=[2.0], offset=[1.0], eta=0.25, sigma=[1.0, 1.0], clip_norm=1.0, N=1)
     0.140625
@@ -175,9 +125,7 @@ def expected_excess_risk(*, eigenvalues, offset, eta, sigma, clip_norm: float, N
 
 
 def excess_risk_variance(*, eigenvalues, offset, eta, sigma, clip_norm: float, N: int) -> float:
-    """Exact variance of ``f(theta_{T+1}) - f*`` (a generalised chi-square variable):
-    ``sum_i lambda_i^2 (s_i^4/2 + m_i^2 s_i^2)`` with ``m_i``, ``s_i^2`` the mean and
-    variance of the final iterate's i-th eigen-coordinate (module docstring).
+    """Exact variance of ``f(theta_{T+1}) - f*``: ``sum_i lambda_i^2 (s_i^4/2 + m_i^2 s_i^2)`` (module docstring).
 
     >>> # one coordinate, no initial offset: f = lambda/2 * s^2 * chi2_1, Var = lambda^2 s^4 / 2
     >>> v = excess_risk_variance(eigenvalues=[2.0], offset=[0.0], eta=0.5, sigma=[1.0], clip_norm=1.0, N=1)
@@ -198,12 +146,9 @@ def excess_risk_variance(*, eigenvalues, offset, eta, sigma, clip_norm: float, N
 
 
 def pl_constants(*, eigenvalues, offset, clip_norm: float, N: int, R: float) -> dict[str, float]:
-    """The constants of Hong et al. 2022 (the FAccT version) Eq. (4)-(6) for a quadratic loss.
-
-    ``M = max lambda`` (smoothness), ``mu = min lambda`` (PL constant; must be > 0),
-    ``kappa = M/mu``, ``gamma = 1 - 1/kappa``, ``D`` = dimension, ``G = clip_norm``,
-    ``initial_gap = f(theta_1) - f*`` and
-    ``alpha = D G^2 / (2 R M N^2 initial_gap)``; ``eta = 1/M`` is the theorem's step.
+    """The constants of Hong et al. 2022 (the FAccT version) Eq. (4)-(6) for a quadratic loss: ``M = max
+    lambda``, ``mu = min lambda`` (> 0), ``kappa``, ``gamma = 1 - 1/kappa``, ``D``, ``G = clip_norm``,
+    ``initial_gap = f(theta_1) - f*``, ``alpha = D G^2 / (2 R M N^2 initial_gap)`` and ``eta = 1/M``.
 
     >>> c = pl_constants(eigenvalues=[4.0, 1.0], offset=[1.0, 0.0], clip_norm=1.0, N=10, R=0.5)
     >>> c["kappa"], c["gamma"], c["initial_gap"], c["alpha"]
@@ -237,12 +182,9 @@ def pl_constants(*, eigenvalues, offset, clip_norm: float, N: int, R: float) -> 
 
 
 def squared_loss_quadratic(*, features, targets, theta_init) -> dict[str, Any]:
-    """The quadratic of the squared loss ``f(theta) = 1/(2N) sum_n (x_n^T theta - y_n)^2``.
-
-    Returns ``eigenvalues`` of ``H = X^T X / N``, the eigenvectors ``basis`` (columns),
-    the minimiser ``theta_star`` (least squares, minimum norm), ``f_star``, and
-    ``offset = basis^T (theta_init - theta_star)`` - the inputs of the functions above.
-    Hong et al. 2022 (the ICLR submission, App. D) use this loss on MNIST35 for the analytic influence.
+    """The quadratic of ``f(theta) = 1/(2N) sum_n (x_n^T theta - y_n)^2`` (the ICLR submission, App. D, on
+    MNIST35): ``eigenvalues`` of ``H = X^T X / N``, eigenvectors ``basis``, minimum-norm ``theta_star``,
+    ``f_star`` and ``offset = basis^T (theta_init - theta_star)``.
 
     >>> X = np.array([[1.0, 0.0], [0.0, 2.0]]); y = np.array([1.0, 2.0])
     >>> q = squared_loss_quadratic(features=X, targets=y, theta_init=np.zeros(2))
@@ -271,8 +213,7 @@ def squared_loss_quadratic(*, features, targets, theta_init) -> dict[str, Any]:
 
 
 def spectrum(*, kappa: float, D: int, M: float = 1.0) -> np.ndarray:
-    """``D`` eigenvalues spaced geometrically from ``M / kappa`` to ``M`` (a synthetic
-    quadratic of condition number ``kappa``).
+    """``D`` eigenvalues spaced geometrically from ``M / kappa`` to ``M``.
 
     >>> spectrum(kappa=100.0, D=3).tolist()
     [0.01, 0.1, 1.0]
@@ -289,10 +230,8 @@ def spectrum(*, kappa: float, D: int, M: float = 1.0) -> np.ndarray:
 
 
 def schedule_of(kind: str, *, T: int, R: float, kappa: float) -> np.ndarray:
-    """The schedules compared in SPEC H-X-EER (from :mod:`dpcompanion.theory.schedules`):
-    ``uniform`` (H Thm 4.2), ``gd-dynamic`` (H Thm 4.4 with the quadratic's kappa) and
-    ``exponential`` ``sigma_t = sigma_0 exp(-k t)`` (Yu et al. 2019; H, the ICLR submission, App. D) with
-    ``k = ln(10) / (T - 1)``: the noise falls tenfold over the run.
+    """The schedules of SPEC H-X-EER: ``uniform`` (H Thm 4.2), ``gd-dynamic`` (H Thm 4.4) and ``exponential``
+    (Yu et al. 2019; the ICLR submission, App. D) with ``rate = ln(10) / (T - 1)`` (noise falls tenfold).
 
     >>> s = schedule_of("exponential", T=5, R=1.0, kappa=10.0)
     >>> round(float(s[0] / s[-1]), 9), round(float(np.sum(1 / s**2)), 12)
@@ -310,16 +249,10 @@ def schedule_of(kind: str, *, T: int, R: float, kappa: float) -> np.ndarray:
 def compare_with_bound(
     *, eigenvalues, offset, clip_norm: float, N: int, R: float, T_max: int, kinds=SCHEDULE_KINDS
 ) -> dict[str, Any]:
-    """Exact expected excess risk vs the bound of Hong et al. 2022 (the FAccT version) Thm 4.1, both in
-    ERUB units (divided by ``f(theta_1) - f*``), for PGD with ``eta = 1/M`` and each
-    schedule kind (:func:`schedule_of`) at every ``T = 1..T_max``. The bound comes from
-    :func:`dpcompanion.theory.bounds.gd.erub` with the quadratic's ``kappa`` and ``alpha``
-    (:func:`pl_constants`).
-
-    Returns ``constants`` and, per kind, arrays over T: ``exact``, ``bound``, ``ratio``
-    (bound / exact), and the minimisers ``T_bound`` (what the theory would pick),
-    ``T_exact`` (the true best T), with ``exact_at_T_bound`` / ``exact_min`` (what
-    choosing T by the bound costs).
+    """Exact expected excess risk vs the Thm 4.1 bound (the FAccT version), both in ERUB units, for PGD with
+    ``eta = 1/M`` and each kind (:func:`schedule_of`) at ``T = 1..T_max``. Returns ``constants`` and per kind
+    ``exact``, ``bound``, ``ratio`` (arrays over T), ``T_bound``, ``T_exact``, ``bound_min``,
+    ``exact_at_T_bound`` and ``exact_min``.
 
     >>> r = compare_with_bound(eigenvalues=[1.0, 0.1], offset=[1.0, 1.0], clip_norm=1.0, N=100, R=1.0, T_max=30)
     >>> bool(np.all(r["uniform"]["exact"] <= r["uniform"]["bound"]))

@@ -1,23 +1,14 @@
 """Exact privacy profile of one subsampled Gaussian step (a *lower* bound for any composition).
 
-One step that, with probability ``q``, uses the differing record (gradient shifted by the
-sensitivity ``Delta``) and adds ``N(0, s^2)`` noise gives, on neighbouring data sets, the pair
-
-    P = (1 - q) N(0, s^2) + q N(Delta, s^2)      and      Q = N(0, s^2)
-
-(in one dimension, along the difference; other coordinates cancel). This is the Poisson
-subsampled Gaussian of Abadi et al. 2016 / Mironov et al. 2019 (arXiv 1908.10530) and also
-what one index drawn uniformly out of ``n`` (``q = 1/n``) gives when every other record has
-the same gradient. Its hockey-stick divergence has a closed form: the privacy loss
-``L(x) = log(1 - q + q exp((2 x Delta - Delta^2)/(2 s^2)))`` is increasing in x, so
-``delta(epsilon) = P[L > epsilon] - e^epsilon Q[L > epsilon]`` is two normal tails; the
-other order ``Q`` vs ``P`` is non-zero only for ``epsilon < -log(1 - q)``.
-
-Releasing more steps can only increase epsilon (post-processing), so the single-step profile
-is a lower bound for any algorithm that releases this step: if ``delta_step(epsilon) >
-delta`` the algorithm is not ``(epsilon, delta)``-DP. Used for Hong et al. 2022
-Sec. 4.3's subsampling rule and Wu et al. Thm 4.1. numpy/scipy only.
-"""
+A step using the differing record with probability ``q`` (shift ``Delta``) and adding ``N(0, s^2)``
+gives ``P = (1 - q) N(0, s^2) + q N(Delta, s^2)`` vs ``Q = N(0, s^2)`` along the difference: the Poisson
+subsampled Gaussian (Abadi et al. 2016; Mironov et al. 2019, arXiv 1908.10530), also one index out of
+``n`` (``q = 1/n``) when the other records share a gradient. The privacy loss
+``L(x) = log(1 - q + q exp((2 x Delta - Delta^2)/(2 s^2)))`` increases in x, so
+``delta(epsilon) = P[L > epsilon] - e^epsilon Q[L > epsilon]`` is two normal tails; the order ``Q`` vs
+``P`` matters only for ``epsilon < -log(1 - q)``. Releasing more steps only increases epsilon, so if
+``delta_step(epsilon) > delta`` no algorithm releasing this step is ``(epsilon, delta)``-DP (Hong et al.
+2022 Sec. 4.3's subsampling rule, Wu et al. Thm 4.1)."""
 
 from __future__ import annotations
 

@@ -1,37 +1,14 @@
 """A thin privacy ledger: records each noisy step and refuses to overspend.
 
-State only; the math is in :mod:`dpcompanion.theory.accounting`. A trainer calls
-``ledger.charge(sigma=...)`` *before* each noisy step and stops when it raises
-:class:`BudgetExceeded` (or when ``can_afford`` is false): Algorithm 1 of Hong et al. 2022
-(FAccT, arXiv 2101.07413), lines "budget request ... else terminate", whose
-released iterate is ``(R/2)``-zCDP by Thm 3.1.
-
-Costs are in the paper's R units: ``1/sigma^2`` for a full-batch step and, for a step on a
-batch sampled at rate ``p``, the paper's PSGD rule ``p^2/sigma^2`` (H Sec. 4.3,
-:func:`dpcompanion.theory.numerical_accounting.psgd_step_cost`).
-
-That PSGD rule is the paper's bookkeeping, **not a guarantee** (at small p a schedule it
-accepts can be several times the target epsilon; see the accounting chapter). So a ledger
-that records subsampled steps needs its ``delta``: every subsampled step is then *also*
-checked against dp-accounting's RDP accountant, and refused if the composed RDP epsilon at
-``delta`` would exceed the target epsilon: the user's own epsilon for a ledger built with
-:meth:`PrivacyLedger.from_budget`, else the one R stands for, ``zcdp_to_dp(rho=R/2, delta)``.
-The RDP curve is :func:`dpcompanion.theory.numerical_accounting.rdp_curve` (dp-accounting's formula
-and conversion), the same one :func:`dpcompanion.theory.budget.plan` calibrates with, so a
-planned schedule always finishes. A sigma that is not finite and > 0 is refused
-(ValueError): no step without noise.
-Full-batch steps need no such check: zCDP composition of Gaussian steps is exact in R. A
-history that mixes them (full-batch steps, then subsampled ones, or the other way round) is
-checked and reported by one RDP curve of all its steps: the first subsampled step starts it
-from the RDP of the full-batch steps before it (Gaussians, ``alpha R_spent / 2``).
-
-A ledger built without ``R`` (``PrivacyLedger(R=None, delta=..., epsilon=...)``) enforces the
-target epsilon alone, by the same RDP accountant, for every step (full batch included):
-:class:`EpsilonTarget` is such a budget, for a planned schedule charged step by step by the
-trainers' engine (Wu et al.'s protocol, :mod:`dpcompanion.experiments.protocols.wu`). At the end of a run,
-:meth:`PrivacyLedger.spent_epsilon` is the epsilon the ledger stands for (the report of the
-trainers' History).
-"""
+A trainer calls ``ledger.charge(sigma=...)`` *before* each noisy step and stops when it raises
+:class:`BudgetExceeded`: Algorithm 1 of Hong et al. 2022 (FAccT, arXiv 2101.07413), "budget request ...
+else terminate", whose release is ``(R/2)``-zCDP by Thm 3.1. Costs are in R units: ``1/sigma^2`` at full
+batch, the paper's PSGD rule ``p^2/sigma^2`` at sampling rate ``p`` (H Sec. 4.3). That rule is **not a
+guarantee**, so subsampled steps need the ledger's ``delta`` and are also refused if the composed RDP
+epsilon (:func:`~dpcompanion.theory.numerical_accounting.rdp_curve`, the planner's curve, so a planned
+schedule finishes) would exceed the target: the user's epsilon, else ``zcdp_to_dp(rho=R/2, delta)``.
+A mixed history is checked by one RDP curve, the full-batch steps before it entering as Gaussians.
+A ledger without ``R`` (:class:`EpsilonTarget`, Wu et al.'s protocol) enforces the epsilon alone by RDP."""
 
 from __future__ import annotations
 
@@ -45,10 +22,8 @@ from dpcompanion.theory import accounting, numerical_accounting
 
 __all__ = ["BudgetExceeded", "StepRecord", "PrivacyLedger", "EpsilonTarget", "SCHEDULE_SLACK"]
 
-#: Relative slack on the *epsilon* check of subsampled steps only (rounding in the running RDP
-#: sum). The R check has none: ``R_spent <= R`` holds exactly, in float64 as printed; the
-#: schedules make sure budget-exact schedules add up to at most R
-#: (:func:`dpcompanion.theory.schedules.fit_within`).
+#: Relative slack on the epsilon check of subsampled steps (rounding in the running RDP sum); the R
+#: check has none (:func:`dpcompanion.theory.schedules.fit_within`).
 REL_SLACK = 1e-12
 
 
@@ -87,8 +62,7 @@ class PrivacyLedger:
         self.delta = None if delta is None else validate.delta(delta)
         if epsilon is not None and delta is None:
             raise ValueError("epsilon needs delta: the target is (epsilon, delta)-DP")
-        #: the epsilon at ``delta`` that subsampled steps are checked against: the user's own
-        #: epsilon when given (no conversion), else what R stands for (zCDP, H Lemma C.3)
+        #: the epsilon subsampled steps are checked against: the user's, else what R stands for (H Lemma C.3)
         if epsilon is not None:
             self.epsilon_target = validate.positive("epsilon", epsilon)
         elif delta is None:
@@ -108,9 +82,8 @@ class PrivacyLedger:
 
     @classmethod
     def from_budget(cls, budget) -> "PrivacyLedger":
-        """The ledger of a :class:`dpcompanion.theory.budget.Budget` (its R, delta, accountant
-        and the epsilon the user asked for, never rebuilt from R) or of an
-        :class:`EpsilonTarget` (its epsilon at delta alone, by the RDP accountant at its orders).
+        """The ledger of a :class:`~dpcompanion.theory.budget.Budget` (its R, delta, accountant and the user's
+        epsilon) or of an :class:`EpsilonTarget` (its epsilon at delta alone, by RDP at its orders).
 
         >>> from dpcompanion.theory.budget import Budget
         >>> led = PrivacyLedger.from_budget(Budget.from_epsilon(epsilon=1.0, delta=1e-5, sampling_rate=0.01))
@@ -123,16 +96,6 @@ class PrivacyLedger:
             return cls(R=None, delta=budget.delta, epsilon=budget.epsilon, orders=budget.orders,
                        rel_slack=budget.rel_slack)
         return cls(R=budget.R, delta=budget.delta, epsilon=budget.epsilon, accountant=budget.accountant)
-
-    # ------------------------------------------------------------------ queries
-
-    def cost(self, *, sigma: float, sampling_rate: float = 1.0) -> float:
-        """Cost of one step in R units (``p^2/sigma^2``; ``1/sigma^2`` at ``p = 1``).
-
-        >>> PrivacyLedger(R=1.0).cost(sigma=2.0)
-        0.25
-        """
-        return numerical_accounting.psgd_step_cost(sigma=sigma, sampling_rate=sampling_rate)
 
     @property
     def spent(self) -> float:
@@ -154,8 +117,7 @@ class PrivacyLedger:
         return list(self._history)
 
     def _assess(self, sigma: float, sampling_rate: float) -> tuple[float, np.ndarray | None, float, str | None]:
-        """(cost in R units, RDP curve after the step or None, its epsilon, reason to refuse or None).
-        A sigma that is not finite and > 0 raises ValueError: a noisy step needs noise."""
+        """(cost in R units, RDP curve after the step or None, its epsilon, reason to refuse or None)."""
         sigma = float(validate.noise_multipliers([sigma])[0])  # the ledger's boundary: validated once here
         sampling_rate = validate.sampling_rate(sampling_rate)
         c = numerical_accounting.step_cost(sigma, sampling_rate)
@@ -170,9 +132,7 @@ class PrivacyLedger:
                 "p^2/sigma^2 rule is not a guarantee, so such steps are also checked with an RDP accountant at delta"
             )
         step = numerical_accounting.step_rdp(sigma, sampling_rate, self._orders_key)
-        # the first step checked by RDP composes with every step before it: full-batch steps of an R
-        # ledger (all of its history until now, their R_spent = sum 1/sigma^2) are Gaussians of RDP
-        # alpha R_spent / 2 (leaving them out put a mixed history below its epsilon)
+        # the first step checked by RDP composes with the full-batch steps before it: Gaussians of RDP alpha R_spent / 2
         rdp = (step + self.orders * (0.5 * self._spent)) if self._rdp is None else self._rdp + step
         eps = numerical_accounting.rdp_epsilon(orders=self.orders, rdp=rdp, delta=self.delta)
         if eps > self.epsilon_target * (1 + self.rel_slack):
@@ -182,8 +142,7 @@ class PrivacyLedger:
         return c, rdp, eps, None
 
     def can_afford(self, *, sigma: float, sampling_rate: float = 1.0) -> bool:
-        """Whether a step would stay within the budget (``R_spent <= R`` exactly) and, for
-        subsampled steps, within the target epsilon by the RDP accountant.
+        """Whether a step stays within ``R`` (exactly) and, if subsampled, within the target epsilon by RDP.
 
         >>> PrivacyLedger(R=1.0).can_afford(sigma=0.5)
         False
@@ -194,8 +153,6 @@ class PrivacyLedger:
         (2056, 0.51)
         """
         return self._assess(sigma, sampling_rate)[3] is None
-
-    # ------------------------------------------------------------------ updates
 
     def charge(self, *, sigma: float, sampling_rate: float = 1.0, step: int | None = None) -> StepRecord:
         """Record a step, or raise :class:`BudgetExceeded` without recording anything.
@@ -219,19 +176,10 @@ class PrivacyLedger:
         self._history.append(rec)
         return rec
 
-    # ------------------------------------------------------------------ reports
-
     def epsilon(self, delta: float) -> dict[str, float | None]:
-        """The spent budget as ``(epsilon, delta)``.
-
-        Keys: ``R_spent`` (R units: the paper's ``p^2/sigma^2`` rule for subsampled steps),
-        ``rho`` (zCDP of the steps' Gaussians, ``sum_t 1/(2 sigma_t^2)``: ``R_spent/2`` at full
-        batch; for subsampled steps it ignores the amplification, since the paper's
-        ``p^2/sigma^2`` rule is no zCDP guarantee), ``epsilon_zcdp`` (H Lemma C.3 of that rho),
-        ``epsilon_exact`` (exact Gaussian DP of the recorded full-batch steps; ``None`` if any
-        step was subsampled, where GDP of the recorded sigmas is not the mechanism's
-        profile) and, for subsampled histories, ``epsilon_rdp`` from dp-accounting (every step
-        at its own rate).
+        """The spent budget as ``(epsilon, delta)``: ``R_spent`` (R units), ``rho`` (``sum_t 1/(2 sigma_t^2)``,
+        ignoring subsampling's amplification), ``epsilon_zcdp`` (H Lemma C.3 of rho), ``epsilon_exact``
+        (GDP; ``None`` if any step was subsampled) and, for subsampled histories, ``epsilon_rdp``.
 
         >>> led = PrivacyLedger(R=1.0)
         >>> _ = led.charge(sigma=1.0)
@@ -260,10 +208,9 @@ class PrivacyLedger:
         return out
 
     def spent_epsilon(self) -> float | None:
-        """The epsilon at the ledger's ``delta`` that the recorded steps cost by the accountant
-        the ledger enforces: the running RDP epsilon of every step when any step was subsampled
-        (or the ledger has no R), else the full-batch spending ``R_spent`` by the budget's accountant
-        (:func:`numerical_accounting.epsilon_at_R`). None without delta; 0 before any step.
+        """The epsilon at ``delta`` of the recorded steps by the accountant the ledger enforces: the running RDP
+        epsilon if any step was subsampled (or there is no R), else ``R_spent`` by the budget's accountant.
+        None without delta; 0 before any step.
 
         >>> led = PrivacyLedger(R=1.0, delta=1e-5)
         >>> _ = led.charge(sigma=1.0)
@@ -287,14 +234,9 @@ SCHEDULE_SLACK = 1e-9
 
 @dataclasses.dataclass(frozen=True)
 class EpsilonTarget:
-    """A budget that is an ``(epsilon, delta)`` target alone (no R): its ledger
-    (:meth:`PrivacyLedger.from_budget`) refuses a step that would take the composed RDP epsilon
-    at ``delta``, at the integer ``orders`` (None: the accountant's default), above
-    ``epsilon`` (relative slack ``rel_slack``, default :data:`SCHEDULE_SLACK`, for a schedule
-    calibrated to the target exactly). The budget of Wu et al.'s protocol
-    (:mod:`dpcompanion.experiments.protocols.wu`), given to the trainers like a
-    :class:`~dpcompanion.theory.budget.Budget`; frozen and hashable, so the trainers' engine
-    charges the runs that share a schedule and a target through one ledger.
+    """A budget that is an ``(epsilon, delta)`` target alone (no R; Wu et al.'s protocol): its ledger refuses
+    a step that would take the RDP epsilon at ``orders`` (None: the default) above ``epsilon`` (relative
+    slack ``rel_slack``). Frozen and hashable: runs sharing a schedule and a target share one ledger.
 
     >>> led = PrivacyLedger.from_budget(EpsilonTarget(epsilon=1e9, delta=1e-5, orders=[2, 3]))
     >>> [led.charge(sigma=1.0, sampling_rate=0.5).step for _ in range(3)], led.spent_epsilon() > 0

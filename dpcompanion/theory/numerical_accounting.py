@@ -1,13 +1,7 @@
-"""Numerical privacy accounting: Poisson subsampling (the paper's PSGD step cost, H Sec. 4.3), the
-Renyi DP of the subsampled Gaussian at integer orders (the ledger's and the planner's own curve),
-dp-accounting's RDP and PLD accountants, the PLD's limits, and :func:`epsilon_at_R`, the one function
-that turns a full-batch budget R into epsilon by any accountant (zCDP, exact, RDP, PLD).
-
-Separate from :mod:`dpcompanion.theory.accounting` (the closed forms of zCDP and exact Gaussian DP,
-which this module builds on) because these accountants compute numerically, most through
-dp-accounting, and to keep each module under the package's 800-line limit.
-dp-accounting is imported lazily (only the functions that need it import it).
-"""
+"""Numerical privacy accounting: the paper's PSGD step cost (H Sec. 4.3), the RDP of the Poisson-subsampled
+Gaussian at integer orders (the ledger's and the planner's curve), dp-accounting's RDP and PLD accountants
+and their limits, and :func:`epsilon_at_R`, which turns a full-batch budget R into epsilon by any accountant.
+dp-accounting is imported lazily."""
 
 from __future__ import annotations
 
@@ -22,43 +16,17 @@ from scipy import optimize, special
 from dpcompanion.core import validate
 from dpcompanion.theory.accounting import R_exact, R_zcdp, gdp_epsilon, rho_from_R, sigma_array, zcdp_to_dp
 
-__all__ = [
-    "psgd_step_cost",
-    "step_cost",
-    "psgd_R_prime",
-    "accountant_epsilon",
-    "RDP_ORDERS",
-    "rdp_curve",
-    "rdp_orders",
-    "rdp_step",
-    "step_rdp",
-    "rdp_epsilon",
-    "rdp_epsilon_repeated",
-    "rdp_per_step",
-    "rdp_epsilon_of",
-    "rdp_epsilon_curve",
-    "rdp_orders_for",
-    "calibrate_multiplier",
-    "ACCOUNTANTS",
-    "epsilon_at_R",
-    "pld_interval",
-    "PLD_MAX_R",
-    "PLD_MIN_DELTA",
-    "pld_delta",
-    "R_accountant",
-]
-
-
-# ------------------------------------------------------------------------- subsampling
+__all__ = ["psgd_step_cost", "step_cost", "psgd_R_prime", "accountant_epsilon", "RDP_ORDERS", "rdp_curve",
+           "rdp_orders", "step_rdp", "rdp_epsilon", "rdp_epsilon_repeated", "rdp_per_step", "rdp_epsilon_of",
+           "rdp_epsilon_curve", "rdp_orders_for", "calibrate_multiplier", "ACCOUNTANTS", "epsilon_at_R",
+           "pld_interval", "PLD_MAX_R", "PLD_MIN_DELTA", "pld_delta", "R_accountant"]
 
 
 def psgd_step_cost(*, sigma: float, sampling_rate: float = 1.0) -> float:
     """Cost of one step in R units under the paper's PSGD rule: ``p^2 / sigma^2``.
 
-    Hong et al. 2022 Sec. 4.3, after Yu et al. 2019 Thm 3: a step with sampling
-    rate ``p = n/N`` costs ``c p^2 / sigma^2`` and the paper drops the constant ``c``, so
-    ``sum_t p^2/sigma_t^2 = R`` is the same as ``sum_t 1/sigma_t^2 = R' = R/p^2``. This is the
-    paper's bookkeeping, not a guarantee: :func:`accountant_epsilon` gives the tight value.
+    Hong et al. 2022 Sec. 4.3, after Yu et al. 2019 Thm 3 (constant ``c`` dropped): ``sum_t p^2/sigma_t^2 = R``
+    is ``sum_t 1/sigma_t^2 = R' = R/p^2``. Bookkeeping, not a guarantee (:func:`accountant_epsilon` is tight).
 
     >>> psgd_step_cost(sigma=2.0, sampling_rate=0.1)
     0.0025000000000000005
@@ -70,8 +38,7 @@ def psgd_step_cost(*, sigma: float, sampling_rate: float = 1.0) -> float:
 
 
 def step_cost(sigma: float, p: float) -> float:
-    """:func:`psgd_step_cost` of numbers already validated (``sigma`` > 0, ``p`` in (0, 1]): the
-    one formula ``p^2/sigma^2``, for a caller that validated them once (the ledger).
+    """:func:`psgd_step_cost` of validated numbers (``sigma`` > 0, ``p`` in (0, 1]).
 
     >>> step_cost(2.0, 1.0)
     0.25
@@ -97,10 +64,9 @@ def _grouped(sigma: np.ndarray) -> list[tuple[float, int]]:
     return [(float(v), int(c)) for v, c in zip(values, counts)]
 
 
-#: RDP orders of the ledger and the planner: the integer orders of dp-accounting's default
-#: list (0.6.0: 2..63, 128, 256, 512, 1024). At integer orders the subsampled Gaussian's RDP
-#: has the closed form below; dp-accounting adds fractional orders, so its epsilon is at most
-#: ours (tests/test_accounting.py checks both facts).
+#: RDP orders of the ledger and the planner: the integer orders of dp-accounting's default list
+#: (0.6.0), where the subsampled Gaussian's RDP has a closed form; with its fractional orders
+#: dp-accounting's epsilon is at most ours.
 RDP_ORDERS: np.ndarray = np.array(list(range(2, 64)) + [128, 256, 512, 1024], dtype=np.float64)
 
 
@@ -113,17 +79,13 @@ _LOG_BINOM = {int(a): _log_binomials(int(a)) for a in RDP_ORDERS}
 
 
 def rdp_curve(*, sigma, sampling_rate: float = 1.0, orders=None) -> np.ndarray:
-    """Composed RDP curve ``eps(alpha)`` of Poisson-subsampled Gaussian steps with multipliers
-    ``sigma`` (each finite and > 0) at integer ``orders`` (default :data:`RDP_ORDERS`).
-
-    One step at integer order alpha (Mironov, Talwar & Zhang 2019, arXiv 1908.10530, Sec. 3.3;
-    dp-accounting's ``_compute_log_a_int``):
+    """Composed RDP curve ``eps(alpha)`` of Poisson-subsampled Gaussian steps ``sigma`` (each finite and > 0)
+    at integer ``orders`` (default :data:`RDP_ORDERS`). One step at integer order alpha (Mironov, Talwar &
+    Zhang 2019, arXiv 1908.10530, Sec. 3.3; dp-accounting's ``_compute_log_a_int``):
 
         eps(alpha) = ln( sum_k C(alpha, k) (1-p)^(alpha-k) p^k exp((k^2 - k) / (2 sigma^2)) ) / (alpha - 1),
 
-    which is ``alpha / (2 sigma^2)`` at p = 1 (the Gaussian; H Lemma C.2 in zCDP terms). RDP
-    composes by adding curves. Vectorised over the schedule's distinct values, so a schedule
-    is accounted in milliseconds; :func:`rdp_epsilon` converts the curve to epsilon.
+    ``alpha / (2 sigma^2)`` at p = 1 (H Lemma C.2). Curves add under composition.
 
     >>> c = rdp_curve(sigma=[2.0, 2.0])
     >>> bool(np.allclose(c, RDP_ORDERS / 4))
@@ -146,21 +108,15 @@ def rdp_orders(orders=None) -> np.ndarray:
     return o
 
 
-#: Floor on ``ln(A_alpha - 1)`` of one step (:func:`_rdp_curve`): below it ``A_alpha - 1`` would be
-#: a subnormal or 0 in float64 (a sampling rate like 1e-200 or a noise multiplier like 1e160), so it
-#: is rounded *up* to ``e^-700``: the step's RDP stays an upper bound instead of underflowing to 0
-#: (which the conversion would read as no privacy loss at all).
+#: Floor on ``ln(A_alpha - 1)`` of one step: below it ``A_alpha - 1`` is subnormal or 0 in float64, so
+#: it is rounded *up* to ``e^-700`` and the step's RDP stays an upper bound instead of 0.
 _LOG_A_MINUS_1_FLOOR = -700.0
 
 
 def _rdp_curve(s: np.ndarray, p: float, ords: np.ndarray) -> np.ndarray:
-    """:func:`rdp_curve` of validated multipliers ``s`` (each finite and > 0), rate and orders.
-
-    Computed as ``ln(1 + (A_alpha - 1))`` with ``A_alpha - 1 = sum_{k>=2} C(alpha, k) (1-p)^(alpha-k)
-    p^k expm1((k^2 - k)/(2 sigma^2))`` (the binomial weights sum to 1): a sum of positive terms, so
-    its relative accuracy holds however small it is. Summing ``A_alpha`` itself (a number within
-    1e-16 of 1 at small p) left the RDP of a step at p = 1e-9 as rounding noise, often 0, and
-    epsilon 0 where the PLD accountant finds more (tests/test_accounting_edges.py)."""
+    """:func:`rdp_curve` of validated inputs, as ``ln(1 + (A_alpha - 1))`` with ``A_alpha - 1 = sum_{k>=2}
+    C(alpha, k) (1-p)^(alpha-k) p^k expm1((k^2 - k)/(2 sigma^2))``: a sum of positive terms, accurate
+    however small (``A_alpha`` itself is within 1e-16 of 1 at small p and would round the RDP to 0)."""
     values, counts = np.unique(s, return_counts=True)
     counts = counts.astype(np.float64)
     if p == 1.0:
@@ -192,23 +148,8 @@ def _rdp_curve(s: np.ndarray, p: float, ords: np.ndarray) -> np.ndarray:
     return out
 
 
-def rdp_step(*, sigma: float, sampling_rate: float = 1.0, orders=None) -> tuple[np.ndarray, np.ndarray]:
-    """(orders, RDP curve) of one Poisson-subsampled Gaussian step (:func:`rdp_curve`), cached
-    per ``(sigma, p)``: a ledger keeps the running sum.
-
-    >>> orders, rdp = rdp_step(sigma=2.0)
-    >>> bool(np.allclose(rdp, orders / (2 * 2.0**2)))   # Gaussian: alpha / (2 sigma^2)
-    True
-    """
-    sigma = float(validate.noise_multipliers([sigma])[0])
-    ords = rdp_orders(orders)
-    return ords.copy(), step_rdp(sigma, validate.sampling_rate(sampling_rate), tuple(ords))
-
-
 def step_rdp(sigma: float, p: float, orders: tuple[float, ...] = tuple(RDP_ORDERS)) -> np.ndarray:
-    """:func:`rdp_step`'s curve of numbers already validated (``sigma`` finite and > 0, ``p`` in
-    (0, 1], integer ``orders`` >= 2), cached per ``(sigma, p, orders)``: for a caller that
-    validated them once (the ledger, at every step).
+    """RDP curve of one step of validated numbers, cached per ``(sigma, p, orders)`` (the ledger's per-step call).
 
     >>> bool(np.allclose(step_rdp(2.0, 1.0), RDP_ORDERS / 8))
     True
@@ -222,12 +163,10 @@ def _rdp_step_cached(sigma: float, p: float, orders: tuple[float, ...]) -> tuple
 
 
 def rdp_epsilon(*, orders, rdp, delta: float, check_order: bool = False) -> float:
-    """epsilon at ``delta`` of a composed RDP curve (dp-accounting's ``compute_epsilon``, the
-    improved conversion of Balle et al. 2020). With ``check_order`` raises if the optimum sits
-    at the largest order (a valid but loose value: add orders then).
+    """epsilon at ``delta`` of a composed RDP curve (dp-accounting's ``compute_epsilon``, Balle et al. 2020's
+    conversion). ``check_order``: raise if the optimum is the largest order (valid but loose).
 
-    >>> o, r = rdp_step(sigma=2.0)
-    >>> e = rdp_epsilon(orders=o, rdp=4 * r, delta=1e-5)   # dp-accounting's own orders add fractional ones
+    >>> e = rdp_epsilon(orders=RDP_ORDERS, rdp=4 * step_rdp(2.0, 1.0), delta=1e-5)
     >>> bool(accountant_epsilon(sigma=[2.0] * 4, delta=1e-5) <= e < 1.01 * accountant_epsilon(sigma=[2.0] * 4, delta=1e-5))
     True
     """
@@ -245,8 +184,7 @@ def rdp_epsilon(*, orders, rdp, delta: float, check_order: bool = False) -> floa
 
 def rdp_epsilon_repeated(*, sigma: float, T: int, sampling_rate: float, delta: float, orders,
                          check_order: bool = False) -> float:
-    """epsilon at ``delta`` of ``T`` steps at one noise multiplier ``sigma`` and sampling rate:
-    the RDP of one step (:func:`rdp_curve`) times ``T``, converted by :func:`rdp_epsilon`.
+    """epsilon at ``delta`` of ``T`` steps at one ``sigma`` and sampling rate (one step's RDP times ``T``).
 
     >>> o = rdp_orders_for(sigma=2.0, T=100, sampling_rate=0.01, delta=1e-5)
     >>> round(rdp_epsilon_repeated(sigma=2.0, T=100, sampling_rate=0.01, delta=1e-5, orders=o), 4) == round(
@@ -264,8 +202,7 @@ def _best_order(orders: np.ndarray, rdp: np.ndarray, delta: float) -> int:
 
 
 def rdp_per_step(*, sigma, sampling_rate: float = 1.0, orders=None) -> np.ndarray:
-    """Per-step RDP ``(T, len(orders))``: row t is :func:`rdp_curve` of step t alone (one
-    evaluation per distinct multiplier), for running sums and epsilon-after-each-step curves.
+    """Per-step RDP ``(T, len(orders))``: row t is :func:`rdp_curve` of step t alone.
 
     >>> rdp_per_step(sigma=[2.0], orders=[2.0, 8.0]).tolist()
     [[0.25, 1.0]]
@@ -279,9 +216,7 @@ def rdp_per_step(*, sigma, sampling_rate: float = 1.0, orders=None) -> np.ndarra
 
 
 def rdp_epsilon_of(*, sigma, delta: float, sampling_rate: float = 1.0, orders=None) -> float:
-    """RDP epsilon at ``delta`` of Poisson-subsampled Gaussian steps ``sigma`` (:func:`rdp_curve`
-    composed, :func:`rdp_epsilon` converted): what the ledger checks subsampled steps against,
-    what the planner calibrates with, what the audit claims. 0 for no step.
+    """RDP epsilon at ``delta`` of Poisson-subsampled Gaussian steps ``sigma`` (0 for no step).
 
     >>> rdp_epsilon_of(sigma=[], delta=1e-5)
     0.0
@@ -296,8 +231,7 @@ def rdp_epsilon_of(*, sigma, delta: float, sampling_rate: float = 1.0, orders=No
 
 def rdp_epsilon_curve(*, sigma, sampling_rate: float, delta: float, at: Sequence[int] | None = None,
                       orders=None) -> np.ndarray:
-    """epsilon at ``delta`` after each step count in ``at`` (1-based; default every step) of the
-    steps ``sigma`` (running sums of :func:`rdp_per_step`).
+    """epsilon at ``delta`` after each step count in ``at`` (1-based; default every step) of the steps ``sigma``.
 
     >>> c = rdp_epsilon_curve(sigma=[2.0] * 4, sampling_rate=1.0, delta=1e-5, at=[0, 4])
     >>> float(c[0]), bool(c[1] == rdp_epsilon_of(sigma=[2.0] * 4, delta=1e-5))
@@ -310,9 +244,8 @@ def rdp_epsilon_curve(*, sigma, sampling_rate: float, delta: float, at: Sequence
 
 
 def rdp_orders_for(*, sigma: float, T: int, sampling_rate: float, delta: float) -> np.ndarray:
-    """Integer orders 2..A with A about twice the optimal order of ``T`` steps at ``sigma``
-    (at least 32, never more than 256): a schedule near that one has its optimum well inside,
-    and the cost of :func:`rdp_per_step` grows with A^2.
+    """Integer orders 2..A, A about twice the optimal order of ``T`` steps at ``sigma`` (32 to 256):
+    the optimum of a nearby schedule stays inside, and :func:`rdp_per_step` costs grow with A^2.
 
     >>> rdp_orders_for(sigma=1.0, T=100, sampling_rate=0.01, delta=1e-5)[[0, -1]].tolist()
     [2.0, 32.0]
@@ -325,9 +258,8 @@ def rdp_orders_for(*, sigma: float, T: int, sampling_rate: float, delta: float) 
 
 def calibrate_multiplier(*, alpha, sampling_rate: float, delta: float, epsilon_target: float, rtol: float = 1e-12,
                          bracket: tuple[float, float] | None = None, orders=None) -> float:
-    """The ``z`` for which steps with multipliers ``z alpha_t`` reach ``epsilon_target`` at
-    ``delta`` by the RDP accountant exactly (to ``rtol`` in z), by Brent's method on ``log z``
-    (Wu et al.'s protocol: ADP-SGD's allocation ``alpha_t`` at DP-SGD's epsilon).
+    """The ``z`` for which steps ``z alpha_t`` reach ``epsilon_target`` at ``delta`` by the RDP accountant
+    (to ``rtol`` in z; Wu et al.'s protocol: ADP-SGD's allocation at DP-SGD's epsilon).
 
     >>> z = calibrate_multiplier(alpha=[1.0] * 10, sampling_rate=1.0, delta=1e-5, epsilon_target=5.0)
     >>> round(rdp_epsilon_of(sigma=[z] * 10, delta=1e-5), 9)
@@ -362,16 +294,10 @@ def accountant_epsilon(
     accountant: str = "rdp",
     value_discretization_interval: float = 1e-4,
 ) -> float:
-    """epsilon at ``delta`` of Poisson-subsampled Gaussian steps with per-step multipliers
-    ``sigma``, by dp-accounting's RDP or PLD accountant (add/remove-one neighbours).
-
-    Each step is ``PoissonSampledDpEvent(p, GaussianDpEvent(sigma_t))`` (a plain
-    ``GaussianDpEvent`` when ``p = 1``); equal multipliers are composed together with a
-    count, so a uniform schedule costs one composition. PLD is tight up to its
-    discretisation (pessimistic); RDP is an upper bound. Cost grows with the number of
-    *distinct* multipliers: a Poisson-subsampled event takes about 0.1 s (RDP) or 0.5 s
-    (PLD) per distinct value on one CPU core, so a T = 100 dynamic schedule takes seconds
-    to a minute; step or uniform schedules are cheap.
+    """epsilon at ``delta`` of Poisson-subsampled Gaussian steps ``sigma`` by dp-accounting's RDP or PLD
+    accountant (add/remove-one neighbours). ``sampling_rate``: one number or one per step. Equal
+    multipliers compose as one event with a count, so the cost grows with the number of distinct ones.
+    PLD is tight up to its (pessimistic) discretisation; RDP is an upper bound.
 
     >>> round(accountant_epsilon(sigma=[2.0] * 4, delta=1e-5, accountant="pld"), 2)
     4.38
@@ -405,9 +331,8 @@ def accountant_epsilon(
         acc.compose(event, count)
     eps = float(acc.get_epsilon(delta))
     if accountant == "rdp" and eps == 0.0 and any(p < 1.0 for _, p, _ in groups):
-        # dp-accounting sums A_alpha (within 1e-16 of 1 at small p): at p = 1e-9 and sigma = 1000 its
-        # RDP at order 2 comes out negative, which its conversion reads as epsilon 0. A 0 is kept
-        # only if our curve (a sum of positive terms, :func:`rdp_curve`) also gives 0, else ours.
+        # dp-accounting sums A_alpha (within 1e-16 of 1 at small p), which can round its RDP below 0
+        # and epsilon to 0: then our curve (a sum of positive terms) decides.
         ords = RDP_ORDERS
         curve = sum(c * _rdp_curve(np.array([v]), p, ords) for v, p, c in groups)
         eps = rdp_epsilon(orders=ords, rdp=curve, delta=delta)
@@ -415,11 +340,8 @@ def accountant_epsilon(
 
 
 def R_accountant(*, epsilon: float, delta: float, accountant: str = "rdp") -> float:
-    """Largest full-batch budget R whose dp-accounting epsilon (RDP or PLD) is <= ``epsilon``.
-
-    Full-batch Gaussian steps compose to one Gaussian mechanism with multiplier
-    ``1/sqrt(R)`` under both accountants, so one ``GaussianDpEvent`` is evaluated per trial
-    R (root-finding to relative 1e-7). Sits between :func:`~dpcompanion.theory.accounting.R_zcdp` and :func:`~dpcompanion.theory.accounting.R_exact`.
+    """Largest full-batch budget R whose dp-accounting epsilon (RDP or PLD) is <= ``epsilon`` (one Gaussian
+    of multiplier ``1/sqrt(R)``, root-found to relative 1e-7); between ``R_zcdp`` and ``R_exact``.
 
     >>> rz, rr, rx = (R_zcdp(epsilon=4, delta=1e-8), R_accountant(epsilon=4, delta=1e-8),
     ...               R_exact(epsilon=4, delta=1e-8))
@@ -448,9 +370,8 @@ def R_accountant(*, epsilon: float, delta: float, accountant: str = "rdp") -> fl
     try:
         return float(math.exp(optimize.brentq(f, a, b, xtol=1e-7)))
     except ValueError:
-        # RDP at its fixed orders is looser than zCDP where the best order lies outside them (epsilon
-        # below about 0.004 or above about 3000 at delta 1e-5): the bracket is widened downwards
-        # (epsilon -> 0 as R -> 0) instead of failing ("f(a) and f(b) must have different signs")
+        # RDP at fixed orders is looser than zCDP where the best order lies outside them: widen the
+        # bracket downwards (epsilon -> 0 as R -> 0)
         for _ in range(200):
             if f(a) <= 0:
                 break
@@ -466,9 +387,8 @@ ACCOUNTANTS: tuple[str, ...] = ("zcdp", "exact", "rdp", "pld")
 
 
 def epsilon_at_R(*, R: float, delta: float, accountant: str) -> float:
-    """epsilon at ``delta`` of full-batch Gaussian steps that spend ``R = sum_t 1/sigma_t^2``
-    (they compose to one Gaussian mechanism with multiplier ``1/sqrt(R)``), by ``accountant``:
-    the one function the budget, the planner, the ledger and the reports use for full-batch steps.
+    """epsilon at ``delta`` of full-batch Gaussian steps spending ``R = sum_t 1/sigma_t^2`` (one Gaussian
+    of multiplier ``1/sqrt(R)``), by ``accountant``.
 
     >>> round(epsilon_at_R(R=1.0, delta=1e-5, accountant="zcdp"), 4), round(epsilon_at_R(R=1.0, delta=1e-5, accountant="exact"), 4)
     (5.2985, 4.3772)
@@ -486,10 +406,9 @@ def epsilon_at_R(*, R: float, delta: float, accountant: str) -> float:
     return accountant_epsilon(sigma=[1 / math.sqrt(R)], delta=delta, accountant=accountant)
 
 
-#: Full-batch budgets R up to which the PLD accountant keeps its default discretisation (1e-4 in
-#: the privacy loss); above it the interval grows in proportion to R, so that the PLD's size, and
-#: its time and memory, stay bounded (at R = 1000 the default took 26 s and 2.6 GB, at R = 10^4
-#: 330 s and 19 GB); the result stays a valid upper bound (PLD is pessimistic).
+#: Full-batch budgets R up to which the PLD accountant keeps its default discretisation (1e-4);
+#: above, the interval grows with R so that the PLD's time and memory stay bounded (the result
+#: stays an upper bound).
 PLD_R0: float = 10.0
 
 #: Largest full-batch R the PLD accountant is asked about (epsilon about 5 x 10^5 at delta 1e-5):
@@ -497,11 +416,9 @@ PLD_R0: float = 10.0
 PLD_MAX_R: float = 1e6
 
 
-#: Smallest delta the PLD accountant is asked about. dp-accounting truncates the privacy-loss
-#: tails at mass 1e-15 and adds that mass to delta (pessimistically), so at delta 1e-15 its epsilon
-#: is 0.6 % above the exact one, and below about 1e-16 it is ``inf``: the planner then chose
-#: R = 2e-8 for epsilon 1 at delta 1e-17 (a noise multiplier of 21,834 where 2.3 suffices).
-#: At 1e-14 it is within 0.2 % of exact (0.10 % at R = 1e-4, 0.04 % at R = 1).
+#: Smallest delta the PLD accountant is asked about: dp-accounting truncates the privacy-loss tails
+#: at mass 1e-15 and adds it to delta, so its epsilon is ``inf`` below about 1e-16; at 1e-14 it is
+#: within 0.2 % of exact.
 PLD_MIN_DELTA: float = 1e-14
 
 
@@ -519,9 +436,8 @@ def pld_delta(delta: float) -> float:
 
 
 def pld_interval(*, R: float) -> float:
-    """The PLD discretisation used for one Gaussian of budget ``R``: dp-accounting's default
-    1e-4 up to :data:`PLD_R0`, then ``1e-4 R / PLD_R0`` (a bounded number of points); refused
-    above :data:`PLD_MAX_R`.
+    """PLD discretisation for one Gaussian of budget ``R``: 1e-4 up to :data:`PLD_R0`, then ``1e-4 R / PLD_R0``;
+    refused above :data:`PLD_MAX_R`.
 
     >>> pld_interval(R=1.0), pld_interval(R=1000.0)
     (0.0001, 0.01)

@@ -1,19 +1,14 @@
 """Noise schedules: per-step noise multipliers sigma_1..sigma_T that spend a budget exactly.
 
 Every function returns a float64 array ``sigma`` (length T) with ``sum_t 1/sigma_t^2 = R`` to
-floating-point accuracy (SPEC section 5). ``R`` is Hong et al.'s budget (``R = 2 rho``, see
-:mod:`dpcompanion.theory.accounting`); for (epsilon, delta) use ``accounting.R_zcdp`` (the paper) or
-``accounting.R_exact`` (exact Gaussian DP).
+floating-point accuracy (SPEC section 5); ``R = 2 rho`` is Hong et al.'s budget
+(:mod:`dpcompanion.theory.accounting`). A schedule is a set of log-weights ``c_t`` with step cost
+``1/sigma_t^2 = R softmax(c)_t``: in logs, T up to 1e5 and kappa up to 1e8 stay stable, and a
+schedule beyond float64 raises ``ValueError`` saying what would work (never inf, 0 or NaN).
 
-How the budget is kept exact. Each schedule is a set of *log-weights* ``c_t`` with step
-cost ``1/sigma_t^2 = R softmax(c)_t``, i.e. ``sigma_t = exp((logsumexp(c) - c_t - ln R) / 2)``.
-Working in logs keeps T up to 1e5 and kappa up to 1e8 stable. When the requested schedule's
-noise multipliers span more than float64 can hold (e.g. ``gamma^T`` underflowing), the
-function raises ``ValueError`` saying so and what would work; it never returns inf, 0 or NaN.
-
-The influence-based schedules use Hong et al.'s rule (FAccT 2022, arXiv 2101.07413,
-Lemma 4.3): for influences q_t > 0 the minimiser of ``sum_t q_t sigma_t^2`` subject to
-``sum_t 1/sigma_t^2 = R`` is ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)``, i.e. ``c_t = ln(q_t)/2``.
+Influence-based schedules use Hong et al. (FAccT 2022, arXiv 2101.07413) Lemma 4.3: the minimiser of
+``sum_t q_t sigma_t^2`` subject to ``sum_t 1/sigma_t^2 = R`` is ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)``,
+i.e. ``c_t = ln(q_t)/2``.
 """
 
 from __future__ import annotations
@@ -27,28 +22,9 @@ from scipy.special import logsumexp
 
 from dpcompanion.core import validate
 
-__all__ = [
-    "KINDS",
-    "KIND_TABLE",
-    "Kind",
-    "Param",
-    "kind",
-    "kinds_markdown",
-    "kinds_help",
-    "make",
-    "fit_within",
-    "uniform",
-    "optimal",
-    "gd_dynamic",
-    "exponential",
-    "step_decay",
-    "momentum_dynamic",
-    "momentum_T_hat",
-    "expinfl",
-    "momexpinfl",
-    "adp",
-    "log_influence",
-]
+__all__ = ["KINDS", "KIND_TABLE", "Kind", "Param", "kind", "kinds_markdown", "kinds_help", "make",
+           "fit_within", "uniform", "optimal", "gd_dynamic", "exponential", "step_decay", "momentum_dynamic",
+           "momentum_T_hat", "expinfl", "momexpinfl", "adp", "log_influence"]
 
 # Largest |ln| of a float64 we let sigma^2 or 1/sigma^2 reach (float max is e^709.78).
 _LOG_LIMIT = 700.0
@@ -58,9 +34,6 @@ def _log_gamma(kappa: float, eta0: float = 1.0) -> float:
     """ln(gamma) for gamma = 1 - eta0/kappa, accurate for large kappa; -inf when gamma = 0."""
     x = eta0 / kappa
     return math.log1p(-x) if x < 1 else -math.inf
-
-
-# ------------------------------------------------------------------------------ core
 
 
 def _from_log_weights(c: np.ndarray, R: float, what: str, hint: str) -> np.ndarray:
@@ -82,9 +55,8 @@ def _from_log_weights(c: np.ndarray, R: float, what: str, hint: str) -> np.ndarr
 
 
 def fit_within(sigma: np.ndarray, R: float, *, sampling_rate: float = 1.0) -> np.ndarray:
-    """``sigma`` scaled up by a few ulps if needed so that the step costs ``p^2/sigma_t^2``,
-    added one by one in float64 as a ledger adds them, total at most ``R``: a budget-exact
-    schedule then never shows ``R_spent > R`` through rounding.
+    """``sigma`` scaled up by a few ulps if needed so that the step costs ``p^2/sigma_t^2``, added
+    one by one in float64 as a ledger adds them, total at most ``R``.
 
     >>> s = fit_within(np.full(3, (3 / 0.3927) ** 0.5), 0.3927)
     >>> bool(np.cumsum(1 / s**2)[-1] <= 0.3927)
@@ -113,8 +85,7 @@ def uniform(*, T: int, R: float) -> np.ndarray:
 
 def optimal(*, q, R: float) -> np.ndarray:
     """Optimal schedule for influences ``q_t > 0`` (H Lemma 4.3, Eq. 10):
-    ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)``, which minimises ``sum_t q_t sigma_t^2``
-    among schedules spending R. ``T = len(q)``.
+    ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)``. ``T = len(q)``.
 
     >>> s = optimal(q=[1.0, 4.0], R=1.0)
     >>> s**2
@@ -126,12 +97,11 @@ def optimal(*, q, R: float) -> np.ndarray:
 
 
 def gd_dynamic(*, T: int, R: float, kappa: float) -> np.ndarray:
-    """GD dynamic schedule, H Thm 4.4 closed form (influence ``q_t = alpha gamma^{T-t}``, Thm 4.1):
+    """GD dynamic schedule, H Thm 4.4 (influence ``q_t = alpha gamma^{T-t}``, Thm 4.1):
 
-        sigma_t^2 = (1/R) (sqrt((1/gamma)^T) - 1) / (1 - sqrt(gamma)) sqrt(gamma^t),  gamma = 1 - 1/kappa.
+        sigma_t^2 = (1/R) (sqrt((1/gamma)^T) - 1) / (1 - sqrt(gamma)) sqrt(gamma^t),  gamma = 1 - 1/kappa,
 
-    Evaluated as Lemma 4.3 with ``ln q_t = (T - t) ln gamma`` in logs (the same numbers).
-    ``kappa = 1`` (gamma = 0) puts the whole budget on the last step, so it is only allowed with T = 1.
+    evaluated as Lemma 4.3 in logs. ``kappa = 1`` (gamma = 0) is only allowed with T = 1.
 
     >>> s = gd_dynamic(T=3, R=1.0, kappa=2.0)   # gamma = 1/2
     >>> bool(abs((1 / s**2).sum() - 1.0) < 1e-12), bool(s[0] > s[1] > s[2])
@@ -158,7 +128,7 @@ def _gd_hint(kappa: float) -> str:
 
 def exponential(*, T: int, R: float, rate: float) -> np.ndarray:
     """Exponential decay ``sigma_t = sigma_0 exp(-rate t)`` (Yu et al. 2019; H, the ICLR submission, App. D),
-    with ``sigma_0`` set so that the budget is spent exactly. ``rate < 0`` grows, 0 is uniform.
+    budget-exact. ``rate < 0`` grows, 0 is uniform.
 
     >>> s = exponential(T=3, R=1.0, rate=0.5)
     >>> bool(np.allclose(s[1:] / s[:-1], np.exp(-0.5))), round(float((1 / s**2).sum()), 12)
@@ -174,10 +144,7 @@ def exponential(*, T: int, R: float, rate: float) -> np.ndarray:
 
 
 def step_decay(*, T: int, R: float, drop: float = 0.5, period: int | None = None) -> np.ndarray:
-    """Step decay: ``sigma_t = sigma_0 drop^floor((t - 1) / period)``, budget-exact.
-
-    ``drop > 0`` multiplies the noise every ``period`` steps (``drop < 1`` decays); the default
-    period is ``ceil(T / 4)`` (four plateaus).
+    """Step decay ``sigma_t = sigma_0 drop^floor((t - 1) / period)``, budget-exact; default period ``ceil(T / 4)``.
 
     >>> s = step_decay(T=4, R=1.0, drop=0.5, period=2)
     >>> s / s[0]
@@ -236,7 +203,7 @@ def log_influence(kind: str, *, T: int, **params) -> np.ndarray:
     * ``gd-dynamic`` (``kappa``): ``q_t = gamma^{T-t}`` (H Thm 4.1, Eq. 7).
     * ``momentum-dynamic`` (``kappa, beta, eta0=1, variant``): see :func:`momentum_dynamic`.
     * ``expinfl`` (``gamma``): ``q_t = gamma^{T-t}`` for any ``gamma > 0`` (the ICLR submission, Sec. 5).
-    * ``momexpinfl`` (``gamma, c1=1, c2=1``): ``q_t = c1 gamma^{T+t} + c2 gamma^{T-t}`` (the ICLR submission, Sec. 5, H Thm 4.7).
+    * ``momexpinfl`` (``gamma, c1=1, c2=1``): ``q_t = c1 gamma^{T+t} + c2 gamma^{T-t}`` (ibid., H Thm 4.7).
 
     >>> np.exp(log_influence("gd-dynamic", T=3, kappa=2.0))
     array([0.25, 0.5 , 1.  ])
@@ -304,25 +271,18 @@ MOMENTUM_VARIANTS = ("corrected", "proof", "statement", "slides")
 def momentum_dynamic(
     *, T: int, R: float, kappa: float, beta: float, eta0: float = 1.0, variant: str = "corrected"
 ) -> np.ndarray:
-    """Momentum dynamic schedule, H Thm 4.7: Lemma 4.3 applied to the momentum influence.
+    """Momentum dynamic schedule, H Thm 4.7: Lemma 4.3 applied to the momentum influence, with
+    ``gamma = 1 - eta0/kappa`` (Thm 4.5), ``T_hat`` from :func:`momentum_T_hat`,
+    ``c1 = 2/(gamma(gamma - beta^2))`` and ``c2 = gamma^{2 T_hat}/(gamma - beta^2)`` (proof of Thm 4.7).
 
-    ``gamma = 1 - eta0/kappa`` (H Thm 4.5, ``eta_t = eta0/(2M)``), ``T_hat`` from
-    :func:`momentum_T_hat`, ``c1 = 2/(gamma(gamma - beta^2))``, ``c2 = gamma^{2 T_hat}/(gamma - beta^2)``
-    (proof of Thm 4.7), and
+    * ``"corrected"`` (default): as "proof" with ``c2' = gamma^{T_hat}/(gamma - beta^2)``, which the
+      proof's derivation gives; only this form bounds the exact influence for every t
+      (claims ``H-T4.7.q-corrected``, ``H-T4.7.q-statement``);
+    * ``"proof"``: ``q_t = c1 gamma^{T+t}`` for ``t <= T_hat``, else ``gamma^{T_hat-1} c2 gamma^{T-t}``;
+    * ``"statement"``: as printed, indicators on T (one exponential);
+    * ``"slides"``: the slides' Thm 3.4, ``q_t = (beta^{2(T-t+1)} - gamma^{T-t+1}) / (beta^2 - gamma)``.
 
-    * ``variant="corrected"`` (default): as "proof" but with ``c2' = gamma^{T_hat}/(gamma -
-      beta^2)``, the constant the proof's own derivation gives; only this form bounds the
-      exact influence for every t (claim ``H-T4.7.q-corrected``; the printed c2 is
-      ``gamma^{T_hat}`` too small, ``H-T4.7.q-statement``);
-    * ``variant="proof"``: ``q_t = c1 gamma^{T+t}`` for ``t <= T_hat`` and
-      ``gamma^{T_hat-1} c2 gamma^{T-t}`` for ``t > T_hat``: the split on t that the proof's
-      bound on U_3 and its use of Lemma 4.3 make, with the printed constants;
-    * ``variant="statement"``: the theorem as printed, with indicators on T (so q_t is one
-      exponential: increasing noise if ``T <= T_hat``, the GD schedule otherwise);
-    * ``variant="slides"``: the slides' (Thm 3.4) ``q_t = (beta^{2(T-t+1)} -
-      gamma^{T-t+1}) / (beta^2 - gamma)``.
-
-    The paper's variants need ``beta < gamma`` (Thm 4.7's assumption).
+    The paper's variants need ``beta < gamma``.
 
     >>> s = momentum_dynamic(T=50, R=1.0, kappa=100.0, beta=0.9)
     >>> round(float((1 / s**2).sum()), 12), bool(s[0] < s[10])   # increasing: T <= T_hat = 230
@@ -340,11 +300,8 @@ def momentum_dynamic(
 
 
 def expinfl(*, T: int, R: float, gamma: float) -> np.ndarray:
-    """"expinfl" (the ICLR submission, Sec. 5, App. D): influence modelled by one exponential,
-    ``q_t = gamma^{T-t}`` (any ``gamma > 0``), scheduled by Lemma 4.3.
-
-    Equivalent to :func:`gd_dynamic` with ``kappa = 1/(1 - gamma)`` for gamma in (0, 1), and
-    to :func:`exponential` with ``rate = -ln(gamma)/4``.
+    """"expinfl" (the ICLR submission, Sec. 5, App. D): ``q_t = gamma^{T-t}`` (any ``gamma > 0``) by Lemma 4.3;
+    :func:`gd_dynamic` with ``kappa = 1/(1 - gamma)`` for gamma in (0, 1).
 
     >>> bool(np.allclose(expinfl(T=5, R=1.0, gamma=0.5), gd_dynamic(T=5, R=1.0, kappa=2.0)))
     True
@@ -360,8 +317,8 @@ def expinfl(*, T: int, R: float, gamma: float) -> np.ndarray:
 
 
 def momexpinfl(*, T: int, R: float, gamma: float, c1: float = 1.0, c2: float = 1.0) -> np.ndarray:
-    """"momexpinfl" (the ICLR submission, Sec. 5; H Thm 4.7's two regimes): influence modelled as
-    ``q_t = c1 gamma^{T+t} + c2 gamma^{T-t}``, scheduled by Lemma 4.3. Only ``c1/c2`` matters.
+    """"momexpinfl" (the ICLR submission, Sec. 5; H Thm 4.7's two regimes):
+    ``q_t = c1 gamma^{T+t} + c2 gamma^{T-t}`` by Lemma 4.3. Only ``c1/c2`` matters.
 
     >>> s = momexpinfl(T=9, R=1.0, gamma=0.7, c1=1.0, c2=0.7**10)
     >>> int(np.argmax(s)) + 1          # q_t smallest (noise largest) where c1 gamma^t = c2 gamma^-t
@@ -378,17 +335,12 @@ def momexpinfl(*, T: int, R: float, gamma: float, c1: float = 1.0, c2: float = 1
 
 
 def adp(*, T: int, R: float, a: float = 20.0, c: float = 1.0, power: float = 0.5, alpha2=None) -> np.ndarray:
-    """ADP-SGD's allocation (Wu et al., Thm 4.2 / Remark 4.1: ``alpha_t^2 = b_t``)
-    as a schedule in Hong et al.'s units.
+    """ADP-SGD's allocation (Wu et al., Thm 4.2 / Remark 4.1: ``alpha_t^2 = b_t``) in Hong et al.'s units.
 
-    Mapping. In ADP-SGD the noise of step t is ``alpha_t c_t`` with ``c_t ~ N(0, sigma^2 I)`` one
-    shared sigma, so step t's noise multiplier (std / sensitivity) is proportional to alpha_t
-    and its cost in R units is ``1/sigma_t^2 ∝ 1/alpha_t^2``. Hence ``sigma_t^2 = alpha_t^2
-    (sum_i 1/alpha_i^2) / R``. Defaults: W's polynomial step sizes ``eta_t = 1/sqrt(20 + t)``,
-    ``b_t = (a + c t)^{1/2}``, so ``alpha_t^2 = (a + c t)^power`` with ``power = 1/2``; the
-    adaptive variant's pre-set ``alpha_t^2 = sqrt(b_0^2 + t C)`` (W Sec. 5.2) is ``a = b_0^2,
-    c = C``. Pass ``alpha2`` (length T) to use any other sequence (e.g. measured b_t).
-    (This is Lemma 4.3 with ``q_t ∝ alpha_t^{-4} = eta_t^2``: SPEC X-UNIFY.)
+    Step t's noise multiplier is proportional to alpha_t, so ``sigma_t^2 = alpha_t^2 (sum_i 1/alpha_i^2) / R``.
+    Defaults: W's ``b_t = (a + c t)^{1/2}``, i.e. ``alpha_t^2 = (a + c t)^power``; W Sec. 5.2's adaptive
+    ``sqrt(b_0^2 + t C)`` is ``a = b_0^2, c = C``. ``alpha2`` (length T) gives any other sequence.
+    (Lemma 4.3 with ``q_t ∝ alpha_t^{-4}``: SPEC X-UNIFY.)
 
     >>> s = adp(T=3, R=1.0, a=1.0, c=1.0, power=1.0)
     >>> s**2 / s[0]**2
@@ -415,9 +367,9 @@ _REQUIRED = object()
 
 @dataclasses.dataclass(frozen=True)
 class Param:
-    """One parameter of a schedule kind: its name (the keyword of the function and, with
-    ``_`` as ``-``, the command-line flag), type, allowed range (as text; the function
-    enforces it), default (:data:`REQUIRED` if none) and a short meaning."""
+    """One parameter of a schedule kind: keyword (``_`` as ``-`` is the flag), type, allowed range
+    (text; the function enforces it), default (``_REQUIRED`` if none) and meaning.
+    """
 
     name: str
     type: str
@@ -453,12 +405,10 @@ class Kind:
     takes_T: bool = True  # False: the length is given by an array (optimal's q)
 
     def signature(self) -> str:
-        """``kind(kappa: float >= 1, [eta0=1])``: the parameters as in ``--help``."""
+        """``kind(kappa, [eta0=1])``: the parameters as in ``--help``."""
         parts = [p.name if p.required else f"[{p.name}={p.shown_default}]" for p in self.params if p.cli]
         return f"{self.name}({', '.join(parts)})"
 
-
-REQUIRED = _REQUIRED
 
 #: The one table of schedule kinds: :func:`make`, the ``schedule`` and ``train`` commands
 #: (flags, ``--help``), the docs (:func:`kinds_markdown`) and the tests all read it.
@@ -520,9 +470,8 @@ def kind(name: str) -> Kind:
 
 
 def make(kind_name: str, **params) -> np.ndarray:
-    """Dispatch to a schedule by name (one of :data:`KINDS`; ``_`` and ``-`` are the same).
-    Parameters are those of the kind's row in :data:`KIND_TABLE` plus ``T`` and ``R``; an
-    unknown or missing one is refused in one line naming it.
+    """Dispatch to a schedule by name (one of :data:`KINDS`; ``_`` and ``-`` are the same) with its
+    :data:`KIND_TABLE` parameters plus ``T`` and ``R``; an unknown or missing one is refused.
 
     >>> make("uniform", T=2, R=2.0)
     array([1., 1.])
@@ -550,8 +499,7 @@ def make(kind_name: str, **params) -> np.ndarray:
 
 
 def kinds_markdown() -> str:
-    """The table of kinds as Markdown (generated into the docs: CONTRIBUTING and the
-    accounting page show this, never a typed copy)."""
+    """The table of kinds as Markdown (CONTRIBUTING and the accounting page show it)."""
     rows = ["| kind | parameters (type, allowed, default) | paper | what |", "| --- | --- | --- | --- |"]
     for k in KIND_TABLE.values():
         ps = "; ".join(

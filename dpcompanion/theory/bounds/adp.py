@@ -1,16 +1,9 @@
-"""ADP-SGD's utility factors: Wu et al., "Adaptive Differentially Private Empirical Risk
-Minimization", Thm 4.2 and Remark 4.1, Prop. 5.1 (Eq. 9, 10; App. D.1-D.2,
-Eq. 25, 26), Prop. 5.2, and the step-size families of Sec. 6 / Figure 2.
-
-Notation: step size ``eta_t = eta / b_t``, noise ``alpha_t c_t`` with one shared
-``c_t ~ N(0, sigma^2 I)``; Thm 4.1's ``sigma^2`` (in :func:`dpcompanion.theory.adp_accounting.adp_sigma2`)
-scales with ``sum_t 1/alpha_t^2``. The privacy part of Thm 4.2's bound is proportional to
-
-    M({alpha}, {b}) = sum_t (alpha_t/b_t)^2 * sum_t 1/alpha_t^2
-
-(W Thm 4.2), minimised over alpha at ``alpha_t^2 = b_t`` with value ``M_adp = (sum_t 1/b_t)^2``
-(Remark 4.1); DP-SGD (``alpha_t = 1``) has ``M_dp = T sum_t 1/b_t^2``.
-"""
+"""ADP-SGD's utility factors: Wu et al., "Adaptive Differentially Private Empirical Risk Minimization",
+Thm 4.2 and Remark 4.1, Prop. 5.1 (Eq. 9, 10; App. D.1-D.2, Eq. 25, 26), Prop. 5.2, and the step-size
+families of Sec. 6 / Figure 2. Step size ``eta_t = eta / b_t``, noise ``alpha_t c_t``,
+``c_t ~ N(0, sigma^2 I)`` with ``sigma^2 ∝ sum_t 1/alpha_t^2``; the privacy part of Thm 4.2's bound is
+proportional to ``M({alpha}, {b}) = sum_t (alpha_t/b_t)^2 * sum_t 1/alpha_t^2``, minimised at
+``alpha_t^2 = b_t`` with ``M_adp = (sum_t 1/b_t)^2`` (Remark 4.1); DP-SGD has ``M_dp = T sum_t 1/b_t^2``."""
 
 from __future__ import annotations
 
@@ -21,18 +14,8 @@ import numpy as np
 
 from dpcompanion.core import validate
 
-__all__ = [
-    "M",
-    "M_dp",
-    "M_adp",
-    "M_ratio",
-    "b_poly",
-    "privacy_term",
-    "prop51_bound",
-    "prop52_bound",
-    "stepsize_sqrt",
-    "stepsize_linear_sqrt",
-]
+__all__ = ["M", "M_dp", "M_adp", "M_ratio", "b_poly", "privacy_term", "prop51_bound", "prop52_bound",
+           "stepsize_sqrt", "stepsize_linear_sqrt"]
 
 
 def M(*, alpha: Any, b: Any) -> float:

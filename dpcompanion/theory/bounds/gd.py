@@ -1,17 +1,13 @@
 """Utility bounds of private gradient descent (PGD), Hong et al. 2022 (FAccT, arXiv 2101.07413) Section 4.1.
 
-Notation (the FAccT version, Eq. 4-6; SPEC section 1): ``alpha = D G^2 / (2 R M N^2 (f(theta_1) - f*))``,
-``kappa = M / mu >= 1``, ``gamma = 1 - 1/kappa``. With step size ``eta = 1/M`` the
-expected-risk upper bound (ERUB, normalised by ``f(theta_1) - f*``) of a schedule
-``sigma_1..sigma_T`` spending ``sum_t 1/sigma_t^2 = R`` is (Thm 4.1, Eq. 7)
+Notation (Eq. 4-6; SPEC section 1): ``alpha = D G^2 / (2 R M N^2 (f(theta_1) - f*))``, ``kappa = M / mu >= 1``,
+``gamma = 1 - 1/kappa``. With ``eta = 1/M`` the expected-risk upper bound (ERUB, normalised by
+``f(theta_1) - f*``) of a schedule spending ``sum_t 1/sigma_t^2 = R`` is (Thm 4.1, Eq. 7)
 
     ERUB = gamma^T + R sum_t q_t sigma_t^2,   q_t = gamma^(T-t) alpha.
 
-Powers of gamma are computed as ``exp(T log1p(-1/kappa))`` (no underflow surprises, exact
-at ``kappa = 1`` where gamma = 0 and ``gamma^0 = 1``), ``1 - gamma^T`` with ``expm1``.
-Everything here is a pure function of keyword arguments; closed forms come with
-brute-force minimisers over integer T (``argmin_uniform``, ``argmin_dynamic``).
-"""
+Powers of gamma are ``exp(T log1p(-1/kappa))`` (exact at ``kappa = 1``: ``gamma^0 = 1``), ``1 - gamma^T``
+with ``expm1``. Closed forms come with brute-force minimisers over integer T."""
 
 from __future__ import annotations
 
@@ -23,32 +19,12 @@ import numpy as np
 from dpcompanion.core import validate
 from dpcompanion.theory import schedules
 
-__all__ = [
-    "one_minus_sqrt_gamma",
-    "gamma_of",
-    "alpha_of",
-    "influence",
-    "erub",
-    "erub_uniform",
-    "t_uniform_surrogate",
-    "t_uniform",
-    "erub_uniform_eq25",
-    "theta_uniform",
-    "argmin_uniform",
-    "optimal_schedule",
-    "sigma2_dynamic",
-    "erub_dynamic",
-    "t_dynamic",
-    "t_dynamic_statement",
-    "erub_dynamic_min",
-    "theta_dynamic",
-    "argmin_dynamic",
-]
+__all__ = ["one_minus_sqrt_gamma", "alpha_of", "influence", "erub", "erub_uniform",
+           "t_uniform_surrogate", "t_uniform", "erub_uniform_eq25", "theta_uniform", "argmin_uniform",
+           "optimal_schedule", "sigma2_dynamic", "erub_dynamic", "t_dynamic", "t_dynamic_statement",
+           "erub_dynamic_min", "theta_dynamic", "argmin_dynamic"]
 
 _T_CAP = 20_000_000  # largest exhaustive search range (integers)
-
-
-# --- validation --------------------------------------------------------------------------
 
 
 def _T_array(T: Any) -> np.ndarray:
@@ -90,15 +66,6 @@ def _scalar(x: np.ndarray) -> Any:
 
 
 # --- constants (Eq. 4-6) -----------------------------------------------------------------
-
-
-def gamma_of(*, kappa: float) -> float:
-    """Noiseless contraction rate ``gamma = 1 - 1/kappa`` (the FAccT version, Eq. 6).
-
-    >>> gamma_of(kappa=4)
-    0.75
-    """
-    return 1.0 - 1.0 / validate.kappa(kappa)
 
 
 def alpha_of(*, D: float, G: float, R: float, M: float, N: float, f_gap: float) -> float:
@@ -147,9 +114,8 @@ def erub(*, sigma, kappa: float, alpha: float, R: float) -> float:
 
 
 def erub_uniform(*, T, kappa: float, alpha: float):
-    """ERUB of the uniform schedule ``sigma_t^2 = T/R``:
-    ``gamma^T + alpha kappa (1 - gamma^T) T`` (the FAccT version, Eq. 9 = Eq. 22's objective). T may be an
-    array (real values allowed, for plotting the continuous objective).
+    """ERUB of the uniform schedule ``sigma_t^2 = T/R``: ``gamma^T + alpha kappa (1 - gamma^T) T`` (Eq. 9 =
+    Eq. 22's objective). T may be an array of reals.
 
     >>> erub_uniform(T=1, kappa=2, alpha=0.1)       # gamma + alpha
     0.6
@@ -230,10 +196,9 @@ def _exhaustive(f, T_lo: int, T_hi: int) -> tuple[int, float]:
 
 
 def argmin_uniform(*, kappa: float, alpha: float, T_min: int = 1) -> tuple[int, float]:
-    """Exact integer minimiser of the uniform ERUB (Eq. 22) over ``T >= T_min`` by exhaustive
-    search, and the minimum. The search range is provably enough: for ``T >= kappa``,
-    ``1 - gamma^T >= 1 - 1/e``, so ``ERUB(T) >= alpha kappa (1 - 1/e) T`` exceeds any value
-    already seen once T passes ``U / (alpha kappa (1 - 1/e))``.
+    """Exact integer minimiser of the uniform ERUB (Eq. 22) over ``T >= T_min``, and the minimum, by exhaustive
+    search; the range suffices: for ``T >= kappa``, ``1 - gamma^T >= 1 - 1/e``, so ``ERUB(T) >= alpha kappa
+    (1 - 1/e) T`` exceeds any value ``U`` already seen once T passes ``U / (alpha kappa (1 - 1/e))``.
 
     >>> T, v = argmin_uniform(kappa=10, alpha=1e-3); T, round(v, 4)
     (21, 0.2964)
@@ -254,10 +219,9 @@ def argmin_uniform(*, kappa: float, alpha: float, T_min: int = 1) -> tuple[int, 
 
 
 def optimal_schedule(*, q, R: float) -> tuple[np.ndarray, float]:
-    """Lemma 4.3 (the FAccT version, Eq. 10): for positive influences ``q`` and budget ``sum 1/sigma_t^2 = R``,
-    the minimiser ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)`` of ``R sum_t q_t sigma_t^2`` (the
-    schedule itself is :func:`dpcompanion.theory.schedules.optimal`) and the minimum
-    ``(sum_t sqrt(q_t))^2``.
+    """Lemma 4.3 (Eq. 10): the minimiser ``sigma_t^2 = (1/R) sum_i sqrt(q_i / q_t)`` of ``R sum_t q_t sigma_t^2``
+    for influences ``q > 0`` and ``sum 1/sigma_t^2 = R`` (:func:`dpcompanion.theory.schedules.optimal`), and
+    the minimum ``(sum_t sqrt(q_t))^2``.
 
     >>> s2, m = optimal_schedule(q=[1.0, 4.0], R=1.0)
     >>> s2.round(12).tolist(), round(m, 12)
@@ -268,10 +232,8 @@ def optimal_schedule(*, q, R: float) -> tuple[np.ndarray, float]:
 
 
 def sigma2_dynamic(*, T: int, kappa: float, R: float) -> np.ndarray:
-    """Squared dynamic schedule of Thm 4.4 (the FAccT version): ``sigma_t^2 = (1/R) (sqrt((1/gamma)^T) - 1) /
-    (1 - sqrt(gamma)) sqrt(gamma^t)``, t = 1..T. The schedule is defined once, in
-    :func:`dpcompanion.theory.schedules.gd_dynamic`; this is its square, for the bounds.
-    Requires kappa > 1 (at kappa = 1 only the last step has influence).
+    """Squared dynamic schedule of Thm 4.4, ``sigma_t^2 = (1/R) (sqrt((1/gamma)^T) - 1) / (1 - sqrt(gamma))
+    sqrt(gamma^t)`` (the square of :func:`dpcompanion.theory.schedules.gd_dynamic`); kappa > 1.
 
     >>> s2 = sigma2_dynamic(T=3, kappa=4, R=2.0)
     >>> round(float(np.sum(1 / s2)), 12)
@@ -346,9 +308,8 @@ def theta_dynamic(*, kappa: float, alpha: float) -> float:
 
 
 def argmin_dynamic(*, kappa: float, alpha: float, T_min: int = 1) -> tuple[int, float]:
-    """Integer minimiser of the dynamic ERUB over ``T >= T_min`` by exhaustive search over
-    ``T_min .. max(2 ceil(T_27) + 10, kappa)`` (the objective is a convex quadratic in
-    ``x = gamma^(T/2)``, hence unimodal in T, so the range holds the minimiser).
+    """Integer minimiser of the dynamic ERUB over ``T_min .. max(2 ceil(T_27) + 10, kappa)``: the objective is
+    a convex quadratic in ``x = gamma^(T/2)``, hence unimodal in T, so the range holds the minimiser.
 
     >>> T, v = argmin_dynamic(kappa=10, alpha=1e-3); T, round(v, 4)
     (24, 0.2753)

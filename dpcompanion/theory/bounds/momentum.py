@@ -1,20 +1,14 @@
-"""Momentum variant of private gradient descent: Hong et al. 2022 (FAccT, arXiv 2101.07413)
-Sec. 4.2, Thm 4.5-4.7, Thm 4.9, Lemmas C.5-C.7 and proofs in App. D.2.
+"""Momentum variant of private gradient descent: Hong et al. 2022 (FAccT, arXiv 2101.07413) Sec. 4.2,
+Thm 4.5-4.7, Thm 4.9, Lemmas C.5-C.7 and the proofs in App. D.2.
 
-Notation (H Thm 4.5): step size ``eta_t = eta0/(2M)``, ``gamma = 1 - eta0/kappa``, momentum
-``beta``, debias factor ``d_t = (1 - beta)/(1 - beta^t)``, noise variances ``sigma_t^2``.
-The noise term of the momentum bound (H Eq. 14) is
+Notation (H Thm 4.5): ``eta_t = eta0/(2M)``, ``gamma = 1 - eta0/kappa``, momentum ``beta``, debias
+factor ``d_t = (1 - beta)/(1 - beta^t)``. The noise term of the bound (H Eq. 14) is
 
     U_3 = sum_{t=1}^T gamma^{T-t} d_t^2 sum_{i=1}^t beta^{2(t-i)} sigma_i^2 = sum_i w_i sigma_i^2,
 
-with the *exact influence* ``w_i = sum_{t=i}^T gamma^{T-t} d_t^2 beta^{2(t-i)}``
-(:func:`influence_exact`). The paper bounds ``w_i`` by simpler forms ``q_i``
-(:func:`influence_form`). Everything here is plain numpy; powers are taken in log space
-where ``gamma^T`` or ``beta^{-2i}`` would overflow or underflow.
-
-The printed forms of T_hat, of the statement/slides influences and of the Lemma 4.3
-allocation live in :mod:`dpcompanion.theory.schedules` (one source of truth) and are reused here.
-"""
+with the exact influence ``w_i = sum_{t=i}^T gamma^{T-t} d_t^2 beta^{2(t-i)}`` (:func:`influence_exact`),
+which the paper bounds by forms ``q_i`` (:func:`influence_form`; the printed ones live in
+:mod:`dpcompanion.theory.schedules`). Powers are taken in log space where they would over/underflow."""
 
 from __future__ import annotations
 
@@ -24,30 +18,11 @@ from typing import Any
 import numpy as np
 
 from dpcompanion.core import validate
-
 from dpcompanion.theory import schedules
 
-__all__ = [
-    "T_hat",
-    "debias_factor",
-    "influence_exact",
-    "U3",
-    "U3_uniform",
-    "U3_uniform_bound",
-    "erub",
-    "eta0_max",
-    "zeta",
-    "influence_form",
-    "U3g",
-    "U3g_bound",
-    "erub_uniform_curve",
-    "erub_dynamic_curve",
-    "c6_coefficients",
-    "c6_U1",
-]
-
-
-# ------------------------------------------------------------------------ validation
+__all__ = ["T_hat", "debias_factor", "influence_exact", "U3", "U3_uniform", "U3_uniform_bound", "erub",
+           "eta0_max", "zeta", "influence_form", "U3g", "U3g_bound", "erub_uniform_curve",
+           "erub_dynamic_curve", "c6_coefficients", "c6_U1"]
 
 
 def _bg(beta: Any, gamma: Any) -> tuple[float, float]:
@@ -58,10 +33,8 @@ def _bg(beta: Any, gamma: Any) -> tuple[float, float]:
 
 
 def T_hat(*, beta: float, gamma: float) -> int:
-    """``T_hat = max t s.t. gamma^{t-1} >= (1 - beta)/(1 - beta^t)`` (H Thm 4.6/4.7, Lemma C.7).
-
-    Finite because the right side tends to ``1 - beta > 0``: ``T_hat <= 1 + ln(1-beta)/ln(gamma)``.
-    Computed by :func:`dpcompanion.theory.schedules.momentum_T_hat` (``gamma = 1 - 1/kappa``) over that range.
+    """``T_hat = max t s.t. gamma^{t-1} >= (1 - beta)/(1 - beta^t)`` (H Thm 4.6/4.7, Lemma C.7); finite since
+    the right side tends to ``1 - beta > 0``: ``T_hat <= 1 + ln(1-beta)/ln(gamma)``.
 
     >>> T_hat(beta=0.9, gamma=0.99)
     230
@@ -218,16 +191,12 @@ def zeta(*, eta0: float, beta: float, gamma: float | None = None, form: str = "p
 def influence_form(*, beta: float, gamma: float, T: int, form: str) -> np.ndarray:
     """The paper's influence forms q_t (t = 1..T), each meant to satisfy ``w_t <= q_t``:
 
-    * ``"statement"``: H Thm 4.7 as printed, ``c1 gamma^{T+t} 1{T <= T_hat} + gamma^{T_hat-1}
-      c2 gamma^{T-t} 1{T > T_hat}`` with the proof's ``c1 = 2/(gamma(gamma-beta^2))``,
-      ``c2 = gamma^{2 T_hat}/(gamma - beta^2)`` (via :func:`dpcompanion.theory.schedules.log_influence`);
-    * ``"proof"``: the same constants with the regimes split on t (schedules' "proof" variant);
-    * ``"corrected"``: regimes split on t with ``c2' = gamma^{T_hat}/(gamma - beta^2)``
-      (schedules' "corrected" variant, claim H-T4.7.q-corrected);
-    * ``"derived"``: what the proof of Thm 4.7 actually derives before its last relaxation,
-      ``c1 gamma^{T+t}`` for ``t <= T_hat`` and ``gamma^{2T_hat-2} (gamma^{T+1-t} - beta^{2(T+1-t)})
-      /(gamma - beta^2)`` for ``t > T_hat`` (needs ``beta < gamma``);
-    * ``"slides"``: slides' Thm 3.4, ``(beta^{2(T-t+1)} - gamma^{T-t+1})/(beta^2 - gamma)``.
+    * ``"statement"``, ``"proof"``, ``"corrected"``, ``"slides"``: the variants of
+      :func:`dpcompanion.theory.schedules.momentum_dynamic` (H Thm 4.7 as printed, split on t, with
+      ``c2' = gamma^{T_hat}/(gamma - beta^2)``, the slides' Thm 3.4);
+    * ``"derived"``: what the proof of Thm 4.7 derives before its last relaxation, ``c1 gamma^{T+t}`` for
+      ``t <= T_hat`` and ``gamma^{2T_hat-2} (gamma^{T+1-t} - beta^{2(T+1-t)})/(gamma - beta^2)`` after
+      (needs ``beta < gamma``).
 
     >>> q = influence_form(beta=0.5, gamma=0.9, T=4, form="slides")
     >>> bool(np.isclose(q[-1], 1.0)), bool(np.isclose(q[0], sum(0.9**k * 0.25**(3 - k) for k in range(4))))
@@ -268,9 +237,8 @@ def U3g(*, T: int, beta: float, gamma: float, sigma_g: float, G: float) -> float
 
 
 def U3g_bound(*, kappa: float, sigma_g: float, G: float, eta0: float | None = None) -> float:
-    """Bound on U_3^g. ``eta0=None``: as printed in H Thm 4.9's proof, ``kappa sigma_g^2/G^2``
-    (which takes ``1/(1-gamma) = kappa``); with ``eta0``: ``sigma_g^2/((1-gamma) G^2) =
-    kappa sigma_g^2/(eta0 G^2)`` for the momentum theorem's ``gamma = 1 - eta0/kappa``.
+    """Bound on U_3^g: ``eta0=None``, as printed in H Thm 4.9's proof, ``kappa sigma_g^2/G^2``; with ``eta0``,
+    ``sigma_g^2/((1-gamma) G^2) = kappa sigma_g^2/(eta0 G^2)`` for ``gamma = 1 - eta0/kappa``.
 
     >>> U3g_bound(kappa=10.0, sigma_g=1.0, G=1.0), U3g_bound(kappa=10.0, sigma_g=1.0, G=1.0, eta0=0.5)
     (10.0, 20.0)

@@ -1,13 +1,9 @@
-"""Utility bound of private stochastic gradient descent (PSGD), Hong et al. 2022 (FAccT,
-arXiv 2101.07413) Section 4.3, Thm 4.8 and proof D.3.
-
-With batch size ``n``, sampling rate ``p = n/N``, the paper's budget rescaling
-``R' = R / p^2`` (Yu et al. 2019 Thm 3; constant dropped) and a stochastic-gradient noise
-``sigma_g xi_t / n`` with ``E ||xi_t||^2 <= D``, the bound is
+"""Utility bound of private stochastic gradient descent (PSGD), Hong et al. 2022 (FAccT, arXiv 2101.07413)
+Section 4.3, Thm 4.8 and proof D.3: with sampling rate ``p = n/N``, ``R' = R / p^2`` (Yu et al. 2019
+Thm 3, constant dropped) and gradient noise ``sigma_g xi_t / n``, ``E ||xi_t||^2 <= D``,
 
     ERUB = gamma^T + alpha_g sigma_g^2 + R' sum_t q_t sigma_t^2,
-    alpha_g = D / (2 mu N^2 R (f(theta_1) - f*)),   q_t = gamma^(T-t) alpha.
-"""
+    alpha_g = D / (2 mu N^2 R (f(theta_1) - f*)),   q_t = gamma^(T-t) alpha."""
 
 from __future__ import annotations
 
@@ -51,9 +47,8 @@ def rescaled_budget(*, R: float, n: float, N: float) -> float:
 
 
 def sgd_noise_coefficient(*, D: float, mu: float, n: float, f_gap: float) -> float:
-    """The coefficient of ``sigma_g^2`` produced by the proof before its last relaxation,
-    ``R' kappa alpha / G^2 = D / (2 mu n^2 (f(theta_1) - f*))`` (the FAccT version, proof D.3; alpha and R'
-    taken with the batch size n).
+    """The coefficient of ``sigma_g^2`` before the proof's last relaxation, ``R' kappa alpha / G^2 =
+    D / (2 mu n^2 (f(theta_1) - f*))`` (proof D.3; alpha and R' with the batch size n).
 
     >>> sgd_noise_coefficient(D=10, mu=0.1, n=100, f_gap=1)
     0.005

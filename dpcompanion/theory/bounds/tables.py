@@ -1,14 +1,10 @@
-"""Tables 1 and 2 of Hong et al. 2022 (FAccT, arXiv 2101.07413), row by row.
+"""Tables 1 and 2 of Hong et al. 2022 (FAccT, arXiv 2101.07413), row by row (10 and 13 rows).
 
-Each :class:`Row` carries the printed symbols (LaTeX, as in the paper) and the printed order
-as a function of ``N, D, R, p`` with every hidden constant set to 1 (``c = 1``, indicators
-``I_{T > T_hat} = 1``, ``R_{eps,delta}`` read as ``R``, ``mu = G = 1``; BBImp's free exponent
-``c = 0.1``). The paper states the tables for 1-smooth, 1-Lipschitz losses. Rows marked
-``ours`` are the paper's own results; :func:`derived` evaluates what its theorems actually
-give for them (exact minima of the bounds of :mod:`dpcompanion.theory.bounds.gd` at
-``alpha = D / (2 R N^2)``, curvature ``kappa``), so the claims can compare fitted exponents
-with the printed orders. The extraction of Table 1 in the FAccT version holds 10 rows, Table 2 13.
-"""
+Each :class:`Row` carries the printed symbols (LaTeX) and the printed order as a function of ``N, D, R, p``
+with every hidden constant 1 (``c = 1``, ``I_{T > T_hat} = 1``, ``R_{eps,delta}`` read as ``R``,
+``mu = G = 1``; BBImp's free exponent ``c = 0.1``), for 1-smooth, 1-Lipschitz losses. For the paper's
+own (``ours``) GD rows :func:`derived` evaluates what its theorems give (exact minima of
+:mod:`dpcompanion.theory.bounds.gd` at ``alpha = D / (2 R N^2)``), for comparing fitted exponents."""
 
 from __future__ import annotations
 

@@ -100,25 +100,6 @@ def status_counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
-#: how each status reads in a sentence of counts (:func:`status_summary`)
-STATUS_PHRASES = {
-    "proved": "proved for every admissible value", "checked": "checked at fixed values of T", "verified": "verified numerically",
-    "identity": "true by construction", "refuted": "refuted with a counterexample", "not-reproduced": "not reproduced",
-    "illustrated": "illustrated", "open": "open", "error": "whose check errored",
-}
-
-
-def status_summary(results: Iterable[dict[str, Any]]) -> str:
-    """One sentence of claim counts per status (the landing page).
-
-    >>> status_summary([{"status": "proved"}, {"status": "checked"}, {"status": "checked"}, {"status": "refuted"}])
-    '4 claims: 1 proved for every admissible value, 2 checked at fixed values of T, 1 refuted with a counterexample.'
-    """
-    counts = status_counts(results)
-    parts = [f"{n} {STATUS_PHRASES.get(s, s)}" for s, n in counts.items() if n]
-    return f"{sum(counts.values())} claims: " + ", ".join(parts) + "."
-
-
 def label(claim_id: str) -> str:
     """The Sphinx label of a claim's block.
 

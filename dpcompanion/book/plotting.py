@@ -123,9 +123,8 @@ def source_location(fn: Callable[..., Any]) -> tuple[str, int, int]:
 
 
 def panel_grid(n: int, *, row_height_in: float, single_width_in: float = 6.0):
-    """A figure of ``n`` panels, two to a row: the book's full width (:data:`MAX_WIDTH_IN`), or
-    ``single_width_in`` for one panel, ``row_height_in`` a row, the cell left over by an odd ``n``
-    hidden. Returns ``(fig, axes)``, ``axes`` a 2-D array (``axes[0][0]`` the first panel).
+    """``(fig, axes)``: ``n`` panels two to a row (2-D ``axes``, a spare cell hidden), the full width
+    (:data:`MAX_WIDTH_IN`) or ``single_width_in`` for one panel, ``row_height_in`` a row.
 
     >>> fig, axes = panel_grid(3, row_height_in=3.0)
     >>> axes.shape, fig.get_size_inches().tolist(), axes[1][1].get_visible()
@@ -176,9 +175,8 @@ def thin(x, y, n: int = 1000):
 
 
 def log_ticks(axis, values, *, min_ratio: float = 1.35) -> None:
-    """Label a log ``axis`` at the data's own ``values`` (plain numbers), skipping any value
-    closer than ``min_ratio`` to the last labelled one so that labels never overlap, and no
-    minor-tick labels (which matplotlib adds when the range is under a decade)."""
+    """Label a log ``axis`` at the data's own ``values``, skipping a value within ``min_ratio`` of the last
+    labelled one (no overlap), with no minor-tick labels."""
     v = sorted({float(x) for x in np.atleast_1d(values) if float(x) > 0})
     keep = []
     for x in v:

@@ -256,10 +256,8 @@ def _sha(obj) -> str:
 
 
 def run_key_parts(notebooks_dir: Path, *, results_root: Path) -> dict[str, str]:
-    """The parts of the execution key shared by every notebook of a run: ``notebooks`` (every
-    notebook's bytes: claim pages are derived from them), ``library`` (every source file of
-    the package), ``environment`` (Python and every installed distribution with its version)
-    and ``results`` (every file of the results store)."""
+    """The execution key's parts shared by every notebook: hashes of ``notebooks`` (claim pages derive
+    from them), ``library`` (package sources), ``environment`` (distributions) and ``results``."""
     dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]})
     results = [p for p in results_root.rglob("*") if p.is_file()] if results_root.is_dir() else []
     return {

@@ -226,22 +226,6 @@ def test_second_run_reuses_every_notebook_until_its_execution_key_changes(tmp_pa
     assert how["a"] == "reused" and how["b"] == "executed" and t["b"]["why"] == "no earlier copy"
 
 
-def test_clean_removes_only_what_the_runner_wrote(tmp_path: Path):
-    """The executed notebooks sit beside the committed pages (book/*.md, book/_static):
-    cleaning removes the notebooks, timings and execution keys, nothing else."""
-    book = tmp_path / "book"
-    (book / "_static").mkdir(parents=True)
-    (book / "_static" / "x.css").write_text("")
-    (book / "data.md").write_text("# Data\n")
-    (book / "h-f-eff.ipynb").write_text("{}")
-    (book / ".h-f-eff-abc.ipynb").write_text("{}")
-    (book / "timings.json").write_text("{}")
-    (book / runner.KEY_DIR).mkdir()
-    (book / runner.KEY_DIR / "h-f-eff.json").write_text("{}")
-    runner.clean_generated(book)
-    assert sorted(p.relative_to(book).as_posix() for p in book.rglob("*")) == ["_static", "_static/x.css", "data.md"]
-
-
 def test_executed_pages_go_beside_the_hand_written_ones():
     """Page addresses are book/<id>.html: no 'generated' folder in any URL."""
     assert runner.GENERATED == REPO / "book"

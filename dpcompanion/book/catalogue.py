@@ -1,13 +1,6 @@
-"""The catalogue of the book's IDs: every page that has an ID, every experiment and every claim,
-generated from the pages, the experiment registry and the claim registry (nothing typed), so
-that it cannot drift from the code.
-
-One text in two forms. The book's "Catalogue" page (``notebooks/catalogue.ipynb``) shows it as
-MyST, whose ``{doc}`` and ``{ref}`` roles link the pages and the claims' blocks; ``CATALOGUE.md``
-at the repository's root holds it as GitHub Markdown (the same roles turned into links to
-``notebooks/<id>.ipynb``: :func:`repository_links`), for a contributor reading the repository.
-The file is regenerated with :data:`REGENERATE`; ``tests/test_catalogue.py`` fails while the
-committed file differs from the generator's output.
+"""The catalogue of the book's IDs (pages, experiments, claims), generated from the pages and registries:
+as MyST on the book's "Catalogue" page, and as GitHub Markdown in ``CATALOGUE.md`` (regenerated with
+:data:`REGENERATE`; ``tests/test_catalogue.py`` fails while it differs).
 """
 
 from __future__ import annotations
@@ -34,9 +27,8 @@ _REF = re.compile(r"\{ref\}`([^`<]*?)\s*<[^`>]+>`")
 
 
 def repository_links(markdown: str) -> str:
-    """MyST page and label links as GitHub Markdown, for a file read in the repository: a page
-    ``{doc}`text <id>``` becomes a link to ``notebooks/<id>.ipynb``, a label ``{ref}`text <label>```
-    its text in code (a label exists only in the built book).
+    """MyST links as GitHub Markdown: ``{doc}`` to ``notebooks/<id>.ipynb``, ``{ref}`` to its text in code
+    (a label exists only in the built book).
 
     >>> repository_links("{doc}`H-F-EFF <h-f-eff>`, {doc}`errata`, {ref}`H-C4.bound <claim-h-c4-bound>`")
     '[H-F-EFF](notebooks/h-f-eff.ipynb), [errata](notebooks/errata.ipynb), `H-C4.bound`'
@@ -101,15 +93,9 @@ def _claims_markdown(results: Iterable[dict[str, Any]], *, book: bool = False) -
 
 
 def catalogue_markdown(results: Iterable[dict[str, Any]] | None = None, *, book: bool = False) -> str:
-    """The catalogue: the scheme of the IDs with every page that has one, every experiment (ID,
-    title, modes it defines, page) and every claim (ID, status, paper versions, source in the
-    paper, page), each list generated from its registry.
-
-    ``results`` are the claims' check results (:func:`dpcompanion.claims.registry.run_checks`;
-    run once per process when not given: about half a minute). ``book=True`` gives the MyST
-    of the book's page (no title: the page has its own); otherwise the text of
-    :data:`FILE_NAME`, with its title, the command that regenerates it and links into the
-    repository."""
+    """The catalogue: the ID scheme and pages, every experiment and every claim. ``results``: the claims'
+    check results (run once per process when not given). ``book=True``: the MyST of the book's page (no
+    title); else the text of :data:`FILE_NAME`."""
     results = cached_results(None) if results is None else list(results)
     body = "\n".join([
         "## Pages and their IDs",

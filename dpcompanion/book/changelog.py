@@ -1,19 +1,8 @@
-"""The results changelog: for each committed result (``results/<id>/full/``, and
-``results/<id>/paper/`` at the papers' own sizes), when its numbers
-last changed and by how much against the previous committed version, read from git history.
-
-A result is the pair ``payload.json`` + ``arrays.npz`` (:mod:`dpcompanion.experiments.store`).
-Its *numeric leaves* are every number of the payload (by JSON path) and every element of its
-arrays; two versions differ when a leaf's value differs, a leaf appears or one disappears.
-The commits that touched either file are walked from the newest: the first one whose leaves
-differ from its predecessor's is where the numbers last changed (a commit that rewrote the
-files with the same numbers, e.g. a revalidation, is not a change). The stored digest of
-each version (``provenance.json``, ``digest``) is shown beside it.
-
-Git history is not part of a notebook's execution key (``runner.run_key_parts``), so the
-changelog page opts out of the execution cache (``metadata.dpcompanion.cache = false``): it
-is rebuilt by every ``reproduce``, which costs a few git calls. Without git, or in a shallow
-clone, the page says so instead of guessing.
+"""The results changelog, read from git history: for each committed result (``results/<id>/full/`` and
+``.../paper/``), when its numbers last changed and by how much. Two versions differ when a numeric leaf
+(a number of ``payload.json`` by JSON path, an element of ``arrays.npz``) differs, appears or disappears,
+so a rewrite with the same numbers (a revalidation) is not a change. Without git, or in a shallow clone,
+the page says so. Also the verdict changes against a committed baseline.
 """
 
 from __future__ import annotations
@@ -45,12 +34,12 @@ def git_status(root: Path = REPO) -> str | None:
     """None when ``root`` is a git checkout with its full history; else a sentence saying why
     the history cannot be read (no git, not a checkout, a shallow clone)."""
     try:
-        inside = _git(root, "rev-parse", "--is-inside-work-tree").strip()
+        inside = _git(root, "rev-parse", "--is-inside-work-tree").strip() == "true"
     except FileNotFoundError:
         return "git is not installed here, so the history of the results cannot be read."
     except subprocess.CalledProcessError:
-        return "this copy of the book is not a git checkout, so the history of the results cannot be read."
-    if inside != "true":  # pragma: no cover
+        inside = False
+    if not inside:
         return "this copy of the book is not a git checkout, so the history of the results cannot be read."
     if _git(root, "rev-parse", "--is-shallow-repository").strip() == "true":
         return ("this checkout is a shallow clone: the history of the results is cut off, so when they last changed "
@@ -131,11 +120,9 @@ def _version(root: Path, rev: str, folder: str) -> tuple[dict[str, float], str |
 
 
 def history(root: Path = REPO) -> dict[str, Any]:
-    """``{"status": None or why there is no history, "results": [one dict per committed result]}``;
-    each result: ``id``, ``versions`` (commits that touched its files), ``digest`` (now),
-    ``last_change`` (``commit``, ``date``, ``subject``, ``previous`` commit, ``previous_digest``
-    and :func:`difference`) or None when every committed version has the same numbers,
-    ``first`` (the commit that added it)."""
+    """``{"status": None or why there is no history, "results": [...]}``; each result: ``id``, ``versions``,
+    ``digest``, ``first`` (the commit that added it) and ``last_change`` (commits, dates, digests and
+    :func:`difference`; None when every committed version has the same numbers)."""
     status = git_status(root)
     if status is not None:
         return {"status": status, "results": []}
@@ -180,7 +167,6 @@ def _short(d: str | None) -> str:
     return f"`{d[:12]}`" if d else "none stored"
 
 
-
 def reader_subject(subject: str) -> str:
     """A commit subject as a reader sees it: our tracker's numbers ("issues 19-21", "issue #30's") are
     workshop words, not the reader's, and are dropped.
@@ -191,6 +177,7 @@ def reader_subject(subject: str) -> str:
     out = re.sub(r"\s*\(issues? #?\d+(?:[-–]\d+)?\)", "", subject, flags=re.I)
     out = re.sub(r"\bissues? #?\d+(?:[-–]\d+)?(?:'s)?\s*", "", out, flags=re.I)
     return re.sub(r"\s{2,}", " ", out).strip()
+
 
 def changelog_markdown(hist: dict[str, Any]) -> str:
     """The changelog page's table (or the sentence saying why there is none)."""
@@ -225,9 +212,7 @@ def changelog_markdown(hist: dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------ verdict changes
 
-#: the reproduction report as an earlier commit's code gave it, one file per review: the
-#: verdicts a reader can compare today's with (``results/verdicts/baseline-<commit>.json``,
-#: written once from ``verdicts --json`` run on that commit's checkout; see its ``how``)
+#: the verdicts of the last reviewed commit (``verdicts --json`` run on its checkout; see its ``how``)
 VERDICT_BASELINE = REPO / "results" / "verdicts" / "baseline-df4a0e0.json"
 
 
@@ -252,10 +237,10 @@ def verdict_changes(before: list[dict], after: list[dict]) -> dict[str, Any]:
 
 
 def verdict_changes_markdown(changes: dict[str, Any], *, baseline: str) -> str:
-    """The verdict-changes section: counts before and after, the transitions, a table of every
-    changed row with the reason today's rule gives, and the rows added and removed (each table
-    folded: :func:`dpcompanion.book.claims_page.folded`)."""
+    """The verdict-changes section: counts before and after, the transitions, and folded tables of the
+    changed rows (with today's reason), the rows added and the rows removed."""
     from dpcompanion.book.claims_page import folded
+
     def counts(c):
         return ", ".join(f"{k} {v}" for k, v in c.items()) + f" ({sum(c.values())} rows)"
 

@@ -1,16 +1,7 @@
-"""The claims on the book's pages: check results as MyST Markdown, theorem boxes, the errata, and a
-per-process cache of runs. The registry and its entries live in :mod:`dpcompanion.claims`; this
-module only renders them.
-
-A theory page puts ``show_claims("H-T4.4")`` under the theorem it checks; the cell's
-output is one MyST block per claim (id, status badge, method, source, statement, the
-evidence as small tables with the stated tolerance, a "cite this check" BibTeX snippet,
-a link to the correction). The book renders code-cell Markdown as MyST
-(``nb_render_markdown_format: myst``) and is built with ``-W``: the blocks use only
-standard directives (``admonition``) and roles (``ref``), and a label target (the claim's
-stable anchor, :func:`label`) is emitted only by :func:`show_claims` (``labels=True``), once
-per claim id per process. Which page shows a claim is derived from the pages themselves
-(:func:`page_of`: the notebook whose ``show_claims`` prefix is the longest match).
+"""The claims on the book's pages as MyST Markdown (the registry is :mod:`dpcompanion.claims`): claim boxes,
+theorem boxes, and a per-process cache of check runs. The book is built with ``-W``: the blocks use only
+standard directives and roles, and a claim's label target (:func:`label`) is emitted once per process
+(:func:`show_claims`). :func:`page_of` finds the page showing a claim from the notebooks themselves.
 
 >>> r = [{"id": "X-1", "status": "proved", "method": "sympy", "source": "H Eq. 1",
 ...       "statement": "$a=a$", "evidence": {"residual": "0"}}]
@@ -68,8 +59,7 @@ _CACHE: dict[str | None, tuple[dict[str, Any], ...]] = {}
 _LABELLED: set[str] = set()
 
 
-#: what each registry ``versions`` code is, as a reader names it (the codes are the file names
-#: of the project's paper extractions; readers never see them)
+#: each registry ``versions`` code as a reader names it
 VERSION_NAMES = {"000": "the ICLR submission", "001": "FAccT", "002": "Wu et al.", "003": "the slides",
                  "004": "FAccT (HTML text)"}
 
@@ -84,8 +74,7 @@ def version_names(codes) -> str:
 
 
 def cached_results(prefix: str | None = None) -> list[dict[str, Any]]:
-    """Results of the checks whose id starts with ``prefix``, each check run at most once
-    per process: a run for a shorter prefix (or for all, ``None``) is reused.
+    """Results of the checks whose id starts with ``prefix``, each run at most once per process.
 
     >>> cached_results("NO-SUCH-ID")
     []
@@ -111,29 +100,8 @@ def status_counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
-#: how each status reads in a sentence of counts (:func:`status_summary`)
-STATUS_PHRASES = {
-    "proved": "proved for every admissible value", "checked": "checked at fixed values of T", "verified": "verified numerically",
-    "identity": "true by construction", "refuted": "refuted with a counterexample", "not-reproduced": "not reproduced",
-    "illustrated": "illustrated", "open": "open", "error": "whose check errored",
-}
-
-
-def status_summary(results: Iterable[dict[str, Any]]) -> str:
-    """One sentence of claim counts per status, read from the checks' results (for the landing
-    page: never typed).
-
-    >>> status_summary([{"status": "proved"}, {"status": "checked"}, {"status": "checked"}, {"status": "refuted"}])
-    '4 claims: 1 proved for every admissible value, 2 checked at fixed values of T, 1 refuted with a counterexample.'
-    """
-    counts = status_counts(results)
-    parts = [f"{n} {STATUS_PHRASES.get(s, s)}" for s, n in counts.items() if n]
-    return f"{sum(counts.values())} claims: " + ", ".join(parts) + "."
-
-
 def label(claim_id: str) -> str:
-    """The Sphinx label of a claim's block: ``claim-`` + the id in lower case, with every
-    run of other characters replaced by ``-``.
+    """The Sphinx label of a claim's block.
 
     >>> label("H-T4.4.T-opt")
     'claim-h-t4-4-t-opt'
@@ -216,10 +184,8 @@ def _tex(tok: str) -> str:
 
 
 def tex_ascii(text: str) -> str:
-    r"""Typeset the ASCII math of a claim's prose (``sigma^2``, ``sqrt(T)``, ``gamma^(T-t)``):
-    each word that is math (it has a power, a square root, or a Greek letter with a power or
-    subscript) becomes inline MathJax; existing math, code spans, roles, links and
-    identifiers (claim ids, module names) are left alone.
+    r"""Typeset the ASCII math words of a claim's prose (a power, a square root, or a Greek letter with a
+    subscript) as inline MathJax; existing math, code, roles, links and identifiers are left alone.
 
     >>> print(tex_ascii("noise sigma_t^2 = T/R, and sqrt(gamma^(t+1)) (see H-T4.4.sigma, `sqrt(x)`)."))
     noise $\sigma_{t}^{2}$ = T/R, and $\sqrt{\gamma^{t+1}}$ (see H-T4.4.sigma, `sqrt(x)`).
@@ -258,10 +224,8 @@ def _join_spans(m: re.Match) -> str:
 
 
 def _group_parentheses(words: list[str]) -> list[str]:
-    """The words and spaces of ``re.split(r"(\\s+)", text)`` with a parenthesis that opens inside a
-    word (``gamma^T/(gamma``) and closes a few words later (``beta^2)``) joined into one word, so
-    that the formula it belongs to becomes one math span, not two; at most 8 words are
-    joined, and a group whose parenthesis never closes is left as it was."""
+    """The words and spaces of ``re.split(r"(\\s+)", text)`` with a math word's parenthesis that closes a
+    few words later (at most 8) joined into one word, so that its formula becomes one math span."""
     out, i = [], 0
     while i < len(words):
         w = words[i]
@@ -280,7 +244,7 @@ def _group_parentheses(words: list[str]) -> list[str]:
     return out
 
 
-#: units of evidence quantities that have one (the rest are dimensionless or explained by the domain).
+#: units of the evidence quantities that have one
 UNITS = {
     "seconds": "s", "samples": "points", "epsilon": "ε of (ε, δ)-DP", "delta": "δ of (ε, δ)-DP", "rho": "ρ of ρ-zCDP",
     "R": "budget $\\sum_t\\sigma_t^{-2}$", "T": "steps", "N": "samples", "n": "batch size", "kappa": "M/μ", "alpha": "Eq. (6)",
@@ -304,8 +268,7 @@ def _num(v: float) -> str:
 
 
 def _text(v: Any) -> str:
-    """One value as plain text: numbers formatted, short lists and flat records written out
-    as 'key = value', never as JSON."""
+    """One value as plain text (records as 'key = value', never JSON)."""
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, int):
@@ -365,8 +328,7 @@ def _is_table_of_records(v: Any) -> bool:
 
 
 def _verdict(status: str, evidence: dict[str, Any]) -> str | None:
-    """The sentence that says what the numbers mean (VERIFIED: the worst margin against the
-    stated tolerance, so that a tiny negative margin is explained)."""
+    """The sentence saying what the numbers mean (VERIFIED: the worst margin against the tolerance)."""
     if status == "verified" and "worst_margin" in evidence:
         m = float(evidence["worst_margin"])
         tol = float(evidence.get("tolerance") or 0.0)
@@ -396,8 +358,8 @@ def t_values(Ts: Iterable[int]) -> str:
 
 
 def evidence_lines(evidence: dict[str, Any], *, status: str | None = None) -> list[str]:
-    """The evidence as Markdown: a table of quantities (with units where they have one),
-    lists of records as small tables, prose keys as sentences. No JSON.
+    """The evidence as Markdown: a table of quantities with units, records as small tables, prose keys
+    as sentences.
 
     >>> print("\\n".join(evidence_lines({"residual": "0", "note": "a *note*"})))
     | quantity | value | unit |
@@ -440,17 +402,14 @@ def evidence_lines(evidence: dict[str, Any], *, status: str | None = None) -> li
     return out
 
 
-#: prose evidence keys whose first sentence can stand for the evidence, in order of preference
+#: prose keys whose first sentence can stand for the evidence, in order of preference
 _SUMMARY_KEYS = ("summary", "explanation", "comparison", "holds_instead", "note", "missing")
 _SUMMARY_LEN = 240
 
 
 def evidence_summary(evidence: dict[str, Any], *, status: str | None = None) -> str:
-    """The evidence in one line, shown on the page above the folded details (the
-    theory and errata pages must stay short): the verdict sentence where the status has one
-    (:func:`_verdict`), else the first sentence of the first prose key of
-    :data:`_SUMMARY_KEYS`, else the first quantity as "name = value" (capped, never cut inside
-    a formula); the full tables follow in a folded block (:func:`folded`).
+    """The evidence in one line: the verdict sentence (:func:`_verdict`), else the first sentence of the
+    first of :data:`_SUMMARY_KEYS`, else the first quantity (capped, never cut inside a formula).
 
     >>> evidence_summary({"residual": "0"}, status="proved")
     'SymPy reduces the residual (claim minus derivation) to exactly 0, for every admissible value.'
@@ -480,10 +439,8 @@ def evidence_summary(evidence: dict[str, Any], *, status: str | None = None) -> 
 
 
 def folded(title: str, lines: list[str]) -> list[str]:
-    """``lines`` inside a folded MyST dropdown (a ``<details>`` block once sphinx-togglebutton has
-    run, closed at load) titled ``title``: nothing is removed from the page, but the long check
-    details no longer count toward its height (every page at most 12,000 px at
-    1280 px). Uses a three-colon fence, so it nests inside a claim's four-colon admonition.
+    """``lines`` folded under ``title`` (:func:`dpcompanion.book.report.folded`, a three-colon fence that
+    nests inside a claim's four-colon admonition); [] when ``lines`` are blank.
 
     >>> print("\\n".join(folded("More", ["| a |", "| --- |"])))
     :::{admonition} More
@@ -500,19 +457,13 @@ def folded(title: str, lines: list[str]) -> list[str]:
     return fold(title, "\n".join(lines)).split("\n")
 
 
-def book_version() -> str:
-    """The library's version, which is the book's (CITATION.cff repeats it)."""
-    return __version__
-
-
 def cite_bibtex(claim_id: str, *, status: str = "") -> str:
-    """A BibTeX entry citing one check of the book: its claim id (the stable anchor,
-    :func:`label`) and the book's version.
+    """A BibTeX entry citing one check of the book (its claim id and the book's version).
 
     >>> print(cite_bibtex("H-T4.4.T-opt", status="refuted").splitlines()[0])
     @misc{dpcompanion-H-T4.4.T-opt,
     """
-    v = book_version()
+    v = __version__
     return "\n".join([
         f"@misc{{dpcompanion-{claim_id},",
         "  author  = {{The dpcompanion contributors}},",
@@ -526,14 +477,9 @@ def cite_bibtex(claim_id: str, *, status: str = "") -> str:
 
 
 def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[str] = ()) -> str:
-    """One claim result as a MyST admonition, folded (pages a reader finishes): its
-    title is what a reader scans, the claim's id, its status badge and its statement; opened, its
-    method, source and versions, the evidence in one sentence, the evidence in full, the
-    correction and how to cite the check. The admonition has the classes ``dropdown`` (folded),
-    the status's colour and ``claim`` (the book's print opens it: :mod:`dpcompanion.book.pdf`).
-    With ``labels`` a target ``(claim-...)=`` precedes it; links to the correction / corrected
-    entry use ``{ref}`` only when that entry's id is in ``linkable`` (so every reference
-    resolves), plain text otherwise.
+    """One claim result as a folded MyST admonition (classes ``dropdown``, the status's colour, ``claim``:
+    :mod:`dpcompanion.book.pdf` prints it open) titled by its id, badge and statement. With ``labels`` a
+    target precedes it; a correction is a ``{ref}`` only when its id is in ``linkable``.
 
     >>> print(claim_block({"id": "X-1", "status": "proved", "statement": "$a = b$.", "method": "sympy",
     ...                    "evidence": {"residual": 0}}).splitlines()[:3])
@@ -586,9 +532,8 @@ def claims_markdown(results: Iterable[dict[str, Any]], *, labels: bool = False) 
 
 
 def show_claims(prefix: str, *, results: list[dict[str, Any]] | None = None, labels: bool = True):
-    """Display (IPython) the check results of every claim whose id starts with ``prefix``,
-    running the checks once per process (:func:`cached_results`) unless ``results`` is given.
-    Raises ``ValueError`` if no claim matches (a page must not silently show nothing)."""
+    """Display the check results of every claim whose id starts with ``prefix`` (:func:`cached_results`
+    unless ``results`` is given). Raises ``ValueError`` if no claim matches."""
     from IPython.display import Markdown, display
 
     res = cached_results(prefix) if results is None else [r for r in results if r["id"].startswith(prefix)]
@@ -610,9 +555,7 @@ def show_claims(prefix: str, *, results: list[dict[str, Any]] | None = None, lab
 
 
 def theorem_markdown(theorem_id: str) -> str:
-    """The MyST box of a declared result (:data:`registry.THEOREMS`): its directive, title,
-    stable label, and the statement as declared; followed by the ids of the claims that
-    check it.
+    """The MyST box of a declared result (:data:`registry.THEOREMS`), after its index entries.
 
     >>> print([ln for ln in theorem_markdown("H-T4.4").splitlines() if ln.startswith(("```{", ":label"))])
     ['```{index} !single: Theorem 4.4', '```{index} !single: Thm 4.4', '```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
@@ -663,9 +606,7 @@ def notebooks_dir() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def pages() -> dict[str, str]:
-    """``{claim id prefix: notebook id}`` read from the notebooks: every ``show_claims("P")``
-    call in a code cell of ``notebooks/<id>.ipynb``. Derived from the pages themselves, so
-    it cannot go stale (the hand-kept map it replaces did)."""
+    """``{claim id prefix: notebook id}`` of every ``show_claims("P")`` call in ``notebooks/*.ipynb``."""
     out: dict[str, str] = {}
     d = notebooks_dir()
     for nb in sorted(d.glob("*.ipynb")) if d.is_dir() else []:
@@ -683,8 +624,7 @@ def pages() -> dict[str, str]:
 
 
 def page_of(claim_id: str) -> str | None:
-    """The page (notebook id) that shows ``claim_id`` with its label: the notebook whose
-    ``show_claims`` prefix is the longest prefix of the id; ``None`` if no page shows it.
+    """The notebook id whose ``show_claims`` prefix is the longest prefix of ``claim_id``; None if none.
 
     >>> page_of("H-T4.4.T-opt") is not None, page_of("NO-SUCH-ID")
     (True, None)
@@ -700,8 +640,7 @@ _ABBREV = ("Eq", "Eqs", "e.g", "i.e", "Sec", "Thm", "App", "Prop", "Fig", "Def",
 
 
 def first_sentence(text: Any, limit: int = 200) -> str:
-    """The first sentence of a prose field (a period that ends an abbreviation such as
-    "Eq." does not end it), capped at ``limit`` characters.
+    """The first sentence of a prose field (an abbreviation's period does not end it), capped at ``limit``.
 
     >>> first_sentence("From the surrogate (paper Eq. 23), not the bound. Later text.")
     'From the surrogate (paper Eq. 23), not the bound.'

@@ -1,14 +1,9 @@
-"""The errata page (book/errata): every claim of the papers the registry refutes or cannot
-reproduce, most severe first, as a summary table and one folded box per entry, and the table of
-printed numbers we do not reproduce with the closest reading of each.
-
-Separate from :mod:`dpcompanion.book.claims_page` (the claim boxes of the theory pages), whose
-helpers it uses: a claim's label and page, its evidence lines and summary, the status badges.
+"""The errata page: every claim the registry refutes or cannot reproduce, most severe first (a summary
+table, then one folded box each), and the printed numbers we do not reproduce with their closest reading.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterable
 
 from dpcompanion.book.claims_page import (BADGES, cell_text, first_sentence, prose, evidence_lines, evidence_summary, folded, label,
@@ -25,16 +20,14 @@ def _severity_rank(r: dict[str, Any]) -> int:
 
 
 def severity_definitions_markdown() -> str:
-    """The severity scale of the errata, most severe first, one line per level (the errata page
-    shows it above its entries; :data:`~dpcompanion.claims.registry.SEVERITY_DEFINITIONS`)."""
+    """The severity scale of the errata, most severe first, as a table."""
     out = ["| severity | meaning |", "| --- | --- |"]
     out += [f"| *{s}* | {SEVERITY_DEFINITIONS[s]} |" for s in SEVERITIES]
     return "\n".join(out) + "\n"
 
 
 def errata_entries(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The errata: every refuted and not-reproduced claim, most severe first (the order of
-    :data:`~dpcompanion.claims.registry.SEVERITIES`, an unclassified entry last), then by id."""
+    """Every refuted and not-reproduced claim, most severe first (unclassified last), then by id."""
     rows = [r for r in results if r["status"] in ERRATA]
     return sorted(rows, key=lambda r: (_severity_rank(r), r["id"]))
 
@@ -44,9 +37,7 @@ def _name(cid: str, link: bool) -> str:
 
 
 def errata_summary_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> str:
-    """The table that opens the errata page: every refuted and not-reproduced claim, most
-    severe first (:func:`errata_entries`), each row linking to its claim on the page that shows
-    its evidence."""
+    """The table that opens the errata page (:func:`errata_entries`, each linked to its claim)."""
     rows = errata_entries(results)
     out = ["| severity | claim | source | in one sentence |", "| --- | --- | --- | --- |"]
     for r in rows:
@@ -57,10 +48,8 @@ def errata_summary_markdown(results: Iterable[dict[str, Any]], *, link: bool = T
 
 
 def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> str:
-    """The errata page body: one section per refuted (and not-reproduced) claim, most severe
-    first (what is printed, what holds instead, the evidence, whether conclusions are
-    affected), each with its correction's status. Links (``{ref}`` to the claim's label) for
-    every claim a page shows (:func:`page_of`); the others are named in bold."""
+    """The errata page body: one folded box per entry (printed, what holds instead, evidence, impact); a
+    claim a page shows is linked, the others named in bold."""
     results = list(results)
     by_id = {r["id"]: r for r in results}
     shown = errata_entries(results)
@@ -72,8 +61,6 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         sev = r.get("severity") or "not classified"
         page = page_of(r["id"])
         where = f" · evidence on {{doc}}`{page}`" if (link and page) else ""
-        # folded (a page a reader finishes): the title says what and how severe; the
-        # summary table above is the overview, each entry opens on its details
         out += [f"(errata-{label(r['id'])})=", "", f"::::{{admonition}} {r['id']} · {badge} · {sev}",
                 f":class: dropdown {cls} erratum", ""]
         out.append(f"*{prose(r.get('source', ''))}* (versions: {vers}) · claim {_name(r['id'], link)} · method "
@@ -104,11 +91,8 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
 
 
 def readings_markdown(rows: Iterable[dict[str, Any]]) -> str:
-    """The errata's table of printed numbers we do not reproduce: every
-    row whose outcome is ``failure`` (not reproduced) that carries a closest reading (its ``reading`` field,
-    :mod:`dpcompanion.experiments.comparisons.readings`), with the printed number, ours, the
-    closest reading, its value and deviation, and whether it reproduces the printed number (ours is
-    on the row's page).
+    """The table of printed numbers we do not reproduce: every ``failure`` row with a closest ``reading``
+    (:mod:`dpcompanion.experiments.comparisons.readings`), its value, deviation and whether it reproduces.
 
     >>> print(readings_markdown([{"verdict": "not reproduced", "outcome": "failure", "page": "p", "item": "x", "paper": "1", "ours": {"text": "2"},
     ...     "reading": {"name": "r", "value": 1.0, "deviation": 0.0, "reproduces": True}}]).splitlines()[2])
@@ -127,8 +111,7 @@ def readings_markdown(rows: Iterable[dict[str, Any]]) -> str:
 
 
 def readings_block(rows: Iterable[dict[str, Any]]) -> str:
-    """The errata's readings section, folded (short pages): one sentence, then the
-    table of :func:`readings_markdown` and what W-EPS's readings varied."""
+    """The errata's readings section: one sentence, then :func:`readings_markdown` folded."""
     from dpcompanion.book.report import folded
     from dpcompanion.experiments.comparisons.wu_rules import W_EPS_TRIED
 

@@ -1,11 +1,6 @@
-"""What a published figure comes with: its data file and its script.
-
-:func:`figure_data` reads back every plotted datum of a figure from its own artists (so the
-data file is exactly what is drawn) and :func:`write_figure_data` writes it as CSV; the
-functions of the redraw section (:func:`redraw` and its helpers) draw the figure again from
-that file with matplotlib alone, and their source, :data:`REDRAW_SOURCE`, is the code every
-figure's script (:func:`figure_script`) carries. :func:`dpcompanion.book.plotting.publish`
-writes both files beside the page; nothing here knows of pages, results or dpcompanion.
+"""A published figure's data file (:func:`figure_data`, read back from its artists, so it is exactly what
+is drawn) and its script (:func:`figure_script`: :data:`REDRAW_SOURCE` redraws the figure from that file
+with matplotlib alone). Nothing here knows of pages, results or dpcompanion.
 """
 
 from __future__ import annotations
@@ -87,8 +82,7 @@ def _line_style(line) -> dict:
 
 
 def _handle_style(handle) -> dict:
-    """How a legend entry's handle looks: a line or marker (Line2D), a marker (a scatter's
-    handle), a line (a line collection's) or a filled patch (style ``patch``)."""
+    """How a legend entry's handle looks: a line or marker, or a filled patch (style ``patch``)."""
     if isinstance(handle, Line2D):
         return _line_style(handle)
     if isinstance(handle, PathCollection):
@@ -100,31 +94,14 @@ def _handle_style(handle) -> dict:
 
 
 def figure_data(fig) -> list[dict[str, Any]]:
-    """Every plotted datum of ``fig``, one row per point (:data:`DATA_COLUMNS`), enough to
-    redraw the figure without the code that drew it (:data:`REDRAW_SOURCE`):
-
-    - the figure (``figure``: ``x``/``y`` its width and height in inches, ``text`` its title);
-    - each panel (``panel``: its view limits in ``x_low``/``x_high`` and ``y_low``/``y_high``,
-      in that order, so an inverted axis stays inverted; ``text`` its position in the figure,
-      "left bottom width height"); every row of a panel carries the panel's name, axis labels
-      and axis scales (``x_scale``/``y_scale``: linear, log, ...);
-    - ticks the plot function placed (``xtick``/``ytick``: the position, ``text`` its label) and
-      each legend's entries (``legend``, in order, ``text`` the entry's label; ``panel`` empty
-      for a legend of the whole figure);
-    - the data, with the ``color`` and ``style`` (``key=value`` pairs joined by ``;``: a
-      line's ``marker``, ``linestyle``, ``linewidth``, ``markersize``, marker face and edge colours
-      ``mfc``/``mec``, a text's alignment ``ha``/``va`` and ``weight``, a bar's ``orientation``, a heatmap's ``cmap``, ``norm``,
-      ``vmin``, ``vmax``;
-      ``patch`` for a legend entry drawn as a filled patch) they are drawn in: lines and
-      markers (``line``), error bars (``errorbar``: ``y_low``/``y_high`` and
-      ``x_low``/``x_high`` the ends of its vertical and horizontal bars), reference lines
-      (``hline``/``vline``), bands and polygons (``polygon``: their vertices), bars (``bar``:
-      ``x``/``y`` the bar's end and its centre on the other axis, ``x_low``..``y_high`` its
-      rectangle), segments (``segment``), scatter points, heatmap cells (``cell``: ``x``/``y``
-      the column/row labels, ``point`` "row.column", ``value`` the colour value) and text drawn
-      in the panel (``text``).
-
-    Values are the data coordinates, before any log axis.
+    """Every plotted datum of ``fig``, one row per point (:data:`DATA_COLUMNS`), enough to redraw it
+    (:data:`REDRAW_SOURCE`). Row kinds: ``figure`` (``x``/``y`` its size in inches, ``text`` its title);
+    ``panel`` (view limits in ``x_low``/``x_high``, ``y_low``/``y_high`` in that order, so an inverted axis
+    stays inverted; ``text`` "left bottom width height"); ``xtick``/``ytick`` (ticks the plot function
+    placed); ``legend`` (``panel`` empty for a figure legend); and the :data:`DATA_KINDS`. ``style`` holds
+    ``key=value`` pairs joined by ``;`` (``patch``: a legend entry drawn as a filled patch); error bars and
+    bars give their ends in ``x_low``..``y_high``; a heatmap ``cell`` has ``point`` "row.column" and
+    ``value``. Values are data coordinates, before any log axis.
 
     >>> fig, ax = plt.subplots(); _ = ax.plot([1, 2], [3, 4], label="a"); _ = ax.axhline(0.5)
     >>> [(r["series"], r["kind"], r["x"], r["y"]) for r in figure_data(fig) if r["kind"] in DATA_KINDS]
@@ -486,11 +463,9 @@ def _commented(text: str) -> list[str]:
 
 def figure_script(stem: str, *, heading: str, drawn_by: str, called_from: str, cell_source: str,
                   function_source: str) -> str:
-    """The text of ``<stem>.py``, the code link under a published figure: a script that runs
-    alone (``python <stem>.py [<stem>.csv] [--show]``, matplotlib and numpy only) and redraws
-    the figure from its data file (:data:`REDRAW_SOURCE`), headed by what the figure is and
-    followed, as comments, by the notebook cell and the plot function that drew the original
-    (its provenance)."""
+    """The text of ``<stem>.py``: a script that redraws the figure from its data file with matplotlib and
+    numpy alone (:data:`REDRAW_SOURCE`), followed as comments by the notebook cell and plot function
+    that drew the original."""
     return "\n".join([
         f"# {heading}",
         f"# Redraws the figure from its data file, {stem}.csv, with matplotlib alone (no dpcompanion):",

@@ -1,24 +1,9 @@
-"""Forest plots of the verdict rows: how replication reports are read.
+"""Forest plots of the verdict rows of the reproduction report: per row with an estimate, our estimate and
+95% interval, the paper's value (diamond) or direction (triangle), the margin (grey band), coloured by
+verdict, grouped by paper, filled at the paper's scale and open reduced (a square: computed).
 
-Each verdict row of the reproduction report
-(:func:`dpcompanion.experiments.comparisons.reproduction.report_rows`) that has an estimate is
-one line of the plot: our estimate (a dot) with its 95% interval (a bar), the paper's value (a
-black diamond) or, for a row that judges the sign alone (``comparable == "direction"``), the
-paper's direction (a black triangle at the edge, pointing the way the paper's effect goes), the
-margin where one is declared (a grey band: around the paper's value for a tolerance against a
-printed number, around zero for the smallest effect of interest), coloured by verdict, grouped
-by paper (Hong et al., Wu et al., the book's own checks) and marked at the paper's scale
-(filled dot) or reduced (open dot; a square where the row is computed, with no sizes to match).
-
-The rows of one page, and of the book, are in different units (a loss, accuracy points, an
-epsilon), so each row is drawn divided by its own largest absolute value (estimate, interval
-ends, paper's value, margin): zero stays zero, a sign stays a sign, and the interval's position
-against zero, the paper's value and the margin is what the eye reads. The raw numbers are in the
-figure's data file: each row's series names its page, item, verdict, the result it was judged on
-and its raw estimate, interval, paper's value and margin.
-
-The plot is drawn from the rows only (never from a payload); rows are read with ``.get`` so a
-row without the newer fields (``design``, ``comparable``, ``margin``) is still drawn.
+Rows are in different units, so each is divided by its own largest absolute value: zero and signs stay,
+and the raw numbers are in the figure's data file. Rows are read with ``.get`` (older rows lack fields).
 """
 
 from __future__ import annotations
@@ -35,8 +20,7 @@ from dpcompanion.book import plotting
 
 __all__ = ["VERDICT_COLORS", "PAPERS", "forest_rows", "forest_plot", "paper_of"]
 
-#: one colour per verdict word, by its outcome (colour-blind safe where it matters: success and failure differ in
-#: hue and lightness)
+#: one colour per verdict word (success and failure differ in hue and lightness: colour-blind safe)
 VERDICT_COLORS = {"reproduced": "#1b7837", "check passes": "#1b7837", "equivalent": "#5aae61",
                   "sign only": "#e08214", "in part": "#e08214", "check passes in part": "#e08214",
                   "equivalent in part": "#e08214", "not reproduced": "#b2182b", "check fails": "#b2182b",
@@ -87,11 +71,8 @@ def _f(v: Any) -> float | None:
 
 
 def forest_rows(rows: Iterable[dict]) -> list[dict]:
-    """The rows a forest plot draws, in group order (:data:`PAPERS`), each with its raw numbers
-    (``estimate``, ``ci_low``, ``ci_high``, ``paper_value``, ``margin``), the ``scale`` it is
-    divided by (its largest absolute value), ``scale_mark`` (``paper scale``, ``reduced`` or
-    ``computed``), ``direction`` (the row judges the sign alone) and ``label``. A row without
-    an estimate (an identity, a check, a page without a fresh result) is left out.
+    """The rows with an estimate, in group order (:data:`PAPERS`), each with its raw numbers, the ``scale``
+    it is divided by, ``scale_mark`` (``paper scale``, ``reduced``, ``computed``), ``direction`` and ``label``.
 
     >>> r = {"page": "w-f1", "item": "gain", "verdict": "reproduced", "paper_value": 2.0,
     ...      "ours": {"estimate": 1.0, "ci_low": 0.5, "ci_high": 1.5}, "at_paper_scale": False,
@@ -136,8 +117,7 @@ def forest_rows(rows: Iterable[dict]) -> list[dict]:
 
 
 def _common_prefix(items: list[str]) -> int:
-    """Length of the words every item of a page starts with (cut after ", " or ": "), so a
-    label keeps what tells its rows apart; 0 for a single item.
+    """Length of the words every item of a page starts with (cut after ", " or ": "); 0 for one item.
 
     >>> _common_prefix(["Table 3: gain ADP - DP, C_G 1, eps_bar 0.8", "Table 3: gain ADP - DP, C_G 2.5, eps_bar 0.8"])
     24
@@ -229,8 +209,7 @@ def rows_with_estimates(rows: Iterable[dict]) -> int:
 
 
 def left_out_sentence(rows: list) -> str:
-    """One sentence under a forest plot: how many rows it draws and how many it leaves out
-    (rows without an estimate: identities, checks, pages without a fresh result)."""
+    """One sentence under a forest plot: how many rows it draws and leaves out."""
     n, drawn = len(rows), rows_with_estimates(rows)
     if drawn == n:
         return f"All {n} verdict rows are drawn."

@@ -1,8 +1,5 @@
-"""Figures of Hong et al.'s experiment pages: data efficiency (h-f-eff, h-f-eff-exact), the
-relative final loss vs the data scale (h-f-scale, h-f-mom), curvature (h-f-curv), the influence
-of each step's noise (h-f-infl, h-f-infl-extra) and the exact expected excess risk against the
-Thm 4.1 bound and where the dynamic schedule breaks (h-x-eer, h-x-eer-breakdown). Each is a plot
-function (:func:`dpcompanion.book.plotting.figure_function`) of a stored result's arrays.
+"""Plot functions of Hong et al.'s experiment pages (h-f-eff, h-f-eff-exact, h-f-scale, h-f-mom, h-f-curv,
+h-f-infl, h-f-infl-extra, h-x-eer, h-x-eer-breakdown), of a stored result's arrays.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Figures of how the book's library obtained its results rather than of a paper's claim: the
-tuning trace of a tuned experiment (every tuned experiment page, drawn by
-:meth:`dpcompanion.book.show.ExperimentPage.tuning`), the empirical privacy audit of the trainers
-(audit) and the benchmark (bench). Each is a plot function
-(:func:`dpcompanion.book.plotting.figure_function`) of a stored result's records.
+"""Plot functions of how the library obtained its results: tuning traces, the privacy audit (audit) and
+the benchmark (bench).
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
-"""A PDF of the theory chapters, for courses (``make book`` runs this after the HTML build).
-
-The chapters of the table of contents' part "Theory, checked by code" are joined into one
-printable page (``book/theory-print.html`` in the build): a cover (the book's title from
-``_config.yml``, the package version, the commit and date of the build, as
-:func:`dpcompanion.book.site.build_info` reads them for the site), a table of contents
-linking each chapter's ``<h1>`` with its page number, each chapter's article with the book's
-own stylesheets and MathJax, and a closing note on where the code is. Code cells' inputs
-(``show_theorem("H-T4.4")`` and the like) are left out, their outputs kept: the notebooks of
-the commit hold the code.
-
-Headless Chromium prints it through the DevTools protocol (``Page.printToPDF``, driven by
-selenium and chromedriver) once MathJax has typeset it, with a footer carrying the page
-number on every page and PDF bookmarks from the headings (``generateDocumentOutline``).
-A chapter starts on a new page unless its predecessor would then end on a page with less
-than :data:`MIN_PAGE_CHARS` characters (near-empty pages); the page numbers of the
-contents and these breaks come from the printed PDF itself (read with pypdf), so the page is
-printed until they agree with what it says (:data:`MAX_PASSES` at most).
-
-Where no Chromium or no chromedriver is installed (``make browser`` installs Debian's), the
-build says so and skips the PDF without failing: the landing page's link then has nothing
-behind it, and the browser test, which needs them too, is skipped as well.
+"""A PDF of the theory chapters (``make book`` runs this after the HTML build)::
 
     python -m dpcompanion.book.pdf [BUILD_DIR]      # default _build/html
+
+The chapters of the part "Theory, checked by code" are joined into one page (a cover, contents with page
+numbers, each chapter's article without code inputs, a closing note) that headless Chromium prints
+(``Page.printToPDF`` via selenium) once MathJax has typeset it. A chapter runs on from its predecessor
+where a page break would leave a near-empty page (:data:`MIN_PAGE_CHARS`); page numbers and breaks are
+read back from the PDF (pypdf) and the page reprinted until they settle (:data:`MAX_PASSES`). Without
+Chromium and chromedriver the PDF is skipped, saying so.
 """
 
 from __future__ import annotations
@@ -99,13 +85,9 @@ _TAG = re.compile(r"<[^>]+>")
 #: the class of a folded claim or errata box (:func:`dpcompanion.book.claims_page.claim_block`)
 _FOLDED_BOX = re.compile(r'class="(dropdown [^"]*\b(?:claim|erratum)\b[^"]*)"')
 
-# Print styles. Code cells show their outputs only (myst-nb: ``.cell_input``, and the
-# "show code" toggles of hidden cells, which the page opens); figures and displayed
-# formulas are not split across pages (a whole table or claim box kept whole moved to the next
-# page and left a near-empty one: the theme's own print styles keep admonitions whole, so
-# that is undone), nor a heading from what follows it (theorem boxes and
-# proofs may be: kept whole, a long one would leave a gap); a figure is at most about half a
-# page tall, so that a page holding one holds text as well.
+# Print styles: code cells show their outputs only; figures and displayed formulas are not split across
+# pages, nor a heading from what follows it; boxes and tables may split (the theme keeps admonitions whole,
+# which left near-empty pages); a figure is at most about half a page tall.
 _STYLE = """<style>
 body{margin:0}
 .headerlink,.copybtn,.cell_input,details.hide>summary{display:none!important}
@@ -154,11 +136,9 @@ def read_chapters(build: Path, pages: list[str]) -> tuple[str, list[tuple[str, s
 
 def print_page(build: Path, pages: list[str], *, info: BuildInfo | None = None, title: str | None = None,
                page_numbers: dict[int, int] | None = None, run_on: frozenset[int] = frozenset()) -> str:
-    """One HTML page: a cover, the contents, every chapter's article (in a folder beside
-    the chapters, so their relative image and style links still resolve), each on a new page
-    except those in ``run_on`` (indices into ``pages``), and a closing note kept in one piece
-    (so the last page is never near-empty). ``page_numbers`` maps a chapter's index to the
-    PDF page it starts on, shown in the contents."""
+    """The print page (written beside the chapters, so relative links resolve): a cover, the contents
+    (``page_numbers``: chapter index -> PDF page), each chapter on a new page except those in ``run_on``,
+    and a closing note kept whole."""
     info = info or build_info()
     title = title or book_title()
     page_numbers = page_numbers or {}
@@ -204,8 +184,7 @@ def print_page(build: Path, pages: list[str], *, info: BuildInfo | None = None, 
 
 
 def footer_template(info: BuildInfo) -> str:
-    """Chromium's footer: the version and commit, then "page N of M" (Chromium fills the
-    ``pageNumber``/``totalPages`` spans; a footer needs its own font size)."""
+    """Chromium's footer: the version, the commit and "page N of M" (a footer needs its own font size)."""
     return ('<div style="font-size:8px;width:100%;text-align:center;color:#555;font-family:sans-serif">'
             f'dpcompanion {html.escape(info.version)} · {html.escape(info.commit)} · '
             'page <span class="pageNumber"></span> of <span class="totalPages"></span></div>')
@@ -247,10 +226,8 @@ def page_text_lengths(reader: pypdf.PdfReader) -> list[int]:
 
 
 def chapter_starts(reader: pypdf.PdfReader, titles: list[str]) -> dict[int, int]:
-    """The 0-based page each chapter starts on, from the bookmarks of its ``<h1>``. Matched on the
-    title's text without white space: Chromium's bookmark titles join a heading's lines without
-    a space, and some carry the first line twice, so a bookmark matches the chapter whose title
-    it ends with."""
+    """The 0-based page each chapter starts on, from the PDF's bookmarks. Matched without white space, on
+    the title a bookmark ends with: Chromium joins a heading's lines without a space, some twice."""
     def bare(t: str) -> str:
         return "".join(str(t).split())
 

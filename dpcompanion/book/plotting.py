@@ -1,35 +1,13 @@
-"""Figures of the book, the machinery every figure shares: one style, the declaration of a
-plot function, publishing a figure on its page, the layout check.
+"""The machinery every figure of the book shares: one style, the declaration of a plot function
+(:func:`figure_function`), publishing a figure on its page (:func:`publish`) and the layout check
+(:func:`figure_problems`). The plot functions live in :mod:`.theory_figures`, :mod:`.hong_figures`,
+:mod:`.wu_figures`, :mod:`.library_figures` and :mod:`.forest`; they take computed arrays (never compute
+or train: STYLE 6) and return the matplotlib Figure. Importing this module does not import torch.
 
-The plot functions live in one module per family of pages, each declared with
-:func:`figure_function`: :mod:`.theory_figures` (the landing page, the accounting chapter and
-the theory pages), :mod:`.hong_figures` (Hong et al.'s experiment pages), :mod:`.wu_figures`
-(Wu et al.'s experiment pages), :mod:`.library_figures` (how the library obtained its
-results: tuning traces, the privacy audit, the benchmark) and :mod:`.forest` (the verdicts'
-forest plots). What a published figure's data and code files hold is :mod:`.figure_files`.
-Plot functions take computed arrays (never compute or train themselves: STYLE 6) and
-return the matplotlib Figure. Importing this module does not import torch.
-
-**Every figure goes through one helper.** Each plot function is declared with
-:func:`figure_function`, which registers it in :data:`FIGURES` and, when it is called in a
-notebook executed for the book (a :class:`~dpcompanion.core.provenance.Provenance` was
-started and the runner named the output folder in ``DPCOMPANION_BOOK_DIR``), *publishes* the
-figure (:func:`publish`): it shows the figure, writes what it plots
-(:func:`~dpcompanion.book.figure_files.figure_data`, read back from the figure's own artists,
-so it is exactly what is drawn, error bars, both axes, scales, ticks and legends included) as
-``figures/<page>/figure-<n>.csv`` beside the executed notebook, writes ``figure-<n>.py``, a
-script that runs alone on that file and redraws the figure with matplotlib alone
-(:func:`~dpcompanion.book.figure_files.figure_script`: the one redraw code,
-:data:`~dpcompanion.book.figure_files.REDRAW_SOURCE`, followed as comments by the plot
-function's source and the notebook cell that called it), and shows under the figure
-one line with the "data" and "code" links (Sphinx ``download`` roles, so a missing file fails
-the build; the code link names the plot function as ``<module>.<function>``), the function's
-source in the repository at the build's commit and the figure's provenance: the stored result
-it plots (mode, commit, sizes) and the build that drew it, decided by one function,
-:func:`dpcompanion.book.report.figure_caption`, from the result an experiment page hands over
-with :func:`drawn_from` (``ExperimentPage.drawing``). :func:`figure_problems`
-is the layout check the tests run on every figure: fonts at least :data:`MIN_FONT_PT` at the
-size the figure is shown in the book's text column, no overlapping tick labels.
+In a notebook executed for the book, a published figure is shown with one line under it: links to its
+data (``figures/<page>/figure-<n>.csv``, read back from the drawn artists) and to a script that redraws it
+with matplotlib alone (``figure-<n>.py``, :mod:`.figure_files`), its source at the build's commit, and its
+caption (:func:`dpcompanion.book.report.figure_caption`, from the result set by :func:`drawn_from`).
 """
 
 from __future__ import annotations
@@ -108,9 +86,8 @@ def apply_style() -> None:
 
 
 def figure_function(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Declare a plot function: registered in :data:`FIGURES`; its figure carries the
-    function (``fig.dpcompanion_source``) and is published (:func:`publish`) when drawn in a
-    book notebook. A plot function that calls another one publishes once, under its own name."""
+    """Declare a plot function: registered in :data:`FIGURES`, its figure published (:func:`publish`);
+    a plot function that calls another one publishes once, under its own name."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -146,9 +123,8 @@ def source_location(fn: Callable[..., Any]) -> tuple[str, int, int]:
 
 
 def panel_grid(n: int, *, row_height_in: float, single_width_in: float = 6.0):
-    """A figure of ``n`` panels, two to a row: the book's full width (:data:`MAX_WIDTH_IN`), or
-    ``single_width_in`` for one panel, ``row_height_in`` a row, the cell left over by an odd ``n``
-    hidden. Returns ``(fig, axes)``, ``axes`` a 2-D array (``axes[0][0]`` the first panel).
+    """``(fig, axes)``: ``n`` panels two to a row (2-D ``axes``, a spare cell hidden), the full width
+    (:data:`MAX_WIDTH_IN`) or ``single_width_in`` for one panel, ``row_height_in`` a row.
 
     >>> fig, axes = panel_grid(3, row_height_in=3.0)
     >>> axes.shape, fig.get_size_inches().tolist(), axes[1][1].get_visible()
@@ -167,11 +143,8 @@ def panel_grid(n: int, *, row_height_in: float, single_width_in: float = 6.0):
 
 
 def finish(fig, ax, *, legend: bool | dict = True, **props):
-    """The end every panel of a plot function shares, in one place: ``ax.set(**props)``
-    (matplotlib's setter of several properties, applied in the order given: ``xscale=``,
-    ``yscale=``, ``xlabel=``, ``ylabel=``, ``title=``, ``ylim=``...), the legend (in the style's
-    9 pt; a dict is passed to ``ax.legend``, ``False`` draws none), ``fig.tight_layout()``;
-    returns ``fig``, so that a plot function ends ``return finish(fig, ax, ...)``.
+    """``ax.set(**props)`` (in the order given), the legend (a dict is passed to ``ax.legend``, ``False``
+    draws none) and ``fig.tight_layout()``; returns ``fig`` (``return finish(fig, ax, ...)``).
 
     >>> apply_style()
     >>> fig, ax = plt.subplots()
@@ -190,8 +163,7 @@ def finish(fig, ax, *, legend: bool | dict = True, **props):
 
 
 def thin(x, y, n: int = 1000):
-    """At most ``n`` evenly spaced points of the curve (x, y), first and last included: a
-    smooth curve of 40,000 points looks the same through 1000, and its data file stays small.
+    """At most ``n`` evenly spaced points of the curve (x, y), first and last included (small data files).
 
     >>> [len(a) for a in thin(range(5000), range(5000))], thin([1, 2], [3, 4])
     ([1000, 1000], ([1, 2], [3, 4]))
@@ -203,9 +175,8 @@ def thin(x, y, n: int = 1000):
 
 
 def log_ticks(axis, values, *, min_ratio: float = 1.35) -> None:
-    """Label a log ``axis`` at the data's own ``values`` (plain numbers), skipping any value
-    closer than ``min_ratio`` to the last labelled one so that labels never overlap, and no
-    minor-tick labels (which matplotlib adds when the range is under a decade)."""
+    """Label a log ``axis`` at the data's own ``values``, skipping a value within ``min_ratio`` of the last
+    labelled one (no overlap), with no minor-tick labels."""
     v = sorted({float(x) for x in np.atleast_1d(values) if float(x) > 0})
     keep = []
     for x in v:
@@ -223,10 +194,9 @@ def log_ticks(axis, values, *, min_ratio: float = 1.35) -> None:
 
 
 def figure_problems(fig, *, column_px: float = COLUMN_PX, min_pt: float = MIN_FONT_PT) -> list[str]:
-    """Layout defects of ``fig`` as shown in the book: every visible text smaller than
-    ``min_pt`` CSS points once the figure (as saved, ``bbox_inches="tight"``, at its dpi) is
-    scaled to a ``column_px`` wide column, and every pair of overlapping tick labels (their
-    drawn bounding boxes) on one axis. Empty list: no defect.
+    """Layout defects of ``fig`` as shown in the book: every visible text under ``min_pt`` CSS points once
+    the figure (as saved, tight bbox) is scaled to a ``column_px`` wide column, and every pair of
+    overlapping tick labels on one axis. Empty list: no defect.
 
     >>> fig, ax = plt.subplots(figsize=(3, 2)); _ = ax.set_title("tiny", fontsize=4)
     >>> figure_problems(fig)[0].startswith("text 'tiny'")
@@ -249,13 +219,9 @@ def figure_problems(fig, *, column_px: float = COLUMN_PX, min_pt: float = MIN_FO
         if not ax.get_visible():
             continue
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
-            lo, hi = sorted(axis.get_view_interval())
-            boxes = []
-            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-                for lab in (tick.label1, tick.label2):
-                    pos = tick.get_loc()
-                    if lab.get_visible() and lab.get_text() and lo - 1e-12 * abs(hi - lo) <= pos <= hi + 1e-12 * abs(hi - lo):
-                        boxes.append((lab.get_text(), lab.get_window_extent(renderer)))
+            boxes = [(lab.get_text(), lab.get_window_extent(renderer))
+                     for tick in axis.get_major_ticks() + axis.get_minor_ticks() if _in_view(axis, tick)
+                     for lab in (tick.label1, tick.label2) if lab.get_visible() and lab.get_text()]
             for i in range(len(boxes)):
                 for j in range(i + 1, len(boxes)):
                     a, b = boxes[i][1], boxes[j][1]
@@ -274,23 +240,23 @@ def _drawn(t) -> bool:
     if fig is None:
         return False
     for axis in ([ax.xaxis, ax.yaxis] if ax is not None else []):
-        ticks = axis.get_major_ticks() + axis.get_minor_ticks()
-        for tick in ticks:
+        for tick in axis.get_major_ticks() + axis.get_minor_ticks():
             if t is tick.label1 or t is tick.label2:
-                lo, hi = sorted(axis.get_view_interval())
-                span = abs(hi - lo)
-                return tick.get_visible() and lo - 1e-12 * span <= tick.get_loc() <= hi + 1e-12 * span
+                return tick.get_visible() and _in_view(axis, tick)
     return True
+
+
+def _in_view(axis, tick) -> bool:
+    lo, hi = sorted(axis.get_view_interval())
+    return lo - 1e-12 * abs(hi - lo) <= tick.get_loc() <= hi + 1e-12 * abs(hi - lo)
 
 
 # --- publishing a figure on its page ---
 
 
 def current_provenance():
-    """The :class:`~dpcompanion.core.provenance.Provenance` of the notebook being run: the
-    notebook contract binds it to ``prov`` (CONTRIBUTING, "Notebooks"); None outside a
-    notebook. (Kept here, not in ``core``: ``core.provenance`` is part of every result's code
-    hash.)"""
+    """The :class:`~dpcompanion.core.provenance.Provenance` of the running notebook (bound to ``prov``,
+    CONTRIBUTING "Notebooks"); None outside one. Not in ``core``: ``core.provenance`` is code-hashed."""
     ip = _shell()
     if ip is None:
         return None
@@ -327,12 +293,9 @@ def _notebook_cell() -> tuple[str, int | None, str | None]:
 
 @contextlib.contextmanager
 def drawn_from(result):
-    """Inside this block, every published figure plots ``result`` (a stored result of the
-    store, :class:`~dpcompanion.experiments.store.StoredResult`): its caption is decided from
-    it (:func:`dpcompanion.book.report.figure_caption`: its mode, the commit that computed it,
-    its sizes) and its layout record names it. A quick-mode build drawing the committed full or
-    paper-scale result must not label that figure "quick mode". An experiment page
-    enters it through :meth:`dpcompanion.book.show.ExperimentPage.drawing`.
+    """Inside this block every published figure plots ``result`` (a
+    :class:`~dpcompanion.experiments.store.StoredResult`): its caption and layout record name it, so a
+    quick build drawing the committed full or paper-scale result does not label it "quick mode".
 
     >>> from types import SimpleNamespace as NS
     >>> r = NS(id="w-f4", mode="paper", provenance={"commit": "2e722974aaea"}, payload={})
@@ -364,9 +327,8 @@ def _result_record(result) -> dict | None:
 
 
 def publish(fig) -> None:
-    """Show ``fig`` in the running book notebook with its data and code links (see the module
-    docstring). Outside a book notebook (no IPython kernel, or no Provenance started) it does
-    nothing, and the figure is returned to the caller as drawn."""
+    """Show ``fig`` in the running book notebook with its data and code links (module docstring); nothing
+    outside a book notebook (no IPython kernel, or no Provenance started)."""
     prov = current_provenance()
     if _shell() is None or prov is None:
         return

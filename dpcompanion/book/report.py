@@ -1,10 +1,6 @@
-"""Generated prose for the book: Markdown tables and the paper-vs-ours cell.
-
-Notebooks display these with ``IPython.display.Markdown``; the book renders code-cell
-Markdown as MyST (``nb_render_markdown_format: myst``), so generated text may contain
-directives and roles. No number shown this way is typed by hand: the cells pass computed
-values, and verdicts are computed from them by the caller (the verdict rules,
-:mod:`dpcompanion.experiments.comparisons`).
+"""Generated Markdown (MyST) for the book: tables, the paper-vs-ours table, tuning and scale blocks, figure
+captions. No number here is typed by hand; verdicts come from the caller's rules
+(:mod:`dpcompanion.experiments.comparisons`).
 """
 
 from __future__ import annotations
@@ -16,9 +12,7 @@ import math
 import re
 from typing import Any, Iterable, Sequence
 
-#: a row whose sizes differ from the paper's is "not judged" (its cap "sizes differ"), its note starting with
-#: "not compared (sizes differ)" (dpcompanion.experiments.comparisons.NOT_COMPARED)
-from dpcompanion.experiments.comparisons import VERDICTS, reproduction  # VERDICTS: one list of verdict words
+from dpcompanion.experiments.comparisons import VERDICTS, reproduction
 from dpcompanion.experiments.scale_tables import at_paper_scale, scale_of, stored_sizes
 
 
@@ -61,9 +55,8 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]], digits:
 
 def two_tables(header: Sequence[str], rows: Iterable[Sequence[Any]], split: int, digits: int = 4,
                captions: tuple[str, str] = ("", "")) -> str:
-    """A table too wide for the page as two narrower ones that share its first column (no
-    table wider than its box): columns ``[0, split)``, then column 0 and ``[split, end)``, each
-    under its caption (when given).
+    """A wide table as two sharing its first column: columns ``[0, split)``, then 0 and ``[split, end)``,
+    each under its caption (when given).
 
     >>> print(two_tables(["a", "b", "c"], [[1, 2, 3]], 2))
     | a | b |
@@ -83,10 +76,8 @@ def two_tables(header: Sequence[str], rows: Iterable[Sequence[Any]], split: int,
 
 
 def pairing_note(a: Any, b: Any) -> str:
-    """One sentence when two results paired by seed ran on different devices (their provenance's
-    ``device``), '' otherwise: the pairs share data, initialisation and tuning sets, not the noise
-    draws (a GPU's generator draws other numbers than a CPU's), so each difference carries the
-    noise of both runs; its standard error, computed from the differences, stays valid.
+    """One sentence when two results paired by seed ran on different devices (provenance ``device``), ''
+    otherwise.
 
     >>> pairing_note({"device": "cuda"}, {"device": "cpu"})[:59]
     'These two results ran on different devices (cuda and cpu): '
@@ -103,10 +94,8 @@ def pairing_note(a: Any, b: Any) -> str:
 
 
 def paper_vs_ours(rows: Iterable[dict[str, Any]], digits: int = 4) -> str:
-    """The paper-vs-ours table: each row has ``item``, ``paper``, ``ours``, ``verdict``
-    (one of :data:`VERDICTS`, computed by the caller) and optionally ``note``. A long
-    ``paper``, ``ours`` or ``note`` cell shows its first clause with the rest folded beneath it
-    (:func:`short_cell`: the long cells made these tables the tallest part of a page)."""
+    """The paper-vs-ours table of rows with ``item``, ``paper``, ``ours``, ``verdict`` (one of
+    :data:`VERDICTS`) and optionally ``note``; long cells shortened by :func:`short_cell`."""
     out = []
     for r in rows:
         if r["verdict"] not in VERDICTS:
@@ -116,8 +105,7 @@ def paper_vs_ours(rows: Iterable[dict[str, Any]], digits: int = 4) -> str:
     return markdown_table(["", "paper reported", "we measured", "verdict", "note"], out, digits)
 
 
-#: a table cell longer than this many characters (before any folded part) shows its first
-#: clause and folds the rest (:func:`short_cell`)
+#: a table cell longer than this (before any folded part) folds all but its first clause
 CELL_CHARS = 100
 _DETAILS = re.compile(r"\s*<details><summary>(?P<summary>.*?)</summary>(?P<body>.*)</details>\s*$")
 
@@ -146,11 +134,8 @@ def _cut(text: str, limit: int) -> int:
 
 
 def short_cell(text: Any, limit: int = CELL_CHARS) -> str:
-    """A table cell a reader takes in at a glance (short pages): a cell of at most
-    ``limit`` characters (not counting a folded ``<details>`` block already in it) unchanged;
-    a longer one shows its first clause (:func:`_cut`) and folds the rest beneath it, with the
-    folded block it had (its summary kept in the new one's), on one line so that it stays in its
-    table cell.
+    """A cell of at most ``limit`` characters (a ``<details>`` block in it aside) unchanged; a longer one
+    shows its first clause (:func:`_cut`) and folds the rest, with the block it had, on one line.
 
     >>> short_cell("short")
     'short'
@@ -167,12 +152,10 @@ def short_cell(text: Any, limit: int = CELL_CHARS) -> str:
     cut = _cut(visible, limit)
     if not cut or len(visible) - cut < 40:  # nothing to cut, or too little left to be worth a fold
         return text
-    head, rest = visible[:cut].rstrip(" ;,."), visible[cut:].strip()
-    body = rest
+    head, body = visible[:cut].rstrip(" ;,."), visible[cut:].strip()
     if m:  # the block it had, under its own summary as a heading
-        body = f"{rest}<br><br><em>{m.group('summary')[:1].upper() + m.group('summary')[1:]}:</em> {m.group('body')}"
-    summary = "more"
-    return f"{head} <details><summary>{summary}</summary>{body}</details>"
+        body = f"{body}<br><br><em>{m.group('summary')[:1].upper() + m.group('summary')[1:]}:</em> {m.group('body')}"
+    return f"{head} <details><summary>more</summary>{body}</details>"
 
 
 def _cell(v: Any) -> str:
@@ -184,9 +167,7 @@ def _cell(v: Any) -> str:
 
 
 def scale_table(scale: dict) -> str:
-    """The scale block of a result (:mod:`dpcompanion.experiments.scale_tables`) as a
-    table: dimension, the paper's value and its source, ours, whether they match; then one
-    sentence: at the paper's scale only when every dimension with a printed value matches."""
+    """A result's scale block (:mod:`dpcompanion.experiments.scale_tables`): a sentence, then the table."""
     if not scale:
         return "No scale declaration for this page."
     rows = [[k, _cell(d.get("paper")), d.get("source", ""), _cell(d.get("ours")),
@@ -204,9 +185,7 @@ FOLD_ROWS = 12
 
 
 def power_table(rows: Sequence[dict]) -> str:
-    """The power table of a page from its reproduction-report rows: the paper's effect, our
-    estimate and n, the smallest effect our runs detect at 80% power (two-sided 5%), and for an
-    inconclusive row the runs that would separate zero from the paper's value."""
+    """The power table of a page's report rows (:func:`reproduction.power_rows`)."""
     body = reproduction.power_rows(rows)
     if not body:
         return ("**Power.** No row of this page has a single effect with a standard error to compute power from. "
@@ -232,8 +211,7 @@ def _count(v: Any) -> Any:
 
 
 def short_bound(text: Any) -> str:
-    """A stated bound without its quotation: ``"T in [50, 150] (the FAccT version, ...)"`` ->
-    ``"T in [50, 150]"``; the first clause of a bound stated in words (the CSV keeps it whole).
+    """A stated bound's first clause, without its quotation (the CSV keeps it whole).
 
     >>> short_bound("T in [50, 150] (the FAccT version, Sec. 5: 'we grid search')")
     'T in [50, 150]'
@@ -255,11 +233,8 @@ def _where(e: dict) -> str:
 
 
 def tuning_summary_rows(tuning: Sequence[dict]) -> list[list[Any]]:
-    """One short row per tuning record (short pages): the cell, method, parameter,
-    setting, chosen value, grid ``[min, max] (n candidates)``, interior or at which bound, and
-    the tuning and report seeds *as counts* (the seed lists and the trace are in the CSV,
-    :func:`tuning_csv_text`). Every key is read with ``.get``: a record of an older payload
-    lacks some.
+    """One row per tuning record (:data:`TUNING_SUMMARY_COLUMNS`), seed lists as counts. Keys are read
+    with ``.get``: a record of an older payload lacks some.
 
     >>> tuning_summary_rows([{"cell": "N = 250", "method": "uni", "param": "T", "setting": "paper",
     ...     "chosen": 50, "grid_min": 50.0, "grid_max": 150.0, "n_candidates": 5, "interior": False,
@@ -279,9 +254,7 @@ def tuning_summary_rows(tuning: Sequence[dict]) -> list[list[Any]]:
 
 
 def tuning_sentence(tuning: Sequence[dict]) -> str:
-    """The tuning in one sentence: how many choices, how many interior, at a stated bound or at
-    a grid edge, and the tuning and report seeds as counts (their ranges where they differ by
-    cell).
+    """The tuning in one sentence: choices interior, at a stated bound, at a grid edge; seed counts.
 
     >>> tuning_sentence([{"interior": True, "tuning_seeds": [1, 2], "report_seeds": [3, 4, 5]},
     ...                  {"interior": False, "stated_bound": "T <= 9", "tuning_seeds": [1, 2], "report_seeds": [3]}])
@@ -301,9 +274,7 @@ def tuning_sentence(tuning: Sequence[dict]) -> str:
 
 
 def tuning_csv_text(tuning: Sequence[dict]) -> str:
-    """Every tuning record whole, as CSV (:data:`TUNING_CSV_COLUMNS`; lists and the trace as
-    JSON): what the page's summary leaves out (the seed lists, the stated bound's quotation,
-    every candidate's score)."""
+    """Every tuning record whole, as CSV (:data:`TUNING_CSV_COLUMNS`; lists and the trace as JSON)."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(TUNING_CSV_COLUMNS), lineterminator="\n")
     w.writeheader()
@@ -317,9 +288,7 @@ def tuning_csv_text(tuning: Sequence[dict]) -> str:
 
 
 def folded(title: str, body: str) -> str:
-    """``body`` in a folded block titled ``title`` (a MyST admonition with the ``dropdown``
-    class, as the claim boxes' "Cite this check"): closed until the reader opens it, so a long
-    table does not lengthen the page.
+    """``body`` in a folded block (a MyST ``dropdown`` admonition) titled ``title``.
 
     >>> print(folded("All rows", "| a |"))
     :::{admonition} All rows
@@ -332,9 +301,7 @@ def folded(title: str, body: str) -> str:
 
 
 def tuning_table(tuning: Sequence[dict], *, link: str = "") -> str:
-    """The tuning of a result, short: one sentence (:func:`tuning_sentence`), the
-    download ``link`` of the whole records (CSV, :func:`tuning_csv_text`; '' outside a book
-    build) and the summary table (:func:`tuning_summary_rows`) folded; '' when there is none."""
+    """The tuning block: :func:`tuning_sentence`, ``link`` to the CSV (if any), the summary table folded."""
     if not tuning:
         return ""
     table = markdown_table(TUNING_SUMMARY_COLUMNS, tuning_summary_rows(tuning))
@@ -345,11 +312,8 @@ def tuning_table(tuning: Sequence[dict], *, link: str = "") -> str:
 
 def reproduction_tables(experiment_id: str, *, seed: int = 0, device: str = "cpu", rows: list | None = None,
                         tuning_link: str = "") -> str:
-    """What every experiment page shows under its verdicts: the power table, the
-    scale table and the tuning summary (:func:`tuning_table`, with ``tuning_link`` to its CSV)
-    of the result the reproduction report judges (the fresh paper-scale result when complete
-    and fresh, else the fresh full result, else the fresh quick one: the one the page shows).
-    ``rows``: that page's report rows, when the caller has them already."""
+    """The power, scale and tuning tables of the result the reproduction report judges (``rows``: the page's
+    report rows, computed when not given)."""
     if rows is None:
         rows = reproduction.report_rows(pages=[experiment_id], compute=True, seed=seed, device=device)
     mode = rows[0]["result"]["mode"] if rows else None
@@ -362,19 +326,16 @@ def reproduction_tables(experiment_id: str, *, seed: int = 0, device: str = "cpu
 
 # --- figure captions ---
 
-#: the dimensions a caption names, in this order, at most :data:`CAPTION_SIZES` of them: the
-#: size of the data, the model, the length of training, the number of runs averaged
+#: the dimensions a caption names, in this order, at most :data:`CAPTION_SIZES` of them
 CAPTION_DIMS = ("training samples", "training samples (largest rung)", "model", "hidden width", "epochs", "T",
                 "seeds", "repeats", "Monte Carlo runs", "runs", "trials")
-#: how many dimensions a caption names ("its sizes in a few words")
 CAPTION_SIZES = 4
 #: dimensions that count something: written "<n> <dimension>", the others "<dimension> <value>"
 _COUNTED = ("training samples", "epochs", "seeds", "repeats", "Monte Carlo runs", "runs", "trials")
 
 
 def _size_value(v: Any) -> str:
-    """A size as a caption writes it: 60,000; 60/120/200 (up to three values); 250-4,000
-    (more); a mapping by its values (equal values once).
+    """A size as a caption writes it.
 
     >>> _size_value(60000), _size_value([60, 120, 200]), _size_value([250, 500, 1000, 2000, 4000])
     ('60,000', '60/120/200', '250-4,000')
@@ -398,13 +359,8 @@ def _size_value(v: Any) -> str:
 
 
 def result_sizes(result: Any) -> str:
-    """A stored result's sizes in a few words, read from the result itself: ``"paper scale:
-    60,000 training samples, CNN model, 50 epochs, 2 seeds"``. The values are those its
-    payload holds (:func:`~dpcompanion.experiments.scale_tables.stored_sizes`), else its
-    recorded config's; "paper scale" when every dimension the paper prints matches
-    (:func:`~dpcompanion.experiments.scale_tables.at_paper_scale`), "reduced" when one
-    differs, nothing for an experiment whose paper prints no size; '' for an experiment
-    without a scale declaration."""
+    """A stored result's sizes in a few words (``"paper scale: 60,000 training samples, CNN model, 50
+    epochs, 2 seeds"``), from its payload, else its config; "reduced" when a printed size differs."""
     config = result.provenance.get("config") if isinstance(result.provenance.get("config"), dict) else {}
     scale = scale_of(result.id, config) if config else {}
     sizes = {k: d["ours"] for k, d in scale.items()}
@@ -432,15 +388,8 @@ def result_sizes(result: Any) -> str:
 
 
 def figure_caption(result: Any, *, build: Any) -> str:
-    """The provenance part of a figure's caption, decided from the result the figure plots:
-    its mode, the commit that computed it and its sizes in a few words
-    (:func:`result_sizes`), then the build that drew it (``build``, the notebook's
-    :class:`~dpcompanion.core.provenance.Provenance`). A quick-mode build draws the committed
-    full or paper-scale result on several pages: the caption must name the run plotted, not
-    the build. ``result`` None (a figure of a page that plots no stored result: theory,
-    accounting) gives the build alone. Every published figure's caption is this
-    (:func:`dpcompanion.book.plotting.publish`); an experiment page sets ``result`` with
-    :meth:`dpcompanion.book.show.ExperimentPage.drawing`.
+    """A figure's provenance caption: the plotted result's mode, commit and sizes, then the build that drew
+    it (``build``: the notebook's Provenance); the build alone where ``result`` is None.
 
     >>> from types import SimpleNamespace as NS
     >>> build = NS(mode="quick", commit="9dcda9f43b93", dirty=False)

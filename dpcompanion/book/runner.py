@@ -1,34 +1,14 @@
 """Execute the book's notebooks with papermill (``python -m dpcompanion reproduce``).
 
-Each ``notebooks/<id>.ipynb`` is executed with the parameters ``mode``, ``seed`` and
-``device`` into a temporary file and moved to ``book/<id>.ipynb`` only when it ran to the
-end, so a failed run never leaves a half-executed page in the book (its stale copy is
-removed, so that the book build then fails loudly instead of showing old results). The
-executed notebooks sit beside the book's hand-written pages (``book/*.md``, committed), so
-that every page's address is ``book/<id>.html``; they are not committed (``.gitignore``).
-Timings of the run are written to ``book/timings.json``.
+Each ``notebooks/<id>.ipynb`` runs with ``mode``, ``seed`` and ``device`` into a temporary file, moved to
+``book/<id>.ipynb`` (beside the hand-written pages) only when it ran to the end; a failed run removes
+the stale copy, so the book build fails instead of showing old results. Every experiment a notebook
+shows is computed or found fresh first, so the notebook only loads it.
 
-A notebook whose id is an experiment of the results store
-(:mod:`dpcompanion.experiments.store`) gets its experiment computed, or found fresh, *before*
-it runs, with the executor options of the run (``--executor``, ``--workers``,
-``--scheduler``, ``--recompute``), so that the notebook's own ``load_or_compute`` only loads;
-``timings.json`` records per notebook whether its experiment was ``computed`` or ``loaded``
-and the seconds that took.
-
-**Execution cache.** All experiments are computed or found fresh first; then each notebook
-is executed only when its *execution key* changed since the copy in ``book/`` was
-made (:func:`execution_key`: the bytes of every notebook, the parameters, every source file of
-the ``dpcompanion`` package, the installed distributions and their versions, and every file
-of the results store). A second ``make book`` with nothing changed therefore re-executes no
-notebook; editing a plotting function re-executes the pages (their experiments are loaded, not
-recomputed); a new stored result re-executes the pages. A reused page keeps the provenance
-line of the run that executed it (its commit and time). ``--reexecute`` ignores the cache;
-a notebook with ``metadata.dpcompanion.cache = false`` (the "How to reproduce" page, which
-shows this run's timings) is always executed. ``timings.json`` records per notebook whether it
-was ``executed`` or ``reused`` and, when executed, which part of the key changed.
-
-Notebooks may set ``metadata.dpcompanion.order`` (default 50) to run earlier or later:
-the "How to reproduce" page runs last because it shows this run's timings.
+A notebook is re-executed only when its execution key (notebooks, parameters, package sources, installed
+distributions, results store: :func:`run_key_parts`, :func:`notebook_key_parts`) changed, unless
+``--reexecute`` or ``metadata.dpcompanion.cache = false``. ``metadata.dpcompanion.order`` (default 50)
+orders the runs. ``book/timings.json`` records what was computed, loaded, executed or reused.
 """
 
 from __future__ import annotations
@@ -140,13 +120,11 @@ def execute(nb: Notebook, *, out_dir: Path, mode: str, seed: int, device: str, k
             # otherwise reach our stderr; cell outputs, warnings included, are unaffected
             extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
         )
-    except pm.PapermillExecutionError as exc:
+    except Exception as exc:  # a cell raised, or the kernel died, an invalid notebook, a missing kernel ...
         tmp.unlink(missing_ok=True)
         target.unlink(missing_ok=True)
-        raise NotebookFailed(nb.path, exc.cell_index, f"{exc.ename}: {exc.evalue}") from None
-    except Exception as exc:  # kernel died, invalid notebook, missing kernel ...
-        tmp.unlink(missing_ok=True)
-        target.unlink(missing_ok=True)
+        if isinstance(exc, pm.PapermillExecutionError):
+            raise NotebookFailed(nb.path, exc.cell_index, f"{exc.ename}: {exc.evalue}") from None
         raise NotebookFailed(nb.path, None, f"{type(exc).__name__}: {exc}") from None
     _hide_injected_parameters_like_original(tmp)
     tmp.replace(target)
@@ -196,7 +174,7 @@ def reproduce(
     if not chosen:
         raise ValueError(f"no notebooks found in {notebooks_dir}")
     validate.writable_folder("out_dir", out_dir)  # a probe file: found before any computation
-    exp_ids = _experiment_ids()
+    exp_ids = set(base.all_experiments())  # imports the experiment modules, hence torch
     with_exp = [nb for nb in chosen if nb.id in exp_ids]
     if with_exp or executor not in (None, "local") or workers is not None or scheduler is not None or recompute:
         store.check_executor_options(executor, workers=workers, scheduler=scheduler)
@@ -238,10 +216,10 @@ def reproduce(
         key = {**shared, **notebook_key_parts(nb, mode=mode, seed=seed, device=resolved)}
         target, key_file = out_dir / f"{nb.id}.ipynb", out_dir / KEY_DIR / f"{nb.id}.json"
         old = _read_json(key_file)
-        base = {"mode": mode, "device": resolved, "seed": seed, "commit": commit, **exp_entries.get(nb.id, {})}
+        entry = {"mode": mode, "device": resolved, "seed": seed, "commit": commit, **exp_entries.get(nb.id, {})}
         if nb.cache and not (reexecute or recompute) and old == key and target.exists():
             before = earlier.get(nb.id, {})
-            runs[nb.id] = {**base, "notebook": "reused", "seconds": 0.0,
+            runs[nb.id] = {**entry, "notebook": "reused", "seconds": 0.0,
                            "executed_seconds": before.get("executed_seconds", before.get("seconds")),
                            "executed_commit": before.get("executed_commit", before.get("commit"))}
             print(f"[{i}/{len(chosen)}] {nb.id}: reused (execution key unchanged)", file=stream, flush=True)
@@ -254,7 +232,7 @@ def reproduce(
         executed += 1
         if nb.cache:
             _write_json(key_file, key)
-        runs[nb.id] = {**base, "notebook": "executed", "why": why, "seconds": round(seconds, 2),
+        runs[nb.id] = {**entry, "notebook": "executed", "why": why, "seconds": round(seconds, 2),
                        "executed_seconds": round(seconds, 2), "executed_commit": commit}
         print(f"    ok in {seconds:.1f} s", file=stream, flush=True)
         _write_json(timings_path, timings)
@@ -278,10 +256,8 @@ def _sha(obj) -> str:
 
 
 def run_key_parts(notebooks_dir: Path, *, results_root: Path) -> dict[str, str]:
-    """The parts of the execution key shared by every notebook of a run: ``notebooks`` (every
-    notebook's bytes: claim pages are derived from them), ``library`` (every source file of
-    the package), ``environment`` (Python and every installed distribution with its version)
-    and ``results`` (every file of the results store)."""
+    """The execution key's parts shared by every notebook: hashes of ``notebooks`` (claim pages derive
+    from them), ``library`` (package sources), ``environment`` (distributions) and ``results``."""
     dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]})
     results = [p for p in results_root.rglob("*") if p.is_file()] if results_root.is_dir() else []
     return {
@@ -317,27 +293,8 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-def _experiment_ids() -> set[str]:
-    """Ids of the results store's experiments (imports the experiment modules, hence torch)."""
-    return set(base.all_experiments())
-
-
 def _write_json(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     tmp.replace(path)
-
-
-def clean_generated(out_dir: Path = GENERATED) -> None:
-    """Remove every executed notebook, the timings, the execution keys, the figures' data and
-    code files and the reproduction report's CSV from ``out_dir`` (and nothing else: ``book/``
-    also holds the committed hand-written pages)."""
-    for p in out_dir.glob("*.ipynb"):
-        p.unlink()
-    for p in out_dir.glob(".*.ipynb"):  # a run killed between papermill and the move
-        p.unlink()
-    (out_dir / "timings.json").unlink(missing_ok=True)
-    shutil.rmtree(out_dir / KEY_DIR, ignore_errors=True)
-    shutil.rmtree(out_dir / "figures", ignore_errors=True)
-    (out_dir / "reproduction-report.csv").unlink(missing_ok=True)

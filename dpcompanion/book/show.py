@@ -1,27 +1,13 @@
-"""One experiment page's shared cells (CONTRIBUTING, "Notebooks"): :func:`show_experiment`.
-
-Every experiment notebook (``notebooks/<id>.ipynb``) showed the same blocks, written again
-in each: the result loaded (or computed) through the results store, its sizes paragraph
-(the :class:`~dpcompanion.experiments.base.Experiment`'s ``describe``), its figures, the
-paper-vs-ours table (its ``verdict_rows``), the tuning trace, the stored full-mode result (or why none is shown) and
-the reproduction tables (power, scale, tuning). Where an experiment has a paper-scale result
-(``--mode paper``, the paper's own sizes) that is complete and fresh, it is shown instead of
-the full-mode one, and the page says so; while a paper sweep is partial, one line under the
-sizes says how far it got and how to continue it (:meth:`ExperimentPage.paper_note`). They are
-written once here; a notebook keeps
-its prose, its parameters and provenance cells, the function that draws its figure (so that
-the figure's "code" link shows how the payload is plotted) and what is truly its own::
+"""The cells every experiment page shares (CONTRIBUTING, "Notebooks"): :func:`show_experiment` shows the
+outcome, sizes, figures and paper-vs-ours table; the returned :class:`ExperimentPage` shows the rest
+where the notebook places it::
 
     page = show_experiment("h-f-curv", mode=mode, seed=seed, device=device, figure=figure)
-    ...                          # a Markdown cell: "## The stored full-mode result"
     page.full_result(note=" It takes seconds on a CPU.")
     page.reproduction()
 
-Nothing here decides a verdict or computes a number: the verdicts are the rules'
-(:mod:`dpcompanion.experiments.comparisons`), the numbers the stored result's, and which stored
-result is shown the store's one rule (:func:`dpcompanion.experiments.store.best_fresh`). The
-module is torch-free at import (the book layer's rule); the experiments are imported when a page
-is shown (:func:`dpcompanion.experiments.base.get`).
+Nothing here decides a verdict or computes a number (the rules, :mod:`dpcompanion.experiments.comparisons`,
+and the store's :func:`~dpcompanion.experiments.store.best_fresh` do). Torch-free at import.
 """
 
 from __future__ import annotations
@@ -50,13 +36,8 @@ PAPER_SHOWN = ("This is the paper-scale result (`paper` mode: the paper's own si
 
 
 def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
-    """One line for a page while a paper-scale sweep is partial (units stored, no fresh paper
-    result): how many units are done, whether they are committed, the CPU time left (mean wall
-    time of the finished single-threaded units times the units left) and the command that
-    continues it. '' when the experiment has no paper config, a fresh paper result exists, or
-    no unit is stored. Written here from the store's facts (:func:`store.fresh_paper`,
-    :func:`store.sweep_progress`, :func:`store.committed_units`): the store writes no page
-    sentence."""
+    """One line while a paper-scale sweep is partial: units done, whether committed, the CPU time left and
+    the command that continues it. '' when there is no paper config, a fresh paper result, or no unit."""
     if "paper" not in base.get(experiment_id).configs or store.fresh_paper(experiment_id, root) is not None:
         return ""
     part = store.sweep_progress(experiment_id, "paper", root)
@@ -77,8 +58,7 @@ def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
 
 
 def full_absent_note(experiment_id: str) -> str:
-    """One sentence for a page without a fresh full result: none stored, or stale and why,
-    with the command that computes it (from :func:`store.load` and :func:`store.sweep_progress`)."""
+    """Why no fresh full result is shown (none stored, or stale and why), with the command that computes it."""
     full = store.load(experiment_id, mode="full")
     why = ("No full-mode result is stored yet" if full is None
            else f"The stored full-mode result is stale ({full.stale_reason}) and is not shown")
@@ -90,19 +70,13 @@ def full_absent_note(experiment_id: str) -> str:
     return f"{why}: `python -m dpcompanion experiment {experiment_id} --mode full` computes it."
 
 
-
 def _md(text: str) -> None:
     display(Markdown(text))
 
 
 def data_link(stem: str, text: str, *, label: str = "CSV") -> str:
-    """Offer ``text`` (CSV) for download beside the page's figures (short pages: seed
-    lists, tuning traces and wide tables go to a file, a compact summary stays on the page):
-    writes ``figures/<page>/<stem>.csv`` in the folder of the executed notebooks (the runner's
-    ``DPCOMPANION_BOOK_DIR``, as :func:`dpcompanion.book.plotting.publish` does for a figure's
-    data) and returns the Sphinx ``download`` role that links it (a missing file fails the
-    build). Outside a book build (no folder, or no notebook provenance) it writes nothing and
-    returns ''."""
+    """Write ``text`` (CSV) as ``figures/<page>/<stem>.csv`` beside the executed notebooks and return the
+    Sphinx ``download`` role linking it; outside a book build write nothing and return ''."""
     prov = plotting.current_provenance()
     book_dir = os.environ.get(plotting.BOOK_DIR_ENV)
     if prov is None or not book_dir:
@@ -114,10 +88,8 @@ def data_link(stem: str, text: str, *, label: str = "CSV") -> str:
 
 
 def forest_block(rows: list, *, title: str, head: str = "") -> None:
-    """The forest plot of verdict rows (:func:`dpcompanion.book.forest.forest_plot`), under
-    ``head``, with one sentence saying how many rows it draws. Nothing where no row has an
-    estimate. Draw it inside a page's ``drawing(result)`` when the rows are of one stored
-    result, so that its caption names that result."""
+    """The forest plot of verdict rows under ``head``, with a sentence saying how many it draws; nothing
+    where no row has an estimate."""
     if not forest.rows_with_estimates(rows):
         return
     if head:
@@ -144,10 +116,8 @@ def _words(v) -> str:
 
 
 def setup_words(scale: dict) -> str:
-    """The setup of a row in words, generated from its result's scale table (the report row's
-    ``scale``: per dimension the paper's value, ours, and whether they match,
-    :func:`dpcompanion.experiments.scale_tables.scale_of`): ours, then the paper's values where
-    they differ (none typed here).
+    """The setup of a row in words from its scale table (:func:`~dpcompanion.experiments.scale_tables.scale_of`):
+    ours, then the paper's values where they differ.
 
     >>> setup_words({"training samples": {"paper": 50000, "ours": 2000, "match": False},
     ...              "model / data": {"paper": "CNN, CIFAR-10", "ours": "fashion-mnist", "match": False},
@@ -163,9 +133,8 @@ def setup_words(scale: dict) -> str:
 
 
 def headline_rows(rows: list[dict], rule_ids: list[str]) -> list[dict]:
-    """The rows a page leads with: those of its table rules (``.../table``: a table's verdict over
-    its cells) where it has any, else those of its first declared rule that has rows; judged
-    rows first, at most :data:`LEAD_ROWS`.
+    """The rows a page leads with: those of its ``.../table`` rules, else of its first rule with rows;
+    judged rows first, at most :data:`LEAD_ROWS`.
 
     >>> rows = [{"rule": "x/gap", "outcome": "partial"}, {"rule": "x/table", "outcome": "failure"}]
     >>> [r["rule"] for r in headline_rows(rows, ["x/gap", "x/table"])], headline_rows(rows[:1], ["x/gap"])[0]["rule"]
@@ -187,11 +156,8 @@ def _interval(o: dict) -> str:
 
 
 def lead_markdown(rows: list[dict]) -> str:
-    """The block an experiment page leads with, one entry per headline row of the reproduction
-    report (:func:`headline_rows`): the claim, the paper's value, ours with its interval (the
-    cell the verdict was judged on: the row's own numbers), the setup in words
-    (:func:`setup_words`, from the row's scale table), the outcome word and the row's one
-    sentence. Nothing typed: every word is the report row's.
+    """The block an experiment page leads with, one entry per headline row: the claim, the paper's value,
+    ours with its interval, the setup (:func:`setup_words`), the outcome and the row's sentence.
 
     >>> r = {"item": "a gap", "paper": "+0.68", "ours": {"estimate": 0.17, "ci_low": 0.01, "ci_high": 0.33},
     ...      "verdict": "sign only", "outcome": "partial", "sentence": "Ours is ahead, smaller.",
@@ -220,9 +186,7 @@ def lead_markdown(rows: list[dict]) -> str:
 
 
 def result_line(result: store.StoredResult) -> str:
-    """One line of provenance for a page, under a stored result it shows: mode, device, wall time
-    (and the units' time over sittings), runs, run-steps, units, executor, commit, created, the
-    last revalidation and freshness (the store holds the facts; the page writes the line)."""
+    """One line of provenance under a stored result a page shows (mode, device, time, counts, commit, freshness)."""
     p = result.provenance
     if result.damaged:
         return f"{result.mode} result: damaged ({result.damaged}), not shown"
@@ -240,15 +204,11 @@ def result_line(result: store.StoredResult) -> str:
 
 
 class ExperimentPage:
-    """An experiment page: its result (``result``, ``payload``), the declared experiment
-    (``experiment``, a :class:`~dpcompanion.experiments.base.Experiment`) and the blocks every experiment page shows, one method each.
+    """An experiment page: its ``result``, the declared ``experiment`` and one method per block.
 
-    ``figure(payload)`` draws the page's figure(s) from a payload (a ``plotting`` function
-    call, defined in the notebook); ``full_figure(payload)`` draws them for the stored
-    full-mode (or paper-scale) result (default: ``figure``). ``shown``: ``"this build"`` (the
-    result of ``mode``, loaded when fresh, else computed: ``store.load_or_compute``) or ``"full
-    when fresh"`` (the committed paper-scale result when complete and fresh, else the committed
-    full-mode result when fresh, else this build's: ``store.result_to_show``)."""
+    ``figure(payload)`` draws the page's figures; ``full_figure(payload)`` those of the stored full-mode
+    (or paper-scale) result (default: ``figure``). ``shown``: ``"this build"`` (``store.load_or_compute``)
+    or ``"full when fresh"`` (``store.result_to_show``)."""
 
     SHOWN = ("this build", "full when fresh")
 
@@ -274,8 +234,7 @@ class ExperimentPage:
         _md(self.experiment.describe(self.payload if payload is None else payload) + suffix)
 
     def figures(self, result: store.StoredResult | None = None) -> None:
-        """The page's figures (``figure``) of ``result`` (default: this page's result), each
-        captioned from that result (:meth:`drawing`)."""
+        """The page's figures of ``result`` (default: this page's), captioned from it."""
         if self.figure is None:
             return
         result = self.result if result is None else result
@@ -283,20 +242,12 @@ class ExperimentPage:
             self.figure(result.payload)
 
     def drawing(self, result: store.StoredResult):
-        """The context every figure of an experiment page is drawn in: each figure
-        drawn inside plots ``result``, and its caption is decided from it
-        (:func:`dpcompanion.book.report.figure_caption`: the result's mode, the commit that
-        computed it, its sizes), whether it is this build's result or the committed full or
-        paper-scale one a quick build shows (:func:`dpcompanion.book.plotting.drawn_from`)."""
+        """The context a figure of ``result`` is drawn in (:func:`dpcompanion.book.plotting.drawn_from`)."""
         return plotting.drawn_from(result)
 
     def verdicts(self, payload: Any = None, *, head: str = "", fold: bool = False) -> None:
-        """The paper-vs-ours table of the rules' verdicts (the experiment's ``verdict_rows``, of this
-        page's payload or of ``payload``, a payload or a stored result), under ``head``. A long
-        cell shows its first clause, the rest folded beneath it (:func:`report.short_cell`). When
-        no row is comparable with the paper (a reduced run: the sizes differ), the table is folded
-        under one line saying so (the page leads with what can be compared); ``fold``
-        folds it in any case (a reduced run shown below the paper-sized one)."""
+        """The paper-vs-ours table of ``verdict_rows`` (of this page's payload or ``payload``) under ``head``;
+        folded when no row is comparable with the paper (sizes differ), or when ``fold``."""
         if self.experiment.verdict_rows is None:
             raise ValueError(f"experiment {self.id} declares no verdict_rows")
         rows = self.experiment.verdict_rows(self.payload if payload is None else payload)
@@ -308,16 +259,13 @@ class ExperimentPage:
         _md(f"{head}\n\n{table}" if head else table)
 
     def paper_note(self) -> None:
-        """One line while a paper-scale sweep is partial (:func:`paper_progress_note`: units
-        done, committed or not, CPU-hours left, the command that continues it); nothing
-        otherwise."""
+        """:func:`paper_progress_note`, where there is one."""
         note = paper_progress_note(self.id)
         if note:
             _md(note)
 
     def fresh_full(self) -> store.StoredResult | None:
-        """The stored full-mode result when fresh, shown beside this build's (None in full mode,
-        where this build's result is the full one, or when none is fresh)."""
+        """The stored full-mode result when fresh (None in full mode or when none is fresh)."""
         return store.fresh_full(self.id) if self.mode != "full" else None
 
     def fresh_paper(self) -> store.StoredResult | None:
@@ -329,10 +277,7 @@ class ExperimentPage:
         return full_absent_note(self.id)
 
     def tuning(self, *, ylabel: str, max_cells: int | None = None) -> None:
-        """The tuning summary (short pages: one sentence, each choice with its grid,
-        whether it is interior and the seeds as counts, folded; every record whole in a CSV,
-        :func:`data_link`) and the tuning trace
-        (:func:`dpcompanion.book.library_figures.tuning_trace`)."""
+        """The tuning summary (every record in a CSV, :func:`data_link`) and the tuning trace."""
         entries = self.payload["tuning"]
         _md(report.tuning_table(entries, link=data_link("tuning", report.tuning_csv_text(entries))))
         kw = {} if max_cells is None else {"max_cells": max_cells}
@@ -340,12 +285,9 @@ class ExperimentPage:
             library_figures.tuning_trace(entries=entries, ylabel=ylabel, **kw)
 
     def full_result(self, *, note: str = "") -> None:
-        """The stored paper-scale result when complete and fresh, saying that it stands in for
-        the full-mode one; else the stored full-mode result when fresh (its sizes with its
-        provenance line, figures and verdicts), else why none is shown
-        (:func:`full_absent_note`) followed by ``note``. In full mode, the result of this
-        build (unless a fresh paper-scale result exists). A stale or partial result is never
-        shown (the store's one rule, :func:`store.best_fresh`, down to full mode)."""
+        """The fresh paper-scale result (saying it stands in for the full one), else the fresh full-mode
+        result (sizes, provenance, figures, verdicts), else why none is shown and ``note``. In full mode,
+        this build's result. A stale or partial result is never shown (:func:`store.best_fresh`)."""
         shown = store.best_fresh(self.id, modes=("paper",) if self.mode == "full" else ("paper", "full"))
         if shown is None and self.mode == "full":
             shown = self.result
@@ -360,22 +302,19 @@ class ExperimentPage:
         self.verdicts(shown.payload)
 
     def judged_result(self, rows: list) -> store.StoredResult | None:
-        """The stored result the reproduction report judged this page's ``rows`` on (its
-        mode: the fresh paper-scale, full or quick result); None where none is stored fresh."""
+        """The fresh stored result the report judged ``rows`` on; None where none is stored fresh."""
         mode = ((rows[0].get("result") or {}).get("mode")) if rows else None
         return store.best_fresh(self.id, modes=(mode,), seed=self.seed) if mode in store.SHOWN_FIRST else None
 
     def report_rows(self) -> list[dict]:
-        """This page's rows of the reproduction report (as ``verdicts --page <id>`` gives them),
-        computed once per page."""
+        """This page's rows of the reproduction report (``verdicts --page <id>``), computed once."""
         if getattr(self, "_report_rows", None) is None:
             self._report_rows = reproduction_report.report_rows(pages=[self.id], compute=True, seed=self.seed,
                                                                 device=self.device)
         return self._report_rows
 
     def lead(self) -> None:
-        """The outcome first (:func:`lead_markdown` of the page's :func:`headline_rows`): nothing
-        for an experiment without declared rules."""
+        """The outcome first (:func:`lead_markdown`); nothing for an experiment without rules."""
         ids = [r.id for r in (self.experiment.rules or ())]
         if ids:
             text = lead_markdown(headline_rows(self.report_rows(), ids))
@@ -383,10 +322,7 @@ class ExperimentPage:
                 _md(text)
 
     def reproduction(self) -> None:
-        """The forest plot of this page's verdict rows (each row's estimate and 95%
-        interval against the paper's value or direction and the margin, drawn inside
-        :meth:`drawing` of the result judged), then power, scale and tuning of that result
-        (``python -m dpcompanion verdicts --page <id>``), the tuning records in a CSV."""
+        """The forest plot of this page's verdict rows, then power, scale and tuning of the result judged."""
         rows = self.report_rows()
         judged = self.judged_result(rows)
         if judged is not None:
@@ -405,14 +341,9 @@ def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str
                     figure: Callable[[dict], Any] | None = None, full_figure: Callable[[dict], Any] | None = None,
                     tables: Callable[[dict], Any] | None = None, verdicts: bool = True,
                     shown: str = "this build") -> ExperimentPage:
-    """Load (or compute) the result of ``experiment_id`` and show the outcome first
-    (:meth:`ExperimentPage.lead`: its headline rows of the reproduction report), its sizes paragraph, its
-    figures (``figure(payload)``), the page's own tables (``tables(payload)``, optional) and,
-    unless ``verdicts=False`` (a page with prose before them), its paper-vs-ours table.
-    Under the sizes, while a paper-scale sweep is partial, one line saying how far it got
-    (:meth:`ExperimentPage.paper_note`). Returns the :class:`ExperimentPage`, whose methods
-    show the other blocks (``tuning``, ``full_result``, ``reproduction``) where the page places
-    them."""
+    """Load (or compute) the result and show the outcome, sizes (and paper sweep progress), figures,
+    ``tables(payload)`` and, unless ``verdicts=False``, the paper-vs-ours table. Returns the
+    :class:`ExperimentPage` for the other blocks."""
     page = ExperimentPage(experiment_id, mode=mode, seed=seed, device=device, figure=figure,
                           full_figure=full_figure, shown=shown)
     page.lead()
@@ -427,11 +358,8 @@ def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str
 
 
 def verdict_tables_by_page(rows: list[dict], table_rows: list[dict]) -> str:
-    """The verdicts page's paper-vs-ours tables, one per page in the report's order, each folded
-    under a title with its verdict counts (a page at most 12,000 px tall; the forest
-    plot above shows every row at a glance). ``rows``: the reproduction report's rows;
-    ``table_rows``: the same rows rendered for :func:`dpcompanion.book.report.paper_vs_ours`
-    (:func:`dpcompanion.experiments.comparisons.summary.verdict_summary`), in the same order."""
+    """The verdicts page's paper-vs-ours tables, one folded table per page with its verdict counts.
+    ``table_rows``: ``rows`` (the report's) rendered for :func:`~dpcompanion.book.report.paper_vs_ours`."""
     from collections import Counter
 
     from dpcompanion.book.claims_page import folded

@@ -1,31 +1,13 @@
-"""The book as a site: what every page says about its build, and how to cite it.
+"""The Sphinx extension of the book (``_config.yml``, ``sphinx.extra_extensions``), with the build's commit:
 
-A Sphinx extension (listed in ``_config.yml`` under ``sphinx.extra_extensions``) that, at
-build time, with the commit read from git (:func:`dpcompanion.core.provenance.git_state`):
+* "generated from <commit> on <date>" in every page's footer;
+* the ``dpcompanion-cite`` directive (the build's BibTeX entry, :func:`bibtex`) and the build's
+  ``CITATION.cff`` beside the pages;
+* launch buttons (Binder, Colab) on the committed ``notebooks/<id>.ipynb`` at the build's commit
+  (:func:`launch_ref`), and the downloadable notebooks' install cell pinned to it (:func:`pin_install_cell`).
 
-* puts "generated from <commit> on <date>" in every page's footer (the theme's
-  ``extra_footer``), with a link to the commit;
-* provides the ``dpcompanion-cite`` directive: the BibTeX entry of this build (URL,
-  version, commit, date; :func:`bibtex`), used by the landing page;
-* writes ``CITATION.cff`` of this build (the committed one plus its ``commit``) beside the
-  pages, so a reader can cite exactly what they read;
-* points the launch buttons (Binder, Colab) at the committed notebook ``notebooks/<id>.ipynb``
-  rather than the executed copy ``book/<id>.ipynb``, which is not in the repository, *at the
-  commit of the build* (:func:`launch_ref`; ``repository.branch`` of ``_config.yml`` only
-  where the commit is unknown), so a page reruns the code that drew it;
-* pins the install cell (:func:`install_cell_source`, the first code cell of every notebook)
-  of the notebooks the site offers for download to that commit (:func:`pin_install_cell`).
-
-The install cell: where ``dpcompanion`` is not importable (Colab), it clones the repository at
-``DPCOMPANION_REF``, installs it as ``postBuild`` does and runs the page from its clone (the
-stored results and ``book/`` files the pages read are in the repository, not in the package);
-where it is importable (the book build, Binder, a local checkout) it does nothing, so papermill
-runs it offline. A committed file cannot name the commit that contains it: the repository's
-notebooks name ``repository.branch``, and the build writes its commit into the copies it
-publishes; the launch links themselves carry the commit.
-
-One source of truth: the URL is ``repository.url`` of ``_config.yml`` (Sphinx's
-``html_theme_options["repository_url"]``), the version that of the installed package.
+A committed notebook cannot name the commit that contains it, so its install cell names
+``repository.branch`` and the build writes its commit into the copies it publishes.
 """
 
 from __future__ import annotations
@@ -90,9 +72,8 @@ def build_info(url: str | None = None, *, repo: Path = REPO) -> BuildInfo:
 
 
 def launch_ref(info: BuildInfo, *, repo: Path = REPO) -> str | None:
-    """The git ref the launch buttons and the published install cells pin: the build's commit
-    in full (GitHub, Binder and Colab resolve a full SHA without ambiguity), or None where the
-    commit is unknown (then ``repository.branch`` stays)."""
+    """The build's commit in full (resolved without ambiguity online), for the launch buttons and the
+    published install cells; None where unknown (``repository.branch`` stays)."""
     if info.commit == "unknown":
         return None
     try:
@@ -109,8 +90,8 @@ _REF_LINE = re.compile(r'^(DPCOMPANION_REPO, DPCOMPANION_REF = "[^"]*", )"[^"]*"
 
 
 def install_cell_source(*, url: str, ref: str) -> str:
-    """The first code cell of every notebook: install the package at ``ref`` of the repository
-    ``url`` where it is not importable (see the module docstring); a no-op where it is.
+    """The first code cell of every notebook: where the package is not importable (Colab), clone ``url`` at
+    ``ref``, install it and run from the clone; a no-op where it is (the book build, Binder).
 
     >>> src = install_cell_source(url="https://github.com/o/r", ref="main")
     >>> src.splitlines()[4]
@@ -251,10 +232,9 @@ _HASHED = re.compile(r"(^|/)[0-9a-f]{64}\.\w+$")
 
 
 def describe_images(doctree, *, title: str = "") -> int:
-    """Give every notebook figure without alt text one: myst-nb names an output image
-    by its hash and leaves ``alt`` unset, so a screen reader read the hash. The alt text is the
-    caption the book prints under the figure (the first text after it that starts with
-    "Figure"), tags and links stripped, else "Figure k of <page title>". Returns how many it set.
+    """Give every notebook figure without alt text (myst-nb leaves it unset on hash-named images) the
+    caption printed under it (the first text after it starting "Figure"), else "Figure k of <title>".
+    Returns how many it set.
 
     >>> from docutils import nodes
     >>> d = nodes.section()
@@ -307,6 +287,11 @@ def _build_finished(app, exc) -> None:
 
 
 def setup(app):
+    def reread_always(env):
+        if not hasattr(env, "dpcompanion_cite_docs"):
+            env.dpcompanion_cite_docs = set()
+        env.dpcompanion_cite_docs.add(env.docname)
+
     class CiteDirective(Directive):
         """The BibTeX entry of this build (``dpcompanion-cite``)."""
 
@@ -314,9 +299,7 @@ def setup(app):
 
         def run(self):
             env = self.state.document.settings.env
-            if not hasattr(env, "dpcompanion_cite_docs"):
-                env.dpcompanion_cite_docs = set()
-            env.dpcompanion_cite_docs.add(env.docname)
+            reread_always(env)
             text = bibtex(_info(env.app))
             block = nodes.literal_block(text, text)
             block["language"] = "bibtex"
@@ -334,10 +317,7 @@ def setup(app):
         # is re-read (an incremental build drops those of unchanged pages): the theorem
         # entries that make "Theorem 4.5" find its page would vanish
         if next(iter(doctree.findall(addnodes.index)), None) is not None:
-            env = app.env
-            if not hasattr(env, "dpcompanion_cite_docs"):
-                env.dpcompanion_cite_docs = set()
-            env.dpcompanion_cite_docs.add(env.docname)
+            reread_always(app.env)
 
     def outdated(app, env, added, changed, removed):
         # re-read on every build: a page citing the build (its commit and date are this

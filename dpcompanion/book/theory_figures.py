@@ -1,8 +1,5 @@
-"""Figures of the pages that plot the papers' mathematics rather than an experiment: the
-landing page (index), the accounting chapter (accounting), Hong et al.'s bounds (h-f-theory,
-h-sec-4-1, h-sec-4-2, h-tables), Wu et al.'s theory (w-theory) and the one allocation rule of
-both papers (x-unify). Each is a plot function (:func:`dpcompanion.book.plotting.figure_function`)
-of arrays the page computed.
+"""Plot functions of the pages that plot the papers' mathematics rather than an experiment (index,
+accounting, h-f-theory, h-sec-4-1, h-sec-4-2, h-tables, w-theory, x-unify), of arrays the page computed.
 """
 
 from __future__ import annotations

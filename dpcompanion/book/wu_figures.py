@@ -1,7 +1,5 @@
-"""Figures of Wu et al.'s experiment pages: noise, privacy and accuracy over the iterations
-(w-f1), the ADP-SGD minus DP-SGD gain per cell of Tables 1-6 (w-t1245, w-t36, w-ladder) and the
-test error with constant vs decaying step sizes (w-f4). Each is a plot function
-(:func:`dpcompanion.book.plotting.figure_function`) of a stored result's arrays.
+"""Plot functions of Wu et al.'s experiment pages (w-f1, w-t1245, w-t36, w-ladder, w-f4), of a stored
+result's arrays.
 """
 
 from __future__ import annotations

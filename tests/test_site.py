@@ -70,13 +70,11 @@ def test_committed_citation_cff_has_url_and_version():
 def test_launch_buttons_open_the_committed_notebook():
     ctx = {"header_buttons": [{"type": "group", "buttons": [
         {"url": "https://mybinder.org/v2/gh/o/r/main?urlpath=tree/book/h-f-theory.ipynb"},
-        {"url": "https://colab.research.google.com/github/o/r/blob/main/book/h-f-theory.ipynb"},
         {"url": "../_sources/book/h-f-theory.ipynb"}]}]}
     site._launch_to_committed_notebook(None, "book/h-f-theory", "page.html", ctx, None)
     urls = [b["url"] for b in ctx["header_buttons"][0]["buttons"]]
     assert urls[0].endswith("urlpath=tree/notebooks/h-f-theory.ipynb")
-    assert urls[1].endswith("/blob/main/notebooks/h-f-theory.ipynb")
-    assert urls[2] == "../_sources/book/h-f-theory.ipynb"  # the download button: the executed copy in the build
+    assert urls[1] == "../_sources/book/h-f-theory.ipynb"  # the download button: the executed copy in the build
     md = {"header_buttons": [{"url": "x/book/data.md"}]}
     site._launch_to_committed_notebook(None, "book/data", "page.html", md, None)
     assert md["header_buttons"][0]["url"] == "x/book/data.md"  # a hand-written page is left alone
@@ -85,7 +83,7 @@ def test_launch_buttons_open_the_committed_notebook():
 def test_config_wires_the_extension_and_launch_buttons():
     cfg = yaml.safe_load((REPO / "_config.yml").read_text())
     assert "dpcompanion.book.site" in cfg["sphinx"]["extra_extensions"]
-    assert cfg["launch_buttons"]["binderhub_url"] and cfg["launch_buttons"]["colab_url"]
+    assert cfg["launch_buttons"]["binderhub_url"]
     assert cfg["repository"]["url"].startswith("https://github.com/")
 
 

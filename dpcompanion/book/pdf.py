@@ -176,7 +176,7 @@ def print_page(build: Path, pages: list[str], *, info: BuildInfo | None = None, 
         f'<section class="dpc-colophon"><p><b>About this PDF.</b> Printed from the HTML book of commit '
         f"{esc(info.commit_label)}, built on {esc(info.date)}, by headless Chromium (dpcompanion.book.pdf). "
         f"The code cells are left out: each chapter's notebook at that commit, and the online book at "
-        f'{esc(info.url)} with its Binder and Colab links, rerun them. Cite the book with the '
+        f'{esc(info.url)} with its Binder links and downloadable notebooks, rerun them. Cite the book with the '
         f"CITATION.cff of the build.</p></section>"
     )
     return (f"<!DOCTYPE html><html><head>{head}{_STYLE}</head>"

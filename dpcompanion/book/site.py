@@ -3,11 +3,11 @@
 * "generated from <commit> on <date>" in every page's footer;
 * the ``dpcompanion-cite`` directive (the build's BibTeX entry, :func:`bibtex`) and the build's
   ``CITATION.cff`` beside the pages;
-* launch buttons (Binder, Colab) on the committed ``notebooks/<id>.ipynb`` at the build's commit
-  (:func:`launch_ref`), and the downloadable notebooks' install cell pinned to it (:func:`pin_install_cell`).
-
-A committed notebook cannot name the commit that contains it, so its install cell names
-``repository.branch`` and the build writes its commit into the copies it publishes.
+* the Binder launch button on the committed ``notebooks/<id>.ipynb`` at the build's commit
+  (:func:`launch_ref`; Binder's ``postBuild`` installs the package);
+* the install cell (:func:`install_cell_source`, written once) put into every notebook the site offers
+  for download, pinned to that commit (:func:`with_install_cell`), so a downloaded page runs in Colab
+  or any Jupyter. A committed notebook cannot name the commit that contains it, so it has none.
 """
 
 from __future__ import annotations
@@ -84,24 +84,24 @@ def launch_ref(info: BuildInfo, *, repo: Path = REPO) -> str | None:
     return full if re.fullmatch(r"[0-9a-f]{40}", full) else info.commit
 
 
-#: the id of the install cell, the first code cell of every notebook
+#: the id of the install cell, the first code cell of every notebook the site offers for download
 INSTALL_CELL_ID = "dpcompanion-install"
-_REF_LINE = re.compile(r'^(DPCOMPANION_REPO, DPCOMPANION_REF = "[^"]*", )"[^"]*"$', re.M)
 
 
 def install_cell_source(*, url: str, ref: str) -> str:
-    """The first code cell of every notebook: where the package is not importable (Colab), clone ``url`` at
-    ``ref``, install it and run from the clone; a no-op where it is (the book build, Binder).
+    """The install cell, written once: where the package is not importable (a downloaded notebook opened in
+    Colab or any Jupyter), clone ``url`` at ``ref``, install it as ``postBuild`` does and run from the clone
+    (the pages read stored results and ``book/`` files of the repository); a no-op where it is importable.
 
     >>> src = install_cell_source(url="https://github.com/o/r", ref="main")
-    >>> src.splitlines()[4]
+    >>> src.splitlines()[2]
     'DPCOMPANION_REPO, DPCOMPANION_REF = "https://github.com/o/r", "main"'
     """
+    if not re.fullmatch(r"[0-9A-Za-z._/-]+", ref):
+        raise ValueError(f"ref must be a git commit or branch name, got {ref!r}")
     return "\n".join([
-        "# Rerun online: where dpcompanion is not importable (Colab; on Binder postBuild installs it), clone",
-        "# the repository at DPCOMPANION_REF, install it as postBuild does and run this page from the clone.",
-        "# A no-op where the package is installed, as in the book build. The book's build writes its commit",
-        "# into the copies it publishes (dpcompanion.book.site); the repository's own copy names its branch.",
+        "# Where dpcompanion is not importable, clone the repository at the commit this page was built from,",
+        "# install it as Binder's postBuild does and run this page from the clone; a no-op where it is installed.",
         f'DPCOMPANION_REPO, DPCOMPANION_REF = "{url}", "{ref}"',
         "try:",
         "    import dpcompanion  # noqa: F401",
@@ -117,25 +117,20 @@ def install_cell_source(*, url: str, ref: str) -> str:
     ])
 
 
-def pin_install_cell(notebook: dict, *, ref: str) -> dict:
-    """``notebook`` (nbformat JSON) with its install cell's ``DPCOMPANION_REF`` set to ``ref``;
-    unchanged when it has no install cell.
+def with_install_cell(notebook: dict, *, url: str, ref: str) -> dict:
+    """``notebook`` (nbformat JSON) with the install cell at ``ref`` as its first code cell (the committed
+    notebooks have none: the book build, papermill and Binder import the installed package).
 
-    >>> nb = {"cells": [{"cell_type": "code", "id": INSTALL_CELL_ID,
-    ...                  "source": install_cell_source(url="https://github.com/o/r", ref="main")}]}
-    >>> pin_install_cell(nb, ref="0123abc")["cells"][0]["source"].splitlines()[4]
-    'DPCOMPANION_REPO, DPCOMPANION_REF = "https://github.com/o/r", "0123abc"'
+    >>> nb = {"cells": [{"cell_type": "markdown", "source": "# t"}, {"cell_type": "code", "source": "x = 1"}]}
+    >>> out = with_install_cell(nb, url="https://github.com/o/r", ref="0123abc")
+    >>> [c.get("id") for c in out["cells"]], out["cells"][1]["source"].splitlines()[2]
+    ([None, 'dpcompanion-install', None], 'DPCOMPANION_REPO, DPCOMPANION_REF = "https://github.com/o/r", "0123abc"')
     """
-    if not re.fullmatch(r"[0-9A-Za-z._/-]+", ref):
-        raise ValueError(f"ref must be a git commit or branch name, got {ref!r}")
-    cells = []
-    for c in notebook.get("cells", []):
-        if c.get("cell_type") == "code" and c.get("id") == INSTALL_CELL_ID:
-            src = c.get("source", "")
-            src = "".join(src) if isinstance(src, list) else src
-            c = {**c, "source": _REF_LINE.sub(lambda m: f'{m.group(1)}"{ref}"', src)}
-        cells.append(c)
-    return {**notebook, "cells": cells}
+    cell = {"cell_type": "code", "execution_count": None, "id": INSTALL_CELL_ID,
+            "metadata": {"tags": ["remove-cell"]}, "outputs": [], "source": install_cell_source(url=url, ref=ref)}
+    cells = [c for c in notebook.get("cells", []) if c.get("id") != INSTALL_CELL_ID]
+    first = next((i for i, c in enumerate(cells) if c.get("cell_type") == "code"), len(cells))
+    return {**notebook, "cells": cells[:first] + [cell] + cells[first:]}
 
 
 def bibtex(info: BuildInfo) -> str:
@@ -198,7 +193,7 @@ def _config_inited(app, config) -> None:
     info = _info(app)
     opts["extra_footer"] = (opts.get("extra_footer") or "") + footer_html(info)
     ref = launch_ref(info)
-    if ref:  # the launch buttons (Binder, Colab) open the notebook at the commit of the build
+    if ref:  # the launch button opens the notebook at the commit of the build
         opts["repository_branch"] = ref
     config.html_theme_options = opts
     ctx = dict(config.html_context or {})
@@ -277,13 +272,13 @@ def _build_finished(app, exc) -> None:
     committed = REPO / "CITATION.cff"
     if committed.exists():
         Path(app.outdir, "CITATION.cff").write_text(citation_cff(committed.read_text(), _info(app)))
-    ref = launch_ref(_info(app))
-    if ref:  # the notebooks offered for download install the package at the commit of the build
-        for path in sorted(p for p in Path(app.outdir, "_sources").rglob("*") if p.name.endswith((".ipynb", ".ipynb.txt"))):
-            nb = json.loads(path.read_text(encoding="utf-8"))
-            pinned = pin_install_cell(nb, ref=ref)
-            if pinned != nb:
-                path.write_text(json.dumps(pinned, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    # the notebooks offered for download install the package at the commit of the build
+    ref = launch_ref(_info(app)) or app.config.html_theme_options.get("repository_branch") or "main"
+    for path in sorted(p for p in Path(app.outdir, "_sources").rglob("*") if p.name.endswith((".ipynb", ".ipynb.txt"))):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        if nb.get("cells"):
+            out = with_install_cell(nb, url=_info(app).url, ref=ref)
+            path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def setup(app):

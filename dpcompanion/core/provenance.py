@@ -1,11 +1,7 @@
-"""Provenance of every executed notebook, figure and results file.
-
-A notebook starts with ``prov = Provenance.start(notebook=..., mode=mode, seed=seed,
-device=device)`` right after its ``parameters`` cell and ends with ``prov.finish()``,
-which prints the provenance line (git commit and dirty flag, mode, device, seed, wall
-time, versions of python/torch/numpy/sympy). Figures use ``prov.caption(...)`` and
-results files are written with :func:`save_json`, which adds a ``.provenance.json``
-sidecar.
+"""Provenance of every executed notebook, figure and results file: a notebook starts with
+``prov = Provenance.start(...)`` and ends with ``prov.finish()`` (the provenance line: commit,
+mode, device, seed, wall time, versions); figures use ``prov.caption(...)``; results files are
+written with :func:`save_json`, which adds a ``.provenance.json`` sidecar.
 """
 
 from __future__ import annotations
@@ -73,11 +69,9 @@ def _version(pkg: str) -> str:
 
 def git_state(repo: Path = REPO) -> tuple[str, bool]:
     """(commit, dirty) of the checkout holding the package; ('unknown', False) outside git.
-    Dirty means a tracked file outside ``results/`` differs from the commit: a stored result
-    being rewritten (one experiment after another in a sweep) does not change the code.
-
-    ``DPCOMPANION_COMMIT``/``DPCOMPANION_DIRTY`` override it (set by the runner, so that every
-    notebook of one reproduce run reports the same state)."""
+    Dirty: a tracked file outside ``results/`` differs from the commit.
+    ``DPCOMPANION_COMMIT``/``DPCOMPANION_DIRTY`` override it (the runner sets them, so that
+    every notebook of one reproduce run reports the same state)."""
     if os.environ.get("DPCOMPANION_COMMIT"):
         return os.environ["DPCOMPANION_COMMIT"], os.environ.get("DPCOMPANION_DIRTY") == "1"
     try:
@@ -169,8 +163,7 @@ class Provenance:
         )
 
     def finish(self) -> None:
-        """Fix the wall time and show the provenance line: as Markdown in a notebook (it
-        wraps on the page; ``text/plain`` carries the same line), printed elsewhere."""
+        """Fix the wall time and show the provenance line (Markdown in a notebook, printed elsewhere)."""
         self.wall_s = self.elapsed()
         text = self.line()
         try:
@@ -186,8 +179,7 @@ class Provenance:
 
 def save_json(obj: Any, path: str | os.PathLike, prov: Provenance | dict | None = None) -> Path:
     """Write ``obj`` as JSON to ``path`` and its provenance to ``path.provenance.json``, each
-    by :func:`dpcompanion.core.outputs.write_text` (a regular file replaced atomically; a
-    device, FIFO or symlink target written through, never replaced)."""
+    by :func:`dpcompanion.core.outputs.write_text`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = prov.record() if isinstance(prov, Provenance) else (prov or {"commit": git_state()[0], "versions": versions()})

@@ -409,10 +409,10 @@ def checked_path(name: str, path) -> Path:
         raise UsageError(str(exc)) from None
 
 
-def check_memory(name: str, value, nbytes: float, *, fraction: float = 0.5) -> None:
-    """Refuse a size whose arrays would need more than ``fraction`` of the available memory."""
+def check_memory(name: str, value, nbytes: float) -> None:
+    """Refuse a size whose arrays would need more than half of the available memory."""
     avail = available_memory()
-    if avail is not None and nbytes > fraction * avail:
+    if avail is not None and nbytes > 0.5 * avail:
         raise UsageError(f"{name} {value} would need about {nbytes / 2**30:.3g} GiB, more than half of the "
                          f"{avail / 2**30:.3g} GiB of memory available; use a smaller {name}")
 
@@ -426,7 +426,4 @@ def available_memory() -> float | None:
                     return float(line.split()[1]) * 1024
     except OSError:
         pass
-    try:
-        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
+    return None

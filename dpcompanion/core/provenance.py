@@ -75,28 +75,19 @@ def git_state(repo: Path = REPO) -> tuple[str, bool]:
     if os.environ.get("DPCOMPANION_COMMIT"):
         return os.environ["DPCOMPANION_COMMIT"], os.environ.get("DPCOMPANION_DIRTY") == "1"
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"],
-                cwd=repo, capture_output=True, text=True, check=True,
-            ).stdout.strip()
-        )
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=repo, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                     ":(exclude)results"], cwd=repo, capture_output=True, text=True,
+                                    check=True).stdout.strip())
         return commit, dirty
     except (OSError, subprocess.CalledProcessError):
         return "unknown", False
 
 
 def versions() -> dict[str, str]:
-    return {
-        "python": platform.python_version(),
-        "torch": _version("torch"),
-        "numpy": _version("numpy"),
-        "sympy": _version("sympy"),
-        "dpcompanion": _version("dpcompanion"),
-    }
+    return {"python": platform.python_version(), "torch": _version("torch"), "numpy": _version("numpy"),
+            "sympy": _version("sympy"), "dpcompanion": _version("dpcompanion")}
 
 
 @dataclasses.dataclass
@@ -117,17 +108,9 @@ class Provenance:
         validate_mode(mode)
         validate_seed(seed)
         commit, dirty = git_state()
-        return cls(
-            notebook=notebook,
-            mode=mode,
-            seed=seed,
-            device=resolve_device(device),
-            commit=commit,
-            dirty=dirty,
-            started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            versions=versions(),
-            _t0=time.perf_counter(),
-        )
+        return cls(notebook=notebook, mode=mode, seed=seed, device=resolve_device(device), commit=commit, dirty=dirty,
+                   started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), versions=versions(),
+                   _t0=time.perf_counter())
 
     @property
     def quick(self) -> bool:
@@ -146,21 +129,17 @@ class Provenance:
         r = self.record()
         v = r["versions"]
         dirty = " (dirty tree)" if r["dirty"] else ""
-        return (
-            f"Provenance: notebook {r['notebook']} | commit {r['commit']}{dirty} | mode {r['mode']} | "
-            f"device {r['device']} | seed {r['seed']} | wall time {r['wall_s']:.1f} s | "
-            f"python {v['python']}, torch {v['torch']}, numpy {v['numpy']}, sympy {v['sympy']} | "
-            f"started {r['started']}"
-        )
+        return (f"Provenance: notebook {r['notebook']} | commit {r['commit']}{dirty} | mode {r['mode']} | "
+                f"device {r['device']} | seed {r['seed']} | wall time {r['wall_s']:.1f} s | "
+                f"python {v['python']}, torch {v['torch']}, numpy {v['numpy']}, sympy {v['sympy']} | "
+                f"started {r['started']}")
 
     def caption(self, text: str, *, repeats: int | None = None) -> str:
         """A figure caption ending in its provenance (commit, mode, device, seed, repeats)."""
         rep = f", {repeats} repeats" if repeats is not None else ""
         dirty = "+dirty" if self.dirty else ""
-        return (
-            f"{text} [{self.notebook}: commit {self.commit}{dirty}, {self.mode} mode, {self.device}, "
-            f"seed {self.seed}{rep}, {self.elapsed():.1f} s into the run]"
-        )
+        return (f"{text} [{self.notebook}: commit {self.commit}{dirty}, {self.mode} mode, {self.device}, "
+                f"seed {self.seed}{rep}, {self.elapsed():.1f} s into the run]")
 
     def finish(self) -> None:
         """Fix the wall time and show the provenance line (Markdown in a notebook, printed elsewhere)."""

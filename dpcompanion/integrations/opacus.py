@@ -53,14 +53,12 @@ class ScheduleNoise(_NoiseScheduler):
         def guard(optim) -> None:
             k = self.steps_taken
             if k >= len(self.sigma):
-                raise BudgetExceeded(
-                    f"the schedule has {len(self.sigma)} steps and all are spent; a further noisy step is refused"
-                )
+                raise BudgetExceeded(f"the schedule has {len(self.sigma)} steps and all are spent; a further noisy "
+                                     "step is refused")
             if not math.isclose(optim.noise_multiplier, self.sigma[k], rel_tol=1e-12):
-                raise ValueError(
-                    f"optimizer.noise_multiplier is {optim.noise_multiplier} at step {k + 1} but the schedule "
-                    f"says {self.sigma[k]}; call ScheduleNoise.step() after every optimizer.step()"
-                )
+                raise ValueError(f"optimizer.noise_multiplier is {optim.noise_multiplier} at step {k + 1} but the "
+                                 f"schedule says {self.sigma[k]}; call ScheduleNoise.step() after every "
+                                 "optimizer.step()")
             if self.ledger is not None:
                 self.ledger.charge(sigma=float(self.sigma[k]), sampling_rate=self.sampling_rate, step=k + 1)
             self.steps_taken = k + 1
@@ -79,31 +77,15 @@ class ScheduleNoise(_NoiseScheduler):
         return float(self.sigma[min(self.last_epoch, len(self.sigma) - 1)])
 
 
-def make_private_with_schedule(
-    engine,
-    *,
-    module,
-    optimizer,
-    data_loader,
-    sigma,
-    max_grad_norm: float,
-    poisson_sampling: bool = True,
-    ledger: PrivacyLedger | None = None,
-    **kwargs,
-):
+def make_private_with_schedule(engine, *, module, optimizer, data_loader, sigma, max_grad_norm: float,
+                               poisson_sampling: bool = True, ledger: PrivacyLedger | None = None, **kwargs):
     """``engine.make_private`` with ``noise_multiplier = sigma[0]``, plus a :class:`ScheduleNoise`:
     returns ``(module, optimizer, data_loader, noise_scheduler)``. For full-batch training pass
     a loader whose batch is the whole data set and ``poisson_sampling=False``."""
     s = validate.noise_multipliers(sigma)
-    module, optimizer, data_loader = engine.make_private(
-        module=module,
-        optimizer=optimizer,
-        data_loader=data_loader,
-        noise_multiplier=float(s[0]),
-        max_grad_norm=max_grad_norm,
-        poisson_sampling=poisson_sampling,
-        **kwargs,
-    )
+    module, optimizer, data_loader = engine.make_private(module=module, optimizer=optimizer, data_loader=data_loader,
+                                                         noise_multiplier=float(s[0]), max_grad_norm=max_grad_norm,
+                                                         poisson_sampling=poisson_sampling, **kwargs)
     rate = 1.0 / len(data_loader)
     return module, optimizer, data_loader, ScheduleNoise(optimizer, sigma=s, ledger=ledger, sampling_rate=rate)
 

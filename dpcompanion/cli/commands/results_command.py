@@ -66,6 +66,15 @@ def _unit_label(unit) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _deviation(u: dict) -> str:
+    """Where a recomputed unit (or the whole payload) deviates most from the stored numbers."""
+    if u.get("why"):
+        return f"at {u['where']}: {u['why']}"
+    if u["max_deviation"] == 0:
+        return "every number identical"
+    return f"at {u['where']} (nearest its tolerance) a relative deviation of {u['max_deviation']:.3g}"
+
+
 def _verify(args, device: str, root) -> int:
     units = options.parse_int(args.units, "--units", minimum=1) if args.units is not None else None
     seed = options.parse_int(args.seed, "--seed", minimum=0) if args.seed is not None else None
@@ -85,16 +94,12 @@ def _verify(args, device: str, root) -> int:
     which = f"all {n} units" if k == n else f"units {rep['chosen']} of {n} (chosen with seed {rep['seed']})"
     print(f"verify {rep['id']} {rep['mode']}: {which}, recomputed with the current code")
     for u in rep["units"]:
-        dev = ("" if u["max_deviation"] is None else f", at {u['where']}: {u['why']}" if u.get("why") else
-               ", every number identical" if u["max_deviation"] == 0 else
-               f", at {u['where']} (nearest its tolerance) a relative deviation of {u['max_deviation']:.3g}")
+        dev = "" if u["max_deviation"] is None else ", " + _deviation(u)
         status = u["status"] if u["status"] != "mismatch" else f"MISMATCH ({_unit_label(u.get('unit'))})"
         print(f"  unit {u['index']}: {status}{dev}")
     if rep["whole"] is not None:
         w = rep["whole"]
-        dev = (f"at {w['where']}: {w['why']}" if w.get("why") else "every number identical" if w["max_deviation"] == 0
-               else f"at {w['where']} (nearest its tolerance) a relative deviation of {w['max_deviation']:.3g}")
-        print(f"  whole payload: {w['status'] if w['status'] != 'mismatch' else 'MISMATCH'}, {dev}")
+        print(f"  whole payload: {w['status'] if w['status'] != 'mismatch' else 'MISMATCH'}, {_deviation(w)}")
     if not rep["checked"]:
         print(f"  no recomputed unit is kept in the payload as such: `--units {rep['units_total']}` recomputes "
               "every unit and compares the whole payload")

@@ -28,8 +28,6 @@ import os
 import sys
 from pathlib import Path
 
-from dpcompanion.core import outputs
-
 #: the commands, in the order ``dpcompanion --help`` lists them. A command's module is imported
 #: only when that command is given; ``dpcompanion --help`` reads each ``HELP`` from its source.
 COMMANDS: tuple[str, ...] = ("reproduce", "zcdp", "schedule", "checks", "train", "bench", "audit", "experiment",

@@ -25,20 +25,6 @@ from dpcompanion.theory import budget as budgets
 from dpcompanion.theory import schedules
 from dpcompanion.theory.budget import ACCOUNTANTS, Budget
 
-__all__ = [
-    "flag",
-    "add_budget_arguments",
-    "budget_from_args",
-    "add_schedule_arguments",
-    "schedule_params",
-    "schedule_from_args",
-    "kinds_epilog",
-    "output_path",
-    "checked_path",
-    "check_memory",
-    "results_folder",
-]
-
 
 def flag(name: str, fn: Callable[..., Any], *args, **kw) -> Any:
     """Run a validator; its ValueError becomes a UsageError that names the flag ``name``."""

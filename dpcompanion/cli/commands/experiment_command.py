@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from dpcompanion.cli import UsageError, options
 from dpcompanion.core import outputs

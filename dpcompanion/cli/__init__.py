@@ -1,35 +1,20 @@
 """Command line of dpcompanion: ``python -m dpcompanion <command> ...`` or ``dpcompanion``.
 
-Each command lives in its own module, ``dpcompanion/cli/commands/<name>_command.py``, and exposes
+A command is ``dpcompanion/cli/commands/<name>_command.py`` with ``HELP`` (one line for
+``dpcompanion --help``), ``add_arguments(parser)`` and ``run(args) -> int`` (the exit status).
 
-* ``HELP``: one line shown in ``dpcompanion --help``;
-* ``add_arguments(parser)``: declares its options on an ``argparse`` parser;
-* ``run(args) -> int``: does the work and returns the exit status.
-
-Bad input is reported in one line on stderr, ``dpcompanion <command>: error: <what is
-wrong and what is allowed>``, with exit status 2 and no traceback. When the reader of stdout
-closes the pipe (``dpcompanion zcdp ... | head -c 1``) the command stops quietly with exit
-status 141 (128 + SIGPIPE), as a Unix tool ended by SIGPIPE does. Commands signal it by
-raising :class:`UsageError` (or ``ValueError`` from the math layer, whose messages
-already name the parameter, the value and the allowed range). Commands validate all
-input before writing anything, so a refused call leaves no half-written file.
-
-Input and output failures are one line too, with exit status 74 (``EX_IOERR`` of
-``sysexits.h``, :data:`EXIT_IO_ERROR`): stdout closed (``dpcompanion ... >&-``) is refused
-before anything runs (``--help`` included); stdout that cannot take the output
-(``> /dev/full``, a write error) ends the command with ``cannot write to stdout (<why>)``;
-any other ``OSError`` a command lets through (e.g. a full file system under the results
-store, which writes every file atomically, so the previous result stays whole) is
-``<file>: <why>``. Every ``--json`` is strict JSON (:func:`dpcompanion.core.outputs.json_text`:
-a float that is not finite is the string ``"Infinity"``, ``"-Infinity"`` or ``"NaN"``), for
-every command: each prints its JSON through that one writer (a test reads every command module).
+Exit statuses: bad input (:class:`UsageError`, or a ``ValueError`` of the math layer, whose
+message names the parameter) is one line ``dpcompanion <command>: error: ...`` and 2;
+stdout closed, unwritable, or any other ``OSError`` is one line and 74
+(:data:`EXIT_IO_ERROR`); a closed pipe (``... | head -c 1``) stops quietly with 141
+(:data:`EXIT_CLOSED_PIPE`). Commands validate all input before writing anything. Every
+``--json`` is strict JSON, printed by :func:`dpcompanion.core.outputs.json_text`.
 
 May import: ``core``, ``theory``, ``claims``, ``training``, ``integrations``, ``experiments``,
 ``book``.
 Imports torch: no at its start (``dpcompanion --help`` imports no command module; the
 commands ``zcdp``, ``schedule`` and ``checks`` never import torch); a command that needs
-torch imports it in its module or, to keep its ``--help`` quick, in its ``run``: its module
-is imported only when that command is given.
+torch imports it in its module or, to keep its ``--help`` quick, in its ``run``.
 """
 
 from __future__ import annotations
@@ -42,16 +27,9 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from types import ModuleType
 
-from dpcompanion.core import outputs
-
-#: the commands, in the order ``dpcompanion --help`` lists them. Command ``name`` lives in
-#: ``dpcompanion/cli/commands/<name>_command.py`` (:func:`command_module`; one scheme for every
-#: command, so that no command's module shares its file name with another module of the package).
-#: A command's module is imported only when that command is given (to run or to show its
-#: ``--help``), so it may import what it needs at its top; ``dpcompanion --help`` reads every
-#: command's ``HELP`` from its source instead.
+#: the commands, in the order ``dpcompanion --help`` lists them. A command's module is imported
+#: only when that command is given; ``dpcompanion --help`` reads each ``HELP`` from its source.
 COMMANDS: tuple[str, ...] = ("reproduce", "zcdp", "schedule", "checks", "train", "bench", "audit", "experiment",
                              "results", "verdicts")
 
@@ -72,14 +50,8 @@ def command_module(name: str) -> str:
     return f"{__name__}.commands.{name}_command"
 
 
-def load_command(name: str) -> ModuleType:
-    """The module of command ``name`` (imported now)."""
-    return importlib.import_module(command_module(name))
-
-
 def command_help(name: str) -> str:
-    """The one-line ``HELP`` of command ``name``, read from its module's source without
-    importing it: ``HELP`` must be a string literal at the module's top level."""
+    """The ``HELP`` of command ``name``, a top-level string literal read without importing it."""
     path = Path(importlib.util.find_spec(command_module(name)).origin)
     for node in ast.parse(path.read_text(), filename=str(path)).body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["HELP"]:
@@ -95,7 +67,7 @@ def build_parser(load: list[str] | None = None) -> argparse.ArgumentParser:
     sub.required = True
     parser.command_parsers = {}
     for name in COMMANDS:
-        module = load_command(name) if load is None or name in load else None
+        module = importlib.import_module(command_module(name)) if load is None or name in load else None
         text = module.HELP if module else command_help(name)
         # argparse %-formats an argument's help (not a description): a literal % must be %%
         p = sub.add_parser(name, help=text.replace("%", "%%"), description=text)
@@ -158,19 +130,16 @@ def _dispatch(argv: list[str], command: str | None) -> int:
         return 130
 
 
-#: Exit status when the reader of stdout went away (``... | head -c 1``): 128 + SIGPIPE, what a
-#: shell reports for a Unix tool that SIGPIPE ended.
+#: Exit status when the reader of stdout went away: 128 + SIGPIPE, as for a Unix tool SIGPIPE ended.
 EXIT_CLOSED_PIPE = 128 + 13
 
-#: Exit status of an input/output failure: stdout closed or not writable (``>&-``,
-#: ``> /dev/full``), or an ``OSError`` such as a full file system (``EX_IOERR`` of ``sysexits.h``).
+#: Exit status of an input/output failure (``EX_IOERR`` of ``sysexits.h``).
 EXIT_IO_ERROR = 74
 
 
 class StdoutFailed(Exception):
-    """A write to (or flush of) stdout failed: the ``OSError`` it raised, as ``__cause__``;
-    ``errno`` and ``strerror`` are its. Not an ``OSError`` itself, so that no command's handler
-    of file errors mistakes stdout for its file."""
+    """A write to (or flush of) stdout failed (the ``OSError`` is its ``__cause__``). Not an
+    ``OSError`` itself, so that no command's handler of file errors mistakes stdout for its file."""
 
     def __init__(self, exc: OSError):
         super().__init__(str(exc))
@@ -178,11 +147,9 @@ class StdoutFailed(Exception):
 
 
 class _Stdout:
-    """``sys.stdout`` while a command runs: the real stream, except that an ``OSError`` of a
-    write or flush becomes :class:`StdoutFailed`, so that :func:`main` can tell stdout's
-    failure (one line, :data:`EXIT_IO_ERROR`; a closed pipe: :data:`EXIT_CLOSED_PIPE`) from
-    a file's. argparse's ``--help`` swallows an ``OSError`` of its write; this one reaches
-    :func:`main`."""
+    """``sys.stdout`` while a command runs: an ``OSError`` of a write or flush becomes
+    :class:`StdoutFailed`, so that :func:`main` tells stdout's failure from a file's (and
+    argparse's ``--help``, which swallows an ``OSError``, cannot hide it)."""
 
     def __init__(self, stream):
         self._stream = stream
@@ -217,16 +184,14 @@ def _say(line: str) -> None:
 
 
 def _closed_pipe() -> int:
-    """stdout's reader closed the pipe: stop quietly, as Unix tools do, and exit
-    :data:`EXIT_CLOSED_PIPE`."""
+    """stdout's reader closed the pipe: stop quietly, as Unix tools do."""
     _silence_stdout()
     return EXIT_CLOSED_PIPE
 
 
 def _silence_stdout() -> None:
-    """Point stdout's file descriptor at devnull, so that the interpreter's final flush of what
-    could not be written raises nothing (Python's documented recipe, "Note on SIGPIPE" in the
-    ``signal`` module)."""
+    """Point stdout's descriptor at devnull, so that the interpreter's final flush raises nothing
+    (the "Note on SIGPIPE" recipe of the ``signal`` module)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

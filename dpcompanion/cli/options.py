@@ -1,8 +1,6 @@
-"""Options shared by several commands: the budget (one :class:`Budget`), the schedule kinds
-(flags generated from :data:`dpcompanion.theory.schedules.KIND_TABLE`), output paths and
-sizes. Each ``*_from_args`` validates before any work and raises
-:class:`dpcompanion.cli.UsageError` with one line naming the flag, the value and what is
-allowed.
+"""Options shared by several commands: the budget, the schedule kinds (flags generated from
+:data:`dpcompanion.theory.schedules.KIND_TABLE`), output paths and sizes. Each check runs
+before any work and raises :class:`dpcompanion.cli.UsageError` in one line naming the flag.
 """
 
 from __future__ import annotations
@@ -27,21 +25,6 @@ from dpcompanion.theory import budget as budgets
 from dpcompanion.theory import schedules
 from dpcompanion.theory.budget import ACCOUNTANTS, Budget
 
-__all__ = [
-    "flag",
-    "add_budget_arguments",
-    "budget_from_args",
-    "add_schedule_arguments",
-    "schedule_params",
-    "schedule_from_args",
-    "kinds_epilog",
-    "output_path",
-    "checked_path",
-    "check_memory",
-    "folder_writable",
-    "results_folder",
-]
-
 
 def flag(name: str, fn: Callable[..., Any], *args, **kw) -> Any:
     """Run a validator; its ValueError becomes a UsageError that names the flag ``name``."""
@@ -53,16 +36,14 @@ def flag(name: str, fn: Callable[..., Any], *args, **kw) -> Any:
 
 # ------------------------------------------------------------------------------ budget
 
-ACCOUNTANT_HELP = ("how epsilon is accounted: auto (default: zcdp, the paper's conversion, for full batch; rdp when "
-                   "--sampling-rate < 1), zcdp, exact (Gaussian DP), rdp or pld (full batch only)")
-
-
 def add_budget_arguments(p: argparse.ArgumentParser, *, sampling_rate: bool = True) -> None:
     p.add_argument("--epsilon", help="target epsilon (> 0), with --delta")
     p.add_argument("--delta", help="delta in (0, 1): with --epsilon the target; with --R the delta epsilons are "
                                    "reported at (needed with --R when --sampling-rate < 1)")
     p.add_argument("--R", dest="R", help="budget in the paper's units R = 2 rho (> 0): sum_t 1/sigma_t^2 <= R")
-    p.add_argument("--accountant", default="auto", help=ACCOUNTANT_HELP)
+    p.add_argument("--accountant", default="auto",
+                   help="how epsilon is accounted: auto (default: zcdp, the paper's conversion, for full batch; rdp "
+                        "when --sampling-rate < 1), zcdp, exact (Gaussian DP), rdp or pld (full batch only)")
     if sampling_rate:
         p.add_argument("--sampling-rate", dest="sampling_rate", default="1",
                        help="Poisson sampling rate p in (0, 1]; p < 1: subsampled steps, accounted by RDP (default 1)")
@@ -72,13 +53,14 @@ def budget_from_args(args: argparse.Namespace, *, default_delta: float | None = 
     """The one :class:`~dpcompanion.theory.budget.Budget` of a command line."""
     p = 1.0
     if getattr(args, "sampling_rate", None) is not None:
-        p = flag("--sampling-rate", validate.sampling_rate, _parse(args.sampling_rate, "--sampling-rate"))
+        p = flag("--sampling-rate", validate.sampling_rate, parse_float(args.sampling_rate, "--sampling-rate"))
     acc = args.accountant
     if acc not in ("auto",) + ACCOUNTANTS:
         raise UsageError(f"--accountant must be one of auto, {', '.join(ACCOUNTANTS)}, got {acc!r}")
-    eps = None if args.epsilon is None else flag("--epsilon", validate.positive, "epsilon", _parse(args.epsilon, "--epsilon"))
-    delta = None if args.delta is None else flag("--delta", validate.delta, _parse(args.delta, "--delta"))
-    R = None if args.R is None else flag("--R", validate.positive, "R", _parse(args.R, "--R"))
+    eps = None if args.epsilon is None else flag("--epsilon", validate.positive, "epsilon",
+                                                 parse_float(args.epsilon, "--epsilon"))
+    delta = None if args.delta is None else flag("--delta", validate.delta, parse_float(args.delta, "--delta"))
+    R = None if args.R is None else flag("--R", validate.positive, "R", parse_float(args.R, "--R"))
     if acc == "pld" and delta is not None:
         flag("--delta", numerical_accounting.pld_delta, delta)
     if eps is not None and R is not None:
@@ -94,16 +76,15 @@ def budget_from_args(args: argparse.Namespace, *, default_delta: float | None = 
     raise UsageError("a budget is required: --R R, or --epsilon E with --delta D")
 
 
-def _parse(text, name: str) -> float:
-    """A command-line number: ``inf``, ``nan`` and overflowing literals are refused here
-    (a float that does not fit is not silently infinity)."""
-    if isinstance(text, (int, float)):
-        v = float(text)
-    else:
-        try:
-            v = float(str(text).strip())
-        except ValueError:
-            raise UsageError(f"{name} must be a number, got {text!r}") from None
+def parse_float(text, name: str) -> float | None:
+    """A command-line number (None for None): ``inf``, ``nan`` and overflowing literals are
+    refused (a float that does not fit is not silently infinity)."""
+    if text is None:
+        return None
+    try:
+        v = float(str(text).strip())
+    except ValueError:
+        raise UsageError(f"{name} must be a number, got {text!r}") from None
     if not math.isfinite(v):
         raise UsageError(f"{name} must be a finite number, got {text!r}")
     return v
@@ -127,10 +108,6 @@ def parse_int(text, name: str, *, minimum: int = 1, maximum: int | None = None) 
     if v < minimum or (maximum is not None and v > maximum):
         raise UsageError(f"{name} must be {allowed}, got {text!r}")
     return v
-
-
-def parse_float(text, name: str) -> float | None:
-    return None if text is None else _parse(text, name)
 
 
 # ---------------------------------------------------------------------------- schedules
@@ -194,7 +171,7 @@ def schedule_params(args: argparse.Namespace, kind_name: str, *, kind_flag: str)
                 raise UsageError(f"{prm.flag} must be one of {', '.join(prm.choices)}, got {text!r}")
             out[name] = text
         else:
-            out[name] = _parse(text, prm.flag)
+            out[name] = parse_float(text, prm.flag)
     return out
 
 
@@ -233,9 +210,8 @@ MAX_INFLUENCE_BYTES: int = 64 * validate.MAX_STEPS
 
 
 def read_capped(path, name: str, *, max_bytes: int) -> str:
-    """The text of the regular file ``path``, read only if it has at most ``max_bytes``
-    bytes (``--influence /dev/zero`` read forever, growing memory). A device, a
-    FIFO or a folder is refused by name, as is a file that grows past the cap while read."""
+    """The text of the regular file ``path`` of at most ``max_bytes`` bytes (a device, FIFO or
+    folder, e.g. ``/dev/zero``, may never end and is refused; so is a file that grows past the cap)."""
     where = f"{name} {path}"
     checked_path(name, path)
     try:
@@ -260,8 +236,7 @@ def read_capped(path, name: str, *, max_bytes: int) -> str:
 
 def read_influence(path: Path) -> list[float]:
     """q_t from a file: one number per line, or a CSV whose column ``q`` (or ``influence``,
-    or its only column) holds them. Blank lines and ``#`` comments are skipped. The file is
-    read by :func:`read_capped` (a regular file of at most :data:`MAX_INFLUENCE_BYTES`)."""
+    or its only column) holds them. Blank lines and ``#`` comments are skipped."""
     text = read_capped(path, "--influence", max_bytes=MAX_INFLUENCE_BYTES)
     reader = (r for r in csv.reader(io.StringIO(text))
               if r and not r[0].lstrip().startswith("#") and any(c.strip() for c in r))
@@ -313,12 +288,10 @@ def kinds_epilog(examples: list[str]) -> str:
 
 
 def output_path(path, name: str, *, suffix: str | None = None) -> Path:
-    """Check an output file path before any work: not a directory, the right ``suffix``, no
-    segment longer than a file name may be, its folder existing and writable, or missing as a
-    single leaf whose parent is (that one folder may be created when writing; nothing is
-    created here). An existing device or FIFO (``/dev/null``), or a symlink to one, is
-    written through, never replaced (:mod:`dpcompanion.core.outputs`): it needs to be
-    writable itself, not its folder; a symlink to a regular file is checked at its target."""
+    """Check an output file path before any work: not a directory, the right ``suffix``, its
+    folder writable, or missing as a single leaf whose parent is (nothing is created here). An
+    existing device or FIFO, or a symlink to one, is written through
+    (:mod:`dpcompanion.core.outputs`): it must be writable itself, not its folder."""
     if str(path).strip() == "":
         raise UsageError(f"{name} must be a file path, got an empty string")
     out = checked_path(name, path)
@@ -335,14 +308,14 @@ def output_path(path, name: str, *, suffix: str | None = None) -> Path:
     if folder.exists():
         if not folder.is_dir():
             raise UsageError(f"{name} {str(out)!r}: {str(folder)!r} is not a folder")
-        if not folder_writable(folder):
+        if not validate.can_create_file_in(folder):
             raise UsageError(f"{name} {str(out)!r}: folder {str(folder)!r} is not writable")
     else:
         parent = folder.parent if str(folder.parent) else Path(".")
         if not parent.is_dir():
             raise UsageError(f"{name} {str(out)!r}: folder {str(folder)!r} does not exist and neither does its parent; "
                              "give a path in an existing folder (at most one missing folder is created)")
-        if not folder_writable(parent):
+        if not validate.can_create_file_in(parent):
             raise UsageError(f"{name} {str(out)!r}: cannot create {str(folder)!r} ({str(parent)!r} is not writable)")
     if real.exists() and not os.access(real, os.W_OK):
         raise UsageError(f"{name} {str(out)!r}: the file exists and is not writable")
@@ -350,16 +323,13 @@ def output_path(path, name: str, *, suffix: str | None = None) -> Path:
 
 
 def results_folder(value, name: str = "--results-dir", *, write: bool = True) -> Path:
-    """The results folder ``value`` checked once, before any work: a folder that can be
-    listed (read and entered), and with ``write`` one in which a file can be created (a probe
-    file), or, missing, one that can be created (its nearest existing parent a writable
-    folder, nothing in between a dangling link). A symlink loop, a dangling link, a file, an
-    unreadable folder, or a path through any of these, is refused in one line naming ``name``
-    (a loop listed every result as damaged: it is not a folder of results). Without
-    ``write`` a missing folder is accepted: it holds no results. Nothing is created."""
+    """The results folder ``value``, checked before any work: a folder that can be listed, and
+    with ``write`` one a file can be created in, or, missing, one that can be created. A
+    symlink loop, a dangling link, a file or an unreadable folder (or a path through one) is
+    refused. Without ``write`` a missing folder is accepted (it holds no results)."""
     if str(value).strip() == "":
         raise UsageError(f"{name} must be a folder path, got an empty string")
-    root = checked_path(name, value)  # before any stat: a 256-byte segment raised
+    root = checked_path(name, value)
     where = f"{name} {str(value)!r}"
 
     def refuse(path: Path, exc: OSError):
@@ -396,7 +366,7 @@ def results_folder(value, name: str = "--results-dir", *, write: bool = True) ->
                 refuse(probe, exc)
         if not stat.S_ISDIR(pst.st_mode):
             raise UsageError(f"{where}: {str(probe)!r} is not a folder")
-        if not folder_writable(probe):
+        if not validate.can_create_file_in(probe):
             raise UsageError(f"{where} cannot be written (give a writable folder, or a new one inside a "
                              f"writable folder; {str(probe)!r} is not writable)")
         return root
@@ -412,30 +382,23 @@ def results_folder(value, name: str = "--results-dir", *, write: bool = True) ->
                          "give a folder that can be listed") from None
     if not os.access(root, os.R_OK | os.X_OK):
         raise UsageError(f"{where} cannot be read (permission denied); give a folder that can be listed")
-    if write and not folder_writable(root):
+    if write and not validate.can_create_file_in(root):
         raise UsageError(f"{where} cannot be written (give a writable folder, or a new one inside a writable folder)")
     return root
 
 
 def checked_path(name: str, path) -> Path:
-    """``path`` with every segment and its whole within the system's limits
-    (:func:`dpcompanion.core.validate.path_lengths`), else one line naming ``name``."""
+    """``path`` within the system's length limits (:func:`dpcompanion.core.validate.path_lengths`)."""
     try:
         return validate.path_lengths(name, path)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 
-def folder_writable(folder: Path) -> bool:
-    """Whether a file can be created in ``folder`` (a probe file: permission bits alone do not
-    tell, e.g. for root or in /proc)."""
-    return validate.can_create_file_in(folder)
-
-
-def check_memory(name: str, value, nbytes: float, *, fraction: float = 0.5) -> None:
-    """Refuse a size whose arrays would need more than ``fraction`` of the available memory."""
+def check_memory(name: str, value, nbytes: float) -> None:
+    """Refuse a size whose arrays would need more than half of the available memory."""
     avail = available_memory()
-    if avail is not None and nbytes > fraction * avail:
+    if avail is not None and nbytes > 0.5 * avail:
         raise UsageError(f"{name} {value} would need about {nbytes / 2**30:.3g} GiB, more than half of the "
                          f"{avail / 2**30:.3g} GiB of memory available; use a smaller {name}")
 
@@ -449,7 +412,4 @@ def available_memory() -> float | None:
                     return float(line.split()[1]) * 1024
     except OSError:
         pass
-    try:
-        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
+    return None

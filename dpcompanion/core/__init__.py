@@ -1,12 +1,6 @@
-"""What every layer shares: validation and provenance.
-
-- :mod:`.validate`: every validator of a number, an array or a folder (``positive``,
-  ``delta``, ``noise_multipliers``, ``writable_folder``, ...), raising
-  ``ValueError("<name> must be ..., got <value>")``;
-- :mod:`.outputs`: the one writer of a command's output file (atomic replace of a regular
-  file; a device, FIFO or symlink target written through, never replaced);
-- :mod:`.provenance`: git state, versions, device resolution, the provenance of a run and
-  JSON written with it.
+"""What every layer shares: :mod:`.validate` (every validator, raising a one-line
+``ValueError``), :mod:`.outputs` (the one writer of a command's output file) and
+:mod:`.provenance` (git state, versions, devices, the provenance of a run).
 
 May import: no other layer (the standard library and numpy; IPython inside
 ``Provenance.finish``).

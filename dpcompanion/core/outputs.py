@@ -1,28 +1,14 @@
-"""The one writer of every output file a command names (``--csv``, the verdict report): it
-respects what is at the path.
+"""The one writer of every output file a command names; it respects what is at the path:
 
-* a **regular file**, or a path that does not exist yet, is replaced *atomically*: the text
-  goes to a temporary file in the same folder, which is then renamed over the path
-  (``os.replace``), so a reader never sees half a file and an interrupted write leaves the
-  old one. The new file gets the mode a plain ``open(path, "w")`` would give: the old
-  file's mode when there was one, else ``0o666`` less the umask (``mkstemp`` alone would
-  leave ``0o600``);
-* an existing **non-regular file** (a character or block device such as ``/dev/null``, a
-  FIFO) is *written through*: opened for writing and written, never replaced, as ``cp``
-  and a shell's ``>`` do (a socket cannot be opened, and is refused). Renaming a file over
-  ``/dev/null`` as root replaced the device with a regular file;
-* a **symbolic link** is followed: its target gets the content by the two rules above and
-  the link stays a link (a dangling link creates its target, as ``>`` does).
+* a regular file, or a path that does not exist yet, is replaced atomically (a temporary file
+  in the same folder renamed over it), with the mode ``open(path, "w")`` would give;
+* an existing non-regular file (a device such as ``/dev/null``, a FIFO) is written through,
+  never replaced, as a shell's ``>`` does (renaming over ``/dev/null`` as root replaced it);
+* a symbolic link is followed, and stays a link. A directory is refused.
 
-A directory is refused. Errors are ``ValueError`` in one line naming the option, so that
-the command line reports them as bad input.
-
-Every JSON a command prints (``--json``) is made by :func:`json_text`: strict JSON (RFC 8259),
-which has no number for a float that is not finite. Such a float is written as one of the
-strings of :data:`NONFINITE`, ``"Infinity"``, ``"-Infinity"`` or ``"NaN"`` (the names
-Python's lenient ``json`` gave them as bare words): e.g. ``audit --json``'s
-``test.threshold`` is ``"-Infinity"`` when the threshold test guesses "canary" for every
-score. A reader that wants numbers back maps these three strings to ``float(s)``.
+Errors are one-line ``ValueError`` naming the option. :func:`json_text` makes every JSON a
+command prints: strict JSON, a float that is not finite written as ``"Infinity"``,
+``"-Infinity"`` or ``"NaN"``.
 """
 
 from __future__ import annotations
@@ -42,8 +28,7 @@ NONFINITE: dict[str, str] = {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN
 
 
 def default_file_mode() -> int:
-    """The mode a new file gets from ``open(path, "w")``: ``0o666`` less the process's umask
-    (read by setting it and putting it back at once).
+    """The mode a new file gets from ``open(path, "w")``: ``0o666`` less the process's umask.
 
     >>> default_file_mode() & 0o600
     384
@@ -55,9 +40,8 @@ def default_file_mode() -> int:
 
 def write_text(path, text: Union[str, Callable[[TextIO], None]], *, name: str = "output",
                newline: str | None = None) -> Path:
-    """Write ``text`` to ``path`` by the rules of this module; returns the path written
-    (the symlink's target for a link). ``text`` is a string or a function that writes to the
-    open text file (a long CSV is streamed, not built in memory). ``name`` is the option
+    """Write ``text`` (a string, or a function that writes to the open file) to ``path`` by the
+    rules of this module; returns the path written (a symlink's target). ``name`` is the option
     reported in errors.
 
     >>> import tempfile, os
@@ -110,11 +94,9 @@ def _put(fh: TextIO, text) -> None:
 
 
 def json_text(obj, *, default: Callable | None = None, **kw) -> str:
-    """``json.dumps(obj, **kw)`` as strict JSON: a float that is not finite (``inf``,
-    ``-inf``, ``nan``, numpy's included, also as a key) becomes its string of
-    :data:`NONFINITE`, and ``allow_nan=False`` guarantees that no bare ``Infinity`` or
-    ``NaN`` is ever written. ``default`` converts what ``json`` cannot (as ``json.dumps``'s
-    does); its result is mapped by the same rule.
+    """``json.dumps(obj, **kw)`` as strict JSON: a float that is not finite (numpy's included,
+    also as a key) becomes its string of :data:`NONFINITE`. ``default`` converts what ``json``
+    cannot, as ``json.dumps``'s does; its result is mapped by the same rule.
 
     >>> json_text({"a": float("-inf"), "b": [1.5, float("nan")], float("inf"): 2})
     '{"a": "-Infinity", "b": [1.5, "NaN"], "Infinity": 2}'

@@ -1,11 +1,7 @@
-"""Provenance of every executed notebook, figure and results file.
-
-A notebook starts with ``prov = Provenance.start(notebook=..., mode=mode, seed=seed,
-device=device)`` right after its ``parameters`` cell and ends with ``prov.finish()``,
-which prints the provenance line (git commit and dirty flag, mode, device, seed, wall
-time, versions of python/torch/numpy/sympy). Figures use ``prov.caption(...)`` and
-results files are written with :func:`save_json`, which adds a ``.provenance.json``
-sidecar.
+"""Provenance of every executed notebook, figure and results file: a notebook starts with
+``prov = Provenance.start(...)`` and ends with ``prov.finish()`` (the provenance line: commit,
+mode, device, seed, wall time, versions); figures use ``prov.caption(...)``; results files are
+written with :func:`save_json`, which adds a ``.provenance.json`` sidecar.
 """
 
 from __future__ import annotations
@@ -73,36 +69,25 @@ def _version(pkg: str) -> str:
 
 def git_state(repo: Path = REPO) -> tuple[str, bool]:
     """(commit, dirty) of the checkout holding the package; ('unknown', False) outside git.
-    Dirty means a tracked file outside ``results/`` differs from the commit: a stored result
-    being rewritten (one experiment after another in a sweep) does not change the code.
-
-    ``DPCOMPANION_COMMIT``/``DPCOMPANION_DIRTY`` override it (set by the runner, so that every
-    notebook of one reproduce run reports the same state)."""
+    Dirty: a tracked file outside ``results/`` differs from the commit.
+    ``DPCOMPANION_COMMIT``/``DPCOMPANION_DIRTY`` override it (the runner sets them, so that
+    every notebook of one reproduce run reports the same state)."""
     if os.environ.get("DPCOMPANION_COMMIT"):
         return os.environ["DPCOMPANION_COMMIT"], os.environ.get("DPCOMPANION_DIRTY") == "1"
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"],
-                cwd=repo, capture_output=True, text=True, check=True,
-            ).stdout.strip()
-        )
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=repo, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                     ":(exclude)results"], cwd=repo, capture_output=True, text=True,
+                                    check=True).stdout.strip())
         return commit, dirty
     except (OSError, subprocess.CalledProcessError):
         return "unknown", False
 
 
 def versions() -> dict[str, str]:
-    return {
-        "python": platform.python_version(),
-        "torch": _version("torch"),
-        "numpy": _version("numpy"),
-        "sympy": _version("sympy"),
-        "dpcompanion": _version("dpcompanion"),
-    }
+    return {"python": platform.python_version(), "torch": _version("torch"), "numpy": _version("numpy"),
+            "sympy": _version("sympy"), "dpcompanion": _version("dpcompanion")}
 
 
 @dataclasses.dataclass
@@ -123,17 +108,9 @@ class Provenance:
         validate_mode(mode)
         validate_seed(seed)
         commit, dirty = git_state()
-        return cls(
-            notebook=notebook,
-            mode=mode,
-            seed=seed,
-            device=resolve_device(device),
-            commit=commit,
-            dirty=dirty,
-            started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            versions=versions(),
-            _t0=time.perf_counter(),
-        )
+        return cls(notebook=notebook, mode=mode, seed=seed, device=resolve_device(device), commit=commit, dirty=dirty,
+                   started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), versions=versions(),
+                   _t0=time.perf_counter())
 
     @property
     def quick(self) -> bool:
@@ -152,25 +129,20 @@ class Provenance:
         r = self.record()
         v = r["versions"]
         dirty = " (dirty tree)" if r["dirty"] else ""
-        return (
-            f"Provenance: notebook {r['notebook']} | commit {r['commit']}{dirty} | mode {r['mode']} | "
-            f"device {r['device']} | seed {r['seed']} | wall time {r['wall_s']:.1f} s | "
-            f"python {v['python']}, torch {v['torch']}, numpy {v['numpy']}, sympy {v['sympy']} | "
-            f"started {r['started']}"
-        )
+        return (f"Provenance: notebook {r['notebook']} | commit {r['commit']}{dirty} | mode {r['mode']} | "
+                f"device {r['device']} | seed {r['seed']} | wall time {r['wall_s']:.1f} s | "
+                f"python {v['python']}, torch {v['torch']}, numpy {v['numpy']}, sympy {v['sympy']} | "
+                f"started {r['started']}")
 
     def caption(self, text: str, *, repeats: int | None = None) -> str:
         """A figure caption ending in its provenance (commit, mode, device, seed, repeats)."""
         rep = f", {repeats} repeats" if repeats is not None else ""
         dirty = "+dirty" if self.dirty else ""
-        return (
-            f"{text} [{self.notebook}: commit {self.commit}{dirty}, {self.mode} mode, {self.device}, "
-            f"seed {self.seed}{rep}, {self.elapsed():.1f} s into the run]"
-        )
+        return (f"{text} [{self.notebook}: commit {self.commit}{dirty}, {self.mode} mode, {self.device}, "
+                f"seed {self.seed}{rep}, {self.elapsed():.1f} s into the run]")
 
     def finish(self) -> None:
-        """Fix the wall time and show the provenance line: as Markdown in a notebook (it
-        wraps on the page; ``text/plain`` carries the same line), printed elsewhere."""
+        """Fix the wall time and show the provenance line (Markdown in a notebook, printed elsewhere)."""
         self.wall_s = self.elapsed()
         text = self.line()
         try:
@@ -186,8 +158,7 @@ class Provenance:
 
 def save_json(obj: Any, path: str | os.PathLike, prov: Provenance | dict | None = None) -> Path:
     """Write ``obj`` as JSON to ``path`` and its provenance to ``path.provenance.json``, each
-    by :func:`dpcompanion.core.outputs.write_text` (a regular file replaced atomically; a
-    device, FIFO or symlink target written through, never replaced)."""
+    by :func:`dpcompanion.core.outputs.write_text`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = prov.record() if isinstance(prov, Provenance) else (prov or {"commit": git_state()[0], "versions": versions()})

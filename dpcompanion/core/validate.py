@@ -1,9 +1,7 @@
-"""The one home of input validation for every layer (CONTRIBUTING, "Validation").
-
-Each validator takes the parameter's name as the papers spell it (``epsilon, delta, R,
-sigma, T, kappa, ...``) and the value, returns it converted (``float``, ``int`` or a float64
-array) and otherwise raises ``ValueError`` in one line that names the parameter, the value
-and what is allowed::
+"""The one home of input validation for every layer. Each validator takes the parameter's
+name as the papers spell it and the value, returns it converted (``float``, ``int`` or a
+float64 array) or raises ``ValueError`` in one line naming the parameter, the value and what
+is allowed (the command line reports the same message)::
 
     >>> positive("R", 0.5)
     0.5
@@ -11,10 +9,6 @@ and what is allowed::
     Traceback (most recent call last):
     ...
     ValueError: R must be a finite number > 0, got -1
-
-The command line reports the same messages (``dpcompanion <cmd>: error: ...``, exit 2), so
-the math layer and the CLI share one wording. A noise multiplier is always finite and > 0
-(:func:`noise_multipliers`): an infinite or NaN sigma would be a step without noise.
 """
 
 from __future__ import annotations
@@ -54,9 +48,8 @@ __all__ = [
 MAX_STEPS: int = 10_000_000
 
 #: Smallest Poisson sampling rate accepted: below it a step samples less than one example on
-#: average from any data set of up to 10^9 examples, and the accounting (p^2/sigma^2, the
-#: planner's R/p^2) leaves the range where float64 is accurate (p = 1e-300 gave a division by
-#: zero).
+#: average from any data set of up to 10^9 examples, and the accounting (p^2/sigma^2, R/p^2)
+#: leaves the range where float64 is accurate.
 MIN_SAMPLING_RATE: float = 1e-9
 
 
@@ -99,10 +92,8 @@ def number(name: str, value: Any, *, lo: float = -math.inf, hi: float = math.inf
 def positive(name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool = False) -> float:
     """A number > 0 (``>= 0`` with ``allow_zero``), finite unless ``allow_inf``.
 
-    >>> positive("rho", 0, allow_zero=True)
-    0.0
-    >>> positive("mu", float("inf"), allow_inf=True)
-    inf
+    >>> positive("rho", 0, allow_zero=True), positive("mu", float("inf"), allow_inf=True)
+    (0.0, inf)
     """
     op = ">=" if allow_zero else ">"
     allowed = f"a number {op} 0 (inf allowed)" if allow_inf else f"a finite number {op} 0"
@@ -114,25 +105,18 @@ def positive(name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool
 
 
 def unit_interval(name: str, value: Any, *, closed_lo: bool = False, closed_hi: bool = False) -> float:
-    """A number in (0, 1), with either end closed on request.
-
-    >>> unit_interval("gamma", 0.5)
-    0.5
-    """
+    """A number in (0, 1), with either end closed on request."""
     return number(name, value, lo=0.0, hi=1.0, lo_open=not closed_lo, hi_open=not closed_hi)
 
 
-#: Smallest delta accepted: the smallest normal float64. A subnormal delta has too few
-#: significant bits, and ``1/delta`` overflows: ``zcdp --delta 5e-324`` printed rho 0 and
-#: ``--delta 1e-310`` ended in "math domain error".
+#: Smallest delta accepted: the smallest normal float64 (a subnormal delta has too few
+#: significant bits, and ``1/delta`` overflows).
 MIN_DELTA: float = sys.float_info.min
 
 
 def delta(value: Any, name: str = "delta") -> float:
     """delta of (epsilon, delta)-DP: in (0, 1), and not subnormal (at least :data:`MIN_DELTA`).
 
-    >>> delta(1e-5)
-    1e-05
     >>> delta(1e-310)
     Traceback (most recent call last):
     ...
@@ -148,8 +132,6 @@ def delta(value: Any, name: str = "delta") -> float:
 def sampling_rate(value: Any, name: str = "sampling_rate") -> float:
     """A Poisson sampling rate p in [:data:`MIN_SAMPLING_RATE`, 1] (1 = full batch).
 
-    >>> sampling_rate(1)
-    1.0
     >>> sampling_rate(1e-300)
     Traceback (most recent call last):
     ...
@@ -189,11 +171,8 @@ def integer(name: str, value: Any, *, minimum: int = 1, maximum: int | None = No
 
 
 def steps(value: Any, name: str = "T", *, minimum: int = 1) -> int:
-    """A number of steps: an integer >= ``minimum`` and at most :data:`MAX_STEPS` (every
-    per-step array is held in memory).
+    """A number of steps: an integer >= ``minimum`` and at most :data:`MAX_STEPS`.
 
-    >>> steps(100)
-    100
     >>> steps(10**9)
     Traceback (most recent call last):
     ...
@@ -206,22 +185,14 @@ def steps(value: Any, name: str = "T", *, minimum: int = 1) -> int:
 
 
 def kappa(value: Any, name: str = "kappa") -> float:
-    """A condition number kappa = M/mu: finite and >= 1 (H Eq. 6).
-
-    >>> kappa(10)
-    10.0
-    """
+    """A condition number kappa = M/mu: finite and >= 1 (H Eq. 6)."""
     return number(name, value, lo=1.0, lo_open=False, allowed="a finite number >= 1")
 
 
 def positive_array(name: str, values: Any, *, length: int | None = None, allow_inf: bool = False,
                    allow_zero: bool = False) -> np.ndarray:
     """A non-empty 1-D float64 array of numbers > 0 (``>= 0`` with ``allow_zero``; finite
-    unless ``allow_inf``).
-
-    >>> positive_array("q", [1, 2]).tolist()
-    [1.0, 2.0]
-    """
+    unless ``allow_inf``)."""
     try:
         a = np.atleast_1d(np.asarray(values, dtype=np.float64))
     except (TypeError, ValueError, OverflowError):
@@ -240,12 +211,9 @@ def positive_array(name: str, values: Any, *, length: int | None = None, allow_i
 
 
 def noise_multipliers(sigma: Any, *, name: str = "sigma") -> np.ndarray:
-    """Per-step noise multipliers of noisy steps: a non-empty 1-D array, every entry finite
-    and > 0. ``inf`` (no noise where a trainer would still move), ``nan``, 0, negatives and
-    non-numbers are refused: a private step always adds its noise.
+    """Per-step noise multipliers: a non-empty 1-D array, every entry finite and > 0 (an
+    infinite or NaN sigma would be a step without noise).
 
-    >>> noise_multipliers([2.0, 1.5]).tolist()
-    [2.0, 1.5]
     >>> noise_multipliers([1.0, float("inf")])
     Traceback (most recent call last):
     ...
@@ -255,24 +223,17 @@ def noise_multipliers(sigma: Any, *, name: str = "sigma") -> np.ndarray:
 
 
 def choice(name: str, value: Any, allowed) -> Any:
-    """One of ``allowed`` (compared as given).
-
-    >>> choice("accountant", "rdp", ("rdp", "pld"))
-    'rdp'
-    """
+    """One of ``allowed`` (compared as given)."""
     if value not in tuple(allowed):
         raise ValueError(f"{name} must be one of {', '.join(map(str, allowed))}, got {value!r}")
     return value
 
 
 def class_labels(name: str, values: Any, *, n_classes: int) -> np.ndarray:
-    """Class labels of a model with ``n_classes`` classes: a 1-D array of finite whole numbers
-    in ``{0, ..., n_classes - 1}`` (``{0, 1}`` for a binary model), returned as int64. The
-    trainers' clipping is built for these labels, and a label outside them is the wrong data,
-    not a choice (a binary model's ``s = 2y - 1`` is +-1 only for y in {0, 1}).
+    """Class labels of a model with ``n_classes`` classes: a 1-D array of whole numbers in
+    ``{0, ..., n_classes - 1}``, returned as int64 (the trainers' clipping is built for these:
+    a binary model's ``s = 2y - 1`` is +-1 only for y in {0, 1}).
 
-    >>> class_labels("y", [0, 1.0, 1], n_classes=2).tolist()
-    [0, 1, 1]
     >>> class_labels("y", [0, 1, -1], n_classes=2)
     Traceback (most recent call last):
     ...
@@ -307,15 +268,10 @@ def _dtype_name(dtype: Any) -> str:
 def features(name: str, values: Any, *, dtype: Any = "float64") -> Any:
     """The features of a training or test set: an array (numpy, torch or nested sequences) of
     real numbers with at least one example (its first axis), every value finite and within the
-    range of ``dtype`` (the training dtype, ``"float32"`` or a torch dtype) so that the cast
-    keeps it finite. Returned as given (numpy for a sequence). Refused in one line: complex
-    values (the cast would drop the imaginary part), non-numbers, an empty set (N = 0), NaN or
-    inf (one such feature made the whole model NaN, which tells that the record was there),
-    and a value that overflows ``dtype`` (``1e39`` becomes inf in float32). Works on torch
-    tensors through their own methods, on their device, without importing torch.
+    range of ``dtype`` (the training dtype) so that the cast keeps it finite (one NaN feature
+    makes the whole model NaN, which tells that the record was there). Returned as given
+    (numpy for a sequence); torch tensors are checked on their device, without importing torch.
 
-    >>> features("X", [[1.0, 2.0]], dtype="float32").shape
-    (1, 2)
     >>> features("X", [[1.0, float("nan")]])
     Traceback (most recent call last):
     ...
@@ -400,8 +356,7 @@ PATH_MAX: int = 4096
 
 def path_lengths(name: str, path: Any) -> Path:
     """A path whose every segment fits in :data:`NAME_MAX` bytes and whose whole fits in
-    :data:`PATH_MAX` (a 256-character segment raised ``OSError: File name too long``
-    from ``Path.exists``, a traceback).
+    :data:`PATH_MAX` (else every system call fails with ``ENAMETOOLONG``).
 
     >>> path_lengths("--csv", "a/" + "x" * 256)
     Traceback (most recent call last):
@@ -420,9 +375,8 @@ def path_lengths(name: str, path: Any) -> Path:
 
 
 def can_create_file_in(folder: Any) -> bool:
-    """Whether a file can be created in the existing folder ``folder``: a probe file is created
-    and removed at once (permission bits do not tell: ``os.access`` passes everywhere for root,
-    and /proc refuses new files whatever its bits).
+    """Whether a file can be created in the existing folder ``folder``, by a probe file
+    (permission bits do not tell: for root, or in /proc).
 
     >>> can_create_file_in("/proc")
     False
@@ -435,9 +389,8 @@ def can_create_file_in(folder: Any) -> bool:
 
 
 def writable_folder(name: str, path: Any) -> Path:
-    """A folder that output can be written to: ``path`` is a folder a file can be created in, or
-    it does not exist yet and its deepest existing ancestor is one (so it can be created).
-    Checked before any work with :func:`can_create_file_in`; nothing is left behind.
+    """A folder output can be written to: one a file can be created in, or a missing one whose
+    deepest existing ancestor is such a folder. Nothing is left behind.
 
     >>> writable_folder("--output", "/proc/x")
     Traceback (most recent call last):

@@ -1,37 +1,28 @@
 """Opacus integration: a user's Opacus training follows a dpcompanion schedule step by step.
 
 Units. Opacus adds noise with std ``noise_multiplier * max_grad_norm`` to the *sum* of the
-clipped per-sample gradients and then divides by the (expected) batch size. On the mean
-gradient that is ``noise_multiplier * C / B``: exactly Hong et al.'s ``sigma_t C / N`` (FAccT
-2022, the FAccT version, Eq. 1 with clipping, sensitivity C/N of the averaged clipped gradient) when
-the batch is the full data set. So a schedule's ``sigma_t`` *is* Opacus's
-``noise_multiplier`` at step t, for full-batch and for Poisson-sampled training alike (for
-the latter, account it with a subsampled accountant, not with the paper's zCDP budget).
+clipped per-sample gradients and divides by the (expected) batch size: ``noise_multiplier *
+C / B`` on the mean gradient, exactly Hong et al.'s ``sigma_t C / N`` (FAccT 2022, Eq. 1 with
+clipping) when the batch is the full data set. So a schedule's ``sigma_t`` *is* Opacus's
+``noise_multiplier`` at step t (for Poisson-sampled training, account it with a subsampled
+accountant, not with the paper's zCDP budget).
 
 Usage::
-
-    from opacus import PrivacyEngine
-    from dpcompanion.theory import schedules
-    from dpcompanion.integrations.opacus import make_private_with_schedule
 
     sigma = schedules.gd_dynamic(T=100, R=0.3927, kappa=50)
     engine = PrivacyEngine(accountant="rdp")
     model, optimizer, loader, noise = make_private_with_schedule(
         engine, module=model, optimizer=optimizer, data_loader=loader, sigma=sigma, max_grad_norm=1.0)
-    for x, y in loader:                      # one optimizer step per batch
+    for x, y in loader:
         optimizer.zero_grad(); loss_fn(model(x), y).backward()
         optimizer.step()                     # uses sigma_t; refuses a step beyond the schedule
         noise.step()                         # moves to sigma_{t+1}
-    engine.get_epsilon(delta)
 
-``ScheduleNoise`` is an Opacus noise scheduler (``opacus.schedulers``' API: ``step()`` after
-each optimizer step sets ``optimizer.noise_multiplier``) with two guards that Opacus's
-stock schedulers lack: a schedule with a non-finite or non-positive noise multiplier is
-refused before anything is made private (no step without noise,
-:func:`dpcompanion.core.validate.noise_multipliers`); a noisy step beyond the schedule's T
-steps, or one whose noise multiplier differs from the schedule (``noise.step()`` forgotten), raises *before* the
-parameters are updated and before Opacus's accountant records it; and an optional
-:class:`~dpcompanion.theory.ledger.PrivacyLedger` is charged for every step.
+Unlike Opacus's stock schedulers, :class:`ScheduleNoise` refuses a schedule with a
+non-finite or non-positive multiplier, raises before the parameters are updated (and before
+Opacus's accountant records the step) on a step beyond T or one whose multiplier differs
+from the schedule (``noise.step()`` forgotten), and charges an optional
+:class:`~dpcompanion.theory.ledger.PrivacyLedger` for every step.
 """
 
 from __future__ import annotations
@@ -49,11 +40,8 @@ __all__ = ["ScheduleNoise", "make_private_with_schedule", "noise_lambda", "opacu
 
 
 class ScheduleNoise(_NoiseScheduler):
-    """Sets ``optimizer.noise_multiplier = sigma[k]`` for the k-th noisy step (k = 0..T-1).
-
-    Call :meth:`step` after each ``optimizer.step()``, like Opacus's noise schedulers.
-    ``sampling_rate`` is only used to charge ``ledger`` (the paper's PSGD rule, plus the RDP check at the ledger's ``delta`` that subsampled steps need).
-    """
+    """Sets ``optimizer.noise_multiplier = sigma[k]`` for the k-th noisy step (k = 0..T-1); call
+    :meth:`step` after each ``optimizer.step()``. ``sampling_rate`` is only used to charge ``ledger``."""
 
     def __init__(self, optimizer, *, sigma, ledger: PrivacyLedger | None = None, sampling_rate: float = 1.0):
         self.sigma = validate.noise_multipliers(sigma)
@@ -65,14 +53,12 @@ class ScheduleNoise(_NoiseScheduler):
         def guard(optim) -> None:
             k = self.steps_taken
             if k >= len(self.sigma):
-                raise BudgetExceeded(
-                    f"the schedule has {len(self.sigma)} steps and all are spent; a further noisy step is refused"
-                )
+                raise BudgetExceeded(f"the schedule has {len(self.sigma)} steps and all are spent; a further noisy "
+                                     "step is refused")
             if not math.isclose(optim.noise_multiplier, self.sigma[k], rel_tol=1e-12):
-                raise ValueError(
-                    f"optimizer.noise_multiplier is {optim.noise_multiplier} at step {k + 1} but the schedule "
-                    f"says {self.sigma[k]}; call ScheduleNoise.step() after every optimizer.step()"
-                )
+                raise ValueError(f"optimizer.noise_multiplier is {optim.noise_multiplier} at step {k + 1} but the "
+                                 f"schedule says {self.sigma[k]}; call ScheduleNoise.step() after every "
+                                 "optimizer.step()")
             if self.ledger is not None:
                 self.ledger.charge(sigma=float(self.sigma[k]), sampling_rate=self.sampling_rate, step=k + 1)
             self.steps_taken = k + 1
@@ -83,10 +69,6 @@ class ScheduleNoise(_NoiseScheduler):
         super().__init__(optimizer)
 
     @property
-    def T(self) -> int:
-        return len(self.sigma)
-
-    @property
     def exhausted(self) -> bool:
         """True once all T noisy steps were taken."""
         return self.steps_taken >= len(self.sigma)
@@ -95,43 +77,22 @@ class ScheduleNoise(_NoiseScheduler):
         return float(self.sigma[min(self.last_epoch, len(self.sigma) - 1)])
 
 
-def make_private_with_schedule(
-    engine,
-    *,
-    module,
-    optimizer,
-    data_loader,
-    sigma,
-    max_grad_norm: float,
-    poisson_sampling: bool = True,
-    ledger: PrivacyLedger | None = None,
-    **kwargs,
-):
-    """``engine.make_private`` with ``noise_multiplier = sigma[0]`` plus a :class:`ScheduleNoise`.
-
-    Returns ``(module, optimizer, data_loader, noise_scheduler)``. For full-batch training
-    pass a loader whose batch is the whole data set and ``poisson_sampling=False``.
-    """
+def make_private_with_schedule(engine, *, module, optimizer, data_loader, sigma, max_grad_norm: float,
+                               poisson_sampling: bool = True, ledger: PrivacyLedger | None = None, **kwargs):
+    """``engine.make_private`` with ``noise_multiplier = sigma[0]``, plus a :class:`ScheduleNoise`:
+    returns ``(module, optimizer, data_loader, noise_scheduler)``. For full-batch training pass
+    a loader whose batch is the whole data set and ``poisson_sampling=False``."""
     s = validate.noise_multipliers(sigma)
-    module, optimizer, data_loader = engine.make_private(
-        module=module,
-        optimizer=optimizer,
-        data_loader=data_loader,
-        noise_multiplier=float(s[0]),
-        max_grad_norm=max_grad_norm,
-        poisson_sampling=poisson_sampling,
-        **kwargs,
-    )
+    module, optimizer, data_loader = engine.make_private(module=module, optimizer=optimizer, data_loader=data_loader,
+                                                         noise_multiplier=float(s[0]), max_grad_norm=max_grad_norm,
+                                                         poisson_sampling=poisson_sampling, **kwargs)
     rate = 1.0 / len(data_loader)
     return module, optimizer, data_loader, ScheduleNoise(optimizer, sigma=s, ledger=ledger, sampling_rate=rate)
 
 
 def noise_lambda(sigma) -> Callable[[int], float]:
-    """The factor function for Opacus's stock ``LambdaNoise`` (base multiplier ``sigma[0]``).
-
-    ``LambdaNoise(optimizer, noise_lambda=noise_lambda(sigma))`` follows the schedule
-    (without the guards of :class:`ScheduleNoise`; past step T it keeps ``sigma[-1]``).
-    """
+    """The factor function for Opacus's stock ``LambdaNoise`` (base multiplier ``sigma[0]``),
+    without the guards of :class:`ScheduleNoise`; past step T it keeps ``sigma[-1]``."""
     s = validate.noise_multipliers(sigma)
 
     def factor(k: int) -> float:
@@ -141,9 +102,8 @@ def noise_lambda(sigma) -> Callable[[int], float]:
 
 
 def opacus_epsilon(*, sigma, sampling_rate: float, delta: float) -> float:
-    """epsilon that Opacus's own RDP accountant reports for the schedule (no training): a
-    cross-check *reference* against another library, computed by Opacus alone (the library's
-    accountant is :mod:`dpcompanion.theory.accounting`)."""
+    """epsilon that Opacus's own RDP accountant reports for the schedule: a cross-check against
+    another library (this package's accountant is :mod:`dpcompanion.theory.accounting`)."""
     p = validate.sampling_rate(sampling_rate)
     validate.delta(delta)
     acc = RDPAccountant()

@@ -1,26 +1,14 @@
 """``audit``: an empirical lower bound on a trainer's epsilon (white-box canary test).
 
-Examples::
-
-    python -m dpcompanion audit --trainer pgd --epsilon 2 --delta 1e-5 --json
-    python -m dpcompanion audit --trainer psgd --epsilon 2 --delta 1e-5 --noise-multiplier-scale 0.25 --json
-    python -m dpcompanion audit --trainer adp --epsilon 2 --delta 1e-5 --trials 4000 --seed 3
-
 Trains the trainer many times on two datasets that differ in one canary example, with an
-adversary that sees every iterate, and reports two lower bounds on the epsilon the trainer
-really has: ``epsilon_lower_gdp`` (full batch only: a Gaussian-DP fit of the test
-statistic, tight but valid only for Gaussian noise) and ``epsilon_lower_threshold`` (a
-threshold test with Clopper-Pearson intervals, distribution-free), each at 97.5 % so that
-``flagged`` (the larger exceeds ``epsilon_claimed``, what the ledger believes) is wrong
-with probability at most 5 %. ``epsilon_exact`` is what the noise really gives (exact
-Gaussian DP; PLD when subsampled) and ``tightness`` the larger bound over it. A pass never
-proves privacy, a flag refutes the claim. ``--noise-multiplier-scale S`` audits a
-deliberately mis-calibrated trainer that adds S times the noise its ledger is told about
-(full batch: S = 0.5 is flagged). ``--canary-label L`` audits the clip-and-sum step itself
-with a canary whose label is L, fed below the trainers' label check (the linear fast
-path once bounded a gradient by ``||x||`` alone, so a label of 2 or -1 contributed 3 C; the
-shipped path gives a canary shift of 1 C and passes). Method, sizes and limits: :mod:`dpcompanion.training.privacy_audit`
-and the book page ``audit``.
+adversary that sees every iterate, and reports lower bounds on the epsilon the trainer really
+has (``epsilon_lower_gdp``: a Gaussian-DP fit, full batch only; ``epsilon_lower_threshold``:
+a distribution-free threshold test), each at 97.5 %, so that ``flagged`` (the larger exceeds
+``epsilon_claimed``) is wrong with probability at most 5 %. A pass never proves privacy, a
+flag refutes the claim. ``--noise-multiplier-scale S`` audits a trainer that adds S times the
+noise its ledger is told about; ``--canary-label L`` audits the clip-and-sum step with a
+canary labelled L. Method, sizes and limits: :mod:`dpcompanion.training.privacy_audit` and the
+book page ``audit``.
 """
 
 from __future__ import annotations
@@ -35,7 +23,6 @@ from dpcompanion.theory import accounting
 from dpcompanion.theory.budget import R_RANGE, check_epsilon
 
 HELP = "empirical privacy audit: a 95% lower bound on a trainer's epsilon vs the epsilon it claims"
-
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -71,14 +58,20 @@ FLAGS = {"trainer": "--trainer", "epsilon": "--epsilon", "delta": "--delta", "tr
          "device": "--device"}
 
 
+def _usage(exc: ValueError, flags: dict[str, str]) -> UsageError:
+    """``exc``'s message with its leading parameter name spelled as its flag."""
+    msg = str(exc)
+    name = msg.split(" ", 1)[0]
+    return UsageError(flags[name] + msg[len(name):] if name in flags else msg)
+
+
 def _validate(args: argparse.Namespace):
-    """All checks before any training: :func:`dpcompanion.training.privacy_audit.validate_audit` (one
-    home for the rules), its messages spelled with this command's flags."""
+    """All checks before any training (:func:`dpcompanion.training.privacy_audit.validate_audit`),
+    its messages spelled with this command's flags."""
     from dpcompanion.training import privacy_audit  # torch: kept out of the command line's start
 
     try:
-        # the budget checks every command shares (audit took --epsilon 1e7 and 1e-300,
-        # and --sampling-rate 1e-300 divided by zero)
+        # the budget checks every command shares
         check_epsilon(args.epsilon)
         validate.delta(args.delta)  # not subnormal, before the audit's own (0, 1) check
         if args.sampling_rate is not None:
@@ -88,11 +81,9 @@ def _validate(args: argparse.Namespace):
                                      sampling_rate=args.sampling_rate)
         resolve_device(args.device)
     except ValueError as exc:
-        msg = str(exc)
-        name = msg.split(" ", 1)[0]
-        raise UsageError(FLAGS[name] + msg[len(name):] if name in FLAGS else msg) from None
-    # the audit's ledger is built from R = R_zcdp(epsilon, delta): an epsilon whose R is outside the
-    # budgets a ledger accepts is refused here, naming --epsilon (epsilon 1e-6 blamed R)
+        raise _usage(exc, FLAGS) from None
+    # the audit's ledger is built from R = R_zcdp(epsilon, delta): an R outside what a ledger
+    # accepts is refused here, naming --epsilon
     R = accounting.R_zcdp(epsilon=args.epsilon, delta=args.delta)
     lo, hi = R_RANGE
     if not lo <= R <= hi:
@@ -114,10 +105,7 @@ def _run_label(privacy_audit, args: argparse.Namespace) -> int:
     try:
         out = privacy_audit.label_audit(label=args.canary_label, epsilon=args.epsilon, delta=args.delta, seed=args.seed, **kw)
     except ValueError as exc:
-        msg = str(exc)
-        name = msg.split(" ", 1)[0]
-        flag = {"label": "--canary-label", **FLAGS}.get(name)
-        raise UsageError(flag + msg[len(name):] if flag else msg) from None
+        raise _usage(exc, {"label": "--canary-label", **FLAGS}) from None
     if args.json:
         print(outputs.json_text({k: v for k, v in out.items() if k not in ("test", "gdp_fit")}))
         return 0

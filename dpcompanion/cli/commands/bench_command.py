@@ -96,13 +96,13 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--opacus-modes must name each of {allowed} at most once, got {args.opacus_modes!r} "
                              f"({dup} repeated)")
     resolved = resolve_device(args.device)  # ValueError (exit 2) for cuda without a GPU, before any work
+    if args.paper_scale:
+        from dpcompanion.experiments import paper_scale
     write = args.out is not None or (mode == "full" and args.size == "paper" and not args.linear_only)
     out: Path | None = None
     if args.out not in (None, _DEFAULT_OUT):
         out = options.output_path(args.out, "--out", suffix=".json")
     elif write and args.paper_scale:
-        from dpcompanion.experiments import paper_scale
-
         out = options.output_path(paper_scale.default_output({"device": resolved, "size": args.size}), "--out",
                                   suffix=".json")
     elif write:  # the default file: its folder is checked now, not after the benchmark
@@ -112,8 +112,6 @@ def run(args: argparse.Namespace) -> int:
 
     log = (lambda s: print(f"bench: {s}", file=sys.stderr)) if not args.json else None
     if args.paper_scale:
-        from dpcompanion.experiments import paper_scale
-
         with bench_measure.torch_threads(threads):
             result = paper_scale.measure(device=resolved, size=args.size, seed=seed, log=log)
     elif args.linear_only:
@@ -166,8 +164,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _targets_table(rows: list[dict]) -> str:
-    from dpcompanion.book.report import markdown_table
-
     met = {True: "met", False: "not met", None: "not measured"}
     return markdown_table(["key", "value", "target", "met"],
                           [[r["key"], "n/a" if r["value"] is None else r["value"], r["target"], met[r["met"]]]

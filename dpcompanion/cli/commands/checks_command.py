@@ -1,20 +1,10 @@
 """``checks``: run the machine checks of the claim registry and report each claim's status.
 
-Examples::
-
-    python -m dpcompanion checks                 # table + counts per status
-    python -m dpcompanion checks --id H-T4.4     # only ids starting with H-T4.4
-    python -m dpcompanion checks --json          # JSON array (id, status, method, evidence, ...)
-    python -m dpcompanion checks --mutants       # also run each proved/checked/verified check on its mutant
-
-``--mutants`` runs every ``proved``/``verified`` entry's check a second time with
-``mutant=True`` (the minimally false variant its declaration names) and reports
-``mutant_caught`` (the mutant came out ``refuted``) and ``mutant`` (what was changed).
-
-Exit status: 0 when every selected check ran (``refuted`` claims are findings, not
-failures) and, with ``--mutants``, every proved/checked/verified entry caught its mutant; 1 when a
-check raised (status ``error``) or a mutant went uncaught; 2 for bad input (an ``--id``
-prefix that matches no claim).
+``--mutants`` also runs every ``proved``/``verified`` entry's check with ``mutant=True`` (the
+minimally false variant its declaration names) and reports ``mutant_caught`` and ``mutant``.
+Exit status: 0 when every selected check ran (``refuted`` claims are findings, not failures)
+and, with ``--mutants``, every such entry caught its mutant; 1 when a check raised (status
+``error``) or a mutant went uncaught; 2 for bad input (an ``--id`` that matches no claim).
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """``experiment``: compute (or find fresh) one experiment through the results store.
 
-``python -m dpcompanion experiment ID [--mode quick|full|paper] [--executor local|dask]
-[--workers N | --scheduler ADDRESS] [--device auto|cpu|cuda] [--seed N] [--recompute]
-[--revalidate] [--results-dir DIR] [--json]`` stores the result under
-``<DIR>/<ID>/<mode>/`` (``DIR``: ``--results-dir``, else ``$DPCOMPANION_RESULTS``, else
-``results/``; see :mod:`dpcompanion.experiments.store`) and prints one line, or with ``--json``
-one object with ``id, mode, path, cached, fresh, wall_s, executor, runs, digest,
-units_total, units_computed, units_reused`` (and more; ``replaced_damaged``: the damaged file
-of the stored result this run recomputed over). Every unit is stored as it finishes
-(``<DIR>/<ID>/<mode>.units/``): a run killed mid-way resumes where it stopped, recomputing no
-finished unit (a line on stderr says how many were reused). ``--mode paper`` (the paper's own
-sizes, hours here) exists for the experiments that define it (``configs["paper"]``; the modes
-column of ``CATALOGUE.md``, generated from the experiments, lists them); it runs, resumes
-and is revalidated exactly as full mode, over as many sittings as it takes (commit
-``<DIR>/<ID>/paper.units/`` between them); another ID is refused, naming those that have one.
-Every option is checked, the results folder included, before a cluster starts or a file
-is written.
+The result is stored under ``<DIR>/<ID>/<mode>/`` (``DIR``: ``--results-dir``, else
+``$DPCOMPANION_RESULTS``, else ``results/``; see :mod:`dpcompanion.experiments.store`); every
+unit is stored as it finishes (``<DIR>/<ID>/<mode>.units/``), so a killed run resumes where it
+stopped. ``--mode paper`` (the paper's own sizes) exists for the experiments that define it.
+Every option, the results folder included, is checked before a cluster starts or a file is
+written.
 """
 
 from __future__ import annotations
@@ -23,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from dpcompanion.cli import UsageError, options
 from dpcompanion.core import outputs
@@ -64,11 +53,9 @@ def add_results_dir_argument(p: argparse.ArgumentParser) -> None:
 
 
 def results_root_from_args(args: argparse.Namespace):
-    """The results folder: ``--results-dir`` (a folder that can be listed and written, or
-    created; nothing is created here), else the store's default (``$DPCOMPANION_RESULTS`` or
-    ``results/``: a folder that can be listed, or missing), both checked by
-    :func:`dpcompanion.cli.options.results_folder` (a symlink loop, a file, an unreadable
-    folder is refused in one line)."""
+    """The results folder, checked by :func:`dpcompanion.cli.options.results_folder`:
+    ``--results-dir`` (to be written), else the store's default (``$DPCOMPANION_RESULTS`` or
+    ``results/``, read only: it may be missing)."""
     value = getattr(args, "results_dir", None)
     if value is None:
         env = os.environ.get("DPCOMPANION_RESULTS")
@@ -77,32 +64,20 @@ def results_root_from_args(args: argparse.Namespace):
     return options.results_folder(value, "--results-dir", write=True)
 
 
-def executor_from_args(args: argparse.Namespace):
-    """Validate --executor/--workers/--scheduler and build the executor (a Dask cluster
-    starts here, or the scheduler is contacted: call it after every other check)."""
-    workers = options.parse_int(args.workers, "--workers", minimum=1)
-    return store.make_executor(args.executor, workers=workers, scheduler=args.scheduler)
-
-
-def check_executor_args(args: argparse.Namespace) -> None:
-    """The checks of :func:`executor_from_args` that need no cluster."""
-    store.check_executor_options(args.executor, workers=options.parse_int(args.workers, "--workers", minimum=1),
-                                 scheduler=args.scheduler)
-
-
 def run(args: argparse.Namespace) -> int:
     exp = base.get(args.id)
     options.flag("--mode", base.validate_mode, args.mode, exp)
     seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
     device = options.flag("--device", resolve_device, args.device)
-    check_executor_args(args)
+    workers = options.parse_int(args.workers, "--workers", minimum=1)
+    store.check_executor_options(args.executor, workers=workers, scheduler=args.scheduler)
     if args.revalidate and args.mode not in base.FINGERPRINTED_MODES:
         raise UsageError("--revalidate applies to --mode full or paper (it re-checks such a result by its quick digest)")
     root = results_root_from_args(args)
     store.check_writable(store.result_dir(exp.id, args.mode, root))
     if args.mode in base.FINGERPRINTED_MODES:
         store.check_writable(store.result_dir(exp.id, "quick", root))
-    executor = executor_from_args(args)
+    executor = store.make_executor(args.executor, workers=workers, scheduler=args.scheduler)  # a cluster starts
     try:
         if args.revalidate:
             out = store.revalidate(exp.id, device=device, executor=executor, root=root, mode=args.mode)

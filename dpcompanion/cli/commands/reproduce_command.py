@@ -55,19 +55,10 @@ def run(args: argparse.Namespace) -> int:
     # before any work: a probe file in the folder (or its nearest existing parent), not permission bits
     validate.writable_folder("--output" if args.output is not None else "output folder", out_dir)
     try:
-        runner.reproduce(
-            mode=args.mode,
-            seed=seed,
-            device=args.device,
-            only=args.only,
-            notebooks_dir=nb_dir,
-            out_dir=out_dir,
-            executor=args.executor,
-            workers=options.parse_int(args.workers, "--workers", minimum=1),
-            scheduler=args.scheduler,
-            recompute=args.recompute,
-            reexecute=args.reexecute,
-        )
+        runner.reproduce(mode=args.mode, seed=seed, device=args.device, only=args.only, notebooks_dir=nb_dir,
+                         out_dir=out_dir, executor=args.executor,
+                         workers=options.parse_int(args.workers, "--workers", minimum=1), scheduler=args.scheduler,
+                         recompute=args.recompute, reexecute=args.reexecute)
     except runner.NotebookFailed as exc:
         print(f"dpcompanion reproduce: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1

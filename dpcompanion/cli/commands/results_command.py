@@ -1,50 +1,19 @@
 """``results``: list every stored experiment result and whether it is fresh.
 
-``python -m dpcompanion results [--json] [--revalidate | --seal] [--results-dir DIR]``: one
-row (or JSON object) per stored result with ``id, mode, fresh, commit, device, created,
-wall_s`` (and the digest and why a stale result is stale; ``complete: true``). A sweep in
-progress (units stored in ``<id>/<mode>.units/``, not yet assembled: killed, interrupted, or
-running) is listed as ``PARTIAL`` with ``units_done/units_total``, the units stored by older
-code (recomputed on resume) and ``estimate_left_s``: per unit left, the mean wall time of the
-finished units of its size (the experiment's ``unit_size``, when it declares one), or
-``estimate_why`` when a size left has no finished unit, the units differ in size or none has finished
-(``complete: false``: it is never shown as a result; ``fresh: true`` when every stored unit was
-computed by the current code and config, so committed units of a sweep that spans sittings
-read as fresh on a clone, and a unit stored by older code makes it stale). A damaged result (a file missing, unreadable or not
-matching its digest) is listed as ``DAMAGED`` with the file and what is wrong (``damaged``
-in the JSON); every other result is still listed. Paper-mode results (the paper's own sizes,
-where an experiment defines them) and partial paper sweeps are listed like full ones.
-``--revalidate`` first re-checks every stale full or paper result by its behavioural fingerprint
-(:func:`dpcompanion.experiments.store.revalidate`): only the quick mode is recomputed; where its
-digest moved, its numbers are compared with the quick numbers the result recorded, within the
-tolerance of :mod:`dpcompanion.experiments.store.numeric` (revalidated numerically,
-the largest deviation recorded); a result whose fingerprint was recorded on another kind of
-CPU and whose numbers are not within tolerance, and the units of a sweep in progress stored
-by older code, by the reference check (:mod:`dpcompanion.experiments.store.reference`: the
-quick mode of the commit whose code made them, computed here, against the current code's). A
-fresh result stored before quick numbers were recorded gets them (its code is the current
-code). Each row of ``--json`` says how the result was validated (``validation``: ``computed``,
-``digest`` or ``numeric`` with the largest deviation; ``quick_numbers``: whether they are recorded).
-``--seal`` seals the provenance of results stored before provenance seals existed, without
-recomputing (:func:`dpcompanion.experiments.store.seal_unsealed`), and only what it can verify:
-the payload matches its digest, the recorded config its hash and the payload's
-sizes, and the files equal the last git commit that touched them; every other result is
-refused with one line saying what failed, so a reseal never turns an edit into a fresh result.
-A result whose files differ from the last commit that touched them, not written by the store,
-is listed ``STALE (modified since commit <sha>)``; one the store rewrote and that is not yet
-committed says so after its row.
+One row (or JSON object) per stored result: ``id, mode, fresh, commit, device, created,
+wall_s``, the digest and why a stale result is stale (``complete: true``). A sweep in
+progress (units stored in ``<id>/<mode>.units/``, not yet assembled) is ``PARTIAL`` with
+``units_done/units_total`` and an estimate of the time left (``complete: false``: never shown
+as a result; ``fresh`` when every stored unit was computed by the current code and config).
+A damaged result (a file missing, unreadable or not matching its digest) is ``DAMAGED``.
 
-``--verify ID [--units K] [--seed S] [--mode M]`` recomputes K units of the stored result
-chosen at random (the seed drawn afresh unless given, and printed, so that a check can be
-repeated) and compares them with the stored numbers
-(:func:`dpcompanion.experiments.store.verify`): one line per unit, ``ok`` or ``MISMATCH`` with
-the relative deviation of the number nearest its tolerance; with K at least the number of units the whole payload is
-combined again and compared too. By default K is enough to catch one forged unit with
-probability at least 95% (``ceil(0.95 n)`` of ``n``), and every unit when their recorded time is
-at most a minute (:data:`dpcompanion.experiments.store.verify.VERIFY_ALL_S`); a line says what
-was checked: how many units of how many, why, and the probability that one forged unit is
-caught. Exit 1 on a mismatch: a forged number that a recomputed digest and seal hide is caught
-here, the one check that cannot be fooled.
+``--revalidate`` re-checks every stale full or paper result by recomputing only its quick
+mode (:func:`dpcompanion.experiments.store.revalidate`: by digest, else numerically within
+tolerance, else by the reference check). ``--seal`` seals results stored before provenance
+seals existed, only what it can verify (:func:`dpcompanion.experiments.store.seal_unsealed`).
+``--verify ID`` recomputes ``--units K`` units chosen at random (the seed printed) and
+compares them with the stored numbers (:func:`dpcompanion.experiments.store.verify`); exit 1
+on a mismatch.
 """
 
 from __future__ import annotations
@@ -60,7 +29,6 @@ from dpcompanion.experiments.store import unit_sweeps
 from dpcompanion.experiments.store.verify import CATCH_TARGET
 
 HELP = "list the stored experiment results (fresh or stale); --revalidate re-checks stale full and paper results cheaply"
-
 
 EXAMPLES = """examples:
   python -m dpcompanion results
@@ -98,6 +66,15 @@ def _unit_label(unit) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _deviation(u: dict) -> str:
+    """Where a recomputed unit (or the whole payload) deviates most from the stored numbers."""
+    if u.get("why"):
+        return f"at {u['where']}: {u['why']}"
+    if u["max_deviation"] == 0:
+        return "every number identical"
+    return f"at {u['where']} (nearest its tolerance) a relative deviation of {u['max_deviation']:.3g}"
+
+
 def _verify(args, device: str, root) -> int:
     units = options.parse_int(args.units, "--units", minimum=1) if args.units is not None else None
     seed = options.parse_int(args.seed, "--seed", minimum=0) if args.seed is not None else None
@@ -117,16 +94,12 @@ def _verify(args, device: str, root) -> int:
     which = f"all {n} units" if k == n else f"units {rep['chosen']} of {n} (chosen with seed {rep['seed']})"
     print(f"verify {rep['id']} {rep['mode']}: {which}, recomputed with the current code")
     for u in rep["units"]:
-        dev = ("" if u["max_deviation"] is None else f", at {u['where']}: {u['why']}" if u.get("why") else
-               ", every number identical" if u["max_deviation"] == 0 else
-               f", at {u['where']} (nearest its tolerance) a relative deviation of {u['max_deviation']:.3g}")
+        dev = "" if u["max_deviation"] is None else ", " + _deviation(u)
         status = u["status"] if u["status"] != "mismatch" else f"MISMATCH ({_unit_label(u.get('unit'))})"
         print(f"  unit {u['index']}: {status}{dev}")
     if rep["whole"] is not None:
         w = rep["whole"]
-        dev = (f"at {w['where']}: {w['why']}" if w.get("why") else "every number identical" if w["max_deviation"] == 0
-               else f"at {w['where']} (nearest its tolerance) a relative deviation of {w['max_deviation']:.3g}")
-        print(f"  whole payload: {w['status'] if w['status'] != 'mismatch' else 'MISMATCH'}, {dev}")
+        print(f"  whole payload: {w['status'] if w['status'] != 'mismatch' else 'MISMATCH'}, {_deviation(w)}")
     if not rep["checked"]:
         print(f"  no recomputed unit is kept in the payload as such: `--units {rep['units_total']}` recomputes "
               "every unit and compares the whole payload")
@@ -134,8 +107,7 @@ def _verify(args, device: str, root) -> int:
     what = ("and the whole payload combined again" if rep["whole"] is not None else
             f"{rep['units_checked']} of them found in the payload and compared; numbers combined from several "
             f"units are compared only when every unit is recomputed (`--units {n}`)")
-    below = "" if catch >= CATCH_TARGET else \
-        f", below the {CATCH_TARGET:.0%} aimed at by default"
+    below = "" if catch >= CATCH_TARGET else f", below the {CATCH_TARGET:.0%} aimed at by default"
     print(f"  checked: {k} of {n} units ({rep['policy']}), {what}; one forged unit is caught with probability "
           f"{catch:.1%}{below}")
     bad = [u["index"] for u in rep["units"] if u["status"] == "mismatch"]
@@ -167,15 +139,14 @@ def run(args: argparse.Namespace) -> int:
             store.check_writable(r.path)
         seals = {(e["id"], e["mode"]): e for e in store.seal_unsealed(root)}
     if args.revalidate:
-        for r in store.list_results(root):
-            if r.mode in base.FINGERPRINTED_MODES and (not r.fresh or "quick_numbers" not in r.provenance):
-                store.check_writable(r.path)
-        for r in store.list_results(root):
-            # stale ones by fingerprint or numbers; fresh ones stored before quick numbers were
-            # recorded get them, so that the next code change can be revalidated numerically
-            if r.mode in base.FINGERPRINTED_MODES and (not r.fresh or "quick_numbers" not in r.provenance) \
-                    and not r.damaged:
-                events.append((r.mode, store.revalidate(r.id, device=device, root=root, mode=r.mode)))
+        # stale ones by fingerprint or numbers; fresh ones stored before quick numbers were
+        # recorded get them, so that the next code change can be revalidated numerically
+        todo = [r for r in store.list_results(root)
+                if r.mode in base.FINGERPRINTED_MODES and (not r.fresh or "quick_numbers" not in r.provenance)]
+        for r in todo:
+            store.check_writable(r.path)
+        events += [(r.mode, store.revalidate(r.id, device=device, root=root, mode=r.mode)) for r in todo
+                   if not r.damaged]
         for part in store.list_partial(root):  # sweeps in progress with units of older code
             if part["mode"] in base.FINGERPRINTED_MODES and part["units_old_code"]:
                 events.append((part["mode"], store.revalidate(part["id"], device=device, root=root,

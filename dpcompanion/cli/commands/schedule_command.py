@@ -1,33 +1,19 @@
 """``schedule``: a budget-exact noise schedule a DP-SGD user can plug in.
 
 The budget is one :class:`dpcompanion.theory.budget.Budget`: ``--R`` (Hong et al.'s R = 2
-rho: sum_t 1/sigma_t^2 = R) or ``--epsilon`` with ``--delta`` under ``--accountant`` (zcdp,
-the paper's conversion, by default; exact Gaussian DP, rdp or pld give a larger R for the
-same guarantee). With ``--sampling-rate p < 1`` the schedule is for Poisson-subsampled
-steps, its scale calibrated by the RDP accountant the training ledger enforces. With only
-``--R``, the reported epsilons use ``--delta`` (default 1e-5).
+rho: sum_t 1/sigma_t^2 = R) or ``--epsilon`` with ``--delta`` under ``--accountant``. With
+``--sampling-rate p < 1`` the schedule is for Poisson-subsampled steps, calibrated by the RDP
+accountant the training ledger enforces. With only ``--R``, epsilons are reported at
+``--delta`` (default 1e-5). The kinds and their flags come from
+:data:`dpcompanion.theory.schedules.KIND_TABLE`; ``train`` takes the same flags.
 
-The kinds and their flags come from one table,
-:data:`dpcompanion.theory.schedules.KIND_TABLE` (``--help`` lists it); ``train`` takes the
-same flags.
-
-Output: ``--json`` prints one object (``kind, T, R, delta, sigma`` (T noise multipliers),
-``R_spent`` (in R's units: the steps' costs ``p^2/sigma_t^2``, what the training ledger charges
-against R; ``1/sigma_t^2`` at full batch), for subsampled steps ``R_prime_spent`` (the same
-steps' ``sum_t 1/sigma_t^2``, H Sec. 4.3's ``R' = R/p^2`` units, not comparable with R),
-``epsilon_zcdp``, ``epsilon_exact`` (full batch) or ``epsilon_rdp`` (subsampled),
-``accountant`` and ``epsilon`` (by the accountant the budget was planned with: at most
-``--epsilon``), ``epsilon_by_accountant`` (every applicable accountant's, named), the
-kind's parameters); ``--csv FILE`` writes columns ``t, sigma``, ``cost_t`` (the step's cost in
-R's units, ``p^2/sigma_t^2``: ``1/sigma_t^2`` at full batch), ``rho_t`` (the step's zCDP as a
-Gaussian step, ``1/(2 sigma_t^2)``: ``cost_t/2`` at full batch, an upper bound that ignores the
-subsampling otherwise) and ``spent`` (cumulative ``cost_t``, ending at ``R_spent``), atomically
-(a device, FIFO or symlink's target is written through, never replaced:
-:mod:`dpcompanion.core.outputs`). Without either, a short summary.
-Every input, the output path included, is validated before anything is computed or written.
-Noise multipliers are in units of the clip norm for the *sum* of clipped per-sample
-gradients (Opacus ``noise_multiplier``), which equals the paper's ``sigma_t C / N`` on the
-average (the FAccT version, Eq. 1).
+``R_spent`` is in R's units (the steps' costs ``p^2/sigma_t^2``, what the ledger charges);
+for subsampled steps ``R_prime_spent`` is ``sum_t 1/sigma_t^2`` (H Sec. 4.3's ``R' = R/p^2``).
+``--csv FILE`` writes ``t, sigma, cost_t`` (``p^2/sigma_t^2``), ``rho_t`` (``1/(2 sigma_t^2)``,
+the step's zCDP as a Gaussian step, an upper bound that ignores the subsampling) and ``spent``
+(cumulative ``cost_t``). Noise multipliers are in units of the clip norm for the *sum* of
+clipped per-sample gradients (Opacus ``noise_multiplier``), which equals the paper's
+``sigma_t C / N`` on the average (the FAccT version, Eq. 1).
 """
 
 from __future__ import annotations
@@ -93,7 +79,6 @@ def build(args: argparse.Namespace) -> dict:
     }
     if budget.subsampled:
         out["R_prime_spent"] = acc.spent_R(sigma=sigma)
-    if budget.subsampled:
         out["epsilon_rdp"] = budget.epsilon_of(sigma)
     else:
         out["epsilon_zcdp"] = numerical_accounting.epsilon_at_R(R=out["R_spent"], delta=delta, accountant="zcdp")
@@ -117,10 +102,7 @@ CSV_COLUMNS = ("t", "sigma", "cost_t", "rho_t", "spent")
 
 
 def write_csv_atomic(path: Path, sigma: list[float], sampling_rate: float = 1.0) -> None:
-    """Write :data:`CSV_COLUMNS` to ``path`` by :func:`dpcompanion.core.outputs.write_text`: per step
-    ``cost_t = p^2/sigma_t^2`` (R units, the ledger's cost), ``rho_t = 1/(2 sigma_t^2)`` (zCDP of the
-    step's Gaussian) and ``spent`` (cumulative cost_t). A regular file is replaced atomically, a
-    device, FIFO or symlink's target written through."""
+    """Write :data:`CSV_COLUMNS` to ``path`` by :func:`dpcompanion.core.outputs.write_text`."""
 
     def rows(fh) -> None:
         w = csv.writer(fh)

@@ -2,34 +2,21 @@
 
 The budget is one :class:`dpcompanion.theory.budget.Budget` (``--R``, or ``--epsilon`` with
 ``--delta``, under ``--accountant``), held by the one
-:class:`~dpcompanion.training.trainers.config.TrainConfig` that
-:func:`dpcompanion.training.train` takes; each run's ledger is built from it
-(:meth:`PrivacyLedger.from_budget`), so it enforces the epsilon asked for. The schedule is
-planned for that budget (:func:`dpcompanion.theory.budget.plan`): for ``--sampling-rate p <
-1`` its scale is calibrated by the same RDP accountant the ledger enforces, so every
-planned step is taken; a plan that cannot fit is refused up front (exit 2) with what fits.
-``--sigma S`` forces a constant multiplier: if T such steps do not fit, the command refuses
-up front naming the largest T and the smallest sigma that fit. ``--schedule`` takes the
-kinds and flags of ``schedule`` (one table, :data:`dpcompanion.theory.schedules.KIND_TABLE`);
-``optimal`` takes ``--influence FILE`` (T = the number of influences).
-The epsilon reported (``epsilon``, with ``accountant``) is that of the steps taken by the
-accountant the budget was planned with (:meth:`Budget.epsilon_of`), so it is at most the
-``--epsilon`` asked for; ``epsilon_by_accountant`` gives every applicable accountant's, named.
-A run whose loss becomes NaN or infinite exits 1 saying so, unless ``--allow-divergence``.
-**Noise.** The guarantee holds only if nobody can replay the noise. Without
-``--seed`` the run is secure by default (``--secure``: the noise is seeded from ``os.urandom``,
-never recorded, not reproducible; :class:`~dpcompanion.training.trainers.engine.NoiseSource`);
-giving ``--seed N`` asks for a reproducible run, whose noise is a function of N (``--no-secure``
-by default; ``--secure`` keeps the noise secret while N still draws the data and the initial
-parameters). The JSON says which (``secure``, ``noise_seed``) and carries a ``privacy_note``:
-for a seeded run, that its guarantee needs the printed seed to stay secret.
-**Neighbours and what is covered.** ``neighbouring`` names the relation the guarantee is for
-(add/remove one record, the sum divided by the public ``N_public``, here the size of the
-training split); the statistics computed on the raw training data (the per-step ``loss``,
-``final_loss``, ``train_accuracy``, ``diverged`` and the ``wall_time``) are grouped under
-``non_private`` with a note: they are outside the guarantee, as is the preprocessing
-(``preprocessing``: statistics fitted on the raw training split, not charged).
-Defaults follow the paper's setup (the ICLR submission, App. D): lr 0.1, clip 4, data scale 10.
+:class:`~dpcompanion.training.trainers.config.TrainConfig` whose ledger enforces it. The
+schedule is planned for that budget (:func:`dpcompanion.theory.budget.plan`; ``--schedule``
+takes the kinds and flags of ``schedule``), so every planned step is taken; a plan that
+cannot fit, or a constant ``--sigma S`` whose T steps do not, is refused up front (exit 2).
+``epsilon`` is that of the steps taken, by the accountant the budget was planned with (at
+most the ``--epsilon`` asked for). A run whose loss becomes NaN or infinite exits 1, unless
+``--allow-divergence``.
+
+**Noise.** Without ``--seed`` the run is secure (noise seeded from ``os.urandom``, never
+recorded); ``--seed N`` makes it reproducible, its noise a function of N (``--secure`` keeps
+the noise secret while N draws the data and initial parameters); the JSON's
+``privacy_note`` says which. Statistics computed on the raw training data (``loss``,
+``train_accuracy``, ``wall_time``, ...) are under ``non_private``: outside the guarantee, as
+is the preprocessing. Defaults follow the paper's setup (the ICLR submission, App. D): lr 0.1,
+clip 4, data scale 10.
 """
 
 from __future__ import annotations
@@ -94,12 +81,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-#: --scale (the data's largest norm) accepted: much below it float32 features underflow toward 0
-#: (--scale 1e-300 trained on data that were exactly 0), much above it squared norms
-#: overflow float32 (a linear model's squared gradient norm grows like scale^4)
+#: --scale (the data's largest norm) accepted: much below it float32 features underflow toward 0,
+#: much above it squared norms overflow float32 (a linear model's squared gradient norm grows like scale^4)
 SCALE_RANGE = (1e-6, 1e6)
 
-#: --clip accepted: --clip 1e-320 was refused blaming sigma (its float32 noise floor)
+#: --clip accepted: outside it the float32 noise sigma C underflows or overflows
 CLIP_RANGE = (1e-6, 1e6)
 
 #: input dimension per dataset (before loading), for the memory check
@@ -174,9 +160,7 @@ def validate(args: argparse.Namespace) -> dict:
 
 
 def seeded_note(seed: int) -> str:
-    """The JSON's ``privacy_note`` of a seeded run: its guarantee assumes that the seed printed
-    beside it, which replays its noise, stays secret. A secure run's is the
-    History's (:data:`~dpcompanion.training.trainers.config.SECURE_NOISE_NOTE`)."""
+    """The JSON's ``privacy_note`` of a seeded run (a secure run's is the History's)."""
     return (f"the (epsilon, delta) guarantee holds only if the noise seed stays secret: this run's noise is a "
             f"function of --seed {seed}, printed here, so anyone holding it can replay the noise and undo the "
             "privacy; use --secure for noise seeded from the operating system's CSPRNG, never recorded")

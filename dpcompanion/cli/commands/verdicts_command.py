@@ -1,13 +1,7 @@
-"""``verdicts``: the reproduction report, every verdict row of the book.
-
-``python -m dpcompanion verdicts [--json] [--csv FILE] [--page ID ...] [--compute] [--seed N]
-[--device D]`` lists every verdict row of the experiment pages and the theory tables
-(:func:`dpcompanion.experiments.comparisons.reproduction.report_rows`): page, rule, verdict,
-what the paper printed, our estimate with its 95% interval and n, the margin, the scale block
-(paper vs ours per dimension) and the tuning list. Rows are judged on the stored results: the
-fresh full result, else the fresh quick one; **nothing is computed unless ``--compute`` is
-given** (a page without a fresh stored result is then one 'not comparable' row saying which
-command computes it). ``--csv FILE`` also writes the rows as CSV (checked before any work).
+"""``verdicts``: the reproduction report, every verdict row of the experiment pages and theory
+tables (:func:`dpcompanion.experiments.comparisons.reproduction.report_rows`), judged on the
+stored results (the fresh full result, else the fresh quick one); nothing is computed unless
+``--compute`` is given.
 """
 
 from __future__ import annotations

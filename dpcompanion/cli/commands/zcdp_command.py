@@ -1,15 +1,9 @@
 """``zcdp``: convert between (epsilon, delta)-DP, rho-zCDP and the paper's budget R = 2 rho.
 
-Examples::
-
-    python -m dpcompanion zcdp --epsilon 4 --delta 1e-8 --json
-    python -m dpcompanion zcdp --rho 0.1963 --delta 1e-8
-    python -m dpcompanion zcdp --R 0.3927 --delta 1e-8
-
-Besides the paper's zCDP budget (Hong et al. 2022, Lemma C.3 and Sec. 5) it
-prints the budget the exact Gaussian-DP accountant allows for the same (epsilon, delta)
-(``R_exact``), the moments-accountant expression ``R_MA = epsilon^2/ln(1/delta)`` of Sec.
-4.1.3, and the exact epsilon of a schedule that spends the zCDP budget.
+Besides the paper's zCDP budget (Hong et al. 2022, Lemma C.3 and Sec. 5) it prints the
+budget the exact Gaussian-DP accountant allows for the same (epsilon, delta) (``R_exact``),
+the moments-accountant expression ``R_MA = epsilon^2/ln(1/delta)`` of Sec. 4.1.3, and the
+exact epsilon of a schedule that spends the zCDP budget.
 """
 
 from __future__ import annotations
@@ -25,13 +19,9 @@ from dpcompanion.theory import budget
 
 HELP = "convert (epsilon, delta)-DP <-> rho-zCDP <-> the paper's budget R = 2 rho (plus exact GDP)"
 
-
-
-def _ranges() -> dict:
-    """Ranges in which every conversion this command prints is finite and accurate in float64
-    (those of :class:`dpcompanion.theory.budget.Budget`); outside them it refuses rather than
-    print inf or garbage."""
-    return {"epsilon": budget.EPSILON_RANGE, "rho": budget.RHO_RANGE, "R": budget.R_RANGE}
+#: ranges in which every conversion printed is finite and accurate in float64 (those of
+#: :class:`dpcompanion.theory.budget.Budget`): outside them the command refuses
+RANGES = {"epsilon": budget.EPSILON_RANGE, "rho": budget.RHO_RANGE, "R": budget.R_RANGE}
 
 EXAMPLES = """examples:
   python -m dpcompanion zcdp --epsilon 4 --delta 1e-8 --json
@@ -43,7 +33,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = EXAMPLES
     g = p.add_mutually_exclusive_group(required=True)
-    RANGES = _ranges()
     lo, hi = RANGES["epsilon"]
     g.add_argument("--epsilon", help=f"target epsilon in [{lo:g}, {hi:g}]: find rho and R")
     lo, hi = RANGES["rho"]
@@ -59,7 +48,7 @@ def validate(args: argparse.Namespace) -> None:
     for opt in ("epsilon", "rho", "R"):
         text = getattr(args, opt)
         if text is not None:
-            lo, hi = _ranges()[opt]
+            lo, hi = RANGES[opt]
             setattr(args, opt, options.flag(f"--{opt}", v.number, opt, options.parse_float(text, f"--{opt}"),
                                             lo=lo, hi=hi, lo_open=False, hi_open=False))
 

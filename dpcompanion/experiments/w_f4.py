@@ -31,10 +31,8 @@ import numpy as np
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.pooling import pool_random_effects
-from dpcompanion.experiments.comparisons.rows import W_ACC_MARGIN, W_SPREAD
-from dpcompanion.experiments.comparisons.outcome import sign_of
-from dpcompanion.experiments.comparisons.rule import (LEVEL, Case, Judgement, Margin, Rule, estimate_effect, judge_effect,
-                                                      tost)
+from dpcompanion.experiments.comparisons.rule import (Case, Judgement, LEVEL, Margin, Rule, W_ACC_MARGIN, W_SPREAD,
+                                                      estimate_effect, judge_effect, sign_of, tost)
 from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.scale_tables import Dim, STEPS_RATIO, config_key, config_steps, payload_runs, payload_seeds
 from dpcompanion.theory import adp_accounting, numerical_accounting
@@ -249,7 +247,7 @@ def _judge_decay(*, final_error: dict) -> Judgement:
 
 def _deciding_cell(cells):
     """The cell that decides an intersection-union test over ``cells`` (``(c, judgement, sign,
-    absent)``, sign by :func:`~dpcompanion.experiments.comparisons.outcome.sign_of`): of the cells
+    absent)``, sign by :func:`~dpcompanion.experiments.comparisons.rule.sign_of`): of the cells
     on the other side of zero, the one with the lowest upper bound (the clearest contradiction);
     else of those whose effect is shown absent, the smallest |estimate|; else the one with the
     lowest lower bound (it excludes zero exactly when every cell does).

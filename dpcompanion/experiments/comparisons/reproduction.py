@@ -53,9 +53,8 @@ from typing import Any, Iterable
 
 from dpcompanion.core import outputs
 from dpcompanion.experiments import base, comparisons, scale_tables as scale_mod, store
-from dpcompanion.experiments.comparisons import margin_dates, outcome, theory, wu_rules
-from dpcompanion.experiments.comparisons.outcome import OWN_CODE_RULES
-from dpcompanion.experiments.comparisons.rows import decided
+from dpcompanion.experiments.comparisons import margin_dates, theory, wu_rules
+from dpcompanion.experiments.comparisons.rule import CRITERIA, OUTCOMES, OWN_CODE_RULES, decide, decided
 from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
@@ -63,7 +62,7 @@ __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts",
            "SETUP_RANK", "outcome_words", "SETUP_WORDS", "EFFECT_WORDS",
            "TREND_WORDS"]
 
-CSV_COLUMNS = ("page", "rule", "item", "verdict", "outcome", *outcome.CRITERIA, "judge_verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
+CSV_COLUMNS = ("page", "rule", "item", "verdict", "outcome", *CRITERIA, "judge_verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
                "margin", "mde", "runs_needed", "runs_needed_cpu_s", "design", "stage", "comparable", "result_mode", "at_paper_scale", "scope", "sentence",
                "next_step", "scale", "tuning", "note")
 
@@ -114,7 +113,7 @@ SETUP_RANK = {"paper's": 0, "reduced": 1, "another": 2}
 
 
 def setup_of(comparable: str | None, *, mode: str | None, at_paper_scale: bool | None) -> str:
-    """The ``setup`` criterion (:mod:`.outcome`) of a row: ``another`` where only the direction
+    """The ``setup`` criterion (:mod:`.rule`) of a row: ``another`` where only the direction
     is comparable (another data set or model), ``paper's`` for a number computed at the
     paper's parameters or a run at the paper's scale, else ``reduced``.
 
@@ -142,7 +141,7 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     need = int(math.ceil(k * n)) if (r["verdict"] == "inconclusive" and k and n) else None
     out = {
         "page": page, "rule": r.get("rule"), "item": str(r["item"]), "verdict": r["verdict"], "outcome": r["outcome"],
-        **{k: r[k] for k in outcome.CRITERIA}, "judge_verdict": r.get("judge_verdict"),
+        **{k: r[k] for k in CRITERIA}, "judge_verdict": r.get("judge_verdict"),
         "paper": str(r["paper"]), "paper_value": st.get("paper_value"),
         "ours": {"estimate": st.get("estimate"), "ci_low": st.get("ci_low"), "ci_high": st.get("ci_high"), "n": n,
                  "se": st.get("se"), "text": str(r["ours"])},
@@ -195,7 +194,7 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
         comparable = scale_mod.comparability(eid, scale_mod.scale_of(eid, config))[0]
         none = dict(claim="none", paper_evidence="none", setup=setup_of(comparable, mode=None, at_paper_scale=None),
                     sign="n/a", size="n/a", absence="n/a", check="n/a", cap="none")
-        word, out = outcome.decide(none)
+        word, out = decide(none)
         return [{"page": eid, "rule": None, "item": f"{eid}: no fresh stored result", "verdict": word, "outcome": out,
                  **none, "judge_verdict": None,
                  "paper": "", "paper_value": None,
@@ -322,7 +321,7 @@ def one_verdict_per_printed_number(rows: list[dict]) -> list[dict]:
         said = (f"one printed number, one verdict: the same printed cell is judged on {src['page']} "
                 f"({src['item']}, {max(ni, nj)} runs), whose verdict this row takes")
         out[keep] = {**rows[keep], "verdict": src["verdict"], "outcome": src["outcome"],
-                     **{k: src[k] for k in outcome.CRITERIA if k in src},
+                     **{k: src[k] for k in CRITERIA if k in src},
                      **{k: src[k] for k in ("runs_needed", "runs_needed_cpu_s", "next_step") if k in src},
                      "judged_on": [src["page"], src["item"]], "ours": src["ours"],
                      "own_ours": rows[keep].get("ours"),
@@ -385,14 +384,14 @@ READABLE = (
     (r"\bsynthetic\b", "synthetic data"), (r"^(pgd|momentum|psgd|adp): ", r"the \1 trainer: "),
     (r"\bpgd\b", "PGD"), (r"\bpsgd\b", "PSGD"), (r"\badp\b", "ADP-SGD"), (r"\bdp\b", "DP-SGD"),
 )
-#: the setups in words (the ``setup`` criterion, :mod:`.outcome`)
+#: the setups in words (the ``setup`` criterion, :mod:`.rule`)
 SETUP_WORDS = {"paper's": "the paper's setup", "reduced": "the paper's data and model at a smaller scale",
                "another": "another setup than the paper's (data set, model, or tuning protocol)"}
 
 
 def outcome_words(row: dict) -> str:
     """A row's word (``verdict``) in a few words, with the criteria that decided it (the
-    ``paper_evidence``, ``setup``, ``sign``, ``size``, ``absence`` of :mod:`.outcome`).
+    ``paper_evidence``, ``setup``, ``sign``, ``size``, ``absence`` of :mod:`.rule`).
 
     >>> outcome_words(dict(verdict="sign only", claim="effect", setup="another", size="not testable", sign="paper's side"))
     "sign only: ours is on the paper's side of zero; the paper's size is not testable in another setup than the paper's (data set, model, or tuning protocol)"
@@ -721,7 +720,7 @@ def counts(rows: Iterable[dict]) -> dict[str, int]:
 
 
 def outcome_counts(rows: Iterable[dict]) -> dict[str, dict[str, int]]:
-    """Outcome -> setup -> number of rows, outcomes in the order of :data:`.outcome.OUTCOMES`
+    """Outcome -> setup -> number of rows, outcomes in the order of :data:`.rule.OUTCOMES`
     and setups from the paper's down; rows of our own code counted under ``own code`` in
     place of a setup (:func:`scope_of`).
 
@@ -730,13 +729,13 @@ def outcome_counts(rows: Iterable[dict]) -> dict[str, dict[str, int]]:
     """
     c = Counter((r["outcome"], "own code" if scope_of(r) == "own code" else r["setup"]) for r in rows)
     order = list(SETUP_RANK) + ["own code"]
-    return {o: {s: c[(o, s)] for s in order if c[(o, s)]} for o in outcome.OUTCOMES if any(c[(o, s)] for s in order)}
+    return {o: {s: c[(o, s)] for s in order if c[(o, s)]} for o in OUTCOMES if any(c[(o, s)] for s in order)}
 
 
 def _flat(r: dict) -> dict:
     o = r["ours"]
     return {"page": r["page"], "rule": r["rule"] or "", "item": r["item"], "verdict": r["verdict"],
-            "outcome": r["outcome"], **{k: r[k] for k in outcome.CRITERIA}, "judge_verdict": r.get("judge_verdict"),
+            "outcome": r["outcome"], **{k: r[k] for k in CRITERIA}, "judge_verdict": r.get("judge_verdict"),
             "paper": r["paper"],
             "paper_value": r["paper_value"], "estimate": o["estimate"], "ci_low": o["ci_low"], "ci_high": o["ci_high"],
             "n": o["n"], "margin": r["margin"], "mde": r["mde"], "runs_needed": r["runs_needed"],

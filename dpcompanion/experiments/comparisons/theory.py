@@ -23,8 +23,7 @@ import numpy as np
 from scipy import optimize
 
 from dpcompanion.experiments.comparisons import readings as rd, wu_rules
-from dpcompanion.experiments.comparisons.rows import row_of
-from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule, judge_exact
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule, judge_exact, row_of
 from dpcompanion.theory import accounting, numerical_accounting
 from dpcompanion.theory.bounds import gd, momentum as mom
 
@@ -247,7 +246,7 @@ def _closest(paper: float, readings: list[rd.Reading], rtol: float) -> rd.Closes
 
 
 def _row(rule_id: str, *, reading: rd.Closest | None = None, **kw) -> dict:
-    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rows.row_of`); with a
+    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rule.row_of`); with a
     ``reading`` (:func:`.readings.closest`) its note ends with the reading's sentence and the row
     carries the ``reading`` field."""
     by_id = {r.id: r for r in RULES}

@@ -24,12 +24,11 @@ from typing import Sequence
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons import outcome, readings as rd
-from dpcompanion.experiments.comparisons.outcome import EVIDENCE_Z, evidence_of
+from dpcompanion.experiments.comparisons import readings as rd
+from dpcompanion.experiments.comparisons.rule import (Case, EVIDENCE_Z, HEADLINE_N, Judgement, Margin, Rule,
+                                                      W_ACC_MARGIN, W_PAPER_RUNS, W_SPREAD, cells_cap, estimate_effect,
+                                                      evidence_of, judge_effect, judge_exact, rel_within, row_of)
 from dpcompanion.experiments.comparisons.pooling import pool_random_effects
-from dpcompanion.experiments.comparisons.rows import HEADLINE_N, W_ACC_MARGIN, W_PAPER_RUNS, W_SPREAD, row_of
-from dpcompanion.experiments.comparisons.rule import (Case, Judgement, Margin, Rule, estimate_effect, judge_effect,
-                                                      judge_exact, rel_within)
 from dpcompanion.experiments.comparisons.sequential import Plan, first_seeds, judge_sequential
 from dpcompanion.theory.bounds import adp
 
@@ -155,7 +154,7 @@ def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float],
 
 
 #: chance accuracy (%) of the paper's CIFAR-10 (10 classes): an arm whose printed mean is not
-#: :data:`~.outcome.EVIDENCE_Z` printed standard errors above it sits at chance
+#: :data:`~.rule.EVIDENCE_Z` printed standard errors above it sits at chance
 W_CHANCE = 100.0 / 10
 
 
@@ -250,7 +249,7 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
     differ), judged as a cell is (:func:`~.rule.judge_effect` by its sign, the setup being
     the paper's in direction only, with the rule's margin); the count
     of cells by verdict is reported beside it. Not comparable when no cell is. The cells judged on
-    their own cap the table (:func:`~.outcome.cells_cap`, :attr:`~.rule.Judgement.cells_cap`): a
+    their own cap the table (:func:`~.rule.cells_cap`, :attr:`~.rule.Judgement.cells_cap`): a
     failing cell makes the pooled row at most partial, half or more failing make it not
     reproduced.
 
@@ -290,7 +289,7 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
            and math.isfinite(float(c.get("se", math.nan)))
            and math.isfinite(float(c["gap"]))]
     same = [c.get("outcome", "not judged") for c in cells if c.get("cap", "none") != "sizes differ"]
-    cap = outcome.cells_cap(same)
+    cap = cells_cap(same)
     fails, judged = same.count("failure"), sum(1 for o in same if o != "not judged")
     by_cells = (f"; cells judged on their own: {fails} of {judged} not reproduced"
                 + ("" if cap == "none" else f", so the table is capped ({cap})"))
@@ -544,7 +543,7 @@ RULES: tuple[Rule, ...] = (
 
 
 def _row(rule_id: str, **kw) -> dict:
-    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rows.row_of`)."""
+    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rule.row_of`)."""
     by_id = {r.id: r for r in RULES}
     if rule_id not in by_id:
         raise ValueError(f"rule must be one of {', '.join(by_id)}, got {rule_id!r}")

@@ -1,18 +1,12 @@
 """The judges Wu et al.'s experiments share, and the rules of its pages without an experiment.
 
-Each W experiment declares its own rules in its module; the table judges they share
-are here: :func:`judge_gap` (one cell: ADP-SGD's gain over DP-SGD) and :func:`judge_table` (a
-table's pooled gain), which read the design, margin and comparability of the rule they judge for.
-Our runs use another setup than the paper's (Fashion-MNIST instead of CIFAR-10, the CNN's last
-layer alone trained, fewer steps), so the table rules compare the *direction* of the ADP-SGD vs
-DP-SGD gain in one cell (:data:`W_TRANSFER`; the paper's size is quoted, never
-judged), never the absolute accuracy. Both methods of a cell run on the same seeds, so the gain
-is the mean of the per-seed differences with its paired t interval (:data:`W_SHARED`,
-:func:`~.rule.estimate_effect`). The printed cells are in
-:mod:`dpcompanion.experiments.protocols.wu_paper` (transcribed from Wu et al.). The pages without
-an experiment: W-F2 (the printed step-size facts, :data:`W_F2_PRINTED`) and W-EPS (footnote 3's
-epsilons).
-"""
+:func:`judge_gap` (one cell: ADP-SGD's gain over DP-SGD) and :func:`judge_table` (a table's pooled gain)
+read the design, margin and comparability of the rule they judge for. Our runs use another setup than
+the paper's (Fashion-MNIST instead of CIFAR-10, the CNN's last layer alone trained, fewer steps), so the
+table rules compare the *direction* of the gain (:data:`W_TRANSFER`), never the absolute accuracy; both
+methods of a cell run on the same seeds (:data:`W_SHARED`). The printed cells are in
+:mod:`dpcompanion.experiments.protocols.wu_paper`. The pages without an experiment: W-F2 (the printed
+step-size facts, :data:`W_F2_PRINTED`) and W-EPS (footnote 3's epsilons)."""
 
 from __future__ import annotations
 
@@ -32,9 +26,10 @@ from dpcompanion.experiments.comparisons.pooling import pool_random_effects
 from dpcompanion.experiments.comparisons.sequential import Plan, first_seeds, judge_sequential
 from dpcompanion.theory.bounds import adp
 
-__all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
-           "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "W_SHARED", "W_TRANSFER", "GAP_TOL", "TABLE_TOL", "gap_stats",
-           "gap_df", "judge_gap", "judge_table", "gap_rule", "table_rule", "gap_case", "pooled_case", "AHEAD", "BEHIND", "GAP_MARGIN", "TABLE_MARGIN", "w_f2_rows", "w_eps_rows", "w_eps_fits", "w_eps_best_fit", "w_eps_fits_markdown"]
+__all__ = ["RULES", "EPSILON_RTOL", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE", "W_BATCH", "W_EPS_ABS",
+           "W_EPS_PARTLY_RTOL", "W_SHARED", "W_TRANSFER", "GAP_TOL", "TABLE_TOL", "gap_stats", "judge_gap",
+           "judge_table", "gap_rule", "table_rule", "gap_case", "pooled_case", "AHEAD", "BEHIND", "GAP_MARGIN",
+           "TABLE_MARGIN", "w_f2_rows", "w_eps_rows", "w_eps_fits", "w_eps_best_fit", "w_eps_fits_markdown"]
 
 #: the design of every ADP - DP comparison of W's runs: the reason, after the function named
 W_SHARED = ("trains DP-SGD and ADP-SGD in one call of protocols.wu.train_segments with seeds + seeds: run k of "
@@ -46,13 +41,8 @@ W_TRANSFER = ("every W transfer run (protocols.wu.transfer_features and head_mod
               "(about 25 times fewer at 2,000); the paper fine-tunes a CNN pre-trained on CIFAR-100 on CIFAR-10 (50,000 images): the "
               "data set, model and trained layers differ at every size, so only the sign of the gain is compared")
 
-#: a gap is "significant" when it exceeds this many standard errors of the difference of
-#: two means (about a two-sided 95% level for normal spreads)
-Z_SIGNIFICANT = 2.0
 #: relative tolerance for "the same final epsilon"
 EPSILON_RTOL = 1e-6
-#: runs behind each of the paper's mean +- sd (W Sec. 6: "We repeat the experiments five times")
-PAPER_RUNS = W_PAPER_RUNS
 #: relative tolerance of the W-F2 step-size end points
 W_F2_RTOL = 1e-6
 #: W-EPS: the paper prints its epsilons to two decimals, so ours agrees when it rounds to the
@@ -85,28 +75,17 @@ def gap_stats(adp, dp, *, design: str = "paired") -> tuple[float, float]:
 
 # ------------------------------------------------------------------------ table cells
 
-def gap_df(adp, dp, *, design: str = "paired") -> float | None:
-    """Degrees of freedom of our gap by ``design`` (paired: n - 1; None with fewer than 2 seeds
-    on a side)."""
-    return estimate_effect(adp, dp, design=design).df
-
-
 def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float], where: str,
               plan: Plan | None = None) -> Judgement:
-    """One table cell of rule ``rule`` (a :class:`~.rule.Rule` declared with ``takes_rule``: its
-    design, margin and comparability are read from it): ``printed = (adp_mean, adp_sd, dp_mean,
-    dp_sd)`` as printed (or None), ``adp``/``dp`` our per-seed accuracies (%). Our gap and its 95%
-    interval by the comparison's design (the rule's ``design``: paired by seed,
-    :func:`~.rule.estimate_effect`), judged against zero and, where our setup is the paper's,
-    the paper's gap, whose standard error (from the printed sds over :data:`PAPER_RUNS` runs
-    each) is folded in (:func:`~.rule.judge_effect`); where it is not
-    (the rule's ``comparable``: every W transfer run), by its sign alone. No printed
-    cell, or fewer than 2 seeds: ``not comparable``.
+    """One table cell of rule ``rule`` (declared with ``takes_rule``: its design, margin and
+    comparability are read from it): ``printed = (adp_mean, adp_sd, dp_mean, dp_sd)`` as printed (or None),
+    ``adp``/``dp`` our per-seed accuracies (%). Our gap by the rule's design (:func:`~.rule.estimate_effect`),
+    judged against zero and, where our setup is the paper's, the paper's gap with its standard error (from the
+    printed sds over :data:`~.rule.W_PAPER_RUNS` runs each) folded in (:func:`~.rule.judge_effect`); else by
+    its sign alone. No printed cell, or fewer than 2 seeds: ``not comparable``.
 
-    With a group-sequential ``plan`` (the experiment's ``sequential``) reached by
-    our seeds, the cell is judged at each look in turn on its first seeds, by the look's
-    repeated interval and TOST levels and the rule's margin, and decided at the first look that
-    decides (:func:`~.sequential.judge_sequential`); ``ours`` and the note are that look's.
+    With a group-sequential ``plan`` reached by our seeds, the cell is judged at each look on its first seeds
+    and decided at the first look that decides (:func:`~.sequential.judge_sequential`).
 
     >>> r = Rule("x/gap", "a cell", "printed", "tol", judge_gap, design=("paired", "same seeds"), takes_rule=True)
     >>> judge_gap(rule=r, printed=(50.0, 1.0, 50.0, 1.0), adp=[1.0], dp=[0.0], where="x").verdict
@@ -123,12 +102,12 @@ def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float],
         return Judgement("not comparable", "the paper has no such cell", ours=ours, printed=f"no such cell ({where})")
     pa, psa, pd, psd = (float(v) for v in printed)
     g_p = pa - pd
-    se_p = math.sqrt(psa**2 / PAPER_RUNS + psd**2 / PAPER_RUNS)
+    se_p = math.sqrt(psa**2 / W_PAPER_RUNS + psd**2 / W_PAPER_RUNS)
     paper = f"{g_p:+.2f} ± {se_p:.2f} points (ADP {pa:.2f} ± {psa:.3g}, DP {pd:.2f} ± {psd:.3g}; {where})"
     if len(adp) < 2 or len(dp) < 2:
         return Judgement("not comparable", "fewer than 2 seeds: no spread to judge by", ours=ours, printed=paper)
     comparable = rule.comparable_name
-    above = all(arm - EVIDENCE_Z * sd / math.sqrt(PAPER_RUNS) > W_CHANCE for arm, sd in ((pa, psa), (pd, psd)))
+    above = all(arm - EVIDENCE_Z * sd / math.sqrt(W_PAPER_RUNS) > W_CHANCE for arm, sd in ((pa, psa), (pd, psd)))
     evidence = evidence_of(g_p, se_p, above)
     if plan is not None and plan.interim_looks and min(len(adp), len(dp)) >= plan.looks[0]:
         m = rule.margin
@@ -148,7 +127,7 @@ def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float],
                      comparable=comparable)
     j = dataclasses.replace(j, evidence=evidence)
     zero_sd = [name for name, sd in (("ADP-SGD", psa), ("DP-SGD", psd)) if sd == 0]
-    flag = (f"; the paper prints an sd of 0 over {PAPER_RUNS} runs for {' and '.join(zero_sd)} (implausible: the "
+    flag = (f"; the paper prints an sd of 0 over {W_PAPER_RUNS} runs for {' and '.join(zero_sd)} (implausible: the "
             "printed se rests on the other arm alone)" if zero_sd else "")
     return j.for_row(ours, printed=paper, remark=_evidence_remark(evidence, g_p, se_p, pa, pd) + flag)
 
@@ -229,7 +208,7 @@ def _looks_note(plan: Plan, taken) -> str:
 GAP_TOL = (f"our gap's 95% CI (paired by seed: the t interval of the per-seed differences ADP - DP); our setup "
             f"is not the paper's (data set, model, trained layers, steps), so its direction alone is compared: "
             f"agrees = the CI excludes zero on the paper's side, disagrees = on the other side, inconclusive = it "
-            f"includes zero (the paper's gap, its se from the printed sds over {PAPER_RUNS} runs, is quoted, not "
+            f"includes zero (the paper's gap, its se from the printed sds over {W_PAPER_RUNS} runs, is quoted, not "
             f"judged); at the paper's setup the size would be judged too: partly = excludes zero and the paper's gap, "
             f"disagrees also when the paper's gap is excluded while zero is not")
 
@@ -241,21 +220,14 @@ def _pooled_note(p, k_all: int) -> str:
 
 
 def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | None = None) -> Judgement:
-    """One of W's tables (rule ``rule``, declared with ``takes_rule``) from its cells:
-    ``cells`` dicts with ``verdict``, ``outcome`` and ``cap`` (the cell's row, by rule
-    ``w-t1245/gap`` or ``w-t36/gap``), ``gap`` and ``se`` (ours, paired by seed) and
-    ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the
-    comparable cells (every cell but those whose sizes differ, cap ``sizes differ``) (:func:`~dpcompanion.experiments.comparisons.pooling.pool_random_effects`: random effects, the cells' true gains
-    differ), judged as a cell is (:func:`~.rule.judge_effect` by its sign, the setup being
-    the paper's in direction only, with the rule's margin); the count
-    of cells by verdict is reported beside it. Not comparable when no cell is. The cells judged on
-    their own cap the table (:func:`~.rule.cells_cap`, :attr:`~.rule.Judgement.cells_cap`): a
-    failing cell makes the pooled row at most partial, half or more failing make it not
-    reproduced.
-
-    With a group-sequential ``plan`` and cells carrying their per-seed
-    arrays (``adp``, ``dp``), the pooled gap is judged at each look on the cells' first seeds,
-    by the look's repeated interval, and decided at the first look that decides.
+    """One of W's tables (rule ``rule``, declared with ``takes_rule``) from its ``cells``: dicts with
+    ``verdict``, ``outcome`` and ``cap`` (the cell's row), ``gap`` and ``se`` (ours, paired by seed) and
+    ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the comparable cells
+    (those whose sizes do not differ; :func:`~.pooling.pool_random_effects`: random effects, the cells' true
+    gains differ), judged as a cell is, with the rule's margin; the count of cells by verdict is reported
+    beside it. Not comparable when no cell is. The cells judged on their own cap the table (:func:`~.rule.cells_cap`).
+    With a group-sequential ``plan`` and cells carrying their per-seed arrays (``adp``, ``dp``), the pooled gap
+    is judged at each look on the cells' first seeds.
 
     >>> c = [{"verdict": "sign only", "outcome": "partial", "cap": "none", "gap": g, "se": 0.1, "paper_gap": 2.0}
     ...      for g in (1.0, 1.1, 1.2)]

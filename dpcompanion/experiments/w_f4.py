@@ -30,9 +30,9 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.pooling import pool_random_effects
 from dpcompanion.experiments.comparisons.rule import (Case, Judgement, LEVEL, Margin, Rule, W_ACC_MARGIN, W_SPREAD,
-                                                      estimate_effect, judge_effect, sign_of, tost)
+                                                      estimate_effect, judge_effect, pool_random_effects, sign_of,
+                                                      tost)
 from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.scale_tables import Dim, STEPS_RATIO, config_key, config_steps, payload_runs, payload_seeds
 from dpcompanion.theory import adp_accounting, numerical_accounting
@@ -271,7 +271,7 @@ def _deciding_cell(cells):
 def _pool_against_base(base: Sequence[float], arms: Sequence[Sequence[float]]):
     """The pooled effect ``mean(base) - mu`` over the arms ``c`` compared with one shared
     ``base`` arm (W-F4: each c > 0 against c = 0, independent seeds): random effects
-    (:func:`~dpcompanion.experiments.comparisons.pooling.pool_random_effects`) of the per-c effects ``mean(base) - mean(arm_c)`` with
+    (:func:`~dpcompanion.experiments.comparisons.rule.pool_random_effects`) of the per-c effects ``mean(base) - mean(arm_c)`` with
     each arm's own variance ``s_c^2 / n_c`` (the shared base shifts every effect alike, so it
     takes no part in the between-c variance), then the base's variance ``s_0^2 / n_0`` added
     once; degrees of freedom by Satterthwaite from the pooled part's ``k - 1`` and the base's

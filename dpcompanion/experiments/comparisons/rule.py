@@ -35,11 +35,11 @@ from dpcompanion.experiments.protocols import wu_paper
 __all__ = ["CRITERIA", "OUTCOMES", "TABLE", "VERDICTS", "decide", "table_markdown", "cells_cap", "OWN_CODE_RULES",
            "CHECK_OF", "EVIDENCE_Z", "sign_of", "size_of", "evidence_of", "claim_of", "JUDGE_WORDS", "Z",
            "NOT_COMPARED", "Margin", "Case", "Rule", "by_ratio", "rel_within", "LEVEL", "POWER", "Judgement",
-           "critical_value", "mde", "welch_df", "DESIGNS", "COMPARABLE", "Estimate", "estimate_effect", "judge_effect",
-           "TOST_ALPHA", "Tost", "tost", "equivalence_runs_factor", "with_margin", "judge_equivalence",
-           "judge_identity", "judge_exact", "W_PAPER_RUNS", "W_ACC_MARGIN", "W_SPREAD", "H_LOSS", "H_ACC", "TREND",
-           "DIRECTION", "HEADLINE_N", "tuning_cap", "tuning_for_row", "CAP_OF", "decided", "apply_tuning_cap",
-           "row_of", "criteria_of"]
+           "critical_value", "mde", "welch_df", "DESIGNS", "COMPARABLE", "Estimate", "estimate_effect", "Pooled",
+           "pool_random_effects", "judge_effect", "TOST_ALPHA", "Tost", "tost", "equivalence_runs_factor",
+           "with_margin", "judge_equivalence", "judge_identity", "judge_exact", "W_PAPER_RUNS", "W_ACC_MARGIN",
+           "W_SPREAD", "H_LOSS", "H_ACC", "TREND", "DIRECTION", "HEADLINE_N", "tuning_cap", "tuning_for_row", "CAP_OF",
+           "decided", "apply_tuning_cap", "row_of", "criteria_of"]
 
 
 # ------------------------------------------------------------------------ the outcome of a row
@@ -534,17 +534,76 @@ def estimate_effect(a, b, *, design: str) -> Estimate:
     return Estimate(estimate=est, se=se, df=df, n=n, design=design, ci_low=lo, ci_high=hi)
 
 
+@dataclasses.dataclass(frozen=True)
+class Pooled:
+    """A pooled effect over ``k`` cells: ``estimate``, its ``se`` and ``df`` (Student t; None: normal, a
+    single cell), the 95% interval, the between-cell variance ``tau2`` and Cochran's ``Q``."""
+
+    estimate: float
+    se: float
+    df: float | None
+    ci_low: float
+    ci_high: float
+    k: int
+    tau2: float
+    Q: float
+
+
+def pool_random_effects(estimates, ses) -> Pooled:
+    """The random-effects mean of ``k`` cells' effects, each with its standard
+    error: DerSimonian-Laird's between-cell variance ``tau2 = max(0, (Q - (k - 1)) / C)`` with
+    the fixed-effect weights ``w = 1 / se^2`` (``Q = sum w (y - ybar_w)^2``,
+    ``C = sum w - sum w^2 / sum w``), the mean weighted by ``1 / (se^2 + tau2)``, and the
+    modified Hartung-Knapp-Sidik-Jonkman interval (Roever, Knapp & Friede 2015): the standard
+    error ``sqrt(1 / sum w*)`` scaled by ``sqrt(max(1, q))``, ``q = sum w* (y - mu)^2 / (k - 1)``,
+    with Student t on ``k - 1`` degrees of freedom, never narrower than DerSimonian-Laird's.
+
+    Why random effects: the cells of a table differ in epsilon_bar, clip and epochs, and so do
+    their true gains (the paper's printed gaps range over more than an order of magnitude), so
+    no common effect is assumed; the pooled gap is the mean gain over cells like these, its
+    interval carrying the between-cell spread. Why the Hartung-Knapp interval: a table pools 2
+    to 12 cells, where DerSimonian-Laird's normal interval is too narrow. One cell: that cell
+    (normal interval, no between-cell variance).
+
+    >>> p = pool_random_effects([1.0, 1.0, 1.0], [0.5, 0.5, 0.5]); p.estimate, p.tau2, p.df
+    (1.0, 0.0, 2)
+    >>> p = pool_random_effects([0.0, 4.0], [1.0, 1.0]); round(p.tau2, 6), round(p.se, 6)
+    (7.0, 2.0)
+    """
+    y, s = np.asarray(estimates, dtype=float).ravel(), np.asarray(ses, dtype=float).ravel()
+    if y.size == 0 or y.shape != s.shape:
+        raise ValueError(f"estimates and ses must be non-empty and of one length, got {y.size} and {s.size}")
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(s)) and np.all(s >= 0)):
+        raise ValueError("estimates and ses must be finite, ses >= 0")
+    k = int(y.size)
+    v = np.maximum(s**2, np.finfo(float).tiny)  # a zero spread: a weight as large as a float allows
+    if k == 1:
+        mu, se = float(y[0]), float(s[0])
+        c = critical_value(None)
+        return Pooled(estimate=mu, se=se, df=None, ci_low=mu - c * se, ci_high=mu + c * se, k=1, tau2=0.0, Q=0.0)
+    w = 1.0 / v
+    mu_f = float(np.sum(w * y) / np.sum(w))
+    Q = float(np.sum(w * (y - mu_f) ** 2))
+    C = float(np.sum(w) - np.sum(w**2) / np.sum(w))
+    tau2 = max(0.0, (Q - (k - 1)) / C) if C > 0 else 0.0
+    ws = 1.0 / (v + tau2)
+    mu = float(np.sum(ws * y) / np.sum(ws))
+    q = float(np.sum(ws * (y - mu) ** 2) / (k - 1))
+    se = math.sqrt(1.0 / float(np.sum(ws))) * math.sqrt(max(1.0, q))
+    c = critical_value(k - 1)
+    return Pooled(estimate=mu, se=se, df=k - 1, ci_low=mu - c * se, ci_high=mu + c * se, k=k, tau2=tau2, Q=Q)
+
+
 def _runs_factor(se: float, effect: float, df: float | None) -> float | None:
-    """How many times our runs give a standard error that detects ``effect`` at 80% power
-    (se scales as 1/sqrt(runs))."""
+    """How many times our runs detect ``effect`` at 80% power (se scales as 1/sqrt(runs))."""
     if not (math.isfinite(se) and se > 0 and effect):
         return None
     return (mde(se, df) / abs(effect)) ** 2
 
 
 def _more_runs(k: float | None, n: int | None, what: str = "separate them") -> str:
-    """``about 40 runs (13x ours) would separate them at 80% power``, or, when our runs already
-    have that power (k <= 1), that this outcome is within chance.
+    """``about 40 runs (13x ours) would separate them at 80% power``, or, when our runs already have that
+    power (k <= 1), that this outcome is within chance.
 
     >>> _more_runs(13.2, 3), _more_runs(0.8, 5)
     ('about 40 runs (13x ours) would separate them at 80% power', 'our runs have 80% power to separate them; this outcome is within chance')
@@ -624,17 +683,15 @@ def judge_effect(estimate: float, se: float, *, paper: float | None = None, pape
     return j if margin is None else with_margin(j, margin, alpha=TOST_ALPHA if tost_alpha is None else tost_alpha)
 
 
-#: the level of each of the two one-sided tests of TOST: equivalence is shown when
-#: the 90% interval lies inside (-margin, +margin)
+#: the level of each of TOST's one-sided tests: equivalence is shown when the 90% interval lies inside +-margin
 TOST_ALPHA = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
 class Tost:
-    """Two one-sided tests of ``|effect| < margin`` (Schuirmann 1987): ``p_lower`` tests
-    H0 effect <= -margin, ``p_upper`` H0 effect >= +margin, ``p`` the larger; ``ci_low``,
-    ``ci_high`` the ``1 - 2 alpha`` (90%) interval; ``equivalent``: ``p < alpha``, i.e. that
-    interval lies inside (-margin, +margin)."""
+    """Two one-sided tests of ``|effect| < margin`` (Schuirmann 1987): ``p_lower`` tests H0 effect <=
+    -margin, ``p_upper`` H0 effect >= +margin, ``p`` the larger; ``ci_low``, ``ci_high`` the ``1 - 2 alpha``
+    interval; ``equivalent``: ``p < alpha``, i.e. that interval lies inside (-margin, +margin)."""
 
     p_lower: float
     p_upper: float
@@ -646,10 +703,9 @@ class Tost:
 
 def tost(estimate: float, se: float, *, margin: float, df: float | None = None,
          alpha: float = TOST_ALPHA) -> Tost:
-    """TOST of ``estimate`` (standard error ``se``, Student t with ``df`` degrees of freedom,
-    normal when None) against the practical ``margin``: ``t_lower = (estimate + margin) / se``
-    and ``t_upper = (estimate - margin) / se``, one-sided p-values at ``alpha`` each. A zero
-    spread is equivalent exactly when ``|estimate| < margin``.
+    """TOST of ``estimate`` (standard error ``se``; Student t with ``df``, normal when None) against the
+    practical ``margin``: ``t_lower = (estimate + margin) / se``, ``t_upper = (estimate - margin) / se``, each
+    one-sided at ``alpha``. A zero spread is equivalent exactly when ``|estimate| < margin``.
 
     >>> t = tost(0.01, 0.02, margin=0.1, df=9); t.equivalent, round(t.p, 4)
     (True, 0.0007)
@@ -703,16 +759,14 @@ def equivalence_runs_factor(estimate: float, se: float, *, margin: float, df: fl
 def with_margin(j: Judgement, margin: float, *, alpha: float | None = None) -> Judgement:
     """The judgement ``j`` of :func:`judge_effect` with the row's practical ``margin``:
 
-    * ``equivalent`` when TOST (:func:`tost`, :data:`TOST_ALPHA` each side) puts the effect
-      inside +-margin: the 90% interval lies inside (-margin, +margin), whatever side of zero
-      it is on: an effect too small to matter, be it significant or not;
-    * an effect inside its margin (``|estimate| < margin``) never reads ``disagrees``: not
-      shown equivalent, it is ``inconclusive``, the note saying how many runs would show
-      equivalence at 80% power (were the true effect zero);
+    * ``equivalent`` when TOST (:func:`tost`, :data:`TOST_ALPHA` each side) puts the effect inside +-margin,
+      whatever side of zero it is on: an effect too small to matter, be it significant or not;
+    * an effect inside its margin never reads ``disagrees``: not shown equivalent, it is ``inconclusive``,
+      the note saying how many runs would show equivalence at 80% power;
     * otherwise the verdict stands, the margin recorded.
 
-    Judgements not of :func:`judge_effect` (``kind`` not ``effect``), those that already carry
-    a margin, and ``not comparable`` ones are returned unchanged.
+    Judgements not of :func:`judge_effect` (``kind`` not ``effect``), with a margin already, or ``not
+    comparable`` are returned unchanged.
 
     >>> j = judge_effect(-0.004, 0.0015, direction=+1, df=19)
     >>> j.verdict, with_margin(j, 0.005).verdict
@@ -806,14 +860,11 @@ def _judge_sides(estimate: float, se: float, *, paper: float | None = None, pape
 def judge_equivalence(estimate: float, se: float, *, margin: float, df: float | None = None,
                       n: int | None = None, level: float | None = None, tost_alpha: float | None = None,
                       interval: str | None = None) -> Judgement:
-    """A claim of *no difference*, judged by two one-sided tests (TOST, each at 5%, i.e. the 90%
-    interval) against the smallest effect of interest ``margin`` (stated on the page):
-
-    * ``agrees``: the 90% interval lies within +-margin (equivalence shown);
-    * ``disagrees``: the 95% interval lies entirely beyond +margin or -margin (a difference
-      larger than the smallest effect of interest);
-    * ``inconclusive``: neither; the note says how many times our runs would show equivalence
-      at 80% power were the true difference zero.
+    """A claim of *no difference*, judged by TOST (each one-sided test at 5%, i.e. the 90% interval)
+    against the smallest effect of interest ``margin``: ``agrees`` when the 90% interval lies within +-margin;
+    ``disagrees`` when the 95% interval lies entirely beyond +margin or -margin; else ``inconclusive``, the
+    note saying how many times our runs would show equivalence at 80% power. A look of a group-sequential
+    plan (:mod:`.sequential`) passes its own ``level``, ``tost_alpha`` and ``interval``.
 
     >>> judge_equivalence(0.01, 0.02, margin=0.1).verdict
     'agrees'
@@ -821,10 +872,6 @@ def judge_equivalence(estimate: float, se: float, *, margin: float, df: float | 
     'disagrees'
     >>> j = judge_equivalence(0.05, 0.2, margin=0.1, n=3); j.verdict, j.runs_factor > 10
     ('inconclusive', True)
-
-    A look of a group-sequential plan (:mod:`.sequential`) passes its ``level`` (the repeated
-    interval's nominal level, in place of 95%), ``tost_alpha`` (each one-sided test's, in place
-    of 5%) and ``interval`` (how the note names the interval).
     """
     estimate, se, margin = float(estimate), float(se), float(margin)
     if not margin > 0:
@@ -849,13 +896,11 @@ def judge_equivalence(estimate: float, se: float, *, margin: float, df: float | 
 
 
 def judge_identity(why: str, *, holds: bool = True) -> Judgement:
-    """A row true by construction: verdict ``identity`` with the reason; ``holds=False`` (our
-    code broke the construction) is a ``disagrees``.
+    """A row true by construction: verdict ``identity`` with the reason; ``holds=False`` (our code broke
+    the construction) is a ``disagrees``.
 
-    >>> judge_identity("both schedules are calibrated to the same epsilon").verdict
-    'identity'
-    >>> judge_identity("x", holds=False).verdict
-    'disagrees'
+    >>> judge_identity("both schedules are calibrated to the same epsilon").verdict, judge_identity("x", holds=False).verdict
+    ('identity', 'disagrees')
     """
     if holds:
         return Judgement("identity", f"true by construction: {why}")
@@ -863,9 +908,8 @@ def judge_identity(why: str, *, holds: bool = True) -> Judgement:
 
 
 def judge_exact(ours: float, target: float, *, rtol: float = 0.0, atol: float = 0.0, what: str = "") -> Judgement:
-    """A number without sampling noise (a closed form, a count, an accountant) against a
-    printed or exact value within a stated tolerance ``atol + rtol |target|``: agrees / disagrees
-    (no interval: ``ci_low = ci_high = ours``).
+    """A number without sampling noise (a closed form, a count, an accountant) against a printed or
+    exact value within ``atol + rtol |target|``: agrees / disagrees (no interval: ``ci_low = ci_high = ours``).
 
     >>> judge_exact(0.291, 0.29, atol=0.005).verdict, judge_exact(0.31, 0.29, atol=0.005).verdict
     ('agrees', 'disagrees')
@@ -918,13 +962,11 @@ HEADLINE_N = 50_000
 
 
 def tuning_cap(tuning: Any) -> tuple[str | None, str]:
-    """The tuning protocol's cap on a verdict, from a payload's ``tuning`` list
-    (``{param, method, chosen, grid_min, grid_max, interior, stated_bound, tuning_seeds,
-    report_seeds}``): ``("not comparable", why)`` when an optimum lies at a grid edge the
-    paper did not state (not the tuned result) or when the tuning and report seeds overlap
-    (selection on the reported seeds); ``("partly", why)`` when the methods compared were
-    tuned on different grids for the same parameter, or with different numbers of candidates
-    (at most partly); ``(None, "")`` otherwise.
+    """The tuning protocol's cap on a verdict, from a payload's ``tuning`` list (``{param, method,
+    chosen, grid_min, grid_max, interior, stated_bound, tuning_seeds, report_seeds}``): ``("not comparable",
+    why)`` when an optimum lies at a grid edge the paper did not state, or the tuning and report seeds overlap;
+    ``("partly", why)`` when the methods compared (same ``cell`` and ``setting``) were tuned on different grids
+    for the same parameter, or with different numbers of candidates; ``(None, "")`` otherwise.
 
     >>> tuning_cap([])
     (None, '')
@@ -938,9 +980,6 @@ def tuning_cap(tuning: Any) -> tuple[str | None, str]:
     'partly'
     >>> tuning_cap([{**e, "n_candidates": 4}, {**e, "method": "exp", "n_candidates": 12}])
     ('partly', 'the methods compared had different numbers of tuning candidates: exp [12], uni [4]')
-
-    Grids and candidate counts are compared between the methods of the same ``cell`` and
-    ``setting`` (the paper's grid, or the beyond-the-paper one) only.
     """
     if not tuning:
         return None, ""

@@ -21,8 +21,8 @@ import numpy as np
 from dpcompanion.experiments.comparisons import readings as rd
 from dpcompanion.experiments.comparisons.rule import (Case, EVIDENCE_Z, HEADLINE_N, Judgement, Margin, Rule,
                                                       W_ACC_MARGIN, W_PAPER_RUNS, W_SPREAD, cells_cap, estimate_effect,
-                                                      evidence_of, judge_effect, judge_exact, rel_within, row_of)
-from dpcompanion.experiments.comparisons.pooling import pool_random_effects
+                                                      evidence_of, judge_effect, judge_exact, pool_random_effects,
+                                                      rel_within, row_of)
 from dpcompanion.experiments.comparisons.sequential import Plan, first_seeds, judge_sequential
 from dpcompanion.theory.bounds import adp
 
@@ -223,7 +223,7 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
     """One of W's tables (rule ``rule``, declared with ``takes_rule``) from its ``cells``: dicts with
     ``verdict``, ``outcome`` and ``cap`` (the cell's row), ``gap`` and ``se`` (ours, paired by seed) and
     ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the comparable cells
-    (those whose sizes do not differ; :func:`~.pooling.pool_random_effects`: random effects, the cells' true
+    (those whose sizes do not differ; :func:`~.rule.pool_random_effects`: random effects, the cells' true
     gains differ), judged as a cell is, with the rule's margin; the count of cells by verdict is reported
     beside it. Not comparable when no cell is. The cells judged on their own cap the table (:func:`~.rule.cells_cap`).
     With a group-sequential ``plan`` and cells carrying their per-seed arrays (``adp``, ``dp``), the pooled gap

@@ -11,6 +11,7 @@ step-size facts, :data:`W_F2_PRINTED`) and W-EPS (footnote 3's epsilons)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections import Counter
@@ -357,18 +358,11 @@ def _explained_row(rule_id: str, c: "rd.Closest", **kw) -> dict:
 
 
 def w_f2_rows() -> list[dict]:
-    """Paper-vs-ours rows for W-F2 (the step-size families of Fig. 2; no experiment module:
-    nothing is trained), ours computed from the library's step sizes
-    (:func:`dpcompanion.theory.bounds.adp.stepsize_linear_sqrt`):
-
-    * iterations per epoch: ceil(50000 / 256) vs the printed 196;
-    * T for 60/120/200 epochs: 196 x epochs vs the printed 11760/23520/39200;
-    * footnote 3 and Sec. 6.2's T = 11700 for 60 epochs vs the same count (it is 60 x 195,
-      i.e. floor(50000/256) per epoch, so the paper uses two epoch lengths);
-    * the orange family reaches eta_T = 1e-10 at t = T with a_T = (0.1 - 1e-10)/sqrt(T)
-      (true by construction of a_T: it checks our implementation, not the paper);
-    * Table 4's caption writes 0.1 + a_T sqrt(t): that family ends at 0.2 - 1e-10, not 1e-10,
-      so it is a sign typo of Table 1's 0.1 - a_T sqrt(t)."""
+    """Paper-vs-ours rows for W-F2 (the step sizes of Fig. 2; nothing is trained), ours from the
+    library's step sizes (:func:`dpcompanion.theory.bounds.adp.stepsize_linear_sqrt`): iterations per epoch
+    (ceil(50000 / 256) vs the printed 196); T for 60/120/200 epochs; footnote 3's T = 11700 for 60 epochs
+    (60 x 195: the paper uses two epoch lengths); eta_T = 1e-10 at t = T (true by construction of a_T: it
+    checks our implementation); Table 4's caption's 0.1 + a_T sqrt(t) (a sign typo of Table 1's)."""
     per_epoch = math.ceil(W_TRAIN_SIZE / W_BATCH)
     rows = [_row("w-f2/iterations-per-epoch", sizes_match=True, ours=per_epoch)]
     for ep in W_F2_PRINTED["T_by_epochs"]:
@@ -396,15 +390,11 @@ def w_f2_rows() -> list[dict]:
 # ------------------------------------------------------------------------ W-EPS (footnote 3)
 
 def _judge_w_eps(*, paper: float, readings: dict, explained: str = "", accountant: str | None = None) -> Judgement:
-    """``readings``: accountant name -> our epsilon for one epsilon_bar. The paper's code is an
-    image, so which accountant it used is unknown: the reading closest to the printed value
-    is judged, and every reading is listed in the note. The tolerance is the one of claim
-    W-EPS in the claims registry (:data:`W_EPS_ABS`, half a unit of the printed two decimals):
-    there is no partly band (a relative band once gave 'partly' here while the registry said
-    'not reproduced'). ``explained``: the sentence of the protocol's other readings
-    (:func:`.readings.note`), appended to the note; it never changes the verdict. ``accountant``:
-    the one accountant every row shows (:func:`w_eps_rows`: the one closest over all five
-    values), else the one closest to this value."""
+    """``readings``: accountant name -> our epsilon for one epsilon_bar. The paper's code is an image, so
+    its accountant is unknown: the reading closest to the printed value (or ``accountant``, the one every row
+    shows) is judged within claim W-EPS's tolerance (:data:`W_EPS_ABS`, half a unit of the printed two
+    decimals), every reading listed in the note. ``explained``: the protocol's other readings
+    (:func:`.readings.note`), appended to the note; it never changes the verdict."""
     if not readings:
         raise ValueError("w-eps needs at least one accountant reading")
     if accountant is not None and accountant not in readings:
@@ -432,16 +422,11 @@ ACCOUNTANT_SHORT = {"rdp-improved": "RDP, improved conversion", "rdp-classic": "
 
 def w_eps_rows(table: Sequence[dict], protocol_readings: dict | None = None) -> list[dict]:
     """Paper-vs-ours rows for W-EPS (Wu et al., Sec. 6 footnote 3: the moments-accountant epsilons of
-    Thm 4.1's noise at each epsilon_bar; a claim, nothing is trained). ``table``: rows of
-    :func:`dpcompanion.claims.w_adp_eps.w_eps_table`; the main-text B_delta reading is judged,
-    one row per epsilon_bar, the accountant closest to the printed value.
-
-    ``protocol_readings`` (:func:`dpcompanion.claims.w_adp_eps.w_eps_readings`: epsilon_bar ->
-    ``(name, epsilon, stated)``): the natural readings of the footnote's
-    protocol; each row's note names the closest one and its deviation
-    (:func:`.readings.note`), its ``reading`` field carries it (:func:`.readings.field`), and
-    the note adds the one reading closest over all the rows (smallest largest deviation). The
-    verdict stays the stated protocol's (:mod:`.readings`)."""
+    Thm 4.1's noise at each epsilon_bar; nothing is trained): one row per epsilon_bar of the main-text
+    B_delta reading of ``table`` (:func:`dpcompanion.claims.w_adp_eps.w_eps_table`), one accountant
+    headlining every row. ``protocol_readings`` (:func:`dpcompanion.claims.w_adp_eps.w_eps_readings`):
+    the footnote's natural readings; each row's note names the closest (its ``reading`` field carries it)
+    and the one closest over all the rows. The verdict stays the stated protocol's."""
     main = [r for r in table if r["b_delta"] == "main"]
     ebs = sorted({float(r["epsilon_bar"]) for r in main})
     papers_of = {}
@@ -545,9 +530,7 @@ def _w_eps_stated():
     return w6, adp_acc, tuple(W_EPS_PAPER), [r["epsilon_bar"] for r in main], [r["noise_multiplier"] for r in main]
 
 
-_W_EPS_FITS: dict = {}
-
-
+@functools.cache
 def w_eps_fits() -> list[dict]:
     """The constants W's footnote 3 leaves open, fitted to its five quoted epsilons
     (:func:`.readings.fit_constants`), under each moments accountant's conversion (RDP
@@ -558,8 +541,6 @@ def w_eps_fits() -> list[dict]:
     ``K`` together, and per epsilon_bar the noise multiplier that gives the quoted value. Each
     is :func:`.readings.fit_field` with the nearest named value (a library's default, a
     tutorial's constant, another number of the paper). Computed once per process (about 20 s)."""
-    if _W_EPS_FITS:
-        return _W_EPS_FITS["fits"]
     w6, adp_acc, paper, ebs, z0 = _w_eps_stated()
     q0, T0, d0 = w6["batch_size"] / w6["N"], w6["T"], w6["delta"]
     K0 = z0[0] * ebs[0]
@@ -594,9 +575,8 @@ def w_eps_fits() -> list[dict]:
                                          decimals=2, candidates=[(rd.Candidate("Thm 4.1's noise (stated)", z),
                                                                   rd.Candidate("TF-Privacy's MNIST tutorial", TF_TUTORIAL_Z))],
                                          context=f"{ctx}; the noise multiplier at epsilon_bar {eb:g} alone"), ctx, eb))
-    _W_EPS_FITS["fits"] = [{**rd.fit_field(f), "accountant": ctx, "fitted_what": f.context.split("; ", 1)[1],
-                            "epsilon_bar": eb, "thm41_K": K0} for f, ctx, eb in out]
-    return _W_EPS_FITS["fits"]
+    return [{**rd.fit_field(f), "accountant": ctx, "fitted_what": f.context.split("; ", 1)[1], "epsilon_bar": eb,
+             "thm41_K": K0} for f, ctx, eb in out]
 
 
 def w_eps_best_fit(fits: Sequence[dict]) -> dict:

@@ -9,7 +9,7 @@ import pytest
 from dpcompanion.book import claims_page, forest
 from dpcompanion.claims import registry
 from dpcompanion.experiments import base, comparisons, store
-from dpcompanion.experiments.comparisons import outcome, reproduction, rows, sequential, theory, wu_rules
+from dpcompanion.experiments.comparisons import reproduction, rule, sequential, theory, wu_rules
 from dpcompanion.experiments.comparisons.rule import JUDGE_WORDS, VERDICTS, Judgement, Rule, judge_effect, with_margin
 
 
@@ -63,7 +63,7 @@ def test_a_judge_returning_a_tuple_is_refused():
     """The row builder takes nothing but a Judgement from a judge."""
     r = Rule("x/y", "item", "paper", "tolerance", lambda **m: ("agrees", "1", "note"))
     with pytest.raises(TypeError, match="must return a Judgement"):
-        rows.row_of(r, sizes_match=True)
+        rule.row_of(r, sizes_match=True)
 
 
 def test_judgement_is_frozen_and_its_row_shows_note_and_remark():
@@ -74,7 +74,7 @@ def test_judgement_is_frozen_and_its_row_shows_note_and_remark():
         j.verdict = "agrees"  # type: ignore[misc]
     m = with_margin(j, 0.023)
     assert m.verdict == "equivalent" and m.row_note.endswith("; at scale 25") and m.ours == "ours"
-    row = rows.row_of(Rule("x/y", "item", "printed", "tol", lambda: j), sizes_match=True)
+    row = rule.row_of(Rule("x/y", "item", "printed", "tol", lambda: j), sizes_match=True)
     assert row["paper"] == "printed" and row["ours"] == "ours" and row["note"].startswith(j.row_note)
 
 
@@ -95,10 +95,10 @@ def test_two_vocabularies_each_with_one_home():
     """The verdict words (a measured number against a printed one) live in
     :data:`.VERDICTS`, the claim statuses (how a claim was checked) in
     :data:`registry.STATUS_DEFINITIONS`; every map keyed by either covers exactly its words."""
-    assert comparisons.VERDICTS is VERDICTS and rows.VERDICTS is VERDICTS
+    assert comparisons.VERDICTS is VERDICTS and rule.VERDICTS is VERDICTS
     assert set(VERDICTS).isdisjoint({"proved", "checked", "verified", "refuted", "not-reproduced"})
     assert set(forest.VERDICT_COLORS) == set(VERDICTS)
-    assert set(sequential.DECIDED) <= set(JUDGE_WORDS) and set(outcome.CHECK_OF) == set(JUDGE_WORDS)
+    assert set(sequential.DECIDED) <= set(JUDGE_WORDS) and set(rule.CHECK_OF) == set(JUDGE_WORDS)
     assert registry.STATUSES == tuple(registry.STATUS_DEFINITIONS)
     assert set(registry.PASSING) <= set(registry.STATUSES) and set(registry.ERRATA) <= set(registry.STATUSES)
     assert set(claims_page.BADGES) == set(registry.STATUSES) | {"error"}

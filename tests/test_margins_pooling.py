@@ -20,7 +20,7 @@ import pytest
 from scipy import optimize, stats
 
 from dpcompanion.experiments import comparisons, store
-from dpcompanion.experiments.comparisons import reproduction, rows as rows_mod, sequential
+from dpcompanion.experiments.comparisons import reproduction, rule, sequential
 
 #: every declared margin, by rule id (each declared with its rule)
 MARGINS = {rid: r.margin for rid, r in comparisons.all_rules().items() if r.margin is not None}
@@ -61,8 +61,8 @@ def test_w_accuracy_margin_is_the_papers_spread():
     recomputed here from the printed cells (sd / sqrt(5) per method)."""
     ses = [math.hypot(sa, sd) / math.sqrt(5) for t in (*wu_paper.TABLES.values(), wu_paper.TABLE3)
            for (_, sa, _, sd) in t.values()]
-    assert rows_mod.W_ACC_MARGIN == pytest.approx(float(np.median(ses)), rel=1e-12)
-    assert 0.1 < rows_mod.W_ACC_MARGIN < 1.0
+    assert rule.W_ACC_MARGIN == pytest.approx(float(np.median(ses)), rel=1e-12)
+    assert 0.1 < rule.W_ACC_MARGIN < 1.0
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -209,7 +209,7 @@ def test_pooled_table_gap_recomputes_from_stored_arrays(report, eid):
         assert o["estimate"] == pytest.approx(mu, rel=1e-9, abs=1e-12), r["item"]
         assert o["ci_low"] == pytest.approx(lo, rel=1e-7, abs=1e-9), r["item"]
         assert o["ci_high"] == pytest.approx(hi, rel=1e-7, abs=1e-9), r["item"]
-        assert "cells by verdict" in r["note"] and r["margin"] == pytest.approx(rows_mod.W_ACC_MARGIN)
+        assert "cells by verdict" in r["note"] and r["margin"] == pytest.approx(rule.W_ACC_MARGIN)
         checked += 1
     assert checked
 
@@ -217,7 +217,7 @@ def test_pooled_table_gap_recomputes_from_stored_arrays(report, eid):
 def test_ladder_top_rung_is_the_headline(report):
     """W-LADDER's top rung (the paper's 50,000 images and steps) is marked the
     headline evidence for Tables 2 and 5, and the W-T1245 rows of those tables point to it."""
-    top = [r for r in report if r["rule"] == "w-ladder/table" and f"N = {rows_mod.HEADLINE_N:,}" in r["item"]]
+    top = [r for r in report if r["rule"] == "w-ladder/table" and f"N = {rule.HEADLINE_N:,}" in r["item"]]
     if not top:
         pytest.skip("no W-LADDER top rung stored")
     assert all("headline evidence" in r.get("headline", "") for r in top)

@@ -1,5 +1,5 @@
 """Every row's word and outcome follow from its criteria by the one declared table
-(:mod:`dpcompanion.experiments.comparisons.outcome`): re-derived here for every row of the
+(:mod:`dpcompanion.experiments.comparisons.rule`): re-derived here for every row of the
 reproduction report, with the table's principle checked on its own terms (no success where the
 paper printed a size we did not find in a matching setup, or could not test; an absent effect
 against a claimed one is a failure)."""
@@ -11,7 +11,7 @@ import itertools
 import pytest
 
 from dpcompanion.book import landing
-from dpcompanion.experiments.comparisons import outcome, reproduction, rows, wu_rules
+from dpcompanion.experiments.comparisons import reproduction, rule, wu_rules
 from dpcompanion.experiments.comparisons.rule import Rule, judge_effect
 from dpcompanion.experiments.comparisons.sequential import Plan
 
@@ -19,8 +19,8 @@ FIELDS = ("outcome", "setup", "paper_evidence", "sign", "size", "absence")
 
 
 def _every_combination():
-    keys = list(outcome.CRITERIA)
-    for values in itertools.product(*(outcome.CRITERIA[k] for k in keys)):
+    keys = list(rule.CRITERIA)
+    for values in itertools.product(*(rule.CRITERIA[k] for k in keys)):
         yield dict(zip(keys, values))
 
 
@@ -29,13 +29,13 @@ def test_table_decides_every_combination_within_its_vocabularies():
     each word always one outcome."""
     seen: dict[str, set] = {}
     for c in _every_combination():
-        word, out = outcome.decide(c)
-        assert word in outcome.VERDICTS and out in outcome.OUTCOMES
+        word, out = rule.decide(c)
+        assert word in rule.VERDICTS and out in rule.OUTCOMES
         seen.setdefault(word, set()).add(out)
-    assert set(seen) == set(outcome.VERDICTS)
+    assert set(seen) == set(rule.VERDICTS)
     # 'equivalent' keeps its meaning: only a claim of no difference
     assert all(c["claim"] == "no difference" for c in _every_combination()
-               if outcome.decide(c)[0].startswith("equivalent"))
+               if rule.decide(c)[0].startswith("equivalent"))
 
 
 def test_the_principle_over_every_combination():
@@ -43,7 +43,7 @@ def test_the_principle_over_every_combination():
     could not test; absence against a claimed effect is a failure; noise on the paper's side
     is never judged."""
     for c in _every_combination():
-        word, out = outcome.decide(c)
+        word, out = rule.decide(c)
         if c["claim"] != "effect" or c["cap"] != "none":
             continue
         if out == "success":
@@ -55,10 +55,10 @@ def test_the_principle_over_every_combination():
 
 
 def test_a_lower_setup_makes_the_size_not_testable():
-    r = rows.decided({k: v[0] for k, v in outcome.CRITERIA.items()}, claim="effect", paper_evidence="clear",
+    r = rule.decided({k: v[0] for k, v in rule.CRITERIA.items()}, claim="effect", paper_evidence="clear",
                      sign="paper's side", size="compatible", absence="not shown", check="n/a")
     assert (r["verdict"], r["outcome"]) == ("reproduced", "success")
-    low = rows.decided(r, setup="reduced")
+    low = rule.decided(r, setup="reduced")
     assert (low["size"], low["verdict"], low["outcome"]) == ("not testable", "sign only", "partial")
 
 
@@ -68,11 +68,11 @@ def test_a_w_cell_the_paper_cannot_separate_is_not_judged():
     r = Rule("x/gap", "a cell", "printed", "tol", wu_rules.judge_gap, design=("paired", "same seeds"),
              margin=wu_rules.GAP_MARGIN, comparable=("direction", "another setup"), takes_rule=True)
     adp, dp = [66.3, 66.4, 66.5, 66.2], [65.6, 65.7, 65.9, 65.8]
-    row = rows.row_of(r, sizes_match=True, printed=(60.0, 0.4, 60.26, 0.4), adp=adp, dp=dp, where="x")
+    row = rule.row_of(r, sizes_match=True, printed=(60.0, 0.4, 60.26, 0.4), adp=adp, dp=dp, where="x")
     assert (row["paper_evidence"], row["outcome"]) == ("within noise", "not judged")
-    row = rows.row_of(r, sizes_match=True, printed=(10.08, 0.2, 10.47, 0.9), adp=adp, dp=dp, where="x")
+    row = rule.row_of(r, sizes_match=True, printed=(10.08, 0.2, 10.47, 0.9), adp=adp, dp=dp, where="x")
     assert (row["paper_evidence"], row["outcome"]) == ("at chance", "not judged")
-    row = rows.row_of(r, sizes_match=True, printed=(70.0, 0.4, 60.0, 0.4), adp=adp, dp=dp, where="x")
+    row = rule.row_of(r, sizes_match=True, printed=(70.0, 0.4, 60.0, 0.4), adp=adp, dp=dp, where="x")
     assert (row["paper_evidence"], row["sign"], row["size"], row["verdict"]) == (
         "clear", "paper's side", "not testable", "sign only")
 
@@ -82,7 +82,7 @@ def test_absent_effect_against_a_claimed_one_is_a_failure():
     to read 'equivalent')."""
     r = Rule("x/y", "an effect", "the paper: up", "tol", lambda **m: judge_effect(m["e"], m["se"], direction=+1, df=19),
              margin=wu_rules.GAP_MARGIN)
-    row = rows.row_of(r, sizes_match=True, e=0.03, se=0.016)
+    row = rule.row_of(r, sizes_match=True, e=0.03, se=0.016)
     assert (row["absence"], row["verdict"], row["outcome"]) == ("shown", "not reproduced", "failure")
     assert row["judge_verdict"] == "agrees" or row["judge_verdict"] in ("inconclusive", "disagrees")
 
@@ -93,7 +93,7 @@ def test_a_plan_whose_looks_were_never_taken_judges_every_seed():
              margin=wu_rules.GAP_MARGIN, comparable=("direction", "another setup"), takes_rule=True)
     adp = [66.0 + 0.1 * k for k in range(20)]
     dp = [65.5 + 0.1 * k + (0.3 if k % 2 else -0.3) for k in range(20)]
-    row = rows.row_of(r, sizes_match=True, printed=(70.0, 0.4, 60.0, 0.4), adp=adp, dp=dp, where="x",
+    row = rule.row_of(r, sizes_match=True, printed=(70.0, 0.4, 60.0, 0.4), adp=adp, dp=dp, where="x",
                       plan=Plan(looks=(3, 10, 20)))
     assert row["stats"]["n"] == 20 and row["stats"]["stage"] is None
 
@@ -109,9 +109,9 @@ def test_every_report_row_rederives_from_its_criteria(report):
     is compatible with it; no absent effect against a claimed one other than a failure."""
     assert report
     for r in report:
-        for k in FIELDS + tuple(outcome.CRITERIA):
+        for k in FIELDS + tuple(rule.CRITERIA):
             assert k in r, (r["item"], k)
-        assert (r["verdict"], r["outcome"]) == outcome.decide({k: r[k] for k in outcome.CRITERIA}), r["item"]
+        assert (r["verdict"], r["outcome"]) == rule.decide({k: r[k] for k in rule.CRITERIA}), r["item"]
         if r["outcome"] == "success" and r["claim"] == "effect" and r.get("paper_value") is not None:
             assert r["setup"] == "paper's" and r["size"] == "compatible", r["item"]
         if r["claim"] == "effect" and r["absence"] == "shown" and r["paper_evidence"] in ("clear", "stated"):

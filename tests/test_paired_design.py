@@ -21,7 +21,7 @@ from scipy import stats
 
 from dpcompanion.experiments import comparisons, store, w_t1245
 from dpcompanion.experiments import scale_tables as scale
-from dpcompanion.experiments.comparisons import reproduction, rows as rows_mod, sequential
+from dpcompanion.experiments.comparisons import reproduction, rule, sequential
 from dpcompanion.experiments.comparisons.rule import estimate_effect, judge_effect
 from dpcompanion.experiments.protocols import hong as hp, wu_paper
 

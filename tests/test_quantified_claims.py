@@ -5,7 +5,7 @@ number, one verdict", and its quantified claims):
   c = 0) is tested at the fixed 95% level by Welch's t, recomputed here with scipy from the raw
   errors, and the row is a success only when every cell passes; its "ours" counts the cells that
   pass and names those that do not, and its interval is the deciding cell's;
-* a table's pooled row is judged by its pooled gap *and* its cells (:func:`outcome.cells_cap`):
+* a table's pooled row is judged by its pooled gap *and* its cells (:func:`rule.cells_cap`):
   a failing cell makes it at most partial, half or more failing make it not reproduced; cells
   whose sizes differ (cap ``sizes differ``) are neither pooled nor counted;
 * on the stored results (skipped where none is fresh): W-F4's rows recomputed from the stored
@@ -23,7 +23,7 @@ import pytest
 from scipy import stats
 
 from dpcompanion.experiments import comparisons, store
-from dpcompanion.experiments.comparisons import outcome, reproduction, wu_rules
+from dpcompanion.experiments.comparisons import reproduction, rule, wu_rules
 from dpcompanion.experiments.comparisons.rule import Margin, Rule
 
 MARGIN = comparisons.rule_by_id("w-f4/decay").margin.value
@@ -110,7 +110,7 @@ SIZE_RULE = Rule("x/table", "a table", "printed", "tol", wu_rules.judge_table, d
 
 
 def _row(cells):
-    from dpcompanion.experiments.comparisons.rows import row_of
+    from dpcompanion.experiments.comparisons.rule import row_of
     return row_of(SIZE_RULE, sizes_match=True, table=1, cells=cells)
 
 
@@ -144,13 +144,13 @@ def test_cells_whose_sizes_differ_are_neither_pooled_nor_counted():
 def test_the_cells_lines_of_the_declared_table():
     """Over every combination of the other criteria: a cells cap never gives success, and
     'cells: not reproduced' on a claimed effect the paper's evidence supports is a failure."""
-    keys = [k for k in outcome.CRITERIA if k != "cap"]
-    for values in itertools.product(*(outcome.CRITERIA[k] for k in keys)):
+    keys = [k for k in rule.CRITERIA if k != "cap"]
+    for values in itertools.product(*(rule.CRITERIA[k] for k in keys)):
         c = dict(zip(keys, values))
         if c["claim"] != "effect":
             continue
         for cap in ("cells: at most partial", "cells: not reproduced"):
-            word, out = outcome.decide({**c, "cap": cap})
+            word, out = rule.decide({**c, "cap": cap})
             assert out != "success"
             if cap == "cells: not reproduced" and c["paper_evidence"] in ("clear", "stated"):
                 assert out == "failure"
@@ -182,7 +182,7 @@ def test_w_f4_rows_recompute_from_the_stored_errors(report):
 
 
 def test_table_rows_are_capped_by_the_reports_own_cells(report):
-    """Each W-T1245 and W-T36 table row's cap is :func:`outcome.cells_cap` of the report's cell
+    """Each W-T1245 and W-T36 table row's cap is :func:`rule.cells_cap` of the report's cell
     rows of that table (sizes-differ cells left out), and its outcome re-derives from it."""
     checked = 0
     for t in [r for r in report if r["rule"] in ("w-t1245/table", "w-t36/table")]:
@@ -193,7 +193,7 @@ def test_table_rows_are_capped_by_the_reports_own_cells(report):
         else:
             beyond = "beyond" in t["item"]
             cells = [r for r in report if r["rule"] == "w-t36/gap" and ("beyond" in r["item"]) == beyond]
-        want = outcome.cells_cap([r["outcome"] for r in cells if r["cap"] != "sizes differ"])
+        want = rule.cells_cap([r["outcome"] for r in cells if r["cap"] != "sizes differ"])
         if t["cap"].startswith("tuning"):
             continue  # the tuning protocol's cap ranks above: the cells' is in the note
         assert t["cap"] == want, t["item"]

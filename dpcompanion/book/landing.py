@@ -9,7 +9,7 @@ from typing import Any, Iterable, Sequence
 
 from dpcompanion.book.claims_page import notebooks_dir
 from dpcompanion.experiments.comparisons import reproduction
-from dpcompanion.experiments.comparisons.outcome import OUTCOMES
+from dpcompanion.experiments.comparisons.rule import OUTCOMES
 from dpcompanion.claims.registry import REGISTRY, load_all
 
 __all__ = ["verdict_tally", "findings_markdown", "page_titles", "id_glossary_markdown", "SCOPE_LABELS", "scope_counts_markdown",
@@ -81,7 +81,7 @@ def id_glossary_markdown(pages: Sequence[tuple[str, str]] | None = None) -> str:
 
 
 def verdict_tally(rows: Iterable[dict[str, Any]]) -> str:
-    """How many rows got each outcome, in the order of :data:`~dpcompanion.experiments.comparisons.outcome.OUTCOMES`.
+    """How many rows got each outcome, in the order of :data:`~dpcompanion.experiments.comparisons.rule.OUTCOMES`.
 
     >>> verdict_tally([{"verdict": "reproduced", "outcome": "success"}, {"verdict": "sign only", "outcome": "partial"},
     ...                {"verdict": "reproduced", "outcome": "success"}])

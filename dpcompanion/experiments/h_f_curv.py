@@ -28,8 +28,8 @@ import torch
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, sizes_line, totals
-from dpcompanion.experiments.comparisons.rows import DIRECTION
-from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, judge_effect, judge_equivalence
+from dpcompanion.experiments.comparisons.rule import (Case, DIRECTION, Judgement, Margin, Rule, judge_effect,
+                                                      judge_equivalence)
 from dpcompanion.experiments.comparisons.sequential import Plan, first_seeds, judge_sequential
 from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.scale_tables import Dim, config_key, hong_setup

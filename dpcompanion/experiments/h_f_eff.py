@@ -58,8 +58,8 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.rows import DIRECTION, H_ACC, H_LOSS, TREND, W_ACC_MARGIN
-from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, judge_effect
+from dpcompanion.experiments.comparisons.rule import (Case, DIRECTION, H_ACC, H_LOSS, Judgement, Margin, Rule, TREND,
+                                                      W_ACC_MARGIN, judge_effect)
 from dpcompanion.experiments.protocols import hong as hp, tuning
 from dpcompanion.experiments.scale_tables import Dim, H_REPEATS, config_key, config_range, hong_setup
 from dpcompanion.theory import schedules

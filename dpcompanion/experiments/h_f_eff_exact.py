@@ -29,8 +29,7 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons, h_f_eff
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.rows import DIRECTION
-from dpcompanion.experiments.comparisons.rule import Rule
+from dpcompanion.experiments.comparisons.rule import DIRECTION, Rule
 from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.scale_tables import Dim, H_REPEATS, config_key, config_range, hong_setup
 from dpcompanion.theory import accounting

@@ -30,8 +30,8 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.rows import DIRECTION
-from dpcompanion.experiments.comparisons.rule import Case, Judgement, LEVEL, Margin, Rule, Z, by_ratio, judge_effect
+from dpcompanion.experiments.comparisons.rule import (Case, DIRECTION, Judgement, LEVEL, Margin, Rule, Z, by_ratio,
+                                                      judge_effect)
 from dpcompanion.experiments.scale_tables import Dim, H_MNIST35, H_REPEATS, config_key, config_range, hong_setup
 from dpcompanion.theory.accounting import R_PAPER
 from dpcompanion.training import data, influence

@@ -31,8 +31,7 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, totals
-from dpcompanion.experiments.comparisons.rows import DIRECTION
-from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, judge_effect
+from dpcompanion.experiments.comparisons.rule import Case, DIRECTION, Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.scale_tables import Dim, H_DNN_WIDTH, H_MNIST35, H_REPEATS, config_key, hong_setup
 from dpcompanion.training import data, influence

@@ -35,8 +35,7 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, sizes_line, totals
-from dpcompanion.experiments.comparisons.rows import DIRECTION, H_LOSS
-from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, judge_effect
+from dpcompanion.experiments.comparisons.rule import Case, DIRECTION, H_LOSS, Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.protocols import hong as hp, tuning
 from dpcompanion.experiments.scale_tables import Dim, H_REPEATS, config_key, hong_setup
 from dpcompanion.theory import schedules

@@ -38,8 +38,7 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, sizes_line, totals
-from dpcompanion.experiments.comparisons.rows import DIRECTION
-from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, judge_effect
+from dpcompanion.experiments.comparisons.rule import Case, DIRECTION, Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.protocols import hong as hp, tuning
 from dpcompanion.experiments.scale_tables import (Dim, H_DNN_WIDTH, H_MNIST35, H_REPEATS, config_key, config_range,
                                                   hong_setup)

@@ -30,10 +30,8 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.pooling import pool_random_effects
-from dpcompanion.experiments.comparisons.rows import W_ACC_MARGIN, W_SPREAD
-from dpcompanion.experiments.comparisons.outcome import sign_of
-from dpcompanion.experiments.comparisons.rule import (LEVEL, Case, Judgement, Margin, Rule, estimate_effect, judge_effect,
+from dpcompanion.experiments.comparisons.rule import (Case, Judgement, LEVEL, Margin, Rule, W_ACC_MARGIN, W_SPREAD,
+                                                      estimate_effect, judge_effect, pool_random_effects, sign_of,
                                                       tost)
 from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.scale_tables import Dim, STEPS_RATIO, config_key, config_steps, payload_runs, payload_seeds
@@ -249,7 +247,7 @@ def _judge_decay(*, final_error: dict) -> Judgement:
 
 def _deciding_cell(cells):
     """The cell that decides an intersection-union test over ``cells`` (``(c, judgement, sign,
-    absent)``, sign by :func:`~dpcompanion.experiments.comparisons.outcome.sign_of`): of the cells
+    absent)``, sign by :func:`~dpcompanion.experiments.comparisons.rule.sign_of`): of the cells
     on the other side of zero, the one with the lowest upper bound (the clearest contradiction);
     else of those whose effect is shown absent, the smallest |estimate|; else the one with the
     lowest lower bound (it excludes zero exactly when every cell does).
@@ -273,7 +271,7 @@ def _deciding_cell(cells):
 def _pool_against_base(base: Sequence[float], arms: Sequence[Sequence[float]]):
     """The pooled effect ``mean(base) - mu`` over the arms ``c`` compared with one shared
     ``base`` arm (W-F4: each c > 0 against c = 0, independent seeds): random effects
-    (:func:`~dpcompanion.experiments.comparisons.pooling.pool_random_effects`) of the per-c effects ``mean(base) - mean(arm_c)`` with
+    (:func:`~dpcompanion.experiments.comparisons.rule.pool_random_effects`) of the per-c effects ``mean(base) - mean(arm_c)`` with
     each arm's own variance ``s_c^2 / n_c`` (the shared base shifts every effect alike, so it
     takes no part in the between-c variance), then the base's variance ``s_0^2 / n_0`` added
     once; degrees of freedom by Satterthwaite from the pooled part's ``k - 1`` and the base's

@@ -21,8 +21,7 @@ import itertools
 
 from dpcompanion.experiments import comparisons, w_t1245
 from dpcompanion.experiments.base import from_module
-from dpcompanion.experiments.comparisons.rows import HEADLINE_N
-from dpcompanion.experiments.comparisons.rule import Rule
+from dpcompanion.experiments.comparisons.rule import HEADLINE_N, Rule
 from dpcompanion.experiments.comparisons.wu_rules import W_SHARED, W_TRANSFER, gap_stats, table_rule
 from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.scale_tables import Dim, W_TABLE_DIMS, W_TABLE_STORED, W_TRAIN, config_steps

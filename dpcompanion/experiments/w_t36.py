@@ -283,7 +283,7 @@ def table_rows(cell_rows: Sequence[dict]) -> list[dict]:
     """W-T36's table verdicts: rule ``w-t36/table`` over the page's cell rows
     (rule ``w-t36/gap``, as ``w_t36.verdict_rows`` gives them), one row for the paper's grid and
     one for the grid beyond it where such cells exist; each cell enters with its verdict, outcome
-    and cap (its outcome caps the table, :func:`~dpcompanion.experiments.comparisons.outcome.cells_cap`), its
+    and cap (its outcome caps the table, :func:`~dpcompanion.experiments.comparisons.rule.cells_cap`), its
     paired gap and standard error and the printed gap (the rows' ``stats``).
 
     >>> table_rows([])

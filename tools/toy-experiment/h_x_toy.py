@@ -8,8 +8,7 @@ import numpy as np
 
 from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module, sizes_line
-from dpcompanion.experiments.comparisons.rows import DIRECTION
-from dpcompanion.experiments.comparisons.rule import Case, Judgement, Margin, Rule, judge_effect
+from dpcompanion.experiments.comparisons.rule import Case, DIRECTION, Judgement, Margin, Rule, judge_effect
 from dpcompanion.experiments.scale_tables import Dim, config_key
 
 TITLE = "A toy: the mean of Gaussian draws is above zero (a worked example of adding an experiment)"

@@ -1,50 +1,21 @@
 """Every verdict rule of the pages, Hong et al. and Wu et al., in one registry.
 
-:func:`all_rules` maps ``"<experiment id>/<panel>"`` to a :class:`~.rule.Rule` (``paper``: only
-what the paper printed, quoted with version, figure/table and panel; ``tolerance``; ``judge``;
-its design, margin and comparability). Each experiment declares its own rules in its module
-(:attr:`dpcompanion.experiments.base.Experiment.rules`: adding an experiment touches
-nothing here); the pages without an experiment declare theirs in :mod:`.theory` (theory pages)
-and :mod:`.wu_rules` (W-EPS, W-F2), which also holds the judges the W experiments share.
-:mod:`.rule` holds what every rule is made of and :mod:`.rows` turns a verdict into a table row.
-Experiment modules keep a thin ``verdict_rows(payload)`` that extracts our measurements and
-calls :func:`compare`; nothing else decides a verdict.
+:func:`all_rules` maps ``"<experiment id>/<panel>"`` to a :class:`~.rule.Rule`. Each experiment declares
+its own rules in its module (:attr:`dpcompanion.experiments.base.Experiment.rules`); the pages without an
+experiment declare theirs in :mod:`.theory` (theory pages) and :mod:`.wu_rules` (W-EPS, W-F2). :mod:`.rule`
+holds what a rule is made of, its judges, and how a judgement becomes a row (criteria, then one word and
+one outcome from one declared table). Experiment modules keep a thin ``verdict_rows(payload)`` that extracts
+our measurements and calls :func:`compare`; nothing else decides a verdict.
 
-:func:`compare` turns a rule and measurements into one row of the paper-vs-ours table
-(:func:`dpcompanion.book.report.paper_vs_ours`). When our sizes differ from the paper's
-(``sizes_match=False``) the row is not judged: its verdict is ``not comparable`` and its
-note starts with :data:`NOT_COMPARED`, naming both sizes; what the rule would say at our
-sizes is still reported. A rule about a shape (no printed number to match) is called with
-``sizes_match=True`` whatever our sizes.
+When our sizes differ from the paper's (``sizes_match=False``) a row is not judged: its verdict is ``not
+comparable`` and its note starts with :data:`NOT_COMPARED`; a rule about a shape (no printed number to match)
+is called with ``sizes_match=True`` whatever our sizes. A row compares the paper's *size* only where our setup
+is the paper's (the rule's ``comparable``, else :func:`dpcompanion.experiments.scale_tables.comparability`),
+otherwise its *direction* alone; the tuning protocol caps a verdict (:func:`tuning_cap`).
 
-One way of judging (:mod:`.rule`): an effect measured over runs is judged by its
-95% interval against zero and the paper's value (:func:`.rule.judge_effect`: ``agrees``,
-``partly`` with the ratio, ``disagrees``, ``inconclusive`` with the runs that would separate
-them at 80% power); a claim of no difference by TOST against a stated smallest effect
-(:func:`.rule.judge_equivalence`); a row true by construction is ``identity``
-(:func:`.rule.judge_identity`); a number without sampling noise against a printed one within a
-stated tolerance (:func:`.rule.judge_exact`). Every judge returns one :class:`.rule.Judgement`
-(its verdict one of :data:`.rule.VERDICTS`): :func:`compare` puts its numbers
-in the row's ``stats`` (estimate, 95% CI, n, margin, smallest detectable effect), which the reproduction report
-(:mod:`.reproduction`, ``python -m dpcompanion verdicts``) and the pages' power tables read.
-The tuning protocol caps a verdict (:func:`tuning_cap`).
-
-Design and comparability: every comparison of two arms declares its design in one
-place, its rule's ``design`` (``paired`` where the arms share seeds, else ``independent``,
-each with the reason found in the experiment code), and one estimator serves both papers
-(:func:`.rule.estimate_effect`: the paired t interval of the per-seed differences, or Welch's);
-power and runs needed use the same spread. A row compares the paper's *size* only where our
-setup (data set, model, trained layers, number of steps within :data:`dpcompanion.experiments.scale_tables.STEPS_RATIO`) is
-the paper's; otherwise its *direction* alone (the rule's ``comparable``, else
-:func:`dpcompanion.experiments.scale_tables.comparability`), and size never makes it ``disagrees``. Each row carries
-``design`` and ``comparable``. The paper's and our scale per
-dimension are declared with each experiment (:attr:`~dpcompanion.experiments.base.Experiment.paper_scale`).
-
-This package judges numbers, it does not make them: it is left out of the results store's
-code hash (:data:`dpcompanion.experiments.store.CODE_HASH_EXCLUDE`), so changing the judging
-machinery never makes a stored result stale. A rule an experiment declares is part of its module
-and so of its code hash: editing it makes the result stale until ``python -m dpcompanion results
---revalidate`` has recomputed its quick fingerprint and found the numbers equal (seconds).
+This package judges numbers, it does not make them: it is left out of the results store's code hash
+(:data:`dpcompanion.experiments.store.CODE_HASH_EXCLUDE`). A rule an experiment declares is part of its module
+and so of its code hash.
 """
 
 from __future__ import annotations
@@ -53,8 +24,8 @@ from typing import Any
 
 from dpcompanion.experiments import base
 from dpcompanion.experiments.comparisons import theory, wu_rules
-from dpcompanion.experiments.comparisons.rows import apply_tuning_cap, row_of, tuning_cap, tuning_for_row
-from dpcompanion.experiments.comparisons.rule import NOT_COMPARED, VERDICTS, Z, Judgement, Margin, Rule
+from dpcompanion.experiments.comparisons.rule import (Judgement, Margin, NOT_COMPARED, Rule, VERDICTS, Z,
+                                                      apply_tuning_cap, row_of, tuning_cap, tuning_for_row)
 
 __all__ = ["Z", "NOT_COMPARED", "VERDICTS", "Judgement", "Margin", "Rule", "all_rules", "PAGE_RULES", "tuning_cap",
            "tuning_for_row", "apply_tuning_cap", "compare", "rule_by_id", "verdict_of", "experiment_of", "rules_for",
@@ -90,8 +61,7 @@ def rules_for(experiment_id: str) -> list[Rule]:
 
 
 def rule_by_id(rule_id: str) -> Rule:
-    """The registered rule ``rule_id``; ValueError naming the registered ones otherwise (named
-    apart from the module :mod:`.rule`, which a function ``rule`` used to hide)."""
+    """The registered rule ``rule_id``; ValueError naming the registered ones otherwise."""
     rules = all_rules()
     if rule_id not in rules:
         raise ValueError(f"rule must be one of {', '.join(rules)}, got {rule_id!r}")
@@ -116,7 +86,7 @@ def plan_of(experiment_id: str):
 
 def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str | None = None,
             tuning: Any = None, **measured: Any) -> dict[str, str]:
-    """One paper-vs-ours row for ``rule_id`` (:func:`.rows.row_of` of the registry's rule).
+    """One paper-vs-ours row for ``rule_id`` (:func:`.rule.row_of` of the registry's rule).
     ``sizes_match=False``: not judged (verdict ``not comparable``, note ``not compared (sizes
     differ): <sizes_note>``), though our numbers are still shown. ``tuning``: the payload's
     tuning list, whose protocol caps the verdict (:func:`tuning_cap`).

@@ -1,19 +1,12 @@
 """When each declared margin was first committed, read from git, against the result it judges.
 
-A rule's practical margin (:class:`.rule.Margin`) is declared in source by one call,
-``Margin(<value>, "<units>", ...)``; :func:`declaration` finds that call's first line (its
-value and units, the margin's literal) in the package's sources, and :func:`first_committed`
-asks git when that literal first appeared in the repository's history (``git log --reverse -S``
-over every path, so a declaration moved between modules keeps its first date). :func:`when`
-compares it with the judged result's ``created`` (its provenance): a margin first committed
-after the data it judges reads ``margin chosen after the results`` on its row. Nothing is
-typed: where the clone has no history (shallow, or no git), the row says ``margin date
-unknown``; a literal in no commit (an edit not yet committed) is after any result.
-
-The lookups are cached in the clone's git directory (``dpcompanion-margin-dates.json``, keyed
-by the literal; a first commit never changes once made) and in memory, so ``verdicts`` stays
-fast.
-"""
+:func:`declaration` finds a rule's ``Margin(<value>, "<units>", ...)`` call in the package's sources;
+:func:`first_committed` asks git when that literal first appeared (``git log --reverse -S`` over every
+path, so a declaration moved between modules keeps its date); :func:`when` compares it with the judged
+result's ``created``: a margin first committed after the data it judges reads ``margin chosen after the
+results``. Without history (shallow clone, no git) the row says ``margin date unknown``; a literal in no
+commit is after any result. Lookups are cached in the git directory (``dpcompanion-margin-dates.json``)
+and in memory."""
 
 from __future__ import annotations
 

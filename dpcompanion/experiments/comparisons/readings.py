@@ -1,27 +1,12 @@
 """Readings of a printed number we do not reproduce.
 
-Where a deterministic number of a paper (an epsilon, a bound, a table entry) disagrees with
-ours, the row searches the *natural readings* of the stated protocol (data size, steps,
-delta, sampling scheme, accountant and its conversion, the theorem's constants and forms,
-...), each a :class:`Reading` whose value library code computes, and reports the closest one
-(:func:`closest`): "reproduced under reading X (deviation d)" or "no natural reading
-reproduces it (closest: X, value v, deviation d; tried: ...)" (:func:`note`), and the row's
-JSON carries it as ``reading: {name, value, deviation, relative, reproduces, stated}``
-(:func:`field`).
-
-The rule: **the verdict is about the stated protocol; a reading only explains.** A row whose
-stated protocol does not reproduce the printed number stays ``disagrees`` even when another
-reading does (the note then says under which reading the number is reproduced); no reading
-ever changes a verdict. A reading marked ``stated`` is one the paper's text allows (for
-instance each accountant where the paper names none); the others depart from the text.
-
-Where the text leaves a constant open (the data size an accountant was given, the noise
-multiplier a run actually used), a reading fixed to one value cannot say how close the open
-constant can bring us: :func:`fit_constants` fits it to the printed numbers, reports the best
-fit with its deviation (:class:`Fit`), and names the nearest value with a source (a library's
-default, a tutorial's constant, another table of the paper) and whether it fits about as well
-(:data:`NATURAL_SLACK`). A fit explains, like a reading; it never changes a verdict.
-"""
+Where a deterministic number of a paper (an epsilon, a bound, a table entry) disagrees with ours, the row
+tries the *natural readings* of the stated protocol (data size, steps, delta, accountant, the theorem's
+constants and forms, ...), each a :class:`Reading` whose value library code computes, and reports the
+closest (:func:`closest`, :func:`note`, the row's ``reading`` field :func:`field`). Where the text leaves a
+constant open, :func:`fit_constants` fits it to the printed numbers and names the nearest value with a
+source (:data:`NATURAL_SLACK`). **The verdict is about the stated protocol: a reading or a fit only
+explains, it never changes a verdict.** A reading marked ``stated`` is one the paper's text allows."""
 
 from __future__ import annotations
 

@@ -1,44 +1,22 @@
-"""The reproduction report: every verdict row of the book, machine-readable.
+"""The reproduction report: every verdict row of the book, machine-readable (``verdicts --json``).
 
 :func:`report_rows` lists, for every experiment page with verdict rows and every theory table
-(:data:`dpcompanion.experiments.comparisons.CLAIM_TABLES`), one dict per row with
+(:data:`CLAIM_TABLES`), one dict per row with
 
-* ``page``, ``rule``, ``item``, ``verdict``, ``note``;
-* ``paper``: what the paper printed (text) and ``paper_value`` (the number judged, or None);
-* ``ours``: ``{"estimate", "ci_low", "ci_high" (95%), "n", "text"}``;
-* ``margin``: the tolerance or smallest effect of interest (units of ``ours``), ``mde``: the
-  smallest effect our runs detect at 80% power, ``runs_needed``: for an ``inconclusive`` row,
-  how many runs would separate zero from the paper's value at 80% power; where the rule declares a
-  margin, ``margin_basis``, ``margin_source`` (where its value comes from: basis, declaration,
-  first commit) and ``margin_dated`` (:func:`.margin_dates.when`: chosen after the results,
-  declared before them, or date unknown, read from git against the result's ``created``), the
-  note saying which;
-* ``scale``: ``{dimension: {"paper", "ours", "source", "match"}}``, computed by
-  :func:`.scale.scale_of` from the result's recorded config (the paper's values and quotations
-  from this code, so a corrected quotation shows without touching the result; the block recorded
-  in the provenance at save time is kept as a record) and ``at_paper_scale``;
-* ``design``: ``paired`` when the two arms compared share seeds, ``independent``
-  when not (the rule's ``design``, the estimator :func:`.rule.estimate_effect`), None for a
-  row that compares no two arms by seed;
-* ``comparable``: ``size`` where our setup (data set, model, trained layers, number
-  of steps) is the paper's, ``direction`` where it is not and the row judges the sign alone
-  (the rule's ``comparable``, else :func:`~dpcompanion.experiments.scale_tables.comparability` of the scale block);
-* ``tuning``: the payload's ``tuning`` list (``{param, method, chosen, grid_min, grid_max,
-  interior, stated_bound, tuning_seeds, report_seeds}``), ``[]`` where it has none;
-* ``result``: which stored result the row was judged on: ``{"mode": "full" | "quick" |
-  "computed" | None, "fresh", "digest", "path"}``.
+* ``page``, ``rule``, ``item``, ``verdict``, ``outcome``, the criteria of :mod:`.rule`, ``note``;
+* ``paper`` (what the paper printed) and ``paper_value`` (the number judged, or None);
+* ``ours``: ``{"estimate", "ci_low", "ci_high" (95%), "n", "se", "text"}``;
+* ``margin``, ``mde`` (the smallest effect our runs detect at 80% power), ``runs_needed`` (an
+  ``inconclusive`` row's runs that would separate zero from the paper's value); where the rule declares
+  a margin, ``margin_basis``, ``margin_source`` and ``margin_dated`` (:func:`.margin_dates.when`);
+* ``scale`` (:func:`dpcompanion.experiments.scale_tables.scale_of` of the result's recorded config, the
+  paper's side read from this code) and ``at_paper_scale``; ``design``; ``comparable``; ``tuning``;
+* ``result``: which stored result the row was judged on (``mode``, ``fresh``, ``digest``, ``path``).
 
-Which result (the store's one rule, :func:`dpcompanion.experiments.store.best_fresh`): the
-fresh stored paper-mode result (the paper's own sizes, where an experiment defines ``configs["paper"]`` and the sweep is complete) when there is one, else the fresh stored
-full result, else the fresh stored quick result (``result.mode`` says which: ``paper``,
-``full`` or ``quick``; the scale block is the judged result's). **Nothing is computed unless asked** (``compute=True``, ``verdicts --compute``): a page
-without a fresh stored result gives one ``not comparable`` row saying why and which command
-computes it, so ``verdicts --json`` is cheap, deterministic and never silently runs
-experiments. Theory tables are computed (no training: seconds).
-
-:func:`write_csv` writes the same rows flattened (``scale`` and ``tuning`` as JSON text);
-:func:`counts` counts verdicts.
-"""
+The result judged is the store's one choice (:func:`dpcompanion.experiments.store.best_fresh`: the fresh
+paper-mode result, else the full one, else the quick one). Nothing is computed unless asked
+(``compute=True``, ``verdicts --compute``): a page without a fresh stored result gives one ``not judged``
+row saying which command computes it. Theory tables are computed (seconds)."""
 
 from __future__ import annotations
 
@@ -53,26 +31,24 @@ from typing import Any, Iterable
 
 from dpcompanion.core import outputs
 from dpcompanion.experiments import base, comparisons, scale_tables as scale_mod, store
-from dpcompanion.experiments.comparisons import margin_dates, outcome, theory, wu_rules
-from dpcompanion.experiments.comparisons.outcome import OWN_CODE_RULES
-from dpcompanion.experiments.comparisons.rows import decided
+from dpcompanion.experiments.comparisons import margin_dates, theory, wu_rules
+from dpcompanion.experiments.comparisons.rule import CRITERIA, OUTCOMES, OWN_CODE_RULES, decide, decided
 from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
-           "power_rows", "sentence", "SAME_PRINTED", "one_verdict_per_printed_number", "readable", "scope_of", "next_steps", "OWN_CODE_RULES", "outcome_counts", "setup_of",
-           "SETUP_RANK", "outcome_words", "SETUP_WORDS", "EFFECT_WORDS",
-           "TREND_WORDS"]
+           "power_rows", "sentence", "SAME_PRINTED", "one_verdict_per_printed_number", "readable", "scope_of",
+           "next_steps", "OWN_CODE_RULES", "outcome_counts", "setup_of", "SETUP_RANK", "outcome_words", "SETUP_WORDS",
+           "EFFECT_WORDS", "TREND_WORDS"]
 
-CSV_COLUMNS = ("page", "rule", "item", "verdict", "outcome", *outcome.CRITERIA, "judge_verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
+CSV_COLUMNS = ("page", "rule", "item", "verdict", "outcome", *CRITERIA, "judge_verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
                "margin", "mde", "runs_needed", "runs_needed_cpu_s", "design", "stage", "comparable", "result_mode", "at_paper_scale", "scope", "sentence",
                "next_step", "scale", "tuning", "note")
 
 
 def _n_from_config(key: str | None, item: str, config: dict) -> int | None:
-    """Our runs per compared estimate read from ``config`` under ``key`` (the experiment's
-    :attr:`~dpcompanion.experiments.base.Experiment.repeats_key`; ``dnn_<key>`` for a row about
-    the DNN where the config has one), for rows whose rule does not know n (a difference of
-    means handed over with its se); None without a key or a number."""
+    """Our runs per compared estimate for a row whose rule does not know n: ``config[key]`` (the
+    experiment's :attr:`~dpcompanion.experiments.base.Experiment.repeats_key`; ``dnn_<key>`` for a row about
+    the DNN where the config has one); None without a key or a number."""
     if key and "dnn" in item.lower() and f"dnn_{key}" in config:
         key = f"dnn_{key}"
     v = config.get(key) if key else None
@@ -80,10 +56,8 @@ def _n_from_config(key: str | None, item: str, config: dict) -> int | None:
 
 
 def _pick(eid: str, *, compute: bool, seed: int, device: str):
-    """(result, mode, why-not): the result a page shows, by the store's one rule
-    (:func:`store.best_fresh`: the fresh paper result, else the fresh full one, else the fresh
-    quick one; with ``compute``, :func:`store.result_to_show`, which computes the quick one
-    where none is fresh); else why none is judged."""
+    """(result, mode, why-not): the result a page shows (:func:`store.best_fresh`; with ``compute``,
+    :func:`store.result_to_show`, which computes the quick one where none is fresh); else why none is judged."""
     res = (store.result_to_show(eid, mode="quick", seed=seed, device=device) if compute
            else store.best_fresh(eid, seed=seed))
     if res is not None:
@@ -96,10 +70,8 @@ def _pick(eid: str, *, compute: bool, seed: int, device: str):
 
 
 def runs_needed_cpu_s(need: int | None, n: int | None, result_cpu_s: float | None) -> float | None:
-    """What deciding an inconclusive row would cost here: the CPU seconds of
-    the runs it lacks, ``(need - n) / n`` times the CPU time of the stored result (its units'
-    wall time, single-threaded units): the whole experiment run at ``need`` runs, an upper
-    bound for a row that one cell of it holds. None where a number is missing.
+    """The CPU seconds of the runs an inconclusive row lacks: ``(need - n) / n`` times the stored
+    result's CPU time (an upper bound for a row that one cell of it holds); None where a number is missing.
 
     >>> runs_needed_cpu_s(12, 3, 100.0)
     300.0
@@ -114,9 +86,8 @@ SETUP_RANK = {"paper's": 0, "reduced": 1, "another": 2}
 
 
 def setup_of(comparable: str | None, *, mode: str | None, at_paper_scale: bool | None) -> str:
-    """The ``setup`` criterion (:mod:`.outcome`) of a row: ``another`` where only the direction
-    is comparable (another data set or model), ``paper's`` for a number computed at the
-    paper's parameters or a run at the paper's scale, else ``reduced``.
+    """The ``setup`` criterion of a row: ``another`` where only the direction is comparable,
+    ``paper's`` for a number computed at the paper's parameters or a run at the paper's scale, else ``reduced``.
 
     >>> setup_of("direction", mode="full", at_paper_scale=True), setup_of("size", mode="computed", at_paper_scale=None)
     ('another', "paper's")
@@ -142,7 +113,7 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     need = int(math.ceil(k * n)) if (r["verdict"] == "inconclusive" and k and n) else None
     out = {
         "page": page, "rule": r.get("rule"), "item": str(r["item"]), "verdict": r["verdict"], "outcome": r["outcome"],
-        **{k: r[k] for k in outcome.CRITERIA}, "judge_verdict": r.get("judge_verdict"),
+        **{k: r[k] for k in CRITERIA}, "judge_verdict": r.get("judge_verdict"),
         "paper": str(r["paper"]), "paper_value": st.get("paper_value"),
         "ours": {"estimate": st.get("estimate"), "ci_low": st.get("ci_low"), "ci_high": st.get("ci_high"), "n": n,
                  "se": st.get("se"), "text": str(r["ours"])},
@@ -195,7 +166,7 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
         comparable = scale_mod.comparability(eid, scale_mod.scale_of(eid, config))[0]
         none = dict(claim="none", paper_evidence="none", setup=setup_of(comparable, mode=None, at_paper_scale=None),
                     sign="n/a", size="n/a", absence="n/a", check="n/a", cap="none")
-        word, out = outcome.decide(none)
+        word, out = decide(none)
         return [{"page": eid, "rule": None, "item": f"{eid}: no fresh stored result", "verdict": word, "outcome": out,
                  **none, "judge_verdict": None,
                  "paper": "", "paper_value": None,
@@ -232,33 +203,20 @@ def _w_eps_rows() -> list[dict]:
     return wu_rules.w_eps_rows(w_adp_eps.w_eps_table(), w_adp_eps.w_eps_readings())
 
 
-def _w_f2_rows() -> list[dict]:
-    return wu_rules.w_f2_rows()
-
-
-def _h_f_theory_rows() -> list[dict]:
-    return theory.h_f_theory_rows()
-
-
 def _accounting_rows() -> list[dict]:
     return [r for r in theory.accounting_rows() if r["rule"] != "w-eps/epsilon"]  # W-EPS: its own entry
 
 
-def _h_sec_4_2_rows() -> list[dict]:
-    return theory.h_sec_4_2_rows()
-
-
 #: SPEC ID -> (page, rows): paper-vs-ours tables with rules but no experiment module
-CLAIM_TABLES = {"h-f-theory": ("h-f-theory", _h_f_theory_rows), "accounting": ("accounting", _accounting_rows),
-                "h-sec-4-2": ("h-sec-4-2", _h_sec_4_2_rows), "w-f2": ("w-theory", _w_f2_rows),
-                "w-eps": ("w-theory", _w_eps_rows)}
+CLAIM_TABLES = {"h-f-theory": ("h-f-theory", theory.h_f_theory_rows),
+                "accounting": ("accounting", _accounting_rows), "h-sec-4-2": ("h-sec-4-2", theory.h_sec_4_2_rows),
+                "w-f2": ("w-theory", wu_rules.w_f2_rows), "w-eps": ("w-theory", _w_eps_rows)}
 
 
 def experiments_with_verdicts() -> list[str]:
     """Every experiment of :func:`dpcompanion.experiments.base.all_experiments` that declares
     ``verdict_rows`` (the rows its page shows), by ID."""
     return [eid for eid, exp in base.all_experiments().items() if exp.verdict_rows is not None]
-
 
 
 def report_rows(*, pages: Iterable[str] | None = None, compute: bool = False, seed: int = 0,
@@ -297,11 +255,9 @@ SAME_PRINTED = {
 
 
 def one_verdict_per_printed_number(rows: list[dict]) -> list[dict]:
-    """One printed number, one verdict: a row of :data:`SAME_PRINTED` whose printed value is
-    judged on another page too takes the verdict, outcome, criteria and estimate (``ours``) of
-    whichever of the two rests on more runs: the judged cell is the one shown; the note says
-    which, and its own estimate moves to ``own_ours`` and the note. Rows absent from the report
-    are left as they are.
+    """One printed number, one verdict: a row of :data:`SAME_PRINTED` takes the verdict, outcome,
+    criteria and estimate (``ours``) of whichever of the two rows judging that number rests on more runs;
+    its own estimate moves to ``own_ours`` and the note. Rows absent from the report are left as they are.
 
     >>> a = {"page": "w-f1", "rule": "w-f1/gap", "item": next(iter(SAME_PRINTED))[2], "verdict": "sign only",
     ...      "outcome": "partial", "paper_value": 0.68, "ours": {"n": 5}, "note": "x", "sentence": "s"}
@@ -322,7 +278,7 @@ def one_verdict_per_printed_number(rows: list[dict]) -> list[dict]:
         said = (f"one printed number, one verdict: the same printed cell is judged on {src['page']} "
                 f"({src['item']}, {max(ni, nj)} runs), whose verdict this row takes")
         out[keep] = {**rows[keep], "verdict": src["verdict"], "outcome": src["outcome"],
-                     **{k: src[k] for k in outcome.CRITERIA if k in src},
+                     **{k: src[k] for k in CRITERIA if k in src},
                      **{k: src[k] for k in ("runs_needed", "runs_needed_cpu_s", "next_step") if k in src},
                      "judged_on": [src["page"], src["item"]], "ours": src["ours"],
                      "own_ours": rows[keep].get("ours"),
@@ -385,14 +341,14 @@ READABLE = (
     (r"\bsynthetic\b", "synthetic data"), (r"^(pgd|momentum|psgd|adp): ", r"the \1 trainer: "),
     (r"\bpgd\b", "PGD"), (r"\bpsgd\b", "PSGD"), (r"\badp\b", "ADP-SGD"), (r"\bdp\b", "DP-SGD"),
 )
-#: the setups in words (the ``setup`` criterion, :mod:`.outcome`)
+#: the setups in words (the ``setup`` criterion, :mod:`.rule`)
 SETUP_WORDS = {"paper's": "the paper's setup", "reduced": "the paper's data and model at a smaller scale",
                "another": "another setup than the paper's (data set, model, or tuning protocol)"}
 
 
 def outcome_words(row: dict) -> str:
     """A row's word (``verdict``) in a few words, with the criteria that decided it (the
-    ``paper_evidence``, ``setup``, ``sign``, ``size``, ``absence`` of :mod:`.outcome`).
+    ``paper_evidence``, ``setup``, ``sign``, ``size``, ``absence`` of :mod:`.rule`).
 
     >>> outcome_words(dict(verdict="sign only", claim="effect", setup="another", size="not testable", sign="paper's side"))
     "sign only: ours is on the paper's side of zero; the paper's size is not testable in another setup than the paper's (data set, model, or tuning protocol)"
@@ -529,9 +485,8 @@ def _why_not(row: dict) -> str:
 
 
 def _stated_edges(row: dict) -> str:
-    """A tuned parameter whose choice sits on an edge the paper stated (its search range), in
-    words (an optimum at the top of its search is marked, the paper's bound
-    named); empty when none.
+    """A tuned parameter whose choice sits on an edge the paper stated (its search range), in words;
+    empty when none.
 
     >>> _stated_edges({"tuning": [dict(param="T", method="uni", chosen=150.0, edge="high", interior=False,
     ...                                stated_bound="T in [50, 150]", grid_min=50.0, grid_max=150.0)]})
@@ -551,11 +506,9 @@ def _stated_edges(row: dict) -> str:
 
 
 def sentence(row: dict) -> str:
-    """One sentence a reader understands: what was measured, its size, unit
-    and direction with the 95% interval, at which scale, what the paper says and the verdict,
-    without internal names (rule ids, module paths, verdict words in quotes). Written from the
-    row's fields (``rule``, ``item``, ``verdict``, ``ours``, ``paper``, ``paper_value``,
-    ``comparable``, ``at_paper_scale``, ``result``, ``note``), so a row of any rule gets one."""
+    """One sentence a reader understands, written from the row's fields (so a row of any rule gets
+    one): what was measured, its size, unit and direction with the 95% interval, at which scale, what the
+    paper says and the verdict, without internal names (rule ids, module paths, verdict words in quotes)."""
     rule, v, o = row.get("rule") or "", row["verdict"], row.get("ours") or {}
     est, lo, hi = o.get("estimate"), o.get("ci_low"), o.get("ci_high")
     scale, why = _scale_words(row), _why_not(row)
@@ -637,8 +590,8 @@ def _per_N_signs(text: str) -> str:
 
 
 def _cap(s: str) -> str:
-    """``s`` with its first letter capitalised when it is a plain ASCII letter (a Greek symbol
-    or a method's name in lower case stays as it is)."""
+    """``s`` with its first letter capitalised when it is a plain ASCII letter (a method's name in lower
+    case stays as it is)."""
     return s[:1].upper() + s[1:] if s[:1].isascii() and s[:1].islower() and s.split(" ")[0].rstrip("':,") not in _METHOD_NAMES else s
 
 
@@ -665,12 +618,10 @@ def _seconds_per_run_step(payload: Any, cell: str) -> float | None:
 
 
 def next_steps(tuning: Iterable[dict], payload: Any = None) -> dict | None:
-    """What the next step of a search would cost, for every tuned parameter whose choice sits
-    at an edge the paper did not state (no new runs; the row says what
-    bracketing the optimum would take): per record the next value beyond the edge (as the
-    tuning protocol extends a grid), the runs (the other parameters' candidates x the tuning
-    seeds) and their CPU seconds (run-steps x the result's measured seconds per run-step,
-    where it records them); ``cpu_s`` their sum (None where a time is unknown), ``text`` in
+    """What the next step of a search would cost, for every tuned parameter whose choice sits at an edge
+    the paper did not state: per record the next value beyond the edge (as the tuning protocol extends a grid),
+    the runs (the other parameters' candidates x the tuning seeds) and their CPU seconds (run-steps x the
+    result's measured seconds per run-step); ``cpu_s`` their sum (None where a time is unknown), ``text`` in
     words. None when no choice sits at such an edge."""
     steps = []
     recs = [t for t in (tuning or []) if t.get("interior") is False and not t.get("stated_bound")]
@@ -707,8 +658,7 @@ def next_steps(tuning: Iterable[dict], payload: Any = None) -> dict | None:
                                  "would need a search beyond that limit")}
     known = [s["cpu_s"] for s in steps if s["cpu_s"] is not None]
     total = sum(known) if len(known) == len(steps) else None
-    cost = (f"would cost about {total / 3600:.1f} CPU hours on the tuning data" if total is not None and total >= 3600 else
-            f"would cost about {max(1.0, total / 60):.0f} CPU minutes on the tuning data" if total is not None else
+    cost = (f"would cost about {cpu_words(total)} on the tuning data" if total is not None else
             f"needs {sum(s['run_steps'] or 0 for s in steps):,} more run-steps on the tuning data (the stored "
             "result records no time per step)")
     text = readable("trying " + ", ".join(s["what"] for s in steps) + f" {cost}")
@@ -721,7 +671,7 @@ def counts(rows: Iterable[dict]) -> dict[str, int]:
 
 
 def outcome_counts(rows: Iterable[dict]) -> dict[str, dict[str, int]]:
-    """Outcome -> setup -> number of rows, outcomes in the order of :data:`.outcome.OUTCOMES`
+    """Outcome -> setup -> number of rows, outcomes in the order of :data:`.rule.OUTCOMES`
     and setups from the paper's down; rows of our own code counted under ``own code`` in
     place of a setup (:func:`scope_of`).
 
@@ -730,13 +680,13 @@ def outcome_counts(rows: Iterable[dict]) -> dict[str, dict[str, int]]:
     """
     c = Counter((r["outcome"], "own code" if scope_of(r) == "own code" else r["setup"]) for r in rows)
     order = list(SETUP_RANK) + ["own code"]
-    return {o: {s: c[(o, s)] for s in order if c[(o, s)]} for o in outcome.OUTCOMES if any(c[(o, s)] for s in order)}
+    return {o: {s: c[(o, s)] for s in order if c[(o, s)]} for o in OUTCOMES if any(c[(o, s)] for s in order)}
 
 
 def _flat(r: dict) -> dict:
     o = r["ours"]
     return {"page": r["page"], "rule": r["rule"] or "", "item": r["item"], "verdict": r["verdict"],
-            "outcome": r["outcome"], **{k: r[k] for k in outcome.CRITERIA}, "judge_verdict": r.get("judge_verdict"),
+            "outcome": r["outcome"], **{k: r[k] for k in CRITERIA}, "judge_verdict": r.get("judge_verdict"),
             "paper": r["paper"],
             "paper_value": r["paper_value"], "estimate": o["estimate"], "ci_low": o["ci_low"], "ci_high": o["ci_high"],
             "n": o["n"], "margin": r["margin"], "mde": r["mde"], "runs_needed": r["runs_needed"],
@@ -760,12 +710,10 @@ def csv_text(rows: Iterable[dict]) -> str:
 
 
 def write_csv(rows: Iterable[dict], path: Path) -> Path:
-    """Write :func:`csv_text` to ``path`` by :func:`dpcompanion.core.outputs.write_text` (a
-    regular file replaced atomically; a device, FIFO or symlink's target written through,
-    never replaced)."""
+    """Write :func:`csv_text` to ``path`` by :func:`dpcompanion.core.outputs.write_text` (a regular file
+    replaced atomically; a device, FIFO or symlink's target written through, never replaced)."""
     path = Path(path)
-    text = csv_text(rows)
-    outputs.write_text(path, text, name="--csv")
+    outputs.write_text(path, csv_text(rows), name="--csv")
     return path
 
 
@@ -782,9 +730,8 @@ def cpu_words(seconds: float | None, before: str = "", after: str = "") -> str:
 
 
 def power_rows(rows: Iterable[dict]) -> list[list[Any]]:
-    """A page's power table from :func:`report_rows` rows: ``[item, the paper's effect, our
-    estimate, our n, the smallest effect our runs detect at 80% power, runs needed]`` for every
-    row judged on a sampled estimate (one with a standard error)."""
+    """A page's power table from :func:`report_rows` rows: ``[item, the paper's effect, our estimate,
+    our n, the smallest effect our runs detect at 80% power, runs needed]`` for every row with a standard error."""
     out = []
     for r in rows:
         o = r["ours"]

@@ -21,9 +21,8 @@ excludes zero (agrees or disagrees), or lies inside the practical margin by TOST
 one-sided 5% tests get boundaries of their own (the same spending at two-sided 10%). A row
 undecided at the last planned look stays ``inconclusive``.
 
-Scipy gives the normal and t functions; the integration is the textbook recursion (about
-thirty lines: neither scipy nor statsmodels has group-sequential boundaries). It is tested
-against a Monte Carlo simulation of the looks and against published boundaries.
+The integration is the textbook recursion (neither scipy nor statsmodels has group-sequential
+boundaries), tested against a Monte Carlo simulation of the looks and against published boundaries.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""One table of every experiment's verdicts (Hong et al., Wu et al., and our own checks), for
-the landing page, rendered from the reproduction report
-(:mod:`dpcompanion.experiments.comparisons.reproduction`, ``python -m dpcompanion verdicts``).
-
-:func:`verdict_summary` takes the report's rows (each experiment judged on its fresh full
-result, else its quick one; then the rows of the figures and tables that have rules but no
-experiment, :data:`CLAIM_TABLES`) and renders them for ``report.paper_vs_ours``;
-:func:`write_reproduction_csv` writes the same rows as the CSV the landing page links
-(:func:`reproduction_download_md`). Nothing here computes a verdict itself.
-"""
+"""One table of every experiment's verdicts for the landing page, rendered from the reproduction report
+(:mod:`.reproduction`): :func:`verdict_summary` for ``report.paper_vs_ours``, :func:`write_reproduction_csv`
+for the CSV the landing page links (:func:`reproduction_download_md`). Nothing here computes a verdict."""
 
 from __future__ import annotations
 

@@ -1,19 +1,11 @@
 """Verdict rules of the theory pages' numeric comparisons (h-f-theory, accounting, h-sec-4-2).
 
-These numbers have no sampling noise (a closed form or an exhaustive search against the
-number the paper's printed formula gives), so they are judged by
-:func:`~.rule.judge_exact` within one stated relative tolerance, :data:`H_THEORY_RTOL`, the
-tolerance the page states (there is no hidden 'partly' band: the page once used a relative 0.5
-for it). A printed value of zero is judged within the absolute tolerance :data:`H_THEORY_RTOL`.
-
-Every row whose printed number we do not reproduce carries the natural readings of the
-theorem behind it (the statement's vs the proof's constants and forms, log
-base, continuous vs integer T, a missing factor 2, rho vs R = 2 rho, the quadratic's other
-root), each computed by the library, and names the closest (:mod:`.readings`). The readings
-are other definitions of the quantity the printed formula claims to give (the minimiser, the
-minimum, the root), never the printed formula itself; the verdict stays the stated
-protocol's.
-"""
+These numbers have no sampling noise (a closed form or an exhaustive search against the number the paper's
+printed formula gives), so they are judged by :func:`~.rule.judge_exact` within the one relative tolerance
+the page states, :data:`H_THEORY_RTOL` (absolute for a printed zero). A row whose printed number we do not
+reproduce carries the natural readings of the theorem behind it (:mod:`.readings`: the statement's vs the
+proof's constants, log base, integer T, a missing factor 2, rho vs R = 2 rho, the quadratic's other root),
+never the printed formula itself; the verdict stays the stated protocol's."""
 
 from __future__ import annotations
 
@@ -23,8 +15,7 @@ import numpy as np
 from scipy import optimize
 
 from dpcompanion.experiments.comparisons import readings as rd, wu_rules
-from dpcompanion.experiments.comparisons.rows import row_of
-from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule, judge_exact
+from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule, judge_exact, row_of
 from dpcompanion.theory import accounting, numerical_accounting
 from dpcompanion.theory.bounds import gd, momentum as mom
 
@@ -247,7 +238,7 @@ def _closest(paper: float, readings: list[rd.Reading], rtol: float) -> rd.Closes
 
 
 def _row(rule_id: str, *, reading: rd.Closest | None = None, **kw) -> dict:
-    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rows.row_of`); with a
+    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rule.row_of`); with a
     ``reading`` (:func:`.readings.closest`) its note ends with the reading's sentence and the row
     carries the ``reading`` field."""
     by_id = {r.id: r for r in RULES}

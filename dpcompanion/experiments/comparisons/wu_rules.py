@@ -1,22 +1,17 @@
 """The judges Wu et al.'s experiments share, and the rules of its pages without an experiment.
 
-Each W experiment declares its own rules in its module; the table judges they share
-are here: :func:`judge_gap` (one cell: ADP-SGD's gain over DP-SGD) and :func:`judge_table` (a
-table's pooled gain), which read the design, margin and comparability of the rule they judge for.
-Our runs use another setup than the paper's (Fashion-MNIST instead of CIFAR-10, the CNN's last
-layer alone trained, fewer steps), so the table rules compare the *direction* of the ADP-SGD vs
-DP-SGD gain in one cell (:data:`W_TRANSFER`; the paper's size is quoted, never
-judged), never the absolute accuracy. Both methods of a cell run on the same seeds, so the gain
-is the mean of the per-seed differences with its paired t interval (:data:`W_SHARED`,
-:func:`~.rule.estimate_effect`). The printed cells are in
-:mod:`dpcompanion.experiments.protocols.wu_paper` (transcribed from Wu et al.). The pages without
-an experiment: W-F2 (the printed step-size facts, :data:`W_F2_PRINTED`) and W-EPS (footnote 3's
-epsilons).
-"""
+:func:`judge_gap` (one cell: ADP-SGD's gain over DP-SGD) and :func:`judge_table` (a table's pooled gain)
+read the design, margin and comparability of the rule they judge for. Our runs use another setup than
+the paper's (Fashion-MNIST instead of CIFAR-10, the CNN's last layer alone trained, fewer steps), so the
+table rules compare the *direction* of the gain (:data:`W_TRANSFER`), never the absolute accuracy; both
+methods of a cell run on the same seeds (:data:`W_SHARED`). The printed cells are in
+:mod:`dpcompanion.experiments.protocols.wu_paper`. The pages without an experiment: W-F2 (the printed
+step-size facts, :data:`W_F2_PRINTED`) and W-EPS (footnote 3's epsilons)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections import Counter
@@ -24,18 +19,18 @@ from typing import Sequence
 
 import numpy as np
 
-from dpcompanion.experiments.comparisons import outcome, readings as rd
-from dpcompanion.experiments.comparisons.outcome import EVIDENCE_Z, evidence_of
-from dpcompanion.experiments.comparisons.pooling import pool_random_effects
-from dpcompanion.experiments.comparisons.rows import HEADLINE_N, W_ACC_MARGIN, W_PAPER_RUNS, W_SPREAD, row_of
-from dpcompanion.experiments.comparisons.rule import (Case, Judgement, Margin, Rule, estimate_effect, judge_effect,
-                                                      judge_exact, rel_within)
+from dpcompanion.experiments.comparisons import readings as rd
+from dpcompanion.experiments.comparisons.rule import (Case, EVIDENCE_Z, HEADLINE_N, Judgement, Margin, Rule,
+                                                      W_ACC_MARGIN, W_PAPER_RUNS, W_SPREAD, cells_cap, estimate_effect,
+                                                      evidence_of, judge_effect, judge_exact, pool_random_effects,
+                                                      rel_within, row_of)
 from dpcompanion.experiments.comparisons.sequential import Plan, first_seeds, judge_sequential
 from dpcompanion.theory.bounds import adp
 
-__all__ = ["RULES", "Z_SIGNIFICANT", "EPSILON_RTOL", "PAPER_RUNS", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE",
-           "W_BATCH", "W_EPS_ABS", "W_EPS_PARTLY_RTOL", "W_SHARED", "W_TRANSFER", "GAP_TOL", "TABLE_TOL", "gap_stats",
-           "gap_df", "judge_gap", "judge_table", "gap_rule", "table_rule", "gap_case", "pooled_case", "AHEAD", "BEHIND", "GAP_MARGIN", "TABLE_MARGIN", "w_f2_rows", "w_eps_rows", "w_eps_fits", "w_eps_best_fit", "w_eps_fits_markdown"]
+__all__ = ["RULES", "EPSILON_RTOL", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE", "W_BATCH", "W_EPS_ABS",
+           "W_EPS_PARTLY_RTOL", "W_SHARED", "W_TRANSFER", "GAP_TOL", "TABLE_TOL", "gap_stats", "judge_gap",
+           "judge_table", "gap_rule", "table_rule", "gap_case", "pooled_case", "AHEAD", "BEHIND", "GAP_MARGIN",
+           "TABLE_MARGIN", "w_f2_rows", "w_eps_rows", "w_eps_fits", "w_eps_best_fit", "w_eps_fits_markdown"]
 
 #: the design of every ADP - DP comparison of W's runs: the reason, after the function named
 W_SHARED = ("trains DP-SGD and ADP-SGD in one call of protocols.wu.train_segments with seeds + seeds: run k of "
@@ -47,13 +42,8 @@ W_TRANSFER = ("every W transfer run (protocols.wu.transfer_features and head_mod
               "(about 25 times fewer at 2,000); the paper fine-tunes a CNN pre-trained on CIFAR-100 on CIFAR-10 (50,000 images): the "
               "data set, model and trained layers differ at every size, so only the sign of the gain is compared")
 
-#: a gap is "significant" when it exceeds this many standard errors of the difference of
-#: two means (about a two-sided 95% level for normal spreads)
-Z_SIGNIFICANT = 2.0
 #: relative tolerance for "the same final epsilon"
 EPSILON_RTOL = 1e-6
-#: runs behind each of the paper's mean +- sd (W Sec. 6: "We repeat the experiments five times")
-PAPER_RUNS = W_PAPER_RUNS
 #: relative tolerance of the W-F2 step-size end points
 W_F2_RTOL = 1e-6
 #: W-EPS: the paper prints its epsilons to two decimals, so ours agrees when it rounds to the
@@ -86,28 +76,17 @@ def gap_stats(adp, dp, *, design: str = "paired") -> tuple[float, float]:
 
 # ------------------------------------------------------------------------ table cells
 
-def gap_df(adp, dp, *, design: str = "paired") -> float | None:
-    """Degrees of freedom of our gap by ``design`` (paired: n - 1; None with fewer than 2 seeds
-    on a side)."""
-    return estimate_effect(adp, dp, design=design).df
-
-
 def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float], where: str,
               plan: Plan | None = None) -> Judgement:
-    """One table cell of rule ``rule`` (a :class:`~.rule.Rule` declared with ``takes_rule``: its
-    design, margin and comparability are read from it): ``printed = (adp_mean, adp_sd, dp_mean,
-    dp_sd)`` as printed (or None), ``adp``/``dp`` our per-seed accuracies (%). Our gap and its 95%
-    interval by the comparison's design (the rule's ``design``: paired by seed,
-    :func:`~.rule.estimate_effect`), judged against zero and, where our setup is the paper's,
-    the paper's gap, whose standard error (from the printed sds over :data:`PAPER_RUNS` runs
-    each) is folded in (:func:`~.rule.judge_effect`); where it is not
-    (the rule's ``comparable``: every W transfer run), by its sign alone. No printed
-    cell, or fewer than 2 seeds: ``not comparable``.
+    """One table cell of rule ``rule`` (declared with ``takes_rule``: its design, margin and
+    comparability are read from it): ``printed = (adp_mean, adp_sd, dp_mean, dp_sd)`` as printed (or None),
+    ``adp``/``dp`` our per-seed accuracies (%). Our gap by the rule's design (:func:`~.rule.estimate_effect`),
+    judged against zero and, where our setup is the paper's, the paper's gap with its standard error (from the
+    printed sds over :data:`~.rule.W_PAPER_RUNS` runs each) folded in (:func:`~.rule.judge_effect`); else by
+    its sign alone. No printed cell, or fewer than 2 seeds: ``not comparable``.
 
-    With a group-sequential ``plan`` (the experiment's ``sequential``) reached by
-    our seeds, the cell is judged at each look in turn on its first seeds, by the look's
-    repeated interval and TOST levels and the rule's margin, and decided at the first look that
-    decides (:func:`~.sequential.judge_sequential`); ``ours`` and the note are that look's.
+    With a group-sequential ``plan`` reached by our seeds, the cell is judged at each look on its first seeds
+    and decided at the first look that decides (:func:`~.sequential.judge_sequential`).
 
     >>> r = Rule("x/gap", "a cell", "printed", "tol", judge_gap, design=("paired", "same seeds"), takes_rule=True)
     >>> judge_gap(rule=r, printed=(50.0, 1.0, 50.0, 1.0), adp=[1.0], dp=[0.0], where="x").verdict
@@ -124,12 +103,12 @@ def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float],
         return Judgement("not comparable", "the paper has no such cell", ours=ours, printed=f"no such cell ({where})")
     pa, psa, pd, psd = (float(v) for v in printed)
     g_p = pa - pd
-    se_p = math.sqrt(psa**2 / PAPER_RUNS + psd**2 / PAPER_RUNS)
+    se_p = math.sqrt(psa**2 / W_PAPER_RUNS + psd**2 / W_PAPER_RUNS)
     paper = f"{g_p:+.2f} ± {se_p:.2f} points (ADP {pa:.2f} ± {psa:.3g}, DP {pd:.2f} ± {psd:.3g}; {where})"
     if len(adp) < 2 or len(dp) < 2:
         return Judgement("not comparable", "fewer than 2 seeds: no spread to judge by", ours=ours, printed=paper)
     comparable = rule.comparable_name
-    above = all(arm - EVIDENCE_Z * sd / math.sqrt(PAPER_RUNS) > W_CHANCE for arm, sd in ((pa, psa), (pd, psd)))
+    above = all(arm - EVIDENCE_Z * sd / math.sqrt(W_PAPER_RUNS) > W_CHANCE for arm, sd in ((pa, psa), (pd, psd)))
     evidence = evidence_of(g_p, se_p, above)
     if plan is not None and plan.interim_looks and min(len(adp), len(dp)) >= plan.looks[0]:
         m = rule.margin
@@ -149,13 +128,13 @@ def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float],
                      comparable=comparable)
     j = dataclasses.replace(j, evidence=evidence)
     zero_sd = [name for name, sd in (("ADP-SGD", psa), ("DP-SGD", psd)) if sd == 0]
-    flag = (f"; the paper prints an sd of 0 over {PAPER_RUNS} runs for {' and '.join(zero_sd)} (implausible: the "
+    flag = (f"; the paper prints an sd of 0 over {W_PAPER_RUNS} runs for {' and '.join(zero_sd)} (implausible: the "
             "printed se rests on the other arm alone)" if zero_sd else "")
     return j.for_row(ours, printed=paper, remark=_evidence_remark(evidence, g_p, se_p, pa, pd) + flag)
 
 
 #: chance accuracy (%) of the paper's CIFAR-10 (10 classes): an arm whose printed mean is not
-#: :data:`~.outcome.EVIDENCE_Z` printed standard errors above it sits at chance
+#: :data:`~.rule.EVIDENCE_Z` printed standard errors above it sits at chance
 W_CHANCE = 100.0 / 10
 
 
@@ -230,7 +209,7 @@ def _looks_note(plan: Plan, taken) -> str:
 GAP_TOL = (f"our gap's 95% CI (paired by seed: the t interval of the per-seed differences ADP - DP); our setup "
             f"is not the paper's (data set, model, trained layers, steps), so its direction alone is compared: "
             f"agrees = the CI excludes zero on the paper's side, disagrees = on the other side, inconclusive = it "
-            f"includes zero (the paper's gap, its se from the printed sds over {PAPER_RUNS} runs, is quoted, not "
+            f"includes zero (the paper's gap, its se from the printed sds over {W_PAPER_RUNS} runs, is quoted, not "
             f"judged); at the paper's setup the size would be judged too: partly = excludes zero and the paper's gap, "
             f"disagrees also when the paper's gap is excluded while zero is not")
 
@@ -242,21 +221,14 @@ def _pooled_note(p, k_all: int) -> str:
 
 
 def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | None = None) -> Judgement:
-    """One of W's tables (rule ``rule``, declared with ``takes_rule``) from its cells:
-    ``cells`` dicts with ``verdict``, ``outcome`` and ``cap`` (the cell's row, by rule
-    ``w-t1245/gap`` or ``w-t36/gap``), ``gap`` and ``se`` (ours, paired by seed) and
-    ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the
-    comparable cells (every cell but those whose sizes differ, cap ``sizes differ``) (:func:`~dpcompanion.experiments.comparisons.pooling.pool_random_effects`: random effects, the cells' true gains
-    differ), judged as a cell is (:func:`~.rule.judge_effect` by its sign, the setup being
-    the paper's in direction only, with the rule's margin); the count
-    of cells by verdict is reported beside it. Not comparable when no cell is. The cells judged on
-    their own cap the table (:func:`~.outcome.cells_cap`, :attr:`~.rule.Judgement.cells_cap`): a
-    failing cell makes the pooled row at most partial, half or more failing make it not
-    reproduced.
-
-    With a group-sequential ``plan`` and cells carrying their per-seed
-    arrays (``adp``, ``dp``), the pooled gap is judged at each look on the cells' first seeds,
-    by the look's repeated interval, and decided at the first look that decides.
+    """One of W's tables (rule ``rule``, declared with ``takes_rule``) from its ``cells``: dicts with
+    ``verdict``, ``outcome`` and ``cap`` (the cell's row), ``gap`` and ``se`` (ours, paired by seed) and
+    ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the comparable cells
+    (those whose sizes do not differ; :func:`~.rule.pool_random_effects`: random effects, the cells' true
+    gains differ), judged as a cell is, with the rule's margin; the count of cells by verdict is reported
+    beside it. Not comparable when no cell is. The cells judged on their own cap the table (:func:`~.rule.cells_cap`).
+    With a group-sequential ``plan`` and cells carrying their per-seed arrays (``adp``, ``dp``), the pooled gap
+    is judged at each look on the cells' first seeds.
 
     >>> c = [{"verdict": "sign only", "outcome": "partial", "cap": "none", "gap": g, "se": 0.1, "paper_gap": 2.0}
     ...      for g in (1.0, 1.1, 1.2)]
@@ -290,7 +262,7 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
            and math.isfinite(float(c.get("se", math.nan)))
            and math.isfinite(float(c["gap"]))]
     same = [c.get("outcome", "not judged") for c in cells if c.get("cap", "none") != "sizes differ"]
-    cap = outcome.cells_cap(same)
+    cap = cells_cap(same)
     fails, judged = same.count("failure"), sum(1 for o in same if o != "not judged")
     by_cells = (f"; cells judged on their own: {fails} of {judged} not reproduced"
                 + ("" if cap == "none" else f", so the table is capped ({cap})"))
@@ -386,18 +358,11 @@ def _explained_row(rule_id: str, c: "rd.Closest", **kw) -> dict:
 
 
 def w_f2_rows() -> list[dict]:
-    """Paper-vs-ours rows for W-F2 (the step-size families of Fig. 2; no experiment module:
-    nothing is trained), ours computed from the library's step sizes
-    (:func:`dpcompanion.theory.bounds.adp.stepsize_linear_sqrt`):
-
-    * iterations per epoch: ceil(50000 / 256) vs the printed 196;
-    * T for 60/120/200 epochs: 196 x epochs vs the printed 11760/23520/39200;
-    * footnote 3 and Sec. 6.2's T = 11700 for 60 epochs vs the same count (it is 60 x 195,
-      i.e. floor(50000/256) per epoch, so the paper uses two epoch lengths);
-    * the orange family reaches eta_T = 1e-10 at t = T with a_T = (0.1 - 1e-10)/sqrt(T)
-      (true by construction of a_T: it checks our implementation, not the paper);
-    * Table 4's caption writes 0.1 + a_T sqrt(t): that family ends at 0.2 - 1e-10, not 1e-10,
-      so it is a sign typo of Table 1's 0.1 - a_T sqrt(t)."""
+    """Paper-vs-ours rows for W-F2 (the step sizes of Fig. 2; nothing is trained), ours from the
+    library's step sizes (:func:`dpcompanion.theory.bounds.adp.stepsize_linear_sqrt`): iterations per epoch
+    (ceil(50000 / 256) vs the printed 196); T for 60/120/200 epochs; footnote 3's T = 11700 for 60 epochs
+    (60 x 195: the paper uses two epoch lengths); eta_T = 1e-10 at t = T (true by construction of a_T: it
+    checks our implementation); Table 4's caption's 0.1 + a_T sqrt(t) (a sign typo of Table 1's)."""
     per_epoch = math.ceil(W_TRAIN_SIZE / W_BATCH)
     rows = [_row("w-f2/iterations-per-epoch", sizes_match=True, ours=per_epoch)]
     for ep in W_F2_PRINTED["T_by_epochs"]:
@@ -425,15 +390,11 @@ def w_f2_rows() -> list[dict]:
 # ------------------------------------------------------------------------ W-EPS (footnote 3)
 
 def _judge_w_eps(*, paper: float, readings: dict, explained: str = "", accountant: str | None = None) -> Judgement:
-    """``readings``: accountant name -> our epsilon for one epsilon_bar. The paper's code is an
-    image, so which accountant it used is unknown: the reading closest to the printed value
-    is judged, and every reading is listed in the note. The tolerance is the one of claim
-    W-EPS in the claims registry (:data:`W_EPS_ABS`, half a unit of the printed two decimals):
-    there is no partly band (a relative band once gave 'partly' here while the registry said
-    'not reproduced'). ``explained``: the sentence of the protocol's other readings
-    (:func:`.readings.note`), appended to the note; it never changes the verdict. ``accountant``:
-    the one accountant every row shows (:func:`w_eps_rows`: the one closest over all five
-    values), else the one closest to this value."""
+    """``readings``: accountant name -> our epsilon for one epsilon_bar. The paper's code is an image, so
+    its accountant is unknown: the reading closest to the printed value (or ``accountant``, the one every row
+    shows) is judged within claim W-EPS's tolerance (:data:`W_EPS_ABS`, half a unit of the printed two
+    decimals), every reading listed in the note. ``explained``: the protocol's other readings
+    (:func:`.readings.note`), appended to the note; it never changes the verdict."""
     if not readings:
         raise ValueError("w-eps needs at least one accountant reading")
     if accountant is not None and accountant not in readings:
@@ -461,16 +422,11 @@ ACCOUNTANT_SHORT = {"rdp-improved": "RDP, improved conversion", "rdp-classic": "
 
 def w_eps_rows(table: Sequence[dict], protocol_readings: dict | None = None) -> list[dict]:
     """Paper-vs-ours rows for W-EPS (Wu et al., Sec. 6 footnote 3: the moments-accountant epsilons of
-    Thm 4.1's noise at each epsilon_bar; a claim, nothing is trained). ``table``: rows of
-    :func:`dpcompanion.claims.w_adp_eps.w_eps_table`; the main-text B_delta reading is judged,
-    one row per epsilon_bar, the accountant closest to the printed value.
-
-    ``protocol_readings`` (:func:`dpcompanion.claims.w_adp_eps.w_eps_readings`: epsilon_bar ->
-    ``(name, epsilon, stated)``): the natural readings of the footnote's
-    protocol; each row's note names the closest one and its deviation
-    (:func:`.readings.note`), its ``reading`` field carries it (:func:`.readings.field`), and
-    the note adds the one reading closest over all the rows (smallest largest deviation). The
-    verdict stays the stated protocol's (:mod:`.readings`)."""
+    Thm 4.1's noise at each epsilon_bar; nothing is trained): one row per epsilon_bar of the main-text
+    B_delta reading of ``table`` (:func:`dpcompanion.claims.w_adp_eps.w_eps_table`), one accountant
+    headlining every row. ``protocol_readings`` (:func:`dpcompanion.claims.w_adp_eps.w_eps_readings`):
+    the footnote's natural readings; each row's note names the closest (its ``reading`` field carries it)
+    and the one closest over all the rows. The verdict stays the stated protocol's."""
     main = [r for r in table if r["b_delta"] == "main"]
     ebs = sorted({float(r["epsilon_bar"]) for r in main})
     papers_of = {}
@@ -544,7 +500,7 @@ RULES: tuple[Rule, ...] = (
 
 
 def _row(rule_id: str, **kw) -> dict:
-    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rows.row_of`)."""
+    """One paper-vs-ours row of this module's rule ``rule_id`` (:func:`.rule.row_of`)."""
     by_id = {r.id: r for r in RULES}
     if rule_id not in by_id:
         raise ValueError(f"rule must be one of {', '.join(by_id)}, got {rule_id!r}")
@@ -574,9 +530,7 @@ def _w_eps_stated():
     return w6, adp_acc, tuple(W_EPS_PAPER), [r["epsilon_bar"] for r in main], [r["noise_multiplier"] for r in main]
 
 
-_W_EPS_FITS: dict = {}
-
-
+@functools.cache
 def w_eps_fits() -> list[dict]:
     """The constants W's footnote 3 leaves open, fitted to its five quoted epsilons
     (:func:`.readings.fit_constants`), under each moments accountant's conversion (RDP
@@ -587,8 +541,6 @@ def w_eps_fits() -> list[dict]:
     ``K`` together, and per epsilon_bar the noise multiplier that gives the quoted value. Each
     is :func:`.readings.fit_field` with the nearest named value (a library's default, a
     tutorial's constant, another number of the paper). Computed once per process (about 20 s)."""
-    if _W_EPS_FITS:
-        return _W_EPS_FITS["fits"]
     w6, adp_acc, paper, ebs, z0 = _w_eps_stated()
     q0, T0, d0 = w6["batch_size"] / w6["N"], w6["T"], w6["delta"]
     K0 = z0[0] * ebs[0]
@@ -623,9 +575,8 @@ def w_eps_fits() -> list[dict]:
                                          decimals=2, candidates=[(rd.Candidate("Thm 4.1's noise (stated)", z),
                                                                   rd.Candidate("TF-Privacy's MNIST tutorial", TF_TUTORIAL_Z))],
                                          context=f"{ctx}; the noise multiplier at epsilon_bar {eb:g} alone"), ctx, eb))
-    _W_EPS_FITS["fits"] = [{**rd.fit_field(f), "accountant": ctx, "fitted_what": f.context.split("; ", 1)[1],
-                            "epsilon_bar": eb, "thm41_K": K0} for f, ctx, eb in out]
-    return _W_EPS_FITS["fits"]
+    return [{**rd.fit_field(f), "accountant": ctx, "fitted_what": f.context.split("; ", 1)[1], "epsilon_bar": eb,
+             "thm41_K": K0} for f, ctx, eb in out]
 
 
 def w_eps_best_fit(fits: Sequence[dict]) -> dict:

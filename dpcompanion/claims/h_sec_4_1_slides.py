@@ -1,13 +1,6 @@
 """Hong et al. (slides): the slides' variants of Section 4.1's results on private gradient descent. Thm 3.2
 (the bound with clipping; the FAccT version's Thm 4.1), Thm 3.3 (the uniform T*; Thm 4.2) and Lemma 3.2
-(the dynamic T*; Thm 4.4). Page: ``book/h-sec-4-1``.
-
-Separate from :mod:`dpcompanion.claims.h_sec_4_1_gd` and :mod:`dpcompanion.claims.h_sec_4_1_dynamic` (the
-FAccT version's statements) because the slides are another version of the paper with their own
-numbering, and to keep each module under the package's 800-line limit.
-
-Every check computes something that could have come out the other way: sampled margins or an
-exhaustive search over integer T.
+(the dynamic T*; Thm 4.4): another version of the paper with its own numbering. Page: ``book/h-sec-4-1``.
 """
 
 from __future__ import annotations

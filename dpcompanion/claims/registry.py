@@ -70,16 +70,13 @@ RELATIONS: dict[str, Callable[[Any, Any], bool]] = {
 #: modules under dpcompanion.claims that define entries (imported by :func:`load_all`).
 CLAIM_MODULES: tuple[str, ...] = (
     "h_sec_3_privacy",  # Hong et al. (FAccT) Sec. 3, App. C: privacy (Thm 3.1, Lemmas C.2-C.4)
-    "h_sec_4_1_gd",  # Sec. 4.1: gradient descent (Thm 4.1, 4.2)
-    "h_sec_4_1_dynamic",  # Sec. 4.1: the optimal and dynamic schedules (Lemma 4.3, Eq. 26, Thm 4.4, Sec. 4.1.3)
+    "h_sec_4_1_gd",  # Sec. 4.1: gradient descent (Thm 4.1, 4.2, Lemma 4.3, Eq. 26, Thm 4.4, Sec. 4.1.3)
     "h_sec_4_1_slides",  # Sec. 4.1 in the slides (Thm 3.2, 3.3, Lemma 3.2)
-    "h_sec_4_2_momentum",  # Sec. 4.2: momentum (Thm 4.5, Lemmas C.5-C.7)
-    "h_sec_4_2_momentum_schedules",  # Sec. 4.2: momentum with a schedule (Thm 4.6, 4.7; slides Thm 3.4)
+    "h_sec_4_2_momentum",  # Sec. 4.2: momentum (Thm 4.5, Lemmas C.5-C.7, Thm 4.6, 4.7; slides Thm 3.4)
     "h_sec_4_3_psgd",  # Sec. 4.3: PSGD (Thm 4.8, 4.9, the subsampling rule)
     "h_sec_4_4_true_risk",  # Sec. 4.4: true risk (Thm 4.10-4.12)
     "h_tables",  # Tables 1 and 2
-    "w_adp",  # Wu et al. (ADP-SGD): privacy (Lemma 2.2, Thm 4.1)
-    "w_adp_utility",  # Wu et al.: utility (Thm 4.2, Remark 4.1, Prop. 5.1, 5.2)
+    "w_adp",  # Wu et al. (ADP-SGD): privacy (Lemma 2.2, Thm 4.1), utility (Thm 4.2, Remark 4.1, Prop. 5.1, 5.2)
     "w_adp_eps",  # Wu et al.: the moments-accountant epsilons of Sec. 6
     "x_unify",  # both papers: one Cauchy-Schwarz allocation
     "theorems",  # the theorem boxes

@@ -1,13 +1,8 @@
 """Wu et al. (ADP-SGD), Sec. 6, footnote 3: the moments-accountant epsilons the paper quotes, recomputed under
 every natural reading of its protocol (:func:`w_eps_table`, :func:`w_eps_readings`,
-:data:`W_EPS_READING_GRID`), and the two entries that judge them (W-EPS, W-EPS.ours). Page: ``book/w-theory``.
-
-Separate from :mod:`dpcompanion.claims.w_adp` and :mod:`dpcompanion.claims.w_adp_utility` (the theorems)
-because these are readings of a reported number, not of a statement, and the experiments' W-EPS
-comparison and the w-theory page read the tables from here; also to keep each module under the
-package's 800-line limit. The epsilon recomputation itself lives in
-:mod:`dpcompanion.theory.accounting`; the accountant readings here are an independent recomputation
-kept as a reference, named as such.
+:data:`W_EPS_READING_GRID`), and the entries that judge them. Page: ``book/w-theory``; the experiments'
+W-EPS comparison reads the tables from here. The accountant readings here are an independent
+recomputation kept as a reference (the library's is :mod:`dpcompanion.theory.accounting`).
 """
 
 from __future__ import annotations

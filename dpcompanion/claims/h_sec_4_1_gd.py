@@ -25,9 +25,7 @@ from dpcompanion.theory.bounds import gd
 # --- Thm 4.1: the utility bound of PGD ---------------------------------------------------------------
 
 
-_g, _k, _a, _M, _mu, _D, _G, _N, _R, _gap, _s = sp.symbols(
-    "gamma kappa alpha M mu D G N R Delta sigma", positive=True
-)
+_g, _k, _a, _M, _mu, _D, _G, _N, _R, _gap, _s = sp.symbols("gamma kappa alpha M mu D G N R Delta sigma", positive=True)
 
 
 @claim("H-T4.1.step", method="sympy",
@@ -304,7 +302,6 @@ def _t42_eq25(*, mutant=False):
 
 _KAPPAS = (1.5, 2.0, 5.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 
-
 _ALPHAS = (1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 
 
@@ -321,8 +318,7 @@ def _t42_T_order():
     """
     ratios = [gd.t_uniform(kappa=k, alpha=a) / (k * math.log1p(1 / (k * a))) for k, a in kappa_alpha_grid() if k >= 2]
     return illustrated(
-        ratio_min=min(ratios),
-        ratio_max=max(ratios),
+        ratio_min=min(ratios), ratio_max=max(ratios),
         domain="kappa in {2..1000}, alpha in {1e-7..0.1} (c = 1/2); ratio = T_Eq24 / (kappa ln(1 + 1/(kappa alpha)))",
         samples=len(ratios),
         note="the ratio stays within a constant band on the grid, as an O statement requires; no finite grid proves it",
@@ -448,12 +444,9 @@ def _t42_eq8_corr():
             if k * 1.0 / a > 2e12:
                 continue
             ratios.append(gd.argmin_uniform(kappa=k, alpha=a)[1] / min(1.0, gd.theta_uniform(kappa=k, alpha=a)))
-    return illustrated(
-        ratio_range=[min(ratios), max(ratios)],
-        samples=len(ratios),
-        domain="kappa in {2..1e6}, alpha in {1e-7..0.1}; exhaustive search over T",
-        note="the ratio stays in a fixed band across six decades of kappa, including kappa alpha >> 1",
-    )
+    return illustrated(ratio_range=[min(ratios), max(ratios)], samples=len(ratios),
+                       domain="kappa in {2..1e6}, alpha in {1e-7..0.1}; exhaustive search over T",
+                       note="the ratio stays in a fixed band across six decades of kappa, including kappa alpha >> 1")
 
 
 @claim("H-T4.2.T-sharp-exact", method="bruteforce",
@@ -593,9 +586,7 @@ def _l43_lower(*, mutant=False):
         res = minimize(lambda z: float(np.sum(q / (np.exp(z) / np.exp(z).sum()))), np.zeros(T), method="BFGS")
         opt_err.append(abs(res.fun - gd.optimal_schedule(q=q, R=1.0)[1]) / gd.optimal_schedule(q=q, R=1.0)[1])
     return verified_by_margins(
-        margins,
-        points=points,
-        tol=1e-12,
+        margins, points=points, tol=1e-12,
         domain="T in 1..39, q_t log-uniform in [1e-3, 10], R in [0.1, 10], budgets u = 1/sigma^2 ~ R Dirichlet(0.5)",
         optimiser_max_rel_error=max(opt_err),
     )

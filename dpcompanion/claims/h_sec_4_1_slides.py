@@ -222,9 +222,6 @@ def _slides_t32_corr(*, mutant: bool = False):
             exact, bound = _clipped_one_step(C=ratio * (0.9 if mutant else 1.0), G=1.0, sigma=sigma)
             margins.append((bound - exact) / exact)
             points.append({"C_over_G": ratio, "sigma": sigma, "T": 1, "exact": exact, "bound": bound})
-    return margin_result(
-        margins, points, mutant=mutant,
-        domain="as H-Slides.T3.2.clipping with C_t/G in {1, 1.5, 4}; margin = (bound - exact)/exact",
-        mutant_desc="C_t = 0.9 G at the first grid point (clipping active)",
-        impact="-",
-    )
+    return margin_result(margins, points, mutant=mutant,
+                         domain="as H-Slides.T3.2.clipping with C_t/G in {1, 1.5, 4}; margin = (bound - exact)/exact",
+                         mutant_desc="C_t = 0.9 G at the first grid point (clipping active)", impact="-")

@@ -56,9 +56,7 @@ def _t45_eta0(*, mutant=False):
 
 _b, _g, _e = sp.symbols("beta gamma eta0", positive=True)
 
-
 _A = _b * _g / ((_g - _b) ** 2 * (1 - _b) ** 3)
-
 
 _ZETA_PROOF = 1 - _e / 4 - _A * _e**2
 
@@ -165,10 +163,8 @@ def _t45_example_corrected(*, mutant=False):
     m_in = [mom.zeta(eta0=float(e), beta=b, gamma=g) for e in grid]
     m_out = [-mom.zeta(eta0=float(e), beta=b, gamma=g) for e in np.linspace(thr * 1.001, 1.0, 50)]
     return verified_by_margins(
-        m_in + m_out,
-        tol=1e-12,
-        domain="201 eta0 in [0, threshold] (zeta >= 0) and 50 in (1.001 threshold, 1] (zeta < 0)",
-        eta0_max=thr,
+        m_in + m_out, tol=1e-12,
+        domain="201 eta0 in [0, threshold] (zeta >= 0) and 50 in (1.001 threshold, 1] (zeta < 0)", eta0_max=thr,
         eta_t_max_times_M=thr / 2,
     )
 
@@ -407,8 +403,7 @@ def _c5(*, mutant=False):
     scale = 0.99 * max(p["max_ratio"] for p in pts) if mutant else 1.0
     margins = [1 - p["max_ratio"] / scale for p in pts]
     return verified_by_margins(
-        margins,
-        points=pts,
+        margins, points=pts,
         domain="10 (beta, gamma) pairs with beta<gamma, T in {5, 15, 40}; worst case over all v (eigenvalue)",
         max_ratio=float(max(p["max_ratio"] for p in pts)),
     )
@@ -581,9 +576,8 @@ def _c7_interval(*, mutant=False):
             after = float(np.min((Th - 1) * math.log(g) - rhs[Th:]))  # > 0 strict
             margins.append(min(1.0 if contiguous else -1.0, after))
             pts.append({"beta": b, "gamma": g, "T_hat": Th})
-    return verified_by_margins(
-        margins, points=pts, domain="beta in [0.05, 0.95] (19), gamma in [0.05, 0.995] (20), t up to 3 T_hat + 50"
-    )
+    return verified_by_margins(margins, points=pts,
+                               domain="beta in [0.05, 0.95] (19), gamma in [0.05, 0.995] (20), t up to 3 T_hat + 50")
 
 
 @claim("H-C7.concave", severity="typo", method="sympy", corrected_by="H-C7.unimodal", versions=("000", "001"),
@@ -694,12 +688,9 @@ def _rate_fit(*, n_alphas, T_factor, curve, T_max_of, rate, printed_order, extra
         ratios.append(best / rate(a, kappa=kappa, eta0=eta0, g=g, Tc=Tc, Th=Th))
     slope = float(np.polyfit(np.log(alphas), np.log(ratios), 1)[0])
     return illustrated(
-        fitted_exponent=slope,
-        printed_order=printed_order,
-        ratios=[float(r) for r in ratios],
+        fitted_exponent=slope, printed_order=printed_order, ratios=[float(r) for r in ratios],
         alphas=[float(a) for a in alphas],
-        params={"beta": b, "kappa": kappa, "eta0": eta0, "gamma": g, "T_hat": Th, **(extra_params or {})},
-        **evidence,
+        params={"beta": b, "kappa": kappa, "eta0": eta0, "gamma": g, "T_hat": Th, **(extra_params or {})}, **evidence,
     )
 
 
@@ -919,10 +910,8 @@ def _t47_remark_exact(*, mutant=False):
             margins.append(float((2 if mutant else Th + 1) - t1))
             pts.append({"beta": b, "gamma": g, "T": T, "T_hat": Th, "t1": t1})
     ex = [p for p in pts if p["beta"] == 0.9 and p["gamma"] == 0.99 and p["T"] == p["T_hat"]][0]
-    return verified_by_margins(
-        margins, points=pts, domain="19 (beta, gamma) pairs, T in {5, T_hat, 2 T_hat + 10}",
-        example={"beta": 0.9, "gamma": 0.99, "T_hat": ex["T_hat"], "t1": ex["t1"]},
-    )
+    return verified_by_margins(margins, points=pts, domain="19 (beta, gamma) pairs, T in {5, T_hat, 2 T_hat + 10}",
+                               example={"beta": 0.9, "gamma": 0.99, "T_hat": ex["T_hat"], "t1": ex["t1"]})
 
 
 @claim("H-T4.7.rate", method="numeric",
@@ -1012,10 +1001,8 @@ def _slides_vs_paper(*, mutant=False):
             margins.append(float(rel[k]))
             loose.append(float(np.max(q / w)))
             pts.append({"beta": b, "gamma": g, "T": T, "t": k + 1})
-    return verified_by_margins(
-        margins, points=pts, tol=1e-12, domain="19 (beta, gamma) pairs, T in {5, 50, 300}",
-        max_looseness_q_over_w=float(max(loose)),
-    )
+    return verified_by_margins(margins, points=pts, tol=1e-12, domain="19 (beta, gamma) pairs, T in {5, 50, 300}",
+                               max_looseness_q_over_w=float(max(loose)))
 
 
 @claim("H-Slides.T3.4.eta0", severity="constant factor", method="numeric", corrected_by="H-Slides.T3.4.eta0-corrected", versions=("003",),

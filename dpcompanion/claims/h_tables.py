@@ -23,7 +23,6 @@ from dpcompanion.theory.bounds import tables as tb
 
 _D, _R = 10.0, 0.3927
 
-
 _TOL = 0.15  # |fitted - printed exponent| tolerated from log factors on the grid N in [1e6, 1e12]
 
 

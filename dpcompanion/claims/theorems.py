@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dpcompanion.claims.registry import theorem
 
-
 theorem('H-L3.1', kind='theorem', label='thm-3-1', title='Privacy of PGD with a noise schedule (Thm 3.1)',
         statement=r"""
 Let each per-sample gradient have norm at most $G$, so the averaged gradient has

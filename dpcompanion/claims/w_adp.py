@@ -54,12 +54,8 @@ def _l22_equal(*, mutant=False):
         worst = max(worst, abs(got_e - want_e) / want_e, abs(got_d - want_d) / want_d)
     if worst > 1e-10:
         raise AssertionError(f"adp_accounting.advanced_composition differs from Lemma A.2 by {worst}")
-    return proved(
-        sp.Abs(sp.simplify(ext - classic)) + sp.Abs(sp.simplify(dext - dcl)),
-        k=k,
-        library_max_rel_diff=worst,
-        note="symbolic for k = 6; adp_accounting.advanced_composition matches Lemma A.2 at 24 numeric points",
-    )
+    return proved(sp.Abs(sp.simplify(ext - classic)) + sp.Abs(sp.simplify(dext - dcl)), k=k, library_max_rel_diff=worst,
+                  note="symbolic for k = 6; adp_accounting.advanced_composition matches Lemma A.2 at 24 numeric points")
 
 
 def tight_composition_epsilon(*, epsilons, deltas, delta_total: float) -> float:

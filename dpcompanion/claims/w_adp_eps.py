@@ -36,11 +36,9 @@ def _w_eps_table() -> list[dict]:
         res = adp_accounting.w_moments_epsilons(b_delta=b_delta)
         for r, paper in zip(res, W_EPS_PAPER):
             w6 = adp_accounting.W_SEC6
-            e_pld = numerical_accounting.accountant_epsilon(
-                sigma=[r["noise_multiplier"]] * w6["T"], delta=w6["delta"], sampling_rate=w6["batch_size"] / w6["N"],
-                accountant="pld",
-                value_discretization_interval=1e-4,
-            )
+            e_pld = numerical_accounting.accountant_epsilon(sigma=[r["noise_multiplier"]] * w6["T"], delta=w6["delta"],
+                                                            sampling_rate=w6["batch_size"] / w6["N"], accountant="pld",
+                                                            value_discretization_interval=1e-4)
             rows.append({**r, "epsilon_accountant": e_pld, "paper": paper, "b_delta": b_delta, "accountant": "pld"})
     return rows
 

@@ -59,11 +59,9 @@ def _l22_equal(*, mutant=False):
 
 
 def tight_composition_epsilon(*, epsilons, deltas, delta_total: float) -> float:
-    """Test reference, not the library's accounting (an independent recomputation that Lemma 2.2's
-    :func:`dpcompanion.theory.adp_accounting.advanced_composition` is checked against): the smallest epsilon
-    such that every composition of (eps_i, delta_i)-DP mechanisms is
-    (epsilon, delta_total)-DP (optimal composition, Kairouz-Oh-Viswanath 2015 / Murtagh-Vadhan
-    2016: worst case = independent randomized responses, each revealing with prob. delta_i).
+    """Test reference, not the library's accounting: the smallest epsilon such that every composition of
+    (eps_i, delta_i)-DP mechanisms is (epsilon, delta_total)-DP (optimal composition, Kairouz-Oh-Viswanath
+    2015 / Murtagh-Vadhan 2016: worst case = independent randomized responses, each revealing w.p. delta_i).
 
     ``delta(eps) = 1 - prod(1 - delta_i) (1 - E[(1 - e^{eps - L})_+])``, ``L = sum_i +-eps_i``
     with ``P(+eps_i) = e^{eps_i}/(1 + e^{eps_i})``; exact enumeration (k <= 16), bisection in eps.
@@ -120,11 +118,9 @@ def _l22_valid(*, mutant=False):
 
 
 def single_step_delta(*, epsilon: float, n: int, s: float, G: float = 1.0) -> float:
-    """Test reference (an independent recomputation, not the library's accounting): the exact delta(epsilon) of
-    ONE step of W's Algorithm 1 (batch of one example drawn uniformly
-    from n, noise N(0, s^2)) for the worst replace-one pair in 1-D: the differing example's
-    gradient is +G in D and -G in D', all others 0. A lower bound on the whole algorithm's
-    delta(epsilon) (the step's release is part of the transcript). Trapezoid on a fine grid."""
+    """Test reference, not the library's accounting: the exact delta(epsilon) of ONE step of W's Algorithm 1
+    (one example drawn uniformly from n, noise N(0, s^2)) for the worst replace-one pair in 1-D (the differing
+    gradient +G in D, -G in D', others 0): a lower bound on the whole algorithm's. Trapezoid on a fine grid."""
     x = np.linspace(-G - 14 * s, G + 14 * s, 400_001)
     phi = lambda m: np.exp(-0.5 * ((x - m) / s) ** 2) / (s * math.sqrt(2 * math.pi))  # noqa: E731
     q = 1.0 / n
@@ -508,11 +504,9 @@ def _r41_alt_corrected(*, mutant=False):
 
 
 def _p51_terms(which: str, versions=("main",)):
-    """``(a, c, T, version, exact, bound)`` over Prop. 5.1's grid ((a, c) in 4 pairs, T from its
-    hypothesis 5 + 4a/c to 20000): the exact privacy term for ``b_t = (a + ct)^{1/2}`` of ADP-SGD
-    (``which="adp"``, alpha_t^2 = b_t) or DP-SGD (``"dp"``, alpha_t = 1) and the printed bound of
-    each of ``versions`` ("main": Eq. 9/10, "appendix": Eq. 25/26); the one loop of the checks of
-    Eq. 9, 10, 25 and 26."""
+    """``(a, c, T, version, exact, bound)`` over Prop. 5.1's grid (4 (a, c) pairs, T from 5 + 4a/c to 20000):
+    the exact privacy term for ``b_t = (a + ct)^{1/2}`` of ADP-SGD (``which="adp"``) or DP-SGD (``"dp"``) and
+    the printed bound of each of ``versions`` ("main": Eq. 9/10, "appendix": Eq. 25/26)."""
     for a, c in ((1.0, 1.0), (20.0, 1.0), (1.0, 0.01), (100.0, 5.0)):
         T0 = math.ceil(5 + 4 * a / c)
         for T in sorted({T0, 2 * T0, 100, 1000, 20000}):

@@ -49,9 +49,8 @@ def _w_eps_rows() -> tuple:
 
 
 def w_eps_table() -> list[dict]:
-    """The paper's epsilons next to ours for every reading of Thm 4.1 + accountant: one row per
-    (B_delta reading, accountant, epsilon_bar) with keys epsilon_bar, epsilon, sigma,
-    noise_multiplier, epsilon_accountant, paper, b_delta, accountant (computed once per process)."""
+    """The paper's epsilons next to ours: one row per (B_delta reading, accountant, epsilon_bar) with keys
+    epsilon_bar, epsilon, sigma, noise_multiplier, epsilon_accountant, paper, b_delta, accountant."""
     return [dict(r) for r in _w_eps_rows()]
 
 
@@ -108,14 +107,10 @@ _ACCOUNTANT_WORDS = {"rdp-improved": "RDP improved conversion", "rdp-classic": "
 
 
 def w_eps_readings() -> dict[float, list[tuple[str, float, bool]]]:
-    """The natural readings of W's footnote-3 protocol, per epsilon_bar: a
-    list of ``(name, epsilon, stated)``, first the stated protocol (T = 11,700, N = 50,000,
-    batch 256, Poisson rate m/N, delta = 1e-5, Thm 4.1's main-text noise) under each of the
-    three accountants (``stated``: the footnote names no accountant; the W-EPS rows' values),
-    then every combination of :data:`W_EPS_READING_GRID` through the library's
-    :func:`~dpcompanion.theory.adp_accounting.w_moments_epsilons`, and the stated protocol with
-    sampling without replacement or TF-Privacy's orders (dp-accounting). Computed once per
-    process (about 10 s)."""
+    """The natural readings of W's footnote-3 protocol, per epsilon_bar: ``(name, epsilon, stated)``, first the
+    stated protocol under each of the three accountants (``stated``: the footnote names none), then every
+    combination of :data:`W_EPS_READING_GRID`, and the stated protocol with sampling without replacement or
+    TF-Privacy's orders. Computed once per process."""
     return {eb: list(v) for eb, v in _w_eps_readings()}
 
 
@@ -138,11 +133,9 @@ def _reference_rdp_epsilon(z: float, *, conversion: str, T: int = 11700, q: floa
 
 @functools.lru_cache(maxsize=1)
 def w_eps_constant_intervals() -> dict:
-    """For each RDP conversion: the interval of ``K = z * epsilon_bar`` (z the noise multiplier,
-    std of the noise on the batch *sum* over the clip norm) for which the accountant rounds to
-    each quoted epsilon (|eps - paper| <= 0.005). Thm 4.1's noise is ``z = K / epsilon_bar``
-    with one K for every reading (B_delta of main text or appendix, mean or sum, neighbouring
-    relation), so the quoted values can come from it only if the five intervals intersect."""
+    """For each RDP conversion: the interval of ``K = z * epsilon_bar`` (z the noise multiplier on the batch
+    *sum*) for which the accountant rounds to each quoted epsilon (|eps - paper| <= 0.005). Every reading of
+    Thm 4.1's noise is ``z = K / epsilon_bar`` with one K, so the five intervals must intersect."""
 
     out = {}
     for conv in ("classic", "improved"):

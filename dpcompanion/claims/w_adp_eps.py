@@ -26,7 +26,8 @@ from dpcompanion.theory import adp_accounting, numerical_accounting
 W_EPS_PAPER = (0.29, 0.43, 0.57, 1.23, 3.24)
 
 
-def _w_eps_table() -> list[dict]:
+@functools.lru_cache(maxsize=1)
+def _w_eps_rows() -> tuple:
     rows = []
     for b_delta in ("main", "appendix"):
         for conv in ("improved", "classic"):
@@ -40,12 +41,7 @@ def _w_eps_table() -> list[dict]:
                                                             sampling_rate=w6["batch_size"] / w6["N"], accountant="pld",
                                                             value_discretization_interval=1e-4)
             rows.append({**r, "epsilon_accountant": e_pld, "paper": paper, "b_delta": b_delta, "accountant": "pld"})
-    return rows
-
-
-@functools.lru_cache(maxsize=1)
-def _w_eps_rows() -> tuple:
-    return tuple(_w_eps_table())
+    return tuple(rows)
 
 
 def w_eps_table() -> list[dict]:

@@ -1,11 +1,9 @@
 """The registry of machine-checked claims of both papers.
 
-Each claim (an ID of ``SPEC.md``: a theorem's inequality, a table's row, a printed number)
-has an entry with a status (proved, checked, verified, identity, refuted, ...), a check
-against independent references (SymPy, brute force, dp-accounting, a formula rewritten)
-and, for the proved, checked and verified ones, a mutant the check must catch. Entries
-are grouped by the part of the paper they check; :mod:`.registry` holds the registry and
-runs the checks (``python -m dpcompanion checks``).
+Each claim (an ID of ``SPEC.md``) has an entry whose check, against independent references (SymPy,
+brute force, dp-accounting), decides its status and, for a passing one, catches a declared mutant.
+Entries are grouped by the page that shows them; :mod:`.registry` holds and runs them
+(``python -m dpcompanion checks``).
 
 May import: ``core``, ``theory``.
 Imports torch: no.

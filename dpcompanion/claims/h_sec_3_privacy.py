@@ -415,11 +415,9 @@ def _clipped(g: np.ndarray, C: float) -> np.ndarray:
 
 def neighbour_moves(*, relation: str, N: int, C: float = 1.0, trials: int = 200, seed: int = 0,
                     divisor: str = "fixed") -> tuple[float, dict]:
-    """The largest move, in units of ``C / N``, of the averaged clipped gradient between neighbouring data
-    sets of ``N`` records, by brute force over random and adversarial gradient sets (numpy only, no
-    trainer code): ``relation`` "remove" (one record left out) or "replace" (one record replaced);
-    ``divisor`` "fixed" (both divided by ``N``, Def. C.1) or "own" (each by its own size). Returns the
-    largest move and the pair that attains it."""
+    """The largest move, in units of ``C / N``, of the averaged clipped gradient between neighbouring sets of
+    ``N`` records (brute force, random and adversarial gradients; ``relation`` "remove" or "replace",
+    ``divisor`` "fixed" (``N``, Def. C.1) or "own" size), and the pair that attains it."""
     rng = np.random.default_rng(seed)
     best, where = -1.0, {}
     for k in range(trials):

@@ -1,13 +1,6 @@
 """Hong et al. (slides): the slides' variants of Section 4.1's results on private gradient descent. Thm 3.2
 (the bound with clipping; the FAccT version's Thm 4.1), Thm 3.3 (the uniform T*; Thm 4.2) and Lemma 3.2
-(the dynamic T*; Thm 4.4). Page: ``book/h-sec-4-1``.
-
-Separate from :mod:`dpcompanion.claims.h_sec_4_1_gd` and :mod:`dpcompanion.claims.h_sec_4_1_dynamic` (the
-FAccT version's statements) because the slides are another version of the paper with their own
-numbering, and to keep each module under the package's 800-line limit.
-
-Every check computes something that could have come out the other way: sampled margins or an
-exhaustive search over integer T.
+(the dynamic T*; Thm 4.4): another version of the paper with its own numbering. Page: ``book/h-sec-4-1``.
 """
 
 from __future__ import annotations
@@ -229,9 +222,6 @@ def _slides_t32_corr(*, mutant: bool = False):
             exact, bound = _clipped_one_step(C=ratio * (0.9 if mutant else 1.0), G=1.0, sigma=sigma)
             margins.append((bound - exact) / exact)
             points.append({"C_over_G": ratio, "sigma": sigma, "T": 1, "exact": exact, "bound": bound})
-    return margin_result(
-        margins, points, mutant=mutant,
-        domain="as H-Slides.T3.2.clipping with C_t/G in {1, 1.5, 4}; margin = (bound - exact)/exact",
-        mutant_desc="C_t = 0.9 G at the first grid point (clipping active)",
-        impact="-",
-    )
+    return margin_result(margins, points, mutant=mutant,
+                         domain="as H-Slides.T3.2.clipping with C_t/G in {1, 1.5, 4}; margin = (bound - exact)/exact",
+                         mutant_desc="C_t = 0.9 G at the first grid point (clipping active)", impact="-")

@@ -23,8 +23,7 @@ from dpcompanion.theory.bounds import tables as tb
 
 _D, _R = 10.0, 0.3927
 
-
-_TOL = 0.15  # |fitted - printed exponent| tolerated from log factors on the grid N in [1e6, 1e12]
+_TOL = 0.15  # |fitted - printed exponent| tolerated from log factors on the grids of N, D, R
 
 
 def _exps(key, *, derived: bool):
@@ -126,9 +125,6 @@ def _momentum_derived(key: str, *, N: float, D: float, R: float) -> float:
     return float(np.min(curve(beta=_BETA, gamma=gamma, eta0=_ETA0, alpha=alpha, T_max=T_max)))
 
 
-_EXP_TOL = 0.15  # |fitted - printed exponent| tolerated from log factors on the grids below
-
-
 def _exponents(f, key):
     Ns, Ds, Rs = np.logspace(6, 12, 5), np.logspace(0, 2, 3), np.logspace(-1, 1, 3)
     return {"N": tb.fit_exponent(lambda n: f(key, N=n, D=10.0, R=R_PAPER), N_grid=Ns),
@@ -144,7 +140,7 @@ def _rows_check(keys, derive, *, mutant):
         if mutant:  # the printed order with N^-1 in place of N^-2
             p = {**p, "N": p["N"] + 1.0}
         gap = max(abs(d[v] - p[v]) for v in d)
-        margins.append(_EXP_TOL - gap)
+        margins.append(_TOL - gap)
         points.append({"row": key, "derived_exponents": d, "printed_exponents": p, "max_gap": gap})
     return margins, points
 

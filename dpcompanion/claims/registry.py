@@ -1,21 +1,12 @@
 """The claim registry: every checked statement of both papers, with the check that decides it.
 
-A claim's *status* never comes from the registry entry itself: it is whatever the entry's
-check function returns when run, and the check functions build their :class:`Result`
-through the constructors below, which look at the evidence (a SymPy residual, the two
-sides of a comparison, a counterexample) and refuse to report a status the evidence does
-not support. Statuses: :data:`STATUS_DEFINITIONS` (SPEC section 0's, extended).
+A claim's status is whatever its check returns when run, built by the constructors below, which
+refuse a status the evidence (a SymPy residual, a comparison's two sides) does not support:
 
-Two structural rules make a pass mean something:
-
-* a refutation only comes from a failed comparison: :func:`refuted` takes the comparison's
-  two sides and its relation and raises when the relation holds; :func:`compare`,
-  :func:`verified_by_margins` and :func:`proved` reach it the same way;
-* every ``proved``/``verified`` entry declares a *mutant* (``@claim(..., mutant="...")``):
-  its check takes ``mutant: bool = False`` and, called with ``mutant=True``, runs the same
-  check on a minimally false variant of the claim, which must come out ``refuted``
-  (``python -m dpcompanion checks --mutants``). An entry true by construction, whose check
-  could not catch any mutant, has the status ``identity`` instead.
+* a refutation only comes from a failed comparison (:func:`refuted` raises when the relation holds);
+* every ``proved``/``verified`` entry declares a *mutant*: its check, called with ``mutant=True``,
+  runs on a minimally false variant of the claim, which must come out ``refuted``
+  (``python -m dpcompanion checks --mutants``). A claim true by construction is an ``identity``.
 """
 
 from __future__ import annotations
@@ -35,11 +26,8 @@ import sympy as sp
 
 METHODS = ("sympy", "numeric", "bruteforce", "montecarlo", "end-to-end")
 
-#: how a *claim* of a paper was checked, one line per status (the errata page shows them); the
-#: claim statuses' one home (:data:`STATUSES` is its keys). Not the verdict words of the
-#: experiment pages (:data:`dpcompanion.experiments.comparisons.rule.VERDICTS`: agrees, partly,
-#: ...), which say how a number we *measured* compares with the one a paper printed; the two
-#: vocabularies are kept apart on purpose.
+#: how a *claim* of a paper was checked, one line per status (the errata page shows them). Kept apart
+#: from the experiments' verdict words (:data:`dpcompanion.experiments.comparisons.rule.VERDICTS`).
 STATUS_DEFINITIONS = {
     "proved": "SymPy reduces the claim to an identity in its symbols, for every admissible value (T symbolic, or an induction written out), and the same check refutes the claim's declared mutant.",
     "checked": "SymPy reduces the claim to an identity at each listed value of T (the values the check ran, recorded by it), not for every T; the same check refutes the claim's declared mutant.",
@@ -58,9 +46,7 @@ PASSING = ("proved", "checked", "verified")
 #: statuses of a claim that is an erratum of its paper (the errata page lists them)
 ERRATA = ("refuted", "not-reproduced")
 
-#: how much an errata entry (a refuted or not-reproduced claim) matters, most serious first: the
-#: errata page states this scale (:data:`SEVERITY_DEFINITIONS`) and sorts its entries by it, and
-#: every entry declares its level where it is declared (``@claim(..., severity=...)``).
+#: how much an errata entry matters, most serious first (the errata page sorts by it)
 SEVERITIES = ("invalidates a privacy claim", "changes a conclusion", "missing hypothesis", "constant factor", "typo",
               "procedure unknown")
 
@@ -84,16 +70,13 @@ RELATIONS: dict[str, Callable[[Any, Any], bool]] = {
 #: modules under dpcompanion.claims that define entries (imported by :func:`load_all`).
 CLAIM_MODULES: tuple[str, ...] = (
     "h_sec_3_privacy",  # Hong et al. (FAccT) Sec. 3, App. C: privacy (Thm 3.1, Lemmas C.2-C.4)
-    "h_sec_4_1_gd",  # Sec. 4.1: gradient descent (Thm 4.1, 4.2)
-    "h_sec_4_1_dynamic",  # Sec. 4.1: the optimal and dynamic schedules (Lemma 4.3, Eq. 26, Thm 4.4, Sec. 4.1.3)
+    "h_sec_4_1_gd",  # Sec. 4.1: gradient descent (Thm 4.1, 4.2, Lemma 4.3, Eq. 26, Thm 4.4, Sec. 4.1.3)
     "h_sec_4_1_slides",  # Sec. 4.1 in the slides (Thm 3.2, 3.3, Lemma 3.2)
-    "h_sec_4_2_momentum",  # Sec. 4.2: momentum (Thm 4.5, Lemmas C.5-C.7)
-    "h_sec_4_2_momentum_schedules",  # Sec. 4.2: momentum with a schedule (Thm 4.6, 4.7; slides Thm 3.4)
+    "h_sec_4_2_momentum",  # Sec. 4.2: momentum (Thm 4.5, Lemmas C.5-C.7, Thm 4.6, 4.7; slides Thm 3.4)
     "h_sec_4_3_psgd",  # Sec. 4.3: PSGD (Thm 4.8, 4.9, the subsampling rule)
     "h_sec_4_4_true_risk",  # Sec. 4.4: true risk (Thm 4.10-4.12)
     "h_tables",  # Tables 1 and 2
-    "w_adp",  # Wu et al. (ADP-SGD): privacy (Lemma 2.2, Thm 4.1)
-    "w_adp_utility",  # Wu et al.: utility (Thm 4.2, Remark 4.1, Prop. 5.1, 5.2)
+    "w_adp",  # Wu et al. (ADP-SGD): privacy (Lemma 2.2, Thm 4.1), utility (Thm 4.2, Remark 4.1, Prop. 5.1, 5.2)
     "w_adp_eps",  # Wu et al.: the moments-accountant epsilons of Sec. 6
     "x_unify",  # both papers: one Cauchy-Schwarz allocation
     "theorems",  # the theorem boxes
@@ -102,24 +85,15 @@ CLAIM_MODULES: tuple[str, ...] = (
 
 @dataclasses.dataclass(frozen=True)
 class Result:
-    """Outcome of one check. Build it with :func:`proved`, :func:`verified_by_margins`,
-    :func:`compare`, :func:`refuted`, :func:`identity`, :func:`not_reproduced`,
-    :func:`illustrated`; not directly."""
+    """Outcome of one check, built by the constructors below (not directly)."""
 
     status: str
     evidence: dict[str, Any]
 
 
 def accepts_mutant(check: Callable[..., Any]) -> bool:
-    """Whether ``check`` takes the keyword-only argument ``mutant`` (the mutant protocol).
-
-    >>> accepts_mutant(lambda *, mutant=False: None), accepts_mutant(lambda: None)
-    (True, False)
-    """
-    try:
-        p = inspect.signature(check).parameters.get("mutant")
-    except (TypeError, ValueError):  # pragma: no cover - builtins
-        return False
+    """Whether ``check`` takes the keyword-only argument ``mutant`` (the mutant protocol)."""
+    p = inspect.signature(check).parameters.get("mutant")
     return p is not None and p.kind == inspect.Parameter.KEYWORD_ONLY
 
 
@@ -150,21 +124,12 @@ REGISTRY: dict[str, Claim] = {}
 
 
 def statement_of(check: Callable[..., Any]) -> str:
-    """A check's docstring as one line: the statement of the claim it decides.
-
-    >>> f = lambda: None
-    >>> f.__doc__ = '''The bound $a < b$
-    ...     holds.
-    ...     '''
-    >>> statement_of(f)
-    'The bound $a < b$ holds.'
-    """
+    """A check's docstring as one line (:func:`prose`): the statement of the claim it decides."""
     return prose(check.__doc__ or "")
 
 
 def prose(text: str) -> str:
     """Wrapped text as one line: its lines stripped and joined by single spaces (blank lines dropped).
-    The entries write their statements (docstrings) and long notes as wrapped paragraphs read through it.
 
     >>> prose('''
     ...     A sign error
@@ -190,13 +155,11 @@ def claim(
     domain: str | None = None,
     tolerance: float | None = None,
 ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
-    """Decorator registering ``check`` as the computation deciding claim ``id``.
+    """Decorator registering ``check`` as the computation deciding claim ``id`` (fields as :class:`Claim`).
 
-    The claim's ``statement`` (the paper's sentence, paraphrased; LaTeX allowed) is the check's
-    docstring, its lines joined by single spaces, unless given here. ``mutant`` (one line: what the minimally false variant changes) needs a check that takes
-    the keyword-only argument ``mutant`` (a check that takes it without a declared text may
-    name its mutant in its evidence under ``"mutant"``); ``severity`` (one of
-    :data:`SEVERITIES`) and ``impact`` say how much a refutation matters."""
+    The statement is the check's docstring as one line unless given. A declared ``mutant`` needs a check
+    that takes the keyword-only ``mutant`` (one taking it without a declared text may name its mutant in
+    its evidence under ``"mutant"``)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if severity is not None and severity not in SEVERITIES:
@@ -210,21 +173,9 @@ def claim(
         text = statement if statement is not None else statement_of(check)
         if not text:
             raise ValueError(f"claim {id!r}: no statement (give statement= or a docstring to its check)")
-        REGISTRY[id] = Claim(
-            id=id,
-            source=source,
-            statement=text,
-            method=method,
-            check=check,
-            corrects=corrects,
-            corrected_by=corrected_by,
-            versions=tuple(versions),
-            mutant=mutant,
-            impact=impact,
-            severity=severity,
-            domain=domain,
-            tolerance=tolerance,
-        )
+        REGISTRY[id] = Claim(id=id, source=source, statement=text, method=method, check=check, corrects=corrects,
+                             corrected_by=corrected_by, versions=tuple(versions), mutant=mutant, impact=impact,
+                             severity=severity, domain=domain, tolerance=tolerance)
         return check
 
     return register
@@ -257,10 +208,8 @@ def holds(lhs: Any, relation: str, rhs: Any, *, tol: float = 0.0) -> bool:
 
 
 def refuted(*, lhs: Any, relation: str, rhs: Any, counterexample: Any, tol: float = 0.0, **evidence: Any) -> Result:
-    """``refuted``: the claim says ``lhs relation rhs`` at ``counterexample`` and it does not
-    hold there (within ``tol``). Raises ``ValueError`` when the comparison holds: a
-    refutation can only come from a failed comparison. ``printed``/``actual`` and other
-    keywords are kept as evidence.
+    """``refuted``: the claim says ``lhs relation rhs`` at ``counterexample`` and it does not hold there
+    (within ``tol``); raises ``ValueError`` when it holds. Other keywords are kept as evidence.
 
     >>> refuted(lhs=2.0, relation="<=", rhs=1.0, counterexample={"x": 1}).status
     'refuted'
@@ -276,17 +225,14 @@ def refuted(*, lhs: Any, relation: str, rhs: Any, counterexample: Any, tol: floa
 
 
 def refuted_at_worst(grid: Result, *, counterexample: Any, **evidence: Any) -> Result:
-    """The refutation of a claim checked on a grid: ``grid`` is the failed :func:`verified_by_margins`
-    result and the failed comparison is its worst margin ``>= 0``; ``counterexample`` and ``evidence`` as
-    for :func:`refuted`."""
+    """The refutation of a claim checked on a grid: the failed comparison is the worst margin ``>= 0`` of
+    ``grid`` (a failed :func:`verified_by_margins` result)."""
     return refuted(lhs=grid.evidence["worst_margin"], relation=">=", rhs=0.0, counterexample=counterexample, **evidence)
 
 
 def _probe_points(expr: Any, n: int = 6, seed: int = 0) -> list[dict[Any, Any]]:
-    """Points at which a SymPy expression is evaluated to decide a non-vanishing residual:
-    ``n`` points with each free symbol drawn from (0.15, 0.85) (positive, below 1 as rates
-    such as gamma are) and ``n`` from (1.2, 4) (above 1 as kappa is); integer symbols from 2..9."""
-
+    """Points at which a residual is evaluated: ``n`` with each free symbol in (0.15, 0.85) (below 1, as
+    rates such as gamma) and ``n`` in (1.2, 4) (above 1, as kappa); integer symbols in 2..9."""
     rng = random.Random(seed)
     pts = []
     for lo, hi in ((0.15, 0.85), (1.2, 4.0)):
@@ -297,11 +243,9 @@ def _probe_points(expr: Any, n: int = 6, seed: int = 0) -> list[dict[Any, Any]]:
 
 
 def checked(residuals: dict[int, Any], **evidence: Any) -> Result:
-    """``checked``: the claim is an identity at each value of T that the check ran, the keys
-    of ``residuals`` (T -> SymPy residual at that T), and nothing is shown for other T. Each
-    residual is decided as by :func:`proved`; the first that is not 0 refutes the claim (its T
-    joins the counterexample). The evidence records the T values (``T_checked``) from the
-    mapping itself, so they are those of the check, never typed.
+    """``checked``: the claim is an identity at each T of ``residuals`` (T -> SymPy residual), decided as
+    by :func:`proved`; the first non-zero one refutes (its T joins the counterexample). ``T_checked``
+    comes from the mapping itself, so it names the values the check ran.
 
     >>> import sympy as sp; x = sp.Symbol("x")
     >>> r = checked({T: sp.expand((x + 1) ** T - sum(sp.binomial(T, k) * x**k for k in range(T + 1))) for T in (1, 2, 3)})
@@ -321,16 +265,10 @@ def checked(residuals: dict[int, Any], **evidence: Any) -> Result:
 
 
 def proved(residual: Any, **evidence: Any) -> Result:
-    """``proved`` if the SymPy ``residual`` simplifies to exactly zero (or is ``True``).
-    A residual built at fixed values of T is not a proof for every T: such a check passes
-    its residuals per T to :func:`checked`, and ``proved`` refuses evidence naming a T
-    (``T``, ``T_checked``).
-
-    Otherwise the residual is evaluated at a few points (:func:`_probe_points`): where it is
-    numerically non-zero the claim is ``refuted`` there (comparison ``residual == 0``);
-    where SymPy merely failed to simplify, ``AssertionError`` (the check errs, it does not
-    decide)."""
-
+    """``proved`` if the SymPy ``residual`` simplifies to exactly zero (or is ``True``); evidence naming
+    a T is refused (a check at fixed T uses :func:`checked`). Otherwise the residual is evaluated at
+    :func:`_probe_points`: numerically non-zero there refutes; if SymPy merely failed to simplify,
+    ``AssertionError`` (the check errs, it does not decide)."""
     fixed = {"T", "T_checked"} & set(evidence)
     if fixed:
         raise ValueError(f"proved() got {sorted(fixed)}: a check at fixed T is not a proof for every T; use checked()")
@@ -388,14 +326,10 @@ def compare(
     mutant: bool = False,
     **evidence: Any,
 ) -> Result:
-    """The shared margin loop: the claim ``lhs[i] relation rhs[i]`` at every point ``points[i]``
-    (``rhs`` the bound, ``relation`` one of ``<=``, ``>=``, ``==``). Margins are relative to
-    ``|rhs|`` (``relative``) or absolute; verified when every margin is ``>= -tol``.
-
-    With ``mutant=True`` the bound is scaled just past the tightest point found: by the
-    tightest ratio ``lhs/rhs`` times ``(1 -+ 2 max(tol, 1e-9))`` (``<=``: smaller; ``>=``:
-    larger; ``==``: off by that factor), and the same comparison runs on it (``mutant_scale``
-    in the evidence). A check whose left side is 0 everywhere cannot catch it.
+    """The claim ``lhs[i] relation rhs[i]`` (``<=``, ``>=``, ``==``) at every ``points[i]``, margins relative
+    to ``|rhs|`` (``relative``) or absolute; verified when every margin is ``>= -tol``. With ``mutant=True``
+    the bound is scaled just past the tightest point, by the tightest ratio ``lhs/rhs`` times
+    ``(1 -+ 2 max(tol, 1e-9))`` (``mutant_scale`` in the evidence).
 
     >>> compare([1, 2], lhs=[1.0, 1.0], rhs=[2.0, 4.0], domain="x in {1, 2}").status
     'verified'
@@ -433,8 +367,7 @@ def compare(
 
 
 def identity(*, construction: str, **evidence: Any) -> Result:
-    """``identity``: the claim is true by construction (``construction`` says how), so no
-    check of it could fail; shown as such rather than as a finding."""
+    """``identity``: the claim is true by construction (``construction`` says how)."""
     if not construction:
         raise ValueError("an identity needs the construction that makes it true")
     return Result("identity", {"construction": construction, **evidence})
@@ -442,8 +375,8 @@ def identity(*, construction: str, **evidence: Any) -> Result:
 
 def not_reproduced(*, missing: str, lhs: Any, relation: str, rhs: Any, counterexample: Any, tol: float = 0.0,
                    **evidence: Any) -> Result:
-    """``not-reproduced``: the book's reconstruction (``missing`` names the unstated part of
-    the paper's procedure) fails the comparison ``lhs relation rhs``; raises when it holds."""
+    """``not-reproduced``: the book's reconstruction (``missing``: the paper's unstated part) fails the
+    comparison ``lhs relation rhs``; raises when it holds."""
     if holds(lhs, relation, rhs, tol=tol):
         raise ValueError(f"not_reproduced() needs a failed comparison, but {lhs!r} {relation} {rhs!r} holds")
     comparison = {"lhs": lhs, "relation": relation, "rhs": rhs, "tolerance": tol}
@@ -463,11 +396,7 @@ def illustrated(**evidence: Any) -> Result:
 def load_all() -> dict[str, Claim]:
     """Import every claims module (registering its entries) and return the registry."""
     for name in CLAIM_MODULES:
-        try:
-            importlib.import_module(f"dpcompanion.claims.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"dpcompanion.claims.{name}":
-                raise
+        importlib.import_module(f"dpcompanion.claims.{name}")
     return REGISTRY
 
 
@@ -482,11 +411,9 @@ def _run(check: Callable[..., Result], cid: str, **kwargs: Any) -> tuple[str, di
 
 
 def run_claim(c: Claim, *, mutants: bool = False) -> dict[str, Any]:
-    """Run one check; an exception is reported as ``status: "error"`` (not a finding).
-
-    With ``mutants`` a ``proved``/``verified`` entry's check is run again with
-    ``mutant=True``: ``mutant_caught`` is whether that run came out ``refuted`` (``False``
-    for an entry that declares no mutant), ``None`` for the other statuses."""
+    """Run one check; an exception is reported as ``status: "error"`` (not a finding). With ``mutants`` a
+    passing entry's check runs again with ``mutant=True``: ``mutant_caught`` is whether it came out
+    ``refuted`` (``False`` without a mutant), ``None`` for the other statuses."""
     t0 = time.perf_counter()
     status, evidence = _run(c.check, c.id)
     out = {
@@ -561,8 +488,7 @@ THEOREM_KINDS = ("theorem", "lemma", "proposition", "remark", "corollary", "defi
 
 
 def theorem(id: str, *, kind: str, title: str, label: str, statement: str) -> Theorem:
-    """Declare the box of result ``id`` (once); :func:`dpcompanion.book.claims_page.show_theorem`
-    renders it on the page that shows the result's claims."""
+    """Declare the box of result ``id`` (once); :func:`dpcompanion.book.claims_page.show_theorem` renders it."""
     if kind not in THEOREM_KINDS:
         raise ValueError(f"kind must be one of {THEOREM_KINDS}, got {kind!r}")
     if id in THEOREMS:

@@ -1,13 +1,8 @@
 """Wu et al. (ADP-SGD), Sec. 6, footnote 3: the moments-accountant epsilons the paper quotes, recomputed under
 every natural reading of its protocol (:func:`w_eps_table`, :func:`w_eps_readings`,
-:data:`W_EPS_READING_GRID`), and the two entries that judge them (W-EPS, W-EPS.ours). Page: ``book/w-theory``.
-
-Separate from :mod:`dpcompanion.claims.w_adp` and :mod:`dpcompanion.claims.w_adp_utility` (the theorems)
-because these are readings of a reported number, not of a statement, and the experiments' W-EPS
-comparison and the w-theory page read the tables from here; also to keep each module under the
-package's 800-line limit. The epsilon recomputation itself lives in
-:mod:`dpcompanion.theory.accounting`; the accountant readings here are an independent recomputation
-kept as a reference, named as such.
+:data:`W_EPS_READING_GRID`), and the entries that judge them. Page: ``book/w-theory``; the experiments'
+W-EPS comparison reads the tables from here. The accountant readings here are an independent
+recomputation kept as a reference (the library's is :mod:`dpcompanion.theory.accounting`).
 """
 
 from __future__ import annotations
@@ -31,7 +26,8 @@ from dpcompanion.theory import adp_accounting, numerical_accounting
 W_EPS_PAPER = (0.29, 0.43, 0.57, 1.23, 3.24)
 
 
-def _w_eps_table() -> list[dict]:
+@functools.lru_cache(maxsize=1)
+def _w_eps_rows() -> tuple:
     rows = []
     for b_delta in ("main", "appendix"):
         for conv in ("improved", "classic"):
@@ -41,24 +37,16 @@ def _w_eps_table() -> list[dict]:
         res = adp_accounting.w_moments_epsilons(b_delta=b_delta)
         for r, paper in zip(res, W_EPS_PAPER):
             w6 = adp_accounting.W_SEC6
-            e_pld = numerical_accounting.accountant_epsilon(
-                sigma=[r["noise_multiplier"]] * w6["T"], delta=w6["delta"], sampling_rate=w6["batch_size"] / w6["N"],
-                accountant="pld",
-                value_discretization_interval=1e-4,
-            )
+            e_pld = numerical_accounting.accountant_epsilon(sigma=[r["noise_multiplier"]] * w6["T"], delta=w6["delta"],
+                                                            sampling_rate=w6["batch_size"] / w6["N"], accountant="pld",
+                                                            value_discretization_interval=1e-4)
             rows.append({**r, "epsilon_accountant": e_pld, "paper": paper, "b_delta": b_delta, "accountant": "pld"})
-    return rows
-
-
-@functools.lru_cache(maxsize=1)
-def _w_eps_rows() -> tuple:
-    return tuple(_w_eps_table())
+    return tuple(rows)
 
 
 def w_eps_table() -> list[dict]:
-    """The paper's epsilons next to ours for every reading of Thm 4.1 + accountant: one row per
-    (B_delta reading, accountant, epsilon_bar) with keys epsilon_bar, epsilon, sigma,
-    noise_multiplier, epsilon_accountant, paper, b_delta, accountant (computed once per process)."""
+    """The paper's epsilons next to ours: one row per (B_delta reading, accountant, epsilon_bar) with keys
+    epsilon_bar, epsilon, sigma, noise_multiplier, epsilon_accountant, paper, b_delta, accountant."""
     return [dict(r) for r in _w_eps_rows()]
 
 
@@ -115,14 +103,10 @@ _ACCOUNTANT_WORDS = {"rdp-improved": "RDP improved conversion", "rdp-classic": "
 
 
 def w_eps_readings() -> dict[float, list[tuple[str, float, bool]]]:
-    """The natural readings of W's footnote-3 protocol, per epsilon_bar: a
-    list of ``(name, epsilon, stated)``, first the stated protocol (T = 11,700, N = 50,000,
-    batch 256, Poisson rate m/N, delta = 1e-5, Thm 4.1's main-text noise) under each of the
-    three accountants (``stated``: the footnote names no accountant; the W-EPS rows' values),
-    then every combination of :data:`W_EPS_READING_GRID` through the library's
-    :func:`~dpcompanion.theory.adp_accounting.w_moments_epsilons`, and the stated protocol with
-    sampling without replacement or TF-Privacy's orders (dp-accounting). Computed once per
-    process (about 10 s)."""
+    """The natural readings of W's footnote-3 protocol, per epsilon_bar: ``(name, epsilon, stated)``, first the
+    stated protocol under each of the three accountants (``stated``: the footnote names none), then every
+    combination of :data:`W_EPS_READING_GRID`, and the stated protocol with sampling without replacement or
+    TF-Privacy's orders. Computed once per process."""
     return {eb: list(v) for eb, v in _w_eps_readings()}
 
 
@@ -145,11 +129,9 @@ def _reference_rdp_epsilon(z: float, *, conversion: str, T: int = 11700, q: floa
 
 @functools.lru_cache(maxsize=1)
 def w_eps_constant_intervals() -> dict:
-    """For each RDP conversion: the interval of ``K = z * epsilon_bar`` (z the noise multiplier,
-    std of the noise on the batch *sum* over the clip norm) for which the accountant rounds to
-    each quoted epsilon (|eps - paper| <= 0.005). Thm 4.1's noise is ``z = K / epsilon_bar``
-    with one K for every reading (B_delta of main text or appendix, mean or sum, neighbouring
-    relation), so the quoted values can come from it only if the five intervals intersect."""
+    """For each RDP conversion: the interval of ``K = z * epsilon_bar`` (z the noise multiplier on the batch
+    *sum*) for which the accountant rounds to each quoted epsilon (|eps - paper| <= 0.005). Every reading of
+    Thm 4.1's noise is ``z = K / epsilon_bar`` with one K, so the five intervals must intersect."""
 
     out = {}
     for conv in ("classic", "improved"):

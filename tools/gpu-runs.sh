@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The runs that need a GPU (issue 31, item 5), in one sitting on a machine with CUDA.
+# The runs that need a GPU, in one sitting on a machine with CUDA.
 #
 #   tools/gpu-runs.sh OUTDIR SECONDS JOB...
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 32's acceptance, shown: add a toy experiment to a scratch checkout of HEAD (a git worktree,
+# CONTRIBUTING's worked example, run: add a toy experiment to a scratch checkout of HEAD (a git worktree,
 # removed at the end) by its module, its notebook and one line of _toc.yml; run it, regenerate
 # CATALOGUE.md, execute its page, run the tests that read every experiment, and print what changed.
 # Run from the repository root after `make venv`: tools/toy-experiment/run.sh

@@ -99,17 +99,10 @@ def train_adpsgd(
     clip_norm: float = 1.0,
     **kw,
 ) -> History:
-    """ADP-SGD (``adaptive_noise=True``) or DP-SGD (``False``) with W's step sizes: the
-    schedule of :func:`adp_schedule` for the budget's R, trained by
-    :func:`~dpcompanion.training.trainers.train_pgd` (one config, one
-    :func:`~dpcompanion.training.trainers.engine.train` call); the other keywords (``seed``,
-    ``X_test``, ``y_test``, ``init``, ``device``, ``dtype``, ``delta``, ``progress``,
-    ``record``, ``memory_budget``, ``fast``, ``secure``, ``N``: the public divisor) as there.
-
-    The budget: ``budget`` or ``R`` (with ``delta``); ADP-SGD always has a ledger. It is
-    charged with the paper's PSGD rule (``p^2/sigma_t^2``), so the schedule is built for
-    ``R / p^2``; subsampled runs (p < 1) need ``delta``, at which the ledger also checks every
-    step with an RDP accountant (see :func:`~dpcompanion.training.trainers.train_psgd`).
+    """ADP-SGD (``adaptive_noise=True``) or DP-SGD (``False``) with W's step sizes: the schedule of
+    :func:`adp_schedule` for the budget's R, trained by :func:`~dpcompanion.training.trainers.train_pgd`
+    (the other keywords as there). The budget: ``budget`` or ``R`` (with ``delta``, required for
+    p < 1); always a ledger, charged ``p^2/sigma_t^2`` (:func:`~dpcompanion.training.trainers.train_psgd`).
     """
     if R is None and budget is None:
         raise ValueError("train_adpsgd needs R (a finite number > 0) or budget")

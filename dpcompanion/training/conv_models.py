@@ -1,11 +1,6 @@
 """Models given as ``torch.nn`` modules: :class:`FuncModel` (per-sample gradients from ``torch.func``,
 any module), :class:`GhostConvModel` (the CNNs, with per-layer ghost norms for convolutions and dense
-layers) and the two CNNs of the experiments (:class:`MNISTCNN`, :class:`CIFARCNN`). The contract they
-implement is :class:`dpcompanion.training.model_base.Model`.
-
-Separate from the dense models (:mod:`dpcompanion.training.dense_models`, whose backprops are written
-out analytically) because these differentiate a module, and to keep each module under the package's
-800-line limit.
+layers) and the two CNNs of the experiments (:class:`MNISTCNN`, :class:`CIFARCNN`).
 """
 
 from __future__ import annotations
@@ -41,8 +36,7 @@ class FuncModel(Model):
         return f"FuncModel({self.name}, in_shape={self.in_shape}, n_classes={self.n_classes}, P={self.n_params})"
 
     def init_single(self, generator: torch.Generator) -> torch.Tensor:
-        # PyTorch's default init for conv/linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
-        # drawn from the given generator (no global RNG).
+        # PyTorch's default init for conv/linear, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), from the given generator
         pieces = []
         for name, shape in self.param_shapes.items():
             if len(shape) > 1:
@@ -99,10 +93,8 @@ class FuncModel(Model):
 def _patches(a: torch.Tensor, conv: torch.nn.Conv2d) -> torch.Tensor:
     """A conv's input as patches ``(N, L, k_h k_w C_in)``, one row per output position, the
     patch axis ordered ``(k_h, k_w, C_in)`` (the channels-last im2col: read from the input
-    as NHWC, a view for channels-last inputs and ``C_in = 1``, so the copy reads runs of
-    ``C_in`` contiguous values). On the W-F4 CNN, one thread: 1.9 ms for the first conv's
-    patches (``F.unfold``: 5.2 ms), 0.3 ms for the second's, from its channels-last input
-    (an NCHW-ordered unfold of it: 2.1 ms). Int padding, any stride and dilation;
+    as NHWC, a view for channels-last inputs and ``C_in = 1``; faster than ``F.unfold`` on
+    the W-F4 CNN). Int padding, any stride and dilation;
     ``F.unfold(a, ...)`` is its transpose with the patch axis reordered to ``(C_in, k_h, k_w)``."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = conv.kernel_size, conv.stride, conv.padding, conv.dilation
     h = a.permute(0, 2, 3, 1)
@@ -156,10 +148,8 @@ class GhostConvModel(FuncModel):
     :func:`~dpcompanion.training.model_base.clip_scale`. Runs are looped (each run's conv is already batched over
     samples).
 
-    On CPU the forward of :meth:`clipped_grad_sum` feeds max-pooling layers channels-last
-    tensors (``channels_last_pool``): torch's CPU max-pool is far slower on NCHW tensors than on
-    channels-last ones (kernel 2, stride 1 on 256x16x14x14: 13.5 ms against 1.8 ms per call,
-    measured on one thread), for the same operation and the same values."""
+    On CPU the forward feeds max-pooling layers channels-last tensors (``channels_last_pool``):
+    torch's CPU max-pool is far slower on NCHW tensors, for the same values."""
 
     #: feed max-pooling layers channels-last tensors on CPU (False: torch's NCHW path, for comparison)
     channels_last_pool: bool = True

@@ -52,16 +52,8 @@ from dpcompanion.training.bench_workloads import (LINEAR_SETTINGS, LINEAR_WORKLO
                                                    OpacusRunner, OursRunner, run_cnn_benchmark, run_linear_benchmark,
                                                    run_mlp_overhead, workload_data, workload_schedule)
 
-__all__ = [
-    "TARGETS",
-    "lookup",
-    "targets",
-    "provenance_extras",
-    "run_benchmark",
-    "run_linear_only",
-    "default_output",
-    "summary_rows",
-]
+__all__ = ["TARGETS", "lookup", "targets", "provenance_extras", "run_benchmark", "run_linear_only", "default_output",
+           "summary_rows"]
 
 #: the project's targets for the headline keys (module docstring): ``(key, what, relation,
 #: bound)``, ``key`` a dotted path into the result, ``relation`` ``">="`` or ``"<="``.

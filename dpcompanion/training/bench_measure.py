@@ -18,17 +18,8 @@ from typing import Any, Callable
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-__all__ = [
-    "private_step_flops",
-    "sync",
-    "matmul_peak_gflops",
-    "PeakMemory",
-    "median_and_all",
-    "per_round_ratios",
-    "counted_flops",
-    "interleave",
-    "torch_threads",
-]
+__all__ = ["private_step_flops", "sync", "matmul_peak_gflops", "PeakMemory", "median_and_all", "per_round_ratios",
+           "counted_flops", "interleave", "torch_threads"]
 
 
 def private_step_flops(*, N: int, sizes) -> dict[str, float]:

@@ -24,29 +24,10 @@ from dpcompanion.training.bench_profile import CNNStages, MLPStages, profile_sum
 from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import train_pgd
 
-__all__ = [
-    "OPACUS_MODES",
-    "DataWorkload",
-    "Workload",
-    "WORKLOADS",
-    "SETTINGS",
-    "LinearWorkload",
-    "LINEAR_WORKLOADS",
-    "LINEAR_SETTINGS",
-    "workload_data",
-    "workload_schedule",
-    "OursRunner",
-    "plain_linear_loop",
-    "run_linear_benchmark",
-    "OpacusRunner",
-    "CNN_BATCH",
-    "CL",
-    "CNN_SETTINGS",
-    "MLP_OVERHEAD_SETTINGS",
-    "private_step_fn",
-    "run_cnn_benchmark",
-    "run_mlp_overhead",
-]
+__all__ = ["OPACUS_MODES", "DataWorkload", "Workload", "WORKLOADS", "SETTINGS", "LinearWorkload", "LINEAR_WORKLOADS",
+           "LINEAR_SETTINGS", "workload_data", "workload_schedule", "OursRunner", "plain_linear_loop",
+           "run_linear_benchmark", "OpacusRunner", "CNN_BATCH", "CL", "CNN_SETTINGS", "MLP_OVERHEAD_SETTINGS",
+           "private_step_fn", "run_cnn_benchmark", "run_mlp_overhead"]
 
 #: Opacus ``grad_sample_mode`` values benchmarked, fastest expected first.
 OPACUS_MODES: tuple[str, ...] = ("ghost", "hooks", "functorch", "ew")

@@ -32,19 +32,9 @@ from dpcompanion.theory.bounds import gd
 from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import train_pgd
 
-__all__ = [
-    "InfluenceResult",
-    "PAPER_LEVELS",
-    "analytic_influence",
-    "eer_at_scale",
-    "eer_tightness",
-    "excess_risk_monte_carlo",
-    "fit_quadratic",
-    "influence_by_retraining",
-    "influence_statistics",
-    "squared_loss_quadratic_of",
-    "theory_influence",
-]
+__all__ = ["InfluenceResult", "PAPER_LEVELS", "analytic_influence", "eer_at_scale", "eer_tightness",
+           "excess_risk_monte_carlo", "fit_quadratic", "influence_by_retraining", "influence_statistics",
+           "squared_loss_quadratic_of", "theory_influence"]
 
 #: the paper's sweep of sigma_t (the ICLR submission, App. D): 10 levels over [20, 200]
 PAPER_LEVELS = np.linspace(20.0, 200.0, 10)

@@ -28,24 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch.func import grad, vmap
 
-__all__ = [
-    "ClipResult",
-    "Model",
-    "binary_output_loss",
-    "binary_output_backprop_",
-    "predict_from_output",
-    "clip_scale",
-    "clip_factors",
-    "norms64",
-    "NORM_BLOCK",
-    "NORM_MAX_PARTIALS",
-    "sqnorm_error",
-    "sqnorms",
-    "product_norms64",
-    "underflow_unit",
-    "round_down_subnormal",
-    "finite_clip_sum",
-]
+__all__ = ["ClipResult", "Model", "binary_output_loss", "binary_output_backprop_", "predict_from_output",
+           "clip_scale", "clip_factors", "norms64", "NORM_BLOCK", "NORM_MAX_PARTIALS", "sqnorm_error", "sqnorms",
+           "product_norms64", "underflow_unit", "round_down_subnormal", "finite_clip_sum"]
 
 
 @dataclass

@@ -78,28 +78,10 @@ from dpcompanion.training.trainers.engine import private_step
 from dpcompanion.training.trainers.oracles import make_oracle
 from dpcompanion.training.trainers.steps import debias_factor
 
-__all__ = [
-    "TRAINERS",
-    "SETUPS",
-    "AuditSetup",
-    "AuditResult",
-    "MIN_TRIALS",
-    "MAX_TRIALS",
-    "SCALE_RANGE",
-    "BOUND_CONFIDENCE",
-    "GDP_ASSUMPTION",
-    "CanaryModel",
-    "canary_data",
-    "ordinary_shift",
-    "noisy_sums_from_iterates",
-    "noise_check",
-    "validate_audit",
-    "run_audit",
-    "audit_scores",
-    "LABEL_TRIALS",
-    "label_canary_data",
-    "label_audit",
-]
+__all__ = ["TRAINERS", "SETUPS", "AuditSetup", "AuditResult", "MIN_TRIALS", "MAX_TRIALS", "SCALE_RANGE",
+           "BOUND_CONFIDENCE", "GDP_ASSUMPTION", "CanaryModel", "canary_data", "ordinary_shift",
+           "noisy_sums_from_iterates", "noise_check", "validate_audit", "run_audit", "audit_scores", "LABEL_TRIALS",
+           "label_canary_data", "label_audit"]
 
 TRAINERS: tuple[str, ...] = ("pgd", "momentum", "psgd", "adp")
 #: fewest trials accepted (both worlds together); below this no bound is informative

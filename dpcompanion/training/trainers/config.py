@@ -36,20 +36,9 @@ from dpcompanion.core.provenance import resolve_device
 from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import EpsilonTarget
 
-__all__ = [
-    "DEFAULT_MEMORY_BUDGET",
-    "NEIGHBOURING",
-    "OUTSIDE_GUARANTEE",
-    "OUTSIDE_GUARANTEE_NOTE",
-    "ON_REFUSAL",
-    "RECORDABLE",
-    "SECURE_NOISE_NOTE",
-    "SEEDED_NOISE_NOTE",
-    "TrainConfig",
-    "as_runs",
-    "check_sigma",
-    "sigma_floor",
-]
+__all__ = ["DEFAULT_MEMORY_BUDGET", "NEIGHBOURING", "OUTSIDE_GUARANTEE", "OUTSIDE_GUARANTEE_NOTE", "ON_REFUSAL",
+           "RECORDABLE", "SECURE_NOISE_NOTE", "SEEDED_NOISE_NOTE", "TrainConfig", "as_runs", "check_sigma",
+           "sigma_floor"]
 
 #: bytes a training call may use for its run-dependent state (runs are trained in chunks below it)
 DEFAULT_MEMORY_BUDGET = 4 * 2**30

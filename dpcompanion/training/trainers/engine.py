@@ -41,25 +41,9 @@ from dpcompanion.training.trainers.config import TrainConfig, as_runs, check_sig
 from dpcompanion.training.trainers.history import STEP_FIELDS, History
 from dpcompanion.training.trainers.oracles import StepGrad, make_oracle
 
-__all__ = [
-    "train",
-    "noise_seed",
-    "segment_seed",
-    "eval_points",
-    "secret_noise_seeds",
-    "SECURE_DRAWS",
-    "as_runs",
-    "Charger",
-    "NoiseSource",
-    "NOISE_BLOCK_ELEMENTS",
-    "block_steps",
-    "Recorder",
-    "sample",
-    "private_step",
-    "plan_chunks",
-    "bytes_per_run",
-    "tally",
-]
+__all__ = ["train", "noise_seed", "segment_seed", "eval_points", "secret_noise_seeds", "SECURE_DRAWS", "as_runs",
+           "Charger", "NoiseSource", "NOISE_BLOCK_ELEMENTS", "block_steps", "Recorder", "sample", "private_step",
+           "plan_chunks", "bytes_per_run", "tally"]
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -13,18 +13,8 @@ import torch
 
 from dpcompanion.training.model_base import ClipResult, Model, clip_factors
 
-__all__ = [
-    "clip_factors",
-    "clip_and_sum",
-    "noise_std",
-    "add_noise",
-    "scale",
-    "debias_factor",
-    "momentum_update",
-    "momentum_accumulate_",
-    "sgd_update",
-    "sgd_update_",
-]
+__all__ = ["clip_factors", "clip_and_sum", "noise_std", "add_noise", "scale", "debias_factor", "momentum_update",
+           "momentum_accumulate_", "sgd_update", "sgd_update_"]
 
 
 def clip_and_sum(

@@ -321,13 +321,10 @@ def load(
     * ``fashion``: Fashion-MNIST from Debian's ``dataset-fashion-mnist`` (optional);
     * ``cifar10``: from ``path`` (python pickle batches; optional).
 
-    Image sets are projected to ``pca_dim`` dimensions (default 60 for MNIST-like, none
-    for digits and CIFAR-10; ``None`` keeps pixels/255) and then normalised to data
-    ``scale`` (``None``: no normalisation, e.g. pixels in [0, 1] for a CNN).
-    ``test="rest"`` (MNIST-like sets) uses the training images *not* drawn into the
-    training subset as the test split instead of the official test set (Hong et al. 000
-    App. D, momentum DNN: "1000 train, rest as test").
-    A missing optional dataset raises ``ValueError`` (one line).
+    Image sets are projected to ``pca_dim`` dimensions (default 60 for MNIST-like; ``None`` keeps
+    pixels/255), then normalised to ``scale`` (``None``: not normalised). ``test="rest"`` (MNIST-like
+    sets): the training images not drawn as the test split (Hong et al. App. D, momentum DNN). A
+    missing optional dataset raises ``ValueError``.
 
     >>> d = load("synthetic", seed=0, n=50)
     >>> d.X_train.shape, round(float(np.linalg.norm(d.X_train, axis=1).max()), 6)

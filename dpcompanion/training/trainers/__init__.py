@@ -15,11 +15,8 @@ validated once into a frozen :class:`.config.TrainConfig` (its docstring says wh
 * ``secure=False`` draws the noise from the seed (the guarantee holds while the seed is secret;
   ``meta["privacy_note"]`` says so); ``True`` seeds it from ``os.urandom`` (:class:`.engine.NoiseSource`).
 
-Same seed -> same numbers on CPU, whatever the batch it runs in (float64: ~1e-12 relative;
-float32: to rounding, since BLAS blocks batched and single products differently). For Opacus
-comparisons, ``model.to_module(theta[k])`` is the same network, our logistic loss
-``softplus(-s z)`` (``s = 2y - 1``) is ``BCEWithLogitsLoss`` and noise std ``C sigma / N`` on the
-mean gradient is Opacus's full-batch convention.
+A run's numbers do not depend on the batch it runs in (float32: up to rounding). For Opacus,
+``model.to_module(theta[k])`` is the same network and ``BCEWithLogitsLoss`` our logistic loss.
 
 Example (a tiny logistic regression, three steps at sigma = 2 under R = 1)::
 

@@ -1,11 +1,9 @@
 """ADP-SGD: Wu et al. (ADP-SGD, arXiv 2110.07435) Algorithm 1 on top of the private loop.
 
-W's update is ``theta_{t+1} = theta_t - (eta / b_{t+1}) (grad_t + alpha_{t+1} c_t)`` with
-``c_t ~ N(0, sigma^2 I)`` one shared sigma: step t's noise multiplier is proportional to
-alpha_t. Following W Thm 4.2 / Remark 4.1 the allocation is ``alpha_t^2 = b_t``
-(``adaptive_noise=False`` gives DP-SGD, alpha_t = 1), turned into budget-exact per-step
-multipliers by :func:`dpcompanion.theory.schedules.adp` (uniform for DP-SGD), so the ledger
-charges them like any schedule.
+W's update is ``theta_{t+1} = theta_t - (eta / b_{t+1}) (grad_t + alpha_{t+1} c_t)``, ``c_t ~ N(0,
+sigma^2 I)``: step t's noise multiplier is proportional to alpha_t, with ``alpha_t^2 = b_t`` (W Thm 4.2 /
+Remark 4.1; ``adaptive_noise=False``: DP-SGD, alpha_t = 1), made budget-exact by
+:func:`dpcompanion.theory.schedules.adp`, so the ledger charges it like any schedule.
 
 Step sizes ``eta_t = eta / b_{t+1}``:
 

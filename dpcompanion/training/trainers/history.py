@@ -21,15 +21,10 @@ class History:
     """Per-step history of one run (arrays ``(T,)``, scalars) or of ``K`` batched runs
     (arrays ``(K, T)``, ``(K,)``).
 
-    Per step ``t = 1..T`` (NaN for steps a run did not take; a field that was not asked
-    for with the trainers' ``record=`` is None):
-
-    * ``loss``: empirical risk at theta_t, where step t's gradient is taken (for PSGD:
-      the mean loss over that step's Poisson batch);
-    * ``grad_norm``: norm of the averaged clipped gradient before noise;
-    * ``clip_fraction``: fraction of (sampled) samples whose gradient norm exceeded C;
-    * ``sigma``: the noise multiplier sigma_t used; ``lr``: the step size eta_t;
-    * ``budget_spent``: cumulative budget in R units after step t (ledger's ``spent``).
+    Per step ``t = 1..T`` (NaN for steps not taken; None for a field not in ``record=``): ``loss``
+    at theta_t (PSGD: over the step's batch), ``grad_norm`` of the averaged clipped gradient before
+    noise, ``clip_fraction`` (samples whose norm exceeded C), ``sigma``, ``lr`` and ``budget_spent``
+    (cumulative, in R units).
 
     Per run: ``steps_done``, ``stopped_early`` (the ledger refused a step), ``R_spent``,
     ``final_loss`` (full training loss at the released iterate), ``train_accuracy``,

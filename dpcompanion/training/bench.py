@@ -105,9 +105,6 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-# --- the benchmark --------------------------------------------------------------------
-
-
 def provenance_extras(device: str) -> dict[str, Any]:
     """What a benchmark file records about where it ran: commit, versions (opacus, scipy
     included), CPU model and count, torch threads, float32 matmul precision (and the GPU)."""

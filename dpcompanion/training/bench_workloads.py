@@ -297,8 +297,6 @@ class OpacusRunner:
         return time.perf_counter() - t
 
 
-# --- CNN workload and the overhead of privacy -------------------------------------------
-
 #: the CNN workload: W-F4's network (``cnn-mnist``) on 1x28x28 inputs, batch ``N``
 CNN_BATCH: dict[str, int] = {"paper": 256, "tiny": 16}
 #: suffix of the CNN entries whose input is channels-last (Opacus and the plain step)

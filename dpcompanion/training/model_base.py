@@ -375,7 +375,6 @@ class Model:
     in_shape: tuple[int, ...]
     param_shapes: dict[str, tuple[int, ...]]
 
-    # -- parameters -------------------------------------------------------------------
     @property
     def n_params(self) -> int:
         return sum(math.prod(s) for s in self.param_shapes.values())
@@ -408,7 +407,6 @@ class Model:
         rows = [self.init_single(g).to(torch.float64) for g in generators]
         return torch.stack(rows).to(dtype=dtype, device=device)
 
-    # -- evaluation -------------------------------------------------------------------
     def forward(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:  # pragma: no cover
         """Outputs ``(K, N, n_out)`` for parameters ``(K, P)`` and shared inputs ``X``."""
         raise NotImplementedError
@@ -440,7 +438,6 @@ class Model:
             pred = predict_from_output(z)
             return loss, (pred == y).to(theta.dtype).mean(dim=-1)
 
-    # -- gradients --------------------------------------------------------------------
     def per_sample_grads(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """``(K, N, P)`` per-sample gradients from ``torch.func`` (reference path)."""
         def single(th: torch.Tensor, x: torch.Tensor, yy: torch.Tensor) -> torch.Tensor:

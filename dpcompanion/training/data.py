@@ -305,14 +305,11 @@ def load(
 ) -> Dataset:
     """Load a dataset by name (:data:`DATASETS`).
 
-    * ``synthetic``: 100-dim, two linearly separable clusters 10 apart (H, the ICLR submission, App. D),
-      ``n`` train + ``n`` test points;
-    * ``gaussian``: auxiliary Gaussian set (``dim`` features, ``n_classes`` classes; give
-      the same ``n``/``dim`` as the private set it stands in for);
-    * ``mnist35``: digits 3 (label 0) vs 5 (label 1), ``n`` = 1000 train samples drawn
-      with ``seed``; test: every 3 and 5 of the official test set;
-    * ``mnist``: 10 classes, ``n`` = 1000 train samples (``n=None``: all 60 000), the
-      official 10 000 test images;
+    * ``synthetic``: 100-dim, two separable clusters 10 apart (ICLR submission App. D), ``n`` + ``n``;
+    * ``gaussian``: auxiliary Gaussian set (``dim`` features, ``n_classes`` classes);
+    * ``mnist35``: digits 3 (label 0) vs 5 (label 1), ``n`` = 1000 train samples drawn with ``seed``,
+      every 3 and 5 of the official test set;
+    * ``mnist``: 10 classes, ``n`` = 1000 train samples (``None``: all 60 000), the official test set;
     * ``digits``: scikit-learn's 8x8 digits (1797), ``n`` train, the rest test;
     * ``fashion``: Fashion-MNIST from Debian's ``dataset-fashion-mnist`` (optional);
     * ``cifar10``: from ``path`` (python pickle batches; optional).

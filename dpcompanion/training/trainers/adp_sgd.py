@@ -10,11 +10,10 @@ Step sizes ``eta_t = eta / b_{t+1}``:
 * ``"polynomial"``: ``b_{t+1} = sqrt(a + c t)`` (W Fig. 1: eta = 1, a = 20, c = 1, i.e.
   eta_t = 1/sqrt(20 + t)); alpha_t^2 = sqrt(a + c t).
 * ``"adaptive"`` (W Sec. 5.2, Tables 3 and 6): ``b_{t+1}^2 = b_t^2 + max(beta_t ||g_t||^2,
-  1e-5)`` with ``beta_t = max(beta / ((t mod period) + 1), 1)`` and ``b_0^2 = b0_sq``; the
-  noise follows the pre-set ``alpha_t^2 = sqrt(b_0^2 + t C)`` (``a = b0_sq``,
-  ``c = C``), which is what lets the noise be fixed before training. Here ``g_t`` is the
-  *privatized* gradient (post-processing, no extra privacy cost); W's Algorithm 1 writes
-  the raw stochastic gradient, which would itself need privatizing.
+  1e-5)`` with ``beta_t = max(beta / ((t mod period) + 1), 1)`` and ``b_0^2 = b0_sq``; the noise
+  follows the pre-set ``alpha_t^2 = sqrt(b_0^2 + t C)``, so it is fixed before training. ``g_t`` is
+  the *privatized* gradient (post-processing; W's Algorithm 1 writes the raw one, which would itself
+  need privatizing).
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from dpcompanion.theory import schedules
 from dpcompanion.theory.budget import Budget
 from dpcompanion.training.model_base import Model
 from dpcompanion.training.trainers.history import History
-from dpcompanion.training.trainers.pgd import train_pgd
+from dpcompanion.training.trainers.engine import train_pgd
 
 __all__ = ["train_adpsgd", "adp_schedule", "AdaptiveStepSize", "STEP_SIZES"]
 

@@ -145,11 +145,9 @@ class GhostConvModel(FuncModel):
     force_ghost: bool | None = None
 
     def _layer_norms(self, mod, a, g):
-        """A layer's per-sample squared gradient norms ``(N,)`` (float64) and what its
-        clipped sum needs (the patches, or the formed per-sample gradients). Float64 values,
-        whose squares can under- or overflow, take norms before squaring
-        (:func:`~dpcompanion.training.model_base.product_norms64`; the ghost branch divides each
-        sample's patches and backprops by their largest magnitude first)."""
+        """A layer's per-sample squared gradient norms ``(N,)`` (float64) and what its clipped sum needs.
+        Float64 values take norms before squaring (:func:`~dpcompanion.training.model_base.product_norms64`;
+        the ghost branch divides each sample's patches and backprops by their largest magnitude first)."""
         f64 = g.dtype == torch.float64
         if isinstance(mod, torch.nn.Linear):
             if f64:

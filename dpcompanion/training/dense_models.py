@@ -180,8 +180,7 @@ class DenseModel(Model):
         return losses, torch.exp(z - lse) - onehot
 
     def backprops(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor):
-        """Forward and analytic backward pass: per-layer inputs ``a_l`` and backprops
-        ``delta_l = d loss_n / d z_l`` (``(K, N, width)``), and the per-sample losses."""
+        """Per-layer inputs ``a_l``, backprops ``delta_l = d loss_n / d z_l`` and per-sample losses."""
         acts, pre, layers = self._forward_all(theta, X)
         losses, delta = self._output_backprop(pre[-1], y)
         deltas = [delta]

@@ -64,12 +64,9 @@ def fit_quadratic(levels, losses) -> tuple[np.ndarray, np.ndarray]:
 class InfluenceResult:
     """Output of :func:`influence_by_retraining` (arrays indexed by swept step first).
 
-    ``steps`` (1-based t), ``levels`` (sigma_t values), ``final_loss`` ``(n_t, L, repeats)``,
-    ``coef``/``intercept`` ``(n_t, repeats)`` (per-repeat fits), ``q`` (mean coef),
-    ``q_se`` (its standard error), ``coef_relative_variance`` (var/mean over repeats, the
-    paper's definition), ``coef_cv2`` (var/mean^2), ``loss_relative_variance``
-    ``(n_t, L)`` (var/mean of the final loss over repeats), ``clip_fraction`` (mean over
-    all runs and steps), ``base_sigma``, ``T``, ``runs``, ``wall_s``, ``meta``."""
+    ``steps`` (1-based t), ``levels``, ``final_loss (n_t, L, repeats)``, the fits of
+    :func:`influence_statistics`, ``clip_fraction`` (mean over all runs and steps), ``base_sigma``,
+    ``T``, ``runs``, ``wall_s``, ``meta``."""
 
     steps: np.ndarray
     levels: np.ndarray

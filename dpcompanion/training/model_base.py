@@ -61,10 +61,9 @@ def binary_output_loss(kind: str, r: torch.Tensor) -> torch.Tensor:
 
 
 def binary_output_backprop_(kind: str, r: torch.Tensor) -> torch.Tensor:
-    """In place: overwrite the negative margins ``r = -s z`` with ``a`` such that
-    ``d loss / d z = -s a`` (squared: ``a = r + 1``; logistic: ``a = sigmoid(r)``, in (0, 1)).
-    A sample's gradient with respect to a linear model's parameters is then ``a (-s x)``,
-    with norm ``|a| ||x||`` (``x`` with its bias feature): exact, nothing per-sample formed.
+    """In place: overwrite the negative margins ``r = -s z`` with ``a`` such that ``d loss / d z = -s a``
+    (squared: ``a = r + 1``; logistic: ``a = sigmoid(r)``): a linear model's per-sample gradient is
+    then ``a (-s x)``, of norm ``|a| ||s x||``.
 
     >>> binary_output_backprop_("logistic", torch.tensor([0.0])).item()
     0.5
@@ -96,10 +95,9 @@ _SAFE_LO, _SAFE_HI = 2.0**-400, 2.0**400  # float64 norms in this range came fro
 
 
 def underflow_unit(dtype: torch.dtype) -> float:
-    """The smallest subnormal number of ``dtype`` (1.4e-45 in float32, 4.9e-324 in float64):
-    twice the largest absolute error of one rounding whose result falls below the normal range,
-    where the relative bound u no longer holds. The clipping paths charge it, times the norm of
-    what an underflowed product is multiplied by next, as the absolute slack of :func:`clip_scale`.
+    """The smallest subnormal number of ``dtype``: twice the largest absolute error of one rounding
+    below the normal range (where u no longer bounds it); the clipping paths charge it, times what
+    an underflowed product is multiplied by next, as the absolute slack of :func:`clip_scale`.
 
     >>> underflow_unit(torch.float32) == 2.0**-149, underflow_unit(torch.float64) == 2.0**-1074
     (True, True)

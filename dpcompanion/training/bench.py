@@ -1,123 +1,36 @@
 """Benchmark: our private gradient step against Opacus on the paper's workload.
 
-Workload (Hong et al. 2022, FAccT, arXiv 2101.07413 Sec. 5; the ICLR submission's App. D):
-MNIST35 projected to 60 PCA dimensions, a 2-layer MLP with 1000 hidden units and one
-logistic output (``60 -> 1000 -> 1``, 62 001 parameters), **full batch** N = 1000,
-per-sample clipping at C = 4, learning rate 0.1, the uniform schedule
-``sigma = sqrt(T/R)`` for the paper's (4, 1e-8)-DP budget R (``accounting.R_PAPER``). The data are
-Gaussian features of that shape rescaled to max norm 10 (the paper's data scale): the
-cost of a step does not depend on the values, and the benchmark then runs on a machine
-without the MNIST wheel.
+Workload (Hong et al. 2022, FAccT, arXiv 2101.07413 Sec. 5): MNIST35-PCA60's shape (Gaussian
+features rescaled to max norm 10: a step's cost does not depend on the values), a ``60 -> 1000 -> 1``
+MLP, full batch N = 1000, clipping at C = 4, lr 0.1, the uniform schedule for the (4, 1e-8)-DP
+budget ``accounting.R_PAPER``. Measured in one process with the same thread settings:
 
-Measured in one process, with the same thread settings for everything:
+* **ours**: :func:`~dpcompanion.training.trainers.train_pgd`, the whole call timed (ledger and
+  final evaluation included), one seed and ``runs`` seeds batched as one tensor program;
+* **Opacus** ``make_private`` in each ``grad_sample_mode`` that works (``ghost``, ``hooks``,
+  ``functorch``, ``ew``), full batch, ``noise_multiplier = sigma``, ``max_grad_norm = C``; runs
+  sequential, slow modes measured on fewer runs within a budget and extrapolated (the JSON says
+  so). Its sequential rate is the larger of the measured one and its single-run rate, so that
+  load on the sequential measurement cannot favour the batched side.
 
-* **ours, one run**: :func:`dpcompanion.training.trainers.train_pgd` with one seed (ghost-norm
-  clipping, :meth:`dpcompanion.training.dense_models.DenseModel.clipped_grad_sum`), whole call timed
-  (setup, privacy ledger and final evaluation included: a conservative count);
-* **ours, batched**: the same call with ``runs`` seeds - ``runs`` independent runs as
-  one tensor program;
-* **Opacus 1.6** ``PrivacyEngine.make_private`` in each ``grad_sample_mode`` that works:
-  ``ghost`` (fast gradient / ghost clipping, returns a ``DPLossFastGradientClipping``
-  criterion: two backward passes, no per-sample gradient materialised), ``hooks``
-  (per-sample gradients from module hooks), ``functorch`` and ``ew`` (expanded
-  weights). Full batch: a DataLoader-free loop over the same tensors, no Poisson
-  sampling, ``noise_multiplier = sigma``, ``max_grad_norm = C``, mean reduction (noise
-  std ``C sigma / N`` on the mean, as ours). One run = ``steps`` steps; ``runs``
-  independent runs are run **sequentially** (parameters reset between runs). Modes are
-  measured on fewer runs/steps within a time budget and extrapolated per run; the JSON
-  says so (``measured_runs``, ``extrapolated``). Opacus's sequential throughput is taken
-  as the larger of the measured sequential rate and its single-run rate, so that load on
-  the sequential measurement cannot favour the batched side.
+Timings are medians over repeats after warm-up, interleaved across methods so that background
+load hits all alike (``*_best_times``: fastest repeats, a load diagnostic). Peak memory: CUDA's
+``max_memory_allocated`` or the CPU's ``VmHWM`` above the resident size before the call
+(``tracemalloc`` does not see torch's tensors). ``fraction_of_matmul_peak``: counted FLOPs
+(:func:`~dpcompanion.training.bench_measure.private_step_flops`) x run-steps/s over the best
+measured ``2048 x 2048`` float32 matmul rate (measured at the start and the end).
 
-Timings are medians over repeats after warm-up, interleaved across methods so that
-background load hits all of them alike: single runs round-robin; the batched program and
-the fastest Opacus mode's sequential runs alternate over ``batched_rounds`` rounds. The
-``*_best_times`` ratios use each method's fastest repeat instead (a load diagnostic). Peak memory: on CUDA
-``torch.cuda.max_memory_allocated``; on CPU the peak resident set size (``VmHWM``,
-reset through ``/proc/self/clear_refs`` after glibc's ``malloc_trim``) above the resident
-size before the call.
-``tracemalloc`` is not used: it only sees Python's allocator, not torch's tensors.
+The ``linear_*`` keys (:func:`~dpcompanion.training.bench_workloads.run_linear_benchmark`): the
+influence sweep's logistic regression (N = 1000, D = 60, 1000 runs) by our trainer against the
+plain batched loop :func:`~dpcompanion.training.bench_workloads.plain_linear_loop`, with distinct
+seeds and with seeds shared by 10 runs (``linear.common_random_numbers``). ``cnn`` and
+``mlp.private_over_*``: W-F4's CNN against Opacus, and each private step over the fastest
+non-private step (torch's SGD step or our engine's with clipping and noise off), with per-stage
+profiles (:mod:`dpcompanion.training.bench_profile`).
 
-**Linear/logistic workload** (:func:`~dpcompanion.training.bench_workloads.run_linear_benchmark`, the ``linear_*`` keys): the shape
-of the influence-by-retraining sweep (the ICLR submission, App. D): logistic regression on N = 1000 samples
-with D = 60 features (+ bias), 1000 runs, T steps (100 in full mode, 20 in quick), clipping at
-C = 4, full batch. The library's :func:`~dpcompanion.training.trainers.train_pgd` (margin fast
-path, ledger charged before every step, history of everything but the per-step loss, clip
-statistics) against the **plain loop** :func:`~dpcompanion.training.bench_workloads.plain_linear_loop` (margins, per-sample norms
-``|dloss/dmargin| ||x||``, clip, ``weights @ X``, one Gaussian draw per step; no ledger, no
-history), timed in the same process in interleaved rounds. ``ratio_linear_batched_vs_reference``
-is the median over rounds of the round's plain-loop time over our time (target >= 1); the
-``*_run_steps_per_s`` rates are medians over rounds. The runs have distinct seeds (1000 noise generators, each
-keeping its run's own noise stream and drawing a block of steps per call,
-:class:`~dpcompanion.training.trainers.engine.NoiseSource`); ``linear.common_random_numbers``
-repeats the measurement with seeds shared by 10 runs each, the influence sweep's design.
-:func:`run_linear_only` (``bench --linear-only``) measures this workload alone, with the
-provenance of a full benchmark.
-
-FLOP count (:func:`~dpcompanion.training.bench_measure.private_step_flops`): the useful arithmetic of one private step of a
-dense network with layer sizes ``d_0 -> d_1 -> ... -> d_L`` on N samples, ghost style:
-
-* forward: ``2 N d_{l-1} d_l`` per layer (matmul) + ``N d_l`` (bias) + ``N d_l``
-  (activation, hidden layers);
-* backprop to each hidden layer: ``2 N d_{l-1} d_l`` (matmul) + ``N d_{l-1}``
-  (activation derivative);
-* per-sample norms: ``2 N (d_{l-1} + d_l) + 2 N`` per layer
-  (``||g_n||^2 = ||delta_n||^2 (||a_n||^2 + 1)``);
-* weighted backward: ``N d_l`` (scale backprops by the clip factors) +
-  ``2 N d_{l-1} d_l`` (weight gradient matmul) + ``N d_l`` (bias gradient);
-* noise, average and update: ``4 P`` (random number generation not counted).
-
-For the workload: 2.46e8 matmul FLOPs + 9.4e6 others = 2.55e8 per run-step.
-``achieved_gflops`` = that count times the measured run-steps per second of the batched
-program; ``fraction_of_matmul_peak`` divides it by this machine's measured float32
-matmul rate (best of several ``2048 x 2048`` products, measured at the start and at the
-end of the benchmark).
-
-**Where a reader finds the headline numbers** (``bench --quick --json``, CPU; every one a
-ratio of medians over interleaved rounds in this one process, computed from the times stored
-beside it, unrounded; the CNN and overhead ratios are medians over rounds of the round's
-ratio, with the per-round values and their spread in ``*_rounds``):
-
-* ``cnn.ratio_vs_opacus_fastest``: W-F4's CNN (``cnn-mnist``, 1x28x28, batch 256), the
-  median step time of Opacus's fastest ``grad_sample_mode`` over ours
-  (:func:`~dpcompanion.training.bench_workloads.run_cnn_benchmark`; > 1: ours is faster); ``cnn.ratio_vs_opacus_fastest_channels_last``
-  gives Opacus the channels-last input our engine's pools get (no side wins by memory layout);
-* ``mlp.private_over_fastest_nonprivate``: the overhead of privacy itself against the limit
-  named per workload: our private step on the paper's MLP (ghost clipping,
-  noise, update) over the fastest non-private step of the same network on the same full batch,
-  the faster of two baselines timed in the same rounds: torch's plain SGD step
-  (``mlp.private_over_nonprivate``) and our engine's step with
-  clipping and noise off (``mlp.private_over_engine_nonprivate``,
-  :meth:`~dpcompanion.training.bench_profile.MLPStages.nonprivate_step`); ``mlp.fastest_nonprivate``
-  names the faster (:func:`~dpcompanion.training.bench_workloads.run_mlp_overhead`; 1 = no overhead). ``cnn.private_over_*`` are the
-  same for the CNN, whose torch baseline is also timed on a channels-last input;
-* ``mlp.profile`` (one run), ``mlp.profile_batched`` (``runs`` runs in one step) and
-  ``cnn.profile``: where the private step's time goes, per stage (forward, per-sample norms,
-  clipped sum, noise, update; :mod:`dpcompanion.training.bench_profile`), each the median over
-  the rounds, with the shares of the total and a sentence naming the largest stage;
-* ``mlp.ratio_vs_opacus_fastest``: one run of the paper's MLP, our steps/s over Opacus's fastest
-  mode's (= ``ratio_single_vs_opacus``); ``mlp.ratio_batched_vs_sequential_opacus`` the batched
-  runs against Opacus's fastest mode run sequentially;
-* ``mlp.fraction_of_matmul_peak``: counted FLOPs x the batched program's run-steps/s over
-  ``matmul_peak_gflops`` (= ``fraction_of_matmul_peak``); ``cnn.fraction_of_matmul_peak``:
-  torch's FLOP count of one private CNN step (``cnn.flops_per_step``) x our steps/s over the same peak;
-* ``linear.fraction_of_matmul_peak``: the logistic workload, ``4 N (D + 1)`` FLOPs per
-  run-step x our run-steps/s over the same peak, measured in the same process;
-  ``linear.worst_ratio_vs_reference``: the plain loop's time over our trainer's, the smaller median
-  of the two seed designs (distinct seeds, and seeds shared by 10 runs).
-
-``targets`` lists them with the project's targets for them (:data:`TARGETS`, :func:`targets`:
-the key, its value, the target and whether it is met); the paper reports no timings, so these are
-the project's own goals, not paper claims. The targets follow from book-keeping clipping (Bu et
-al. 2023): a private step should cost a non-private one plus the per-sample norms and the noise
-draw. On this CPU the noise draw alone (torch's MT19937 stream, which every committed result was
-drawn from and which cannot change without recomputing them) is about a tenth of the MLP's
-non-private step, which bounds what ``mlp.private_over_fastest_nonprivate`` can reach here.
-
-The benchmark is three modules, so that none grows past the package's 800-line limit:
-this one (the entry points :func:`run_benchmark` and :func:`run_linear_only`, the targets and the
-report), :mod:`dpcompanion.training.bench_workloads` (the workloads and how each is timed) and
-:mod:`dpcompanion.training.bench_measure` (FLOPs, matmul peak, memory, interleaved rounds).
+``targets`` (:data:`TARGETS`) are the project's own goals, not paper claims. On this CPU the noise
+draw alone (torch's MT19937 stream, which every committed result was drawn from) is about a tenth
+of the MLP's non-private step, which bounds what ``mlp.private_over_fastest_nonprivate`` can reach.
 """
 
 from __future__ import annotations
@@ -139,16 +52,8 @@ from dpcompanion.training.bench_workloads import (LINEAR_SETTINGS, LINEAR_WORKLO
                                                    OpacusRunner, OursRunner, run_cnn_benchmark, run_linear_benchmark,
                                                    run_mlp_overhead, workload_data, workload_schedule)
 
-__all__ = [
-    "TARGETS",
-    "lookup",
-    "targets",
-    "provenance_extras",
-    "run_benchmark",
-    "run_linear_only",
-    "default_output",
-    "summary_rows",
-]
+__all__ = ["TARGETS", "lookup", "targets", "provenance_extras", "run_benchmark", "run_linear_only", "default_output",
+           "summary_rows"]
 
 #: the project's targets for the headline keys (module docstring): ``(key, what, relation,
 #: bound)``, ``key`` a dotted path into the result, ``relation`` ``">="`` or ``"<="``.
@@ -198,9 +103,6 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         met = None if v is None else bool(v >= bound if rel == ">=" else v <= bound)
         rows.append({"key": key, "what": what, "target": f"{rel} {bound:g}", "value": v, "met": met})
     return rows
-
-
-# --- the benchmark --------------------------------------------------------------------
 
 
 def provenance_extras(device: str) -> dict[str, Any]:

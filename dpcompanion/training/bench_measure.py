@@ -1,10 +1,6 @@
-"""Measurement primitives of the benchmark (:mod:`dpcompanion.training.bench`): the FLOP count of a dense
-private step, the machine's float32 matmul peak, peak memory (CUDA's allocator or the process's resident
-set), interleaved timing rounds, per-round ratios, torch's FLOP counter, and the torch thread setting.
-
-None of these knows a workload: they are the clock, the counter and the scales the workloads
-(:mod:`dpcompanion.training.bench_workloads`) are measured with. Split from the benchmark so that no
-module grows past the package's 800-line limit.
+"""The benchmark's measurement primitives (no workload): the FLOP count of a dense private step, the
+float32 matmul peak, peak memory, interleaved timing rounds, per-round ratios, torch's FLOP counter,
+and the torch thread setting.
 """
 
 from __future__ import annotations
@@ -22,24 +18,16 @@ from typing import Any, Callable
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-__all__ = [
-    "private_step_flops",
-    "sync",
-    "matmul_peak_gflops",
-    "PeakMemory",
-    "median_and_all",
-    "per_round_ratios",
-    "counted_flops",
-    "interleave",
-    "torch_threads",
-]
-
-
-# --- FLOPs and peak -------------------------------------------------------------------
+__all__ = ["private_step_flops", "sync", "matmul_peak_gflops", "PeakMemory", "median_and_all", "per_round_ratios",
+           "counted_flops", "interleave", "torch_threads"]
 
 
 def private_step_flops(*, N: int, sizes) -> dict[str, float]:
-    """Analytic FLOPs of one ghost-clipped private step of a dense net (module docstring).
+    """The useful FLOPs of one ghost-clipped private step of a dense net ``sizes = (d_0, ..., d_L)`` on
+    ``N`` samples, per layer: forward ``2 N d_{l-1} d_l`` (+ ``N d_l`` bias, + ``N d_l`` activation),
+    backprop into hidden layers ``2 N d_{l-1} d_l + N d_{l-1}``, ghost norms ``2 N (d_{l-1} + d_l) + 2 N``
+    (``||g_n||^2 = ||delta_n||^2 (||a_n||^2 + 1)``), weighted backward ``2 N d_{l-1} d_l + 2 N d_l``;
+    then ``4 P`` for noise, average and update (random number generation not counted).
 
     >>> f = private_step_flops(N=1000, sizes=(60, 1000, 1))
     >>> f["matmul"], f["total"]
@@ -90,9 +78,6 @@ def matmul_peak_gflops(*, device: str, n: int = 2048, repeats: int = 7) -> dict[
     return {"gflops": 2 * n**3 / best / 1e9, "n": n, "repeats": repeats, "best_s": best}
 
 
-# --- memory ---------------------------------------------------------------------------
-
-
 def _proc_status_kb(field: str) -> int | None:
     try:
         with open("/proc/self/status") as fh:
@@ -108,17 +93,14 @@ def _malloc_trim() -> None:
     """glibc's ``malloc_trim(0)`` (no-op elsewhere): without it, memory freed by an earlier
     call stays resident and a later call reuses it without raising the peak."""
     try:
-
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
 
 
 class PeakMemory:
-    """Context manager: peak memory (bytes) used by the enclosed code above what was in
-    use before it. CUDA: allocator peak; CPU (Linux): VmHWM after resetting it through
-    ``/proc/self/clear_refs`` (after ``malloc_trim``); elsewhere: ``ru_maxrss`` (process
-    peak, an upper bound)."""
+    """Context manager: peak memory (bytes) of the enclosed code above what was in use before. CUDA:
+    allocator peak; Linux: VmHWM reset through ``/proc/self/clear_refs``; else ``ru_maxrss`` (an upper bound)."""
 
     def __init__(self, device: str):
         self.device = device
@@ -157,15 +139,13 @@ class PeakMemory:
 
 
 def median_and_all(ts: list[float]) -> dict[str, Any]:
-    """The times as measured: stored unrounded, so that every ratio and median reported
-    beside them is exactly the one computed from the stored numbers (pages round for display)."""
+    """The times unrounded, so that every ratio reported beside them is exactly computed from them."""
     return {"median_s": statistics.median(ts), "min_s": min(ts), "times_s": [float(t) for t in ts]}
 
 
 def per_round_ratios(num: list[float], den: list[float]) -> dict[str, Any]:
-    """Round-by-round ratios ``num[r] / den[r]`` of two interleaved timings (each pair taken
-    back to back, under the same load), their median (the reported ratio), spread (min, max)
-    and the ratio of the medians (a cross-check).
+    """Per-round ratios ``num[r] / den[r]`` of two interleaved timings, their median (the reported
+    ratio), spread and the ratio of the medians (a cross-check).
 
     >>> r = per_round_ratios([2.0, 3.0, 9.0], [1.0, 3.0, 3.0])
     >>> r["per_round"], r["median"], r["min"], r["max"], r["of_medians"]
@@ -177,9 +157,8 @@ def per_round_ratios(num: list[float], den: list[float]) -> dict[str, Any]:
 
 
 class _NoModuleTracking:
-    """Stands in for :class:`FlopCounterMode`'s module tracker, which attributes counts to the
-    ``nn.Module`` s a step calls by hooking their backward, hooks that ``torch.autograd.grad`` on
-    non-leaf outputs (our CNN engine's backward) refuses; only the total is used here."""
+    """Stands in for :class:`FlopCounterMode`'s module tracker, whose backward hooks ``torch.autograd.grad``
+    on non-leaf outputs (our CNN engine's backward) refuses; only the total is used here."""
 
     parents = {"Global"}
 
@@ -191,9 +170,7 @@ class _NoModuleTracking:
 
 
 def counted_flops(step: Callable[[], None]) -> float:
-    """FLOPs of one call of ``step`` by torch's own counter (:class:`torch.utils.flop_counter.FlopCounterMode`:
-    convolutions and matrix products, forward and backward), for the CNN's fraction of the
-    matmul peak. The call is a real step (it moves the parameters like any other)."""
+    """FLOPs (convolutions and matrix products) of one real call of ``step`` by torch's counter."""
     fc = FlopCounterMode(display=False)
     fc.mod_tracker = _NoModuleTracking()
     with fc:

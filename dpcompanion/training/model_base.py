@@ -1,51 +1,20 @@
 """What every model of the private trainers shares: the :class:`Model` contract, :class:`ClipResult`,
-the binary-output losses and the clipping arithmetic (:func:`clip_factors`, :func:`norms64`, and
-:func:`finite_clip_sum`, which drops a sample whose values overflow). The
-models are written for many independent runs at once.
+the binary-output losses and the clipping arithmetic (:func:`clip_factors`, :func:`sqnorms`,
+:func:`finite_clip_sum`).
 
-Every model here is *functional*: it holds no parameters. Parameters live in one flat
-tensor ``theta`` of shape ``(K, P)`` (``K`` independent runs, ``P`` parameters), which
-``model.unflatten(theta)`` views as a dict of named tensors with a leading run
-dimension (``W1: (K, H, d)``, ...). The order of the flat vector is
-``model.param_shapes`` (insertion order); the trainers draw one Gaussian vector of
-length ``P`` per run and step in that order, so noise is reproducible and
-device-independent in its layout.
+Models are *functional*: parameters live in one flat tensor ``theta (K, P)`` (K independent runs),
+viewed by ``model.unflatten(theta)`` as named ``(K, *shape)`` tensors in ``param_shapes`` order (the
+order the trainers' noise vectors follow). The private step needs :meth:`Model.clipped_grad_sum`
+(per-sample norms -> factors ``min(1, C / ||g_n||)`` -> weighted sum, a :class:`ClipResult`):
+:class:`~dpcompanion.training.dense_models.DenseModel` by ghost clipping (a dense layer's per-sample
+gradient is ``delta_n a_n^T``, so ``||g_n||^2 = ||delta_n||^2 (||a_n||^2 + 1)``; Goodfellow 2015,
+arXiv 1510.01799; Li et al. 2022, arXiv 2110.05679 Sec. 4) and
+:class:`~dpcompanion.training.conv_models.GhostConvModel` per layer. :meth:`Model.per_sample_grads`
+is the torch.func reference the tests check them against.
 
-The one operation the private step needs is :meth:`Model.clipped_grad_sum`:
-
-    per-sample gradient norms -> clip factors min(1, C / ||g_n||) -> weighted sum
-
-returned as a :class:`ClipResult` (flat summed clipped gradient ``(K, P)``, per-sample
-norms ``(K, N)``, per-sample losses ``(K, N)``). Two implementations:
-
-* :class:`~dpcompanion.training.dense_models.DenseModel` (linear / logistic regression, the MLPs): **ghost clipping**.
-  A dense layer's per-sample gradient is the outer product ``delta_n a_n^T`` of its
-  backprop ``delta_n`` and its input ``a_n``, so ``||grad_n||^2 = ||delta_n||^2
-  (||a_n||^2 + 1)`` (the ``+1`` is the bias). The norms come from activations and
-  backprops without ever materialising ``N x P`` per-sample gradients, and the clipped
-  sum is one weighted matmul per layer (Goodfellow 2015, arXiv 1510.01799; Li et al.
-  2022, arXiv 2110.05679 Sec. 4 "ghost clipping"). Backprops are written out
-  analytically (squared loss, binary logistic, softmax cross-entropy), which keeps the
-  whole step to a handful of batched matmuls. For the paper's network (one ReLU hidden
-  layer, one output) a specialised path never forms the hidden backprops at all
-  (:meth:`~dpcompanion.training.dense_models.DenseModel._binary_relu_mlp_chunk`).
-* :class:`~dpcompanion.training.conv_models.FuncModel` (any ``torch.nn.Module``, used for the CNNs): per-sample gradients
-  from ``torch.func`` (``functional_call`` + ``vmap(grad)``), vmapped again over runs.
-
-Both offer :meth:`Model.per_sample_grads` (the torch.func reference, ``(K, N, P)``), used by
-the tests to check the ghost path, and :meth:`Model.to_module` (an ``nn.Module`` holding one
-run's parameters, e.g. for the Opacus benchmark).
-
-Labels are class indices ``0..n_classes-1``. With ``n_classes == 2`` the dense models
-use one output ``z`` and the label ``s = 2 y - 1 in {-1, +1}``: squared loss
-``(z - s)^2 / 2`` and logistic loss ``log(1 + exp(-s z))`` (the binary MNIST35 /
-synthetic setups of Hong et al. 2022, the ICLR submission's App. D). With more classes: squared loss
-``||z - onehot(y)||^2 / 2`` or softmax cross-entropy.
-
-The models are split by kind so that no module grows past the package's 800-line limit:
-this module (the contract, which both kinds implement), :mod:`dpcompanion.training.dense_models`,
-:mod:`dpcompanion.training.conv_models`, and :mod:`dpcompanion.training.models` (:func:`make_model`
-builds one by name).
+Labels are class indices. With two classes the dense models use one output ``z`` and ``s = 2y - 1``:
+squared loss ``(z - s)^2 / 2`` or logistic ``log(1 + exp(-s z))`` (Hong et al. 2022, App. D); with
+more, ``||z - onehot(y)||^2 / 2`` or softmax cross-entropy.
 """
 
 from __future__ import annotations
@@ -59,24 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch.func import grad, vmap
 
-__all__ = [
-    "ClipResult",
-    "Model",
-    "binary_output_loss",
-    "binary_output_backprop_",
-    "predict_from_output",
-    "clip_scale",
-    "clip_factors",
-    "norms64",
-    "NORM_BLOCK",
-    "NORM_MAX_PARTIALS",
-    "sqnorm_error",
-    "sqnorms",
-    "product_norms64",
-    "underflow_unit",
-    "round_down_subnormal",
-    "finite_clip_sum",
-]
+__all__ = ["ClipResult", "Model", "binary_output_loss", "binary_output_backprop_", "predict_from_output",
+           "clip_scale", "clip_factors", "norms64", "NORM_BLOCK", "NORM_MAX_PARTIALS", "sqnorm_error", "sqnorms",
+           "product_norms64", "underflow_unit", "round_down_subnormal", "finite_clip_sum"]
 
 
 @dataclass
@@ -96,9 +50,7 @@ class ClipResult:
 def binary_output_loss(kind: str, r: torch.Tensor) -> torch.Tensor:
     """Per-sample loss of a binary model with one output ``z`` and label ``s = 2y - 1``,
     written in the *negative margin* ``r = -s z``: squared ``(z - s)^2 / 2 = (r + 1)^2 / 2``,
-    logistic ``log(1 + exp(-s z)) = softplus(r)`` (Hong et al. 2022, the ICLR submission's App. D). The one
-    home of these two formulas: the ghost-clipping path, the evaluation and the trainers'
-    linear fast path all call it.
+    logistic ``log(1 + exp(-s z)) = softplus(r)`` (Hong et al. 2022, the ICLR submission's App. D).
 
     >>> binary_output_loss("squared", torch.tensor([1.0])).item(), round(binary_output_loss("logistic", torch.tensor([0.0])).item(), 6)
     (2.0, 0.693147)
@@ -109,10 +61,9 @@ def binary_output_loss(kind: str, r: torch.Tensor) -> torch.Tensor:
 
 
 def binary_output_backprop_(kind: str, r: torch.Tensor) -> torch.Tensor:
-    """In place: overwrite the negative margins ``r = -s z`` with ``a`` such that
-    ``d loss / d z = -s a`` (squared: ``a = r + 1``; logistic: ``a = sigmoid(r)``, in (0, 1)).
-    A sample's gradient with respect to a linear model's parameters is then ``a (-s x)``,
-    with norm ``|a| ||x||`` (``x`` with its bias feature): exact, nothing per-sample formed.
+    """In place: overwrite the negative margins ``r = -s z`` with ``a`` such that ``d loss / d z = -s a``
+    (squared: ``a = r + 1``; logistic: ``a = sigmoid(r)``): a linear model's per-sample gradient is
+    then ``a (-s x)``, of norm ``|a| ||s x||``.
 
     >>> binary_output_backprop_("logistic", torch.tensor([0.0])).item()
     0.5
@@ -144,10 +95,9 @@ _SAFE_LO, _SAFE_HI = 2.0**-400, 2.0**400  # float64 norms in this range came fro
 
 
 def underflow_unit(dtype: torch.dtype) -> float:
-    """The smallest subnormal number of ``dtype`` (1.4e-45 in float32, 4.9e-324 in float64):
-    twice the largest absolute error of one rounding whose result falls below the normal range,
-    where the relative bound u no longer holds. The clipping paths charge it, times the norm of
-    what an underflowed product is multiplied by next, as the absolute slack of :func:`clip_scale`.
+    """The smallest subnormal number of ``dtype``: twice the largest absolute error of one rounding
+    below the normal range (where u no longer bounds it); the clipping paths charge it, times what
+    an underflowed product is multiplied by next, as the absolute slack of :func:`clip_scale`.
 
     >>> underflow_unit(torch.float32) == 2.0**-149, underflow_unit(torch.float64) == 2.0**-1074
     (True, True)
@@ -158,10 +108,8 @@ def underflow_unit(dtype: torch.dtype) -> float:
 
 def round_down_subnormal(s64: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``s64`` (float64, >= 0) in ``dtype``, never above ``s64`` where it falls below the normal
-    range of ``dtype``: there round-to-nearest may round up by half a subnormal step, a relative
-    error up to 100% (a float32 clip factor of ``0.6 * 2^-149`` became ``2^-149``, so the
-    clipped gradient of a record with features near 1e23 had norm up to ~2 C). Normal values keep
-    round-to-nearest (relative error <= u, inside :data:`CLIP_SLACK_ULPS`), bit for bit.
+    range of ``dtype``, where round-to-nearest may round up by a relative error up to 100%. Normal
+    values keep round-to-nearest (relative error <= u, inside :data:`CLIP_SLACK_ULPS`).
 
     >>> s = torch.tensor([0.6 * 2.0**-149, 1.5 * 2.0**-149, 0.5], dtype=torch.float64)
     >>> (round_down_subnormal(s, torch.float32).double() / s).tolist()
@@ -181,8 +129,7 @@ def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype,
     the gradients (``kappa = 8 u + 64 * 2^-53``, u the unit roundoff of ``dtype``; ``A``:
     ``absolute``, per sample, default 0). The largest multiplier of ``g_n`` that this code may use
     while every clipped gradient it sums, rounded in ``dtype``, keeps a float64 norm <= C (the
-    sensitivity the ledger charges for). The one clipping rule: :func:`clip_factors` and the
-    trainers' linear fast path (a cap on the margin weight) both use it.
+    sensitivity the ledger charges for); :func:`clip_factors` and the linear fast path both use it.
 
     The bound, for finite gradient values of any magnitude and any C > 0, and why. (i) The norm
     ``n``: float64, from the ``dtype`` values: float64 values within ``2^-47`` (rows rescaled where
@@ -194,9 +141,7 @@ def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype,
     float64 roundings (reciprocal, product; one step down below float64's normal range, where
     the product's rounding is absolute), then the cast to ``dtype``: to nearest for a normal
     result (a factor 1 + u at most) and never upwards below the normal range
-    (:func:`round_down_subnormal`: rounded to nearest there, a float32 factor of ``0.6 *
-    2^-149`` became ``2^-149`` and a record with features near 1e23 got ``||clipped|| = 1.96
-    C``). (iii) Forming ``c g`` takes at most three more products, each exact to a factor
+    (:func:`round_down_subnormal`). (iii) Forming ``c g`` takes at most three more products, each exact to a factor
     (1 + u) while its result is normal; a product that underflows errs instead by up to half of
     :func:`underflow_unit` in absolute terms, and the caller passes ``A``: those errors times
     the norms of what multiplies them afterwards (the ghost convolution also adds its
@@ -221,7 +166,7 @@ def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype,
         num = torch.clamp_min(clip_norm - (1.0 + kappa) * absolute.to(torch.float64), 0.0)
     elif absolute is not None:
         num = max(0.0, clip_norm - (1.0 + kappa) * float(absolute))
-    # reciprocal times C, as torch evaluates ``C / tensor`` (the factors of ordinary samples bit for bit as before)
+    # reciprocal times C, as torch evaluates ``C / tensor``
     s = (norms.clamp_min(1e-30) * (1.0 + kappa)).reciprocal_() * num
     s = torch.where(torch.isnan(s), 0.0, s)  # a NaN norm (or slack): factor 0
     # below float64's normal range (a subnormal C) the product above rounds by up to half a step,
@@ -235,9 +180,8 @@ def clip_factors(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype | 
     """``min(1, C / ||g_n||)`` elementwise (1 where the norm is 0), made safe in floating
     point (:func:`clip_scale`, whose docstring states the bound and ``absolute``): ``norms`` in
     float64, the factors in ``dtype`` (default float32). Every clipped per-sample gradient has
-    norm <= C (float64, of its ``dtype`` values), never ``C (1 + 1.7e-7)`` as a plain
-    ``C / ||g||`` in float32 can give, nor ~2 C as a float32 factor rounded up below the normal
-    range gave. A factor of exactly 1 multiplies exactly.
+    norm <= C (float64, of its ``dtype`` values), where a plain float32 ``C / ||g||`` can give
+    ``C (1 + 1.7e-7)``. A factor of exactly 1 multiplies exactly.
 
     >>> clip_factors(torch.tensor([0.0, 0.5, 4.0], dtype=torch.float64), 1.0).tolist()
     [1.0, 1.0, 0.24999988079071045]
@@ -248,11 +192,9 @@ def clip_factors(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype | 
 def norms64(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Euclidean norms along ``dim`` computed in float64 from ``v``'s values (for
     :func:`clip_factors`: a float32 norm can be ~1e-7 short of the vector's own), to a few
-    float64 ulps at any magnitude. The squares of float32 values never overflow or underflow
-    float64; those of float64 values can (above ~1e154 or below ~1e-154: torch sums plain
-    squares), so a float64 row whose norm comes out outside ``[2^-400, 2^400]`` (or 0, inf) is
-    computed again from its values divided by their largest magnitude. Ordinary rows keep
-    torch's result bit for bit.
+    float64 ulps at any magnitude: squares of float64 values can over- or underflow, so a float64 row
+    whose norm comes out outside ``[2^-400, 2^400]`` (or 0, inf) is computed again from its values
+    divided by their largest magnitude. Ordinary rows keep torch's result.
 
     >>> v = torch.tensor([[3.0, 4.0]], dtype=torch.float64)
     >>> [float(norms64(v * 2.0**k)[0] / 2.0**k) for k in (600, -600, 0)]   # plain squares: inf, 0, 5
@@ -374,9 +316,8 @@ def sqnorms(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
 def product_norms64(*factors: torch.Tensor) -> torch.Tensor:
     """Squared norm of an outer product from its factors' float64 norms: ``(n_1 n_2 ...)^2``,
     the product formed before squaring, so that a tiny factor does not underflow against a huge
-    one (``1e-170^2 * 1e150^2`` is 0 in float64, ``(1e-170 * 1e150)^2`` is 1e-40). The ghost
-    paths use it for float64 values; for float32 values the squares cannot underflow and they
-    keep their own expression (bit for bit as before)."""
+    one (``1e-170^2 * 1e150^2`` is 0 in float64, ``(1e-170 * 1e150)^2`` is 1e-40); for float64
+    values (float32 values' squares cannot underflow in float64)."""
     t = factors[0]
     for f in factors[1:]:
         t = t * f
@@ -386,14 +327,11 @@ def product_norms64(*factors: torch.Tensor) -> torch.Tensor:
 def finite_clip_sum(raw, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *, clip_norm: float,
                     weights: torch.Tensor | None = None) -> ClipResult:
     """``raw(theta, X, y, clip_norm=, weights=)`` (a clip-and-sum), with every sample whose
-    contribution is not finite dropped from its run's sum. With finite features and parameters
-    a sample's activations or backprops can still overflow (a float32 record near 1e38 makes
-    ``W x`` inf and the loss NaN), and ``0 * inf`` is NaN: one such record made the whole run's
-    sum, and the model, NaN, which tells that the record was there. Checked per run on the sum
-    (one pass over ``(K, P)``); a run that is not finite is summed again without its samples of
-    non-finite norm and, if that is still not finite, by halves down to single samples, each
-    part kept only if finite. A dropped sample contributes 0, which never exceeds C. Runs whose
-    sums are finite are returned as computed, bit for bit.
+    contribution is not finite dropped from its run's sum: a float32 record near 1e38 makes ``W x``
+    inf, and a NaN sum would tell that the record was there. A run whose sum is not finite is
+    summed again without its samples of non-finite norm, then by halves down to single samples,
+    each part kept only if finite (a dropped sample contributes 0, never above C). Runs whose sums
+    are finite are returned as computed.
     """
     res = raw(theta, X, y, clip_norm=clip_norm, weights=weights)
     ok = torch.isfinite(res.grad_sum).all(dim=-1)
@@ -427,7 +365,7 @@ def finite_clip_sum(raw, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor, 
 
 
 class Model:
-    """Common interface (see the module docstring). Subclasses define ``param_shapes``,
+    """Common interface. Subclasses define ``param_shapes``,
     ``init_single``, ``forward`` and ``per_sample_loss_from_output``."""
 
     name: str = "model"
@@ -435,7 +373,6 @@ class Model:
     in_shape: tuple[int, ...]
     param_shapes: dict[str, tuple[int, ...]]
 
-    # -- parameters -------------------------------------------------------------------
     @property
     def n_params(self) -> int:
         return sum(math.prod(s) for s in self.param_shapes.values())
@@ -468,7 +405,6 @@ class Model:
         rows = [self.init_single(g).to(torch.float64) for g in generators]
         return torch.stack(rows).to(dtype=dtype, device=device)
 
-    # -- evaluation -------------------------------------------------------------------
     def forward(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:  # pragma: no cover
         """Outputs ``(K, N, n_out)`` for parameters ``(K, P)`` and shared inputs ``X``."""
         raise NotImplementedError
@@ -500,7 +436,6 @@ class Model:
             pred = predict_from_output(z)
             return loss, (pred == y).to(theta.dtype).mean(dim=-1)
 
-    # -- gradients --------------------------------------------------------------------
     def per_sample_grads(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """``(K, N, P)`` per-sample gradients from ``torch.func`` (reference path)."""
         def single(th: torch.Tensor, x: torch.Tensor, yy: torch.Tensor) -> torch.Tensor:

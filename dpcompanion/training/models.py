@@ -1,10 +1,8 @@
-"""The models of the private trainers by name: :data:`MODELS` and :func:`make_model`, which every
-experiment, command and trainer test uses to build one.
+"""The models of the private trainers by name: :data:`MODELS` and :func:`make_model`.
 
-The models themselves are :class:`~dpcompanion.training.dense_models.DenseModel` (linear, logistic,
-MLP) and :class:`~dpcompanion.training.conv_models.GhostConvModel` (the CNNs), on the contract of
-:mod:`dpcompanion.training.model_base`; this factory sits above them (the models are split
-by kind so that no module grows past 800 lines).
+The models are :class:`~dpcompanion.training.dense_models.DenseModel` (linear, logistic, MLP) and
+:class:`~dpcompanion.training.conv_models.GhostConvModel` (the CNNs), on the contract of
+:mod:`dpcompanion.training.model_base`.
 """
 
 from __future__ import annotations

@@ -2,105 +2,44 @@
 bounds on epsilon, a Gaussian-DP fit (tight, assumes Gaussian noise) and a threshold test
 with Clopper-Pearson intervals (distribution-free, loose).
 
-What it measures. A trainer that is ``(epsilon, delta)``-DP bounds every test that tries to
-tell, from what the trainer releases, whether one example was in the training set: for
-any rejection region, ``FPR + e^epsilon FNR >= 1 - delta`` and ``FNR + e^epsilon FPR >=
-1 - delta`` (Kairouz, Oh & Viswanath arXiv 1311.0776v4 Thm 2.1; Dong, Roth & Su arXiv
-1905.02383v3 Sec. 2). Running the trainer many times with and without a *canary* example,
-counting a test's false positives and false negatives, and bounding both rates from above
-with Clopper-Pearson intervals gives a lower bound on the epsilon the trainer really has
-(Jagielski, Ullman & Oprea arXiv 2006.07709v1; Nasr et al. arXiv 2101.04535v1). If that
-lower bound exceeds the epsilon the ledger claims, the claim is false (with 95 %
-confidence). A lower bound that stays below the claim proves nothing about privacy: it only
-says this test could not refute the claim at this many trials.
+An ``(epsilon, delta)``-DP trainer bounds every membership test: ``FPR + e^epsilon FNR >= 1 - delta``
+and symmetrically (Kairouz, Oh & Viswanath arXiv 1311.0776v4 Thm 2.1; Dong, Roth & Su arXiv
+1905.02383v3 Sec. 2). Training many times with and without a *canary* and bounding a test's error
+rates from above gives a lower bound on the real epsilon (Jagielski, Ullman & Oprea arXiv
+2006.07709v1; Nasr et al. arXiv 2101.04535v1); above the ledger's claim, the claim is false (95 %
+confidence). A bound below the claim proves nothing about privacy.
 
-The setup is built so that the test is as strong as the accounting allows:
+* **Worst pair of the relation.** :class:`CanaryModel` has the linear loss ``-<theta, x>`` (every
+  gradient ``-x``, whatever the trajectory). The world *with* the canary holds ``x = 2C e_0`` (clipped
+  to norm ``C``) in slot 0 and the ``N - 1`` ordinary rows; the world *without* only the ordinary rows
+  (add/remove-one, :data:`~dpcompanion.training.trainers.config.NEIGHBOURING`), both trained with the
+  same public ``N``, so the clipped sums differ by exactly ``C e_0`` (Hong et al. 2022, FAccT,
+  Algorithm 1, Def. C.1, Thm 3.1). In the full-batch audits the ordinary rows are ``-2C e_0``, so a
+  trainer dividing by its data's own size (moving the average by ``2C/N``) would be flagged.
+* **White-box adversary.** It sees every iterate, recovers each step's noisy sum (undoing debiased
+  momentum, H Eq. (3)) and projects it on the canary's gradient: ``s_t = b_t + sigma_t z_t``, ``b_t = 0``
+  without the canary, ``Bernoulli(p)`` with it. The statistic is the log likelihood ratio (most
+  powerful by Neyman-Pearson).
+* **Bound 1, Gaussian-DP fit** (full batch; ``epsilon_lower_gdp``): the statistic is Gaussian,
+  means ``mu = sqrt(sum_t 1/sigma_t^2)`` sd apart (Dong, Roth & Su Cor. 3.3); a lower confidence bound
+  on ``mu`` from the noncentral t law, converted at ``delta`` (as Nasr et al. 2023, arXiv 2302.07956).
+  Sound only if the noise is Gaussian (:func:`gdp_model_check`; withheld when rejected).
+* **Bound 2, threshold test** (``epsilon_lower_threshold``): a quarter of the trials choose the
+  threshold, the rest give error counts with one-sided Clopper-Pearson bounds at ``alpha / 2``.
+  Distribution-free, but a rate below about ``3.7 / n`` cannot be certified with ``n`` trials.
+* **Verdict.** Each bound at 97.5 % (:data:`BOUND_CONFIDENCE`), both together at 95 %;
+  ``flagged`` when the larger exceeds the claim; :func:`noise_check` compares the projections'
+  moments with what the accountant assumes.
 
-* **Model and data: the worst pair of the stated relation.** :class:`CanaryModel` has the
-  linear loss ``f(theta; x) = -<theta, x>``: every example's gradient ``-x`` is the same at
-  every step, whatever the trajectory. Under Poisson sampling the ``N - 1`` ordinary examples
-  are zero in coordinate 0 (they move the model only along coordinate 1); in the full-batch
-  audits they are all ``-2C e_0``, clipped gradients opposite to the canary's (the adversary
-  knows them and subtracts their part, :func:`ordinary_shift`). The world *with* the canary holds them and the
-  canary ``x = 2C e_0`` (clipped to norm exactly ``C``) in slot 0; the world *without* holds the
-  ``N - 1`` ordinary examples only: the canary's record removed, the worst pair of the
-  add/remove-one relation every guarantee of the library is for
-  (:data:`~dpcompanion.training.trainers.config.NEIGHBOURING`). Both worlds are trained with the
-  same public ``N`` (``TrainConfig.N``), as the relation prescribes, so the trainers' ``1/N`` or
-  ``1/(pN)`` scaling is the same and the clipped gradient sums differ by exactly ``C e_0`` at every
-  step in which the canary is sampled: the sensitivity the accounting charges for (Hong et al.
-  2022, FAccT, arXiv 2101.07413, Algorithm 1, Def. C.1 and Thm 3.1: sensitivity ``C``, noise
-  ``C sigma_t`` on the sum). A trainer that divided by its data's own size would also move the
-  ordinary examples' part of the average between the worlds (the ``2C/N`` of a data-dependent
-  divisor) and be flagged (tests).
-* **White-box adversary.** It sees every iterate, as the accounting assumes: the model
-  records the parameters at which each step's gradient is taken. From consecutive iterates
-  and the public step sizes it recovers each step's noisy clipped-gradient sum (undoing the
-  debiased momentum of H Eq. (3) for the momentum trainer) and projects it on the canary's
-  clipped gradient: ``s_t = b_t + sigma_t z_t`` with ``z_t ~ N(0, 1)``, ``b_t = 0`` without the
-  canary and ``b_t ~ Bernoulli(p)`` with it (``p = 1`` full batch).
-* **Statistic.** The log likelihood ratio of the two worlds, which by Neyman-Pearson is the
-  most powerful test: ``sum_t (s_t - 1/2) / sigma_t^2`` for full batch (the projected
-  updates scaled by ``1/sigma_t^2``) and ``sum_t log(1 - p + p exp((s_t - 1/2) / sigma_t^2))``
-  under Poisson sampling, where the adversary does not see whether the canary was sampled.
-* **Bound 1, Gaussian-DP fit (full batch only; ``epsilon_lower_gdp``).** With full batch the
-  statistic is Gaussian with the same variance in both worlds and means ``mu`` standard
-  deviations apart, ``mu = sqrt(sum_t 1/sigma_t^2)`` (the mechanism is ``mu``-GDP; Dong,
-  Roth & Su arXiv 1905.02383v3 Cor. 3.3). Fitting the means and the pooled variance of
-  each world's statistic gives ``mu_hat``, its one-sided lower confidence bound follows from
-  the noncentral t law of the two-sample t statistic, and the exact epsilon of that
-  ``mu``-GDP at ``delta`` (:func:`dpcompanion.theory.accounting.gdp_epsilon`) is the bound
-  (Nasr et al. 2023, "Tight auditing of differentially private machine learning", arXiv
-  2302.07956, fit the Gaussian-DP trade-off curve in the same way). It is sound *only if the
-  noise is Gaussian with a law the canary does not change*: a statistical model, not a
-  distribution-free guarantee. :func:`gdp_model_check` tests equal variances and normality on
-  the scores, and the bound is withheld (``None``) when it rejects them. Under Poisson
-  sampling the statistic is a Gaussian mixture, so no fit is made.
-* **Bound 2, threshold test (every trainer; ``epsilon_lower_threshold``).** The first quarter
-  of each world's trials chooses the threshold and the direction of the test; the other
-  three quarters, untouched by that choice, give the false-positive and false-negative
-  counts. Each rate gets a one-sided Clopper-Pearson upper bound at level ``alpha / 2``
-  and ``epsilon_lower = max(log((1 - delta - FNR_hi) / FPR_hi), log((1 - delta - FPR_hi) /
-  FNR_hi), 0)``. It assumes nothing about the noise but needs many trials: a rate below
-  about ``3.7 / n`` cannot be certified with ``n`` trials.
-* **Verdict.** Each bound is one-sided at 97.5 % (:data:`BOUND_CONFIDENCE`), so both hold
-  together with 95 % (:data:`CONFIDENCE`); ``epsilon_lower`` is the larger, ``flagged``
-  (the claim is refuted) when it exceeds the claim, ``passed = not flagged``;
-  ``tightness = epsilon_lower / epsilon_exact``. :func:`noise_check` also compares the
-  moments of the recovered projections with what the accountant assumes (noise ``C
-  sigma_t``; the canary entering with probability ``p``, divided by the fixed expected
-  batch size ``p N``).
+``noise_multiplier_scale = S`` hands a trainer the schedule ``S sigma`` with a ledger budget it fits,
+and claims what ``sigma`` is worth: what a trainer whose noise is ``S`` times what its ledger believes
+would report (``S = 1``: as shipped). The claim: full batch, the ledger's zCDP conversion (H Lemma
+C.3); Poisson, the RDP epsilon the ledger checks. ``epsilon_exact``: the exact GDP epsilon (full
+batch) or dp-accounting's PLD epsilon of the noise used.
 
-Mis-calibrated trainers (``noise_multiplier_scale = S``). The trainers have no switch that
-adds less noise than their ledger charges for, and the audit adds none: it hands a trainer
-the schedule ``S sigma`` together with a ledger budget that this scaled schedule fits, and
-claims the epsilon that the *unscaled* schedule ``sigma`` is worth, computed by replaying
-``sigma`` through a fresh :class:`~dpcompanion.theory.ledger.PrivacyLedger` at the user's
-budget: that is what a trainer whose noise is ``S`` times what its ledger believes would
-report. ``S = 1`` is the trainer exactly as shipped.
-
-What the claim is. Full batch: the ledger's zCDP conversion of the spent budget
-(``epsilon_zcdp``, H Lemma C.3; equal to the requested epsilon for a budget-exact
-schedule). Poisson sampling: the RDP epsilon at ``delta`` that the ledger checks every
-subsampled step against (``epsilon_rdp``, dp-accounting), which is at most the requested
-epsilon. ``epsilon_actual`` is the same accountant applied to the noise really added; for
-full batch the exact (Gaussian DP) epsilon of that noise is the
-largest value any test can certify. ``epsilon_exact`` is that value (full batch) or
-dp-accounting's PLD epsilon of the noise used (Poisson sampling, tight up to discretisation).
-
-The label canary (:func:`label_audit`). The setup above feeds the trainers only what they
-accept, so it cannot see a clipping rule that holds for some labels and not others: the
-linear/logistic fast path once bounded a sample's gradient ``a (-s x)`` by ``|a| ||x||``,
-leaving out ``|s| = |2y - 1|``, and a sample labelled -1 or 2 contributed ``3 C``.
-:func:`label_audit` audits that path directly: a binary linear model (no bias) whose canary
-``2C e_0`` carries an arbitrary label, the clip-and-sum oracle built *below* the trainers'
-label check, one full-batch private step (:func:`~dpcompanion.training.trainers.engine.private_step`)
-per trial from the origin, and the same adversary, statistic and bounds as above. A path that
-lets the canary contribute more than ``C`` shows as ``shift_ratio`` above 1 and an epsilon
-lower bound above the claim.
-
-Everything is batched: each world is one call of the public trainer with one run per trial
-(:func:`dpcompanion.training.trainers.engine.as_runs`), in float64 on the CPU by default.
+:func:`label_audit` audits the linear fast path with a canary of arbitrary label, built below the
+trainers' label check: one private step per trial, the same adversary and bounds; a path letting the
+canary contribute more than ``C`` shows as ``shift_ratio`` above 1.
 """
 
 from __future__ import annotations
@@ -139,28 +78,10 @@ from dpcompanion.training.trainers.engine import private_step
 from dpcompanion.training.trainers.oracles import make_oracle
 from dpcompanion.training.trainers.steps import debias_factor
 
-__all__ = [
-    "TRAINERS",
-    "SETUPS",
-    "AuditSetup",
-    "AuditResult",
-    "MIN_TRIALS",
-    "MAX_TRIALS",
-    "SCALE_RANGE",
-    "BOUND_CONFIDENCE",
-    "GDP_ASSUMPTION",
-    "CanaryModel",
-    "canary_data",
-    "ordinary_shift",
-    "noisy_sums_from_iterates",
-    "noise_check",
-    "validate_audit",
-    "run_audit",
-    "audit_scores",
-    "LABEL_TRIALS",
-    "label_canary_data",
-    "label_audit",
-]
+__all__ = ["TRAINERS", "SETUPS", "AuditSetup", "AuditResult", "MIN_TRIALS", "MAX_TRIALS", "SCALE_RANGE",
+           "BOUND_CONFIDENCE", "GDP_ASSUMPTION", "CanaryModel", "canary_data", "ordinary_shift",
+           "noisy_sums_from_iterates", "noise_check", "validate_audit", "run_audit", "audit_scores", "LABEL_TRIALS",
+           "label_canary_data", "label_audit"]
 
 TRAINERS: tuple[str, ...] = ("pgd", "momentum", "psgd", "adp")
 #: fewest trials accepted (both worlds together); below this no bound is informative
@@ -203,13 +124,9 @@ class AuditSetup:
         return f"T = {self.T} steps, {p}, schedule {self.schedule}{mom}, N = {self.n}, C = {self.clip_norm:g}"
 
 
-#: per trainer: a full-batch run of T = 10 steps costs about 50 us, so 40,000 trials (about 2 s)
-#: put the Gaussian-DP bound near 95 % of the exact epsilon at (2, 1e-5); PSGD gets no
-#: Gaussian-DP bound, so it uses the most trials accepted (about 15 s; the threshold test's
-#: tightness grows slowly with the trials). ADP-SGD is audited full batch by default (its noise
-#: allocation and step sizes; the subsampled path is the engine's PSGD path):
-#: ``sampling_rate=`` audits it subsampled, at about 1 s of RDP accounting per distinct noise
-#: level on top.
+#: per trainer: 40,000 full-batch trials put the Gaussian-DP bound near 95 % of the exact epsilon at
+#: (2, 1e-5); PSGD gets no Gaussian-DP bound, so the most trials accepted. ADP-SGD is audited full
+#: batch by default (``sampling_rate=`` audits it subsampled).
 SETUPS: dict[str, AuditSetup] = {
     "pgd": AuditSetup("pgd", T=10, sampling_rate=1.0, schedule="gd-dynamic (kappa = 10)", trials=40_000),
     "momentum": AuditSetup("momentum", T=10, sampling_rate=1.0, schedule="momentum-dynamic (kappa = 10, beta = 0.5)",
@@ -218,9 +135,6 @@ SETUPS: dict[str, AuditSetup] = {
     "adp": AuditSetup("adp", T=10, sampling_rate=1.0, schedule="ADP-SGD alpha_t^2 = sqrt(20 + t), polynomial steps",
                       trials=40_000, lr=1.0),
 }
-
-
-# ------------------------------------------------------------------------ model and data
 
 
 class CanaryModel(Model):
@@ -267,15 +181,9 @@ class CanaryModel(Model):
 
 def canary_data(*, canary: bool, n: int = 16, clip_norm: float = 1.0, seed: int = 0,
                 opposed: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(X, y)`` in 2 dimensions: with the canary, ``n`` rows, row 0 the canary ``2C e_0`` (its
-    clipped gradient ``-C e_0``) and rows ``1..n-1`` the ordinary examples; without it, the
-    ``n - 1`` ordinary rows alone (the canary's record removed: the add/remove neighbour). Both
-    worlds share the ordinary rows; the public ``N`` they are trained with is ``n`` in both.
-
-    The ordinary rows lie along coordinate 1 only (drawn from ``seed``, norms around ``C``, some
-    clipped), or, with ``opposed`` (the full-batch audits), are all ``-2C e_0``: clipped gradients
-    ``+C e_0``, opposite to the canary's, the rows that make a divisor taken from the data's own
-    size move the average by ``2C/N`` (:func:`ordinary_shift` is their known part of the sum)."""
+    """``(X, y)`` in 2 dimensions: with the canary, ``n`` rows, row 0 the canary ``2C e_0``; without
+    it, the ``n - 1`` ordinary rows alone. The ordinary rows lie along coordinate 1 (drawn from
+    ``seed``), or with ``opposed`` (full batch) are all ``-2C e_0`` (:func:`ordinary_shift`)."""
     rng = np.random.default_rng(seed)
     X = np.zeros((n, 2))
     X[1:, 1] = rng.normal(0.0, clip_norm, size=n - 1)
@@ -318,17 +226,10 @@ def noisy_sums_from_iterates(*, iterates: torch.Tensor, lr: np.ndarray, denomina
 
 
 def noise_check(*, proj_out, proj_in, sigma, sampling_rate: float = 1.0) -> dict[str, Any]:
-    """Does the trainer add what the accountant assumes? From the adversary's projections
-    ``(K, T)`` (in units of ``C``, the sums rescaled by the fixed denominator ``p N``):
-
-    * ``noise_ratio``: the sd of ``s_t / sigma_t`` without the canary; 1 when the noise on the
-      clipped-gradient sum is ``C sigma_t``;
-    * ``shift_ratio``: the mean of ``s_t`` with minus without the canary, over ``p``; 1 when the
-      canary's clipped gradient enters with probability ``p`` (Poisson sampling) and the sum is
-      divided by the *fixed expected* batch size ``p N``, as the add/remove accountant
-      assumes (dividing by the realised batch size would not give these moments).
-
-    Each comes with its standard error (``*_se``).
+    """Does the trainer add what the accountant assumes? From the projections ``(K, T)`` (units of
+    ``C``): ``noise_ratio``, the sd of ``s_t / sigma_t`` without the canary (1 for noise ``C sigma_t``),
+    and ``shift_ratio``, the mean shift with the canary over ``p`` (1 when the canary enters with
+    probability ``p`` and the sum is divided by the fixed ``p N``), each with its ``*_se``.
 
     >>> rng = np.random.default_rng(0)
     >>> sig = np.array([2.0, 3.0])
@@ -345,9 +246,6 @@ def noise_check(*, proj_out, proj_in, sigma, sampling_rate: float = 1.0) -> dict
     se_shift = math.sqrt(m_in.var(ddof=1) / m_in.size + m_out.var(ddof=1) / m_out.size) / p
     return {"noise_ratio": float(z.std(ddof=1)), "noise_ratio_se": float(1.0 / math.sqrt(2.0 * z.size)),
             "shift_ratio": float(shift), "shift_ratio_se": float(se_shift)}
-
-
-# ------------------------------------------------------------------------------- the audit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -535,15 +433,10 @@ def audit_scores(
     sampling_rate: float | None = None,
     device: str = "cpu",
 ) -> tuple[AuditResult, dict[str, np.ndarray]]:
-    """Audit one trainer at the budget ``(epsilon, delta)`` (see the module docstring):
-    ``(result, {"out": scores, "in": scores})``, the scores being the test statistic of each
-    trial without and with the canary, computed from the trainer's iterates.
-
-    ``trials``: trainings in all (half with the canary; default per trainer in
-    :data:`SETUPS`); ``noise_multiplier_scale`` S: the trainer adds S times the noise its
-    ledger claims (S = 1: as shipped); ``seed``: all randomness (data, per-run seeds);
-    ``sampling_rate``: Poisson rate for psgd and adp (default in :data:`SETUPS`).
-    Raises ``ValueError`` (naming the parameter) on bad input, before any training.
+    """Audit one trainer at the budget ``(epsilon, delta)``: ``(result, {"out": scores, "in": scores})``,
+    each trial's statistic without and with the canary. ``trials``: in all (half with the canary;
+    default :data:`SETUPS`); ``noise_multiplier_scale`` S (module docstring); ``seed``: all randomness;
+    ``sampling_rate``: for psgd and adp. Raises ``ValueError`` on bad input, before any training.
     """
     t0 = time.perf_counter()
     v = validate_audit(trainer=trainer, epsilon=epsilon, delta=delta, trials=trials,
@@ -628,8 +521,6 @@ def audit_scores(
     ), {"out": scores[0], "in": scores[1]})
 
 
-# ------------------------------------------------------------------------ the label canary
-
 #: default trials of :func:`label_audit` (both worlds; one step each, about 0.1 s in all)
 LABEL_TRIALS = 20_000
 
@@ -647,19 +538,13 @@ def label_canary_data(*, canary: bool, label: float, n: int = 16, clip_norm: flo
 
 def label_audit(*, label: float = 2.0, loss: str = "squared", epsilon: float = 2.0, delta: float = 1e-5,
                 trials: int = LABEL_TRIALS, seed: int = 0, clip_norm: float = 1.0) -> dict[str, Any]:
-    """Audit the binary linear clip-and-sum path with a canary whose label is ``label`` (module
-    docstring, "The label canary"). ``label`` 2 or -1 gives ``s = 2y - 1 = +-3``: a
-    path that bounds the gradient by ``||x||`` lets the canary contribute ``3 C`` and is flagged.
+    """Audit the binary linear clip-and-sum path with a canary labelled ``label`` (2 or -1 give
+    ``s = 2y - 1 = +-3``: a path bounding the gradient by ``||x||`` would let it contribute ``3 C``).
 
-    Per world, ``trials`` // 2 runs of one private step from ``theta = 0`` at the budget's
-    sigma (``schedules.uniform(T=1, R)``, R the zCDP budget of ``(epsilon, delta)``), on the
-    oracle :func:`~dpcompanion.training.trainers.oracles.make_oracle` builds for a
-    :class:`~dpcompanion.training.dense_models.DenseModel` with ``loss`` and no bias (the margin fast
-    path) from :func:`label_canary_data`: the data go to the oracle directly, below the
-    trainers' label check, which would refuse them. The adversary recovers the noisy sum from
-    the iterate and projects it on the canary's direction ``-sign(s) e_0``. Returns the
-    claimed epsilon, both lower bounds and ``flagged`` as :class:`AuditResult` defines them,
-    and ``shift_ratio``: the canary's measured contribution in units of C (1 when clipped)."""
+    Per world, ``trials // 2`` runs of one private step from ``theta = 0`` at the budget's sigma, on
+    the fast-path oracle of a bias-free :class:`~dpcompanion.training.dense_models.DenseModel` fed
+    :func:`label_canary_data` directly (below the trainers' label check). Returns the claimed epsilon,
+    both lower bounds, ``flagged`` and ``shift_ratio``, the canary's contribution in units of C."""
     v = validate_audit(trainer="pgd", epsilon=epsilon, delta=delta, trials=trials, seed=seed)
     lab = _check_number("label", label, lo=-math.inf, hi=math.inf, lo_open=True, hi_open=True,
                         allowed="a finite number")

@@ -1,22 +1,19 @@
 """ADP-SGD: Wu et al. (ADP-SGD, arXiv 2110.07435) Algorithm 1 on top of the private loop.
 
-W's update is ``theta_{t+1} = theta_t - (eta / b_{t+1}) (grad_t + alpha_{t+1} c_t)`` with
-``c_t ~ N(0, sigma^2 I)`` one shared sigma: step t's noise multiplier is proportional to
-alpha_t. Following W Thm 4.2 / Remark 4.1 the allocation is ``alpha_t^2 = b_t``
-(``adaptive_noise=False`` gives DP-SGD, alpha_t = 1), turned into budget-exact per-step
-multipliers by :func:`dpcompanion.theory.schedules.adp` (uniform for DP-SGD), so the ledger
-charges them like any schedule.
+W's update is ``theta_{t+1} = theta_t - (eta / b_{t+1}) (grad_t + alpha_{t+1} c_t)``, ``c_t ~ N(0,
+sigma^2 I)``: step t's noise multiplier is proportional to alpha_t, with ``alpha_t^2 = b_t`` (W Thm 4.2 /
+Remark 4.1; ``adaptive_noise=False``: DP-SGD, alpha_t = 1), made budget-exact by
+:func:`dpcompanion.theory.schedules.adp`, so the ledger charges it like any schedule.
 
 Step sizes ``eta_t = eta / b_{t+1}``:
 
 * ``"polynomial"``: ``b_{t+1} = sqrt(a + c t)`` (W Fig. 1: eta = 1, a = 20, c = 1, i.e.
   eta_t = 1/sqrt(20 + t)); alpha_t^2 = sqrt(a + c t).
 * ``"adaptive"`` (W Sec. 5.2, Tables 3 and 6): ``b_{t+1}^2 = b_t^2 + max(beta_t ||g_t||^2,
-  1e-5)`` with ``beta_t = max(beta / ((t mod period) + 1), 1)`` and ``b_0^2 = b0_sq``; the
-  noise follows the pre-set ``alpha_t^2 = sqrt(b_0^2 + t C)`` (``a = b0_sq``,
-  ``c = C``), which is what lets the noise be fixed before training. Here ``g_t`` is the
-  *privatized* gradient (post-processing, no extra privacy cost); W's Algorithm 1 writes
-  the raw stochastic gradient, which would itself need privatizing.
+  1e-5)`` with ``beta_t = max(beta / ((t mod period) + 1), 1)`` and ``b_0^2 = b0_sq``; the noise
+  follows the pre-set ``alpha_t^2 = sqrt(b_0^2 + t C)``, so it is fixed before training. ``g_t`` is
+  the *privatized* gradient (post-processing; W's Algorithm 1 writes the raw one, which would itself
+  need privatizing).
 """
 
 from __future__ import annotations
@@ -99,17 +96,10 @@ def train_adpsgd(
     clip_norm: float = 1.0,
     **kw,
 ) -> History:
-    """ADP-SGD (``adaptive_noise=True``) or DP-SGD (``False``) with W's step sizes: the
-    schedule of :func:`adp_schedule` for the budget's R, trained by
-    :func:`~dpcompanion.training.trainers.train_pgd` (one config, one
-    :func:`~dpcompanion.training.trainers.engine.train` call); the other keywords (``seed``,
-    ``X_test``, ``y_test``, ``init``, ``device``, ``dtype``, ``delta``, ``progress``,
-    ``record``, ``memory_budget``, ``fast``, ``secure``, ``N``: the public divisor) as there.
-
-    The budget: ``budget`` or ``R`` (with ``delta``); ADP-SGD always has a ledger. It is
-    charged with the paper's PSGD rule (``p^2/sigma_t^2``), so the schedule is built for
-    ``R / p^2``; subsampled runs (p < 1) need ``delta``, at which the ledger also checks every
-    step with an RDP accountant (see :func:`~dpcompanion.training.trainers.train_psgd`).
+    """ADP-SGD (``adaptive_noise=True``) or DP-SGD (``False``) with W's step sizes: the schedule of
+    :func:`adp_schedule` for the budget's R, trained by :func:`~dpcompanion.training.trainers.train_pgd`
+    (the other keywords as there). The budget: ``budget`` or ``R`` (with ``delta``, required for
+    p < 1); always a ledger, charged ``p^2/sigma_t^2`` (:func:`~dpcompanion.training.trainers.train_psgd`).
     """
     if R is None and budget is None:
         raise ValueError("train_adpsgd needs R (a finite number > 0) or budget")

@@ -1,46 +1,25 @@
 """The frozen configuration of a private training call, validated once.
 
-A :class:`TrainConfig` holds one :class:`~dpcompanion.theory.budget.Budget` or
-:class:`~dpcompanion.theory.ledger.EpsilonTarget` (what the ledger enforces; one per run is
-allowed; ``None`` for analysis runs without a ledger) and the training settings.
-It is built with :meth:`TrainConfig.build` and trained with
-:func:`dpcompanion.training.train` (``train(model, X, y, config)``); the per-trainer
-functions (:func:`~dpcompanion.training.trainers.train_pgd`, ``train_psgd``,
-``train_adpsgd``) only build a config. Everything is checked here, before any step: a bad
-value raises one ``ValueError`` naming the parameter, the value and what is allowed; the
-loop trusts the config.
+:meth:`TrainConfig.build` checks everything before any step (a bad value raises one ``ValueError``
+naming the parameter, the value and what is allowed); the loop (:func:`dpcompanion.training.train`)
+trusts the config; ``train_pgd``, ``train_psgd`` and ``train_adpsgd`` only build one.
 
-**No noiseless step.** Every entry of the sigma array must be a finite number, > 0, and
-at least :func:`sigma_floor`: below it the noise scale ``C sigma / (p N)`` on the averaged
-gradient (or ``C sigma`` on the sum) is not a normal number of the training dtype (it
-would lose its precision, then vanish), or the step's cost ``1/sigma^2`` overflows a
-float64. ``inf`` (which older versions treated as a free noiseless step), ``nan``, 0 and
-negative values are refused; so is a sigma whose noise scale overflows the dtype.
+**No noiseless step.** Every sigma must be finite, > 0 and at least :func:`sigma_floor`: below it
+the noise scale ``C sigma / (p N)`` is not a normal number of the training dtype, or the cost
+``1/sigma^2`` overflows a float64; a sigma whose noise scale overflows the dtype is refused too.
 
-**Whose secret the noise is.** A seeded run (``secure=False``, the default, the book's
-reproducible runs) draws its noise from generators seeded by a function of ``seed``
-(:func:`~dpcompanion.training.trainers.engine.noise_seed`): anyone who knows the seed can
-replay the noise, subtract it and decide membership with certainty, so its (epsilon, delta)
-guarantee holds only while the seed stays secret (its History and the ``train`` command's
-JSON say so: :data:`SEEDED_NOISE_NOTE`). ``secure=True`` (as Opacus's ``secure_mode``) seeds
-the noise afresh from the operating system's CSPRNG on every call, separately for every run, and
-records nothing of it (:data:`SECURE_NOISE_NOTE`, :class:`~dpcompanion.training.trainers.engine.NoiseSource`
-says exactly what the source is); ``seed`` then drives only the initial parameters.
+**Whose secret the noise is.** A seeded run (``secure=False``, the book's reproducible runs) draws
+its noise from a function of ``seed``: anyone who knows the seed can replay and subtract it, so its
+guarantee holds only while the seed stays secret (:data:`SEEDED_NOISE_NOTE`). ``secure=True`` seeds
+the noise from ``os.urandom`` on every call, per run, recording nothing (:data:`SECURE_NOISE_NOTE`).
 
-**Which neighbours the guarantee is for** (:data:`NEIGHBOURING`). Every guarantee this library
-states is for the *add/remove-one* relation: two data sets are neighbours when one is the other
-with one record added or removed, the relation of dp-accounting's accountants and of Hong et al.'s
-sensitivity computation (FAccT 2022, Def. C.1: one gradient left out of the sum, the divisor ``N``
-kept). The trainers divide the clipped, noised sum by a *public* ``N`` (``TrainConfig.N``; the
-fixed expected batch size ``p N`` under Poisson sampling, as Opacus divides by the expected batch
-size), never by the size of the data they were handed: removing one record then moves the sum by
-at most ``C`` and the released average by at most ``C / N``, the sensitivity the ledger charges for.
-Dividing by the data's own size would move it by up to ``2C/N`` (the record's gradient and the
-change of the divisor), twice what is charged. ``N = None`` takes the size of the ``X`` given to
-:func:`~dpcompanion.training.train`; the caller thereby declares that size public (the guarantee
-then holds for neighbours trained with that same ``N``, and does not hide the size itself).
-Statistics computed on the raw training data (:data:`OUTSIDE_GUARANTEE`) are not covered by the
-guarantee at all; they are returned for analysis and labelled so.
+**Which neighbours** (:data:`NEIGHBOURING`): every guarantee is for the *add/remove-one* relation
+(dp-accounting's, and Hong et al. FAccT 2022 Def. C.1). The trainers divide the clipped, noised sum
+by a *public* ``N`` (``TrainConfig.N``; ``p N`` under Poisson sampling, as Opacus), never by the size
+of the data handed in: removing one record then moves the sum by at most ``C`` and the average by at
+most ``C / N``, the sensitivity charged; dividing by the data's own size would move it by up to
+``2C/N``. ``N = None`` takes the size of ``X``, which the caller thereby declares public. Statistics
+on the raw training data (:data:`OUTSIDE_GUARANTEE`) are not covered and are labelled so.
 """
 
 from __future__ import annotations
@@ -57,23 +36,11 @@ from dpcompanion.core.provenance import resolve_device
 from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import EpsilonTarget
 
-__all__ = [
-    "DEFAULT_MEMORY_BUDGET",
-    "NEIGHBOURING",
-    "OUTSIDE_GUARANTEE",
-    "OUTSIDE_GUARANTEE_NOTE",
-    "ON_REFUSAL",
-    "RECORDABLE",
-    "SECURE_NOISE_NOTE",
-    "SEEDED_NOISE_NOTE",
-    "TrainConfig",
-    "as_runs",
-    "check_sigma",
-    "sigma_floor",
-]
+__all__ = ["DEFAULT_MEMORY_BUDGET", "NEIGHBOURING", "OUTSIDE_GUARANTEE", "OUTSIDE_GUARANTEE_NOTE", "ON_REFUSAL",
+           "RECORDABLE", "SECURE_NOISE_NOTE", "SEEDED_NOISE_NOTE", "TrainConfig", "as_runs", "check_sigma",
+           "sigma_floor"]
 
-#: bytes a training call may use for its run-dependent state (chunks of runs are trained
-#: one after the other to stay below it)
+#: bytes a training call may use for its run-dependent state (runs are trained in chunks below it)
 DEFAULT_MEMORY_BUDGET = 4 * 2**30
 
 #: what a run whose ledger refuses a step does (``TrainConfig.on_refusal``): ``stop`` (it draws
@@ -87,10 +54,8 @@ RECORDABLE = ("loss", "grad_norm", "clip_fraction", "sigma", "lr", "budget_spent
 NEIGHBOURING = ("add/remove one record; the clipped, noised gradient sum is divided by the public N "
                 "(N_public; p N_public under Poisson sampling), the same for both neighbours")
 
-#: fields of a History (and of ``train --json``) computed on the raw training data: not covered by the
-#: guarantee (the released iterates, the schedule and anything computed from them alone are);
-#: ``meta.N`` is the size of the data handed in, ``meta.chunks`` depends on it, ``meta.wall_time`` is
-#: a timing of the computation on the raw data
+#: fields of a History (and of ``train --json``) computed on the raw training data, outside the guarantee
+#: (``meta.N`` is the data's size, ``meta.chunks`` depends on it, ``meta.wall_time`` times the computation)
 OUTSIDE_GUARANTEE = ("loss", "grad_norm", "clip_fraction", "final_loss", "train_accuracy",
                      "meta.N", "meta.chunks", "meta.wall_time")
 
@@ -117,7 +82,7 @@ SECURE_NOISE_NOTE = (
 
 
 def sigma_floor(*, clip_norm: float, denominator: float, dtype: torch.dtype) -> float:
-    """Smallest noise multiplier a trainer accepts (see the module docstring):
+    """Smallest noise multiplier a trainer accepts:
     ``max(tiny * max(1, p N) / C, 1 / sqrt(float64 max))`` with ``tiny`` the smallest normal
     number of ``dtype`` (1.18e-38 in float32, 2.2e-308 in float64).
 
@@ -200,9 +165,8 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 
 def _budget(budget, R, delta, sampling_rate):
-    """The budget of a call: ``budget`` itself (a Budget, an EpsilonTarget, or a tuple of them,
-    one per run), or ``R`` (with ``delta``) as :meth:`Budget.from_R` (the per-trainer functions'
-    shorthand); None: no ledger."""
+    """The budget of a call: ``budget`` (a Budget, an EpsilonTarget, or a tuple of one per run), or
+    ``R`` (with ``delta``) as :meth:`Budget.from_R`; None: no ledger."""
     if budget is not None:
         if R is not None or delta is not None:
             raise ValueError("give either budget or R (with delta), not both")
@@ -233,48 +197,26 @@ def _budget(budget, R, delta, sampling_rate):
 class TrainConfig:
     """Everything a private training call needs besides the model and the data.
 
-    ``budget``: the :class:`~dpcompanion.theory.budget.Budget` (or
-    :class:`~dpcompanion.theory.ledger.EpsilonTarget`) each run's
-    :class:`~dpcompanion.theory.ledger.PrivacyLedger` enforces, or a tuple of one per run
-    (``None``: no ledger, analysis runs; the cost is still added up). ``sigma`` and ``lr``: ``(K, T)`` float64, read-only;
-    ``seeds``: one per run; ``single``: the caller asked for one run (the History is then
-    unbatched). ``sampling_rate``: Poisson rate p (the budget's). ``beta``: debiased
-    momentum. ``lr_rule(t, g, lr_t) -> (K,)``: optional step-size rule from the privatized
-    gradient (ADP-SGD); a rule with state across steps offers ``fresh()`` returning a new
-    rule (each chunk of runs gets its own). ``record``: the per-step fields to keep
-    (:data:`RECORDABLE`; the loss history costs a pass over all samples per step).
-    ``memory_budget``: bytes for run-dependent state; runs are trained in chunks below it
-    (the same result: bit for bit on the fast path, to rounding on the general path).
-    ``fast``: ``None`` uses the margin fast path where the model allows it (binary linear
-    or logistic :class:`~dpcompanion.training.dense_models.DenseModel`), ``False`` never.
-    ``N``: the public data-set size the noisy sum is divided by (``p N`` under Poisson
-    sampling) and the sigma floor is checked for (:func:`check_sigma`); ``None``: the size of the
-    ``X`` given to :func:`~dpcompanion.training.train`, declared public by the caller (the
-    module docstring, "Which neighbours").
-    ``final_eval``: evaluate the training set at the released iterate (``final_loss``,
-    ``train_accuracy``); ``False`` leaves both None, for a caller that evaluates on its own
-    data (W's segmented trainer: a pass over all N samples per segment saved, 46% of a W-F4
-    paper-scale cell on this CPU; nothing else changes, not the noise, not a bit of theta).
-    ``secure``: ``False`` (default) draws the training noise from ``seeds``, reproducibly, so
-    the guarantee needs the seeds to stay secret; ``True`` draws it from generators seeded
-    from ``os.urandom`` afresh for each :func:`~dpcompanion.training.train` call, never
-    recorded and not reproducible by design (the module docstring; the source:
-    :class:`~dpcompanion.training.trainers.engine.NoiseSource`).
+    ``budget``: what each run's :class:`~dpcompanion.theory.ledger.PrivacyLedger` enforces (a Budget,
+    an EpsilonTarget, or a tuple of one per run; ``None``: no ledger, the cost still added up).
+    ``sigma``, ``lr``: ``(K, T)`` float64, read-only; ``seeds``: one per run; ``single``: one run asked
+    for (an unbatched History). ``sampling_rate``: Poisson rate p. ``beta``: debiased momentum.
+    ``lr_rule(t, g, lr_t) -> (K,)``: a step-size rule from the privatized gradient (ADP-SGD); a rule
+    with state offers ``fresh()`` (each chunk of runs gets its own). ``record``: per-step fields
+    (:data:`RECORDABLE`; the loss costs a pass over the data per step). ``memory_budget``: bytes for
+    run-dependent state. ``fast``: ``None`` takes the margin fast path where the model allows it
+    (binary linear or logistic), ``False`` never. ``N``: the public data-set size (module docstring).
+    ``final_eval=False`` leaves ``final_loss`` and ``train_accuracy`` None (for a caller that
+    evaluates on its own data). ``secure``: noise seeded from ``os.urandom`` (module docstring).
 
-    **Evaluation hook**: ``on_eval(step, theta, runs)`` is called after every
-    ``eval_every`` steps and after the last one (steps ``eval_every, 2 eval_every, ..., T``),
-    also for the points left once every run has stopped, with a copy of the current parameters
-    ``theta (k, P)`` of the runs ``runs`` (a ``range`` of run indices: the chunk being trained).
-    ``segment_noise``: each segment between evaluation points (segment ``j``: steps ``j
-    eval_every`` on) draws its Poisson masks and noise from generators seeded with
-    :func:`~dpcompanion.training.trainers.engine.segment_seed` ``(seed, j)``, so a call equals
-    training segment by segment, one call per segment from the last one's parameters (Wu et
-    al.'s protocol, whose committed results were trained so); seeded noise only.
-    ``on_refusal``: ``"stop"`` (default): a run whose ledger refuses a step stops there and
-    draws and computes nothing more; ``"hold"``: it stops moving (step size 0, nothing
-    released) but keeps its place in the batch (its masks and noise, at its planned noise
-    level, are still drawn and its clipped sum computed), so the runs still training see the
-    very batch they would see had it not been refused (Wu et al.'s protocol).
+    ``on_eval(step, theta, runs)`` is called after every ``eval_every`` steps and the last (also for
+    the points left once every run has stopped) with a copy of the chunk's parameters and its run
+    indices (a ``range``). ``segment_noise``: segment ``j`` (steps from ``j eval_every``) draws its
+    masks and noise from :func:`~dpcompanion.training.trainers.engine.segment_seed` ``(seed, j)``, so
+    a call equals training segment by segment (Wu et al.'s protocol); seeded noise only.
+    ``on_refusal``: ``"stop"``: a refused run draws and computes nothing more; ``"hold"``: it stops
+    moving (step size 0) but keeps its masks and noise drawn, so the other runs see the very batch
+    they would see had it not been refused (Wu et al.'s protocol).
     """
 
     sigma: np.ndarray
@@ -349,15 +291,9 @@ class TrainConfig:
     ) -> "TrainConfig":
         """Validate every setting (one ``ValueError`` naming the parameter) and freeze them.
 
-        The budget is ``budget`` (a :class:`~dpcompanion.theory.budget.Budget`), or ``R`` in
-        Hong's units (R = 2 rho) with ``delta`` as a shorthand for ``Budget.from_R``, or
-        neither (no ledger); ``budget`` may also be an
-        :class:`~dpcompanion.theory.ledger.EpsilonTarget` or a sequence of one budget per run.
-        ``sampling_rate`` defaults to the budget's (1 without one or for an EpsilonTarget).
-        ``N``: the public data-set size the trainers divide by (default: the size of the ``X``
-        given to ``train``; the module docstring, "Which neighbours"). ``algorithm``
-        defaults to ``pgd``/``psgd`` (``-momentum`` with ``beta > 0``). ``secure``: draw the
-        noise from an ``os.urandom``-seeded source instead of ``seed`` (see the class docstring).
+        The budget is ``budget``, or ``R`` in Hong's units (R = 2 rho) with ``delta`` (``Budget.from_R``),
+        or neither (no ledger). ``sampling_rate`` defaults to the budget's (1 without one or for an
+        EpsilonTarget); ``algorithm`` to ``pgd``/``psgd`` (``-momentum`` with ``beta > 0``).
 
         >>> cfg = TrainConfig.build(sigma=[2.0, 2.0], R=1.0, lr=0.1, clip_norm=1.0, device="cpu")
         >>> cfg.budget.R, cfg.K, cfg.T, cfg.algorithm
@@ -438,10 +374,8 @@ class TrainConfig:
                        budget=budget)
 
     def describe(self) -> dict[str, Any]:
-        """JSON-friendly summary (for History.meta): the settings, whether the noise was secure
-        and the ``privacy_note`` saying what the guarantee assumes (:data:`SEEDED_NOISE_NOTE`
-        or :data:`SECURE_NOISE_NOTE`); ``eval_every``, ``segment_noise`` and ``on_refusal``
-        only where they are set (a call without them describes itself as before)."""
+        """JSON-friendly summary (for History.meta): the settings and the ``privacy_note``;
+        ``eval_every``, ``segment_noise`` and ``on_refusal`` only where they are set."""
         out = {"algorithm": self.algorithm, "clip_norm": self.clip_norm, "beta": self.beta,
                "sampling_rate": self.sampling_rate, "record": sorted(self.record),
                "memory_budget": self.memory_budget, "final_eval": self.final_eval, "secure": self.secure,

@@ -1,52 +1,22 @@
 """The training loop shared by every private trainer, as named stages, batched over runs.
 
-One call trains ``K`` runs that differ in seed and/or schedule as one tensor program:
-parameters ``(K, P)``, the data shared. :func:`train` takes a frozen
-:class:`~dpcompanion.training.trainers.config.TrainConfig`; per step t it runs four
-stages, each a small object or function tested on its own:
+One call of :func:`train` trains ``K`` runs (parameters ``(K, P)``, the data shared) under a frozen
+:class:`~dpcompanion.training.trainers.config.TrainConfig`; per step t:
 
-1. **charge** (:class:`Charger`): each run's ledger is charged *before* the noisy step;
-   a run whose ledger refuses stops there (``stopped_early``), as in Hong et al. 2022
-   Algorithm 1 lines 2-8. Runs with the same schedule row and budget are charged through
-   one ledger (a ledger is a deterministic function of the steps charged to it, so they
-   would all decide alike); ``R=None`` (no ledger) only adds up the cost. This is the one
-   place where runs are charged: Wu et al.'s protocol trains through it too.
-2. **sample** (:func:`sample`, PSGD only): a Poisson mask per run, each sample kept with
-   probability p.
-3. **private step** (:func:`private_step`): clip-and-sum (an oracle from
-   :mod:`.oracles`: the margin fast path for linear/logistic models, ghost norms or
-   torch.func otherwise) -> noise (:func:`.steps.add_noise`, its scales checked once per call by
-   :func:`.steps.noise_std`: finite,
-   positive scale) -> scale by the public ``p N`` (``TrainConfig.N``, never the size of the data
-   handed in when N is declared: the add/remove relation, config module "Which neighbours") ->
-   step size -> (momentum) -> update.
-4. **record** (:class:`Recorder`): the per-step fields that were asked for.
+1. **charge** (:class:`Charger`): each run's ledger is charged *before* the noisy step; a run whose
+   ledger refuses stops there (Hong et al. 2022 Algorithm 1 lines 2-8). Runs with the same schedule
+   row and budget share one ledger (a ledger is a deterministic function of its charges).
+2. **sample** (:func:`sample`, PSGD only): a Poisson mask per run at rate p.
+3. **private step** (:func:`private_step`): clip-and-sum (:mod:`.oracles`) -> noise -> divide by the
+   public ``p N`` (the declared ``TrainConfig.N``, never the size of the data handed in) -> update.
+4. **record** (:class:`Recorder`): the per-step fields asked for.
 
-After every ``config.eval_every`` steps and the last one, ``config.on_eval(step, theta,
-runs)`` is called (the evaluation hook), also for the points left once every run
-has stopped (their parameters no longer change).
-
-Randomness. Run k owns two generators: a CPU ``torch.Generator`` seeded with
-``seed_k`` for the initial parameters, and a generator on the device seeded with
-:func:`noise_seed` for everything drawn during training, in a fixed order: blocks of
-:func:`block_steps` steps, each the block's Poisson masks then its Gaussian vectors of
-length P (:class:`NoiseSource`; one step per block for large models, so one call draws
-many steps of a small one). With ``config.segment_noise`` the stream restarts at each
-evaluation point: segment ``j`` (steps from ``j eval_every``) draws from a generator seeded
-with :func:`noise_seed` of :func:`segment_seed` ``(seed_k, j)``, its blocks ending with the
-segment. Runs that share a seed share that stream (common random
-numbers), so one generator per distinct seed serves them all. A run's numbers do not
-depend on which other runs share the batch, nor on the chunking. That stream is a public
-function of the seed: the guarantee of such a run needs its seed to stay secret. With
-``config.secure`` the training noise comes instead from :data:`SECURE_DRAWS` generators per
-distinct seed, each seeded from ``os.urandom`` once per :func:`train` call
-(:func:`secret_noise_seeds`, never recorded, not reproducible by design); the initial
-parameters still come from ``seed_k``.
-
-Memory. Runs are trained in chunks (:func:`plan_chunks`) so that the run-dependent state
-stays below ``config.memory_budget``; chunks are independent, so the result is the same
-as one call: bit for bit on the margin fast path, to rounding (~1e-15 relative) on the
-general path, whose BLAS calls block a batch by its size (tests).
+Randomness: run k's initial parameters come from a CPU generator seeded ``seed_k``, its training
+noise from a device generator seeded :func:`noise_seed` (:class:`NoiseSource`), shared by runs with
+the same seed (common random numbers). A run's numbers depend neither on the other runs in the batch
+nor on the chunking (:func:`plan_chunks`, below ``config.memory_budget``: bit for bit on the margin fast
+path, to rounding on the general path). That stream is a public function of the seed; with
+``config.secure`` the noise comes from secret seeds instead (:func:`secret_noise_seeds`).
 """
 
 from __future__ import annotations
@@ -71,25 +41,9 @@ from dpcompanion.training.trainers.config import TrainConfig, as_runs, check_sig
 from dpcompanion.training.trainers.history import STEP_FIELDS, History
 from dpcompanion.training.trainers.oracles import StepGrad, make_oracle
 
-__all__ = [
-    "train",
-    "noise_seed",
-    "segment_seed",
-    "eval_points",
-    "secret_noise_seeds",
-    "SECURE_DRAWS",
-    "as_runs",
-    "Charger",
-    "NoiseSource",
-    "NOISE_BLOCK_ELEMENTS",
-    "block_steps",
-    "Recorder",
-    "sample",
-    "private_step",
-    "plan_chunks",
-    "bytes_per_run",
-    "tally",
-]
+__all__ = ["train", "noise_seed", "segment_seed", "eval_points", "secret_noise_seeds", "SECURE_DRAWS", "as_runs",
+           "Charger", "NoiseSource", "NOISE_BLOCK_ELEMENTS", "block_steps", "Recorder", "sample", "private_step",
+           "plan_chunks", "bytes_per_run", "tally"]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -125,12 +79,10 @@ SECURE_DRAWS = 4
 
 
 def secret_noise_seeds(seeds: Sequence[int]) -> dict[int, tuple[int, ...]]:
-    """For each distinct key, :data:`SECURE_DRAWS` fresh 64-bit generator seeds from the
-    operating system's CSPRNG (:func:`secrets.randbits`, which reads ``os.urandom``): the noise
-    seeds of a secure run (``TrainConfig.secure``). :func:`train` keys them by run index, drawn
-    once per call: every run has its own secret noise, even runs given the same seed (common noise
-    across released runs with different sigmas would reveal their noise-free sum); held only in
-    memory while the call trains, never returned in the History or written anywhere."""
+    """For each distinct key, :data:`SECURE_DRAWS` fresh 64-bit seeds from ``os.urandom``
+    (:func:`secrets.randbits`): a secure run's noise seeds, held in memory only, never returned or
+    written. :func:`train` keys them by run index (common noise across released runs with different
+    sigmas would reveal their noise-free sum)."""
     return {int(s): tuple(secrets.randbits(64) for _ in range(SECURE_DRAWS)) for s in set(int(s) for s in seeds)}
 
 
@@ -139,11 +91,8 @@ _TALLY = threading.local()
 
 
 def tally() -> dict[str, int]:
-    """A snapshot of the runs and run-steps (steps taken, summed over runs) trained by
-    :func:`train` in this thread. The results store takes the difference around each unit of
-    an experiment, so a result's run count is what the trainers did, not what the
-    experiment says it did; per thread, so that units run side by side in the threads of
-    one Dask worker do not count each other's runs."""
+    """The runs and run-steps trained by :func:`train` in this thread (the results store counts a
+    unit's runs by the difference; per thread, so that units in one Dask worker do not mix)."""
     return {"runs": getattr(_TALLY, "runs", 0), "run_steps": getattr(_TALLY, "run_steps", 0)}
 
 
@@ -172,10 +121,8 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _labels(name: str, y, model: Model, *, device) -> torch.Tensor:
-    """``y`` checked once per call (:func:`dpcompanion.core.validate.class_labels`: whole
-    numbers in ``{0, ..., n_classes - 1}``), as int64 on ``device``. The clipping below is
-    built for these labels; a binary model's ``2y - 1`` outside +-1 is refused here, before
-    any step, rather than trained on."""
+    """``y`` checked once per call (whole numbers in ``{0, ..., n_classes - 1}``: the clipping is
+    built for these labels), as int64 on ``device``."""
     if isinstance(y, torch.Tensor):
         y = y.detach().cpu()
         y = (y.double() if y.is_floating_point() else y).numpy()
@@ -189,9 +136,8 @@ def _as_tensor(a, *, dtype, device) -> torch.Tensor:
 
 
 def _progress(total: int, progress: bool | None, desc: str):
-    """A tqdm bar, shown on a terminal (or when ``progress=True``), silent in notebooks' quick
-    runs and CI logs. ``tqdm.auto`` is imported only when the bar is shown: in a kernel
-    without ipywidgets it warns on import."""
+    """A tqdm bar, shown on a terminal or when ``progress=True``. ``tqdm.auto`` is imported only
+    when shown: in a kernel without ipywidgets it warns on import."""
     enabled = sys.stderr.isatty() if progress is None else bool(progress)
     if enabled:
         from tqdm.auto import tqdm
@@ -200,21 +146,13 @@ def _progress(total: int, progress: bool | None, desc: str):
     return tqdm(total=total, disable=not enabled, desc=desc, leave=False)
 
 
-# ----------------------------------------------------------------------- 1. charge
-
-
 class Charger:
     """The charge stage: one ledger per distinct (schedule row, budget), charged before each step.
 
     ``sigma (K, T)``; ``budget``: each ledger is :meth:`PrivacyLedger.from_budget` of it (a
     Budget or an EpsilonTarget, or a tuple of one per run); ``None``: no ledger, the cost
-    ``p^2/sigma^2``
-    (:func:`dpcompanion.theory.numerical_accounting.psgd_step_cost`) is only added up.
-    :meth:`charge` returns the runs allowed to take step t (a ledger that refuses a step, by
-    R or by the RDP epsilon, stops its runs there, before the step); :attr:`spent` is each
-    run's cumulative cost; a run is charged at step t for ``sigma_rows[group_of, t]``, the sigma
-    its noise uses (:func:`_run_chunk` scales the noise by these rows). :meth:`epsilon` is each run's
-    :meth:`PrivacyLedger.spent_epsilon`, the end-of-run report."""
+    (:func:`dpcompanion.theory.numerical_accounting.psgd_step_cost`) is only added up. A run is
+    charged at step t for ``sigma_rows[group_of, t]``, the sigma its noise uses (:func:`_run_chunk`)."""
 
     def __init__(self, sigma: np.ndarray, *, budget, sampling_rate: float):
         if isinstance(budget, tuple):  # one budget per run: a group shares its row and its budget
@@ -269,12 +207,8 @@ class Charger:
         return np.array([led.spent_epsilon() for led in self.ledgers])[self.group_of]
 
 
-# ------------------------------------------------------------------------ 2. sample
-
-
-#: numbers one generator pre-draws per block of steps (``(P + N_mask) x steps``): large
-#: enough that a small model draws many steps in one call (one ``randn`` call per run per
-#: step was most of a linear model's step), small enough that a large model draws step by step
+#: numbers one generator pre-draws per block of steps (``(P + N_mask) x steps``): a small model
+#: draws many steps in one call, a large one step by step
 NOISE_BLOCK_ELEMENTS = 1 << 14
 
 
@@ -293,45 +227,25 @@ class NoiseSource:
     """One training-noise generator per distinct seed (:func:`noise_seed`), shared by the
     runs with that seed, drawing in blocks of ``B =`` :func:`block_steps` steps.
 
-    The stream of a generator, a fixed function of its seed and of ``(P, N_mask, T)``: for
-    each block of ``b = min(B, T - t0)`` steps starting at step ``t0`` (0, B, 2B, ...), the
-    ``b`` Poisson masks' uniforms (``torch.rand(b, N)``, PSGD only), then the ``b`` steps'
-    Gaussian vectors (``torch.randn(b, P)``). With ``B = 1`` this is the step-by-step
-    order (mask, then noise). A generator draws a block only when one of its runs is active
-    at ``t0``; runs never resume after stopping, so skipping a dead generator changes no
-    active run's numbers. :meth:`draw` and :meth:`mask` give step ``t``'s rows, zero for
-    stopped runs.
+    A generator's stream is a fixed function of its seed and ``(P, N_mask, T)``: per block of
+    ``b = min(B, T - t0)`` steps, the ``b`` Poisson masks' uniforms (PSGD only), then the ``b`` steps'
+    Gaussian vectors. A block is drawn only when one of the generator's runs is active at ``t0``
+    (runs never resume, so this changes no active run's numbers).
 
-    **Masks at the charged rate p, exactly.** A uniform drawn by torch lies on a grid, ``k 2^-24``
-    in float32 and ``k 2^-53`` in float64 on the CPU (measured, ``tests/test_accounting_edges.py``),
-    so ``u < p`` keeps a record with probability ``ceil(p/g) g`` for the grid step ``g``, not ``p``
-    (float32, p = 1e-9: 6e-8, sixty times the charged rate). Here, with ``k = floor(p/g)``, a record
-    is kept when ``u < k g``, and when ``u`` is exactly on the edge ``k g`` (probability ``g``) it is
-    kept with probability ``p/g - k``, decided by a uniform from a second generator per distinct
-    seed (seeded from the first's seed, drawn from only at such events): ``k g + g (p/g - k) = p``.
-    The first generator's stream is the one every committed result was drawn from (the masks'
-    uniforms in the training dtype); only edge events, each of probability ``g`` per record and
-    step, are decided differently. On CUDA the float grid of torch's generator is not ``k g``:
-    there the uniforms are drawn in float64 and a record is kept below ``floor(p 2^53) 2^-53``, a
-    rate never above ``p`` and less than ``2^-53`` below it (a smaller rate is more private).
-    Secure masks are float64 (four generators' uniforms summed as 53-bit integers mod 2^53,
-    exactly) with the same edge rule.
+    **Masks at the charged rate p, exactly.** torch's uniforms lie on a grid of step ``g`` (``2^-24``
+    in float32, ``2^-53`` in float64 on the CPU), so ``u < p`` would keep a record with probability
+    ``ceil(p/g) g`` (float32, p = 1e-9: sixty times p). With ``k = floor(p/g)`` a record is kept when
+    ``u < k g`` and, on the edge ``u = k g`` (probability ``g``), with probability ``p/g - k`` by a
+    second generator per distinct seed: ``k g + g (p/g - k) = p``. On CUDA (no such grid) the uniforms
+    are float64 and a record is kept below ``floor(p 2^53) 2^-53``, a rate never above ``p``.
 
-    **Secure noise** (``secret``, from :func:`secret_noise_seeds`; ``TrainConfig.secure``): each
-    distinct seed gets :data:`SECURE_DRAWS` = 4 torch generators seeded with the secret 64-bit
-    seeds instead of one seeded with :func:`noise_seed`; each Gaussian vector is the sum of the
-    four generators' draws divided by 2 (standard normal again; the sum is Opacus
-    ``secure_mode``'s defence against floating-point attacks on the Gaussian sampler) and each
-    mask uniform is ``(sum_j k_j mod 2^53) 2^-53`` for the four generators' float64 uniforms
-    ``k_j 2^-53`` (summed as integers, exactly; uniform on the grid if any one of them is). What
-    this claims: nobody who lacks all four secret seeds can replay the noise; they come from
-    ``os.urandom``, are drawn afresh for each call and are never recorded. On CPU torch's generator (MT19937) keeps only the low 32 bits of a
-    seed (measured, ``tests/test_secure_noise.py``), so the four give 128 bits of secret; on
-    CUDA (Philox) each keeps all 64. What it does not claim: a cryptographic stream. MT19937
-    and Philox are statistical generators (an observer of their raw outputs could predict the
-    rest; the released parameters show only noisy sums of them). Opacus's ``secure_mode``
-    draws from torchcsprng, which has no build for this torch; the stream is the same speed
-    class as a seeded run's, four draws per number instead of one."""
+    **Secure noise** (``secret``, :func:`secret_noise_seeds`): each distinct seed gets
+    :data:`SECURE_DRAWS` = 4 generators seeded with secret 64-bit seeds; each Gaussian is the sum of
+    their draws over 2 (Opacus ``secure_mode``'s defence against floating-point attacks on the
+    sampler), each mask uniform ``(sum_j k_j mod 2^53) 2^-53`` of their float64 uniforms (exact).
+    Claimed: nobody without the four seeds (from ``os.urandom``, per call, never recorded; 128 bits
+    on CPU, where MT19937 keeps 32 bits of a seed) can replay the noise. Not claimed: a cryptographic
+    stream (MT19937 and Philox are statistical generators)."""
 
     def __init__(self, seeds: Sequence[int], *, device, dtype, P: int, T: int, N: int = 0,
                  sampling_rate: float = 1.0, secret: dict[int, tuple[int, ...]] | None = None):
@@ -346,8 +260,7 @@ class NoiseSource:
             self.gens = [torch.Generator(device=device).manual_seed(noise_seed(int(s))) for s in uniq]
         self.device, self.dtype = device, dtype
         self.T, self.p = int(T), float(sampling_rate)
-        # the masks' uniforms (class docstring, "Masks at the charged rate"): the training dtype on the
-        # CPU, on the grid k g, with the edge k g decided by a second generator; float64 otherwise
+        # the masks' uniforms (class docstring): the training dtype on the CPU, float64 otherwise
         on_cpu = torch.device(device).type == "cpu"
         self.mask_dtype = dtype if on_cpu and not self.secure else torch.float64
         grid = 2.0 ** -(24 if self.mask_dtype == torch.float32 else 53)  # torch.finfo(dtype).eps / 2
@@ -465,9 +378,6 @@ def sample(noise: NoiseSource, t: int, active: np.ndarray) -> torch.Tensor | Non
     return None if noise.mask_blk is None else noise.mask(t, active)
 
 
-# ------------------------------------------------------------------ 3. private step
-
-
 def private_step(
     oracle,
     theta: torch.Tensor,
@@ -491,10 +401,9 @@ def private_step(
     """One private step for all runs, in place on ``theta``:
     clip-and-sum -> + ``std_t`` x ``noise`` (standard normal, consumed) -> / ``denominator``
     -> step size (``lr_t``, or ``lr_rule``) -> momentum (``v``, debiased by ``n_t``) -> update
-    (runs with ``active`` False stay put). ``std_t``: each run's ``C sigma_t``, from
-    :func:`~dpcompanion.training.trainers.steps.noise_std` (which checks the whole schedule's
-    scales once: finite, positive, normal in the dtype). Returns ``(theta, stats, grad_norm,
-    lr_t)`` with ``grad_norm`` the norm of the averaged clipped gradient before noise."""
+    (runs with ``active`` False stay put). ``std_t``: each run's ``C sigma_t``, checked by
+    :func:`~dpcompanion.training.trainers.steps.noise_std`. Returns ``(theta, stats, grad_norm,
+    lr_t)``, ``grad_norm`` the norm of the averaged clipped gradient before noise."""
     sg = oracle.clip_sum(theta, weights, need_loss=need_loss, need_clip=need_clip)
     gnorm = torch.linalg.vector_norm(sg.grad_sum, dim=-1) / denominator if need_grad_norm else None
     noisy = steps.add_noise(sg.grad_sum, std=std_t, noise=noise, inplace=True)
@@ -512,14 +421,10 @@ def private_step(
     return theta, sg, gnorm, lr_t
 
 
-# ------------------------------------------------------------------------ 4. record
-
-
 class Recorder:
     """The record stage: ``(K, T)`` float64 arrays (NaN until written) of the fields in
     ``fields``; steps of stopped runs stay NaN. Tensor values stay on their device until
-    :meth:`arrays` (one copy at the end instead of a device-to-host copy, and on a GPU a
-    synchronisation, per field and step)."""
+    :meth:`arrays` (one copy at the end, not a synchronisation per field and step)."""
 
     def __init__(self, fields, K: int, T: int):
         self.fields = frozenset(fields)
@@ -550,9 +455,6 @@ class Recorder:
             self.rec[f] = a
         self.on_device = {}
         return {f: self.rec.get(f) for f in STEP_FIELDS}
-
-
-# --------------------------------------------------------------------- chunking
 
 
 def plan_chunks(K: int, *, bytes_per_run: int, budget: int, fixed: int = 0, max_runs: int | None = None) -> list[tuple[int, int]]:
@@ -587,18 +489,12 @@ def bytes_per_run(oracle, cfg: TrainConfig, P: int, N: int) -> int:
 FAST_BLOCK_ELEMENTS = 1 << 23
 
 
-# ------------------------------------------------------------------------- the loop
-
-
 def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, init=None) -> History:
     """Train ``config.K`` runs of ``model`` on ``(X, y)`` under ``config`` (a
-    :class:`~dpcompanion.training.trainers.config.TrainConfig`, validated when it was built):
-    every run's ledger is charged before each noisy step and the run stops rather than
-    overspend (see the module docstring); ``config.on_eval`` is called at :func:`eval_points`
-    (the evaluation hook). ``y``: class labels in ``{0, ..., n_classes - 1}``
-    (``{0, 1}`` for a binary model), checked once here. ``X_test, y_test``: optional test data (the
-    History's ``test_accuracy``); ``init``: initial parameters ``(P,)`` or ``(K, P)``
-    (default: drawn from each run's seed).
+    :class:`~dpcompanion.training.trainers.config.TrainConfig`): every run's ledger is charged
+    before each noisy step and the run stops rather than overspend; ``config.on_eval`` is called at
+    :func:`eval_points`. ``y``: class labels in ``{0, ..., n_classes - 1}``. ``X_test, y_test``:
+    optional test data (``test_accuracy``); ``init``: ``(P,)`` or ``(K, P)`` (default: from the seeds).
 
     >>> import numpy as np, torch
     >>> from dpcompanion.training.models import make_model

@@ -21,33 +21,21 @@ class History:
     """Per-step history of one run (arrays ``(T,)``, scalars) or of ``K`` batched runs
     (arrays ``(K, T)``, ``(K,)``).
 
-    Per step ``t = 1..T`` (NaN for steps a run did not take; a field that was not asked
-    for with the trainers' ``record=`` is None):
+    Per step ``t = 1..T`` (NaN for steps not taken; None for a field not in ``record=``): ``loss``
+    at theta_t (PSGD: over the step's batch), ``grad_norm`` of the averaged clipped gradient before
+    noise, ``clip_fraction`` (samples whose norm exceeded C), ``sigma``, ``lr`` and ``budget_spent``
+    (cumulative, in R units).
 
-    * ``loss``: empirical risk at theta_t, where step t's gradient is taken (for PSGD:
-      the mean loss over that step's Poisson batch);
-    * ``grad_norm``: norm of the averaged clipped gradient before noise;
-    * ``clip_fraction``: fraction of (sampled) samples whose gradient norm exceeded C;
-    * ``sigma``: the noise multiplier sigma_t used; ``lr``: the step size eta_t;
-    * ``budget_spent``: cumulative budget in R units after step t (ledger's ``spent``).
+    Per run: ``steps_done``, ``stopped_early`` (the ledger refused a step), ``R_spent``,
+    ``final_loss`` (full training loss at the released iterate), ``train_accuracy``,
+    ``test_accuracy`` (None without test data), ``epsilon`` (at the budget's delta, by the run's
+    ledger, :meth:`dpcompanion.theory.ledger.PrivacyLedger.spent_epsilon`; None without a budget or
+    delta). ``R``: the budget (None: no ledger); ``theta``: the final parameters ``(K, P)`` / ``(P,)``;
+    ``meta``: algorithm, device, seeds, wall time (s), ``neighbouring``, ``N_public`` and the like.
 
-    Per run: ``steps_done``, ``stopped_early`` (the ledger refused a step of the
-    schedule), ``R_spent``, ``final_loss`` (full training loss at the released iterate),
-    ``train_accuracy``, ``test_accuracy`` (None without test data), ``epsilon`` (the epsilon
-    at the budget's delta that the run's ledger stands for:
-    :meth:`dpcompanion.theory.ledger.PrivacyLedger.spent_epsilon`, the RDP accountant it
-    enforces for subsampled steps, the budget's accountant of ``R_spent`` for full-batch ones;
-    None without a budget or without delta). ``R`` is the budget (None: no ledger). ``theta`` is
-    the final flat parameter tensor ``(K, P)`` / ``(P,)``. ``meta``: algorithm, device,
-    seeds, clip, wall time (seconds), the neighbouring relation (``neighbouring``), the public
-    divisor (``N_public``) and the like.
-
-    **What the guarantee covers.** The released iterate ``theta`` and the public schedule
-    (``sigma``, ``lr``, ``budget_spent``, ``R_spent``, ``epsilon``) are covered by the (epsilon,
-    delta) guarantee for add/remove-one neighbours (:attr:`neighbouring`). The fields in
-    :attr:`outside_guarantee` (``loss``, ``grad_norm``, ``clip_fraction``, ``final_loss``,
-    ``train_accuracy``) are computed on the raw training data, not privatized: for analysis only,
-    outside the guarantee. ``test_accuracy`` is the released model evaluated on the test data.
+    The released ``theta`` and the public schedule (``sigma``, ``lr``, ``budget_spent``, ``R_spent``,
+    ``epsilon``) are covered by the guarantee (:attr:`neighbouring`); the fields in
+    :attr:`outside_guarantee` are computed on the raw training data, for analysis only.
     """
 
     loss: np.ndarray | None

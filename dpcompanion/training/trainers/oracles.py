@@ -1,31 +1,19 @@
 """Clip-and-sum oracles: the first piece of the private step, for K runs at once.
 
-An oracle answers, for parameters ``theta (K, P)`` and optional Poisson weights
-``(K, N)``: the clipped gradient sum ``sum_n w_kn min(1, C/||g_kn||) g_kn`` ``(K, P)``, and
-only the statistics that were asked for (the mean loss at theta, the fraction of clipped
-samples). Two implementations:
+An oracle returns, for ``theta (K, P)`` and optional Poisson weights ``(K, N)``, the clipped sum
+``sum_n w_kn min(1, C/||g_kn||) g_kn`` and only the statistics asked for.
 
-* :class:`GeneralOracle`: any :class:`~dpcompanion.training.model_base.Model` through
-  :meth:`~dpcompanion.training.model_base.Model.clipped_grad_sum` (ghost norms for dense
-  nets, torch.func per-sample gradients for CNNs). PSGD gathers the rows some run sampled.
-* :class:`LinearOracle`: the **margin fast path** for a binary linear (squared loss) or
-  logistic model (:class:`~dpcompanion.training.dense_models.DenseModel` without hidden layers,
-  one output). With ``x`` a sample's features (and its bias feature 1), ``s = 2y - 1``
-  and the negative margin ``r = -s theta.x``, the per-sample gradient is ``a(r) (-s x)``
-  (:func:`~dpcompanion.training.model_base.binary_output_backprop_`), so its norm is exactly
-  ``|a| ||s x||`` and clipping it at C is clamping ``a`` to ``[-C/||s x||, C/||s x||]``: the
-  norm of the row ``-s x`` itself, so the bound holds for any label, not only for ``s = +-1``
-  where it is ``||x||`` (:func:`~dpcompanion.training.trainers.engine.train`
-  also refuses labels outside ``{0, 1}`` at its entry). A step is
-  two matmuls (``r = theta (-s X)^T``, ``sum = clamp(a) (-s X)``) and three elementwise
-  passes; nothing per-sample is materialised (Goodfellow 2015, arXiv 1510.01799, for
-  the general idea; Hong et al. 2022, Algorithm 1 line 1 for the step).
+* :class:`GeneralOracle`: any model through its :meth:`~dpcompanion.training.model_base.Model.clipped_grad_sum`;
+  PSGD gathers the rows some run sampled.
+* :class:`LinearOracle`: the **margin fast path** for a binary linear or logistic model. With the
+  negative margin ``r = -s theta.x`` (``s = 2y - 1``, ``x`` with its bias feature) a sample's gradient
+  is ``a(r) (-s x)``, of norm exactly ``|a| ||s x||``, so clipping at C is clamping ``a`` to
+  ``C / ||s x||`` (the row's own norm, so the bound holds for any label). A step is two matmuls and
+  three elementwise passes, nothing per-sample formed.
 
-The fast path pads the runs to a multiple of 8 and the samples to a multiple of 16
-(zero rows, never clipped, contributing exactly 0): a run's numbers then do not depend
-on how many runs share the call or where the run sits in it (the CPU BLAS and vector
-kernels treat ragged tails differently), so a chunked sweep equals the unchunked one
-bit for bit (tests).
+The fast path pads runs to a multiple of 8 and samples to 16 (zero rows, contributing exactly 0):
+a run's numbers then do not depend on how many runs share the call (the CPU kernels treat ragged
+tails differently), so a chunked sweep equals the unchunked one bit for bit.
 """
 
 from __future__ import annotations
@@ -116,8 +104,7 @@ def _ceil(n: int, m: int) -> int:
 
 
 class LinearOracle:
-    """The margin fast path (module docstring). ``X (N, D)``, ``y (N,)`` in {0, 1} (the trainers'
-    entry checks that; any finite label is still clipped to C here, by construction)."""
+    """The margin fast path (module docstring). ``X (N, D)``, ``y (N,)`` in {0, 1}."""
 
     fast = True
     RUN_PAD = 8
@@ -134,10 +121,7 @@ class LinearOracle:
         ns = -(2 * y - 1).to(dt)  # -s
         Xn = torch.zeros(self.Np, feats.shape[1], dtype=dt, device=dev)
         Xn[:N] = ns.unsqueeze(-1) * feats  # rows -s x (exact for s = +-1); padded rows 0
-        # The cap comes from the norms of the rows themselves, label included: a sample's
-        # gradient is a (-s x), of norm |a| |s| ||x||, and |s| = |2y - 1| is 3 for y = -1 or 2
-        # (bounding by ||x|| alone let one such sample contribute 3 C). For s = +-1
-        # the rows are +-x exactly, so these norms equal ||x||'s bit for bit.
+        # the cap comes from the rows' own norms, label included: a gradient a (-s x) has norm |a| |s| ||x||
         rows64 = norms64(Xn[:N])
         finite = torch.isfinite(Xn[:N]).all(dim=-1)
         if not bool(finite.all()):

@@ -1,17 +1,10 @@
-"""The private step as a fixed sequence of named pieces (STYLE 5), each testable alone.
+"""The private step as a fixed sequence of named pieces, each testable alone:
 
     clip_and_sum -> add_noise -> scale -> (momentum) -> update
 
-Hong et al. 2022 (FAccT, arXiv 2101.07413) Algorithm 1 and Eq. (1)-(3); slides
-(the slides) Algorithms 1-2 (clipping and debiased momentum). All pieces work on ``K``
-independent runs at once: parameters and gradients are flat ``(K, P)`` tensors. The
-standard normal draws that ``add_noise`` scales come from the engine's seeded generators
-(:class:`dpcompanion.training.trainers.engine.NoiseSource`), drawn in blocks of steps.
-
-``add_noise`` and ``scale`` take ``inplace=True`` and the update has an in-place form
-(``momentum_accumulate_``, ``sgd_update_``): the training loop uses those, since on a CPU
-every fresh ``(K, P)`` temporary costs page faults (about 3x an in-place pass for
-K = 100 runs of the paper's 62 001-parameter MLP).
+(Hong et al. 2022, FAccT, Algorithm 1 and Eq. (1)-(3)), on ``K`` runs at once: flat ``(K, P)``
+tensors. The loop uses the in-place forms (on a CPU every fresh ``(K, P)`` temporary costs page
+faults); ``momentum_update`` and ``sgd_update`` are their references.
 """
 
 from __future__ import annotations
@@ -20,18 +13,8 @@ import torch
 
 from dpcompanion.training.model_base import ClipResult, Model, clip_factors
 
-__all__ = [
-    "clip_factors",
-    "clip_and_sum",
-    "noise_std",
-    "add_noise",
-    "scale",
-    "debias_factor",
-    "momentum_update",
-    "momentum_accumulate_",
-    "sgd_update",
-    "sgd_update_",
-]
+__all__ = ["clip_factors", "clip_and_sum", "noise_std", "add_noise", "scale", "debias_factor", "momentum_update",
+           "momentum_accumulate_", "sgd_update", "sgd_update_"]
 
 
 def clip_and_sum(
@@ -49,11 +32,9 @@ def clip_and_sum(
 
 
 def noise_std(*, clip_norm: float, sigma: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """``C sigma`` elementwise (per run, or a whole ``(K, T)`` schedule at once, as the engine
-    checks it before its first step), asserted finite, > 0 and a normal number of ``dtype``: the
-    invariant that no step is released without its noise (the trainers refuse such sigmas
-    up front, :func:`dpcompanion.training.trainers.config.check_sigma`; reaching this
-    error is a bug)."""
+    """``C sigma`` elementwise (the engine passes the whole ``(K, T)`` schedule once), asserted finite
+    and a normal number of ``dtype``: no step is released without its noise (the trainers refuse such
+    sigmas up front, :func:`~dpcompanion.training.trainers.config.check_sigma`; reaching this is a bug)."""
     std = clip_norm * sigma.to(dtype)
     if not bool(torch.all(torch.isfinite(std) & (std >= torch.finfo(dtype).tiny))):
         raise RuntimeError(f"internal invariant broken: noise scale C*sigma must be finite and >= "
@@ -63,10 +44,8 @@ def noise_std(*, clip_norm: float, sigma: torch.Tensor, dtype: torch.dtype) -> t
 
 def add_noise(grad_sum: torch.Tensor, *, std: torch.Tensor, noise: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """``grad_sum + std_k v_k`` with ``noise`` row ``k`` the standard normal draw ``v_k`` of run
-    ``k`` (the engine's per-run stream; scaled in place, so consumed) and ``std_k = C sigma_k`` from
-    :func:`noise_std`, which the engine calls once for the whole schedule (every scale finite and
-    positive: there is no noiseless step; no check is left inside the step loop). ``inplace``: add
-    into ``grad_sum``."""
+    ``k`` (scaled in place, so consumed) and ``std_k = C sigma_k`` from :func:`noise_std`.
+    ``inplace``: add into ``grad_sum``."""
     noise.mul_(std.unsqueeze(-1))
     return grad_sum.add_(noise) if inplace else grad_sum + noise
 

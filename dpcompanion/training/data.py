@@ -123,25 +123,21 @@ def mnist_raw() -> dict[str, np.ndarray]:
     """Full MNIST as uint8 arrays: ``x_train (60000, 28, 28)``, ``y_train (60000,)``,
     ``x_test (10000, 28, 28)``, ``y_test (10000,)`` (cached on disk and, read-only, in memory)."""
     path = cache_dir() / "mnist.npz"
-    if str(path) in _MEMO:
-        return dict(_MEMO[str(path)])
-    if path.exists():
-        with np.load(path) as z:
-            out = {k: z[k] for k in ("x_train", "y_train", "x_test", "y_test")}
+    if str(path) not in _MEMO:
+        if path.exists():
+            with np.load(path) as z:
+                out = {k: z[k] for k in ("x_train", "y_train", "x_test", "y_test")}
+        else:
+            d = _mnist_csv_dir()
+            xtr, ytr = _parse_mnist_csv(d / "mnist_train.csv")
+            xte, yte = _parse_mnist_csv(d / "mnist_test.csv")
+            out = {"x_train": xtr, "y_train": ytr, "x_test": xte, "y_test": yte}
+            _check_mnist(out)
+            _atomic_savez(path, **out)
         for a in out.values():
             a.setflags(write=False)
         _MEMO[str(path)] = out
-        return dict(out)
-    d = _mnist_csv_dir()
-    xtr, ytr = _parse_mnist_csv(d / "mnist_train.csv")
-    xte, yte = _parse_mnist_csv(d / "mnist_test.csv")
-    out = {"x_train": xtr, "y_train": ytr, "x_test": xte, "y_test": yte}
-    _check_mnist(out)
-    _atomic_savez(path, **out)
-    for a in out.values():
-        a.setflags(write=False)
-    _MEMO[str(path)] = out
-    return dict(out)
+    return dict(_MEMO[str(path)])
 
 
 def _check_mnist(raw: dict[str, np.ndarray]) -> None:

@@ -179,20 +179,6 @@ class DenseModel(Model):
         losses = lse[..., 0] - (z * onehot).sum(dim=-1)
         return losses, torch.exp(z - lse) - onehot
 
-    def backprops(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor):
-        """Per-layer inputs ``a_l``, backprops ``delta_l = d loss_n / d z_l`` and per-sample losses."""
-        acts, pre, layers = self._forward_all(theta, X)
-        losses, delta = self._output_backprop(pre[-1], y)
-        deltas = [delta]
-        for i in range(self.n_layers - 1, 0, -1):
-            W = layers[i][0]
-            da = torch.matmul(delta, W)
-            a_next = acts[i]
-            delta = da * self._act_grad(pre[i - 1], a_next)
-            deltas.append(delta)
-        deltas.reverse()
-        return acts, deltas, losses
-
     #: runs per chunk are chosen so that one (runs, N, width) tensor stays below this many elements
     #: (8 MB of float32): the CPU step is memory-bound, and a cache-sized chunk runs each run as fast as alone
     chunk_elements: int = 1 << 21

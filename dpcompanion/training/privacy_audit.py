@@ -97,8 +97,6 @@ BOUND_CONFIDENCE = 1.0 - (1.0 - CONFIDENCE) / 2.0  # each of the verdict's two b
 #: what the Gaussian-DP bound assumes (printed beside it)
 GDP_ASSUMPTION = ("the statistic is Gaussian with the same variance with and without the canary "
                   "(the full-batch Gaussian mechanism); not distribution-free")
-#: largest number of steps an audit may take (each run keeps every iterate)
-MAX_T = 1000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -367,6 +365,18 @@ def _fitting_budget(sigma: np.ndarray, *, R: float, delta: float, sampling_rate:
     return max(R, need * (1.0 + 1e-9))
 
 
+def _lower_bounds(scores: dict, *, delta: float, gdp_fit: bool):
+    """``(test, gdp, lower_gdp, lower)``: the threshold test, the Gaussian-DP fit (where ``gdp_fit``),
+    the fit's bound (only where the scores do not reject its model) and the larger bound."""
+    test = epsilon_lower_bound(scores_out=scores[0], scores_in=scores[1], delta=delta, confidence=BOUND_CONFIDENCE)
+    gdp = None
+    if gdp_fit:
+        gdp = epsilon_lower_gdp(scores_out=scores[0], scores_in=scores[1], delta=delta, confidence=BOUND_CONFIDENCE)
+        gdp["model_check"] = gdp_model_check(scores_out=scores[0], scores_in=scores[1])
+    lower_gdp = None if gdp is None or not gdp["model_check"]["ok"] else gdp["epsilon_lower"]
+    return test, gdp, lower_gdp, max(test["epsilon_lower"], lower_gdp or 0.0)
+
+
 def _seeds(seed: int, world: int, n: int) -> list[int]:
     return [int(s) for s in np.random.SeedSequence([seed, world]).generate_state(n, dtype=np.uint32)]
 
@@ -478,18 +488,11 @@ def audit_scores(
     known = ordinary_shift(n=setup.n, opposed=p == 1.0)
     proj = {w: -sums[w][..., 0] / setup.clip_norm - known for w in sums}
     scores = {w: log_likelihood_ratio(s=proj[w], sigma=used, sampling_rate=p) for w in sums}
-    test = epsilon_lower_bound(scores_out=scores[0], scores_in=scores[1], delta=dl, confidence=BOUND_CONFIDENCE)
-    gdp = None
-    if p == 1.0:  # full batch: the statistic is Gaussian with a mean shift (see epsilon_lower_gdp)
-        gdp = epsilon_lower_gdp(scores_out=scores[0], scores_in=scores[1], delta=dl, confidence=BOUND_CONFIDENCE)
-        gdp["model_check"] = gdp_model_check(scores_out=scores[0], scores_in=scores[1])
+    # full batch: the statistic is Gaussian with a mean shift (see epsilon_lower_gdp)
+    test, gdp, lower_gdp, lower = _lower_bounds(scores, delta=dl, gdp_fit=p == 1.0)
     eps_claimed, claim_acc = _claimed_epsilon(sigma, delta=dl, sampling_rate=p)
     eps_actual = _claimed_epsilon(used, delta=dl, sampling_rate=p)[0]
     eps_exact, exact_acc = exact_epsilon_of(used, delta=dl, sampling_rate=p)
-    lower_thr = test["epsilon_lower"]
-    # the fit's bound counts only where its model is not rejected by the scores themselves
-    lower_gdp = None if gdp is None or not gdp["model_check"]["ok"] else gdp["epsilon_lower"]
-    lower = max(lower_thr, lower_gdp or 0.0)
     flagged = bool(lower > eps_claimed)
     return (AuditResult(
         trainer=trainer,
@@ -502,7 +505,7 @@ def audit_scores(
         epsilon_claimed=eps_claimed,
         epsilon_lower=lower,
         epsilon_lower_gdp=lower_gdp,
-        epsilon_lower_threshold=lower_thr,
+        epsilon_lower_threshold=test["epsilon_lower"],
         flagged=flagged,
         passed=not flagged,
         epsilon_actual=float(eps_actual),
@@ -574,11 +577,7 @@ def label_audit(*, label: float = 2.0, loss: str = "squared", epsilon: float = 2
                                         denominator=float(n))
         proj[world] = -s_sign * sums[..., 0] / C  # on the canary's clipped gradient -sign(s) C e_0
     scores = {w: log_likelihood_ratio(s=proj[w], sigma=sigma) for w in proj}
-    test = epsilon_lower_bound(scores_out=scores[0], scores_in=scores[1], delta=dl, confidence=BOUND_CONFIDENCE)
-    gdp = epsilon_lower_gdp(scores_out=scores[0], scores_in=scores[1], delta=dl, confidence=BOUND_CONFIDENCE)
-    gdp["model_check"] = gdp_model_check(scores_out=scores[0], scores_in=scores[1])
-    lower_gdp = gdp["epsilon_lower"] if gdp["model_check"]["ok"] else None
-    lower = max(test["epsilon_lower"], lower_gdp or 0.0)
+    test, gdp, lower_gdp, lower = _lower_bounds(scores, delta=dl, gdp_fit=True)
     claimed, claim_acc = _claimed_epsilon(sigma, delta=dl, sampling_rate=1.0)
     exact, exact_acc = exact_epsilon_of(sigma, delta=dl)
     check = noise_check(proj_out=proj[0], proj_in=proj[1], sigma=sigma)

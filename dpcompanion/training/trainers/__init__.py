@@ -35,8 +35,7 @@ Example (a tiny logistic regression, three steps at sigma = 2 under R = 1)::
 
 from dpcompanion.training.trainers.adp_sgd import train_adpsgd
 from dpcompanion.training.trainers.config import TrainConfig
-from dpcompanion.training.trainers.engine import as_runs, train
+from dpcompanion.training.trainers.engine import as_runs, train, train_pgd, train_psgd
 from dpcompanion.training.trainers.history import History
-from dpcompanion.training.trainers.pgd import train_pgd, train_psgd
 
 __all__ = ["History", "TrainConfig", "as_runs", "train", "train_pgd", "train_psgd", "train_adpsgd"]

@@ -28,7 +28,7 @@ from dpcompanion.theory import schedules
 from dpcompanion.theory.budget import Budget
 from dpcompanion.training.model_base import Model
 from dpcompanion.training.trainers.history import History
-from dpcompanion.training.trainers.pgd import train_pgd
+from dpcompanion.training.trainers.engine import train_pgd
 
 __all__ = ["train_adpsgd", "adp_schedule", "AdaptiveStepSize", "STEP_SIZES"]
 

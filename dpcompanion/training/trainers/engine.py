@@ -11,6 +11,10 @@ One call of :func:`train` trains ``K`` runs (parameters ``(K, P)``, the data sha
    public ``p N`` (the declared ``TrainConfig.N``, never the size of the data handed in) -> update.
 4. **record** (:class:`Recorder`): the per-step fields asked for.
 
+:func:`train_pgd` (full-batch PGD, Hong et al. Algorithm 1 and Eq. (1); ``momentum > 0``: debiased
+momentum, H Eq. (3)) and :func:`train_psgd` (Poisson sampling, charged ``p^2/sigma_t^2``, H Sec. 4.3,
+after Yu et al. 2019 Thm 3, and checked by the ledger's RDP accountant) build the config from keywords.
+
 Randomness: run k's initial parameters come from a CPU generator seeded ``seed_k``, its training
 noise from a device generator seeded :func:`noise_seed` (:class:`NoiseSource`), shared by runs with
 the same seed (common random numbers). A run's numbers depend neither on the other runs in the batch
@@ -34,6 +38,7 @@ import torch
 
 from dpcompanion.core import validate
 from dpcompanion.theory import numerical_accounting
+from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
 from dpcompanion.training.model_base import Model
 from dpcompanion.training.trainers import steps
@@ -43,7 +48,7 @@ from dpcompanion.training.trainers.oracles import StepGrad, make_oracle
 
 __all__ = ["train", "noise_seed", "segment_seed", "eval_points", "secret_noise_seeds", "SECURE_DRAWS", "as_runs",
            "Charger", "NoiseSource", "NOISE_BLOCK_ELEMENTS", "block_steps", "Recorder", "sample", "private_step",
-           "plan_chunks", "bytes_per_run", "tally"]
+           "plan_chunks", "bytes_per_run", "tally", "train_pgd", "train_psgd", "n_samples"]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -661,3 +666,74 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=No
         theta=theta,
         meta={"ledgers": charger.n_ledgers, "noise_generators": len(noise_src.gens)},
     )
+
+
+def n_samples(X) -> int:
+    """Number of rows of ``X`` (tensor, array or sequence)."""
+    return int(X.shape[0]) if isinstance(X, torch.Tensor) else int(np.shape(X)[0])
+
+
+def _budget_given(fn: str, R, budget):
+    if R is ... and budget is None:
+        raise TypeError(f"{fn} needs R (None: no ledger, analysis runs) or budget")
+    return None if R is ... else R
+
+
+def train_pgd(
+    model: Model,
+    X,
+    y,
+    *,
+    sigma,
+    R: float | None = ...,
+    budget: Budget | None = None,
+    clip_norm: float = 4.0,
+    lr=0.1,
+    momentum: float = 0.0,
+    seed=0,
+    X_test=None,
+    y_test=None,
+    init=None,
+    device: str = "auto",
+    dtype: torch.dtype = torch.float32,
+    delta: float | None = None,
+    progress: bool | None = None,
+    record=None,
+    memory_budget: int | None = None,
+    fast: bool | None = None,
+    sampling_rate: float | None = None,
+    lr_rule=None,
+    algorithm: str | None = None,
+    secure: bool = False,
+    N: int | None = None,
+) -> History:
+    """Full-batch private GD (H Algorithm 1), optionally with debiased momentum:
+    ``train(model, X, y, TrainConfig.build(...))`` with these settings (``sampling_rate``: default
+    the budget's, 1 without one; below 1 the steps are Poisson-sampled, see :func:`train_psgd`).
+
+    ``sigma``: ``(T,)`` or ``(K, T)``, every entry finite and > 0 (no noiseless step). ``seed``: int
+    (one run, or the shared seed of K schedule rows) or K ints. The budget: ``budget``, or ``R``
+    (R = 2 rho, optional ``delta``); ``R=None`` disables the ledger (analysis only; the cost is still
+    recorded). ``lr``: number, ``(T,)`` or ``(K, T)``. ``N``: the public data-set size the noisy sum is
+    divided by (default ``len(X)``, declared public). The rest as :meth:`TrainConfig.build`.
+    Returns a :class:`~dpcompanion.training.trainers.history.History` (batched when K > 1).
+    """
+    config = TrainConfig.build(sigma=sigma, budget=budget, R=_budget_given("train_pgd", R, budget), delta=delta,
+                               lr=lr, clip_norm=clip_norm, seed=seed, N=n_samples(X) if N is None else N,
+                               beta=momentum,
+                               sampling_rate=sampling_rate, lr_rule=lr_rule, device=device, dtype=dtype,
+                               progress=progress, algorithm=algorithm, record=record, memory_budget=memory_budget,
+                               fast=fast, secure=secure)
+    return train(model, X, y, config, X_test=X_test, y_test=y_test, init=init)
+
+
+def train_psgd(model: Model, X, y, *, sampling_rate: float, **kw) -> History:
+    """Private SGD with Poisson sampling at ``sampling_rate`` p (H Sec. 4.3); the other
+    arguments as :func:`train_pgd`.
+
+    The ledger is charged ``p^2 / sigma_t^2`` per step (the paper's rule) and, because that rule is
+    not a guarantee, every step is also checked against the target epsilon at ``delta`` (required
+    when p < 1) by the RDP accountant: a run stops at the first step either check refuses. ``loss``
+    is the mean over the step's batch; ``final_loss`` the full training loss.
+    """
+    return train_pgd(model, X, y, sampling_rate=sampling_rate, **kw)

@@ -18,12 +18,7 @@ where an experiment defines them) and partial paper sweeps are listed like full 
 (:func:`dpcompanion.experiments.store.revalidate`): only the quick mode is recomputed; where its
 digest moved, its numbers are compared with the quick numbers the result recorded, within the
 tolerance of :mod:`dpcompanion.experiments.store.numeric` (revalidated numerically,
-the largest deviation recorded); a result whose fingerprint was recorded on another kind of
-CPU and whose numbers are not within tolerance, and the units of a sweep in progress stored
-by older code, by the reference check (:mod:`dpcompanion.experiments.store.reference`: the
-quick mode of the commit whose code made them, computed here, against the current code's). A
-fresh result stored before quick numbers were recorded gets them (its code is the current
-code). Each row of ``--json`` says how the result was validated (``validation``: ``computed``,
+the largest deviation recorded). Each row of ``--json`` says how the result was validated (``validation``: ``computed``,
 ``digest`` or ``numeric`` with the largest deviation; ``quick_numbers``: whether they are recorded).
 ``--seal`` seals the provenance of results stored before provenance seals existed, without
 recomputing (:func:`dpcompanion.experiments.store.seal_unsealed`), and only what it can verify:
@@ -168,18 +163,11 @@ def run(args: argparse.Namespace) -> int:
         seals = {(e["id"], e["mode"]): e for e in store.seal_unsealed(root)}
     if args.revalidate:
         for r in store.list_results(root):
-            if r.mode in base.FINGERPRINTED_MODES and (not r.fresh or "quick_numbers" not in r.provenance):
+            if r.mode in base.FINGERPRINTED_MODES and not r.fresh:
                 store.check_writable(r.path)
         for r in store.list_results(root):
-            # stale ones by fingerprint or numbers; fresh ones stored before quick numbers were
-            # recorded get them, so that the next code change can be revalidated numerically
-            if r.mode in base.FINGERPRINTED_MODES and (not r.fresh or "quick_numbers" not in r.provenance) \
-                    and not r.damaged:
+            if r.mode in base.FINGERPRINTED_MODES and not r.fresh and not r.damaged:
                 events.append((r.mode, store.revalidate(r.id, device=device, root=root, mode=r.mode)))
-        for part in store.list_partial(root):  # sweeps in progress with units of older code
-            if part["mode"] in base.FINGERPRINTED_MODES and part["units_old_code"]:
-                events.append((part["mode"], store.revalidate(part["id"], device=device, root=root,
-                                                              mode=part["mode"])))
     rows = []
     for r in store.list_results(root):
         rec = r.record()

@@ -202,14 +202,14 @@ from dpcompanion.experiments.store.hashing import (
     CODE_HASH_EXCLUDE, CONFIG_DIGITS, TIME_KEYS, code_files, code_hash, config_hash, digest)
 from dpcompanion.experiments.store.result_store import (
     SHOWN_FIRST, StoredResult, best_fresh, compute, fresh_full, fresh_paper, inconsistency, list_results, load,
-    load_or_compute, quick_payload_here, result_to_show, revalidate, revalidate_units, seal_unsealed)
+    load_or_compute, quick_payload_here, result_to_show, revalidate, seal_unsealed)
 from dpcompanion.experiments.store.unit_sweeps import (
     committed_units, list_partial, save_unit, sweep_progress, unit_key, units_dir)
 from dpcompanion.experiments.store.verify import verify
 
 __all__ = [
     "StoredResult", "load_or_compute", "units_dir", "unit_key", "sweep_progress", "list_partial", "save_unit", "load",
-    "compute", "revalidate", "revalidate_units", "list_results", "seal_unsealed", "sealed", "digest", "config_hash", "code_files",
+    "compute", "revalidate", "list_results", "seal_unsealed", "sealed", "digest", "config_hash", "code_files",
     "code_hash", "results_root", "result_dir", "check_writable", "LocalExecutor", "DaskExecutor", "make_executor",
     "check_executor_options", "EXECUTORS", "INLINE_MAX", "check_scheduler_address", "max_workers", "fresh_full",
     "result_to_show", "fresh_paper", "quick_payload_here", "committed_units", "SEAL", "SEAL_COMMAND", "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "TIME_KEYS",

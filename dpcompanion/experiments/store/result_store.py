@@ -31,13 +31,13 @@ from typing import Any, Callable
 from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
 from dpcompanion.experiments.scale_tables import scale_of, size_mismatches  # the scale block
-from dpcompanion.experiments.store import files, hashing, numeric, reference, unit_sweeps, vcs
+from dpcompanion.experiments.store import files, hashing, numeric, unit_sweeps, vcs
 from dpcompanion.experiments.store.executors import LocalExecutor, cpu_model
 from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
 from dpcompanion.experiments.store.hashing import config_hash, digest
 
 __all__ = ["StoredResult", "load", "compute", "load_or_compute", "SHOWN_FIRST", "best_fresh", "fresh_full", "fresh_paper",
-           "quick_payload_here", "result_to_show", "revalidate", "revalidate_units", "list_results", "seal_unsealed"]
+           "quick_payload_here", "result_to_show", "revalidate", "list_results", "seal_unsealed"]
 
 @dataclasses.dataclass(frozen=True)
 class StoredResult:
@@ -160,8 +160,7 @@ def inconsistency(exp: base.Experiment, provenance: dict, payload: dict) -> str:
     config = provenance.get("config")
     if not isinstance(config, dict):
         return "inconsistent: no recorded config"
-    # (a result stored before floats were rounded in the hash has the plain digest: :mod:`.migrate`)
-    if provenance.get("config_hash") not in (config_hash(config), digest(config)):
+    if provenance.get("config_hash") != config_hash(config):
         return "inconsistent: the recorded config does not hash to the recorded config_hash (edited)"
     own = next((payload[k] for k in ("config", "settings") if isinstance(payload.get(k), dict)), {})
     for k in sorted(set(own) & set(config)):
@@ -463,26 +462,6 @@ def _fingerprints(p: dict) -> dict[str, str]:
     return out
 
 
-def _reference_event(exp: base.Experiment, old_hash: str, *, hints, seed: int, device: str,
-                     repo: Path | None, here: tuple[dict, str] | None = None) -> tuple[dict | None, str, Any]:
-    """The reference check (:mod:`.reference`) of code ``old_hash`` against the current code on
-    this machine: ``(event, '', quick payload)`` when both quick digests are equal, else
-    ``(None, why, None)``. ``here``: the current code's quick ``(payload, digest)`` on this
-    machine when already computed."""
-    try:
-        commit = reference.find_commit(exp, old_hash, hints=hints, repo=repo)
-        ref = reference.quick_digest_at(exp, commit, code_hash=old_hash, seed=seed, device=device, repo=repo)
-    except reference.ReferenceUnavailable as exc:
-        return None, f"no reference check: {exc}", None
-    payload, now = here if here is not None else quick_payload_here(exp, seed=seed, device=device)
-    if ref != now:
-        return None, (f"the code change changes numbers: on this CPU ({cpu_model()}) the recorded code "
-                      f"(commit {commit[:12]}) gives quick digest {ref[:12]}, this code {now[:12]}"), None
-    return {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "method": "reference",
-            "from_code_hash": old_hash, "to_code_hash": hashing.code_hash(exp), "reference_commit": commit,
-            "quick_digest": now, "cpu": cpu_model(), "commit": git_state()[0]}, "", payload
-
-
 def _quick_here(exp: base.Experiment, *, seed: int, qdev: str, executor, root: Path | None) -> tuple[dict, str]:
     """``(payload, digest)`` of the current code's quick mode on this machine: the stored quick
     result when fresh and computed on this kind of CPU (or on a device), else computed."""
@@ -502,75 +481,31 @@ def quick_payload_here(exp: base.Experiment, *, seed: int = 0, device: str = "cp
         return res.payload, res.digest
 
 
-def _record_numbers(exp: base.Experiment, res: StoredResult, *, device: str, executor, root: Path | None) -> dict:
-    """Record the quick numbers of a fresh result stored before they were recorded:
-    its code is the current code, so the current code's quick numbers on this machine are its
-    own; where a fingerprint of this CPU is recorded they must have its digest."""
-    p = res.provenance
-    seed, qdev = int(p.get("config", {}).get("seed", 0)), p.get("quick_device") or device
-    payload, now = _quick_here(exp, seed=seed, qdev=qdev, executor=executor, root=root)
-    here = cpu_model()
-    known = _fingerprints(p).get(here)
-    if known is not None and known != now:
-        return {"id": exp.id, "status": "fresh",
-                "detail": f"config and code unchanged; quick numbers not recorded: this code's quick digest here "
-                          f"({now[:12]}) is not the fingerprint recorded for this CPU ({known[:12]})"}
-    check_writable(res.path)
-    try:
-        files.replace_provenance(res.path, sealed({**p, "quick_numbers": numeric.record(payload, cpu=here,
-                                                                                        commit=git_state()[0])}),
-                                 expect=p)
-    except files.Replaced:
-        return _replaced(exp, res.mode)
-    return {"id": exp.id, "status": "fresh",
-            "detail": f"config and code unchanged; quick numbers recorded (digest {now[:12]}, {here})"}
-
-
-def _replaced(exp: base.Experiment, mode: str) -> dict:
-    return {"id": exp.id, "status": "replaced",
-            "detail": f"another save replaced the {mode} result while it was being revalidated; nothing written "
-                      "(the new result is judged as it is: list the results again)"}
-
-
 def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None,
-               mode: str = "full", repo: Path | None = None) -> dict:
-    """Re-check a stale full (or, ``mode="paper"``, paper) result by its behavioural
-    fingerprint (see the package docstring), or, for a paper sweep in progress, its units
-    stored by older code (:func:`revalidate_units`).
+               mode: str = "full") -> dict:
+    """Re-check a stale full (or, ``mode="paper"``, paper) result by its quick mode (see the
+    package docstring).
 
     With a fingerprint recorded on this kind of CPU, the current code's quick digest is compared
-    with it. Where the digests differ (or the fingerprint is of another CPU) and the result
-    records its quick numbers (``quick_numbers``), the current code's quick numbers are compared
-    with them within the tolerance of :mod:`.numeric`: within it, the result is
-    revalidated numerically (``method: numeric``, with the largest deviation, the commit that
-    made the result and the current one, and the new digest); beyond it, it stays stale and the
-    reason names the largest deviation. Without a fingerprint of this CPU and without numbers
-    within tolerance, the reference check (:mod:`.reference`) computes here the quick digest of
-    the commit whose code made the result and compares it with the current code's. A
-    revalidation by digest (fingerprint or reference) of a result without recorded numbers
-    records them; so does this call on a fresh result without them (its code is the current
-    code), which is how results stored before numbers were recorded become numerically
-    revalidatable.
+    with it; where they differ (or the fingerprint is of another CPU), the current code's quick
+    numbers are compared with the recorded ``quick_numbers`` within the tolerance of
+    :mod:`.numeric`: within it, the result is revalidated numerically (``method: numeric``, with
+    the largest deviation, the commit that made the result and the current one, and the new
+    digest); beyond it, it stays stale and the reason names the largest deviation.
 
-    Returns ``{"id", "status", "detail"}``; status is ``fresh`` (nothing to do, or only the
-    quick numbers recorded), ``revalidated`` (the event appended to ``revalidated``, the result
-    fresh for the current code hash), ``stale`` (digests and numbers differ, or the config
-    changed, or nothing to compare with), ``replaced`` (a save of the same result landed while
-    this one computed: the provenance is written only if it is still the one read at the start,
-    :func:`.files.replace_provenance`, so nothing was written and the new payload keeps its own)
-    or ``missing`` (no result of ``mode``). ``repo``: the
-    repository whose commits are the references (default: the one holding this package)."""
+    Returns ``{"id", "status", "detail"}``; status is ``fresh`` (nothing to do), ``revalidated``
+    (the event appended to ``revalidated``, the result fresh for the current code hash),
+    ``stale`` (digests and numbers differ, or the config changed, or nothing to compare with),
+    ``replaced`` (a save of the same result landed while this one computed: the provenance is
+    written only if it is still the one read at the start, :func:`.files.replace_provenance`, so
+    nothing was written and the new payload keeps its own) or ``missing`` (no result of ``mode``)."""
     exp = base.get(experiment_id)
     if mode not in base.FINGERPRINTED_MODES:
         raise ValueError(f"revalidation applies to modes {', '.join(base.FINGERPRINTED_MODES)}, got {mode!r}")
     res = load(exp.id, mode=mode, root=root)
     if res is None:
-        if unit_sweeps.sweep_progress(exp.id, mode, root) is not None:
-            return revalidate_units(exp.id, mode=mode, device=device, root=root, repo=repo)
         return {"id": exp.id, "status": "missing", "detail": f"no {mode} result stored"}
     if res.fresh:
-        if "quick_numbers" not in res.provenance:
-            return _record_numbers(exp, res, device=device, executor=executor, root=root)
         return {"id": exp.id, "status": "fresh", "detail": "config and code unchanged"}
     if not res.stale_reason.startswith("code changed"):
         return {"id": exp.id, "status": "stale", "detail": res.stale_reason + "; revalidation covers code changes only"}
@@ -583,16 +518,15 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
     numbers, no_numbers = numeric.recorded_numbers(p.get("quick_numbers"))
     same_cpu = here in prints or qdev != "cpu"
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    event, current, beyond = None, None, ""
+    event, beyond, now = None, "", ""
     if same_cpu or numbers is not None:
-        current = _quick_here(exp, seed=seed, qdev=qdev, executor=executor, root=root)
-        now = current[1]
+        current, now = _quick_here(exp, seed=seed, qdev=qdev, executor=executor, root=root)
         recorded = prints.get(here, p.get("quick_digest"))
         if same_cpu and now == recorded:
             event = {"date": date, "method": "fingerprint", "from_code_hash": p.get("code_hash"),
                      "to_code_hash": new_hash, "quick_digest": now, "cpu": here, "commit": git_state()[0]}
         elif numbers is not None:
-            check = numeric.compare(current[0], numbers, experiment_id=exp.id)
+            check = numeric.compare(current, numbers, experiment_id=exp.id)
             if check["ok"]:
                 nums = p["quick_numbers"]
                 event = {"date": date, "method": "numeric", "from_code_hash": p.get("code_hash"),
@@ -609,79 +543,39 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
                     "detail": f"quick digest changed ({recorded[:12]} -> {now[:12]}): the code change changes "
                               f"numbers; {beyond or no_numbers}; recompute the {mode} result"}
     if event is None:
-        hints = [ev.get("commit") for ev in reversed(p.get("revalidated") or [])] + [p.get("commit")]
-        event, why, payload = _reference_event(exp, p["code_hash"], hints=hints, seed=seed, device=qdev,
-                                               repo=repo, here=current)
-        if event is None:
-            there = p.get("quick_cpu")
-            if not p.get("quick_digest"):
-                head = "no quick-mode fingerprint recorded"
-            elif there:
-                head = (f"recorded on another CPU ({there}; this one: {here}), whose kernels round differently, "
-                        "so its fingerprint cannot be compared here")
-            else:
-                head = (f"the CPU that recorded it is not known (this one: {here}); float results can differ in "
-                        "their last bits from one kind of CPU to another")
-            return {"id": exp.id, "status": "stale",
-                    "detail": f"{head}; {beyond or no_numbers}; {why}; recompute the {mode} result"}
-        current = (payload, event["quick_digest"])
+        there = p.get("quick_cpu")
+        if not p.get("quick_digest"):
+            head = "no quick-mode fingerprint recorded"
+        elif there:
+            head = (f"recorded on another CPU ({there}; this one: {here}), whose kernels round differently, "
+                    "so its fingerprint cannot be compared here")
+        else:
+            head = (f"the CPU that recorded it is not known (this one: {here}); float results can differ in "
+                    "their last bits from one kind of CPU to another")
+        return {"id": exp.id, "status": "stale", "detail": f"{head}; {beyond or no_numbers}; recompute the {mode} result"}
     check_writable(res.path)
     # the seal was intact (an edited provenance is stale for that reason, not for code, and
     # never gets here): re-seal over the new code hash and the appended event. The recorded
-    # quick numbers are those of the code that made the result; a numeric revalidation keeps
-    # them (every later code is compared with them, so deviations never accumulate), a
-    # revalidation by digest records them where they are missing or do not read back
+    # quick numbers are kept (every later code is compared with them, so deviations never accumulate)
     update = {"code_hash": new_hash, "code_files": hashing.code_files(exp),
               "revalidated": list(p.get("revalidated") or []) + [event]}
-    if numbers is None and event["method"] != "numeric":  # none recorded (or unreadable): this code's
-        update["quick_numbers"] = numeric.record(current[0], cpu=here, commit=git_state()[0])
     try:
         # compare and swap, under the result's lock: written only if the provenance is still the
         # one read above (a save that landed meanwhile holds another payload, whose provenance
         # this must not replace)
         files.replace_provenance(res.path, sealed({**p, **update}), expect=p)
     except files.Replaced:
-        return _replaced(exp, mode)
+        return {"id": exp.id, "status": "replaced",
+                "detail": f"another save replaced the {mode} result while it was being revalidated; nothing written "
+                          "(the new result is judged as it is: list the results again)"}
     if event["method"] == "numeric":
         dev = event["max_deviation"]
         how = (f"differs from the recorded {event['recorded_quick_digest'][:12]}, its numbers within tolerance: "
                + numeric.describe({**dev, "why": ""}))
     else:
-        how = "unchanged" if event["method"] == "fingerprint" else \
-            f"equal to commit {event['reference_commit'][:12]}'s here"
+        how = "unchanged"
     return {"id": exp.id, "status": "revalidated", "method": event["method"],
             "detail": f"quick digest {event['quick_digest'][:12]} {how}; {mode} result fresh for code {new_hash[:12]}"}
-
-
-def revalidate_units(experiment_id: str, *, mode: str = "paper", device: str = "cpu", root: Path | None = None,
-                     repo: Path | None = None) -> dict:
-    """Re-check the units of a sweep in progress that older code stored: per older code hash,
-    the reference check (:mod:`.reference`: that code's quick digest here against the current
-    code's); where they are equal, each unit's record is rewritten for the current code hash
-    with the event appended to its ``revalidated`` (atomically; its result is untouched), so
-    that the sweep resumes from it. Returns ``{"id", "status", "detail"}`` as :func:`revalidate`
-    (``revalidated`` when every such unit was, ``stale`` when some were not, ``fresh`` when
-    none was old)."""
-    exp = base.get(experiment_id)
-    old = unit_sweeps.old_code_units(exp.id, mode, root)
-    if not old:
-        return {"id": exp.id, "status": "fresh", "detail": f"every stored {mode} unit is of the current code"}
-    done, kept = 0, []
-    for old_hash, recs in old.items():
-        seed, dev = int(recs[0][1].get("seed", 0)), str(recs[0][1].get("device", device))
-        event, why, _ = _reference_event(exp, old_hash, hints=(), seed=seed, device=dev, repo=repo)
-        if event is None:
-            kept.append(f"{len(recs)} of code {old_hash[:12]}: {why}")
-            continue
-        for path, _ in recs:
-            unit_sweeps.restamp_unit(path, event)
-        done += len(recs)
-    if kept:
-        return {"id": exp.id, "status": "stale",
-                "detail": f"{done} {mode} units revalidated; left stale (recomputed on resume): " + "; ".join(kept)}
-    return {"id": exp.id, "status": "revalidated",
-            "detail": f"{done} {mode} units of older code revalidated by the reference check; "
-                      f"fresh for code {hashing.code_hash(exp)[:12]}"}
 
 
 def list_results(root: Path | None = None) -> list[StoredResult]:

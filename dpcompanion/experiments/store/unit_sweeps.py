@@ -23,7 +23,7 @@ from dpcompanion.experiments.store.executors import cpu_model
 from dpcompanion.experiments.store.hashing import digest
 
 __all__ = ["UNITS_SUFFIX", "REUSE_CHECK_S", "units_dir", "unit_key", "save_unit", "load_unit", "sweep_progress", "list_partial",
-           "committed_units", "old_code_units", "restamp_unit", "estimate_left", "estimate_phrase"]
+           "committed_units", "estimate_left", "estimate_phrase"]
 
 #: the folder beside ``<mode>/`` that holds the finished units of a sweep in progress
 UNITS_SUFFIX = ".units"
@@ -253,42 +253,6 @@ def list_partial(root: Path | None = None) -> list[dict]:
             if p is not None:
                 out.append(p)
     return out
-
-
-
-def old_code_units(experiment_id: str, mode: str, root: Path | None = None) -> dict[str, list[tuple[Path, dict]]]:
-    """The stored units of the sweep (the current config, and the seed and device of the newest
-    unit) whose record names another code hash: ``{code hash: [(json path, record), ...]}``
-    (records as stored, results not decoded)."""
-    state = _sweep_state(experiment_id, mode, root)
-    if state is None:
-        return {}
-    exp = base.get(experiment_id)
-    seed, device = state[0]["seed"], state[0]["device"]
-    folder = units_dir(exp.id, mode, root)
-    code = hashing.code_hash(exp)
-    out: dict[str, list[tuple[Path, dict]]] = {}
-    for u in exp.units(base.config_for(exp, mode, seed=seed)):
-        f = folder / f"{unit_key(exp.id, mode, u, seed, device)}.json"
-        try:
-            rec = files.read_json(f)  # a FIFO or a 200,000-deep file is skipped, never waited on
-        except files.Damaged:
-            continue
-        if isinstance(rec, dict) and rec.get("key") == f.stem and rec.get("code_hash") not in (None, code):
-            out.setdefault(rec["code_hash"], []).append((f, rec))
-    return out
-
-
-def restamp_unit(path: Path, event: dict) -> None:
-    """Rewrite a unit's record for the code hash ``event["to_code_hash"]`` (a revalidation,
-    :func:`~dpcompanion.experiments.store.result_store.revalidate_units`), appending ``event`` to its
-    ``revalidated``; atomically, its result untouched."""
-    rec = json.loads(path.read_text())
-    if rec.get("code_hash") != event["from_code_hash"]:
-        raise ValueError(f"unit {path.name} is of code {str(rec.get('code_hash'))[:12]}, "
-                         f"not {event['from_code_hash'][:12]}")
-    rec = {**rec, "code_hash": event["to_code_hash"], "revalidated": list(rec.get("revalidated") or []) + [event]}
-    _atomic_bytes(path, lambda p: p.write_text(json.dumps(rec, sort_keys=True) + "\n"))
 
 
 def committed_units(experiment_id: str, mode: str, root: Path | None = None) -> int | None:

@@ -438,22 +438,12 @@ def _quick_here(exp: base.Experiment, *, seed: int, qdev: str, executor, root: P
 
 def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None,
                mode: str = "full") -> dict:
-    """Re-check a stale full (or, ``mode="paper"``, paper) result by its quick mode (see the
-    package docstring).
-
-    With a fingerprint recorded on this kind of CPU, the current code's quick digest is compared
-    with it; where they differ (or the fingerprint is of another CPU), the current code's quick
-    numbers are compared with the recorded ``quick_numbers`` within the tolerance of
-    :mod:`.numeric`: within it, the result is revalidated numerically (``method: numeric``, with
-    the largest deviation, the commit that made the result and the current one, and the new
-    digest); beyond it, it stays stale and the reason names the largest deviation.
-
-    Returns ``{"id", "status", "detail"}``; status is ``fresh`` (nothing to do), ``revalidated``
-    (the event appended to ``revalidated``, the result fresh for the current code hash),
-    ``stale`` (digests and numbers differ, or the config changed, or nothing to compare with),
-    ``replaced`` (a save of the same result landed while this one computed: the provenance is
-    written only if it is still the one read at the start, :func:`.files.replace_provenance`, so
-    nothing was written and the new payload keeps its own) or ``missing`` (no result of ``mode``)."""
+    """Re-check a stale full (or paper) result by its quick mode: the current code's quick digest
+    against the fingerprint recorded on this kind of CPU, else its quick numbers against the
+    recorded ones within the tolerance of :mod:`.numeric` (``method: numeric``, with the largest
+    deviation). Returns ``{"id", "status", "detail"}``, status ``fresh`` (nothing to do),
+    ``revalidated`` (the event appended to ``revalidated``), ``stale`` (the reason says why),
+    ``replaced`` (a save landed meanwhile: nothing written) or ``missing``."""
     exp = base.get(experiment_id)
     if mode not in base.FINGERPRINTED_MODES:
         raise ValueError(f"revalidation applies to modes {', '.join(base.FINGERPRINTED_MODES)}, got {mode!r}")

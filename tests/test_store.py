@@ -17,7 +17,7 @@ import pytest
 from dpcompanion.book import show
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments import h_f_infl
-from dpcompanion.experiments.store import executors, files, hashing, result_store
+from dpcompanion.experiments.store import files, result_store
 
 # A tiny H-F-INFL: the real units and code on 100 MNIST35 samples, 3 steps, 4 repeats in
 # blocks of 2 (so the Dask run has several units to spread).
@@ -101,7 +101,7 @@ def test_fresh_and_stale_on_config_change(tiny):
 def test_fresh_and_stale_on_code_change(tiny, monkeypatch):
     store.load_or_compute(tiny.id, mode="quick", device="cpu")
     real = store.code_files
-    monkeypatch.setattr(hashing, "code_files",
+    monkeypatch.setattr(files, "code_files",
                         lambda exp: {**real(exp), "dpcompanion.training.influence": "edited"})
     r = store.load(tiny.id, mode="quick")
     assert not r.fresh and r.stale_reason.startswith("code changed: dpcompanion.training.influence")
@@ -163,7 +163,7 @@ def _full_then_edit(tiny, monkeypatch, *, quick_changes: bool):
     quick = store.load(tiny.id, mode="quick")
     assert full.provenance["quick_digest"] == quick.digest  # the fingerprint was recorded
     real = store.code_files
-    monkeypatch.setattr(hashing, "code_files", lambda exp: {**real(exp), "dpcompanion.training.influence": "edited"})
+    monkeypatch.setattr(files, "code_files", lambda exp: {**real(exp), "dpcompanion.training.influence": "edited"})
     if quick_changes:  # the edit changes numbers: the quick recomputation gives another digest
         cfg = {**TINY, "quick": {**TINY["quick"]}}
         real_run = tiny.run_unit
@@ -249,7 +249,7 @@ def test_units_run_single_threaded_and_restore_torch_threads(torch_default_threa
 
     seen = []
     before = torch.get_num_threads()
-    executors.run_one(lambda unit, device: seen.append(torch.get_num_threads()) or {}, {}, "cpu")
+    result_store.run_one(lambda unit, device: seen.append(torch.get_num_threads()) or {}, {}, "cpu")
     assert seen == [1] and torch.get_num_threads() == before
 
 
@@ -300,7 +300,7 @@ def test_local_cluster_workers_reuse_freed_memory():
     """Dask's default worker environment (``MALLOC_TRIM_THRESHOLD_``) makes glibc map every
     large allocation afresh, so each freed 4 MiB tensor costs its 1,024 pages faulted in and
     zeroed again (the control, a Python started with that variable); our LocalCluster's
-    workers start without it (``executors.worker_environ``) and reuse freed memory. Counts of
+    workers start without it (``result_store.worker_environ``) and reuse freed memory. Counts of
     page faults, not seconds: the outcome does not depend on the machine's speed."""
     import os
     import subprocess
@@ -358,7 +358,7 @@ def test_a_page_shows_the_full_result_only_when_fresh(tiny, monkeypatch):
     store.compute(tiny.id, mode="full", device="cpu")
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "full"
     assert store.fresh_full(tiny.id).mode == "full"
-    monkeypatch.setattr(hashing, "code_hash", lambda exp: "another")  # the code changed since
+    monkeypatch.setattr(files, "code_hash", lambda exp: "another")  # the code changed since
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "quick"
     assert store.fresh_full(tiny.id) is None
     note = show.full_absent_note(tiny.id)
@@ -638,7 +638,6 @@ def test_seal_unsealed_seals_intact_results_only(fast, capsys):
     import subprocess
 
     from dpcompanion import cli
-    from dpcompanion.experiments.store import vcs
 
     full = store.compute(fast.id, mode="full", device="cpu")
     quick = store.load(fast.id, mode="quick")
@@ -649,7 +648,7 @@ def test_seal_unsealed_seals_intact_results_only(fast, capsys):
     (quick.path / "arrays.npz").unlink()
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false",
            "-C", str(store.results_root())]
-    vcs.forget()
+    files.forget()
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "as stored before seals"]):
         subprocess.run(git + args, check=True, capture_output=True)
     before = (full.path / "payload.json").read_bytes(), (full.path / "arrays.npz").read_bytes()
@@ -673,7 +672,7 @@ def test_seal_unsealed_seals_intact_results_only(fast, capsys):
 def test_revalidation_reseals_and_keeps_the_history(fast, monkeypatch):
     full = store.compute(fast.id, mode="full", device="cpu")
     real = store.code_files
-    monkeypatch.setattr(hashing, "code_files", lambda exp: {**real(exp), "dpcompanion.theory.accounting": "edited"})
+    monkeypatch.setattr(files, "code_files", lambda exp: {**real(exp), "dpcompanion.theory.accounting": "edited"})
     assert store.load(fast.id, mode="full").stale_reason.startswith("code changed")
     assert store.revalidate(fast.id)["status"] == "revalidated"
     r = store.load(fast.id, mode="full")
@@ -691,7 +690,7 @@ def test_result_folders_and_files_get_the_umask_permissions(fast, monkeypatch):
     old = os.umask(0o022)
     try:
         full = store.compute(fast.id, mode="full", device="cpu")
-        monkeypatch.setattr(hashing, "code_files", lambda exp: {"changed": "x"})
+        monkeypatch.setattr(files, "code_files", lambda exp: {"changed": "x"})
         assert store.revalidate(fast.id)["status"] == "revalidated"  # rewrites provenance.json
     finally:
         os.umask(old)
@@ -990,7 +989,7 @@ def test_a_real_sweep_resumed_from_stored_units_has_the_straight_digest(tiny, tm
     units = tiny.units(config)
     code = store.code_hash(tiny)
     for u in units[:2]:
-        r, c = executors.run_one(tiny.run_unit, u, "cpu")
+        r, c = result_store.run_one(tiny.run_unit, u, "cpu")
         store.save_unit(store.units_dir(tiny.id, "quick"), store.unit_key(tiny.id, "quick", u, 0, "cpu"), u, r, c,
                         code=code, seed=0)
     res = store.compute(tiny.id, mode="quick", device="cpu")
@@ -1003,10 +1002,9 @@ def test_results_and_units_record_the_cpu_and_revalidation_names_another_cpu(tin
     """A fingerprint recorded on one kind of CPU cannot revalidate on another (BLAS and torch
     round differently there): the stale message says so and names both CPUs, instead of blaming
     the code change; on the same CPU it blames the code."""
-    from dpcompanion.experiments.store import executors, result_store
 
     full = _full_then_edit(tiny, monkeypatch, quick_changes=True)
-    here = executors.cpu_model()
+    here = result_store.cpu_model()
     assert full.provenance["cpu"] == here and full.provenance["quick_cpu"] == here
     assert "the code change changes numbers;" in store.revalidate(tiny.id, device="cpu")["detail"]
     monkeypatch.setattr(result_store, "cpu_model", lambda: "Some Other CPU 9000")
@@ -1016,7 +1014,7 @@ def test_results_and_units_record_the_cpu_and_revalidation_names_another_cpu(tin
 
 
 def test_a_stored_unit_records_its_cpu(tmp_path):
-    from dpcompanion.experiments.store import executors, unit_sweeps
+    from dpcompanion.experiments.store import unit_sweeps
 
     unit_sweeps.save_unit(tmp_path, "k", {"a": 1}, {"x": 1.0}, {"runs": 1}, code="c" * 64, seed=0)
-    assert json.loads((tmp_path / "k.json").read_text())["cpu"] == executors.cpu_model()
+    assert json.loads((tmp_path / "k.json").read_text())["cpu"] == unit_sweeps.cpu_model()

@@ -24,7 +24,7 @@ import pytest
 
 from dpcompanion import cli
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.store import files, unit_sweeps, vcs
+from dpcompanion.experiments.store import files, unit_sweeps
 
 #: the module (``store.verify`` is its function)
 verify_module = importlib.import_module("dpcompanion.experiments.store.verify")
@@ -224,13 +224,13 @@ def committed(toy, tmp_path, monkeypatch):
     root = tmp_path / "results"
     root.mkdir(parents=True, exist_ok=True)
     _git(root, "init", "-q")
-    vcs.forget()
+    files.forget()
     res = store.compute(ID, mode="full")
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "the result")
     assert store.load(ID, mode="full").fresh
     yield res
-    vcs.forget()
+    files.forget()
 
 
 @pytest.mark.parametrize("flag", ["--skip-worktree", "--assume-unchanged"])
@@ -246,13 +246,13 @@ def test_an_edit_hidden_from_git_status_is_treated_as_modified(committed, flag):
     files.save(res.path, body, store.sealed({**prov, "digest": store.digest(body)}))
     root = res.path.parents[1]
     rel = res.path.relative_to(root)
-    (Path(vcs.repo_of(root)[1]) / vcs.JOURNAL).unlink()  # not written by the store: forged
-    _git(root, "update-index", flag, *(f"{rel}/{f}" for f in vcs.RESULT_FILES if (res.path / f).exists()))
+    (Path(files.repo_of(root)[1]) / files.JOURNAL).unlink()  # not written by the store: forged
+    _git(root, "update-index", flag, *(f"{rel}/{f}" for f in files.RESULT_FILES if (res.path / f).exists()))
     assert _git(root, "status", "--porcelain") == ""  # git itself sees nothing
     r = store.load(ID, mode="full")
     assert not r.fresh and r.stale_reason.startswith("modified since commit"), r.stale_reason
     assert "payload.json" in r.stale_reason and "git update-index --no-skip-worktree" in r.stale_reason
-    assert vcs.state(res.path)[0] == "hidden"
+    assert files.state(res.path)[0] == "hidden"
 
 
 def test_a_hidden_but_unedited_result_is_stale_too(committed):

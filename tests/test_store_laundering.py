@@ -21,7 +21,7 @@ import pytest
 from dpcompanion import cli
 from dpcompanion.experiments import store
 from dpcompanion.experiments import scale_tables as scale
-from dpcompanion.experiments.store import files, vcs
+from dpcompanion.experiments.store import files
 
 EID = "h-f-curv"
 GIT = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid", "-c", "commit.gpgsign=false"]
@@ -39,7 +39,7 @@ def committed(tmp_path, monkeypatch):
     root.mkdir()
     _git(root, "init", "-q")
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(root))
-    vcs.forget()
+    files.forget()
     res = store.compute(EID, mode="full", device="cpu")
     shutil.rmtree(root / EID / "quick")
     _git(root, "add", "-A")
@@ -193,7 +193,7 @@ def test_seal_outside_git_refuses_and_committed_unsealed_results_are_sealed(comm
     shutil.copytree(committed.path, other / EID / "full")
     (other / EID / "full" / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(other))
-    if vcs.repo_of(other) is not None:
+    if files.repo_of(other) is not None:
         pytest.skip("the temporary folder lies inside a git work tree")
     (row,) = [e for e in store.seal_unsealed() if e["id"] == EID and e["mode"] == "full"]
     assert row["status"] == "refused" and "not in a git work tree" in row["detail"]

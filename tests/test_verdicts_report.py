@@ -1,5 +1,5 @@
-"""The verdict rules' tuning cap, the config hash that ignores a float's last bits
-and its migration, the scale block recorded at save time, and the reproduction report
+"""The verdict rules' tuning cap, the config hash that ignores a float's last bits,
+the scale block recorded at save time, and the reproduction report
 (``python -m dpcompanion verdicts``): what each row carries, that it reads stored results
 only unless asked to compute, and its CSV."""
 
@@ -12,7 +12,6 @@ import pytest
 
 from dpcompanion import cli
 from dpcompanion.experiments import base, comparisons as cmp, store
-from dpcompanion.experiments.store import migrate
 from dpcompanion.experiments import scale_tables as scale
 from dpcompanion.experiments.comparisons import reproduction
 
@@ -68,7 +67,7 @@ def test_tuning_protocol_caps_the_verdict():
                           flat_se=0.1) == "not reproduced"
 
 
-# ---------------------------------------------------------------- config hash and its migration
+# ---------------------------------------------------------------- config hash
 
 
 def test_config_hash_ignores_the_last_bits_of_a_float():
@@ -78,28 +77,10 @@ def test_config_hash_ignores_the_last_bits_of_a_float():
     assert store.config_hash({"n": 1}) != store.config_hash({"n": 1.0})  # types still count
 
 
-def test_migration_rewrites_the_hash_only_for_the_same_config(toy):
+def test_the_scale_block_is_recorded_at_save_time(toy):
     res = store.compute(toy.id, mode="quick")
     assert res.provenance["scale"] == {"x": {"paper": 0.3, "ours": 0.1 + 0.2, "source": "a test: \"x is 0.3\"",
-                                             "match": False}}  # recorded at save time
-    prov = json.loads((res.path / "provenance.json").read_text())
-    x = 0.3000000000000001  # 0.1 + 0.2 computed elsewhere: another last bit
-    old = {**prov, "config": {**prov["config"], "x": x}, "config_hash": store.digest({**prov["config"], "x": x})}
-    (res.path / "provenance.json").write_text(json.dumps(store.sealed(old)))  # as saved before the change
-    assert store.load(toy.id, mode="quick").stale_reason == "config changed"
-    dry = migrate.migrate_config_hashes(dry_run=True)
-    assert [r["status"] for r in dry if r["id"] == toy.id] == ["migrated"]
-    assert not store.load(toy.id, mode="quick").fresh  # a dry run writes nothing
-    (row,) = [r for r in migrate.migrate_config_hashes() if r["id"] == toy.id]
-    assert row["status"] == "migrated"
-    after = store.load(toy.id, mode="quick")
-    assert after.fresh and after.provenance["config_hash_migrated"] and after.payload["y"] == res.payload["y"]
-    # a config that really differs stays stale
-    prov = json.loads((res.path / "provenance.json").read_text())
-    (res.path / "provenance.json").write_text(json.dumps({**prov, "config": {**prov["config"], "x": 0.25},
-                                                          "config_hash": "0" * 64}))
-    (row,) = [r for r in migrate.migrate_config_hashes() if r["id"] == toy.id]
-    assert row["status"] == "differs" and not store.load(toy.id, mode="quick").fresh
+                                             "match": False}}
 
 
 # ---------------------------------------------------------------- scale declarations

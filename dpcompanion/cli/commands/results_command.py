@@ -9,7 +9,7 @@ A damaged result (a file missing, unreadable or not matching its digest) is ``DA
 
 ``--revalidate`` re-checks every stale full or paper result by recomputing only its quick
 mode (:func:`dpcompanion.experiments.store.revalidate`: by digest, else numerically within
-tolerance, else by the reference check). ``--seal`` seals results stored before provenance
+tolerance). ``--seal`` seals results stored before provenance
 seals existed, only what it can verify (:func:`dpcompanion.experiments.store.seal_unsealed`).
 ``--verify ID`` recomputes ``--units K`` units chosen at random (the seed printed) and
 compares them with the stored numbers (:func:`dpcompanion.experiments.store.verify`); exit 1
@@ -139,18 +139,11 @@ def run(args: argparse.Namespace) -> int:
             store.check_writable(r.path)
         seals = {(e["id"], e["mode"]): e for e in store.seal_unsealed(root)}
     if args.revalidate:
-        # stale ones by fingerprint or numbers; fresh ones stored before quick numbers were
-        # recorded get them, so that the next code change can be revalidated numerically
-        todo = [r for r in store.list_results(root)
-                if r.mode in base.FINGERPRINTED_MODES and (not r.fresh or "quick_numbers" not in r.provenance)]
+        todo = [r for r in store.list_results(root) if r.mode in base.FINGERPRINTED_MODES and not r.fresh]
         for r in todo:
             store.check_writable(r.path)
         events += [(r.mode, store.revalidate(r.id, device=device, root=root, mode=r.mode)) for r in todo
                    if not r.damaged]
-        for part in store.list_partial(root):  # sweeps in progress with units of older code
-            if part["mode"] in base.FINGERPRINTED_MODES and part["units_old_code"]:
-                events.append((part["mode"], store.revalidate(part["id"], device=device, root=root,
-                                                              mode=part["mode"])))
     rows = []
     for r in store.list_results(root):
         rec = r.record()

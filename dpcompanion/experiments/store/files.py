@@ -1,13 +1,13 @@
-"""The files of a stored result and how they are written and read: where results live,
-the payload files (``payload.json`` + ``arrays.npz``), the provenance seal, atomic saves
-that never lose the previous result, and reading that checks everything (a damaged result
-raises :class:`Damaged`). See the package docstring, :mod:`dpcompanion.experiments.store`.
-"""
+"""A stored result as files: its identity (payload digest, config hash, code hash), where it
+lives, its seal, saves that never lose the previous result, reads that check everything (a
+damaged result raises :class:`Damaged`) and its files against git."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import errno
+import functools
 import hashlib
 import io
 import json
@@ -16,6 +16,8 @@ import os
 import shutil
 import socket
 import stat
+import subprocess
+import sys
 import time
 import zipfile
 import zlib
@@ -31,14 +33,420 @@ except ImportError:  # not POSIX: saves and provenance rewrites are then compare
 
 from dpcompanion.core.provenance import REPO
 from dpcompanion.core.validate import can_create_file_in
-from dpcompanion.experiments.store import vcs
-from dpcompanion.experiments.store.hashing import digest
+from dpcompanion.experiments import base
 
-__all__ = ["INLINE_MAX", "SEAL", "SEAL_COMMAND", "STALE_TEMP_S", "SWAP_ATTEMPTS", "Damaged", "Replaced", "NPZ_ERRORS",
-           "MAX_ARRAY_BYTES", "MAX_NPZ_MEMBERS", "read_npz", "npz_keys", "lock_path", "result_lock",
+__all__ = ["digest", "config_hash", "code_files", "code_hash", "code_files_at", "code_hash_of", "TIME_KEYS",
+           "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "PKG", "INLINE_MAX", "SEAL", "SEAL_COMMAND", "STALE_TEMP_S",
+           "Damaged", "Replaced", "NPZ_ERRORS", "MAX_ARRAY_BYTES", "read_npz", "npz_keys", "lock_path", "result_lock",
            "results_root", "result_dir", "check_writable", "sealed", "seal_problem", "sorted_keys", "temp_name",
-           "temp_is_stale", "olds", "cleanup", "save", "replace_provenance", "read_files", "not_a_folder", "read_regular", "read_json",
-           "json_depth", "MAX_JSON_BYTES", "MAX_JSON_DEPTH"]
+           "temp_is_stale", "olds", "cleanup", "save", "replace_provenance", "read_files", "not_a_folder",
+           "read_json", "MAX_JSON_BYTES", "JOURNAL", "repo_of", "forget", "state", "modified", "RUN_POLICY"]
+
+#: how every unit is run (``result_store.run_one``), part of every code hash: change it with that
+RUN_POLICY = "unit single-threaded: torch 1 intra-op thread, BLAS 1 thread"
+
+
+PKG = Path(__file__).resolve().parents[2]
+#: modules (and packages, with their submodules) left out of every code hash: the store
+#: stores numbers, the verdict rules judge them and the scale tables quote the papers' sizes;
+#: none makes them
+CODE_HASH_EXCLUDE = frozenset({"dpcompanion.experiments.store", "dpcompanion.experiments.comparisons",
+                               "dpcompanion.experiments.scale_tables"})
+
+
+#: payload keys that hold a measured time (seconds): kept in the payload, which pages show,
+#: but left out of :func:`digest`, so that the same config and seed give the same digest on
+#: any machine and executor, and a revalidation (which compares digests) can succeed
+TIME_KEYS = frozenset({"wall_s", "train_wall_s", "wall_time"})
+
+
+def _canon(obj: Any) -> Any:
+    """A JSON-able canonical form of a payload: tagged scalars, arrays by dtype/shape/bytes;
+    dict entries named in :data:`TIME_KEYS` are left out."""
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind not in "biufc":
+            raise ValueError(f"payload arrays must be numeric, got dtype {obj.dtype}")
+        a = np.ascontiguousarray(obj, dtype=obj.dtype.newbyteorder("<"))
+        return ["a", a.dtype.str, list(a.shape), hashlib.sha256(a.tobytes()).hexdigest()]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, bool):
+        return ["b", obj]
+    if isinstance(obj, int):
+        return ["i", str(obj)]
+    if isinstance(obj, float):
+        return ["f", repr(obj)]
+    if isinstance(obj, str):
+        return ["s", obj]
+    if obj is None:
+        return ["n"]
+    if isinstance(obj, (list, tuple)):
+        return ["l", [_canon(v) for v in obj]]
+    if isinstance(obj, dict):
+        bad = [k for k in obj if not isinstance(k, str)]
+        if bad:
+            raise ValueError(f"payload dict keys must be strings, got {bad[0]!r}")
+        return ["d", [[k, _canon(obj[k])] for k in sorted(obj) if k not in TIME_KEYS]]
+    raise ValueError(f"payload values must be numbers, strings, arrays, lists or dicts, got {type(obj).__name__}")
+
+
+def digest(payload: Any) -> str:
+    """sha256 of the canonical encoding of a numeric payload (not of provenance, times or paths).
+
+    >>> digest({"b": [1, 2.0], "a": np.arange(3)}) == digest({"a": np.arange(3), "b": (1, 2.0)})
+    True
+    >>> digest({"x": 1}) == digest({"x": 1.0})
+    False
+    >>> digest({"x": 1, "wall_s": 3.2}) == digest({"x": 1, "wall_s": 0.7})   # times are not results
+    True
+    """
+    enc = json.dumps(_canon(payload), separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(enc.encode()).hexdigest()
+
+
+#: significant digits a config's floats keep in :func:`config_hash` (a grid from ``np.geomspace``
+#: differs in its last bit between machines, e.g. kappa 3.615183284464984 vs ...9845)
+CONFIG_DIGITS = 12
+
+
+def _round_floats(obj: Any) -> Any:
+    """``obj`` with every float (and float array) rounded to :data:`CONFIG_DIGITS` significant digits."""
+    if isinstance(obj, np.ndarray) and obj.dtype.kind == "f":
+        return [_round_floats(float(v)) for v in obj.ravel()]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        return float(f"{obj:.{CONFIG_DIGITS}g}")
+    if isinstance(obj, (list, tuple)):
+        return [_round_floats(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _round_floats(v) for k, v in obj.items()}
+    return obj
+
+
+def config_hash(config: dict) -> str:
+    """sha256 of the config (canonical encoding, as for :func:`digest`), its floats rounded to
+    :data:`CONFIG_DIGITS` significant digits so that the last bit of a computed grid does not
+    make a result stale.
+
+    >>> config_hash({"kappa": [3.615183284464984]}) == config_hash({"kappa": [3.6151832844649845]})
+    True
+    >>> config_hash({"kappa": [3.6151832844]}) == config_hash({"kappa": [3.6151832845]})
+    False
+    """
+    return digest(_round_floats(config))
+
+
+def module_paths(name: str) -> tuple[str, str] | None:
+    """``dpcompanion/a/b.py`` and ``dpcompanion/a/b/__init__.py`` (relative to the repository)
+    for module ``dpcompanion.a.b``; None outside the package."""
+    if name != "dpcompanion" and not name.startswith("dpcompanion."):
+        return None
+    rel = "/".join(name.split("."))
+    return f"{rel}.py", f"{rel}/__init__.py"
+
+
+def _from_module(node: ast.ImportFrom, module: str, is_pkg: bool) -> str:
+    """The module a ``from ... import`` in ``module`` (a package's ``__init__`` when ``is_pkg``)
+    reads from, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    anchor = (module if is_pkg else module.rpartition(".")[0]).split(".")
+    anchor = anchor[: len(anchor) - (node.level - 1)]
+    return ".".join(anchor + ([node.module] if node.module else []))
+
+
+@functools.lru_cache(maxsize=8192)
+def imports_in_source(source_sha: str, source: bytes, module: str, is_pkg: bool) -> frozenset[str]:
+    """Every module name ``module`` imports (inside functions too), with the parents of each (a
+    submodule import runs its parents' ``__init__``); not filtered to those that exist."""
+    tree = ast.parse(source, filename=module)
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            mod = _from_module(node, module, is_pkg)
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import module`
+    for m in list(out):
+        while "." in m:
+            m = m.rpartition(".")[0]
+            out.add(m)
+    return frozenset(out)
+
+
+#: the names of an experiment module its result is computed from (besides the functions named
+#: by the experiment's ``units``, ``run_unit`` and ``combine``): the rest of the module (rules,
+#: margins, quotations, sentences, page code) judges or shows a result and is left out of the hash
+COMPUTE_NAMES = ("CONFIGS",)
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    """``tree`` with the docstring of every module, class and function removed (in place)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(source_sha: str, source: bytes, module: str) -> ast.Module:
+    return ast.parse(source, filename=module)
+
+
+def normalized_sha(source: bytes, module: str) -> str:
+    """sha256 of a module's code as Python runs it: its syntax tree without comments, layout or
+    docstrings (an edited comment or docstring changes no result)."""
+    tree = _strip_docstrings(ast.parse(source, filename=module))
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+
+
+def _is_experiment_module(tree: ast.Module) -> bool:
+    """A module that declares an experiment (a top-level ``EXPERIMENT = ...``)."""
+    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EXPERIMENT" for t in n.targets)
+               for n in tree.body)
+
+
+def _bound_names(node: ast.stmt) -> set[str]:
+    """The top-level names a statement binds (a def, a class, an assignment's names, an import's
+    aliases, those of a compound statement's body)."""
+    out: set[str] = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            out.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(t, (ast.Name, ast.Tuple, ast.List)))
+        return out
+    for field in ("body", "orelse", "finalbody", "handlers"):
+        for child in getattr(node, field, []) or []:
+            if isinstance(child, ast.stmt):
+                out |= _bound_names(child)
+            elif isinstance(child, ast.ExceptHandler):
+                for c in child.body:
+                    out |= _bound_names(c)
+    return out
+
+
+def _import_targets(node: ast.stmt, module: str, is_pkg: bool) -> dict[str, tuple[str, str | None]]:
+    """``{alias: (module, attribute or None)}`` of an import statement: ``import a.b as x`` binds
+    ``x`` to module ``a.b``; ``from a import y`` binds ``y`` to ``(a, y)`` (a name of ``a``, or its
+    submodule ``a.y``)."""
+    out: dict[str, tuple[str, str | None]] = {}
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            out[a.asname or a.name.split(".")[0]] = (a.name if a.asname else a.name.split(".")[0], None)
+    elif isinstance(node, ast.ImportFrom):
+        mod = _from_module(node, module, is_pkg)
+        for a in node.names:
+            out[a.asname or a.name] = (mod, a.name)
+    return out
+
+
+def _slice(tree: ast.Module, module: str, is_pkg: bool,
+           wanted: set[str]) -> tuple[str, set[tuple[str, str | None, str | None]]]:
+    """The part of an experiment module that computes its result: the top-level statements that
+    bind a name in ``wanted`` and, transitively, every top-level name they use (and any
+    top-level statement that changes one of them), docstrings removed. Returns the sha256 of
+    that slice and what it uses elsewhere: ``(module, name, attribute)``, an imported ``name`` of
+    ``module`` (None: the module itself) and the ``attribute`` read from it (None: used bare)."""
+    stmts = list(tree.body)
+    binds = [_bound_names(s) for s in stmts]
+    imports: dict[str, tuple[str, str | None]] = {}
+    for s in stmts:
+        imports.update(_import_targets(s, module, is_pkg))
+    reached: set[str] = set()
+    todo = list(wanted)
+    keep: set[int] = set()
+    outside: set[tuple[str, str | None, str | None]] = set()
+
+    def use(node: ast.AST) -> None:
+        bases = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in imports:
+                bases.add(id(n.value))
+                outside.add((*imports[n.value.id], n.attr))
+        for n in ast.walk(node):
+            if isinstance(n, (ast.Import, ast.ImportFrom)):  # an import inside a function
+                for mod, attr in _import_targets(n, module, is_pkg).values():
+                    outside.add((mod, attr, None))
+            elif isinstance(n, ast.Name) and id(n) not in bases:
+                if n.id in imports:
+                    outside.add((*imports[n.id], None))
+                elif n.id not in reached:
+                    todo.append(n.id)
+
+    while True:
+        while todo:
+            name = todo.pop()
+            if name in reached or name in imports:
+                continue
+            hit = [i for i, b in enumerate(binds) if name in b]
+            if not hit:
+                continue  # a builtin or a local name
+            reached.add(name)
+            for i in hit:
+                if i not in keep:
+                    keep.add(i)
+                    use(stmts[i])
+        # a top-level statement that changes a reached name (``CONFIGS["paper"] = ...``, ``X.update(...)``)
+        more = [i for i, s in enumerate(stmts) if i not in keep and not binds[i]
+                and not isinstance(s, (ast.Import, ast.ImportFrom))
+                and any(isinstance(n, ast.Name) and n.id in reached for n in ast.walk(s))]
+        if not more:
+            break
+        for i in more:
+            keep.add(i)
+            use(stmts[i])
+    body = [_strip_docstrings(ast.Module(body=[stmts[i]], type_ignores=[])) for i in sorted(keep)
+            if not isinstance(stmts[i], (ast.Import, ast.ImportFrom))]
+    sha = hashlib.sha256(json.dumps([ast.dump(b) for b in body]).encode()).hexdigest()
+    return sha, outside
+
+
+def walk_code(roots, source_of, names=None) -> dict[str, str]:
+    """``{module: sha256 of its code}`` for ``roots`` and every module they use, transitively, less
+    :data:`CODE_HASH_EXCLUDE`: an experiment module only its :func:`_slice` (of ``names[module]`` and
+    :data:`COMPUTE_NAMES`), any other whole (:func:`normalized_sha`). ``source_of(name)``:
+    ``(source bytes, is_pkg)``, or None for a module that is not there."""
+    names = dict(names or {})
+    first = set(roots)
+    wanted: dict[str, set[str]] = {m: set(COMPUTE_NAMES) | set(names.get(m, ())) for m in roots}
+    whole: list[str] = []
+    seen: dict[str, str] = {}
+    sliced_done: dict[str, frozenset[str]] = {}
+    sources: dict[str, tuple[bytes, bool, str] | None] = {}
+
+    def excluded(m: str) -> bool:
+        return any(m == x or m.startswith(x + ".") for x in CODE_HASH_EXCLUDE)
+
+    def source(m: str):
+        if m not in sources:
+            src = source_of(m) if (module_paths(m) is not None or m in first) else None
+            sources[m] = None if src is None else (src[0], src[1], hashlib.sha256(src[0]).hexdigest())
+        return sources[m]
+
+    def want(mod: str, attr: str | None) -> None:
+        """``mod``'s name ``attr`` (the whole ``mod`` for None)."""
+        if excluded(mod) or source(mod) is None:
+            return
+        parts = mod.split(".")
+        whole.extend(".".join(parts[:k]) for k in range(1, len(parts)))  # a submodule runs its parents
+        data, is_pkg, sha = source(mod)
+        if _is_experiment_module(_parsed(sha, data, mod)):
+            wanted.setdefault(mod, set(COMPUTE_NAMES))
+            if attr is not None:
+                wanted[mod].add(attr)
+            else:
+                wanted[mod] |= {b for s in _parsed(sha, data, mod).body for b in _bound_names(s)}
+        else:
+            whole.append(mod)
+
+    for m in roots:
+        if source(m) is None:
+            raise ValueError(f"cannot find the source of module {m}")
+        parts = m.split(".")
+        whole.extend(".".join(parts[:k]) for k in range(1, len(parts)))  # importing it runs its parents
+        if not _is_experiment_module(_parsed(source(m)[2], source(m)[0], m)):
+            whole.append(m)
+    while True:
+        progressed = False
+        for m in list(wanted):
+            if m in first or (source(m) is not None and _is_experiment_module(_parsed(source(m)[2], source(m)[0], m))):
+                data, is_pkg, sha = source(m)
+                key = frozenset(wanted[m])
+                if sliced_done.get(m) == key:
+                    continue
+                sliced_done[m] = key
+                progressed = True
+                seen[m], used = _slice(_parsed(sha, data, m), m, is_pkg, set(key))
+                for mod, name, attr in used:
+                    if name is not None and source(f"{mod}.{name}") is not None:
+                        want(f"{mod}.{name}", attr)  # a submodule, or one of its names
+                    elif name is None:
+                        want(mod, attr)
+                    else:
+                        want(mod, name)
+        while whole:
+            m = whole.pop()
+            if m in seen and m not in wanted or excluded(m) or source(m) is None:
+                continue
+            if m in wanted:
+                continue
+            data, is_pkg, sha = source(m)
+            seen[m] = normalized_sha(data, m)
+            progressed = True
+            for n in imports_in_source(sha, data, m, is_pkg):
+                if n not in seen and module_paths(n) is not None:
+                    want(n, None)
+        if not progressed:
+            break
+    return dict(sorted(seen.items()))
+
+
+def _source_here(name: str) -> tuple[bytes, bool] | None:
+    """A module's source in this checkout (or, outside the package, an already imported
+    module's file: an experiment defined in a test, say)."""
+    paths = module_paths(name) or ()
+    f = next((PKG.parent / p for p in paths if (PKG.parent / p).is_file()), None)
+    if f is None and name in sys.modules and getattr(sys.modules[name], "__file__", None):
+        f = Path(sys.modules[name].__file__)
+    return None if f is None else (f.read_bytes(), f.name == "__init__.py")
+
+
+def roots_of(exp: base.Experiment) -> list[str]:
+    """The modules defining the experiment's ``run_unit``, ``combine`` and ``units``."""
+    return list(dict.fromkeys([exp.run_unit.__module__, exp.combine.__module__, exp.units.__module__]))
+
+
+def names_of(exp: base.Experiment) -> dict[str, set[str]]:
+    """Per root module (:func:`roots_of`), the names of the experiment's compute functions it defines."""
+    out: dict[str, set[str]] = {}
+    for f in (exp.units, exp.run_unit, exp.combine):
+        out.setdefault(f.__module__, set()).add(f.__name__)
+    return out
+
+
+def code_files(exp: base.Experiment) -> dict[str, str]:
+    """``{module: sha256 of its code}`` of the experiment's compute code (:func:`walk_code` from
+    the modules defining its ``units``, ``run_unit`` and ``combine``)."""
+    try:
+        return walk_code(roots_of(exp), _source_here, names_of(exp))
+    except ValueError as exc:
+        raise ValueError(f"experiment {exp.id}: {exc}") from None
+
+
+def code_files_at(exp: base.Experiment, read) -> dict[str, str]:
+    """:func:`code_files` of other sources: ``read(path)`` gives the bytes of a repository path,
+    or None where there is no such file."""
+    def source_of(name):
+        paths = module_paths(name)
+        if paths is None:
+            return None
+        for path, is_pkg in zip(paths, (False, True)):
+            data = read(path)
+            if data is not None:
+                return data, is_pkg
+        return None
+    return walk_code(roots_of(exp), source_of, names_of(exp))
+
+
+def code_hash_of(files: dict[str, str]) -> str:
+    """The code hash of a :func:`code_files` (or :func:`code_files_at`) dict, with :data:`RUN_POLICY`."""
+    return hashlib.sha256(json.dumps({"files": files, "run_policy": RUN_POLICY}, sort_keys=True).encode()).hexdigest()
+
+
+def code_hash(exp: base.Experiment) -> str:
+    """sha256 over :func:`code_files` (module names and their source hashes) and
+    :data:`RUN_POLICY` (how the store runs a unit, which can change its last bits)."""
+    return code_hash_of(code_files(exp))
+
 
 #: arrays with more elements than this go to ``arrays.npz``; smaller ones stay in the JSON
 INLINE_MAX = 64
@@ -106,18 +514,15 @@ def _join_arrays(obj: Any, arrays) -> Any:
     return obj
 
 
-def _npz_keys(obj: Any) -> list[str]:
+def npz_keys(obj: Any) -> list[str]:
     """The ``arrays.npz`` entries a payload.json refers to."""
     if isinstance(obj, dict):
         if set(obj) == {"__npz__"}:
             return [str(obj["__npz__"])]
-        return [k for v in obj.values() for k in _npz_keys(v)]
+        return [k for v in obj.values() for k in npz_keys(v)]
     if isinstance(obj, list):
-        return [k for v in obj for k in _npz_keys(v)]
+        return [k for v in obj for k in npz_keys(v)]
     return []
-
-
-npz_keys = _npz_keys
 
 
 def sorted_keys(obj: Any) -> Any:
@@ -182,15 +587,11 @@ def lock_path(target: Path) -> Path:
 
 @contextlib.contextmanager
 def result_lock(target: Path, *, blocking: bool = True) -> Iterator[bool]:
-    """Hold the result's lock (an exclusive ``fcntl.flock`` on :func:`lock_path`) for the
-    ``with`` block: saves (:func:`save`), provenance rewrites (:func:`replace_provenance`) and
-    the tidying of killed saves (:func:`cleanup`) of one result exclude each other, across
-    threads and processes of this host (a lock is per open file, so two threads conflict too).
-    Yields True once held; with ``blocking=False`` yields False at once when another holder has
-    it. The file is removed when released, so that no lock file stays beside committed results:
-    whoever acquires it checks that the path still names the file it locked (else another
-    holder removed it meanwhile, and it locks the new one). Without ``fcntl`` (not POSIX) it
-    yields True and locks nothing (:func:`replace_provenance` still compares and swaps)."""
+    """Hold the result's lock (``fcntl.flock`` on :func:`lock_path`, per open file, so threads
+    conflict too) for the ``with`` block. Yields True once held; with ``blocking=False``, False at
+    once when another holds it. The file is removed on release (no lock file beside committed
+    results), so whoever acquires it checks that the path still names the file it locked. Without
+    ``fcntl`` (not POSIX) it yields True and locks nothing."""
     if fcntl is None:
         yield True
         return
@@ -280,11 +681,9 @@ def olds(target: Path) -> list[Path]:
 
 
 def cleanup(target: Path) -> None:
-    """Tidy what killed saves of ``target`` left (never raises): when ``target`` is missing
-    because a save was killed between its two renames, the previous result (``.old-``) is put
-    back; stale ``.tmp-``/``.old-`` folders and ``.provenance.tmp-`` files are removed. Under
-    the result's lock, taken without waiting: while a save or a revalidation of the result holds
-    it, there is nothing to tidy and nothing is touched (a listing never waits on a writer)."""
+    """Tidy what killed saves of ``target`` left (never raises): the previous result (``.old-``)
+    put back where ``target`` is missing, stale ``.tmp-``/``.old-`` folders and ``.provenance.tmp-``
+    files removed. Only when the result's lock is free at once (a listing never waits on a writer)."""
     try:
         if not target.parent.is_dir() or not_a_folder(target):  # never writes through a symlink
             return
@@ -297,9 +696,6 @@ def cleanup(target: Path) -> None:
 
 def _cleanup_unlocked(target: Path) -> None:
     try:
-        parent = target.parent
-        if not parent.is_dir():
-            return
         now = time.time_ns()
         if not target.exists():
             for old in olds(target):
@@ -309,7 +705,7 @@ def _cleanup_unlocked(target: Path) -> None:
                     except OSError:
                         pass
                     break
-        for p in parent.glob(f".{target.name}.*-*"):
+        for p in target.parent.glob(f".{target.name}.*-*"):
             kind = p.name[len(target.name) + 2:].split("-")[0]
             if kind in ("tmp", "old") and temp_is_stale(p.name, now):
                 shutil.rmtree(p, ignore_errors=True)
@@ -326,19 +722,10 @@ def _rename(src: Path, dst: Path) -> None:
 
 
 def save(target: Path, payload: dict, provenance: dict) -> None:
-    """Write ``payload`` and ``provenance`` into ``target`` so that no moment, and no kill,
-    loses the previous result.
-
-    Under the result's lock (:func:`result_lock`: a revalidation cannot rewrite the provenance
-    of this save's payload, nor another save interleave with this one), the new result is
-    written whole into a temporary folder (``.<mode>.tmp-…``, made with
-    the umask's permissions), then swapped in by two renames: ``<mode>`` to ``.<mode>.old-…``
-    and the temporary folder to ``<mode>``. A save killed between the two leaves the previous
-    result in ``.<mode>.old-…``, which readers use while ``<mode>`` is missing and the next save
-    or listing puts back (:func:`cleanup`). Where no lock is to be had (not POSIX) two saves
-    racing at the swap: the one whose rename lands second finds ``<mode>`` taken and swaps
-    again, so both succeed and the last one wins (after :data:`SWAP_ATTEMPTS` lost swaps a
-    ValueError says so)."""
+    """Write ``payload`` and ``provenance`` into ``target``, under the result's lock, so that no kill
+    loses the previous result: all into ``.<mode>.tmp-…``, then two renames (``<mode>`` to
+    ``.<mode>.old-…``, which readers use and :func:`cleanup` puts back if killed here; the new
+    folder to ``<mode>``). Without a lock (not POSIX) the save landing last wins."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with result_lock(target):
         _cleanup_unlocked(target)
@@ -358,7 +745,7 @@ def save(target: Path, payload: dict, provenance: dict) -> None:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        vcs.record(target)  # written by the store: not "modified since commit" until committed
+        record_in_journal(target)  # written by the store: not "modified since commit" until committed
 
 
 def _swap_in(tmp: Path, target: Path) -> None:
@@ -397,23 +784,16 @@ class Replaced(Exception):
     or rewrite landed meanwhile): nothing was written (:func:`replace_provenance`)."""
 
 
-def _canonical(provenance: Any) -> str:
-    # NaN != NaN, so two reads of one file compare unequal as dicts: compare their JSON
-    return json.dumps(provenance, sort_keys=True, separators=(",", ":"))
-
-
 def replace_provenance(target: Path, provenance: dict, *, expect: dict) -> None:
-    """Replace ``target/provenance.json`` atomically (a temporary file renamed over it), under
-    the result's lock, and only if the provenance stored there is still ``expect`` (the one
-    ``provenance`` was made from): compare and swap. Else :class:`Replaced`, and nothing is
-    written: a revalidation that raced a save never puts the old payload's provenance (its
-    digest) beside the new payload."""
+    """Replace ``target/provenance.json`` atomically, under the result's lock, only if the stored
+    provenance is still ``expect`` (compare and swap), else :class:`Replaced` and nothing written:
+    a revalidation that raced a save never puts the old payload's provenance beside the new one."""
     with result_lock(target):
         try:
             now = read_json(target / "provenance.json")
         except Damaged as exc:
             raise Replaced(f"{target}: the result changed while being rewritten ({exc})") from None
-        if _canonical(now) != _canonical(expect):
+        if json.dumps(now, sort_keys=True) != json.dumps(expect, sort_keys=True):  # as JSON: NaN != NaN
             raise Replaced(f"{target}: another save or rewrite replaced the result meanwhile; nothing written")
         _checkpoint("provenance checked")
         tmp = temp_name(target / "provenance.json", "tmp", ".json")
@@ -423,7 +803,7 @@ def replace_provenance(target: Path, provenance: dict, *, expect: dict) -> None:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        vcs.record(target)
+        record_in_journal(target)
 
 
 class Damaged(Exception):
@@ -523,10 +903,8 @@ def _read_json_object(path: Path) -> dict:
 
 def not_a_folder(target: Path) -> str:
     """'' when ``target`` (a result's ``<id>/<mode>`` folder) is a real folder or absent, else
-    ``<path>: <what>``: a symlink (to itself or anywhere: a result is a plain folder, and a link
-    would let a listing read, or a save replace, what lies elsewhere), a file, a FIFO, or a path
-    that cannot be looked at (a folder that is a symlink to itself used to vanish
-    from the listing)."""
+    ``<path>: <what>``: a symlink (a link would let a listing read, or a save replace, what lies
+    elsewhere), a file, a FIFO, or a path that cannot be looked at."""
     for p in (target.parent, target):
         try:
             st = os.lstat(p)
@@ -567,32 +945,21 @@ def _check_provenance(path: Path, prov: dict) -> None:
 #: what reading a damaged ``arrays.npz`` can raise (zip, zlib, npy header, I/O)
 NPZ_ERRORS = (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile, zlib.error)
 
-#: the most bytes the arrays of one ``.npz`` file (a result's ``arrays.npz``, a unit's
-#: ``<key>.npz``) may hold once read, and the largest such file read. Why a cap at all: an
-#: array's size is whatever its ``.npy`` header declares, so a 1 KB file declaring 10**12
-#: float64 made ``np.load`` ask for 7.28 TiB (``results``, ``verdicts`` and ``experiment``
-#: crashed), and a 1.5 MB zip of zeros took 11 s and 2.5 GiB to list. Why this value: the
-#: committed files hold under 0.5 MB of arrays (h-f-curv's full result, the largest, 419 kB),
-#: so 64 MiB is over a hundred times that, and reading it takes a fraction of a second. The
-#: headers are read first (:func:`read_npz`): a file over the cap is refused before a byte of
-#: its arrays is decompressed.
+#: the most bytes the arrays of one ``.npz`` file may hold once read (an array's size is whatever
+#: its ``.npy`` header declares: a 1 KB file can declare 10**12 float64), checked from the headers
+#: before any data is decompressed; the committed files hold under 0.5 MB of arrays
 MAX_ARRAY_BYTES = 64 * 2**20
 #: the most arrays one ``.npz`` may hold (the committed ones hold under 30)
 MAX_NPZ_MEMBERS = 4096
 _NPY_HEADER_MAX = 10_000  # numpy's own limit on a header it reads safely (``max_header_size``)
-_READ_CHUNK = 1 << 20
 
 
 def read_npz(path: Path, keys: list[str] | None = None, *, limit: int | None = None) -> dict[str, np.ndarray]:
-    """The arrays ``keys`` (default: all) of the ``.npz`` file ``path``, each header read and
-    checked before its data: the file is a regular file (:func:`read_regular`) of at most ``limit``
-    (default :data:`MAX_ARRAY_BYTES`) bytes, plus an eighth and 64 kB for the headers and what
-    deflate adds to numbers that do not compress,
-    holding at most :data:`MAX_NPZ_MEMBERS` arrays; every array's ``shape`` times its dtype's
-    itemsize (and element count), summed over the arrays read, is at most ``limit``; no object
-    dtype (nothing is unpickled). :class:`Damaged` naming the file and what is wrong otherwise,
-    one line, at once (the data of an array over the cap is never decompressed). An absent key
-    is left out of the answer (the caller names what refers to it)."""
+    """The arrays ``keys`` (default: all) of the ``.npz`` file ``path``: a regular file of at most
+    ``limit`` (default :data:`MAX_ARRAY_BYTES`) bytes plus what headers and deflate add, at most
+    :data:`MAX_NPZ_MEMBERS` arrays, their declared sizes summed at most ``limit`` (checked from
+    each header before its data), no object dtype (nothing is unpickled); else :class:`Damaged`
+    naming the file. An absent key is left out of the answer."""
     limit = MAX_ARRAY_BYTES if limit is None else limit
     raw = read_regular(path, limit=limit + limit // 8 + 65536)
     try:
@@ -627,15 +994,12 @@ def read_npz(path: Path, keys: list[str] | None = None, *, limit: int | None = N
                                       + (f", {total:,} already read" if total else "")
                                       + f": more than the {limit:,} bytes read (MAX_ARRAY_BYTES)")
                     total += nbytes
+                    data = f.read(nbytes)
+                    if len(data) < nbytes:
+                        raise Damaged(f"{path}: array {key}: {len(data):,} of its {nbytes:,} bytes present (truncated)")
                     flat = np.empty(count, dtype=dtype)
-                    view = flat.view(np.uint8) if nbytes else None
-                    done = 0
-                    while done < nbytes:
-                        block = f.read(min(_READ_CHUNK, nbytes - done))
-                        if not block:
-                            raise Damaged(f"{path}: array {key}: {done:,} of its {nbytes:,} bytes present (truncated)")
-                        view[done:done + len(block)] = np.frombuffer(block, dtype=np.uint8)
-                        done += len(block)
+                    if nbytes:
+                        flat.view(np.uint8)[:] = np.frombuffer(data, dtype=np.uint8)
             except Damaged:
                 raise
             except NPZ_ERRORS as exc:
@@ -652,7 +1016,7 @@ def read_files(d: Path) -> tuple[dict, dict]:
         prov = _read_json_object(d / "provenance.json")
         _check_provenance(d / "provenance.json", prov)
         raw = _read_json_object(d / "payload.json")
-        keys = _npz_keys(raw)
+        keys = npz_keys(raw)
         npz = d / "arrays.npz"
         arrays: dict[str, np.ndarray] = {}
         if keys and (npz.is_symlink() or npz.exists()) and not npz.is_file():
@@ -677,3 +1041,155 @@ def read_files(d: Path) -> tuple[dict, dict]:
     except Damaged as exc:
         raise Damaged(str(exc), prov) from None
 
+
+# --- against git ----------------------------------------------------------------------
+# A result folder differing from its last commit was rewritten by this store (not committed yet)
+# or by hand: the store journals what it writes (in the git directory); any other difference is stale.
+
+#: the journal's file name inside the git directory (never committed, never in the work tree)
+JOURNAL = "dpcompanion-results.journal"
+#: a git command taking longer than this is treated as absent (a listing never hangs on git)
+GIT_TIMEOUT_S = 30
+#: the files of a result folder the journal and the comparison cover
+RESULT_FILES = ("payload.json", "arrays.npz", "provenance.json")
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, timeout=GIT_TIMEOUT_S,
+                             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.decode("utf-8", "replace") if out.returncode == 0 else None
+
+
+@functools.lru_cache(maxsize=256)
+def _repo_cached(folder: str) -> tuple[str, str] | None:
+    top = _git(Path(folder), "rev-parse", "--show-toplevel")
+    gitdir = _git(Path(folder), "rev-parse", "--absolute-git-dir")
+    if not top or not gitdir:
+        return None
+    return top.strip(), gitdir.strip()
+
+
+def repo_of(path: Path) -> tuple[Path, Path] | None:
+    """``(work tree, git dir)`` of the git repository holding ``path`` (its nearest existing
+    folder), or None when there is none (or git is missing)."""
+    p = Path(path).absolute()
+    while not p.is_dir() and p.parent != p:
+        p = p.parent
+    found = _repo_cached(str(p.resolve()))
+    return None if found is None else (Path(found[0]), Path(found[1]))
+
+
+def forget() -> None:
+    """Forget which folders lie in which git repository (after one is created around results already looked at)."""
+    _repo_cached.cache_clear()
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    """``{file: sha256}`` of the result files present in ``folder`` (regular files only)."""
+    out = {}
+    for name in RESULT_FILES:
+        f = folder / name
+        if f.is_file() and not f.is_symlink():
+            out[name] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return out
+
+
+def _rel(folder: Path, top: Path) -> str | None:
+    try:
+        return Path(os.path.realpath(folder)).relative_to(os.path.realpath(top)).as_posix()
+    except ValueError:
+        return None
+
+
+def record_in_journal(folder: Path) -> None:
+    """Append the folder's file hashes to the journal (after a save by the store). Never raises: an
+    unwritable journal only makes the result read as modified until it is committed."""
+    try:
+        found = repo_of(folder)
+        if found is None:
+            return
+        top, gitdir = found
+        rel = _rel(folder, top)
+        if rel is None:
+            return
+        line = json.dumps({"path": rel, "files": file_hashes(folder)}, sort_keys=True)
+        with open(gitdir / JOURNAL, "a") as f:
+            f.write(line + "\n")
+    except OSError:
+        pass
+
+
+def _journaled(gitdir: Path, rel: str, hashes: dict[str, str]) -> bool:
+    try:
+        with open(gitdir / JOURNAL) as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and rec.get("path") == rel and rec.get("files") == hashes:
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+def state(folder: Path) -> tuple[str, str]:
+    """``(kind, commit)`` of the result folder against git: ``no git``, ``committed`` (equal to the
+    last commit touching it, or git-ignored), ``untracked``, ``hidden`` (:func:`hidden`),
+    ``journaled`` (differs, but the store wrote exactly these files) or ``modified``; ``commit``:
+    the last commit touching it (12 hex), or ''."""
+    found = repo_of(folder)
+    if found is None:
+        return "no git", ""
+    top, gitdir = found
+    rel = _rel(folder, top)
+    if rel is None:
+        return "no git", ""
+    status = _git(top, "status", "--porcelain=v1", "--untracked-files=all", "--", f"{rel}/")
+    if status is None:
+        return "no git", ""
+    last = (_git(top, "log", "-1", "--format=%H", "--", f"{rel}/") or "").strip()[:12]
+    if hidden(top, rel):  # git status would not show an edit of it: treated as modified
+        return "hidden", last
+    if not status.strip():
+        return "committed", last  # clean, or ignored (a quick result)
+    if not last:
+        return "untracked", ""
+    if _journaled(gitdir, rel, file_hashes(folder)):
+        return "journaled", last
+    return "modified", last
+
+
+def hidden(top: Path, rel: str) -> list[str]:
+    """The files under ``rel`` (in the work tree ``top``) that git is told not to compare:
+    ``git ls-files -v`` tags them ``S`` (skip-worktree) or in lower case (assume-unchanged)."""
+    out = _git(top, "ls-files", "-v", "--", f"{rel}/")
+    names = []
+    for line in (out or "").splitlines():
+        tag, _, name = line.partition(" ")
+        if tag == "S" or (len(tag) == 1 and tag.islower()):
+            names.append(name)
+    return names
+
+
+def modified(folder: Path) -> tuple[str, str] | None:
+    """``(commit, what)`` when the result folder's files differ from the last commit touching
+    them, else None; ``what`` starts with ``modified since commit`` (stale) unless the store wrote them."""
+    kind, last = state(folder)
+    if kind == "journaled":
+        return last, f"written by this store since commit {last}, not committed yet"
+    if kind == "modified":
+        return last, (f"modified since commit {last} (not by this store; `python -m dpcompanion results --verify` "
+                      "recomputes units of it)")
+    if kind == "hidden":
+        top = repo_of(folder)[0]
+        names = hidden(top, _rel(folder, top) or "")
+        return last, (f"modified since commit {last}, as far as this store can tell: git is told not to compare "
+                      f"{', '.join(Path(n).name for n in names) or 'its files'} with the commit (skip-worktree or "
+                      "assume-unchanged; `git update-index --no-skip-worktree --no-assume-unchanged <file>` lets "
+                      "git compare it)")
+    return None

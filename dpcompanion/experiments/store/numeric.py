@@ -1,27 +1,14 @@
-"""Numeric revalidation: a result's quick-mode numbers, recorded next to its quick
-digest, and the comparison that lets a code change which moves only the last bits keep it fresh.
+"""Numeric revalidation: a full or paper result records its quick-mode numbers (``quick_numbers``:
+:func:`pack`, exact and compact); when a code change moves the quick digest (a reordered float
+sum moves every last bit), the current code's quick numbers are compared with them (:func:`compare`).
 
-A digest changes with the last bit of any number, so a faster engine (a reordered float sum)
-makes every stored result's quick digest move, although no number moved beyond rounding. The
-store therefore records the quick payload itself (``quick_numbers`` in the provenance of a full
-or paper result: :func:`pack`, exact and compact) and, when the digest moved, compares the
-current code's quick numbers with it (:func:`compare`).
-
-**The rule.** Two payloads agree when they have the same structure (the same keys, the same
-list lengths, the same array shapes and dtypes, the same types), every non-float value is
-exactly equal (integers, flags, strings, ``None``, integer arrays), and every float ``x``
-(new) against ``y`` (recorded) satisfies ``|x - y| <= max(rtol * max(|x|, |y|), atol)`` (NaN
-agrees only with NaN, an infinity only with itself). Measured times (:data:`.hashing.TIME_KEYS`)
-are left out, as in the digest. The tolerance (:func:`tolerance`) is the experiment's entry of
-:data:`TOLERANCES` when it has one, else it follows from the dtype of each number: float32
-(arrays or scalars) :data:`FLOAT32`, rtol 1e-5, atol 1e-6; float64 and Python floats
-:data:`FLOAT64`, rtol 1e-10, atol 1e-12. Every experiment of the book trains with torch in
-float32 and stores float64 copies of those numbers, so :data:`TOLERANCES` names each with the
-float32 tolerance and the reason; an experiment not named there gets the strict dtype rule.
-
-The largest deviation reported is the number that uses the largest share of its allowance
-(``|x - y| / max(rtol * max(|x|, |y|), atol)``), with its key (a ``/``-path into the payload),
-its absolute and its relative deviation.
+**The rule.** Two payloads agree when they have the same structure (keys, list lengths, array
+shapes and dtypes, types), every non-float value is exactly equal, and every float ``x`` (new)
+against ``y`` (recorded) satisfies ``|x - y| <= max(rtol * max(|x|, |y|), atol)`` (NaN agrees only
+with NaN, an infinity only with itself); times (:data:`.files.TIME_KEYS`) are left out. The
+tolerance (:func:`tolerance`) is the experiment's entry of :data:`TOLERANCES`, else by dtype:
+float32 :data:`FLOAT32` (rtol 1e-5, atol 1e-6), float64 :data:`FLOAT64` (rtol 1e-10, atol 1e-12).
+The largest deviation reported is the number using the largest share of its allowance.
 """
 
 from __future__ import annotations
@@ -35,7 +22,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from dpcompanion.experiments.store import files
-from dpcompanion.experiments.store.hashing import TIME_KEYS, digest
+from dpcompanion.experiments.store.files import TIME_KEYS, digest
 
 __all__ = ["Tolerance", "FLOAT32", "FLOAT64", "TOLERANCES", "tolerance", "pack", "unpack", "compare", "ARRAY_TAG"]
 
@@ -95,7 +82,7 @@ def pack(payload: Any) -> Any:
     :data:`FLOAT_LIST_MIN` Python floats likewise (as float64, back as a list of floats), numpy
     scalars as Python numbers (their value is exact in JSON: floats are written by ``repr``),
     tuples as lists, entries of
-    :data:`.hashing.TIME_KEYS` left out. ``digest(unpack(pack(p))) == digest(p)``.
+    :data:`.files.TIME_KEYS` left out. ``digest(unpack(pack(p))) == digest(p)``.
 
     >>> p = {"x": np.arange(3.0), "n": 2, "wall_s": 1.5}
     >>> digest(unpack(pack(p))) == digest(p) and "wall_s" not in pack(p)

@@ -1,54 +1,46 @@
-"""Stored results: computing an experiment on an executor and saving it, loading it and
-deciding whether it is fresh, revalidating a full (or paper) result by its quick-mode
-fingerprint, listing and sealing (see the package docstring, :mod:`dpcompanion.experiments.store`).
-
-**Paper mode** (``paper``, optional: :data:`dpcompanion.experiments.base.OPTIONAL_MODES`): the
-paper's own sizes, hours on two cores. It is stored, resumed and revalidated exactly as
-full mode (its units in ``<id>/paper.units/``, committable; its result in ``<id>/paper/``,
-committed; its quick digest recorded). Where a fresh paper result exists, a page shows it
-instead of the full one (:func:`fresh_paper`, :func:`result_to_show`); while a paper sweep is
-partial, the page says how far it got (:func:`dpcompanion.book.show.paper_progress_note`, from
-:func:`.unit_sweeps.sweep_progress`).
-
-This module returns results and facts about them; the sentences a page shows about them
-(why no full result is shown, how far a partial sweep got) are the book's
-(:mod:`dpcompanion.book.show`).
+"""Stored results: computing an experiment's units on an executor (local or Dask) and saving
+the result, loading it and deciding whether it is fresh, revalidating a full or paper result by
+its quick mode, listing and sealing (see the package docstring). The sentences a page shows
+about results are the book's (:mod:`dpcompanion.book.show`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import logging
 import math
+import os
 import random
 import shutil
+import socket
 import tempfile
+import threading
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+from urllib.parse import urlsplit
+
+from threadpoolctl import threadpool_limits
 
 from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
 from dpcompanion.experiments.scale_tables import scale_of, size_mismatches  # the scale block
-from dpcompanion.experiments.store import files, hashing, numeric, reference, unit_sweeps, vcs
-from dpcompanion.experiments.store.executors import LocalExecutor, cpu_model
-from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, result_dir, sealed
-from dpcompanion.experiments.store.hashing import config_hash, digest
+from dpcompanion.experiments.store import files, numeric, unit_sweeps
+from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, config_hash, digest, result_dir, sealed
+from dpcompanion.experiments.store.unit_sweeps import cpu_model
 
-__all__ = ["StoredResult", "load", "compute", "load_or_compute", "SHOWN_FIRST", "best_fresh", "fresh_full", "fresh_paper",
-           "quick_payload_here", "result_to_show", "revalidate", "revalidate_units", "list_results", "seal_unsealed"]
+__all__ = ["StoredResult", "load", "compute", "load_or_compute", "SHOWN_FIRST", "best_fresh", "fresh_full",
+           "fresh_paper", "result_to_show", "revalidate", "list_results", "seal_unsealed",
+           "LocalExecutor", "DaskExecutor", "make_executor", "check_executor_options", "check_scheduler_address",
+           "max_workers", "run_one", "worker_environ", "EXECUTORS", "SCHEDULER_TIMEOUT_S", "WORKERS_PER_CORE"]
 
 @dataclasses.dataclass(frozen=True)
 class StoredResult:
-    """A result and what is known about it.
-
-    ``fresh``: the result's files are intact, its provenance seal matches, config hash and
-    code hash equal the current ones; ``cached``: loaded from disk rather than computed by
-    this call; ``path``: its folder ``results/<id>/<mode>/``; ``stale_reason``: why it is not
-    fresh; ``damaged``: ``<file>: <what>`` when a file of the result is missing, unreadable or
-    does not match its digest (then ``stale_reason`` is ``damaged: <file>: <what>``, the
-    payload is empty, and the result is never shown)."""
+    """A result and what is known about it: ``cached`` (loaded, not computed by this call),
+    ``stale_reason`` (why it is not ``fresh``), ``damaged`` (``<file>: <what>`` when a file is
+    missing, unreadable or does not match its digest: the payload is then empty, never shown)."""
 
     id: str
     mode: str
@@ -59,9 +51,7 @@ class StoredResult:
     path: Path | None
     stale_reason: str = ""
     damaged: str = ""
-    #: its files against git (:func:`.vcs.modified`): '' when they equal the last commit that
-    #: touched them (or git has nothing to say), else ``modified since commit <sha> ...`` (stale)
-    #: or ``written by this store since commit <sha>, not committed yet``
+    #: its files against git (:func:`.files.modified`), '' when git has nothing to say
     modified: str = ""
 
     @property
@@ -80,13 +70,10 @@ class StoredResult:
         return p["units_wall_s"] if p.get("units_reused") and p.get("units_wall_s") is not None else None
 
     def validation(self) -> dict[str, Any]:
-        """How the result came to be valid for the code it is recorded with:
-        ``{"method": "computed"}`` (made by that code), ``{"method": "digest", "by": "fingerprint"
-        | "reference", "date"}`` (the last revalidation found the quick digest unchanged) or
-        ``{"method": "numeric", "date", "max_deviation": {"key", "abs", "rel", "share", "rtol",
-        "atol"}, "result_commit", "commit"}`` (the quick digest moved, the quick numbers within
-        tolerance); ``quick_numbers``: whether the quick numbers are recorded (so that the next
-        code change can be revalidated numerically)."""
+        """How the result came to be valid for its recorded code: ``method`` ``computed`` (by that
+        code), ``digest`` (the last revalidation found the quick digest unchanged; ``by``) or
+        ``numeric`` (quick numbers within tolerance; ``max_deviation``); ``quick_numbers``: whether
+        they are recorded."""
         p = self.provenance
         events = [e for e in (p.get("revalidated") or []) if isinstance(e, dict)]
         last = events[-1] if events else None
@@ -113,8 +100,7 @@ class StoredResult:
                 "seed": config.get("seed"), "modified": self.modified or None, **self.unit_counts()}
 
     def unit_counts(self) -> dict[str, Any]:
-        """``units_total``, ``units_computed`` (by this run) and ``units_reused`` (stored units,
-        or the whole stored result when it was loaded)."""
+        """``units_total``, ``units_computed`` (by this run) and ``units_reused`` (stored units, or all when loaded)."""
         p = self.provenance
         total = p.get("units")
         if self.cached:
@@ -124,9 +110,8 @@ class StoredResult:
 
 
 def _read(exp: base.Experiment, mode: str, root: Path | None) -> StoredResult | None:
-    """The stored result (its files checked: a damaged one comes back with ``damaged`` set),
-    or None when nothing is stored. While ``<mode>/`` is missing because a save was killed
-    between its renames, the previous result in ``.<mode>.old-…`` is read."""
+    """The stored result, files checked (``damaged`` set when one fails), or None; while a killed
+    save left ``<mode>/`` missing, the previous result in ``.<mode>.old-…`` is read."""
     target = result_dir(exp.id, mode, root)
     odd = files.not_a_folder(target)
     if odd:  # a symlink (to itself or anywhere), a file, a FIFO: listed as damaged, never dropped
@@ -150,18 +135,14 @@ def _read(exp: base.Experiment, mode: str, root: Path | None) -> StoredResult | 
 
 
 def inconsistency(exp: base.Experiment, provenance: dict, payload: dict) -> str:
-    """'' when the recorded config agrees with its own hash and with the payload, else
-    ``inconsistent: <what>`` (an edited ``provenance.config``, resealed, must not read
-    as fresh nor be judged at the paper's scale). Checked: the config hashes to the recorded
-    ``config_hash``; every key the payload's own record of its config (``payload["config"]`` or
-    ``["settings"]``) shares with it is equal; the sizes the payload holds (array lengths, stored
-    counts: :func:`dpcompanion.experiments.scale_tables.size_mismatches`) equal the config's;
-    the number of units the config makes equals the recorded ``units``."""
+    """'' when the recorded config hashes to the recorded ``config_hash``, agrees with the payload's
+    own record of it (``payload["config"]`` or ``["settings"]``) and with the sizes the payload holds
+    (:func:`dpcompanion.experiments.scale_tables.size_mismatches`), and makes the recorded number of
+    units; else ``inconsistent: <what>`` (an edited, resealed config must not read as fresh)."""
     config = provenance.get("config")
     if not isinstance(config, dict):
         return "inconsistent: no recorded config"
-    # (a result stored before floats were rounded in the hash has the plain digest: :mod:`.migrate`)
-    if provenance.get("config_hash") not in (config_hash(config), digest(config)):
+    if provenance.get("config_hash") != config_hash(config):
         return "inconsistent: the recorded config does not hash to the recorded config_hash (edited)"
     own = next((payload[k] for k in ("config", "settings") if isinstance(payload.get(k), dict)), {})
     for k in sorted(set(own) & set(config)):
@@ -196,8 +177,8 @@ def _staleness(exp: base.Experiment, res: StoredResult, config: dict | None) -> 
         return res.modified
     if config is not None and p.get("config_hash") != config_hash(config):
         return "config changed"
-    if p.get("code_hash") != hashing.code_hash(exp):
-        old, now = p.get("code_files", {}), hashing.code_files(exp)
+    if p.get("code_hash") != files.code_hash(exp):
+        old, now = p.get("code_files", {}), files.code_files(exp)
         old = old if isinstance(old, dict) else {}
         changed = sorted(m for m, h in now.items() if old.get(m) != h)
         changed += sorted(m for m in old if m not in now)
@@ -208,11 +189,9 @@ def _staleness(exp: base.Experiment, res: StoredResult, config: dict | None) -> 
 
 
 def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path | None = None) -> StoredResult | None:
-    """The stored result of ``experiment_id`` in ``mode``, fresh or not (``fresh`` says which;
-    a damaged one is stale, ``damaged`` says what is wrong), without computing; ``None`` when
-    nothing is stored. ``seed``: the seed the result must have been computed with to count as
-    fresh (default: the one it was computed with). Never raises for a damaged result. ``None``
-    too for an optional mode (``paper``) that the experiment does not define."""
+    """The stored result of ``experiment_id`` in ``mode``, fresh or not, without computing; None
+    when nothing is stored (or the experiment has no such mode). ``seed``: the seed it must have
+    been computed with to be fresh (default: its own). Never raises for a damaged result."""
     exp = base.get(experiment_id)
     base.validate_mode(mode)
     if mode not in exp.configs:
@@ -220,7 +199,7 @@ def load(experiment_id: str, *, mode: str, seed: int | None = None, root: Path |
     res = _read(exp, mode, root)
     if res is None or res.damaged:
         return res
-    git = vcs.modified(res.path)
+    git = files.modified(res.path)
     res = dataclasses.replace(res, modified=git[1] if git else "")
     stored_seed = res.provenance["config"].get("seed", 0)
     config = base.config_for(exp, mode, seed=stored_seed if seed is None else seed)
@@ -240,12 +219,12 @@ def _versions() -> dict[str, str]:
 
 def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
                      root: Path | None = None, progress: Callable[[str], None] | None = None) -> tuple[dict, dict]:
-    """Run the units not already stored (by the current code) in ``<mode>.units/``, storing
-    each as it finishes, and combine all of them, in units order."""
+    """Run the units not stored by the current code in ``<mode>.units/``, storing each as it
+    finishes, and combine all of them in units order."""
     units = exp.units(config)
     mode, seed = config["mode"], int(config["seed"])
     folder = unit_sweeps.units_dir(exp.id, mode, root)
-    code = hashing.code_hash(exp)
+    code = files.code_hash(exp)
     keys = [unit_sweeps.unit_key(exp.id, mode, u, seed, device) for u in units]
     done: list = [None] * len(units)
     old_code = 0
@@ -293,14 +272,11 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
 def _check_stored_units(exp: base.Experiment, mode: str, units: list, keys: list[str], done: list, stored: list[int],
                         executor, device: str, folder: Path, code: str, seed: int,
                         progress: Callable[[str], None] | None) -> tuple[int, list[int]]:
-    """Before a resumed sweep (``experiment``, with or without ``--recompute``) reuses its stored
-    units, recompute some and compare them with the stored numbers (:func:`.numeric.compare`,
-    the experiment's tolerance): in a random order (this process's own randomness), every stored
-    unit whose recorded wall time still fits in :data:`.unit_sweeps.REUSE_CHECK_S` seconds, so
-    all of them when they are cheap. A unit that differs is not reused: its recomputed result
-    takes its place in ``done`` and in its file, and a progress line names it. Returns
-    ``(units checked, indices of the units that differed)``. What is not checked (units whose
-    recorded times exceed the budget) is trusted as stored: see the package docstring."""
+    """Before a resumed sweep reuses its stored units, recompute those whose recorded wall times
+    fit in :data:`.unit_sweeps.REUSE_CHECK_S` seconds (in a random order) and compare them with
+    the stored numbers (:func:`.numeric.compare`); a unit that differs is replaced in ``done`` and
+    in its file, and a progress line names it. The others are trusted as stored. Returns
+    ``(units checked, indices of the units that differed)``."""
     rng = random.SystemRandom()
     order = list(stored)
     rng.shuffle(order)
@@ -336,13 +312,9 @@ def _check_stored_units(exp: base.Experiment, mode: str, units: list, keys: list
 
 def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu", executor=None,
             root: Path | None = None, progress: Callable[[str], None] | None = None) -> StoredResult:
-    """Compute ``experiment_id`` in ``mode`` (no cache look-up) and save it atomically.
-
-    A full or paper result (:data:`~dpcompanion.experiments.base.FINGERPRINTED_MODES`) also
-    records the quick-mode digest of the same code and seed (computed if no fresh quick result
-    is stored) and, next to it, the quick numbers themselves (``quick_numbers``,
-    :func:`.numeric.record`) for :func:`revalidate`. That quick mode runs on the CPU whatever
-    ``device`` is, so a result computed on a GPU revalidates on any CPU."""
+    """Compute ``experiment_id`` in ``mode`` (no cache look-up) and save it atomically. A full or
+    paper result also records the quick mode's digest and numbers for :func:`revalidate`, that
+    quick mode computed on the CPU whatever ``device`` is."""
     exp = base.get(experiment_id)
     base.validate_mode(mode, exp)
     validate_seed(seed)
@@ -367,7 +339,7 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     cpu = cpu_model()
     prov = {
         "id": exp.id, "mode": mode, "commit": commit, "dirty": dirty, "config": config,
-        "config_hash": config_hash(config), "code_hash": hashing.code_hash(exp), "code_files": hashing.code_files(exp),
+        "config_hash": config_hash(config), "code_hash": files.code_hash(exp), "code_files": files.code_files(exp),
         "scale": scale_of(exp.id, config),
         "device": resolved, "cpu": cpu, "versions": _versions(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -390,8 +362,8 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
 def load_or_compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu",
                     executor: Any = None, recompute: bool = False, root: Path | None = None,
                     progress: Callable[[str], None] | None = None) -> StoredResult:
-    """The stored result when fresh (same config, seed included, and same code), else computed
-    with ``executor`` (default: in-process) and saved. ``recompute=True`` always computes."""
+    """The stored result when fresh, else computed with ``executor`` (default: in-process) and
+    saved; ``recompute=True`` always computes."""
     exp = base.get(experiment_id)
     base.validate_mode(mode, exp)
     validate_seed(seed)
@@ -410,13 +382,8 @@ SHOWN_FIRST = ("paper", "full", "quick")
 def best_fresh(experiment_id: str, *, modes: tuple[str, ...] = SHOWN_FIRST, seed: int = 0,
                root: Path | None = None) -> StoredResult | None:
     """The one rule for which stored result a page shows and a verdict is judged on: the first
-    of ``modes`` (default :data:`SHOWN_FIRST`: paper, else full, else quick) whose stored result
-    is fresh, else None. A paper result counts only complete and for an experiment with a paper
-    config (a partial sweep is never a result: :func:`.unit_sweeps.sweep_progress` says how far it
-    got); a quick one only of ``seed``; a stale one never (:func:`load` says why:
-    ``stale_reason``).
-    :func:`result_to_show`, :func:`fresh_full`, :func:`fresh_paper`, the pages
-    (:class:`dpcompanion.book.show.ExperimentPage`) and the verdicts report call it."""
+    of ``modes`` (default :data:`SHOWN_FIRST`) whose stored result is fresh, else None; a quick
+    one only of ``seed`` (a partial sweep is never a result)."""
     for mode in modes:
         res = load(experiment_id, mode=mode, seed=seed if mode == "quick" else None, root=root)
         if res is not None and res.fresh:
@@ -425,32 +392,26 @@ def best_fresh(experiment_id: str, *, modes: tuple[str, ...] = SHOWN_FIRST, seed
 
 
 def fresh_full(experiment_id: str) -> StoredResult | None:
-    """The stored full-mode result of ``experiment_id`` when it is fresh, else None
-    (:func:`best_fresh` of full mode alone)."""
+    """The stored full-mode result of ``experiment_id`` when it is fresh, else None."""
     return best_fresh(experiment_id, modes=("full",))
 
 
 def fresh_paper(experiment_id: str, root: Path | None = None) -> StoredResult | None:
-    """The stored paper-mode result of ``experiment_id`` when it is complete and fresh, else
-    None, also for an experiment without a paper config (:func:`best_fresh` of paper mode
-    alone)."""
+    """The stored paper-mode result of ``experiment_id`` when it is complete and fresh, else None."""
     return best_fresh(experiment_id, modes=("paper",), root=root)
 
 
 def result_to_show(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu") -> StoredResult:
-    """The result a page shows for ``experiment_id``: the stored paper-mode result when it is
-    complete and fresh (the paper's own sizes), else the stored full-mode result when it is
-    fresh (the committed run), else this build's result of ``mode`` (loaded when fresh, else
-    computed). A stale or partial result is never shown as current: :func:`best_fresh` of the
-    modes ranked above ``mode`` in :data:`SHOWN_FIRST`, else :func:`load_or_compute`."""
+    """The result a page shows for ``experiment_id``: :func:`best_fresh` of the modes ranked above
+    ``mode`` in :data:`SHOWN_FIRST`, else this build's result of ``mode`` (:func:`load_or_compute`)."""
     above = SHOWN_FIRST[:SHOWN_FIRST.index(base.validate_mode(mode))]
     return best_fresh(experiment_id, modes=above) or load_or_compute(experiment_id, mode=mode, seed=seed, device=device)
 
 
 def _fingerprints(p: dict) -> dict[str, str]:
     """``{cpu: quick digest}`` a result's provenance holds: the one recorded with it (``quick_cpu``),
-    one per reference revalidation (the quick digest the code gave on that CPU) and the digest of
-    its recorded quick numbers (``quick_numbers``: the result's own code's, on the CPU named there)."""
+    those of past revalidations by a reference commit (``method: reference``) and the digest of its
+    recorded quick numbers (on the CPU named there)."""
     out = {}
     if p.get("quick_digest"):
         out[p.get("quick_cpu") or "unknown"] = p["quick_digest"]
@@ -463,114 +424,33 @@ def _fingerprints(p: dict) -> dict[str, str]:
     return out
 
 
-def _reference_event(exp: base.Experiment, old_hash: str, *, hints, seed: int, device: str,
-                     repo: Path | None, here: tuple[dict, str] | None = None) -> tuple[dict | None, str, Any]:
-    """The reference check (:mod:`.reference`) of code ``old_hash`` against the current code on
-    this machine: ``(event, '', quick payload)`` when both quick digests are equal, else
-    ``(None, why, None)``. ``here``: the current code's quick ``(payload, digest)`` on this
-    machine when already computed."""
-    try:
-        commit = reference.find_commit(exp, old_hash, hints=hints, repo=repo)
-        ref = reference.quick_digest_at(exp, commit, code_hash=old_hash, seed=seed, device=device, repo=repo)
-    except reference.ReferenceUnavailable as exc:
-        return None, f"no reference check: {exc}", None
-    payload, now = here if here is not None else quick_payload_here(exp, seed=seed, device=device)
-    if ref != now:
-        return None, (f"the code change changes numbers: on this CPU ({cpu_model()}) the recorded code "
-                      f"(commit {commit[:12]}) gives quick digest {ref[:12]}, this code {now[:12]}"), None
-    return {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "method": "reference",
-            "from_code_hash": old_hash, "to_code_hash": hashing.code_hash(exp), "reference_commit": commit,
-            "quick_digest": now, "cpu": cpu_model(), "commit": git_state()[0]}, "", payload
-
-
 def _quick_here(exp: base.Experiment, *, seed: int, qdev: str, executor, root: Path | None) -> tuple[dict, str]:
     """``(payload, digest)`` of the current code's quick mode on this machine: the stored quick
-    result when fresh and computed on this kind of CPU (or on a device), else computed."""
+    result when fresh and computed on this kind of CPU (or on a device), else computed into a
+    temporary results folder."""
     quick = load_or_compute(exp.id, mode="quick", seed=seed, device=qdev, executor=executor, root=root)
     if quick.provenance.get("cpu") in (None, cpu_model()) or qdev != "cpu":
         return quick.payload, quick.digest
-    return quick_payload_here(exp, seed=seed, device=qdev)
-
-
-def quick_payload_here(exp: base.Experiment, *, seed: int = 0, device: str = "cpu") -> tuple[dict, str]:
-    """``(payload, digest)`` of the current code's quick mode, computed on this machine into a
-    temporary results folder (a stored quick result may come from another machine): the numbers
-    a numeric revalidation compares and the digest a reference check
-    (:mod:`.reference`) compares with the reference commit's."""
     with tempfile.TemporaryDirectory(prefix="dpc-current-") as tmp:
-        res = compute(exp.id, mode="quick", seed=seed, device=device, root=Path(tmp))
+        res = compute(exp.id, mode="quick", seed=seed, device=qdev, root=Path(tmp))
         return res.payload, res.digest
 
 
-def _record_numbers(exp: base.Experiment, res: StoredResult, *, device: str, executor, root: Path | None) -> dict:
-    """Record the quick numbers of a fresh result stored before they were recorded:
-    its code is the current code, so the current code's quick numbers on this machine are its
-    own; where a fingerprint of this CPU is recorded they must have its digest."""
-    p = res.provenance
-    seed, qdev = int(p.get("config", {}).get("seed", 0)), p.get("quick_device") or device
-    payload, now = _quick_here(exp, seed=seed, qdev=qdev, executor=executor, root=root)
-    here = cpu_model()
-    known = _fingerprints(p).get(here)
-    if known is not None and known != now:
-        return {"id": exp.id, "status": "fresh",
-                "detail": f"config and code unchanged; quick numbers not recorded: this code's quick digest here "
-                          f"({now[:12]}) is not the fingerprint recorded for this CPU ({known[:12]})"}
-    check_writable(res.path)
-    try:
-        files.replace_provenance(res.path, sealed({**p, "quick_numbers": numeric.record(payload, cpu=here,
-                                                                                        commit=git_state()[0])}),
-                                 expect=p)
-    except files.Replaced:
-        return _replaced(exp, res.mode)
-    return {"id": exp.id, "status": "fresh",
-            "detail": f"config and code unchanged; quick numbers recorded (digest {now[:12]}, {here})"}
-
-
-def _replaced(exp: base.Experiment, mode: str) -> dict:
-    return {"id": exp.id, "status": "replaced",
-            "detail": f"another save replaced the {mode} result while it was being revalidated; nothing written "
-                      "(the new result is judged as it is: list the results again)"}
-
-
 def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: Path | None = None,
-               mode: str = "full", repo: Path | None = None) -> dict:
-    """Re-check a stale full (or, ``mode="paper"``, paper) result by its behavioural
-    fingerprint (see the package docstring), or, for a paper sweep in progress, its units
-    stored by older code (:func:`revalidate_units`).
-
-    With a fingerprint recorded on this kind of CPU, the current code's quick digest is compared
-    with it. Where the digests differ (or the fingerprint is of another CPU) and the result
-    records its quick numbers (``quick_numbers``), the current code's quick numbers are compared
-    with them within the tolerance of :mod:`.numeric`: within it, the result is
-    revalidated numerically (``method: numeric``, with the largest deviation, the commit that
-    made the result and the current one, and the new digest); beyond it, it stays stale and the
-    reason names the largest deviation. Without a fingerprint of this CPU and without numbers
-    within tolerance, the reference check (:mod:`.reference`) computes here the quick digest of
-    the commit whose code made the result and compares it with the current code's. A
-    revalidation by digest (fingerprint or reference) of a result without recorded numbers
-    records them; so does this call on a fresh result without them (its code is the current
-    code), which is how results stored before numbers were recorded become numerically
-    revalidatable.
-
-    Returns ``{"id", "status", "detail"}``; status is ``fresh`` (nothing to do, or only the
-    quick numbers recorded), ``revalidated`` (the event appended to ``revalidated``, the result
-    fresh for the current code hash), ``stale`` (digests and numbers differ, or the config
-    changed, or nothing to compare with), ``replaced`` (a save of the same result landed while
-    this one computed: the provenance is written only if it is still the one read at the start,
-    :func:`.files.replace_provenance`, so nothing was written and the new payload keeps its own)
-    or ``missing`` (no result of ``mode``). ``repo``: the
-    repository whose commits are the references (default: the one holding this package)."""
+               mode: str = "full") -> dict:
+    """Re-check a stale full (or paper) result by its quick mode: the current code's quick digest
+    against the fingerprint recorded on this kind of CPU, else its quick numbers against the
+    recorded ones within the tolerance of :mod:`.numeric` (``method: numeric``, with the largest
+    deviation). Returns ``{"id", "status", "detail"}``, status ``fresh`` (nothing to do),
+    ``revalidated`` (the event appended to ``revalidated``), ``stale`` (the reason says why),
+    ``replaced`` (a save landed meanwhile: nothing written) or ``missing``."""
     exp = base.get(experiment_id)
     if mode not in base.FINGERPRINTED_MODES:
         raise ValueError(f"revalidation applies to modes {', '.join(base.FINGERPRINTED_MODES)}, got {mode!r}")
     res = load(exp.id, mode=mode, root=root)
     if res is None:
-        if unit_sweeps.sweep_progress(exp.id, mode, root) is not None:
-            return revalidate_units(exp.id, mode=mode, device=device, root=root, repo=repo)
         return {"id": exp.id, "status": "missing", "detail": f"no {mode} result stored"}
     if res.fresh:
-        if "quick_numbers" not in res.provenance:
-            return _record_numbers(exp, res, device=device, executor=executor, root=root)
         return {"id": exp.id, "status": "fresh", "detail": "config and code unchanged"}
     if not res.stale_reason.startswith("code changed"):
         return {"id": exp.id, "status": "stale", "detail": res.stale_reason + "; revalidation covers code changes only"}
@@ -579,20 +459,19 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
     qdev = p.get("quick_device") or device
     here = cpu_model()
     prints = _fingerprints(p)
-    new_hash = hashing.code_hash(exp)
+    new_hash = files.code_hash(exp)
     numbers, no_numbers = numeric.recorded_numbers(p.get("quick_numbers"))
     same_cpu = here in prints or qdev != "cpu"
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    event, current, beyond = None, None, ""
+    event, beyond, now = None, "", ""
     if same_cpu or numbers is not None:
-        current = _quick_here(exp, seed=seed, qdev=qdev, executor=executor, root=root)
-        now = current[1]
+        current, now = _quick_here(exp, seed=seed, qdev=qdev, executor=executor, root=root)
         recorded = prints.get(here, p.get("quick_digest"))
         if same_cpu and now == recorded:
             event = {"date": date, "method": "fingerprint", "from_code_hash": p.get("code_hash"),
                      "to_code_hash": new_hash, "quick_digest": now, "cpu": here, "commit": git_state()[0]}
         elif numbers is not None:
-            check = numeric.compare(current[0], numbers, experiment_id=exp.id)
+            check = numeric.compare(current, numbers, experiment_id=exp.id)
             if check["ok"]:
                 nums = p["quick_numbers"]
                 event = {"date": date, "method": "numeric", "from_code_hash": p.get("code_hash"),
@@ -609,84 +488,45 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
                     "detail": f"quick digest changed ({recorded[:12]} -> {now[:12]}): the code change changes "
                               f"numbers; {beyond or no_numbers}; recompute the {mode} result"}
     if event is None:
-        hints = [ev.get("commit") for ev in reversed(p.get("revalidated") or [])] + [p.get("commit")]
-        event, why, payload = _reference_event(exp, p["code_hash"], hints=hints, seed=seed, device=qdev,
-                                               repo=repo, here=current)
-        if event is None:
-            there = p.get("quick_cpu")
-            if not p.get("quick_digest"):
-                head = "no quick-mode fingerprint recorded"
-            elif there:
-                head = (f"recorded on another CPU ({there}; this one: {here}), whose kernels round differently, "
-                        "so its fingerprint cannot be compared here")
-            else:
-                head = (f"the CPU that recorded it is not known (this one: {here}); float results can differ in "
-                        "their last bits from one kind of CPU to another")
-            return {"id": exp.id, "status": "stale",
-                    "detail": f"{head}; {beyond or no_numbers}; {why}; recompute the {mode} result"}
-        current = (payload, event["quick_digest"])
+        there = p.get("quick_cpu")
+        if not p.get("quick_digest"):
+            head = "no quick-mode fingerprint recorded"
+        elif there:
+            head = (f"recorded on another CPU ({there}; this one: {here}), whose kernels round differently, "
+                    "so its fingerprint cannot be compared here")
+        else:
+            head = (f"the CPU that recorded it is not known (this one: {here}); float results can differ in "
+                    "their last bits from one kind of CPU to another")
+        return {"id": exp.id, "status": "stale",
+                "detail": f"{head}; {beyond or no_numbers}; recompute the {mode} result"}
     check_writable(res.path)
     # the seal was intact (an edited provenance is stale for that reason, not for code, and
     # never gets here): re-seal over the new code hash and the appended event. The recorded
-    # quick numbers are those of the code that made the result; a numeric revalidation keeps
-    # them (every later code is compared with them, so deviations never accumulate), a
-    # revalidation by digest records them where they are missing or do not read back
-    update = {"code_hash": new_hash, "code_files": hashing.code_files(exp),
+    # quick numbers are kept (every later code is compared with them, so deviations never accumulate)
+    update = {"code_hash": new_hash, "code_files": files.code_files(exp),
               "revalidated": list(p.get("revalidated") or []) + [event]}
-    if numbers is None and event["method"] != "numeric":  # none recorded (or unreadable): this code's
-        update["quick_numbers"] = numeric.record(current[0], cpu=here, commit=git_state()[0])
     try:
         # compare and swap, under the result's lock: written only if the provenance is still the
         # one read above (a save that landed meanwhile holds another payload, whose provenance
         # this must not replace)
         files.replace_provenance(res.path, sealed({**p, **update}), expect=p)
     except files.Replaced:
-        return _replaced(exp, mode)
+        return {"id": exp.id, "status": "replaced",
+                "detail": f"another save replaced the {mode} result while it was being revalidated; nothing written "
+                          "(the new result is judged as it is: list the results again)"}
     if event["method"] == "numeric":
         dev = event["max_deviation"]
         how = (f"differs from the recorded {event['recorded_quick_digest'][:12]}, its numbers within tolerance: "
                + numeric.describe({**dev, "why": ""}))
     else:
-        how = "unchanged" if event["method"] == "fingerprint" else \
-            f"equal to commit {event['reference_commit'][:12]}'s here"
+        how = "unchanged"
     return {"id": exp.id, "status": "revalidated", "method": event["method"],
             "detail": f"quick digest {event['quick_digest'][:12]} {how}; {mode} result fresh for code {new_hash[:12]}"}
 
 
-def revalidate_units(experiment_id: str, *, mode: str = "paper", device: str = "cpu", root: Path | None = None,
-                     repo: Path | None = None) -> dict:
-    """Re-check the units of a sweep in progress that older code stored: per older code hash,
-    the reference check (:mod:`.reference`: that code's quick digest here against the current
-    code's); where they are equal, each unit's record is rewritten for the current code hash
-    with the event appended to its ``revalidated`` (atomically; its result is untouched), so
-    that the sweep resumes from it. Returns ``{"id", "status", "detail"}`` as :func:`revalidate`
-    (``revalidated`` when every such unit was, ``stale`` when some were not, ``fresh`` when
-    none was old)."""
-    exp = base.get(experiment_id)
-    old = unit_sweeps.old_code_units(exp.id, mode, root)
-    if not old:
-        return {"id": exp.id, "status": "fresh", "detail": f"every stored {mode} unit is of the current code"}
-    done, kept = 0, []
-    for old_hash, recs in old.items():
-        seed, dev = int(recs[0][1].get("seed", 0)), str(recs[0][1].get("device", device))
-        event, why, _ = _reference_event(exp, old_hash, hints=(), seed=seed, device=dev, repo=repo)
-        if event is None:
-            kept.append(f"{len(recs)} of code {old_hash[:12]}: {why}")
-            continue
-        for path, _ in recs:
-            unit_sweeps.restamp_unit(path, event)
-        done += len(recs)
-    if kept:
-        return {"id": exp.id, "status": "stale",
-                "detail": f"{done} {mode} units revalidated; left stale (recomputed on resume): " + "; ".join(kept)}
-    return {"id": exp.id, "status": "revalidated",
-            "detail": f"{done} {mode} units of older code revalidated by the reference check; "
-                      f"fresh for code {hashing.code_hash(exp)[:12]}"}
-
-
 def list_results(root: Path | None = None) -> list[StoredResult]:
-    """Every stored result of every known experiment (fresh, stale or damaged), by id then
-    mode; what killed saves left behind is tidied first (:func:`cleanup`)."""
+    """Every stored result of every known experiment (fresh, stale or damaged), by id then mode;
+    what killed saves left is tidied first."""
     out = []
     for exp_id, exp in base.all_experiments().items():
         for mode in base.modes_of(exp):
@@ -698,16 +538,10 @@ def list_results(root: Path | None = None) -> list[StoredResult]:
 
 
 def seal_unsealed(root: Path | None = None) -> list[dict]:
-    """Seal the provenance of every stored result that has no seal (stored before seals
-    existed), without recomputing: a one-off migration (``results --seal``). Only what can be
-    verified is sealed (a reseal must never turn an edit into a fresh result): the
-    files read and the payload matches its digest; the recorded config hashes to its
-    ``config_hash`` and agrees with the sizes the payload holds (:func:`inconsistency`); and
-    the files equal the last git commit that touched them (:func:`.vcs.state`). A result that
-    is damaged, whose seal is broken, that is inconsistent, that differs from its commit, was
-    never committed, or lies outside a git work tree is refused, the detail naming which.
-    Returns ``{"id", "mode", "status", "detail"}`` per result, status ``sealed``, ``already
-    sealed`` or ``refused``."""
+    """Seal, without recomputing, every stored result that has no seal (``results --seal``), only
+    where that cannot turn an edit into a fresh result: intact, consistent and equal to the last
+    git commit touching it (:func:`.files.state`); else refused, the detail saying why. Returns
+    ``{"id", "mode", "status", "detail"}`` per result, status ``sealed``, ``already sealed`` or ``refused``."""
     out = []
     for exp_id, exp in base.all_experiments().items():
         for mode in base.modes_of(exp):
@@ -727,7 +561,7 @@ def seal_unsealed(root: Path | None = None) -> list[dict]:
                 continue
             why = inconsistency(exp, res.provenance, res.payload)
             if not why:
-                kind, last = vcs.state(res.path)
+                kind, last = files.state(res.path)
                 why = {"no git": "not in a git work tree: its files cannot be compared with a commit, so an edit "
                                  "cannot be told from the original",
                        "untracked": "never committed: nothing to compare its files with",
@@ -749,3 +583,268 @@ def seal_unsealed(root: Path | None = None) -> list[dict]:
                 continue
             out.append({**row, "status": "sealed", "detail": f"digest {res.digest[:12]}, equal to commit {last}"})
     return out
+
+
+# --- executors: where the units run ---------------------------------------------------
+
+#: seconds allowed to connect to a running Dask scheduler (``--scheduler``): a hard deadline,
+#: kept even when the peer accepts the connection and never answers
+SCHEDULER_TIMEOUT_S = 3
+#: most ``--workers`` per core of this machine: each worker is a single-threaded process
+#: (one unit at a time), so more than a few per core only adds processes and memory
+WORKERS_PER_CORE = 4
+EXECUTORS = ("local", "dask")
+def run_one(run_unit: Callable[[dict, str], dict], unit: dict, device: str) -> tuple[dict, dict]:
+    """Run one unit with torch and BLAS at one thread (restored afterwards), whatever the
+    executor: a reduction split over threads rounds differently, so this makes a unit's numbers
+    depend on its config only (parallelism comes from units side by side). Returns ``(unit
+    result, counts)``: the runs and run-steps it trained (``engine.tally``) and its wall time."""
+    import torch  # torch and the engine only here: the store imports without torch (the CLI, the book)
+
+    from dpcompanion.training.trainers import engine
+
+    before = torch.get_num_threads()
+    if before != 1:
+        torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            before_tally = engine.tally()
+            t0 = time.perf_counter()
+            result = run_unit(unit, device)
+            wall = time.perf_counter() - t0
+            after = engine.tally()
+            return result, {**{k: after[k] - before_tally[k] for k in after}, "wall_s": wall}
+    finally:
+        if before != 1:
+            torch.set_num_threads(before)
+
+
+def worker_environ() -> dict:
+    """The environment a ``LocalCluster`` worker starts with: Dask's
+    ``distributed.nanny.pre-spawn-environ`` without ``MALLOC_TRIM_THRESHOLD_``. Setting any glibc
+    malloc threshold turns off its dynamic mmap threshold, so every allocation above 128 KiB
+    (most tensors of a step) is a fresh ``mmap`` faulted in and zeroed: steps ran 2-3x slower.
+    The numbers a unit computes do not depend on it. A cluster started elsewhere (``--scheduler``)
+    keeps its own settings."""
+    import dask
+
+    env = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
+    env.pop("MALLOC_TRIM_THRESHOLD_", None)
+    return env
+
+
+class LocalExecutor:
+    """Every unit in this process, in order."""
+
+    name = "local"
+
+    def map(self, run_unit, units: Sequence[dict], device: str, on_done=None) -> list[tuple[dict, dict]]:
+        """``on_done(i, (result, counts))`` is called as each unit finishes (the store saves it)."""
+        out = []
+        for i, u in enumerate(units):
+            out.append(run_one(run_unit, u, device))
+            if on_done is not None:
+                on_done(i, out[-1])
+        return out
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return "local"
+
+
+class DaskExecutor:
+    """Units as Dask tasks: ``workers=N`` starts a ``LocalCluster`` of N single-threaded worker
+    processes; ``scheduler=ADDRESS`` connects to a running scheduler (``dask-jobqueue``,
+    ``dask scheduler`` ...) within :data:`SCHEDULER_TIMEOUT_S` seconds."""
+
+    name = "dask"
+
+    def __init__(self, *, workers: int | None = None, scheduler: str | None = None):
+        import dask  # optional: the dask extra
+        from distributed import Client, LocalCluster
+
+        self.cluster = None
+        if scheduler is not None:
+            self.client = _connect(scheduler)
+            self.where = scheduler
+        else:
+            n = workers or os.cpu_count() or 1
+
+            def start() -> None:
+                with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environ()}):
+                    self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                                dashboard_address=None, silence_logs=logging.ERROR)
+                self.client = Client(self.cluster)
+
+            self.client = None
+            if _sigint_deferred(start):  # Ctrl-C while it started: torn down whole, then the interrupt
+                self.close()
+                raise KeyboardInterrupt
+            self.where = f"LocalCluster({n} workers x 1 thread)"
+
+    def map(self, run_unit, units: Sequence[dict], device: str, on_done=None) -> list[tuple[dict, dict]]:
+        """``on_done(i, (result, counts))`` is called in this process as each unit finishes,
+        in the order they finish (the store saves it here, not on the worker). A failing unit
+        does not stop the others: every unit that succeeds is handed to ``on_done`` (so a
+        rerun reuses it), then the first failure is raised."""
+        from distributed import as_completed
+
+        futures = self.client.map(run_one, [run_unit] * len(units), list(units),
+                                  [device] * len(units), pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        out: list = [None] * len(units)
+        failed: BaseException | None = None
+        for fut in as_completed(futures):
+            i = index[fut.key]
+            try:
+                out[i] = fut.result()
+            except Exception as exc:  # noqa: BLE001 (re-raised below, once the others are in)
+                failed = failed or exc
+                continue
+            if on_done is not None:
+                on_done(i, out[i])
+        if failed is not None:
+            raise failed
+        return out
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def describe(self) -> str:
+        return f"dask {self.where}"
+
+
+def _sigint_deferred(start: Callable[[], None]) -> bool:
+    """Run ``start`` with SIGINT held back; True when one arrived meanwhile (an interrupt inside
+    ``LocalCluster``'s start leaves a half-started cluster and a worker process behind: held back,
+    the cluster starts whole and the caller tears it down). Off the main thread ``start`` just runs."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        start()
+        return False
+    got: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return bool(got)
+
+
+def _connect(scheduler: str):
+    """A Dask ``Client`` of the running scheduler at ``scheduler``, or ValueError within
+    :data:`SCHEDULER_TIMEOUT_S` seconds: attempted in a thread with a hard deadline (Dask's own
+    ``timeout`` does not bound a peer that accepts and never answers, and other bytes make Dask
+    try to allocate exabytes)."""
+    from distributed import Client
+
+    deadline = time.monotonic() + SCHEDULER_TIMEOUT_S
+    quiet = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm",
+                                            "distributed.core", "distributed.protocol")]
+    levels = [lg.level for lg in quiet]
+    for lg in quiet:
+        lg.setLevel(logging.CRITICAL)
+    lock = threading.Lock()
+    box: dict[str, Any] = {}
+
+    def restore_logging() -> None:
+        for lg, lv in zip(quiet, levels):
+            lg.setLevel(lv)
+
+    def attempt() -> None:
+        try:
+            # a plain TCP connection first: a refused or unreachable address fails at once
+            # (Dask retries a refused connection until its timeout)
+            parts = urlsplit("tcp://" + scheduler.strip().split("://", 1)[-1])
+            socket.create_connection((parts.hostname, parts.port), timeout=SCHEDULER_TIMEOUT_S).close()
+            client = Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT_S}s")
+        except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, MemoryError (non-Dask bytes), ...
+            client, error = None, exc
+        else:
+            error = None
+        with lock:
+            if box.get("abandoned"):  # too late: the caller has reported the failure
+                if client is not None:
+                    client.close()
+                restore_logging()
+                return
+            box["client"], box["error"], box["done"] = client, error, True
+
+    worker = threading.Thread(target=attempt, name="dpcompanion-dask-connect", daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    with lock:
+        if not box.get("done"):
+            box["abandoned"] = True  # the thread restores the logging levels if it ever ends
+            raise ValueError(f"--scheduler {scheduler}: cannot connect within {SCHEDULER_TIMEOUT_S} s (nothing answered "
+                             "as a Dask scheduler); is a Dask scheduler running there?")
+    restore_logging()
+    if box["error"] is not None:
+        exc = box["error"]
+        what = ("the peer's reply is not Dask's protocol" if isinstance(exc, MemoryError) else type(exc).__name__)
+        raise ValueError(f"--scheduler {scheduler}: cannot connect within {SCHEDULER_TIMEOUT_S} s ({what}); "
+                         "is a Dask scheduler running there?")
+    return box["client"]
+
+
+def max_workers() -> int:
+    """The most ``--workers`` accepted: :data:`WORKERS_PER_CORE` per core of this machine."""
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
+def check_scheduler_address(scheduler: Any) -> str:
+    """``tcp://HOST:PORT`` (or ``HOST:PORT``, which Dask reads as tcp), checked without
+    contacting it; ValueError naming ``--scheduler`` otherwise. TLS and the other protocols
+    need a security configuration (certificates) that this command does not take."""
+    allowed = ("an address tcp://HOST:PORT (PORT in 1..65535; tls:// and other protocols are not supported: "
+               "they need a security configuration)")
+    if not isinstance(scheduler, str) or not scheduler.strip():
+        raise ValueError(f"--scheduler must be {allowed}, got {scheduler!r}")
+    text = scheduler.strip()
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "tcp", text
+    try:
+        parts = urlsplit(f"tcp://{rest}")
+        ok = (scheme == "tcp" and bool(parts.hostname) and parts.port is not None and 1 <= parts.port <= 65535
+              and not (parts.path or parts.query or parts.fragment) and parts.username is None)
+    except ValueError:  # a port that is not a number, a malformed [IPv6] host
+        ok = False
+    if not ok:
+        raise ValueError(f"--scheduler must be {allowed}, got {scheduler!r}")
+    return text
+
+
+def make_executor(executor: str | None = "local", *, workers: int | None = None,
+                  scheduler: str | None = None):
+    """Validate the executor options (ValueError naming the flag) and build the executor."""
+    check_executor_options(executor, workers=workers, scheduler=scheduler)
+    if (executor or "local") == "local":
+        return LocalExecutor()
+    return DaskExecutor(workers=workers, scheduler=scheduler)
+
+
+def check_executor_options(executor: str | None = "local", *, workers: int | None = None,
+                           scheduler: str | None = None) -> None:
+    """The checks of :func:`make_executor`, without starting or contacting anything."""
+    executor = executor or "local"
+    if executor not in EXECUTORS:
+        raise ValueError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"--workers must be an integer >= 1, got {workers!r}")
+    if workers is not None and workers > max_workers():
+        raise ValueError(f"--workers must be at most {max_workers()} ({WORKERS_PER_CORE} single-threaded worker "
+                         f"processes per core, {os.cpu_count() or 1} cores here), got {workers!r}")
+    if executor == "local" and (workers is not None or scheduler is not None):
+        raise ValueError("--workers and --scheduler need --executor dask")
+    if workers is not None and scheduler is not None:
+        raise ValueError("give either --workers (start a LocalCluster) or --scheduler (use a running one), not both")
+    if scheduler is not None:
+        check_scheduler_address(scheduler)
+

@@ -1,11 +1,10 @@
-"""Resumable sweeps: every unit of a sweep stored as it finishes, in
-``results/<id>/<mode>.units/<key>.json`` (+ ``.npz``), so that a run killed part-way resumes
-where it stopped (see the package docstring, :mod:`dpcompanion.experiments.store`).
-"""
+"""Resumable sweeps: every unit stored as it finishes, in ``results/<id>/<mode>.units/<key>.json``
+(+ ``.npz``), so that a run killed part-way resumes where it stopped; and the CPU each records."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import subprocess
@@ -17,22 +16,39 @@ import numpy as np
 
 from dpcompanion.experiments import base
 from dpcompanion.experiments.store import files
-from dpcompanion.experiments.store.files import NPZ_ERRORS, results_root, temp_name
-from dpcompanion.experiments.store import hashing
-from dpcompanion.experiments.store.executors import cpu_model
-from dpcompanion.experiments.store.hashing import digest
+from dpcompanion.experiments.store.files import NPZ_ERRORS, digest, results_root, temp_name
 
-__all__ = ["UNITS_SUFFIX", "REUSE_CHECK_S", "units_dir", "unit_key", "save_unit", "load_unit", "sweep_progress", "list_partial",
-           "committed_units", "old_code_units", "restamp_unit", "estimate_left", "estimate_phrase"]
+__all__ = ["UNITS_SUFFIX", "REUSE_CHECK_S", "units_dir", "unit_key", "save_unit", "load_unit", "sweep_progress",
+           "list_partial", "committed_units", "cpu_model", "estimate_left", "estimate_phrase"]
 
 #: the folder beside ``<mode>/`` that holds the finished units of a sweep in progress
 UNITS_SUFFIX = ".units"
-#: seconds of recorded unit time a resumed sweep spends recomputing its stored units before it
-#: reuses them (:func:`dpcompanion.experiments.store.result_store._check_stored_units`): all of
-#: them when their recorded times sum to at most this, else those that fit, in a random order.
-#: A minute against the hours a resumable sweep saves; a unit file claiming a longer time than
-#: this is trusted as stored (the package docstring says so)
+#: seconds of recorded unit time a resumed sweep spends recomputing stored units before reusing
+#: them (``result_store._check_stored_units``); a unit claiming a longer time is trusted as stored
 REUSE_CHECK_S = 60.0
+
+
+@functools.cache
+def cpu_model() -> str:
+    """This machine's processor (``/proc/cpuinfo``'s first "model name", else the platform's),
+    recorded with every result and unit: BLAS and torch pick other kernels on another kind of CPU,
+    so a quick digest is a fingerprint of one kind only.
+
+    >>> isinstance(cpu_model(), str) and len(cpu_model()) > 0
+    True
+    """
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name") and ":" in line:
+                    name = " ".join(line.split(":", 1)[1].split())
+                    if name:
+                        return name
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def units_dir(experiment_id: str, mode: str, root: Path | None = None) -> Path:
@@ -42,9 +58,8 @@ def units_dir(experiment_id: str, mode: str, root: Path | None = None) -> Path:
 
 
 def unit_key(exp_id: str, mode: str, unit: dict, seed: int, device: str) -> str:
-    """The file name of a unit's result: sha256 (first 32 hex digits) over the experiment id,
-    mode, the unit's own dict (canonical), the seed and the device. The code hash is recorded
-    inside the file (a unit of older code is recomputed, and the progress says so)."""
+    """The file name of a unit's result: sha256 (32 hex digits) over the experiment id, mode, the
+    unit's dict, the seed and the device (the code hash is recorded inside the file)."""
     return digest({"id": exp_id, "mode": mode, "unit": unit, "seed": int(seed), "device": device})[:32]
 
 
@@ -155,7 +170,7 @@ def _sweep_state(experiment_id: str, mode: str, root: Path | None) -> tuple[dict
     config = base.config_for(exp, mode, seed=seed)
     units = exp.units(config)
     total = len(units)
-    code = hashing.code_hash(exp)
+    code = files.code_hash(exp)
     size = exp.unit_size or (lambda u: "")
     keyed = [(unit_key(exp.id, mode, u, seed, device), size(u)) for u in units]
     wanted = {key for key, _ in keyed}
@@ -219,9 +234,7 @@ def estimate_left(done: dict[str, list[float]], left: dict[str, int]) -> tuple[f
 
 
 def estimate_phrase(part: dict, *, hours: bool = False) -> str:
-    """How much compute a partial sweep (:func:`sweep_progress`) has left, for a page or the
-    ``results`` listing: ``about <t> left at the finished units' mean time`` (per size, when the
-    experiment declares unit sizes), or why there is no estimate."""
+    """How much compute a partial sweep (:func:`sweep_progress`) has left, in words, or why there is no estimate."""
     left = part["estimate_left_s"]
     if left is None:
         return part["estimate_why"]
@@ -232,20 +245,16 @@ def estimate_phrase(part: dict, *, hours: bool = False) -> str:
 
 
 def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> dict | None:
-    """Progress of a sweep whose finished units are stored but not yet assembled: ``units_done``
-    (units of the sweep, stored by the current code), ``units_total``, ``units_old_code``
-    (stored by older code, or for another seed, device or config: not reused), ``wall_s_done``
-    (the finished units' wall seconds, summed), ``estimate_left_s`` (:func:`estimate_left`: per
-    unit left, the mean wall time of the finished units of its size; ``estimate_why`` saying why
-    none) and ``sized`` (whether the experiment declares unit sizes); None when
-    no unit is stored. The sweep is the seed and device of the newest unit file."""
+    """Progress of a sweep whose units are stored but not yet assembled (the seed and device of the
+    newest unit file): ``units_done`` (by the current code), ``units_total``, ``units_old_code``
+    (not reused), ``wall_s_done``, ``estimate_left_s`` and ``estimate_why`` (:func:`estimate_left`)
+    and ``sized``; None when no unit is stored."""
     state = _sweep_state(experiment_id, mode, root)
     return None if state is None else state[0]
 
 
 def list_partial(root: Path | None = None) -> list[dict]:
-    """:func:`sweep_progress` of every experiment and mode (those it defines: quick, full and
-    paper where it has one) with stored units."""
+    """:func:`sweep_progress` of every experiment and mode with stored units."""
     out = []
     for exp_id, exp in base.all_experiments().items():
         for mode in base.modes_of(exp):
@@ -255,47 +264,9 @@ def list_partial(root: Path | None = None) -> list[dict]:
     return out
 
 
-
-def old_code_units(experiment_id: str, mode: str, root: Path | None = None) -> dict[str, list[tuple[Path, dict]]]:
-    """The stored units of the sweep (the current config, and the seed and device of the newest
-    unit) whose record names another code hash: ``{code hash: [(json path, record), ...]}``
-    (records as stored, results not decoded)."""
-    state = _sweep_state(experiment_id, mode, root)
-    if state is None:
-        return {}
-    exp = base.get(experiment_id)
-    seed, device = state[0]["seed"], state[0]["device"]
-    folder = units_dir(exp.id, mode, root)
-    code = hashing.code_hash(exp)
-    out: dict[str, list[tuple[Path, dict]]] = {}
-    for u in exp.units(base.config_for(exp, mode, seed=seed)):
-        f = folder / f"{unit_key(exp.id, mode, u, seed, device)}.json"
-        try:
-            rec = files.read_json(f)  # a FIFO or a 200,000-deep file is skipped, never waited on
-        except files.Damaged:
-            continue
-        if isinstance(rec, dict) and rec.get("key") == f.stem and rec.get("code_hash") not in (None, code):
-            out.setdefault(rec["code_hash"], []).append((f, rec))
-    return out
-
-
-def restamp_unit(path: Path, event: dict) -> None:
-    """Rewrite a unit's record for the code hash ``event["to_code_hash"]`` (a revalidation,
-    :func:`~dpcompanion.experiments.store.result_store.revalidate_units`), appending ``event`` to its
-    ``revalidated``; atomically, its result untouched."""
-    rec = json.loads(path.read_text())
-    if rec.get("code_hash") != event["from_code_hash"]:
-        raise ValueError(f"unit {path.name} is of code {str(rec.get('code_hash'))[:12]}, "
-                         f"not {event['from_code_hash'][:12]}")
-    rec = {**rec, "code_hash": event["to_code_hash"], "revalidated": list(rec.get("revalidated") or []) + [event]}
-    _atomic_bytes(path, lambda p: p.write_text(json.dumps(rec, sort_keys=True) + "\n"))
-
-
 def committed_units(experiment_id: str, mode: str, root: Path | None = None) -> int | None:
-    """How many of the units :func:`sweep_progress` counts as done have their file
-    (``<key>.json``) committed (in ``HEAD`` of the repository holding the folder, whatever its
-    working-tree state); None when git cannot tell (no git, the folder in no repository, or a
-    repository without commits)."""
+    """How many of the units :func:`sweep_progress` counts as done have their file committed in
+    ``HEAD``; None when git cannot tell."""
     state = _sweep_state(experiment_id, mode, root)
     if state is None:
         return 0

@@ -1,42 +1,19 @@
-"""Spot check of a stored result by recomputation (``results --verify``).
+"""Spot check of a stored result by recomputation (``results --verify``): seals, digests and the
+journal can be rewritten by whoever can write the files; recomputed numbers cannot be fooled.
 
-A seal, a digest and the journal of :mod:`.vcs` can all be rewritten by whoever can write the
-files; recomputing numbers cannot be fooled. :func:`verify` recomputes ``K`` units of a stored
-result, chosen at random with a seeded generator (the seed is drawn afresh unless given, so
-that whoever forges a unit cannot know which units a check leaves out; it is reported, so a
-check can be repeated), with the current code and the result's own config and seed, on the
-store's run policy (:class:`.executors.LocalExecutor`), and compares them with the stored numbers.
+:func:`verify` recomputes ``K`` units chosen at random (the seed drawn afresh unless given, and
+reported) with the current code and the result's own config and seed, and compares them with the
+stored numbers by :func:`.numeric.compare`. By default ``K = ceil(0.95 n)`` of ``n`` units, which
+catches one forged unit with probability at least :data:`CATCH_TARGET`, or all ``n`` when their
+recorded time is at most :data:`VERIFY_ALL_S` (then the whole payload is combined again and
+compared too, which also checks numbers combined from several units).
 
-**How many units by default.** Enough to catch one forged unit with probability at least
-:data:`CATCH_TARGET` (95%): ``K`` of ``n`` units chosen without replacement include a given
-unit with probability ``K / n``, so ``K = ceil(0.95 n)``; and all ``n`` when they are cheap
-(their recorded time, the units' summed wall time, else the run's, at most
-:data:`VERIFY_ALL_S`), which also compares the whole payload combined again, so that numbers
-combined from several units (a grid, a total: no single unit's record) are checked too; those
-are checked only then. The report says what was checked: the units (``chosen`` of
-``units_total``), why that many (``policy``) and ``catch_probability``: 1 when the whole payload
-was compared, else the share of all units whose recomputed record was found and compared
-(a unit ``not in payload`` catches nothing).
-
-Numbers are compared by the store's one rule, :func:`.numeric.compare`: the same structure,
-exact integers, strings and flags, and every float within the experiment's declared tolerance
-(:data:`.numeric.TOLERANCES`, else by dtype; :func:`.numeric.tolerance`), times
-(:data:`.hashing.TIME_KEYS`) left out. What verify adds is the lookup of a unit:
-
-* each recomputed unit is looked up in the stored payload: among the dicts of the payload
-  holding every key of the unit's result (most experiments keep their units' results in the
-  payload: ``units``, ``cells``, ``runs``, ``audits``), those keys are compared with the unit's
-  result; a dict that differs in structure is not this unit's record, and of the others the
-  one whose numbers use the least of their tolerance is the match. The unit is ``ok`` when it
-  agrees, ``mismatch`` otherwise (with the deviation and where it is), ``not in payload`` when
-  no dict of the payload holds the unit's keys in the unit's structure (its numbers are
-  combined: then only recomputing every unit checks them);
-* when every unit is recomputed (``K`` at least the number of units), the payload is combined
-  again and compared with the stored one (``whole payload``).
-
-A row's ``max_deviation`` is the relative deviation of the number that uses the largest share
-of its tolerance (``share``, > 1 beyond it; ``rtol``/``atol`` that tolerance), ``where`` its
-``/``-path in the stored payload, ``why`` a difference of an exact value when there is one.
+A recomputed unit is looked up in the stored payload: among its dicts holding every key of the
+unit's result and of the same structure, the one agreeing best is the match (``ok`` or
+``mismatch``); ``not in payload`` when none (its numbers are combined: only recomputing every unit
+checks them). ``catch_probability``: 1 when the whole payload was compared, else the share of all
+units whose record was compared. A row's ``max_deviation`` is the relative deviation of the number
+using the largest share of its tolerance (``share``), ``where`` its path in the stored payload.
 """
 
 from __future__ import annotations
@@ -50,9 +27,8 @@ import numpy as np
 
 from dpcompanion.experiments import base
 from dpcompanion.experiments.store import files, numeric
-from dpcompanion.experiments.store.executors import LocalExecutor
-from dpcompanion.experiments.store.hashing import TIME_KEYS
-from dpcompanion.experiments.store.result_store import load
+from dpcompanion.experiments.store.files import TIME_KEYS
+from dpcompanion.experiments.store.result_store import LocalExecutor, load
 
 __all__ = ["verify", "CATCH_TARGET", "VERIFY_ALL_S", "default_units"]
 

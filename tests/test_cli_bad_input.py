@@ -120,7 +120,6 @@ CASES = [
                                                     "one: " + ", ".join(base.with_mode("paper"))),
     (["experiment", "h-f-infl", "--seed", "-1"], "--seed"),
     (["results", "--revalidate", "--device", "tpu"], "--device"),
-    (["results", "--seal", "--revalidate"], "--seal"),
     (["results", "--results-dir", "{file}"], "--results-dir"),
     (["results", "--results-dir", ""], "--results-dir"),
     (["results", "--results-dir", "/proc/x"], "--results-dir"),

@@ -630,45 +630,6 @@ def test_an_added_or_removed_provenance_field_or_seal_makes_the_result_stale(fas
     assert store.load(fast.id, mode="full").fresh
 
 
-def test_seal_unsealed_seals_intact_results_only(fast, capsys):
-    """The migration of results stored before seals (``results --seal``): no recomputation,
-    the digest unchanged, an edited-after-sealing or damaged result refused.
-    Only a result whose files equal their git commit is sealed: the results folder here is a
-    git repository where they are committed (tests/test_store_laundering.py: the refusals)."""
-    import subprocess
-
-    from dpcompanion import cli
-
-    full = store.compute(fast.id, mode="full", device="cpu")
-    quick = store.load(fast.id, mode="quick")
-    for r in (full, quick):  # as stored before seals existed
-        p = json.loads((r.path / "provenance.json").read_text())
-        del p[store.SEAL]
-        (r.path / "provenance.json").write_text(json.dumps(p))
-    (quick.path / "arrays.npz").unlink()
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false",
-           "-C", str(store.results_root())]
-    files.forget()
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "as stored before seals"]):
-        subprocess.run(git + args, check=True, capture_output=True)
-    before = (full.path / "payload.json").read_bytes(), (full.path / "arrays.npz").read_bytes()
-    assert store.load(fast.id, mode="full").stale_reason.startswith("provenance not sealed")
-    assert cli.main(["results", "--seal", "--json"]) == 0
-    rows = {(row["id"], row["mode"]): row for row in json.loads(capsys.readouterr().out)}
-    assert rows[(fast.id, "full")]["seal"]["status"] == "sealed" and rows[(fast.id, "full")]["fresh"]
-    assert rows[(fast.id, "quick")]["seal"]["status"] == "refused"
-    r = store.load(fast.id, mode="full")
-    assert r.fresh and r.digest == full.digest and r.provenance["created"] == full.provenance["created"]
-    assert ((full.path / "payload.json").read_bytes(), (full.path / "arrays.npz").read_bytes()) == before
-    assert [e["status"] for e in store.seal_unsealed() if e["id"] == fast.id and e["mode"] == "full"] == \
-        ["already sealed"]
-    p = json.loads((full.path / "provenance.json").read_text())
-    p["device"] = "cuda"
-    (full.path / "provenance.json").write_text(json.dumps(p))
-    (row,) = [e for e in store.seal_unsealed() if e["id"] == fast.id and e["mode"] == "full"]
-    assert row["status"] == "refused" and row["detail"] == "provenance edited: device"
-
-
 def test_revalidation_reseals_and_keeps_the_history(fast, monkeypatch):
     full = store.compute(fast.id, mode="full", device="cpu")
     real = store.code_files

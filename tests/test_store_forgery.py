@@ -237,8 +237,7 @@ def committed(toy, tmp_path, monkeypatch):
 def test_an_edit_hidden_from_git_status_is_treated_as_modified(committed, flag):
     """A forged number, digest and seal recomputed, and the files marked with ``git
     update-index {flag}``: ``git status`` shows nothing, yet the result is stale (modified
-    since its commit), the reason naming the hidden files and how to unhide them; ``results
-    --seal`` refuses it."""
+    since its commit), the reason naming the hidden files and how to unhide them."""
     res = committed
     body = dict(res.payload)
     body["total"] = body["total"] + 1.0

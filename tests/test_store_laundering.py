@@ -71,24 +71,18 @@ def test_the_result_judged_before_any_attack(committed, capsys):
     assert scale.size_mismatches(EID, committed.config, committed.payload) == []
 
 
-def test_an_edited_config_resealed_by_results_seal_stays_stale(committed, capsys):
-    """Attack 1: edit ``provenance.config`` (repeats 1000 -> 100, N 100 -> 60000),
-    delete the seal, run ``results --seal``. The seal is refused (the config no longer hashes
-    to its ``config_hash`` and the files differ from their commit), the result stays stale and
+def test_an_edited_config_without_its_seal_stays_stale(committed, capsys):
+    """Attack 1: edit ``provenance.config`` (repeats 1000 -> 100, N 100 -> 60000) and delete the
+    seal. Nothing seals a result but the store's own save, so the result stays stale, and
     ``verdicts`` does not judge it (so its at_paper_scale cannot flip)."""
     prov = _prov(committed)
     prov["config"] = {**prov["config"], "repeats": 100, "N": 60000}
     del prov[files.SEAL]
     _write_prov(committed, prov)
     capsys.readouterr()
-    assert cli.main(["results", "--seal", "--json"]) == 0
+    assert cli.main(["results", "--json"]) == 0
     (row,) = [r for r in json.loads(capsys.readouterr().out) if r["id"] == EID and r["mode"] == "full"]
-    assert row["seal"]["status"] == "refused" and "config" in row["seal"]["detail"], row
-    assert not row["fresh"]
-    assert files.SEAL not in _prov(committed)  # nothing was sealed
-    assert cli.main(["results", "--seal"]) == 0
-    out = capsys.readouterr().out
-    assert [ln for ln in out.splitlines() if ln.startswith(f"seal {EID} full: refused (")], out
+    assert not row["fresh"] and "not sealed" in row["stale_reason"], row
     rows = _verdict_rows(capsys)
     assert all(r["result"]["mode"] is None and r["at_paper_scale"] is None for r in rows), rows
 
@@ -129,13 +123,6 @@ def test_a_forged_payload_number_is_stale_and_caught_by_verify(committed, capsys
     assert not r.fresh and r.stale_reason.startswith("modified since commit "), r.stale_reason
     rows = _verdict_rows(capsys)
     assert all(not r["result"]["fresh"] for r in rows)
-    # delete the seal and ask `results --seal` to launder it: refused
-    p = _prov(committed)
-    del p[files.SEAL]
-    _write_prov(committed, p)
-    (row,) = [e for e in store.seal_unsealed() if e["id"] == EID and e["mode"] == "full"]
-    assert row["status"] == "refused" and "differ from commit" in row["detail"], row
-    _write_prov(committed, store.sealed(p))
     capsys.readouterr()
     assert cli.main(["results", "--verify", EID, "--mode", "full", "--units", "2"]) == 1
     out = capsys.readouterr().out
@@ -156,14 +143,14 @@ def test_verify_passes_an_honest_result_and_refuses_bad_flags(committed, capsys)
                        (["results", "--verify", EID, "--units", "0"], "--units"),
                        (["results", "--verify", EID, "--seed", "-1"], "--seed"),
                        (["results", "--verify", EID, "--mode", "quick"], "--verify"),
-                       (["results", "--verify", EID, "--seal"], "--verify")]:
+                       (["results", "--verify", EID, "--revalidate"], "--verify")]:
         assert cli.main(argv) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("dpcompanion results: error: ") and flag in err[0], (argv, err)
 
 
 def test_a_result_the_store_rewrites_stays_fresh_until_committed(committed, capsys):
-    """The honest path: a recomputation (or a revalidation, a seal) rewrites the
+    """The honest path: a recomputation (or a revalidation) rewrites the
     files through the store, which journals them: the result differs from its commit but is
     fresh, and ``results`` says it is not committed yet; committing it clears the note."""
     store.compute(EID, mode="full", device="cpu")  # a recomputation: new created time, same numbers
@@ -175,28 +162,6 @@ def test_a_result_the_store_rewrites_stays_fresh_until_committed(committed, caps
     assert "not committed yet" in capsys.readouterr().out
     _git(Path(store.results_root()), "commit", "-q", "-am", "recomputed")
     assert store.load(EID, mode="full").modified == ""
-
-
-def test_seal_outside_git_refuses_and_committed_unsealed_results_are_sealed(committed, tmp_path, monkeypatch):
-    """``results --seal`` seals a committed result stored before seals existed (its files equal
-    the commit), and refuses one it cannot compare with a commit."""
-    prov = _prov(committed)
-    del prov[files.SEAL]
-    _write_prov(committed, prov)
-    _git(Path(store.results_root()), "commit", "-q", "-am", "as stored before seals")
-    (row,) = [e for e in store.seal_unsealed() if e["id"] == EID and e["mode"] == "full"]
-    assert row["status"] == "sealed" and "equal to commit" in row["detail"]
-    assert store.load(EID, mode="full").fresh  # journaled by the store
-    # the same unsealed result outside any git work tree: nothing to compare it with
-    other = tmp_path / "elsewhere"
-    (other / EID).mkdir(parents=True)
-    shutil.copytree(committed.path, other / EID / "full")
-    (other / EID / "full" / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
-    monkeypatch.setenv("DPCOMPANION_RESULTS", str(other))
-    if files.repo_of(other) is not None:
-        pytest.skip("the temporary folder lies inside a git work tree")
-    (row,) = [e for e in store.seal_unsealed() if e["id"] == EID and e["mode"] == "full"]
-    assert row["status"] == "refused" and "not in a git work tree" in row["detail"]
 
 
 @pytest.mark.parametrize("damage,what", [

@@ -9,8 +9,7 @@ A damaged result (a file missing, unreadable or not matching its digest) is ``DA
 
 ``--revalidate`` re-checks every stale full or paper result by recomputing only its quick
 mode (:func:`dpcompanion.experiments.store.revalidate`: by digest, else numerically within
-tolerance). ``--seal`` seals results stored before provenance
-seals existed, only what it can verify (:func:`dpcompanion.experiments.store.seal_unsealed`).
+tolerance).
 ``--verify ID`` recomputes ``--units K`` units chosen at random (the seed printed) and
 compares them with the stored numbers (:func:`dpcompanion.experiments.store.verify`); exit 1
 on a mismatch.
@@ -44,9 +43,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="re-check stale full and paper results by recomputing their quick mode and comparing "
                         "digests, else its numbers within tolerance (recording them where missing)")
     p.add_argument("--device", default="cpu", help="device for --revalidate's quick runs (default cpu)")
-    p.add_argument("--seal", action="store_true",
-                   help="seal the provenance of results stored before seals existed (intact ones only; "
-                        "nothing is recomputed)")
     p.add_argument("--verify", default=None, metavar="ID",
                    help="recompute --units randomly chosen units of ID's stored result and compare them with the "
                         "stored numbers (exit 1 on a mismatch)")
@@ -122,22 +118,15 @@ def _verify(args, device: str, root) -> int:
 def run(args: argparse.Namespace) -> int:
     device = options.flag("--device", resolve_device, args.device)
     root = results_root_from_args(args)
-    if args.seal and args.revalidate:
-        raise UsageError("give either --seal or --revalidate, not both")
     if args.verify is None:
         for flag, value in (("--units", args.units), ("--seed", args.seed), ("--mode", args.mode)):
             if value is not None:
                 raise UsageError(f"{flag} goes with --verify ID")
-    elif args.seal or args.revalidate:
-        raise UsageError("give --verify alone, without --seal or --revalidate")
+    elif args.revalidate:
+        raise UsageError("give --verify alone, without --revalidate")
     else:
         return _verify(args, device, root)
     events = []
-    seals = {}
-    if args.seal:
-        for r in store.list_results(root):
-            store.check_writable(r.path)
-        seals = {(e["id"], e["mode"]): e for e in store.seal_unsealed(root)}
     if args.revalidate:
         todo = [r for r in store.list_results(root) if r.mode in base.FINGERPRINTED_MODES and not r.fresh]
         for r in todo:
@@ -154,8 +143,6 @@ def run(args: argparse.Namespace) -> int:
         ev = [e for m, e in events if e["id"] == r.id and m == r.mode]
         if ev:
             row["revalidation"] = ev[0]
-        if (r.id, r.mode) in seals:
-            row["seal"] = {k: seals[(r.id, r.mode)][k] for k in ("status", "detail")}
         row["complete"] = True
         rows.append(row)
     for part in store.list_partial(root):
@@ -172,8 +159,6 @@ def run(args: argparse.Namespace) -> int:
     for m, e in events:
         what = e["id"] if m == "full" else f"{e['id']} {m}"
         print(f"revalidate {what}: {e['status']} ({e['detail']})")
-    for e in seals.values():
-        print(f"seal {e['id']} {e['mode']}: {e['status']}" + (f" ({e['detail']})" if e["detail"] else ""))
     if not rows:
         print(f"no stored results under {root}")
     for r in rows:

@@ -40,22 +40,22 @@ Modules: :mod:`.files` (identity, layout, seal, saves, checked reads, git), :mod
 from __future__ import annotations
 
 from dpcompanion.experiments.store.files import (
-    CODE_HASH_EXCLUDE, CONFIG_DIGITS, INLINE_MAX, RUN_POLICY, SEAL, SEAL_COMMAND, TIME_KEYS, check_writable,
+    CODE_HASH_EXCLUDE, CONFIG_DIGITS, INLINE_MAX, RUN_POLICY, SEAL, TIME_KEYS, check_writable,
     code_files, code_hash, config_hash, digest, result_dir, results_root, sealed)
 from dpcompanion.experiments.store.result_store import (
     EXECUTORS, SCHEDULER_TIMEOUT_S, SHOWN_FIRST, DaskExecutor, LocalExecutor, StoredResult, best_fresh,
     check_executor_options, check_scheduler_address, compute, fresh_full, fresh_paper, inconsistency, list_results,
-    load, load_or_compute, make_executor, max_workers, result_to_show, revalidate, seal_unsealed)
+    load, load_or_compute, make_executor, max_workers, result_to_show, revalidate)
 from dpcompanion.experiments.store.unit_sweeps import (
     committed_units, list_partial, save_unit, sweep_progress, unit_key, units_dir)
 from dpcompanion.experiments.store.verify import verify
 
 __all__ = [
     "StoredResult", "load_or_compute", "units_dir", "unit_key", "sweep_progress", "list_partial", "save_unit", "load",
-    "compute", "revalidate", "list_results", "seal_unsealed", "sealed", "digest", "config_hash", "code_files",
+    "compute", "revalidate", "list_results", "sealed", "digest", "config_hash", "code_files",
     "code_hash", "results_root", "result_dir", "check_writable", "LocalExecutor", "DaskExecutor", "make_executor",
     "check_executor_options", "EXECUTORS", "INLINE_MAX", "check_scheduler_address", "max_workers", "fresh_full",
-    "result_to_show", "fresh_paper", "committed_units", "SEAL", "SEAL_COMMAND", "CONFIG_DIGITS",
+    "result_to_show", "fresh_paper", "committed_units", "SEAL", "CONFIG_DIGITS",
     "CODE_HASH_EXCLUDE", "TIME_KEYS", "RUN_POLICY", "SCHEDULER_TIMEOUT_S", "verify", "inconsistency", "best_fresh",
     "SHOWN_FIRST",
 ]

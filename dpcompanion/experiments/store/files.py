@@ -36,7 +36,7 @@ from dpcompanion.core.validate import can_create_file_in
 from dpcompanion.experiments import base
 
 __all__ = ["digest", "config_hash", "code_files", "code_hash", "code_files_at", "code_hash_of", "TIME_KEYS",
-           "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "PKG", "INLINE_MAX", "SEAL", "SEAL_COMMAND", "STALE_TEMP_S",
+           "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "PKG", "INLINE_MAX", "SEAL", "STALE_TEMP_S",
            "Damaged", "Replaced", "NPZ_ERRORS", "MAX_ARRAY_BYTES", "read_npz", "npz_keys", "lock_path", "result_lock",
            "results_root", "result_dir", "check_writable", "sealed", "seal_problem", "sorted_keys", "temp_name",
            "temp_is_stale", "olds", "cleanup", "save", "replace_provenance", "read_files", "not_a_folder",
@@ -543,7 +543,6 @@ def _write_json(path: Path, data: Any) -> None:
 #: other field (see the module docstring)
 SEAL = "provenance_seal"
 #: the command that seals results stored before seals existed
-SEAL_COMMAND = "python -m dpcompanion results --seal"
 
 
 def _seal_of(provenance: dict) -> dict[str, str]:
@@ -563,7 +562,7 @@ def seal_problem(provenance: dict) -> str:
     """'' when the seal matches every field, else ``provenance edited: <field>`` (or unsealed)."""
     seal = provenance.get(SEAL)
     if seal is None:
-        return f"provenance not sealed (`{SEAL_COMMAND}` seals a result stored before seals)"
+        return "provenance not sealed (the store seals every result it writes: recompute it)"
     if not isinstance(seal, dict):
         return f"provenance edited: {SEAL}"
     now = _seal_of(provenance)

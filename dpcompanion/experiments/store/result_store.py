@@ -32,7 +32,7 @@ from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, c
 from dpcompanion.experiments.store.unit_sweeps import cpu_model
 
 __all__ = ["StoredResult", "load", "compute", "load_or_compute", "SHOWN_FIRST", "best_fresh", "fresh_full",
-           "fresh_paper", "result_to_show", "revalidate", "list_results", "seal_unsealed",
+           "fresh_paper", "result_to_show", "revalidate", "list_results",
            "LocalExecutor", "DaskExecutor", "make_executor", "check_executor_options", "check_scheduler_address",
            "max_workers", "run_one", "worker_environ", "EXECUTORS", "SCHEDULER_TIMEOUT_S", "WORKERS_PER_CORE"]
 
@@ -534,54 +534,6 @@ def list_results(root: Path | None = None) -> list[StoredResult]:
             r = load(exp_id, mode=mode, root=root)
             if r is not None:
                 out.append(r)
-    return out
-
-
-def seal_unsealed(root: Path | None = None) -> list[dict]:
-    """Seal, without recomputing, every stored result that has no seal (``results --seal``), only
-    where that cannot turn an edit into a fresh result: intact, consistent and equal to the last
-    git commit touching it (:func:`.files.state`); else refused, the detail saying why. Returns
-    ``{"id", "mode", "status", "detail"}`` per result, status ``sealed``, ``already sealed`` or ``refused``."""
-    out = []
-    for exp_id, exp in base.all_experiments().items():
-        for mode in base.modes_of(exp):
-            res = _read(exp, mode, root)
-            if res is None:
-                continue
-            row = {"id": exp_id, "mode": mode}
-            problem = res.stale_reason if res.damaged else files.seal_problem(res.provenance)
-            if not problem:
-                out.append({**row, "status": "already sealed", "detail": ""})
-                continue
-            if res.damaged or SEAL in res.provenance:
-                out.append({**row, "status": "refused", "detail": problem})
-                continue
-            if not result_dir(exp_id, mode, root).is_dir():
-                out.append({**row, "status": "refused", "detail": "an interrupted save is being recovered; list again"})
-                continue
-            why = inconsistency(exp, res.provenance, res.payload)
-            if not why:
-                kind, last = files.state(res.path)
-                why = {"no git": "not in a git work tree: its files cannot be compared with a commit, so an edit "
-                                 "cannot be told from the original",
-                       "untracked": "never committed: nothing to compare its files with",
-                       "journaled": f"rewritten since commit {last}: only a committed result is sealed",
-                       "modified": f"its files differ from commit {last}, the last that touched them (an edit)",
-                       "hidden": "git is told not to compare its files with the commit (skip-worktree or "
-                                 "assume-unchanged): an edit cannot be told from the original",
-                       }.get(kind, "")
-            if why:
-                out.append({**row, "status": "refused", "detail": f"{why}; not sealed (recompute it: "
-                                                                     f"`python -m dpcompanion experiment {exp_id} "
-                                                                     f"--mode {mode}`)"})
-                continue
-            try:
-                files.replace_provenance(res.path, sealed(res.provenance), expect=res.provenance)
-            except files.Replaced:
-                out.append({**row, "status": "refused", "detail": "replaced by another save while being sealed; "
-                                                                  "not sealed (list again)"})
-                continue
-            out.append({**row, "status": "sealed", "detail": f"digest {res.digest[:12]}, equal to commit {last}"})
     return out
 
 

@@ -20,9 +20,7 @@ from dpcompanion.experiments.scale_tables import Dim, config_key
 from dpcompanion.training.privacy_audit import run_audit
 
 
-#: the page's title
 TITLE = "Empirical privacy audit of the trainers (white-box canary, Gaussian-DP fit and Clopper-Pearson)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("no paper protocol to match: full mode uses the most trials the command accepts (200,000 per "
               "unit: tighter lower bounds) and a finer curve over S")
 
@@ -88,14 +86,11 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {
     "trials": Dim(None, "not in the papers (our audit of our trainers)", config_key("trials", "n_trials")),
 }
 
 
-#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"trials": lambda p: {a["trainer"]: a["trials"] for a in p["audits"]}}
 
 
@@ -113,8 +108,6 @@ def _judge_power(*, flagged: Sequence[str], trainers: Sequence[str]) -> Judgemen
                      ours=f"{k} of {n}", printed=f"{n} of {n} (every trainer's noise is worth more than its claim)")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("audit/claim", "trainer as shipped (S = 1): the ledger's (epsilon, delta)-DP claim", "the ledger's claim",
          "agrees: the audit's lower bound on epsilon (the larger of the Gaussian-DP fit and the Clopper-Pearson "

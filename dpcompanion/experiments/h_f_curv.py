@@ -37,12 +37,9 @@ from dpcompanion.theory import exact_risk, schedules
 from dpcompanion.training.dense_models import DenseModel
 
 
-#: the page's title
 TITLE = "PGD repeated on two losses of different curvature (the ICLR submission, Fig. 1)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("the paper prints no sizes for this toy; full mode runs 16,000 repeats (the paper: 100), judged at 1,000, "
               "4,000 and 16,000 by a group-sequential plan")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "verdict_rows", "toy_data"]
@@ -142,8 +139,6 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(None, "the ICLR submission, Fig. 1: a toy problem, no size printed", config_key("N")),
     "repeats": Dim(100, "the ICLR submission, Fig. 1 caption: \"Private gradient descent repeated 100 times\"", config_key("repeats")),
@@ -223,8 +218,6 @@ def _judge_exact(*, mean: float, se: float, exact: float, z: float, max_clip_fra
     return j.for_row(ours, remark="; our own check, not a paper claim")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-curv/sharp-vs-flat", "mean final loss, sharp vs flat loss",
          "the ICLR submission, Fig. 1 and Sec. 4.1.3: the highly-curved loss ends at a higher mean final loss than the flatter one",

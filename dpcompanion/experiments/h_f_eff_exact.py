@@ -37,13 +37,10 @@ from dpcompanion.theory import accounting
 from dpcompanion.theory.budget import Budget
 
 
-#: the page's title
 TITLE = "Data efficiency with the budget accounted exactly (beyond the paper: H-F-EFF at R from exact Gaussian DP)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("H-F-EFF's full mode (100 hidden units instead of the paper's 1000, 50 repeats instead of 100) at the "
               "budget exact Gaussian-DP accounting allows for the paper's (4, 1e-8)-DP; the paper accounts it by zCDP. "
               "Paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "R_EXACT", "units", "unit_size", "run_unit", "combine", "describe", "decomposition", "verdict_rows"]
@@ -183,8 +180,6 @@ def decomposition_sentence(exact: dict, paper_R: dict) -> str:
 
 
 #: beyond the paper: H-F-EFF's dimensions, and the budget it spends (the paper's guarantee, accounted exactly)
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "hidden width": Dim(1000, "the FAccT version, Sec. 5, Setup: \"a 2-layer Deep Neural Network (DNN) with 1000 hidden units\"",
                         config_key("hidden")),
@@ -197,8 +192,6 @@ PAPER_DIMS = hong_setup({
 })
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = h_f_eff.trend_rules(
     "h-f-eff-exact", item_tail=", at the exact budget", paired_because="as h-f-eff (protocols.hong.paired_difference)",
     paper_tail=" (at R = 0.3927, the zCDP accounting of (4, 1e-8)-DP; here the same guarantee accounted exactly)",

@@ -39,13 +39,10 @@ from dpcompanion.training import data, influence
 from dpcompanion.training.models import make_model
 
 
-#: the page's title
 TITLE = "Influence by retraining: logistic loss on synthetic data and the DNN (the ICLR submission, Fig. 3 middle)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("full: every 5th step with 20 repeats (synthetic) and a 100-hidden-unit DNN on 10 steps with 5 repeats; "
               "paper mode (`--mode paper`, many CPU hours: one unit per DNN step, resumable over sittings): every "
               "step, 10 levels, 100 repeats, both rows")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "PAPER_SCALE", "units", "unit_size", "run_unit", "combine", "describe", "verdict_rows"]
@@ -198,8 +195,6 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(1000, H_MNIST35, config_key("N")),
     "T": Dim(100, "the ICLR submission, App. D: \"for all t in range 1 to 100\"", config_key("T")),
@@ -221,8 +216,6 @@ def _judge_late_early(*, diff: float, se: float, negative: int = 0, steps: int =
                      remark=caveat)
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-infl-extra/increasing", "influence q_t, late vs early steps",
          "the ICLR submission, App. D (Fig. 3 middle): the influence increases as learning continues",

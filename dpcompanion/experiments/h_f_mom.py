@@ -44,12 +44,9 @@ from dpcompanion.training import data
 from dpcompanion.training.models import make_model
 
 
-#: the page's title
 TITLE = "Momentum DNN: uniform vs expinfl vs momexpinfl (the ICLR submission, Fig. 2 right)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("full: the paper's N = 1000 and 100 hidden units; 30 fresh repeats per schedule (paper: 100); "
               "paper mode (`--mode paper`): 100 repeats, every size the paper's")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "PAPER", "BETA", "units", "unit_size", "run_unit", "combine", "describe", "verdict_rows"]
@@ -222,8 +219,6 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(1000, "the ICLR submission, Fig. 2 caption: \"subsampled MNIST dataset of 1000 training samples\"",
                             config_key("N")),
@@ -260,8 +255,6 @@ def _judge_mom(*, cells: Sequence[dict]) -> Judgement:
     return j.for_row(ours, remark="; judged at data scale 25, T = 100 (positive = momexpinfl lower)")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-mom/expinfl-vs-momexpinfl", "final loss, expinfl vs momexpinfl",
          "the ICLR submission, Sec. 5 (Fig. 2 right): expinfl comparable to momexpinfl; momexpinfl ahead only at data scale 25 "

@@ -25,11 +25,8 @@ from dpcompanion.training import data, influence
 from dpcompanion.training.models import make_model
 
 
-#: the page's title
 TITLE = "Thm 4.1 bound vs the exact expected excess risk of PGD on a quadratic (our addition, H-X-EER)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = "full: closed form to T = 300, Monte Carlo at T = 100 with 10 000 runs per schedule, 12 kappas"
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "runs_mc"
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "mc_verdicts"]
@@ -123,8 +120,6 @@ def verdict_rows(result) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(None, "not in the paper (our experiment on the FAccT version's Thm 4.1-4.4)", config_key("n")),
     "T": Dim(None, "not in the paper", config_key("T_max")),
@@ -184,8 +179,6 @@ def _judge_t_choice(*, T_bound: int, T_exact: int, exact_at_T_bound: float, exac
     return Judgement(v, f"exact risk {exact_at_T_bound:.3g} vs {exact_min:.3g}", ours=f"T = {T_bound} vs best {T_exact}")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-x-eer/bound-holds", "Thm 4.1: E f(theta_{T+1}) - f* <= bound (all T, schedules, quadratics here)",
          "the FAccT version, Thm 4.1: holds (proof D.1)", "exact: min bound/exact >= 1",

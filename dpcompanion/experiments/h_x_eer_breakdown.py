@@ -37,11 +37,8 @@ from dpcompanion.training import influence
 from dpcompanion.training.dense_models import DenseModel
 
 
-#: the page's title
 TITLE = "Where the dynamic schedule breaks under clipping (H-X-EER)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = "beyond the paper: a grid of curvatures and lengths on a synthetic least-squares problem"
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "runs"
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "warning_paragraph", "spectrum_data",
@@ -173,8 +170,6 @@ def verdict_rows(payload, *, threshold: float = 10.0) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "runs": Dim(None, "not in the paper (our experiment)", config_key("runs", "runs_mc", "repeats")),
 })
@@ -197,8 +192,6 @@ def _judge_breakdown_clipped(*, cells: Sequence[tuple[float, int, float]], thres
                      ours="; ".join(f"kappa {k:g}, T {T}: {r:.3g}" for k, T, r in bad) or "none")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-x-eer-breakdown/control", "unclipped trainer vs exact E[f] - f* (control)", "-",
          f"agrees: every representable cell has |z| < {BREAKDOWN_Z_MAX:g}",

@@ -23,13 +23,10 @@ from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_
                                                   config_key, config_steps, payload_seeds)
 
 
-#: the page's title
 TITLE = "ADP-SGD vs DP-SGD: noise, privacy and accuracy vs t (Wu et al. Fig. 1)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("Fashion-MNIST (5 000 training images, CNN pre-trained on MNIST, last layer fine-tuned) for 120 "
               "epochs, 5 seeds; the paper: CIFAR-10 (50 000 images, CNN pre-trained on CIFAR-100), 120 epochs, "
               "5 runs.")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "seeds"
 
 #: the paper's protocol for the figure (W Fig. 1 caption and Sec. 6); its accuracy curve is
@@ -133,8 +130,6 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {
     "training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
     "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
@@ -147,7 +142,6 @@ PAPER_DIMS = {
 }
 
 
-#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples": lambda p: p["train"]["N_train"], "seeds": payload_seeds("train", "acc_adp")}
 
 
@@ -168,8 +162,6 @@ def _judge_slower_decay(*, noise_dp: Sequence[float], noise_adp: Sequence[float]
     return j.for_row(f"DP {rd:.3g}, ADP {ra:.3g}", remark="; last / first noise on theta")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("w-f1/same-epsilon", "final epsilon of DP-SGD and ADP-SGD",
          "Wu et al., Thm 4.1, Sec. 6: equal (both calibrated to the same epsilon_bar)",

@@ -36,20 +36,17 @@ from dpcompanion.experiments.comparisons.outcome import sign_of
 from dpcompanion.experiments.comparisons.rule import (LEVEL, Case, Judgement, Margin, Rule, estimate_effect, judge_effect,
                                                       tost)
 from dpcompanion.experiments.protocols import wu as wp
-from dpcompanion.experiments.scale_tables import Dim, STEPS_RATIO, config_key, config_steps, payload_runs, payload_seeds
+from dpcompanion.experiments.scale_tables import Dim, STEPS_RATIO, config_key, config_steps, payload_cells, payload_seeds
 from dpcompanion.theory import adp_accounting, numerical_accounting
 from dpcompanion.training import data
 from dpcompanion.training.models import make_model
 
 
-#: the page's title
 TITLE = "DP-SGD with constant vs decaying step sizes on MNIST (Wu et al. Fig. 4)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("MNIST, 2 000 training and 2 000 test images, all 4 sigmas and 6 values of c, 50 epochs as the "
               "paper, 2 seeds, a one-hidden-layer MLP instead of the paper's CNN (from scratch in both); the "
               "paper: 60 000 images, CNN. Paper mode (`--mode paper`, hours on two cores): the CNN on "
               "60 000 images, 10 000 test images, 50 epochs, the full grid, 2 seeds per cell.")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "seeds"
 
 #: the paper's grid (W App. F.3): 60 000 MNIST images, CNN from scratch, 50 epochs
@@ -152,8 +149,6 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {
     "training samples": Dim(None, "Wu et al., App. F.3: \"applied to the MNIST dataset\" (size not printed)",
                             config_key("n_train")),
@@ -172,10 +167,11 @@ PAPER_DIMS = {
 }
 
 
-#: our sizes as a stored payload holds them (an edited provenance cannot change them)
-STORED_SIZES = {"training samples": payload_runs("N"), "seeds": payload_seeds("runs", 0, "test_error"),
-             "epochs": lambda p: int(max(max(r["epochs"]) for r in p["runs"])), "c grid": payload_runs("c", many=True),
-             "model": lambda p: "CNN" if str(payload_runs("model")(p)).startswith("cnn") else payload_runs("model")(p)}
+STORED_SIZES = {"training samples": payload_cells("N", of="runs"), "seeds": payload_seeds("runs", 0, "test_error"),
+             "epochs": lambda p: int(max(max(r["epochs"]) for r in p["runs"])),
+             "c grid": payload_cells("c", many=True, of="runs"),
+             "model": lambda p: "CNN" if str(payload_cells("model", of="runs")(p)).startswith("cnn")
+             else payload_cells("model", of="runs")(p)}
 
 
 def _judge_decay(*, final_error: dict) -> Judgement:
@@ -300,8 +296,6 @@ def _judge_eps_below(*, eps_numeric: float, eps_theory: float) -> Judgement:
                      ours=f"{eps_numeric:.3g} vs {eps_theory:.3g}")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("w-f4/decay", "decaying step sizes (c > 0) end below the constant one (c = 0)",
          "Wu et al., App. F.3 (Fig. 4): every decaying schedule (c > 0) beats the constant one (c = 0)",

@@ -28,13 +28,10 @@ from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.scale_tables import Dim, W_TABLE_DIMS, W_TABLE_STORED, W_TRAIN, config_steps
 
 
-#: the page's title
 TITLE = "Wu et al.'s Tables 2 and 5 along a ladder of training-set sizes (2 000, 10 000, 50 000 images)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("Fashion-MNIST instead of CIFAR-10 (not available here); 2 000, 10 000 and 50 000 private training "
               "images, the last CIFAR-10's size; Table 2's rows at epsilon_bar 0.8 and 3.2, clips {1, 2.5}, the "
               "paper's epochs and 5 runs; clip 1 only at 50 000")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "seeds"
 
 __all__ = ["EXPERIMENT", "RUNGS", "units", "unit_size", "run_unit", "combine", "describe", "ladder_rows", "verdict_rows"]
@@ -149,19 +146,14 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {"training samples (largest rung)": Dim(50000, W_TRAIN, lambda c: max(c["rungs"]), setup=True),
              **{k: (dataclasses.replace(d, ours=config_steps("epochs", "rungs")) if k == "steps" else d)
                 for k, d in W_TABLE_DIMS.items()}}
 
 
-#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples (largest rung)": lambda p: max(c["rung"] for c in p["cells"]), **W_TABLE_STORED}
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     table_rule("w-ladder/table", "one of Tables 2, 5 at one rung of the training-set ladder: ADP-SGD ahead of DP-SGD",
                "Wu et al., Tables 2 and 5: the printed gaps (CIFAR-10, 50 000 training images)",

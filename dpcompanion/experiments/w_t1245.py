@@ -23,14 +23,11 @@ from dpcompanion.experiments.protocols import wu as wp, wu_paper
 from dpcompanion.experiments.scale_tables import Dim, W_TABLE_DIMS, W_TABLE_STORED, W_TRAIN, config_key, payload_cells
 
 
-#: the page's title
 TITLE = "ADP-SGD vs DP-SGD over the privacy x clip x epochs grid (Wu et al. Tables 1, 2, 4, 5)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("Fashion-MNIST (2 000 training, 2 000 validation images; CNN pre-trained on MNIST, last layer "
               "fine-tuned), both step-size families, the paper's 3 epoch counts, clips {1, 2.5} of its 4, "
               "epsilon_bar in {0.8, 3.2} of its 5 values, 20 seeds (the paper: 5 runs), judged at 3, 10 and 20 "
               "seeds by a group-sequential plan; the paper: CIFAR-10 (50 000 images).")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "seeds"
 
 #: the paper's full grid (W Sec. 6, Tables 1, 2, 4, 5; CIFAR-10, N = 50 000, 10 000
@@ -208,18 +205,13 @@ def report_verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {"training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
             **W_TABLE_DIMS}
 
 
-#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples": payload_cells("N_train"), **W_TABLE_STORED}
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     gap_rule("w-t1245/gap", "one cell of Tables 1, 2, 4, 5: gain ADP - DP", "Wu et al., Tables 1, 2, 4, 5",
              paired_because="w_t1245.run_cell " + W_SHARED,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcompanion.experiments import comparisons, h_f_eff
+from dpcompanion.experiments import h_f_eff
 from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.rows import DIRECTION
 from dpcompanion.experiments.comparisons.rule import Rule

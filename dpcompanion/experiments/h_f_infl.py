@@ -135,10 +135,9 @@ def sizes_match_paper(config: dict) -> bool:
             and np.allclose(np.asarray(config["levels"], float), P["levels"], rtol=0, atol=1e-9))
 
 
-def verdict_rows(result) -> list[dict]:
-    """The page's rows (rules ``h-f-infl/*``) from a stored result or payload; those that compare with a
-    printed number are judged only at the paper's sizes (:func:`sizes_match_paper`)."""
-    pay = result.payload if hasattr(result, "payload") else result
+def verdict_rows(pay) -> list[dict]:
+    """The page's rows (rules ``h-f-infl/*``); those that compare with a printed number are judged only
+    at the paper's sizes (:func:`sizes_match_paper`)."""
     cfg = pay["settings"]
     sq, lg = pay["squared"], pay["logistic"]
     at_paper = sizes_match_paper(cfg)

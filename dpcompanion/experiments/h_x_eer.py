@@ -77,24 +77,17 @@ def combine(config: dict, results: list[dict]) -> dict:
 # --- the page's verdict rows (rules: dpcompanion.experiments.comparisons, "h-x-eer/...") ---
 
 def mc_verdicts(result) -> list[tuple[float, str, dict, str]]:
-    """(scale, schedule, Monte Carlo row, verdict) for every scale and schedule, by rule
-    ``h-x-eer/mc``: where no gradient was clipped the trainer's mean must match the closed
-    form; where some were clipped the closed form does not describe the algorithm (not
-    comparable)."""
+    """(scale, schedule, Monte Carlo row, verdict of rule ``h-x-eer/mc``) for every scale and schedule
+    of a stored result or payload."""
     pay = result.payload if hasattr(result, "payload") else result
     return [(ps["scale"], k, r, comparisons.verdict_of("h-x-eer/mc", z=float(r["z"]),
                                                       max_clip_fraction=float(r["max_clip_fraction"])))
             for ps in pay["per_scale"] for k, r in ps["monte_carlo"].items()]
 
 
-def verdict_rows(result) -> list[dict]:
-    """Paper-vs-ours rows of the H-X-EER page (rules ``h-x-eer/*``): the bound holds, the
-    closed form matches the trainer where nothing is clipped, dynamic beats uniform, and the
-    T chosen by the bound is near-optimal (one row per data scale).
-
-    H-X-EER is not in the paper, so no row compares with a number the paper printed at its
-    sizes: quick and full give verdicts alike."""
-    pay = result.payload if hasattr(result, "payload") else result
+def verdict_rows(pay) -> list[dict]:
+    """The page's rows (rules ``h-x-eer/*``): the bound holds, the closed form matches the trainer where
+    nothing is clipped, dynamic beats uniform, the bound's T is near-optimal (per data scale)."""
     kinds = [k for k in pay["per_scale"][0]["comparison"] if k not in ("constants", "T")]
     min_ratio = min(float(np.min(ps["comparison"][k]["ratio"])) for ps in pay["per_scale"] for k in kinds)
     min_synth = min(float(np.min(v)) for v in pay["tightness"]["ratio"].values())
@@ -158,8 +151,8 @@ def _judge_mc_all(*, z: Sequence[float]) -> Judgement:
 
 
 def _judge_dyn_beats_uni(*, dyn_min: Sequence[float], uni_min: Sequence[float]) -> Judgement:
-    """Exact minima (no sampling noise) of the dynamic and the uniform schedule per scale;
-    an empty or mismatched list is ``not comparable`` (``all()`` of nothing is no evidence).
+    """Exact minima of the dynamic and the uniform schedule per scale; an empty or mismatched list is
+    ``not comparable`` (``all()`` of nothing is no evidence).
 
     >>> _judge_dyn_beats_uni(dyn_min=[], uni_min=[]).verdict, _judge_dyn_beats_uni(dyn_min=[1.0], uni_min=[2.0]).verdict
     ('not comparable', 'agrees')

@@ -138,8 +138,8 @@ def describe(payload) -> str:
 
 
 def warning_paragraph(payload, *, threshold: float = 10.0) -> str:
-    """The landing page's practitioner's warning, generated from the result: the cells
-    where the clipped trainer's excess risk exceeds ``threshold`` times the exact one."""
+    """The landing page's warning: the cells where the clipped trainer's excess risk exceeds
+    ``threshold`` times the exact one."""
     bad = [c for c in payload["cells"] if c["representable"] and c["ratio_clipped"] > threshold]
     caught = sum(bool(c["warns"]) for c in bad)
     worst = max(bad, key=lambda c: c["ratio_clipped"]) if bad else None
@@ -157,8 +157,7 @@ def warning_paragraph(payload, *, threshold: float = 10.0) -> str:
 
 
 def verdict_rows(payload, *, threshold: float = 10.0) -> list[dict]:
-    """Two rows, neither in the paper (rules ``h-x-eer-breakdown/*``): the unclipped control
-    against the exact risk, and the breakdown itself (never judged: a finding)."""
+    """The unclipped control against the exact risk, and the breakdown (never judged: a finding)."""
     cells = [c for c in payload["cells"] if c["representable"]]
     return [
         comparisons.compare("h-x-eer-breakdown/control", sizes_match=True, z=[c["z_unclipped"] for c in cells]),

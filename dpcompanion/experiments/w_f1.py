@@ -19,7 +19,7 @@ from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule, judge_identity
 from dpcompanion.experiments.comparisons.wu_rules import EPSILON_RTOL, W_SHARED, gap_case, gap_rule
 from dpcompanion.experiments.protocols import wu as wp, wu_paper
-from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL, W_SEEDS, W_STEPS, W_TRAIN,
+from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL_DATA, W_SEEDS, W_STEPS, W_TRAIN,
                                                   config_key, config_steps, payload_seeds)
 
 
@@ -29,9 +29,7 @@ SCALE_NOTE = ("Fashion-MNIST (5 000 training images, CNN pre-trained on MNIST, l
               "5 runs.")
 REPEATS_KEY = "seeds"
 
-#: the paper's protocol for the figure (W Fig. 1 caption and Sec. 6); its accuracy curve is
-#: Fig. 3's top middle panel (120 epochs); full grid on a GPU / Dask cluster:
-#:   python -m dpcompanion experiment w-f1 --mode full   (with PAPER_CONFIG as the full config)
+#: the paper's protocol for the figure (W Fig. 1 caption and Sec. 6; its accuracy curve is Fig. 3's top middle)
 PAPER_CONFIG = dict(dataset="cifar10", n_train=50000, n_val=10000, epochs=120, batch_size=256, delta=1e-5,
                     epsilon_bar=3.2, clip=2.5, family="sqrt", seeds=5, eval_every=20)
 
@@ -98,8 +96,7 @@ def combine(config: dict, results: list[dict]) -> dict:
 
 
 def sizes_match_paper(payload) -> bool:
-    """Whether the run trained for the paper's 120 epochs (Fig. 1 right = Table 2's 120-epoch
-    column) at its own N and batch size, with >= 2 seeds per method."""
+    """Whether the run trained for the paper's 120 epochs at its own N and batch, >= 2 seeds per method."""
     S, R = payload["schedule"], payload["train"]
     m = int(round(S["sampling_rate"] * S["N"]))
     T_paper = wp.steps_for(epochs=PAPER_CONFIG["epochs"], N=int(S["N"]), batch_size=m)
@@ -107,9 +104,8 @@ def sizes_match_paper(payload) -> bool:
 
 
 def verdict_rows(payload) -> list[dict]:
-    """The W-F1 page's rows (rules ``w-f1/*`` of :mod:`dpcompanion.experiments.comparisons`):
-    the same final epsilon, the slower decay of ADP-SGD's noise, and the best-accuracy gain
-    against Table 2's cell (eps_bar 3.2, C 2.5, 120 epochs)."""
+    """The page's rows: the same final epsilon, the slower decay of ADP-SGD's noise, and the best-accuracy
+    gain against Table 2's cell (eps_bar 3.2, C 2.5, 120 epochs)."""
     S, R = payload["schedule"], payload["train"]
     best = lambda a: np.asarray(a)[:, 1:].max(axis=1)  # noqa: E731 (best over the run, after step 0)
     m = int(round(S["sampling_rate"] * S["N"]))
@@ -132,8 +128,7 @@ def verdict_rows(payload) -> list[dict]:
 
 PAPER_DIMS = {
     "training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
-    "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
-                                                                        f"{c.get('pretrain_n')} images)", setup=True),
+    "model / data": W_MODEL_DATA,
     "seeds": Dim(5, W_SEEDS, config_key("seeds")),
     "epochs": Dim(120, "Wu et al., Fig. 1 / Fig. 3: \"the top middle plot is the same as the right plot in Figure 1\" "
                   "(120 epochs)", config_key("epochs")),

@@ -1,17 +1,12 @@
-"""W-LADDER: Wu et al.'s Table 2 and Table 5 cells (ADP-SGD vs DP-SGD, step sizes
-eta_t = 1/sqrt(20 + t), best and last validation accuracy) along a ladder of training-set
-sizes, 2 000, 10 000 and 50 000 images, the last CIFAR-10's size (W Sec. 6: "There are 50000
-images used for training").
+"""W-LADDER: Wu et al.'s Table 2 and Table 5 cells (ADP-SGD vs DP-SGD, eta_t = 1/sqrt(20 + t), best and
+last validation accuracy) along a ladder of training-set sizes, 2 000, 10 000 and 50 000 images, the
+last CIFAR-10's size (W Sec. 6: "There are 50000 images used for training").
 
 CIFAR-10 is not available here (``DATA.md``), so every rung keeps W-T1245's protocol
-(:mod:`dpcompanion.experiments.w_t1245`, whose :func:`~dpcompanion.experiments.w_t1245.run_cell`
-runs each cell): Fashion-MNIST, a CNN pre-trained on MNIST without privacy and frozen, its
-last layer trained privately, both methods calibrated to the same RDP epsilon. What changes
-along the ladder is only the number of private training images (and so the steps per epoch);
-the paper's epoch counts (60, 120, 200), its 5 runs, batch 256, delta 1e-5 and all 10 000
-validation images stay. The cells: epsilon_bar in {0.8, 3.2} (Table 2's rows), clip in
-{1, 2.5}, clip 1 only at 50,000 images. The page shows, per cell, the verdict of rule ``w-t1245/gap`` at each rung: whether
-the verdict moves as the training set approaches the paper's size.
+(:func:`~dpcompanion.experiments.w_t1245.run_cell`: Fashion-MNIST, a CNN pre-trained on MNIST, its last
+layer trained privately); only the number of private training images changes, with the paper's epochs,
+5 runs and 10 000 validation images. The page shows, per cell, the verdict of rule ``w-t1245/gap`` at
+each rung: whether it moves as the training set approaches the paper's size.
 """
 
 from __future__ import annotations
@@ -50,10 +45,8 @@ CONFIGS = {
 
 
 def units(config: dict) -> list[dict]:
-    """One unit per rung and cell, the largest rung first (its units are the longest). The
-    largest rung runs the clips ``top_clips`` only (default: all of ``clips``): at 50,000
-    images a 200-epoch cell is 10 to 15 minutes here, so the top rung keeps a subset of the
-    cells and the smaller rungs the rest."""
+    """One unit per rung and cell, the largest rung first (the longest units), with the clips
+    ``top_clips`` only (default: all of ``clips``)."""
     keep = ("dataset", "data_dir", "batch_size", "delta", "n_val", "pretrain_n", "pretrain_epochs", "seeds",
             "eval_every", "seed", "family")
     base = {k: config[k] for k in keep}
@@ -67,8 +60,7 @@ def units(config: dict) -> list[dict]:
 
 
 def unit_size(u: dict) -> str:
-    """``n_train=<n>, epochs=<e>``: a cell's time grows with its rung and epochs, not its clip or
-    budget."""
+    """``n_train=<n>, epochs=<e>``: a cell's time grows with its rung and epochs."""
     return f"n_train={u['n_train']}, epochs={u['epochs']}"
 
 
@@ -101,8 +93,7 @@ def describe(payload) -> str:
 
 
 def ladder_rows(payload, *, metric: str) -> tuple[list[str], list[list[str]]]:
-    """``(columns, rows)``: per cell (epsilon_bar, clip, epochs), our gap ADP - DP (points, with
-    its se) and the verdict of rule ``w-t1245/gap`` at each rung, and the paper's printed gap."""
+    """``(columns, rows)``: per cell, the paper's printed gap and, at each rung, ours with its verdict."""
     V = {}
     for c in payload["cells"]:
         table, printed, row = w_t1245.gap_verdict(c, metric=metric)
@@ -126,8 +117,7 @@ def ladder_rows(payload, *, metric: str) -> tuple[list[str], list[list[str]]]:
 
 
 def verdict_rows(payload) -> list[dict]:
-    """Per rung and table (2: best accuracy, 5: last), rule ``w-ladder/table`` over the cells'
-    verdicts of rule ``w-t1245/gap``."""
+    """Per rung and table (2: best accuracy, 5: last), rule ``w-ladder/table`` over its cells."""
     rows = []
     for n in payload["rungs"]:
         cells = [c for c in payload["cells"] if c["rung"] == n]

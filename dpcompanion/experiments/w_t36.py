@@ -26,7 +26,7 @@ from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.rule import Rule
 from dpcompanion.experiments.comparisons.wu_rules import TABLE_TOL, gap_case, gap_rule, table_rule
 from dpcompanion.experiments.protocols import tuning, wu as wp, wu_paper
-from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL, W_TRAIN, config_key,
+from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL_DATA, W_TRAIN, config_key,
                                                   config_steps, payload_cells)
 from dpcompanion.theory import numerical_accounting
 
@@ -291,8 +291,7 @@ def report_verdict_rows(payload) -> list[dict]:
 
 PAPER_DIMS = {
     "training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
-    "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
-                                                                        f"{c.get('pretrain_n')} images)", setup=True),
+    "model / data": W_MODEL_DATA,
     "seeds": Dim(5, "Wu et al., App. F.2: \"Based on these hyper-parameters, we repeat the experiments five times\"",
                  config_key("seeds")),
     "epochs": Dim(60, "Wu et al., Table 3 (60 epochs)", config_key("epochs")),

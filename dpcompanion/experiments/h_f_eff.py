@@ -281,8 +281,9 @@ def describe(payload, *, paper_mode: str = "`--mode paper` runs them") -> str:
             f"{payload['train_wall_s']:.0f} s of training. Chosen on the auxiliary data: {chosen}.{beyond}")
 
 
-def _rule_rows(payload, rules: str = "h-f-eff") -> list[dict]:
-    """The paper-vs-ours rows of rules ``<rules>/loss`` and ``<rules>/acc``."""
+def verdict_rows(payload, *, rules: str = "h-f-eff") -> list[dict]:
+    """The page's rows of rules ``<rules>/loss`` and ``<rules>/acc``, capped by the tuning protocol
+    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
     differ = []
     if payload["config"]["hidden"] != PAPER_HIDDEN:
         differ.append(f"{payload['config']['hidden']} hidden units vs the paper's {PAPER_HIDDEN}")
@@ -294,20 +295,11 @@ def _rule_rows(payload, rules: str = "h-f-eff") -> list[dict]:
         if key == "table_beyond" and not any(payload.get("beyond_differs", [])):
             continue
         t = payload[key]
-        out += [
-            comparisons.compare(f"{rules}/loss", sizes_match=payload["sizes_match"], sizes_note=note,
-                                item=f"final training loss, exp vs uni, by N{tail}" if tail else None,
-                                N=list(t["N"]), diff=list(t["loss_gain"]), se=list(t["loss_gain_se"])),
-            comparisons.compare(f"{rules}/acc", sizes_match=payload["sizes_match"], sizes_note=note,
-                                item=f"test accuracy, exp vs uni, by N{tail}" if tail else None,
-                                N=list(t["N"]), diff=list(t["acc_gain"]), se=list(t["acc_gain_se"])),
-        ]
-    return out
-
-
-def verdict_rows(payload, *, rules: str = "h-f-eff") -> list[dict]:
-    """The page's rows, capped by the tuning protocol (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
-    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload, rules)]
+        out += [comparisons.compare(f"{rules}/{k}", sizes_match=payload["sizes_match"], sizes_note=note,
+                                    item=f"{label}, exp vs uni, by N{tail}" if tail else None,
+                                    N=list(t["N"]), diff=list(t[f"{k}_gain"]), se=list(t[f"{k}_gain_se"]))
+                for k, label in (("loss", "final training loss"), ("acc", "test accuracy"))]
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in out]
 
 
 def report_verdict_rows(payload) -> list[dict]:

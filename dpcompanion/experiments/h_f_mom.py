@@ -179,16 +179,14 @@ def describe(payload) -> str:
             f"{payload['run_steps']} run-steps in {payload['wall_s']:.0f} s.")
 
 
-def _rule_rows(payload) -> list[dict]:
+def verdict_rows(payload) -> list[dict]:
+    """The page's row, capped by the tuning protocol (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
     c = payload["config"]
     note = f"N {c['N']}, {c['hidden']} hidden units vs the paper's {PAPER['N']}, {PAPER['hidden']}"
     cells = [{"scale": x["scale"], "T": x["T"], "diff": x["diff"], "se": x["se"]} for x in payload["cells"]]
-    return [comparisons.compare("h-f-mom/expinfl-vs-momexpinfl", sizes_match=payload["sizes_match"], sizes_note=note, cells=cells)]
-
-
-def verdict_rows(payload) -> list[dict]:
-    """The page's rows, capped by the tuning protocol (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
-    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
+    row = comparisons.compare("h-f-mom/expinfl-vs-momexpinfl", sizes_match=payload["sizes_match"], sizes_note=note,
+                              cells=cells)
+    return [comparisons.apply_tuning_cap(row, payload.get("tuning"))]
 
 
 # ------------------------------------------------------------------------ the paper's scale and this page's rules

@@ -306,7 +306,8 @@ def describe(payload) -> str:
             f"{payload['run_steps']} run-steps in {payload['wall_s']:.0f} s.")
 
 
-def _rule_rows(payload) -> list[dict]:
+def verdict_rows(payload) -> list[dict]:
+    """The page's rows, capped by the tuning protocol (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
     out = []
     for key, row in payload["rows"].items():
         note = (f"N {row['N']} vs {PAPER['N']}, T up to {row['T_max']} vs {PAPER['T_max']}"
@@ -320,12 +321,7 @@ def _rule_rows(payload) -> list[dict]:
                 item=f"{key}: relative loss of dyn, T beyond the paper's [1, {PAPER['T_max']}]",
                 scales=row["scales"], rel_dyn=row["rel_beyond"]["dyn"], se_dyn=row["rel_se_beyond"]["dyn"],
                 tvar=row["tvar"]))
-    return out
-
-
-def verdict_rows(payload) -> list[dict]:
-    """The page's rows, capped by the tuning protocol (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
-    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in out]
 
 
 # ------------------------------------------------------------------------ the paper's scale and this page's rules

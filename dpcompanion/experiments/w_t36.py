@@ -234,9 +234,10 @@ def best_of(cell: dict, method: str, setting: str = "paper") -> dict:
     return {"beta": r["beta"], "C": r["C"], "best": np.asarray(r["best"]), "last": np.asarray(r["last"])}
 
 
-def _rule_rows(payload) -> list[dict]:
-    """One row per cell (rule ``w-t36/gap``) against Table 3's printed cell; comparable at the paper's
-    60 epochs with >= 2 seeds per method."""
+def verdict_rows(payload) -> list[dict]:
+    """One row per cell (rule ``w-t36/gap``) against Table 3's printed cell, comparable at the paper's
+    60 epochs with >= 2 seeds per method, capped by the tuning protocol
+    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
     out = []
     for c in payload["cells"]:
         T_paper = wp.steps_for(epochs=PAPER_GRID["epochs"], N=int(c["N_train"]), batch_size=_COMMON["batch_size"])
@@ -251,12 +252,7 @@ def _rule_rows(payload) -> list[dict]:
                 item=f"Table 3: gain ADP - DP, C_G {c['clip']:g}, eps_bar {c['epsilon_bar']:g}{tail}",
                 sizes_note=f"T = {c['T']} ({len(a['best'])} seeds) vs {T_paper} for the paper's {PAPER_GRID['epochs']} epochs",
                 printed=wu_paper.TABLE3.get((c["clip"], c["epsilon_bar"])), adp=a["best"], dp=d["best"]))
-    return out
-
-
-def verdict_rows(payload) -> list[dict]:
-    """The page's rows, capped by the tuning protocol (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
-    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in out]
 
 
 def table_rows(cell_rows: Sequence[dict]) -> list[dict]:

@@ -1,10 +1,7 @@
 """Experiment ``audit``: the empirical privacy audit of every trainer, as shipped (S = 1) and
 deliberately mis-calibrated (S = 0.5: half the noise claimed), plus a curve over S for PGD.
-
-One unit = one trainer at one noise-multiplier scale S (:func:`dpcompanion.training.privacy_audit.run_audit`);
-each unit's seed is derived from the config seed and the unit's index, so units can run in
-any order or place. The payload keeps every unit's full report (both lower bounds, the exact
-epsilon of the noise, the tightness and the noise check).
+One unit per trainer and noise-multiplier scale S (:func:`dpcompanion.training.privacy_audit.run_audit`),
+its seed from the config seed and its index; the payload keeps every unit's full report.
 """
 
 from __future__ import annotations
@@ -28,8 +25,7 @@ __all__ = ["EXPERIMENT", "verdict_rows"]
 
 TRAINERS = ("pgd", "momentum", "psgd", "adp")
 
-#: what both modes share: the budget audited, the scales of the noise (1 = as shipped) and the
-#: trainer whose curve over S is drawn
+#: what both modes share: the budget audited, the noise scales (1 = as shipped), the curve's trainer
 _AUDITED = {"epsilon": 2.0, "delta": 1e-5, "scales": [1.0, 0.5], "curve_trainer": "pgd"}
 
 CONFIGS = {
@@ -64,9 +60,8 @@ def combine(config: dict, results: list[dict]) -> dict:
 
 
 def verdict_rows(payload) -> list[dict]:
-    """The audit page's rows (rules ``audit/*`` of :mod:`dpcompanion.experiments.comparisons`):
-    each trainer as shipped (S = 1) against its ledger's claim, and whether the audit flags
-    every trainer at the smallest S below 1 (the test's power)."""
+    """Each trainer as shipped (S = 1) against its ledger's claim, and whether the audit flags every
+    trainer at the smallest S below 1 (the test's power)."""
     by = {(a["trainer"], a["noise_multiplier_scale"]): a for a in payload["audits"]}
     trainers = list(dict.fromkeys(a["trainer"] for a in payload["audits"]))
     rows = []

@@ -2,11 +2,8 @@
 PGD on a quadratic against the bound, a Monte Carlo check with the real trainer, and the
 bound's tightness against curvature (SPEC H-X-EER; not in the paper).
 
-Units: one per data scale of MNIST35 (closed form over T = 1..T_max and the trainer's Monte
-Carlo at T = T_mc, :func:`dpcompanion.training.influence.eer_at_scale`; its seed drawn from
-``SeedSequence(config seed).spawn``) and one ``tightness`` unit (closed forms on synthetic
-spectra of growing kappa with the first scale's initial gap,
-:func:`dpcompanion.training.influence.eer_tightness`).
+Units: one per data scale of MNIST35 (:func:`dpcompanion.training.influence.eer_at_scale`) and one
+``tightness`` unit (synthetic spectra of growing kappa, :func:`dpcompanion.training.influence.eer_tightness`).
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
-"""H-X-EER breakdown: where the Thm 4.4 dynamic schedule stops working once gradients
-are clipped (a finding beyond the paper; SPEC H-X-EER).
+"""H-X-EER breakdown: where the Thm 4.4 dynamic schedule stops working once gradients are clipped (a
+finding beyond the paper; SPEC H-X-EER).
 
-For a grid of curvatures kappa and lengths T, on a least-squares problem whose Hessian
-has exactly the spectrum :func:`dpcompanion.theory.exact_risk.spectrum` (kappa, D) (data
-``X = sqrt(N) Q diag(sqrt(lambda))`` with Q orthonormal columns, targets +-1), the Hong et
-al. 2022 Thm 4.4 schedule (:func:`dpcompanion.theory.schedules.gd_dynamic`,
-eta = 1/M as in Thm 4.1) is run through the trainer (ledger at R, float64)
-
-* with the paper's per-sample clipping (clip norm 4), and
-* with clipping switched off in effect (clip norm 1e100, noise scaled to the same absolute size: the control),
-
-and the mean final excess risk is divided by the *exact* expected excess risk of
-unclipped PGD (:func:`dpcompanion.theory.exact_risk.expected_excess_risk`). The control's
-ratio is ~1 (a check that can fail); where the clipped ratio explodes, the schedule has
-broken. Next to it: the schedule's span max sigma / min sigma and whether
-:func:`dpcompanion.theory.diagnostics.schedule_warnings` warns.
+Per curvature kappa and length T, on least squares whose Hessian has exactly the spectrum
+:func:`dpcompanion.theory.exact_risk.spectrum` (:func:`spectrum_data`), the Hong et al. 2022 Thm 4.4
+schedule (:func:`dpcompanion.theory.schedules.gd_dynamic`, eta = 1/M) runs through the trainer with the
+paper's clipping (clip 4) and, as the control, with clipping off in effect (noise of the same absolute
+size); the mean final excess risk is divided by the *exact* one of unclipped PGD
+(:func:`dpcompanion.theory.exact_risk.expected_excess_risk`). The control's ratio is ~1 (a check that
+can fail); where the clipped ratio explodes, the schedule has broken. Beside it: the schedule's span
+max sigma / min sigma and whether :func:`dpcompanion.theory.diagnostics.schedule_warnings` warns.
 """
 
 from __future__ import annotations

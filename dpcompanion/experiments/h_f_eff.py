@@ -261,16 +261,17 @@ def describe(payload, *, paper_mode: str = "`--mode paper` runs them") -> str:
     """Generated Markdown: the sizes this payload ran at, against the paper's (``paper_mode``:
     what runs the paper's sizes, for an experiment that shares this protocol)."""
     c = payload["config"]
-    tab = payload["table"]
-    chosen = "; ".join(f"N={n}: uni T={tu}, exp T={te}, gamma={g:g}"
-                       for n, tu, te, g in zip(tab["N"], tab["T_uni"], tab["T_exp"], tab["gamma_exp"]))
+
+    def choices(t):
+        return "; ".join(f"N={n}: uni T={tu}, exp T={te}, gamma={g:g}"
+                         for n, tu, te, g in zip(t["N"], t["T_uni"], t["T_exp"], t["gamma_exp"]))
+
+    chosen = choices(payload["table"])
     paper = ("the paper's size" if payload["sizes_match"] else
              f"**smaller than the paper's** ({PAPER_HIDDEN} hidden units, {PAPER_REPEATS} repeats; "
              f"{paper_mode})")
     tb = payload.get("table_beyond")
-    beyond = ("" if tb is None else " Beyond the paper's T range: " + "; ".join(
-        f"N={n}: uni T={tu}, exp T={te}, gamma={g:g}"
-        for n, tu, te, g in zip(tb["N"], tb["T_uni"], tb["T_exp"], tb["gamma_exp"])) + ".")
+    beyond = "" if tb is None else " Beyond the paper's T range: " + choices(tb) + "."
     return (f"**Sizes ({c['mode']} mode).** N in {list(c['N'])}; DNN with {c['hidden']} hidden units ({paper}); "
             f"T grid {list(c['T_grid'])} within the stated range {list(c.get('T_range', [min(c['T_grid']), max(c['T_grid'])]))} (a choice on its ends "
             f"is flagged and also tuned beyond it, T in {list(T_LIMITS)}), gamma grid {list(c['gammas'])} for exp, "

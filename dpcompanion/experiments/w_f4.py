@@ -29,7 +29,8 @@ from dpcompanion.experiments.comparisons.outcome import sign_of
 from dpcompanion.experiments.comparisons.rule import (LEVEL, Case, Judgement, Margin, Rule, estimate_effect, judge_effect,
                                                       tost)
 from dpcompanion.experiments.protocols import wu as wp
-from dpcompanion.experiments.scale_tables import Dim, STEPS_RATIO, config_key, config_steps, payload_cells, payload_seeds
+from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, config_key, config_steps, payload_cells,
+                                                  payload_seeds)
 from dpcompanion.theory import adp_accounting, numerical_accounting
 from dpcompanion.training import data
 from dpcompanion.training.models import make_model

@@ -181,30 +181,22 @@ def size_mismatches(experiment_id: str, config: dict, payload: dict) -> list[str
             ours = dims[name].ours(config)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             ours = None
-        if not _same(_rounded(_plain(value)), _rounded(_plain(ours))):
+        if not _same(_plain(value, rounded=True), _plain(ours, rounded=True)):
             out.append(f"{name}: config {_plain(ours)}, payload {_plain(value)}")
     return out
 
 
-def _rounded(v):
-    """``v`` with every float rounded to 12 significant digits (as the store's config hash)."""
-    if isinstance(v, float):
-        return float(f"{v:.12g}")
-    if isinstance(v, list):
-        return [_rounded(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _rounded(x) for k, x in v.items()}
-    return v
-
-
-def _plain(v):
-    """``v`` with numpy scalars and arrays, and tuples, as plain Python (for comparing and printing)."""
+def _plain(v, *, rounded: bool = False):
+    """``v`` with numpy scalars and arrays, and tuples, as plain Python (for comparing and printing);
+    ``rounded``: every float to 12 significant digits (as the store's config hash)."""
     if hasattr(v, "tolist"):
-        return v.tolist()
+        v = v.tolist()
+    if rounded and isinstance(v, float):
+        return float(f"{v:.12g}")
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [_plain(x, rounded=rounded) for x in v]
     if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
+        return {k: _plain(x, rounded=rounded) for k, x in v.items()}
     return v
 
 

@@ -1,10 +1,7 @@
 """Experiment ``audit``: the empirical privacy audit of every trainer, as shipped (S = 1) and
 deliberately mis-calibrated (S = 0.5: half the noise claimed), plus a curve over S for PGD.
-
-One unit = one trainer at one noise-multiplier scale S (:func:`dpcompanion.training.privacy_audit.run_audit`);
-each unit's seed is derived from the config seed and the unit's index, so units can run in
-any order or place. The payload keeps every unit's full report (both lower bounds, the exact
-epsilon of the noise, the tightness and the noise check).
+One unit per trainer and noise-multiplier scale S (:func:`dpcompanion.training.privacy_audit.run_audit`),
+its seed from the config seed and its index; the payload keeps every unit's full report.
 """
 
 from __future__ import annotations
@@ -20,9 +17,7 @@ from dpcompanion.experiments.scale_tables import Dim, config_key
 from dpcompanion.training.privacy_audit import run_audit
 
 
-#: the page's title
 TITLE = "Empirical privacy audit of the trainers (white-box canary, Gaussian-DP fit and Clopper-Pearson)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("no paper protocol to match: full mode uses the most trials the command accepts (200,000 per "
               "unit: tighter lower bounds) and a finer curve over S")
 
@@ -30,8 +25,7 @@ __all__ = ["EXPERIMENT", "verdict_rows"]
 
 TRAINERS = ("pgd", "momentum", "psgd", "adp")
 
-#: what both modes share: the budget audited, the scales of the noise (1 = as shipped) and the
-#: trainer whose curve over S is drawn
+#: what both modes share: the budget audited, the noise scales (1 = as shipped), the curve's trainer
 _AUDITED = {"epsilon": 2.0, "delta": 1e-5, "scales": [1.0, 0.5], "curve_trainer": "pgd"}
 
 CONFIGS = {
@@ -66,9 +60,8 @@ def combine(config: dict, results: list[dict]) -> dict:
 
 
 def verdict_rows(payload) -> list[dict]:
-    """The audit page's rows (rules ``audit/*`` of :mod:`dpcompanion.experiments.comparisons`):
-    each trainer as shipped (S = 1) against its ledger's claim, and whether the audit flags
-    every trainer at the smallest S below 1 (the test's power)."""
+    """Each trainer as shipped (S = 1) against its ledger's claim, and whether the audit flags every
+    trainer at the smallest S below 1 (the test's power)."""
     by = {(a["trainer"], a["noise_multiplier_scale"]): a for a in payload["audits"]}
     trainers = list(dict.fromkeys(a["trainer"] for a in payload["audits"]))
     rows = []
@@ -88,14 +81,11 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {
     "trials": Dim(None, "not in the papers (our audit of our trainers)", config_key("trials", "n_trials")),
 }
 
 
-#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"trials": lambda p: {a["trainer"]: a["trials"] for a in p["audits"]}}
 
 
@@ -113,8 +103,6 @@ def _judge_power(*, flagged: Sequence[str], trainers: Sequence[str]) -> Judgemen
                      ours=f"{k} of {n}", printed=f"{n} of {n} (every trainer's noise is worth more than its claim)")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("audit/claim", "trainer as shipped (S = 1): the ledger's (epsilon, delta)-DP claim", "the ledger's claim",
          "agrees: the audit's lower bound on epsilon (the larger of the Gaussian-DP fit and the Clopper-Pearson "

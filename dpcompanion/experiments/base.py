@@ -1,66 +1,17 @@
 """The contract every experiment module follows.
 
-An experiment module ``dpcompanion/experiments/<name>.py`` declares its facts and its functions
-by name, then its ``EXPERIMENT`` with :func:`from_module` (:data:`REQUIRED_NAMES`,
-:data:`OPTIONAL_NAMES`)::
-
-    TITLE = "PGD on two losses of different curvature (the ICLR submission, Fig. 1)"
-    SCALE_NOTE = "..."          # optional: one sentence, full mode against the paper's protocol
-    REPEATS_KEY = "repeats"     # optional: the config key counting runs
-    CONFIGS = {"quick": {...}, "full": {...}}  # JSON-able dicts; full = the largest committed run
-    # optional: CONFIGS["paper"] = {...}  # the paper's own sizes (hours here; run over several sittings)
-    def units(config): ...        # -> list of JSON-able unit dicts, each self-contained
-    def run_unit(unit, device): ...  # -> dict of numpy arrays / numbers / strings
-    def combine(config, results): ...  # (config, [unit results, in units order]) -> payload dict
-    # optional: def unit_size(unit): ...  # -> str, e.g. "N=4000 exp": units of one label take about
-    #                                       # the same time (the time-left estimate of a partial sweep)
-    # optional: def describe(payload): ...      # -> str, the page's sizes paragraph
-    # optional: def verdict_rows(payload): ...  # -> rows of the page's paper-vs-ours table (the rules')
-    # optional: def report_verdict_rows(payload): ...  # -> every row the verdicts report judges,
-    #                                                  # where it has more than the page's table
-
-    # optional: what the paper prints and how it is judged (declared here, nowhere else)
-    PAPER_DIMS = {"repeats": Dim(100, "<version, section: quotation>", config_key("repeats")), ...}
-    STORED_SIZES = {...}        # our sizes read from a payload, where its config may differ
-    RULES = (Rule("h-f-curv/sharp-vs-flat", item, paper, tolerance, judge, design=..., margin=...,
-                  case=Case(statement, agrees={...}, disagrees={...})), ...)
-    SEQUENTIAL = Plan(...)      # a group-sequential plan, declared before its added runs
-
-    EXPERIMENT = from_module(__name__, id="h-f-curv")  # lower-case SPEC ID = notebook = page name
-
-The :class:`Experiment` is everything the rest of the package knows of an experiment: the
-store, the pages (:mod:`dpcompanion.book.show`), the verdicts report, the rule registry
-(:func:`dpcompanion.experiments.comparisons.all_rules`), the scale tables
-(:mod:`dpcompanion.experiments.scale_tables`) and the CLI read its fields, never the module
-(the ``EXPERIMENT`` line comes last, so that :func:`from_module` finds every name it reads).
-
-* ``units(config)`` splits the work into independent pieces (one schedule at one data
-  size, a block of repeats...). Each unit carries everything it needs, its seed included
-  (derived from ``config["seed"]``), so its result does not depend on where or in which
-  order it runs: the same config gives the same payload on any executor.
-* ``run_unit`` may batch inside a unit (many runs in one torch program); it must be a
-  module-level function (picklable, for Dask).
-* ``combine`` is pure and cheap. The payload holds numbers only (numpy arrays, floats,
-  ints, strings, and lists/dicts of them); its digest is the result's identity.
-
-``config["seed"]`` is set by the caller (``--seed``); ``config["mode"]`` is the mode.
-
-Modes (:data:`MODES`, :data:`OPTIONAL_MODES`): ``quick`` (the book's, seconds) and ``full``
-(the committed result, minutes) are required; ``paper``, the paper's own sizes, is optional
-(hours on two cores: a resumable sweep run over several sittings, its finished units
-committed). A ``full`` or ``paper`` result records the quick-mode digest of its code and
-seed and is revalidated by it (:data:`FINGERPRINTED_MODES`). The config hash covers the mode,
-so adding a ``paper`` config changes no quick or full result's config hash.
-
-The provenance's ``runs`` and ``run_steps`` are counted by the trainer engine while each unit
-runs (:func:`dpcompanion.training.trainers.engine.tally`), not reported by the unit. The results store
-(:mod:`dpcompanion.experiments.store`) runs the units on an executor, saves the payload and
-decides freshness; the code hash covers what computes the result: of the module defining
-``run_unit``/``units``/``combine``, those functions, ``CONFIGS`` and the top-level names they
-use (not the rules, margins, sentences or page code beside them), and every dpcompanion module
-they use, transitively (read from the sources, imports inside functions included), so an
-experiment lists no dependencies by hand: a module it uses is one it imports. :func:`register` adds an experiment
-defined outside the package (tests).
+An experiment module ``dpcompanion/experiments/<name>.py`` defines, by name (:data:`REQUIRED_NAMES`,
+:data:`OPTIONAL_NAMES`), ``TITLE``, ``CONFIGS`` (JSON-able dicts per mode: ``quick``, ``full``, optionally
+``paper``), ``units(config)`` (self-contained JSON-able unit dicts, each with its seed, so the same config
+gives the same payload on any executor), ``run_unit(unit, device)`` (module-level: picklable for Dask)
+and ``combine(config, results)`` (pure; the payload holds numbers, strings, arrays and lists/dicts of
+them), optionally what its page and the verdicts read (``SCALE_NOTE``, ``REPEATS_KEY``, ``unit_size``,
+``describe``, ``verdict_rows``, ``report_verdict_rows``, ``RULES``, ``PAPER_DIMS``, ``STORED_SIZES``,
+``SEQUENTIAL``), and last ``EXPERIMENT = from_module(__name__, id="<id>")``. The rest of the package reads
+the :class:`Experiment`, never the module. ``config["seed"]`` and ``config["mode"]`` are set by the caller.
+A ``full`` or ``paper`` result is revalidated by its quick-mode digest (:data:`FINGERPRINTED_MODES`); the
+store's code hash covers the compute functions, ``CONFIGS`` and what they use, transitively.
+:func:`register` adds an experiment defined outside the package (tests).
 """
 
 from __future__ import annotations
@@ -99,33 +50,23 @@ class Experiment:
     combine: Callable[[dict, list[dict]], dict]
     #: one sentence: what full mode is, against the paper's protocol
     scale_note: str = ""
-    #: optional: a unit's size label; a partial sweep's time left charges each unit left the mean
-    #: time of the finished units of its label (None: all units alike)
+    #: a unit's size label (a partial sweep's time left; None: all units alike)
     unit_size: Callable[[dict], str] | None = None
-    #: the page's sizes paragraph from a payload (``ExperimentPage.sizes``); None: the page has none
+    #: the page's sizes paragraph from a payload
     describe: Callable[[dict], str] | None = None
-    #: the rows of the page's paper-vs-ours table from a payload (``ExperimentPage.verdicts``, the
-    #: verdicts report); None: the experiment is judged by no rule
+    #: the rows of the page's paper-vs-ours table from a payload; None: judged by no rule
     verdict_rows: Callable[[Any], list[dict]] | None = None
-    #: every row the reproduction report judges, where the report has more than the page's table
-    #: (h-f-eff's row per N, w-t1245's row per cell, w-t36's pooled table rows); None: ``verdict_rows``
+    #: every row the verdicts report judges, where it has more than the page's; None: ``verdict_rows``
     report_verdict_rows: Callable[[Any], list[dict]] | None = None
-    #: the config key counting our runs per compared estimate (``repeats``, ``seeds``...), for
-    #: verdict rows whose rule does not know n (``<dnn_key>`` for a row about the DNN where the
-    #: config has one); None: no such key
+    #: the config key counting our runs per compared estimate (``repeats``, ``seeds``...)
     repeats_key: str | None = None
-    #: the verdict rules of its page (:class:`~dpcompanion.experiments.comparisons.rule.Rule`,
-    #: ids ``<id>/<panel>``): the registry (:func:`dpcompanion.experiments.comparisons.all_rules`)
-    #: collects them from here
+    #: its verdict rules (ids ``<id>/<panel>``), collected by :func:`dpcompanion.experiments.comparisons.all_rules`
     rules: tuple = ()
-    #: what the paper prints of its scale, per dimension (:class:`~dpcompanion.experiments.scale_tables.Dim`:
-    #: the paper's value, its quotation, how ours is read from a config); None: the page has no scale block
+    #: what the paper prints of its scale, per dimension (:class:`~dpcompanion.experiments.scale_tables.Dim`)
     paper_scale: Mapping[str, Any] | None = None
-    #: per dimension, our size read from a stored payload (the sizes the result really has),
-    #: where it can differ from the config's (:func:`dpcompanion.experiments.scale_tables.stored_sizes`)
+    #: per dimension, our size read from a stored payload, where it can differ from the config's
     stored_sizes: Mapping[str, Callable[[dict], Any]] | None = None
-    #: its group-sequential plan (:class:`~dpcompanion.experiments.comparisons.sequential.Plan`),
-    #: declared before the seeds beyond its first look ran; None: none
+    #: its group-sequential plan (:class:`~dpcompanion.experiments.comparisons.sequential.Plan`)
     sequential: Any = None
 
     def __post_init__(self):
@@ -155,8 +96,6 @@ class Experiment:
 
 
 #: the names an experiment module defines, and the :class:`Experiment` field each becomes
-#: (:func:`from_module`): the contract's required ones, then the optional ones (absent: the field's
-#: default)
 REQUIRED_NAMES = {"TITLE": "title", "CONFIGS": "configs", "units": "units", "run_unit": "run_unit",
                   "combine": "combine"}
 OPTIONAL_NAMES = {"SCALE_NOTE": "scale_note", "REPEATS_KEY": "repeats_key", "RULES": "rules",
@@ -166,11 +105,8 @@ OPTIONAL_NAMES = {"SCALE_NOTE": "scale_note", "REPEATS_KEY": "repeats_key", "RUL
 
 
 def from_module(module: str, *, id: str) -> Experiment:
-    """The experiment ``id`` defined by module ``module`` (pass ``__name__``, at the very end of the
-    module, after every name it reads): the names of :data:`REQUIRED_NAMES` (ValueError naming
-    any missing) and those of :data:`OPTIONAL_NAMES` it defines, each as the :class:`Experiment`
-    field that table names (``PAPER_DIMS`` becomes ``paper_scale``...). Nothing else of the module
-    is read, then or later: the rest of the package reads the object."""
+    """The experiment ``id`` defined by module ``module`` (``__name__``, at the end of the module): its
+    :data:`REQUIRED_NAMES` (ValueError naming any missing) and :data:`OPTIONAL_NAMES` as fields."""
     mod = sys.modules[module]
     missing = [name for name in REQUIRED_NAMES if not hasattr(mod, name)]
     if missing:
@@ -202,8 +138,7 @@ _REGISTERED: dict[str, Experiment] = {}
 
 
 def register(exp: Experiment) -> Experiment:
-    """Make ``exp`` known to :func:`get` (an experiment defined outside the package, e.g. in
-    a test); its id must not be one of the package's."""
+    """Make ``exp`` (defined outside the package, e.g. in a test) known to :func:`get`."""
     if exp.id in _package_experiments() or (exp.id in _REGISTERED and _REGISTERED[exp.id] is not exp):
         raise ValueError(f"experiment id {exp.id} is already defined")
     _REGISTERED[exp.id] = exp
@@ -216,9 +151,7 @@ def unregister(experiment_id: str) -> None:
 
 
 def all_experiments() -> dict[str, Experiment]:
-    """Every experiment of the package, by ID (the modules, not sub-packages, of this package
-    defining EXPERIMENT), plus those added with :func:`register`. The package's are found once
-    per process (:func:`_package_experiments`)."""
+    """Every experiment of the package's modules, by ID, plus those added with :func:`register`."""
     found = dict(_package_experiments())
     for eid, exp in _REGISTERED.items():
         found.setdefault(eid, exp)
@@ -227,8 +160,7 @@ def all_experiments() -> dict[str, Experiment]:
 
 @functools.lru_cache(maxsize=1)
 def _package_experiments() -> dict[str, Experiment]:
-    """The experiments the package's modules define (read once: the rule registry and the
-    scale tables ask for them row by row)."""
+    """The experiments the package's modules define (read once per process)."""
     found: dict[str, Experiment] = {}
     for info in pkgutil.iter_modules(pkg.__path__):
         # one module per experiment; the packages (store, protocols, comparisons) hold none
@@ -255,8 +187,7 @@ def get(experiment_id: str) -> Experiment:
 
 
 def modes_of(exp: Experiment) -> tuple[str, ...]:
-    """The modes ``exp`` defines, in the order of :data:`ALL_MODES` (quick, full, then paper
-    when it has a paper config)."""
+    """The modes ``exp`` defines, in the order of :data:`ALL_MODES`."""
     return tuple(m for m in ALL_MODES if m in exp.configs)
 
 
@@ -266,8 +197,7 @@ def with_mode(mode: str) -> list[str]:
 
 
 def validate_mode(mode: Any, exp: Experiment | None = None) -> str:
-    """``mode`` when it is one of :data:`ALL_MODES` (and, given ``exp``, one it defines);
-    ValueError otherwise, naming the experiments that define an optional mode."""
+    """``mode`` when it is one of :data:`ALL_MODES` (and, given ``exp``, one it defines); else ValueError."""
     if mode not in ALL_MODES:
         raise ValueError(f"mode must be one of {', '.join(ALL_MODES)}, got {mode!r}")
     if exp is not None and mode not in exp.configs:
@@ -278,8 +208,7 @@ def validate_mode(mode: Any, exp: Experiment | None = None) -> str:
 
 
 def config_for(exp: Experiment, mode: str, *, seed: int = 0) -> dict[str, Any]:
-    """The config of ``exp`` in ``mode`` with the seed and mode set (ValueError for a mode it
-    does not define)."""
+    """The config of ``exp`` in ``mode`` with the seed and mode set."""
     validate_mode(mode, exp)
     return {**exp.configs[mode], "mode": mode, "seed": int(seed)}
 

@@ -1,28 +1,10 @@
-"""The compute table: what each experiment's committed full result cost on this machine, the
+"""The compute table: what each experiment's committed full (or paper) result cost on this machine, the
 command that reruns it, its sizes against the paper's, and an estimate for one GPU.
 
-Every number of a row is read from the stored full result's provenance
-(:func:`dpcompanion.experiments.store.load`: ``wall_s``, ``device``, ``executor``, ``runs``,
-``run_steps``, ``units``, ``created``, ``config``, ``scale``), never typed: change a provenance
-and the table changes. A stale result (code changed since it was computed, not yet
-revalidated) still shows what it cost, with its status.
-
-**GPU estimate** (only where the stored run is not already a GPU run). A stated model, not a
-measurement::
-
-    GPU seconds ~= CPU wall seconds x (this machine's measured float32 matmul rate)
-                                     / GPU_ASSUMED_GFLOPS
-
-i.e. the GPU is assumed to run the same work at the same fraction of its sustained rate as
-the CPU ran it at of its matmul peak. ``GPU_ASSUMED_GFLOPS`` is an **assumption** (one
-data-centre GPU's sustained float32 rate on these small dense and convolution workloads,
-about a sixth of an H100's non-tensor float32 peak); the CPU rate is measured
-(:func:`dpcompanion.training.bench_measure.matmul_peak_gflops`, the value recorded in a committed
-benchmark file). The model ignores per-step launch latency: for the small per-step workloads here
-(a few MFLOP per step for the linear rows) a GPU is latency bound and the estimate is optimistic.
-
-:mod:`dpcompanion.experiments.paper_scale` estimates the CPU time of H-F-EFF and W-F4 at the
-papers' own sizes from short measured timings.
+Every number of a row is read from the stored result's provenance, never typed; a stale result still
+shows what it cost, with its status. The GPU estimate is a stated model (:data:`GPU_MODEL`), not a
+measurement: ``CPU wall seconds x this machine's measured float32 matmul rate / GPU_ASSUMED_GFLOPS``
+(an assumption; launch latency ignored, so optimistic for small per-step workloads).
 """
 
 from __future__ import annotations
@@ -50,8 +32,7 @@ GPU_MODEL = ("GPU seconds = CPU wall seconds x (this machine's measured float32 
 
 
 def load_bench_json(name: str, root: Path | None = None) -> dict[str, Any] | None:
-    """``results/bench/<name>`` (a benchmark file written by ``bench --out``), or None when
-    absent or unreadable. ``root``: the results folder (default: ``results/`` of the repository)."""
+    """``<root>/bench/<name>`` (a ``bench --out`` file; root default ``results/``), None when unreadable."""
     path = (root or REPO / "results") / "bench" / name
     try:
         data = json.loads(path.read_text())
@@ -61,9 +42,7 @@ def load_bench_json(name: str, root: Path | None = None) -> dict[str, Any] | Non
 
 
 def measured_cpu_peak(root: Path | None = None) -> tuple[float, str] | None:
-    """This machine's float32 matmul rate (GFLOP/s) as measured by a committed benchmark file,
-    and the file: the paper-scale estimate (:mod:`.paper_scale`) first, else ``cpu-quick.json``,
-    ``cpu-full.json``; None when none records it."""
+    """This machine's float32 matmul rate (GFLOP/s) and the committed benchmark file recording it, or None."""
     for name in ("cpu-paper-scale.json", "cpu-quick.json", "cpu-full.json"):
         data = load_bench_json(name, root)
         v = None if data is None else data.get("matmul_peak_gflops")
@@ -73,8 +52,7 @@ def measured_cpu_peak(root: Path | None = None) -> tuple[float, str] | None:
 
 
 def rerun_command(experiment_id: str, provenance: dict[str, Any], mode: str = "full") -> str:
-    """The command that recomputes the stored ``mode`` result (full, or paper): its device, seed
-    and executor (``dask LocalCluster(n workers x 1 thread)`` -> ``--executor dask --workers n``).
+    """The command that recomputes the stored ``mode`` result, with its device, seed and executor.
 
     >>> rerun_command("w-f4", {"device": "cpu", "executor": "local", "config": {"seed": 0}})
     'python -m dpcompanion experiment w-f4 --mode full'
@@ -98,8 +76,7 @@ def rerun_command(experiment_id: str, provenance: dict[str, Any], mode: str = "f
 
 def gpu_estimate_s(wall_s: float | None, *, cpu_peak_gflops: float | None,
                    gpu_gflops: float = GPU_ASSUMED_GFLOPS) -> float | None:
-    """The model of the module docstring: ``wall_s * cpu_peak_gflops / gpu_gflops`` (None
-    without a wall time or a measured CPU rate).
+    """``wall_s * cpu_peak_gflops / gpu_gflops`` (None without a wall time or a measured CPU rate).
 
     >>> gpu_estimate_s(600.0, cpu_peak_gflops=100.0, gpu_gflops=10_000.0)
     6.0
@@ -111,23 +88,12 @@ def gpu_estimate_s(wall_s: float | None, *, cpu_peak_gflops: float | None,
 
 def table(*, root: Path | None = None, cpu_peak_gflops: float | None = None,
           gpu_gflops: float = GPU_ASSUMED_GFLOPS, mode: str = "full") -> list[dict[str, Any]]:
-    """One row per experiment (:func:`dpcompanion.experiments.base.all_experiments`, in id
-    order) from its stored full result under ``root`` (default: the results folder).
-    ``mode="paper"``: one row per experiment that defines a paper mode (the papers' own sizes),
-    from its complete paper result; while its sweep is partial the status says how many units
-    are stored (``partial: k/n units``) and the time is the sum of theirs. A result assembled
-    from units stored in earlier sittings (``units_reused``) gets the sum of all its units'
-    times (``units_wall_s``), not the wall time of the sitting that finished it.
-
-    A row: ``id``, ``mode``, ``title``, ``stored`` (a result of ``mode`` exists), ``status`` (``fresh``,
-    ``stale: <why>``, ``damaged: ...`` or ``not stored``), ``wall_s``, ``device``, ``executor``,
-    ``over_sittings`` (``wall_s`` is then the units' summed time), ``runs``, ``run_steps``, ``units``, ``created``,
-    ``command`` (:func:`rerun_command`),
-    ``scale_note`` (the experiment's own sentence), ``scale`` (the block recorded in the
-    provenance, else recomputed from its config), ``at_paper_scale``, ``differs`` (the dimensions
-    that differ from the paper's), ``gpu_estimate_s`` (:func:`gpu_estimate_s`; None for a run
-    already on a GPU, whose time is then measured) and ``gpu_measured``.
-    ``cpu_peak_gflops``: default :func:`measured_cpu_peak` (None: no estimate)."""
+    """One row per experiment defining ``mode``, in id order, from its stored result under ``root``: ``id``,
+    ``mode``, ``title``, ``stored``, ``status`` (``fresh``, ``stale: <why>``, ``damaged: ...``, ``partial: k/n
+    units`` while a sweep is partial, or ``not stored``), ``wall_s`` (over sittings: the units' summed time,
+    ``over_sittings``), ``device``, ``executor``, ``runs``, ``run_steps``, ``units``, ``created``, ``commit``,
+    ``command``, ``scale_note``, ``scale`` (recomputed from the recorded config), ``at_paper_scale``,
+    ``differs``, ``gpu_measured`` and ``gpu_estimate_s`` (None for a run already on a GPU)."""
     if cpu_peak_gflops is None:
         found = measured_cpu_peak(root)
         cpu_peak_gflops = found[0] if found else None
@@ -188,8 +154,7 @@ def duration(s: float | None) -> str:
     return f"{s / 3600:.1f} h"
 
 
-#: the columns of :func:`display_rows` (what each result cost; the command that reruns it and
-#: what its mode is are :func:`command_rows`: two narrow tables instead of one wider than the page)
+#: the columns of :func:`display_rows` (the commands are :func:`command_rows`: two narrow tables)
 DISPLAY_HEADER = ["experiment", "wall time here", "device, executor", "runs / run-steps / units",
                   "sizes vs the paper's", "one GPU (estimate)", "status"]
 #: the columns of :func:`command_rows`
@@ -209,8 +174,7 @@ def short_executor(executor: str | None) -> str:
 
 
 def display_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
-    """The rows of :func:`table` as text cells under :data:`DISPLAY_HEADER` (the page only
-    renders them)."""
+    """The rows of :func:`table` as text cells under :data:`DISPLAY_HEADER`."""
     out = []
     for r in rows:
         if not r["stored"]:
@@ -233,9 +197,7 @@ def display_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def command_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
-    """The rows of :func:`table` under :data:`COMMAND_HEADER`: the command that reruns each
-    result, and the experiment's own sentence on its sizes (its full mode against the paper's
-    protocol; a paper-mode row: the paper's sizes)."""
+    """The rows of :func:`table` under :data:`COMMAND_HEADER`."""
     return [[f"`{r['id']}`", f"`{r['command']}`",
              "the paper's sizes (`--mode paper`)" if r.get("mode") == "paper" else (r["scale_note"] or "n/a")]
             for r in rows]
@@ -258,8 +220,7 @@ PAPER_SCALE_HEADER = ["experiment", "the paper's sizes", "measured here", "work 
 
 def paper_scale_rows(est: dict[str, Any], *, gpu_gflops: float = GPU_ASSUMED_GFLOPS) -> list[list[str]]:
     """Rows under :data:`PAPER_SCALE_HEADER` from a ``bench --paper-scale`` result
-    (:func:`dpcompanion.experiments.paper_scale.measure`); the GPU column is :func:`gpu_estimate_s`
-    with the matmul rate measured in the same run."""
+    (:func:`dpcompanion.experiments.paper_scale.measure`)."""
     peak = est.get("matmul_peak_gflops")
     hf, wf = est["h-f-eff"], est["w-f4"]
     hs, ws = hf["sizes"], wf["sizes"]

@@ -1,20 +1,17 @@
 """H-F-CURV: private gradient descent repeated on two losses of different curvature
-(Hong et al. 2022, the ICLR submission, Fig. 1 and Sec. 4.1.3 "Robustness"; FAccT version, Sec.
-4.1.3 makes the same sharp-loss argument without the figure).
+(Hong et al. 2022, the ICLR submission, Fig. 1 and Sec. 4.1.3 "Robustness"; the FAccT version,
+Sec. 4.1.3 makes the same sharp-loss argument without the figure).
 
-The paper gives no sizes for this toy figure; ours are chosen and stated. Both losses
-are one-parameter squared losses run through the library's trainer (a linear model
-without bias, per-sample clipping at 4, learning rate 0.1, the uniform schedule at the
-paper's budget R, the ledger charged before every noisy step):
+The paper gives no sizes for this toy; ours are stated. Both losses are one-parameter squared
+losses through the library's trainer (a bias-free linear model, clip 4, learning rate 0.1, the
+uniform schedule at the paper's budget R):
 
     f_c(w) = (1/N) sum_n (w x_n - s_n)^2 / 2,  x_n = c s_n,  s_n = +-1,
 
-so ``f_c(w) = (c w - 1)^2 / 2``: curvature (Hessian) ``M = c^2``, minimum 0 at
-``w* = 1/c``, the same starting loss 1/2 at ``w = 0`` for every c. Each run's
-trajectory of ``f(theta_t)`` and its final loss are recorded; the mean final loss of
-each curvature is compared with the exact expectation of PGD on a quadratic
-(:func:`dpcompanion.theory.exact_risk.expected_excess_risk`, exact while nothing is
-clipped) - a check that fails if the trainer and the closed form disagree.
+so ``f_c(w) = (c w - 1)^2 / 2``: curvature ``M = c^2``, minimum 0 at ``w* = 1/c``, the same starting
+loss 1/2 at ``w = 0``. Each curvature's mean final loss is also checked against the exact expectation
+of PGD on a quadratic (:func:`dpcompanion.theory.exact_risk.expected_excess_risk`, exact while nothing
+is clipped).
 """
 
 from __future__ import annotations
@@ -37,12 +34,9 @@ from dpcompanion.theory import exact_risk, schedules
 from dpcompanion.training.dense_models import DenseModel
 
 
-#: the page's title
 TITLE = "PGD repeated on two losses of different curvature (the ICLR submission, Fig. 1)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("the paper prints no sizes for this toy; full mode runs 16,000 repeats (the paper: 100), judged at 1,000, "
               "4,000 and 16,000 by a group-sequential plan")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "verdict_rows", "toy_data"]
@@ -51,8 +45,7 @@ PAPER_REPEATS = 100  # the ICLR submission's Fig. 1 caption: "repeated 100 times
 
 CONFIGS = {
     "quick": {"curvatures": [1.0, 15.0], "N": 100, "T": 100, "repeats": 100},
-    # full: the group-sequential plan's cap (:data:`SEQUENTIAL`: looks at 1,000, 4,000 and 16,000
-    # repeats; a unit's seeds are a prefix of a longer run's, SeedSequence.spawn)
+    # full: the cap of the group-sequential plan (a unit's seeds are a prefix of a longer run's)
     "full": {"curvatures": [1.0, 15.0], "N": 100, "T": 100, "repeats": 16000},
 }
 
@@ -120,9 +113,7 @@ def describe(payload) -> str:
 
 
 def verdict_rows(payload) -> list[dict]:
-    """The sharp-vs-flat row (rule ``h-f-curv/sharp-vs-flat``; the paper prints no sizes for
-    this toy, so only its shape is compared) and, per curvature, our trainer against the
-    exact E[f] (rule ``h-f-curv/exact``, our own check)."""
+    """The sharp-vs-flat row and, per curvature, our trainer against the exact E[f] (our own check)."""
     s = sorted(payload["summary"], key=lambda r: r["curvature"])
     losses = {float(u["curvature"]): np.asarray(u["final_loss"], dtype=float) for u in payload["units"]}
     plan = SEQUENTIAL
@@ -142,8 +133,6 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(None, "the ICLR submission, Fig. 1: a toy problem, no size printed", config_key("N")),
     "repeats": Dim(100, "the ICLR submission, Fig. 1 caption: \"Private gradient descent repeated 100 times\"", config_key("repeats")),
@@ -151,16 +140,13 @@ PAPER_DIMS = hong_setup({
 })
 
 
-#: its group-sequential plan: the cumulative repeats at each look, declared on
-#: 2026-11-28 before any beyond the first look ran; every look is judged by the plan's repeated intervals
-#: (O'Brien-Fleming spending), so looking three times keeps the overall error rate at 5%
+#: the group-sequential plan (cumulative repeats per look), declared on 2026-11-28 before any repeat
+#: beyond the first look ran; O'Brien-Fleming spending keeps the overall error rate at 5%
 SEQUENTIAL = Plan(looks=(1000, 4000, 16000), unit="repeats", reason=(
     "look 1 is the 1,000-repeat result already judged; 4,000 and 16,000 repeats (the cap) bracket the "
     "runs_needed of its two undecided checks at a cost of seconds"))
 
 
-#: |z| of the old rule (kept for callers; the rule is now a TOST, :data:`EXACT_REL_MARGIN`)
-EXACT_Z_MAX = 3.0
 #: our own check: the smallest effect of interest of trainer mean - exact E[f], relative to |exact|
 EXACT_REL_MARGIN = 0.05
 
@@ -172,9 +158,8 @@ def _mean_se_df(x) -> tuple[float, float, int]:
 
 def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float, sharp_losses=None, flat_losses=None,
                 plan: Plan | None = None) -> Judgement:
-    """Sharp minus flat final loss (independent arms), claimed above zero. With a
-    group-sequential ``plan`` and the per-repeat losses, judged look by look on the first
-    repeats of each arm (:func:`~dpcompanion.experiments.comparisons.sequential.judge_sequential`)."""
+    """Sharp minus flat final loss (independent arms), claimed above zero; with a ``plan`` and the
+    per-repeat losses, judged look by look on the first repeats of each arm."""
     design = comparisons.design_of("h-f-curv/sharp-vs-flat")
     note = "effect: sharp - flat (positive = the sharper loss ends higher)"
     n_all = min(len(sharp_losses), len(flat_losses)) if sharp_losses is not None and flat_losses is not None else 0
@@ -195,13 +180,11 @@ def _judge_curv(*, sharp: float, sharp_se: float, flat: float, flat_se: float, s
 
 
 def _judge_exact(*, mean: float, se: float, exact: float, z: float, max_clip_fraction: float,
-                 z_max: float | None = None, losses=None, plan: Plan | None = None) -> Judgement:
-    """A trainer's Monte Carlo mean against our closed form of the same quantity (our own
-    check, a claim of no difference): TOST of ``mean - exact`` against a smallest effect of
-    interest of :data:`EXACT_REL_MARGIN` times ``|exact|``; a miss where some gradient was
-    clipped is not comparable (the closed form is for unclipped PGD). ``z``, ``z_max``: unused
-    (kept for callers). With a group-sequential ``plan`` and the per-repeat ``losses``, judged
-    look by look on the first repeats (:func:`~dpcompanion.experiments.comparisons.sequential.judge_sequential`)."""
+                 losses=None, plan: Plan | None = None) -> Judgement:
+    """A trainer's Monte Carlo mean against our closed form (a no-difference claim): TOST of
+    ``mean - exact`` within :data:`EXACT_REL_MARGIN` ``|exact|``; a miss where a gradient was clipped is
+    not comparable (the closed form is for unclipped PGD). ``z``: unused (the row's statistic); with a
+    ``plan`` and the per-repeat ``losses``, judged look by look."""
     ours = f"{mean:.4g} ± {se:.2g} vs exact {exact:.4g}"
     margin = EXACT_REL_MARGIN * abs(exact)
     if plan is not None and losses is not None and len(losses) >= plan.looks[0]:
@@ -223,8 +206,6 @@ def _judge_exact(*, mean: float, se: float, exact: float, z: float, max_clip_fra
     return j.for_row(ours, remark="; our own check, not a paper claim")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-curv/sharp-vs-flat", "mean final loss, sharp vs flat loss",
          "the ICLR submission, Fig. 1 and Sec. 4.1.3: the highly-curved loss ends at a higher mean final loss than the flatter one",
@@ -242,7 +223,7 @@ RULES: tuple[Rule, ...] = (
     Rule("h-f-curv/exact", "trainer mean vs exact E[f] (not in the paper)", "-",
          f"no-difference claim, TOST (90% CI of mean - exact within +-{EXACT_REL_MARGIN:g} |exact|) agrees; a 95% CI "
          f"beyond it disagrees (not comparable where clipping happened); else inconclusive",
-         lambda **m: _judge_exact(**m, z_max=EXACT_Z_MAX),
+         _judge_exact,
          margin=Margin(None, "final loss, trainer mean - exact", "smallest effect of interest",
                                  "5% of |exact E[f]| (dpcompanion.experiments.h_f_curv.EXACT_REL_MARGIN), relative to each cell's exact "
                                  "value: the rule's own judge is a TOST with it", applied_by="judge"),

@@ -1,50 +1,18 @@
-"""H-F-EFF: data efficiency of the dynamic schedule (Hong et al. 2022, Fig. 1
-middle and right, Sec. 5), the paper's title claim.
+"""H-F-EFF: data efficiency of the dynamic schedule (Hong et al. 2022, Fig. 1 middle and right, Sec. 5),
+the paper's title claim.
 
-Protocol (the FAccT version, Sec. 5; the sizes in the ICLR submission's App. D "Setup"):
+Full-batch PGD of a one-hidden-layer DNN on MNIST35 (PCA 60, data scale 10), budget R = 0.3927, with
+``uni`` (Thm 4.2) and ``exp`` (:func:`dpcompanion.theory.schedules.expinfl`, Lemma 4.3: the Thm 4.4
+dynamic schedule with gamma = 1 - 1/kappa, so "our gd-dynamic" is not run separately). Each schedule's
+T (and exp's gamma) is tuned on an auxiliary Gaussian set of the same N (lowest mean final training
+loss, no privacy cost; :mod:`dpcompanion.experiments.protocols.tuning`), then run per repeat on the
+private data with disjoint seeds, uni and exp paired by seed. T is searched in the stated [50, 150]
+(``table``) and again with the range lifted (``table_beyond``); gamma's grid, which the paper does not
+state, is extended until the choice is interior. The figure's N values are not readable: ours are ours.
 
-* private data: MNIST35 (digits 3 vs 5), N training samples, PCA to 60 dimensions,
-  centred, unit std, rescaled to data scale 10; test set: every 3 and 5 of the official
-  MNIST test set;
-* model: DNN with one hidden ReLU layer (001: "2-layer DNN with 1000 hidden units"),
-  logistic loss, learning rate 0.1, per-sample clipping at 4, full-batch PGD (001
-  Algorithm 1), budget R = 0.3927 ((4, 1e-8)-DP), charged by the trainer's ledger before
-  every noisy step;
-* schedules: ``uni`` (the FAccT version, Thm 4.2: sigma_t^2 = T/R) and ``exp``, the schedule of an
-  influence "parameterized by an exponential function" (the FAccT version, Sec. 5), i.e.
-  :func:`dpcompanion.theory.schedules.expinfl` (q_t = gamma^{T-t}, Lemma 4.3): the
-  Thm 4.4 dynamic schedule with gamma = 1 - 1/kappa, and an exponential decay of sigma_t
-  with rate -ln(gamma)/4. "Our gd-dynamic" is therefore the same family; it is not run
-  separately (its tuned kappa would be exp's tuned gamma);
-* tuning: each schedule's hyper-parameters (T for both, gamma for exp; the learning rate
-  is fixed as in the paper) are chosen on an **auxiliary Gaussian dataset of the same
-  size N** (:func:`dpcompanion.training.data.load` ``"gaussian"``, 60 features, 2 classes,
-  same preprocessing), by the lowest mean final training loss over ``tune_repeats``
-  runs, at no privacy cost (the paper's protocol); the chosen schedule is then run once
-  per repeat on the private data, with seeds disjoint from the tuning seeds. The tuning
-  protocol (:mod:`dpcompanion.experiments.protocols.tuning`): the paper's stated T range [50, 150]
-  is kept for the main table and flagged when a choice lies on its ends; ``table_beyond``
-  repeats the selection with the range lifted (T up to 450); gamma's grid, which the paper
-  does not state, is extended until the choice is interior.
-
-Readings where the paper is ambiguous (stated on the page): T is searched in [50, 150]
-(the FAccT version, Sec. 5) on a grid; the tuning criterion is the final training loss (the figure's
-first metric); "repeats" are independent seeds (initial point, noise), with uni and exp
-paired by seed; the N values of the figure are not readable in the text extraction, so
-ours are our choice.
-
-Sizes. ``configs["full"]`` uses 100 hidden units so that full mode runs in minutes on 2
-CPU cores; the paper's 1000 hidden units cost about 8x more per run-step on CPU
-(``results/bench/cpu-paper-scale.json``). ``configs["paper"]`` (:data:`PAPER_SCALE`) is the
-paper's size: 1000 hidden units, 100 repeats, T tuned in [50, 150] on the auxiliary Gaussian
-set (10 tuning repeats per candidate), the same N as full mode. Hours on two cores (the
-compute page gives each unit's time; units run before commit a55048d ran in Dask workers
-whose malloc settings made them 2 to 3 times slower), one unit per N up to 2000 and one per N
-and schedule at N = 4000 (``split_from_N``: a unit keeps nothing until it finishes, and one
-unit for N = 4000 would outlast a sitting), so it runs resumably over several sittings:
-``python -m dpcompanion experiment h-f-eff --mode paper [--executor dask --workers 2]``; each
-finished unit is stored in ``results/h-f-eff/paper.units/`` (commit them to carry on
-elsewhere); the compute page lists the units done and their times.
+Full mode: 100 hidden units and 50 repeats (the paper's 1000 cost about 8x more per run-step here);
+paper mode (:data:`PAPER_SCALE`): the paper's sizes, hours, run resumably over sittings, with one unit
+per N and schedule from ``split_from_N`` on (a unit keeps nothing until it finishes).
 """
 
 from __future__ import annotations
@@ -67,12 +35,9 @@ from dpcompanion.training import data
 from dpcompanion.training.models import make_model
 
 
-#: the page's title
 TITLE = "Data efficiency: exp vs uni tuned on auxiliary Gaussian data (the FAccT version, Fig. 1 middle/right)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("full: the paper's protocol with 100 hidden units instead of 1000 and 50 repeats instead of 100; "
               "paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "unit_size", "run_unit", "combine", "join_units", "describe", "verdict_rows"]
@@ -80,15 +45,10 @@ __all__ = ["EXPERIMENT", "PAPER_SCALE", "PAPER_HIDDEN", "units", "unit_size", "r
 PAPER_HIDDEN = 1000  # the FAccT version, Sec. 5: "2-layer Deep Neural Network (DNN) with 1000 hidden units"
 PAPER_REPEATS = 100  # the ICLR submission's App. D: "All the experiments are repeated 100 times"
 
-#: Tuning (:mod:`dpcompanion.experiments.protocols.tuning`): T in [50, 150] is the range the
-#: paper states (the FAccT version, Sec. 5), so a choice on its ends is flagged and a "beyond" setting searches
-#: past them (steps of the grid's spacing, T in [T_LIMITS]); gamma has no stated range and its
-#: grid is extended towards 1 (up to GAMMA_MAX) or down while the choice is on an edge. Power:
-#: the paper prints no size (a figure); the payload records the smallest gain the repeats detect
-#: at 80% power (stored full result, 50 repeats: 0.0001 to 0.004 in loss, below the gains seen at
-#: N <= 2000), so the repeats stay at 50.
+#: the paper's T range (a choice on its ends is flagged and searched past, within T_LIMITS); gamma has no
+#: stated range: its grid is extended within GAMMA_LIMITS while the choice is on an edge
 STATED_T = "T in [50, 150] (the FAccT version, Sec. 5: 'we grid search the best T in range [50, 150]')"
-T_LIMITS = (10, 450)  # the beyond search (a measured full unit at N = 1000 chose T = 300 = the old cap)
+T_LIMITS = (10, 450)
 GAMMA_LIMITS = (0.5, 0.999)
 
 CONFIGS = {
@@ -134,12 +94,8 @@ def _run_grouped(model, X, y, cands, seeds, *, R, device, X_test=None, y_test=No
 
 
 def units(config) -> list[dict]:
-    """One unit per N; from ``config["split_from_N"]`` on (paper mode: N = 4000, hours in one
-    piece, more than a sitting), one unit per N and schedule
-    (``"kinds": ["uni"]``, ``["exp"]``): each tunes and runs its schedule alone on the same
-    seeds, so uni and exp stay paired by seed, and :func:`combine` joins them (numbers equal
-    to the joint unit's to float rounding: the two schedules' evaluation runs are batched
-    apart)."""
+    """One unit per N; from ``config["split_from_N"]`` on, one per N and schedule (``"kinds"``), on
+    the same seeds (still paired), joined by :func:`combine`."""
     seeds = hp.unit_seeds(config["seed"], len(config["N"]))
     keys = ("hidden", "T_grid", "gammas", "tune_repeats", "repeats")
     extra = {"dataset": config.get("dataset", "mnist35"), "max_rounds": int(config.get("max_rounds", 3)),
@@ -155,8 +111,7 @@ def units(config) -> list[dict]:
 
 
 def unit_size(unit) -> str:
-    """``N=<N>``, and the schedule of a split unit (``N=4000 exp``): the work of a unit grows
-    faster than N (the tuned T range extends at large N), so units of one N are timed alike.
+    """``N=<N>``, and the schedule of a split unit (``N=4000 exp``).
 
     >>> unit_size({"N": 4000, "kinds": ["exp"]}), unit_size({"N": 250})
     ('N=4000 exp', 'N=250')
@@ -259,9 +214,7 @@ def _table(units: list[dict]) -> dict:
 
 
 def join_units(results: list[dict]) -> list[dict]:
-    """One record per N: the per-schedule units of a split N (:func:`units`) joined, in units
-    order (their tuning candidates and records one after the other, times and run-steps
-    summed, ``beyond_differs`` when it differs for either)."""
+    """One record per N: the per-schedule units of a split N (:func:`units`) joined, in units order."""
     out: list[dict] = []
     by_N: dict[int, dict] = {}
     for r in results:
@@ -290,10 +243,8 @@ def join_units(results: list[dict]) -> list[dict]:
 
 
 def combine(config, results) -> dict:
-    """Per N: each schedule's mean and SE; paired differences uni - exp (loss) and
-    exp - uni (accuracy), positive when exp is better. ``table``: the paper's T range;
-    ``table_beyond``: the choices with that range lifted (the same as ``table`` where the
-    choice stayed inside it). A split N's per-schedule units are joined first (:func:`join_units`)."""
+    """Per N: each schedule's mean and SE, and the paired gains uni - exp (loss), exp - uni (accuracy);
+    ``table``: the paper's T range, ``table_beyond``: that range lifted."""
     results = join_units(results)
     table = _table(results)
     beyond = _table([{**r, **r["beyond"]} for r in results])
@@ -310,16 +261,17 @@ def describe(payload, *, paper_mode: str = "`--mode paper` runs them") -> str:
     """Generated Markdown: the sizes this payload ran at, against the paper's (``paper_mode``:
     what runs the paper's sizes, for an experiment that shares this protocol)."""
     c = payload["config"]
-    tab = payload["table"]
-    chosen = "; ".join(f"N={n}: uni T={tu}, exp T={te}, gamma={g:g}"
-                       for n, tu, te, g in zip(tab["N"], tab["T_uni"], tab["T_exp"], tab["gamma_exp"]))
+
+    def choices(t):
+        return "; ".join(f"N={n}: uni T={tu}, exp T={te}, gamma={g:g}"
+                         for n, tu, te, g in zip(t["N"], t["T_uni"], t["T_exp"], t["gamma_exp"]))
+
+    chosen = choices(payload["table"])
     paper = ("the paper's size" if payload["sizes_match"] else
              f"**smaller than the paper's** ({PAPER_HIDDEN} hidden units, {PAPER_REPEATS} repeats; "
              f"{paper_mode})")
     tb = payload.get("table_beyond")
-    beyond = ("" if tb is None else " Beyond the paper's T range: " + "; ".join(
-        f"N={n}: uni T={tu}, exp T={te}, gamma={g:g}"
-        for n, tu, te, g in zip(tb["N"], tb["T_uni"], tb["T_exp"], tb["gamma_exp"])) + ".")
+    beyond = "" if tb is None else " Beyond the paper's T range: " + choices(tb) + "."
     return (f"**Sizes ({c['mode']} mode).** N in {list(c['N'])}; DNN with {c['hidden']} hidden units ({paper}); "
             f"T grid {list(c['T_grid'])} within the stated range {list(c.get('T_range', [min(c['T_grid']), max(c['T_grid'])]))} (a choice on its ends "
             f"is flagged and also tuned beyond it, T in {list(T_LIMITS)}), gamma grid {list(c['gammas'])} for exp, "
@@ -330,9 +282,9 @@ def describe(payload, *, paper_mode: str = "`--mode paper` runs them") -> str:
             f"{payload['train_wall_s']:.0f} s of training. Chosen on the auxiliary data: {chosen}.{beyond}")
 
 
-def _rule_rows(payload, rules: str = "h-f-eff") -> list[dict]:
-    """The paper-vs-ours rows (rules ``<rules>/loss`` and ``<rules>/acc``; ``h-f-eff-exact``
-    judges its result by its own pair)."""
+def verdict_rows(payload, *, rules: str = "h-f-eff") -> list[dict]:
+    """The page's rows of rules ``<rules>/loss`` and ``<rules>/acc``, capped by the tuning protocol
+    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
     differ = []
     if payload["config"]["hidden"] != PAPER_HIDDEN:
         differ.append(f"{payload['config']['hidden']} hidden units vs the paper's {PAPER_HIDDEN}")
@@ -344,35 +296,21 @@ def _rule_rows(payload, rules: str = "h-f-eff") -> list[dict]:
         if key == "table_beyond" and not any(payload.get("beyond_differs", [])):
             continue
         t = payload[key]
-        out += [
-            comparisons.compare(f"{rules}/loss", sizes_match=payload["sizes_match"], sizes_note=note,
-                                item=f"final training loss, exp vs uni, by N{tail}" if tail else None,
-                                N=list(t["N"]), diff=list(t["loss_gain"]), se=list(t["loss_gain_se"])),
-            comparisons.compare(f"{rules}/acc", sizes_match=payload["sizes_match"], sizes_note=note,
-                                item=f"test accuracy, exp vs uni, by N{tail}" if tail else None,
-                                N=list(t["N"]), diff=list(t["acc_gain"]), se=list(t["acc_gain_se"])),
-        ]
-    return out
-
-
-def verdict_rows(payload, *, rules: str = "h-f-eff") -> list[dict]:
-    """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
-    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
-    the same cap the reproduction report applies."""
-    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload, rules)]
+        out += [comparisons.compare(f"{rules}/{k}", sizes_match=payload["sizes_match"], sizes_note=note,
+                                    item=f"{label}, exp vs uni, by N{tail}" if tail else None,
+                                    N=list(t["N"]), diff=list(t[f"{k}_gain"]), se=list(t[f"{k}_gain_se"]))
+                for k, label in (("loss", "final training loss"), ("acc", "test accuracy"))]
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in out]
 
 
 def report_verdict_rows(payload) -> list[dict]:
-    """The verdicts report's rows: a row per N
-    (:func:`eff_rows`) before the page's trend rows."""
+    """The verdicts report's rows: a row per N (:func:`eff_rows`), then the page's trend rows."""
     return eff_rows(payload) + verdict_rows(payload)
 
 
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(None, "the FAccT version, Sec. 5 / Fig. 1: MNIST35 with \"a varying total number of training "
                             "samples\" (the values are in the figure only)", config_key("N")),
@@ -387,18 +325,12 @@ PAPER_DIMS = hong_setup({
 
 
 def eff_trend(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float]) -> dict:
-    """The trend of H-F-EFF's paired gap (exp's gain over uni at each N, ``diff`` with its
-    standard error ``se`` over the repeats) against log N: weighted least squares of ``diff`` on
-    ``log2 N`` with weights ``1/se^2`` (the per-N SEs), so the slope is the change of the gap
-    *per doubling of N*. The per-N SEs are a floor on the noise: where the gaps scatter about
-    the line more than they allow (``chi2 / df > 1``, ``df = len(N) - 2``), the slope's standard
-    error is scaled up by ``sqrt(chi2 / df)`` and its interval uses Student t with ``df``
-    degrees of freedom (the usual WLS with an estimated scale); otherwise the SEs are taken as
-    known (normal interval). More repeats shrink only the first part: a lack of fit is
-    narrowed by more sizes N, not more repeats. Returns ``slope``, ``se``, ``df`` (None: normal),
-    ``intercept`` (the gap at N = 1), ``chi2``, ``fit_df``, ``inflated`` and ``N_min``, ``N_max``.
-
-    Two sizes: the line through both gaps (chi2 = 0), its slope's SE from theirs.
+    """The trend of the paired gap ``diff`` (standard errors ``se``) against log N: weighted least
+    squares on ``log2 N`` with weights ``1/se^2``, so the slope is per doubling of N. Where the gaps
+    scatter more than the SEs allow (``chi2 / df > 1``, ``df = len(N) - 2``), the slope's SE is scaled
+    by ``sqrt(chi2 / df)`` with a Student t interval (more sizes N narrow it, not more repeats);
+    otherwise the SEs are known (normal). Returns ``slope``, ``se``, ``df`` (None: normal),
+    ``intercept`` (the gap at N = 1), ``chi2``, ``fit_df``, ``inflated``, ``N_min``, ``N_max``.
 
     >>> t = eff_trend(N=[100, 200, 400], diff=[0.0, 1.0, 2.0], se=[0.1, 0.1, 0.1])
     >>> round(t["slope"], 6), round(t["se"], 4), t["df"], t["inflated"]
@@ -430,12 +362,8 @@ def eff_trend(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float]) -
 
 
 def judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], what: str) -> Judgement:
-    """``diff`` > 0 means exp is better than uni (lower loss / higher accuracy). The paper
-    prints a direction (no number) about a trend, "as the training size increases, exp
-    outperforms uni" (the FAccT version, Sec. 5): judged as a trend, by the slope of
-    the gap against log N (:func:`eff_trend`, per doubling of N), claimed above zero, with
-    :func:`~dpcompanion.experiments.comparisons.rule.judge_effect` (direction +1). Each N's own gap is a row of
-    :func:`eff_rows`."""
+    """"As the training size increases, exp outperforms uni" (the FAccT version, Sec. 5), judged by the
+    slope of the gap (``diff`` > 0: exp better) against log N (:func:`eff_trend`), claimed above zero."""
     N, d, s = [int(n) for n in N], np.asarray(diff, float), np.asarray(se, float)
     t = eff_trend(N=N, diff=d, se=s)
     ours = "; ".join(f"N={n}: {a:+.3g} ± {b:.2g}" for n, a, b in zip(N, d, s))
@@ -456,9 +384,8 @@ def judge_eff(*, N: Sequence[int], diff: Sequence[float], se: Sequence[float], w
 
 
 def judge_eff_at(*, N: int, diff: float, se: float, n: int, what: str) -> Judgement:
-    """One N of H-F-EFF: exp's paired gain over uni (``diff``, positive = exp better, ``se``
-    over ``n`` paired repeats), claimed above zero (the paper shows exp ahead; it prints no
-    number), judged by :func:`~dpcompanion.experiments.comparisons.rule.judge_effect` with ``n - 1`` degrees of freedom."""
+    """One N: exp's paired gain over uni (``diff`` > 0: exp better, ``se`` over ``n`` paired repeats),
+    claimed above zero, with ``n - 1`` degrees of freedom."""
     if int(n) < 2:
         raise ValueError(f"n must be >= 2 paired repeats, got {n!r}")
     j = judge_effect(float(diff), float(se), direction=+1, df=int(n) - 1, n=int(n), design=comparisons.design_of("h-f-eff/loss"))
@@ -467,11 +394,8 @@ def judge_eff_at(*, N: int, diff: float, se: float, n: int, what: str) -> Judgem
 
 
 def eff_rows(payload: dict, *, rules: str = "h-f-eff") -> list[dict]:
-    """H-F-EFF's row per N (rules ``<rules>/loss-at-N`` and ``<rules>/acc-at-N``), from the
-    paired gaps of the payload's ``table`` (the paper's T range; each gap is the mean over the
-    repeats of exp - uni on the same seeds, from the stored arrays). Rows of a result whose
-    sizes are not the paper's are not made (its trend rows say so). The trend rows are the
-    experiment's own ``verdict_rows`` (rules ``<rules>/loss`` and ``<rules>/acc``)."""
+    """A row per N (rules ``<rules>/loss-at-N``, ``<rules>/acc-at-N``) from the paired gaps of ``table``;
+    none for a result not at the paper's sizes."""
     if not payload.get("sizes_match"):
         return []
     t = payload["table"]
@@ -485,8 +409,6 @@ def eff_rows(payload: dict, *, rules: str = "h-f-eff") -> list[dict]:
     return out
 
 
-#: the margins of the page's rows: the final training loss (2 classes) and the test
-#: accuracy, per N and per doubling of N (the trend rows)
 LOSS_MARGIN = Margin(0.01 * math.log(2), "training loss (nats)", "smallest effect of interest",
                      H_LOSS + ": 2 classes, 0.01 ln 2")
 ACC_MARGIN = Margin(W_ACC_MARGIN / 100, "test accuracy (fraction)", "smallest effect of interest", H_ACC)
@@ -503,10 +425,8 @@ _FIG = {"loss": ("final training loss", "Fig. 1 middle", "training loss", LOSS_T
 
 def trend_rules(experiment_id: str, *, item_tail: str = "", paper_tail: str = "", tolerance_of=None,
                 paired_because: str) -> tuple[Rule, Rule]:
-    """The two trend rules of a data-efficiency page, ``<experiment_id>/loss`` and ``/acc``: exp's
-    gain over uni against log N (:func:`judge_eff`), paired by seed (``paired_because``), with the
-    trend margins. H-F-EFF-EXACT declares its own with them. ``tolerance_of(key)``: the tolerance
-    of the ``loss`` or ``acc`` rule (default: H-F-EFF's)."""
+    """The trend rules ``<experiment_id>/loss`` and ``/acc`` (:func:`judge_eff`); ``tolerance_of(key)``:
+    a rule's tolerance (default: H-F-EFF's)."""
     def default(key):
         return f"slope of the gap {_FIG[key][5]} per doubling of N, weighted least squares over N; {DIRECTION}"
 
@@ -514,8 +434,6 @@ def trend_rules(experiment_id: str, *, item_tail: str = "", paper_tail: str = ""
     for key, (label, fig, what, margin, *_) in _FIG.items():
         paper = (f"the FAccT version, {fig}, Sec. 5: as the training size increases, exp outperforms uni on the "
                  f"{what}{paper_tail}")
-        # worked example: gaps growing with N (0 or 0.01 at N = 100, +0.03 or +0.05 at N = 1000, se 0.01) agree;
-        # a gap turning negative disagrees
         start = 0.01 if key == "loss" else 0.0
         case = Case(paper, {"N": [100, 1000], "diff": [start, 0.05 if key == "loss" else 0.03], "se": [0.01, 0.01]},
                     {"N": [100, 1000], "diff": [start, -0.05], "se": [0.01, 0.01]})
@@ -526,8 +444,7 @@ def trend_rules(experiment_id: str, *, item_tail: str = "", paper_tail: str = ""
 
 
 def at_n_rules(experiment_id: str, *, paired_because: str) -> tuple[Rule, Rule]:
-    """H-F-EFF's rules of one N, ``<experiment_id>/loss-at-N`` and ``/acc-at-N``: exp's
-    paired gain over uni at that N (:func:`judge_eff_at`), with the per-N margins."""
+    """The rules of one N, ``<experiment_id>/loss-at-N`` and ``/acc-at-N`` (:func:`judge_eff_at`)."""
     out = []
     for key, (label, fig, what, _, margin, gap, example) in _FIG.items():
         paper = (f"the FAccT version, {fig}, Sec. 5: exp ahead of uni on the {what} (read from the claim 'as the "
@@ -540,8 +457,6 @@ def at_n_rules(experiment_id: str, *, paired_because: str) -> tuple[Rule, Rule]:
     return tuple(out)
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = trend_rules(
     "h-f-eff", paired_because="uni and exp run on the same seeds per repeat (h_f_eff, protocols.hong.paired_difference)"
 ) + at_n_rules("h-f-eff", paired_because="as h-f-eff/{key}, at one N (protocols.hong.paired_difference)")

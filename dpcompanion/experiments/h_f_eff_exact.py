@@ -1,33 +1,20 @@
-"""H-F-EFF-EXACT (beyond the paper): H-F-EFF's protocol with the same privacy
-guarantee accounted exactly, to separate what accounting buys from what scheduling buys.
+"""H-F-EFF-EXACT (beyond the paper): H-F-EFF's protocol with the same privacy guarantee accounted
+exactly, to separate what accounting buys from what scheduling buys.
 
-The FAccT version (Sec. 5) spends (4, 1e-8)-DP through zCDP: 0.1963-zCDP, a budget
-``R = sum_t 1/sigma_t^2 = 0.3927`` (:data:`dpcompanion.theory.accounting.R_PAPER`). Full-batch
-Gaussian steps compose to one Gaussian mechanism with ``mu = sqrt(R)``, whose exact privacy
-profile (Dong, Roth & Su 2019, Cor. 2.13 and 3.3; the ``exact`` accountant of
-:mod:`dpcompanion.theory.budget`) allows a larger ``R`` for the same (4, 1e-8):
-:data:`R_EXACT`, computed by ``Budget.from_epsilon(..., accountant="exact")``, not typed. Every
-run here spends that ``R`` (the trainer's ledger charges it before every noisy step); the
-protocol, sizes, grids and seeds are H-F-EFF's (:mod:`dpcompanion.experiments.h_f_eff`; its
-units and run_unit, the budget passed in the unit), so each repeat is paired by seed with the
-same repeat of H-F-EFF at the paper's ``R``.
-
-Two readings per N, both paired differences in final training loss (positive: the second is
-better), from this result and H-F-EFF's stored one at the same mode (:func:`decomposition`):
-
-* *accounting*: ``uni`` at the paper's R minus ``uni`` at R_EXACT: what exact accounting alone
-  buys the uniform schedule;
-* *scheduling*: ``uni`` minus ``exp``, at each R: what the dynamic schedule buys.
-
-The verdict rows are H-F-EFF's rules on this result (the paper's claim, exp better than uni as
-N grows, under another accounting): not comparable, since the paper's runs spent R = 0.3927.
+The FAccT version (Sec. 5) spends (4, 1e-8)-DP through zCDP, ``R = sum_t 1/sigma_t^2 = 0.3927``.
+Full-batch Gaussian steps compose to one Gaussian mechanism with ``mu = sqrt(R)``, whose exact privacy
+profile (Dong, Roth & Su 2019, Cor. 2.13 and 3.3) allows a larger ``R`` for the same guarantee:
+:data:`R_EXACT` (computed, not typed). Everything else is H-F-EFF's, so each repeat is paired by seed
+with H-F-EFF's at the paper's ``R``; :func:`decomposition` gives per N the *accounting* gain (uni at the
+paper's R minus uni at R_EXACT) and the *scheduling* gain (uni minus exp at each R). The verdict rows
+(H-F-EFF's rules) are not comparable: the paper's runs spent R = 0.3927.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from dpcompanion.experiments import comparisons, h_f_eff
+from dpcompanion.experiments import h_f_eff
 from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.rule import DIRECTION, Rule
 from dpcompanion.experiments.protocols import hong as hp
@@ -36,13 +23,10 @@ from dpcompanion.theory import accounting
 from dpcompanion.theory.budget import Budget
 
 
-#: the page's title
 TITLE = "Data efficiency with the budget accounted exactly (beyond the paper: H-F-EFF at R from exact Gaussian DP)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("H-F-EFF's full mode (100 hidden units instead of the paper's 1000, 50 repeats instead of 100) at the "
               "budget exact Gaussian-DP accounting allows for the paper's (4, 1e-8)-DP; the paper accounts it by zCDP. "
               "Paper mode (`--mode paper`, hours on two cores): the paper's 1000 hidden units and 100 repeats")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "R_EXACT", "units", "unit_size", "run_unit", "combine", "describe", "decomposition", "verdict_rows"]
@@ -50,8 +34,7 @@ __all__ = ["EXPERIMENT", "R_EXACT", "units", "unit_size", "run_unit", "combine",
 #: the budget R that (4, 1e-8)-DP allows for full-batch Gaussian steps under exact Gaussian DP
 R_EXACT = Budget.from_epsilon(epsilon=accounting.PAPER_EPSILON, delta=accounting.PAPER_DELTA, accountant="exact").R
 
-#: every mode of H-F-EFF at this budget: quick, full and the paper's sizes (``--mode paper``:
-#: 1000 hidden units, 100 repeats, N = 4000 split per schedule; hours on two cores, not yet run)
+#: every mode of H-F-EFF at this budget
 CONFIGS = {mode: {**cfg, "R": R_EXACT} for mode, cfg in h_f_eff.CONFIGS.items()}
 
 def units(config) -> list[dict]:
@@ -70,8 +53,7 @@ def run_unit(unit, device) -> dict:
 
 
 def combine(config, results) -> dict:
-    """H-F-EFF's payload (:func:`dpcompanion.experiments.h_f_eff.combine`) with the budget
-    named: ``budget`` holds the guarantee, the accountant and both R."""
+    """H-F-EFF's payload with ``budget``: the guarantee, the accountant and both R."""
     out = h_f_eff.combine(config, results)
     out["budget"] = {"epsilon": accounting.PAPER_EPSILON, "delta": accounting.PAPER_DELTA, "accountant": "exact",
                      "R": float(config["R"]), "R_paper": float(hp.R)}
@@ -96,15 +78,11 @@ def _report_seeds(payload) -> dict[int, list[int]]:
 
 
 def decomposition(exact: dict, paper_R: dict) -> dict[str, np.ndarray]:
-    """Per N (those both payloads hold), the paired differences in final training loss
-    (mean and SE over the shared repeats; positive: the second named is better):
-    ``accounting`` = uni at the paper's R minus uni at R_EXACT, ``scheduling_paper`` = uni minus
-    exp at the paper's R, ``scheduling_exact`` = uni minus exp at R_EXACT, ``both`` = uni at the
-    paper's R minus exp at R_EXACT, ``accounting_over_scheduling`` = accounting minus
-    scheduling_paper, repeat by repeat (= exp at the paper's R minus uni at R_EXACT: positive
-    when exact accounting buys more than the dynamic schedule). ``exact`` is this experiment's payload, ``paper_R`` H-F-EFF's
-    at the same mode; their repeats must share seeds (they do when both ran with the same seed
-    and N), else a ValueError."""
+    """Per N both hold, paired differences in final training loss (mean, SE; positive: the second is
+    better) between this payload (``exact``) and H-F-EFF's (``paper_R``): ``accounting`` (uni at the
+    paper's R - uni at R_EXACT), ``scheduling_paper`` and ``scheduling_exact`` (uni - exp at each R),
+    ``both`` (uni at the paper's R - exp at R_EXACT), ``accounting_over_scheduling`` (exp at the paper's
+    R - uni at R_EXACT: positive when accounting buys more). ValueError unless the repeats share seeds."""
     se, sp = _report_seeds(exact), _report_seeds(paper_R)
     Ns = [n for n in exact["table"]["N"].tolist() if n in paper_R["table"]["N"].tolist()]
     if not Ns:
@@ -127,9 +105,7 @@ def decomposition(exact: dict, paper_R: dict) -> dict[str, np.ndarray]:
 
 
 def verdict_rows(payload) -> list[dict]:
-    """H-F-EFF's rows on this result, by rules ``h-f-eff-exact/*`` (H-F-EFF's judgement, with
-    the tuning cap): the paper's claim under exact accounting, not comparable (the paper spent
-    R = 0.3927), its would-be verdict in the note."""
+    """H-F-EFF's rows by rules ``h-f-eff-exact/*``, not comparable (the would-be verdict in the note)."""
     return h_f_eff.verdict_rows({**payload, "sizes_match": False}, rules="h-f-eff-exact")
 
 
@@ -142,8 +118,7 @@ def _ci(m: float, s: float) -> str:
 
 
 def decomposition_rows(exact: dict, paper_R: dict) -> tuple[list[str], list[list]]:
-    """``(columns, rows)`` of :func:`decomposition` for a table: per N, each paired difference
-    as ``mean [95% CI]`` (normal, mean +- 1.96 SE), 3 significant digits."""
+    """``(columns, rows)`` of :func:`decomposition`: per N, each difference as ``mean [95% CI]``."""
     d = decomposition(exact, paper_R)
     Rp, Re = f"{paper_R['R']:.4g}", f"{exact['budget']['R']:.4g}"
     cols = ["N", f"accounting: uni at R {Rp} - uni at R {Re}", f"scheduling at R {Rp}: uni - exp",
@@ -157,9 +132,8 @@ def decomposition_rows(exact: dict, paper_R: dict) -> tuple[list[str], list[list
 
 
 def decomposition_sentence(exact: dict, paper_R: dict) -> str:
-    """Generated sentences on the smallest and the largest N both results hold: the accounting
-    gain and the scheduling gain at the paper's R (final training loss, 95% CI), and which is
-    larger where the paired interval says so."""
+    """Sentences on the smallest and largest N: the accounting and scheduling gains, and which is larger
+    where the paired interval says so."""
     d = decomposition(exact, paper_R)
     out = []
     for i in sorted({int(np.argmin(d["N"])), int(np.argmax(d["N"]))}):
@@ -182,8 +156,6 @@ def decomposition_sentence(exact: dict, paper_R: dict) -> str:
 
 
 #: beyond the paper: H-F-EFF's dimensions, and the budget it spends (the paper's guarantee, accounted exactly)
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "hidden width": Dim(1000, "the FAccT version, Sec. 5, Setup: \"a 2-layer Deep Neural Network (DNN) with 1000 hidden units\"",
                         config_key("hidden")),
@@ -196,8 +168,6 @@ PAPER_DIMS = hong_setup({
 })
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = h_f_eff.trend_rules(
     "h-f-eff-exact", item_tail=", at the exact budget", paired_because="as h-f-eff (protocols.hong.paired_difference)",
     paper_tail=" (at R = 0.3927, the zCDP accounting of (4, 1e-8)-DP; here the same guarantee accounted exactly)",

@@ -1,24 +1,12 @@
 """H-F-INFL / H-F-FIT: the influence of each step's noise, estimated by retraining on MNIST35.
 
 Hong et al. 2022, the ICLR submission's App. D, Fig. 3 left/middle (the FAccT version, Fig. 1
-left; the influence ``q_t = gamma^{T-t} alpha`` is the FAccT version's Thm 4.1, Eq. (7)):
-every step keeps the uniform noise ``sigma = sqrt(T/R)`` except step t, whose ``sigma_t`` is
-swept over [20, 200]; the final loss is fitted as ``c sigma_t^2 + c0`` per repeat and
-``q_t ~ c``. For the squared loss, the analytic ``q_t`` from the Hessian and the theory's
-``rate^{T-t}`` are computed too.
-
-Units: one per loss x block of ``repeats_per_unit`` repeats (each a batched call of
-:func:`dpcompanion.training.influence.influence_by_retraining`), plus one ``analytic`` unit.
-Block ``b`` of a loss draws its base seed from ``SeedSequence(config seed).spawn`` (the same
-for both losses, so a repeat of the squared and of the logistic loss share their noise),
-and its repeats use ``base + 0, 1, ...``: a unit's numbers do not depend on where it runs.
-:func:`combine` concatenates the blocks along the repeats and does the fits
-(:func:`dpcompanion.training.influence.influence_statistics`).
-
-Full mode is the paper's protocol (T = 100, 10 levels over [20, 200], 100 repeats, every t);
-quick mode is smaller (T = 20, 5 levels, 8 repeats) and its rows that compare with the
-paper's numbers say so instead of giving a verdict (:func:`verdict_rows`; the paper's numbers
-and the rules are in :mod:`dpcompanion.experiments.comparisons`).
+left; ``q_t = gamma^{T-t} alpha`` is the FAccT version's Thm 4.1, Eq. (7)): every step keeps the
+uniform noise ``sigma = sqrt(T/R)`` except step t, whose ``sigma_t`` is swept over [20, 200]; the
+final loss is fitted as ``c sigma_t^2 + c0`` per repeat and ``q_t ~ c``. For the squared loss the
+analytic ``q_t`` (Hessian) and the theory's ``rate^{T-t}`` are computed too. Units: one per loss x
+block of repeats (a block's seed from ``SeedSequence(seed).spawn``, shared by both losses), plus one
+``analytic`` unit. Rows that compare with a printed number are judged only at the paper's sizes.
 """
 
 from __future__ import annotations
@@ -38,12 +26,9 @@ from dpcompanion.training import data, influence
 from dpcompanion.training.models import make_model
 
 
-#: the page's title
 TITLE = "Influence of each step's noise by retraining, MNIST35 (the ICLR submission, App. D Fig. 3; the FAccT version, Fig. 1 left)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("full = the paper's protocol: T = 100, 10 levels of sigma_t over [20, 200], 100 repeats, every t, "
               "squared and logistic loss")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "sizes_match_paper"]
@@ -57,8 +42,7 @@ INFL_PAPER = {
     "squared_loss_relative_variance": [0.14, 0.032, 0.016],
     "logistic_coef_relative_variance": [0.025, 0.024, 0.027],
 }
-#: "q_t increases with t": Spearman rho above the first agrees, above the second partly
-INFL_TREND_RHO = (0.5, 0.0)
+
 #: ratio tolerances: ours/paper within a factor 1.5 agrees, within 4 partly
 INFL_RATIO = (1.5, 4.0)
 
@@ -144,21 +128,16 @@ def combine(config: dict, results: list[dict]) -> dict:
 # --- the page's verdict rows (rules: dpcompanion.experiments.comparisons, "h-f-infl/...") ---
 
 def sizes_match_paper(config: dict) -> bool:
-    """Whether a result was computed at the paper's sizes (T, levels, repeats, fitted steps;
-    :data:`INFL_PAPER`)."""
+    """Whether a result was computed at the paper's sizes (:data:`INFL_PAPER`)."""
     P = INFL_PAPER
     return (int(config["T"]) == P["T"] and int(config["repeats"]) == P["repeats"]
             and list(config["fit_steps"]) == P["fit_steps"]
             and np.allclose(np.asarray(config["levels"], float), P["levels"], rtol=0, atol=1e-9))
 
 
-def verdict_rows(result) -> list[dict]:
-    """Paper-vs-ours rows of the H-F-INFL page from a stored result (quick or full): our
-    measurements, judged by the rules ``h-f-infl/*`` of
-    :mod:`dpcompanion.experiments.comparisons`. The rows that compare with a number the paper
-    printed (clip fraction, relative variances) are not judged when the result's sizes differ
-    from the paper's (:func:`sizes_match_paper`); the shape rows are judged at any size."""
-    pay = result.payload if hasattr(result, "payload") else result
+def verdict_rows(pay) -> list[dict]:
+    """The page's rows (rules ``h-f-infl/*``); those that compare with a printed number are judged only
+    at the paper's sizes (:func:`sizes_match_paper`)."""
     cfg = pay["settings"]
     sq, lg = pay["squared"], pay["logistic"]
     at_paper = sizes_match_paper(cfg)
@@ -194,8 +173,6 @@ def verdict_rows(result) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(1000, H_MNIST35, config_key("n")),
     "T": Dim(100, "the ICLR submission, App. D, Estimate of influences by retraining: \"for all t in range 1 to 100\"", config_key("T")),
@@ -221,10 +198,8 @@ def _judge_trend(*, q: Sequence[float]) -> Judgement:
 
 
 def resolved_tail(q: Sequence[float], se: Sequence[float]) -> int:
-    """Index of the first step from which every later retrained ``q_t`` is resolved, i.e.
-    above ``Z`` standard errors (``len(q)`` when the last one is not). Early influences of the
-    squared loss are of order 1e-13 analytically, far below the retraining noise, so a ratio
-    ``q_T / q_1`` of retrained estimates divides by noise.
+    """Index of the first step from which every later retrained ``q_t`` exceeds ``Z`` standard errors
+    (``len(q)`` when the last does not): early squared-loss influences (about 1e-13) are below the noise.
 
     >>> resolved_tail([1e-9, -1e-9, 2.0, 3.0], [1e-9, 1e-9, 0.1, 0.1]), resolved_tail([1.0, 0.0], [0.1, 0.1])
     (2, 2)
@@ -328,8 +303,6 @@ def _judge_coef_relvar(*, t_paper: int, ours: float, cv2: float) -> Judgement:
                      ours=f"{ours:.4g}", printed=f"{p:g} at t = {t_paper} (the ICLR submission, App. D, Results)")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-infl/increasing", "influence q_t increases with t (retrained)",
          "the ICLR submission, App. D, Results (Fig. 3 middle): for both losses the influence grows as training proceeds",

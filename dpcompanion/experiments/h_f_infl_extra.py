@@ -1,25 +1,12 @@
-"""H-F-INFL, the rows the ``h-f-infl`` page does not have: the influence q_t estimated by
-retraining for the **logistic loss on the synthetic data** and for the **DNN** on MNIST35
-(Hong et al. 2022, the ICLR submission's App. D, Fig. 3 middle, first and last rows).
+"""H-F-INFL, the rows the ``h-f-infl`` page does not have: the influence q_t estimated by retraining for
+the **logistic loss on the synthetic data** and for the **DNN** on MNIST35 (Hong et al. 2022, the ICLR
+submission's App. D, Fig. 3 middle, first and last rows), by the ``h-f-infl`` page's protocol
+(:func:`dpcompanion.training.influence.influence_by_retraining`; no ledger: an analysis, not a release).
 
-Protocol as on the ``h-f-infl`` page (the ICLR submission, App. D "Estimate of influences by retraining"):
-every step at the tuned uniform sigma = sqrt(T/R) except step t, whose sigma_t is swept
-over [20, 200]; the final loss fitted as c sigma_t^2 + c0 per repeat; q_t ~ c
-(:func:`dpcompanion.training.influence.influence_by_retraining`, one batched trainer
-program, common random numbers within a repeat, no ledger: an analysis, not a release).
-
-Sizes. The paper sweeps every t = 1..100 with 10 levels and 100 repeats (10^7 run-steps per
-row). Full mode here sweeps every 5th step with 10 levels and 20 repeats (synthetic), and the
-DNN with 100 hidden units on 10 steps, 5 levels, 5 repeats. Paper mode (``--mode paper``,
-:data:`PAPER_SCALE`) is the paper's size: every step, 10 levels, 100 repeats, both rows. The
-DNN's width is not printed for this figure ("the DNN is experimented with the same setting");
-we read it as the only DNN the ICLR submission describes, "DNN with 2 layers and 100 hidden
-units" (its Sec. 5), not the FAccT version's 1000-unit network of another experiment. The DNN
-row is split into one unit per swept step (1,000 runs of T = 100 each; the runs of a repeat
-share their seed whatever the unit, so the split changes which runs are batched together, not
-their noise), so the sweep is resumable over sittings; measured here, a DNN run-step costs
-about 5 ms on one core, so the row is about 14 CPU hours (a GPU's work; on two cores, several
-sittings).
+The DNN's width is not printed for this figure ("the DNN is experimented with the same setting"); we
+read it as the only DNN the ICLR submission describes, 2 layers and 100 hidden units (its Sec. 5). In
+paper mode (:data:`PAPER_SCALE`, every step, 10 levels, 100 repeats) the DNN row is one unit per swept
+step (a repeat's runs share their seed across units), resumable over sittings (CPU hours).
 """
 
 from __future__ import annotations
@@ -38,13 +25,10 @@ from dpcompanion.training import data, influence
 from dpcompanion.training.models import make_model
 
 
-#: the page's title
 TITLE = "Influence by retraining: logistic loss on synthetic data and the DNN (the ICLR submission, Fig. 3 middle)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("full: every 5th step with 20 repeats (synthetic) and a 100-hidden-unit DNN on 10 steps with 5 repeats; "
               "paper mode (`--mode paper`, many CPU hours: one unit per DNN step, resumable over sittings): every "
               "step, 10 levels, 100 repeats, both rows")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "PAPER_SCALE", "units", "unit_size", "run_unit", "combine", "describe", "verdict_rows"]
@@ -57,10 +41,7 @@ CONFIGS = {
     "full": {"rows": [list(r) for r in ROWS], "N": 1000, "T": 100, "step_every": 5, "levels": 10, "repeats": 20,
              "hidden": 100, "dnn_step_every": 10, "dnn_levels": 5, "dnn_repeats": 5},
 }
-#: the paper's size (the ICLR submission, App. D): every step of T = 100, 10 levels, 100 repeats, both rows; the
-#: DNN of the ICLR submission's Sec. 5 (100 hidden units; App. D prints no width for this figure). The DNN row is
-#: one unit per swept step (``dnn_steps_per_unit``) and every trainer call runs at most ``max_runs_per_call``
-#: runs (memory: 100,000 runs per row)
+#: the paper's size (the ICLR submission, App. D); at most ``max_runs_per_call`` runs per trainer call (memory)
 PAPER_SCALE = {**CONFIGS["full"], "step_every": 1, "levels": 10, "repeats": 100, "hidden": 100, "dnn_step_every": 1,
                "dnn_levels": 10, "dnn_repeats": 100, "dnn_steps_per_unit": 1, "max_runs_per_call": 1000}
 CONFIGS["paper"] = PAPER_SCALE
@@ -77,9 +58,8 @@ def _swept_steps(T: int, every: int) -> np.ndarray:
 
 
 def units(config) -> list[dict]:
-    """One unit per row; with ``dnn_steps_per_unit`` (paper mode), the DNN row is split into
-    units of that many swept steps (``steps``: the unit's own steps, ``block``: its index), all
-    with the row's seed, so a repeat's runs share their noise across units as within one."""
+    """One unit per row; with ``dnn_steps_per_unit``, the DNN row split into units of that many swept
+    steps (``steps``, ``block``), all with the row's seed."""
     out = []
     extra = {"max_runs_per_call": int(config["max_runs_per_call"])} if config.get("max_runs_per_call") else {}
     for (ds, kind), s in zip(config["rows"], hp.unit_seeds(config["seed"], len(config["rows"]))):
@@ -140,8 +120,7 @@ def _thirds(r) -> tuple[float, float]:
 
 
 def _join_blocks(parts: list[dict]) -> dict:
-    """One row from the units of a split row (in step order): the per-step arrays concatenated,
-    runs, run-steps and wall time summed, the clipped fraction weighted by runs."""
+    """One row from the units of a split row (in step order)."""
     if len(parts) == 1:
         return parts[0]
     runs = np.array([p["runs"] for p in parts], dtype=float)
@@ -197,8 +176,6 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(1000, H_MNIST35, config_key("N")),
     "T": Dim(100, "the ICLR submission, App. D: \"for all t in range 1 to 100\"", config_key("T")),
@@ -210,9 +187,8 @@ PAPER_DIMS = hong_setup({
 
 
 def _judge_late_early(*, diff: float, se: float, negative: int = 0, steps: int = 0) -> Judgement:
-    """``diff``: mean influence over the last third of the steps minus the first third;
-    ``negative`` of the ``steps`` estimated q_t below zero (said beside the word: an influence is
-    a coefficient on sigma_t^2, so a negative estimate is noise or a poor quadratic fit)."""
+    """``diff``: mean influence over the last third of the steps minus the first third; ``negative`` of
+    the ``steps`` estimates below zero (said beside the word)."""
     j = judge_effect(diff, se, direction=+1)
     caveat = (f"; {negative} of {steps} estimated q_t are negative (an influence is a coefficient on sigma_t^2: "
               "estimates within their noise, or where the quadratic fits poorly)" if negative else "")
@@ -220,8 +196,6 @@ def _judge_late_early(*, diff: float, se: float, negative: int = 0, steps: int =
                      remark=caveat)
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-infl-extra/increasing", "influence q_t, late vs early steps",
          "the ICLR submission, App. D (Fig. 3 middle): the influence increases as learning continues",

@@ -1,27 +1,15 @@
 """H-F-MOM: schedules for momentum on a DNN (Hong et al. 2022, the ICLR submission, Sec. 5, Fig. 2
-right; FAccT the FAccT version's Thm 4.7 for the momentum influence).
+right; the FAccT version's Thm 4.7 for the momentum influence).
 
-Protocol (the ICLR submission, Sec. 5 and the Fig. 2 caption): a DNN with 2 layers and 100 hidden units,
-trained with (debiased) momentum, on 10-class MNIST with 1000 training samples and the
-rest of the training images as test set; PCA to 60 dimensions and the paper's
-preprocessing at each data scale; uniform vs ``expinfl`` (influence modelled by one
-exponential, :func:`dpcompanion.theory.schedules.expinfl`) vs ``momexpinfl`` (influence
-``c1 gamma^{T+t} + c2 gamma^{T-t}``, Thm 4.7's two regimes,
-:func:`dpcompanion.theory.schedules.momexpinfl`); "we grid-search for the schedule
-hyper-parameters to find the best one" (no influence estimation).
-
-Readings we took: momentum beta = 0.9 (not printed for this figure; the paper's
-numeric example of Thm 4.5 uses 0.9); ``momexpinfl`` is parameterised by gamma and the
-step ``t_x`` where its two terms cross (``c1/c2 = gamma^{-2 t_x}``), ``t_x`` a fraction of
-T; the grid search picks, per cell, the lowest mean final training loss over
-``tune_repeats`` seeds, and the reported numbers come from *fresh* seeds (so the best
-grid cell is not favoured by its own noise). The tuning protocol
-(:mod:`dpcompanion.experiments.protocols.tuning`): both influence models search the same gamma grid,
-extended towards 1 while a choice lies on its edge (the crossing within [0, 1] likewise);
-momexpinfl has one candidate per (gamma, crossing), expinfl one per gamma, and the records
-carry the counts. The search is not charged to the budget
-(the paper's protocol). The compared metric is the final training loss (the figure's
-"final loss").
+A DNN with 2 layers and 100 hidden units, trained with (debiased) momentum on 10-class MNIST (1000
+training samples, the rest as test set, PCA 60, the paper's preprocessing per data scale): uniform vs
+``expinfl`` (:func:`dpcompanion.theory.schedules.expinfl`) vs ``momexpinfl`` (influence
+``c1 gamma^{T+t} + c2 gamma^{T-t}``, Thm 4.7, :func:`dpcompanion.theory.schedules.momexpinfl`), the
+schedules' hyper-parameters grid-searched. Readings: beta = 0.9 (not printed for this figure; Thm 4.5's
+example uses it); momexpinfl is parameterised by gamma and the crossing ``t_x`` of its two terms
+(``c1/c2 = gamma^{-2 t_x}``, a fraction of T); the search picks the lowest mean final training loss on
+tuning seeds (not charged to the budget, as the paper) and the numbers come from fresh seeds; both
+models search the same gamma grid (:mod:`dpcompanion.experiments.protocols.tuning`).
 """
 
 from __future__ import annotations
@@ -43,12 +31,9 @@ from dpcompanion.training import data
 from dpcompanion.training.models import make_model
 
 
-#: the page's title
 TITLE = "Momentum DNN: uniform vs expinfl vs momexpinfl (the ICLR submission, Fig. 2 right)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("full: the paper's N = 1000 and 100 hidden units; 30 fresh repeats per schedule (paper: 100); "
               "paper mode (`--mode paper`): 100 repeats, every size the paper's")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "PAPER", "BETA", "units", "unit_size", "run_unit", "combine", "describe", "verdict_rows"]
@@ -58,17 +43,9 @@ BETA = 0.9
 PAPER = {"N": 1000, "hidden": 100}
 KINDS = ("uni", "expinfl", "momexpinfl")
 
-#: Tuning: expinfl and momexpinfl search the *same* gamma grid (momexpinfl also the
-#: crossing); a choice on a grid edge extends that grid (gamma towards 1, up to GAMMA_MAX;
-#: crossing within [0, 1]) until it is interior (:mod:`dpcompanion.experiments.protocols.tuning`).
-#: The paper states no range for either. momexpinfl has ``len(crossings)`` candidates per
-#: gamma, expinfl one: the counts are recorded (``n_candidates``) and shown.
+#: gamma's grid is extended towards 1 up to this while a choice is on its edge (no stated range)
 GAMMA_MAX = 0.999
 
-#: Power: full mode's 30 paired fresh repeats give a paired SE of 0.0004 at (25, 100) in the
-#: stored result (sd of a pair 0.0022), i.e. a smallest difference detectable at 80% power of
-#: 2.8 x 0.0022 / sqrt(30) = 0.0011, a fifth of the difference seen there (0.0047); the paper
-#: prints no size, so the repeats stay at 30 and the payload records the detectable size.
 CONFIGS = {
     "quick": {"N": 200, "hidden": 16, "scales": [25.0], "Ts": [100], "gammas": [0.9, 0.95],
               "crossings": [0.1, 0.5], "tune_repeats": 2, "repeats": 6, "n_test": 2000, "max_rounds": 1},
@@ -76,9 +53,7 @@ CONFIGS = {
              "gammas": [0.9, 0.94, 0.97, 0.99], "crossings": [0.1, 0.25, 0.5],
              "tune_repeats": 4, "repeats": 30, "n_test": None, "max_rounds": 3},
 }
-#: the paper's size (``--mode paper``): full mode with the ICLR submission's App. D "All the experiments are
-#: repeated 100 times" (100 fresh repeats per chosen schedule) and 10 tuning seeds per candidate; N = 1000
-#: and 100 hidden units are already the paper's (Sec. 5, Fig. 2 caption). About 15 CPU minutes here.
+#: the paper's size: full mode with App. D's "All the experiments are repeated 100 times"
 CONFIGS["paper"] = {**CONFIGS["full"], "repeats": 100, "tune_repeats": 10}
 
 
@@ -136,8 +111,7 @@ def run_unit(unit, device) -> dict:
         return f
 
     limits = {"gamma": (None, GAMMA_MAX), "crossing": (0.0, 1.0)}
-    # the crossing is a fraction of the horizon T: [0, 1] is its domain, not a grid the paper
-    # or we chose, so a choice at 0 or 1 is the tuned optimum (recorded as a bound, with why)
+    # the crossing's domain [0, 1] (a fraction of T): a choice at its ends is the optimum
     domain = {"crossing": {"low": (0.0, "crossing is a fraction of T: 0 is its least value by definition"),
                            "high": (1.0, "crossing is a fraction of T: 1 is its largest value by definition")}}
     grids = {"expinfl": {"gamma": unit["gammas"]},
@@ -204,25 +178,19 @@ def describe(payload) -> str:
             f"{payload['run_steps']} run-steps in {payload['wall_s']:.0f} s.")
 
 
-def _rule_rows(payload) -> list[dict]:
+def verdict_rows(payload) -> list[dict]:
+    """The page's row, capped by the tuning protocol (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
     c = payload["config"]
     note = f"N {c['N']}, {c['hidden']} hidden units vs the paper's {PAPER['N']}, {PAPER['hidden']}"
     cells = [{"scale": x["scale"], "T": x["T"], "diff": x["diff"], "se": x["se"]} for x in payload["cells"]]
-    return [comparisons.compare("h-f-mom/expinfl-vs-momexpinfl", sizes_match=payload["sizes_match"], sizes_note=note, cells=cells)]
-
-
-def verdict_rows(payload) -> list[dict]:
-    """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
-    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
-    the same cap the reproduction report applies."""
-    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
+    row = comparisons.compare("h-f-mom/expinfl-vs-momexpinfl", sizes_match=payload["sizes_match"], sizes_note=note,
+                              cells=cells)
+    return [comparisons.apply_tuning_cap(row, payload.get("tuning"))]
 
 
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(1000, "the ICLR submission, Fig. 2 caption: \"subsampled MNIST dataset of 1000 training samples\"",
                             config_key("N")),
@@ -237,11 +205,9 @@ PAPER_DIMS = hong_setup({
 
 
 def _judge_mom(*, cells: Sequence[dict]) -> Judgement:
-    """``cells``: dicts with ``scale``, ``T``, ``diff`` = loss(expinfl) - loss(momexpinfl)
-    (> 0: momexpinfl ahead) and ``se``. The paper's claim concerns the cell (25, 100): judged
-    there by :func:`~dpcompanion.experiments.comparisons.rule.judge_effect` (direction +1); an ``agrees`` there becomes ``partly``
-    when momexpinfl is also ahead (interval above zero) in another cell, where the paper says
-    the two are comparable."""
+    """``cells``: ``scale``, ``T``, ``diff`` = loss(expinfl) - loss(momexpinfl) (> 0: momexpinfl ahead),
+    ``se``; judged at (25, 100), an ``agrees`` there ``partly`` when momexpinfl is also ahead elsewhere
+    (where the paper finds the two comparable)."""
     key = [c for c in cells if float(c["scale"]) == 25.0 and int(c["T"]) == 100]
     if len(key) != 1:
         raise ValueError("h-f-mom needs exactly one cell at data scale 25 and T = 100")
@@ -259,8 +225,6 @@ def _judge_mom(*, cells: Sequence[dict]) -> Judgement:
     return j.for_row(ours, remark="; judged at data scale 25, T = 100 (positive = momexpinfl lower)")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-mom/expinfl-vs-momexpinfl", "final loss, expinfl vs momexpinfl",
          "the ICLR submission, Sec. 5 (Fig. 2 right): expinfl comparable to momexpinfl; momexpinfl ahead only at data scale 25 "

@@ -1,31 +1,16 @@
 """H-F-SCALE: relative final loss of dynamic schedules vs the data scale (Hong et al. 2022,
-the ICLR submission, Fig. 2 middle and Fig. 3 right, App. D "Results", last paragraphs).
+the ICLR submission, Fig. 2 middle and Fig. 3 right, App. D "Results").
 
-For each row (logistic loss on the synthetic set; squared and logistic loss on MNIST35;
-the DNN on MNIST35) and each data scale (max_n ||x_n||, the ICLR submission, App. D "Setup"):
-
-1. the influence q_t of each step's noise at ``T_infl`` steps of the uniform schedule:
-   **analytic** for the squared loss (Hessian eigenvalues, exact for every T:
-   :func:`dpcompanion.training.influence.analytic_influence`, as the paper does), by
-   **retraining** otherwise (:func:`dpcompanion.training.influence.influence_by_retraining`
-   on a subset of steps, sigma_t swept over [20, 200]);
-2. for every T of the grid: ``uni`` (Thm 4.2), ``dyn`` = Lemma 4.3's optimal schedule for
-   the estimated q (the FAccT version, Eq. (10)), ``exp`` = sigma_0 exp(-k t) with k fitted to dyn by
-   least squares on log sigma (the ICLR submission, App. D) and sigma_0 set to spend R exactly;
-3. every schedule run ``repeats`` times with the ledger (R = 0.3927), paired seeds; the
-   best T per method (lowest mean final loss) and the relative loss
-   ``(e_sched - e_uni) / e_uni`` with its delta-method SE; the dashed term ``T Var(q_t)``
-   with q normalised to sum 1 (the figure's normalisation is not printed).
-
-Readings where the paper is ambiguous: the retrained q_t is estimated at T = ``T_infl``
-only and a shorter run uses its last T values (q_t depends on the steps left, as in
-Thm 4.1's gamma^{T-t}); between the swept steps log q is interpolated linearly;
-estimates <= 0 (noise) are floored at 1e-3 of the largest; the best T is searched on a
-grid in [1, 100] rather than every integer, on tuning seeds disjoint from the reported ones
-(the tuning protocol, :mod:`dpcompanion.experiments.protocols.tuning`); the paper's stated bound T = 100
-("grid searching the best T in [1, 100]", the ICLR submission, App. D) is flagged when chosen and a
-beyond-the-paper setting searches up to :data:`T_BEYOND_MAX`, where a retrained q_t is
-extended with its earliest estimate for the steps further than ``T_infl`` from the end.
+Per row (dataset, model) and data scale: the influence q_t of each step's noise (analytic for the
+squared loss, :func:`dpcompanion.training.influence.analytic_influence`; else by retraining on a subset
+of steps, sigma_t swept over [20, 200]); per T of the grid ``uni`` (Thm 4.2), ``dyn`` (Lemma 4.3's
+optimum for q, the FAccT version, Eq. (10)) and ``exp`` (sigma_0 exp(-k t), k fitted to dyn on log
+sigma); each run ``repeats`` times on paired seeds, the best T per method tuned on disjoint seeds
+(:mod:`dpcompanion.experiments.protocols.tuning`; the stated T <= 100 is flagged when chosen and searched
+past, up to :data:`T_BEYOND_MAX`); reported: ``(e_sched - e_uni) / e_uni`` and the term ``T Var(q_t)``
+(q normalised to sum 1). Readings: a retrained q_t is estimated at T = ``T_infl`` and a shorter run
+uses its last T values (q_t depends on the steps left), a longer one repeats its earliest; log q is
+interpolated between the swept steps; estimates <= 0 are floored at 1e-3 of the largest.
 """
 
 from __future__ import annotations
@@ -47,13 +32,10 @@ from dpcompanion.training import data, influence
 from dpcompanion.training.models import make_model
 
 
-#: the page's title
 TITLE = "Relative final loss of dyn and exp vs the data scale (the ICLR submission, Fig. 2 middle, Fig. 3 right)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("full: the paper's N = 1000 and T up to 100, 100 repeats for the linear rows; the retrained influence "
               "on 10 of 100 steps with 20 repeats (paper: every step, 100 repeats); DNN row at 20 repeats; paper mode "
               "(`--mode paper`, a GPU job): every row at the paper's sizes")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "repeats"
 
 __all__ = ["EXPERIMENT", "ROWS", "PAPER", "units", "run_unit", "combine", "describe", "verdict_rows",
@@ -64,14 +46,6 @@ ROWS = (("synthetic", "logistic"), ("mnist35", "squared"), ("mnist35", "logistic
 #: the paper's sizes (the ICLR submission, App. D): N = 1000, best T in [1, 100], 100 repeats; DNN of the ICLR submission's Sec. 5: 100 hidden
 PAPER = {"N": 1000, "T_max": 100, "repeats": 100, "hidden": 100}
 
-#: Tuning (:mod:`dpcompanion.experiments.protocols.tuning`): each method's best T is chosen on
-#: ``tune_repeats`` seeds disjoint from the ``repeats`` seeds reported. T in [1, 100] is the range
-#: the paper states (the ICLR submission, App. D), so a choice at 100 is flagged and a "beyond" setting searches
-#: past it (see T_BEYOND_MAX, up to 6 extensions); a choice at the grid's low end
-#: above 1 extends the grid down. Power: the stored full result's SEs of the relative loss
-#: (0.0001-0.0069 with 100 linear / 20 DNN repeats) are 5-20x below the effects seen at the
-#: largest scale; the paper prints no size (a figure), so the repeats stay and the payload
-#: records the smallest relative loss detectable at 80% power per scale.
 STATED_T = "best T in [1, 100] (the ICLR submission, App. D: 'grid searching the best T in [1,100]')"
 #: the beyond-the-paper search: linear and logistic rows step T geometrically (the grid's last
 #: ratio) up to 1000 (a run-step costs microseconds there); the DNN row steps linearly up to 200
@@ -87,12 +61,8 @@ CONFIGS = {
              "infl_repeats": 20, "hidden": 100, "dnn_repeats": 20, "dnn_tune_repeats": 10,
              "dnn_scales": [5.0, 15.0, 25.0], "dnn_T_grid": [25, 50, 100], "T_range": [1, 100], "max_rounds": 6},
 }
-#: the ICLR submission's App. D sizes for every row (``--mode paper``): the influence
-#: retrained at every step of T = 100 with 10 levels of sigma_t and 100 repeats ("Estimate of
-#: influences by retraining"), and the DNN row at the linear rows' scales, T grid, 100 repeats and
-#: 30 tuning seeds ("the DNN is experimented with the same setting"). One unit per (row, scale);
-#: a retrained unit costs about 10^7 run-steps of retraining: minutes on a GPU, hours on one core
-#: (a DNN run-step is about 5 ms there), so it is a GPU job (tools/gpu-runs.sh)
+#: the ICLR submission's App. D sizes for every row: the influence retrained at every step of T = 100
+#: (10 levels of sigma_t, 100 repeats), the DNN row "with the same setting"; a GPU job (tools/gpu-runs.sh)
 CONFIGS["paper"] = {**CONFIGS["full"], "infl_steps": 100, "infl_levels": 10, "infl_repeats": 100,
                     "dnn_repeats": 100, "dnn_tune_repeats": 30, "dnn_scales": list(CONFIGS["full"]["scales"]),
                     "dnn_T_grid": list(CONFIGS["full"]["T_grid"])}
@@ -280,8 +250,7 @@ def run_unit(unit, device) -> dict:
 
 
 def _add_setting(row: dict, r: dict, losses: dict, suffix: str) -> None:
-    """Append one unit's best T per method and the relative losses of dyn and exp (with their
-    SEs) for one setting (``suffix`` "" for T within the paper's range, "_beyond" past it)."""
+    """Append one unit's best T per method and relative losses of dyn and exp (``suffix``: "" or "_beyond")."""
     for k in KINDS:
         row["best_T" + suffix][k].append(int(r["best_T" + suffix][k]))
     for k in ("dyn", "exp"):
@@ -336,7 +305,8 @@ def describe(payload) -> str:
             f"{payload['run_steps']} run-steps in {payload['wall_s']:.0f} s.")
 
 
-def _rule_rows(payload) -> list[dict]:
+def verdict_rows(payload) -> list[dict]:
+    """The page's rows, capped by the tuning protocol (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
     out = []
     for key, row in payload["rows"].items():
         note = (f"N {row['N']} vs {PAPER['N']}, T up to {row['T_max']} vs {PAPER['T_max']}"
@@ -350,37 +320,25 @@ def _rule_rows(payload) -> list[dict]:
                 item=f"{key}: relative loss of dyn, T beyond the paper's [1, {PAPER['T_max']}]",
                 scales=row["scales"], rel_dyn=row["rel_beyond"]["dyn"], se_dyn=row["rel_se_beyond"]["dyn"],
                 tvar=row["tvar"]))
-    return out
-
-
-def verdict_rows(payload) -> list[dict]:
-    """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
-    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
-    the same cap the reproduction report applies."""
-    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in out]
 
 
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(1000, H_MNIST35 + "; synthetic: \"1000 samples are generated for training\"",
                             config_key("N")),
     "hidden width (DNN row)": Dim(None, H_DNN_WIDTH, config_key("hidden")),
     "repeats": Dim(100, H_REPEATS, config_key("repeats")),
     "repeats (DNN row)": Dim(100, H_REPEATS, config_key("dnn_repeats")),
-    # ours: the range the tuning searches (T_range; its grid starts at T_grid and extends down to 1 when
-    # a choice falls at the grid's low end), for every row
+    # ours: the range the tuning searches (its grid extends down to 1 from T_grid's low end)
     "T range": Dim([1, 100], "the ICLR submission, App. D, Results: the final losses \"are picked by grid searching the best T in "
                    "[1, 100]\"", config_range("T_range")),
     "T range (DNN row)": Dim([1, 100], "the ICLR submission, App. D, Results: the DNN row \"is experimented with the same setting\"",
                              config_range("T_range")),
     "data scales": Dim(None, "the ICLR submission, App. D, Results: the data scale is varied (values in Fig. 3 only)",
                        config_key("scales")),
-    # dyn's schedule comes from the influence estimated by retraining (App. D, "Estimate of influences by
-    # retraining"): the paper estimates it at every step, 100 repeats; ours at infl_steps steps
     "influence: steps estimated": Dim(100, "the ICLR submission, App. D: \"Repeating the estimation for all t in range "
                                       "1 to 100\"", config_key("infl_steps")),
     "influence: repeats": Dim(100, H_REPEATS, config_key("infl_repeats")),
@@ -401,8 +359,6 @@ def _judge_scale(*, scales: Sequence[float], rel_dyn: Sequence[float], se_dyn: S
     return j.for_row(ours, remark=f"; judged at the scale of largest T·Var(q) ({sc[k]:g}); negative = dyn below uni")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-f-scale/dyn", "relative final loss of dyn vs data scale",
          "the ICLR submission, Sec. 5 and App. D (Fig. 2 middle, Fig. 3 right): dynamic schedules improve the final loss when the "

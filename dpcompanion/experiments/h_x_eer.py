@@ -2,11 +2,8 @@
 PGD on a quadratic against the bound, a Monte Carlo check with the real trainer, and the
 bound's tightness against curvature (SPEC H-X-EER; not in the paper).
 
-Units: one per data scale of MNIST35 (closed form over T = 1..T_max and the trainer's Monte
-Carlo at T = T_mc, :func:`dpcompanion.training.influence.eer_at_scale`; its seed drawn from
-``SeedSequence(config seed).spawn``) and one ``tightness`` unit (closed forms on synthetic
-spectra of growing kappa with the first scale's initial gap,
-:func:`dpcompanion.training.influence.eer_tightness`).
+Units: one per data scale of MNIST35 (:func:`dpcompanion.training.influence.eer_at_scale`) and one
+``tightness`` unit (synthetic spectra of growing kappa, :func:`dpcompanion.training.influence.eer_tightness`).
 """
 
 from __future__ import annotations
@@ -25,11 +22,8 @@ from dpcompanion.training import data, influence
 from dpcompanion.training.models import make_model
 
 
-#: the page's title
 TITLE = "Thm 4.1 bound vs the exact expected excess risk of PGD on a quadratic (our addition, H-X-EER)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = "full: closed form to T = 300, Monte Carlo at T = 100 with 10 000 runs per schedule, 12 kappas"
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "runs_mc"
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "mc_verdicts"]
@@ -80,24 +74,17 @@ def combine(config: dict, results: list[dict]) -> dict:
 # --- the page's verdict rows (rules: dpcompanion.experiments.comparisons, "h-x-eer/...") ---
 
 def mc_verdicts(result) -> list[tuple[float, str, dict, str]]:
-    """(scale, schedule, Monte Carlo row, verdict) for every scale and schedule, by rule
-    ``h-x-eer/mc``: where no gradient was clipped the trainer's mean must match the closed
-    form; where some were clipped the closed form does not describe the algorithm (not
-    comparable)."""
+    """(scale, schedule, Monte Carlo row, verdict of rule ``h-x-eer/mc``) for every scale and schedule
+    of a stored result or payload."""
     pay = result.payload if hasattr(result, "payload") else result
     return [(ps["scale"], k, r, comparisons.verdict_of("h-x-eer/mc", z=float(r["z"]),
                                                       max_clip_fraction=float(r["max_clip_fraction"])))
             for ps in pay["per_scale"] for k, r in ps["monte_carlo"].items()]
 
 
-def verdict_rows(result) -> list[dict]:
-    """Paper-vs-ours rows of the H-X-EER page (rules ``h-x-eer/*``): the bound holds, the
-    closed form matches the trainer where nothing is clipped, dynamic beats uniform, and the
-    T chosen by the bound is near-optimal (one row per data scale).
-
-    H-X-EER is not in the paper, so no row compares with a number the paper printed at its
-    sizes: quick and full give verdicts alike."""
-    pay = result.payload if hasattr(result, "payload") else result
+def verdict_rows(pay) -> list[dict]:
+    """The page's rows (rules ``h-x-eer/*``): the bound holds, the closed form matches the trainer where
+    nothing is clipped, dynamic beats uniform, the bound's T is near-optimal (per data scale)."""
     kinds = [k for k in pay["per_scale"][0]["comparison"] if k not in ("constants", "T")]
     min_ratio = min(float(np.min(ps["comparison"][k]["ratio"])) for ps in pay["per_scale"] for k in kinds)
     min_synth = min(float(np.min(v)) for v in pay["tightness"]["ratio"].values())
@@ -123,8 +110,6 @@ def verdict_rows(result) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "training samples": Dim(None, "not in the paper (our experiment on the FAccT version's Thm 4.1-4.4)", config_key("n")),
     "T": Dim(None, "not in the paper", config_key("T_max")),
@@ -163,8 +148,8 @@ def _judge_mc_all(*, z: Sequence[float]) -> Judgement:
 
 
 def _judge_dyn_beats_uni(*, dyn_min: Sequence[float], uni_min: Sequence[float]) -> Judgement:
-    """Exact minima (no sampling noise) of the dynamic and the uniform schedule per scale;
-    an empty or mismatched list is ``not comparable`` (``all()`` of nothing is no evidence).
+    """Exact minima of the dynamic and the uniform schedule per scale; an empty or mismatched list is
+    ``not comparable`` (``all()`` of nothing is no evidence).
 
     >>> _judge_dyn_beats_uni(dyn_min=[], uni_min=[]).verdict, _judge_dyn_beats_uni(dyn_min=[1.0], uni_min=[2.0]).verdict
     ('not comparable', 'agrees')
@@ -184,8 +169,6 @@ def _judge_t_choice(*, T_bound: int, T_exact: int, exact_at_T_bound: float, exac
     return Judgement(v, f"exact risk {exact_at_T_bound:.3g} vs {exact_min:.3g}", ours=f"T = {T_bound} vs best {T_exact}")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-x-eer/bound-holds", "Thm 4.1: E f(theta_{T+1}) - f* <= bound (all T, schedules, quadratics here)",
          "the FAccT version, Thm 4.1: holds (proof D.1)", "exact: min bound/exact >= 1",

@@ -1,20 +1,14 @@
-"""H-X-EER breakdown: where the Thm 4.4 dynamic schedule stops working once gradients
-are clipped (a finding beyond the paper; SPEC H-X-EER).
+"""H-X-EER breakdown: where the Thm 4.4 dynamic schedule stops working once gradients are clipped (a
+finding beyond the paper; SPEC H-X-EER).
 
-For a grid of curvatures kappa and lengths T, on a least-squares problem whose Hessian
-has exactly the spectrum :func:`dpcompanion.theory.exact_risk.spectrum` (kappa, D) (data
-``X = sqrt(N) Q diag(sqrt(lambda))`` with Q orthonormal columns, targets +-1), the Hong et
-al. 2022 Thm 4.4 schedule (:func:`dpcompanion.theory.schedules.gd_dynamic`,
-eta = 1/M as in Thm 4.1) is run through the trainer (ledger at R, float64)
-
-* with the paper's per-sample clipping (clip norm 4), and
-* with clipping switched off in effect (clip norm 1e100, noise scaled to the same absolute size: the control),
-
-and the mean final excess risk is divided by the *exact* expected excess risk of
-unclipped PGD (:func:`dpcompanion.theory.exact_risk.expected_excess_risk`). The control's
-ratio is ~1 (a check that can fail); where the clipped ratio explodes, the schedule has
-broken. Next to it: the schedule's span max sigma / min sigma and whether
-:func:`dpcompanion.theory.diagnostics.schedule_warnings` warns.
+Per curvature kappa and length T, on least squares whose Hessian has exactly the spectrum
+:func:`dpcompanion.theory.exact_risk.spectrum` (:func:`spectrum_data`), the Hong et al. 2022 Thm 4.4
+schedule (:func:`dpcompanion.theory.schedules.gd_dynamic`, eta = 1/M) runs through the trainer with the
+paper's clipping (clip 4) and, as the control, with clipping off in effect (noise of the same absolute
+size); the mean final excess risk is divided by the *exact* one of unclipped PGD
+(:func:`dpcompanion.theory.exact_risk.expected_excess_risk`). The control's ratio is ~1 (a check that
+can fail); where the clipped ratio explodes, the schedule has broken. Beside it: the schedule's span
+max sigma / min sigma and whether :func:`dpcompanion.theory.diagnostics.schedule_warnings` warns.
 """
 
 from __future__ import annotations
@@ -37,11 +31,8 @@ from dpcompanion.training import influence
 from dpcompanion.training.dense_models import DenseModel
 
 
-#: the page's title
 TITLE = "Where the dynamic schedule breaks under clipping (H-X-EER)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = "beyond the paper: a grid of curvatures and lengths on a synthetic least-squares problem"
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "runs"
 
 __all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "warning_paragraph", "spectrum_data",
@@ -141,8 +132,8 @@ def describe(payload) -> str:
 
 
 def warning_paragraph(payload, *, threshold: float = 10.0) -> str:
-    """The landing page's practitioner's warning, generated from the result: the cells
-    where the clipped trainer's excess risk exceeds ``threshold`` times the exact one."""
+    """The landing page's warning: the cells where the clipped trainer's excess risk exceeds
+    ``threshold`` times the exact one."""
     bad = [c for c in payload["cells"] if c["representable"] and c["ratio_clipped"] > threshold]
     caught = sum(bool(c["warns"]) for c in bad)
     worst = max(bad, key=lambda c: c["ratio_clipped"]) if bad else None
@@ -160,8 +151,7 @@ def warning_paragraph(payload, *, threshold: float = 10.0) -> str:
 
 
 def verdict_rows(payload, *, threshold: float = 10.0) -> list[dict]:
-    """Two rows, neither in the paper (rules ``h-x-eer-breakdown/*``): the unclipped control
-    against the exact risk, and the breakdown itself (never judged: a finding)."""
+    """The unclipped control against the exact risk, and the breakdown (never judged: a finding)."""
     cells = [c for c in payload["cells"] if c["representable"]]
     return [
         comparisons.compare("h-x-eer-breakdown/control", sizes_match=True, z=[c["z_unclipped"] for c in cells]),
@@ -173,8 +163,6 @@ def verdict_rows(payload, *, threshold: float = 10.0) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = hong_setup({
     "runs": Dim(None, "not in the paper (our experiment)", config_key("runs", "runs_mc", "repeats")),
 })
@@ -197,8 +185,6 @@ def _judge_breakdown_clipped(*, cells: Sequence[tuple[float, int, float]], thres
                      ours="; ".join(f"kappa {k:g}, T {T}: {r:.3g}" for k, T, r in bad) or "none")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("h-x-eer-breakdown/control", "unclipped trainer vs exact E[f] - f* (control)", "-",
          f"agrees: every representable cell has |z| < {BREAKDOWN_Z_MAX:g}",

@@ -1,47 +1,22 @@
-"""CPU time of H-F-EFF and W-F4 at the papers' own sizes, estimated from short measured timings
-(a few steps of the experiments' own training calls at those sizes, extrapolated), not from a
-full run. ``python -m dpcompanion bench --paper-scale --out`` measures and writes
-``results/bench/<device>-paper-scale.json``; the compute page shows it.
+"""CPU time of H-F-EFF and W-F4 at the papers' own sizes, estimated from short measured timings of the
+experiments' own training calls at those sizes, extrapolated (not a full run).
+``python -m dpcompanion bench --paper-scale --out`` writes ``results/bench/<device>-paper-scale.json``;
+the compute page shows it.
 
-**H-F-EFF** at the FAccT version's size (Sec. 5: MNIST35, a DNN with 1000 hidden units, full
-batch, T tuned in [50, 150] on an auxiliary Gaussian set of the same N; 100 repeats,
-:data:`dpcompanion.experiments.h_f_eff.PAPER_SCALE`: 10 tuning repeats). The model:
+**H-F-EFF** (the FAccT version, Sec. 5: 1000 hidden units, 100 repeats, :data:`h_f_eff.PAPER_SCALE`):
+per N, the run-steps at the paper's size (:func:`hfeff_run_steps`: the committed run's tuning candidates
+x the paper-scale tuning repeats, plus the chosen schedules' T x 100; assumed: the search visits the
+same candidates at 1000 hidden units), and ``estimate_s`` = the committed run's recorded training time
+x (those run-steps / the committed run's) x (seconds per run-step at 1000 hidden units / at the
+committed width, the median over interleaved rounds of the pair's ratio). ``estimate_absolute_s``
+multiplies the run-steps by the fastest measured seconds per run-step; ``calibration`` applies that
+model to the committed run.
 
-* **run-steps**: per N, the tuning candidates the committed full run evaluated (every
-  ``(schedule, T, gamma)`` of its payload, the search past the stated range included) times the
-  paper-scale tuning repeats, plus the chosen schedules' T times 100 repeats. The same count
-  with the committed run's own repeats reproduces the run-steps its provenance recorded (checked
-  here and in the tests). Assumed: the adaptive search visits the same candidates at 1000 hidden
-  units (its path may differ);
-* **seconds per run-step**: the experiment's trainer call (:func:`..protocols.hong.run_batched`,
-  ``train_pgd``) on the 60-h-1 network, full batch N, ``K`` runs batched (the paper-scale tuning
-  batch), a call of ``steps`` steps timed whole, over ``steps x K``, at the paper's width
-  (1000) and at the committed run's (100), in interleaved rounds;
-* **the estimate** (``estimate_s``), anchored on a real run: per N, the committed run's recorded
-  training time x (run-steps at the paper's size / the committed run's) x (seconds per run-step
-  at 1000 hidden units / at 100, the median over rounds of the round's ratio: both calls back to
-  back, under the same load). ``estimate_absolute_s`` multiplies the run-steps by the fastest
-  measured seconds per run-step instead (sensitive to this machine's load when measured), and
-  ``calibration`` applies that absolute model to the committed run: how far it is from the time
-  that run recorded.
-
-**W-F4** at Wu et al.'s size (App. F.3: MNIST, 60,000 training images, a CNN from scratch,
-50 epochs, batch 256, c in {0, 1e-5, 1e-3, 1e-2, 0.1, 0.5} x sigma in {1.6, 3.2, 6.4, 12.8};
-:data:`dpcompanion.experiments.w_f4.PAPER_GRID`). Per cell and seed, ``T = ceil(N / 256) x 50``
-Poisson-sampled steps (as the experiment's ``run_unit``), in 50 segments (one per epoch), each
-ending with a test-set evaluation (the segments skip the trainer's training-set evaluation,
-``final_eval=False``), plus one of the initial point. Measured,
-each part directly (one torch thread, as the experiment's units run; 60,000 random 28x28 images
-and a 10,000-image test set: the cost does not depend on the pixel values), fastest of the rounds:
-the private step of ``cnn-mnist`` on a Poisson batch of expected size 256
-(:func:`dpcompanion.training.bench_workloads.private_step_fn`: clipped sum, noise, update) and one
-evaluation on the test set. A cell's seed costs ``T x step + 51 x test-set evaluation``; the grid
-is ``24`` cells x the paper mode's seeds per cell (``seeds x replicates`` of
-``w_f4.CONFIGS["paper"]``), run one after another (``--executor dask --workers 2`` runs two at a
-time on two cores, each slower than alone: the compute page also shows the time the committed
-units took). Cross-check (``check``): one segment of the experiment's own trainer
-(:func:`..protocols.wu.train_segments`: ledger, Poisson sampling, evaluations) against the sum of
-its measured parts.
+**W-F4** (App. F.3, :data:`w_f4.PAPER_GRID`): per cell and seed ``T = ceil(N / 256) x 50`` private
+steps plus 51 test-set evaluations, each part measured directly (one torch thread, random images of
+MNIST's size: the cost does not depend on the pixels, fastest round), times 24 cells x the paper
+mode's seeds per cell; ``check`` compares one segment of the experiment's own trainer
+(:func:`..protocols.wu.train_segments`) with the sum of its measured parts.
 """
 
 from __future__ import annotations
@@ -78,10 +53,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
 
 def hfeff_run_steps(payload: dict[str, Any], *, tune_repeats: int | None = None,
                     repeats: int | None = None) -> list[dict[str, int]]:
-    """Per unit (N) of an H-F-EFF payload: ``tune`` run-steps (every evaluated candidate's T x
-    tuning repeats), ``eval`` (the distinct chosen schedules' T x repeats, the paper's and the
-    lifted range's choices) and ``total``; ``tune_repeats``/``repeats`` default to the
-    payload's own (then ``total`` is the unit's recorded ``run_steps``).
+    """Per unit (N) of an H-F-EFF payload: ``tune`` (every candidate's T x tuning repeats), ``eval`` (the
+    distinct chosen schedules' T x repeats) and ``total`` run-steps; the repeats default to the payload's.
 
     >>> u = {"N": 10, "tune_T": [50, 100], "tune_repeats": 2, "repeats": 3,
     ...      "uni": {"T": 50, "gamma": 0.0}, "exp": {"T": 100, "gamma": 0.9},
@@ -104,8 +77,8 @@ def hfeff_run_steps(payload: dict[str, Any], *, tune_repeats: int | None = None,
 
 def _hfeff_paired(*, N: int, hidden_paper: int, hidden_ours: int, runs: int, steps: int, rounds: int, device: str,
                   seed: int) -> dict[str, Any]:
-    """Seconds per run-step of the trainer call at both widths, interleaved rounds: per width the
-    fastest round, and the median over rounds of the round's ratio (paper width / ours)."""
+    """Seconds per run-step at both widths over interleaved rounds: per width the fastest round, and the
+    median of the rounds' ratios (paper width / ours)."""
     aux = data.load("gaussian", seed=seed, n=N, dim=hp.PCA_DIM, n_classes=2, scale=hp.SCALE)
     models = {"paper": make_model("mlp", in_dim=aux.dim, n_classes=2, hidden=hidden_paper),
               "committed": make_model("mlp", in_dim=aux.dim, n_classes=2, hidden=hidden_ours)}
@@ -134,8 +107,7 @@ def _hfeff_paired(*, N: int, hidden_paper: int, hidden_ours: int, runs: int, ste
 
 def hfeff_estimate(*, device: str = "cpu", size: str = "paper", seed: int = 0, root: Path | None = None,
                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The H-F-EFF estimate of the module docstring (needs the stored full result: its tuning
-    candidates give the run-step count, its recorded training time the anchor)."""
+    """The H-F-EFF estimate of the module docstring (from the stored full result)."""
     log = log or (lambda s: None)
     cfg = SETTINGS[size]
     res = store.load("h-f-eff", mode="full", root=root)
@@ -267,8 +239,8 @@ def wf4_estimate(*, device: str = "cpu", size: str = "paper", seed: int = 0,
 
 def measure(*, device: str = "cpu", size: str = "paper", seed: int = 0, root: Path | None = None,
             log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Both estimates, the machine's matmul peak (start and end of the measurement, the better
-    one), load and provenance: the JSON of ``bench --paper-scale``."""
+    """Both estimates, the matmul peak (the better of start and end), load and provenance: the JSON of
+    ``bench --paper-scale``."""
     if size not in SETTINGS:
         raise ValueError(f"size must be one of {', '.join(SETTINGS)}, got {size!r}")
     t0 = time.perf_counter()

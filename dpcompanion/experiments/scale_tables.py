@@ -1,34 +1,16 @@
-"""Scale honesty: for each experiment, per dimension (training samples, model or
-hidden width, repeats or seeds, epochs or T, grid), the paper's value with the sentence it
-comes from, and ours, read from a config.
+"""Scale honesty: for each experiment, per dimension (training samples, width, repeats or seeds,
+epochs or T, grid), the paper's value with the sentence it comes from, and ours, read from a config.
 
-Each experiment declares what its paper prints of its scale, per dimension, in its own module
-(:attr:`~dpcompanion.experiments.base.Experiment.paper_scale`, a dict of :class:`Dim`: the
-paper's value, with its source (version, section) and a short quotation, ``None`` where the paper
-states no number, the source then saying what it does state; adding an experiment
-touches nothing here). This module holds the machinery and the quotations several experiments
-share (:data:`H_REPEATS`, :data:`W_TABLE_DIMS`...). :func:`scale_of` pairs a declaration with our
-value for a config; a result's provenance records that block at save time (``scale``,
-:func:`dpcompanion.experiments.store.compute`); the pages, the verdict report and the compute
-table recompute it with :func:`scale_of` from the recorded config, so the quotations they show
-are always the current ones.
+Each experiment declares its :class:`Dim` s in its own module (``PAPER_DIMS``, ``None`` where the paper
+states no number); this module holds the machinery and the quotations several share. A run is at the
+paper's scale only when every dimension with a printed value matches (:func:`at_paper_scale`). The pages,
+the verdicts and the compute table recompute the block from the recorded config (:func:`scale_of`), so
+the quotations shown are the current ones. Left out of every code hash; it imports only
+:mod:`~dpcompanion.experiments.base` and sits below the store and the verdict rules (no import circle).
 
-"Matches" is decided per dimension (``match``: equal values; ``None`` where the paper gives
-no number); a run is at the paper's scale only when every dimension with a printed value
-matches (:func:`at_paper_scale`). This module is left out of every code hash
-(:data:`dpcompanion.experiments.store.CODE_HASH_EXCLUDE`); an experiment's own declaration is
-part of its module's hash, so correcting its quotation makes its result stale until
-``results --revalidate`` finds its numbers unchanged. Of the package it imports only
-:mod:`~dpcompanion.experiments.base` (the registry, read when called) and sits below both the
-store (which records the scale block and checks sizes with :func:`size_mismatches`) and the
-verdict rules (:mod:`dpcompanion.experiments.comparisons`, which import the store), so that
-neither imports the other through it (no import circle).
-
-Widths of the DNNs of Hong et al. (the two versions differ): the FAccT version's Sec. 5 trains "a
-2-layer Deep Neural Network (DNN) with 1000 hidden units" for the data-efficiency figure
-(H-F-EFF); the ICLR submission, Sec. 5 uses "a Deep Neural Network (DNN) with 2 layers and 100 hidden units"
-for the momentum pane (H-F-MOM). The ICLR submission's App. D names the DNN of Fig. 3 (H-F-SCALE, the retrained
-influences of H-F-INFL-EXTRA) without its width, so those pages say "not stated" and cite both.
+The DNN widths of Hong et al. differ between versions: 1000 hidden units in the FAccT version's Sec. 5
+(H-F-EFF), 100 in the ICLR submission's Sec. 5 (H-F-MOM); its App. D (H-F-SCALE, H-F-INFL-EXTRA) prints
+none, so those pages say "not stated" and cite both.
 """
 
 from __future__ import annotations
@@ -40,25 +22,22 @@ from typing import Any, Callable
 from dpcompanion.experiments import base
 
 __all__ = ["Dim", "STEPS_RATIO", "scale_of", "at_paper_scale", "comparability", "scaled_ids", "stored_sizes",
-           "size_mismatches", "config_key", "config_range", "config_steps", "payload_cells", "payload_runs",
+           "size_mismatches", "config_key", "config_range", "config_steps", "payload_cells",
            "payload_seeds", "hong_setup", "H_SETUP", "H_REPEATS", "H_MNIST35", "H_DNN_WIDTH", "W_TRAIN", "W_SEEDS",
-           "W_MODEL", "W_STEPS", "W_LAYERS", "W_TABLE_DIMS", "W_TABLE_STORED", "beyond_scale"]
+           "W_MODEL", "W_MODEL_DATA", "W_STEPS", "W_LAYERS", "W_TABLE_DIMS", "W_TABLE_STORED", "beyond_scale"]
 
-#: our number of steps matches the paper's when within this factor of it (either way):
-#: a run of half or twice the paper's steps is the same regime, one 25 times shorter is not
+#: our number of steps matches the paper's within this factor either way (the same regime)
 STEPS_RATIO = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
 class Dim:
-    """One dimension: the paper's value (None: not stated), where it is printed, and how our
-    value is read from a config."""
+    """One dimension: the paper's value (None: not stated), where it is printed, how ours is read."""
 
     paper: Any
     source: str
     ours: Callable[[dict], Any]
-    #: whether the dimension is part of the *setup* (data set, model, trained layers,
-    #: number of steps) that decides if a row may compare sizes (:func:`comparability`)
+    #: part of the *setup* that decides if a row may compare sizes (:func:`comparability`)
     setup: bool = False
     #: match within this factor (numbers, or lists of numbers elementwise); None: equal values
     ratio: float | None = None
@@ -84,9 +63,8 @@ def config_range(key):
 
 
 def config_steps(epochs_key: str, n_key: str, *, per_epoch_ceil: bool = False, batch: int = 256):
-    """Our number of steps from a config: ``ceil(epochs N / m)`` (protocols.wu.steps_for), or
-    ``ceil(N / m) epochs`` (``per_epoch_ceil``, W-F4's run); a list for a list of epochs; ``N``
-    the largest of a list (W-LADDER's top rung)."""
+    """Our number of steps: ``ceil(epochs N / m)``, or ``ceil(N / m) epochs`` (``per_epoch_ceil``); a list
+    for a list of epochs; ``N`` the largest of a list."""
     def read(c: dict):
         e, n, m = c.get(epochs_key), c.get(n_key), c.get("batch_size", batch)
         if e is None or n is None or not m:
@@ -109,17 +87,18 @@ W_SEEDS = "Wu et al., Sec. 6: \"We repeat the experiments five times\""
 W_MODEL = "Wu et al., Sec. 6: a CNN \"pre-trained on CIFAR-100 and fined-tuned on CIFAR-10\""
 W_STEPS = ("Wu et al., Sec. 6: \"T = 11760, 23520, 39200 iterations corresponding to 60, 120, 200 training epochs\" "
             f"(ours: ceil(epochs N / 256); matches within a factor {STEPS_RATIO:g})")
-#: the layers W train privately: the paper fine-tunes its pre-trained CNN (which layers it does not print); every
-#: W transfer run here trains the CNN's last dense layer alone (protocols.wu.FROZEN_LAYERS, head_model)
+#: every W transfer run here trains the CNN's last dense layer alone (protocols.wu.head_model)
 W_LAYERS = Dim("the pre-trained CNN, fine-tuned", "Wu et al., Sec. 6: a CNN \"pre-trained on CIFAR-100 and fined-tuned "
                 "on CIFAR-10\" (which layers are fine-tuned is not printed); ours: protocols.wu.head_model on the frozen "
                 "features of protocols.wu.transfer_features", lambda c: "last dense layer only (32 -> 10)", setup=True)
 
-#: the dimensions of Wu et al.'s Tables 1, 2, 4, 5 besides the training-set size (W-T1245 and
-#: its ladder, W-LADDER)
+#: the model and data W train (a transfer from CIFAR-100); ours: the dataset and its public pre-training set
+W_MODEL_DATA = Dim("CNN, CIFAR-100 -> CIFAR-10", W_MODEL,
+                   lambda c: f"{c.get('dataset')} (pretrain {c.get('pretrain_n')} images)", setup=True)
+
+#: the dimensions of Wu et al.'s Tables 1, 2, 4, 5 besides the training-set size
 W_TABLE_DIMS = {
-    "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
-                                                                        f"{c.get('pretrain_n')} images)", setup=True),
+    "model / data": W_MODEL_DATA,
     "seeds": Dim(5, W_SEEDS, config_key("seeds")),
     "epochs": Dim([60, 120, 200], "Wu et al., Sec. 6: \"T = 11760, 23520, 39200 iterations corresponding to 60, 120, 200 "
                   "training epochs\"", config_key("epochs")),
@@ -130,32 +109,20 @@ W_TABLE_DIMS = {
                             config_key("epsilon_bars")),
 }
 
-
-
-#: Hong et al.'s setup dimensions (the data sets, MNIST35 and synthetic data, are the paper's): the
-#: training-set size, the DNN's width and the number of steps (a tuning grid, "T range", is not the setup)
+#: Hong et al.'s setup dimensions (the data sets are the paper's; a tuning range is not the setup)
 H_SETUP = ("training samples", "hidden width", "T")
 
 
 def hong_setup(dims: dict[str, Dim]) -> dict[str, Dim]:
-    """A Hong et al. experiment's scale block with its :data:`H_SETUP` dimensions marked as the
-    setup (:attr:`Dim.setup`)."""
+    """A Hong et al. scale block with its :data:`H_SETUP` dimensions marked as the setup."""
     return {k: (dataclasses.replace(d, setup=True) if k in H_SETUP else d) for k, d in dims.items()}
 
 
-def payload_cells(key, *, many=False):
-    """Our value read from the payload's ``cells`` (W's table experiments): the one value of
-    ``key`` every cell holds, or (``many``) the sorted distinct values."""
+def payload_cells(key, *, many=False, of="cells"):
+    """Our value read from the payload's list ``of`` (``cells``; W-F4: ``runs``): the one value of
+    ``key`` every entry holds, or (``many``) the sorted distinct values."""
     def read(p: dict):
-        vals = sorted({c[key] for c in p["cells"]})
-        return vals if many else (vals[0] if len(vals) == 1 else vals)
-    return read
-
-
-def payload_runs(key, *, many=False):
-    """Our value read from W-F4's ``runs`` (one entry per (sigma, c) cell)."""
-    def read(p: dict):
-        vals = sorted({r[key] for r in p["runs"]})
+        vals = sorted({c[key] for c in p[of]})
         return vals if many else (vals[0] if len(vals) == 1 else vals)
     return read
 
@@ -175,11 +142,9 @@ W_TABLE_STORED = {"seeds": payload_seeds("cells", 0, "best_adp"), "epochs": payl
                    "clip grid": payload_cells("clip", many=True), "epsilon_bar grid": payload_cells("epsilon_bar", many=True)}
 
 
-
 def stored_sizes(experiment_id: str, payload: dict) -> dict[str, Any]:
-    """``{dimension: our value as the payload holds it}`` for the dimensions the payload records
-    (the experiment's ``stored_sizes``, else the dimension's config reader applied to the payload's own record of
-    its config); a dimension the payload does not record, or whose reader fails on it, is left out.
+    """``{dimension: our value as the payload holds it}`` (the experiment's ``stored_sizes``, else the
+    config reader on the payload's own config); a dimension it does not record is left out.
 
     >>> stored_sizes("h-f-curv", {"config": {"N": 100, "repeats": 1000, "T": 100}})
     {'training samples': 100, 'repeats': 1000, 'T': 100}
@@ -187,7 +152,7 @@ def stored_sizes(experiment_id: str, payload: dict) -> dict[str, Any]:
     {'training samples': 5000, 'seeds': 2}
     """
     dims = _paper_dims(experiment_id)
-    readers = _stored_readers(experiment_id)
+    readers = _paper_dims(experiment_id, "stored_sizes")
     own = next((payload[k] for k in ("config", "settings") if isinstance(payload.get(k), dict)), None)
     out = {}
     for name, d in dims.items():
@@ -202,10 +167,8 @@ def stored_sizes(experiment_id: str, payload: dict) -> dict[str, Any]:
 
 
 def size_mismatches(experiment_id: str, config: dict, payload: dict) -> list[str]:
-    """The dimensions where the recorded ``config`` and the ``payload`` disagree, each as
-    ``<dimension>: config <value>, payload <value>`` ([] when they agree): a result whose
-    provenance says one size and whose numbers hold another is inconsistent, and is never
-    judged at the paper's scale (an edited ``provenance.config``).
+    """``<dimension>: config <value>, payload <value>`` where the recorded ``config`` and the ``payload``
+    disagree (an edited provenance: never judged at the paper's scale).
 
     >>> size_mismatches("h-f-curv", {"N": 60000, "repeats": 100, "T": 100},
     ...                 {"config": {"N": 100, "repeats": 1000, "T": 100}})
@@ -218,31 +181,22 @@ def size_mismatches(experiment_id: str, config: dict, payload: dict) -> list[str
             ours = dims[name].ours(config)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             ours = None
-        if not _same(_rounded(_plain(value)), _rounded(_plain(ours))):
+        if not _same(_plain(value, rounded=True), _plain(ours, rounded=True)):
             out.append(f"{name}: config {_plain(ours)}, payload {_plain(value)}")
     return out
 
 
-def _rounded(v):
-    """``v`` with every float rounded to 12 significant digits (as the store's config hash: a
-    computed grid differs in its last bit between machines)."""
-    if isinstance(v, float):
-        return float(f"{v:.12g}")
-    if isinstance(v, list):
-        return [_rounded(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _rounded(x) for k, x in v.items()}
-    return v
-
-
-def _plain(v):
-    """``v`` with numpy scalars and arrays, and tuples, as plain Python (for comparing and printing)."""
+def _plain(v, *, rounded: bool = False):
+    """``v`` with numpy scalars and arrays, and tuples, as plain Python (for comparing and printing);
+    ``rounded``: every float to 12 significant digits (as the store's config hash)."""
     if hasattr(v, "tolist"):
-        return v.tolist()
+        v = v.tolist()
+    if rounded and isinstance(v, float):
+        return float(f"{v:.12g}")
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [_plain(x, rounded=rounded) for x in v]
     if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
+        return {k: _plain(x, rounded=rounded) for k, x in v.items()}
     return v
 
 
@@ -251,17 +205,10 @@ def scaled_ids() -> list[str]:
     return [eid for eid, exp in base.all_experiments().items() if exp.paper_scale]
 
 
-def _paper_dims(experiment_id: str) -> dict[str, Dim]:
-    """The scale declaration of ``experiment_id`` (its ``paper_scale``), {} for an experiment
-    without one or a page that is not an experiment."""
+def _paper_dims(experiment_id: str, field: str = "paper_scale") -> dict:
+    """The experiment's ``paper_scale`` (or another such field, ``stored_sizes``); {} where none."""
     exp = base.all_experiments().get(experiment_id)
-    return dict(exp.paper_scale or {}) if exp is not None else {}
-
-
-def _stored_readers(experiment_id: str) -> dict[str, Callable[[dict], Any]]:
-    """Its readers of our sizes from a payload (its ``stored_sizes``), {} where none."""
-    exp = base.all_experiments().get(experiment_id)
-    return dict(exp.stored_sizes or {}) if exp is not None else {}
+    return dict(getattr(exp, field) or {}) if exp is not None else {}
 
 
 def _same(a, b) -> bool:
@@ -308,11 +255,9 @@ def _within(paper, ours, ratio: float) -> bool:
 
 
 def comparability(experiment_id: str, scale: dict[str, dict]) -> tuple[str, str]:
-    """``("size", "")`` when every *setup* dimension of ``experiment_id``'s scale block (data set,
-    model, trained layers, number of steps: :attr:`Dim.setup`) that the paper prints matches ours (steps
-    within :data:`STEPS_RATIO`), or the row has no scale block (a closed form, a count, an
-    accountant: the paper's own quantity); else ``("direction", why)``, naming the dimensions
-    that differ: such a row compares the sign of an effect, never its size.
+    """``("size", "")`` when every printed *setup* dimension (:attr:`Dim.setup`) matches ours, or the row
+    has no scale block; else ``("direction", why)``, naming those that differ: such a row compares the
+    sign of an effect, never its size.
 
     >>> comparability("h-x-eer", {})
     ('size', '')
@@ -340,10 +285,8 @@ def at_paper_scale(scale: dict[str, dict]) -> bool:
 
 
 def beyond_scale(scale: dict, tuning: list) -> tuple[dict, bool]:
-    """``(scale, beyond)`` for one row: where the row's tuning records searched beyond the range
-    the paper states (``setting == "beyond"``), each of the scale block's range dimensions of a
-    tuned parameter (``"T range"``, ``"T range (DNN row)"``) shows the range searched, marked as
-    not matching, and ``beyond`` is True: such a row's setup is not the paper's.
+    """``(scale, beyond)`` for one row: where its tuning records searched beyond the stated range, each
+    range dimension of a tuned parameter (``"T range"``...) shows the range searched, not matching.
 
     >>> s = {"T range": {"paper": [50, 150], "ours": [50, 150], "match": True}}
     >>> t = [{"param": "T", "setting": "beyond", "grid_min": 50.0, "grid_max": 300.0}]

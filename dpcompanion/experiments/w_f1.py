@@ -19,22 +19,17 @@ from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule, judge_identity
 from dpcompanion.experiments.comparisons.wu_rules import EPSILON_RTOL, W_SHARED, gap_case, gap_rule
 from dpcompanion.experiments.protocols import wu as wp, wu_paper
-from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL, W_SEEDS, W_STEPS, W_TRAIN,
+from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL_DATA, W_SEEDS, W_STEPS, W_TRAIN,
                                                   config_key, config_steps, payload_seeds)
 
 
-#: the page's title
 TITLE = "ADP-SGD vs DP-SGD: noise, privacy and accuracy vs t (Wu et al. Fig. 1)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("Fashion-MNIST (5 000 training images, CNN pre-trained on MNIST, last layer fine-tuned) for 120 "
               "epochs, 5 seeds; the paper: CIFAR-10 (50 000 images, CNN pre-trained on CIFAR-100), 120 epochs, "
               "5 runs.")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "seeds"
 
-#: the paper's protocol for the figure (W Fig. 1 caption and Sec. 6); its accuracy curve is
-#: Fig. 3's top middle panel (120 epochs); full grid on a GPU / Dask cluster:
-#:   python -m dpcompanion experiment w-f1 --mode full   (with PAPER_CONFIG as the full config)
+#: the paper's protocol for the figure (W Fig. 1 caption and Sec. 6; its accuracy curve is Fig. 3's top middle)
 PAPER_CONFIG = dict(dataset="cifar10", n_train=50000, n_val=10000, epochs=120, batch_size=256, delta=1e-5,
                     epsilon_bar=3.2, clip=2.5, family="sqrt", seeds=5, eval_every=20)
 
@@ -101,8 +96,7 @@ def combine(config: dict, results: list[dict]) -> dict:
 
 
 def sizes_match_paper(payload) -> bool:
-    """Whether the run trained for the paper's 120 epochs (Fig. 1 right = Table 2's 120-epoch
-    column) at its own N and batch size, with >= 2 seeds per method."""
+    """Whether the run trained for the paper's 120 epochs at its own N and batch, >= 2 seeds per method."""
     S, R = payload["schedule"], payload["train"]
     m = int(round(S["sampling_rate"] * S["N"]))
     T_paper = wp.steps_for(epochs=PAPER_CONFIG["epochs"], N=int(S["N"]), batch_size=m)
@@ -110,9 +104,8 @@ def sizes_match_paper(payload) -> bool:
 
 
 def verdict_rows(payload) -> list[dict]:
-    """The W-F1 page's rows (rules ``w-f1/*`` of :mod:`dpcompanion.experiments.comparisons`):
-    the same final epsilon, the slower decay of ADP-SGD's noise, and the best-accuracy gain
-    against Table 2's cell (eps_bar 3.2, C 2.5, 120 epochs)."""
+    """The page's rows: the same final epsilon, the slower decay of ADP-SGD's noise, and the best-accuracy
+    gain against Table 2's cell (eps_bar 3.2, C 2.5, 120 epochs)."""
     S, R = payload["schedule"], payload["train"]
     best = lambda a: np.asarray(a)[:, 1:].max(axis=1)  # noqa: E731 (best over the run, after step 0)
     m = int(round(S["sampling_rate"] * S["N"]))
@@ -133,12 +126,9 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {
     "training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
-    "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
-                                                                        f"{c.get('pretrain_n')} images)", setup=True),
+    "model / data": W_MODEL_DATA,
     "seeds": Dim(5, W_SEEDS, config_key("seeds")),
     "epochs": Dim(120, "Wu et al., Fig. 1 / Fig. 3: \"the top middle plot is the same as the right plot in Figure 1\" "
                   "(120 epochs)", config_key("epochs")),
@@ -147,7 +137,6 @@ PAPER_DIMS = {
 }
 
 
-#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples": lambda p: p["train"]["N_train"], "seeds": payload_seeds("train", "acc_adp")}
 
 
@@ -168,8 +157,6 @@ def _judge_slower_decay(*, noise_dp: Sequence[float], noise_adp: Sequence[float]
     return j.for_row(f"DP {rd:.3g}, ADP {ra:.3g}", remark="; last / first noise on theta")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("w-f1/same-epsilon", "final epsilon of DP-SGD and ADP-SGD",
          "Wu et al., Thm 4.1, Sec. 6: equal (both calibrated to the same epsilon_bar)",

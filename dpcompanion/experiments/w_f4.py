@@ -4,18 +4,11 @@ c in {0, 1e-5, 1e-3, 1e-2, 0.1, 0.5}, for noise multipliers sigma in {1.6, 3.2, 
 50 epochs: test error vs epoch, with the numerical epsilon (RDP accountant) and Thm 4.1's
 epsilon_bar at each epoch.
 
-The paper's model is a CNN (its App. F.4 Fig. 6, an image). Its per-sample gradients cost
-about 2.6 s per step of 256 samples on the two shared CPU cores here (torch.func, measured),
-so the committed full runs use a one-hidden-layer MLP on the raw pixels (784 -> 100 -> 10,
-ghost clipping). ``configs["paper"]`` (``--mode paper``) is App. F.3's size: the CNN
-(``make_model("cnn-mnist")``, per-sample norms of its convolutions by ghost norms) trained
-from scratch on all 60,000 MNIST training images, tested on the 10,000 test images, 50
-epochs, batch 256, the full 6 x 4 grid of c and sigma, **two seeds per cell** (the paper prints
-no seed count; two is the fewest that give a spread to judge by), as two replicate units per
-cell (48 units of about 10 CPU minutes each on an AMD EPYC: 627 s beside another sweep's unit
-on its 2 cores; units timed before commit a55048d ran in Dask workers whose malloc settings
-made them about twice as slow), stored as they finish in ``results/w-f4/paper.units/``. The
-batch size (256) and clip norm (1) are not given for this figure in the text; ours are stated.
+The paper's CNN costs seconds per step here, so full mode uses a one-hidden-layer MLP on the raw
+pixels (784 -> 100 -> 10); paper mode (``--mode paper``) is App. F.3's size (the CNN on all 60,000
+images, 10,000 test images, the full grid) with two seeds per cell (the paper prints no count; two
+give a spread), as two replicate units per cell of about 10 CPU minutes each. The batch size (256)
+and clip norm (1) are not given for this figure; ours are stated.
 """
 
 from __future__ import annotations
@@ -34,20 +27,18 @@ from dpcompanion.experiments.comparisons.rule import (Case, Judgement, LEVEL, Ma
                                                       estimate_effect, judge_effect, pool_random_effects, sign_of,
                                                       tost)
 from dpcompanion.experiments.protocols import wu as wp
-from dpcompanion.experiments.scale_tables import Dim, STEPS_RATIO, config_key, config_steps, payload_runs, payload_seeds
+from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, config_key, config_steps, payload_cells,
+                                                  payload_seeds)
 from dpcompanion.theory import adp_accounting, numerical_accounting
 from dpcompanion.training import data
 from dpcompanion.training.models import make_model
 
 
-#: the page's title
 TITLE = "DP-SGD with constant vs decaying step sizes on MNIST (Wu et al. Fig. 4)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("MNIST, 2 000 training and 2 000 test images, all 4 sigmas and 6 values of c, 50 epochs as the "
               "paper, 2 seeds, a one-hidden-layer MLP instead of the paper's CNN (from scratch in both); the "
               "paper: 60 000 images, CNN. Paper mode (`--mode paper`, hours on two cores): the CNN on "
               "60 000 images, 10 000 test images, 50 epochs, the full grid, 2 seeds per cell.")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "seeds"
 
 #: the paper's grid (W App. F.3): 60 000 MNIST images, CNN from scratch, 50 epochs
@@ -67,10 +58,8 @@ CONFIGS["paper"] = dict(_COMMON, **PAPER_GRID, replicates=2)
 
 
 def units(config: dict) -> list[dict]:
-    """One unit per (sigma, c) cell; with ``config["replicates"]`` (paper mode), as many units per
-    cell, each of ``seeds`` runs with seeds of its own (replicate 0's unit is the single-seed
-    cell's, key and all, so units committed before replicates existed are reused): a CNN cell of
-    60,000 images is about 10 CPU minutes here, and a unit must fit in a sitting."""
+    """One unit per (sigma, c) cell; with ``config["replicates"]`` (paper mode), as many per cell, each
+    with seeds of its own (replicate 0's unit is the single-seed cell's, key and all)."""
     keep = ("batch_size", "delta", "clip", "a", "hidden", "model", "n_train", "n_test", "epochs", "seeds", "seed")
     base = {k: config[k] for k in keep}
     reps = int(config.get("replicates", 1))
@@ -113,8 +102,7 @@ def run_unit(u: dict, device: str) -> dict:
 
 
 def combine(config: dict, results: list[dict]) -> dict:
-    """``runs``: one per (sigma, c) cell, in the units' cell order; the replicates of a cell
-    joined (their test-error rows stacked, ``stopped`` summed)."""
+    """``runs``: one per (sigma, c) cell, its replicates joined (test-error rows stacked)."""
     cells: dict[tuple, dict] = {}
     for r in results:
         key = (float(r["sigma"]), float(r["c"]))
@@ -128,10 +116,8 @@ def combine(config: dict, results: list[dict]) -> dict:
 
 
 def verdict_rows(payload) -> list[dict]:
-    """The W-F4 page's rows (rules ``w-f4/*`` of :mod:`dpcompanion.experiments.comparisons`):
-    per sigma, whether the decaying step sizes end below the constant one (final test error,
-    one per seed); and the numerical epsilon against Thm 4.1's epsilon_bar at the last
-    epoch (first run)."""
+    """The page's rows: per sigma, whether the decaying step sizes end below the constant one; the
+    numerical epsilon against Thm 4.1's epsilon_bar at the last epoch (first run)."""
     runs = payload["runs"]
     rows = []
     for s in sorted({float(r["sigma"]) for r in runs}):
@@ -150,8 +136,6 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {
     "training samples": Dim(None, "Wu et al., App. F.3: \"applied to the MNIST dataset\" (size not printed)",
                             config_key("n_train")),
@@ -170,27 +154,18 @@ PAPER_DIMS = {
 }
 
 
-#: our sizes as a stored payload holds them (an edited provenance cannot change them)
-STORED_SIZES = {"training samples": payload_runs("N"), "seeds": payload_seeds("runs", 0, "test_error"),
-             "epochs": lambda p: int(max(max(r["epochs"]) for r in p["runs"])), "c grid": payload_runs("c", many=True),
-             "model": lambda p: "CNN" if str(payload_runs("model")(p)).startswith("cnn") else payload_runs("model")(p)}
+STORED_SIZES = {"training samples": payload_cells("N", of="runs"), "seeds": payload_seeds("runs", 0, "test_error"),
+             "epochs": lambda p: int(max(max(r["epochs"]) for r in p["runs"])),
+             "c grid": payload_cells("c", many=True, of="runs"),
+             "model": lambda p: "CNN" if str(payload_cells("model", of="runs")(p)).startswith("cnn")
+             else payload_cells("model", of="runs")(p)}
 
 
 def _judge_decay(*, final_error: dict) -> Judgement:
-    """``final_error``: step-size constant c -> our final test errors (%, one per seed). The
-    paper's claim is quantified, "every c > 0 beats c = 0", so it is judged by an
-    intersection-union test (Berger 1982): each cell, c > 0 against c = 0, by its own effect
-    err(c = 0) - err(c) (positive = the decaying schedule ends lower; Welch t, the cells' seeds
-    are their own) at the fixed level (:data:`~dpcompanion.experiments.comparisons.rule.LEVEL`,
-    no multiplicity correction: the claim holds only if every cell holds, so the test's level is
-    each cell's), judged by :func:`~dpcompanion.experiments.comparisons.rule.judge_effect`
-    (direction +1, the paper prints no size; the rule's margin). The row's numbers are the cell
-    that decides the intersection (:func:`_deciding_cell`): a cell whose interval lies below
-    zero if any (the claim contradicted), else a cell whose effect TOST puts inside the margin
-    (an absent effect), else the cell with the lowest interval bound (the weakest: it excludes
-    zero exactly when every cell does). So the row reads ``reproduced`` only when every cell
-    passes. Its "ours" says how many cells pass and which do not. Means without their seeds are
-    not comparable (no spread to judge by).
+    """``final_error``: c -> our final test errors (%, one per seed). "Every c > 0 beats c = 0" is judged
+    by an intersection-union test (Berger 1982): each c > 0 by its own err(c = 0) - err(c) (Welch t) at
+    the fixed level (no multiplicity correction: the claim holds only if every cell holds); the row's
+    numbers are the deciding cell's (:func:`_deciding_cell`), so it agrees only when every cell passes.
 
     >>> _judge_decay(final_error={0.0: [10.0, 10.2, 9.9], 0.1: [8.0, 8.1, 7.9]}).verdict
     'agrees'
@@ -246,11 +221,9 @@ def _judge_decay(*, final_error: dict) -> Judgement:
 
 
 def _deciding_cell(cells):
-    """The cell that decides an intersection-union test over ``cells`` (``(c, judgement, sign,
-    absent)``, sign by :func:`~dpcompanion.experiments.comparisons.rule.sign_of`): of the cells
-    on the other side of zero, the one with the lowest upper bound (the clearest contradiction);
-    else of those whose effect is shown absent, the smallest |estimate|; else the one with the
-    lowest lower bound (it excludes zero exactly when every cell does).
+    """The cell deciding an intersection-union test over ``(c, judgement, sign, absent)``: of those on the
+    other side of zero, the lowest upper bound; else of those shown absent, the smallest |estimate|; else
+    the lowest lower bound (it excludes zero exactly when every cell does).
 
     >>> from dpcompanion.experiments.comparisons.rule import Judgement as J
     >>> cells = [(0.1, J("x", "", estimate=2.0, ci_low=1.0, ci_high=3.0), "paper's side", False),
@@ -269,13 +242,9 @@ def _deciding_cell(cells):
 
 
 def _pool_against_base(base: Sequence[float], arms: Sequence[Sequence[float]]):
-    """The pooled effect ``mean(base) - mu`` over the arms ``c`` compared with one shared
-    ``base`` arm (W-F4: each c > 0 against c = 0, independent seeds): random effects
-    (:func:`~dpcompanion.experiments.comparisons.rule.pool_random_effects`) of the per-c effects ``mean(base) - mean(arm_c)`` with
-    each arm's own variance ``s_c^2 / n_c`` (the shared base shifts every effect alike, so it
-    takes no part in the between-c variance), then the base's variance ``s_0^2 / n_0`` added
-    once; degrees of freedom by Satterthwaite from the pooled part's ``k - 1`` and the base's
-    ``n_0 - 1``. Returns ``(pooled, se, df)``.
+    """The pooled effect ``mean(base) - mu`` over arms compared with one shared ``base`` arm: random
+    effects of ``mean(base) - mean(arm_c)`` with each arm's own variance (the shared base shifts every
+    effect alike), then the base's ``s_0^2 / n_0`` added once; df by Satterthwaite. ``(pooled, se, df)``.
 
     >>> p, se, df = _pool_against_base([10.0, 10.2, 9.8], [[8.0, 8.2, 7.8], [9.0, 9.2, 8.8]])
     >>> round(p.estimate, 6), round(se**2, 6), round(df, 3)
@@ -298,8 +267,6 @@ def _judge_eps_below(*, eps_numeric: float, eps_theory: float) -> Judgement:
                      ours=f"{eps_numeric:.3g} vs {eps_theory:.3g}")
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     Rule("w-f4/decay", "decaying step sizes (c > 0) end below the constant one (c = 0)",
          "Wu et al., App. F.3 (Fig. 4): every decaying schedule (c > 0) beats the constant one (c = 0)",

@@ -1,17 +1,12 @@
-"""W-LADDER: Wu et al.'s Table 2 and Table 5 cells (ADP-SGD vs DP-SGD, step sizes
-eta_t = 1/sqrt(20 + t), best and last validation accuracy) along a ladder of training-set
-sizes, 2 000, 10 000 and 50 000 images, the last CIFAR-10's size (W Sec. 6: "There are 50000
-images used for training").
+"""W-LADDER: Wu et al.'s Table 2 and Table 5 cells (ADP-SGD vs DP-SGD, eta_t = 1/sqrt(20 + t), best and
+last validation accuracy) along a ladder of training-set sizes, 2 000, 10 000 and 50 000 images, the
+last CIFAR-10's size (W Sec. 6: "There are 50000 images used for training").
 
 CIFAR-10 is not available here (``DATA.md``), so every rung keeps W-T1245's protocol
-(:mod:`dpcompanion.experiments.w_t1245`, whose :func:`~dpcompanion.experiments.w_t1245.run_cell`
-runs each cell): Fashion-MNIST, a CNN pre-trained on MNIST without privacy and frozen, its
-last layer trained privately, both methods calibrated to the same RDP epsilon. What changes
-along the ladder is only the number of private training images (and so the steps per epoch);
-the paper's epoch counts (60, 120, 200), its 5 runs, batch 256, delta 1e-5 and all 10 000
-validation images stay. The cells: epsilon_bar in {0.8, 3.2} (Table 2's rows), clip in
-{1, 2.5}, clip 1 only at 50,000 images. The page shows, per cell, the verdict of rule ``w-t1245/gap`` at each rung: whether
-the verdict moves as the training set approaches the paper's size.
+(:func:`~dpcompanion.experiments.w_t1245.run_cell`: Fashion-MNIST, a CNN pre-trained on MNIST, its last
+layer trained privately); only the number of private training images changes, with the paper's epochs,
+5 runs and 10 000 validation images. The page shows, per cell, the verdict of rule ``w-t1245/gap`` at
+each rung: whether it moves as the training set approaches the paper's size.
 """
 
 from __future__ import annotations
@@ -27,13 +22,10 @@ from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.scale_tables import Dim, W_TABLE_DIMS, W_TABLE_STORED, W_TRAIN, config_steps
 
 
-#: the page's title
 TITLE = "Wu et al.'s Tables 2 and 5 along a ladder of training-set sizes (2 000, 10 000, 50 000 images)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("Fashion-MNIST instead of CIFAR-10 (not available here); 2 000, 10 000 and 50 000 private training "
               "images, the last CIFAR-10's size; Table 2's rows at epsilon_bar 0.8 and 3.2, clips {1, 2.5}, the "
               "paper's epochs and 5 runs; clip 1 only at 50 000")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "seeds"
 
 __all__ = ["EXPERIMENT", "RUNGS", "units", "unit_size", "run_unit", "combine", "describe", "ladder_rows", "verdict_rows"]
@@ -52,10 +44,8 @@ CONFIGS = {
 
 
 def units(config: dict) -> list[dict]:
-    """One unit per rung and cell, the largest rung first (its units are the longest). The
-    largest rung runs the clips ``top_clips`` only (default: all of ``clips``): at 50,000
-    images a 200-epoch cell is 10 to 15 minutes here, so the top rung keeps a subset of the
-    cells and the smaller rungs the rest."""
+    """One unit per rung and cell, the largest rung first (the longest units), with the clips
+    ``top_clips`` only (default: all of ``clips``)."""
     keep = ("dataset", "data_dir", "batch_size", "delta", "n_val", "pretrain_n", "pretrain_epochs", "seeds",
             "eval_every", "seed", "family")
     base = {k: config[k] for k in keep}
@@ -69,8 +59,7 @@ def units(config: dict) -> list[dict]:
 
 
 def unit_size(u: dict) -> str:
-    """``n_train=<n>, epochs=<e>``: a cell's time grows with its rung and epochs, not its clip or
-    budget."""
+    """``n_train=<n>, epochs=<e>``: a cell's time grows with its rung and epochs."""
     return f"n_train={u['n_train']}, epochs={u['epochs']}"
 
 
@@ -103,8 +92,7 @@ def describe(payload) -> str:
 
 
 def ladder_rows(payload, *, metric: str) -> tuple[list[str], list[list[str]]]:
-    """``(columns, rows)``: per cell (epsilon_bar, clip, epochs), our gap ADP - DP (points, with
-    its se) and the verdict of rule ``w-t1245/gap`` at each rung, and the paper's printed gap."""
+    """``(columns, rows)``: per cell, the paper's printed gap and, at each rung, ours with its verdict."""
     V = {}
     for c in payload["cells"]:
         table, printed, row = w_t1245.gap_verdict(c, metric=metric)
@@ -128,8 +116,7 @@ def ladder_rows(payload, *, metric: str) -> tuple[list[str], list[list[str]]]:
 
 
 def verdict_rows(payload) -> list[dict]:
-    """Per rung and table (2: best accuracy, 5: last), rule ``w-ladder/table`` over the cells'
-    verdicts of rule ``w-t1245/gap``."""
+    """Per rung and table (2: best accuracy, 5: last), rule ``w-ladder/table`` over its cells."""
     rows = []
     for n in payload["rungs"]:
         cells = [c for c in payload["cells"] if c["rung"] == n]
@@ -148,19 +135,14 @@ def verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {"training samples (largest rung)": Dim(50000, W_TRAIN, lambda c: max(c["rungs"]), setup=True),
              **{k: (dataclasses.replace(d, ours=config_steps("epochs", "rungs")) if k == "steps" else d)
                 for k, d in W_TABLE_DIMS.items()}}
 
 
-#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples (largest rung)": lambda p: max(c["rung"] for c in p["cells"]), **W_TABLE_STORED}
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     table_rule("w-ladder/table", "one of Tables 2, 5 at one rung of the training-set ladder: ADP-SGD ahead of DP-SGD",
                "Wu et al., Tables 2 and 5: the printed gaps (CIFAR-10, 50 000 training images)",

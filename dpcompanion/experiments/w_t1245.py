@@ -23,26 +23,20 @@ from dpcompanion.experiments.protocols import wu as wp, wu_paper
 from dpcompanion.experiments.scale_tables import Dim, W_TABLE_DIMS, W_TABLE_STORED, W_TRAIN, config_key, payload_cells
 
 
-#: the page's title
 TITLE = "ADP-SGD vs DP-SGD over the privacy x clip x epochs grid (Wu et al. Tables 1, 2, 4, 5)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("Fashion-MNIST (2 000 training, 2 000 validation images; CNN pre-trained on MNIST, last layer "
               "fine-tuned), both step-size families, the paper's 3 epoch counts, clips {1, 2.5} of its 4, "
               "epsilon_bar in {0.8, 3.2} of its 5 values, 20 seeds (the paper: 5 runs), judged at 3, 10 and 20 "
               "seeds by a group-sequential plan; the paper: CIFAR-10 (50 000 images).")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "seeds"
 
-#: the paper's full grid (W Sec. 6, Tables 1, 2, 4, 5; CIFAR-10, N = 50 000, 10 000
-#: validation images, 5 runs). On a GPU or a Dask cluster:
-#:   python -m dpcompanion experiment w-t1245 --mode full   (with these values as the full config)
+#: the paper's full grid (W Sec. 6, Tables 1, 2, 4, 5; CIFAR-10)
 PAPER_GRID = dict(dataset="cifar10", n_train=50000, n_val=10000, families=["linear-sqrt", "sqrt"],
                   clips=[0.5, 1.0, 2.5, 5.0], epochs=[60, 120, 200], epsilon_bars=[0.8, 1.2, 1.6, 3.2, 6.4],
                   seeds=5, eval_every=20, batch_size=256, delta=1e-5)
 
-#: its group-sequential plan: the cumulative seeds at each look, declared on
-#: 2026-11-28 before any beyond the first look ran; every look is judged by the plan's repeated intervals
-#: (O'Brien-Fleming spending), so looking three times keeps the overall error rate at 5%
+#: the group-sequential plan (cumulative seeds per look), declared on 2026-11-28 before any seed beyond
+#: the first look ran; O'Brien-Fleming spending keeps the overall error rate at 5%
 SEQUENTIAL = Plan(looks=(3, 10, 20), reason=(
     "look 1 is the 3-seed result already judged; 10 and 20 seeds (the cap: 4x the paper's 5 runs, 12 CPU "
     "minutes here) are where runs_needed put most of the undecided cells"))
@@ -57,10 +51,7 @@ CONFIGS = {
                  families=["linear-sqrt", "sqrt"], clips=[1.0, 2.5], epochs=[60, 120, 200],
                  epsilon_bars=[0.8, 3.2], seeds=20, eval_every=20),
 }
-#: full mode's seeds follow the group-sequential plan declared for this experiment
-#: (:data:`SEQUENTIAL`: looks at 3, 10 and 20 seeds; the
-#: cells are judged at each look in turn). A cell's seeds are a prefix of a longer run's
-#: (``SeedSequence.generate_state``), so the first 3 are the seeds of the 3-seed result.
+#: full mode's seeds follow :data:`SEQUENTIAL` (a cell's seeds are a prefix of a longer run's)
 assert CONFIGS["full"]["seeds"] == SEQUENTIAL.looks[-1]
 
 
@@ -116,8 +107,8 @@ def _ms(v) -> str:
 
 
 def paper_layout(cells: list[dict], *, family: str, metric: str) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of one of W's tables (``metric`` "best": Tables 1/2, "last": 4/5) from
-    our cells: rows epsilon_bar x (ADP-SGD, DP-SGD, Gap), columns clip x epochs."""
+    """Header and rows of one of W's tables (``metric`` "best": Tables 1/2, "last": 4/5): rows
+    epsilon_bar x (ADP-SGD, DP-SGD, Gap), columns clip x epochs."""
     mine = [c for c in cells if c["family"] == family]
     cols = sorted({(c["clip"], c["epochs"]) for c in mine})
     ebs = sorted({c["epsilon_bar"] for c in mine})
@@ -134,9 +125,7 @@ def paper_layout(cells: list[dict], *, family: str, metric: str) -> tuple[list[s
 
 
 def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
-    """Per cell and step-size family: the paper's printed cell (or None), our gap, and the
-    verdict of rule ``w-t1245/gap`` (:mod:`dpcompanion.experiments.comparisons`; comparable
-    only at the paper's epoch counts, with >= 2 seeds per method)."""
+    """Per cell: the paper's printed gap (or None), ours, and the verdict of rule ``w-t1245/gap``."""
     out = []
     plan = SEQUENTIAL
     for c in cells:
@@ -154,12 +143,9 @@ def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
 
 def gap_verdict(cell: dict, *, metric: str, item: str | None = None,
                 plan: Plan | None = None) -> tuple[int, tuple | None, dict[str, str]]:
-    """Rule ``w-t1245/gap`` on one cell of W's Tables 1, 2, 4 and 5 (``cell``: a w-t1245 payload
-    cell, ``metric``: ``best`` or ``last``): ``(table, the paper's printed row or None, the
-    row of :func:`~dpcompanion.experiments.comparisons.compare`)``. Comparable only at the paper's
-    epoch counts (:data:`~dpcompanion.experiments.protocols.wu_paper.PAPER_EPOCHS`) with >= 2 seeds
-    per method. The w-t1245 page's cell table, W-LADDER's rungs and the verdicts report judge cells
-    here. ``plan``: the group-sequential plan (:data:`SEQUENTIAL`), if any."""
+    """Rule ``w-t1245/gap`` on one payload cell (``metric``: ``best`` or ``last``): ``(table, the printed
+    row or None, the row)``; comparable only at the paper's epoch counts with >= 2 seeds per method.
+    ``plan``: the group-sequential plan, if any."""
     printed = wu_paper.row(family=cell["family"], metric=metric, epsilon_bar=cell["epsilon_bar"], clip=cell["clip"],
                            epochs=cell["epochs"])
     table = wu_paper.TABLE_OF[(cell["family"], metric)]
@@ -172,8 +158,7 @@ def gap_verdict(cell: dict, *, metric: str, item: str | None = None,
 
 
 def cell_rows(payload: dict) -> list[dict]:
-    """The verdicts report's rows per cell (rule ``w-t1245/gap``, :func:`gap_verdict`), best then
-    last metric, as the page's cell table judges them."""
+    """The verdicts report's rows per cell (:func:`gap_verdict`), best then last metric."""
     out = []
     for metric in ("best", "last"):
         for c in payload["cells"]:
@@ -185,8 +170,7 @@ def cell_rows(payload: dict) -> list[dict]:
 
 
 def verdict_rows(payload) -> list[dict]:
-    """The page's summary rows, one per table (rule ``w-t1245/table``), from the cells'
-    verdicts of :func:`verdicts`."""
+    """The page's summary rows, one per table (rule ``w-t1245/table``)."""
     rows = []
     for metric in ("best", "last"):
         V = verdicts(payload["cells"], metric=metric)
@@ -199,27 +183,20 @@ def verdict_rows(payload) -> list[dict]:
 
 
 def report_verdict_rows(payload) -> list[dict]:
-    """The verdicts report's rows: every cell's verdict (rule ``w-t1245/gap``,
-    :func:`cell_rows`, as the page's cell table judges
-    them) before the page's summary rows per table."""
+    """Every cell's row (:func:`cell_rows`), then the page's summary rows."""
     return cell_rows(payload) + verdict_rows(payload)
 
 
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {"training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
             **W_TABLE_DIMS}
 
 
-#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples": payload_cells("N_train"), **W_TABLE_STORED}
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     gap_rule("w-t1245/gap", "one cell of Tables 1, 2, 4, 5: gain ADP - DP", "Wu et al., Tables 1, 2, 4, 5",
              paired_because="w_t1245.run_cell " + W_SHARED,

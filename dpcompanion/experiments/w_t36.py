@@ -6,13 +6,10 @@ Step sizes ``eta_t = eta / b_{t+1}`` with ``b_{t+1}^2 = b_t^2 + max(beta_t ||g_t
 ``b_0^2 = 20``, eta = 1; ADP-SGD's noise is fixed in advance by ``alpha_t^2 = sqrt(b_0^2 + t C)``
 (W Sec. 5.2) and calibrated to DP-SGD's RDP epsilon. ``g_t`` is the *privatized* mean
 gradient (post-processing, no privacy cost; W's Algorithm 1 writes the raw gradient, which
-would need its own privatization). The paper tunes beta (6 values) for DP-SGD and (beta, C)
-(36 pairs) for ADP-SGD, then reports the best of each over 5 runs (Table 3) and the chosen
-values (Table 6). Here (the tuning protocol, :mod:`dpcompanion.experiments.protocols.tuning`)
-the selection (on the best validation accuracy, as the paper's) is made on tuning seeds
-disjoint from the seeds reported, with the same number of candidates for both methods
-(ADP-SGD's beta is DP-SGD's chosen one, as in every cell of the paper's Table 6), and a
-choice on an end of the paper's grid is also tuned beyond it (a second, "beyond" setting).
+would need its own privatization). DP-SGD tunes beta, ADP-SGD tunes C at DP-SGD's beta (as in every
+cell of Table 6), on the best validation accuracy, on seeds disjoint from the reported ones
+(:mod:`dpcompanion.experiments.protocols.tuning`), a choice on an end of the paper's grid also tuned
+beyond it.
 """
 
 from __future__ import annotations
@@ -29,19 +26,16 @@ from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.rule import Rule
 from dpcompanion.experiments.comparisons.wu_rules import TABLE_TOL, gap_case, gap_rule, table_rule
 from dpcompanion.experiments.protocols import tuning, wu as wp, wu_paper
-from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL, W_TRAIN, config_key,
+from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL_DATA, W_TRAIN, config_key,
                                                   config_steps, payload_cells)
 from dpcompanion.theory import numerical_accounting
 
 
-#: the page's title
 TITLE = "ADP-SGD vs DP-SGD with adaptive step sizes (Wu et al. Tables 3, 6)"
-#: one sentence: full mode against the paper's protocol
 SCALE_NOTE = ("Fashion-MNIST (2 000 training images; CNN pre-trained on MNIST, last layer fine-tuned), 60 epochs "
               "as the paper, both clips and all 4 privacy levels, the paper's grids (6 betas for DP-SGD, 6 Cs for "
               "ADP-SGD at DP-SGD's beta) tuned on 5 seeds, reported on 5 to 200 fresh seeds (80% power for the "
               "paper's gap at the sd seen on the tuning seeds); the paper: CIFAR-10 (50 000 images), 5 runs.")
-#: the config key counting our runs per compared estimate
 REPEATS_KEY = "seeds"
 
 #: the paper's grid (W Sec. 6.2): T = 11 700 (60 epochs of CIFAR-10), clips 1 and 2.5
@@ -50,19 +44,10 @@ PAPER_GRID = dict(dataset="cifar10", n_train=50000, n_val=10000, epochs=60, clip
                   Cs=[1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0], b0_sq=20.0, seeds=5, eval_every=20)
 
 _COMMON = dict(dataset="fashion", data_dir=None, batch_size=256, delta=1e-5, b0_sq=20.0)
-#: Power: the report seeds of a cell are the n that detects the paper's printed gap
-#: (Table 3) at 80% power (:func:`~dpcompanion.experiments.protocols.tuning.repeats_for_power`) with the
-#: planning sd measured on the *tuning* seeds (the paired sd of ADP - DP of the two chosen
-#: configurations), at least ``report_seeds_min`` (the paper's 5 runs) and at most
-#: ``report_seeds_max``; where the cap binds, ``report_seeds_needed`` says how many it would
-#: take. (A fixed planning sd of 0.36 points, from the 3-seed result at C = 0.1, gave 2 and 3
-#: seeds in two cells whose tuned C = 1 runs spread 5x wider.)
-#: Tuning: on ``tune_seeds`` seeds disjoint from the report seeds, DP-SGD tunes beta
-#: and ADP-SGD tunes C at DP-SGD's chosen beta (Table 6: ADP's beta equals DP's in all 8 cells),
-#: so both search the same number of candidates (6 each on the paper's grid). Stated bounds:
-#: beta >= 1 (the rule clamps beta_t at 1, so beta <= 1 is one and the same run) and the
-#: paper's grid ends, beta <= 8192 and C in [1e-5, 1]; a choice on a paper's end adds a
-#: beyond-the-paper setting with that end lifted (log steps, up to BEYOND_MAX).
+#: Power: a cell's report seeds detect Table 3's printed gap at 80% power at the paired sd of the
+#: chosen configurations on the *tuning* seeds, within [report_seeds_min, report_seeds_max].
+#: Stated bounds: beta >= 1 (beta_t is clamped at 1) and the paper's grid ends; the beyond
+#: setting lifts them (log steps, up to BEYOND_MAX).
 STATED = {"beta": {"low": (1.0, "beta >= 1: W Sec. 6.2 take beta_t = max(beta / ((t mod 195) + 1), 1) with beta_t > 1 "
                                "and beta in {1, 512, ..., 8192}; every beta <= 1 is the same run"),
                    "high": (8192.0, "beta <= 8192, the paper's grid (W Sec. 6.2)")},
@@ -107,8 +92,8 @@ def units(config: dict) -> list[dict]:
 
 
 def adaptive_rule(*, betas, b0_sq: float, period: int, eta: float = 1.0):
-    """``factory(K)`` for :func:`~dpcompanion.experiments.protocols.wu.train_segments`: W's
-    adaptive step size with one beta per run, state kept across segments."""
+    """``factory(K)`` for :func:`~dpcompanion.experiments.protocols.wu.train_segments`: W's adaptive
+    step size, one beta per run."""
 
     def factory(K: int):
         state = {}
@@ -243,18 +228,16 @@ def combine(config: dict, results: list[dict]) -> dict:
 
 
 def best_of(cell: dict, method: str, setting: str = "paper") -> dict:
-    """The configuration ``method`` ("dp" or "adp") chose on the tuning seeds in one cell
-    (``setting``: "paper" within the paper's grid, "beyond" with its ends lifted), with its
-    best accuracies on the report seeds."""
+    """The configuration ``method`` ("dp" or "adp") chose in one cell (``setting``: "paper" or
+    "beyond"), with its accuracies on the report seeds."""
     r = cell["report"][setting][method]
     return {"beta": r["beta"], "C": r["C"], "best": np.asarray(r["best"]), "last": np.asarray(r["last"])}
 
 
-def _rule_rows(payload) -> list[dict]:
-    """One row per cell (rule ``w-t36/gap`` of :mod:`dpcompanion.experiments.comparisons`):
-    the best-accuracy gain ADP - DP of each method's best grid point against Table 3's
-    printed cell; comparable when the run trained for the paper's 60 epochs (at our N and
-    batch) with >= 2 seeds per method."""
+def verdict_rows(payload) -> list[dict]:
+    """One row per cell (rule ``w-t36/gap``) against Table 3's printed cell, comparable at the paper's
+    60 epochs with >= 2 seeds per method, capped by the tuning protocol
+    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap`)."""
     out = []
     for c in payload["cells"]:
         T_paper = wp.steps_for(epochs=PAPER_GRID["epochs"], N=int(c["N_train"]), batch_size=_COMMON["batch_size"])
@@ -269,22 +252,12 @@ def _rule_rows(payload) -> list[dict]:
                 item=f"Table 3: gain ADP - DP, C_G {c['clip']:g}, eps_bar {c['epsilon_bar']:g}{tail}",
                 sizes_note=f"T = {c['T']} ({len(a['best'])} seeds) vs {T_paper} for the paper's {PAPER_GRID['epochs']} epochs",
                 printed=wu_paper.TABLE3.get((c["clip"], c["epsilon_bar"])), adp=a["best"], dp=d["best"]))
-    return out
-
-
-def verdict_rows(payload) -> list[dict]:
-    """The page's paper-vs-ours rows: the rules' verdicts with the tuning protocol's cap
-    (:func:`dpcompanion.experiments.comparisons.apply_tuning_cap` over ``payload["tuning"]``),
-    the same cap the reproduction report applies."""
-    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in _rule_rows(payload)]
+    return [comparisons.apply_tuning_cap(r, payload.get("tuning")) for r in out]
 
 
 def table_rows(cell_rows: Sequence[dict]) -> list[dict]:
-    """W-T36's table verdicts: rule ``w-t36/table`` over the page's cell rows
-    (rule ``w-t36/gap``, as ``w_t36.verdict_rows`` gives them), one row for the paper's grid and
-    one for the grid beyond it where such cells exist; each cell enters with its verdict, outcome
-    and cap (its outcome caps the table, :func:`~dpcompanion.experiments.comparisons.rule.cells_cap`), its
-    paired gap and standard error and the printed gap (the rows' ``stats``).
+    """Rule ``w-t36/table`` over the page's ``w-t36/gap`` rows: one row for the paper's grid, one for the
+    grid beyond it where such cells exist (each cell with its verdict, outcome, cap, gap and se).
 
     >>> table_rows([])
     []
@@ -304,8 +277,7 @@ def table_rows(cell_rows: Sequence[dict]) -> list[dict]:
 
 
 def report_verdict_rows(payload) -> list[dict]:
-    """The verdicts report's rows: the page's rows, then Table 3's verdict of its cells pooled
-    (:func:`table_rows`)."""
+    """The page's rows, then Table 3's verdict of its cells pooled (:func:`table_rows`)."""
     rows = verdict_rows(payload)
     return rows + table_rows(rows)
 
@@ -313,12 +285,9 @@ def report_verdict_rows(payload) -> list[dict]:
 # ------------------------------------------------------------------------ the paper's scale and this page's rules
 
 
-#: what the paper prints of this experiment's scale, per dimension, and how ours is read
-#: from a config (:func:`dpcompanion.experiments.scale_tables.scale_of`)
 PAPER_DIMS = {
     "training samples": Dim(50000, W_TRAIN, config_key("n_train"), setup=True),
-    "model / data": Dim("CNN, CIFAR-100 -> CIFAR-10", W_MODEL, lambda c: f"{c.get('dataset')} (pretrain "
-                                                                        f"{c.get('pretrain_n')} images)", setup=True),
+    "model / data": W_MODEL_DATA,
     "seeds": Dim(5, "Wu et al., App. F.2: \"Based on these hyper-parameters, we repeat the experiments five times\"",
                  config_key("seeds")),
     "epochs": Dim(60, "Wu et al., Table 3 (60 epochs)", config_key("epochs")),
@@ -333,12 +302,9 @@ PAPER_DIMS = {
 }
 
 
-#: our sizes as a stored payload holds them (an edited provenance cannot change them)
 STORED_SIZES = {"training samples": payload_cells("N_train")}
 
 
-#: the rules of this page (declared with the experiment, collected by
-#: :func:`dpcompanion.experiments.comparisons.all_rules`)
 RULES: tuple[Rule, ...] = (
     gap_rule("w-t36/gap", "Table 3: gain ADP - DP (adaptive step sizes, best accuracy)", "Wu et al., Table 3",
              where="Wu et al., Table 3", paired_because="w_t36.run_unit reports both chosen configurations on the same "

@@ -1,14 +1,7 @@
-"""What every experiment of Hong et al. shares: the paper's constants, seeds per unit,
-batched training through the library's trainer, and the statistics the verdicts use.
-
-The constants are the paper's setup (Hong et al. 2022, FAccT, arXiv 2101.07413,
-Sec. 5; the ICLR submission's App. D "Setup"): learning rate 0.1, clip norm 4, budget
-(4, 1e-8)-DP = 0.1963-zCDP, i.e. R = 0.3927 (``accounting.R_PAPER``), data scale 10,
-MNIST projected to 60 PCA dimensions. Nothing here is a measurement.
-
-Seeds: :func:`unit_seeds` spawns one independent integer per unit from the experiment's
-``config["seed"]`` with :class:`numpy.random.SeedSequence`, so a unit's result does not
-depend on which worker runs it or in what order (STYLE 23).
+"""What every experiment of Hong et al. shares: the paper's constants (the FAccT version, arXiv
+2101.07413, Sec. 5; the ICLR submission's App. D "Setup"), seeds per unit (:func:`unit_seeds`:
+independent of the worker and order), batched training through the library's trainer, and the
+statistics the verdicts use.
 """
 
 from __future__ import annotations
@@ -49,11 +42,10 @@ def unit_seeds(seed: int, n: int) -> list[int]:
 def run_batched(model, X, y, *, sigma_rows: np.ndarray, seeds: Sequence[int], R: float | None, device: str,
                 lr=LR, clip_norm: float = CLIP, momentum: float = 0.0, X_test=None, y_test=None,
                 dtype=None) -> dict[str, Any]:
-    """One call of :func:`dpcompanion.training.trainers.train_pgd` for K runs (one row of
-    ``sigma_rows`` and one seed each), returning per-run numpy arrays: ``final_loss``,
-    ``test_accuracy`` (or None), ``steps_done``, ``stopped_early``, ``R_spent``,
-    ``loss_curve`` ``(K, T)``, ``clip_fraction`` (mean over steps), ``wall_s``, ``run_steps``.
-    ``R`` is charged by one ledger per run before every noisy step (``None``: analysis runs)."""
+    """One :func:`dpcompanion.training.trainers.train_pgd` call for K runs (a row of ``sigma_rows`` and
+    a seed each; ``R`` charged per run, None: analysis runs): per-run arrays ``final_loss``,
+    ``test_accuracy`` (or None), ``steps_done``, ``stopped_early``, ``R_spent``, ``loss_curve`` ``(K, T)``,
+    ``clip_fraction``, and ``wall_s``, ``run_steps``."""
     sig = np.asarray(sigma_rows, dtype=float)
     if sig.ndim != 2 or sig.shape[0] != len(seeds):
         raise ValueError(f"sigma_rows must have shape (K, T) with K = len(seeds) = {len(seeds)}, got {sig.shape}")

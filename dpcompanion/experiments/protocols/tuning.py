@@ -1,24 +1,12 @@
 """The tuning protocol every tuned experiment follows, written once.
 
-1. **Select on tuning seeds.** Candidates are scored on seeds disjoint from the seeds whose
-   results are reported (:func:`disjoint_seeds` checks it); :func:`select` picks the best
-   score and returns the trace (every candidate and its score).
-2. **No optimum at an unstated grid edge.** :func:`tune` runs the selection, and while the
-   chosen value of a parameter lies on an edge of its grid it extends the grid one value
-   beyond that edge (:func:`extend`: linear, log or towards 1) and scores the new
-   candidates, until the choice is interior, unless the edge is a bound the paper stated
-   (``stated``: then the edge is kept, the entry carries the paper's text, and the
-   experiment adds a *beyond-the-paper* setting with the bound lifted) or a hard limit
-   (``limits``: a value the method does not allow, or a cost cap) is reached (then
-   ``interior`` is False and no stated bound excuses it).
-3. **Equal candidates.** Each record carries ``n_candidates``; experiments give the methods
-   they compare the same grids (the verdicts read the counts).
-4. **The record.** :func:`record` turns a trace into the payload's ``tuning`` entries, one
-   per tuned parameter: ``{param, method, chosen, grid_min, grid_max, interior,
-   stated_bound, tuning_seeds, report_seeds}`` plus ``edge``, ``n_candidates``,
-   ``setting`` and ``trace`` (the candidates and their tuning scores, which the pages draw
-   with :func:`dpcompanion.book.library_figures.tuning_trace`).
-5. **Power.** :func:`repeats_for_power`: the runs that detect an effect at 80% power.
+Candidates are scored on seeds disjoint from the reported ones (:func:`disjoint_seeds`); :func:`tune`
+selects the best and, while a choice lies on an edge of its grid, extends the grid beyond it
+(:func:`extend`) until the choice is interior, unless the edge is a bound the paper stated (kept, with
+the paper's text; the experiment then adds a *beyond-the-paper* setting with the bound lifted) or a
+hard limit is reached. The methods compared get the same grids. :func:`record` turns a trace into the
+payload's ``tuning`` entries (one per parameter, with its candidates and scores, which the pages draw);
+:func:`repeats_for_power` and :func:`min_detectable` size the runs at 80% power.
 """
 
 from __future__ import annotations
@@ -70,11 +58,9 @@ def interior(value, grid) -> bool:
 
 def extend(grid, side: str, *, scale: str = "linear", lower: float | None = None, upper: float | None = None,
            integer: bool = False) -> float | None:
-    """The next value beyond the ``side`` (``"low"``/``"high"``) edge of ``grid``, spaced as the
-    grid's outermost step, clamped to ``[lower, upper]`` (``linear``: same difference; ``log``: same ratio; ``to_one``: for a
-    parameter in (0, 1) near 1, the distance to 1 halved going up and doubled going down), or
-    None when it would leave ``[lower, upper]``. A grid of one value steps by itself
-    (linear: +-value/2, log: x10, to_one: distance to 1 halved/doubled).
+    """The next value beyond the ``side`` (``"low"``/``"high"``) edge of ``grid``, spaced as its outermost
+    step (``linear``: difference, ``log``: ratio, one value: +-value/2 or x10; ``to_one``: the distance to 1
+    halved going up, doubled going down), clamped to ``[lower, upper]``; None when nothing new is left.
 
     >>> extend([50, 100, 150], "high"), extend([0.9, 0.99], "high", scale="to_one")
     (200.0, 0.995)
@@ -140,18 +126,13 @@ def tune(evaluate: Callable[[list[dict]], Sequence[float]], grids: Mapping[str, 
          stated: Mapping[str, Mapping[str, str]] | None = None, scales: Mapping[str, str] | None = None,
          limits: Mapping[str, tuple[float | None, float | None]] | None = None,
          integer: Sequence[str] = (), max_rounds: int = 4, minimize: bool = True) -> tuple[dict, dict]:
-    """Select the best point of the product of ``grids`` by ``evaluate`` (a list of candidate
-    dicts -> one tuning score each), extending a parameter's grid beyond the edge its chosen
-    value lies on, and scoring the new candidates, until every choice is interior, the edge
-    is one the paper stated (``stated[param][side]``: the paper's text, or ``(value, text)``
-    when the bound is a value the grid may not reach yet: then it is stated only once the grid
-    reaches it, and the grid is never extended past it), a limit
-    (``limits[param] = (lower, upper)``) stops it, or ``max_rounds`` extensions were made.
-
-    Returns ``(chosen, trace)``; the trace has the candidates and scores, ``grids`` (final),
-    ``grids_start``, per parameter ``edge``, ``stated_bound`` (the text of the stated edge
-    the choice lies on, else None) and ``stopped`` (why an edge was kept: "stated",
-    "limit", "rounds" or None), and ``rounds``.
+    """The best point of the product of ``grids`` by ``evaluate`` (candidate dicts -> one score each),
+    a grid extended beyond the edge its choice lies on until every choice is interior, the edge is
+    stated (``stated[param][side]``: the paper's text, or ``(value, text)`` for a bound the grid may not
+    reach yet, never stepped past), a limit (``limits[param] = (lower, upper)``) stops it, or
+    ``max_rounds`` extensions were made. Returns ``(chosen, trace)``: candidates, scores, ``grids``,
+    ``grids_start``, per parameter ``edge``, ``stated_bound`` and ``stopped`` ("stated", "limit",
+    "rounds" or None), and ``rounds``.
 
     >>> f = lambda cs: [(c["g"] - 0.995) ** 2 for c in cs]
     >>> ch, tr = tune(f, {"g": [0.9, 0.97, 0.99]}, scales={"g": "to_one"})
@@ -253,9 +234,8 @@ def _stated_text(stated, p, side):
 
 def record(trace: Mapping[str, Any], *, method: str, tuning_seeds: Sequence[int], report_seeds: Sequence[int],
            setting: str = "paper", **extra) -> list[dict]:
-    """The payload's ``tuning`` entries for one method's :func:`tune` trace, one per parameter
-    (``setting``: "paper" within the paper's stated range, "beyond" with it lifted). Raises
-    if the tuning and report seeds overlap.
+    """The payload's ``tuning`` entries of one method's :func:`tune` trace, one per parameter
+    (``setting``: "paper" or "beyond"); raises if the tuning and report seeds overlap.
 
     >>> _, tr = tune(lambda cs: [abs(c["T"] - 100) for c in cs], {"T": [50, 100, 150]})
     >>> e = record(tr, method="uni", tuning_seeds=[1, 2], report_seeds=[3])[0]
@@ -291,9 +271,8 @@ def disjoint_seeds(tuning_seeds: Sequence[int], report_seeds: Sequence[int]) -> 
 
 
 def repeats_for_power(*, sd: float, effect: float, power: float = 0.8, alpha: float = 0.05) -> int:
-    """Runs ``n`` so that a two-sided z-test at level ``alpha`` detects a mean ``effect``
-    with probability ``power`` when one run's (or one pair's) standard deviation is ``sd``:
-    ``n = ((z_{1-alpha/2} + z_{power}) sd / effect)^2``, rounded up, at least 2.
+    """Runs for a two-sided z-test at ``alpha`` to detect ``effect`` with probability ``power`` at one
+    run's standard deviation ``sd``: ``n = ((z_{1-alpha/2} + z_{power}) sd / effect)^2``, up, >= 2.
 
     >>> repeats_for_power(sd=1.0, effect=0.5)
     32
@@ -309,8 +288,8 @@ def repeats_for_power(*, sd: float, effect: float, power: float = 0.8, alpha: fl
 
 
 def min_detectable(se: float, *, power: float = 0.8, alpha: float = 0.05) -> float:
-    """The smallest true effect a two-sided z-test at level ``alpha`` detects with probability
-    ``power`` when the estimate's standard error is ``se``: ``(z_{1-alpha/2} + z_{power}) se``.
+    """The smallest effect a two-sided z-test at ``alpha`` detects with probability ``power`` at
+    standard error ``se``: ``(z_{1-alpha/2} + z_{power}) se``.
 
     >>> round(min_detectable(1.0), 4)
     2.8016

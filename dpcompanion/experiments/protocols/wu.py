@@ -1,44 +1,25 @@
 """The experimental protocol of Wu et al. (ADP-SGD, arXiv 2110.07435, Sec. 6 and App. F), shared by
 the experiments ``w-f1``, ``w-t1245``, ``w-t36`` and ``w-f4``.
 
-Pieces, in the order a run uses them:
-
-1. **Noise of the paper.** For a privacy level ``epsilon_bar`` W Thm 4.1 (Eq. 6) gives
-   DP-SGD's noise (:func:`dpcompanion.theory.adp_accounting.w_moments_epsilons`, the same code that
-   recomputes the paper's footnote-3 epsilons); as a noise multiplier on the clipped *sum*
-   of a Poisson batch of expected size ``m`` this is ``z_dp = sigma m / C``.
-2. **One accountant, two methods.** DP-SGD (``alpha_t = 1``) takes ``T`` steps at ``z_dp``; its
-   epsilon at ``delta`` by the RDP accountant of Poisson-subsampled Gaussian steps is the
-   target. ADP-SGD (``alpha_t = 1/sqrt(eta_t)``, W Thm 4.2 / Remark 4.1) takes steps at
-   ``z alpha_t`` with ``z`` found by root-finding so that its epsilon by the same
-   accountant equals the target (:func:`calibrate`, i.e.
-   :func:`dpcompanion.theory.numerical_accounting.calibrate_multiplier`). W instead equalises Thm 4.1's bound,
-   which for unequal ``alpha_t`` does not give the same actual epsilon.
-3. **The accountant.** RDP of the Poisson-subsampled Gaussian at integer orders
-   (:func:`dpcompanion.theory.numerical_accounting.rdp_curve`, Mironov, Talwar & Zhang, arXiv
-   1908.10530v1, Sec. 3.3), composed by adding curves and converted with dp-accounting's
-   ``compute_epsilon`` (:func:`dpcompanion.theory.numerical_accounting.rdp_epsilon`). It is
-   dp-accounting's own integer-order computation (``RdpAccountant(orders=...)`` gives the
-   same numbers: tests) in numpy, because a schedule with a different multiplier at every
-   step (ADP-SGD) costs dp-accounting about 0.1 s per distinct step. The orders run to
-   about twice the optimum of DP-SGD's schedule (:func:`orders_for`). Every accountant
-   function is theory's; the names here bind them to this protocol's :data:`ORDERS`.
-4. **The ledger.** A run's budget is an :class:`~dpcompanion.theory.ledger.EpsilonTarget`
-   (an (epsilon, delta) target alone, at this protocol's orders): the trainers' engine
-   charges the library's :class:`~dpcompanion.theory.ledger.PrivacyLedger` before each noisy
-   step, one ledger per (schedule, target), as for every other run; a step that would take the
-   RDP epsilon above the target is refused and the run stops (its remaining steps release
-   nothing and do not move).
-5. **The trainer.** :func:`train_segments` trains K Poisson mini-batch runs in one call of
-   the library's :func:`dpcompanion.training.train`, whose evaluation hook measures the
-   validation accuracy every ``eval_every`` steps (W measure it every 20 steps).
-6. **Transfer.** W pre-train their CNN on CIFAR-100 and fine-tune it privately on CIFAR-10,
-   following Abadi et al. 2016 (arXiv 1607.00133v2, Sec. 5.3), who freeze the
-   convolutional layers and train the dense layers privately. :func:`transfer_features`
-   pre-trains the CNN without privacy on the *public* dataset and returns the frozen
-   features of the private one (the output of the first dense layer); the private model
-   is the CNN's last layer. Freezing one more layer than Abadi et al. is a concession to
-   two shared CPU cores (a step then costs microseconds), stated on the pages.
+* **Noise.** For a privacy level ``epsilon_bar``, W Thm 4.1 (Eq. 6) gives DP-SGD's noise
+  (:func:`dpcompanion.theory.adp_accounting.w_moments_epsilons`), as a multiplier on the clipped *sum*
+  of a Poisson batch of expected size ``m``: ``z_dp = sigma m / C``.
+* **One accountant, two methods.** DP-SGD (``alpha_t = 1``) takes ``T`` steps at ``z_dp``; its epsilon
+  by the RDP accountant of Poisson-subsampled Gaussian steps (Mironov, Talwar & Zhang, arXiv
+  1908.10530v1, Sec. 3.3; dp-accounting's integer-order computation in numpy, since a different
+  multiplier at every step costs dp-accounting about 0.1 s per step) is the target. ADP-SGD
+  (``alpha_t = 1/sqrt(eta_t)``, W Thm 4.2 / Remark 4.1) takes steps at ``z alpha_t`` with ``z``
+  root-found to the same epsilon (:func:`calibrate`); W instead equalise Thm 4.1's bound, which for
+  unequal ``alpha_t`` does not give the same actual epsilon.
+* **Ledger and trainer.** A run's budget is an :class:`~dpcompanion.theory.ledger.EpsilonTarget`,
+  charged before each noisy step (a step above the target is refused and the run stops);
+  :func:`train_segments` trains K Poisson runs in one :func:`dpcompanion.training.train` call,
+  evaluating every ``eval_every`` steps (W: every 20).
+* **Transfer.** W pre-train their CNN on CIFAR-100 and fine-tune it privately on CIFAR-10 (after
+  Abadi et al. 2016, arXiv 1607.00133v2, Sec. 5.3, who freeze the convolutional layers):
+  :func:`transfer_features` pre-trains the CNN without privacy on the *public* set and returns the
+  frozen first-dense-layer features of the private one; the private model is the CNN's last layer
+  (one layer more frozen than Abadi et al., for two shared CPU cores; stated on the pages).
 """
 
 from __future__ import annotations
@@ -93,10 +74,9 @@ STEP_SIZE_FAMILIES = ("sqrt", "linear-sqrt")
 
 
 def step_sizes(*, family: str, T: int, a: float = 20.0, c: float = 1.0) -> np.ndarray:
-    """W's step sizes eta_1..eta_T (Sec. 6, Fig. 2): ``sqrt``: ``1/sqrt(a + c t)``
-    (W Fig. 1 and Tables 2, 5: a = 20, c = 1; App. F.3: a = 2, c in {0, ..., 0.5});
-    ``linear-sqrt``: ``0.1 - a_T sqrt(t)`` reaching 1e-10 at t = T (Tables 1, 4), from
-    :mod:`dpcompanion.theory.bounds.adp`.
+    """W's step sizes eta_1..eta_T (Sec. 6, Fig. 2): ``sqrt``: ``1/sqrt(a + c t)`` (Fig. 1, Tables 2, 5:
+    a = 20, c = 1; App. F.3: a = 2, c in {0, ..., 0.5}); ``linear-sqrt``: ``0.1 - a_T sqrt(t)`` reaching
+    1e-10 at t = T (Tables 1, 4).
 
     >>> step_sizes(family="sqrt", T=2)
     array([0.21821789, 0.21320072])
@@ -126,28 +106,20 @@ def adp_alpha(*, eta) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- accountant
-# The accountant and the ledger live in theory/ (one place); these names bind them to this
-# protocol's orders for the experiments.
+# theory/'s accountant (dpcompanion.theory.numerical_accounting) bound to this protocol's orders;
+# ``epsilon`` refuses an optimum at the last order, ``orders_for`` gives about twice DP-SGD's optimum
 
-#: composed RDP curve of steps (:func:`dpcompanion.theory.numerical_accounting.rdp_curve`)
 rdp_total = functools.partial(numerical_accounting.rdp_curve, orders=ORDERS)
-#: per-step RDP rows (:func:`dpcompanion.theory.numerical_accounting.rdp_per_step`)
 rdp_steps = functools.partial(numerical_accounting.rdp_per_step, orders=ORDERS)
-#: epsilon of an RDP curve, refusing an optimum at the last order (:func:`dpcompanion.theory.numerical_accounting.rdp_epsilon`)
 epsilon = functools.partial(numerical_accounting.rdp_epsilon, orders=ORDERS, check_order=True)
-#: epsilon after each step (:func:`dpcompanion.theory.numerical_accounting.rdp_epsilon_curve`)
 epsilon_curve = functools.partial(numerical_accounting.rdp_epsilon_curve, orders=ORDERS)
-#: orders about twice DP-SGD's optimum (:func:`dpcompanion.theory.numerical_accounting.rdp_orders_for`)
 orders_for = numerical_accounting.rdp_orders_for
-#: the z of ADP-SGD's steps ``z alpha_t`` at a target epsilon (:func:`dpcompanion.theory.numerical_accounting.calibrate_multiplier`)
 calibrate = functools.partial(numerical_accounting.calibrate_multiplier, orders=ORDERS)
 
 
 def dp_noise_multiplier(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float) -> float:
-    """DP-SGD's noise multiplier for W's privacy level ``epsilon_bar`` at ``T`` steps on ``N``
-    samples: W Thm 4.1 (Eq. 6) with ``alpha_t = 1`` and ``epsilon = 16 epsilon_bar``, as a
-    multiplier on the clipped sum (:func:`dpcompanion.theory.adp_accounting.w_moments_epsilons`;
-    it does not depend on the clip norm)."""
+    """DP-SGD's noise multiplier on the clipped sum for W's ``epsilon_bar`` at ``T`` steps on ``N``
+    samples: W Thm 4.1 (Eq. 6) with ``alpha_t = 1`` and ``epsilon = 16 epsilon_bar``."""
     row = adp_accounting.w_moments_epsilons(epsilon_bar=[epsilon_bar], T=int(T), batch_size=int(batch_size), N=int(N),
                                         delta=delta)[0]
     return float(row["noise_multiplier"])
@@ -180,27 +152,18 @@ def plan(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float, f
 def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int], clip_norm: float,
                    sampling_rate: float, delta: float, epsilon_target, eval_every: int, device: str = "cpu",
                    lr_rule_factory=None, orders: np.ndarray = ORDERS):
-    """K Poisson mini-batch private runs (rows of ``sigma`` and ``lr``, ``(K, T)``), trained by one
-    :func:`~dpcompanion.training.trainers.train` call whose evaluation hook measures the
-    validation accuracy every ``eval_every`` steps and after the last.
+    """K Poisson mini-batch private runs (rows of ``sigma`` and ``lr``, ``(K, T)``) in one
+    :func:`~dpcompanion.training.trainers.train` call, the validation accuracy measured every
+    ``eval_every`` steps and after the last.
 
-    Privacy: run k's budget is an :class:`~dpcompanion.theory.ledger.EpsilonTarget`
-    (``epsilon_target``: one number or one per run, at ``delta``, RDP at ``orders``); the
-    engine charges one ledger per (schedule row, target) before each noisy step. A refused
-    step stops the run there: it keeps its place in the batch (``on_refusal="hold"``: its
-    masks and noise at its planned level are still drawn, at step size 0), so the parameters
-    stay where they are, nothing is released, and the other runs see the batch they always
-    did. Segment ``j`` (steps from ``j eval_every``) of run ``k`` draws its Poisson masks and
-    noise from a seed derived from ``(seeds[k], j)`` (``segment_noise``,
-    :func:`~dpcompanion.training.trainers.engine.segment_seed`), as when each segment was its own
-    training call: the committed W results were made so. Training starts from ``model.init``
-    drawn from ``segment_seed(seeds[k], 0)``, while the accuracy before the first step is that
-    of ``model.init`` drawn from ``seeds[k]``: the same point for a model started at 0 (W's
-    head), not for a randomly initialised one (W-F4's MLP); kept as the results were made.
-    The training call skips its own evaluation of the training set (``final_eval=False``).
-
-    ``lr_rule_factory(K) -> callable(t, g, lr_t) -> lr`` (optional) makes step sizes that
-    depend on the privatized gradient (W's adaptive rule), its state kept across the call.
+    Run k's budget: an :class:`~dpcompanion.theory.ledger.EpsilonTarget` (``epsilon_target``, one or one
+    per run). A refused step stops the run but keeps its place in the batch (``on_refusal="hold"``: its
+    masks and noise still drawn, at step size 0), so the other runs see the same batch. Segment ``j`` of
+    run ``k`` draws from a seed of ``(seeds[k], j)`` (``segment_noise``); training starts from
+    ``model.init`` of ``segment_seed(seeds[k], 0)``, while the accuracy at step 0 is that of ``model.init``
+    of ``seeds[k]`` (the same point for a head started at 0, not for W-F4's MLP): as the committed
+    results were made. ``lr_rule_factory(K) -> callable(t, g, lr_t) -> lr`` (optional): step sizes
+    from the privatized gradient (W's adaptive rule).
 
     Returns a dict: ``steps`` (evaluation points, 0..T), ``val_accuracy`` (K, n_eval),
     ``epsilon`` (K,) spent, ``stopped`` (K,), ``steps_done`` (K,), ``theta``, ``lr_used``
@@ -268,18 +231,15 @@ def _images(name: str, *, n: int | None, seed: int, data_dir=None, split: str = 
 PUBLIC_FOR = {"fashion": "mnist", "mnist": "digits-28", "cifar10": None}
 
 
-#: layers of the CNN that are pre-trained on the public set and frozen: everything up to
-#: and including the first dense layer and its tanh (MNIST CNN: 512 -> 32); the last
-#: dense layer (32 -> 10) is the privately trained model
+#: the CNN's layers pre-trained on the public set and frozen: up to the first dense layer and its
+#: tanh (MNIST CNN: 512 -> 32); the last dense layer (32 -> 10) is trained privately
 FROZEN_LAYERS = 9
 
 
 @functools.lru_cache(maxsize=8)
 def _pretrained_body(public: str | None, private: str, n: int, epochs: int, seed: int):
-    """The CNN pre-trained without privacy on ``public`` (Adam, batch 128, ``epochs`` passes
-    over ``n`` images), cached on disk under :func:`dpcompanion.training.data.cache_dir`;
-    returns the frozen body (an ``nn.Sequential`` of the first :data:`FROZEN_LAYERS`
-    layers) and the pre-training accuracy on the public images."""
+    """The frozen body (first :data:`FROZEN_LAYERS` layers) of the CNN pre-trained without privacy on
+    ``public`` (Adam, batch 128; cached on disk) and its accuracy on the public images."""
     arch = "cnn-cifar" if private == "cifar10" else "cnn-mnist"
     fm = make_model(arch, n_classes=10)
     theta0 = fm.init(generators=[torch.Generator().manual_seed(seed)])[0]
@@ -317,12 +277,9 @@ def _pretrained_body(public: str | None, private: str, n: int, epochs: int, seed
 
 def transfer_features(*, dataset: str, n_train: int, n_val: int, seed: int, pretrain_n: int, pretrain_epochs: int,
                       data_dir=None) -> dict:
-    """Frozen convolutional features of the private ``dataset`` from a CNN pre-trained
-    (without privacy) on its public partner (:data:`PUBLIC_FOR`), as W's transfer step.
-
-    Returns ``X_train, y_train, X_val, y_val`` (features, float64), ``public``,
-    ``pretrain_accuracy``, ``dim``, ``dataset`` (the one used) and ``requested``; memoised
-    in-process (the arrays are shared: do not modify them)."""
+    """Frozen features of the private ``dataset`` from a CNN pre-trained on its public partner
+    (:data:`PUBLIC_FOR`): ``X_train, y_train, X_val, y_val`` (float64), ``public``, ``pretrain_accuracy``,
+    ``dim``, ``dataset`` (the one used), ``requested``; memoised (shared arrays: do not modify)."""
     return _transfer_features(dataset, int(n_train), int(n_val), int(seed), int(pretrain_n), int(pretrain_epochs),
                               None if data_dir is None else str(data_dir))
 
@@ -360,9 +317,8 @@ def fashion_available() -> bool:
 
 
 class single_thread:
-    """Run a block with one torch thread (restored after). On two CPU cores shared with other
-    jobs, two torch threads made the private step about 25x slower than one (measured:
-    60 steps of 6 runs, 30.7 s vs 1.2 s)."""
+    """Run a block with one torch thread (restored after): on shared cores, two threads made the
+    private step about 25x slower."""
 
     def __enter__(self):
         self._n = torch.get_num_threads()
@@ -387,8 +343,7 @@ def head_model(*, dim: int, n_classes: int = 10):
 
 
 def summarize_runs(acc: np.ndarray) -> dict:
-    """Best and last validation accuracy over the evaluation points, per run, with the mean
-    and standard deviation (ddof = 1, as W's +- over 5 runs) across runs (in %)."""
+    """Best and last validation accuracy per run, with their mean and sd (ddof = 1, as W's +-) in %."""
     a = 100.0 * np.asarray(acc, dtype=np.float64)
     best, last = a[:, 1:].max(axis=1), a[:, -1]
     sd = (lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else float("nan"))

@@ -1,9 +1,8 @@
 """What Wu et al. (ADP-SGD, arXiv 2110.07435) printed in Tables 1-5: mean +- sd (%) over 5 runs of
 the validation accuracy on CIFAR-10 (CNN pre-trained on CIFAR-100), batch 256, delta 1e-5.
 
-Transcribed from the paper's text (Wu et al.; Table 1 lines ~269-286, Table 2 ~287-321,
-Table 3 ~336-346, Table 4 ~852-869, Table 5 ~870-905) by a parser run once; the values are
-the paper's, not ours. Keys ``(epsilon_bar, clip C_G, epochs)``; values ``(ADP mean, ADP sd,
+Transcribed from the paper's text; the values are the paper's, not ours. Keys ``(epsilon_bar, clip C_G,
+epochs)``; values ``(ADP mean, ADP sd,
 DP mean, DP sd)``. Tables 1 and 2 report the best accuracy over the run ("best"), Tables 4
 and 5 the accuracy at iteration T ("last"). Tables 1 and 4 use eta_t = 0.1 - a_T sqrt(t)
 ("linear-sqrt"), Tables 2 and 5 eta_t = 1/sqrt(20 + t) ("sqrt"). Table 2 prints its first

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import toy_units
 from dpcompanion.book import show
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments import h_f_infl
@@ -233,15 +234,23 @@ def test_failing_write_keeps_the_previous_result(tiny, monkeypatch):
     assert back.fresh and back.digest == first.digest
 
 
-def test_unwritable_results_folder_is_refused_before_computing(tiny, tmp_path, monkeypatch):
-    blocker = tmp_path / "file"
-    blocker.write_text("not a folder")
+@pytest.fixture
+def blocked(tmp_path, monkeypatch):
+    """DPCOMPANION_RESULTS below a file (a folder that cannot be made) and a compute that records
+    being called: ``(the file, the calls)``."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
     called = []
     monkeypatch.setattr(result_store, "_compute_payload", lambda *a, **k: called.append(1))
+    return blocker, called
+
+
+def test_unwritable_results_folder_is_refused_before_computing(tiny, blocked):
+    blocker, called = blocked
     with pytest.raises(ValueError, match="cannot be written"):
         store.load_or_compute(tiny.id, mode="quick", device="cpu")
-    assert not called and blocker.read_text() == "not a folder"
+    assert not called and blocker.read_text() == "x"
 
 
 def test_units_run_single_threaded_and_restore_torch_threads(torch_default_threads):
@@ -403,15 +412,6 @@ def test_git_state_dirty_ignores_stored_results(tmp_path, monkeypatch):
 # A fast experiment (numpy only, milliseconds): one array of 2 x 100 (stored in arrays.npz)
 # and a few scalars.
 
-def _fast_units(config):
-    return [{"i": i, "seed": config["seed"], "n": config["n"]} for i in range(2)]
-
-
-def _fast_run_unit(unit, device):
-    rng = np.random.default_rng([unit["seed"], unit["i"]])
-    return {"x": rng.standard_normal(unit["n"])}
-
-
 def _fast_combine(config, results):
     x = np.stack([r["x"] for r in results])
     return {"x": x, "total": float(x.sum()), "label": "fast"}
@@ -422,8 +422,8 @@ FAST = {"quick": {"n": 100}, "full": {"n": 120}}
 
 @pytest.fixture()
 def fast(tmp_path, monkeypatch):
-    exp = base.Experiment(id="test-fast", title="fast", configs=FAST, units=_fast_units,
-                          run_unit=_fast_run_unit, combine=_fast_combine)
+    exp = base.Experiment(id="test-fast", title="fast", configs=FAST, units=toy_units.units,
+                          run_unit=toy_units.run_unit, combine=_fast_combine)
     base.register(exp)
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
     yield exp
@@ -855,14 +855,10 @@ def test_a_failing_swap_puts_the_previous_result_back(fast, monkeypatch):
     assert r.fresh and r.provenance["created"] == first.provenance["created"] and target.is_dir()
 
 
-def test_experiment_refuses_an_unusable_results_folder_before_computing(fast, tmp_path, monkeypatch, capsys):
+def test_experiment_refuses_an_unusable_results_folder_before_computing(fast, blocked, capsys):
     from dpcompanion import cli
 
-    blocker = tmp_path / "afile"
-    blocker.write_text("x")
-    monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
-    called = []
-    monkeypatch.setattr(result_store, "_compute_payload", lambda *a, **k: called.append(1))
+    blocker, called = blocked
     for argv in (["experiment", fast.id], ["experiment", fast.id, "--mode", "full"]):
         assert cli.main(argv) == 2
         out, err = capsys.readouterr()
@@ -872,14 +868,10 @@ def test_experiment_refuses_an_unusable_results_folder_before_computing(fast, tm
     assert not called and blocker.read_text() == "x"
 
 
-def test_reproduce_refuses_an_unusable_results_folder_before_computing(tmp_path, monkeypatch, capsys):
+def test_reproduce_refuses_an_unusable_results_folder_before_computing(blocked, tmp_path, capsys):
     from dpcompanion import cli
 
-    blocker = tmp_path / "afile"
-    blocker.write_text("x")
-    monkeypatch.setenv("DPCOMPANION_RESULTS", str(blocker / "results"))
-    called = []
-    monkeypatch.setattr(result_store, "_compute_payload", lambda *a, **k: called.append(1))
+    blocker, called = blocked
     out_dir = tmp_path / "generated"
     assert cli.main(["reproduce", "--only", "h-f-curv", "--device", "cpu", "--output", str(out_dir)]) == 2
     out, err = capsys.readouterr()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import toy_units
 
 from dpcompanion import cli
 from dpcompanion.core.provenance import REPO
@@ -28,12 +29,6 @@ ID = "test-array-cap"
 FAST_S = 1.0
 
 
-def _units(config):
-    return [{"i": i, "seed": config["seed"], "n": config["n"]} for i in range(2)]
-
-
-def _run_unit(unit, device):
-    return {"x": np.random.default_rng([unit["seed"], unit["i"]]).standard_normal(unit["n"])}
 
 
 def _combine(config, results):
@@ -42,11 +37,10 @@ def _combine(config, results):
 
 @pytest.fixture()
 def toy(tmp_path, monkeypatch):
-    exp = base.register(base.Experiment(id=ID, title="arrays", configs={"quick": {"n": 100}, "full": {"n": 120}},
-                                        units=_units, run_unit=_run_unit, combine=_combine))
-    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
-    yield exp
-    base.unregister(ID)
+    with toy_units.registered(base.Experiment(id=ID, title="arrays", configs={"quick": {"n": 100}, "full": {"n": 120}},
+                                              units=toy_units.units, run_unit=toy_units.run_unit, combine=_combine),
+                              tmp_path, monkeypatch) as exp:
+        yield exp
 
 
 def _npy_header(shape, descr="<f8") -> bytes:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import toy_units
 
 from dpcompanion import cli
 from dpcompanion.experiments import base, store
@@ -150,11 +151,10 @@ def _combine(config, results):
 
 @pytest.fixture()
 def toy(tmp_path, monkeypatch):
-    exp = base.register(base.Experiment(id=ID, title="forged units", configs={"quick": {"n": 80}, "full": {"n": 90}},
-                                        units=_units, run_unit=_run_unit, combine=_combine))
-    monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
-    yield exp
-    base.unregister(ID)
+    with toy_units.registered(base.Experiment(id=ID, title="forged units", configs={"quick": {"n": 80}, "full": {"n": 90}},
+                                              units=_units, run_unit=_run_unit, combine=_combine),
+                              tmp_path, monkeypatch) as exp:
+        yield exp
 
 
 def _store_forged_unit(exp, i: int, *, wall_s: float) -> None:

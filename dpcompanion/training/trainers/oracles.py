@@ -33,7 +33,6 @@ from dpcompanion.training.model_base import (
     predict_from_output,
     underflow_unit,
 )
-from dpcompanion.training.trainers import steps
 
 __all__ = ["StepGrad", "GeneralOracle", "LinearOracle", "make_oracle", "fast_path_applies"]
 
@@ -81,15 +80,15 @@ class GeneralOracle:
     def clip_sum(self, theta, weights=None, *, need_loss=True, need_clip=True) -> StepGrad:
         C = self.clip_norm
         if weights is None:
-            res = steps.clip_and_sum(self.model, theta, self.X, self.y, clip_norm=C)
+            res = self.model.clipped_grad_sum(theta, self.X, self.y, clip_norm=C)
             exceed = (res.norms > C).to(theta.dtype)
             return StepGrad(res.grad_sum, exceed.mean(-1) if need_clip else None,
                             res.losses.mean(-1) if need_loss else None)
         # only the rows some run sampled (all runs share the gathered rows)
         rows = torch.nonzero(weights.any(dim=0)).squeeze(-1)
         w = weights.index_select(1, rows)
-        res = steps.clip_and_sum(self.model, theta, self.X.index_select(0, rows), self.y.index_select(0, rows),
-                                 clip_norm=C, weights=w)
+        res = self.model.clipped_grad_sum(theta, self.X.index_select(0, rows), self.y.index_select(0, rows),
+                                          clip_norm=C, weights=w)
         cnt = w.sum(-1).clamp_min(1.0)
         exceed = (res.norms > C).to(theta.dtype)
         return StepGrad(res.grad_sum, (exceed * w).sum(-1) / cnt if need_clip else None,

@@ -1,6 +1,6 @@
 """The private step as a fixed sequence of named pieces, each testable alone:
 
-    clip_and_sum -> add_noise -> scale -> (momentum) -> update
+    model.clipped_grad_sum -> add_noise -> scale -> (momentum) -> update
 
 (Hong et al. 2022, FAccT, Algorithm 1 and Eq. (1)-(3)), on ``K`` runs at once: flat ``(K, P)``
 tensors. The loop uses the in-place forms (on a CPU every fresh ``(K, P)`` temporary costs page
@@ -11,24 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from dpcompanion.training.model_base import ClipResult, Model, clip_factors
+from dpcompanion.training.model_base import clip_factors
 
-__all__ = ["clip_factors", "clip_and_sum", "noise_std", "add_noise", "scale", "debias_factor", "momentum_update",
+__all__ = ["clip_factors", "noise_std", "add_noise", "scale", "debias_factor", "momentum_update",
            "momentum_accumulate_", "sgd_update", "sgd_update_"]
-
-
-def clip_and_sum(
-    model: Model,
-    theta: torch.Tensor,
-    X: torch.Tensor,
-    y: torch.Tensor,
-    *,
-    clip_norm: float,
-    weights: torch.Tensor | None = None,
-) -> ClipResult:
-    """Per-sample gradients (or their ghost norms) -> clip at ``clip_norm`` -> sum:
-    ``sum_n w_kn min(1, C/||g_kn||) g_kn`` (H Algorithm 1 line 1 / slides Algorithm 1)."""
-    return model.clipped_grad_sum(theta, X, y, clip_norm=clip_norm, weights=weights)
 
 
 def noise_std(*, clip_norm: float, sigma: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -193,6 +193,33 @@ def test_the_build_carries_its_citation_and_theory_pdf():
         pdf = build / PDF_NAME
         assert pdf.exists() and pdf.read_bytes()[:5] == b"%PDF-", f"{PDF_NAME} missing or not a PDF"
         assert pdf_problems(pdf, cff["commit"]) == []
+        assert handout_problems(pdf) == []
+
+
+#: the most pages the theory PDF may have: a course handout, about a page per result
+MAX_PDF_PAGES = 120
+
+
+def handout_problems(path) -> list[str]:
+    """What keeps the theory PDF from being a course handout: more than :data:`MAX_PDF_PAGES` pages; contents
+    without the theorems (Theorem 4.1, Lemma 4.3, Theorem 4.4 and 4.5 each listed with a page number); no
+    references chapter; BibTeX entries or the checks' evidence in full printed (online only)."""
+    import pypdf
+
+    reader = pypdf.PdfReader(path)
+    texts = [p.extract_text() or "" for p in reader.pages]
+    problems = [] if len(texts) <= MAX_PDF_PAGES else [f"{len(texts)} pages, more than {MAX_PDF_PAGES}"]
+    contents = " ".join(texts[1:4])
+    for result in ("(Thm 4.1))", "(Lemma 4.3))", "(Thm 4.4))", "(Thm 4.5))"):
+        if not re.search(re.escape(result) + r"\s+\d+", contents):
+            problems.append(f"the contents list no {result[:-1]} with its page")
+    if "References" not in contents or "Junyuan Hong" not in "".join(texts[-4:]):
+        problems.append("no references chapter at the end")
+    printed = "".join(texts)
+    for online in ("@misc{dpcompanion", "The evidence in full", "Cite this check"):
+        if online in printed:
+            problems.append(f"prints {online!r} (shown online only)")
+    return problems
 
 
 def test_every_published_figure_passes_the_layout_check():

@@ -184,3 +184,25 @@ def test_mathjax_that_never_finishes_is_a_one_line_error(build: Path, monkeypatc
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("dpcompanion pdf: error:") and "could not print" in err[0], err
     assert not (build / pdf.PDF_NAME).exists()
+
+
+def test_the_contents_list_each_result_with_its_page_and_online_only_blocks_are_left_out(build: Path):
+    """A chapter's theorem boxes are listed under it in the contents with the page they print on; a block
+    of class ONLINE_ONLY (a check's evidence in full, its BibTeX) is not printed."""
+    from dpcompanion.book.claims_page import ONLINE_ONLY
+
+    page = build / "book" / "a.html"
+    box = ('<div class="proof theorem admonition" id="thm-9-1"><p class="admonition-title" id="thm-9-1">'
+           '<span class="caption-number">Theorem </span> (A bound on every schedule (Thm 9.1))</p>'
+           f'<section class="theorem-content"><p>{WORDS}</p></section></div>'
+           f'<div class="dropdown admonition {ONLINE_ONLY}"><p class="admonition-title">Cite this check</p>'
+           '<pre>@misc{dpcompanion-X,</pre></div>')
+    page.write_text(page.read_text().replace('<section id="t">', box + '<section id="t">', 1))
+    path = pdf.build_pdf(build, ["book/a", "book/b"], info=INFO, title="The Book", out=io.StringIO(), timeout=120)
+    if path is None:
+        pytest.skip("no Chromium with chromedriver")
+    texts = [p.extract_text() or "" for p in pypdf.PdfReader(path).pages]
+    m = re.search(r"\(A bound on every schedule \(Thm 9\.1\)\)\s*(\d+)", texts[1])
+    assert m, texts[1]
+    assert "A bound on every schedule" in texts[int(m.group(1)) - 1]
+    assert not any("@misc{dpcompanion" in t or "Cite this check" in t for t in texts)

@@ -438,7 +438,11 @@ def evidence_summary(evidence: dict[str, Any], *, status: str | None = None) -> 
     return "see the tables below." if evidence else "none recorded."
 
 
-def folded(title: str, lines: list[str]) -> list[str]:
+#: the class of a block shown online only: the PDF handout leaves it out (:mod:`dpcompanion.book.pdf`)
+ONLINE_ONLY = "dpc-online-only"
+
+
+def folded(title: str, lines: list[str], *, cls: str = "") -> list[str]:
     """``lines`` folded under ``title`` (:func:`dpcompanion.book.report.folded`, a three-colon fence that
     nests inside a claim's four-colon admonition); [] when ``lines`` are blank.
 
@@ -454,7 +458,7 @@ def folded(title: str, lines: list[str]) -> list[str]:
         return []
     from dpcompanion.book.report import folded as fold  # the book's one folded block
 
-    return fold(title, "\n".join(lines)).split("\n")
+    return fold(title, "\n".join(lines), cls=cls).split("\n")
 
 
 def cite_bibtex(claim_id: str, *, status: str = "") -> str:
@@ -509,13 +513,13 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
         if r.get("mutant"):
             caught = {True: " Caught.", False: " NOT caught."}.get(r.get("mutant_caught"), "")
             full += ["", f"**Mutant** (a minimally false variant the same check must refute): {prose(r['mutant'])}.{caught}"]
-        lines += ["", *folded("The evidence in full", full)]
+        lines += ["", *folded("The evidence in full", full, cls=ONLINE_ONLY)]
     for key, text in (("corrected_by", "Corrected statement"), ("corrects", "Corrects")):
         other = r.get(key)
         if other:
             ref = f"{{ref}}`{other} <{label(other)}>`" if other in linkable else f"**{other}**"
             lines += ["", f"**{text}:** {ref}"]
-    lines += ["", ":::{admonition} Cite this check", ":class: dropdown", "", "```bibtex",
+    lines += ["", ":::{admonition} Cite this check", f":class: dropdown {ONLINE_ONLY}", "", "```bibtex",
               cite_bibtex(r["id"], status=r["status"]), "```", ":::"]
     lines += ["::::", ""]
     return "\n".join(lines)

@@ -3,7 +3,9 @@
     python -m dpcompanion.book.pdf [BUILD_DIR]      # default _build/html
 
 The chapters of the part "Theory, checked by code" are joined into one page (a cover, contents with page
-numbers, each chapter's article without code inputs, a closing note) that headless Chromium prints
+numbers down to each theorem, each chapter's article without code inputs and without the blocks shown online
+only (each check's evidence in full and its BibTeX: :data:`~dpcompanion.book.claims_page.ONLINE_ONLY`), the
+book's references, a closing note) that headless Chromium prints
 (``Page.printToPDF`` via selenium) once MathJax has typeset it. A chapter runs on from its predecessor
 where a page break would leave a near-empty page (:data:`MIN_PAGE_CHARS`); page numbers and breaks are
 read back from the PDF (pypdf) and the page reprinted until they settle (:data:`MAX_PASSES`). Without
@@ -19,6 +21,7 @@ import re
 import shutil
 import sys
 import tempfile
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,11 +31,14 @@ from selenium import webdriver
 from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 
+from dpcompanion.book.claims_page import ONLINE_ONLY
 from dpcompanion.book.site import BuildInfo, build_info
 
 REPO = Path(__file__).resolve().parents[2]
 PDF_NAME = "dpcompanion-theory.pdf"
 PRINT_PAGE = "book/theory-print.html"
+#: the book's references, printed after the theory chapters (the chapters' citations point there)
+REFERENCES_PAGE = "book/bibliography"
 THEORY_CAPTION = "Theory, checked by code"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 DRIVERS = ("chromedriver",)
@@ -84,13 +90,15 @@ _HEADERLINK = re.compile(r'<a class="headerlink".*?</a>', re.S)
 _TAG = re.compile(r"<[^>]+>")
 #: the class of a folded claim or errata box (:func:`dpcompanion.book.claims_page.claim_block`)
 _FOLDED_BOX = re.compile(r'class="(dropdown [^"]*\b(?:claim|erratum)\b[^"]*)"')
+#: a result's box (sphinx-proof): its kind, id and title ("Theorem 4.1 (Utility of PGD...)")
+_RESULT_BOX = re.compile(r'<div class="proof (\w+) admonition" id="([^"]+)">.*?<p class="admonition-title"[^>]*>(.*?)</p>', re.S)
 
 # Print styles: code cells show their outputs only; figures and displayed formulas are not split across
 # pages, nor a heading from what follows it; boxes and tables may split (the theme keeps admonitions whole,
 # which left near-empty pages); a figure is at most about half a page tall.
 _STYLE = """<style>
 body{margin:0}
-.headerlink,.copybtn,.cell_input,details.hide>summary{display:none!important}
+.headerlink,.copybtn,.cell_input,details.hide>summary,.__ONLINE_ONLY__{display:none!important}
 .dpc-cover{break-after:page;padding-top:6cm}
 .dpc-cover .dpc-title{font-size:2.2em;font-weight:bold;line-height:1.2;margin-bottom:1.5em}
 .dpc-cover dl{display:grid;grid-template-columns:max-content auto;gap:.3em 1em}
@@ -100,6 +108,7 @@ body{margin:0}
 .dpc-toc li{display:flex;margin:.4em 0}
 .dpc-toc li a{flex:1}
 .dpc-toc .dpc-page{margin-left:1em}
+.dpc-toc li.dpc-toc-result{margin:.15em 0 .15em 1.5em;font-size:.92em}
 .dpc-print-chapter{break-before:page}
 .dpc-print-chapter.dpc-run-on{break-before:auto;margin-top:2em}
 .dpc-colophon{break-inside:avoid;margin-top:3em;border-top:1px solid #999;font-size:.9em}
@@ -108,7 +117,7 @@ figure,img,div.math,mjx-container[display="true"]{break-inside:avoid}
 .admonition,div.admonition,details,section,table,.cell,.cell_output,.output{break-inside:auto!important}
 img{max-width:100%;max-height:12cm;width:auto;height:auto;object-fit:contain}
 p{orphans:3;widows:3}
-</style>"""
+</style>""".replace("__ONLINE_ONLY__", ONLINE_ONLY)
 
 
 def chapter_title(page_html: str, page: str) -> str:
@@ -117,6 +126,37 @@ def chapter_title(page_html: str, page: str) -> str:
     if not m:
         raise ValueError(f"{page}.html: no <h1> title")
     return " ".join(html.unescape(_TAG.sub("", _HEADERLINK.sub("", m.group(1)))).split())
+
+
+def chapter_results(article: str) -> list[tuple[str, str]]:
+    """``(id, title)`` of each theorem, lemma, proposition... box of a chapter, in order (one per id).
+
+    >>> chapter_results('<div class="proof theorem admonition" id="thm-4-1"><span id="i"></span>'
+    ...                 '<p class="admonition-title" id="thm-4-1"><span class="caption-number">Theorem </span> '
+    ...                 '(Utility of PGD (Thm 4.1))</p></div>')
+    [('thm-4-1', 'Theorem (Utility of PGD (Thm 4.1))')]
+    """
+    out, seen = [], set()
+    for m in _RESULT_BOX.finditer(article):
+        if m.group(2) not in seen:
+            seen.add(m.group(2))
+            out.append((m.group(2), " ".join(html.unescape(_TAG.sub("", m.group(3))).split())))
+    return out
+
+
+def result_pages(reader: pypdf.PdfReader, results: dict[int, list[tuple[str, str]]], starts: dict[int, int]) -> dict[str, int]:
+    """The 1-based PDF page of each result box: the first page from its chapter's start whose text holds the
+    start of its title (white space ignored, ligatures such as "ﬂ" read as their letters)."""
+    texts = ["".join(unicodedata.normalize("NFKC", p.extract_text() or "").split()) for p in reader.pages]
+    found = {}
+    for i, items in results.items():
+        k = starts.get(i, 0)
+        for rid, title in items:
+            key = "".join(unicodedata.normalize("NFKC", title).split())[:40]
+            j = next((j for j in range(k, len(texts)) if key in texts[j]), None)
+            if j is not None:
+                found[rid], k = j + 1, j
+    return found
 
 
 def read_chapters(build: Path, pages: list[str]) -> tuple[str, list[tuple[str, str]]]:
@@ -135,13 +175,14 @@ def read_chapters(build: Path, pages: list[str]) -> tuple[str, list[tuple[str, s
 
 
 def print_page(build: Path, pages: list[str], *, info: BuildInfo | None = None, title: str | None = None,
-               page_numbers: dict[int, int] | None = None, run_on: frozenset[int] = frozenset()) -> str:
+               page_numbers: dict[int, int] | None = None, result_numbers: dict[str, int] | None = None,
+               run_on: frozenset[int] = frozenset()) -> str:
     """The print page (written beside the chapters, so relative links resolve): a cover, the contents
-    (``page_numbers``: chapter index -> PDF page), each chapter on a new page except those in ``run_on``,
-    and a closing note kept whole."""
+    (``page_numbers``: chapter index -> PDF page; ``result_numbers``: result id -> PDF page), each chapter on
+    a new page except those in ``run_on``, and a closing note kept whole."""
     info = info or build_info()
     title = title or book_title()
-    page_numbers = page_numbers or {}
+    page_numbers, result_numbers = page_numbers or {}, result_numbers or {}
     head, chapters = read_chapters(build, pages)
     bodies = []
     for i, (_, article) in enumerate(chapters):
@@ -164,13 +205,17 @@ def print_page(build: Path, pages: list[str], *, info: BuildInfo | None = None, 
         f'<dt>online</dt><dd>{esc(info.url)}</dd></dl></section>'
     )
     entries = "".join(
-        f'<li><a href="#dpc-chapter-{i + 1}">{esc(t)}</a>'
-        f'<span class="dpc-page">{page_numbers.get(i, "")}</span></li>' for i, t in enumerate(titles))
+        f'<li><a href="#dpc-chapter-{i + 1}">{esc(t)}</a><span class="dpc-page">{page_numbers.get(i, "")}</span></li>'
+        + "".join(f'<li class="dpc-toc-result"><a href="#{esc(rid)}">{esc(rt)}</a>'
+                  f'<span class="dpc-page">{result_numbers.get(rid, "")}</span></li>'
+                  for rid, rt in chapter_results(article))
+        for i, (t, article) in enumerate(chapters))
     toc = (
         f'<nav class="dpc-toc"><h1>Contents</h1><ol>{entries}</ol>'
         f"<p>Each chapter is the book's page of the same name with its code cells left out: the "
         f"statements, checks and figures are the outputs of the notebooks at commit {esc(info.commit_label)}, "
-        f"which hold the code that produced them.</p></nav>"
+        f"which hold the code that produced them. Each check's evidence in full and its BibTeX entry are "
+        f"in the online book only.</p></nav>"
     )
     colophon = (
         f'<section class="dpc-colophon"><p><b>About this PDF.</b> Printed from the HTML book of commit '
@@ -255,9 +300,12 @@ def build_pdf(build: Path, pages: list[str] | None = None, *, info: BuildInfo | 
         print("pdf: no Chromium found (or no chromedriver; make browser installs both); the theory PDF is skipped",
               file=out)
         return None
-    pages = theory_pages() if pages is None else pages
+    if pages is None:
+        pages = theory_pages() + ([REFERENCES_PAGE] if (build / f"{REFERENCES_PAGE}.html").exists() else [])
     info = info or build_info()
-    titles = [t for t, _ in read_chapters(build, pages)[1]]
+    chapters = read_chapters(build, pages)[1]
+    titles = [t for t, _ in chapters]
+    results = {i: chapter_results(article) for i, (_, article) in enumerate(chapters)}
     page = build / PRINT_PAGE
     page.parent.mkdir(parents=True, exist_ok=True)
     profile = tempfile.mkdtemp(prefix="dpcompanion-pdf-")
@@ -269,6 +317,7 @@ def build_pdf(build: Path, pages: list[str] | None = None, *, info: BuildInfo | 
         opts.add_argument(flag)
     driver = None
     numbers: dict[int, int] = {}
+    result_numbers: dict[str, int] = {}
     run_on: set[int] = set()
     settled = False
     try:
@@ -277,7 +326,7 @@ def build_pdf(build: Path, pages: list[str] | None = None, *, info: BuildInfo | 
         driver.set_script_timeout(timeout)
         for _ in range(MAX_PASSES):
             page.write_text(print_page(build, pages, info=info, title=title, page_numbers=numbers,
-                                       run_on=frozenset(run_on)))
+                                       result_numbers=result_numbers, run_on=frozenset(run_on)))
             data = _print(driver, page, info)
             reader = pypdf.PdfReader(io.BytesIO(data))
             starts = chapter_starts(reader, titles)
@@ -285,11 +334,12 @@ def build_pdf(build: Path, pages: list[str] | None = None, *, info: BuildInfo | 
             # a chapter whose predecessor would end on a near-empty page runs on from it
             more = {i for i, s in starts.items() if 0 < i and i not in run_on and lengths[s - 1] < MIN_PAGE_CHARS}
             shown = {i: s + 1 for i, s in starts.items()}
-            settled = not more and shown == numbers
+            shown_results = result_pages(reader, results, starts)
+            settled = not more and shown == numbers and shown_results == result_numbers
             if settled:
                 break
             run_on |= more
-            numbers = shown
+            numbers, result_numbers = shown, shown_results
     except TimeoutException:
         raise RuntimeError(f"{Path(browser.binary).name} could not print {page} within {timeout:g} s "
                            "(loading it or MathJax's typesetting did not finish)") from None
@@ -305,7 +355,7 @@ def build_pdf(build: Path, pages: list[str] | None = None, *, info: BuildInfo | 
     tmp.replace(target)
     short = [i + 1 for i, n in enumerate(lengths) if n < MIN_PAGE_CHARS]
     notes = ([f"near-empty pages {short}"] if short else []) + ([] if settled else ["contents' page numbers unsettled"])
-    print(f"pdf: {len(pages)} theory chapters, {len(lengths)} pages -> {target} "
+    print(f"pdf: {len(pages)} chapters, {len(result_numbers)} results in the contents, {len(lengths)} pages -> {target} "
           f"({target.stat().st_size // 1024} KiB)" + "".join(f"; {n}" for n in notes), file=out)
     return target
 

@@ -287,8 +287,8 @@ def tuning_csv_text(tuning: Sequence[dict]) -> str:
     return buf.getvalue()
 
 
-def folded(title: str, body: str) -> str:
-    """``body`` in a folded block (a MyST ``dropdown`` admonition) titled ``title``.
+def folded(title: str, body: str, *, cls: str = "") -> str:
+    """``body`` in a folded block (a MyST ``dropdown`` admonition, with the classes ``cls`` too) titled ``title``.
 
     >>> print(folded("All rows", "| a |"))
     :::{admonition} All rows
@@ -297,7 +297,7 @@ def folded(title: str, body: str) -> str:
     | a |
     :::
     """
-    return f":::{{admonition}} {title}\n:class: dropdown\n\n{body}\n:::"
+    return f":::{{admonition}} {title}\n:class: {' '.join(('dropdown', cls)).strip()}\n\n{body}\n:::"
 
 
 def tuning_table(tuning: Sequence[dict], *, link: str = "") -> str:

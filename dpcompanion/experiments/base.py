@@ -27,7 +27,7 @@ import dpcompanion.experiments as pkg
 
 __all__ = ["Experiment", "from_module", "REQUIRED_NAMES", "OPTIONAL_NAMES", "totals", "sizes_line", "MODES", "OPTIONAL_MODES", "ALL_MODES",
            "FINGERPRINTED_MODES", "modes_of", "with_mode", "validate_mode", "all_experiments", "get", "config_for",
-           "run_local", "register", "unregister"]
+           "register", "unregister"]
 
 #: the modes every experiment defines
 MODES = ("quick", "full")
@@ -211,10 +211,3 @@ def config_for(exp: Experiment, mode: str, *, seed: int = 0) -> dict[str, Any]:
     """The config of ``exp`` in ``mode`` with the seed and mode set."""
     validate_mode(mode, exp)
     return {**exp.configs[mode], "mode": mode, "seed": int(seed)}
-
-
-def run_local(exp: Experiment, mode: str, *, seed: int = 0, device: str = "cpu") -> dict[str, Any]:
-    """Run every unit in this process, in order, and combine (no store, no provenance)."""
-    config = config_for(exp, mode, seed=seed)
-    results = [exp.run_unit(u, device) for u in exp.units(config)]
-    return exp.combine(config, results)

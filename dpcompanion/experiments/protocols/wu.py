@@ -61,7 +61,6 @@ __all__ = [
     "head_model",
     "train_segments",
     "transfer_features",
-    "summarize_runs",
 ]
 
 #: integer RDP orders of the accountant (the optimum for the epsilons here, 0.05-10 at
@@ -340,12 +339,3 @@ def head_model(*, dim: int, n_classes: int = 10):
     """The CNN's last dense layer (``dim`` = 32 -> 10, softmax cross-entropy, started at 0),
     trained privately on the frozen features (ghost clipping)."""
     return DenseModel(in_dim=dim, n_classes=n_classes, hidden=(), loss="logistic", name="cnn-last-layer")
-
-
-def summarize_runs(acc: np.ndarray) -> dict:
-    """Best and last validation accuracy per run, with their mean and sd (ddof = 1, as W's +-) in %."""
-    a = 100.0 * np.asarray(acc, dtype=np.float64)
-    best, last = a[:, 1:].max(axis=1), a[:, -1]
-    sd = (lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else float("nan"))
-    return {"best": best, "last": last, "best_mean": float(best.mean()), "best_sd": sd(best),
-            "last_mean": float(last.mean()), "last_sd": sd(last)}

@@ -81,6 +81,7 @@ def browser():
         "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1024",
     ):
         opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "SEVERE"})  # the console's errors, per page
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     driver.set_page_load_timeout(HANG_GUARD_S)
     driver.set_script_timeout(HANG_GUARD_S)
@@ -213,6 +214,7 @@ def _visit(server, browser, visits: dict, page: str) -> dict:
         v["culprit"] = browser.execute_script(_CULPRIT) if v["overflow"] > 1 else []
         v["height"] = browser.execute_script(_HEIGHT)
         v["wide_tables"] = browser.execute_script(_WIDE_TABLES)
+        v["console"] = [e["message"] for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
         visits[page] = v
     return visits[page]
 
@@ -239,6 +241,14 @@ def test_page_renders_math_images_and_links(server, browser, visits, page):
         except Exception as exc:  # noqa: BLE001
             bad.append((urlsplit(h).path, repr(exc)))
     assert not bad, f"{page}: broken internal links {bad}"
+
+
+@pytest.mark.parametrize("page", _per_page(TOC_PAGES))
+def test_no_console_error_on_any_page(server, browser, visits, page):
+    """No page logs an error to the browser's console (sphinx-thebe's configuration script, added twice,
+    raised a SyntaxError on every page)."""
+    v = _visit(server, browser, visits, page)
+    assert not v["console"], f"{page}: {v['console'][:3]}"
 
 
 @pytest.mark.parametrize("page", _per_page(TOC_PAGES))

@@ -223,6 +223,16 @@ def _launch_to_committed_notebook(app, pagename, templatename, context, doctree)
         context["header_buttons"] = fix(context["header_buttons"])
 
 
+def _one_copy_of_each_script(app, pagename, templatename, context, doctree) -> None:
+    """Each script once per page: sphinx-thebe's configuration script (``const THEBE_JS_URL``) was added
+    twice, and its second copy raised a SyntaxError in the console of every page."""
+    unique = []
+    for js in context.get("script_files") or []:
+        if not any(js == seen for seen in unique):
+            unique.append(js)
+    context["script_files"] = unique
+
+
 _HASHED = re.compile(r"(^|/)[0-9a-f]{64}\.\w+$")
 
 
@@ -326,6 +336,7 @@ def setup(app):
     app.connect("doctree-read", doctree_read)
     app.connect("config-inited", _config_inited)
     app.connect("html-page-context", _launch_to_committed_notebook, priority=900)
+    app.connect("html-page-context", _one_copy_of_each_script, priority=950)
     app.connect("build-finished", _build_finished)
     app.connect("doctree-resolved", _doctree_resolved)
     # env_version: a change of what this extension records in the environment re-reads every page

@@ -224,13 +224,13 @@ def _launch_to_committed_notebook(app, pagename, templatename, context, doctree)
 
 
 def _one_copy_of_each_script(app, pagename, templatename, context, doctree) -> None:
-    """Each script once per page: sphinx-thebe's configuration script (``const THEBE_JS_URL``) was added
-    twice, and its second copy raised a SyntaxError in the console of every page."""
-    unique = []
-    for js in context.get("script_files") or []:
-        if not any(js == seen for seen in unique):
-            unique.append(js)
-    context["script_files"] = unique
+    """Each script once per page: sphinx-thebe's configuration script (``const THEBE_JS_URL``) is added twice
+    (once as file ``None``, once as ``""``), and its second copy raised a SyntaxError in every page's console."""
+    unique = {}
+    for js in sorted(context.get("script_files") or [], key=lambda j: getattr(j, "priority", 500)):
+        key = (str(getattr(js, "filename", js) or ""), tuple(sorted(getattr(js, "attributes", {}).items())))
+        unique.setdefault(key, js)
+    context["script_files"] = list(unique.values())
 
 
 _HASHED = re.compile(r"(^|/)[0-9a-f]{64}\.\w+$")

@@ -192,7 +192,7 @@ def test_a_unit_file_over_the_cap_is_recomputed(toy):
     unit = toy.units(config)[0]
     folder = store.units_dir(ID, "quick")
     key = store.unit_key(ID, "quick", unit, 0, "cpu")
-    unit_sweeps.save_unit(folder, key, unit, _run_unit(unit, "cpu"), {"runs": 1}, code=store.code_hash(toy), seed=0)
+    unit_sweeps.save_unit(folder, key, unit, toy_units.run_unit(unit, "cpu"), {"runs": 1}, code=store.code_hash(toy), seed=0)
     assert unit_sweeps.load_unit(folder, key) is not None
     (folder / f"{key}.npz").write_bytes(_zip({"a0.npy": _plain_deflate(_npy_header((10**12,)) + bytes(64))}))
     assert unit_sweeps.load_unit(folder, key) is None

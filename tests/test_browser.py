@@ -450,7 +450,9 @@ def test_phone_width_and_dark_mode(server, browser, page):
             assert look["td"] > 0.6, f"{page}: table text in dark mode is dark (luminance {look['td']:.2f})"
     finally:
         browser.set_window_size(1280, 1024)
-        browser.execute_script("document.documentElement.dataset.theme = 'light'")
+        # the light theme back, and no mode left in the theme's storage for the next page to read
+        browser.execute_script("document.documentElement.dataset.theme = 'light'; "
+                               "document.documentElement.dataset.mode = 'light'; localStorage.clear()")
 
 
 # --- figures with their data and code; typeset claim boxes ---------------------

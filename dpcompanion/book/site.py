@@ -198,6 +198,8 @@ def _config_inited(app, config) -> None:
     config.html_theme_options = opts
     ctx = dict(config.html_context or {})
     ctx.update(dpcompanion_commit=info.commit, dpcompanion_date=info.date, dpcompanion_version=info.version)
+    # the theme's mode on a first visit (none stored yet): unset, the theme logged "Got invalid theme mode"
+    ctx.setdefault("default_mode", "auto")
     config.html_context = ctx
 
 

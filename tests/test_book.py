@@ -210,9 +210,9 @@ def handout_problems(path) -> list[str]:
     texts = [p.extract_text() or "" for p in reader.pages]
     problems = [] if len(texts) <= MAX_PDF_PAGES else [f"{len(texts)} pages, more than {MAX_PDF_PAGES}"]
     contents = " ".join(texts[1:4])
-    for result in ("(Thm 4.1))", "(Lemma 4.3))", "(Thm 4.4))", "(Thm 4.5))"):
-        if not re.search(re.escape(result) + r"\s+\d+", contents):
-            problems.append(f"the contents list no {result[:-1]} with its page")
+    for result in ("Theorem 4.1", "Lemma 4.3", "Theorem 4.4", "Theorem 4.5"):
+        if not re.search(re.escape(result) + r" \([^)]*\)\s+\d+", contents):
+            problems.append(f"the contents list no {result} (its name) with its page")
     if "References" not in contents or "Junyuan Hong" not in "".join(texts[-4:]):
         problems.append("no references chapter at the end")
     printed = "".join(texts)
@@ -229,7 +229,7 @@ def test_every_published_figure_passes_the_layout_check():
     require_build()
     from dpcompanion.book import plotting, runner
 
-    files = sorted((runner.GENERATED / plotting.FIGURES_DIR).glob("*/figure-*.layout.json"))
+    files = sorted((runner.GENERATED / plotting.FIGURES_DIR).glob("*/*-figure-*.layout.json"))
     assert files, "no published figure"
     bad = {f"{f.parent.name}/{f.name}": p for f in files if (p := json.loads(f.read_text())["problems"])}
     assert not bad, f"figures with layout problems: {bad}"
@@ -240,13 +240,13 @@ def test_published_figure_scripts_redraw_their_figures_alone(tmp_path):
     """Acceptance: the code link, run alone on the data link, redraws the
     figure: every forest plot of the build (the verdicts page's and each experiment page's)
     and ten other published figures, chosen by a fixed stride through the sorted list, are
-    redrawn by their figure-<n>.py in a folder holding only it and figure-<n>.csv, without
+    redrawn by their <page>-figure-<n>.py in a folder holding only it and <page>-figure-<n>.csv, without
     dpcompanion (tests/test_figure_scripts.py's run_figure_script)."""
     require_build()
     from dpcompanion.book import plotting, runner
     from test_figure_scripts import data_counts, run_figure_script  # imports matplotlib: only when built
 
-    scripts = sorted((runner.GENERATED / plotting.FIGURES_DIR).glob("*/figure-*.py"))
+    scripts = sorted((runner.GENERATED / plotting.FIGURES_DIR).glob("*/*-figure-*.py"))
     assert scripts, "no published figure script"
     forests = [s for s in scripts if json.loads(s.with_suffix(".layout.json").read_text())["function"]
                == "forest.forest_plot"]

@@ -123,7 +123,7 @@ def test_every_figure_of_an_experiment_page_names_the_stored_result_it_plots(exp
         build = shell.user_ns["prov"]
     finally:
         InteractiveShell.clear_instance()
-    records = sorted((tmp_path / plotting.FIGURES_DIR / experiment_id).glob("figure-*.layout.json"))
+    records = sorted((tmp_path / plotting.FIGURES_DIR / experiment_id).glob("*-figure-*.layout.json"))
     assert records, f"{experiment_id}: no figure published"
     for f in records:
         rec = json.loads(f.read_text())

@@ -1,7 +1,7 @@
 """The code under a figure runs alone.
 
-Each published figure comes with its data file (``figure-<n>.csv``: dpcompanion.book.figure_files.
-figure_data) and a script (``figure-<n>.py``: figure_files.figure_script) that, run alone on that
+Each published figure comes with its data file (``<page>-figure-<n>.csv``: dpcompanion.book.figure_files.
+figure_data) and a script (``<page>-figure-<n>.py``: figure_files.figure_script) that, run alone on that
 file, redraws the figure with matplotlib alone. These tests redraw every plot function's figure
 from its data and read the redrawn figure's data back (it must be the same data), and run the
 scripts the book publishes in a folder holding only the script and its data, with dpcompanion
@@ -52,7 +52,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 def run_figure_script(script: Path, data: Path, folder: Path) -> subprocess.CompletedProcess:
     """Copy ``script`` and its ``data`` file alone into ``folder`` and run the script there, as
-    a reader who downloaded both would (``python figure-<n>.py``), without dpcompanion."""
+    a reader who downloaded both would (``python <page>-figure-<n>.py``), without dpcompanion."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(script, folder / script.name)
     shutil.copy(data, folder / data.name)
@@ -173,7 +173,7 @@ def _publish(tmp_path, monkeypatch, page: str, draw) -> list[Path]:
         draw()
     finally:
         InteractiveShell.clear_instance()
-    return sorted((tmp_path / "book" / plotting.FIGURES_DIR / page).glob("figure-*.py"))
+    return sorted((tmp_path / "book" / plotting.FIGURES_DIR / page).glob("*-figure-*.py"))
 
 
 #: a figure of each kind, drawn as the pages draw them
@@ -193,9 +193,9 @@ PUBLISHED = {
 @pytest.mark.parametrize("kind", list(PUBLISHED))
 def test_the_published_script_redraws_the_figure_alone(kind, tmp_path, monkeypatch):
     """Acceptance: the code link, run alone on the data link, redraws the
-    figure: publish writes figure-<n>.py, which never imports dpcompanion; run with python in
-    a folder holding only it and figure-<n>.csv, where dpcompanion cannot be imported, it exits
-    0, writes figure-<n>.png and says it drew every panel, series and point of the data file.
+    figure: publish writes <page>-figure-<n>.py, which never imports dpcompanion; run with python in
+    a folder holding only it and <page>-figure-<n>.csv, where dpcompanion cannot be imported, it exits
+    0, writes <page>-figure-<n>.png and says it drew every panel, series and point of the data file.
     The script keeps its provenance: the plot function and the notebook cell, as comments."""
     scripts = _publish(tmp_path, monkeypatch, "h-f-eff", PUBLISHED[kind])
     assert len(scripts) == 1

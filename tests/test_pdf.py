@@ -192,9 +192,9 @@ def test_the_contents_list_each_result_with_its_page_and_online_only_blocks_are_
     from dpcompanion.book.claims_page import ONLINE_ONLY
 
     page = build / "book" / "a.html"
-    box = ('<div class="proof theorem admonition" id="thm-9-1"><p class="admonition-title" id="thm-9-1">'
-           '<span class="caption-number">Theorem </span> (A bound on every schedule (Thm 9.1))</p>'
-           f'<section class="theorem-content"><p>{WORDS}</p></section></div>'
+    box = ('<div class="admonition dpc-result dpc-theorem" id="thm-9-1"><p class="admonition-title">'
+           'Theorem 9.1 (A bound on every schedule) <a href="#thm-9-1">¶</a></p>'
+           f'<p>{WORDS}</p></div>'
            f'<div class="dropdown admonition {ONLINE_ONLY}"><p class="admonition-title">Cite this check</p>'
            '<pre>@misc{dpcompanion-X,</pre></div>')
     page.write_text(page.read_text().replace('<section id="t">', box + '<section id="t">', 1))
@@ -202,7 +202,7 @@ def test_the_contents_list_each_result_with_its_page_and_online_only_blocks_are_
     if path is None:
         pytest.skip("no Chromium with chromedriver")
     texts = [p.extract_text() or "" for p in pypdf.PdfReader(path).pages]
-    m = re.search(r"\(A bound on every schedule \(Thm 9\.1\)\)\s*(\d+)", texts[1])
+    m = re.search(r"Theorem 9\.1 \(A bound on every schedule\)\s*(\d+)", texts[1])
     assert m, texts[1]
     assert "A bound on every schedule" in texts[int(m.group(1)) - 1]
     assert not any("@misc{dpcompanion" in t or "Cite this check" in t for t in texts)

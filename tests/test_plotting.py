@@ -265,12 +265,12 @@ def test_publish_writes_data_and_code_beside_the_page(tmp_path, monkeypatch):
     finally:
         InteractiveShell.clear_instance()
     folder = tmp_path / plotting.FIGURES_DIR / "h-f-eff"
-    n = max(int(p.stem.split("-")[1]) for p in folder.glob("figure-*.csv"))
-    assert (folder / f"figure-{n}.csv").read_text().startswith("panel,")
-    code = (folder / f"figure-{n}.py").read_text()
+    n = max(int(p.stem.rsplit("-", 1)[1]) for p in folder.glob("h-f-eff-figure-*.csv"))
+    assert (folder / f"h-f-eff-figure-{n}.csv").read_text().startswith("panel,")
+    code = (folder / f"h-f-eff-figure-{n}.py").read_text()
     assert "def efficiency_figure" in code and plotting.REPOSITORY_URL in code
     caption = shown[-1].data
-    assert f"figures/h-f-eff/figure-{n}.csv" in caption and "{download}`code" in caption
+    assert f"figures/h-f-eff/h-f-eff-figure-{n}.csv" in caption and "{download}`code" in caption
 
 
 @pytest.mark.parametrize("name", ["theory_schedules", "efficiency_figure", "wu_gap_grid", "bench_throughput",
@@ -297,7 +297,7 @@ def test_the_code_link_names_the_module_and_lines_of_the_plot_function(name, tmp
         CASES[name]()
     finally:
         InteractiveShell.clear_instance()
-    (script,) = sorted((tmp_path / plotting.FIGURES_DIR / "h-f-eff").glob("figure-*.py"))
+    (script,) = sorted((tmp_path / plotting.FIGURES_DIR / "h-f-eff").glob("*-figure-*.py"))
     assert f"(`{module}.{name}`, " in shown[-1].data
     assert json.loads(script.with_suffix(".layout.json").read_text())["function"] == f"{module}.{name}"
     drawn = re.search(rf"dpcompanion\.book\.{module}\.{name} \((\S+), lines (\d+)-(\d+)\): ([^\s,]+)", script.read_text())
@@ -343,9 +343,9 @@ def test_a_figure_of_a_stored_result_names_that_result_in_its_caption(tmp_path, 
     assert "result: paper mode, commit 28c07ad; drawn by this build (quick mode" in labelled
     assert "result:" not in after
     folder = tmp_path / plotting.FIGURES_DIR / "h-f-mom"
-    code = sorted(folder.glob("figure-*.py"))
+    code = sorted(folder.glob("*-figure-*.py"))
     assert any("result: paper mode, commit 28c07ad" in c.read_text() for c in code)
-    records = [json.loads(f.read_text()) for f in sorted(folder.glob("figure-*.layout.json"))]
+    records = [json.loads(f.read_text()) for f in sorted(folder.glob("*-figure-*.layout.json"))]
     assert {"id": "h-f-mom", "mode": "paper", "commit": "28c07ad", "dirty": False} in [r["result"] for r in records]
 
 

@@ -52,7 +52,7 @@ ORDER = (
     "fitted_exponent",
     "printed_order",
 )
-_SKIP = ("traceback",)
+_SKIP = ("traceback", "derivation")  # the derivation is shown as numbered steps (derivation_lines)
 _MAXLEN = 400
 
 _CACHE: dict[str | None, tuple[dict[str, Any], ...]] = {}
@@ -461,6 +461,30 @@ def folded(title: str, lines: list[str], *, cls: str = "") -> list[str]:
     return fold(title, "\n".join(lines), cls=cls).split("\n")
 
 
+def derivation_lines(steps: Sequence[dict[str, str]], claim_id: str) -> list[str]:
+    r"""A check's derivation (:class:`dpcompanion.claims.registry.Derivation` steps) as numbered equations, each
+    after what justifies it, and its LaTeX in a block to copy (online only).
+
+    >>> print("\n".join(derivation_lines([{"lhs": "a", "rel": "<=", "rhs": "b", "why": "by (1)"}], "X-1")[:5]))
+    **Derivation**, step by step (each side is an expression the check computed with SymPy):
+    <BLANKLINE>
+    *Step 1*, by (1):
+    <BLANKLINE>
+    $$a \le b$$ (claim-x-1-step-1)
+    """
+    if not steps:
+        return []
+    from dpcompanion.claims.registry import Derivation
+
+    out = ["**Derivation**, step by step (each side is an expression the check computed with SymPy):", ""]
+    tex = []
+    for i, st in enumerate(steps, 1):
+        eq = f"{st['lhs']} {Derivation.RELATIONS[st['rel']]} {st['rhs']}"
+        out += [f"*Step {i}*, {st['why']}:", "", f"$${eq}$$ ({label(claim_id)}-step-{i})", ""]
+        tex.append(f"% ({i}) {st['why']}\n{eq}")
+    return out + folded("The derivation in LaTeX", ["```latex", "\n\n".join(tex), "```"], cls=ONLINE_ONLY)
+
+
 def cite_bibtex(claim_id: str, *, status: str = "") -> str:
     """A BibTeX entry citing one check of the book (its claim id and the book's version).
 
@@ -509,6 +533,7 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
         if r.get("impact") and "impact" not in ev and r["status"] in ERRATA:
             ev["impact"] = r["impact"]
         lines.append(f"**Evidence.** {evidence_summary(ev, status=r['status'])}")
+        lines += ["", *derivation_lines(ev.get("derivation") or [], r["id"])]
         full = evidence_lines(ev)  # the verdict sentence is the summary line above
         if r.get("mutant"):
             caught = {True: " Caught.", False: " NOT caught."}.get(r.get("mutant_caught"), "")
@@ -559,10 +584,11 @@ def show_claims(prefix: str, *, results: list[dict[str, Any]] | None = None, lab
 
 
 def theorem_markdown(theorem_id: str) -> str:
-    """The MyST box of a declared result (:data:`registry.THEOREMS`), after its index entries.
+    """The MyST box of a declared result (:data:`registry.THEOREMS`), after its index entries: headed as the
+    paper numbers it (:func:`box_heading`), one anchor (its label) with a permalink, its proof sketch below.
 
-    >>> print([ln for ln in theorem_markdown("H-T4.4").splitlines() if ln.startswith(("```{", ":label"))])
-    ['```{index} !single: Theorem 4.4', '```{index} !single: Thm 4.4', '```{prf:theorem} Dynamic schedule (Thm 4.4)', ':label: thm-4-4']
+    >>> print([ln for ln in theorem_markdown("H-T4.4").splitlines() if ln.startswith(("```{", "(", ":::{"))])
+    ['```{index} !single: Theorem 4.4', '```{index} !single: Thm 4.4', '(thm-4-4)=', ':::{admonition} Theorem 4.4 (Dynamic schedule) {ref}`¶ <thm-4-4>`']
     """
     load_all()
     if theorem_id not in THEOREMS:
@@ -572,8 +598,26 @@ def theorem_markdown(theorem_id: str) -> str:
     # main index entry matches the query first, so searching "Theorem 4.5" finds the page
     # stating it (a non-main entry would be listed after every full-text match)
     index = [line for k in index_terms(t.title) for line in (f"```{{index}} !single: {k}", "```", "")]
-    return "\n".join([*index, f"```{{prf:{t.kind}}} {t.title}", f":label: {t.label}", ":nonumber:", "", t.statement,
-                      "```", ""])
+    sketch = ["", f"*Proof sketch.* {t.sketch}"] if t.sketch else []
+    return "\n".join([*index, f"({t.label})=", f":::{{admonition}} {box_heading(t.kind, t.title)} {{ref}}`¶ <{t.label}>`",
+                      f":class: dpc-result dpc-{t.kind}", "", t.statement, *sketch, ":::", ""])
+
+
+def box_heading(kind: str, title: str) -> str:
+    """A result's heading as a textbook numbers it: kind and the paper's number, then its name.
+
+    >>> box_heading("theorem", "Dynamic schedule (Thm 4.4)")
+    'Theorem 4.4 (Dynamic schedule)'
+    >>> box_heading("proposition", "ADP vs DP with an adaptive step size (W Prop. 5.2)")
+    'Proposition 5.2 of Wu et al. (ADP vs DP with an adaptive step size)'
+    >>> box_heading("proposition", "One Cauchy-Schwarz allocation")
+    'Proposition of this book (One Cauchy-Schwarz allocation)'
+    """
+    m = re.fullmatch(r"(.*) \((W )?(?:Thm|Lemma|Prop\.|Remark) ([^)]*)\)", title)
+    if not m:
+        return f"{kind.capitalize()} of this book ({title})"
+    name, wu, number = m.groups()
+    return f"{kind.capitalize()} {number}" + (" of Wu et al." if wu else "") + f" ({name})"
 
 
 _NUMBERED = re.compile(r"\((?:W )?(Thm|Lemma) ((?:[A-Z]\.)?\d+(?:\.\d+)*(?:, (?:[A-Z]\.)?\d+(?:\.\d+)*)*)\)")

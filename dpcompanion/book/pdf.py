@@ -90,8 +90,8 @@ _HEADERLINK = re.compile(r'<a class="headerlink".*?</a>', re.S)
 _TAG = re.compile(r"<[^>]+>")
 #: the class of a folded claim or errata box (:func:`dpcompanion.book.claims_page.claim_block`)
 _FOLDED_BOX = re.compile(r'class="(dropdown [^"]*\b(?:claim|erratum)\b[^"]*)"')
-#: a result's box (sphinx-proof): its kind, id and title ("Theorem 4.1 (Utility of PGD...)")
-_RESULT_BOX = re.compile(r'<div class="proof (\w+) admonition" id="([^"]+)">.*?<p class="admonition-title"[^>]*>(.*?)</p>', re.S)
+#: a result's box (:func:`dpcompanion.book.claims_page.theorem_markdown`): its id and title
+_RESULT_BOX = re.compile(r'<div class="admonition dpc-result[^"]*" id="([^"]+)">\s*<p class="admonition-title"[^>]*>(.*?)</p>', re.S)
 
 # Print styles: code cells show their outputs only; figures and displayed formulas are not split across
 # pages, nor a heading from what follows it; boxes and tables may split (the theme keeps admonitions whole,
@@ -131,16 +131,15 @@ def chapter_title(page_html: str, page: str) -> str:
 def chapter_results(article: str) -> list[tuple[str, str]]:
     """``(id, title)`` of each theorem, lemma, proposition... box of a chapter, in order (one per id).
 
-    >>> chapter_results('<div class="proof theorem admonition" id="thm-4-1"><span id="i"></span>'
-    ...                 '<p class="admonition-title" id="thm-4-1"><span class="caption-number">Theorem </span> '
-    ...                 '(Utility of PGD (Thm 4.1))</p></div>')
-    [('thm-4-1', 'Theorem (Utility of PGD (Thm 4.1))')]
+    >>> chapter_results('<div class="admonition dpc-result dpc-theorem" id="thm-4-1">'
+    ...                 '<p class="admonition-title">Theorem 4.1 (Utility of PGD) <a href="#thm-4-1">¶</a></p></div>')
+    [('thm-4-1', 'Theorem 4.1 (Utility of PGD)')]
     """
     out, seen = [], set()
     for m in _RESULT_BOX.finditer(article):
-        if m.group(2) not in seen:
-            seen.add(m.group(2))
-            out.append((m.group(2), " ".join(html.unescape(_TAG.sub("", m.group(3))).split())))
+        if m.group(1) not in seen:
+            seen.add(m.group(1))
+            out.append((m.group(1), " ".join(html.unescape(_TAG.sub("", m.group(2))).replace("¶", "").split())))
     return out
 
 

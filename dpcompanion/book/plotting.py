@@ -5,8 +5,8 @@
 or train: STYLE 6) and return the matplotlib Figure. Importing this module does not import torch.
 
 In a notebook executed for the book, a published figure is shown with one line under it: links to its
-data (``figures/<page>/figure-<n>.csv``, read back from the drawn artists) and to a script that redraws it
-with matplotlib alone (``figure-<n>.py``, :mod:`.figure_files`), its source at the build's commit, and its
+data (``figures/<page>/<page>-figure-<n>.csv``, read back from the drawn artists) and to a script that redraws it
+with matplotlib alone (``<page>-figure-<n>.py``, :mod:`.figure_files`), its source at the build's commit, and its
 caption (:func:`dpcompanion.book.report.figure_caption`, from the result set by :func:`drawn_from`).
 """
 
@@ -348,7 +348,7 @@ def publish(fig) -> None:
     repo_link = f"{REPOSITORY_URL}/blob/{at}/{rel}#L{first}-L{last}" if fn is not None else ""
     if book_dir:
         folder = Path(book_dir) / FIGURES_DIR / page
-        stem = f"figure-{n}"
+        stem = f"{page}-figure-{n}"  # the page in the name: downloads from two pages never collide
         write_figure_data(fig, folder / f"{stem}.csv")
         # the layout check of every published figure, kept for the tests of the built book
         (folder / f"{stem}.layout.json").write_text(json.dumps(

@@ -183,7 +183,7 @@ def reproduce(
     commit, dirty = git_state()
     os.environ.update(DPCOMPANION_COMMIT=commit, DPCOMPANION_DIRTY="1" if dirty else "0")
     # the book's figures write their data and code beside the executed notebooks
-    # (dpcompanion.book.plotting.publish: <out_dir>/figures/<id>/figure-<n>.csv and .py)
+    # (dpcompanion.book.plotting.publish: <out_dir>/figures/<id>/<id>-figure-<n>.csv and .py)
     os.environ["DPCOMPANION_BOOK_DIR"] = str(out_dir.resolve())
     os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend renders the figures
     kernel = _kernel_name()

@@ -16,7 +16,7 @@ from scipy.optimize import minimize
 
 from dpcompanion.claims.checks import (HONG_SOURCE as SRC, R_PAPER, bound_result, margin_result, scaled_result, simplest,
                                        tightest)
-from dpcompanion.claims.registry import checked, claim, illustrated, prose, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import Derivation, checked, claim, illustrated, prose, proved, refuted, verified_by_margins
 from dpcompanion.theory import exact_risk as er
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import gd
@@ -35,13 +35,26 @@ def _t41_step(*, mutant=False):
     r"""With $\eta=1/M$ one PGD step contracts the expected excess risk by $1-2\mu\eta(1-M\eta/2)=\gamma=1-1/\kappa$
     and adds $\frac{M}{2}(\eta G\sigma_t/N)^2 D = \alpha R\sigma_t^2\,(f(\theta_1)-f^*)$.
     """
-    eta = 1 / _M
-    contraction = 1 - 2 * _mu * eta * (1 - _M * eta / (1 if mutant else 2))
-    alpha = _D * _G**2 / (2 * _R * _M * _N**2 * _gap)
+    eta = sp.Symbol("eta", positive=True)
+    d = Derivation()
+    general = 1 - 2 * _mu * eta * (1 - _M * eta / (1 if mutant else 2))
+    d.step(r"\mathbb{E}\,e_{t+1}", r"\left(" + sp.latex(general) + r"\right) e_t + \frac{M}{2}\eta^2\,\mathbb{E}\|\xi_t\|^2",
+           r"the descent lemma of $M$-smoothness, the PL inequality $\|\nabla f\|^2\ge2\mu(f-f^*)$ and the noise's zero "
+           r"mean ($e_t=f(\theta_t)-f^*$, $\xi_t$ the noise on the averaged gradient)", rel="<=")
+    contraction = d.step(r"\left(" + sp.latex(general) + r"\right)\Big|_{\eta=1/M}", sp.factor(general.subs(eta, 1 / _M)),
+                         "the step size $\\eta = 1/M$ of the theorem")
+    gamma = d.step(contraction, sp.simplify(contraction.subs(_mu, _M / _k)), r"$\kappa=M/\mu$; this is $\gamma=1-1/\kappa$")
     noise = _M / 2 * (eta * _G * _s / _N) ** 2 * _D
-    r1 = contraction - (1 - 1 / (_M / _mu))
-    r2 = noise - alpha * _R * _s**2 * _gap
-    return proved(sp.simplify(r1) ** 2 + sp.simplify(r2) ** 2, parts=["contraction - gamma", "noise - alpha R sigma^2 Delta"])
+    noise_at = d.step(r"\frac{M}{2}\eta^2\,\mathbb{E}\|\xi_t\|^2", noise.subs(eta, 1 / _M),
+                      r"$\xi_t\sim\mathcal N(0,(G\sigma_t/N)^2 I_D)$, so $\mathbb{E}\|\xi_t\|^2=D(G\sigma_t/N)^2$, and $\eta=1/M$")
+    alpha = _D * _G**2 / (2 * _R * _M * _N**2 * _gap)
+    d.step(noise_at, sp.Symbol("alpha") * _R * _s**2 * _gap,
+           r"the definition $\alpha=\frac{DG^2}{2RMN^2\Delta}$ of Thm 4.1 ($\Delta=f(\theta_1)-f^*$)")
+    r1 = sp.simplify(gamma - (1 - 1 / _k))
+    r2 = sp.simplify(noise_at - alpha * _R * _s**2 * _gap)
+    d.step(r"\frac{\mathbb{E}\,e_{t+1}}{\Delta}", r"\gamma\,\frac{e_t}{\Delta}+\alpha R\sigma_t^2",
+           f"dividing by $\\Delta$; SymPy reduces both differences to ${sp.latex(r1)}$ and ${sp.latex(r2)}$", rel="<=")
+    return proved(r1**2 + r2**2, parts=["contraction - gamma", "noise - alpha R sigma^2 Delta"], derivation=d.steps)
 
 
 @claim("H-T4.1.unrolled", method="sympy",
@@ -51,15 +64,23 @@ def _t41_unrolled(*, mutant=False):
     r"""Unrolling $e_{t+1}\le\gamma e_t + \alpha R\sigma_t^2$ from $e_1=1$ gives $\mathrm{ERUB}=\gamma^T+R\sum_t
     q_t\sigma_t^2$, $q_t=\gamma^{T-t}\alpha$ (checked for every $T\le 8$ with symbolic $\sigma_t$).
     """
-    residuals = {}
+    residuals, d = {}, Derivation()
+    d.step("e_{t+1}", r"\gamma\, e_t + \alpha R \sigma_t^2", r"the one-step bound (H-T4.1.step), $e_t$ the normalised excess "
+           r"risk with $e_1 = 1$", rel="<=")
     for T in range(1, 9):
-        sig = sp.symbols(f"s1:{T + 1}", positive=True)
+        sig = sp.symbols(f"sigma_1:{T + 1}", positive=True)
         e = sp.Integer(1)
         for t in range(T):
             e = _g * e + _a * _R * sig[t] ** 2
         formula = _g**T + _R * sum(_g ** (T - t + (1 if mutant else 0)) * _a * sig[t - 1] ** 2 for t in range(1, T + 1))
         residuals[T] = sp.expand(e - formula)
-    return checked(residuals)
+        if T == 3:  # one instance written out: the loop's own expressions
+            d.step("e_4", sp.expand(e), "applying it three times from $e_1 = 1$ (expanded)", rel="<=")
+            d.step(sp.expand(e), formula, "grouping by $\\sigma_t^2$: the coefficient of $\\sigma_t^2$ is $R\\,q_t$, "
+                   f"$q_t=\\gamma^{{T-t}}\\alpha$; SymPy's difference is ${sp.latex(residuals[T])}$")
+    d.step(r"\mathrm{ERUB} = e_{T+1}", r"\gamma^T + R\sum_{t=1}^T q_t\sigma_t^2",
+           "the same expansion at every $T = 1, \\dots, 8$, each difference reduced to 0 by SymPy", rel="<=")
+    return checked(residuals, derivation=d.steps)
 
 
 @claim("H-T4.1.quadratic", method="numeric", tolerance=1e-12,
@@ -551,14 +572,33 @@ def _l43_value(*, mutant=False):
     r"""$\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends exactly $\sum_t\sigma_t^{-2}=R$ and gives $R\sum_t
     q_t\sigma_t^2=\left(\sum_t\sqrt{q_t}\right)^2$ (symbolic $q_t$, every $T\le 6$).
     """
-    residuals = {}
+    residuals, d = {}, Derivation()
+    d.step(r"\sum_{t=1}^T u_t", "R", r"write $u_t=\sigma_t^{-2}$: the budget of Thm 3.1 as a constraint on $u$")
     for T in range(1, 7):
         r = sp.symbols(f"r1:{T + 1}", positive=True)  # r_t = sqrt(q_t)
+        u = sp.symbols(f"u1:{T + 1}", positive=True)  # u_t = 1/sigma_t^2
         S = sum(r)
         s2 = [sum(x**2 for x in r) / (_R * rt**2) for rt in r] if mutant else [S / (_R * rt) for rt in r]
+        gap = sum(x**2 / y for x, y in zip(r, u)) * sum(u) - S**2  # Cauchy-Schwarz gap, written out (Lagrange)
+        squares = sum((r[i] * sp.sqrt(u[j] / u[i]) - r[j] * sp.sqrt(u[i] / u[j])) ** 2
+                      for i in range(T) for j in range(i + 1, T))
         residuals[T] = (sp.simplify(sum(1 / x for x in s2) - _R) ** 2
-                        + sp.simplify(_R * sum(rt**2 * x for rt, x in zip(r, s2)) - S**2) ** 2)
-    return checked(residuals)
+                        + sp.simplify(_R * sum(rt**2 * x for rt, x in zip(r, s2)) - S**2) ** 2
+                        + sp.expand(gap - squares) ** 2)
+        if T == 3:
+            d.step(gap, squares, "Lagrange's identity, which makes Cauchy-Schwarz exact ($r_t=\\sqrt{q_t}$, $T=3$; "
+                   f"SymPy's difference is ${sp.latex(sp.expand(gap - squares))}$)")
+            d.step(r"R\sum_t q_t\sigma_t^2 = \Big(\sum_t \frac{q_t}{u_t}\Big)\Big(\sum_t u_t\Big)", S**2,
+                   "the sum of squares is $\\ge 0$, with equality only when every square vanishes, i.e. "
+                   "$u_t \\propto \\sqrt{q_t}$", rel=">=")
+            d.step(r"\sigma_t^2 = \frac{1}{u_t}", r"\frac{1}{R}\sum_i\sqrt{q_i/q_t}",
+                   "normalising $u_t\\propto\\sqrt{q_t}$ to $\\sum_t u_t = R$ (Eq. 10)")
+            d.step(sp.Sum(sp.Symbol("sigma_t") ** -2, (sp.Symbol("t"), 1, 3)), sp.simplify(sum(1 / x for x in s2)),
+                   "the schedule spends exactly the budget ($T = 3$)")
+            d.step(_R * sum(rt**2 * x for rt, x in zip(r, s2)), sp.factor(_R * sum(rt**2 * x for rt, x in zip(r, s2))),
+                   "and attains the bound: $R\\sum_t q_t\\sigma_t^2=(\\sum_t\\sqrt{q_t})^2$, each step reduced "
+                   "to 0 by SymPy at every $T = 1, \\dots, 6$")
+    return checked(residuals, derivation=d.steps)
 
 
 @claim("H-L4.3.lower-bound", method="numeric",
@@ -600,9 +640,15 @@ def _l43_unique(*, mutant=False):
     affine set $\sum_t u_t=R$ (Hessian $\mathrm{diag}(2Rq_t/u_t^3)\succ0$).
     """
     q, u = sp.symbols("q u", positive=True)
-    h = sp.diff(_R * q * sp.sqrt(u) if mutant else _R * q / u, u, 2)
+    d = Derivation()
+    term = _R * q * sp.sqrt(u) if mutant else _R * q / u
+    h = sp.diff(term, u, 2)
+    d.step(sp.Derivative(term, (u, 2)), h, r"each term of the objective $R\sum_t q_t/u_t$, $u_t=\sigma_t^{-2}$, "
+           "differentiated twice (the Hessian is diagonal)")
+    d.step(h, 0, f"SymPy decides the sign for positive $q, u, R$: {'positive' if h.is_positive else 'not positive'}; a "
+           "strictly convex function on the affine set $\\sum_t u_t = R$ has at most one minimiser", rel=">")
     return proved(sp.true if h.is_positive else sp.false, hessian_entry=str(h),
-                  note="strictly convex objective on a convex set: at most one minimiser")
+                  note="strictly convex objective on a convex set: at most one minimiser", derivation=d.steps)
 
 
 # --- Eq. (26): uniform vs optimal --------------------------------------------------------------------
@@ -654,6 +700,11 @@ def _e26_corrected(*, mutant=False):
 # --- Thm 4.4: the dynamic schedule (Eq. 11, 27) ------------------------------------------------------
 
 
+def _geometric(r, T, t):
+    """SymPy's sum of r^(T-t) over t = 1..T, its branch r != 1."""
+    return sp.simplify(sp.summation(r ** (T - t), (t, 1, T))).args[-1][0]
+
+
 @claim("H-T4.4.sigma", method="sympy",
        source=f"{SRC} Thm 4.4 statement",
        mutant='sqrt(gamma^t) replaced by sqrt(gamma^(t+1))')
@@ -663,6 +714,16 @@ def _t44_sigma(*, mutant=False):
     $\gamma$); the library's schedules.gd_dynamic agrees numerically.
     """
     rg = sp.Symbol("r", positive=True)  # sqrt(gamma)
+    d, Ts, ts = Derivation(), sp.Symbol("T", integer=True, positive=True), sp.Symbol("t", integer=True, positive=True)
+    d.step(r"\sqrt{q_t}", sp.sqrt(_a) * rg ** (Ts - ts), r"$q_t=\gamma^{T-t}\alpha$ (Thm 4.1), $r=\sqrt\gamma<1$")
+    geo = _geometric(rg, Ts, ts)
+    S_general = d.step(sp.Sum(sp.sqrt(_a) * rg ** (Ts - ts), (ts, 1, Ts)), sp.sqrt(_a) * sp.simplify(geo),
+                       "the geometric sum (SymPy's summation, $r \\ne 1$)")
+    general = sp.simplify(S_general / (_R * sp.sqrt(_a) * rg ** (Ts - ts)))
+    stated_general = (rg ** (-Ts) - 1) / (1 - rg) * rg ** ts / _R
+    d.step(r"\sigma_t^2=\frac{1}{R}\frac{\sum_i\sqrt{q_i}}{\sqrt{q_t}}", general, "Lemma 4.3's schedule (Eq. 10)")
+    d.step(general, stated_general, "the statement's form, $\\sqrt{(1/\\gamma)^T}=r^{-T}$, $\\sqrt{\\gamma^t}=r^t$; SymPy "
+           f"reduces the difference to ${sp.latex(sp.simplify(general - stated_general))}$ for symbolic $T$ and $t$")
     residuals = {}
     for T in range(1, 9):
         q = [rg ** (2 * (T - t)) for t in range(1, T + 1)]
@@ -685,7 +746,7 @@ def _t44_sigma(*, mutant=False):
             raise AssertionError(f"schedules.gd_dynamic disagrees with the closed form by {max(diffs)}")
     except ImportError:
         ev["schedules_gd_dynamic_max_rel_diff"] = "schedules module not available"
-    return checked({T: sp.simplify(r) for T, r in residuals.items()}, **ev)
+    return checked({T: sp.simplify(r) for T, r in residuals.items()}, derivation=d.steps, **ev)
 
 
 @claim("H-T4.4.erub-dyn", method="sympy",
@@ -697,11 +758,21 @@ def _t44_erub(*, mutant=False):
     8$).
     """
     rg = sp.Symbol("r", positive=True)
+    d, Ts, ts = Derivation(), sp.Symbol("T", integer=True, positive=True), sp.Symbol("t", integer=True, positive=True)
+    d.step(r"\mathrm{ERUB}^{dyn}(T)", r"\gamma^T+\Big(\sum_{t=1}^T\sqrt{q_t}\Big)^2",
+           "Thm 4.1 with the schedule of Lemma 4.3, which attains $R\\sum_t q_t\\sigma_t^2=(\\sum_t\\sqrt{q_t})^2$")
+    geo = _geometric(rg, Ts, ts)
+    d.step(r"\Big(\sum_{t=1}^T\sqrt{q_t}\Big)^2", _a * sp.simplify(geo) ** 2,
+           r"$\sqrt{q_t}=\sqrt\alpha\, r^{T-t}$, $r=\sqrt\gamma$, summed by SymPy")
+    target = _a * ((1 - rg ** (Ts + (1 if mutant else 0))) / (1 - rg)) ** 2
+    d.step(_a * sp.simplify(geo) ** 2, target, r"$r^T=\gamma^{T/2}$: the statement's $\alpha\left(\frac{1-\gamma^{T/2}}"
+           r"{1-\sqrt\gamma}\right)^2$; SymPy's difference for symbolic $T$ is $" + sp.latex(sp.simplify(_a * geo**2 - target))
+           + "$, and $0$ at each $T = 1, \\dots, 8$")
     residuals = {}
     for T in range(1, 9):
         S = sum(rg ** (T - t) for t in range(1, T + 1))  # sum sqrt(q_t / alpha)
         residuals[T] = sp.cancel(_a * S**2 - _a * ((1 - rg ** (T + (1 if mutant else 0))) / (1 - rg)) ** 2)
-    return checked(residuals)
+    return checked(residuals, derivation=d.steps)
 
 
 @claim("H-T4.4.Eq27", method="sympy",
@@ -713,14 +784,26 @@ def _t44_eq27(*, mutant=False):
     $A=\alpha(1-\sqrt\gamma)^{-2}$.
     """
     x, sq = sp.symbols("x s", positive=True)  # x = gamma^{T/2} in (0, 1), s = 1 - sqrt(gamma)
-    E = x**2 + _a * ((1 - x) / sq) ** 2  # ERUB as a function of x
+    d = Derivation()
+    E = d.step(r"\mathrm{ERUB}^{dyn}", x**2 + _a * ((1 - x) / sq) ** 2,
+               r"in $x=\gamma^{T/2}\in(0,1)$ and $s=1-\sqrt\gamma$ (H-T4.4.erub-dyn)")
+    d.step(sp.Derivative(E, x), sp.factor(sp.diff(E, x)), "differentiating in $x$")
     xstar = _a / (_a + sq**2)
-    stationary = sp.simplify(sp.diff(E, x).subs(x, xstar))
+    d.step("x^*", sp.solve(sp.diff(E, x), x)[0], "the one root (SymPy's solve)")
     convex = sp.simplify(sp.diff(E, x, 2))
+    d.step(sp.Derivative(E, (x, 2)), convex, "a convex quadratic: the root is the minimiser; $x=\\gamma^{T/2}$ is "
+           "monotone in $T$, so it is the minimiser in $T$", rel="=")
+    d.step("T^*", r"2\log_\gamma x^* = 2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}", "Eq. (27)")
+    stationary = sp.simplify(sp.diff(E, x).subs(x, xstar))
     A = _a / sq**2
+    d.step(r"\mathrm{ERUB}^{dyn}(T^*)", sp.factor(sp.simplify(E.subs(x, xstar))), "substituting $x^*$")
     value = sp.simplify(E.subs(x, xstar) - A / (A + (2 if mutant else 1)))
+    d.step(sp.factor(sp.simplify(E.subs(x, xstar))), r"\frac{A}{A+1},\quad A=\frac{\alpha}{(1-\sqrt\gamma)^{2}}",
+           f"dividing by $s^2$; SymPy's differences (stationarity, value) are ${sp.latex(stationary)}$ and "
+           f"${sp.latex(value)}$")
     return proved(stationary**2 + value**2, second_derivative_in_x=str(convex),
-                  note="x = gamma^{T/2} is monotone in T, so the quadratic's minimiser is the minimiser in T")
+                  note="x = gamma^{T/2} is monotone in T, so the quadratic's minimiser is the minimiser in T",
+                  derivation=d.steps)
 
 
 @claim("H-T4.4.T-opt", severity="constant factor", method="bruteforce", corrected_by="H-T4.4.T-opt-corrected",
@@ -785,14 +868,26 @@ def _t44_kbounds(*, mutant=False):
     r"""$(1-\sqrt\gamma)^{-1}=\kappa(1+\sqrt\gamma)$, hence $\kappa\le(1-\sqrt\gamma)^{-1}\le2\kappa$; and
     $(1-\sqrt\gamma)^{-2}=\kappa(2\kappa-1+2\sqrt{\kappa(\kappa-1)})$.
     """
-    k = sp.Symbol("kappa", positive=True)
+    k, rg = sp.Symbol("kappa", positive=True), sp.Symbol(r"\sqrt{\gamma}", positive=True)
     g = 1 - 1 / k
-    r1 = sp.simplify(1 / (1 - sp.sqrt(g)) - k * (1 + (g if mutant else sp.sqrt(g))))
-    r2 = sp.simplify(sp.expand((k * (1 + sp.sqrt(g))) ** 2) - k * (2 * k - 1 + 2 * sp.sqrt(k * (k - 1))))
+    d = Derivation()
+    conj = d.step(1 / (1 - rg), (1 + rg) / (1 - rg**2), "multiply by the conjugate $1+\\sqrt\\gamma$")
+    closed = d.step(conj, k * (1 + (rg**2 if mutant else rg)), "$1-\\gamma=1/\\kappa$ (the definition of $\\gamma$)")
+    d.step(r"\kappa\le\kappa(1+\sqrt\gamma)", r"2\kappa", "$0\\le\\sqrt\\gamma<1$: the bounds on $(1-\\sqrt\\gamma)^{-1}$",
+           rel="<")
+    sq = d.step(closed**2, sp.expand(closed**2).subs(rg**2, g), "square, then $\\gamma=1-1/\\kappa$")
+    target = k * (2 * k - 1 + 2 * sp.sqrt(k * (k - 1)))
+    d.step(sp.expand(sq), target, "$\\kappa^2\\sqrt\\gamma=\\kappa\\sqrt{\\kappa(\\kappa-1)}$ for $\\kappa\\ge1$")
+    r1 = sp.simplify((1 / (1 - rg) - closed).subs(rg, sp.sqrt(g)))
+    r2 = sp.simplify(sp.expand((k * (1 + sp.sqrt(g))) ** 2) - target)
+    residual = sp.simplify(r1**2 + r2**2)
+    d.step(r"\left((1-\sqrt\gamma)^{-1}-\kappa(1+\sqrt\gamma)\right)^2+\left((1-\sqrt\gamma)^{-2}-"
+           r"\kappa(2\kappa-1+2\sqrt{\kappa(\kappa-1)})\right)^2", residual,
+           "SymPy's residual of both identities with $\\sqrt\\gamma=\\sqrt{1-1/\\kappa}$ substituted")
     # check on a numeric sample the identity's sign conventions (kappa >= 1 makes sqrt real)
     num = max(abs(float((r1**2 + r2**2).subs(k, v))) for v in (1, 1.5, 7, 1e3))
-    return proved(sp.simplify(r1**2 + r2**2), note="the bounds follow from 0 <= sqrt(gamma) < 1",
-                  numeric_check_max=num)
+    return proved(residual, note="the bounds follow from 0 <= sqrt(gamma) < 1",
+                  numeric_check_max=num, derivation=d.steps)
 
 
 @claim("H-T4.4.Eq11", method="bruteforce",

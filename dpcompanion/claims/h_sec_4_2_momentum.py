@@ -15,7 +15,7 @@ import numpy as np
 import sympy as sp
 
 from dpcompanion.claims.checks import HONG_SOURCE as SRC, R_PAPER, bound_result, margin_result, simplest
-from dpcompanion.claims.registry import (checked, claim, identity, illustrated, prose, proved, refuted, refuted_at_worst,
+from dpcompanion.claims.registry import (Derivation, checked, claim, identity, illustrated, prose, proved, refuted, refuted_at_worst,
                                          verified_by_margins)
 from dpcompanion.theory import exact_momentum as em
 from dpcompanion.theory import exact_risk as er
@@ -46,8 +46,20 @@ def _t45_eta0(*, mutant=False):
     res = [sp.simplify(zeta.subs(e, printed)), sp.simplify(printed - printed_proof),
            sp.simplify(sp.sqrtdenest(sp.sqrt(sp.Rational(1, 16) + 4 * A)) - s / 4),
            sp.simplify(r_plus.subs(sp.sqrt(sp.Rational(1, 16) + 4 * A), s / 4) - printed)]
+    d, a = Derivation(), sp.Symbol("A", positive=True)
+    d.step(r"\zeta(\eta_0)", 1 - e / 4 - a * e**2, r"the proof's coefficient, $A=\beta\gamma(\gamma-\beta)^{-2}(1-\beta)^{-3}$ "
+           "(H-T4.5.zeta-proof): a concave quadratic with $\\zeta(0)=1$")
+    x = sp.Symbol("eta_0")  # unrestricted in sign: both roots
+    roots = sp.solve(1 - x / 4 - a * x**2, x)
+    d.step(r"\eta_0^{\pm}", r",\;".join(sp.latex(x) for x in roots), "its roots (SymPy's solve); their product "
+           "$-1/A<0$, so one is positive")
+    d.step(r"\sqrt{\tfrac1{16}+4A}", s / 4, r"writing $s=\sqrt{1+64A}$ (SymPy's difference: $" + sp.latex(res[2]) + "$)")
+    d.step(r_plus.subs(sp.sqrt(sp.Rational(1, 16) + 4 * A), s / 4), printed,
+           f"the positive root in $s$, the printed threshold (SymPy's difference: ${sp.latex(res[3])}$)")
+    d.step(r"\zeta(\eta_0) \ge 0", r"0 \le \eta_0 \le \frac{8}{\sqrt{1+64A}+1}", "a concave quadratic is non-negative "
+           f"exactly between its roots; at the threshold $\\zeta = {sp.latex(res[0])}$", rel="==>")
     return proved(
-        sum(sp.Abs(r) for r in res),
+        sum(sp.Abs(r) for r in res), derivation=d.steps,
         positive_root="(sqrt(1/16 + 4A) - 1/4)/(2A) = 8/(sqrt(1 + 64A) + 1), A = beta gamma/((gamma-beta)^2 (1-beta)^3)",
         note="zeta is a concave quadratic in eta0 with zeta(0)=1 and roots of opposite signs "
         "(product -1/A < 0), so zeta >= 0 exactly on [0, positive root].",
@@ -78,7 +90,14 @@ def _t45_zeta_proof(*, mutant=False):
     r2 = (-sp.Rational(1, 4) + sp.sqrt(sp.Rational(1, 16) + 4 * A)) / (2 * A)
     fact = sp.simplify(sp.expand(z + A * (_e - r1) * (_e - r2)))
     prod = sp.simplify(r1 * r2 + 1 / A)
-    return proved(sp.Abs(res) + sp.Abs(fact) + sp.Abs(prod), note="zeta = -A (eta0 - r1)(eta0 - r2) with r1 r2 = -1/A < 0")
+    d = Derivation()
+    d.step(lhs, -_e / (2 * M) * _ZETA_PROOF, "the coefficient of $\\|\\nabla f\\|^2$ collected in the proof (App. D.2, "
+           r"with Lemma C.5) is $-\frac{\eta_0}{2M}\zeta$, $\zeta=1-\eta_0/4-A\eta_0^2$, "
+           r"$A=\frac{\beta\gamma}{(\gamma-\beta)^2(1-\beta)^3}$ (SymPy's difference: $" + sp.latex(res) + "$)")
+    d.step(z, -A * (_e - r1) * (_e - r2), f"its roots $r_1<0<r_2$ (SymPy's difference: ${sp.latex(fact)}$; "
+           f"$r_1 r_2 + 1/A = {sp.latex(prod)}$)")
+    return proved(sp.Abs(res) + sp.Abs(fact) + sp.Abs(prod), note="zeta = -A (eta0 - r1)(eta0 - r2) with r1 r2 = -1/A < 0",
+                  derivation=d.steps)
 
 
 # (beta, gamma) grid with beta < gamma, used by several checks
@@ -360,12 +379,21 @@ def _eq28_corr(*, mutant: bool = False):
     half = sp.Rational(1, 3) if mutant else sp.Rational(1, 2)  # mutant: 1/3 instead of 1/2
     lhs = -(eta / b) * (g.T * v)[0]
     rhs = half * (eta / b**2) * (((b * g - v).T * (b * g - v))[0] - b**2 * (g.T * g)[0] - (v.T * v)[0])
+    d = Derivation()
+    d.step(r"\|b\nabla_t-v_{t+1}\|^2-\|b\nabla_t\|^2-\|v_{t+1}\|^2", r"-2b\,\nabla_t^\top v_{t+1}",
+           "expand the square (polarisation identity)")
+    d.step(r"-\frac{\eta}{b}\nabla_t^\top v_{t+1}",
+           r"\frac{\eta}{%s b^2}\left(\|b\nabla_t-v_{t+1}\|^2-\|b\nabla_t\|^2-\|v_{t+1}\|^2\right)" % sp.latex(1 / half),
+           "multiply the identity by $\\eta/(2b^2)$: the factor is $\\frac12$, where Eq. (28) prints 1")
     residual = sp.expand(lhs - rhs)  # a polynomial: expanding decides it
+    d.step(r"-\frac{\eta}{b}g^\top v-" + sp.latex(half) + r"\frac{\eta}{b^2}\left(\|bg-v\|^2-\|bg\|^2-\|v\|^2\right)",
+           residual, "SymPy expands both sides in coordinates $g,v\\in\\mathbb R^3$")
     if residual != 0:  # the mutant: report the failed comparison at a point
         margins, points = _eq28_margins(float(half))
         return margin_result(margins, points, mutant=mutant, tol=1e-12, domain="random points", mutant_desc="factor 1/3",
                        impact="-", symbolic_residual=str(residual))
-    return proved(residual, mutant="factor 1/3 instead of 1/2 (SymPy residual non-zero; then refuted at random points)")
+    return proved(residual, mutant="factor 1/3 instead of 1/2 (SymPy residual non-zero; then refuted at random points)",
+                  derivation=d.steps)
 
 
 # --- Lemma C.5 ---------------------------------------------------------------------------------------

@@ -91,6 +91,34 @@ class Result:
     evidence: dict[str, Any]
 
 
+class Derivation:
+    """The steps of a symbolic check, each an equation or inequality whose sides are the SymPy expressions the
+    check computes, with what justifies it. The check returns ``derivation=d.steps`` in its evidence; the page
+    numbers and prints them (:func:`dpcompanion.book.claims_page.derivation_lines`), so page and status come
+    from one computation.
+
+    >>> d = Derivation()
+    >>> x = sp.Symbol("x")
+    >>> d.step((x + 1) ** 2, sp.expand((x + 1) ** 2), "expand the square")
+    x**2 + 2*x + 1
+    >>> print(d.steps[0]["lhs"], d.steps[0]["rel"], d.steps[0]["rhs"], "|", d.steps[0]["why"])
+    \\left(x + 1\\right)^{2} = x^{2} + 2 x + 1 | expand the square
+    """
+
+    RELATIONS = {"=": "=", "<=": r"\le", ">=": r"\ge", "<": "<", ">": ">", "==>": r"\Longrightarrow"}
+
+    def __init__(self) -> None:
+        self.steps: list[dict[str, str]] = []
+
+    def step(self, lhs: Any, rhs: Any, why: str, *, rel: str = "=") -> Any:
+        """Record ``lhs rel rhs`` (SymPy expressions, or LaTeX strings) justified by ``why``; returns ``rhs``."""
+        if rel not in self.RELATIONS:
+            raise ValueError(f"rel must be one of {tuple(self.RELATIONS)}, got {rel!r}")
+        tex = (lambda e: e if isinstance(e, str) else sp.latex(e))
+        self.steps.append({"lhs": tex(lhs), "rel": rel, "rhs": tex(rhs), "why": why})
+        return rhs
+
+
 def accepts_mutant(check: Callable[..., Any]) -> bool:
     """Whether ``check`` takes the keyword-only argument ``mutant`` (the mutant protocol)."""
     p = inspect.signature(check).parameters.get("mutant")
@@ -477,21 +505,23 @@ class Theorem:
     """A result of the papers as the book states it: the box a page shows above its claims."""
 
     id: str  # claim-id prefix of the result, e.g. "H-T4.4"
-    kind: str  # a sphinx-proof directive: theorem, lemma, proposition, remark
+    kind: str  # theorem, lemma, proposition, remark... (its heading)
     title: str
-    label: str  # the box's stable anchor (``{prf:ref}`` target)
+    label: str  # the box's one anchor (a ``{ref}`` target)
     statement: str  # MyST (LaTeX allowed)
+    sketch: str = ""  # the proof in words, shown below the statement
 
 
 THEOREMS: dict[str, Theorem] = {}
 THEOREM_KINDS = ("theorem", "lemma", "proposition", "remark", "corollary", "definition")
 
 
-def theorem(id: str, *, kind: str, title: str, label: str, statement: str) -> Theorem:
+def theorem(id: str, *, kind: str, title: str, label: str, statement: str, sketch: str = "") -> Theorem:
     """Declare the box of result ``id`` (once); :func:`dpcompanion.book.claims_page.show_theorem` renders it."""
     if kind not in THEOREM_KINDS:
         raise ValueError(f"kind must be one of {THEOREM_KINDS}, got {kind!r}")
     if id in THEOREMS:
         raise ValueError(f"theorem id {id!r} declared twice")
-    THEOREMS[id] = Theorem(id=id, kind=kind, title=title, label=label, statement=statement.strip())
+    THEOREMS[id] = Theorem(id=id, kind=kind, title=title, label=label, statement=statement.strip(),
+                           sketch=" ".join(sketch.split()))
     return THEOREMS[id]

@@ -14,10 +14,20 @@ Let each per-sample gradient have norm at most $G$, so the averaged gradient has
 sensitivity $G/N$. If step $t$ adds Gaussian noise $\sigma_t G v_t/N$, $v_t\sim\mathcal N(0,I)$,
 and the schedule satisfies $\sum_t \sigma_t^{-2}\le R$, then the released iterate is
 $\tfrac R2$-zCDP.
+""", sketch=r"""
+Clipping bounds the averaged gradient's sensitivity by $G/N$, so the step-$t$ Gaussian
+release with standard deviation $\sigma_tG/N$ is $\frac{1}{2\sigma_t^2}$-zCDP (the Gaussian
+mechanism, Lemma C.2). Each iterate is a post-processing of the previous state and the new
+noisy gradient, so zCDP composes additively over the $T$ steps (Lemma C.1):
+$\rho=\sum_t\frac{1}{2\sigma_t^2}\le\frac R2$.
 """)
 
 theorem('H-C3', kind='lemma', label='lem-c-3', title='zCDP to approximate DP (Lemma C.3)', statement=r"""
 A $\rho$-zCDP mechanism is $(\rho+2\sqrt{\rho\ln(1/\delta)},\delta)$-DP for every $\delta>0$.
+""", sketch=r"""
+zCDP bounds every Renyi divergence of order $a>1$ by $a\rho$; the Renyi-to-approximate-DP
+conversion then gives $\varepsilon=a\rho+\ln(1/\delta)/(a-1)$ for each $a$, and the order
+$a=1+\sqrt{\ln(1/\delta)/\rho}$ minimises it to $\rho+2\sqrt{\rho\ln(1/\delta)}$.
 """)
 
 theorem('H-C4', kind='lemma', label='lem-c-4', title='Squared-loss sensitivity (Lemma C.4)', statement=r"""
@@ -29,6 +39,12 @@ theorem('H-T4.1', kind='theorem', label='thm-4-1', title='Utility of PGD with an
 If each $f(\theta;x_i)$ is $G$-Lipschitz and $f$ is $M$-smooth and satisfies the PL
 condition with constant $\mu$, PGD with $\eta_t=1/M$ satisfies
 $\mathrm{ERUB}=\gamma^T+R\sum_{t=1}^T q_t\sigma_t^2$ with influence $q_t=\gamma^{T-t}\alpha$.
+""", sketch=r"""
+Smoothness bounds one step's decrease by the gradient term and the noise's second moment;
+the cross term vanishes in expectation and the PL condition turns $\|\nabla f\|^2$ into the
+excess risk. With $\eta_t=1/M$ the excess risk contracts by $\gamma=1-1/\kappa$ per step and
+gains $\frac{MD}{2}(G\sigma_t/(MN))^2$; unrolling the recursion over $T$ steps weights the
+noise of step $t$ by $\gamma^{T-t}$, which is the influence $q_t$.
 """)
 
 theorem('H-T4.2', kind='theorem', label='thm-4-2', title='Uniform schedule (Thm 4.2)', statement=r"""
@@ -36,6 +52,11 @@ With $\sigma_t^2=T/R$ the bound is $\gamma^T+\alpha\kappa(1-\gamma^T)T$ (Eq. 9).
 chooses $T=\ln(1+\ln(1/\gamma)/\alpha)/\ln(1/\gamma)$ (Eq. 24), evaluates the bound there
 (Eq. 25) and states $\mathrm{ERUB}^{uniform}_{\min}=\Theta\left(\frac{\kappa^2}{\kappa+1/\alpha}\ln(1+\frac{1}{\kappa\alpha})\right)$
 (Eq. 8) for $\kappa\ge1/(1-c)$ and small $\alpha$.
+""", sketch=r"""
+Substitute the uniform $\sigma_t^2=T/R$ into Thm 4.1 and sum the geometric influences to get
+Eq. 9. Its exact minimiser solves a Lambert-W equation, so the proof picks the $T$ of Eq. 24
+instead, evaluates the bound there (Eq. 25) and brackets $\ln(1/\gamma)$ between $1/\kappa$
+and $1/(c\kappa)$ to get the order of Eq. 8.
 """)
 
 theorem('H-L4.3', kind='lemma', label='lem-4-3', title='Optimal schedule for given influences (Lemma 4.3)',
@@ -43,6 +64,11 @@ theorem('H-L4.3', kind='lemma', label='lem-4-3', title='Optimal schedule for giv
 For positive $q_1,\dots,q_T$ and $\sum_t\sigma_t^{-2}=R$, the minimum of
 $R\sum_tq_t\sigma_t^2$ is $(\sum_t\sqrt{q_t})^2$, attained only at
 $\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$.
+""", sketch=r"""
+Multiply the objective by the budget $R=\sum_t\sigma_t^{-2}$ and apply Cauchy-Schwarz to the
+vectors $(\sigma_t^{-1})$ and $(\sqrt{q_t}\,\sigma_t)$: the product is at least
+$(\sum_t\sqrt{q_t})^2$, with equality exactly when the two vectors are proportional,
+$\sigma_t^{-2}\propto\sqrt{q_t}$; the budget fixes the constant.
 """)
 
 theorem('H-T4.4', kind='theorem', label='thm-4-4', title='Dynamic schedule (Thm 4.4)', statement=r"""
@@ -52,6 +78,11 @@ $\mathrm{ERUB}^{dyn}(T)=\gamma^T+\alpha\left(\frac{1-\gamma^{T/2}}{1-\sqrt\gamma
 The statement gives the minimising $T$ as $\lceil2\kappa\ln(1+\frac{1}{\kappa\alpha})\rceil$,
 the proof as $2\log_\gamma\frac{\alpha}{\alpha+(1-\sqrt\gamma)^2}$ (Eq. 27), and
 $\mathrm{ERUB}^{dyn}_{\min}=\Theta\left(\frac{\kappa^2}{\kappa^2+1/\alpha}\right)$ (Eq. 11).
+""", sketch=r"""
+Put the influences $q_t=\gamma^{T-t}\alpha$ of Thm 4.1 into Lemma 4.3: the optimal schedule
+is $\sigma_t^2\propto\gamma^{t/2}$ and the noise term becomes $\alpha(\sum_t\gamma^{(T-t)/2})^2$,
+a geometric sum. Setting the derivative in $T$ to zero gives Eq. 27; substituting it back
+and bracketing $(1-\sqrt\gamma)^{-1}$ between $\kappa$ and $2\kappa$ gives Eq. 11.
 """)
 
 theorem('H-T4.5', kind='theorem', label='thm-4-5', title='Convergence under the PL condition (Thm 4.5)', statement=r"""
@@ -60,6 +91,13 @@ $\beta\ne\gamma$, $\eta_t=\eta_0/(2M)$ and
 $\eta_0\le 8\,(\sqrt{1+64\beta\gamma(\gamma-\beta)^{-2}(1-\beta)^{-3}}+1)^{-1}$. Then
 $\mathrm{EER}\le(\gamma^T+2R\eta_0\alpha U_3)(f(\theta_1)-f^*)-\zeta\frac{\eta_0}{2M}\sum_t\gamma^{T-t}\mathbb E\|v_{t+1}\|^2$
 with, as printed, $\zeta=1-\frac{\eta_0^2}{\beta(1-\beta)^3}-\frac{\eta_0}{4}\ge0$.
+""", sketch=r"""
+Smoothness splits one momentum step into a descent term, a non-negative drift term $U_1(t)$
+(the gap between the current gradient and the momentum average) and the step's second moment.
+The drift is bounded by past gradient differences (Lemma C.5) and the noise; with the step
+size bounded by $\eta_0$'s condition the coefficient $\zeta$ of the remaining second-moment
+term is non-negative, and the PL condition with the double sum of Lemma C.6 unrolls the
+recursion into the stated bound.
 """)
 
 theorem('H-C5', kind='lemma', label='lem-c-5', title='Gradient drift (Lemma C.5)', statement=r"""
@@ -94,7 +132,7 @@ The discussion adds: the preferred schedule increases, since $q_t$ decreases for
 """)
 
 theorem('H-T4.8', kind='theorem', label='thm-4-8', title='Utility of PSGD (Thm 4.8)', statement=r"""
-Under the conditions of {prf:ref}`Thm 4.1 <thm-4-1>`, with batch size $n=\max\{N\sqrt R,1\}$, a
+Under the conditions of {ref}`Thm 4.1 <thm-4-1>`, with batch size $n=\max\{N\sqrt R,1\}$, a
 stochastic gradient $\nabla_t+\sigma_g\xi_t/n$ ($\mathbb E\xi_t=0$,
 $\mathbb E\|\xi_t\|^2\le D$) and a schedule with $\sum_t\sigma_t^{-2}=R'$,
 $\mathrm{ERUB}=\gamma^T+\alpha_g\sigma_g^2+R'\sum_tq_t\sigma_t^2$ where

@@ -59,6 +59,34 @@ def test_notebook_follows_the_cell_contract(path: Path):
     )
 
 
+@pytest.mark.parametrize("path", NB_PATHS, ids=NB_IDS)
+def test_glue_cells_are_hidden(path: Path):
+    """The page shows what the glue displays, not the glue: every cell calling the book's display helpers
+    (theorem boxes, claims, exercises, the provenance line) is tagged remove-input (it stays in the notebook
+    and in a launched copy), and on a theory page (one that shows a theorem box) every code cell is."""
+    nb = nbformat.read(path, as_version=4)
+    code = _code_cells(nb)
+    theory = any("show_theorem(" in c.source for c in code)
+    for i, c in enumerate(code):
+        tags = set(c.metadata.get("tags", []))
+        if tags & {"remove-input", "remove-cell"}:
+            continue
+        glue = re.search(r"\b(show_theorem|show_claims|show_exercises|prov\.finish)\(", c.source)
+        assert not (glue or theory), f"{path.name}: code cell {i} ({c.source.strip()[:50]!r}) is shown on the page"
+
+
+def test_no_two_downloads_share_a_name():
+    """A reader who downloads the files of two pages into one folder keeps both: every download of the
+    book (Sphinx copies them to _downloads/<hash>/<name>) has its own file name."""
+    build = require_build()
+    names: dict[str, list[str]] = {}
+    for f in (build / "_downloads").glob("*/*"):
+        names.setdefault(f.name, []).append(f.parent.name)
+    assert names, "the book offers no download"
+    shared = {n: len(h) for n, h in names.items() if len(h) > 1}
+    assert not shared, f"download names shared by several files: {shared}"
+
+
 def test_toc_and_notebooks_agree():
     """Every notebook is listed as book/<id> (its executed copy); every other entry is a
     committed page; no page's address says where it was generated."""

@@ -133,7 +133,7 @@ _CLAIM_PROSE = (
 # Each figure of a notebook's output: its image, the line under it and that line's links.
 _FIGURES = (
     "return Array.from(document.querySelectorAll('.cell_output img')).map(i => { const c = i.nextElementSibling;"
-    " return {src: i.currentSrc || i.src, shown: i.getBoundingClientRect().width, natural: i.naturalWidth,"
+    " return {src: i.currentSrc || i.src, alt: i.alt, shown: i.getBoundingClientRect().width, natural: i.naturalWidth,"
     " caption: c ? c.innerText : '', links: c ? Array.from(c.querySelectorAll('a[href]')).map(a => a.href) : []}; })"
 )
 _OVERFLOW = (
@@ -482,7 +482,7 @@ def test_every_figure_has_data_and_code_links_that_resolve(server, browser, visi
     """Under every figure, the landing page's included: "Figure n", a data link (.csv) and a code
     link (.py), both served by the book's own static server (HTTP 200), the figure shown at
     least as wide as the plotting module assumes (dpcompanion.book.plotting.COLUMN_PX, from which its font sizes
-    are checked)."""
+    are checked), a rerun line with its command, and alt text that describes the figure."""
     from dpcompanion.book.plotting import COLUMN_PX
 
     bad = []
@@ -497,6 +497,11 @@ def test_every_figure_has_data_and_code_links_that_resolve(server, browser, visi
                 bad.append((f["src"][-20:], h, _status(h)))
         if f["shown"] < min(f["natural"], COLUMN_PX) - 1:
             bad.append((f["src"][-20:], f"shown {f['shown']:.0f} px < {min(f['natural'], COLUMN_PX)} px"))
+        if not re.search(r"rerun: python -m dpcompanion (experiment|reproduce) ", f["caption"]):
+            bad.append((f["src"][-20:], f["caption"][-80:], "no rerun line"))
+        # the alt text says what the figure shows (dpcompanion.book.plotting.describe_figure), not its caption
+        if not f["alt"] or f["alt"].startswith("Figure") or "commit" in f["alt"]:
+            bad.append((f["src"][-20:], f"alt text {f['alt'][:60]!r}"))
     assert not bad, f"{page}: {bad}"
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import html
 import inspect
 import json
 import os
@@ -326,6 +327,39 @@ def _result_record(result) -> dict | None:
             "dirty": bool(result.provenance.get("dirty"))}
 
 
+def describe_figure(fig) -> str:
+    """What a figure shows, in words, for its alt text: per panel its title, what is plotted against what
+    (with log axes said), its series and how many points each has.
+
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([1, 10, 100], [3, 2, 1], label="dynamic"); _ = ax.plot([1, 10, 100], [3, 2.5, 2], label="uniform")
+    >>> _ = ax.set(xscale="log", xlabel="N", ylabel="test loss", title="Loss against N"); _ = ax.legend()
+    >>> describe_figure(fig)
+    'Loss against N: test loss against N (log scale); series dynamic, uniform (3 points each).'
+    >>> plt.close(fig)
+    """
+    panels = []
+    for ax in fig.axes:
+        if not ax.get_visible() or not (ax.lines or ax.collections or ax.patches or ax.images):
+            continue
+        x, y = ax.get_xlabel().strip(), ax.get_ylabel().strip()
+        x += " (log scale)" if x and ax.get_xscale() == "log" else ""
+        y += " (log scale)" if y and ax.get_yscale() == "log" else ""
+        what = f"{y} against {x}" if x and y else (y or x or "a plot")
+        series = [ln for ln in ax.lines if not ln.get_label().startswith("_")]
+        counts = sorted({len(ln.get_xdata()) for ln in series})
+        text = (ax.get_title().strip() + ": " if ax.get_title().strip() else "") + what
+        if series:
+            text += "; series " + ", ".join(ln.get_label() for ln in series)
+            text += f" ({counts[0]} points each)" if len(counts) == 1 else ""
+        panels.append(text)
+    head = fig._suptitle.get_text().strip() + ". " if getattr(fig, "_suptitle", None) is not None else ""
+    if not panels:
+        return head.strip() or "A figure."
+    many = f"{len(panels)} panels. " if len(panels) > 1 else ""
+    return head + many + ". ".join(panels) + "."
+
+
 def publish(fig) -> None:
     """Show ``fig`` in the running book notebook with its data and code links (module docstring); nothing
     outside a book notebook (no IPython kernel, or no Provenance started)."""
@@ -364,9 +398,14 @@ def publish(fig) -> None:
         parts.append(f"{{download}}`code <{link}.py>` (`{name}`, {cell})")
     else:
         parts.append(f"code: `{name}`, {cell}")
+    alt_text = describe_figure(fig)
     display(fig)  # after the data is read from it: a closed figure has no renderer
     plt.close(fig)
     if repo_link:
         parts.append(f"[source at {at}]({repo_link})")
     parts.append(caption)
-    display(Markdown("<small>" + " · ".join(parts) + "</small>"))
+    parts.append(report.rerun_line(plotted_result(), page=page))
+    alt = html.escape(alt_text, quote=True)
+    # the alt text travels in a hidden span after the image; dpcompanion.book.site.describe_images sets it
+    display(Markdown(f'<span class="dpc-alt" hidden data-alt="{alt}"></span>'
+                     + "<small>" + " · ".join(parts) + "</small>"))

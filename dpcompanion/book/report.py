@@ -406,3 +406,32 @@ def figure_caption(result: Any, *, build: Any) -> str:
     sizes = result_sizes(result)
     return (f"result: {result.mode} mode, commit {p.get('commit', 'unknown')}" + ("+dirty" if p.get("dirty") else "")
             + (f" ({sizes})" if sizes else "") + f"; drawn by this build ({drawn})")
+
+
+def _duration(seconds: float) -> str:
+    """``"42 s"``, ``"9.8 min"``, ``"2.3 h"``."""
+    return f"{seconds:.0f} s" if seconds < 120 else (f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h")
+
+
+def rerun_line(result: Any, *, page: str) -> str:
+    """How to redraw a figure at the size shown, and what it cost when measured: the experiment's command
+    and the result's recorded wall time and device; for a figure without a stored result, the page's command.
+
+    >>> from types import SimpleNamespace as NS
+    >>> r = NS(id="h-f-eff", mode="full", provenance={"wall_s": 586.3, "device": "cpu"}, over_sittings_s=None)
+    >>> rerun_line(r, page="h-f-eff")
+    'rerun: `python -m dpcompanion experiment h-f-eff --mode full --device cpu --recompute` (measured: 9.8 min on cpu when this result was computed)'
+    >>> rerun_line(None, page="h-sec-4-1")
+    'rerun: `python -m dpcompanion reproduce --only h-sec-4-1 --reexecute` (this page, drawn by the build)'
+    """
+    if result is None:
+        return f"rerun: `python -m dpcompanion reproduce --only {page} --reexecute` (this page, drawn by the build)"
+    p = result.provenance
+    device = p.get("device") or "cpu"
+    cmd = f"python -m dpcompanion experiment {result.id} --mode {result.mode} --device {device} --recompute"
+    summed = getattr(result, "over_sittings_s", None)
+    wall = summed if summed is not None else p.get("wall_s")
+    if not isinstance(wall, (int, float)):
+        return f"rerun: `{cmd}` (its time was not recorded)"
+    how = "summed over the sittings that computed its units" if summed is not None else "when this result was computed"
+    return f"rerun: `{cmd}` (measured: {_duration(float(wall))} on {device} {how})"

@@ -236,12 +236,14 @@ def _one_copy_of_each_script(app, pagename, templatename, context, doctree) -> N
 
 
 _HASHED = re.compile(r"(^|/)[0-9a-f]{64}\.\w+$")
+_ALT = re.compile(r'class="dpc-alt"[^>]*data-alt="([^"]*)"')
 
 
 def describe_images(doctree, *, title: str = "") -> int:
     """Give every notebook figure without alt text (myst-nb leaves it unset on hash-named images) the
-    caption printed under it (the first text after it starting "Figure"), else "Figure k of <title>".
-    Returns how many it set.
+    description :func:`dpcompanion.book.plotting.publish` put after it (a hidden ``dpc-alt`` span: what the
+    figure shows), else the caption printed under it (the first text after it starting "Figure"), else
+    "Figure k of <title>". Returns how many it set.
 
     >>> from docutils import nodes
     >>> d = nodes.section()
@@ -251,8 +253,10 @@ def describe_images(doctree, *, title: str = "") -> int:
     >>> p += [nodes.raw("", "<small>", format="html"), nodes.Text("Figure 2 · "), nodes.reference("", "data"),
     ...       nodes.Text(" · full mode"), nodes.raw("", "</small>", format="html")]
     >>> d += [nodes.image(uri="_images/" + "b" * 64 + ".png"), p, nodes.image(uri="x.png", alt="kept")]
-    >>> describe_images(d), d[0]["alt"], d[2]["alt"], d[4]["alt"]
-    (2, 'Figure 1 · data (CSV) · W-F4, paper scale', 'Figure 2 · data · full mode', 'kept')
+    >>> d += nodes.image(uri="_images/" + "c" * 64 + ".png")
+    >>> d += nodes.raw("", '<span class="dpc-alt" hidden data-alt="Loss against N &amp; T."></span>', format="html")
+    >>> describe_images(d), d[0]["alt"], d[2]["alt"], d[4]["alt"], d[5]["alt"]
+    (3, 'Figure 1 · data (CSV) · W-F4, paper scale', 'Figure 2 · data · full mode', 'kept', 'Loss against N & T.')
     """
     n = 0
     for k, img in enumerate(list(doctree.findall(nodes.image)), start=1):
@@ -261,6 +265,9 @@ def describe_images(doctree, *, title: str = "") -> int:
         alt = ""
         for i, node in enumerate(img.findall(include_self=False, descend=True, siblings=True, ascend=True)):
             if i > 200 or isinstance(node, nodes.image):
+                break
+            if isinstance(node, nodes.raw) and (m := _ALT.search(node.astext())):
+                alt = html.unescape(m.group(1))
                 break
             if isinstance(node, (nodes.Text, nodes.raw)):
                 whole = node.parent if isinstance(node.parent, nodes.TextElement) else node  # the caption's paragraph

@@ -68,7 +68,7 @@ def _squash(tex: str) -> str:
 
 
 def _page_equations(page: str) -> dict[str, tuple[str | None, str]]:
-    text = (require_build() / f"{page}.html").read_text(encoding="utf-8")
+    text = (require_build() / "book" / f"{page}.html").read_text(encoding="utf-8")
     return {m.group(1): (m.group(2), _squash(html.unescape(m.group(3)))) for m in _MATH.finditer(text)}
 
 

@@ -93,8 +93,8 @@ def test_every_answer_is_used_by_its_solution():
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.id)
 def test_the_built_page_shows_the_exercise_and_its_numbers(ex):
-    assert ex.page in toc_files(), f"{ex.page} is not in the table of contents"
-    page = html.unescape((require_build() / f"{ex.page}.html").read_text(encoding="utf-8"))
+    assert f"book/{ex.page}" in toc_files(), f"{ex.page} is not in the table of contents"
+    page = html.unescape((require_build() / "book" / f"{ex.page}.html").read_text(encoding="utf-8"))
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
     assert f"Exercise {ex.id}" in text, f"{ex.page}.html shows no Exercise {ex.id}"
     solution = re.sub(r"\s+", " ", ex.solution.strip().format(**ex.values()))

@@ -91,8 +91,8 @@ def test_data_link_writes_beside_the_figures_only_in_a_book_build(tmp_path, monk
         link = show.data_link("tuning", "a\n1\n")
     finally:
         InteractiveShell.clear_instance()
-    assert link == "{download}`CSV <figures/h-f-eff/tuning.csv>`"
-    assert (tmp_path / "figures" / "h-f-eff" / "tuning.csv").read_text() == "a\n1\n"
+    assert link == "{download}`CSV <figures/h-f-eff/h-f-eff-tuning.csv>`"
+    assert (tmp_path / "figures" / "h-f-eff" / "h-f-eff-tuning.csv").read_text() == "a\n1\n"
 
 
 def test_forest_rows_tolerate_missing_fields_and_group_by_paper():

@@ -192,7 +192,7 @@ def test_the_contents_list_each_result_with_its_page_and_online_only_blocks_are_
     from dpcompanion.book.claims_page import ONLINE_ONLY
 
     page = build / "book" / "a.html"
-    box = ('<div class="admonition dpc-result dpc-theorem" id="thm-9-1"><p class="admonition-title">'
+    box = ('<div class="dpc-result dpc-theorem admonition" id="thm-9-1"><span id="index-0"></span><p class="admonition-title">'
            'Theorem 9.1 (A bound on every schedule) <a href="#thm-9-1">¶</a></p>'
            f'<p>{WORDS}</p></div>'
            f'<div class="dropdown admonition {ONLINE_ONLY}"><p class="admonition-title">Cite this check</p>'

@@ -91,13 +91,15 @@ _TAG = re.compile(r"<[^>]+>")
 #: the class of a folded claim or errata box (:func:`dpcompanion.book.claims_page.claim_block`)
 _FOLDED_BOX = re.compile(r'class="(dropdown [^"]*\b(?:claim|erratum)\b[^"]*)"')
 #: a result's box (:func:`dpcompanion.book.claims_page.theorem_markdown`): its id and title
-_RESULT_BOX = re.compile(r'<div class="admonition dpc-result[^"]*" id="([^"]+)">\s*<p class="admonition-title"[^>]*>(.*?)</p>', re.S)
+_RESULT_BOX = re.compile(r'<div class="[^"]*\bdpc-result\b[^"]*" id="([^"]+)">(?:\s*<span id="[^"]*"></span>)*\s*'
+                         r'<p class="admonition-title"[^>]*>(.*?)</p>', re.S)
 
 # Print styles: code cells show their outputs only; figures and displayed formulas are not split across
 # pages, nor a heading from what follows it; boxes and tables may split (the theme keeps admonitions whole,
 # which left near-empty pages); a figure is at most about half a page tall.
 _STYLE = """<style>
 body{margin:0}
+html{font-size:87.5%}
 .headerlink,.copybtn,.cell_input,details.hide>summary,.__ONLINE_ONLY__{display:none!important}
 .dpc-cover{break-after:page;padding-top:6cm}
 .dpc-cover .dpc-title{font-size:2.2em;font-weight:bold;line-height:1.2;margin-bottom:1.5em}
@@ -111,11 +113,11 @@ body{margin:0}
 .dpc-toc li.dpc-toc-result{margin:.15em 0 .15em 1.5em;font-size:.92em}
 .dpc-print-chapter{break-before:page}
 .dpc-print-chapter.dpc-run-on{break-before:auto;margin-top:2em}
-.dpc-colophon{break-inside:avoid;margin-top:3em;border-top:1px solid #999;font-size:.9em}
+.dpc-colophon{break-inside:avoid;margin-top:1.5em;border-top:1px solid #999;font-size:.85em}
 h1,h2,h3,h4{break-after:avoid}
 figure,img,div.math,mjx-container[display="true"]{break-inside:avoid}
 .admonition,div.admonition,details,section,table,.cell,.cell_output,.output{break-inside:auto!important}
-img{max-width:100%;max-height:12cm;width:auto;height:auto;object-fit:contain}
+img{max-width:100%;max-height:10cm;width:auto;height:auto;object-fit:contain}
 p{orphans:3;widows:3}
 </style>""".replace("__ONLINE_ONLY__", ONLINE_ONLY)
 
@@ -131,7 +133,7 @@ def chapter_title(page_html: str, page: str) -> str:
 def chapter_results(article: str) -> list[tuple[str, str]]:
     """``(id, title)`` of each theorem, lemma, proposition... box of a chapter, in order (one per id).
 
-    >>> chapter_results('<div class="admonition dpc-result dpc-theorem" id="thm-4-1">'
+    >>> chapter_results('<div class="dpc-result dpc-theorem admonition" id="thm-4-1"><span id="index-0"></span>'
     ...                 '<p class="admonition-title">Theorem 4.1 (Utility of PGD) <a href="#thm-4-1">¶</a></p></div>')
     [('thm-4-1', 'Theorem 4.1 (Utility of PGD)')]
     """

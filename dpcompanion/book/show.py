@@ -75,16 +75,18 @@ def _md(text: str) -> None:
 
 
 def data_link(stem: str, text: str, *, label: str = "CSV") -> str:
-    """Write ``text`` (CSV) as ``figures/<page>/<stem>.csv`` beside the executed notebooks and return the
-    Sphinx ``download`` role linking it; outside a book build write nothing and return ''."""
+    """Write ``text`` (CSV) as ``figures/<page>/<page>-<stem>.csv`` beside the executed notebooks and return
+    the Sphinx ``download`` role linking it (the page in the name: two pages' files never collide); outside a
+    book build write nothing and return ''."""
     prov = plotting.current_provenance()
     book_dir = os.environ.get(plotting.BOOK_DIR_ENV)
     if prov is None or not book_dir:
         return ""
-    path = Path(book_dir) / plotting.FIGURES_DIR / prov.notebook / f"{stem}.csv"
+    name = f"{prov.notebook}-{stem}.csv"
+    path = Path(book_dir) / plotting.FIGURES_DIR / prov.notebook / name
     path.parent.mkdir(parents=True, exist_ok=True)
     outputs.write_text(path, text, name=stem)
-    return f"{{download}}`{label} <{plotting.FIGURES_DIR}/{prov.notebook}/{stem}.csv>`"
+    return f"{{download}}`{label} <{plotting.FIGURES_DIR}/{prov.notebook}/{name}>`"
 
 
 def forest_block(rows: list, *, title: str, head: str = "") -> None:

@@ -264,6 +264,32 @@ def test_every_published_figure_passes_the_layout_check():
 
 
 @pytest.mark.slow
+def test_every_caption_says_the_scale_of_the_result_it_shows():
+    """Each published figure's caption names its result's scale with the one word the result's own sizes
+    give (dpcompanion.experiments.scale_tables.scale_word: paper scale, reduced, other data, other setup),
+    and no other of those words."""
+    require_build()
+    from dpcompanion.book import plotting, runner
+    from dpcompanion.experiments.scale_tables import SCALE_WORDS, scale_of, scale_word
+    from dpcompanion.experiments.store import result_store
+
+    checked, bad = 0, []
+    for f in sorted((runner.GENERATED / plotting.FIGURES_DIR).glob("*/*-figure-*.layout.json")):
+        rec = json.loads(f.read_text())
+        if not rec.get("result"):
+            continue
+        r = result_store.load(rec["result"]["id"], mode=rec["result"]["mode"])
+        assert r is not None, f"{f.name}: its result {rec['result']} is not in the store"
+        config = r.provenance.get("config") if isinstance(r.provenance.get("config"), dict) else {}
+        word = scale_word(scale_of(r.id, config)) if config else ""
+        said = [w for w in SCALE_WORDS if re.search(rf"\b{w}:", rec["caption"])]
+        checked += 1
+        if said != ([word] if word else []):
+            bad.append(f"{f.parent.name}/{f.name}: caption says {said}, the result ({r.id} {r.mode}) is {word!r}")
+    assert checked, "no published figure shows a stored result"
+    assert not bad, "\n".join(bad)
+
+
 def test_published_figure_scripts_redraw_their_figures_alone(tmp_path):
     """Acceptance: the code link, run alone on the data link, redraws the
     figure: every forest plot of the build (the verdicts page's and each experiment page's)

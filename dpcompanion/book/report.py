@@ -13,7 +13,7 @@ import re
 from typing import Any, Iterable, Sequence
 
 from dpcompanion.experiments.comparisons import VERDICTS, reproduction
-from dpcompanion.experiments.scale_tables import at_paper_scale, scale_of, stored_sizes
+from dpcompanion.experiments.scale_tables import SCALE_WORDS, at_paper_scale, scale_of, scale_word, stored_sizes
 
 
 def fmt(x: Any, digits: int = 4) -> str:
@@ -173,10 +173,11 @@ def scale_table(scale: dict) -> str:
     rows = [[k, _cell(d.get("paper")), d.get("source", ""), _cell(d.get("ours")),
              "-" if d.get("match") is None else ("yes" if d["match"] else "**no**")] for k, d in scale.items()]
     differ = [k for k, d in scale.items() if d.get("match") is False]
+    word = scale_word(scale)
     head = ("**Scale.** This run matches the paper in every dimension the paper prints."
             if at_paper_scale(scale) else
-            f"**Scale.** This run is **not** at the paper's scale: {', '.join(differ) or 'the paper prints no size'}"
-            + (" differ." if differ else "."))
+            f"**Scale: {word or 'not stated'}** ({SCALE_WORDS.get(word, 'the paper prints no size')}). "
+            + (f"Differing from the paper: {', '.join(differ)}." if differ else ""))
     return head + "\n\n" + markdown_table(["dimension", "paper", "paper's source", "ours", "matches"], rows)
 
 
@@ -360,7 +361,8 @@ def _size_value(v: Any) -> str:
 
 def result_sizes(result: Any) -> str:
     """A stored result's sizes in a few words (``"paper scale: 60,000 training samples, CNN model, 50
-    epochs, 2 seeds"``), from its payload, else its config; "reduced" when a printed size differs."""
+    epochs, 2 seeds"``), from its payload, else its config, after its scale word
+    (:func:`dpcompanion.experiments.scale_tables.scale_word`: paper scale, reduced, other data, other setup)."""
     config = result.provenance.get("config") if isinstance(result.provenance.get("config"), dict) else {}
     scale = scale_of(result.id, config) if config else {}
     sizes = {k: d["ours"] for k, d in scale.items()}
@@ -380,8 +382,7 @@ def result_sizes(result: Any) -> str:
         else:
             words.append(f"{text} {name}" if name in _COUNTED else f"{name} {text}")
     words = words[:CAPTION_SIZES]
-    printed = [d["match"] for d in scale.values() if d.get("match") is not None]
-    label = "paper scale" if printed and at_paper_scale(scale) else ("reduced" if printed else "")
+    label = scale_word(scale)
     if label and words:
         return f"{label}: {', '.join(words)}"
     return label or ", ".join(words)

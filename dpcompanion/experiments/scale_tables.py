@@ -284,6 +284,70 @@ def at_paper_scale(scale: dict[str, dict]) -> bool:
     return bool(printed) and all(printed)
 
 
+#: the words a caption, table or count uses for a result's scale (:func:`scale_word`), each with its meaning
+SCALE_WORDS = {
+    "paper scale": "every size the paper prints is matched or exceeded, in the paper's setup",
+    "reduced": "the paper's data and setup, with a size the paper prints made smaller",
+    "other data": "a dataset (or a model's pre-training data) other than the paper's",
+    "other setup": "the paper's sizes on its data, with a setting the paper prints changed (e.g. the budget)",
+}
+
+
+def _smaller(paper, ours, ratio: float | None) -> bool | None:
+    """Whether ``ours`` is smaller than ``paper`` (numbers, or lists: their largest values); None when
+    they are not numbers."""
+    if isinstance(paper, (list, tuple)) and isinstance(ours, (list, tuple)):
+        if not paper or not ours:
+            return None
+        if len(ours) < len(paper):
+            return True
+        return _smaller(max(paper, key=float), max(ours, key=float), ratio) if all(
+            isinstance(x, (int, float)) for x in [*paper, *ours]) else None
+    if isinstance(paper, bool) or isinstance(ours, bool):
+        return None
+    try:
+        a, b = float(paper), float(ours)
+    except (TypeError, ValueError):
+        return None
+    return b < a / (ratio or 1.0)
+
+
+def scale_word(scale: dict[str, dict]) -> str:
+    """The one word for a result's scale (:data:`SCALE_WORDS`), from its dimensions (:func:`scale_of`):
+    "other data" when a data dimension differs, else "reduced" when a size is smaller than printed or a
+    non-numeric size (the model, a grid) differs, else "other setup" when a setup number differs, else
+    "paper scale" (sizes larger than printed count as matched); "" when the paper prints no size.
+
+    >>> scale_word({"repeats": {"paper": 100, "ours": 16000, "match": False}})
+    'paper scale'
+    >>> scale_word({"repeats": {"paper": 100, "ours": 10, "match": False}})
+    'reduced'
+    >>> scale_word({"budget R": {"paper": 0.39, "ours": 0.51, "match": False, }, "repeats": {"paper": 100, "ours": 100, "match": True}})
+    'other setup'
+    >>> scale_word({"model / data": {"paper": "CNN, CIFAR", "ours": "fashion", "match": False}})
+    'other data'
+    >>> scale_word({"seeds": {"paper": None, "ours": 2, "match": None}})
+    ''
+    """
+    printed = {k: d for k, d in scale.items() if d.get("match") is not None}
+    if not printed:
+        return ""
+    differ = {k: d for k, d in printed.items() if d["match"] is False}
+    if any("data" in k for k in differ):
+        return "other data"
+    smaller = {k: _smaller(d.get("paper"), d.get("ours"), None) for k, d in differ.items()}
+    if any(v is True or (v is None and not _is_setting(k)) for k, v in smaller.items()):
+        return "reduced"
+    if any(v is False and _is_setting(k) for k, v in smaller.items()):
+        return "other setup"
+    return "paper scale"
+
+
+def _is_setting(name: str) -> bool:
+    """A dimension that is a setting of the run (a budget, a rate) rather than a size."""
+    return any(w in name for w in ("budget", "epsilon", "delta", "rate"))
+
+
 def beyond_scale(scale: dict, tuning: list) -> tuple[dict, bool]:
     """``(scale, beyond)`` for one row: where its tuning records searched beyond the stated range, each
     range dimension of a tuned parameter (``"T range"``...) shows the range searched, not matching.

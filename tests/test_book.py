@@ -79,12 +79,22 @@ def test_no_two_downloads_share_a_name():
     """A reader who downloads the files of two pages into one folder keeps both: every download of the
     book (Sphinx copies them to _downloads/<hash>/<name>) has its own file name."""
     build = require_build()
-    names: dict[str, list[str]] = {}
-    for f in (build / "_downloads").glob("*/*"):
-        names.setdefault(f.name, []).append(f.parent.name)
+    names: dict[str, set[str]] = {}
+    for page in toc_files():
+        for folder, name in re.findall(r'href="(?:\.\./)*_downloads/([0-9a-f]+)/([^"/]+)"', (build / f"{page}.html").read_text()):
+            names.setdefault(unquote(name), set()).add(folder)
     assert names, "the book offers no download"
     shared = {n: len(h) for n, h in names.items() if len(h) > 1}
     assert not shared, f"download names shared by several files: {shared}"
+
+
+def test_no_orphan_page():
+    """Every page of the built book is in the table of contents (the PDF's print page is removed once
+    printed; a page from an earlier build's rename would be an orphan)."""
+    build = require_build()
+    pages = {p.relative_to(build).with_suffix("").as_posix() for p in (build / "book").glob("*.html")}
+    orphans = sorted(pages - set(toc_files()))
+    assert not orphans, f"built pages outside the table of contents: {orphans}"
 
 
 def test_toc_and_notebooks_agree():

@@ -350,6 +350,7 @@ def build_pdf(build: Path, pages: list[str] | None = None, *, info: BuildInfo | 
         if driver is not None:
             driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+        page.unlink(missing_ok=True)  # printed: the site keeps no orphan page (one 78,000 px tall)
     target = build / PDF_NAME
     tmp = target.with_suffix(".pdf.tmp")
     tmp.write_bytes(data)

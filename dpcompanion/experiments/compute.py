@@ -187,7 +187,7 @@ def display_rows(rows: list[dict[str, Any]]) -> list[list[str]]:
                  ("differs: " + ", ".join(r["differs"]) if r["differs"] else "the paper prints no size"))
         g = r["gpu_estimate_s"]
         gpu = ("measured (run on a GPU)" if r["gpu_measured"]
-               else "< 1 s" if g is not None and g < 1 else duration(g))
+               else "estimate: < 1 s" if g is not None and g < 1 else f"estimate: {duration(g)}")
         count = lambda v: "?" if v is None else f"{int(v):,}"  # noqa: E731
         took = duration(r["wall_s"]) + (" (units summed over sittings)" if r.get("over_sittings") else "")
         out.append([f"`{r['id']}`", took, f"{r['device']}, {short_executor(r['executor'])}",
@@ -238,7 +238,7 @@ def paper_scale_rows(est: dict[str, Any], *, gpu_gflops: float = GPU_ASSUMED_GFL
         f"{duration(hf['estimate_absolute_s'])} (that model puts the committed run at {duration(cal['predicted_s'])})",
         f"{hf['run_steps_paper']:,} run-steps (the committed run's tuning candidates at {hs['tune_repeats']} tuning "
         f"repeats, its choices at {hs['repeats']} repeats)",
-        f"**{duration(hf['estimate_s'])}**; "
+        f"**{duration(hf['estimate_s'])}**; estimate: "
         + duration(gpu_estimate_s(hf["estimate_s"], cpu_peak_gflops=peak, gpu_gflops=gpu_gflops)),
     ], [
         "`w-f4`",
@@ -250,7 +250,7 @@ def paper_scale_rows(est: dict[str, Any], *, gpu_gflops: float = GPU_ASSUMED_GFL
         f"{wf['check']['measured_over_predicted']:.2f}x the sum of these parts",
         f"{wf['cells']} cells x {ws['seeds']} seed(s) x {wf['steps_per_run']:,} steps ({wf['steps_per_epoch']} per "
         f"epoch); {duration(wf['cell_s'])} per cell and seed",
-        f"**{duration(wf['estimate_s'])}**; "
+        f"**{duration(wf['estimate_s'])}**; estimate: "
         + duration(gpu_estimate_s(wf["estimate_s"], cpu_peak_gflops=peak, gpu_gflops=gpu_gflops)),
     ]]
     return rows

@@ -413,7 +413,10 @@ def _honest_schedule(trainer: str, setup: AuditSetup, *, R: float, delta: float,
     if trainer == "momentum":
         return schedules.momentum_dynamic(T=setup.T, R=R, kappa=setup.kappa, beta=setup.momentum)
     if trainer == "psgd":
-        return schedules.uniform(T=setup.T, R=numerical_accounting.psgd_R_prime(R=R, sampling_rate=setup.sampling_rate))
+        # the paper's R' = R/p^2, raised by the few ulps by which the ledger's float64 sum of p^2/sigma^2 may exceed R
+        p = setup.sampling_rate
+        return schedules.fit_within(schedules.uniform(T=setup.T, R=numerical_accounting.psgd_R_prime(R=R, sampling_rate=p)),
+                                    R, sampling_rate=p)
     # ADP-SGD builds its schedule inside the trainer: read it off one honest run
     X, y = canary_data(canary=False, n=setup.n, clip_norm=setup.clip_norm)
     h = train_adpsgd(CanaryModel(), X, y, R=R, T=setup.T, sampling_rate=setup.sampling_rate, step_size="polynomial",

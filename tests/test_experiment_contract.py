@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import toy_units
 
-from dpcompanion.book import show
+from dpcompanion.book import plotting, show
 from dpcompanion.experiments import base, comparisons, scale_tables, store
 from dpcompanion.experiments.comparisons import reproduction
 from dpcompanion.experiments.comparisons.rule import Judgement, Margin, Rule, judge_effect
@@ -49,7 +49,7 @@ def toy(tmp_path, monkeypatch):
     exp = base.register(_toy())
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
     shown: list = []
-    monkeypatch.setattr(show, "display", lambda obj: shown.append(obj.data))
+    monkeypatch.setattr(plotting, "_display_markdown", shown.append)
     yield exp, shown
     base.unregister(exp.id)
 
@@ -67,8 +67,9 @@ def test_report_and_page_read_describe_and_rows_from_the_experiment(toy):
     assert {r["ours"]["n"] for r in rows} == {7}  # n from the declared repeats_key
     assert {r["result"]["mode"] for r in rows} == {"quick"}
     page = show.show_experiment(ID, mode="quick")
-    assert shown[0] == "**Sizes (quick mode).** toy n = 4." and "toy total at n = 4" in shown[1]
-    assert "toy extra row" not in shown[1]  # the page's table is verdict_rows
+    assert shown[0] == show.full_absent_note(ID)  # no full result: said first
+    assert shown[1] == "**Sizes (quick mode).** toy n = 4." and "toy total at n = 4" in shown[2]
+    assert "toy extra row" not in shown[2]  # the page's table is verdict_rows
     assert page.experiment is exp
 
 
@@ -150,10 +151,10 @@ def test_one_rule_picks_the_result_shown_and_judged(toy):
     quick = store.compute(ID, mode="quick")
     assert store.best_fresh(ID).mode == "quick" and store.result_to_show(ID, mode="quick").digest == quick.digest
     assert {r["result"]["mode"] for r in reproduction.report_rows(pages=[ID])} == {"quick"}
-    page = show.ExperimentPage(ID, mode="quick")
     shown.clear()
-    page.full_result(note=" (n)")
-    assert shown == [show.full_absent_note(ID) + " (n)"]  # the page's block never shows quick as full
+    page = show.show_experiment(ID, mode="quick", absent_note=" (n)")
+    assert shown[0] == show.full_absent_note(ID) + " (n)"  # the page never shows quick as full
+    assert shown[1].startswith("**Sizes (quick mode).**") and not any(":::" in s for s in shown)
     for mode in ("full", "paper"):
         res = store.compute(ID, mode=mode)
         assert store.best_fresh(ID).digest == res.digest
@@ -162,8 +163,9 @@ def test_one_rule_picks_the_result_shown_and_judged(toy):
         assert {r["result"]["digest"] for r in rows} == {res.digest}
         assert page.judged_result(rows).digest == res.digest
         shown.clear()
-        page.full_result()
+        show.show_experiment(ID, mode="quick")
         assert shown[0].startswith(f"**Sizes ({mode} mode).**") and (show.PAPER_SHOWN in shown[0]) == (mode == "paper")
+        assert shown[-1].startswith(":::{admonition} This build's quick-mode run") and "**Sizes (quick mode).**" in shown[-1]
     assert store.best_fresh(ID, modes=("full", "quick")).mode == "full"
     assert store.result_to_show(ID, mode="paper").mode == "paper"
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from dpcompanion import cli
-from dpcompanion.book import report, show
+from dpcompanion.book import plotting, report, show
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments import scale_tables as scale
 from dpcompanion.experiments.comparisons import reproduction
@@ -70,7 +70,7 @@ def paper_exp(tmp_path, monkeypatch):
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(root))
     monkeypatch.delenv("DPC_TEST_PAPER_STOP", raising=False)
     shown: list = []
-    monkeypatch.setattr(show, "display", lambda obj: shown.append(obj.data))
+    monkeypatch.setattr(plotting, "_display_markdown", shown.append)
     yield exp, nopaper, root, shown
     base.unregister(exp.id)
     base.unregister(nopaper.id)
@@ -220,23 +220,25 @@ CONTINUE = f"continue with `python -m dpcompanion experiment {ID} --mode paper`"
 
 
 def _page(shown):
-    """show_experiment of this build (quick), then its full_result block: what the page shows."""
+    """What show_experiment of this build (quick) shows: the largest fresh result first, this build's folded."""
     shown.clear()
-    page = show.show_experiment(ID, mode="quick")
-    top = list(shown)
-    shown.clear()
-    page.full_result(note=" (note)")
-    return top, list(shown)
+    show.show_experiment(ID, mode="quick", absent_note=" (note)")
+    return list(shown)
+
+
+def _fold_of_quick(block: str, quick) -> None:
+    assert block.startswith(":::{admonition} This build's quick-mode run, smaller than the")
+    assert describe(quick.payload) in block and "n = 5" in block  # its sizes and its verdicts, folded
 
 
 def test_page_and_verdicts_without_a_paper_run_are_unchanged(paper_exp):
     exp, _, _, shown = paper_exp
     store.compute(ID, mode="full")
-    top, bottom = _page(shown)
-    quick = store.load(ID, mode="quick")
-    assert top == [describe(quick.payload), top[1]] and "n = 5" in top[1]  # sizes, verdicts: no paper line
+    out = _page(shown)
     full = store.fresh_full(ID)
-    assert bottom[0] == describe(full.payload) + f" <small>{show.result_line(full)}</small>" and "n = 10" in bottom[1]
+    assert out[0] == describe(full.payload) + f" <small>{show.result_line(full)}</small>" and "n = 10" in out[1]
+    assert len(out) == 3 and show.paper_progress_note(ID) == ""  # no paper line
+    _fold_of_quick(out[2], store.load(ID, mode="quick"))
     assert store.result_to_show(ID, mode="quick").mode == "full"
     assert {r["result"]["mode"] for r in reproduction.report_rows(pages=[ID])} == {"full"}
     assert report.reproduction_tables(ID).startswith("<small>Judged on the full result.</small>")
@@ -250,10 +252,11 @@ def test_page_with_a_partial_paper_sweep_says_how_far_it_got(paper_exp, monkeypa
     line = (f"paper-scale run in progress: 2 of 4 units done, about 1 CPU-hours left at the finished units' mean time "
             f"(units left may be larger); {CONTINUE}")
     assert show.paper_progress_note(ID) == line  # not in a git repository: nothing said about commits
-    top, bottom = _page(shown)
-    assert top[0] == describe(store.load(ID, mode="quick").payload) and top[1] == line and len(top) == 3
-    full = store.fresh_full(ID)  # the full result is still the one shown, and judged
-    assert bottom[0] == describe(full.payload) + f" <small>{show.result_line(full)}</small>"
+    out = _page(shown)
+    full = store.fresh_full(ID)  # the full result is still the one shown first, and judged
+    assert out[0] == line and out[1] == describe(full.payload) + f" <small>{show.result_line(full)}</small>"
+    assert len(out) == 4
+    _fold_of_quick(out[3], store.load(ID, mode="quick"))
     assert store.result_to_show(ID, mode="quick").mode == "full"
     assert {r["result"]["mode"] for r in reproduction.report_rows(pages=[ID])} == {"full"}
     # committed: the line says so (git tracks the unit files at HEAD); one more stored unit not yet
@@ -280,10 +283,11 @@ def test_page_and_verdicts_use_a_complete_fresh_paper_result_and_say_so(paper_ex
     store.compute(ID, mode="full")
     paper = store.compute(ID, mode="paper")
     assert show.paper_progress_note(ID) == ""
-    top, bottom = _page(shown)
-    assert len(top) == 2 and "n = 5" in top[1]  # this build's (quick) result above, no progress line
-    assert bottom[0] == (describe(paper.payload) + f" {show.PAPER_SHOWN} <small>{show.result_line(paper)}</small>")
-    assert bottom[0].startswith("**Sizes (paper mode).** n = 40.") and "n = 40" in bottom[1]
+    out = _page(shown)
+    assert len(out) == 3  # the paper result, its verdicts, this build's (quick) run folded; no progress line
+    assert out[0] == (describe(paper.payload) + f" {show.PAPER_SHOWN} <small>{show.result_line(paper)}</small>")
+    assert out[0].startswith("**Sizes (paper mode).** n = 40.") and "n = 40" in out[1]
+    _fold_of_quick(out[2], store.load(ID, mode="quick"))
     assert store.result_to_show(ID, mode="quick").mode == "paper"
     assert store.result_to_show(ID, mode="full").mode == "paper"
     assert show.ExperimentPage(ID, mode="quick", shown="full when fresh").result.digest == paper.digest

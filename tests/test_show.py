@@ -35,7 +35,7 @@ def page_exp(tmp_path, monkeypatch):
     base.register(exp)
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
     shown: list = []
-    monkeypatch.setattr(show, "display", lambda obj: shown.append(("md", obj.data)))
+    monkeypatch.setattr(show.plotting, "_display_markdown", lambda text: shown.append(("md", text)))
     yield exp, shown
     base.unregister(exp.id)
 
@@ -48,31 +48,41 @@ def test_show_experiment_shows_sizes_figure_tables_then_verdicts(page_exp):
                                 tables=lambda p: shown.append(("table", p["total"])))
     res = store.load(exp.id, mode="quick")
     assert res is not None and res.fresh and page.payload == res.payload  # computed once, stored
-    assert [k for k, _ in shown] == ["md", "figure", "table", "md"]
-    assert shown[0][1] == describe(res.payload) and drawn == [10]
-    assert f"{res.payload['total']:.3f}" in shown[3][1] and "holds by construction" in shown[3][1]
+    assert [k for k, _ in shown] == ["md", "md", "figure", "table", "md"]
+    assert shown[0][1] == show.full_absent_note(exp.id)  # quick mode, nothing larger stored: says so first
+    assert shown[1][1] == describe(res.payload) and drawn == [10]
+    assert f"{res.payload['total']:.3f}" in shown[4][1] and "holds by construction" in shown[4][1]
     shown.clear()
     show.show_experiment(exp.id, mode="quick", verdicts=False)  # loaded, not recomputed; no verdicts
-    assert [k for k, _ in shown] == ["md"]
+    assert [k for k, _ in shown] == ["md", "md"]
     with pytest.raises(ValueError, match="shown must be one of"):
         show.ExperimentPage(exp.id, mode="quick", shown="newest")
 
 
-def test_full_result_only_when_fresh(page_exp):
+def test_larger_result_first_this_build_folded_only_when_fresh(page_exp):
+    """Quick mode with nothing larger stored: why, then this build's run. With a fresh full-mode result:
+    its sizes (with provenance), its figure and its verdicts first, this build's run folded below (no
+    verdicts: it is not the judged run)."""
     exp, shown = page_exp
-    full_drawn = []
-    page = show.ExperimentPage(exp.id, mode="quick", figure=lambda p: None,
-                               full_figure=lambda p: full_drawn.append(p["config"]["n"]))
-    page.full_result(note=" It takes seconds.")
-    assert len(shown) == 1 and shown[0][1].startswith("No full-mode result is stored yet")
-    assert shown[0][1].endswith(" It takes seconds.") and full_drawn == []
+    drawn = []
+    fig = lambda p: drawn.append(("quick", p["config"]["n"]))  # noqa: E731
+    full_fig = lambda p: drawn.append(("full", p["config"]["n"]))  # noqa: E731
+    show.show_experiment(exp.id, mode="quick", figure=fig, full_figure=full_fig, absent_note=" It takes seconds.")
+    assert shown[0][1] == show.full_absent_note(exp.id) + " It takes seconds."
+    assert drawn == [("quick", 10)] and not any(":::" in t for _, t in shown)
     store.compute(exp.id, mode="full")
-    shown.clear()
-    page.full_result(note=" It takes seconds.")
+    shown.clear(), drawn.clear()
+    show.show_experiment(exp.id, mode="quick", figure=fig, full_figure=full_fig)
     full = store.fresh_full(exp.id)
-    assert full_drawn == [20] and len(shown) == 2
+    assert drawn == [("full", 20), ("quick", 10)]
     assert shown[0][1] == describe(full.payload) + f" <small>{show.result_line(full)}</small>"
-    assert "n = 20" in shown[1][1]  # the verdicts of the full result, not of this build's
+    assert "total of n = 20" in shown[1][1]  # the verdicts of the full result, not of this build's
+    fold = shown[-1][1]
+    assert fold.startswith(":::{admonition} This build's quick-mode run, smaller than the full-mode result above")
+    assert describe(store.load(exp.id, mode="quick").payload) in fold and "total of n = 10" not in fold
+    shown.clear(), drawn.clear()
+    show.show_experiment(exp.id, mode="full", figure=fig, full_figure=full_fig)  # the largest: no fold
+    assert drawn == [("quick", 20)] and not any(":::" in t for _, t in shown)
 
 
 def test_tuning_table_and_trace(page_exp, monkeypatch):
@@ -87,6 +97,8 @@ def test_tuning_table_and_trace(page_exp, monkeypatch):
     monkeypatch.setattr(show.library_figures, "tuning_trace", lambda **kw: traced.append(kw))
     page.tuning(ylabel="loss", max_cells=8)
     text = shown[0][1]
+    assert text.startswith(show.TUNING_TRACE)
+    text = text[len(show.TUNING_TRACE):].lstrip()
     # short pages: one sentence, the seeds as counts, the choices folded
     assert text.startswith("**Tuning.** 1 tuned choice: 0 interior, 1 at a bound the paper stated, 0 at a grid edge; "
                            "2 tuning seeds, disjoint from the 3 report seeds.")

@@ -360,13 +360,43 @@ def describe_figure(fig) -> str:
     return head + many + ". ".join(panels) + "."
 
 
+@contextlib.contextmanager
+def folded(title: str):
+    """Inside this block the book's Markdown (:func:`say`) and every published figure are collected and shown,
+    on leaving it, as one folded block titled ``title`` (the figures as PNG files beside their data, so they
+    can sit inside the fold); outside a book build, shown as usual."""
+    prev = getattr(_state, "fold", None)
+    _state.fold = parts = []
+    try:
+        yield
+    finally:
+        _state.fold = prev
+    if parts:
+        say(report.folded(title, "\n\n".join(parts)))
+
+
+def say(text: str) -> None:
+    """Show Markdown in the running notebook, or collect it into the open :func:`folded` block."""
+    fold = getattr(_state, "fold", None)
+    if fold is not None:
+        fold.append(text)
+        return
+    _display_markdown(text)
+
+
+def _display_markdown(text: str) -> None:
+    from IPython.display import Markdown, display
+
+    display(Markdown(text))
+
+
 def publish(fig) -> None:
     """Show ``fig`` in the running book notebook with its data and code links (module docstring); nothing
     outside a book notebook (no IPython kernel, or no Provenance started)."""
     prov = current_provenance()
     if _shell() is None or prov is None:
         return
-    from IPython.display import Markdown, display  # there is a shell: IPython is installed
+    from IPython.display import display  # there is a shell: IPython is installed
     fn = getattr(fig, "dpcompanion_source", None)
     page = prov.notebook
     n = _counters[page] = _counters.get(page, 0) + 1
@@ -399,13 +429,19 @@ def publish(fig) -> None:
     else:
         parts.append(f"code: `{name}`, {cell}")
     alt_text = describe_figure(fig)
-    display(fig)  # after the data is read from it: a closed figure has no renderer
-    plt.close(fig)
     if repo_link:
         parts.append(f"[source at {at}]({repo_link})")
     parts.append(caption)
     parts.append(report.rerun_line(plotted_result(), page=page))
+    line = "<small>" + " · ".join(parts) + "</small>"
+    if getattr(_state, "fold", None) is not None and book_dir:  # inside a fold: the image as a file
+        fig.savefig(Path(book_dir) / FIGURES_DIR / page / f"{stem}.png", bbox_inches="tight")
+        plt.close(fig)
+        alt = alt_text.replace("[", "(").replace("]", ")")
+        say(f"![{alt}]({FIGURES_DIR}/{page}/{stem}.png)\n\n{line}")
+        return
+    display(fig)  # after the data is read from it: a closed figure has no renderer
+    plt.close(fig)
     alt = html.escape(alt_text, quote=True)
     # the alt text travels in a hidden span after the image; dpcompanion.book.site.describe_images sets it
-    display(Markdown(f'<span class="dpc-alt" hidden data-alt="{alt}"></span>'
-                     + "<small>" + " · ".join(parts) + "</small>"))
+    say(f'<span class="dpc-alt" hidden data-alt="{alt}"></span>' + line)

@@ -297,8 +297,11 @@ def folded(title: str, body: str, *, cls: str = "") -> str:
     <BLANKLINE>
     | a |
     :::
+    >>> folded("Outer", folded("Inner", "x")).splitlines()[0]
+    '::::{admonition} Outer'
     """
-    return f":::{{admonition}} {title}\n:class: {' '.join(('dropdown', cls)).strip()}\n\n{body}\n:::"
+    fence = ":" * max([3] + [len(m) + 1 for m in re.findall(r"(?m)^(:{3,})", body)])  # longer than any inside
+    return f"{fence}{{admonition}} {title}\n:class: {' '.join(('dropdown', cls)).strip()}\n\n{body}\n{fence}"
 
 
 def tuning_table(tuning: Sequence[dict], *, link: str = "") -> str:

@@ -2,8 +2,8 @@
 outcome, sizes, figures and paper-vs-ours table; the returned :class:`ExperimentPage` shows the rest
 where the notebook places it::
 
-    page = show_experiment("h-f-curv", mode=mode, seed=seed, device=device, figure=figure)
-    page.full_result(note=" It takes seconds on a CPU.")
+    page = show_experiment("h-f-curv", mode=mode, seed=seed, device=device, figure=figure,
+                           absent_note=" It takes seconds on a CPU.")
     page.reproduction()
 
 Nothing here decides a verdict or computes a number (the rules, :mod:`dpcompanion.experiments.comparisons`,
@@ -15,8 +15,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Callable
-
-from IPython.display import Markdown, display
 
 from dpcompanion.book import forest, library_figures, plotting, report
 from dpcompanion.core import outputs
@@ -30,6 +28,12 @@ __all__ = ["ExperimentPage", "show_experiment", "data_link", "forest_block", "pa
 #: at most this many rows lead a page (the rest are in its tables)
 LEAD_ROWS = 6
 
+#: what the tuning trace shows, said above each
+TUNING_TRACE = ("**Tuning trace.** Every candidate's tuning score (per method, the best over its other parameters at "
+                "each value), the choice (star; a circle marks the choice within the paper's range when the "
+                "beyond-the-paper search chose otherwise) and, dotted, a bound the paper stated. A choice on a grid "
+                "edge extends the grid until it is interior unless the paper stated that edge "
+                "(`dpcompanion.experiments.protocols.tuning`).")
 #: what a page says where it shows the paper-scale result in place of the full-mode one
 PAPER_SHOWN = ("This is the paper-scale result (`paper` mode: the paper's own sizes), shown instead of the "
                "full-mode result.")
@@ -71,7 +75,7 @@ def full_absent_note(experiment_id: str) -> str:
 
 
 def _md(text: str) -> None:
-    display(Markdown(text))
+    plotting.say(text)  # into the open fold, if any
 
 
 def data_link(stem: str, text: str, *, label: str = "CSV") -> str:
@@ -278,30 +282,41 @@ class ExperimentPage:
         """Why no full-mode result is shown, with the command that computes it."""
         return full_absent_note(self.id)
 
-    def tuning(self, *, ylabel: str, max_cells: int | None = None) -> None:
-        """The tuning summary (every record in a CSV, :func:`data_link`) and the tuning trace."""
-        entries = self.payload["tuning"]
-        _md(report.tuning_table(entries, link=data_link("tuning", report.tuning_csv_text(entries))))
+    def tuning(self, result: store.StoredResult | None = None, *, ylabel: str, max_cells: int | None = None) -> None:
+        """The tuning summary of ``result`` (default: this build's; every record in a CSV, :func:`data_link`)
+        and its tuning trace, under :data:`TUNING_TRACE`."""
+        result = self.result if result is None else result
+        entries = result.payload["tuning"]
+        stem = "tuning" if result is self.result else f"tuning-{result.mode}"
+        _md(TUNING_TRACE + "\n\n" + report.tuning_table(entries, link=data_link(stem, report.tuning_csv_text(entries))))
         kw = {} if max_cells is None else {"max_cells": max_cells}
-        with self.drawing(self.result):
+        with self.drawing(result):
             library_figures.tuning_trace(entries=entries, ylabel=ylabel, **kw)
 
-    def full_result(self, *, note: str = "") -> None:
-        """The fresh paper-scale result (saying it stands in for the full one), else the fresh full-mode
-        result (sizes, provenance, figures, verdicts), else why none is shown and ``note``. In full mode,
-        this build's result. A stale or partial result is never shown (:func:`store.best_fresh`)."""
-        shown = store.best_fresh(self.id, modes=("paper",) if self.mode == "full" else ("paper", "full"))
-        if shown is None and self.mode == "full":
-            shown = self.result
-        if shown is None:
-            _md(full_absent_note(self.id) + note)
-            return
-        said = f" {PAPER_SHOWN}" if shown.mode == "paper" else ""
-        self.sizes(shown.payload, suffix=f"{said} <small>{result_line(shown)}</small>")
-        if self.full_figure is not None:
-            with self.drawing(shown):
-                self.full_figure(shown.payload)
-        self.verdicts(shown.payload)
+    def shown_first(self) -> store.StoredResult | None:
+        """The fresh stored result larger than this build's that the page shows first: the paper-scale one,
+        else (in quick mode) the full-mode one; None where none is fresh or this build is the largest."""
+        if self.mode == "paper":
+            return None
+        return store.best_fresh(self.id, modes=("paper",) if self.mode == "full" else ("paper", "full"))
+
+    def run_block(self, result: store.StoredResult, *, figure: Callable[[dict], Any] | None,
+                  tables: Callable[[dict], Any] | None = None, verdicts: bool = True,
+                  tuning_ylabel: str = "") -> None:
+        """One result's blocks: sizes (with its provenance line when it is not this build's), figures,
+        ``tables(payload)``, the paper-vs-ours table and the tuning trace (where ``tuning_ylabel``)."""
+        mine = result is self.result
+        said = f" {PAPER_SHOWN}" if result.mode == "paper" and not mine else ""
+        self.sizes(result.payload, suffix="" if mine else f"{said} <small>{result_line(result)}</small>")
+        if figure is not None:
+            with self.drawing(result):
+                figure(result.payload)
+        if tables is not None:
+            tables(result.payload)
+        if verdicts:
+            self.verdicts(result.payload)
+        if tuning_ylabel and result.payload.get("tuning"):
+            self.tuning(result, ylabel=tuning_ylabel)
 
     def judged_result(self, rows: list) -> store.StoredResult | None:
         """The fresh stored result the report judged ``rows`` on; None where none is stored fresh."""
@@ -342,20 +357,27 @@ class ExperimentPage:
 def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu",
                     figure: Callable[[dict], Any] | None = None, full_figure: Callable[[dict], Any] | None = None,
                     tables: Callable[[dict], Any] | None = None, verdicts: bool = True,
-                    shown: str = "this build") -> ExperimentPage:
-    """Load (or compute) the result and show the outcome, sizes (and paper sweep progress), figures,
-    ``tables(payload)`` and, unless ``verdicts=False``, the paper-vs-ours table. Returns the
-    :class:`ExperimentPage` for the other blocks."""
+                    tuning_ylabel: str = "", absent_note: str = "", shown: str = "this build") -> ExperimentPage:
+    """Load (or compute) the result and show the outcome, then the largest fresh result first
+    (:meth:`ExperimentPage.shown_first`: sizes, ``full_figure``, ``tables``, the paper-vs-ours table and
+    the tuning trace) with this build's run folded below it; where none is larger, this build's run
+    (``figure``), preceded in quick mode by why no larger one is shown (:func:`full_absent_note` and
+    ``absent_note``). Returns the :class:`ExperimentPage` for the other blocks (:meth:`~ExperimentPage.reproduction`)."""
     page = ExperimentPage(experiment_id, mode=mode, seed=seed, device=device, figure=figure,
                           full_figure=full_figure, shown=shown)
     page.lead()
-    page.sizes()
     page.paper_note()
-    page.figures()
-    if tables is not None:
-        tables(page.payload)
-    if verdicts:
-        page.verdicts()
+    first = page.shown_first()
+    blocks = dict(tables=tables, verdicts=verdicts, tuning_ylabel=tuning_ylabel)
+    if first is None:
+        if mode == "quick":
+            _md(full_absent_note(experiment_id) + absent_note)
+        page.run_block(page.result, figure=page.figure, **blocks)
+        return page
+    page.run_block(first, figure=page.full_figure, **blocks)
+    larger = "paper-scale" if first.mode == "paper" else f"{first.mode}-mode"
+    with plotting.folded(f"This build's {mode}-mode run, smaller than the {larger} result above (not judged)"):
+        page.run_block(page.result, figure=page.figure, **{**blocks, "verdicts": False})  # judged: the run above
     return page
 
 

@@ -152,6 +152,7 @@ def test_the_forest_plot_keeps_its_rows_labels_colours_and_legend():
     plt.close(fig)
     labels = [r["text"] for r in rows if r["kind"] == "ytick"]
     assert len(labels) == forest.rows_with_estimates(_forest_rows()) and labels[0].startswith("h-f-eff: ")
+    assert len({r["panel"] for r in rows if r["kind"] == "ytick"}) == len(forest.panels(forest.forest_rows(_forest_rows())))
     legend = [r for r in rows if r["kind"] == "legend"]
     assert {r["panel"] for r in legend} == {""} and "reproduced" in [r["text"] for r in legend]
     reproduced = next(r for r in rows if r["kind"] == "line" and "| reproduced |" in r["series"])

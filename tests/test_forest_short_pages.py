@@ -5,8 +5,8 @@ quotation, every candidate's score) filled h-f-eff's page with a 39,902 px table
 shows one sentence, the choices folded with the seeds as counts, and the records whole in a CSV
 (:func:`dpcompanion.book.report.tuning_table`, :func:`dpcompanion.book.show.data_link`).
 Forest plots: each verdict row as its estimate with its 95% interval, the paper's value or
-direction, the margin, coloured by verdict, grouped by paper, marked at the paper's scale or
-reduced (:mod:`dpcompanion.book.forest`); on every experiment page (test_captions runs them)
+direction, the margin, coloured by verdict, one panel per kind of effect on its own axis, labels
+whole, marked at the paper's scale or reduced (:mod:`dpcompanion.book.forest`); on every experiment page (test_captions runs them)
 and for the whole book on the verdicts page. The page heights themselves are measured in the
 built book by tests/test_browser.py.
 """
@@ -110,7 +110,10 @@ def test_forest_rows_tolerate_missing_fields_and_group_by_paper():
     f = forest.forest_rows(rows)
     assert [r["page"] for r in f] == ["h-f-eff", "w-f1", "accounting"]
     assert [r["scale_mark"] for r in f] == ["paper scale", "computed", "computed"]
-    assert f[0]["scale"] == pytest.approx(2.0) and f[0]["margin_centre"] == 0.0  # an effect's margin: around zero
+    assert f[0]["margin_centre"] == 0.0  # an effect's margin: around zero
+    # no units, a printed value: ours over the paper's; no units, none printed: its own panel
+    assert f[0]["kind"] == forest.RATIO_KIND and f[0]["factor"] == pytest.approx(4.0)
+    assert f[1]["kind"] == f[2]["kind"] == forest.OWN_KIND
     exact = forest.forest_rows([{"page": "w-eps", "item": "eps", "verdict": "agrees", "paper_value": 0.8, "margin": 0.01,
                                  "ours": {"estimate": 0.79, "ci_low": 0.79, "ci_high": 0.79}}])[0]
     assert exact["margin_centre"] == 0.8  # a tolerance against a printed number: around the paper's value
@@ -124,17 +127,25 @@ def test_the_whole_book_forest_plot_is_readable_and_its_data_names_each_rows_res
     fig = forest.forest_plot(rows=book_rows, title="every verdict")
     try:
         assert plotting.figure_problems(fig) == []
-        labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-        assert len(labels) == forest.rows_with_estimates(book_rows) > 0
+        labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
+        titles = [ax.get_title(loc="left") for ax in fig.axes]
         data = list(csv.DictReader(figure_files.write_figure_data(fig, tmp_path / "f.csv").open()))
     finally:
         matplotlib.pyplot.close(fig)
+    frows = forest.forest_rows(book_rows)
+    assert len(labels) == len(frows) > 0
+    # whole labels: each is its row's page and item, wrapped, never cut; so no two rows share one
+    assert [" ".join(lab.split()) for lab in labels] == [" ".join(f"{f['page']}: {f['item']}".split())
+                                                          for _, fs in forest.panels(frows) for f in fs]
+    assert len(set(labels)) == len(labels)
+    # one axis per kind of effect, each kind once, every row on its kind's axis
+    assert titles == [kind for kind, _ in forest.panels(frows)] and len(set(titles)) == len(titles) > 2
     estimates = [d for d in data if d["series"].endswith("| estimate")]
     assert len(estimates) == len(labels)
     for d in estimates:
         page, item, verdict, judged = d["series"].split(" | ")[:4]
         assert verdict in report.VERDICTS and judged.split(" result")[0] in ("paper", "full", "quick", "computed")
-        assert "estimate " in d["series"] and "divided by " in d["series"]
+        assert "estimate " in d["series"] and "units " in d["series"] and "plotted times " in d["series"]
     pages = {d["series"].split(" | ")[0] for d in estimates}
     assert any(p.startswith("h-") for p in pages) and any(p.startswith("w-") for p in pages)
 

@@ -74,7 +74,8 @@ def _forest_rows():
     """Verdict rows shaped as the reproduction report's: both papers, every verdict,
     a direction-only row, a margin, a row without an estimate and one without the newer fields."""
     def row(page, item, verdict, est, lo, hi, paper=None, **kw):
-        return {"page": page, "item": item, "verdict": verdict, "paper_value": paper,
+        units = kw.pop("units", "training loss (nats)" if page == "h-f-eff" else None)
+        return {"page": page, "item": item, "verdict": verdict, "paper_value": paper, "units": units,
                 "ours": {"estimate": est, "ci_low": lo, "ci_high": hi}, "result": {"mode": "full"},
                 "at_paper_scale": kw.pop("at", False), **kw}
     return [row("h-f-eff", "final training loss, exp vs uni, by N (T beyond the paper's range)", "reproduced",
@@ -82,7 +83,7 @@ def _forest_rows():
             row("h-f-eff", "test accuracy, exp vs uni, by N", "not reproduced", -0.01, -0.015, -0.005),
             row("h-f-curv", "M = 1: trainer mean vs exact E[f]", "inconclusive", 0.1, -0.2, 0.4, margin=0.3),
             row("w-t1245", "Table 1: gain ADP - DP, linear-sqrt, C_G 1, eps_bar 0.8", "sign only", 1.0, 0.2, 1.8,
-                paper=7.5, comparable="direction"),
+                paper=7.5, comparable="direction", units="points of accuracy"),
             row("w-eps", "epsilon_bar = 0.8", "reproduced", 0.79, 0.79, 0.79, paper=0.8, margin=0.01, at=None),
             {"page": "accounting", "item": "R = 2 rho", "verdict": "holds by construction", "ours": {"estimate": 3.1}},
             row("audit", "pgd: (2, 1e-05)-DP", "not judged", None, None, None)]

@@ -401,7 +401,8 @@ def publish(fig) -> None:
     page = prov.notebook
     n = _counters[page] = _counters.get(page, 0) + 1
     parts = [f"Figure {n}"]
-    caption = report.figure_caption(plotted_result(), build=prov)  # the one caption
+    caption = report.figure_caption(plotted_result(), build=prov,  # the one caption
+                                    judged_on=getattr(fig, "dpcompanion_judged_on", ""))
     book_dir = os.environ.get(BOOK_DIR_ENV)
     cell_source, cell_index, cell_id = _notebook_cell()
     cell = (f"notebook cell {cell_index}" + (f" (id `{cell_id}`)" if cell_id else "")) if cell_index is not None \

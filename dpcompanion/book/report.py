@@ -391,21 +391,24 @@ def result_sizes(result: Any) -> str:
     return label or ", ".join(words)
 
 
-def figure_caption(result: Any, *, build: Any) -> str:
+def figure_caption(result: Any, *, build: Any, judged_on: str = "") -> str:
     """A figure's provenance caption: the plotted result's mode, commit and sizes, then the build that drew
-    it (``build``: the notebook's Provenance); the build alone where ``result`` is None.
+    it (``build``: the notebook's Provenance); where ``result`` is None, ``judged_on`` (a figure of
+    verdict rows from many results: :func:`dpcompanion.book.forest.judged_on`) and the build.
 
     >>> from types import SimpleNamespace as NS
     >>> build = NS(mode="quick", commit="9dcda9f43b93", dirty=False)
     >>> figure_caption(None, build=build)
     'quick mode, commit 9dcda9f43b93'
+    >>> figure_caption(None, build=build, judged_on="rows judged on: 3 paper-mode result rows")
+    'rows judged on: 3 paper-mode result rows; drawn by this build (quick mode, commit 9dcda9f43b93)'
     >>> r = NS(id="w-f4", mode="paper", provenance={"commit": "2e722974aaea"}, payload={})
     >>> figure_caption(r, build=build)
     'result: paper mode, commit 2e722974aaea; drawn by this build (quick mode, commit 9dcda9f43b93)'
     """
     drawn = f"{build.mode} mode, commit {build.commit}" + (" (dirty tree)" if build.dirty else "")
     if result is None:
-        return drawn
+        return f"{judged_on}; drawn by this build ({drawn})" if judged_on else drawn
     p = result.provenance
     sizes = result_sizes(result)
     return (f"result: {result.mode} mode, commit {p.get('commit', 'unknown')}" + ("+dirty" if p.get("dirty") else "")

@@ -345,10 +345,7 @@ class ExperimentPage:
         if judged is not None:
             with self.drawing(judged):
                 forest_block(rows, title=f"{self.id}: every verdict row",
-                             head="**Forest plot.** Each verdict row of this page: our estimate with its 95% "
-                                  "interval, the paper's value (diamond) or direction (triangle), the margin where "
-                                  "one is declared (grey), coloured by verdict; filled dots at the paper's scale, "
-                                  "open dots reduced.")
+                             head="**Forest plot.** Each verdict row of this page: " + forest.READING)
         tuning = (rows[0].get("tuning") or []) if rows else []
         link = data_link("tuning-judged", report.tuning_csv_text(tuning)) if tuning else ""
         _md(report.reproduction_tables(self.id, seed=self.seed, device=self.device, rows=rows, tuning_link=link))

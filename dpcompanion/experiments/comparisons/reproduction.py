@@ -124,6 +124,7 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
         "tuning": list(tuning), "result": result, "note": str(r.get("note", "")),
     }
     margin_of = _margin_of(r.get("rule"))
+    out["units"] = margin_of.units if margin_of is not None else None  # the forest plot's panel
     if margin_of is not None and margin_of.value is not None:
         # where the margin's value comes from (its basis and declaration) and when it was first
         # committed against the judged result's creation, read from git (margin_dates)

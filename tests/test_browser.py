@@ -11,8 +11,6 @@ from __future__ import annotations
 import functools
 import http.server
 import re
-import shutil
-import tempfile
 import threading
 import urllib.request
 from pathlib import Path
@@ -22,13 +20,11 @@ import pytest
 
 import yaml
 
-from bookutil import NOTEBOOKS, REPO, require_build, toc_files
+from bookutil import NOTEBOOKS, REPO, chromium, require_build, toc_files
 from limits import HANG_GUARD_S
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
 # Pages whose math, images and links are checked: the landing page and one notebook page
 # with math and figures.
 PAGES = ["book/index.html", "book/h-f-theory.html"]
@@ -67,28 +63,8 @@ def server():
 
 @pytest.fixture(scope="module")
 def browser():
-    if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip("Chromium/chromedriver not installed (make test installs them with apt when run as root)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="dpcompanion-chromium-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in (
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1024",
-    ):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "SEVERE"})  # the console's errors, per page
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(HANG_GUARD_S)
-    driver.set_script_timeout(HANG_GUARD_S)
-    driver.set_window_size(1280, 1024)  # the width the horizontal-scroll check is about
-    yield driver
-    driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    with chromium(network_log=False, hang_guard_s=HANG_GUARD_S) as driver:
+        yield driver
 
 
 def _wait_for_mathjax(driver) -> int:
@@ -130,11 +106,17 @@ _CLAIM_PROSE = (
     " c.querySelectorAll('.math, code, pre, .dropdown, mjx-container, script').forEach(e => e.remove());"
     " return c.innerText; })"
 )
-# Each figure of a notebook's output: its image, the line under it and that line's links.
+# Each figure of a notebook's output: its image, the line under it and that line's links; the folded
+# blocks (a smaller run's figures: sphinx-togglebutton's .toggle-hidden, <details>) opened while they are measured, as a reader opens them, then closed.
 _FIGURES = (
-    "return Array.from(document.querySelectorAll('.cell_output img')).map(i => { const c = i.nextElementSibling;"
+    "const closed = Array.from(document.querySelectorAll('details:not([open])')); closed.forEach(d => d.open = true);"
+    " const hidden = Array.from(document.querySelectorAll('.toggle-hidden'));"
+    " hidden.forEach(e => e.classList.remove('toggle-hidden'));"
+    " const out = Array.from(document.querySelectorAll('.cell_output img')).map(i => { const c = i.nextElementSibling;"
     " return {src: i.currentSrc || i.src, alt: i.alt, shown: i.getBoundingClientRect().width, natural: i.naturalWidth,"
-    " caption: c ? c.innerText : '', links: c ? Array.from(c.querySelectorAll('a[href]')).map(a => a.href) : []}; })"
+    " folded: !!i.closest('details, .toggle'), room: i.parentElement.clientWidth,"
+    " caption: c ? c.innerText : '', links: c ? Array.from(c.querySelectorAll('a[href]')).map(a => a.href) : []}; });"
+    " closed.forEach(d => d.open = false); hidden.forEach(e => e.classList.add('toggle-hidden')); return out;"
 )
 _OVERFLOW = (
     "const d = document.documentElement;"
@@ -487,15 +469,17 @@ def test_every_figure_has_data_and_code_links_that_resolve(server, browser, visi
 
     bad = []
     for f in _visit(server, browser, visits, page)["figures"]:
-        csv = [h for h in f["links"] if h.startswith(server) and h.endswith(".csv")]
+        csv = [h for h in f["links"] if h.startswith(server) and h.endswith(".csv") and not h.endswith(".points.csv")]
+        points = [h for h in f["links"] if h.startswith(server) and h.endswith(".points.csv")]
         py = [h for h in f["links"] if h.startswith(server) and h.endswith(".py")]
         if not f["caption"].startswith("Figure") or len(csv) != 1 or len(py) != 1:
             bad.append((f["src"][-20:], f["caption"][:80], "no data/code links"))
             continue
-        for h in csv + py:
+        for h in csv + py + points:
             if _status(h) != 200:
                 bad.append((f["src"][-20:], h, _status(h)))
-        if f["shown"] < min(f["natural"], COLUMN_PX) - 1:
+        # a folded figure (a smaller run's) fills its fold, which is narrower than the column by its padding
+        if f["shown"] < min(f["natural"], COLUMN_PX, f["room"] if f["folded"] else COLUMN_PX) - 1:
             bad.append((f["src"][-20:], f"shown {f['shown']:.0f} px < {min(f['natural'], COLUMN_PX)} px"))
         if not re.search(r"rerun: python -m dpcompanion (experiment|reproduce) ", f["caption"]):
             bad.append((f["src"][-20:], f["caption"][-80:], "no rerun line"))

@@ -143,6 +143,9 @@ def forest_rows(rows: Iterable[dict]) -> list[dict]:
                     "paper_value": paper, "margin": margin, "margin_centre": centre, "kind": kind,
                     "units": r.get("units"), "factor": factor, "scale_mark": mark,
                     "direction": r.get("comparable") == "direction", "mode": mode, "group": paper_of(page)})
+    if len({f["page"] for f in out}) == 1:  # one page's plot, on that page: its name would repeat on every row
+        for f in out:
+            f["label"] = "\n".join(textwrap.wrap(f["item"], LABEL_CHARS))
     order = {name: i for i, (_, name) in enumerate(PAPERS)}
     return sorted(out, key=lambda f: order[f["group"]])  # stable: the report's order within a group
 

@@ -28,7 +28,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
 from dpcompanion.book import report
-from dpcompanion.book.figure_files import figure_script, write_figure_data
+from dpcompanion.book.figure_files import figure_script, write_figure_data, write_points
 from dpcompanion.core.provenance import Provenance
 
 #: colours used consistently across the book: uniform vs dynamic/optimal schedules
@@ -415,6 +415,7 @@ def publish(fig) -> None:
         folder = Path(book_dir) / FIGURES_DIR / page
         stem = f"{page}-figure-{n}"  # the page in the name: downloads from two pages never collide
         write_figure_data(fig, folder / f"{stem}.csv")
+        tidy = write_points(fig, folder / f"{stem}.points.csv")  # the means drawn, for analysis
         # the layout check of every published figure, kept for the tests of the built book
         (folder / f"{stem}.layout.json").write_text(json.dumps(
             {"function": name, "problems": figure_problems(fig), "result": _result_record(plotted_result()),
@@ -426,6 +427,8 @@ def publish(fig) -> None:
             function_source=inspect.getsource(inspect.unwrap(fn)) if fn is not None else ""))
         link = f"{FIGURES_DIR}/{page}/{stem}"
         parts.append(f"{{download}}`data <{link}.csv>` (CSV)")
+        if tidy is not None:
+            parts.append(f"{{download}}`points <{link}.points.csv>` (mean, SE, n per point; bars 2 SE)")
         parts.append(f"{{download}}`code <{link}.py>` (`{name}`, {cell})")
     else:
         parts.append(f"code: `{name}`, {cell}")
@@ -439,7 +442,8 @@ def publish(fig) -> None:
         fig.savefig(Path(book_dir) / FIGURES_DIR / page / f"{stem}.png", bbox_inches="tight")
         plt.close(fig)
         alt = alt_text.replace("[", "(").replace("]", ")")
-        say(f"![{alt}]({FIGURES_DIR}/{page}/{stem}.png)\n\n{line}")
+        # one paragraph: the caption line is the image's next element, as under a figure outside the fold
+        say(f"![{alt}]({FIGURES_DIR}/{page}/{stem}.png)\n{line}")
         return
     display(fig)  # after the data is read from it: a closed figure has no renderer
     plt.close(fig)

@@ -290,7 +290,8 @@ class ExperimentPage:
         stem = "tuning" if result is self.result else f"tuning-{result.mode}"
         _md(TUNING_TRACE + "\n\n" + report.tuning_table(entries, link=data_link(stem, report.tuning_csv_text(entries))))
         kw = {} if max_cells is None else {"max_cells": max_cells}
-        with self.drawing(result):
+        # folded: a trace is a tall grid (a panel per setting), and the table above says what it chose
+        with plotting.folded("The tuning trace as a figure (every candidate's score)"), self.drawing(result):
             library_figures.tuning_trace(entries=entries, ylabel=ylabel, **kw)
 
     def shown_first(self) -> store.StoredResult | None:

@@ -211,3 +211,36 @@ def test_the_published_script_redraws_the_figure_alone(kind, tmp_path, monkeypat
     png = tmp_path / "alone" / script.with_suffix(".png").name
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert run.stdout.splitlines()[0] == data_counts(data)
+
+
+def test_the_points_file_holds_each_mean_its_se_and_n(tmp_path, monkeypatch):
+    """Beside the drawing's data, a figure of means publishes ``<page>-figure-<n>.points.csv``: one row per
+    mean drawn, with the axes' labels as its variables, the standard error (the bar is 2 SE, as drawn) and
+    the sample size; the categories of a category axis by name. A figure of no means publishes none."""
+    from dpcompanion.book import hong_figures
+
+    N, loss, se = [200, 600, 1000], {"uni": [0.5, 0.4, 0.3], "exp": [0.45, 0.35, 0.3]}, [0.01, 0.02, 0.03]
+    _publish(tmp_path, monkeypatch, "h-f-eff", lambda: hong_figures.efficiency_figure(
+        N=N, loss=loss, loss_se={k: se for k in loss}, acc=loss, acc_se={k: se for k in loss}, n=40))
+    folder = tmp_path / "book" / plotting.FIGURES_DIR / "h-f-eff"
+    (points,) = folder.glob("h-f-eff-figure-*.points.csv")  # the figure's number: as many as published so far
+    rows = list(csv.DictReader(points.open()))
+    assert len(rows) == 2 * 2 * 3  # two panels, two schedules, three N
+    uni = [r for r in rows if r["series"] == "uni" and r["y_variable"] == "final training loss"]
+    assert [float(r["x"]) for r in uni] == N and [float(r["mean"]) for r in uni] == loss["uni"]
+    assert [float(r["se"]) for r in uni] == se and {r["n"] for r in rows} == {"40"} and {r["bar"] for r in rows} == {"2 SE"}
+    assert {r["x_variable"] for r in rows} == {"number of training samples N"}
+    drawn = list(csv.DictReader(points.with_name(points.name.replace(".points", "")).open()))  # the bars drawn are those 2 SE
+    bars = [r for r in drawn if r["kind"] == "errorbar" and r["series"] == "uni" and r["y_axis"] == "final training loss"]
+    assert np.allclose([float(r["y_high"]) - float(r["y"]) for r in bars], [2 * s for s in se])
+
+    cells = [("eps 0.8, C 1, 60 ep.", 1.5, 0.25, 7.0), ("eps 3.2, C 1, 60 ep.", -0.5, 0.5, None)]
+    _publish(tmp_path, monkeypatch, "w-t1245", lambda: wu_figures.wu_gap_grid(cells=cells, n=[20, 5]))
+    (points,) = (tmp_path / "book" / plotting.FIGURES_DIR / "w-t1245").glob("*.points.csv")
+    rows = list(csv.DictReader(points.open()))
+    assert [(r["x"], float(r["mean"]), float(r["se"]), r["n"]) for r in rows] == [
+        (c[0], c[1], c[2], n) for c, n in zip(cells, ("20", "5"))]
+    assert rows[0]["y_variable"] == "ADP-SGD minus DP-SGD accuracy (points)"
+
+    _publish(tmp_path, monkeypatch, "verdicts", PUBLISHED["the forest plot"])
+    assert not list((tmp_path / "book" / plotting.FIGURES_DIR / "verdicts").glob("*.points.csv"))

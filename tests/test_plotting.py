@@ -266,7 +266,7 @@ def test_publish_writes_data_and_code_beside_the_page(tmp_path, monkeypatch):
     finally:
         InteractiveShell.clear_instance()
     folder = tmp_path / plotting.FIGURES_DIR / "h-f-eff"
-    n = max(int(p.stem.rsplit("-", 1)[1]) for p in folder.glob("h-f-eff-figure-*.csv"))
+    n = max(int(p.stem.rsplit("-", 1)[1]) for p in folder.glob("h-f-eff-figure-*.py"))
     assert (folder / f"h-f-eff-figure-{n}.csv").read_text().startswith("panel,")
     code = (folder / f"h-f-eff-figure-{n}.py").read_text()
     assert "def efficiency_figure" in code and plotting.REPOSITORY_URL in code

@@ -245,6 +245,63 @@ def write_figure_data(fig, path: str | os.PathLike) -> Path:
     return path
 
 
+# --- the points a figure summarises: one row per mean, with its standard error and sample size ---
+
+#: the columns of a figure's points file (:func:`write_points`): what each drawn mean summarises
+POINT_COLUMNS = ("panel", "series", "x_variable", "x", "y_variable", "mean", "se", "n", "bar")
+
+
+def draw_mean_se(ax, x, mean, se, *, label: str, n=None, horizontal: bool = False, categories=None, **style):
+    """Draw means with bars of 2 standard errors on ``ax`` (``horizontal``: the means along x at the
+    positions ``x`` on y) and record each point for the figure's points file (:func:`write_points`):
+    ``n`` (a number or one per point) is the sample size behind each mean; ``categories`` name the
+    positions ``x`` when they are categories, not values. Returns the errorbar container.
+
+    >>> fig, ax = plt.subplots(); _ = draw_mean_se(ax, [1, 2], [0.5, 0.7], [0.1, 0.2], label="uni", n=20)
+    >>> [(r["x"], r["mean"], r["se"], r["n"], r["bar"]) for r in points(fig)]
+    [(1.0, 0.5, 0.1, 20, '2 SE'), (2.0, 0.7, 0.2, 20, '2 SE')]
+    >>> plt.close(fig)
+    """
+    x, m, s = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (x, mean, se))
+    if not (len(x) == len(m) == len(s)):
+        raise ValueError(f"x, mean and se must have one value per point, got {len(x)}, {len(m)} and {len(s)}")
+    bar = 2 * np.nan_to_num(s)
+    drawn = (ax.errorbar(m, x, xerr=bar, label=label, **style) if horizontal
+             else ax.errorbar(x, m, yerr=bar, label=label, **style))
+    ns = np.broadcast_to(np.asarray(n if n is not None else -1), x.shape)
+    names = list(categories) if categories is not None else [float(v) for v in x]
+    ax.figure.__dict__.setdefault("dpcompanion_points", []).append(
+        (ax, label, horizontal, names, m.tolist(), s.tolist(), [int(v) if v >= 0 else "" for v in ns]))
+    return drawn
+
+
+def points(fig) -> list[dict]:
+    """The rows of ``fig``'s points file: every mean drawn by :func:`draw_mean_se`, its axes' labels as
+    the variables (read when the figure is published, after the axes are labelled)."""
+    names = _panel_names(fig)
+    rows = []
+    for ax, label, horizontal, xs, ms, ses, ns in getattr(fig, "dpcompanion_points", []):
+        xv, yv = (ax.get_ylabel(), ax.get_xlabel()) if horizontal else (ax.get_xlabel(), ax.get_ylabel())
+        rows += [dict(panel=names.get(ax, ""), series=label, x_variable=xv, x=x, y_variable=yv, mean=m, se=s, n=n,
+                      bar="2 SE") for x, m, s, n in zip(xs, ms, ses, ns)]
+    return rows
+
+
+def write_points(fig, path: str | os.PathLike) -> Path | None:
+    """Write :func:`points` of ``fig`` as CSV to ``path`` (one row per point: the variables, mean, SE, n);
+    nothing (None) for a figure that draws no means."""
+    rows = points(fig)
+    if not rows:
+        return None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=POINT_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
 # --- redrawing a figure from its data file alone ---
 # The functions of this section use only the csv module, numpy and matplotlib (the names
 # REDRAW_IMPORTS binds): their source is written into every figure's script (REDRAW_SOURCE),

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import LogNorm
 
+from dpcompanion.book.figure_files import draw_mean_se
 from dpcompanion.book.plotting import (COLORS, KIND_COLORS, MAX_WIDTH_IN, apply_style, figure_function, finish, log_ticks,
                                        panel_grid)
 
@@ -132,16 +133,16 @@ def influence_fit_figure(*, levels, losses: dict, fits: dict):
 
 
 @figure_function
-def efficiency_figure(*, N, loss: dict, loss_se: dict, acc: dict, acc_se: dict, title: str = ""):
+def efficiency_figure(*, N, loss: dict, loss_se: dict, acc: dict, acc_se: dict, n=None, title: str = ""):
     """The FAccT version's Fig. 1 middle/right layout: final training loss (left) and test accuracy
     (right) vs the number of training samples N, one line per schedule with 2-SE bars.
-    Each dict maps a schedule label ("uni", "exp") to an array over ``N``."""
+    Each dict maps a schedule label ("uni", "exp") to an array over ``N``; ``n``: the repeats behind each mean."""
     apply_style()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(MAX_WIDTH_IN, 3.6))
     for kind in loss:
         c = KIND_COLORS.get(kind)
-        a1.errorbar(N, loss[kind], yerr=2 * np.asarray(loss_se[kind]), fmt="o-", ms=4, color=c, label=kind, capsize=2)
-        a2.errorbar(N, acc[kind], yerr=2 * np.asarray(acc_se[kind]), fmt="o-", ms=4, color=c, label=kind, capsize=2)
+        draw_mean_se(a1, N, loss[kind], loss_se[kind], n=n, fmt="o-", ms=4, color=c, label=kind, capsize=2)
+        draw_mean_se(a2, N, acc[kind], acc_se[kind], n=n, fmt="o-", ms=4, color=c, label=kind, capsize=2)
     for ax, lab in ((a1, "final training loss"), (a2, "test accuracy")):
         ax.set_xscale("log")
         log_ticks(ax.xaxis, N)
@@ -156,20 +157,21 @@ def efficiency_figure(*, N, loss: dict, loss_se: dict, acc: dict, acc_se: dict, 
 
 @figure_function
 def relative_loss_figure(*, panels: dict, xlabel: str = "data scale", ylabel: str = r"$(e - e_{uni}) / e_{uni}$",
-                         dashed_label: str = r"$T\,\mathrm{Var}(q_t)$"):
+                         dashed_label: str = r"$T\,\mathrm{Var}(q_t)$", n=None):
     """the ICLR submission's Fig. 2 middle / Fig. 3 right layout: relative final loss vs data scale (solid,
     left axis, 2-SE bars) per schedule and a dashed influence term on a right axis.
-    ``panels``: title -> {"x": array, "curves": {label: (mean, se)}, "dashed": array or None}.
+    ``panels``: title -> {"x": array, "curves": {label: (mean, se)}, "dashed": array or None, "n": the repeats
+    behind each mean (optional; default ``n``)}.
     When every panel has one x value (quick mode: one data scale), a curve would be a single
     point: the panels become the categories of one panel instead (:func:`_one_point_panels`)."""
     apply_style()
     if panels and all(len(np.atleast_1d(p["x"])) == 1 for p in panels.values()):
-        return _one_point_panels(panels, xlabel=xlabel, ylabel=ylabel)
+        return _one_point_panels(panels, xlabel=xlabel, ylabel=ylabel, n=n)
     fig, axes = panel_grid(len(panels), row_height_in=3.4)
     for ax, (title, p) in zip(axes.flat, panels.items()):
         x = np.asarray(p["x"], dtype=float)
         for lab, (m, se) in p["curves"].items():
-            ax.errorbar(x, m, yerr=2 * np.asarray(se), fmt="o-", ms=4, capsize=2, color=KIND_COLORS.get(lab), label=lab)
+            draw_mean_se(ax, x, m, se, n=p.get("n", n), fmt="o-", ms=4, capsize=2, color=KIND_COLORS.get(lab), label=lab)
         ax.axhline(0.0, color="0.5", lw=0.8)
         ax.set_xlabel(xlabel)
         ax.set_title(title, fontsize=10)
@@ -186,7 +188,7 @@ def relative_loss_figure(*, panels: dict, xlabel: str = "data scale", ylabel: st
     return fig
 
 
-def _one_point_panels(panels: dict, *, xlabel: str, ylabel: str):
+def _one_point_panels(panels: dict, *, xlabel: str, ylabel: str, n=None):
     """Panels with one x value each, drawn as one panel: a category per panel title, one
     marker with its 2-SE bar per curve (side by side), the shared x value in the axis label."""
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
@@ -194,14 +196,17 @@ def _one_point_panels(panels: dict, *, xlabel: str, ylabel: str):
     labels = list(dict.fromkeys(lab for p in panels.values() for lab in p["curves"]))
     width = 0.5 / max(len(labels), 1)
     for k, lab in enumerate(labels):
-        xs, ms, ses = [], [], []
+        xs, ms, ses, names, ns = [], [], [], [], []
         for i, t in enumerate(titles):
             if lab in panels[t]["curves"]:
                 m, se = panels[t]["curves"][lab]
                 xs.append(i + (k - (len(labels) - 1) / 2) * width)
                 ms.append(float(np.atleast_1d(m)[0]))
-                ses.append(2 * float(np.atleast_1d(se)[0]))
-        ax.errorbar(xs, ms, yerr=ses, fmt="o", ms=6, capsize=3, color=KIND_COLORS.get(lab), label=lab)
+                ses.append(float(np.atleast_1d(se)[0]))
+                names.append(t)
+                ns.append(int(np.atleast_1d(panels[t].get("n", n if n is not None else -1))[0]))
+        draw_mean_se(ax, xs, ms, ses, n=ns, categories=names, fmt="o", ms=6, capsize=3, color=KIND_COLORS.get(lab),
+                     label=lab)
     ax.axhline(0.0, color="0.5", lw=0.8)
     xvals = sorted({float(np.atleast_1d(p["x"])[0]) for p in panels.values()})
     ax.set_xticks(range(len(titles)), titles)

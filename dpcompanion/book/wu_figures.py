@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FixedLocator, NullFormatter
 
+from dpcompanion.book.figure_files import draw_mean_se
 from dpcompanion.book.plotting import apply_style, figure_function, finish
 
 #: DP-SGD dashed, ADP-SGD solid, as in W's figures
@@ -54,16 +55,17 @@ def wu_accuracy_curves(*, steps, acc: dict, title: str = "", ylabel: str = "vali
 
 
 @figure_function
-def wu_gap_grid(*, cells: list, title: str = ""):
+def wu_gap_grid(*, cells: list, title: str = "", n=None):
     """W Tables 1/2 as a picture: for each cell ``(label, gap_ours, se_ours, gap_paper)`` the
-    ADP-SGD minus DP-SGD gain, ours with a 2-se bar, the paper's as a cross."""
+    ADP-SGD minus DP-SGD gain, ours with a 2-se bar, the paper's as a cross; ``n``: the seeds behind each gain."""
     apply_style()
     fig, ax = plt.subplots(figsize=(7.0, max(2.5, 0.34 * len(cells) + 1.2)))
     y = np.arange(len(cells))
     ours = np.array([c[1] for c in cells], dtype=float)
     se = np.array([c[2] for c in cells], dtype=float)
     paper = np.array([np.nan if c[3] is None else c[3] for c in cells], dtype=float)
-    ax.errorbar(ours, y, xerr=2 * np.nan_to_num(se), fmt="o", color="#dd8452", ms=4, label="ours (+- 2 se)")
+    draw_mean_se(ax, y, ours, se, n=n, horizontal=True, categories=[c[0] for c in cells], fmt="o", color="#dd8452",
+                 ms=4, label="ours (+- 2 se)")
     ax.plot(paper, y, "x", color="k", label="paper (CIFAR-10)")
     ax.axvline(0, color="0.5", lw=0.8)
     ax.set_yticks(y, [c[0] for c in cells], fontsize=9)

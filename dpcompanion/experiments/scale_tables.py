@@ -92,9 +92,14 @@ W_LAYERS = Dim("the pre-trained CNN, fine-tuned", "Wu et al., Sec. 6: a CNN \"pr
                 "on CIFAR-10\" (which layers are fine-tuned is not printed); ours: protocols.wu.head_model on the frozen "
                 "features of protocols.wu.transfer_features", lambda c: "last dense layer only (32 -> 10)", setup=True)
 
+#: the datasets as a reader knows them (the keys: dpcompanion.training.data.DATASETS)
+DATASET_NAMES = {"fashion": "Fashion-MNIST", "mnist": "MNIST", "mnist35": "MNIST 3 vs 5", "cifar10": "CIFAR-10",
+                 "digits": "scikit-learn digits"}
+
 #: the model and data W train (a transfer from CIFAR-100); ours: the dataset and its public pre-training set
 W_MODEL_DATA = Dim("CNN, CIFAR-100 -> CIFAR-10", W_MODEL,
-                   lambda c: f"{c.get('dataset')} (pretrain {c.get('pretrain_n')} images)", setup=True)
+                   lambda c: f"{DATASET_NAMES.get(c.get('dataset'), c.get('dataset'))} (a CNN pre-trained on "
+                             f"{int(c.get('pretrain_n') or 0):,} public images)", setup=True)
 
 #: the dimensions of Wu et al.'s Tables 1, 2, 4, 5 besides the training-set size
 W_TABLE_DIMS = {

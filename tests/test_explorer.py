@@ -23,14 +23,13 @@ import itertools
 import json
 import math
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from bookutil import REPO, require_build
+from bookutil import REPO, chromium, require_build
 from limits import HANG_GUARD_S
 
 from dpcompanion.book import explorer
@@ -39,8 +38,6 @@ from dpcompanion.theory.bounds import gd, momentum
 
 JS = REPO / "book" / "_static" / "dpc-explorer.js"
 CSS = REPO / "book" / "_static" / "dpcompanion.css"
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
 #: relative agreement required of the port
 REL = 1e-9
 #: the pages that show the explorer, as built
@@ -123,30 +120,9 @@ def differences(setting: dict, js: dict) -> tuple[list[str], float]:
 
 @pytest.fixture(scope="module")
 def browser():
-    """Headless Chromium, as in tests/test_browser.py, its console's errors logged."""
-    if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip("Chromium/chromedriver not installed (make test installs them with apt when run as root)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="dpcompanion-chromium-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in (
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1024",
-    ):
-        opts.add_argument(flag)
-    # the console's errors, and every request the pages make (the DevTools network events)
-    opts.set_capability("goog:loggingPrefs", {"browser": "SEVERE", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(HANG_GUARD_S)
-    driver.set_script_timeout(HANG_GUARD_S)
-    driver.set_window_size(1280, 1024)
-    yield driver
-    driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    """Headless Chromium (bookutil.chromium), every request the pages make logged."""
+    with chromium(network_log=True, hang_guard_s=HANG_GUARD_S) as driver:
+        yield driver
 
 
 @pytest.fixture(scope="module")

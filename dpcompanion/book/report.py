@@ -12,6 +12,7 @@ import math
 import re
 from typing import Any, Iterable, Sequence
 
+from dpcompanion.experiments import compute
 from dpcompanion.experiments.comparisons import VERDICTS, reproduction
 from dpcompanion.experiments.scale_tables import SCALE_WORDS, at_paper_scale, scale_of, scale_word, stored_sizes
 
@@ -427,7 +428,7 @@ def rerun_line(result: Any, *, page: str) -> str:
     >>> from types import SimpleNamespace as NS
     >>> r = NS(id="h-f-eff", mode="full", provenance={"wall_s": 586.3, "device": "cpu"}, over_sittings_s=None)
     >>> rerun_line(r, page="h-f-eff")
-    'rerun: `python -m dpcompanion experiment h-f-eff --mode full --device cpu --recompute` (measured: 9.8 min on cpu when this result was computed)'
+    'rerun: `python -m dpcompanion experiment h-f-eff --mode full --recompute` (measured: 9.8 min on cpu when this result was computed)'
     >>> rerun_line(None, page="h-sec-4-1")
     'rerun: `python -m dpcompanion reproduce --only h-sec-4-1 --reexecute` (this page, drawn by the build)'
     """
@@ -435,7 +436,7 @@ def rerun_line(result: Any, *, page: str) -> str:
         return f"rerun: `python -m dpcompanion reproduce --only {page} --reexecute` (this page, drawn by the build)"
     p = result.provenance
     device = p.get("device") or "cpu"
-    cmd = f"python -m dpcompanion experiment {result.id} --mode {result.mode} --device {device} --recompute"
+    cmd = compute.rerun_command(result.id, p, result.mode) + " --recompute"  # its device, seed and executor
     summed = getattr(result, "over_sittings_s", None)
     wall = summed if summed is not None else p.get("wall_s")
     if not isinstance(wall, (int, float)):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import re
 from html.parser import HTMLParser
@@ -317,6 +318,12 @@ def test_published_figure_scripts_redraw_their_figures_alone(tmp_path):
     others = [s for s in scripts if s not in forests]
     chosen = forests + others[:: max(1, len(others) // 10)][:10]
     assert (runner.GENERATED / plotting.FIGURES_DIR / "verdicts") in {s.parent for s in forests}
+    merged = []  # every figure: a redraw keys its panels by name, so two panels of one name would be drawn as one
+    for s in scripts:
+        names = [r["panel"] for r in csv.DictReader(s.with_suffix(".csv").open()) if r["kind"] == "panel"]
+        if len(set(names)) < len(names):
+            merged.append(s.name)
+    assert not merged, f"panels sharing a name in {merged}"
     bad = []
     for s in chosen:
         run = run_figure_script(s, s.with_suffix(".csv"), tmp_path / s.parent.name / s.stem)

@@ -123,6 +123,27 @@ def test_the_redrawn_figure_plots_the_same_data(name, tmp_path):
     assert f"panels {counts['panels']}, series {counts['series']}, points {counts['points']}" == data_counts(data)
 
 
+def test_panels_sharing_a_title_are_redrawn_apart(tmp_path):
+    """Two panels with one title (the tuning traces' "N = 250" over T and over gamma) are two
+    panels in the data file ("N = 250 #1", "N = 250 #2") and in the redraw, each titled as drawn
+    and holding its own line, not one panel drawn over twice."""
+    fig, axes = plt.subplots(1, 3, figsize=(7, 2.5))
+    for ax, x, title in zip(axes, ([1, 2], [3, 4, 5], [6]), ("N = 250", "N = 250", "N = 500")):
+        ax.plot(x, [0.5] * len(x))
+        ax.set_title(title)
+    data = figure_files.write_figure_data(fig, tmp_path / "figure-1.csv")
+    plt.close(fig)
+    rows = figure_files.read_figure_data(data)
+    assert [r["panel"] for r in rows if r["kind"] == "panel"] == ["N = 250 #1", "N = 250 #2", "N = 500"]
+    again, counts = figure_files.redraw(rows)
+    try:
+        assert [ax.get_title() for ax in again.axes] == ["N = 250", "N = 250", "N = 500"]
+        assert [len(ax.lines[0].get_xdata()) for ax in again.axes] == [2, 3, 1]
+    finally:
+        plt.close(again)
+    assert (counts["panels"], counts["series"], counts["points"]) == (3, 3, 6)
+
+
 def test_errorbars_keep_both_ends_and_the_grid_keeps_its_labels(tmp_path):
     """The w-t1245 figure (wu_gap_grid) draws horizontal error bars (+- 2 se): its
     data file keeps their ends (x_low, x_high), each cell's label (ytick rows) and both axes;

@@ -31,10 +31,14 @@ DATA_KINDS = ("line", "errorbar", "hline", "vline", "polygon", "bar", "segment",
 
 
 def _panel_names(fig) -> dict:
-    names = {}
-    for i, ax in enumerate(fig.axes, 1):
-        title = ax.get_title() or ax.get_title(loc="left") or ""
+    """Each axis's name in the data file: its title, "panel i" when untitled, a title that
+    several panels share numbered " #k" (the redraw strips the number from the title it sets),
+    a twin axis named after its host panel."""
+    names, titles = {}, [ax.get_title() or ax.get_title(loc="left") or "" for ax in fig.axes]
+    for i, (ax, title) in enumerate(zip(fig.axes, titles), 1):
         names[ax] = title or f"panel {i}"
+        if title and titles.count(title) > 1:
+            names[ax] = f"{title} #{titles[:i].count(title)}"
     for ax in fig.axes:  # a twin axis is named after its host panel
         host = [o for o in fig.axes if o is not ax and o.get_position().bounds == ax.get_position().bounds
                 and not getattr(o, "_colorbar", None)]
@@ -375,7 +379,8 @@ def redraw(rows: list):
             ax.yaxis.set_label_position("right")
             ax.xaxis.set_visible(False)
         elif not (r["panel"].startswith("panel ") and r["panel"][6:].isdigit()):
-            ax.set_title(r["panel"])
+            title, _, k = r["panel"].rpartition(" #")
+            ax.set_title(title if title and k.isdigit() else r["panel"])
         ax.set_xlabel(r["x_axis"])
         ax.set_ylabel(r["y_axis"])
         ax.set_xscale(r["x_scale"])

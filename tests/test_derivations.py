@@ -4,7 +4,7 @@ A symbolic check of Thm 4.1, Lemma 4.3, Thm 4.4 or Thm 4.5 records each step it 
 (:class:`dpcompanion.claims.registry.Derivation`); the page numbers and prints those steps
 (:func:`dpcompanion.book.claims_page.derivation_lines`). The tests rerun the checks and fail when a
 passing check shows no steps, or when the built page does not show the steps this run computed,
-each as its own numbered equation.
+each after its own anchor.
 """
 
 from __future__ import annotations
@@ -59,36 +59,49 @@ def test_a_passing_symbolic_check_records_its_derivation(claim_id, runs):
         assert st["rel"] in Derivation.RELATIONS, f"{claim_id} step {i}: relation {st['rel']!r}"
 
 
-_MATH = re.compile(r'<div class="math[^"]*" id="equation-([^"]+)">\s*(?:<span class="eqno">\((\d+)\).*?</span>)?(.*?)</div>',
-                   re.S)
+_MATH = re.compile(r'<div class="math[^"]*"[^>]*>(.*?)</div>', re.S)
+_NUMBER = re.compile(r'<span class="eqno">\((\d+)\)')
 
 
 def _squash(tex: str) -> str:
     return re.sub(r"\s+", "", tex)
 
 
-def _page_equations(page: str) -> dict[str, tuple[str | None, str]]:
-    text = (require_build() / "book" / f"{page}.html").read_text(encoding="utf-8")
-    return {m.group(1): (m.group(2), _squash(html.unescape(m.group(3)))) for m in _MATH.finditer(text)}
+def _page(page: str) -> str:
+    return (require_build() / "book" / f"{page}.html").read_text(encoding="utf-8")
+
+
+def _step_equation(text: str, key: str) -> tuple[int, str] | None:
+    """Where the page anchors a step (``id="key"``), and the first displayed equation after the anchor."""
+    at = text.find(f'id="{key}"')
+    if at < 0:
+        return None
+    m = _MATH.search(text, at)
+    return (at, _squash(html.unescape(m.group(1)))) if m else (at, "")
 
 
 @pytest.mark.parametrize("claim_id", _symbolic_claims())
 def test_the_page_shows_the_steps_the_check_computed(claim_id, runs):
-    """The built page of the claim shows each step this run of the check computed, in order, as a numbered
-    equation with the claim's step label (a page built from another computation fails)."""
+    """The built page of the claim shows each step this run of the check computed, in order, each
+    equation after its step's anchor (``<claim>-step-<i>``, the link a teacher cites), and no equation of
+    the step carries a page-wide number a reader would take for the paper's (a page built from another
+    computation fails)."""
     r = runs[claim_id]
     steps = r["evidence"].get("derivation") or []
     if not steps:
         pytest.skip(f"{claim_id} records no derivation ({r['status']})")
-    eqs = _page_equations(_page_of(claim_id))
-    numbers = []
+    text = _page(_page_of(claim_id))
+    places = []
     for i, st in enumerate(steps, 1):
         key = f"{label(claim_id)}-step-{i}"
-        assert key in eqs, f"{_page_of(claim_id)}.html has no equation {key} (step {i} of {claim_id})"
-        number, shown = eqs[key]
+        found = _step_equation(text, key)
+        assert found, f"{_page_of(claim_id)}.html has no anchor {key} (step {i} of {claim_id})"
+        at, shown = found
         expected = _squash(f"{st['lhs']} {Derivation.RELATIONS[st['rel']]} {st['rhs']}")
         assert expected in shown, f"{key}: the page shows {shown!r}, the check computed {expected!r}"
-        assert number is not None, f"{key} is not numbered"
-        numbers.append(int(number))
-    assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers), f"{claim_id}: steps out of order {numbers}"
-    assert f"{label(claim_id)}-step-{len(steps) + 1}" not in eqs, f"the page shows more steps of {claim_id} than its check computed"
+        assert not _NUMBER.search(text[at:text.find("</div>", text.find('class="math', at))]), \
+            f"{key} is numbered page-wide"
+        places.append(at)
+    assert places == sorted(places), f"{claim_id}: steps out of order"
+    assert _step_equation(text, f"{label(claim_id)}-step-{len(steps) + 1}") is None, \
+        f"the page shows more steps of {claim_id} than its check computed"

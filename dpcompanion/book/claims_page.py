@@ -462,26 +462,30 @@ def folded(title: str, lines: list[str], *, cls: str = "") -> list[str]:
 
 
 def derivation_lines(steps: Sequence[dict[str, str]], claim_id: str) -> list[str]:
-    r"""A check's derivation (:class:`dpcompanion.claims.registry.Derivation` steps) as numbered equations, each
-    after what justifies it, and its LaTeX in a block to copy (online only).
+    r"""A check's derivation (:class:`dpcompanion.claims.registry.Derivation` steps) as numbered steps, each
+    equation after what justifies it, and its LaTeX in a block to copy (online only). A step is cited by its
+    claim and number ("H-T4.1.step, step 2") and linked by its anchor; its equation carries no page-wide
+    number, which a reader would take for the paper's (the prose cites "Eq. (27)" of the paper).
 
-    >>> print("\n".join(derivation_lines([{"lhs": "a", "rel": "<=", "rhs": "b", "why": "by (1)"}], "X-1")[:5]))
-    **Derivation**, step by step (each side is an expression the check computed with SymPy):
+    >>> print("\n".join(derivation_lines([{"lhs": "a", "rel": "<=", "rhs": "b", "why": "by Eq. (7)"}], "X-1")[:6]))
+    **Derivation of X-1**, step by step (each side is an expression the check computed with SymPy):
     <BLANKLINE>
-    *Step 1*, by (1):
+    (claim-x-1-step-1)=
+    *Step 1*, by Eq. (7):
     <BLANKLINE>
-    $$a \le b$$ (claim-x-1-step-1)
+    $$a \le b$$
     """
     if not steps:
         return []
     from dpcompanion.claims.registry import Derivation
 
-    out = ["**Derivation**, step by step (each side is an expression the check computed with SymPy):", ""]
+    out = [f"**Derivation of {claim_id}**, step by step (each side is an expression the check computed with SymPy):",
+           ""]
     tex = []
     for i, st in enumerate(steps, 1):
         eq = f"{st['lhs']} {Derivation.RELATIONS[st['rel']]} {st['rhs']}"
-        out += [f"*Step {i}*, {st['why']}:", "", f"$${eq}$$ ({label(claim_id)}-step-{i})", ""]
-        tex.append(f"% ({i}) {st['why']}\n{eq}")
+        out += [f"({label(claim_id)}-step-{i})=", f"*Step {i}*, {st['why']}:", "", f"$${eq}$$", ""]
+        tex.append(f"% {claim_id}, step {i}: {st['why']}\n{eq}")
     return out + folded("The derivation in LaTeX", ["```latex", "\n\n".join(tex), "```"], cls=ONLINE_ONLY)
 
 

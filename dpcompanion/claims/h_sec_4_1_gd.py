@@ -522,8 +522,11 @@ def _e2e_t42(*, mutant: bool = False):
 @claim("H-T4.2.T-eq24-vs-minimiser", severity="constant factor", method="bruteforce",
        source=f"{SRC} proof of Thm 4.2, Eq. (22)-(24)")
 def _t24(*, mutant: bool = False):
-    r"""The $T$ chosen in Eq. (24), $T=\ln(1+\ln(1/\gamma)/\alpha)/\ln(1/\gamma)$, minimises the uniform ERUB (Eq.
-    22) up to rounding: $|T_{(24)}-T^*|\le1$ for the exact integer minimiser $T^*$, at moderate $\kappa$.
+    r"""Eq. (24) names its $T=\ln(1+\ln(1/\gamma)/\alpha)/\ln(1/\gamma)$ "$T^*$", the symbol Eq. (22) defines
+    as the minimiser of the uniform ERUB, and Eq. (25) substitutes it as the minimum. The proof offers it as a
+    fix of the surrogate's minimiser (Eq. 23), not as Eq. (22)'s exact minimiser; the check reads the symbol
+    at its word, up to rounding: $|T_{(24)}-T^*|\le1$ for the exact integer minimiser $T^*$, at moderate
+    $\kappa$.
     """
     margins, points = [], []
     for kappa in (2.0, 5.0, 10.0, 30.0, 100.0):
@@ -868,16 +871,16 @@ def _t44_kbounds(*, mutant=False):
     r"""$(1-\sqrt\gamma)^{-1}=\kappa(1+\sqrt\gamma)$, hence $\kappa\le(1-\sqrt\gamma)^{-1}\le2\kappa$; and
     $(1-\sqrt\gamma)^{-2}=\kappa(2\kappa-1+2\sqrt{\kappa(\kappa-1)})$.
     """
-    k, rg = sp.Symbol("kappa", positive=True), sp.Symbol(r"\sqrt{\gamma}", positive=True)
+    k, rg = sp.Symbol("kappa", positive=True), sp.Symbol("r", positive=True)  # r = sqrt(gamma), squared as r^2
     g = 1 - 1 / k
     d = Derivation()
-    conj = d.step(1 / (1 - rg), (1 + rg) / (1 - rg**2), "multiply by the conjugate $1+\\sqrt\\gamma$")
-    closed = d.step(conj, k * (1 + (rg**2 if mutant else rg)), "$1-\\gamma=1/\\kappa$ (the definition of $\\gamma$)")
+    conj = d.step(1 / (1 - rg), (1 + rg) / (1 - rg**2), "write $r=\\sqrt\\gamma$ and multiply by the conjugate $1+r$")
+    closed = d.step(conj, k * (1 + (rg**2 if mutant else rg)), "$1-r^2=1-\\gamma=1/\\kappa$ (the definition of $\\gamma$)")
     d.step(r"\kappa\le\kappa(1+\sqrt\gamma)", r"2\kappa", "$0\\le\\sqrt\\gamma<1$: the bounds on $(1-\\sqrt\\gamma)^{-1}$",
            rel="<")
-    sq = d.step(closed**2, sp.expand(closed**2).subs(rg**2, g), "square, then $\\gamma=1-1/\\kappa$")
+    sq = d.step(closed**2, sp.expand(closed**2).subs(rg**2, g), "square, then $r=\\sqrt\\gamma=\\sqrt{1-1/\\kappa}$")
     target = k * (2 * k - 1 + 2 * sp.sqrt(k * (k - 1)))
-    d.step(sp.expand(sq), target, "$\\kappa^2\\sqrt\\gamma=\\kappa\\sqrt{\\kappa(\\kappa-1)}$ for $\\kappa\\ge1$")
+    d.step(sp.expand(sq), target, "$\\kappa^2\\sqrt{1-1/\\kappa}=\\kappa\\sqrt{\\kappa(\\kappa-1)}$ for $\\kappa\\ge1$")
     r1 = sp.simplify((1 / (1 - rg) - closed).subs(rg, sp.sqrt(g)))
     r2 = sp.simplify(sp.expand((k * (1 + sp.sqrt(g))) ** 2) - target)
     residual = sp.simplify(r1**2 + r2**2)

@@ -33,9 +33,11 @@ class Exercise:
     answers: Callable[..., dict[str, float]]
 
     def values(self) -> dict[str, Any]:
-        """The givens, their LaTeX forms (``delta_tex``: ``10^{-8}``) and the answers."""
+        """The givens and the answers, each with its LaTeX form (``delta_tex``: ``10^{-8}``; an answer's to
+        4 significant digits, ``q1_tex``: ``5.726\cdot 10^{-6}``), never Python's ``5.7264e-06`` in a formula."""
+        answers = self.answers(**self.givens)
         return {**self.givens, **{f"{k}_tex": tex_number(v) for k, v in self.givens.items()},
-                **self.answers(**self.givens)}
+                **answers, **{f"{k}_tex": tex_number(v, digits=4) for k, v in answers.items()}}
 
     def markdown(self) -> str:
         from dpcompanion.book.report import folded
@@ -48,15 +50,16 @@ class Exercise:
 EXERCISES: list[Exercise] = []
 
 
-def tex_number(x: Any) -> str:
-    r"""A given as LaTeX: powers of ten as ``10^{n}``, other numbers as ``:g`` prints them.
+def tex_number(x: Any, *, digits: int = 7) -> str:
+    r"""A number as LaTeX: very small or large ones as ``m\cdot 10^{n}`` (``10^{n}`` for a power of ten) with
+    at most ``digits`` significant digits, others as ``:g`` prints them.
 
-    >>> tex_number(1e-8), tex_number(4.0), tex_number(60000), tex_number(2.5e-7)
-    ('10^{-8}', '4', '60000', '2.5\\cdot 10^{-7}')
+    >>> tex_number(1e-8), tex_number(4.0), tex_number(60000), tex_number(2.5e-7), tex_number(5.72641e-6, digits=4)
+    ('10^{-8}', '4', '60000', '2.5\\cdot 10^{-7}', '5.726\\cdot 10^{-6}')
     """
     if not isinstance(x, (int, float)) or isinstance(x, bool) or x == 0 or 1e-3 <= abs(x) < 1e6:
-        return f"{x:g}" if isinstance(x, (int, float)) else str(x)
-    m, e = f"{x:.6e}".split("e")
+        return f"{x:.{digits}g}" if isinstance(x, (int, float)) else str(x)
+    m, e = f"{x:.{digits - 1}e}".split("e")
     m = m.rstrip("0").rstrip(".")
     return (f"10^{{{int(e)}}}" if m == "1" else f"{m}\\cdot 10^{{{int(e)}}}")
 
@@ -150,7 +153,7 @@ exercise(id="4.2", page="h-sec-4-1", title="which steps matter", givens={"kappa"
 For $\kappa={kappa:g}$, $\alpha={alpha_tex}$ and $T={T}$, compute the influences $q_1$ and $q_T$ of Thm 4.1.
 How many times more does the last step's noise weigh than the first's?
 """, solution=r"""
-With $\gamma=1-1/\kappa={gamma:g}$, $q_t=\gamma^{{T-t}}\alpha$: $q_1=\gamma^{{T-1}}\alpha={q1:.4e}$ and
+With $\gamma=1-1/\kappa={gamma:g}$, $q_t=\gamma^{{T-t}}\alpha$: $q_1=\gamma^{{T-1}}\alpha={q1_tex}$ and
 $q_T=\alpha={qT:g}$, a ratio $\gamma^{{-(T-1)}}={ratio:.2f}$. Late noise is hardly contracted before the
 end, so Lemma 4.3 gives late steps less noise: $\sigma_t^2\propto\gamma^{{t/2}}$ decreases in $t$.
 """, answers=_influence)

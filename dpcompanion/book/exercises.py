@@ -33,7 +33,7 @@ class Exercise:
     answers: Callable[..., dict[str, float]]
 
     def values(self) -> dict[str, Any]:
-        """The givens and the answers, each with its LaTeX form (``delta_tex``: ``10^{-8}``; an answer's to
+        r"""The givens and the answers, each with its LaTeX form (``delta_tex``: ``10^{-8}``; an answer's to
         4 significant digits, ``q1_tex``: ``5.726\cdot 10^{-6}``), never Python's ``5.7264e-06`` in a formula."""
         answers = self.answers(**self.givens)
         return {**self.givens, **{f"{k}_tex": tex_number(v) for k, v in self.givens.items()},

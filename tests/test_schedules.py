@@ -389,3 +389,14 @@ def test_kinds_all_dispatch():
             kw = dict(kw, T=3)
         s = S.make(kind, R=2.0, **kw)
         assert s.shape == (3,) and abs(np.sum(1 / s**2) - 2.0) < 1e-12
+
+
+@pytest.mark.parametrize("kappa", [1.5, 10.0, 300.0])
+@pytest.mark.parametrize("T", [1, 7, 60])
+def test_gd_dynamic_is_the_closed_form_of_thm_4_4(T, kappa):
+    """The schedule the trainers use (evaluated in logs) is the statement's closed form, which H-T4.4.sigma proves
+    to be Lemma 4.3's schedule."""
+    from dpcompanion.theory.bounds import gd
+
+    np.testing.assert_allclose(S.gd_dynamic(T=T, R=0.4, kappa=kappa) ** 2, gd.sigma2_dynamic(T=T, kappa=kappa, R=0.4),
+                               rtol=1e-9)

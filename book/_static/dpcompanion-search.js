@@ -1,4 +1,4 @@
-/* dpcompanion: search result snippets without raw TeX (issue 23).
+/* dpcompanion: search result snippets without raw TeX.
    Sphinx's search shows a page's text near the match, taken from the page's HTML before
    MathJax has run, so formulas appear as raw "\(\sigma_t^2\)". Each snippet (p.context) is
    rewritten as it is added: delimiters dropped, common commands as Unicode. */

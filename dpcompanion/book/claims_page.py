@@ -587,11 +587,43 @@ def show_claims(prefix: str, *, results: list[dict[str, Any]] | None = None, lab
     display(Markdown(md))
 
 
-def theorem_markdown(theorem_id: str) -> str:
-    """The MyST box of a declared result (:data:`registry.THEOREMS`), after its index entries: headed as the
-    paper numbers it (:func:`box_heading`), one anchor (its label) with a permalink, its proof sketch below.
+_SEVERITY_ORDER = ("invalidates a privacy claim", "changes a conclusion", "missing hypothesis", "constant factor", "typo")
 
-    >>> print([ln for ln in theorem_markdown("H-T4.4").splitlines() if ln.startswith(("```{", "(", ":::{"))])
+
+def erratum_line(theorem_id: str, results: Iterable[dict[str, Any]]) -> str:
+    """The box's erratum: each refuted claim of the result (id ``<theorem_id>.*``), gravest first, with its
+    severity and its corrected statement if the book has one; "" when none is refuted.
+
+    >>> r = [{"id": "H-T9.a", "status": "refuted", "severity": "typo", "corrected_by": None},
+    ...      {"id": "H-T9.b", "status": "proved"}, {"id": "H-T90.c", "status": "refuted"}]
+    >>> erratum_line("H-T9", r)
+    '**Erratum, from the checks on this page.** The checks refute 1 part of this result (statement, proof or remarks): H-T9.a (typo; no corrected statement).'
+    """
+    bad = [r for r in results if r["id"].startswith(theorem_id + ".") and r["status"] == "refuted"]
+    if not bad:
+        return ""
+    rank = {s: i for i, s in enumerate(_SEVERITY_ORDER)}
+    bad.sort(key=lambda r: (rank.get(r.get("severity") or "", len(rank)), r["id"]))
+
+    def ref(cid: str) -> str:
+        return f"{{ref}}`{cid} <{label(cid)}>`" if page_of(cid) else cid
+
+    parts = []
+    for r in bad:
+        fix = r.get("corrected_by")
+        parts.append(f"{ref(r['id'])} ({r.get('severity') or 'refuted'}; "
+                     + (f"corrected: {ref(fix)})" if fix else "no corrected statement)"))
+    n = len(bad)
+    return (f"**Erratum, from the checks on this page.** The checks refute {n} part{'s' if n > 1 else ''} of this "
+            f"result (statement, proof or remarks): " + ", ".join(parts) + ".")
+
+
+def theorem_markdown(theorem_id: str, *, results: Iterable[dict[str, Any]] | None = None) -> str:
+    """The MyST box of a declared result (:data:`registry.THEOREMS`), after its index entries: headed as the
+    paper numbers it (:func:`box_heading`), one anchor (its label) with a permalink, its proof sketch below,
+    and the erratum of its refuted parts (:func:`erratum_line`; ``results`` default: the checks of the result).
+
+    >>> print([ln for ln in theorem_markdown("H-T4.4", results=[]).splitlines() if ln.startswith(("```{", "(", ":::{"))])
     ['```{index} !single: Theorem 4.4', '```{index} !single: Thm 4.4', '(thm-4-4)=', ':::{admonition} Theorem 4.4 (Dynamic schedule) {ref}`¶ <thm-4-4>`']
     """
     load_all()
@@ -603,8 +635,10 @@ def theorem_markdown(theorem_id: str) -> str:
     # stating it (a non-main entry would be listed after every full-text match)
     index = [line for k in index_terms(t.title) for line in (f"```{{index}} !single: {k}", "```", "")]
     sketch = ["", f"*Proof sketch.* {t.sketch}"] if t.sketch else []
+    erratum = erratum_line(t.id, cached_results(t.id) if results is None else results)
     return "\n".join([*index, f"({t.label})=", f":::{{admonition}} {box_heading(t.kind, t.title)} {{ref}}`¶ <{t.label}>`",
-                      f":class: dpc-result dpc-{t.kind}", "", t.statement, *sketch, ":::", ""])
+                      f":class: dpc-result dpc-{t.kind}", "", t.statement, *sketch, *(["", erratum] if erratum else []),
+                      ":::", ""])
 
 
 def box_heading(kind: str, title: str) -> str:

@@ -25,7 +25,7 @@ from dpcompanion.theory.bounds import gd
 # --- Thm 4.1: the utility bound of PGD ---------------------------------------------------------------
 
 
-_g, _k, _a, _M, _mu, _D, _G, _N, _R, _gap, _s = sp.symbols("gamma kappa alpha M mu D G N R Delta sigma", positive=True)
+_g, _k, _a, _M, _mu, _D, _G, _N, _R, _gap = sp.symbols("gamma kappa alpha M mu D G N R Delta", positive=True)
 
 
 @claim("H-T4.1.step", method="sympy",
@@ -35,10 +35,10 @@ def _t41_step(*, mutant=False):
     r"""With $\eta=1/M$ one PGD step contracts the expected excess risk by $1-2\mu\eta(1-M\eta/2)=\gamma=1-1/\kappa$
     and adds $\frac{M}{2}(\eta G\sigma_t/N)^2 D = \alpha R\sigma_t^2\,(f(\theta_1)-f^*)$.
     """
-    eta = sp.Symbol("eta", positive=True)
+    eta, s_t = sp.Symbol("eta", positive=True), sp.Symbol("sigma_t", positive=True)
     d = Derivation()
     general = 1 - 2 * _mu * eta * (1 - _M * eta / (1 if mutant else 2))
-    d.step(r"\mathbb{E}\,e_{t+1}", r"\left(" + sp.latex(general) + r"\right) e_t + \frac{M}{2}\eta^2\,\mathbb{E}\|\xi_t\|^2",
+    d.step(r"\mathbb{E}[e_{t+1}\mid\theta_t]", r"\left(" + sp.latex(general) + r"\right) e_t + \frac{M}{2}\eta^2\,\mathbb{E}\|\xi_t\|^2",
            r"the descent lemma of $M$-smoothness, then the PL inequality $\|\nabla f\|^2\ge2\mu(f-f^*)$, which needs the "
            r"factor $\eta(1-M\eta/2)$ of $\|\nabla f\|^2$ non-negative ($\eta\le2/M$); the noise has zero mean and is "
            r"drawn independently of $\theta_t$, so the cross term vanishes in expectation ($e_t=f(\theta_t)-f^*$, $\xi_t$ the "
@@ -46,16 +46,17 @@ def _t41_step(*, mutant=False):
     contraction = d.step(r"\left(" + sp.latex(general) + r"\right)\Big|_{\eta=1/M}", sp.factor(general.subs(eta, 1 / _M)),
                          "the step size $\\eta = 1/M$ of the theorem")
     gamma = d.step(contraction, sp.simplify(contraction.subs(_mu, _M / _k)), r"$\kappa=M/\mu$; this is $\gamma=1-1/\kappa$")
-    noise = _M / 2 * (eta * _G * _s / _N) ** 2 * _D
+    noise = _M / 2 * (eta * _G * s_t / _N) ** 2 * _D
     noise_at = d.step(r"\frac{M}{2}\eta^2\,\mathbb{E}\|\xi_t\|^2", noise.subs(eta, 1 / _M),
                       r"$\xi_t\sim\mathcal N(0,(G\sigma_t/N)^2 I_D)$, so $\mathbb{E}\|\xi_t\|^2=D(G\sigma_t/N)^2$, and $\eta=1/M$")
     alpha = _D * _G**2 / (2 * _R * _M * _N**2 * _gap)
-    d.step(noise_at, sp.Symbol("alpha") * _R * _s**2 * _gap,
+    d.step(noise_at, sp.Symbol("alpha") * _R * s_t**2 * _gap,
            r"the definition $\alpha=\frac{DG^2}{2RMN^2\Delta}$ of Thm 4.1 ($\Delta=f(\theta_1)-f^*$)")
     r1 = sp.simplify(gamma - (1 - 1 / _k))
-    r2 = sp.simplify(noise_at - alpha * _R * _s**2 * _gap)
-    d.step(r"\frac{\mathbb{E}\,e_{t+1}}{\Delta}", r"\gamma\,\frac{e_t}{\Delta}+\alpha R\sigma_t^2",
-           f"dividing by $\\Delta$; SymPy reduces both differences to ${sp.latex(r1)}$ and ${sp.latex(r2)}$", rel="<=")
+    r2 = sp.simplify(noise_at - alpha * _R * s_t**2 * _gap)
+    d.step(r"\mathbb{E}\,\bar e_{t+1}", r"\gamma\,\mathbb{E}\,\bar e_t+\alpha R\sigma_t^2",
+           f"dividing by $\\Delta$ and taking the expectation over $\\theta_t$, $\\bar e_t=e_t/\\Delta$ the normalised excess "
+           f"risk; SymPy reduces both differences to ${sp.latex(r1)}$ and ${sp.latex(r2)}$", rel="<=")
     return proved(r1**2 + r2**2, parts=["contraction - gamma", "noise - alpha R sigma^2 Delta"], derivation=d.steps)
 
 
@@ -67,8 +68,8 @@ def _t41_unrolled(*, mutant=False):
     q_t\sigma_t^2$, $q_t=\gamma^{T-t}\alpha$ (checked for every $T\le 8$ with symbolic $\sigma_t$).
     """
     residuals, d = {}, Derivation()
-    d.step("e_{t+1}", r"\gamma\, e_t + \alpha R \sigma_t^2", r"the one-step bound (H-T4.1.step), $e_t$ the normalised excess "
-           r"risk with $e_1 = 1$", rel="<=")
+    d.step(r"\mathbb{E}\,\bar e_{t+1}", r"\gamma\,\mathbb{E}\,\bar e_t + \alpha R \sigma_t^2", r"the one-step bound "
+           r"(H-T4.1.step), $\bar e_t$ the normalised excess risk, $\bar e_1 = 1$; below $\mathbb{E}$ is left out", rel="<=")
     for T in range(1, 9):
         sig = sp.symbols(f"sigma_1:{T + 1}", positive=True)
         e = sp.Integer(1)
@@ -77,10 +78,10 @@ def _t41_unrolled(*, mutant=False):
         formula = _g**T + _R * sum(_g ** (T - t + (1 if mutant else 0)) * _a * sig[t - 1] ** 2 for t in range(1, T + 1))
         residuals[T] = sp.expand(e - formula)
         if T == 3:  # one instance written out: the loop's own expressions
-            d.step("e_4", sp.expand(e), "applying it three times from $e_1 = 1$ (expanded)", rel="<=")
+            d.step(r"\bar e_4", sp.expand(e), "applying it three times from $e_1 = 1$ (expanded)", rel="<=")
             d.step(sp.expand(e), formula, "grouping by $\\sigma_t^2$: the coefficient of $\\sigma_t^2$ is $R\\,q_t$, "
                    f"$q_t=\\gamma^{{T-t}}\\alpha$; SymPy's difference is ${sp.latex(residuals[T])}$")
-    d.step(r"\mathrm{ERUB} = e_{T+1}", r"\gamma^T + R\sum_{t=1}^T q_t\sigma_t^2",
+    d.step(r"\mathrm{ERUB} = \bar e_{T+1}", r"\gamma^T + R\sum_{t=1}^T q_t\sigma_t^2",
            "the same expansion at every $T = 1, \\dots, 8$, each difference reduced to 0 by SymPy", rel="<=")
     return checked(residuals, derivation=d.steps)
 
@@ -370,8 +371,9 @@ def _t42_T_limit():
         impact=prose("""
             Eq. (24)'s T tends to 1/alpha, not 0, so it does not realise the 'do not step on sharp losses'
             intuition; the exact minimiser of Eq. (22) does (it is T = 1 for kappa alpha >= 1,
-            H-S4.1.3.sharp-corrected). The Theta statement Eq. (8) is unaffected: it bounds the value at Eq. (24)'s
-            T, which is still an upper bound of the minimum.
+            H-S4.1.3.sharp-corrected). This slip does not touch the upper half of Eq. (8), which bounds the value at
+            Eq. (24)'s T, still an upper bound of the minimum; Eq. (8)'s lower half fails for the true minimum for
+            another reason (H-T4.2.Eq8-uniform).
         """),
     )
 
@@ -899,6 +901,32 @@ def _t44_eq11(*, mutant=False):
     return verified_by_margins(margins, points=points, domain="kappa in {1.5..1000} x alpha in {1e-7..0.1}; integer minimum",
                                ratio_range=[min(ratios), max(ratios)],
                                integer_minimum_exceeds_4_theta_from=min(leaves, key=lambda p: p["alpha"] or math.inf))
+
+
+@claim("H-T4.4.Eq11-real", method="sympy",
+       source=f"{SRC} Thm 4.4, Eq. (11), over real T (from Eq. 27 and the proof's bounds on 1 - sqrt(gamma))",
+       mutant='the upper constant 4 lowered to 2')
+def _t44_eq11_real(*, mutant=False):
+    r"""Over real $T$, $\frac{\kappa^2\alpha}{\kappa^2\alpha+1}\le\min_T\mathrm{ERUB}^{dyn}\le4\frac{\kappa^2\alpha}
+    {\kappa^2\alpha+1}$ for every $\kappa>1$ and $\alpha>0$: Eq. (11) with the lower constant 1 in place of $\frac14$.
+    """
+    y, A, x = sp.symbols("y A x", positive=True)  # y = kappa^2 alpha
+    c = 2 if mutant else 4
+    d = Derivation()
+    d.step(r"\min_T\mathrm{ERUB}^{dyn}", A / (A + 1), r"H-T4.4.Eq27, $A=\alpha(1-\sqrt\gamma)^{-2}$")
+    d.step(r"\kappa^2\alpha\le A", r"4\kappa^2\alpha", r"squaring $\kappa\le(1-\sqrt\gamma)^{-1}\le2\kappa$ "
+           r"(H-T4.4.kappa-bounds) and multiplying by $\alpha>0$", rel="<=")
+    slope = d.step(sp.Derivative(x / (x + 1), x), sp.factor(sp.diff(x / (x + 1), x)),
+                   r"so $x/(x+1)$ is increasing for $x>0$; write $y=\kappa^2\alpha$")
+    d.step(r"\frac{y}{y+1}\le\frac{A}{A+1}", r"\frac{4y}{4y+1}", r"the increasing map applied to $y\le A\le4y$", rel="<=")
+    gap = sp.factor(sp.simplify(c * y / (y + 1) - 4 * y / (4 * y + 1)))
+    d.step(sp.Symbol(f"{c}") * y / (y + 1) - 4 * y / (4 * y + 1), gap,
+           f"SymPy; the difference is {'positive' if gap.is_positive else 'not positive'} for $y>0$, so "
+           f"$\\frac{{4y}}{{4y+1}}\\le{c}\\frac{{y}}{{y+1}}$", rel="=")
+    decided = bool(slope.is_positive) and bool(gap.is_positive)
+    return proved(sp.true if decided else sp.false, slope=str(slope), upper_gap=str(gap),
+                  note="lower constant 1 (the paper's 1/4 holds a fortiori); the integer-T minimum is H-T4.4.Eq11",
+                  derivation=d.steps)
 
 
 @claim("H-T4.4.end-to-end", method="end-to-end",

@@ -132,7 +132,8 @@ def _t45_zeta_statement():
         impact=prose("""
             A transcription error in the statement: its eta0^2 coefficient is 1/(beta(1-beta)^3) where the proof
             (App. D.2) has beta gamma/((gamma-beta)^2(1-beta)^3). The stated eta0 range is the root of the proof's
-            zeta, which is >= 0 on it (H-T4.5.zeta-proof), so the bound (14) itself is unaffected.
+            zeta, which is >= 0 on it (H-T4.5.zeta-proof), so this slip does not change the bound (14); the bound
+            fails for another reason (H-T4.5.end-to-end, from Eq. (28)'s missing factor 1/2).
         """),
     )
 

@@ -18,6 +18,7 @@ import html
 import inspect
 import json
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -327,6 +328,21 @@ def _result_record(result) -> dict | None:
             "dirty": bool(result.provenance.get("dirty"))}
 
 
+def plain_text(label: str) -> str:
+    r"""A matplotlib label as words for an alt text: mathtext's ``$...$`` unwrapped, commands spelled out
+    (Markdown would typeset or drop the TeX of an image's alt text).
+
+    >>> plain_text(r"$f(\theta_t) - f^*$ (log scale)"), plain_text(r"fit $c\sigma_t^2 + c_0$")
+    ('f(theta_t) - f^* (log scale)', 'fit c sigma_t^2 + c_0')
+    """
+    def unwrap(m: re.Match) -> str:
+        tex = re.sub(r"\\(?:mathrm|text|mathit|operatorname)\{([^}]*)\}", r"\1", m.group(1))
+        tex = re.sub(r"\\([A-Za-z]+)\s*", lambda c: " " + c.group(1) + " ", tex)
+        tex = tex.replace("{", "").replace("}", "").replace("\\", "")
+        return " ".join(tex.split()).replace(" _", "_").replace(" ^", "^").replace("( ", "(")
+    return re.sub(r"\$([^$]*)\$", unwrap, label)
+
+
 def describe_figure(fig) -> str:
     """What a figure shows, in words, for its alt text: per panel its title, what is plotted against what
     (with log axes said), its series and how many points each has.
@@ -338,19 +354,30 @@ def describe_figure(fig) -> str:
     'Loss against N: test loss against N (log scale); series dynamic, uniform (3 points each).'
     >>> plt.close(fig)
     """
+    def label(ax, which: str) -> str:  # an axis sharing its scale with a labelled one reads that label
+        own = (ax.get_xlabel() if which == "x" else ax.get_ylabel()).strip()
+        if own:
+            return plain_text(own)
+        shared = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
+        for other in shared.get_siblings(ax):
+            got = (other.get_xlabel() if which == "x" else other.get_ylabel()).strip()
+            if got:
+                return plain_text(got)
+        return ""
+
     panels = []
     for ax in fig.axes:
         if not ax.get_visible() or not (ax.lines or ax.collections or ax.patches or ax.images):
             continue
-        x, y = ax.get_xlabel().strip(), ax.get_ylabel().strip()
+        x, y = label(ax, "x"), label(ax, "y")
         x += " (log scale)" if x and ax.get_xscale() == "log" else ""
         y += " (log scale)" if y and ax.get_yscale() == "log" else ""
         what = f"{y} against {x}" if x and y else (y or x or "a plot")
         series = [ln for ln in ax.lines if not ln.get_label().startswith("_")]
         counts = sorted({len(ln.get_xdata()) for ln in series})
-        text = (ax.get_title().strip() + ": " if ax.get_title().strip() else "") + what
+        text = (plain_text(ax.get_title().strip()) + ": " if ax.get_title().strip() else "") + what
         if series:
-            text += "; series " + ", ".join(ln.get_label() for ln in series)
+            text += "; series " + ", ".join(plain_text(ln.get_label()) for ln in series)
             text += f" ({counts[0]} points each)" if len(counts) == 1 else ""
         panels.append(text)
     head = fig._suptitle.get_text().strip() + ". " if getattr(fig, "_suptitle", None) is not None else ""

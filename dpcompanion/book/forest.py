@@ -21,6 +21,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from dpcompanion.book import plotting
+from dpcompanion.experiments.scale_tables import scale_word
 
 __all__ = ["VERDICT_COLORS", "PAPERS", "forest_rows", "forest_plot", "paper_of"]
 
@@ -103,7 +104,7 @@ def forest_rows(rows: Iterable[dict]) -> list[dict]:
     """The rows with an estimate, in group order (:data:`PAPERS`), each with its raw numbers, ``kind``
     (:func:`effect_kind`, :data:`RATIO_KIND` or :data:`OWN_KIND`), ``factor`` to the panel's units (the
     plotted numbers are the raw ones times it; for :data:`RATIO_KIND` one over the paper's value),
-    ``scale_mark`` (``paper scale``, ``reduced``, ``computed``), ``direction`` and a whole ``label``.
+    ``scale_mark`` (``paper scale``, ``reduced``, ``other data or setup``, ``computed``), ``direction`` and a whole ``label``.
 
     >>> r = {"page": "w-f1", "item": "gain", "verdict": "reproduced", "paper_value": 2.0, "units": "points of accuracy",
     ...      "ours": {"estimate": 1.0, "ci_low": 0.5, "ci_high": 1.5}, "at_paper_scale": False,
@@ -135,7 +136,9 @@ def forest_rows(rows: Iterable[dict]) -> list[dict]:
         centre = paper if (exact and paper is not None) else 0.0
         mode = (r.get("result") or {}).get("mode")
         at = r.get("at_paper_scale")
-        mark = "computed" if at is None or mode == "computed" else ("paper scale" if at else "reduced")
+        word = scale_word(r["scale"]) if r.get("scale") else ""  # the caption's word for the result's scale
+        mark = ("computed" if at is None or mode == "computed" else "other data or setup" if word.startswith("other")
+                else "paper scale" if at else "reduced")
         page = str(r.get("page", ""))
         item = str(r.get("item", ""))
         out.append({"page": page, "item": item, "label": "\n".join(textwrap.wrap(f"{page}: {item}", LABEL_CHARS)),
@@ -199,6 +202,7 @@ def forest_plot(*, rows: list, title: str = ""):
                for v in VERDICT_COLORS if any(f["verdict"] == v for f in frows)]
     handles += [Line2D([], [], ls="", marker="o", color="0.3", label="paper scale"),
                 Line2D([], [], ls="", marker="o", mfc="white", mec="0.3", label="reduced"),
+                Line2D([], [], ls="", marker="^", mfc="white", mec="0.3", label="other data or setup"),
                 Line2D([], [], ls="", marker="s", color="0.3", label="computed"),
                 Line2D([], [], ls="", marker="D", mfc="none", mec="black", label="paper's value"),
                 Line2D([], [], ls="", marker=">", color="black", label="judged on direction"),
@@ -231,7 +235,8 @@ def _panel(ax, kind: str, fs: list[dict]) -> None:
             lo, hi = sorted((f["ci_low"] * k, f["ci_high"] * k))
             ax.plot([lo, hi], [yy, yy], "-", color=colour, lw=2, zorder=2, label=f"{name} | 95% interval")
             ends += [lo, hi]
-        marker, fill = {"paper scale": ("o", colour), "reduced": ("o", "white"), "computed": ("s", colour)}[f["scale_mark"]]
+        marker, fill = {"paper scale": ("o", colour), "reduced": ("o", "white"), "computed": ("s", colour),
+                        "other data or setup": ("^", "white")}[f["scale_mark"]]
         ax.plot([f["estimate"] * k], [yy], marker, ms=6, mfc=fill, mec=colour, mew=1.5, zorder=3,
                 label=f"{name} | estimate")
         ends.append(f["estimate"] * k)

@@ -280,13 +280,15 @@ def comparability(experiment_id: str, scale: dict[str, dict]) -> tuple[str, str]
 
 
 def at_paper_scale(scale: dict[str, dict]) -> bool:
-    """True only when every dimension with a printed value matches (and there is one).
+    """True when the result's one scale word (:func:`scale_word`) is "paper scale": every size the paper
+    prints matched or exceeded in its setup, so a caption, a verdict row and a count never disagree.
 
     >>> at_paper_scale({"a": {"match": True}, "b": {"match": None}}), at_paper_scale({"a": {"match": False}})
     (True, False)
+    >>> at_paper_scale({"repeats": {"paper": 100, "ours": 16000, "match": False}})
+    True
     """
-    printed = [d["match"] for d in scale.values() if d.get("match") is not None]
-    return bool(printed) and all(printed)
+    return scale_word(scale) == "paper scale"
 
 
 #: the words a caption, table or count uses for a result's scale (:func:`scale_word`), each with its meaning
@@ -349,8 +351,9 @@ def scale_word(scale: dict[str, dict]) -> str:
 
 
 def _is_setting(name: str) -> bool:
-    """A dimension that is a setting of the run (a budget, a rate) rather than a size."""
-    return any(w in name for w in ("budget", "epsilon", "delta", "rate"))
+    """A dimension that is a setting of the run (a budget, a rate, a range a tuned parameter was searched
+    over) rather than a size."""
+    return any(w in name for w in ("budget", "epsilon", "delta", "rate", "range"))
 
 
 def beyond_scale(scale: dict, tuning: list) -> tuple[dict, bool]:

@@ -109,7 +109,7 @@ def _logistic_min(x_support, probs):
 @claim("H-T4.10-12.end-to-end", method="end-to-end",
        source=f"{SRC} Thm 4.11, 4.12 and the display after them (Sec. 4.4)")
 def _e2e_t41012(*, mutant: bool = False):
-    r"""The true-risk chain end to end: PGD with $\eta<2/M$ on a $G$-Lipschitz, $M$-smooth loss has
+    r"""The true-risk chain end to end: PGD with $\eta<2/M$ on a convex, $G$-Lipschitz, $M$-smooth loss has
     $\mathrm{TER}\le\mathrm{EER}+G^2\eta T/N$; Monte Carlo on the 1-D logistic loss ($G=1$, $M=1/4$) with a
     two-point data distribution, upper end of the 99.99% confidence interval of TER - EER against $G^2\eta T/N$.
     """

@@ -4,9 +4,9 @@ last commit that touched them, and ``results --verify``, which recomputes units 
 result and catches a forged number whose digest and seal were recomputed with the library.
 
 The result is H-F-CURV's full mode (two units, seconds), computed into ``tmp_path``: its
-paper prints 100 repeats and full mode runs 1000, so editing the recorded config is exactly
-the attack (repeats 1000 -> 100, N 100 -> 60000), which used to flip the verdicts'
-``at_paper_scale`` to true."""
+paper prints 100 repeats and full mode runs 1000. The attacks edit the sizes the result records
+(repeats 1000 -> 100, N 100 -> 60000), which a reader would take for the computation's: such a
+result is never fresh, so no verdict is judged on it."""
 
 from __future__ import annotations
 
@@ -63,18 +63,18 @@ def _verdict_rows(capsys) -> list[dict]:
 
 
 def test_the_result_judged_before_any_attack(committed, capsys):
-    """The baseline of the attacks: the committed full result is fresh, judged, and
-    not at the paper's scale (1000 repeats, the paper 100)."""
+    """The baseline of the attacks: the committed full result is fresh, judged, and at the
+    paper's scale (its 1000 repeats exceed the paper's 100)."""
     rows = _verdict_rows(capsys)
     assert rows and all(r["result"]["mode"] == "full" and r["result"]["fresh"] for r in rows)
-    assert all(r["at_paper_scale"] is False for r in rows)
+    assert all(r["at_paper_scale"] is True for r in rows)
     assert scale.size_mismatches(EID, committed.config, committed.payload) == []
 
 
 def test_an_edited_config_without_its_seal_stays_stale(committed, capsys):
     """Attack 1: edit ``provenance.config`` (repeats 1000 -> 100, N 100 -> 60000) and delete the
     seal. Nothing seals a result but the store's own save, so the result stays stale, and
-    ``verdicts`` does not judge it (so its at_paper_scale cannot flip)."""
+    ``verdicts`` does not judge it (no row shows the edited sizes)."""
     prov = _prov(committed)
     prov["config"] = {**prov["config"], "repeats": 100, "N": 60000}
     del prov[files.SEAL]

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Sequence
 
 from dpcompanion import __version__
 from dpcompanion.claims.registry import (ERRATA, REGISTRY, STATUS_DEFINITIONS, STATUSES, THEOREMS,
-                                         load_all, run_checks)
+                                         load_all, run_claim)
 
 #: badge text and admonition class per status (classes every Sphinx theme styles).
 BADGES = {
@@ -55,7 +55,7 @@ ORDER = (
 _SKIP = ("traceback", "derivation")  # the derivation is shown as numbered steps (derivation_lines)
 _MAXLEN = 400
 
-_CACHE: dict[str | None, tuple[dict[str, Any], ...]] = {}
+_RUN: dict[str, dict[str, Any]] = {}  # claim id -> its result, each check run at most once per process
 _LABELLED: set[str] = set()
 
 
@@ -79,12 +79,12 @@ def cached_results(prefix: str | None = None) -> list[dict[str, Any]]:
     >>> cached_results("NO-SUCH-ID")
     []
     """
-    for p, res in _CACHE.items():
-        if p is None or (prefix is not None and prefix.startswith(p)):
-            return [r for r in res if prefix is None or r["id"].startswith(prefix)]
-    res = tuple(run_checks(prefix))
-    _CACHE[prefix] = res
-    return list(res)
+    reg = load_all()
+    ids = [cid for cid in sorted(reg) if prefix is None or cid.startswith(prefix)]
+    for cid in ids:
+        if cid not in _RUN:
+            _RUN[cid] = run_claim(reg[cid])
+    return [_RUN[cid] for cid in ids]
 
 
 def status_counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:
@@ -599,7 +599,7 @@ def erratum_line(theorem_id: str, results: Iterable[dict[str, Any]]) -> str:
     >>> erratum_line("H-T9", r)
     '**Erratum, from the checks on this page.** The checks refute 1 part of this result (statement, proof or remarks): H-T9.a (typo; no corrected statement).'
     """
-    bad = [r for r in results if r["id"].startswith(theorem_id + ".") and r["status"] == "refuted"]
+    bad = [r for r in results if r["id"].startswith(tuple(p + "." for p in members(theorem_id))) and r["status"] == "refuted"]
     if not bad:
         return ""
     rank = {s: i for i, s in enumerate(_SEVERITY_ORDER)}
@@ -616,6 +616,18 @@ def erratum_line(theorem_id: str, results: Iterable[dict[str, Any]]) -> str:
     n = len(bad)
     return (f"**Erratum, from the checks on this page.** The checks refute {n} part{'s' if n > 1 else ''} of this "
             f"result (statement, proof or remarks): " + ", ".join(parts) + ".")
+
+
+def members(theorem_id: str) -> list[str]:
+    """The claim-id prefixes of a declared result: itself, or each number of a range ("H-T4.11-12").
+
+    >>> members("H-T4.11-12"), members("H-T4.4")
+    (['H-T4.11', 'H-T4.12'], ['H-T4.4'])
+    """
+    m = re.fullmatch(r"(.*?)(\d+)-(\d+)", theorem_id)
+    if m and int(m.group(3)) > int(m.group(2)):
+        return [f"{m.group(1)}{k}" for k in range(int(m.group(2)), int(m.group(3)) + 1)]
+    return [theorem_id]
 
 
 def theorem_markdown(theorem_id: str, *, results: Iterable[dict[str, Any]] | None = None) -> str:
@@ -635,7 +647,9 @@ def theorem_markdown(theorem_id: str, *, results: Iterable[dict[str, Any]] | Non
     # stating it (a non-main entry would be listed after every full-text match)
     index = [line for k in index_terms(t.title) for line in (f"```{{index}} !single: {k}", "```", "")]
     sketch = ["", f"*Proof sketch.* {t.sketch}"] if t.sketch else []
-    erratum = erratum_line(t.id, cached_results(t.id) if results is None else results)
+    if results is None:
+        results = [r for p in members(t.id) for r in cached_results(p + ".")]
+    erratum = erratum_line(t.id, results)
     return "\n".join([*index, f"({t.label})=", f":::{{admonition}} {box_heading(t.kind, t.title)} {{ref}}`¶ <{t.label}>`",
                       f":class: dpc-result dpc-{t.kind}", "", t.statement, *sketch, *(["", erratum] if erratum else []),
                       ":::", ""])

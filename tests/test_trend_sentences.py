@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dpcompanion.book import landing
-from dpcompanion.experiments import comparisons, store
+from dpcompanion.experiments import comparisons, scale_tables, store
 from dpcompanion.experiments.comparisons import reproduction as R, summary
 from dpcompanion.experiments.h_f_eff import eff_trend
 
@@ -173,9 +173,14 @@ def test_landing_counts_split_and_title_claim(rows):
     and checks of our own code (W-F2's step size, defined so that it holds, is ours, not the
     paper's), and answers the title claim in one sentence."""
     scopes = {r["scope"] for r in rows}
-    assert scopes <= {"paper scale", "reduced", "own code"}
+    assert scopes <= set(R.SCOPES)
     assert all(r["scope"] == "own code" for r in rows if r["rule"] in ("w-f2/eta-T", "audit/claim", "audit/power"))
-    assert all(r["scope"] == "reduced" for r in rows if r["comparable"] == "direction" and r["scope"] != "own code")
+    # one vocabulary: a row's scope is the caption's scale word of its result (never "reduced" for other data)
+    for r in rows:
+        if r["scope"] != "own code" and (r["result"] or {}).get("mode") not in ("computed", None):
+            word = scale_tables.scale_word(r["scale"] or {}) or "no printed run"
+            assert r["scope"] == ("other setup" if word == "paper scale" and r["comparable"] == "direction" else word), r["item"]
+    assert all(r["scope"] != "paper scale" for r in rows if r["comparable"] == "direction")
     md = landing.scope_counts_markdown(rows)
     assert sum(int(line.rsplit("|", 2)[1]) for line in md.splitlines()[2:]) == len(rows)
     title = landing.title_claim_sentence(rows)

@@ -37,7 +37,7 @@ from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
            "power_rows", "sentence", "SAME_PRINTED", "one_verdict_per_printed_number", "readable", "scope_of",
-           "next_steps", "OWN_CODE_RULES", "outcome_counts", "setup_of", "SETUP_RANK", "outcome_words", "SETUP_WORDS",
+           "next_steps", "OWN_CODE_RULES", "SCOPES", "outcome_counts", "setup_of", "SETUP_RANK", "outcome_words", "SETUP_WORDS",
            "EFFECT_WORDS", "TREND_WORDS"]
 
 CSV_COLUMNS = ("page", "rule", "item", "verdict", "outcome", *CRITERIA, "judge_verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
@@ -82,21 +82,25 @@ def runs_needed_cpu_s(need: int | None, n: int | None, result_cpu_s: float | Non
 
 
 #: the setups from the paper's down (a row's setup is the lowest its rule and its result give)
-SETUP_RANK = {"paper's": 0, "reduced": 1, "another": 2}
+SETUP_RANK = {"paper's": 0, "none printed": 1, "reduced": 1, "another": 2}
 
 
-def setup_of(comparable: str | None, *, mode: str | None, at_paper_scale: bool | None) -> str:
+def setup_of(comparable: str | None, *, mode: str | None, at_paper_scale: bool | None, printed: bool = True) -> str:
     """The ``setup`` criterion of a row: ``another`` where only the direction is comparable,
-    ``paper's`` for a number computed at the paper's parameters or a run at the paper's scale, else ``reduced``.
+    ``paper's`` for a number computed at the paper's parameters or a run at the paper's scale,
+    ``none printed`` for a run of a claim the paper shows no run of (``printed`` False: the paper
+    prints no size to match), else ``reduced``.
 
     >>> setup_of("direction", mode="full", at_paper_scale=True), setup_of("size", mode="computed", at_paper_scale=None)
     ('another', "paper's")
-    >>> setup_of("size", mode="full", at_paper_scale=False)
-    'reduced'
+    >>> setup_of("size", mode="full", at_paper_scale=False), setup_of("size", mode="full", at_paper_scale=False, printed=False)
+    ('reduced', 'none printed')
     """
     if comparable == "direction":
         return "another"
-    return "paper's" if mode == "computed" or at_paper_scale else "reduced"
+    if mode == "computed" or at_paper_scale:
+        return "paper's"
+    return "reduced" if printed else "none printed"
 
 
 def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result: dict, payload: Any = None,
@@ -104,7 +108,9 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     scale, beyond = scale_mod.beyond_scale(scale, tuning)
     comparable = r.get("comparable") or scale_mod.comparability(page, scale)[0]
     at_scale = scale_mod.at_paper_scale(scale) if scale else None
-    setup = "another" if beyond else setup_of(comparable, mode=result.get("mode"), at_paper_scale=at_scale)
+    printed = bool(scale) and scale_mod.scale_word(scale) != ""
+    setup = "another" if beyond else setup_of(comparable, mode=result.get("mode"), at_paper_scale=at_scale,
+                                              printed=printed)
     if SETUP_RANK[setup] > SETUP_RANK[r.get("setup", "paper's")]:
         r = decided(r, setup=setup)
     st = r.get("stats") or {}
@@ -178,7 +184,8 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
                  "at_paper_scale": None, "tuning": [],
                  "result": {"mode": None, "fresh": False, "digest": None, "path": None},
                  "note": f"{why}: `python -m dpcompanion experiment {eid}` computes it (or `verdicts --compute`)",
-                 "next_step": None, "scope": "reduced",
+                 "next_step": None, "scope": scope_of({"rule": None, "paper": "", "result": {"mode": None},
+                                    "scale": scale_mod.scale_of(eid, config)}),
                  "sentence": f"{eid.upper()}: not compared, no stored result to judge."}]
     prov = res.provenance
     config = prov.get("config") or base.config_for(exp, mode, seed=seed)
@@ -344,6 +351,7 @@ READABLE = (
 )
 #: the setups in words (the ``setup`` criterion, :mod:`.rule`)
 SETUP_WORDS = {"paper's": "the paper's setup", "reduced": "the paper's data and model at a smaller scale",
+               "none printed": "an experiment of ours on the theorem's setting (the paper prints no run of it)",
                "another": "another setup than the paper's (data set, model, or tuning protocol)"}
 
 
@@ -386,6 +394,9 @@ def outcome_words(row: dict) -> str:
         if ev == "no spread":
             return "not judged: the paper prints no spread for this gap"
         return "not judged"
+    if v == "in part" and row.get("check") == "pass" and setup != "paper's":
+        return ("in part: the check passes in our experiment, not in a run the paper shows" if setup == "none printed"
+                else f"in part: the check passes, in {SETUP_WORDS.get(setup, setup)}")
     if v == "reproduced":
         return "reproduced" + (": sign and size, in the paper's setup" if size == "compatible" else
                                ", in the paper's setup" if row.get("claim") == "effect" else "")
@@ -407,19 +418,34 @@ def readable(text: str) -> str:
     return s.replace("_", " ")
 
 
+#: the words of a row's ``scope`` (:func:`scope_of`): the caption's scale words
+#: (:data:`dpcompanion.experiments.scale_tables.SCALE_WORDS`), then a run of a claim the paper shows
+#: no run of, and checks of our own code
+SCOPES = ("paper scale", "reduced", "other setup", "other data", "no printed run", "own code")
+
+
 def scope_of(row: dict) -> str:
-    """Which count of the landing page a row belongs to: ``own code`` (:data:`OWN_CODE_RULES`,
-    or a row whose paper column says the check is not in the paper), ``paper scale`` (a run at
-    the paper's scale, or a printed number computed exactly), else ``reduced`` (a run smaller
-    than the paper's, or on another setup)."""
+    """The scale a row rests on, in the captions' one vocabulary (:data:`SCOPES`): ``own code``
+    (:data:`OWN_CODE_RULES`, or a row whose paper column says the check is not in the paper),
+    ``paper scale`` for a printed number computed exactly, else the scale word of the row's result
+    (:func:`~dpcompanion.experiments.scale_tables.scale_word`), ``no printed run`` where the paper
+    prints no size to match, and ``other setup`` where only the direction is comparable though every
+    printed size matches.
+
+    >>> scope_of({"rule": "x/y", "paper": "p", "result": {"mode": "full"}, "scale": {"n": {"paper": 9, "ours": 3, "match": False}}})
+    'reduced'
+    >>> scope_of({"rule": "x/y", "paper": "p", "result": {"mode": "full"}, "scale": {"n": {"paper": None, "ours": 3, "match": None}}})
+    'no printed run'
+    """
     paper = str(row.get("paper", "")).strip().lower()
     if row.get("rule") in OWN_CODE_RULES or paper in ("-", "not in the paper") or "not in the paper" in str(row.get("item", "")):
         return "own code"
-    if row.get("comparable") == "direction":
-        return "reduced"
-    if (row.get("result") or {}).get("mode") == "computed" or row.get("at_paper_scale"):
+    if (row.get("result") or {}).get("mode") == "computed":
         return "paper scale"
-    return "reduced"
+    word = scale_mod.scale_word(row.get("scale") or {}) or "no printed run"
+    if row.get("comparable") == "direction" and word == "paper scale":
+        return "other setup"
+    return word
 
 
 def _num(x: float) -> str:
@@ -450,19 +476,18 @@ def ci_name(row: dict) -> str:
 
 def _scale_words(row: dict) -> str:
     mode = (row.get("result") or {}).get("mode")
-    if scope_of(row) == "own code":
+    scope = scope_of(row)
+    if scope == "own code":
         return "in our own check" if mode != "computed" else "computed exactly"
-    if row.get("comparable") == "direction":
-        return "in a setup unlike the paper's (only the direction is compared)"
     if mode == "computed":
         return "computed exactly"
-    if row.get("at_paper_scale"):
-        return "at the paper's scale"
-    if mode in ("full", "quick"):
-        return "in a run smaller than the paper's"
-    if mode == "paper":
-        return "at the paper's sizes, in a setup that departs from the paper's"
-    return "with no stored run"
+    if mode not in ("quick", "full", "paper"):
+        return "with no stored run"
+    words = {"paper scale": "at the paper's scale", "reduced": "in a run smaller than the paper's",
+             "other setup": "in a setup that departs from the paper's",
+             "other data": "on other data than the paper's",
+             "no printed run": "in an experiment of ours (the paper prints no run of it)"}[scope]
+    return words + (" (only the direction is compared)" if row.get("comparable") == "direction" else "")
 
 
 def _why_not(row: dict) -> str:
@@ -672,15 +697,14 @@ def counts(rows: Iterable[dict]) -> dict[str, int]:
 
 
 def outcome_counts(rows: Iterable[dict]) -> dict[str, dict[str, int]]:
-    """Outcome -> setup -> number of rows, outcomes in the order of :data:`.rule.OUTCOMES`
-    and setups from the paper's down; rows of our own code counted under ``own code`` in
-    place of a setup (:func:`scope_of`).
+    """Outcome -> scope -> number of rows, outcomes in the order of :data:`.rule.OUTCOMES`
+    and scopes in that of :data:`SCOPES` (the captions' scale words, :func:`scope_of`).
 
-    >>> outcome_counts([dict(outcome="success", setup="another", rule="x/y", paper="p")])
-    {'success': {'another': 1}}
+    >>> outcome_counts([dict(outcome="success", rule="x/y", paper="p", result={"mode": "computed"})])
+    {'success': {'paper scale': 1}}
     """
-    c = Counter((r["outcome"], "own code" if scope_of(r) == "own code" else r["setup"]) for r in rows)
-    order = list(SETUP_RANK) + ["own code"]
+    c = Counter((r["outcome"], scope_of(r)) for r in rows)
+    order = list(SCOPES)
     return {o: {s: c[(o, s)] for s in order if c[(o, s)]} for o in OUTCOMES if any(c[(o, s)] for s in order)}
 
 

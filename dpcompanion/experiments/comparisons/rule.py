@@ -9,7 +9,8 @@ The criteria: ``claim`` (what the paper states: an ``effect``, ``no difference``
 without sampling noise, a ``check`` the rule decides itself, an ``own check`` of our code, a row true by
 ``construction``, or ``none``: shown, never judged); ``paper_evidence`` (is the paper's printed effect
 clear of zero: ``clear`` when |gap| > 2 printed se and both arms sit above chance); ``setup`` (the
-``paper's``, ``reduced``, ``another``); ``sign`` (the side of zero our interval excludes); ``size`` (ours
+``paper's``, ``reduced``, ``none printed``: an experiment of ours on a claim the paper shows no run of,
+``another``); ``sign`` (the side of zero our interval excludes); ``size`` (ours
 against the paper's printed size); ``absence`` (TOST puts our effect within its margin); ``check`` (the
 rule's own decision where it judges no interval); ``cap`` (what the protocol caps: tuning, sizes, or the
 cells of a pooled row, :func:`cells_cap`).
@@ -48,7 +49,7 @@ __all__ = ["CRITERIA", "OUTCOMES", "TABLE", "VERDICTS", "decide", "table_markdow
 CRITERIA: dict[str, tuple[str, ...]] = {
     "claim": ("effect", "no difference", "value", "check", "own check", "construction", "none"),
     "paper_evidence": ("clear", "within noise", "at chance", "no spread", "stated", "exact", "none"),
-    "setup": ("paper's", "reduced", "another"),
+    "setup": ("paper's", "reduced", "none printed", "another"),
     "sign": ("paper's side", "other side", "neither", "n/a"),
     "size": ("compatible", "smaller", "larger", "not testable", "none printed", "n/a"),
     "absence": ("shown", "not shown", "n/a"),

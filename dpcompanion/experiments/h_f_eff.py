@@ -257,6 +257,13 @@ def combine(config, results) -> dict:
             "train_wall_s": float(sum(r["train_wall_s"] for r in results))}
 
 
+def _range_words(c: dict) -> str:
+    """The T range a config's grid searches, said against the paper's stated one."""
+    rng = list(c.get("T_range", [min(c["T_grid"]), max(c["T_grid"])]))
+    return ("the paper's stated range " + str(rng) if tuple(rng) == tuple(PAPER_SCALE["T_range"])
+            else f"{rng}, this mode's stand-in for the paper's stated range {list(PAPER_SCALE['T_range'])}")
+
+
 def describe(payload, *, paper_mode: str = "`--mode paper` runs them") -> str:
     """Generated Markdown: the sizes this payload ran at, against the paper's (``paper_mode``:
     what runs the paper's sizes, for an experiment that shares this protocol)."""
@@ -273,7 +280,7 @@ def describe(payload, *, paper_mode: str = "`--mode paper` runs them") -> str:
     tb = payload.get("table_beyond")
     beyond = "" if tb is None else " Beyond the paper's T range: " + choices(tb) + "."
     return (f"**Sizes ({c['mode']} mode).** N in {list(c['N'])}; DNN with {c['hidden']} hidden units ({paper}); "
-            f"T grid {list(c['T_grid'])} within the stated range {list(c.get('T_range', [min(c['T_grid']), max(c['T_grid'])]))} (a choice on its ends "
+            f"T grid {list(c['T_grid'])} within {_range_words(c)} (a choice on its ends "
             f"is flagged and also tuned beyond it, T in {list(T_LIMITS)}), gamma grid {list(c['gammas'])} for exp, "
             f"extended (up to {GAMMA_LIMITS[1]:g}) while the choice is on an edge; tuning: {c['tune_repeats']} runs per "
             f"candidate on the auxiliary Gaussian set (seeds disjoint from the reported ones); {c['repeats']} repeats per schedule on MNIST35 "

@@ -18,7 +18,7 @@ from dpcompanion.experiments import comparisons
 from dpcompanion.experiments.base import from_module
 from dpcompanion.experiments.comparisons.rule import Rule
 from dpcompanion.experiments.comparisons.sequential import Plan
-from dpcompanion.experiments.comparisons.wu_rules import W_SHARED, gap_case, gap_rule, gap_stats, table_rule
+from dpcompanion.experiments.comparisons.wu_rules import W_SHARED, gap_case, gap_printed, gap_rule, gap_stats, table_rule
 from dpcompanion.experiments.protocols import wu as wp, wu_paper
 from dpcompanion.experiments.scale_tables import Dim, W_TABLE_DIMS, W_TABLE_STORED, W_TRAIN, config_key, payload_cells
 
@@ -134,7 +134,7 @@ def verdicts(cells: list[dict], *, metric: str) -> list[dict]:
         g, se = gap_stats(adp, dp)
         out.append({"table": table, "family": c["family"],
                     "epsilon_bar": c["epsilon_bar"], "clip": c["clip"], "epochs": c["epochs"],
-                    "paper_gap": None if paper is None else paper[0] - paper[2], "gap": g, "se": se,
+                    "paper_gap": paper[0] - paper[2] if gap_printed(table, paper) else None, "gap": g, "se": se,
                     "adp": np.asarray(adp, dtype=float), "dp": np.asarray(dp, dtype=float),
                     "stage": (row.get("stats") or {}).get("stage"), "verdict": row["verdict"], "outcome": row["outcome"], "cap": row["cap"],
                     "note": row["note"].split(". Tolerance: ")[0]})  # tolerance: in the summary

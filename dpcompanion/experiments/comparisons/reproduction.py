@@ -393,6 +393,8 @@ def outcome_words(row: dict) -> str:
             return "not judged: an arm of the paper's printed cell is not above chance"
         if ev == "no spread":
             return "not judged: the paper prints no spread for this gap"
+        if ev == "not printed":
+            return "not judged: the paper prints no gap for this cell (N/A)"
         return "not judged"
     if v == "in part" and row.get("check") == "pass" and setup != "paper's":
         return ("in part: the check passes in our experiment, not in a run the paper shows" if setup == "none printed"
@@ -501,7 +503,10 @@ def _why_not(row: dict) -> str:
     if "different numbers of tuning candidates" in note or "different grids" in note:
         return "the two methods were tuned on searches of different sizes"
     if note.startswith("not compared (sizes differ)"):
-        return "our sizes differ from the paper's" + (f"; a tuned setting also sits at the edge of its search, and {nxt['text']}"
+        what = note.split("): ", 1)[1].split(". ", 1)[0] if "): " in note else ""
+        differ = ("our setting differs from the paper's" if scope_of(row) == "other setup" else
+                  "our data differ from the paper's" if scope_of(row) == "other data" else "our sizes differ from the paper's")
+        return differ + (f" ({what})" if what else "") + (f"; a tuned setting also sits at the edge of its search, and {nxt['text']}"
                                                       if nxt else "")
     if "no fresh stored result" in str(row.get("item", "")):
         return "no stored result to judge"

@@ -48,7 +48,7 @@ __all__ = ["CRITERIA", "OUTCOMES", "TABLE", "VERDICTS", "decide", "table_markdow
 #: every criterion of a row and its allowed values
 CRITERIA: dict[str, tuple[str, ...]] = {
     "claim": ("effect", "no difference", "value", "check", "own check", "construction", "none"),
-    "paper_evidence": ("clear", "within noise", "at chance", "no spread", "stated", "exact", "none"),
+    "paper_evidence": ("clear", "within noise", "at chance", "no spread", "not printed", "stated", "exact", "none"),
     "setup": ("paper's", "reduced", "none printed", "another"),
     "sign": ("paper's side", "other side", "neither", "n/a"),
     "size": ("compatible", "smaller", "larger", "not testable", "none printed", "n/a"),
@@ -76,7 +76,8 @@ TABLE: tuple[tuple[Mapping[str, tuple[str, ...]], str, str], ...] = (
     ({"claim": ("own check",), "check": ("fail",)}, "check fails", "failure"),
     ({"claim": ("own check",)}, "inconclusive", "undecided"),
     # an effect the paper claims: its own evidence first
-    ({"claim": ("effect",), "paper_evidence": ("within noise", "at chance", "no spread")}, "not judged", "not judged"),
+    ({"claim": ("effect",), "paper_evidence": ("within noise", "at chance", "no spread", "not printed")}, "not judged",
+     "not judged"),
     ({"claim": ("effect",), "cap": ("cells: not reproduced",)}, "not reproduced", "failure"),
     ({"claim": ("effect",), "sign": ("other side",)}, "not reproduced", "failure"),
     ({"claim": ("effect",), "absence": ("shown",)}, "not reproduced", "failure"),

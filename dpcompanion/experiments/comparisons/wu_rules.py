@@ -30,7 +30,7 @@ from dpcompanion.theory.bounds import adp
 __all__ = ["RULES", "EPSILON_RTOL", "W_F2_RTOL", "W_F2_PRINTED", "W_TRAIN_SIZE", "W_BATCH", "W_EPS_ABS",
            "W_EPS_PARTLY_RTOL", "W_SHARED", "W_TRANSFER", "GAP_TOL", "TABLE_TOL", "gap_stats", "judge_gap",
            "judge_table", "gap_rule", "table_rule", "gap_case", "pooled_case", "AHEAD", "BEHIND", "GAP_MARGIN",
-           "TABLE_MARGIN", "w_f2_rows", "w_eps_rows", "w_eps_fits", "w_eps_best_fit", "w_eps_fits_markdown"]
+           "TABLE_MARGIN", "GAP_NA_BELOW", "GAP_NA_TABLES", "gap_printed", "w_f2_rows", "w_eps_rows", "w_eps_fits", "w_eps_best_fit", "w_eps_fits_markdown"]
 
 #: the design of every ADP - DP comparison of W's runs: the reason, after the function named
 W_SHARED = ("trains DP-SGD and ADP-SGD in one call of protocols.wu.train_segments with seeds + seeds: run k of "
@@ -76,14 +76,40 @@ def gap_stats(adp, dp, *, design: str = "paired") -> tuple[float, float]:
 
 # ------------------------------------------------------------------------ table cells
 
+#: Tables 4 and 5 print "N/A" for the gap of a cell whose arms' accuracies (%) are both below this.
+#: Table 4's caption says it ignores a gap "when one has an accuracy of less than 15%", but both tables
+#: print the gap where one arm alone is below (Table 4, eps_bar 0.8, C_G 1, 120 epochs: 11.3 with DP
+#: at 10.04%); Table 5 points to Table 4 for its reading
+GAP_NA_BELOW = 15.0
+GAP_NA_TABLES = (4, 5)
+
+
+def gap_printed(table: int, printed: tuple | None) -> bool:
+    """Whether the paper prints a gap for the cell ``printed`` (ADP mean, ADP sd, DP mean, DP sd) of
+    ``table``: False for no cell, and for a cell of :data:`GAP_NA_TABLES` with both arms below
+    :data:`GAP_NA_BELOW` (printed "N/A").
+
+    >>> gap_printed(4, (13.22, 3.192, 10.13, 0.054)), gap_printed(4, (21.34, 2.404, 10.04, 0.021))
+    (False, True)
+    >>> gap_printed(1, (13.22, 3.192, 10.13, 0.054)), gap_printed(4, None)
+    (True, False)
+    """
+    if printed is None:
+        return False
+    return not (table in GAP_NA_TABLES and max(float(printed[0]), float(printed[2])) < GAP_NA_BELOW)
+
+
 def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float], where: str,
-              plan: Plan | None = None) -> Judgement:
+              plan: Plan | None = None, table: int | None = None) -> Judgement:
     """One table cell of rule ``rule`` (declared with ``takes_rule``: its design, margin and
     comparability are read from it): ``printed = (adp_mean, adp_sd, dp_mean, dp_sd)`` as printed (or None),
     ``adp``/``dp`` our per-seed accuracies (%). Our gap by the rule's design (:func:`~.rule.estimate_effect`),
     judged against zero and, where our setup is the paper's, the paper's gap with its standard error (from the
     printed sds over :data:`~.rule.W_PAPER_RUNS` runs each) folded in (:func:`~.rule.judge_effect`); else by
     its sign alone. No printed cell, or fewer than 2 seeds: ``not comparable``.
+
+    A cell of ``table`` whose gap the paper prints as "N/A" (:func:`gap_printed`)
+    is no claim to test: its paper evidence is ``not printed``.
 
     With a group-sequential ``plan`` reached by our seeds, the cell is judged at each look on its first seeds
     and decided at the first look that decides (:func:`~.sequential.judge_sequential`).
@@ -109,7 +135,7 @@ def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float],
         return Judgement("not comparable", "fewer than 2 seeds: no spread to judge by", ours=ours, printed=paper)
     comparable = rule.comparable_name
     above = all(arm - EVIDENCE_Z * sd / math.sqrt(W_PAPER_RUNS) > W_CHANCE for arm, sd in ((pa, psa), (pd, psd)))
-    evidence = evidence_of(g_p, se_p, above)
+    evidence = evidence_of(g_p, se_p, above) if table is None or gap_printed(table, printed) else "not printed"
     if plan is not None and plan.interim_looks and min(len(adp), len(dp)) >= plan.looks[0]:
         m = rule.margin
 
@@ -142,6 +168,9 @@ def _evidence_remark(evidence: str, gap: float, se: float, adp: float, dp: float
     """What the paper's own printed cell shows (the ``paper_evidence`` criterion), in words."""
     if evidence == "clear":
         return f"; the paper's printed gap {gap:+.2f} is clear of zero (> {EVIDENCE_Z:g} printed se, {se:.2f})"
+    if evidence == "not printed":
+        return (f"; the paper prints no gap for this cell (\"N/A\": both arms below {GAP_NA_BELOW:g}%, "
+                f"ADP {adp:.2f}% and DP {dp:.2f}%, a gap Table 4's caption says it ignores): the cell is no claim to test")
     if evidence == "at chance":
         return (f"; the paper's printed arms ({adp:.2f}% and {dp:.2f}%) are not both above chance ({W_CHANCE:g}%): "
                 "the cell is no claim to test by itself")
@@ -181,7 +210,7 @@ def gap_rule(rule_id: str, item: str, paper: str, *, paired_because: str, case: 
     the row's ``table`` measurement names it)."""
     if where is None:
         def judge(*, rule, table, **m):
-            return judge_gap(rule=rule, where=f"Wu et al., Table {table}", **m)
+            return judge_gap(rule=rule, where=f"Wu et al., Table {table}", table=table, **m)
     else:
         def judge(*, rule, **m):
             return judge_gap(rule=rule, where=where, **m)
@@ -252,8 +281,11 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
     printed = [c["paper_gap"] for c in cells if c["paper_gap"] is not None]
     paper_pos = sum(1 for g in printed if g > 0)
     ours_pos = sum(1 for c in cells if c["gap"] > 0)
-    paper = (f"{paper_pos} of {len(printed)} printed cells ahead, mean printed gap {float(np.mean(printed)):+.2f} "
-             f"points (Wu et al., Table {table})" if printed else f"no printed cell at these sizes (Wu et al., Table {table})")
+    na = n - len(printed)
+    paper = (f"{paper_pos} of {len(printed)} printed gaps ahead"
+             + (f" ({na} of the {n} cells run here printed without a gap)" if na else "")
+             + f", mean printed gap {float(np.mean(printed)):+.2f} points (Wu et al., Table {table})" if printed
+             else f"no printed gap at these sizes (Wu et al., Table {table})")
     headline = ""
     if rule.id == "w-t1245/table" and table in (2, 5):
         headline = (f"; the headline evidence for Table {table} is W-LADDER's top rung (N = {HEADLINE_N:,}, the "

@@ -171,12 +171,15 @@ def scale_table(scale: dict) -> str:
     """A result's scale block (:mod:`dpcompanion.experiments.scale_tables`): a sentence, then the table."""
     if not scale:
         return "No scale declaration for this page."
+    at = at_paper_scale(scale)
     rows = [[k, _cell(d.get("paper")), d.get("source", ""), _cell(d.get("ours")),
-             "-" if d.get("match") is None else ("yes" if d["match"] else "**no**")] for k, d in scale.items()]
+             "-" if d.get("match") is None else "yes" if d["match"] else "larger" if at else "**no**"]
+            for k, d in scale.items()]
     differ = [k for k, d in scale.items() if d.get("match") is False]
     word = scale_word(scale)
-    head = ("**Scale.** This run matches the paper in every dimension the paper prints."
-            if at_paper_scale(scale) else
+    head = ("**Scale: paper scale.** This run matches the paper in every dimension the paper prints"
+            + (f", or exceeds it ({', '.join(differ)})." if differ else ".")
+            if at else
             f"**Scale: {word or 'not stated'}** ({SCALE_WORDS.get(word, 'the paper prints no size')}). "
             + (f"Differing from the paper: {', '.join(differ)}." if differ else ""))
     return head + "\n\n" + markdown_table(["dimension", "paper", "paper's source", "ours", "matches"], rows)
@@ -264,14 +267,16 @@ def tuning_sentence(tuning: Sequence[dict]) -> str:
     """
     n = len(tuning)
     inner = sum(1 for e in tuning if e.get("interior"))
-    stated = sum(1 for e in tuning if not e.get("interior") and e.get("stated_bound"))
+    domain = sum(1 for e in tuning if reproduction.domain_bound(e))
+    stated = sum(1 for e in tuning if not e.get("interior") and e.get("stated_bound")) - domain
 
     def counts(key):
         cs = sorted({_count(e.get(key)) for e in tuning if isinstance(e.get(key), (list, tuple))})
         return "" if not cs else (str(cs[0]) if len(cs) == 1 else f"{cs[0]}-{cs[-1]}")
 
     return (f"{n} tuned choice{'s' if n != 1 else ''}: {inner} interior, {stated} at a bound the paper stated, "
-            f"{n - inner - stated} at a grid edge; {counts('tuning_seeds') or 'no'} tuning seeds, disjoint from the "
+            + (f"{domain} at an end of the parameter's domain, " if domain else "")
+            + f"{n - inner - stated - domain} at a grid edge; {counts('tuning_seeds') or 'no'} tuning seeds, disjoint from the "
             f"{counts('report_seeds') or 'no'} report seeds.")
 
 

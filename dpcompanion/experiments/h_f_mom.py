@@ -168,9 +168,9 @@ def combine(config, results) -> dict:
 def describe(payload) -> str:
     c = payload["config"]
     return sizes_line(c, f"10-class MNIST, N = {c['N']} training samples (paper: {PAPER['N']}), "
-            f"{payload['n_test']} of the other training images as test set (paper: the rest); DNN with {c['hidden']} hidden units (paper: "
+            f"{payload['n_test']} of the other training images as test set (paper: 50,000 test samples, Fig. 2 caption); DNN with {c['hidden']} hidden units (paper: "
             f"{PAPER['hidden']}); momentum beta = {payload['beta']:g}; data scales {c['scales']}, T in {c['Ts']}; "
-            f"grids (the same gamma grid for both, extended towards 1 up to {GAMMA_MAX:g} while the choice is on "
+            f"grids (the same starting gamma grid for both, each extended towards 1 up to {GAMMA_MAX:g} while the choice is on "
             f"its edge): expinfl gamma {c['gammas']}, momexpinfl gamma {c['gammas']} x crossing {c['crossings']} of T; "
             f"{c['tune_repeats']} tuning seeds per candidate, then {c['repeats']} fresh seeds (disjoint from the "
             f"tuning seeds) per chosen schedule; "
@@ -194,12 +194,15 @@ def verdict_rows(payload) -> list[dict]:
 PAPER_DIMS = hong_setup({
     "training samples": Dim(1000, "the ICLR submission, Fig. 2 caption: \"subsampled MNIST dataset of 1000 training samples\"",
                             config_key("N")),
+    "test samples": Dim(50000, "the ICLR submission, Fig. 2 caption: \"1000 training samples and 50, 000 test samples\"",
+                        lambda c: c.get("n_test") or sum(data.MNIST_TRAIN_COUNTS) - c["N"]),
     "hidden width": Dim(100, "the ICLR submission, Sec. 5: \"DNN with 2 layers and 100 hidden units\"", config_key("hidden")),
     "repeats": Dim(100, H_REPEATS, config_key("repeats")),
     "T": Dim(None, "the ICLR submission, Sec. 5: momexpinfl's advantage where \"the number of iteration is only 100\" (other T not "
              "printed)", config_key("Ts")),
     "schedule grid": Dim(None, "the ICLR submission, Sec. 5: \"we grid-search for the schedule hyper-parameters\" (no grid printed)",
-                         lambda c: {"gammas": c.get("gammas"), "mom_gammas": c.get("mom_gammas"),
+                         lambda c: {"gammas (both methods)" if c.get("mom_gammas") is None else "gammas": c.get("gammas"),
+                                    **({} if c.get("mom_gammas") is None else {"mom_gammas": c["mom_gammas"]}),
                                     "crossings": c.get("crossings")}),
 })
 

@@ -37,7 +37,7 @@ from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
 __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
            "power_rows", "sentence", "SAME_PRINTED", "one_verdict_per_printed_number", "readable", "scope_of",
-           "next_steps", "OWN_CODE_RULES", "SCOPES", "outcome_counts", "setup_of", "SETUP_RANK", "outcome_words", "SETUP_WORDS",
+           "next_steps", "OWN_CODE_RULES", "SCOPES", "domain_bound", "outcome_counts", "setup_of", "SETUP_RANK", "outcome_words", "SETUP_WORDS",
            "EFFECT_WORDS", "TREND_WORDS"]
 
 CSV_COLUMNS = ("page", "rule", "item", "verdict", "outcome", *CRITERIA, "judge_verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
@@ -515,6 +515,12 @@ def _why_not(row: dict) -> str:
     return ""
 
 
+def domain_bound(rec: dict) -> bool:
+    """A tuning record whose choice sits on an end of its parameter's domain (a fraction of T at 0, say),
+    a bound by definition rather than one the paper stated."""
+    return not rec.get("interior") and "by definition" in str(rec.get("stated_bound") or "")
+
+
 def _stated_edges(row: dict) -> str:
     """A tuned parameter whose choice sits on an edge the paper stated (its search range), in words;
     empty when none.
@@ -524,16 +530,19 @@ def _stated_edges(row: dict) -> str:
     "the paper's stated search range bounds the tuning: uni's T at its top (150)"
     """
     recs = [t for t in row.get("tuning") or [] if t.get("interior") is False and t.get("stated_bound")]
-    if not recs:
-        return ""
-    parts = []
-    for side, word in (("low", "bottom"), ("high", "top")):
-        mine = [t for t in recs if (t.get("edge") == "high") == (side == "high")]
-        if mine:
-            who = " and ".join(sorted({f"{t.get('method')}'s {t.get('param')}" for t in mine}))
-            vals = ", ".join(f"{v:g}" for v in sorted({float(t.get("chosen")) for t in mine}))
-            parts.append(f"{who} at its {word} ({vals})")
-    return readable("the paper's stated search range bounds the tuning: " + "; ".join(parts))
+    out = []
+    for head, group in (("the paper's stated search range bounds the tuning: ", [t for t in recs if not domain_bound(t)]),
+                        ("a tuned choice sits at an end of its domain: ", [t for t in recs if domain_bound(t)])):
+        parts = []
+        for side, word in (("low", "bottom"), ("high", "top")):
+            mine = [t for t in group if (t.get("edge") == "high") == (side == "high")]
+            if mine:
+                who = " and ".join(sorted({f"{t.get('method')}'s {t.get('param')}" for t in mine}))
+                vals = ", ".join(f"{v:g}" for v in sorted({float(t.get("chosen")) for t in mine}))
+                parts.append(f"{who} at its {word} ({vals})")
+        if parts:
+            out.append(head + "; ".join(parts))
+    return readable("; ".join(out))
 
 
 def sentence(row: dict) -> str:

@@ -286,3 +286,37 @@ def test_figures_get_their_caption_as_alt_text():
     assert site.describe_images(doc, title="W-F4") == 2
     assert doc[0]["alt"].startswith("Figure 1 · data") and doc[2]["alt"] == "Figure 2 of W-F4"
     assert not re.search(r"[0-9a-f]{64}", doc[0]["alt"] + doc[2]["alt"])
+
+
+def test_the_id_table_has_one_row_per_id():
+    """H-X-EER and H-F-INFL were listed twice (once per page that carries them): one row per ID now,
+    naming every page that carries it, the page named by the ID first."""
+    md = landing.id_glossary_markdown()
+    ids = [line.split("|")[1].strip() for line in md.splitlines() if line.startswith("| ") and "{doc}" in line]
+    assert len(ids) == len(set(ids)) and {"H-X-EER", "H-F-INFL", "H-F-FIT"} <= set(ids)
+    row = next(line for line in md.splitlines() if line.startswith("| H-X-EER |"))
+    assert row.index("<h-x-eer>`") < row.index("<h-x-eer-breakdown>`")
+    row = next(line for line in md.splitlines() if line.startswith("| H-F-INFL |"))
+    assert "<h-f-infl>`" in row and "<h-f-infl-extra>`" in row
+
+
+def test_wu_sentence_says_what_the_top_rung_ran_and_counts_its_cells_from_the_rows():
+    """The landing page said W-LADDER's rung ran at "the paper's 50,000 training images" (it runs
+    50,000 Fashion-MNIST images, last layer only; the paper's 50,000 are CIFAR-10's) and listed the
+    paper's 12-cell table beside a rung that ran 6 of its cells. Both come from the rows now."""
+    from dpcompanion.experiments.comparisons import summary
+
+    rows = summary.reproduction_rows(seed=0, device="cpu")
+    text = landing.wu_claim_sentence(rows)
+    assert "the paper's 50,000" not in text
+    rungs = [r for r in rows if r.get("rule") == "w-ladder/table" and landing._rung(r) == max(
+        landing._rung(x) for x in rows if x.get("rule") == "w-ladder/table")]
+    for r in rungs:
+        t = re.search(r"Table (\d+)", r["item"]).group(1)
+        line = next(x for x in text.splitlines() if x.startswith(f"- Table {t} at W-LADDER's top rung"))
+        table = next(x for x in rows if x.get("rule") == "w-t1245/table" and x["item"].startswith(f"Table {t}:"))
+        k, K = landing._cells_run(r), landing._cells_run(table)
+        assert f"{k} of the table's {K} cells" in line and f"on {k} of these {K} cells" in text
+        data = r["scale"]["model / data"]
+        assert f"{landing._rung(r):,} training images of {data['ours']}" in line and data["paper"] in line
+        assert str(r["paper"]).split(" (")[0] in line

@@ -154,3 +154,45 @@ def test_h_f_mom_shows_the_cell_it_judges():
                                                    "sentence": "", "scale": {}, "setup": "paper's"}],
                                                  ["h-f-mom/expinfl-vs-momexpinfl"]))
     assert "ours -0.0009 (95% CI" in lead
+
+
+# ------------------------------------------------------------------------ the largest result first, everywhere
+
+def test_a_page_holding_the_full_result_does_not_fold_it_again(page_exp):
+    """A "full when fresh" page whose result is the full one has nothing larger to show first: it was
+    shown a second time inside the fold labelled as this build's quick run."""
+    exp, shown = page_exp
+    store.compute(exp.id, mode="quick")
+    store.compute(exp.id, mode="full")
+    page = show.ExperimentPage(exp.id, mode="quick", shown="full when fresh")
+    assert page.result.mode == "full" and page.shown_first() is None
+    quick = show.ExperimentPage(exp.id, mode="quick")
+    first = quick.shown_first()
+    assert first is not None and first.mode == "full"
+    assert quick.fold_title(first) == "This build's quick-mode run, smaller than the full-mode result above (not judged)"
+    shown.clear()
+    show.show_experiment(exp.id, mode="quick", shown="full when fresh")
+    assert not any(":::" in t for _, t in shown)  # the full result once, no fold holding it again
+    assert shown[0][1].startswith(describe(page.result.payload))  # and no note that a full result is missing
+
+
+#: experiment pages that place their blocks themselves (not through show_experiment or "full when fresh")
+OWN_LAYOUT = ("h-x-eer", "h-f-infl")
+
+
+def test_own_layout_pages_show_and_judge_the_largest_result_first():
+    """H-X-EER and H-F-INFL showed this build's quick run first, unfolded, and H-X-EER judged its verdict
+    rows on it although a fresh full result was committed. Every experiment page now either goes through
+    show_experiment, or shows the "full when fresh" result only, or (these two) takes the result it shows
+    and judges from ExperimentPage.shown_first and folds this build's run under fold_title."""
+    for eid in base.all_experiments():
+        code = "\n".join("".join(c["source"]) for c in json.loads((NOTEBOOKS / f"{eid}.ipynb").read_text())["cells"]
+                         if c["cell_type"] == "code")
+        if "show_experiment(" in code or 'shown="full when fresh"' in code:
+            assert eid not in OWN_LAYOUT, eid
+            continue
+        assert eid in OWN_LAYOUT, f"{eid}: lays its page out itself; add it to OWN_LAYOUT and follow the rule"
+        assert "main = first or res" in code and "page.shown_first()" in code, eid
+        assert "with folded(page.fold_title(first)):" in code and "page.lead()" in code, eid
+        assert "fresh_full(" not in code and "page.verdicts(main.payload" in code, eid
+        assert code.count("page.verdicts(") == 1, eid  # the judged result's rows only, never the quick ones

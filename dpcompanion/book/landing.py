@@ -43,11 +43,17 @@ def id_glossary_markdown(pages: Sequence[tuple[str, str]] | None = None) -> str:
     """What the book's IDs mean: the scheme, then every page with an ID and its title. Raises
     ``ValueError`` for an ID part the scheme does not explain.
 
+    One row per ID, listing every page that carries it (the page named by the ID first):
+
     >>> print(id_glossary_markdown([("h-f-eff", "Data efficiency (H-F-EFF)"), ("index", "Home")]).splitlines()[-1])
-    | {doc}`H-F-EFF <h-f-eff>` | Data efficiency |
+    | H-F-EFF | {doc}`Data efficiency <h-f-eff>` |
+    >>> two = [("h-x-eer-breakdown", "Breaks (H-X-EER breakdown)"), ("h-x-eer", "How tight (H-X-EER)")]
+    >>> print(id_glossary_markdown(two).splitlines()[-1])
+    | H-X-EER | {doc}`How tight <h-x-eer>`; {doc}`Breaks <h-x-eer-breakdown>` |
     """
     pages = page_titles() if pages is None else pages
-    rows, used = [], set()
+    by_id: dict[str, list[tuple[str, str]]] = {}  # ID -> [(notebook id, short title)], one row each
+    used = set()
     for nb_id, title in pages:
         m = re.search(r"\(([^()]*)\)\s*$", title)  # a page's IDs close its title: "... (H-F-INFL, H-F-FIT)"
         ids = re.findall(r"\b[HWX]-[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*\b", m.group(1)) if m else []
@@ -58,8 +64,13 @@ def id_glossary_markdown(pages: Sequence[tuple[str, str]] | None = None) -> str:
             if kind not in PAGE_KINDS:
                 raise ValueError(f"page id {pid!r}: {kind!r} is not explained in landing.PAGE_KINDS")
         short = title[: m.start()].strip()
-        rows.append(f"| {{doc}}`{', '.join(ids)} <{nb_id}>` | {short} |")
+        for pid in ids:
+            by_id.setdefault(pid, []).append((nb_id, short))
         used.update(kind for _, kind in kinds)
+    rows = []
+    for pid in sorted(by_id):
+        named = sorted(by_id[pid], key=lambda page: page[0] != pid.lower())  # its own page first, then the others
+        rows.append(f"| {pid} | " + "; ".join(f"{{doc}}`{short} <{nb_id}>`" for nb_id, short in named) + " |")
     load_all()
     kinds = {}
     for cid in sorted(REGISTRY):
@@ -114,17 +125,20 @@ def findings_markdown(experiments: Sequence[tuple[str, str, str, Sequence[dict[s
     return "\n".join(out)
 
 
-#: the columns of the landing page's counts: the ``setup`` criterion, then our own code apart
-SCOPE_LABELS = {"paper's": "the paper's setup", "reduced": "its data and model, smaller",
-                "another": "another setup (data, model or tuning)", "own code": "checks of our own code"}
+#: the columns of the landing page's counts: a row's scope, in the captions' scale words
+#: (:data:`dpcompanion.experiments.comparisons.reproduction.SCOPES`)
+SCOPE_LABELS = {"paper scale": "paper scale", "reduced": "reduced (the paper's data, smaller)",
+                "other setup": "other setup (a setting changed)", "other data": "other data",
+                "no printed run": "no printed run (our experiment)", "own code": "checks of our own code"}
 
 
 def scope_counts_markdown(rows: Iterable[dict[str, Any]]) -> str:
-    """Rows counted by outcome (lines) and setup (columns, :data:`SCOPE_LABELS`), as a Markdown table.
+    """Rows counted by outcome (lines) and scope (columns, :data:`SCOPE_LABELS`), as a Markdown table.
 
-    >>> print(scope_counts_markdown([{"outcome": "success", "setup": "paper's", "rule": "a/b", "paper": "p"},
-    ...                              {"outcome": "failure", "setup": "another", "rule": "a/b", "paper": "p"}]))
-    | outcome | the paper's setup | another setup (data, model or tuning) | all |
+    >>> print(scope_counts_markdown([{"outcome": "success", "rule": "a/b", "paper": "p", "result": {"mode": "computed"}},
+    ...                              {"outcome": "failure", "rule": "a/b", "paper": "p", "result": {"mode": "full"},
+    ...                               "scale": {"data": {"paper": "x", "ours": "y", "match": False}}}]))
+    | outcome | paper scale | other data | all |
     | --- | --- | --- | --- |
     | success | 1 | 0 | 1 |
     | failure | 0 | 1 | 1 |
@@ -160,27 +174,61 @@ def _at_n(rows: list[dict], rule: str) -> list[tuple[int, float]]:
 WU_TABLE_RULES = ("w-t1245/table", "w-t36/table")
 
 
+def _cells_run(r: dict) -> int | None:
+    """How many cells a table row pooled: the ``N`` of its "k of N cells ahead" (None where it says none)."""
+    m = re.search(r"\b\d+ of (\d+) cells ahead", str((r.get("ours") or {}).get("text") or ""))
+    return int(m.group(1)) if m else None
+
+
+def _rung(r: dict) -> int | None:
+    """The training-set size of a W-LADDER row, from its item ("Table 2 at N = 50,000: ...")."""
+    m = re.search(r"N = ([\d,]+)", str(r.get("item", "")))
+    return int(m.group(1).replace(",", "")) if m else None
+
+
+def _scale_value(r: dict, *keys: str, side: str = "ours") -> Any:
+    """A row's scale-table value on ``side`` (``ours`` or ``paper``) under the first of ``keys`` it has."""
+    scale = r.get("scale") or {}
+    return next(((scale[k] or {}).get(side) for k in keys if k in scale), None)
+
+
 def wu_claim_sentence(rows: Iterable[dict[str, Any]]) -> str:
     """One sentence answering Wu et al.'s main empirical claim (Sec. 6: at the same privacy budget and
     number of steps ADP-SGD is mostly ahead of DP-SGD, the more so as T grows) from the pooled rows of
     Tables 1-5 (:data:`WU_TABLE_RULES`, the paper's grid only), on the data they were computed on, and
-    from W-LADDER's rows at the paper's training size where there are some: a table with such a row is counted
-    by it (its 2,000-image row is listed, not counted). Empty without table rows.
+    from W-LADDER's rows at its top rung (:data:`~dpcompanion.experiments.comparisons.rule.HEADLINE_N`
+    training images, the paper's number) where there are some: a table with such a row is counted by it
+    (its smaller row is listed, not counted). What each rung ran (images, data set, trained layers, cells)
+    and what the paper used are read from the rows' scale tables and texts. Empty without table rows.
 
+    >>> scale = {"training samples": {"ours": 2000, "paper": 50000},
+    ...          "model / data": {"ours": "Fashion-MNIST", "paper": "CNN, CIFAR-10"},
+    ...          "trained layers": {"ours": "last layer only", "paper": "all"}}
     >>> row = lambda t, e, o, v: {"rule": "w-t1245/table", "item": f"Table {t}: ADP-SGD ahead of DP-SGD",
-    ...     "ours": {"estimate": e, "ci_low": e - .5, "ci_high": e + .5}, "outcome": o, "verdict": v,
-    ...     "paper": "12 of 12 printed cells ahead, mean printed gap +7.31 points",
-    ...     "scale": {"model / data": {"ours": "fashion", "paper": "CNN, CIFAR-10"}}}
+    ...     "ours": {"estimate": e, "ci_low": e - .5, "ci_high": e + .5, "text": "12 of 12 cells ahead"},
+    ...     "outcome": o, "verdict": v, "paper": "12 of 12 printed cells ahead, mean printed gap +7.31 points",
+    ...     "scale": scale}
     >>> text = wu_claim_sentence([row(1, 1.3, "partial", "sign only"), row(5, 0.0, "failure", "not reproduced")])
     >>> print(text[text.index("is **"):text.index(" on ")])
     is **reproduced in part** in our runs (1 sign only, 1 not reproduced of 2 tables)
+    >>> print(text[text.index(" on "):text.index(". ADP")])
+     on 2,000 training images of Fashion-MNIST, last layer only trained privately (the paper: CNN, CIFAR-10, 50,000 training images, all)
     >>> print(text.splitlines()[-1])
     - Table 5: +0.00 points (95% CI -0.50 to +0.50) (the paper: 12 of 12 printed cells ahead, mean printed gap +7.31 points): **not reproduced**
-    >>> rung = {**row(1, 0.03, "failure", "not reproduced"), "rule": "w-ladder/table", "item": "Table 1 at N = 50,000"}
+    >>> rung = {**row(1, 0.03, "failure", "not reproduced"), "rule": "w-ladder/table", "item": "Table 1 at N = 50,000",
+    ...         "paper": "5 of 6 printed cells ahead, mean printed gap +1.55 points",
+    ...         "ours": {"estimate": 0.03, "ci_low": -0.01, "ci_high": 0.07, "text": "5 of 6 cells ahead"},
+    ...         "scale": {**scale, "training samples (largest rung)": {"ours": 50000, "paper": 50000}}}
     >>> text = wu_claim_sentence([row(1, 1.3, "partial", "sign only"), rung])
     >>> print(text[text.index("is **"):text.index(" on ")])
-    is **not reproduced** in our runs (1 not reproduced of 1 table; Table 1 answered at the paper's 50,000 training images)
+    is **not reproduced** in our runs (1 not reproduced of 1 table; Table 1 answered by W-LADDER's top rung, below)
+    >>> print(text.splitlines()[-2])
+    - Table 1: +1.30 points (95% CI +0.80 to +1.80) (the paper: 12 of 12 printed cells ahead, mean printed gap +7.31 points): **sign only** (not counted: answered below by W-LADDER's top rung, on 6 of these 12 cells)
+    >>> print(text.splitlines()[-1])
+    - Table 1 at W-LADDER's top rung, on 50,000 training images of Fashion-MNIST, last layer only trained privately (the paper: CNN, CIFAR-10, 50,000 training images, all), 6 of the table's 12 cells: +0.03 points (95% CI -0.01 to +0.07): **not reproduced** (the paper on those cells: 5 of 6 printed cells ahead, mean printed gap +1.55 points)
     """
+    from dpcompanion.experiments.comparisons.rule import HEADLINE_N
+
     rows = list(rows)
     tables = [r for r in rows if r.get("rule") in WU_TABLE_RULES and "beyond" not in str(r.get("item", ""))
               and (r.get("ours") or {}).get("estimate") is not None]
@@ -190,40 +238,54 @@ def wu_claim_sentence(rows: Iterable[dict[str, Any]]) -> str:
         return int(re.search(r"Table (\d+)", r["item"]).group(1))
 
     tables.sort(key=table)
-    ladder = [r for r in rows if r.get("rule") == "w-ladder/table" and "N = 50,000" in str(r.get("item", ""))
+    ladder = [r for r in rows if r.get("rule") == "w-ladder/table" and _rung(r) == HEADLINE_N
               and (r.get("ours") or {}).get("estimate") is not None]
-    at_paper_size = {table(r): r for r in ladder}  # a table judged at the paper's size is answered there
-    headline = [at_paper_size.get(table(r), r) for r in tables]
+    at_top_rung = {table(r): r for r in ladder}  # a table judged at the ladder's top rung is answered there
+    headline = [at_top_rung.get(table(r), r) for r in tables]
     counts: dict[str, int] = {}
     for r in headline:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     outcomes = {r["outcome"] for r in headline}
     answer = ("reproduced" if outcomes == {"success"} else "not reproduced" if outcomes == {"failure"}
               else "reproduced in part")
-    scale = tables[0].get("scale") or {}
-    data = scale.get("model / data") or {}
-    n = (scale.get("training samples") or {}).get("ours")
-    layers = (scale.get("trained layers") or {}).get("ours")
-    where = ", ".join(x for x in (f"{n:,} training images" if isinstance(n, int) else "", data.get("ours") or "",
-                                   f"{layers} fine-tuned privately" if layers else "") if x)
-    paper = f" (the paper: {data['paper']}, 50,000 training images)" if data.get("paper") else ""
+
+    def setup(r: dict, n: Any) -> str:  # what a row ran on, and what the paper used, from its scale table
+        data, paper_data = _scale_value(r, "model / data"), _scale_value(r, "model / data", side="paper")
+        layers, paper_layers = _scale_value(r, "trained layers"), _scale_value(r, "trained layers", side="paper")
+        paper_n = _scale_value(r, "training samples", "training samples (largest rung)", side="paper")
+        ours = ", ".join(x for x in (f"{n:,} training images" + (f" of {data}" if data else "") if isinstance(n, int)
+                                     else data or "", f"{layers} trained privately" if layers else "") if x)
+        paper = ", ".join(x for x in (paper_data, f"{paper_n:,} training images" if isinstance(paper_n, int) else "",
+                                      paper_layers) if x)
+        return (ours or "our data") + (f" (the paper: {paper})" if paper else "")
 
     def gain(r: dict) -> str:
         o = r["ours"]
         return f"{o['estimate']:+.2f} points (95% CI {o['ci_low']:+.2f} to {o['ci_high']:+.2f})"
 
+    def answered_below(r: dict) -> str:
+        k, K = _cells_run(at_top_rung[table(r)]), _cells_run(r)
+        on = f", on {k} of these {K} cells" if k is not None and K is not None else ""
+        return f" (not counted: answered below by W-LADDER's top rung{on})"
+
+    def rung_line(r: dict) -> str:
+        k = _cells_run(r)
+        K = next((_cells_run(t) for t in tables if table(t) == table(r)), None)
+        cells = f", {k} of the table's {K} cells" if k is not None and K is not None else ""
+        return (f"- Table {table(r)} at W-LADDER's top rung, on {setup(r, _rung(r))}{cells}: {gain(r)}: "
+                f"**{r['verdict']}** (the paper on those cells: {str(r['paper']).split(' (')[0]})")
+
     lines = [f"- Table {table(r)}: {gain(r)} (the paper: {str(r['paper']).split(' (')[0]}): **{r['verdict']}**"
-             + (" (not counted: the table is answered at the paper's size below)" if table(r) in at_paper_size else "")
-             for r in tables]
-    lines += [f"- {r['item'].split(' at ')[0]} at the paper's 50,000 training images (W-LADDER): {gain(r)}: "
-              f"**{r['verdict']}**" for r in ladder]
+             + (answered_below(r) if table(r) in at_top_rung else "") for r in tables]
+    lines += [rung_line(r) for r in ladder]
     tally = ", ".join(f"{k} {v}" for v, k in counts.items())
-    big = sorted(at_paper_size)
-    big_note = (f"; Table{'s' if len(big) > 1 else ''} {' and '.join(map(str, big))} answered at the paper's 50,000 "
-                "training images" if big else "")
+    big = sorted(at_top_rung)
+    big_note = (f"; Table{'s' if len(big) > 1 else ''} {' and '.join(map(str, big))} answered by W-LADDER's top "
+                "rung, below" if big else "")
     return (f"**Wu et al.'s main claim**, that ADP-SGD is ahead of DP-SGD at the same privacy budget and number of "
             f"steps (their Sec. 6, Tables 1-5), is **{answer}** in our runs ({tally} of {len(tables)} table{'s' if len(tables) != 1 else ''}{big_note}) "
-            f"on {where or 'our data'}{paper}. ADP-SGD's mean gain in accuracy:\n\n" + "\n".join(lines))
+            f"on {setup(tables[0], _scale_value(tables[0], 'training samples'))}. ADP-SGD's mean gain in accuracy:\n\n"
+            + "\n".join(lines))
 
 
 def title_claim_sentence(rows: Iterable[dict[str, Any]], *, at_largest_n: bool = True) -> str:

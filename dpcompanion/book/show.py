@@ -295,11 +295,16 @@ class ExperimentPage:
             library_figures.tuning_trace(entries=entries, ylabel=ylabel, **kw)
 
     def shown_first(self) -> store.StoredResult | None:
-        """The fresh stored result larger than this build's that the page shows first: the paper-scale one,
-        else (in quick mode) the full-mode one; None where none is fresh or this build is the largest."""
-        if self.mode == "paper":
-            return None
-        return store.best_fresh(self.id, modes=("paper",) if self.mode == "full" else ("paper", "full"))
+        """The fresh stored result larger than this page's result that the page shows first: the paper-scale
+        one, else (below full mode) the full-mode one; None where none is fresh or this page's result is
+        already the largest (a ``"full when fresh"`` page that holds the full result is not shown twice)."""
+        above = store.SHOWN_FIRST[:store.SHOWN_FIRST.index(self.result.mode)]
+        return store.best_fresh(self.id, modes=above) if above else None
+
+    def fold_title(self, first: store.StoredResult) -> str:
+        """The title of the fold that holds this page's own (smaller) run below ``first``."""
+        larger = "paper-scale" if first.mode == "paper" else f"{first.mode}-mode"
+        return f"This build's {self.result.mode}-mode run, smaller than the {larger} result above (not judged)"
 
     def run_block(self, result: store.StoredResult, *, figure: Callable[[dict], Any] | None,
                   tables: Callable[[dict], Any] | None = None, verdicts: bool = True,
@@ -368,13 +373,12 @@ def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str
     first = page.shown_first()
     blocks = dict(tables=tables, verdicts=verdicts, tuning_ylabel=tuning_ylabel)
     if first is None:
-        if mode == "quick":
+        if page.result.mode == "quick":  # nothing larger is fresh: say why (not where the full result is shown)
             _md(full_absent_note(experiment_id) + absent_note)
         page.run_block(page.result, figure=page.figure, **blocks)
         return page
     page.run_block(first, figure=page.full_figure, **blocks)
-    larger = "paper-scale" if first.mode == "paper" else f"{first.mode}-mode"
-    with plotting.folded(f"This build's {mode}-mode run, smaller than the {larger} result above (not judged)"):
+    with plotting.folded(page.fold_title(first)):
         page.run_block(page.result, figure=page.figure, **{**blocks, "verdicts": False})  # judged: the run above
     return page
 

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from dpcompanion.experiments import comparisons
-from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.base import from_module, sizes_line
 from dpcompanion.experiments.comparisons.rule import (Case, DIRECTION, Judgement, LEVEL, Margin, Rule, Z, by_ratio,
                                                       judge_effect)
 from dpcompanion.experiments.scale_tables import Dim, H_MNIST35, H_REPEATS, config_key, config_range, hong_setup
@@ -31,7 +31,7 @@ SCALE_NOTE = ("full = the paper's protocol: T = 100, 10 levels of sigma_t over [
               "squared and logistic loss")
 REPEATS_KEY = "repeats"
 
-__all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "sizes_match_paper"]
+__all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "verdict_rows", "sizes_match_paper"]
 
 #: what the ICLR submission's App. D prints for H-F-INFL: its protocol ("Estimate of influences by retraining":
 #: T = 100, sigma_t over [20, 200], 100 repeats, the left pane at t = 10, 60, 90) and its numbers
@@ -133,6 +133,20 @@ def sizes_match_paper(config: dict) -> bool:
     return (int(config["T"]) == P["T"] and int(config["repeats"]) == P["repeats"]
             and list(config["fit_steps"]) == P["fit_steps"]
             and np.allclose(np.asarray(config["levels"], float), P["levels"], rtol=0, atol=1e-9))
+
+
+def describe(payload) -> str:
+    """The sizes paragraph of a stored result (its settings), with the paper's sizes where they differ."""
+    s, P = payload["settings"], INFL_PAPER
+    paper = (" (the paper's sizes)." if sizes_match_paper(s) else
+             f"; the paper: T = {P['T']}, {len(P['levels'])} levels, {P['repeats']} repeats, t = "
+             f"{', '.join(map(str, P['fit_steps']))}.")
+    return sizes_line(s, f"T = {s['T']} steps, base noise sigma = sqrt(T/R) = {float(s['base_sigma']):.3g}, "
+                      f"{len(s['levels'])} levels of sigma_t in [{min(s['levels']):g}, {max(s['levels']):g}], "
+                      f"{s['repeats']} repeats, every step t swept: {payload['squared']['runs']:,} runs per loss, "
+                      f"the fits shown at t = {', '.join(map(str, s['fit_steps']))}; N = {s['N']:,}, data scale "
+                      f"{float(s['scale']):g}, clip norm {float(s['clip_norm']):g}, learning rate {float(s['lr']):g}, "
+                      f"R = {float(s['R']):.4g}, seed {s['seed']}" + paper)
 
 
 def verdict_rows(pay) -> list[dict]:

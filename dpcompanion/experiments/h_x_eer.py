@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from dpcompanion.experiments import comparisons
-from dpcompanion.experiments.base import from_module
+from dpcompanion.experiments.base import from_module, sizes_line
 from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule
 from dpcompanion.experiments.scale_tables import Dim, config_key, hong_setup
 from dpcompanion.theory import exact_risk
@@ -26,7 +26,7 @@ TITLE = "Thm 4.1 bound vs the exact expected excess risk of PGD on a quadratic (
 SCALE_NOTE = "full: closed form to T = 300, Monte Carlo at T = 100 with 10 000 runs per schedule, 12 kappas"
 REPEATS_KEY = "runs_mc"
 
-__all__ = ["EXPERIMENT", "units", "run_unit", "combine", "verdict_rows", "mc_verdicts"]
+__all__ = ["EXPERIMENT", "units", "run_unit", "combine", "describe", "verdict_rows", "mc_verdicts"]
 
 _COMMON = {"dataset": "mnist35", "n": 1000, "scales": [1.0, 10.0], "clip_norm": 4.0, "R": R_PAPER}
 
@@ -69,6 +69,21 @@ def combine(config: dict, results: list[dict]) -> dict:
     per_scale = [{k: v for k, v in r.items() if k != "runs"} for r in results if "scale" in r and "comparison" in r]
     tight = next(r["tightness"] for r in results if "tightness" in r)
     return {"settings": dict(config), "per_scale": per_scale, "tightness": tight}
+
+
+def describe(payload) -> str:
+    """The sizes paragraph of a stored result (its settings), with the full-mode sizes under a smaller one."""
+    cfg, ps = payload["settings"], payload["per_scale"]
+    features = int(np.asarray(ps[0]["eigenvalues"]).size) - 1  # the Hessian's size: the features and a bias
+    full = CONFIGS["full"]
+    more = (f" (full mode: T = {full['T_mc']}, {full['runs_mc']:,} runs)" if cfg["mode"] == "quick" else "")
+    return sizes_line(cfg, f"Squared loss of a linear model ({features} PCA features and a bias) on MNIST35, "
+                      f"N = {ps[0]['N']:,}, at data scales {', '.join(f'{float(s):g}' for s in cfg['scales'])} "
+                      f"(max sample norm); G = clip norm = {cfg['clip_norm']:g}, R = {cfg['R']:.4g}, eta = 1/M; "
+                      f"T = 1..{cfg['T_max']} for the closed form; the trainer's Monte Carlo uses T = {cfg['T_mc']} "
+                      f"and {cfg['runs_mc']:,} runs per schedule{more}; {len(cfg['kappas'])} values of kappa for the "
+                      "tightness against curvature. Schedules: uniform (Thm 4.2), gd-dynamic (Thm 4.4 with the "
+                      "quadratic's kappa), exponential with the noise falling tenfold over the run.")
 
 
 # --- the page's verdict rows (rules: dpcompanion.experiments.comparisons, "h-x-eer/...") ---

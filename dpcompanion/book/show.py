@@ -257,6 +257,7 @@ class ExperimentPage:
         if self.experiment.verdict_rows is None:
             raise ValueError(f"experiment {self.id} declares no verdict_rows")
         rows = self.experiment.verdict_rows(self.payload if payload is None else payload)
+        rows = as_judged(rows, self.report_rows())
         table = report.paper_vs_ours(rows)
         if rows and all(r.get("cap") == "sizes differ" for r in rows):
             table = report.folded(f"This run's {len(rows)} rows: not comparable with the paper (its sizes differ)", table)
@@ -355,6 +356,25 @@ class ExperimentPage:
         tuning = (rows[0].get("tuning") or []) if rows else []
         link = data_link("tuning-judged", report.tuning_csv_text(tuning)) if tuning else ""
         _md(report.reproduction_tables(self.id, seed=self.seed, device=self.device, rows=rows, tuning_link=link))
+
+
+def as_judged(rows: list[dict], judged: list[dict]) -> list[dict]:
+    """A page table's ``rows`` with the verdict the report gives the same row (same item, same measured
+    text, same rule: the same computation) after the setup and scale of its result are applied, so that a page's
+    table and its lead, forest plot and the verdicts page say one word; a row the report does not
+    judge keeps its own.
+
+    >>> as_judged([{"item": "a", "ours": "1", "verdict": "reproduced", "rule": "x/y"}],
+    ...           [{"item": "a", "ours": {"text": "1"}, "verdict": "in part", "note": "n", "rule": "x/y"}])[0]["verdict"]
+    'in part'
+    """
+    by = {(str(r["item"]), str((r.get("ours") or {}).get("text", ""))): r for r in judged}
+    out = []
+    for r in rows:
+        j = by.get((str(r["item"]), str(r["ours"])))
+        out.append(r if j is None or j["verdict"] == r["verdict"] or not r.get("rule") or j.get("rule") != r["rule"] else
+                   {**r, "verdict": j["verdict"], "note": f"{reproduction_report.outcome_words(j)}; {r.get('note', '')}"})
+    return out
 
 
 def show_experiment(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu",

@@ -204,7 +204,7 @@ def test_direction_judgement_never_uses_size():
 
 
 def test_w_scale_block_shows_steps_and_layers():
-    """W's scale block has steps (within a factor 2) and trained layers beside epochs."""
+    """W's scale block has steps (within 1%) and trained layers beside epochs."""
     s = scale.scale_of("w-t1245", {"dataset": "fashion", "pretrain_n": 20000, "n_train": 2000,
                                    "epochs": [60, 120, 200], "batch_size": 256})
     assert s["steps"]["ours"] == [469, 938, 1563] and s["steps"]["match"] is False

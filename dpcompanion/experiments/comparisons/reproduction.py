@@ -152,6 +152,12 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     out["next_step"] = next_steps(tuning, payload)
     out["scope"] = scope_of(out)
     out["sentence"] = sentence(out)
+    if out.get("absence") == "shown" and (out.get("margin_dated") or {}).get("status") == margin_dates.AFTER:
+        without, _ = decide({**{k: out[k] for k in CRITERIA}, "absence": "not shown"})
+        if without != out["verdict"]:
+            # the verdict rests on a margin fixed after the result: say where it comes from and what it changes
+            out["sentence"] += (f" The margin ({margin_of.basis}) was first committed after this result was computed; "
+                                f"without it the row reads {without}.")
     return out
 
 

@@ -83,8 +83,8 @@ def describe(payload) -> str:
     clips = sorted({x["clip"] for x in c})
     clip_text = (f"clip in {clips}" if top_clips == clips
                  else f"clip in {clips} ({top_clips} only at {top:,} images)")
-    return (f"**Sizes.** Private training sets of {rungs} images ({', '.join(ds)}; the paper: 50,000 CIFAR-10 "
-            f"images), {c[0]['N_val']:,} validation images, the paper's epochs "
+    return (f"**Sizes.** Private training sets of {rungs} images ({', '.join(ds)}; the paper: "
+            f"{PAPER_DIMS['training samples (largest rung)'].paper:,} CIFAR-10 images), {c[0]['N_val']:,} validation images, the paper's epochs "
             f"{sorted({x['epochs'] for x in c})}, epsilon_bar in {sorted({x['epsilon_bar'] for x in c})}, {clip_text}, "
             f"{len(c[0]['best_dp'])} runs per method (the paper's 5), batch 256, "
             f"step sizes 1/sqrt(20 + t) (Tables 2 and 5); the CNN pre-trained on {c[0]['public']}, its last layer "

@@ -163,15 +163,16 @@ def _interval(o: dict) -> str:
 
 def lead_markdown(rows: list[dict]) -> str:
     """The block an experiment page leads with, one entry per headline row: the claim, the paper's value,
-    ours with its interval, the setup (:func:`setup_words`), the outcome and the row's sentence.
+    ours with its interval, the setup (:func:`setup_words`) with the row's scale word (its ``scope``), the
+    outcome and the row's sentence.
 
     >>> r = {"item": "a gap", "paper": "+0.68", "ours": {"estimate": 0.17, "ci_low": 0.01, "ci_high": 0.33},
     ...      "verdict": "sign only", "outcome": "partial", "sentence": "Ours is ahead, smaller.",
-    ...      "scale": {"epochs": {"paper": 60, "ours": 60, "match": True}}, "setup": "another"}
+    ...      "scale": {"epochs": {"paper": 60, "ours": 60, "match": True}}, "setup": "another", "scope": "other data"}
     >>> print(lead_markdown([r]))
     **The outcome.**
     <BLANKLINE>
-    - **a gap**: the paper +0.68; ours +0.17 (95% CI +0.01 to +0.33); setup: epochs 60; the paper's where it prints a size (another setup); **sign only** (partial). Ours is ahead, smaller.
+    - **a gap**: the paper +0.68; ours +0.17 (95% CI +0.01 to +0.33); setup: epochs 60; the paper's where it prints a size (other data); **sign only** (partial). Ours is ahead, smaller.
     """
     if not rows:
         return ""
@@ -179,7 +180,8 @@ def lead_markdown(rows: list[dict]) -> str:
     items = []
     for r in rows:
         scale = r.get("scale") or {}
-        setup = f"setup: {setup_words(scale)} ({r.get('setup')} setup)" if scale else f"setup: {r.get('setup')}"
+        scope = r.get("scope") or reproduction_report.scope_of(r)  # the captions' scale word
+        setup = f"setup: {setup_words(scale)} ({scope})" if scale else f"setup: {scope}"
         items.append(f"- **{r['item']}**: the paper {report.short_cell(str(r.get('paper', '')))}; "
                      f"ours {_interval(r.get('ours') or {})}; {setup}; **{r['verdict']}** ({r['outcome']}). "
                      f"{r.get('sentence') or ''}".rstrip())

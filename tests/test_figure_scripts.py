@@ -248,7 +248,8 @@ def test_the_points_file_holds_each_mean_its_se_and_n(tmp_path, monkeypatch):
     rows = list(csv.DictReader(points.open()))
     assert len(rows) == 2 * 2 * 3  # two panels, two schedules, three N
     uni = [r for r in rows if r["series"] == "uni" and r["y_variable"] == "final training loss"]
-    assert [float(r["x"]) for r in uni] == N and [float(r["mean"]) for r in uni] == loss["uni"]
+    assert [float(r["x"]) for r in uni] == N and [float(r["value"]) for r in uni] == loss["uni"]
+    assert {r["statistic"] for r in rows} == {"mean"}
     assert [float(r["se"]) for r in uni] == se and {r["n"] for r in rows} == {"40"} and {r["bar"] for r in rows} == {"2 SE"}
     assert {r["x_variable"] for r in rows} == {"number of training samples N"}
     drawn = list(csv.DictReader(points.with_name(points.name.replace(".points", "")).open()))  # the bars drawn are those 2 SE
@@ -259,9 +260,43 @@ def test_the_points_file_holds_each_mean_its_se_and_n(tmp_path, monkeypatch):
     _publish(tmp_path, monkeypatch, "w-t1245", lambda: wu_figures.wu_gap_grid(cells=cells, n=[20, 5]))
     (points,) = (tmp_path / "book" / plotting.FIGURES_DIR / "w-t1245").glob("*.points.csv")
     rows = list(csv.DictReader(points.open()))
-    assert [(r["x"], float(r["mean"]), float(r["se"]), r["n"]) for r in rows] == [
+    ours = [r for r in rows if r["statistic"] == "mean"]
+    assert [(r["x"], float(r["value"]), float(r["se"]), r["n"]) for r in ours] == [
         (c[0], c[1], c[2], n) for c, n in zip(cells, ("20", "5"))]
-    assert rows[0]["y_variable"] == "ADP-SGD minus DP-SGD accuracy (points)"
+    assert {r["x_variable"] for r in rows} == {"cell"}  # the category axis named, not left empty
+    assert ours[0]["y_variable"] == "ADP-SGD minus DP-SGD accuracy (points)"
+    paper = [r for r in rows if r["statistic"] == "paper's value"]
+    assert [(r["x"], r["value"]) for r in paper] == [(cells[0][0], "7.0"), (cells[1][0], "")]
 
+    # a forest plot: one row per verdict row, its estimate and 95% interval in its panel's units
     _publish(tmp_path, monkeypatch, "verdicts", PUBLISHED["the forest plot"])
-    assert not list((tmp_path / "book" / plotting.FIGURES_DIR / "verdicts").glob("*.points.csv"))
+    (points,) = (tmp_path / "book" / plotting.FIGURES_DIR / "verdicts").glob("*.points.csv")
+    rows = list(csv.DictReader(points.open()))
+    frows = forest.forest_rows(_forest_rows())
+    assert len(rows) == len(frows) and {r["x_variable"] for r in rows} == {"verdict row"}
+    assert [float(r["value"]) for r in rows] == pytest.approx([f["estimate"] * f["factor"] for _, fs in
+                                                              forest.panels(frows) for f in fs])
+    sign = next(r for r in rows if r["x"].startswith("w-t1245"))
+    assert (float(sign["low"]), float(sign["high"]), sign["bar"]) == (0.2, 1.8, "95% interval")
+    assert "verdict sign only" in sign["note"] and "paper_value 7.5" in sign["note"]
+
+
+@pytest.mark.parametrize("name", sorted({**CASES, **EXTRA}))
+def test_every_figure_offers_a_tidy_points_file_with_its_x_variable_named(name, tmp_path):
+    """Every plot function the book calls (one case each: test_plotting checks the cases cover
+    plotting.FIGURES) writes a points file: one row per plotted point with its series, its x variable
+    named (never empty), its y variable and the value; a bar's ends where one is drawn."""
+    fig = {**CASES, **EXTRA}[name]()
+    try:
+        path = figure_files.write_points(fig, tmp_path / "f.points.csv")
+    finally:
+        plt.close(fig)
+    assert path is not None, f"{name} offers no points file"
+    rows = list(csv.DictReader(path.open()))
+    assert rows and list(rows[0]) == list(figure_files.POINT_COLUMNS)
+    empty = sorted({(r["panel"], r["series"]) for r in rows if not r["x_variable"].strip()})
+    assert not empty, f"{name}: no x variable for {empty[:5]}"
+    assert all(r["y_variable"].strip() or r["statistic"] == "cell value" for r in rows), name
+    assert all(r["series"] and r["statistic"] for r in rows), name
+    # a bar is named where its ends are given (2 SE, 1 sd, a 95% interval, as drawn), and only there
+    assert all((r["low"] != "" or r["high"] != "") == bool(r["bar"]) for r in rows), name

@@ -161,3 +161,91 @@ def test_every_experiment_page_and_the_verdicts_page_draw_a_forest_plot():
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert "show.forest_block(rows" in code
     assert code.index("show.forest_block(") < code.index("show.verdict_tables_by_page(")  # the page leads with it
+
+
+def _row(page, item, verdict, est, lo, hi, units, **kw):
+    return {"page": page, "item": item, "verdict": verdict, "units": units, "result": {"mode": "paper"},
+            "ours": {"estimate": est, "ci_low": lo, "ci_high": hi}, "at_paper_scale": True, **kw}
+
+
+def test_each_kind_of_effect_has_its_own_axis_and_a_row_without_units_its_own():
+    """Points of accuracy, points of test error, relative losses and log ratios are different effects: each
+    its own panel; rows without units or printed value never share an axis (each its own)."""
+    rows = [_row("w-f1", "gain", "reproduced", 1.0, 0.5, 1.5, "points of accuracy"),
+            _row("w-f4", "error", "inconclusive", 0.1, -1.0, 1.2, "points of test error"),
+            _row("h-f-scale", "rel", "reproduced", -0.1, -0.12, -0.08, "relative final loss (e_dyn - e_uni) / e_uni"),
+            _row("h-f-infl", "steep", "reproduced", 4.8, 4.3, 5.3, "log ratio of steepness"),
+            _row("h-f-theory", "a", "not reproduced", 10.0, 10.0, 10.0, None),
+            _row("accounting", "b", "holds by construction", 3.0, None, None, None)]
+    kinds = [k for k, _ in forest.panels(forest.forest_rows(rows))]
+    assert len(kinds) == len(set(kinds)) == 6
+    assert all(len(fs) == 1 for _, fs in forest.panels(forest.forest_rows(rows)))
+
+
+def test_a_very_wide_interval_is_cut_at_the_edge_and_said_so():
+    """W-F4's widest interval (sigma 12.8, about 18 times the narrowest) once set its axis, squeezing the others
+    to dots: it is cut at the axis edge, its ends written there, the reading says so, and the points file keeps
+    the whole interval."""
+    rows = [_row("w-f4", f"sigma {s}", "inconclusive", e, lo, hi, "points of test error")
+            for s, e, lo, hi in ((1.6, 0.1, -1.75, 1.98), (3.2, 1.2, -3.4, 5.9), (6.4, 3.1, -10.8, 17.0),
+                                 (12.8, -1.9, -35.7, 31.9))]
+    fig = forest.forest_plot(rows=rows)
+    try:
+        (ax,) = fig.axes
+        lo, hi = ax.get_xlim()
+        assert -35.7 < lo and hi < 31.9 and lo <= -10.8 and 17.0 <= hi  # the others whole, the widest cut
+        written = [t.get_text() for t in ax.texts]
+        assert any(t.startswith(forest.LEFT_ARROW) and "-35.7" in t for t in written), written
+        assert any(t.endswith(forest.RIGHT_ARROW) and "31.9" in t for t in written), written
+        tidy = figure_files.points(fig)
+    finally:
+        matplotlib.pyplot.close(fig)
+    wide = next(r for r in tidy if r["x"] == "sigma 12.8")
+    assert (wide["low"], wide["high"]) == (-35.7, 31.9)
+    assert "cut at the axis edge" in forest.READING
+    narrow = [_row("w-f4", f"s {i}", "inconclusive", 0.0, -1.0 - i * 0.1, 1.0 + i * 0.1, "points of test error")
+              for i in range(4)]
+    fig = forest.forest_plot(rows=narrow)  # intervals of like widths: none is cut
+    try:
+        assert not fig.axes[0].texts
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def test_each_verdict_word_has_its_own_colour_and_marker_in_the_legend():
+    """Reproduced and check passes were one green (and the partial and failing words shared theirs): each
+    verdict word now has a colour and a marker no other word has, and the legend shows both."""
+    colours = [c for c, _ in forest.VERDICT_STYLES.values()]
+    markers = [m for _, m in forest.VERDICT_STYLES.values()]
+    assert len(set(colours)) == len(set(markers)) == len(forest.VERDICT_STYLES) == len(report.VERDICTS)
+    assert not set(markers) & {"D", "<", ">"}  # the paper's value and the direction marks
+    rows = [_row("h-f-eff", v, v, i * 0.1, i * 0.1 - 0.05, i * 0.1 + 0.05, "training loss (nats)")
+            for i, v in enumerate(forest.VERDICT_STYLES)]
+    fig = forest.forest_plot(rows=rows)
+    try:
+        entries = {t.get_text(): h for t, h in zip(fig.legends[0].get_texts(), fig.legends[0].legend_handles)}
+        estimates = {ln.get_label().split(" | ")[2]: ln for ln in fig.axes[0].lines if ln.get_label().endswith("estimate")}
+    finally:
+        matplotlib.pyplot.close(fig)
+    for v, (colour, marker) in forest.VERDICT_STYLES.items():
+        assert entries[v].get_marker() == marker and entries[v].get_color() == colour
+        assert estimates[v].get_marker() == marker and estimates[v].get_markeredgecolor() == colour
+
+
+def test_the_panel_titles_overlap_nothing(book_rows):
+    """The whole book's forest plot: no panel title touches a tick label of the panel above or another title."""
+    fig = forest.forest_plot(rows=book_rows, title="every verdict")
+    try:
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        titles = [ax.title if ax.get_title() else ax._left_title for ax in fig.axes]
+        boxes = [t.get_window_extent(r) for t in titles]
+        ticks = [lab.get_window_extent(r) for ax in fig.axes for lab in ax.get_xticklabels() + ax.get_yticklabels()
+                 if lab.get_visible() and lab.get_text()]
+        suptitle = fig._suptitle.get_window_extent(r)
+    finally:
+        matplotlib.pyplot.close(fig)
+    for i, a in enumerate(boxes):
+        assert not a.overlaps(suptitle)
+        for b in boxes[i + 1:] + ticks:
+            assert not a.overlaps(b), (titles[i].get_text(), a, b)

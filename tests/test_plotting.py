@@ -377,3 +377,39 @@ def test_audit_figure_is_a_figure_of_the_committed_result():
         assert {"Gaussian-DP fit", "threshold test", "exact epsilon of the noise", "claimed (ledger)"} <= set(labels)
     finally:
         plt.close(fig)
+
+
+@pytest.mark.parametrize("name", sorted({**CASES, **EXTRA}))
+def test_the_alt_text_says_what_the_figure_shows(name):
+    """The alt text's first sentence is a finding read from the plotted data (plotting.finding), not a list
+    of axes: every figure of the book has one, before the axes are described."""
+    fig = {**CASES, **EXTRA}[name]()
+    try:
+        said, alt = plotting.finding(fig), plotting.describe_figure(fig)
+    finally:
+        plt.close(fig)
+    assert said and said.endswith(".") and alt.startswith(said), (name, alt[:200])
+    assert " | " not in alt, (name, alt[:200])  # a forest's data descriptors are not its alt text
+
+
+def test_the_finding_follows_the_data():
+    """The finding is generated: swap which schedule is lower and the sentence swaps; with the data of the
+    reader's example it reads "exp's ... below uni's at every N from 1,000 to 60,000"."""
+    N = [1000, 10000, 60000]
+    def draw(low, high):
+        return hong_figures.efficiency_figure(N=N, loss={"uni": high, "exp": low}, loss_se={k: [0.01] * 3 for k in ("uni", "exp")},
+                                              acc={"uni": [0.8] * 3, "exp": [0.81] * 3}, acc_se={k: [0.01] * 3 for k in ("uni", "exp")})
+    fig = draw([0.3, 0.25, 0.2], [0.35, 0.3, 0.25])
+    first = plotting.finding(fig)
+    plt.close(fig)
+    assert first.startswith("exp's final training loss below uni's at every number of training samples N from 1,000 "
+                            "to 60,000"), first
+    fig = draw([0.35, 0.3, 0.25], [0.3, 0.25, 0.2])
+    second = plotting.finding(fig)
+    plt.close(fig)
+    assert second.startswith("uni's final training loss below exp's"), second
+    fig = forest.forest_plot(rows=_forest_rows())
+    said = plotting.finding(fig)
+    plt.close(fig)
+    n = forest.rows_with_estimates(_forest_rows())
+    assert said.startswith(f"{n} verdict rows on ") and "1 not reproduced" in said, said

@@ -79,10 +79,13 @@ def _style(**kw) -> str:
 
 def _line_style(line) -> dict:
     marker = line.get_marker()
+    fill = {} if line.get_fillstyle() == "full" else {
+        "fillstyle": line.get_fillstyle(), "mfcalt": _hex(line.get_markerfacecoloralt()) or "none"}
     return {"color": _hex(line.get_color(), line.get_alpha()),
             "style": _style(marker=marker if isinstance(marker, str) else "o", linestyle=line.get_linestyle(),
                             linewidth=line.get_linewidth(), markersize=line.get_markersize(),
-                            mfc=_hex(line.get_markerfacecolor()) or "none", mec=_hex(line.get_markeredgecolor()) or "none")}
+                            mfc=_hex(line.get_markerfacecolor()) or "none",
+                            mec=_hex(line.get_markeredgecolor()) or "none", **fill)}
 
 
 def _handle_style(handle) -> dict:
@@ -249,20 +252,65 @@ def write_figure_data(fig, path: str | os.PathLike) -> Path:
     return path
 
 
-# --- the points a figure summarises: one row per mean, with its standard error and sample size ---
+# --- the points a figure plots, tidy: one row per point, with its variables, SE and n where known ---
 
-#: the columns of a figure's points file (:func:`write_points`): what each drawn mean summarises
-POINT_COLUMNS = ("panel", "series", "x_variable", "x", "y_variable", "mean", "se", "n", "bar")
+#: the columns of a figure's points file (:func:`write_points`): ``statistic`` says what ``value`` is (a
+#: ``mean`` with its standard error ``se`` over ``n`` samples, an ``estimate`` with its interval, a computed
+#: ``value``); ``low``/``high`` are the ends of the bar drawn, ``bar`` what it is; ``note`` holds the rest
+POINT_COLUMNS = ("panel", "series", "x_variable", "x", "y_variable", "statistic", "value", "se", "n", "low", "high",
+                 "bar", "note")
 
 
-def draw_mean_se(ax, x, mean, se, *, label: str, n=None, horizontal: bool = False, categories=None, **style):
+def record_points(ax, *, series: str, x, y, se=None, n=None, low=None, high=None, statistic: str = "value",
+                  bar: str = "", categories=None, x_variable: str | None = None, y_variable: str | None = None,
+                  horizontal: bool = False, extra: dict | None = None) -> None:
+    """Record points plotted on ``ax`` for the figure's points file (:func:`points`): ``x`` the positions
+    (named by ``categories`` when they are categories), ``y`` the values; ``se``, ``n``, ``low``, ``high``
+    one per point (or none); ``x_variable``/``y_variable`` name the variables (default: the axes' labels
+    when the file is written; ``horizontal``: the values are along x). An axis with recorded points
+    contributes only those to the file; ``extra`` goes to the ``note`` column."""
+    x = list(np.atleast_1d(np.asarray(x, dtype=object)))
+    k = len(x)
+
+    def each(v):
+        if v is None:
+            return [""] * k
+        v = list(np.broadcast_to(np.asarray(v, dtype=object), (k,)))
+        return ["" if e is None or (isinstance(e, float) and not np.isfinite(e)) else e for e in v]
+
+    names = list(categories) if categories is not None else [_point_value(v) for v in x]
+    note = "; ".join(f"{key} {'' if val is None else _point_value(val)}".strip() for key, val in (extra or {}).items())
+    ax.figure.__dict__.setdefault("dpcompanion_points", []).append(dict(
+        ax=ax, series=series, horizontal=horizontal, x=names, y=[_point_value(v) for v in each(y)],
+        se=[_point_value(v) for v in each(se)], n=[int(v) if v != "" and int(v) >= 0 else "" for v in each(n)],
+        low=[_point_value(v) for v in each(low)], high=[_point_value(v) for v in each(high)], statistic=statistic,
+        bar=bar, x_variable=x_variable, y_variable=y_variable, note=note))
+
+
+def name_x_variable(ax, name: str) -> None:
+    """Name the variable of ``ax``'s unlabelled category axis (the trainers, the methods) in the points file."""
+    ax.dpcompanion_x_variable = name
+
+
+def _point_value(v):
+    if isinstance(v, (str, int)) and not isinstance(v, bool):
+        return v
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v
+
+
+def draw_mean_se(ax, x, mean, se, *, label: str, n=None, horizontal: bool = False, categories=None,
+                 x_variable: str | None = None, **style):
     """Draw means with bars of 2 standard errors on ``ax`` (``horizontal``: the means along x at the
-    positions ``x`` on y) and record each point for the figure's points file (:func:`write_points`):
+    positions ``x`` on y) and record each point for the figure's points file (:func:`record_points`):
     ``n`` (a number or one per point) is the sample size behind each mean; ``categories`` name the
-    positions ``x`` when they are categories, not values. Returns the errorbar container.
+    positions ``x`` when they are categories, not values, ``x_variable`` what they are. Returns the
+    errorbar container.
 
     >>> fig, ax = plt.subplots(); _ = draw_mean_se(ax, [1, 2], [0.5, 0.7], [0.1, 0.2], label="uni", n=20)
-    >>> [(r["x"], r["mean"], r["se"], r["n"], r["bar"]) for r in points(fig)]
+    >>> [(r["x"], r["value"], r["se"], r["n"], r["bar"]) for r in points(fig)]
     [(1.0, 0.5, 0.1, 20, '2 SE'), (2.0, 0.7, 0.2, 20, '2 SE')]
     >>> plt.close(fig)
     """
@@ -273,27 +321,148 @@ def draw_mean_se(ax, x, mean, se, *, label: str, n=None, horizontal: bool = Fals
     drawn = (ax.errorbar(m, x, xerr=bar, label=label, **style) if horizontal
              else ax.errorbar(x, m, yerr=bar, label=label, **style))
     ns = np.broadcast_to(np.asarray(n if n is not None else -1), x.shape)
-    names = list(categories) if categories is not None else [float(v) for v in x]
-    ax.figure.__dict__.setdefault("dpcompanion_points", []).append(
-        (ax, label, horizontal, names, m.tolist(), s.tolist(), [int(v) if v >= 0 else "" for v in ns]))
+    record_points(ax, series=label, x=x, y=m, se=s, n=ns, low=m - bar, high=m + bar, statistic="mean", bar="2 SE",
+                  categories=categories, x_variable=x_variable, horizontal=horizontal)
     return drawn
 
 
+def _axis_label(ax, which: str) -> str:
+    """An axis's label, or the label of an axis sharing its scale (a twin, a shared column)."""
+    own = (ax.get_xlabel() if which == "x" else ax.get_ylabel()).strip()
+    if own:
+        return own
+    shared = ax.get_shared_x_axes() if which == "x" else ax.get_shared_y_axes()
+    for other in shared.get_siblings(ax):
+        got = (other.get_xlabel() if which == "x" else other.get_ylabel()).strip()
+        if got:
+            return got
+    axes = ax.figure.axes
+    for other in axes:  # a twin axis (twinx shares x): the host's label
+        if other is not ax and which == "x" and other.get_position().bounds == ax.get_position().bounds:
+            if other.get_xlabel().strip():
+                return other.get_xlabel().strip()
+
+    def twin(o):  # drawn over an earlier axis at its place
+        return any(q.get_position().bounds == o.get_position().bounds for q in axes[:axes.index(o)])
+
+    spec = ax.get_subplotspec() if which == "y" and not twin(ax) else None
+    for other in axes if spec is not None else []:  # a row of panels labelled once, at its left
+        o_spec = other.get_subplotspec()
+        if other is not ax and o_spec is not None and o_spec.get_gridspec() is spec.get_gridspec() \
+                and o_spec.rowspan == spec.rowspan and not twin(other) and other.get_ylabel().strip():
+            return other.get_ylabel().strip()
+    return ""
+
+
+def _category_names(ax, which: str) -> dict:
+    """The positions and labels of an axis whose ticks the plot function named with words (categories)."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    if not isinstance(axis.get_major_locator(), FixedLocator):
+        return {}
+    locs = list(axis.get_major_locator().locs)
+    labels = [t.get_text() for t in (ax.get_xticklabels() if which == "x" else ax.get_yticklabels())]
+    if len(labels) != len(locs) or all(_is_number(t) for t in labels):
+        return {}
+    return dict(zip(locs, labels))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace("\u2212", "-"))
+    except ValueError:
+        return False
+    return True
+
+
+def _nearest(names: dict, v):
+    """The category at the tick nearest ``v`` (within half a step); ``v`` itself when none is."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return v
+    best = min(names, key=lambda t: abs(t - f), default=None)
+    return names[best] if best is not None and abs(best - f) <= 0.5 else f
+
+
+def _drawn_points(fig) -> list[dict]:
+    """The tidy rows of the axes of ``fig`` that recorded no points, read back from what they draw
+    (:func:`figure_data`): each point of each line, marker, error bar, bar, heatmap cell and labelled
+    reference line, a category axis's positions by name."""
+    recorded = {id(r["ax"]) for r in getattr(fig, "dpcompanion_points", [])}
+    names = _panel_names(fig)
+    by_name = {names[ax]: ax for ax in fig.axes if ax in names}
+    out = []
+    unnamed: dict = {}
+    for r in figure_data(fig):
+        if r["kind"] not in ("line", "errorbar", "scatter", "bar", "cell", "hline", "vline") or not r["panel"]:
+            continue
+        ax = by_name.get(r["panel"])
+        if ax is None or id(ax) in recorded:
+            continue
+        if r["kind"] in ("hline", "vline") and not r["series"]:
+            continue  # an unlabelled reference line (zero, one): not a datum
+        series = r["series"]
+        if r["kind"] == "cell" and not series:
+            series = "cells"
+        elif not series:  # an unlabelled curve or marker: numbered within its panel, as drawn
+            key = (r["panel"], r["kind"])
+            if r["point"] in ("", "0", "0.0") or unnamed.get("last") != key:
+                unnamed[r["panel"]] = unnamed.get(r["panel"], 0) + 1
+            unnamed["last"] = key
+            series = f"unlabelled {r['kind']} {unnamed[r['panel']]}"
+        else:
+            unnamed["last"] = None
+        xv = getattr(ax, "dpcompanion_x_variable", "") or _axis_label(ax, "x")
+        yv = _axis_label(ax, "y")
+        xcat, ycat = _category_names(ax, "x"), _category_names(ax, "y")
+        row = dict.fromkeys(POINT_COLUMNS, "")
+        row.update(panel=r["panel"], series=series, statistic="value")
+        horizontal = r["kind"] == "bar" and "orientation=horizontal" in r["style"] or (ycat and not xcat)
+        if r["kind"] == "cell":
+            row.update(x_variable=xv, x=r["x"], y_variable=yv, value=r["value"], statistic="cell value",
+                       note=f"{yv} {r['y']}".strip())
+        elif horizontal:  # the values run along x, the categories (or positions) along y
+            row.update(x_variable=getattr(ax, "dpcompanion_x_variable", "") or yv, x=_nearest(ycat, r["y"]),
+                       y_variable=_axis_label(ax, "x"), value=r["x"])
+            if r["kind"] == "errorbar":
+                row.update(low=r["x_low"], high=r["x_high"])
+        elif r["kind"] == "hline":
+            row.update(x_variable=xv, x="all", y_variable=yv, value=r["y"])
+        elif r["kind"] == "vline":
+            row.update(x_variable=xv, x=r["x"], y_variable=yv, value="", note="a vertical line at x")
+        else:
+            row.update(x_variable=xv, x=_nearest(xcat, r["x"]), y_variable=yv, value=r["y"])
+            if r["kind"] == "errorbar":
+                row.update(low=r["y_low"], high=r["y_high"])
+        if r["kind"] == "errorbar" and row["low"] != "":
+            row["bar"] = "as drawn"
+        out.append(row)
+    return out
+
+
 def points(fig) -> list[dict]:
-    """The rows of ``fig``'s points file: every mean drawn by :func:`draw_mean_se`, its axes' labels as
-    the variables (read when the figure is published, after the axes are labelled)."""
+    """The rows of ``fig``'s points file: every point recorded by :func:`record_points` (means with their
+    SE and n, estimates with their intervals), its axes' labels as the variables unless named (read when
+    the figure is published, after the axes are labelled), then every point of the axes that recorded
+    none, read back from what they draw."""
     names = _panel_names(fig)
     rows = []
-    for ax, label, horizontal, xs, ms, ses, ns in getattr(fig, "dpcompanion_points", []):
-        xv, yv = (ax.get_ylabel(), ax.get_xlabel()) if horizontal else (ax.get_xlabel(), ax.get_ylabel())
-        rows += [dict(panel=names.get(ax, ""), series=label, x_variable=xv, x=x, y_variable=yv, mean=m, se=s, n=n,
-                      bar="2 SE") for x, m, s, n in zip(xs, ms, ses, ns)]
-    return rows
+    for rec in getattr(fig, "dpcompanion_points", []):
+        ax = rec["ax"]
+        xv, yv = (_axis_label(ax, "y"), _axis_label(ax, "x")) if rec["horizontal"] else \
+            (_axis_label(ax, "x"), _axis_label(ax, "y"))
+        xv = rec["x_variable"] or getattr(ax, "dpcompanion_x_variable", "") or xv
+        yv = rec["y_variable"] or yv
+        for i, x in enumerate(rec["x"]):
+            rows.append(dict(panel=names.get(ax, ""), series=rec["series"], x_variable=xv, x=x, y_variable=yv,
+                             statistic=rec["statistic"], value=rec["y"][i], se=rec["se"][i], n=rec["n"][i],
+                             low=rec["low"][i], high=rec["high"][i], bar=rec["bar"], note=rec["note"]))
+    return rows + _drawn_points(fig)
 
 
 def write_points(fig, path: str | os.PathLike) -> Path | None:
-    """Write :func:`points` of ``fig`` as CSV to ``path`` (one row per point: the variables, mean, SE, n);
-    nothing (None) for a figure that draws no means."""
+    """Write :func:`points` of ``fig`` as CSV to ``path`` (one row per point: the variables, the value and
+    what it is, SE, n, the bar's ends); nothing (None) for a figure that plots no point."""
     rows = points(fig)
     if not rows:
         return None
@@ -330,7 +499,7 @@ def parse_style(style: str) -> dict:
 def line_kwargs(style: dict) -> dict:
     """The keyword arguments of a matplotlib line that a row's style (:func:`parse_style`) gives."""
     return {k: float(v) if k in ("linewidth", "markersize") else v for k, v in style.items()
-            if k in ("marker", "linestyle", "linewidth", "markersize", "mfc", "mec")}
+            if k in ("marker", "linestyle", "linewidth", "markersize", "mfc", "mec", "fillstyle", "mfcalt")}
 
 
 def data_value(v: str):
@@ -506,7 +675,6 @@ import numpy as np
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import LogNorm, Normalize
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 from matplotlib.patches import Patch
 """
 #: the redraw code every figure's script carries: :data:`REDRAW_IMPORTS`, the kinds of data

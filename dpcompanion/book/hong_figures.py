@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from dpcompanion.book.figure_files import draw_mean_se
+from dpcompanion.book.figure_files import draw_mean_se, record_points
 from dpcompanion.book.plotting import (COLORS, KIND_COLORS, MAX_WIDTH_IN, apply_style, figure_function, finish, log_ticks,
                                        panel_grid)
 
@@ -117,9 +117,14 @@ def influence_fit_figure(*, levels, losses: dict, fits: dict):
         L = np.asarray(L)
         for r in range(L.shape[1]):
             ax.plot(levels, L[:, r], ".", color=COLORS["uniform"], alpha=0.25, ms=3)
+            record_points(ax, series=f"repeat {r + 1}", x=levels, y=L[:, r], y_variable="final loss")
         ax.plot(levels, L.mean(axis=1), "o", color=COLORS["uniform"], ms=4, label="mean over repeats")
+        record_points(ax, series="mean over repeats", x=levels, y=L.mean(axis=1), n=L.shape[1], statistic="mean",
+                      y_variable="final loss")
         c, c0 = fits[label]
         ax.plot(grid, c * grid**2 + c0, color=COLORS["dynamic"], lw=1.6, label=r"fit $c\sigma_t^2 + c_0$")
+        record_points(ax, series=f"fit c sigma_t^2 + c_0 (c = {c:.6g}, c_0 = {c0:.6g})", x=grid, y=c * grid**2 + c0,
+                      statistic="fitted value", y_variable="final loss")
         ax.set_xlabel(r"$\sigma_t$")
         ax.set_title(label, fontsize=10)
     for row in axes:
@@ -228,8 +233,11 @@ def curvature_figure(*, curves: dict, means: dict, steps, max_runs: int = 25):
         L = np.asarray(L)
         for r in range(min(L.shape[0], max_runs)):
             ax.plot(steps, L[r], color=col, lw=0.5, alpha=0.3)
+            record_points(ax, series=f"{lab}: run {r + 1}", x=steps, y=L[r])
         ax.plot([], [], color=col, lw=1.2, label=f"{lab}: runs")
         ax.axhline(means[lab], color=col, ls="--", lw=1.6, label=f"{lab}: mean final loss")
+        record_points(ax, series=f"{lab}: mean final loss", x=[np.asarray(steps)[-1]], y=[means[lab]], statistic="mean",
+                      n=L.shape[0])
     return finish(fig, ax, yscale="log", ylim=(1e-2 * min(means.values()), None), xlabel="step t",
                   ylabel=r"$f(\theta_t) - f^*$")
 

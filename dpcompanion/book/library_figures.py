@@ -7,6 +7,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from dpcompanion.book.figure_files import name_x_variable, record_points
 from dpcompanion.book.plotting import COLORS, KIND_COLORS, apply_style, figure_function, finish
 
 # --- tuning traces ---
@@ -98,6 +99,7 @@ def audit_figure(*, audits: list, trainers, curve_trainer: str):
             ax1.plot([i + dx], [a["epsilon_exact"]], "v", color=color, ms=7, mfc="none", ls="none",
                      label=f"epsilon of the noise, S = {S:g}" if i == 0 else None)
     ax1.set_xticks(x, list(trainers))
+    name_x_variable(ax1, "trainer")
     ax1.set_ylabel("epsilon")
     ax1.set_title("lower bounds (97.5% each) vs claim and truth", fontsize=9)
     top = max(max(a["epsilon_exact"], a["epsilon_lower"], a["epsilon_claimed"]) for a in audits if a["trainer"] in trainers)
@@ -137,6 +139,7 @@ def bench_throughput(*, methods, single, batched, runs: int, title: str = ""):
         v = np.asarray(vals, dtype=float)
         ax.barh(y + dy, np.where(np.isfinite(v), v, 0.0), height=0.34, color=color, label=lab)
     ax.set_yticks(y, methods)
+    name_x_variable(ax, "method")
     ax.invert_yaxis()
     return finish(fig, ax, xscale="log", xlabel="throughput (higher is faster)", title=title or "Throughput per method",
                   legend={"loc": "lower right"})

@@ -29,7 +29,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
 from dpcompanion.book import report
-from dpcompanion.book.figure_files import figure_script, write_figure_data, write_points
+from dpcompanion.book.figure_files import figure_script, points, write_figure_data, write_points
 from dpcompanion.core.provenance import Provenance
 
 #: colours used consistently across the book: uniform vs dynamic/optimal schedules
@@ -343,17 +343,172 @@ def plain_text(label: str) -> str:
     return re.sub(r"\$([^$]*)\$", unwrap, label)
 
 
+#: at most this many series are compared in a finding (more are runs or a family: their range is said)
+FINDING_SERIES = 8
+#: at most this many panels' findings in an alt text (the rest counted)
+FINDING_PANELS = 3
+
+
+def number_words(v) -> str:
+    """A number as the alt text writes it: whole numbers of 1,000 and more with separators, else 3 digits.
+
+    >>> number_words(60000.0), number_words(0.012345), number_words("pgd")
+    ('60,000', '0.0123', 'pgd')
+    """
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return plain_text(str(v))
+    if not np.isfinite(f):
+        return str(f)
+    return f"{int(f):,}" if f.is_integer() and abs(f) >= 1000 else f"{f:.3g}"
+
+
+def _panel_finding(rows: list[dict]) -> str:
+    """What one panel's points (:func:`figure_files.points` rows) show, in words: with several series, which
+    is lowest at the ends of their common x (at every x when it is the same one); with one, its trend or its
+    highest and lowest category; a heatmap, its range."""
+    def num(v):
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            return None
+        return f if np.isfinite(f) else None
+
+    series: dict[str, list] = {}
+    for r in rows:
+        if num(r["value"]) is not None:
+            series.setdefault(r["series"], []).append(r)
+    named = {k: v for k, v in series.items() if not k.startswith("unlabelled ")}  # marks of optima, not series
+    series = named or series
+    curves = {k: v for k, v in series.items() if any(r["x"] != "all" for r in v)}  # not the reference levels
+    series = curves or series
+    if not series:
+        return ""
+    first = next(iter(series.values()))[0]
+    xname, yname = plain_text(first["x_variable"]), plain_text(first["y_variable"]) or "the value"
+    if len(series) > FINDING_SERIES:  # runs of one experiment: the means, else the range
+        means = {k: v for k, v in series.items() if v[0]["statistic"] == "mean"}
+        if means and len(means) <= FINDING_SERIES:
+            series = means
+        else:
+            vals = [num(r["value"]) for v in series.values() for r in v]
+            return f"{yname} from {number_words(min(vals))} to {number_words(max(vals))} over {len(series)} series"
+    if first["statistic"] == "cell value":
+        cells = next(iter(series.values()))
+        lo, hi = (min(cells, key=lambda r: num(r["value"])), max(cells, key=lambda r: num(r["value"])))
+        where = lambda r: f"{xname} {number_words(r['x'])}, {plain_text(r['note'])}"  # noqa: E731
+        return (f"values from {number_words(lo['value'])} ({where(lo)}) to {number_words(hi['value'])} "
+                f"({where(hi)})")
+    names = [plain_text(k) for k in series]
+    if len(series) == 1:
+        pts = next(iter(series.values()))
+        xs = [num(r["x"]) for r in pts]
+        if all(x is not None for x in xs) and len(pts) > 1:
+            pts = [r for _, r in sorted(zip(xs, pts), key=lambda t: t[0])]
+            y0, y1 = num(pts[0]["value"]), num(pts[-1]["value"])
+            verb = "falls" if y1 < y0 else "rises" if y1 > y0 else "stays"
+            return (f"{names[0]}: {yname} {verb} from {number_words(y0)} at {xname} {number_words(pts[0]['x'])} "
+                    f"to {number_words(y1)} at {number_words(pts[-1]['x'])}")
+        hi, lo = max(pts, key=lambda r: num(r["value"])), min(pts, key=lambda r: num(r["value"]))
+        if hi is lo:
+            return f"{names[0]}: {yname} {number_words(hi['value'])} at {xname} {number_words(hi['x'])}"
+        return (f"{names[0]}: {yname} highest at {xname} {number_words(hi['x'])} ({number_words(hi['value'])}), "
+                f"lowest at {number_words(lo['x'])} ({number_words(lo['value'])})")
+    at: dict = {}  # x -> {series: value}, for the x every series has
+    for k, pts in series.items():
+        for r in pts:
+            at.setdefault(str(r["x"]), {})[k] = num(r["value"])
+    common = [x for x, v in at.items() if len(v) == len(series)]
+    if not common and len(series) > 2:  # a short series (a few marked points) set aside: the others compared
+        shortest = min(series, key=lambda k: len(series[k]))
+        return _panel_finding([r for r in rows if r["series"] != shortest])
+    order = {str(r["x"]): i for i, r in enumerate(next(iter(series.values())))}
+    common.sort(key=lambda x: (num(x) if num(x) is not None else order.get(x, 0)))
+    if not common:  # no x in common: each series' value at its last point
+        ends = {k: num(v[-1]["value"]) for k, v in series.items()}
+        low = plain_text(min(ends, key=ends.get))
+        return f"{low} ends lowest of {len(series)} series ({yname} {number_words(min(ends.values()))})"
+    ties = [x for x in common if sorted(at[x].values())[0] == sorted(at[x].values())[1]]
+    common = [x for x in common if x not in ties] or common
+    lowest = [min(at[x], key=at[x].get) for x in common]
+    span = (f"at every {xname} from {number_words(common[0])} to {number_words(common[-1])}" if len(common) > 1
+            else f"at {xname} {number_words(common[0])}")
+    if ties and len(ties) < len(at):
+        span += (f" (equal at {xname} {', '.join(number_words(x) for x in ties)})" if len(ties) <= 3
+                 else f" (equal at {len(ties)} of them)")
+    if len(set(lowest)) == 1:
+        low = lowest[0]
+        if len(series) == 2:
+            other = plain_text(next(k for k in series if k != low))
+            return f"{_possessive(plain_text(low))} {yname} below {_possessive(other)} {span}"
+        return f"{plain_text(low)} lowest of {len(series)} series ({', '.join(names)}) in {yname} {span}"
+    first_x, last_x = common[0], common[-1]
+    return (f"lowest {yname}: {plain_text(lowest[0])} at {xname} {number_words(first_x)}, "
+            f"{plain_text(lowest[-1])} at {number_words(last_x)}"
+            + (f" ({len(set(lowest))} series lowest somewhere)" if len(set(lowest)) > 2 else ""))
+
+
+def _possessive(name: str) -> str:
+    """``name's`` (``name'`` after an s).
+
+    >>> _possessive("exp"), _possessive("printed bounds")
+    ("exp's", "printed bounds'")
+    """
+    return name + ("'" if name.endswith("s") else "'s")
+
+
+def finding(fig) -> str:
+    """One sentence saying what ``fig`` shows, from the points it plots (:func:`figure_files.points`): per
+    panel (at most :data:`FINDING_PANELS`), :func:`_panel_finding`; a figure may state its own (a forest
+    plot's verdict counts: ``fig.dpcompanion_finding``).
+
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([1000, 10000, 60000], [0.5, 0.4, 0.3], label="exp"); _ = ax.plot([1000, 10000, 60000], [0.6, 0.5, 0.4], label="uni")
+    >>> _ = ax.set(xlabel="N", ylabel="loss")
+    >>> finding(fig)
+    "exp's loss below uni's at every N from 1,000 to 60,000."
+    >>> plt.close(fig)
+    """
+    own = getattr(fig, "dpcompanion_finding", None)
+    if own:
+        return own
+    by_panel: dict[str, list] = {}
+    for r in points(fig):
+        by_panel.setdefault(r["panel"], []).append(r)
+    said = []
+    for panel, rows in by_panel.items():
+        text = _panel_finding(rows)
+        if text:
+            titled = panel and not (panel.startswith("panel ") and panel[6:].isdigit()) and len(by_panel) > 1
+            said.append((plain_text(panel) + ": " if titled else "") + text)
+    if not said:
+        return ""
+    more = len(said) - FINDING_PANELS
+    return ("; ".join(said[:FINDING_PANELS]) + (f"; {more} more panels" if more > 0 else "")).rstrip(".") + "."
+
+
 def describe_figure(fig) -> str:
-    """What a figure shows, in words, for its alt text: per panel its title, what is plotted against what
-    (with log axes said), its series and how many points each has.
+    """A figure's alt text: what it shows (:func:`finding`, from its data), then, shortly, per panel its
+    title, what is plotted against what (with log axes said), its series and how many points each has.
 
     >>> fig, ax = plt.subplots()
     >>> _ = ax.plot([1, 10, 100], [3, 2, 1], label="dynamic"); _ = ax.plot([1, 10, 100], [3, 2.5, 2], label="uniform")
     >>> _ = ax.set(xscale="log", xlabel="N", ylabel="test loss", title="Loss against N"); _ = ax.legend()
     >>> describe_figure(fig)
-    'Loss against N: test loss against N (log scale); series dynamic, uniform (3 points each).'
+    "dynamic's test loss below uniform's at every N from 10 to 100 (equal at N 1). Loss against N: test loss against N (log scale); series dynamic, uniform (3 points each)."
     >>> plt.close(fig)
     """
+    said = finding(fig)
+    axes = _describe_axes(fig)
+    return f"{said} {axes}" if said else axes
+
+
+def _describe_axes(fig) -> str:
+    """Per panel its title, what is plotted against what (log axes said), its series and their points (a
+    figure may say its own: a forest plot's panels, ``fig.dpcompanion_axes_text``)."""
+    if getattr(fig, "dpcompanion_axes_text", None):
+        return fig.dpcompanion_axes_text
     def label(ax, which: str) -> str:  # an axis sharing its scale with a labelled one reads that label
         own = (ax.get_xlabel() if which == "x" else ax.get_ylabel()).strip()
         if own:
@@ -376,7 +531,9 @@ def describe_figure(fig) -> str:
         series = [ln for ln in ax.lines if not ln.get_label().startswith("_")]
         counts = sorted({len(ln.get_xdata()) for ln in series})
         text = (plain_text(ax.get_title().strip()) + ": " if ax.get_title().strip() else "") + what
-        if series:
+        if len(series) > FINDING_SERIES:  # a family of rows or runs: counted, not listed
+            text += f"; {len(series)} series"
+        elif series:
             text += "; series " + ", ".join(plain_text(ln.get_label()) for ln in series)
             text += f" ({counts[0]} points each)" if len(counts) == 1 else ""
         panels.append(text)
@@ -442,7 +599,7 @@ def publish(fig) -> None:
         folder = Path(book_dir) / FIGURES_DIR / page
         stem = f"{page}-figure-{n}"  # the page in the name: downloads from two pages never collide
         write_figure_data(fig, folder / f"{stem}.csv")
-        tidy = write_points(fig, folder / f"{stem}.points.csv")  # the means drawn, for analysis
+        tidy = write_points(fig, folder / f"{stem}.points.csv")  # every point plotted, tidy, for analysis
         # the layout check of every published figure, kept for the tests of the built book
         (folder / f"{stem}.layout.json").write_text(json.dumps(
             {"function": name, "problems": figure_problems(fig), "result": _result_record(plotted_result()),
@@ -455,7 +612,7 @@ def publish(fig) -> None:
         link = f"{FIGURES_DIR}/{page}/{stem}"
         parts.append(f"{{download}}`data <{link}.csv>` (CSV)")
         if tidy is not None:
-            parts.append(f"{{download}}`points <{link}.points.csv>` (mean, SE, n per point; bars 2 SE)")
+            parts.append(f"{{download}}`points <{link}.points.csv>` (one row per point: variables, value, SE, n)")
         parts.append(f"{{download}}`code <{link}.py>` (`{name}`, {cell})")
     else:
         parts.append(f"code: `{name}`, {cell}")

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FixedLocator, NullFormatter
 
-from dpcompanion.book.figure_files import draw_mean_se
+from dpcompanion.book.figure_files import draw_mean_se, record_points
 from dpcompanion.book.plotting import apply_style, figure_function, finish
 
 #: DP-SGD dashed, ADP-SGD solid, as in W's figures
@@ -25,7 +25,7 @@ def wu_noise_privacy(*, t, noise: dict, eps: dict, title: str = ""):
     ax2 = ax.twinx()
     for k in ("dp", "adp"):
         st = WU_STYLE[k]
-        ax.plot(t, noise[k], ls=st["ls"], color="#55a868", lw=1.6)
+        ax.plot(t, noise[k], ls=st["ls"], color="#55a868", lw=1.6, label=f"noise std, {st['label']}")  # no legend
         ax2.plot(t, eps[k], ls=st["ls"], color=st["color"], lw=1.6, label=st["label"])
     ax.set_yscale("log")
     ax.set_xlabel("iteration t")
@@ -51,6 +51,8 @@ def wu_accuracy_curves(*, steps, acc: dict, title: str = "", ylabel: str = "vali
         st = WU_STYLE[k]
         ax.plot(steps, m, ls=st["ls"], color=st["color"], lw=1.6, label=st["label"])
         ax.fill_between(steps, m - s, m + s, color=st["color"], alpha=0.2, lw=0)
+        record_points(ax, series=st["label"], x=steps, y=m, n=len(a), low=m - s, high=m + s, statistic="mean",
+                      bar="1 sd over seeds")
     return finish(fig, ax, xlabel="iteration t", ylabel=ylabel, title=title or "Validation accuracy (W Fig. 1 right)")
 
 
@@ -64,9 +66,11 @@ def wu_gap_grid(*, cells: list, title: str = "", n=None):
     ours = np.array([c[1] for c in cells], dtype=float)
     se = np.array([c[2] for c in cells], dtype=float)
     paper = np.array([np.nan if c[3] is None else c[3] for c in cells], dtype=float)
-    draw_mean_se(ax, y, ours, se, n=n, horizontal=True, categories=[c[0] for c in cells], fmt="o", color="#dd8452",
-                 ms=4, label="ours (+- 2 se)")
+    draw_mean_se(ax, y, ours, se, n=n, horizontal=True, categories=[c[0] for c in cells], x_variable="cell",
+                 fmt="o", color="#dd8452", ms=4, label="ours (+- 2 se)")
     ax.plot(paper, y, "x", color="k", label="paper (CIFAR-10)")
+    record_points(ax, series="paper (CIFAR-10)", x=y, y=paper, categories=[c[0] for c in cells], x_variable="cell",
+                  horizontal=True, statistic="paper's value")
     ax.axvline(0, color="0.5", lw=0.8)
     ax.set_yticks(y, [c[0] for c in cells], fontsize=9)
     ax.invert_yaxis()

@@ -45,7 +45,7 @@ def test_checks_json_full_run(record_property):
 def test_checks_table_with_prefix(capsys):
     assert cli.main(["checks", "--id", "H-E26"]) == 0
     out = capsys.readouterr().out
-    assert "H-E26.printed" in out and "refuted" in out and "checked" in out  # H-E26.corrected: T = 1..6
+    assert "H-E26.printed" in out and "refuted" in out and "proved" in out  # H-E26.corrected: symbolic T
     assert "2 claims in" in out
 
 

@@ -206,3 +206,54 @@ def test_the_contents_list_each_result_with_its_page_and_online_only_blocks_are_
     assert m, texts[1]
     assert "A bound on every schedule" in texts[int(m.group(1)) - 1]
     assert not any("@misc{dpcompanion" in t or "Cite this check" in t for t in texts)
+
+
+def _with_boxes(build: Path) -> None:
+    """Chapter A with a result box (its heading's pilcrow permalink) and two claim boxes, as the pages render them."""
+    page = build / "book" / "a.html"
+    box = ('<div class="dpc-result dpc-theorem admonition" id="thm-9"><p class="admonition-title">Theorem 9 (X) '
+           '<a class="reference internal" href="#thm-9"><span class="std std-ref">\u00b6</span></a></p><p>stated</p></div>')
+    claims = "".join(f'<div class="dropdown tip claim admonition" id="claim-x-{k}"><p class="admonition-title">'
+                     f'<strong>X-{k} \u00b7 PROVED:</strong> a claim</p><p>Derivation of X-{k}</p>'
+                     f'<div class="dpc-online-only">full</div></div>' for k in (1, 2))
+    text = page.read_text()
+    page.write_text(text.replace("</section></article>", box + claims + "</section></article>"))
+
+
+def test_print_keeps_a_result_short_and_puts_its_checks_in_an_appendix(build: Path):
+    """A result prints with its statement and one line per check; the claim boxes (derivation, evidence)
+    print in the appendix, each once; no pilcrow permalink and no toggle caret is printed."""
+    _with_boxes(build)
+    html = pdf.print_page(build, ["book/a", "book/b"], info=INFO, title="T")
+    body, appendix = html.split(f"<h1>{pdf.APPENDIX_TITLE}</h1>")
+    assert '<p class="dpc-claim-line"><a href="#claim-x-1">' in body and "Derivation of X-1" not in body
+    assert appendix.count('id="claim-x-1"') == 1 and "Derivation of X-2" in appendix
+    assert html.count('id="claim-x-1"') == 1
+    assert "\u00b6" not in html and "stated" in html
+    assert re.search(r"button\.toggle-button[^{]*\{display:none", html)
+
+
+def test_bookmarks_read_as_their_headings():
+    """Chromium's doubled or space-less bookmark titles are replaced by the heading's text."""
+    heads = ["Contents", "Section 4.1: gradient descent with a noise schedule", "Theorem 4.2: the uniform schedule"]
+    assert pdf.bookmark_title("ContentsContents", heads) == "Contents"
+    assert pdf.bookmark_title("Section 4.1: gradient descentSection 4.1: gradient descentwith a noise schedule",
+                              heads) == heads[1]
+    assert pdf.bookmark_title("Theorem 4.2: the uniform schedule", heads) == heads[2]
+    assert pdf.bookmark_title("Theorem 4.3", heads) == "Theorem 4.3"
+
+
+def test_the_papers_by_the_same_authors_in_one_year_cite_apart():
+    """Two entries of references.bib with the same first author and year would both print as
+    "[Hong et al., 2022]": every (first author, year) label is unique."""
+    bib = (Path(__file__).resolve().parents[1] / "references.bib").read_text()
+    entries = re.findall(r"@\w+\{([^,]+),(.*?)\n\}", bib, re.S)
+    labels = {}
+    for key, body in entries:
+        author = re.search(r"author\s*=\s*\{([^,}]+)", body)
+        year = re.search(r"year\s*=\s*\{([^}]+)\}", body)
+        if author and year:
+            labels.setdefault((author.group(1).strip(), year.group(1).strip()), []).append(key)
+    clash = {k: v for k, v in labels.items() if len(v) > 1}
+    assert not clash, clash
+    assert labels[("Hong", "2022a")] == ["hong2022dynamic"] and labels[("Hong", "2022b")] == ["hong2022slides"]

@@ -419,8 +419,8 @@
       ["argmin_dynamic_T", "best integer T", true],
       ["argmin_dynamic_erub", "bound there"],
       ["erub_dynamic_min", "minimum over real T"]]],
-    ["Momentum (Thm 4.5-4.7), \u03b3 = 1 \u2212 1/\u03ba", [
-      ["eta0_max", "largest \u03b7\u2080 (Thm 4.5)"],
+    ["Momentum (Thm 4.5-4.7) at \u03b7\u2080 = 1: \u03b3 = 1 \u2212 \u03b7\u2080/\u03ba = 1 \u2212 1/\u03ba", [
+      ["eta0_max", "largest \u03b7\u2080 (Thm 4.5; \u03b7\u2080 = 1 is admitted only if this is \u2265 1)"],
       ["T_hat", "T\u0302 (Thm 4.6, 4.7)", true]]]
   ];
 

@@ -523,6 +523,7 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
     lines = []
     if labels:
         lines += [f"({label(r['id'])})=", ""]
+    badge += rests_on_badge(r)
     statement = " ".join(tex_ascii(str(r.get("statement", ""))).split())
     lines += [f"::::{{admonition}} **{r['id']} · {badge}:** {statement}", f":class: dropdown {cls} claim", ""]
     lines.append(f"**{badge}** · method: *{r.get('method', '?')}* · source: {prose(r.get('source', ''))}")
@@ -531,6 +532,7 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
         lines[-1] += " · versions: " + version_names(vers)
     lines.append("")
     ev = dict(r.get("evidence") or {})
+    lines += rests_on_lines(r, linkable)
     if r["status"] == "error":
         lines.append(f"**The check raised** {_code(ev.get('exception', '?'))}")
     else:
@@ -552,6 +554,36 @@ def claim_block(r: dict[str, Any], *, labels: bool = False, linkable: Sequence[s
               cite_bibtex(r["id"], status=r["status"]), "```", ":::"]
     lines += ["::::", ""]
     return "\n".join(lines)
+
+
+def rests_on_badge(r: dict[str, Any]) -> str:
+    """The qualifier a passing claim's badge carries when a claim it builds on is refuted ("" otherwise).
+
+    >>> rests_on_badge({"status": "verified", "rests_on_refuted": ["H-T4.5.end-to-end"]})
+    ', ON A REFUTED RESULT'
+    >>> rests_on_badge({"status": "verified", "rests_on_refuted": []})
+    ''
+    """
+    return ", ON A REFUTED RESULT" if r.get("rests_on_refuted") and r.get("status") != "refuted" else ""
+
+
+def rests_on_lines(r: dict[str, Any], linkable: Sequence[str] = ()) -> list[str]:
+    """The sentence naming each refuted claim this one builds on and the part of it used ([] when none).
+
+    >>> print(rests_on_lines({"id": "X-2", "status": "verified", "rests_on_refuted": ["X-1"],
+    ...                       "rests_on": [{"id": "X-1", "part": "its rate", "status": "refuted"}]})[0])
+    **Rests on a refuted result.** The status above is this check's own; the result builds on X-1 (refuted; the part used: its rate), whose failure it does not repair.
+    """
+    bad = [d for d in r.get("rests_on") or [] if d["id"] in (r.get("rests_on_refuted") or [])]
+    if not bad or r.get("status") == "refuted":
+        return []
+
+    def ref(cid: str) -> str:
+        return f"{{ref}}`{cid} <{label(cid)}>`" if cid in linkable or page_of(cid) else cid
+
+    parts = "; ".join(f"{ref(d['id'])} (refuted; the part used: {prose(d['part'])})" for d in bad)
+    return [f"**Rests on a refuted result.** The status above is this check's own; the result builds on {parts}, "
+            "whose failure it does not repair.", ""]
 
 
 def claims_markdown(results: Iterable[dict[str, Any]], *, labels: bool = False) -> str:

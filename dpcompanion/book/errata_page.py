@@ -32,6 +32,16 @@ def errata_entries(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (_severity_rank(r), r["id"]))
 
 
+def built_on(cid: str, results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The results whose run lists ``cid`` among the refuted claims they rest on (``rests_on_refuted``).
+
+    >>> [r["id"] for r in built_on("A", [{"id": "B", "status": "verified", "rests_on_refuted": ["A"]},
+    ...                                  {"id": "C", "status": "proved", "rests_on_refuted": []}])]
+    ['B']
+    """
+    return [r for r in results if cid in (r.get("rests_on_refuted") or [])]
+
+
 def _name(cid: str, link: bool) -> str:
     return f"{{ref}}`{cid} <{label(cid)}>`" if (link and page_of(cid)) else f"**{cid}**"
 
@@ -86,6 +96,10 @@ def errata_markdown(results: Iterable[dict[str, Any]], *, link: bool = True) -> 
         out += folded("The evidence in full", evidence_lines(shown_ev))
         out.append("")
         out.append(f"**Are the paper's conclusions affected?** {prose(impact) if impact else 'Not assessed in the registry entry.'}")
+        users = built_on(r["id"], results)
+        if users:
+            out += ["", "**Checked results that build on it** (their checks pass; their boxes say they rest on this "
+                    "entry): " + ", ".join(f"{_name(u['id'], link)} ({u['status']})" for u in users) + "."]
         out += ["::::", ""]
     return "\n".join(out)
 

@@ -20,11 +20,19 @@ import html
 from IPython.display import HTML, display
 
 from dpcompanion.book.claims_page import ONLINE_ONLY
+from dpcompanion.theory.bounds import momentum as _mom
 
-__all__ = ["D_FIXED", "PORTS", "explorer_html", "show_explorer"]
+__all__ = ["D_FIXED", "MOMENTUM_ETA0", "PORTS", "explorer_html", "show_explorer"]
 
 #: the diameter D fixed in the widget's alpha (G = M = f(theta_1) - f* = 1)
 D_FIXED = 10
+
+#: the step size the momentum numbers take, as Thm 4.5-4.7 define gamma (gamma = 1 - eta0/kappa, eta_t = eta0/(2M))
+MOMENTUM_ETA0 = (" with \u03b7\u2080 = 1, the library's default: Thm 4.5 defines \u03b3 = 1 \u2212 \u03b7\u2080/\u03ba "
+                 "(\u03b7\u209c = \u03b7\u2080/(2M)), so \u03b3 = 1 \u2212 1/\u03ba here; the theorem admits \u03b7\u2080 = 1 "
+                 "only where the largest \u03b7\u2080 shown is at least 1 (at \u03b2 = 0.9, \u03b3 = 0.99 it is "
+                 f"{_mom.eta0_max(beta=0.9, gamma=0.99):.2g}), so elsewhere the momentum schedule and T\u0302 are Lemma 4.3 and Lemma C.7 evaluated outside "
+                 "Thm 4.5's range of \u03b7\u2080")
 
 #: what each number of the widget ports: (the number, the library functions, how they are called)
 PORTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -35,7 +43,7 @@ PORTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
      " (the schedule's, then the closed forms)"),
     ("the best T", ("bounds.gd.t_uniform", "bounds.gd.t_dynamic", "bounds.gd.t_dynamic_statement",
                     "bounds.gd.argmin_uniform", "bounds.gd.argmin_dynamic"), ""),
-    ("momentum", ("bounds.momentum.eta0_max", "bounds.momentum.T_hat"), " with \u03b3 = 1 \u2212 1/\u03ba"),
+    ("momentum", ("bounds.momentum.eta0_max", "bounds.momentum.T_hat", "schedules.momentum_dynamic"), MOMENTUM_ETA0),
 )
 
 #: the sliders' first setting (epsilon, delta and N as in the paper's experiments: the script's defaults);

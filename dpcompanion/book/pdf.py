@@ -48,6 +48,15 @@ MIN_PAGE_CHARS = 200
 MAX_PASSES = 4
 #: the footer's page number as it reads in the PDF's text ("page 3 of 41")
 PAGE_NUMBER = re.compile(r"page (\d+) of (\d+)")
+#: the heading of the appendix that holds the claim boxes in full (a chapter's text keeps one line per claim)
+APPENDIX_TITLE = "Appendix: the checks in full"
+#: a permalink whose text is only a pilcrow (a result box's heading links to itself with one): left out of print
+_PILCROW_LINK = re.compile(r"<a\b[^>]*>(?:\s|<[^>]+>)*\u00b6(?:\s|<[^>]+>)*</a>")
+#: the start of a claim box (:func:`dpcompanion.book.claims_page.claim_block`): its class and id
+_CLAIM_BOX = re.compile(r'<div class="(?:[^"]*\s)?claim(?:\s[^"]*)?" id="([^"]+)">')
+_DIV = re.compile(r"<div\b|</div>")
+_TITLE_P = re.compile(r'<p class="admonition-title"[^>]*>(.*?)</p>', re.S)
+
 #: what the chapters are about, on the cover
 PAPERS = ("The theorems of Hong, Wang and Zhou, \u201cDynamic Privacy Budget Allocation Improves Data Efficiency "
           "of Differentially Private Gradient Descent\u201d (FAccT 2022), and of Wu et al., \u201cAdaptive "
@@ -100,7 +109,10 @@ _RESULT_BOX = re.compile(r'<div class="[^"]*\bdpc-result\b[^"]*" id="([^"]+)">(?
 _STYLE = """<style>
 body{margin:0}
 html{font-size:87.5%}
-.headerlink,.copybtn,.cell_input,details.hide>summary,.__ONLINE_ONLY__{display:none!important}
+.headerlink,.copybtn,.cell_input,details.hide>summary,button.toggle-button,.tb-icon,.__ONLINE_ONLY__{display:none!important}
+.dpc-claim-line{margin:.2em 0 .2em 1em;font-size:.9em}
+.dpc-claim-line a{text-decoration:none;color:inherit}
+.dpc-appendix .claim{font-size:.92em}
 .dpc-cover{break-after:page;padding-top:6cm}
 .dpc-cover .dpc-title{font-size:2.2em;font-weight:bold;line-height:1.2;margin-bottom:1.5em}
 .dpc-cover dl{display:grid;grid-template-columns:max-content auto;gap:.3em 1em}
@@ -120,6 +132,39 @@ figure,img,div.math,mjx-container[display="true"]{break-inside:avoid}
 img{max-width:100%;max-height:10cm;width:auto;height:auto;object-fit:contain}
 p{orphans:3;widows:3}
 </style>""".replace("__ONLINE_ONLY__", ONLINE_ONLY)
+
+
+def split_claims(article: str) -> tuple[str, list[str]]:
+    """A chapter's article with each claim box replaced by one line (its title, linked to the box), and the
+    boxes themselves, in order: the print keeps each result to its statement, sketch, erratum and the list of
+    its checks, and prints the boxes (derivations, evidence) in an appendix.
+
+    >>> body, boxes = split_claims('<p>x</p><div class="dropdown tip claim admonition" id="claim-a">'
+    ...                            '<p class="admonition-title"><strong>A</strong></p><div>in</div></div><p>y</p>')
+    >>> body
+    '<p>x</p><p class="dpc-claim-line"><a href="#claim-a"><strong>A</strong></a></p><p>y</p>'
+    >>> boxes[0][-19:]
+    '<div>in</div></div>'
+    """
+    out, boxes, pos = [], [], 0
+    for m in _CLAIM_BOX.finditer(article):
+        if m.start() < pos:  # inside a box already taken
+            continue
+        depth, end = 0, None
+        for d in _DIV.finditer(article, m.start()):
+            depth += 1 if d.group(0) == "<div" else -1
+            if depth == 0:
+                end = d.end()
+                break
+        if end is None:
+            break
+        box = article[m.start():end]
+        t = _TITLE_P.search(box)
+        title = t.group(1) if t else html.escape(m.group(1))
+        out += [article[pos:m.start()], f'<p class="dpc-claim-line"><a href="#{m.group(1)}">{title}</a></p>']
+        boxes.append(box)
+        pos = end
+    return "".join(out) + article[pos:], boxes
 
 
 def chapter_title(page_html: str, page: str) -> str:
@@ -185,14 +230,25 @@ def print_page(build: Path, pages: list[str], *, info: BuildInfo | None = None, 
     title = title or book_title()
     page_numbers, result_numbers = page_numbers or {}, result_numbers or {}
     head, chapters = read_chapters(build, pages)
-    bodies = []
-    for i, (_, article) in enumerate(chapters):
+    bodies, appendix = [], []
+    for i, (title_i, article) in enumerate(chapters):
         # myst-nb's hidden cells are <details>: opened, so that their outputs print
         article = article.replace("<details", "<details open")
         # claim and errata boxes, folded on the page, print open (their evidence in full stays folded)
         article = _FOLDED_BOX.sub(r'class="toggle-shown \1"', article)
+        article = _PILCROW_LINK.sub("", article)
+        article, boxes = split_claims(article)
+        if boxes:
+            appendix.append(f"<h2>Checks of {html.escape(title_i)}</h2>" + "".join(boxes))
         cls = "dpc-print-chapter dpc-run-on" if i in run_on else "dpc-print-chapter"
         bodies.append(f'<section class="{cls}"><span id="dpc-chapter-{i + 1}"></span>{article}</section>')
+    if appendix:
+        k = len(chapters)
+        cls = "dpc-print-chapter dpc-appendix" + (" dpc-run-on" if k in run_on else "")
+        bodies.append(f'<section class="{cls}"><span id="dpc-chapter-{k + 1}"></span><h1>{html.escape(APPENDIX_TITLE)}</h1>'
+                      "<p>Each check of the chapters, in full: its status, method and source, the evidence in one line "
+                      "and its derivation step by step (the chapters list each check in one line, linked here).</p>"
+                      f"{''.join(appendix)}</section>")
     titles = [t for t, _ in chapters]
     head = re.sub(r"<title>.*?</title>", f"<title>{html.escape(title)}: theory</title>", head, flags=re.S)
     esc = html.escape
@@ -211,6 +267,9 @@ def print_page(build: Path, pages: list[str], *, info: BuildInfo | None = None, 
                   f'<span class="dpc-page">{result_numbers.get(rid, "")}</span></li>'
                   for rid, rt in chapter_results(article))
         for i, (t, article) in enumerate(chapters))
+    if appendix:
+        entries += (f'<li><a href="#dpc-chapter-{len(chapters) + 1}">{esc(APPENDIX_TITLE)}</a>'
+                    f'<span class="dpc-page">{page_numbers.get(len(chapters), "")}</span></li>')
     toc = (
         f'<nav class="dpc-toc"><h1>Contents</h1><ol>{entries}</ol>'
         f"<p>Each chapter is the book's page of the same name with its code cells left out: the "
@@ -289,6 +348,68 @@ def chapter_starts(reader: pypdf.PdfReader, titles: list[str]) -> dict[int, int]
     return starts
 
 
+_HEADING = re.compile(r"<h([1-4])[^>]*>(.*?)</h\1>", re.S)
+_INLINE_MATH = re.compile(r"\\\(.*?\\\)", re.S)
+
+
+def headings(page_html: str) -> list[str]:
+    """The text of each heading of the print page (its permalink aside), in order: what a bookmark should read."""
+    out = []
+    for m in _HEADING.finditer(page_html):
+        # inline math is left out, as Chromium's bookmark leaves it (typeset, it is no text there)
+        t = " ".join(_INLINE_MATH.sub("", html.unescape(_TAG.sub("", _HEADERLINK.sub("", m.group(2))))).split())
+        if t:
+            out.append(t)
+    return out
+
+
+def bookmark_title(got: str, heads: list[str]) -> str:
+    """A bookmark's title as its heading reads. Chromium builds a bookmark from a heading's lines joined
+    without spaces, and sometimes repeats the first line(s): the heading whose text, spaces removed, the
+    title ends with (after at most a repeated prefix of it) is the title; ``got`` when none matches.
+
+    >>> bookmark_title("Theorem 4.2: the uniform scheduleTheorem 4.2: the uniform schedule", ["Theorem 4.2: the uniform schedule"])
+    'Theorem 4.2: the uniform schedule'
+    >>> bookmark_title("Section 4.2: momentumSection 4.2: momentum(Theorems 4.5-4.7)", ["Section 4.2: momentum (Theorems 4.5-4.7)"])
+    'Section 4.2: momentum (Theorems 4.5-4.7)'
+    >>> bookmark_title("Other", ["Theorem 4.1"])
+    'Other'
+    """
+    def bare(t: str) -> str:
+        return "".join(t.split())
+
+    g = bare(got)
+    for h in heads:
+        b = bare(h)
+        if b and g.endswith(b) and b.startswith(g[: len(g) - len(b)]):
+            return h
+    return got
+
+
+def clean_outline(data: bytes, heads: list[str]) -> bytes:
+    """The PDF ``data`` with each bookmark titled as its heading reads (:func:`bookmark_title`)."""
+    from pypdf.generic import NameObject, TextStringObject
+
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(data)))
+    root = writer._root_object
+    if "/Outlines" not in root:
+        return data
+
+    def walk(node):
+        while node is not None:
+            node = node.get_object()
+            if "/Title" in node:
+                node[NameObject("/Title")] = TextStringObject(bookmark_title(str(node["/Title"]), heads))
+            if "/First" in node:
+                walk(node["/First"])
+            node = node.get("/Next")
+
+    walk(root["/Outlines"].get_object().get("/First"))
+    buf = io.BytesIO()
+    writer.write(buf)
+    return buf.getvalue()
+
+
 def build_pdf(build: Path, pages: list[str] | None = None, *, info: BuildInfo | None = None,
               title: str | None = None, browser: Browser | None = None, timeout: float = 300.0,
               out=sys.stdout) -> Path | None:
@@ -305,7 +426,7 @@ def build_pdf(build: Path, pages: list[str] | None = None, *, info: BuildInfo | 
         pages = theory_pages() + ([REFERENCES_PAGE] if (build / f"{REFERENCES_PAGE}.html").exists() else [])
     info = info or build_info()
     chapters = read_chapters(build, pages)[1]
-    titles = [t for t, _ in chapters]
+    titles = [t for t, _ in chapters] + [APPENDIX_TITLE]
     results = {i: chapter_results(article) for i, (_, article) in enumerate(chapters)}
     page = build / PRINT_PAGE
     page.parent.mkdir(parents=True, exist_ok=True)
@@ -326,8 +447,9 @@ def build_pdf(build: Path, pages: list[str] | None = None, *, info: BuildInfo | 
         driver.set_page_load_timeout(timeout)
         driver.set_script_timeout(timeout)
         for _ in range(MAX_PASSES):
-            page.write_text(print_page(build, pages, info=info, title=title, page_numbers=numbers,
-                                       result_numbers=result_numbers, run_on=frozenset(run_on)))
+            page_html = print_page(build, pages, info=info, title=title, page_numbers=numbers,
+                                   result_numbers=result_numbers, run_on=frozenset(run_on))
+            page.write_text(page_html)
             data = _print(driver, page, info)
             reader = pypdf.PdfReader(io.BytesIO(data))
             starts = chapter_starts(reader, titles)
@@ -351,6 +473,7 @@ def build_pdf(build: Path, pages: list[str] | None = None, *, info: BuildInfo | 
             driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
         page.unlink(missing_ok=True)  # printed: the site keeps no orphan page (one 78,000 px tall)
+    data = clean_outline(data, headings(page_html))
     target = build / PDF_NAME
     tmp = target.with_suffix(".pdf.tmp")
     tmp.write_bytes(data)

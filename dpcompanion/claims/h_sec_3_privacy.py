@@ -354,10 +354,14 @@ def _c4_bound():
         counterexample={"x": x.ravel().tolist(), "theta": theta.tolist(), "N": N, "D": D, "M (smoothness)": M},
         printed=rhs,
         actual=sens,
-        explanation=prose("""
+        explanation=prose(f"""
             the proof's chain correctly bounds the average loss, f(theta) <= (1/2)(D M ||theta||^2 + 1) (mean-zero
             data and trace <= D lambda_max), but Delta involves the per-sample losses f(theta; x_i), which the
-            average does not bound; for any M < 2 this N = 2 instance violates the printed inequality
+            average does not bound. The lemma puts no condition on M, on a step size or on eta M: M is the
+            smoothness constant of the average loss, lambda_max((1/N) sum_n x_n x_n^T) = {M:g} here, and under the
+            lemma's normalisation (max_n ||x_n|| = 1) it never exceeds 1. At this theta the printed right-hand side
+            stays below Delta = {sens:g} for every M < {(2 * sens - 1) / (D * float(theta @ theta)):g}, so no
+            admissible M saves the inequality
         """),
         printed_inequality_for_N_ge_3={"worst_margin_rhs_minus_Delta": worst_n3,
                                        "domain": "2000 random mean-zero data sets, N in 3..11, D in 1..4, max norm 1, "

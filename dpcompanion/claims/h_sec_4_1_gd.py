@@ -16,7 +16,8 @@ from scipy.optimize import minimize
 
 from dpcompanion.claims.checks import (HONG_SOURCE as SRC, R_PAPER, bound_result, margin_result, scaled_result, simplest,
                                        tightest)
-from dpcompanion.claims.registry import Derivation, checked, claim, illustrated, prose, proved, refuted, verified_by_margins
+from dpcompanion.claims.registry import (Derivation, as_symbols, by_induction, claim, illustrated, prose, proved, refuted,
+                                         verified_by_margins)
 from dpcompanion.theory import exact_risk as er
 from dpcompanion.theory import schedules
 from dpcompanion.theory.bounds import gd
@@ -60,30 +61,49 @@ def _t41_step(*, mutant=False):
     return proved(r1**2 + r2**2, parts=["contraction - gamma", "noise - alpha R sigma^2 Delta"], derivation=d.steps)
 
 
+_Tsym = sp.Symbol("T", integer=True, positive=True)  # the number of steps, symbolic
+_tsym = sp.Symbol("t", integer=True, positive=True)  # a step
+_isym = sp.Symbol("i", integer=True, positive=True)  # a second step index
+
+
+def split_last(expr, n):
+    """``expr`` with every ``Sum`` over ``1..n + 1`` (in its last index) written as the sum over ``1..n`` plus its
+    last term: the move from case ``n`` to case ``n + 1`` of an induction."""
+    def split(x):
+        k, lo, _ = x.limits[-1]
+        return sp.Sum(x.function, *x.limits[:-1], (k, lo, n)) + x.function.subs(k, n + 1)
+    return expr.replace(lambda x: isinstance(x, sp.Sum) and x.limits[-1][2] == n + 1, split)
+
+
 @claim("H-T4.1.unrolled", method="sympy",
        source=f"{SRC} Thm 4.1, Eq. (7)",
        mutant='q_t = gamma^(T-t+1) alpha (exponent off by one)')
 def _t41_unrolled(*, mutant=False):
     r"""Unrolling $e_{t+1}\le\gamma e_t + \alpha R\sigma_t^2$ from $e_1=1$ gives $\mathrm{ERUB}=\gamma^T+R\sum_t
-    q_t\sigma_t^2$, $q_t=\gamma^{T-t}\alpha$ (checked for every $T\le 8$ with symbolic $\sigma_t$).
+    q_t\sigma_t^2$, $q_t=\gamma^{T-t}\alpha$, for every $T\ge1$ (induction on $T$, symbolic $\sigma_t$).
     """
-    residuals, d = {}, Derivation()
+    T, t, s = _Tsym, _tsym, sp.Function(r"\sigma^2", positive=True)  # s(t) = sigma_t^2
+    d = Derivation()
+
+    def F(n):  # the claimed bound after n steps
+        return _g**n + _R * sp.Sum(_g ** (n - t + (1 if mutant else 0)) * _a * s(t), (t, 1, n))
+
     d.step(r"\mathbb{E}\,\bar e_{t+1}", r"\gamma\,\mathbb{E}\,\bar e_t + \alpha R \sigma_t^2", r"the one-step bound "
-           r"(H-T4.1.step), $\bar e_t$ the normalised excess risk, $\bar e_1 = 1$; below $\mathbb{E}$ is left out", rel="<=")
-    for T in range(1, 9):
-        sig = sp.symbols(f"sigma_1:{T + 1}", positive=True)
-        e = sp.Integer(1)
-        for t in range(T):
-            e = _g * e + _a * _R * sig[t] ** 2
-        formula = _g**T + _R * sum(_g ** (T - t + (1 if mutant else 0)) * _a * sig[t - 1] ** 2 for t in range(1, T + 1))
-        residuals[T] = sp.expand(e - formula)
-        if T == 3:  # one instance written out: the loop's own expressions
-            d.step(r"\bar e_4", sp.expand(e), "applying it three times from $e_1 = 1$ (expanded)", rel="<=")
-            d.step(sp.expand(e), formula, "grouping by $\\sigma_t^2$: the coefficient of $\\sigma_t^2$ is $R\\,q_t$, "
-                   f"$q_t=\\gamma^{{T-t}}\\alpha$; SymPy's difference is ${sp.latex(residuals[T])}$")
+           r"(H-T4.1.step), $\bar e_t$ the normalised excess risk, $\bar e_1 = 1$; below $\mathbb{E}$ is left out and "
+           r"$F(T)=\gamma^T+R\sum_{t=1}^T q_t\sigma_t^2$ is the claim", rel="<=")
+    one = _g * 1 + _a * _R * s(1)
+    base = sp.simplify(F(1).doit() - one)
+    d.step(r"\bar e_2", one, r"base case $T = 1$: one step from $\bar e_1 = 1$", rel="<=")
+    d.step(one, F(1).doit(), f"$F(1)$ (SymPy's difference: ${sp.latex(base)}$)")
+    hyp = _g * F(T) + _a * _R * s(T + 1)
+    d.step(r"\bar e_{T+2}", hyp, r"step: one more step from $\bar e_{T+1} \le F(T)$ (the hypothesis; the factor "
+           r"$\gamma > 0$ keeps the inequality)", rel="<=")
+    step = sp.simplify(sp.expand(split_last(F(T + 1), T) - hyp))
+    d.step(hyp, F(T + 1), r"$\gamma\,\gamma^{T-t}=\gamma^{T+1-t}$ and the new last term $\alpha R\sigma_{T+1}^2$ is the "
+           f"$t = T + 1$ term of $F(T + 1)$ (SymPy's difference: ${sp.latex(step)}$)")
     d.step(r"\mathrm{ERUB} = \bar e_{T+1}", r"\gamma^T + R\sum_{t=1}^T q_t\sigma_t^2",
-           "the same expansion at every $T = 1, \\dots, 8$, each difference reduced to 0 by SymPy", rel="<=")
-    return checked(residuals, derivation=d.steps)
+           r"by induction on $T$, for every $T \ge 1$", rel="<=")
+    return by_induction(base, step, derivation=d.steps)
 
 
 @claim("H-T4.1.quadratic", method="numeric", tolerance=1e-12,
@@ -572,40 +592,44 @@ def _t24(*, mutant: bool = False):
 # --- Lemma 4.3: the optimal schedule for given influences --------------------------------------------
 
 
+def lemma43_value(d: Derivation, *, mutant: bool = False, label: str = "q_t"):
+    """Lemma 4.3's schedule for symbolic T and symbolic influences ``q_t`` (written ``r(t)^2``, ``r_t = sqrt(q_t)``):
+    the residuals of its budget and of its value, each derived step by step into ``d``. The mutant drops the square
+    roots (``sigma_t^2 = (1/R) sum_i q_i/q_t``)."""
+    T, t, i = _Tsym, _tsym, _isym
+    r = sp.Function("r", positive=True)  # r(t) = sqrt(q_t)
+    S = sp.Sum(r(i) ** (2 if mutant else 1), (i, 1, T))
+    s2 = S / (_R * r(t) ** (2 if mutant else 1))  # sigma_t^2
+    d.step(r"\sigma_t^2", s2, rf"Eq. (10) with $r_t=\sqrt{{{label}}}$, for symbolic $T$ and $r_t$")
+    spend = sp.Sum(1 / s2, (t, 1, T))
+    spent = sp.simplify(spend)
+    norm = (lambda e: as_symbols(e.xreplace({i: t})))  # a sum over i is the same sum over t
+    r_spend = sp.simplify(norm(spent) - _R)
+    d.step(spend, spent, "the constant $1/\\sum_i r_i$ leaves the sum over $t$")
+    d.step(spent, _R, f"the sums over $t$ and $i$ are the same sum: the budget is spent exactly (SymPy's difference: "
+           f"${sp.latex(r_spend)}$)")
+    value = _R * sp.Sum(r(t) ** 2 * s2, (t, 1, T))
+    valued = sp.simplify(value)
+    r_value = sp.simplify(norm(valued - sp.Sum(r(t), (t, 1, T)) ** 2))
+    d.step(value, valued, "$r_t^2/r_t = r_t$, and the constant leaves the sum")
+    d.step(valued, sp.Sum(r(t), (t, 1, T)) ** 2, r"$=\Big(\sum_t\sqrt{q_t}\Big)^2$ (SymPy's difference: $"
+           + sp.latex(r_value) + "$)")
+    return r_spend, r_value
+
+
 @claim("H-L4.3.value", method="sympy",
        source=f"{SRC} Lemma 4.3, Eq. (10)",
        mutant='sigma_t^2 = (1/R) sum_i q_i/q_t (the square roots dropped)')
 def _l43_value(*, mutant=False):
     r"""$\sigma_t^2=\frac1R\sum_i\sqrt{q_i/q_t}$ spends exactly $\sum_t\sigma_t^{-2}=R$ and gives $R\sum_t
-    q_t\sigma_t^2=\left(\sum_t\sqrt{q_t}\right)^2$ (symbolic $q_t$, every $T\le 6$).
+    q_t\sigma_t^2=\left(\sum_t\sqrt{q_t}\right)^2$ (symbolic $q_t$ and $T$).
     """
-    residuals, d = {}, Derivation()
-    d.step(r"\sum_{t=1}^T u_t", "R", r"write $u_t=\sigma_t^{-2}$: the budget of Thm 3.1 as a constraint on $u$")
-    for T in range(1, 7):
-        r = sp.symbols(f"r1:{T + 1}", positive=True)  # r_t = sqrt(q_t)
-        u = sp.symbols(f"u1:{T + 1}", positive=True)  # u_t = 1/sigma_t^2
-        S = sum(r)
-        s2 = [sum(x**2 for x in r) / (_R * rt**2) for rt in r] if mutant else [S / (_R * rt) for rt in r]
-        gap = sum(x**2 / y for x, y in zip(r, u)) * sum(u) - S**2  # Cauchy-Schwarz gap, written out (Lagrange)
-        squares = sum((r[i] * sp.sqrt(u[j] / u[i]) - r[j] * sp.sqrt(u[i] / u[j])) ** 2
-                      for i in range(T) for j in range(i + 1, T))
-        residuals[T] = (sp.simplify(sum(1 / x for x in s2) - _R) ** 2
-                        + sp.simplify(_R * sum(rt**2 * x for rt, x in zip(r, s2)) - S**2) ** 2
-                        + sp.expand(gap - squares) ** 2)
-        if T == 3:
-            d.step(gap, squares, "Lagrange's identity, which makes Cauchy-Schwarz exact ($r_t=\\sqrt{q_t}$, $T=3$; "
-                   f"SymPy's difference is ${sp.latex(sp.expand(gap - squares))}$)")
-            d.step(r"R\sum_t q_t\sigma_t^2 = \Big(\sum_t \frac{q_t}{u_t}\Big)\Big(\sum_t u_t\Big)", S**2,
-                   "the sum of squares is $\\ge 0$, with equality only when every square vanishes, i.e. "
-                   "$u_t \\propto \\sqrt{q_t}$", rel=">=")
-            d.step(r"\sigma_t^2 = \frac{1}{u_t}", r"\frac{1}{R}\sum_i\sqrt{q_i/q_t}",
-                   "normalising $u_t\\propto\\sqrt{q_t}$ to $\\sum_t u_t = R$ (Eq. 10)")
-            d.step(sp.Sum(sp.Symbol("sigma_t") ** -2, (sp.Symbol("t"), 1, 3)), sp.simplify(sum(1 / x for x in s2)),
-                   "the schedule spends exactly the budget ($T = 3$)")
-            d.step(_R * sum(rt**2 * x for rt, x in zip(r, s2)), sp.factor(_R * sum(rt**2 * x for rt, x in zip(r, s2))),
-                   "and attains the bound: $R\\sum_t q_t\\sigma_t^2=(\\sum_t\\sqrt{q_t})^2$, each step reduced "
-                   "to 0 by SymPy at every $T = 1, \\dots, 6$")
-    return checked(residuals, derivation=d.steps)
+    d = Derivation()
+    d.step(r"\sum_{t=1}^T u_t", "R", r"write $u_t=\sigma_t^{-2}$: the budget of Thm 3.1 as a constraint on $u$; by "
+           r"Cauchy-Schwarz $R\sum_t q_t/u_t\ge(\sum_t\sqrt{q_t})^2$, with equality iff $u_t\propto\sqrt{q_t}$ "
+           "(H-L4.3.lower-bound checks the inequality, H-L4.3.uniqueness the uniqueness)")
+    r_spend, r_value = lemma43_value(d, mutant=mutant)
+    return proved(r_spend**2 + r_value**2, derivation=d.steps)
 
 
 @claim("H-L4.3.lower-bound", method="numeric",
@@ -692,16 +716,26 @@ def _e26_printed():
        mutant='the variance normalised by T + 1 instead of T')
 def _e26_corrected(*, mutant=False):
     r"""The gap between the uniform schedule ($T\sum_t q_t$) and the optimum is $T\sum_t
-    q_t-\left(\sum_t\sqrt{q_t}\right)^2=T^2\,\mathrm{Var}_t[\sqrt{q_t}]$ (population variance over $t$; every
-    $T\le 6$).
+    q_t-\left(\sum_t\sqrt{q_t}\right)^2=T^2\,\mathrm{Var}_t[\sqrt{q_t}]$ (population variance over $t$; symbolic
+    $q_t$ and $T$).
     """
-    residuals = {}
-    for T in range(1, 7):
-        r = sp.symbols(f"r1:{T + 1}", positive=True)
-        m = sum(r) / T
-        var = sum((x - m) ** 2 for x in r) / (T + 1 if mutant else T)
-        residuals[T] = sp.expand(T * sum(x**2 for x in r) - sum(r) ** 2 - T**2 * var)
-    return checked(residuals, which_variance="population variance (1/T) sum_t (sqrt(q_t) - mean)^2 of sqrt(q_t) over t")
+    T, t, i = _Tsym, _tsym, _isym
+    r = sp.Function("r", positive=True)  # r(t) = sqrt(q_t)
+    S, Q, m = sp.Sum(r(t), (t, 1, T)), sp.Sum(r(t) ** 2, (t, 1, T)), sp.Sum(r(i), (i, 1, T)) / T
+    d = Derivation()
+    sq = sp.Sum((r(t) - m) ** 2, (t, 1, T))
+    var = d.step(r"\mathrm{Var}_t[r_t]", sq / (T + 1 if mutant else T),
+                 r"the population variance of $r_t=\sqrt{q_t}$ over $t=1,\dots,T$, mean $\bar r=\frac1T\sum_i r_i$")
+    split = sum(sp.simplify(sp.Sum(term, (t, 1, T))) for term in sp.expand((r(t) - m) ** 2).args)
+    split = d.step(sq, sp.simplify(split.doit()), "the square expanded, the sum split, constants taken out of each sum")
+    norm = (lambda e: as_symbols(sp.expand(e.xreplace({i: t}))))  # a sum over i is the same sum over t
+    mid = sp.simplify(norm(split) - (as_symbols(Q) - as_symbols(S) ** 2 / T))
+    d.step(split, Q - S**2 / T, f"the sums over $t$ and $i$ are one sum (SymPy's difference: ${sp.latex(mid)}$)")
+    res = sp.simplify(norm(T * Q - S**2 - T**2 * var.subs(sq, split)))
+    d.step(r"T\sum_t q_t-\Big(\sum_t\sqrt{q_t}\Big)^2", T**2 * sp.Symbol(r"\mathrm{Var}_t[\sqrt{q_t}]"),
+           f"$q_t=r_t^2$, multiplying by $T$; SymPy's difference for symbolic $T$ and $r_t$ is ${sp.latex(res)}$")
+    return proved(res**2 + mid**2, derivation=d.steps,
+                  which_variance="population variance (1/T) sum_t (sqrt(q_t) - mean)^2 of sqrt(q_t) over t")
 
 
 # --- Thm 4.4: the dynamic schedule (Eq. 11, 27) ------------------------------------------------------

@@ -26,6 +26,11 @@ from dpcompanion.theory.exact_risk import expected_excess_risk
 # --- Thm 4.8: PSGD -----------------------------------------------------------------------------------
 
 
+#: what a PSGD claim takes from the subsampling rule: its schedule's budget
+PSGD_BUDGET_PART = ("the budget R' = R/p^2 of the run's schedule: the utility bound holds for that schedule, but the "
+                    "(R/2)-zCDP the rule promises for it does not follow")
+
+
 @claim("H-T4.8.recursion", method="sympy",
        source=f"{SRC} Thm 4.8, proof D.3",
        mutant='q_t = gamma^(T-t+1) alpha in the target (exponent off by one)')
@@ -73,7 +78,7 @@ def _t48_alpha_g(*, mutant=False):
 
 
 @claim("H-T4.8.quadratic", method="numeric",
-       source=f"{SRC} Thm 4.8",
+       source=f"{SRC} Thm 4.8", rests_on={"H-S4.3.subsampling-rule": PSGD_BUDGET_PART},
        mutant="the bound scaled by 0.99 (the check's tightest point has zero slack)")
 def _t48_quadratic(*, mutant=False):
     r"""For quadratic losses with stochastic-gradient noise $\sigma_g\xi_t/n$ ($\xi_t\sim\mathcal N(0,I_D)$) and
@@ -124,7 +129,7 @@ _PSGD_CASES = ((16, 0.25), (36, 1 / 9), (40, 0.01), (8, 1.0))  # (N, R) with n =
 
 
 @claim("H-T4.8.end-to-end", method="end-to-end",
-       source=f"{SRC} Thm 4.8, Sec. 4.3")
+       source=f"{SRC} Thm 4.8, Sec. 4.3", rests_on={"H-S4.3.subsampling-rule": PSGD_BUDGET_PART})
 def _e2e_t48(*, mutant: bool = False):
     r"""Thm 4.8 end to end: PSGD with batches of $n=\max\{N\sqrt R,1\}$ indices drawn with replacement, $\eta=1/M$,
     privacy noise $G\sigma_t v_t/n$, $\sum_t1/\sigma_t^2=R'=R/p^2$, has
@@ -219,7 +224,13 @@ def _t49_corrected(*, mutant=False):
 
 
 @claim("H-T4.9.end-to-end", method="end-to-end",
-       source=f"{SRC} Thm 4.9")
+       source=f"{SRC} Thm 4.9", rests_on={
+           "H-T4.5.end-to-end": "Thm 4.5's bound (rate gamma = 1 - eta0/kappa, momentum-effect term with the printed zeta), "
+                                "evaluated here with U_3 + U_3^g: it holds on this grid, where the stochastic-gradient "
+                                "term dominates, not as a theorem",
+           "H-T4.9": "the step alpha R' U_3^g <= alpha_g sigma_g^2 behind the term 2 eta0 alpha_g sigma_g^2 "
+                     "(off by 1/eta0; corrected: 2 eta0 alpha R' U_3^g <= 2 alpha_g sigma_g^2, H-T4.9-corrected)",
+           "H-S4.3.subsampling-rule": PSGD_BUDGET_PART})
 def _e2e_t49(*, mutant: bool = False):
     r"""Thm 4.9 end to end: momentum PSGD (batches of $n=N\sqrt R$ with replacement, $\eta_t=\eta_0/(2M)$) has
     $\mathrm{EER}\le(\gamma^T+2\eta_0(R'\alpha

@@ -146,7 +146,9 @@ def _rows_check(keys, derive, *, mutant):
 
 
 @claim("H-Tab1.momentum-rows", method="bruteforce",
-       source=f"{SRC} Table 1 (momentum rows), Thm 4.6, 4.7")
+       source=f"{SRC} Table 1 (momentum rows), Thm 4.6, 4.7",
+       rests_on={"H-T4.5.end-to-end": "the momentum bound whose exact minima over T the rows are: the orders are those "
+                                      "of that bound, which fails as a bound on the excess risk"})
 def _tab1_momentum(*, mutant: bool = False):
     r"""The momentum rows of Table 1, $O(\frac{D}{N^2R}(c+\ln N\,\mathbb I_{T>\hat T}))$ (static) and
     $O(\frac{D}{N^2R}(1+\frac{cD}{N^2R}\mathbb I_{T>\hat T}))$ (dynamic), re-derived: exponents in $N$, $D$, $R$

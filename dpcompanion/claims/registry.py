@@ -142,6 +142,7 @@ class Claim:
     severity: str | None = None  # one of SEVERITIES (for a claim that is refuted)
     domain: str | None = None  # the grid the check covers, when stated in the declaration
     tolerance: float | None = None  # the stated tolerance of a numerical comparison
+    rests_on: tuple[tuple[str, str], ...] = ()  # (claim id, the part of it this claim builds on)
 
     @property
     def takes_mutant(self) -> bool:
@@ -182,12 +183,14 @@ def claim(
     severity: str | None = None,
     domain: str | None = None,
     tolerance: float | None = None,
+    rests_on: dict[str, str] | None = None,
 ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
     """Decorator registering ``check`` as the computation deciding claim ``id`` (fields as :class:`Claim`).
 
     The statement is the check's docstring as one line unless given. A declared ``mutant`` needs a check
     that takes the keyword-only ``mutant`` (one taking it without a declared text may name its mutant in
-    its evidence under ``"mutant"``)."""
+    its evidence under ``"mutant"``). ``rests_on`` maps each claim this one builds on to the part of it used: when
+    that claim's check comes out ``refuted``, the run says so next to this claim's status (:func:`run_claim`)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if severity is not None and severity not in SEVERITIES:
@@ -203,7 +206,8 @@ def claim(
             raise ValueError(f"claim {id!r}: no statement (give statement= or a docstring to its check)")
         REGISTRY[id] = Claim(id=id, source=source, statement=text, method=method, check=check, corrects=corrects,
                              corrected_by=corrected_by, versions=tuple(versions), mutant=mutant, impact=impact,
-                             severity=severity, domain=domain, tolerance=tolerance)
+                             severity=severity, domain=domain, tolerance=tolerance,
+                             rests_on=tuple((rests_on or {}).items()))
         return check
 
     return register
@@ -325,6 +329,42 @@ def proved(residual: Any, **evidence: Any) -> Result:
     raise AssertionError(f"residual does not simplify to 0 but vanishes at every probe point: {expr}")
 
 
+def as_symbols(expr: Any) -> Any:
+    """``expr`` with each applied undefined function (a schedule ``s(t)``, ``s(T + 1)``) and each remaining
+    ``Sum`` replaced by a positive symbol of its printed name, so that a residual left in such terms can be
+    evaluated at :func:`_probe_points` (equal terms map to one symbol).
+
+    >>> s, T = sp.Function("s"), sp.Symbol("T", integer=True, positive=True)
+    >>> sorted(map(str, as_symbols(s(T + 1) - 2 * s(1)).free_symbols))
+    ['s(1)', 's(T + 1)']
+    """
+    from sympy.core.function import AppliedUndef
+
+    expr = sp.sympify(expr)
+    terms = {x: sp.Symbol(str(x), positive=True) for x in expr.atoms(sp.Sum)}
+    expr = expr.xreplace(terms)
+    return expr.xreplace({x: sp.Symbol(str(x), positive=True) for x in expr.atoms(AppliedUndef)})
+
+
+def by_induction(base: Any, step: Any, **evidence: Any) -> Result:
+    """``proved`` for every T by induction: ``base`` is the residual of the claim at T = 1, ``step`` the
+    residual of the case T + 1 once the case T is assumed (each a SymPy expression in symbolic ``T``), both
+    decided by :func:`proved` (terms in a schedule ``s(t)`` read as symbols, :func:`as_symbols`); a non-zero
+    one refutes, and the evidence says which (``failed``).
+
+    >>> T = sp.Symbol("T", integer=True, positive=True)
+    >>> by_induction(sp.Integer(0), (T + 1) ** 2 - (T**2 + 2 * T + 1)).status
+    'proved'
+    >>> r = by_induction(sp.Integer(0), (T + 1) ** 2 - (T**2 + 2 * T)); r.status, r.evidence["failed"]
+    ('refuted', 'step')
+    """
+    for part, res in (("base case", base), ("step", step)):
+        out = proved(as_symbols(res), **evidence)
+        if out.status != "proved":
+            return Result(out.status, {**out.evidence, "failed": part})
+    return Result("proved", {"residual": "0 (base case T = 1 and step T -> T + 1)", "induction": True, **evidence})
+
+
 def verified_by_margins(
     margins: Iterable[float], *, domain: str, points: Iterable[Any] | None = None, tol: float = 0.0, **evidence: Any
 ) -> Result:
@@ -422,9 +462,13 @@ def illustrated(**evidence: Any) -> Result:
 
 
 def load_all() -> dict[str, Claim]:
-    """Import every claims module (registering its entries) and return the registry."""
+    """Import every claims module (registering its entries) and return the registry; a ``rests_on`` naming no
+    registered claim raises ``ValueError``."""
     for name in CLAIM_MODULES:
         importlib.import_module(f"dpcompanion.claims.{name}")
+    unknown = [(c.id, d) for c in REGISTRY.values() for d, _ in c.rests_on if d not in REGISTRY]
+    if unknown:
+        raise ValueError(f"rests_on names unregistered claims: {unknown}")
     return REGISTRY
 
 
@@ -438,12 +482,27 @@ def _run(check: Callable[..., Result], cid: str, **kwargs: Any) -> tuple[str, di
         return "error", {"exception": repr(exc), "traceback": traceback.format_exc()}
 
 
+_STATUS: dict[str, str] = {}  # claim id -> the status its check returned (each run once per process for this)
+
+
+def status_of(cid: str) -> str:
+    """The status the check of claim ``cid`` returns (run at most once per process here)."""
+    if cid not in _STATUS:
+        c = load_all()[cid]
+        _STATUS[cid] = _run(c.check, c.id)[0]
+    return _STATUS[cid]
+
+
 def run_claim(c: Claim, *, mutants: bool = False) -> dict[str, Any]:
     """Run one check; an exception is reported as ``status: "error"`` (not a finding). With ``mutants`` a
     passing entry's check runs again with ``mutant=True``: ``mutant_caught`` is whether it came out
-    ``refuted`` (``False`` without a mutant), ``None`` for the other statuses."""
+    ``refuted`` (``False`` without a mutant), ``None`` for the other statuses. ``rests_on`` lists the claims it
+    builds on with their statuses, and ``rests_on_refuted`` those of them that come out refuted (each
+    computed by running that claim's check)."""
     t0 = time.perf_counter()
     status, evidence = _run(c.check, c.id)
+    _STATUS[c.id] = status
+    deps = [{"id": d, "part": part, "status": status_of(d)} for d, part in c.rests_on]
     out = {
         "id": c.id,
         "status": status,
@@ -457,6 +516,8 @@ def run_claim(c: Claim, *, mutants: bool = False) -> dict[str, Any]:
         "mutant": c.mutant if c.mutant is not None else (evidence.get("mutant") if isinstance(evidence.get("mutant"), str) else None),
         "impact": c.impact if c.impact is not None else evidence.get("impact"),
         "severity": c.severity,
+        "rests_on": deps,
+        "rests_on_refuted": [d["id"] for d in deps if d["status"] == "refuted"],
         "seconds": round(time.perf_counter() - t0, 4),
     }
     if mutants:

@@ -32,7 +32,9 @@ $a=1+\sqrt{\ln(1/\delta)/\rho}$ minimises it to $\rho+2\sqrt{\rho\ln(1/\delta)}$
 
 theorem('H-C4', kind='lemma', label='lem-c-4', title='Squared-loss sensitivity (Lemma C.4)', statement=r"""
 For $f(\theta;x)=\frac12(x^\top\theta-1)^2$ with $\max_n\|x_n\|=1$ and centred data,
-the paper states $\Delta_2(\nabla)=\max_i\frac1N\sqrt{2f(\theta;x_i)}\|x_i\|\le\frac12(DM\|\theta\|^2+1)$.
+the paper states $\Delta_2(\nabla)=\max_i\frac1N\sqrt{2f(\theta;x_i)}\|x_i\|\le\frac12(DM\|\theta\|^2+1)$,
+with $M$ the smoothness constant of $f$; the lemma puts no condition on $M$, on a step size or on $\eta M$
+(under its normalisation $M=\lambda_{\max}(\frac1N\sum_nx_nx_n^\top)\le1$).
 """)
 
 theorem('H-T4.1', kind='theorem', label='thm-4-1', title='Utility of PGD with any schedule (Thm 4.1)', statement=r"""
@@ -72,6 +74,9 @@ $\sigma_t^{-2}\propto\sqrt{q_t}$; the budget fixes the constant.
 """)
 
 theorem('H-T4.4', kind='theorem', label='thm-4-4', title='Dynamic schedule (Thm 4.4)', statement=r"""
+$T$ counts the noisy steps $t=1,\dots,T$ from $\theta_1$ to the released $\theta_{T+1}$, and every sum
+below runs over $t=1,\dots,T$, as in Thm 4.1's Eq. (7), $\mathrm{ERUB}=\gamma^T+R\sum_{t=1}^Tq_t\sigma_t^2$,
+on which the theorem builds (FAccT version, Eq. 7 and 10).
 With $q_t=\gamma^{T-t}\alpha$, Lemma 4.3 gives
 $\sigma_t^2=\frac1R\frac{\sqrt{(1/\gamma)^T}-1}{1-\sqrt\gamma}\sqrt{\gamma^t}$ and
 $\mathrm{ERUB}^{dyn}(T)=\gamma^T+\alpha\left(\frac{1-\gamma^{T/2}}{1-\sqrt\gamma}\right)^2$.

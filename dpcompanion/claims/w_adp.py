@@ -592,7 +592,9 @@ def _p51_ratio():
 
 
 @claim("W-P5.1.end-to-end", method="end-to-end", versions=V,
-       source=f"{SRC} Prop. 5.1, Eq. (9), (10)")
+       source=f"{SRC} Prop. 5.1, Eq. (9), (10)",
+       rests_on={"W-T4.1.end-to-end": "the noise level sigma^2 of Thm 4.1 that both runs use: the utility comparison holds "
+                                      "for it, the privacy guarantee attached to it does not"})
 def _e2e_w51(*, mutant: bool = False):
     r"""W Prop. 5.1 end to end: with $b_t=(a+ct)^{1/2}$, $T\ge5+4a/c$, ADP-SGD ($\alpha_t^2=b_t$) and DP-SGD
     ($\alpha_t=1$) satisfy Eq. (9) and (10) with $W^{decay}_{opt}=\sqrt c(D_F/\eta+\eta G^2LB_T/(2c))$,

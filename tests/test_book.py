@@ -242,7 +242,7 @@ MAX_PDF_PAGES = 120
 def handout_problems(path) -> list[str]:
     """What keeps the theory PDF from being a course handout: more than :data:`MAX_PDF_PAGES` pages; contents
     without the theorems (Theorem 4.1, Lemma 4.3, Theorem 4.4 and 4.5 each listed with a page number); no
-    references chapter; BibTeX entries or the checks' evidence in full printed (online only)."""
+    references chapter after the results; BibTeX entries or the checks' evidence in full printed (online only)."""
     import pypdf
 
     reader = pypdf.PdfReader(path)
@@ -252,8 +252,11 @@ def handout_problems(path) -> list[str]:
     for result in ("Theorem 4.1", "Lemma 4.3", "Theorem 4.4", "Theorem 4.5"):
         if not re.search(re.escape(result) + r" \([^)]*\)\s+\d+", contents):
             problems.append(f"the contents list no {result} (its name) with its page")
-    if "References" not in contents or "Junyuan Hong" not in "".join(texts[-4:]):
-        problems.append("no references chapter at the end")
+    # the references close the results, before the appendix of the checks in full (or at the end without one)
+    from dpcompanion.book.pdf import APPENDIX_TITLE
+    end = next((i for i, t in enumerate(texts) if i > 3 and APPENDIX_TITLE in t), len(texts))
+    if "References" not in contents or "Junyuan Hong" not in "".join(texts[max(0, end - 4):end]):
+        problems.append("no references chapter after the results")
     printed = "".join(texts)
     for online in ("@misc{dpcompanion", "The evidence in full", "Cite this check"):
         if online in printed:

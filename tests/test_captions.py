@@ -65,8 +65,8 @@ def test_a_quick_mode_result_is_captioned_quick_mode_and_a_paper_one_paper_scale
         "commit": "2e722974aaea", "dirty": True,
         "config": {"n_train": 60000, "model": "cnn-small", "seeds": 2, "epochs": 50, "cs": [0.0, 1e-5, 1e-3, 1e-2, 0.1, 0.5]}})
     assert report.figure_caption(paper, build=BUILD).startswith(
-        "result: paper mode, commit 2e722974aaea+dirty (paper scale (training samples, seeds not printed in the paper): 60,000 training "
-        "samples, CNN model, 50 epochs, 2 seeds)")
+        "result: paper mode, commit 2e722974aaea+dirty (paper scale: 60,000 training samples, CNN model, 50 epochs, "
+        "2 seeds (training samples, seeds not printed in the paper))")
     # the sizes come from the numbers the payload holds where it holds them, not from the config alone
     held = SimpleNamespace(id="w-f1", mode="full", provenance={"commit": "5dc64e098c55", "config": {"n_train": 9}},
                            payload={"train": {"N_train": 5000, "acc_adp": [[0.5], [0.6]]}})

@@ -393,11 +393,10 @@ def result_sizes(result: Any) -> str:
     words = words[:CAPTION_SIZES]
     label = scale_word(scale)
     unprinted = [k for k in CAPTION_DIMS if k in scale and scale[k].get("match") is None and scale[k].get("ours") is not None]
-    if label == "paper scale" and unprinted:
-        # "paper scale" covers what the paper prints: a size it does not print is ours alone
-        label = f"paper scale ({', '.join(unprinted)} not printed in the paper)"
+    # "paper scale" covers what the paper prints: a size it does not print is ours alone
+    tail = f" ({', '.join(unprinted)} not printed in the paper)" if label == "paper scale" and unprinted else ""
     if label and words:
-        return f"{label}: {', '.join(words)}"
+        return f"{label}: {', '.join(words)}{tail}"
     return label or ", ".join(words)
 
 

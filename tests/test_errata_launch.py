@@ -320,3 +320,16 @@ def test_wu_sentence_says_what_the_top_rung_ran_and_counts_its_cells_from_the_ro
         data = r["scale"]["model / data"]
         assert f"{landing._rung(r):,} training images of {data['ours']}" in line and data["paper"] in line
         assert str(r["paper"]).split(" (")[0] in line
+
+
+def test_wu_sentence_says_reproduced_only_where_a_table_was_reproduced():
+    """The landing page called Wu et al.'s main claim "reproduced in part" with no table reproduced (two not
+    reproduced, one inconclusive, two with the sign alone, all on other data): "reproduced" needs a success."""
+    def row(t, outcome, verdict):
+        return {"rule": "w-t1245/table", "item": f"Table {t}: ADP-SGD ahead of DP-SGD", "outcome": outcome,
+                "verdict": verdict, "paper": "p", "scope": "other data",
+                "ours": {"estimate": 0.1, "ci_low": -0.1, "ci_high": 0.3, "text": "x"}, "scale": {}}
+    partial = landing.wu_claim_sentence([row(1, "partial", "sign only"), row(2, "failure", "not reproduced")])
+    assert "**not reproduced as claimed**" in partial and "on other data:" in partial
+    mixed = landing.wu_claim_sentence([row(1, "success", "reproduced"), row(2, "failure", "not reproduced")])
+    assert "**reproduced in part**" in mixed

@@ -202,7 +202,7 @@ def wu_claim_sentence(rows: Iterable[dict[str, Any]]) -> str:
     and what the paper used are read from the rows' scale tables and texts. Empty without table rows.
 
     >>> scale = {"training samples": {"ours": 2000, "paper": 50000},
-    ...          "model / data": {"ours": "Fashion-MNIST", "paper": "CNN, CIFAR-10"},
+    ...          "model / data": {"ours": "Fashion-MNIST", "paper": "CNN, CIFAR-10", "match": False},
     ...          "trained layers": {"ours": "last layer only", "paper": "all"}}
     >>> row = lambda t, e, o, v: {"rule": "w-t1245/table", "item": f"Table {t}: ADP-SGD ahead of DP-SGD",
     ...     "ours": {"estimate": e, "ci_low": e - .5, "ci_high": e + .5, "text": "12 of 12 cells ahead"},
@@ -210,9 +210,9 @@ def wu_claim_sentence(rows: Iterable[dict[str, Any]]) -> str:
     ...     "scale": scale}
     >>> text = wu_claim_sentence([row(1, 1.3, "partial", "sign only"), row(5, 0.0, "failure", "not reproduced")])
     >>> print(text[text.index("is **"):text.index(" on ")])
-    is **reproduced in part** in our runs (1 sign only, 1 not reproduced of 2 tables)
+    is **not reproduced as claimed** in our runs (1 sign only, 1 not reproduced of 2 tables)
     >>> print(text[text.index(" on "):text.index(". ADP")])
-     on 2,000 training images of Fashion-MNIST, last layer only trained privately (the paper: CNN, CIFAR-10, 50,000 training images, all)
+     on other data: 2,000 training images of Fashion-MNIST, last layer only trained privately (the paper: CNN, CIFAR-10, 50,000 training images, all)
     >>> print(text.splitlines()[-1])
     - Table 5: +0.00 points (95% CI -0.50 to +0.50) (the paper: 12 of 12 printed cells ahead, mean printed gap +7.31 points): **not reproduced**
     >>> rung = {**row(1, 0.03, "failure", "not reproduced"), "rule": "w-ladder/table", "item": "Table 1 at N = 50,000",
@@ -246,8 +246,10 @@ def wu_claim_sentence(rows: Iterable[dict[str, Any]]) -> str:
     for r in headline:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     outcomes = {r["outcome"] for r in headline}
-    answer = ("reproduced" if outcomes == {"success"} else "not reproduced" if outcomes == {"failure"}
-              else "reproduced in part")
+    # "reproduced" (in part) only where a table's claim was found; the sign alone is not the claim
+    answer = ("reproduced" if outcomes == {"success"} else "reproduced in part" if "success" in outcomes
+              else "not reproduced" if outcomes == {"failure"}
+              else "not reproduced as claimed" if "failure" in outcomes or "partial" in outcomes else "not decided")
 
     def setup(r: dict, n: Any) -> str:  # what a row ran on, and what the paper used, from its scale table
         data, paper_data = _scale_value(r, "model / data"), _scale_value(r, "model / data", side="paper")
@@ -284,7 +286,8 @@ def wu_claim_sentence(rows: Iterable[dict[str, Any]]) -> str:
                 "rung, below" if big else "")
     return (f"**Wu et al.'s main claim**, that ADP-SGD is ahead of DP-SGD at the same privacy budget and number of "
             f"steps (their Sec. 6, Tables 1-5), is **{answer}** in our runs ({tally} of {len(tables)} table{'s' if len(tables) != 1 else ''}{big_note}) "
-            f"on {setup(tables[0], _scale_value(tables[0], 'training samples'))}. ADP-SGD's mean gain in accuracy:\n\n"
+            f"on {tables[0].get('scope') or reproduction.scope_of(tables[0])}: {setup(tables[0], _scale_value(tables[0], 'training samples'))}. "
+            "ADP-SGD's mean gain in accuracy:\n\n"
             + "\n".join(lines))
 
 

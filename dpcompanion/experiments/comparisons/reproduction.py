@@ -154,10 +154,11 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     out["sentence"] = sentence(out)
     if out.get("absence") == "shown" and (out.get("margin_dated") or {}).get("status") == margin_dates.AFTER:
         without, _ = decide({**{k: out[k] for k in CRITERIA}, "absence": "not shown"})
-        if without != out["verdict"]:
-            # the verdict rests on a margin fixed after the result: say where it comes from and what it changes
-            out["sentence"] += (f" The margin ({margin_of.basis}) was first committed after this result was computed; "
-                                f"without it the row reads {without}.")
+        # a TOST margin fixed after the result: say where it comes from and what the row reads without it
+        out["sentence"] += (f" The margin ({margin_of.basis}) was first committed after this result was computed; "
+                            + (f"without it the row reads {without}." if without != out["verdict"] else
+                               "without it the row reads the same (its cells judged on their own decide it)."
+                               if out.get("cap", "none").startswith("cells") else "without it the row reads the same."))
     return out
 
 
@@ -593,7 +594,9 @@ def sentence(row: dict) -> str:
         b = w["b"] if w.get("b_is_value") else _poss(w["b"])
         rel = " in relative terms" if w.get("relative") else ""
         paper = w["paper"]
-        if w.get("printed") and pv is not None:  # the paper prints this cell: its own sign, not the claim's
+        if w.get("printed") and row.get("paper_evidence") == "not printed":
+            paper = "the paper prints this cell's accuracies but no gap (N/A)"
+        elif w.get("printed") and pv is not None:  # the paper prints this cell: its own sign, not the claim's
             paper = (f"the paper prints {w['a']} {_num(abs(pv) * f)}{w['unit']} {w['up'] if pv >= 0 else w['down']} "
                      f"{w['b']} here")
         return _cap(f"{where}{_poss(w['a'])} {w['what']} is {_num(est * f)}{w['unit']} {side} {b}{rel} "

@@ -130,12 +130,20 @@ def judge_gap(*, rule: Rule, printed, adp: Sequence[float], dp: Sequence[float],
     pa, psa, pd, psd = (float(v) for v in printed)
     g_p = pa - pd
     se_p = math.sqrt(psa**2 / W_PAPER_RUNS + psd**2 / W_PAPER_RUNS)
-    paper = f"{g_p:+.2f} ± {se_p:.2f} points (ADP {pa:.2f} ± {psa:.3g}, DP {pd:.2f} ± {psd:.3g}; {where})"
+    na = table is not None and not gap_printed(table, printed)
+    paper = (f"gap N/A (ADP {pa:.2f} ± {psa:.3g}, DP {pd:.2f} ± {psd:.3g}; {where})" if na else
+             f"{g_p:+.2f} ± {se_p:.2f} points (ADP {pa:.2f} ± {psa:.3g}, DP {pd:.2f} ± {psd:.3g}; {where})")
     if len(adp) < 2 or len(dp) < 2:
         return Judgement("not comparable", "fewer than 2 seeds: no spread to judge by", ours=ours, printed=paper)
     comparable = rule.comparable_name
-    above = all(arm - EVIDENCE_Z * sd / math.sqrt(W_PAPER_RUNS) > W_CHANCE for arm, sd in ((pa, psa), (pd, psd)))
-    evidence = evidence_of(g_p, se_p, above) if table is None or gap_printed(table, printed) else "not printed"
+    # an arm at chance: within EVIDENCE_Z printed se of it, or (Tables 4 and 5) below the accuracy under
+    # which their caption ignores a gap
+    floor = GAP_NA_BELOW if table in GAP_NA_TABLES else W_CHANCE
+    above = all(arm - EVIDENCE_Z * sd / math.sqrt(W_PAPER_RUNS) > W_CHANCE and arm >= floor
+                for arm, sd in ((pa, psa), (pd, psd)))
+    evidence = "not printed" if na else evidence_of(g_p, se_p, above)
+    if na:  # no printed gap: nothing of the paper's to compare, our interval judged alone for the note
+        g_p, se_p = None, None
     if plan is not None and plan.interim_looks and min(len(adp), len(dp)) >= plan.looks[0]:
         m = rule.margin
 
@@ -169,8 +177,12 @@ def _evidence_remark(evidence: str, gap: float, se: float, adp: float, dp: float
     if evidence == "clear":
         return f"; the paper's printed gap {gap:+.2f} is clear of zero (> {EVIDENCE_Z:g} printed se, {se:.2f})"
     if evidence == "not printed":
-        return (f"; the paper prints no gap for this cell (\"N/A\": both arms below {GAP_NA_BELOW:g}%, "
-                f"ADP {adp:.2f}% and DP {dp:.2f}%, a gap Table 4's caption says it ignores): the cell is no claim to test")
+        return (f"; the paper prints no gap for this cell (\"N/A\", ADP {adp:.2f}% and DP {dp:.2f}%: Table 4's caption "
+                f"ignores a gap where an arm is below {GAP_NA_BELOW:g}%, and its tables print N/A where both are): "
+                "the cell is no claim to test")
+    if evidence == "at chance" and min(adp, dp) < GAP_NA_BELOW:
+        return (f"; an arm of the paper's printed cell ({adp:.2f}% and {dp:.2f}%) is below {GAP_NA_BELOW:g}%, where "
+                "Table 4's caption (for Tables 4 and 5) says it ignores the gap: the cell is no claim to test")
     if evidence == "at chance":
         return (f"; the paper's printed arms ({adp:.2f}% and {dp:.2f}%) are not both above chance ({W_CHANCE:g}%): "
                 "the cell is no claim to test by itself")

@@ -1,7 +1,8 @@
 """Forest plots of the verdict rows of the reproduction report: per row with an estimate, our estimate and
 95% interval, the paper's value (diamond), a triangle where the row is judged on the paper's direction only,
 the margin (grey band); each verdict word its own colour and marker (:data:`VERDICT_STYLES`), the marker
-filled at the paper's scale, open reduced, half filled on other data or setup or computed (:data:`SCALE_FILL`).
+filled at the paper's scale, open reduced, half filled on other data or setup, computed, or in an experiment or
+check of our own (:data:`SCALE_FILL`).
 
 One panel per kind of effect (:func:`effect_kind`, read from the units of the rule's margin), each on its
 own axis in those units: rows of one panel can be compared, rows of two cannot. A computed value without
@@ -39,7 +40,8 @@ VERDICT_STYLES = {"reproduced": ("#1b7837", "o"), "check passes": ("#5aae61", "s
 #: each verdict word's colour (:data:`VERDICT_STYLES`)
 VERDICT_COLORS = {v: c for v, (c, _) in VERDICT_STYLES.items()}
 #: how the estimate's marker is filled for each scale mark (the marker's shape is the verdict's)
-SCALE_FILL = {"paper scale": "full", "reduced": "none", "other data or setup": "left", "computed": "top"}
+SCALE_FILL = {"paper scale": "full", "reduced": "none", "other data or setup": "left", "computed": "top",
+              "our experiment or own check": "bottom"}
 #: the groups a forest plot is split into, in this order: page-ID prefix -> heading
 PAPERS = (("h-", "Hong, Wang & Zhou (FAccT 2022)"), ("w-", "Wu et al. (ADP-SGD)"), ("", "The book's own checks"))
 #: height of one label line (inches): 9 pt labels do not touch at the book's column width
@@ -100,9 +102,9 @@ def effect_kind(units: str | None) -> tuple[str, float] | None:
 READING = ("our estimate with its 95% interval, the paper's value (diamond; a triangle at the edge where the row is "
            "judged on its direction only), the margin where one is declared (grey); each verdict its own colour and "
            "marker (legend), the marker filled at the paper's scale, open reduced, half filled (left) on other data "
-           "or setup, half filled (top) computed. One panel per kind of effect, each on its own axis in the effect's "
-           "units (rows of two panels are not comparable); computed values without units as ours over the paper's, "
-           "a row without units on an axis of its own. An interval far wider than the others of its panel is cut at "
+           "or setup, half filled (top) computed, half filled (bottom) in an experiment or check of our own. One "
+           "panel per kind of effect, each on its own axis in the effect's units (rows of two panels are not "
+           "comparable); computed values without units as ours over the paper's, a row without units on an axis of its own. An interval far wider than the others of its panel is cut at "
            "the axis edge, its end written there (\u2192 the value), so that the others stay readable; the points "
            "file keeps its whole interval.")
 #: the panel of computed values without units: ours over the paper's printed value
@@ -162,7 +164,10 @@ def forest_rows(rows: Iterable[dict]) -> list[dict]:
         mode = (r.get("result") or {}).get("mode")
         at = r.get("at_paper_scale")
         word = scale_word(r["scale"]) if r.get("scale") else ""  # the caption's word for the result's scale
-        mark = ("computed" if at is None or mode == "computed" else "other data or setup" if word.startswith("other")
+        scope = r.get("scope") or ""
+        mark = ("computed" if mode == "computed" else
+                "our experiment or own check" if scope in ("own code", "no printed run") or word == "no printed run" else
+                "computed" if at is None else "other data or setup" if word.startswith("other")
                 else "paper scale" if at else "reduced")
         page = str(r.get("page", ""))
         item = str(r.get("item", ""))

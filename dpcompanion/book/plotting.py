@@ -332,15 +332,19 @@ def plain_text(label: str) -> str:
     r"""A matplotlib label as words for an alt text: mathtext's ``$...$`` unwrapped, commands spelled out
     (Markdown would typeset or drop the TeX of an image's alt text).
 
+    An asterisk is written as the asterisk operator (Markdown would read two of them as emphasis).
+
     >>> plain_text(r"$f(\theta_t) - f^*$ (log scale)"), plain_text(r"fit $c\sigma_t^2 + c_0$")
-    ('f(theta_t) - f^* (log scale)', 'fit c sigma_t^2 + c_0')
+    ('f(theta_t) - f^∗ (log scale)', 'fit c sigma_t^2 + c_0')
+    >>> plain_text(r"$(\mathbb{E} f(\theta_{T+1}) - f^*) / (f(\theta_1) - f^*)$")
+    '(E f(theta_T+1) - f^∗) / (f(theta_1) - f^∗)'
     """
     def unwrap(m: re.Match) -> str:
-        tex = re.sub(r"\\(?:mathrm|text|mathit|operatorname)\{([^}]*)\}", r"\1", m.group(1))
+        tex = re.sub(r"\\(?:mathrm|text|mathit|operatorname|mathbb|mathcal|mathbf)\{([^}]*)\}", r"\1", m.group(1))
         tex = re.sub(r"\\([A-Za-z]+)\s*", lambda c: " " + c.group(1) + " ", tex)
         tex = tex.replace("{", "").replace("}", "").replace("\\", "")
         return " ".join(tex.split()).replace(" _", "_").replace(" ^", "^").replace("( ", "(")
-    return re.sub(r"\$([^$]*)\$", unwrap, label)
+    return re.sub(r"\$([^$]*)\$", unwrap, label).replace("*", "\u2217")
 
 
 #: at most this many series are compared in a finding (more are runs or a family: their range is said)

@@ -111,6 +111,10 @@ CELL_CHARS = 100
 _DETAILS = re.compile(r"\s*<details><summary>(?P<summary>.*?)</summary>(?P<body>.*)</details>\s*$")
 
 
+#: a word ending in a full stop that ends no sentence
+ABBREVIATION = re.compile(r"\b(?:Sec|Secs|Fig|Figs|Eq|Eqs|App|Thm|Tab|al|cf|e\.g|i\.e|vs|No)\.$")
+
+
 def _cut(text: str, limit: int) -> int:
     """Where a long cell's first clause ends: after the first ``"; "`` (else ``". "``, else
     ``", "``, else a space) that lies at 30 to ``limit`` characters, outside math, code, a
@@ -127,6 +131,8 @@ def _cut(text: str, limit: int) -> int:
             depth = max(0, depth - 1)
         elif ch == " " and i >= 30 and depth == 0 and dollars % 2 == 0 and ticks % 2 == 0:
             prev = text[i - 1]
+            if prev == "." and ABBREVIATION.search(text[:i]):
+                prev = " "  # "Sec. 5", "Fig. 1", "et al. (": not a sentence's end
             cands[prev if prev in ";.," else " "].append(i)
     for kind in (";", ".", ","):
         if cands[kind]:
@@ -232,6 +238,8 @@ def short_bound(text: Any) -> str:
 def _where(e: dict) -> str:
     if e.get("interior"):
         return "interior"
+    if reproduction.domain_bound(e):
+        return "at its domain's end " + short_bound(e["stated_bound"])
     if e.get("stated_bound"):
         return "at stated bound " + short_bound(e["stated_bound"])
     return f"at grid edge ({e.get('stopped') or e.get('edge') or 'stopped'})"

@@ -13,6 +13,7 @@ and the store's :func:`~dpcompanion.experiments.store.best_fresh` do). Torch-fre
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -139,8 +140,8 @@ def setup_words(scale: dict) -> str:
 
 
 def headline_rows(rows: list[dict], rule_ids: list[str]) -> list[dict]:
-    """The rows a page leads with: those of its ``.../table`` rules, else of its first rule with rows;
-    judged rows first, at most :data:`LEAD_ROWS`.
+    """The rows a page leads with: those of its ``.../table`` rules, else of its first rule with rows, then
+    every failing row of its other rules (not our own checks); judged rows first, at most :data:`LEAD_ROWS`.
 
     >>> rows = [{"rule": "x/gap", "outcome": "partial"}, {"rule": "x/table", "outcome": "failure"}]
     >>> [r["rule"] for r in headline_rows(rows, ["x/gap", "x/table"])], headline_rows(rows[:1], ["x/gap"])[0]["rule"]
@@ -149,6 +150,9 @@ def headline_rows(rows: list[dict], rule_ids: list[str]) -> list[dict]:
     have = [rid for rid in rule_ids if any(r.get("rule") == rid for r in rows)]
     pick = [rid for rid in have if rid.endswith("/table")] or have[:1]
     mine = [r for r in rows if r.get("rule") in pick]
+    # a claim of the paper that fails on this page leads too, whatever its rule (a failure is the news)
+    mine += [r for r in rows if r.get("rule") in have and r.get("rule") not in pick and r.get("outcome") == "failure"
+             and r.get("scope") != "own code"]
     return sorted(mine, key=lambda r: r.get("outcome") == "not judged")[:LEAD_ROWS]
 
 
@@ -172,7 +176,7 @@ def lead_markdown(rows: list[dict]) -> str:
     >>> print(lead_markdown([r]))
     **The outcome.**
     <BLANKLINE>
-    - **a gap**: the paper +0.68; ours +0.17 (95% CI +0.01 to +0.33); setup: epochs 60; the paper's where it prints a size (other data); **sign only** (partial). Ours is ahead, smaller.
+    - **a gap**: the paper +0.68; ours +0.17 (95% CI +0.01 to +0.33); setup: epochs 60; the paper's where it prints a size (other data); **sign only**. Ours is ahead, smaller.
     """
     if not rows:
         return ""
@@ -182,8 +186,9 @@ def lead_markdown(rows: list[dict]) -> str:
         scale = r.get("scale") or {}
         scope = r.get("scope") or reproduction_report.scope_of(r)  # the captions' scale word
         setup = f"setup: {setup_words(scale)} ({scope})" if scale else f"setup: {scope}"
-        items.append(f"- **{r['item']}**: the paper {report.short_cell(str(r.get('paper', '')))}; "
-                     f"ours {_interval(r.get('ours') or {})}; {setup}; **{r['verdict']}** ({r['outcome']}). "
+        item = re.sub(r"([*_])", r"\\\1", str(r["item"]))  # f* and theta_{T+1} stay as written
+        items.append(f"- **{item}**: the paper {report.short_cell(str(r.get('paper', '')))}; "
+                     f"ours {_interval(r.get('ours') or {})}; {setup}; **{r['verdict']}**. "
                      f"{r.get('sentence') or ''}".rstrip())
     out += items[:2]
     if len(items) > 2:  # the rest folded: the page stays within its height (every page at most 12,000 px)

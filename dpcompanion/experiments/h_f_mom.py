@@ -171,7 +171,7 @@ def describe(payload) -> str:
             f"{payload['n_test']} of the other training images as test set (paper: 50,000 test samples, Fig. 2 caption); DNN with {c['hidden']} hidden units (paper: "
             f"{PAPER['hidden']}); momentum beta = {payload['beta']:g}; data scales {c['scales']}, T in {c['Ts']}; "
             f"grids (the same starting gamma grid for both, each extended towards 1 up to {GAMMA_MAX:g} while the choice is on "
-            f"its edge): expinfl gamma {c['gammas']}, momexpinfl gamma {c['gammas']} x crossing {c['crossings']} of T; "
+            f"its edge): expinfl gamma {c['gammas']}, momexpinfl gamma {c['gammas']} x crossing {c['crossings']} of T (extended to 0 or 1, its domain's ends, while the choice is on its edge); "
             f"{c['tune_repeats']} tuning seeds per candidate, then {c['repeats']} fresh seeds (disjoint from the "
             f"tuning seeds) per chosen schedule; "
             f"R = {payload['R']:.4g}, clip {payload['clip_norm']:g}, learning rate {payload['lr']:g}; "

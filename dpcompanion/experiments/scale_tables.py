@@ -298,6 +298,7 @@ SCALE_WORDS = {
     "reduced": "the paper's data and setup, with a size the paper prints made smaller",
     "other data": "a dataset (or a model's pre-training data) other than the paper's",
     "other setup": "the paper's sizes on its data, with a setting the paper prints changed (e.g. the budget)",
+    "no printed run": "the paper prints no size for this run: an experiment of ours on a claim it states",
 }
 
 
@@ -324,7 +325,8 @@ def scale_word(scale: dict[str, dict]) -> str:
     """The one word for a result's scale (:data:`SCALE_WORDS`), from its dimensions (:func:`scale_of`):
     "other data" when a data dimension differs, else "reduced" when a size is smaller than printed or a
     non-numeric size (the model, a grid) differs, else "other setup" when a setup number differs, else
-    "paper scale" (sizes larger than printed count as matched); "" when the paper prints no size.
+    "paper scale" (sizes larger than printed count as matched); "no printed run" when the paper prints no
+    size, "" for no declaration.
 
     >>> scale_word({"repeats": {"paper": 100, "ours": 16000, "match": False}})
     'paper scale'
@@ -334,12 +336,14 @@ def scale_word(scale: dict[str, dict]) -> str:
     'other setup'
     >>> scale_word({"model / data": {"paper": "CNN, CIFAR", "ours": "fashion", "match": False}})
     'other data'
-    >>> scale_word({"seeds": {"paper": None, "ours": 2, "match": None}})
-    ''
+    >>> scale_word({"seeds": {"paper": None, "ours": 2, "match": None}}), scale_word({})
+    ('no printed run', '')
     """
     printed = {k: d for k, d in scale.items() if d.get("match") is not None}
-    if not printed:
+    if not scale:
         return ""
+    if not printed:
+        return "no printed run"
     differ = {k: d for k, d in printed.items() if d["match"] is False}
     if any("data" in k for k in differ):
         return "other data"

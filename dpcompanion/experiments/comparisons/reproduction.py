@@ -108,7 +108,7 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     scale, beyond = scale_mod.beyond_scale(scale, tuning)
     comparable = r.get("comparable") or scale_mod.comparability(page, scale)[0]
     at_scale = scale_mod.at_paper_scale(scale) if scale else None
-    printed = bool(scale) and scale_mod.scale_word(scale) != ""
+    printed = scale_mod.scale_word(scale) not in ("", "no printed run")
     setup = "another" if beyond else setup_of(comparable, mode=result.get("mode"), at_paper_scale=at_scale,
                                               printed=printed)
     if SETUP_RANK[setup] > SETUP_RANK[r.get("setup", "paper's")]:

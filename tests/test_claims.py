@@ -597,3 +597,41 @@ def test_shared_verdicts_refute_their_mutants():
     assert w.status == "refuted" and w.evidence["comparison"]["lhs"] == pytest.approx(-0.3)
     with pytest.raises(ValueError, match="holds"):
         registry.refuted_at_worst(registry.verified_by_margins([0.1], domain="d"), counterexample=None)
+
+
+def test_every_box_names_its_overall_standing_and_its_erratum_lists_its_main_claim():
+    """A result's box title carries a word computed from its checks' statuses, and its erratum lists every
+    refuted claim of the box, the box's own main claim included (Lemma C.6 misses beta < gamma)."""
+    from dpcompanion.book import claims_page as cp
+    from dpcompanion.claims.registry import THEOREMS, load_all
+
+    load_all()
+    for tid in THEOREMS:
+        md = cp.theorem_markdown(tid)
+        head = next(ln for ln in md.splitlines() if ln.startswith(":::{admonition}"))
+        res = [r for p in cp.members(tid) for r in cp.cached_results(p) if cp.is_member(r["id"], tid)]
+        bad = [r["id"] for r in res if r["status"] == "refuted"]
+        refuted_word = re.search(r"(?<!NONE )REFUTED(?: IN PART)?: (\d+) of", head)
+        assert cp.overall_word(tid, res) in head and (int(refuted_word.group(1)) if refuted_word else 0) == len(bad), head
+        for cid in bad:
+            assert f"`{cid} <" in md, (tid, cid)
+    assert cp.cached_results("H-C6")[0]["status"] == "refuted"
+    assert "{ref}`H-C6 <" in cp.erratum_line("H-C6", cp.cached_results("H-C6"))
+
+
+def test_a_refuted_part_with_an_unbounded_gap_is_not_called_a_constant_factor():
+    """A refuted claim whose evidence reports a worst relative excess over its grid far above any constant
+    (H-T4.4.T-opt: the statement's T tends to 2/alpha where the minimiser is one step) carries a graver word."""
+    from dpcompanion.book.claims_page import cached_results
+
+    worst = [r for r in cached_results() if r["status"] == "refuted"
+             and (r["evidence"].get("worst_on_grid") or {}).get("relative_excess", 0) > 10]
+    assert any(r["id"] == "H-T4.4.T-opt" for r in worst)
+    assert all(r["severity"] not in ("constant factor", "typo") for r in worst), [(r["id"], r["severity"]) for r in worst]
+
+
+def test_lemma_c5_says_it_rests_on_lemma_c6():
+    from dpcompanion.claims.registry import REGISTRY, load_all
+
+    load_all()
+    assert "H-C6" in dict(REGISTRY["H-C5"].rests_on)

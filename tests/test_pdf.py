@@ -41,6 +41,8 @@ def pdf_problems(path: Path, commit: str) -> list[str]:
             problems.append(f"page {i}: fewer than 200 characters")
         if "show_theorem(" in text:
             problems.append(f"page {i}: prints a code stub")
+    for i in pdf.sparse_runs(pdf.page_fills(reader)):
+        problems.append(f"pages {i} and {i + 1}: both sparse (text over less than {pdf.MIN_PAGE_FILL:.0%} of the page)")
     return problems
 
 
@@ -138,6 +140,32 @@ def test_no_chapter_ends_on_a_near_empty_page(build: Path, tail: int):
     (build / "book" / "b.html").write_text(_chapter("Section B: another schedule", 5))
     path = pdf.build_pdf(build, ["book/a", "book/b"], info=INFO, title="The Book", out=io.StringIO(), timeout=120)
     assert pdf_problems(path, INFO.commit) == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_table_with_folds_in_its_cells_flows_across_pages(build: Path):
+    """A verdict table whose cells hold a fold (``<details><summary>more</summary>...``, as the checks'
+    tables do) prints its rows one after another, not one row on each page, and the fold's summary
+    does not print (its content does)."""
+    if pdf.find_browser() is None:
+        pytest.skip("Chromium/chromedriver not installed (make test installs them with apt when run as root)")
+    rows = "".join(f"<tr><td><p>row {k}</p></td><td><p>{WORDS} <details><summary>more</summary>"
+                   f"folded text {k}. {WORDS * 2}</details></p></td></tr>" for k in range(14))
+    table = f'<table class="table"><thead><tr><th>case</th><th>note</th></tr></thead><tbody>{rows}</tbody></table>'
+    a = _chapter("Section A: one schedule", 2).replace("</section></section></article>",
+                                                       f"{table}</section></section></article>")
+    (build / "book" / "a.html").write_text(a)
+    path = pdf.build_pdf(build, ["book/a", "book/b"], info=INFO, title="The Book", out=io.StringIO(), timeout=120)
+    reader = pypdf.PdfReader(path)
+    text = "".join(p.extract_text() for p in reader.pages)
+    assert "folded text 13." in text and not re.search(r"^\s*more\s*$", text, re.M)
+    assert pdf_problems(path, INFO.commit) == []
+
+
+def test_sparse_pages_are_found_only_in_a_row():
+    assert pdf.sparse_runs([0.3, 0.2, 0.95, 0.3, 0.95, 0.4, 0.3]) == []
+    assert pdf.sparse_runs([0.3, 0.9, 0.95, 0.49, 0.49, 0.49, 0.9, 0.5]) == [4, 5]
 
 
 # A stand-in for MathJax (the real one is npm's, installed by make book): it appears after
@@ -241,6 +269,22 @@ def test_bookmarks_read_as_their_headings():
                               heads) == heads[1]
     assert pdf.bookmark_title("Theorem 4.2: the uniform schedule", heads) == heads[2]
     assert pdf.bookmark_title("Theorem 4.3", heads) == "Theorem 4.3"
+
+
+def test_bookmarks_of_headings_with_math_read_whole_with_the_math_as_text():
+    """A heading's typeset math is dropped from Chromium's bookmark or written twice, and a wrapped
+    heading's last line repeated: each bookmark still reads as its whole heading, math as plain text."""
+    page = (r'<h2>Lemma C.3: from zCDP to <span class="math">\((\epsilon,\delta)\)</span>-DP, and back'
+            r'<a class="headerlink" href="#l">#</a></h2><h2>Theorem 4.1: the noise for a pre-set '
+            r'<span class="math">\(\alpha_t\)</span></h2><h3>The bound against the number of steps</h3>')
+    heads = pdf.heading_forms(page)
+    assert pdf.headings(page) == ["Lemma C.3: from zCDP to (ε,δ)-DP, and back",
+                                  "Theorem 4.1: the noise for a pre-set α_t", "The bound against the number of steps"]
+    for got, want in (("Lemma C.3: from zCDP to -DP, and back", 0), ("Theorem 4.1: the noise for a pre-set", 1),
+                      ("Theorem 4.1: the noise for a pre-setα_tα_t", 1),
+                      ("Theorem 4.1: the noise for aTheorem 4.1: the noise for a pre-set", 1),
+                      ("The bound against the number ofstepssteps", 2)):
+        assert pdf.bookmark_title(got, heads) == heads[want][0], got
 
 
 def test_the_papers_by_the_same_authors_in_one_year_cite_apart():

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from dpcompanion import __version__
-from dpcompanion.claims.registry import (ERRATA, REGISTRY, STATUS_DEFINITIONS, STATUSES, THEOREMS,
+from dpcompanion.claims.registry import (ERRATA, PASSING, REGISTRY, STATUS_DEFINITIONS, STATUSES, THEOREMS,
                                          load_all, run_claim)
 
 #: badge text and admonition class per status (classes every Sphinx theme styles).
@@ -623,15 +623,17 @@ _SEVERITY_ORDER = ("invalidates a privacy claim", "changes a conclusion", "missi
 
 
 def erratum_line(theorem_id: str, results: Iterable[dict[str, Any]]) -> str:
-    """The box's erratum: each refuted claim of the result (id ``<theorem_id>.*``), gravest first, with its
-    severity and its corrected statement if the book has one; "" when none is refuted.
+    """The box's erratum: each refuted claim of the result (:func:`is_member`: its main claim and its parts),
+    gravest first, with its severity and its corrected statement if the book has one; "" when none is refuted.
 
     >>> r = [{"id": "H-T9.a", "status": "refuted", "severity": "typo", "corrected_by": None},
     ...      {"id": "H-T9.b", "status": "proved"}, {"id": "H-T90.c", "status": "refuted"}]
     >>> erratum_line("H-T9", r)
     '**Erratum, from the checks on this page.** The checks refute 1 part of this result (statement, proof or remarks): H-T9.a (typo; no corrected statement).'
+    >>> erratum_line("H-T9", r + [{"id": "H-T9", "status": "refuted", "severity": "missing hypothesis"}]).count("H-T9 (")
+    1
     """
-    bad = [r for r in results if r["id"].startswith(tuple(p + "." for p in members(theorem_id))) and r["status"] == "refuted"]
+    bad = [r for r in results if is_member(r["id"], theorem_id) and r["status"] == "refuted"]
     if not bad:
         return ""
     rank = {s: i for i, s in enumerate(_SEVERITY_ORDER)}
@@ -662,6 +664,45 @@ def members(theorem_id: str) -> list[str]:
     return [theorem_id]
 
 
+def overall_word(theorem_id: str, results: Iterable[dict[str, Any]]) -> str:
+    """A result's standing at a glance, from the statuses of its box's checks (:func:`is_member`): how many
+    are refuted (or, none refuted, not reproduced) of how many, else whether all pass; "" without checks.
+
+    >>> rs = [{"id": "H-T9", "status": "refuted"}, {"id": "H-T9.a", "status": "proved"}, {"id": "H-T90", "status": "refuted"}]
+    >>> overall_word("H-T9", rs), overall_word("H-T9", rs[:1]), overall_word("H-T9", rs[1:]), overall_word("H-T8", rs)
+    ('REFUTED IN PART: 1 of 2 checks', 'REFUTED: 1 of 1 check', 'ALL CHECKS PASS: 1 check', '')
+    >>> overall_word("H-T9", [{"id": "H-T9.a", "status": "proved"}, {"id": "H-T9.b", "status": "illustrated"}])
+    'NONE REFUTED: 1 proved, 1 illustrated'
+    >>> overall_word("H-T9", [{"id": "H-T9", "status": "verified", "rests_on_refuted": ["H-T7"]}])
+    'ALL CHECKS PASS: 1 check, resting on refuted H-T7'
+    """
+    own = [r for r in results if is_member(r["id"], theorem_id)]
+    st = [r["status"] for r in own]
+    n = len(st)
+    if not n:
+        return ""
+    on = sorted({d for r in own for d in r.get("rests_on_refuted") or [] if not is_member(d, theorem_id)})
+    rest = f", resting on refuted {', '.join(on)}" if on else ""
+    checks = f"{n} check{'s' if n > 1 else ''}{rest}"
+    for bad, word in (("refuted", "REFUTED"), ("not-reproduced", "NOT REPRODUCED")):
+        k = st.count(bad)
+        if k:
+            return f"{word}{' IN PART' if k < n else ''}: {k} of {checks}"
+    if all(s in PASSING or s == "identity" for s in st):
+        return f"ALL CHECKS PASS: {checks}"
+    return "NONE REFUTED: " + ", ".join(f"{st.count(s)} {s}" for s in STATUSES if s in st) + rest
+
+
+def is_member(claim_id: str, theorem_id: str) -> bool:
+    """Whether a claim belongs to a declared result's box: it is the result's main claim (id ``<member>``) or
+    one of its parts (``<member>.*``), for each member of :func:`members`.
+
+    >>> is_member("H-C6", "H-C6"), is_member("H-C6.U1", "H-C6"), is_member("H-C60", "H-C6"), is_member("H-T4.12.a", "H-T4.11-12")
+    (True, True, False, True)
+    """
+    return any(claim_id == p or claim_id.startswith(p + ".") for p in members(theorem_id))
+
+
 def theorem_markdown(theorem_id: str, *, results: Iterable[dict[str, Any]] | None = None) -> str:
     """The MyST box of a declared result (:data:`registry.THEOREMS`), after its index entries: headed as the
     paper numbers it (:func:`box_heading`), one anchor (its label) with a permalink, its proof sketch below,
@@ -680,9 +721,11 @@ def theorem_markdown(theorem_id: str, *, results: Iterable[dict[str, Any]] | Non
     index = [line for k in index_terms(t.title) for line in (f"```{{index}} !single: {k}", "```", "")]
     sketch = ["", f"*Proof sketch.* {t.sketch}"] if t.sketch else []
     if results is None:
-        results = [r for p in members(t.id) for r in cached_results(p + ".")]
-    erratum = erratum_line(t.id, results)
-    return "\n".join([*index, f"({t.label})=", f":::{{admonition}} {box_heading(t.kind, t.title)} {{ref}}`¶ <{t.label}>`",
+        results = [r for p in members(t.id) for r in cached_results(p) if is_member(r["id"], t.id)]
+    results = list(results)
+    erratum, word = erratum_line(t.id, results), overall_word(t.id, results)
+    heading = box_heading(t.kind, t.title) + (f" \u2014 {word}" if word else "")
+    return "\n".join([*index, f"({t.label})=", f":::{{admonition}} {heading} {{ref}}`¶ <{t.label}>`",
                       f":class: dpc-result dpc-{t.kind}", "", t.statement, *sketch, *(["", erratum] if erratum else []),
                       ":::", ""])
 

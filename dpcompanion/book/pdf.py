@@ -105,11 +105,13 @@ _RESULT_BOX = re.compile(r'<div class="[^"]*\bdpc-result\b[^"]*" id="([^"]+)">(?
 
 # Print styles: code cells show their outputs only; figures and displayed formulas are not split across
 # pages, nor a heading from what follows it; boxes and tables may split (the theme keeps admonitions whole,
-# which left near-empty pages); a figure is at most about half a page tall.
+# which left near-empty pages); a figure is at most about half a page tall. A fold prints open without its
+# summary ("more", a hidden cell's toggle): a <summary> (display:list-item) in a table cell also made
+# Chromium print each row of the table on a page of its own.
 _STYLE = """<style>
 body{margin:0}
 html{font-size:87.5%}
-.headerlink,.copybtn,.cell_input,details.hide>summary,button.toggle-button,.tb-icon,.__ONLINE_ONLY__{display:none!important}
+.headerlink,.copybtn,.cell_input,details>summary,button.toggle-button,.tb-icon,.__ONLINE_ONLY__{display:none!important}
 .dpc-claim-line{margin:.2em 0 .2em 1em;font-size:.9em}
 .dpc-claim-line a{text-decoration:none;color:inherit}
 .dpc-appendix .claim{font-size:.92em}
@@ -330,6 +332,54 @@ def page_text_lengths(reader: pypdf.PdfReader) -> list[int]:
     return lengths
 
 
+#: a page whose text spans less than this fraction of the printable height counts as sparse: two in a row
+#: are a layout fault (a table printed a row a page); one alone may end a chapter or precede a figure
+MIN_PAGE_FILL = 0.6
+#: the page's margins, points (as :func:`_print` asks for them): top, bottom
+_MARGINS_PT = (0.6 * 72, 0.7 * 72)
+
+
+def page_fills(reader: pypdf.PdfReader) -> list[float]:
+    """The fraction of each page's printable height that its contents span, top to bottom: its lines of
+    text, its images and its filled shapes (a figure drawn as vector paths), the footer aside."""
+    fills = []
+    for p in reader.pages:
+        ys: list[float] = []
+        pending: list[tuple[float, float]] = []
+
+        def text(t, cm, tm, _font, _size, ys=ys):
+            y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
+            if t.strip() and y > _MARGINS_PT[1]:
+                ys.append(y)
+
+        def operand(op, args, cm, _tm, ys=ys, pending=pending):
+            if op == b"re":  # a rectangle: a shape when filled, a clip when ended by "n"
+                y0, y1 = args[1] * cm[3] + cm[5], (args[1] + args[3]) * cm[3] + cm[5]
+                pending.append((min(y0, y1), max(y0, y1)))
+            elif op == b"Do":  # an image or form, drawn on the unit square
+                pending.append((min(cm[5], cm[5] + cm[3]), max(cm[5], cm[5] + cm[3])))
+            if op in (b"f", b"f*", b"F", b"B", b"B*", b"Do"):
+                ys.extend(y for lo, hi in pending for y in (max(lo, _MARGINS_PT[1]), hi) if hi > _MARGINS_PT[1])
+            if op in (b"f", b"f*", b"F", b"B", b"B*", b"Do", b"n", b"S"):
+                pending.clear()
+
+        p.extract_text(visitor_text=text, visitor_operand_before=operand)
+        usable = float(p.mediabox.height) - sum(_MARGINS_PT)
+        fills.append(min(1.0, (max(ys) - min(ys)) / usable) if ys else 0.0)
+    return fills
+
+
+def sparse_runs(fills: list[float], skip: int = 2) -> list[int]:
+    """The 1-based pages that, with the page after them, are both sparse (:data:`MIN_PAGE_FILL`), after the
+    first ``skip`` (the cover and the contents, each ending its page by design) and before the last (it ends
+    the document).
+
+    >>> sparse_runs([0.3, 0.2, 0.9, 0.5, 0.4, 0.95, 0.3, 0.3])
+    [4]
+    """
+    return [i + 1 for i in range(skip, len(fills) - 2) if fills[i] < MIN_PAGE_FILL and fills[i + 1] < MIN_PAGE_FILL]
+
+
 def chapter_starts(reader: pypdf.PdfReader, titles: list[str]) -> dict[int, int]:
     """The 0-based page each chapter starts on, from the PDF's bookmarks. Matched without white space, on
     the title a bookmark ends with: Chromium joins a heading's lines without a space, some twice."""
@@ -349,44 +399,92 @@ def chapter_starts(reader: pypdf.PdfReader, titles: list[str]) -> dict[int, int]
 
 
 _HEADING = re.compile(r"<h([1-4])[^>]*>(.*?)</h\1>", re.S)
-_INLINE_MATH = re.compile(r"\\\(.*?\\\)", re.S)
+_INLINE_MATH = re.compile(r"\\\((.*?)\\\)", re.S)
+#: TeX commands of the headings' math, as plain text (a bookmark is plain text)
+_TEX_WORDS = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "eta": "η",
+    "kappa": "κ", "lambda": "λ", "mu": "μ", "rho": "ρ", "sigma": "σ", "tau": "τ", "theta": "θ", "zeta": "ζ",
+    "Delta": "Δ", "Sigma": "Σ", "infty": "∞", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "cdot": "·",
+    "times": "×", "sqrt": "√", "ell": "ℓ", "mathcal": "", "mathrm": "", "text": "", "bar": "", "hat": "",
+    "left": "", "right": "", ",": " ", ";": " ", "!": "",
+}
+
+
+def tex_text(tex: str) -> str:
+    r"""Inline TeX as plain text: Greek letters and common symbols as their characters, braces and
+    unknown commands dropped (their arguments kept).
+
+    >>> tex_text(r"(\epsilon,\delta)"), tex_text(r"\alpha_t"), tex_text("R'"), tex_text(r"\sqrt{T}")
+    ('(ε,δ)', 'α_t', "R'", '√T')
+    """
+    out = re.sub(r"\\([A-Za-z]+|[,;!])", lambda m: _TEX_WORDS.get(m.group(1), ""), tex)
+    return " ".join(out.replace("{", "").replace("}", "").split())
+
+
+def _heading_texts(raw: str) -> tuple[str, str, str]:
+    """A heading's text with its inline math as plain text, without it, and with it twice."""
+    def text(f) -> str:
+        return " ".join(_INLINE_MATH.sub(lambda x: f(tex_text(x.group(1))), raw).split())
+
+    return text(lambda m: m), text(lambda m: ""), text(lambda m: m + m)
 
 
 def headings(page_html: str) -> list[str]:
-    """The text of each heading of the print page (its permalink aside), in order: what a bookmark should read."""
+    """The text of each heading of the print page (its permalink aside), in order, its inline math as plain
+    text (:func:`tex_text`): what a bookmark should read."""
+    return [t for t, _ in heading_forms(page_html)]
+
+
+def heading_forms(page_html: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Each heading of the print page (:func:`headings`) with the texts a bookmark of it may read: Chromium
+    drops a heading's typeset math from its bookmark or writes it twice."""
     out = []
     for m in _HEADING.finditer(page_html):
-        # inline math is left out, as Chromium's bookmark leaves it (typeset, it is no text there)
-        t = " ".join(_INLINE_MATH.sub("", html.unescape(_TAG.sub("", _HEADERLINK.sub("", m.group(2))))).split())
-        if t:
-            out.append(t)
+        texts = _heading_texts(html.unescape(_TAG.sub("", _HEADERLINK.sub("", m.group(2)))))
+        if texts[0]:
+            out.append((texts[0], tuple(dict.fromkeys(texts))))
     return out
 
 
-def bookmark_title(got: str, heads: list[str]) -> str:
-    """A bookmark's title as its heading reads. Chromium builds a bookmark from a heading's lines joined
-    without spaces, and sometimes repeats the first line(s): the heading whose text, spaces removed, the
-    title ends with (after at most a repeated prefix of it) is the title; ``got`` when none matches.
+def _bare(t: str) -> str:
+    return "".join(t.split())
+
+
+def _repeats_a_part(g: str, b: str) -> bool:
+    """Whether ``g`` is ``b`` or ``b`` with one stretch of it repeated in place (``b[:j] + b[j-k:j] + b[j:]``):
+    Chromium repeats a heading's first or last line(s) in its bookmark."""
+    k = len(g) - len(b)
+    if k <= 0 or not b:
+        return k == 0 and g == b and bool(b)
+    return any(g == b[:j] + b[j - k:j] + b[j:] for j in range(k, len(b) + 1))
+
+
+def bookmark_title(got: str, heads: list[str] | list[tuple[str, tuple[str, ...]]]) -> str:
+    r"""A bookmark's title as its heading reads. Chromium builds a bookmark from a heading's lines joined
+    without spaces, sometimes repeats a line, and drops a heading's typeset math or writes it twice: the
+    heading (a title, or a title with the texts its bookmark may read, :func:`heading_forms`) that, spaces
+    removed and with at most one stretch repeated, the bookmark reads is the title; ``got`` when none matches.
 
     >>> bookmark_title("Theorem 4.2: the uniform scheduleTheorem 4.2: the uniform schedule", ["Theorem 4.2: the uniform schedule"])
     'Theorem 4.2: the uniform schedule'
     >>> bookmark_title("Section 4.2: momentumSection 4.2: momentum(Theorems 4.5-4.7)", ["Section 4.2: momentum (Theorems 4.5-4.7)"])
     'Section 4.2: momentum (Theorems 4.5-4.7)'
+    >>> bookmark_title("The bound against the number ofstepssteps", ["The bound against the number of steps"])
+    'The bound against the number of steps'
+    >>> bookmark_title("Lemma C.3: from zCDP to -DP, and back", heading_forms(r"<h2>Lemma C.3: from zCDP to \((\epsilon,\delta)\)-DP, and back</h2>"))
+    'Lemma C.3: from zCDP to (ε,δ)-DP, and back'
     >>> bookmark_title("Other", ["Theorem 4.1"])
     'Other'
     """
-    def bare(t: str) -> str:
-        return "".join(t.split())
-
-    g = bare(got)
+    g = _bare(got)
     for h in heads:
-        b = bare(h)
-        if b and g.endswith(b) and b.startswith(g[: len(g) - len(b)]):
-            return h
+        title, forms = (h, (h,)) if isinstance(h, str) else h
+        if any(_repeats_a_part(g, _bare(f)) for f in forms):
+            return title
     return got
 
 
-def clean_outline(data: bytes, heads: list[str]) -> bytes:
+def clean_outline(data: bytes, heads: list[str] | list[tuple[str, tuple[str, ...]]]) -> bytes:
     """The PDF ``data`` with each bookmark titled as its heading reads (:func:`bookmark_title`)."""
     from pypdf.generic import NameObject, TextStringObject
 
@@ -473,13 +571,15 @@ def build_pdf(build: Path, pages: list[str] | None = None, *, info: BuildInfo | 
             driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
         page.unlink(missing_ok=True)  # printed: the site keeps no orphan page (one 78,000 px tall)
-    data = clean_outline(data, headings(page_html))
+    data = clean_outline(data, heading_forms(page_html))
     target = build / PDF_NAME
     tmp = target.with_suffix(".pdf.tmp")
     tmp.write_bytes(data)
     tmp.replace(target)
     short = [i + 1 for i, n in enumerate(lengths) if n < MIN_PAGE_CHARS]
-    notes = ([f"near-empty pages {short}"] if short else []) + ([] if settled else ["contents' page numbers unsettled"])
+    sparse = sparse_runs(page_fills(reader))
+    notes = ([f"near-empty pages {short}"] if short else []) + ([f"sparse pages in a row from {sparse}"] if sparse else [])
+    notes += ([] if settled else ["contents' page numbers unsettled"])
     print(f"pdf: {len(pages)} chapters, {len(result_numbers)} results in the contents, {len(lengths)} pages -> {target} "
           f"({target.stat().st_size // 1024} KiB)" + "".join(f"; {n}" for n in notes), file=out)
     return target

@@ -420,6 +420,8 @@ def _c5_worst_ratio(beta: float, gamma: float, T: int) -> float:
 
 @claim("H-C5", method="numeric",
        source=f"{SRC} Lemma C.5",
+       rests_on={"H-C6": "Lemma C.6's bound of the double sum, which the proof of Lemma C.5 applies (it holds for "
+                         "beta < gamma, H-C6.beta-lt-gamma, the range checked here)"},
        mutant='the right side of Lemma C.5 scaled by 0.99 x the largest ratio found')
 def _c5(*, mutant=False):
     r"""$\sum_t\gamma^{T-t}\frac{2(1-\beta)\eta_t}{b_t}\sum_{i\le t}\beta^{t-i}\|\nabla_t-\nabla_i\|^2 \le

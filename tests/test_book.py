@@ -248,9 +248,17 @@ def handout_problems(path) -> list[str]:
     reader = pypdf.PdfReader(path)
     texts = [p.extract_text() or "" for p in reader.pages]
     problems = [] if len(texts) <= MAX_PDF_PAGES else [f"{len(texts)} pages, more than {MAX_PDF_PAGES}"]
-    contents = " ".join(texts[1:4])
+    contents = "\n".join(texts[1:4])
     for result in ("Theorem 4.1", "Lemma 4.3", "Theorem 4.4", "Theorem 4.5"):
-        if not re.search(re.escape(result) + r" \([^)]*\)\s+\d+", contents):
+        # "Theorem 4.1 (its name) — ITS OVERALL WORD: k of n checks  <page>", the entry wrapped or not: the
+        # page is the first number that ends a line after the name, and that page shows the result
+        m = re.search(re.escape(result) + r" \([^)]*\)", contents)
+        page = m and re.search(r"(\d+)\s*$", contents[m.end():].split("\n")[0]) or None
+        if m and not page:
+            page = re.search(r"^(?:[^\n]*\D)?(\d+)[ \t]*$", contents[m.end():].split("\n", 1)[-1], re.M)
+        k = int(page.group(1)) if page else 0
+        name = m.group(0) if m else result
+        if not (m and 1 <= k <= len(texts) and "".join(name.split())[:30] in "".join(texts[k - 1].split())):
             problems.append(f"the contents list no {result} (its name) with its page")
     # the references close the results, before the appendix of the checks in full (or at the end without one)
     from dpcompanion.book.pdf import APPENDIX_TITLE

@@ -44,7 +44,7 @@ JUDGING_EDITS = {
     "a rule's ratio band": ("dpcompanion/experiments/h_f_infl.py",
                             lambda s: s.replace("INFL_RATIO = (1.5, 4.0)", "INFL_RATIO = (2.0, 4.0)")),
     "a page sentence": ("dpcompanion/experiments/h_f_eff.py",
-                        lambda s: s.replace("within the stated range", "inside the stated range")),
+                        lambda s: s.replace("stand-in for the paper's stated range", "substitute for the paper's stated range")),
     "the docstring of run_unit": ("dpcompanion/experiments/h_f_eff.py",
                                   lambda s: s.replace('def run_unit(unit, device) -> dict:\n    """',
                                                       'def run_unit(unit, device) -> dict:\n    """Edited. ')),
@@ -81,7 +81,7 @@ def test_an_experiment_built_on_another_counts_only_what_it_uses_of_it():
     rules and page code are not."""
     exp = base.get("h-f-eff-exact")
     path = "dpcompanion/experiments/h_f_eff.py"
-    assert _hash_with(exp, path, lambda s: s.replace("within the stated range", "inside the stated range")) == _here(exp)
+    assert _hash_with(exp, path, lambda s: s.replace("stand-in for the paper's stated range", "substitute for the paper's stated range")) == _here(exp)
     assert _hash_with(exp, path, lambda s: s.replace("def run_unit(unit, device) -> dict:\n",
                                                      "def run_unit(unit, device) -> dict:\n    unit = dict(unit)\n")) \
         != _here(exp)

@@ -162,7 +162,8 @@ def _stored(eid: str):
 
 
 def _cells_ref(cells, metric, n: int | None = None):
-    """Per table: (gap, se) of each comparable cell from the per-seed arrays (paired by seed);
+    """Per table: (gap, se) of each comparable cell from the per-seed arrays (paired by seed), leaving
+    out the cells Tables 4 and 5 print without a gap (both arms below 15%, their "N/A");
     ``n``: the first n seeds only (a look of a group-sequential plan)."""
     out: dict[int, list] = {}
     for c in cells:
@@ -171,6 +172,8 @@ def _cells_ref(cells, metric, n: int | None = None):
                                epochs=c["epochs"])
         t = wu_paper.TABLE_OF[(c["family"], metric)]
         if printed is None or c["epochs"] not in wu_paper.PAPER_EPOCHS or len(adp) < 2:
+            continue
+        if t in (4, 5) and printed[0] < 15 and printed[2] < 15:  # printed "N/A" (Table 4's caption): no gap
             continue
         d = adp - dp
         out.setdefault(t, []).append((d.mean(), d.std(ddof=1) / math.sqrt(d.size)))

@@ -253,9 +253,7 @@ def handout_problems(path) -> list[str]:
         # "Theorem 4.1 (its name) — ITS OVERALL WORD: k of n checks  <page>", the entry wrapped or not: the
         # page is the first number that ends a line after the name, and that page shows the result
         m = re.search(re.escape(result) + r" \([^)]*\)", contents)
-        page = m and re.search(r"(\d+)\s*$", contents[m.end():].split("\n")[0]) or None
-        if m and not page:
-            page = re.search(r"^(?:[^\n]*\D)?(\d+)[ \t]*$", contents[m.end():].split("\n", 1)[-1], re.M)
+        page = m and re.search(r"(\d+)[ \t]*$", contents[m.end():], re.M)
         k = int(page.group(1)) if page else 0
         name = m.group(0) if m else result
         if not (m and 1 <= k <= len(texts) and "".join(name.split())[:30] in "".join(texts[k - 1].split())):

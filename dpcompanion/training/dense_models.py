@@ -17,8 +17,8 @@ from typing import Sequence
 import torch
 
 from dpcompanion.training.model_base import (ClipResult, Model, binary_output_backprop_, binary_output_loss,
-                                             clip_factors, finite_clip_sum, norms64, product_norms64,
-                                             sqnorms, underflow_unit)
+                                             clip_factors, exact_float32_matmul, finite_clip_sum, norms64,
+                                             product_norms64, sqnorms, sqnorms_upper, underflow_unit)
 
 __all__ = ["DenseModel"]
 
@@ -255,8 +255,11 @@ class DenseModel(Model):
         if a.dtype == torch.float64:
             n64, at, xt, wn = self._binary_relu_norms64(a, Xa, fw["W2"].transpose(-1, -2), torch.sign(a), dz)
         else:
-            an = sqnorms(a).add_(1.0)  # ||[a, 1]||^2
-            dn = sqnorms(D)  # ||D_n||^2 = sum_h 1[a_nh > 0] W2_h^2
+            # one float32 reduction each, bounded above (sqnorms_upper): ||[a, 1]||^2, and
+            # ||D_n||^2 = sum_h 1[a_nh > 0] W2_h^2 = D_n . W2 (D selects W2 exactly), a GEMV
+            an = sqnorms_upper(a).add_(1.0)
+            dW = torch.bmm(D, fw["W2"].transpose(-1, -2))[..., 0] if exact_float32_matmul(D.device) else None
+            dn = sqnorms_upper(D, sums=dW)
             n64 = (dz.double().square() * (an + dn * xn)).sqrt_()
             at, xt, wn = an.sqrt(), xn.sqrt(), dn.sqrt()  # ||[a, 1]||, ||[x, 1]||, ||D_n||
         # c dz, then (c dz) a_h and the bias; (c dz) x_j, then times W2_h: each product that

@@ -30,7 +30,7 @@ from torch.func import grad, vmap
 
 __all__ = ["ClipResult", "Model", "binary_output_loss", "binary_output_backprop_", "predict_from_output",
            "clip_scale", "clip_factors", "norms64", "NORM_BLOCK", "NORM_MAX_PARTIALS", "sqnorm_error", "sqnorms",
-           "product_norms64", "underflow_unit", "round_down_subnormal", "finite_clip_sum"]
+           "product_norms64", "reduction_upper", "sqnorms_upper", "exact_float32_matmul", "underflow_unit", "round_down_subnormal", "finite_clip_sum"]
 
 
 @dataclass
@@ -135,7 +135,8 @@ def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype,
     ``n``: float64, from the ``dtype`` values: float64 values within ``2^-47`` (rows rescaled where
     squares could over- or underflow, :func:`norms64`, and the ghost paths multiply factor norms
     before squaring, :func:`product_norms64`); float32 values from float32 partials of 7 squares,
-    at least ``sqrt(1 - E)`` of the exact norm with ``E`` 7 u (:func:`sqnorms`, :func:`sqnorm_error`;
+    at least ``sqrt(1 - E)`` of the exact norm with ``E`` 7 u (:func:`sqnorms`, :func:`sqnorm_error`), or
+    an upper bound of it from one float32 reduction (:func:`sqnorms_upper`, the paper's network;
     the paths combine them in float64 with a few roundings); a norm below 1e-30 is taken as 1e-30, which only lowers the
     factor, so an absolute error in a norm that small does not matter. (ii) The factor: two
     float64 roundings (reciprocal, product; one step down below float64's normal range, where
@@ -311,6 +312,71 @@ def sqnorms(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
         again = torch.linalg.vector_norm(v, dim=dim, dtype=torch.float64).square_()
         out = torch.where(bad, again, out)
     return out
+
+
+def reduction_upper(S: torch.Tensor, n: int) -> torch.Tensor:
+    """A float64 upper bound of each exact sum ``S`` of ``n`` non-negative products of ``dtype``
+    values, from ``S~`` (``S``'s entries) computed in ``dtype`` by one reduction in any order, with or
+    without fused multiply-adds: a BLAS dot or GEMV, ``(v * v).sum(-1)``.
+
+    The proof: each term takes at most ``n`` roundings of relative size ``u`` (one for its product,
+    at most ``n - 1`` additions; Higham 2002, Lemma 3.1 and Eq. 3.4, which holds for every order of
+    the additions), so ``S~ >= (S - add)(1 - gamma_n)`` with ``gamma_n = n u / (1 - n u)``, while no
+    product underflows; a product below the normal range errs instead by at most half the smallest
+    subnormal (``add``, as in :func:`sqnorm_error`). Hence ``S <= (S~ + add) / (1 - gamma_n)``,
+    returned with one float64 step up for its own roundings. The bound is the safety factor that
+    keeps a clip factor at most ``C / ||g_n||`` whatever the float32 rounding: 6e-5 for n = 1000, so a
+    clipped example's factor is at most 3e-5 below the exact one. Entries that overflowed (inf) or
+    are so small that ``add`` would dominate keep their own value (the caller takes them in float64).
+    The reduction must run in ``dtype`` itself: a CUDA matmul allowed TF32 would not
+    (:func:`exact_float32_matmul`).
+
+    >>> S = torch.tensor([1.0, 0.0]); b = reduction_upper(S, 1000)
+    >>> bool(b[0] > 1.0 + 5.9e-5) and bool(b[0] < 1.0 + 6.1e-5), float(b[1]) < 1e-40
+    (True, True)
+    """
+    if S.dtype == torch.float64:
+        raise ValueError("reduction_upper is for low-precision sums; float64 values take norms64")
+    u = float(torch.finfo(S.dtype).eps) / 2
+    nu = int(n) * u
+    if nu >= 0.5:
+        raise ValueError(f"reduction_upper: {n} terms is too many for a bound in {S.dtype}")
+    g = nu / (1 - nu)
+    add = int(n) * underflow_unit(S.dtype) / 2 * (1 + g)
+    return (S.double() + add).div_(1 - g).mul_(1 + 2.0**-50)
+
+
+def sqnorms_upper(v: torch.Tensor, dim: int = -1, sums: torch.Tensor | None = None) -> torch.Tensor:
+    """Float64 upper bounds of the squared Euclidean norms of ``v`` along ``dim`` from one reduction
+    in ``v``'s dtype (:func:`reduction_upper`): ``(v * v).sum(dim)``, or ``sums`` when the caller has
+    the same sums of squares from a product it makes anyway (the ReLU MLP's ``D_n . W2``). Rows whose
+    sum overflowed, or is so small that the underflow allowance would dominate, are taken in float64
+    from ``v``'s values (a rare pass). Float64 values take :func:`norms64` squared.
+
+    >>> v = torch.tensor([[3.0, 4.0] * 500, [1e-20] * 1000, [3e19, 4e19] + [0.0] * 998])
+    >>> exact = norms64(v) ** 2
+    >>> [0 <= float(s) / float(exact[i]) - 1 < 6.1e-5 for i, s in enumerate(sqnorms_upper(v))]
+    [True, True, True]
+    """
+    if v.dtype == torch.float64 or v.numel() == 0:
+        return norms64(v, dim=dim).square()
+    n = v.shape[dim]
+    S = (v * v).sum(dim) if sums is None else sums
+    out = reduction_upper(S, n)
+    add = n * underflow_unit(v.dtype) / 2
+    bad = torch.isinf(S) | ((S > 0) & (out < add * 2.0**30))
+    if bool(bad.any()):
+        again = torch.linalg.vector_norm(v, dim=dim, dtype=torch.float64).square_()
+        out = torch.where(bad, again, out)
+    return out
+
+
+def exact_float32_matmul(device: torch.device) -> bool:
+    """Whether a float32 matmul on ``device`` rounds in float32 (the premise of
+    :func:`reduction_upper`): always on the CPU; on CUDA unless TF32 is allowed."""
+    if torch.device(device).type != "cuda":
+        return True
+    return torch.get_float32_matmul_precision() == "highest" and not torch.backends.cuda.matmul.allow_tf32
 
 
 def product_norms64(*factors: torch.Tensor) -> torch.Tensor:

@@ -18,7 +18,10 @@ load hits all alike (``*_best_times``: fastest repeats, a load diagnostic). Peak
 ``max_memory_allocated`` or the CPU's ``VmHWM`` above the resident size before the call
 (``tracemalloc`` does not see torch's tensors). ``fraction_of_matmul_peak``: counted FLOPs
 (:func:`~dpcompanion.training.bench_measure.private_step_flops`) x run-steps/s over the best
-measured ``2048 x 2048`` float32 matmul rate (measured at the start and the end).
+measured ``2048 x 2048`` float32 matmul rate (measured at the start and the end). Before any
+timing, glibc is told to keep freed memory (:func:`~dpcompanion.training.bench_measure.keep_freed_memory`,
+``allocator`` in the JSON), for every method alike: otherwise each step's multi-MB tensors are
+returned to the system and faulted in again, a cost of the allocator's policy, not of the step.
 
 The ``linear_*`` keys (:func:`~dpcompanion.training.bench_workloads.run_linear_benchmark`): the
 influence sweep's logistic regression (N = 1000, D = 60, 1000 runs) by our trainer against the
@@ -47,7 +50,7 @@ from typing import Any, Callable
 import torch
 
 from dpcompanion.core.provenance import REPO, git_state, resolve_device, validate_mode, validate_seed, versions
-from dpcompanion.training.bench_measure import PeakMemory, matmul_peak_gflops, median_and_all, private_step_flops, torch_threads
+from dpcompanion.training.bench_measure import PeakMemory, keep_freed_memory, matmul_peak_gflops, median_and_all, private_step_flops, torch_threads
 from dpcompanion.training.bench_workloads import (LINEAR_SETTINGS, LINEAR_WORKLOADS, OPACUS_MODES, SETTINGS, WORKLOADS,
                                                    OpacusRunner, OursRunner, run_cnn_benchmark, run_linear_benchmark,
                                                    run_mlp_overhead, workload_data, workload_schedule)
@@ -170,8 +173,10 @@ def run_benchmark(
     if bad or not opacus_modes:
         raise ValueError(f"opacus modes must be a non-empty subset of {', '.join(OPACUS_MODES)}, got {list(opacus_modes)}")
     log = log or (lambda s: None)
+    allocator = keep_freed_memory()
     with torch_threads(threads):
-        return _run(mode=mode, dev=dev, size=size, cfg=cfg, seed=seed, opacus_modes=opacus_modes, log=log)
+        return _run(mode=mode, dev=dev, size=size, cfg=cfg, seed=seed, opacus_modes=opacus_modes, log=log) | {
+            "allocator": allocator}
 
 
 def _run(*, mode, dev, size, cfg, seed, opacus_modes, log) -> dict[str, Any]:
@@ -368,6 +373,7 @@ def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "p
     dev = resolve_device(device)
     if size not in LINEAR_WORKLOADS:
         raise ValueError(f"size must be one of {', '.join(LINEAR_WORKLOADS)}, got {size!r}")
+    allocator = keep_freed_memory()
     with torch_threads(threads):
         t0 = time.perf_counter()
         load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
@@ -383,7 +389,7 @@ def run_linear_only(*, mode: str = "quick", device: str = "auto", size: str = "p
             "matmul_peak_gflops": peak["gflops"], "matmul_peak": peak,
             "load_average_before": load_before,
             "load_average_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
-            "wall_s": time.perf_counter() - t0, "provenance": provenance_extras(dev),
+            "wall_s": time.perf_counter() - t0, "provenance": provenance_extras(dev), "allocator": allocator,
         }
         result["targets"] = targets(result)
         return result

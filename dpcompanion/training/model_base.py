@@ -116,8 +116,8 @@ def round_down_subnormal(s64: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     [0.0, 0.6666666666666666, 1.0]
     """
     out = s64.to(dtype)
-    if dtype == torch.float64:
-        return out
+    if dtype == torch.float64 or s64.numel() == 0 or not float(s64.amin()) < torch.finfo(dtype).tiny:
+        return out  # no value below the normal range (the common case: one reduction, no pass)
     up = (s64 < torch.finfo(dtype).tiny) & (out.to(torch.float64) > s64)
     return torch.where(up, torch.nextafter(out, torch.zeros_like(out)), out)
 
@@ -169,10 +169,12 @@ def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype,
         num = max(0.0, clip_norm - (1.0 + kappa) * float(absolute))
     # reciprocal times C, as torch evaluates ``C / tensor``
     s = (norms.clamp_min(1e-30) * (1.0 + kappa)).reciprocal_() * num
-    s = torch.where(torch.isnan(s), 0.0, s)  # a NaN norm (or slack): factor 0
+    s = s.nan_to_num_(nan=0.0, posinf=math.inf, neginf=-math.inf)  # a NaN norm (or slack): factor 0
     # below float64's normal range (a subnormal C) the product above rounds by up to half a step,
-    # more than its relative error: one step down makes s no larger than its exact value
-    s = torch.where(s < _TINY64, torch.nextafter(s, torch.zeros_like(s)), s)
+    # more than its relative error: one step down makes s no larger than its exact value (a pass
+    # only where some factor is that small)
+    if s.numel() and float(s.amin()) < _TINY64:
+        s = torch.where(s < _TINY64, torch.nextafter(s, torch.zeros_like(s)), s)
     return round_down_subnormal(s, dtype)
 
 
@@ -364,6 +366,9 @@ def sqnorms_upper(v: torch.Tensor, dim: int = -1, sums: torch.Tensor | None = No
     S = (v * v).sum(dim) if sums is None else sums
     out = reduction_upper(S, n)
     add = n * underflow_unit(v.dtype) / 2
+    lo, hi = torch.aminmax(out) if out.numel() else (out.new_ones(()), out.new_ones(()))
+    if float(lo) >= add * 2.0**30 and float(hi) < math.inf:  # every row finite and well above the allowance
+        return out
     bad = torch.isinf(S) | ((S > 0) & (out < add * 2.0**30))
     if bool(bad.any()):
         again = torch.linalg.vector_norm(v, dim=dim, dtype=torch.float64).square_()
@@ -400,6 +405,8 @@ def finite_clip_sum(raw, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor, 
     are finite are returned as computed.
     """
     res = raw(theta, X, y, clip_norm=clip_norm, weights=weights)
+    if bool(torch.isfinite(res.grad_sum.sum())):  # a finite total has no inf or NaN entry: one reduction
+        return res
     ok = torch.isfinite(res.grad_sum).all(dim=-1)
     if bool(ok.all()):
         return res

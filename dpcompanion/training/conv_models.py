@@ -132,8 +132,10 @@ class GhostConvModel(FuncModel):
       ``sum_{p,q} (a_p . a_q)(g_p . g_q)``, whichever costs less (:func:`_conv_ghost`); the bias
       gradient is ``sum_p g_p``.
 
-    Squared norms come from :func:`~dpcompanion.training.model_base.sqnorms` (in a product of two, the
-    narrower factor in float64; the ghost Gram products in float64), the factors from
+    Squared norms come from :func:`~dpcompanion.training.model_base.sqnorms_upper` (a linear layer's
+    two factors and a conv's bias: one float32 reduction each, bounded above),
+    :func:`~dpcompanion.training.model_base.sqnorms` (a formed conv gradient: long rows, where float32
+    partials are tighter) or float64 Gram products (the ghost branch), the factors from
     :func:`~dpcompanion.training.model_base.clip_scale`. Runs are looped.
 
     On CPU the forward feeds max-pooling layers channels-last tensors (``channels_last_pool``):
@@ -182,7 +184,7 @@ class GhostConvModel(FuncModel):
             nsq = norms64(psg.reshape(N, -1)).square() if f64 else sqnorms(psg.reshape(N, -1))
             carry = ("formed", psg, None, gb)
         if gb is not None:
-            nsq = nsq + (norms64(gb).square() if f64 else sqnorms(gb))
+            nsq = nsq + (norms64(gb).square() if f64 else sqnorms_upper(gb))
         return nsq, carry
 
     @staticmethod

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
 from dpcompanion.training.model_base import (ClipResult, Model, clip_factors, finite_clip_sum, norms64, product_norms64,
-                                             sqnorms, sqnorms_upper, underflow_unit)
+                                             sqnorms, underflow_unit)
 
 __all__ = ["FuncModel", "GhostConvModel", "MNISTCNN", "CIFARCNN"]
 
@@ -156,10 +156,11 @@ class GhostConvModel(FuncModel):
                 na = norms64(a)
                 return product_norms64(norms64(g), torch.hypot(na, torch.ones_like(na)) if mod.bias is not None
                                        else na), ("linear", a, g)
-            # each factor from one float32 reduction, bounded above (sqnorms_upper): their
-            # product bounds the product of the exact squared norms
-            an = sqnorms_upper(a) + (1.0 if mod.bias is not None else 0.0)
-            return sqnorms_upper(g) * an, ("linear", a, g)
+            # the wider factor from float32 partials (sqnorms), the other in float64 (one float32
+            # estimate per product: its error bound fits the clip slack, a product of two would not)
+            wide_a = a.shape[-1] >= g.shape[-1]
+            an = (sqnorms(a) if wide_a else norms64(a).square()) + (1.0 if mod.bias is not None else 0.0)
+            return (norms64(g).square() if wide_a else sqnorms(g)) * an, ("linear", a, g)
         N, c_out = g.shape[0], g.shape[1]
         A = _patches(a, mod)  # (N, L, d)
         L, d = A.shape[1], A.shape[2]

@@ -235,7 +235,7 @@ class DenseModel(Model):
         p = self.unflatten(theta)
         W1, b1, W2, b2 = p["W1"], p["b1"], p["W2"], p["b2"]  # (K,H,d) (K,H) (K,1,H) (K,1)
         Xa = torch.cat([X, torch.ones(N, 1, dtype=X.dtype, device=X.device)], dim=1)  # (N, d+1)
-        xn = norms64(Xa).square()  # float64 from the values (d + 1 terms: the cheap factor)
+        xn = norms64(Xa).square()  # float64 from the values: it multiplies a float32 estimate (sqnorms)
         W1a = torch.cat([W1, b1.unsqueeze(-1)], dim=-1)  # (K, H, d+1)
         # one run: one GEMM; several: a batched one with contiguous outputs (faster later products)
         a = (torch.mm(Xa, W1a[0].t()).unsqueeze(0) if K == 1 else torch.matmul(Xa, W1a.transpose(-1, -2))).relu_()
@@ -245,9 +245,9 @@ class DenseModel(Model):
         return {"a": a, "D": D, "dz": dz, "losses": losses, "Xa": Xa, "xn": xn, "W2": W2}
 
     def _relu_norms(self, fw: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-sample gradient norms ``(K, N)`` (float64; upper bounds from one float32 reduction per
-        factor, :func:`~dpcompanion.training.model_base.sqnorms_upper`, or, for float64 values,
-        products of norms before squaring,
+        """Per-sample gradient norms ``(K, N)`` (float64; from float32 partials of the training dtype's
+        values, :func:`~dpcompanion.training.model_base.sqnorms`, at most one such factor in each
+        product, or, for float64 values, products of norms before squaring,
         :meth:`_binary_relu_norms64`) and the underflow slack of
         :func:`~dpcompanion.training.model_base.clip_scale`."""
         a, D, dz, Xa, xn = fw["a"], fw["D"], fw["dz"][..., 0], fw["Xa"], fw["xn"]
@@ -346,9 +346,12 @@ class DenseModel(Model):
                     slack = slack + eta * (wa * nd + wd * na + wa * wd + wd)
                     norms_sq.add_(product_norms64(nd, torch.hypot(na, torch.ones_like(na)) if self.bias else na))
                     continue
-                # each factor from one float32 reduction, bounded above (sqnorms_upper): a product
-                # of upper bounds is one, so neither factor needs float64
-                an, dn = sqnorms_upper(a_l), sqnorms_upper(d_l)
+                # the wider factor from float32 partials (sqnorms), the other in float64: the error
+                # bound of one float32 estimate fits the clip slack, that of a product of two would not
+                if a_l.shape[-1] >= d_l.shape[-1]:
+                    an, dn = sqnorms(a_l), norms64(d_l).square_()
+                else:
+                    an, dn = norms64(a_l).square_(), sqnorms(d_l)
                 slack = slack + eta * (wa * dn.sqrt() + wd * an.sqrt() + wa * wd + wd)
                 if self.bias:
                     an.add_(1.0)

@@ -136,8 +136,8 @@ def clip_scale(norms: torch.Tensor, clip_norm: float, *, dtype: torch.dtype,
     squares could over- or underflow, :func:`norms64`, and the ghost paths multiply factor norms
     before squaring, :func:`product_norms64`); float32 values from float32 partials of 7 squares,
     at least ``sqrt(1 - E)`` of the exact norm with ``E`` 7 u (:func:`sqnorms`, :func:`sqnorm_error`), or
-    an upper bound of it from one float32 reduction (:func:`sqnorms_upper`, the dense and linear
-    layers' factors; the paths combine them in float64 with a few roundings); a norm below 1e-30 is taken as 1e-30, which only lowers the
+    an upper bound of it from one float32 reduction (:func:`sqnorms_upper`, the paper's network;
+    the paths combine them in float64 with a few roundings); a norm below 1e-30 is taken as 1e-30, which only lowers the
     factor, so an absolute error in a norm that small does not matter. (ii) The factor: two
     float64 roundings (reciprocal, product; one step down below float64's normal range, where
     the product's rounding is absolute), then the cast to ``dtype``: to nearest for a normal

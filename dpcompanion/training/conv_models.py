@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
 from dpcompanion.training.model_base import (ClipResult, Model, clip_factors, finite_clip_sum, norms64, product_norms64,
-                                             sqnorms, underflow_unit)
+                                             sqnorms, sqnorms_upper, underflow_unit)
 
 __all__ = ["FuncModel", "GhostConvModel", "MNISTCNN", "CIFARCNN"]
 
@@ -132,10 +132,9 @@ class GhostConvModel(FuncModel):
       ``sum_{p,q} (a_p . a_q)(g_p . g_q)``, whichever costs less (:func:`_conv_ghost`); the bias
       gradient is ``sum_p g_p``.
 
-    Squared norms come from :func:`~dpcompanion.training.model_base.sqnorms_upper` (a linear layer's
-    two factors and a conv's bias: one float32 reduction each, bounded above),
-    :func:`~dpcompanion.training.model_base.sqnorms` (a formed conv gradient: long rows, where float32
-    partials are tighter) or float64 Gram products (the ghost branch), the factors from
+    Squared norms come from :func:`~dpcompanion.training.model_base.sqnorms` (in a product of two, the
+    narrower factor in float64; the ghost Gram products in float64; a conv's bias from one bounded
+    float32 reduction, :func:`~dpcompanion.training.model_base.sqnorms_upper`), the factors from
     :func:`~dpcompanion.training.model_base.clip_scale`. Runs are looped.
 
     On CPU the forward feeds max-pooling layers channels-last tensors (``channels_last_pool``):

@@ -374,6 +374,28 @@ def test_a_page_shows_the_full_result_only_when_fresh(tiny, monkeypatch):
     assert "stale (code changed" in note and f"experiment {tiny.id} --mode full" in note
 
 
+def test_a_full_result_of_uncommitted_code_is_stale_until_it_is_committed(tiny, monkeypatch):
+    """A full result made (or revalidated) while its compute code differs from the last commit
+    is not fresh: the commit holds other code. An edit git sees but the code hash does not (a
+    docstring) keeps it fresh. The checkout is never touched: git's answers are replaced."""
+    store.compute(tiny.id, mode="full", device="cpu")
+    assert store.load(tiny.id, mode="full").fresh
+    path = "dpcompanion/training/influence.py"
+    here = (files.PKG.parent / path).read_bytes()
+    monkeypatch.setattr(files, "_changed_paths", lambda top, folder: {path})
+    committed = {"body": here.replace(b"\ndef ", b"\n_EXTRA = 1\n\n\ndef ", 1),
+                 "docstring": here.replace(b'"""', b'"""Edited. ', 1)}
+    assert all(v != here for v in committed.values())
+    monkeypatch.setattr(files, "_committed", lambda top, p: committed["body"] if p == path else None)
+    r = store.load(tiny.id, mode="full")
+    assert not r.fresh and r.stale_reason.startswith("its code is not committed: dpcompanion.training.influence")
+    assert store.fresh_full(tiny.id) is None
+    monkeypatch.setattr(files, "_committed", lambda top, p: committed["docstring"] if p == path else None)
+    assert store.load(tiny.id, mode="full").fresh
+    monkeypatch.setattr(files, "_changed_paths", lambda top, folder: {"dpcompanion/book/pdf.py"})
+    assert store.load(tiny.id, mode="full").fresh  # an edit outside its code
+
+
 def test_pages_pick_full_results_through_the_store():
     """One rule for which result a page shows: no notebook loads a full result itself (a
     stale one would be shown as current)."""

@@ -14,7 +14,9 @@ A result is **fresh** when its files read back intact (:func:`load` checks every
 capped; a damaged result is listed and named, never shown), its provenance seal matches (a
 sha256 per field: an edited field makes it stale), it is consistent (:func:`inconsistency`), its
 files equal their last commit unless the store wrote them (:mod:`.files`, the journal in the git
-directory), and its config hash and code hash equal the current ones. The **digest** covers the
+directory), and its config hash and code hash equal the current ones; a full or paper result also needs
+its compute code committed (:func:`.files.uncommitted_code`: code no commit holds never makes a
+fresh result). The **digest** covers the
 payload only (canonical encoding, times left out), so the same config and seed give the same
 digest on any executor. The **code hash** covers an experiment's ``units``, ``run_unit``,
 ``combine``, ``CONFIGS`` and what they use, transitively, every other ``dpcompanion`` module as

@@ -35,7 +35,8 @@ from dpcompanion.core.provenance import REPO
 from dpcompanion.core.validate import can_create_file_in
 from dpcompanion.experiments import base
 
-__all__ = ["digest", "config_hash", "code_files", "code_hash", "code_files_at", "code_hash_of", "TIME_KEYS",
+__all__ = ["digest", "config_hash", "code_files", "code_hash", "code_files_at", "code_hash_of",
+           "uncommitted_code", "TIME_KEYS",
            "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "PKG", "INLINE_MAX", "SEAL", "STALE_TEMP_S",
            "Damaged", "Replaced", "NPZ_ERRORS", "MAX_ARRAY_BYTES", "read_npz", "npz_keys", "lock_path", "result_lock",
            "results_root", "result_dir", "check_writable", "sealed", "seal_problem", "sorted_keys", "temp_name",
@@ -446,6 +447,48 @@ def code_hash(exp: base.Experiment) -> str:
     """sha256 over :func:`code_files` (module names and their source hashes) and
     :data:`RUN_POLICY` (how the store runs a unit, which can change its last bits)."""
     return code_hash_of(code_files(exp))
+
+
+def uncommitted_code(exp: base.Experiment) -> list[str]:
+    """The modules of the experiment's compute code (:func:`code_files`) whose code here is not
+    what the checkout's last commit holds: a tracked file edited (beyond its docstrings and
+    comments) or a new file. ``[]`` when none, outside git, or when git cannot tell. A full or
+    paper result is committed beside its code, so one made or revalidated with such code is stale
+    until that code is committed: it is never shown as fresh from code no commit holds."""
+    found = repo_of(PKG)
+    prefix = _rel(PKG.parent, found[0]) if found else None
+    if prefix is None:
+        return []
+    prefix = "" if prefix == "." else prefix + "/"
+    changed = _changed_paths(found[0], prefix + PKG.name)
+    here = code_files(exp)
+    if not changed or not any(prefix + p in changed for m in here for p in module_paths(m) or ()):
+        return []
+
+    def at_head(name):
+        paths = module_paths(name)
+        if paths is None or not any(prefix + p in changed for p in paths):
+            return _source_here(name)
+        for path, is_pkg in zip(paths, (False, True)):
+            data = _committed(found[0], prefix + path)
+            if data is not None:
+                return data, is_pkg
+        return None
+    head = walk_code(roots_of(exp), at_head, names_of(exp))
+    return sorted(m for m in set(here) | set(head) if here.get(m) != head.get(m))
+
+
+def _changed_paths(top: Path, folder: str) -> set[str]:
+    """The files under ``folder`` (relative to the work tree ``top``) that differ from the last
+    commit or are new: git status, untracked files included."""
+    out = _git(top, "status", "--porcelain=v1", "--untracked-files=all", "--", f"{folder}/")
+    return {line[3:].split(" -> ")[-1] for line in (out or "").splitlines() if len(line) > 3}
+
+
+def _committed(top: Path, path: str) -> bytes | None:
+    """The bytes of ``path`` at the last commit (HEAD), None where it holds no such file."""
+    out = _git(top, "show", f"HEAD:{path}")
+    return None if out is None else out.encode()
 
 
 #: arrays with more elements than this go to ``arrays.npz``; smaller ones stay in the JSON

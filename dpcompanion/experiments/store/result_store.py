@@ -185,6 +185,11 @@ def _staleness(exp: base.Experiment, res: StoredResult, config: dict | None) -> 
         if not changed:
             return "code changed: the store's run policy"
         return "code changed: " + ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+    if res.mode in base.FINGERPRINTED_MODES:
+        loose = files.uncommitted_code(exp)
+        if loose:
+            return ("its code is not committed: " + ", ".join(loose[:5]) + (" ..." if len(loose) > 5 else "")
+                    + " (commit it, then the result is fresh)")
     return ""
 
 

@@ -68,3 +68,22 @@ def test_a_clone_without_history_says_unknown(monkeypatch):
     finally:
         margin_dates.first_committed.cache_clear()
 
+
+
+@pytest.mark.skipif(not _history(), reason="a clone without history cannot date a result")
+def test_a_recomputed_result_is_dated_by_its_first_commit():
+    """A result recomputed after its margin was declared was still seen first at its first commit:
+    the margin reads as chosen after the results, however new the recomputation."""
+    folder = margin_dates.ROOT / "results" / "w-t1245" / "full"
+    log = subprocess.run(["git", "-C", str(margin_dates.ROOT), "log", "--format=%cI", "--",
+                          "results/w-t1245/full/payload.json"], capture_output=True, text=True, check=True).stdout.split()
+    seen = margin_dates.first_result_commit(str(folder))
+    assert log and seen == log[-1]  # git log lists newest first
+    later = [m for m in MARGINS.values()
+             if (margin_dates.first_committed(margin_dates.declaration(m)[2]) or "9999") > seen]
+    assert later, "no margin was committed after w-t1245's first full result"
+    m = later[0]
+    assert margin_dates.when(m, "2999-01-01T00:00:00+00:00")["status"] == margin_dates.BEFORE
+    dated = margin_dates.when(m, "2999-01-01T00:00:00+00:00", str(folder))
+    assert dated["status"] == margin_dates.AFTER and dated["created"] == seen
+    assert margin_dates.first_result_commit(str(margin_dates.ROOT / "results" / "no-such" / "full")) is None

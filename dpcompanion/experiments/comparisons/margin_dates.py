@@ -16,7 +16,8 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-__all__ = ["AFTER", "BEFORE", "UNKNOWN", "declaration", "first_committed", "when", "shallow", "ROOT"]
+__all__ = ["AFTER", "BEFORE", "UNKNOWN", "declaration", "first_committed", "first_result_commit", "when", "shallow",
+           "ROOT"]
 
 #: the repository root (the package's parent)
 ROOT = Path(__file__).resolve().parents[3]
@@ -94,13 +95,35 @@ def first_committed(literal: str) -> str | None:
     return first
 
 
-def when(margin, created: str | None) -> dict:
-    """The date of ``margin`` against the judged result's ``created``: ``{"status", "committed",
-    "created", "declared"}``, ``status`` one of :data:`AFTER`, :data:`BEFORE`, :data:`UNKNOWN`.
+def first_result_commit(folder: str | None) -> str | None:
+    """ISO date of the first commit that added a ``payload.json`` to the result folder ``folder``
+    (any config, any digest since), None where git holds none or cannot say."""
+    if not folder or shallow():
+        return None
+    try:
+        rel = Path(folder).resolve().relative_to(ROOT.resolve()).as_posix()
+    except ValueError:
+        return None
+    out = _git("log", "--reverse", "--format=%cI", "--", f"{rel}/payload.json")
+    return (out or "").split("\n", 1)[0].strip() or None
+
+
+def when(margin, created: str | None, folder: str | None = None) -> dict:
+    """The date of ``margin`` against the judged result's: ``{"status", "committed", "created",
+    "declared"}``, ``status`` one of :data:`AFTER`, :data:`BEFORE`, :data:`UNKNOWN`. The result's date
+    is the earlier of its ``created`` and the first commit of a result in its ``folder``
+    (:func:`first_result_commit`): a result recomputed later was seen at its first commit, and a
+    margin chosen after that is chosen after the results.
 
     >>> when(None, "2026-01-01T00:00:00+00:00")["status"]
     'margin date unknown'
     """
+    seen = first_result_commit(folder)
+    if seen and created:
+        try:
+            created = min(created, seen, key=datetime.fromisoformat)
+        except ValueError:
+            pass
     out = {"status": UNKNOWN, "committed": None, "created": created, "declared": None}
     if margin is None or margin.value is None:
         return out

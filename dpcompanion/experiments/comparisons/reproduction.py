@@ -133,8 +133,8 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     out["units"] = margin_of.units if margin_of is not None else None  # the forest plot's panel
     if margin_of is not None and margin_of.value is not None:
         # where the margin's value comes from (its basis and declaration) and when it was first
-        # committed against the judged result's creation, read from git (margin_dates)
-        dated = margin_dates.when(margin_of, result.get("created"))
+        # committed against when the judged result was first seen, read from git (margin_dates)
+        dated = margin_dates.when(margin_of, result.get("created"), result.get("path"))
         out["margin_basis"] = margin_of.basis
         out["margin_dated"] = dated
         out["margin_source"] = (f"{margin_of.basis}, declared at {dated['declared'] or '?'}"

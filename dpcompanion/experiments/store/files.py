@@ -35,13 +35,6 @@ from dpcompanion.core.provenance import REPO
 from dpcompanion.core.validate import can_create_file_in
 from dpcompanion.experiments import base
 
-__all__ = ["digest", "config_hash", "code_files", "code_hash", "code_files_at", "code_hash_of",
-           "uncommitted_code", "TIME_KEYS",
-           "CONFIG_DIGITS", "CODE_HASH_EXCLUDE", "PKG", "INLINE_MAX", "SEAL", "STALE_TEMP_S",
-           "Damaged", "Replaced", "NPZ_ERRORS", "MAX_ARRAY_BYTES", "read_npz", "npz_keys", "lock_path", "result_lock",
-           "results_root", "result_dir", "check_writable", "sealed", "seal_problem", "sorted_keys", "temp_name",
-           "temp_is_stale", "olds", "cleanup", "save", "replace_provenance", "read_files", "not_a_folder",
-           "read_json", "MAX_JSON_BYTES", "JOURNAL", "repo_of", "forget", "state", "modified", "RUN_POLICY"]
 
 #: how every unit is run (``result_store.run_one``), part of every code hash: change it with that
 RUN_POLICY = "unit single-threaded: torch 1 intra-op thread, BLAS 1 thread"
@@ -481,13 +474,13 @@ def uncommitted_code(exp: base.Experiment) -> list[str]:
 def _changed_paths(top: Path, folder: str) -> set[str]:
     """The files under ``folder`` (relative to the work tree ``top``) that differ from the last
     commit or are new: git status, untracked files included."""
-    out = _git(top, "status", "--porcelain=v1", "--untracked-files=all", "--", f"{folder}/")
+    out = git(top, "status", "--porcelain=v1", "--untracked-files=all", "--", f"{folder}/")
     return {line[3:].split(" -> ")[-1] for line in (out or "").splitlines() if len(line) > 3}
 
 
 def _committed(top: Path, path: str) -> bytes | None:
     """The bytes of ``path`` at the last commit (HEAD), None where it holds no such file."""
-    out = _git(top, "show", f"HEAD:{path}")
+    out = git(top, "show", f"HEAD:{path}")
     return None if out is None else out.encode()
 
 
@@ -529,29 +522,41 @@ def check_writable(path: Path) -> None:
 
 # --- payload files -------------------------------------------------------------------
 
-def _split_arrays(obj: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
+def encode_array(a: np.ndarray, arrays: dict[str, np.ndarray]) -> dict:
+    """An array as JSON: inline up to :data:`INLINE_MAX` elements, else a reference to its entry
+    of ``arrays`` (written to the ``.npz``); the same for results and for units."""
+    if a.size > INLINE_MAX:
+        key = f"a{len(arrays)}"
+        arrays[key] = a
+        return {"__npz__": key}
+    return {"__array__": a.tolist(), "dtype": a.dtype.str, "shape": list(a.shape)}
+
+
+def decode_array(obj: dict, arrays) -> np.ndarray | None:
+    """The array an :func:`encode_array` entry stands for; None for any other dict."""
+    if set(obj) == {"__npz__"}:
+        return np.asarray(arrays[obj["__npz__"]])
+    if "__array__" in obj:
+        return np.asarray(obj["__array__"], dtype=np.dtype(obj["dtype"])).reshape(obj["shape"])
+    return None
+
+
+def _split_arrays(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
     if isinstance(obj, np.ndarray):
-        if obj.size > INLINE_MAX:
-            key = f"a{len(arrays)}"
-            arrays[key] = obj
-            return {"__npz__": key}
-        return {"__array__": obj.tolist(), "dtype": obj.dtype.str, "shape": list(obj.shape)}
+        return encode_array(obj, arrays)
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, dict):
-        return {k: _split_arrays(v, arrays, f"{path}/{k}") for k, v in obj.items()}
+        return {k: _split_arrays(v, arrays) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_split_arrays(v, arrays, f"{path}/{i}") for i, v in enumerate(obj)]
+        return [_split_arrays(v, arrays) for v in obj]
     return obj
 
 
 def _join_arrays(obj: Any, arrays) -> Any:
     if isinstance(obj, dict):
-        if set(obj) == {"__npz__"}:
-            return arrays[obj["__npz__"]]
-        if "__array__" in obj:
-            return np.asarray(obj["__array__"], dtype=np.dtype(obj["dtype"])).reshape(obj["shape"])
-        return {k: _join_arrays(v, arrays) for k, v in obj.items()}
+        a = decode_array(obj, arrays)
+        return a if a is not None else {k: _join_arrays(v, arrays) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_join_arrays(v, arrays) for v in obj]
     return obj
@@ -585,7 +590,6 @@ def _write_json(path: Path, data: Any) -> None:
 #: the provenance field holding the seal: ``{field: sha256[:16] of its JSON value}`` for every
 #: other field (see the module docstring)
 SEAL = "provenance_seal"
-#: the command that seals results stored before seals existed
 
 
 def _seal_of(provenance: dict) -> dict[str, str]:
@@ -776,7 +780,7 @@ def save(target: Path, payload: dict, provenance: dict) -> None:
         try:
             _checkpoint("tmp made")
             arrays: dict[str, np.ndarray] = {}
-            _write_json(tmp / "payload.json", _split_arrays(payload, arrays, ""))
+            _write_json(tmp / "payload.json", _split_arrays(payload, arrays))
             _checkpoint("payload written")
             if arrays:
                 np.savez_compressed(tmp / "arrays.npz", **arrays)
@@ -838,14 +842,20 @@ def replace_provenance(target: Path, provenance: dict, *, expect: dict) -> None:
         if json.dumps(now, sort_keys=True) != json.dumps(expect, sort_keys=True):  # as JSON: NaN != NaN
             raise Replaced(f"{target}: another save or rewrite replaced the result meanwhile; nothing written")
         _checkpoint("provenance checked")
-        tmp = temp_name(target / "provenance.json", "tmp", ".json")
-        try:
-            _write_json(tmp, provenance)  # the umask's permissions (tempfile.mkstemp would give 0o600)
-            os.replace(tmp, target / "provenance.json")
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        # the umask's permissions (tempfile.mkstemp would give 0o600)
+        write_atomic(target / "provenance.json", lambda tmp: _write_json(tmp, provenance))
         record_in_journal(target)
+
+
+def write_atomic(path: Path, write) -> None:
+    """``write(tmp)`` into a temporary file beside ``path``, then renamed over it (a kill leaves no half file)."""
+    tmp = temp_name(path, "tmp", path.suffix)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class Damaged(Exception):
@@ -1096,7 +1106,7 @@ GIT_TIMEOUT_S = 30
 RESULT_FILES = ("payload.json", "arrays.npz", "provenance.json")
 
 
-def _git(cwd: Path, *args: str) -> str | None:
+def git(cwd: Path, *args: str) -> str | None:
     try:
         out = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, timeout=GIT_TIMEOUT_S,
                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
@@ -1107,8 +1117,8 @@ def _git(cwd: Path, *args: str) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def _repo_cached(folder: str) -> tuple[str, str] | None:
-    top = _git(Path(folder), "rev-parse", "--show-toplevel")
-    gitdir = _git(Path(folder), "rev-parse", "--absolute-git-dir")
+    top = git(Path(folder), "rev-parse", "--show-toplevel")
+    gitdir = git(Path(folder), "rev-parse", "--absolute-git-dir")
     if not top or not gitdir:
         return None
     return top.strip(), gitdir.strip()
@@ -1191,10 +1201,10 @@ def state(folder: Path) -> tuple[str, str]:
     rel = _rel(folder, top)
     if rel is None:
         return "no git", ""
-    status = _git(top, "status", "--porcelain=v1", "--untracked-files=all", "--", f"{rel}/")
+    status = git(top, "status", "--porcelain=v1", "--untracked-files=all", "--", f"{rel}/")
     if status is None:
         return "no git", ""
-    last = (_git(top, "log", "-1", "--format=%H", "--", f"{rel}/") or "").strip()[:12]
+    last = (git(top, "log", "-1", "--format=%H", "--", f"{rel}/") or "").strip()[:12]
     if hidden(top, rel):  # git status would not show an edit of it: treated as modified
         return "hidden", last
     if not status.strip():
@@ -1209,7 +1219,7 @@ def state(folder: Path) -> tuple[str, str]:
 def hidden(top: Path, rel: str) -> list[str]:
     """The files under ``rel`` (in the work tree ``top``) that git is told not to compare:
     ``git ls-files -v`` tags them ``S`` (skip-worktree) or in lower case (assume-unchanged)."""
-    out = _git(top, "ls-files", "-v", "--", f"{rel}/")
+    out = git(top, "ls-files", "-v", "--", f"{rel}/")
     names = []
     for line in (out or "").splitlines():
         tag, _, name = line.partition(" ")

@@ -24,7 +24,6 @@ import numpy as np
 from dpcompanion.experiments.store import files
 from dpcompanion.experiments.store.files import TIME_KEYS, digest
 
-__all__ = ["Tolerance", "FLOAT32", "FLOAT64", "TOLERANCES", "tolerance", "pack", "unpack", "compare", "ARRAY_TAG"]
 
 
 @dataclasses.dataclass(frozen=True)

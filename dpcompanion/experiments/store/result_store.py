@@ -31,10 +31,6 @@ from dpcompanion.experiments.store import files, numeric, unit_sweeps
 from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, config_hash, digest, result_dir, sealed
 from dpcompanion.experiments.store.unit_sweeps import cpu_model
 
-__all__ = ["StoredResult", "load", "compute", "load_or_compute", "SHOWN_FIRST", "best_fresh", "fresh_full",
-           "fresh_paper", "result_to_show", "revalidate", "list_results",
-           "LocalExecutor", "DaskExecutor", "make_executor", "check_executor_options", "check_scheduler_address",
-           "max_workers", "run_one", "worker_environ", "EXECUTORS", "SCHEDULER_TIMEOUT_S", "WORKERS_PER_CORE"]
 
 @dataclasses.dataclass(frozen=True)
 class StoredResult:

@@ -6,20 +6,16 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from dpcompanion.experiments import base
 from dpcompanion.experiments.store import files
-from dpcompanion.experiments.store.files import NPZ_ERRORS, digest, results_root, temp_name
+from dpcompanion.experiments.store.files import NPZ_ERRORS, digest, results_root
 
-__all__ = ["UNITS_SUFFIX", "REUSE_CHECK_S", "units_dir", "unit_key", "save_unit", "load_unit", "sweep_progress",
-           "list_partial", "committed_units", "cpu_model", "estimate_left", "estimate_phrase"]
 
 #: the folder beside ``<mode>/`` that holds the finished units of a sweep in progress
 UNITS_SUFFIX = ".units"
@@ -67,11 +63,7 @@ def _enc(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
     """Exact JSON form of a unit result: arrays (large ones to the .npz), numpy scalars with
     their dtype and tuples are kept as such, so that ``combine`` sees the very same values."""
     if isinstance(obj, np.ndarray):
-        if obj.size > files.INLINE_MAX:
-            key = f"a{len(arrays)}"
-            arrays[key] = obj
-            return {"__npz__": key}
-        return {"__array__": obj.tolist(), "dtype": obj.dtype.str, "shape": list(obj.shape)}
+        return files.encode_array(obj, arrays)
     if isinstance(obj, np.generic):
         return {"__scalar__": obj.item(), "dtype": obj.dtype.str}
     if isinstance(obj, dict):
@@ -85,10 +77,9 @@ def _enc(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
 
 def _dec(obj: Any, arrays) -> Any:
     if isinstance(obj, dict):
-        if set(obj) == {"__npz__"}:
-            return np.asarray(arrays[obj["__npz__"]])
-        if "__array__" in obj:
-            return np.asarray(obj["__array__"], dtype=np.dtype(obj["dtype"])).reshape(obj["shape"])
+        a = files.decode_array(obj, arrays)
+        if a is not None:
+            return a
         if "__scalar__" in obj:
             return np.dtype(obj["dtype"]).type(obj["__scalar__"])
         if "__tuple__" in obj:
@@ -99,17 +90,6 @@ def _dec(obj: Any, arrays) -> Any:
     if isinstance(obj, list):
         return [_dec(v, arrays) for v in obj]
     return obj
-
-
-def _atomic_bytes(path: Path, write: Callable[[Path], None]) -> None:
-    """Write ``path`` through a temporary file renamed over it (a kill leaves no half file)."""
-    tmp = temp_name(path, "tmp", path.suffix)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def save_unit(folder: Path, key: str, unit: dict, result: dict, counts: dict, *, code: str, seed: int,
@@ -123,13 +103,13 @@ def save_unit(folder: Path, key: str, unit: dict, result: dict, counts: dict, *,
         def npz(p: Path) -> None:
             with open(p, "wb") as fh:
                 np.savez_compressed(fh, **arrays)
-        _atomic_bytes(folder / f"{key}.npz", npz)
+        files.write_atomic(folder / f"{key}.npz", npz)
     rec = {"key": key, "unit": unit, "seed": int(seed), "device": device, "cpu": cpu_model(), "code_hash": code,
            "result": enc,
            "digest": digest(result), "runs": int(counts.get("runs", 0)), "run_steps": int(counts.get("run_steps", 0)),
            "wall_s": round(float(counts.get("wall_s", 0.0)), 3),
            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "created_ns": time.time_ns()}
-    _atomic_bytes(folder / f"{key}.json", lambda p: p.write_text(json.dumps(rec, sort_keys=True) + "\n"))
+    files.write_atomic(folder / f"{key}.json", lambda p: p.write_text(json.dumps(rec, sort_keys=True) + "\n"))
 
 
 def load_unit(folder: Path, key: str) -> dict | None:
@@ -271,12 +251,8 @@ def committed_units(experiment_id: str, mode: str, root: Path | None = None) -> 
     if state is None:
         return 0
     folder = units_dir(experiment_id, mode, root)
-    try:  # ls-tree prints paths relative to the working directory
-        out = subprocess.run(["git", "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", "."], cwd=folder,
-                             capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
+    out = files.git(folder, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", ".")  # paths relative to folder
+    if out is None:
         return None
-    if out.returncode != 0:
-        return None
-    names = {n for n in out.stdout.decode(errors="replace").split("\0") if n}
+    names = {n for n in out.split("\0") if n}
     return sum(1 for key in state[1] if f"{key}.json" in names)

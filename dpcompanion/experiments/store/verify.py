@@ -30,7 +30,6 @@ from dpcompanion.experiments.store import files, numeric
 from dpcompanion.experiments.store.files import TIME_KEYS
 from dpcompanion.experiments.store.result_store import LocalExecutor, load
 
-__all__ = ["verify", "CATCH_TARGET", "VERIFY_ALL_S", "default_units"]
 
 #: the least probability with which a default ``verify`` catches one forged unit
 CATCH_TARGET = 0.95

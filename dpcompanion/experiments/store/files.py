@@ -28,7 +28,7 @@ import numpy as np
 
 try:
     import fcntl
-except ImportError:  # not POSIX: saves and provenance rewrites are then compare-and-swap only
+except ImportError:  # not POSIX: saves of one result are then not serialised
     fcntl = None  # type: ignore[assignment]
 
 from dpcompanion.core.provenance import REPO
@@ -677,7 +677,7 @@ def result_lock(target: Path, *, blocking: bool = True) -> Iterator[bool]:
 #: older than this, or whose writer (same host) is no longer running, is left over from a
 #: killed save and is removed by the next save or listing
 STALE_TEMP_S = 600
-#: how often a save retries its swap when other saves of the same result keep getting in first
+#: how often :func:`check_writable` looks again when a concurrent save swaps the folder away
 SWAP_ATTEMPTS = 20
 _HOST = "".join(c for c in socket.gethostname() if c.isalnum())[:32] or "host"
 
@@ -771,7 +771,8 @@ def save(target: Path, payload: dict, provenance: dict) -> None:
     """Write ``payload`` and ``provenance`` into ``target``, under the result's lock, so that no kill
     loses the previous result: all into ``.<mode>.tmp-…``, then two renames (``<mode>`` to
     ``.<mode>.old-…``, which readers use and :func:`cleanup` puts back if killed here; the new
-    folder to ``<mode>``). Without a lock (not POSIX) the save landing last wins."""
+    folder to ``<mode>``). Without a lock (not POSIX) a save racing another of the same result can
+    fail (the previous result kept): run it again."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with result_lock(target):
         _cleanup_unlocked(target)
@@ -795,34 +796,22 @@ def save(target: Path, payload: dict, provenance: dict) -> None:
 
 
 def _swap_in(tmp: Path, target: Path) -> None:
-    for _ in range(SWAP_ATTEMPTS):
-        old = None
-        if target.exists():
-            old = temp_name(target, "old")
-            try:
-                _rename(target, old)
-            except FileNotFoundError:  # another save moved it away first
-                old = None
-        _checkpoint("old moved away")
-        try:
-            _rename(tmp, target)
-        except OSError as exc:
-            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
-                # another save's result landed between our two renames: it is newer than the
-                # one we moved away, which can go; swap again
-                if old is not None:
-                    shutil.rmtree(old, ignore_errors=True)
-                continue
-            if old is not None and not target.exists():
-                _rename(old, target)
-            raise
-        _checkpoint("new in place")
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        _checkpoint("old removed")
-        return
-    raise ValueError(f"results folder {target}: {SWAP_ATTEMPTS} other saves replaced it while this one "
-                     "was being saved; run the command again")
+    """The two renames of :func:`save`, under the result's lock (no other save moves ``target`` meanwhile)."""
+    old = None
+    if target.exists():
+        old = temp_name(target, "old")
+        _rename(target, old)
+    _checkpoint("old moved away")
+    try:
+        _rename(tmp, target)
+    except OSError:
+        if old is not None and not target.exists():
+            _rename(old, target)
+        raise
+    _checkpoint("new in place")
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    _checkpoint("old removed")
 
 
 class Replaced(Exception):

@@ -860,7 +860,7 @@ def test_results_and_units_record_the_cpu_and_revalidation_names_another_cpu(tin
 
 
 def test_a_stored_unit_records_its_cpu(tmp_path):
-    from dpcompanion.experiments.store import unit_sweeps
+    from dpcompanion.experiments.store import result_store
 
-    unit_sweeps.save_unit(tmp_path, "k", {"a": 1}, {"x": 1.0}, {"runs": 1}, code="c" * 64, seed=0)
-    assert json.loads((tmp_path / "k.json").read_text())["cpu"] == unit_sweeps.cpu_model()
+    result_store.save_unit(tmp_path, "k", {"a": 1}, {"x": 1.0}, {"runs": 1}, code="c" * 64, seed=0)
+    assert json.loads((tmp_path / "k.json").read_text())["cpu"] == result_store.cpu_model()

@@ -22,7 +22,7 @@ import toy_units
 from dpcompanion import cli
 from dpcompanion.core.provenance import REPO
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.store import files, numeric, unit_sweeps
+from dpcompanion.experiments.store import files, numeric, result_store
 
 ID = "test-array-cap"
 #: a listing of a crafted file is refused from its headers: this is generous (it takes ms)
@@ -192,10 +192,10 @@ def test_a_unit_file_over_the_cap_is_recomputed(toy):
     unit = toy.units(config)[0]
     folder = store.units_dir(ID, "quick")
     key = store.unit_key(ID, "quick", unit, 0, "cpu")
-    unit_sweeps.save_unit(folder, key, unit, toy_units.run_unit(unit, "cpu"), {"runs": 1}, code=store.code_hash(toy), seed=0)
-    assert unit_sweeps.load_unit(folder, key) is not None
+    result_store.save_unit(folder, key, unit, toy_units.run_unit(unit, "cpu"), {"runs": 1}, code=store.code_hash(toy), seed=0)
+    assert result_store.load_unit(folder, key) is not None
     (folder / f"{key}.npz").write_bytes(_zip({"a0.npy": _plain_deflate(_npy_header((10**12,)) + bytes(64))}))
-    assert unit_sweeps.load_unit(folder, key) is None
+    assert result_store.load_unit(folder, key) is None
     res = store.compute(ID, mode="quick")
     assert (res.provenance["units_reused"], res.provenance["units_computed"]) == (0, 2)
 

@@ -25,7 +25,7 @@ import toy_units
 
 from dpcompanion import cli
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.store import files, unit_sweeps
+from dpcompanion.experiments.store import files, result_store
 
 #: the module (``store.verify`` is its function)
 verify_module = importlib.import_module("dpcompanion.experiments.store.verify")
@@ -164,7 +164,7 @@ def _store_forged_unit(exp, i: int, *, wall_s: float) -> None:
     unit = exp.units(config)[i]
     result = _run_unit(unit, "cpu")
     result["m"] += 1.0
-    unit_sweeps.save_unit(store.units_dir(ID, "full"), store.unit_key(ID, "full", unit, 0, "cpu"), unit, result,
+    result_store.save_unit(store.units_dir(ID, "full"), store.unit_key(ID, "full", unit, 0, "cpu"), unit, result,
                           {"runs": 1, "wall_s": wall_s}, code=store.code_hash(exp), seed=0)
 
 
@@ -190,7 +190,7 @@ def test_a_forged_unit_claiming_a_long_time_is_trusted_then_caught_by_verify(toy
     as stored (recomputing it is what resuming saves), so the forged number is sealed into the
     result; ``results --verify`` recomputes the units (their recorded times exceed a minute:
     ceil(0.95 * 3) = 3 of them, all) and catches it."""
-    _store_forged_unit(toy, 1, wall_s=unit_sweeps.REUSE_CHECK_S + 1)
+    _store_forged_unit(toy, 1, wall_s=result_store.REUSE_CHECK_S + 1)
     res = store.compute(ID, mode="full")
     assert res.provenance["units_checked"] == 0 and res.provenance["units_reused"] == 1
     assert store.load(ID, mode="full").fresh
@@ -203,7 +203,7 @@ def test_a_forged_unit_claiming_a_long_time_is_trusted_then_caught_by_verify(toy
 def test_honest_stored_units_are_checked_and_reused(toy):
     config = base.config_for(toy, "full", seed=0)
     unit = toy.units(config)[0]
-    unit_sweeps.save_unit(store.units_dir(ID, "full"), store.unit_key(ID, "full", unit, 0, "cpu"), unit,
+    result_store.save_unit(store.units_dir(ID, "full"), store.unit_key(ID, "full", unit, 0, "cpu"), unit,
                           _run_unit(unit, "cpu"), {"runs": 1, "wall_s": 0.1}, code=store.code_hash(toy), seed=0)
     lines: list[str] = []
     res = store.compute(ID, mode="full", progress=lines.append)

@@ -16,7 +16,7 @@ import pytest
 from dpcompanion import cli
 from dpcompanion.book import show
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.store import unit_sweeps
+from dpcompanion.experiments.store import result_store
 
 sys.path.insert(0, str(Path(__file__).parent))
 import gated_sweep  # noqa: E402
@@ -145,7 +145,7 @@ def test_unit_files_round_trip_exactly(tmp_path):
     result = {"a": np.arange(100, dtype=np.float32), "s": np.float32(0.1), "i": np.int64(3), "t": (1, 2.5),
               "small": np.ones((2, 3)), "nested": [{"x": 1.0, "y": "z"}], "nan": float("nan")}
     store.save_unit(tmp_path, "k", {"u": 1}, result, {"runs": 1, "run_steps": 2, "wall_s": 0.5}, code="c", seed=0)
-    back = unit_sweeps.load_unit(tmp_path, "k")["result"]
+    back = result_store.load_unit(tmp_path, "k")["result"]
     assert store.digest(back) == store.digest(result)
     assert type(back["s"]) is np.float32 and type(back["i"]) is np.int64 and back["t"] == (1, 2.5)
     assert back["a"].dtype == np.float32
@@ -218,7 +218,7 @@ def test_no_time_estimate_from_units_of_unequal_size():
     time estimate rather than one from their mean; units alike give the mean times the units
     left. With declared sizes, each unit left is charged the mean of its own size, and a size
     with no finished unit yet gives no estimate."""
-    from dpcompanion.experiments.store.unit_sweeps import estimate_left
+    from dpcompanion.experiments.store.result_store import estimate_left
 
     assert estimate_left({"": [100.0, 110.0, 90.0]}, {"": 2}) == (200.0, "")
     est, why = estimate_left({"": [60.0, 900.0]}, {"": 3})

@@ -21,7 +21,6 @@ from dpcompanion.book import forest, library_figures, plotting, report
 from dpcompanion.core import outputs
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments.comparisons import reproduction as reproduction_report
-from dpcompanion.experiments.store import unit_sweeps
 
 __all__ = ["ExperimentPage", "show_experiment", "data_link", "forest_block", "paper_progress_note", "full_absent_note",
            "headline_rows", "setup_words", "lead_markdown"]
@@ -57,7 +56,7 @@ def paper_progress_note(experiment_id: str, root: Path | None = None) -> str:
     else:
         tag = f" ({committed} of them committed)"
     old = (f", {part['units_old_code']} stored by older code (recomputed)" if part["units_old_code"] else "")
-    when = unit_sweeps.estimate_phrase(part, hours=True)
+    when = store.estimate_phrase(part, hours=True)
     return (f"paper-scale run in progress: {done} of {total} units done{tag}{old}, {when}; continue with "
             f"`python -m dpcompanion experiment {experiment_id} --mode paper`")
 
@@ -70,7 +69,7 @@ def full_absent_note(experiment_id: str) -> str:
     part = store.sweep_progress(experiment_id, "full")
     if part is not None:
         why += (f"; a full sweep is partly done ({part['units_done']}/{part['units_total']} units stored"
-                + (", " if part["estimate_left_s"] is not None else "; ") + unit_sweeps.estimate_phrase(part)
+                + (", " if part["estimate_left_s"] is not None else "; ") + store.estimate_phrase(part)
                 + ") and is not shown until it is complete")
     return f"{why}: `python -m dpcompanion experiment {experiment_id} --mode full` computes it."
 

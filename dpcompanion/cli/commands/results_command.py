@@ -24,7 +24,6 @@ from dpcompanion.cli.commands.experiment_command import add_results_dir_argument
 from dpcompanion.core import outputs
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.store import unit_sweeps
 from dpcompanion.experiments.store.verify import CATCH_TARGET
 
 HELP = "list the stored experiment results (fresh or stale); --revalidate re-checks stale full and paper results cheaply"
@@ -163,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"no stored results under {root}")
     for r in rows:
         if not r["complete"]:
-            left = unit_sweeps.estimate_phrase(r)
+            left = store.estimate_phrase(r)
             old = f", {r['units_old_code']} stored by older code (recomputed)" if r["units_old_code"] else ""
             print(f"{r['id']:<12} {r['mode']:<6} PARTIAL {r['units_done']}/{r['units_total']} units{old}; "
                   f"{left}; `python -m dpcompanion experiment {r['id']} --mode {r['mode']}` "

@@ -25,7 +25,7 @@ out (:data:`CODE_HASH_EXCLUDE`), the run policy (:data:`RUN_POLICY`) is in.
 
 Saves are atomic and never lose the previous result; one writer at a time per result (a lock
 file beside it), and a provenance rewrite is a compare and swap. A sweep stores each unit as it
-finishes (:mod:`.unit_sweeps`), so a killed run resumes; stored units are spot-checked by
+finishes, so a killed run resumes; stored units are spot-checked by
 recomputation before reuse. **Revalidation** (:func:`revalidate`): when the code hash changes,
 only the quick mode is recomputed; an equal quick digest on the same kind of CPU, or quick
 numbers within the experiment's tolerance (:mod:`.numeric`), keeps the result fresh for the new
@@ -34,7 +34,7 @@ by someone with write access reads as fresh: only ``results --verify`` (:mod:`.v
 recomputed at random) finds it.
 
 Modules: :mod:`.files` (identity, layout, seal, saves, checked reads, git), :mod:`.result_store`
-(compute on an executor, load, freshness, revalidation, listing), :mod:`.unit_sweeps`,
+(compute on an executor, resumable sweeps, load, freshness, revalidation, listing),
 :mod:`.numeric`, :mod:`.verify`. Callers use the names exported here
 (``from dpcompanion.experiments import store``; ``store.load_or_compute(...)``).
 """
@@ -47,9 +47,8 @@ from dpcompanion.experiments.store.files import (
 from dpcompanion.experiments.store.result_store import (
     EXECUTORS, SCHEDULER_TIMEOUT_S, SHOWN_FIRST, DaskExecutor, LocalExecutor, StoredResult, best_fresh,
     check_executor_options, check_scheduler_address, compute, fresh_full, fresh_paper, inconsistency, list_results,
-    load, load_or_compute, make_executor, max_workers, result_to_show, revalidate)
-from dpcompanion.experiments.store.unit_sweeps import (
-    committed_units, list_partial, save_unit, sweep_progress, unit_key, units_dir)
+    load, load_or_compute, make_executor, max_workers, result_to_show, revalidate, committed_units, list_partial,
+    save_unit, sweep_progress, unit_key, units_dir, estimate_phrase)
 from dpcompanion.experiments.store.verify import verify
 
 __all__ = [
@@ -59,5 +58,5 @@ __all__ = [
     "check_executor_options", "EXECUTORS", "INLINE_MAX", "check_scheduler_address", "max_workers", "fresh_full",
     "result_to_show", "fresh_paper", "committed_units", "SEAL", "CONFIG_DIGITS",
     "CODE_HASH_EXCLUDE", "TIME_KEYS", "RUN_POLICY", "SCHEDULER_TIMEOUT_S", "verify", "inconsistency", "best_fresh",
-    "SHOWN_FIRST",
+    "SHOWN_FIRST", "estimate_phrase",
 ]

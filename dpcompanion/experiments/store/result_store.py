@@ -1,6 +1,7 @@
-"""Stored results: computing an experiment's units on an executor (local or Dask) and saving
-the result, loading it and deciding whether it is fresh, revalidating a full or paper result by
-its quick mode, listing and sealing (see the package docstring). The sentences a page shows
+"""Stored results: computing an experiment's units on an executor (local or Dask), each unit
+stored as it finishes (a killed sweep resumes), and saving the result; loading it and deciding
+whether it is fresh, revalidating a full or paper result by its quick mode, listing and sealing
+(see the package docstring). The sentences a page shows
 about results are the book's (:mod:`dpcompanion.book.show`).
 """
 
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
+import json
 import logging
 import math
 import os
@@ -22,14 +25,15 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit
 
+import numpy as np
 from threadpoolctl import threadpool_limits
 
 from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
 from dpcompanion.experiments.scale_tables import scale_of, size_mismatches  # the scale block
-from dpcompanion.experiments.store import files, numeric, unit_sweeps
-from dpcompanion.experiments.store.files import SEAL, Damaged, check_writable, config_hash, digest, result_dir, sealed
-from dpcompanion.experiments.store.unit_sweeps import cpu_model
+from dpcompanion.experiments.store import files, numeric
+from dpcompanion.experiments.store.files import (
+    NPZ_ERRORS, SEAL, Damaged, check_writable, config_hash, digest, result_dir, results_root, sealed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,15 +222,259 @@ def _versions() -> dict[str, str]:
     return v
 
 
+# --- resumable sweeps: every unit stored as it finishes, in ``results/<id>/<mode>.units/<key>.json``
+# (+ ``.npz``), so that a run killed part-way resumes where it stopped; and the CPU each records
+
+#: the folder beside ``<mode>/`` that holds the finished units of a sweep in progress
+UNITS_SUFFIX = ".units"
+#: seconds of recorded unit time a resumed sweep spends recomputing stored units before reusing
+#: them (:func:`_check_stored_units`); a unit claiming a longer time is trusted as stored
+REUSE_CHECK_S = 60.0
+
+
+@functools.cache
+def cpu_model() -> str:
+    """This machine's processor (``/proc/cpuinfo``'s first "model name", else the platform's),
+    recorded with every result and unit: BLAS and torch pick other kernels on another kind of CPU,
+    so a quick digest is a fingerprint of one kind only.
+
+    >>> isinstance(cpu_model(), str) and len(cpu_model()) > 0
+    True
+    """
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name") and ":" in line:
+                    name = " ".join(line.split(":", 1)[1].split())
+                    if name:
+                        return name
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def units_dir(experiment_id: str, mode: str, root: Path | None = None) -> Path:
+    """``results/<id>/<mode>.units/``: one ``<unit key>.json`` (and ``.npz`` for large arrays)
+    per finished unit of a sweep not yet assembled."""
+    return (root or results_root()) / experiment_id / f"{mode}{UNITS_SUFFIX}"
+
+
+def unit_key(exp_id: str, mode: str, unit: dict, seed: int, device: str) -> str:
+    """The file name of a unit's result: sha256 (32 hex digits) over the experiment id, mode, the
+    unit's dict, the seed and the device (the code hash is recorded inside the file)."""
+    return digest({"id": exp_id, "mode": mode, "unit": unit, "seed": int(seed), "device": device})[:32]
+
+
+def _enc(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """Exact JSON form of a unit result: arrays (large ones to the .npz), numpy scalars with
+    their dtype and tuples are kept as such, so that ``combine`` sees the very same values."""
+    if isinstance(obj, np.ndarray):
+        return files.encode_array(obj, arrays)
+    if isinstance(obj, np.generic):
+        return {"__scalar__": obj.item(), "dtype": obj.dtype.str}
+    if isinstance(obj, dict):
+        return {"__dict__": [[k, _enc(v, arrays)] for k, v in obj.items()]}
+    if isinstance(obj, tuple):
+        return {"__tuple__": [_enc(v, arrays) for v in obj]}
+    if isinstance(obj, list):
+        return [_enc(v, arrays) for v in obj]
+    return obj
+
+
+def _dec(obj: Any, arrays) -> Any:
+    if isinstance(obj, dict):
+        a = files.decode_array(obj, arrays)
+        if a is not None:
+            return a
+        if "__scalar__" in obj:
+            return np.dtype(obj["dtype"]).type(obj["__scalar__"])
+        if "__tuple__" in obj:
+            return tuple(_dec(v, arrays) for v in obj["__tuple__"])
+        if "__dict__" in obj:
+            return {k: _dec(v, arrays) for k, v in obj["__dict__"]}
+        raise ValueError("unknown entry")
+    if isinstance(obj, list):
+        return [_dec(v, arrays) for v in obj]
+    return obj
+
+
+def save_unit(folder: Path, key: str, unit: dict, result: dict, counts: dict, *, code: str, seed: int,
+              device: str = "cpu") -> None:
+    """Store one finished unit atomically: the ``.npz`` (if any) first, then the ``.json``,
+    whose presence marks the unit as done."""
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    enc = _enc(result, arrays)
+    if arrays:
+        def npz(p: Path) -> None:
+            with open(p, "wb") as fh:
+                np.savez_compressed(fh, **arrays)
+        files.write_atomic(folder / f"{key}.npz", npz)
+    rec = {"key": key, "unit": unit, "seed": int(seed), "device": device, "cpu": cpu_model(), "code_hash": code,
+           "result": enc,
+           "digest": digest(result), "runs": int(counts.get("runs", 0)), "run_steps": int(counts.get("run_steps", 0)),
+           "wall_s": round(float(counts.get("wall_s", 0.0)), 3),
+           "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "created_ns": time.time_ns()}
+    files.write_atomic(folder / f"{key}.json", lambda p: p.write_text(json.dumps(rec, sort_keys=True) + "\n"))
+
+
+def load_unit(folder: Path, key: str) -> dict | None:
+    """A stored unit's record with its decoded ``result``; None when absent or damaged
+    (unreadable, or its result not matching its digest: it is recomputed)."""
+    f = folder / f"{key}.json"
+    try:
+        rec = files.read_json(f)  # a regular file, size and depth capped
+        keys = files.npz_keys(rec["result"])
+        # the arrays it refers to, their headers checked against files.MAX_ARRAY_BYTES first
+        arrays = files.read_npz(folder / f"{key}.npz", keys) if keys else {}
+        rec["result"] = _dec(rec["result"], arrays)
+        if digest(rec["result"]) != rec["digest"]:
+            return None
+        return rec
+    except (files.Damaged, OSError, ValueError, KeyError, TypeError, *NPZ_ERRORS):
+        return None
+
+
+def _sweep_state(experiment_id: str, mode: str, root: Path | None) -> tuple[dict, set[str]] | None:
+    """(:func:`sweep_progress`'s dict, the keys of the units done), None when no unit is stored."""
+    exp = base.get(experiment_id)
+    folder = units_dir(exp.id, mode, root)
+    found = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not found:
+        return None
+    recs = []
+    for f in found:
+        try:
+            rec = files.read_json(f)  # a FIFO or a 200,000-deep file is skipped, never waited on
+        except files.Damaged:
+            continue
+        if isinstance(rec, dict):
+            recs.append((f.stem, rec))
+    recs.sort(key=lambda sr: int(sr[1].get("created_ns", 0)) if isinstance(sr[1].get("created_ns"), int) else 0)
+    newest = recs[-1][1] if recs else {}
+    seed, device = int(newest.get("seed", 0)), str(newest.get("device", "cpu"))
+    config = base.config_for(exp, mode, seed=seed)
+    units = exp.units(config)
+    total = len(units)
+    code = files.code_hash(exp)
+    size = exp.unit_size or (lambda u: "")
+    keyed = [(unit_key(exp.id, mode, u, seed, device), size(u)) for u in units]
+    wanted = {key for key, _ in keyed}
+    # a unit is done when its own file (named by its key) holds it, stored by the current code
+    current = {stem: r for stem, r in recs if stem in wanted and r.get("key") == stem and r.get("code_hash") == code}
+    done = len(current)
+    walls = [float(r.get("wall_s", 0.0)) for r in current.values()]
+    by_size: dict[str, list[float]] = {}
+    left_by_size: dict[str, int] = {}
+    for key, sz in keyed:
+        if key in current:
+            by_size.setdefault(sz, []).append(float(current[key].get("wall_s", 0.0)))
+        else:
+            left_by_size[sz] = left_by_size.get(sz, 0) + 1
+    est, why = estimate_left(by_size, left_by_size)
+    return ({"id": exp.id, "mode": mode, "seed": seed, "device": device, "units_done": done, "units_total": total,
+             "units_old_code": len(recs) - len(current), "wall_s_done": round(sum(walls), 3),
+             "estimate_left_s": est, "estimate_why": why, "sized": exp.unit_size is not None,
+             "path": str(folder)}, set(current))
+
+
+#: finished units whose wall times differ by more than this factor (and by more than
+#: UNEQUAL_MIN_S seconds) are of unequal sizes: their mean says nothing about the units left
+UNEQUAL_FACTOR = 2.0
+UNEQUAL_MIN_S = 1.0
+
+
+def estimate_left(done: dict[str, list[float]], left: dict[str, int]) -> tuple[float | None, str]:
+    """Compute left in a sweep, from the wall times of its finished units grouped by size
+    (``done``: ``{size: [seconds, ...]}``) and the number of units left of each size (``left``);
+    sizes are the experiment's ``unit_size`` labels (:class:`~dpcompanion.experiments.base.Experiment`),
+    ``""`` for all units of an experiment that declares none. Each unit left is charged the mean
+    of the finished units of its size. ``(None, why)`` when none has finished, when a size left
+    has no finished unit yet (a mean of the small ones would promise minutes for hours of work),
+    or when the finished units of one size took times differing by more than
+    :data:`UNEQUAL_FACTOR` (an experiment without sizes whose units are not alike).
+
+    >>> estimate_left({"": [10.0, 12.0]}, {"": 3})
+    (33.0, '')
+    >>> estimate_left({"": [54.0, 150.0]}, {"": 3})
+    (None, 'units differ in size (54 s to 150 s so far): no estimate from them')
+    >>> estimate_left({"N=250": [110.0], "N=500": [160.0]}, {"N=500": 1})
+    (160.0, '')
+    >>> estimate_left({"N=250": [110.0]}, {"N=1000": 1, "N=4000 uni": 1})
+    (None, 'no unit of size N=1000, N=4000 uni has finished yet: no estimate for them from smaller ones')
+    >>> estimate_left({}, {"": 2})[0] is None
+    True
+    """
+    walls = [w for ws in done.values() for w in ws]
+    if not walls:
+        return None, "time left not yet estimated (no unit of the current code has finished)"
+    unseen = [size for size, n in left.items() if n and not done.get(size)]
+    if unseen:
+        return None, (f"no unit of size {', '.join(unseen)} has finished yet: no estimate for them "
+                      "from smaller ones")
+    for ws in done.values():
+        lo, hi = min(ws), max(ws)
+        if hi > UNEQUAL_FACTOR * lo and hi - lo > UNEQUAL_MIN_S:
+            return None, f"units differ in size ({lo:.0f} s to {hi:.0f} s so far): no estimate from them"
+    return round(sum(sum(done[size]) / len(done[size]) * n for size, n in left.items() if n), 1), ""
+
+
+def estimate_phrase(part: dict, *, hours: bool = False) -> str:
+    """How much compute a partial sweep (:func:`sweep_progress`) has left, in words, or why there is no estimate."""
+    left = part["estimate_left_s"]
+    if left is None:
+        return part["estimate_why"]
+    amount = f"about {left / 3600:.2g} CPU-hours" if hours else f"about {left} s of compute"
+    how = ("at the finished units' mean time per unit size" if part.get("sized")
+           else "at the finished units' mean time (units left may be larger)")
+    return f"{amount} left {how}"
+
+
+def sweep_progress(experiment_id: str, mode: str, root: Path | None = None) -> dict | None:
+    """Progress of a sweep whose units are stored but not yet assembled (the seed and device of the
+    newest unit file): ``units_done`` (by the current code), ``units_total``, ``units_old_code``
+    (not reused), ``wall_s_done``, ``estimate_left_s`` and ``estimate_why`` (:func:`estimate_left`)
+    and ``sized``; None when no unit is stored."""
+    state = _sweep_state(experiment_id, mode, root)
+    return None if state is None else state[0]
+
+
+def list_partial(root: Path | None = None) -> list[dict]:
+    """:func:`sweep_progress` of every experiment and mode with stored units."""
+    out = []
+    for exp_id, exp in base.all_experiments().items():
+        for mode in base.modes_of(exp):
+            p = sweep_progress(exp_id, mode, root)
+            if p is not None:
+                out.append(p)
+    return out
+
+
+def committed_units(experiment_id: str, mode: str, root: Path | None = None) -> int | None:
+    """How many of the units :func:`sweep_progress` counts as done have their file committed in
+    ``HEAD``; None when git cannot tell."""
+    state = _sweep_state(experiment_id, mode, root)
+    if state is None:
+        return 0
+    folder = units_dir(experiment_id, mode, root)
+    out = files.git(folder, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", ".")  # paths relative to folder
+    if out is None:
+        return None
+    names = {n for n in out.split("\0") if n}
+    return sum(1 for key in state[1] if f"{key}.json" in names)
+
+
 def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
                      root: Path | None = None, progress: Callable[[str], None] | None = None) -> tuple[dict, dict]:
     """Run the units not stored by the current code in ``<mode>.units/``, storing each as it
     finishes, and combine all of them in units order."""
     units = exp.units(config)
     mode, seed = config["mode"], int(config["seed"])
-    folder = unit_sweeps.units_dir(exp.id, mode, root)
+    folder = units_dir(exp.id, mode, root)
     code = files.code_hash(exp)
-    keys = [unit_sweeps.unit_key(exp.id, mode, u, seed, device) for u in units]
+    keys = [unit_key(exp.id, mode, u, seed, device) for u in units]
     done: list = [None] * len(units)
     old_code = 0
     if folder.is_dir():  # temporary files of unit saves killed mid-write
@@ -235,7 +483,7 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
             if files.temp_is_stale(p.name, now):
                 p.unlink(missing_ok=True)
     for i, k in enumerate(keys):
-        rec = unit_sweeps.load_unit(folder, k) if folder.is_dir() else None
+        rec = load_unit(folder, k) if folder.is_dir() else None
         if rec is None:
             continue
         if rec.get("code_hash") != code:
@@ -254,7 +502,7 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
 
     def on_done(j: int, out: tuple[dict, dict]) -> None:
         i = todo[j]
-        unit_sweeps.save_unit(folder, keys[i], units[i], out[0], out[1], code=code, seed=seed, device=device)
+        save_unit(folder, keys[i], units[i], out[0], out[1], code=code, seed=seed, device=device)
 
     t0 = time.perf_counter()
     if todo:
@@ -274,14 +522,14 @@ def _check_stored_units(exp: base.Experiment, mode: str, units: list, keys: list
                         executor, device: str, folder: Path, code: str, seed: int,
                         progress: Callable[[str], None] | None) -> tuple[int, list[int]]:
     """Before a resumed sweep reuses its stored units, recompute those whose recorded wall times
-    fit in :data:`.unit_sweeps.REUSE_CHECK_S` seconds (in a random order) and compare them with
+    fit in :data:`REUSE_CHECK_S` seconds (in a random order) and compare them with
     the stored numbers (:func:`.numeric.compare`); a unit that differs is replaced in ``done`` and
     in its file, and a progress line names it. The others are trusted as stored. Returns
     ``(units checked, indices of the units that differed)``."""
     rng = random.SystemRandom()
     order = list(stored)
     rng.shuffle(order)
-    budget, pick = unit_sweeps.REUSE_CHECK_S, []
+    budget, pick = REUSE_CHECK_S, []
     for i in order:
         w = done[i][1].get("wall_s", 0.0)
         w = max(float(w), 0.0) if isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) \
@@ -299,7 +547,7 @@ def _check_stored_units(exp: base.Experiment, mode: str, units: list, keys: list
         if check["ok"]:
             continue
         rejected.append(i)
-        unit_sweeps.save_unit(folder, keys[i], units[i], result, counts, code=code, seed=seed, device=device)
+        save_unit(folder, keys[i], units[i], result, counts, code=code, seed=seed, device=device)
         done[i] = (result, {"runs": counts.get("runs", 0), "run_steps": counts.get("run_steps", 0),
                             "wall_s": counts.get("wall_s", 0.0)})
         if progress is not None:
@@ -355,7 +603,7 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     prov = sealed(prov)
     files.save(target, payload, prov)
     # the result is complete and saved: its units are no longer needed (keeps the repository small)
-    shutil.rmtree(unit_sweeps.units_dir(exp.id, mode, root), ignore_errors=True)
+    shutil.rmtree(units_dir(exp.id, mode, root), ignore_errors=True)
     return StoredResult(id=exp.id, mode=mode, payload=payload, provenance=prov, fresh=True, cached=False,
                         path=target)
 

@@ -97,16 +97,10 @@ class StoredResult:
                 "wall_s": p.get("wall_s"), "executor": p.get("executor"), "runs": p.get("runs"),
                 "run_steps": p.get("run_steps"), "units": p.get("units"), "digest": p.get("digest"), "commit": p.get("commit"),
                 "dirty": p.get("dirty"), "device": p.get("device"), "created": p.get("created"),
-                "seed": config.get("seed"), "modified": self.modified or None, **self.unit_counts()}
-
-    def unit_counts(self) -> dict[str, Any]:
-        """``units_total``, ``units_computed`` (by this run) and ``units_reused`` (stored units, or all when loaded)."""
-        p = self.provenance
-        total = p.get("units")
-        if self.cached:
-            return {"units_total": total, "units_computed": 0, "units_reused": total}
-        return {"units_total": total, "units_computed": p.get("units_computed", total),
-                "units_reused": p.get("units_reused", 0)}
+                "seed": config.get("seed"), "modified": self.modified or None, "units_total": p.get("units"),
+                # by this run, and stored units (all of them when loaded)
+                "units_computed": 0 if self.cached else p.get("units_computed", p.get("units")),
+                "units_reused": p.get("units") if self.cached else p.get("units_reused", 0)}
 
 
 def _read(exp: base.Experiment, mode: str, root: Path | None) -> StoredResult | None:

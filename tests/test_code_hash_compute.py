@@ -3,7 +3,7 @@ rule, a margin, a quotation, a sentence, a comment, a docstring) leaves its code
 every stored result fresh; editing what computes it (its units, run_unit, combine, a constant
 they use, a protocol or library module) changes the hash and makes the results stale.
 The edits are made to the sources as another commit would hold them
-(:func:`files.code_files_at`), so the checkout is never touched."""
+(:func:`identity.code_files_at`), so the checkout is never touched."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dpcompanion.experiments import base
-from dpcompanion.experiments.store import files
+from dpcompanion.experiments.store import identity
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,11 +28,11 @@ def _hash_with(exp, path: str, edit) -> str:
             return changed.encode()
         f = REPO / p
         return f.read_bytes() if f.is_file() else None
-    return files.code_hash_of(files.code_files_at(exp, read))
+    return identity.code_hash_of(identity.code_files_at(exp, read))
 
 
 def _here(exp) -> str:
-    return files.code_hash_of(files.code_files_at(exp, lambda p: (REPO / p).read_bytes()
+    return identity.code_hash_of(identity.code_files_at(exp, lambda p: (REPO / p).read_bytes()
                                                       if (REPO / p).is_file() else None))
 
 
@@ -66,7 +66,7 @@ def test_editing_the_judging_keeps_the_hash(what):
     path, edit = JUDGING_EDITS[what]
     eid = "h-f-infl" if "h_f_infl" in path else "h-f-eff"
     exp = base.get(eid)
-    assert _hash_with(exp, path, edit) == _here(exp) == files.code_hash(exp), what
+    assert _hash_with(exp, path, edit) == _here(exp) == identity.code_hash(exp), what
 
 
 @pytest.mark.parametrize("what", sorted(COMPUTE_EDITS))

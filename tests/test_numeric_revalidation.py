@@ -15,7 +15,7 @@ import pytest
 
 from dpcompanion.cli import main as cli_main
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.store import files, numeric
+from dpcompanion.experiments.store import files, identity, numeric
 
 #: what the toy's "code" does: the knobs a code change turns
 KNOBS = {"lr": 0.1, "reorder": False, "curve_len": 80, "extra_key": False, "label": "toy", "n_extra": 0}
@@ -70,8 +70,8 @@ def toy(tmp_path, monkeypatch):
 
 def _edit_code(monkeypatch, **knobs):
     """A code change: the code hash moves (a source file 'edited') and the knobs turn."""
-    real = files.code_files
-    monkeypatch.setattr(files, "code_files", lambda exp: {**real(exp), "dpcompanion.training.engine": "edited"})
+    real = identity.code_files
+    monkeypatch.setattr(identity, "code_files", lambda exp: {**real(exp), "dpcompanion.training.engine": "edited"})
     for k, v in knobs.items():
         monkeypatch.setitem(KNOBS, k, v)
 

@@ -23,7 +23,7 @@ from dpcompanion.book import plotting, report, show
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments import scale_tables as scale
 from dpcompanion.experiments.comparisons import reproduction
-from dpcompanion.experiments.store import files
+from dpcompanion.experiments.store import files, identity
 
 REPO = Path(__file__).resolve().parents[1]
 N_UNITS = 4
@@ -191,8 +191,8 @@ def test_revalidation_treats_paper_like_full(paper_exp, monkeypatch, capsys):
     exp, _, root, _ = paper_exp
     paper = store.compute(ID, mode="paper")
     full = store.compute(ID, mode="full")
-    real = files.code_files
-    monkeypatch.setattr(files, "code_files", lambda e: {**real(e), "dpcompanion.theory.accounting": "edited"})
+    real = identity.code_files
+    monkeypatch.setattr(identity, "code_files", lambda e: {**real(e), "dpcompanion.theory.accounting": "edited"})
     assert store.load(ID, mode="paper").stale_reason.startswith("code changed") and store.fresh_paper(ID) is None
     assert cli.main(["results", "--revalidate", "--json"]) == 0
     rows = {(r["id"], r["mode"]): r for r in json.loads(capsys.readouterr().out)}
@@ -203,7 +203,7 @@ def test_revalidation_treats_paper_like_full(paper_exp, monkeypatch, capsys):
         assert store.load(ID, mode=mode).digest == res.digest
     assert store.fresh_paper(ID).digest == paper.digest
     # a code change that moves the quick digest leaves the paper result stale, said per mode
-    monkeypatch.setattr(files, "code_files", lambda e: {**real(e), "dpcompanion.theory.accounting": "again"})
+    monkeypatch.setattr(identity, "code_files", lambda e: {**real(e), "dpcompanion.theory.accounting": "again"})
     monkeypatch.setitem(CONFIGS["quick"], "n", 6)  # the quick mode now gives other numbers
     assert cli.main(["results", "--revalidate"]) == 0
     out = capsys.readouterr().out

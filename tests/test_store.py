@@ -18,7 +18,7 @@ import toy_units
 from dpcompanion.book import show
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments import h_f_infl
-from dpcompanion.experiments.store import files, result_store
+from dpcompanion.experiments.store import files, identity, result_store
 
 # A tiny H-F-INFL: the real units and code on 100 MNIST35 samples, 3 steps, 4 repeats in
 # blocks of 2 (so the Dask run has several units to spread).
@@ -102,7 +102,7 @@ def test_fresh_and_stale_on_config_change(tiny):
 def test_fresh_and_stale_on_code_change(tiny, monkeypatch):
     store.load_or_compute(tiny.id, mode="quick", device="cpu")
     real = store.code_files
-    monkeypatch.setattr(files, "code_files",
+    monkeypatch.setattr(identity, "code_files",
                         lambda exp: {**real(exp), "dpcompanion.training.influence": "edited"})
     r = store.load(tiny.id, mode="quick")
     assert not r.fresh and r.stale_reason.startswith("code changed: dpcompanion.training.influence")
@@ -164,7 +164,7 @@ def _full_then_edit(tiny, monkeypatch, *, quick_changes: bool):
     quick = store.load(tiny.id, mode="quick")
     assert full.provenance["quick_digest"] == quick.digest  # the fingerprint was recorded
     real = store.code_files
-    monkeypatch.setattr(files, "code_files", lambda exp: {**real(exp), "dpcompanion.training.influence": "edited"})
+    monkeypatch.setattr(identity, "code_files", lambda exp: {**real(exp), "dpcompanion.training.influence": "edited"})
     if quick_changes:  # the edit changes numbers: the quick recomputation gives another digest
         cfg = {**TINY, "quick": {**TINY["quick"]}}
         real_run = tiny.run_unit
@@ -367,7 +367,7 @@ def test_a_page_shows_the_full_result_only_when_fresh(tiny, monkeypatch):
     store.compute(tiny.id, mode="full", device="cpu")
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "full"
     assert store.fresh_full(tiny.id).mode == "full"
-    monkeypatch.setattr(files, "code_hash", lambda exp: "another")  # the code changed since
+    monkeypatch.setattr(identity, "code_hash", lambda exp: "another")  # the code changed since
     assert store.result_to_show(tiny.id, mode="quick", device="cpu").mode == "quick"
     assert store.fresh_full(tiny.id) is None
     note = show.full_absent_note(tiny.id)
@@ -381,7 +381,7 @@ def test_a_full_result_of_uncommitted_code_is_stale_until_it_is_committed(tiny, 
     store.compute(tiny.id, mode="full", device="cpu")
     assert store.load(tiny.id, mode="full").fresh
     path = "dpcompanion/training/influence.py"
-    here = (files.PKG.parent / path).read_bytes()
+    here = (identity.PKG.parent / path).read_bytes()
     monkeypatch.setattr(files, "_changed_paths", lambda top, folder: {path})
     committed = {"body": here.replace(b"\ndef ", b"\n_EXTRA = 1\n\n\ndef ", 1),
                  "docstring": here.replace(b'"""', b'"""Edited. ', 1)}
@@ -655,7 +655,7 @@ def test_an_added_or_removed_provenance_field_or_seal_makes_the_result_stale(fas
 def test_revalidation_reseals_and_keeps_the_history(fast, monkeypatch):
     full = store.compute(fast.id, mode="full", device="cpu")
     real = store.code_files
-    monkeypatch.setattr(files, "code_files", lambda exp: {**real(exp), "dpcompanion.theory.accounting": "edited"})
+    monkeypatch.setattr(identity, "code_files", lambda exp: {**real(exp), "dpcompanion.theory.accounting": "edited"})
     assert store.load(fast.id, mode="full").stale_reason.startswith("code changed")
     assert store.revalidate(fast.id)["status"] == "revalidated"
     r = store.load(fast.id, mode="full")
@@ -673,7 +673,7 @@ def test_result_folders_and_files_get_the_umask_permissions(fast, monkeypatch):
     old = os.umask(0o022)
     try:
         full = store.compute(fast.id, mode="full", device="cpu")
-        monkeypatch.setattr(files, "code_files", lambda exp: {"changed": "x"})
+        monkeypatch.setattr(identity, "code_files", lambda exp: {"changed": "x"})
         assert store.revalidate(fast.id)["status"] == "revalidated"  # rewrites provenance.json
     finally:
         os.umask(old)

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from dpcompanion.experiments import base, store
-from dpcompanion.experiments.store import files
+from dpcompanion.experiments.store import files, identity
 
 EID = "test-race"
 #: the number of the save whose payload is being computed (read by combine, full mode only)
@@ -61,8 +61,8 @@ def toy(tmp_path, monkeypatch):
     exp = base.register(base.Experiment(id=EID, title="race toy", configs={"quick": {"n": 1}, "full": {"n": 2}},
                                         units=_units, run_unit=_run_unit, combine=_combine))
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
-    real = files.code_hash
-    monkeypatch.setattr(files, "code_hash", lambda e: CODE[0] if e.id == EID else real(e))
+    real = identity.code_hash
+    monkeypatch.setattr(identity, "code_hash", lambda e: CODE[0] if e.id == EID else real(e))
     GEN[0], CODE[0], JITTER[0] = 0, "c0", 0.0
     HOOK.clear()
     yield exp

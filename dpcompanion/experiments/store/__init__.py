@@ -33,7 +33,8 @@ code. Seals, digests and the journal can be recomputed by anyone, so a forged nu
 by someone with write access reads as fresh: only ``results --verify`` (:mod:`.verify`, units
 recomputed at random) finds it.
 
-Modules: :mod:`.files` (identity, layout, seal, saves, checked reads, git), :mod:`.result_store`
+Modules: :mod:`.identity` (digest, config hash, code hash), :mod:`.files` (layout, seal, saves, checked
+reads, the files and the code against git), :mod:`.result_store`
 (compute on an executor, resumable sweeps, load, freshness, revalidation, listing),
 :mod:`.numeric`, :mod:`.verify`. Callers use the names exported here
 (``from dpcompanion.experiments import store``; ``store.load_or_compute(...)``).
@@ -41,9 +42,9 @@ Modules: :mod:`.files` (identity, layout, seal, saves, checked reads, git), :mod
 
 from __future__ import annotations
 
-from dpcompanion.experiments.store.files import (
-    CODE_HASH_EXCLUDE, CONFIG_DIGITS, INLINE_MAX, RUN_POLICY, SEAL, TIME_KEYS, check_writable,
-    code_files, code_hash, config_hash, digest, result_dir, results_root, sealed)
+from dpcompanion.experiments.store.files import INLINE_MAX, SEAL, check_writable, result_dir, results_root, sealed
+from dpcompanion.experiments.store.identity import (
+    CODE_HASH_EXCLUDE, CONFIG_DIGITS, RUN_POLICY, TIME_KEYS, code_files, code_hash, config_hash, digest)
 from dpcompanion.experiments.store.result_store import (
     EXECUTORS, SCHEDULER_TIMEOUT_S, SHOWN_FIRST, DaskExecutor, LocalExecutor, StoredResult, best_fresh,
     check_executor_options, check_scheduler_address, compute, fresh_full, fresh_paper, inconsistency, list_results,

@@ -5,7 +5,7 @@ sum moves every last bit), the current code's quick numbers are compared with th
 **The rule.** Two payloads agree when they have the same structure (keys, list lengths, array
 shapes and dtypes, types), every non-float value is exactly equal, and every float ``x`` (new)
 against ``y`` (recorded) satisfies ``|x - y| <= max(rtol * max(|x|, |y|), atol)`` (NaN agrees only
-with NaN, an infinity only with itself); times (:data:`.files.TIME_KEYS`) are left out. The
+with NaN, an infinity only with itself); times (:data:`.identity.TIME_KEYS`) are left out. The
 tolerance (:func:`tolerance`) is the experiment's entry of :data:`TOLERANCES`, else by dtype:
 float32 :data:`FLOAT32` (rtol 1e-5, atol 1e-6), float64 :data:`FLOAT64` (rtol 1e-10, atol 1e-12).
 The largest deviation reported is the number using the largest share of its allowance.
@@ -21,8 +21,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from dpcompanion.experiments.store import files
-from dpcompanion.experiments.store.files import TIME_KEYS, digest
+from dpcompanion.experiments.store import files, identity
+from dpcompanion.experiments.store.identity import TIME_KEYS, digest
 
 
 
@@ -81,7 +81,7 @@ def pack(payload: Any) -> Any:
     :data:`FLOAT_LIST_MIN` Python floats likewise (as float64, back as a list of floats), numpy
     scalars as Python numbers (their value is exact in JSON: floats are written by ``repr``),
     tuples as lists, entries of
-    :data:`.files.TIME_KEYS` left out. ``digest(unpack(pack(p))) == digest(p)``.
+    :data:`.identity.TIME_KEYS` left out. ``digest(unpack(pack(p))) == digest(p)``.
 
     >>> p = {"x": np.arange(3.0), "n": 2, "wall_s": 1.5}
     >>> digest(unpack(pack(p))) == digest(p) and "wall_s" not in pack(p)

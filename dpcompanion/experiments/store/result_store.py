@@ -31,9 +31,9 @@ from threadpoolctl import threadpool_limits
 from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
 from dpcompanion.experiments.scale_tables import scale_of, size_mismatches  # the scale block
-from dpcompanion.experiments.store import files, numeric
-from dpcompanion.experiments.store.files import (
-    NPZ_ERRORS, SEAL, Damaged, check_writable, config_hash, digest, result_dir, results_root, sealed)
+from dpcompanion.experiments.store import files, identity, numeric
+from dpcompanion.experiments.store.files import NPZ_ERRORS, SEAL, Damaged, check_writable, result_dir, results_root, sealed
+from dpcompanion.experiments.store.identity import config_hash, digest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,8 +171,8 @@ def _staleness(exp: base.Experiment, res: StoredResult, config: dict | None) -> 
         return res.modified
     if config is not None and p.get("config_hash") != config_hash(config):
         return "config changed"
-    if p.get("code_hash") != files.code_hash(exp):
-        old, now = p.get("code_files", {}), files.code_files(exp)
+    if p.get("code_hash") != identity.code_hash(exp):
+        old, now = p.get("code_files", {}), identity.code_files(exp)
         old = old if isinstance(old, dict) else {}
         changed = sorted(m for m, h in now.items() if old.get(m) != h)
         changed += sorted(m for m in old if m not in now)
@@ -352,7 +352,7 @@ def _sweep_state(experiment_id: str, mode: str, root: Path | None) -> tuple[dict
     config = base.config_for(exp, mode, seed=seed)
     units = exp.units(config)
     total = len(units)
-    code = files.code_hash(exp)
+    code = identity.code_hash(exp)
     size = exp.unit_size or (lambda u: "")
     keyed = [(unit_key(exp.id, mode, u, seed, device), size(u)) for u in units]
     wanted = {key for key, _ in keyed}
@@ -467,7 +467,7 @@ def _compute_payload(exp: base.Experiment, config: dict, executor, device: str,
     units = exp.units(config)
     mode, seed = config["mode"], int(config["seed"])
     folder = units_dir(exp.id, mode, root)
-    code = files.code_hash(exp)
+    code = identity.code_hash(exp)
     keys = [unit_key(exp.id, mode, u, seed, device) for u in units]
     done: list = [None] * len(units)
     old_code = 0
@@ -582,7 +582,7 @@ def compute(experiment_id: str, *, mode: str, seed: int = 0, device: str = "cpu"
     cpu = cpu_model()
     prov = {
         "id": exp.id, "mode": mode, "commit": commit, "dirty": dirty, "config": config,
-        "config_hash": config_hash(config), "code_hash": files.code_hash(exp), "code_files": files.code_files(exp),
+        "config_hash": config_hash(config), "code_hash": identity.code_hash(exp), "code_files": identity.code_files(exp),
         "scale": scale_of(exp.id, config),
         "device": resolved, "cpu": cpu, "versions": _versions(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -702,7 +702,7 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
     qdev = p.get("quick_device") or device
     here = cpu_model()
     prints = _fingerprints(p)
-    new_hash = files.code_hash(exp)
+    new_hash = identity.code_hash(exp)
     numbers, no_numbers = numeric.recorded_numbers(p.get("quick_numbers"))
     same_cpu = here in prints or qdev != "cpu"
     date = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -746,7 +746,7 @@ def revalidate(experiment_id: str, *, device: str = "cpu", executor=None, root: 
     # the seal was intact (an edited provenance is stale for that reason, not for code, and
     # never gets here): re-seal over the new code hash and the appended event. The recorded
     # quick numbers are kept (every later code is compared with them, so deviations never accumulate)
-    update = {"code_hash": new_hash, "code_files": files.code_files(exp),
+    update = {"code_hash": new_hash, "code_files": identity.code_files(exp),
               "revalidated": list(p.get("revalidated") or []) + [event]}
     try:
         # compare and swap, under the result's lock: written only if the provenance is still the

@@ -27,7 +27,7 @@ import numpy as np
 
 from dpcompanion.experiments import base
 from dpcompanion.experiments.store import files, numeric
-from dpcompanion.experiments.store.files import TIME_KEYS
+from dpcompanion.experiments.store.identity import TIME_KEYS
 from dpcompanion.experiments.store.result_store import LocalExecutor, load
 
 

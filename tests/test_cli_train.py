@@ -14,7 +14,7 @@ from limits import HANG_GUARD_S
 
 KEYS = {"steps_done", "R", "R_spent", "stopped_early", "sigma", "device", "preprocessing",
         "secure", "noise_seed", "privacy_note",  # whether the noise was secret, and what that means
-        "neighbouring", "N_public", "non_private"}  # which neighbours; what the guarantee does not cover
+        "neighbouring", "rounding", "N_public", "non_private"}  # which neighbours; what the guarantee does not cover
 
 
 def _run(capsys, *argv):

@@ -215,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
         "privacy_note": h.meta["privacy_note"] if h.meta["secure"] else seeded_note(cfg["seed"]),
         "n_train": int(len(ds.y_train)),
         "neighbouring": h.neighbouring,
+        "rounding": {"note": h.meta["rounding"], "excess_bound": h.meta["rounding_excess_bound"]},
         "N_public": int(h.meta["N_public"]),
         "non_private": {
             "note": h.meta["outside_guarantee_note"],

@@ -42,7 +42,8 @@ from dpcompanion.theory.budget import Budget
 from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
 from dpcompanion.training.model_base import Model
 from dpcompanion.training.trainers import steps
-from dpcompanion.training.trainers.config import TrainConfig, as_runs, check_sigma
+from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.trainers.config import TrainConfig, as_runs, check_sigma, rounding_excess_bound
 from dpcompanion.training.trainers.history import STEP_FIELDS, History
 from dpcompanion.training.trainers.oracles import StepGrad, make_oracle
 
@@ -568,7 +569,9 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
     h.meta.update({"model": repr(model), "device": str(dev), "dtype": str(cfg.dtype).replace("torch.", ""),
                    "seeds": list(cfg.seeds), "N": N, "N_public": N_public,
                    "N_public_declared": cfg.N is not None, "T": cfg.T, "runs": K, "chunks": len(chunks),
-                   "fast_path": bool(oracle.fast), "wall_time": time.perf_counter() - t0, **cfg.describe()})
+                   "fast_path": bool(oracle.fast), "wall_time": time.perf_counter() - t0, **cfg.describe(),
+                   "rounding_excess_bound": rounding_excess_bound(N, cfg.dtype, layers=model.n_layers)
+                   if isinstance(model, DenseModel) else None})  # no bound is proven for other models
     if cfg.single:
         h = h.run(0)
         h.meta.pop("seeds", None)

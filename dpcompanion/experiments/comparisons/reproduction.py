@@ -1,5 +1,8 @@
-"""The reproduction report: every verdict row of the book, machine-readable (``verdicts --json``).
+"""The registry of every verdict rule, and the reproduction report: every verdict row of the book,
+machine-readable (``verdicts --json``).
 
+:func:`all_rules` gathers the rules (:data:`PAGE_RULES`, then each experiment's); :func:`compare` makes one
+row of one of them (:func:`.rule.row_of`).
 :func:`report_rows` lists, for every experiment page with verdict rows and every theory table
 (:data:`CLAIM_TABLES`), one dict per row with
 
@@ -30,12 +33,14 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from dpcompanion.core import outputs
-from dpcompanion.experiments import base, comparisons, scale_tables as scale_mod, store
+from dpcompanion.experiments import base, scale_tables as scale_mod, store
 from dpcompanion.experiments.comparisons import margin_dates, theory, wu_rules
-from dpcompanion.experiments.comparisons.rule import CRITERIA, OUTCOMES, OWN_CODE_RULES, decide, decided
+from dpcompanion.experiments.comparisons.rule import (CRITERIA, OUTCOMES, OWN_CODE_RULES, Rule, apply_tuning_cap,
+                                                      decide, decided, row_of, tuning_for_row)
 from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
-__all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
+__all__ = ["PAGE_RULES", "all_rules", "experiment_of", "rules_for", "rule_by_id", "design_of", "plan_of", "compare",
+           "verdict_of", "CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
            "power_rows", "sentence", "SAME_PRINTED", "one_verdict_per_printed_number", "readable", "scope_of",
            "next_steps", "OWN_CODE_RULES", "SCOPES", "domain_bound", "outcome_counts", "setup_of", "SETUP_RANK", "outcome_words", "SETUP_WORDS",
            "EFFECT_WORDS", "TREND_WORDS"]
@@ -43,6 +48,81 @@ __all__ = ["CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts",
 CSV_COLUMNS = ("page", "rule", "item", "verdict", "outcome", *CRITERIA, "judge_verdict", "paper", "paper_value", "estimate", "ci_low", "ci_high", "n",
                "margin", "mde", "runs_needed", "runs_needed_cpu_s", "design", "stage", "comparable", "result_mode", "at_paper_scale", "scope", "sentence",
                "next_step", "scale", "tuning", "note")
+
+
+#: the rules of the pages that have no experiment (theory pages, W-EPS, W-F2): declared in
+#: :mod:`.theory` and :mod:`.wu_rules`; every experiment declares its own (:attr:`.base.Experiment.rules`)
+PAGE_RULES: tuple[Rule, ...] = tuple(theory.RULES) + tuple(wu_rules.RULES)
+
+
+def all_rules() -> dict[str, Rule]:
+    """Every verdict rule by id: those of the pages without an experiment (:data:`PAGE_RULES`),
+    then each experiment's own (:func:`.base.all_experiments`, registered ones included);
+    RuntimeError for an id declared twice."""
+    out: dict[str, Rule] = {}
+    groups = [PAGE_RULES] + [exp.rules for exp in base.all_experiments().values()]
+    for g in groups:
+        for r in g:
+            if r.id in out:
+                raise RuntimeError(f"verdict rule {r.id} defined twice")
+            out[r.id] = r
+    return out
+
+
+def experiment_of(rule_id: str) -> str:
+    """The experiment (or figure) ID a rule belongs to: the part before the ``/``."""
+    return rule_id.split("/", 1)[0]
+
+
+def rules_for(experiment_id: str) -> list[Rule]:
+    """The rules of one page, in registry order."""
+    return [r for k, r in all_rules().items() if experiment_of(k) == experiment_id]
+
+
+def rule_by_id(rule_id: str) -> Rule:
+    """The registered rule ``rule_id``; ValueError naming the registered ones otherwise."""
+    rules = all_rules()
+    if rule_id not in rules:
+        raise ValueError(f"rule must be one of {', '.join(rules)}, got {rule_id!r}")
+    return rules[rule_id]
+
+
+def design_of(rule_id: str) -> str | None:
+    """The design of rule ``rule_id``'s comparison (its :attr:`.rule.Rule.design`), None where it
+    compares no two arms by seed.
+
+    >>> design_of("w-t36/gap"), design_of("w-f4/decay"), design_of("w-eps/epsilon")
+    ('paired', 'independent', None)
+    """
+    return rule_by_id(rule_id).design_name
+
+
+def plan_of(experiment_id: str):
+    """The declared group-sequential plan of an experiment (its :attr:`.base.Experiment.sequential`),
+    None if none."""
+    return base.get(experiment_id).sequential
+
+
+def compare(rule_id: str, *, sizes_match: bool, sizes_note: str = "", item: str | None = None,
+            tuning: Any = None, **measured: Any) -> dict[str, str]:
+    """One paper-vs-ours row for ``rule_id`` (:func:`.rule.row_of` of the registry's rule).
+    ``sizes_match=False``: not judged (verdict ``not comparable``, note ``not compared (sizes
+    differ): <sizes_note>``), though our numbers are still shown. ``tuning``: the payload's
+    tuning list, whose protocol caps the verdict (:func:`tuning_cap`).
+
+    >>> r = compare("h-f-curv/sharp-vs-flat", sizes_match=True, sharp=1.0, sharp_se=0.1, flat=0.5, flat_se=0.1)
+    >>> r["verdict"], r["outcome"], r["judge_verdict"], round(r["stats"]["ci_low"], 3)
+    ('reproduced', 'success', 'agrees', 0.223)
+    >>> compare("h-f-curv/sharp-vs-flat", sizes_match=False, sizes_note="N 10 vs 1000", sharp=1.0, sharp_se=0.1,
+    ...         flat=0.5, flat_se=0.1)["note"].split(".")[0]
+    'not compared (sizes differ): N 10 vs 1000'
+    """
+    return row_of(rule_by_id(rule_id), sizes_match=sizes_match, sizes_note=sizes_note, item=item, tuning=tuning, **measured)
+
+
+def verdict_of(rule_id: str, **measured: Any) -> str:
+    """The verdict alone of :func:`compare` at matching sizes (for a page's detailed table)."""
+    return compare(rule_id, sizes_match=True, **measured)["verdict"]
 
 
 def _n_from_config(key: str | None, item: str, config: dict) -> int | None:
@@ -167,7 +247,7 @@ def _margin_of(rule_id: str | None):
     if not rule_id:
         return None
     try:
-        return comparisons.rule_by_id(rule_id).margin
+        return rule_by_id(rule_id).margin
     except ValueError:
         return None
 
@@ -205,9 +285,9 @@ def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list
               "path": str(res.path) if res.path else None, "scale_recorded": "scale" in prov}
     # the experiment's declared rows (its report_verdict_rows where the report has more than
     # the page's table: h-f-eff's per N, w-t1245's per cell, w-t36's pooled)
-    rows = [comparisons.apply_tuning_cap(r, tuning) for r in exp.judged_rows(payload)]
+    rows = [apply_tuning_cap(r, tuning) for r in exp.judged_rows(payload)]
     cpu_s = prov.get("units_wall_s") or prov.get("wall_s")
-    return [_row(eid, r, config=config, scale=scale, tuning=comparisons.tuning_for_row(r, tuning), result=result,
+    return [_row(eid, r, config=config, scale=scale, tuning=tuning_for_row(r, tuning), result=result,
                  result_cpu_s=cpu_s, repeats_key=exp.repeats_key,
                  payload=payload) for r in rows]
 

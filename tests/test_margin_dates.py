@@ -1,5 +1,5 @@
 """Margins dated from git and symmetric: each declared margin's declaration is found in the
-sources, its first commit read from git (``margin_dates``), compared with the judged result's
+sources, its first commit read from git (``reproduction.margin_dated``), compared with the judged result's
 creation; a clone without history says "margin date unknown"; every margin is one magnitude on
 both sides of zero."""
 
@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from dpcompanion.experiments import comparisons
-from dpcompanion.experiments.comparisons import margin_dates
+from dpcompanion.experiments.comparisons import reproduction
 from dpcompanion.experiments.comparisons.rule import Margin, tost
 
 MARGINS = {rid: r.margin for rid, r in comparisons.all_rules().items()
@@ -21,10 +21,10 @@ MARGINS = {rid: r.margin for rid, r in comparisons.all_rules().items()
 def test_every_margin_with_a_value_has_a_declaration_in_the_sources():
     assert MARGINS
     for rid, m in MARGINS.items():
-        found = margin_dates.declaration(m)
+        found = reproduction.declaration(m)
         assert found is not None, rid
         path, line, literal = found
-        text = (margin_dates.ROOT / path).read_text(encoding="utf-8").splitlines()[line - 1]
+        text = (reproduction.REPO / path).read_text(encoding="utf-8").splitlines()[line - 1]
         assert literal in text and literal.startswith("Margin(") and repr(m.units)[1:-1] in literal, rid
 
 
@@ -38,7 +38,7 @@ def test_margins_are_symmetric():
 
 
 def _history() -> bool:
-    out = subprocess.run(["git", "-C", str(margin_dates.ROOT), "rev-parse", "--is-shallow-repository"],
+    out = subprocess.run(["git", "-C", str(reproduction.REPO), "rev-parse", "--is-shallow-repository"],
                          capture_output=True, text=True)
     return out.returncode == 0 and out.stdout.strip() == "false"
 
@@ -46,27 +46,27 @@ def _history() -> bool:
 @pytest.mark.skipif(not _history(), reason="a clone without history cannot date a margin")
 def test_dates_read_from_git_against_the_results_creation():
     m = next(iter(MARGINS.values()))
-    _, _, literal = margin_dates.declaration(m)
-    log = subprocess.run(["git", "-C", str(margin_dates.ROOT), "log", "--format=%cI", "-S", literal],
+    _, _, literal = reproduction.declaration(m)
+    log = subprocess.run(["git", "-C", str(reproduction.REPO), "log", "--format=%cI", "-S", literal],
                          capture_output=True, text=True, check=True).stdout.split()
     first = min(log, key=lambda d: d) if log else ""  # the oldest, found here without --reverse
-    assert margin_dates.first_committed(literal) == first
+    assert reproduction.first_committed(literal) == first
     if first:
-        assert margin_dates.when(m, "2000-01-01T00:00:00+00:00")["status"] == margin_dates.AFTER
-        assert margin_dates.when(m, "2999-01-01T00:00:00+00:00")["status"] == margin_dates.BEFORE
-    assert margin_dates.first_committed("Margin(never committed, \"x\"") == ""  # no commit holds it
+        assert reproduction.margin_dated(m, "2000-01-01T00:00:00+00:00")["status"] == reproduction.MARGIN_AFTER
+        assert reproduction.margin_dated(m, "2999-01-01T00:00:00+00:00")["status"] == reproduction.MARGIN_BEFORE
+    assert reproduction.first_committed("Margin(never committed, \"x\"") == ""  # no commit holds it
     new = Margin(0.5, "a unit declared nowhere", "none", "x" * 41)
-    assert margin_dates.when(new, "2000-01-01T00:00:00+00:00")["status"] == margin_dates.UNKNOWN
+    assert reproduction.margin_dated(new, "2000-01-01T00:00:00+00:00")["status"] == reproduction.MARGIN_UNKNOWN
 
 
 def test_a_clone_without_history_says_unknown(monkeypatch):
     m = next(iter(MARGINS.values()))
-    monkeypatch.setattr(margin_dates, "shallow", lambda: True)
-    margin_dates.first_committed.cache_clear()
+    monkeypatch.setattr(reproduction, "shallow", lambda: True)
+    reproduction.first_committed.cache_clear()
     try:
-        assert margin_dates.when(m, "2000-01-01T00:00:00+00:00")["status"] == margin_dates.UNKNOWN
+        assert reproduction.margin_dated(m, "2000-01-01T00:00:00+00:00")["status"] == reproduction.MARGIN_UNKNOWN
     finally:
-        margin_dates.first_committed.cache_clear()
+        reproduction.first_committed.cache_clear()
 
 
 
@@ -74,16 +74,16 @@ def test_a_clone_without_history_says_unknown(monkeypatch):
 def test_a_recomputed_result_is_dated_by_its_first_commit():
     """A result recomputed after its margin was declared was still seen first at its first commit:
     the margin reads as chosen after the results, however new the recomputation."""
-    folder = margin_dates.ROOT / "results" / "w-t1245" / "full"
-    log = subprocess.run(["git", "-C", str(margin_dates.ROOT), "log", "--format=%cI", "--",
+    folder = reproduction.REPO / "results" / "w-t1245" / "full"
+    log = subprocess.run(["git", "-C", str(reproduction.REPO), "log", "--format=%cI", "--",
                           "results/w-t1245/full/payload.json"], capture_output=True, text=True, check=True).stdout.split()
-    seen = margin_dates.first_result_commit(str(folder))
+    seen = reproduction.first_result_commit(str(folder))
     assert log and seen == log[-1]  # git log lists newest first
     later = [m for m in MARGINS.values()
-             if (margin_dates.first_committed(margin_dates.declaration(m)[2]) or "9999") > seen]
+             if (reproduction.first_committed(reproduction.declaration(m)[2]) or "9999") > seen]
     assert later, "no margin was committed after w-t1245's first full result"
     m = later[0]
-    assert margin_dates.when(m, "2999-01-01T00:00:00+00:00")["status"] == margin_dates.BEFORE
-    dated = margin_dates.when(m, "2999-01-01T00:00:00+00:00", str(folder))
-    assert dated["status"] == margin_dates.AFTER and dated["created"] == seen
-    assert margin_dates.first_result_commit(str(margin_dates.ROOT / "results" / "no-such" / "full")) is None
+    assert reproduction.margin_dated(m, "2999-01-01T00:00:00+00:00")["status"] == reproduction.MARGIN_BEFORE
+    dated = reproduction.margin_dated(m, "2999-01-01T00:00:00+00:00", str(folder))
+    assert dated["status"] == reproduction.MARGIN_AFTER and dated["created"] == seen
+    assert reproduction.first_result_commit(str(reproduction.REPO / "results" / "no-such" / "full")) is None

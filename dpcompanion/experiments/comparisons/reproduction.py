@@ -11,7 +11,7 @@ row of one of them (:func:`.rule.row_of`).
 * ``ours``: ``{"estimate", "ci_low", "ci_high" (95%), "n", "se", "text"}``;
 * ``margin``, ``mde`` (the smallest effect our runs detect at 80% power), ``runs_needed`` (an
   ``inconclusive`` row's runs that would separate zero from the paper's value); where the rule declares
-  a margin, ``margin_basis``, ``margin_source`` and ``margin_dated`` (:func:`.margin_dates.when`);
+  a margin, ``margin_basis``, ``margin_source`` and ``margin_dated`` (:func:`margin_dated`);
 * ``scale`` (:func:`dpcompanion.experiments.scale_tables.scale_of` of the result's recorded config, the
   paper's side read from this code) and ``at_paper_scale``; ``design``; ``comparable``; ``tuning``;
 * ``result``: which stored result the row was judged on (``mode``, ``fresh``, ``digest``, ``path``).
@@ -24,17 +24,21 @@ row saying which command computes it. Theory tables are computed (seconds)."""
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
 import re
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable
 
 from dpcompanion.core import outputs
+from dpcompanion.core.provenance import REPO
 from dpcompanion.experiments import base, scale_tables as scale_mod, store
-from dpcompanion.experiments.comparisons import margin_dates, theory, wu_rules
+from dpcompanion.experiments.store import files
+from dpcompanion.experiments.comparisons import theory, wu_rules
 from dpcompanion.experiments.comparisons.rule import (CRITERIA, OUTCOMES, OWN_CODE_RULES, Rule, apply_tuning_cap,
                                                       decide, decided, row_of, tuning_for_row)
 from dpcompanion.experiments.protocols import tuning as tuning_protocol
@@ -213,8 +217,8 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     out["units"] = margin_of.units if margin_of is not None else None  # the forest plot's panel
     if margin_of is not None and margin_of.value is not None:
         # where the margin's value comes from (its basis and declaration) and when it was first
-        # committed against when the judged result was first seen, read from git (margin_dates)
-        dated = margin_dates.when(margin_of, result.get("created"), result.get("path"))
+        # committed against when the judged result was first seen, read from git (margin_dated)
+        dated = margin_dated(margin_of, result.get("created"), result.get("path"))
         out["margin_basis"] = margin_of.basis
         out["margin_dated"] = dated
         out["margin_source"] = (f"{margin_of.basis}, declared at {dated['declared'] or '?'}"
@@ -222,7 +226,7 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
         if result.get("mode") not in (None, "computed"):
             out["note"] += f"; {dated['status']}" + (
                 f" (margin first committed {dated['committed']}, result created {dated['created']})"
-                if dated["status"] == margin_dates.AFTER and dated["committed"] else "")
+                if dated["status"] == MARGIN_AFTER and dated["committed"] else "")
     if r.get("headline"):  # W-LADDER's top rung
         out["headline"] = r["headline"]
     if r.get("reading"):  # the closest reading of a printed number (comparisons.readings)
@@ -232,7 +236,7 @@ def _row(page: str, r: dict, *, config: dict, scale: dict, tuning: list, result:
     out["next_step"] = next_steps(tuning, payload)
     out["scope"] = scope_of(out)
     out["sentence"] = sentence(out)
-    if out.get("absence") == "shown" and (out.get("margin_dated") or {}).get("status") == margin_dates.AFTER:
+    if out.get("absence") == "shown" and (out.get("margin_dated") or {}).get("status") == MARGIN_AFTER:
         without, _ = decide({**{k: out[k] for k in CRITERIA}, "absence": "not shown"})
         # a TOST margin fixed after the result: say where it comes from and what the row reads without it
         out["sentence"] += (f" The margin ({margin_of.basis}) was first committed after this result was computed; "
@@ -250,6 +254,129 @@ def _margin_of(rule_id: str | None):
         return rule_by_id(rule_id).margin
     except ValueError:
         return None
+
+
+#: what a row says of its margin's date (:func:`margin_dated`)
+MARGIN_AFTER, MARGIN_BEFORE, MARGIN_UNKNOWN = ("margin chosen after the results", "margin declared before the results",
+                                               "margin date unknown")
+#: the margin dates' cache, in the git directory: a first commit never changes
+_MARGIN_CACHE = "dpcompanion-margin-dates.json"
+
+
+@functools.lru_cache(maxsize=1)
+def shallow() -> bool:
+    """True where the clone's history cannot date a margin: shallow, or not a git repository."""
+    out = files.git(REPO, "rev-parse", "--is-shallow-repository")
+    return out is None or out.strip() != "false"
+
+
+@functools.lru_cache(maxsize=1)
+def _sources() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    pkg = REPO / "dpcompanion" / "experiments"
+    return tuple((str(p.relative_to(REPO)), tuple(p.read_text(encoding="utf-8").splitlines()))
+                 for p in sorted(pkg.rglob("*.py")))
+
+
+def declaration(margin) -> tuple[str, int, str] | None:
+    """``(path, line, literal)`` of the call that declares ``margin``: the first source line
+    holding ``Margin(`` and its units as a string literal; the literal runs from ``Margin(``
+    through the units. None where no such line is found."""
+    units = json.dumps(margin.units)
+    for path, lines in _sources():
+        for i, line in enumerate(lines):
+            k, u = line.find("Margin("), line.find(units)
+            if k >= 0 and u > k:
+                return path, i + 1, line[k:u + len(units)]
+    return None
+
+
+def _cache_path() -> Path | None:
+    out = files.git(REPO, "rev-parse", "--absolute-git-dir")
+    return Path(out.strip()) / _MARGIN_CACHE if out else None
+
+
+@functools.lru_cache(maxsize=None)
+def first_committed(literal: str) -> str | None:
+    """ISO date of the first commit whose diff adds ``literal`` (``git log --reverse -S``), or
+    ``""`` where no commit holds it (not yet committed); None where history cannot say
+    (:func:`shallow`)."""
+    if shallow():
+        return None
+    path = _cache_path()
+    cache = {}
+    if path is not None and path.is_file():
+        try:
+            cache = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            cache = {}
+    if literal in cache:
+        return cache[literal]
+    out = files.git(REPO, "log", "--reverse", "--format=%cI", "-S", literal)
+    if out is None:
+        return None
+    first = out.split("\n", 1)[0].strip()
+    if first and path is not None:  # a first commit never changes: cache it (an uncommitted literal is not)
+        cache[literal] = first
+        try:
+            path.write_text(json.dumps(cache, indent=1, sort_keys=True), encoding="utf-8")
+        except OSError:
+            pass
+    return first
+
+
+def first_result_commit(folder: str | None) -> str | None:
+    """ISO date of the first commit that added a ``payload.json`` to the result folder ``folder``
+    (any config, any digest since), None where git holds none or cannot say."""
+    if not folder or shallow():
+        return None
+    try:
+        rel = Path(folder).resolve().relative_to(REPO.resolve()).as_posix()
+    except ValueError:
+        return None
+    out = files.git(REPO, "log", "--reverse", "--format=%cI", "--", f"{rel}/payload.json")
+    return (out or "").split("\n", 1)[0].strip() or None
+
+
+def margin_dated(margin, created: str | None, folder: str | None = None) -> dict:
+    """When ``margin`` was first committed, read from git, against the judged result's date: ``{"status",
+    "committed", "created", "declared"}``, ``status`` one of :data:`MARGIN_AFTER`, :data:`MARGIN_BEFORE`,
+    :data:`MARGIN_UNKNOWN`. ``declared``: where :func:`declaration` finds the margin's ``Margin(...)`` call;
+    ``committed``: :func:`first_committed` of that literal (over every path, so a declaration moved between
+    modules keeps its date; a literal in no commit is after any result); without history (shallow clone, no
+    git) the status is unknown. The result's date is the earlier of its ``created`` and the first commit of a
+    result in its ``folder`` (:func:`first_result_commit`): a result recomputed later was seen at its first
+    commit, and a margin chosen after that is chosen after the results.
+
+    >>> margin_dated(None, "2026-01-01T00:00:00+00:00")["status"]
+    'margin date unknown'
+    """
+    seen = first_result_commit(folder)
+    if seen and created:
+        try:
+            created = min(created, seen, key=datetime.fromisoformat)
+        except ValueError:
+            pass
+    out = {"status": MARGIN_UNKNOWN, "committed": None, "created": created, "declared": None}
+    if margin is None or margin.value is None:
+        return out
+    found = declaration(margin)
+    if found is None:
+        return out
+    path, line, literal = found
+    out["declared"] = f"{path}:{line}"
+    first = first_committed(literal)
+    if first is None or not created:
+        return out
+    out["committed"] = first or None
+    if not first:
+        out["status"] = MARGIN_AFTER
+        return out
+    try:
+        after = datetime.fromisoformat(first) > datetime.fromisoformat(created)
+    except ValueError:
+        return out
+    out["status"] = MARGIN_AFTER if after else MARGIN_BEFORE
+    return out
 
 
 def _experiment_rows(eid: str, *, compute: bool, seed: int, device: str) -> list[dict]:

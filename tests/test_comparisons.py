@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dpcompanion.experiments import base, comparisons as cmp, store
-from dpcompanion.experiments.comparisons import summary
+from dpcompanion.experiments.comparisons import reproduction
 from dpcompanion.experiments.comparisons import wu_rules
 from dpcompanion.experiments.comparisons.rule import judge_effect
 
@@ -164,7 +164,7 @@ def test_every_experiment_with_a_page_verdict_table_has_rules():
     """Every experiment of the store has verdict_rows (its page's table) and rules in the registry;
     every rule belongs to an experiment (or to a figure without a module, NO_MODULE)."""
     exps = set(base.all_experiments())
-    with_rows = set(summary.experiments_with_verdicts())
+    with_rows = set(reproduction.experiments_with_verdicts())
     assert with_rows == exps, exps - with_rows
     for eid in with_rows:
         assert cmp.rules_for(eid), f"no rule in the registry for experiment {eid}"

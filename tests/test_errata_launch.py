@@ -304,9 +304,9 @@ def test_wu_sentence_says_what_the_top_rung_ran_and_counts_its_cells_from_the_ro
     """The landing page said W-LADDER's rung ran at "the paper's 50,000 training images" (it runs
     50,000 Fashion-MNIST images, last layer only; the paper's 50,000 are CIFAR-10's) and listed the
     paper's 12-cell table beside a rung that ran 6 of its cells. Both come from the rows now."""
-    from dpcompanion.experiments.comparisons import summary
+    from dpcompanion.experiments.comparisons import reproduction
 
-    rows = summary.reproduction_rows(seed=0, device="cpu")
+    rows = reproduction.report_rows(compute=True, seed=0, device="cpu")
     text = landing.wu_claim_sentence(rows)
     assert "the paper's 50,000" not in text
     rungs = [r for r in rows if r.get("rule") == "w-ladder/table" and landing._rung(r) == max(

@@ -197,14 +197,14 @@ def test_infl_extra_paper_mode_is_the_papers_protocol():
 
 
 def test_summary_collects_rule_rows(monkeypatch, tmp_path):
-    from dpcompanion.experiments.comparisons import summary
+    from dpcompanion.experiments.comparisons import reproduction
 
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path))  # not the repository's results/ (a tiny config)
     monkeypatch.setitem(h_f_curv.CONFIGS, "quick", {"curvatures": [1.0, 15.0], "N": 50, "T": 10, "repeats": 20})
-    rows = summary.verdict_summary(mode="quick", ids=("h-f-curv",))
+    rows = reproduction.verdict_summary(ids=("h-f-curv",))
     assert rows and all(r["item"].startswith("{doc}`h-f-curv <h-f-curv>` (quick)") for r in rows)
     assert {r["verdict"] for r in rows} <= set(VERDICTS)
     # figures with rules but no experiment: linked to the page that shows them, marked computed
-    rows = summary.verdict_summary(mode="quick", ids=("w-f2",))
+    rows = reproduction.verdict_summary(ids=("w-f2",))
     assert rows and all(r["item"].startswith("{doc}`w-f2 <w-theory>` (computed)") for r in rows)
-    assert set(summary.CLAIM_TABLES) == {"h-f-theory", "accounting", "h-sec-4-2", "w-f2", "w-eps"}
+    assert set(reproduction.CLAIM_TABLES) == {"h-f-theory", "accounting", "h-sec-4-2", "w-f2", "w-eps"}

@@ -11,7 +11,7 @@ import pytest
 
 from dpcompanion.book import landing
 from dpcompanion.experiments import comparisons, scale_tables, store
-from dpcompanion.experiments.comparisons import reproduction as R, summary
+from dpcompanion.experiments.comparisons import reproduction as R
 from dpcompanion.experiments.h_f_eff import eff_trend
 
 
@@ -190,7 +190,7 @@ def test_landing_counts_split_and_title_claim(rows):
     title = landing.title_claim_sentence(rows)
     if any(r["rule"] == "h-f-eff/acc" for r in rows):
         assert title.startswith("**The title claim**") and "per doubling of N" in title and title.count(". ") == 0
-    table = summary.verdict_summary(rows=rows)
+    table = R.verdict_summary(rows=rows)
     assert all("<details>" in t["note"] for t in table if t["note"])
 
 

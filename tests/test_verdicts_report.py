@@ -146,16 +146,14 @@ def test_verdicts_csv(tmp_path, monkeypatch, capsys):
 
 
 def test_summary_is_rendered_from_the_report(tmp_path, monkeypatch):
-    from dpcompanion.experiments.comparisons import summary
-
     monkeypatch.setenv("DPCOMPANION_RESULTS", str(tmp_path / "results"))
     rows = reproduction.report_rows(pages=["h-f-theory", "w-eps"])
-    shown = summary.verdict_summary(rows=rows)
+    shown = reproduction.verdict_summary(rows=rows)
     assert [r["verdict"] for r in shown] == [r["verdict"] for r in rows]
     assert shown[0]["item"].startswith("{doc}`h-f-theory <h-f-theory>` (computed)")
-    path = summary.write_reproduction_csv(rows, tmp_path / "out" / summary.CSV_NAME)
+    path = reproduction.write_csv(rows, tmp_path / "out" / reproduction.CSV_NAME)
     assert path.read_text().startswith("page,rule,item,verdict")
-    assert summary.reproduction_download_md() == "{download}`the reproduction report (CSV) <reproduction-report.csv>`"
+    assert reproduction.reproduction_download_md() == "{download}`the reproduction report (CSV) <reproduction-report.csv>`"
 
 
 @pytest.mark.slow

@@ -44,7 +44,8 @@ from dpcompanion.experiments.comparisons.rule import (CRITERIA, OUTCOMES, OWN_CO
 from dpcompanion.experiments.protocols import tuning as tuning_protocol
 
 __all__ = ["PAGE_RULES", "all_rules", "experiment_of", "rules_for", "rule_by_id", "design_of", "plan_of", "compare",
-           "verdict_of", "CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "csv_text", "CSV_COLUMNS",
+           "verdict_of", "CLAIM_TABLES", "experiments_with_verdicts", "report_rows", "counts", "write_csv", "CSV_NAME",
+           "reproduction_download_md", "verdict_summary", "note_with_details", "csv_text", "CSV_COLUMNS",
            "power_rows", "sentence", "SAME_PRINTED", "one_verdict_per_printed_number", "readable", "scope_of",
            "next_steps", "OWN_CODE_RULES", "SCOPES", "domain_bound", "outcome_counts", "setup_of", "SETUP_RANK", "outcome_words", "SETUP_WORDS",
            "EFFECT_WORDS", "TREND_WORDS"]
@@ -964,12 +965,60 @@ def csv_text(rows: Iterable[dict]) -> str:
     return buf.getvalue()
 
 
-def write_csv(rows: Iterable[dict], path: Path) -> Path:
-    """Write :func:`csv_text` to ``path`` by :func:`dpcompanion.core.outputs.write_text` (a regular file
-    replaced atomically; a device, FIFO or symlink's target written through, never replaced)."""
-    path = Path(path)
+#: the reproduction report's CSV, written by the book build (the verdicts page) next to the
+#: executed pages in ``book/``; the landing and verdicts pages link it with MyST's ``{download}`` role
+CSV_NAME = "reproduction-report.csv"
+
+
+def write_csv(rows: Iterable[dict], path: Path | None = None) -> Path:
+    """Write :func:`csv_text` to ``path`` (default ``book/`` + :data:`CSV_NAME`, where the pages' download
+    link points) by :func:`dpcompanion.core.outputs.write_text` (a regular file replaced atomically; a
+    device, FIFO or symlink's target written through, never replaced); returns the path."""
+    path = Path(path) if path is not None else REPO / "book" / CSV_NAME
     outputs.write_text(path, csv_text(rows), name="--csv")
     return path
+
+
+def reproduction_download_md(label: str = "the reproduction report (CSV)") -> str:
+    """The MyST link to the CSV for a page in ``book/``."""
+    return f"{{download}}`{label} <{CSV_NAME}>`"
+
+
+def verdict_summary(*, seed: int = 0, device: str = "cpu", ids=None, rows=None) -> list[dict]:
+    """Rows ``item, paper, ours, verdict, outcome, note`` (for ``report.paper_vs_ours``) rendered from the
+    reproduction report (:func:`report_rows`, computing a missing quick result, or ``rows`` when given), each item prefixed
+    with its page (a link) and the result it was judged on (full, quick, or computed for the
+    theory tables); ``ours`` carries the 95% interval where there is one. ``ids`` defaults to
+    :func:`experiments_with_verdicts` and then :data:`CLAIM_TABLES`; the result judged is the store's choice
+    (:func:`dpcompanion.experiments.store.best_fresh`)."""
+    if rows is None:
+        rows = report_rows(pages=ids, compute=True, seed=seed, device=device)
+    out = []
+    for r in rows:
+        page = CLAIM_TABLES[r["page"]][0] if r["page"] in CLAIM_TABLES else r["page"]
+        o = r["ours"]
+        ours = o["text"]
+        if o.get("ci_low") is not None and o.get("ci_high") is not None and o["ci_low"] != o["ci_high"]:
+            ours += (f" ({ci_name(r)} [{o['ci_low']:.3g}, {o['ci_high']:.3g}]"
+                     + (f", n = {o['n']}" if o.get("n") else "") + ")")
+        mode_r = r["result"]["mode"] or "no result"
+        out.append({"item": f"{{doc}}`{r['page']} <{page}>` ({mode_r}): {r['item']}", "paper": r["paper"],
+                    "ours": ours, "verdict": r["verdict"], "outcome": r["outcome"], "note": note_with_details(r)})
+    return out
+
+
+def note_with_details(row: dict) -> str:
+    """A row's note column: its sentence for the reader, then how the rule
+    judged it (the rule's own note: intervals, tolerances, caps) folded in a details block, on
+    one line so that it stays inside its table cell. A row without a sentence keeps its note.
+
+    >>> note_with_details({"sentence": "Exp is ahead.", "note": "ours 1, 95% CI [0.5, 1.5]"})
+    'Exp is ahead. <details><summary>how it was judged</summary>ours 1, 95% CI [0.5, 1.5]</details>'
+    """
+    note = " ".join(str(row.get("note", "")).split())
+    if not row.get("sentence"):
+        return note
+    return row["sentence"] + (f" <details><summary>how it was judged</summary>{note}</details>" if note else "")
 
 
 def cpu_words(seconds: float | None, before: str = "", after: str = "") -> str:

@@ -177,8 +177,7 @@ def verdict_rows(payload) -> list[dict]:
         for t in sorted({v["table"] for v in V}):
             rows.append(comparisons.compare("w-t1245/table", sizes_match=True, table=t,
                                             item=f"Table {t}: ADP-SGD ahead of DP-SGD (cells run here)",
-                                            cells=[v for v in V if v["table"] == t],
-                                            plan=SEQUENTIAL))
+                                            cells=[v for v in V if v["table"] == t]))
     return rows
 
 

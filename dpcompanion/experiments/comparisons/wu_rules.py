@@ -261,15 +261,13 @@ def _pooled_note(p, k_all: int) -> str:
             else f"one comparable cell of {k_all}: its own gap")
 
 
-def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | None = None) -> Judgement:
+def judge_table(*, rule: Rule, table: int, cells: Sequence[dict]) -> Judgement:
     """One of W's tables (rule ``rule``, declared with ``takes_rule``) from its ``cells``: dicts with
     ``verdict``, ``outcome`` and ``cap`` (the cell's row), ``gap`` and ``se`` (ours, paired by seed) and
     ``paper_gap`` (printed, or None). The table's verdict is that of the *pooled gap* over the comparable cells
     (those whose sizes do not differ; :func:`~.rule.pool_random_effects`: random effects, the cells' true
     gains differ), judged as a cell is, with the rule's margin; the count of cells by verdict is reported
     beside it. Not comparable when no cell is. The cells judged on their own cap the table (:func:`~.rule.cells_cap`).
-    With a group-sequential ``plan`` and cells carrying their per-seed arrays (``adp``, ``dp``), the pooled gap
-    is judged at each look on the cells' first seeds.
 
     >>> c = [{"verdict": "sign only", "outcome": "partial", "cap": "none", "gap": g, "se": 0.1, "paper_gap": 2.0}
     ...      for g in (1.0, 1.1, 1.2)]
@@ -315,26 +313,6 @@ def judge_table(*, rule: Rule, table: int, cells: Sequence[dict], plan: Plan | N
                          ours=f"{ours_pos} of {n} cells ahead; no comparable cell", printed=paper)
     m = rule.margin
     design, comparable = rule.design_name, rule.comparable_name
-    n_seeds = min((min(len(c.get("adp", ())), len(c.get("dp", ()))) for c in use), default=0)
-    if plan is not None and plan.interim_looks and n_seeds >= plan.looks[0]:
-        pooled = {}
-
-        def at(look):
-            est = [estimate_effect(first_seeds(c["adp"], look.n), first_seeds(c["dp"], look.n), design=design)
-                   for c in use]
-            p = pooled[look.k] = pool_random_effects([e.estimate for e in est], [e.se for e in est])
-            return judge_effect(p.estimate, p.se, direction=+1, df=p.df, design=design, comparable=comparable,
-                                margin=None if m is None else m.value, level=look.level, tost_alpha=look.tost_alpha,
-                                interval=f"repeated 95% CI ({look.label}, {look.n} seeds a cell)")
-
-        j, look, taken = judge_sequential(plan, n_seeds, at)
-        j = dataclasses.replace(j, stage=f"{look.label}, {look.n} seeds a cell", looks=tuple(taken))
-        p = pooled[look.k]
-        ours = (f"pooled gap {p.estimate:+.2f} points (repeated 95% CI {j.ci_low:+.2f} to {j.ci_high:+.2f}, "
-                f"{look.label}, {look.n} seeds a cell); {ours_pos} of {n} cells ahead; cells by verdict: {counted}")
-        return dataclasses.replace(j.for_row(ours, remark=f"; {_pooled_note(p, n)}; {_looks_note(plan, taken)}; cells by "
-                                                          f"verdict: {counted}{by_cells}{headline}", printed=paper),
-                                   cells_cap=cap)
     p = pool_random_effects([float(c["gap"]) for c in use], [float(c["se"]) for c in use])
     j = judge_effect(p.estimate, p.se, direction=+1, df=p.df, design=design, comparable=comparable,
                      margin=None if m is None else m.value)

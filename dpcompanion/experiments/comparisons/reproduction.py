@@ -325,16 +325,19 @@ def first_committed(literal: str) -> str | None:
     return first
 
 
+@functools.lru_cache(maxsize=None)
 def first_result_commit(folder: str | None) -> str | None:
-    """ISO date of the first commit that added a ``payload.json`` to the result folder ``folder``
-    (any config, any digest since), None where git holds none or cannot say."""
+    """ISO date of the first commit that added anything under the experiment folder holding the result
+    folder ``folder`` (``results/<id>/``: any mode, any config, any digest since; a result of one mode
+    is seen before a margin that judges another), None where git holds none or cannot say. Results
+    seen only locally (quick mode, never committed) leave no date: they cannot be told apart here."""
     if not folder or shallow():
         return None
     try:
-        rel = Path(folder).resolve().relative_to(REPO.resolve()).as_posix()
+        rel = Path(folder).resolve().parent.relative_to(REPO.resolve()).as_posix()
     except ValueError:
         return None
-    out = files.git(REPO, "log", "--reverse", "--format=%cI", "--", f"{rel}/payload.json")
+    out = files.git(REPO, "log", "--reverse", "--format=%cI", "--", f"{rel}/")
     return (out or "").split("\n", 1)[0].strip() or None
 
 
@@ -345,7 +348,7 @@ def margin_dated(margin, created: str | None, folder: str | None = None) -> dict
     ``committed``: :func:`first_committed` of that literal (over every path, so a declaration moved between
     modules keeps its date; a literal in no commit is after any result); without history (shallow clone, no
     git) the status is unknown. The result's date is the earlier of its ``created`` and the first commit of a
-    result in its ``folder`` (:func:`first_result_commit`): a result recomputed later was seen at its first
+    result of its experiment (:func:`first_result_commit`): a result recomputed later was seen at its first
     commit, and a margin chosen after that is chosen after the results.
 
     >>> margin_dated(None, "2026-01-01T00:00:00+00:00")["status"]

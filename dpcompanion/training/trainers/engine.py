@@ -570,8 +570,8 @@ def train(model: Model, X, y, config: TrainConfig, *, X_test=None, y_test=None, 
                    "seeds": list(cfg.seeds), "N": N, "N_public": N_public,
                    "N_public_declared": cfg.N is not None, "T": cfg.T, "runs": K, "chunks": len(chunks),
                    "fast_path": bool(oracle.fast), "wall_time": time.perf_counter() - t0, **cfg.describe(),
-                   "rounding_excess_bound": rounding_excess_bound(N, cfg.dtype, layers=model.n_layers)
-                   if isinstance(model, DenseModel) else None})  # no bound is proven for other models
+                   "rounding_excess_bound": rounding_excess_bound(N, cfg.dtype)
+                   if isinstance(model, DenseModel) and model.n_layers == 1 else None})  # proven for these only
     if cfg.single:
         h = h.run(0)
         h.meta.pop("seeds", None)

@@ -168,6 +168,25 @@ def test_squared_loss_quadratic_matches_the_loss():
     )
 
 
+def test_squared_loss_quadratic_offset_does_not_depend_on_lapacks_eigenvector_signs(monkeypatch):
+    """A LAPACK build may return any eigenvector's sign (a new machine flipped h-x-eer's stored offsets):
+    an eigh that flips every other column must give the same basis and offset."""
+    rng = np.random.default_rng(4)
+    X, y, th = rng.standard_normal((40, 5)), rng.standard_normal(40), rng.standard_normal(5)
+    ref = er.squared_loss_quadratic(features=X, targets=y, theta_init=th)
+    real = np.linalg.eigh
+
+    def flipped(a):
+        lam, U = real(a)
+        return lam, U * np.where(np.arange(U.shape[1]) % 2 == 0, -1.0, 1.0)
+
+    monkeypatch.setattr(er.np.linalg, "eigh", flipped)
+    q = er.squared_loss_quadratic(features=X, targets=y, theta_init=th)
+    assert np.array_equal(q["basis"], ref["basis"]) and np.array_equal(q["offset"], ref["offset"])
+    U = ref["basis"]
+    assert np.all(U[np.abs(U).argmax(axis=0), np.arange(5)] > 0)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

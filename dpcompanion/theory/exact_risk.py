@@ -184,7 +184,8 @@ def pl_constants(*, eigenvalues, offset, clip_norm: float, N: int, R: float) -> 
 def squared_loss_quadratic(*, features, targets, theta_init) -> dict[str, Any]:
     """The quadratic of ``f(theta) = 1/(2N) sum_n (x_n^T theta - y_n)^2`` (the ICLR submission, App. D, on
     MNIST35): ``eigenvalues`` of ``H = X^T X / N``, eigenvectors ``basis``, minimum-norm ``theta_star``,
-    ``f_star`` and ``offset = basis^T (theta_init - theta_star)``.
+    ``f_star`` and ``offset = basis^T (theta_init - theta_star)``; each eigenvector's sign is fixed (its
+    largest-magnitude entry positive), so the offset does not depend on the LAPACK build.
 
     >>> X = np.array([[1.0, 0.0], [0.0, 2.0]]); y = np.array([1.0, 2.0])
     >>> q = squared_loss_quadratic(features=X, targets=y, theta_init=np.zeros(2))
@@ -201,6 +202,9 @@ def squared_loss_quadratic(*, features, targets, theta_init) -> dict[str, Any]:
     N = X.shape[0]
     lam, U = np.linalg.eigh(X.T @ X / N)
     lam = np.clip(lam, 0.0, None)
+    # LAPACK may return any eigenvector's sign, and does differently across machines: fix it
+    # (largest-magnitude entry positive, as sklearn's svd_flip) so the stored offset is reproducible
+    U = U * np.where(U[np.abs(U).argmax(axis=0), np.arange(U.shape[1])] < 0, -1.0, 1.0)
     theta_star = np.linalg.lstsq(X, y, rcond=None)[0]
     f_star = float(0.5 * np.mean((X @ theta_star - y) ** 2))
     return {

@@ -12,7 +12,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion.theory import accounting as acc, adp_accounting, numerical_accounting
+from dpcompanion.theory import accounting as acc, adp_accounting
 
 deltas = st.floats(min_value=1e-12, max_value=0.5)
 epsilons = st.floats(min_value=1e-3, max_value=50.0)
@@ -131,7 +131,7 @@ def test_exact_is_below_zcdp_and_rdp(R, delta):
 
 def test_rdp_is_above_exact():
     sigma = [2.0] * 10
-    assert numerical_accounting.accountant_epsilon(sigma=sigma, delta=1e-5, accountant="rdp") >= acc.exact_epsilon(sigma=sigma, delta=1e-5)
+    assert acc.accountant_epsilon(sigma=sigma, delta=1e-5, accountant="rdp") >= acc.exact_epsilon(sigma=sigma, delta=1e-5)
 
 
 @given(epsilon=st.floats(min_value=0.05, max_value=20.0), delta=st.floats(min_value=1e-12, max_value=1e-2))
@@ -164,14 +164,14 @@ def test_exact_handles_inf_sigma_and_validation():
 def test_psgd_rule_is_rescaled_budget():
     p, R = 0.05, 0.4
     sigma = np.full(100, math.sqrt(100 * p * p / R))  # sum p^2/sigma^2 = R
-    assert sum(numerical_accounting.psgd_step_cost(sigma=s, sampling_rate=p) for s in sigma) == pytest.approx(R)
-    assert acc.spent_R(sigma=sigma) == pytest.approx(numerical_accounting.psgd_R_prime(R=R, sampling_rate=p))
+    assert sum(acc.psgd_step_cost(sigma=s, sampling_rate=p) for s in sigma) == pytest.approx(R)
+    assert acc.spent_R(sigma=sigma) == pytest.approx(acc.psgd_R_prime(R=R, sampling_rate=p))
 
 
 def test_grouping_equals_step_by_step_composition():
     sigma = [1.5, 2.0, 1.5, 3.0, 2.0, 1.5]
     p = 0.1
-    ours = numerical_accounting.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=p, accountant="rdp")
+    ours = acc.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=p, accountant="rdp")
     a = dpa.rdp.RdpAccountant()
     for s in sigma:
         a.compose(dpa.PoissonSampledDpEvent(p, dpa.GaussianDpEvent(s)))
@@ -180,12 +180,12 @@ def test_grouping_equals_step_by_step_composition():
 
 def test_subsampling_amplifies():
     sigma = [1.0] * 50
-    e = [numerical_accounting.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=p) for p in (0.01, 0.1, 1.0)]
+    e = [acc.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=p) for p in (0.01, 0.1, 1.0)]
     assert e[0] < e[1] < e[2]
     with pytest.raises(ValueError, match="sampling_rate"):
-        numerical_accounting.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=0.0)
+        acc.accountant_epsilon(sigma=sigma, delta=1e-5, sampling_rate=0.0)
     with pytest.raises(ValueError, match="accountant"):
-        numerical_accounting.accountant_epsilon(sigma=sigma, delta=1e-5, accountant="ma")
+        acc.accountant_epsilon(sigma=sigma, delta=1e-5, accountant="ma")
 
 
 # -------------------------------------------------------------------------- ADP-SGD
@@ -235,11 +235,11 @@ def test_w_moments_epsilons_recompute():
 def test_R_accountant_between_zcdp_and_exact():
     rz = acc.R_zcdp(epsilon=4, delta=1e-8)
     rx = acc.R_exact(epsilon=4, delta=1e-8)
-    rr = numerical_accounting.R_accountant(epsilon=4, delta=1e-8, accountant="rdp")
+    rr = acc.R_accountant(epsilon=4, delta=1e-8, accountant="rdp")
     assert rz < rr < rx
-    assert numerical_accounting.accountant_epsilon(sigma=[1 / math.sqrt(rr)], delta=1e-8) == pytest.approx(4.0, rel=1e-6)
+    assert acc.accountant_epsilon(sigma=[1 / math.sqrt(rr)], delta=1e-8) == pytest.approx(4.0, rel=1e-6)
     # PLD of a Gaussian is (up to discretisation) the exact GDP profile
-    assert numerical_accounting.R_accountant(epsilon=4, delta=1e-8, accountant="pld") == pytest.approx(rx, rel=1e-3)
+    assert acc.R_accountant(epsilon=4, delta=1e-8, accountant="pld") == pytest.approx(rx, rel=1e-3)
 
 
 @pytest.mark.parametrize("sigma,p", [(1.0, 0.01), (0.5, 0.1), (3.0, 0.5), (0.3, 0.9), (2.0, 1.0)])
@@ -249,37 +249,37 @@ def test_rdp_curve_is_dp_accountings_formula_at_integer_orders(sigma, p):
     fractional orders): the ledger is at least as strict as dp-accounting's RDP accountant."""
     from dp_accounting.rdp import rdp_privacy_accountant as rpa
 
-    ref = rpa._compute_rdp_poisson_subsampled_gaussian(p, sigma, numerical_accounting.RDP_ORDERS)
-    ours = numerical_accounting.rdp_curve(sigma=[sigma], sampling_rate=p)
+    ref = rpa._compute_rdp_poisson_subsampled_gaussian(p, sigma, acc.RDP_ORDERS)
+    ours = acc.rdp_curve(sigma=[sigma], sampling_rate=p)
     assert np.allclose(ours, ref, rtol=1e-9, atol=1e-300)
     ref_acc = dpa.rdp.RdpAccountant()
     ev = dpa.GaussianDpEvent(sigma)
     ref_acc.compose(ev if p == 1 else dpa.PoissonSampledDpEvent(p, ev), 50)
-    e_ours = numerical_accounting.rdp_epsilon(orders=numerical_accounting.RDP_ORDERS, rdp=50 * ours, delta=1e-5)
+    e_ours = acc.rdp_epsilon(orders=acc.RDP_ORDERS, rdp=50 * ours, delta=1e-5)
     assert ref_acc.get_epsilon(1e-5) <= e_ours * (1 + 1e-12)
 
 
 def test_rdp_curve_refuses_noiseless_steps():
     for bad in (np.inf, np.nan, 0.0, -1.0):
         with pytest.raises(ValueError, match="sigma"):
-            numerical_accounting.rdp_curve(sigma=[1.0, bad], sampling_rate=0.1)
+            acc.rdp_curve(sigma=[1.0, bad], sampling_rate=0.1)
 
 
 def test_rdp_protocol_helpers_calibrate_and_refuse_the_last_order():
     """calibrate_multiplier reaches its target by the same accountant; rdp_epsilon with
     check_order refuses an optimum at the last order (a valid but loose value)."""
     a = np.linspace(1.0, 2.0, 12)
-    z = numerical_accounting.calibrate_multiplier(alpha=a, sampling_rate=0.1, delta=1e-5, epsilon_target=1.5)
-    assert numerical_accounting.rdp_epsilon_of(sigma=z * a, delta=1e-5, sampling_rate=0.1) == pytest.approx(1.5, rel=1e-9)
+    z = acc.calibrate_multiplier(alpha=a, sampling_rate=0.1, delta=1e-5, epsilon_target=1.5)
+    assert acc.rdp_epsilon_of(sigma=z * a, delta=1e-5, sampling_rate=0.1) == pytest.approx(1.5, rel=1e-9)
     orders = np.arange(2, 6.0)
-    r = numerical_accounting.rdp_curve(sigma=[20.0], orders=orders)
-    assert numerical_accounting.rdp_epsilon(orders=orders, rdp=r, delta=1e-5) > 0
+    r = acc.rdp_curve(sigma=[20.0], orders=orders)
+    assert acc.rdp_epsilon(orders=orders, rdp=r, delta=1e-5) > 0
     with pytest.raises(ValueError, match="largest RDP order"):
-        numerical_accounting.rdp_epsilon(orders=orders, rdp=r, delta=1e-5, check_order=True)
-    o = numerical_accounting.rdp_orders_for(sigma=1.0, T=1000, sampling_rate=0.01, delta=1e-5)
+        acc.rdp_epsilon(orders=orders, rdp=r, delta=1e-5, check_order=True)
+    o = acc.rdp_orders_for(sigma=1.0, T=1000, sampling_rate=0.01, delta=1e-5)
     assert o[0] == 2 and 32 <= o[-1] <= 256
-    rows = numerical_accounting.rdp_per_step(sigma=[2.0, 3.0, 2.0], sampling_rate=0.2, orders=orders)
-    np.testing.assert_allclose(rows.sum(0), numerical_accounting.rdp_curve(sigma=[2.0, 3.0, 2.0], sampling_rate=0.2, orders=orders))
+    rows = acc.rdp_per_step(sigma=[2.0, 3.0, 2.0], sampling_rate=0.2, orders=orders)
+    np.testing.assert_allclose(rows.sum(0), acc.rdp_curve(sigma=[2.0, 3.0, 2.0], sampling_rate=0.2, orders=orders))
 
 
 # ------------------------------------------------------------------ ranges of the accountants
@@ -292,9 +292,9 @@ def test_R_accountant_rdp_outside_the_old_bracket(epsilon):
     f(b) must have different signs"): widened, the root is the boundary of the
     budgets within epsilon (to the root-finder's 1e-7 in log R; RDP's epsilon jumps from 0 to
     about 0.0035 at delta 1e-5, so every smaller target has the same R)."""
-    R = numerical_accounting.R_accountant(epsilon=epsilon, delta=1e-5, accountant="rdp")
-    below = numerical_accounting.epsilon_at_R(R=R * (1 - 1e-6), delta=1e-5, accountant="rdp")
-    above = numerical_accounting.epsilon_at_R(R=R * (1 + 1e-6), delta=1e-5, accountant="rdp")
+    R = acc.R_accountant(epsilon=epsilon, delta=1e-5, accountant="rdp")
+    below = acc.epsilon_at_R(R=R * (1 - 1e-6), delta=1e-5, accountant="rdp")
+    above = acc.epsilon_at_R(R=R * (1 + 1e-6), delta=1e-5, accountant="rdp")
     assert below <= epsilon < above
 
 
@@ -302,11 +302,11 @@ def test_pld_keeps_its_discretisation_up_to_R0_and_bounds_it_above():
     """Up to PLD_R0 the full-batch pld epsilon is dp-accounting's at its default discretisation,
     to the bit; above, the interval grows with R (bounded size; at R = 1000 the default took 26 s
     and 2.6 GB) and the value stays a valid upper bound, within 1e-3 of exact GDP."""
-    for R in (0.5, 4.0, numerical_accounting.PLD_R0):
-        assert numerical_accounting.epsilon_at_R(R=R, delta=1e-5, accountant="pld") == numerical_accounting.accountant_epsilon(
+    for R in (0.5, 4.0, acc.PLD_R0):
+        assert acc.epsilon_at_R(R=R, delta=1e-5, accountant="pld") == acc.accountant_epsilon(
             sigma=[1 / math.sqrt(R)], delta=1e-5, accountant="pld")
-    for R in (1000.0, 1e4, numerical_accounting.PLD_MAX_R):
-        e = numerical_accounting.epsilon_at_R(R=R, delta=1e-5, accountant="pld")
+    for R in (1000.0, 1e4, acc.PLD_MAX_R):
+        e = acc.epsilon_at_R(R=R, delta=1e-5, accountant="pld")
         exact = acc.gdp_epsilon(mu=math.sqrt(R), delta=1e-5)
         assert exact <= e <= exact * (1 + 1e-3)
 
@@ -317,9 +317,9 @@ def test_pld_past_its_range_is_refused_or_left_out():
     from dpcompanion.theory.budget import Budget
 
     with pytest.raises(ValueError, match=r"R must be at most 1e\+06 for the pld accountant"):
-        numerical_accounting.epsilon_at_R(R=2e6, delta=1e-5, accountant="pld")
+        acc.epsilon_at_R(R=2e6, delta=1e-5, accountant="pld")
     with pytest.raises(ValueError, match=r"epsilon must be small enough that R <= 1e\+06 for the pld accountant"):
-        numerical_accounting.R_accountant(epsilon=1e6, delta=1e-5, accountant="pld")
+        acc.R_accountant(epsilon=1e6, delta=1e-5, accountant="pld")
     b = Budget.from_R(R=1e7, delta=1e-5)
     assert sorted(b.epsilon_by_accountant([1 / math.sqrt(1e7)])) == ["exact", "rdp", "zcdp"]
 
@@ -344,14 +344,14 @@ def test_pld_delta_floor_against_exact():
 
     import pytest
 
-    from dpcompanion.theory import accounting, budget, numerical_accounting
+    from dpcompanion.theory import accounting, budget
 
     for R in (1e-4, 1.0):
-        pld = numerical_accounting.epsilon_at_R(R=R, delta=numerical_accounting.PLD_MIN_DELTA, accountant="pld")
-        exact = accounting.gdp_epsilon(mu=math.sqrt(R), delta=numerical_accounting.PLD_MIN_DELTA)
+        pld = acc.epsilon_at_R(R=R, delta=acc.PLD_MIN_DELTA, accountant="pld")
+        exact = accounting.gdp_epsilon(mu=math.sqrt(R), delta=acc.PLD_MIN_DELTA)
         assert exact <= pld <= exact * 1.002
-    for fn in (lambda: numerical_accounting.epsilon_at_R(R=1.0, delta=1e-17, accountant="pld"),
-               lambda: numerical_accounting.R_accountant(epsilon=1.0, delta=1e-17, accountant="pld")):
+    for fn in (lambda: acc.epsilon_at_R(R=1.0, delta=1e-17, accountant="pld"),
+               lambda: acc.R_accountant(epsilon=1.0, delta=1e-17, accountant="pld")):
         with pytest.raises(ValueError, match="delta must be at least 1e-14 for the pld accountant"):
             fn()
     b = budget.Budget.from_epsilon(epsilon=1.0, delta=1e-17, accountant="exact")

@@ -23,9 +23,9 @@ import pytest
 import torch
 
 from dpcompanion import cli
-from dpcompanion.theory import accounting, numerical_accounting as na
+from dpcompanion.theory import accounting, accounting as na
 from dpcompanion.theory.budget import Budget, plan
-from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
+from dpcompanion.theory.budget import BudgetExceeded, PrivacyLedger
 
 dpa = pytest.importorskip("dp_accounting")
 

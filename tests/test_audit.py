@@ -11,7 +11,7 @@ import torch
 from scipy import stats
 
 from dpcompanion import cli
-from dpcompanion.theory import accounting, auditing, numerical_accounting
+from dpcompanion.theory import accounting, auditing
 from dpcompanion.training import privacy_audit
 from dpcompanion.training.model_base import Model
 
@@ -151,10 +151,10 @@ def test_shipped_trainers_pass_with_a_consistent_report(trainer):
     else:
         # dp-accounting (fractional orders too) is the independent reference: the ledger's
         # integer orders are never looser, and only slightly more conservative
-        ref = numerical_accounting.accountant_epsilon(sigma=r.sigma_claimed, delta=1e-5, sampling_rate=p)
+        ref = accounting.accountant_epsilon(sigma=r.sigma_claimed, delta=1e-5, sampling_rate=p)
         assert ref <= r.epsilon_claimed <= ref * (1 + 1e-3) and r.epsilon_claimed <= 2.0
         assert r.epsilon_lower_gdp is None and r.gdp_fit is None and r.epsilon_lower == r.epsilon_lower_threshold
-        pld = numerical_accounting.accountant_epsilon(sigma=r.sigma_used, delta=1e-5, sampling_rate=p, accountant="pld")
+        pld = accounting.accountant_epsilon(sigma=r.sigma_used, delta=1e-5, sampling_rate=p, accountant="pld")
         assert r.epsilon_exact == pytest.approx(pld) and r.exact_accountant.startswith("pld")
     assert r.flagged is (not r.passed) and r.tightness == pytest.approx(r.epsilon_lower / r.epsilon_exact)
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpcompanion.theory import accounting, numerical_accounting, schedules
-from dpcompanion.theory.numerical_accounting import epsilon_at_R
+from dpcompanion.theory import accounting, schedules
+from dpcompanion.theory.accounting import epsilon_at_R
 from dpcompanion.theory.budget import Budget, PlanRefused, fit_constant, plan, plan_paper_p2
-from dpcompanion.theory.ledger import PrivacyLedger
+from dpcompanion.theory.budget import PrivacyLedger
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -149,7 +149,7 @@ def test_issue_cases_within_target(acc, eps, T):
     assert epsilon_at_R(R=b.R, delta=1e-5, accountant=acc) <= eps
     assert b.epsilon_of(plan(b, "uniform", T=T)) <= eps
     assert b.R >= {"rdp": 1 - 1e-6, "pld": 1 - 1e-6, "exact": 1 - 1e-12}[acc] * {
-        "rdp": numerical_accounting.R_accountant, "pld": numerical_accounting.R_accountant, "exact": lambda **k: accounting.R_exact(
+        "rdp": accounting.R_accountant, "pld": accounting.R_accountant, "exact": lambda **k: accounting.R_exact(
             epsilon=k["epsilon"], delta=k["delta"])}[acc](epsilon=eps, delta=1e-5, **({} if acc == "exact" else
                                                                                      {"accountant": acc}))
 

@@ -77,10 +77,10 @@ def test_moments_match_monte_carlo_momentum_minibatch():
 
 @pytest.mark.parametrize("q,z", [(1.0, 1.0), (0.01, 1.0), (0.1, 2.0), (0.01, 0.5)])
 def test_step_epsilon_matches_pld(q, z):
-    from dpcompanion.theory import numerical_accounting
+    from dpcompanion.theory import accounting
 
     ours = xs.step_epsilon(delta=1e-5, sampling_rate=q, noise_multiplier=z)
-    pld = numerical_accounting.accountant_epsilon(sigma=[z], delta=1e-5, sampling_rate=q, accountant="pld")
+    pld = accounting.accountant_epsilon(sigma=[z], delta=1e-5, sampling_rate=q, accountant="pld")
     assert ours == pytest.approx(pld, rel=1e-4)
 
 

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from dpcompanion.theory import schedules
 from dpcompanion.theory.budget import Budget
-from dpcompanion.theory.ledger import PrivacyLedger
+from dpcompanion.theory.budget import PrivacyLedger
 from dpcompanion.training.model_base import Model
 from dpcompanion.training.models import make_model
-from dpcompanion.training.trainers import TrainConfig, engine, steps, train_pgd, train_psgd
+from dpcompanion.training.trainers import TrainConfig, engine, train_pgd, train_psgd
 from dpcompanion.training.trainers.config import check_sigma, sigma_floor
 from dpcompanion.training.trainers.engine import Charger, NoiseSource, Recorder, noise_seed, plan_chunks, private_step
 from dpcompanion.training.trainers.oracles import GeneralOracle, LinearOracle, StepGrad, make_oracle
@@ -251,7 +251,7 @@ def test_private_step_adds_the_noise_scales_and_updates():
     theta = torch.zeros(2, 2, dtype=DT)
     noise = torch.tensor([[0.5, -0.5], [1.0, 2.0]], dtype=DT)
     sig = torch.tensor([2.0, 3.0], dtype=DT)
-    std = steps.noise_std(clip_norm=1.5, sigma=sig, dtype=DT)
+    std = engine.noise_std(clip_norm=1.5, sigma=sig, dtype=DT)
     th, _, gn, _ = private_step(_StubOracle(g), theta, weights=None, noise=noise.clone(), std_t=std,
                                 lr_t=torch.tensor([0.1, 0.2], dtype=DT), active=torch.tensor([True, False]),
                                 clip_norm=1.5, denominator=4.0)
@@ -261,7 +261,7 @@ def test_private_step_adds_the_noise_scales_and_updates():
     torch.testing.assert_close(gn, g.norm(dim=-1) / 4.0)
     for bad in (math.inf, 0.0, math.nan):  # the scales are checked once for the whole schedule, here
         with pytest.raises(RuntimeError, match="invariant"):
-            steps.noise_std(clip_norm=1.5, sigma=torch.tensor([[2.0, 2.0], [3.0, bad]], dtype=DT), dtype=DT)
+            engine.noise_std(clip_norm=1.5, sigma=torch.tensor([[2.0, 2.0], [3.0, bad]], dtype=DT), dtype=DT)
 
 
 def test_record_stage_keeps_only_what_was_asked():
@@ -310,11 +310,11 @@ def sigma_arrays(draw):
 
 
 class _Spy:
-    """Wraps steps.add_noise: records, per call, which runs' gradients the noise moved."""
+    """Wraps engine.add_noise: records, per call, which runs' gradients the noise moved."""
 
     def __init__(self, mp):
         self.moved = []
-        orig = steps.add_noise
+        orig = engine.add_noise
 
         def spy(grad_sum, *, std, noise=None, **kw):
             before = grad_sum.clone()
@@ -323,7 +323,7 @@ class _Spy:
             self.moved.append((out != before).any(dim=-1).numpy().copy())
             return out
 
-        mp.setattr(steps, "add_noise", spy)
+        mp.setattr(engine, "add_noise", spy)
 
 
 @settings(max_examples=30)
@@ -473,7 +473,7 @@ def test_hold_keeps_a_refused_run_in_the_batch_so_the_others_do_not_change(name)
     moving (its theta stays at the last step taken, its epsilon within its target) but keeps
     drawing its masks and noise, so the run beside it gets the same numbers bit for bit whether
     or not its neighbour was refused (the general path gathers the rows any run sampled)."""
-    from dpcompanion.theory.ledger import EpsilonTarget
+    from dpcompanion.theory.budget import EpsilonTarget
 
     X, y = _data(n=60)
     model = make_model(name, in_dim=3, hidden=4)
@@ -499,7 +499,7 @@ def test_hold_keeps_a_refused_run_in_the_batch_so_the_others_do_not_change(name)
 
 def test_per_run_budgets_one_ledger_per_schedule_and_budget():
     """Runs are charged through one ledger per distinct (schedule row, budget)."""
-    from dpcompanion.theory.ledger import EpsilonTarget
+    from dpcompanion.theory.budget import EpsilonTarget
 
     sig = np.array([[2.0, 2.0], [2.0, 2.0], [1.0, 1.0], [2.0, 2.0]])
     a, b = EpsilonTarget(epsilon=5.0, delta=1e-5), EpsilonTarget(epsilon=6.0, delta=1e-5)
@@ -512,7 +512,7 @@ def test_per_run_budgets_one_ledger_per_schedule_and_budget():
 
 def test_eval_hook_settings_are_validated():
     """The hook's settings are checked when the config is built."""
-    from dpcompanion.theory.ledger import EpsilonTarget
+    from dpcompanion.theory.budget import EpsilonTarget
 
     kw = dict(sigma=[2.0] * 3, lr=0.1, clip_norm=1.0, device="cpu")
     for bad, match in [(dict(eval_every=0), "eval_every must be an integer >= 1"),

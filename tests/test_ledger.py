@@ -1,4 +1,4 @@
-"""Tests of dpcompanion.theory.ledger.PrivacyLedger: records steps, never overspends."""
+"""Tests of dpcompanion.theory.budget.PrivacyLedger: records steps, never overspends."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion.theory import accounting, numerical_accounting, schedules
-from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
+from dpcompanion.theory import accounting, schedules
+from dpcompanion.theory.budget import BudgetExceeded, PrivacyLedger
 
 
 def test_budget_exact_schedule_is_affordable_to_the_last_step():
@@ -122,20 +122,20 @@ def test_ledger_refuses_what_the_papers_psgd_rule_would_overspend():
     the target at small p; the ledger stops it at the target (RDP), before the rule's budget."""
     epsilon, delta, p, sigma = 4.0, 1e-8, 0.01, 0.8
     R = accounting.R_zcdp(epsilon=epsilon, delta=delta)
-    T_rule = int(R / numerical_accounting.psgd_step_cost(sigma=sigma, sampling_rate=p))  # what the rule allows
-    assert numerical_accounting.accountant_epsilon(sigma=[sigma] * T_rule, delta=delta, sampling_rate=p) > 1.5 * epsilon
+    T_rule = int(R / accounting.psgd_step_cost(sigma=sigma, sampling_rate=p))  # what the rule allows
+    assert accounting.accountant_epsilon(sigma=[sigma] * T_rule, delta=delta, sampling_rate=p) > 1.5 * epsilon
     led = PrivacyLedger(R=R, delta=delta)
     steps = 0
     while led.can_afford(sigma=sigma, sampling_rate=p):
         led.charge(sigma=sigma, sampling_rate=p)
         steps += 1
     assert 0 < steps < T_rule
-    eps = numerical_accounting.accountant_epsilon(sigma=[sigma] * steps, delta=delta, sampling_rate=p)
+    eps = accounting.accountant_epsilon(sigma=[sigma] * steps, delta=delta, sampling_rate=p)
     assert eps <= epsilon * (1 + 1e-9)
     # the ledger's own accountant (dp-accounting's formula at its integer orders) refuses the next step;
     # dp-accounting's full order list (fractional orders too) can only be lower
-    ours = numerical_accounting.rdp_epsilon(orders=numerical_accounting.RDP_ORDERS,
-                                  rdp=numerical_accounting.rdp_curve(sigma=[sigma] * (steps + 1), sampling_rate=p), delta=delta)
+    ours = accounting.rdp_epsilon(orders=accounting.RDP_ORDERS,
+                                  rdp=accounting.rdp_curve(sigma=[sigma] * (steps + 1), sampling_rate=p), delta=delta)
     assert ours > epsilon
 
 
@@ -145,10 +145,10 @@ def test_ledger_refuses_what_the_papers_psgd_rule_would_overspend():
 def test_epsilon_only_ledger_stops_at_the_last_step_within_the_target():
     """Without R the ledger enforces (epsilon, delta) alone by the RDP accountant, full-batch
     steps included: it accepts exactly the longest prefix whose RDP epsilon is within the target."""
-    from dpcompanion.theory.ledger import EpsilonTarget
+    from dpcompanion.theory.budget import EpsilonTarget
 
     sig, delta = np.full(30, 3.0), 1e-5
-    target = numerical_accounting.rdp_epsilon_of(sigma=sig[:17], delta=delta) * (1 + 1e-6)
+    target = accounting.rdp_epsilon_of(sigma=sig[:17], delta=delta) * (1 + 1e-6)
     led = PrivacyLedger(R=None, delta=delta, epsilon=target)
     n = 0
     with pytest.raises(BudgetExceeded, match="above the target"):
@@ -156,13 +156,13 @@ def test_epsilon_only_ledger_stops_at_the_last_step_within_the_target():
             led.charge(sigma=float(s))
             n += 1
     assert n == 17 and led.spent_epsilon() <= target
-    assert numerical_accounting.rdp_epsilon_of(sigma=sig[:18], delta=delta) > target  # the check can fail
+    assert accounting.rdp_epsilon_of(sigma=sig[:18], delta=delta) > target  # the check can fail
     # an EpsilonTarget is such a budget (the trainers' engine charges its ledger)
     sched = PrivacyLedger.from_budget(EpsilonTarget(epsilon=target, delta=delta))
     assert sched.R is None and sched.rel_slack == 1e-9
     for s in sig[:3]:
         sched.charge(sigma=float(s))
-    assert sched.spent_epsilon() == pytest.approx(numerical_accounting.rdp_epsilon_of(sigma=sig[:3], delta=delta))
+    assert sched.spent_epsilon() == pytest.approx(accounting.rdp_epsilon_of(sigma=sig[:3], delta=delta))
     with pytest.raises(ValueError, match="R is required"):
         PrivacyLedger(R=None, delta=delta)
 
@@ -174,15 +174,15 @@ def test_spent_epsilon_is_what_the_ledger_enforces():
     led = PrivacyLedger.from_budget(full)
     for _ in range(4):
         led.charge(sigma=math.sqrt(4 / full.R) * 1.01)
-    assert led.spent_epsilon() == numerical_accounting.epsilon_at_R(R=led.spent, delta=1e-5, accountant="exact") <= 2.0
+    assert led.spent_epsilon() == accounting.epsilon_at_R(R=led.spent, delta=1e-5, accountant="exact") <= 2.0
     sub = Budget.from_epsilon(epsilon=2.0, delta=1e-5, sampling_rate=0.1)
     led = PrivacyLedger.from_budget(sub)
     for _ in range(5):
         led.charge(sigma=1.5, sampling_rate=0.1)
     assert led.spent_epsilon() == pytest.approx(
-        numerical_accounting.rdp_epsilon_of(sigma=[1.5] * 5, delta=1e-5, sampling_rate=0.1), rel=1e-12)
+        accounting.rdp_epsilon_of(sigma=[1.5] * 5, delta=1e-5, sampling_rate=0.1), rel=1e-12)
     assert PrivacyLedger(R=1.0).spent_epsilon() is None  # no delta, no epsilon
     # the mixed-rate report composes each step at its own rate (dp-accounting)
     e = led.epsilon(1e-5)["epsilon_rdp"]
-    assert e == pytest.approx(numerical_accounting.accountant_epsilon(sigma=[1.5] * 5, delta=1e-5, sampling_rate=0.1))
+    assert e == pytest.approx(accounting.accountant_epsilon(sigma=[1.5] * 5, delta=1e-5, sampling_rate=0.1))
     assert e <= led.spent_epsilon()

@@ -13,14 +13,14 @@ pytest.importorskip("opacus")
 from opacus import PrivacyEngine  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-from dpcompanion.theory import accounting, numerical_accounting
+from dpcompanion.theory import accounting
 from dpcompanion.theory import schedules  # noqa: E402
 from dpcompanion.integrations.opacus import (  # noqa: E402
     make_private_with_schedule,
     noise_lambda,
     opacus_epsilon,
 )
-from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger  # noqa: E402
+from dpcompanion.theory.budget import BudgetExceeded, PrivacyLedger  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -116,7 +116,7 @@ def test_poisson_sampling_matches_dp_accounting():
     assert noise.exhausted
     assert all(q == pytest.approx(p) for _, q, _ in engine.accountant.history)
     eps_opacus = engine.get_epsilon(delta)
-    eps_ours = numerical_accounting.accountant_epsilon(sigma=sigma, delta=delta, sampling_rate=p, accountant="rdp")
+    eps_ours = accounting.accountant_epsilon(sigma=sigma, delta=delta, sampling_rate=p, accountant="rdp")
     assert eps_opacus == pytest.approx(eps_ours, rel=0.05)
     # subsampling amplifies: far below the full-batch figure for the same multipliers
     assert eps_opacus < accounting.exact_epsilon(sigma=sigma, delta=delta)

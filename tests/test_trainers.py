@@ -10,14 +10,14 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcompanion.theory import accounting, numerical_accounting, schedules
-from dpcompanion.theory.numerical_accounting import accountant_epsilon
+from dpcompanion.theory import accounting, schedules
+from dpcompanion.theory.accounting import accountant_epsilon
 import dpcompanion.training
 from dpcompanion.theory.budget import Budget, plan_paper_p2
-from dpcompanion.theory.ledger import PrivacyLedger
+from dpcompanion.theory.budget import PrivacyLedger
 from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import History, TrainConfig, train_adpsgd, train_pgd, train_psgd
-from dpcompanion.training.trainers import steps
+from dpcompanion.training.trainers import engine
 from dpcompanion.training.trainers.engine import noise_seed
 
 DT = torch.float64
@@ -41,16 +41,16 @@ def test_add_noise_scale_and_refuses_a_noiseless_step():
     s = torch.arange(8, dtype=DT).reshape(2, 4)
     v = torch.randn(2, 4, generator=torch.Generator().manual_seed(1), dtype=DT)
     want = s + torch.tensor([[2.0 * 3.0], [2.0 * 0.5]], dtype=DT) * v
-    std = steps.noise_std(clip_norm=2.0, sigma=torch.tensor([3.0, 0.5], dtype=DT), dtype=DT)
-    out = steps.add_noise(s.clone(), std=std, noise=v.clone())
+    std = engine.noise_std(clip_norm=2.0, sigma=torch.tensor([3.0, 0.5], dtype=DT), dtype=DT)
+    out = engine.add_noise(s.clone(), std=std, noise=v.clone())
     torch.testing.assert_close(out, want, rtol=0, atol=0)
     s_in = s.clone()
-    assert steps.add_noise(s_in, std=std, noise=v.clone(), inplace=True) is s_in
+    assert engine.add_noise(s_in, std=std, noise=v.clone(), inplace=True) is s_in
     torch.testing.assert_close(s_in, want, rtol=0, atol=0)
     # the invariant: an infinite, zero, NaN or vanishing (subnormal) scale never reaches the update
     for bad in (math.inf, 0.0, math.nan, -1.0, 1e-320):
         with pytest.raises(RuntimeError, match="invariant"):
-            steps.noise_std(clip_norm=1.0, sigma=torch.tensor([3.0, bad], dtype=DT), dtype=DT)
+            engine.noise_std(clip_norm=1.0, sigma=torch.tensor([3.0, bad], dtype=DT), dtype=DT)
 
 
 def test_momentum_update_is_eq3():
@@ -58,7 +58,7 @@ def test_momentum_update_is_eq3():
     beta, gs = 0.7, [torch.tensor([[2.0]]), torch.tensor([[-1.0]]), torch.tensor([[0.5]])]
     v, m_eq3 = torch.zeros(1, 1), torch.zeros(1, 1)
     for t, g in enumerate(gs, start=1):
-        v, m = steps.momentum_update(v, g, beta=beta, t=t)
+        v, m = engine.momentum_update(v, g, beta=beta, t=t)
         m_eq3 = (beta * (1 - beta ** (t - 1)) * m_eq3 + (1 - beta) * g) / (1 - beta**t)
         torch.testing.assert_close(m, m_eq3)
 
@@ -188,7 +188,7 @@ def test_budget_never_exceeded(sigma, T, R, p):
         assert h.steps_done == by_rule
     else:  # also within the target epsilon by an independent accountant call (RDP, dp-accounting)
         target = accounting.zcdp_to_dp(rho=R / 2, delta=delta)
-        eps = lambda k: numerical_accounting.accountant_epsilon(sigma=[sigma] * k, delta=delta, sampling_rate=p)  # noqa: E731
+        eps = lambda k: accounting.accountant_epsilon(sigma=[sigma] * k, delta=delta, sampling_rate=p)  # noqa: E731
         assert h.steps_done <= by_rule
         assert h.steps_done == 0 or eps(h.steps_done) <= target * (1 + 1e-9)
         assert h.steps_done == by_rule or eps(h.steps_done + 1) > target
@@ -335,7 +335,7 @@ def test_psgd_charges_subsampled_cost_and_reports_tight_epsilon():
     assert h.R_spent == pytest.approx(20 * p**2 / sig[0] ** 2, rel=1e-12)  # the paper's p^2/sigma^2
     # the History reports the ledger's epsilon: the RDP accountant it enforces (integer orders), which
     # dp-accounting's (fractional orders too, independent code) bounds from below within 1 %
-    assert h.epsilon == pytest.approx(numerical_accounting.rdp_epsilon_of(sigma=sig, delta=delta, sampling_rate=p), rel=1e-12)
+    assert h.epsilon == pytest.approx(accounting.rdp_epsilon_of(sigma=sig, delta=delta, sampling_rate=p), rel=1e-12)
     tight = accountant_epsilon(sigma=sig, delta=delta, sampling_rate=p)
     assert tight <= h.epsilon < 1.01 * tight
     assert h.meta["sampling_rate"] == p and np.isfinite(h.loss).all()
@@ -478,14 +478,14 @@ def test_in_place_pieces_match_pure_ones():
     t = torch.tensor([1.0, 2.0, 5.0], dtype=DT)
     lr = torch.tensor([0.1, 0.2, 0.3], dtype=DT)
     active = torch.tensor([True, False, True])
-    v_ref, m_ref = steps.momentum_update(v, grad, beta=0.8, t=t)
-    th_ref = steps.sgd_update(theta, m_ref, lr=lr, active=active)
-    v2 = steps.momentum_accumulate_(v.clone(), grad, beta=0.8)
+    v_ref, m_ref = engine.momentum_update(v, grad, beta=0.8, t=t)
+    th_ref = engine.sgd_update(theta, m_ref, lr=lr, active=active)
+    v2 = engine.momentum_accumulate_(v.clone(), grad, beta=0.8)
     torch.testing.assert_close(v2, v_ref)
-    step = lr * active.to(DT) * steps.debias_factor(beta=0.8, t=t)
-    torch.testing.assert_close(steps.sgd_update_(theta.clone(), v2, lr=step), th_ref)
+    step = lr * active.to(DT) * engine.debias_factor(beta=0.8, t=t)
+    torch.testing.assert_close(engine.sgd_update_(theta.clone(), v2, lr=step), th_ref)
     s = torch.randn(3, 5, generator=g, dtype=DT)
-    torch.testing.assert_close(steps.scale(s.clone(), denominator=4.0, inplace=True), s / 4.0)
+    torch.testing.assert_close(engine.scale(s.clone(), denominator=4.0, inplace=True), s / 4.0)
 
 
 def test_cnn_engine_charges_the_ledger_and_stops_rather_than_overspend():

@@ -14,9 +14,9 @@ from scipy import integrate
 
 from dpcompanion.claims.checks import HONG_SOURCE as SRC, margin_result
 from dpcompanion.claims.registry import claim, identity, prose, proved, refuted, verified_by_margins
-from dpcompanion.theory import accounting, numerical_accounting, schedules
+from dpcompanion.theory import accounting, schedules
 from dpcompanion.theory import exact_subsampled as xs
-from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
+from dpcompanion.theory.budget import BudgetExceeded, PrivacyLedger
 
 
 # --- Thm 3.1: the privacy of Algorithm 1 (zCDP, composition, the ledger) -----------------------------
@@ -269,7 +269,7 @@ def _exact_gdp(*, mutant: bool = False):
         R *= 1.01
     e = xs.step_epsilon(delta=delta, sampling_rate=1.0, noise_multiplier=1 / math.sqrt(R))
     rz = accounting.R_zcdp(epsilon=eps, delta=delta)
-    rr = numerical_accounting.R_accountant(epsilon=eps, delta=delta, accountant="rdp")
+    rr = accounting.R_accountant(epsilon=eps, delta=delta, accountant="rdp")
     margins = [(eps - e) / eps + 1e-6, (rr - rz) / rr, (R - rr) / R]
     points = [{"check": "epsilon of multiplier 1/sqrt(R_exact) <= 4 (+1e-6 relative)", "epsilon": e, "R_exact": R},
               {"check": "R_zCDP < R_RDP", "R_zCDP": rz, "R_RDP": rr},

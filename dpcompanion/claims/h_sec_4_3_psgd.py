@@ -15,7 +15,7 @@ import sympy as sp
 from dpcompanion.claims.checks import HONG_SOURCE as SRC, SCALED_MUTANT, margin_result, scaled_margins, scaled_result, simplest, tightest
 from dpcompanion.claims.h_sec_4_2_momentum import eta0_admissible, momentum_rhs
 from dpcompanion.claims.registry import checked, claim, prose, refuted, verified_by_margins
-from dpcompanion.theory import accounting, numerical_accounting
+from dpcompanion.theory import accounting
 from dpcompanion.theory import exact_momentum as em
 from dpcompanion.theory import exact_subsampled as xs
 from dpcompanion.theory.bounds import gd, psgd
@@ -293,7 +293,7 @@ def _subsampling_rule(*, mutant: bool = False):
     delta = 1e-5
     for p in (1e-3, 1e-2, 0.1, 0.5, 1.0):
         for sigma in (0.5, 1.0, 2.0, 4.0, 8.0):
-            cost = numerical_accounting.psgd_step_cost(sigma=sigma, sampling_rate=p)
+            cost = accounting.psgd_step_cost(sigma=sigma, sampling_rate=p)
             if mutant:  # the rule with p^2 replaced by p^2/10 on top
                 cost /= 10.0
             eps_rule = accounting.zcdp_to_dp(rho=cost / 2, delta=delta)

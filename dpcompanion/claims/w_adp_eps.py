@@ -16,7 +16,7 @@ from scipy.optimize import brentq
 
 from dpcompanion.claims.checks import WU_SOURCE as SRC, WU_VERSIONS as V
 from dpcompanion.claims.registry import claim, not_reproduced, prose, refuted, verified_by_margins
-from dpcompanion.theory import adp_accounting, numerical_accounting
+from dpcompanion.theory import adp_accounting, accounting
 
 
 # --- Sec. 6, footnote 3: the quoted moments-accountant epsilons --------------------------------------
@@ -37,7 +37,7 @@ def _w_eps_rows() -> tuple:
         res = adp_accounting.w_moments_epsilons(b_delta=b_delta)
         for r, paper in zip(res, W_EPS_PAPER):
             w6 = adp_accounting.W_SEC6
-            e_pld = numerical_accounting.accountant_epsilon(sigma=[r["noise_multiplier"]] * w6["T"], delta=w6["delta"],
+            e_pld = accounting.accountant_epsilon(sigma=[r["noise_multiplier"]] * w6["T"], delta=w6["delta"],
                                                             sampling_rate=w6["batch_size"] / w6["N"], accountant="pld",
                                                             value_discretization_interval=1e-4)
             rows.append({**r, "epsilon_accountant": e_pld, "paper": paper, "b_delta": b_delta, "accountant": "pld"})

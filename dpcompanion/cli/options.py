@@ -20,7 +20,7 @@ import numpy as np
 
 from dpcompanion.cli import UsageError
 from dpcompanion.core import validate
-from dpcompanion.theory import numerical_accounting
+from dpcompanion.theory import accounting
 from dpcompanion.theory import budget as budgets
 from dpcompanion.theory import schedules
 from dpcompanion.theory.budget import ACCOUNTANTS, Budget
@@ -62,7 +62,7 @@ def budget_from_args(args: argparse.Namespace, *, default_delta: float | None = 
     delta = None if args.delta is None else flag("--delta", validate.delta, parse_float(args.delta, "--delta"))
     R = None if args.R is None else flag("--R", validate.positive, "R", parse_float(args.R, "--R"))
     if acc == "pld" and delta is not None:
-        flag("--delta", numerical_accounting.pld_delta, delta)
+        flag("--delta", accounting.pld_delta, delta)
     if eps is not None and R is not None:
         raise UsageError("give either --R or --epsilon (with --delta), not both")
     if eps is not None:

@@ -8,7 +8,7 @@ paper's clipping (clip 4) and, as the control, with clipping off in effect (nois
 size); the mean final excess risk is divided by the *exact* one of unclipped PGD
 (:func:`dpcompanion.theory.exact_risk.expected_excess_risk`). The control's ratio is ~1 (a check that
 can fail); where the clipped ratio explodes, the schedule has broken. Beside it: the schedule's span
-max sigma / min sigma and whether :func:`dpcompanion.theory.diagnostics.schedule_warnings` warns.
+max sigma / min sigma and whether :func:`dpcompanion.theory.schedules.schedule_warnings` warns.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dpcompanion.experiments.base import from_module, sizes_line, totals
 from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule
 from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.scale_tables import Dim, config_key, hong_setup
-from dpcompanion.theory import diagnostics, exact_risk, schedules
+from dpcompanion.theory import exact_risk, schedules
 from dpcompanion.training import influence
 from dpcompanion.training.dense_models import DenseModel
 
@@ -99,8 +99,8 @@ def run_unit(unit, device) -> dict:
         run_steps += r["run_steps"]
         res[name] = r["final_loss"] - quad["f_star"]
     m_u, se_u = hp.mean_se(res["unclipped"])
-    return out | {"representable": True, "reason": "", "span": diagnostics.schedule_span(sigma),
-                  "sigma_max": float(sigma.max()), "warns": bool(diagnostics.schedule_warnings(sigma)),
+    return out | {"representable": True, "reason": "", "span": schedules.schedule_span(sigma),
+                  "sigma_max": float(sigma.max()), "warns": bool(schedules.schedule_warnings(sigma)),
                   "exact": float(exact), "mean_clipped": float(res["clipped"].mean()), "mean_unclipped": m_u,
                   "ratio_clipped": float(res["clipped"].mean() / exact), "ratio_unclipped": float(m_u / exact),
                   "z_unclipped": float((m_u - exact) / se_u) if se_u > 0 else 0.0,
@@ -146,7 +146,7 @@ def warning_paragraph(payload, *, threshold: float = 10.0) -> str:
             f"mind, but clipped gradients can never undo such a step. In {len(bad)} of "
             f"{len(payload['cells'])} (kappa, T) cells the clipped trainer's mean excess risk was more than "
             f"{threshold:g} times the exact unclipped value (worst: {worst['ratio_clipped']:.3g} times at kappa = "
-            f"{worst['kappa']:g}, T = {worst['T']}); `schedule_warnings` (span above {diagnostics.MAX_SPAN:g}) flags {caught} of "
+            f"{worst['kappa']:g}, T = {worst['T']}); `schedule_warnings` (span above {schedules.MAX_SPAN:g}) flags {caught} of "
             f"them. Prefer a larger kappa guess, fewer steps, or an exponential schedule tuned on auxiliary data.")
 
 

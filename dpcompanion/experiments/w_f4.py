@@ -29,7 +29,7 @@ from dpcompanion.experiments.comparisons.rule import (Case, Judgement, LEVEL, Ma
 from dpcompanion.experiments.protocols import wu as wp
 from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, config_key, config_steps, payload_cells,
                                                   payload_seeds)
-from dpcompanion.theory import adp_accounting, numerical_accounting
+from dpcompanion.theory import adp_accounting, accounting
 from dpcompanion.training import data
 from dpcompanion.training.models import make_model
 
@@ -80,7 +80,7 @@ def run_unit(u: dict, device: str) -> dict:
                  else make_model(u["model"], n_classes=10))
         sigma = np.full(T, u["sigma"])
         orders = wp.orders_for(sigma=u["sigma"], T=T, sampling_rate=q, delta=u["delta"])
-        eps_total = numerical_accounting.rdp_epsilon_repeated(sigma=u["sigma"], T=T, sampling_rate=q, delta=u["delta"],
+        eps_total = accounting.rdp_epsilon_repeated(sigma=u["sigma"], T=T, sampling_rate=q, delta=u["delta"],
                                                     orders=orders)
         eta = wp.step_sizes(family="sqrt", T=T, a=u["a"], c=u["c"])
         rep = int(u.get("replicate", 0))  # replicate 0: the seeds a single-seed cell always had

@@ -28,7 +28,7 @@ from dpcompanion.experiments.comparisons.wu_rules import TABLE_TOL, gap_case, ga
 from dpcompanion.experiments.protocols import tuning, wu as wp, wu_paper
 from dpcompanion.experiments.scale_tables import (Dim, STEPS_RATIO, W_LAYERS, W_MODEL_DATA, W_TRAIN, config_key,
                                                   config_steps, payload_cells)
-from dpcompanion.theory import numerical_accounting
+from dpcompanion.theory import accounting
 
 
 TITLE = "ADP-SGD vs DP-SGD with adaptive step sizes (Wu et al. Tables 3, 6)"
@@ -122,7 +122,7 @@ def run_unit(u: dict, device: str) -> dict:
         period = max(1, int(np.ceil(N / m)))
         z_dp = wp.dp_noise_multiplier(epsilon_bar=u["epsilon_bar"], T=T, N=N, batch_size=m, delta=u["delta"])
         orders = wp.orders_for(sigma=z_dp, T=T, sampling_rate=q, delta=u["delta"])
-        eps = numerical_accounting.rdp_epsilon_repeated(sigma=z_dp, T=T, sampling_rate=q, delta=u["delta"], orders=orders,
+        eps = accounting.rdp_epsilon_repeated(sigma=z_dp, T=T, sampling_rate=q, delta=u["delta"], orders=orders,
                                               check_order=True)
         t = np.arange(1, T + 1, dtype=np.float64)
         ss = np.random.SeedSequence([u["seed"], int(u["epsilon_bar"] * 100), int(u["clip"] * 100)])

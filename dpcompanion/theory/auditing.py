@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, stats
 
-from dpcompanion.theory import accounting, numerical_accounting
+from dpcompanion.theory import accounting
 
 __all__ = ["CONFIDENCE", "SELECTION_FRACTION", "MODEL_CHECK_LEVEL", "clopper_pearson_upper",
            "epsilon_from_rates", "epsilon_lower_bound", "log_likelihood_ratio", "gdp_mu_lower_bound",
@@ -262,5 +262,5 @@ def exact_epsilon_of(sigma, *, delta: float, sampling_rate: float = 1.0) -> tupl
     """
     if sampling_rate == 1.0:
         return float(accounting.exact_epsilon(sigma=sigma, delta=delta)), "exact (Gaussian DP)"
-    e = numerical_accounting.accountant_epsilon(sigma=sigma, delta=delta, sampling_rate=sampling_rate, accountant="pld")
+    e = accounting.accountant_epsilon(sigma=sigma, delta=delta, sampling_rate=sampling_rate, accountant="pld")
     return float(e), "pld (dp-accounting, tight up to its discretisation)"

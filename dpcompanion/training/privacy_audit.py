@@ -53,7 +53,7 @@ import numpy as np
 import torch
 
 from dpcompanion.core.provenance import resolve_device
-from dpcompanion.theory import accounting, numerical_accounting, schedules
+from dpcompanion.theory import accounting, schedules
 from dpcompanion.theory.auditing import (
     CONFIDENCE,
     MODEL_CHECK_LEVEL,
@@ -68,7 +68,7 @@ from dpcompanion.theory.auditing import (
     log_likelihood_ratio,
 )
 from dpcompanion.theory.budget import Budget
-from dpcompanion.theory.ledger import PrivacyLedger
+from dpcompanion.theory.budget import PrivacyLedger
 from dpcompanion.training.dense_models import DenseModel
 from dpcompanion.training.model_base import ClipResult, Model, clip_factors, norms64
 from dpcompanion.training.trainers import TrainConfig, train, train_adpsgd
@@ -76,7 +76,7 @@ from dpcompanion.training.trainers.config import NEIGHBOURING
 from dpcompanion.training.trainers.adp_sgd import adp_schedule
 from dpcompanion.training.trainers.engine import private_step
 from dpcompanion.training.trainers.oracles import make_oracle
-from dpcompanion.training.trainers.steps import debias_factor
+from dpcompanion.training.trainers.engine import debias_factor
 
 __all__ = ["TRAINERS", "SETUPS", "AuditSetup", "AuditResult", "MIN_TRIALS", "MAX_TRIALS", "SCALE_RANGE",
            "BOUND_CONFIDENCE", "GDP_ASSUMPTION", "CanaryModel", "canary_data", "ordinary_shift",
@@ -333,11 +333,11 @@ def _quiet_absl() -> None:
 def _claimed_epsilon(sigma: np.ndarray, *, delta: float, sampling_rate: float) -> tuple[float, str]:
     """What the ledger believes steps ``sigma`` cost: full batch, the zCDP conversion of the
     spent budget (H Lemma C.3; the ledger's ``epsilon_zcdp``); subsampled, the RDP epsilon
-    the ledger checks each step against (:func:`dpcompanion.theory.numerical_accounting.rdp_epsilon_of`)."""
+    the ledger checks each step against (:func:`dpcompanion.theory.accounting.rdp_epsilon_of`)."""
     if sampling_rate == 1.0:
-        return (numerical_accounting.epsilon_at_R(R=accounting.spent_R(sigma=sigma), delta=delta, accountant="zcdp"),
+        return (accounting.epsilon_at_R(R=accounting.spent_R(sigma=sigma), delta=delta, accountant="zcdp"),
                 "zcdp (the ledger's conversion, H Lemma C.3)")
-    return (numerical_accounting.rdp_epsilon_of(sigma=sigma, delta=delta, sampling_rate=sampling_rate),
+    return (accounting.rdp_epsilon_of(sigma=sigma, delta=delta, sampling_rate=sampling_rate),
             "rdp (the ledger's check, integer orders)")
 
 
@@ -360,7 +360,7 @@ def _fitting_budget(sigma: np.ndarray, *, R: float, delta: float, sampling_rate:
     p = sampling_rate
     need = p * p * accounting.spent_R(sigma=sigma)
     if p < 1.0:
-        eps = numerical_accounting.rdp_epsilon_of(sigma=sigma, delta=delta, sampling_rate=p)
+        eps = accounting.rdp_epsilon_of(sigma=sigma, delta=delta, sampling_rate=p)
         need = max(need, accounting.R_zcdp(epsilon=eps, delta=delta))
     return max(R, need * (1.0 + 1e-9))
 
@@ -415,7 +415,7 @@ def _honest_schedule(trainer: str, setup: AuditSetup, *, R: float, delta: float,
     if trainer == "psgd":
         # the paper's R' = R/p^2, raised by the few ulps by which the ledger's float64 sum of p^2/sigma^2 may exceed R
         p = setup.sampling_rate
-        return schedules.fit_within(schedules.uniform(T=setup.T, R=numerical_accounting.psgd_R_prime(R=R, sampling_rate=p)),
+        return schedules.fit_within(schedules.uniform(T=setup.T, R=accounting.psgd_R_prime(R=R, sampling_rate=p)),
                                     R, sampling_rate=p)
     # ADP-SGD builds its schedule inside the trainer: read it off one honest run
     X, y = canary_data(canary=False, n=setup.n, clip_norm=setup.clip_norm)

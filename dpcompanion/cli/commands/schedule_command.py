@@ -25,8 +25,8 @@ from pathlib import Path
 
 from dpcompanion.cli import options
 from dpcompanion.core import outputs, validate
-from dpcompanion.theory import accounting as acc, numerical_accounting
-from dpcompanion.theory import diagnostics
+from dpcompanion.theory import accounting as acc
+from dpcompanion.theory import schedules
 
 HELP = "write a budget-exact noise schedule (uniform, optimal, gd-dynamic, exp, step, momentum-dynamic, ...)"
 
@@ -81,7 +81,7 @@ def build(args: argparse.Namespace) -> dict:
         out["R_prime_spent"] = acc.spent_R(sigma=sigma)
         out["epsilon_rdp"] = budget.epsilon_of(sigma)
     else:
-        out["epsilon_zcdp"] = numerical_accounting.epsilon_at_R(R=out["R_spent"], delta=delta, accountant="zcdp")
+        out["epsilon_zcdp"] = acc.epsilon_at_R(R=out["R_spent"], delta=delta, accountant="zcdp")
         out["epsilon_exact"] = acc.exact_epsilon(sigma=sigma, delta=delta)
     if budget.epsilon is not None:  # by the accountant the budget was planned with (<= --epsilon), and the others
         out["accountant"] = budget.accountant
@@ -94,7 +94,7 @@ def _psgd_spent(sigma, p: float) -> float:
     """``sum_t p^2/sigma_t^2`` added step by step in float64, as the training ledger adds it."""
     spent = 0.0
     for s in sigma:
-        spent += numerical_accounting.step_cost(float(s), p)
+        spent += acc.step_cost(float(s), p)
     return spent
 
 
@@ -109,7 +109,7 @@ def write_csv_atomic(path: Path, sigma: list[float], sampling_rate: float = 1.0)
         w.writerow(CSV_COLUMNS)
         spent = 0.0
         for t, s in enumerate(sigma, start=1):
-            cost_t = numerical_accounting.step_cost(s, sampling_rate)
+            cost_t = acc.step_cost(s, sampling_rate)
             spent += cost_t
             w.writerow([t, repr(s), repr(cost_t), repr(0.5 / (s * s)), repr(spent)])
 
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     out = build(args)
     # budget-exact is not the same as usable: a schedule whose noise spans many orders of
     # magnitude ruins clipped training (H-X-EER breakdown); say so on stderr
-    for w in diagnostics.schedule_warnings(out["sigma"]):
+    for w in schedules.schedule_warnings(out["sigma"]):
         print(f"dpcompanion schedule: warning: {w}", file=sys.stderr)
     if args.csv is not None:
         write_csv_atomic(args.csv, out["sigma"], out["sampling_rate"])

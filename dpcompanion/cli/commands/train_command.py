@@ -33,7 +33,7 @@ from dpcompanion.core import outputs
 from dpcompanion.core import validate as v
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.theory import budget as budgets
-from dpcompanion.theory import diagnostics
+from dpcompanion.theory import schedules
 from dpcompanion.training import data
 
 HELP = "train one private model (PGD, momentum, PSGD) under a noise schedule and a budget"
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = validate(args)
     budget = cfg["budget"]
-    for w in diagnostics.schedule_warnings(cfg["sigma"]):  # H-X-EER breakdown
+    for w in schedules.schedule_warnings(cfg["sigma"]):  # H-X-EER breakdown
         print(f"dpcompanion train: warning: {w}", file=sys.stderr)
     kw = {} if cfg["n"] is None else {"n": cfg["n"]}
     try:

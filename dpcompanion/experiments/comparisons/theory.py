@@ -16,7 +16,7 @@ from scipy import optimize
 
 from dpcompanion.experiments.comparisons import readings as rd, wu_rules
 from dpcompanion.experiments.comparisons.rule import Case, Judgement, Rule, judge_exact, row_of
-from dpcompanion.theory import accounting, numerical_accounting
+from dpcompanion.theory import accounting
 from dpcompanion.theory.bounds import gd, momentum as mom
 
 __all__ = ["RULES", "H_THEORY_RTOL", "H_SEC_4_2_RTOL", "h_f_theory_rows", "accounting_rows", "h_sec_4_2_rows",
@@ -104,7 +104,7 @@ def R_readings(*, epsilon: float, delta: float) -> list[rd.Reading]:
             rd.Reading("rho instead of R = 2 rho", accounting.dp_to_zcdp(epsilon=epsilon, delta=delta)),
             rd.Reading("R = 2 rho of the quadratic's other root", 2 * other_rho),
             rd.Reading("rho of the quadratic's other root", other_rho),
-            rd.Reading("R of the RDP accountant", numerical_accounting.R_accountant(epsilon=epsilon, delta=delta)),
+            rd.Reading("R of the RDP accountant", accounting.R_accountant(epsilon=epsilon, delta=delta)),
             rd.Reading("R of the exact Gaussian accountant", accounting.R_exact(epsilon=epsilon, delta=delta))]
 
 

@@ -11,7 +11,7 @@ the experiments ``w-f1``, ``w-t1245``, ``w-t36`` and ``w-f4``.
   (``alpha_t = 1/sqrt(eta_t)``, W Thm 4.2 / Remark 4.1) takes steps at ``z alpha_t`` with ``z``
   root-found to the same epsilon (:func:`calibrate`); W instead equalise Thm 4.1's bound, which for
   unequal ``alpha_t`` does not give the same actual epsilon.
-* **Ledger and trainer.** A run's budget is an :class:`~dpcompanion.theory.ledger.EpsilonTarget`,
+* **Ledger and trainer.** A run's budget is an :class:`~dpcompanion.theory.budget.EpsilonTarget`,
   charged before each noisy step (a step above the target is refused and the run stops);
   :func:`train_segments` trains K Poisson runs in one :func:`dpcompanion.training.train` call,
   evaluating every ``eval_every`` steps (W: every 20).
@@ -33,9 +33,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from dpcompanion.theory import adp_accounting, numerical_accounting
+from dpcompanion.theory import adp_accounting, accounting
 from dpcompanion.theory.bounds import adp as adp_bounds
-from dpcompanion.theory.ledger import EpsilonTarget
+from dpcompanion.theory.budget import EpsilonTarget
 from dpcompanion.training import data
 from dpcompanion.training.dense_models import DenseModel
 from dpcompanion.training.models import make_model
@@ -105,15 +105,15 @@ def adp_alpha(*, eta) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- accountant
-# theory/'s accountant (dpcompanion.theory.numerical_accounting) bound to this protocol's orders;
+# theory/'s accountant (dpcompanion.theory.accounting) bound to this protocol's orders;
 # ``epsilon`` refuses an optimum at the last order, ``orders_for`` gives about twice DP-SGD's optimum
 
-rdp_total = functools.partial(numerical_accounting.rdp_curve, orders=ORDERS)
-rdp_steps = functools.partial(numerical_accounting.rdp_per_step, orders=ORDERS)
-epsilon = functools.partial(numerical_accounting.rdp_epsilon, orders=ORDERS, check_order=True)
-epsilon_curve = functools.partial(numerical_accounting.rdp_epsilon_curve, orders=ORDERS)
-orders_for = numerical_accounting.rdp_orders_for
-calibrate = functools.partial(numerical_accounting.calibrate_multiplier, orders=ORDERS)
+rdp_total = functools.partial(accounting.rdp_curve, orders=ORDERS)
+rdp_steps = functools.partial(accounting.rdp_per_step, orders=ORDERS)
+epsilon = functools.partial(accounting.rdp_epsilon, orders=ORDERS, check_order=True)
+epsilon_curve = functools.partial(accounting.rdp_epsilon_curve, orders=ORDERS)
+orders_for = accounting.rdp_orders_for
+calibrate = functools.partial(accounting.calibrate_multiplier, orders=ORDERS)
 
 
 def dp_noise_multiplier(*, epsilon_bar: float, T: int, N: int, batch_size: int, delta: float) -> float:
@@ -155,7 +155,7 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
     :func:`~dpcompanion.training.trainers.train` call, the validation accuracy measured every
     ``eval_every`` steps and after the last.
 
-    Run k's budget: an :class:`~dpcompanion.theory.ledger.EpsilonTarget` (``epsilon_target``, one or one
+    Run k's budget: an :class:`~dpcompanion.theory.budget.EpsilonTarget` (``epsilon_target``, one or one
     per run). A refused step stops the run but keeps its place in the batch (``on_refusal="hold"``: its
     masks and noise still drawn, at step size 0), so the other runs see the same batch. Segment ``j`` of
     run ``k`` draws from a seed of ``(seeds[k], j)`` (``segment_noise``); training starts from

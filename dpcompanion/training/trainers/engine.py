@@ -7,7 +7,7 @@ One call of :func:`train` trains ``K`` runs (parameters ``(K, P)``, the data sha
    ledger refuses stops there (Hong et al. 2022 Algorithm 1 lines 2-8). Runs with the same schedule
    row and budget share one ledger (a ledger is a deterministic function of its charges).
 2. **sample** (:func:`sample`, PSGD only): a Poisson mask per run at rate p.
-3. **private step** (:func:`private_step`): clip-and-sum (:mod:`.oracles`) -> noise -> divide by the
+3. **private step** (:func:`private_step`, the pieces below): clip-and-sum (:mod:`.oracles`) -> noise -> divide by the
    public ``p N`` (the declared ``TrainConfig.N``, never the size of the data handed in) -> update.
 4. **record** (:class:`Recorder`): the per-step fields asked for.
 
@@ -21,7 +21,14 @@ the same seed (common random numbers). A run's numbers depend neither on the oth
 nor on the chunking (:func:`plan_chunks`, below ``config.memory_budget``: bit for bit on the margin fast
 path, to rounding on the general path). That stream is a public function of the seed; with
 ``config.secure`` the noise comes from secret seeds instead (:func:`secret_noise_seeds`).
-"""
+
+The private step is a fixed sequence of named pieces, each testable alone:
+
+    model.clipped_grad_sum -> add_noise -> scale -> (momentum) -> update
+
+(Hong et al. 2022, FAccT, Algorithm 1 and Eq. (1)-(3)), on ``K`` runs at once: flat ``(K, P)``
+tensors. The loop uses the in-place forms (on a CPU every fresh ``(K, P)`` temporary costs page
+faults); ``momentum_update`` and ``sgd_update`` are their references."""
 
 from __future__ import annotations
 
@@ -37,19 +44,19 @@ import numpy as np
 import torch
 
 from dpcompanion.core import validate
-from dpcompanion.theory import numerical_accounting
-from dpcompanion.theory.budget import Budget
-from dpcompanion.theory.ledger import BudgetExceeded, PrivacyLedger
-from dpcompanion.training.model_base import Model
-from dpcompanion.training.trainers import steps
+from dpcompanion.theory import accounting
+from dpcompanion.theory.budget import Budget, BudgetExceeded, PrivacyLedger
 from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.model_base import Model, clip_factors
 from dpcompanion.training.trainers.config import TrainConfig, as_runs, check_sigma, rounding_excess_bound
 from dpcompanion.training.trainers.history import STEP_FIELDS, History
 from dpcompanion.training.trainers.oracles import StepGrad, make_oracle
 
 __all__ = ["train", "noise_seed", "segment_seed", "eval_points", "secret_noise_seeds", "SECURE_DRAWS", "as_runs",
            "Charger", "NoiseSource", "NOISE_BLOCK_ELEMENTS", "block_steps", "Recorder", "sample", "private_step",
-           "plan_chunks", "bytes_per_run", "tally", "train_pgd", "train_psgd", "n_samples"]
+           "plan_chunks", "bytes_per_run", "tally", "train_pgd", "train_psgd", "n_samples",
+           "noise_std", "add_noise", "scale", "debias_factor", "momentum_update", "momentum_accumulate_",
+           "sgd_update", "sgd_update_"]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -157,7 +164,7 @@ class Charger:
 
     ``sigma (K, T)``; ``budget``: each ledger is :meth:`PrivacyLedger.from_budget` of it (a
     Budget or an EpsilonTarget, or a tuple of one per run); ``None``: no ledger, the cost
-    (:func:`dpcompanion.theory.numerical_accounting.psgd_step_cost`) is only added up. A run is
+    (:func:`dpcompanion.theory.accounting.psgd_step_cost`) is only added up. A run is
     charged at step t for ``sigma_rows[group_of, t]``, the sigma its noise uses (:func:`_run_chunk`)."""
 
     def __init__(self, sigma: np.ndarray, *, budget, sampling_rate: float):
@@ -177,7 +184,7 @@ class Charger:
         self.ledgers = None
         if budget is None:
             vals, inv = np.unique(self.sigma_rows, return_inverse=True)
-            costs = np.array([numerical_accounting.psgd_step_cost(sigma=float(v), sampling_rate=self.p) for v in vals])
+            costs = np.array([accounting.psgd_step_cost(sigma=float(v), sampling_rate=self.p) for v in vals])
             self.cost = costs[inv.reshape(-1)].reshape(self.sigma_rows.shape)
         else:
             self.ledgers = [PrivacyLedger.from_budget(b) for b in budgets]
@@ -408,22 +415,22 @@ def private_step(
     clip-and-sum -> + ``std_t`` x ``noise`` (standard normal, consumed) -> / ``denominator``
     -> step size (``lr_t``, or ``lr_rule``) -> momentum (``v``, debiased by ``n_t``) -> update
     (runs with ``active`` False stay put). ``std_t``: each run's ``C sigma_t``, checked by
-    :func:`~dpcompanion.training.trainers.steps.noise_std`. Returns ``(theta, stats, grad_norm,
+    :func:`~dpcompanion.training.trainers.engine.noise_std`. Returns ``(theta, stats, grad_norm,
     lr_t)``, ``grad_norm`` the norm of the averaged clipped gradient before noise."""
     sg = oracle.clip_sum(theta, weights, need_loss=need_loss, need_clip=need_clip)
     gnorm = torch.linalg.vector_norm(sg.grad_sum, dim=-1) / denominator if need_grad_norm else None
-    noisy = steps.add_noise(sg.grad_sum, std=std_t, noise=noise, inplace=True)
-    g = steps.scale(noisy, denominator=denominator, inplace=True)
+    noisy = add_noise(sg.grad_sum, std=std_t, noise=noise, inplace=True)
+    g = scale(noisy, denominator=denominator, inplace=True)
     if lr_rule is not None:
         lr_t = lr_rule(t, g, lr_t)
     step_size = lr_t * active.to(theta.dtype)  # stopped runs stay put
     if v is not None:
         # v is updated for stopped runs too: they never resume, so it is unused
-        direction = steps.momentum_accumulate_(v, g, beta=beta)
-        step_size = step_size * steps.debias_factor(beta=beta, t=n_t)
+        direction = momentum_accumulate_(v, g, beta=beta)
+        step_size = step_size * debias_factor(beta=beta, t=n_t)
     else:
         direction = g
-    steps.sgd_update_(theta, direction, lr=step_size)
+    sgd_update_(theta, direction, lr=step_size)
     return theta, sg, gnorm, lr_t
 
 
@@ -616,7 +623,7 @@ def _run_chunk(model, oracle, test, Xt, cfg: TrainConfig, th0, bar, *, secret=No
     # each run's noise scale C sigma at every step, checked once (finite, positive): the sigma each run
     # is charged for at step t is the one its noise uses (the charger's rows, spread to the runs)
     sigma_runs = charger.sigma_rows[charger.group_of]
-    std_all = steps.noise_std(clip_norm=cfg.clip_norm, sigma=torch.as_tensor(sigma_runs, device=dev), dtype=dtype)
+    std_all = noise_std(clip_norm=cfg.clip_norm, sigma=torch.as_tensor(sigma_runs, device=dev), dtype=dtype)
     act, act_np = None, None
     need_loss, need_clip = "loss" in cfg.record, "clip_fraction" in cfg.record
     taken = 0
@@ -740,3 +747,62 @@ def train_psgd(model: Model, X, y, *, sampling_rate: float, **kw) -> History:
     is the mean over the step's batch; ``final_loss`` the full training loss.
     """
     return train_pgd(model, X, y, sampling_rate=sampling_rate, **kw)
+
+
+def noise_std(*, clip_norm: float, sigma: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``C sigma`` elementwise (the engine passes the whole ``(K, T)`` schedule once), asserted finite
+    and a normal number of ``dtype``: no step is released without its noise (the trainers refuse such
+    sigmas up front, :func:`~dpcompanion.training.trainers.config.check_sigma`; reaching this is a bug)."""
+    std = clip_norm * sigma.to(dtype)
+    if not bool(torch.all(torch.isfinite(std) & (std >= torch.finfo(dtype).tiny))):
+        raise RuntimeError(f"internal invariant broken: noise scale C*sigma must be finite and >= "
+                           f"{torch.finfo(dtype).tiny:.3g}, got {std.min().item():.3g}..{std.max().item():.3g}")
+    return std
+
+
+def add_noise(grad_sum: torch.Tensor, *, std: torch.Tensor, noise: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    """``grad_sum + std_k v_k`` with ``noise`` row ``k`` the standard normal draw ``v_k`` of run
+    ``k`` (scaled in place, so consumed) and ``std_k = C sigma_k`` from :func:`noise_std`.
+    ``inplace``: add into ``grad_sum``."""
+    noise.mul_(std.unsqueeze(-1))
+    return grad_sum.add_(noise) if inplace else grad_sum + noise
+
+
+def scale(noisy_sum: torch.Tensor, *, denominator: float, inplace: bool = False) -> torch.Tensor:
+    """Average: divide by N (full batch) or by the expected batch size p N (Poisson)."""
+    return noisy_sum.div_(denominator) if inplace else noisy_sum / denominator
+
+
+def debias_factor(*, beta: float, t: torch.Tensor) -> torch.Tensor:
+    """``1 / (1 - beta^t)`` (H Eq. (3)); ``t`` 1-based, per run."""
+    return 1.0 / (1.0 - torch.pow(torch.as_tensor(beta, dtype=t.dtype, device=t.device), t))
+
+
+def momentum_update(v: torch.Tensor, g: torch.Tensor, *, beta: float, t: torch.Tensor | int):
+    """Debiased momentum, H Eq. (3) (= slides Algorithm 2):
+    ``v_{t+1} = beta v_t + (1 - beta) g_t`` (``v_1 = 0``) and the step direction
+    ``m_{t+1} = v_{t+1} / (1 - beta^t)``. ``t`` (1-based, scalar or per run ``(K,)``).
+    Returns ``(v_{t+1}, m_{t+1})``. With ``beta = 0`` this is plain GD (``m = g``)."""
+    v_next = beta * v + (1.0 - beta) * g
+    if beta == 0.0:
+        return v_next, v_next
+    f = debias_factor(beta=beta, t=torch.as_tensor(t, dtype=g.dtype, device=g.device))
+    if f.dim() == 1:
+        f = f.unsqueeze(-1)
+    return v_next, v_next * f
+
+
+def momentum_accumulate_(v: torch.Tensor, g: torch.Tensor, *, beta: float) -> torch.Tensor:
+    """In place: ``v <- beta v + (1 - beta) g``; the debiasing goes into the step size."""
+    return v.mul_(beta).add_(g, alpha=1.0 - beta)
+
+
+def sgd_update(theta: torch.Tensor, direction: torch.Tensor, *, lr: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+    """``theta_{t+1} = theta_t - eta_t m_{t+1}`` for active runs; stopped runs stay put."""
+    step = (lr * active.to(theta.dtype)).unsqueeze(-1) * direction
+    return theta - step
+
+
+def sgd_update_(theta: torch.Tensor, direction: torch.Tensor, *, lr: torch.Tensor) -> torch.Tensor:
+    """In place: ``theta <- theta - lr_k direction_k`` (``lr_k = 0`` leaves run k put)."""
+    return theta.addcmul_(direction, lr.unsqueeze(-1), value=-1.0)

@@ -65,6 +65,12 @@ show.display = lambda obj: None
 
 
 def experiment():
+    # the walk is of loading a stored result: a stale one would start the 95-minute paper run and
+    # write its units into results/
+    from dpcompanion.experiments import store
+    if store.fresh_paper("h-f-eff") is None:
+        sys.exit("walk-files: error: no fresh stored h-f-eff paper result to load; run "
+                 "`python -m dpcompanion results --revalidate` first")
     cli.main(["experiment", "h-f-eff", "--mode", "paper"])
     show.ExperimentPage("h-f-eff", mode="quick").verdicts()
 

@@ -23,9 +23,8 @@ import pytest
 import torch
 
 from dpcompanion import cli
-from dpcompanion.theory import accounting, accounting as na
-from dpcompanion.theory.budget import Budget, plan
-from dpcompanion.theory.budget import BudgetExceeded, PrivacyLedger
+from dpcompanion.theory import accounting
+from dpcompanion.theory.budget import Budget, plan, BudgetExceeded, PrivacyLedger
 
 dpa = pytest.importorskip("dp_accounting")
 
@@ -107,12 +106,12 @@ def test_every_reported_epsilon_is_at_least_pld(delta, p, sigma, T):
     ref = pld_epsilon(((sigma, p, T),), delta)
     sig = [sigma] * T
     rep = {
-        "rdp_epsilon_of": _call(na.rdp_epsilon_of, sigma=sig, delta=delta, sampling_rate=p),
-        "rdp_epsilon_repeated": _call(na.rdp_epsilon_repeated, sigma=sigma, T=T, sampling_rate=p, delta=delta,
-                                      orders=na.RDP_ORDERS),
-        "rdp_epsilon_curve": _call(lambda: float(na.rdp_epsilon_curve(sigma=sig, sampling_rate=p, delta=delta,
+        "rdp_epsilon_of": _call(accounting.rdp_epsilon_of, sigma=sig, delta=delta, sampling_rate=p),
+        "rdp_epsilon_repeated": _call(accounting.rdp_epsilon_repeated, sigma=sigma, T=T, sampling_rate=p, delta=delta,
+                                      orders=accounting.RDP_ORDERS),
+        "rdp_epsilon_curve": _call(lambda: float(accounting.rdp_epsilon_curve(sigma=sig, sampling_rate=p, delta=delta,
                                                                       at=[T])[0])),
-        "accountant_epsilon(rdp)": _call(na.accountant_epsilon, sigma=sig, delta=delta, sampling_rate=p),
+        "accountant_epsilon(rdp)": _call(accounting.accountant_epsilon, sigma=sig, delta=delta, sampling_rate=p),
     }
     budget = Budget.from_epsilon(epsilon=1.0, delta=delta, sampling_rate=p)
     rep["Budget.epsilon_of"] = _call(budget.epsilon_of, sig)
@@ -122,7 +121,7 @@ def test_every_reported_epsilon_is_at_least_pld(delta, p, sigma, T):
     # epsilon-only one; at full batch also one per accountant of spent_epsilon
     ledgers = {"R": PrivacyLedger(R=1e12, delta=delta), "epsilon": PrivacyLedger(R=None, delta=delta, epsilon=1e12)}
     if p == 1.0:
-        ledgers.update({a: PrivacyLedger(R=1e12, delta=delta, accountant=a) for a in na.ACCOUNTANTS})
+        ledgers.update({a: PrivacyLedger(R=1e12, delta=delta, accountant=a) for a in accounting.ACCOUNTANTS})
     for name, led in ledgers.items():
         for _ in range(T):
             led.charge(sigma=sigma, sampling_rate=p)
@@ -132,8 +131,8 @@ def test_every_reported_epsilon_is_at_least_pld(delta, p, sigma, T):
                 rep[f"ledger[{name}].epsilon()[{k}]"] = v
     if p == 1.0:
         R = T / sigma**2
-        for a in na.ACCOUNTANTS:
-            rep[f"epsilon_at_R[{a}]"] = _call(na.epsilon_at_R, R=R, delta=delta, accountant=a)
+        for a in accounting.ACCOUNTANTS:
+            rep[f"epsilon_at_R[{a}]"] = _call(accounting.epsilon_at_R, R=R, delta=delta, accountant=a)
         rep["exact_epsilon"] = accounting.exact_epsilon(sigma=sig, delta=delta)
         rep["zcdp_to_dp"] = accounting.zcdp_to_dp(rho=accounting.rho_from_R(R=R), delta=delta)
     _at_least_pld(rep, ref, f"p={p:g} sigma={sigma:g} T={T} delta={delta:g}")
@@ -145,15 +144,15 @@ def test_tiny_rates_before_and_after():
     a step whose RDP is below float64's range (sigma = 1e200) is rounded up, never to 0."""
     sigma = 0.4607888311896463  # what the planner chose for epsilon 1 at delta 1e-12, T = 100 (its epsilon: 0)
     ref = pld_epsilon(((sigma, 1e-9, 100),), 1e-12)
-    ours = na.rdp_epsilon_of(sigma=[sigma] * 100, delta=1e-12, sampling_rate=1e-9)
+    ours = accounting.rdp_epsilon_of(sigma=[sigma] * 100, delta=1e-12, sampling_rate=1e-9)
     assert ref > 0 and ours >= ref and 2.0 < ours < 4.0
     with pytest.raises(ValueError, match="sampling_rate must be in") as info:
-        na.rdp_epsilon_of(sigma=[1.0], delta=1e-5, sampling_rate=1e-300)
+        accounting.rdp_epsilon_of(sigma=[1.0], delta=1e-5, sampling_rate=1e-300)
     assert "\n" not in str(info.value)
-    assert np.all(na.rdp_curve(sigma=[1e200], sampling_rate=1e-9) > 0)
+    assert np.all(accounting.rdp_curve(sigma=[1e200], sampling_rate=1e-9) > 0)
     # dp-accounting's own RDP at p = 1e-9, sigma = 1000 is negative at order 2 (epsilon 0); ours is kept
-    e = na.accountant_epsilon(sigma=[1000.0] * 10**5, delta=1e-12, sampling_rate=1e-9)
-    assert e > 0 and e == na.rdp_epsilon_of(sigma=[1000.0] * 10**5, delta=1e-12, sampling_rate=1e-9)
+    e = accounting.accountant_epsilon(sigma=[1000.0] * 10**5, delta=1e-12, sampling_rate=1e-9)
+    assert e > 0 and e == accounting.rdp_epsilon_of(sigma=[1000.0] * 10**5, delta=1e-12, sampling_rate=1e-9)
 
 
 HISTORIES = {
@@ -183,7 +182,7 @@ def test_mixed_ledger_accounts_for_every_step(name, delta):
                     if k.startswith("epsilon") and v is not None})
     sig = [s for s, _, c in hist for _ in range(c)]
     rates = [p for _, p, c in hist for _ in range(c)]
-    rep["accountant_epsilon(rdp, per-step rates)"] = na.accountant_epsilon(sigma=sig, delta=delta, sampling_rate=rates)
+    rep["accountant_epsilon(rdp, per-step rates)"] = accounting.accountant_epsilon(sigma=sig, delta=delta, sampling_rate=rates)
     _at_least_pld(rep, ref, f"{name} at delta={delta:g}")
 
 
@@ -192,7 +191,7 @@ def test_mixed_ledger_enforces_its_target_over_every_step():
     ones is refused when all of them together would pass the target (the subsampled steps alone
     would not)."""
     delta = 1e-5
-    sub_only = na.rdp_epsilon_of(sigma=[1.0] * 50, delta=delta, sampling_rate=0.05)
+    sub_only = accounting.rdp_epsilon_of(sigma=[1.0] * 50, delta=delta, sampling_rate=0.05)
     led = PrivacyLedger(R=1e12, delta=delta, epsilon=sub_only * 1.05)
     for _ in range(20):
         led.charge(sigma=8.0)
@@ -206,7 +205,7 @@ def test_budget_conversions_are_at_least_pld():
     """A budget built from (epsilon, delta) by any accountant: its R's Gaussian (full batch) has a
     PLD epsilon within the target, and so does the schedule the planner makes for a subsampled one."""
     for eps, delta in [(1.0, 1e-5), (4.0, 1e-8), (0.05, 1e-10)]:
-        for a in na.ACCOUNTANTS:
+        for a in accounting.ACCOUNTANTS:
             b = Budget.from_epsilon(epsilon=eps, delta=delta, accountant=a)
             ref = pld_epsilon(((1 / math.sqrt(b.R), 1.0, 1),), delta)
             _at_least_pld({f"Budget[{a}].epsilon": b.epsilon}, ref, f"epsilon={eps:g} delta={delta:g}")

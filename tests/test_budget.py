@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from dpcompanion.theory import accounting, schedules
 from dpcompanion.theory.accounting import epsilon_at_R
-from dpcompanion.theory.budget import Budget, PlanRefused, fit_constant, plan, plan_paper_p2
-from dpcompanion.theory.budget import PrivacyLedger
+from dpcompanion.theory.budget import Budget, PlanRefused, fit_constant, plan, plan_paper_p2, PrivacyLedger
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcompanion.theory import schedules
-from dpcompanion.theory.budget import Budget
-from dpcompanion.theory.budget import PrivacyLedger
+from dpcompanion.theory.budget import Budget, PrivacyLedger
 from dpcompanion.training.model_base import Model
 from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import TrainConfig, engine, train_pgd, train_psgd

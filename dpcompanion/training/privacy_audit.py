@@ -67,16 +67,14 @@ from dpcompanion.theory.auditing import (
     gdp_mu_lower_bound,
     log_likelihood_ratio,
 )
-from dpcompanion.theory.budget import Budget
-from dpcompanion.theory.budget import PrivacyLedger
+from dpcompanion.theory.budget import Budget, PrivacyLedger
 from dpcompanion.training.dense_models import DenseModel
 from dpcompanion.training.model_base import ClipResult, Model, clip_factors, norms64
 from dpcompanion.training.trainers import TrainConfig, train, train_adpsgd
 from dpcompanion.training.trainers.config import NEIGHBOURING
 from dpcompanion.training.trainers.adp_sgd import adp_schedule
-from dpcompanion.training.trainers.engine import private_step
+from dpcompanion.training.trainers.engine import debias_factor, private_step
 from dpcompanion.training.trainers.oracles import make_oracle
-from dpcompanion.training.trainers.engine import debias_factor
 
 __all__ = ["TRAINERS", "SETUPS", "AuditSetup", "AuditResult", "MIN_TRIALS", "MAX_TRIALS", "SCALE_RANGE",
            "BOUND_CONFIDENCE", "GDP_ASSUMPTION", "CanaryModel", "canary_data", "ordinary_shift",

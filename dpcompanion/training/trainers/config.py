@@ -33,8 +33,7 @@ import torch
 
 from dpcompanion.core import validate
 from dpcompanion.core.provenance import resolve_device
-from dpcompanion.theory.budget import Budget
-from dpcompanion.theory.budget import EpsilonTarget
+from dpcompanion.theory.budget import Budget, EpsilonTarget
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "NEIGHBOURING", "OUTSIDE_GUARANTEE", "OUTSIDE_GUARANTEE_NOTE", "ON_REFUSAL",
            "ROUNDING_NOTE", "rounding_excess_bound",

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from dpcompanion.theory import schedules
 from dpcompanion.theory.budget import Budget, PrivacyLedger
-from dpcompanion.training.model_base import Model
-from dpcompanion.training.models import make_model
+from dpcompanion.training.models import Model, make_model
 from dpcompanion.training.trainers import TrainConfig, engine, train_pgd, train_psgd
 from dpcompanion.training.trainers.config import check_sigma, sigma_floor
 from dpcompanion.training.trainers.engine import Charger, NoiseSource, Recorder, noise_seed, plan_chunks, private_step

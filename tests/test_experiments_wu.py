@@ -133,7 +133,7 @@ def _one_sample_loop(model, X, y, *, sigma, lr, p, clip, seed):
 
 
 def test_poisson_trainer_matches_one_sample_at_a_time_loop():
-    from dpcompanion.training.dense_models import DenseModel
+    from dpcompanion.training.models import DenseModel
     from dpcompanion.training.trainers import train_psgd
 
     rng = np.random.default_rng(3)

@@ -37,8 +37,7 @@ from dpcompanion.theory import adp_accounting, accounting
 from dpcompanion.theory.bounds import adp as adp_bounds
 from dpcompanion.theory.budget import EpsilonTarget
 from dpcompanion.training import data
-from dpcompanion.training.dense_models import DenseModel
-from dpcompanion.training.models import make_model
+from dpcompanion.training.models import DenseModel, make_model
 from dpcompanion.training.trainers import TrainConfig, train
 from dpcompanion.training.trainers.engine import eval_points, segment_seed
 

@@ -46,8 +46,7 @@ import torch
 from dpcompanion.core import validate
 from dpcompanion.theory import accounting
 from dpcompanion.theory.budget import Budget, BudgetExceeded, PrivacyLedger
-from dpcompanion.training.dense_models import DenseModel
-from dpcompanion.training.model_base import Model
+from dpcompanion.training.models import DenseModel, Model
 from dpcompanion.training.trainers.config import TrainConfig, as_runs, check_sigma, rounding_excess_bound
 from dpcompanion.training.trainers.history import STEP_FIELDS, History
 from dpcompanion.training.trainers.oracles import StepGrad, make_oracle

@@ -3,7 +3,7 @@
 An oracle returns, for ``theta (K, P)`` and optional Poisson weights ``(K, N)``, the clipped sum
 ``sum_n w_kn min(1, C/||g_kn||) g_kn`` and only the statistics asked for.
 
-* :class:`GeneralOracle`: any model through its :meth:`~dpcompanion.training.model_base.Model.clipped_grad_sum`;
+* :class:`GeneralOracle`: any model through its :meth:`~dpcompanion.training.models.Model.clipped_grad_sum`;
   PSGD gathers the rows some run sampled.
 * :class:`LinearOracle`: the **margin fast path** for a binary linear or logistic model. With the
   negative margin ``r = -s theta.x`` (``s = 2y - 1``, ``x`` with its bias feature) a sample's gradient
@@ -23,15 +23,9 @@ from dataclasses import dataclass
 
 import torch
 
-from dpcompanion.training.dense_models import DenseModel
-from dpcompanion.training.model_base import (
-    Model,
-    binary_output_backprop_,
-    binary_output_loss,
-    clip_scale,
-    norms64,
-    predict_from_output,
-    underflow_unit,
+from dpcompanion.training.clipping import clip_scale, norms64, underflow_unit
+from dpcompanion.training.models import (
+    DenseModel, Model, binary_output_backprop_, binary_output_loss, predict_from_output,
 )
 
 __all__ = ["StepGrad", "GeneralOracle", "LinearOracle", "make_oracle", "fast_path_applies"]

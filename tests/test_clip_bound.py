@@ -26,7 +26,7 @@ from dpcompanion.training import clipping
 from dpcompanion.training.clipping import norms64
 from dpcompanion.training.models import DenseModel, Model, make_model
 from dpcompanion.training.trainers import TrainConfig, train
-from dpcompanion.training.trainers.oracles import GeneralOracle, LinearOracle, make_oracle
+from dpcompanion.training.trainers.engine import GeneralOracle, LinearOracle, make_oracle
 
 D = 6  # features of the dense models
 SLACK = 1 + 1e-12  # float64 rounding of the check itself, nothing more

@@ -16,8 +16,10 @@ from dpcompanion.theory.budget import Budget, PrivacyLedger
 from dpcompanion.training.models import Model, make_model
 from dpcompanion.training.trainers import TrainConfig, engine, train_pgd, train_psgd
 from dpcompanion.training.trainers.config import check_sigma, sigma_floor
-from dpcompanion.training.trainers.engine import Charger, NoiseSource, Recorder, noise_seed, plan_chunks, private_step
-from dpcompanion.training.trainers.oracles import GeneralOracle, LinearOracle, StepGrad, make_oracle
+from dpcompanion.training.trainers.engine import (
+    Charger, GeneralOracle, LinearOracle, NoiseSource, Recorder, StepGrad, make_oracle, noise_seed,
+    plan_chunks, private_step,
+)
 
 DT = torch.float64
 CPU = dict(device="cpu", dtype=DT, progress=False)

@@ -243,7 +243,7 @@ def test_every_clipping_path_keeps_each_sample_within_C(path):
     from dpcompanion.training.privacy_audit import CanaryModel
     from dpcompanion.training.clipping import norms64
     from dpcompanion.training.models import Model
-    from dpcompanion.training.trainers.oracles import LinearOracle
+    from dpcompanion.training.trainers.engine import LinearOracle
 
     f32 = torch.float32
     g = torch.Generator().manual_seed(3)

@@ -188,7 +188,7 @@ def test_the_computed_sum_moves_by_at_most_C_times_one_plus_the_rounding_bound(d
     remaining record's margin and clip cap come out bit-identical in both data sets."""
     from dpcompanion.training.clipping import norms64
     from dpcompanion.training.trainers.config import rounding_excess_bound
-    from dpcompanion.training.trainers.oracles import make_oracle
+    from dpcompanion.training.trainers.engine import make_oracle
 
     g = torch.Generator().manual_seed(0)
     n = 2048

@@ -73,8 +73,7 @@ from dpcompanion.training.models import ClipResult, DenseModel, Model
 from dpcompanion.training.trainers import TrainConfig, train, train_adpsgd
 from dpcompanion.training.trainers.config import NEIGHBOURING
 from dpcompanion.training.trainers.adp_sgd import adp_schedule
-from dpcompanion.training.trainers.engine import debias_factor, private_step
-from dpcompanion.training.trainers.oracles import make_oracle
+from dpcompanion.training.trainers.engine import debias_factor, make_oracle, private_step
 
 __all__ = ["TRAINERS", "SETUPS", "AuditSetup", "AuditResult", "MIN_TRIALS", "MAX_TRIALS", "SCALE_RANGE",
            "BOUND_CONFIDENCE", "GDP_ASSUMPTION", "CanaryModel", "canary_data", "ordinary_shift",

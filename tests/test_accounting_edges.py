@@ -24,7 +24,8 @@ import torch
 
 from dpcompanion import cli
 from dpcompanion.theory import accounting
-from dpcompanion.theory.budget import Budget, plan, BudgetExceeded, PrivacyLedger
+from dpcompanion.theory.accounting import Budget, BudgetExceeded, PrivacyLedger
+from dpcompanion.theory.schedules import plan
 
 dpa = pytest.importorskip("dp_accounting")
 

@@ -116,7 +116,7 @@ def test_psgd_audit_schedule_fits_the_ledgers_float64_sum(seed):
     R: without the ulp fit about one draw in five did, and the audit refused its own trainer's schedule."""
     import dataclasses
 
-    from dpcompanion.theory.budget import PrivacyLedger
+    from dpcompanion.theory.accounting import PrivacyLedger
 
     rng = np.random.default_rng(seed)
     for _ in range(100):

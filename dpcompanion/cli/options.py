@@ -21,9 +21,8 @@ import numpy as np
 from dpcompanion.cli import UsageError
 from dpcompanion.core import validate
 from dpcompanion.theory import accounting
-from dpcompanion.theory import budget as budgets
 from dpcompanion.theory import schedules
-from dpcompanion.theory.budget import ACCOUNTANTS, Budget
+from dpcompanion.theory.accounting import ACCOUNTANTS, Budget
 
 
 def flag(name: str, fn: Callable[..., Any], *args, **kw) -> Any:
@@ -50,7 +49,7 @@ def add_budget_arguments(p: argparse.ArgumentParser, *, sampling_rate: bool = Tr
 
 
 def budget_from_args(args: argparse.Namespace, *, default_delta: float | None = None):
-    """The one :class:`~dpcompanion.theory.budget.Budget` of a command line."""
+    """The one :class:`~dpcompanion.theory.accounting.Budget` of a command line."""
     p = 1.0
     if getattr(args, "sampling_rate", None) is not None:
         p = flag("--sampling-rate", validate.sampling_rate, parse_float(args.sampling_rate, "--sampling-rate"))
@@ -177,7 +176,7 @@ def schedule_params(args: argparse.Namespace, kind_name: str, *, kind_flag: str)
 
 def schedule_from_args(args: argparse.Namespace, budget: Budget, *, kind_flag: str, T: int | None) -> tuple:
     """(sigma, params) of ``args``' kind (the value of ``kind_flag``) planned for ``budget``
-    by :func:`dpcompanion.theory.budget.make_schedule`; errors name the flag."""
+    by :func:`dpcompanion.theory.schedules.make_schedule`; errors name the flag."""
     kind = getattr(args, kind_flag.lstrip("-").replace("-", "_"))
     params = schedule_params(args, kind, kind_flag=kind_flag)
     if not schedules.KIND_TABLE[kind].takes_T:
@@ -188,7 +187,7 @@ def schedule_from_args(args: argparse.Namespace, budget: Budget, *, kind_flag: s
         raise UsageError(f"--T is required for {kind_flag} {kind} (an integer >= 1)")
     try:
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # the kinds check finiteness themselves
-            sigma = budgets.make_schedule(budget, kind, T=T, **params)
+            sigma = schedules.make_schedule(budget, kind, T=T, **params)
     except ValueError as exc:
         msg = " ".join(str(exc).split())
         first = msg.split(" ", 1)[0]

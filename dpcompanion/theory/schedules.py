@@ -26,6 +26,8 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpcompanion.core import validate
+from dpcompanion.theory import accounting
+from dpcompanion.theory.accounting import Budget, PlanRefused, largest_within
 
 __all__ = ["KINDS", "KIND_TABLE", "Kind", "Param", "kind", "kinds_markdown", "kinds_help", "make", "fit_within",
            "uniform", "optimal", "gd_dynamic", "exponential", "step_decay", "momentum_dynamic", "momentum_T_hat",
@@ -586,3 +588,135 @@ def schedule_warnings(sigma, *, max_span: float = MAX_SPAN, max_sigma: float = M
         out.append(f"noise multiplier {f.max():.3g} at step {t} exceeds {max_sigma:g}: that step's noise alone "
                    f"is {f.max():.3g} clip norms per sample; {hint}")
     return out
+
+
+# ---------------------------------------------------------------- schedules planned against a budget
+
+
+#: Relative margin the planner keeps below the target epsilon, so that rounding in the
+#: ledger's step-by-step sum never refuses the last planned step.
+PLAN_MARGIN = 1e-9
+
+
+def _fits(budget: Budget, sigma: np.ndarray) -> bool:
+    """Whether the ledger built from ``budget`` lets every step of ``sigma`` happen."""
+    p = budget.sampling_rate
+    with np.errstate(divide="ignore", over="ignore"):  # a denormal sigma costs inf: it does not fit
+        if np.cumsum(p * p / sigma**2)[-1] > budget.R:  # summed as the ledger sums
+            return False
+    if budget.epsilon is None:  # a budget given as R alone: R is the whole guarantee
+        return True
+    return budget.epsilon_of(sigma) <= budget.epsilon  # exactly: the planned budget never exceeds the target
+
+
+def plan(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:
+    """The schedule of ``kind`` (a row of :data:`KIND_TABLE`) that spends ``budget``.
+
+    Full batch: ``make(kind, T=T, R=budget.R, ...)`` (H Sec. 3), R stepped down by ulps if
+    rounding puts its epsilon above the target. Subsampled: the kind fixes the shape; the scale is the
+    largest whose RDP epsilon stays within ``epsilon`` (bisection) and whose ``sum p^2/sigma_t^2`` stays
+    within R. Either way :meth:`Budget.epsilon_of` of the result is at most ``budget.epsilon`` exactly.
+
+    >>> b = Budget.from_epsilon(epsilon=1, delta=1e-5, sampling_rate=0.01)
+    >>> s = plan(b, "uniform", T=300)
+    >>> s.shape, bool(b.epsilon_of(s) <= 1.0)
+    ((300,), True)
+    """
+    if T is not None:
+        params["T"] = T
+    if not budget.subsampled:
+        found: dict[float, np.ndarray] = {}
+
+        def fits_at(r: float) -> bool:
+            found[r] = make(kind, R=r, **params)
+            return _fits(budget, found[r])
+
+        return found[largest_within(fits_at, budget.R)]
+    shape = make(kind, R=1.0, **params)  # sum 1/shape^2 = 1
+    p = budget.sampling_rate
+    r_hi = budget.R / (p * p)  # the paper's rule as a cap (the ledger keeps R_spent <= R)
+    target = budget.epsilon * (1 - PLAN_MARGIN)
+
+    def eps(r: float) -> float:
+        return budget.epsilon_of(shape / math.sqrt(r))
+
+    if eps(r_hi) <= target:
+        r = r_hi
+    else:
+        lo = r_hi
+        while eps(lo) > target:
+            lo /= 4.0
+            if lo < 1e-300:  # pragma: no cover - RDP -> 0 as the noise grows
+                raise PlanRefused(f"no scale of the {kind} schedule fits epsilon = {budget.epsilon:g}")
+        hi = min(4.0 * lo, r_hi)
+        for _ in range(60):
+            mid = math.sqrt(lo * hi)
+            if eps(mid) <= target:
+                lo = mid
+            else:
+                hi = mid
+            if hi / lo < 1 + 1e-10:
+                break
+        r = lo
+    found = {}
+
+    def fits_sub(rr: float) -> bool:
+        found[rr] = fit_within(make(kind, R=rr, **params), budget.R, sampling_rate=p)
+        return _fits(budget, found[rr])
+
+    return found[largest_within(fits_sub, r)]
+
+
+def make_schedule(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:
+    """:func:`plan` for the ``schedule`` and ``train`` commands; ``T`` goes only to kinds that take it.
+
+    >>> s = make_schedule(Budget.from_R(R=1.0), "uniform", T=4)
+    >>> s.shape, bool(np.sum(1 / s**2) <= 1.0)
+    ((4,), True)
+    """
+    validate.choice("kind", kind, KINDS)
+    return plan(budget, kind, **({"T": T} if KIND_TABLE[kind].takes_T else {}), **params)
+
+
+def plan_paper_p2(budget: Budget, kind: str, *, T: int | None = None, **params) -> np.ndarray:
+    """The paper's PSGD planning (H Sec. 4.3): a schedule for ``R' = R/p^2``. **Not a privacy guarantee**:
+    the ledger also checks the RDP epsilon and may stop it early. Kept to reproduce the paper.
+
+    >>> b = Budget.from_R(R=0.5, delta=1e-5, sampling_rate=0.1)
+    >>> round(float(np.sum(0.01 / plan_paper_p2(b, "uniform", T=10) ** 2)), 12)
+    0.5
+    """
+    if T is not None:
+        params["T"] = T
+    return make(kind, R=accounting.psgd_R_prime(R=budget.R, sampling_rate=budget.sampling_rate), **params)
+
+
+def fit_constant(budget: Budget, *, sigma: float, T: int) -> None:
+    """Refuse, saying what fits, ``T`` steps of a constant ``sigma`` the budget cannot pay for.
+
+    >>> fit_constant(Budget.from_R(R=0.3927), sigma=3.0, T=10)
+    Traceback (most recent call last):
+    ...
+    dpcompanion.theory.accounting.PlanRefused: T = 10 steps of sigma = 3 do not fit the budget (R = 0.3927, zcdp): the largest T that fits is 3, or use sigma >= 5.04626 for T = 10
+    """
+    s = float(validate.noise_multipliers([sigma])[0])
+    T = validate.steps(T)
+    if _fits(budget, np.full(T, s)):
+        return
+    lo, hi = 0, T  # largest fitting T by bisection (fits(lo) true, fits(hi) false)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _fits(budget, np.full(mid, s)):
+            lo = mid
+        else:
+            hi = mid
+    smin = float(plan(budget, "uniform", T=T)[0])
+    shown = float(f"{smin:.6g}")
+    if shown < smin:  # round the advice up, so that the sigma it names does fit
+        shown = float(f"{smin + 10 ** (math.floor(math.log10(smin)) - 5):.6g}")
+    what = f"R = {budget.R:.6g}, {budget.accountant}" + (
+        f", epsilon = {budget.epsilon:g} at delta = {budget.delta:g}, sampling_rate = {budget.sampling_rate:g}"
+        if budget.subsampled else "")
+    largest = f"the largest T that fits is {lo}" if lo else "not even one step fits"
+    raise PlanRefused(f"T = {T} steps of sigma = {s:g} do not fit the budget ({what}): {largest}, "
+                      f"or use sigma >= {shown:.6g} for T = {T}")

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
-from dpcompanion.training.clipping import (clip_factors, clip_scale, exact_float32_matmul, norms64, product_norms64, sqnorms,
+from dpcompanion.training.clipping import (clip_factors, exact_float32_matmul, norms64, product_norms64, sqnorms,
                                           sqnorms_upper, underflow_unit)
 
 __all__ = ["ClipResult", "Model", "binary_output_loss", "binary_output_backprop_", "predict_from_output",

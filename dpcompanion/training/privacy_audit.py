@@ -67,7 +67,7 @@ from dpcompanion.theory.auditing import (
     gdp_mu_lower_bound,
     log_likelihood_ratio,
 )
-from dpcompanion.theory.budget import Budget, PrivacyLedger
+from dpcompanion.theory.accounting import Budget, PrivacyLedger
 from dpcompanion.training.clipping import clip_factors, norms64
 from dpcompanion.training.models import ClipResult, DenseModel, Model
 from dpcompanion.training.trainers import TrainConfig, train, train_adpsgd

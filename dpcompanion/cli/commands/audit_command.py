@@ -20,7 +20,7 @@ from dpcompanion.core import validate
 from dpcompanion.core import outputs
 from dpcompanion.core.provenance import resolve_device
 from dpcompanion.theory import accounting
-from dpcompanion.theory.budget import R_RANGE, check_epsilon
+from dpcompanion.theory.accounting import R_RANGE, check_epsilon
 
 HELP = "empirical privacy audit: a 95% lower bound on a trainer's epsilon vs the epsilon it claims"
 

@@ -1,6 +1,6 @@
 """``schedule``: a budget-exact noise schedule a DP-SGD user can plug in.
 
-The budget is one :class:`dpcompanion.theory.budget.Budget`: ``--R`` (Hong et al.'s R = 2
+The budget is one :class:`dpcompanion.theory.accounting.Budget`: ``--R`` (Hong et al.'s R = 2
 rho: sum_t 1/sigma_t^2 = R) or ``--epsilon`` with ``--delta`` under ``--accountant``. With
 ``--sampling-rate p < 1`` the schedule is for Poisson-subsampled steps, calibrated by the RDP
 accountant the training ledger enforces. With only ``--R``, epsilons are reported at

@@ -1,9 +1,9 @@
 """``train``: one private training run (PGD / momentum / PSGD) with a noise schedule.
 
-The budget is one :class:`dpcompanion.theory.budget.Budget` (``--R``, or ``--epsilon`` with
+The budget is one :class:`dpcompanion.theory.accounting.Budget` (``--R``, or ``--epsilon`` with
 ``--delta``, under ``--accountant``), held by the one
 :class:`~dpcompanion.training.trainers.config.TrainConfig` whose ledger enforces it. The
-schedule is planned for that budget (:func:`dpcompanion.theory.budget.plan`; ``--schedule``
+schedule is planned for that budget (:func:`dpcompanion.theory.schedules.plan`; ``--schedule``
 takes the kinds and flags of ``schedule``), so every planned step is taken; a plan that
 cannot fit, or a constant ``--sigma S`` whose T steps do not, is refused up front (exit 2).
 ``epsilon`` is that of the steps taken, by the accountant the budget was planned with (at
@@ -32,7 +32,6 @@ from dpcompanion.cli import UsageError, options
 from dpcompanion.core import outputs
 from dpcompanion.core import validate as v
 from dpcompanion.core.provenance import resolve_device
-from dpcompanion.theory import budget as budgets
 from dpcompanion.theory import schedules
 from dpcompanion.training import data
 
@@ -151,7 +150,7 @@ def validate(args: argparse.Namespace) -> dict:
                 raise UsageError(f"--{name[2:]} is a schedule flag and does not apply with --sigma (a constant schedule)")
         if T is None:
             raise UsageError("--T is required (an integer >= 1)")
-        options.flag("--sigma", budgets.fit_constant, budget, sigma=sigma_const, T=T)
+        options.flag("--sigma", schedules.fit_constant, budget, sigma=sigma_const, T=T)
         sigma = np.full(T, sigma_const)
     else:
         sigma, _ = options.schedule_from_args(args, budget, kind_flag="--schedule", T=T)

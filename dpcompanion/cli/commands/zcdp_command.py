@@ -15,13 +15,12 @@ from dpcompanion.cli import options
 from dpcompanion.core import outputs
 from dpcompanion.core import validate as v
 from dpcompanion.theory import accounting as acc
-from dpcompanion.theory import budget
 
 HELP = "convert (epsilon, delta)-DP <-> rho-zCDP <-> the paper's budget R = 2 rho (plus exact GDP)"
 
 #: ranges in which every conversion printed is finite and accurate in float64 (those of
-#: :class:`dpcompanion.theory.budget.Budget`): outside them the command refuses
-RANGES = {"epsilon": budget.EPSILON_RANGE, "rho": budget.RHO_RANGE, "R": budget.R_RANGE}
+#: :class:`dpcompanion.theory.accounting.Budget`): outside them the command refuses
+RANGES = {"epsilon": acc.EPSILON_RANGE, "rho": acc.RHO_RANGE, "R": acc.R_RANGE}
 
 EXAMPLES = """examples:
   python -m dpcompanion zcdp --epsilon 4 --delta 1e-8 --json

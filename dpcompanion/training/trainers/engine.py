@@ -61,7 +61,7 @@ import torch
 
 from dpcompanion.core import validate
 from dpcompanion.theory import accounting
-from dpcompanion.theory.budget import Budget, BudgetExceeded, PrivacyLedger
+from dpcompanion.theory.accounting import Budget, BudgetExceeded, PrivacyLedger
 from dpcompanion.training.clipping import clip_scale, norms64, underflow_unit
 from dpcompanion.training.models import (DenseModel, Model, binary_output_backprop_, binary_output_loss,
                                          predict_from_output)

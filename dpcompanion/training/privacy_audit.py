@@ -52,7 +52,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from dpcompanion.core.provenance import resolve_device
+from dpcompanion.core.validate import resolve_device
 from dpcompanion.theory import accounting, schedules
 from dpcompanion.theory.auditing import (
     CONFIDENCE,

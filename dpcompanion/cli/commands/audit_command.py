@@ -18,7 +18,7 @@ import argparse
 from dpcompanion.cli import UsageError
 from dpcompanion.core import validate
 from dpcompanion.core import outputs
-from dpcompanion.core.provenance import resolve_device
+from dpcompanion.core.validate import resolve_device
 from dpcompanion.theory import accounting
 from dpcompanion.theory.accounting import R_RANGE, check_epsilon
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from dpcompanion.book.report import markdown_table
 from dpcompanion.cli import UsageError, options
 from dpcompanion.core import outputs
-from dpcompanion.core.provenance import DEVICES, resolve_device, save_json
+from dpcompanion.core.provenance import save_json
+from dpcompanion.core.validate import DEVICES, resolve_device
 
 HELP = ("benchmark our private step (one run and batched runs) against Opacus on the paper's MLP workload and on "
         "W-F4's CNN (batch 256), the overhead of privacy, and the linear/logistic trainer against a plain batched loop")

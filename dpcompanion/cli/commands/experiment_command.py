@@ -16,7 +16,7 @@ import sys
 
 from dpcompanion.cli import UsageError, options
 from dpcompanion.core import outputs
-from dpcompanion.core.provenance import resolve_device
+from dpcompanion.core.validate import resolve_device
 from dpcompanion.experiments import base, store
 
 HELP = "compute (or load, when fresh) one experiment into results/<id>/<mode>/; --executor dask spreads its units"

@@ -10,7 +10,7 @@ from dpcompanion.book import runner
 from dpcompanion.cli import UsageError, options
 from dpcompanion.cli.commands.experiment_command import add_executor_arguments, results_root_from_args
 from dpcompanion.core import validate
-from dpcompanion.core.provenance import resolve_device
+from dpcompanion.core.validate import resolve_device
 
 HELP = "execute the book's notebooks with papermill (quick or full mode) into book/"
 

@@ -22,7 +22,7 @@ import argparse
 from dpcompanion.cli import UsageError, options
 from dpcompanion.cli.commands.experiment_command import add_results_dir_argument, results_root_from_args
 from dpcompanion.core import outputs
-from dpcompanion.core.provenance import resolve_device
+from dpcompanion.core.validate import resolve_device
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments.store.verify import CATCH_TARGET
 

@@ -31,7 +31,7 @@ from dpcompanion import training
 from dpcompanion.cli import UsageError, options
 from dpcompanion.core import outputs
 from dpcompanion.core import validate as v
-from dpcompanion.core.provenance import resolve_device
+from dpcompanion.core.validate import resolve_device
 from dpcompanion.theory import schedules
 from dpcompanion.training import data
 

@@ -11,7 +11,7 @@ import argparse
 from dpcompanion.cli import options
 from dpcompanion.cli.commands.experiment_command import results_root_from_args
 from dpcompanion.core import outputs
-from dpcompanion.core.provenance import resolve_device
+from dpcompanion.core.validate import resolve_device
 from dpcompanion.experiments.comparisons import reproduction
 
 HELP = "the reproduction report: every verdict row of the book (stored results only unless --compute)"

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from dpcompanion.core import validate
-from dpcompanion.core.provenance import resolve_device
+from dpcompanion.core.validate import resolve_device
 from dpcompanion.theory.accounting import Budget, EpsilonTarget
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "NEIGHBOURING", "OUTSIDE_GUARANTEE", "OUTSIDE_GUARANTEE_NOTE", "ON_REFUSAL",

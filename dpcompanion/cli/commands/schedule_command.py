@@ -23,7 +23,7 @@ import csv
 import sys
 from pathlib import Path
 
-from dpcompanion.cli import options
+from dpcompanion import cli
 from dpcompanion.core import outputs, validate
 from dpcompanion.theory import accounting as acc
 from dpcompanion.theory import schedules
@@ -41,12 +41,12 @@ EXAMPLES = [
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.epilog = options.kinds_epilog(EXAMPLES)
+    p.epilog = cli.kinds_epilog(EXAMPLES)
     p.add_argument("--kind", required=True, help="schedule kind (see the table below)")
     p.add_argument("--T", dest="T", help="number of noisy steps (>= 1; for optimal, defaults to the file's length)")
-    options.add_budget_arguments(p)
+    cli.add_budget_arguments(p)
     p.add_argument("--budget", dest="accountant", help=argparse.SUPPRESS)  # old spelling of --accountant
-    options.add_schedule_arguments(p)
+    cli.add_schedule_arguments(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--csv", type=Path, metavar="FILE",
@@ -58,11 +58,11 @@ def build(args: argparse.Namespace) -> dict:
     """Validate every option and compute the schedule; nothing is written here."""
     if args.accountant is None:
         args.accountant = "auto"
-    T = options.parse_int(args.T, "--T", maximum=validate.MAX_STEPS)
-    budget = options.budget_from_args(args, default_delta=DEFAULT_DELTA)
+    T = cli.parse_int(args.T, "--T", maximum=validate.MAX_STEPS)
+    budget = cli.budget_from_args(args, default_delta=DEFAULT_DELTA)
     if args.csv is not None:
-        options.output_path(args.csv, "--csv")
-    sigma, params = options.schedule_from_args(args, budget, kind_flag="--kind", T=T)
+        cli.output_path(args.csv, "--csv")
+    sigma, params = cli.schedule_from_args(args, budget, kind_flag="--kind", T=T)
     delta = budget.delta
     shown = {k: v for k, v in params.items() if k not in ("q", "T")}
     out = {

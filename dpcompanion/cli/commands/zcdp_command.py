@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from dpcompanion.cli import options
+from dpcompanion import cli
 from dpcompanion.core import outputs
 from dpcompanion.core import validate as v
 from dpcompanion.theory import accounting as acc
@@ -43,12 +43,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def validate(args: argparse.Namespace) -> None:
-    args.delta = options.flag("--delta", v.delta, options.parse_float(args.delta, "--delta"))
+    args.delta = cli.flag("--delta", v.delta, cli.parse_float(args.delta, "--delta"))
     for opt in ("epsilon", "rho", "R"):
         text = getattr(args, opt)
         if text is not None:
             lo, hi = RANGES[opt]
-            setattr(args, opt, options.flag(f"--{opt}", v.number, opt, options.parse_float(text, f"--{opt}"),
+            setattr(args, opt, cli.flag(f"--{opt}", v.number, opt, cli.parse_float(text, f"--{opt}"),
                                             lo=lo, hi=hi, lo_open=False, hi_open=False))
 
 

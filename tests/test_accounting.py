@@ -314,7 +314,7 @@ def test_pld_keeps_its_discretisation_up_to_R0_and_bounds_it_above():
 def test_pld_past_its_range_is_refused_or_left_out():
     """R above PLD_MAX_R: epsilon_at_R and R_accountant refuse in one line naming the range; a
     budget's epsilon_by_accountant leaves pld out instead of failing after training."""
-    from dpcompanion.theory.accounting import Budget
+    from dpcompanion.theory.budget import Budget
 
     with pytest.raises(ValueError, match=r"R must be at most 1e\+06 for the pld accountant"):
         acc.epsilon_at_R(R=2e6, delta=1e-5, accountant="pld")
@@ -344,7 +344,7 @@ def test_pld_delta_floor_against_exact():
 
     import pytest
 
-    from dpcompanion.theory import accounting, schedules
+    from dpcompanion.theory import accounting, budget
 
     for R in (1e-4, 1.0):
         pld = acc.epsilon_at_R(R=R, delta=acc.PLD_MIN_DELTA, accountant="pld")
@@ -354,6 +354,6 @@ def test_pld_delta_floor_against_exact():
                lambda: acc.R_accountant(epsilon=1.0, delta=1e-17, accountant="pld")):
         with pytest.raises(ValueError, match="delta must be at least 1e-14 for the pld accountant"):
             fn()
-    b = accounting.Budget.from_epsilon(epsilon=1.0, delta=1e-17, accountant="exact")
-    eps = b.epsilon_by_accountant(schedules.plan(b, "uniform", T=10))
+    b = budget.Budget.from_epsilon(epsilon=1.0, delta=1e-17, accountant="exact")
+    eps = b.epsilon_by_accountant(budget.plan(b, "uniform", T=10))
     assert "pld" not in eps and all(math.isfinite(v) for v in eps.values())

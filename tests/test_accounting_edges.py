@@ -24,8 +24,7 @@ import torch
 
 from dpcompanion import cli
 from dpcompanion.theory import accounting
-from dpcompanion.theory.accounting import Budget, BudgetExceeded, PrivacyLedger
-from dpcompanion.theory.schedules import plan
+from dpcompanion.theory.budget import Budget, plan, BudgetExceeded, PrivacyLedger
 
 dpa = pytest.importorskip("dp_accounting")
 

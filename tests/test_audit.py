@@ -13,7 +13,7 @@ from scipy import stats
 from dpcompanion import cli
 from dpcompanion.theory import accounting, auditing
 from dpcompanion.training import privacy_audit
-from dpcompanion.training.models import Model
+from dpcompanion.training.model_base import Model
 
 
 # ---------------------------------------------------------------- Clopper-Pearson and epsilon
@@ -460,8 +460,8 @@ def test_shipped_full_batch_scores_pass_the_model_check():
 
 def _old_cap_oracle(model, X, y, *, clip_norm, fast=None):
     """The linear fast path as it was before the fix: its cap from ``||x||``, without ``|2y - 1|``."""
-    from dpcompanion.training.clipping import clip_scale, norms64
-    from dpcompanion.training.trainers.engine import LinearOracle
+    from dpcompanion.training.model_base import clip_scale, norms64
+    from dpcompanion.training.trainers.oracles import LinearOracle
 
     o = LinearOracle(model, X, y, clip_norm=clip_norm)
     feats = torch.cat([X, torch.ones(X.shape[0], 1, dtype=X.dtype)], dim=1) if model.bias else X
@@ -475,8 +475,8 @@ def test_audit_canary_through_the_fast_path_with_s_3_contributes_at_most_C(label
     """The audit's canary ``2C e_0`` labelled so that ``s = 2y - 1 = +-3``, fed to
     the linear fast path below the trainers' label check, adds at most C to the clipped sum
     (the old rule added 3 C)."""
-    from dpcompanion.training.models import DenseModel
-    from dpcompanion.training.trainers.engine import make_oracle
+    from dpcompanion.training.dense_models import DenseModel
+    from dpcompanion.training.trainers.oracles import make_oracle
 
     model = DenseModel(in_dim=2, n_classes=2, loss="squared", bias=False)
     theta = torch.randn(5, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)

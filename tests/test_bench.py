@@ -283,7 +283,7 @@ def test_linear_workload_reports_are_exact_on_a_very_fast_clock(monkeypatch):
 def test_plain_linear_loop_is_private_gd_on_the_logistic_loss():
     """The reference loop, checked against the trainer's clip-and-sum on one step with the
     noise removed by hand (same generator draw subtracted)."""
-    from dpcompanion.training.trainers.engine import LinearOracle
+    from dpcompanion.training.trainers.oracles import LinearOracle
 
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(30, 4, generator=g, dtype=torch.float64) * 3, torch.randint(0, 2, (30,), generator=g)

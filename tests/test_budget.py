@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from dpcompanion.theory import accounting, schedules
 from dpcompanion.theory.accounting import epsilon_at_R
-from dpcompanion.theory.accounting import Budget, PlanRefused, PrivacyLedger
-from dpcompanion.theory.schedules import fit_constant, plan, plan_paper_p2
+from dpcompanion.theory.budget import Budget, PlanRefused, fit_constant, plan, plan_paper_p2, PrivacyLedger
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -168,7 +167,7 @@ def test_epsilon_by_accountant_names_each_and_orders_them():
 
 
 def test_largest_within_steps_down_to_the_boundary():
-    from dpcompanion.theory.accounting import largest_within
+    from dpcompanion.theory.budget import largest_within
 
     x = 0.1 + 0.2  # 0.30000000000000004
     assert largest_within(lambda v: v <= 0.3, x) == 0.3

@@ -25,10 +25,12 @@ from hypothesis import strategies as st
 
 from dpcompanion import training
 from dpcompanion.core import validate
-from dpcompanion.training.models import DenseModel, FuncModel, GhostConvModel, make_model
-from dpcompanion.training.clipping import clip_scale, norms64
+from dpcompanion.training.conv_models import FuncModel, GhostConvModel
+from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.model_base import clip_scale, norms64
+from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import TrainConfig, train_adpsgd, train_pgd, train_psgd
-from dpcompanion.training.trainers.engine import GeneralOracle, LinearOracle, make_oracle
+from dpcompanion.training.trainers.oracles import GeneralOracle, LinearOracle, make_oracle
 
 C = 0.7
 #: relative slack on C for rounding of the other examples' part of the two sums (float64)

@@ -22,11 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcompanion.core import validate
-from dpcompanion.training import clipping
-from dpcompanion.training.clipping import norms64
-from dpcompanion.training.models import DenseModel, Model, make_model
+from dpcompanion.training import model_base
+from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.model_base import Model, norms64
+from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import TrainConfig, train
-from dpcompanion.training.trainers.engine import GeneralOracle, LinearOracle, make_oracle
+from dpcompanion.training.trainers.oracles import GeneralOracle, LinearOracle, make_oracle
 
 D = 6  # features of the dense models
 SLACK = 1 + 1e-12  # float64 rounding of the check itself, nothing more
@@ -159,7 +160,7 @@ def test_each_example_within_C_property(name, f32, exponent, mixed, seed, C, sca
 def _old_clip_scale(norms, clip_norm, *, dtype, absolute=None):
     """The clip factor as it was: ``C / (||g|| (1 + kappa))`` rounded to nearest in ``dtype``
     (no rounding down below the normal range, no underflow slack)."""
-    kappa = clipping.CLIP_SLACK_ULPS * torch.finfo(dtype).eps / 2 + clipping.CLIP_SLACK_NORM
+    kappa = model_base.CLIP_SLACK_ULPS * torch.finfo(dtype).eps / 2 + model_base.CLIP_SLACK_NORM
     return (clip_norm / (norms.clamp_min(1e-30) * (1.0 + kappa))).to(dtype)
 
 
@@ -181,7 +182,7 @@ def test_old_clip_factor_breaks_the_bound(name, monkeypatch):
     inputs stay within C with the factor in use."""
     new = _sweep_1e22_1e24(name)
     with monkeypatch.context() as mp:
-        mp.setattr(clipping, "clip_scale", _old_clip_scale)
+        mp.setattr(model_base, "clip_scale", _old_clip_scale)
         old = _sweep_1e22_1e24(name)
     assert old > 1.01, old
     assert new <= SLACK, new
@@ -207,7 +208,7 @@ def test_float64_tiny_backprop_against_huge_features(monkeypatch):
     (finite): the gradient's norm is 4e-20, far above C = 1e-25. Norms from plain float64
     squares called it 0 and left the gradient unclipped (ratio ~4e5); the rescaled norms and
     the products of norms before squaring clip it to C."""
-    from dpcompanion.training import models
+    from dpcompanion.training import dense_models
 
     model = _model("linear-4class")
     X = torch.full((1, D), 1e150, dtype=torch.float64)
@@ -218,7 +219,7 @@ def test_float64_tiny_backprop_against_huge_features(monkeypatch):
     C = 1e-25
     assert _worst_ratio("linear-4class", theta, X, y, C) <= SLACK
     with monkeypatch.context() as mp:
-        mp.setattr(models, "norms64", lambda v: torch.linalg.vector_norm(v, dim=-1, dtype=torch.float64))
+        mp.setattr(dense_models, "norms64", lambda v: torch.linalg.vector_norm(v, dim=-1, dtype=torch.float64))
         old = float(norms64(_clip_sum("linear-4class", theta, X, y, C))) / C
     assert old > 1e5, old
 
@@ -235,7 +236,7 @@ def test_each_example_within_a_tiny_C(name, dtype):
             assert _worst_ratio(name, theta, X, y, C) <= SLACK, (name, dtype, C)
 
 
-def _without_slack(norms, clip_norm, *, dtype, absolute=None, _scale=clipping.clip_scale):
+def _without_slack(norms, clip_norm, *, dtype, absolute=None, _scale=model_base.clip_scale):
     return _scale(norms, clip_norm, dtype=dtype)
 
 
@@ -253,7 +254,7 @@ def test_without_the_underflow_slack_a_tiny_C_is_exceeded(name, monkeypatch):
 
     new = sweep()
     with monkeypatch.context() as mp:
-        mp.setattr(clipping, "clip_scale", _without_slack)
+        mp.setattr(model_base, "clip_scale", _without_slack)
         old = sweep()
     assert old > 1.01, old
     assert new <= SLACK, new
@@ -262,10 +263,10 @@ def test_without_the_underflow_slack_a_tiny_C_is_exceeded(name, monkeypatch):
 def test_round_down_subnormal_never_rounds_up():
     s = torch.tensor([0.0, 2.0**-150, 0.6 * 2.0**-149, 1.5 * 2.0**-149, 0.999 * 2.0**-126, 2.0**-126, 0.7],
                      dtype=torch.float64)
-    out = clipping.round_down_subnormal(s, torch.float32)
+    out = model_base.round_down_subnormal(s, torch.float32)
     assert out.dtype == torch.float32 and bool((out.double() <= s).all())
     assert out[-1] == torch.tensor(0.7, dtype=torch.float32)  # normal values: round to nearest, as before
-    assert torch.equal(clipping.round_down_subnormal(s, torch.float64), s)
+    assert torch.equal(model_base.round_down_subnormal(s, torch.float64), s)
 
 
 @pytest.mark.parametrize("name", ["mlp-squared", "mlp-3class", "mlp-tanh-deep", "torch-func", "linear-fast",

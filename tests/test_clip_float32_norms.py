@@ -1,5 +1,5 @@
 """The per-sample norms are taken in the training dtype (float32) with a proven error bound
-(:func:`dpcompanion.training.clipping.sqnorms`, :func:`~dpcompanion.training.clipping.sqnorm_error`),
+(:func:`dpcompanion.training.model_base.sqnorms`, :func:`~dpcompanion.training.model_base.sqnorm_error`),
 and the slack of the clip factor, which covers that bound, keeps each example's clipped
 contribution within C.
 
@@ -27,8 +27,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcompanion.training import clipping
-from dpcompanion.training.clipping import clip_factors, norms64, sqnorm_error, sqnorms, sqnorms_upper
+from dpcompanion.training import model_base
+from dpcompanion.training.model_base import clip_factors, norms64, sqnorm_error, sqnorms, sqnorms_upper
 from dpcompanion.training.models import make_model
 
 SLACK = 1 + 1e-12  # float64 rounding of the check itself
@@ -76,7 +76,7 @@ def test_sqnorms_within_its_proven_error_of_the_exact_squared_norm(n, rows, expo
 
 def test_the_bound_is_seven_ulps_and_the_clip_slack_covers_it():
     """Exact rational arithmetic: the clipped gradient from a float32 norm is formed with at most four
-    float32 roundings (the clip factor and three products, :data:`clipping.CLIP_SLACK_ULPS`) and a
+    float32 roundings (the clip factor and three products, :data:`model_base.CLIP_SLACK_ULPS`) and a
     few float64 ones, and its norm estimate is at least sqrt(1 - E) of the exact one; the product
     of these fits the clip factor's slack for every row up to NORM_MAX_PARTIALS partials. With
     partials of 8 squares it would not."""
@@ -85,8 +85,8 @@ def test_the_bound_is_seven_ulps_and_the_clip_slack_covers_it():
     u = F(1, 2**24)
     E, a = sqnorm_error(torch.float32, 1000)
     assert abs(E / 2.0**-24 - 7) < 1e-3 and a < 1e-41
-    kappa = clipping.CLIP_SLACK_ULPS * u + F(clipping.CLIP_SLACK_NORM)
-    n_max = clipping.NORM_BLOCK * (clipping.NORM_MAX_PARTIALS - 2)
+    kappa = model_base.CLIP_SLACK_ULPS * u + F(model_base.CLIP_SLACK_NORM)
+    n_max = model_base.NORM_BLOCK * (model_base.NORM_MAX_PARTIALS - 2)
 
     def fits(E) -> bool:
         need_sq = (1 + u) ** 8 / (1 - F(E)) * (1 + F(8, 2**53)) ** 2
@@ -138,10 +138,10 @@ def test_without_the_safety_factor_the_papers_mlp_exceeds_C(monkeypatch):
 
     with_factor = worst()
     with monkeypatch.context() as mp:
-        mp.setattr(clipping, "CLIP_SLACK_ULPS", 0)
-        mp.setattr(clipping, "CLIP_SLACK_NORM", 0.0)
+        mp.setattr(model_base, "CLIP_SLACK_ULPS", 0)
+        mp.setattr(model_base, "CLIP_SLACK_NORM", 0.0)
         # the norms' own safety factor (reduction_upper's 1 / (1 - gamma_n)) removed as well
-        mp.setattr(clipping, "reduction_upper", lambda S, n: S.double())
+        mp.setattr(model_base, "reduction_upper", lambda S, n: S.double())
         without = worst()
     assert without > SLACK, without
     # the safety factor costs a clipped example at most gamma_n / 2 (3e-5 at 1,000 hidden units)

@@ -12,14 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcompanion.theory import schedules
-from dpcompanion.theory.accounting import Budget, PrivacyLedger
-from dpcompanion.training.models import Model, make_model
+from dpcompanion.theory.budget import Budget, PrivacyLedger
+from dpcompanion.training.model_base import Model
+from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import TrainConfig, engine, train_pgd, train_psgd
 from dpcompanion.training.trainers.config import check_sigma, sigma_floor
-from dpcompanion.training.trainers.engine import (
-    Charger, GeneralOracle, LinearOracle, NoiseSource, Recorder, StepGrad, make_oracle, noise_seed,
-    plan_chunks, private_step,
-)
+from dpcompanion.training.trainers.engine import Charger, NoiseSource, Recorder, noise_seed, plan_chunks, private_step
+from dpcompanion.training.trainers.oracles import GeneralOracle, LinearOracle, StepGrad, make_oracle
 
 DT = torch.float64
 CPU = dict(device="cpu", dtype=DT, progress=False)
@@ -473,7 +472,7 @@ def test_hold_keeps_a_refused_run_in_the_batch_so_the_others_do_not_change(name)
     moving (its theta stays at the last step taken, its epsilon within its target) but keeps
     drawing its masks and noise, so the run beside it gets the same numbers bit for bit whether
     or not its neighbour was refused (the general path gathers the rows any run sampled)."""
-    from dpcompanion.theory.accounting import EpsilonTarget
+    from dpcompanion.theory.budget import EpsilonTarget
 
     X, y = _data(n=60)
     model = make_model(name, in_dim=3, hidden=4)
@@ -499,7 +498,7 @@ def test_hold_keeps_a_refused_run_in_the_batch_so_the_others_do_not_change(name)
 
 def test_per_run_budgets_one_ledger_per_schedule_and_budget():
     """Runs are charged through one ledger per distinct (schedule row, budget)."""
-    from dpcompanion.theory.accounting import EpsilonTarget
+    from dpcompanion.theory.budget import EpsilonTarget
 
     sig = np.array([[2.0, 2.0], [2.0, 2.0], [1.0, 1.0], [2.0, 2.0]])
     a, b = EpsilonTarget(epsilon=5.0, delta=1e-5), EpsilonTarget(epsilon=6.0, delta=1e-5)
@@ -512,7 +511,7 @@ def test_per_run_budgets_one_ledger_per_schedule_and_budget():
 
 def test_eval_hook_settings_are_validated():
     """The hook's settings are checked when the config is built."""
-    from dpcompanion.theory.accounting import EpsilonTarget
+    from dpcompanion.theory.budget import EpsilonTarget
 
     kw = dict(sigma=[2.0] * 3, lr=0.1, clip_norm=1.0, device="cpu")
     for bad, match in [(dict(eval_every=0), "eval_every must be an integer >= 1"),

@@ -85,7 +85,7 @@ def test_calibration_is_monotone_and_validates():
 def test_epsilon_target_ledger_refuses_overspending():
     """A run's budget in W's protocol is an EpsilonTarget at the protocol's orders;
     its ledger refuses the first step that would take the RDP epsilon above the target."""
-    from dpcompanion.theory.accounting import BudgetExceeded, EpsilonTarget, PrivacyLedger
+    from dpcompanion.theory.budget import BudgetExceeded, EpsilonTarget, PrivacyLedger
 
     sig = np.full(10, 2.0)
     full = wp.epsilon(rdp=wp.rdp_steps(sigma=sig, sampling_rate=0.2).sum(0), delta=DELTA, check_order=False)
@@ -133,7 +133,7 @@ def _one_sample_loop(model, X, y, *, sigma, lr, p, clip, seed):
 
 
 def test_poisson_trainer_matches_one_sample_at_a_time_loop():
-    from dpcompanion.training.models import DenseModel
+    from dpcompanion.training.dense_models import DenseModel
     from dpcompanion.training.trainers import train_psgd
 
     rng = np.random.default_rng(3)
@@ -170,10 +170,10 @@ def test_train_segments_charges_and_stops():
 
 def _counting_ledgers(monkeypatch):
     """Every PrivacyLedger built, with the number of charges it took."""
-    from dpcompanion.theory import accounting
+    from dpcompanion.theory import budget
 
     built = []
-    init, charge = accounting.PrivacyLedger.__init__, accounting.PrivacyLedger.charge
+    init, charge = budget.PrivacyLedger.__init__, budget.PrivacyLedger.charge
 
     def counted_init(self, **kw):
         init(self, **kw)
@@ -184,8 +184,8 @@ def _counting_ledgers(monkeypatch):
         self.charges += 1
         return charge(self, **kw)
 
-    monkeypatch.setattr(accounting.PrivacyLedger, "__init__", counted_init)
-    monkeypatch.setattr(accounting.PrivacyLedger, "charge", counted_charge)
+    monkeypatch.setattr(budget.PrivacyLedger, "__init__", counted_init)
+    monkeypatch.setattr(budget.PrivacyLedger, "charge", counted_charge)
     return built
 
 

@@ -5,7 +5,8 @@ norms and losses are those of the NCHW path (float32 rounding apart)."""
 import pytest
 import torch
 
-from dpcompanion.training.models import GhostConvModel, make_model
+from dpcompanion.training.conv_models import GhostConvModel
+from dpcompanion.training.models import make_model
 
 
 @pytest.mark.parametrize("name", ["cnn-mnist"])

@@ -1,4 +1,4 @@
-"""Tests of dpcompanion.theory.accounting.PrivacyLedger: records steps, never overspends."""
+"""Tests of dpcompanion.theory.budget.PrivacyLedger: records steps, never overspends."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dpcompanion.theory import accounting, schedules
-from dpcompanion.theory.accounting import BudgetExceeded, PrivacyLedger
+from dpcompanion.theory.budget import BudgetExceeded, PrivacyLedger
 
 
 def test_budget_exact_schedule_is_affordable_to_the_last_step():
@@ -145,7 +145,7 @@ def test_ledger_refuses_what_the_papers_psgd_rule_would_overspend():
 def test_epsilon_only_ledger_stops_at_the_last_step_within_the_target():
     """Without R the ledger enforces (epsilon, delta) alone by the RDP accountant, full-batch
     steps included: it accepts exactly the longest prefix whose RDP epsilon is within the target."""
-    from dpcompanion.theory.accounting import EpsilonTarget
+    from dpcompanion.theory.budget import EpsilonTarget
 
     sig, delta = np.full(30, 3.0), 1e-5
     target = accounting.rdp_epsilon_of(sigma=sig[:17], delta=delta) * (1 + 1e-6)
@@ -168,7 +168,7 @@ def test_epsilon_only_ledger_stops_at_the_last_step_within_the_target():
 
 
 def test_spent_epsilon_is_what_the_ledger_enforces():
-    from dpcompanion.theory.accounting import Budget
+    from dpcompanion.theory.budget import Budget
 
     full = Budget.from_epsilon(epsilon=2.0, delta=1e-5, accountant="exact")
     led = PrivacyLedger.from_budget(full)

@@ -10,8 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dpcompanion.training.clipping import clip_factors
-from dpcompanion.training.models import DenseModel, make_model
+from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.model_base import clip_factors
+from dpcompanion.training.models import make_model
 
 DT = torch.float64
 
@@ -164,7 +165,7 @@ def test_clip_factors():
 def _post_clip_norms(G, C, dtype):
     """Float64 norms of the clipped vectors as summed: the factor times the gradient, each
     product rounded in ``dtype`` (and, separately, the exact products)."""
-    from dpcompanion.training.clipping import norms64
+    from dpcompanion.training.model_base import norms64
 
     G = G.to(dtype)
     c = clip_factors(norms64(G), C, dtype=dtype)
@@ -201,7 +202,7 @@ def test_old_clip_rule_overshoots_so_the_probe_can_fail():
     C, worst = 4.0, 0.0
     G = _near_C(C, 3, 20000, torch.float32, 7)
     old = torch.clamp(C / G.norm(dim=-1).clamp_min(1e-30), max=1.0)
-    from dpcompanion.training.clipping import norms64
+    from dpcompanion.training.model_base import norms64
 
     worst = float((norms64(old.unsqueeze(-1) * G) / C).max()) - 1
     assert worst > 5e-8
@@ -241,9 +242,8 @@ def test_every_clipping_path_keeps_each_sample_within_C(path):
     put within a few ulps of each sample's gradient norm, and each sample's clipped gradient,
     summed alone by that path, has float64 norm <= C."""
     from dpcompanion.training.privacy_audit import CanaryModel
-    from dpcompanion.training.clipping import norms64
-    from dpcompanion.training.models import Model
-    from dpcompanion.training.trainers.engine import LinearOracle
+    from dpcompanion.training.model_base import Model, norms64
+    from dpcompanion.training.trainers.oracles import LinearOracle
 
     f32 = torch.float32
     g = torch.Generator().manual_seed(3)
@@ -355,7 +355,7 @@ def test_forward_in_run_chunks_and_evaluate():
 
 
 def _ghost_vs_vmap(model, X, y, clip, K=2):
-    from dpcompanion.training.models import FuncModel
+    from dpcompanion.training.conv_models import FuncModel
 
     theta = model.init(generators=[torch.Generator().manual_seed(s) for s in range(K)], dtype=DT)
     w = torch.rand(K, X.shape[0], generator=torch.Generator().manual_seed(9), dtype=DT)
@@ -370,7 +370,7 @@ def _ghost_vs_vmap(model, X, y, clip, K=2):
 
 @pytest.mark.parametrize("name", ["cnn-mnist", "cnn-cifar"])
 def test_cnn_ghost_clipping_equals_torch_func_per_sample_grads(name):
-    from dpcompanion.training.models import GhostConvModel
+    from dpcompanion.training.conv_models import GhostConvModel
 
     model = make_model(name, n_classes=10)
     assert isinstance(model, GhostConvModel)
@@ -386,7 +386,7 @@ def test_cnn_ghost_and_formed_branches_give_the_same_norms_and_sums(conv_i, in_s
     """Both branches of a conv layer (the ghost norm, the formed per-sample gradients), forced
     in turn, give the per-sample squared norms and the clipped weight/bias sums of the
     einsum reference, for NCHW and channels-last inputs and backprops alike."""
-    from dpcompanion.training.models import GhostConvModel
+    from dpcompanion.training.conv_models import GhostConvModel
 
     model = make_model("cnn-mnist", n_classes=10)
     conv = [m for m in model.module.children() if isinstance(m, torch.nn.Conv2d)][conv_i].to(DT)
@@ -415,7 +415,7 @@ def test_cnn_ghost_and_formed_branches_give_the_same_norms_and_sums(conv_i, in_s
 def test_ghostconv_other_conv_settings_equal_torch_func(conv_kw):
     """A conv with reflect padding (taken by the torch.func path), a strided and a dilated
     conv (by the patches): the same norms and clipped sums as torch.func."""
-    from dpcompanion.training.models import GhostConvModel
+    from dpcompanion.training.conv_models import GhostConvModel
 
     def net():
         return torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, **conv_kw), torch.nn.Tanh(), torch.nn.Flatten(),
@@ -438,7 +438,7 @@ def test_ghostconv_other_conv_settings_equal_torch_func(conv_kw):
 def test_conv_branch_rule_by_counted_cost():
     """The W-F4 network's convs form their per-sample gradients (many positions L for
     their size); a conv with one output position and a wide weight takes the ghost norm."""
-    from dpcompanion.training.models import _conv_ghost
+    from dpcompanion.training.conv_models import _conv_ghost
 
     assert not _conv_ghost(196, 64, 16) and not _conv_ghost(25, 256, 32)
     assert _conv_ghost(1, 4608, 512) and _conv_ghost(4, 2304, 256)
@@ -481,7 +481,7 @@ def test_cnn_ghost_clipping_equals_opacus_clipped_sum():
 @pytest.mark.parametrize("layout", ["nchw", "channels_last"])
 def test_conv_patches_equal_torch_unfold(kw, layout):
     """:func:`_patches` is ``F.unfold`` transposed, its patch axis ordered (k_h, k_w, C_in)."""
-    from dpcompanion.training.models import _patches
+    from dpcompanion.training.conv_models import _patches
 
     conv = torch.nn.Conv2d(3, 4, **kw)
     a = torch.rand(2, 3, 11, 12, generator=torch.Generator().manual_seed(0), dtype=DT)

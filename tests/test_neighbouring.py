@@ -116,7 +116,7 @@ def test_psgd_audit_schedule_fits_the_ledgers_float64_sum(seed):
     R: without the ulp fit about one draw in five did, and the audit refused its own trainer's schedule."""
     import dataclasses
 
-    from dpcompanion.theory.accounting import PrivacyLedger
+    from dpcompanion.theory.budget import PrivacyLedger
 
     rng = np.random.default_rng(seed)
     for _ in range(100):
@@ -186,9 +186,9 @@ def test_the_computed_sum_moves_by_at_most_C_times_one_plus_the_rounding_bound(d
     records aligned so that the rounding errors add up (every gradient clipped to C, all one way), the
     worst of 24 removals, on the linear and logistic models. The bound's premise is checked too: each
     remaining record's margin and clip cap come out bit-identical in both data sets."""
-    from dpcompanion.training.clipping import norms64
+    from dpcompanion.training.model_base import norms64
     from dpcompanion.training.trainers.config import rounding_excess_bound
-    from dpcompanion.training.trainers.engine import make_oracle
+    from dpcompanion.training.trainers.oracles import make_oracle
 
     g = torch.Generator().manual_seed(0)
     n = 2048

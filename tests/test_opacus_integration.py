@@ -20,7 +20,7 @@ from dpcompanion.integrations.opacus import (  # noqa: E402
     noise_lambda,
     opacus_epsilon,
 )
-from dpcompanion.theory.accounting import BudgetExceeded, PrivacyLedger  # noqa: E402
+from dpcompanion.theory.budget import BudgetExceeded, PrivacyLedger  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

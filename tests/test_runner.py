@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from dpcompanion.book import runner
-from dpcompanion.core.validate import cuda_available
+from dpcompanion.core.provenance import cuda_available
 from limits import HANG_GUARD_S
 
 REPO = Path(__file__).resolve().parent.parent

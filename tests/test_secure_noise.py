@@ -274,13 +274,13 @@ def test_the_wrappers_pass_secure_through():
     import numpy as np
     import torch
 
-    from dpcompanion.training import models
+    from dpcompanion.training import dense_models
     from dpcompanion.training.trainers import train_adpsgd, train_pgd, train_psgd
 
     g = torch.Generator().manual_seed(0)
     X = torch.randn(40, 5, generator=g)
     y = (X[:, 0] > 0).long()
-    m = models.DenseModel(in_dim=5, n_classes=2, loss="logistic")
+    m = dense_models.DenseModel(in_dim=5, n_classes=2, loss="logistic")
     runs = {
         "pgd": lambda: train_pgd(m, X, y, sigma=np.full(3, 2.0), R=1.0, seed=0, device="cpu", secure=True),
         "psgd": lambda: train_psgd(m, X, y, sigma=np.full(3, 2.0), R=1.0, delta=1e-5, sampling_rate=0.5, seed=0,

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from dpcompanion.theory import accounting, schedules
 from dpcompanion.theory.accounting import accountant_epsilon
 import dpcompanion.training
-from dpcompanion.theory.accounting import Budget, PrivacyLedger
-from dpcompanion.theory.schedules import plan_paper_p2
+from dpcompanion.theory.budget import Budget, plan_paper_p2, PrivacyLedger
 from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import History, TrainConfig, train_adpsgd, train_pgd, train_psgd
 from dpcompanion.training.trainers import engine

@@ -28,8 +28,7 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 
 from dpcompanion.core import validate
-from dpcompanion.core.provenance import git_state
-from dpcompanion.core.validate import resolve_device, validate_mode, validate_seed
+from dpcompanion.core.provenance import git_state, resolve_device, validate_mode, validate_seed
 from dpcompanion.experiments import base, store
 
 REPO = Path(__file__).resolve().parents[2]

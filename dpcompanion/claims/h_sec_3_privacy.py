@@ -16,7 +16,7 @@ from dpcompanion.claims.checks import HONG_SOURCE as SRC, margin_result
 from dpcompanion.claims.registry import claim, identity, prose, proved, refuted, verified_by_margins
 from dpcompanion.theory import accounting, schedules
 from dpcompanion.theory import exact_subsampled as xs
-from dpcompanion.theory.accounting import BudgetExceeded, PrivacyLedger
+from dpcompanion.theory.budget import BudgetExceeded, PrivacyLedger
 
 
 # --- Thm 3.1: the privacy of Algorithm 1 (zCDP, composition, the ledger) -----------------------------

@@ -18,9 +18,43 @@ from pathlib import Path
 from typing import Any
 
 from dpcompanion.core import outputs
-from dpcompanion.core.validate import resolve_device, validate_mode, validate_seed
 
+MODES = ("quick", "full")
+DEVICES = ("auto", "cpu", "cuda")
 REPO = Path(__file__).resolve().parents[2]
+
+
+def validate_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode
+
+
+def validate_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return seed
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA device (imports torch only when asked)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a pinned dependency
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` if available else ``cpu``; ``cuda`` without a GPU is an error."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    if device == "cpu":
+        return "cpu"
+    has_cuda = cuda_available()
+    if device == "cuda" and not has_cuda:
+        raise ValueError("device 'cuda' was requested but no CUDA GPU is available; use --device cpu or auto")
+    return "cuda" if has_cuda else "cpu"
 
 
 def _version(pkg: str) -> str:

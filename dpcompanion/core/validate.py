@@ -42,12 +42,6 @@ __all__ = [
     "MAX_STEPS",
     "MIN_SAMPLING_RATE",
     "MIN_DELTA",
-    "MODES",
-    "DEVICES",
-    "validate_mode",
-    "validate_seed",
-    "cuda_available",
-    "resolve_device",
 ]
 
 #: Longest schedule or training run built in memory (one float64 per step per record).
@@ -416,41 +410,3 @@ def writable_folder(name: str, path: Any) -> Path:
     if not can_create_file_in(anc):
         raise ValueError(f"{name} {p} cannot be written ({anc} is not writable); give a writable folder")
     return p
-
-
-#: the modes of a notebook or experiment run, and the devices a run may ask for
-MODES = ("quick", "full")
-DEVICES = ("auto", "cpu", "cuda")
-
-
-def validate_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    return mode
-
-
-def validate_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return seed
-
-
-def cuda_available() -> bool:
-    """Whether torch sees a CUDA device (imports torch only when asked)."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a pinned dependency
-        return False
-    return bool(torch.cuda.is_available())
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` if available else ``cpu``; ``cuda`` without a GPU is an error."""
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
-    if device == "cpu":
-        return "cpu"
-    has_cuda = cuda_available()
-    if device == "cuda" and not has_cuda:
-        raise ValueError("device 'cuda' was requested but no CUDA GPU is available; use --device cpu or auto")
-    return "cuda" if has_cuda else "cpu"

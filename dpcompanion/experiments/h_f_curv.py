@@ -31,7 +31,7 @@ from dpcompanion.experiments.comparisons.sequential import Plan, first_seeds, ju
 from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.scale_tables import Dim, config_key, hong_setup
 from dpcompanion.theory import exact_risk, schedules
-from dpcompanion.training.models import DenseModel
+from dpcompanion.training.dense_models import DenseModel
 
 
 TITLE = "PGD repeated on two losses of different curvature (the ICLR submission, Fig. 1)"

@@ -20,7 +20,7 @@ from dpcompanion.experiments.comparisons.rule import DIRECTION, Rule
 from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.scale_tables import Dim, H_REPEATS, config_key, config_range, hong_setup
 from dpcompanion.theory import accounting
-from dpcompanion.theory.accounting import Budget
+from dpcompanion.theory.budget import Budget
 
 
 TITLE = "Data efficiency with the budget accounted exactly (beyond the paper: H-F-EFF at R from exact Gaussian DP)"

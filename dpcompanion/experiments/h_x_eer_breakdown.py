@@ -28,7 +28,7 @@ from dpcompanion.experiments.protocols import hong as hp
 from dpcompanion.experiments.scale_tables import Dim, config_key, hong_setup
 from dpcompanion.theory import exact_risk, schedules
 from dpcompanion.training import influence
-from dpcompanion.training.models import DenseModel
+from dpcompanion.training.dense_models import DenseModel
 
 
 TITLE = "Where the dynamic schedule breaks under clipping (H-X-EER)"

@@ -22,7 +22,7 @@ Unlike Opacus's stock schedulers, :class:`ScheduleNoise` refuses a schedule with
 non-finite or non-positive multiplier, raises before the parameters are updated (and before
 Opacus's accountant records the step) on a step beyond T or one whose multiplier differs
 from the schedule (``noise.step()`` forgotten), and charges an optional
-:class:`~dpcompanion.theory.accounting.PrivacyLedger` for every step.
+:class:`~dpcompanion.theory.budget.PrivacyLedger` for every step.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from opacus.accountants import RDPAccountant
 from opacus.schedulers.noise_scheduler import _NoiseScheduler
 
 from dpcompanion.core import validate
-from dpcompanion.theory.accounting import BudgetExceeded, PrivacyLedger
+from dpcompanion.theory.budget import BudgetExceeded, PrivacyLedger
 
 __all__ = ["ScheduleNoise", "make_private_with_schedule", "noise_lambda", "opacus_epsilon"]
 

@@ -49,8 +49,7 @@ from typing import Any, Callable
 
 import torch
 
-from dpcompanion.core.provenance import REPO, git_state, versions
-from dpcompanion.core.validate import resolve_device, validate_mode, validate_seed
+from dpcompanion.core.provenance import REPO, git_state, resolve_device, validate_mode, validate_seed, versions
 from dpcompanion.training.bench_measure import PeakMemory, keep_freed_memory, matmul_peak_gflops, median_and_all, private_step_flops, torch_threads
 from dpcompanion.training.bench_workloads import (LINEAR_SETTINGS, LINEAR_WORKLOADS, OPACUS_MODES, SETTINGS, WORKLOADS,
                                                    OpacusRunner, OursRunner, run_cnn_benchmark, run_linear_benchmark,

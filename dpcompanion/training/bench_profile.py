@@ -16,8 +16,9 @@ from typing import Any, Callable
 
 import torch
 
-from dpcompanion.training.models import DenseModel, GhostConvModel
-from dpcompanion.training.clipping import clip_factors
+from dpcompanion.training.conv_models import GhostConvModel
+from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.model_base import clip_factors
 
 __all__ = ["STAGES", "STAGE_WHY", "MLPStages", "CNNStages", "profile_summary"]
 

@@ -52,7 +52,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from dpcompanion.core.validate import resolve_device
+from dpcompanion.core.provenance import resolve_device
 from dpcompanion.theory import accounting, schedules
 from dpcompanion.theory.auditing import (
     CONFIDENCE,
@@ -67,13 +67,14 @@ from dpcompanion.theory.auditing import (
     gdp_mu_lower_bound,
     log_likelihood_ratio,
 )
-from dpcompanion.theory.accounting import Budget, PrivacyLedger
-from dpcompanion.training.clipping import clip_factors, norms64
-from dpcompanion.training.models import ClipResult, DenseModel, Model
+from dpcompanion.theory.budget import Budget, PrivacyLedger
+from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.model_base import ClipResult, Model, clip_factors, norms64
 from dpcompanion.training.trainers import TrainConfig, train, train_adpsgd
 from dpcompanion.training.trainers.config import NEIGHBOURING
 from dpcompanion.training.trainers.adp_sgd import adp_schedule
-from dpcompanion.training.trainers.engine import debias_factor, make_oracle, private_step
+from dpcompanion.training.trainers.engine import debias_factor, private_step
+from dpcompanion.training.trainers.oracles import make_oracle
 
 __all__ = ["TRAINERS", "SETUPS", "AuditSetup", "AuditResult", "MIN_TRIALS", "MAX_TRIALS", "SCALE_RANGE",
            "BOUND_CONFIDENCE", "GDP_ASSUMPTION", "CanaryModel", "canary_data", "ordinary_shift",
@@ -545,7 +546,7 @@ def label_audit(*, label: float = 2.0, loss: str = "squared", epsilon: float = 2
     ``s = 2y - 1 = +-3``: a path bounding the gradient by ``||x||`` would let it contribute ``3 C``).
 
     Per world, ``trials // 2`` runs of one private step from ``theta = 0`` at the budget's sigma, on
-    the fast-path oracle of a bias-free :class:`~dpcompanion.training.models.DenseModel` fed
+    the fast-path oracle of a bias-free :class:`~dpcompanion.training.dense_models.DenseModel` fed
     :func:`label_canary_data` directly (below the trainers' label check). Returns the claimed epsilon,
     both lower bounds, ``flagged`` and ``shift_ratio``, the canary's contribution in units of C."""
     v = validate_audit(trainer="pgd", epsilon=epsilon, delta=delta, trials=trials, seed=seed)

@@ -18,9 +18,9 @@ import argparse
 from dpcompanion.cli import UsageError
 from dpcompanion.core import validate
 from dpcompanion.core import outputs
-from dpcompanion.core.validate import resolve_device
+from dpcompanion.core.provenance import resolve_device
 from dpcompanion.theory import accounting
-from dpcompanion.theory.accounting import R_RANGE, check_epsilon
+from dpcompanion.theory.budget import R_RANGE, check_epsilon
 
 HELP = "empirical privacy audit: a 95% lower bound on a trainer's epsilon vs the epsilon it claims"
 

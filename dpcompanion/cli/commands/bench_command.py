@@ -10,11 +10,9 @@ import sys
 from pathlib import Path
 
 from dpcompanion.book.report import markdown_table
-from dpcompanion import cli
-from dpcompanion.cli import UsageError
+from dpcompanion.cli import UsageError, options
 from dpcompanion.core import outputs
-from dpcompanion.core.provenance import save_json
-from dpcompanion.core.validate import DEVICES, resolve_device
+from dpcompanion.core.provenance import DEVICES, resolve_device, save_json
 
 HELP = ("benchmark our private step (one run and batched runs) against Opacus on the paper's MLP workload and on "
         "W-F4's CNN (batch 256), the overhead of privacy, and the linear/logistic trainer against a plain batched loop")
@@ -69,10 +67,10 @@ def run(args: argparse.Namespace) -> int:
 
     # validate everything before any work or file
     mode = "quick" if args.quick else "full"
-    runs = cli.parse_int(args.runs, "--runs", maximum=100_000)
-    steps = cli.parse_int(args.steps, "--steps", maximum=100_000)
-    threads = cli.parse_int(args.threads, "--threads", maximum=1024)
-    seed = cli.parse_int(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
+    runs = options.parse_int(args.runs, "--runs", maximum=100_000)
+    steps = options.parse_int(args.steps, "--steps", maximum=100_000)
+    threads = options.parse_int(args.threads, "--threads", maximum=1024)
+    seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**63 - 1)
     if args.device not in DEVICES:
         raise UsageError(f"--device must be one of {', '.join(DEVICES)}, got {args.device!r}")
     if args.size not in bench_workloads.WORKLOADS:
@@ -103,13 +101,13 @@ def run(args: argparse.Namespace) -> int:
     write = args.out is not None or (mode == "full" and args.size == "paper" and not args.linear_only)
     out: Path | None = None
     if args.out not in (None, _DEFAULT_OUT):
-        out = cli.output_path(args.out, "--out", suffix=".json")
+        out = options.output_path(args.out, "--out", suffix=".json")
     elif write and args.paper_scale:
-        out = cli.output_path(paper_scale.default_output({"device": resolved, "size": args.size}), "--out",
+        out = options.output_path(paper_scale.default_output({"device": resolved, "size": args.size}), "--out",
                                   suffix=".json")
     elif write:  # the default file: its folder is checked now, not after the benchmark
         sections = ["linear"] if args.linear_only else None
-        out = cli.output_path(bench.default_output({"device": resolved, "mode": mode, "size": args.size,
+        out = options.output_path(bench.default_output({"device": resolved, "mode": mode, "size": args.size,
                                                         "sections": sections}), "--out", suffix=".json")
 
     log = (lambda s: print(f"bench: {s}", file=sys.stderr)) if not args.json else None

@@ -14,10 +14,9 @@ import argparse
 import os
 import sys
 
-from dpcompanion import cli
-from dpcompanion.cli import UsageError
+from dpcompanion.cli import UsageError, options
 from dpcompanion.core import outputs
-from dpcompanion.core.validate import resolve_device
+from dpcompanion.core.provenance import resolve_device
 from dpcompanion.experiments import base, store
 
 HELP = "compute (or load, when fresh) one experiment into results/<id>/<mode>/; --executor dask spreads its units"
@@ -54,23 +53,23 @@ def add_results_dir_argument(p: argparse.ArgumentParser) -> None:
 
 
 def results_root_from_args(args: argparse.Namespace):
-    """The results folder, checked by :func:`dpcompanion.cli.cli.results_folder`:
+    """The results folder, checked by :func:`dpcompanion.cli.options.results_folder`:
     ``--results-dir`` (to be written), else the store's default (``$DPCOMPANION_RESULTS`` or
     ``results/``, read only: it may be missing)."""
     value = getattr(args, "results_dir", None)
     if value is None:
         env = os.environ.get("DPCOMPANION_RESULTS")
-        return cli.results_folder(store.results_root(), "$DPCOMPANION_RESULTS" if env else "the results folder",
+        return options.results_folder(store.results_root(), "$DPCOMPANION_RESULTS" if env else "the results folder",
                                       write=False)
-    return cli.results_folder(value, "--results-dir", write=True)
+    return options.results_folder(value, "--results-dir", write=True)
 
 
 def run(args: argparse.Namespace) -> int:
     exp = base.get(args.id)
-    cli.flag("--mode", base.validate_mode, args.mode, exp)
-    seed = cli.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
-    device = cli.flag("--device", resolve_device, args.device)
-    workers = cli.parse_int(args.workers, "--workers", minimum=1)
+    options.flag("--mode", base.validate_mode, args.mode, exp)
+    seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
+    device = options.flag("--device", resolve_device, args.device)
+    workers = options.parse_int(args.workers, "--workers", minimum=1)
     store.check_executor_options(args.executor, workers=workers, scheduler=args.scheduler)
     if args.revalidate and args.mode not in base.FINGERPRINTED_MODES:
         raise UsageError("--revalidate applies to --mode full or paper (it re-checks such a result by its quick digest)")

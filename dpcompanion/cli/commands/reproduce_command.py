@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 from dpcompanion.book import runner
-from dpcompanion import cli
-from dpcompanion.cli import UsageError
+from dpcompanion.cli import UsageError, options
 from dpcompanion.cli.commands.experiment_command import add_executor_arguments, results_root_from_args
 from dpcompanion.core import validate
-from dpcompanion.core.validate import resolve_device
+from dpcompanion.core.provenance import resolve_device
 
 HELP = "execute the book's notebooks with papermill (quick or full mode) into book/"
 
@@ -38,10 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    seed = cli.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
+    seed = options.parse_int(args.seed, "--seed", minimum=0, maximum=2**32 - 1)
     if args.mode not in ("quick", "full"):
         raise UsageError(f"--mode must be quick or full, got {args.mode!r}")
-    cli.flag("--device", resolve_device, args.device)  # the one device check (cuda without a GPU refused here)
+    options.flag("--device", resolve_device, args.device)  # the one device check (cuda without a GPU refused here)
     if args.only is not None:
         ids = [i.strip() for item in args.only for i in item.split(",")]
         if not all(ids):
@@ -58,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         runner.reproduce(mode=args.mode, seed=seed, device=args.device, only=args.only, notebooks_dir=nb_dir,
                          out_dir=out_dir, executor=args.executor,
-                         workers=cli.parse_int(args.workers, "--workers", minimum=1), scheduler=args.scheduler,
+                         workers=options.parse_int(args.workers, "--workers", minimum=1), scheduler=args.scheduler,
                          recompute=args.recompute, reexecute=args.reexecute)
     except runner.NotebookFailed as exc:
         print(f"dpcompanion reproduce: error: {' '.join(str(exc).split())}", file=sys.stderr)

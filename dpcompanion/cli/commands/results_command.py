@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import argparse
 
-from dpcompanion import cli
-from dpcompanion.cli import UsageError
+from dpcompanion.cli import UsageError, options
 from dpcompanion.cli.commands.experiment_command import add_results_dir_argument, results_root_from_args
 from dpcompanion.core import outputs
-from dpcompanion.core.validate import resolve_device
+from dpcompanion.core.provenance import resolve_device
 from dpcompanion.experiments import base, store
 from dpcompanion.experiments.store.verify import CATCH_TARGET
 
@@ -72,17 +71,17 @@ def _deviation(u: dict) -> str:
 
 
 def _verify(args, device: str, root) -> int:
-    units = cli.parse_int(args.units, "--units", minimum=1) if args.units is not None else None
-    seed = cli.parse_int(args.seed, "--seed", minimum=0) if args.seed is not None else None
-    exp = cli.flag("--verify", base.get, args.verify)
+    units = options.parse_int(args.units, "--units", minimum=1) if args.units is not None else None
+    seed = options.parse_int(args.seed, "--seed", minimum=0) if args.seed is not None else None
+    exp = options.flag("--verify", base.get, args.verify)
     if args.mode is not None:
-        cli.flag("--mode", base.validate_mode, args.mode, exp)
+        options.flag("--mode", base.validate_mode, args.mode, exp)
     mode = args.mode
     if mode is not None and store.load(exp.id, mode=mode, root=root) is None:
         raise UsageError(f"--verify {exp.id}: no {mode} result is stored under {root}")
     if mode is None and all(store.load(exp.id, mode=m, root=root) is None for m in base.modes_of(exp)):
         raise UsageError(f"--verify {exp.id}: no result of it is stored under {root}")
-    rep = cli.flag("--verify", store.verify, exp.id, mode=mode, units=units, seed=seed, device=device, root=root)
+    rep = options.flag("--verify", store.verify, exp.id, mode=mode, units=units, seed=seed, device=device, root=root)
     if args.json:
         print(outputs.json_text(rep, sort_keys=True, default=str))
         return 0 if rep["ok"] else 1
@@ -116,7 +115,7 @@ def _verify(args, device: str, root) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    device = cli.flag("--device", resolve_device, args.device)
+    device = options.flag("--device", resolve_device, args.device)
     root = results_root_from_args(args)
     if args.verify is None:
         for flag, value in (("--units", args.units), ("--seed", args.seed), ("--mode", args.mode)):

@@ -1,6 +1,6 @@
 """``schedule``: a budget-exact noise schedule a DP-SGD user can plug in.
 
-The budget is one :class:`dpcompanion.theory.accounting.Budget`: ``--R`` (Hong et al.'s R = 2
+The budget is one :class:`dpcompanion.theory.budget.Budget`: ``--R`` (Hong et al.'s R = 2
 rho: sum_t 1/sigma_t^2 = R) or ``--epsilon`` with ``--delta`` under ``--accountant``. With
 ``--sampling-rate p < 1`` the schedule is for Poisson-subsampled steps, calibrated by the RDP
 accountant the training ledger enforces. With only ``--R``, epsilons are reported at
@@ -23,7 +23,7 @@ import csv
 import sys
 from pathlib import Path
 
-from dpcompanion import cli
+from dpcompanion.cli import options
 from dpcompanion.core import outputs, validate
 from dpcompanion.theory import accounting as acc
 from dpcompanion.theory import schedules
@@ -41,12 +41,12 @@ EXAMPLES = [
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.epilog = cli.kinds_epilog(EXAMPLES)
+    p.epilog = options.kinds_epilog(EXAMPLES)
     p.add_argument("--kind", required=True, help="schedule kind (see the table below)")
     p.add_argument("--T", dest="T", help="number of noisy steps (>= 1; for optimal, defaults to the file's length)")
-    cli.add_budget_arguments(p)
+    options.add_budget_arguments(p)
     p.add_argument("--budget", dest="accountant", help=argparse.SUPPRESS)  # old spelling of --accountant
-    cli.add_schedule_arguments(p)
+    options.add_schedule_arguments(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--csv", type=Path, metavar="FILE",
@@ -58,11 +58,11 @@ def build(args: argparse.Namespace) -> dict:
     """Validate every option and compute the schedule; nothing is written here."""
     if args.accountant is None:
         args.accountant = "auto"
-    T = cli.parse_int(args.T, "--T", maximum=validate.MAX_STEPS)
-    budget = cli.budget_from_args(args, default_delta=DEFAULT_DELTA)
+    T = options.parse_int(args.T, "--T", maximum=validate.MAX_STEPS)
+    budget = options.budget_from_args(args, default_delta=DEFAULT_DELTA)
     if args.csv is not None:
-        cli.output_path(args.csv, "--csv")
-    sigma, params = cli.schedule_from_args(args, budget, kind_flag="--kind", T=T)
+        options.output_path(args.csv, "--csv")
+    sigma, params = options.schedule_from_args(args, budget, kind_flag="--kind", T=T)
     delta = budget.delta
     shown = {k: v for k, v in params.items() if k not in ("q", "T")}
     out = {

@@ -1,9 +1,9 @@
 """``train``: one private training run (PGD / momentum / PSGD) with a noise schedule.
 
-The budget is one :class:`dpcompanion.theory.accounting.Budget` (``--R``, or ``--epsilon`` with
+The budget is one :class:`dpcompanion.theory.budget.Budget` (``--R``, or ``--epsilon`` with
 ``--delta``, under ``--accountant``), held by the one
 :class:`~dpcompanion.training.trainers.config.TrainConfig` whose ledger enforces it. The
-schedule is planned for that budget (:func:`dpcompanion.theory.schedules.plan`; ``--schedule``
+schedule is planned for that budget (:func:`dpcompanion.theory.budget.plan`; ``--schedule``
 takes the kinds and flags of ``schedule``), so every planned step is taken; a plan that
 cannot fit, or a constant ``--sigma S`` whose T steps do not, is refused up front (exit 2).
 ``epsilon`` is that of the steps taken, by the accountant the budget was planned with (at
@@ -28,11 +28,11 @@ import sys
 import numpy as np
 
 from dpcompanion import training
-from dpcompanion import cli
-from dpcompanion.cli import UsageError
+from dpcompanion.cli import UsageError, options
 from dpcompanion.core import outputs
 from dpcompanion.core import validate as v
-from dpcompanion.core.validate import resolve_device
+from dpcompanion.core.provenance import resolve_device
+from dpcompanion.theory import budget as budgets
 from dpcompanion.theory import schedules
 from dpcompanion.training import data
 
@@ -52,15 +52,15 @@ EXAMPLES = [
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.epilog = cli.kinds_epilog(EXAMPLES)
+    p.epilog = options.kinds_epilog(EXAMPLES)
     p.add_argument("--dataset", default="mnist35", help=f"one of {', '.join(DATASETS)} (default mnist35)")
     p.add_argument("--model", default="logistic", help=f"one of {', '.join(MODELS)} (default logistic)")
     p.add_argument("--hidden", default="100", help="hidden units of the mlp (default 100)")
     p.add_argument("--n", default=None, help="training samples (default: the dataset's, 1000)")
     p.add_argument("--scale", default="10", help="data scale max_n ||x_n|| (default 10)")
     p.add_argument("--schedule", default="uniform", help="schedule kind (see the table below; default uniform)")
-    cli.add_schedule_arguments(p)
-    cli.add_budget_arguments(p)
+    options.add_schedule_arguments(p)
+    options.add_budget_arguments(p)
     p.add_argument("--T", dest="T", help="number of steps (required unless --schedule optimal)")
     p.add_argument("--sigma", help="force a constant noise multiplier (finite, > 0; instead of --schedule)")
     p.add_argument("--clip", default="4", help="per-sample clipping norm C (default 4)")
@@ -98,19 +98,19 @@ def validate(args: argparse.Namespace) -> dict:
         raise UsageError(f"--dataset must be one of {', '.join(DATASETS)}, got {args.dataset!r}")
     if args.model not in MODELS:
         raise UsageError(f"--model must be one of {', '.join(MODELS)}, got {args.model!r}")
-    T = cli.parse_int(args.T, "--T", maximum=v.MAX_STEPS)
+    T = options.parse_int(args.T, "--T", maximum=v.MAX_STEPS)
     lo, hi = CLIP_RANGE
-    clip = cli.flag("--clip", v.number, "clip", cli.parse_float(args.clip, "--clip"), lo=lo, hi=hi,
+    clip = options.flag("--clip", v.number, "clip", options.parse_float(args.clip, "--clip"), lo=lo, hi=hi,
                         lo_open=False, hi_open=False,
                         allowed=f"in [{lo:g}, {hi:g}] (a much smaller clip norm makes the float32 noise sigma C "
                                 "underflow to 0, a much larger one overflows it)")
-    lr = cli.flag("--lr", v.positive, "lr", cli.parse_float(args.lr, "--lr"), allow_zero=True)
-    momentum = cli.flag("--momentum", v.number, "momentum", cli.parse_float(args.momentum, "--momentum"),
+    lr = options.flag("--lr", v.positive, "lr", options.parse_float(args.lr, "--lr"), allow_zero=True)
+    momentum = options.flag("--momentum", v.number, "momentum", options.parse_float(args.momentum, "--momentum"),
                             lo=0.0, hi=1.0, lo_open=False)
-    hidden = cli.parse_int(args.hidden, "--hidden", maximum=1_000_000)
-    n = cli.parse_int(args.n, "--n", minimum=2)
+    hidden = options.parse_int(args.hidden, "--hidden", maximum=1_000_000)
+    n = options.parse_int(args.n, "--n", minimum=2)
     lo, hi = SCALE_RANGE
-    scale = cli.flag("--scale", v.number, "scale", cli.parse_float(args.scale, "--scale"), lo=lo, hi=hi,
+    scale = options.flag("--scale", v.number, "scale", options.parse_float(args.scale, "--scale"), lo=lo, hi=hi,
                          lo_open=False, hi_open=False,
                          allowed=f"in [{lo:g}, {hi:g}] (the data's largest norm: much smaller scales underflow the "
                                  "float32 features toward 0, much larger ones overflow float32 squared norms)")
@@ -118,14 +118,14 @@ def validate(args: argparse.Namespace) -> dict:
     if n is not None and pca is not None and n < pca:
         raise UsageError(f"--n must be at least {pca} for --dataset {args.dataset} (its {pca}-dimensional PCA is "
                          f"fitted on the n training images), got {n}")
-    seed = cli.parse_int("0" if args.seed is None else args.seed, "--seed", minimum=0, maximum=2**63 - 1)
+    seed = options.parse_int("0" if args.seed is None else args.seed, "--seed", minimum=0, maximum=2**63 - 1)
     # a practitioner's run is secure unless a seed is asked for (a reproducible run)
     secure = (args.seed is None) if args.secure is None else bool(args.secure)
     sigma_const = None
     if args.sigma is not None:
-        sigma_const = cli.flag("--sigma", lambda x: float(v.noise_multipliers([x], name="sigma")[0]),
-                                   cli.parse_float(args.sigma, "--sigma"))
-    budget = cli.budget_from_args(args)
+        sigma_const = options.flag("--sigma", lambda x: float(v.noise_multipliers([x], name="sigma")[0]),
+                                   options.parse_float(args.sigma, "--sigma"))
+    budget = options.budget_from_args(args)
     if sigma_const is not None:
         # the trainer's own check (float32, this clip norm), before any planning or advice: a sigma
         # whose noise overflows is refused naming the flag
@@ -133,16 +133,16 @@ def validate(args: argparse.Namespace) -> dict:
 
         from dpcompanion.training.trainers.config import check_sigma
 
-        cli.flag("--sigma", check_sigma, np.full((1, 1), sigma_const), clip_norm=clip,
+        options.flag("--sigma", check_sigma, np.full((1, 1), sigma_const), clip_norm=clip,
                      denominator=budget.sampling_rate * (n or 1000), dtype=torch.float32)
     # sizes against memory, before anything is allocated
     dim = _DIMS[args.dataset]
     n_rows = 2 * (n or 1000)
     if T is not None:
-        cli.check_memory("--T", T, 8.0 * 12 * T)
-    cli.check_memory("--n", n, 8.0 * 4 * n_rows * dim)
+        options.check_memory("--T", T, 8.0 * 12 * T)
+    options.check_memory("--n", n, 8.0 * 4 * n_rows * dim)
     if args.model == "mlp":
-        cli.check_memory("--hidden", hidden, 4.0 * 8 * hidden * (dim + 10) + 4.0 * 4 * n_rows * hidden)
+        options.check_memory("--hidden", hidden, 4.0 * 8 * hidden * (dim + 10) + 4.0 * 4 * n_rows * hidden)
     device = resolve_device(args.device)
     if sigma_const is not None:
         for name in ("k_" + k for k in ("kappa", "beta", "rate", "variant", "period", "gamma", "drop", "eta0",
@@ -151,10 +151,10 @@ def validate(args: argparse.Namespace) -> dict:
                 raise UsageError(f"--{name[2:]} is a schedule flag and does not apply with --sigma (a constant schedule)")
         if T is None:
             raise UsageError("--T is required (an integer >= 1)")
-        cli.flag("--sigma", schedules.fit_constant, budget, sigma=sigma_const, T=T)
+        options.flag("--sigma", budgets.fit_constant, budget, sigma=sigma_const, T=T)
         sigma = np.full(T, sigma_const)
     else:
-        sigma, _ = cli.schedule_from_args(args, budget, kind_flag="--schedule", T=T)
+        sigma, _ = options.schedule_from_args(args, budget, kind_flag="--schedule", T=T)
     return {"budget": budget, "device": device, "sigma": sigma, "clip": clip, "lr": lr, "momentum": momentum,
             "hidden": hidden, "n": n, "scale": scale, "seed": seed, "secure": secure}
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 
-from dpcompanion import cli
+from dpcompanion.cli import options
 from dpcompanion.cli.commands.experiment_command import results_root_from_args
 from dpcompanion.core import outputs
-from dpcompanion.core.validate import resolve_device
+from dpcompanion.core.provenance import resolve_device
 from dpcompanion.experiments.comparisons import reproduction
 
 HELP = "the reproduction report: every verdict row of the book (stored results only unless --compute)"
@@ -29,13 +29,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    seed = cli.parse_int(args.seed, "--seed", minimum=0)
-    device = cli.flag("--device", resolve_device, args.device)
-    out = cli.output_path(args.csv, "--csv", suffix=".csv") if args.csv is not None else None
+    seed = options.parse_int(args.seed, "--seed", minimum=0)
+    device = options.flag("--device", resolve_device, args.device)
+    out = options.output_path(args.csv, "--csv", suffix=".csv") if args.csv is not None else None
     results_root_from_args(args)  # the store's folder: a symlink loop or a file is refused, not read as "no result"
     # a page given twice is reported once (each row counted once), in the order first given
     pages = None if args.page is None else list(dict.fromkeys(args.page))
-    rows = cli.flag("--page", reproduction.report_rows, pages=pages, compute=args.compute, seed=seed,
+    rows = options.flag("--page", reproduction.report_rows, pages=pages, compute=args.compute, seed=seed,
                         device=device)
     if out is not None:
         reproduction.write_csv(rows, out)

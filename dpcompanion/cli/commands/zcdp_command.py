@@ -11,16 +11,17 @@ from __future__ import annotations
 import argparse
 import math
 
-from dpcompanion import cli
+from dpcompanion.cli import options
 from dpcompanion.core import outputs
 from dpcompanion.core import validate as v
 from dpcompanion.theory import accounting as acc
+from dpcompanion.theory import budget
 
 HELP = "convert (epsilon, delta)-DP <-> rho-zCDP <-> the paper's budget R = 2 rho (plus exact GDP)"
 
 #: ranges in which every conversion printed is finite and accurate in float64 (those of
-#: :class:`dpcompanion.theory.accounting.Budget`): outside them the command refuses
-RANGES = {"epsilon": acc.EPSILON_RANGE, "rho": acc.RHO_RANGE, "R": acc.R_RANGE}
+#: :class:`dpcompanion.theory.budget.Budget`): outside them the command refuses
+RANGES = {"epsilon": budget.EPSILON_RANGE, "rho": budget.RHO_RANGE, "R": budget.R_RANGE}
 
 EXAMPLES = """examples:
   python -m dpcompanion zcdp --epsilon 4 --delta 1e-8 --json
@@ -43,12 +44,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def validate(args: argparse.Namespace) -> None:
-    args.delta = cli.flag("--delta", v.delta, cli.parse_float(args.delta, "--delta"))
+    args.delta = options.flag("--delta", v.delta, options.parse_float(args.delta, "--delta"))
     for opt in ("epsilon", "rho", "R"):
         text = getattr(args, opt)
         if text is not None:
             lo, hi = RANGES[opt]
-            setattr(args, opt, cli.flag(f"--{opt}", v.number, opt, cli.parse_float(text, f"--{opt}"),
+            setattr(args, opt, options.flag(f"--{opt}", v.number, opt, options.parse_float(text, f"--{opt}"),
                                             lo=lo, hi=hi, lo_open=False, hi_open=False))
 
 

@@ -11,7 +11,7 @@ the experiments ``w-f1``, ``w-t1245``, ``w-t36`` and ``w-f4``.
   (``alpha_t = 1/sqrt(eta_t)``, W Thm 4.2 / Remark 4.1) takes steps at ``z alpha_t`` with ``z``
   root-found to the same epsilon (:func:`calibrate`); W instead equalise Thm 4.1's bound, which for
   unequal ``alpha_t`` does not give the same actual epsilon.
-* **Ledger and trainer.** A run's budget is an :class:`~dpcompanion.theory.accounting.EpsilonTarget`,
+* **Ledger and trainer.** A run's budget is an :class:`~dpcompanion.theory.budget.EpsilonTarget`,
   charged before each noisy step (a step above the target is refused and the run stops);
   :func:`train_segments` trains K Poisson runs in one :func:`dpcompanion.training.train` call,
   evaluating every ``eval_every`` steps (W: every 20).
@@ -35,9 +35,10 @@ import torch
 
 from dpcompanion.theory import adp_accounting, accounting
 from dpcompanion.theory.bounds import adp as adp_bounds
-from dpcompanion.theory.accounting import EpsilonTarget
+from dpcompanion.theory.budget import EpsilonTarget
 from dpcompanion.training import data
-from dpcompanion.training.models import DenseModel, make_model
+from dpcompanion.training.dense_models import DenseModel
+from dpcompanion.training.models import make_model
 from dpcompanion.training.trainers import TrainConfig, train
 from dpcompanion.training.trainers.engine import eval_points, segment_seed
 
@@ -154,7 +155,7 @@ def train_segments(model, X, y, *, X_val, y_val, sigma, lr, seeds: Sequence[int]
     :func:`~dpcompanion.training.trainers.train` call, the validation accuracy measured every
     ``eval_every`` steps and after the last.
 
-    Run k's budget: an :class:`~dpcompanion.theory.accounting.EpsilonTarget` (``epsilon_target``, one or one
+    Run k's budget: an :class:`~dpcompanion.theory.budget.EpsilonTarget` (``epsilon_target``, one or one
     per run). A refused step stops the run but keeps its place in the batch (``on_refusal="hold"``: its
     masks and noise still drawn, at step size 0), so the other runs see the same batch. Segment ``j`` of
     run ``k`` draws from a seed of ``(seeds[k], j)`` (``segment_noise``); training starts from

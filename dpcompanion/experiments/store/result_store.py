@@ -28,8 +28,7 @@ from urllib.parse import urlsplit
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from dpcompanion.core.provenance import git_state, versions
-from dpcompanion.core.validate import resolve_device, validate_seed
+from dpcompanion.core.provenance import git_state, resolve_device, validate_seed, versions
 from dpcompanion.experiments import base
 from dpcompanion.experiments.scale_tables import scale_of, size_mismatches  # the scale block
 from dpcompanion.experiments.store import files, identity, numeric

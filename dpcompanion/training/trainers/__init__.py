@@ -9,7 +9,7 @@ validated once into a frozen :class:`.config.TrainConfig` (its docstring says wh
   and above :func:`.config.sigma_floor`, refused before any step otherwise.
 * ``seed``: an int -> one run, arrays ``(T,)``; a list of K ints -> K batched runs, arrays
   ``(K, T)``. An int with a ``(K, T)`` sigma: K schedules on common random numbers.
-* ``budget`` (or ``R`` with ``delta``): each run's :class:`dpcompanion.theory.accounting.PrivacyLedger`
+* ``budget`` (or ``R`` with ``delta``): each run's :class:`dpcompanion.theory.budget.PrivacyLedger`
   is charged *before* each noisy step; a run stops at the first unaffordable step
   (``stopped_early``). ``R=None``: no ledger (analysis runs that deliberately overspend).
 * ``secure=False`` draws the noise from the seed (the guarantee holds while the seed is secret;

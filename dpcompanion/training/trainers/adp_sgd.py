@@ -25,8 +25,8 @@ import torch
 
 from dpcompanion.core import validate
 from dpcompanion.theory import schedules
-from dpcompanion.theory.accounting import Budget
-from dpcompanion.training.models import Model
+from dpcompanion.theory.budget import Budget
+from dpcompanion.training.model_base import Model
 from dpcompanion.training.trainers.history import History
 from dpcompanion.training.trainers.engine import train_pgd
 

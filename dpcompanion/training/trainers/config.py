@@ -32,8 +32,8 @@ import numpy as np
 import torch
 
 from dpcompanion.core import validate
-from dpcompanion.core.validate import resolve_device
-from dpcompanion.theory.accounting import Budget, EpsilonTarget
+from dpcompanion.core.provenance import resolve_device
+from dpcompanion.theory.budget import Budget, EpsilonTarget
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "NEIGHBOURING", "OUTSIDE_GUARANTEE", "OUTSIDE_GUARANTEE_NOTE", "ON_REFUSAL",
            "ROUNDING_NOTE", "rounding_excess_bound",
@@ -209,7 +209,7 @@ def _budget(budget, R, delta, sampling_rate):
         many = isinstance(budget, (list, tuple))
         for b in budget if many else [budget]:
             if not isinstance(b, (Budget, EpsilonTarget)):
-                raise ValueError("budget must be a dpcompanion.theory.accounting.Budget, a dpcompanion.theory.accounting."
+                raise ValueError("budget must be a dpcompanion.theory.budget.Budget, a dpcompanion.theory.budget."
                                  f"EpsilonTarget, one of them per run, or None, got {b!r}"[:200])
             if isinstance(b, Budget) and b.sampling_rate != sampling_rate:
                 raise ValueError(f"sampling_rate must be the budget's ({b.sampling_rate:g}), got {sampling_rate:g}")
@@ -233,7 +233,7 @@ def _budget(budget, R, delta, sampling_rate):
 class TrainConfig:
     """Everything a private training call needs besides the model and the data.
 
-    ``budget``: what each run's :class:`~dpcompanion.theory.accounting.PrivacyLedger` enforces (a Budget,
+    ``budget``: what each run's :class:`~dpcompanion.theory.budget.PrivacyLedger` enforces (a Budget,
     an EpsilonTarget, or a tuple of one per run; ``None``: no ledger, the cost still added up).
     ``sigma``, ``lr``: ``(K, T)`` float64, read-only; ``seeds``: one per run; ``single``: one run asked
     for (an unbatched History). ``sampling_rate``: Poisson rate p. ``beta``: debiased momentum.

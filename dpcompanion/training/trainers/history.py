@@ -29,7 +29,7 @@ class History:
     Per run: ``steps_done``, ``stopped_early`` (the ledger refused a step), ``R_spent``,
     ``final_loss`` (full training loss at the released iterate), ``train_accuracy``,
     ``test_accuracy`` (None without test data), ``epsilon`` (at the budget's delta, by the run's
-    ledger, :meth:`dpcompanion.theory.accounting.PrivacyLedger.spent_epsilon`; None without a budget or
+    ledger, :meth:`dpcompanion.theory.budget.PrivacyLedger.spent_epsilon`; None without a budget or
     delta). ``R``: the budget (None: no ledger); ``theta``: the final parameters ``(K, P)`` / ``(P,)``;
     ``meta``: algorithm, device, seeds, wall time (s), ``neighbouring``, ``N_public`` and the like.
 

@@ -1,22 +1,83 @@
-"""The float arithmetic of per-sample clipping, with its proven bound: norms computed in the
-training dtype (:func:`sqnorms`, :func:`sqnorms_upper`, with the error bound :func:`sqnorm_error`) or
-in float64 (:func:`norms64`, :func:`product_norms64`), and clip factors (:func:`clip_scale`,
-:func:`clip_factors`) that stay at most ``C / ||g_n||`` whatever the rounding: the factor carries a
-safety margin (:data:`CLIP_SLACK_ULPS`, :data:`CLIP_SLACK_NORM`) and values below the normal range
-are rounded down (:func:`round_down_subnormal`), so that each example's true contribution, measured
-in float64, is at most C (``tests/test_clip_float32_norms.py``, ``tests/test_clip_bound.py``). The
-models (:mod:`dpcompanion.training.models`) and the trainers' fast path call these.
+"""What every model of the private trainers shares: the :class:`Model` contract, :class:`ClipResult`,
+the binary-output losses and the clipping arithmetic (:func:`clip_factors`, :func:`sqnorms`,
+:func:`finite_clip_sum`).
+
+Models are *functional*: parameters live in one flat tensor ``theta (K, P)`` (K independent runs),
+viewed by ``model.unflatten(theta)`` as named ``(K, *shape)`` tensors in ``param_shapes`` order (the
+order the trainers' noise vectors follow). The private step needs :meth:`Model.clipped_grad_sum`
+(per-sample norms -> factors ``min(1, C / ||g_n||)`` -> weighted sum, a :class:`ClipResult`):
+:class:`~dpcompanion.training.dense_models.DenseModel` by ghost clipping (a dense layer's per-sample
+gradient is ``delta_n a_n^T``, so ``||g_n||^2 = ||delta_n||^2 (||a_n||^2 + 1)``; Goodfellow 2015,
+arXiv 1510.01799; Li et al. 2022, arXiv 2110.05679 Sec. 4) and
+:class:`~dpcompanion.training.conv_models.GhostConvModel` per layer. :meth:`Model.per_sample_grads`
+is the torch.func reference the tests check them against.
+
+Labels are class indices. With two classes the dense models use one output ``z`` and ``s = 2y - 1``:
+squared loss ``(z - s)^2 / 2`` or logistic ``log(1 + exp(-s z))`` (Hong et al. 2022, App. D); with
+more, ``||z - onehot(y)||^2 / 2`` or softmax cross-entropy.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
+from typing import Sequence
 
 import torch
+import torch.nn.functional as F
+from torch.func import grad, vmap
 
-__all__ = ["CLIP_SLACK_ULPS", "CLIP_SLACK_NORM", "underflow_unit", "round_down_subnormal", "clip_scale",
-           "clip_factors", "norms64", "NORM_BLOCK", "NORM_MAX_PARTIALS", "sqnorm_error", "sqnorms",
-           "reduction_upper", "sqnorms_upper", "exact_float32_matmul", "product_norms64"]
+__all__ = ["ClipResult", "Model", "binary_output_loss", "binary_output_backprop_", "predict_from_output",
+           "clip_scale", "clip_factors", "norms64", "NORM_BLOCK", "NORM_MAX_PARTIALS", "sqnorm_error", "sqnorms",
+           "product_norms64", "reduction_upper", "sqnorms_upper", "exact_float32_matmul", "underflow_unit", "round_down_subnormal", "finite_clip_sum"]
+
+
+@dataclass
+class ClipResult:
+    """Output of the clip-and-sum piece of the private step (all per run).
+
+    ``grad_sum``: ``(K, P)``, sum over samples of ``w_n min(1, C/||g_n||) g_n``;
+    ``norms``: ``(K, N)`` per-sample gradient norms before clipping;
+    ``losses``: ``(K, N)`` per-sample losses at the current parameters.
+    """
+
+    grad_sum: torch.Tensor
+    norms: torch.Tensor
+    losses: torch.Tensor
+
+
+def binary_output_loss(kind: str, r: torch.Tensor) -> torch.Tensor:
+    """Per-sample loss of a binary model with one output ``z`` and label ``s = 2y - 1``,
+    written in the *negative margin* ``r = -s z``: squared ``(z - s)^2 / 2 = (r + 1)^2 / 2``,
+    logistic ``log(1 + exp(-s z)) = softplus(r)`` (Hong et al. 2022, the ICLR submission's App. D).
+
+    >>> binary_output_loss("squared", torch.tensor([1.0])).item(), round(binary_output_loss("logistic", torch.tensor([0.0])).item(), 6)
+    (2.0, 0.693147)
+    """
+    if kind == "squared":
+        return 0.5 * (r + 1.0) ** 2
+    return F.softplus(r)
+
+
+def binary_output_backprop_(kind: str, r: torch.Tensor) -> torch.Tensor:
+    """In place: overwrite the negative margins ``r = -s z`` with ``a`` such that ``d loss / d z = -s a``
+    (squared: ``a = r + 1``; logistic: ``a = sigmoid(r)``): a linear model's per-sample gradient is
+    then ``a (-s x)``, of norm ``|a| ||s x||``.
+
+    >>> binary_output_backprop_("logistic", torch.tensor([0.0])).item()
+    0.5
+    """
+    if kind == "squared":
+        return r.add_(1.0)
+    return r.sigmoid_()
+
+
+def predict_from_output(z: torch.Tensor) -> torch.Tensor:
+    """Class indices from outputs ``(..., n_out)``: ``z > 0`` for one output, else argmax."""
+    if z.shape[-1] == 1:
+        return (z[..., 0] > 0).long()
+    return z.argmax(dim=-1)
 
 
 #: Relative slack of the clip factor, in unit roundoffs u of the training dtype: the clipped
@@ -332,3 +393,155 @@ def product_norms64(*factors: torch.Tensor) -> torch.Tensor:
     for f in factors[1:]:
         t = t * f
     return t * t
+
+
+def finite_clip_sum(raw, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *, clip_norm: float,
+                    weights: torch.Tensor | None = None) -> ClipResult:
+    """``raw(theta, X, y, clip_norm=, weights=)`` (a clip-and-sum), with every sample whose
+    contribution is not finite dropped from its run's sum: a float32 record near 1e38 makes ``W x``
+    inf, and a NaN sum would tell that the record was there. A run whose sum is not finite is
+    summed again without its samples of non-finite norm, then by halves down to single samples,
+    each part kept only if finite (a dropped sample contributes 0, never above C). Runs whose sums
+    are finite are returned as computed.
+    """
+    res = raw(theta, X, y, clip_norm=clip_norm, weights=weights)
+    if bool(torch.isfinite(res.grad_sum.sum())):  # a finite total has no inf or NaN entry: one reduction
+        return res
+    ok = torch.isfinite(res.grad_sum).all(dim=-1)
+    if bool(ok.all()):
+        return res
+    grad_sum = res.grad_sum.clone()
+
+    def part(k: int, rows: torch.Tensor, known_bad: bool = False) -> torch.Tensor | None:
+        if rows.numel() == 0:
+            return None
+        if not known_bad:
+            w = None if weights is None else weights[k:k + 1].index_select(1, rows)
+            g = raw(theta[k:k + 1], X.index_select(0, rows), y.index_select(0, rows), clip_norm=clip_norm,
+                    weights=w).grad_sum[0]
+            if bool(torch.isfinite(g).all()):
+                return g
+        if rows.numel() == 1:
+            return None
+        h = rows.numel() // 2
+        a, b = part(k, rows[:h]), part(k, rows[h:])
+        return b if a is None else (a if b is None else a + b)
+
+    for k in torch.nonzero(~ok).flatten().tolist():
+        keep = torch.isfinite(res.norms[k])
+        if weights is not None:
+            keep &= weights[k] != 0
+        rows = torch.nonzero(keep).flatten()
+        g = part(k, rows, known_bad=rows.numel() == X.shape[0])  # all rows: the sum is known not finite
+        grad_sum[k] = 0.0 if g is None else g
+    return ClipResult(grad_sum, res.norms, res.losses)
+
+
+class Model:
+    """Common interface. Subclasses define ``param_shapes``,
+    ``init_single``, ``forward`` and ``per_sample_loss_from_output``."""
+
+    name: str = "model"
+    n_classes: int
+    in_shape: tuple[int, ...]
+    param_shapes: dict[str, tuple[int, ...]]
+
+    @property
+    def n_params(self) -> int:
+        return sum(math.prod(s) for s in self.param_shapes.values())
+
+    def unflatten(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Views of a flat ``(K, P)`` tensor as named ``(K, *shape)`` tensors."""
+        out, i = {}, 0
+        lead = theta.shape[:-1]
+        for name, shape in self.param_shapes.items():
+            n = math.prod(shape)
+            out[name] = theta[..., i : i + n].reshape(*lead, *shape)
+            i += n
+        return out
+
+    def flatten(self, params: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Inverse of :meth:`unflatten` (leading dims kept)."""
+        pieces = []
+        for name, shape in self.param_shapes.items():
+            p = params[name]
+            lead = p.shape[: p.dim() - len(shape)]
+            pieces.append(p.reshape(*lead, -1))
+        return torch.cat(pieces, dim=-1)
+
+    def init_single(self, generator: torch.Generator) -> torch.Tensor:  # pragma: no cover
+        raise NotImplementedError
+
+    def init(self, *, generators: Sequence[torch.Generator], dtype=torch.float32, device="cpu") -> torch.Tensor:
+        """``(K, P)`` initial parameters, run ``k`` drawn from ``generators[k]`` (CPU
+        generators, so the initial point does not depend on the device)."""
+        rows = [self.init_single(g).to(torch.float64) for g in generators]
+        return torch.stack(rows).to(dtype=dtype, device=device)
+
+    def forward(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:  # pragma: no cover
+        """Outputs ``(K, N, n_out)`` for parameters ``(K, P)`` and shared inputs ``X``."""
+        raise NotImplementedError
+
+    def per_sample_loss_from_output(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # pragma: no cover
+        raise NotImplementedError
+
+    def per_sample_loss(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``(K, N)`` per-sample losses."""
+        return self.per_sample_loss_from_output(self.forward(theta, X), y)
+
+    def loss(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``(K,)`` empirical risk ``(1/N) sum_n f(theta; x_n)``."""
+        return self.per_sample_loss(theta, X, y).mean(dim=-1)
+
+    def predict(self, theta: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+        """``(K, N)`` predicted class indices."""
+        return predict_from_output(self.forward(theta, X))
+
+    def accuracy(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``(K,)`` fraction of correct predictions."""
+        return (self.predict(theta, X) == y).to(theta.dtype).mean(dim=-1)
+
+    def evaluate(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss, accuracy)``, each ``(K,)``, from one forward pass."""
+        with torch.no_grad():
+            z = self.forward(theta, X)
+            loss = self.per_sample_loss_from_output(z, y).mean(dim=-1)
+            pred = predict_from_output(z)
+            return loss, (pred == y).to(theta.dtype).mean(dim=-1)
+
+    def per_sample_grads(self, theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``(K, N, P)`` per-sample gradients from ``torch.func`` (reference path)."""
+        def single(th: torch.Tensor, x: torch.Tensor, yy: torch.Tensor) -> torch.Tensor:
+            return self.per_sample_loss(th[None], x[None], yy[None])[0, 0]
+
+        per_run = vmap(grad(single), in_dims=(None, 0, 0))
+        return vmap(per_run, in_dims=(0, None, None))(theta, X, y)
+
+    def clipped_grad_sum(
+        self,
+        theta: torch.Tensor,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        clip_norm: float,
+        weights: torch.Tensor | None = None,
+    ) -> ClipResult:
+        """Sum over samples of ``weights[k, n] * clip(g_n)`` (generic torch.func path), each
+        sample's clipped gradient of norm <= C (:func:`clip_scale`; samples whose values are not
+        finite are dropped, :func:`finite_clip_sum`)."""
+        return finite_clip_sum(functools.partial(Model._func_clip_sum, self), theta, X, y, clip_norm=clip_norm,
+                               weights=weights)
+
+    def _func_clip_sum(self, theta, X, y, *, clip_norm, weights=None) -> ClipResult:
+        with torch.no_grad():
+            losses = self.per_sample_loss(theta, X, y)
+        G = self.per_sample_grads(theta, X, y)
+        n64 = sqnorms(G).sqrt_()
+        # the sum forms c_n G_np, one product per entry: an underflowed one errs by < eta / 2
+        c = clip_factors(n64, clip_norm, dtype=G.dtype, absolute=underflow_unit(G.dtype) * math.sqrt(G.shape[-1]))
+        if weights is not None:
+            c = c * weights
+        return ClipResult(torch.einsum("kn,knp->kp", c, G), n64.to(G.dtype), losses)
+
+    def to_module(self, theta_single: torch.Tensor) -> torch.nn.Module:  # pragma: no cover
+        raise NotImplementedError
